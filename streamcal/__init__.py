@@ -1,0 +1,47 @@
+"""streamcal: a streaming calibration engine.
+
+Attach it to a stream of scored events; it learns from labels as they arrive and returns, per
+event, a calibrated probability and a calibrated log-likelihood ratio (LLR).
+
+Public names are imported lazily, so ``import streamcal`` is cheap and a command such as
+``streamcal --help`` does not load numba.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS = {
+    "PAVCalibrator": "streamcal.isotonic.streaming",
+    "IsotonicCalibrator": "streamcal.isotonic.batch",
+    "ISplineCalibrator": "streamcal.spline.calibrator",
+    "GEVCalibrator": "streamcal.gev.calibrator",
+    "PlattCalibrator": "streamcal.gev.calibrator",
+    "GEVCanonicalRegression": "streamcal.gev.regression",
+    "pairwise_couple": "streamcal.multiclass.coupling",
+    "CalibratedClassifier": "streamcal.compose",
+}
+
+_SUBMODULES = {"buckets", "windows", "isotonic", "metrics", "gev", "spline", "multiclass", "compose", "replay"}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"streamcal.{name}")
+        globals()[name] = module
+        return module
+    msg = f"module 'streamcal' has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def __dir__():
+    return sorted({*globals(), *_EXPORTS, *_SUBMODULES})

@@ -1,0 +1,208 @@
+"""Input checks shared by every public entry point.
+
+Each function validates *before* anything is mutated and returns a fresh contiguous array
+(never a view of the caller's data, so kernels may work in place on the result). Error messages
+name the argument, the offending value and its position, in the style
+"`scores` must be finite; got nan at position 3."
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "as_1d_float",
+    "as_binary_labels",
+    "as_finite",
+    "as_nonneg_weights",
+    "as_probabilities",
+    "as_times",
+    "check_same_length",
+    "check_scalar",
+]
+
+
+def _first_bad(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def as_1d_float(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
+    """Return ``x`` as a new contiguous 1-d float64 array, or raise naming ``name``."""
+    if isinstance(x, (str, bytes)):
+        msg = f"`{name}` must be a 1-d array of numbers; got a {type(x).__name__}."
+        raise TypeError(msg)
+    try:
+        arr = np.array(x, dtype=np.float64, copy=True, order="C")
+    except (TypeError, ValueError) as exc:
+        msg = f"`{name}` must be a 1-d array of numbers; could not convert it: {exc}"
+        raise TypeError(msg) from None
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        msg = f"`{name}` must be 1-d; got an array of shape {arr.shape}."
+        raise ValueError(msg)
+    if arr.size == 0 and not allow_empty:
+        msg = f"`{name}` must not be empty."
+        raise ValueError(msg)
+    return arr
+
+
+def as_finite(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
+    """Return ``x`` as a new float64 array whose values are all finite."""
+    arr = as_1d_float(x, name, allow_empty=allow_empty)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        i = _first_bad(bad)
+        msg = f"`{name}` must be finite; got {arr[i]!r} at position {i}."
+        raise ValueError(msg)
+    return arr
+
+
+def as_probabilities(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
+    """Return ``x`` as a new float64 array of values in [0, 1]."""
+    arr = as_1d_float(x, name, allow_empty=allow_empty)
+    bad = ~((arr >= 0.0) & (arr <= 1.0))  # also catches NaN
+    if bad.any():
+        i = _first_bad(bad)
+        msg = f"`{name}` must hold probabilities in [0, 1]; got {arr[i]!r} at position {i}."
+        raise ValueError(msg)
+    return arr
+
+
+def as_binary_labels(y, name: str = "labels", *, allow_empty: bool = False) -> np.ndarray:
+    """Return labels as a new float64 array of 0.0 / 1.0.
+
+    Accepts bools, the integers 0 and 1, and floats equal to 0 or 1. Anything else (2, -1, 0.5,
+    NaN, strings) is rejected with its position.
+    """
+    if isinstance(y, (str, bytes)):
+        msg = f"`{name}` must be a 1-d array of binary labels; got a {type(y).__name__}."
+        raise TypeError(msg)
+    raw = np.asarray(y)
+    if raw.ndim == 0:
+        raw = raw.reshape(1)
+    if raw.ndim != 1:
+        msg = f"`{name}` must be 1-d; got an array of shape {raw.shape}."
+        raise ValueError(msg)
+    if raw.size == 0 and not allow_empty:
+        msg = f"`{name}` must not be empty."
+        raise ValueError(msg)
+    if raw.dtype == np.bool_:
+        return raw.astype(np.float64)
+    if raw.dtype.kind not in "iuf":
+        for i, value in enumerate(raw):
+            if not _is_binary_scalar(value):
+                msg = f"`{name}` must hold binary labels (0/1 or False/True); got {value!r} at position {i}."
+                raise ValueError(msg)
+        return np.array([float(v) for v in raw], dtype=np.float64)
+    arr = raw.astype(np.float64)
+    bad = ~((arr == 0.0) | (arr == 1.0))
+    if bad.any():
+        i = _first_bad(bad)
+        msg = f"`{name}` must hold binary labels (0/1 or False/True); got {raw[i]!r} at position {i}."
+        raise ValueError(msg)
+    return arr
+
+
+def _is_binary_scalar(value) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    if isinstance(value, numbers.Real):
+        return value in (0, 1)
+    return False
+
+
+def as_binary_label(y, name: str = "y") -> bool:
+    """Validate one label for a river ``learn_one``; return it as a Python bool."""
+    if not _is_binary_scalar(y):
+        msg = f"`{name}` must be a binary label (0/1 or False/True); got {y!r}."
+        raise ValueError(msg)
+    return bool(y)
+
+
+def as_nonneg_weights(w, name: str, n: int) -> np.ndarray:
+    """Return sample weights as a new float64 array of ``n`` finite, non-negative values.
+
+    ``None`` means unit weights.
+    """
+    if w is None:
+        return np.ones(n, dtype=np.float64)
+    arr = as_1d_float(w, name, allow_empty=True)
+    check_same_length(n, arr.size, name)
+    bad = ~(np.isfinite(arr) & (arr >= 0.0))
+    if bad.any():
+        i = _first_bad(bad)
+        msg = f"`{name}` must be finite and non-negative; got {arr[i]!r} at position {i}."
+        raise ValueError(msg)
+    return arr
+
+
+def as_times(t, name: str, n: int, *, non_decreasing: bool = True, after: float = -np.inf) -> np.ndarray:
+    """Return event times as a new float64 array of ``n`` finite values.
+
+    With ``non_decreasing`` the times must not go backwards, neither within the array nor with
+    respect to ``after`` (the last time already seen).
+    """
+    arr = as_finite(t, name, allow_empty=True)
+    check_same_length(n, arr.size, name)
+    if non_decreasing and arr.size:
+        if arr[0] < after:
+            msg = (
+                f"`{name}` must not go backwards; got {arr[0]!r} at position 0 after the last "
+                f"time seen, {after!r}."
+            )
+            raise ValueError(msg)
+        back = arr[1:] < arr[:-1]
+        if back.any():
+            i = _first_bad(back) + 1
+            msg = f"`{name}` must not go backwards; got {arr[i]!r} at position {i} after {arr[i - 1]!r}."
+            raise ValueError(msg)
+    return arr
+
+
+def check_same_length(expected: int, got: int, name: str) -> None:
+    """Raise if ``name`` does not have ``expected`` elements."""
+    if expected != got:
+        msg = f"`{name}` must have the same length as the scores ({expected}); got {got}."
+        raise ValueError(msg)
+
+
+def check_scalar(
+    value,
+    name: str,
+    kind: type | tuple[type, ...] = numbers.Real,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+    choices: Sequence | None = None,
+):
+    """Validate a scalar parameter, scikit-learn style: "`n_bins` must be an int in [2, inf); got 1."."""
+    if choices is not None:
+        if value not in choices:
+            msg = f"`{name}` must be one of {list(choices)!r}; got {value!r}."
+            raise ValueError(msg)
+        return value
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    is_bool = isinstance(value, (bool, np.bool_))
+    if is_bool or not isinstance(value, kinds):
+        kind_name = " or ".join(k.__name__ for k in kinds).replace("Real", "float").replace("Integral", "int")
+        msg = f"`{name}` must be a {kind_name}; got {value!r} of type {type(value).__name__}."
+        raise TypeError(msg)
+    if isinstance(value, numbers.Real) and not np.isfinite(value):
+        msg = f"`{name}` must be finite; got {value!r}."
+        raise ValueError(msg)
+    too_low = low is not None and (value < low if low_inclusive else value <= low)
+    too_high = high is not None and (value > high if high_inclusive else value >= high)
+    if too_low or too_high:
+        lo = "-inf" if low is None else low
+        hi = "inf" if high is None else high
+        interval = f"{'[' if low_inclusive and low is not None else '('}{lo}, {hi}{']' if high_inclusive and high is not None else ')'}"
+        kind_name = "an int" if all(k is numbers.Integral or k is int for k in kinds) else "a number"
+        msg = f"`{name}` must be {kind_name} in {interval}; got {value!r}."
+        raise ValueError(msg)
+    return value

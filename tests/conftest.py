@@ -1,0 +1,25 @@
+"""Shared fixtures and hypothesis settings."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "streamcal",
+    deadline=None,
+    derandomize=True,
+    max_examples=60,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("thorough", parent=settings.get_profile("streamcal"), max_examples=600)
+settings.load_profile(os.environ.get("STREAMCAL_HYPOTHESIS_PROFILE", "streamcal"))
+
+
+@pytest.fixture
+def rng():
+    """A seeded generator: every test that draws random data is reproducible."""
+    return np.random.default_rng(20261122)
