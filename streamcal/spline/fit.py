@@ -190,7 +190,7 @@ def fit_ispline_on_histogram(
     >>> centres = [0.1, 0.3, 0.5, 0.7, 0.9]
     >>> fitted = fit_ispline_on_histogram(centres, [1, 2, 5, 8, 9], [9, 8, 5, 2, 1], n_knots=1)
     >>> fitted.predict([0.1, 0.5, 0.9]).round(3)
-    array([0.1, 0.5, 0.9])
+    array([0.088, 0.5  , 0.912])
     """
     inner = _check_order_and_knots(order, n_knots, knots)
     x = as_finite(centres, "centres")
