@@ -269,7 +269,8 @@ def nnls_sum_capped_gram(gram, rhs, cap, x):
     equality-constrained subproblem on the working set exactly, and step back to the first
     constraint the step would cross. Returns the number of subproblem solves, or ``-1`` when the
     iteration limit was reached (not seen in practice). On return ``x >= 0`` holds exactly and
-    ``sum(x) <= cap`` holds up to one rounding of the sum.
+    ``sum(x) <= cap`` holds for the exact sum (a solution on the cap is pulled below it by at most
+    ``p + 1`` ulps).
     """
     p = gram.shape[0]
     scale = 0.0
@@ -389,14 +390,16 @@ def nnls_sum_capped_gram(gram, rhs, cap, x):
                     passive[i] = False
             rejected[:] = False
             reject_cap = False
-    # exact feasibility: bounds hold by construction; pull the sum back below the cap
+    # exact feasibility: bounds hold by construction. A sum of p terms rounds by at most
+    # (p - 1) ulps, so a computed sum at most cap (1 - (p + 1) 2^-52) puts the exact sum below cap.
+    limit = cap * (1.0 - (p + 1) * 2.0**-52)
     total = 0.0
     for i in range(p):
         if x[i] < 0.0:
             x[i] = 0.0
         total += x[i]
-    while total > cap:
-        shrink = cap / total * (1.0 - 2.0**-52)
+    while total > limit:
+        shrink = limit / total
         total = 0.0
         for i in range(p):
             x[i] *= shrink
