@@ -175,7 +175,12 @@ def ispline_gram_clamped(x, w, y, t, order, gram, rhs):
 
 @jit
 def bspline_combination_clamped(x, t, order, coef, out):
-    """``out[n] = sum_j coef[j] B_{j, order}(x[n])``, with ``x`` clamped into the knot range."""
+    """``out[n] = sum_j coef[j] B_{j, order}(x[n])``, with ``x`` clamped into the knot range.
+
+    Evaluated as ``coef[base] + sum_r (coef[base + r] - coef[base]) B_{base + r}`` over the span's
+    nonzero B-splines, so that where the local coefficients are equal (a flat stretch of a
+    monotone map) the value is exactly that coefficient, not a rounding of ``c * sum_r B``.
+    """
     lo, hi = clamped_span_bounds(t, order)
     lower = t[0]
     upper = t[t.shape[0] - 1]
@@ -187,10 +192,11 @@ def bspline_combination_clamped(x, t, order, coef, out):
         mu = clamped_span(t, xn, lo, hi)
         bspline_nonzero_inplace(t, xn, mu, order, values, left, right)
         base = mu - order + 1
+        first = coef[base]
         acc = 0.0
-        for r in range(order):
-            acc += coef[base + r] * values[r]
-        out[n] = acc
+        for r in range(1, order):
+            acc += (coef[base + r] - first) * values[r]
+        out[n] = first + acc
 
 
 # --------------------------------------------------------------------------------------------

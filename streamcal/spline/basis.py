@@ -68,14 +68,15 @@ def knot_vector(interior, lower: float, upper: float, order: int = 3) -> np.ndar
         bad = np.flatnonzero(np.diff(inner) <= 0.0)
         if bad.size:
             i = int(bad[0]) + 1
-            msg = f"`interior` must be strictly increasing; got {inner[i]!r} at position {i}."
+            got = float(inner[i])
+            msg = f"`interior` must be strictly increasing; got {got!r} at position {i}."
             raise ValueError(msg)
         outside = np.flatnonzero((inner <= lower) | (inner >= upper))
         if outside.size:
             i = int(outside[0])
             msg = (
                 f"`interior` knots must lie strictly between {lower!r} and {upper!r}; "
-                f"got {inner[i]!r} at position {i}."
+                f"got {float(inner[i])!r} at position {i}."
             )
             raise ValueError(msg)
     return np.concatenate([np.full(order + 1, lower), inner, np.full(order + 1, upper)])

@@ -96,7 +96,7 @@ def _check_order_and_knots(order, n_knots, knots):
         bad = np.flatnonzero(np.diff(inner) <= 0.0)
         if bad.size:
             i = int(bad[0]) + 1
-            msg = f"`knots` must be strictly increasing; got {inner[i]!r} at position {i}."
+            msg = f"`knots` must be strictly increasing; got {float(inner[i])!r} at position {i}."
             raise ValueError(msg)
         return inner
     return None
