@@ -22,6 +22,16 @@ from streamcal.metrics._array import (
     log_loss,
     min_cllr,
 )
+from streamcal.metrics._river import (
+    ECE,
+    Brier,
+    CalibrationLoss,
+    Cllr,
+    HosmerLemeshow,
+    LogLoss,
+    MinCllr,
+    ProperScoringRule,
+)
 from streamcal.metrics._scoring_rules import (
     BetaWeighting,
     ThresholdWeighting,
@@ -32,7 +42,15 @@ from streamcal.metrics._scoring_rules import (
 )
 
 __all__ = [
+    "ECE",
     "BetaWeighting",
+    "Brier",
+    "CalibrationLoss",
+    "Cllr",
+    "HosmerLemeshow",
+    "LogLoss",
+    "MinCllr",
+    "ProperScoringRule",
     "ThresholdWeighting",
     "beta_scoring_rule",
     "brier_score",

@@ -210,6 +210,9 @@ def _min_cllr(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> float:
 
     # PAV depends on the order of the scores only: ranks keep order and ties exactly and are
     # finite even where the scores are ±inf.
+    # Events of weight 0 change neither the PAV solution of the others nor the Cllr: drop them.
+    keep = w > 0.0
+    y, s, w = y[keep], s[keep], w[keep]
     _, ranks = np.unique(s, return_inverse=True)
     llr = pav_llr(ranks.astype(np.float64), y, w, finite=False)
     return _cllr(y, np.asarray(llr, dtype=np.float64), w)
