@@ -289,20 +289,21 @@ def _quad(f: Callable, lo: float, hi: float) -> float:
 def _quad_each(q: np.ndarray, f: Callable, *, upper: bool) -> np.ndarray:
     """``∫_q^1 f`` (``upper``) or ``∫_0^q f`` at each q, one integral per gap between distinct q.
 
-    The integral is infinite where it reaches the end at which ``f`` is not integrable.
+    Used for the Beta cases ``a = 0`` / ``b = 0`` only, where ``f`` is not integrable at 0
+    (``upper``) or at 1: the integral reaching that end is infinite.
     """
     if q.size == 0:
         return np.zeros(0)
     uniq, inverse = np.unique(q, return_inverse=True)
-    if upper:
+    if upper:  # f is not integrable at 0: the integral from q = 0 is infinite
         pts = np.concatenate((uniq, [1.0]))
-        gaps = np.array([_quad(f, pts[i], pts[i + 1]) for i in range(uniq.size)])
+        gaps = np.array([_quad(f, pts[i], pts[i + 1]) if pts[i] > 0.0 else 0.0 for i in range(uniq.size)])
         values = np.cumsum(gaps[::-1])[::-1]
         if uniq[0] == 0.0:
             values[0] = np.inf
-    else:
+    else:  # f is not integrable at 1: the integral up to q = 1 is infinite
         pts = np.concatenate(([0.0], uniq))
-        gaps = np.array([_quad(f, pts[i], pts[i + 1]) for i in range(uniq.size)])
+        gaps = np.array([_quad(f, pts[i], pts[i + 1]) if pts[i + 1] < 1.0 else 0.0 for i in range(uniq.size)])
         values = np.cumsum(gaps)
         if uniq[-1] == 1.0:
             values[-1] = np.inf
