@@ -94,10 +94,12 @@ def test_beta_end_values():
     # the quadrature fallbacks (a = 0 or b = 0): infinite exactly at the divergent end
     target, nontarget = partial_losses([0.0, 0.4, 1.0], BetaWeighting(0.0, 0.7))
     assert target[0] == math.inf
-    assert np.all(np.isfinite(target[1:])) and np.all(np.isfinite(nontarget))
+    assert np.all(np.isfinite(target[1:]))
+    assert np.all(np.isfinite(nontarget))
     target, nontarget = partial_losses([0.0, 0.4, 1.0], BetaWeighting(0.7, 0.0))
     assert nontarget[2] == math.inf
-    assert np.all(np.isfinite(nontarget[:2])) and np.all(np.isfinite(target))
+    assert np.all(np.isfinite(nontarget[:2]))
+    assert np.all(np.isfinite(target))
 
 
 def test_known_members(rng):
