@@ -149,6 +149,13 @@ def partial_losses(proba, weighting, *, normalize: bool = True) -> tuple[np.ndar
     -------
     (numpy.ndarray, numpy.ndarray)
         The cost when the label is positive, ``C(θ1, q)``, and when it is negative, ``C(θ2, q)``.
+
+    Examples
+    --------
+    >>> from streamcal.metrics import BetaWeighting, partial_losses
+    >>> target, nontarget = partial_losses([0.0, 0.5, 1.0], BetaWeighting(0, 0))  # log loss
+    >>> target.round(4).tolist(), nontarget.round(4).tolist()
+    ([inf, 0.6931, 0.0], [0.0, 0.6931, inf])
     """
     q = as_probabilities(proba, "proba", allow_empty=True)
     return _partial_losses(q, _check_weighting(weighting), normalize)
