@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 from sklearn.metrics import roc_auc_score
 
+from streamcal.buckets import UniformGrid
 from streamcal.spline import (
     ISplineMap,
     default_n_knots,
@@ -243,7 +244,7 @@ def test_few_distinct_scores():
         ({"neg": [1.0]}, ValueError, r"`neg` must have the same length"),
         ({"pos": [0.0, 0.0], "neg": [0.0, 0.0]}, ValueError, r"some positive weight"),
         ({"order": 0}, ValueError, r"`order` must be an int in \[1, inf\); got 0"),
-        ({"n_knots": 1.5}, TypeError, r"`n_knots` must be a int"),
+        ({"n_knots": 1.5}, TypeError, r"`n_knots` must be an int; got"),
         ({"knots": [0.5, 0.2]}, ValueError, r"`knots` must be strictly increasing; got 0.2 at"),
     ],
 )
@@ -257,11 +258,16 @@ def test_histogram_fitter_rejects_bad_input(kwargs, error, match):
 # ----------------------------------------------------------------------------- the calibrator
 
 
+def make_cal(**params):
+    """A calibrator for raw (non-probability) scores: a uniform grid for its window histogram."""
+    return ISplineCalibrator(buckets=UniformGrid(64, -4.0, 4.0), **params)
+
+
 def test_calibrator_matches_functional_fit_and_does_not_mutate_input(rng):
     s, y = logistic_data(rng, 800)
     w = rng.uniform(0.5, 1.5, s.size)
     s0, y0, w0 = s.copy(), y.copy(), w.copy()
-    cal = ISplineCalibrator(n_knots=3).fit(s, y, sample_weight=w)
+    cal = make_cal(n_knots=3).fit(s, y, sample_weight=w)
     np.testing.assert_array_equal(s, s0)
     np.testing.assert_array_equal(y, y0)
     np.testing.assert_array_equal(w, w0)
@@ -273,7 +279,7 @@ def test_calibrator_matches_functional_fit_and_does_not_mutate_input(rng):
 
 def test_calibrator_llr_is_finite_monotone_and_prior_centred(rng):
     s, y = logistic_data(rng, 1000, slope=6.0)
-    cal = ISplineCalibrator().fit(s, y)
+    cal = make_cal().fit(s, y)
     grid = np.linspace(-10, 10, 201)
     llr = cal.predict_llr(grid)
     assert np.isfinite(llr).all()
@@ -287,7 +293,7 @@ def test_calibrator_llr_is_finite_monotone_and_prior_centred(rng):
 
 
 def test_calibrator_before_fit_and_degenerate_labels():
-    cal = ISplineCalibrator()
+    cal = make_cal()
     np.testing.assert_array_equal(cal.predict_proba([0.0, 1.0]), 0.5)
     np.testing.assert_array_equal(cal.predict_llr([0.0, 1.0]), 0.0)
     cal.fit([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [0, 0, 0, 0, 0, 0])
@@ -299,7 +305,7 @@ def test_calibrator_before_fit_and_degenerate_labels():
 
 def test_calibrator_pickle_and_copy_keep_predictions(rng):
     s, y = logistic_data(rng, 500)
-    cal = ISplineCalibrator().fit(s, y)
+    cal = make_cal().fit(s, y)
     grid = np.linspace(-3, 3, 13)
     for other in (pickle.loads(pickle.dumps(cal)), copy.deepcopy(cal)):
         np.testing.assert_array_equal(other.predict_proba(grid), cal.predict_proba(grid))
@@ -341,7 +347,7 @@ def _state(cal):
 )
 def test_calibrator_rejects_bad_input_and_keeps_state(call, error, match, rng):
     s, y = logistic_data(rng, 300)
-    cal = ISplineCalibrator().fit(s, y)
+    cal = make_cal().fit(s, y)
     before = _state(cal)
     with pytest.raises(error, match=match):
         call(cal)
@@ -352,14 +358,14 @@ def test_calibrator_rejects_bad_input_and_keeps_state(call, error, match, rng):
     ("params", "error", "match"),
     [
         ({"order": 0}, ValueError, r"`order` must be an int in \[1, inf\); got 0"),
-        ({"order": 2.0}, TypeError, r"`order` must be a int"),
+        ({"order": 2.0}, TypeError, r"`order` must be an int; got"),
         ({"n_knots": -1}, ValueError, r"`n_knots` must be an int in \[0, inf\); got -1"),
         ({"knots": [0.0, 0.0]}, ValueError, r"`knots` must be strictly increasing"),
     ],
 )
 def test_calibrator_rejects_bad_parameters_at_fit_and_keeps_state(params, error, match, rng):
     s, y = logistic_data(rng, 300)
-    cal = ISplineCalibrator().fit(s, y)
+    cal = make_cal().fit(s, y)
     before = pickle.dumps({k: v for k, v in cal.__dict__.items() if k.startswith("_")})
     for name, value in params.items():
         setattr(cal, name, value)

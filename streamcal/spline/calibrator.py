@@ -1,11 +1,15 @@
-"""``ISplineCalibrator``: I-spline smoothing calibration (paper 003) of binary scores."""
+"""``ISplineCalibrator``: I-spline smoothing calibration (paper 003), batch and streaming."""
 
 from __future__ import annotations
 
+import itertools
+import math
 import numbers
 
 import numpy as np
 
+from streamcal._kernels import histogram as _h
+from streamcal._streaming import OP_LEARN, OP_PREQUENTIAL, StreamingCalibrator
 from streamcal._validation import (
     as_binary_labels,
     as_finite,
@@ -13,114 +17,197 @@ from streamcal._validation import (
     check_same_length,
     check_scalar,
 )
+from streamcal.buckets import Buckets, LogitGrid
 from streamcal.spline.fit import aggregate_sorted, evaluate_map, fit_distinct
+from streamcal.windows import Window
 
 __all__ = ["ISplineCalibrator"]
 
 
-class ISplineCalibrator:
+def _check_spline_params(order, n_knots, knots, refit_every):
+    check_scalar(order, "order", numbers.Integral, low=1)
+    if n_knots is not None:
+        check_scalar(n_knots, "n_knots", numbers.Integral, low=0)
+    if refit_every is not None:
+        check_scalar(refit_every, "refit_every", numbers.Integral, low=1)
+    if knots is None:
+        return None
+    inner = as_finite(knots, "knots", allow_empty=True)
+    bad = np.flatnonzero(np.diff(inner) <= 0.0)
+    if bad.size:
+        i = int(bad[0]) + 1
+        msg = f"`knots` must be strictly increasing; got {float(inner[i])!r} at position {i}."
+        raise ValueError(msg)
+    return inner
+
+
+class ISplineCalibrator(StreamingCalibrator):
     """Smooth, monotone calibration of scores by I-spline least squares (paper 003).
 
-    The calibrated probability is ``f(s) = alpha_0 + sum_i alpha_i I_i(s)`` with cubic (by default)
-    I-splines ``I_i`` on knots at score quantiles, ``alpha >= 0`` and ``sum(alpha) <= 1``, fitted by
-    weighted least squares of the labels: monotone, inside [0, 1] and smooth, and strictly
-    increasing wherever some ``alpha_i > 0`` covers the score, so unlike isotonic regression it
-    does not tie scores together (it keeps the ranking and the AUC there). The LLR is
-    ``logit(f) - logit(prior)`` with ``prior`` the positive share of the training weight, made
-    finite by one pseudo-positive and one pseudo-negative: ``p = (f W + 1) / (W + 2)`` and
-    ``prior = (W1 + 1) / (W + 2)`` for training weight ``W``, of which ``W1`` is positive.
+    The calibrated probability is ``f(s) = alpha_0 + sum_i alpha_i I_i(s)`` with I-splines
+    ``I_i`` (cubic by default) on knots at score quantiles, ``alpha >= 0`` and
+    ``sum(alpha) <= 1``, fitted by weighted least squares of the labels and solved exactly: the
+    map is monotone, inside [0, 1] and smooth, and strictly increasing wherever some
+    ``alpha_i > 0`` covers the score, so unlike isotonic regression it does not tie scores
+    together (it keeps the ranking, and the AUC, there).
+
+    **Streaming.** The state is the windowed bucket histogram shared by every streaming
+    calibrator (``buckets=``, ``window=``); the map is refitted from it (bucket label means,
+    weighted by bucket weight; ``O(buckets * order^2 + basis^2)`` per refit): lazily, when a
+    prediction follows new labels (``refit_every=None``), or right after every
+    ``refit_every``-th learned event, predictions in between using the last fit (the fast
+    setting for ``prequential``). Before the first fit, predictions are the score itself for
+    probability inputs (the default logit grid) and 0.5 otherwise, with LLR 0.
+
+    **Batch.** ``fit(scores, labels, sample_weight=None)`` replaces the state with these events
+    (they enter the window as ``update`` would) and fits the map exactly on the raw events, not
+    on their buckets. Further labels refit from the histogram as usual.
+
+    **LLR.** ``logit(p~) - logit(prior~)`` with ``p~ = (f T + c) / (T + 2c)`` and
+    ``prior~ = (T1 + c) / (T + 2c)`` for the fitted weight ``T`` (of which ``T1`` positive) and
+    ``c = llr_pseudo_count``: finite, and strictly order-preserving wherever ``f`` is.
 
     Parameters
     ----------
-    order : int, default 3
+    buckets
+        Bucket strategy (:mod:`streamcal.buckets`); default ``LogitGrid()`` (1024 logit-spaced
+        buckets; scores must be probabilities). Use ``UniformGrid``, ``QuantileEdges`` or
+        ``Edges`` for other scores.
+    window
+        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``.
+    score_key
+        Key of the score in ``x``; ``None``: ``x`` holds exactly one value.
+    order
         Order of the M-splines; the I-splines have degree ``order`` (3: the paper's cubic ones).
-    n_knots : int, optional
-        Number of interior knots, placed at weighted score quantiles. Default: the paper's
-        ``max(1, floor(n^(1/3) - 4))`` for ``n`` training events, capped so that the basis does not
-        outnumber the distinct scores.
-    knots : array-like, optional
+    n_knots
+        Number of interior knots, at weighted score quantiles. Default: the paper's
+        ``max(1, floor(n^(1/3) - 4))`` for ``n`` events (the window weight when streaming),
+        capped so that the basis does not outnumber the distinct scores (non-empty buckets).
+        Refit cost grows with the cube of the basis size: fix ``n_knots`` for large windows.
+    knots
         Explicit strictly increasing interior knots, overriding ``n_knots`` (knots outside the
-        training score range are dropped).
+        fitted score range are dropped).
+    refit_every
+        ``None``: refit lazily when a prediction follows new labels; an int ``k``: refit after
+        every ``k``-th learned event.
+    llr_pseudo_count
+        Weight ``c > 0`` of the pseudo-positive and pseudo-negative of the finite-LLR rule.
 
     Attributes
     ----------
-    knots_ : ndarray
-        The clamped knot vector of the fitted map (``None`` before fitting).
-    coef_ : ndarray
-        ``alpha_0, ..., alpha_q`` (``None`` before fitting).
+    knots_ : ndarray or None
+        The clamped knot vector of the current map.
+    coef_ : ndarray or None
+        ``alpha_0, ..., alpha_q`` of the current map.
+    window_weight : float
+        Total weight currently in the window.
 
     Examples
     --------
     >>> import numpy as np
     >>> from streamcal import ISplineCalibrator
-    >>> rng = np.random.default_rng(7)
-    >>> scores = rng.normal(size=2000)
-    >>> labels = rng.random(2000) < 1 / (1 + np.exp(-(2 * scores - 1)))
-    >>> cal = ISplineCalibrator().fit(scores, labels)
-    >>> cal.predict_proba([-2.0, 0.0, 0.5, 2.0]).round(2)
-    array([0.01, 0.28, 0.5 , 0.96])
-    >>> bool(np.all(np.diff(cal.predict_llr(np.linspace(-3, 3, 61))) > 0))
-    True
+    >>> from streamcal.windows import CountWindow
+    >>> rng = np.random.default_rng(0)
+    >>> scores = rng.uniform(size=20_000)
+    >>> labels = rng.uniform(size=20_000) < scores**2        # true probability: score squared
+    >>> cal = ISplineCalibrator(window=CountWindow(10_000), n_knots=4, refit_every=1000)
+    >>> proba, llr = cal.prequential(scores, labels)
+    >>> print(np.round(cal.predict_proba([0.1, 0.5, 0.9]), 2))
+    [0.01 0.25 0.81]
+    >>> cal.learn_one({"score": 0.5}, True)
+    >>> round(cal.predict_proba_one({"score": 0.5})[True], 2), cal.window_weight
+    (0.25, 10000.0)
+
+    Batch use on raw scores of any range, with a grid for the window histogram:
+
+    >>> from streamcal.buckets import UniformGrid
+    >>> s = rng.normal(size=2000)
+    >>> y = rng.random(2000) < 1 / (1 + np.exp(-(2 * s - 1)))
+    >>> batch = ISplineCalibrator(buckets=UniformGrid(200, -4.0, 4.0)).fit(s, y)
+    >>> print(np.round(batch.predict_proba([-2.0, 0.0, 0.5, 2.0]), 2))
+    [0.02 0.27 0.5  0.94]
 
     References
     ----------
-    Wu, Jiang, Kim, Ohno-Machado, *I-spline smoothing for calibrating predictive models*, AMIA Joint
-    Summits on Translational Science (2012). Ramsay, *Monotone regression splines in action*,
-    Statistical Science (1988).
+    Wu, Jiang, Kim, Ohno-Machado, *I-spline smoothing for calibrating predictive models*, AMIA
+    Joint Summits on Translational Science (2012). Ramsay, *Monotone regression splines in
+    action*, Statistical Science (1988).
     """
 
-    def __init__(self, order: int = 3, n_knots: int | None = None, knots=None):
+    def __init__(
+        self,
+        buckets: Buckets | None = None,
+        window: Window | None = None,
+        score_key: str | None = None,
+        order: int = 3,
+        n_knots: int | None = None,
+        knots: tuple | None = None,
+        refit_every: int | None = None,
+        llr_pseudo_count: float = 1.0,
+    ):
         self.order = order
         self.n_knots = n_knots
         self.knots = knots
+        self.refit_every = refit_every
+        self._inner_knots = _check_spline_params(order, n_knots, knots, refit_every)
+        super().__init__(buckets=buckets, window=window, score_key=score_key, llr_pseudo_count=llr_pseudo_count)
+
+    @classmethod
+    def _unit_test_params(cls):
+        # river's checks feed the Phishing dataset (9 features); the calibrator reads one of
+        # them, a probability-valued feature, as its score.
+        yield {"score_key": "is_popular"}
+        yield {
+            "score_key": "empty_server_form_handler",
+            "buckets": LogitGrid(n_buckets=16),
+            "order": 1,
+            "refit_every": 7,
+        }
+
+    def _unit_test_skips(self):
+        return {
+            # A calibrator's input is exactly one score, read by `score_key`: features that
+            # appear later or vanish are not inputs it could use or miss, and removing the
+            # score itself is an error (a KeyError naming the key), not a degraded input.
+            "check_emerging_features",
+            "check_disappearing_features",
+            "check_radically_disappearing_features",
+        }
+
+    # ------------------------------------------------------------------ fitted map
+    def _init_map_state(self) -> None:
+        super()._init_map_state()
         self._knots = None
         self._coef = None
         self._bspline_coef = None
-        self._weight = 0.0
-        self._pos_weight = 0.0
+        self._fit_weight = 0.0
 
-    # ------------------------------------------------------------------ fitting
-
-    def _check_params(self):
-        check_scalar(self.order, "order", numbers.Integral, low=1)
-        if self.n_knots is not None:
-            check_scalar(self.n_knots, "n_knots", numbers.Integral, low=0)
-        if self.knots is None:
-            return None
-        inner = as_finite(self.knots, "knots", allow_empty=True)
-        bad = np.flatnonzero(np.diff(inner) <= 0.0)
-        if bad.size:
-            i = int(bad[0]) + 1
-            msg = f"`knots` must be strictly increasing; got {float(inner[i])!r} at position {i}."
-            raise ValueError(msg)
-        return inner
-
-    def fit(self, scores, labels, sample_weight=None) -> ISplineCalibrator:
-        """Fit the map to scores with binary labels (and optional non-negative weights).
-
-        Replaces any earlier fit. Nothing changes if the input is rejected.
-        """
-        inner = self._check_params()
-        x = as_finite(scores, "scores")
-        y = as_binary_labels(labels, "labels")
-        check_same_length(x.size, y.size, "labels")
-        w = as_nonneg_weights(sample_weight, "sample_weight", x.size)
-        total = float(w.sum())
-        if not total > 0.0:
-            msg = "`sample_weight` must hold some positive weight; got all zeros."
-            raise ValueError(msg)
-        values, weights, means = aggregate_sorted(x, w * y, w * (1.0 - y))
-        fitted = fit_distinct(
-            values, weights, means, float(np.count_nonzero(w)), self.order, self.n_knots, inner
-        )
+    def _set_map(self, fitted, weight: float, pos_weight: float) -> None:
         self._knots = fitted.knots
         self._coef = fitted.coef
         self._bspline_coef = fitted.bspline_coef
-        self._weight = total
-        self._pos_weight = float(np.dot(w, y))
-        return self
+        self._fit_weight = weight
+        c = float(self.llr_pseudo_count)
+        self._prior_logodds = math.log(pos_weight + c) - math.log(weight - pos_weight + c)
 
-    # ------------------------------------------------------------------ prediction
+    def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
+        weight = pos + neg
+        keep = weight > 0.0
+        values = np.ascontiguousarray(centres[keep])  # bucket centres ascend
+        w = np.ascontiguousarray(weight[keep])
+        means = np.ascontiguousarray(pos[keep] / w)
+        total = float(w.sum())
+        fitted = fit_distinct(values, w, means, total, int(self.order), self.n_knots, self._inner_knots)
+        self._set_map(fitted, total, float(pos.sum()))
+
+    def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
+        return evaluate_map(scores, self._knots, int(self.order), self._bspline_coef)
+
+    def _predict_llr_fitted(self, scores: np.ndarray, proba: np.ndarray) -> np.ndarray:
+        c = float(self.llr_pseudo_count)
+        total = self._fit_weight
+        q = (proba * total + c) / (total + 2.0 * c)
+        return (np.log(q) - np.log1p(-q)) - self._prior_logodds
 
     @property
     def knots_(self):
@@ -130,20 +217,63 @@ class ISplineCalibrator:
     def coef_(self):
         return None if self._coef is None else self._coef.copy()
 
-    def _proba(self, x: np.ndarray) -> np.ndarray:
-        if self._knots is None:
-            return np.full(x.size, 0.5)
-        return evaluate_map(x, self._knots, int(self.order), self._bspline_coef)
+    # ------------------------------------------------------------------ batch fit
+    def fit(self, scores, labels, sample_weight=None, *, times=None) -> ISplineCalibrator:
+        """Replace the state by these events and fit the map exactly on them.
 
-    def predict_proba(self, scores) -> np.ndarray:
-        """Calibrated probabilities of the positive class (0.5 everywhere before any fit)."""
-        return self._proba(as_finite(scores, "scores", allow_empty=True))
+        The events enter the window histogram in order (as ``update`` would; ``times`` for time
+        windows), so later labels continue from them; the map itself is the exact least-squares
+        fit on the raw scores. Nothing changes if the input is rejected.
+        """
+        inner = _check_spline_params(self.order, self.n_knots, self.knots, self.refit_every)
+        s = self._check_scores(scores)
+        if s.size == 0:
+            msg = "`scores` must not be empty."
+            raise ValueError(msg)
+        y = as_binary_labels(labels, "labels")
+        check_same_length(s.size, y.size, "labels")
+        w = as_nonneg_weights(sample_weight, "sample_weight", s.size)
+        total = float(w.sum())
+        if not total > 0.0:
+            msg = "`sample_weight` must hold some positive weight; got all zeros."
+            raise ValueError(msg)
+        _, _, t = self._check_learn_arrays(s.size, y, w, times, None)
+        values, weights, means = aggregate_sorted(s, w * y, w * (1.0 - y))
+        fitted = fit_distinct(
+            values, weights, means, float(np.count_nonzero(w)), int(self.order), self.n_knots, inner
+        )
+        # validated: now mutate
+        self._inner_knots = inner
+        self._reset()
+        self._run(np.full(s.size, OP_LEARN, dtype=np.int64), s, y, w, t)
+        self._set_map(fitted, total, float(np.dot(w, y)))
+        self._fitted = True
+        self._dirty = False
+        self._n_since_refit = 0
+        return self
 
-    def predict_llr(self, scores) -> np.ndarray:
-        """Calibrated finite log-likelihood ratios ``logit(p) - logit(prior)`` (0 before a fit)."""
-        x = as_finite(scores, "scores", allow_empty=True)
-        p = self._proba(x)
-        total = self._weight
-        p = (p * total + 1.0) / (total + 2.0)
-        prior = (self._pos_weight + 1.0) / (total + 2.0)
-        return np.log(p) - np.log1p(-p) - (np.log(prior) - np.log1p(-prior))
+    # ------------------------------------------------------------------ engine
+    def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
+        """As the generic engine, with runs of prequential events batched between refits.
+
+        With ``refit_every`` the map is fixed between refits, so predicting the events up to the
+        next refit in one call and then learning them in one call gives, element for element,
+        what a loop of ``predict_proba_one`` / ``learn_one`` gives.
+        """
+        k = self.refit_every
+        if k is None:
+            super()._run_ops(ops, b, s, y, w, t, out_p, out_llr)
+            return
+        runs = [*np.flatnonzero(np.concatenate(([True], ops[1:] != ops[:-1]))).tolist(), ops.size]
+        for start, stop in itertools.pairwise(runs):
+            if ops[start] != OP_PREQUENTIAL:
+                part = slice(start, stop)
+                super()._run_ops(ops[part], b[part], s[part], y[part], w[part], t[part], out_p[part], out_llr[part])
+                continue
+            i = start
+            while i < stop:
+                part = slice(i, min(stop, i + k - self._n_since_refit))
+                out_p[part], out_llr[part] = self._predict_arrays(b[part], s[part])
+                _h.histogram_learn_many_inplace(self._sf, self._si, b[part], y[part], w[part], t[part])
+                self._after_learn(part.stop - i)
+                i = part.stop
