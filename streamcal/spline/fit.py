@@ -144,7 +144,7 @@ def fit_distinct(
 def aggregate_sorted(x: np.ndarray, pos: np.ndarray, neg: np.ndarray):
     """Merge equal scores: return sorted distinct scores with positive total weight, their total
     weights and label means ``pos / (pos + neg)``."""
-    order_ = np.argsort(x, kind="stable")
+    order_ = np.argsort(x)
     xs = x[order_]
     starts = np.flatnonzero(np.concatenate(([True], xs[1:] != xs[:-1])))
     values = xs[starts]
