@@ -122,6 +122,24 @@ def test_batch_fit_then_stream_continues(rng):
     np.testing.assert_array_equal(cal.coef_, fit_ispline_on_histogram(centres, pos, neg).coef)
 
 
+def test_batch_fit_with_time_window_and_quantile_edges(rng):
+    s = rng.uniform(size=300)
+    y = rng.uniform(size=300) < s
+    cal = ISplineCalibrator(window=TimeWindow(50.0))
+    with pytest.raises(ValueError, match="needs event times"):
+        cal.fit(s, y)
+    cal.fit(s, y, times=np.arange(300.0))
+    assert cal.window_weight == 50.0  # the window keeps the last 50 s; the map used all 300 events
+    np.testing.assert_array_equal(cal.coef_, fit_ispline(s, y).coef)
+    quantile = ISplineCalibrator(buckets=QuantileEdges(n_buckets=16, warmup=500))
+    before = snapshot(quantile)
+    with pytest.raises(ValueError, match=r"at least the bucket warm-up \(500 events\)"):
+        quantile.fit(s, y)
+    assert snapshot(quantile) == before
+    quantile.fit(np.tile(s, 2), np.tile(y, 2))
+    assert quantile.n_buckets == 16
+
+
 def test_monotone_in_unit_interval_finite_llr(rng):
     cal = ISplineCalibrator(window=CountWindow(3000))
     s = rng.uniform(size=5000)

@@ -9,9 +9,11 @@ from streamcal.spline.basis import (
     mspline_basis,
     quantile_knots,
 )
+from streamcal.spline.calibrator import ISplineCalibrator
 from streamcal.spline.fit import ISplineMap, fit_ispline, fit_ispline_on_histogram
 
 __all__ = [
+    "ISplineCalibrator",
     "ISplineMap",
     "default_n_knots",
     "fit_ispline",

@@ -223,7 +223,8 @@ class ISplineCalibrator(StreamingCalibrator):
 
         The events enter the window histogram in order (as ``update`` would; ``times`` for time
         windows), so later labels continue from them; the map itself is the exact least-squares
-        fit on the raw scores. Nothing changes if the input is rejected.
+        fit on the raw scores. With ``QuantileEdges`` buckets the batch must hold at least the
+        warm-up. Nothing changes if the input is rejected.
         """
         inner = _check_spline_params(self.order, self.n_knots, self.knots, self.refit_every)
         s = self._check_scores(scores)
@@ -238,6 +239,13 @@ class ISplineCalibrator(StreamingCalibrator):
             msg = "`sample_weight` must hold some positive weight; got all zeros."
             raise ValueError(msg)
         _, _, t = self._check_learn_arrays(s.size, y, w, times, None)
+        warmup = int(getattr(self.buckets, "warmup", 0) or 0)
+        if s.size < warmup:
+            msg = (
+                f"`scores` must hold at least the bucket warm-up ({warmup} events) for a batch fit, "
+                f"so that the window histogram has its edges; got {s.size}."
+            )
+            raise ValueError(msg)
         values, weights, means = aggregate_sorted(s, w * y, w * (1.0 - y))
         fitted = fit_distinct(
             values, weights, means, float(np.count_nonzero(w)), int(self.order), self.n_knots, inner
