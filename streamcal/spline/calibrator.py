@@ -118,6 +118,14 @@ class ISplineCalibrator(StreamingCalibrator):
     >>> round(cal.predict_proba_one({"score": 0.5})[True], 2), cal.window_weight
     (0.25, 10000.0)
 
+    River's progressive validation (each event predicted with the state before its label):
+
+    >>> from river import evaluate, stream
+    >>> from streamcal.metrics import Brier
+    >>> events = stream.iter_array(scores[:3000, None], labels[:3000], feature_names=["score"])
+    >>> evaluate.progressive_val_score(events, ISplineCalibrator(n_knots=3, refit_every=100), Brier())
+    Brier: 0.129841
+
     Batch use on raw scores of any range, with a grid for the window histogram:
 
     >>> from streamcal.buckets import UniformGrid
