@@ -10,7 +10,7 @@ from streamcal.spline.basis import (
     quantile_knots,
 )
 from streamcal.spline.calibrator import ISplineCalibrator
-from streamcal.spline.fit import ISplineMap, fit_ispline, fit_ispline_on_histogram
+from streamcal.spline.fit import ISplineMap, fit_ispline, fit_ispline_on_histogram, warmup
 
 __all__ = [
     "ISplineCalibrator",
@@ -22,4 +22,5 @@ __all__ = [
     "knot_vector",
     "mspline_basis",
     "quantile_knots",
+    "warmup",
 ]

@@ -39,7 +39,7 @@ from streamcal._validation import (
 )
 from streamcal.spline.basis import default_n_knots, knot_vector, quantile_knots
 
-__all__ = ["ISplineMap", "fit_ispline", "fit_ispline_on_histogram"]
+__all__ = ["ISplineMap", "fit_ispline", "fit_ispline_on_histogram", "warmup"]
 
 
 @dataclass(frozen=True)
@@ -231,3 +231,18 @@ def fit_ispline(
         raise ValueError(msg)
     values, weights, means = aggregate_sorted(x, w * y, w * (1.0 - y))
     return fit_distinct(values, weights, means, float(np.count_nonzero(w)), order, n_knots, inner)
+
+
+def warmup() -> None:
+    """Compile (or load from numba's cache) every I-spline kernel, so later calls run at full speed.
+
+    Examples
+    --------
+    >>> warmup()
+    """
+    from streamcal.spline.basis import ispline_basis, mspline_basis
+
+    fitted = fit_ispline_on_histogram([0.0, 0.5, 1.0, 1.5, 2.0], [1, 2, 3, 4, 5], [5, 4, 3, 2, 1])
+    fitted.predict([0.1, 3.0])
+    ispline_basis([0.5], fitted.knots, fitted.order)
+    mspline_basis([0.5], fitted.knots, fitted.order)
