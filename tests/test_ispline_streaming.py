@@ -230,3 +230,20 @@ def test_bad_input_raises_and_keeps_state(call, error, match, rng):
 def test_bad_parameters_rejected_at_construction(params, error, match):
     with pytest.raises(error, match=match):
         ISplineCalibrator(**params)
+
+
+def test_inputs_are_not_mutated(rng):
+    s = rng.uniform(size=500)
+    y = rng.uniform(size=500) < s
+    w = rng.uniform(0.5, 2.0, 500)
+    mask = rng.uniform(size=500) < 0.5
+    copies = [a.copy() for a in (s, y, w, mask)]
+    cal = ISplineCalibrator(refit_every=50)
+    cal.fit(s, y, w)
+    cal.update(s, y, weights=w)
+    cal.prequential(s, y, weights=w)
+    cal.process(s, y, mask, weights=w)
+    cal.predict_proba(s)
+    cal.predict_llr(s)
+    for original, kept in zip((s, y, w, mask), copies, strict=True):
+        np.testing.assert_array_equal(original, kept)
