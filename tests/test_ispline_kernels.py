@@ -17,6 +17,7 @@ from streamcal._kernels.ispline import (
     bspline_dense_clamped,
     ispline_gram_clamped,
     nnls_sum_capped_gram,
+    nnls_sum_capped_gram_warm,
 )
 from streamcal.spline.basis import ispline_basis, knot_vector, mspline_basis
 
@@ -204,6 +205,22 @@ def test_capped_nnls_matches_brute_force_enumeration(seed, p, cap):
     assert (x >= 0.0).all()
     assert math.fsum(x) <= cap
     assert x.sum() <= cap
+
+
+@given(seed=st.integers(0, 2**32 - 1), p=st.integers(1, 6), cap=st.sampled_from([0.1, 1.0, 5.0]))
+def test_warm_started_capped_nnls_matches_brute_force_from_any_guess(seed, p, cap):
+    rng = np.random.default_rng(seed)
+    gram, rhs = _random_problem(rng, p, p + 3)
+    ref, _ = naive_capped_nnls(gram, rhs, cap)
+    guess = rng.random(p) < 0.5
+    x = np.empty(p)
+    assert nnls_sum_capped_gram_warm(gram, rhs, cap, x, guess) >= 0
+    np.testing.assert_allclose(x, ref, atol=1e-8)
+    np.testing.assert_array_equal(guess, x > 0.0)  # the final free set comes back
+    # restarting from the optimum's own free set takes a single solve
+    again = np.empty(p)
+    assert nnls_sum_capped_gram_warm(gram, rhs, cap, again, guess.copy()) <= 2
+    np.testing.assert_allclose(again, ref, atol=1e-8)
 
 
 @given(seed=st.integers(0, 2**32 - 1), p=st.integers(2, 6))

@@ -265,12 +265,27 @@ def _solve_reduced_floor(gram, rhs, passive_idx, m, sum_active, cap, z, work, u,
 
 @jit
 def nnls_sum_capped_gram(gram, rhs, cap, x):
+    """Exact minimiser of ``1/2 x'Gx - b'x`` over ``x >= 0, sum(x) <= cap`` (``cap > 0``), cold start.
+
+    See :func:`nnls_sum_capped_gram_warm`; this starts with every bound in the working set.
+    """
+    passive = np.zeros(gram.shape[0], dtype=np.bool_)
+    return nnls_sum_capped_gram_warm(gram, rhs, cap, x, passive)
+
+
+@jit
+def nnls_sum_capped_gram_warm(gram, rhs, cap, x, passive):
     """Exact minimiser of ``1/2 x'Gx - b'x`` over ``x >= 0, sum(x) <= cap`` (``cap > 0``).
 
-    The solution is written into ``x``.
+    The solution is written into ``x``. ``passive`` (bool, in/out) is the initial guess of the
+    coefficients that are free (positive) at the optimum, for instance those of the previous
+    refit; on return it holds the final free set. Any guess gives the same optimum; a good one
+    saves most of the iterations.
 
     A primal active-set method in the manner of Lawson and Hanson's NNLS, on the small normal
-    equations: start at ``x = 0`` with every bound active; repeatedly free the constraint with the
+    equations: start at ``x = 0`` (feasible) with the bounds outside ``passive`` in the working
+    set and first solve on ``passive``, stepping back to the first bound the step would cross;
+    then repeatedly free the constraint with the
     most negative KKT multiplier (a bound ``x_j = 0`` or the cap ``sum(x) = cap``), solve the
     equality-constrained subproblem on the working set exactly, and step back to the first
     constraint the step would cross. Returns the number of subproblem solves, or ``-1`` when the
@@ -288,7 +303,6 @@ def nnls_sum_capped_gram(gram, rhs, cap, x):
     if scale == 0.0:
         scale = 1.0
     tol = 1e-12 * scale
-    passive = np.zeros(p, dtype=np.bool_)
     rejected = np.zeros(p, dtype=np.bool_)
     reject_cap = False
     idx = np.empty(p, dtype=np.intp)
@@ -300,30 +314,37 @@ def nnls_sum_capped_gram(gram, rhs, cap, x):
     x[:] = 0.0
     sum_active = False
     mu = 0.0
-    max_iter = 10 * (p + 1) + 30
+    max_iter = 12 * (p + 1) + 30
     it = 0
+    pending = False  # a warm start: solve on the given free set before any multiplier test
+    for i in range(p):
+        if passive[i]:
+            pending = True
     while True:
-        for i in range(p):
-            acc = -rhs[i]
-            for j in range(p):
-                acc += gram[i, j] * x[j]
-            grad[i] = acc
-        best = -tol
-        enter = -1  # -1: optimal; >= 0: free bound `enter`; -2: release the cap
-        for i in range(p):
-            if not passive[i] and not rejected[i]:
-                nu = grad[i] + mu
-                if nu < best:
-                    best = nu
-                    enter = i
-        if sum_active and not reject_cap and mu < best:
-            enter = -2
-        if enter == -1:
-            break
-        if enter >= 0:
-            passive[enter] = True
+        enter = -1  # -1: optimal (or warm start); >= 0: free bound `enter`; -2: release the cap
+        if pending:
+            pending = False
         else:
-            sum_active = False
+            for i in range(p):
+                acc = -rhs[i]
+                for j in range(p):
+                    acc += gram[i, j] * x[j]
+                grad[i] = acc
+            best = -tol
+            for i in range(p):
+                if not passive[i] and not rejected[i]:
+                    nu = grad[i] + mu
+                    if nu < best:
+                        best = nu
+                        enter = i
+            if sum_active and not reject_cap and mu < best:
+                enter = -2
+            if enter == -1:
+                break
+            if enter >= 0:
+                passive[enter] = True
+            else:
+                sum_active = False
         first = True
         while True:
             it += 1

@@ -205,7 +205,10 @@ class ISplineCalibrator(StreamingCalibrator):
         w = np.ascontiguousarray(weight[keep])
         means = np.ascontiguousarray(pos[keep] / w)
         total = float(w.sum())
-        fitted = fit_distinct(values, w, means, total, int(self.order), self.n_knots, self._inner_knots)
+        # warm start: the previous fit's positive coefficients (same basis size), usually the
+        # same set or close to it, so the exact solve takes a few steps instead of ~basis size
+        hint = None if self._coef is None else self._coef > 0.0
+        fitted = fit_distinct(values, w, means, total, int(self.order), self.n_knots, self._inner_knots, hint)
         self._set_map(fitted, total, float(pos.sum()))
 
     def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:

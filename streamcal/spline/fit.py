@@ -29,6 +29,7 @@ from streamcal._kernels.ispline import (
     bspline_combination_clamped,
     ispline_gram_clamped,
     nnls_sum_capped_gram,
+    nnls_sum_capped_gram_warm,
 )
 from streamcal._validation import (
     as_binary_labels,
@@ -110,6 +111,7 @@ def fit_distinct(
     order: int = 3,
     n_knots: int | None = None,
     knots: np.ndarray | None = None,
+    free_hint: np.ndarray | None = None,
 ) -> ISplineMap:
     """Fit on sorted distinct ``values`` with positive ``weights`` and label ``means``.
 
@@ -118,7 +120,8 @@ def fit_distinct(
     ``n_obs`` feeds the paper's knot count ``max(1, floor(n^(1/3) - 4))`` when neither ``n_knots``
     nor ``knots`` is given; the count is capped at ``len(values) - order - 1`` so that the basis
     does not outnumber the distinct scores. Given ``knots`` keep only those strictly inside the
-    score range.
+    score range. ``free_hint`` (bool, one per coefficient) warm-starts the solver with the
+    coefficients expected to be positive, e.g. the previous fit's; ignored if its size differs.
     """
     lower = float(values[0])
     upper = float(values[-1])
@@ -137,7 +140,10 @@ def fit_distinct(
     rhs = np.empty(p)
     ispline_gram_clamped(values, weights, means, t, int(order), gram, rhs)
     coef = np.empty(p)
-    n_iter = nnls_sum_capped_gram(gram, rhs, 1.0, coef)
+    if free_hint is not None and free_hint.size == p:
+        n_iter = nnls_sum_capped_gram_warm(gram, rhs, 1.0, coef, free_hint.copy())
+    else:
+        n_iter = nnls_sum_capped_gram(gram, rhs, 1.0, coef)
     return ISplineMap(knots=t, order=int(order), coef=coef, n_iter=int(n_iter))
 
 
