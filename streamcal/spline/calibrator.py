@@ -291,7 +291,7 @@ class ISplineCalibrator(StreamingCalibrator):
                 continue
             i = start
             while i < stop:
-                part = slice(i, min(stop, i + k - self._n_since_refit))
+                part = slice(i, min(stop, i + max(1, k - self._n_since_refit)))
                 out_p[part], out_llr[part] = self._predict_arrays(b[part], s[part])
                 _h.histogram_learn_many_inplace(self._sf, self._si, b[part], y[part], w[part], t[part])
                 self._after_learn(part.stop - i)
