@@ -122,6 +122,24 @@ def test_batch_fit_then_stream_continues(rng):
     np.testing.assert_array_equal(cal.coef_, fit_ispline_on_histogram(centres, pos, neg).coef)
 
 
+def test_batch_fit_does_not_refit_while_loading_the_window(rng, monkeypatch):
+    calls = []
+    original = ISplineCalibrator._refit_from_histogram
+
+    def counting(self, *args):
+        calls.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(ISplineCalibrator, "_refit_from_histogram", counting)
+    s = rng.uniform(size=1000)
+    y = rng.uniform(size=1000) < s
+    cal = ISplineCalibrator(refit_every=10).fit(s, y)
+    assert calls == []
+    assert not hasattr(cal, "_loading")
+    cal.update(s[:10], y[:10])
+    assert calls == [1]
+
+
 def test_batch_fit_with_time_window_and_quantile_edges(rng):
     s = rng.uniform(size=300)
     y = rng.uniform(size=300) < s

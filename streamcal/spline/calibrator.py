@@ -264,7 +264,11 @@ class ISplineCalibrator(StreamingCalibrator):
         # validated: now mutate
         self._inner_knots = inner
         self._reset()
-        self._run(np.full(s.size, OP_LEARN, dtype=np.int64), s, y, w, t)
+        self._loading = True  # no refits while the batch enters the window: its map is `fitted`
+        try:
+            self._run(np.full(s.size, OP_LEARN, dtype=np.int64), s, y, w, t)
+        finally:
+            del self._loading
         self._set_map(fitted, total, float(np.dot(w, y)))
         self._fitted = True
         self._dirty = False
@@ -272,6 +276,10 @@ class ISplineCalibrator(StreamingCalibrator):
         return self
 
     # ------------------------------------------------------------------ engine
+    def _after_learn(self, n: int) -> None:
+        if not getattr(self, "_loading", False):
+            super()._after_learn(n)
+
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
         """As the generic engine, with runs of prequential events batched between refits.
 
