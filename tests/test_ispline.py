@@ -196,6 +196,27 @@ def test_histogram_fit_equals_raw_event_fit(rng):
     np.testing.assert_allclose(hist.predict(grid), raw.predict(grid), atol=1e-12)
 
 
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_distinct=st.integers(1, 60),
+    order=st.integers(1, 4),
+    n_knots=st.one_of(st.none(), st.integers(0, 8)),
+)
+def test_histogram_fit_equals_raw_fit_property(seed, n_distinct, order, n_knots):
+    rng = np.random.default_rng(seed)
+    values = np.sort(rng.choice(np.linspace(-3, 3, 301), size=n_distinct, replace=False))
+    s = rng.choice(values, size=int(rng.integers(n_distinct, 20 * n_distinct + 1)))
+    y = (rng.random(s.size) < 1 / (1 + np.exp(-2 * s))).astype(float)
+    raw = fit_ispline(s, y, order=order, n_knots=n_knots)
+    centres, inverse = np.unique(s, return_inverse=True)
+    hist = fit_ispline_on_histogram(
+        centres, np.bincount(inverse, weights=y), np.bincount(inverse, weights=1 - y), order=order, n_knots=n_knots
+    )
+    np.testing.assert_array_equal(hist.knots, raw.knots)
+    grid = np.linspace(-4, 4, 41)
+    np.testing.assert_allclose(hist.predict(grid), raw.predict(grid), atol=1e-9)
+
+
 def test_weighted_histogram_fit_equals_weighted_raw_fit(rng):
     s, y = logistic_data(rng, 3000, ties=6)
     w = rng.uniform(0.0, 3.0, s.size)
