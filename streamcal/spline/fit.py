@@ -43,7 +43,7 @@ from streamcal.spline.basis import default_n_knots, knot_vector, quantile_knots
 __all__ = ["ISplineMap", "fit_ispline", "fit_ispline_on_histogram", "warmup"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ISplineMap:
     """A fitted monotone I-spline map ``f(s) = coef[0] + sum_i coef[i] I_i(s)`` into [0, 1].
 
