@@ -357,7 +357,8 @@ def test_inputs_are_not_mutated(rng):
 def test_r_outside_unit_interval_names_the_position():
     r = np.array(PAPER_1_1)
     r[1, 2] = 1.3
-    with pytest.raises(ValueError, match=r"`r` must hold probabilities in \[0, 1\].*1\.3 at position \(i=1, j=2\)"):
+    pattern = r"`r` must hold probabilities in \[0, 1\].*1\.3 at position \(i=1, j=2\)"
+    with pytest.raises(ValueError, match=pattern):
         pairwise_couple(r)
 
 
@@ -393,8 +394,14 @@ def test_non_numeric_r_is_rejected():
     [
         (np.ones((4, 4)), r"`n` must have shape \(3, 3\) to match `r`; got .*\(4, 4\)"),
         (np.ones((2, 3, 3)), r"`n` must have shape \(3, 3\) to match a single matrix `r`"),
-        (np.array([[0, -1, 1], [-1, 0, 1], [1, 1, 0]]), r"non-negative.*-1.0 at position \(i=0, j=1\)"),
-        (np.array([[0, 2, 1], [3, 0, 1], [1, 1, 0]]), r"symmetric.*n\[0, 1\] = 2.0 and n\[1, 0\] = 3.0"),
+        (
+            np.array([[0, -1, 1], [-1, 0, 1], [1, 1, 0]]),
+            r"non-negative.*-1.0 at position \(i=0, j=1\)",
+        ),
+        (
+            np.array([[0, 2, 1], [3, 0, 1], [1, 1, 0]]),
+            r"symmetric.*n\[0, 1\] = 2.0 and n\[1, 0\] = 3.0",
+        ),
         (np.array([[0, np.inf, 1], [np.inf, 0, 1], [1, 1, 0]]), r"finite.*inf at position"),
     ],
 )

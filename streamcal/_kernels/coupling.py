@@ -1,6 +1,6 @@
 """Kernels for pairwise coupling (Hastie & Tibshirani 1998; Wu, Lin & Weng 2004).
 
-Preconditions shared by every kernel here (the public :func:`streamcal.pairwise_couple` checks them):
+Preconditions shared by every kernel here (:func:`streamcal.pairwise_couple` checks them):
 
 - ``r`` is a C-contiguous float64 array of shape (m, K, K) with K >= 2, every off-diagonal entry
   in [0, 1] and ``r[e, j, i] == 1 - r[e, i, j]``; the diagonal is never read.

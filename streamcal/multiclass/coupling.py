@@ -7,8 +7,9 @@ Two methods:
   weighted Kullback–Leibler criterion (eq. 2.4) with the paper's iterative scaling, started from the
   row-average estimate (eq. 3.7).
 - ``"wlw"``: Wu, Lin & Weng (2004), *Probability estimates for multi-class classification by
-  pairwise coupling*, method 2 (the one LIBSVM uses): ``min_p sum_{i<j} n_ij (r_ji p_i - r_ij p_j)^2``
-  subject to ``sum_i p_i = 1``, solved exactly from its linear optimality system.
+  pairwise coupling*, method 2 (the one LIBSVM uses):
+  ``min_p sum_{i<j} n_ij (r_ji p_i - r_ij p_j)^2`` subject to ``sum_i p_i = 1``, solved exactly
+  from its linear optimality system.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def _check_r(r) -> tuple[np.ndarray, bool]:
         where = f" in event {e}" if stacked else ""
         msg = (
             f"`r` must satisfy r[i, j] + r[j, i] = 1 (r_ij = P(i | i or j)); got "
-            f"r[{i}, {j}] = {float(arr[e, i, j])!r} and r[{j}, {i}] = {float(arr[e, j, i])!r}{where}."
+            f"r[{i}, {j}] = {float(arr[e, i, j])!r} and "
+            f"r[{j}, {i}] = {float(arr[e, j, i])!r}{where}."
         )
         raise ValueError(msg)
     # Use the upper triangle and make the lower one its exact complement.
@@ -115,8 +117,8 @@ def _check_n(n, m: int, k: int, stacked: bool) -> np.ndarray:
     if bad.any():
         idx = tuple(int(v) for v in np.argwhere(bad)[0])
         msg = (
-            f"`n` must hold finite, non-negative weights off the diagonal; got {float(arr[idx])!r} at "
-            f"position {_where(idx, n_stacked)}."
+            f"`n` must hold finite, non-negative weights off the diagonal; got "
+            f"{float(arr[idx])!r} at position {_where(idx, n_stacked)}."
         )
         raise ValueError(msg)
     asym = (arr != np.swapaxes(arr, 1, 2)) & np.triu(off)
@@ -125,7 +127,8 @@ def _check_n(n, m: int, k: int, stacked: bool) -> np.ndarray:
         where = f" in event {e}" if n_stacked else ""
         msg = (
             f"`n` must be symmetric (n_ij is the weight of the pair i, j); got "
-            f"n[{i}, {j}] = {float(arr[e, i, j])!r} and n[{j}, {i}] = {float(arr[e, j, i])!r}{where}."
+            f"n[{i}, {j}] = {float(arr[e, i, j])!r} and "
+            f"n[{j}, {i}] = {float(arr[e, j, i])!r}{where}."
         )
         raise ValueError(msg)
     arr[:, np.arange(k), np.arange(k)] = 0.0
@@ -176,23 +179,26 @@ def pairwise_couple(
     -----
     ``"ht"`` maximises ``-sum_{i<j} n_ij KL(r_ij || mu_ij)`` with mu_ij = p_i / (p_i + p_j)
     (paper 002, eq. 2.4). It starts from the row averages
-    ``p~_i = 2 / (K (K - 1)) * sum_{j != i} r_ij`` (eq. 3.7), which already order the classes as the
-    solution does (theorem 1), and repeats ``p_i <- p_i sum_j n_ij r_ij / sum_j n_ij mu_ij``, class by
-    class, renormalising each sweep; the criterion never decreases (paper's appendix). Classes
-    all of whose pairs have weight 0 keep their start value. When the pairs of positive weight do
-    not link all classes, how the probability splits between the unlinked groups is not determined
-    by the data.
+    ``p~_i = 2 / (K (K - 1)) * sum_{j != i} r_ij`` (eq. 3.7), which already order the classes as
+    the solution does (theorem 1), and repeats ``p_i <- p_i sum_j n_ij r_ij / sum_j n_ij mu_ij``,
+    class by class, renormalising each sweep; the criterion never decreases (paper's appendix).
+    Classes all of whose pairs have weight 0 keep their start value. When the pairs of positive
+    weight do not link all classes, how the probability splits between the unlinked groups is not
+    determined by the data. Convergence is linear, and slow when some r_ij sit at (or very near) 0
+    or 1: the solution then lies on (or near) the boundary p_i = 0 and the residual shrinks only
+    like 1/sweeps; ``max_iter`` bounds the work.
 
-    ``"wlw"`` solves ``[[Q, 1], [1^T, 0]] [p; b] = [0; 1]`` with ``Q_ii = sum_{s != i} n_is r_si^2``,
-    ``Q_ij = -n_ij r_ji r_ij`` by Gaussian elimination with partial pivoting; its solution is
-    non-negative (Wu, Lin & Weng 2004). The system is nonsingular when every n_ij > 0; if zero weights
-    make it singular, they are replaced by 1e-9 times the largest weight.
+    ``"wlw"`` solves ``[[Q, 1], [1^T, 0]] [p; b] = [0; 1]`` with
+    ``Q_ii = sum_{s != i} n_is r_si^2``, ``Q_ij = -n_ij r_ji r_ij`` by Gaussian elimination with
+    partial pivoting; its solution is non-negative (Wu, Lin & Weng 2004). The system is nonsingular
+    when every n_ij > 0; if zero weights make it singular, they are replaced by 1e-9 times the
+    largest weight.
 
     References
     ----------
     T. Hastie and R. Tibshirani (1998). Classification by pairwise coupling. *Ann. Statist.* 26(2).
-    T.-F. Wu, C.-J. Lin and R. C. Weng (2004). Probability estimates for multi-class classification by
-    pairwise coupling. *JMLR* 5, 975–1005.
+    T.-F. Wu, C.-J. Lin and R. C. Weng (2004). Probability estimates for multi-class
+    classification by pairwise coupling. *JMLR* 5, 975–1005.
 
     Examples
     --------
