@@ -1,0 +1,405 @@
+"""Streaming multiclass calibrators: pairwise coupling, and one-vs-rest as the baseline.
+
+Both take, per event, a dict of per-class scores from some multiclass model (its
+``predict_proba_one`` output, or per-class logits) and return a calibrated distribution over the
+classes. Both are river multiclass classifiers whose binary building block is any streamcal binary
+streaming calibrator (``PAVCalibrator`` by default), cloned once per pair or per class.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+from river import base
+
+from streamcal._kernels import coupling as _k
+from streamcal._validation import check_scalar
+
+__all__ = ["OneVsRestCalibrator", "PairwiseCouplingCalibrator"]
+
+#: Pairwise (and one-vs-rest) log-odds are clipped to [-MAX_LOG_ODDS, MAX_LOG_ODDS]; a class with
+#: probability 0, or missing from the score dict, has log-score -inf and lands on the clip.
+MAX_LOG_ODDS = 50.0
+
+#: Weight n_ij given in the coupling to a pair that has learned nothing yet (see
+#: :class:`PairwiseCouplingCalibrator`): small enough not to matter once the pair has data.
+UNSEEN_PAIR_WEIGHT = 1e-6
+
+_SCORE_KINDS = ("proba", "logit")
+
+
+def _class_order(c):
+    """A total order on class labels of mixed types: numbers, then strings, then the rest."""
+    if isinstance(c, (numbers.Real, np.bool_)):
+        return (0, float(c), "")
+    if isinstance(c, str):
+        return (1, 0.0, c)
+    return (2, 0.0, repr(c))
+
+
+def _sigmoid(d: float) -> float:
+    if d >= 0.0:
+        return 1.0 / (1.0 + math.exp(-d))
+    e = math.exp(d)
+    return e / (1.0 + e)
+
+
+def _clip(d: float) -> float:
+    return MAX_LOG_ODDS if d > MAX_LOG_ODDS else (-MAX_LOG_ODDS if d < -MAX_LOG_ODDS else d)
+
+
+class _ScoreDictCalibrator(base.Classifier):
+    """Shared machinery: validation of score dicts, the class register, binary calibrator clones."""
+
+    def __init__(self, calibrator=None, scores: str = "proba", classes: tuple | None = None):
+        self.calibrator = calibrator
+        self.scores = scores
+        self.classes = classes
+        self._classes: list = []  # known classes, in the canonical order
+        self._models: dict = {}  # pair (a, b) or class c -> binary calibrator
+
+    @property
+    def _multiclass(self) -> bool:
+        return True
+
+    # -- parameters and the class register ---------------------------------------------------
+
+    def _check_params(self) -> None:
+        check_scalar(self.scores, "scores", choices=_SCORE_KINDS)
+        if self.classes is not None:
+            fixed = list(self.classes)
+            if len(set(fixed)) != len(fixed):
+                msg = f"`classes` must not repeat a class; got {self.classes!r}."
+                raise ValueError(msg)
+
+    def _order_key(self, c):
+        if self.classes is not None:
+            return list(self.classes).index(c)
+        return _class_order(c)
+
+    def _known(self) -> list:
+        return list(self.classes) if self.classes is not None else self._classes
+
+    def _new_binary(self):
+        if self.calibrator is None:
+            from streamcal import PAVCalibrator
+
+            return PAVCalibrator()
+        return self.calibrator.clone()
+
+    @staticmethod
+    def _score_dict(model, score: float) -> dict:
+        key = getattr(model, "score_key", None)
+        return {key if key is not None else "score": score}
+
+    # -- validation ---------------------------------------------------------------------------
+
+    def _check_x(self, x) -> dict:
+        """Validate a score dict; return {class: log-score} (``-inf`` for probability 0)."""
+        if not isinstance(x, Mapping):
+            msg = f"`x` must be a dict of per-class scores; got a {type(x).__name__}."
+            raise TypeError(msg)
+        fixed = None if self.classes is None else set(self.classes)
+        out = {}
+        for c, v in x.items():
+            if fixed is not None and c not in fixed:
+                msg = (
+                    f"`x` holds a score for class {c!r}, which is not among `classes` "
+                    f"{list(self.classes)!r}."
+                )
+                raise ValueError(msg)
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+                msg = f"`x` must map classes to numbers; got {v!r} for class {c!r}."
+                raise TypeError(msg)
+            v = float(v)
+            if self.scores == "proba":
+                if not 0.0 <= v <= 1.0:
+                    msg = f"`x` must hold probabilities in [0, 1]; got {v!r} for class {c!r}."
+                    raise ValueError(msg)
+                out[c] = math.log(v) if v > 0.0 else -math.inf
+            else:
+                if not math.isfinite(v):
+                    msg = f"`x` must hold finite logits; got {v!r} for class {c!r}."
+                    raise ValueError(msg)
+                out[c] = v
+        return out
+
+    def _check_y(self, y) -> None:
+        if y is None or (isinstance(y, float) and math.isnan(y)):
+            msg = f"`y` must be a class label; got {y!r}."
+            raise ValueError(msg)
+        try:
+            hash(y)
+        except TypeError:
+            msg = f"`y` must be a hashable class label; got {y!r} of type {type(y).__name__}."
+            raise TypeError(msg) from None
+        if self.classes is not None and y not in set(self.classes):
+            msg = f"`y` = {y!r} is not among `classes` {list(self.classes)!r}."
+            raise ValueError(msg)
+
+    def _register(self, new) -> None:
+        if self.classes is not None:
+            return
+        known = set(self._classes)
+        for c in new:
+            if c not in known:
+                bisect.insort(self._classes, c, key=_class_order)
+                known.add(c)
+
+    def _output_classes(self, s: dict) -> list:
+        known = self._known()
+        extra = [c for c in s if c not in set(known)]
+        if not extra:
+            return list(known)
+        return sorted([*known, *extra], key=_class_order)
+
+
+class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
+    """Multiclass calibration by pairwise coupling (Hastie & Tibshirani 1998, paper 002).
+
+    For every pair of classes (i, j) a binary streaming calibrator learns, from the events of
+    class i or j only, P(i | i or j) as a function of the pairwise log-odds s_i - s_j (s_i = log p_i
+    for probabilities, the logit itself for logits). A prediction evaluates every pair's calibrator
+    on the event's own pairwise log-odds and couples the r_ij into one distribution with
+    :func:`streamcal.pairwise_couple`, weighting each pair by n_ij = its calibrator's
+    ``window_weight``: pairs with much evidence in their window count for more.
+
+    Classes may appear at any time (as a label, or as a key of a score dict): a new class joins
+    with fresh pairs. A pair that has learned nothing yet (or whose window is empty) takes the
+    model's own pairwise probability ``sigmoid(s_i - s_j)`` with the tiny weight
+    ``UNSEEN_PAIR_WEIGHT``, so before any learning the output is the model's distribution
+    (normalised; softmax of the logits), and unseen pairs never outweigh pairs with data.
+
+    Parameters
+    ----------
+    calibrator
+        A binary streaming calibrator (river classifier with ``learn_one``/``predict_proba_one`` on
+        a one-score dict and a ``window_weight`` property), cloned for every pair. ``None``:
+        ``streamcal.PAVCalibrator()``.
+    scores
+        ``"proba"``: the dict values are class probabilities (a class missing from the dict has
+        probability 0). ``"logit"``: they are per-class logits (a missing class counts as -inf).
+        Pairwise log-odds are clipped to ``[-MAX_LOG_ODDS, MAX_LOG_ODDS]`` (50).
+    method
+        Coupling method of :func:`streamcal.pairwise_couple`: ``"ht"`` or ``"wlw"``.
+    tol
+        Coupling tolerance (``"ht"``).
+    max_iter
+        Most coupling sweeps per prediction (``"ht"``); a prediction that has not converged by
+        then (pairwise probabilities at 0 or 1 converge slowly) is the last iterate, silently.
+    classes
+        The fixed set of classes, if known in advance; a score or label for any other class is
+        then an error. ``None``: classes are learned from the stream.
+
+    Attributes
+    ----------
+    pairs_ : dict
+        (class_i, class_j) -> the binary calibrator of that pair, for the pairs that have learned.
+
+    Examples
+    --------
+    A three-class stream whose model is over-confident: its probabilities are the true ones
+    raised to the power 2 and renormalised.
+
+    >>> import numpy as np
+    >>> from river import metrics
+    >>> from streamcal.multiclass import PairwiseCouplingCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> cal = PairwiseCouplingCalibrator()
+    >>> raw, calibrated = metrics.LogLoss(), metrics.LogLoss()
+    >>> for t in range(3000):  # doctest: +SKIP
+    ...     p = rng.dirichlet([1.0, 1.0, 1.0])
+    ...     y = int(rng.choice(3, p=p))
+    ...     q = p**2 / (p**2).sum()
+    ...     x = {c: float(q[c]) for c in range(3)}
+    ...     if t >= 1000:
+    ...         raw.update(y, x)
+    ...         calibrated.update(y, cal.predict_proba_one(x))
+    ...     cal.learn_one(x, y)
+    >>> print(f"{raw.get():.3f} -> {calibrated.get():.3f}")  # doctest: +SKIP
+    0.867 -> 0.788
+    """
+
+    def __init__(
+        self,
+        calibrator=None,
+        scores: str = "proba",
+        method: str = "ht",
+        tol: float = 1e-8,
+        max_iter: int = 200,
+        classes: tuple | None = None,
+    ):
+        super().__init__(calibrator=calibrator, scores=scores, classes=classes)
+        self.method = method
+        self.tol = tol
+        self.max_iter = max_iter
+
+    @property
+    def pairs_(self) -> dict:
+        return dict(self._models)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_scalar(self.method, "method", choices=("ht", "wlw"))
+        check_scalar(self.tol, "tol", numbers.Real, low=0.0)
+        check_scalar(self.max_iter, "max_iter", numbers.Integral, low=0)
+
+    def learn_one(self, x, y) -> None:
+        """Learn one event: every pair (y, j) sees the pairwise log-odds s_y - s_j."""
+        self._check_params()
+        s = self._check_x(x)
+        self._check_y(y)
+        self._register([*s, y])
+        neg_inf = -math.inf
+        sy = s.get(y, neg_inf)
+        ky = self._order_key(y)
+        for c in self._known():
+            if c == y:
+                continue
+            sc = s.get(c, neg_inf)
+            if self._order_key(c) > ky:
+                pair, d, label = (y, c), sy - sc, True
+            else:
+                pair, d, label = (c, y), sc - sy, False
+            d = 0.0 if math.isnan(d) else _clip(d)
+            model = self._models.get(pair)
+            if model is None:
+                model = self._models[pair] = self._new_binary()
+            model.learn_one(self._score_dict(model, d), label)
+
+    def _pairwise(self, x):
+        """Validated classes, r and n for one score dict."""
+        s = self._check_x(x)
+        classes = self._output_classes(s)
+        k = len(classes)
+        r = np.zeros((1, k, k))
+        n = np.zeros((1, k, k))
+        neg_inf = -math.inf
+        logs = [s.get(c, neg_inf) for c in classes]
+        for a in range(k):
+            for b in range(a + 1, k):
+                d = logs[a] - logs[b]
+                d = 0.0 if math.isnan(d) else _clip(d)
+                model = self._models.get((classes[a], classes[b]))
+                weight = 0.0 if model is None else float(model.window_weight)
+                if weight > 0.0:
+                    rab = float(model.predict_proba_one(self._score_dict(model, d)).get(True, 0.5))
+                    rab = min(max(rab, 0.0), 1.0) if rab == rab else 0.5
+                else:
+                    rab, weight = _sigmoid(d), UNSEEN_PAIR_WEIGHT
+                r[0, a, b], r[0, b, a] = rab, 1.0 - rab
+                n[0, a, b] = n[0, b, a] = weight
+        return classes, r, n
+
+    def predict_proba_one(self, x) -> dict:
+        """Calibrated distribution over the known classes and any new class scored in ``x``."""
+        self._check_params()
+        classes, r, n = self._pairwise(x)
+        k = len(classes)
+        if k <= 2:
+            return {c: float(r[0, i, 1 - i]) if k == 2 else 1.0 for i, c in enumerate(classes)}
+        p = np.empty((1, k))
+        if self.method == "ht":
+            _k.ht_couple_batch(r, n, float(self.tol), int(self.max_iter), p, np.empty(1, np.intp))
+        else:
+            _k.wlw_couple_batch(r, n, p, np.empty(1, np.bool_))
+        return {c: float(p[0, i]) for i, c in enumerate(classes)}
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+        yield {"method": "wlw", "scores": "proba"}
+
+
+class OneVsRestCalibrator(_ScoreDictCalibrator):
+    """One-vs-rest calibration, then normalisation: the baseline for pairwise coupling.
+
+    For every class c a binary streaming calibrator learns P(y = c) from *every* event, as a
+    function of the class's own log-odds (``logit(p_c)`` for probabilities, the logit itself for
+    logits). A prediction calibrates each class separately and divides by the sum. A class whose
+    calibrator has learned nothing yet uses the model's own probability (``sigmoid`` of its logit).
+
+    Parameters
+    ----------
+    calibrator
+        A binary streaming calibrator, cloned for every class. ``None``:
+        ``streamcal.PAVCalibrator()``.
+    scores
+        ``"proba"`` or ``"logit"``, as for :class:`PairwiseCouplingCalibrator`.
+    classes
+        The fixed set of classes, or ``None`` to learn them from the stream.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from river import metrics
+    >>> from streamcal.multiclass import OneVsRestCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> cal = OneVsRestCalibrator()
+    >>> raw, calibrated = metrics.LogLoss(), metrics.LogLoss()
+    >>> for t in range(3000):  # doctest: +SKIP
+    ...     p = rng.dirichlet([1.0, 1.0, 1.0])
+    ...     y = int(rng.choice(3, p=p))
+    ...     q = p**2 / (p**2).sum()
+    ...     x = {c: float(q[c]) for c in range(3)}
+    ...     if t >= 1000:
+    ...         raw.update(y, x)
+    ...         calibrated.update(y, cal.predict_proba_one(x))
+    ...     cal.learn_one(x, y)
+    >>> print(f"{raw.get():.3f} -> {calibrated.get():.3f}")  # doctest: +SKIP
+    0.867 -> 0.800
+    """
+
+    @property
+    def calibrators_(self) -> dict:
+        """class -> its binary calibrator."""
+        return dict(self._models)
+
+    def _class_log_odds(self, s: dict, c) -> float:
+        v = s.get(c, -math.inf)
+        if self.scores == "proba":
+            if v == -math.inf:
+                return -MAX_LOG_ODDS
+            p = math.exp(v)
+            d = v - math.log1p(-p) if p < 1.0 else math.inf
+        else:
+            d = v
+        return _clip(d)
+
+    def learn_one(self, x, y) -> None:
+        """Learn one event: every known class c sees its own log-odds with label ``y == c``."""
+        self._check_params()
+        s = self._check_x(x)
+        self._check_y(y)
+        self._register([*s, y])
+        for c in self._known():
+            model = self._models.get(c)
+            if model is None:
+                model = self._models[c] = self._new_binary()
+            model.learn_one(self._score_dict(model, self._class_log_odds(s, c)), c == y)
+
+    def predict_proba_one(self, x) -> dict:
+        """Calibrated one-vs-rest probabilities, normalised to sum to 1."""
+        self._check_params()
+        s = self._check_x(x)
+        classes = self._output_classes(s)
+        if not classes:
+            return {}
+        q = []
+        for c in classes:
+            d = self._class_log_odds(s, c)
+            model = self._models.get(c)
+            if model is not None and float(model.window_weight) > 0.0:
+                v = float(model.predict_proba_one(self._score_dict(model, d)).get(True, 0.0))
+                v = min(max(v, 0.0), 1.0) if v == v else 0.0
+            else:
+                v = _sigmoid(d)
+            q.append(v)
+        total = sum(q)
+        if total > 0.0:
+            return {c: v / total for c, v in zip(classes, q, strict=True)}
+        return {c: 1.0 / len(classes) for c in classes}

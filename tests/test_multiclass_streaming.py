@@ -1,0 +1,330 @@
+"""Streaming multiclass calibrators: pairwise coupling and one-vs-rest."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from river import base
+
+from streamcal import pairwise_couple
+from streamcal.multiclass import OneVsRestCalibrator, PairwiseCouplingCalibrator
+from streamcal.multiclass.streaming import MAX_LOG_ODDS, UNSEEN_PAIR_WEIGHT
+
+
+class BinnedStandIn(base.Classifier):
+    """Test stand-in for a binary streaming calibrator (the contract in COMMON.md).
+
+    Laplace-smoothed positive rate per fixed score bin; unbounded window, so ``window_weight`` is
+    the number of events learned.
+    """
+
+    def __init__(self, edges: tuple = tuple(np.linspace(-8.0, 8.0, 33)), score_key=None):
+        self.edges = edges
+        self.score_key = score_key
+        self._pos = np.zeros(len(edges) + 1)
+        self._tot = np.zeros(len(edges) + 1)
+
+    def _bin(self, x) -> int:
+        s = x[self.score_key] if self.score_key is not None else next(iter(x.values()))
+        return int(np.searchsorted(self.edges, s))
+
+    def learn_one(self, x, y):
+        b = self._bin(x)
+        self._pos[b] += bool(y)
+        self._tot[b] += 1.0
+
+    def predict_proba_one(self, x):
+        b = self._bin(x)
+        p = (self._pos[b] + 0.5) / (self._tot[b] + 1.0)
+        return {False: 1.0 - float(p), True: float(p)}
+
+    @property
+    def window_weight(self) -> float:
+        return float(self._tot.sum())
+
+
+CALIBRATORS = [PairwiseCouplingCalibrator, OneVsRestCalibrator]
+
+
+def make(cls, **kwargs):
+    return cls(calibrator=BinnedStandIn(), **kwargs)
+
+
+def dirichlet_stream(rng, n, k, power=1.0, alpha=1.0):
+    """(x, y, p_true): x = the model's probabilities, p_true**power renormalised."""
+    out = []
+    for _ in range(n):
+        p = rng.dirichlet(np.full(k, alpha))
+        y = int(rng.choice(k, p=p))
+        q = p**power / (p**power).sum()
+        out.append(({c: float(q[c]) for c in range(k)}, y, p))
+    return out
+
+
+def log_loss(pred, y):
+    return -math.log(max(pred.get(y, 0.0), 1e-15))
+
+
+# --- behaviour ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_before_learning_the_model_distribution_is_returned(cls):
+    cal = make(cls)
+    x = {"a": 0.2, "b": 0.5, "c": 0.3}
+    out = cal.predict_proba_one(x)
+    assert list(out) == ["a", "b", "c"]
+    if cls is PairwiseCouplingCalibrator:
+        np.testing.assert_allclose([out[c] for c in "abc"], [0.2, 0.5, 0.3], atol=1e-7)
+    assert sum(out.values()) == pytest.approx(1.0)
+    assert make(cls).predict_proba_one({}) == {}
+
+
+def test_logit_scores_before_learning_give_the_softmax():
+    cal = make(PairwiseCouplingCalibrator, scores="logit")
+    z = np.array([1.0, -0.5, 2.0, 0.0])
+    out = cal.predict_proba_one(dict(enumerate(z)))
+    np.testing.assert_allclose(list(out.values()), np.exp(z) / np.exp(z).sum(), atol=1e-7)
+
+
+def test_each_pair_learns_only_from_events_of_its_two_classes(rng):
+    cal = make(PairwiseCouplingCalibrator)
+    stream = dirichlet_stream(rng, 300, 4)
+    for x, y, _ in stream:
+        cal.learn_one(x, y)
+    counts = np.bincount([y for _, y, _ in stream], minlength=4)
+    assert set(cal.pairs_) == {(a, b) for a in range(4) for b in range(a + 1, 4)}
+    for (a, b), model in cal.pairs_.items():
+        assert model.window_weight == counts[a] + counts[b]
+
+
+def test_pair_learns_the_pairwise_log_odds_with_the_first_class_as_positive():
+    cal = make(PairwiseCouplingCalibrator)
+    cal.learn_one({0: 0.2, 1: 0.5, 2: 0.3}, 1)
+    m01, m12 = cal.pairs_[(0, 1)], cal.pairs_[(1, 2)]
+    d01 = math.log(0.2) - math.log(0.5)
+    d12 = math.log(0.5) - math.log(0.3)
+    assert m01._pos.sum() == 0  # label: y == 0 is False
+    assert m01._tot[m01._bin({"s": d01})] == 1
+    assert m12._pos[m12._bin({"s": d12})] == 1  # label: y == 1 is True
+    assert (0, 2) not in cal.pairs_
+
+
+def test_prediction_is_the_coupling_of_the_pairs_with_window_weights(rng):
+    cal = make(PairwiseCouplingCalibrator, tol=1e-12)
+    for x, y, _ in dirichlet_stream(rng, 400, 4, power=2.0):
+        cal.learn_one(x, y)
+    x = {0: 0.1, 1: 0.6, 2: 0.25, 3: 0.05}
+    r = np.zeros((4, 4))
+    n = np.zeros((4, 4))
+    for (a, b), model in cal.pairs_.items():
+        d = math.log(x[a]) - math.log(x[b])
+        r[a, b] = model.predict_proba_one({"score": d})[True]
+        r[b, a] = 1 - r[a, b]
+        n[a, b] = n[b, a] = model.window_weight
+    expected = pairwise_couple(r, n, tol=1e-12)
+    np.testing.assert_allclose(list(cal.predict_proba_one(x).values()), expected, atol=1e-10)
+    wlw = make(PairwiseCouplingCalibrator, method="wlw")
+    wlw._models, wlw._classes = cal._models, cal._classes
+    np.testing.assert_allclose(
+        list(wlw.predict_proba_one(x).values()), pairwise_couple(r, n, method="wlw"), atol=1e-12
+    )
+
+
+def test_a_class_appearing_mid_stream_joins_with_fresh_pairs(rng):
+    cal = make(PairwiseCouplingCalibrator)
+    early = [({0: 0.7, 1: 0.3}, int(rng.random() < 0.4)) for _ in range(50)]
+    for x, y in early:
+        cal.learn_one(x, y)
+    assert cal._classes == [0, 1]
+    assert cal.predict_proba_one({0: 0.7, 1: 0.3}).keys() == {0, 1}
+    # The model starts scoring class 2 before any label of it: it is in the output at once.
+    out = cal.predict_proba_one({0: 0.5, 1: 0.2, 2: 0.3})
+    assert out.keys() == {0, 1, 2}
+    assert sum(out.values()) == pytest.approx(1.0)
+    late = [({0: 0.5, 1: 0.2, 2: 0.3}, int(rng.choice(3))) for _ in range(60)]
+    for x, y in late:
+        cal.learn_one(x, y)
+    ys = np.array([y for _, y in late])
+    assert cal.pairs_[(0, 2)].window_weight == np.sum((ys == 0) | (ys == 2))
+    assert cal.pairs_[(1, 2)].window_weight == np.sum((ys == 1) | (ys == 2))
+    assert cal.pairs_[(0, 1)].window_weight == 50 + np.sum((ys == 0) | (ys == 1))
+
+
+def test_unseen_pairs_get_the_model_probability_with_a_tiny_weight():
+    cal = make(PairwiseCouplingCalibrator)
+    cal.learn_one({0: 0.6, 1: 0.4}, 0)
+    _, r, n = cal._pairwise({0: 0.5, 1: 0.2, 2: 0.3})
+    assert n[0, 0, 2] == UNSEEN_PAIR_WEIGHT
+    assert r[0, 0, 2] == pytest.approx(0.5 / 0.8)
+    assert n[0, 0, 1] == 1.0
+
+
+def test_missing_or_zero_probability_classes_are_clipped_log_odds():
+    cal = make(PairwiseCouplingCalibrator)
+    cal.learn_one({0: 1.0}, 1)  # class 1 has probability 0 (absent); class 0 certain
+    model = cal.pairs_[(0, 1)]
+    assert model._tot[model._bin({"s": MAX_LOG_ODDS})] == 1
+    out = cal.predict_proba_one({})
+    assert out.keys() == {0, 1}
+    assert sum(out.values()) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_perfectly_calibrated_scores_are_left_nearly_unchanged(cls):
+    rng = np.random.default_rng(7)
+    cal = make(cls)
+    for x, y, _ in dirichlet_stream(rng, 6000, 3, alpha=2.0):
+        cal.learn_one(x, y)
+    errors = []
+    for x, _, p in dirichlet_stream(rng, 200, 3, alpha=2.0):
+        out = cal.predict_proba_one(x)
+        errors.append(np.abs(np.array([out[c] for c in range(3)]) - p).max())
+    assert np.median(errors) < 0.05
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_calibration_improves_the_log_loss_of_an_overconfident_model(cls):
+    rng = np.random.default_rng(11)
+    cal = make(cls)
+    raw = cooked = 0.0
+    for t, (x, y, _) in enumerate(dirichlet_stream(rng, 4000, 4, power=2.5)):
+        if t >= 1000:
+            raw += log_loss(x, y)
+            cooked += log_loss(cal.predict_proba_one(x), y)
+        cal.learn_one(x, y)
+    assert cooked < 0.95 * raw
+
+
+def test_one_vs_rest_calibrators_see_every_event_since_their_class_joined(rng):
+    cal = make(OneVsRestCalibrator)
+    for x, y, _ in dirichlet_stream(rng, 100, 3):
+        cal.learn_one(x, y)
+    cal.learn_one({0: 0.3, 1: 0.3, 2: 0.2, 3: 0.2}, 3)
+    weights = {c: m.window_weight for c, m in cal.calibrators_.items()}
+    assert weights == {0: 101, 1: 101, 2: 101, 3: 1}
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_fixed_classes_give_every_class_in_the_declared_order(cls):
+    cal = make(cls, classes=("zebra", "ant", "moose"))
+    cal.learn_one({"ant": 0.5, "moose": 0.5}, "zebra")
+    out = cal.predict_proba_one({"ant": 1.0})
+    assert list(out) == ["zebra", "ant", "moose"]
+    assert sum(out.values()) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_mixed_type_labels_have_a_stable_order(cls):
+    a, b = make(cls), make(cls)
+    for x, y in [({1: 0.5, "b": 0.5}, 1), ({"b": 0.4, (2,): 0.6}, (2,))]:
+        a.learn_one(x, y)
+    for x, y in [({"b": 0.5, 1: 0.5}, 1), ({(2,): 0.6, "b": 0.4}, (2,))]:
+        b.learn_one(x, y)
+    assert a._classes == b._classes == [1, "b", (2,)]
+    x = {(2,): 0.2, 1: 0.3, "b": 0.5}
+    assert a.predict_proba_one(x) == b.predict_proba_one(x)
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_clone_and_pickle_keep_predictions(cls, rng):
+    cal = make(cls)
+    stream = dirichlet_stream(rng, 200, 3)
+    for x, y, _ in stream:
+        cal.learn_one(x, y)
+    x = stream[0][0]
+    again = pickle.loads(pickle.dumps(cal))
+    assert again.predict_proba_one(x) == cal.predict_proba_one(x)
+    fresh = cal.clone()
+    assert fresh._models == {}
+    assert fresh._classes == []
+    assert isinstance(fresh.calibrator, BinnedStandIn)
+
+
+def test_default_binary_calibrator_is_resolved_lazily():
+    cal = PairwiseCouplingCalibrator()
+    assert cal.calibrator is None
+    assert cal.predict_proba_one({0: 0.25, 1: 0.75}) == {0: 0.25, 1: 0.75}
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_predict_does_not_mutate_state_or_input(cls, rng):
+    cal = make(cls)
+    for x, y, _ in dirichlet_stream(rng, 50, 3):
+        cal.learn_one(x, y)
+    before = pickle.dumps(cal)
+    x = {0: 0.2, 1: 0.3, 2: 0.5, 9: 0.0}
+    cal.predict_proba_one(x)
+    cal.predict_one(x)
+    assert pickle.dumps(cal) == before
+    assert x == {0: 0.2, 1: 0.3, 2: 0.5, 9: 0.0}
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+
+BAD_X = [
+    ([0.2, 0.8], TypeError, r"`x` must be a dict of per-class scores; got a list"),
+    ({0: float("nan"), 1: 0.5}, ValueError, r"probabilities in \[0, 1\]; got nan for class 0"),
+    ({0: 1.5, 1: 0.5}, ValueError, r"probabilities in \[0, 1\]; got 1.5 for class 0"),
+    ({0: "high", 1: 0.5}, TypeError, r"`x` must map classes to numbers; got 'high' for class 0"),
+    ({0: True, 1: 0.5}, TypeError, r"got True for class 0"),
+]
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+@pytest.mark.parametrize(("x", "error", "pattern"), BAD_X)
+def test_bad_score_dicts_are_rejected_and_leave_state_alone(cls, x, error, pattern):
+    cal = make(cls)
+    cal.learn_one({0: 0.3, 1: 0.7}, 1)
+    before = pickle.dumps(cal)
+    with pytest.raises(error, match=pattern):
+        cal.learn_one(x, 0)
+    with pytest.raises(error, match=pattern):
+        cal.predict_proba_one(x)
+    assert pickle.dumps(cal) == before
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_non_finite_logits_are_rejected(cls):
+    cal = make(cls, scores="logit")
+    with pytest.raises(ValueError, match=r"finite logits; got inf for class 'b'"):
+        cal.learn_one({"a": 0.0, "b": math.inf}, "a")
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_unknown_classes_are_rejected_when_classes_are_fixed(cls):
+    cal = make(cls, classes=(0, 1, 2))
+    cal.learn_one({0: 0.2, 1: 0.3, 2: 0.5}, 2)
+    before = pickle.dumps(cal)
+    with pytest.raises(ValueError, match=r"score for class 3, which is not among `classes`"):
+        cal.learn_one({0: 0.2, 3: 0.8}, 0)
+    with pytest.raises(ValueError, match=r"score for class 'x', which is not among `classes`"):
+        cal.predict_proba_one({0: 0.2, "x": 0.8})
+    with pytest.raises(ValueError, match=r"`y` = 7 is not among `classes` \[0, 1, 2\]"):
+        cal.learn_one({0: 0.2, 1: 0.8}, 7)
+    assert pickle.dumps(cal) == before
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_bad_labels_and_parameters_are_rejected(cls):
+    cal = make(cls)
+    with pytest.raises(ValueError, match="`y` must be a class label; got None"):
+        cal.learn_one({0: 0.5, 1: 0.5}, None)
+    with pytest.raises(TypeError, match="`y` must be a hashable class label"):
+        cal.learn_one({0: 0.5, 1: 0.5}, [0])
+    with pytest.raises(ValueError, match="`scores` must be one of"):
+        make(cls, scores="odds").learn_one({0: 0.5}, 0)
+    with pytest.raises(ValueError, match="`classes` must not repeat a class"):
+        make(cls, classes=(0, 0, 1)).learn_one({0: 0.5}, 0)
+    assert cal._models == {}
+
+
+def test_bad_coupling_parameters_are_rejected():
+    with pytest.raises(ValueError, match="`method` must be one of"):
+        make(PairwiseCouplingCalibrator, method="max-wins").predict_proba_one({0: 0.5})
+    with pytest.raises(ValueError, match="`tol` must be a number in"):
+        make(PairwiseCouplingCalibrator, tol=-1e-3).predict_proba_one({0: 0.5})
