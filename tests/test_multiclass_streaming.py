@@ -7,6 +7,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from river import base
 
 from streamcal import pairwise_couple
@@ -328,3 +330,39 @@ def test_bad_coupling_parameters_are_rejected():
         make(PairwiseCouplingCalibrator, method="max-wins").predict_proba_one({0: 0.5})
     with pytest.raises(ValueError, match="`tol` must be a number in"):
         make(PairwiseCouplingCalibrator, tol=-1e-3).predict_proba_one({0: 0.5})
+
+
+# --- properties -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_state_size_is_bounded(cls):
+    rng = np.random.default_rng(3)
+    cal = make(cls)
+    stream = dirichlet_stream(rng, 3000, 4)
+    for x, y, _ in stream[:300]:
+        cal.learn_one(x, y)
+    size = len(pickle.dumps(cal))
+    for x, y, _ in stream[300:]:
+        cal.learn_one(x, y)
+    assert len(pickle.dumps(cal)) == size
+
+
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 6), method=st.sampled_from(["ht", "wlw"]))
+@settings(max_examples=25)
+def test_predictions_are_distributions_over_known_and_scored_classes(seed, k, method):
+    rng = np.random.default_rng(seed)
+    cal = make(PairwiseCouplingCalibrator, method=method)
+    ovr = make(OneVsRestCalibrator)
+    for _ in range(40):
+        keys = [c for c in range(k) if rng.random() < 0.8]
+        raw = rng.dirichlet(np.ones(len(keys))) if keys else []
+        x = {c: float(v) for c, v in zip(keys, raw, strict=True)}
+        y = int(rng.integers(k))
+        for model in (cal, ovr):
+            out = model.predict_proba_one(x)
+            assert set(out) == set(model._classes) | set(x)
+            if out:
+                assert all(0.0 <= v <= 1.0 for v in out.values())
+                assert sum(out.values()) == pytest.approx(1.0)
+            model.learn_one(x, y)
