@@ -366,3 +366,21 @@ def test_predictions_are_distributions_over_known_and_scored_classes(seed, k, me
                 assert all(0.0 <= v <= 1.0 for v in out.values())
                 assert sum(out.values()) == pytest.approx(1.0)
             model.learn_one(x, y)
+
+
+class ProbabilityStandIn(BinnedStandIn):
+    """A stand-in whose (streamcal-style) bucket strategy takes probabilities: buckets=None."""
+
+    def __init__(self, edges: tuple = tuple(np.linspace(0.0, 1.0, 21)), buckets=None):
+        super().__init__(edges=edges)
+        self.buckets = buckets
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_calibrators_taking_probabilities_get_the_sigmoid_of_the_log_odds(cls):
+    cal = cls(calibrator=ProbabilityStandIn())
+    cal.learn_one({0: 0.2, 1: 0.8}, 1)
+    model = next(iter(cal._models.values()))
+    expected = 0.2 / (0.2 + 0.8) if cls is PairwiseCouplingCalibrator else 0.2
+    assert model._tot[model._bin({"s": expected})] == 1
+    assert model._tot.sum() == 1

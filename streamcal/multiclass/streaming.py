@@ -92,9 +92,19 @@ class _ScoreDictCalibrator(base.Classifier):
         return self.calibrator.clone()
 
     @staticmethod
-    def _score_dict(model, score: float) -> dict:
+    def _score_dict(model, log_odds: float) -> dict:
+        """The one-score dict a binary calibrator is given for a (pairwise or class) log-odds.
+
+        streamcal calibrators whose bucket strategy takes probabilities (``LogitGrid``, their
+        default) get ``sigmoid(log_odds)``: the same order, and their logit-spaced grid is then an
+        even grid on the log-odds. Any other calibrator gets the log-odds itself.
+        """
         key = getattr(model, "score_key", None)
-        return {key if key is not None else "score": score}
+        if hasattr(model, "buckets"):
+            buckets = model.buckets
+            if buckets is None or getattr(buckets, "probability_inputs", False):
+                return {key if key is not None else "score": _sigmoid(log_odds)}
+        return {key if key is not None else "score": log_odds}
 
     # -- validation ---------------------------------------------------------------------------
 
