@@ -47,6 +47,29 @@ class BinnedStandIn(base.Classifier):
     def window_weight(self) -> float:
         return float(self._tot.sum())
 
+    # array face: the same as loops of learn_one / predict_proba_one
+    def update(self, scores, labels):
+        b = np.searchsorted(self.edges, np.asarray(scores, dtype=float))
+        np.add.at(self._pos, b, np.asarray(labels, dtype=float))
+        np.add.at(self._tot, b, 1.0)
+        return self
+
+    def predict_proba(self, scores):
+        b = np.searchsorted(self.edges, np.asarray(scores, dtype=float))
+        return (self._pos[b] + 0.5) / (self._tot[b] + 1.0)
+
+
+class OneByOneStandIn(BinnedStandIn):
+    """The same calibrator without an array face."""
+
+    update = None
+    predict_proba = None
+
+    def __getattribute__(self, name):
+        if name in ("update", "predict_proba"):
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
 
 CALIBRATORS = [PairwiseCouplingCalibrator, OneVsRestCalibrator]
 
@@ -384,3 +407,71 @@ def test_calibrators_taking_probabilities_get_the_sigmoid_of_the_log_odds(cls):
     expected = 0.2 / (0.2 + 0.8) if cls is PairwiseCouplingCalibrator else 0.2
     assert model._tot[model._bin({"s": expected})] == 1
     assert model._tot.sum() == 1
+
+
+# --- array face -----------------------------------------------------------------------------
+
+
+def score_matrix(rng, m, k, zeros=True):
+    p = rng.dirichlet(np.ones(k), size=m)
+    if zeros:
+        p[rng.random((m, k)) < 0.05] = 0.0  # classes the model gives probability 0
+    y = np.array([rng.choice(k) for _ in range(m)])
+    return p, y
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+@pytest.mark.parametrize("standin", [BinnedStandIn, OneByOneStandIn])
+@pytest.mark.parametrize("method", ["ht", "wlw"])
+def test_array_face_equals_loops_of_the_river_face(cls, standin, method, rng):
+    classes = ("c", "a", "b", "d")
+    extra = {"method": method} if cls is PairwiseCouplingCalibrator else {}
+    fast = cls(calibrator=standin(), classes=classes, **extra)
+    slow = cls(calibrator=standin(), classes=classes, **extra)
+    p, y = score_matrix(rng, 300, 4)
+    labels = [classes[i] for i in y]
+    fast.update(p[:200], labels[:200]).update(p[200:], labels[200:])
+    for row, label in zip(p, labels, strict=True):
+        slow.learn_one({c: float(v) for c, v in zip(classes, row, strict=True)}, label)
+    assert fast._models.keys() == slow._models.keys()
+    for key, model in fast._models.items():
+        np.testing.assert_array_equal(model._pos, slow._models[key]._pos)
+        np.testing.assert_array_equal(model._tot, slow._models[key]._tot)
+    test, _ = score_matrix(rng, 50, 4)
+    rows = [{c: float(v) for c, v in zip(classes, row, strict=True)} for row in test]
+    expected = [list(slow.predict_proba_one(x).values()) for x in rows]
+    np.testing.assert_allclose(fast.predict_proba(test), expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_array_face_before_learning_and_with_logits(cls, rng):
+    cal = make(cls, scores="logit", classes=(0, 1, 2))
+    z = rng.normal(size=(5, 3))
+    out = cal.predict_proba(z)
+    assert out.shape == (5, 3)
+    np.testing.assert_allclose(out.sum(axis=1), 1.0)
+    if cls is PairwiseCouplingCalibrator:
+        np.testing.assert_allclose(out, np.exp(z) / np.exp(z).sum(axis=1, keepdims=True), atol=1e-7)
+    two = make(cls, classes=(0, 1)).predict_proba([[0.3, 0.7]])
+    np.testing.assert_allclose(two, [[0.3, 0.7]])
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_array_face_rejects_bad_input_and_leaves_state_alone(cls, rng):
+    cal = make(cls, classes=(0, 1, 2))
+    p, y = score_matrix(rng, 20, 3, zeros=False)
+    cal.update(p, y)
+    before = pickle.dumps(cal)
+    bad = p.copy()
+    bad[4, 2] = 1.5
+    with pytest.raises(ValueError, match=r"got 1.5 at position \(4, 2\) \(class 2\)"):
+        cal.update(bad, y)
+    with pytest.raises(ValueError, match=r"shape \(m, 3\), one column per class"):
+        cal.predict_proba(p[:, :2])
+    with pytest.raises(ValueError, match=r"`labels` holds 5 at position 3, which is not among"):
+        cal.update(p[:5], [0, 1, 2, 5, 0])
+    with pytest.raises(ValueError, match=r"same length as the scores \(20\); got 19"):
+        cal.update(p, y[:19])
+    assert pickle.dumps(cal) == before
+    with pytest.raises(ValueError, match=r"`update` needs the classes fixed in advance"):
+        make(cls).update(p, y)

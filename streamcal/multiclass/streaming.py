@@ -48,8 +48,41 @@ def _sigmoid(d: float) -> float:
     return e / (1.0 + e)
 
 
+def _sigmoid_array(d: np.ndarray) -> np.ndarray:
+    out = np.empty_like(d)
+    pos = d >= 0.0
+    out[pos] = 1.0 / (1.0 + np.exp(-d[pos]))
+    e = np.exp(d[~pos])
+    out[~pos] = e / (1.0 + e)
+    return out
+
+
+def _pairwise_log_odds(sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        d = sa - sb
+    d[np.isnan(d)] = 0.0
+    return np.clip(d, -MAX_LOG_ODDS, MAX_LOG_ODDS)
+
+
 def _clip(d: float) -> float:
     return MAX_LOG_ODDS if d > MAX_LOG_ODDS else (-MAX_LOG_ODDS if d < -MAX_LOG_ODDS else d)
+
+
+def _learn_array(model, values, log_odds, labels, score_dict) -> None:
+    """Feed a binary calibrator labelled events: its array face if it has one, else one by one."""
+    if hasattr(model, "update"):
+        model.update(values, labels)
+        return
+    for d, y in zip(log_odds.tolist(), labels.tolist(), strict=True):
+        model.learn_one(score_dict(model, d), bool(y))
+
+
+def _predict_array(model, values, log_odds, score_dict) -> np.ndarray:
+    if hasattr(model, "predict_proba"):
+        return np.asarray(model.predict_proba(values), dtype=np.float64)
+    return np.array(
+        [float(model.predict_proba_one(score_dict(model, d)).get(True, 0.5)) for d in log_odds]
+    )
 
 
 class _ScoreDictCalibrator(base.Classifier):
@@ -150,6 +183,83 @@ class _ScoreDictCalibrator(base.Classifier):
         if self.classes is not None and y not in set(self.classes):
             msg = f"`y` = {y!r} is not among `classes` {list(self.classes)!r}."
             raise ValueError(msg)
+
+    # -- array face ----------------------------------------------------------------------
+
+    def _fixed_classes(self, method: str) -> list:
+        if self.classes is None:
+            msg = (
+                f"`{method}` needs the classes fixed in advance: construct with "
+                f"`classes=(...)`, naming the columns of `scores` in order."
+            )
+            raise ValueError(msg)
+        return list(self.classes)
+
+    def _check_score_array(self, scores, classes: list) -> np.ndarray:
+        """Validate an (m, K) score array; return its log-scores (-inf for probability 0)."""
+        if isinstance(scores, (str, bytes)):
+            msg = f"`scores` must be an (m, K) array of numbers; got a {type(scores).__name__}."
+            raise TypeError(msg)
+        try:
+            arr = np.array(scores, dtype=np.float64, copy=True, order="C")
+        except (TypeError, ValueError) as exc:
+            msg = f"`scores` must be an (m, K) array of numbers; could not convert it: {exc}"
+            raise TypeError(msg) from None
+        k = len(classes)
+        if arr.ndim != 2 or arr.shape[1] != k:
+            msg = (
+                f"`scores` must have shape (m, {k}), one column per class of `classes`; got an "
+                f"array of shape {arr.shape}."
+            )
+            raise ValueError(msg)
+        if self.scores == "proba":
+            bad = ~((arr >= 0.0) & (arr <= 1.0))
+            what = "probabilities in [0, 1]"
+        else:
+            bad = ~np.isfinite(arr)
+            what = "finite logits"
+        if bad.any():
+            i, j = (int(v) for v in np.argwhere(bad)[0])
+            msg = (
+                f"`scores` must hold {what}; got {float(arr[i, j])!r} at position ({i}, {j}) "
+                f"(class {classes[j]!r})."
+            )
+            raise ValueError(msg)
+        if self.scores == "proba":
+            with np.errstate(divide="ignore"):
+                return np.log(arr)
+        return arr
+
+    def _check_label_array(self, labels, m: int, classes: list) -> np.ndarray:
+        """Validate labels against the fixed classes; return their column indices (intp)."""
+        if isinstance(labels, (str, bytes)):
+            msg = f"`labels` must be a 1-d sequence of class labels; got a {type(labels).__name__}."
+            raise TypeError(msg)
+        values = list(labels)
+        if len(values) != m:
+            msg = f"`labels` must have the same length as the scores ({m}); got {len(values)}."
+            raise ValueError(msg)
+        index = {c: i for i, c in enumerate(classes)}
+        out = np.empty(m, dtype=np.intp)
+        for t, y in enumerate(values):
+            try:
+                out[t] = index[y]
+            except (KeyError, TypeError):
+                msg = (
+                    f"`labels` holds {y!r} at position {t}, which is not among `classes` "
+                    f"{classes!r}."
+                )
+                raise ValueError(msg) from None
+        return out
+
+    @staticmethod
+    def _score_array(model, log_odds: np.ndarray) -> np.ndarray:
+        """Vectorised :meth:`_score_dict`: what the binary calibrator's array face is given."""
+        if hasattr(model, "buckets"):
+            buckets = model.buckets
+            if buckets is None or getattr(buckets, "probability_inputs", False):
+                return _sigmoid_array(log_odds)
+        return log_odds
 
     def _register(self, new) -> None:
         if self.classes is not None:
@@ -319,6 +429,67 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             _k.wlw_couple_batch(r, n, p, np.empty(1, np.bool_))
         return {c: float(p[0, i]) for i, c in enumerate(classes)}
 
+    def update(self, scores, labels):
+        """Learn events in order from an (m, K) score array; equal to a loop of ``learn_one``.
+
+        Needs ``classes`` fixed: column k of ``scores`` is the score of ``classes[k]``. Each pair's
+        calibrator learns its own events (those labelled with either of its classes) in one call
+        of its array face (``update``), or event by event if it has none. Returns ``self``.
+        """
+        self._check_params()
+        classes = self._fixed_classes("update")
+        logs = self._check_score_array(scores, classes)
+        y = self._check_label_array(labels, logs.shape[0], classes)
+        k = len(classes)
+        for a in range(k):
+            for b in range(a + 1, k):
+                mine = (y == a) | (y == b)
+                if not mine.any():
+                    continue
+                pair = (classes[a], classes[b])
+                model = self._models.get(pair)
+                if model is None:
+                    model = self._models[pair] = self._new_binary()
+                d = _pairwise_log_odds(logs[mine, a], logs[mine, b])
+                _learn_array(model, self._score_array(model, d), d, y[mine] == a, self._score_dict)
+        return self
+
+    def predict_proba(self, scores) -> np.ndarray:
+        """Calibrated probabilities (m, K) for an (m, K) score array, columns as ``classes``.
+
+        Equal to stacking ``predict_proba_one`` over the rows; the coupling of all rows is one
+        kernel call.
+        """
+        self._check_params()
+        classes = self._fixed_classes("predict_proba")
+        logs = self._check_score_array(scores, classes)
+        m, k = logs.shape
+        if k == 1:
+            return np.ones((m, 1))
+        r = np.zeros((m, k, k))
+        n = np.zeros((1, k, k))
+        for a in range(k):
+            for b in range(a + 1, k):
+                d = _pairwise_log_odds(logs[:, a], logs[:, b])
+                model = self._models.get((classes[a], classes[b]))
+                weight = 0.0 if model is None else float(model.window_weight)
+                if weight > 0.0:
+                    rab = _predict_array(model, self._score_array(model, d), d, self._score_dict)
+                    rab = np.clip(np.nan_to_num(rab, nan=0.5), 0.0, 1.0)
+                else:
+                    rab, weight = _sigmoid_array(d), UNSEEN_PAIR_WEIGHT
+                r[:, a, b] = rab
+                r[:, b, a] = 1.0 - rab
+                n[0, a, b] = n[0, b, a] = weight
+        if k == 2:
+            return np.column_stack([r[:, 0, 1], r[:, 1, 0]])
+        p = np.empty((m, k))
+        if self.method == "ht":
+            _k.ht_couple_batch(r, n, float(self.tol), int(self.max_iter), p, np.empty(m, np.intp))
+        else:
+            _k.wlw_couple_batch(r, n, p, np.empty(m, np.bool_))
+        return p
+
     @classmethod
     def _unit_test_params(cls):
         yield {}
@@ -391,6 +562,55 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
             if model is None:
                 model = self._models[c] = self._new_binary()
             model.learn_one(self._score_dict(model, self._class_log_odds(s, c)), c == y)
+
+    def _class_log_odds_array(self, logs: np.ndarray) -> np.ndarray:
+        if self.scores == "proba":
+            p = np.exp(logs)
+            with np.errstate(divide="ignore"):
+                d = logs - np.log1p(-p)
+        else:
+            d = logs
+        return np.clip(d, -MAX_LOG_ODDS, MAX_LOG_ODDS)
+
+    def update(self, scores, labels):
+        """Learn events in order from an (m, K) score array; equal to a loop of ``learn_one``.
+
+        Needs ``classes`` fixed: column k of ``scores`` is the score of ``classes[k]``.
+        Returns ``self``.
+        """
+        self._check_params()
+        classes = self._fixed_classes("update")
+        logs = self._check_score_array(scores, classes)
+        y = self._check_label_array(labels, logs.shape[0], classes)
+        if y.size == 0:
+            return self
+        for c, name in enumerate(classes):
+            model = self._models.get(name)
+            if model is None:
+                model = self._models[name] = self._new_binary()
+            d = self._class_log_odds_array(logs[:, c])
+            _learn_array(model, self._score_array(model, d), d, y == c, self._score_dict)
+        return self
+
+    def predict_proba(self, scores) -> np.ndarray:
+        """Calibrated, normalised probabilities (m, K) for an (m, K) score array."""
+        self._check_params()
+        classes = self._fixed_classes("predict_proba")
+        logs = self._check_score_array(scores, classes)
+        q = np.empty_like(logs)
+        for c, name in enumerate(classes):
+            d = self._class_log_odds_array(logs[:, c])
+            model = self._models.get(name)
+            if model is not None and float(model.window_weight) > 0.0:
+                v = _predict_array(model, self._score_array(model, d), d, self._score_dict)
+                q[:, c] = np.clip(np.nan_to_num(v, nan=0.0), 0.0, 1.0)
+            else:
+                q[:, c] = _sigmoid_array(d)
+        total = q.sum(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = q / total
+        p[total[:, 0] == 0.0] = 1.0 / logs.shape[1]
+        return p
 
     def predict_proba_one(self, x) -> dict:
         """Calibrated one-vs-rest probabilities, normalised to sum to 1."""
