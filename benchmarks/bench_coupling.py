@@ -7,8 +7,9 @@ Run from the repository root:
 1. ``pairwise_couple`` on 1e5 events of K = 10 in one call, both methods, against named baselines
    run in the same process: for ``"ht"`` the paper's algorithm as a plain Python loop (on a
    subsample, scaled); for ``"wlw"`` NumPy's batched LAPACK solve of the same bordered systems.
-2. The streaming calibrators' river face (``predict_proba_one`` then ``learn_one`` per event) for
-   K = 3 and K = 10, pairwise coupling against one-vs-rest.
+2. The streaming calibrators for K = 3 and K = 10, pairwise coupling against one-vs-rest: the river
+   face (``predict_proba_one`` then ``learn_one`` per event) and the array face (``predict_proba``
+   then ``update`` per batch of events).
 
 numba compile time (first call) is reported apart from steady state (best of several runs).
 """
@@ -165,7 +166,7 @@ def bench_streaming(k, n_events, repeat):
 
         t, _ = best_of(run, repeat)
         rows.append((cls.__name__, t))
-    print(f"## streaming, K = {k}: {n_events} events, predict_proba_one + learn_one each")
+    print(f"## streaming, K = {k}: river face, {n_events} events, predict_proba_one + learn_one each")
     print(f"binary calibrator: {cal_name}\n")
     print("| calibrator | time (s) | events/s |")
     print("|---|---|---|")
@@ -174,15 +175,52 @@ def bench_streaming(k, n_events, repeat):
     print(f"\nratio pairwise / one-vs-rest time: {rows[0][1] / rows[1][1]:.1f}×\n")
 
 
+def bench_array_face(k, n_events, batch, repeat):
+    rng = np.random.default_rng(2)
+    p = rng.dirichlet(np.ones(k), size=n_events)
+    ys = np.array([rng.choice(k, p=row) for row in p])
+    q = p**2 / (p**2).sum(axis=1, keepdims=True)
+    cal, cal_name = binary_calibrator()
+    classes = tuple(range(k))
+    print(
+        f"## streaming, K = {k}: array face, {n_events} events in batches of {batch} "
+        f"(predict_proba on the batch, then update with it)"
+    )
+    print(f"binary calibrator: {cal_name}\n")
+    print("| calibrator | time (s) | events/s |")
+    print("|---|---|---|")
+    variants = [
+        ("PairwiseCouplingCalibrator (ht)", PairwiseCouplingCalibrator, {}),
+        ("PairwiseCouplingCalibrator (wlw)", PairwiseCouplingCalibrator, {"method": "wlw"}),
+        ("OneVsRestCalibrator", OneVsRestCalibrator, {}),
+    ]
+    for name, cls, extra in variants:
+        cls(calibrator=cal, classes=classes, **extra).update(q[:100], ys[:100]).predict_proba(q[:100])
+
+        def run(cls=cls, extra=extra):
+            model = cls(calibrator=cal, classes=classes, **extra)
+            for start in range(0, n_events, batch):
+                model.predict_proba(q[start : start + batch])
+                model.update(q[start : start + batch], ys[start : start + batch])
+
+        t, _ = best_of(run, repeat)
+        print(f"| {name} | {t:.2f} | {n_events / t:,.0f} |")
+    print()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--stream-events", type=int, default=5_000)
+    parser.add_argument("--array-events", type=int, default=100_000)
+    parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     bench_couple(args.events, 10, args.repeat)
     for k in (3, 10):
         bench_streaming(k, args.stream_events, args.repeat)
+    for k in (3, 10):
+        bench_array_face(k, args.array_events, args.batch, args.repeat)
 
 
 if __name__ == "__main__":
