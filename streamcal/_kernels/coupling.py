@@ -52,7 +52,7 @@ def ht_score_residual(r, n, p):
 
 
 @jit
-def ht_couple_one(r, n, tol, max_iter, p):
+def ht_couple_one(r, n, tol, max_iter, p, target, total_weight):
     """Hastie–Tibshirani iterative scaling for one event; writes ``p`` (K,), returns sweeps run.
 
     Starts from the row-average estimate (paper eq. 3.7) and runs Gauss–Seidel sweeps
@@ -60,17 +60,24 @@ def ht_couple_one(r, n, tol, max_iter, p):
     ``tol`` (checked before each sweep, so ``max_iter = 0`` returns the start estimate). ``p`` is
     renormalised after each sweep; ``mu`` depends on ratios only, so this gives the same iterates as
     renormalising after every coordinate. Rows whose weights are all zero keep their start value.
-    Returns the number of sweeps, or ``-1 - max_iter`` if the tolerance was not reached.
+    ``target`` and ``total_weight`` ((K,) each) are scratch. Returns the number of sweeps, or
+    ``-1 - max_iter`` if the tolerance was not reached.
     """
     k = p.shape[0]
     scale = 2.0 / (k * (k - 1.0))
     total = 0.0
     for i in range(k):
         acc = 0.0
+        tgt = 0.0
+        tot = 0.0
         for j in range(k):
             if j != i:
                 acc += r[i, j]
+                tgt += n[i, j] * r[i, j]
+                tot += n[i, j]
         p[i] = scale * acc
+        target[i] = tgt
+        total_weight[i] = tot
         total += p[i]
     for i in range(k):
         p[i] /= total
@@ -85,19 +92,15 @@ def ht_couple_one(r, n, tol, max_iter, p):
             return -1 - sweeps
         seen = 0.0
         for i in range(k):
-            target = 0.0
             fitted = 0.0
-            tot = 0.0
+            pi = p[i]
             for j in range(k):
                 if j != i:
-                    nij = n[i, j]
-                    target += nij * r[i, j]
-                    fitted += nij * _pair_mu(p[i], p[j], r[i, j])
-                    tot += nij
+                    fitted += n[i, j] * _pair_mu(pi, p[j], r[i, j])
             if fitted > 0.0:
-                p[i] *= target / fitted
-            if tot > 0.0:
-                res = abs(fitted - target) / tot
+                p[i] = pi * (target[i] / fitted)
+            if total_weight[i] > 0.0:
+                res = abs(fitted - target[i]) / total_weight[i]
                 if res > seen:
                     seen = res
         total = 0.0
@@ -112,11 +115,13 @@ def ht_couple_one(r, n, tol, max_iter, p):
 @jit
 def ht_couple_batch(r, n, tol, max_iter, p_out, sweeps_out):
     """:func:`ht_couple_one` for every event: ``p_out`` (m, K), ``sweeps_out`` (m,) intp."""
-    m = r.shape[0]
+    m, k = r.shape[0], r.shape[1]
     shared = n.shape[0] == 1
+    target = np.empty(k)
+    total_weight = np.empty(k)
     for e in range(m):
         ne = n[0] if shared else n[e]
-        sweeps_out[e] = ht_couple_one(r[e], ne, tol, max_iter, p_out[e])
+        sweeps_out[e] = ht_couple_one(r[e], ne, tol, max_iter, p_out[e], target, total_weight)
 
 
 @jit
