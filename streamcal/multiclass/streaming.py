@@ -393,27 +393,36 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             model.learn_one(self._score_dict(model, d), label)
 
     def _pairwise(self, x):
-        """Validated classes, r and n for one score dict."""
+        """Validated classes, r and n ((1, K, K) each) for one score dict."""
         s = self._check_x(x)
         classes = self._output_classes(s)
         k = len(classes)
-        r = np.zeros((1, k, k))
-        n = np.zeros((1, k, k))
         neg_inf = -math.inf
         logs = [s.get(c, neg_inf) for c in classes]
+        models = self._models
+        r_upper = []
+        n_upper = []
         for a in range(k):
+            ca, la = classes[a], logs[a]
             for b in range(a + 1, k):
-                d = logs[a] - logs[b]
-                d = 0.0 if math.isnan(d) else _clip(d)
-                model = self._models.get((classes[a], classes[b]))
+                d = la - logs[b]
+                d = 0.0 if d != d else _clip(d)
+                model = models.get((ca, classes[b]))
                 weight = 0.0 if model is None else float(model.window_weight)
                 if weight > 0.0:
                     rab = float(model.predict_proba_one(self._score_dict(model, d)).get(True, 0.5))
                     rab = min(max(rab, 0.0), 1.0) if rab == rab else 0.5
                 else:
                     rab, weight = _sigmoid(d), UNSEEN_PAIR_WEIGHT
-                r[0, a, b], r[0, b, a] = rab, 1.0 - rab
-                n[0, a, b] = n[0, b, a] = weight
+                r_upper.append(rab)
+                n_upper.append(weight)
+        iu, ju = np.triu_indices(k, 1)
+        r = np.zeros((1, k, k))
+        n = np.zeros((1, k, k))
+        r_up = np.array(r_upper)
+        r[0, iu, ju] = r_up
+        r[0, ju, iu] = 1.0 - r_up
+        n[0, iu, ju] = n[0, ju, iu] = n_upper
         return classes, r, n
 
     def predict_proba_one(self, x) -> dict:
