@@ -421,5 +421,5 @@ def test_bad_parameters_are_rejected():
         pairwise_couple(PAPER_1_1, method="newton")
     with pytest.raises(ValueError, match="`tol` must be a number in"):
         pairwise_couple(PAPER_1_1, tol=-1.0)
-    with pytest.raises(TypeError, match="`max_iter` must be an? int"):
+    with pytest.raises(TypeError, match=r"`max_iter` must be an? int"):
         pairwise_couple(PAPER_1_1, max_iter=2.5)
