@@ -423,3 +423,17 @@ def test_bad_parameters_are_rejected():
         pairwise_couple(PAPER_1_1, tol=-1.0)
     with pytest.raises(TypeError, match=r"`max_iter` must be an? int"):
         pairwise_couple(PAPER_1_1, max_iter=2.5)
+
+
+def test_ht_with_weights_matches_a_direct_optimiser(rng):
+    k = 5
+    r = random_r(rng, k, low=0.05, high=0.95)
+    n = random_n(rng, k)
+
+    def loss(theta):
+        q = np.exp(theta - theta.max())
+        return -neg_kl(r, n, q / q.sum())
+
+    res = minimize(loss, np.zeros(k), method="BFGS", tol=1e-12)
+    q = np.exp(res.x - res.x.max())
+    np.testing.assert_allclose(pairwise_couple(r, n, tol=1e-12), q / q.sum(), atol=1e-6)
