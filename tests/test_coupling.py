@@ -157,8 +157,9 @@ def test_ht_score_equations_hold_at_convergence(rng, k):
         assert np.all(np.abs(fitted - target) <= tol * n[e].sum(axis=1) * (1 + 1e-9))
 
 
+@pytest.mark.parametrize("newton", [False, True])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_ht_criterion_never_decreases_between_sweeps(rng, weighted):
+def test_ht_criterion_never_decreases_between_sweeps(rng, weighted, newton):
     for _ in range(5):
         k = int(rng.integers(3, 9))
         r = random_r(rng, k, low=0.02, high=0.98)
@@ -167,7 +168,8 @@ def test_ht_criterion_never_decreases_between_sweeps(rng, weighted):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             for sweeps in range(25):
-                values.append(neg_kl(r, n, pairwise_couple(r, n, max_iter=sweeps, tol=0.0)))
+                p = pairwise_couple(r, n, max_iter=sweeps, tol=0.0, newton=newton)
+                values.append(neg_kl(r, n, p))
         diffs = np.diff(values)
         assert np.all(diffs >= -1e-12 * np.abs(values[:-1]).max())
         assert values[-1] > values[0]
@@ -423,6 +425,8 @@ def test_bad_parameters_are_rejected():
         pairwise_couple(PAPER_1_1, tol=-1.0)
     with pytest.raises(TypeError, match=r"`max_iter` must be an? int"):
         pairwise_couple(PAPER_1_1, max_iter=2.5)
+    with pytest.raises(ValueError, match="`newton` must be one of"):
+        pairwise_couple(PAPER_1_1, newton="yes")
 
 
 def test_ht_with_weights_matches_a_direct_optimiser(rng):
@@ -437,3 +441,25 @@ def test_ht_with_weights_matches_a_direct_optimiser(rng):
     res = minimize(loss, np.zeros(k), method="BFGS", tol=1e-12)
     q = np.exp(res.x - res.x.max())
     np.testing.assert_allclose(pairwise_couple(r, n, tol=1e-12), q / q.sum(), atol=1e-6)
+
+
+@pytest.mark.parametrize("k", [3, 6])
+def test_newton_steps_reach_the_paper_iterations_fixed_point(rng, k):
+    r = random_r(rng, k, m=20, low=0.03, high=0.97)
+    n = random_n(rng, k, m=20)
+    plain = pairwise_couple(r, n, tol=1e-12, newton=False, max_iter=100_000)
+    np.testing.assert_allclose(pairwise_couple(r, n, tol=1e-12), plain, atol=1e-10)
+
+
+def test_newton_steps_converge_where_the_plain_iteration_crawls():
+    # One class dominating: the plain sweeps converge at a rate close to 1 (and like 1/sweeps when
+    # the optimum is on the boundary, r in {0, 1}); Newton steps on log p take a few iterations.
+    near = np.array([[0, 0.0065, 0.0047], [0.9935, 0, 0.0029], [0.9953, 0.9971, 0]])
+    hard = np.array([[0, 1, 1], [0, 0, 0.9984], [0, 0.0016, 0]], dtype=float)
+    for r in (near, hard):
+        with pytest.warns(ConvergenceWarning):
+            pairwise_couple(r, newton=False, max_iter=1000)
+        p, n_iter = pairwise_couple(r, return_n_iter=True)
+        assert 0 <= n_iter <= 30
+        assert naive_score_residual(r, np.ones((3, 3)), p) <= 1e-10
+    np.testing.assert_allclose(pairwise_couple(near), [8.44590890e-05, 7.51426676e-03, 0.992401274])

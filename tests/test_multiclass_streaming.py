@@ -154,7 +154,8 @@ def test_prediction_is_the_coupling_of_the_pairs_with_window_weights(rng):
     n = np.zeros((4, 4))
     for (a, b), model in cal.pairs_.items():
         d = math.log(x[a]) - math.log(x[b])
-        r[a, b] = model.predict_proba_one(cal._score_dict(model, d))[True]
+        bound = 1 / (model.window_weight + 2)  # the add-one bounds
+        r[a, b] = np.clip(model.predict_proba_one(cal._score_dict(model, d))[True], bound, 1 - bound)
         r[b, a] = 1 - r[a, b]
         n[a, b] = n[b, a] = model.window_weight
     expected = pairwise_couple(r, n, tol=1e-12)
@@ -489,3 +490,18 @@ def test_array_face_rejects_bad_input_and_leaves_state_alone(cls, rng):
     assert pickle.dumps(cal) == before
     with pytest.raises(ValueError, match=r"`update` needs the classes fixed in advance"):
         make(cls).update(p, y)
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_binary_probabilities_are_kept_within_add_one_bounds(cls):
+    # PAV on a unanimous window says 1 (or 0) exactly; no class may get probability 0 from that.
+    cal = make(cls)
+    for _ in range(8):
+        cal.learn_one({0: 0.9, 1: 0.05, 2: 0.05}, 0)
+    out = cal.predict_proba_one({0: 0.9, 1: 0.05, 2: 0.05})
+    assert min(out.values()) > 0.0
+    assert sum(out.values()) == pytest.approx(1.0)
+    if cls is PairwiseCouplingCalibrator:
+        _, r, n = cal._pairwise({0: 0.9, 1: 0.05, 2: 0.05})
+        assert n[0, 0, 1] == 8
+        assert r[0, 0, 1] == pytest.approx(1 - 1 / 10)

@@ -52,16 +52,121 @@ def ht_score_residual(r, n, p):
 
 
 @jit
-def ht_couple_one(r, n, tol, max_iter, p, target, total_weight):
-    """Hastie–Tibshirani iterative scaling for one event; writes ``p`` (K,), returns sweeps run.
+def ht_criterion_log(r, n, theta, active):
+    """Paper 002's criterion (eq. 2.4 up to a constant) at ``p = softmax(theta)``, for one event.
 
-    Starts from the row-average estimate (paper eq. 3.7) and runs Gauss–Seidel sweeps
-    ``p_i <- p_i * sum_j n_ij r_ij / sum_j n_ij mu_ij`` until :func:`ht_score_residual` is at most
-    ``tol`` (checked before each sweep, so ``max_iter = 0`` returns the start estimate). ``p`` is
-    renormalised after each sweep; ``mu`` depends on ratios only, so this gives the same iterates as
-    renormalising after every coordinate. Rows whose weights are all zero keep their start value.
-    ``target`` and ``total_weight`` ((K,) each) are scratch. Returns the number of sweeps, or
-    ``-1 - max_iter`` if the tolerance was not reached.
+    ``sum_{i<j} n_ij [r_ij log mu_ij + (1 - r_ij) log(1 - mu_ij)]`` with
+    ``mu_ij = sigmoid(theta_i - theta_j)``, over the pairs of classes that are both ``active``
+    (the others sit at probability zero and contribute a constant).
+    """
+    k = theta.shape[0]
+    total = 0.0
+    for i in range(k):
+        if not active[i]:
+            continue
+        for j in range(i + 1, k):
+            nij = n[i, j]
+            if not active[j] or nij == 0.0:
+                continue
+            x = theta[i] - theta[j]
+            # log sigmoid(x) and log sigmoid(-x) = log sigmoid(x) - x, from one exp and one log1p
+            if x > 0.0:
+                log_mu = -np.log1p(np.exp(-x))
+                log_one_minus_mu = log_mu - x
+            else:
+                log_one_minus_mu = -np.log1p(np.exp(x))
+                log_mu = log_one_minus_mu + x
+            rij = r[i, j]
+            if rij > 0.0:
+                total += nij * rij * log_mu
+            if rij < 1.0:
+                total += nij * (1.0 - rij) * log_one_minus_mu
+    return total
+
+
+@jit
+def ht_newton_step_inplace(r, n, p, theta, trial, active, idx, a, rhs):
+    """One safeguarded Newton step on ``theta = log p`` for one event; updates ``p`` in place.
+
+    The criterion is concave in ``theta``; its gradient is ``sum_j n_ij (r_ij - mu_ij)`` (the score
+    equations) and its Hessian minus the graph Laplacian with weights ``n_ij mu_ij (1 - mu_ij)``.
+    The step solves the Laplacian system with ``sum(delta) = 0`` over the classes with
+    ``p_i > 0`` and backtracks (halving up to 40 times) until the criterion does not decrease.
+    ``theta``, ``trial`` ((K,)), ``active`` ((K,) bool), ``idx`` ((K,) intp), ``a``
+    ((K+1, K+1)) and ``rhs`` ((K+1,)) are scratch. Returns False, leaving ``p`` unchanged, if the
+    system is singular or no step length ascends.
+    """
+    k = p.shape[0]
+    size = 0
+    for i in range(k):
+        active[i] = p[i] > 0.0
+        if active[i]:
+            theta[i] = np.log(p[i])
+            idx[size] = i
+            size += 1
+    if size < 2:
+        return False
+    for u in range(size + 1):
+        rhs[u] = 0.0
+        for v in range(size + 1):
+            a[u, v] = 0.0
+    for u in range(size):
+        i = idx[u]
+        for v in range(u + 1, size):
+            j = idx[v]
+            nij = n[i, j]
+            if nij == 0.0:
+                continue
+            mu = 1.0 / (1.0 + np.exp(theta[j] - theta[i]))
+            g = nij * (r[i, j] - mu)
+            w = nij * mu * (1.0 - mu)
+            rhs[u] += g
+            rhs[v] -= g
+            a[u, u] += w
+            a[v, v] += w
+            a[u, v] -= w
+            a[v, u] -= w
+        a[u, size] = 1.0
+        a[size, u] = 1.0
+    if not solve_inplace_partial_pivot(a, rhs, size + 1, 1e-13):
+        return False
+    base = ht_criterion_log(r, n, theta, active)
+    step = 1.0
+    for _ in range(40):
+        for i in range(k):
+            trial[i] = theta[i]
+        for u in range(size):
+            trial[idx[u]] += step * rhs[u]
+        if ht_criterion_log(r, n, trial, active) >= base:
+            top = -np.inf
+            for u in range(size):
+                if trial[idx[u]] > top:
+                    top = trial[idx[u]]
+            total = 0.0
+            for u in range(size):
+                i = idx[u]
+                p[i] = np.exp(trial[i] - top)
+                total += p[i]
+            for u in range(size):
+                p[idx[u]] /= total
+            return True
+        step *= 0.5
+    return False
+
+
+@jit
+def ht_couple_one(r, n, tol, max_iter, newton, p, target, total_weight, scratch):
+    """Hastie–Tibshirani iterative scaling for one event; writes ``p`` (K,), returns iterations.
+
+    Starts from the row-average estimate (paper eq. 3.7). Each iteration is one Gauss–Seidel sweep
+    ``p_i <- p_i * sum_j n_ij r_ij / sum_j n_ij mu_ij`` (renormalised after the sweep; ``mu``
+    depends on ratios only, so this gives the same iterates as renormalising after every
+    coordinate) and, with ``newton``, then one :func:`ht_newton_step_inplace` if the residual is
+    still above ``tol``. Stops when :func:`ht_score_residual` is at most ``tol`` (checked before
+    each iteration, so ``max_iter = 0`` returns the start estimate). Rows whose weights are all zero
+    keep their start value. ``target``, ``total_weight`` ((K,)) and ``scratch`` (the last six
+    arguments of :func:`ht_newton_step_inplace`) are scratch. Returns the number of iterations,
+    or ``-1 - max_iter`` if the tolerance was not reached.
     """
     k = p.shape[0]
     scale = 2.0 / (k * (k - 1.0))
@@ -81,8 +186,9 @@ def ht_couple_one(r, n, tol, max_iter, p, target, total_weight):
         total += p[i]
     for i in range(k):
         p[i] /= total
-    # The exact residual (an extra O(K^2) pass) is evaluated before the first sweep and then only
-    # once the residuals met during a sweep (each row's, just before its update) are within tol.
+    # Without Newton steps the exact residual (an extra O(K^2) pass) is evaluated before the first
+    # sweep and then only once the residuals met during a sweep (each row's, just before its
+    # update) are within tol.
     check_exact = True
     sweeps = 0
     while True:
@@ -110,18 +216,32 @@ def ht_couple_one(r, n, tol, max_iter, p, target, total_weight):
             p[i] /= total
         sweeps += 1
         check_exact = seen <= tol or sweeps == max_iter
+        if newton and ht_score_residual(r, n, p) > tol:
+            theta, trial, active, idx, a, rhs = scratch
+            ht_newton_step_inplace(r, n, p, theta, trial, active, idx, a, rhs)
+            check_exact = True
 
 
 @jit
-def ht_couple_batch(r, n, tol, max_iter, p_out, sweeps_out):
+def ht_couple_batch(r, n, tol, max_iter, newton, p_out, sweeps_out):
     """:func:`ht_couple_one` for every event: ``p_out`` (m, K), ``sweeps_out`` (m,) intp."""
     m, k = r.shape[0], r.shape[1]
     shared = n.shape[0] == 1
     target = np.empty(k)
     total_weight = np.empty(k)
+    scratch = (
+        np.empty(k),
+        np.empty(k),
+        np.empty(k, dtype=np.bool_),
+        np.empty(k, dtype=np.intp),
+        np.empty((k + 1, k + 1)),
+        np.empty(k + 1),
+    )
     for e in range(m):
         ne = n[0] if shared else n[e]
-        sweeps_out[e] = ht_couple_one(r[e], ne, tol, max_iter, p_out[e], target, total_weight)
+        sweeps_out[e] = ht_couple_one(
+            r[e], ne, tol, max_iter, newton, p_out[e], target, total_weight, scratch
+        )
 
 
 @jit
@@ -147,14 +267,14 @@ def wlw_system_fill(r, n, a):
 
 
 @jit
-def solve_inplace_partial_pivot(a, b, rel_pivot_tol):
-    """Solve ``a x = b`` by Gaussian elimination with partial pivoting; ``b`` becomes ``x``.
+def solve_inplace_partial_pivot(a, b, size, rel_pivot_tol):
+    """Solve ``a x = b`` on the leading ``size`` rows and columns, by Gaussian elimination with
+    partial pivoting; ``b[:size]`` becomes ``x``.
 
     ``a`` is destroyed. Returns False (leaving ``b`` undefined) if a pivot's magnitude is at most
-    ``rel_pivot_tol`` times the largest magnitude in ``a`` (a singular or numerically singular
-    system), True otherwise.
+    ``rel_pivot_tol`` times the largest magnitude in the system (a singular or numerically
+    singular system), True otherwise.
     """
-    size = a.shape[0]
     big = 0.0
     for i in range(size):
         for j in range(size):
@@ -210,7 +330,7 @@ def wlw_couple_one(r, n, p, a, rhs, n_work):
     for i in range(k):
         rhs[i] = 0.0
     rhs[k] = 1.0
-    exact = solve_inplace_partial_pivot(a, rhs, 1e-14)
+    exact = solve_inplace_partial_pivot(a, rhs, k + 1, 1e-14)
     if not exact:
         big = 0.0
         for i in range(k):
@@ -226,7 +346,7 @@ def wlw_couple_one(r, n, p, a, rhs, n_work):
         for i in range(k):
             rhs[i] = 0.0
         rhs[k] = 1.0
-        solve_inplace_partial_pivot(a, rhs, 0.0)
+        solve_inplace_partial_pivot(a, rhs, k + 1, 0.0)
     total = 0.0
     for i in range(k):
         v = rhs[i]

@@ -64,6 +64,19 @@ def _pairwise_log_odds(sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
     return np.clip(d, -MAX_LOG_ODDS, MAX_LOG_ODDS)
 
 
+def _within_add_one_bounds(proba: float, weight: float) -> float:
+    """A binary calibrator's probability kept within ``[1/(T+2), (T+1)/(T+2)]``, T = its window
+    weight: no estimate from T events is surer than add-one smoothing of T unanimous ones.
+
+    PAV returns exact 0 and 1 at the ends of its range; coupled or normalised, those become class
+    probabilities of exactly 0, which no finite window supports. NaN becomes 0.5.
+    """
+    if proba != proba:
+        return 0.5
+    bound = 1.0 / (weight + 2.0)
+    return min(max(proba, bound), 1.0 - bound)
+
+
 def _clip(d: float) -> float:
     return MAX_LOG_ODDS if d > MAX_LOG_ODDS else (-MAX_LOG_ODDS if d < -MAX_LOG_ODDS else d)
 
@@ -294,6 +307,11 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     ``UNSEEN_PAIR_WEIGHT``, so before any learning the output is the model's distribution
     (normalised; softmax of the logits), and unseen pairs never outweigh pairs with data.
 
+    A pair's calibrated probability is kept within the add-one bounds of its window,
+    ``[1/(T+2), (T+1)/(T+2)]`` with T its ``window_weight``: PAV says exactly 0 or 1 at the ends
+    of its range, and coupling such r_ij gives class probabilities of exactly 0, which no finite
+    window supports (and which log loss punishes without limit).
+
     Parameters
     ----------
     calibrator
@@ -309,8 +327,9 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     tol
         Coupling tolerance (``"ht"``).
     max_iter
-        Most coupling sweeps per prediction (``"ht"``); a prediction that has not converged by
-        then (pairwise probabilities at 0 or 1 converge slowly) is the last iterate, silently.
+        Most coupling iterations per prediction (``"ht"``, with Newton steps; see
+        :func:`streamcal.pairwise_couple`); a prediction that has not converged by then is the
+        last iterate, silently.
     classes
         The fixed set of classes, if known in advance; a score or label for any other class is
         then an error. ``None``: classes are learned from the stream.
@@ -342,7 +361,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     ...         calibrated.update(y, cal.predict_proba_one(x))
     ...     cal.learn_one(x, y)
     >>> print(f"{raw.get():.3f} -> {calibrated.get():.3f}")
-    0.980 -> 0.880
+    0.980 -> 0.867
     """
 
     def __init__(
@@ -411,7 +430,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
                 weight = 0.0 if model is None else float(model.window_weight)
                 if weight > 0.0:
                     rab = float(model.predict_proba_one(self._score_dict(model, d)).get(True, 0.5))
-                    rab = min(max(rab, 0.0), 1.0) if rab == rab else 0.5
+                    rab = _within_add_one_bounds(rab, weight)
                 else:
                     rab, weight = _sigmoid(d), UNSEEN_PAIR_WEIGHT
                 r_upper.append(rab)
@@ -434,7 +453,9 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             return {c: float(r[0, i, 1 - i]) if k == 2 else 1.0 for i, c in enumerate(classes)}
         p = np.empty((1, k))
         if self.method == "ht":
-            _k.ht_couple_batch(r, n, float(self.tol), int(self.max_iter), p, np.empty(1, np.intp))
+            _k.ht_couple_batch(
+                r, n, float(self.tol), int(self.max_iter), True, p, np.empty(1, np.intp)
+            )
         else:
             _k.wlw_couple_batch(r, n, p, np.empty(1, np.bool_))
         return {c: float(p[0, i]) for i, c in enumerate(classes)}
@@ -485,7 +506,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
                 weight = 0.0 if model is None else float(model.window_weight)
                 if weight > 0.0:
                     rab = _predict_array(model, self._score_array(model, d), d, self._score_dict)
-                    rab = np.clip(np.nan_to_num(rab, nan=0.5), 0.0, 1.0)
+                    bound = 1.0 / (weight + 2.0)
+                    rab = np.clip(np.nan_to_num(rab, nan=0.5), bound, 1.0 - bound)
                 else:
                     rab, weight = _sigmoid_array(d), UNSEEN_PAIR_WEIGHT
                 r[:, a, b] = rab
@@ -495,7 +517,9 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             return np.column_stack([r[:, 0, 1], r[:, 1, 0]])
         p = np.empty((m, k))
         if self.method == "ht":
-            _k.ht_couple_batch(r, n, float(self.tol), int(self.max_iter), p, np.empty(m, np.intp))
+            _k.ht_couple_batch(
+                r, n, float(self.tol), int(self.max_iter), True, p, np.empty(m, np.intp)
+            )
         else:
             _k.wlw_couple_batch(r, n, p, np.empty(m, np.bool_))
         return p
@@ -516,6 +540,8 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
     function of the class's own log-odds (``logit(p_c)`` for probabilities, the logit itself for
     logits). A prediction calibrates each class separately and divides by the sum. A class whose
     calibrator has learned nothing yet uses the model's own probability (``sigmoid`` of its logit).
+    As for pairs, each class's calibrated probability is kept within the add-one bounds of its
+    window, ``[1/(T+2), (T+1)/(T+2)]``.
 
     Parameters
     ----------
@@ -545,7 +571,7 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
     ...         calibrated.update(y, cal.predict_proba_one(x))
     ...     cal.learn_one(x, y)
     >>> print(f"{raw.get():.3f} -> {calibrated.get():.3f}")
-    0.980 -> 0.935
+    0.980 -> 0.867
     """
 
     @classmethod
@@ -622,9 +648,11 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
         for c, name in enumerate(classes):
             d = self._class_log_odds_array(logs[:, c])
             model = self._models.get(name)
-            if model is not None and float(model.window_weight) > 0.0:
+            weight = 0.0 if model is None else float(model.window_weight)
+            if weight > 0.0:
                 v = _predict_array(model, self._score_array(model, d), d, self._score_dict)
-                q[:, c] = np.clip(np.nan_to_num(v, nan=0.0), 0.0, 1.0)
+                bound = 1.0 / (weight + 2.0)
+                q[:, c] = np.clip(np.nan_to_num(v, nan=0.5), bound, 1.0 - bound)
             else:
                 q[:, c] = _sigmoid_array(d)
         total = q.sum(axis=1, keepdims=True)
@@ -644,9 +672,10 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
         for c in classes:
             d = self._class_log_odds(s, c)
             model = self._models.get(c)
-            if model is not None and float(model.window_weight) > 0.0:
-                v = float(model.predict_proba_one(self._score_dict(model, d)).get(True, 0.0))
-                v = min(max(v, 0.0), 1.0) if v == v else 0.0
+            weight = 0.0 if model is None else float(model.window_weight)
+            if weight > 0.0:
+                v = float(model.predict_proba_one(self._score_dict(model, d)).get(True, 0.5))
+                v = _within_add_one_bounds(v, weight)
             else:
                 v = _sigmoid(d)
             q.append(v)
