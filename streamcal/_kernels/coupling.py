@@ -91,7 +91,8 @@ def ht_newton_step_inplace(r, n, p, theta, trial, active, idx, a, rhs):
     The criterion is concave in ``theta``; its gradient is ``sum_j n_ij (r_ij - mu_ij)`` (the score
     equations) and its Hessian minus the graph Laplacian with weights ``n_ij mu_ij (1 - mu_ij)``.
     The step solves the Laplacian system with ``sum(delta) = 0`` over the classes with
-    ``p_i > 0`` and backtracks (halving up to 40 times) until the criterion does not decrease.
+    ``p_i > 0`` and backtracks (halving up to 40 times) until the criterion does not decrease
+    (beyond the rounding error of evaluating it).
     ``theta``, ``trial`` ((K,)), ``active`` ((K,) bool), ``idx`` ((K,) intp), ``a``
     ((K+1, K+1)) and ``rhs`` ((K+1,)) are scratch. Returns False, leaving ``p`` unchanged, if the
     system is singular or no step length ascends.
@@ -131,13 +132,17 @@ def ht_newton_step_inplace(r, n, p, theta, trial, active, idx, a, rhs):
     if not solve_inplace_partial_pivot(a, rhs, size + 1, 1e-13):
         return False
     base = ht_criterion_log(r, n, theta, active)
+    # Near the optimum a Newton step changes the criterion by less than the rounding error of
+    # summing it (all terms are <= 0, so that error is about K^2 * eps * |criterion|): steps that
+    # do not decrease it beyond that bound are accepted.
+    floor = base - 1e-13 * abs(base)
     step = 1.0
     for _ in range(40):
         for i in range(k):
             trial[i] = theta[i]
         for u in range(size):
             trial[idx[u]] += step * rhs[u]
-        if ht_criterion_log(r, n, trial, active) >= base:
+        if ht_criterion_log(r, n, trial, active) >= floor:
             top = -np.inf
             for u in range(size):
                 if trial[idx[u]] > top:
@@ -215,11 +220,14 @@ def ht_couple_one(r, n, tol, max_iter, newton, p, target, total_weight, scratch)
         for i in range(k):
             p[i] /= total
         sweeps += 1
-        check_exact = seen <= tol or sweeps == max_iter
-        if newton and ht_score_residual(r, n, p) > tol:
+        if newton:
+            if ht_score_residual(r, n, p) <= tol:
+                return sweeps
             theta, trial, active, idx, a, rhs = scratch
             ht_newton_step_inplace(r, n, p, theta, trial, active, idx, a, rhs)
             check_exact = True
+        else:
+            check_exact = seen <= tol or sweeps == max_iter
 
 
 @jit
