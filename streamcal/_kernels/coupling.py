@@ -160,18 +160,19 @@ def ht_newton_step_inplace(r, n, p, theta, trial, active, idx, a, rhs):
 
 
 @jit
-def ht_couple_one(r, n, tol, max_iter, newton, p, target, total_weight, scratch):
+def ht_couple_one(r, n, tol, max_iter, newton_after, p, target, total_weight, scratch):
     """Hastie–Tibshirani iterative scaling for one event; writes ``p`` (K,), returns iterations.
 
     Starts from the row-average estimate (paper eq. 3.7). Each iteration is one Gauss–Seidel sweep
     ``p_i <- p_i * sum_j n_ij r_ij / sum_j n_ij mu_ij`` (renormalised after the sweep; ``mu``
     depends on ratios only, so this gives the same iterates as renormalising after every
-    coordinate) and, with ``newton``, then one :func:`ht_newton_step_inplace` if the residual is
-    still above ``tol``. Stops when :func:`ht_score_residual` is at most ``tol`` (checked before
-    each iteration, so ``max_iter = 0`` returns the start estimate). Rows whose weights are all zero
-    keep their start value. ``target``, ``total_weight`` ((K,)) and ``scratch`` (the last six
-    arguments of :func:`ht_newton_step_inplace`) are scratch. Returns the number of iterations,
-    or ``-1 - max_iter`` if the tolerance was not reached.
+    coordinate); once ``newton_after`` sweeps have run (``newton_after >= 0``), each sweep that
+    leaves the residual above ``tol`` is followed by one :func:`ht_newton_step_inplace`.
+    ``newton_after = -1``: the paper's sweeps alone. Stops when :func:`ht_score_residual` is at
+    most ``tol`` (checked before each iteration, so ``max_iter = 0`` returns the start estimate).
+    Rows whose weights are all zero keep their start value. ``target``, ``total_weight`` ((K,))
+    and ``scratch`` (the last six arguments of :func:`ht_newton_step_inplace`) are scratch.
+    Returns the number of iterations, or ``-1 - max_iter`` if the tolerance was not reached.
     """
     k = p.shape[0]
     scale = 2.0 / (k * (k - 1.0))
@@ -220,7 +221,7 @@ def ht_couple_one(r, n, tol, max_iter, newton, p, target, total_weight, scratch)
         for i in range(k):
             p[i] /= total
         sweeps += 1
-        if newton:
+        if 0 <= newton_after <= sweeps:
             if ht_score_residual(r, n, p) <= tol:
                 return sweeps
             theta, trial, active, idx, a, rhs = scratch
@@ -231,7 +232,7 @@ def ht_couple_one(r, n, tol, max_iter, newton, p, target, total_weight, scratch)
 
 
 @jit
-def ht_couple_batch(r, n, tol, max_iter, newton, p_out, sweeps_out):
+def ht_couple_batch(r, n, tol, max_iter, newton_after, p_out, sweeps_out):
     """:func:`ht_couple_one` for every event: ``p_out`` (m, K), ``sweeps_out`` (m,) intp."""
     m, k = r.shape[0], r.shape[1]
     shared = n.shape[0] == 1
@@ -248,7 +249,7 @@ def ht_couple_batch(r, n, tol, max_iter, newton, p_out, sweeps_out):
     for e in range(m):
         ne = n[0] if shared else n[e]
         sweeps_out[e] = ht_couple_one(
-            r[e], ne, tol, max_iter, newton, p_out[e], target, total_weight, scratch
+            r[e], ne, tol, max_iter, newton_after, p_out[e], target, total_weight, scratch
         )
 
 

@@ -18,6 +18,7 @@ from river import base
 
 from streamcal._kernels import coupling as _k
 from streamcal._validation import check_scalar
+from streamcal.multiclass.coupling import NEWTON_AFTER_SWEEPS
 
 __all__ = ["OneVsRestCalibrator", "PairwiseCouplingCalibrator"]
 
@@ -454,7 +455,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         p = np.empty((1, k))
         if self.method == "ht":
             _k.ht_couple_batch(
-                r, n, float(self.tol), int(self.max_iter), True, p, np.empty(1, np.intp)
+                r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p, np.empty(1, np.intp)
             )
         else:
             _k.wlw_couple_batch(r, n, p, np.empty(1, np.bool_))
@@ -518,7 +519,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         p = np.empty((m, k))
         if self.method == "ht":
             _k.ht_couple_batch(
-                r, n, float(self.tol), int(self.max_iter), True, p, np.empty(m, np.intp)
+                r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p, np.empty(m, np.intp)
             )
         else:
             _k.wlw_couple_batch(r, n, p, np.empty(m, np.bool_))
