@@ -192,8 +192,8 @@ def ht_couple_one(r, n, tol, max_iter, newton_after, p, target, total_weight, sc
         total += p[i]
     for i in range(k):
         p[i] /= total
-    # Without Newton steps the exact residual (an extra O(K^2) pass) is evaluated before the first
-    # sweep and then only once the residuals met during a sweep (each row's, just before its
+    # Until Newton steps join, the exact residual (an extra O(K^2) pass) is evaluated before the
+    # first sweep and then only once the residuals met during a sweep (each row's, just before its
     # update) are within tol.
     check_exact = True
     sweeps = 0
