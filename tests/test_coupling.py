@@ -463,3 +463,25 @@ def test_newton_steps_converge_where_the_plain_iteration_crawls():
         assert 0 <= n_iter <= 30
         assert naive_score_residual(r, np.ones((3, 3)), p) <= 1e-10
     np.testing.assert_allclose(pairwise_couple(near), [8.44590890e-05, 7.51426676e-03, 0.992401274])
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    k=st.integers(2, 8),
+    method=st.sampled_from(["ht", "wlw"]),
+    hard=st.booleans(),
+)
+def test_any_valid_input_gives_a_distribution(seed, k, method, hard):
+    rng = np.random.default_rng(seed)
+    r = random_r(rng, k, m=4)
+    if hard:
+        r = np.round(r)  # pairwise certainties
+        r[:, np.arange(k), np.arange(k)] = 0.0
+    n = random_n(rng, k, m=4) * (rng.random((4, k, k)) < 0.7)  # some zero weights
+    n = np.triu(n, 1) + np.swapaxes(np.triu(n, 1), 1, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        p = pairwise_couple(r, n, method=method, max_iter=200)
+    assert np.all(np.isfinite(p))
+    assert np.all(p >= 0.0)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-12)

@@ -505,3 +505,22 @@ def test_binary_probabilities_are_kept_within_add_one_bounds(cls):
         _, r, n = cal._pairwise({0: 0.9, 1: 0.05, 2: 0.05})
         assert n[0, 0, 1] == 8
         assert r[0, 0, 1] == pytest.approx(1 - 1 / 10)
+
+
+def test_logit_scores_pair_on_the_logit_difference():
+    cal = make_standin(PairwiseCouplingCalibrator, scores="logit")
+    cal.learn_one({"a": 2.0, "b": -1.0, "c": 0.5}, "c")
+    model = cal.pairs_[("a", "c")]
+    assert model._tot[model._bin({"s": 1.5})] == 1  # s_a - s_c, label y == "a" is False
+    assert model._pos.sum() == 0
+    assert cal.pairs_[("b", "c")]._tot[model._bin({"s": -1.5})] == 1
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_predict_one_is_the_most_probable_class(cls, rng):
+    cal = make(cls)
+    for x, y, _ in dirichlet_stream(rng, 200, 3):
+        cal.learn_one(x, y)
+    x = {0: 0.1, 1: 0.7, 2: 0.2}
+    proba = cal.predict_proba_one(x)
+    assert cal.predict_one(x) == max(proba, key=proba.get)
