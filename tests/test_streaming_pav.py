@@ -76,6 +76,7 @@ def kernel_blocks(pf, pi):
     f = int(pi[K.PI_HEAD])
     prev = -1
     while f != -1:
+        assert len(blocks) < B, "the block links form a cycle"
         assert bprev[f] == prev
         blocks.append((f, int(bend[f]), bpos[f], bneg[f]))
         prev = f
