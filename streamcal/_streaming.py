@@ -191,7 +191,7 @@ class StreamingCalibrator(base.Classifier):
 
     # ------------------------------------------------------------------ validation
     def _score_of(self, x) -> float:
-        if not isinstance(x, dict):
+        if type(x) is not dict and not isinstance(x, dict):
             msg = f"`x` must be a dict holding the score; got a {type(x).__name__}."
             raise TypeError(msg)
         key = self.score_key
@@ -202,25 +202,34 @@ class StreamingCalibrator(base.Classifier):
                     f"{len(x)} keys: {list(x)[:5]!r}. Pass score_key= to name the score."
                 )
                 raise ValueError(msg)
-            for k, v in x.items():
-                s, name = v, f"x[{k!r}]"
+            s = next(iter(x.values()))
         else:
             if key not in x:
                 msg = f"`x` has no score under score_key={key!r}; its keys are {list(x)[:5]!r}."
                 raise KeyError(msg)
-            s, name = x[key], f"x[{key!r}]"
+            s = x[key]
         if type(s) is not float:
             if isinstance(s, (bool, np.bool_)) or not isinstance(s, numbers.Real):
-                msg = f"`{name}` must be a real number (the score); got {s!r} of type {type(s).__name__}."
+                msg = (
+                    f"`{self._score_name(x)}` must be a real number (the score); "
+                    f"got {s!r} of type {type(s).__name__}."
+                )
                 raise TypeError(msg)
             s = float(s)
         if not (self._score_low <= s <= self._score_high):
             if not math.isfinite(s):
-                msg = f"`{name}` must be finite; got {s!r}."
+                msg = f"`{self._score_name(x)}` must be finite; got {s!r}."
             else:
-                msg = f"`{name}` must be a probability in [0, 1] for LogitGrid buckets; got {s!r}."
+                msg = (
+                    f"`{self._score_name(x)}` must be a probability in [0, 1] for LogitGrid "
+                    f"buckets; got {s!r}."
+                )
             raise ValueError(msg)
         return s
+
+    def _score_name(self, x: dict) -> str:
+        key = next(iter(x)) if self.score_key is None else self.score_key
+        return f"x[{key!r}]"
 
     def _check_scores(self, scores) -> np.ndarray:
         s = as_finite(scores, "scores", allow_empty=True)
@@ -240,7 +249,10 @@ class StreamingCalibrator(base.Classifier):
         return float(self._sf[_h.SF_LAST_T])
 
     def _check_one(self, y, w, t) -> tuple[float, float, float]:
-        label = 1.0 if as_binary_label(y, "y") else 0.0
+        if y is True or y is False:
+            label = 1.0 if y else 0.0
+        else:
+            label = 1.0 if as_binary_label(y, "y") else 0.0
         if type(w) is not float or not (0.0 <= w < math.inf):
             if isinstance(w, (bool, np.bool_)) or not isinstance(w, numbers.Real):
                 msg = f"`w` must be a finite non-negative number; got {w!r} of type {type(w).__name__}."
