@@ -166,47 +166,64 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
         else:
             start, chain, region_end = k, o, k
 
-    # 2. sweep knot by knot; ``chain`` is the top of the untouched stack of blocks on the left
+    # 2. sweep knot by knot; ``chain`` is the top of the untouched stack of blocks on the left.
+    #    The top of the new stack lives in registers (tf, tl, tp, tn); the ``sp`` entries below
+    #    it are in the scratch arrays.
     sp = 0
+    has_top = False
+    tf = 0
+    tl = 0
+    tp = 0.0
+    tn = 0.0
     stopped = False
     j = start
     while j < B:
         pj = hist[POS + j]
         nj = hist[NEG + j]
         if pj + nj > 0.0:
-            pi[SFIRST + sp] = j
-            pi[SLAST + sp] = j
-            pf[SPOS + sp] = pj
-            pf[SNEG + sp] = nj
-            sp += 1
+            if has_top:
+                pi[SFIRST + sp] = tf
+                pi[SLAST + sp] = tl
+                pf[SPOS + sp] = tp
+                pf[SNEG + sp] = tn
+                sp += 1
+            tf = j
+            tl = j
+            tp = pj
+            tn = nj
+            has_top = True
             while True:
-                if sp >= 2:
-                    p2 = pf[SPOS + sp - 1]
-                    n2 = pf[SNEG + sp - 1]
-                    p1 = pf[SPOS + sp - 2]
-                    n1 = pf[SNEG + sp - 2]
-                    if _violates(p1, n1, p2, n2):
-                        pi[SLAST + sp - 2] = pi[SLAST + sp - 1]
-                        pf[SPOS + sp - 2] = p1 + p2
-                        pf[SNEG + sp - 2] = n1 + n2
+                if sp >= 1:
+                    p1 = pf[SPOS + sp - 1]
+                    n1 = pf[SNEG + sp - 1]
+                    if _violates(p1, n1, tp, tn):
+                        tf = pi[SFIRST + sp - 1]
+                        tp = p1 + tp
+                        tn = n1 + tn
                         sp -= 1
                         continue
                 elif chain != -1:
                     p1 = pf[BPOS + chain]
                     n1 = pf[BNEG + chain]
-                    if _violates(p1, n1, pf[SPOS], pf[SNEG]):
-                        pf[SPOS] = p1 + pf[SPOS]
-                        pf[SNEG] = n1 + pf[SNEG]
-                        pi[SFIRST] = chain
+                    if _violates(p1, n1, tp, tn):
+                        tf = chain
+                        tp = p1 + tp
+                        tn = n1 + tn
                         chain = pi[BPREV + chain]
                         continue
                 break
             if j > region_end:
                 old_first = pi[OWNER + j]
-                if j == pi[BEND + old_first] and pi[SFIRST + sp - 1] == old_first:
+                if j == pi[BEND + old_first] and tf == old_first:
                     stopped = True
                     break
         j += 1
+    if has_top:
+        pi[SFIRST + sp] = tf
+        pi[SLAST + sp] = tl
+        pf[SPOS + sp] = tp
+        pf[SNEG + sp] = tn
+        sp += 1
 
     # 3. write the new blocks back
     if chain != -1:
