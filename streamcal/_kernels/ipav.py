@@ -181,17 +181,22 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
         pj = hist[POS + j]
         nj = hist[NEG + j]
         if pj + nj > 0.0:
-            if has_top:
-                pi[SFIRST + sp] = tf
-                pi[SLAST + sp] = tl
-                pf[SPOS + sp] = tp
-                pf[SNEG + sp] = tn
-                sp += 1
-            tf = j
-            tl = j
-            tp = pj
-            tn = nj
-            has_top = True
+            if has_top and _violates(tp, tn, pj, nj):  # pool the new knot into the top
+                tl = j
+                tp = tp + pj
+                tn = tn + nj
+            else:
+                if has_top:
+                    pi[SFIRST + sp] = tf
+                    pi[SLAST + sp] = tl
+                    pf[SPOS + sp] = tp
+                    pf[SNEG + sp] = tn
+                    sp += 1
+                tf = j
+                tl = j
+                tp = pj
+                tn = nj
+                has_top = True
             while True:
                 if sp >= 1:
                     p1 = pf[SPOS + sp - 1]
@@ -251,14 +256,15 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     #    clamp to the knots' span)
     if chain != -1:
         left_knot = pi[BEND + chain]
-        left_value = _rate(pf[BPOS + chain], pf[BNEG + chain])
+        left_value = pf[FIT + left_knot]  # the chain block's rate, already stored
     else:
         left_knot = -1
         left_value = 0.0
     n_rewrite = sp - 1 if stopped else sp
     for i in range(sp):
         f = pi[SFIRST + i]
-        v = _rate(pf[SPOS + i], pf[SNEG + i])
+        # the stopping block is unchanged: its stored rate saves a division
+        v = pf[FIT + f] if i == n_rewrite else _rate(pf[SPOS + i], pf[SNEG + i])
         if left_knot != -1:  # the gap before this block, owned by the block on its left
             lo_owner = chain if i == 0 else pi[SFIRST + i - 1]
             c_left = pf[CEN + left_knot]
