@@ -94,6 +94,22 @@ class StreamingCalibrator(base.Classifier):
     def _multiclass(self) -> bool:
         return False
 
+    @classmethod
+    def _unit_test_params(cls):
+        # river's checks feed the Phishing dataset (9 features); the calibrator reads one of
+        # them, a probability-valued feature, as its score.
+        yield {"score_key": "is_popular"}
+
+    def _unit_test_skips(self):
+        return {
+            # A calibrator's input is exactly one score, read by `score_key`: features that
+            # appear later or vanish are not inputs it could use or miss, and removing the
+            # score itself is an error (a KeyError naming the key), not a degraded input.
+            "check_emerging_features",
+            "check_disappearing_features",
+            "check_radically_disappearing_features",
+        }
+
     def _reset(self) -> None:
         buckets = LogitGrid() if self.buckets is None else self.buckets
         if not isinstance(buckets, Buckets):

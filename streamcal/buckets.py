@@ -68,6 +68,12 @@ class Buckets(base.Base):
     :meth:`check_scores`). ``warmup`` is the number of learned scores a strategy needs before
     its edges are known (0 for fixed grids); ``probability_inputs`` says whether scores are
     probabilities, which decides what a calibrator predicts before it has seen any label.
+
+    Examples
+    --------
+    >>> from streamcal.buckets import Buckets, UniformGrid
+    >>> isinstance(UniformGrid(4), Buckets), UniformGrid(4).bucket_edges().tolist()
+    (True, [0.0, 0.25, 0.5, 0.75, 1.0])
     """
 
     warmup: int = 0

@@ -103,16 +103,6 @@ class PAVCalibrator(StreamingCalibrator):
             "interpolation": "step",
         }
 
-    def _unit_test_skips(self):
-        return {
-            # A calibrator's input is exactly one score, read by `score_key`: features that
-            # appear later or vanish are not inputs it could use or miss, and removing the
-            # score itself is an error (a KeyError naming the key), not a degraded input.
-            "check_emerging_features",
-            "check_disappearing_features",
-            "check_radically_disappearing_features",
-        }
-
     # ------------------------------------------------------------------ engine (fused kernels)
     def _init_map_state(self) -> None:
         self._linear = self.interpolation == "linear"
