@@ -170,7 +170,7 @@ class StreamingCalibrator(base.Classifier):
 
     def _stored_unit(self) -> float:
         kind = self._sf[_h.SF_KIND]
-        if kind in (_h.KIND_DECAY_EVENTS, _h.KIND_DECAY_TIME):
+        if kind in (_h.KIND_DECAY_EVENTS, _h.KIND_DECAY_TIME) and self._sf[_h.SF_N_LEARNED] > 0:
             return 2.0 ** ((self._sf[_h.SF_LAST_T] - self._sf[_h.SF_T0]) / self._sf[_h.SF_HALF_LIFE])
         return 1.0
 

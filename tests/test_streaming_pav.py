@@ -329,6 +329,28 @@ def test_window_weight_and_count_window_expiry():
     assert dec.window_weight == 1.5
 
 
+@pytest.mark.parametrize("window", WINDOWS, ids=repr)
+def test_fresh_calibrator_and_empty_arrays(window):
+    cal = PAVCalibrator(window=window)
+    assert cal.window_weight == 0.0
+    assert cal.n_learned == 0
+    p, llr = cal.prequential([], [], times=[])
+    assert p.size == 0
+    assert llr.size == 0
+    assert cal.predict_proba([]).size == 0
+    _, pos, neg = cal.histogram()
+    assert (pos == 0).all()
+    assert (neg == 0).all()
+
+
+def test_time_decay_with_large_clock_values():
+    cal = PAVCalibrator(window=Decay(half_life=3600.0, by="time"))
+    t0 = 1.7e9  # unix seconds
+    cal.update([0.2, 0.8, 0.8], [0, 1, 1], times=[t0, t0 + 3600.0, t0 + 3600.0])
+    assert math.isclose(cal.window_weight, 2.5)
+    assert np.isfinite(cal.predict_llr([0.2, 0.8])).all()
+
+
 def test_time_window_expiry_and_growth():
     cal = PAVCalibrator(window=TimeWindow(seconds=10.0))
     n = 5000
