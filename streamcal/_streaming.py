@@ -126,9 +126,8 @@ class StreamingCalibrator(base.Classifier):
         self._window_code = window.code()
         self._uses_times = bool(window.uses_times)
         self._ring_capacity = window.ring_capacity
-        low, high = (0.0, 1.0) if isinstance(buckets, LogitGrid) else (-math.inf, math.inf)
-        self._score_low = low
-        self._score_high = high
+        self._score_low, self._score_high = (float(v) for v in buckets.score_range)
+        self._bucket_kind = type(buckets).__name__
         self._identity = bool(buckets.probability_inputs)
         self._warmup = int(buckets.warmup)
         self._sf = None
@@ -237,8 +236,8 @@ class StreamingCalibrator(base.Classifier):
                 msg = f"`{self._score_name(x)}` must be finite; got {s!r}."
             else:
                 msg = (
-                    f"`{self._score_name(x)}` must be a probability in [0, 1] for LogitGrid "
-                    f"buckets; got {s!r}."
+                    f"`{self._score_name(x)}` must lie in [{self._score_low}, {self._score_high}] "
+                    f"for {self._bucket_kind} buckets; got {s!r}."
                 )
             raise ValueError(msg)
         return s
@@ -253,9 +252,14 @@ class StreamingCalibrator(base.Classifier):
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             msg = (
-                f"`scores` must hold probabilities in [0, 1] for LogitGrid buckets; got {float(s[i])!r} "
-                f"at position {i}. For other scores use UniformGrid, QuantileEdges or Edges."
+                f"`scores` must lie in [{self._score_low}, {self._score_high}] for "
+                f"{self._bucket_kind} buckets; got {float(s[i])!r} at position {i}."
             )
+            if self._score_low == 0.0 and self._score_high == 1.0:
+                msg = (
+                    f"`scores` must hold probabilities in [0, 1] for {self._bucket_kind} buckets; got "
+                    f"{float(s[i])!r} at position {i}. For other scores use UniformGrid, QuantileEdges or Edges."
+                )
             raise ValueError(msg)
         return s
 
