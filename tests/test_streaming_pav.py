@@ -474,3 +474,22 @@ def test_inputs_are_not_mutated(rng):
     PAVCalibrator().prequential(s, y)
     np.testing.assert_array_equal(s, s0)
     np.testing.assert_array_equal(y, y0)
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=repr)
+@settings(max_examples=20)
+@given(stream=event_streams(), mask=st.lists(st.booleans(), min_size=80, max_size=80), step=st.booleans())
+def test_process_equals_loop_on_random_streams(window, stream, mask, step):
+    scores, labels, weights, times = (np.array(v) for v in stream)
+    learn = np.array(mask[: scores.size])
+    make = lambda: PAVCalibrator(  # noqa: E731
+        buckets=QuantileEdges(n_buckets=5, warmup=7) if step else UniformGrid(n_buckets=5),
+        window=window,
+        interpolation="step" if step else "linear",
+    )
+    a, b = make(), make()
+    p, llr = a.process(scores, labels, learn, weights=weights, times=times)
+    lp, lllr = _loop(b, scores, labels, np.where(learn, 1, 2), weights, times)
+    np.testing.assert_array_equal(p, lp)
+    np.testing.assert_array_equal(llr, lllr)
+    assert snapshot(a) == snapshot(b)
