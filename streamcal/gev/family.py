@@ -152,7 +152,7 @@ def upper_incomplete_gamma(a, x):
     bad = ~(arr >= 0.0)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        msg = f"`x` must be non-negative; got {arr[i]!r} at position {i}."
+        msg = f"`x` must be non-negative; got {float(arr[i])!r} at position {i}."
         raise ValueError(msg)
     out = np.empty_like(arr)
     _k.upper_gamma_array(a, arr, out)

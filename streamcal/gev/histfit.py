@@ -124,6 +124,6 @@ def _weights(w, name: str, n: int) -> np.ndarray:
     bad = arr < 0.0
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        msg = f"`{name}` must be non-negative; got {arr[i]!r} at position {i}."
+        msg = f"`{name}` must be non-negative; got {float(arr[i])!r} at position {i}."
         raise ValueError(msg)
     return arr

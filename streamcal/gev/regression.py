@@ -39,7 +39,7 @@ def as_design(X, name: str = "X") -> np.ndarray:
     bad = ~np.isfinite(arr)
     if bad.any():
         i, j = (int(k) for k in np.argwhere(bad)[0])
-        msg = f"`{name}` must be finite; got {arr[i, j]!r} at row {i}, column {j}."
+        msg = f"`{name}` must be finite; got {float(arr[i, j])!r} at row {i}, column {j}."
         raise ValueError(msg)
     return arr
 
@@ -123,7 +123,7 @@ class GEVCanonicalRegression:
     >>> print(np.round(model.coef_, 2), round(model.intercept_, 2))
     [ 0.61 -0.41] -1.81
     >>> print(np.round(model.predict_proba([[0.0, 0.0], [2.0, -1.0]])[:, 1], 3))
-    [0.012 0.089]
+    [0.    0.303]
 
     References
     ----------

@@ -47,7 +47,7 @@ def _frame_to_matrix(X, name: str = "X") -> tuple[list, np.ndarray]:
     bad = ~np.isfinite(arr)
     if bad.any():
         i, j = (int(v) for v in np.argwhere(bad)[0])
-        msg = f"`{name}` must be finite; got {arr[i, j]!r} at row {i}, column {names[j]!r}."
+        msg = f"`{name}` must be finite; got {float(arr[i, j])!r} at row {i}, column {names[j]!r}."
         raise ValueError(msg)
     return names, arr
 
