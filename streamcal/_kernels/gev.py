@@ -468,8 +468,9 @@ def irls_histogram_2d_inplace(x, pos, neg, link_code, xi, l2, floor, beta, max_i
     Bucket ``i`` counts as ``pos[i]`` rows with y = 1 and ``neg[i]`` rows with y = 0 at score
     ``x[i]``. Objective: ``sum_i pos_i l(1, v_i) + neg_i l(0, v_i) + l2/2 |beta|^2`` with the
     canonical loss of the link (GEV-canonical or logistic), so its gradient is
-    ``sum_i (n_i F(v_i) - pos_i) (x_i, 1)``. Newton weights are floored at ``floor``; the step is
-    damped by a slope-only line search (Wolfe conditions, exact for a convex objective). Stops when
+    ``sum_i (n_i F(v_i) - pos_i) (x_i, 1)``. Newton weights are floored at ``floor``; a step that
+    overshoots the minimiser along its line (slope > 0 at its end) is shortened by regula falsi on
+    the slope, as in ``streamcal.gev._solver.line_search``. Stops when
     the gradient's largest entry is at most ``tol`` times the total weight. Returns the number of
     iterations, or ``-1`` if ``max_iter`` was reached first.
     """
@@ -509,21 +510,33 @@ def irls_histogram_2d_inplace(x, pos, neg, link_code, xi, l2, floor, beta, max_i
         if not slope0 < 0.0:
             return it
         alpha = 1.0
-        s1 = _hist_slope(x, pos, neg, link_code, xi, l2, beta[0], beta[1], d0, d1, 1.0)
-        if s1 > 1e-4 * slope0:
-            # minimiser along the step lies in (0, 1): bisect on the slope (convex => monotone)
+        s_hi = _hist_slope(x, pos, neg, link_code, xi, l2, beta[0], beta[1], d0, d1, 1.0)
+        if s_hi > 0.0:
+            # overshoot: Illinois regula falsi on the (monotone) slope for 0.1 slope0 <= s <= 0
             lo = 0.0
+            s_lo = slope0
             hi = 1.0
-            alpha = 0.5
-            for _ in range(60):
+            side = 0
+            alpha = 0.0
+            for _ in range(100):
+                width = hi - lo
+                alpha = (lo * s_hi - hi * s_lo) / (s_hi - s_lo)
+                alpha = min(max(alpha, lo + 1e-3 * width), hi - 1e-3 * width)
                 s = _hist_slope(x, pos, neg, link_code, xi, l2, beta[0], beta[1], d0, d1, alpha)
-                if s <= 1e-4 * slope0:
-                    if s >= 0.9 * slope0:
-                        break
-                    lo = alpha
-                else:
+                if 0.1 * slope0 <= s <= 0.0:
+                    break
+                if s > 0.0:
                     hi = alpha
-                alpha = 0.5 * (lo + hi)
+                    s_hi = s
+                    if side == 1:
+                        s_lo *= 0.5
+                    side = 1
+                else:
+                    lo = alpha
+                    s_lo = s
+                    if side == -1:
+                        s_hi *= 0.5
+                    side = -1
             else:
                 alpha = lo
         beta[0] += alpha * d0

@@ -11,10 +11,9 @@ Gradient ``X^T (w (F - y)) + l2 beta``; Hessian ``X^T diag(w f) X + diag(l2)``. 
    f underflows or vanishes outside the support);
 2. direction ``d = -(X^T W X + diag(l2))^-1 g`` -- the IRLS solve, since
    ``beta + d = (X^T W X + diag l2)^-1 X^T W z`` with working response ``z = v + (y - F)/f``;
-3. step damping: the full step is kept when the risk's slope along it, which needs only F, has
-   dropped by the Armijo factor; otherwise the step length is bisected on the slope until the
-   Wolfe conditions hold. The risk is convex, so a slope below ``c1 * slope(0)`` implies a
-   sufficient decrease of the risk itself; no incomplete-gamma evaluation is needed.
+3. step damping: the full step is kept when the risk's slope along it (which needs only F, no
+   incomplete gamma) is still <= 0 at the end of the step; otherwise the step is shortened to a
+   point just short of the minimiser along the line (see :func:`line_search`).
 """
 
 from __future__ import annotations
@@ -24,8 +23,7 @@ import numpy as np
 from streamcal._kernels.gev import gev_directional_derivative, gev_irls_weights
 
 WEIGHT_FLOOR = 1e-10
-_C1 = 1e-4
-_C2 = 0.9
+_C1 = 0.1
 
 
 def newton_direction(X, hess_w, grad, l2):
@@ -45,26 +43,47 @@ def _cho_solve(chol, b):
 
 
 def line_search(v, dv, y, w, xi, slope_penalty, slope0):
-    """Step length along a descent direction by the slope-only Wolfe search.
+    """Step length along a descent direction from the risk's slope alone.
 
     ``slope_penalty(alpha)`` is the slope of the penalty part; ``slope0 < 0`` the full slope at 0.
+    The risk is convex along the step, so its slope ``s(alpha)`` is non-decreasing. The full step
+    is kept when ``s(1) <= 0`` (the risk decreased all the way). Otherwise the step overshot the
+    minimiser along the line and a safeguarded regula falsi (Illinois) on ``s`` returns a step with
+    ``C1 * slope0 <= s(alpha) <= 0``: the risk fell monotonically up to it, by at least as much as
+    at the point where the slope is ``C1 * slope0`` -- an Armijo decrease, hence convergence.
     """
 
     def slope(alpha):
         return gev_directional_derivative(v, dv, y, w, xi, alpha) + slope_penalty(alpha)
 
-    if slope(1.0) <= _C1 * slope0:
+    s_hi = slope(1.0)
+    if s_hi <= 0.0:
         return 1.0
-    lo, hi, alpha = 0.0, 1.0, 0.5
-    for _ in range(60):
+    return regula_falsi_step(slope, slope0, s_hi)
+
+
+def regula_falsi_step(slope, slope0, s1):
+    """Illinois regula falsi on a non-decreasing ``slope`` over [0, 1], ``slope(0) = slope0 < 0 <
+    slope(1) = s1``; returns ``alpha`` with ``C1 * slope0 <= slope(alpha) <= 0``."""
+    lo, s_lo, hi, s_hi = 0.0, slope0, 1.0, s1
+    side = 0
+    for _ in range(100):
+        alpha = (lo * s_hi - hi * s_lo) / (s_hi - s_lo)
+        width = hi - lo
+        alpha = min(max(alpha, lo + 1e-3 * width), hi - 1e-3 * width)
         s = slope(alpha)
-        if s <= _C1 * slope0:
-            if s >= _C2 * slope0:
-                return alpha
-            lo = alpha
+        if _C1 * slope0 <= s <= 0.0:
+            return alpha
+        if s > 0.0:
+            hi, s_hi = alpha, s
+            if side == 1:
+                s_lo *= 0.5
+            side = 1
         else:
-            hi = alpha
-        alpha = 0.5 * (lo + hi)
+            lo, s_lo = alpha, s
+            if side == -1:
+                s_hi *= 0.5
+            side = -1
     return lo
 
 

@@ -74,7 +74,10 @@ class GEVCanonicalClassifier(base.MiniBatchClassifier):
     Newton step on its objective: the current mini-batch's exact GEV-canonical risk plus the
     exponentially forgotten quadratic models of all earlier mini-batches (Newton statistics
     ``A = sum rho X^T W X`` and ``b = sum rho X^T W z``, z the IRLS working response) plus
-    ``l2/2 |coef|^2``. Forgetting is per row: evidence ``half_life`` rows old weighs half.
+    ``l2/2 |coef|^2``. Forgetting is per row: evidence ``half_life`` rows old weighs half. This is
+    a stochastic Newton method: each batch's quadratic model is accurate near the point where it
+    was linearised, so the first mini-batch is fitted to convergence (up to 30 Newton steps) and
+    every later one is linearised near the optimum; a stationary stream converges to the batch fit.
 
     Before a mini-batch is learned, every candidate predicts it, and its squared error (Brier) is
     added to a forgotten prequential score; the candidate with the lowest score serves the
@@ -112,23 +115,31 @@ class GEVCanonicalClassifier(base.MiniBatchClassifier):
 
     Examples
     --------
+    Event by event, with river's prequential evaluation:
+
     >>> import numpy as np
-    >>> from river import metrics
+    >>> from river import evaluate, metrics
     >>> from streamcal.gev import GEVCanonicalClassifier, gev_cdf
     >>> rng = np.random.default_rng(1)
-    >>> model = GEVCanonicalClassifier(batch_size=512)
-    >>> brier = metrics.MSE()
-    >>> for _ in range(40):
-    ...     X = rng.normal(size=(512, 3))
-    ...     y = rng.random(512) < gev_cdf(X @ [0.5, -0.5, 0.0] - 1.5, xi=0.25)
-    ...     p = model.predict_proba_many(X)[True].to_numpy()
-    ...     for yi, pi in zip(y, p):
-    ...         brier.update(float(yi), float(pi))
-    ...     model.learn_many(X, y)
-    >>> print(round(brier.get(), 3), model.xi_)
-    0.036 0.25
+    >>> def events(n):
+    ...     for _ in range(n):
+    ...         x = {"a": rng.normal(), "b": rng.normal()}
+    ...         p = gev_cdf(0.8 * x["a"] - 0.5 * x["b"] - 1.2, xi=0.5)
+    ...         yield x, bool(rng.random() < p)
+    >>> model = GEVCanonicalClassifier(batch_size=256)
+    >>> evaluate.progressive_val_score(events(5_000), model, metrics.LogLoss())
+    LogLoss: 0.207
+
+    Mini-batches from a frame (pandas, polars or pyarrow):
+
+    >>> import pandas as pd
+    >>> X = pd.DataFrame(rng.normal(size=(50_000, 2)), columns=["a", "b"])
+    >>> y = rng.random(50_000) < gev_cdf(0.8 * X["a"] - 0.5 * X["b"] - 1.2, xi=0.5)
+    >>> model.learn_many(X, y)
     >>> print({k: round(v, 1) for k, v in model.coef_.items()}, round(model.intercept_, 1))
-    {0: 0.5, 1: -0.5, 2: 0.0} -1.5
+    {'a': 0.8, 'b': -0.5} -1.2
+    >>> model.xi_
+    0.5
     """
 
     def __init__(
@@ -284,23 +295,27 @@ class GEVCanonicalClassifier(base.MiniBatchClassifier):
         rho = 1.0 if self.half_life is None else 0.5 ** (n / float(self.half_life))
         l2 = self._penalty(k1)
         w = np.ones(n)
-        F = np.empty(n)
         resid = np.empty(n)
         hess_w = np.empty(n)
         self._score *= rho
         self._score_weight = rho * self._score_weight + n
+        # the first mini-batch is fitted to convergence: every later batch is then linearised
+        # near the optimum, so the quadratic models kept in the statistics are accurate
+        steps = int(self.newton_steps) if self._n_seen else max(int(self.newton_steps), 30)
         for j, xi in enumerate(self._xis):
             beta = self._beta[j]
             A_old = rho * self._A[j]
             b_old = rho * self._b[j]
             v = Z @ beta
-            _k.gev_cdf_array(v, xi, F)
-            self._score[j] += float((F - y) @ (F - y))
-            for _ in range(int(self.newton_steps)):
+            for step in range(steps):
                 _k.gev_irls_weights(v, y, w, xi, WEIGHT_FLOOR, resid, hess_w)
+                if step == 0:  # prequential Brier: resid = F - y before this batch is learned
+                    self._score[j] += float(resid @ resid)
                 H = Z.T @ (Z * hess_w[:, None])
                 g = Z.T @ resid
                 grad = A_old @ beta - b_old + g + l2 * beta
+                if step > 0 and np.max(np.abs(grad)) <= 1e-9 * n:
+                    break
                 hess = A_old + H
                 hess[np.diag_indices(k1)] += l2
                 d = _solve_pd(hess, -grad)
