@@ -544,3 +544,4 @@ def irls_histogram_2d_inplace(x, pos, neg, link_code, xi, l2, floor, beta, max_i
         if abs(alpha * d0) + abs(alpha * d1) <= 1e-15 * (1.0 + abs(beta[0]) + abs(beta[1])):
             return it + 1
     return -1
+

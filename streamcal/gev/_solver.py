@@ -26,20 +26,28 @@ WEIGHT_FLOOR = 1e-10
 _C1 = 0.1
 
 
-def newton_direction(X, hess_w, grad, l2):
-    """Solve ``(X^T diag(hess_w) X + diag(l2)) d = -grad``; ``None`` if not positive definite."""
-    hessian = X.T @ (X * hess_w[:, None])
+def weighted_gram(X, weights, chunk=32_768):
+    """``X^T diag(weights) X`` by BLAS; tall inputs go in row chunks of ``sqrt(w) X``, whose Gram
+    matrix numpy computes with a symmetric rank-k update, without an (n, k) temporary."""
+    n = X.shape[0]
+    if n <= chunk:
+        return X.T @ (X * weights[:, None])
+    gram = np.zeros((X.shape[1], X.shape[1]))
+    for start in range(0, n, chunk):
+        scaled = X[start : start + chunk] * np.sqrt(weights[start : start + chunk])[:, None]
+        gram += scaled.T @ scaled
+    return gram
+
+
+def newton_direction(hessian, grad, l2):
+    """Solve ``(hessian + diag(l2)) d = -grad``; ``None`` if not positive definite."""
+    hessian = hessian.copy()
     hessian[np.diag_indices_from(hessian)] += l2
     try:
         chol = np.linalg.cholesky(hessian)
     except np.linalg.LinAlgError:
         return None
-    return -_cho_solve(chol, grad)
-
-
-def _cho_solve(chol, b):
-    y = np.linalg.solve(chol, b)
-    return np.linalg.solve(chol.T, y)
+    return -np.linalg.solve(chol.T, np.linalg.solve(chol, grad))
 
 
 def line_search(v, dv, y, w, xi, slope_penalty, slope0):
@@ -87,36 +95,48 @@ def regula_falsi_step(slope, slope0, s1):
     return lo
 
 
+def irls_step(X, y, w, xi, l2, beta, v, resid, hess_w, stop_at=-1.0):
+    """One damped IRLS (Newton) step from ``beta`` with scores ``v = X @ beta``, both updated in
+    place, unless the gradient's largest entry is already <= ``stop_at``. Returns that largest
+    entry (before the step), or ``nan`` if no descent step exists (singular system). ``resid``
+    and ``hess_w`` are work arrays of length n."""
+    gev_irls_weights(v, y, w, xi, WEIGHT_FLOOR, resid, hess_w)
+    grad = X.T @ resid + l2 * beta
+    gmax = float(np.max(np.abs(grad)))
+    if gmax <= stop_at:
+        return gmax
+    d = newton_direction(weighted_gram(X, hess_w), grad, l2)
+    if d is None:  # only if l2 == 0 and the design is singular; checked before fitting
+        return np.nan
+    slope0 = float(grad @ d)
+    if not slope0 < 0.0:
+        return gmax
+    dv = X @ d
+    base_pen = float((l2 * beta) @ d)
+    quad_pen = float((l2 * d) @ d)
+    alpha = line_search(v, dv, y, w, xi, lambda a: base_pen + a * quad_pen, slope0)
+    beta += alpha * d
+    v += alpha * dv
+    return gmax
+
+
 def irls_gev(X, y, w, xi, l2, beta, *, max_iter=100, tol=1e-8):
     """Minimise the penalised GEV-canonical risk from ``beta`` (modified in place).
 
     ``l2`` is a vector of per-coefficient penalties (0 for an unpenalised intercept). Returns
-    ``(n_iter, converged)``; converged means ``max |gradient| <= tol * sum(w)``.
+    ``(n_iter, converged)``; converged means ``max |gradient| <= tol * sum(w)`` at the returned
+    ``beta``.
     """
     n = X.shape[0]
     resid = np.empty(n)
     hess_w = np.empty(n)
     v = X @ beta
     scale = max(float(w.sum()), 1.0)
-    for it in range(max_iter):
-        gev_irls_weights(v, y, w, xi, WEIGHT_FLOOR, resid, hess_w)
-        grad = X.T @ resid + l2 * beta
-        if np.max(np.abs(grad)) <= tol * scale:
+    for it in range(max_iter + 1):
+        stop_at = tol * scale if it < max_iter else np.inf  # last pass: only check
+        gmax = irls_step(X, y, w, xi, l2, beta, v, resid, hess_w, stop_at)
+        if gmax != gmax:  # nan: no descent direction
+            return it, False
+        if gmax <= tol * scale:
             return it, True
-        d = newton_direction(X, hess_w, grad, l2)
-        if d is None:  # only if l2 == 0 and the design is singular; checked before fitting
-            return it, False
-        slope0 = float(grad @ d)
-        if not slope0 < 0.0:
-            return it, False
-        dv = X @ d
-        base_pen = float((l2 * beta) @ d)
-        quad_pen = float((l2 * d) @ d)
-        alpha = line_search(v, dv, y, w, xi, lambda a, b0=base_pen, q=quad_pen: b0 + a * q, slope0)
-        beta += alpha * d
-        v += alpha * dv
-        if np.max(np.abs(alpha * d)) <= 1e-14 * (1.0 + np.max(np.abs(beta))):
-            gev_irls_weights(v, y, w, xi, WEIGHT_FLOOR, resid, hess_w)
-            grad = X.T @ resid + l2 * beta
-            return it + 1, bool(np.max(np.abs(grad)) <= tol * scale)
     return max_iter, False

@@ -10,7 +10,7 @@ from river import base
 
 from streamcal._kernels import gev as _k
 from streamcal._validation import as_binary_label, as_binary_labels, check_scalar
-from streamcal.gev._solver import WEIGHT_FLOOR, line_search
+from streamcal.gev._solver import WEIGHT_FLOOR, line_search, weighted_gram
 
 __all__ = ["GEVCanonicalClassifier"]
 
@@ -311,7 +311,7 @@ class GEVCanonicalClassifier(base.MiniBatchClassifier):
                 _k.gev_irls_weights(v, y, w, xi, WEIGHT_FLOOR, resid, hess_w)
                 if step == 0:  # prequential Brier: resid = F - y before this batch is learned
                     self._score[j] += float(resid @ resid)
-                H = Z.T @ (Z * hess_w[:, None])
+                H = weighted_gram(Z, hess_w)
                 g = Z.T @ resid
                 grad = A_old @ beta - b_old + g + l2 * beta
                 if step > 0 and np.max(np.abs(grad)) <= 1e-9 * n:

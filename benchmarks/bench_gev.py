@@ -1,0 +1,158 @@
+"""GEV-canonical regression benchmarks (issue 4).
+
+1. One IRLS step on 1e6 x 10 against a numpy logistic IRLS step in the same process
+   (goal: at most 2x its time).
+2. A full batch fit against scikit-learn's ``LogisticRegression`` on the same data.
+3. Streaming ``learn_many`` throughput with 10 features and mini-batches of 4,096 rows
+   (goal: at least 1 million rows/s).
+
+Numba compile (or cache-load) time is reported apart from steady state. Run:
+
+    PYTHONPATH=. python benchmarks/bench_gev.py [--rows 1000000] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+
+def best_of(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), float(np.median(times))
+
+
+def make_data(rng, n, k, xi):
+    from streamcal.gev import gev_cdf
+
+    X = rng.normal(size=(n, k))
+    X[:, -1] = 1.0  # intercept column
+    coef = rng.normal(scale=0.3, size=k)
+    coef[-1] = -1.6
+    y = (rng.random(n) < gev_cdf(X @ coef, xi)).astype(np.float64)
+    return X, y
+
+
+def numpy_logistic_irls_step(X, y, beta):
+    """The textbook IRLS step for logistic regression, in plain numpy."""
+    v = X @ beta
+    p = expit(v)
+    w = p * (1.0 - p)
+    grad = X.T @ (p - y)
+    hess = X.T @ (X * w[:, None])
+    return beta - np.linalg.solve(hess, grad)
+
+
+def bench_irls_step(X, y, xi, repeats):
+    from streamcal.gev._solver import irls_step
+
+    n, k = X.shape
+    w = np.ones(n)
+    l2 = np.zeros(k)
+    resid, hess_w = np.empty(n), np.empty(n)
+
+    # compile / cache load, measured apart
+    t0 = time.perf_counter()
+    beta = np.zeros(k)
+    v = X @ beta
+    irls_step(X[:100], y[:100], w[:100], xi, l2, beta, v[:100].copy(), resid[:100], hess_w[:100])
+    first = time.perf_counter() - t0
+
+    # steady state: the step from the same starting point each time (a mid-fit point)
+    start = np.zeros(k)
+    start[-1] = -1.0
+
+    def gev():
+        beta = start.copy()
+        v = X @ beta  # the solver keeps v between steps; included here to match the logistic step
+        irls_step(X, y, w, xi, l2, beta, v, resid, hess_w)
+
+    def logistic():
+        numpy_logistic_irls_step(X, y, start)
+
+    t_gev, m_gev = best_of(gev, repeats)
+    t_log, m_log = best_of(logistic, repeats)
+    return first, t_gev, m_gev, t_log, m_log
+
+
+def bench_full_fit(X, y, xi, repeats):
+    from sklearn.linear_model import LogisticRegression
+
+    from streamcal import GEVCanonicalRegression
+
+    Xf = X[:, :-1]  # both fit their own intercept
+    model = GEVCanonicalRegression(xi=xi, l2=1.0)
+    t_gev, _ = best_of(lambda: model.fit(Xf, y), repeats)
+    sk = LogisticRegression(C=1.0)
+    t_sk, _ = best_of(lambda: sk.fit(Xf, y), max(1, repeats // 2))
+    return t_gev, model.n_iter_, t_sk, int(sk.n_iter_[0])
+
+
+def bench_streaming(X, y, batch, xis, repeats):
+    from streamcal.gev import GEVCanonicalClassifier
+
+    Xf = pd.DataFrame(X[:, :-1], columns=[f"f{j}" for j in range(X.shape[1] - 1)])
+    ys = pd.Series(y.astype(bool))
+    n = (len(Xf) // batch) * batch
+    frames = [(Xf.iloc[s : s + batch], ys.iloc[s : s + batch]) for s in range(0, n, batch)]
+
+    def run():
+        model = GEVCanonicalClassifier(xis=xis, batch_size=batch, half_life=1e6)
+        model.learn_many(*frames[0])  # the first batch is fitted to convergence: keep it apart
+        t0 = time.perf_counter()
+        for Xb, yb in frames[1:]:
+            model.learn_many(Xb, yb)
+        return time.perf_counter() - t0
+
+    times = [run() for _ in range(repeats)]
+    rows = batch * (len(frames) - 1)
+    return rows / min(times), rows / float(np.median(times))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--features", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--xi", type=float, default=0.25)
+    args = parser.parse_args()
+
+    t0 = time.perf_counter()
+    import streamcal.gev  # noqa: F401  (imports numba kernels)
+
+    print(f"import streamcal.gev: {time.perf_counter() - t0:.2f} s")
+    rng = np.random.default_rng(0)
+    X, y = make_data(rng, args.rows, args.features, args.xi)
+    print(f"data: {args.rows:,} x {args.features} (incl. intercept), positive rate {y.mean():.3%}")
+
+    first, t_gev, m_gev, t_log, m_log = bench_irls_step(X, y, args.xi, args.repeats)
+    print("\n[1] one IRLS step")
+    print(f"  first call (numba compile or cache load): {first:.2f} s")
+    print(f"  GEV-canonical IRLS step : best {t_gev * 1e3:7.1f} ms   median {m_gev * 1e3:7.1f} ms")
+    print(f"  numpy logistic IRLS step: best {t_log * 1e3:7.1f} ms   median {m_log * 1e3:7.1f} ms")
+    print(f"  ratio GEV / logistic    : best {t_gev / t_log:.2f}x  median {m_gev / m_log:.2f}x"
+          "  (goal <= 2x)")
+
+    t_fit, it_fit, t_sk, it_sk = bench_full_fit(X, y, args.xi, max(1, args.repeats // 2))
+    print("\n[2] full batch fit (l2 = 1, i.e. C = 1)")
+    print(f"  GEVCanonicalRegression : {t_fit:6.2f} s  ({it_fit} IRLS iterations)")
+    print(f"  sklearn LogisticRegression (lbfgs): {t_sk:6.2f} s  ({it_sk} iterations)")
+    print(f"  ratio GEV / sklearn    : {t_fit / t_sk:.2f}x")
+
+    print("\n[3] streaming learn_many, mini-batches of 4,096 rows")
+    for xis in ((args.xi,), (-0.5, -0.25, 0.0, 0.25, 0.5, 1.0)):
+        best, median = bench_streaming(X, y, 4096, xis, max(1, args.repeats // 2))
+        print(f"  {len(xis)} xi side by side: best {best / 1e6:5.2f} M rows/s   median "
+              f"{median / 1e6:5.2f} M rows/s  (goal >= 1 M rows/s)")
+
+
+if __name__ == "__main__":
+    main()
