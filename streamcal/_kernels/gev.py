@@ -424,9 +424,8 @@ def gev_directional_derivative(v, dv, y, w, xi, alpha):
     """``sum_i w[i] (F(v[i] + alpha dv[i]) - y[i]) dv[i]``: the slope of the risk along a step."""
     acc = 0.0
     for i in range(v.shape[0]):
-        if w[i] == 0.0 or dv[i] == 0.0:
-            continue
-        acc += w[i] * (gev_cdf(v[i] + alpha * dv[i], xi) - y[i]) * dv[i]
+        t, _ = gev_t_u(v[i] + alpha * dv[i], xi)
+        acc += w[i] * (math.exp(-t) - y[i]) * dv[i]
     return acc
 
 
@@ -545,3 +544,23 @@ def irls_histogram_2d_inplace(x, pos, neg, link_code, xi, l2, floor, beta, max_i
             return it + 1
     return -1
 
+
+
+@jit
+def gev_irls_weights_along(v, dv, alpha, y, w, xi, floor, resid, hess_w):
+    """``gev_irls_weights`` at the trial scores ``v + alpha dv``; returns the risk's slope there,
+    ``sum_i resid[i] dv[i]``. One pass serves both the step-length test and, if the step is taken,
+    the next IRLS iteration."""
+    acc = 0.0
+    for i in range(v.shape[0]):
+        t, u = gev_t_u(v[i] + alpha * dv[i], xi)
+        big_f = math.exp(-t)
+        if u == 0.0 or big_f == 0.0:
+            dens = 0.0
+        else:
+            dens = big_f * t / u
+        r = w[i] * (big_f - y[i])
+        resid[i] = r
+        hess_w[i] = w[i] * max(dens, floor)
+        acc += r * dv[i]
+    return acc

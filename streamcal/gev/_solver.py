@@ -20,7 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from streamcal._kernels.gev import gev_directional_derivative, gev_irls_weights
+from streamcal._kernels.gev import (
+    gev_directional_derivative,
+    gev_irls_weights,
+    gev_irls_weights_along,
+)
 
 WEIGHT_FLOOR = 1e-10
 _C1 = 0.1
@@ -95,29 +99,45 @@ def regula_falsi_step(slope, slope0, s1):
     return lo
 
 
-def irls_step(X, y, w, xi, l2, beta, v, resid, hess_w, stop_at=-1.0):
+def irls_step(X, y, w, xi, l2, beta, v, resid, hess_w, *, stop_at=-1.0, ready=False):
     """One damped IRLS (Newton) step from ``beta`` with scores ``v = X @ beta``, both updated in
-    place, unless the gradient's largest entry is already <= ``stop_at``. Returns that largest
-    entry (before the step), or ``nan`` if no descent step exists (singular system). ``resid``
-    and ``hess_w`` are work arrays of length n."""
-    gev_irls_weights(v, y, w, xi, WEIGHT_FLOOR, resid, hess_w)
+    place, unless the gradient's largest entry is already <= ``stop_at``.
+
+    ``resid`` and ``hess_w`` are work arrays of length n; ``ready`` says they already hold the IRLS
+    weights at ``v`` (the previous step left them). Returns ``(gmax, ready)``: the gradient's
+    largest entry before the step (``nan`` if no descent step exists, i.e. a singular system) and
+    whether the work arrays hold the weights at the new ``v`` (true when the full step was taken:
+    its step-length test computed them).
+    """
+    if not ready:
+        gev_irls_weights(v, y, w, xi, WEIGHT_FLOOR, resid, hess_w)
     grad = X.T @ resid + l2 * beta
     gmax = float(np.max(np.abs(grad)))
     if gmax <= stop_at:
-        return gmax
+        return gmax, True
     d = newton_direction(weighted_gram(X, hess_w), grad, l2)
     if d is None:  # only if l2 == 0 and the design is singular; checked before fitting
-        return np.nan
+        return np.nan, True
     slope0 = float(grad @ d)
     if not slope0 < 0.0:
-        return gmax
+        return gmax, True
     dv = X @ d
     base_pen = float((l2 * beta) @ d)
     quad_pen = float((l2 * d) @ d)
-    alpha = line_search(v, dv, y, w, xi, lambda a: base_pen + a * quad_pen, slope0)
+    s1 = gev_irls_weights_along(v, dv, 1.0, y, w, xi, WEIGHT_FLOOR, resid, hess_w)
+    s1 += base_pen + quad_pen
+    if s1 <= 0.0:
+        beta += d
+        v += dv
+        return gmax, True
+
+    def slope(alpha):
+        return gev_directional_derivative(v, dv, y, w, xi, alpha) + base_pen + alpha * quad_pen
+
+    alpha = regula_falsi_step(slope, slope0, s1)
     beta += alpha * d
     v += alpha * dv
-    return gmax
+    return gmax, False
 
 
 def irls_gev(X, y, w, xi, l2, beta, *, max_iter=100, tol=1e-8):
@@ -132,9 +152,11 @@ def irls_gev(X, y, w, xi, l2, beta, *, max_iter=100, tol=1e-8):
     hess_w = np.empty(n)
     v = X @ beta
     scale = max(float(w.sum()), 1.0)
+    ready = False
     for it in range(max_iter + 1):
         stop_at = tol * scale if it < max_iter else np.inf  # last pass: only check
-        gmax = irls_step(X, y, w, xi, l2, beta, v, resid, hess_w, stop_at)
+        gmax, ready = irls_step(X, y, w, xi, l2, beta, v, resid, hess_w, stop_at=stop_at,
+                                ready=ready)
         if gmax != gmax:  # nan: no descent direction
             return it, False
         if gmax <= tol * scale:
