@@ -276,3 +276,29 @@ def test_scalars_in_scalars_out_and_inputs_not_mutated():
     np.testing.assert_array_equal(v, before)
     assert isinstance(gev_cdf(0.0, 0.0), float)
     assert gev_cdf(0.0, 0.0) == pytest.approx(math.exp(-1.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# the vectorised IRLS hot path agrees with the scalar kernels
+
+
+@pytest.mark.parametrize("xi", [*XIS, 5e-324, -3.0, 2.5])
+def test_vectorised_cdf_pdf_match_the_kernels(xi):
+    from streamcal.gev._vectorized import cdf_pdf, irls_weights, risk_slope
+
+    lo, hi = gev_support(xi)
+    ends = [e + s for e in (lo, hi) if np.isfinite(e) for s in (-1.0, 0.0, 1.0)]
+    v = np.r_[inside_points(xi, 40), -1e3, 1e3, 0.0, ends]
+    F, f = cdf_pdf(v, xi)
+    np.testing.assert_allclose(F, [K.gev_cdf(x, xi) for x in v], rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(f, [K.gev_pdf(x, xi) for x in v], rtol=1e-12, atol=1e-300)
+    y = (np.arange(v.size) % 3 == 0).astype(float)
+    w = np.linspace(0.5, 2.0, v.size)
+    resid, hess_w = irls_weights(v, y, w, xi, 1e-10)
+    np.testing.assert_allclose(resid, w * (F - y))
+    np.testing.assert_allclose(hess_w, w * np.maximum(f, 1e-10))
+    dv = np.linspace(-1, 1, v.size)
+    expected = sum(
+        wi * (K.gev_cdf(a + 0.3 * b, xi) - yi) * b for a, b, yi, wi in zip(v, dv, y, w, strict=True)
+    )
+    assert risk_slope(v, dv, y, w, xi, 0.3) == pytest.approx(expected, rel=1e-12, abs=1e-12)

@@ -382,53 +382,6 @@ def gev_log_loss_array(y, v, xi, out):
             out[i] = gev_log_loss0(v[i], xi)
 
 
-@jit
-def gev_canonical_risk(v, y, w, xi):
-    """``sum_i w[i] l(y[i], v[i])`` (rows with zero weight are skipped)."""
-    acc = 0.0
-    for i in range(v.shape[0]):
-        if w[i] == 0.0:
-            continue
-        if y[i] > 0.5:
-            acc += w[i] * gev_canonical_loss1(v[i], xi)
-        else:
-            acc += w[i] * gev_canonical_loss0(v[i], xi)
-    return acc
-
-
-@jit
-def gev_irls_weights(v, y, w, xi, floor, resid, hess_w):
-    """IRLS pieces of the GEV-canonical risk at scores ``v``.
-
-    ``resid[i] = w[i] (F(v[i]) - y[i])`` (the gradient in ``v``) and
-    ``hess_w[i] = w[i] max(f(v[i]), floor)`` (the floored Newton weights). Returns the number of
-    rows with positive weight whose score lies inside the open support.
-    """
-    inside = 0
-    for i in range(v.shape[0]):
-        t, u = gev_t_u(v[i], xi)
-        big_f = math.exp(-t)
-        if u == 0.0 or big_f == 0.0:
-            dens = 0.0
-        else:
-            dens = big_f * t / u
-        if u != 0.0 and w[i] > 0.0:
-            inside += 1
-        resid[i] = w[i] * (big_f - y[i])
-        hess_w[i] = w[i] * max(dens, floor)
-    return inside
-
-
-@jit
-def gev_directional_derivative(v, dv, y, w, xi, alpha):
-    """``sum_i w[i] (F(v[i] + alpha dv[i]) - y[i]) dv[i]``: the slope of the risk along a step."""
-    acc = 0.0
-    for i in range(v.shape[0]):
-        t, _ = gev_t_u(v[i] + alpha * dv[i], xi)
-        acc += w[i] * (math.exp(-t) - y[i]) * dv[i]
-    return acc
-
-
 # ---------------------------------------------------------------------------------------------
 # one-dimensional GLM on a histogram (score, 1): canonical links only
 
@@ -543,24 +496,3 @@ def irls_histogram_2d_inplace(x, pos, neg, link_code, xi, l2, floor, beta, max_i
         if abs(alpha * d0) + abs(alpha * d1) <= 1e-15 * (1.0 + abs(beta[0]) + abs(beta[1])):
             return it + 1
     return -1
-
-
-
-@jit
-def gev_irls_weights_along(v, dv, alpha, y, w, xi, floor, resid, hess_w):
-    """``gev_irls_weights`` at the trial scores ``v + alpha dv``; returns the risk's slope there,
-    ``sum_i resid[i] dv[i]``. One pass serves both the step-length test and, if the step is taken,
-    the next IRLS iteration."""
-    acc = 0.0
-    for i in range(v.shape[0]):
-        t, u = gev_t_u(v[i] + alpha * dv[i], xi)
-        big_f = math.exp(-t)
-        if u == 0.0 or big_f == 0.0:
-            dens = 0.0
-        else:
-            dens = big_f * t / u
-        r = w[i] * (big_f - y[i])
-        resid[i] = r
-        hess_w[i] = w[i] * max(dens, floor)
-        acc += r * dv[i]
-    return acc

@@ -20,11 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from streamcal._kernels.gev import (
-    gev_directional_derivative,
-    gev_irls_weights,
-    gev_irls_weights_along,
-)
+from streamcal.gev._vectorized import irls_weights, risk_slope
 
 WEIGHT_FLOOR = 1e-10
 _C1 = 0.1
@@ -66,7 +62,7 @@ def line_search(v, dv, y, w, xi, slope_penalty, slope0):
     """
 
     def slope(alpha):
-        return gev_directional_derivative(v, dv, y, w, xi, alpha) + slope_penalty(alpha)
+        return risk_slope(v, dv, y, w, xi, alpha) + slope_penalty(alpha)
 
     s_hi = slope(1.0)
     if s_hi <= 0.0:
@@ -99,45 +95,47 @@ def regula_falsi_step(slope, slope0, s1):
     return lo
 
 
-def irls_step(X, y, w, xi, l2, beta, v, resid, hess_w, *, stop_at=-1.0, ready=False):
+def irls_step(X, y, w, xi, l2, beta, v, work, *, stop_at=-1.0):
     """One damped IRLS (Newton) step from ``beta`` with scores ``v = X @ beta``, both updated in
     place, unless the gradient's largest entry is already <= ``stop_at``.
 
-    ``resid`` and ``hess_w`` are work arrays of length n; ``ready`` says they already hold the IRLS
-    weights at ``v`` (the previous step left them). Returns ``(gmax, ready)``: the gradient's
-    largest entry before the step (``nan`` if no descent step exists, i.e. a singular system) and
-    whether the work arrays hold the weights at the new ``v`` (true when the full step was taken:
-    its step-length test computed them).
+    ``work`` is a dict that carries the IRLS weights at ``v`` from one step to the next: the pass
+    that tests the full step computes them at the new scores, so a full step costs one pass of F
+    and f. Returns the gradient's largest entry before the step (``nan`` if no descent step exists,
+    i.e. a singular system).
     """
-    if not ready:
-        gev_irls_weights(v, y, w, xi, WEIGHT_FLOOR, resid, hess_w)
+    if "resid" not in work:
+        work["resid"], work["hess_w"] = irls_weights(v, y, w, xi, WEIGHT_FLOOR)
+    resid, hess_w = work.pop("resid"), work.pop("hess_w")
     grad = X.T @ resid + l2 * beta
     gmax = float(np.max(np.abs(grad)))
     if gmax <= stop_at:
-        return gmax, True
+        work["resid"], work["hess_w"] = resid, hess_w
+        return gmax
     d = newton_direction(weighted_gram(X, hess_w), grad, l2)
     if d is None:  # only if l2 == 0 and the design is singular; checked before fitting
-        return np.nan, True
+        return np.nan
     slope0 = float(grad @ d)
     if not slope0 < 0.0:
-        return gmax, True
+        return gmax
     dv = X @ d
     base_pen = float((l2 * beta) @ d)
     quad_pen = float((l2 * d) @ d)
-    s1 = gev_irls_weights_along(v, dv, 1.0, y, w, xi, WEIGHT_FLOOR, resid, hess_w)
-    s1 += base_pen + quad_pen
+    resid1, hess_w1 = irls_weights(v + dv, y, w, xi, WEIGHT_FLOOR)
+    s1 = float(resid1 @ dv) + base_pen + quad_pen
     if s1 <= 0.0:
         beta += d
         v += dv
-        return gmax, True
+        work["resid"], work["hess_w"] = resid1, hess_w1
+        return gmax
 
     def slope(alpha):
-        return gev_directional_derivative(v, dv, y, w, xi, alpha) + base_pen + alpha * quad_pen
+        return risk_slope(v, dv, y, w, xi, alpha) + base_pen + alpha * quad_pen
 
     alpha = regula_falsi_step(slope, slope0, s1)
     beta += alpha * d
     v += alpha * dv
-    return gmax, False
+    return gmax
 
 
 def irls_gev(X, y, w, xi, l2, beta, *, max_iter=100, tol=1e-8):
@@ -147,16 +145,12 @@ def irls_gev(X, y, w, xi, l2, beta, *, max_iter=100, tol=1e-8):
     ``(n_iter, converged)``; converged means ``max |gradient| <= tol * sum(w)`` at the returned
     ``beta``.
     """
-    n = X.shape[0]
-    resid = np.empty(n)
-    hess_w = np.empty(n)
     v = X @ beta
     scale = max(float(w.sum()), 1.0)
-    ready = False
+    work = {}
     for it in range(max_iter + 1):
         stop_at = tol * scale if it < max_iter else np.inf  # last pass: only check
-        gmax, ready = irls_step(X, y, w, xi, l2, beta, v, resid, hess_w, stop_at=stop_at,
-                                ready=ready)
+        gmax = irls_step(X, y, w, xi, l2, beta, v, work, stop_at=stop_at)
         if gmax != gmax:  # nan: no descent direction
             return it, False
         if gmax <= tol * scale:

@@ -11,6 +11,7 @@ from river import base
 from streamcal._kernels import gev as _k
 from streamcal._validation import as_binary_label, as_binary_labels, check_scalar
 from streamcal.gev._solver import WEIGHT_FLOOR, line_search, weighted_gram
+from streamcal.gev._vectorized import irls_weights
 
 __all__ = ["GEVCanonicalClassifier"]
 
@@ -295,8 +296,6 @@ class GEVCanonicalClassifier(base.MiniBatchClassifier):
         rho = 1.0 if self.half_life is None else 0.5 ** (n / float(self.half_life))
         l2 = self._penalty(k1)
         w = np.ones(n)
-        resid = np.empty(n)
-        hess_w = np.empty(n)
         self._score *= rho
         self._score_weight = rho * self._score_weight + n
         # the first mini-batch is fitted to convergence: every later batch is then linearised
@@ -308,7 +307,7 @@ class GEVCanonicalClassifier(base.MiniBatchClassifier):
             b_old = rho * self._b[j]
             v = Z @ beta
             for step in range(steps):
-                _k.gev_irls_weights(v, y, w, xi, WEIGHT_FLOOR, resid, hess_w)
+                resid, hess_w = irls_weights(v, y, w, xi, WEIGHT_FLOOR)
                 if step == 0:  # prequential Brier: resid = F - y before this batch is learned
                     self._score[j] += float(resid @ resid)
                 H = weighted_gram(Z, hess_w)
