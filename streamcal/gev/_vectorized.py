@@ -14,32 +14,58 @@ import numpy as np
 
 def cdf_pdf(v: np.ndarray, xi: float) -> tuple[np.ndarray, np.ndarray]:
     """``F(v)`` and ``f(v)`` with the extension outside R_xi (F = 0 or 1, f = 0 there)."""
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         if xi == 0.0:
             t = np.exp(-v)
             F = np.exp(-t)
-            f = np.where(F > 0.0, F * t, 0.0)
+            f = F * t
+            f[F == 0.0] = 0.0  # t = inf
             return F, f
         z = xi * v
-        inside = z > -1.0
-        zc = np.where(inside, z, 0.0)
-        ratio = np.where(zc != 0.0, np.log1p(zc) / np.where(zc != 0.0, zc, 1.0), 1.0)
-        t = np.exp(-v * ratio)  # (1 + xi v)^(-1/xi), exact as xi v -> 0
+        inside = None if z.size == 0 or z.min() > -1.0 else z > -1.0
+        if inside is not None:
+            z = np.where(inside, z, 0.0)
+        ratio = np.log1p(z)
+        ratio /= z
+        zero = z == 0.0
+        if zero.any():
+            ratio[zero] = 1.0  # log1p(z) / z -> 1: t = exp(-v), exact as xi v -> 0
+        ratio *= v
+        t = np.exp(-ratio)  # (1 + xi v)^(-1/xi)
         F = np.exp(-t)
-        u = 1.0 + zc
-        f = np.where(inside & (F > 0.0), F * t / u, 0.0)
-        if not inside.all():
-            F = np.where(inside, F, 0.0 if xi > 0.0 else 1.0)
+        f = F * t
+        f /= 1.0 + z
+        f[F == 0.0] = 0.0  # t = inf
+        if inside is not None:
+            outside = ~inside
+            F[outside] = 0.0 if xi > 0.0 else 1.0
+            f[outside] = 0.0
         return F, f
+
+
+_CHUNK = 16_384  # rows per block: keeps the temporaries of cdf_pdf in cache
 
 
 def irls_weights(v, y, w, xi, floor):
     """``(resid, hess_w)``: ``w (F - y)`` and ``w max(f, floor)`` at scores ``v``."""
-    F, f = cdf_pdf(v, xi)
-    return w * (F - y), w * np.maximum(f, floor)
+    n = v.shape[0]
+    if n <= _CHUNK:
+        F, f = cdf_pdf(v, xi)
+        return w * (F - y), w * np.maximum(f, floor)
+    resid, hess_w = np.empty(n), np.empty(n)
+    for s in range(0, n, _CHUNK):
+        e = min(s + _CHUNK, n)
+        F, f = cdf_pdf(v[s:e], xi)
+        resid[s:e] = w[s:e] * (F - y[s:e])
+        hess_w[s:e] = w[s:e] * np.maximum(f, floor)
+    return resid, hess_w
 
 
 def risk_slope(v, dv, y, w, xi, alpha) -> float:
     """``sum_i w (F(v + alpha dv) - y) dv``: the risk's slope along a step."""
-    F, _ = cdf_pdf(v + alpha * dv, xi)
-    return float((w * (F - y)) @ dv)
+    acc = 0.0
+    for s in range(0, v.shape[0], _CHUNK):
+        e = s + _CHUNK
+        F, _ = cdf_pdf(v[s:e] + alpha * dv[s:e], xi)
+        acc += float((w[s:e] * (F - y[s:e]) * dv[s:e]).sum())  # not BLAS: see module doc
+    return acc
