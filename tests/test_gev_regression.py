@@ -194,3 +194,13 @@ def test_inputs_not_mutated_and_params_round_trip(rare_data):
     assert repr(clone) == repr(model)
     restored = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(restored.predict_proba(X[:5]), model.predict_proba(X[:5]))
+
+
+def test_hitting_max_iter_warns_and_says_so(rare_data):
+    from streamcal.gev.regression import ConvergenceWarning
+
+    X, y, _ = rare_data
+    with pytest.warns(ConvergenceWarning, match=r"did not converge in 1 iterations"):
+        model = GEVCanonicalRegression(xi=0.3, max_iter=1).fit(X, y)
+    assert not model.converged_
+    assert model.n_iter_ == 1
