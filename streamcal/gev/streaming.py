@@ -312,13 +312,13 @@ class GEVCanonicalClassifier(base.MiniBatchClassifier):
                     self._score[j] += float(resid @ resid)
                 H = weighted_gram(Z, hess_w)
                 g = Z.T @ resid
+                lin_beta = beta.copy()  # where H and g were computed
                 grad = A_old @ beta - b_old + g + l2 * beta
                 if step > 0 and np.max(np.abs(grad)) <= 1e-9 * n:
                     break
                 hess = A_old + H
                 hess[np.diag_indices(k1)] += l2
                 d = _solve_pd(hess, -grad)
-                lin_beta = beta.copy()
                 slope0 = float(grad @ d)
                 if slope0 < 0.0:
                     dv = Z @ d
