@@ -284,7 +284,8 @@ def test_scalars_in_scalars_out_and_inputs_not_mutated():
 
 @pytest.mark.parametrize("xi", [*XIS, 5e-324, -3.0, 2.5])
 def test_vectorised_cdf_pdf_match_the_kernels(xi):
-    from streamcal.gev._vectorized import cdf_pdf, irls_weights, risk_slope
+    from streamcal.gev._solver import weighted_gram
+    from streamcal.gev._vectorized import cdf, cdf_pdf, irls_weights, risk_slope
 
     lo, hi = gev_support(xi)
     ends = [e + s for e in (lo, hi) if np.isfinite(e) for s in (-1.0, 0.0, 1.0)]
@@ -292,6 +293,7 @@ def test_vectorised_cdf_pdf_match_the_kernels(xi):
     F, f = cdf_pdf(v, xi)
     np.testing.assert_allclose(F, [K.gev_cdf(x, xi) for x in v], rtol=1e-13, atol=1e-300)
     np.testing.assert_allclose(f, [K.gev_pdf(x, xi) for x in v], rtol=1e-12, atol=1e-300)
+    np.testing.assert_array_equal(cdf(v, xi), F)
     y = (np.arange(v.size) % 3 == 0).astype(float)
     w = np.linspace(0.5, 2.0, v.size)
     resid, hess_w = irls_weights(v, y, w, xi, 1e-10)
@@ -302,3 +304,10 @@ def test_vectorised_cdf_pdf_match_the_kernels(xi):
         wi * (K.gev_cdf(a + 0.3 * b, xi) - yi) * b for a, b, yi, wi in zip(v, dv, y, w, strict=True)
     )
     assert risk_slope(v, dv, y, w, xi, 0.3) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    X = np.column_stack([v, np.ones(v.size), dv])
+    X[~np.isfinite(X)] = 0.0
+    reference = X.T @ (X * hess_w[:, None])
+    np.testing.assert_allclose(weighted_gram(X, hess_w), reference, rtol=1e-12)
+    np.testing.assert_allclose(weighted_gram(X, hess_w, np.ascontiguousarray(X.T)), reference,
+                               rtol=1e-12)
+    np.testing.assert_allclose(weighted_gram(X, hess_w, chunk=7), reference, rtol=1e-12)

@@ -26,11 +26,15 @@ WEIGHT_FLOOR = 1e-10
 _C1 = 0.1
 
 
-def weighted_gram(X, weights, chunk=32_768):
-    """``X^T diag(weights) X`` by BLAS; tall inputs go in row chunks of ``sqrt(w) X``, whose Gram
-    matrix numpy computes with a symmetric rank-k update, without an (n, k) temporary."""
+def weighted_gram(X, weights, XT=None, chunk=32_768):
+    """``X^T diag(weights) X`` by BLAS. ``XT`` is an optional C-contiguous copy of ``X.T`` (faster
+    for short X: the scaling then runs along contiguous rows). Tall inputs go in row chunks of
+    ``sqrt(w) X``, whose Gram matrix numpy computes with a symmetric rank-k update, without an
+    (n, k) temporary."""
     n = X.shape[0]
     if n <= chunk:
+        if XT is not None:
+            return (XT * weights) @ XT.T
         return X.T @ (X * weights[:, None])
     gram = np.zeros((X.shape[1], X.shape[1]))
     for start in range(0, n, chunk):

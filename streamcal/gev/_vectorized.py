@@ -43,6 +43,27 @@ def cdf_pdf(v: np.ndarray, xi: float) -> tuple[np.ndarray, np.ndarray]:
         return F, f
 
 
+def cdf(v: np.ndarray, xi: float) -> np.ndarray:
+    """``F(v)`` alone (the step-length test needs no density)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        if xi == 0.0:
+            return np.exp(-np.exp(-v))
+        z = xi * v
+        inside = None if z.size == 0 or z.min() > -1.0 else z > -1.0
+        if inside is not None:
+            z = np.where(inside, z, 0.0)
+        ratio = np.log1p(z)
+        ratio /= z
+        zero = z == 0.0
+        if zero.any():
+            ratio[zero] = 1.0
+        ratio *= v
+        F = np.exp(-np.exp(-ratio))
+        if inside is not None:
+            F[~inside] = 0.0 if xi > 0.0 else 1.0
+        return F
+
+
 _CHUNK = 16_384  # rows per block: keeps the temporaries of cdf_pdf in cache
 
 
@@ -66,6 +87,6 @@ def risk_slope(v, dv, y, w, xi, alpha) -> float:
     acc = 0.0
     for s in range(0, v.shape[0], _CHUNK):
         e = s + _CHUNK
-        F, _ = cdf_pdf(v[s:e] + alpha * dv[s:e], xi)
+        F = cdf(v[s:e] + alpha * dv[s:e], xi)
         acc += float((w[s:e] * (F - y[s:e]) * dv[s:e]).sum())  # not BLAS: see module doc
     return acc

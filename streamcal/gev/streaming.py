@@ -296,6 +296,7 @@ class GEVCanonicalClassifier(base.MiniBatchClassifier):
         rho = 1.0 if self.half_life is None else 0.5 ** (n / float(self.half_life))
         l2 = self._penalty(k1)
         w = np.ones(n)
+        ZT = np.ascontiguousarray(Z.T)
         self._score *= rho
         self._score_weight = rho * self._score_weight + n
         # the first mini-batch is fitted to convergence: every later batch is then linearised
@@ -310,8 +311,8 @@ class GEVCanonicalClassifier(base.MiniBatchClassifier):
                 resid, hess_w = irls_weights(v, y, w, xi, WEIGHT_FLOOR)
                 if step == 0:  # prequential Brier: resid = F - y before this batch is learned
                     self._score[j] += float(resid @ resid)
-                H = weighted_gram(Z, hess_w)
-                g = Z.T @ resid
+                H = weighted_gram(Z, hess_w, ZT)
+                g = ZT @ resid
                 lin_beta = beta.copy()  # where H and g were computed
                 grad = A_old @ beta - b_old + g + l2 * beta
                 if step > 0 and np.max(np.abs(grad)) <= 1e-9 * n:
