@@ -6,6 +6,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import optimize
 
 from streamcal import GEVCanonicalRegression
@@ -204,3 +206,41 @@ def test_hitting_max_iter_warns_and_says_so(rare_data):
         model = GEVCanonicalRegression(xi=0.3, max_iter=1).fit(X, y)
     assert not model.converged_
     assert model.n_iter_ == 1
+
+
+@settings(max_examples=25)
+@given(
+    xi=st.floats(-2.0, 3.0),
+    l2=st.floats(0.01, 10.0),
+    seed=st.integers(0, 10_000),
+    scale=st.floats(0.1, 20.0),
+)
+def test_irls_always_converges(xi, l2, seed, scale):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(scale=scale, size=(60, 2))
+    y = (rng.random(60) < 0.2).astype(float)
+    y[:2] = [0.0, 1.0]
+    model = GEVCanonicalRegression(xi=xi, l2=l2, max_iter=200).fit(X, y)
+    assert model.converged_
+    Z = np.hstack([X, np.ones((60, 1))])
+    beta = np.r_[model.coef_, model.intercept_]
+    _, grad = naive_risk(beta, Z, y, np.ones(60), xi, np.array([l2, l2, 0.0]))
+    assert np.max(np.abs(grad)) <= 1e-6 * 60
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "pyarrow"])
+def test_frames_are_accepted(rare_data, kind):
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+
+    X, y, _ = rare_data
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    if kind == "polars":
+        frame = pl.from_pandas(frame)
+    elif kind == "pyarrow":
+        frame = pa.Table.from_pandas(frame)
+    reference = GEVCanonicalRegression(xi=0.3).fit(X, y)
+    model = GEVCanonicalRegression(xi=0.3).fit(frame, y)
+    np.testing.assert_array_equal(model.coef_, reference.coef_)
+    np.testing.assert_array_equal(model.predict_proba(frame), reference.predict_proba(X))
