@@ -19,11 +19,12 @@ from streamcal.gev.family import (
     upper_incomplete_gamma,
 )
 from streamcal.gev.histfit import fit_glm_on_histogram
-from streamcal.gev.regression import DEFAULT_XI_GRID, GEVCanonicalRegression
+from streamcal.gev.regression import DEFAULT_XI_GRID, ConvergenceWarning, GEVCanonicalRegression
 from streamcal.gev.streaming import GEVCanonicalClassifier
 
 __all__ = [
     "DEFAULT_XI_GRID",
+    "ConvergenceWarning",
     "GEVCanonicalClassifier",
     "GEVCanonicalRegression",
     "fit_glm_on_histogram",
