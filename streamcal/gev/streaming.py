@@ -18,6 +18,22 @@ __all__ = ["GEVCanonicalClassifier"]
 
 def _frame_to_matrix(X, name: str = "X") -> tuple[list, np.ndarray]:
     """Column names and a new float64 matrix from a pandas / polars / pyarrow frame or 2-d array."""
+    try:
+        names, arr = _convert_frame(X, name)
+    except (TypeError, ValueError) as exc:
+        if str(exc).startswith(f"`{name}`"):
+            raise
+        msg = f"`{name}` must hold numbers only; could not convert it: {exc}"
+        raise TypeError(msg) from None
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        i, j = (int(v) for v in np.argwhere(bad)[0])
+        msg = f"`{name}` must be finite; got {float(arr[i, j])!r} at row {i}, column {names[j]!r}."
+        raise ValueError(msg)
+    return names, arr
+
+
+def _convert_frame(X, name: str) -> tuple[list, np.ndarray]:
     module = type(X).__module__.split(".")[0]
     if module == "pandas":
         names = list(X.columns)
@@ -34,22 +50,11 @@ def _frame_to_matrix(X, name: str = "X") -> tuple[list, np.ndarray]:
         arr = np.column_stack(cols) if cols else np.empty((X.num_rows, 0))
         arr = np.ascontiguousarray(arr, dtype=np.float64)
     else:
-        try:
-            arr = np.array(X, dtype=np.float64, order="C")
-        except (TypeError, ValueError) as exc:
-            msg = f"`{name}` must be a pandas, polars or pyarrow frame or a 2-d array; {exc}"
-            raise TypeError(msg) from None
+        arr = np.array(X, dtype=np.float64, order="C")
         if arr.ndim != 2:
             msg = f"`{name}` must be 2-d; got shape {arr.shape}."
             raise ValueError(msg)
         names = list(range(arr.shape[1]))
-    if arr.ndim != 2:  # pragma: no cover - frames are 2-d
-        arr = arr.reshape(len(arr), -1)
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        i, j = (int(v) for v in np.argwhere(bad)[0])
-        msg = f"`{name}` must be finite; got {float(arr[i, j])!r} at row {i}, column {names[j]!r}."
-        raise ValueError(msg)
     return names, arr
 
 
