@@ -311,3 +311,9 @@ def test_vectorised_cdf_pdf_match_the_kernels(xi):
     np.testing.assert_allclose(weighted_gram(X, hess_w, np.ascontiguousarray(X.T)), reference,
                                rtol=1e-12)
     np.testing.assert_allclose(weighted_gram(X, hess_w, chunk=7), reference, rtol=1e-12)
+
+
+def test_warmup_compiles_every_kernel():
+    from streamcal.gev import warmup
+
+    assert warmup() >= 0.0

@@ -17,6 +17,7 @@ from streamcal.gev.family import (
     gev_pdf,
     gev_support,
     upper_incomplete_gamma,
+    warmup,
 )
 from streamcal.gev.histfit import fit_glm_on_histogram
 from streamcal.gev.regression import DEFAULT_XI_GRID, ConvergenceWarning, GEVCanonicalRegression
@@ -36,4 +37,5 @@ __all__ = [
     "gev_pdf",
     "gev_support",
     "upper_incomplete_gamma",
+    "warmup",
 ]

@@ -41,6 +41,7 @@ __all__ = [
     "gev_pdf",
     "gev_support",
     "upper_incomplete_gamma",
+    "warmup",
 ]
 
 
@@ -157,3 +158,29 @@ def upper_incomplete_gamma(a, x):
     out = np.empty_like(arr)
     _k.upper_gamma_array(a, arr, out)
     return _shaped(out, x)
+
+
+def warmup() -> float:
+    """Compile (or load from numba's cache) every GEV kernel; returns the seconds it took.
+
+    The first call of a numba kernel compiles it (about 3 s for this module on a fresh cache);
+    call this at start-up to keep that out of the first real request.
+    """
+    import time
+
+    t0 = time.perf_counter()
+    v = np.array([-0.5, 0.0, 0.5])
+    y = np.array([0.0, 1.0, 0.0])
+    out = np.empty(3)
+    for xi in (0.0, 0.5):
+        _k.gev_cdf_array(v, xi, out)
+        _k.gev_pdf_array(v, xi, out)
+        _k.gev_link_array(np.array([0.1, 0.5, 0.9]), xi, out)
+        _k.gev_clip_array(v, xi, out)
+        _k.gev_canonical_loss_array(y, v, xi, out)
+        _k.gev_log_loss_array(y, v, xi, out)
+        _k.upper_gamma_array(-xi, np.abs(v) + 0.1, out)
+    beta = np.zeros(2)
+    for code in (0, 1):
+        _k.irls_histogram_2d_inplace(v, y + 1.0, 2.0 - y, code, 0.0, 1e-6, 1e-12, beta, 2, 1e-10)
+    return time.perf_counter() - t0
