@@ -208,9 +208,10 @@ class GEVCanonicalRegression:
         sample_weight
             Non-negative row weights (default 1).
         coef_init, intercept_init
-            Optional starting point (a warm start). Every row's starting score must not lie
-            outside R_xi, as Algorithm 1 starts inside the feasible set. By default IRLS starts
-            from zero slopes and the intercept ``psi(mean y)``.
+            Optional starting point (a warm start). A start that puts every row's score outside
+            R_xi is rejected: Algorithm 1 starts inside the feasible set, and there the loss has no
+            curvature to work with. By default IRLS starts from zero slopes and the intercept
+            ``psi(mean y)``, which is always inside.
 
         Raises
         ------
@@ -227,8 +228,6 @@ class GEVCanonicalRegression:
             msg = f"`y` must have one label per row of `X` ({n}); got {ya.size}."
             raise ValueError(msg)
         w = as_nonneg_weights(sample_weight, "sample_weight", n)
-        if w.size != n:  # pragma: no cover - as_nonneg_weights checks it
-            raise ValueError("`sample_weight` has the wrong length.")
         pos_w = float(w @ ya)
         neg_w = float(w.sum() - pos_w)
         if pos_w <= 0.0 or neg_w <= 0.0:
