@@ -317,3 +317,16 @@ def test_warmup_compiles_every_kernel():
     from streamcal.gev import warmup
 
     assert warmup() >= 0.0
+
+
+@given(k=st.integers(1, 30), seed=st.integers(0, 1000))
+def test_cholesky_solve_matches_numpy(k, seed):
+    rng = np.random.default_rng(seed)
+    m = rng.normal(size=(k, k))
+    a = m @ m.T + 0.1 * np.eye(k)
+    b = rng.normal(size=k)
+    x = b.copy()
+    assert K.cholesky_solve_spd_inplace(a.copy(), x)
+    np.testing.assert_allclose(a @ x, b, atol=1e-8 * np.abs(a).max() * max(1.0, np.abs(x).max()))
+    singular = np.zeros((k, k))
+    assert not K.cholesky_solve_spd_inplace(singular, b.copy())

@@ -496,3 +496,41 @@ def irls_histogram_2d_inplace(x, pos, neg, link_code, xi, l2, floor, beta, max_i
         if abs(alpha * d0) + abs(alpha * d1) <= 1e-15 * (1.0 + abs(beta[0]) + abs(beta[1])):
             return it + 1
     return -1
+
+
+# ---------------------------------------------------------------------------------------------
+# small dense solves (the per-mini-batch Newton systems, k ~ 10 - 100)
+
+
+@jit
+def cholesky_solve_spd_inplace(a, b):
+    """Solve ``a x = b`` for a symmetric positive definite ``a`` (k, k) by Cholesky.
+
+    Overwrites the lower triangle of ``a`` with the factor and ``b`` with ``x``. Returns False
+    (leaving ``b`` partly overwritten) if ``a`` is not numerically positive definite.
+    """
+    k = a.shape[0]
+    for j in range(k):
+        s = a[j, j]
+        for p in range(j):
+            s -= a[j, p] * a[j, p]
+        if not s > 0.0:
+            return False
+        d = math.sqrt(s)
+        a[j, j] = d
+        for i in range(j + 1, k):
+            s = a[i, j]
+            for p in range(j):
+                s -= a[i, p] * a[j, p]
+            a[i, j] = s / d
+    for i in range(k):  # forward: L z = b
+        s = b[i]
+        for p in range(i):
+            s -= a[i, p] * b[p]
+        b[i] = s / a[i, i]
+    for i in range(k - 1, -1, -1):  # backward: L^T x = z
+        s = b[i]
+        for p in range(i + 1, k):
+            s -= a[p, i] * b[p]
+        b[i] = s / a[i, i]
+    return True

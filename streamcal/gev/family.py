@@ -180,6 +180,7 @@ def warmup() -> float:
         _k.gev_canonical_loss_array(y, v, xi, out)
         _k.gev_log_loss_array(y, v, xi, out)
         _k.upper_gamma_array(-xi, np.abs(v) + 0.1, out)
+    _k.cholesky_solve_spd_inplace(np.eye(2), np.ones(2))
     beta = np.zeros(2)
     for code in (0, 1):
         _k.irls_histogram_2d_inplace(v, y + 1.0, 2.0 - y, code, 0.0, 1e-6, 1e-12, beta, 2, 1e-10)

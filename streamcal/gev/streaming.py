@@ -377,9 +377,8 @@ class GEVCanonicalClassifier(base.MiniBatchClassifier):
 
 def _solve_pd(hess: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """Solve a symmetric positive (semi-)definite system, adding a tiny ridge if needed."""
-    try:
-        chol = np.linalg.cholesky(hess)
-    except np.linalg.LinAlgError:
-        jitter = 1e-10 * max(float(np.max(np.abs(np.diag(hess)))), 1.0)
-        return np.linalg.lstsq(hess + jitter * np.eye(hess.shape[0]), rhs, rcond=None)[0]
-    return np.linalg.solve(chol.T, np.linalg.solve(chol, rhs))
+    x = rhs.copy()
+    if _k.cholesky_solve_spd_inplace(hess.copy(), x):
+        return x
+    jitter = 1e-10 * max(float(np.max(np.abs(np.diag(hess)))), 1.0)
+    return np.linalg.lstsq(hess + jitter * np.eye(hess.shape[0]), rhs, rcond=None)[0]
