@@ -164,7 +164,7 @@ def fit_gev_log(X, y, rng):
 METHODS = ["GEV-canonical", "logistic", "probit", "cloglog", "GEV-log"]
 
 
-def run(scenario, sizes, reps, seed):
+def run(scenario, sizes, reps, seed, cv=0.3):
     rng = np.random.default_rng(seed)
     X_test, eta_test = scenario(rng, 5_000)
     y_test = (rng.random(eta_test.size) < eta_test).astype(float)
@@ -179,7 +179,7 @@ def run(scenario, sizes, reps, seed):
             if y.sum() < 4:  # too few positives to split for xi selection; redraw
                 X, eta = scenario(rng, n)
                 y = (rng.random(n) < eta).astype(float)
-            gev = GEVCanonicalRegression(xi="auto", l2=L2).fit(X, y)
+            gev = GEVCanonicalRegression(xi="auto", l2=L2, cv=cv).fit(X, y)
             chosen.append(gev.xi_)
             preds = {"GEV-canonical": gev.predict_proba(X_test)[:, 1]}
             for name, predict in fit_baselines(X, y).items():
@@ -215,12 +215,18 @@ def main():
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--seed", type=int, default=2014)
     parser.add_argument("--quick", action="store_true", help="two small sizes, two draws")
+    parser.add_argument("--cv", type=float, default=0.3,
+                        help="xi selection: hold-out fraction (< 1) or number of folds (>= 2)")
+    parser.add_argument("--sizes", type=int, nargs="*", help="training sizes (default 500 ... 50,000)")
     args = parser.parse_args()
     sizes = (500, 2_000) if args.quick else (500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000)
+    if args.sizes:
+        sizes = tuple(args.sizes)
+    cv = int(args.cv) if args.cv >= 2 else args.cv
     reps = 2 if args.quick else args.reps
     t0 = time.perf_counter()
     for title, scenario in SCENARIOS.items():
-        rows, rate = run(scenario, sizes, reps, args.seed)
+        rows, rate = run(scenario, sizes, reps, args.seed, cv)
         print_table(f"truth: {title}", rows, rate, reps)
     print(f"\n(total {time.perf_counter() - t0:.0f} s)")
 
