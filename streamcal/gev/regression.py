@@ -93,8 +93,10 @@ class GEVCanonicalRegression:
     xi_grid
         Candidate shapes for ``xi="auto"``.
     cv
-        For ``xi="auto"``: a float in (0, 1) holds out that stratified fraction once (the paper
-        uses 0.3); an int ``k >= 2`` runs stratified k-fold cross-validation.
+        For ``xi="auto"``: an int ``k >= 2`` runs stratified k-fold cross-validation (default 5);
+        a float in (0, 1) holds out that stratified fraction once, as the paper does (0.3). With
+        few positives the single hold-out makes the choice of ``xi`` noisy: on the rare-event
+        example 5-fold CV lowers the RMSE at 500-2,000 rows by 7-11 % (docs/gev.md).
     random_state
         Seed of the held-out split.
 
@@ -139,7 +141,7 @@ class GEVCanonicalRegression:
         max_iter: int = 100,
         tol: float = 1e-8,
         xi_grid: tuple = DEFAULT_XI_GRID,
-        cv: float | int = 0.3,
+        cv: float | int = 5,
         random_state: int = 0,
     ):
         self.xi = xi
