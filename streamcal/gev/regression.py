@@ -96,7 +96,7 @@ class GEVCanonicalRegression:
         For ``xi="auto"``: an int ``k >= 2`` runs stratified k-fold cross-validation (default 5);
         a float in (0, 1) holds out that stratified fraction once, as the paper does (0.3). With
         few positives the single hold-out makes the choice of ``xi`` noisy: on the rare-event
-        example 5-fold CV lowers the RMSE at 500-2,000 rows by 7-11 % (docs/gev.md).
+        example 5-fold CV lowers the RMSE at 500-2,000 rows by 6-11 % (docs/gev.md).
     random_state
         Seed of the held-out split.
 
