@@ -194,3 +194,19 @@ def test_bad_parameters():
         GEVCanonicalClassifier(xis=())
     with pytest.raises(ValueError, match=r"`half_life`"):
         GEVCanonicalClassifier(half_life=-1.0)
+
+
+def test_pickle_and_clone_round_trips_and_inputs_not_mutated():
+    X, y = stream(np.random.default_rng(13), 700, *TRUTH, xi=0.25)
+    X_before, y_before = X.copy(), y.copy()
+    model = GEVCanonicalClassifier(batch_size=128)
+    model.learn_many(X, y)
+    pd.testing.assert_frame_equal(X, X_before)
+    pd.testing.assert_series_equal(y, y_before)
+    restored = pickle.loads(pickle.dumps(model))
+    pd.testing.assert_frame_equal(restored.predict_proba_many(X), model.predict_proba_many(X))
+    restored.learn_many(X, y)
+    model.learn_many(X, y)
+    np.testing.assert_array_equal(restored._beta, model._beta)
+    fresh = model.clone()
+    assert fresh.predict_proba_one({"x0": 1.0})[True] == pytest.approx(np.exp(-1.0))
