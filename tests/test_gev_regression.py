@@ -67,7 +67,7 @@ def test_coefficients_recovered_as_n_grows(xi):
         rates.append(y.mean())
         model = GEVCanonicalRegression(xi=xi, l2=1e-8).fit(X, y)
         errors.append(np.max(np.abs(np.r_[model.coef_, model.intercept_] - truth)))
-    assert all(0.01 <= r <= 0.06 for r in rates)
+    assert all(0.01 <= r <= 0.05 for r in rates)  # rare positives, 1-5 %
     assert errors[2] < errors[0]
     assert errors[2] < 0.05
 
