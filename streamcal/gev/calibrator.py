@@ -194,7 +194,12 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     @classmethod
     def _unit_test_params(cls):
         yield {"score_key": "is_popular"}
-        yield {"score_key": "empty_server_form_handler", "buckets": LogitGrid(n_buckets=16), "xi": 0.25, "refit_every": 7}
+        yield {
+            "score_key": "empty_server_form_handler",
+            "buckets": LogitGrid(n_buckets=16),
+            "xi": 0.25,
+            "refit_every": 7,
+        }
 
     def _candidate_xis(self) -> tuple[float, ...]:
         return tuple(float(v) for v in self.xi_grid) if self.xi == "auto" else (float(self.xi),)
