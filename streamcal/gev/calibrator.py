@@ -13,9 +13,9 @@ from streamcal.buckets import Buckets, LogitGrid
 from streamcal.gev.histfit import fit_glm_on_histogram
 from streamcal.windows import Window
 
-__all__ = ["DEFAULT_XI_GRID", "GEVCalibrator", "PlattCalibrator"]
+__all__ = ["CALIBRATOR_XI_GRID", "GEVCalibrator", "PlattCalibrator"]
 
-DEFAULT_XI_GRID = (-0.5, -0.25, 0.0, 0.25, 0.5, 1.0)
+CALIBRATOR_XI_GRID = (-0.5, -0.25, 0.0, 0.25, 0.5, 1.0)
 _LOGIT_CLIP = 1e-12  # probability scores are clipped into [1e-12, 1 - 1e-12] before the logit
 
 
@@ -171,7 +171,7 @@ class GEVCalibrator(_HistogramGLMCalibrator):
         window: Window | None = None,
         score_key: str | None = None,
         xi: float | str = "auto",
-        xi_grid: tuple = DEFAULT_XI_GRID,
+        xi_grid: tuple = CALIBRATOR_XI_GRID,
         l2: float = 1e-6,
         refit_every: int | None = None,
         llr_pseudo_count: float = 1.0,
