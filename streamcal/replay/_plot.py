@@ -1,0 +1,66 @@
+"""``--plot``: reliability diagrams and metrics over time (needs matplotlib, the ``plot`` extra)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["plot_replay"]
+
+
+def plot_replay(path, reliability, names: list[str], metrics_table, title: str = "") -> None:
+    """Write a PNG: a reliability diagram (log-log, so rare positives show) and each metric per
+    window of events, one line per method."""
+    try:
+        import matplotlib
+    except ImportError:  # pragma: no cover - depends on the installation
+        msg = "`plot` needs matplotlib: pip install 'streamcal[plot]'."
+        raise ImportError(msg) from None
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    metric_names = [
+        c
+        for c in ("brier", "log_loss", "cllr", "min_cllr", "ece", "calibration_loss")
+        if c in metrics_table.column_names
+    ]
+    panels = 1 + len(metric_names)
+    ncols = 3
+    nrows = -(-panels // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.0 * ncols, 4.0 * nrows), squeeze=False)
+    axes = axes.ravel()
+    ax = axes[0]
+    lo = 1.0
+    for name in names:
+        x, y, _ = reliability.curve(name)
+        if x.size == 0:
+            continue
+        ax.plot(x, np.maximum(y, 1e-7), marker="o", ms=3, label=name)
+        lo = min(lo, float(np.min(x)))
+    lo = max(lo / 2.0, 1e-6)
+    ax.plot([lo, 1.0], [lo, 1.0], color="grey", lw=0.8, ls="--", label="perfect")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlim=(lo, 1.0),
+        ylim=(lo, 1.0),
+        xlabel="predicted probability",
+        ylabel="observed frequency",
+        title="reliability",
+    )
+    ax.legend(fontsize=8)
+    methods = metrics_table.column("method").to_pylist()
+    x_all = np.asarray(metrics_table.column("last_event").to_pylist(), dtype=np.float64) + 1.0
+    for ax, metric in zip(axes[1:], metric_names, strict=False):
+        values = np.asarray(metrics_table.column(metric).to_pylist(), dtype=np.float64)
+        for name in dict.fromkeys(methods):
+            sel = np.asarray([m == name for m in methods])
+            ax.plot(x_all[sel], values[sel], marker=".", label=name)
+        ax.set(title=metric.replace("_", " "), xlabel="events")
+        ax.grid(alpha=0.3)
+    for ax in axes[panels:]:
+        ax.set_visible(False)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
