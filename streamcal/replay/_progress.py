@@ -50,9 +50,11 @@ class Progress:
     def line(self, now: float) -> str:
         elapsed = max(now - self.start, 1e-9)
         rate = self.done / elapsed
-        text = f"{self.label}: {self.done:,} rows"
         if self.total:
-            text += f" / {self.total:,} ({100.0 * self.done / self.total:.0f}%)"
+            pct = 100.0 * self.done / self.total
+            text = f"{self.label}: {self.done:,} / {self.total:,} rows ({pct:.0f}%)"
+        else:
+            text = f"{self.label}: {self.done:,} rows"
         text += f"  {rate:,.0f} rows/s"
         if self.total and rate > 0:
             text += f"  ETA {_fmt_seconds(max(self.total - self.done, 0) / rate)}"

@@ -186,7 +186,8 @@ def _check_order(chunk: Chunk, last: float, column: str | None) -> None:
         i = int(np.flatnonzero(back)[0]) + 1
         prev = t[i - 1]
     msg = (
-        f"{chunk.where(column, i)}: event times go backwards ({t[i]!r} s after {prev!r} s). "
+        f"{chunk.where(column, i)}: event times go backwards "
+        f"({float(t[i])!r} s after {float(prev)!r} s). "
         "Sort the input, or replay with on_unsorted='sort' (--unsorted sort)."
     )
     raise ReplayInputError(msg)

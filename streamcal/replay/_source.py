@@ -146,12 +146,14 @@ def _kind(field_type) -> str:
     return "other"
 
 
+# a column of type null (all values missing, e.g. a header-only CSV) passes here; its values are
+# then rejected row by row, so an empty file is fine and a file of nulls names its first row
 _ALLOWED = {
-    "score": ("int", "float"),
-    "label": ("bool", "int", "float"),
-    "time": ("time", "int", "float"),
+    "score": ("int", "float", "null"),
+    "label": ("bool", "int", "float", "null"),
+    "time": ("time", "int", "float", "null"),
     "label_time": ("time", "int", "float", "null"),
-    "weight": ("int", "float"),
+    "weight": ("int", "float", "null"),
 }
 
 
@@ -185,7 +187,8 @@ class _FilePlan:
             if kind not in _ALLOWED[role]:
                 msg = (
                     f"{_where(file, name, None)}: the {role.replace('_', ' ')} column must be "
-                    f"{' or '.join(_ALLOWED[role])}; got type {schema.field(name).type}."
+                    f"{' or '.join(k for k in _ALLOWED[role] if k != 'null')}; "
+                    f"got type {schema.field(name).type}."
                 )
                 raise ReplayInputError(msg)
         if columns.keep is None:
@@ -263,7 +266,8 @@ def _convert(batch, plan: _FilePlan, row0: int, label_delay: float | None) -> Ch
     bad = ~np.isfinite(s)
     if bad.any():
         i = _first(bad)
-        msg = f"{_where(file, roles['score'], row0 + i)}: the score must be finite; got {s[i]!r}."
+        where = _where(file, roles["score"], row0 + i)
+        msg = f"{where}: the score must be finite; got {float(s[i])!r}."
         raise ReplayInputError(msg)
     y_arr = col(roles["label"])
     y = _numeric(y_arr, file, roles["label"], row0, "the label")
@@ -280,7 +284,7 @@ def _convert(batch, plan: _FilePlan, row0: int, label_delay: float | None) -> Ch
         bad = ~np.isfinite(t)
         if bad.any():
             i = _first(bad)
-            what = "null" if col(roles["time"])[i].as_py() is None else f"{t[i]!r}"
+            what = "null" if col(roles["time"])[i].as_py() is None else f"{float(t[i])!r}"
             where = _where(file, roles["time"], row0 + i)
             msg = f"{where}: the event time must be finite; got {what}."
             raise ReplayInputError(msg)
@@ -301,14 +305,15 @@ def _convert(batch, plan: _FilePlan, row0: int, label_delay: float | None) -> Ch
         if bad.any():
             i = _first(bad)
             where = _where(file, roles["label_time"], row0 + i)
-            msg = f"{where}: the label time must be a time or null; got {label_t[i]!r}."
+            msg = f"{where}: the label time must be a time or null; got {float(label_t[i])!r}."
             raise ReplayInputError(msg)
         bad = label_t < t
         if bad.any():
             i = _first(bad)
             where = _where(file, roles["label_time"], row0 + i)
             msg = (
-                f"{where}: the label time ({label_t[i]!r} s) is before the event time ({t[i]!r} s)."
+                f"{where}: the label time ({float(label_t[i])!r} s) is before "
+                f"the event time ({float(t[i])!r} s)."
             )
             raise ReplayInputError(msg)
     else:
@@ -320,7 +325,7 @@ def _convert(batch, plan: _FilePlan, row0: int, label_delay: float | None) -> Ch
         if bad.any():
             i = _first(bad)
             where = _where(file, roles["weight"], row0 + i)
-            msg = f"{where}: the weight must be finite and non-negative; got {w[i]!r}."
+            msg = f"{where}: the weight must be finite and non-negative; got {float(w[i])!r}."
             raise ReplayInputError(msg)
     kept = batch.select(plan.keep)
     return Chunk(file=file, row0=row0, kept=kept, t=t, s=s, y=y, label_t=label_t, w=w)

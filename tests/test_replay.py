@@ -1,0 +1,708 @@
+"""Replay: record-batch replay with late labels, against slow event-by-event references."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamcal.replay import (
+    RawScoreCalibrator,
+    ReplayInputError,
+    UnavailableMethodError,
+    available_methods,
+    generate,
+    replay,
+)
+from streamcal.replay._engine import InFlight, plan_batch, plan_flush
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ---------------------------------------------------------------- slow references (read first)
+
+
+class NaiveBucketCalibrator:
+    """A stand-in streaming calibrator written as plain Python loops: per-bucket frequency.
+
+    Ten equal-width buckets over [0, 1]; p = (pos_b + 1) / (n_b + 2) over the events in the
+    window; LLR = logit(p) - logit((P + 1) / (N + 2)). ``window`` keeps the last ``window`` learned
+    events. It follows the calibrator contract: ``process`` runs learn / predict operations in
+    order.
+    """
+
+    def __init__(self, window: int | None = None, buckets: int = 10):
+        self.window = window
+        self.buckets = buckets
+        self.pos = [0.0] * buckets
+        self.tot = [0.0] * buckets
+        self.events = collections.deque()
+
+    def _bucket(self, s: float) -> int:
+        return min(int(s * self.buckets), self.buckets - 1)
+
+    def learn_one(self, s: float, y: float, w: float = 1.0) -> None:
+        b = self._bucket(s)
+        self.pos[b] += w * y
+        self.tot[b] += w
+        self.events.append((b, y, w))
+        if self.window is not None and len(self.events) > self.window:
+            ob, oy, ow = self.events.popleft()
+            self.pos[ob] -= ow * oy
+            self.tot[ob] -= ow
+
+    def predict_one(self, s: float) -> tuple[float, float]:
+        b = self._bucket(s)
+        p = (self.pos[b] + 1.0) / (self.tot[b] + 2.0)
+        prior = (sum(self.pos) + 1.0) / (sum(self.tot) + 2.0)
+        return p, math.log(p / (1 - p)) - math.log(prior / (1 - prior))
+
+    def process(self, scores, labels, learn_mask, *, weights=None, times=None):
+        n = len(scores)
+        proba = np.full(n, np.nan)
+        llr = np.full(n, np.nan)
+        for i in range(n):
+            w = 1.0 if weights is None else float(weights[i])
+            if learn_mask[i]:
+                self.learn_one(float(scores[i]), float(labels[i]), w)
+            else:
+                proba[i], llr[i] = self.predict_one(float(scores[i]))
+        return proba, llr
+
+    def prequential(self, scores, labels, *, weights=None, times=None):
+        n = len(scores)
+        proba = np.empty(n)
+        llr = np.empty(n)
+        for i in range(n):
+            proba[i], llr[i] = self.predict_one(float(scores[i]))
+            self.learn_one(
+                float(scores[i]), float(labels[i]), 1.0 if weights is None else float(weights[i])
+            )
+        return proba, llr
+
+
+def naive_replay(t, s, y, label_t, cal, w=None):
+    """Event by event: before predicting event k, learn every earlier event's label whose label time
+    is at or before t[k], in order of (label time, event); then predict event k."""
+    pending = []  # (label time, event index)
+    proba = np.empty(len(t))
+    llr = np.empty(len(t))
+    for k in range(len(t)):
+        due = sorted(p for p in pending if p[0] <= t[k])
+        for lt, i in due:
+            cal.learn_one(s[i], y[i], 1.0 if w is None else w[i])
+        pending = [p for p in pending if p[0] > t[k]]
+        proba[k], llr[k] = cal.predict_one(s[k])
+        pending.append((label_t[k], k))
+    return proba, llr
+
+
+def naive_ops(t, label_t):
+    """The operation sequence the replay clock defines: ('learn', i) / ('predict', k)."""
+    ops, pending = [], []
+    for k in range(len(t)):
+        due = sorted(p for p in pending if p[0] <= t[k])
+        ops += [("learn", i) for _, i in due]
+        pending = [p for p in pending if p[0] > t[k]]
+        ops.append(("predict", k))
+        pending.append((label_t[k], k))
+    if len(t):
+        ops += [("learn", i) for _, i in sorted(p for p in pending if p[0] <= t[-1])]
+    return ops
+
+
+def brier(y, p, llr):
+    return float(np.mean((p - y) ** 2))
+
+
+def log_loss(y, p, llr):
+    p = np.clip(p, 1e-15, 1 - 1e-15)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)))
+
+
+METRICS = {"brier": brier, "log_loss": log_loss}
+
+
+# ---------------------------------------------------------------- fixtures and helpers
+
+
+def make_events(rng, n, *, ties=True, max_delay=30.0):
+    gaps = rng.choice([0.0, 1.0, 2.5], size=n) if ties else rng.exponential(1.0, n) + 1e-3
+    t = np.cumsum(gaps)
+    s = rng.random(n)
+    y = (rng.random(n) < s).astype(np.float64)
+    delay = np.where(rng.random(n) < 0.3, 0.0, rng.choice([0.0, 1.0, 2.5, max_delay], size=n))
+    return t, s, y, t + delay
+
+
+def write_parquet(path, t, s, y, label_t=None, **extra):
+    cols = {"event_time": t, "score": s, "label": y.astype(bool)}
+    if label_t is not None:
+        cols["label_time"] = label_t
+    cols.update(extra)
+    pq.write_table(pa.table(cols), path, row_group_size=97)
+    return path
+
+
+def run(path, cal=None, **kw):
+    kw.setdefault("metrics", METRICS)
+    kw.setdefault("metrics_window", 250)
+    cals = {"naive": cal if cal is not None else NaiveBucketCalibrator(window=50)}
+    return replay(path, cals, **kw)
+
+
+def outputs(path, name="naive"):
+    table = pq.read_table(path)
+    return table[f"proba_{name}"].to_numpy(), table[f"llr_{name}"].to_numpy()
+
+
+def no_partial_output(directory: Path) -> bool:
+    return not any(p.name.startswith(".") or "replay" in p.name for p in Path(directory).iterdir())
+
+
+@pytest.fixture(scope="module")
+def events():
+    return make_events(np.random.default_rng(7), 1_000)
+
+
+@pytest.fixture(scope="module")
+def clicks(tmp_path_factory):
+    d = tmp_path_factory.mktemp("clicks")
+    return generate(d / "clicks.parquet", "click", n=3_000, seed=5, batch_size=700)
+
+
+# ---------------------------------------------------------------- the replay clock
+
+
+@given(
+    data=st.data(),
+    n=st.integers(1, 60),
+)
+def test_plan_batches_give_the_naive_operation_order(data, n):
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    t, _, _, label_t = make_events(np.random.default_rng(seed), n)
+    cuts = sorted(data.draw(st.lists(st.integers(1, max(n - 1, 1)), max_size=5)))
+    bounds = [0, *[c for c in cuts if 0 < c < n], n]
+    flight = InFlight.empty(False)
+    got = []
+    ids = np.arange(n, dtype=np.float64)  # carry the event index as the "score"
+    for a, b in itertools.pairwise(bounds):
+        if a == b:
+            continue
+        ops, flight = plan_batch(flight, t[a:b], ids[a:b], ids[a:b], label_t[a:b], None, a)
+        # learn-op times are label times and never go backwards, nor do operation times overall
+        assert np.all(np.diff(ops.t) >= 0)
+        assert np.array_equal(ops.s[ops.pred_pos], ids[a:b])
+        got += [
+            ("learn" if ln else "predict", int(i)) for ln, i in zip(ops.learn, ops.s, strict=True)
+        ]
+    ops, flight = plan_flush(flight, t[-1])
+    got += [("learn", int(i)) for i in ops.s]
+    assert got == naive_ops(t, label_t)
+    assert np.all(flight.label_t > t[-1])
+
+
+# ---------------------------------------------------------------- equivalences
+
+
+def test_replay_without_late_labels_equals_prequential(tmp_path, events):
+    t, s, y, _ = events
+    path = write_parquet(tmp_path / "in.parquet", t, s, y)  # no label_time column: labels at once
+    summary = run(path, output=tmp_path / "out.parquet", batch_size=128)
+    assert summary.label_mode == "immediate"
+    want = NaiveBucketCalibrator(window=50).prequential(s, y)
+    got = outputs(tmp_path / "out.parquet")
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert summary.n_learned == len(t)
+
+
+def test_replay_equals_prequential_for_the_raw_method(tmp_path, events):
+    t, s, y, _ = events
+    path = write_parquet(tmp_path / "in.parquet", t, s, y)
+    replay(path, "raw", metrics=METRICS, output=tmp_path / "out.parquet", batch_size=100)
+    want = RawScoreCalibrator().prequential(s, y)
+    got = outputs(tmp_path / "out.parquet", "raw")
+    np.testing.assert_allclose(got[0], want[0], rtol=0, atol=0)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-15, atol=1e-15)
+
+
+@pytest.mark.parametrize("batch_size", [1, 37, 100_000])
+def test_replay_with_late_labels_equals_event_by_event_simulation(tmp_path, events, batch_size):
+    t, s, y, label_t = events
+    path = write_parquet(tmp_path / "in.parquet", t, s, y, label_t)
+    summary = run(path, output=tmp_path / "out.parquet", batch_size=batch_size)
+    assert summary.label_mode == "column"
+    want = naive_replay(t, s, y, label_t, NaiveBucketCalibrator(window=50))
+    got = outputs(tmp_path / "out.parquet")
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert summary.n_learned + summary.n_in_flight == len(t)
+    assert summary.n_in_flight == int(np.sum(label_t > t[-1]))
+
+
+def test_label_delay_option_equals_label_time_column(tmp_path, events):
+    t, s, y, _ = events
+    write_parquet(tmp_path / "a.parquet", t, s, y, t + 2.5)
+    write_parquet(tmp_path / "b.parquet", t, s, y)
+    run(tmp_path / "a.parquet", output=tmp_path / "a_out.parquet")
+    summary = run(tmp_path / "b.parquet", output=tmp_path / "b_out.parquet", label_delay="2.5s")
+    assert summary.label_mode == "delay"
+    for a, b in zip(
+        outputs(tmp_path / "a_out.parquet"), outputs(tmp_path / "b_out.parquet"), strict=True
+    ):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_weights_are_passed_to_the_calibrator(tmp_path, events):
+    t, s, y, label_t = events
+    w = np.random.default_rng(1).choice([0.0, 0.5, 2.0], size=len(t))
+    path = write_parquet(tmp_path / "in.parquet", t, s, y, label_t, w=w)
+    run(path, output=tmp_path / "out.parquet", weight_col="w", batch_size=64)
+    want = naive_replay(t, s, y, label_t, NaiveBucketCalibrator(window=50), w=w)
+    np.testing.assert_array_equal(outputs(tmp_path / "out.parquet")[0], want[0])
+
+
+def test_several_methods_side_by_side(tmp_path, events):
+    t, s, y, label_t = events
+    path = write_parquet(tmp_path / "in.parquet", t, s, y, label_t)
+    cals = {
+        "short": NaiveBucketCalibrator(window=20),
+        "long": NaiveBucketCalibrator(),
+        "raw": RawScoreCalibrator(),
+    }
+    summary = replay(path, cals, metrics=METRICS, output=tmp_path / "out.parquet", batch_size=90)
+    table = pq.read_table(tmp_path / "out.parquet")
+    assert table.column_names == [
+        "event_time",
+        "score",
+        "label",
+        "label_time",
+        "proba_short",
+        "llr_short",
+        "proba_long",
+        "llr_long",
+        "proba_raw",
+        "llr_raw",
+    ]
+    for name, window in (("short", 20), ("long", None)):
+        want = naive_replay(t, s, y, label_t, NaiveBucketCalibrator(window=window))
+        np.testing.assert_array_equal(table[f"proba_{name}"].to_numpy(), want[0])
+    assert summary.methods == ["short", "long", "raw"]
+    assert set(summary.metrics) == {"short", "long", "raw"}
+
+
+def test_metrics_over_time_are_per_window_of_events(tmp_path, events):
+    t, s, y, label_t = events
+    path = write_parquet(tmp_path / "in.parquet", t, s, y, label_t)
+    summary = run(
+        path,
+        output=tmp_path / "out.parquet",
+        metrics_output=tmp_path / "m.parquet",
+        metrics_window=300,
+        batch_size=128,
+    )
+    table = pq.read_table(tmp_path / "m.parquet")
+    assert table.equals(summary.metrics_table)
+    assert table["first_event"].to_pylist() == [0, 300, 600, 900]
+    assert table["n_events"].to_pylist() == [300, 300, 300, 100]
+    p = outputs(tmp_path / "out.parquet")[0]
+    for row in table.to_pylist():
+        sl = slice(row["first_event"], row["last_event"] + 1)
+        assert row["brier"] == pytest.approx(brier(y[sl], p[sl], None), rel=1e-12)
+        assert row["n_positive"] == int(y[sl].sum())
+    overall = np.average(table["log_loss"].to_numpy(), weights=table["n_events"].to_numpy())
+    assert summary.metrics["naive"]["log_loss"] == pytest.approx(overall)
+
+
+# ---------------------------------------------------------------- formats, directories, columns
+
+
+def test_directory_of_parquet_parts_equals_one_file(tmp_path, clicks):
+    generate(tmp_path / "parts", "click", n=3_000, seed=5, parts=4, batch_size=500)
+    assert len(list((tmp_path / "parts").glob("part-*.parquet"))) == 4
+    one = run(clicks, output=tmp_path / "one.parquet", batch_size=256)
+    many = run(tmp_path / "parts", output=tmp_path / "many.parquet", batch_size=256)
+    assert len(many.files) == 4
+    assert pq.read_table(tmp_path / "one.parquet").equals(pq.read_table(tmp_path / "many.parquet"))
+    assert one.metrics == many.metrics
+
+
+@pytest.mark.parametrize("fmt", ["ipc", "csv"])
+def test_arrow_ipc_and_csv_give_the_parquet_result(tmp_path, clicks, fmt):
+    ext = {"ipc": "arrow", "csv": "csv"}[fmt]
+    other = generate(tmp_path / f"clicks.{ext}", "click", n=3_000, seed=5, batch_size=700)
+    a = run(clicks, output=tmp_path / "a.parquet")
+    b = run(other, output=tmp_path / "b.parquet")
+    ta, tb = pq.read_table(tmp_path / "a.parquet"), pq.read_table(tmp_path / "b.parquet")
+    for col in ("proba_naive", "llr_naive", "score"):
+        np.testing.assert_array_equal(ta[col].to_numpy(), tb[col].to_numpy())
+    assert a.n_learned == b.n_learned
+
+
+def test_column_renaming_and_selection(tmp_path, events):
+    t, s, y, label_t = events
+    table = pa.table(
+        {
+            "ts": t,
+            "model_score": s,
+            "clicked": y.astype(np.int8),
+            "known_at": label_t,
+            "user": np.arange(len(t)),
+            "noise": np.zeros(len(t)),
+        }
+    )
+    pq.write_table(table, tmp_path / "in.parquet")
+    run(
+        tmp_path / "in.parquet",
+        output=tmp_path / "out.parquet",
+        time_col="ts",
+        score_col="model_score",
+        label_col="clicked",
+        label_time_col="known_at",
+        keep_columns=["user", "model_score"],
+    )
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.column_names == ["user", "model_score", "proba_naive", "llr_naive"]
+    want = naive_replay(t, s, y, label_t, NaiveBucketCalibrator(window=50))
+    np.testing.assert_array_equal(out["proba_naive"].to_numpy(), want[0])
+
+
+def test_file_order_without_a_time_column(tmp_path, events):
+    _, s, y, _ = events
+    pq.write_table(pa.table({"score": s, "label": y}), tmp_path / "in.parquet")
+    run(tmp_path / "in.parquet", output=tmp_path / "out.parquet", time_col=None)
+    want = NaiveBucketCalibrator(window=50).prequential(s, y)
+    np.testing.assert_array_equal(outputs(tmp_path / "out.parquet")[0], want[0])
+
+
+def test_timestamps_and_null_label_times(tmp_path):
+    ts = pa.timestamp("ms", tz="UTC")
+    t_ms = np.array([0, 1000, 2000, 3000, 4000], dtype=np.int64)
+    table = pa.table(
+        {
+            "event_time": pa.array(t_ms, ts),
+            "score": [0.1, 0.9, 0.1, 0.9, 0.5],
+            "label": [False, True, False, True, True],
+            "label_time": pa.array([0, None, 2500, 3000, 4000], ts),  # event 1's label never comes
+        }
+    )
+    pq.write_table(table, tmp_path / "in.parquet")
+    summary = run(
+        tmp_path / "in.parquet",
+        output=tmp_path / "out.parquet",
+        metrics_output=tmp_path / "m.parquet",
+    )
+    want = naive_replay(
+        t_ms / 1000.0,
+        table["score"].to_numpy(),
+        np.array([0, 1, 0, 1, 1.0]),
+        np.array([0, np.inf, 2.5, 3.0, 4.0]),
+        NaiveBucketCalibrator(window=50),
+    )
+    np.testing.assert_array_equal(outputs(tmp_path / "out.parquet")[0], want[0])
+    assert (summary.n_learned, summary.n_in_flight) == (4, 1)
+    m = pq.read_table(tmp_path / "m.parquet")
+    assert m.schema.field("start_time").type == ts
+
+
+def test_empty_files(tmp_path, events):
+    t, s, y, label_t = events
+    empty = pa.table(
+        {
+            "event_time": pa.array([], pa.float64()),
+            "score": pa.array([], pa.float64()),
+            "label": pa.array([], pa.bool_()),
+            "label_time": pa.array([], pa.float64()),
+        }
+    )
+    pq.write_table(empty, tmp_path / "empty.parquet")
+    summary = run(
+        tmp_path / "empty.parquet",
+        output=tmp_path / "out.parquet",
+        metrics_output=tmp_path / "m.parquet",
+    )
+    assert summary.n_events == 0
+    assert pq.read_table(tmp_path / "out.parquet").num_rows == 0
+    assert pq.read_table(tmp_path / "m.parquet").num_rows == 0
+    assert "naive" in summary.to_text()
+    # empty parts (no rows, header-only CSV, a zero-byte file) in a directory are skipped
+    d = tmp_path / "dir"
+    d.mkdir()
+    pq.write_table(empty, d / "a.parquet")
+    write_parquet(d / "b.parquet", t, s, y, label_t)
+    (d / "c.parquet").write_bytes(b"")
+    pq.write_table(empty, d / "d.parquet")
+    summary = run(d, output=tmp_path / "dir_out.parquet")
+    assert summary.n_events == len(t)
+    with pacsv.CSVWriter(
+        str(tmp_path / "h.csv"), pa.schema([("score", pa.float64()), ("label", pa.int64())])
+    ):
+        pass
+    summary = run(tmp_path / "h.csv", time_col=None)
+    assert summary.n_events == 0
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def check_error(tmp_path, path, match, **kw):
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    with pytest.raises(ReplayInputError, match=match):
+        run(path, output=out / "x.replay.parquet", metrics_output=out / "x.metrics.parquet", **kw)
+    assert list(out.iterdir()) == []  # nothing left, not even a temporary file
+
+
+def test_missing_column(tmp_path, events):
+    t, _, y, _ = events
+    pq.write_table(pa.table({"event_time": t, "label": y}), tmp_path / "in.parquet")
+    check_error(tmp_path, tmp_path / "in.parquet", r"in\.parquet', column 'score'.*missing")
+
+
+def test_wrong_types(tmp_path, events):
+    t, s, y, _ = events
+    pq.write_table(
+        pa.table({"event_time": t, "score": s.astype(str), "label": y}), tmp_path / "a.parquet"
+    )
+    check_error(tmp_path, tmp_path / "a.parquet", r"a\.parquet', column 'score'.*got type string")
+    pq.write_table(
+        pa.table({"event_time": t.astype(str), "score": s, "label": y}), tmp_path / "b.parquet"
+    )
+    check_error(tmp_path, tmp_path / "b.parquet", r"column 'event_time'.*got type string")
+    ts = pa.array((t * 1000).astype(np.int64), pa.timestamp("ms"))
+    pq.write_table(
+        pa.table({"event_time": ts, "score": s, "label": y, "label_time": t}),
+        tmp_path / "c.parquet",
+    )
+    check_error(tmp_path, tmp_path / "c.parquet", r"column 'label_time'.*both must be timestamps")
+
+
+def test_nan_score_names_file_column_and_row(tmp_path, events):
+    t, s, y, label_t = events
+    s = s.copy()
+    s[777] = np.nan
+    write_parquet(tmp_path / "in.parquet", t, s, y, label_t)
+    check_error(
+        tmp_path,
+        tmp_path / "in.parquet",
+        r"in\.parquet', column 'score', row 777: .*finite; got nan",
+        batch_size=100,
+    )
+
+
+def test_null_score(tmp_path):
+    table = pa.table({"event_time": [1.0, 2.0], "score": [0.5, None], "label": [0, 1]})
+    pq.write_table(table, tmp_path / "in.parquet")
+    check_error(tmp_path, tmp_path / "in.parquet", r"column 'score', row 1: the score is null")
+
+
+def test_labels_not_binary(tmp_path, events):
+    t, s, y, _ = events
+    y = y.astype(np.int64)
+    y[500] = 2
+    pq.write_table(pa.table({"event_time": t, "score": s, "label": y}), tmp_path / "in.parquet")
+    check_error(tmp_path, tmp_path / "in.parquet", r"column 'label', row 500: .*binary.*got 2")
+
+
+def test_label_time_before_event_time(tmp_path, events):
+    t, s, y, label_t = events
+    label_t = label_t.copy()
+    label_t[3] = t[3] - 1.0
+    write_parquet(tmp_path / "in.parquet", t, s, y, label_t)
+    check_error(
+        tmp_path, tmp_path / "in.parquet", r"column 'label_time', row 3: .*before the event time"
+    )
+
+
+def test_times_going_backwards_are_rejected_or_sorted(tmp_path, events):
+    t, s, y, label_t = events
+    rng = np.random.default_rng(3)
+    order = rng.permutation(len(t))
+    shuffled = tmp_path / "shuffled.parquet"
+    write_parquet(shuffled, t[order], s[order], y[order], label_t[order])
+    first_back = int(np.flatnonzero(np.diff(t[order]) < 0)[0]) + 1
+    check_error(
+        tmp_path,
+        shuffled,
+        rf"shuffled\.parquet', column 'event_time', row {first_back}: "
+        r"event times go backwards.*on_unsorted='sort'",
+        batch_size=50,
+    )
+    # the same across a batch boundary and across files
+    d = tmp_path / "dir"
+    d.mkdir()
+    write_parquet(d / "a.parquet", t[500:], s[500:], y[500:], label_t[500:])
+    write_parquet(d / "b.parquet", t[:500], s[:500], y[:500], label_t[:500])
+    check_error(tmp_path, d, r"b\.parquet', column 'event_time', row 0: event times go backwards")
+    # sorting: stable by event time, then exactly the sorted replay
+    run(shuffled, output=tmp_path / "sorted_out.parquet", on_unsorted="sort", batch_size=64)
+    stable = np.argsort(t[order], kind="stable")
+    o = order[stable]
+    want = naive_replay(t[o], s[o], y[o], label_t[o], NaiveBucketCalibrator(window=50))
+    out = pq.read_table(tmp_path / "sorted_out.parquet")
+    np.testing.assert_array_equal(out["score"].to_numpy(), s[o])
+    np.testing.assert_array_equal(out["proba_naive"].to_numpy(), want[0])
+
+
+def test_corrupt_file(tmp_path, clicks):
+    data = Path(clicks).read_bytes()
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(data[: len(data) // 2])
+    check_error(tmp_path, bad, r"file '.*bad\.parquet'.*cannot be read")
+    # a corrupt part after good ones: the error names it, and no output is left behind
+    d = tmp_path / "dir"
+    d.mkdir()
+    (d / "a.parquet").write_bytes(data)
+    garbled = bytearray(data)
+    garbled[len(data) // 3 : len(data) // 3 + 4000] = os.urandom(4000)
+    (d / "b.parquet").write_bytes(bytes(garbled))
+    check_error(tmp_path, d, r"b\.parquet'.*(cannot read|finite|binary|backwards|null)")
+    csv = tmp_path / "bad.csv"
+    csv.write_text("event_time,score,label\n1,0.5,1\n2,0.25\n")
+    check_error(tmp_path, csv, r"bad\.csv'")
+
+
+def test_input_that_does_not_exist_or_has_no_format(tmp_path):
+    with pytest.raises(ReplayInputError, match="does not exist"):
+        run(tmp_path / "nope.parquet")
+    (tmp_path / "x.dat").write_text("1,2\n")
+    with pytest.raises(ReplayInputError, match="cannot tell the format"):
+        run(tmp_path / "x.dat")
+
+
+def test_output_column_clash(tmp_path, events):
+    t, s, y, _ = events
+    write_parquet(tmp_path / "in.parquet", t, s, y, proba_naive=s)
+    check_error(tmp_path, tmp_path / "in.parquet", "clashes")
+
+
+def test_unknown_and_unavailable_methods(tmp_path, events):
+    t, s, y, _ = events
+    path = write_parquet(tmp_path / "in.parquet", t, s, y)
+    with pytest.raises(
+        UnavailableMethodError, match=r"unknown method 'nope'; available methods: .*raw"
+    ):
+        replay(path, "raw,nope", metrics=METRICS)
+    assert "raw" in available_methods()
+    for name in ("pav", "gev", "platt", "ispline"):
+        if name not in available_methods():
+            with pytest.raises(UnavailableMethodError, match=rf"method '{name}' is not available"):
+                replay(path, name, metrics=METRICS)
+
+
+def test_bad_options(tmp_path, events):
+    t, s, y, _ = events
+    path = write_parquet(tmp_path / "in.parquet", t, s, y)
+    with pytest.raises(ValueError, match="on_unsorted"):
+        run(path, on_unsorted="maybe")
+    with pytest.raises(ValueError, match="label_delay"):
+        run(path, label_delay="soon")
+    with pytest.raises(ValueError, match="metrics_window"):
+        run(path, metrics_window=0)
+    with pytest.raises(ValueError, match="either `window` or `decay`"):
+        replay(path, "raw", window=10, decay=5, metrics=METRICS)
+
+
+def test_progress_line(tmp_path, events, capsys):
+    from streamcal.replay._progress import Progress
+
+    bar = Progress(1_000, delay=0.0, every=0.0, every_plain=0.0)
+    bar.update(250)
+    bar.close()
+    err = capsys.readouterr().err
+    assert "250 / 1,000 rows (25%)" in err
+    assert "rows/s" in err
+    assert "ETA" in err
+
+
+# ---------------------------------------------------------------- command line
+
+
+def cli(*args, cwd):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "streamcal.replay", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_cli_end_to_end_with_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    pytest.importorskip(
+        "streamcal.metrics", reason="the default metrics come from streamcal.metrics"
+    )
+    gen = cli(
+        "generate",
+        "clicks.parquet",
+        "--scenario",
+        "drift",
+        "-n",
+        "4000",
+        "--seed",
+        "2",
+        cwd=tmp_path,
+    )
+    assert gen.returncode == 0, gen.stderr
+    assert "wrote 4,000 drift events" in gen.stdout
+    method = "pav" if "pav" in available_methods() else "raw"
+    res = cli(
+        "replay",
+        "clicks.parquet",
+        "--method",
+        f"{method},raw" if method != "raw" else "raw",
+        "--metrics-window",
+        "1000",
+        "--plot",
+        "plot.png",
+        "--quiet",
+        cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "log_loss" in res.stdout
+    assert "4,000 events" in res.stdout
+    assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    out = pq.read_table(tmp_path / "clicks.replay.parquet")
+    assert out.num_rows == 4000
+    assert f"proba_{method}" in out.column_names
+    assert pq.read_table(tmp_path / "clicks.metrics.parquet").num_rows >= 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "clicks.metrics.parquet",
+        "clicks.parquet",
+        "clicks.replay.parquet",
+        "plot.png",
+    ]
+
+
+def test_cli_errors_are_one_clear_line(tmp_path, events):
+    pytest.importorskip(
+        "streamcal.metrics", reason="the default metrics come from streamcal.metrics"
+    )
+    t, s, y, _ = events
+    s = s.copy()
+    s[5] = np.inf
+    write_parquet(tmp_path / "in.parquet", t, s, y)
+    res = cli("replay", "in.parquet", "--method", "raw", "--quiet", cwd=tmp_path)
+    assert res.returncode == 1
+    assert res.stderr.startswith("streamcal replay: error: file ")
+    assert "column 'score', row 5" in res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+    res = cli("replay", "in.parquet", "--method", "nope", cwd=tmp_path)
+    assert res.returncode == 1
+    assert "unknown method 'nope'" in res.stderr
