@@ -222,8 +222,8 @@ def generate(
     ...     table = pq.read_table(out)
     >>> table.column_names
     ['event_time', 'score', 'label', 'label_time']
-    >>> round(sum(table["label"].to_pylist()) / table.num_rows, 3)
-    0.021
+    >>> print(f"{sum(table['label'].to_pylist()) / table.num_rows:.3f}")
+    0.020
     """
     if scenario not in SCENARIOS:
         msg = f"`scenario` must be one of {sorted(SCENARIOS)!r}; got {scenario!r}."

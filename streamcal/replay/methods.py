@@ -56,7 +56,7 @@ class RawScoreCalibrator:
     >>> raw = RawScoreCalibrator()
     >>> proba, llr = raw.prequential(np.array([0.2, 0.5, 0.9]), np.array([0, 1, 1]))
     >>> proba.tolist(), np.round(llr, 3).tolist()
-    ([0.2, 0.5, 0.9], [-1.386, 0.693, 1.792])
+    ([0.2, 0.5, 0.9], [-1.386, 0.693, 2.197])
     """
 
     def __init__(self):
