@@ -22,11 +22,19 @@ __all__ = [
     "as_times",
     "check_same_length",
     "check_scalar",
+    "fmt",
 ]
 
 
 def _first_bad(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
+
+
+def fmt(value) -> str:
+    """``repr`` of a value as a user wrote it: numpy scalars shown as Python ones (``nan``, ``2``)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value)
 
 
 def as_1d_float(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
@@ -56,7 +64,7 @@ def as_finite(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
     bad = ~np.isfinite(arr)
     if bad.any():
         i = _first_bad(bad)
-        msg = f"`{name}` must be finite; got {arr[i]!r} at position {i}."
+        msg = f"`{name}` must be finite; got {fmt(arr[i])} at position {i}."
         raise ValueError(msg)
     return arr
 
@@ -67,7 +75,7 @@ def as_probabilities(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
     bad = ~((arr >= 0.0) & (arr <= 1.0))  # also catches NaN
     if bad.any():
         i = _first_bad(bad)
-        msg = f"`{name}` must hold probabilities in [0, 1]; got {arr[i]!r} at position {i}."
+        msg = f"`{name}` must hold probabilities in [0, 1]; got {fmt(arr[i])} at position {i}."
         raise ValueError(msg)
     return arr
 
@@ -93,16 +101,17 @@ def as_binary_labels(y, name: str = "labels", *, allow_empty: bool = False) -> n
     if raw.dtype == np.bool_:
         return raw.astype(np.float64)
     if raw.dtype.kind not in "iuf":
+        raw = np.asarray(y, dtype=object).reshape(-1)  # keep each element as the caller gave it
         for i, value in enumerate(raw):
             if not _is_binary_scalar(value):
-                msg = f"`{name}` must hold binary labels (0/1 or False/True); got {value!r} at position {i}."
+                msg = f"`{name}` must hold binary labels (0/1 or False/True); got {fmt(value)} at position {i}."
                 raise ValueError(msg)
         return np.array([float(v) for v in raw], dtype=np.float64)
     arr = raw.astype(np.float64)
     bad = ~((arr == 0.0) | (arr == 1.0))
     if bad.any():
         i = _first_bad(bad)
-        msg = f"`{name}` must hold binary labels (0/1 or False/True); got {raw[i]!r} at position {i}."
+        msg = f"`{name}` must hold binary labels (0/1 or False/True); got {fmt(raw[i])} at position {i}."
         raise ValueError(msg)
     return arr
 
@@ -135,7 +144,7 @@ def as_nonneg_weights(w, name: str, n: int) -> np.ndarray:
     bad = ~(np.isfinite(arr) & (arr >= 0.0))
     if bad.any():
         i = _first_bad(bad)
-        msg = f"`{name}` must be finite and non-negative; got {arr[i]!r} at position {i}."
+        msg = f"`{name}` must be finite and non-negative; got {fmt(arr[i])} at position {i}."
         raise ValueError(msg)
     return arr
 
@@ -151,14 +160,14 @@ def as_times(t, name: str, n: int, *, non_decreasing: bool = True, after: float 
     if non_decreasing and arr.size:
         if arr[0] < after:
             msg = (
-                f"`{name}` must not go backwards; got {arr[0]!r} at position 0 after the last "
+                f"`{name}` must not go backwards; got {fmt(arr[0])} at position 0 after the last "
                 f"time seen, {after!r}."
             )
             raise ValueError(msg)
         back = arr[1:] < arr[:-1]
         if back.any():
             i = _first_bad(back) + 1
-            msg = f"`{name}` must not go backwards; got {arr[i]!r} at position {i} after {arr[i - 1]!r}."
+            msg = f"`{name}` must not go backwards; got {fmt(arr[i])} at position {i} after {fmt(arr[i - 1])}."
             raise ValueError(msg)
     return arr
 
@@ -184,25 +193,28 @@ def check_scalar(
     """Validate a scalar parameter, scikit-learn style: "`n_bins` must be an int in [2, inf); got 1."."""
     if choices is not None:
         if value not in choices:
-            msg = f"`{name}` must be one of {list(choices)!r}; got {value!r}."
+            msg = f"`{name}` must be one of {list(choices)!r}; got {fmt(value)}."
             raise ValueError(msg)
         return value
     kinds = kind if isinstance(kind, tuple) else (kind,)
     is_bool = isinstance(value, (bool, np.bool_))
     if is_bool or not isinstance(value, kinds):
         kind_name = " or ".join(k.__name__ for k in kinds).replace("Real", "float").replace("Integral", "int")
-        msg = f"`{name}` must be a {kind_name}; got {value!r} of type {type(value).__name__}."
+        article = "an" if kind_name[0] in "aeiou" else "a"
+        msg = f"`{name}` must be {article} {kind_name}; got {fmt(value)} of type {type(value).__name__}."
         raise TypeError(msg)
     if isinstance(value, numbers.Real) and not np.isfinite(value):
-        msg = f"`{name}` must be finite; got {value!r}."
+        msg = f"`{name}` must be finite; got {fmt(value)}."
         raise ValueError(msg)
     too_low = low is not None and (value < low if low_inclusive else value <= low)
     too_high = high is not None and (value > high if high_inclusive else value >= high)
     if too_low or too_high:
         lo = "-inf" if low is None else low
         hi = "inf" if high is None else high
-        interval = f"{'[' if low_inclusive and low is not None else '('}{lo}, {hi}{']' if high_inclusive and high is not None else ')'}"
+        opening = "[" if low_inclusive and low is not None else "("
+        closing = "]" if high_inclusive and high is not None else ")"
+        interval = f"{opening}{lo}, {hi}{closing}"
         kind_name = "an int" if all(k is numbers.Integral or k is int for k in kinds) else "a number"
-        msg = f"`{name}` must be {kind_name} in {interval}; got {value!r}."
+        msg = f"`{name}` must be {kind_name} in {interval}; got {fmt(value)}."
         raise ValueError(msg)
     return value

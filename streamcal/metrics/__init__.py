@@ -1,0 +1,66 @@
+"""Calibration metrics, as functions on arrays and as river metrics that update per event.
+
+Array functions (scikit-learn argument order, ``labels`` first): :func:`brier_score`,
+:func:`log_loss`, :func:`cllr`, :func:`min_cllr`, :func:`ece`, :func:`calibration_loss`,
+:func:`hosmer_lemeshow`, and the regular binary proper scoring rules of paper 001:
+:func:`proper_scoring_rule`, :func:`beta_scoring_rule`, :func:`threshold_cost`.
+
+River metrics (``update(y_true, y_pred, w=1.0)``, ``revert``, ``get``): :class:`Brier`,
+:class:`LogLoss`, :class:`Cllr`, :class:`MinCllr`, :class:`ECE`, :class:`CalibrationLoss`,
+:class:`HosmerLemeshow`, :class:`ProperScoringRule`. After every update each equals the array
+function on the events seen so far.
+"""
+
+from __future__ import annotations
+
+from streamcal.metrics._array import (
+    brier_score,
+    calibration_loss,
+    cllr,
+    ece,
+    hosmer_lemeshow,
+    log_loss,
+    min_cllr,
+)
+from streamcal.metrics._river import (
+    ECE,
+    Brier,
+    CalibrationLoss,
+    Cllr,
+    HosmerLemeshow,
+    LogLoss,
+    MinCllr,
+    ProperScoringRule,
+)
+from streamcal.metrics._scoring_rules import (
+    BetaWeighting,
+    ThresholdWeighting,
+    beta_scoring_rule,
+    partial_losses,
+    proper_scoring_rule,
+    threshold_cost,
+)
+
+__all__ = [
+    "ECE",
+    "BetaWeighting",
+    "Brier",
+    "CalibrationLoss",
+    "Cllr",
+    "HosmerLemeshow",
+    "LogLoss",
+    "MinCllr",
+    "ProperScoringRule",
+    "ThresholdWeighting",
+    "beta_scoring_rule",
+    "brier_score",
+    "calibration_loss",
+    "cllr",
+    "ece",
+    "hosmer_lemeshow",
+    "log_loss",
+    "min_cllr",
+    "partial_losses",
+    "proper_scoring_rule",
+    "threshold_cost",
+]

@@ -1,0 +1,534 @@
+"""Calibration metrics as river metrics that update per event.
+
+Each metric keeps running sums, so ``update`` and ``revert`` are O(1) (O(log distinct scores)
+for :class:`MinCllr`) and ``get`` equals the array function of the same name on the events seen
+so far. ``y_pred`` is what river passes to a probabilistic metric: a probability of the positive
+class or a ``predict_proba_one`` dict (its ``True`` entry is used); :class:`Cllr` takes LLRs
+instead, see there. Every update validates its event before touching the state.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import numbers
+
+import numpy as np
+from river import metrics
+
+from streamcal._validation import check_scalar
+from streamcal.metrics._array import _min_cllr, hl_from_sums, hosmer_lemeshow
+from streamcal.metrics._inputs import event_label, event_proba, event_score, event_weight
+from streamcal.metrics._scoring_rules import _check_weighting, _partial_losses
+
+__all__ = [
+    "ECE",
+    "Brier",
+    "CalibrationLoss",
+    "Cllr",
+    "HosmerLemeshow",
+    "LogLoss",
+    "MinCllr",
+    "ProperScoringRule",
+]
+
+_LN2 = math.log(2.0)
+
+
+class _ProbaMetric(metrics.base.BinaryMetric):
+    """Base: a binary metric on probabilities, lower is better, no confusion matrix."""
+
+    _fmt = ".6f"
+
+    def __init__(self):
+        # BinaryMetric.__init__ would build a confusion matrix we never use
+        self.pos_val = True
+
+    @property
+    def bigger_is_better(self) -> bool:
+        return False
+
+    @property
+    def requires_labels(self) -> bool:
+        return False
+
+    @property
+    def works_with_weights(self) -> bool:
+        return True
+
+    def update(self, y_true, y_pred, w=1.0) -> None:
+        y, p, w = event_label(y_true), event_proba(y_pred), event_weight(w)
+        self._add(y, p, w)
+
+    def revert(self, y_true, y_pred, w=1.0) -> None:
+        y, p, w = event_label(y_true), event_proba(y_pred), event_weight(w)
+        self._add(y, p, -w)
+
+    def _add(self, y: bool, p: float, w: float) -> None:
+        raise NotImplementedError
+
+
+class _MeanLoss(_ProbaMetric):
+    """A weighted mean of a per-event loss that may be infinite.
+
+    Infinite losses are counted apart from the finite sum, so that reverting them works; event
+    counts reset the sums to exactly 0 when everything has been reverted.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._n = 0
+        self._n_inf = 0
+        self._weight = 0.0
+        self._sum = 0.0
+
+    def _loss(self, y: bool, p: float) -> float:
+        raise NotImplementedError
+
+    def _add(self, y, p, w):
+        loss = self._loss(y, p)
+        if w == 0.0:
+            return
+        step = 1 if w > 0.0 else -1
+        self._n += step
+        self._weight += w
+        if math.isinf(loss):
+            self._n_inf += step
+        else:
+            self._sum += w * loss
+        if self._n == 0:
+            self._weight = self._sum = 0.0
+
+    def get(self) -> float:
+        if self._n_inf > 0:
+            return math.inf
+        if self._n <= 0:
+            return 0.0
+        return self._sum / self._weight
+
+
+class Brier(_MeanLoss):
+    """Brier score, updated per event: equals :func:`streamcal.metrics.brier_score` so far.
+
+    Examples
+    --------
+    >>> from streamcal.metrics import Brier
+    >>> metric = Brier()
+    >>> for y, p in [(True, 0.9), (False, 0.2), (True, {True: 0.6, False: 0.4})]:
+    ...     metric.update(y, p)
+    >>> round(metric.get(), 4)
+    0.07
+    """
+
+    def _loss(self, y, p):
+        return (p - float(y)) ** 2
+
+
+class LogLoss(_MeanLoss):
+    """Log loss in nats, updated per event: equals :func:`streamcal.metrics.log_loss` so far.
+
+    Unlike ``river.metrics.LogLoss`` nothing is clipped unless ``eps`` is given: a confident
+    wrong prediction makes the loss ``inf`` until it is reverted.
+
+    Parameters
+    ----------
+    eps : float, optional
+        Clip probabilities into ``[eps, 1 - eps]``.
+
+    Examples
+    --------
+    >>> from streamcal.metrics import LogLoss
+    >>> metric = LogLoss()
+    >>> for y, p in [(True, 0.9), (False, 0.2), (True, 0.6)]:
+    ...     metric.update(y, p)
+    >>> round(metric.get(), 4)
+    0.2798
+    >>> metric.update(True, 0.0)
+    >>> metric.get()
+    inf
+    >>> metric.revert(True, 0.0)
+    >>> round(metric.get(), 4)
+    0.2798
+    """
+
+    def __init__(self, eps: float | None = None):
+        if eps is not None:
+            check_scalar(eps, "eps", low=0.0, high=0.5, high_inclusive=False)
+        super().__init__()
+        self.eps = eps
+
+    def _loss(self, y, p):
+        if self.eps is not None:
+            p = min(max(p, self.eps), 1.0 - self.eps)
+        if y:
+            return math.inf if p == 0.0 else -math.log(p)
+        return math.inf if p == 1.0 else -math.log1p(-p)
+
+
+class ProperScoringRule(_MeanLoss):
+    """A regular binary proper scoring rule of paper 001, updated per event.
+
+    Equals :func:`streamcal.metrics.proper_scoring_rule` on the events so far.
+
+    Parameters
+    ----------
+    weighting : BetaWeighting, ThresholdWeighting or callable
+        The rule (see :func:`streamcal.metrics.partial_losses`). Callables are integrated per
+        event, which is slow; prefer the closed forms.
+    normalize : bool, default True
+        Paper 001's normalisation.
+
+    Examples
+    --------
+    >>> from streamcal.metrics import ProperScoringRule, ThresholdWeighting
+    >>> metric = ProperScoringRule(ThresholdWeighting(0.5))
+    >>> for y, p in [(True, 0.9), (False, 0.7), (True, 0.4), (False, 0.1)]:
+    ...     metric.update(y, p)
+    >>> metric.get()
+    1.0
+    """
+
+    def __init__(self, weighting, normalize: bool = True):
+        _check_weighting(weighting)
+        check_scalar(normalize, "normalize", choices=(True, False))
+        super().__init__()
+        self.weighting = weighting
+        self.normalize = normalize
+
+    @classmethod
+    def _unit_test_params(cls):
+        from streamcal.metrics._scoring_rules import BetaWeighting
+
+        yield {"weighting": BetaWeighting(1.0, 1.0)}
+
+    def _loss(self, y, p):
+        target, nontarget = _partial_losses(np.array([p]), self.weighting, self.normalize)
+        return float(target[0] if y else nontarget[0])
+
+
+class Cllr(_ProbaMetric):
+    """Cllr in bits, updated per event: equals :func:`streamcal.metrics.cllr` so far.
+
+    ``y_pred`` is a log-likelihood ratio (a float; ``±inf`` allowed), as a calibrator's
+    ``predict_llr_one`` gives. A probability dict (``predict_proba_one``) is accepted only when
+    ``prior`` is given: it is turned into the LLR ``logit(p) - logit(prior)``. ``get`` is NaN
+    until both classes have been seen.
+
+    Parameters
+    ----------
+    prior : float, optional
+        The positive prior behind posterior probabilities passed as dicts, in (0, 1).
+
+    Examples
+    --------
+    >>> from streamcal.metrics import Cllr
+    >>> metric = Cllr()
+    >>> for y, llr in [(False, -2.0), (False, 0.5), (True, 1.0), (True, 3.0)]:
+    ...     metric.update(y, llr)
+    >>> round(metric.get(), 4)
+    0.5276
+    """
+
+    def __init__(self, prior: float | None = None):
+        if prior is not None:
+            check_scalar(prior, "prior", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+        super().__init__()
+        self.prior = prior
+        self._n = [0, 0]  # by class: negatives, positives
+        self._n_inf = [0, 0]
+        self._weight = [0.0, 0.0]
+        self._sum = [0.0, 0.0]
+
+    def _llr(self, y_pred) -> float:
+        if isinstance(y_pred, dict):
+            if self.prior is None:
+                msg = (
+                    "`y_pred` must be an LLR (a float) for Cllr; got a probability dict. Pass "
+                    "the calibrator's predict_llr_one output, or construct Cllr(prior=...) to "
+                    "convert posteriors."
+                )
+                raise TypeError(msg)
+            p = event_proba(y_pred)
+            with np.errstate(divide="ignore"):
+                return float(np.log(p) - np.log1p(-p)) - math.log(self.prior / (1.0 - self.prior))
+        return event_score(y_pred)
+
+    def update(self, y_true, y_pred, w=1.0) -> None:
+        y, x, w = event_label(y_true), self._llr(y_pred), event_weight(w)
+        self._add_llr(y, x, w)
+
+    def revert(self, y_true, y_pred, w=1.0) -> None:
+        y, x, w = event_label(y_true), self._llr(y_pred), event_weight(w)
+        self._add_llr(y, x, -w)
+
+    def _add_llr(self, y: bool, x: float, w: float) -> None:
+        if w == 0.0:
+            return
+        k, step = int(y), (1 if w > 0.0 else -1)
+        cost = float(np.logaddexp(0.0, -x if y else x)) / _LN2
+        self._n[k] += step
+        self._weight[k] += w
+        if math.isinf(cost):
+            self._n_inf[k] += step
+        else:
+            self._sum[k] += w * cost
+        if self._n[k] == 0:
+            self._weight[k] = self._sum[k] = 0.0
+
+    def get(self) -> float:
+        if not (self._n[0] > 0 and self._n[1] > 0):
+            return math.nan
+        if self._n_inf[0] > 0 or self._n_inf[1] > 0:
+            return math.inf
+        return 0.5 * (self._sum[1] / self._weight[1] + self._sum[0] / self._weight[0])
+
+
+class MinCllr(_ProbaMetric):
+    """minCllr, exact per event: equals :func:`streamcal.metrics.min_cllr` on the events so far.
+
+    Keeps the positive and negative weight of every distinct score (memory O(distinct scores));
+    ``get`` runs PAV-LLR over them (O(distinct scores)). Bucket or round the scores first to
+    bound memory. ``y_pred`` is any score that increases with the evidence for the positive
+    class (an LLR, a probability, or a probability dict). ``get`` is NaN until both classes have
+    been seen.
+
+    Examples
+    --------
+    >>> from streamcal.metrics import MinCllr
+    >>> metric = MinCllr()
+    >>> for y, s in [(False, 0.1), (True, 0.2), (False, 0.3), (True, 0.4)]:
+    ...     metric.update(y, s)
+    >>> metric.get()
+    0.5
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._pos: dict[float, list] = {}  # score -> [weight, count]
+        self._neg: dict[float, list] = {}
+
+    def update(self, y_true, y_pred, w=1.0) -> None:
+        y, s, w = event_label(y_true), event_score(y_pred), event_weight(w)
+        self._add_score(y, s, w)
+
+    def revert(self, y_true, y_pred, w=1.0) -> None:
+        y, s, w = event_label(y_true), event_score(y_pred), event_weight(w)
+        self._add_score(y, s, -w)
+
+    def _add_score(self, y: bool, s: float, w: float) -> None:
+        if w == 0.0:
+            return
+        s = s + 0.0  # -0.0 and 0.0 are one score
+        table = self._pos if y else self._neg
+        entry = table.setdefault(s, [0.0, 0])
+        entry[0] += w
+        entry[1] += 1 if w > 0.0 else -1
+        if entry[1] <= 0:
+            del table[s]
+
+    def get(self) -> float:
+        if not (self._pos and self._neg):
+            return math.nan
+        pos_s = np.fromiter(self._pos.keys(), dtype=np.float64, count=len(self._pos))
+        neg_s = np.fromiter(self._neg.keys(), dtype=np.float64, count=len(self._neg))
+        s = np.concatenate((pos_s, neg_s))
+        y = np.concatenate((np.ones(pos_s.size), np.zeros(neg_s.size)))
+        w = np.concatenate(
+            (
+                np.fromiter((e[0] for e in self._pos.values()), dtype=np.float64, count=len(self._pos)),
+                np.fromiter((e[0] for e in self._neg.values()), dtype=np.float64, count=len(self._neg)),
+            )
+        )
+        return _min_cllr(y, s, w)
+
+
+class _BinnedMetric(_ProbaMetric):
+    """Per-bin weighted sums over fixed equal-width bins ``[k/n, (k+1)/n)`` (the last closed)."""
+
+    def __init__(self, n_bins: int):
+        check_scalar(n_bins, "n_bins", numbers.Integral, low=1)
+        super().__init__()
+        self.n_bins = n_bins
+        self._edges = (np.arange(n_bins + 1) / n_bins).tolist()  # same edges as the array functions
+        self._n = [0] * n_bins
+        self._w = [0.0] * n_bins
+        self._wy = [0.0] * n_bins
+        self._wp = [0.0] * n_bins
+
+    def _bin(self, p: float) -> int:
+        return min(bisect.bisect_right(self._edges, p) - 1, self.n_bins - 1)
+
+    def _add(self, y, p, w):
+        if w == 0.0:
+            return
+        k = self._bin(p)
+        self._n[k] += 1 if w > 0.0 else -1
+        self._w[k] += w
+        self._wy[k] += w * float(y)
+        self._wp[k] += w * p
+        self._add_more(k, y, p, w)
+        if self._n[k] == 0:  # an emptied bin is exactly empty
+            for sums in self._all_sums():
+                sums[k] = 0.0
+
+    def _add_more(self, k: int, y: bool, p: float, w: float) -> None:
+        pass
+
+    def _all_sums(self) -> list[list[float]]:
+        return [self._w, self._wy, self._wp]
+
+
+class ECE(_BinnedMetric):
+    """Expected calibration error over fixed equal-width bins, exact per event.
+
+    Equals :func:`streamcal.metrics.ece` with ``strategy="uniform"`` on the events so far.
+
+    Parameters
+    ----------
+    n_bins : int, default 10
+
+    Examples
+    --------
+    >>> from streamcal.metrics import ECE
+    >>> metric = ECE()
+    >>> for y, p in [(False, 0.1), (False, 0.2), (True, 0.7), (True, 0.9)]:
+    ...     metric.update(y, p)
+    >>> round(metric.get(), 4)
+    0.175
+    """
+
+    def __init__(self, n_bins: int = 10):
+        super().__init__(n_bins)
+
+    def get(self) -> float:
+        total = sum(self._w)
+        if sum(self._n) <= 0:
+            return 0.0
+        return sum(abs(a - b) for a, b in zip(self._wy, self._wp, strict=True)) / total
+
+
+class CalibrationLoss(_BinnedMetric):
+    """The 10-bin calibration loss of paper 004, exact per event.
+
+    Equals :func:`streamcal.metrics.calibration_loss` on the events so far (kept as per-bin sums
+    of ``w``, ``w y``, ``w p`` and ``w p²``).
+
+    Parameters
+    ----------
+    n_bins : int, default 10
+
+    Examples
+    --------
+    >>> from streamcal.metrics import CalibrationLoss
+    >>> metric = CalibrationLoss()
+    >>> for y, p in [(False, 0.12), (True, 0.18), (False, 0.81), (True, 0.85)]:
+    ...     metric.update(y, p)
+    >>> round(metric.get(), 5)
+    0.11635
+    """
+
+    def __init__(self, n_bins: int = 10):
+        super().__init__(n_bins)
+        self._wpp = [0.0] * n_bins
+
+    def _add_more(self, k, y, p, w):
+        self._wpp[k] += w * p * p
+
+    def _all_sums(self):
+        return [self._w, self._wy, self._wp, self._wpp]
+
+    def get(self) -> float:
+        total = sum(self._w)
+        if sum(self._n) <= 0:
+            return 0.0
+        loss = 0.0
+        for w, wy, wp, wpp in zip(self._w, self._wy, self._wp, self._wpp, strict=True):
+            if w > 0.0:
+                frac = wy / w
+                loss += wpp - 2.0 * frac * wp + frac * frac * w
+        return max(loss, 0.0) / total
+
+
+class HosmerLemeshow(_ProbaMetric):
+    """The Hosmer–Lemeshow statistic, updated per event; ``pvalue`` gives its p-value.
+
+    Equals :func:`streamcal.metrics.hosmer_lemeshow` on the events so far.
+
+    - ``strategy="uniform"`` (fixed equal-width groups, Hosmer–Lemeshow's Ĥ): per-group sums,
+      O(n_groups) memory, O(1) updates.
+    - ``strategy="quantile"`` (deciles of risk, Ĉ): the groups move with every event, so the
+      metric keeps every (label, probability, weight) it has seen — O(events) memory — and
+      recomputes on ``get``. Use it on bounded streams or windows (``revert``).
+
+    Parameters
+    ----------
+    n_groups : int, default 10
+    strategy : {"quantile", "uniform"}, default "quantile"
+
+    Examples
+    --------
+    >>> from streamcal.metrics import HosmerLemeshow
+    >>> metric = HosmerLemeshow(n_groups=4, strategy="uniform")
+    >>> for y, p in [(False, 0.1), (True, 0.3), (False, 0.4), (True, 0.8), (True, 0.9)]:
+    ...     metric.update(y, p)
+    >>> round(metric.get(), 3), round(metric.pvalue, 3)
+    (0.662, 0.416)
+    """
+
+    def __init__(self, n_groups: int = 10, strategy: str = "quantile"):
+        check_scalar(n_groups, "n_groups", numbers.Integral, low=1)
+        check_scalar(strategy, "strategy", choices=("uniform", "quantile"))
+        super().__init__()
+        self.n_groups = n_groups
+        self.strategy = strategy
+        self._edges = (np.arange(n_groups + 1) / n_groups).tolist()
+        self._counts = [0] * n_groups
+        self._sums = [[0.0] * n_groups for _ in range(5)]  # n, o1, e1, o0, e0
+        self._events: list[tuple[bool, float, float]] = []
+
+    def _add(self, y, p, w):
+        if w == 0.0:
+            return
+        if self.strategy == "quantile":
+            if w > 0.0:
+                self._events.append((y, p, w))
+            else:
+                self._remove((y, p, -w))
+            return
+        k = min(bisect.bisect_right(self._edges, p) - 1, self.n_groups - 1)
+        self._counts[k] += 1 if w > 0.0 else -1
+        for sums, value in zip(self._sums, (1.0, float(y), p, 1.0 - float(y), 1.0 - p), strict=True):
+            sums[k] = w * value + sums[k] if self._counts[k] else 0.0
+
+    def _remove(self, event) -> None:
+        for i in range(len(self._events) - 1, -1, -1):
+            if self._events[i] == event:
+                del self._events[i]
+                return
+        msg = f"cannot revert an event that was never added: {event!r}."
+        raise ValueError(msg)
+
+    def revert(self, y_true, y_pred, w=1.0) -> None:
+        y, p, w = event_label(y_true), event_proba(y_pred), event_weight(w)
+        if self.strategy == "quantile" and w > 0.0:
+            self._remove((y, p, w))  # raises before changing anything if absent
+            return
+        self._add(y, p, -w)
+
+    def _result(self) -> tuple[float, float]:
+        if self.strategy == "quantile":
+            if not self._events:
+                return 0.0, math.nan
+            y, p, w = (np.array(col, dtype=np.float64) for col in zip(*self._events, strict=True))
+            if not w.sum() > 0.0:
+                return 0.0, math.nan
+            return hosmer_lemeshow(y, p, self.n_groups, strategy="quantile", weights=w)
+        return hl_from_sums(*self._sums)
+
+    def get(self) -> float:
+        return self._result()[0]
+
+    @property
+    def pvalue(self) -> float:
+        """The chi-square p-value of the current statistic (NaN with fewer than 3 groups)."""
+        return self._result()[1]

@@ -1,0 +1,241 @@
+"""River metrics equal the array functions after every update and revert."""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamcal.metrics import (
+    ECE,
+    BetaWeighting,
+    Brier,
+    CalibrationLoss,
+    Cllr,
+    HosmerLemeshow,
+    LogLoss,
+    MinCllr,
+    ProperScoringRule,
+    ThresholdWeighting,
+    brier_score,
+    calibration_loss,
+    cllr,
+    ece,
+    hosmer_lemeshow,
+    log_loss,
+    min_cllr,
+    proper_scoring_rule,
+)
+
+
+def _needs_both(func):
+    def wrapped(y, p, w):
+        if not (np.sum(w[y == 1]) > 0 and np.sum(w[y == 0]) > 0):
+            return math.nan
+        return func(y, p, w)
+
+    return wrapped
+
+
+# (river metric factory, array reference on the events so far, what y_pred is)
+CASES = {
+    "brier": (Brier, lambda y, p, w: brier_score(y, p, w), "proba"),
+    "log_loss": (LogLoss, lambda y, p, w: log_loss(y, p, w), "proba"),
+    "log_loss_eps": (lambda: LogLoss(eps=1e-6), lambda y, p, w: log_loss(y, p, w, eps=1e-6), "proba"),
+    "ece": (lambda: ECE(7), lambda y, p, w: ece(y, p, 7, weights=w), "proba"),
+    "calibration_loss": (CalibrationLoss, lambda y, p, w: calibration_loss(y, p, w), "proba"),
+    "hl_uniform": (
+        lambda: HosmerLemeshow(5, "uniform"),
+        lambda y, p, w: hosmer_lemeshow(y, p, 5, strategy="uniform", weights=w)[0],
+        "proba",
+    ),
+    "hl_quantile": (
+        lambda: HosmerLemeshow(4),
+        lambda y, p, w: hosmer_lemeshow(y, p, 4, weights=w)[0],
+        "proba",
+    ),
+    "beta_rule": (
+        lambda: ProperScoringRule(BetaWeighting(0.5, 2.0)),
+        lambda y, p, w: proper_scoring_rule(y, p, BetaWeighting(0.5, 2.0), w),
+        "proba",
+    ),
+    "threshold_rule": (
+        lambda: ProperScoringRule(ThresholdWeighting(0.3)),
+        lambda y, p, w: proper_scoring_rule(y, p, ThresholdWeighting(0.3), w),
+        "proba",
+    ),
+    "cllr": (Cllr, _needs_both(lambda y, x, w: cllr(y, x, w)), "llr"),
+    "min_cllr": (MinCllr, _needs_both(lambda y, s, w: min_cllr(y, s, w)), "llr"),
+}
+
+
+def _stream(rng, n, kind):
+    y = rng.uniform(size=n) < 0.3
+    if kind == "proba":
+        p = np.round(rng.uniform(size=n) ** 1.5, 2)  # ties and values on bin edges
+        p[rng.uniform(size=n) < 0.05] = 0.0
+        p[rng.uniform(size=n) < 0.05] = 1.0
+    else:
+        p = np.round(rng.normal(0, 2, n), 1)
+    w = np.round(rng.uniform(0.5, 2.0, n), 1)
+    return y, p, w
+
+
+def _same(got, expected):
+    if math.isnan(expected):
+        return math.isnan(got)
+    if math.isinf(expected):
+        return got == expected
+    return got == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_river_metric_equals_array_function_after_every_update(name, rng):
+    make, reference, kind = CASES[name]
+    n = 40 if name.endswith("rule") else 120
+    y, p, w = _stream(rng, n, kind)
+    metric = make()
+    for i in range(n):
+        metric.update(bool(y[i]), float(p[i]), w=float(w[i]))
+        got = metric.get()
+        assert isinstance(got, float)
+        assert _same(got, reference(y[: i + 1], p[: i + 1], w[: i + 1])), (i, got)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_river_metric_equals_array_function_in_a_sliding_window(name, rng):
+    make, reference, kind = CASES[name]
+    n, k = (30, 8) if name.endswith("rule") else (100, 25)
+    y, p, w = _stream(rng, n, kind)
+    metric = make()
+    for i in range(n):
+        metric.update(bool(y[i]), float(p[i]), w=float(w[i]))
+        if i >= k:
+            metric.revert(bool(y[i - k]), float(p[i - k]), w=float(w[i - k]))
+        lo = max(0, i - k + 1)
+        assert _same(metric.get(), reference(y[lo : i + 1], p[lo : i + 1], w[lo : i + 1])), i
+
+
+def test_hosmer_lemeshow_pvalue_follows_the_array_function(rng):
+    y, p, w = _stream(rng, 200, "proba")
+    for strategy in ["uniform", "quantile"]:
+        metric = HosmerLemeshow(10, strategy)
+        for yi, pi, wi in zip(y, p, w):
+            metric.update(bool(yi), float(pi), w=float(wi))
+        stat, pvalue = hosmer_lemeshow(y, p, 10, strategy=strategy, weights=w)
+        assert metric.get() == pytest.approx(stat, rel=1e-9)
+        assert metric.pvalue == pytest.approx(pvalue, rel=1e-9)
+
+
+@given(
+    events=st.lists(
+        st.tuples(st.booleans(), st.sampled_from([-math.inf, -2.0, -0.5, 0.0, 0.5, 1.5, math.inf])),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_min_cllr_stream_with_infinite_scores(events):
+    metric = MinCllr()
+    cllr_metric = Cllr()
+    for i, (yi, s) in enumerate(events):
+        metric.update(yi, s)
+        cllr_metric.update(yi, s)
+        y = np.array([e[0] for e in events[: i + 1]], dtype=float)
+        x = np.array([e[1] for e in events[: i + 1]])
+        if 0 < y.sum() < y.size:
+            assert metric.get() == pytest.approx(min_cllr(y, x), rel=1e-9, abs=1e-12)
+            assert metric.get() <= cllr_metric.get() + 1e-12
+        else:
+            assert math.isnan(metric.get())
+
+
+def test_proba_dicts_are_accepted():
+    a, b = Brier(), Brier()
+    a.update(True, {False: 0.3, True: 0.7})
+    b.update(True, 0.7)
+    assert a.get() == b.get()
+    c = Cllr(prior=0.2)
+    c.update(True, {False: 0.2, True: 0.8})
+    c.update(False, 0.0)
+    x = math.log(0.8 / 0.2) - math.log(0.2 / 0.8)
+    assert c.get() == pytest.approx(cllr([1, 0], [x, 0.0]), rel=1e-12)
+    with pytest.raises(TypeError, match="predict_llr_one"):
+        Cllr().update(True, {True: 0.8, False: 0.2})
+
+
+def test_log_loss_infinity_is_revertible():
+    metric = LogLoss()
+    metric.update(True, 0.8)
+    metric.update(True, 0.0)
+    assert metric.get() == math.inf
+    metric.revert(True, 0.0)
+    assert metric.get() == pytest.approx(-math.log(0.8), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_rejected_update_leaves_state_unchanged(name, rng):
+    make, _, kind = CASES[name]
+    metric = make()
+    y, p, w = _stream(rng, 10, kind)
+    for i in range(10):
+        metric.update(bool(y[i]), float(p[i]), w=float(w[i]))
+    before = pickle.dumps(metric)
+    bad_calls = [
+        ((2, 0.5), {}, r"`y_true` must be a binary label"),
+        ((True, math.nan), {}, r"`y_pred`"),
+        ((True, "0.5"), {}, r"`y_pred`"),
+        ((True, 0.5), {"w": -1.0}, r"`w` must be finite and non-negative; got -1.0"),
+        ((True, 0.5), {"w": math.nan}, r"`w`"),
+    ]
+    if kind == "proba":
+        bad_calls.append(((True, 1.5), {}, r"`y_pred` must be a probability in \[0, 1\]; got 1.5"))
+    for args, kwargs, match in bad_calls:
+        for method in (metric.update, metric.revert):
+            with pytest.raises((ValueError, TypeError), match=match):
+                method(*args, **kwargs)
+            assert pickle.dumps(metric) == before
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_clone_and_pickle(name, rng):
+    make, _, kind = CASES[name]
+    metric = make()
+    y, p, w = _stream(rng, 20, kind)
+    for i in range(20):
+        metric.update(bool(y[i]), float(p[i]), w=float(w[i]))
+    restored = pickle.loads(pickle.dumps(metric))
+    assert _same(restored.get(), metric.get())
+    deep = copy.deepcopy(metric)
+    assert _same(deep.get(), metric.get())
+    fresh = metric.clone()
+    assert fresh.get() == 0.0 or math.isnan(fresh.get())
+    assert not metric.bigger_is_better
+    assert not metric.requires_labels
+
+
+def test_bad_parameters():
+    with pytest.raises(ValueError, match=r"`n_bins` must be an int in \[1, inf\); got 0"):
+        ECE(0)
+    with pytest.raises(ValueError, match=r"`strategy` must be one of"):
+        HosmerLemeshow(strategy="deciles")
+    with pytest.raises(ValueError, match=r"`prior`"):
+        Cllr(prior=1.0)
+    with pytest.raises(TypeError, match=r"`weighting`"):
+        ProperScoringRule("log")
+    with pytest.raises(ValueError, match="never added"):
+        HosmerLemeshow().revert(True, 0.5)
+
+
+def test_works_in_progressive_validation():
+    from river import datasets, evaluate, linear_model, preprocessing
+
+    model = preprocessing.StandardScaler() | linear_model.LogisticRegression()
+    dataset = list(datasets.Phishing())[:200]
+    for metric in [Brier(), LogLoss(), ECE(), CalibrationLoss(), HosmerLemeshow(), MinCllr()]:
+        result = evaluate.progressive_val_score(dataset, copy.deepcopy(model), metric)
+        assert math.isfinite(result.get())
