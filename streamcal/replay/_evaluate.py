@@ -9,6 +9,7 @@ import numpy as np
 
 __all__ = ["METRIC_NAMES", "MetricWindows", "Reliability", "default_metrics"]
 
+LOG_LOSS_EPS = 1e-6
 METRIC_NAMES = ("brier", "log_loss", "cllr", "min_cllr", "ece", "calibration_loss")
 # metrics that need both classes in the window (NaN otherwise)
 _BOTH_CLASSES = {"cllr", "min_cllr"}
@@ -21,11 +22,13 @@ def default_metrics() -> dict[str, MetricFn]:
 
     ``min_cllr`` is taken over the method's LLR output (the best Cllr any monotone recalibration of
     that output could reach), so ``cllr - min_cllr`` is the calibration part of its Cllr.
+    ``log_loss`` clips probabilities into ``[1e-6, 1 - 1e-6]`` (PAV legitimately predicts 0 or 1
+    at the ends, which would make a whole window's log loss infinite).
     """
     m = importlib.import_module("streamcal.metrics")
     return {
         "brier": lambda y, p, llr: m.brier_score(y, p),
-        "log_loss": lambda y, p, llr: m.log_loss(y, p),
+        "log_loss": lambda y, p, llr: m.log_loss(y, p, eps=LOG_LOSS_EPS),
         "cllr": lambda y, p, llr: m.cllr(y, llr),
         "min_cllr": lambda y, p, llr: m.min_cllr(y, llr),
         "ece": lambda y, p, llr: m.ece(y, p),

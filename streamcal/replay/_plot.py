@@ -6,10 +6,13 @@ import numpy as np
 
 __all__ = ["plot_replay"]
 
+MIN_BIN_EVENTS = 20  # reliability bins with fewer events are too noisy to draw
+
 
 def plot_replay(path, reliability, names: list[str], metrics_table, title: str = "") -> None:
-    """Write a PNG: a reliability diagram (log-log, so rare positives show) and each metric per
-    window of events, one line per method."""
+    """Write a PNG: a reliability diagram (log-log, so rare positives show; bins with fewer than
+    ``MIN_BIN_EVENTS`` events or no positive left out) and each metric per window of events, one
+    line per method."""
     try:
         import matplotlib
     except ImportError:  # pragma: no cover - depends on the installation
@@ -31,11 +34,14 @@ def plot_replay(path, reliability, names: list[str], metrics_table, title: str =
     ax = axes[0]
     lo = 1.0
     for name in names:
-        x, y, _ = reliability.curve(name)
-        if x.size == 0:
+        x, y, count = reliability.curve(name)
+        keep = (count >= MIN_BIN_EVENTS) & (y > 0)  # a log axis cannot show a frequency of 0
+        if not keep.any():
             continue
-        ax.plot(x, np.maximum(y, 1e-7), marker="o", ms=3, label=name)
-        lo = min(lo, float(np.min(x)))
+        label = "input score" if name == "score" else name
+        style = {"color": "black", "ls": ":"} if name == "score" else {}
+        ax.plot(x[keep], y[keep], marker="o", ms=3, label=label, **style)
+        lo = min(lo, float(np.min(x[keep])), float(np.min(y[keep])))
     lo = max(lo / 2.0, 1e-6)
     ax.plot([lo, 1.0], [lo, 1.0], color="grey", lw=0.8, ls="--", label="perfect")
     ax.set(

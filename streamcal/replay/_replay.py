@@ -115,13 +115,14 @@ class ReplaySummary:
             print(self.to_text(), file=file)
             return
         header, rows = self._rows()
-        table = Table(title="streamcal replay", caption=self._caption(), caption_justify="left")
+        table = Table(title="streamcal replay", title_justify="left")
         for i, h in enumerate(header):
             table.add_column(h, justify="right" if i else "left")
         for r in rows:
             table.add_row(*r)
         console = Console(file=file, soft_wrap=False)
         console.print(table)
+        console.print(self._caption(), highlight=False)
         for label, path in (
             ("output", self.output),
             ("metrics", self.metrics_output),
