@@ -10,7 +10,7 @@ by event order. With ``L_i = t_i`` for all events this is exactly ``prequential`
 Per record batch :func:`plan_batch` turns the labels in flight plus the batch's events into one
 ordered operation sequence for ``process(scores, labels, learn_mask, weights=, times=)``; learn
 operations carry their label time as time (so the sequence's times never go backwards). Labels
-whose time has not come by the end of the batch stay in flight, in event order.
+whose time has not come by the end of the batch stay in flight, in order of (label time, event).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ __all__ = ["InFlight", "Ops", "plan_batch", "plan_flush"]
 
 @dataclass
 class InFlight:
-    """Labels not learned yet, in event order: label time, score, label, weight, event index."""
+    """Labels not learned yet, in order of (label time, event): label time, score, label, weight,
+    event index."""
 
     label_t: np.ndarray
     s: np.ndarray
@@ -59,6 +60,13 @@ def _cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return b if a.size == 0 else np.concatenate((a, b))
 
 
+def _stable_order(x: np.ndarray) -> np.ndarray | None:
+    """Stable sorting permutation of ``x``, or None if ``x`` is already sorted."""
+    if x.size < 2 or not bool(np.any(x[1:] < x[:-1])):
+        return None
+    return np.argsort(x, kind="stable")
+
+
 def plan_batch(
     flight: InFlight,
     t: np.ndarray,
@@ -71,54 +79,62 @@ def plan_batch(
     """Merge the labels in flight and a batch of events (times non-decreasing) into one sequence.
 
     Returns the operations and the labels still in flight after the batch.
+
+    Candidates (labels in flight, then this batch's labels) are ordered by (label time, event) with
+    one stable sort: the labels in flight are already in that order and all precede the batch's
+    events. Each label goes before event ``j = max(searchsorted(t, label time), own event + 1)``;
+    in (label time, event) order ``j`` never decreases (a label forced after its own event ``i``
+    has label time ``t_i``, and any later label time ``L > t_i`` has ``searchsorted(t, L) > i``),
+    so the labels learned in this batch are a prefix of that order and the rest stays in order.
     """
     n = t.size
-    m = len(flight)
     cand_t = _cat(flight.label_t, label_t)
-    cand_s = _cat(flight.s, s)
-    cand_y = _cat(flight.y, y)
-    cand_w = None if w is None else _cat(flight.w, w)
     cand_i = _cat(flight.index, np.arange(first_index, first_index + n, dtype=np.int64))
-    # position (in the batch's events) before which each label is learned; n = not in this batch
+    order = _stable_order(cand_t)
+    if order is not None:
+        cand_t = cand_t[order]
+        cand_i = cand_i[order]
+    # sorted keys make searchsorted fast (numpy narrows each search from the previous one)
     j = np.searchsorted(t, cand_t, side="left")
-    np.maximum(j[m:], np.arange(1, n + 1), out=j[m:])  # never before the event's own prediction
-    learnable = j < n
-    idx = np.flatnonzero(learnable)
-    lt = cand_t[idx]
-    # candidates are in event order; a stable sort by label time gives order (label time, event).
-    # This order keeps j non-decreasing (see the module docstring), so positions follow directly.
-    if lt.size > 1 and bool(np.any(lt[1:] < lt[:-1])):
-        order = np.argsort(lt, kind="stable")
-        idx = idx[order]
-        lt = lt[order]
-    jl = j[idx]
-    k = idx.size
+    own = cand_i - first_index  # position of the label's own event in this batch (< 0: earlier)
+    np.maximum(j, own + 1, out=j)
+    k = int(np.searchsorted(j, n, side="left"))  # j is non-decreasing: learnable = prefix
+
+    def pick(prev: np.ndarray, new: np.ndarray) -> np.ndarray:
+        values = _cat(prev, new)
+        return values if order is None else values[order]
+
+    cand_s = pick(flight.s, s)
+    cand_y = pick(flight.y, y)
+    cand_w = None if w is None else pick(flight.w, w)
+    jl = j[:k]
     learn_pos = np.arange(k) + jl
-    pred_pos = np.arange(n) + np.searchsorted(jl, np.arange(n), side="right")
+    # event e is preceded by e events and by the labels with j <= e
+    before = np.cumsum(np.bincount(jl, minlength=n)[:n])
+    pred_pos = np.arange(n) + before
     size = n + k
     op_s = np.empty(size)
     op_y = np.empty(size)
     op_t = np.empty(size)
     op_s[pred_pos] = s
-    op_s[learn_pos] = cand_s[idx]
+    op_s[learn_pos] = cand_s[:k]
     op_y[pred_pos] = y
-    op_y[learn_pos] = cand_y[idx]
+    op_y[learn_pos] = cand_y[:k]
     op_t[pred_pos] = t
-    op_t[learn_pos] = lt
+    op_t[learn_pos] = cand_t[:k]
     learn = np.zeros(size, dtype=bool)
     learn[learn_pos] = True
     op_w = None
     if cand_w is not None:
         op_w = np.empty(size)
         op_w[pred_pos] = w
-        op_w[learn_pos] = cand_w[idx]
-    rest = ~learnable
+        op_w[learn_pos] = cand_w[:k]
     flight = InFlight(
-        cand_t[rest],
-        cand_s[rest],
-        cand_y[rest],
-        None if cand_w is None else cand_w[rest],
-        cand_i[rest],
+        cand_t[k:].copy(),
+        cand_s[k:].copy(),
+        cand_y[k:].copy(),
+        None if cand_w is None else cand_w[k:].copy(),
+        cand_i[k:].copy(),
     )
     return Ops(op_s, op_y, learn, op_t, op_w, pred_pos, k), flight
 
@@ -126,25 +142,21 @@ def plan_batch(
 def plan_flush(flight: InFlight, clock: float) -> tuple[Ops, InFlight]:
     """At the end of the stream: learn the labels whose time is at or before ``clock`` (the last
     event time), in order of label time then event; the others stay in flight."""
-    due = flight.label_t <= clock
-    idx = np.flatnonzero(due)
-    idx = idx[np.argsort(flight.label_t[idx], kind="stable")]
-    k = idx.size
+    k = int(np.searchsorted(flight.label_t, clock, side="right"))
     ops = Ops(
-        flight.s[idx],
-        flight.y[idx],
+        flight.s[:k],
+        flight.y[:k],
         np.ones(k, dtype=bool),
-        flight.label_t[idx],
-        None if flight.w is None else flight.w[idx],
+        flight.label_t[:k],
+        None if flight.w is None else flight.w[:k],
         np.empty(0, dtype=np.int64),
         k,
     )
-    rest = ~due
     left = InFlight(
-        flight.label_t[rest],
-        flight.s[rest],
-        flight.y[rest],
-        None if flight.w is None else flight.w[rest],
-        flight.index[rest],
+        flight.label_t[k:],
+        flight.s[k:],
+        flight.y[k:],
+        None if flight.w is None else flight.w[k:],
+        flight.index[k:],
     )
     return ops, left

@@ -160,22 +160,23 @@ class MetricWindows:
 
 
 class Reliability:
-    """Exact reliability counts on a fixed logit-spaced grid of predicted probabilities."""
+    """Exact reliability counts on a fixed logit-spaced grid of predicted probabilities.
 
-    EDGES = np.concatenate(([-np.inf], np.linspace(-10.0, 10.0, 41), [np.inf]))
+    Bin edges are ``sigmoid(z)`` for ``z`` = -10, -9.5, ..., 10 (plus the ends 0 and 1), so rare
+    event rates near 1e-4 are resolved as well as rates near 0.5.
+    """
+
+    EDGES = 1.0 / (1.0 + np.exp(-np.linspace(-10.0, 10.0, 41)))
 
     def __init__(self, names: list[str]):
-        k = self.EDGES.size - 1
+        k = self.EDGES.size + 1
         self.count = {name: np.zeros(k) for name in names}
         self.sum_p = {name: np.zeros(k) for name in names}
         self.sum_y = {name: np.zeros(k) for name in names}
 
     def add(self, name: str, p: np.ndarray, y: np.ndarray) -> None:
-        with np.errstate(divide="ignore"):
-            z = np.log(p) - np.log1p(-p)
-        b = np.searchsorted(self.EDGES, z, side="right") - 1
-        b = np.clip(b, 0, self.EDGES.size - 2)
-        k = self.EDGES.size - 1
+        k = self.EDGES.size + 1
+        b = np.searchsorted(self.EDGES, p, side="right")
         self.count[name] += np.bincount(b, minlength=k)
         self.sum_p[name] += np.bincount(b, weights=p, minlength=k)
         self.sum_y[name] += np.bincount(b, weights=y, minlength=k)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Mapping
@@ -355,7 +356,7 @@ def replay(
     if on_unsorted == "sort":
         chunks = _sorted_chunks(chunks, batch_size)
     windows = MetricWindows(names, metrics_window, metric_fns)
-    reliability = Reliability([*names, "score"])
+    reliability = Reliability([*names, "score"]) if plot is not None else None
     raw_is_proba = True
     flight = InFlight.empty(weight_col is not None)
     clock = -np.inf
@@ -382,18 +383,20 @@ def replay(
                     raise ReplayInputError(msg) from None
                 proba[name] = np.asarray(p_ops)[ops.pred_pos]
                 llr[name] = np.asarray(l_ops)[ops.pred_pos]
-                reliability.add(name, proba[name], chunk.y)
-            if raw_is_proba and bool(np.all((chunk.s >= 0.0) & (chunk.s <= 1.0))):
-                reliability.add("score", chunk.s, chunk.y)
-            else:
-                raw_is_proba = False
+                if reliability is not None:
+                    reliability.add(name, proba[name], chunk.y)
+            if reliability is not None:
+                if raw_is_proba and bool(np.all((chunk.s >= 0.0) & (chunk.s <= 1.0))):
+                    reliability.add("score", chunk.s, chunk.y)
+                else:
+                    raw_is_proba = False
             windows.add(chunk.t, chunk.y, proba, llr)
             if output is not None:
                 batch = _output_batch(chunk.kept, names, proba, llr)
                 if writer is None:
-                    writer, tmp = _open_writer(output, batch.schema, compression)
+                    writer, tmp = _open_writer(output, batch.schema, compression, chunk.kept.schema)
                     tmp_paths.append(tmp)
-                writer.write_batch(batch)
+                writer.write(batch)
             n_events += n
             n_pos += int(chunk.y.sum())
             n_learned += ops.n_learn
@@ -410,7 +413,8 @@ def replay(
         windows.finish()
         bar.close()
         if output is not None and writer is None:  # no rows at all: an empty file with the schema
-            writer, tmp = _open_writer(output, _empty_schema(holder, names), compression)
+            schema = _empty_schema(holder, names)
+            writer, tmp = _open_writer(output, schema, compression, holder.get("kept"))
             tmp_paths.append(tmp)
         if writer is not None:
             writer.close()
@@ -439,7 +443,7 @@ def replay(
         tmp_paths = []
     finally:
         if writer is not None:
-            writer.close()
+            writer.abort()
         for tmp in tmp_paths:
             tmp.unlink(missing_ok=True)
     return ReplaySummary(
@@ -478,11 +482,49 @@ def _count_rows(files) -> int | None:
     return total
 
 
-def _open_writer(path: Path, schema, compression: str):
-    import pyarrow.parquet as pq
+class _BackgroundWriter:
+    """A Parquet writer that writes each batch on a worker thread while the next one is computed
+    (pyarrow releases the GIL while encoding and writing). At most one batch is in flight; an
+    error on the worker is raised at the next call."""
 
+    def __init__(self, path: Path, schema, compression: str, dictionary_columns):
+        from concurrent.futures import ThreadPoolExecutor
+
+        import pyarrow.parquet as pq
+
+        # dictionary encoding only pays for input columns (maybe strings), never for new floats
+        self._writer = pq.ParquetWriter(
+            path, schema, compression=compression, use_dictionary=list(dictionary_columns)
+        )
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamcal-replay-writer")
+        self._pending = None
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
+
+    def write(self, batch) -> None:
+        self._wait()
+        self._pending = self._pool.submit(self._writer.write_batch, batch)
+
+    def close(self) -> None:
+        try:
+            self._wait()
+        finally:
+            self._pool.shutdown(wait=True)
+            self._writer.close()
+
+    def abort(self) -> None:
+        """Close after an error elsewhere, without raising a second one."""
+        with contextlib.suppress(Exception):  # the first error is the one to report
+            self.close()
+
+
+def _open_writer(path: Path, schema, compression: str, kept_schema):
     tmp = _tmp_name(path)
-    return pq.ParquetWriter(tmp, schema, compression=compression), tmp
+    names = [] if kept_schema is None else kept_schema.names
+    return _BackgroundWriter(tmp, schema, compression, names), tmp
 
 
 def _output_batch(kept, names, proba, llr):
