@@ -18,6 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from streamcal.buckets import LogitGrid
+from streamcal.isotonic.streaming import PAVCalibrator
 from streamcal.replay import (
     RawScoreCalibrator,
     ReplayInputError,
@@ -27,6 +29,7 @@ from streamcal.replay import (
     replay,
 )
 from streamcal.replay._engine import InFlight, plan_batch, plan_flush
+from streamcal.windows import CountWindow, Decay, TimeWindow
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,8 +56,9 @@ class NaiveBucketCalibrator:
     def _bucket(self, s: float) -> int:
         return min(int(s * self.buckets), self.buckets - 1)
 
-    def learn_one(self, s: float, y: float, w: float = 1.0) -> None:
-        b = self._bucket(s)
+    def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
+        b = self._bucket(x["score"])
+        y = float(y)
         self.pos[b] += w * y
         self.tot[b] += w
         self.events.append((b, y, w))
@@ -63,22 +67,26 @@ class NaiveBucketCalibrator:
             self.pos[ob] -= ow * oy
             self.tot[ob] -= ow
 
-    def predict_one(self, s: float) -> tuple[float, float]:
-        b = self._bucket(s)
+    def predict_proba_one(self, x: dict) -> dict:
+        b = self._bucket(x["score"])
         p = (self.pos[b] + 1.0) / (self.tot[b] + 2.0)
+        return {False: 1.0 - p, True: p}
+
+    def predict_llr_one(self, x: dict) -> float:
+        p = self.predict_proba_one(x)[True]
         prior = (sum(self.pos) + 1.0) / (sum(self.tot) + 2.0)
-        return p, math.log(p / (1 - p)) - math.log(prior / (1 - prior))
+        return math.log(p / (1 - p)) - math.log(prior / (1 - prior))
 
     def process(self, scores, labels, learn_mask, *, weights=None, times=None):
         n = len(scores)
         proba = np.full(n, np.nan)
         llr = np.full(n, np.nan)
         for i in range(n):
-            w = 1.0 if weights is None else float(weights[i])
+            x = {"score": float(scores[i])}
             if learn_mask[i]:
-                self.learn_one(float(scores[i]), float(labels[i]), w)
+                self.learn_one(x, labels[i], 1.0 if weights is None else float(weights[i]))
             else:
-                proba[i], llr[i] = self.predict_one(float(scores[i]))
+                proba[i], llr[i] = self.predict_proba_one(x)[True], self.predict_llr_one(x)
         return proba, llr
 
     def prequential(self, scores, labels, *, weights=None, times=None):
@@ -86,25 +94,28 @@ class NaiveBucketCalibrator:
         proba = np.empty(n)
         llr = np.empty(n)
         for i in range(n):
-            proba[i], llr[i] = self.predict_one(float(scores[i]))
-            self.learn_one(
-                float(scores[i]), float(labels[i]), 1.0 if weights is None else float(weights[i])
-            )
+            x = {"score": float(scores[i])}
+            proba[i], llr[i] = self.predict_proba_one(x)[True], self.predict_llr_one(x)
+            self.learn_one(x, labels[i], 1.0 if weights is None else float(weights[i]))
         return proba, llr
 
 
 def naive_replay(t, s, y, label_t, cal, w=None):
-    """Event by event: before predicting event k, learn every earlier event's label whose label time
-    is at or before t[k], in order of (label time, event); then predict event k."""
+    """Event by event, through the river face: before predicting event k, learn every earlier
+    event's label whose label time is at or before t[k], in order of (label time, event), at its
+    label time; then predict event k."""
     pending = []  # (label time, event index)
     proba = np.empty(len(t))
     llr = np.empty(len(t))
     for k in range(len(t)):
         due = sorted(p for p in pending if p[0] <= t[k])
         for lt, i in due:
-            cal.learn_one(s[i], y[i], 1.0 if w is None else w[i])
+            wi = 1.0 if w is None else float(w[i])
+            cal.learn_one({"score": float(s[i])}, bool(y[i]), w=wi, t=float(lt))
         pending = [p for p in pending if p[0] > t[k]]
-        proba[k], llr[k] = cal.predict_one(s[k])
+        x = {"score": float(s[k])}
+        proba[k] = cal.predict_proba_one(x)[True]
+        llr[k] = cal.predict_llr_one(x)
         pending.append((label_t[k], k))
     return proba, llr
 
@@ -205,9 +216,7 @@ def test_plan_batches_give_the_naive_operation_order(data, n):
         # learn-op times are label times and never go backwards, nor do operation times overall
         assert np.all(np.diff(ops.t) >= 0)
         assert np.array_equal(ops.s[ops.pred_pos], ids[a:b])
-        got += [
-            ("learn" if ln else "predict", int(i)) for ln, i in zip(ops.learn, ops.s, strict=True)
-        ]
+        got += [("learn" if ln else "predict", int(i)) for ln, i in zip(ops.learn, ops.s, strict=True)]
     ops, flight = plan_flush(flight, t[-1])
     got += [("learn", int(i)) for i in ops.s]
     assert got == naive_ops(t, label_t)
@@ -260,9 +269,7 @@ def test_label_delay_option_equals_label_time_column(tmp_path, events):
     run(tmp_path / "a.parquet", output=tmp_path / "a_out.parquet")
     summary = run(tmp_path / "b.parquet", output=tmp_path / "b_out.parquet", label_delay="2.5s")
     assert summary.label_mode == "delay"
-    for a, b in zip(
-        outputs(tmp_path / "a_out.parquet"), outputs(tmp_path / "b_out.parquet"), strict=True
-    ):
+    for a, b in zip(outputs(tmp_path / "a_out.parquet"), outputs(tmp_path / "b_out.parquet"), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -325,6 +332,103 @@ def test_metrics_over_time_are_per_window_of_events(tmp_path, events):
         assert row["n_positive"] == int(y[sl].sum())
     overall = np.average(table["log_loss"].to_numpy(), weights=table["n_events"].to_numpy())
     assert summary.metrics["naive"]["log_loss"] == pytest.approx(overall)
+
+
+# ---------------------------------------------------------------- the real calibrators
+
+PAV_CONFIGS = {
+    "count": lambda: PAVCalibrator(buckets=LogitGrid(n_buckets=64), window=CountWindow(300)),
+    "time": lambda: PAVCalibrator(buckets=LogitGrid(n_buckets=64), window=TimeWindow(6 * 3600.0)),
+    "decay": lambda: PAVCalibrator(window=Decay(200.0)),
+    "step": lambda: PAVCalibrator(interpolation="step"),
+}
+
+
+def stream_arrays(path):
+    table = pq.read_table(path)
+    seconds = [table[c].cast(pa.int64()).to_numpy() / 1000.0 for c in ("event_time", "label_time")]
+    return (
+        seconds[0],
+        table["score"].to_numpy(),
+        table["label"].to_numpy(zero_copy_only=False).astype(float),
+        seconds[1],
+    )
+
+
+def test_replay_equals_each_calibrators_prequential(tmp_path, clicks):
+    t, s, y, _ = stream_arrays(clicks)
+    cals = {name: make() for name, make in PAV_CONFIGS.items()}
+    cals["raw"] = RawScoreCalibrator()
+    summary = replay(
+        clicks, cals, label_time_col=None, output=tmp_path / "out.parquet", metrics_window=1_000, batch_size=333
+    )
+    assert summary.label_mode == "immediate"
+    out = pq.read_table(tmp_path / "out.parquet")
+    for name, make in [*PAV_CONFIGS.items(), ("raw", RawScoreCalibrator)]:
+        proba, llr = make().prequential(s, y, times=t)
+        np.testing.assert_array_equal(out[f"proba_{name}"].to_numpy(), proba, err_msg=name)
+        np.testing.assert_array_equal(out[f"llr_{name}"].to_numpy(), llr, err_msg=name)
+    # the final states agree too: same predictions afterwards
+    grid = np.linspace(0.001, 0.999, 50)
+    for name, make in PAV_CONFIGS.items():
+        ref = make()
+        ref.prequential(s, y, times=t)
+        np.testing.assert_array_equal(cals[name].predict_proba(grid), ref.predict_proba(grid))
+
+
+def test_replay_with_late_labels_equals_event_by_event_pav(tmp_path, clicks):
+    t, s, y, label_t = stream_arrays(clicks)
+    assert np.mean(label_t > t) > 0.9  # most labels are late
+    cals = {name: make() for name, make in PAV_CONFIGS.items()}
+    replay(clicks, cals, output=tmp_path / "out.parquet", metrics_window=1_000, batch_size=256)
+    out = pq.read_table(tmp_path / "out.parquet")
+    for name, make in PAV_CONFIGS.items():
+        proba, llr = naive_replay(t, s, y, label_t, make())
+        np.testing.assert_array_equal(out[f"proba_{name}"].to_numpy(), proba, err_msg=name)
+        np.testing.assert_array_equal(out[f"llr_{name}"].to_numpy(), llr, err_msg=name)
+
+
+def test_methods_by_name_with_buckets_and_windows(tmp_path, clicks):
+    t, s, y, label_t = stream_arrays(clicks)
+    cases = [
+        ({"buckets": 64, "window": 300}, PAV_CONFIGS["count"]),
+        ({"buckets": "logit:64", "window": "6h"}, PAV_CONFIGS["time"]),
+        ({"decay": 200}, PAV_CONFIGS["decay"]),
+    ]
+    for kw, make in cases:
+        out = tmp_path / "out.parquet"
+        replay(clicks, "pav", output=out, metrics_window=1_000, **kw)
+        want = naive_replay(t, s, y, label_t, make())
+        np.testing.assert_array_equal(outputs(out, "pav")[0], want[0], err_msg=str(kw))
+
+
+def test_real_metrics_table(tmp_path, clicks):
+    summary = replay(clicks, {"pav": PAV_CONFIGS["count"](), "raw": RawScoreCalibrator()}, metrics_window=1_000)
+    table = summary.metrics_table
+    assert table.column_names == [
+        "window",
+        "first_event",
+        "last_event",
+        "start_time",
+        "end_time",
+        "n_events",
+        "n_positive",
+        "method",
+        "brier",
+        "log_loss",
+        "cllr",
+        "min_cllr",
+        "ece",
+        "calibration_loss",
+    ]
+    assert table.num_rows == 6
+    rows = table.to_pylist()
+    for row in rows:
+        if row["n_positive"]:
+            assert row["min_cllr"] <= row["cllr"] + 1e-12
+    # the over-confident raw scores are worse calibrated than PAV once PAV has learned
+    assert summary.metrics["pav"]["ece"] < summary.metrics["raw"]["ece"]
+    assert "pav" in summary.to_text()
 
 
 # ---------------------------------------------------------------- formats, directories, columns
@@ -447,9 +551,7 @@ def test_empty_files(tmp_path, events):
     pq.write_table(empty, d / "d.parquet")
     summary = run(d, output=tmp_path / "dir_out.parquet")
     assert summary.n_events == len(t)
-    with pacsv.CSVWriter(
-        str(tmp_path / "h.csv"), pa.schema([("score", pa.float64()), ("label", pa.int64())])
-    ):
+    with pacsv.CSVWriter(str(tmp_path / "h.csv"), pa.schema([("score", pa.float64()), ("label", pa.int64())])):
         pass
     summary = run(tmp_path / "h.csv", time_col=None)
     assert summary.n_events == 0
@@ -474,13 +576,9 @@ def test_missing_column(tmp_path, events):
 
 def test_wrong_types(tmp_path, events):
     t, s, y, _ = events
-    pq.write_table(
-        pa.table({"event_time": t, "score": s.astype(str), "label": y}), tmp_path / "a.parquet"
-    )
+    pq.write_table(pa.table({"event_time": t, "score": s.astype(str), "label": y}), tmp_path / "a.parquet")
     check_error(tmp_path, tmp_path / "a.parquet", r"a\.parquet', column 'score'.*got type string")
-    pq.write_table(
-        pa.table({"event_time": t.astype(str), "score": s, "label": y}), tmp_path / "b.parquet"
-    )
+    pq.write_table(pa.table({"event_time": t.astype(str), "score": s, "label": y}), tmp_path / "b.parquet")
     check_error(tmp_path, tmp_path / "b.parquet", r"column 'event_time'.*got type string")
     ts = pa.array((t * 1000).astype(np.int64), pa.timestamp("ms"))
     pq.write_table(
@@ -522,9 +620,7 @@ def test_label_time_before_event_time(tmp_path, events):
     label_t = label_t.copy()
     label_t[3] = t[3] - 1.0
     write_parquet(tmp_path / "in.parquet", t, s, y, label_t)
-    check_error(
-        tmp_path, tmp_path / "in.parquet", r"column 'label_time', row 3: .*before the event time"
-    )
+    check_error(tmp_path, tmp_path / "in.parquet", r"column 'label_time', row 3: .*before the event time")
 
 
 def test_times_going_backwards_are_rejected_or_sorted(tmp_path, events):
@@ -592,9 +688,7 @@ def test_output_column_clash(tmp_path, events):
 def test_unknown_and_unavailable_methods(tmp_path, events):
     t, s, y, _ = events
     path = write_parquet(tmp_path / "in.parquet", t, s, y)
-    with pytest.raises(
-        UnavailableMethodError, match=r"unknown method 'nope'; available methods: .*raw"
-    ):
+    with pytest.raises(UnavailableMethodError, match=r"unknown method 'nope'; available methods: .*raw"):
         replay(path, "raw,nope", metrics=METRICS)
     assert "raw" in available_methods()
     for name in ("pav", "gev", "platt", "ispline"):
@@ -645,9 +739,7 @@ def cli(*args, cwd):
 
 def test_cli_end_to_end_with_plot(tmp_path):
     pytest.importorskip("matplotlib")
-    pytest.importorskip(
-        "streamcal.metrics", reason="the default metrics come from streamcal.metrics"
-    )
+    pytest.importorskip("streamcal.metrics", reason="the default metrics come from streamcal.metrics")
     gen = cli(
         "generate",
         "clicks.parquet",
@@ -691,9 +783,7 @@ def test_cli_end_to_end_with_plot(tmp_path):
 
 
 def test_cli_errors_are_one_clear_line(tmp_path, events):
-    pytest.importorskip(
-        "streamcal.metrics", reason="the default metrics come from streamcal.metrics"
-    )
+    pytest.importorskip("streamcal.metrics", reason="the default metrics come from streamcal.metrics")
     t, s, y, _ = events
     s = s.copy()
     s[5] = np.inf

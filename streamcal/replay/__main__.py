@@ -18,9 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m streamcal.replay")
     sub = parser.add_subparsers(dest="command", required=True)
     add_generate_arguments(sub.add_parser("generate", help="write a synthetic event stream"))
-    add_replay_arguments(
-        sub.add_parser("replay", help="replay an event stream through calibrators")
-    )
+    add_replay_arguments(sub.add_parser("replay", help="replay an event stream through calibrators"))
     args = parser.parse_args(argv)
     return run_generate(args) if args.command == "generate" else run_replay(args)
 

@@ -42,18 +42,14 @@ def add_generate_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
         "Write a seeded synthetic event stream (event_time, score, label, label_time), "
         "batch by batch, to Parquet, Arrow IPC or CSV."
     )
-    parser.add_argument(
-        "path", help="output file (.parquet, .arrow/.feather, .csv), or a directory with --parts"
-    )
+    parser.add_argument("path", help="output file (.parquet, .arrow/.feather, .csv), or a directory with --parts")
     parser.add_argument(
         "--scenario",
         choices=sorted(SCENARIOS),
         default="click",
         help="; ".join(f"{s.name}: {s.description}" for s in SCENARIOS.values()),
     )
-    parser.add_argument(
-        "-n", "--rows", type=_count, default=1_000_000, help="number of events (default 1e6)"
-    )
+    parser.add_argument("-n", "--rows", type=_count, default=1_000_000, help="number of events (default 1e6)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument(
         "--format",
@@ -61,12 +57,8 @@ def add_generate_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
         default=None,
         help="output format (default: from the file name, else parquet)",
     )
-    parser.add_argument(
-        "--batch-size", type=_positive_int, default=1_000_000, help="rows per written batch"
-    )
-    parser.add_argument(
-        "--parts", type=_positive_int, default=1, help="split into this many files in a directory"
-    )
+    parser.add_argument("--batch-size", type=_positive_int, default=1_000_000, help="rows per written batch")
+    parser.add_argument("--parts", type=_positive_int, default=1, help="split into this many files in a directory")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     return parser
 
@@ -92,10 +84,7 @@ def run_generate(args: argparse.Namespace) -> int:
         print(f"streamcal generate: error: {exc}", file=sys.stderr)
         return 1
     if not args.quiet:
-        print(
-            f"wrote {args.rows:,} {args.scenario} events to {path} "
-            f"in {time.perf_counter() - start:.1f} s"
-        )
+        print(f"wrote {args.rows:,} {args.scenario} events to {path} in {time.perf_counter() - start:.1f} s")
     return 0
 
 
@@ -114,7 +103,10 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="comma-separated methods: pav, ispline, gev, platt (if installed), raw (default pav)",
     )
     parser.add_argument(
-        "--buckets", type=_positive_int, default=None, help="number of score buckets"
+        "--buckets",
+        default=None,
+        help="score buckets: a number (logit grid, for probability scores), or uniform:N, "
+        "quantile:N, logit:N (default: the method's own, 1024 logit buckets for pav)",
     )
     win = parser.add_mutually_exclusive_group()
     win.add_argument(
@@ -122,11 +114,13 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         default=None,
         help="sliding window: a number of events (100000) or a duration (7d, 12h, 3600s)",
     )
-    win.add_argument("--decay", default=None, help="exponential forgetting with this half-life")
-    cols = parser.add_argument_group("columns")
-    cols.add_argument(
-        "--time-col", default="event_time", help="event time column; '' for file order"
+    win.add_argument(
+        "--decay",
+        default=None,
+        help="exponential forgetting; half-life in events (10000) or as a duration (3d)",
     )
+    cols = parser.add_argument_group("columns")
+    cols.add_argument("--time-col", default="event_time", help="event time column; '' for file order")
     cols.add_argument("--score-col", default="score", help="score column")
     cols.add_argument("--label-col", default="label", help="label column")
     cols.add_argument(
@@ -168,18 +162,10 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         default=None,
         help="metrics-over-time Parquet (default: OUTPUT's name with .metrics.parquet)",
     )
-    parser.add_argument(
-        "--no-output", action="store_true", help="write no output files, only print the summary"
-    )
-    parser.add_argument(
-        "--metrics-window", type=_count, default=100_000, help="events per metric window"
-    )
-    parser.add_argument(
-        "--batch-size", type=_count, default=1 << 20, help="rows per record batch read"
-    )
-    parser.add_argument(
-        "--plot", default=None, help="write reliability diagrams and metrics over time to this PNG"
-    )
+    parser.add_argument("--no-output", action="store_true", help="write no output files, only print the summary")
+    parser.add_argument("--metrics-window", type=_count, default=100_000, help="events per metric window")
+    parser.add_argument("--batch-size", type=_count, default=1 << 20, help="rows per record batch read")
+    parser.add_argument("--plot", default=None, help="write reliability diagrams and metrics over time to this PNG")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     return parser
 
@@ -202,21 +188,14 @@ def run_replay(args: argparse.Namespace) -> int:
         if args.metrics_output:
             metrics_output = Path(args.metrics_output)
         else:
-            base = (
-                output.name[: -len(".replay.parquet")]
-                if output.name.endswith(".replay.parquet")
-                else output.stem
-            )
+            base = output.name[: -len(".replay.parquet")] if output.name.endswith(".replay.parquet") else output.stem
             metrics_output = output.with_name(f"{base}.metrics.parquet")
-    window = args.window
-    if window is not None and window.strip().isdigit():
-        window = int(window)
     try:
         summary = replay(
             args.input,
             args.method,
             buckets=args.buckets,
-            window=window,
+            window=args.window,
             decay=args.decay,
             time_col=args.time_col or None,
             score_col=args.score_col,

@@ -153,9 +153,7 @@ class MetricWindows:
                 v = np.asarray(self.rows[metric], dtype=np.float64)[sel]
                 w = n[sel]
                 ok = np.isfinite(v)
-                out[name][metric] = (
-                    float(np.sum(v[ok] * w[ok]) / np.sum(w[ok])) if ok.any() else float("nan")
-                )
+                out[name][metric] = float(np.sum(v[ok] * w[ok]) / np.sum(w[ok])) if ok.any() else float("nan")
         return out
 
 

@@ -162,11 +162,7 @@ def _resolve_calibrators(calibrators, buckets, window, decay) -> dict[str, objec
         if name in out:
             msg = f"`calibrators` names {name!r} twice."
             raise ValueError(msg)
-        cal = (
-            obj
-            if obj is not None
-            else make_calibrator(name, buckets=buckets, window=window, decay=decay)
-        )
+        cal = obj if obj is not None else make_calibrator(name, buckets=buckets, window=window, decay=decay)
         if not callable(getattr(cal, "process", None)):
             msg = f"calibrator {name!r} has no `process(scores, labels, learn_mask, ...)` method."
             raise TypeError(msg)
@@ -350,9 +346,7 @@ def replay(
     total = _count_rows(files) if progress else None
     bar = Progress(total, enabled=progress)
     holder: dict = {}
-    chunks = read_chunks(
-        files, columns, batch_size=batch_size, label_delay=delay, output_schema_holder=holder
-    )
+    chunks = read_chunks(files, columns, batch_size=batch_size, label_delay=delay, output_schema_holder=holder)
     if on_unsorted == "sort":
         chunks = _sorted_chunks(chunks, batch_size)
     windows = MetricWindows(names, metrics_window, metric_fns)
@@ -406,9 +400,7 @@ def replay(
             ops, flight = plan_flush(flight, clock)
             if ops.n_learn:
                 for cal in cals.values():
-                    cal.process(
-                        ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t if time_col else None
-                    )
+                    cal.process(ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t if time_col else None)
                 n_learned += ops.n_learn
         windows.finish()
         bar.close()
@@ -433,9 +425,7 @@ def replay(
             tmp = _tmp_name(plot).with_suffix(".png")
             tmp_paths.append(tmp)
             shown = [*names, "score"] if raw_is_proba and n_events else names
-            plot_replay(
-                tmp, reliability, shown, table, title=f"streamcal replay: {Path(input).name}"
-            )
+            plot_replay(tmp, reliability, shown, table, title=f"streamcal replay: {Path(input).name}")
         # everything written: give the files their final names
         finals = [p for p in (output, metrics_output, plot) if p is not None]
         for tmp, final in zip(tmp_paths, finals, strict=True):
@@ -493,9 +483,7 @@ class _BackgroundWriter:
         import pyarrow.parquet as pq
 
         # dictionary encoding only pays for input columns (maybe strings), never for new floats
-        self._writer = pq.ParquetWriter(
-            path, schema, compression=compression, use_dictionary=list(dictionary_columns)
-        )
+        self._writer = pq.ParquetWriter(path, schema, compression=compression, use_dictionary=list(dictionary_columns))
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamcal-replay-writer")
         self._pending = None
 

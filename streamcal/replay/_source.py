@@ -174,9 +174,7 @@ class _FilePlan:
         for role, name in self.roles.items():
             if name not in names:
                 hint = (
-                    " (pass the right column name, or time_col=None to replay in file order)"
-                    if role == "time"
-                    else ""
+                    " (pass the right column name, or time_col=None to replay in file order)" if role == "time" else ""
                 )
                 msg = (
                     f"{_where(file, name, None)}: the {role.replace('_', ' ')} column is missing; "
@@ -196,16 +194,11 @@ class _FilePlan:
         else:
             missing = [c for c in columns.keep if c not in names]
             if missing:
-                msg = (
-                    f"{_where(file, missing[0], None)}: column to keep is missing; "
-                    f"the file has columns {names}."
-                )
+                msg = f"{_where(file, missing[0], None)}: column to keep is missing; the file has columns {names}."
                 raise ReplayInputError(msg)
             self.keep = list(columns.keep)
         self.read = list(dict.fromkeys([*self.keep, *self.roles.values()]))
-        self.time_kind = (
-            _kind(schema.field(self.roles["time"]).type) if "time" in self.roles else None
-        )
+        self.time_kind = _kind(schema.field(self.roles["time"]).type) if "time" in self.roles else None
         if "label_time" in self.roles:
             lt_kind = _kind(schema.field(self.roles["label_time"]).type)
             if lt_kind != "null" and (lt_kind == "time") != (self.time_kind == "time"):
@@ -294,11 +287,7 @@ def _convert(batch, plan: _FilePlan, row0: int, label_delay: float | None) -> Ch
         label_t = t + label_delay
     elif "label_time" in roles:
         label_t = _seconds(col(roles["label_time"]), file, roles["label_time"], row0)
-        is_null = (
-            np.asarray(col(roles["label_time"]).is_null())
-            if col(roles["label_time"]).null_count
-            else None
-        )
+        is_null = np.asarray(col(roles["label_time"]).is_null()) if col(roles["label_time"]).null_count else None
         if is_null is not None:
             label_t[is_null] = np.inf  # a label that never arrives
         bad = np.isnan(label_t) | (label_t == -np.inf)
@@ -311,10 +300,7 @@ def _convert(batch, plan: _FilePlan, row0: int, label_delay: float | None) -> Ch
         if bad.any():
             i = _first(bad)
             where = _where(file, roles["label_time"], row0 + i)
-            msg = (
-                f"{where}: the label time ({float(label_t[i])!r} s) is before "
-                f"the event time ({float(t[i])!r} s)."
-            )
+            msg = f"{where}: the label time ({float(label_t[i])!r} s) is before the event time ({float(t[i])!r} s)."
             raise ReplayInputError(msg)
     else:
         label_t = None
@@ -362,16 +348,12 @@ def read_chunks(
             if time_kind is None:
                 time_kind = plan.time_kind
             elif (time_kind == "time") != (plan.time_kind == "time"):
-                kinds = (
-                    ("timestamps", "numbers") if time_kind == "time" else ("numbers", "timestamps")
-                )
+                kinds = ("timestamps", "numbers") if time_kind == "time" else ("numbers", "timestamps")
                 where = _where(file, plan.roles["time"], None)
                 msg = f"{where}: event times are {kinds[1]} here but {kinds[0]} in earlier files."
                 raise ReplayInputError(msg)
         if "time" in plan.roles:
-            output_schema_holder.setdefault(
-                "time_type", dataset.schema.field(plan.roles["time"]).type
-            )
+            output_schema_holder.setdefault("time_type", dataset.schema.field(plan.roles["time"]).type)
         kept_schema = pa.schema([dataset.schema.field(c) for c in plan.keep])
         target = output_schema_holder.setdefault("kept", kept_schema)
         mode = "column" if use_label_time else ("delay" if label_delay is not None else "immediate")

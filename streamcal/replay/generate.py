@@ -131,9 +131,7 @@ def _schema():
     import pyarrow as pa
 
     ts = pa.timestamp("ms", tz="UTC")
-    return pa.schema(
-        [("event_time", ts), ("score", pa.float64()), ("label", pa.bool_()), ("label_time", ts)]
-    )
+    return pa.schema([("event_time", ts), ("score", pa.float64()), ("label", pa.bool_()), ("label_time", ts)])
 
 
 class _Writer:
@@ -269,14 +267,8 @@ def generate(
                 position = (done + np.arange(size)) / max(n, 1)
                 p = _sigmoid(spec.true_logit(m, position))
                 label = label_rng.random(size) < p
-                pos_delay = (
-                    spec.positive_delay[0]
-                    + pos_delay_rng.exponential(1.0, size) * spec.positive_delay[1]
-                )
-                neg_delay = (
-                    spec.negative_delay[0]
-                    + neg_delay_rng.exponential(1.0, size) * spec.negative_delay[1]
-                )
+                pos_delay = spec.positive_delay[0] + pos_delay_rng.exponential(1.0, size) * spec.positive_delay[1]
+                neg_delay = spec.negative_delay[0] + neg_delay_rng.exponential(1.0, size) * spec.negative_delay[1]
                 label_t = t + np.where(label, pos_delay, neg_delay)
                 writer.write(_batch(schema, t, _sigmoid(m), label, label_t))
                 done += size

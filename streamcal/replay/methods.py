@@ -24,7 +24,9 @@ __all__ = [
     "RawScoreCalibrator",
     "UnavailableMethodError",
     "available_methods",
+    "make_buckets",
     "make_calibrator",
+    "make_window",
     "parse_duration",
     "register_method",
 ]
@@ -171,8 +173,7 @@ def parse_duration(value, name: str) -> float:
         match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-z]*)\s*", str(value))
         if match is None or match.group(2) not in _UNITS:
             msg = (
-                f"`{name}` must be a number of seconds or a duration such as '90s', '15m', '12h', "
-                f"'3d'; got {value!r}."
+                f"`{name}` must be a number of seconds or a duration such as '90s', '15m', '12h', '3d'; got {value!r}."
             )
             raise ValueError(msg)
         seconds = float(match.group(1)) * _UNITS[match.group(2)]
@@ -182,12 +183,20 @@ def parse_duration(value, name: str) -> float:
     return seconds
 
 
-def make_window(window=None, decay=None):
-    """A window object from the command-line style ``window`` / ``decay`` values.
+def _is_count(value) -> bool:
+    if isinstance(value, str):
+        return value.strip().isdigit()
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
-    ``window`` an int (or digits): ``CountWindow(n)``; a duration with a unit (``"7d"``):
-    ``TimeWindow(seconds)``; ``decay``: ``Decay(half_life)``. Objects pass through unchanged.
-    Returns None when neither is given (the calibrator's default, an unbounded window).
+
+def make_window(window=None, decay=None):
+    """A window object from command-line style ``window`` / ``decay`` values.
+
+    ``window``: a whole number of events gives ``CountWindow(n)``, a duration with a unit
+    (``"7d"``, ``"3600s"``) or a float gives ``TimeWindow(seconds)``. ``decay``: a number of events
+    gives ``Decay(half_life, by="events")``, a duration gives ``Decay(seconds, by="time")``.
+    Window objects pass through unchanged. Returns None when neither is given (the calibrator's
+    default, an unbounded window).
     """
     if window is not None and decay is not None:
         msg = f"give either `window` or `decay`, not both; got window={window!r}, decay={decay!r}."
@@ -196,19 +205,43 @@ def make_window(window=None, decay=None):
         return None
     windows = importlib.import_module("streamcal.windows")
     if decay is not None:
-        if isinstance(decay, (str, int, float)):
-            return windows.Decay(parse_duration(decay, "decay"))
+        if _is_count(decay):
+            if int(decay) < 1:
+                msg = f"`decay` must be a positive half-life; got {decay!r}."
+                raise ValueError(msg)
+            return windows.Decay(float(int(decay)), by="events")
+        if isinstance(decay, (str, float)):
+            return windows.Decay(parse_duration(decay, "decay"), by="time")
         return decay
-    if isinstance(window, str) and window.strip().isdigit():
-        window = int(window)
-    if isinstance(window, (int, np.integer)) and not isinstance(window, bool):
-        if window < 1:
+    if _is_count(window):
+        if int(window) < 1:
             msg = f"`window` must be a positive number of events; got {window!r}."
             raise ValueError(msg)
         return windows.CountWindow(int(window))
     if isinstance(window, (str, float)):
         return windows.TimeWindow(parse_duration(window, "window"))
     return window
+
+
+_BUCKET_KINDS = {"logit": "LogitGrid", "uniform": "UniformGrid", "quantile": "QuantileEdges"}
+
+
+def make_buckets(buckets=None):
+    """A bucket strategy from a command-line style value.
+
+    An int ``n`` gives ``LogitGrid(n)`` (probability scores); ``"uniform:n"`` / ``"quantile:n"`` /
+    ``"logit:n"`` name the strategy. Bucket objects pass through unchanged; None stays None (the
+    calibrator's default).
+    """
+    if buckets is None or not (_is_count(buckets) or isinstance(buckets, str)):
+        return buckets
+    kind, _, count = str(buckets).strip().rpartition(":")
+    kind = kind or "logit"
+    if kind not in _BUCKET_KINDS or not count.isdigit() or int(count) < 1:
+        msg = f"`buckets` must be a number of buckets or 'logit:N', 'uniform:N' or 'quantile:N'; got {buckets!r}."
+        raise ValueError(msg)
+    module = importlib.import_module("streamcal.buckets")
+    return getattr(module, _BUCKET_KINDS[kind])(n_buckets=int(count))
 
 
 def make_calibrator(name: str, *, buckets=None, window=None, decay=None):
@@ -218,8 +251,9 @@ def make_calibrator(name: str, *, buckets=None, window=None, decay=None):
     """
     factory = _resolve(name)
     kwargs = {}
-    if buckets is not None:
-        kwargs["buckets"] = buckets
+    bucket_obj = make_buckets(buckets)
+    if bucket_obj is not None:
+        kwargs["buckets"] = bucket_obj
     window_obj = make_window(window, decay)
     if window_obj is not None:
         kwargs["window"] = window_obj
