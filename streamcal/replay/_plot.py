@@ -21,12 +21,13 @@ def plot_replay(path, reliability, names: list[str], metrics_table, title: str =
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    metric_names = [
-        c
-        for c in ("brier", "log_loss", "cllr", "min_cllr", "ece", "calibration_loss")
-        if c in metrics_table.column_names
-    ]
-    panels = 1 + len(metric_names)
+    present = set(metrics_table.column_names)
+    # one panel per metric; minCllr goes dashed into the Cllr panel (their gap is the
+    # calibration loss of the LLRs)
+    panel_metrics = [c for c in ("brier", "log_loss", "cllr", "ece", "calibration_loss") if c in present]
+    if "min_cllr" in present and "cllr" not in present:
+        panel_metrics.append("min_cllr")
+    panels = 1 + len(panel_metrics)
     ncols = 3
     nrows = -(-panels // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(5.0 * ncols, 4.0 * nrows), squeeze=False)
@@ -56,13 +57,22 @@ def plot_replay(path, reliability, names: list[str], metrics_table, title: str =
     ax.legend(fontsize=8)
     methods = metrics_table.column("method").to_pylist()
     x_all = np.asarray(metrics_table.column("last_event").to_pylist(), dtype=np.float64) + 1.0
-    for ax, metric in zip(axes[1:], metric_names, strict=False):
+    for ax, metric in zip(axes[1:], panel_metrics, strict=False):
         values = np.asarray(metrics_table.column(metric).to_pylist(), dtype=np.float64)
-        for name in dict.fromkeys(methods):
+        extra = None
+        if metric == "cllr" and "min_cllr" in present:
+            extra = np.asarray(metrics_table.column("min_cllr").to_pylist(), dtype=np.float64)
+        for k, name in enumerate(dict.fromkeys(methods)):
             sel = np.asarray([m == name for m in methods])
-            ax.plot(x_all[sel], values[sel], marker=".", label=name)
-        ax.set(title=metric.replace("_", " "), xlabel="events")
+            color = f"C{k}"
+            ax.plot(x_all[sel], values[sel], marker=".", color=color, label=name)
+            if extra is not None:
+                ax.plot(x_all[sel], extra[sel], ls="--", color=color, label=f"{name} (min)")
+        panel_title = "Cllr (solid) and minCllr (dashed), bits" if extra is not None else metric.replace("_", " ")
+        ax.set(title=panel_title, xlabel="events")
         ax.grid(alpha=0.3)
+        ax.ticklabel_format(axis="x", style="plain")
+    axes[1].legend(fontsize=8)
     for ax in axes[panels:]:
         ax.set_visible(False)
     if title:
