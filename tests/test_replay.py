@@ -376,6 +376,19 @@ def test_replay_equals_each_calibrators_prequential(tmp_path, clicks):
         np.testing.assert_array_equal(cals[name].predict_proba(grid), ref.predict_proba(grid))
 
 
+def test_zero_label_delay_plans_the_prequential_sequence(tmp_path, clicks):
+    # label_delay=0 goes through the merged operation sequence, not the prequential shortcut
+    t, s, y, _ = stream_arrays(clicks)
+    cals = {name: make() for name, make in PAV_CONFIGS.items()}
+    summary = replay(clicks, cals, label_delay=0, output=tmp_path / "out.parquet", metrics_window=1_000, batch_size=500)
+    assert summary.label_mode == "delay"
+    out = pq.read_table(tmp_path / "out.parquet")
+    for name, make in PAV_CONFIGS.items():
+        proba, llr = make().prequential(s, y, times=t)
+        np.testing.assert_array_equal(out[f"proba_{name}"].to_numpy(), proba, err_msg=name)
+        np.testing.assert_array_equal(out[f"llr_{name}"].to_numpy(), llr, err_msg=name)
+
+
 def test_replay_with_late_labels_equals_event_by_event_pav(tmp_path, clicks):
     t, s, y, label_t = stream_arrays(clicks)
     assert np.mean(label_t > t) > 0.9  # most labels are late

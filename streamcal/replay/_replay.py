@@ -361,22 +361,31 @@ def replay(
         for chunk in chunks:
             _check_order(chunk, clock, time_col)
             n = len(chunk)
-            label_t = chunk.t if chunk.label_t is None else chunk.label_t
-            ops, flight = plan_batch(flight, chunk.t, chunk.s, chunk.y, label_t, chunk.w, n_events)
+            # labels known at once: each event is predicted, then learned (before the next one),
+            # which is exactly `prequential`; otherwise plan the merged operation sequence
+            immediate = chunk.label_t is None
+            if not immediate:
+                ops, flight = plan_batch(flight, chunk.t, chunk.s, chunk.y, chunk.label_t, chunk.w, n_events)
+            times = chunk.t if time_col else None
             proba, llr = {}, {}
             for name, cal in cals.items():
                 try:
-                    p_ops, l_ops = cal.process(
-                        ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t if time_col else None
-                    )
+                    if immediate:
+                        proba[name], llr[name] = (
+                            np.asarray(a) for a in cal.prequential(chunk.s, chunk.y, weights=chunk.w, times=times)
+                        )
+                    else:
+                        p_ops, l_ops = cal.process(
+                            ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t if time_col else None
+                        )
+                        proba[name] = np.asarray(p_ops)[ops.pred_pos]
+                        llr[name] = np.asarray(l_ops)[ops.pred_pos]
                 except (ValueError, TypeError) as exc:
                     msg = (
                         f"method {name!r} rejected the events of file {chunk.file!r}, rows "
                         f"{chunk.row0}-{chunk.row0 + n - 1}: {exc}"
                     )
                     raise ReplayInputError(msg) from None
-                proba[name] = np.asarray(p_ops)[ops.pred_pos]
-                llr[name] = np.asarray(l_ops)[ops.pred_pos]
                 if reliability is not None:
                     reliability.add(name, proba[name], chunk.y)
             if reliability is not None:
@@ -393,7 +402,7 @@ def replay(
                 writer.write(batch)
             n_events += n
             n_pos += int(chunk.y.sum())
-            n_learned += ops.n_learn
+            n_learned += n if immediate else ops.n_learn
             clock = float(chunk.t[-1])
             bar.update(n)
         if len(flight) and np.isfinite(clock):
@@ -401,7 +410,7 @@ def replay(
             if ops.n_learn:
                 for cal in cals.values():
                     cal.process(ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t if time_col else None)
-                n_learned += ops.n_learn
+                n_learned += n if immediate else ops.n_learn
         windows.finish()
         bar.close()
         if output is not None and writer is None:  # no rows at all: an empty file with the schema
