@@ -780,7 +780,7 @@ def test_cli_end_to_end_with_plot(tmp_path):
         cwd=tmp_path,
     )
     assert res.returncode == 0, res.stderr
-    assert "log_loss" in res.stdout
+    assert "log loss" in res.stdout
     assert "4,000 events" in res.stdout
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     out = pq.read_table(tmp_path / "clicks.replay.parquet")

@@ -71,7 +71,7 @@ class ReplaySummary:
 
     def _rows(self) -> tuple[list[str], list[list[str]]]:
         names = list(next(iter(self.metrics.values()), {}))
-        header = ["method", *names]
+        header = ["method", *(_DISPLAY.get(k, k) for k in names)]
         rows = [[m, *(_fmt(self.metrics[m][k]) for k in names)] for m in self.methods]
         return header, rows
 
@@ -131,6 +131,16 @@ class ReplaySummary:
         ):
             if path is not None:
                 console.print(f"{label}: {path}", highlight=False, soft_wrap=True)
+
+
+_DISPLAY = {
+    "brier": "Brier",
+    "log_loss": "log loss",
+    "cllr": "Cllr",
+    "min_cllr": "minCllr",
+    "ece": "ECE",
+    "calibration_loss": "cal. loss",
+}
 
 
 def _fmt(x: float) -> str:
