@@ -401,6 +401,19 @@ def test_replay_with_late_labels_equals_event_by_event_pav(tmp_path, clicks):
         np.testing.assert_array_equal(out[f"llr_{name}"].to_numpy(), llr, err_msg=name)
 
 
+def test_threads_do_not_change_results(tmp_path, clicks):
+    tables = []
+    for threads in (1, 2):
+        cals = {name: make() for name, make in PAV_CONFIGS.items()}
+        out = tmp_path / f"out{threads}.parquet"
+        replay(clicks, cals, output=out, metrics_window=1_000, batch_size=400, threads=threads)
+        tables.append(pq.read_table(out))
+    assert tables[0].equals(tables[1])
+    cal = PAV_CONFIGS["count"]()
+    with pytest.raises(ValueError, match="same calibrator object twice"):
+        replay(clicks, {"a": cal, "b": cal})
+
+
 def test_methods_by_name_with_buckets_and_windows(tmp_path, clicks):
     t, s, y, label_t = stream_arrays(clicks)
     cases = [

@@ -173,6 +173,9 @@ def _resolve_calibrators(calibrators, buckets, window, decay) -> dict[str, objec
             msg = f"`calibrators` names {name!r} twice."
             raise ValueError(msg)
         cal = obj if obj is not None else make_calibrator(name, buckets=buckets, window=window, decay=decay)
+        if any(cal is other for other in out.values()):
+            msg = f"`calibrators` gives the same calibrator object twice (as {name!r})."
+            raise ValueError(msg)
         if not callable(getattr(cal, "process", None)):
             msg = f"calibrator {name!r} has no `process(scores, labels, learn_mask, ...)` method."
             raise TypeError(msg)
@@ -259,6 +262,7 @@ def replay(
     plot=None,
     progress: bool = False,
     compression: str = "snappy",
+    threads: int | None = None,
 ) -> ReplaySummary:
     """Replay a recorded event stream through one or several calibrators, prequentially.
 
@@ -310,6 +314,9 @@ def replay(
         Show rows, rows/s and ETA on stderr during long runs.
     compression : str
         Parquet compression of the output.
+    threads : int, optional
+        Threads running the methods side by side (default: one per method, at most one per CPU;
+        1 runs them one after the other). Results do not depend on it.
 
     Returns
     -------
@@ -332,6 +339,8 @@ def replay(
     check_scalar(on_unsorted, "on_unsorted", choices=("error", "sort"))
     check_scalar(metrics_window, "metrics_window", int, low=1)
     check_scalar(batch_size, "batch_size", int, low=1)
+    if threads is not None:
+        check_scalar(threads, "threads", int, low=1)
     delay = None if label_delay is None else parse_duration(label_delay, "label_delay")
     columns = Columns(
         time=time_col,
@@ -367,6 +376,12 @@ def replay(
     n_events = n_pos = n_learned = 0
     writer = None
     tmp_paths: list[Path] = []
+    workers = min(len(cals), os.cpu_count() or 1) if threads is None else threads
+    pool = None
+    if workers > 1 and len(cals) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="streamcal-replay")
     try:
         for chunk in chunks:
             _check_order(chunk, clock, time_col)
@@ -374,28 +389,26 @@ def replay(
             # labels known at once: each event is predicted, then learned (before the next one),
             # which is exactly `prequential`; otherwise plan the merged operation sequence
             immediate = chunk.label_t is None
+            ops = None
             if not immediate:
                 ops, flight = plan_batch(flight, chunk.t, chunk.s, chunk.y, chunk.label_t, chunk.w, n_events)
             times = chunk.t if time_col else None
+            if ops is not None and not time_col:
+                ops.t = None
             proba, llr = {}, {}
-            for name, cal in cals.items():
-                try:
-                    if immediate:
-                        proba[name], llr[name] = (
-                            np.asarray(a) for a in cal.prequential(chunk.s, chunk.y, weights=chunk.w, times=times)
-                        )
-                    else:
-                        p_ops, l_ops = cal.process(
-                            ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t if time_col else None
-                        )
-                        proba[name] = np.asarray(p_ops)[ops.pred_pos]
-                        llr[name] = np.asarray(l_ops)[ops.pred_pos]
-                except (ValueError, TypeError) as exc:
+            if pool is None:
+                results = [_step(cal, chunk, ops, times) for cal in cals.values()]
+            else:  # methods side by side on threads (the numba kernels release the GIL)
+                futures = [pool.submit(_step, cal, chunk, ops, times) for cal in cals.values()]
+                results = [f.result() for f in futures]
+            for name, result in zip(names, results, strict=True):
+                if isinstance(result, Exception):
                     msg = (
                         f"method {name!r} rejected the events of file {chunk.file!r}, rows "
-                        f"{chunk.row0}-{chunk.row0 + n - 1}: {exc}"
+                        f"{chunk.row0}-{chunk.row0 + n - 1}: {result}"
                     )
-                    raise ReplayInputError(msg) from None
+                    raise ReplayInputError(msg)
+                proba[name], llr[name] = result
                 if reliability is not None:
                     reliability.add(name, proba[name], chunk.y)
             if reliability is not None:
@@ -412,15 +425,16 @@ def replay(
                 writer.write(batch)
             n_events += n
             n_pos += int(chunk.y.sum())
-            n_learned += n if immediate else ops.n_learn
+            n_learned += n if ops is None else ops.n_learn
             clock = float(chunk.t[-1])
             bar.update(n)
         if len(flight) and np.isfinite(clock):
             ops, flight = plan_flush(flight, clock)
             if ops.n_learn:
                 for cal in cals.values():
-                    cal.process(ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t if time_col else None)
-                n_learned += n if immediate else ops.n_learn
+                    flush_t = ops.t if time_col else None
+                    cal.process(ops.s, ops.y, ops.learn, weights=ops.w, times=flush_t)
+                n_learned += ops.n_learn
         windows.finish()
         bar.close()
         if output is not None and writer is None:  # no rows at all: an empty file with the schema
@@ -451,6 +465,8 @@ def replay(
             os.replace(tmp, final)
         tmp_paths = []
     finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
         if writer is not None:
             writer.abort()
         for tmp in tmp_paths:
@@ -471,6 +487,21 @@ def replay(
         metrics_output=metrics_output,
         plot=plot,
     )
+
+
+def _step(cal, chunk: Chunk, ops, times):
+    """One method on one batch: ``(proba, llr)`` per event, or the exception it raised on input.
+
+    ``ops`` None means labels known at once: ``prequential`` on the batch itself.
+    """
+    try:
+        if ops is None:
+            proba, llr = cal.prequential(chunk.s, chunk.y, weights=chunk.w, times=times)
+            return np.asarray(proba), np.asarray(llr)
+        proba, llr = cal.process(ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t)
+        return np.asarray(proba)[ops.pred_pos], np.asarray(llr)[ops.pred_pos]
+    except (ValueError, TypeError) as exc:
+        return exc
 
 
 def _count_rows(files) -> int | None:
