@@ -37,10 +37,19 @@ def default_metrics() -> dict[str, MetricFn]:
 
 
 class MetricWindows:
-    """Collects (label, proba, llr) per method and emits metric rows every ``size`` events."""
+    """Collects (label, proba, llr) per method and emits metric rows every ``size`` events.
 
-    def __init__(self, methods: list[str], size: int, metrics: Mapping[str, MetricFn]):
+    With an ``executor`` the metrics of a finished window are computed on it while the replay
+    goes on (at most ``MAX_PENDING`` windows in flight, so memory stays bounded); rows come out
+    in window order either way.
+    """
+
+    MAX_PENDING = 2
+
+    def __init__(self, methods: list[str], size: int, metrics: Mapping[str, MetricFn], executor=None):
         self.methods = methods
+        self.executor = executor
+        self._pending: list = []  # futures (or plain results) of metric values, in window order
         self.size = size
         self.metrics = dict(metrics)
         self.rows: dict[str, list] = {
@@ -78,6 +87,16 @@ class MetricWindows:
     def finish(self) -> None:
         if self._count:
             self._emit(final=True)
+        self._resolve(0)
+
+    def _resolve(self, keep: int) -> None:
+        """Move computed metric values into the rows, leaving at most ``keep`` windows pending."""
+        while len(self._pending) > keep:
+            item = self._pending.pop(0)
+            values = item.result() if hasattr(item, "result") else item
+            for per_method in values:
+                for metric, value in zip(self.metrics, per_method, strict=True):
+                    self.rows[metric].append(value)
 
     def _emit(self, *, final: bool) -> None:
         t = np.concatenate(self._t)
@@ -100,10 +119,27 @@ class MetricWindows:
         self._l = {k: [v[start:]] for k, v in llr.items()}
         self._count -= start
 
+    def _values(self, y, p, llr, both: bool) -> list[list[float]]:
+        out = []
+        for name in self.methods:
+            row = []
+            for metric, fn in self.metrics.items():
+                if metric in _BOTH_CLASSES and not both:
+                    row.append(float("nan"))
+                else:
+                    row.append(float(fn(y, p[name], llr[name])))
+            out.append(row)
+        return out
+
     def _row(self, t, y, p, llr) -> None:
         n = y.size
         npos = int(y.sum())
         both = 0 < npos < n
+        if self.executor is None:
+            self._pending.append(self._values(y, p, llr, both))
+        else:
+            self._pending.append(self.executor.submit(self._values, y, p, llr, both))
+        self._resolve(self.MAX_PENDING)
         for name in self.methods:
             self.rows["window"].append(self._window)
             self.rows["first_event"].append(self._first)
@@ -113,12 +149,6 @@ class MetricWindows:
             self.rows["n_events"].append(n)
             self.rows["n_positive"].append(npos)
             self.rows["method"].append(name)
-            for metric, fn in self.metrics.items():
-                if metric in _BOTH_CLASSES and not both:
-                    value = float("nan")
-                else:
-                    value = float(fn(y, p[name], llr[name]))
-                self.rows[metric].append(value)
         self._first += n
         self._window += 1
 
@@ -126,6 +156,7 @@ class MetricWindows:
         """The metrics over time as a pyarrow Table (one row per window and method)."""
         import pyarrow as pa
 
+        self._resolve(0)
         cols = {}
         for key, values in self.rows.items():
             if key in ("start_time", "end_time") and time_type is not None:
@@ -143,6 +174,7 @@ class MetricWindows:
     def overall(self) -> dict[str, dict[str, float]]:
         """Per method, each metric averaged over windows weighted by their number of events
         (windows where the metric is undefined are left out)."""
+        self._resolve(0)
         out: dict[str, dict[str, float]] = {}
         n = np.asarray(self.rows["n_events"], dtype=np.float64)
         method = np.asarray(self.rows["method"], dtype=object)

@@ -368,7 +368,11 @@ def replay(
     chunks = read_chunks(files, columns, batch_size=batch_size, label_delay=delay, output_schema_holder=holder)
     if on_unsorted == "sort":
         chunks = _sorted_chunks(chunks, batch_size)
-    windows = MetricWindows(names, metrics_window, metric_fns)
+    from concurrent.futures import ThreadPoolExecutor
+
+    # metrics of finished windows are computed on their own thread while the replay goes on
+    metrics_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamcal-replay-metrics")
+    windows = MetricWindows(names, metrics_window, metric_fns, executor=metrics_pool)
     reliability = Reliability([*names, "score"]) if plot is not None else None
     raw_is_proba = True
     flight = InFlight.empty(weight_col is not None)
@@ -379,8 +383,6 @@ def replay(
     workers = min(len(cals), os.cpu_count() or 1) if threads is None else threads
     pool = None
     if workers > 1 and len(cals) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="streamcal-replay")
     try:
         for chunk in chunks:
@@ -465,6 +467,7 @@ def replay(
             os.replace(tmp, final)
         tmp_paths = []
     finally:
+        metrics_pool.shutdown(wait=True)
         if pool is not None:
             pool.shutdown(wait=True)
         if writer is not None:
