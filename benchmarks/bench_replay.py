@@ -19,7 +19,9 @@ timed. Cases:
 - ``replay, labels at once``: the full replay, every label known at its event (prequential);
 - ``replay, late labels``: the full replay with the file's label-time column (labels up to an
   hour late), i.e. merged learn / predict operation sequences;
-- ``replay, late labels + metrics``: the same with the six metrics per 100,000-event window.
+- ``replay, late labels + metrics``: the same with the six metrics per 100,000-event window;
+- ``replay machinery alone``: late labels, output written, with a calibrator that costs nothing
+  (returns its input): what reading, planning and writing cost without PAV.
 """
 
 from __future__ import annotations
@@ -40,6 +42,16 @@ from streamcal.windows import CountWindow
 
 GOAL = 5e6
 WINDOW = 100_000
+
+
+class FreeCalibrator:
+    """Costs nothing: the score as the probability and as the LLR (machinery-only baseline)."""
+
+    def process(self, scores, labels, learn_mask, *, weights=None, times=None):
+        return scores, scores
+
+    def prequential(self, scores, labels, *, weights=None, times=None):
+        return scores, scores
 
 
 def timed(fn, repeat):
@@ -70,8 +82,11 @@ def main() -> None:
     def report(name, wall_cpu, events=n, note=""):
         wall, cpu = wall_cpu
         rows.append((name, wall, cpu, events / wall, events / cpu, note))
-        print(f"{name:<38} wall {wall:7.2f} s  cpu {cpu:7.2f} s  {events / wall / 1e6:6.2f} M/s wall  "
-              f"{events / cpu / 1e6:6.2f} M/s cpu  {note}", flush=True)
+        print(
+            f"{name:<38} wall {wall:7.2f} s  cpu {cpu:7.2f} s  {events / wall / 1e6:6.2f} M/s wall  "
+            f"{events / cpu / 1e6:6.2f} M/s cpu  {note}",
+            flush=True,
+        )
 
     try:
         if not src.exists():
@@ -111,8 +126,7 @@ def main() -> None:
         del table
 
         def bare_write(table=out_table):
-            with pq.ParquetWriter(out, table.schema, compression="snappy",
-                                  use_dictionary=table.column_names[:4]) as w:
+            with pq.ParquetWriter(out, table.schema, compression="snappy", use_dictionary=table.column_names[:4]) as w:
                 for batch in table.to_batches(max_chunksize=1 << 20):
                     w.write_batch(batch)
 
@@ -129,14 +143,18 @@ def main() -> None:
         report("replay, late labels", late_wc, note=f"{summary.n_learned:,} labels learned late")
         with_metrics = timed(run(), 1)[0]
         report("replay, late labels + metrics", with_metrics, note="6 metrics per 1e5 events")
+        free = timed(lambda: replay(src, {"free": FreeCalibrator()}, output=out, metrics={}), args.repeat)[0]
+        report("replay machinery alone", free, note="late labels, output written, no-op calibrator")
 
         print()
         for name, wc in (("labels at once", at_once), ("late labels", late_wc)):
             wall, cpu = wc
-            print(f"replay, {name}: {n / wall / 1e6:.2f} M events/s wall = {n / wall / GOAL:.2f}x the "
-                  f"5 M/s goal; I/O share (bare read / replay) {read[0] / wall:.0%} wall, "
-                  f"{read[1] / cpu:.0%} cpu; read + write share {(read[0] + write[0]) / wall:.0%} wall; "
-                  f"PAV alone {pav_wc[0] / wall:.0%} wall")
+            print(
+                f"replay, {name}: {n / wall / 1e6:.2f} M events/s wall = {n / wall / GOAL:.2f}x the "
+                f"5 M/s goal; I/O share (bare read / replay) {read[0] / wall:.0%} wall, "
+                f"{read[1] / cpu:.0%} cpu; read + write share {(read[0] + write[0]) / wall:.0%} wall; "
+                f"PAV alone {pav_wc[0] / wall:.0%} wall"
+            )
     finally:
         if not args.dir:
             shutil.rmtree(work, ignore_errors=True)
