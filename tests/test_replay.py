@@ -765,7 +765,6 @@ def cli(*args, cwd):
 
 def test_cli_end_to_end_with_plot(tmp_path):
     pytest.importorskip("matplotlib")
-    pytest.importorskip("streamcal.metrics", reason="the default metrics come from streamcal.metrics")
     gen = cli(
         "generate",
         "clicks.parquet",
@@ -779,12 +778,16 @@ def test_cli_end_to_end_with_plot(tmp_path):
     )
     assert gen.returncode == 0, gen.stderr
     assert "wrote 4,000 drift events" in gen.stdout
-    method = "pav" if "pav" in available_methods() else "raw"
+    method = "pav"
     res = cli(
         "replay",
         "clicks.parquet",
         "--method",
-        f"{method},raw" if method != "raw" else "raw",
+        "pav,raw",
+        "--window",
+        "2000",
+        "--buckets",
+        "256",
         "--metrics-window",
         "1000",
         "--plot",
@@ -809,7 +812,6 @@ def test_cli_end_to_end_with_plot(tmp_path):
 
 
 def test_cli_errors_are_one_clear_line(tmp_path, events):
-    pytest.importorskip("streamcal.metrics", reason="the default metrics come from streamcal.metrics")
     t, s, y, _ = events
     s = s.copy()
     s[5] = np.inf
@@ -822,3 +824,6 @@ def test_cli_errors_are_one_clear_line(tmp_path, events):
     res = cli("replay", "in.parquet", "--method", "nope", cwd=tmp_path)
     assert res.returncode == 1
     assert "unknown method 'nope'" in res.stderr
+    res = cli("replay", "in.parquet", "--method", "raw", "--metrics", "brier,auc", cwd=tmp_path)
+    assert res.returncode == 1
+    assert "unknown metric 'auc'" in res.stderr

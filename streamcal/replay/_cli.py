@@ -166,8 +166,31 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument("--metrics-window", type=_count, default=100_000, help="events per metric window")
     parser.add_argument("--batch-size", type=_count, default=1 << 20, help="rows per record batch read")
     parser.add_argument("--plot", default=None, help="write reliability diagrams and metrics over time to this PNG")
+    parser.add_argument(
+        "--metrics",
+        default="all",
+        help="comma-separated metrics per window: brier, log_loss, cllr, min_cllr, ece, calibration_loss; "
+        "'all' (default) or 'none'",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     return parser
+
+
+def _metrics_option(text: str):
+    from streamcal.replay._evaluate import METRIC_NAMES, default_metrics
+
+    text = text.strip()
+    if text == "all":
+        return None
+    if text == "none":
+        return {}
+    wanted = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in wanted if m not in METRIC_NAMES]
+    if unknown:
+        msg = f"unknown metric {unknown[0]!r}; choose from {', '.join(METRIC_NAMES)}, or 'all' / 'none'."
+        raise ValueError(msg)
+    every = default_metrics()
+    return {m: every[m] for m in wanted}
 
 
 def _default_output(input_path: str) -> Path:
@@ -191,6 +214,7 @@ def run_replay(args: argparse.Namespace) -> int:
             base = output.name[: -len(".replay.parquet")] if output.name.endswith(".replay.parquet") else output.stem
             metrics_output = output.with_name(f"{base}.metrics.parquet")
     try:
+        metrics = _metrics_option(args.metrics)
         summary = replay(
             args.input,
             args.method,
@@ -211,6 +235,7 @@ def run_replay(args: argparse.Namespace) -> int:
             output=output,
             metrics_output=metrics_output,
             metrics_window=args.metrics_window,
+            metrics=metrics,
             batch_size=args.batch_size,
             plot=args.plot,
             progress=not args.quiet,
