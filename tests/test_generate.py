@@ -23,10 +23,7 @@ N = 40_000
 @pytest.fixture(scope="module")
 def streams(tmp_path_factory):
     d = tmp_path_factory.mktemp("gen")
-    return {
-        name: pq.read_table(generate(d / f"{name}.parquet", name, n=N, seed=11))
-        for name in SCENARIOS
-    }
+    return {name: pq.read_table(generate(d / f"{name}.parquet", name, n=N, seed=11)) for name in SCENARIOS}
 
 
 def test_columns_types_and_order(streams):
@@ -50,10 +47,7 @@ def test_base_rates_and_label_delays(streams):
     def parts(name):
         table = streams[name]
         y = table["label"].to_numpy(zero_copy_only=False)
-        delay = (
-            table["label_time"].cast(pa.int64()).to_numpy()
-            - table["event_time"].cast(pa.int64()).to_numpy()
-        )
+        delay = table["label_time"].cast(pa.int64()).to_numpy() - table["event_time"].cast(pa.int64()).to_numpy()
         return y, delay, table["score"].to_numpy()
 
     y, delay, s = parts("click")
@@ -118,9 +112,7 @@ def test_empty_stream(tmp_path):
 
 
 def test_bad_arguments(tmp_path):
-    with pytest.raises(
-        ValueError, match=r"`scenario` must be one of \['click', 'drift', 'fraud'\]; got 'ads'"
-    ):
+    with pytest.raises(ValueError, match=r"`scenario` must be one of \['click', 'drift', 'fraud'\]; got 'ads'"):
         generate(tmp_path / "x.parquet", "ads")
     with pytest.raises(ValueError, match=r"`n` must be an int in \[0, inf\); got -1"):
         generate(tmp_path / "x.parquet", n=-1)
@@ -160,3 +152,21 @@ def test_cli_generate(tmp_path):
     )
     assert res.returncode == 2
     assert "invalid choice: 'nope'" in res.stderr
+
+
+def numpy_peak(fn) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_does_not_grow_with_the_stream(tmp_path):
+    # numpy's allocations are traced: the peak depends on batch_size, not on n
+    small = numpy_peak(lambda: generate(tmp_path / "a.parquet", "fraud", n=50_000, batch_size=25_000))
+    large = numpy_peak(lambda: generate(tmp_path / "b.parquet", "fraud", n=400_000, batch_size=25_000))
+    assert large < 1.5 * small

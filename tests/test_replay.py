@@ -457,6 +457,28 @@ def test_real_metrics_table(tmp_path, clicks):
     assert "pav" in summary.to_text()
 
 
+def test_memory_does_not_grow_with_the_stream(tmp_path):
+    import tracemalloc
+
+    peaks = []
+    for n in (40_000, 320_000):
+        path = generate(tmp_path / f"c{n}.parquet", "click", n=n, seed=1, batch_size=20_000)
+        tracemalloc.start()
+        try:
+            replay(
+                path,
+                {"pav": PAV_CONFIGS["count"]()},
+                output=tmp_path / "out.parquet",
+                metrics=METRICS,
+                metrics_window=10_000,
+                batch_size=20_000,
+            )
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    assert peaks[1] < 1.5 * peaks[0]  # numpy's traced peak: set by batches and windows, not by n
+
+
 # ---------------------------------------------------------------- formats, directories, columns
 
 
