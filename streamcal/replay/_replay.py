@@ -360,6 +360,12 @@ def replay(
     output = None if output is None else Path(output)
     metrics_output = None if metrics_output is None else Path(metrics_output)
     plot = None if plot is None else Path(plot)
+    if plot is not None:
+        try:  # fail before the replay, not after it
+            import matplotlib  # noqa: F401
+        except ImportError:
+            msg = "`plot` needs matplotlib: pip install 'streamcal[plot]'."
+            raise ImportError(msg) from None
 
     start = time.perf_counter()
     total = _count_rows(files) if progress else None
