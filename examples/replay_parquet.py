@@ -49,8 +49,11 @@ def main() -> None:
         print("output columns:", out.column_names)
         metrics = pq.read_table(tmp / "payments.metrics.parquet").to_pandas()
         print()
-        print(metrics[["window", "method", "n_positive", "log_loss", "cllr", "min_cllr", "ece"]]
-              .round(4).to_string(index=False))
+        print(
+            metrics[["window", "method", "n_positive", "log_loss", "cllr", "min_cllr", "ece"]]
+            .round(4)
+            .to_string(index=False)
+        )
 
 
 if __name__ == "__main__":
