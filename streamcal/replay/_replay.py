@@ -315,8 +315,9 @@ def replay(
     compression : str
         Parquet compression of the output.
     threads : int, optional
-        Threads running the methods side by side (default: one per method, at most one per CPU;
-        1 runs them one after the other). Results do not depend on it.
+        1: run every method on the calling thread, batch after batch. Default: each method on its
+        own worker thread, so that methods run side by side and a batch is calibrated while the
+        next one is read and planned and the previous one written. Results do not depend on it.
 
     Returns
     -------
@@ -386,56 +387,69 @@ def replay(
     n_events = n_pos = n_learned = 0
     writer = None
     tmp_paths: list[Path] = []
-    workers = min(len(cals), os.cpu_count() or 1) if threads is None else threads
-    pool = None
-    if workers > 1 and len(cals) > 1:
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="streamcal-replay")
+    # each method runs on its own worker thread (numba kernels release the GIL), so batch k is
+    # calibrated while batch k + 1 is read and planned and batch k - 1 is written; a method's
+    # batches still run one after the other, in order, on its one thread
+    runners = None
+    if threads != 1:
+        runners = {name: ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamcal-replay") for name in names}
+    pending = None  # (chunk, results or futures) of the batch being calibrated
+
+    def finish(chunk: Chunk, results: list) -> None:
+        nonlocal writer, raw_is_proba
+        n = len(chunk)
+        proba, llr = {}, {}
+        for name, item in zip(names, results, strict=True):
+            result = item.result() if runners is not None else item
+            if isinstance(result, Exception):
+                msg = (
+                    f"method {name!r} rejected the events of file {chunk.file!r}, rows "
+                    f"{chunk.row0}-{chunk.row0 + n - 1}: {result}"
+                )
+                raise ReplayInputError(msg)
+            proba[name], llr[name] = result
+            if reliability is not None:
+                reliability.add(name, proba[name], chunk.y)
+        if reliability is not None:
+            if raw_is_proba and bool(np.all((chunk.s >= 0.0) & (chunk.s <= 1.0))):
+                reliability.add("score", chunk.s, chunk.y)
+            else:
+                raw_is_proba = False
+        windows.add(chunk.t, chunk.y, proba, llr)
+        if output is not None:
+            batch = _output_batch(chunk.kept, names, proba, llr)
+            if writer is None:
+                writer, tmp = _open_writer(output, batch.schema, compression, chunk.kept.schema)
+                tmp_paths.append(tmp)
+            writer.write(batch)
+        bar.update(n)
+
     try:
         for chunk in chunks:
             _check_order(chunk, clock, time_col)
             n = len(chunk)
             # labels known at once: each event is predicted, then learned (before the next one),
             # which is exactly `prequential`; otherwise plan the merged operation sequence
-            immediate = chunk.label_t is None
             ops = None
-            if not immediate:
+            if chunk.label_t is not None:
                 ops, flight = plan_batch(flight, chunk.t, chunk.s, chunk.y, chunk.label_t, chunk.w, n_events)
+                if not time_col:
+                    ops.t = None
             times = chunk.t if time_col else None
-            if ops is not None and not time_col:
-                ops.t = None
-            proba, llr = {}, {}
-            if pool is None:
+            if runners is None:
                 results = [_step(cal, chunk, ops, times) for cal in cals.values()]
-            else:  # methods side by side on threads (the numba kernels release the GIL)
-                futures = [pool.submit(_step, cal, chunk, ops, times) for cal in cals.values()]
-                results = [f.result() for f in futures]
-            for name, result in zip(names, results, strict=True):
-                if isinstance(result, Exception):
-                    msg = (
-                        f"method {name!r} rejected the events of file {chunk.file!r}, rows "
-                        f"{chunk.row0}-{chunk.row0 + n - 1}: {result}"
-                    )
-                    raise ReplayInputError(msg)
-                proba[name], llr[name] = result
-                if reliability is not None:
-                    reliability.add(name, proba[name], chunk.y)
-            if reliability is not None:
-                if raw_is_proba and bool(np.all((chunk.s >= 0.0) & (chunk.s <= 1.0))):
-                    reliability.add("score", chunk.s, chunk.y)
-                else:
-                    raw_is_proba = False
-            windows.add(chunk.t, chunk.y, proba, llr)
-            if output is not None:
-                batch = _output_batch(chunk.kept, names, proba, llr)
-                if writer is None:
-                    writer, tmp = _open_writer(output, batch.schema, compression, chunk.kept.schema)
-                    tmp_paths.append(tmp)
-                writer.write(batch)
+            else:
+                results = [runners[name].submit(_step, cal, chunk, ops, times) for name, cal in cals.items()]
             n_events += n
             n_pos += int(chunk.y.sum())
             n_learned += n if ops is None else ops.n_learn
             clock = float(chunk.t[-1])
-            bar.update(n)
+            if pending is not None:
+                finish(*pending)
+            pending = (chunk, results)
+        if pending is not None:
+            chunk_results, pending = pending, None
+            finish(*chunk_results)
         if len(flight) and np.isfinite(clock):
             ops, flight = plan_flush(flight, clock)
             if ops.n_learn:
@@ -474,8 +488,8 @@ def replay(
         tmp_paths = []
     finally:
         metrics_pool.shutdown(wait=True)
-        if pool is not None:
-            pool.shutdown(wait=True)
+        for runner in (runners or {}).values():
+            runner.shutdown(wait=True, cancel_futures=True)
         if writer is not None:
             writer.abort()
         for tmp in tmp_paths:
