@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamcal.buckets import LogitGrid
@@ -179,10 +179,6 @@ def outputs(path, name="naive"):
     return table[f"proba_{name}"].to_numpy(), table[f"llr_{name}"].to_numpy()
 
 
-def no_partial_output(directory: Path) -> bool:
-    return not any(p.name.startswith(".") or "replay" in p.name for p in Path(directory).iterdir())
-
-
 @pytest.fixture(scope="module")
 def events():
     return make_events(np.random.default_rng(7), 1_000)
@@ -259,6 +255,38 @@ def test_replay_with_late_labels_equals_event_by_event_simulation(tmp_path, even
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
     assert summary.n_learned + summary.n_in_flight == len(t)
+    assert summary.n_in_flight == int(np.sum(label_t > t[-1]))
+
+
+@settings(max_examples=25)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 120),
+    batch_size=st.integers(1, 50),
+    never=st.floats(0.0, 0.3),
+)
+def test_replay_equals_simulation_on_random_streams(seed, n, batch_size, never):
+    import tempfile
+
+    rng = np.random.default_rng(seed)
+    t, s, y, label_t = make_events(rng, n)
+    label_t = np.where(rng.random(n) < never, np.inf, label_t)  # some labels never arrive
+    with tempfile.TemporaryDirectory() as tmp:
+        lt = pa.array(np.where(np.isinf(label_t), 0.0, label_t), mask=np.isinf(label_t))
+        pq.write_table(pa.table({"event_time": t, "score": s, "label": y, "label_time": lt}), f"{tmp}/in.parquet")
+        cal = NaiveBucketCalibrator(window=7)
+        summary = replay(
+            f"{tmp}/in.parquet",
+            {"naive": cal},
+            output=f"{tmp}/out.parquet",
+            metrics=METRICS,
+            metrics_window=17,
+            batch_size=batch_size,
+        )
+        got = outputs(f"{tmp}/out.parquet")
+    want = naive_replay(t, s, y, label_t, NaiveBucketCalibrator(window=7))
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
     assert summary.n_in_flight == int(np.sum(label_t > t[-1]))
 
 
