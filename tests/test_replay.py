@@ -364,12 +364,22 @@ def test_metrics_over_time_are_per_window_of_events(tmp_path, events):
 
 # ---------------------------------------------------------------- the real calibrators
 
-PAV_CONFIGS = {
+CALIBRATORS = {
     "count": lambda: PAVCalibrator(buckets=LogitGrid(n_buckets=64), window=CountWindow(300)),
     "time": lambda: PAVCalibrator(buckets=LogitGrid(n_buckets=64), window=TimeWindow(6 * 3600.0)),
     "decay": lambda: PAVCalibrator(window=Decay(200.0)),
     "step": lambda: PAVCalibrator(interpolation="step"),
 }
+# every other calibrator on main, side by side with PAV (same contract)
+if "ispline" in available_methods():
+    from streamcal.spline import ISplineCalibrator
+
+    CALIBRATORS["ispline_lazy"] = lambda: ISplineCalibrator(
+        buckets=LogitGrid(n_buckets=64), window=CountWindow(500), n_knots=2
+    )
+    CALIBRATORS["ispline_every"] = lambda: ISplineCalibrator(
+        buckets=LogitGrid(n_buckets=64), window=TimeWindow(6 * 3600.0), n_knots=3, refit_every=50
+    )
 
 
 def stream_arrays(path):
@@ -385,20 +395,20 @@ def stream_arrays(path):
 
 def test_replay_equals_each_calibrators_prequential(tmp_path, clicks):
     t, s, y, _ = stream_arrays(clicks)
-    cals = {name: make() for name, make in PAV_CONFIGS.items()}
+    cals = {name: make() for name, make in CALIBRATORS.items()}
     cals["raw"] = RawScoreCalibrator()
     summary = replay(
         clicks, cals, label_time_col=None, output=tmp_path / "out.parquet", metrics_window=1_000, batch_size=333
     )
     assert summary.label_mode == "immediate"
     out = pq.read_table(tmp_path / "out.parquet")
-    for name, make in [*PAV_CONFIGS.items(), ("raw", RawScoreCalibrator)]:
+    for name, make in [*CALIBRATORS.items(), ("raw", RawScoreCalibrator)]:
         proba, llr = make().prequential(s, y, times=t)
         np.testing.assert_array_equal(out[f"proba_{name}"].to_numpy(), proba, err_msg=name)
         np.testing.assert_array_equal(out[f"llr_{name}"].to_numpy(), llr, err_msg=name)
     # the final states agree too: same predictions afterwards
     grid = np.linspace(0.001, 0.999, 50)
-    for name, make in PAV_CONFIGS.items():
+    for name, make in CALIBRATORS.items():
         ref = make()
         ref.prequential(s, y, times=t)
         np.testing.assert_array_equal(cals[name].predict_proba(grid), ref.predict_proba(grid))
@@ -407,23 +417,23 @@ def test_replay_equals_each_calibrators_prequential(tmp_path, clicks):
 def test_zero_label_delay_plans_the_prequential_sequence(tmp_path, clicks):
     # label_delay=0 goes through the merged operation sequence, not the prequential shortcut
     t, s, y, _ = stream_arrays(clicks)
-    cals = {name: make() for name, make in PAV_CONFIGS.items()}
+    cals = {name: make() for name, make in CALIBRATORS.items()}
     summary = replay(clicks, cals, label_delay=0, output=tmp_path / "out.parquet", metrics_window=1_000, batch_size=500)
     assert summary.label_mode == "delay"
     out = pq.read_table(tmp_path / "out.parquet")
-    for name, make in PAV_CONFIGS.items():
+    for name, make in CALIBRATORS.items():
         proba, llr = make().prequential(s, y, times=t)
         np.testing.assert_array_equal(out[f"proba_{name}"].to_numpy(), proba, err_msg=name)
         np.testing.assert_array_equal(out[f"llr_{name}"].to_numpy(), llr, err_msg=name)
 
 
-def test_replay_with_late_labels_equals_event_by_event_pav(tmp_path, clicks):
+def test_replay_with_late_labels_equals_event_by_event_calibrators(tmp_path, clicks):
     t, s, y, label_t = stream_arrays(clicks)
     assert np.mean(label_t > t) > 0.9  # most labels are late
-    cals = {name: make() for name, make in PAV_CONFIGS.items()}
+    cals = {name: make() for name, make in CALIBRATORS.items()}
     replay(clicks, cals, output=tmp_path / "out.parquet", metrics_window=1_000, batch_size=256)
     out = pq.read_table(tmp_path / "out.parquet")
-    for name, make in PAV_CONFIGS.items():
+    for name, make in CALIBRATORS.items():
         proba, llr = naive_replay(t, s, y, label_t, make())
         np.testing.assert_array_equal(out[f"proba_{name}"].to_numpy(), proba, err_msg=name)
         np.testing.assert_array_equal(out[f"llr_{name}"].to_numpy(), llr, err_msg=name)
@@ -432,12 +442,12 @@ def test_replay_with_late_labels_equals_event_by_event_pav(tmp_path, clicks):
 def test_threads_do_not_change_results(tmp_path, clicks):
     tables = []
     for threads in (1, 2):
-        cals = {name: make() for name, make in PAV_CONFIGS.items()}
+        cals = {name: make() for name, make in CALIBRATORS.items()}
         out = tmp_path / f"out{threads}.parquet"
         replay(clicks, cals, output=out, metrics_window=1_000, batch_size=400, threads=threads)
         tables.append(pq.read_table(out))
     assert tables[0].equals(tables[1])
-    cal = PAV_CONFIGS["count"]()
+    cal = CALIBRATORS["count"]()
     with pytest.raises(ValueError, match="same calibrator object twice"):
         replay(clicks, {"a": cal, "b": cal})
 
@@ -445,9 +455,9 @@ def test_threads_do_not_change_results(tmp_path, clicks):
 def test_methods_by_name_with_buckets_and_windows(tmp_path, clicks):
     t, s, y, label_t = stream_arrays(clicks)
     cases = [
-        ({"buckets": 64, "window": 300}, PAV_CONFIGS["count"]),
-        ({"buckets": "logit:64", "window": "6h"}, PAV_CONFIGS["time"]),
-        ({"decay": 200}, PAV_CONFIGS["decay"]),
+        ({"buckets": 64, "window": 300}, CALIBRATORS["count"]),
+        ({"buckets": "logit:64", "window": "6h"}, CALIBRATORS["time"]),
+        ({"decay": 200}, CALIBRATORS["decay"]),
     ]
     for kw, make in cases:
         out = tmp_path / "out.parquet"
@@ -457,7 +467,7 @@ def test_methods_by_name_with_buckets_and_windows(tmp_path, clicks):
 
 
 def test_real_metrics_table(tmp_path, clicks):
-    summary = replay(clicks, {"pav": PAV_CONFIGS["count"](), "raw": RawScoreCalibrator()}, metrics_window=1_000)
+    summary = replay(clicks, {"pav": CALIBRATORS["count"](), "raw": RawScoreCalibrator()}, metrics_window=1_000)
     table = summary.metrics_table
     assert table.column_names == [
         "window",
@@ -495,7 +505,7 @@ def test_memory_does_not_grow_with_the_stream(tmp_path):
         try:
             replay(
                 path,
-                {"pav": PAV_CONFIGS["count"]()},
+                {"pav": CALIBRATORS["count"]()},
                 output=tmp_path / "out.parquet",
                 metrics=METRICS,
                 metrics_window=10_000,
