@@ -7,9 +7,13 @@ from pathlib import Path
 
 from streamcal.replay._replay import ReplaySummary, replay
 from streamcal.replay.generate import generate
-from streamcal.replay.methods import available_methods
+from streamcal.replay.methods import available_methods, make_calibrator
 
 __all__ = ["replay_demo"]
+
+# per-method settings that keep the demo quick (refit the I-spline every 1,000 labels, not lazily
+# before every prediction that follows a new label)
+_DEMO_OPTIONS = {"ispline": {"refit_every": 1_000}}
 
 
 def replay_demo(
@@ -47,10 +51,10 @@ def replay_demo(
             draw = None
         else:
             draw = out_dir / f"{scenario}.png"
+    cals = {name: make_calibrator(name, window=window, **_DEMO_OPTIONS.get(name, {})) for name in available_methods()}
     summary = replay(
         stream,
-        available_methods(),
-        window=window,
+        cals,
         output=out_dir / f"{scenario}.replay.parquet",
         metrics_output=out_dir / f"{scenario}.metrics.parquet",
         metrics_window=max(n // 10, 1),

@@ -244,13 +244,14 @@ def make_buckets(buckets=None):
     return getattr(module, _BUCKET_KINDS[kind])(n_buckets=int(count))
 
 
-def make_calibrator(name: str, *, buckets=None, window=None, decay=None):
+def make_calibrator(name: str, *, buckets=None, window=None, decay=None, **options):
     """Build the calibrator for method ``name`` with the given buckets and window.
 
-    Raises :class:`UnavailableMethodError` if ``name`` does not resolve.
+    ``options`` are passed on to the calibrator's constructor as they are. Raises
+    :class:`UnavailableMethodError` if ``name`` does not resolve.
     """
     factory = _resolve(name)
-    kwargs = {}
+    kwargs = dict(options)
     bucket_obj = make_buckets(buckets)
     if bucket_obj is not None:
         kwargs["buckets"] = bucket_obj
