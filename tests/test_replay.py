@@ -757,6 +757,21 @@ def test_corrupt_file(tmp_path, clicks):
     check_error(tmp_path, csv, r"bad\.csv'")
 
 
+def test_a_calibrator_rejecting_scores_names_the_method_file_and_rows(tmp_path, events):
+    t, s, y, label_t = events
+    s = s * 4.0  # not probabilities: the default logit-grid buckets refuse them
+    write_parquet(tmp_path / "in.parquet", t, s, y, label_t)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(
+        ReplayInputError,
+        match=r"method 'pav' rejected the events of file '.*in\.parquet', rows 0-96: "
+        r"`scores` must hold probabilities",
+    ):
+        replay(tmp_path / "in.parquet", "pav", output=out / "o.parquet", metrics=METRICS, batch_size=100)
+    assert list(out.iterdir()) == []
+
+
 def test_input_that_does_not_exist_or_has_no_format(tmp_path):
     with pytest.raises(ReplayInputError, match="does not exist"):
         run(tmp_path / "nope.parquet")
