@@ -770,6 +770,18 @@ def test_a_calibrator_rejecting_scores_names_the_method_file_and_rows(tmp_path, 
     ):
         replay(tmp_path / "in.parquet", "pav", output=out / "o.parquet", metrics=METRICS, batch_size=100)
     assert list(out.iterdir()) == []
+    # one bad score: the message points at its row, with labels late (planned operations) or at once
+    s = events[1].copy()
+    s[150] = 3.0
+    write_parquet(tmp_path / "late.parquet", t, s, y, label_t)
+    write_parquet(tmp_path / "now.parquet", t, s, y)
+    for name, kind in (("late", "predicting event 150 of the stream, "), ("now", "")):
+        with pytest.raises(
+            ReplayInputError,
+            match=rf"rows 97-193: .*got 3.0 at position \d+.*\(position \d+ is "
+            rf"{kind}row 150 of that file\)",
+        ):
+            replay(tmp_path / f"{name}.parquet", "pav", metrics=METRICS)
 
 
 def test_input_that_does_not_exist_or_has_no_format(tmp_path):

@@ -54,6 +54,14 @@ class Ops:
     w: np.ndarray | None
     pred_pos: np.ndarray
     n_learn: int
+    learn_index: np.ndarray | None = None  # event index of each learn operation, in order
+
+    def event_of(self, position: int, first_index: int) -> int:
+        """The (whole-stream) index of the event an operation position belongs to."""
+        if self.learn[position]:
+            rank = int(np.count_nonzero(self.learn[:position]))
+            return int(self.learn_index[rank])
+        return first_index + int(np.searchsorted(self.pred_pos, position))
 
 
 def _cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -136,7 +144,7 @@ def plan_batch(
         None if cand_w is None else cand_w[k:].copy(),
         cand_i[k:].copy(),
     )
-    return Ops(op_s, op_y, learn, op_t, op_w, pred_pos, k), flight
+    return Ops(op_s, op_y, learn, op_t, op_w, pred_pos, k, cand_i[:k]), flight
 
 
 def plan_flush(flight: InFlight, clock: float) -> tuple[Ops, InFlight]:
@@ -151,6 +159,7 @@ def plan_flush(flight: InFlight, clock: float) -> tuple[Ops, InFlight]:
         None if flight.w is None else flight.w[:k],
         np.empty(0, dtype=np.int64),
         k,
+        flight.index[:k],
     )
     left = InFlight(
         flight.label_t[k:],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -393,20 +394,16 @@ def replay(
     runners = None
     if threads != 1:
         runners = {name: ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamcal-replay") for name in names}
-    pending = None  # (chunk, results or futures) of the batch being calibrated
+    pending = None  # (chunk, results or futures, ops, first event index) of the batch being calibrated
 
-    def finish(chunk: Chunk, results: list) -> None:
+    def finish(chunk: Chunk, results: list, ops, first: int) -> None:
         nonlocal writer, raw_is_proba
         n = len(chunk)
         proba, llr = {}, {}
         for name, item in zip(names, results, strict=True):
             result = item.result() if runners is not None else item
             if isinstance(result, Exception):
-                msg = (
-                    f"method {name!r} rejected the events of file {chunk.file!r}, rows "
-                    f"{chunk.row0}-{chunk.row0 + n - 1}: {result}"
-                )
-                raise ReplayInputError(msg)
+                raise ReplayInputError(_rejected(name, chunk, ops, first, result))
             proba[name], llr[name] = result
             if reliability is not None:
                 reliability.add(name, proba[name], chunk.y)
@@ -440,13 +437,13 @@ def replay(
                 results = [_step(cal, chunk, ops, times) for cal in cals.values()]
             else:
                 results = [runners[name].submit(_step, cal, chunk, ops, times) for name, cal in cals.items()]
+            if pending is not None:
+                finish(*pending)
+            pending = (chunk, results, ops, n_events)
             n_events += n
             n_pos += int(chunk.y.sum())
             n_learned += n if ops is None else ops.n_learn
             clock = float(chunk.t[-1])
-            if pending is not None:
-                finish(*pending)
-            pending = (chunk, results)
         if pending is not None:
             chunk_results, pending = pending, None
             finish(*chunk_results)
@@ -510,6 +507,25 @@ def replay(
         metrics_output=metrics_output,
         plot=plot,
     )
+
+
+def _rejected(name: str, chunk: Chunk, ops, first: int, exc: Exception) -> str:
+    """The message for a calibrator that rejected a batch: method, file, rows, and the row of the
+    offending operation when the calibrator's message gives its position."""
+    n = len(chunk)
+    msg = f"method {name!r} rejected the events of file {chunk.file!r}, rows {chunk.row0}-{chunk.row0 + n - 1}: {exc}"
+    match = re.search(r"at position (\d+)", str(exc))
+    if match is None:
+        return msg
+    position = int(match.group(1))
+    if ops is None:  # prequential on the batch: positions are the batch's rows
+        return f"{msg} (position {position} is row {chunk.row0 + position} of that file)"
+    if position >= ops.learn.size:
+        return msg
+    event = ops.event_of(position, first)
+    kind = "learning the label of" if ops.learn[position] else "predicting"
+    where = f"row {chunk.row0 + event - first} of that file" if event >= first else "an event of an earlier batch"
+    return f"{msg} (position {position} is {kind} event {event} of the stream, {where})"
 
 
 def _step(cal, chunk: Chunk, ops, times):
