@@ -810,6 +810,21 @@ def test_unknown_and_unavailable_methods(tmp_path, events):
                 replay(path, name, metrics=METRICS)
 
 
+def test_register_method(tmp_path, events, monkeypatch):
+    from streamcal.replay import methods, register_method
+
+    monkeypatch.setattr(methods, "_REGISTERED", {})
+    t, s, y, label_t = events
+    path = write_parquet(tmp_path / "in.parquet", t, s, y, label_t)
+    register_method("naive", lambda window=None, **_: NaiveBucketCalibrator(window=getattr(window, "n", None)))
+    assert "naive" in available_methods()
+    replay(path, "naive", window=50, output=tmp_path / "out.parquet", metrics=METRICS)
+    want = naive_replay(t, s, y, label_t, NaiveBucketCalibrator(window=50))
+    np.testing.assert_array_equal(outputs(tmp_path / "out.parquet")[0], want[0])
+    with pytest.raises(ValueError, match="must be an identifier"):
+        register_method("no good", NaiveBucketCalibrator)
+
+
 def test_bad_options(tmp_path, events):
     t, s, y, _ = events
     path = write_parquet(tmp_path / "in.parquet", t, s, y)

@@ -8,7 +8,9 @@ itself taken as the probability (a baseline that shows how miscalibrated the inp
 methods can be added with :func:`register_method`.
 
 Every calibrator follows streamcal's array contract; replay only calls ``process(scores, labels,
-learn_mask, *, weights=None, times=None) -> (proba, llr)``."""
+learn_mask, *, weights=None, times=None) -> (proba, llr)`` (and ``prequential`` when labels are
+known at once).
+"""
 
 from __future__ import annotations
 
