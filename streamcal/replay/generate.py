@@ -251,7 +251,9 @@ def generate(
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5)]
     gap_rng, logit_rng, label_rng, pos_delay_rng, neg_delay_rng = streams
     mean_gap = spec.span_seconds / max(n, 1)
-    clock = 0.0  # seconds since START
+    # the clock runs in integer microseconds, so that summing the gaps batch by batch gives the
+    # same times bit for bit whatever the batch size
+    clock = 0  # microseconds since START
     done = 0
     for part, target in enumerate(targets):
         tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
@@ -260,17 +262,17 @@ def generate(
             end = bounds[part + 1]
             while done < end:
                 size = min(batch_size, end - done)
-                gaps = gap_rng.exponential(mean_gap, size)
-                t = clock + np.cumsum(gaps)
-                clock = float(t[-1])
+                gaps_us = np.round(gap_rng.exponential(mean_gap, size) * 1e6).astype(np.int64)
+                t_us = clock + np.cumsum(gaps_us)
+                clock = int(t_us[-1])
                 m = logit_rng.normal(spec.logit_mean, spec.logit_sd, size)
                 position = (done + np.arange(size)) / max(n, 1)
                 p = _sigmoid(spec.true_logit(m, position))
                 label = label_rng.random(size) < p
                 pos_delay = spec.positive_delay[0] + pos_delay_rng.exponential(1.0, size) * spec.positive_delay[1]
                 neg_delay = spec.negative_delay[0] + neg_delay_rng.exponential(1.0, size) * spec.negative_delay[1]
-                label_t = t + np.where(label, pos_delay, neg_delay)
-                writer.write(_batch(schema, t, _sigmoid(m), label, label_t))
+                delay_us = np.round(np.where(label, pos_delay, neg_delay) * 1e6).astype(np.int64)
+                writer.write(_batch(schema, t_us, _sigmoid(m), label, t_us + delay_us))
                 done += size
             writer.close()
         except BaseException:
@@ -285,12 +287,12 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
-def _batch(schema, t: np.ndarray, score: np.ndarray, label: np.ndarray, label_t: np.ndarray):
+def _batch(schema, t_us: np.ndarray, score: np.ndarray, label: np.ndarray, label_us: np.ndarray):
     import pyarrow as pa
 
     # milliseconds; label times are rounded up so a label is never known before its event
-    t_ms = START_MS + np.floor(t * 1000.0).astype(np.int64)
-    lt_ms = np.maximum(START_MS + np.ceil(label_t * 1000.0).astype(np.int64), t_ms)
+    t_ms = START_MS + t_us // 1000
+    lt_ms = START_MS - (-label_us // 1000)
     ts = schema.field("event_time").type
     return pa.RecordBatch.from_arrays(
         [pa.array(t_ms, ts), pa.array(score), pa.array(label), pa.array(lt_ms, ts)],
