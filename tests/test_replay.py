@@ -542,6 +542,14 @@ def test_arrow_ipc_and_csv_give_the_parquet_result(tmp_path, clicks, fmt):
     assert a.n_learned == b.n_learned
 
 
+def test_format_option_for_unusual_file_names(tmp_path, clicks):
+    other = generate(tmp_path / "clicks.data", "click", n=3_000, seed=5, format="csv")
+    a = run(clicks, output=tmp_path / "a.parquet")
+    b = run(other, output=tmp_path / "b.parquet", format="csv")
+    np.testing.assert_array_equal(outputs(tmp_path / "a.parquet")[0], outputs(tmp_path / "b.parquet")[0])
+    assert a.n_events == b.n_events == 3_000
+
+
 def test_column_renaming_and_selection(tmp_path, events):
     t, s, y, label_t = events
     table = pa.table(
