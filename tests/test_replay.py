@@ -560,6 +560,7 @@ def test_column_renaming_and_selection(tmp_path, events):
             "known_at": label_t,
             "user": np.arange(len(t)),
             "noise": np.zeros(len(t)),
+            "country": [f"c{i % 7}" for i in range(len(t))],
         }
     )
     pq.write_table(table, tmp_path / "in.parquet")
@@ -570,10 +571,11 @@ def test_column_renaming_and_selection(tmp_path, events):
         score_col="model_score",
         label_col="clicked",
         label_time_col="known_at",
-        keep_columns=["user", "model_score"],
+        keep_columns=["user", "model_score", "country"],
     )
     out = pq.read_table(tmp_path / "out.parquet")
-    assert out.column_names == ["user", "model_score", "proba_naive", "llr_naive"]
+    assert out.column_names == ["user", "model_score", "country", "proba_naive", "llr_naive"]
+    assert out["country"].to_pylist()[:8] == ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c0"]
     want = naive_replay(t, s, y, label_t, NaiveBucketCalibrator(window=50))
     np.testing.assert_array_equal(out["proba_naive"].to_numpy(), want[0])
 
