@@ -526,6 +526,10 @@ def test_directory_of_parquet_parts_equals_one_file(tmp_path, clicks):
     one = run(clicks, output=tmp_path / "one.parquet", batch_size=256)
     many = run(tmp_path / "parts", output=tmp_path / "many.parquet", batch_size=256)
     assert len(many.files) == 4
+    parts = sorted((tmp_path / "parts").glob("part-*.parquet"))
+    listed = run(parts, output=tmp_path / "listed.parquet", batch_size=256)
+    assert pq.read_table(tmp_path / "listed.parquet").equals(pq.read_table(tmp_path / "many.parquet"))
+    assert listed.n_events == 3_000
     assert pq.read_table(tmp_path / "one.parquet").equals(pq.read_table(tmp_path / "many.parquet"))
     assert one.metrics == many.metrics
 

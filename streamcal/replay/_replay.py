@@ -275,9 +275,9 @@ def replay(
 
     Parameters
     ----------
-    input : str or path-like
+    input : str, path-like, or a list of them
         A Parquet, Arrow IPC or CSV file, or a directory of them (read with ``pyarrow.dataset``,
-        files in path order).
+        files in path order); a list is replayed in its order.
     calibrators : str, list or dict
         Method names (``"pav,gev"`` or ``["pav", "gev"]``, resolved by
         :func:`streamcal.replay.methods.make_calibrator`), or a mapping ``name -> calibrator``
@@ -358,7 +358,13 @@ def replay(
     cals = _resolve_calibrators(calibrators, buckets, window, decay)
     names = list(cals)
     metric_fns = default_metrics() if metrics is None else dict(metrics)
-    files = list_input_files(input, format)
+    if isinstance(input, (list, tuple)):
+        if not input:
+            msg = "`input` must name at least one file or directory; got an empty list."
+            raise ValueError(msg)
+        files = [f for item in input for f in list_input_files(item, format)]
+    else:
+        files = list_input_files(input, format)
     output = None if output is None else Path(output)
     metrics_output = None if metrics_output is None else Path(metrics_output)
     plot = None if plot is None else Path(plot)
@@ -477,7 +483,13 @@ def replay(
             tmp = _tmp_name(plot).with_suffix(".png")
             tmp_paths.append(tmp)
             shown = [*names, "score"] if raw_is_proba and n_events else names
-            plot_replay(tmp, reliability, shown, table, title=f"streamcal replay: {Path(input).name}")
+            plot_replay(
+                tmp,
+                reliability,
+                shown,
+                table,
+                title=f"streamcal replay: {_input_name(input)}",
+            )
         # everything written: give the files their final names
         finals = [p for p in (output, metrics_output, plot) if p is not None]
         for tmp, final in zip(tmp_paths, finals, strict=True):
@@ -507,6 +519,12 @@ def replay(
         metrics_output=metrics_output,
         plot=plot,
     )
+
+
+def _input_name(input) -> str:
+    items = list(input) if isinstance(input, (list, tuple)) else [input]
+    name = Path(items[0]).name
+    return name if len(items) == 1 else f"{name} and {len(items) - 1} more"
 
 
 def _rejected(name: str, chunk: Chunk, ops, first: int, exc: Exception) -> str:
