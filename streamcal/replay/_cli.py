@@ -95,7 +95,9 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         "calibrators in event-time order, prequentially, learning each label once its label time "
         "has passed; write calibrated probabilities and LLRs, and metrics over time."
     )
-    parser.add_argument("input", help="a Parquet / Arrow IPC / CSV file, or a directory of them")
+    parser.add_argument(
+        "input", nargs="+", help="Parquet / Arrow IPC / CSV files or directories, replayed in the order given"
+    )
     parser.add_argument(
         "-m",
         "--method",
@@ -207,7 +209,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.no_output:
         output = metrics_output = None
     else:
-        output = Path(args.output) if args.output else _default_output(args.input)
+        output = Path(args.output) if args.output else _default_output(args.input[0])
         if args.metrics_output:
             metrics_output = Path(args.metrics_output)
         else:
@@ -216,7 +218,7 @@ def run_replay(args: argparse.Namespace) -> int:
     try:
         metrics = _metrics_option(args.metrics)
         summary = replay(
-            args.input,
+            args.input[0] if len(args.input) == 1 else list(args.input),
             args.method,
             buckets=args.buckets,
             window=args.window,
