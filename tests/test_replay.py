@@ -380,6 +380,14 @@ if "ispline" in available_methods():
     CALIBRATORS["ispline_every"] = lambda: ISplineCalibrator(
         buckets=LogitGrid(n_buckets=64), window=TimeWindow(6 * 3600.0), n_knots=3, refit_every=50
     )
+if "gev" in available_methods():
+    from streamcal.gev.calibrator import GEVCalibrator, PlattCalibrator
+
+    CALIBRATORS["gev"] = lambda: GEVCalibrator(buckets=LogitGrid(n_buckets=64), window=CountWindow(500), xi=0.25)
+    CALIBRATORS["gev_auto"] = lambda: GEVCalibrator(
+        buckets=LogitGrid(n_buckets=64), window=Decay(300.0), refit_every=25
+    )
+    CALIBRATORS["platt"] = lambda: PlattCalibrator(buckets=LogitGrid(n_buckets=64), window=TimeWindow(6 * 3600.0))
 
 
 def stream_arrays(path):
