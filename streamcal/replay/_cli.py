@@ -110,6 +110,13 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="score buckets: a number (logit grid, for probability scores), or uniform:N, "
         "quantile:N, logit:N (default: the method's own, 1024 logit buckets for pav)",
     )
+    parser.add_argument(
+        "--refit-every",
+        type=_positive_int,
+        default=None,
+        help="refit the map-fitting methods (ispline, gev, platt) every N labels instead of lazily before "
+        "every prediction that follows a new label (much faster on long streams)",
+    )
     win = parser.add_mutually_exclusive_group()
     win.add_argument(
         "--window",
@@ -238,6 +245,7 @@ def run_replay(args: argparse.Namespace) -> int:
             metrics_output=metrics_output,
             metrics_window=args.metrics_window,
             metrics=metrics,
+            method_options=None if args.refit_every is None else {"refit_every": args.refit_every},
             batch_size=args.batch_size,
             plot=args.plot,
             progress=not args.quiet,

@@ -152,7 +152,7 @@ def _tmp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
 
-def _resolve_calibrators(calibrators, buckets, window, decay) -> dict[str, object]:
+def _resolve_calibrators(calibrators, buckets, window, decay, options) -> dict[str, object]:
     """Name -> calibrator instance, from a comma list / list of names / mapping of instances."""
     if isinstance(calibrators, str):
         calibrators = [c.strip() for c in calibrators.split(",") if c.strip()]
@@ -173,7 +173,10 @@ def _resolve_calibrators(calibrators, buckets, window, decay) -> dict[str, objec
         if name in out:
             msg = f"`calibrators` names {name!r} twice."
             raise ValueError(msg)
-        cal = obj if obj is not None else make_calibrator(name, buckets=buckets, window=window, decay=decay)
+        if obj is None:
+            cal = make_calibrator(name, buckets=buckets, window=window, decay=decay, **(options or {}))
+        else:
+            cal = obj
         if any(cal is other for other in out.values()):
             msg = f"`calibrators` gives the same calibrator object twice (as {name!r})."
             raise ValueError(msg)
@@ -264,6 +267,7 @@ def replay(
     progress: bool = False,
     compression: str = "snappy",
     threads: int | None = None,
+    method_options: Mapping | None = None,
 ) -> ReplaySummary:
     """Replay a recorded event stream through one or several calibrators, prequentially.
 
@@ -315,6 +319,10 @@ def replay(
         Show rows, rows/s and ETA on stderr during long runs.
     compression : str
         Parquet compression of the output.
+    method_options : mapping, optional
+        Further constructor options for the named methods, each passed to the methods that take
+        it, for instance ``{"refit_every": 1000}`` (I-spline, GEV and Platt refit lazily before
+        every prediction that follows a new label by default, which is slow on long streams).
     threads : int, optional
         1: run every method on the calling thread, batch after batch. Default: each method on its
         own worker thread, so that methods run side by side and a batch is calibrated while the
@@ -355,7 +363,7 @@ def replay(
     if delay is not None and time_col is None:
         msg = "`label_delay` needs event times; got time_col=None."
         raise ValueError(msg)
-    cals = _resolve_calibrators(calibrators, buckets, window, decay)
+    cals = _resolve_calibrators(calibrators, buckets, window, decay, method_options)
     names = list(cals)
     metric_fns = default_metrics() if metrics is None else dict(metrics)
     if isinstance(input, (list, tuple)):

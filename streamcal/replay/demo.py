@@ -7,13 +7,13 @@ from pathlib import Path
 
 from streamcal.replay._replay import ReplaySummary, replay
 from streamcal.replay.generate import generate
-from streamcal.replay.methods import available_methods, make_calibrator
+from streamcal.replay.methods import available_methods
 
 __all__ = ["replay_demo"]
 
-# per-method settings that keep the demo quick (refit the I-spline every 1,000 labels, not lazily
-# before every prediction that follows a new label)
-_DEMO_OPTIONS = {"ispline": {"refit_every": 1_000}}
+# keeps the demo quick: the map-fitting methods (I-spline, GEV, Platt) refit every 1,000 labels,
+# not lazily before every prediction that follows a new label
+_DEMO_OPTIONS = {"refit_every": 1_000}
 
 
 def replay_demo(
@@ -51,10 +51,11 @@ def replay_demo(
             draw = None
         else:
             draw = out_dir / f"{scenario}.png"
-    cals = {name: make_calibrator(name, window=window, **_DEMO_OPTIONS.get(name, {})) for name in available_methods()}
     summary = replay(
         stream,
-        cals,
+        available_methods(),
+        window=window,
+        method_options=_DEMO_OPTIONS,
         output=out_dir / f"{scenario}.replay.parquet",
         metrics_output=out_dir / f"{scenario}.metrics.parquet",
         metrics_window=max(n // 10, 1),

@@ -15,6 +15,7 @@ known at once).
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 from collections.abc import Callable
 
@@ -246,14 +247,23 @@ def make_buckets(buckets=None):
     return getattr(module, _BUCKET_KINDS[kind])(n_buckets=int(count))
 
 
+def _accepts(factory, option: str) -> bool:
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return True
+    return option in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
 def make_calibrator(name: str, *, buckets=None, window=None, decay=None, **options):
     """Build the calibrator for method ``name`` with the given buckets and window.
 
-    ``options`` are passed on to the calibrator's constructor as they are. Raises
-    :class:`UnavailableMethodError` if ``name`` does not resolve.
+    ``options`` (such as ``refit_every=1000``) go to the constructor of the methods that take
+    them and are left out for the others. Raises :class:`UnavailableMethodError` if ``name`` does
+    not resolve.
     """
     factory = _resolve(name)
-    kwargs = dict(options)
+    kwargs = {key: value for key, value in options.items() if _accepts(factory, key)}
     bucket_obj = make_buckets(buckets)
     if bucket_obj is not None:
         kwargs["buckets"] = bucket_obj
