@@ -474,6 +474,14 @@ def test_methods_by_name_with_buckets_and_windows(tmp_path, clicks):
         np.testing.assert_array_equal(outputs(out, "pav")[0], want[0], err_msg=str(kw))
 
 
+def test_method_options_go_to_the_methods_that_take_them(clicks):
+    names = [m for m in ("pav", "ispline", "gev") if m in available_methods()]
+    summary = replay(clicks, names, buckets=64, window=500, method_options={"refit_every": 50}, metrics=METRICS)
+    for name in names[1:]:
+        assert summary.calibrators[name].refit_every == 50
+    assert not hasattr(summary.calibrators["pav"], "refit_every")
+
+
 def test_real_metrics_table(tmp_path, clicks):
     summary = replay(clicks, {"pav": CALIBRATORS["count"](), "raw": RawScoreCalibrator()}, metrics_window=1_000)
     table = summary.metrics_table
@@ -912,6 +920,8 @@ def test_cli_end_to_end_with_plot(tmp_path):
         "2000",
         "--buckets",
         "256",
+        "--refit-every",
+        "100",
         "--metrics-window",
         "1000",
         "--plot",
