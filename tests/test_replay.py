@@ -864,6 +864,8 @@ def test_bad_options(tmp_path, events):
         run(path, label_delay="soon")
     with pytest.raises(ValueError, match="metrics_window"):
         run(path, metrics_window=0)
+    with pytest.raises(ValueError, match="`output` would overwrite the input file"):
+        run(path, output=path)
     with pytest.raises(ValueError, match="either `window` or `decay`"):
         replay(path, "raw", window=10, decay=5, metrics=METRICS)
 

@@ -376,6 +376,11 @@ def replay(
     output = None if output is None else Path(output)
     metrics_output = None if metrics_output is None else Path(metrics_output)
     plot = None if plot is None else Path(plot)
+    inputs = {Path(f).resolve() for f, _ in files}
+    for label, target in (("output", output), ("metrics_output", metrics_output), ("plot", plot)):
+        if target is not None and target.resolve() in inputs:
+            msg = f"`{label}` would overwrite the input file {str(target)!r}; choose another path."
+            raise ValueError(msg)
     if plot is not None:
         try:  # fail before the replay, not after it
             import matplotlib  # noqa: F401
