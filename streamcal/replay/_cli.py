@@ -47,7 +47,7 @@ def add_generate_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
         "--scenario",
         choices=sorted(SCENARIOS),
         default="click",
-        help="; ".join(f"{s.name}: {s.description}" for s in SCENARIOS.values()),
+        help="; ".join(f"{s.name}: {s.description}" for s in SCENARIOS.values()).replace("%", "%%"),
     )
     parser.add_argument("-n", "--rows", type=_count, default=1_000_000, help="number of events (default 1e6)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
