@@ -198,6 +198,28 @@ def test_calibrator_blocks_match_batch_pav_after_each_learn(window, stream):
         cal.learn_one({"s": s}, y, w=w, t=t)
         pos, neg = histogram_of(cal)
         assert_state_equals_batch(pos, neg, centres, cal._pf, cal._pi)
+        assert_extremes_are_fresh(cal)
+
+
+def assert_extremes_are_fresh(cal):
+    """The finite-LLR clip values and prior equal a from-scratch refresh, bit for bit."""
+    pf, pi = cal._pf.copy(), cal._pi.copy()
+    K.pav_refresh_extremes_inplace(cal._sf, pf, pi)
+    fields = [K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]
+    assert cal._pf[fields].tolist() == pf[fields].tolist()
+
+
+@pytest.mark.parametrize("window", [CountWindow(n=150), TimeWindow(seconds=40.0), Unbounded()], ids=repr)
+def test_finite_llr_values_skipped_refreshes_equal_fresh_ones(window, rng):
+    # a skewed stream over many buckets: the end runs span several blocks, and most events
+    # change only blocks between them (the refresh is then skipped)
+    cal = PAVCalibrator(buckets=LogitGrid(n_buckets=96, low=1e-4, high=1 - 1e-4), window=window)
+    z = rng.normal(-3.0, 1.5, size=1500)
+    labels = rng.uniform(size=z.size) < 1.0 / (1.0 + np.exp(-(1.3 * z + 0.5)))
+    weights = rng.choice([1.0, 0.3, 2.5], size=z.size)
+    for i, (s, y, w) in enumerate(zip(1.0 / (1.0 + np.exp(-z)), labels, weights, strict=True)):
+        cal.learn_one({"s": float(s)}, bool(y), w=float(w), t=0.1 * i)
+        assert_extremes_are_fresh(cal)
 
 
 def test_decay_renormalisation_rebuilds_exactly(rng):

@@ -58,7 +58,10 @@ import numpy as np
 
 from streamcal._kernels._config import jit
 from streamcal._kernels.histogram import (
+    KIND_DECAY_EVENTS,
+    KIND_DECAY_TIME,
     SF_HEADER,
+    SF_KIND,
     SF_T_NEG,
     SF_T_POS,
     stored_unit,
@@ -79,7 +82,11 @@ PI_B = 0
 PI_HEAD = 1  # first knot of the first block, -1 when the histogram is empty
 PI_TAIL = 2  # first knot of the last block, -1 when empty
 PI_LAST = 3  # last knot of the last block, -1 when empty
-PI_HEADER = 4
+PI_CHG_LO = 4  # lowest bucket whose block changed since the last reset (repairs widen it)
+PI_CHG_HI = 5  # highest bucket whose block (or block link) changed since the last reset
+PI_DEP_LO = 6  # the finite-LLR low run read the blocks up to this bucket (B: all of them)
+PI_DEP_HI = 7  # the finite-LLR high run read the blocks from this bucket on
+PI_HEADER = 8
 
 # offsets of the sections, in units of B
 _FIT, _BPOS, _BNEG, _CENTRES, _SPOS, _SNEG = 0, 1, 2, 3, 4, 5
@@ -107,6 +114,10 @@ def empty_pav_state(centres: np.ndarray, pseudo_count: float, linear: bool, iden
     pi[PI_HEAD] = -1
     pi[PI_TAIL] = -1
     pi[PI_LAST] = -1
+    pi[PI_CHG_LO] = B
+    pi[PI_CHG_HI] = -1
+    pi[PI_DEP_LO] = B
+    pi[PI_DEP_HI] = -1
     pi[PI_HEADER + _OWNER * B : PI_HEADER + (_OWNER + 1) * B] = -1
     return pf, pi
 
@@ -251,6 +262,17 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
             pi[PI_TAIL] = chain
             pi[PI_LAST] = pi[BEND + chain] if chain != -1 else -1
 
+    # the range of buckets whose block (sums, end or links) may have changed: the stopping
+    # block only had its link to the left rewritten; without a stop the tail changed
+    chg_lo = start if k >= 0 else 0
+    if sp > 0 and pi[SFIRST] < chg_lo:
+        chg_lo = pi[SFIRST]
+    chg_hi = pi[SFIRST + sp - 1] if stopped else B - 1
+    if chg_lo < pi[PI_CHG_LO]:
+        pi[PI_CHG_LO] = chg_lo
+    if chg_hi > pi[PI_CHG_HI]:
+        pi[PI_CHG_HI] = chg_hi
+
     # 4. owners and fitted values from the end of the chain to the last rewritten block; the
     #    buckets before the first knot and after the last one are never read (predictions
     #    clamp to the knots' span)
@@ -288,11 +310,16 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
     B = pi[PI_B]
     BPOS = PF_HEADER + _BPOS * B
     BNEG = PF_HEADER + _BNEG * B
+    BEND = PI_HEADER + _BEND * B
     BPREV = PI_HEADER + _BPREV * B
     BNEXT = PI_HEADER + _BNEXT * B
     c = pf[PF_PSEUDO] * stored_unit(sf)
     pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
     head = pi[PI_HEAD]
+    pi[PI_CHG_LO] = B  # the values are now current: no pending change
+    pi[PI_CHG_HI] = -1
+    pi[PI_DEP_LO] = B  # until shown otherwise, any change may move the clip values
+    pi[PI_DEP_HI] = -1
     if head == -1:
         pf[PF_LO] = 0.5
         pf[PF_HI] = 0.5
@@ -329,6 +356,30 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
         hi = v
     pf[PF_LO] = lo
     pf[PF_HI] = hi
+    if prv != left_last:  # two separate runs: the blocks strictly between them were not read
+        pi[PI_DEP_LO] = pi[BEND + nxt]
+        pi[PI_DEP_HI] = prv
+
+
+@jit
+def pav_update_extremes_inplace(sf, pf, pi):
+    """After learning: the finite-LLR values, recomputed only when their inputs may have changed.
+
+    Without decay the pseudo-count is constant in stored units, so the clip values depend only
+    on the blocks the last refresh read (up to ``PI_DEP_LO``, from ``PI_DEP_HI``); when the
+    repairs since then (``PI_CHG_LO``..``PI_CHG_HI``) changed none of them, a refresh would read
+    the same numbers and return the same values. Only the prior moves; it is recomputed by
+    the same expression as in :func:`pav_refresh_extremes_inplace`.
+    """
+    kind = sf[SF_KIND]
+    unchanged = pi[PI_CHG_LO] > pi[PI_DEP_LO] and pi[PI_CHG_HI] < pi[PI_DEP_HI]
+    if unchanged and kind != KIND_DECAY_EVENTS and kind != KIND_DECAY_TIME:
+        pi[PI_CHG_LO] = pi[PI_B]
+        pi[PI_CHG_HI] = -1
+        c = pf[PF_PSEUDO] * stored_unit(sf)
+        pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
+    else:
+        pav_refresh_extremes_inplace(sf, pf, pi)
 
 
 @jit
@@ -381,7 +432,7 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t):
         pav_bucket_changed_inplace(sf, SF_HEADER, pf, pi, -1)  # renormalised: rebuild everything
     else:
         pav_bucket_changed_inplace(sf, SF_HEADER, pf, pi, b)
-    pav_refresh_extremes_inplace(sf, pf, pi)
+    pav_update_extremes_inplace(sf, pf, pi)
 
 
 @jit
