@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from streamcal._kernels import ipav as K
 from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid, bucket_index
 from streamcal.isotonic.streaming import PAVCalibrator
 
@@ -61,6 +62,8 @@ def test_arithmetic_bucket_guess_equals_binary_search(grid, rng):
         scores = np.concatenate([scores, 1.0 / (1.0 + np.exp(-z))])
     expected = np.searchsorted(cuts, scores, side="right")
     np.testing.assert_array_equal(bucket_index(e, scores), expected)
+    cal = PAVCalibrator(buckets=grid)  # the calibrator's single-score kernel (river face)
+    np.testing.assert_array_equal([K.pav_bucket_of(cal._pf, cal._pi, float(v)) for v in scores], expected)
 
 
 def test_logit_grid_resolves_rare_and_common_rates():
