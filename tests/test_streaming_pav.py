@@ -69,10 +69,8 @@ def naive_fit(blocks, centres):
 def kernel_blocks(pf, pi):
     """Blocks of the kernel state, walked through the links (checking them on the way)."""
     B = int(pi[K.PI_B])
-    sec_i = lambda k: pi[K.PI_HEADER + k * B : K.PI_HEADER + (k + 1) * B]  # noqa: E731
-    sec_f = lambda k: pf[K.PF_HEADER + k * B : K.PF_HEADER + (k + 1) * B]  # noqa: E731
-    bend, bprev, bnext = sec_i(1), sec_i(2), sec_i(3)
-    bpos, bneg = sec_f(1), sec_f(2)
+    v = K.pav_blocks_view(pf, pi)
+    bend, bprev, bnext, bpos, bneg = v["bend"], v["bprev"], v["bnext"], v["bpos"], v["bneg"]
     blocks = []
     f = int(pi[K.PI_HEAD])
     prev = -1
@@ -84,7 +82,7 @@ def kernel_blocks(pf, pi):
         f = int(bnext[f])
     assert int(pi[K.PI_TAIL]) == prev
     assert int(pi[K.PI_LAST]) == (blocks[-1][1] if blocks else -1)
-    return blocks, sec_i(0).copy(), sec_f(0).copy()
+    return blocks, v["owner"].copy(), v["fit"].copy()
 
 
 def assert_state_equals_batch(pos, neg, centres, pf, pi):

@@ -46,8 +46,12 @@ Kernels index the flat state arrays by offsets rather than slicing views: a view
 atomic reference-count updates, which dominated the per-event cost.
 
 Layout of the PAV state (see :mod:`streamcal._kernels.histogram` for the histogram itself):
-``pf`` float64 = header (PF_*) + fit, bpos, bneg, centres, stack P, stack N, cuts (B each);
-``pi`` int64 = header (PI_*) + owner, bend, bprev, bnext, stack first, stack last (B each).
+``pf`` float64 = header (PF_*), then per bucket the record (fit, bpos, bneg, centre), then the
+stack (P, N) per stack slot, then the B - 1 cuts; ``pi`` int64 = header (PI_*), then per bucket
+(owner, bend, bprev, bnext), then the stack (first, last) per slot. Records rather than one
+section per field: a repair reads and writes several fields of the same few buckets, which
+then share cache lines (the river face calls the kernel with a cache the interpreter has
+cooled).
 """
 
 from __future__ import annotations
@@ -94,14 +98,40 @@ PI_DEP_LO = 6  # the finite-LLR low run read the blocks up to this bucket (B: al
 PI_DEP_HI = 7  # the finite-LLR high run read the blocks from this bucket on
 PI_HEADER = 8
 
-# offsets of the sections, in units of B
-_FIT, _BPOS, _BNEG, _CENTRES, _SPOS, _SNEG, _CUTS = 0, 1, 2, 3, 4, 5, 6
-_OWNER, _BEND, _BPREV, _BNEXT, _SFIRST, _SLAST = 0, 1, 2, 3, 4, 5
+# Per-bucket records of _R fields after the header (field b of bucket k at
+# header + _R * k + b), then the stack scratch in records of _S fields, then (pf) the cuts.
+_R = 4
+_S = 2
+_FIT, _BPOS, _BNEG, _CENTRES = 0, 1, 2, 3  # pf record
+_OWNER, _BEND, _BPREV, _BNEXT = 0, 1, 2, 3  # pi record
+_SPOS, _SNEG = 0, 1  # pf stack record
+_SFIRST, _SLAST = 0, 1  # pi stack record
 
 
 def pav_state_sizes(n_buckets: int) -> tuple[int, int]:
     """Lengths of the ``pf`` and ``pi`` arrays for ``n_buckets`` buckets."""
-    return PF_HEADER + 7 * n_buckets, PI_HEADER + 6 * n_buckets
+    return PF_HEADER + (_R + _S + 1) * n_buckets, PI_HEADER + (_R + _S) * n_buckets
+
+
+@jit
+def _cuts_offset(B):
+    return PF_HEADER + (_R + _S) * B
+
+
+def pav_field(state, n_buckets: int, field: int) -> np.ndarray:
+    """View of one per-bucket field (``_FIT``... of ``pf``, ``_OWNER``... of ``pi``), length B."""
+    header = PF_HEADER if state.dtype == np.float64 else PI_HEADER
+    return state[header + field : header + _R * n_buckets : _R]
+
+
+def pav_blocks_view(pf: np.ndarray, pi: np.ndarray) -> dict[str, np.ndarray]:
+    """Views of every per-bucket field by name (for tests and inspection)."""
+    B = int(pi[PI_B])
+    names_f = {"fit": _FIT, "bpos": _BPOS, "bneg": _BNEG, "centres": _CENTRES}
+    names_i = {"owner": _OWNER, "bend": _BEND, "bprev": _BPREV, "bnext": _BNEXT}
+    views = {name: pav_field(pf, B, k) for name, k in names_f.items()}
+    views.update({name: pav_field(pi, B, k) for name, k in names_i.items()})
+    return views
 
 
 def empty_pav_state(centres: np.ndarray, pseudo_count: float, linear: bool, identity: bool, cuts=None):
@@ -114,11 +144,11 @@ def empty_pav_state(centres: np.ndarray, pseudo_count: float, linear: bool, iden
     nf, ni = pav_state_sizes(B)
     pf = np.zeros(nf, dtype=np.float64)
     pi = np.zeros(ni, dtype=np.int64)
-    pf[PF_HEADER + _CENTRES * B : PF_HEADER + (_CENTRES + 1) * B] = centres
+    pav_field(pf, B, _CENTRES)[:] = centres
     if cuts is None:
         cuts = 0.5 * (centres[:-1] + centres[1:])
     cuts = np.ascontiguousarray(cuts, dtype=np.float64)
-    pf[PF_HEADER + _CUTS * B : PF_HEADER + _CUTS * B + B - 1] = cuts
+    pf[_cuts_offset(B) : _cuts_offset(B) + B - 1] = cuts
     pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP] = grid_of_sorted(cuts)
     pf[PF_PSEUDO] = pseudo_count
     pf[PF_LINEAR] = 1.0 if linear else 0.0
@@ -133,7 +163,7 @@ def empty_pav_state(centres: np.ndarray, pseudo_count: float, linear: bool, iden
     pi[PI_CHG_HI] = -1
     pi[PI_DEP_LO] = B
     pi[PI_DEP_HI] = -1
-    pi[PI_HEADER + _OWNER * B : PI_HEADER + (_OWNER + 1) * B] = -1
+    pav_field(pi, B, _OWNER)[:] = -1
     return pf, pi
 
 
@@ -164,18 +194,18 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     B = pi[PI_B]
     POS = h0
     NEG = h0 + B
-    FIT = PF_HEADER + _FIT * B
-    BPOS = PF_HEADER + _BPOS * B
-    BNEG = PF_HEADER + _BNEG * B
-    CEN = PF_HEADER + _CENTRES * B
-    SPOS = PF_HEADER + _SPOS * B
-    SNEG = PF_HEADER + _SNEG * B
-    OWNER = PI_HEADER + _OWNER * B
-    BEND = PI_HEADER + _BEND * B
-    BPREV = PI_HEADER + _BPREV * B
-    BNEXT = PI_HEADER + _BNEXT * B
-    SFIRST = PI_HEADER + _SFIRST * B
-    SLAST = PI_HEADER + _SLAST * B
+    FIT = PF_HEADER + _FIT
+    BPOS = PF_HEADER + _BPOS
+    BNEG = PF_HEADER + _BNEG
+    CEN = PF_HEADER + _CENTRES
+    SPOS = PF_HEADER + _R * B + _SPOS
+    SNEG = PF_HEADER + _R * B + _SNEG
+    OWNER = PI_HEADER + _OWNER
+    BEND = PI_HEADER + _BEND
+    BPREV = PI_HEADER + _BPREV
+    BNEXT = PI_HEADER + _BNEXT
+    SFIRST = PI_HEADER + _R * B + _SFIRST
+    SLAST = PI_HEADER + _R * B + _SLAST
     head = pi[PI_HEAD]
 
     # 1. where the sweep resumes: the start of the block holding k, or k itself in a gap
@@ -186,9 +216,9 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     elif k > pi[PI_LAST]:  # after the last knot
         start, chain, region_end = k, pi[PI_TAIL], k
     else:
-        o = pi[OWNER + k]
-        if k <= pi[BEND + o]:
-            start, chain, region_end = o, pi[BPREV + o], pi[BEND + o]
+        o = pi[OWNER + _R * k]
+        if k <= pi[BEND + _R * o]:
+            start, chain, region_end = o, pi[BPREV + _R * o], pi[BEND + _R * o]
         else:
             start, chain, region_end = k, o, k
 
@@ -213,10 +243,10 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
                 tn = tn + nj
             else:
                 if has_top:
-                    pi[SFIRST + sp] = tf
-                    pi[SLAST + sp] = tl
-                    pf[SPOS + sp] = tp
-                    pf[SNEG + sp] = tn
+                    pi[SFIRST + _S * sp] = tf
+                    pi[SLAST + _S * sp] = tl
+                    pf[SPOS + _S * sp] = tp
+                    pf[SNEG + _S * sp] = tn
                     sp += 1
                 tf = j
                 tl = j
@@ -225,64 +255,64 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
                 has_top = True
             while True:
                 if sp >= 1:
-                    p1 = pf[SPOS + sp - 1]
-                    n1 = pf[SNEG + sp - 1]
+                    p1 = pf[SPOS + _S * (sp - 1)]
+                    n1 = pf[SNEG + _S * (sp - 1)]
                     if _violates(p1, n1, tp, tn):
-                        tf = pi[SFIRST + sp - 1]
+                        tf = pi[SFIRST + _S * (sp - 1)]
                         tp = p1 + tp
                         tn = n1 + tn
                         sp -= 1
                         continue
                 elif chain != -1:
-                    p1 = pf[BPOS + chain]
-                    n1 = pf[BNEG + chain]
+                    p1 = pf[BPOS + _R * chain]
+                    n1 = pf[BNEG + _R * chain]
                     if _violates(p1, n1, tp, tn):
                         tf = chain
                         tp = p1 + tp
                         tn = n1 + tn
-                        chain = pi[BPREV + chain]
+                        chain = pi[BPREV + _R * chain]
                         continue
                 break
             if j > region_end:
-                old_first = pi[OWNER + j]
-                if j == pi[BEND + old_first] and tf == old_first:
+                old_first = pi[OWNER + _R * j]
+                if j == pi[BEND + _R * old_first] and tf == old_first:
                     stopped = True
                     break
         j += 1
     if has_top:
-        pi[SFIRST + sp] = tf
-        pi[SLAST + sp] = tl
-        pf[SPOS + sp] = tp
-        pf[SNEG + sp] = tn
+        pi[SFIRST + _S * sp] = tf
+        pi[SLAST + _S * sp] = tl
+        pf[SPOS + _S * sp] = tp
+        pf[SNEG + _S * sp] = tn
         sp += 1
 
     # 3. write the new blocks back
     if chain != -1:
-        pi[BNEXT + chain] = pi[SFIRST] if sp > 0 else -1
+        pi[BNEXT + _R * chain] = pi[SFIRST] if sp > 0 else -1
     else:
         pi[PI_HEAD] = pi[SFIRST] if sp > 0 else -1
     for i in range(sp):
-        f = pi[SFIRST + i]
-        pi[BPREV + f] = pi[SFIRST + i - 1] if i > 0 else chain
+        f = pi[SFIRST + _S * i]
+        pi[BPREV + _R * f] = pi[SFIRST + _S * (i - 1)] if i > 0 else chain
         if i < sp - 1 or not stopped:
-            pi[BNEXT + f] = pi[SFIRST + i + 1] if i < sp - 1 else -1
-            pi[BEND + f] = pi[SLAST + i]
-            pf[BPOS + f] = pf[SPOS + i]
-            pf[BNEG + f] = pf[SNEG + i]
+            pi[BNEXT + _R * f] = pi[SFIRST + _S * (i + 1)] if i < sp - 1 else -1
+            pi[BEND + _R * f] = pi[SLAST + _S * i]
+            pf[BPOS + _R * f] = pf[SPOS + _S * i]
+            pf[BNEG + _R * f] = pf[SNEG + _S * i]
     if not stopped:
         if sp > 0:
-            pi[PI_TAIL] = pi[SFIRST + sp - 1]
-            pi[PI_LAST] = pi[SLAST + sp - 1]
+            pi[PI_TAIL] = pi[SFIRST + _S * (sp - 1)]
+            pi[PI_LAST] = pi[SLAST + _S * (sp - 1)]
         else:
             pi[PI_TAIL] = chain
-            pi[PI_LAST] = pi[BEND + chain] if chain != -1 else -1
+            pi[PI_LAST] = pi[BEND + _R * chain] if chain != -1 else -1
 
     # the range of buckets whose block (sums, end or links) may have changed: the stopping
     # block only had its link to the left rewritten; without a stop the tail changed
     chg_lo = start if k >= 0 else 0
     if sp > 0 and pi[SFIRST] < chg_lo:
         chg_lo = pi[SFIRST]
-    chg_hi = pi[SFIRST + sp - 1] if stopped else B - 1
+    chg_hi = pi[SFIRST + _S * (sp - 1)] if stopped else B - 1
     if chg_lo < pi[PI_CHG_LO]:
         pi[PI_CHG_LO] = chg_lo
     if chg_hi > pi[PI_CHG_HI]:
@@ -292,29 +322,29 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     #    buckets before the first knot and after the last one are never read (predictions
     #    clamp to the knots' span)
     if chain != -1:
-        left_knot = pi[BEND + chain]
-        left_value = pf[FIT + left_knot]  # the chain block's rate, already stored
+        left_knot = pi[BEND + _R * chain]
+        left_value = pf[FIT + _R * left_knot]  # the chain block's rate, already stored
     else:
         left_knot = -1
         left_value = 0.0
     n_rewrite = sp - 1 if stopped else sp
     for i in range(sp):
-        f = pi[SFIRST + i]
+        f = pi[SFIRST + _S * i]
         # the stopping block is unchanged: its stored rate saves a division
-        v = pf[FIT + f] if i == n_rewrite else _rate(pf[SPOS + i], pf[SNEG + i])
+        v = pf[FIT + _R * f] if i == n_rewrite else _rate(pf[SPOS + _S * i], pf[SNEG + _S * i])
         if left_knot != -1:  # the gap before this block, owned by the block on its left
-            lo_owner = chain if i == 0 else pi[SFIRST + i - 1]
-            c_left = pf[CEN + left_knot]
-            c_right = pf[CEN + f]
+            lo_owner = chain if i == 0 else pi[SFIRST + _S * (i - 1)]
+            c_left = pf[CEN + _R * left_knot]
+            c_right = pf[CEN + _R * f]
             for g in range(left_knot + 1, f):
-                pi[OWNER + g] = lo_owner
-                pf[FIT + g] = _gap_value(left_value, v, c_left, c_right, pf[CEN + g])
+                pi[OWNER + _R * g] = lo_owner
+                pf[FIT + _R * g] = _gap_value(left_value, v, c_left, c_right, pf[CEN + _R * g])
         if i == n_rewrite:
             break  # the stopping block and everything after it are unchanged
-        last = pi[SLAST + i]
+        last = pi[SLAST + _S * i]
         for g in range(f, last + 1):
-            pi[OWNER + g] = f
-            pf[FIT + g] = v
+            pi[OWNER + _R * g] = f
+            pf[FIT + _R * g] = v
         left_knot = last
         left_value = v
 
@@ -323,11 +353,11 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
 def pav_refresh_extremes_inplace(sf, pf, pi):
     """Recompute the finite-LLR clip values and the inverse prior odds (BOSARIS pseudo-counts)."""
     B = pi[PI_B]
-    BPOS = PF_HEADER + _BPOS * B
-    BNEG = PF_HEADER + _BNEG * B
-    BEND = PI_HEADER + _BEND * B
-    BPREV = PI_HEADER + _BPREV * B
-    BNEXT = PI_HEADER + _BNEXT * B
+    BPOS = PF_HEADER + _BPOS
+    BNEG = PF_HEADER + _BNEG
+    BEND = PI_HEADER + _BEND
+    BPREV = PI_HEADER + _BPREV
+    BNEXT = PI_HEADER + _BNEXT
     c = pf[PF_PSEUDO] * stored_unit(sf)
     pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
     head = pi[PI_HEAD]
@@ -340,15 +370,15 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
         pf[PF_HI] = 0.5
         return
     # left run: the first block plus the pseudo-positive, pooled rightwards while violating
-    lp = pf[BPOS + head] + c
-    ln = pf[BNEG + head]
+    lp = pf[BPOS + _R * head] + c
+    ln = pf[BNEG + _R * head]
     left_last = head
-    nxt = pi[BNEXT + head]
-    while nxt != -1 and _violates(lp, ln, pf[BPOS + nxt], pf[BNEG + nxt]):
-        lp = lp + pf[BPOS + nxt]
-        ln = ln + pf[BNEG + nxt]
+    nxt = pi[BNEXT + _R * head]
+    while nxt != -1 and _violates(lp, ln, pf[BPOS + _R * nxt], pf[BNEG + _R * nxt]):
+        lp = lp + pf[BPOS + _R * nxt]
+        ln = ln + pf[BNEG + _R * nxt]
         left_last = nxt
-        nxt = pi[BNEXT + nxt]
+        nxt = pi[BNEXT + _R * nxt]
     if nxt == -1:  # everything pooled with the pseudo-positive; add the pseudo-negative
         v = _rate(lp, ln + c)
         pf[PF_LO] = v
@@ -356,13 +386,13 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
         return
     # right run: the last block plus the pseudo-negative, pooled leftwards while violating
     tail = pi[PI_TAIL]
-    rp = pf[BPOS + tail]
-    rn = pf[BNEG + tail] + c
-    prv = pi[BPREV + tail]
-    while prv != left_last and _violates(pf[BPOS + prv], pf[BNEG + prv], rp, rn):
-        rp = pf[BPOS + prv] + rp
-        rn = pf[BNEG + prv] + rn
-        prv = pi[BPREV + prv]
+    rp = pf[BPOS + _R * tail]
+    rn = pf[BNEG + _R * tail] + c
+    prv = pi[BPREV + _R * tail]
+    while prv != left_last and _violates(pf[BPOS + _R * prv], pf[BNEG + _R * prv], rp, rn):
+        rp = pf[BPOS + _R * prv] + rp
+        rn = pf[BNEG + _R * prv] + rn
+        prv = pi[BPREV + _R * prv]
     lo = _rate(lp, ln)
     hi = _rate(rp, rn)
     if prv == left_last and _violates(lp, ln, rp, rn):  # the two runs meet and violate: one block
@@ -372,7 +402,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
     pf[PF_LO] = lo
     pf[PF_HI] = hi
     if prv != left_last:  # two separate runs: the blocks strictly between them were not read
-        pi[PI_DEP_LO] = pi[BEND + nxt]
+        pi[PI_DEP_LO] = pi[BEND + _R * nxt]
         pi[PI_DEP_HI] = prv
 
 
@@ -408,20 +438,19 @@ def pav_predict_one(pf, pi, b, s):
         if pf[PF_IDENTITY] > 0.5:
             return min(max(s, 0.0), 1.0)
         return 0.5
-    B = pi[PI_B]
     last = pi[PI_LAST]
-    FIT = PF_HEADER + _FIT * B
+    FIT = PF_HEADER + _FIT
     if pf[PF_LINEAR] < 0.5:
-        return pf[FIT + min(max(b, first), last)]
-    CEN = PF_HEADER + _CENTRES * B
-    j = b if s >= pf[CEN + b] else b - 1
+        return pf[FIT + _R * min(max(b, first), last)]
+    CEN = PF_HEADER + _CENTRES
+    j = b if s >= pf[CEN + _R * b] else b - 1
     if j < first:
-        return pf[FIT + first]
+        return pf[FIT + _R * first]
     if j >= last:
-        return pf[FIT + last]
-    lo = pf[FIT + j]
-    hi = pf[FIT + j + 1]
-    p = lo + (hi - lo) * ((s - pf[CEN + j]) / (pf[CEN + j + 1] - pf[CEN + j]))
+        return pf[FIT + _R * last]
+    lo = pf[FIT + _R * j]
+    hi = pf[FIT + _R * (j + 1)]
+    p = lo + (hi - lo) * ((s - pf[CEN + _R * j]) / (pf[CEN + _R * (j + 1)] - pf[CEN + _R * j]))
     return min(max(p, lo), hi)
 
 
@@ -491,7 +520,7 @@ def pav_bucket_of(pf, pi, s):
     """Bucket of score ``s`` (exactly the binary search over the cuts)."""
     B = pi[PI_B]
     return bucket_of_sorted(
-        pf, PF_HEADER + _CUTS * B, B - 1, s, pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP]
+        pf, _cuts_offset(B), B - 1, s, pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP]
     )
 
 
