@@ -125,9 +125,10 @@ def bucket_streams(draw, integer_weights: bool):
     return n_buckets, ops
 
 
-def _run_kernel_stream(n_buckets, ops):
+def _run_kernel_stream(n_buckets, ops, exact):
     centres = np.linspace(0.05, 0.95, n_buckets) if n_buckets > 1 else np.array([0.5])
     pf, pi = K.empty_pav_state(centres, 1.0, True, True)
+    pi[K.PI_EXACT] = exact  # whole-number weights: the kernel may stop at an unchanged block
     hist = np.zeros(2 * n_buckets)  # pos then neg, as in the calibrator's state
     pos, neg = hist[:n_buckets], hist[n_buckets:]
     for kind, (b, cls, w) in ops:
@@ -139,12 +140,13 @@ def _run_kernel_stream(n_buckets, ops):
 
 @given(bucket_streams(integer_weights=True))
 def test_incremental_pav_matches_batch_after_each_update_integer_weights(stream):
-    _run_kernel_stream(*stream)
+    _run_kernel_stream(*stream, exact=1)
+    _run_kernel_stream(*stream, exact=0)
 
 
 @given(bucket_streams(integer_weights=False))
 def test_incremental_pav_matches_batch_after_each_update_nonint_weights(stream):
-    _run_kernel_stream(*stream)
+    _run_kernel_stream(*stream, exact=0)
 
 
 @given(st.lists(st.floats(0.0, 5.0), min_size=2, max_size=40), st.lists(st.floats(0.0, 5.0), min_size=2, max_size=40))
@@ -207,17 +209,23 @@ def assert_extremes_are_fresh(cal):
     assert cal._pf[fields].tolist() == pf[fields].tolist()
 
 
+@pytest.mark.parametrize("weights", [(1.0, 0.3, 2.5), (1.0, 0.0, 3.0)], ids=["fractional", "whole"])
 @pytest.mark.parametrize("window", [CountWindow(n=150), TimeWindow(seconds=40.0), Unbounded()], ids=repr)
-def test_finite_llr_values_skipped_refreshes_equal_fresh_ones(window, rng):
+def test_click_stream_state_equals_batch_after_each_learn(window, weights, rng):
     # a skewed stream over many buckets: the end runs span several blocks, and most events
-    # change only blocks between them (the refresh is then skipped)
+    # change only blocks between them (the finite-LLR refresh is then skipped); with whole
+    # weights the repairs stop at the first unchanged block (exact sums)
     cal = PAVCalibrator(buckets=LogitGrid(n_buckets=96, low=1e-4, high=1 - 1e-4), window=window)
     z = rng.normal(-3.0, 1.5, size=1500)
     labels = rng.uniform(size=z.size) < 1.0 / (1.0 + np.exp(-(1.3 * z + 0.5)))
-    weights = rng.choice([1.0, 0.3, 2.5], size=z.size)
-    for i, (s, y, w) in enumerate(zip(1.0 / (1.0 + np.exp(-z)), labels, weights, strict=True)):
-        cal.learn_one({"s": float(s)}, bool(y), w=float(w), t=0.1 * i)
+    w = rng.choice(weights, size=z.size)
+    for i, (s, y) in enumerate(zip(1.0 / (1.0 + np.exp(-z)), labels, strict=True)):
+        cal.learn_one({"s": float(s)}, bool(y), w=float(w[i]), t=0.1 * i)
         assert_extremes_are_fresh(cal)
+        if i % 7 == 0 or i > 1400:
+            pos, neg = histogram_of(cal)
+            assert_state_equals_batch(pos, neg, cal.centres, cal._pf, cal._pi)
+    assert cal._pi[K.PI_INTEGRAL] == (weights[1] == 0.0)
 
 
 def test_decay_renormalisation_rebuilds_exactly(rng):

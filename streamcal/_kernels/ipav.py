@@ -96,7 +96,13 @@ PI_CHG_LO = 4  # lowest bucket whose block changed since the last reset (repairs
 PI_CHG_HI = 5  # highest bucket whose block (or block link) changed since the last reset
 PI_DEP_LO = 6  # the finite-LLR low run read the blocks up to this bucket (B: all of them)
 PI_DEP_HI = 7  # the finite-LLR high run read the blocks from this bucket on
-PI_HEADER = 8
+PI_INTEGRAL = 8  # 1 while every learned weight was a whole number (and no decay): see below
+PI_EXACT = 9  # 1: the histogram holds whole numbers with a total below EXACT_TOTAL
+PI_HEADER = 12
+
+# Below this total weight, sums of whole-number weights and the products of the pooling
+# test (at most total**2 < 2**52) are exact in float64.
+EXACT_TOTAL = 2.0**26
 
 # Per-bucket records of _R fields after the header (field b of bucket k at
 # header + _R * k + b), then the stack scratch in records of _S fields, then (pf) the cuts.
@@ -163,6 +169,8 @@ def empty_pav_state(centres: np.ndarray, pseudo_count: float, linear: bool, iden
     pi[PI_CHG_HI] = -1
     pi[PI_DEP_LO] = B
     pi[PI_DEP_HI] = -1
+    pi[PI_INTEGRAL] = 1
+    pi[PI_EXACT] = 0
     pav_field(pi, B, _OWNER)[:] = -1
     return pf, pi
 
@@ -207,6 +215,7 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     SFIRST = PI_HEADER + _R * B + _SFIRST
     SLAST = PI_HEADER + _R * B + _SLAST
     head = pi[PI_HEAD]
+    exact = pi[PI_EXACT] == 1
 
     # 1. where the sweep resumes: the start of the block holding k, or k itself in a gap
     if k < 0:  # full rebuild
@@ -237,6 +246,27 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
         pj = hist[POS + j]
         nj = hist[NEG + j]
         if pj + nj > 0.0:
+            # j starts an old block R, and every sum is exact: if the top does not pool with R,
+            # it pools with none of R's prefixes either (each has a rate >= R's), so R and
+            # everything after it are unchanged: R is the stopping block
+            if (
+                exact
+                and has_top
+                and j > region_end
+                and pi[OWNER + _R * j] == j
+                and not _violates(tp, tn, pf[BPOS + _R * j], pf[BNEG + _R * j])
+            ):
+                pi[SFIRST + _S * sp] = tf
+                pi[SLAST + _S * sp] = tl
+                pf[SPOS + _S * sp] = tp
+                pf[SNEG + _S * sp] = tn
+                sp += 1
+                tf = j
+                tl = pi[BEND + _R * j]
+                tp = pf[BPOS + _R * j]
+                tn = pf[BNEG + _R * j]
+                stopped = True
+                break
             if has_top and _violates(tp, tn, pj, nj):  # pool the new knot into the top
                 tl = j
                 tp = tp + pj
@@ -467,6 +497,11 @@ def pav_llr_from_proba(pf, pi, p):
 def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t):
     """Learn one event: expire what leaves the window, add the event, repair the blocks."""
     clock = window_clock(sf, t)
+    kind = sf[SF_KIND]
+    if w != math.floor(w) or kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
+        pi[PI_INTEGRAL] = 0
+    total = sf[SF_T_POS] + sf[SF_T_NEG] + w  # an upper bound of the total during this update
+    pi[PI_EXACT] = 1 if pi[PI_INTEGRAL] == 1 and total < EXACT_TOTAL else 0
     while True:
         gone = window_expire_next_inplace(sf, si, clock)
         if gone < 0:
