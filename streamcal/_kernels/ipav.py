@@ -18,8 +18,8 @@ The result is stored per bucket:
   the linear interpolation (by bucket centre) between the last knot of the left block and the
   first knot of the right one, clipped to those two values. Outside the knots' span the fit is
   flat (predictions clamp; those buckets are not stored). So linear interpolation over all
-  bucket centres is linear interpolation between the knots, and a prediction is one binary
-  search plus one or two reads.
+  bucket centres is linear interpolation between the knots, and a prediction is one bucket
+  lookup plus one or two reads.
 
 Exactness. When bucket ``k`` changes, the sweep is *resumed* instead of rerun: the blocks left
 of the block holding ``k`` are exactly the sweep's stack at that point (the sweep never pooled
@@ -32,6 +32,15 @@ same order, as a from-scratch sweep: the result equals it bit for bit, whatever 
 (not only in exact arithmetic, where PAV's pooling-order theorem gives it for free).
 Cost: the knots of the touched block and of the right-hand blocks swept, usually a few.
 
+Whole-number weights. While every learned weight is a whole number (no decay) and the total
+weight is below ``EXACT_TOTAL``, every sum and every product of the pooling test is exact, so
+the arithmetic *is* exact arithmetic: the blocks are the unique PAV solution, with the same
+integer sums whatever the order of the additions. Then the sweep may stop earlier, at the
+first knot of the first old block R right of the change that the top does not pool with:
+each prefix of a PAV block has a rate >= the block's, so the top would not pool with any of
+R's prefixes either, and R and everything after it stay as they were (``PI_EXACT``; the
+learn kernel sets it per event, from the sticky ``PI_INTEGRAL``).
+
 Finite LLR (BOSARIS rule, as ``streamcal.isotonic.pav_llr(finite=True)``): one pseudo-positive
 below all scores and one pseudo-negative above, each of weight ``c`` in real units. Adding
 them only raises the first block and lowers the last one, so the augmented PAV pools a run of
@@ -40,7 +49,8 @@ blocks at each end and leaves the middle alone; its fitted value at any score is
 ``lo``, ``hi`` and the inverse prior odds ``r = (T0 + c) / (T1 + c)`` up to date after each
 learned event; the LLR is ``log(q r / (1 - q))`` with ``q = clip(p, lo, hi)``, i.e.
 ``logit(q) - logit(prior)`` in one logarithm: finite, and monotone in the score (it never
-reorders scores).
+reorders scores). The two end runs are recomputed only when a repair changed a block they
+read (``PI_CHG_*`` against ``PI_DEP_*``) or under decay (the pseudo-count's stored units move).
 
 Kernels index the flat state arrays by offsets rather than slicing views: a view costs two
 atomic reference-count updates, which dominated the per-event cost.
@@ -194,6 +204,70 @@ def _gap_value(v_left, v_right, c_left, c_right, c):
 
 
 @jit
+def _repair_block_exact_inplace(hist, h0, pf, pi, k):
+    """Whole-number weights: update the block holding ``k`` in place if it stays one block.
+
+    With exact sums, the block ``[f, l]`` stays a block when both end knots remain, every
+    proper prefix keeps a rate >= the block's new rate (then PAV of its knots is constant),
+    and neither neighbour pools with it (the block to the right then stays as it was, as in
+    the sweep's early stop). Only the sums, the fitted values of ``[f, l]`` and the two gaps
+    beside it change. Returns False, having written nothing, when any condition fails.
+    """
+    B = pi[PI_B]
+    POS = h0
+    NEG = h0 + B
+    FIT = PF_HEADER + _FIT
+    BPOS = PF_HEADER + _BPOS
+    BNEG = PF_HEADER + _BNEG
+    CEN = PF_HEADER + _CENTRES
+    BEND = PI_HEADER + _BEND
+    BPREV = PI_HEADER + _BPREV
+    BNEXT = PI_HEADER + _BNEXT
+    f = pi[PI_HEADER + _OWNER + _R * k]
+    last = pi[BEND + _R * f]
+    if k > last or hist[POS + f] + hist[NEG + f] <= 0.0 or hist[POS + last] + hist[NEG + last] <= 0.0:
+        return False
+    p = 0.0
+    n = 0.0
+    for g in range(f, last + 1):
+        p += hist[POS + g]
+        n += hist[NEG + g]
+    t = p + n
+    cp = 0.0
+    ct = 0.0
+    for g in range(f, last):
+        cp += hist[POS + g]
+        ct += hist[POS + g] + hist[NEG + g]
+        if cp * t < p * ct:  # this prefix's rate fell below the block's: the block splits
+            return False
+    chain = pi[BPREV + _R * f]
+    if chain != -1 and _violates(pf[BPOS + _R * chain], pf[BNEG + _R * chain], p, n):
+        return False
+    nxt = pi[BNEXT + _R * f]
+    if nxt != -1 and _violates(p, n, pf[BPOS + _R * nxt], pf[BNEG + _R * nxt]):
+        return False
+    pf[BPOS + _R * f] = p
+    pf[BNEG + _R * f] = n
+    v = _rate(p, n)
+    for g in range(f, last + 1):
+        pf[FIT + _R * g] = v
+    if chain != -1:
+        lk = pi[BEND + _R * chain]
+        lv = pf[FIT + _R * lk]
+        for g in range(lk + 1, f):
+            pf[FIT + _R * g] = _gap_value(lv, v, pf[CEN + _R * lk], pf[CEN + _R * f], pf[CEN + _R * g])
+    if nxt != -1:
+        rv = pf[FIT + _R * nxt]
+        for g in range(last + 1, nxt):
+            pf[FIT + _R * g] = _gap_value(v, rv, pf[CEN + _R * last], pf[CEN + _R * nxt], pf[CEN + _R * g])
+    if f < pi[PI_CHG_LO]:
+        pi[PI_CHG_LO] = f
+    if last > pi[PI_CHG_HI]:
+        pi[PI_CHG_HI] = last
+    return True
+
+
+@jit
 def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     """Repair the blocks and fitted values after the weight of bucket ``k`` changed (-1: all).
 
@@ -216,6 +290,13 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     SLAST = PI_HEADER + _R * B + _SLAST
     head = pi[PI_HEAD]
     exact = pi[PI_EXACT] == 1
+    if (
+        exact
+        and head != -1
+        and head <= k <= pi[PI_LAST]
+        and _repair_block_exact_inplace(hist, h0, pf, pi, k)
+    ):
+        return
 
     # 1. where the sweep resumes: the start of the block holding k, or k itself in a gap
     if k < 0:  # full rebuild
