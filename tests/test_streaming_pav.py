@@ -69,10 +69,8 @@ def naive_fit(blocks, centres):
 def kernel_blocks(pf, pi):
     """Blocks of the kernel state, walked through the links (checking them on the way)."""
     B = int(pi[K.PI_B])
-    sec_i = lambda k: pi[K.PI_HEADER + k * B : K.PI_HEADER + (k + 1) * B]  # noqa: E731
-    sec_f = lambda k: pf[K.PF_HEADER + k * B : K.PF_HEADER + (k + 1) * B]  # noqa: E731
-    bend, bprev, bnext = sec_i(1), sec_i(2), sec_i(3)
-    bpos, bneg = sec_f(1), sec_f(2)
+    v = K.pav_blocks_view(pf, pi)
+    bend, bprev, bnext, bpos, bneg = v["bend"], v["bprev"], v["bnext"], v["bpos"], v["bneg"]
     blocks = []
     f = int(pi[K.PI_HEAD])
     prev = -1
@@ -84,7 +82,7 @@ def kernel_blocks(pf, pi):
         f = int(bnext[f])
     assert int(pi[K.PI_TAIL]) == prev
     assert int(pi[K.PI_LAST]) == (blocks[-1][1] if blocks else -1)
-    return blocks, sec_i(0).copy(), sec_f(0).copy()
+    return blocks, v["owner"].copy(), v["fit"].copy()
 
 
 def assert_state_equals_batch(pos, neg, centres, pf, pi):
@@ -127,9 +125,10 @@ def bucket_streams(draw, integer_weights: bool):
     return n_buckets, ops
 
 
-def _run_kernel_stream(n_buckets, ops):
+def _run_kernel_stream(n_buckets, ops, exact):
     centres = np.linspace(0.05, 0.95, n_buckets) if n_buckets > 1 else np.array([0.5])
     pf, pi = K.empty_pav_state(centres, 1.0, True, True)
+    pi[K.PI_EXACT] = exact  # whole-number weights: the kernel may stop at an unchanged block
     hist = np.zeros(2 * n_buckets)  # pos then neg, as in the calibrator's state
     pos, neg = hist[:n_buckets], hist[n_buckets:]
     for kind, (b, cls, w) in ops:
@@ -141,12 +140,13 @@ def _run_kernel_stream(n_buckets, ops):
 
 @given(bucket_streams(integer_weights=True))
 def test_incremental_pav_matches_batch_after_each_update_integer_weights(stream):
-    _run_kernel_stream(*stream)
+    _run_kernel_stream(*stream, exact=1)
+    _run_kernel_stream(*stream, exact=0)
 
 
 @given(bucket_streams(integer_weights=False))
 def test_incremental_pav_matches_batch_after_each_update_nonint_weights(stream):
-    _run_kernel_stream(*stream)
+    _run_kernel_stream(*stream, exact=0)
 
 
 @given(st.lists(st.floats(0.0, 5.0), min_size=2, max_size=40), st.lists(st.floats(0.0, 5.0), min_size=2, max_size=40))
@@ -198,6 +198,34 @@ def test_calibrator_blocks_match_batch_pav_after_each_learn(window, stream):
         cal.learn_one({"s": s}, y, w=w, t=t)
         pos, neg = histogram_of(cal)
         assert_state_equals_batch(pos, neg, centres, cal._pf, cal._pi)
+        assert_extremes_are_fresh(cal)
+
+
+def assert_extremes_are_fresh(cal):
+    """The finite-LLR clip values and prior equal a from-scratch refresh, bit for bit."""
+    pf, pi = cal._pf.copy(), cal._pi.copy()
+    K.pav_refresh_extremes_inplace(cal._sf, pf, pi)
+    fields = [K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]
+    assert cal._pf[fields].tolist() == pf[fields].tolist()
+
+
+@pytest.mark.parametrize("weights", [(1.0, 0.3, 2.5), (1.0, 0.0, 3.0)], ids=["fractional", "whole"])
+@pytest.mark.parametrize("window", [CountWindow(n=150), TimeWindow(seconds=40.0), Unbounded()], ids=repr)
+def test_click_stream_state_equals_batch_after_each_learn(window, weights, rng):
+    # a skewed stream over many buckets: the end runs span several blocks, and most events
+    # change only blocks between them (the finite-LLR refresh is then skipped); with whole
+    # weights the repairs stop at the first unchanged block (exact sums)
+    cal = PAVCalibrator(buckets=LogitGrid(n_buckets=96, low=1e-4, high=1 - 1e-4), window=window)
+    z = rng.normal(-3.0, 1.5, size=1500)
+    labels = rng.uniform(size=z.size) < 1.0 / (1.0 + np.exp(-(1.3 * z + 0.5)))
+    w = rng.choice(weights, size=z.size)
+    for i, (s, y) in enumerate(zip(1.0 / (1.0 + np.exp(-z)), labels, strict=True)):
+        cal.learn_one({"s": float(s)}, bool(y), w=float(w[i]), t=0.1 * i)
+        assert_extremes_are_fresh(cal)
+        if i % 7 == 0 or i > 1400:
+            pos, neg = histogram_of(cal)
+            assert_state_equals_batch(pos, neg, cal.centres, cal._pf, cal._pi)
+    assert cal._pi[K.PI_INTEGRAL] == (weights[1] == 0.0)
 
 
 def test_decay_renormalisation_rebuilds_exactly(rng):
