@@ -259,6 +259,51 @@ def test_one_bucket_per_distinct_score_equals_batch_pav_on_window(interpolation,
     np.testing.assert_allclose(cal.predict_llr(s), pav_llr(s, y, w, finite=True), rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("window_n", [None, 30])
+@settings(max_examples=30)
+@given(data=st.data())
+def test_finite_proba_is_the_augmented_pav_of_the_window(window_n, data):
+    """``finite_proba=True`` serves the probability of the pseudo-count rule behind the finite LLR."""
+    values = np.array([0.01, 0.1, 0.15, 0.3, 0.45, 0.6, 0.8, 0.97])
+    edges = np.concatenate(([0.0], 0.5 * (values[1:] + values[:-1]), [1.0]))
+    window = Unbounded() if window_n is None else CountWindow(window_n)
+    cal = PAVCalibrator(buckets=Edges(edges, centres=values), window=window, finite_proba=True)
+    n = data.draw(st.integers(1, 80))
+    idx = data.draw(st.lists(st.integers(0, 7), min_size=n, max_size=n))
+    labels = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    weights = np.array(data.draw(st.lists(st.sampled_from([0.5, 1.0, 1.5, 3.0]), min_size=n, max_size=n)))
+    scores = values[idx]
+    cal.update(scores, labels, weights=weights)
+    keep = slice(None) if window_n is None else slice(-window_n, None)
+    s, y, w = scores[keep], labels[keep], weights[keep]
+    t1, t0 = float(np.dot(w, y)), float(np.dot(w, ~y))
+    expected = 1.0 / (1.0 + np.exp(-(pav_llr(s, y, w, finite=True) + np.log((t1 + 1.0) / (t0 + 1.0)))))
+    proba = cal.predict_proba(s)
+    np.testing.assert_allclose(proba, expected, rtol=1e-9, atol=1e-12)
+    assert np.all((proba > 0.0) & (proba < 1.0))
+    np.testing.assert_allclose(cal.predict_llr(s), pav_llr(s, y, w, finite=True), rtol=1e-9, atol=1e-9)
+    one = [cal.predict_proba_one({"s": float(v)})[True] for v in s]
+    np.testing.assert_array_equal(one, proba)
+
+
+def test_finite_proba_prequential_equals_river_loop(rng):
+    scores = rng.uniform(size=3000)
+    labels = rng.uniform(size=3000) < scores**2
+    a = PAVCalibrator(window=CountWindow(500), finite_proba=True)
+    b = PAVCalibrator(window=CountWindow(500), finite_proba=True)
+    proba, llr = a.prequential(scores, labels)
+    loop_p, loop_llr = [], []
+    for s, y in zip(scores, labels):
+        loop_p.append(b.predict_proba_one({"s": float(s)})[True])
+        loop_llr.append(b.predict_llr_one({"s": float(s)}))
+        b.learn_one({"s": float(s)}, bool(y))
+    np.testing.assert_array_equal(proba, loop_p)
+    np.testing.assert_array_equal(llr, loop_llr)
+    exact, _ = PAVCalibrator(window=CountWindow(500)).prequential(scores, labels)
+    assert np.any(exact[100:] == 0.0)  # the exact map gives 0 below every positive seen ...
+    assert np.all((proba[1:] > 0.0) & (proba[1:] < 1.0))  # ... the finite rule never does
+
+
 def test_linear_interpolation_between_knots_matches_sklearn(rng):
     from sklearn.isotonic import IsotonicRegression
 

@@ -96,6 +96,7 @@ PF_IDENTITY = 5  # 1.0: before any weight, predict the score itself (probability
 PF_GRID_KIND = 6  # bucket search of a single score over the cuts section: see
 PF_GRID_Z0 = 7  # ``histogram.grid_of_sorted``
 PF_GRID_INV_STEP = 8
+PF_FINITE_PROBA = 9  # 1.0: probabilities under the finite (pseudo-count) rule, clip(p, lo, hi)
 PF_HEADER = 12
 
 PI_B = 0
@@ -150,7 +151,9 @@ def pav_blocks_view(pf: np.ndarray, pi: np.ndarray) -> dict[str, np.ndarray]:
     return views
 
 
-def empty_pav_state(centres: np.ndarray, pseudo_count: float, linear: bool, identity: bool, cuts=None):
+def empty_pav_state(
+    centres: np.ndarray, pseudo_count: float, linear: bool, identity: bool, cuts=None, finite_proba: bool = False
+):
     """Fresh ``(pf, pi)`` for an empty histogram over buckets with the given ``centres``.
 
     ``cuts`` are the ``B - 1`` interior bucket edges, for the single-score kernels
@@ -169,6 +172,7 @@ def empty_pav_state(centres: np.ndarray, pseudo_count: float, linear: bool, iden
     pf[PF_PSEUDO] = pseudo_count
     pf[PF_LINEAR] = 1.0 if linear else 0.0
     pf[PF_IDENTITY] = 1.0 if identity else 0.0
+    pf[PF_FINITE_PROBA] = 1.0 if finite_proba else 0.0
     pf[PF_LO] = 0.5
     pf[PF_HI] = 0.5
     pi[PI_B] = B
@@ -566,6 +570,15 @@ def pav_predict_one(pf, pi, b, s):
 
 
 @jit
+def pav_proba_out(pf, pi, p):
+    """The probability served for a raw PAV value ``p``: ``p`` itself, or under the finite rule
+    ``clip(p, lo, hi)`` (the augmented PAV's value, never exactly 0 or 1)."""
+    if pf[PF_FINITE_PROBA] > 0.5 and pi[PI_HEAD] != -1:
+        return min(max(p, pf[PF_LO]), pf[PF_HI])
+    return p
+
+
+@jit
 def pav_llr_from_proba(pf, pi, p):
     """Finite PAV-LLR for a score whose (raw) calibrated probability is ``p``."""
     if pi[PI_HEAD] == -1:
@@ -613,7 +626,7 @@ def pav_process_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times,
         op = ops[i]
         if op & 2:
             p = pav_predict_one(pf, pi, buckets[i], scores[i])
-            out_p[i] = p
+            out_p[i] = pav_proba_out(pf, pi, p)
             out_llr[i] = pav_llr_from_proba(pf, pi, p)
         if op & 1:
             pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i])
@@ -624,7 +637,7 @@ def pav_predict_many(pf, pi, buckets, scores, out_p, out_llr):
     """Probability and finite LLR for each score with the current state."""
     for i in range(buckets.shape[0]):
         p = pav_predict_one(pf, pi, buckets[i], scores[i])
-        out_p[i] = p
+        out_p[i] = pav_proba_out(pf, pi, p)
         out_llr[i] = pav_llr_from_proba(pf, pi, p)
 
 
@@ -643,7 +656,7 @@ def pav_bucket_of(pf, pi, s):
 @jit
 def pav_predict_score(pf, pi, s):
     """Calibrated probability of score ``s``, as ``pav_predict_many`` computes it."""
-    return pav_predict_one(pf, pi, pav_bucket_of(pf, pi, s), s)
+    return pav_proba_out(pf, pi, pav_predict_one(pf, pi, pav_bucket_of(pf, pi, s), s))
 
 
 @jit

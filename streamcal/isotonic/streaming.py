@@ -48,6 +48,13 @@ class PAVCalibrator(StreamingCalibrator):
         ``"linear"`` between bucket centres, or ``"step"``.
     llr_pseudo_count
         Weight of each pseudo-event of the finite-LLR rule (> 0).
+    finite_proba
+        ``False`` (default): probabilities are the exact PAV map, which is 0 below every positive
+        in the window and 1 above every negative (paper 001; what scikit-learn's isotonic
+        regression gives). ``True``: probabilities follow the same pseudo-count rule as the
+        finite LLR (the PAV of the window plus one pseudo-positive below all scores and one
+        pseudo-negative above, ``clip(p, lo, hi)``), never exactly 0 or 1 — the safer choice
+        early in a stream or under log loss, where one confident wrong prediction costs ``inf``.
 
     Attributes
     ----------
@@ -84,9 +91,12 @@ class PAVCalibrator(StreamingCalibrator):
         score_key: str | None = None,
         interpolation: str = "linear",
         llr_pseudo_count: float = 1.0,
+        finite_proba: bool = False,
     ):
         check_scalar(interpolation, "interpolation", choices=("linear", "step"))
+        check_scalar(finite_proba, "finite_proba", choices=(True, False))
         self.interpolation = interpolation
+        self.finite_proba = finite_proba
         super().__init__(buckets=buckets, window=window, score_key=score_key, llr_pseudo_count=llr_pseudo_count)
 
     @classmethod
@@ -146,7 +156,12 @@ class PAVCalibrator(StreamingCalibrator):
     def _init_map_state(self) -> None:
         self._linear = self.interpolation == "linear"
         self._pf, self._pi = _k.empty_pav_state(
-            self._centres, float(self.llr_pseudo_count), self._linear, self._identity, self._cuts
+            self._centres,
+            float(self.llr_pseudo_count),
+            self._linear,
+            self._identity,
+            self._cuts,
+            finite_proba=bool(self.finite_proba),
         )
         _k.pav_refresh_extremes_inplace(self._sf, self._pf, self._pi)
         self._make_entries()
