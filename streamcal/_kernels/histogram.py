@@ -1,0 +1,264 @@
+"""Windowed score histogram: bucket lookup, event expiry and weight updates (numba).
+
+The state of every streaming calibrator is packed into two flat arrays so that a per-event
+kernel call passes few arguments (numba's dispatch cost grows with each array argument):
+
+``sf`` (float64)::
+
+    [0, SF_HEADER)                       scalars, see the SF_* indices below
+    pos   = sf[SF_HEADER      : SF_HEADER + B]        positive weight per bucket (stored units)
+    neg   = sf[SF_HEADER + B  : SF_HEADER + 2B]       negative weight per bucket (stored units)
+    ring_w, ring_y, ring_t  (W each)                   weight (stored units), label, time of the
+                                                       events in the window, oldest at ``head``
+
+``si`` (int64)::
+
+    [0, SI_HEADER)                       scalars, see the SI_* indices below
+    npos, nneg (B each)                  number of positive / negative events per bucket
+    ring_b (W)                           bucket of each event in the window
+
+``B`` is the number of buckets and ``W`` the ring capacity (0 for unbounded and decay windows).
+The index constants are compile-time constants, not state.
+
+Stored units. A decay window never touches old events: an event learned at clock ``t`` is
+stored with weight ``w * 2**((t - t0) / half_life)``; its real weight now is the stored one times
+``2**(-(t_now - t0) / half_life)``, one global factor. Before the stored values could overflow
+(exponent above ``DECAY_RENORM_EXPONENT``) every bucket is multiplied by ``2**-m`` (an exact
+power of two) and ``t0`` moves forward by ``m`` half-lives.
+
+Drift. Windows that subtract leaving events keep per-bucket event counts; a class weight whose
+event count falls to zero is set to exactly 0.0 and subtracted weights are floored at 0.0, so
+rounding never leaves phantom or negative weight behind.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from streamcal._kernels._config import jit
+
+# window kinds
+KIND_UNBOUNDED = 0
+KIND_COUNT = 1
+KIND_TIME = 2
+KIND_DECAY_EVENTS = 3
+KIND_DECAY_TIME = 4
+
+DECAY_RENORM_EXPONENT = 64.0
+
+# sf header
+SF_T_POS = 0  # total positive weight in the window (stored units)
+SF_T_NEG = 1  # total negative weight in the window (stored units)
+SF_LAST_T = 2  # clock of the last learned event (time, or event number for the other kinds)
+SF_N_LEARNED = 3  # number of learn operations so far
+SF_T0 = 4  # decay reference clock
+SF_KIND = 5
+SF_WINDOW_N = 6  # CountWindow size
+SF_SECONDS = 7  # TimeWindow span
+SF_HALF_LIFE = 8  # Decay half-life (events or time units)
+SF_N_RENORM = 9  # number of decay renormalisations so far (diagnostic)
+SF_HEADER = 12
+
+# si header
+SI_B = 0
+SI_W = 1
+SI_RING_HEAD = 2
+SI_RING_COUNT = 3
+SI_N_POS = 4  # number of positive events in the window
+SI_N_NEG = 5  # number of negative events in the window
+SI_HEADER = 8
+
+
+def state_sizes(n_buckets: int, ring_capacity: int) -> tuple[int, int]:
+    """Lengths of the ``sf`` and ``si`` arrays for ``n_buckets`` and a ring of ``ring_capacity``."""
+    return SF_HEADER + 2 * n_buckets + 3 * ring_capacity, SI_HEADER + 2 * n_buckets + ring_capacity
+
+
+@jit
+def bucket_index_sorted(cuts, scores, out):
+    """Bucket of each score: the number of interior ``cuts`` that are <= the score.
+
+    ``cuts`` must be sorted ascending. Bucket ``b`` holds scores in ``[cuts[b-1], cuts[b])``;
+    scores below the first cut go to bucket 0 and scores at or above the last to the last one.
+    """
+    m = cuts.shape[0]
+    for i in range(scores.shape[0]):
+        s = scores[i]
+        lo = 0
+        hi = m
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if cuts[mid] <= s:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[i] = lo
+
+
+@jit
+def stored_unit(sf):
+    """Factor from real weights to stored units at the clock of the last learned event."""
+    kind = sf[SF_KIND]
+    if kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
+        return 2.0 ** ((sf[SF_LAST_T] - sf[SF_T0]) / sf[SF_HALF_LIFE])
+    return 1.0
+
+
+@jit
+def window_clock(sf, t):
+    """The clock of the next learned event: its time for time windows, else its number."""
+    kind = sf[SF_KIND]
+    if kind in (KIND_TIME, KIND_DECAY_TIME):
+        return t
+    return sf[SF_N_LEARNED]
+
+
+@jit
+def window_expire_next_inplace(sf, si, clock):
+    """Remove the oldest event if it must leave before an event at ``clock`` enters.
+
+    Returns its bucket, or -1 when nothing leaves. Call repeatedly until -1.
+    """
+    count = si[SI_RING_COUNT]
+    if count == 0:
+        return -1
+    kind = sf[SF_KIND]
+    B = si[SI_B]
+    W = si[SI_W]
+    head = si[SI_RING_HEAD]
+    ring_t = sf[SF_HEADER + 2 * B + 2 * W : SF_HEADER + 2 * B + 3 * W]
+    if kind == KIND_COUNT:
+        if count < sf[SF_WINDOW_N]:
+            return -1
+    elif kind == KIND_TIME:
+        if not (clock - ring_t[head] >= sf[SF_SECONDS]):
+            return -1
+    else:
+        return -1
+    ring_w = sf[SF_HEADER + 2 * B : SF_HEADER + 2 * B + W]
+    ring_y = sf[SF_HEADER + 2 * B + W : SF_HEADER + 2 * B + 2 * W]
+    ring_b = si[SI_HEADER + 2 * B : SI_HEADER + 2 * B + W]
+    b = ring_b[head]
+    w = ring_w[head]
+    if ring_y[head] > 0.5:
+        cls, tot, ncls = 0, SF_T_POS, SI_N_POS
+    else:
+        cls, tot, ncls = 1, SF_T_NEG, SI_N_NEG
+    k = SF_HEADER + cls * B + b
+    kc = SI_HEADER + cls * B + b
+    si[kc] -= 1
+    if si[kc] == 0:
+        sf[k] = 0.0
+    else:
+        sf[k] = max(sf[k] - w, 0.0)
+    si[ncls] -= 1
+    if si[ncls] == 0:
+        sf[tot] = 0.0
+    else:
+        sf[tot] = max(sf[tot] - w, 0.0)
+    si[SI_RING_HEAD] = head + 1 if head + 1 < W else 0
+    si[SI_RING_COUNT] = count - 1
+    return b
+
+
+@jit
+def window_add_inplace(sf, si, b, y, w, clock):
+    """Add one event to bucket ``b`` at ``clock``; returns True if a decay renormalisation ran.
+
+    After a renormalisation every bucket changed (by an exact power of two), so a fitted map
+    over the histogram must be rebuilt.
+    """
+    kind = sf[SF_KIND]
+    B = si[SI_B]
+    renormalised = False
+    ws = w
+    if kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
+        half_life = sf[SF_HALF_LIFE]
+        exponent = (clock - sf[SF_T0]) / half_life
+        if exponent > DECAY_RENORM_EXPONENT:
+            m = math.floor(exponent)
+            factor = 2.0 ** (-m)
+            for i in range(SF_HEADER, SF_HEADER + 2 * B):
+                sf[i] *= factor
+            sf[SF_T_POS] *= factor
+            sf[SF_T_NEG] *= factor
+            sf[SF_T0] += m * half_life
+            sf[SF_N_RENORM] += 1.0
+            exponent = (clock - sf[SF_T0]) / half_life
+            renormalised = True
+        ws = w * 2.0**exponent
+    if y > 0.5:
+        sf[SF_HEADER + b] += ws
+        si[SI_HEADER + b] += 1
+        sf[SF_T_POS] += ws
+        si[SI_N_POS] += 1
+    else:
+        sf[SF_HEADER + B + b] += ws
+        si[SI_HEADER + B + b] += 1
+        sf[SF_T_NEG] += ws
+        si[SI_N_NEG] += 1
+    if kind in (KIND_COUNT, KIND_TIME):
+        W = si[SI_W]
+        count = si[SI_RING_COUNT]
+        tail = si[SI_RING_HEAD] + count
+        if tail >= W:
+            tail -= W
+        sf[SF_HEADER + 2 * B + tail] = ws
+        sf[SF_HEADER + 2 * B + W + tail] = y
+        sf[SF_HEADER + 2 * B + 2 * W + tail] = clock
+        si[SI_HEADER + 2 * B + tail] = b
+        si[SI_RING_COUNT] = count + 1
+    sf[SF_LAST_T] = clock
+    sf[SF_N_LEARNED] += 1.0
+    return renormalised
+
+
+@jit
+def histogram_learn_many_inplace(sf, si, buckets, labels, weights, times):
+    """Learn events in order into the windowed histogram (no fitted map attached)."""
+    for i in range(buckets.shape[0]):
+        clock = window_clock(sf, times[i])
+        while window_expire_next_inplace(sf, si, clock) >= 0:
+            pass
+        window_add_inplace(sf, si, buckets[i], labels[i], weights[i], clock)
+
+
+def empty_state(n_buckets: int, ring_capacity: int, window_code: tuple[int, float, float, float]):
+    """Fresh ``(sf, si)`` arrays for an empty window; ``window_code`` = (kind, n, seconds, half_life)."""
+    nf, ni = state_sizes(n_buckets, ring_capacity)
+    sf = np.zeros(nf, dtype=np.float64)
+    si = np.zeros(ni, dtype=np.int64)
+    kind, n, seconds, half_life = window_code
+    sf[SF_KIND] = kind
+    sf[SF_WINDOW_N] = n
+    sf[SF_SECONDS] = seconds
+    sf[SF_HALF_LIFE] = half_life
+    sf[SF_LAST_T] = -np.inf
+    si[SI_B] = n_buckets
+    si[SI_W] = ring_capacity
+    return sf, si
+
+
+def grow_ring(sf: np.ndarray, si: np.ndarray, new_capacity: int) -> tuple[np.ndarray, np.ndarray]:
+    """Copy the state into arrays with a larger ring, unrolled so that the oldest event is first."""
+    B = int(si[SI_B])
+    W = int(si[SI_W])
+    head = int(si[SI_RING_HEAD])
+    count = int(si[SI_RING_COUNT])
+    order = (head + np.arange(count)) % W if W else np.zeros(0, dtype=np.int64)
+    nf, ni = state_sizes(B, new_capacity)
+    new_sf = np.zeros(nf, dtype=np.float64)
+    new_si = np.zeros(ni, dtype=np.int64)
+    new_sf[: SF_HEADER + 2 * B] = sf[: SF_HEADER + 2 * B]
+    new_si[: SI_HEADER + 2 * B] = si[: SI_HEADER + 2 * B]
+    for j in range(3):
+        old = sf[SF_HEADER + 2 * B + j * W : SF_HEADER + 2 * B + (j + 1) * W]
+        start = SF_HEADER + 2 * B + j * new_capacity
+        new_sf[start : start + count] = old[order]
+    old_b = si[SI_HEADER + 2 * B : SI_HEADER + 2 * B + W]
+    new_si[SI_HEADER + 2 * B : SI_HEADER + 2 * B + count] = old_b[order]
+    new_si[SI_W] = new_capacity
+    new_si[SI_RING_HEAD] = 0
+    return new_sf, new_si

@@ -1,0 +1,449 @@
+"""Streaming PAV: incremental block stack == from-scratch PAV, exactly; PAVCalibrator's faces."""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamcal._kernels import histogram as H
+from streamcal._kernels import ipav as K
+from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid
+from streamcal.isotonic import pav_binary, pav_llr
+from streamcal.isotonic.streaming import PAVCalibrator
+from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
+
+
+# ---------------------------------------------------------------------------- naive references
+def naive_pav(pos, neg):
+    """Left-to-right stack PAV over the non-empty buckets: blocks (first, last, P, N).
+
+    Pools while the block below has a rate >= the top's, with sums below + top: the definition
+    the kernel must reproduce bit for bit.
+    """
+    blocks = []
+    for j in range(len(pos)):
+        if not pos[j] + neg[j] > 0.0:
+            continue
+        blocks.append([j, j, pos[j], neg[j]])
+        while len(blocks) >= 2:
+            a, b = blocks[-2], blocks[-1]
+            if a[2] / (a[2] + a[3]) >= b[2] / (b[2] + b[3]):
+                blocks[-2] = [a[0], b[1], a[2] + b[2], a[3] + b[3]]
+                blocks.pop()
+            else:
+                break
+    return [tuple(b) for b in blocks]
+
+
+def naive_fit(blocks, centres):
+    """Per-bucket owner and fitted value for ``blocks`` (the layout documented in ipav)."""
+    B = len(centres)
+    owner = np.full(B, -1, dtype=np.int64)
+    fit = np.zeros(B)
+    if not blocks:
+        return owner, fit
+    rates = [p / (p + n) for (_, _, p, n) in blocks]
+    for i, (f, last, _, _) in enumerate(blocks):
+        end = blocks[i + 1][0] if i + 1 < len(blocks) else B
+        owner[f:end] = f
+        fit[f : last + 1] = rates[i]
+        for g in range(last + 1, end):
+            if i + 1 < len(blocks):
+                vl, vr = rates[i], rates[i + 1]
+                cl, cr = centres[last], centres[blocks[i + 1][0]]
+                v = vl + (vr - vl) * ((centres[g] - cl) / (cr - cl))
+                fit[g] = min(max(v, vl), vr)
+            else:
+                fit[g] = rates[i]
+    fit[: blocks[0][0]] = rates[0]
+    return owner, fit
+
+
+def kernel_blocks(pf, pi):
+    """Blocks of the kernel state, walked through the links (checking them on the way)."""
+    B = int(pi[K.PI_B])
+    sec_i = lambda k: pi[K.PI_HEADER + k * B : K.PI_HEADER + (k + 1) * B]  # noqa: E731
+    sec_f = lambda k: pf[K.PF_HEADER + k * B : K.PF_HEADER + (k + 1) * B]  # noqa: E731
+    bend, bprev, bnext = sec_i(1), sec_i(2), sec_i(3)
+    bpos, bneg = sec_f(1), sec_f(2)
+    blocks = []
+    f = int(pi[K.PI_HEAD])
+    prev = -1
+    while f != -1:
+        assert bprev[f] == prev
+        blocks.append((f, int(bend[f]), bpos[f], bneg[f]))
+        prev = f
+        f = int(bnext[f])
+    assert int(pi[K.PI_TAIL]) == prev
+    return blocks, sec_i(0).copy(), sec_f(0).copy()
+
+
+def assert_state_equals_batch(pos, neg, centres, pf, pi):
+    expected = naive_pav(pos, neg)
+    blocks, owner, fit = kernel_blocks(pf, pi)
+    assert blocks == expected  # tuples of ints and floats: exact equality
+    exp_owner, exp_fit = naive_fit(expected, centres)
+    np.testing.assert_array_equal(owner, exp_owner)
+    if expected:
+        np.testing.assert_array_equal(fit, exp_fit)
+
+
+def histogram_of(cal):
+    B = int(cal._si[H.SI_B])
+    return cal._sf[H.SF_HEADER : H.SF_HEADER + B], cal._sf[H.SF_HEADER + B : H.SF_HEADER + 2 * B]
+
+
+def snapshot(cal):
+    return pickle.dumps(cal.__dict__)
+
+
+# ---------------------------------------------------------------------------- kernel exactness
+NASTY_WEIGHTS = [0.1, 0.2, 0.3, 0.7, 1.0 / 3.0, 2.5, 1e-3, 1.0, 2.0, 3.0]
+
+
+@st.composite
+def bucket_streams(draw, integer_weights: bool):
+    n_buckets = draw(st.integers(1, 10))
+    ops = []
+    live = []  # (bucket, class, weight) present
+    for _ in range(draw(st.integers(1, 60))):
+        if live and draw(st.booleans()):
+            ops.append(("remove", live.pop(draw(st.integers(0, len(live) - 1)))))
+        else:
+            w = float(draw(st.integers(0, 3))) if integer_weights else draw(st.sampled_from(NASTY_WEIGHTS))
+            ev = (draw(st.integers(0, n_buckets - 1)), draw(st.integers(0, 1)), w)
+            live.append(ev)
+            ops.append(("add", ev))
+    return n_buckets, ops
+
+
+def _run_kernel_stream(n_buckets, ops):
+    centres = np.linspace(0.05, 0.95, n_buckets) if n_buckets > 1 else np.array([0.5])
+    pf, pi = K.empty_pav_state(centres, 1.0, True, True)
+    pos = np.zeros(n_buckets)
+    neg = np.zeros(n_buckets)
+    for kind, (b, cls, w) in ops:
+        arr = pos if cls else neg
+        arr[b] = arr[b] + w if kind == "add" else max(arr[b] - w, 0.0)
+        K.pav_bucket_changed_inplace(pos, neg, pf, pi, b)
+        assert_state_equals_batch(pos, neg, centres, pf, pi)
+
+
+@given(bucket_streams(integer_weights=True))
+def test_incremental_pav_matches_batch_after_each_update_integer_weights(stream):
+    _run_kernel_stream(*stream)
+
+
+@given(bucket_streams(integer_weights=False))
+def test_incremental_pav_matches_batch_after_each_update_nonint_weights(stream):
+    _run_kernel_stream(*stream)
+
+
+@given(st.lists(st.floats(0.0, 5.0), min_size=2, max_size=40), st.lists(st.floats(0.0, 5.0), min_size=2, max_size=40))
+def test_incremental_pav_matches_batch_random_float_histograms(a, b):
+    n = min(len(a), len(b))
+    pos, neg = np.array(a[:n]), np.array(b[:n])
+    centres = np.arange(n, dtype=float)
+    pf, pi = K.empty_pav_state(centres, 1.0, True, False)
+    cur_p, cur_n = np.zeros(n), np.zeros(n)
+    for k in range(n):  # fill bucket by bucket, then empty them in a scrambled order
+        cur_p[k], cur_n[k] = pos[k], neg[k]
+        K.pav_bucket_changed_inplace(cur_p, cur_n, pf, pi, k)
+        assert_state_equals_batch(cur_p, cur_n, centres, pf, pi)
+    for k in np.random.default_rng(n).permutation(n):
+        cur_p[k] = cur_n[k] = 0.0
+        K.pav_bucket_changed_inplace(cur_p, cur_n, pf, pi, int(k))
+        assert_state_equals_batch(cur_p, cur_n, centres, pf, pi)
+
+
+# ---------------------------------------------------------------------------- calibrator exactness
+WINDOWS = [
+    Unbounded(),
+    CountWindow(n=7),
+    TimeWindow(seconds=5.0),
+    Decay(half_life=3.0),
+    Decay(half_life=0.4),  # renormalises every ~26 events
+    Decay(half_life=2.0, by="time"),
+]
+
+
+@st.composite
+def event_streams(draw):
+    n = draw(st.integers(1, 80))
+    scores = draw(st.lists(st.sampled_from([0.0, 0.05, 0.2, 0.21, 0.5, 0.77, 0.9, 1.0]), min_size=n, max_size=n))
+    labels = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    weights = draw(st.lists(st.sampled_from([*NASTY_WEIGHTS, 0.0]), min_size=n, max_size=n))
+    gaps = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0]), min_size=n, max_size=n))
+    return scores, labels, weights, np.cumsum(gaps).tolist()
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=repr)
+@settings(max_examples=25)
+@given(stream=event_streams())
+def test_calibrator_blocks_match_batch_pav_after_each_learn(window, stream):
+    cal = PAVCalibrator(buckets=UniformGrid(n_buckets=6), window=window)
+    centres = cal.centres
+    for s, y, w, t in zip(*stream):
+        cal.learn_one({"s": s}, y, w=w, t=t)
+        pos, neg = histogram_of(cal)
+        assert_state_equals_batch(pos, neg, centres, cal._pf, cal._pi)
+
+
+def test_decay_renormalisation_rebuilds_exactly(rng):
+    cal = PAVCalibrator(buckets=UniformGrid(n_buckets=20), window=Decay(half_life=0.5))
+    scores = rng.uniform(size=500)
+    cal.update(scores, rng.uniform(size=500) < scores, weights=rng.uniform(0.1, 2.0, size=500))
+    assert cal._sf[H.SF_N_RENORM] > 5
+    pos, neg = histogram_of(cal)
+    assert_state_equals_batch(pos, neg, cal.centres, cal._pf, cal._pi)
+
+
+# ---------------------------------------------------------------------------- exact PAV per score
+@pytest.mark.parametrize("interpolation", ["step", "linear"])
+@pytest.mark.parametrize("window_n", [None, 30])
+@settings(max_examples=30)
+@given(data=st.data())
+def test_one_bucket_per_distinct_score_equals_batch_pav_on_window(interpolation, window_n, data):
+    values = np.array([0.01, 0.1, 0.15, 0.3, 0.45, 0.6, 0.8, 0.97])
+    edges = np.concatenate(([0.0], 0.5 * (values[1:] + values[:-1]), [1.0]))
+    window = Unbounded() if window_n is None else CountWindow(window_n)
+    cal = PAVCalibrator(buckets=Edges(edges, centres=values), window=window, interpolation=interpolation)
+    n = data.draw(st.integers(1, 80))
+    idx = data.draw(st.lists(st.integers(0, 7), min_size=n, max_size=n))
+    labels = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    weights = np.array(data.draw(st.lists(st.sampled_from([0.5, 1.0, 1.5, 3.0]), min_size=n, max_size=n)))
+    scores = values[idx]
+    cal.update(scores, labels, weights=weights)
+    keep = slice(None) if window_n is None else slice(-window_n, None)
+    s, y, w = scores[keep], labels[keep], weights[keep]
+    np.testing.assert_allclose(cal.predict_proba(s), pav_binary(s, y, w), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(cal.predict_llr(s), pav_llr(s, y, w, finite=True), rtol=1e-9, atol=1e-9)
+
+
+def test_linear_interpolation_between_knots_matches_sklearn(rng):
+    from sklearn.isotonic import IsotonicRegression
+
+    values = np.sort(rng.choice(np.linspace(0.0, 1.0, 201), size=40, replace=False))
+    edges = np.concatenate(([-1.0], 0.5 * (values[1:] + values[:-1]), [2.0]))
+    idx = rng.integers(0, 40, size=400)
+    idx = idx[idx % 3 != 0]  # leave some buckets empty: interpolation spans the gaps
+    s = values[idx]
+    y = rng.uniform(size=s.size) < s
+    cal = PAVCalibrator(buckets=Edges(edges, centres=values)).update(s, y)
+    iso = IsotonicRegression(out_of_bounds="clip").fit(s, y)
+    grid = np.linspace(-0.5, 1.5, 301)
+    np.testing.assert_allclose(cal.predict_proba(grid), iso.predict(grid), atol=1e-12)
+
+
+# ---------------------------------------------------------------------------- array face == river loop
+def _loop(cal, scores, labels, learn, weights, times):
+    p = np.full(len(scores), np.nan)
+    llr = np.full(len(scores), np.nan)
+    for i, s in enumerate(scores):
+        if learn[i] == 3 or learn[i] == 2:
+            p[i] = cal.predict_proba_one({"s": s})[True]
+            llr[i] = cal.predict_llr_one({"s": s})
+        if learn[i] & 1:
+            cal.learn_one({"s": s}, bool(labels[i]), w=weights[i], t=times[i])
+    return p, llr
+
+
+CALIBRATORS = [
+    lambda: PAVCalibrator(window=CountWindow(50)),
+    lambda: PAVCalibrator(buckets=LogitGrid(64), window=TimeWindow(20.0), interpolation="step"),
+    lambda: PAVCalibrator(buckets=UniformGrid(32), window=Decay(5.0)),
+    lambda: PAVCalibrator(buckets=QuantileEdges(n_buckets=16, warmup=40), window=Decay(3.0, by="time")),
+]
+
+
+@pytest.mark.parametrize("make", CALIBRATORS)
+def test_prequential_and_process_equal_a_loop_of_river_methods(make, rng):
+    n = 400
+    scores = rng.uniform(size=n)
+    labels = rng.uniform(size=n) < scores
+    weights = rng.choice([0.5, 1.0, 1.7], size=n)
+    times = np.cumsum(rng.choice([0.0, 0.3, 1.0], size=n))
+    a, b = make(), make()
+    p, llr = a.prequential(scores, labels, weights=weights, times=times)
+    lp, lllr = _loop(b, scores, labels, np.full(n, 3), weights, times)
+    np.testing.assert_array_equal(p, lp)
+    np.testing.assert_array_equal(llr, lllr)
+    assert snapshot(a) == snapshot(b)
+    mask = rng.uniform(size=n) < 0.6
+    a2, b2 = make(), make()
+    p, llr = a2.process(scores, labels, mask, weights=weights, times=times)
+    lp, lllr = _loop(b2, scores, labels, np.where(mask, 1, 2), weights, times)
+    np.testing.assert_array_equal(p, lp)
+    np.testing.assert_array_equal(llr, lllr)
+    assert np.isnan(p[mask]).all()
+    assert not np.isnan(p[~mask]).any()
+    assert snapshot(a2) == snapshot(b2)
+    np.testing.assert_array_equal(a2.predict_proba(scores), [a2.predict_proba_one({"s": s})[True] for s in scores])
+
+
+def test_predictions_are_monotone_and_llr_finite(rng):
+    cal = PAVCalibrator(window=CountWindow(300))
+    s = rng.uniform(size=2000)
+    cal.update(s, rng.uniform(size=2000) < s**3)
+    grid = np.linspace(0.0, 1.0, 2001)
+    p, llr = cal.predict_proba(grid), cal.predict_llr(grid)
+    assert (np.diff(p) >= 0).all()
+    assert (np.diff(llr) >= 0).all()
+    assert np.isfinite(llr).all()
+    assert ((p >= 0) & (p <= 1)).all()
+
+
+def test_before_any_label_identity_for_probabilities_else_half():
+    cal = PAVCalibrator()
+    assert cal.predict_proba_one({"s": 0.3}) == {False: 0.7, True: 0.3}
+    assert cal.predict_llr_one({"s": 0.3}) == 0.0
+    other = PAVCalibrator(buckets=UniformGrid(10, -5.0, 5.0))
+    assert other.predict_proba([-3.0, 4.0]).tolist() == [0.5, 0.5]
+    assert cal.predict_one({"s": 0.9}) is True
+    assert isinstance(cal.predict_proba_one({"s": 0.9})[True], float)
+
+
+def test_single_class_window_gives_finite_llr():
+    cal = PAVCalibrator().update([0.2, 0.4, 0.6], [0, 0, 0])
+    assert cal.predict_proba([0.5]).tolist() == [0.0]
+    llr = cal.predict_llr([0.1, 0.9])
+    assert np.isfinite(llr).all()
+
+
+def test_window_weight_and_count_window_expiry():
+    cal = PAVCalibrator(window=CountWindow(3))
+    cal.update([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], weights=[5.0, 1.0, 1.0, 2.0])
+    assert cal.window_weight == 4.0
+    dec = PAVCalibrator(window=Decay(half_life=1.0)).update([0.5, 0.5], [1, 0])
+    assert dec.window_weight == 1.5
+
+
+def test_time_window_expiry_and_growth():
+    cal = PAVCalibrator(window=TimeWindow(seconds=10.0))
+    n = 5000
+    cal.update(np.full(n, 0.5), np.arange(n) % 2, times=np.arange(n, dtype=float))
+    assert cal.window_weight == 10.0
+    cal.learn_one({"s": 0.5}, True, t=float(n + 100))
+    assert cal.window_weight == 1.0
+
+
+# ---------------------------------------------------------------------------- bounded state, decay
+def test_state_size_is_identical_after_1e4_and_1e5_events(rng):
+    cal = PAVCalibrator(window=CountWindow(1000))
+    s = rng.uniform(size=100_000)
+    y = rng.uniform(size=100_000) < s
+    cal.update(s[:10_000], y[:10_000])
+    nbytes = sum(v.nbytes for v in vars(cal).values() if isinstance(v, np.ndarray))
+    size = len(pickle.dumps(cal))
+    cal.update(s[10_000:], y[10_000:])
+    assert sum(v.nbytes for v in vars(cal).values() if isinstance(v, np.ndarray)) == nbytes
+    assert len(pickle.dumps(cal)) == size
+
+
+def test_decay_stays_finite_and_correct_over_1e7_events():
+    # half-life of 50 events: ~2e5 half-lives, thousands of renormalisations. The true rate
+    # switches from 0.2 to 0.8 in the last 2000 events: a decayed window follows it.
+    n = 10_000_000
+    cal = PAVCalibrator(buckets=UniformGrid(4), window=Decay(half_life=50.0))
+    scores = np.full(n, 0.5)
+    labels = (np.arange(n) % 5) == 0  # rate 0.2
+    labels[-2000:] = (np.arange(2000) % 5) != 0  # rate 0.8
+    cal.update(scores, labels)
+    assert cal._sf[H.SF_N_RENORM] > 1000
+    assert np.isfinite(cal._sf).all()
+    p = cal.predict_proba_one({"s": 0.5})[True]
+    assert 0.7 < p < 0.9
+    assert math.isclose(cal.window_weight, 1.0 / (1.0 - 2.0 ** (-1.0 / 50.0)), rel_tol=1e-9)
+    assert np.isfinite(cal.predict_llr([0.5])).all()
+
+
+# ---------------------------------------------------------------------------- bad input
+BAD_CALLS = [
+    ("learn_one nan", lambda c: c.learn_one({"s": float("nan")}, True, t=100.0)),
+    ("learn_one inf", lambda c: c.learn_one({"s": float("inf")}, True, t=100.0)),
+    ("learn_one label", lambda c: c.learn_one({"s": 0.5}, 2, t=100.0)),
+    ("learn_one no probability", lambda c: c.learn_one({"s": 1.5}, True, t=100.0)),
+    ("learn_one two keys", lambda c: c.learn_one({"s": 0.5, "t": 0.1}, True, t=100.0)),
+    ("learn_one weight", lambda c: c.learn_one({"s": 0.5}, True, w=-1.0, t=100.0)),
+    ("learn_one time back", lambda c: c.learn_one({"s": 0.5}, True, t=1.0)),
+    ("learn_one no time", lambda c: c.learn_one({"s": 0.5}, True)),
+    ("update nan", lambda c: c.update([0.5, float("nan")], [1, 0], times=[100.0, 101.0])),
+    ("update label", lambda c: c.update([0.5, 0.4], [1, 3], times=[100.0, 101.0])),
+    ("update lengths", lambda c: c.update([0.5, 0.4], [1], times=[100.0, 101.0])),
+    ("update weights", lambda c: c.update([0.5, 0.4], [1, 0], weights=[1.0, np.inf], times=[100.0, 101.0])),
+    ("update time back", lambda c: c.update([0.5, 0.4], [1, 0], times=[101.0, 100.0])),
+    ("update time before last", lambda c: c.update([0.5], [1], times=[2.0])),
+    ("prequential label", lambda c: c.prequential([0.5, 0.4], [1, 0.5], times=[100.0, 101.0])),
+    ("process mask length", lambda c: c.process([0.5, 0.4], [1, 0], [True], times=[100.0, 101.0])),
+    ("process label at learn", lambda c: c.process([0.5, 0.4], [1, 7], [False, True], times=[100.0, 101.0])),
+]
+
+
+@pytest.mark.parametrize(("name", "call"), BAD_CALLS, ids=[n for n, _ in BAD_CALLS])
+def test_bad_input_raises_and_leaves_state_untouched(name, call):
+    cal = PAVCalibrator(window=TimeWindow(seconds=50.0))
+    cal.update([0.1, 0.5, 0.9], [0, 1, 1], times=[1.0, 3.0, 4.0])
+    before = snapshot(cal)
+    with pytest.raises((ValueError, TypeError, KeyError)) as info:
+        call(cal)
+    assert str(info.value)
+    assert snapshot(cal) == before
+
+
+def test_error_messages_name_argument_value_and_position():
+    cal = PAVCalibrator(window=TimeWindow(seconds=50.0))
+    with pytest.raises(ValueError, match=r"`scores` must be finite; got nan at position 1"):
+        cal.update([0.5, float("nan")], [1, 0], times=[0.0, 1.0])
+    with pytest.raises(ValueError, match=r"`times` must not go backwards; got 0.5 at position 2"):
+        cal.update([0.5, 0.4, 0.3], [1, 0, 1], times=[0.0, 1.0, 0.5])
+    with pytest.raises(ValueError, match=r"`labels` .* got 7 at position 1"):
+        cal.process([0.5, 0.4], [1, 7], [False, True], times=[0.0, 1.0])
+    with pytest.raises(ValueError, match="needs event times"):
+        cal.update([0.5], [1])
+    with pytest.raises(KeyError, match="score_key='p'"):
+        PAVCalibrator(score_key="p").learn_one({"q": 0.5}, True)
+
+
+def test_process_ignores_labels_at_predict_positions():
+    cal = PAVCalibrator()
+    p, _ = cal.process([0.2, 0.8, 0.5], [0, float("nan"), 1], [True, False, True])
+    assert np.isnan(p[[0, 2]]).all()
+    assert p[1] == 0.0
+
+
+def test_bad_parameters():
+    with pytest.raises(ValueError, match="interpolation"):
+        PAVCalibrator(interpolation="cubic")
+    with pytest.raises(TypeError, match="window"):
+        PAVCalibrator(window=10)
+    with pytest.raises(ValueError, match="llr_pseudo_count"):
+        PAVCalibrator(llr_pseudo_count=0.0)
+    with pytest.raises(ValueError, match="`n`"):
+        PAVCalibrator(window=CountWindow(0))
+
+
+def test_pickle_and_clone_keep_predictions(rng):
+    cal = PAVCalibrator(window=CountWindow(100))
+    s = rng.uniform(size=500)
+    cal.update(s, rng.uniform(size=500) < s)
+    again = pickle.loads(pickle.dumps(cal))
+    np.testing.assert_array_equal(again.predict_proba(s), cal.predict_proba(s))
+    deep = copy.deepcopy(cal)
+    deep.learn_one({"s": 0.5}, True)
+    assert snapshot(cal) != snapshot(deep)
+    assert cal.clone().n_learned == 0
+
+
+def test_inputs_are_not_mutated(rng):
+    s = rng.uniform(size=50)
+    y = (rng.uniform(size=50) < s).astype(float)
+    s0, y0 = s.copy(), y.copy()
+    PAVCalibrator().prequential(s, y)
+    np.testing.assert_array_equal(s, s0)
+    np.testing.assert_array_equal(y, y0)
