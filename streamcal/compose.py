@@ -71,13 +71,14 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
 
     Examples
     --------
-    >>> from river import datasets, evaluate, linear_model, metrics, preprocessing
-    >>> from streamcal import CalibratedClassifier, PAVCalibrator
+    >>> from river import datasets, evaluate, linear_model, preprocessing
+    >>> from streamcal import CalibratedClassifier, PAVCalibrator, metrics
     >>> model = preprocessing.StandardScaler() | CalibratedClassifier(
     ...     linear_model.LogisticRegression(), PAVCalibrator()
     ... )
-    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.LogLoss())
-    LogLoss: 0.2...
+    >>> brier = evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Brier())
+    >>> print(f"{brier.get():.3f}")  # the bare logistic regression scores 0.097
+    0.085
     >>> x, _ = next(iter(datasets.Phishing()))
     >>> p = model.predict_proba_one(x)
     >>> sorted(p), round(sum(p.values()), 6)

@@ -200,6 +200,10 @@ class _Encoder:
             self.arrays[name] = np.asarray(value)
             return {"__npscalar__": name}
         if t is list:
+            if len(value) >= 8 and all(type(v) is float for v in value):  # e.g. bucket cuts kept as a list
+                name = f"a{len(self.arrays)}"
+                self.arrays[name] = np.array(value, dtype=np.float64)
+                return {"__floatlist__": name}
             return [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
         if t is tuple:
             return {"__tuple__": [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]}
@@ -320,6 +324,8 @@ class _Decoder:
             return struct.unpack(">d", bytes.fromhex(body))[0]
         if tag == "__ndarray__":
             return self.arrays[body]
+        if tag == "__floatlist__":
+            return self.arrays[body].tolist()
         if tag == "__npscalar__":
             return self.arrays[body][()]
         if tag == "__tuple__":
@@ -433,7 +439,7 @@ def to_bytes(obj, *, allow_pickle: bool = True) -> bytes:
     }
     text = json.dumps(manifest, allow_nan=False, separators=(",", ":"), sort_keys=False)
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
         for name, data in [(_MANIFEST, text.encode("utf-8")), *members.items()]:
             info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
             info.external_attr = 0o644 << 16

@@ -11,7 +11,8 @@ import pytest
 from river import base, checks, datasets, evaluate, linear_model, metrics, naive_bayes, preprocessing, tree
 
 from streamcal.compose import CalibratedClassifier
-from streamcal.isotonic import pav
+from streamcal.isotonic import PAVCalibrator, pav
+from streamcal.windows import CountWindow
 
 
 # --------------------------------------------------------------------------------------- stand-ins
@@ -277,9 +278,9 @@ def test_multiclass_calibrator_gets_the_whole_distribution_and_the_label():
 # --------------------------------------------------------------------------------------- river checks
 def _check_cases():
     models = {
-        "logreg-binary": lambda: CalibratedClassifier(linear_model.LogisticRegression(), HistogramPAV()),
-        "gaussiannb-binary": lambda: CalibratedClassifier(naive_bayes.GaussianNB(), HistogramPAV()),
-        "hoeffdingtree-binary": lambda: CalibratedClassifier(tree.HoeffdingTreeClassifier(), HistogramPAV()),
+        "logreg-pav": lambda: CalibratedClassifier(linear_model.LogisticRegression(), PAVCalibrator()),
+        "gaussiannb-pav": lambda: CalibratedClassifier(naive_bayes.GaussianNB(), PAVCalibrator(window=CountWindow(50))),
+        "hoeffdingtree-standin": lambda: CalibratedClassifier(tree.HoeffdingTreeClassifier(), HistogramPAV()),
         "gaussiannb-multiclass": lambda: CalibratedClassifier(naive_bayes.GaussianNB(), FrequencyBlend()),
     }
     for name, make in models.items():
@@ -289,12 +290,6 @@ def _check_cases():
             yield pytest.param(make, check, id=f"{name}-{label}")
 
 
-# needs streamcal.PAVCalibrator (from `_unit_test_params`), which is not on this branch yet
-_SKIPPED = {"check_init_has_default_params_for_tests"}
-
-
 @pytest.mark.parametrize(("make", "check"), list(_check_cases()))
 def test_river_checks(make, check):
-    if check.__name__ in _SKIPPED:
-        pytest.skip("_unit_test_params uses streamcal.PAVCalibrator")
     check(make())
