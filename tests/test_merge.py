@@ -1,0 +1,230 @@
+"""Merging calibrator states: k partitions merged == one calibrator over the union."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamcal import persist
+from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid
+from streamcal.isotonic import PAVCalibrator
+from streamcal.merge import merge
+from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
+
+WINDOWS = {
+    "unbounded": Unbounded,
+    "count": lambda: CountWindow(n=500),
+    "time": lambda: TimeWindow(seconds=300.0),
+    "decay-events": lambda: Decay(half_life=400.0),
+    "decay-time": lambda: Decay(half_life=250.0, by="time"),
+}
+TIME_CLOCK = {"time", "decay-time"}
+EXACT = {"unbounded", "count", "time"}  # integer weights: exact sums; decay: equal to rounding
+
+
+def make(kind, **kw):
+    return PAVCalibrator(buckets=kw.pop("buckets", UniformGrid(n_buckets=64)), window=WINDOWS[kind](), **kw)
+
+
+def data(n, seed=0):
+    rng = np.random.default_rng(seed)
+    scores = rng.uniform(size=n)
+    labels = rng.uniform(size=n) < scores**2
+    weights = rng.integers(1, 4, size=n).astype(float)
+    times = np.cumsum(rng.exponential(size=n))
+    return scores, labels, weights, times
+
+
+def fit(cal, idx, s, y, w, t):
+    return cal.update(s[idx], y[idx], weights=w[idx], times=t[idx] if cal._uses_times else None)
+
+
+def partitions(kind, n, k, rng):
+    """Contiguous chunks for event clocks (order matters); interleaved keys for time clocks."""
+    if kind in TIME_CLOCK:
+        key = rng.integers(0, k, size=n)
+        return [np.flatnonzero(key == j) for j in range(k)]
+    cuts = np.sort(rng.integers(0, n + 1, size=k - 1))
+    return np.split(np.arange(n), cuts)
+
+
+def assert_same_calibrator(merged, single, kind):
+    _, pos_m, neg_m = merged.histogram()
+    _, pos_s, neg_s = single.histogram()
+    grid = np.linspace(0.0, 1.0, 257)
+    assert merged.n_learned == single.n_learned
+    if kind in EXACT:
+        np.testing.assert_array_equal(pos_m, pos_s)
+        np.testing.assert_array_equal(neg_m, neg_s)
+        assert merged.window_weight == single.window_weight
+        np.testing.assert_array_equal(merged.predict_proba(grid), single.predict_proba(grid))
+        np.testing.assert_array_equal(merged.predict_llr(grid), single.predict_llr(grid))
+    else:
+        np.testing.assert_allclose(pos_m, pos_s, rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(neg_m, neg_s, rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(merged.predict_proba(grid), single.predict_proba(grid), rtol=1e-9)
+        np.testing.assert_allclose(merged.predict_llr(grid), single.predict_llr(grid), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind", list(WINDOWS))
+def test_merge_of_partitions_equals_one_calibrator_over_the_union(kind):
+    n = 3000
+    s, y, w, t = data(n)
+    parts = partitions(kind, n, 5, np.random.default_rng(1))
+    states = [fit(make(kind), idx, s, y, w, t) for idx in parts]
+    single = fit(make(kind), np.arange(n), s, y, w, t)
+    merged = merge(states)
+    assert_same_calibrator(merged, single, kind)
+    # and both continue alike: the window contents (rings) were merged, not only the sums
+    s2, y2, w2, t2 = data(700, seed=5)
+    t2 = t2 + t[-1]
+    all_idx = np.arange(700)
+    pm = merged.prequential(s2, y2, weights=w2, times=t2 if merged._uses_times else None)
+    ps = single.prequential(s2, y2, weights=w2, times=t2 if single._uses_times else None)
+    if kind in EXACT:
+        np.testing.assert_array_equal(pm[0], ps[0])
+    else:
+        np.testing.assert_allclose(pm[0], ps[0], rtol=1e-9)
+    assert_same_calibrator(merged, single, kind)
+    assert all_idx.size == 700
+
+
+@pytest.mark.parametrize("kind", list(WINDOWS))
+def test_tree_reduction_equals_left_fold(kind):
+    n = 2000
+    s, y, w, t = data(n, seed=2)
+    parts = partitions(kind, n, 4, np.random.default_rng(3))
+    states = [fit(make(kind), idx, s, y, w, t) for idx in parts]
+    tree = merge([merge(states[:2]), merge(states[2:])])
+    fold = merge(states)
+    assert_same_calibrator(tree, fold, kind)
+
+
+def test_merge_leaves_its_inputs_unchanged():
+    s, y, w, t = data(500)
+    states = [fit(make("count"), idx, s, y, w, t) for idx in np.array_split(np.arange(500), 3)]
+    before = [persist.to_bytes(c) for c in states]
+    merge(states)
+    assert [persist.to_bytes(c) for c in states] == before
+
+
+def test_unbounded_merge_is_commutative():
+    s, y, w, t = data(1000)
+    a = fit(make("unbounded"), np.arange(400), s, y, w, t)
+    b = fit(make("unbounded"), np.arange(400, 1000), s, y, w, t)
+    assert_same_calibrator(merge([a, b]), merge([b, a]), "unbounded")
+
+
+def test_merge_with_empty_partitions_and_a_single_state():
+    s, y, w, t = data(300)
+    full = fit(make("count"), np.arange(300), s, y, w, t)
+    merged = merge([make("count"), full, make("count")])
+    assert_same_calibrator(merged, full, "count")
+    assert merge([full]) is not full
+    assert_same_calibrator(merge([full]), full, "count")
+
+
+@given(
+    kind=st.sampled_from(sorted(WINDOWS)),
+    n=st.integers(0, 400),
+    k=st.integers(1, 5),
+    seed=st.integers(0, 2**16),
+)
+def test_merge_matches_single_calibrator_on_random_partitions(kind, n, k, seed):
+    rng = np.random.default_rng(seed)
+    s, y, w, t = data(n, seed=seed)
+    w = np.ones(n)  # unit weights
+    parts = partitions(kind, n, k, rng)
+    states = [fit(make(kind, buckets=UniformGrid(n_buckets=16)), idx, s, y, w, t) for idx in parts]
+    single = fit(make(kind, buckets=UniformGrid(n_buckets=16)), np.arange(n), s, y, w, t)
+    assert_same_calibrator(merge(states), single, kind)
+
+
+# --------------------------------------------------------------------------------------- quantile edges
+def test_states_still_in_their_warm_up_merge_by_replay():
+    s, y, w, t = data(900)
+    q = lambda: PAVCalibrator(buckets=QuantileEdges(n_buckets=8, warmup=500))  # noqa: E731
+    parts = np.split(np.arange(900), [200, 300])  # the first two are still warming up, the third is built
+    states = [fit(q(), idx, s, y, w, t) for idx in parts]
+    assert states[0]._sf is None
+    assert states[1]._sf is None
+    merged = merge(states[:2])
+    assert merged._sf is None
+    assert merged.n_learned == 300
+    single = fit(q(), np.arange(300), s, y, w, t)
+    np.testing.assert_array_equal(merged.predict_proba([0.2, 0.5]), single.predict_proba([0.2, 0.5]))
+    # a built state after them: only if its edges came from the same warm-up; here they did not
+    with pytest.raises(ValueError, match="still in its quantile warm-up"):
+        merge(states)
+    # a warm-up state after a built one is replayed into it (concatenation)
+    built = fit(q(), np.arange(600), s, y, w, t)
+    tail = fit(q(), np.arange(600, 900), s, y, w, t)
+    assert tail._sf is None
+    assert_same_calibrator(merge([built, tail]), fit(q(), np.arange(900), s, y, w, t), "unbounded")
+
+
+def test_different_quantile_edges_are_refused_with_advice():
+    s, y, w, t = data(2000)
+    q = lambda: PAVCalibrator(buckets=QuantileEdges(n_buckets=8, warmup=300))  # noqa: E731
+    a = fit(q(), np.arange(1000), s, y, w, t)
+    b = fit(q(), np.arange(1000, 2000), s, y, w, t)
+    with pytest.raises(ValueError, match=r"different bucket edges .* streamcal\.buckets\.Edges"):
+        merge([a, b])
+    # fixed edges learned once merge fine
+    edges = a.edges
+    a2 = fit(PAVCalibrator(buckets=Edges(edges)), np.arange(1000), s, y, w, t)
+    b2 = fit(PAVCalibrator(buckets=Edges(edges)), np.arange(1000, 2000), s, y, w, t)
+    single = fit(PAVCalibrator(buckets=Edges(edges)), np.arange(2000), s, y, w, t)
+    assert_same_calibrator(merge([a2, b2]), single, "unbounded")
+
+
+# --------------------------------------------------------------------------------------- refusals
+def test_incompatible_states_are_refused():
+    a = PAVCalibrator()
+    with pytest.raises(ValueError, match="at least one"):
+        merge([])
+    with pytest.raises(TypeError, match="streaming calibrators; got a float at position 1"):
+        merge([a, 0.5])
+    with pytest.raises(ValueError, match="different `window`"):
+        merge([a, PAVCalibrator(window=CountWindow(10))])
+    with pytest.raises(ValueError, match="different `interpolation`"):
+        merge([a, PAVCalibrator(interpolation="step")])
+    c = PAVCalibrator(buckets=LogitGrid(n_buckets=16)).update([0.5], [1])
+    d = PAVCalibrator(buckets=LogitGrid(n_buckets=32)).update([0.5], [1])
+    with pytest.raises(ValueError, match="different bucket edges"):
+        merge([c, d])
+
+
+@pytest.mark.parametrize("kind", sorted(TIME_CLOCK))
+def test_time_clock_states_in_warm_up_merge_in_time_order(kind):
+    s, y, w, t = data(1200, seed=4)
+    edges = None
+
+    def q():
+        return PAVCalibrator(buckets=QuantileEdges(n_buckets=8, warmup=400), window=WINDOWS[kind]())
+
+    key = np.random.default_rng(0).integers(0, 2, size=1200)
+    # both still warming up (interleaved by key): replayed together in time order
+    a = fit(q(), np.flatnonzero(key[:600] == 0), s, y, w, t)
+    b = fit(q(), np.flatnonzero(key[:600] == 1), s, y, w, t)
+    assert a._sf is None
+    assert b._sf is None
+    assert_same_calibrator(merge([a, b]), fit(q(), np.arange(600), s, y, w, t), kind)
+    # a built over fixed edges, b still warming up with interleaved times: b's events join in time order
+    first = fit(q(), np.arange(400), s, y, w, t)
+    edges = first.edges
+    fixed = lambda: PAVCalibrator(buckets=Edges(edges), window=WINDOWS[kind]())  # noqa: E731
+    a = fit(fixed(), np.flatnonzero(key == 0), s, y, w, t)
+    b = fit(q(), np.flatnonzero(key == 1)[:300], s, y, w, t)
+    assert b._sf is None
+    single = fit(
+        fixed(), np.sort(np.concatenate([np.flatnonzero(key == 0), np.flatnonzero(key == 1)[:300]])), s, y, w, t
+    )
+    with pytest.raises(ValueError, match="different `buckets`"):
+        merge([a, b])  # Edges and QuantileEdges are different parameters
+    with pytest.raises(ValueError, match="still in its quantile warm-up into one that has built"):
+        merge([first, b])
+    b_fixed = fit(fixed(), np.flatnonzero(key == 1)[:300], s, y, w, t)
+    assert_same_calibrator(merge([a, b_fixed]), single, kind)
