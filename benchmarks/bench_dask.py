@@ -106,7 +106,9 @@ def main() -> None:
 
         start = time.perf_counter()
         with (
-            LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+            LocalCluster(
+                n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as cluster,
             Client(cluster) as client,
         ):
             started = time.perf_counter() - start

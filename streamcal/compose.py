@@ -153,12 +153,16 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
     def learn_one(self, x: dict, y, **kwargs) -> None:
         """Score ``x`` with the model, let the calibrator learn that score and ``y``, then the model learn.
 
-        Extra keyword arguments (such as a sample weight ``w``) go to the wrapped classifier.
+        Extra keyword arguments go to the wrapped classifier. A sample weight ``w`` goes to the
+        classifier and to a binary calibrator (multiclass calibrators take no weights).
         """
         if self._binary_calibrator:
             label = _binary_label(y, self.pos_val)
             cal_x = self._score_dict(self._model_proba(x))
-            self.calibrator.learn_one(cal_x, label)
+            if "w" in kwargs:
+                self.calibrator.learn_one(cal_x, label, w=kwargs["w"])
+            else:
+                self.calibrator.learn_one(cal_x, label)
             if not label and self._neg_label is False and not _is_bool_like(y):
                 self._neg_label = y
         else:

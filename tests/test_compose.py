@@ -172,6 +172,21 @@ def test_learning_equals_the_manual_three_steps():
     assert a.classifier.weights == clf.weights
 
 
+def test_sample_weight_goes_to_the_model_and_the_calibrator():
+    a = CalibratedClassifier(linear_model.LogisticRegression(), PAVCalibrator())
+    clf, cal = linear_model.LogisticRegression(), PAVCalibrator()
+    for k, (x, y) in enumerate(datasets.Phishing().take(200)):
+        w = 1.0 + k % 3
+        a.learn_one(x, y, w=w)
+        cal.learn_one({"score": clf.predict_proba_one(x)[True]}, y, w=w)
+        clf.learn_one(x, y, w=w)
+    assert a.calibrator.window_weight == cal.window_weight == sum(1.0 + k % 3 for k in range(200))
+    assert a.predict_proba_one(x) == cal.predict_proba_one({"score": clf.predict_proba_one(x)[True]})
+    with pytest.raises(ValueError, match="`w` must be finite and non-negative"):
+        a.learn_one(x, y, w=-1.0)
+    assert a.n_learned == 200
+
+
 def test_score_key_of_the_calibrator_is_used():
     log: list = []
     model = CalibratedClassifier(SpyModel(log), SpyCalibrator(log, score_key="p"))
