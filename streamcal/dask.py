@@ -2,9 +2,9 @@
 
 :func:`fit` builds one calibrator state per partition (each a plain ``update`` over the partition's
 columns, in the worker that holds it) and reduces the states by a tree of
-:func:`streamcal.merge.merge` calls, keeping the partitions' order. Because merging is exact, the
+:func:`streamcal.merging.merge` calls, keeping the partitions' order. Because merging is exact, the
 result is the calibrator that one process would have built by learning every row in order (see
-:mod:`streamcal.merge` for what the order means per window): with integer weights, bit for bit.
+:mod:`streamcal.merging` for what the order means per window): with integer weights, bit for bit.
 
 :func:`predict` maps a fitted calibrator over the partitions of a score column (predictions never
 change a calibrator, so partitions are independent).
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from streamcal.merge import merge
+from streamcal.merging import merge
 
 __all__ = ["fit", "predict"]
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from streamcal import persist
 from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid
 from streamcal.isotonic import PAVCalibrator
-from streamcal.merge import merge
+from streamcal.merging import merge
 from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
 
 WINDOWS = {

@@ -1,4 +1,4 @@
-"""Merge streaming calibrator states: partitioned and distributed fitting (DESIGN §1, §8).
+"""Merge streaming calibrator states (``merge``): partitioned and distributed fitting (DESIGN §1, §8).
 
 A streaming calibrator's state is a histogram over score buckets (plus, for count and time
 windows, the ring of events in the window), so two calibrators over the same bucket edges merge
@@ -52,7 +52,7 @@ def merge(calibrators: Iterable, /):
     calibrators
         Streaming calibrators of one class with equal parameters (``PAVCalibrator``, or any
         subclass of the streaming base), in stream order for event-clock windows (see
-        :mod:`streamcal.merge`). The inputs are not modified.
+        :mod:`streamcal.merging`). The inputs are not modified.
 
     Returns
     -------
@@ -71,7 +71,7 @@ def merge(calibrators: Iterable, /):
 
     >>> import numpy as np
     >>> from streamcal import PAVCalibrator
-    >>> from streamcal.merge import merge
+    >>> from streamcal.merging import merge
     >>> rng = np.random.default_rng(0)
     >>> scores = rng.uniform(size=3000)
     >>> labels = rng.uniform(size=3000) < scores**2
