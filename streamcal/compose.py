@@ -17,6 +17,9 @@ from streamcal.persist import Persistable
 
 __all__ = ["CalibratedClassifier"]
 
+#: Model probabilities this far outside [0, 1] (rounding in a normalisation) are clipped; further is an error.
+_ROUNDING = 1e-9
+
 
 class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
     """A river classifier whose probabilities are calibrated online by a streamcal calibrator.
@@ -134,8 +137,9 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
         return proba
 
     def _score_dict(self, proba: dict) -> dict:
-        p = proba.get(self.pos_val, 0.0)
-        p = float(p)
+        p = float(proba.get(self.pos_val, 0.0))
+        if not 0.0 <= p <= 1.0 and -_ROUNDING <= p <= 1.0 + _ROUNDING:
+            p = min(max(p, 0.0), 1.0)  # a normalisation rounded just past 0 or 1
         if not 0.0 <= p <= 1.0:  # NaN too
             msg = (
                 f"the wrapped classifier gave a probability of {p!r} to `pos_val` = {self.pos_val!r}; "

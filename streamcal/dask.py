@@ -153,6 +153,9 @@ def fit(
     check_scalar(split_every, "split_every", int, low=2)
     _check_columns(data, {"score": score, "label": label, "weight": weight, "time": time})
     template = _template(calibrator, data, score)
+    if template._uses_times and time is None:
+        msg = f"{type(template.window).__name__} needs event times: pass `time=` (a column of `data`)."
+        raise ValueError(msg)
     columns = [c for c in dict.fromkeys((score, label, weight, time)) if c is not None]
     parts = data[columns].to_delayed()
     fit_part = dask.delayed(_fit_partition, pure=True)

@@ -243,6 +243,28 @@ def test_inside_a_pipeline_with_progressive_val_score():
     assert model[-1].n_learned == 1250
 
 
+class FixedProba(base.Classifier):
+    def __init__(self, p: float = 0.5):
+        self.p = p
+
+    def learn_one(self, x, y):
+        pass
+
+    def predict_proba_one(self, x):
+        return {False: 1.0 - self.p, True: self.p}
+
+
+def test_model_probabilities_rounded_past_one_are_clipped_and_wrong_ones_rejected():
+    model = CalibratedClassifier(FixedProba(1.0 + 1e-15), PAVCalibrator())
+    model.learn_one({"a": 1.0}, True)
+    assert model.calibrator.n_learned == 1
+    for bad in (1.5, -0.1, math.nan):
+        model = CalibratedClassifier(FixedProba(bad), PAVCalibrator())
+        with pytest.raises(ValueError, match="a probability in \\[0, 1\\] is required"):
+            model.learn_one({"a": 1.0}, True)
+        assert model.calibrator.n_learned == 0
+
+
 def test_bad_parameters_are_rejected():
     with pytest.raises(TypeError, match="`classifier` must be a river classifier"):
         CalibratedClassifier(object(), HistogramPAV())

@@ -141,6 +141,8 @@ def test_bad_arguments_are_rejected(frame):
         scd.fit(PAVCalibrator().update([0.5], [1]), ddf, "score", "label")
     with pytest.raises(TypeError, match="streaming calibrator"):
         scd.fit(object(), ddf, "score", "label")
+    with pytest.raises(ValueError, match="TimeWindow needs event times: pass `time=`"):
+        scd.fit(PAVCalibrator(window=TimeWindow(10.0)), ddf, "score", "label")
     with pytest.raises(ValueError, match="`split_every`"):
         scd.fit(PAVCalibrator(), ddf, "score", "label", split_every=1)
     with pytest.raises(ValueError, match="`output`"):
