@@ -265,6 +265,17 @@ def test_model_probabilities_rounded_past_one_are_clipped_and_wrong_ones_rejecte
         assert model.calibrator.n_learned == 0
 
 
+def test_llr_of_a_wrapper_inside_a_pipeline():
+    model = preprocessing.StandardScaler() | CalibratedClassifier(linear_model.LogisticRegression(), PAVCalibrator())
+    for x, y in datasets.Phishing().take(300):
+        model.learn_one(x, y)
+    wrapper = model[-1]
+    llr = wrapper.predict_llr_one(model.transform_one(x))
+    score = wrapper.classifier.predict_proba_one(model.transform_one(x))[True]
+    assert llr == wrapper.calibrator.predict_llr_one({"score": score})
+    assert isinstance(llr, float)
+
+
 def test_bad_parameters_are_rejected():
     with pytest.raises(TypeError, match="`classifier` must be a river classifier"):
         CalibratedClassifier(object(), HistogramPAV())
