@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
 from river import base
 
 from streamcal.persist import Persistable
@@ -167,8 +168,8 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
                 self.calibrator.learn_one(cal_x, label, w=kwargs["w"])
             else:
                 self.calibrator.learn_one(cal_x, label)
-            if not label and self._neg_label is False and not _is_bool_like(y):
-                self._neg_label = y
+            if not label and self._neg_label is False and not _is_bool_like(self.pos_val):
+                self._neg_label = y  # labels such as "spam" / "ham": the first negative names the class
         else:
             cal_x = self._model_proba(x)
             self.calibrator.learn_one(cal_x, y)
@@ -183,7 +184,7 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
         if not self._binary_calibrator:
             return self.calibrator.predict_proba_one(cal_x)
         p = float(self.calibrator.predict_proba_one(cal_x).get(True, 0.0))
-        return {self._neg_label: 1.0 - p, self.pos_val: p} if self.pos_val is not True else {False: 1.0 - p, True: p}
+        return {self._neg_label: 1.0 - p, self.pos_val: p}
 
     def predict_one(self, x: dict, **kwargs):
         """The most probable class after calibration (``pos_val`` wins ties in the binary case)."""
@@ -207,7 +208,7 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
 
 
 def _is_bool_like(y) -> bool:
-    return isinstance(y, bool) or type(y).__name__ == "bool_" or (isinstance(y, numbers.Real) and y in (0, 1))
+    return isinstance(y, (bool, np.bool_)) or (isinstance(y, numbers.Real) and y in (0, 1))
 
 
 def _binary_label(y, pos_val) -> bool:
