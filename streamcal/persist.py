@@ -611,6 +611,24 @@ class Persistable:
 
     No per-class code is needed: the learner's constructor parameters and learned attributes are
     written generically.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from river import datasets, linear_model
+    >>> from streamcal import CalibratedClassifier, PAVCalibrator
+    >>> model = CalibratedClassifier(linear_model.LogisticRegression(), PAVCalibrator())
+    >>> stream = list(datasets.Phishing().take(400))
+    >>> for x, y in stream[:200]:
+    ...     model.learn_one(x, y)
+    >>> path = model.save(os.path.join(tempfile.mkdtemp(), "checkpoint.zip"))
+    >>> resumed = CalibratedClassifier.load(path, allow_pickle=True)  # the river model inside is pickled
+    >>> for x, y in stream[200:]:
+    ...     assert resumed.predict_proba_one(x) == model.predict_proba_one(x)
+    ...     model.learn_one(x, y)
+    ...     resumed.learn_one(x, y)
+    >>> resumed.n_learned
+    400
     """
 
     def save(self, path, *, allow_pickle: bool = True) -> Path:
