@@ -121,8 +121,6 @@ def _param_key(value):
 def _check_same_params(a, b, position: int) -> None:
     pa, pb = a._get_params(), b._get_params()
     for name in pa:
-        if name == "buckets" and a._sf is not None and b._sf is not None:
-            continue  # built calibrators: compared by their edges
         if _param_key(pa[name]) != _param_key(pb.get(name)):
             msg = (
                 f"cannot merge calibrators with different `{name}`: {pa[name]!r} and {pb.get(name)!r} "

@@ -193,7 +193,7 @@ def test_incompatible_states_are_refused():
         merge([a, PAVCalibrator(interpolation="step")])
     c = PAVCalibrator(buckets=LogitGrid(n_buckets=16)).update([0.5], [1])
     d = PAVCalibrator(buckets=LogitGrid(n_buckets=32)).update([0.5], [1])
-    with pytest.raises(ValueError, match="different bucket edges"):
+    with pytest.raises(ValueError, match="different `buckets`"):
         merge([c, d])
 
 
