@@ -127,6 +127,8 @@ _CONTAINERS = frozenset(
     }
 )
 
+_BIT_GENERATORS = frozenset({"PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"})
+
 _FACTORIES = {None: None, "int": int, "float": float, "list": list, "dict": dict, "set": set}
 
 
@@ -229,7 +231,7 @@ class _Encoder:
             return {"__deque__": items, "maxlen": value.maxlen}
         if t is random.Random:
             return {"__random__": self.encode(value.getstate(), f"{where}.state")}
-        if t is np.random.Generator:
+        if t is np.random.Generator and type(value.bit_generator).__name__ in _BIT_GENERATORS:
             bg = value.bit_generator
             return {"__np_generator__": type(bg).__name__, "state": self.encode(bg.state, f"{where}.state")}
         if isinstance(value, type) and (_is_streamcal(value) or value.__module__ in ("builtins",)):
@@ -350,6 +352,9 @@ class _Decoder:
             r.setstate(_as_tuples(self.decode(body)))
             return r
         if tag == "__np_generator__":
+            if body not in _BIT_GENERATORS:
+                msg = f"unknown numpy bit generator {body!r}"
+                raise StateFileError(msg)
             bg = getattr(np.random, body)()
             bg.state = self.decode(node["state"])
             return np.random.Generator(bg)

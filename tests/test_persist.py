@@ -236,6 +236,15 @@ def test_save_without_pickle_names_the_value():
         persist.to_bytes({"f": len}, allow_pickle=False)
 
 
+def test_only_numpy_bit_generators_are_created():
+    files = members(persist.to_bytes({"g": np.random.default_rng(1)}, allow_pickle=False))
+    manifest = json.loads(files["streamcal.json"])
+    manifest["root"]["g"]["__np_generator__"] = "seed"  # would call np.random.seed()
+    files["streamcal.json"] = json.dumps(manifest).encode()
+    with pytest.raises(persist.StateFileError, match="unknown numpy bit generator 'seed'"):
+        persist.from_bytes(rezip(files))
+
+
 def test_untrusted_class_names_are_refused():
     data = persist.to_bytes(ECE())
     files = members(data)
