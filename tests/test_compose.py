@@ -187,6 +187,20 @@ def test_sample_weight_goes_to_the_model_and_the_calibrator():
     assert a.n_learned == 200
 
 
+def test_progressive_loop_equals_the_calibrators_prequential_array_face():
+    model = CalibratedClassifier(linear_model.LogisticRegression(), PAVCalibrator())
+    clf = linear_model.LogisticRegression()
+    wrapped, scores, labels = [], [], []
+    for x, y in datasets.Phishing():
+        wrapped.append(model.predict_proba_one(x)[True])
+        model.learn_one(x, y)
+        scores.append(clf.predict_proba_one(x)[True])  # out-of-sample score of the same model
+        labels.append(y)
+        clf.learn_one(x, y)
+    proba, _ = PAVCalibrator().prequential(scores, labels)
+    np.testing.assert_array_equal(wrapped, proba)
+
+
 def test_score_key_of_the_calibrator_is_used():
     log: list = []
     model = CalibratedClassifier(SpyModel(log), SpyCalibrator(log, score_key="p"))
