@@ -22,6 +22,8 @@ _EXPORTS = {
     "PlattCalibrator": "streamcal.gev.calibrator",
     "GEVCanonicalRegression": "streamcal.gev.regression",
     "pairwise_couple": "streamcal.multiclass.coupling",
+    "PairwiseCouplingCalibrator": "streamcal.multiclass.streaming",
+    "OneVsRestCalibrator": "streamcal.multiclass.streaming",
     "CalibratedClassifier": "streamcal.compose",
 }
 

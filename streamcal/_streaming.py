@@ -94,6 +94,22 @@ class StreamingCalibrator(base.Classifier):
     def _multiclass(self) -> bool:
         return False
 
+    @classmethod
+    def _unit_test_params(cls):
+        # river's checks feed the Phishing dataset (9 features); the calibrator reads one of
+        # them, a probability-valued feature, as its score.
+        yield {"score_key": "is_popular"}
+
+    def _unit_test_skips(self):
+        return {
+            # A calibrator's input is exactly one score, read by `score_key`: features that
+            # appear later or vanish are not inputs it could use or miss, and removing the
+            # score itself is an error (a KeyError naming the key), not a degraded input.
+            "check_emerging_features",
+            "check_disappearing_features",
+            "check_radically_disappearing_features",
+        }
+
     def _reset(self) -> None:
         buckets = LogitGrid() if self.buckets is None else self.buckets
         if not isinstance(buckets, Buckets):
@@ -110,9 +126,8 @@ class StreamingCalibrator(base.Classifier):
         self._window_code = window.code()
         self._uses_times = bool(window.uses_times)
         self._ring_capacity = window.ring_capacity
-        low, high = (0.0, 1.0) if isinstance(buckets, LogitGrid) else (-math.inf, math.inf)
-        self._score_low = low
-        self._score_high = high
+        self._score_low, self._score_high = (float(v) for v in buckets.score_range)
+        self._bucket_kind = type(buckets).__name__
         self._identity = bool(buckets.probability_inputs)
         self._warmup = int(buckets.warmup)
         self._sf = None
@@ -154,7 +169,7 @@ class StreamingCalibrator(base.Classifier):
 
     def _stored_unit(self) -> float:
         kind = self._sf[_h.SF_KIND]
-        if kind in (_h.KIND_DECAY_EVENTS, _h.KIND_DECAY_TIME):
+        if kind in (_h.KIND_DECAY_EVENTS, _h.KIND_DECAY_TIME) and self._sf[_h.SF_N_LEARNED] > 0:
             return 2.0 ** ((self._sf[_h.SF_LAST_T] - self._sf[_h.SF_T0]) / self._sf[_h.SF_HALF_LIFE])
         return 1.0
 
@@ -191,7 +206,7 @@ class StreamingCalibrator(base.Classifier):
 
     # ------------------------------------------------------------------ validation
     def _score_of(self, x) -> float:
-        if not isinstance(x, dict):
+        if type(x) is not dict and not isinstance(x, dict):
             msg = f"`x` must be a dict holding the score; got a {type(x).__name__}."
             raise TypeError(msg)
         key = self.score_key
@@ -202,25 +217,34 @@ class StreamingCalibrator(base.Classifier):
                     f"{len(x)} keys: {list(x)[:5]!r}. Pass score_key= to name the score."
                 )
                 raise ValueError(msg)
-            for k, v in x.items():
-                s, name = v, f"x[{k!r}]"
+            s = next(iter(x.values()))
         else:
             if key not in x:
                 msg = f"`x` has no score under score_key={key!r}; its keys are {list(x)[:5]!r}."
                 raise KeyError(msg)
-            s, name = x[key], f"x[{key!r}]"
+            s = x[key]
         if type(s) is not float:
             if isinstance(s, (bool, np.bool_)) or not isinstance(s, numbers.Real):
-                msg = f"`{name}` must be a real number (the score); got {s!r} of type {type(s).__name__}."
+                msg = (
+                    f"`{self._score_name(x)}` must be a real number (the score); "
+                    f"got {s!r} of type {type(s).__name__}."
+                )
                 raise TypeError(msg)
             s = float(s)
         if not (self._score_low <= s <= self._score_high):
             if not math.isfinite(s):
-                msg = f"`{name}` must be finite; got {s!r}."
+                msg = f"`{self._score_name(x)}` must be finite; got {s!r}."
             else:
-                msg = f"`{name}` must be a probability in [0, 1] for LogitGrid buckets; got {s!r}."
+                msg = (
+                    f"`{self._score_name(x)}` must lie in [{self._score_low}, {self._score_high}] "
+                    f"for {self._bucket_kind} buckets; got {s!r}."
+                )
             raise ValueError(msg)
         return s
+
+    def _score_name(self, x: dict) -> str:
+        key = next(iter(x)) if self.score_key is None else self.score_key
+        return f"x[{key!r}]"
 
     def _check_scores(self, scores) -> np.ndarray:
         s = as_finite(scores, "scores", allow_empty=True)
@@ -228,9 +252,14 @@ class StreamingCalibrator(base.Classifier):
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             msg = (
-                f"`scores` must hold probabilities in [0, 1] for LogitGrid buckets; got {float(s[i])!r} "
-                f"at position {i}. For other scores use UniformGrid, QuantileEdges or Edges."
+                f"`scores` must lie in [{self._score_low}, {self._score_high}] for "
+                f"{self._bucket_kind} buckets; got {float(s[i])!r} at position {i}."
             )
+            if self._score_low == 0.0 and self._score_high == 1.0:
+                msg = (
+                    f"`scores` must hold probabilities in [0, 1] for {self._bucket_kind} buckets; got "
+                    f"{float(s[i])!r} at position {i}. For other scores use UniformGrid, QuantileEdges or Edges."
+                )
             raise ValueError(msg)
         return s
 
@@ -240,7 +269,10 @@ class StreamingCalibrator(base.Classifier):
         return float(self._sf[_h.SF_LAST_T])
 
     def _check_one(self, y, w, t) -> tuple[float, float, float]:
-        label = 1.0 if as_binary_label(y, "y") else 0.0
+        if y is True or y is False:
+            label = 1.0 if y else 0.0
+        else:
+            label = 1.0 if as_binary_label(y, "y") else 0.0
         if type(w) is not float or not (0.0 <= w < math.inf):
             if isinstance(w, (bool, np.bool_)) or not isinstance(w, numbers.Real):
                 msg = f"`w` must be a finite non-negative number; got {w!r} of type {type(w).__name__}."

@@ -68,10 +68,17 @@ class Buckets(base.Base):
     :meth:`check_scores`). ``warmup`` is the number of learned scores a strategy needs before
     its edges are known (0 for fixed grids); ``probability_inputs`` says whether scores are
     probabilities, which decides what a calibrator predicts before it has seen any label.
+
+    Examples
+    --------
+    >>> from streamcal.buckets import Buckets, UniformGrid
+    >>> isinstance(UniformGrid(4), Buckets), UniformGrid(4).bucket_edges().tolist()
+    (True, [0.0, 0.25, 0.5, 0.75, 1.0])
     """
 
     warmup: int = 0
     probability_inputs: bool = False
+    score_range: tuple[float, float] = (-np.inf, np.inf)  # scores outside are rejected
 
     def bucket_edges(self, sample=None) -> np.ndarray:  # pragma: no cover - abstract
         """The ``B + 1`` sorted edges (``sample`` is the warm-up sample for learned edges)."""
@@ -83,7 +90,16 @@ class Buckets(base.Base):
         return 0.5 * (e[:-1] + e[1:])
 
     def check_scores(self, scores: np.ndarray, name: str) -> None:
-        """Raise if finite ``scores`` are not valid inputs for this strategy (default: any)."""
+        """Raise if finite ``scores`` fall outside ``score_range`` (default: any score is valid)."""
+        low, high = self.score_range
+        bad = ~((scores >= low) & (scores <= high))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            msg = (
+                f"`{name}` must lie in [{low}, {high}] for {type(self).__name__} buckets; "
+                f"got {float(scores[i])!r} at position {i}."
+            )
+            raise ValueError(msg)
 
     def index(self, scores, sample=None) -> np.ndarray:
         """Bucket index of each score."""
@@ -117,6 +133,7 @@ class LogitGrid(Buckets):
     """
 
     probability_inputs = True
+    score_range = (0.0, 1.0)
 
     def __init__(self, n_buckets: int = 1024, low: float = 1e-7, high: float = 1.0 - 1e-7):
         self.n_buckets = n_buckets
@@ -153,7 +170,7 @@ class LogitGrid(Buckets):
             i = int(np.flatnonzero(bad)[0])
             msg = (
                 f"`{name}` must hold probabilities in [0, 1] for LogitGrid buckets; got "
-                f"{scores[i]!r} at position {i}. For other scores use UniformGrid, "
+                f"{float(scores[i])!r} at position {i}. For other scores use UniformGrid, "
                 "QuantileEdges or Edges."
             )
             raise ValueError(msg)

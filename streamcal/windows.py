@@ -34,6 +34,12 @@ class Window(base.Base):
 
     ``code()`` returns ``(kind, n, seconds, half_life)`` for the kernels; ``uses_times`` says
     whether learned events need a time; ``ring_capacity`` is the initial ring-buffer size.
+
+    Examples
+    --------
+    >>> from streamcal.windows import CountWindow, Window
+    >>> isinstance(CountWindow(5), Window), CountWindow(5).ring_capacity
+    (True, 5)
     """
 
     uses_times: bool = False

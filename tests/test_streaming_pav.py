@@ -23,8 +23,8 @@ from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
 def naive_pav(pos, neg):
     """Left-to-right stack PAV over the non-empty buckets: blocks (first, last, P, N).
 
-    Pools while the block below has a rate >= the top's, with sums below + top: the definition
-    the kernel must reproduce bit for bit.
+    Pools while the block below has a rate >= the top's (by cross-multiplication), with sums
+    below + top: the definition the kernel must reproduce bit for bit.
     """
     blocks = []
     for j in range(len(pos)):
@@ -33,7 +33,7 @@ def naive_pav(pos, neg):
         blocks.append([j, j, pos[j], neg[j]])
         while len(blocks) >= 2:
             a, b = blocks[-2], blocks[-1]
-            if a[2] / (a[2] + a[3]) >= b[2] / (b[2] + b[3]):
+            if a[2] * (b[2] + b[3]) >= b[2] * (a[2] + a[3]):  # rate(a) >= rate(b)
                 blocks[-2] = [a[0], b[1], a[2] + b[2], a[3] + b[3]]
                 blocks.pop()
             else:
@@ -42,7 +42,8 @@ def naive_pav(pos, neg):
 
 
 def naive_fit(blocks, centres):
-    """Per-bucket owner and fitted value for ``blocks`` (the layout documented in ipav)."""
+    """Per-bucket owner and fitted value for ``blocks`` (the layout documented in ipav);
+    flat before the first knot and after the last one."""
     B = len(centres)
     owner = np.full(B, -1, dtype=np.int64)
     fit = np.zeros(B)
@@ -76,11 +77,13 @@ def kernel_blocks(pf, pi):
     f = int(pi[K.PI_HEAD])
     prev = -1
     while f != -1:
+        assert len(blocks) < B, "the block links form a cycle"
         assert bprev[f] == prev
         blocks.append((f, int(bend[f]), bpos[f], bneg[f]))
         prev = f
         f = int(bnext[f])
     assert int(pi[K.PI_TAIL]) == prev
+    assert int(pi[K.PI_LAST]) == (blocks[-1][1] if blocks else -1)
     return blocks, sec_i(0).copy(), sec_f(0).copy()
 
 
@@ -88,10 +91,11 @@ def assert_state_equals_batch(pos, neg, centres, pf, pi):
     expected = naive_pav(pos, neg)
     blocks, owner, fit = kernel_blocks(pf, pi)
     assert blocks == expected  # tuples of ints and floats: exact equality
-    exp_owner, exp_fit = naive_fit(expected, centres)
-    np.testing.assert_array_equal(owner, exp_owner)
-    if expected:
-        np.testing.assert_array_equal(fit, exp_fit)
+    if expected:  # owners and fitted values are kept between the first and the last knot
+        exp_owner, exp_fit = naive_fit(expected, centres)
+        span = slice(expected[0][0], expected[-1][1] + 1)
+        np.testing.assert_array_equal(owner[span], exp_owner[span])
+        np.testing.assert_array_equal(fit[span], exp_fit[span])
 
 
 def histogram_of(cal):
@@ -100,7 +104,7 @@ def histogram_of(cal):
 
 
 def snapshot(cal):
-    return pickle.dumps(cal.__dict__)
+    return pickle.dumps(cal)
 
 
 # ---------------------------------------------------------------------------- kernel exactness
@@ -126,12 +130,12 @@ def bucket_streams(draw, integer_weights: bool):
 def _run_kernel_stream(n_buckets, ops):
     centres = np.linspace(0.05, 0.95, n_buckets) if n_buckets > 1 else np.array([0.5])
     pf, pi = K.empty_pav_state(centres, 1.0, True, True)
-    pos = np.zeros(n_buckets)
-    neg = np.zeros(n_buckets)
+    hist = np.zeros(2 * n_buckets)  # pos then neg, as in the calibrator's state
+    pos, neg = hist[:n_buckets], hist[n_buckets:]
     for kind, (b, cls, w) in ops:
         arr = pos if cls else neg
         arr[b] = arr[b] + w if kind == "add" else max(arr[b] - w, 0.0)
-        K.pav_bucket_changed_inplace(pos, neg, pf, pi, b)
+        K.pav_bucket_changed_inplace(hist, 0, pf, pi, b)
         assert_state_equals_batch(pos, neg, centres, pf, pi)
 
 
@@ -151,14 +155,15 @@ def test_incremental_pav_matches_batch_random_float_histograms(a, b):
     pos, neg = np.array(a[:n]), np.array(b[:n])
     centres = np.arange(n, dtype=float)
     pf, pi = K.empty_pav_state(centres, 1.0, True, False)
-    cur_p, cur_n = np.zeros(n), np.zeros(n)
+    hist = np.zeros(2 * n)
+    cur_p, cur_n = hist[:n], hist[n:]
     for k in range(n):  # fill bucket by bucket, then empty them in a scrambled order
         cur_p[k], cur_n[k] = pos[k], neg[k]
-        K.pav_bucket_changed_inplace(cur_p, cur_n, pf, pi, k)
+        K.pav_bucket_changed_inplace(hist, 0, pf, pi, k)
         assert_state_equals_batch(cur_p, cur_n, centres, pf, pi)
     for k in np.random.default_rng(n).permutation(n):
         cur_p[k] = cur_n[k] = 0.0
-        K.pav_bucket_changed_inplace(cur_p, cur_n, pf, pi, int(k))
+        K.pav_bucket_changed_inplace(hist, 0, pf, pi, int(k))
         assert_state_equals_batch(cur_p, cur_n, centres, pf, pi)
 
 
@@ -324,6 +329,28 @@ def test_window_weight_and_count_window_expiry():
     assert dec.window_weight == 1.5
 
 
+@pytest.mark.parametrize("window", WINDOWS, ids=repr)
+def test_fresh_calibrator_and_empty_arrays(window):
+    cal = PAVCalibrator(window=window)
+    assert cal.window_weight == 0.0
+    assert cal.n_learned == 0
+    p, llr = cal.prequential([], [], times=[])
+    assert p.size == 0
+    assert llr.size == 0
+    assert cal.predict_proba([]).size == 0
+    _, pos, neg = cal.histogram()
+    assert (pos == 0).all()
+    assert (neg == 0).all()
+
+
+def test_time_decay_with_large_clock_values():
+    cal = PAVCalibrator(window=Decay(half_life=3600.0, by="time"))
+    t0 = 1.7e9  # unix seconds
+    cal.update([0.2, 0.8, 0.8], [0, 1, 1], times=[t0, t0 + 3600.0, t0 + 3600.0])
+    assert math.isclose(cal.window_weight, 2.5)
+    assert np.isfinite(cal.predict_llr([0.2, 0.8])).all()
+
+
 def test_time_window_expiry_and_growth():
     cal = PAVCalibrator(window=TimeWindow(seconds=10.0))
     n = 5000
@@ -447,3 +474,22 @@ def test_inputs_are_not_mutated(rng):
     PAVCalibrator().prequential(s, y)
     np.testing.assert_array_equal(s, s0)
     np.testing.assert_array_equal(y, y0)
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=repr)
+@settings(max_examples=20)
+@given(stream=event_streams(), mask=st.lists(st.booleans(), min_size=80, max_size=80), step=st.booleans())
+def test_process_equals_loop_on_random_streams(window, stream, mask, step):
+    scores, labels, weights, times = (np.array(v) for v in stream)
+    learn = np.array(mask[: scores.size])
+    make = lambda: PAVCalibrator(  # noqa: E731
+        buckets=QuantileEdges(n_buckets=5, warmup=7) if step else UniformGrid(n_buckets=5),
+        window=window,
+        interpolation="step" if step else "linear",
+    )
+    a, b = make(), make()
+    p, llr = a.process(scores, labels, learn, weights=weights, times=times)
+    lp, lllr = _loop(b, scores, labels, np.where(learn, 1, 2), weights, times)
+    np.testing.assert_array_equal(p, lp)
+    np.testing.assert_array_equal(llr, lllr)
+    assert snapshot(a) == snapshot(b)

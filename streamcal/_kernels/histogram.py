@@ -86,15 +86,17 @@ def bucket_index_sorted(cuts, scores, out):
     m = cuts.shape[0]
     for i in range(scores.shape[0]):
         s = scores[i]
-        lo = 0
-        hi = m
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if cuts[mid] <= s:
-                lo = mid + 1
-            else:
-                hi = mid
-        out[i] = lo
+        if m == 0:
+            out[i] = 0
+            continue
+        # branch-free halving (the answer stays in [base, base + n]): no mispredictions
+        base = 0
+        n = m
+        while n > 1:
+            half = n >> 1
+            base = base + half if cuts[base + half] <= s else base
+            n -= half
+        out[i] = base + (1 if cuts[base] <= s else 0)
 
 
 @jit
@@ -128,21 +130,18 @@ def window_expire_next_inplace(sf, si, clock):
     B = si[SI_B]
     W = si[SI_W]
     head = si[SI_RING_HEAD]
-    ring_t = sf[SF_HEADER + 2 * B + 2 * W : SF_HEADER + 2 * B + 3 * W]
+    RING_W = SF_HEADER + 2 * B
     if kind == KIND_COUNT:
         if count < sf[SF_WINDOW_N]:
             return -1
     elif kind == KIND_TIME:
-        if not (clock - ring_t[head] >= sf[SF_SECONDS]):
+        if not (clock - sf[RING_W + 2 * W + head] >= sf[SF_SECONDS]):
             return -1
     else:
         return -1
-    ring_w = sf[SF_HEADER + 2 * B : SF_HEADER + 2 * B + W]
-    ring_y = sf[SF_HEADER + 2 * B + W : SF_HEADER + 2 * B + 2 * W]
-    ring_b = si[SI_HEADER + 2 * B : SI_HEADER + 2 * B + W]
-    b = ring_b[head]
-    w = ring_w[head]
-    if ring_y[head] > 0.5:
+    b = si[SI_HEADER + 2 * B + head]
+    w = sf[RING_W + head]
+    if sf[RING_W + W + head] > 0.5:
         cls, tot, ncls = 0, SF_T_POS, SI_N_POS
     else:
         cls, tot, ncls = 1, SF_T_NEG, SI_N_NEG

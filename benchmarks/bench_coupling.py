@@ -1,0 +1,291 @@
+"""Benchmark: pairwise coupling and the streaming multiclass calibrators.
+
+Run from the repository root:
+
+    PYTHONPATH=. python benchmarks/bench_coupling.py
+
+1. ``pairwise_couple`` on 1e5 events of K = 10 in one call, both methods, against named baselines
+   run in the same process: for ``"ht"`` the paper's algorithm as a plain Python loop (on a
+   subsample, scaled); for ``"wlw"`` NumPy's batched LAPACK solve of the same bordered systems.
+2. The streaming calibrators for K = 3 and K = 10, pairwise coupling against one-vs-rest: the river
+   face (``predict_proba_one`` then ``learn_one`` per event) and the array face (``predict_proba``
+   then ``update`` per batch of events).
+
+numba compile time (first call) is reported apart from steady state (best of several runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from streamcal import pairwise_couple
+from streamcal.multiclass import OneVsRestCalibrator, PairwiseCouplingCalibrator
+
+
+def random_r(rng, m, k):
+    u = rng.uniform(size=(m, k, k))
+    iu = np.triu_indices(k, 1)
+    r = np.zeros((m, k, k))
+    r[:, iu[0], iu[1]] = u[:, iu[0], iu[1]]
+    r[:, iu[1], iu[0]] = 1.0 - u[:, iu[0], iu[1]]
+    return r
+
+
+def naive_ht(r, tol=1e-10, max_iter=1000):  # the paper's iteration alone
+    k = len(r)
+    p = [2.0 / (k * (k - 1)) * sum(r[i][j] for j in range(k) if j != i) for i in range(k)]
+    for _ in range(max_iter):
+        worst = 0.0
+        for i in range(k):
+            target = sum(r[i][j] for j in range(k) if j != i)
+            fitted = sum(p[i] / (p[i] + p[j]) for j in range(k) if j != i)
+            worst = max(worst, abs(fitted - target) / (k - 1))
+            p[i] *= target / fitted
+            total = sum(p)
+            p = [v / total for v in p]
+        if worst <= tol:
+            break
+    return p
+
+
+def numpy_wlw(r):
+    m, k = r.shape[0], r.shape[1]
+    rt = np.swapaxes(r, 1, 2)
+    q = -(r * rt)
+    diag = (rt**2).sum(axis=2) - (rt[:, np.arange(k), np.arange(k)] ** 2)
+    q[:, np.arange(k), np.arange(k)] = diag
+    a = np.zeros((m, k + 1, k + 1))
+    a[:, :k, :k] = q
+    a[:, :k, k] = 1.0
+    a[:, k, :k] = 1.0
+    rhs = np.zeros((m, k + 1, 1))
+    rhs[:, k] = 1.0
+    return np.linalg.solve(a, rhs)[:, :k, 0]
+
+
+def best_of(fn, repeat):
+    times = []
+    out = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+def binary_calibrator():
+    try:
+        from streamcal import PAVCalibrator
+
+        return PAVCalibrator(), "PAVCalibrator()"
+    except (ImportError, AttributeError):
+        from river.base import Classifier
+
+        class _Counts(Classifier):  # fallback when PAVCalibrator is not available
+            def __init__(self):
+                self._pos = np.zeros(34)
+                self._tot = np.zeros(34)
+
+            def learn_one(self, x, y):
+                b = int(np.searchsorted(EDGES, next(iter(x.values()))))
+                self._pos[b] += bool(y)
+                self._tot[b] += 1.0
+
+            def predict_proba_one(self, x):
+                b = int(np.searchsorted(EDGES, next(iter(x.values()))))
+                p = (self._pos[b] + 0.5) / (self._tot[b] + 1.0)
+                return {False: 1.0 - p, True: p}
+
+            @property
+            def window_weight(self):
+                return float(self._tot.sum())
+
+        return _Counts(), "binned-frequency stand-in (PAVCalibrator not available)"
+
+
+EDGES = np.linspace(-8, 8, 33)
+
+
+COLD_SNIPPET = """
+import time, numpy as np
+from streamcal import pairwise_couple
+r = np.array([[0, .9, .4], [.1, 0, .7], [.6, .3, 0]])
+for method in ("ht", "wlw"):
+    t = time.perf_counter(); pairwise_couple(r, method=method)
+    print(f"{method} {time.perf_counter() - t:.2f}")
+"""
+
+
+def cold_compile_times():
+    """numba compile time of each method's kernel, in a fresh process with an empty cache."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        out = subprocess.run(
+            [sys.executable, "-c", COLD_SNIPPET], env=env, capture_output=True, text=True, check=True
+        ).stdout
+    return dict(line.split() for line in out.splitlines())
+
+
+def bench_couple(m, k, repeat):
+    rng = np.random.default_rng(0)
+    r = random_r(rng, m, k)
+    print(f"## pairwise_couple: {m} events, K = {k}, one call\n")
+    t0 = time.perf_counter()
+    pairwise_couple(r[:2], method="ht")
+    compile_ht = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    pairwise_couple(r[:2], method="wlw")
+    compile_wlw = time.perf_counter() - t0
+    cold = cold_compile_times()
+    print(f"numba compile (fresh process, empty cache): ht {cold['ht']} s, wlw {cold['wlw']} s")
+    print(f"first call here (cache load): ht {compile_ht:.2f} s, wlw {compile_wlw:.2f} s\n")
+
+    t_ht, (p_ht, n_iter) = best_of(lambda: pairwise_couple(r, return_n_iter=True), repeat)
+    t_plain, (_, n_plain) = best_of(
+        lambda: pairwise_couple(r, newton=False, return_n_iter=True), repeat
+    )
+    t_wlw, p_wlw = best_of(lambda: pairwise_couple(r, method="wlw"), repeat)
+    sub = 300
+    t_naive, p_naive = best_of(lambda: [naive_ht(r[e]) for e in range(sub)], 1)
+    t_naive *= m / sub
+    assert np.allclose(p_naive, p_ht[:sub], atol=1e-8)
+    t_np, p_np = best_of(lambda: numpy_wlw(r), repeat)
+    assert np.allclose(p_np, p_wlw, atol=1e-10)
+
+    print("Input: uniform random upper triangles.\n")
+    print("| method | time (s) | events/s | baseline | baseline events/s | speed-up |")
+    print("|---|---|---|---|---|---|")
+    naive = f"paper's loop in Python (×{m // sub} from {sub} events) | {m / t_naive:,.0f}"
+    print(
+        f"| ht, Newton steps (tol 1e-10; mean {n_iter.mean():.1f} iterations, max {n_iter.max()}) "
+        f"| {t_ht:.3f} | {m / t_ht:,.0f} | {naive} | {t_naive / t_ht:.0f}× |"
+    )
+    print(
+        f"| ht, paper's sweeps alone (mean {n_plain.mean():.1f} sweeps, max {n_plain.max()}) "
+        f"| {t_plain:.3f} | {m / t_plain:,.0f} | {naive} | {t_naive / t_plain:.0f}× |"
+    )
+    print(
+        f"| wlw (exact) | {t_wlw:.3f} | {m / t_wlw:,.0f} | numpy batched `linalg.solve` | "
+        f"{m / t_np:,.0f} | {t_np / t_wlw:.1f}× |"
+    )
+    print()
+
+    # A confident model's calibrated pairs: one class usually dominates.
+    p_true = rng.dirichlet(np.full(k, 0.3), size=m) + 1e-6
+    logit = np.log(p_true)[:, :, None] - np.log(p_true)[:, None, :]
+    logit += rng.normal(0.0, 0.3, size=logit.shape)
+    logit = np.triu(logit, 1) - np.swapaxes(np.triu(logit, 1), 1, 2)
+    rc = 1.0 / (1.0 + np.exp(-logit))
+    t_ht, (_, n_iter) = best_of(lambda: pairwise_couple(rc, return_n_iter=True), repeat)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t_plain, (_, n_plain) = best_of(
+            lambda: pairwise_couple(rc, newton=False, return_n_iter=True), repeat
+        )
+    t_wlw, _ = best_of(lambda: pairwise_couple(rc, method="wlw"), repeat)
+    print("Input: a confident model's pairs (p ~ Dirichlet(0.3), logit noise 0.3).\n")
+    print("| method | time (s) | events/s | iterations (mean / max) | not converged in 1000 |")
+    print("|---|---|---|---|---|")
+    print(
+        f"| ht, Newton steps | {t_ht:.3f} | {m / t_ht:,.0f} | {n_iter.mean():.1f} / {n_iter.max()} "
+        f"| {np.mean(n_iter < 0):.1%} |"
+    )
+    print(
+        f"| ht, paper's sweeps alone | {t_plain:.3f} | {m / t_plain:,.0f} | "
+        f"{n_plain[n_plain >= 0].mean():.1f} / {n_plain[n_plain >= 0].max()} (converged events) "
+        f"| {np.mean(n_plain < 0):.1%} |"
+    )
+    print(f"| wlw | {t_wlw:.3f} | {m / t_wlw:,.0f} | – | – |")
+    print()
+
+
+def bench_streaming(k, n_events, repeat):
+    rng = np.random.default_rng(1)
+    p = rng.dirichlet(np.ones(k), size=n_events)
+    ys = np.array([rng.choice(k, p=row) for row in p])
+    q = p**2 / (p**2).sum(axis=1, keepdims=True)
+    xs = [{c: float(row[c]) for c in range(k)} for row in q]
+    cal, cal_name = binary_calibrator()
+    rows = []
+    for cls in (PairwiseCouplingCalibrator, OneVsRestCalibrator):
+        model = cls(calibrator=cal)
+        for x, y in zip(xs[:50], ys[:50], strict=True):  # warm up (compiles kernels)
+            model.predict_proba_one(x)
+            model.learn_one(x, int(y))
+
+        def run(cls=cls):
+            model = cls(calibrator=cal)
+            for x, y in zip(xs, ys, strict=True):
+                model.predict_proba_one(x)
+                model.learn_one(x, int(y))
+
+        t, _ = best_of(run, repeat)
+        rows.append((cls.__name__, t))
+    print(f"## streaming, K = {k}: river face, {n_events} events, predict_proba_one + learn_one each")
+    print(f"binary calibrator: {cal_name}\n")
+    print("| calibrator | time (s) | events/s |")
+    print("|---|---|---|")
+    for name, t in rows:
+        print(f"| {name} | {t:.2f} | {n_events / t:,.0f} |")
+    print(f"\nratio pairwise / one-vs-rest time: {rows[0][1] / rows[1][1]:.1f}×\n")
+
+
+def bench_array_face(k, n_events, batch, repeat):
+    rng = np.random.default_rng(2)
+    p = rng.dirichlet(np.ones(k), size=n_events)
+    ys = np.array([rng.choice(k, p=row) for row in p])
+    q = p**2 / (p**2).sum(axis=1, keepdims=True)
+    cal, cal_name = binary_calibrator()
+    classes = tuple(range(k))
+    print(
+        f"## streaming, K = {k}: array face, {n_events} events in batches of {batch} "
+        f"(predict_proba on the batch, then update with it)"
+    )
+    print(f"binary calibrator: {cal_name}\n")
+    print("| calibrator | time (s) | events/s |")
+    print("|---|---|---|")
+    variants = [
+        ("PairwiseCouplingCalibrator (ht)", PairwiseCouplingCalibrator, {}),
+        ("PairwiseCouplingCalibrator (wlw)", PairwiseCouplingCalibrator, {"method": "wlw"}),
+        ("OneVsRestCalibrator", OneVsRestCalibrator, {}),
+    ]
+    for name, cls, extra in variants:
+        cls(calibrator=cal, classes=classes, **extra).update(q[:100], ys[:100]).predict_proba(q[:100])
+
+        def run(cls=cls, extra=extra):
+            model = cls(calibrator=cal, classes=classes, **extra)
+            for start in range(0, n_events, batch):
+                model.predict_proba(q[start : start + batch])
+                model.update(q[start : start + batch], ys[start : start + batch])
+
+        t, _ = best_of(run, repeat)
+        print(f"| {name} | {t:.2f} | {n_events / t:,.0f} |")
+    print()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--stream-events", type=int, default=5_000)
+    parser.add_argument("--array-events", type=int, default=100_000)
+    parser.add_argument("--batch", type=int, default=1_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    bench_couple(args.events, 10, args.repeat)
+    for k in (3, 10):
+        bench_streaming(k, args.stream_events, args.repeat)
+    for k in (3, 10):
+        bench_array_face(k, args.array_events, args.batch, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,381 @@
+"""Kernels for pairwise coupling (Hastie & Tibshirani 1998; Wu, Lin & Weng 2004).
+
+Preconditions shared by every kernel here (:func:`streamcal.pairwise_couple` checks them):
+
+- ``r`` is a C-contiguous float64 array of shape (m, K, K) with K >= 2, every off-diagonal entry
+  in [0, 1] and ``r[e, j, i] == 1 - r[e, i, j]``; the diagonal is never read.
+- ``n`` is a C-contiguous float64 array of shape (1, K, K) (one weight matrix shared by all events)
+  or (m, K, K); off-diagonal entries are finite, non-negative and symmetric; the diagonal is never
+  read.
+- output arrays have the shapes stated and are fully overwritten.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamcal._kernels._config import jit
+
+
+@jit
+def _pair_mu(pi, pj, rij):
+    # mu_ij = p_i / (p_i + p_j); when both classes sit at probability zero the ratio is free and
+    # the pair is treated as fitted exactly (mu_ij = r_ij), the limit the iteration approaches.
+    s = pi + pj
+    if s > 0.0:
+        return pi / s
+    return rij
+
+
+@jit
+def ht_score_residual(r, n, p):
+    """Largest row residual of the score equations (paper eq. 2.5), per unit row weight.
+
+    ``max_i |sum_j n_ij (mu_ij - r_ij)| / sum_j n_ij`` over the rows with positive weight, for one
+    event: ``r`` and ``n`` are (K, K), ``p`` is (K,).
+    """
+    k = p.shape[0]
+    worst = 0.0
+    for i in range(k):
+        num = 0.0
+        tot = 0.0
+        for j in range(k):
+            if j != i:
+                nij = n[i, j]
+                num += nij * (_pair_mu(p[i], p[j], r[i, j]) - r[i, j])
+                tot += nij
+        if tot > 0.0:
+            res = abs(num) / tot
+            if res > worst:
+                worst = res
+    return worst
+
+
+@jit
+def ht_criterion_log(r, n, theta, active):
+    """Paper 002's criterion (eq. 2.4 up to a constant) at ``p = softmax(theta)``, for one event.
+
+    ``sum_{i<j} n_ij [r_ij log mu_ij + (1 - r_ij) log(1 - mu_ij)]`` with
+    ``mu_ij = sigmoid(theta_i - theta_j)``, over the pairs of classes that are both ``active``
+    (the others sit at probability zero and contribute a constant).
+    """
+    k = theta.shape[0]
+    total = 0.0
+    for i in range(k):
+        if not active[i]:
+            continue
+        for j in range(i + 1, k):
+            nij = n[i, j]
+            if not active[j] or nij == 0.0:
+                continue
+            x = theta[i] - theta[j]
+            # log sigmoid(x) and log sigmoid(-x) = log sigmoid(x) - x, from one exp and one log1p
+            if x > 0.0:
+                log_mu = -np.log1p(np.exp(-x))
+                log_one_minus_mu = log_mu - x
+            else:
+                log_one_minus_mu = -np.log1p(np.exp(x))
+                log_mu = log_one_minus_mu + x
+            rij = r[i, j]
+            if rij > 0.0:
+                total += nij * rij * log_mu
+            if rij < 1.0:
+                total += nij * (1.0 - rij) * log_one_minus_mu
+    return total
+
+
+@jit
+def ht_newton_step_inplace(r, n, p, theta, trial, active, idx, a, rhs):
+    """One safeguarded Newton step on ``theta = log p`` for one event; updates ``p`` in place.
+
+    The criterion is concave in ``theta``; its gradient is ``sum_j n_ij (r_ij - mu_ij)`` (the score
+    equations) and its Hessian minus the graph Laplacian with weights ``n_ij mu_ij (1 - mu_ij)``.
+    The step solves the Laplacian system with ``sum(delta) = 0`` over the classes with
+    ``p_i > 0`` and backtracks (halving up to 40 times) until the criterion does not decrease
+    (beyond the rounding error of evaluating it).
+    ``theta``, ``trial`` ((K,)), ``active`` ((K,) bool), ``idx`` ((K,) intp), ``a``
+    ((K+1, K+1)) and ``rhs`` ((K+1,)) are scratch. Returns False, leaving ``p`` unchanged, if the
+    system is singular or no step length ascends.
+    """
+    k = p.shape[0]
+    size = 0
+    for i in range(k):
+        active[i] = p[i] > 0.0
+        if active[i]:
+            theta[i] = np.log(p[i])
+            idx[size] = i
+            size += 1
+    if size < 2:
+        return False
+    for u in range(size + 1):
+        rhs[u] = 0.0
+        for v in range(size + 1):
+            a[u, v] = 0.0
+    for u in range(size):
+        i = idx[u]
+        for v in range(u + 1, size):
+            j = idx[v]
+            nij = n[i, j]
+            if nij == 0.0:
+                continue
+            mu = 1.0 / (1.0 + np.exp(theta[j] - theta[i]))
+            g = nij * (r[i, j] - mu)
+            w = nij * mu * (1.0 - mu)
+            rhs[u] += g
+            rhs[v] -= g
+            a[u, u] += w
+            a[v, v] += w
+            a[u, v] -= w
+            a[v, u] -= w
+        a[u, size] = 1.0
+        a[size, u] = 1.0
+    if not solve_inplace_partial_pivot(a, rhs, size + 1, 1e-13):
+        return False
+    base = ht_criterion_log(r, n, theta, active)
+    # Near the optimum a Newton step changes the criterion by less than the rounding error of
+    # summing it (all terms are <= 0, so that error is about K^2 * eps * |criterion|): steps that
+    # do not decrease it beyond that bound are accepted.
+    floor = base - 1e-13 * abs(base)
+    step = 1.0
+    for _ in range(40):
+        for i in range(k):
+            trial[i] = theta[i]
+        for u in range(size):
+            trial[idx[u]] += step * rhs[u]
+        if ht_criterion_log(r, n, trial, active) >= floor:
+            top = -np.inf
+            for u in range(size):
+                if trial[idx[u]] > top:
+                    top = trial[idx[u]]
+            total = 0.0
+            for u in range(size):
+                i = idx[u]
+                p[i] = np.exp(trial[i] - top)
+                total += p[i]
+            for u in range(size):
+                p[idx[u]] /= total
+            return True
+        step *= 0.5
+    return False
+
+
+@jit
+def ht_couple_one(r, n, tol, max_iter, newton_after, p, target, total_weight, scratch):
+    """Hastie–Tibshirani iterative scaling for one event; writes ``p`` (K,), returns iterations.
+
+    Starts from the row-average estimate (paper eq. 3.7). Each iteration is one Gauss–Seidel sweep
+    ``p_i <- p_i * sum_j n_ij r_ij / sum_j n_ij mu_ij`` (renormalised after the sweep; ``mu``
+    depends on ratios only, so this gives the same iterates as renormalising after every
+    coordinate); once ``newton_after`` sweeps have run (``newton_after >= 0``), each sweep that
+    leaves the residual above ``tol`` is followed by one :func:`ht_newton_step_inplace`.
+    ``newton_after = -1``: the paper's sweeps alone. Stops when :func:`ht_score_residual` is at
+    most ``tol`` (checked before each iteration, so ``max_iter = 0`` returns the start estimate).
+    Rows whose weights are all zero keep their start value. ``target``, ``total_weight`` ((K,))
+    and ``scratch`` (the last six arguments of :func:`ht_newton_step_inplace`) are scratch.
+    Returns the number of iterations, or ``-1 - max_iter`` if the tolerance was not reached.
+    """
+    k = p.shape[0]
+    scale = 2.0 / (k * (k - 1.0))
+    total = 0.0
+    for i in range(k):
+        acc = 0.0
+        tgt = 0.0
+        tot = 0.0
+        for j in range(k):
+            if j != i:
+                acc += r[i, j]
+                tgt += n[i, j] * r[i, j]
+                tot += n[i, j]
+        p[i] = scale * acc
+        target[i] = tgt
+        total_weight[i] = tot
+        total += p[i]
+    for i in range(k):
+        p[i] /= total
+    # Until Newton steps join, the exact residual (an extra O(K^2) pass) is evaluated before the
+    # first sweep and then only once the residuals met during a sweep (each row's, just before its
+    # update) are within tol.
+    check_exact = True
+    sweeps = 0
+    while True:
+        if check_exact and ht_score_residual(r, n, p) <= tol:
+            return sweeps
+        if sweeps == max_iter:
+            return -1 - sweeps
+        seen = 0.0
+        for i in range(k):
+            fitted = 0.0
+            pi = p[i]
+            for j in range(k):
+                if j != i:
+                    fitted += n[i, j] * _pair_mu(pi, p[j], r[i, j])
+            if fitted > 0.0:
+                p[i] = pi * (target[i] / fitted)
+            if total_weight[i] > 0.0:
+                res = abs(fitted - target[i]) / total_weight[i]
+                if res > seen:
+                    seen = res
+        total = 0.0
+        for i in range(k):
+            total += p[i]
+        for i in range(k):
+            p[i] /= total
+        sweeps += 1
+        if 0 <= newton_after <= sweeps:
+            if ht_score_residual(r, n, p) <= tol:
+                return sweeps
+            theta, trial, active, idx, a, rhs = scratch
+            ht_newton_step_inplace(r, n, p, theta, trial, active, idx, a, rhs)
+            check_exact = True
+        else:
+            check_exact = seen <= tol or sweeps == max_iter
+
+
+@jit
+def ht_couple_batch(r, n, tol, max_iter, newton_after, p_out, sweeps_out):
+    """:func:`ht_couple_one` for every event: ``p_out`` (m, K), ``sweeps_out`` (m,) intp."""
+    m, k = r.shape[0], r.shape[1]
+    shared = n.shape[0] == 1
+    target = np.empty(k)
+    total_weight = np.empty(k)
+    scratch = (
+        np.empty(k),
+        np.empty(k),
+        np.empty(k, dtype=np.bool_),
+        np.empty(k, dtype=np.intp),
+        np.empty((k + 1, k + 1)),
+        np.empty(k + 1),
+    )
+    for e in range(m):
+        ne = n[0] if shared else n[e]
+        sweeps_out[e] = ht_couple_one(
+            r[e], ne, tol, max_iter, newton_after, p_out[e], target, total_weight, scratch
+        )
+
+
+@jit
+def wlw_system_fill(r, n, a):
+    """Fill ``a`` ((K+1, K+1)) with Wu–Lin–Weng method 2's bordered system for one event.
+
+    ``[[Q, 1], [1^T, 0]]`` with ``Q_ii = sum_{s != i} n_is r_si^2`` and ``Q_ij = -n_ij r_ji r_ij``:
+    the optimality conditions of ``min_p sum_{i<j} n_ij (r_ji p_i - r_ij p_j)^2`` subject to
+    ``sum_i p_i = 1``. With ``n = 1`` this is LIBSVM's ``multiclass_probability`` objective.
+    """
+    k = r.shape[0]
+    for i in range(k + 1):
+        for j in range(k + 1):
+            a[i, j] = 0.0
+    for i in range(k):
+        for j in range(k):
+            if j != i:
+                q = n[i, j] * r[j, i] * r[i, j]
+                a[i, j] = -q
+                a[i, i] += n[i, j] * r[j, i] * r[j, i]
+        a[i, k] = 1.0
+        a[k, i] = 1.0
+
+
+@jit
+def solve_inplace_partial_pivot(a, b, size, rel_pivot_tol):
+    """Solve ``a x = b`` on the leading ``size`` rows and columns, by Gaussian elimination with
+    partial pivoting; ``b[:size]`` becomes ``x``.
+
+    ``a`` is destroyed. Returns False (leaving ``b`` undefined) if a pivot's magnitude is at most
+    ``rel_pivot_tol`` times the largest magnitude in the system (a singular or numerically
+    singular system), True otherwise.
+    """
+    big = 0.0
+    for i in range(size):
+        for j in range(size):
+            v = abs(a[i, j])
+            if v > big:
+                big = v
+    floor = rel_pivot_tol * big
+    for c in range(size):
+        piv = c
+        best = abs(a[c, c])
+        for i in range(c + 1, size):
+            v = abs(a[i, c])
+            if v > best:
+                best = v
+                piv = i
+        if not best > floor:
+            return False
+        if piv != c:
+            for j in range(size):
+                tmp = a[c, j]
+                a[c, j] = a[piv, j]
+                a[piv, j] = tmp
+            tmp = b[c]
+            b[c] = b[piv]
+            b[piv] = tmp
+        inv = 1.0 / a[c, c]
+        for i in range(c + 1, size):
+            f = a[i, c] * inv
+            if f != 0.0:
+                for j in range(c, size):
+                    a[i, j] -= f * a[c, j]
+                b[i] -= f * b[c]
+    for c in range(size - 1, -1, -1):
+        acc = b[c]
+        for j in range(c + 1, size):
+            acc -= a[c, j] * b[j]
+        b[c] = acc / a[c, c]
+    return True
+
+
+@jit
+def wlw_couple_one(r, n, p, a, rhs, n_work):
+    """Wu–Lin–Weng method 2 for one event, solved exactly; writes ``p`` (K,).
+
+    ``a`` ((K+1, K+1)), ``rhs`` ((K+1,)) and ``n_work`` ((K, K)) are scratch. The bordered system
+    is nonsingular whenever every n_ij > 0. If it is singular (zero weights leave classes without a
+    unique split), zero weights are replaced by ``1e-9`` times the largest weight and the system is
+    solved again. Rounding-level negatives are set to zero and ``p`` is renormalised.
+    Returns True if the first, exact solve succeeded.
+    """
+    k = r.shape[0]
+    wlw_system_fill(r, n, a)
+    for i in range(k):
+        rhs[i] = 0.0
+    rhs[k] = 1.0
+    exact = solve_inplace_partial_pivot(a, rhs, k + 1, 1e-14)
+    if not exact:
+        big = 0.0
+        for i in range(k):
+            for j in range(k):
+                if j != i and n[i, j] > big:
+                    big = n[i, j]
+        fill = 1e-9 * big if big > 0.0 else 1.0
+        for i in range(k):
+            for j in range(k):
+                v = n[i, j]
+                n_work[i, j] = v if v > 0.0 else fill
+        wlw_system_fill(r, n_work, a)
+        for i in range(k):
+            rhs[i] = 0.0
+        rhs[k] = 1.0
+        solve_inplace_partial_pivot(a, rhs, k + 1, 0.0)
+    total = 0.0
+    for i in range(k):
+        v = rhs[i]
+        if v < 0.0:
+            v = 0.0
+        p[i] = v
+        total += v
+    for i in range(k):
+        p[i] /= total
+    return exact
+
+
+@jit
+def wlw_couple_batch(r, n, p_out, exact_out):
+    """:func:`wlw_couple_one` for every event: ``p_out`` (m, K), ``exact_out`` (m,) bool."""
+    m, k = r.shape[0], r.shape[1]
+    shared = n.shape[0] == 1
+    a = np.empty((k + 1, k + 1))
+    rhs = np.empty(k + 1)
+    n_work = np.empty((k, k))
+    for e in range(m):
+        ne = n[0] if shared else n[e]
+        exact_out[e] = wlw_couple_one(r[e], ne, p_out[e], a, rhs, n_work)

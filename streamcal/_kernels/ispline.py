@@ -1,0 +1,434 @@
+"""Kernels for I-spline smoothing: B-/M-/I-spline bases, the Gram system, and its constrained solve.
+
+Conventions (all kernels): ``t`` is a *clamped* knot vector, non-decreasing, whose first and last
+values are each repeated at least ``order`` times, with ``t[0] < t[-1]``; ``order`` is the B-spline
+order (degree + 1). Points ``x`` are finite; they are clamped into ``[t[0], t[-1]]`` (outside the
+knot range a clamped basis is constant). Nothing here validates or raises.
+
+The I-spline design used by the fit is ``A = [1, I_1, ..., I_q]`` where ``I_i = sum_{j >= i} B_j``
+for the order-``k + 1`` B-splines ``B_0, ..., B_q`` on ``t``. Writing ``A = B T`` with ``T`` the
+lower-triangular matrix of ones, the Gram matrix ``A' W A = T' (B' W B) T`` is built from the banded
+``B' W B`` (``order`` nonzero B-splines per point) plus two suffix sums, so its cost is
+``O(n order^2 + q^2)`` rather than ``O(n q^2)``; and a fitted map ``sum_i alpha_i A_i`` is the
+B-spline ``sum_j beta_j B_j`` with ``beta = cumsum(alpha)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamcal._kernels._config import jit
+
+
+@jit
+def clamped_span_bounds(t, order):
+    """Return ``(lo, hi)``: the first and last knot-span index usable by order-``order`` splines."""
+    m = t.shape[0]
+    lo = 0
+    while lo + 1 < m and t[lo + 1] <= t[0]:
+        lo += 1
+    hi = m - 1
+    while hi > 0 and t[hi] >= t[m - 1]:
+        hi -= 1
+    if lo < order - 1:
+        lo = order - 1
+    return lo, hi
+
+
+@jit
+def clamped_span(t, x, lo, hi):
+    """Largest ``mu`` in ``[lo, hi]`` with ``t[mu] <= x`` (``lo`` if none), by binary search."""
+    a = lo
+    b = hi
+    while a < b:
+        mid = (a + b + 1) // 2
+        if t[mid] <= x:
+            a = mid
+        else:
+            b = mid - 1
+    return a
+
+
+@jit
+def bspline_nonzero_inplace(t, x, mu, order, values, left, right):
+    """de Boor's BSPLVB: ``values[r] = B_{mu - order + 1 + r, order}(x)`` for ``r < order``.
+
+    ``t[mu] <= x <= t[mu + 1]`` and ``t[mu] < t[mu + 1]``; ``left``/``right`` are scratch of size
+    ``order``.
+    """
+    values[0] = 1.0
+    for j in range(1, order):
+        left[j] = x - t[mu + 1 - j]
+        right[j] = t[mu + j] - x
+        saved = 0.0
+        for r in range(j):
+            temp = values[r] / (right[r + 1] + left[j - r])
+            values[r] = saved + right[r + 1] * temp
+            saved = left[j - r] * temp
+        values[j] = saved
+
+
+@jit
+def bspline_dense_clamped(x, t, order, out):
+    """Fill ``out[n, m - order]`` (zeroed here) with all order-``order`` B-splines at each ``x``."""
+    lo, hi = clamped_span_bounds(t, order)
+    lower = t[0]
+    upper = t[t.shape[0] - 1]
+    values = np.empty(order)
+    left = np.empty(order)
+    right = np.empty(order)
+    out[:, :] = 0.0
+    for n in range(x.shape[0]):
+        xn = min(max(x[n], lower), upper)
+        mu = clamped_span(t, xn, lo, hi)
+        bspline_nonzero_inplace(t, xn, mu, order, values, left, right)
+        base = mu - order + 1
+        for r in range(order):
+            out[n, base + r] = values[r]
+
+
+@jit
+def ispline_dense_clamped(x, t, order, out):
+    """Fill ``out[n, q]`` with the I-splines ``I_1 .. I_q`` of order ``order`` at each ``x``.
+
+    ``t`` is clamped with multiplicity ``order + 1``; ``q = len(t) - order - 2``. ``I_i`` is the
+    right cumulative sum ``sum_{j >= i} B_{j, order + 1}``; the constant ``I_0 = 1`` is omitted.
+    """
+    nb = t.shape[0] - order - 1
+    dense = np.empty((x.shape[0], nb))
+    bspline_dense_clamped(x, t, order + 1, dense)
+    for n in range(x.shape[0]):
+        acc = 0.0
+        for j in range(nb - 1, 0, -1):
+            acc += dense[n, j]
+            out[n, j - 1] = acc
+
+
+@jit
+def mspline_dense_clamped(x, t, order, out):
+    """Fill ``out[n, q]`` with the M-splines ``M_1 .. M_q`` of order ``order`` at each ``x``.
+
+    Same knots and indexing as :func:`ispline_dense_clamped` (``I_i`` integrates ``M_i``):
+    ``M_i = order * B_{i, order} / (t[i + order] - t[i])``.
+    """
+    q = t.shape[0] - order - 2
+    dense = np.empty((x.shape[0], t.shape[0] - order))
+    bspline_dense_clamped(x, t, order, dense)
+    for i in range(1, q + 1):
+        scale = order / (t[i + order] - t[i])
+        for n in range(x.shape[0]):
+            out[n, i - 1] = scale * dense[n, i]
+
+
+@jit
+def ispline_gram_clamped(x, w, y, t, order, gram, rhs):
+    """Normal equations of weighted least squares of ``y`` on ``[1, I_1, ..., I_q]``.
+
+    Fills ``gram[q + 1, q + 1]`` with ``A' W A`` and ``rhs[q + 1]`` with ``A' W y`` for the order
+    ``order`` I-spline design (B-splines of order ``order + 1`` on ``t``); returns ``sum w y^2``.
+    """
+    k1 = order + 1
+    nb = t.shape[0] - k1
+    lo, hi = clamped_span_bounds(t, k1)
+    lower = t[0]
+    upper = t[t.shape[0] - 1]
+    values = np.empty(k1)
+    left = np.empty(k1)
+    right = np.empty(k1)
+    band = np.zeros((nb, nb))
+    cross = np.zeros(nb)
+    yy = 0.0
+    for n in range(x.shape[0]):
+        wn = w[n]
+        if wn == 0.0:
+            continue
+        xn = min(max(x[n], lower), upper)
+        mu = clamped_span(t, xn, lo, hi)
+        bspline_nonzero_inplace(t, xn, mu, k1, values, left, right)
+        base = mu - k1 + 1
+        yy += wn * y[n] * y[n]
+        for r in range(k1):
+            wr = wn * values[r]
+            cross[base + r] += wr * y[n]
+            for s in range(r, k1):
+                band[base + r, base + s] += wr * values[s]
+    for r in range(nb):
+        for s in range(r):
+            band[r, s] = band[s, r]
+    # gram[i, l] = sum_{j >= i} sum_{m >= l} band[j, m]; rhs[i] = sum_{j >= i} cross[j]
+    for j in range(nb):
+        acc = 0.0
+        for m in range(nb - 1, -1, -1):
+            acc += band[j, m]
+            band[j, m] = acc
+    for m in range(nb):
+        acc = 0.0
+        for j in range(nb - 1, -1, -1):
+            acc += band[j, m]
+            gram[j, m] = acc
+    acc = 0.0
+    for j in range(nb - 1, -1, -1):
+        acc += cross[j]
+        rhs[j] = acc
+    return yy
+
+
+@jit
+def bspline_combination_clamped(x, t, order, coef, out):
+    """``out[n] = sum_j coef[j] B_{j, order}(x[n])``, with ``x`` clamped into the knot range.
+
+    Evaluated as ``coef[base] + sum_r (coef[base + r] - coef[base]) B_{base + r}`` over the span's
+    nonzero B-splines, so that where the local coefficients are equal (a flat stretch of a
+    monotone map) the value is exactly that coefficient, not a rounding of ``c * sum_r B``.
+    """
+    lo, hi = clamped_span_bounds(t, order)
+    lower = t[0]
+    upper = t[t.shape[0] - 1]
+    values = np.empty(order)
+    left = np.empty(order)
+    right = np.empty(order)
+    for n in range(x.shape[0]):
+        xn = min(max(x[n], lower), upper)
+        mu = clamped_span(t, xn, lo, hi)
+        bspline_nonzero_inplace(t, xn, mu, order, values, left, right)
+        base = mu - order + 1
+        first = coef[base]
+        acc = 0.0
+        for r in range(1, order):
+            acc += (coef[base + r] - first) * values[r]
+        out[n] = first + acc
+
+
+# --------------------------------------------------------------------------------------------
+# min 1/2 a'Ga - b'a  subject to  a >= 0,  sum(a) <= cap   (Lawson-Hanson style primal active set)
+
+
+@jit
+def _solve_reduced_floor(gram, rhs, passive_idx, m, sum_active, cap, z, work, u, v):
+    """Solve the equality-constrained subproblem on the ``m`` free indices; return its multiplier.
+
+    Free variables solve ``G_PP z_P = b_P`` (or, with the sum constraint in the working set,
+    ``G_PP z_P + mu 1 = b_P, 1'z_P = cap``). Cholesky with a pivot floor ``1e-13 max diag``, so a
+    rank-deficient ``G_PP`` (fewer distinct scores than basis functions) stays solvable.
+    """
+    dmax = 0.0
+    for r in range(m):
+        pr = passive_idx[r]
+        for c in range(m):
+            work[r, c] = gram[pr, passive_idx[c]]
+        if work[r, r] > dmax:
+            dmax = work[r, r]
+    floor = 1e-13 * dmax if dmax > 0.0 else 1e-300
+    for j in range(m):
+        d = work[j, j]
+        for s in range(j):
+            d -= work[j, s] * work[j, s]
+        if d < floor:
+            d = floor
+        d = np.sqrt(d)
+        work[j, j] = d
+        for r in range(j + 1, m):
+            acc = work[r, j]
+            for s in range(j):
+                acc -= work[r, s] * work[j, s]
+            work[r, j] = acc / d
+    # forward then back substitution for u = G^-1 b_P and v = G^-1 1
+    for r in range(m):
+        au = rhs[passive_idx[r]]
+        av = 1.0
+        for s in range(r):
+            au -= work[r, s] * u[s]
+            av -= work[r, s] * v[s]
+        u[r] = au / work[r, r]
+        v[r] = av / work[r, r]
+    for r in range(m - 1, -1, -1):
+        au = u[r]
+        av = v[r]
+        for s in range(r + 1, m):
+            au -= work[s, r] * u[s]
+            av -= work[s, r] * v[s]
+        u[r] = au / work[r, r]
+        v[r] = av / work[r, r]
+    mu = 0.0
+    if sum_active:
+        su = 0.0
+        sv = 0.0
+        for r in range(m):
+            su += u[r]
+            sv += v[r]
+        mu = (su - cap) / sv
+    z[:] = 0.0
+    for r in range(m):
+        z[passive_idx[r]] = u[r] - mu * v[r]
+    return mu
+
+
+@jit
+def nnls_sum_capped_gram(gram, rhs, cap, x):
+    """Exact minimiser of ``1/2 x'Gx - b'x`` over ``x >= 0, sum(x) <= cap`` (``cap > 0``), cold start.
+
+    See :func:`nnls_sum_capped_gram_warm`; this starts with every bound in the working set.
+    """
+    passive = np.zeros(gram.shape[0], dtype=np.bool_)
+    return nnls_sum_capped_gram_warm(gram, rhs, cap, x, passive)
+
+
+@jit
+def nnls_sum_capped_gram_warm(gram, rhs, cap, x, passive):
+    """Exact minimiser of ``1/2 x'Gx - b'x`` over ``x >= 0, sum(x) <= cap`` (``cap > 0``).
+
+    The solution is written into ``x``. ``passive`` (bool, in/out) is the initial guess of the
+    coefficients that are free (positive) at the optimum, for instance those of the previous
+    refit; on return it holds the final free set. Any guess gives the same optimum; a good one
+    saves most of the iterations.
+
+    A primal active-set method in the manner of Lawson and Hanson's NNLS, on the small normal
+    equations: start at ``x = 0`` (feasible) with the bounds outside ``passive`` in the working
+    set and first solve on ``passive``, stepping back to the first bound the step would cross;
+    then repeatedly free the constraint with the
+    most negative KKT multiplier (a bound ``x_j = 0`` or the cap ``sum(x) = cap``), solve the
+    equality-constrained subproblem on the working set exactly, and step back to the first
+    constraint the step would cross. Returns the number of subproblem solves, or ``-1`` when the
+    iteration limit was reached (not seen in practice). On return ``x >= 0`` holds exactly and
+    ``sum(x) <= cap`` holds for the exact sum (a solution on the cap is pulled below it by at most
+    ``p + 1`` ulps).
+    """
+    p = gram.shape[0]
+    scale = 0.0
+    for i in range(p):
+        if gram[i, i] > scale:
+            scale = gram[i, i]
+        if abs(rhs[i]) > scale:
+            scale = abs(rhs[i])
+    if scale == 0.0:
+        scale = 1.0
+    tol = 1e-12 * scale
+    rejected = np.zeros(p, dtype=np.bool_)
+    reject_cap = False
+    idx = np.empty(p, dtype=np.intp)
+    z = np.empty(p)
+    grad = np.empty(p)
+    work = np.empty((p, p))
+    u = np.empty(p)
+    v = np.empty(p)
+    x[:] = 0.0
+    sum_active = False
+    mu = 0.0
+    max_iter = 12 * (p + 1) + 30
+    it = 0
+    pending = False  # a warm start: solve on the given free set before any multiplier test
+    for i in range(p):
+        if passive[i]:
+            pending = True
+    while True:
+        enter = -1  # -1: optimal (or warm start); >= 0: free bound `enter`; -2: release the cap
+        if pending:
+            pending = False
+        else:
+            for i in range(p):
+                acc = -rhs[i]
+                for j in range(p):
+                    acc += gram[i, j] * x[j]
+                grad[i] = acc
+            best = -tol
+            for i in range(p):
+                if not passive[i] and not rejected[i]:
+                    nu = grad[i] + mu
+                    if nu < best:
+                        best = nu
+                        enter = i
+            if sum_active and not reject_cap and mu < best:
+                enter = -2
+            if enter == -1:
+                break
+            if enter >= 0:
+                passive[enter] = True
+            else:
+                sum_active = False
+        first = True
+        while True:
+            it += 1
+            if it > max_iter:
+                return -1
+            m = 0
+            for i in range(p):
+                if passive[i]:
+                    idx[m] = i
+                    m += 1
+            if m == 0:
+                sum_active = False
+            mu_new = _solve_reduced_floor(gram, rhs, idx, m, sum_active, cap, z, work, u, v)
+            zsum = 0.0
+            for r in range(m):
+                zsum += z[idx[r]]
+            if first:
+                first = False
+                # Lawson-Hanson safeguard: a constraint whose multiplier was negative only by
+                # rounding may not move; put it back and try the next candidate.
+                if enter >= 0 and z[enter] <= 0.0:
+                    passive[enter] = False
+                    rejected[enter] = True
+                    break
+                if enter == -2 and zsum >= cap:
+                    sum_active = True
+                    reject_cap = True
+                    break
+            feasible = True
+            for r in range(m):
+                if z[idx[r]] <= 0.0:
+                    feasible = False
+            if not sum_active and zsum > cap:
+                feasible = False
+            if feasible:
+                for i in range(p):
+                    x[i] = z[i]
+                mu = mu_new if sum_active else 0.0
+                rejected[:] = False
+                reject_cap = False
+                break
+            # step from x towards z, stopping at the first constraint crossed
+            step = 1.0
+            block = -1
+            for r in range(m):
+                i = idx[r]
+                if z[i] <= 0.0:
+                    denom = x[i] - z[i]
+                    ti = x[i] / denom if denom > 0.0 else 0.0
+                    if ti < step:
+                        step = ti
+                        block = i
+            if not sum_active and zsum > cap:
+                xsum = 0.0
+                for r in range(m):
+                    xsum += x[idx[r]]
+                ts = (cap - xsum) / (zsum - xsum)
+                if ts < step:
+                    step = ts
+                    block = -2
+            for r in range(m):
+                i = idx[r]
+                x[i] += step * (z[i] - x[i])
+            if block == -2:
+                sum_active = True
+            for r in range(m):
+                i = idx[r]
+                if i == block or x[i] <= 0.0:
+                    x[i] = 0.0
+                    passive[i] = False
+            rejected[:] = False
+            reject_cap = False
+    # exact feasibility: bounds hold by construction. A sum of p terms rounds by at most
+    # (p - 1) ulps, so a computed sum at most cap (1 - (p + 1) 2^-52) puts the exact sum below cap.
+    limit = cap * (1.0 - (p + 1) * 2.0**-52)
+    total = 0.0
+    for i in range(p):
+        if x[i] < 0.0:
+            x[i] = 0.0
+        total += x[i]
+    while total > limit:
+        shrink = limit / total
+        total = 0.0
+        for i in range(p):
+            x[i] *= shrink
+            total += x[i]
+    return it

@@ -1,0 +1,97 @@
+"""Bucket strategies: edges, centres, lookup by binary search, quantile warm-up."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid, bucket_index
+from streamcal.isotonic.streaming import PAVCalibrator
+
+
+def naive_bucket_index(edges, scores):
+    """Linear scan: the number of interior edges at or below each score."""
+    return np.array([sum(1 for e in edges[1:-1] if e <= s) for s in scores], dtype=np.intp)
+
+
+@given(
+    st.lists(st.floats(-10, 10), min_size=2, max_size=30, unique=True),
+    st.lists(st.floats(-20, 20), min_size=0, max_size=50),
+)
+def test_bucket_index_matches_linear_scan(edges, scores):
+    e = np.sort(np.array(edges))
+    np.testing.assert_array_equal(bucket_index(e, scores), naive_bucket_index(e, scores))
+
+
+def test_logit_grid_resolves_rare_and_common_rates():
+    grid = LogitGrid()
+    e = grid.bucket_edges()
+    assert e.size == 1025
+    assert e[0] == 1e-7
+    assert e[-1] == 1.0 - 1e-7
+    assert (np.diff(e) > 0).all()
+    idx = grid.index([0.0, 1e-7, 2e-7, 1e-4, 1.1e-4, 0.5, 0.52, 1 - 1e-4, 1.0])
+    assert idx[0] == 0
+    assert idx[-1] == 1023
+    assert len(set(idx[1:-1].tolist())) == 7  # every listed rate in its own bucket
+    c = grid.bucket_centres()
+    assert ((c > e[:-1]) & (c < e[1:])).all()
+
+
+def test_logit_grid_validates():
+    with pytest.raises(ValueError, match="`low`"):
+        LogitGrid(low=0.0).bucket_edges()
+    with pytest.raises(ValueError, match="below `high`"):
+        LogitGrid(low=0.6, high=0.4).bucket_edges()
+    with pytest.raises(ValueError, match="probabilities in \\[0, 1\\] for LogitGrid"):
+        PAVCalibrator().update([0.5, 1.5], [0, 1])
+
+
+def test_uniform_grid_clamps_out_of_range_scores():
+    g = UniformGrid(n_buckets=5, low=-1.0, high=1.0)
+    np.testing.assert_allclose(g.bucket_centres(), [-0.8, -0.4, 0.0, 0.4, 0.8], atol=1e-15)
+    assert g.index([-100.0, -1.0, 0.99, 1.0, 100.0]).tolist() == [0, 0, 4, 4, 4]
+
+
+def test_user_edges_and_centres():
+    e = Edges(edges=(0.0, 1.0, 3.0), centres=(0.2, 2.9))
+    assert e.bucket_centres().tolist() == [0.2, 2.9]
+    with pytest.raises(ValueError, match="strictly increasing"):
+        Edges(edges=(0.0, 2.0, 1.0)).bucket_edges()
+    with pytest.raises(ValueError, match="one value per bucket"):
+        Edges(edges=(0.0, 1.0, 3.0), centres=(0.5,)).bucket_centres()
+    assert repr(e) == repr(e.clone())
+
+
+def test_quantile_edges_split_the_sample_evenly(rng):
+    sample = rng.normal(size=4000)
+    q = QuantileEdges(n_buckets=8, warmup=4000)
+    counts = np.bincount(q.index(sample, sample), minlength=8)
+    assert counts.min() >= 490
+    assert counts.max() <= 510
+    tied = QuantileEdges(n_buckets=8).bucket_edges(np.repeat([1.0, 2.0], 50))
+    assert tied.tolist() == [1.0, 1.5, 2.0]  # repeated quantiles merge
+    assert QuantileEdges(n_buckets=4).bucket_edges(np.ones(10)).tolist() == [0.5, 1.5]
+
+
+def test_quantile_warmup_buffers_then_replays_every_event(rng):
+    s = rng.normal(size=300)
+    y = rng.uniform(size=300) < 1 / (1 + np.exp(-2 * s))
+    w = rng.choice([0.5, 1.0, 2.0], size=300)
+    cal = PAVCalibrator(buckets=QuantileEdges(n_buckets=16, warmup=100))
+    p, llr = cal.prequential(s[:99], y[:99], weights=w[:99])
+    # before the warm-up completes: prior of the buffered events with one pseudo-event per class
+    cw, cp = np.concatenate(([0.0], np.cumsum(w[:98]))), np.concatenate(([0.0], np.cumsum(w[:98] * y[:98])))
+    np.testing.assert_allclose(p, (cp + 1) / (cw + 2))
+    assert (llr == 0).all()
+    assert cal.n_learned == 99
+    assert cal.n_buckets is None
+    cal.update(s[99:], y[99:], weights=w[99:])
+    edges = QuantileEdges(n_buckets=16).bucket_edges(s[:100])
+    ref = PAVCalibrator(buckets=Edges(edges)).update(s, y, weights=w)
+    np.testing.assert_array_equal(cal.edges, edges)
+    assert cal.window_weight == ref.window_weight
+    grid = np.linspace(-3, 3, 50)
+    np.testing.assert_array_equal(cal.predict_proba(grid), ref.predict_proba(grid))
