@@ -166,7 +166,7 @@ class _Encoder:
                 if id(value) in seen:
                     continue
                 seen.add(id(value))
-                stack.extend(vars(value).values())
+                stack.extend((_object_state(value) or {}).values())
 
     def encode(self, value, where: str):
         if value is None or isinstance(value, (bool, str)):
@@ -256,8 +256,10 @@ class _Encoder:
         if foreign:
             self.strict += 1
         try:
+            attrs = _object_state(obj)
+            if attrs is None:
+                raise _NeedsPickle
             names = _init_param_names(cls)
-            attrs = vars(obj)
             params = {k: self.encode(attrs[k], f"{where}.{k}") for k in names if k in attrs}
             state = {k: self.encode(v, f"{where}.{k}") for k, v in attrs.items() if k not in params}
         except _NeedsPickle:
@@ -291,6 +293,21 @@ class _Encoder:
         self.pickles[name] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
         self.pickled_where[name] = {"where": where, "type": kind}
         return {"__pickle__": name}
+
+
+_DEFAULT_GETSTATE = getattr(object, "__getstate__", None)  # Python >= 3.11 has a default
+
+
+def _object_state(obj) -> dict | None:
+    """The attributes pickle would save: ``__getstate__()`` if the class defines one, else ``__dict__``.
+
+    ``None`` when the class's ``__getstate__`` does not return a dict (then only pickle can store it).
+    """
+    getstate = getattr(type(obj), "__getstate__", None)
+    if getstate is None or getstate is _DEFAULT_GETSTATE:
+        return vars(obj)
+    state = obj.__getstate__()
+    return state if type(state) is dict else None
 
 
 def _init_param_names(cls: type) -> list[str]:
@@ -372,7 +389,10 @@ class _Decoder:
             self.objects[node["id"]] = obj
             attrs = {k: self.decode(v) for k, v in node["params"].items()}
             attrs.update((k, self.decode(v)) for k, v in node["state"].items())
-            obj.__dict__.update(attrs)
+            if hasattr(cls, "__setstate__"):  # as pickle does: the class rebuilds its caches
+                obj.__setstate__(attrs)
+            else:
+                obj.__dict__.update(attrs)
             return obj
         if tag == "__pickle__":
             return pickle.loads(self.pickles[body])  # only with allow_pickle=True
