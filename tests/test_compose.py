@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 from river import base, checks, datasets, evaluate, linear_model, metrics, naive_bayes, preprocessing, tree
 
+from streamcal.buckets import LogitGrid
 from streamcal.compose import CalibratedClassifier
 from streamcal.isotonic import PAVCalibrator, pav
+from streamcal.multiclass import OneVsRestCalibrator, PairwiseCouplingCalibrator
 from streamcal.windows import CountWindow
 
 
@@ -337,13 +339,33 @@ def test_multiclass_calibrator_gets_the_whole_distribution_and_the_label():
     assert set(model.predict_proba_one(x)) == set(clf.predict_proba_one(x))
 
 
+@pytest.mark.parametrize("calibrator", [PairwiseCouplingCalibrator, OneVsRestCalibrator])
+def test_multiclass_calibration_with_the_coupling_calibrators(calibrator):
+    bare = naive_bayes.GaussianNB()
+    model = CalibratedClassifier(naive_bayes.GaussianNB(), calibrator())
+    assert model._multiclass
+    raw, cal = metrics.CrossEntropy(), metrics.CrossEntropy()
+    for x, y in datasets.ImageSegments():
+        raw.update(y, bare.predict_proba_one(x))
+        p = model.predict_proba_one(x)
+        cal.update(y, p)
+        if p:
+            assert math.isclose(sum(p.values()), 1.0)
+        bare.learn_one(x, y)
+        model.learn_one(x, y)
+    assert cal.get() < 0.5 * raw.get()  # naive Bayes is far from calibrated on ImageSegments
+
+
 # --------------------------------------------------------------------------------------- river checks
 def _check_cases():
     models = {
         "logreg-pav": lambda: CalibratedClassifier(linear_model.LogisticRegression(), PAVCalibrator()),
         "gaussiannb-pav": lambda: CalibratedClassifier(naive_bayes.GaussianNB(), PAVCalibrator(window=CountWindow(50))),
         "hoeffdingtree-standin": lambda: CalibratedClassifier(tree.HoeffdingTreeClassifier(), HistogramPAV()),
-        "gaussiannb-multiclass": lambda: CalibratedClassifier(naive_bayes.GaussianNB(), FrequencyBlend()),
+        "gaussiannb-standin-multiclass": lambda: CalibratedClassifier(naive_bayes.GaussianNB(), FrequencyBlend()),
+        "gaussiannb-pairwise": lambda: CalibratedClassifier(
+            naive_bayes.GaussianNB(), PairwiseCouplingCalibrator(PAVCalibrator(buckets=LogitGrid(n_buckets=64)))
+        ),
     }
     for name, make in models.items():
         for check in checks.yield_checks(make()):

@@ -228,3 +228,31 @@ def test_time_clock_states_in_warm_up_merge_in_time_order(kind):
         merge([first, b])
     b_fixed = fit(fixed(), np.flatnonzero(key == 1)[:300], s, y, w, t)
     assert_same_calibrator(merge([a, b_fixed]), single, kind)
+
+
+@pytest.mark.parametrize("kind", ["unbounded", "count", "time"])
+def test_histogram_fitted_calibrators_merge_too(kind):
+    """The generic path (a map refitted from the histogram): ISplineCalibrator."""
+    from streamcal import ISplineCalibrator
+
+    n = 2000
+    s, y, w, t = data(n, seed=9)
+    parts = partitions(kind, n, 3, np.random.default_rng(2))
+
+    def make():
+        return ISplineCalibrator(buckets=UniformGrid(n_buckets=64), window=WINDOWS[kind]())
+
+    merged = merge([fit(make(), idx, s, y, w, t) for idx in parts])
+    assert_same_calibrator(merged, fit(make(), np.arange(n), s, y, w, t), kind)
+
+
+def test_refit_every_calibrators_refit_once_merged():
+    from streamcal import ISplineCalibrator
+
+    s, y, w, t = data(1000, seed=3)
+    make = lambda: ISplineCalibrator(buckets=UniformGrid(n_buckets=32), refit_every=100)  # noqa: E731
+    merged = merge([fit(make(), np.arange(450), s, y, w, t), fit(make(), np.arange(450, 1000), s, y, w, t)])
+    fresh = make()
+    fresh.update(s, y, weights=w)  # 1000 events: its last refit came after the 1000th
+    grid = np.linspace(0, 1, 65)
+    np.testing.assert_array_equal(merged.predict_proba(grid), fresh.predict_proba(grid))
