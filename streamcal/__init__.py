@@ -21,6 +21,7 @@ _EXPORTS = {
     "GEVCalibrator": "streamcal.gev.calibrator",
     "PlattCalibrator": "streamcal.gev.calibrator",
     "GEVCanonicalRegression": "streamcal.gev.regression",
+    "GEVCanonicalClassifier": "streamcal.gev.streaming",
     "pairwise_couple": "streamcal.multiclass.coupling",
     "PairwiseCouplingCalibrator": "streamcal.multiclass.streaming",
     "OneVsRestCalibrator": "streamcal.multiclass.streaming",

@@ -32,6 +32,7 @@ methods (``_init_map_state``, ``_learn_bucket``, ``_proba_of``, ``_llr_of``, ``_
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from bisect import bisect_right
@@ -587,31 +588,34 @@ class StreamingCalibrator(base.Classifier):
         return (np.log(q) - np.log1p(-q)) - self._prior_logodds
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
-        refit_every = getattr(self, "refit_every", None)
-        n = ops.size
-        i = 0
-        while i < n:
-            op = ops[i]
+        """Run operations with the map fitted from the histogram, runs of equal operations at once.
+
+        Predictions in a run are one vectorised call; learns go to the histogram kernel in chunks
+        that end where a refit is due (``refit_every``). With ``refit_every`` the map is fixed
+        between refits, so a run of prequential events up to the next refit is predicted in one
+        call and then learned in one call: element for element what a loop of
+        ``predict_proba_one`` / ``learn_one`` gives. With lazy refits (``refit_every=None``) each
+        prequential event is predicted (after a refit) and learned on its own, as in that loop.
+        """
+        k = getattr(self, "refit_every", None)
+        runs = [*np.flatnonzero(np.concatenate(([True], ops[1:] != ops[:-1]))).tolist(), ops.size]
+        for start, stop in itertools.pairwise(runs):
+            op = ops[start]
             if op == OP_PREDICT:
-                j = i
-                while j < n and ops[j] == OP_PREDICT:
-                    j += 1
-                out_p[i:j], out_llr[i:j] = self._predict_arrays(b[i:j], s[i:j])
-                i = j
+                out_p[start:stop], out_llr[start:stop] = self._predict_arrays(b[start:stop], s[start:stop])
                 continue
-            if op == OP_PREQUENTIAL:
-                p, llr = self._predict_arrays(b[i : i + 1], s[i : i + 1])
-                out_p[i], out_llr[i] = p[0], llr[0]
-                j = i + 1
-            else:
-                j = i
-                while j < n and ops[j] == OP_LEARN:
-                    j += 1
-                if refit_every is not None:
-                    j = min(j, i + refit_every - self._n_since_refit)
-            _h.histogram_learn_many_inplace(self._sf, self._si, b[i:j], y[i:j], w[i:j], t[i:j])
-            self._after_learn(j - i)
-            i = j
+            i = start
+            while i < stop:
+                if k is None:
+                    step = 1 if op == OP_PREQUENTIAL else stop - i
+                else:
+                    step = max(1, k - self._n_since_refit)
+                part = slice(i, min(stop, i + step))
+                if op == OP_PREQUENTIAL:
+                    out_p[part], out_llr[part] = self._predict_arrays(b[part], s[part])
+                _h.histogram_learn_many_inplace(self._sf, self._si, b[part], y[part], w[part], t[part])
+                self._after_learn(part.stop - i)
+                i = part.stop
 
     # hooks for a parametric or smooth map -------------------------------------------------
     def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:

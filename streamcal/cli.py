@@ -50,6 +50,10 @@ def _run_demo(args: argparse.Namespace) -> int:
         print(f"{name:<22}{before:>14.5f}{after:>14.5f}")
     print()
     print("log loss clips p into [1e-6, 1 - 1e-6]: PAV gives p = 0 to scores below every positive seen.")
+    print()
+    from streamcal.demo import run_streaming_demo
+
+    run_streaming_demo(seed=args.seed, n=max(args.n, 40_000), window=max(args.n // 20, 1_000))
     return 0
 
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 
 import numpy as np
 
-from streamcal._kernels import histogram as _h
-from streamcal._streaming import OP_LEARN, OP_PREDICT, OP_PREQUENTIAL, StreamingCalibrator
+from streamcal._streaming import OP_LEARN, StreamingCalibrator
 from streamcal._validation import (
     as_binary_labels,
     as_finite,
@@ -279,33 +277,3 @@ class ISplineCalibrator(StreamingCalibrator):
     def _after_learn(self, n: int) -> None:
         if not getattr(self, "_loading", False):
             super()._after_learn(n)
-
-    def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
-        """The generic engine's operations, with runs of equal operations found in one pass.
-
-        Predictions in a run are one vectorised call; learns go to the histogram kernel in chunks
-        that end where a refit is due (``refit_every``). With ``refit_every`` the map is fixed
-        between refits, so a run of prequential events up to the next refit is predicted in one
-        call and then learned in one call: element for element what a loop of
-        ``predict_proba_one`` / ``learn_one`` gives. With lazy refits each prequential event is
-        predicted (after a refit) and learned on its own, as in that loop.
-        """
-        k = self.refit_every
-        runs = [*np.flatnonzero(np.concatenate(([True], ops[1:] != ops[:-1]))).tolist(), ops.size]
-        for start, stop in itertools.pairwise(runs):
-            op = ops[start]
-            if op == OP_PREDICT:
-                out_p[start:stop], out_llr[start:stop] = self._predict_arrays(b[start:stop], s[start:stop])
-                continue
-            i = start
-            while i < stop:
-                if k is None:
-                    step = 1 if op == OP_PREQUENTIAL else stop - i
-                else:
-                    step = max(1, k - self._n_since_refit)
-                part = slice(i, min(stop, i + step))
-                if op == OP_PREQUENTIAL:
-                    out_p[part], out_llr[part] = self._predict_arrays(b[part], s[part])
-                _h.histogram_learn_many_inplace(self._sf, self._si, b[part], y[part], w[part], t[part])
-                self._after_learn(part.stop - i)
-                i = part.stop

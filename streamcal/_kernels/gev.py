@@ -1,0 +1,536 @@
+"""GEV family kernels: distribution, link, canonical and log losses, IRLS pieces.
+
+Conventions (DESIGN §3). For shape ``xi`` and score ``v``, ``t(v) = (1 + xi v)^(-1/xi)``
+(``exp(-v)`` at ``xi = 0``), ``F = exp(-t)``, ``f = exp(-t) t^(1+xi)``. The support is
+``R_xi = (-1/xi, inf)`` for ``xi > 0``, ``(-inf, -1/xi)`` for ``xi < 0`` and the real line at 0.
+
+Outside the support the kernels use the GEV distribution's own extension: ``F = 0`` below a
+lower end point, ``F = 1`` above an upper one, ``f = 0``; the canonical losses continue linearly
+with slope ``F - y`` there, so they stay convex and differentiable on the whole real line. Inside
+the support, every value is the closed form of DESIGN §3.
+
+All kernels take scalars or contiguous float64 arrays, do no validation and never raise.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._config import jit
+
+# ---------------------------------------------------------------------------------------------
+# special functions
+
+
+@jit
+def lgamma1p_small(a):
+    """``ln Gamma(1 + a)`` for ``|a| <= 0.2`` by its Taylor series (zeta coefficients)."""
+    coeffs = (
+        0.8224670334241132,
+        -0.40068563438653143,
+        0.27058080842778454,
+        -0.207385551028674,
+        0.16955717699740822,
+        -0.14404989676884614,
+        0.12550966952474304,
+        -0.11133426586956469,
+        0.10009945751278179,
+        -0.09095401714582904,
+        0.083353840546109,
+        -0.0769325164113522,
+        0.07143294629536134,
+        -0.06666870588242046,
+        0.06250095514121304,
+        -0.05882397865868458,
+        0.055555767627403614,
+        -0.05263167937961666,
+        0.05000004769810169,
+        -0.04761907033014223,
+        0.04545455629320467,
+        -0.04347826605304026,
+        0.04166666915034121,
+        -0.04000000119214014,
+    )
+    acc = 0.0
+    for i in range(len(coeffs) - 1, -1, -1):
+        acc = acc * a + coeffs[i]
+    # ln Gamma(1 + a) = -gamma a + sum_{k>=2} (-1)^k zeta(k) a^k / k
+    return a * (-0.5772156649015329 + a * acc)
+
+
+@jit
+def gamma1pm1_over_a(a):
+    """``(Gamma(1 + a) - 1) / a`` for ``a > -1``, stable near 0 (its limit there is -gamma)."""
+    if a == 0.0:
+        return -0.5772156649015329
+    if abs(a) <= 0.2:
+        # lgamma1p = a * c exactly as in lgamma1p_small; expm1(a c) / a = c expm1(L) / L
+        lg = lgamma1p_small(a)
+        c = lg / a if abs(a) > 1e-150 else -0.5772156649015329
+        if lg == 0.0:
+            return c
+        return c * (math.expm1(lg) / lg)
+    if abs(a) <= 0.5:
+        return math.expm1(math.lgamma(1.0 + a)) / a
+    return (math.gamma(1.0 + a) - 1.0) / a
+
+
+@jit
+def _upper_gamma_small_a_small_x(a, x):
+    """Gamma(a, x) for ``|a| <= 0.5`` and ``0 < x < 1.5`` (Temme's split, no cancellation at a=0).
+
+    Gamma(a, x) = (Gamma(1+a) - 1)/a - (x^a - 1)/a - x^a sum_{k>=1} (-x)^k / (k! (a + k)).
+    """
+    lx = math.log(x)
+    q = a * lx
+    if q == 0.0:
+        xa_m1_over_a = lx
+    else:
+        xa_m1_over_a = lx * (math.expm1(q) / q)
+    xa = math.exp(a * lx)
+    s = 0.0
+    term = 1.0
+    for k in range(1, 60):
+        term *= -x / k
+        add = term / (a + k)
+        s += add
+        if abs(add) <= 1e-17 * abs(s):
+            break
+    return gamma1pm1_over_a(a) - xa_m1_over_a - xa * s
+
+
+@jit
+def _upper_gamma_cf(a, x):
+    """Gamma(a, x) by Legendre's continued fraction (modified Lentz); good for ``x >= 1.5``."""
+    tiny = 1e-300
+    b = x + 1.0 - a
+    c = 1.0 / tiny
+    d = 1.0 / b
+    h = d
+    for i in range(1, 1000):
+        an = -i * (i - a)
+        b += 2.0
+        d = an * d + b
+        if abs(d) < tiny:
+            d = tiny
+        c = b + an / c
+        if abs(c) < tiny:
+            c = tiny
+        d = 1.0 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) <= 1e-16:
+            break
+    return math.exp(-x + a * math.log(x)) * h
+
+
+@jit
+def _lower_gamma_series(a, x):
+    """gamma(a, x) = e^-x x^a sum_n x^n / (a (a+1) ... (a+n)) for ``a > 0``."""
+    ap = a
+    term = 1.0 / a
+    s = term
+    for _ in range(1000):
+        ap += 1.0
+        term *= x / ap
+        s += term
+        if abs(term) <= 1e-17 * abs(s):
+            break
+    return s * math.exp(-x + a * math.log(x))
+
+
+@jit
+def upper_gamma(a, x):
+    """Upper incomplete gamma ``Gamma(a, x)`` (not normalised) for any real ``a`` and ``x >= 0``.
+
+    ``Gamma(0, x) = E1(x)``; for ``a <= 0`` it is the analytic continuation
+    ``Gamma(a, x) = (Gamma(a+1, x) - x^a e^-x) / a``. At ``x = 0`` it is ``Gamma(a)`` for
+    ``a > 0`` and ``inf`` otherwise; at ``x = inf`` it is 0.
+    """
+    if x != x or a != a:
+        return np.nan
+    if x == 0.0:
+        if a > 0.0:
+            return math.gamma(a)
+        return np.inf
+    if x == np.inf:
+        return 0.0
+    if x >= 1.5 and x >= a + 1.0:
+        return _upper_gamma_cf(a, x)
+    if a > 0.5:
+        # here x < a + 1 (or x < 1.5): Gamma(a) - gamma(a, x) loses little
+        if x >= a + 1.0:
+            return _upper_gamma_cf(a, x)
+        return math.gamma(a) - _lower_gamma_series(a, x)
+    if a > -0.5:
+        return _upper_gamma_small_a_small_x(a, x)
+    # a <= -0.5 and x < 1.5: recur down from a0 in (-0.5, 0.5]
+    n = math.ceil(-0.5 - a)
+    a0 = a + n
+    g = _upper_gamma_small_a_small_x(a0, x)
+    lx = math.log(x)
+    for j in range(1, n + 1):
+        aj = a0 - j
+        g = (g - math.exp(aj * lx - x)) / aj
+    return g
+
+
+@jit
+def exp1(x):
+    """Exponential integral ``E1(x) = Gamma(0, x)`` for ``x >= 0``."""
+    return upper_gamma(0.0, x)
+
+
+# ---------------------------------------------------------------------------------------------
+# distribution and link
+
+
+@jit
+def gev_lower(xi):
+    """Lower end of the support R_xi (``-1/xi`` for ``xi > 0``, else ``-inf``)."""
+    if xi > 0.0:
+        return -1.0 / xi
+    return -np.inf
+
+
+@jit
+def gev_upper(xi):
+    """Upper end of the support R_xi (``-1/xi`` for ``xi < 0``, else ``inf``)."""
+    if xi < 0.0:
+        return -1.0 / xi
+    return np.inf
+
+
+@jit
+def gev_clip(v, xi):
+    """Clip ``v`` into the closure of R_xi (the paper's clipped linear function)."""
+    lo = gev_lower(xi)
+    hi = gev_upper(xi)
+    if v < lo:
+        return lo
+    if v > hi:
+        return hi
+    return v
+
+
+@jit
+def gev_t_u(v, xi):
+    """Return ``(t, u)``: ``t = (1 + xi v)^(-1/xi)`` and ``u = 1 + xi v`` (``u = 1`` at xi = 0).
+
+    Below a lower end ``t = inf``; above an upper end ``t = 0``; ``u`` is then 0.
+    """
+    if xi == 0.0:
+        return math.exp(-v), 1.0
+    z = xi * v
+    if z <= -1.0:
+        if xi > 0.0:
+            return np.inf, 0.0
+        return 0.0, 0.0
+    if z == 0.0:  # v = 0, or xi v underflowed: log1p(z) / xi = v
+        return math.exp(-v), 1.0
+    return math.exp(-v * (math.log1p(z) / z)), 1.0 + z
+
+
+@jit
+def gev_cdf(v, xi):
+    """``F(v) = exp(-t(v))``, the inverse link."""
+    t, _ = gev_t_u(v, xi)
+    return math.exp(-t)
+
+
+@jit
+def gev_pdf(v, xi):
+    """``f(v) = exp(-t) t^(1+xi)``; 0 outside the support."""
+    t, u = gev_t_u(v, xi)
+    if u == 0.0:
+        return 0.0
+    big_f = math.exp(-t)
+    if big_f == 0.0:
+        return 0.0
+    return big_f * t / u  # t^(1+xi) = t * t^xi = t / u
+
+
+@jit
+def gev_link(eta, xi):
+    """``psi(eta) = ((-ln eta)^(-xi) - 1) / xi`` (``-ln(-ln eta)`` at xi = 0)."""
+    if eta <= 0.0:
+        return gev_lower(xi)
+    if eta >= 1.0:
+        return gev_upper(xi)
+    q = -math.log(-math.log(eta))
+    z = xi * q
+    if z == 0.0:  # xi = 0, or xi q underflowed
+        return q
+    return q * (math.expm1(z) / z)
+
+
+# ---------------------------------------------------------------------------------------------
+# losses
+
+
+@jit
+def gev_canonical_loss0(v, xi):
+    """GEV-canonical partial loss for a negative, ``l(0, v) = Gamma(-xi, t(v))``."""
+    t, u = gev_t_u(v, xi)
+    if u == 0.0 and xi < 0.0:
+        # above the upper end: continue linearly with slope F = 1
+        return math.gamma(-xi) + (v + 1.0 / xi)
+    return upper_gamma(-xi, t)
+
+
+@jit
+def gev_canonical_loss1(v, xi):
+    """GEV-canonical partial loss for a positive.
+
+    ``xi < 1``: ``Gamma(-xi, t) - Gamma(-xi) - v - 1/xi`` (``E1(e^-v) - v + gamma`` at 0),
+    evaluated for small ``t`` as ``-t^-xi sum_k (-t)^k / (k! (k - xi))`` (no cancellation);
+    ``xi >= 1``: the shifted loss ``Gamma(-xi, t) - v`` (same derivative ``F - 1``).
+    """
+    t, u = gev_t_u(v, xi)
+    if xi >= 1.0:
+        return upper_gamma(-xi, t) - v
+    if t == 0.0:
+        return 0.0
+    if t < 1.5:
+        s = 0.0
+        term = 1.0
+        for k in range(1, 80):
+            term *= -t / k
+            add = term / (k - xi)
+            s += add
+            if abs(add) <= 1e-17 * abs(s):
+                break
+        # t^-xi = u for xi != 0, 1 at xi = 0
+        return -u * s
+    return upper_gamma(-xi, t) - gamma1pm1_over_a(-xi) - v
+
+
+@jit
+def gev_log_loss0(v, xi):
+    """GEV-log partial loss for a negative, ``-ln(1 - F(v))`` (inf above an upper end)."""
+    t, _ = gev_t_u(v, xi)
+    if t == 0.0:
+        return np.inf
+    return -math.log(-math.expm1(-t))
+
+
+@jit
+def gev_log_loss1(v, xi):
+    """GEV-log partial loss for a positive, ``-ln F(v) = t(v)`` (inf below a lower end)."""
+    t, _ = gev_t_u(v, xi)
+    return t
+
+
+# ---------------------------------------------------------------------------------------------
+# array kernels
+
+
+@jit
+def gev_cdf_array(v, xi, out):
+    """``out[i] = F(v[i])``."""
+    for i in range(v.shape[0]):
+        out[i] = gev_cdf(v[i], xi)
+
+
+@jit
+def gev_pdf_array(v, xi, out):
+    """``out[i] = f(v[i])``."""
+    for i in range(v.shape[0]):
+        out[i] = gev_pdf(v[i], xi)
+
+
+@jit
+def gev_link_array(eta, xi, out):
+    """``out[i] = psi(eta[i])``."""
+    for i in range(eta.shape[0]):
+        out[i] = gev_link(eta[i], xi)
+
+
+@jit
+def gev_clip_array(v, xi, out):
+    """``out[i] = clip_xi(v[i])``."""
+    for i in range(v.shape[0]):
+        out[i] = gev_clip(v[i], xi)
+
+
+@jit
+def upper_gamma_array(a, x, out):
+    """``out[i] = Gamma(a, x[i])``."""
+    for i in range(x.shape[0]):
+        out[i] = upper_gamma(a, x[i])
+
+
+@jit
+def gev_canonical_loss_array(y, v, xi, out):
+    """``out[i] = l(y[i], v[i])`` for labels 0.0 / 1.0."""
+    for i in range(v.shape[0]):
+        if y[i] > 0.5:
+            out[i] = gev_canonical_loss1(v[i], xi)
+        else:
+            out[i] = gev_canonical_loss0(v[i], xi)
+
+
+@jit
+def gev_log_loss_array(y, v, xi, out):
+    """``out[i] = -y ln F - (1 - y) ln(1 - F)`` at ``v[i]``."""
+    for i in range(v.shape[0]):
+        if y[i] > 0.5:
+            out[i] = gev_log_loss1(v[i], xi)
+        else:
+            out[i] = gev_log_loss0(v[i], xi)
+
+
+# ---------------------------------------------------------------------------------------------
+# one-dimensional GLM on a histogram (score, 1): canonical links only
+
+
+@jit
+def _canonical_cdf_pdf(v, link_code, xi):
+    """Inverse link and its derivative: ``link_code`` 0 = GEV(xi), 1 = logit."""
+    if link_code == 1:
+        if v >= 0.0:
+            e = math.exp(-v)
+            p = 1.0 / (1.0 + e)
+        else:
+            e = math.exp(v)
+            p = e / (1.0 + e)
+        return p, p * (1.0 - p)
+    return gev_cdf(v, xi), gev_pdf(v, xi)
+
+
+@jit
+def _hist_slope(x, pos, neg, link_code, xi, l2, b0, b1, d0, d1, alpha):
+    acc = l2 * ((b0 + alpha * d0) * d0 + (b1 + alpha * d1) * d1)
+    for i in range(x.shape[0]):
+        n = pos[i] + neg[i]
+        if n == 0.0:
+            continue
+        dv = d0 * x[i] + d1
+        p, _ = _canonical_cdf_pdf(b0 * x[i] + b1 + alpha * dv, link_code, xi)
+        acc += (n * p - pos[i]) * dv
+    return acc
+
+
+@jit
+def irls_histogram_2d_inplace(x, pos, neg, link_code, xi, l2, floor, beta, max_iter, tol):
+    """Fit ``v = beta[0] x + beta[1]`` on a histogram by damped IRLS; ``beta`` is updated in place.
+
+    Bucket ``i`` counts as ``pos[i]`` rows with y = 1 and ``neg[i]`` rows with y = 0 at score
+    ``x[i]``. Objective: ``sum_i pos_i l(1, v_i) + neg_i l(0, v_i) + l2/2 |beta|^2`` with the
+    canonical loss of the link (GEV-canonical or logistic), so its gradient is
+    ``sum_i (n_i F(v_i) - pos_i) (x_i, 1)``. Newton weights are floored at ``floor``; a step that
+    overshoots the minimiser along its line (slope > 0 at its end) is shortened by regula falsi on
+    the slope, as in ``streamcal.gev._solver.line_search``. Stops when
+    the gradient's largest entry is at most ``tol`` times the total weight. Returns the number of
+    iterations, or ``-1`` if ``max_iter`` was reached first.
+    """
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += pos[i] + neg[i]
+    scale = max(total, 1.0)
+    for it in range(max_iter):
+        g0 = l2 * beta[0]
+        g1 = l2 * beta[1]
+        h00 = l2
+        h01 = 0.0
+        h11 = l2
+        for i in range(x.shape[0]):
+            n = pos[i] + neg[i]
+            if n == 0.0:
+                continue
+            p, dens = _canonical_cdf_pdf(beta[0] * x[i] + beta[1], link_code, xi)
+            r = n * p - pos[i]
+            hw = n * max(dens, floor)
+            g0 += r * x[i]
+            g1 += r
+            h00 += hw * x[i] * x[i]
+            h01 += hw * x[i]
+            h11 += hw
+        if max(abs(g0), abs(g1)) <= tol * scale:
+            return it
+        det = h00 * h11 - h01 * h01
+        if not det > 0.0:
+            # degenerate curvature (e.g. a single bucket and l2 = 0): fall back to a gradient step
+            d0 = -g0 / max(h00, floor)
+            d1 = -g1 / max(h11, floor)
+        else:
+            d0 = -(h11 * g0 - h01 * g1) / det
+            d1 = -(-h01 * g0 + h00 * g1) / det
+        slope0 = g0 * d0 + g1 * d1
+        if not slope0 < 0.0:
+            return it
+        alpha = 1.0
+        s_hi = _hist_slope(x, pos, neg, link_code, xi, l2, beta[0], beta[1], d0, d1, 1.0)
+        if s_hi > 0.0:
+            # overshoot: Illinois regula falsi on the (monotone) slope for 0.1 slope0 <= s <= 0
+            lo = 0.0
+            s_lo = slope0
+            hi = 1.0
+            side = 0
+            alpha = 0.0
+            for _ in range(100):
+                width = hi - lo
+                alpha = (lo * s_hi - hi * s_lo) / (s_hi - s_lo)
+                alpha = min(max(alpha, lo + 1e-3 * width), hi - 1e-3 * width)
+                s = _hist_slope(x, pos, neg, link_code, xi, l2, beta[0], beta[1], d0, d1, alpha)
+                if 0.1 * slope0 <= s <= 0.0:
+                    break
+                if s > 0.0:
+                    hi = alpha
+                    s_hi = s
+                    if side == 1:
+                        s_lo *= 0.5
+                    side = 1
+                else:
+                    lo = alpha
+                    s_lo = s
+                    if side == -1:
+                        s_hi *= 0.5
+                    side = -1
+            else:
+                alpha = lo
+        beta[0] += alpha * d0
+        beta[1] += alpha * d1
+        if abs(alpha * d0) + abs(alpha * d1) <= 1e-15 * (1.0 + abs(beta[0]) + abs(beta[1])):
+            return it + 1
+    return -1
+
+
+# ---------------------------------------------------------------------------------------------
+# small dense solves (the per-mini-batch Newton systems, k ~ 10 - 100)
+
+
+@jit
+def cholesky_solve_spd_inplace(a, b):
+    """Solve ``a x = b`` for a symmetric positive definite ``a`` (k, k) by Cholesky.
+
+    Overwrites the lower triangle of ``a`` with the factor and ``b`` with ``x``. Returns False
+    (leaving ``b`` partly overwritten) if ``a`` is not numerically positive definite.
+    """
+    k = a.shape[0]
+    for j in range(k):
+        s = a[j, j]
+        for p in range(j):
+            s -= a[j, p] * a[j, p]
+        if not s > 0.0:
+            return False
+        d = math.sqrt(s)
+        a[j, j] = d
+        for i in range(j + 1, k):
+            s = a[i, j]
+            for p in range(j):
+                s -= a[i, p] * a[j, p]
+            a[i, j] = s / d
+    for i in range(k):  # forward: L z = b
+        s = b[i]
+        for p in range(i):
+            s -= a[i, p] * b[p]
+        b[i] = s / a[i, i]
+    for i in range(k - 1, -1, -1):  # backward: L^T x = z
+        s = b[i]
+        for p in range(i + 1, k):
+            s -= a[p, i] * b[p]
+        b[i] = s / a[i, i]
+    return True
