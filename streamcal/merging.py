@@ -311,12 +311,13 @@ def _merge_rings(a, b, kind: int):
 
 def _rebuild_map(cal) -> None:
     """Refit the calibration map from the merged histogram."""
-    cal._init_map_state()
     if hasattr(cal, "_pf"):  # streaming PAV: a full sweep over the merged histogram
         from streamcal._kernels import ipav
 
+        cal._init_map_state()
         ipav.pav_rebuild_inplace(cal._sf, cal._si, cal._pf, cal._pi)
         return
+    # a map fitted from the histogram: refit it (its last fit, if any, is the warm start)
     if getattr(cal, "refit_every", None) is None:
         cal._dirty = True  # refit lazily, at the next prediction
     else:
