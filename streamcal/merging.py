@@ -85,6 +85,8 @@ def merge(calibrators: Iterable, /):
     if not items:
         msg = "`calibrators` must hold at least one calibrator; got none."
         raise ValueError(msg)
+    if _is_gev_classifier(items[0]):
+        return _merge_gev_classifiers(items)
     from streamcal._streaming import StreamingCalibrator
 
     first = items[0]
@@ -322,3 +324,65 @@ def _rebuild_map(cal) -> None:
         cal._dirty = True  # refit lazily, at the next prediction
     else:
         cal._refit()
+
+
+# ---------------------------------------------------------------------------------------- GEV Newton statistics
+def _is_gev_classifier(obj) -> bool:
+    cls = type(obj)
+    return cls.__name__ == "GEVCanonicalClassifier" and cls.__module__ == "streamcal.gev.streaming"
+
+
+def _merge_gev_classifiers(items: list):
+    """Merge streaming GEV-canonical regressions: their forgotten Newton statistics add.
+
+    Each learner keeps, per candidate ``xi``, the sum of its mini-batches' quadratic models of the
+    risk, ``A = Σ ρ XᵀWX`` and ``b = Σ ρ XᵀWz``, and the forgotten prequential Brier sums. Merging
+    ``[a, b]`` (in stream order) ages ``a``'s sums by the rows ``b`` learned, ``ρ = 2^(−n_b /
+    half_life)`` (1 without forgetting), adds them feature by feature (features are matched by name;
+    one learner's unknown features have zero statistics), and solves the merged quadratic model for
+    the coefficients: ``β = (A + diag(l2))⁻¹ b``. Rows still buffered (fewer than ``batch_size`` since
+    a learner's last step) are carried over in order and learned as the next mini-batch.
+    """
+    first = items[0]
+    for i, other in enumerate(items):
+        if not _is_gev_classifier(other):
+            msg = f"`calibrators` must all be GEVCanonicalClassifier; got a {type(other).__name__} at position {i}."
+            raise TypeError(msg)
+        _check_same_params(first, other, i)
+    out = copy.deepcopy(first)
+    for other in items[1:]:
+        _merge_gev_two(out, other)
+    return out
+
+
+def _merge_gev_two(a, b) -> None:
+    from streamcal.gev.streaming import _solve_pd, _sort_key
+
+    new = [name for name in b._names if name not in a._index]
+    if new:
+        a._grow(sorted(new, key=_sort_key))
+    k1 = len(a._names) + 1
+    idx = np.array([a._index[name] for name in b._names] + [k1 - 1], dtype=np.intp)
+    rho = 1.0 if a.half_life is None else 0.5 ** (b._n_seen / float(a.half_life))
+    A = a._A * rho
+    vec = a._b * rho
+    A[:, idx[:, None], idx[None, :]] += b._A
+    vec[:, idx] += b._b
+    a._A, a._b = A, vec
+    a._score = a._score * rho + b._score
+    a._score_weight = a._score_weight * rho + b._score_weight
+    a._n_seen += b._n_seen
+    if a._n_seen:
+        beta = np.zeros_like(a._beta)
+        penalty = a._penalty(k1)
+        for j in range(a._xis.size):
+            hess = A[j].copy()
+            hess[np.diag_indices(k1)] += penalty
+            beta[j] = _solve_pd(hess, vec[j])
+        a._beta = beta
+        order = np.lexsort((np.abs(a._xis), a._score))
+        a._serving = int(order[0])
+    a._buffer = a._buffer + [(list(names), block.copy(), labels.copy()) for names, block, labels in b._buffer]
+    a._buffered += b._buffered
+    if a._buffered >= a.batch_size:
+        a._flush()

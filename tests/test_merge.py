@@ -277,3 +277,77 @@ def test_glm_calibrators_merge_to_the_single_fit(name, kind):
     np.testing.assert_allclose(merged.histogram()[1], single.histogram()[1], rtol=1e-12)
     grid = np.linspace(0.0, 1.0, 129)
     np.testing.assert_allclose(merged.predict_proba(grid), single.predict_proba(grid), rtol=1e-7, atol=1e-10)
+
+
+# --------------------------------------------------------------------------------------- GEV Newton statistics
+def gev_stream(n, seed, features=("a", "b")):
+    from streamcal.gev import gev_cdf
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, len(features)))
+    coef = np.array([0.8, -0.5, 0.3][: len(features)])
+    y = rng.random(n) < gev_cdf(X @ coef - 1.2, xi=0.5)
+    return [({f: float(v) for f, v in zip(features, row)}, bool(label)) for row, label in zip(X, y)]
+
+
+def learn(model, events):
+    for x, y in events:
+        model.learn_one(x, y)
+    return model
+
+
+@pytest.mark.parametrize("half_life", [None, 3000.0])
+def test_gev_newton_statistics_add_exactly(half_life):
+    from streamcal import GEVCanonicalClassifier
+
+    make = lambda: GEVCanonicalClassifier(batch_size=100, half_life=half_life)  # noqa: E731
+    a = learn(make(), gev_stream(1000, seed=1))
+    b = learn(make(), gev_stream(1500, seed=2, features=("b", "c", "a")))  # other names and order
+    merged = merge([a, b])
+    rho = 1.0 if half_life is None else 0.5 ** (1500 / half_life)
+    assert merged._names == ["a", "b", "c"]
+    idx_b = [merged._index[name] for name in b._names] + [3]
+    expected_A = np.zeros_like(merged._A)
+    expected_A[:, :2, :2] = rho * a._A[:, :2, :2]
+    expected_A[:, :2, 3] = rho * a._A[:, :2, 2]
+    expected_A[:, 3, :2] = rho * a._A[:, 2, :2]
+    expected_A[:, 3, 3] = rho * a._A[:, 2, 2]
+    expected_A[:, np.array(idx_b)[:, None], np.array(idx_b)[None, :]] += b._A
+    np.testing.assert_array_equal(merged._A, expected_A)
+    np.testing.assert_array_equal(merged._score, rho * a._score + b._score)
+    assert merged._n_seen == 2500
+    # the coefficients minimise the merged quadratic model
+    for j in range(merged._xis.size):
+        hess = merged._A[j] + np.diag(merged._penalty(4))
+        np.testing.assert_allclose(hess @ merged._beta[j], merged._b[j], rtol=1e-9, atol=1e-9)
+
+
+def test_gev_merge_of_partitions_approaches_the_single_learner():
+    from streamcal import GEVCanonicalClassifier
+
+    events = gev_stream(40_000, seed=5)
+    make = lambda: GEVCanonicalClassifier(batch_size=500)  # noqa: E731
+    parts = [learn(make(), events[i : i + 10_000]) for i in range(0, 40_000, 10_000)]
+    merged = merge(parts)
+    single = learn(make(), events)
+    assert merged.xi_ == single.xi_ == 0.5
+    for name in ("a", "b"):
+        assert abs(merged.coef_[name] - single.coef_[name]) < 0.02
+    assert abs(merged.intercept_ - single.intercept_) < 0.02
+    x = {"a": 0.3, "b": -1.0}
+    assert abs(merged.predict_proba_one(x)[True] - single.predict_proba_one(x)[True]) < 0.005
+
+
+def test_gev_buffered_rows_are_carried_over_and_params_must_match():
+    from streamcal import GEVCanonicalClassifier
+
+    a = learn(GEVCanonicalClassifier(batch_size=100), gev_stream(250, seed=1))
+    b = learn(GEVCanonicalClassifier(batch_size=100), gev_stream(160, seed=2))
+    merged = merge([a, b])
+    assert merged._n_seen == 200 + 100 + 110  # the 50 + 60 buffered rows: one more step of 110 rows
+    assert merged._buffered == 0
+    assert a._buffered == 50  # inputs untouched
+    with pytest.raises(ValueError, match="different `batch_size`"):
+        merge([a, GEVCanonicalClassifier(batch_size=10)])
+    with pytest.raises(TypeError, match="must all be GEVCanonicalClassifier"):
+        merge([a, PAVCalibrator()])
