@@ -24,6 +24,9 @@ calibrator equals the single one bit for bit (its fitted map is rebuilt from the
 streaming PAV's blocks equal a from-scratch PAV bit for bit). With fractional weights or decay the
 sums agree to rounding.
 
+``GEVCanonicalClassifier`` (streaming GEV-canonical regression) merges its forgotten Newton
+statistics instead; see :func:`_merge_gev_classifiers`.
+
 Quantile edges (``QuantileEdges``) are learned from each calibrator's own warm-up, so calibrators
 built from different data have different edges and cannot merge: fix the edges first (for example
 ``Edges(edges)`` from a sample of the whole dataset; :func:`streamcal.dask.fit` does this). States
