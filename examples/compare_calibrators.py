@@ -42,9 +42,9 @@ for name, cal in calibrators.items():
     start = time.perf_counter()
     proba, llr = cal.prequential(scores[1000:], labels[1000:])
     rate = (N - 1000) / (time.perf_counter() - start) / 1e6
-    p, l = proba[after.start - 1000 :], llr[after.start - 1000 :]
+    p, lr = proba[after.start - 1000 :], llr[after.start - 1000 :]
     print(
         f"{name:<20}{metrics.brier_score(y, p):>10.5f}{metrics.log_loss(y, p, eps=1e-6):>10.5f}"
-        f"{metrics.ece(y, p):>9.5f}{metrics.cllr(y, l):>8.4f}{rate:>12.2f}"
+        f"{metrics.ece(y, p):>9.5f}{metrics.cllr(y, lr):>8.4f}{rate:>12.2f}"
     )
 print("log loss clips p into [1e-6, 1 - 1e-6] (PAV's exact map can give 0 or 1).")

@@ -8,52 +8,20 @@ import sys
 __all__ = ["main"]
 
 
-def _click_stream(seed: int, n: int):
-    """A seeded click-like stream: base rate near 2 %, scores from an over-confident model."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=n)
-    labels = rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(-4.2 + 0.9 * z)))
-    scores = 1.0 / (1.0 + np.exp(-(-3.0 + 1.6 * z)))
-    return scores, labels
-
-
 def _run_demo(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from streamcal import metrics
-    from streamcal.isotonic import IsotonicCalibrator
-
-    scores, labels = _click_stream(args.seed, args.n)
-    half = args.n // 2
-    cal = IsotonicCalibrator().fit(scores[:half], labels[:half])
-    y = labels[half:]
-    raw, calibrated = scores[half:], cal.predict_proba(scores[half:])
-    prior = float(np.mean(labels[:half]))
-    with np.errstate(divide="ignore"):
-        raw_llr = np.log(raw) - np.log1p(-raw) - (np.log(prior) - np.log1p(-prior))
-    rows = [
-        ("Brier", metrics.brier_score(y, raw), metrics.brier_score(y, calibrated)),
-        ("log loss (eps 1e-6)", metrics.log_loss(y, raw, eps=1e-6), metrics.log_loss(y, calibrated, eps=1e-6)),
-        ("ECE (10 bins)", metrics.ece(y, raw), metrics.ece(y, calibrated)),
-        ("calibration loss", metrics.calibration_loss(y, raw), metrics.calibration_loss(y, calibrated)),
-        ("Cllr (bits)", metrics.cllr(y, raw_llr), metrics.cllr(y, cal.predict_llr(raw))),
-        ("minCllr (bits)", metrics.min_cllr(y, raw), metrics.min_cllr(y, calibrated)),
-        ("mean prediction", float(raw.mean()), float(calibrated.mean())),
-    ]
-    print(f"streamcal demo: {args.n:,} click-like events (seed {args.seed}), base rate {labels.mean():.4f}")
-    print(f"batch PAV fitted on the first {half:,} events, evaluated on the remaining {args.n - half:,}")
-    print()
-    print(f"{'metric':<22}{'raw scores':>14}{'PAV':>14}")
-    for name, before, after in rows:
-        print(f"{name:<22}{before:>14.5f}{after:>14.5f}")
-    print()
-    print("log loss clips p into [1e-6, 1 - 1e-6]: PAV gives p = 0 to scores below every positive seen.")
-    print()
     from streamcal.demo import run_streaming_demo
+    from streamcal.replay import replay_demo
 
-    run_streaming_demo(seed=args.seed, n=max(args.n, 40_000), window=max(args.n // 20, 1_000))
+    plot = not args.no_plot
+    if plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            print("(matplotlib is not installed: no plot; `pip install streamcal[plot]` adds it)")
+            plot = False
+    replay_demo(args.dir, n=args.n, seed=args.seed, window=max(args.n // 4, 1_000), plot=plot)
+    print()
+    run_streaming_demo(seed=args.seed, n=args.n, window=max(args.n // 20, 1_000))
     return 0
 
 
@@ -68,13 +36,32 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
-        help="calibrate a seeded synthetic click stream and print metrics before and after",
-        description="Generate a seeded, miscalibrated click-like score stream (base rate near 2 %), "
-        "calibrate it and print a before/after table of calibration metrics.",
+        help="generate a drifting click stream, replay it through every calibrator, print the metrics",
+        description="Generate a seeded synthetic click stream whose score-to-probability relation drifts, "
+        "replay it prequentially with late labels through every calibrator (PAV, I-spline, GEV, Platt and "
+        "the raw score), print the summary and where the outputs are; then compare streaming PAV with a "
+        "count window and an unbounded one before and after the drift.",
     )
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.add_argument("--n", type=int, default=200_000, help="number of events (default 200,000)")
+    demo.add_argument("--dir", default=None, help="output folder (default: a new temporary folder, kept)")
+    demo.add_argument("--no-plot", action="store_true", help="do not draw the PNG")
     demo.set_defaults(handler=_run_demo)
+
+    from streamcal.replay import add_generate_arguments, add_replay_arguments, run_generate, run_replay
+
+    generate = commands.add_parser(
+        "generate",
+        help="write a seeded synthetic event stream (click, fraud, drift) to Parquet, Arrow IPC or CSV",
+    )
+    add_generate_arguments(generate)
+    generate.set_defaults(handler=run_generate)
+    replay = commands.add_parser(
+        "replay",
+        help="replay a recorded event stream through calibrators, prequentially, with late labels",
+    )
+    add_replay_arguments(replay)
+    replay.set_defaults(handler=run_replay)
     return parser
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pyarrow.parquet as pq
+
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -12,17 +14,44 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_demo_prints_before_after_table():
-    result = run_cli("demo", "--n", "20000", "--seed", "3")
+def test_demo_replays_every_method_and_prints_the_drift_table(tmp_path):
+    result = run_cli("demo", "--n", "20000", "--seed", "3", "--dir", str(tmp_path), "--no-plot")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "Brier" in out
-    assert "minCllr" in out
-    brier = next(line for line in out.splitlines() if line.startswith("Brier")).split()
-    assert float(brier[-1]) < float(brier[-2])  # calibration improves Brier on held-out events
+    for method in ("pav", "ispline", "gev", "platt", "raw"):
+        assert method in out
+    assert "after drift, window refilled" in out
+    assert str(tmp_path) in out  # says where the outputs are
+    table = pq.read_table(tmp_path / "drift.replay.parquet")
+    assert table.num_rows == 20000
+    assert {"proba_pav", "llr_pav", "proba_gev", "llr_ispline"} <= set(table.column_names)
+
+
+def test_generate_then_replay(tmp_path):
+    data = tmp_path / "click.parquet"
+    result = run_cli("generate", str(data), "--scenario", "click", "-n", "5000", "--seed", "1")
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "out.parquet"
+    result = run_cli("replay", str(data), "--method", "pav,platt", "--output", str(out), "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert pq.read_table(out).num_rows == 5000
+
+
+def test_replay_error_is_one_clear_line(tmp_path):
+    result = run_cli("replay", str(tmp_path / "missing.parquet"), "--quiet")
+    assert result.returncode != 0
+    assert "missing.parquet" in result.stderr
 
 
 def test_no_command_prints_help_and_fails():
     result = run_cli()
     assert result.returncode == 2
     assert "demo" in result.stdout
+    assert "replay" in result.stdout
+
+
+def test_every_command_has_working_help():
+    for command in ("demo", "generate", "replay"):
+        result = run_cli(command, "--help")
+        assert result.returncode == 0, result.stderr
+        assert "usage: streamcal" in result.stdout

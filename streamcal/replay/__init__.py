@@ -1,0 +1,52 @@
+"""Replay recorded event streams through streaming calibrators, and generate synthetic ones.
+
+- :func:`generate` writes seeded synthetic streams (scenarios ``click``, ``fraud``, ``drift``) to
+  Parquet, Arrow IPC or CSV, batch by batch.
+- :func:`replay` reads Parquet / Arrow IPC / CSV with ``pyarrow.dataset`` in record batches, in
+  event-time order, runs calibrators side by side prequentially, learns each label once its label
+  time has passed, and writes calibrated probabilities, LLRs and metrics over time.
+- :func:`replay_demo` generates a small stream and replays it with every available method (what
+  ``streamcal demo`` can run).
+- ``add_generate_arguments`` / ``run_generate`` and ``add_replay_arguments`` / ``run_replay`` are
+  the argparse faces behind ``streamcal generate`` and ``streamcal replay``
+  (also ``python -m streamcal.replay generate|replay ...``).
+"""
+
+from __future__ import annotations
+
+from streamcal.replay._cli import (
+    add_generate_arguments,
+    add_replay_arguments,
+    run_generate,
+    run_replay,
+)
+from streamcal.replay._evaluate import METRIC_NAMES, default_metrics
+from streamcal.replay._replay import ReplaySummary, replay
+from streamcal.replay._source import ReplayInputError
+from streamcal.replay.demo import replay_demo
+from streamcal.replay.generate import SCENARIOS, generate
+from streamcal.replay.methods import (
+    RawScoreCalibrator,
+    UnavailableMethodError,
+    available_methods,
+    register_method,
+)
+
+__all__ = [
+    "METRIC_NAMES",
+    "SCENARIOS",
+    "RawScoreCalibrator",
+    "ReplayInputError",
+    "ReplaySummary",
+    "UnavailableMethodError",
+    "add_generate_arguments",
+    "add_replay_arguments",
+    "available_methods",
+    "default_metrics",
+    "generate",
+    "register_method",
+    "replay",
+    "replay_demo",
+    "run_generate",
+    "run_replay",
+]
