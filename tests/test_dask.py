@@ -155,3 +155,11 @@ def test_missing_dask_is_a_clear_import_error(monkeypatch, frame):
     monkeypatch.setitem(sys.modules, "dask", None)
     with pytest.raises(ImportError, match=r"pip install 'streamcal\[dask\]'"):
         scd.fit(PAVCalibrator(), frame, "score", "label")
+
+
+def test_dask_fit_of_a_histogram_fitted_calibrator(parquet_dir, frame):
+    from streamcal import ISplineCalibrator
+
+    ddf = dd.read_parquet(parquet_dir)
+    fitted = scd.fit(ISplineCalibrator(), ddf, "score", "label", weight="weight", scheduler="sync")
+    assert_equal_calibrators(fitted, in_memory(ISplineCalibrator(), frame))
