@@ -185,7 +185,7 @@ def _replay_warmup(a, b):
     n = int(b._n_warm)
     scores, labels, weights, times = (np.ascontiguousarray(r[:n]) for r in b._warm)
     times_arg = times if a._uses_times else None
-    if _kind(a) in _EVENT_CLOCK or (a._sf is None and float(a._warm_last_t) <= float(times[0])):
+    if _kind(a) in _EVENT_CLOCK or float(a._last_time()) <= float(times[0]):
         a.update(scores, labels, weights=weights, times=times_arg)  # concatenation (or already in time order)
         return a
     if a._sf is None:  # both buffering, time clock: interleave the two buffers by time and replay
@@ -197,8 +197,8 @@ def _replay_warmup(a, b):
             *(np.ascontiguousarray(both[j, order]) for j in range(2)), weights=both[2, order], times=both[3, order]
         )
         return fresh
-    # a is built, time clock: the merged stream's edges would come from its first events in time
-    # order, which mix a's and b's: not a's edges
+    # a is built, time clock, b's events interleave with a's: the merged stream's edges would come
+    # from its first events in time order, which mix a's and b's: not a's edges
     msg = (
         "cannot merge a time-clock calibrator still in its quantile warm-up into one that has built "
         "its edges: the merged stream's edges would come from both. Fix the edges with "

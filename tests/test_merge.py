@@ -226,6 +226,10 @@ def test_time_clock_states_in_warm_up_merge_in_time_order(kind):
         merge([a, b])  # Edges and QuantileEdges are different parameters
     with pytest.raises(ValueError, match="still in its quantile warm-up into one that has built"):
         merge([first, b])
+    # a warming-up part whose events all come after the built one's: replayed, exact
+    later = fit(q(), np.arange(400, 700), s, y, w, t)
+    assert later._sf is None
+    assert_same_calibrator(merge([first, later]), fit(q(), np.arange(700), s, y, w, t), kind)
     b_fixed = fit(fixed(), np.flatnonzero(key == 1)[:300], s, y, w, t)
     assert_same_calibrator(merge([a, b_fixed]), single, kind)
 
