@@ -377,3 +377,18 @@ def _check_cases():
 @pytest.mark.parametrize(("make", "check"), list(_check_cases()))
 def test_river_checks(make, check):
     check(make())
+
+
+def test_state_is_bounded():
+    import pickle
+
+    events = list(datasets.Phishing())
+    model = CalibratedClassifier(linear_model.LogisticRegression(), PAVCalibrator(window=CountWindow(500)))
+    sizes = []
+    for target in (10_000, 30_000):
+        while model.n_learned < target:
+            x, y = events[model.n_learned % len(events)]
+            model.predict_proba_one(x)
+            model.learn_one(x, y)
+        sizes.append(len(pickle.dumps(model)))
+    assert sizes[0] == sizes[1]
