@@ -20,6 +20,7 @@ def plot_replay(path, reliability, names: list[str], metrics_table, title: str =
         raise ImportError(msg) from None
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     present = set(metrics_table.column_names)
     # one panel per metric; minCllr goes dashed into the Cllr panel (their gap is the
@@ -71,7 +72,8 @@ def plot_replay(path, reliability, names: list[str], metrics_table, title: str =
         panel_title = "Cllr (solid) and minCllr (dashed), bits" if extra is not None else metric.replace("_", " ")
         ax.set(title=panel_title, xlabel="events")
         ax.grid(alpha=0.3)
-        ax.ticklabel_format(axis="x", style="plain")
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
     axes[1].legend(fontsize=8)
     for ax in axes[panels:]:
         ax.set_visible(False)
