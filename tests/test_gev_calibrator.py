@@ -6,7 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
-from river import checks
+from river_cases import river_check_cases
 from sklearn.linear_model import LogisticRegression
 
 from streamcal import GEVCalibrator, GEVCanonicalRegression, PlattCalibrator
@@ -178,19 +178,6 @@ def test_raw_scores_use_the_score_itself(rng):
     assert abs(intercept + 1.0) < 0.2
 
 
-def _river_cases():
-    for cls in CLASSES:
-        for i, params in enumerate(cls._unit_test_params()):
-            model = cls(**params)
-            skips = model._unit_test_skips()
-            for check in checks.yield_checks(model):
-                name = check.__name__
-                dataset = getattr(check, "keywords", {}).get("dataset")
-                label = f"{cls.__name__}-params{i}-{name}" + ("" if dataset is None else f"-{type(dataset).__name__}")
-                marks = [pytest.mark.skip(reason=f"listed in {cls.__name__}._unit_test_skips")] if name in skips else []
-                yield pytest.param(cls, params, check, id=label, marks=marks)
-
-
-@pytest.mark.parametrize(("cls", "params", "check"), list(_river_cases()))
+@pytest.mark.parametrize(("cls", "params", "check"), list(river_check_cases(*CLASSES)))
 def test_river_check(cls, params, check):
     check(cls(**params))

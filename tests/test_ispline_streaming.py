@@ -7,7 +7,7 @@ import pickle
 
 import numpy as np
 import pytest
-from river import checks
+from river_cases import river_check_cases
 
 from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid
 from streamcal.spline import fit_ispline, fit_ispline_on_histogram
@@ -40,9 +40,9 @@ CALIBRATORS = [
 ]
 
 
-@pytest.mark.parametrize("params", list(ISplineCalibrator._unit_test_params()))
-def test_river_checks(params):
-    checks.check_estimator(ISplineCalibrator(**params))
+@pytest.mark.parametrize(("cls", "params", "check"), list(river_check_cases(ISplineCalibrator)))
+def test_river_check(cls, params, check):
+    check(cls(**params))
 
 
 @pytest.mark.parametrize("make", CALIBRATORS)

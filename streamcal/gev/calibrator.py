@@ -193,7 +193,7 @@ class GEVCalibrator(_HistogramGLMCalibrator):
 
     @classmethod
     def _unit_test_params(cls):
-        yield {"score_key": "is_popular"}
+        yield from super()._unit_test_params()
         yield {
             "score_key": "empty_server_form_handler",
             "buckets": LogitGrid(n_buckets=16),
@@ -281,6 +281,6 @@ class PlattCalibrator(_HistogramGLMCalibrator):
 
     @classmethod
     def _unit_test_params(cls):
-        yield {"score_key": "is_popular"}
+        yield from super()._unit_test_params()
         yield {"score_key": "empty_server_form_handler", "buckets": LogitGrid(n_buckets=16), "refit_every": 7}
 

@@ -160,24 +160,12 @@ class ISplineCalibrator(StreamingCalibrator):
 
     @classmethod
     def _unit_test_params(cls):
-        # river's checks feed the Phishing dataset (9 features); the calibrator reads one of
-        # them, a probability-valued feature, as its score.
-        yield {"score_key": "is_popular"}
+        yield from super()._unit_test_params()
         yield {
             "score_key": "empty_server_form_handler",
             "buckets": LogitGrid(n_buckets=16),
             "order": 1,
             "refit_every": 7,
-        }
-
-    def _unit_test_skips(self):
-        return {
-            # A calibrator's input is exactly one score, read by `score_key`: features that
-            # appear later or vanish are not inputs it could use or miss, and removing the
-            # score itself is an error (a KeyError naming the key), not a degraded input.
-            "check_emerging_features",
-            "check_disappearing_features",
-            "check_radically_disappearing_features",
         }
 
     # ------------------------------------------------------------------ fitted map
