@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 from river import base, checks, datasets, evaluate, linear_model, metrics, naive_bayes, preprocessing, tree
+from river_cases import river_check_cases
 
 from streamcal.buckets import LogitGrid
 from streamcal.compose import CalibratedClassifier
@@ -359,7 +360,6 @@ def test_multiclass_calibration_with_the_coupling_calibrators(calibrator):
 # --------------------------------------------------------------------------------------- river checks
 def _check_cases():
     models = {
-        "logreg-pav": lambda: CalibratedClassifier(linear_model.LogisticRegression(), PAVCalibrator()),
         "gaussiannb-pav": lambda: CalibratedClassifier(naive_bayes.GaussianNB(), PAVCalibrator(window=CountWindow(50))),
         "hoeffdingtree-standin": lambda: CalibratedClassifier(tree.HoeffdingTreeClassifier(), HistogramPAV()),
         "gaussiannb-standin-multiclass": lambda: CalibratedClassifier(naive_bayes.GaussianNB(), FrequencyBlend()),
@@ -374,8 +374,15 @@ def _check_cases():
             yield pytest.param(make, check, id=f"{name}-{label}")
 
 
+@pytest.mark.parametrize(("cls", "params", "check"), list(river_check_cases(CalibratedClassifier)))
+def test_river_checks_with_unit_test_params(cls, params, check):
+    """LogisticRegression and GaussianNB wrapped with PAVCalibrator (``_unit_test_params``)."""
+    check(cls(**params))
+
+
 @pytest.mark.parametrize(("make", "check"), list(_check_cases()))
 def test_river_checks(make, check):
+    """More wrapped models and calibrators: windowed PAV, a tree, multiclass calibrators."""
     check(make())
 
 
