@@ -207,6 +207,17 @@ class StreamingCalibrator(base.Classifier):
 
     # ------------------------------------------------------------------ validation
     def _score_of(self, x) -> float:
+        if type(x) is dict:  # fast path: a float score in range, read without builtin calls
+            key = self.score_key
+            if key is None:
+                if len(x) == 1:
+                    for s in x.values():
+                        if type(s) is float and self._score_low <= s <= self._score_high:
+                            return s
+            elif key in x:
+                s = x[key]
+                if type(s) is float and self._score_low <= s <= self._score_high:
+                    return s
         if type(x) is not dict and not isinstance(x, dict):
             msg = f"`x` must be a dict holding the score; got a {type(x).__name__}."
             raise TypeError(msg)

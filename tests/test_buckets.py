@@ -1,4 +1,4 @@
-"""Bucket strategies: edges, centres, lookup by binary search, quantile warm-up."""
+"""Bucket strategies: edges, centres, lookup (arithmetic guess or binary search), quantile warm-up."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from streamcal._kernels import ipav as K
 from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid, bucket_index
 from streamcal.isotonic.streaming import PAVCalibrator
 
@@ -23,6 +24,46 @@ def naive_bucket_index(edges, scores):
 def test_bucket_index_matches_linear_scan(edges, scores):
     e = np.sort(np.array(edges))
     np.testing.assert_array_equal(bucket_index(e, scores), naive_bucket_index(e, scores))
+
+
+GRIDS = [
+    LogitGrid(1024),
+    LogitGrid(8192),
+    LogitGrid(5, low=0.2, high=0.7),
+    LogitGrid(1),
+    UniformGrid(100, low=-3.0, high=5.0),
+    UniformGrid(2),
+    Edges(edges=(0.0, 0.1, 0.5, 0.9, 2.0)),  # near-logit spacing would be misdetected: still exact
+    Edges(edges=tuple(np.cumsum(np.arange(1.0, 40.0)))),
+]
+
+
+@pytest.mark.parametrize("grid", GRIDS, ids=repr)
+def test_arithmetic_bucket_guess_equals_binary_search(grid, rng):
+    # the arithmetic guess (one logarithm for the logit grid) must land exactly where the
+    # binary search does, at the edges, a rounding step either side of them, 0, 1 and beyond
+    e = grid.bucket_edges()
+    cuts = e[1:-1]
+    lo, hi = float(e[0]), float(e[-1])
+    span = hi - lo
+    scores = np.concatenate(
+        [
+            cuts,
+            np.nextafter(cuts, -np.inf),
+            np.nextafter(cuts, np.inf),
+            e[:1],
+            e[-1:],
+            rng.uniform(lo - 0.1 * span, hi + 0.1 * span, size=2000),
+            [0.0, 1.0, 5e-324, 1e-300, 1 - 1e-16, -1.0, 2.0, -1e300, 1e300],
+        ]
+    )
+    if isinstance(grid, LogitGrid):
+        z = rng.normal(0.0, 8.0, size=2000)
+        scores = np.concatenate([scores, 1.0 / (1.0 + np.exp(-z))])
+    expected = np.searchsorted(cuts, scores, side="right")
+    np.testing.assert_array_equal(bucket_index(e, scores), expected)
+    cal = PAVCalibrator(buckets=grid)  # the calibrator's single-score kernel (river face)
+    np.testing.assert_array_equal([K.pav_bucket_of(cal._pf, cal._pi, float(v)) for v in scores], expected)
 
 
 def test_logit_grid_resolves_rare_and_common_rates():

@@ -55,3 +55,16 @@ def test_every_command_has_working_help():
         result = run_cli(command, "--help")
         assert result.returncode == 0, result.stderr
         assert "usage: streamcal" in result.stdout
+
+
+def test_replay_finite_proba_never_gives_zero_or_one(tmp_path):
+    data = tmp_path / "click.parquet"
+    assert run_cli("generate", str(data), "-n", "4000", "--seed", "2").returncode == 0
+    exact, finite = tmp_path / "exact.parquet", tmp_path / "finite.parquet"
+    assert run_cli("replay", str(data), "--output", str(exact), "--quiet").returncode == 0
+    result = run_cli("replay", str(data), "--finite-proba", "--output", str(finite), "--quiet")
+    assert result.returncode == 0, result.stderr
+    p_exact = pq.read_table(exact).column("proba_pav").to_numpy()
+    p_finite = pq.read_table(finite).column("proba_pav").to_numpy()
+    assert ((p_exact == 0.0) | (p_exact == 1.0)).any()
+    assert ((p_finite > 0.0) & (p_finite < 1.0)).all()

@@ -69,10 +69,8 @@ def naive_fit(blocks, centres):
 def kernel_blocks(pf, pi):
     """Blocks of the kernel state, walked through the links (checking them on the way)."""
     B = int(pi[K.PI_B])
-    sec_i = lambda k: pi[K.PI_HEADER + k * B : K.PI_HEADER + (k + 1) * B]  # noqa: E731
-    sec_f = lambda k: pf[K.PF_HEADER + k * B : K.PF_HEADER + (k + 1) * B]  # noqa: E731
-    bend, bprev, bnext = sec_i(1), sec_i(2), sec_i(3)
-    bpos, bneg = sec_f(1), sec_f(2)
+    v = K.pav_blocks_view(pf, pi)
+    bend, bprev, bnext, bpos, bneg = v["bend"], v["bprev"], v["bnext"], v["bpos"], v["bneg"]
     blocks = []
     f = int(pi[K.PI_HEAD])
     prev = -1
@@ -84,7 +82,7 @@ def kernel_blocks(pf, pi):
         f = int(bnext[f])
     assert int(pi[K.PI_TAIL]) == prev
     assert int(pi[K.PI_LAST]) == (blocks[-1][1] if blocks else -1)
-    return blocks, sec_i(0).copy(), sec_f(0).copy()
+    return blocks, v["owner"].copy(), v["fit"].copy()
 
 
 def assert_state_equals_batch(pos, neg, centres, pf, pi):
@@ -127,9 +125,10 @@ def bucket_streams(draw, integer_weights: bool):
     return n_buckets, ops
 
 
-def _run_kernel_stream(n_buckets, ops):
+def _run_kernel_stream(n_buckets, ops, exact):
     centres = np.linspace(0.05, 0.95, n_buckets) if n_buckets > 1 else np.array([0.5])
     pf, pi = K.empty_pav_state(centres, 1.0, True, True)
+    pi[K.PI_EXACT] = exact  # whole-number weights: the kernel may stop at an unchanged block
     hist = np.zeros(2 * n_buckets)  # pos then neg, as in the calibrator's state
     pos, neg = hist[:n_buckets], hist[n_buckets:]
     for kind, (b, cls, w) in ops:
@@ -141,12 +140,13 @@ def _run_kernel_stream(n_buckets, ops):
 
 @given(bucket_streams(integer_weights=True))
 def test_incremental_pav_matches_batch_after_each_update_integer_weights(stream):
-    _run_kernel_stream(*stream)
+    _run_kernel_stream(*stream, exact=1)
+    _run_kernel_stream(*stream, exact=0)
 
 
 @given(bucket_streams(integer_weights=False))
 def test_incremental_pav_matches_batch_after_each_update_nonint_weights(stream):
-    _run_kernel_stream(*stream)
+    _run_kernel_stream(*stream, exact=0)
 
 
 @given(st.lists(st.floats(0.0, 5.0), min_size=2, max_size=40), st.lists(st.floats(0.0, 5.0), min_size=2, max_size=40))
@@ -198,6 +198,34 @@ def test_calibrator_blocks_match_batch_pav_after_each_learn(window, stream):
         cal.learn_one({"s": s}, y, w=w, t=t)
         pos, neg = histogram_of(cal)
         assert_state_equals_batch(pos, neg, centres, cal._pf, cal._pi)
+        assert_extremes_are_fresh(cal)
+
+
+def assert_extremes_are_fresh(cal):
+    """The finite-LLR clip values and prior equal a from-scratch refresh, bit for bit."""
+    pf, pi = cal._pf.copy(), cal._pi.copy()
+    K.pav_refresh_extremes_inplace(cal._sf, pf, pi)
+    fields = [K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]
+    assert cal._pf[fields].tolist() == pf[fields].tolist()
+
+
+@pytest.mark.parametrize("weights", [(1.0, 0.3, 2.5), (1.0, 0.0, 3.0)], ids=["fractional", "whole"])
+@pytest.mark.parametrize("window", [CountWindow(n=150), TimeWindow(seconds=40.0), Unbounded()], ids=repr)
+def test_click_stream_state_equals_batch_after_each_learn(window, weights, rng):
+    # a skewed stream over many buckets: the end runs span several blocks, and most events
+    # change only blocks between them (the finite-LLR refresh is then skipped); with whole
+    # weights the repairs stop at the first unchanged block (exact sums)
+    cal = PAVCalibrator(buckets=LogitGrid(n_buckets=96, low=1e-4, high=1 - 1e-4), window=window)
+    z = rng.normal(-3.0, 1.5, size=1500)
+    labels = rng.uniform(size=z.size) < 1.0 / (1.0 + np.exp(-(1.3 * z + 0.5)))
+    w = rng.choice(weights, size=z.size)
+    for i, (s, y) in enumerate(zip(1.0 / (1.0 + np.exp(-z)), labels, strict=True)):
+        cal.learn_one({"s": float(s)}, bool(y), w=float(w[i]), t=0.1 * i)
+        assert_extremes_are_fresh(cal)
+        if i % 7 == 0 or i > 1400:
+            pos, neg = histogram_of(cal)
+            assert_state_equals_batch(pos, neg, cal.centres, cal._pf, cal._pi)
+    assert cal._pi[K.PI_INTEGRAL] == (weights[1] == 0.0)
 
 
 def test_decay_renormalisation_rebuilds_exactly(rng):
@@ -229,6 +257,51 @@ def test_one_bucket_per_distinct_score_equals_batch_pav_on_window(interpolation,
     s, y, w = scores[keep], labels[keep], weights[keep]
     np.testing.assert_allclose(cal.predict_proba(s), pav_binary(s, y, w), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(cal.predict_llr(s), pav_llr(s, y, w, finite=True), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("window_n", [None, 30])
+@settings(max_examples=30)
+@given(data=st.data())
+def test_finite_proba_is_the_augmented_pav_of_the_window(window_n, data):
+    """``finite_proba=True`` serves the probability of the pseudo-count rule behind the finite LLR."""
+    values = np.array([0.01, 0.1, 0.15, 0.3, 0.45, 0.6, 0.8, 0.97])
+    edges = np.concatenate(([0.0], 0.5 * (values[1:] + values[:-1]), [1.0]))
+    window = Unbounded() if window_n is None else CountWindow(window_n)
+    cal = PAVCalibrator(buckets=Edges(edges, centres=values), window=window, finite_proba=True)
+    n = data.draw(st.integers(1, 80))
+    idx = data.draw(st.lists(st.integers(0, 7), min_size=n, max_size=n))
+    labels = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    weights = np.array(data.draw(st.lists(st.sampled_from([0.5, 1.0, 1.5, 3.0]), min_size=n, max_size=n)))
+    scores = values[idx]
+    cal.update(scores, labels, weights=weights)
+    keep = slice(None) if window_n is None else slice(-window_n, None)
+    s, y, w = scores[keep], labels[keep], weights[keep]
+    t1, t0 = float(np.dot(w, y)), float(np.dot(w, ~y))
+    expected = 1.0 / (1.0 + np.exp(-(pav_llr(s, y, w, finite=True) + np.log((t1 + 1.0) / (t0 + 1.0)))))
+    proba = cal.predict_proba(s)
+    np.testing.assert_allclose(proba, expected, rtol=1e-9, atol=1e-12)
+    assert np.all((proba > 0.0) & (proba < 1.0))
+    np.testing.assert_allclose(cal.predict_llr(s), pav_llr(s, y, w, finite=True), rtol=1e-9, atol=1e-9)
+    one = [cal.predict_proba_one({"s": float(v)})[True] for v in s]
+    np.testing.assert_array_equal(one, proba)
+
+
+def test_finite_proba_prequential_equals_river_loop(rng):
+    scores = rng.uniform(size=3000)
+    labels = rng.uniform(size=3000) < scores**2
+    a = PAVCalibrator(window=CountWindow(500), finite_proba=True)
+    b = PAVCalibrator(window=CountWindow(500), finite_proba=True)
+    proba, llr = a.prequential(scores, labels)
+    loop_p, loop_llr = [], []
+    for s, y in zip(scores, labels):
+        loop_p.append(b.predict_proba_one({"s": float(s)})[True])
+        loop_llr.append(b.predict_llr_one({"s": float(s)}))
+        b.learn_one({"s": float(s)}, bool(y))
+    np.testing.assert_array_equal(proba, loop_p)
+    np.testing.assert_array_equal(llr, loop_llr)
+    exact, _ = PAVCalibrator(window=CountWindow(500)).prequential(scores, labels)
+    assert np.any(exact[100:] == 0.0)  # the exact map gives 0 below every positive seen ...
+    assert np.all((proba[1:] > 0.0) & (proba[1:] < 1.0))  # ... the finite rule never does
 
 
 def test_linear_interpolation_between_knots_matches_sklearn(rng):

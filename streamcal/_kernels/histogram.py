@@ -76,27 +76,97 @@ def state_sizes(n_buckets: int, ring_capacity: int) -> tuple[int, int]:
     return SF_HEADER + 2 * n_buckets + 3 * ring_capacity, SI_HEADER + 2 * n_buckets + ring_capacity
 
 
+# how a score guesses its bucket before the exact check against the cuts (``grid_of_sorted``)
+GRID_NONE = 0  # no guess: binary search
+GRID_UNIFORM = 1  # cuts evenly spaced in the score
+GRID_LOGIT = 2  # cuts evenly spaced in the log-odds of the score (probability scores)
+
+
+@jit
+def _grid_coordinate(kind, s):
+    if kind == GRID_LOGIT:
+        return math.log(s / (1.0 - s))  # -inf at 0, inf at 1, nan outside [0, 1]
+    return s
+
+
+@jit
+def grid_of_sorted(cuts):
+    """``(kind, z0, inv_step)``: whether the sorted ``cuts`` are evenly spaced in a coordinate.
+
+    ``kind`` is ``GRID_LOGIT`` or ``GRID_UNIFORM`` when cut ``i`` lies (to 1% of a step) at
+    ``z0 + i / inv_step`` in that coordinate, at the ends and three interior spot checks;
+    else ``GRID_NONE``. The guess only speeds the search up: :func:`bucket_of_sorted` checks
+    it against the cuts, so a wrong guess costs time, never exactness.
+    """
+    m = cuts.shape[0]
+    if m < 2:
+        return float(GRID_NONE), 0.0, 0.0
+    for kind in (GRID_LOGIT, GRID_UNIFORM):
+        if kind == GRID_LOGIT and not (cuts[0] > 0.0 and cuts[m - 1] < 1.0):
+            continue
+        z0 = _grid_coordinate(kind, cuts[0])
+        step = (_grid_coordinate(kind, cuts[m - 1]) - z0) / (m - 1)
+        if not (step > 0.0 and step < math.inf):
+            continue
+        ok = True
+        for i in (m // 4, m // 2, (3 * m) // 4):
+            if not abs(_grid_coordinate(kind, cuts[i]) - (z0 + i * step)) <= 0.01 * step:
+                ok = False
+        if ok:
+            return float(kind), z0, 1.0 / step
+    return float(GRID_NONE), 0.0, 0.0
+
+
+@jit
+def bucket_of_sorted(cuts, off, m, s, kind, z0, inv_step):
+    """The number of the sorted cuts ``cuts[off : off + m]`` that are ``<= s``: ``s``'s bucket.
+
+    With a grid (``kind``, ``z0``, ``inv_step`` from :func:`grid_of_sorted`) the bucket is
+    guessed from one coordinate evaluation (one logarithm for the logit grid), then moved at
+    most two steps until ``cuts[b - 1] <= s < cuts[b]`` holds; if it still does not, and
+    without a grid, a branch-free binary search answers. Either way the result is exactly
+    the binary search's.
+    """
+    if m == 0:
+        return 0
+    if kind != GRID_NONE:
+        t = (_grid_coordinate(kind, s) - z0) * inv_step
+        if t >= m - 1:
+            g = m
+        elif t >= 0.0:  # false for nan
+            g = int(t) + 1
+        else:
+            g = 0
+        for _ in range(3):
+            if g > 0 and cuts[off + g - 1] > s:
+                g -= 1
+            elif g < m and cuts[off + g] <= s:
+                g += 1
+            else:
+                return g
+    # branch-free halving (the answer stays in [base, base + n]): no mispredictions
+    base = 0
+    n = m
+    while n > 1:
+        half = n >> 1
+        base = base + half if cuts[off + base + half] <= s else base
+        n -= half
+    return base + (1 if cuts[off + base] <= s else 0)
+
+
 @jit
 def bucket_index_sorted(cuts, scores, out):
     """Bucket of each score: the number of interior ``cuts`` that are <= the score.
 
     ``cuts`` must be sorted ascending. Bucket ``b`` holds scores in ``[cuts[b-1], cuts[b])``;
     scores below the first cut go to bucket 0 and scores at or above the last to the last one.
+    Evenly spaced cuts (in the score or its log-odds) are detected once per call and the
+    bucket is computed arithmetically, then checked against the cuts (:func:`bucket_of_sorted`).
     """
     m = cuts.shape[0]
+    kind, z0, inv_step = grid_of_sorted(cuts)
     for i in range(scores.shape[0]):
-        s = scores[i]
-        if m == 0:
-            out[i] = 0
-            continue
-        # branch-free halving (the answer stays in [base, base + n]): no mispredictions
-        base = 0
-        n = m
-        while n > 1:
-            half = n >> 1
-            base = base + half if cuts[base + half] <= s else base
-            n -= half
-        out[i] = base + (1 if cuts[base] <= s else 0)
+        out[i] = bucket_of_sorted(cuts, 0, m, scores[i], kind, z0, inv_step)
 
 
 @jit

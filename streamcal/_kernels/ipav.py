@@ -18,8 +18,8 @@ The result is stored per bucket:
   the linear interpolation (by bucket centre) between the last knot of the left block and the
   first knot of the right one, clipped to those two values. Outside the knots' span the fit is
   flat (predictions clamp; those buckets are not stored). So linear interpolation over all
-  bucket centres is linear interpolation between the knots, and a prediction is one binary
-  search plus one or two reads.
+  bucket centres is linear interpolation between the knots, and a prediction is one bucket
+  lookup plus one or two reads.
 
 Exactness. When bucket ``k`` changes, the sweep is *resumed* instead of rerun: the blocks left
 of the block holding ``k`` are exactly the sweep's stack at that point (the sweep never pooled
@@ -32,6 +32,15 @@ same order, as a from-scratch sweep: the result equals it bit for bit, whatever 
 (not only in exact arithmetic, where PAV's pooling-order theorem gives it for free).
 Cost: the knots of the touched block and of the right-hand blocks swept, usually a few.
 
+Whole-number weights. While every learned weight is a whole number (no decay) and the total
+weight is below ``EXACT_TOTAL``, every sum and every product of the pooling test is exact, so
+the arithmetic *is* exact arithmetic: the blocks are the unique PAV solution, with the same
+integer sums whatever the order of the additions. Then the sweep may stop earlier, at the
+first knot of the first old block R right of the change that the top does not pool with:
+each prefix of a PAV block has a rate >= the block's, so the top would not pool with any of
+R's prefixes either, and R and everything after it stay as they were (``PI_EXACT``; the
+learn kernel sets it per event, from the sticky ``PI_INTEGRAL``).
+
 Finite LLR (BOSARIS rule, as ``streamcal.isotonic.pav_llr(finite=True)``): one pseudo-positive
 below all scores and one pseudo-negative above, each of weight ``c`` in real units. Adding
 them only raises the first block and lowers the last one, so the augmented PAV pools a run of
@@ -40,27 +49,38 @@ blocks at each end and leaves the middle alone; its fitted value at any score is
 ``lo``, ``hi`` and the inverse prior odds ``r = (T0 + c) / (T1 + c)`` up to date after each
 learned event; the LLR is ``log(q r / (1 - q))`` with ``q = clip(p, lo, hi)``, i.e.
 ``logit(q) - logit(prior)`` in one logarithm: finite, and monotone in the score (it never
-reorders scores).
+reorders scores). The two end runs are recomputed only when a repair changed a block they
+read (``PI_CHG_*`` against ``PI_DEP_*``) or under decay (the pseudo-count's stored units move).
 
 Kernels index the flat state arrays by offsets rather than slicing views: a view costs two
 atomic reference-count updates, which dominated the per-event cost.
 
 Layout of the PAV state (see :mod:`streamcal._kernels.histogram` for the histogram itself):
-``pf`` float64 = header (PF_*) + fit, bpos, bneg, centres, stack P, stack N (B each);
-``pi`` int64 = header (PI_*) + owner, bend, bprev, bnext, stack first, stack last (B each).
+``pf`` float64 = header (PF_*), then per bucket the record (fit, bpos, bneg, centre), then the
+stack (P, N) per stack slot, then the B - 1 cuts; ``pi`` int64 = header (PI_*), then per bucket
+(owner, bend, bprev, bnext), then the stack (first, last) per slot. Records rather than one
+section per field: a repair reads and writes several fields of the same few buckets, which
+then share cache lines (the river face calls the kernel with a cache the interpreter has
+cooled).
 """
 
 from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 from streamcal._kernels._config import jit
 from streamcal._kernels.histogram import (
+    KIND_DECAY_EVENTS,
+    KIND_DECAY_TIME,
     SF_HEADER,
+    SF_KIND,
     SF_T_NEG,
     SF_T_POS,
+    bucket_of_sorted,
+    grid_of_sorted,
     stored_unit,
     window_add_inplace,
     window_clock,
@@ -73,41 +93,99 @@ PF_PRIOR_ODDS_INV = 2  # (T0 + c) / (T1 + c), the inverse prior odds with pseudo
 PF_PSEUDO = 3  # c, pseudo-count in real units
 PF_LINEAR = 4  # 1.0: linear interpolation between bucket centres; 0.0: step
 PF_IDENTITY = 5  # 1.0: before any weight, predict the score itself (probability inputs); else 0.5
-PF_HEADER = 8
+PF_GRID_KIND = 6  # bucket search of a single score over the cuts section: see
+PF_GRID_Z0 = 7  # ``histogram.grid_of_sorted``
+PF_GRID_INV_STEP = 8
+PF_FINITE_PROBA = 9  # 1.0: probabilities under the finite (pseudo-count) rule, clip(p, lo, hi)
+PF_HEADER = 12
 
 PI_B = 0
 PI_HEAD = 1  # first knot of the first block, -1 when the histogram is empty
 PI_TAIL = 2  # first knot of the last block, -1 when empty
 PI_LAST = 3  # last knot of the last block, -1 when empty
-PI_HEADER = 4
+PI_CHG_LO = 4  # lowest bucket whose block changed since the last reset (repairs widen it)
+PI_CHG_HI = 5  # highest bucket whose block (or block link) changed since the last reset
+PI_DEP_LO = 6  # the finite-LLR low run read the blocks up to this bucket (B: all of them)
+PI_DEP_HI = 7  # the finite-LLR high run read the blocks from this bucket on
+PI_INTEGRAL = 8  # 1 while every learned weight was a whole number (and no decay): see below
+PI_EXACT = 9  # 1: the histogram holds whole numbers with a total below EXACT_TOTAL
+PI_HEADER = 12
 
-# offsets of the sections, in units of B
-_FIT, _BPOS, _BNEG, _CENTRES, _SPOS, _SNEG = 0, 1, 2, 3, 4, 5
-_OWNER, _BEND, _BPREV, _BNEXT, _SFIRST, _SLAST = 0, 1, 2, 3, 4, 5
+# Below this total weight, sums of whole-number weights and the products of the pooling
+# test (at most total**2 < 2**52) are exact in float64.
+EXACT_TOTAL = 2.0**26
+
+# Per-bucket records of _R fields after the header (field b of bucket k at
+# header + _R * k + b), then the stack scratch in records of _S fields, then (pf) the cuts.
+_R = 4
+_S = 2
+_FIT, _BPOS, _BNEG, _CENTRES = 0, 1, 2, 3  # pf record
+_OWNER, _BEND, _BPREV, _BNEXT = 0, 1, 2, 3  # pi record
+_SPOS, _SNEG = 0, 1  # pf stack record
+_SFIRST, _SLAST = 0, 1  # pi stack record
 
 
 def pav_state_sizes(n_buckets: int) -> tuple[int, int]:
     """Lengths of the ``pf`` and ``pi`` arrays for ``n_buckets`` buckets."""
-    return PF_HEADER + 6 * n_buckets, PI_HEADER + 6 * n_buckets
+    return PF_HEADER + (_R + _S + 1) * n_buckets, PI_HEADER + (_R + _S) * n_buckets
 
 
-def empty_pav_state(centres: np.ndarray, pseudo_count: float, linear: bool, identity: bool):
-    """Fresh ``(pf, pi)`` for an empty histogram over buckets with the given ``centres``."""
+@jit
+def _cuts_offset(B):
+    return PF_HEADER + (_R + _S) * B
+
+
+def pav_field(state, n_buckets: int, field: int) -> np.ndarray:
+    """View of one per-bucket field (``_FIT``... of ``pf``, ``_OWNER``... of ``pi``), length B."""
+    header = PF_HEADER if state.dtype == np.float64 else PI_HEADER
+    return state[header + field : header + _R * n_buckets : _R]
+
+
+def pav_blocks_view(pf: np.ndarray, pi: np.ndarray) -> dict[str, np.ndarray]:
+    """Views of every per-bucket field by name (for tests and inspection)."""
+    B = int(pi[PI_B])
+    names_f = {"fit": _FIT, "bpos": _BPOS, "bneg": _BNEG, "centres": _CENTRES}
+    names_i = {"owner": _OWNER, "bend": _BEND, "bprev": _BPREV, "bnext": _BNEXT}
+    views = {name: pav_field(pf, B, k) for name, k in names_f.items()}
+    views.update({name: pav_field(pi, B, k) for name, k in names_i.items()})
+    return views
+
+
+def empty_pav_state(
+    centres: np.ndarray, pseudo_count: float, linear: bool, identity: bool, cuts=None, finite_proba: bool = False
+):
+    """Fresh ``(pf, pi)`` for an empty histogram over buckets with the given ``centres``.
+
+    ``cuts`` are the ``B - 1`` interior bucket edges, for the single-score kernels
+    (``pav_predict_score``, ``pav_learn_score_inplace``); default: the midpoints of the centres.
+    """
     B = centres.shape[0]
     nf, ni = pav_state_sizes(B)
     pf = np.zeros(nf, dtype=np.float64)
     pi = np.zeros(ni, dtype=np.int64)
-    pf[PF_HEADER + _CENTRES * B : PF_HEADER + (_CENTRES + 1) * B] = centres
+    pav_field(pf, B, _CENTRES)[:] = centres
+    if cuts is None:
+        cuts = 0.5 * (centres[:-1] + centres[1:])
+    cuts = np.ascontiguousarray(cuts, dtype=np.float64)
+    pf[_cuts_offset(B) : _cuts_offset(B) + B - 1] = cuts
+    pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP] = grid_of_sorted(cuts)
     pf[PF_PSEUDO] = pseudo_count
     pf[PF_LINEAR] = 1.0 if linear else 0.0
     pf[PF_IDENTITY] = 1.0 if identity else 0.0
+    pf[PF_FINITE_PROBA] = 1.0 if finite_proba else 0.0
     pf[PF_LO] = 0.5
     pf[PF_HI] = 0.5
     pi[PI_B] = B
     pi[PI_HEAD] = -1
     pi[PI_TAIL] = -1
     pi[PI_LAST] = -1
-    pi[PI_HEADER + _OWNER * B : PI_HEADER + (_OWNER + 1) * B] = -1
+    pi[PI_CHG_LO] = B
+    pi[PI_CHG_HI] = -1
+    pi[PI_DEP_LO] = B
+    pi[PI_DEP_HI] = -1
+    pi[PI_INTEGRAL] = 1
+    pi[PI_EXACT] = 0
+    pav_field(pi, B, _OWNER)[:] = -1
     return pf, pi
 
 
@@ -130,6 +208,70 @@ def _gap_value(v_left, v_right, c_left, c_right, c):
 
 
 @jit
+def _repair_block_exact_inplace(hist, h0, pf, pi, k):
+    """Whole-number weights: update the block holding ``k`` in place if it stays one block.
+
+    With exact sums, the block ``[f, l]`` stays a block when both end knots remain, every
+    proper prefix keeps a rate >= the block's new rate (then PAV of its knots is constant),
+    and neither neighbour pools with it (the block to the right then stays as it was, as in
+    the sweep's early stop). Only the sums, the fitted values of ``[f, l]`` and the two gaps
+    beside it change. Returns False, having written nothing, when any condition fails.
+    """
+    B = pi[PI_B]
+    POS = h0
+    NEG = h0 + B
+    FIT = PF_HEADER + _FIT
+    BPOS = PF_HEADER + _BPOS
+    BNEG = PF_HEADER + _BNEG
+    CEN = PF_HEADER + _CENTRES
+    BEND = PI_HEADER + _BEND
+    BPREV = PI_HEADER + _BPREV
+    BNEXT = PI_HEADER + _BNEXT
+    f = pi[PI_HEADER + _OWNER + _R * k]
+    last = pi[BEND + _R * f]
+    if k > last or hist[POS + f] + hist[NEG + f] <= 0.0 or hist[POS + last] + hist[NEG + last] <= 0.0:
+        return False
+    p = 0.0
+    n = 0.0
+    for g in range(f, last + 1):
+        p += hist[POS + g]
+        n += hist[NEG + g]
+    t = p + n
+    cp = 0.0
+    ct = 0.0
+    for g in range(f, last):
+        cp += hist[POS + g]
+        ct += hist[POS + g] + hist[NEG + g]
+        if cp * t < p * ct:  # this prefix's rate fell below the block's: the block splits
+            return False
+    chain = pi[BPREV + _R * f]
+    if chain != -1 and _violates(pf[BPOS + _R * chain], pf[BNEG + _R * chain], p, n):
+        return False
+    nxt = pi[BNEXT + _R * f]
+    if nxt != -1 and _violates(p, n, pf[BPOS + _R * nxt], pf[BNEG + _R * nxt]):
+        return False
+    pf[BPOS + _R * f] = p
+    pf[BNEG + _R * f] = n
+    v = _rate(p, n)
+    for g in range(f, last + 1):
+        pf[FIT + _R * g] = v
+    if chain != -1:
+        lk = pi[BEND + _R * chain]
+        lv = pf[FIT + _R * lk]
+        for g in range(lk + 1, f):
+            pf[FIT + _R * g] = _gap_value(lv, v, pf[CEN + _R * lk], pf[CEN + _R * f], pf[CEN + _R * g])
+    if nxt != -1:
+        rv = pf[FIT + _R * nxt]
+        for g in range(last + 1, nxt):
+            pf[FIT + _R * g] = _gap_value(v, rv, pf[CEN + _R * last], pf[CEN + _R * nxt], pf[CEN + _R * g])
+    if f < pi[PI_CHG_LO]:
+        pi[PI_CHG_LO] = f
+    if last > pi[PI_CHG_HI]:
+        pi[PI_CHG_HI] = last
+    return True
+
+
+@jit
 def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     """Repair the blocks and fitted values after the weight of bucket ``k`` changed (-1: all).
 
@@ -138,19 +280,27 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     B = pi[PI_B]
     POS = h0
     NEG = h0 + B
-    FIT = PF_HEADER + _FIT * B
-    BPOS = PF_HEADER + _BPOS * B
-    BNEG = PF_HEADER + _BNEG * B
-    CEN = PF_HEADER + _CENTRES * B
-    SPOS = PF_HEADER + _SPOS * B
-    SNEG = PF_HEADER + _SNEG * B
-    OWNER = PI_HEADER + _OWNER * B
-    BEND = PI_HEADER + _BEND * B
-    BPREV = PI_HEADER + _BPREV * B
-    BNEXT = PI_HEADER + _BNEXT * B
-    SFIRST = PI_HEADER + _SFIRST * B
-    SLAST = PI_HEADER + _SLAST * B
+    FIT = PF_HEADER + _FIT
+    BPOS = PF_HEADER + _BPOS
+    BNEG = PF_HEADER + _BNEG
+    CEN = PF_HEADER + _CENTRES
+    SPOS = PF_HEADER + _R * B + _SPOS
+    SNEG = PF_HEADER + _R * B + _SNEG
+    OWNER = PI_HEADER + _OWNER
+    BEND = PI_HEADER + _BEND
+    BPREV = PI_HEADER + _BPREV
+    BNEXT = PI_HEADER + _BNEXT
+    SFIRST = PI_HEADER + _R * B + _SFIRST
+    SLAST = PI_HEADER + _R * B + _SLAST
     head = pi[PI_HEAD]
+    exact = pi[PI_EXACT] == 1
+    if (
+        exact
+        and head != -1
+        and head <= k <= pi[PI_LAST]
+        and _repair_block_exact_inplace(hist, h0, pf, pi, k)
+    ):
+        return
 
     # 1. where the sweep resumes: the start of the block holding k, or k itself in a gap
     if k < 0:  # full rebuild
@@ -160,9 +310,9 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     elif k > pi[PI_LAST]:  # after the last knot
         start, chain, region_end = k, pi[PI_TAIL], k
     else:
-        o = pi[OWNER + k]
-        if k <= pi[BEND + o]:
-            start, chain, region_end = o, pi[BPREV + o], pi[BEND + o]
+        o = pi[OWNER + _R * k]
+        if k <= pi[BEND + _R * o]:
+            start, chain, region_end = o, pi[BPREV + _R * o], pi[BEND + _R * o]
         else:
             start, chain, region_end = k, o, k
 
@@ -181,16 +331,37 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
         pj = hist[POS + j]
         nj = hist[NEG + j]
         if pj + nj > 0.0:
+            # j starts an old block R, and every sum is exact: if the top does not pool with R,
+            # it pools with none of R's prefixes either (each has a rate >= R's), so R and
+            # everything after it are unchanged: R is the stopping block
+            if (
+                exact
+                and has_top
+                and j > region_end
+                and pi[OWNER + _R * j] == j
+                and not _violates(tp, tn, pf[BPOS + _R * j], pf[BNEG + _R * j])
+            ):
+                pi[SFIRST + _S * sp] = tf
+                pi[SLAST + _S * sp] = tl
+                pf[SPOS + _S * sp] = tp
+                pf[SNEG + _S * sp] = tn
+                sp += 1
+                tf = j
+                tl = pi[BEND + _R * j]
+                tp = pf[BPOS + _R * j]
+                tn = pf[BNEG + _R * j]
+                stopped = True
+                break
             if has_top and _violates(tp, tn, pj, nj):  # pool the new knot into the top
                 tl = j
                 tp = tp + pj
                 tn = tn + nj
             else:
                 if has_top:
-                    pi[SFIRST + sp] = tf
-                    pi[SLAST + sp] = tl
-                    pf[SPOS + sp] = tp
-                    pf[SNEG + sp] = tn
+                    pi[SFIRST + _S * sp] = tf
+                    pi[SLAST + _S * sp] = tl
+                    pf[SPOS + _S * sp] = tp
+                    pf[SNEG + _S * sp] = tn
                     sp += 1
                 tf = j
                 tl = j
@@ -199,85 +370,96 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
                 has_top = True
             while True:
                 if sp >= 1:
-                    p1 = pf[SPOS + sp - 1]
-                    n1 = pf[SNEG + sp - 1]
+                    p1 = pf[SPOS + _S * (sp - 1)]
+                    n1 = pf[SNEG + _S * (sp - 1)]
                     if _violates(p1, n1, tp, tn):
-                        tf = pi[SFIRST + sp - 1]
+                        tf = pi[SFIRST + _S * (sp - 1)]
                         tp = p1 + tp
                         tn = n1 + tn
                         sp -= 1
                         continue
                 elif chain != -1:
-                    p1 = pf[BPOS + chain]
-                    n1 = pf[BNEG + chain]
+                    p1 = pf[BPOS + _R * chain]
+                    n1 = pf[BNEG + _R * chain]
                     if _violates(p1, n1, tp, tn):
                         tf = chain
                         tp = p1 + tp
                         tn = n1 + tn
-                        chain = pi[BPREV + chain]
+                        chain = pi[BPREV + _R * chain]
                         continue
                 break
             if j > region_end:
-                old_first = pi[OWNER + j]
-                if j == pi[BEND + old_first] and tf == old_first:
+                old_first = pi[OWNER + _R * j]
+                if j == pi[BEND + _R * old_first] and tf == old_first:
                     stopped = True
                     break
         j += 1
     if has_top:
-        pi[SFIRST + sp] = tf
-        pi[SLAST + sp] = tl
-        pf[SPOS + sp] = tp
-        pf[SNEG + sp] = tn
+        pi[SFIRST + _S * sp] = tf
+        pi[SLAST + _S * sp] = tl
+        pf[SPOS + _S * sp] = tp
+        pf[SNEG + _S * sp] = tn
         sp += 1
 
     # 3. write the new blocks back
     if chain != -1:
-        pi[BNEXT + chain] = pi[SFIRST] if sp > 0 else -1
+        pi[BNEXT + _R * chain] = pi[SFIRST] if sp > 0 else -1
     else:
         pi[PI_HEAD] = pi[SFIRST] if sp > 0 else -1
     for i in range(sp):
-        f = pi[SFIRST + i]
-        pi[BPREV + f] = pi[SFIRST + i - 1] if i > 0 else chain
+        f = pi[SFIRST + _S * i]
+        pi[BPREV + _R * f] = pi[SFIRST + _S * (i - 1)] if i > 0 else chain
         if i < sp - 1 or not stopped:
-            pi[BNEXT + f] = pi[SFIRST + i + 1] if i < sp - 1 else -1
-            pi[BEND + f] = pi[SLAST + i]
-            pf[BPOS + f] = pf[SPOS + i]
-            pf[BNEG + f] = pf[SNEG + i]
+            pi[BNEXT + _R * f] = pi[SFIRST + _S * (i + 1)] if i < sp - 1 else -1
+            pi[BEND + _R * f] = pi[SLAST + _S * i]
+            pf[BPOS + _R * f] = pf[SPOS + _S * i]
+            pf[BNEG + _R * f] = pf[SNEG + _S * i]
     if not stopped:
         if sp > 0:
-            pi[PI_TAIL] = pi[SFIRST + sp - 1]
-            pi[PI_LAST] = pi[SLAST + sp - 1]
+            pi[PI_TAIL] = pi[SFIRST + _S * (sp - 1)]
+            pi[PI_LAST] = pi[SLAST + _S * (sp - 1)]
         else:
             pi[PI_TAIL] = chain
-            pi[PI_LAST] = pi[BEND + chain] if chain != -1 else -1
+            pi[PI_LAST] = pi[BEND + _R * chain] if chain != -1 else -1
+
+    # the range of buckets whose block (sums, end or links) may have changed: the stopping
+    # block only had its link to the left rewritten; without a stop the tail changed
+    chg_lo = start if k >= 0 else 0
+    if sp > 0 and pi[SFIRST] < chg_lo:
+        chg_lo = pi[SFIRST]
+    chg_hi = pi[SFIRST + _S * (sp - 1)] if stopped else B - 1
+    if chg_lo < pi[PI_CHG_LO]:
+        pi[PI_CHG_LO] = chg_lo
+    if chg_hi > pi[PI_CHG_HI]:
+        pi[PI_CHG_HI] = chg_hi
 
     # 4. owners and fitted values from the end of the chain to the last rewritten block; the
     #    buckets before the first knot and after the last one are never read (predictions
     #    clamp to the knots' span)
     if chain != -1:
-        left_knot = pi[BEND + chain]
-        left_value = pf[FIT + left_knot]  # the chain block's rate, already stored
+        left_knot = pi[BEND + _R * chain]
+        left_value = pf[FIT + _R * left_knot]  # the chain block's rate, already stored
     else:
         left_knot = -1
         left_value = 0.0
     n_rewrite = sp - 1 if stopped else sp
     for i in range(sp):
-        f = pi[SFIRST + i]
+        f = pi[SFIRST + _S * i]
         # the stopping block is unchanged: its stored rate saves a division
-        v = pf[FIT + f] if i == n_rewrite else _rate(pf[SPOS + i], pf[SNEG + i])
+        v = pf[FIT + _R * f] if i == n_rewrite else _rate(pf[SPOS + _S * i], pf[SNEG + _S * i])
         if left_knot != -1:  # the gap before this block, owned by the block on its left
-            lo_owner = chain if i == 0 else pi[SFIRST + i - 1]
-            c_left = pf[CEN + left_knot]
-            c_right = pf[CEN + f]
+            lo_owner = chain if i == 0 else pi[SFIRST + _S * (i - 1)]
+            c_left = pf[CEN + _R * left_knot]
+            c_right = pf[CEN + _R * f]
             for g in range(left_knot + 1, f):
-                pi[OWNER + g] = lo_owner
-                pf[FIT + g] = _gap_value(left_value, v, c_left, c_right, pf[CEN + g])
+                pi[OWNER + _R * g] = lo_owner
+                pf[FIT + _R * g] = _gap_value(left_value, v, c_left, c_right, pf[CEN + _R * g])
         if i == n_rewrite:
             break  # the stopping block and everything after it are unchanged
-        last = pi[SLAST + i]
+        last = pi[SLAST + _S * i]
         for g in range(f, last + 1):
-            pi[OWNER + g] = f
-            pf[FIT + g] = v
+            pi[OWNER + _R * g] = f
+            pf[FIT + _R * g] = v
         left_knot = last
         left_value = v
 
@@ -286,27 +468,32 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
 def pav_refresh_extremes_inplace(sf, pf, pi):
     """Recompute the finite-LLR clip values and the inverse prior odds (BOSARIS pseudo-counts)."""
     B = pi[PI_B]
-    BPOS = PF_HEADER + _BPOS * B
-    BNEG = PF_HEADER + _BNEG * B
-    BPREV = PI_HEADER + _BPREV * B
-    BNEXT = PI_HEADER + _BNEXT * B
+    BPOS = PF_HEADER + _BPOS
+    BNEG = PF_HEADER + _BNEG
+    BEND = PI_HEADER + _BEND
+    BPREV = PI_HEADER + _BPREV
+    BNEXT = PI_HEADER + _BNEXT
     c = pf[PF_PSEUDO] * stored_unit(sf)
     pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
     head = pi[PI_HEAD]
+    pi[PI_CHG_LO] = B  # the values are now current: no pending change
+    pi[PI_CHG_HI] = -1
+    pi[PI_DEP_LO] = B  # until shown otherwise, any change may move the clip values
+    pi[PI_DEP_HI] = -1
     if head == -1:
         pf[PF_LO] = 0.5
         pf[PF_HI] = 0.5
         return
     # left run: the first block plus the pseudo-positive, pooled rightwards while violating
-    lp = pf[BPOS + head] + c
-    ln = pf[BNEG + head]
+    lp = pf[BPOS + _R * head] + c
+    ln = pf[BNEG + _R * head]
     left_last = head
-    nxt = pi[BNEXT + head]
-    while nxt != -1 and _violates(lp, ln, pf[BPOS + nxt], pf[BNEG + nxt]):
-        lp = lp + pf[BPOS + nxt]
-        ln = ln + pf[BNEG + nxt]
+    nxt = pi[BNEXT + _R * head]
+    while nxt != -1 and _violates(lp, ln, pf[BPOS + _R * nxt], pf[BNEG + _R * nxt]):
+        lp = lp + pf[BPOS + _R * nxt]
+        ln = ln + pf[BNEG + _R * nxt]
         left_last = nxt
-        nxt = pi[BNEXT + nxt]
+        nxt = pi[BNEXT + _R * nxt]
     if nxt == -1:  # everything pooled with the pseudo-positive; add the pseudo-negative
         v = _rate(lp, ln + c)
         pf[PF_LO] = v
@@ -314,13 +501,13 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
         return
     # right run: the last block plus the pseudo-negative, pooled leftwards while violating
     tail = pi[PI_TAIL]
-    rp = pf[BPOS + tail]
-    rn = pf[BNEG + tail] + c
-    prv = pi[BPREV + tail]
-    while prv != left_last and _violates(pf[BPOS + prv], pf[BNEG + prv], rp, rn):
-        rp = pf[BPOS + prv] + rp
-        rn = pf[BNEG + prv] + rn
-        prv = pi[BPREV + prv]
+    rp = pf[BPOS + _R * tail]
+    rn = pf[BNEG + _R * tail] + c
+    prv = pi[BPREV + _R * tail]
+    while prv != left_last and _violates(pf[BPOS + _R * prv], pf[BNEG + _R * prv], rp, rn):
+        rp = pf[BPOS + _R * prv] + rp
+        rn = pf[BNEG + _R * prv] + rn
+        prv = pi[BPREV + _R * prv]
     lo = _rate(lp, ln)
     hi = _rate(rp, rn)
     if prv == left_last and _violates(lp, ln, rp, rn):  # the two runs meet and violate: one block
@@ -329,6 +516,30 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
         hi = v
     pf[PF_LO] = lo
     pf[PF_HI] = hi
+    if prv != left_last:  # two separate runs: the blocks strictly between them were not read
+        pi[PI_DEP_LO] = pi[BEND + _R * nxt]
+        pi[PI_DEP_HI] = prv
+
+
+@jit
+def pav_update_extremes_inplace(sf, pf, pi):
+    """After learning: the finite-LLR values, recomputed only when their inputs may have changed.
+
+    Without decay the pseudo-count is constant in stored units, so the clip values depend only
+    on the blocks the last refresh read (up to ``PI_DEP_LO``, from ``PI_DEP_HI``); when the
+    repairs since then (``PI_CHG_LO``..``PI_CHG_HI``) changed none of them, a refresh would read
+    the same numbers and return the same values. Only the prior moves; it is recomputed by
+    the same expression as in :func:`pav_refresh_extremes_inplace`.
+    """
+    kind = sf[SF_KIND]
+    unchanged = pi[PI_CHG_LO] > pi[PI_DEP_LO] and pi[PI_CHG_HI] < pi[PI_DEP_HI]
+    if unchanged and kind != KIND_DECAY_EVENTS and kind != KIND_DECAY_TIME:
+        pi[PI_CHG_LO] = pi[PI_B]
+        pi[PI_CHG_HI] = -1
+        c = pf[PF_PSEUDO] * stored_unit(sf)
+        pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
+    else:
+        pav_refresh_extremes_inplace(sf, pf, pi)
 
 
 @jit
@@ -342,21 +553,29 @@ def pav_predict_one(pf, pi, b, s):
         if pf[PF_IDENTITY] > 0.5:
             return min(max(s, 0.0), 1.0)
         return 0.5
-    B = pi[PI_B]
     last = pi[PI_LAST]
-    FIT = PF_HEADER + _FIT * B
+    FIT = PF_HEADER + _FIT
     if pf[PF_LINEAR] < 0.5:
-        return pf[FIT + min(max(b, first), last)]
-    CEN = PF_HEADER + _CENTRES * B
-    j = b if s >= pf[CEN + b] else b - 1
+        return pf[FIT + _R * min(max(b, first), last)]
+    CEN = PF_HEADER + _CENTRES
+    j = b if s >= pf[CEN + _R * b] else b - 1
     if j < first:
-        return pf[FIT + first]
+        return pf[FIT + _R * first]
     if j >= last:
-        return pf[FIT + last]
-    lo = pf[FIT + j]
-    hi = pf[FIT + j + 1]
-    p = lo + (hi - lo) * ((s - pf[CEN + j]) / (pf[CEN + j + 1] - pf[CEN + j]))
+        return pf[FIT + _R * last]
+    lo = pf[FIT + _R * j]
+    hi = pf[FIT + _R * (j + 1)]
+    p = lo + (hi - lo) * ((s - pf[CEN + _R * j]) / (pf[CEN + _R * (j + 1)] - pf[CEN + _R * j]))
     return min(max(p, lo), hi)
+
+
+@jit
+def pav_proba_out(pf, pi, p):
+    """The probability served for a raw PAV value ``p``: ``p`` itself, or under the finite rule
+    ``clip(p, lo, hi)`` (the augmented PAV's value, never exactly 0 or 1)."""
+    if pf[PF_FINITE_PROBA] > 0.5 and pi[PI_HEAD] != -1:
+        return min(max(p, pf[PF_LO]), pf[PF_HI])
+    return p
 
 
 @jit
@@ -372,6 +591,11 @@ def pav_llr_from_proba(pf, pi, p):
 def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t):
     """Learn one event: expire what leaves the window, add the event, repair the blocks."""
     clock = window_clock(sf, t)
+    kind = sf[SF_KIND]
+    if w != math.floor(w) or kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
+        pi[PI_INTEGRAL] = 0
+    total = sf[SF_T_POS] + sf[SF_T_NEG] + w  # an upper bound of the total during this update
+    pi[PI_EXACT] = 1 if pi[PI_INTEGRAL] == 1 and total < EXACT_TOTAL else 0
     while True:
         gone = window_expire_next_inplace(sf, si, clock)
         if gone < 0:
@@ -381,7 +605,7 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t):
         pav_bucket_changed_inplace(sf, SF_HEADER, pf, pi, -1)  # renormalised: rebuild everything
     else:
         pav_bucket_changed_inplace(sf, SF_HEADER, pf, pi, b)
-    pav_refresh_extremes_inplace(sf, pf, pi)
+    pav_update_extremes_inplace(sf, pf, pi)
 
 
 @jit
@@ -402,7 +626,7 @@ def pav_process_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times,
         op = ops[i]
         if op & 2:
             p = pav_predict_one(pf, pi, buckets[i], scores[i])
-            out_p[i] = p
+            out_p[i] = pav_proba_out(pf, pi, p)
             out_llr[i] = pav_llr_from_proba(pf, pi, p)
         if op & 1:
             pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i])
@@ -413,5 +637,45 @@ def pav_predict_many(pf, pi, buckets, scores, out_p, out_llr):
     """Probability and finite LLR for each score with the current state."""
     for i in range(buckets.shape[0]):
         p = pav_predict_one(pf, pi, buckets[i], scores[i])
-        out_p[i] = p
+        out_p[i] = pav_proba_out(pf, pi, p)
         out_llr[i] = pav_llr_from_proba(pf, pi, p)
+
+
+# ---------------------------------------------------------------- single-score entry points
+# The river face calls these once per event through ``entry_point`` (no numba type dispatch);
+# the score's bucket is found here, over the cuts kept in ``pf``.
+@jit
+def pav_bucket_of(pf, pi, s):
+    """Bucket of score ``s`` (exactly the binary search over the cuts)."""
+    B = pi[PI_B]
+    return bucket_of_sorted(
+        pf, _cuts_offset(B), B - 1, s, pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP]
+    )
+
+
+@jit
+def pav_predict_score(pf, pi, s):
+    """Calibrated probability of score ``s``, as ``pav_predict_many`` computes it."""
+    return pav_proba_out(pf, pi, pav_predict_one(pf, pi, pav_bucket_of(pf, pi, s), s))
+
+
+@jit
+def pav_llr_score(pf, pi, s):
+    """Finite PAV-LLR of score ``s``, as ``pav_predict_many`` computes it."""
+    return pav_llr_from_proba(pf, pi, pav_predict_one(pf, pi, pav_bucket_of(pf, pi, s), s))
+
+
+@jit
+def pav_learn_score_inplace(sf, si, pf, pi, s, y, w, t):
+    """Learn one event of score ``s`` (``pav_learn_one_inplace`` after the bucket search)."""
+    pav_learn_one_inplace(sf, si, pf, pi, pav_bucket_of(pf, pi, s), y, w, t)
+
+
+def entry_point(kernel, *example_args):
+    """``kernel``'s compiled function for the types of ``example_args``, without dispatch.
+
+    Calling a numba dispatcher types every argument to pick the compiled version (about
+    0.2 µs for four arrays); the returned callable skips that. It trusts its arguments: pass
+    exactly the types of ``example_args`` (same dtypes, contiguous arrays, Python floats).
+    """
+    return kernel.compile(tuple(numba.typeof(a) for a in example_args))

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import math
-from bisect import bisect_right
-
 import numpy as np
 
 from streamcal._kernels import ipav as _k
@@ -15,7 +12,7 @@ from streamcal.windows import Window
 
 __all__ = ["PAVCalibrator"]
 
-_FIT = _k.PF_HEADER  # fitted values start here in the PAV float state
+_INF = float("inf")
 
 
 class PAVCalibrator(StreamingCalibrator):
@@ -51,6 +48,13 @@ class PAVCalibrator(StreamingCalibrator):
         ``"linear"`` between bucket centres, or ``"step"``.
     llr_pseudo_count
         Weight of each pseudo-event of the finite-LLR rule (> 0).
+    finite_proba
+        ``False`` (default): probabilities are the exact PAV map, which is 0 below every positive
+        in the window and 1 above every negative (paper 001; what scikit-learn's isotonic
+        regression gives). ``True``: probabilities follow the same pseudo-count rule as the
+        finite LLR (the PAV of the window plus one pseudo-positive below all scores and one
+        pseudo-negative above, ``clip(p, lo, hi)``), never exactly 0 or 1 — the safer choice
+        early in a stream or under log loss, where one confident wrong prediction costs ``inf``.
 
     Attributes
     ----------
@@ -87,9 +91,12 @@ class PAVCalibrator(StreamingCalibrator):
         score_key: str | None = None,
         interpolation: str = "linear",
         llr_pseudo_count: float = 1.0,
+        finite_proba: bool = False,
     ):
         check_scalar(interpolation, "interpolation", choices=("linear", "step"))
+        check_scalar(finite_proba, "finite_proba", choices=(True, False))
         self.interpolation = interpolation
+        self.finite_proba = finite_proba
         super().__init__(buckets=buckets, window=window, score_key=score_key, llr_pseudo_count=llr_pseudo_count)
 
     @classmethod
@@ -103,63 +110,91 @@ class PAVCalibrator(StreamingCalibrator):
             "interpolation": "step",
         }
 
+    # ------------------------------------------------------------------ river face (fast paths)
+    # The common calls are checked inline (a method call costs about as much as the checks):
+    # ``x`` a one-key dict holding a float score in range, a bool label, a float weight, no
+    # time. Anything else takes the full checks, which raise the documented errors.
+    def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
+        if self._sf is None or self._uses_times:  # quantile warm-up; time windows grow their ring
+            super().learn_one(x, y, w, t)
+            return
+        if type(x) is dict and len(x) == 1 and self.score_key is None:
+            for s in x.values():
+                if (
+                    type(s) is float
+                    and self._score_low <= s <= self._score_high
+                    and (y is True or y is False)
+                    and type(w) is float
+                    and 0.0 <= w < _INF
+                    and t is None
+                ):
+                    self._learn_score(self._sf, self._si, self._pf, self._pi, s, 1.0 if y else 0.0, w, 0.0)
+                    return
+        s = self._score_of(x)
+        label, w, t = self._check_one(y, w, t)
+        self._learn_score(self._sf, self._si, self._pf, self._pi, s, label, w, t)
+
+    def predict_proba_one(self, x: dict) -> dict:
+        if type(x) is dict and len(x) == 1 and self.score_key is None and self._sf is not None:
+            for s in x.values():
+                if type(s) is float and self._score_low <= s <= self._score_high:
+                    p = self._proba_score(self._pf, self._pi, s)
+                    return {False: 1.0 - p, True: p}
+        s = self._score_of(x)
+        p = self._warm_proba() if self._sf is None else self._proba_score(self._pf, self._pi, s)
+        return {False: 1.0 - p, True: p}
+
+    def predict_llr_one(self, x: dict) -> float:
+        s = self._score_of(x)
+        return 0.0 if self._sf is None else self._llr_score(self._pf, self._pi, s)
+
+    learn_one.__doc__ = StreamingCalibrator.learn_one.__doc__
+    predict_proba_one.__doc__ = StreamingCalibrator.predict_proba_one.__doc__
+    predict_llr_one.__doc__ = StreamingCalibrator.predict_llr_one.__doc__
+
     # ------------------------------------------------------------------ engine (fused kernels)
     def _init_map_state(self) -> None:
         self._linear = self.interpolation == "linear"
         self._pf, self._pi = _k.empty_pav_state(
-            self._centres, float(self.llr_pseudo_count), self._linear, self._identity
+            self._centres,
+            float(self.llr_pseudo_count),
+            self._linear,
+            self._identity,
+            self._cuts,
+            finite_proba=bool(self.finite_proba),
         )
         _k.pav_refresh_extremes_inplace(self._sf, self._pf, self._pi)
-        self._make_views()
+        self._make_entries()
 
-    def _make_views(self) -> None:
-        # memoryviews read single elements as Python scalars several times faster than ndarray
-        # indexing; they are a cache over ``_pf``/``_pi``, not state (dropped when pickling)
-        self._mv_pf = memoryview(self._pf)
-        self._mv_pi = memoryview(self._pi)
+    def _make_entries(self) -> None:
+        # compiled single-score kernels, called without numba's per-call type dispatch; a
+        # cache, not state (dropped when pickling, rebuilt on unpickling)
+        sf, si, pf, pi, s = self._sf, self._si, self._pf, self._pi, 0.5
+        self._learn_score = _k.entry_point(_k.pav_learn_score_inplace, sf, si, pf, pi, s, s, s, s)
+        self._proba_score = _k.entry_point(_k.pav_predict_score, pf, pi, s)
+        self._llr_score = _k.entry_point(_k.pav_llr_score, pf, pi, s)
+
+    _ENTRIES = ("_learn_score", "_proba_score", "_llr_score")
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state.pop("_mv_pf", None)
-        state.pop("_mv_pi", None)
+        for name in self._ENTRIES:
+            state.pop(name, None)
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         if state.get("_pf") is not None:
-            self._make_views()
+            self._make_entries()
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         _k.pav_learn_one_inplace(self._sf, self._si, self._pf, self._pi, b, y, w, t)
 
     def _proba_of(self, s: float) -> float:
-        # the same arithmetic, in the same order, as the kernel's ``pav_predict_one``
-        pi = self._mv_pi
-        first = pi[_k.PI_HEAD]
-        if first == -1:
-            return min(max(s, 0.0), 1.0) if self._identity else 0.5
-        last = pi[_k.PI_LAST]
-        pf = self._mv_pf
-        b = bisect_right(self._cuts_list, s)
-        if not self._linear:
-            return pf[_FIT + min(max(b, first), last)]
-        c = self._centres_list
-        j = b if s >= c[b] else b - 1
-        if j < first:
-            return pf[_FIT + first]
-        if j >= last:
-            return pf[_FIT + last]
-        lo = pf[_FIT + j]
-        hi = pf[_FIT + j + 1]
-        p = lo + (hi - lo) * ((s - c[j]) / (c[j + 1] - c[j]))
-        return min(max(p, lo), hi)
+        return self._proba_score(self._pf, self._pi, s)
 
     def _llr_of(self, s: float) -> float:
-        if self._mv_pi[_k.PI_HEAD] == -1:
-            return 0.0
-        pf = self._mv_pf
-        q = min(max(self._proba_of(s), pf[_k.PF_LO]), pf[_k.PF_HI])
-        return math.log((q * pf[_k.PF_PRIOR_ODDS_INV]) / (1.0 - q))
+        return self._llr_score(self._pf, self._pi, s)
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
         _k.pav_process_inplace(self._sf, self._si, self._pf, self._pi, b, s, y, w, t, ops, out_p, out_llr)

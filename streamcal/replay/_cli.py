@@ -117,6 +117,12 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="refit the map-fitting methods (ispline, gev, platt) every N labels instead of lazily before "
         "every prediction that follows a new label (much faster on long streams)",
     )
+    parser.add_argument(
+        "--finite-proba",
+        action="store_true",
+        help="pav: serve probabilities under the finite pseudo-count rule (never exactly 0 or 1) "
+        "instead of the exact PAV map",
+    )
     win = parser.add_mutually_exclusive_group()
     win.add_argument(
         "--window",
@@ -245,7 +251,7 @@ def run_replay(args: argparse.Namespace) -> int:
             metrics_output=metrics_output,
             metrics_window=args.metrics_window,
             metrics=metrics,
-            method_options=None if args.refit_every is None else {"refit_every": args.refit_every},
+            method_options=_method_options(args),
             batch_size=args.batch_size,
             plot=args.plot,
             progress=not args.quiet,
@@ -255,3 +261,12 @@ def run_replay(args: argparse.Namespace) -> int:
         return 1
     summary.print()
     return 0
+
+
+def _method_options(args) -> dict | None:
+    options = {}
+    if args.refit_every is not None:
+        options["refit_every"] = args.refit_every
+    if args.finite_proba:
+        options["finite_proba"] = True
+    return options or None
