@@ -32,6 +32,11 @@ def calibrators() -> dict:
         "PAV (1024 buckets)": lambda: streamcal.PAVCalibrator(),
         "PAV (64 buckets)": lambda: streamcal.PAVCalibrator(buckets=LogitGrid(n_buckets=64)),
     }
+    try:  # probabilities under the finite pseudo-count rule, never exactly 0 or 1 (newer PAVCalibrator)
+        streamcal.PAVCalibrator(finite_proba=True)
+        out["PAV (1024 buckets, finite)"] = lambda: streamcal.PAVCalibrator(finite_proba=True)
+    except TypeError:
+        pass
     for label, name in [("Platt", "PlattCalibrator"), ("GEV", "GEVCalibrator"), ("I-spline", "ISplineCalibrator")]:
         try:
             cls = getattr(streamcal, name)

@@ -355,3 +355,14 @@ def test_gev_buffered_rows_are_carried_over_and_params_must_match():
         merge([a, GEVCanonicalClassifier(batch_size=10)])
     with pytest.raises(TypeError, match="must all be GEVCanonicalClassifier"):
         merge([a, PAVCalibrator()])
+
+
+@pytest.mark.parametrize("kind", ["unbounded", "count"])
+def test_finite_probability_pav_merges_exactly(kind):
+    n = 2000
+    s, y, w, t = data(n, seed=21)
+    parts = partitions(kind, n, 4, np.random.default_rng(6))
+    merged = merge([fit(make(kind, finite_proba=True), idx, s, y, w, t) for idx in parts])
+    single = fit(make(kind, finite_proba=True), np.arange(n), s, y, w, t)
+    assert_same_calibrator(merged, single, kind)
+    assert 0.0 < merged.predict_proba([0.0])[0] < merged.predict_proba([1.0])[0] < 1.0
