@@ -1,0 +1,218 @@
+"""Calibrate any river classifier on the fly: :class:`CalibratedClassifier` (DESIGN §6).
+
+The wrapper scores each event with the wrapped model *before* that model learns it, lets the
+calibrator learn from the out-of-sample score and the label, then lets the model learn. The
+calibrator therefore never sees an in-sample score: its map corrects exactly the scores the model
+gives to events it has not seen, which are the scores it will be asked to correct.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+from river import base
+
+from streamcal.persist import Persistable
+
+__all__ = ["CalibratedClassifier"]
+
+#: Model probabilities this far outside [0, 1] (rounding in a normalisation) are clipped; further is an error.
+_ROUNDING = 1e-9
+
+
+class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
+    """A river classifier whose probabilities are calibrated online by a streamcal calibrator.
+
+    For every learned event ``(x, y)``:
+
+    1. the wrapped ``classifier`` scores ``x`` (its ``predict_proba_one``) with its current state,
+       which has not learned ``x`` yet;
+    2. the ``calibrator`` learns from that out-of-sample score and the label;
+    3. the ``classifier`` learns ``(x, y)``.
+
+    A prediction is the calibrator's map applied to the classifier's current score.
+
+    **Binary calibrators** (``PAVCalibrator``, ``ISplineCalibrator``, ``GEVCalibrator``,
+    ``PlattCalibrator``, or any river classifier taking a one-score dict) get the model's
+    probability of ``pos_val`` as ``{"score": p}`` (or ``{calibrator.score_key: p}``) and the label
+    ``y == pos_val``. A model that gives no probability for ``pos_val`` (for instance before it has
+    seen a positive) scores 0. The wrapper is then a binary classifier: ``predict_proba_one``
+    returns ``{False: 1 - p, True: p}`` (``False`` stands for the negative class: with labels other
+    than bools and 0/1 it is replaced by the first label seen that is not ``pos_val``), and
+    ``predict_llr_one`` gives the calibrated log-likelihood ratio.
+
+    **Multiclass calibrators** (calibrators whose ``_multiclass`` is true, such as
+    ``streamcal.multiclass.PairwiseCouplingCalibrator``) get the model's whole ``predict_proba_one``
+    dict and the label itself, and return a calibrated distribution over the classes.
+
+    The wrapped classifier and calibrator learn in place (as the steps of a river pipeline do):
+    after learning, ``model.classifier`` and ``model.calibrator`` are the fitted objects.
+
+    Parameters
+    ----------
+    classifier
+        Any river classifier with ``predict_proba_one``.
+    calibrator
+        A streamcal binary or multiclass streaming calibrator (or any river classifier with the
+        same face: ``learn_one``/``predict_proba_one`` on a score dict).
+    pos_val
+        The positive label, for binary calibrators.
+
+    Attributes
+    ----------
+    n_learned : int
+        Number of events learned.
+
+    Notes
+    -----
+    ``predict_proba_one`` remembers the last event it scored; when ``learn_one`` follows with an
+    equal ``x`` (as in :func:`river.evaluate.progressive_val_score`), the remembered score is
+    reused instead of asking the model again. The memory is cleared whenever the wrapper learns,
+    so the reused score is always that of the current model; it assumes the wrapped model learns
+    only through the wrapper.
+
+    Examples
+    --------
+    >>> from river import datasets, evaluate, linear_model, preprocessing
+    >>> from streamcal import CalibratedClassifier, PAVCalibrator, metrics
+    >>> model = preprocessing.StandardScaler() | CalibratedClassifier(
+    ...     linear_model.LogisticRegression(), PAVCalibrator()
+    ... )
+    >>> brier = evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Brier())
+    >>> print(f"{brier.get():.3f}")  # the bare logistic regression scores 0.097
+    0.085
+    >>> x, _ = next(iter(datasets.Phishing()))
+    >>> p = model.predict_proba_one(x)
+    >>> sorted(p), round(sum(p.values()), 6)
+    ([False, True], 1.0)
+    """
+
+    def __init__(self, classifier: base.Classifier, calibrator: base.Classifier, pos_val=True):
+        if not isinstance(classifier, base.Classifier):
+            msg = f"`classifier` must be a river classifier; got {classifier!r}."
+            raise TypeError(msg)
+        if not isinstance(calibrator, base.Estimator) or not hasattr(calibrator, "learn_one"):
+            msg = f"`calibrator` must be a streamcal calibrator (a river classifier); got {calibrator!r}."
+            raise TypeError(msg)
+        self.classifier = classifier
+        self.calibrator = calibrator
+        self.pos_val = pos_val
+        self._neg_label = False
+        self._last_x: dict | None = None
+        self._last_proba: dict | None = None
+        self.n_learned = 0
+
+    # ------------------------------------------------------------------ river plumbing
+    @property
+    def _wrapped_model(self):
+        return self.classifier
+
+    @property
+    def _multiclass(self) -> bool:
+        return bool(getattr(self.calibrator, "_multiclass", False)) and bool(self.classifier._multiclass)
+
+    @property
+    def _binary_calibrator(self) -> bool:
+        return not getattr(self.calibrator, "_multiclass", False)
+
+    @classmethod
+    def _unit_test_params(cls):
+        from river import linear_model, naive_bayes
+
+        from streamcal import PAVCalibrator
+
+        yield {"classifier": linear_model.LogisticRegression(), "calibrator": PAVCalibrator()}
+        yield {"classifier": naive_bayes.GaussianNB(), "calibrator": PAVCalibrator()}
+
+    # ------------------------------------------------------------------ scoring
+    def _model_proba(self, x: dict) -> dict:
+        """The wrapped model's ``predict_proba_one(x)``, reusing the last one for an equal ``x``."""
+        last = self._last_x
+        if last is not None and last == x:
+            return self._last_proba
+        proba = self.classifier.predict_proba_one(x)
+        self._last_x = dict(x)
+        self._last_proba = proba
+        return proba
+
+    def _score_dict(self, proba: dict) -> dict:
+        p = float(proba.get(self.pos_val, 0.0))
+        if not 0.0 <= p <= 1.0 and -_ROUNDING <= p <= 1.0 + _ROUNDING:
+            p = min(max(p, 0.0), 1.0)  # a normalisation rounded just past 0 or 1
+        if not 0.0 <= p <= 1.0:  # NaN too
+            msg = (
+                f"the wrapped classifier gave a probability of {p!r} to `pos_val` = {self.pos_val!r}; "
+                "a probability in [0, 1] is required."
+            )
+            raise ValueError(msg)
+        key = getattr(self.calibrator, "score_key", None)
+        return {"score" if key is None else key: p}
+
+    def _calibrator_input(self, x: dict):
+        proba = self._model_proba(x)
+        return self._score_dict(proba) if self._binary_calibrator else proba
+
+    # ------------------------------------------------------------------ river face
+    def learn_one(self, x: dict, y, **kwargs) -> None:
+        """Score ``x`` with the model, let the calibrator learn that score and ``y``, then the model learn.
+
+        Extra keyword arguments go to the wrapped classifier. A sample weight ``w`` goes to the
+        classifier and to a binary calibrator (multiclass calibrators take no weights).
+        """
+        if self._binary_calibrator:
+            label = _binary_label(y, self.pos_val)
+            cal_x = self._score_dict(self._model_proba(x))
+            if "w" in kwargs:
+                self.calibrator.learn_one(cal_x, label, w=kwargs["w"])
+            else:
+                self.calibrator.learn_one(cal_x, label)
+            if not label and self._neg_label is False and not _is_bool_like(self.pos_val):
+                self._neg_label = y  # labels such as "spam" / "ham": the first negative names the class
+        else:
+            cal_x = self._model_proba(x)
+            self.calibrator.learn_one(cal_x, y)
+        self._last_x = None
+        self._last_proba = None
+        self.classifier.learn_one(x, y, **kwargs)
+        self.n_learned += 1
+
+    def predict_proba_one(self, x: dict, **kwargs) -> dict:
+        """The calibrated distribution over the classes for ``x``."""
+        cal_x = self._calibrator_input(x)
+        if not self._binary_calibrator:
+            return self.calibrator.predict_proba_one(cal_x)
+        p = float(self.calibrator.predict_proba_one(cal_x).get(True, 0.0))
+        return {self._neg_label: 1.0 - p, self.pos_val: p}
+
+    def predict_one(self, x: dict, **kwargs):
+        """The most probable class after calibration (``pos_val`` wins ties in the binary case)."""
+        proba = self.predict_proba_one(x)
+        if self._binary_calibrator:
+            return self.pos_val if proba.get(self.pos_val, 0.0) >= 0.5 else self._neg_label
+        return max(proba, key=proba.get) if proba else None
+
+    def predict_llr_one(self, x: dict, **kwargs) -> float:
+        """The calibrated log-likelihood ratio of ``pos_val`` against the rest (natural log).
+
+        Only for binary calibrators that provide ``predict_llr_one``.
+        """
+        if not self._binary_calibrator or not hasattr(self.calibrator, "predict_llr_one"):
+            msg = (
+                "predict_llr_one needs a binary calibrator with a `predict_llr_one` method; "
+                f"got {type(self.calibrator).__name__}."
+            )
+            raise NotImplementedError(msg)
+        return float(self.calibrator.predict_llr_one(self._calibrator_input(x)))
+
+
+def _is_bool_like(y) -> bool:
+    return isinstance(y, (bool, np.bool_)) or (isinstance(y, numbers.Real) and y in (0, 1))
+
+
+def _binary_label(y, pos_val) -> bool:
+    if y is None or (isinstance(y, float) and math.isnan(y)):
+        msg = f"`y` must be a class label; got {y!r}."
+        raise ValueError(msg)
+    return bool(y == pos_val)

@@ -1,0 +1,228 @@
+"""Fit and apply streaming calibrators over Dask dataframes (DESIGN §8; optional extra ``streamcal[dask]``).
+
+:func:`fit` builds one calibrator state per partition (each a plain ``update`` over the partition's
+columns, in the worker that holds it) and reduces the states by a tree of
+:func:`streamcal.merging.merge` calls, keeping the partitions' order. Because merging is exact, the
+result is the calibrator that one process would have built by learning every row in order (see
+:mod:`streamcal.merging` for what the order means per window): with integer weights, bit for bit.
+
+:func:`predict` maps a fitted calibrator over the partitions of a score column (predictions never
+change a calibrator, so partitions are independent).
+
+Dask is imported only when these functions are called; without it they raise an ``ImportError``
+naming the extra to install.
+
+Examples
+--------
+>>> import numpy as np, pandas as pd
+>>> import dask.dataframe as dd
+>>> from streamcal import PAVCalibrator
+>>> from streamcal import dask as scd
+>>> rng = np.random.default_rng(0)
+>>> s = rng.uniform(size=4000)
+>>> frame = pd.DataFrame({"score": s, "label": rng.uniform(size=4000) < s**2})
+>>> ddf = dd.from_pandas(frame, npartitions=4)
+>>> cal = scd.fit(PAVCalibrator(), ddf, score="score", label="label", scheduler="sync")
+>>> cal.n_learned, np.array_equal(cal.predict_proba(s), PAVCalibrator().update(s, frame["label"]).predict_proba(s))
+(4000, True)
+>>> scd.predict(cal, ddf, score="score").compute(scheduler="sync").round(2).head(3).tolist()
+[0.38, 0.06, 0.0]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamcal.merging import merge
+
+__all__ = ["fit", "predict"]
+
+_OUTPUTS = ("proba", "llr", "both")
+
+
+def _require_dask():
+    try:
+        import dask
+        import dask.dataframe
+    except ImportError as exc:
+        msg = f"streamcal.dask needs dask with dataframes: install the extra, `pip install 'streamcal[dask]'` ({exc})."
+        raise ImportError(msg) from None
+    return dask
+
+
+def _check_columns(data, names: dict) -> None:
+    columns = list(data.columns)
+    for arg, col in names.items():
+        if col is not None and col not in columns:
+            msg = f"`{arg}` must name a column of `data`; got {col!r}, columns are {columns[:10]!r}."
+            raise KeyError(msg)
+
+
+def _template(calibrator, data, score: str):
+    """An empty calibrator to clone per partition; quantile edges are fixed from the first rows."""
+    from streamcal._streaming import StreamingCalibrator
+
+    if not isinstance(calibrator, StreamingCalibrator):
+        msg = f"`calibrator` must be a streamcal streaming calibrator; got {type(calibrator).__name__}."
+        raise TypeError(msg)
+    if calibrator.n_learned:
+        msg = f"`calibrator` must be fresh (it is cloned per partition); it has learned {calibrator.n_learned} events."
+        raise ValueError(msg)
+    template = calibrator.clone()
+    buckets = calibrator.buckets
+    warmup = int(getattr(buckets, "warmup", 0) or 0)
+    if warmup:
+        # a single calibrator would learn its edges from the first `warmup` scores: use those
+        from streamcal.buckets import Edges
+
+        sample = data[score].head(warmup, npartitions=-1, compute=True).to_numpy(dtype=np.float64)
+        if sample.size < warmup:
+            msg = f"`data` has {sample.size} rows, fewer than the {warmup} the quantile edges need."
+            raise ValueError(msg)
+        edges = buckets.bucket_edges(sample)
+        centres = buckets.bucket_centres(sample)
+        template = template.clone({"buckets": Edges(edges=tuple(edges), centres=tuple(centres))})
+    return template
+
+
+def _fit_partition(template, frame, score, label, weight, time):
+    cal = template.clone()
+    if len(frame) == 0:
+        return cal
+    if time is not None and cal._uses_times:
+        frame = frame.sort_values(time, kind="stable")  # time-clock windows learn in time order
+    cal.update(
+        frame[score].to_numpy(dtype=np.float64),
+        frame[label].to_numpy(),
+        weights=None if weight is None else frame[weight].to_numpy(dtype=np.float64),
+        times=None if time is None else frame[time].to_numpy(dtype=np.float64),
+    )
+    return cal
+
+
+def _merge_states(states):
+    return merge(states)
+
+
+def fit(
+    calibrator,
+    data,
+    score: str,
+    label: str,
+    *,
+    weight: str | None = None,
+    time: str | None = None,
+    split_every: int = 8,
+    scheduler=None,
+    compute: bool = True,
+):
+    """Fit a streaming calibrator over a Dask dataframe: one state per partition, tree-merged.
+
+    Parameters
+    ----------
+    calibrator
+        A fresh streamcal streaming calibrator (``PAVCalibrator(...)``, ...): it is cloned per
+        partition and left untouched. ``QuantileEdges`` buckets are fixed first from the first
+        ``warmup`` scores of ``data`` (what one calibrator over the rows in order would use); the
+        result then has ``Edges`` buckets with those edges.
+    data
+        A ``dask.dataframe.DataFrame`` (for instance ``dask.dataframe.read_parquet`` of a
+        directory). Its partitions are taken in order: for count windows and decay by events the
+        rows must be in stream order across partitions; time windows and decay by time sort each
+        partition by ``time`` and need no global order.
+    score, label
+        Names of the score and binary label columns.
+    weight, time
+        Optional names of the sample weight and event time columns (``time`` is required by
+        time windows and decay by time).
+    split_every
+        Fan-in of the merge tree.
+    scheduler
+        Passed to ``dask.compute`` (``None``: the current default, or the active
+        ``distributed.Client``).
+    compute
+        Return the fitted calibrator (True) or the ``dask.delayed`` object that computes it.
+
+    Returns
+    -------
+    The fitted calibrator (or a delayed one).
+    """
+    dask = _require_dask()
+    from streamcal._validation import check_scalar
+
+    check_scalar(split_every, "split_every", int, low=2)
+    _check_columns(data, {"score": score, "label": label, "weight": weight, "time": time})
+    template = _template(calibrator, data, score)
+    if template._uses_times and time is None:
+        msg = f"{type(template.window).__name__} needs event times: pass `time=` (a column of `data`)."
+        raise ValueError(msg)
+    columns = [c for c in dict.fromkeys((score, label, weight, time)) if c is not None]
+    parts = data[columns].to_delayed()
+    fit_part = dask.delayed(_fit_partition, pure=True)
+    merge_parts = dask.delayed(_merge_states, pure=True)
+    states = [fit_part(template, part, score, label, weight, time) for part in parts]
+    while len(states) > 1:
+        states = [merge_parts(states[i : i + split_every]) for i in range(0, len(states), split_every)]
+    result = states[0]
+    if not compute:
+        return result
+    (fitted,) = dask.compute(result, scheduler=scheduler)
+    return fitted
+
+
+def _predict_partition(series, calibrator, output):
+    import pandas as pd
+
+    s = series.to_numpy(dtype=np.float64)
+    if output == "proba":
+        return pd.Series(calibrator.predict_proba(s), index=series.index, name="proba")
+    if output == "llr":
+        return pd.Series(calibrator.predict_llr(s), index=series.index, name="llr")
+    return pd.DataFrame(
+        {"proba": calibrator.predict_proba(s), "llr": calibrator.predict_llr(s)},
+        index=series.index,
+    )
+
+
+def predict(calibrator, data, score: str | None = None, *, output: str = "proba"):
+    """Calibrated probabilities and/or LLRs of a Dask score column (lazy).
+
+    Parameters
+    ----------
+    calibrator
+        A fitted streamcal streaming calibrator (it is not changed).
+    data
+        A Dask dataframe (then ``score`` names the column) or a Dask series of scores.
+    score
+        Name of the score column of a dataframe.
+    output
+        ``"proba"`` or ``"llr"`` (a series of that name), or ``"both"`` (a dataframe with columns
+        ``proba`` and ``llr``).
+
+    Returns
+    -------
+    A Dask series or dataframe aligned with ``data``; add it with ``data.assign(...)``.
+    """
+    _require_dask()
+    import pandas as pd
+    from dask import dataframe as dd
+
+    from streamcal._validation import check_scalar
+
+    check_scalar(output, "output", choices=_OUTPUTS)
+    if isinstance(data, dd.DataFrame):
+        if score is None:
+            msg = "`score` must name the score column when `data` is a dataframe."
+            raise ValueError(msg)
+        _check_columns(data, {"score": score})
+        series = data[score]
+    elif isinstance(data, dd.Series):
+        series = data
+    else:
+        msg = f"`data` must be a dask DataFrame or Series; got {type(data).__name__}."
+        raise TypeError(msg)
+    if output == "both":
+        meta = pd.DataFrame({"proba": pd.Series(dtype="float64"), "llr": pd.Series(dtype="float64")})
+    else:
+        meta = pd.Series(dtype="float64", name=output)
+    return series.map_partitions(_predict_partition, calibrator, output, meta=meta)

@@ -1,0 +1,401 @@
+"""CalibratedClassifier: call order (spy), binary and multiclass calibrators, pipelines, river checks."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+
+import numpy as np
+import pytest
+from river import base, checks, datasets, evaluate, linear_model, metrics, naive_bayes, preprocessing, tree
+from river_cases import river_check_cases
+
+from streamcal.buckets import LogitGrid
+from streamcal.compose import CalibratedClassifier
+from streamcal.isotonic import PAVCalibrator, pav
+from streamcal.multiclass import OneVsRestCalibrator, PairwiseCouplingCalibrator
+from streamcal.windows import CountWindow
+
+
+# --------------------------------------------------------------------------------------- stand-ins
+class HistogramPAV(base.Classifier):
+    """Test-local streaming stand-in: PAV over a fixed uniform histogram of probability scores.
+
+    Same face as the streamcal binary streaming calibrators (one-score dict in, bool label).
+    """
+
+    def __init__(self, n_buckets: int = 20, score_key: str | None = None):
+        self.n_buckets = n_buckets
+        self.score_key = score_key
+        self._pos = np.zeros(n_buckets)
+        self._neg = np.zeros(n_buckets)
+
+    def _bucket(self, x: dict) -> int:
+        (s,) = x.values() if self.score_key is None else (x[self.score_key],)
+        return min(int(s * self.n_buckets), self.n_buckets - 1)
+
+    def learn_one(self, x, y):
+        b = self._bucket(x)
+        if y:
+            self._pos[b] += 1.0
+        else:
+            self._neg[b] += 1.0
+
+    def _fitted(self, b: int) -> float:
+        tot = self._pos + self._neg
+        has = tot > 0
+        if not has.any():
+            return 0.5
+        fit = pav(self._pos[has] / tot[has], tot[has])
+        idx = np.flatnonzero(has)
+        j = int(np.clip(np.searchsorted(idx, b, side="right") - 1, 0, idx.size - 1))
+        return float((fit[j] * tot[has][j] + 1.0) / (tot[has][j] + 2.0))  # keep it inside (0, 1)
+
+    def predict_proba_one(self, x):
+        p = self._fitted(self._bucket(x))
+        return {False: 1.0 - p, True: p}
+
+    def predict_llr_one(self, x):
+        p = self._fitted(self._bucket(x))
+        t1 = self._pos.sum() + 1.0
+        t = self._pos.sum() + self._neg.sum() + 2.0
+        return math.log(p / (1 - p)) - math.log(t1 / (t - t1))
+
+
+class FrequencyBlend(base.Classifier):
+    """Test-local multiclass stand-in: averages the model's distribution with the class frequencies."""
+
+    def __init__(self, alpha: float = 0.5):
+        self.alpha = alpha
+        self._counts: dict = {}
+
+    @property
+    def _multiclass(self):
+        return True
+
+    def learn_one(self, x, y):
+        self._counts[y] = self._counts.get(y, 0) + 1
+
+    def predict_proba_one(self, x):
+        classes = set(self._counts) | set(x)
+        n = sum(self._counts.values())
+        out = {}
+        for c in classes:
+            freq = self._counts.get(c, 0) / n if n else 1.0 / len(classes)
+            out[c] = self.alpha * x.get(c, 0.0) + (1 - self.alpha) * freq
+        z = sum(out.values())
+        return {c: v / z for c, v in out.items()} if z > 0 else {}
+
+
+class SpyModel(base.Classifier):
+    """A model whose score moves with every event it learns, logging each call."""
+
+    def __init__(self, log: list | None = None):
+        self.log = log
+        self._n = 0
+
+    def predict_proba_one(self, x):
+        p = (x["i"] % 7 + 1) / (8 + self._n)  # changes once the model learns: in-sample scores differ
+        self.log.append(("model.predict", x["i"], self._n))
+        return {False: 1.0 - p, True: p}
+
+    def learn_one(self, x, y):
+        self.log.append(("model.learn", x["i"], self._n))
+        self._n += 1
+
+
+class SpyCalibrator(HistogramPAV):
+    def __init__(self, log: list | None = None, n_buckets: int = 20, score_key: str | None = None):
+        super().__init__(n_buckets=n_buckets, score_key=score_key)
+        self.log = log
+
+    def learn_one(self, x, y):
+        self.log.append(("calibrator.learn", dict(x), y))
+        super().learn_one(x, y)
+
+
+def stream(n, seed=0):
+    rng = np.random.default_rng(seed)
+    for i in range(n):
+        yield {"i": i, "a": float(rng.normal())}, bool(rng.uniform() < 0.3)
+
+
+# --------------------------------------------------------------------------------------- call order
+@pytest.mark.parametrize("with_predict", [False, True])
+def test_calibrator_only_sees_scores_from_before_the_model_learned_the_event(with_predict):
+    log: list = []
+    model = CalibratedClassifier(SpyModel(log), SpyCalibrator(log))
+    for x, y in stream(50):
+        if with_predict:  # as progressive_val_score does: predict, then learn the same x
+            model.predict_proba_one(x)
+        model.learn_one(x, y)
+
+    learns = [e for e in log if e[0] == "model.learn"]
+    assert [e[1] for e in learns] == list(range(50))
+    for i in range(50):
+        pos_cal = next(k for k, e in enumerate(log) if e[0] == "calibrator.learn" and k > _index_of_learn(log, i - 1))
+        pos_learn = _index_of_learn(log, i)
+        assert pos_cal < pos_learn  # the calibrator learned event i before the model did
+        # the score it got is the model's score of event i with the model that had learned i events
+        expected = (i % 7 + 1) / (8 + i)
+        assert log[pos_cal][1] == {"score": expected}
+        predicts = [e for e in log[:pos_cal] if e[0] == "model.predict" and e[1] == i]
+        assert predicts
+        assert all(e[2] == i for e in predicts)
+
+
+def _index_of_learn(log, i):
+    if i < 0:
+        return -1
+    return next(k for k, e in enumerate(log) if e[0] == "model.learn" and e[1] == i)
+
+
+def test_predict_then_learn_scores_the_model_once(rng):
+    log: list = []
+    model = CalibratedClassifier(SpyModel(log), SpyCalibrator(log))
+    x = {"i": 3, "a": 0.1}
+    model.predict_proba_one(x)
+    model.learn_one(dict(x), True)  # an equal dict: the remembered score is reused
+    assert [e[0] for e in log] == ["model.predict", "calibrator.learn", "model.learn"]
+    model.predict_proba_one(x)  # the model learned since: it is asked again
+    assert [e[0] for e in log][-1] == "model.predict"
+
+
+def test_learning_equals_the_manual_three_steps():
+    a = CalibratedClassifier(linear_model.LogisticRegression(), HistogramPAV())
+    clf, cal = linear_model.LogisticRegression(), HistogramPAV()
+    for x, y in datasets.Phishing().take(300):
+        assert a.predict_proba_one(x)[True] == cal.predict_proba_one({"s": clf.predict_proba_one(x)[True]})[True]
+        a.learn_one(x, y)
+        cal.learn_one({"s": clf.predict_proba_one(x)[True]}, y)
+        clf.learn_one(x, y)
+    assert a.n_learned == 300
+    np.testing.assert_array_equal(a.calibrator._pos, cal._pos)
+    assert a.classifier.weights == clf.weights
+
+
+def test_sample_weight_goes_to_the_model_and_the_calibrator():
+    a = CalibratedClassifier(linear_model.LogisticRegression(), PAVCalibrator())
+    clf, cal = linear_model.LogisticRegression(), PAVCalibrator()
+    for k, (x, y) in enumerate(datasets.Phishing().take(200)):
+        w = 1.0 + k % 3
+        a.learn_one(x, y, w=w)
+        cal.learn_one({"score": clf.predict_proba_one(x)[True]}, y, w=w)
+        clf.learn_one(x, y, w=w)
+    assert a.calibrator.window_weight == cal.window_weight == sum(1.0 + k % 3 for k in range(200))
+    assert a.predict_proba_one(x) == cal.predict_proba_one({"score": clf.predict_proba_one(x)[True]})
+    with pytest.raises(ValueError, match="`w` must be finite and non-negative"):
+        a.learn_one(x, y, w=-1.0)
+    assert a.n_learned == 200
+
+
+def test_progressive_loop_equals_the_calibrators_prequential_array_face():
+    model = CalibratedClassifier(linear_model.LogisticRegression(), PAVCalibrator())
+    clf = linear_model.LogisticRegression()
+    wrapped, scores, labels = [], [], []
+    for x, y in datasets.Phishing():
+        wrapped.append(model.predict_proba_one(x)[True])
+        model.learn_one(x, y)
+        scores.append(clf.predict_proba_one(x)[True])  # out-of-sample score of the same model
+        labels.append(y)
+        clf.learn_one(x, y)
+    proba, _ = PAVCalibrator().prequential(scores, labels)
+    np.testing.assert_array_equal(wrapped, proba)
+
+
+def test_score_key_of_the_calibrator_is_used():
+    log: list = []
+    model = CalibratedClassifier(SpyModel(log), SpyCalibrator(log, score_key="p"))
+    model.learn_one({"i": 0, "a": 0.0}, True)
+    assert log[1] == ("calibrator.learn", {"p": 1 / 8}, True)
+
+
+# --------------------------------------------------------------------------------------- binary face
+def test_binary_output_keys_and_llr():
+    model = CalibratedClassifier(naive_bayes.GaussianNB(), HistogramPAV())
+    for x, y in datasets.Phishing().take(200):
+        p = model.predict_proba_one(x)
+        assert set(p) == {False, True}
+        assert math.isclose(sum(p.values()), 1.0)
+        llr = model.predict_llr_one(x)
+        assert isinstance(llr, float)
+        assert model.predict_one(x) == (p[True] >= 0.5)
+        model.learn_one(x, y)
+
+
+def test_pos_val_with_string_labels():
+    model = CalibratedClassifier(naive_bayes.GaussianNB(), HistogramPAV(), pos_val="spam")
+    for (x, y), k in zip(datasets.Phishing().take(100), itertools.count()):
+        model.learn_one(x, "spam" if y else "ham")
+        if k > 5:
+            assert set(model.predict_proba_one(x)) == {"spam", "ham"}
+    assert model.predict_one(x) in {"spam", "ham"}
+
+
+def test_int_labels_keep_bool_keys():
+    model = CalibratedClassifier(linear_model.LogisticRegression(), HistogramPAV(), pos_val=1)
+    for x, y in datasets.Phishing().take(50):
+        model.learn_one(x, int(y))
+    assert set(model.predict_proba_one(x)) == {0, 1}
+
+
+def test_calibration_improves_a_miscalibrated_model():
+    # a model forced to be over-confident: NB on Phishing
+    raw, cal = metrics.LogLoss(), metrics.LogLoss()
+    nb = naive_bayes.GaussianNB()
+    model = CalibratedClassifier(naive_bayes.GaussianNB(), HistogramPAV())
+    for x, y in datasets.Phishing():
+        raw.update(y, nb.predict_proba_one(x) or {True: 0.5, False: 0.5})
+        cal.update(y, model.predict_proba_one(x))
+        nb.learn_one(x, y)
+        model.learn_one(x, y)
+    assert cal.get() < raw.get()
+
+
+def test_inside_a_pipeline_with_progressive_val_score():
+    model = preprocessing.StandardScaler() | CalibratedClassifier(linear_model.LogisticRegression(), HistogramPAV())
+    metric = evaluate.progressive_val_score(datasets.Phishing(), model, metrics.LogLoss())
+    assert 0.0 < metric.get() < 0.5
+    assert model[-1].n_learned == 1250
+
+
+class FixedProba(base.Classifier):
+    def __init__(self, p: float = 0.5):
+        self.p = p
+
+    def learn_one(self, x, y):
+        pass
+
+    def predict_proba_one(self, x):
+        return {False: 1.0 - self.p, True: self.p}
+
+
+def test_model_probabilities_rounded_past_one_are_clipped_and_wrong_ones_rejected():
+    model = CalibratedClassifier(FixedProba(1.0 + 1e-15), PAVCalibrator())
+    model.learn_one({"a": 1.0}, True)
+    assert model.calibrator.n_learned == 1
+    for bad in (1.5, -0.1, math.nan):
+        model = CalibratedClassifier(FixedProba(bad), PAVCalibrator())
+        with pytest.raises(ValueError, match="a probability in \\[0, 1\\] is required"):
+            model.learn_one({"a": 1.0}, True)
+        assert model.calibrator.n_learned == 0
+
+
+def test_llr_of_a_wrapper_inside_a_pipeline():
+    model = preprocessing.StandardScaler() | CalibratedClassifier(linear_model.LogisticRegression(), PAVCalibrator())
+    for x, y in datasets.Phishing().take(300):
+        model.learn_one(x, y)
+    wrapper = model[-1]
+    llr = wrapper.predict_llr_one(model.transform_one(x))
+    score = wrapper.classifier.predict_proba_one(model.transform_one(x))[True]
+    assert llr == wrapper.calibrator.predict_llr_one({"score": score})
+    assert isinstance(llr, float)
+
+
+def test_bad_parameters_are_rejected():
+    with pytest.raises(TypeError, match="`classifier` must be a river classifier"):
+        CalibratedClassifier(object(), HistogramPAV())
+    with pytest.raises(TypeError, match="`calibrator` must be"):
+        CalibratedClassifier(linear_model.LogisticRegression(), 0.5)
+
+
+def test_missing_label_is_rejected_before_anything_learns():
+    model = CalibratedClassifier(linear_model.LogisticRegression(), HistogramPAV())
+    x, _ = next(iter(datasets.Phishing()))
+    model.learn_one(x, True)
+    before = copy.deepcopy(model.calibrator._pos), dict(model.classifier.weights)
+    with pytest.raises(ValueError, match="`y` must be a class label"):
+        model.learn_one(x, None)
+    np.testing.assert_array_equal(model.calibrator._pos, before[0])
+    assert model.classifier.weights == before[1]
+
+
+def test_predict_llr_one_needs_a_binary_calibrator():
+    model = CalibratedClassifier(naive_bayes.GaussianNB(), FrequencyBlend())
+    with pytest.raises(NotImplementedError, match="binary calibrator"):
+        model.predict_llr_one({"a": 1.0})
+
+
+# --------------------------------------------------------------------------------------- multiclass
+def test_multiclass_calibrator_gets_the_whole_distribution_and_the_label():
+    seen = []
+
+    class Spy(FrequencyBlend):
+        def learn_one(self, x, y):
+            seen.append((dict(x), y))
+            super().learn_one(x, y)
+
+    clf = naive_bayes.GaussianNB()
+    model = CalibratedClassifier(naive_bayes.GaussianNB(), Spy())
+    assert model._multiclass
+    for x, y in datasets.ImageSegments().take(100):
+        expected = clf.predict_proba_one(x)
+        p = model.predict_proba_one(x)
+        model.learn_one(x, y)
+        clf.learn_one(x, y)
+        assert seen[-1] == (expected, y)
+        if p:
+            assert math.isclose(sum(p.values()), 1.0)
+    assert set(model.predict_proba_one(x)) == set(clf.predict_proba_one(x))
+
+
+@pytest.mark.parametrize("calibrator", [PairwiseCouplingCalibrator, OneVsRestCalibrator])
+def test_multiclass_calibration_with_the_coupling_calibrators(calibrator):
+    bare = naive_bayes.GaussianNB()
+    model = CalibratedClassifier(naive_bayes.GaussianNB(), calibrator())
+    assert model._multiclass
+    raw, cal = metrics.CrossEntropy(), metrics.CrossEntropy()
+    for x, y in datasets.ImageSegments():
+        raw.update(y, bare.predict_proba_one(x))
+        p = model.predict_proba_one(x)
+        cal.update(y, p)
+        if p:
+            assert math.isclose(sum(p.values()), 1.0)
+        bare.learn_one(x, y)
+        model.learn_one(x, y)
+    assert cal.get() < 0.5 * raw.get()  # naive Bayes is far from calibrated on ImageSegments
+
+
+# --------------------------------------------------------------------------------------- river checks
+def _check_cases():
+    models = {
+        "gaussiannb-pav": lambda: CalibratedClassifier(naive_bayes.GaussianNB(), PAVCalibrator(window=CountWindow(50))),
+        "hoeffdingtree-standin": lambda: CalibratedClassifier(tree.HoeffdingTreeClassifier(), HistogramPAV()),
+        "gaussiannb-standin-multiclass": lambda: CalibratedClassifier(naive_bayes.GaussianNB(), FrequencyBlend()),
+        "gaussiannb-pairwise": lambda: CalibratedClassifier(
+            naive_bayes.GaussianNB(), PairwiseCouplingCalibrator(PAVCalibrator(buckets=LogitGrid(n_buckets=64)))
+        ),
+    }
+    for name, make in models.items():
+        for check in checks.yield_checks(make()):
+            dataset = getattr(check, "keywords", {}).get("dataset")
+            label = check.__name__ + ("" if dataset is None else f"[{type(dataset).__name__}]")
+            yield pytest.param(make, check, id=f"{name}-{label}")
+
+
+@pytest.mark.parametrize(("cls", "params", "check"), list(river_check_cases(CalibratedClassifier)))
+def test_river_checks_with_unit_test_params(cls, params, check):
+    """LogisticRegression and GaussianNB wrapped with PAVCalibrator (``_unit_test_params``)."""
+    check(cls(**params))
+
+
+@pytest.mark.parametrize(("make", "check"), list(_check_cases()))
+def test_river_checks(make, check):
+    """More wrapped models and calibrators: windowed PAV, a tree, multiclass calibrators."""
+    check(make())
+
+
+def test_state_is_bounded():
+    import pickle
+
+    events = list(datasets.Phishing())
+    model = CalibratedClassifier(linear_model.LogisticRegression(), PAVCalibrator(window=CountWindow(500)))
+    sizes = []
+    for target in (10_000, 30_000):
+        while model.n_learned < target:
+            x, y = events[model.n_learned % len(events)]
+            model.predict_proba_one(x)
+            model.learn_one(x, y)
+        sizes.append(len(pickle.dumps(model)))
+    assert sizes[0] == sizes[1]

@@ -1,0 +1,165 @@
+"""streamcal.dask: fitting over partitions and tree merging == fitting in memory; scoring."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+
+from streamcal import PAVCalibrator  # noqa: E402
+from streamcal import dask as scd  # noqa: E402
+from streamcal.buckets import QuantileEdges, UniformGrid  # noqa: E402
+from streamcal.windows import CountWindow, Decay, TimeWindow  # noqa: E402
+
+N = 6000
+
+
+@pytest.fixture(scope="module")
+def frame():
+    rng = np.random.default_rng(11)
+    s = rng.uniform(size=N)
+    return pd.DataFrame(
+        {
+            "score": s,
+            "label": rng.uniform(size=N) < s**2,
+            "weight": rng.integers(1, 4, size=N).astype(float),
+            "time": np.cumsum(rng.exponential(size=N)),
+            "key": rng.integers(0, 8, size=N),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def parquet_dir(frame, tmp_path_factory):
+    """8 Parquet files in stream order (part-0 ... part-7), as a dataset directory."""
+    path = tmp_path_factory.mktemp("parquet")
+    for i, chunk in enumerate(np.array_split(np.arange(N), 8)):
+        frame.iloc[chunk].to_parquet(path / f"part-{i}.parquet", index=False)
+    return path
+
+
+def in_memory(cal, frame, weight=True, time=True):
+    return cal.update(
+        frame["score"].to_numpy(),
+        frame["label"].to_numpy(),
+        weights=frame["weight"].to_numpy() if weight else None,
+        times=frame["time"].to_numpy() if time and cal._uses_times else None,
+    )
+
+
+def assert_equal_calibrators(a, b):
+    grid = np.linspace(0, 1, 513)
+    assert a.n_learned == b.n_learned
+    np.testing.assert_array_equal(a.histogram()[1], b.histogram()[1])
+    np.testing.assert_array_equal(a.histogram()[2], b.histogram()[2])
+    np.testing.assert_array_equal(a.predict_proba(grid), b.predict_proba(grid))
+    np.testing.assert_array_equal(a.predict_llr(grid), b.predict_llr(grid))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: PAVCalibrator(),
+        lambda: PAVCalibrator(window=CountWindow(1000), interpolation="step"),
+        lambda: PAVCalibrator(buckets=UniformGrid(n_buckets=50), window=TimeWindow(seconds=900.0)),
+    ],
+    ids=["unbounded", "count", "time"],
+)
+def test_dask_fit_over_parquet_equals_in_memory_fit(parquet_dir, frame, make):
+    ddf = dd.read_parquet(parquet_dir)
+    assert ddf.npartitions == 8
+    cal = make()
+    fitted = scd.fit(cal, ddf, "score", "label", weight="weight", time="time", split_every=3, scheduler="sync")
+    assert cal.n_learned == 0  # the template is not touched
+    assert_equal_calibrators(fitted, in_memory(make(), frame))
+
+
+def test_time_windows_need_no_global_order(frame):
+    # partitions by key: every partition interleaves in time with the others
+    shuffled = pd.concat([frame[frame["key"] == k] for k in range(8)])
+    ddf = dd.from_pandas(shuffled, npartitions=8, sort=False)
+    make = lambda: PAVCalibrator(window=Decay(half_life=500.0, by="time"))  # noqa: E731
+    fitted = scd.fit(make(), ddf, "score", "label", weight="weight", time="time", scheduler="sync")
+    single = in_memory(make(), frame)
+    grid = np.linspace(0, 1, 101)
+    np.testing.assert_allclose(fitted.histogram()[1], single.histogram()[1], rtol=1e-12)
+    np.testing.assert_allclose(fitted.predict_proba(grid), single.predict_proba(grid), rtol=1e-9)
+
+
+def test_quantile_edges_are_fixed_from_the_first_rows(frame):
+    ddf = dd.from_pandas(frame, npartitions=6)
+    make = lambda: PAVCalibrator(buckets=QuantileEdges(n_buckets=32, warmup=1500))  # noqa: E731
+    fitted = scd.fit(make(), ddf, "score", "label", scheduler="sync")
+    single = in_memory(make(), frame, weight=False)
+    np.testing.assert_array_equal(fitted.edges, single.edges)
+    assert_equal_calibrators(fitted, single)
+
+
+def test_fit_on_a_local_distributed_cluster(parquet_dir, frame):
+    distributed = pytest.importorskip("distributed")
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None) as client:
+        ddf = dd.read_parquet(parquet_dir)
+        fitted = scd.fit(PAVCalibrator(), ddf, "score", "label", weight="weight")
+        proba = scd.predict(fitted, ddf, "score").compute()
+        assert client.status == "running"
+    single = in_memory(PAVCalibrator(), frame)
+    assert_equal_calibrators(fitted, single)
+    np.testing.assert_array_equal(proba.to_numpy(), single.predict_proba(frame["score"].to_numpy()))
+
+
+def test_predict_outputs(frame):
+    cal = in_memory(PAVCalibrator(), frame)
+    ddf = dd.from_pandas(frame, npartitions=3)
+    s = frame["score"].to_numpy()
+    both = scd.predict(cal, ddf, "score", output="both").compute(scheduler="sync")
+    assert list(both.columns) == ["proba", "llr"]
+    np.testing.assert_array_equal(both["proba"].to_numpy(), cal.predict_proba(s))
+    np.testing.assert_array_equal(both["llr"].to_numpy(), cal.predict_llr(s))
+    llr = scd.predict(cal, ddf["score"], output="llr").compute(scheduler="sync")
+    assert llr.name == "llr"
+    np.testing.assert_array_equal(llr.to_numpy(), cal.predict_llr(s))
+    added = ddf.assign(proba=scd.predict(cal, ddf, "score")).compute(scheduler="sync")
+    np.testing.assert_array_equal(added["proba"].to_numpy(), cal.predict_proba(s))
+
+
+def test_compute_false_returns_a_delayed_calibrator(frame):
+    ddf = dd.from_pandas(frame, npartitions=4)
+    lazy = scd.fit(PAVCalibrator(), ddf, "score", "label", compute=False)
+    assert hasattr(lazy, "compute")
+    assert lazy.compute(scheduler="sync").n_learned == N
+
+
+def test_bad_arguments_are_rejected(frame):
+    ddf = dd.from_pandas(frame, npartitions=2)
+    with pytest.raises(KeyError, match="`label` must name a column"):
+        scd.fit(PAVCalibrator(), ddf, "score", "y")
+    with pytest.raises(ValueError, match="must be fresh"):
+        scd.fit(PAVCalibrator().update([0.5], [1]), ddf, "score", "label")
+    with pytest.raises(TypeError, match="streaming calibrator"):
+        scd.fit(object(), ddf, "score", "label")
+    with pytest.raises(ValueError, match="TimeWindow needs event times: pass `time=`"):
+        scd.fit(PAVCalibrator(window=TimeWindow(10.0)), ddf, "score", "label")
+    with pytest.raises(ValueError, match="`split_every`"):
+        scd.fit(PAVCalibrator(), ddf, "score", "label", split_every=1)
+    with pytest.raises(ValueError, match="`output`"):
+        scd.predict(PAVCalibrator(), ddf, "score", output="odds")
+    with pytest.raises(TypeError, match="dask DataFrame or Series"):
+        scd.predict(PAVCalibrator(), frame, "score")
+
+
+def test_missing_dask_is_a_clear_import_error(monkeypatch, frame):
+    monkeypatch.setitem(sys.modules, "dask", None)
+    with pytest.raises(ImportError, match=r"pip install 'streamcal\[dask\]'"):
+        scd.fit(PAVCalibrator(), frame, "score", "label")
+
+
+def test_dask_fit_of_a_histogram_fitted_calibrator(parquet_dir, frame):
+    from streamcal import ISplineCalibrator
+
+    ddf = dd.read_parquet(parquet_dir)
+    fitted = scd.fit(ISplineCalibrator(), ddf, "score", "label", weight="weight", scheduler="sync")
+    assert_equal_calibrators(fitted, in_memory(ISplineCalibrator(), frame))
