@@ -26,9 +26,25 @@ _EXPORTS = {
     "PairwiseCouplingCalibrator": "streamcal.multiclass.streaming",
     "OneVsRestCalibrator": "streamcal.multiclass.streaming",
     "CalibratedClassifier": "streamcal.compose",
+    "merge": "streamcal.merging",
+    "save": "streamcal.persist",
+    "load": "streamcal.persist",
 }
 
-_SUBMODULES = {"buckets", "windows", "isotonic", "metrics", "gev", "spline", "multiclass", "compose", "replay"}
+_SUBMODULES = {
+    "buckets",
+    "windows",
+    "isotonic",
+    "metrics",
+    "gev",
+    "spline",
+    "multiclass",
+    "compose",
+    "replay",
+    "persist",
+    "merging",
+    "dask",
+}
 
 __all__ = sorted(_EXPORTS)
 

@@ -50,6 +50,7 @@ from streamcal._validation import (
     check_scalar,
 )
 from streamcal.buckets import Buckets, LogitGrid
+from streamcal.persist import Persistable
 from streamcal.windows import Unbounded, Window
 
 __all__ = ["StreamingCalibrator"]
@@ -59,7 +60,7 @@ OP_PREDICT = 2
 OP_PREQUENTIAL = 3  # predict with the state before the label, then learn
 
 
-class StreamingCalibrator(base.Classifier):
+class StreamingCalibrator(Persistable, base.Classifier):
     """Base class of the streaming binary calibrators (not used directly).
 
     Parameters
@@ -187,6 +188,17 @@ class StreamingCalibrator(base.Classifier):
         pos = self._sf[_h.SF_HEADER : _h.SF_HEADER + B] / u
         neg = self._sf[_h.SF_HEADER + B : _h.SF_HEADER + 2 * B] / u
         return self._centres.copy(), pos, neg
+
+    def merge(self, *others):
+        """A new calibrator equal to one that learned the events of ``self`` and ``others``.
+
+        The calibrators must be of one class with equal parameters and bucket edges; for count,
+        time and event-decay windows they are taken in stream order (see :mod:`streamcal.merging`).
+        None of them is modified.
+        """
+        from streamcal.merging import merge
+
+        return merge([self, *others])
 
     @property
     def window_weight(self) -> float:

@@ -12,6 +12,7 @@ from streamcal._kernels import gev as _k
 from streamcal._validation import as_binary_label, as_binary_labels, check_scalar
 from streamcal.gev._solver import WEIGHT_FLOOR, line_search, weighted_gram
 from streamcal.gev._vectorized import irls_weights
+from streamcal.persist import Persistable
 
 __all__ = ["GEVCanonicalClassifier"]
 
@@ -73,7 +74,7 @@ def _sort_key(name):
     return (type(name).__name__, repr(name))
 
 
-class GEVCanonicalClassifier(base.MiniBatchClassifier):
+class GEVCanonicalClassifier(Persistable, base.MiniBatchClassifier):
     """Streaming GEV-canonical regression with several ``xi`` side by side.
 
     Rows are buffered and every ``batch_size`` rows each candidate shape ``xi`` takes a damped

@@ -19,6 +19,7 @@ from river import base
 from streamcal._kernels import coupling as _k
 from streamcal._validation import check_scalar
 from streamcal.multiclass.coupling import NEWTON_AFTER_SWEEPS
+from streamcal.persist import Persistable
 
 __all__ = ["OneVsRestCalibrator", "PairwiseCouplingCalibrator"]
 
@@ -99,7 +100,7 @@ def _predict_array(model, values, log_odds, score_dict) -> np.ndarray:
     )
 
 
-class _ScoreDictCalibrator(base.Classifier):
+class _ScoreDictCalibrator(Persistable, base.Classifier):
     """Shared machinery: validation of score dicts, the class register, binary calibrator clones."""
 
     def __init__(self, calibrator=None, scores: str = "proba", classes: tuple | None = None):
