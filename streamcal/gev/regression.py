@@ -9,16 +9,13 @@ import numpy as np
 
 from streamcal._kernels import gev as _k
 from streamcal._validation import as_binary_labels, as_nonneg_weights, check_scalar
+from streamcal.exceptions import ConvergenceWarning
 from streamcal.gev._solver import irls_gev
 
 __all__ = ["DEFAULT_XI_GRID", "ConvergenceWarning", "GEVCanonicalRegression"]
 
 #: The xi grid searched by ``xi="auto"`` (public grids span about -1 ... 1.5).
 DEFAULT_XI_GRID = (-1.0, -0.75, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
-
-
-class ConvergenceWarning(UserWarning):
-    """IRLS stopped at ``max_iter`` before the gradient fell below ``tol``."""
 
 
 def as_design(X, name: str = "X") -> np.ndarray:

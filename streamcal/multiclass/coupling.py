@@ -21,6 +21,7 @@ import numpy as np
 
 from streamcal._kernels import coupling as _k
 from streamcal._validation import check_scalar
+from streamcal.exceptions import ConvergenceWarning
 
 __all__ = ["ConvergenceWarning", "pairwise_couple"]
 
@@ -31,10 +32,6 @@ CONSISTENCY_ATOL = 1e-6
 #: sweeps do the coarse work, Newton the rest (fastest on both easy and dominated inputs in
 #: ``benchmarks/bench_coupling.py``).
 NEWTON_AFTER_SWEEPS = 8
-
-
-class ConvergenceWarning(RuntimeWarning):
-    """Hastie–Tibshirani iterations stopped at ``max_iter`` before reaching ``tol``."""
 
 
 def _where(index: tuple[int, ...], stacked: bool) -> str:
