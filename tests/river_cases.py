@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from river import checks
 
@@ -22,3 +23,20 @@ def river_check_cases(*classes):
                 label = f"{cls.__name__}-params{i}-{name}" + ("" if dataset is None else f"-{type(dataset).__name__}")
                 marks = [pytest.mark.skip(reason=f"listed in {cls.__name__}._unit_test_skips")] if name in skips else []
                 yield pytest.param(cls, params, check, id=label, marks=marks)
+
+
+def river_loop(cal, scores, labels, ops, weights, times):
+    """What the array face must equal: a loop of the river methods over an operation sequence.
+
+    ``ops[i]``: 1 learn, 2 predict, 3 predict then learn. Returns ``(proba, llr)``, NaN where
+    nothing was predicted.
+    """
+    p = np.full(len(scores), np.nan)
+    llr = np.full(len(scores), np.nan)
+    for i, s in enumerate(scores):
+        if ops[i] & 2:
+            p[i] = cal.predict_proba_one({"s": s})[True]
+            llr[i] = cal.predict_llr_one({"s": s})
+        if ops[i] & 1:
+            cal.learn_one({"s": s}, bool(labels[i]), w=weights[i], t=times[i])
+    return p, llr

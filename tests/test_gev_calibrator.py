@@ -6,7 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
-from river_cases import river_check_cases
+from river_cases import river_check_cases, river_loop
 from sklearn.linear_model import LogisticRegression
 
 from streamcal import GEVCalibrator, GEVCanonicalRegression, PlattCalibrator
@@ -23,16 +23,6 @@ def rare_stream(rng, n, rate_shift=-1.9):
     return 1.0 / (1.0 + np.exp(-(z - 1.0))), labels
 
 
-def _loop(cal, scores, labels, ops, weights, times):
-    p = np.full(len(scores), np.nan)
-    llr = np.full(len(scores), np.nan)
-    for i, s in enumerate(scores):
-        if ops[i] & 2:
-            p[i] = cal.predict_proba_one({"s": s})[True]
-            llr[i] = cal.predict_llr_one({"s": s})
-        if ops[i] & 1:
-            cal.learn_one({"s": s}, bool(labels[i]), w=weights[i], t=times[i])
-    return p, llr
 
 
 @pytest.mark.parametrize("cls", CLASSES)
@@ -45,11 +35,11 @@ def test_array_face_equals_loop_of_river_methods(cls, refit_every, window, rng):
     t = np.cumsum(rng.choice([0.0, 1.0], size=n))
     make = lambda: cls(window=window, refit_every=refit_every)  # noqa: E731
     a, b = make(), make()
-    np.testing.assert_array_equal(a.prequential(s, y, weights=w, times=t), _loop(b, s, y, np.full(n, 3), w, t))
+    np.testing.assert_array_equal(a.prequential(s, y, weights=w, times=t), river_loop(b, s, y, np.full(n, 3), w, t))
     assert pickle.dumps(a) == pickle.dumps(b)
     mask = rng.uniform(size=n) < 0.5
     a, b = make(), make()
-    np.testing.assert_array_equal(a.process(s, y, mask, weights=w, times=t), _loop(b, s, y, np.where(mask, 1, 2), w, t))
+    np.testing.assert_array_equal(a.process(s, y, mask, weights=w, times=t), river_loop(b, s, y, np.where(mask, 1, 2), w, t))
     assert pickle.dumps(a) == pickle.dumps(b)
 
 

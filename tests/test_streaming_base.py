@@ -6,6 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
+from river_cases import river_loop
 
 from streamcal._streaming import StreamingCalibrator
 from streamcal.buckets import UniformGrid
@@ -29,16 +30,6 @@ class BucketRateCalibrator(StreamingCalibrator):
         return np.interp(scores, self._x, self._y)
 
 
-def _loop(cal, scores, labels, ops, weights, times):
-    p = np.full(len(scores), np.nan)
-    llr = np.full(len(scores), np.nan)
-    for i, s in enumerate(scores):
-        if ops[i] & 2:
-            p[i] = cal.predict_proba_one({"s": s})[True]
-            llr[i] = cal.predict_llr_one({"s": s})
-        if ops[i] & 1:
-            cal.learn_one({"s": s}, bool(labels[i]), w=weights[i], t=times[i])
-    return p, llr
 
 
 @pytest.mark.parametrize("refit_every", [None, 1, 7])
@@ -51,12 +42,12 @@ def test_array_face_equals_loop_of_river_methods(refit_every, window, rng):
     t = np.cumsum(rng.choice([0.0, 1.0], size=n))
     make = lambda: BucketRateCalibrator(buckets=UniformGrid(10), window=window, refit_every=refit_every)  # noqa: E731
     a, b = make(), make()
-    np.testing.assert_array_equal(a.prequential(s, y, weights=w, times=t), _loop(b, s, y, np.full(n, 3), w, t))
+    np.testing.assert_array_equal(a.prequential(s, y, weights=w, times=t), river_loop(b, s, y, np.full(n, 3), w, t))
     assert pickle.dumps(a) == pickle.dumps(b)
     mask = rng.uniform(size=n) < 0.5
     a, b = make(), make()
     np.testing.assert_array_equal(
-        a.process(s, y, mask, weights=w, times=t), _loop(b, s, y, np.where(mask, 1, 2), w, t)
+        a.process(s, y, mask, weights=w, times=t), river_loop(b, s, y, np.where(mask, 1, 2), w, t)
     )
     assert pickle.dumps(a) == pickle.dumps(b)
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from river_cases import river_loop
 
 from streamcal._kernels import histogram as H
 from streamcal._kernels import ipav as K
@@ -320,16 +321,6 @@ def test_linear_interpolation_between_knots_matches_sklearn(rng):
 
 
 # ---------------------------------------------------------------------------- array face == river loop
-def _loop(cal, scores, labels, learn, weights, times):
-    p = np.full(len(scores), np.nan)
-    llr = np.full(len(scores), np.nan)
-    for i, s in enumerate(scores):
-        if learn[i] == 3 or learn[i] == 2:
-            p[i] = cal.predict_proba_one({"s": s})[True]
-            llr[i] = cal.predict_llr_one({"s": s})
-        if learn[i] & 1:
-            cal.learn_one({"s": s}, bool(labels[i]), w=weights[i], t=times[i])
-    return p, llr
 
 
 CALIBRATORS = [
@@ -349,14 +340,14 @@ def test_prequential_and_process_equal_a_loop_of_river_methods(make, rng):
     times = np.cumsum(rng.choice([0.0, 0.3, 1.0], size=n))
     a, b = make(), make()
     p, llr = a.prequential(scores, labels, weights=weights, times=times)
-    lp, lllr = _loop(b, scores, labels, np.full(n, 3), weights, times)
+    lp, lllr = river_loop(b, scores, labels, np.full(n, 3), weights, times)
     np.testing.assert_array_equal(p, lp)
     np.testing.assert_array_equal(llr, lllr)
     assert snapshot(a) == snapshot(b)
     mask = rng.uniform(size=n) < 0.6
     a2, b2 = make(), make()
     p, llr = a2.process(scores, labels, mask, weights=weights, times=times)
-    lp, lllr = _loop(b2, scores, labels, np.where(mask, 1, 2), weights, times)
+    lp, lllr = river_loop(b2, scores, labels, np.where(mask, 1, 2), weights, times)
     np.testing.assert_array_equal(p, lp)
     np.testing.assert_array_equal(llr, lllr)
     assert np.isnan(p[mask]).all()
@@ -562,7 +553,7 @@ def test_process_equals_loop_on_random_streams(window, stream, mask, step):
     )
     a, b = make(), make()
     p, llr = a.process(scores, labels, learn, weights=weights, times=times)
-    lp, lllr = _loop(b, scores, labels, np.where(learn, 1, 2), weights, times)
+    lp, lllr = river_loop(b, scores, labels, np.where(learn, 1, 2), weights, times)
     np.testing.assert_array_equal(p, lp)
     np.testing.assert_array_equal(llr, lllr)
     assert snapshot(a) == snapshot(b)
