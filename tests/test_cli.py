@@ -68,3 +68,12 @@ def test_replay_finite_proba_never_gives_zero_or_one(tmp_path):
     p_finite = pq.read_table(finite).column("proba_pav").to_numpy()
     assert ((p_exact == 0.0) | (p_exact == 1.0)).any()
     assert ((p_finite > 0.0) & (p_finite < 1.0)).all()
+
+
+def test_replay_refit_every_defaults_to_1000_and_accepts_lazy():
+    from streamcal.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["replay", "in.parquet"]).refit_every == 1000
+    assert parser.parse_args(["replay", "in.parquet", "--refit-every", "lazy"]).refit_every is None
+    assert parser.parse_args(["replay", "in.parquet", "--refit-every", "250"]).refit_every == 250

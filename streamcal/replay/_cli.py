@@ -9,6 +9,11 @@ from pathlib import Path
 __all__ = ["add_generate_arguments", "add_replay_arguments", "run_generate", "run_replay"]
 
 
+def _refit_every(text: str):
+    """``lazy`` (None: refit before every prediction that follows a new label) or a positive int."""
+    return None if text.strip().lower() == "lazy" else _positive_int(text)
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(float(text)) if "e" in text.lower() else int(text)
@@ -112,10 +117,11 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     )
     parser.add_argument(
         "--refit-every",
-        type=_positive_int,
-        default=None,
-        help="refit the map-fitting methods (ispline, gev, platt) every N labels instead of lazily before "
-        "every prediction that follows a new label (much faster on long streams)",
+        type=_refit_every,
+        default=1000,
+        help="refit the map-fitting methods (ispline, gev, platt) after every N labels (default 1000), or "
+        "'lazy': before every prediction that follows a new label (exact per event, but with late labels "
+        "nearly one refit per event: slow on long streams)",
     )
     parser.add_argument(
         "--finite-proba",
@@ -263,10 +269,8 @@ def run_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def _method_options(args) -> dict | None:
-    options = {}
-    if args.refit_every is not None:
-        options["refit_every"] = args.refit_every
+def _method_options(args) -> dict:
+    options = {"refit_every": args.refit_every}
     if args.finite_proba:
         options["finite_proba"] = True
-    return options or None
+    return options
