@@ -40,3 +40,31 @@ def river_loop(cal, scores, labels, ops, weights, times):
         if ops[i] & 1:
             cal.learn_one({"s": s}, bool(labels[i]), w=weights[i], t=times[i])
     return p, llr
+
+
+def assert_array_face_equals_river_loop(make, rng, n, snapshot):
+    """``prequential`` and ``process`` equal a loop of the river methods, outputs and final state.
+
+    ``make()`` builds a fresh calibrator; ``snapshot(cal)`` returns bytes that are equal exactly when
+    two calibrators hold equal state. Returns the calibrator that ran ``process``.
+    """
+    scores = rng.uniform(size=n)
+    labels = rng.uniform(size=n) < scores
+    weights = rng.choice([0.5, 1.0, 1.7], size=n)
+    times = np.cumsum(rng.choice([0.0, 0.3, 1.0], size=n))
+    a, b = make(), make()
+    p, llr = a.prequential(scores, labels, weights=weights, times=times)
+    lp, lllr = river_loop(b, scores, labels, np.full(n, 3), weights, times)
+    np.testing.assert_array_equal(p, lp)
+    np.testing.assert_array_equal(llr, lllr)
+    assert snapshot(a) == snapshot(b)
+    mask = rng.uniform(size=n) < 0.6
+    a2, b2 = make(), make()
+    p, llr = a2.process(scores, labels, mask, weights=weights, times=times)
+    lp, lllr = river_loop(b2, scores, labels, np.where(mask, 1, 2), weights, times)
+    np.testing.assert_array_equal(p, lp)
+    np.testing.assert_array_equal(llr, lllr)
+    assert np.isnan(p[mask]).all()
+    assert not np.isnan(p[~mask]).any()
+    assert snapshot(a2) == snapshot(b2)
+    return a2, scores

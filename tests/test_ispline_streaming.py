@@ -7,7 +7,7 @@ import pickle
 
 import numpy as np
 import pytest
-from river_cases import river_check_cases, river_loop
+from river_cases import assert_array_face_equals_river_loop, river_check_cases
 
 from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid
 from streamcal.spline import fit_ispline, fit_ispline_on_histogram
@@ -37,26 +37,7 @@ def test_river_check(cls, params, check):
 
 @pytest.mark.parametrize("make", CALIBRATORS)
 def test_prequential_and_process_equal_a_loop_of_river_methods(make, rng):
-    n = 300
-    scores = rng.uniform(size=n)
-    labels = rng.uniform(size=n) < scores
-    weights = rng.choice([0.5, 1.0, 1.7], size=n)
-    times = np.cumsum(rng.choice([0.0, 0.3, 1.0], size=n))
-    a, b = make(), make()
-    p, llr = a.prequential(scores, labels, weights=weights, times=times)
-    lp, lllr = river_loop(b, scores, labels, np.full(n, 3), weights, times)
-    np.testing.assert_array_equal(p, lp)
-    np.testing.assert_array_equal(llr, lllr)
-    assert snapshot(a) == snapshot(b)
-    mask = rng.uniform(size=n) < 0.6
-    a2, b2 = make(), make()
-    p, llr = a2.process(scores, labels, mask, weights=weights, times=times)
-    lp, lllr = river_loop(b2, scores, labels, np.where(mask, 1, 2), weights, times)
-    np.testing.assert_array_equal(p, lp)
-    np.testing.assert_array_equal(llr, lllr)
-    assert np.isnan(p[mask]).all()
-    assert not np.isnan(p[~mask]).any()
-    assert snapshot(a2) == snapshot(b2)
+    assert_array_face_equals_river_loop(make, rng, 300, snapshot)
 
 
 def test_refit_every_k_keeps_the_map_between_refits(rng):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from river_cases import river_loop
+from river_cases import assert_array_face_equals_river_loop, river_loop
 
 from streamcal._kernels import histogram as H
 from streamcal._kernels import ipav as K
@@ -333,27 +333,8 @@ CALIBRATORS = [
 
 @pytest.mark.parametrize("make", CALIBRATORS)
 def test_prequential_and_process_equal_a_loop_of_river_methods(make, rng):
-    n = 400
-    scores = rng.uniform(size=n)
-    labels = rng.uniform(size=n) < scores
-    weights = rng.choice([0.5, 1.0, 1.7], size=n)
-    times = np.cumsum(rng.choice([0.0, 0.3, 1.0], size=n))
-    a, b = make(), make()
-    p, llr = a.prequential(scores, labels, weights=weights, times=times)
-    lp, lllr = river_loop(b, scores, labels, np.full(n, 3), weights, times)
-    np.testing.assert_array_equal(p, lp)
-    np.testing.assert_array_equal(llr, lllr)
-    assert snapshot(a) == snapshot(b)
-    mask = rng.uniform(size=n) < 0.6
-    a2, b2 = make(), make()
-    p, llr = a2.process(scores, labels, mask, weights=weights, times=times)
-    lp, lllr = river_loop(b2, scores, labels, np.where(mask, 1, 2), weights, times)
-    np.testing.assert_array_equal(p, lp)
-    np.testing.assert_array_equal(llr, lllr)
-    assert np.isnan(p[mask]).all()
-    assert not np.isnan(p[~mask]).any()
-    assert snapshot(a2) == snapshot(b2)
-    np.testing.assert_array_equal(a2.predict_proba(scores), [a2.predict_proba_one({"s": s})[True] for s in scores])
+    cal, scores = assert_array_face_equals_river_loop(make, rng, 400, snapshot)
+    np.testing.assert_array_equal(cal.predict_proba(scores), [cal.predict_proba_one({"s": s})[True] for s in scores])
 
 
 def test_predictions_are_monotone_and_llr_finite(rng):
