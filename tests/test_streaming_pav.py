@@ -126,7 +126,7 @@ def bucket_streams(draw, integer_weights: bool):
     return n_buckets, ops
 
 
-def _run_kernel_stream(n_buckets, ops, exact):
+def _run_kernel_stream(n_buckets, ops, exact, delta):
     centres = np.linspace(0.05, 0.95, n_buckets) if n_buckets > 1 else np.array([0.5])
     pf, pi = K.empty_pav_state(centres, 1.0, True, True)
     pi[K.PI_EXACT] = exact  # whole-number weights: the kernel may stop at an unchanged block
@@ -134,20 +134,26 @@ def _run_kernel_stream(n_buckets, ops, exact):
     pos, neg = hist[:n_buckets], hist[n_buckets:]
     for kind, (b, cls, w) in ops:
         arr = pos if cls else neg
+        old_p, old_n = float(pos[b]), float(neg[b])
         arr[b] = arr[b] + w if kind == "add" else max(arr[b] - w, 0.0)
-        K.pav_bucket_changed_inplace(hist, 0, pf, pi, b)
+        if delta:  # told the old weights (the learn kernel's entry; O(1) sums when exact)
+            K.pav_bucket_delta_inplace(hist, 0, pf, pi, b, old_p, old_n)
+        else:
+            K.pav_bucket_changed_inplace(hist, 0, pf, pi, b)
         assert_state_equals_batch(pos, neg, centres, pf, pi)
 
 
 @given(bucket_streams(integer_weights=True))
 def test_incremental_pav_matches_batch_after_each_update_integer_weights(stream):
-    _run_kernel_stream(*stream, exact=1)
-    _run_kernel_stream(*stream, exact=0)
+    for exact in (1, 0):
+        for delta in (True, False):
+            _run_kernel_stream(*stream, exact=exact, delta=delta)
 
 
 @given(bucket_streams(integer_weights=False))
 def test_incremental_pav_matches_batch_after_each_update_nonint_weights(stream):
-    _run_kernel_stream(*stream, exact=0)
+    _run_kernel_stream(*stream, exact=0, delta=False)
+    _run_kernel_stream(*stream, exact=0, delta=True)
 
 
 @given(st.lists(st.floats(0.0, 5.0), min_size=2, max_size=40), st.lists(st.floats(0.0, 5.0), min_size=2, max_size=40))

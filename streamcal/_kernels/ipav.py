@@ -39,7 +39,11 @@ integer sums whatever the order of the additions. Then the sweep may stop earlie
 first knot of the first old block R right of the change that the top does not pool with:
 each prefix of a PAV block has a rate >= the block's, so the top would not pool with any of
 R's prefixes either, and R and everything after it stay as they were (``PI_EXACT``; the
-learn kernel sets it per event, from the sticky ``PI_INTEGRAL``).
+learn kernel sets it per event, from the sticky ``PI_INTEGRAL``). And when a change leaves
+its block one block, the block's new sums are its old ones plus the change, and only the
+prefixes the change can push below the block's rate need testing
+(:func:`pav_bucket_delta_inplace`, which the learn kernel calls with the bucket's old
+weights): most learned events cost a few buckets' reads, whatever the block's width.
 
 Finite LLR (BOSARIS rule, as ``streamcal.isotonic.pav_llr(finite=True)``): one pseudo-positive
 below all scores and one pseudo-negative above, each of weight ``c`` in real units. Adding
@@ -79,6 +83,9 @@ from streamcal._kernels.histogram import (
     SF_KIND,
     SF_T_NEG,
     SF_T_POS,
+    SI_HEADER,
+    SI_RING_COUNT,
+    SI_RING_HEAD,
     bucket_of_sorted,
     grid_of_sorted,
     stored_unit,
@@ -272,11 +279,127 @@ def _repair_block_exact_inplace(hist, h0, pf, pi, k):
 
 
 @jit
+def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
+    """Whole-number weights, bucket ``k`` changed by ``(dp, dn)``: the block update in O(1) sums.
+
+    As :func:`_repair_block_exact_inplace`, but the new sums are the old ones plus the change
+    (exact: whole numbers below ``EXACT_TOTAL``) and only the prefixes that the change can push
+    below the block's rate are tested. The old block had every proper prefix at a rate >= its
+    own. When its rate rises (``dp > 0`` or ``dn < 0``), a prefix that holds ``k`` keeps that
+    property: with ``a/c >= A/C`` and ``c <= C``, ``(a + w)(C + w) - (A + w)(c + w) =
+    (aC - Ac) + w (C - c - A + a) >= 0`` (``C - c - A + a`` is the negative weight after the
+    prefix), and likewise for a removed negative; only the prefixes ending before ``k`` are
+    tested. When it falls, the prefixes ending before ``k`` are safe (their rates did not move)
+    and those ending at or after ``k`` are tested, as their complements: the suffix from
+    ``j + 1`` has a rate > the block's exactly when the prefix to ``j`` has a rate below it.
+    Returns False, having written nothing, when any condition fails.
+    """
+    B = pi[PI_B]
+    POS = h0
+    NEG = h0 + B
+    FIT = PF_HEADER + _FIT
+    BPOS = PF_HEADER + _BPOS
+    BNEG = PF_HEADER + _BNEG
+    CEN = PF_HEADER + _CENTRES
+    BEND = PI_HEADER + _BEND
+    BPREV = PI_HEADER + _BPREV
+    BNEXT = PI_HEADER + _BNEXT
+    f = pi[PI_HEADER + _OWNER + _R * k]
+    last = pi[BEND + _R * f]
+    if k > last:  # k was an empty bucket in a gap: a new knot
+        return False
+    if k in (f, last) and not hist[POS + k] + hist[NEG + k] > 0.0:  # an end knot emptied
+        return False
+    p = pf[BPOS + _R * f] + dp
+    n = pf[BNEG + _R * f] + dn
+    t = p + n
+    if dp > 0.0 or dn < 0.0:  # the rate may rise: the prefixes ending before k
+        cp = 0.0
+        ct = 0.0
+        for g in range(f, k):
+            cp += hist[POS + g]
+            ct += hist[POS + g] + hist[NEG + g]
+            if cp * t < p * ct:
+                return False
+    if dp < 0.0 or dn > 0.0:  # the rate may fall: the suffixes starting after k
+        sp = 0.0
+        st = 0.0
+        for g in range(last, k, -1):
+            sp += hist[POS + g]
+            st += hist[POS + g] + hist[NEG + g]
+            if sp * t > p * st:
+                return False
+    chain = pi[BPREV + _R * f]
+    if chain != -1 and _violates(pf[BPOS + _R * chain], pf[BNEG + _R * chain], p, n):
+        return False
+    nxt = pi[BNEXT + _R * f]
+    if nxt != -1 and _violates(p, n, pf[BPOS + _R * nxt], pf[BNEG + _R * nxt]):
+        return False
+    pf[BPOS + _R * f] = p
+    pf[BNEG + _R * f] = n
+    v = _rate(p, n)
+    for g in range(f, last + 1):
+        pf[FIT + _R * g] = v
+    if chain != -1:
+        lk = pi[BEND + _R * chain]
+        lv = pf[FIT + _R * lk]
+        for g in range(lk + 1, f):
+            pf[FIT + _R * g] = _gap_value(lv, v, pf[CEN + _R * lk], pf[CEN + _R * f], pf[CEN + _R * g])
+    if nxt != -1:
+        rv = pf[FIT + _R * nxt]
+        for g in range(last + 1, nxt):
+            pf[FIT + _R * g] = _gap_value(v, rv, pf[CEN + _R * last], pf[CEN + _R * nxt], pf[CEN + _R * g])
+    if f < pi[PI_CHG_LO]:
+        pi[PI_CHG_LO] = f
+    if last > pi[PI_CHG_HI]:
+        pi[PI_CHG_HI] = last
+    return True
+
+
+@jit
+def pav_bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n):
+    """Repair after bucket ``k`` changed from ``(old_p, old_n)`` to its current weights.
+
+    The same result as :func:`pav_bucket_changed_inplace` (bit for bit); knowing the old
+    weights lets whole-number histograms update a block's sums in O(1).
+    """
+    B = pi[PI_B]
+    dp = hist[h0 + k] - old_p
+    dn = hist[h0 + B + k] - old_n
+    if dp == 0.0 and dn == 0.0:  # the histogram is as it was: so are its blocks
+        return
+    head = pi[PI_HEAD]
+    if (
+        pi[PI_EXACT] == 1
+        and head != -1
+        and head <= k <= pi[PI_LAST]
+        and _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn)
+    ):
+        return
+    _resweep_inplace(hist, h0, pf, pi, k)
+
+
+@jit
 def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     """Repair the blocks and fitted values after the weight of bucket ``k`` changed (-1: all).
 
     The histogram is ``pos = hist[h0 : h0 + B]`` and ``neg = hist[h0 + B : h0 + 2B]``.
     """
+    head = pi[PI_HEAD]
+    if (
+        pi[PI_EXACT] == 1
+        and k >= 0
+        and head != -1
+        and head <= k <= pi[PI_LAST]
+        and _repair_block_exact_inplace(hist, h0, pf, pi, k)
+    ):
+        return
+    _resweep_inplace(hist, h0, pf, pi, k)
+
+
+@jit
+def _resweep_inplace(hist, h0, pf, pi, k):
+    """Resume the PAV sweep at the block holding ``k`` (``k = -1``: from scratch); see above."""
     B = pi[PI_B]
     POS = h0
     NEG = h0 + B
@@ -294,13 +417,6 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     SLAST = PI_HEADER + _R * B + _SLAST
     head = pi[PI_HEAD]
     exact = pi[PI_EXACT] == 1
-    if (
-        exact
-        and head != -1
-        and head <= k <= pi[PI_LAST]
-        and _repair_block_exact_inplace(hist, h0, pf, pi, k)
-    ):
-        return
 
     # 1. where the sweep resumes: the start of the block holding k, or k itself in a gap
     if k < 0:  # full rebuild
@@ -596,15 +712,22 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t):
         pi[PI_INTEGRAL] = 0
     total = sf[SF_T_POS] + sf[SF_T_NEG] + w  # an upper bound of the total during this update
     pi[PI_EXACT] = 1 if pi[PI_INTEGRAL] == 1 and total < EXACT_TOTAL else 0
-    while True:
-        gone = window_expire_next_inplace(sf, si, clock)
-        if gone < 0:
+    B = pi[PI_B]
+    NEG = SF_HEADER + B
+    RING_B = SI_HEADER + 2 * B
+    while si[SI_RING_COUNT] > 0:
+        gone = si[RING_B + si[SI_RING_HEAD]]  # the bucket of the oldest event, if it leaves
+        old_p = sf[SF_HEADER + gone]
+        old_n = sf[NEG + gone]
+        if window_expire_next_inplace(sf, si, clock) < 0:
             break
-        pav_bucket_changed_inplace(sf, SF_HEADER, pf, pi, gone)
+        pav_bucket_delta_inplace(sf, SF_HEADER, pf, pi, gone, old_p, old_n)
+    old_p = sf[SF_HEADER + b]
+    old_n = sf[NEG + b]
     if window_add_inplace(sf, si, b, y, w, clock):
         pav_bucket_changed_inplace(sf, SF_HEADER, pf, pi, -1)  # renormalised: rebuild everything
     else:
-        pav_bucket_changed_inplace(sf, SF_HEADER, pf, pi, b)
+        pav_bucket_delta_inplace(sf, SF_HEADER, pf, pi, b, old_p, old_n)
     pav_update_extremes_inplace(sf, pf, pi)
 
 
