@@ -106,6 +106,24 @@ def snapshot(cal):
     return pickle.dumps(cal)
 
 
+def observable_state(cal):
+    """Everything a calibrator's future outputs depend on, as bytes; equal for equivalent states.
+
+    The pickle without the PAV arrays, plus the PAV state a prediction or a repair reads: the
+    blocks (through their links), owners and fitted values over the knots' span, the finite-LLR
+    clip values and prior, and the sticky whole-number flag. Left out: scratch space and the
+    values kept outside the knots' span, which are never read and depend on the path taken
+    (learning a long run of labels rebuilds the blocks once instead of repairing them per event).
+    """
+    if cal._sf is None:
+        return snapshot(cal)
+    rest = {k: v for k, v in cal.__getstate__().items() if k not in ("_pf", "_pi")}
+    blocks, owner, fit = kernel_blocks(cal._pf, cal._pi)
+    span = slice(blocks[0][0], blocks[-1][1] + 1) if blocks else slice(0, 0)
+    header = cal._pf[[K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]].tolist()
+    return pickle.dumps((rest, blocks, owner[span], fit[span], header, int(cal._pi[K.PI_INTEGRAL])))
+
+
 # ---------------------------------------------------------------------------- kernel exactness
 NASTY_WEIGHTS = [0.1, 0.2, 0.3, 0.7, 1.0 / 3.0, 2.5, 1e-3, 1.0, 2.0, 3.0]
 
@@ -543,4 +561,42 @@ def test_process_equals_loop_on_random_streams(window, stream, mask, step):
     lp, lllr = river_loop(b, scores, labels, np.where(learn, 1, 2), weights, times)
     np.testing.assert_array_equal(p, lp)
     np.testing.assert_array_equal(llr, lllr)
-    assert snapshot(a) == snapshot(b)
+    assert observable_state(a) == observable_state(b)  # a mask of >= 64 learns rebuilds once
+
+
+# ---------------------------------------------------------------------------- long runs of labels
+@pytest.mark.parametrize("weights", [(1.0, 0.3, 2.5), (1.0, 0.0, 3.0)], ids=["fractional", "whole"])
+@pytest.mark.parametrize("window", [*WINDOWS, CountWindow(n=400)], ids=repr)
+def test_update_and_long_learn_runs_equal_learning_one_by_one(window, weights, rng):
+    # ``update`` (and any run of K.LEARN_RUN_REBUILD or more labels between two predictions)
+    # learns into the histogram alone and rebuilds the blocks once; the state must be the one
+    # learning event by event gives, and so must every output after it
+    n = 1500
+    z = rng.normal(-2.0, 1.5, size=n)
+    scores = 1.0 / (1.0 + np.exp(-z))
+    labels = rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(1.3 * z + 0.5)))
+    w = rng.choice(weights, size=n)
+    times = np.cumsum(rng.choice([0.0, 0.05, 0.2], size=n))
+    make = lambda: PAVCalibrator(buckets=LogitGrid(n_buckets=96, low=1e-4, high=1 - 1e-4), window=window)  # noqa: E731
+    a, b = make(), make()
+    a.update(scores[:700], labels[:700], weights=w[:700], times=times[:700])
+    river_loop(b, scores[:700], labels[:700], np.ones(700, dtype=int), w[:700], times[:700])
+    assert observable_state(a) == observable_state(b)
+    np.testing.assert_array_equal(a._sf, b._sf)  # the histogram and the ring, bit for bit
+    np.testing.assert_array_equal(a._si, b._si)
+    pos, neg = histogram_of(a)
+    assert_state_equals_batch(pos, neg, a.centres, a._pf, a._pi)
+    # then predictions between runs of labels: 100 learns, 30 predictions, 70 learns, ...
+    learn = (np.arange(n - 700) % 100) < 70
+    learn[:100] = True
+    args = (scores[700:], labels[700:], learn)
+    p, llr = a.process(*args, weights=w[700:], times=times[700:])
+    lp, lllr = river_loop(b, *args[:2], np.where(learn, 1, 2), w[700:], times[700:])
+    np.testing.assert_array_equal(p, lp)
+    np.testing.assert_array_equal(llr, lllr)
+    assert observable_state(a) == observable_state(b)
+    p, llr = a.prequential(scores[:300], labels[:300], weights=w[:300], times=times[-1] + times[:300])
+    lp, lllr = river_loop(b, scores[:300], labels[:300], np.full(300, 3), w[:300], times[-1] + times[:300])
+    np.testing.assert_array_equal(p, lp)
+    np.testing.assert_array_equal(llr, lllr)
+    assert int(a._pi[K.PI_INTEGRAL]) == (weights[1] == 0.0 and not isinstance(window, Decay))

@@ -738,21 +738,60 @@ def pav_rebuild_inplace(sf, si, pf, pi):
     pav_refresh_extremes_inplace(sf, pf, pi)
 
 
+# A run of at least this many learn-only operations is learned into the histogram alone, then
+# the blocks are rebuilt once (a full sweep costs about as much as this many repairs).
+LEARN_RUN_REBUILD = 64
+
+
+@jit
+def pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, start, stop):
+    """Learn events ``start..stop-1`` into the histogram, then rebuild the blocks once.
+
+    The same state as learning them one by one: the window's bookkeeping is the same calls
+    in the same order (it never reads the blocks), and the blocks after any update equal a
+    from-scratch sweep of the histogram, bit for bit, which is what the rebuild computes.
+    """
+    if sf[SF_KIND] in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
+        pi[PI_INTEGRAL] = 0
+    for i in range(start, stop):
+        w = weights[i]
+        if w != math.floor(w):
+            pi[PI_INTEGRAL] = 0
+        clock = window_clock(sf, times[i])
+        while window_expire_next_inplace(sf, si, clock) >= 0:
+            pass
+        window_add_inplace(sf, si, buckets[i], labels[i], w, clock)
+    pi[PI_EXACT] = 0  # set again by the next learned event
+    pav_rebuild_inplace(sf, si, pf, pi)
+
+
 @jit
 def pav_process_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times, ops, out_p, out_llr):
     """Run an ordered sequence of operations; ``ops[i]``: 1 learn, 2 predict, 3 predict then learn.
 
     Predictions use the state before the event's own label; outputs of learn-only positions
-    are left untouched.
+    are left untouched. Long runs of learn-only operations (``update``, or many labels
+    arriving between two predictions) are learned by :func:`pav_learn_run_inplace`.
     """
-    for i in range(buckets.shape[0]):
+    n = buckets.shape[0]
+    i = 0
+    while i < n:
         op = ops[i]
+        if op == 1:
+            j = i + 1
+            while j < n and ops[j] == 1:
+                j += 1
+            if j - i >= LEARN_RUN_REBUILD:
+                pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, i, j)
+                i = j
+                continue
         if op & 2:
             p = pav_predict_one(pf, pi, buckets[i], scores[i])
             out_p[i] = pav_proba_out(pf, pi, p)
             out_llr[i] = pav_llr_from_proba(pf, pi, p)
         if op & 1:
             pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i])
+        i += 1
 
 
 @jit
