@@ -488,8 +488,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
             i += 1
         if i < n:
             ops, s, y, w, t = ops[i:], s[i:], y[i:], w[i:], t[i:]
-            b = np.empty(s.size, dtype=np.intp)
-            _h.bucket_index_sorted(self._cuts, s, b)
+            b = self._buckets_of(s)
             if self._ring_capacity and self._uses_times:
                 self._ensure_ring(int(np.count_nonzero(ops & OP_LEARN)))
             self._run_ops(ops, b, s, y, w, t, out_p[i:], out_llr[i:])
@@ -500,9 +499,12 @@ class StreamingCalibrator(Persistable, base.Classifier):
     def _predict_both(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self._sf is None:
             return np.full(s.size, self._warm_proba()), np.zeros(s.size)
+        return self._predict_arrays(self._buckets_of(s), s)
+
+    def _buckets_of(self, s: np.ndarray) -> np.ndarray:
         b = np.empty(s.size, dtype=np.intp)
         _h.bucket_index_sorted(self._cuts, s, b)
-        return self._predict_arrays(b, s)
+        return b
 
     def _ensure_ring(self, extra: int) -> None:
         W = int(self._si[_h.SI_W])

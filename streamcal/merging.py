@@ -123,10 +123,14 @@ def _param_key(value):
     return value
 
 
+# parameters that change how fast a calibrator computes, never what: parts may differ in them
+_EXECUTION_PARAMS = frozenset({"n_jobs"})
+
+
 def _check_same_params(a, b, position: int) -> None:
     pa, pb = a._get_params(), b._get_params()
     for name in pa:
-        if _param_key(pa[name]) != _param_key(pb.get(name)):
+        if name not in _EXECUTION_PARAMS and _param_key(pa[name]) != _param_key(pb.get(name)):
             msg = (
                 f"cannot merge calibrators with different `{name}`: {pa[name]!r} and {pb.get(name)!r} "
                 f"(position {position})."

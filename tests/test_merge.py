@@ -195,6 +195,10 @@ def test_incompatible_states_are_refused():
     d = PAVCalibrator(buckets=LogitGrid(n_buckets=32)).update([0.5], [1])
     with pytest.raises(ValueError, match="different `buckets`"):
         merge([c, d])
+    # n_jobs changes how fast, never what: parts may differ in it
+    e = PAVCalibrator(n_jobs=2).update([0.5], [1])
+    assert merge([c.clone().update([0.5], [1]), PAVCalibrator(buckets=LogitGrid(n_buckets=16), n_jobs=2)]).n_learned == 1
+    assert merge([e, PAVCalibrator().update([0.2], [0])]).n_learned == 2
 
 
 @pytest.mark.parametrize("kind", sorted(TIME_CLOCK))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import pickle
 
@@ -113,11 +114,12 @@ def observable_state(cal):
     blocks (through their links), owners and fitted values over the knots' span, the finite-LLR
     clip values and prior, and the sticky whole-number flag. Left out: scratch space and the
     values kept outside the knots' span, which are never read and depend on the path taken
-    (learning a long run of labels rebuilds the blocks once instead of repairing them per event).
+    (learning a long run of labels rebuilds the blocks once instead of repairing them per event),
+    and ``n_jobs``, which changes how fast, not what.
     """
     if cal._sf is None:
         return snapshot(cal)
-    rest = {k: v for k, v in cal.__getstate__().items() if k not in ("_pf", "_pi")}
+    rest = {k: v for k, v in cal.__getstate__().items() if k not in ("_pf", "_pi", "n_jobs")}
     blocks, owner, fit = kernel_blocks(cal._pf, cal._pi)
     span = slice(blocks[0][0], blocks[-1][1] + 1) if blocks else slice(0, 0)
     header = cal._pf[[K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]].tolist()
@@ -600,3 +602,55 @@ def test_update_and_long_learn_runs_equal_learning_one_by_one(window, weights, r
     np.testing.assert_array_equal(p, lp)
     np.testing.assert_array_equal(llr, lllr)
     assert int(a._pi[K.PI_INTEGRAL]) == (weights[1] == 0.0 and not isinstance(window, Decay))
+
+
+# ---------------------------------------------------------------------------- threads (n_jobs)
+@pytest.mark.parametrize("weights", [(1.0, 0.3, 2.5), (1.0, 0.0, 3.0)], ids=["fractional", "whole"])
+@pytest.mark.parametrize("window", [*WINDOWS, CountWindow(n=400)], ids=repr)
+def test_threads_give_the_outputs_and_state_of_one_thread(window, weights, rng, monkeypatch):
+    import streamcal.isotonic.streaming as module
+
+    monkeypatch.setattr(module, "MIN_EVENTS_PER_THREAD", 100)  # threads on a short stream
+    n = 1200
+    z = rng.normal(-2.0, 1.5, size=n)
+    scores = 1.0 / (1.0 + np.exp(-z))
+    labels = rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(1.3 * z + 0.5)))
+    w = rng.choice(weights, size=n)
+    times = np.cumsum(rng.choice([0.0, 0.05, 0.2], size=n))
+    learn = rng.uniform(size=n) < 0.7
+    learn[300:400] = True  # a long run of labels inside a chunk
+    runs = {}
+    for n_jobs in (1, 3, -1):
+        cal = PAVCalibrator(buckets=LogitGrid(n_buckets=96, low=1e-4, high=1 - 1e-4), window=window, n_jobs=n_jobs)
+        cal.update(scores[:200], labels[:200], weights=w[:200], times=times[:200])
+        first = cal.prequential(scores[200:700], labels[200:700], weights=w[200:700], times=times[200:700])
+        second = cal.process(scores[700:], labels[700:], learn[700:], weights=w[700:], times=times[700:])
+        runs[n_jobs] = (np.concatenate(first), np.concatenate(second), observable_state(cal), cal)
+    one = runs[1]
+    for n_jobs in (3, -1):
+        np.testing.assert_array_equal(runs[n_jobs][0], one[0])
+        np.testing.assert_array_equal(runs[n_jobs][1], one[1])
+        assert runs[n_jobs][2] == one[2]
+        np.testing.assert_array_equal(runs[n_jobs][3]._sf, one[3]._sf)
+        np.testing.assert_array_equal(runs[n_jobs][3]._si, one[3]._si)
+
+
+def test_chunk_bounds_balance_the_histogram_pass():
+    from streamcal.isotonic.streaming import chunk_bounds
+
+    for n, threads in [(10, 1), (1000, 2), (10**6, 3), (10**7, 8)]:
+        cuts = chunk_bounds(n, threads)
+        assert (cuts[0], cuts[-1], len(cuts)) == (0, n, threads + 1)
+        assert all(a < b for a, b in itertools.pairwise(cuts))
+        work = [0.15 * lo + (hi - lo) for lo, hi in itertools.pairwise(cuts)]
+        assert max(work) - min(work) <= 2  # equal up to rounding
+    assert chunk_bounds(1000, 2)[1] > 500  # the second thread also learns the first chunk's labels
+
+
+def test_n_jobs_is_validated():
+    with pytest.raises(ValueError, match="`n_jobs` must"):
+        PAVCalibrator(n_jobs=0)
+    with pytest.raises(TypeError, match="`n_jobs` must be an int; got '2'"):
+        PAVCalibrator(n_jobs="2")
+    assert PAVCalibrator(n_jobs=None).n_jobs is None
+    assert PAVCalibrator(n_jobs=-1).n_jobs == -1

@@ -744,8 +744,8 @@ LEARN_RUN_REBUILD = 64
 
 
 @jit
-def pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, start, stop):
-    """Learn events ``start..stop-1`` into the histogram, then rebuild the blocks once.
+def pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, start, stop):
+    """Learn the labels among ``start..stop-1`` (``ops & 1``) into the histogram, rebuild once.
 
     The same state as learning them one by one: the window's bookkeeping is the same calls
     in the same order (it never reads the blocks), and the blocks after any update equal a
@@ -754,13 +754,14 @@ def pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, start
     if sf[SF_KIND] in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
         pi[PI_INTEGRAL] = 0
     for i in range(start, stop):
-        w = weights[i]
-        if w != math.floor(w):
-            pi[PI_INTEGRAL] = 0
-        clock = window_clock(sf, times[i])
-        while window_expire_next_inplace(sf, si, clock) >= 0:
-            pass
-        window_add_inplace(sf, si, buckets[i], labels[i], w, clock)
+        if ops[i] & 1:
+            w = weights[i]
+            if w != math.floor(w):
+                pi[PI_INTEGRAL] = 0
+            clock = window_clock(sf, times[i])
+            while window_expire_next_inplace(sf, si, clock) >= 0:
+                pass
+            window_add_inplace(sf, si, buckets[i], labels[i], w, clock)
     pi[PI_EXACT] = 0  # set again by the next learned event
     pav_rebuild_inplace(sf, si, pf, pi)
 
@@ -782,7 +783,7 @@ def pav_process_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times,
             while j < n and ops[j] == 1:
                 j += 1
             if j - i >= LEARN_RUN_REBUILD:
-                pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, i, j)
+                pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, i, j)
                 i = j
                 continue
         if op & 2:
@@ -792,6 +793,22 @@ def pav_process_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times,
         if op & 1:
             pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i])
         i += 1
+
+
+@jit
+def pav_process_from_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times, ops, out_p, out_llr, start, stop):
+    """``pav_process_inplace`` on ``start..stop-1``, from the state before ``ops[0]``.
+
+    The labels learned before ``start`` go into the histogram alone and the blocks are rebuilt
+    once (:func:`pav_learn_run_inplace`), which gives the state that running ``ops[:start]``
+    would: the operations from ``start`` on then produce the same outputs, bit for bit. Chunks
+    of one sequence can so run on several threads, each from a copy of the initial state.
+    """
+    pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, 0, start)
+    pav_process_inplace(
+        sf, si, pf, pi, buckets[start:stop], scores[start:stop], labels[start:stop], weights[start:stop],
+        times[start:stop], ops[start:stop], out_p[start:stop], out_llr[start:stop],
+    )
 
 
 @jit
