@@ -20,6 +20,8 @@ timed. Cases:
 - ``replay, late labels``: the full replay with the file's label-time column (labels up to an
   hour late), i.e. merged learn / predict operation sequences;
 - ``replay, late labels + metrics``: the same with the six metrics per 100,000-event window;
+- ``..., n_jobs=2``: the two replays with ``PAVCalibrator(n_jobs=2)`` (each record batch of
+  2**20 events split over two threads, exactly);
 - ``replay machinery alone``: late labels, output written, with a calibrator that costs nothing
   (returns its input): what reading, planning and writing cost without PAV.
 """
@@ -134,20 +136,34 @@ def main() -> None:
         report("bare write (ParquetWriter)", write, note="input columns + proba + llr")
         del bare_write, out_table
 
-        def run(**kw):
-            return lambda: replay(src, {"pav": PAVCalibrator(window=CountWindow(WINDOW))}, output=out, **kw)
+        def run(n_jobs=1, **kw):
+            def go():
+                pav = PAVCalibrator(window=CountWindow(WINDOW), n_jobs=n_jobs)
+                return replay(src, {"pav": pav}, output=out, **kw)
+
+            return go
 
         at_once = timed(run(label_time_col=None, metrics={}), args.repeat)[0]
         report("replay, labels at once", at_once, note="output written")
         late_wc, summary = timed(run(metrics={}), args.repeat)
         report("replay, late labels", late_wc, note=f"{summary.n_learned:,} labels learned late")
+        at_once_2 = timed(run(n_jobs=2, label_time_col=None, metrics={}), args.repeat)[0]
+        report("replay, labels at once, n_jobs=2", at_once_2, note="PAV on 2 threads per batch")
+        late_2 = timed(run(n_jobs=2, metrics={}), args.repeat)[0]
+        report("replay, late labels, n_jobs=2", late_2, note="PAV on 2 threads per batch")
         with_metrics = timed(run(), 1)[0]
         report("replay, late labels + metrics", with_metrics, note="6 metrics per 1e5 events")
         free = timed(lambda: replay(src, {"free": FreeCalibrator()}, output=out, metrics={}), args.repeat)[0]
         report("replay machinery alone", free, note="late labels, output written, no-op calibrator")
 
         print()
-        for name, wc in (("labels at once", at_once), ("late labels", late_wc)):
+        cases = (
+            ("labels at once", at_once),
+            ("late labels", late_wc),
+            ("labels at once, n_jobs=2", at_once_2),
+            ("late labels, n_jobs=2", late_2),
+        )
+        for name, wc in cases:
             wall, cpu = wc
             print(
                 f"replay, {name}: {n / wall / 1e6:.2f} M events/s wall = {n / wall / GOAL:.2f}x the "

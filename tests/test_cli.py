@@ -77,3 +77,20 @@ def test_replay_refit_every_defaults_to_1000_and_accepts_lazy():
     assert parser.parse_args(["replay", "in.parquet"]).refit_every == 1000
     assert parser.parse_args(["replay", "in.parquet", "--refit-every", "lazy"]).refit_every is None
     assert parser.parse_args(["replay", "in.parquet", "--refit-every", "250"]).refit_every == 250
+
+
+def test_replay_jobs_reaches_pav_only(tmp_path):
+    from streamcal.cli import build_parser
+    from streamcal.replay._cli import _method_options
+    from streamcal.replay.methods import make_calibrator
+
+    parser = build_parser()
+    assert "n_jobs" not in _method_options(parser.parse_args(["replay", "in.parquet"]))
+    options = _method_options(parser.parse_args(["replay", "in.parquet", "--jobs", "2"]))
+    assert make_calibrator("pav", **options).n_jobs == 2
+    assert not hasattr(make_calibrator("ispline", **options), "n_jobs")
+    data = tmp_path / "click.parquet"
+    assert run_cli("generate", str(data), "-n", "1000", "--seed", "2").returncode == 0
+    result = run_cli("replay", str(data), "--jobs", "0", "--quiet")
+    assert result.returncode == 1
+    assert "`n_jobs` must" in result.stderr

@@ -129,6 +129,13 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="pav: serve probabilities under the finite pseudo-count rule (never exactly 0 or 1) "
         "instead of the exact PAV map",
     )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="pav: threads per calibrator within each record batch (n_jobs; -1: every core). Same "
+        "results as 1, faster on long batches when cores are free (default 1)",
+    )
     win = parser.add_mutually_exclusive_group()
     win.add_argument(
         "--window",
@@ -273,4 +280,6 @@ def _method_options(args) -> dict:
     options = {"refit_every": args.refit_every}
     if args.finite_proba:
         options["finite_proba"] = True
+    if args.jobs != 1:
+        options["n_jobs"] = args.jobs
     return options
