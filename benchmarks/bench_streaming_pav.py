@@ -34,7 +34,7 @@ import numpy as np
 from streamcal._kernels import histogram as H
 from streamcal._kernels import ipav as K
 from streamcal.buckets import LogitGrid
-from streamcal.isotonic.streaming import PAVCalibrator
+from streamcal.isotonic.streaming import MIN_EVENTS_PER_THREAD, PAVCalibrator
 from streamcal.windows import CountWindow
 
 
@@ -84,8 +84,8 @@ def bench_compile():
     return t
 
 
-def bench_prequential(s, y, n_buckets=1024, window=100_000, weights=None):
-    cal = PAVCalibrator(buckets=LogitGrid(n_buckets), window=CountWindow(window))
+def bench_prequential(s, y, n_buckets=1024, window=100_000, weights=None, n_jobs=1):
+    cal = PAVCalibrator(buckets=LogitGrid(n_buckets), window=CountWindow(window), n_jobs=n_jobs)
     with Timer() as t:
         cal.prequential(s, y, weights=weights)
     return t
@@ -181,6 +181,22 @@ def main(argv=None):
     print(f"\nprequential, {fmt(n)} events, 1024 logit buckets, count window 1e5 (exact per event):")
     print(f"  streamcal PAVCalibrator.prequential: {fmt(pav_wall)} events/s wall, {fmt(pav_cpu)} events/s CPU")
 
+    # threads (n_jobs): wall time is what they save, so the best wall time of the runs; at least
+    # two chunks of MIN_EVENTS_PER_THREAD events, else one thread would run
+    n_thr = max(n, 2 * MIN_EVENTS_PER_THREAD)
+    s_thr, y_thr = click_stream(n_thr)
+    for n_jobs in (1, 2):
+        t = min((bench_prequential(s_thr, y_thr, n_jobs=n_jobs) for _ in range(max(reps, 2))), key=lambda t: t.wall)
+        rate_thr = n_thr / t.wall
+        if n_jobs == 1:
+            one_thread = rate_thr
+        print(f"  n_jobs={n_jobs} ({fmt(n_thr)} events): {fmt(rate_thr)} events/s wall, CPU {t.cpu:.2f} s"
+              + (f" -> {rate_thr / one_thread:.2f}x one thread" if n_jobs > 1 else ""))
+    thr_wall = rate_thr
+    outs = [PAVCalibrator(window=CountWindow(window), n_jobs=j).prequential(s_thr, y_thr) for j in (1, 2)]
+    same = all(np.array_equal(a, b) for a, b in zip(*outs, strict=True))
+    print(f"  n_jobs=2 outputs equal n_jobs=1 bit for bit: {same}")
+
     w = np.random.default_rng(2).uniform(0.5, 1.5, size=n)
     t = best_of(reps, bench_prequential, s[:n], y[:n], weights=w)
     print(f"  same, fractional weights U(0.5, 1.5) (general sweep, no whole-number shortcuts): "
@@ -199,7 +215,8 @@ def main(argv=None):
     m = 5_000 if args.quick else 30_000
     t, k = best_of(reps, bench_numba_full_recompute, s, y, m, window)
     print(f"  (c) numba full PAV recompute per event ({fmt(m)} events measured): {fmt(k / t.wall)} events/s wall, "
-          f"{fmt(k / t.cpu)} CPU -> streamcal is {pav_wall / (k / t.wall):.1f}x wall, {pav_cpu / (k / t.cpu):.1f}x CPU")
+          f"{fmt(k / t.cpu)} CPU -> streamcal is {pav_wall / (k / t.wall):.1f}x wall, {pav_cpu / (k / t.cpu):.1f}x CPU"
+          f" ({thr_wall / (k / t.wall):.1f}x wall with n_jobs=2)")
 
     m = 30_000 if args.quick else 200_000
     runs = [bench_river_path(s, y, m, window) for _ in range(reps)]

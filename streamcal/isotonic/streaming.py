@@ -150,28 +150,35 @@ class PAVCalibrator(StreamingCalibrator):
     # ``x`` a one-key dict holding a float score in range, a bool label, a float weight, no
     # time. Anything else takes the full checks, which raise the documented errors.
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
-        if self._sf is None or self._uses_times:  # quantile warm-up; time windows grow their ring
-            super().learn_one(x, y, w, t)
-            return
-        if type(x) is dict and len(x) == 1 and self.score_key is None:
-            for s in x.values():
+        if type(x) is dict and t is None and self.score_key is None and self._sf is not None and not self._uses_times:
+            try:
+                (s,) = x.values()  # exactly one value (else the full checks below raise)
+            except ValueError:
+                pass
+            else:
                 if (
                     type(s) is float
                     and self._score_low <= s <= self._score_high
                     and (y is True or y is False)
                     and type(w) is float
                     and 0.0 <= w < _INF
-                    and t is None
                 ):
                     self._learn_score(self._sf, self._si, self._pf, self._pi, s, 1.0 if y else 0.0, w, 0.0)
                     return
+        if self._sf is None or self._uses_times:  # quantile warm-up; time windows grow their ring
+            super().learn_one(x, y, w, t)
+            return
         s = self._score_of(x)
         label, w, t = self._check_one(y, w, t)
         self._learn_score(self._sf, self._si, self._pf, self._pi, s, label, w, t)
 
     def predict_proba_one(self, x: dict) -> dict:
-        if type(x) is dict and len(x) == 1 and self.score_key is None and self._sf is not None:
-            for s in x.values():
+        if type(x) is dict and self.score_key is None and self._sf is not None:
+            try:
+                (s,) = x.values()
+            except ValueError:
+                pass
+            else:
                 if type(s) is float and self._score_low <= s <= self._score_high:
                     p = self._proba_score(self._pf, self._pi, s)
                     return {False: 1.0 - p, True: p}
