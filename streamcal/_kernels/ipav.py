@@ -43,7 +43,8 @@ learn kernel sets it per event, from the sticky ``PI_INTEGRAL``). And when a cha
 its block one block, the block's new sums are its old ones plus the change, and only the
 prefixes the change can push below the block's rate need testing
 (:func:`pav_bucket_delta_inplace`, which the learn kernel calls with the bucket's old
-weights): most learned events cost a few buckets' reads, whatever the block's width.
+weights): a learned event then costs the reads of the prefixes on one side of its bucket and
+the writes of its block's fitted values.
 
 Finite LLR (BOSARIS rule, as ``streamcal.isotonic.pav_llr(finite=True)``): one pseudo-positive
 below all scores and one pseudo-negative above, each of weight ``c`` in real units. Adding
@@ -776,16 +777,20 @@ def pav_process_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times,
     """
     n = buckets.shape[0]
     i = 0
+    short_run_end = 0  # a run of learn-only operations too short to rebuild ends here
     while i < n:
         op = ops[i]
-        if op == 1:
+        if op == 1 and i >= short_run_end:
             j = i + 1
-            while j < n and ops[j] == 1:
+            while j < n and ops[j] == 1 and j - i < LEARN_RUN_REBUILD:
                 j += 1
             if j - i >= LEARN_RUN_REBUILD:
+                while j < n and ops[j] == 1:
+                    j += 1
                 pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, i, j)
                 i = j
                 continue
+            short_run_end = j
         if op & 2:
             p = pav_predict_one(pf, pi, buckets[i], scores[i])
             out_p[i] = pav_proba_out(pf, pi, p)
