@@ -567,6 +567,14 @@ def test_process_equals_loop_on_random_streams(window, stream, mask, step):
 
 
 # ---------------------------------------------------------------------------- long runs of labels
+def click_events(rng, n, weights):
+    """A click-like stream over a logit grid: scores, labels, weights drawn from ``weights``, times."""
+    z = rng.normal(-2.0, 1.5, size=n)
+    labels = rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(1.3 * z + 0.5)))
+    times = np.cumsum(rng.choice([0.0, 0.05, 0.2], size=n))
+    return 1.0 / (1.0 + np.exp(-z)), labels, rng.choice(weights, size=n), times
+
+
 @pytest.mark.parametrize("weights", [(1.0, 0.3, 2.5), (1.0, 0.0, 3.0)], ids=["fractional", "whole"])
 @pytest.mark.parametrize("window", [*WINDOWS, CountWindow(n=400)], ids=repr)
 def test_update_and_long_learn_runs_equal_learning_one_by_one(window, weights, rng):
@@ -574,11 +582,7 @@ def test_update_and_long_learn_runs_equal_learning_one_by_one(window, weights, r
     # learns into the histogram alone and rebuilds the blocks once; the state must be the one
     # learning event by event gives, and so must every output after it
     n = 1500
-    z = rng.normal(-2.0, 1.5, size=n)
-    scores = 1.0 / (1.0 + np.exp(-z))
-    labels = rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(1.3 * z + 0.5)))
-    w = rng.choice(weights, size=n)
-    times = np.cumsum(rng.choice([0.0, 0.05, 0.2], size=n))
+    scores, labels, w, times = click_events(rng, n, weights)
     make = lambda: PAVCalibrator(buckets=LogitGrid(n_buckets=96, low=1e-4, high=1 - 1e-4), window=window)  # noqa: E731
     a, b = make(), make()
     a.update(scores[:700], labels[:700], weights=w[:700], times=times[:700])
@@ -612,11 +616,7 @@ def test_threads_give_the_outputs_and_state_of_one_thread(window, weights, rng, 
 
     monkeypatch.setattr(module, "MIN_EVENTS_PER_THREAD", 100)  # threads on a short stream
     n = 1200
-    z = rng.normal(-2.0, 1.5, size=n)
-    scores = 1.0 / (1.0 + np.exp(-z))
-    labels = rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(1.3 * z + 0.5)))
-    w = rng.choice(weights, size=n)
-    times = np.cumsum(rng.choice([0.0, 0.05, 0.2], size=n))
+    scores, labels, w, times = click_events(rng, n, weights)
     learn = rng.uniform(size=n) < 0.7
     learn[300:400] = True  # a long run of labels inside a chunk
     runs = {}

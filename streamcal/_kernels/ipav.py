@@ -216,76 +216,16 @@ def _gap_value(v_left, v_right, c_left, c_right, c):
 
 
 @jit
-def _repair_block_exact_inplace(hist, h0, pf, pi, k):
-    """Whole-number weights: update the block holding ``k`` in place if it stays one block.
+def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
+    """Whole-number weights, bucket ``k`` changed by ``(dp, dn)``: the block updated in place.
 
     With exact sums, the block ``[f, l]`` stays a block when both end knots remain, every
     proper prefix keeps a rate >= the block's new rate (then PAV of its knots is constant),
     and neither neighbour pools with it (the block to the right then stays as it was, as in
     the sweep's early stop). Only the sums, the fitted values of ``[f, l]`` and the two gaps
-    beside it change. Returns False, having written nothing, when any condition fails.
-    """
-    B = pi[PI_B]
-    POS = h0
-    NEG = h0 + B
-    FIT = PF_HEADER + _FIT
-    BPOS = PF_HEADER + _BPOS
-    BNEG = PF_HEADER + _BNEG
-    CEN = PF_HEADER + _CENTRES
-    BEND = PI_HEADER + _BEND
-    BPREV = PI_HEADER + _BPREV
-    BNEXT = PI_HEADER + _BNEXT
-    f = pi[PI_HEADER + _OWNER + _R * k]
-    last = pi[BEND + _R * f]
-    if k > last or hist[POS + f] + hist[NEG + f] <= 0.0 or hist[POS + last] + hist[NEG + last] <= 0.0:
-        return False
-    p = 0.0
-    n = 0.0
-    for g in range(f, last + 1):
-        p += hist[POS + g]
-        n += hist[NEG + g]
-    t = p + n
-    cp = 0.0
-    ct = 0.0
-    for g in range(f, last):
-        cp += hist[POS + g]
-        ct += hist[POS + g] + hist[NEG + g]
-        if cp * t < p * ct:  # this prefix's rate fell below the block's: the block splits
-            return False
-    chain = pi[BPREV + _R * f]
-    if chain != -1 and _violates(pf[BPOS + _R * chain], pf[BNEG + _R * chain], p, n):
-        return False
-    nxt = pi[BNEXT + _R * f]
-    if nxt != -1 and _violates(p, n, pf[BPOS + _R * nxt], pf[BNEG + _R * nxt]):
-        return False
-    pf[BPOS + _R * f] = p
-    pf[BNEG + _R * f] = n
-    v = _rate(p, n)
-    for g in range(f, last + 1):
-        pf[FIT + _R * g] = v
-    if chain != -1:
-        lk = pi[BEND + _R * chain]
-        lv = pf[FIT + _R * lk]
-        for g in range(lk + 1, f):
-            pf[FIT + _R * g] = _gap_value(lv, v, pf[CEN + _R * lk], pf[CEN + _R * f], pf[CEN + _R * g])
-    if nxt != -1:
-        rv = pf[FIT + _R * nxt]
-        for g in range(last + 1, nxt):
-            pf[FIT + _R * g] = _gap_value(v, rv, pf[CEN + _R * last], pf[CEN + _R * nxt], pf[CEN + _R * g])
-    if f < pi[PI_CHG_LO]:
-        pi[PI_CHG_LO] = f
-    if last > pi[PI_CHG_HI]:
-        pi[PI_CHG_HI] = last
-    return True
-
-
-@jit
-def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
-    """Whole-number weights, bucket ``k`` changed by ``(dp, dn)``: the block update in O(1) sums.
-
-    As :func:`_repair_block_exact_inplace`, but the new sums are the old ones plus the change
-    (exact: whole numbers below ``EXACT_TOTAL``) and only the prefixes that the change can push
-    below the block's rate are tested. The old block had every proper prefix at a rate >= its
+    beside it change. The new sums are the old ones plus the change (exact: whole numbers
+    below ``EXACT_TOTAL``), and only the prefixes that the change can push below the block's
+    rate are tested. The old block had every proper prefix at a rate >= its
     own. When its rate rises (``dp > 0`` or ``dn < 0``), a prefix that holds ``k`` keeps that
     property: with ``a/c >= A/C`` and ``c <= C``, ``(a + w)(C + w) - (A + w)(c + w) =
     (aC - Ac) + w (C - c - A + a) >= 0`` (``C - c - A + a`` is the negative weight after the
@@ -384,17 +324,10 @@ def pav_bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n):
 def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     """Repair the blocks and fitted values after the weight of bucket ``k`` changed (-1: all).
 
-    The histogram is ``pos = hist[h0 : h0 + B]`` and ``neg = hist[h0 + B : h0 + 2B]``.
+    The histogram is ``pos = hist[h0 : h0 + B]`` and ``neg = hist[h0 + B : h0 + 2B]``. Without
+    the bucket's old weights this always resumes the sweep (:func:`pav_bucket_delta_inplace`
+    can often update the block in place).
     """
-    head = pi[PI_HEAD]
-    if (
-        pi[PI_EXACT] == 1
-        and k >= 0
-        and head != -1
-        and head <= k <= pi[PI_LAST]
-        and _repair_block_exact_inplace(hist, h0, pf, pi, k)
-    ):
-        return
     _resweep_inplace(hist, h0, pf, pi, k)
 
 
