@@ -22,6 +22,13 @@ after = slice(drift_at + 20_000, None)
 print(f"mean predicted {proba[after].mean():.4f}  vs  observed rate {labels[after].mean():.4f} (after the drift)")
 print(f"raw score mean {scores[after].mean():.4f}; the window holds {cal.window_weight:,.0f} events")
 
+# 1b. Threads: n_jobs splits a long sequence over cores and gives the same numbers, bit for bit
+#     (each thread replays the earlier labels into the histogram alone, then runs its chunk).
+#     Threads start at 2**17 events per thread; this stream is 200,000 events, so run it twice over.
+long_scores, long_labels = np.tile(scores, 2), np.tile(labels, 2)
+one, two = (PAVCalibrator(window=CountWindow(20_000), n_jobs=k).prequential(long_scores, long_labels) for k in (1, 2))
+print(f"n_jobs=2 gives the same probabilities and LLRs: {all(np.array_equal(a, b) for a, b in zip(one, two, strict=True))}")
+
 # 2. Late labels: `process` interleaves predictions (learn_mask False) and learning (True) in
 #    one ordered call, which is how a replay serves labels that arrive after the prediction.
 cal = PAVCalibrator(window=Decay(half_life=5_000))
