@@ -623,6 +623,9 @@ class StreamingCalibrator(Persistable, base.Classifier):
         prequential event is predicted (after a refit) and learned on its own, as in that loop.
         """
         k = getattr(self, "refit_every", None)
+        if k is not None:
+            self._run_ops_between_refits(k, ops, b, s, y, w, t, out_p, out_llr)
+            return
         runs = [*np.flatnonzero(np.concatenate(([True], ops[1:] != ops[:-1]))).tolist(), ops.size]
         for start, stop in itertools.pairwise(runs):
             op = ops[start]
@@ -641,6 +644,33 @@ class StreamingCalibrator(Persistable, base.Classifier):
                 _h.histogram_learn_many_inplace(self._sf, self._si, b[part], y[part], w[part], t[part])
                 self._after_learn(part.stop - i)
                 i = part.stop
+
+    def _run_ops_between_refits(self, k, ops, b, s, y, w, t, out_p, out_llr) -> None:
+        """``_run_ops`` with a refit after every ``k`` labels: one segment per refit.
+
+        The map does not change between two refits, so every prediction up to the operation
+        that learns the label completing the next ``k`` is one vectorised call, and the labels
+        of the segment one histogram call, in their order: the outputs of the event-by-event
+        loop, however predictions and labels interleave (late labels).
+        """
+        learn_at = np.flatnonzero(ops & OP_LEARN)
+        predict_at = np.flatnonzero(ops & OP_PREDICT)
+        i = 0  # first operation of the segment
+        li = 0  # learn_at[li] is its first label
+        pi = 0  # predict_at[pi] is its first prediction
+        while i < ops.size:
+            due = li + max(1, k - self._n_since_refit)  # the label that completes the refit
+            end = int(learn_at[due - 1]) + 1 if due <= learn_at.size else ops.size
+            pj = int(np.searchsorted(predict_at, end))
+            if pj > pi:
+                at = predict_at[pi:pj]
+                out_p[at], out_llr[at] = self._predict_arrays(b[at], s[at])
+            lj = min(due, learn_at.size)
+            if lj > li:
+                at = learn_at[li:lj]
+                _h.histogram_learn_many_inplace(self._sf, self._si, b[at], y[at], w[at], t[at])
+                self._after_learn(lj - li)
+            i, li, pi = end, lj, pj
 
     # hooks for a parametric or smooth map -------------------------------------------------
     def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:

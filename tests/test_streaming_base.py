@@ -32,7 +32,7 @@ class BucketRateCalibrator(StreamingCalibrator):
 
 
 
-@pytest.mark.parametrize("refit_every", [None, 1, 7])
+@pytest.mark.parametrize("refit_every", [None, 1, 7, 50])
 @pytest.mark.parametrize("window", [CountWindow(40), Decay(10.0), TimeWindow(15.0)], ids=repr)
 def test_array_face_equals_loop_of_river_methods(refit_every, window, rng):
     n = 300
