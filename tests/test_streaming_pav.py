@@ -117,9 +117,9 @@ def observable_state(cal):
     (learning a long run of labels rebuilds the blocks once instead of repairing them per event),
     and ``n_jobs``, which changes how fast, not what.
     """
-    if cal._sf is None:
-        return snapshot(cal)
     rest = {k: v for k, v in cal.__getstate__().items() if k not in ("_pf", "_pi", "n_jobs")}
+    if cal._sf is None:
+        return pickle.dumps(rest)
     blocks, owner, fit = kernel_blocks(cal._pf, cal._pi)
     span = slice(blocks[0][0], blocks[-1][1] + 1) if blocks else slice(0, 0)
     header = cal._pf[[K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]].tolist()
