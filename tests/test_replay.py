@@ -934,6 +934,7 @@ def test_cli_end_to_end_with_plot(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "log loss" in res.stdout
     assert "4,000 events" in res.stdout
+    assert "Plot drawn in" in res.stdout  # apart from the replay's time and events/s
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     out = pq.read_table(tmp_path / "clicks.replay.parquet")
     assert out.num_rows == 4000
