@@ -131,6 +131,15 @@ _FIT, _BPOS, _BNEG, _CENTRES = 0, 1, 2, 3  # pf record
 _OWNER, _BEND, _BPREV, _BNEXT = 0, 1, 2, 3  # pi record
 _SPOS, _SNEG = 0, 1  # pf stack record
 _SFIRST, _SLAST = 0, 1  # pi stack record
+# offsets of the per-bucket fields (field of bucket k at OFFSET + _R * k): compile-time constants
+FIT = PF_HEADER + _FIT
+BPOS = PF_HEADER + _BPOS
+BNEG = PF_HEADER + _BNEG
+CEN = PF_HEADER + _CENTRES
+OWNER = PI_HEADER + _OWNER
+BEND = PI_HEADER + _BEND
+BPREV = PI_HEADER + _BPREV
+BNEXT = PI_HEADER + _BNEXT
 
 
 def pav_state_sizes(n_buckets: int) -> tuple[int, int]:
@@ -209,10 +218,14 @@ def _violates(p_left, n_left, p_right, n_right):
 
 
 @jit
-def _gap_value(v_left, v_right, c_left, c_right, c):
-    """Value at centre ``c`` between a knot (c_left, v_left) and a knot (c_right, v_right)."""
-    v = v_left + (v_right - v_left) * ((c - c_left) / (c_right - c_left))
-    return min(max(v, v_left), v_right)
+def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
+    """Fitted values of the empty buckets strictly between two knots: the linear interpolation
+    by bucket centre between the knots' values, clipped to them."""
+    c_left = pf[CEN + _R * left_knot]
+    c_right = pf[CEN + _R * right_knot]
+    for g in range(left_knot + 1, right_knot):
+        v = v_left + (v_right - v_left) * ((pf[CEN + _R * g] - c_left) / (c_right - c_left))
+        pf[FIT + _R * g] = min(max(v, v_left), v_right)
 
 
 @jit
@@ -238,13 +251,6 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
     B = pi[PI_B]
     POS = h0
     NEG = h0 + B
-    FIT = PF_HEADER + _FIT
-    BPOS = PF_HEADER + _BPOS
-    BNEG = PF_HEADER + _BNEG
-    CEN = PF_HEADER + _CENTRES
-    BEND = PI_HEADER + _BEND
-    BPREV = PI_HEADER + _BPREV
-    BNEXT = PI_HEADER + _BNEXT
     f = pi[PI_HEADER + _OWNER + _R * k]
     last = pi[BEND + _R * f]
     if k > last:  # k was an empty bucket in a gap: a new knot
@@ -283,13 +289,9 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
         pf[FIT + _R * g] = v
     if chain != -1:
         lk = pi[BEND + _R * chain]
-        lv = pf[FIT + _R * lk]
-        for g in range(lk + 1, f):
-            pf[FIT + _R * g] = _gap_value(lv, v, pf[CEN + _R * lk], pf[CEN + _R * f], pf[CEN + _R * g])
+        _fill_gap(pf, lk, pf[FIT + _R * lk], f, v)
     if nxt != -1:
-        rv = pf[FIT + _R * nxt]
-        for g in range(last + 1, nxt):
-            pf[FIT + _R * g] = _gap_value(v, rv, pf[CEN + _R * last], pf[CEN + _R * nxt], pf[CEN + _R * g])
+        _fill_gap(pf, last, v, nxt, pf[FIT + _R * nxt])
     if f < pi[PI_CHG_LO]:
         pi[PI_CHG_LO] = f
     if last > pi[PI_CHG_HI]:
@@ -337,16 +339,8 @@ def _resweep_inplace(hist, h0, pf, pi, k):
     B = pi[PI_B]
     POS = h0
     NEG = h0 + B
-    FIT = PF_HEADER + _FIT
-    BPOS = PF_HEADER + _BPOS
-    BNEG = PF_HEADER + _BNEG
-    CEN = PF_HEADER + _CENTRES
     SPOS = PF_HEADER + _R * B + _SPOS
     SNEG = PF_HEADER + _R * B + _SNEG
-    OWNER = PI_HEADER + _OWNER
-    BEND = PI_HEADER + _BEND
-    BPREV = PI_HEADER + _BPREV
-    BNEXT = PI_HEADER + _BNEXT
     SFIRST = PI_HEADER + _R * B + _SFIRST
     SLAST = PI_HEADER + _R * B + _SLAST
     head = pi[PI_HEAD]
@@ -499,11 +493,9 @@ def _resweep_inplace(hist, h0, pf, pi, k):
         v = pf[FIT + _R * f] if i == n_rewrite else _rate(pf[SPOS + _S * i], pf[SNEG + _S * i])
         if left_knot != -1:  # the gap before this block, owned by the block on its left
             lo_owner = chain if i == 0 else pi[SFIRST + _S * (i - 1)]
-            c_left = pf[CEN + _R * left_knot]
-            c_right = pf[CEN + _R * f]
             for g in range(left_knot + 1, f):
                 pi[OWNER + _R * g] = lo_owner
-                pf[FIT + _R * g] = _gap_value(left_value, v, c_left, c_right, pf[CEN + _R * g])
+            _fill_gap(pf, left_knot, left_value, f, v)
         if i == n_rewrite:
             break  # the stopping block and everything after it are unchanged
         last = pi[SLAST + _S * i]
@@ -518,11 +510,6 @@ def _resweep_inplace(hist, h0, pf, pi, k):
 def pav_refresh_extremes_inplace(sf, pf, pi):
     """Recompute the finite-LLR clip values and the inverse prior odds (BOSARIS pseudo-counts)."""
     B = pi[PI_B]
-    BPOS = PF_HEADER + _BPOS
-    BNEG = PF_HEADER + _BNEG
-    BEND = PI_HEADER + _BEND
-    BPREV = PI_HEADER + _BPREV
-    BNEXT = PI_HEADER + _BNEXT
     c = pf[PF_PSEUDO] * stored_unit(sf)
     pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
     head = pi[PI_HEAD]
@@ -604,10 +591,8 @@ def pav_predict_one(pf, pi, b, s):
             return min(max(s, 0.0), 1.0)
         return 0.5
     last = pi[PI_LAST]
-    FIT = PF_HEADER + _FIT
     if pf[PF_LINEAR] < 0.5:
         return pf[FIT + _R * min(max(b, first), last)]
-    CEN = PF_HEADER + _CENTRES
     j = b if s >= pf[CEN + _R * b] else b - 1
     if j < first:
         return pf[FIT + _R * first]
