@@ -1,4 +1,4 @@
-"""River's estimator checks as pytest cases: one case per (class, parameter set, check, dataset)."""
+"""Shared test helpers: river's checks as pytest cases, the river-loop reference, common assertions."""
 
 from __future__ import annotations
 
@@ -68,3 +68,13 @@ def assert_array_face_equals_river_loop(make, rng, n, snapshot):
     assert not np.isnan(p[~mask]).any()
     assert snapshot(a2) == snapshot(b2)
     return a2, scores
+
+
+def assert_monotone_on_unit_grid(cal):
+    """Probabilities in [0, 1] and finite LLRs, both non-decreasing in the score over [0, 1]."""
+    grid = np.linspace(0.0, 1.0, 2001)
+    p, llr = cal.predict_proba(grid), cal.predict_llr(grid)
+    assert (np.diff(p) >= 0).all()
+    assert (np.diff(llr) >= 0).all()
+    assert np.isfinite(llr).all()
+    assert ((p >= 0) & (p <= 1)).all()

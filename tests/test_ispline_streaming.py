@@ -7,7 +7,7 @@ import pickle
 
 import numpy as np
 import pytest
-from river_cases import assert_array_face_equals_river_loop, river_check_cases
+from river_cases import assert_array_face_equals_river_loop, assert_monotone_on_unit_grid, river_check_cases
 
 from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid
 from streamcal.spline import fit_ispline, fit_ispline_on_histogram
@@ -133,12 +133,7 @@ def test_monotone_in_unit_interval_finite_llr(rng):
     cal = ISplineCalibrator(window=CountWindow(3000))
     s = rng.uniform(size=5000)
     cal.update(s, rng.uniform(size=5000) < s**3)
-    grid = np.linspace(0.0, 1.0, 2001)
-    p, llr = cal.predict_proba(grid), cal.predict_llr(grid)
-    assert (np.diff(p) >= 0).all()
-    assert (np.diff(llr) >= 0).all()
-    assert np.isfinite(llr).all()
-    assert ((p >= 0) & (p <= 1)).all()
+    assert_monotone_on_unit_grid(cal)
 
 
 def test_before_any_label_identity_for_probabilities_else_half():

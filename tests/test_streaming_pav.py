@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from river_cases import assert_array_face_equals_river_loop, river_loop
+from river_cases import assert_array_face_equals_river_loop, assert_monotone_on_unit_grid, river_loop
 
 from streamcal._kernels import histogram as H
 from streamcal._kernels import ipav as K
@@ -265,15 +265,13 @@ def test_decay_renormalisation_rebuilds_exactly(rng):
 
 
 # ---------------------------------------------------------------------------- exact PAV per score
-@pytest.mark.parametrize("interpolation", ["step", "linear"])
-@pytest.mark.parametrize("window_n", [None, 30])
-@settings(max_examples=30)
-@given(data=st.data())
-def test_one_bucket_per_distinct_score_equals_batch_pav_on_window(interpolation, window_n, data):
+def fitted_on_distinct_scores(data, window_n, **params):
+    """A calibrator with one bucket per distinct score, after a drawn stream; and the window's
+    events ``(scores, labels, weights)``."""
     values = np.array([0.01, 0.1, 0.15, 0.3, 0.45, 0.6, 0.8, 0.97])
     edges = np.concatenate(([0.0], 0.5 * (values[1:] + values[:-1]), [1.0]))
     window = Unbounded() if window_n is None else CountWindow(window_n)
-    cal = PAVCalibrator(buckets=Edges(edges, centres=values), window=window, interpolation=interpolation)
+    cal = PAVCalibrator(buckets=Edges(edges, centres=values), window=window, **params)
     n = data.draw(st.integers(1, 80))
     idx = data.draw(st.lists(st.integers(0, 7), min_size=n, max_size=n))
     labels = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
@@ -281,7 +279,15 @@ def test_one_bucket_per_distinct_score_equals_batch_pav_on_window(interpolation,
     scores = values[idx]
     cal.update(scores, labels, weights=weights)
     keep = slice(None) if window_n is None else slice(-window_n, None)
-    s, y, w = scores[keep], labels[keep], weights[keep]
+    return cal, (scores[keep], labels[keep], weights[keep])
+
+
+@pytest.mark.parametrize("interpolation", ["step", "linear"])
+@pytest.mark.parametrize("window_n", [None, 30])
+@settings(max_examples=30)
+@given(data=st.data())
+def test_one_bucket_per_distinct_score_equals_batch_pav_on_window(interpolation, window_n, data):
+    cal, (s, y, w) = fitted_on_distinct_scores(data, window_n, interpolation=interpolation)
     np.testing.assert_allclose(cal.predict_proba(s), pav_binary(s, y, w), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(cal.predict_llr(s), pav_llr(s, y, w, finite=True), rtol=1e-9, atol=1e-9)
 
@@ -291,18 +297,7 @@ def test_one_bucket_per_distinct_score_equals_batch_pav_on_window(interpolation,
 @given(data=st.data())
 def test_finite_proba_is_the_augmented_pav_of_the_window(window_n, data):
     """``finite_proba=True`` serves the probability of the pseudo-count rule behind the finite LLR."""
-    values = np.array([0.01, 0.1, 0.15, 0.3, 0.45, 0.6, 0.8, 0.97])
-    edges = np.concatenate(([0.0], 0.5 * (values[1:] + values[:-1]), [1.0]))
-    window = Unbounded() if window_n is None else CountWindow(window_n)
-    cal = PAVCalibrator(buckets=Edges(edges, centres=values), window=window, finite_proba=True)
-    n = data.draw(st.integers(1, 80))
-    idx = data.draw(st.lists(st.integers(0, 7), min_size=n, max_size=n))
-    labels = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
-    weights = np.array(data.draw(st.lists(st.sampled_from([0.5, 1.0, 1.5, 3.0]), min_size=n, max_size=n)))
-    scores = values[idx]
-    cal.update(scores, labels, weights=weights)
-    keep = slice(None) if window_n is None else slice(-window_n, None)
-    s, y, w = scores[keep], labels[keep], weights[keep]
+    cal, (s, y, w) = fitted_on_distinct_scores(data, window_n, finite_proba=True)
     t1, t0 = float(np.dot(w, y)), float(np.dot(w, ~y))
     expected = 1.0 / (1.0 + np.exp(-(pav_llr(s, y, w, finite=True) + np.log((t1 + 1.0) / (t0 + 1.0)))))
     proba = cal.predict_proba(s)
@@ -367,12 +362,7 @@ def test_predictions_are_monotone_and_llr_finite(rng):
     cal = PAVCalibrator(window=CountWindow(300))
     s = rng.uniform(size=2000)
     cal.update(s, rng.uniform(size=2000) < s**3)
-    grid = np.linspace(0.0, 1.0, 2001)
-    p, llr = cal.predict_proba(grid), cal.predict_llr(grid)
-    assert (np.diff(p) >= 0).all()
-    assert (np.diff(llr) >= 0).all()
-    assert np.isfinite(llr).all()
-    assert ((p >= 0) & (p <= 1)).all()
+    assert_monotone_on_unit_grid(cal)
 
 
 def test_before_any_label_identity_for_probabilities_else_half():
