@@ -63,6 +63,26 @@ def _shaped(out: np.ndarray, like) -> np.ndarray | float:
     return float(out[0]) if np.ndim(like) == 0 else out
 
 
+def _elementwise(kernel, xi: float, arr: np.ndarray, like) -> np.ndarray | float:
+    """``kernel(arr, xi, out)`` into a fresh array, shaped like the input ``like``."""
+    out = np.empty_like(arr)
+    kernel(arr, xi, out)
+    return _shaped(out, like)
+
+
+def _pointwise_loss(kernel, y, v, xi) -> np.ndarray | float:
+    """``kernel(labels, scores, xi, out)`` after validating ``xi``, ``v`` and ``y`` (same length)."""
+    xi = _xi(xi)
+    arr = _scores(v)
+    labels = as_binary_labels(y, "y", allow_empty=True)
+    if labels.size != arr.size:
+        msg = f"`y` must have the same length as `v` ({arr.size}); got {labels.size}."
+        raise ValueError(msg)
+    out = np.empty_like(arr)
+    kernel(labels, arr, xi, out)
+    return _shaped(out, v)
+
+
 def gev_support(xi) -> tuple[float, float]:
     """Return the end points ``(lo, hi)`` of the open support R_xi (``-inf``/``inf`` if unbounded).
 
@@ -75,38 +95,22 @@ def gev_support(xi) -> tuple[float, float]:
 
 def gev_clip(v, xi):
     """Clip scores into the closure of R_xi (the paper's clipped linear function)."""
-    xi = _xi(xi)
-    arr = _scores(v)
-    out = np.empty_like(arr)
-    _k.gev_clip_array(arr, xi, out)
-    return _shaped(out, v)
+    return _elementwise(_k.gev_clip_array, _xi(xi), _scores(v), v)
 
 
 def gev_cdf(v, xi):
     """Inverse link ``F(v) = exp(-t(v))``: 0 below a lower end of R_xi, 1 above an upper end."""
-    xi = _xi(xi)
-    arr = _scores(v)
-    out = np.empty_like(arr)
-    _k.gev_cdf_array(arr, xi, out)
-    return _shaped(out, v)
+    return _elementwise(_k.gev_cdf_array, _xi(xi), _scores(v), v)
 
 
 def gev_pdf(v, xi):
     """Density ``f(v) = exp(-t) t^(1+xi)`` (0 outside R_xi)."""
-    xi = _xi(xi)
-    arr = _scores(v)
-    out = np.empty_like(arr)
-    _k.gev_pdf_array(arr, xi, out)
-    return _shaped(out, v)
+    return _elementwise(_k.gev_pdf_array, _xi(xi), _scores(v), v)
 
 
 def gev_link(eta, xi):
     """Link ``psi(eta) = ((-ln eta)^(-xi) - 1) / xi``, mapping [0, 1] onto the closure of R_xi."""
-    xi = _xi(xi)
-    arr = as_probabilities(eta, "eta", allow_empty=True)
-    out = np.empty_like(arr)
-    _k.gev_link_array(arr, xi, out)
-    return _shaped(out, eta)
+    return _elementwise(_k.gev_link_array, _xi(xi), as_probabilities(eta, "eta", allow_empty=True), eta)
 
 
 def gev_canonical_loss(y, v, xi):
@@ -115,29 +119,13 @@ def gev_canonical_loss(y, v, xi):
     Outside R_xi the loss continues linearly with slope ``F - y`` (``F`` = 0 or 1 there), which
     keeps it convex on the whole line; ``gev_clip`` gives the paper's clipped scores.
     """
-    xi = _xi(xi)
-    arr = _scores(v)
-    labels = as_binary_labels(y, "y", allow_empty=True)
-    if labels.size != arr.size:
-        msg = f"`y` must have the same length as `v` ({arr.size}); got {labels.size}."
-        raise ValueError(msg)
-    out = np.empty_like(arr)
-    _k.gev_canonical_loss_array(labels, arr, xi, out)
-    return _shaped(out, v)
+    return _pointwise_loss(_k.gev_canonical_loss_array, y, v, xi)
 
 
 def gev_log_loss(y, v, xi):
     """GEV-log loss ``-y ln F(v) - (1 - y) ln(1 - F(v))``: the GEV link with log loss (non-convex
     for most ``xi``; the baseline of Wang & Dey)."""
-    xi = _xi(xi)
-    arr = _scores(v)
-    labels = as_binary_labels(y, "y", allow_empty=True)
-    if labels.size != arr.size:
-        msg = f"`y` must have the same length as `v` ({arr.size}); got {labels.size}."
-        raise ValueError(msg)
-    out = np.empty_like(arr)
-    _k.gev_log_loss_array(labels, arr, xi, out)
-    return _shaped(out, v)
+    return _pointwise_loss(_k.gev_log_loss_array, y, v, xi)
 
 
 def upper_incomplete_gamma(a, x):
