@@ -12,6 +12,23 @@ from __future__ import annotations
 import numpy as np
 
 
+def _minus_log_t(v: np.ndarray, xi: float):
+    """``(-ln t, z, inside)`` for ``xi != 0``: ``t = (1 + z)^(-1/xi)``, ``z = xi v`` (0 outside
+    R_xi), ``inside`` the mask of R_xi or ``None`` when every score is inside. Call under the
+    caller's ``np.errstate``."""
+    z = xi * v
+    inside = None if z.size == 0 or z.min() > -1.0 else z > -1.0
+    if inside is not None:
+        z = np.where(inside, z, 0.0)
+    ratio = np.log1p(z)
+    ratio /= z
+    zero = z == 0.0
+    if zero.any():
+        ratio[zero] = 1.0  # log1p(z) / z -> 1: t = exp(-v), exact as xi v -> 0
+    ratio *= v
+    return ratio, z, inside
+
+
 def cdf_pdf(v: np.ndarray, xi: float) -> tuple[np.ndarray, np.ndarray]:
     """``F(v)`` and ``f(v)`` with the extension outside R_xi (F = 0 or 1, f = 0 there)."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
@@ -21,16 +38,7 @@ def cdf_pdf(v: np.ndarray, xi: float) -> tuple[np.ndarray, np.ndarray]:
             f = F * t
             f[F == 0.0] = 0.0  # t = inf
             return F, f
-        z = xi * v
-        inside = None if z.size == 0 or z.min() > -1.0 else z > -1.0
-        if inside is not None:
-            z = np.where(inside, z, 0.0)
-        ratio = np.log1p(z)
-        ratio /= z
-        zero = z == 0.0
-        if zero.any():
-            ratio[zero] = 1.0  # log1p(z) / z -> 1: t = exp(-v), exact as xi v -> 0
-        ratio *= v
+        ratio, z, inside = _minus_log_t(v, xi)
         t = np.exp(-ratio)  # (1 + xi v)^(-1/xi)
         F = np.exp(-t)
         f = F * t
@@ -48,16 +56,7 @@ def cdf(v: np.ndarray, xi: float) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         if xi == 0.0:
             return np.exp(-np.exp(-v))
-        z = xi * v
-        inside = None if z.size == 0 or z.min() > -1.0 else z > -1.0
-        if inside is not None:
-            z = np.where(inside, z, 0.0)
-        ratio = np.log1p(z)
-        ratio /= z
-        zero = z == 0.0
-        if zero.any():
-            ratio[zero] = 1.0
-        ratio *= v
+        ratio, _, inside = _minus_log_t(v, xi)
         F = np.exp(-np.exp(-ratio))
         if inside is not None:
             F[~inside] = 0.0 if xi > 0.0 else 1.0
