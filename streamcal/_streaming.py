@@ -613,14 +613,14 @@ class StreamingCalibrator(Persistable, base.Classifier):
         return (np.log(q) - np.log1p(-q)) - self._prior_logodds
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
-        """Run operations with the map fitted from the histogram, runs of equal operations at once.
+        """Run operations with the map fitted from the histogram, element for element what a loop
+        of ``predict_proba_one`` / ``learn_one`` gives.
 
-        Predictions in a run are one vectorised call; learns go to the histogram kernel in chunks
-        that end where a refit is due (``refit_every``). With ``refit_every`` the map is fixed
-        between refits, so a run of prequential events up to the next refit is predicted in one
-        call and then learned in one call: element for element what a loop of
-        ``predict_proba_one`` / ``learn_one`` gives. With lazy refits (``refit_every=None``) each
-        prequential event is predicted (after a refit) and learned on its own, as in that loop.
+        With ``refit_every`` the map is fixed between refits: see :meth:`_run_ops_between_refits`.
+        With lazy refits (``refit_every=None``) runs of equal operations go at once: a run of
+        predictions is one vectorised call (one refit before it if labels came), a run of labels
+        one histogram call, and each prequential event is predicted (after a refit) and learned
+        on its own.
         """
         k = getattr(self, "refit_every", None)
         if k is not None:
@@ -632,18 +632,13 @@ class StreamingCalibrator(Persistable, base.Classifier):
             if op == OP_PREDICT:
                 out_p[start:stop], out_llr[start:stop] = self._predict_arrays(b[start:stop], s[start:stop])
                 continue
-            i = start
-            while i < stop:
-                if k is None:
-                    step = 1 if op == OP_PREQUENTIAL else stop - i
-                else:
-                    step = max(1, k - self._n_since_refit)
-                part = slice(i, min(stop, i + step))
+            step = 1 if op == OP_PREQUENTIAL else stop - start
+            for i in range(start, stop, step):
+                part = slice(i, i + step)
                 if op == OP_PREQUENTIAL:
                     out_p[part], out_llr[part] = self._predict_arrays(b[part], s[part])
                 _h.histogram_learn_many_inplace(self._sf, self._si, b[part], y[part], w[part], t[part])
-                self._after_learn(part.stop - i)
-                i = part.stop
+                self._after_learn(step)
 
     def _run_ops_between_refits(self, k, ops, b, s, y, w, t, out_p, out_llr) -> None:
         """``_run_ops`` with a refit after every ``k`` labels: one segment per refit.
