@@ -140,7 +140,7 @@ def _full_recompute_loop():
                 pass
             H.window_add_inplace(sf, si, buckets[i], labels[i], 1.0, clock)
             K.pav_rebuild_inplace(sf, si, pf, pi)
-            K.pav_predict_one(pf, pi, buckets[i], 0.5)
+            K.pav_predict_one(pf, buckets[i], 0.5)
 
     return full
 

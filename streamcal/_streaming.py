@@ -511,6 +511,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
         need = int(self._si[_h.SI_RING_COUNT]) + extra
         if need > W:
             self._sf, self._si = _h.grow_ring(self._sf, self._si, max(2 * W, 1 << (need - 1).bit_length()))
+            self._histogram_replaced()
 
     def _shrink_ring(self) -> None:
         W = int(self._si[_h.SI_W])
@@ -518,6 +519,10 @@ class StreamingCalibrator(Persistable, base.Classifier):
         target = max(1024, 1 << (2 * count).bit_length())
         if 4 * target < W:
             self._sf, self._si = _h.grow_ring(self._sf, self._si, target)
+            self._histogram_replaced()
+
+    def _histogram_replaced(self) -> None:
+        """Hook: ``_sf``/``_si`` were replaced by new arrays (a subclass holding views of them rebinds)."""
 
     # quantile warm-up ---------------------------------------------------------------------
     def _warm_proba(self) -> float:

@@ -180,6 +180,7 @@ def _merge_two(a, b):
     else:
         sf, si = _merge_rings(a, b, kind)
     a._sf, a._si = sf, si
+    a._histogram_replaced()
     _rebuild_map(a)
     return a
 

@@ -63,7 +63,7 @@ def test_arithmetic_bucket_guess_equals_binary_search(grid, rng):
     expected = np.searchsorted(cuts, scores, side="right")
     np.testing.assert_array_equal(bucket_index(e, scores), expected)
     cal = PAVCalibrator(buckets=grid)  # the calibrator's single-score kernel (river face)
-    np.testing.assert_array_equal([K.pav_bucket_of(cal._pf, cal._pi, float(v)) for v in scores], expected)
+    np.testing.assert_array_equal([K.pav_bucket_of(cal._pf, float(v)) for v in scores], expected)
 
 
 def test_logit_grid_resolves_rare_and_common_rates():

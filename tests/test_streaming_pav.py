@@ -84,6 +84,7 @@ def kernel_blocks(pf, pi):
         f = int(bnext[f])
     assert int(pi[K.PI_TAIL]) == prev
     assert int(pi[K.PI_LAST]) == (blocks[-1][1] if blocks else -1)
+    assert (pf[K.PF_HEAD], pf[K.PF_LAST]) == (pi[K.PI_HEAD], pi[K.PI_LAST])  # the span the predictions read
     return blocks, v["owner"].copy(), v["fit"].copy()
 
 
@@ -526,6 +527,53 @@ def test_pickle_and_clone_keep_predictions(rng):
     deep.learn_one({"s": 0.5}, True)
     assert snapshot(cal) != snapshot(deep)
     assert cal.clone().n_learned == 0
+
+
+def assert_river_face_reads_the_array_state(cal, scores):
+    """The river face's packed buffer and the array face's views are one state."""
+    for name in ("_sf", "_si", "_pf", "_pi"):
+        assert np.shares_memory(getattr(cal, name), cal._packed), name
+    p, llr = cal.predict_proba(scores), cal.predict_llr(scores)
+    np.testing.assert_array_equal([cal.predict_proba_one({"s": float(v)})[True] for v in scores], p)
+    np.testing.assert_array_equal([cal.predict_llr_one({"s": float(v)}) for v in scores], llr)
+
+
+@pytest.mark.parametrize(
+    "replace",
+    ["ring growth", "ring shrink", "merge", "pickle", "deepcopy", "save and load"],
+)
+def test_every_state_replacement_keeps_the_packed_state(replace, rng, tmp_path):
+    """Each path that swaps the state arrays for new ones repacks them (``_pack``)."""
+    from streamcal.merging import merge
+    from streamcal.persist import load, save
+
+    s = rng.uniform(size=6000)
+    y = rng.uniform(size=6000) < s
+    t = np.arange(6000.0)
+    cal = PAVCalibrator(window=TimeWindow(seconds=5000.0))
+    cal.update(s[:100], y[:100], times=t[:100])
+    if replace == "ring growth":
+        for i in range(100, 2000):  # past the first ring capacity, one event at a time
+            cal.learn_one({"s": float(s[i])}, bool(y[i]), t=float(t[i]))
+    elif replace == "ring shrink":
+        cal.update(s[100:], y[100:], times=t[100:])
+        capacity = int(cal._si[H.SI_W])
+        cal.learn_one({"s": 0.5}, True, t=1e6)  # everything else expires
+        cal.update(s[:10], y[:10], times=1e6 + t[:10])
+        assert int(cal._si[H.SI_W]) < capacity  # the ring did shrink (after an array call)
+    elif replace == "merge":
+        other = PAVCalibrator(window=TimeWindow(seconds=5000.0)).update(s[100:], y[100:], times=t[100:])
+        cal = merge([cal, other])
+    elif replace == "pickle":
+        cal = pickle.loads(pickle.dumps(cal))
+    elif replace == "deepcopy":
+        cal = copy.deepcopy(cal)
+    else:
+        cal = load(save(cal, tmp_path / "cal"))
+    assert_river_face_reads_the_array_state(cal, s[:50])
+    cal.learn_one({"s": 0.3}, True, t=2e6)  # the river face learns into the arrays too
+    assert cal.n_learned == cal._sf[H.SF_N_LEARNED]
+    assert_river_face_reads_the_array_state(cal, s[:50])
 
 
 def test_inputs_are_not_mutated(rng):

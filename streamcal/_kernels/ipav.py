@@ -105,6 +105,8 @@ PF_GRID_KIND = 6  # bucket search of a single score over the cuts section: see
 PF_GRID_Z0 = 7  # ``histogram.grid_of_sorted``
 PF_GRID_INV_STEP = 8
 PF_FINITE_PROBA = 9  # 1.0: probabilities under the finite (pseudo-count) rule, clip(p, lo, hi)
+PF_HEAD = 10  # copies of PI_HEAD and PI_LAST (as floats): the prediction kernels read ``pf`` alone
+PF_LAST = 11
 PF_HEADER = 12
 
 PI_B = 0
@@ -192,6 +194,8 @@ def empty_pav_state(
     pf[PF_FINITE_PROBA] = 1.0 if finite_proba else 0.0
     pf[PF_LO] = 0.5
     pf[PF_HI] = 0.5
+    pf[PF_HEAD] = -1.0
+    pf[PF_LAST] = -1.0
     pi[PI_B] = B
     pi[PI_HEAD] = -1
     pi[PI_TAIL] = -1
@@ -465,6 +469,8 @@ def _resweep_inplace(hist, h0, pf, pi, k):
         else:
             pi[PI_TAIL] = chain
             pi[PI_LAST] = pi[BEND + _R * chain] if chain != -1 else -1
+    pf[PF_HEAD] = pi[PI_HEAD]
+    pf[PF_LAST] = pi[PI_LAST]
 
     # the range of buckets whose block (sums, end or links) may have changed: the stopping
     # block only had its link to the left rewritten; without a stop the tail changed
@@ -579,18 +585,30 @@ def pav_update_extremes_inplace(sf, pf, pi):
         pav_refresh_extremes_inplace(sf, pf, pi)
 
 
+def pav_sync_span_inplace(pf, pi) -> None:
+    """Copy the knots' span (``PI_HEAD``, ``PI_LAST``) into ``pf``, where the predictions read it."""
+    pf[PF_HEAD] = pi[PI_HEAD]
+    pf[PF_LAST] = pi[PI_LAST]
+
+
 @jit
-def pav_predict_one(pf, pi, b, s):
+def _n_buckets(pf):
+    """B, from the length of ``pf`` (:func:`pav_state_sizes`)."""
+    return (pf.shape[0] - PF_HEADER) // (_R + _S + 1)
+
+
+@jit
+def pav_predict_one(pf, b, s):
     """Calibrated probability of score ``s`` in bucket ``b``.
 
     Outside the span of the knots (first to last non-empty bucket) the fit is flat.
     """
-    first = pi[PI_HEAD]
+    first = int(pf[PF_HEAD])
     if first == -1:
         if pf[PF_IDENTITY] > 0.5:
             return min(max(s, 0.0), 1.0)
         return 0.5
-    last = pi[PI_LAST]
+    last = int(pf[PF_LAST])
     if pf[PF_LINEAR] < 0.5:
         return pf[FIT + _R * min(max(b, first), last)]
     j = b if s >= pf[CEN + _R * b] else b - 1
@@ -605,18 +623,18 @@ def pav_predict_one(pf, pi, b, s):
 
 
 @jit
-def pav_proba_out(pf, pi, p):
+def pav_proba_out(pf, p):
     """The probability served for a raw PAV value ``p``: ``p`` itself, or under the finite rule
     ``clip(p, lo, hi)`` (the augmented PAV's value, never exactly 0 or 1)."""
-    if pf[PF_FINITE_PROBA] > 0.5 and pi[PI_HEAD] != -1:
+    if pf[PF_FINITE_PROBA] > 0.5 and pf[PF_HEAD] != -1.0:
         return min(max(p, pf[PF_LO]), pf[PF_HI])
     return p
 
 
 @jit
-def pav_llr_from_proba(pf, pi, p):
+def pav_llr_from_proba(pf, p):
     """Finite PAV-LLR for a score whose (raw) calibrated probability is ``p``."""
-    if pi[PI_HEAD] == -1:
+    if pf[PF_HEAD] == -1.0:
         return 0.0
     q = min(max(p, pf[PF_LO]), pf[PF_HI])
     return math.log((q * pf[PF_PRIOR_ODDS_INV]) / (1.0 - q))
@@ -710,9 +728,9 @@ def pav_process_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times,
                 continue
             short_run_end = j
         if op & 2:
-            p = pav_predict_one(pf, pi, buckets[i], scores[i])
-            out_p[i] = pav_proba_out(pf, pi, p)
-            out_llr[i] = pav_llr_from_proba(pf, pi, p)
+            p = pav_predict_one(pf, buckets[i], scores[i])
+            out_p[i] = pav_proba_out(pf, p)
+            out_llr[i] = pav_llr_from_proba(pf, p)
         if op & 1:
             pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i])
         i += 1
@@ -735,42 +753,98 @@ def pav_process_from_inplace(sf, si, pf, pi, buckets, scores, labels, weights, t
 
 
 @jit
-def pav_predict_many(pf, pi, buckets, scores, out_p, out_llr):
+def pav_predict_many(pf, buckets, scores, out_p, out_llr):
     """Probability and finite LLR for each score with the current state."""
     for i in range(buckets.shape[0]):
-        p = pav_predict_one(pf, pi, buckets[i], scores[i])
-        out_p[i] = pav_proba_out(pf, pi, p)
-        out_llr[i] = pav_llr_from_proba(pf, pi, p)
+        p = pav_predict_one(pf, buckets[i], scores[i])
+        out_p[i] = pav_proba_out(pf, p)
+        out_llr[i] = pav_llr_from_proba(pf, p)
 
 
 # ---------------------------------------------------------------- single-score entry points
 # The river face calls these once per event through ``entry_point`` (no numba type dispatch);
 # the score's bucket is found here, over the cuts kept in ``pf``.
+#
+# Packed state. Turning an array argument into a numba array costs about 30 ns per array and
+# per call, a large share of a river-face call. So the river face keeps ``sf``, ``si``, ``pf``
+# and ``pi`` as views of one float64 buffer (the int64 ones reinterpret their bytes) and its
+# entry points take that buffer alone: ``[o_si, o_pf, o_pi, end]`` (the sections' offsets,
+# as floats), then the four sections.
+PACK_HEADER = 4
+
+
+def pack_state(sf, si, pf, pi):
+    """One float64 buffer holding copies of the four state arrays, and views of its sections.
+
+    Returns ``(packed, sf, si, pf, pi)``; the views share the buffer's memory, so the array
+    kernels (on the views) and the packed entry points (on the buffer) see one state.
+    """
+    ends = np.cumsum([PACK_HEADER, sf.size, si.size, pf.size, pi.size])
+    packed = np.empty(int(ends[-1]), dtype=np.float64)
+    packed[:PACK_HEADER] = ends[1:]
+    views = (
+        packed[ends[0] : ends[1]],
+        packed[ends[1] : ends[2]].view(np.int64),
+        packed[ends[2] : ends[3]],
+        packed[ends[3] : ends[4]].view(np.int64),
+    )
+    for view, array in zip(views, (sf, si, pf, pi), strict=True):
+        view[:] = array
+    return (packed, *views)
+
+
 @jit
-def pav_bucket_of(pf, pi, s):
+def _map_section(packed):
+    return packed[int(packed[1]) : int(packed[2])]
+
+
+@jit
+def pav_bucket_of(pf, s):
     """Bucket of score ``s`` (exactly the binary search over the cuts)."""
-    B = pi[PI_B]
+    B = _n_buckets(pf)
     return bucket_of_sorted(
         pf, _cuts_offset(B), B - 1, s, pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP]
     )
 
 
 @jit
-def pav_predict_score(pf, pi, s):
+def pav_predict_score(pf, s):
     """Calibrated probability of score ``s``, as ``pav_predict_many`` computes it."""
-    return pav_proba_out(pf, pi, pav_predict_one(pf, pi, pav_bucket_of(pf, pi, s), s))
+    return pav_proba_out(pf, pav_predict_one(pf, pav_bucket_of(pf, s), s))
 
 
 @jit
-def pav_llr_score(pf, pi, s):
+def pav_llr_score(pf, s):
     """Finite PAV-LLR of score ``s``, as ``pav_predict_many`` computes it."""
-    return pav_llr_from_proba(pf, pi, pav_predict_one(pf, pi, pav_bucket_of(pf, pi, s), s))
+    return pav_llr_from_proba(pf, pav_predict_one(pf, pav_bucket_of(pf, s), s))
 
 
 @jit
 def pav_learn_score_inplace(sf, si, pf, pi, s, y, w, t):
     """Learn one event of score ``s`` (``pav_learn_one_inplace`` after the bucket search)."""
-    pav_learn_one_inplace(sf, si, pf, pi, pav_bucket_of(pf, pi, s), y, w, t)
+    pav_learn_one_inplace(sf, si, pf, pi, pav_bucket_of(pf, s), y, w, t)
+
+
+@jit(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
+def pav_learn_packed_inplace(packed, s, y, w, t):
+    """:func:`pav_learn_score_inplace` on the state packed by :func:`pack_state`."""
+    o_si, o_pf, o_pi, end = int(packed[0]), int(packed[1]), int(packed[2]), int(packed[3])
+    pav_learn_score_inplace(
+        packed[PACK_HEADER:o_si], packed[o_si:o_pf].view(np.int64), packed[o_pf:o_pi],
+        packed[o_pi:end].view(np.int64), s, y, w, t,
+    )
+
+
+@jit(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
+def pav_predict_packed(packed, s):
+    """:func:`pav_predict_score` on the state packed by :func:`pack_state`."""
+    return pav_predict_score(_map_section(packed), s)
+
+
+@jit(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
+def pav_llr_packed(packed, s):
+    """:func:`pav_llr_score` on the state packed by :func:`pack_state`."""
+    return pav_llr_score(_map_section(packed), s)
 
 
 def entry_point(kernel, *example_args):

@@ -132,6 +132,7 @@ class PAVCalibrator(StreamingCalibrator):
         self.interpolation = interpolation
         self.finite_proba = finite_proba
         self.n_jobs = n_jobs
+        self._fast_learn = self._fast_predict = False  # until the edges are known (``_pack``)
         super().__init__(buckets=buckets, window=window, score_key=score_key, llr_pseudo_count=llr_pseudo_count)
 
     @classmethod
@@ -148,9 +149,11 @@ class PAVCalibrator(StreamingCalibrator):
     # ------------------------------------------------------------------ river face (fast paths)
     # The common calls are checked inline (a method call costs about as much as the checks):
     # ``x`` a one-key dict holding a float score in range, a bool label, a float weight, no
-    # time. Anything else takes the full checks, which raise the documented errors.
+    # time. Anything else takes the full checks, which raise the documented errors. The
+    # ``_fast_*`` flags fold the per-calibrator conditions (no ``score_key``, edges known, no
+    # time window for learning) into one test; the kernels take the packed state.
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
-        if type(x) is dict and t is None and self.score_key is None and self._sf is not None and not self._uses_times:
+        if self._fast_learn and type(x) is dict and t is None:
             try:
                 (s,) = x.values()  # exactly one value (else the full checks below raise)
             except ValueError:
@@ -163,32 +166,32 @@ class PAVCalibrator(StreamingCalibrator):
                     and type(w) is float
                     and 0.0 <= w < _INF
                 ):
-                    self._learn_score(self._sf, self._si, self._pf, self._pi, s, 1.0 if y else 0.0, w, 0.0)
+                    self._learn_packed(self._packed, s, y, w, 0.0)  # the kernel reads True as 1.0
                     return
         if self._sf is None or self._uses_times:  # quantile warm-up; time windows grow their ring
             super().learn_one(x, y, w, t)
             return
         s = self._score_of(x)
         label, w, t = self._check_one(y, w, t)
-        self._learn_score(self._sf, self._si, self._pf, self._pi, s, label, w, t)
+        self._learn_packed(self._packed, s, label, w, t)
 
     def predict_proba_one(self, x: dict) -> dict:
-        if type(x) is dict and self.score_key is None and self._sf is not None:
+        if self._fast_predict and type(x) is dict:
             try:
                 (s,) = x.values()
             except ValueError:
                 pass
             else:
                 if type(s) is float and self._score_low <= s <= self._score_high:
-                    p = self._proba_score(self._pf, self._pi, s)
+                    p = self._proba_packed(self._packed, s)
                     return {False: 1.0 - p, True: p}
         s = self._score_of(x)
-        p = self._warm_proba() if self._sf is None else self._proba_score(self._pf, self._pi, s)
+        p = self._warm_proba() if self._sf is None else self._proba_packed(self._packed, s)
         return {False: 1.0 - p, True: p}
 
     def predict_llr_one(self, x: dict) -> float:
         s = self._score_of(x)
-        return 0.0 if self._sf is None else self._llr_score(self._pf, self._pi, s)
+        return 0.0 if self._sf is None else self._llr_packed(self._packed, s)
 
     learn_one.__doc__ = StreamingCalibrator.learn_one.__doc__
     predict_proba_one.__doc__ = StreamingCalibrator.predict_proba_one.__doc__
@@ -205,38 +208,50 @@ class PAVCalibrator(StreamingCalibrator):
             self._cuts,
             finite_proba=bool(self.finite_proba),
         )
+        self._pack()
         _k.pav_refresh_extremes_inplace(self._sf, self._pf, self._pi)
-        self._make_entries()
 
-    def _make_entries(self) -> None:
+    def _pack(self) -> None:
+        """Put the four state arrays into one buffer (``_packed``) and rebind them as its views.
+
+        Called whenever one of them is replaced (a new map state, a grown ring, unpickling):
+        the river face's kernels read the buffer, the array face's the views.
+        """
+        self._packed, self._sf, self._si, self._pf, self._pi = _k.pack_state(self._sf, self._si, self._pf, self._pi)
+        _k.pav_sync_span_inplace(self._pf, self._pi)  # states saved before ``pf`` held the span
+        self._fast_learn = self.score_key is None and not self._uses_times
+        self._fast_predict = self.score_key is None
         # compiled single-score kernels, called without numba's per-call type dispatch; a
         # cache, not state (dropped when pickling, rebuilt on unpickling)
-        sf, si, pf, pi, s = self._sf, self._si, self._pf, self._pi, 0.5
-        self._learn_score = _k.entry_point(_k.pav_learn_score_inplace, sf, si, pf, pi, s, s, s, s)
-        self._proba_score = _k.entry_point(_k.pav_predict_score, pf, pi, s)
-        self._llr_score = _k.entry_point(_k.pav_llr_score, pf, pi, s)
+        packed, s = self._packed, 0.5
+        self._learn_packed = _k.entry_point(_k.pav_learn_packed_inplace, packed, s, s, s, s)
+        self._proba_packed = _k.entry_point(_k.pav_predict_packed, packed, s)
+        self._llr_packed = _k.entry_point(_k.pav_llr_packed, packed, s)
 
-    _ENTRIES = ("_learn_score", "_proba_score", "_llr_score")
+    def _histogram_replaced(self) -> None:
+        self._pack()
+
+    _CACHES = ("_packed", "_learn_packed", "_proba_packed", "_llr_packed")
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        for name in self._ENTRIES:
+        for name in self._CACHES:
             state.pop(name, None)
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         if state.get("_pf") is not None:
-            self._make_entries()
+            self._pack()
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         _k.pav_learn_one_inplace(self._sf, self._si, self._pf, self._pi, b, y, w, t)
 
     def _proba_of(self, s: float) -> float:
-        return self._proba_score(self._pf, self._pi, s)
+        return self._proba_packed(self._packed, s)
 
     def _llr_of(self, s: float) -> float:
-        return self._llr_score(self._pf, self._pi, s)
+        return self._llr_packed(self._packed, s)
 
     def _threads(self, n: int) -> int:
         threads = (os.cpu_count() or 1) if self.n_jobs == -1 else (self.n_jobs or 1)
@@ -275,5 +290,5 @@ class PAVCalibrator(StreamingCalibrator):
     def _predict_arrays(self, b, s):
         out_p = np.empty(s.size)
         out_llr = np.empty(s.size)
-        _k.pav_predict_many(self._pf, self._pi, b, s, out_p, out_llr)
+        _k.pav_predict_many(self._pf, b, s, out_p, out_llr)
         return out_p, out_llr
