@@ -485,6 +485,38 @@ def test_bad_input_raises_and_leaves_state_untouched(name, call):
     assert snapshot(cal) == before
 
 
+# The river face's fast path (a count window, one-key dict, float score, bool label, float
+# weight) leaves the range checks of the score and the weight to the kernel.
+FAST_PATH_BAD_CALLS = [
+    ("learn_one nan", lambda c: c.learn_one({"s": float("nan")}, True), ValueError),
+    ("learn_one inf", lambda c: c.learn_one({"s": float("inf")}, True), ValueError),
+    ("learn_one above 1", lambda c: c.learn_one({"s": 1.5}, True), ValueError),
+    ("learn_one below 0", lambda c: c.learn_one({"s": -0.25}, False), ValueError),
+    ("learn_one negative weight", lambda c: c.learn_one({"s": 0.5}, True, w=-1.0), ValueError),
+    ("learn_one infinite weight", lambda c: c.learn_one({"s": 0.5}, True, w=float("inf")), ValueError),
+    ("learn_one nan weight", lambda c: c.learn_one({"s": 0.5}, True, w=float("nan")), ValueError),
+    ("predict_proba_one nan", lambda c: c.predict_proba_one({"s": float("nan")}), ValueError),
+    ("predict_proba_one above 1", lambda c: c.predict_proba_one({"s": 1.0000001}), ValueError),
+    ("predict_proba_one below 0", lambda c: c.predict_proba_one({"s": -1e-300}), ValueError),
+    ("predict_one above 1", lambda c: c.predict_one({"s": 2.0}), ValueError),
+    ("predict_llr_one below 0", lambda c: c.predict_llr_one({"s": -0.5}), ValueError),
+]
+
+
+@pytest.mark.parametrize(("name", "call", "error"), FAST_PATH_BAD_CALLS, ids=[n for n, _, _ in FAST_PATH_BAD_CALLS])
+def test_fast_path_refuses_what_the_full_checks_reject(name, call, error):
+    cal = PAVCalibrator(window=CountWindow(n=5))
+    cal.update([0.1, 0.5, 0.9, 0.3, 0.7, 0.2], [0, 1, 1, 0, 1, 0])
+    before = snapshot(cal)
+    with pytest.raises(error, match=r"`(x\['s'\]|w)`"):
+        call(cal)
+    assert snapshot(cal) == before
+    # the edges of the valid ranges are accepted
+    cal.learn_one({"s": 0.0}, False, w=0.0)
+    cal.learn_one({"s": 1.0}, True, w=1e300)
+    assert cal.predict_proba_one({"s": 0.0})[True] <= cal.predict_proba_one({"s": 1.0})[True]
+
+
 def test_error_messages_name_argument_value_and_position():
     cal = PAVCalibrator(window=TimeWindow(seconds=50.0))
     with pytest.raises(ValueError, match=r"`scores` must be finite; got nan at position 1"):

@@ -768,20 +768,26 @@ def pav_predict_many(pf, buckets, scores, out_p, out_llr):
 # Packed state. Turning an array argument into a numba array costs about 30 ns per array and
 # per call, a large share of a river-face call. So the river face keeps ``sf``, ``si``, ``pf``
 # and ``pi`` as views of one float64 buffer (the int64 ones reinterpret their bytes) and its
-# entry points take that buffer alone: ``[o_si, o_pf, o_pi, end]`` (the sections' offsets,
-# as floats), then the four sections.
-PACK_HEADER = 4
+# entry points take that buffer alone: a header (the sections' offsets as floats, and the
+# range of valid scores), then the four sections. The entry points also check the score
+# and the weight, which the river face's fast path would otherwise compare in Python.
+PACK_O_SI, PACK_O_PF, PACK_O_PI, PACK_END = 0, 1, 2, 3
+PACK_SCORE_LOW, PACK_SCORE_HIGH = 4, 5
+PACK_HEADER = 8
 
 
-def pack_state(sf, si, pf, pi):
+def pack_state(sf, si, pf, pi, score_low: float, score_high: float):
     """One float64 buffer holding copies of the four state arrays, and views of its sections.
 
     Returns ``(packed, sf, si, pf, pi)``; the views share the buffer's memory, so the array
-    kernels (on the views) and the packed entry points (on the buffer) see one state.
+    kernels (on the views) and the packed entry points (on the buffer) see one state. Scores
+    outside ``[score_low, score_high]`` are refused by the packed entry points.
     """
     ends = np.cumsum([PACK_HEADER, sf.size, si.size, pf.size, pi.size])
-    packed = np.empty(int(ends[-1]), dtype=np.float64)
-    packed[:PACK_HEADER] = ends[1:]
+    packed = np.zeros(int(ends[-1]), dtype=np.float64)
+    packed[PACK_O_SI : PACK_END + 1] = ends[1:]
+    packed[PACK_SCORE_LOW] = score_low
+    packed[PACK_SCORE_HIGH] = score_high
     views = (
         packed[ends[0] : ends[1]],
         packed[ends[1] : ends[2]].view(np.int64),
@@ -795,7 +801,12 @@ def pack_state(sf, si, pf, pi):
 
 @jit
 def _map_section(packed):
-    return packed[int(packed[1]) : int(packed[2])]
+    return packed[int(packed[PACK_O_PF]) : int(packed[PACK_O_PI])]
+
+
+@jit
+def _score_ok(packed, s):
+    return packed[PACK_SCORE_LOW] <= s <= packed[PACK_SCORE_HIGH]  # False for NaN
 
 
 @jit
@@ -827,17 +838,28 @@ def pav_learn_score_inplace(sf, si, pf, pi, s, y, w, t):
 
 @jit(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
 def pav_learn_packed_inplace(packed, s, y, w, t):
-    """:func:`pav_learn_score_inplace` on the state packed by :func:`pack_state`."""
-    o_si, o_pf, o_pi, end = int(packed[0]), int(packed[1]), int(packed[2]), int(packed[3])
+    """:func:`pav_learn_score_inplace` on the state packed by :func:`pack_state`.
+
+    Returns False, having changed nothing, when the score is outside the valid range or the
+    weight is not finite and >= 0 (the caller's full checks then raise the error).
+    """
+    if not (_score_ok(packed, s) and 0.0 <= w < math.inf):
+        return False
+    o_si, o_pf = int(packed[PACK_O_SI]), int(packed[PACK_O_PF])
+    o_pi, end = int(packed[PACK_O_PI]), int(packed[PACK_END])
     pav_learn_score_inplace(
         packed[PACK_HEADER:o_si], packed[o_si:o_pf].view(np.int64), packed[o_pf:o_pi],
         packed[o_pi:end].view(np.int64), s, y, w, t,
     )
+    return True
 
 
 @jit(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
 def pav_predict_packed(packed, s):
-    """:func:`pav_predict_score` on the state packed by :func:`pack_state`."""
+    """:func:`pav_predict_score` on the state packed by :func:`pack_state`; -1.0 (never a
+    probability) when the score is outside the valid range."""
+    if not _score_ok(packed, s):
+        return -1.0
     return pav_predict_score(_map_section(packed), s)
 
 

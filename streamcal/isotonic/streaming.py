@@ -18,8 +18,6 @@ from streamcal.windows import Window
 
 __all__ = ["PAVCalibrator"]
 
-_INF = float("inf")
-
 # Below this many events per thread, threads cost more than they save (``n_jobs``).
 MIN_EVENTS_PER_THREAD = 1 << 17
 # Cost of learning an event into the histogram alone, relative to the per-event kernel
@@ -151,7 +149,8 @@ class PAVCalibrator(StreamingCalibrator):
     # ``x`` a one-key dict holding a float score in range, a bool label, a float weight, no
     # time. Anything else takes the full checks, which raise the documented errors. The
     # ``_fast_*`` flags fold the per-calibrator conditions (no ``score_key``, edges known, no
-    # time window for learning) into one test; the kernels take the packed state.
+    # time window for learning) into one test; the kernels take the packed state and check
+    # the score's range and the weight, refusing (changing nothing) what the full checks reject.
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
         if self._fast_learn and type(x) is dict and t is None:
             try:
@@ -159,21 +158,21 @@ class PAVCalibrator(StreamingCalibrator):
             except ValueError:
                 pass
             else:
+                # the kernel checks the score's range and the weight's, and reads True as 1.0
                 if (
                     type(s) is float
-                    and self._score_low <= s <= self._score_high
                     and (y is True or y is False)
                     and type(w) is float
-                    and 0.0 <= w < _INF
+                    and self._learn_packed(self._packed, s, y, w, 0.0)
                 ):
-                    self._learn_packed(self._packed, s, y, w, 0.0)  # the kernel reads True as 1.0
                     return
         if self._sf is None or self._uses_times:  # quantile warm-up; time windows grow their ring
             super().learn_one(x, y, w, t)
             return
         s = self._score_of(x)
         label, w, t = self._check_one(y, w, t)
-        self._learn_packed(self._packed, s, label, w, t)
+        if not self._learn_packed(self._packed, s, label, w, t):  # the kernel refuses what the checks reject
+            raise RuntimeError(f"internal error: the checked event (score {s!r}, weight {w!r}) was refused")
 
     def predict_proba_one(self, x: dict) -> dict:
         if self._fast_predict and type(x) is dict:
@@ -182,9 +181,10 @@ class PAVCalibrator(StreamingCalibrator):
             except ValueError:
                 pass
             else:
-                if type(s) is float and self._score_low <= s <= self._score_high:
+                if type(s) is float:
                     p = self._proba_packed(self._packed, s)
-                    return {False: 1.0 - p, True: p}
+                    if p >= 0.0:  # -1.0: out of range (the full checks below raise)
+                        return {False: 1.0 - p, True: p}
         s = self._score_of(x)
         p = self._warm_proba() if self._sf is None else self._proba_packed(self._packed, s)
         return {False: 1.0 - p, True: p}
@@ -217,7 +217,9 @@ class PAVCalibrator(StreamingCalibrator):
         Called whenever one of them is replaced (a new map state, a grown ring, unpickling):
         the river face's kernels read the buffer, the array face's the views.
         """
-        self._packed, self._sf, self._si, self._pf, self._pi = _k.pack_state(self._sf, self._si, self._pf, self._pi)
+        self._packed, self._sf, self._si, self._pf, self._pi = _k.pack_state(
+            self._sf, self._si, self._pf, self._pi, self._score_low, self._score_high
+        )
         _k.pav_sync_span_inplace(self._pf, self._pi)  # states saved before ``pf`` held the span
         self._fast_learn = self.score_key is None and not self._uses_times
         self._fast_predict = self.score_key is None
