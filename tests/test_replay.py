@@ -202,16 +202,27 @@ def test_plan_batches_give_the_naive_operation_order(data, n):
     t, _, _, label_t = make_events(np.random.default_rng(seed), n)
     cuts = sorted(data.draw(st.lists(st.integers(1, max(n - 1, 1)), max_size=5)))
     bounds = [0, *[c for c in cuts if 0 < c < n], n]
-    flight = InFlight.empty(False)
+    weighted = data.draw(st.booleans())
+    flight = InFlight.empty(weighted)
     got = []
-    ids = np.arange(n, dtype=np.float64)  # carry the event index as the "score"
+    ids = np.arange(n, dtype=np.float64)  # carry the event index as the "score" (and in the weight)
     for a, b in itertools.pairwise(bounds):
         if a == b:
             continue
-        ops, flight = plan_batch(flight, t[a:b], ids[a:b], ids[a:b], label_t[a:b], None, a)
+        w = 2.0 * ids[a:b] + 1.0 if weighted else None
+        ops, flight = plan_batch(flight, t[a:b], ids[a:b], ids[a:b], label_t[a:b], w, a)
         # learn-op times are label times and never go backwards, nor do operation times overall
         assert np.all(np.diff(ops.t) >= 0)
         assert np.array_equal(ops.s[ops.pred_pos], ids[a:b])
+        assert np.array_equal(ops.y, ops.s)
+        assert np.array_equal(ops.learn_index, ops.s[ops.learn])
+        assert np.array_equal(ops.t[ops.learn], label_t[ops.learn_index])
+        if weighted:
+            assert np.array_equal(ops.w, 2.0 * ops.s + 1.0)
+            assert np.array_equal(flight.w, 2.0 * flight.s + 1.0)
+        else:
+            assert ops.w is None and flight.w is None
+        assert np.array_equal(flight.index, flight.s) and np.array_equal(flight.label_t, label_t[flight.index])
         got += [("learn" if ln else "predict", int(i)) for ln, i in zip(ops.learn, ops.s, strict=True)]
     ops, flight = plan_flush(flight, t[-1])
     got += [("learn", int(i)) for i in ops.s]

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from streamcal._kernels import plan as _plan
+
 __all__ = ["InFlight", "Ops", "plan_batch", "plan_flush"]
 
 
@@ -68,11 +70,18 @@ def _cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return b if a.size == 0 else np.concatenate((a, b))
 
 
-def _stable_order(x: np.ndarray) -> np.ndarray | None:
-    """Stable sorting permutation of ``x``, or None if ``x`` is already sorted."""
+def _stable_order(x: np.ndarray) -> np.ndarray:
+    """Stable sorting permutation of ``x`` (the identity when ``x`` is already sorted)."""
     if x.size < 2 or not bool(np.any(x[1:] < x[:-1])):
-        return None
-    return np.argsort(x, kind="stable")
+        return np.arange(x.size, dtype=np.int64)
+    return np.argsort(x, kind="stable").astype(np.int64, copy=False)
+
+
+def _f64(a: np.ndarray | None) -> np.ndarray:
+    return _EMPTY if a is None else np.ascontiguousarray(a, dtype=np.float64)
+
+
+_EMPTY = np.empty(0, dtype=np.float64)
 
 
 def plan_batch(
@@ -94,57 +103,42 @@ def plan_batch(
     in (label time, event) order ``j`` never decreases (a label forced after its own event ``i``
     has label time ``t_i``, and any later label time ``L > t_i`` has ``searchsorted(t, L) > i``),
     so the labels learned in this batch are a prefix of that order and the rest stays in order.
+    One pass of :func:`streamcal._kernels.plan.plan_merge` then writes the sequence.
     """
     n = t.size
-    cand_t = _cat(flight.label_t, label_t)
-    cand_i = _cat(flight.index, np.arange(first_index, first_index + n, dtype=np.int64))
-    order = _stable_order(cand_t)
-    if order is not None:
-        cand_t = cand_t[order]
-        cand_i = cand_i[order]
-    # sorted keys make searchsorted fast (numpy narrows each search from the previous one)
-    j = np.searchsorted(t, cand_t, side="left")
-    own = cand_i - first_index  # position of the label's own event in this batch (< 0: earlier)
-    np.maximum(j, own + 1, out=j)
-    k = int(np.searchsorted(j, n, side="left"))  # j is non-decreasing: learnable = prefix
-
-    def pick(prev: np.ndarray, new: np.ndarray) -> np.ndarray:
-        values = _cat(prev, new)
-        return values if order is None else values[order]
-
-    cand_s = pick(flight.s, s)
-    cand_y = pick(flight.y, y)
-    cand_w = None if w is None else pick(flight.w, w)
-    jl = j[:k]
-    learn_pos = np.arange(k) + jl
-    # event e is preceded by e events and by the labels with j <= e
-    before = np.cumsum(np.bincount(jl, minlength=n)[:n])
-    pred_pos = np.arange(n) + before
-    size = n + k
-    op_s = np.empty(size)
-    op_y = np.empty(size)
-    op_t = np.empty(size)
-    op_s[pred_pos] = s
-    op_s[learn_pos] = cand_s[:k]
-    op_y[pred_pos] = y
-    op_y[learn_pos] = cand_y[:k]
-    op_t[pred_pos] = t
-    op_t[learn_pos] = cand_t[:k]
-    learn = np.zeros(size, dtype=bool)
-    learn[learn_pos] = True
-    op_w = None
-    if cand_w is not None:
-        op_w = np.empty(size)
-        op_w[pred_pos] = w
-        op_w[learn_pos] = cand_w[:k]
-    flight = InFlight(
-        cand_t[k:].copy(),
-        cand_s[k:].copy(),
-        cand_y[k:].copy(),
-        None if cand_w is None else cand_w[k:].copy(),
-        cand_i[k:].copy(),
+    m_flight = len(flight)
+    weighted = w is not None
+    order = _stable_order(_cat(flight.label_t, label_t))
+    m = order.size
+    t, s, y, label_t, w = _f64(t), _f64(s), _f64(y), _f64(label_t), _f64(w)
+    fw = _f64(flight.w)
+    op_s = np.empty(n + m)
+    op_y = np.empty(n + m)
+    op_t = np.empty(n + m)
+    op_w = np.empty(n + m) if weighted else _EMPTY
+    learn = np.empty(n + m, dtype=bool)
+    pred_pos = np.empty(n, dtype=np.int64)
+    learn_index = np.empty(m, dtype=np.int64)
+    k = _plan.plan_merge(
+        order, m_flight, flight.label_t, flight.s, flight.y, fw, flight.index,
+        t, s, y, label_t, w, first_index, weighted,
+        op_s, op_y, op_t, op_w, learn, pred_pos, learn_index,
     )
-    return Ops(op_s, op_y, learn, op_t, op_w, pred_pos, k, cand_i[:k]), flight
+    size = n + k
+    left = m - k
+    rest = [np.empty(left) for _ in range(3)]
+    rest_w = np.empty(left) if weighted else _EMPTY
+    rest_i = np.empty(left, dtype=np.int64)
+    _plan.plan_gather_flight(
+        order, k, m_flight, flight.label_t, flight.s, flight.y, fw, flight.index,
+        s, y, label_t, w, first_index, weighted,
+        *rest, rest_w, rest_i,
+    )
+    ops = Ops(
+        op_s[:size], op_y[:size], learn[:size], op_t[:size], op_w[:size] if weighted else None,
+        pred_pos, k, learn_index[:k],
+    )
+    return ops, InFlight(*rest, rest_w if weighted else None, rest_i)
 
 
 def plan_flush(flight: InFlight, clock: float) -> tuple[Ops, InFlight]:
