@@ -221,8 +221,10 @@ def test_plan_batches_give_the_naive_operation_order(data, n):
             assert np.array_equal(ops.w, 2.0 * ops.s + 1.0)
             assert np.array_equal(flight.w, 2.0 * flight.s + 1.0)
         else:
-            assert ops.w is None and flight.w is None
-        assert np.array_equal(flight.index, flight.s) and np.array_equal(flight.label_t, label_t[flight.index])
+            assert ops.w is None
+            assert flight.w is None
+        assert np.array_equal(flight.index, flight.s)
+        assert np.array_equal(flight.label_t, label_t[flight.index])
         got += [("learn" if ln else "predict", int(i)) for ln, i in zip(ops.learn, ops.s, strict=True)]
     ops, flight = plan_flush(flight, t[-1])
     got += [("learn", int(i)) for i in ops.s]
