@@ -500,6 +500,8 @@ FAST_PATH_BAD_CALLS = [
     ("predict_proba_one below 0", lambda c: c.predict_proba_one({"s": -1e-300}), ValueError),
     ("predict_one above 1", lambda c: c.predict_one({"s": 2.0}), ValueError),
     ("predict_llr_one below 0", lambda c: c.predict_llr_one({"s": -0.5}), ValueError),
+    ("predict_llr_one nan", lambda c: c.predict_llr_one({"s": float("nan")}), ValueError),
+    ("predict_llr_one above 1", lambda c: c.predict_llr_one({"s": 1.5}), ValueError),
 ]
 
 

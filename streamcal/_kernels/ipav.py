@@ -865,7 +865,10 @@ def pav_predict_packed(packed, s):
 
 @jit(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
 def pav_llr_packed(packed, s):
-    """:func:`pav_llr_score` on the state packed by :func:`pack_state`."""
+    """:func:`pav_llr_score` on the state packed by :func:`pack_state`; NaN (never a finite
+    LLR) when the score is outside the valid range."""
+    if not _score_ok(packed, s):
+        return math.nan
     return pav_llr_score(_map_section(packed), s)
 
 
