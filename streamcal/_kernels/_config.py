@@ -21,6 +21,13 @@ FASTMATH_FLAGS = frozenset({"nsz"})
 JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": set(FASTMATH_FLAGS), "error_model": "numpy"}
 
 
+# Helpers called once or twice per event from another kernel take ``@jit(inline="always")``
+# (numba inlines them before typing): a call between compiled functions passes each array as
+# seven scalars and increments and decrements its reference count (atomic operations), which
+# cost more than small helpers' bodies. Reserve it for hot helpers: each inlined copy is
+# compiled again, which lengthens the (cached) first compile.
+
+
 def jit(func=None, **overrides):
     """``numba.njit`` with streamcal's options; keyword ``overrides`` replace single options.
 

@@ -82,7 +82,7 @@ GRID_UNIFORM = 1  # cuts evenly spaced in the score
 GRID_LOGIT = 2  # cuts evenly spaced in the log-odds of the score (probability scores)
 
 
-@jit
+@jit(inline="always")
 def _grid_coordinate(kind, s):
     if kind == GRID_LOGIT:
         return math.log(s / (1.0 - s))  # -inf at 0, inf at 1, nan outside [0, 1]
@@ -117,7 +117,7 @@ def grid_of_sorted(cuts):
     return float(GRID_NONE), 0.0, 0.0
 
 
-@jit
+@jit(inline="always")
 def bucket_of_sorted(cuts, off, m, s, kind, z0, inv_step):
     """The number of the sorted cuts ``cuts[off : off + m]`` that are ``<= s``: ``s``'s bucket.
 
@@ -169,7 +169,7 @@ def bucket_index_sorted(cuts, scores, out):
         out[i] = bucket_of_sorted(cuts, 0, m, scores[i], kind, z0, inv_step)
 
 
-@jit
+@jit(inline="always")
 def stored_unit(sf):
     """Factor from real weights to stored units at the clock of the last learned event."""
     kind = sf[SF_KIND]
@@ -178,7 +178,7 @@ def stored_unit(sf):
     return 1.0
 
 
-@jit
+@jit(inline="always")
 def window_clock(sf, t):
     """The clock of the next learned event: its time for time windows, else its number."""
     kind = sf[SF_KIND]
@@ -187,7 +187,7 @@ def window_clock(sf, t):
     return sf[SF_N_LEARNED]
 
 
-@jit
+@jit(inline="always")
 def window_expire_next_inplace(sf, si, clock):
     """Remove the oldest event if it must leave before an event at ``clock`` enters.
 
@@ -232,7 +232,7 @@ def window_expire_next_inplace(sf, si, clock):
     return b
 
 
-@jit
+@jit(inline="always")
 def window_add_inplace(sf, si, b, y, w, clock):
     """Add one event to bucket ``b`` at ``clock``; returns True if a decay renormalisation ran.
 

@@ -58,7 +58,13 @@ reorders scores). The two end runs are recomputed only when a repair changed a b
 read (``PI_CHG_*`` against ``PI_DEP_*``) or under decay (the pseudo-count's stored units move).
 
 Kernels index the flat state arrays by offsets rather than slicing views: a view costs two
-atomic reference-count updates, which dominated the per-event cost.
+atomic reference-count updates, which dominated the per-event cost. For the same reason the
+per-event helpers (learning an event, the O(1) block update, the window's expiry and addition,
+the prediction) are inlined into their callers (``inline="always"``): a call between compiled
+functions passes every array as seven scalars and takes and drops a reference to each, and
+inlined the prequential kernel runs about 1.5x faster (280 -> 180 ns per event). The price is
+a longer first compile (about 16 s instead of 9 s, once: the kernels are cached). The rare
+paths (the resumed sweep, the finite-LLR refresh, a long run of labels) stay calls.
 
 Layout of the PAV state (see :mod:`streamcal._kernels.histogram` for the histogram itself):
 ``pf`` float64 = header (PF_*), then per bucket the record (fit, bpos, bneg, centre), then the
@@ -232,7 +238,7 @@ def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
         pf[FIT + _R * g] = min(max(v, v_left), v_right)
 
 
-@jit
+@jit(inline="always")
 def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
     """Whole-number weights, bucket ``k`` changed by ``(dp, dn)``: the block updated in place.
 
@@ -303,7 +309,7 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
     return True
 
 
-@jit
+@jit(inline="always")
 def pav_bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n):
     """Repair after bucket ``k`` changed from ``(old_p, old_n)`` to its current weights.
 
@@ -564,7 +570,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
         pi[PI_DEP_HI] = prv
 
 
-@jit
+@jit(inline="always")
 def pav_update_extremes_inplace(sf, pf, pi):
     """After learning: the finite-LLR values, recomputed only when their inputs may have changed.
 
@@ -597,7 +603,7 @@ def _n_buckets(pf):
     return (pf.shape[0] - PF_HEADER) // (_R + _S + 1)
 
 
-@jit
+@jit(inline="always")
 def pav_predict_one(pf, b, s):
     """Calibrated probability of score ``s`` in bucket ``b``.
 
@@ -622,7 +628,7 @@ def pav_predict_one(pf, b, s):
     return min(max(p, lo), hi)
 
 
-@jit
+@jit(inline="always")
 def pav_proba_out(pf, p):
     """The probability served for a raw PAV value ``p``: ``p`` itself, or under the finite rule
     ``clip(p, lo, hi)`` (the augmented PAV's value, never exactly 0 or 1)."""
@@ -631,7 +637,7 @@ def pav_proba_out(pf, p):
     return p
 
 
-@jit
+@jit(inline="always")
 def pav_llr_from_proba(pf, p):
     """Finite PAV-LLR for a score whose (raw) calibrated probability is ``p``."""
     if pf[PF_HEAD] == -1.0:
@@ -640,7 +646,7 @@ def pav_llr_from_proba(pf, p):
     return math.log((q * pf[PF_PRIOR_ODDS_INV]) / (1.0 - q))
 
 
-@jit
+@jit(inline="always")
 def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t):
     """Learn one event: expire what leaves the window, add the event, repair the blocks."""
     clock = window_clock(sf, t)
