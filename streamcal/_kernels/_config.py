@@ -26,6 +26,11 @@ JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": set(FASTMATH_FLAGS), "e
 # seven scalars and increments and decrements its reference count (atomic operations), which
 # cost more than small helpers' bodies. Reserve it for hot helpers: each inlined copy is
 # compiled again, which lengthens the (cached) first compile.
+#
+# Developers: numba's on-disk cache of a kernel is invalidated by changes to the kernel's own
+# source file only, not to the helpers it calls (inlined or not) in other modules. After
+# editing ``histogram.py``, clear the cached kernels of the modules that call it:
+# ``find streamcal -name '*.nbi' -delete -o -name '*.nbc' -delete``.
 
 
 def jit(func=None, **overrides):
