@@ -708,13 +708,13 @@ def test_threads_give_the_outputs_and_state_of_one_thread(window, weights, rng, 
 
 
 def test_chunk_bounds_balance_the_histogram_pass():
-    from streamcal.isotonic.streaming import chunk_bounds
+    from streamcal.isotonic.streaming import _HISTOGRAM_SHARE, chunk_bounds
 
     for n, threads in [(10, 1), (1000, 2), (10**6, 3), (10**7, 8)]:
         cuts = chunk_bounds(n, threads)
         assert (cuts[0], cuts[-1], len(cuts)) == (0, n, threads + 1)
         assert all(a < b for a, b in itertools.pairwise(cuts))
-        work = [0.15 * lo + (hi - lo) for lo, hi in itertools.pairwise(cuts)]
+        work = [_HISTOGRAM_SHARE * lo + (hi - lo) for lo, hi in itertools.pairwise(cuts)]
         assert max(work) - min(work) <= 2  # equal up to rounding
     assert chunk_bounds(1000, 2)[1] > 500  # the second thread also learns the first chunk's labels
 
