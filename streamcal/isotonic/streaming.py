@@ -190,16 +190,6 @@ class PAVCalibrator(StreamingCalibrator):
         return {False: 1.0 - p, True: p}
 
     def predict_llr_one(self, x: dict) -> float:
-        if self._fast_predict and type(x) is dict:
-            try:
-                (s,) = x.values()
-            except ValueError:
-                pass
-            else:
-                if type(s) is float:
-                    llr = self._llr_packed(self._packed, s)
-                    if llr == llr:  # NaN: out of range (the full checks below raise)
-                        return llr
         s = self._score_of(x)
         return 0.0 if self._sf is None else self._llr_packed(self._packed, s)
 
