@@ -55,6 +55,9 @@ from streamcal.windows import Unbounded, Window
 
 __all__ = ["StreamingCalibrator"]
 
+_TINY = float(np.finfo(np.float64).tiny)
+_ONE_BELOW = 1.0 - float(np.finfo(np.float64).epsneg)  # the largest float64 below 1
+
 OP_LEARN = 1
 OP_PREDICT = 2
 OP_PREQUENTIAL = 3  # predict with the state before the label, then learn
@@ -563,9 +566,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
         self._prior_logodds = 0.0
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
-        _h.histogram_learn_many_inplace(
-            self._sf, self._si, np.array([b], dtype=np.intp), np.array([y]), np.array([w]), np.array([t])
-        )
+        _h.histogram_learn_one_inplace(self._sf, self._si, b, y, w, t)
         self._after_learn(1)
 
     def _after_learn(self, n: int) -> None:
@@ -600,7 +601,11 @@ class StreamingCalibrator(Persistable, base.Classifier):
         return np.full(s.shape, 0.5)
 
     def _proba_of(self, s: float) -> float:
-        return float(self._predict_arrays(None, np.array([s]))[0][0])
+        # the probability alone: the same operations as ``_predict_arrays``'s first output
+        self._ensure_fitted()
+        if not self._fitted:
+            return float(self._fallback(np.array([s]))[0])
+        return float(np.asarray(self._predict_fitted(np.array([s])), dtype=np.float64)[0])
 
     def _llr_of(self, s: float) -> float:
         return float(self._predict_arrays(None, np.array([s]))[1][0])
@@ -613,8 +618,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
         return p, np.asarray(self._predict_llr_fitted(s, p), dtype=np.float64)
 
     def _predict_llr_fitted(self, scores: np.ndarray, proba: np.ndarray) -> np.ndarray:
-        tiny = np.finfo(np.float64).tiny
-        q = np.clip(proba, tiny, 1.0 - np.finfo(np.float64).epsneg)
+        q = np.minimum(np.maximum(proba, _TINY), _ONE_BELOW)  # np.clip's values, without its wrapper
         return (np.log(q) - np.log1p(-q)) - self._prior_logodds
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:

@@ -285,6 +285,15 @@ def window_add_inplace(sf, si, b, y, w, clock):
 
 
 @jit
+def histogram_learn_one_inplace(sf, si, b, y, w, t):
+    """Learn one event into the windowed histogram (``histogram_learn_many_inplace`` of one)."""
+    clock = window_clock(sf, t)
+    while window_expire_next_inplace(sf, si, clock) >= 0:
+        pass
+    window_add_inplace(sf, si, b, y, w, clock)
+
+
+@jit
 def histogram_learn_many_inplace(sf, si, buckets, labels, weights, times):
     """Learn events in order into the windowed histogram (no fitted map attached)."""
     for i in range(buckets.shape[0]):
