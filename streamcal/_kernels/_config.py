@@ -42,3 +42,13 @@ def jit(func=None, **overrides):
     if func is None:
         return lambda f: numba.njit(**options)(f)
     return numba.njit(**options)(func)
+
+
+def entry_point(kernel, *example_args):
+    """``kernel``'s compiled function for the types of ``example_args``, without dispatch.
+
+    Calling a numba dispatcher types every argument to pick the compiled version (about
+    0.2 µs for four arrays); the returned callable skips that. It trusts its arguments: pass
+    exactly the types of ``example_args`` (same dtypes, contiguous arrays, Python floats).
+    """
+    return kernel.compile(tuple(numba.typeof(a) for a in example_args))

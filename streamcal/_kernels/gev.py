@@ -534,3 +534,34 @@ def cholesky_solve_spd_inplace(a, b):
             s -= a[p, i] * b[p]
         b[i] = s / a[i, i]
     return True
+
+
+# ---------------------------------------------------------------- the calibrators' fitted map
+# ``P(y=1 | s) = F(slope * x(s) + intercept)`` with ``x(s) = logit(clip(s))`` for probability
+# scores, else ``s``; ``F`` the logistic or the GEV inverse link. One scalar function serves
+# both faces (the array kernel loops over it; the river face calls it through a compiled entry
+# point), so they agree bit for bit.
+@jit(inline="always")
+def glm_map_one(s, logit_feature, clip, slope, intercept, gev_link, xi):
+    """The fitted map at score ``s``."""
+    x = s
+    if logit_feature:
+        q = min(max(s, clip), 1.0 - clip)
+        x = math.log(q) - math.log1p(-q)
+    v = slope * x + intercept
+    if gev_link:
+        return gev_cdf(v, xi)
+    return 1.0 / (1.0 + math.exp(-v))
+
+
+@jit
+def glm_map_array(s, logit_feature, clip, slope, intercept, gev_link, xi, out):
+    """``out[i]`` = the fitted map at ``s[i]``."""
+    for i in range(s.shape[0]):
+        out[i] = glm_map_one(s[i], logit_feature, clip, slope, intercept, gev_link, xi)
+
+
+@jit(nogil=False)  # a per-event call from the river face
+def glm_map_score(s, logit_feature, clip, slope, intercept, gev_link, xi):
+    """The fitted map at one score (the river face's entry)."""
+    return glm_map_one(s, logit_feature, clip, slope, intercept, gev_link, xi)

@@ -79,7 +79,6 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from streamcal._kernels._config import jit
@@ -876,13 +875,3 @@ def pav_llr_packed(packed, s):
     if not _score_ok(packed, s):
         return math.nan
     return pav_llr_score(_map_section(packed), s)
-
-
-def entry_point(kernel, *example_args):
-    """``kernel``'s compiled function for the types of ``example_args``, without dispatch.
-
-    Calling a numba dispatcher types every argument to pick the compiled version (about
-    0.2 µs for four arrays); the returned callable skips that. It trusts its arguments: pass
-    exactly the types of ``example_args`` (same dtypes, contiguous arrays, Python floats).
-    """
-    return kernel.compile(tuple(numba.typeof(a) for a in example_args))

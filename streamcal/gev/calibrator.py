@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
 
 from streamcal._kernels import gev as _k
+from streamcal._kernels._config import entry_point
 from streamcal._streaming import StreamingCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
@@ -17,6 +19,12 @@ __all__ = ["CALIBRATOR_XI_GRID", "GEVCalibrator", "PlattCalibrator"]
 
 CALIBRATOR_XI_GRID = (-0.5, -0.25, 0.0, 0.25, 0.5, 1.0)
 _LOGIT_CLIP = 1e-12  # probability scores are clipped into [1e-12, 1 - 1e-12] before the logit
+
+
+@functools.cache
+def _map_score():
+    """The fitted map at one score, without numba's type dispatch (compiled or loaded on first use)."""
+    return entry_point(_k.glm_map_score, 0.5, True, 0.5, 0.5, 0.5, True, 0.5)
 
 
 class _HistogramGLMCalibrator(StreamingCalibrator):
@@ -62,16 +70,28 @@ class _HistogramGLMCalibrator(StreamingCalibrator):
         self._xi_served = best[1]
 
     def _proba_for(self, x: np.ndarray, beta: np.ndarray, xi: float) -> np.ndarray:
-        v = beta[0] * x + beta[1]
-        if self._link == "logit":
-            return 1.0 / (1.0 + np.exp(-v))
-        out = np.empty_like(v)
-        _k.gev_cdf_array(np.ascontiguousarray(v), xi, out)  # F is 0 / 1 beyond R_xi: the clipped score
+        """The map with coefficients ``beta`` at features ``x`` (F is 0 / 1 beyond R_xi)."""
+        return self._map(np.ascontiguousarray(x, dtype=np.float64), False, beta, xi)
+
+    def _map(self, values: np.ndarray, logit_feature: bool, beta, xi: float) -> np.ndarray:
+        out = np.empty(values.size)
+        gev_link = self._link != "logit"
+        _k.glm_map_array(values, logit_feature, _LOGIT_CLIP, float(beta[0]), float(beta[1]), gev_link, float(xi), out)
         return out
 
     def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
         xi = self._xi_served
-        return self._proba_for(self._feature(scores), self._beta[xi], xi)
+        return self._map(np.ascontiguousarray(scores, dtype=np.float64), self._identity, self._beta[xi], xi)
+
+    def _proba_of(self, s: float) -> float:
+        # the river face: the array face's map (the same scalar kernel), called once
+        self._ensure_fitted()
+        if not self._fitted:
+            return super()._proba_of(s)
+        xi = self._xi_served
+        slope, intercept = self._beta[xi]
+        gev_link = self._link != "logit"
+        return _map_score()(s, self._identity, _LOGIT_CLIP, float(slope), float(intercept), gev_link, float(xi))
 
     @property
     def coef_(self) -> tuple[float, float] | None:

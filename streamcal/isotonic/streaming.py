@@ -11,6 +11,7 @@ import numpy as np
 
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import ipav as _k
+from streamcal._kernels._config import entry_point
 from streamcal._streaming import OP_PREDICT, StreamingCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
@@ -226,9 +227,9 @@ class PAVCalibrator(StreamingCalibrator):
         # compiled single-score kernels, called without numba's per-call type dispatch; a
         # cache, not state (dropped when pickling, rebuilt on unpickling)
         packed, s = self._packed, 0.5
-        self._learn_packed = _k.entry_point(_k.pav_learn_packed_inplace, packed, s, s, s, s)
-        self._proba_packed = _k.entry_point(_k.pav_predict_packed, packed, s)
-        self._llr_packed = _k.entry_point(_k.pav_llr_packed, packed, s)
+        self._learn_packed = entry_point(_k.pav_learn_packed_inplace, packed, s, s, s, s)
+        self._proba_packed = entry_point(_k.pav_predict_packed, packed, s)
+        self._llr_packed = entry_point(_k.pav_llr_packed, packed, s)
 
     def _histogram_replaced(self) -> None:
         self._pack()
