@@ -182,21 +182,36 @@ def bspline_combination_clamped(x, t, order, coef, out):
     monotone map) the value is exactly that coefficient, not a rounding of ``c * sum_r B``.
     """
     lo, hi = clamped_span_bounds(t, order)
-    lower = t[0]
-    upper = t[t.shape[0] - 1]
     values = np.empty(order)
     left = np.empty(order)
     right = np.empty(order)
     for n in range(x.shape[0]):
-        xn = min(max(x[n], lower), upper)
-        mu = clamped_span(t, xn, lo, hi)
-        bspline_nonzero_inplace(t, xn, mu, order, values, left, right)
-        base = mu - order + 1
-        first = coef[base]
-        acc = 0.0
-        for r in range(1, order):
-            acc += (coef[base + r] - first) * values[r]
-        out[n] = first + acc
+        out[n] = _combination_at(x[n], t, order, coef, lo, hi, values, left, right)
+
+
+@jit(inline="always")
+def _combination_at(x, t, order, coef, lo, hi, values, left, right):
+    """One value of :func:`bspline_combination_clamped` (``lo``, ``hi`` from ``clamped_span_bounds``)."""
+    xn = min(max(x, t[0]), t[t.shape[0] - 1])
+    mu = clamped_span(t, xn, lo, hi)
+    bspline_nonzero_inplace(t, xn, mu, order, values, left, right)
+    base = mu - order + 1
+    first = coef[base]
+    acc = 0.0
+    for r in range(1, order):
+        acc += (coef[base + r] - first) * values[r]
+    return first + acc
+
+
+@jit(nogil=False)  # a per-event call from the river face
+def bspline_combination_score(x, t, order, coef):
+    """:func:`bspline_combination_clamped` at one point, clipped into [0, 1] as ``evaluate_map``."""
+    lo, hi = clamped_span_bounds(t, order)
+    values = np.empty(order)
+    left = np.empty(order)
+    right = np.empty(order)
+    v = _combination_at(x, t, order, coef, lo, hi, values, left, right)
+    return min(max(v, 0.0), 1.0)
 
 
 # --------------------------------------------------------------------------------------------

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
 import numpy as np
 
+from streamcal._kernels import ispline as _k
+from streamcal._kernels._config import entry_point
 from streamcal._streaming import OP_LEARN, StreamingCalibrator
 from streamcal._validation import (
     as_binary_labels,
@@ -20,6 +23,13 @@ from streamcal.spline.fit import aggregate_sorted, evaluate_map, fit_distinct
 from streamcal.windows import Window
 
 __all__ = ["ISplineCalibrator"]
+
+
+@functools.cache
+def _map_score():
+    """The fitted map at one score, without numba's type dispatch (compiled or loaded on first use)."""
+    knots = np.zeros(4)
+    return entry_point(_k.bspline_combination_score, 0.5, knots, 2, knots)
 
 
 def _check_spline_params(order, n_knots, knots, refit_every):
@@ -177,9 +187,10 @@ class ISplineCalibrator(StreamingCalibrator):
         self._fit_weight = 0.0
 
     def _set_map(self, fitted, weight: float, pos_weight: float) -> None:
-        self._knots = fitted.knots
+        # contiguous float64: the river face's compiled entry point takes exactly that
+        self._knots = np.ascontiguousarray(fitted.knots, dtype=np.float64)
         self._coef = fitted.coef
-        self._bspline_coef = fitted.bspline_coef
+        self._bspline_coef = np.ascontiguousarray(fitted.bspline_coef, dtype=np.float64)
         self._fit_weight = weight
         c = float(self.llr_pseudo_count)
         self._prior_logodds = math.log(pos_weight + c) - math.log(weight - pos_weight + c)
@@ -199,6 +210,13 @@ class ISplineCalibrator(StreamingCalibrator):
 
     def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
         return evaluate_map(scores, self._knots, int(self.order), self._bspline_coef)
+
+    def _proba_of(self, s: float) -> float:
+        # the river face: evaluate_map's kernel at one score (the same per-point code)
+        self._ensure_fitted()
+        if not self._fitted:
+            return super()._proba_of(s)
+        return _map_score()(s, self._knots, int(self.order) + 1, self._bspline_coef)
 
     def _predict_llr_fitted(self, scores: np.ndarray, proba: np.ndarray) -> np.ndarray:
         c = float(self.llr_pseudo_count)
