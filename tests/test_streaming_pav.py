@@ -327,6 +327,49 @@ def test_finite_proba_prequential_equals_river_loop(rng):
     assert np.all((proba[1:] > 0.0) & (proba[1:] < 1.0))  # ... the finite rule never does
 
 
+def _drifting_stream(kind: str, trial: int):
+    """A small calibrator and a stream whose score -> label relation changes (seeded by ``trial``).
+
+    ``"flip"``: the relation reverses halfway; ``"phases"``: four phases of different base rates.
+    """
+    from streamcal.buckets import UniformGrid
+
+    rng = np.random.default_rng(trial)
+    flip = kind == "flip"
+    ranges = ((2, 12), (20, 300), (3, 40)) if flip else ((2, 8), (20, 200), (2, 20))
+    n_buckets, n, window_n = (int(rng.integers(lo, hi)) for lo, hi in ranges)
+    cal = PAVCalibrator(
+        buckets=UniformGrid(n_buckets),
+        window=CountWindow(window_n) if trial % 2 == 0 else Unbounded(),
+        llr_pseudo_count=float(rng.choice([0.5, 1.0, 3.0] if flip else [0.1, 1.0, 5.0])),
+    )
+    s = rng.uniform(size=n)
+    if flip:
+        truth = np.where(np.arange(n) < n // 2, s, 1.0 - s)
+    else:
+        truth = rng.uniform(size=4)[np.minimum((4 * np.arange(n)) // n, 3)] * (0.5 + s) / 1.5
+    return cal, s, rng.uniform(size=n) < truth
+
+
+@pytest.mark.parametrize(
+    ("kind", "trials"),
+    # trials where the two runs grow into each other: "flip" 180, "phases" 905 and 2527
+    [("flip", range(600)), ("phases", [*range(300), 905, 2527])],
+)
+def test_finite_llr_values_kept_up_to_date_equal_a_refresh_after_every_learn(kind, trials):
+    """The clip values and prior that ``pav_update_extremes_inplace`` keeps (skipping the refresh
+    when the repairs touched no block the runs read) equal a full refresh after every learned
+    event, bit for bit."""
+    fields = (K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV)
+    for trial in trials:
+        cal, s, y = _drifting_stream(kind, trial)
+        for i in range(s.size):
+            cal.learn_one({"s": float(s[i])}, bool(y[i]))
+            sf, pf, pi = cal._sf.copy(), cal._pf.copy(), cal._pi.copy()
+            K.pav_refresh_extremes_inplace(sf, pf, pi)
+            assert [cal._pf[j] for j in fields] == [pf[j] for j in fields], (kind, trial, i)
+
+
 def test_linear_interpolation_between_knots_matches_sklearn(rng):
     from sklearn.isotonic import IsotonicRegression
 
