@@ -596,7 +596,7 @@ def pav_sync_span_inplace(pf, pi) -> None:
     pf[PF_LAST] = pi[PI_LAST]
 
 
-@jit
+@jit(inline="always")
 def _n_buckets(pf):
     """B, from the length of ``pf`` (:func:`pav_state_sizes`)."""
     return (pf.shape[0] - PF_HEADER) // (_R + _S + 1)
@@ -804,17 +804,17 @@ def pack_state(sf, si, pf, pi, score_low: float, score_high: float):
     return (packed, *views)
 
 
-@jit
+@jit(inline="always")
 def _map_section(packed):
     return packed[int(packed[PACK_O_PF]) : int(packed[PACK_O_PI])]
 
 
-@jit
+@jit(inline="always")
 def _score_ok(packed, s):
     return packed[PACK_SCORE_LOW] <= s <= packed[PACK_SCORE_HIGH]  # False for NaN
 
 
-@jit
+@jit(inline="always")
 def pav_bucket_of(pf, s):
     """Bucket of score ``s`` (exactly the binary search over the cuts)."""
     B = _n_buckets(pf)
@@ -823,19 +823,19 @@ def pav_bucket_of(pf, s):
     )
 
 
-@jit
+@jit(inline="always")
 def pav_predict_score(pf, s):
     """Calibrated probability of score ``s``, as ``pav_predict_many`` computes it."""
     return pav_proba_out(pf, pav_predict_one(pf, pav_bucket_of(pf, s), s))
 
 
-@jit
+@jit(inline="always")
 def pav_llr_score(pf, s):
     """Finite PAV-LLR of score ``s``, as ``pav_predict_many`` computes it."""
     return pav_llr_from_proba(pf, pav_predict_one(pf, pav_bucket_of(pf, s), s))
 
 
-@jit
+@jit(inline="always")
 def pav_learn_score_inplace(sf, si, pf, pi, s, y, w, t):
     """Learn one event of score ``s`` (``pav_learn_one_inplace`` after the bucket search)."""
     pav_learn_one_inplace(sf, si, pf, pi, pav_bucket_of(pf, s), y, w, t)
