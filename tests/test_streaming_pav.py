@@ -598,8 +598,10 @@ def test_pickle_and_clone_keep_predictions(rng):
     cal = PAVCalibrator(window=CountWindow(100))
     s = rng.uniform(size=500)
     cal.update(s, rng.uniform(size=500) < s)
+    assert not set(cal.__getstate__()) & set(PAVCalibrator._CACHES)  # caches are rebuilt, not saved
     again = pickle.loads(pickle.dumps(cal))
     np.testing.assert_array_equal(again.predict_proba(s), cal.predict_proba(s))
+    np.testing.assert_array_equal([again.predict_proba_one({"s": float(v)})[True] for v in s[:20]], cal.predict_proba(s[:20]))
     deep = copy.deepcopy(cal)
     deep.learn_one({"s": 0.5}, True)
     assert snapshot(cal) != snapshot(deep)

@@ -234,7 +234,8 @@ class PAVCalibrator(StreamingCalibrator):
     def _histogram_replaced(self) -> None:
         self._pack()
 
-    _CACHES = ("_packed", "_learn_packed", "_proba_packed", "_llr_packed")
+    # derived from the state and the parameters: not saved, rebuilt by ``_pack`` on loading
+    _CACHES = ("_packed", "_learn_packed", "_proba_packed", "_llr_packed", "_fast_learn", "_fast_predict")
 
     def __getstate__(self):
         state = self.__dict__.copy()
@@ -244,6 +245,7 @@ class PAVCalibrator(StreamingCalibrator):
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self._fast_learn = self._fast_predict = False  # still warming up, unless packed below
         if state.get("_pf") is not None:
             self._pack()
 
