@@ -601,10 +601,15 @@ class StreamingCalibrator(Persistable, base.Classifier):
         return np.full(s.shape, 0.5)
 
     def _proba_of(self, s: float) -> float:
-        # the probability alone: the same operations as ``_predict_arrays``'s first output
+        # the probability alone (``_predict_arrays`` also computes the LLR)
         self._ensure_fitted()
         if not self._fitted:
             return float(self._fallback(np.array([s]))[0])
+        return self._fitted_proba_one(s)
+
+    def _fitted_proba_one(self, s: float) -> float:
+        """The fitted map at one score, as ``_predict_fitted`` computes it. A calibrator with a
+        scalar kernel for its map overrides this (the river face's per-event call)."""
         return float(np.asarray(self._predict_fitted(np.array([s])), dtype=np.float64)[0])
 
     def _llr_of(self, s: float) -> float:

@@ -83,11 +83,8 @@ class _HistogramGLMCalibrator(StreamingCalibrator):
         xi = self._xi_served
         return self._map(np.ascontiguousarray(scores, dtype=np.float64), self._identity, self._beta[xi], xi)
 
-    def _proba_of(self, s: float) -> float:
-        # the river face: the array face's map (the same scalar kernel), called once
-        self._ensure_fitted()
-        if not self._fitted:
-            return super()._proba_of(s)
+    def _fitted_proba_one(self, s: float) -> float:
+        # the array face's map (the same scalar kernel), called once
         xi = self._xi_served
         slope, intercept = self._beta[xi]
         gev_link = self._link != "logit"

@@ -211,11 +211,8 @@ class ISplineCalibrator(StreamingCalibrator):
     def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
         return evaluate_map(scores, self._knots, int(self.order), self._bspline_coef)
 
-    def _proba_of(self, s: float) -> float:
-        # the river face: evaluate_map's kernel at one score (the same per-point code)
-        self._ensure_fitted()
-        if not self._fitted:
-            return super()._proba_of(s)
+    def _fitted_proba_one(self, s: float) -> float:
+        # evaluate_map's kernel at one score (the same per-point code)
         return _map_score()(s, self._knots, int(self.order) + 1, self._bspline_coef)
 
     def _predict_llr_fitted(self, scores: np.ndarray, proba: np.ndarray) -> np.ndarray:
