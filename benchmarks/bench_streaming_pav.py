@@ -134,11 +134,12 @@ def _full_recompute_loop():
 
     @jit
     def full(sf, si, pf, pi, buckets, labels):
+        kind = sf[H.SF_KIND]
         for i in range(buckets.shape[0]):
-            clock = H.window_clock(sf, 0.0)
-            while H.window_expire_next_inplace(sf, si, clock) >= 0:
+            clock = H.window_clock(sf, 0.0, kind)
+            while H.window_expire_next_inplace(sf, si, clock, kind) >= 0:
                 pass
-            H.window_add_inplace(sf, si, buckets[i], labels[i], 1.0, clock)
+            H.window_add_inplace(sf, si, buckets[i], labels[i], 1.0, clock, kind)
             K.pav_rebuild_inplace(sf, si, pf, pi)
             K.pav_predict_one(pf, buckets[i], 0.5)
 

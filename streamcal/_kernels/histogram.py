@@ -170,25 +170,27 @@ def bucket_index_sorted(cuts, scores, out):
 
 
 @jit(inline="always")
-def stored_unit(sf):
-    """Factor from real weights to stored units at the clock of the last learned event."""
-    kind = sf[SF_KIND]
+def stored_unit(sf, kind):
+    """Factor from real weights to stored units at the clock of the last learned event.
+
+    ``kind`` is ``sf[SF_KIND]``: the per-event helpers take it as an argument, so that a loop
+    reads it once (a load from ``sf``, which the loop writes, is otherwise redone per event).
+    """
     if kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
         return 2.0 ** ((sf[SF_LAST_T] - sf[SF_T0]) / sf[SF_HALF_LIFE])
     return 1.0
 
 
 @jit(inline="always")
-def window_clock(sf, t):
+def window_clock(sf, t, kind):
     """The clock of the next learned event: its time for time windows, else its number."""
-    kind = sf[SF_KIND]
     if kind in (KIND_TIME, KIND_DECAY_TIME):
         return t
     return sf[SF_N_LEARNED]
 
 
 @jit(inline="always")
-def window_expire_next_inplace(sf, si, clock):
+def window_expire_next_inplace(sf, si, clock, kind):
     """Remove the oldest event if it must leave before an event at ``clock`` enters.
 
     Returns its bucket, or -1 when nothing leaves. Call repeatedly until -1.
@@ -196,7 +198,6 @@ def window_expire_next_inplace(sf, si, clock):
     count = si[SI_RING_COUNT]
     if count == 0:
         return -1
-    kind = sf[SF_KIND]
     B = si[SI_B]
     W = si[SI_W]
     head = si[SI_RING_HEAD]
@@ -233,13 +234,12 @@ def window_expire_next_inplace(sf, si, clock):
 
 
 @jit(inline="always")
-def window_add_inplace(sf, si, b, y, w, clock):
+def window_add_inplace(sf, si, b, y, w, clock, kind):
     """Add one event to bucket ``b`` at ``clock``; returns True if a decay renormalisation ran.
 
     After a renormalisation every bucket changed (by an exact power of two), so a fitted map
     over the histogram must be rebuilt.
     """
-    kind = sf[SF_KIND]
     B = si[SI_B]
     renormalised = False
     ws = w
@@ -287,20 +287,22 @@ def window_add_inplace(sf, si, b, y, w, clock):
 @jit
 def histogram_learn_one_inplace(sf, si, b, y, w, t):
     """Learn one event into the windowed histogram (``histogram_learn_many_inplace`` of one)."""
-    clock = window_clock(sf, t)
-    while window_expire_next_inplace(sf, si, clock) >= 0:
+    kind = sf[SF_KIND]
+    clock = window_clock(sf, t, kind)
+    while window_expire_next_inplace(sf, si, clock, kind) >= 0:
         pass
-    window_add_inplace(sf, si, b, y, w, clock)
+    window_add_inplace(sf, si, b, y, w, clock, kind)
 
 
 @jit
 def histogram_learn_many_inplace(sf, si, buckets, labels, weights, times):
     """Learn events in order into the windowed histogram (no fitted map attached)."""
+    kind = sf[SF_KIND]
     for i in range(buckets.shape[0]):
-        clock = window_clock(sf, times[i])
-        while window_expire_next_inplace(sf, si, clock) >= 0:
+        clock = window_clock(sf, times[i], kind)
+        while window_expire_next_inplace(sf, si, clock, kind) >= 0:
             pass
-        window_add_inplace(sf, si, buckets[i], labels[i], weights[i], clock)
+        window_add_inplace(sf, si, buckets[i], labels[i], weights[i], clock, kind)
 
 
 def empty_state(n_buckets: int, ring_capacity: int, window_code: tuple[int, float, float, float]):

@@ -521,7 +521,7 @@ def _resweep_inplace(hist, h0, pf, pi, k):
 def pav_refresh_extremes_inplace(sf, pf, pi):
     """Recompute the finite-LLR clip values and the inverse prior odds (BOSARIS pseudo-counts)."""
     B = pi[PI_B]
-    c = pf[PF_PSEUDO] * stored_unit(sf)
+    c = pf[PF_PSEUDO] * stored_unit(sf, sf[SF_KIND])
     pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
     head = pi[PI_HEAD]
     pi[PI_CHG_LO] = B  # the values are now current: no pending change
@@ -570,7 +570,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
 
 
 @jit(inline="always")
-def pav_update_extremes_inplace(sf, pf, pi):
+def pav_update_extremes_inplace(sf, pf, pi, kind):
     """After learning: the finite-LLR values, recomputed only when their inputs may have changed.
 
     Without decay the pseudo-count is constant in stored units, so the clip values depend only
@@ -579,12 +579,11 @@ def pav_update_extremes_inplace(sf, pf, pi):
     the same numbers and return the same values. Only the prior moves; it is recomputed by
     the same expression as in :func:`pav_refresh_extremes_inplace`.
     """
-    kind = sf[SF_KIND]
     unchanged = pi[PI_CHG_LO] > pi[PI_DEP_LO] and pi[PI_CHG_HI] < pi[PI_DEP_HI]
     if unchanged and kind != KIND_DECAY_EVENTS and kind != KIND_DECAY_TIME:
         pi[PI_CHG_LO] = pi[PI_B]
         pi[PI_CHG_HI] = -1
-        c = pf[PF_PSEUDO] * stored_unit(sf)
+        c = pf[PF_PSEUDO] * stored_unit(sf, kind)
         pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
     else:
         pav_refresh_extremes_inplace(sf, pf, pi)
@@ -646,10 +645,12 @@ def pav_llr_from_proba(pf, p):
 
 
 @jit(inline="always")
-def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t):
-    """Learn one event: expire what leaves the window, add the event, repair the blocks."""
-    clock = window_clock(sf, t)
-    kind = sf[SF_KIND]
+def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
+    """Learn one event: expire what leaves the window, add the event, repair the blocks.
+
+    ``kind`` is ``sf[SF_KIND]`` (read once by a loop of events: see ``histogram.stored_unit``).
+    """
+    clock = window_clock(sf, t, kind)
     if w != math.floor(w) or kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
         pi[PI_INTEGRAL] = 0
     total = sf[SF_T_POS] + sf[SF_T_NEG] + w  # an upper bound of the total during this update
@@ -661,16 +662,16 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t):
         gone = si[RING_B + si[SI_RING_HEAD]]  # the bucket of the oldest event, if it leaves
         old_p = sf[SF_HEADER + gone]
         old_n = sf[NEG + gone]
-        if window_expire_next_inplace(sf, si, clock) < 0:
+        if window_expire_next_inplace(sf, si, clock, kind) < 0:
             break
         pav_bucket_delta_inplace(sf, SF_HEADER, pf, pi, gone, old_p, old_n)
     old_p = sf[SF_HEADER + b]
     old_n = sf[NEG + b]
-    if window_add_inplace(sf, si, b, y, w, clock):
+    if window_add_inplace(sf, si, b, y, w, clock, kind):
         pav_bucket_changed_inplace(sf, SF_HEADER, pf, pi, -1)  # renormalised: rebuild everything
     else:
         pav_bucket_delta_inplace(sf, SF_HEADER, pf, pi, b, old_p, old_n)
-    pav_update_extremes_inplace(sf, pf, pi)
+    pav_update_extremes_inplace(sf, pf, pi, kind)
 
 
 @jit
@@ -693,17 +694,18 @@ def pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, 
     in the same order (it never reads the blocks), and the blocks after any update equal a
     from-scratch sweep of the histogram, bit for bit, which is what the rebuild computes.
     """
-    if sf[SF_KIND] in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
+    kind = sf[SF_KIND]
+    if kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
         pi[PI_INTEGRAL] = 0
     for i in range(start, stop):
         if ops[i] & 1:
             w = weights[i]
             if w != math.floor(w):
                 pi[PI_INTEGRAL] = 0
-            clock = window_clock(sf, times[i])
-            while window_expire_next_inplace(sf, si, clock) >= 0:
+            clock = window_clock(sf, times[i], kind)
+            while window_expire_next_inplace(sf, si, clock, kind) >= 0:
                 pass
-            window_add_inplace(sf, si, buckets[i], labels[i], w, clock)
+            window_add_inplace(sf, si, buckets[i], labels[i], w, clock, kind)
     pi[PI_EXACT] = 0  # set again by the next learned event
     pav_rebuild_inplace(sf, si, pf, pi)
 
@@ -717,6 +719,7 @@ def pav_process_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times,
     arriving between two predictions) are learned by :func:`pav_learn_run_inplace`.
     """
     n = buckets.shape[0]
+    kind = sf[SF_KIND]  # constant: read once (see ``histogram.stored_unit``)
     i = 0
     short_run_end = 0  # a run of learn-only operations too short to rebuild ends here
     while i < n:
@@ -737,7 +740,7 @@ def pav_process_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times,
             out_p[i] = pav_proba_out(pf, p)
             out_llr[i] = pav_llr_from_proba(pf, p)
         if op & 1:
-            pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i])
+            pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i], kind)
         i += 1
 
 
@@ -838,7 +841,7 @@ def pav_llr_score(pf, s):
 @jit(inline="always")
 def pav_learn_score_inplace(sf, si, pf, pi, s, y, w, t):
     """Learn one event of score ``s`` (``pav_learn_one_inplace`` after the bucket search)."""
-    pav_learn_one_inplace(sf, si, pf, pi, pav_bucket_of(pf, s), y, w, t)
+    pav_learn_one_inplace(sf, si, pf, pi, pav_bucket_of(pf, s), y, w, t, sf[SF_KIND])
 
 
 @jit(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves

@@ -250,7 +250,7 @@ class PAVCalibrator(StreamingCalibrator):
             self._pack()
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
-        _k.pav_learn_one_inplace(self._sf, self._si, self._pf, self._pi, b, y, w, t)
+        _k.pav_learn_one_inplace(self._sf, self._si, self._pf, self._pi, b, y, w, t, self._sf[_h.SF_KIND])
 
     def _proba_of(self, s: float) -> float:
         return self._proba_packed(self._packed, s)
