@@ -130,7 +130,7 @@ def bench_numba_full_recompute(s, y, n_events, window=100_000):
 
 
 def _full_recompute_loop():
-    from streamcal._kernels._config import jit
+    from streamcal._kernels._config import jit_noalloc as jit
 
     @jit
     def full(sf, si, pf, pi, buckets, labels):

@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from streamcal._kernels._config import jit
+from streamcal._kernels._config import jit_noalloc
 
 # window kinds
 KIND_UNBOUNDED = 0
@@ -82,14 +82,14 @@ GRID_UNIFORM = 1  # cuts evenly spaced in the score
 GRID_LOGIT = 2  # cuts evenly spaced in the log-odds of the score (probability scores)
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def _grid_coordinate(kind, s):
     if kind == GRID_LOGIT:
         return math.log(s / (1.0 - s))  # -inf at 0, inf at 1, nan outside [0, 1]
     return s
 
 
-@jit
+@jit_noalloc
 def grid_of_sorted(cuts):
     """``(kind, z0, inv_step)``: whether the sorted ``cuts`` are evenly spaced in a coordinate.
 
@@ -117,7 +117,7 @@ def grid_of_sorted(cuts):
     return float(GRID_NONE), 0.0, 0.0
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def bucket_of_sorted(cuts, off, m, s, kind, z0, inv_step):
     """The number of the sorted cuts ``cuts[off : off + m]`` that are ``<= s``: ``s``'s bucket.
 
@@ -154,7 +154,7 @@ def bucket_of_sorted(cuts, off, m, s, kind, z0, inv_step):
     return base + (1 if cuts[off + base] <= s else 0)
 
 
-@jit
+@jit_noalloc
 def bucket_index_sorted(cuts, scores, out):
     """Bucket of each score: the number of interior ``cuts`` that are <= the score.
 
@@ -169,7 +169,7 @@ def bucket_index_sorted(cuts, scores, out):
         out[i] = bucket_of_sorted(cuts, 0, m, scores[i], kind, z0, inv_step)
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def stored_unit(sf, kind):
     """Factor from real weights to stored units at the clock of the last learned event.
 
@@ -181,7 +181,7 @@ def stored_unit(sf, kind):
     return 1.0
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def window_clock(sf, t, kind):
     """The clock of the next learned event: its time for time windows, else its number."""
     if kind in (KIND_TIME, KIND_DECAY_TIME):
@@ -189,7 +189,7 @@ def window_clock(sf, t, kind):
     return sf[SF_N_LEARNED]
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def window_expire_next_inplace(sf, si, clock, kind):
     """Remove the oldest event if it must leave before an event at ``clock`` enters.
 
@@ -233,7 +233,7 @@ def window_expire_next_inplace(sf, si, clock, kind):
     return b
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def window_add_inplace(sf, si, b, y, w, clock, kind):
     """Add one event to bucket ``b`` at ``clock``; returns True if a decay renormalisation ran.
 
@@ -284,7 +284,7 @@ def window_add_inplace(sf, si, b, y, w, clock, kind):
     return renormalised
 
 
-@jit
+@jit_noalloc
 def histogram_learn_one_inplace(sf, si, b, y, w, t):
     """Learn one event into the windowed histogram (``histogram_learn_many_inplace`` of one)."""
     kind = sf[SF_KIND]
@@ -294,7 +294,7 @@ def histogram_learn_one_inplace(sf, si, b, y, w, t):
     window_add_inplace(sf, si, b, y, w, clock, kind)
 
 
-@jit
+@jit_noalloc
 def histogram_learn_many_inplace(sf, si, buckets, labels, weights, times):
     """Learn events in order into the windowed histogram (no fitted map attached)."""
     kind = sf[SF_KIND]

@@ -81,7 +81,7 @@ import math
 
 import numpy as np
 
-from streamcal._kernels._config import jit
+from streamcal._kernels._config import jit_noalloc
 from streamcal._kernels.histogram import (
     KIND_DECAY_EVENTS,
     KIND_DECAY_TIME,
@@ -154,7 +154,7 @@ def pav_state_sizes(n_buckets: int) -> tuple[int, int]:
     return PF_HEADER + (_R + _S + 1) * n_buckets, PI_HEADER + (_R + _S) * n_buckets
 
 
-@jit
+@jit_noalloc
 def _cuts_offset(B):
     return PF_HEADER + (_R + _S) * B
 
@@ -215,18 +215,18 @@ def empty_pav_state(
     return pf, pi
 
 
-@jit
+@jit_noalloc
 def _rate(p, n):
     return p / (p + n)
 
 
-@jit
+@jit_noalloc
 def _violates(p_left, n_left, p_right, n_right):
     """``rate(left) >= rate(right)``, by cross-multiplication (no division on the hot path)."""
     return p_left * (p_right + n_right) >= p_right * (p_left + n_left)
 
 
-@jit
+@jit_noalloc
 def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
     """Fitted values of the empty buckets strictly between two knots: the linear interpolation
     by bucket centre between the knots' values, clipped to them."""
@@ -237,7 +237,7 @@ def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
         pf[FIT + _R * g] = min(max(v, v_left), v_right)
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
     """Whole-number weights, bucket ``k`` changed by ``(dp, dn)``: the block updated in place.
 
@@ -308,7 +308,7 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
     return True
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def pav_bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n):
     """Repair after bucket ``k`` changed from ``(old_p, old_n)`` to its current weights.
 
@@ -331,7 +331,7 @@ def pav_bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n):
     _resweep_inplace(hist, h0, pf, pi, k)
 
 
-@jit
+@jit_noalloc
 def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     """Repair the blocks and fitted values after the weight of bucket ``k`` changed (-1: all).
 
@@ -342,7 +342,7 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     _resweep_inplace(hist, h0, pf, pi, k)
 
 
-@jit
+@jit_noalloc
 def _resweep_inplace(hist, h0, pf, pi, k):
     """Resume the PAV sweep at the block holding ``k`` (``k = -1``: from scratch); see above."""
     B = pi[PI_B]
@@ -517,7 +517,7 @@ def _resweep_inplace(hist, h0, pf, pi, k):
         left_value = v
 
 
-@jit
+@jit_noalloc
 def pav_refresh_extremes_inplace(sf, pf, pi):
     """Recompute the finite-LLR clip values and the inverse prior odds (BOSARIS pseudo-counts)."""
     B = pi[PI_B]
@@ -569,7 +569,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
         pi[PI_DEP_HI] = prv
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def pav_update_extremes_inplace(sf, pf, pi, kind):
     """After learning: the finite-LLR values, recomputed only when their inputs may have changed.
 
@@ -595,13 +595,13 @@ def pav_sync_span_inplace(pf, pi) -> None:
     pf[PF_LAST] = pi[PI_LAST]
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def _n_buckets(pf):
     """B, from the length of ``pf`` (:func:`pav_state_sizes`)."""
     return (pf.shape[0] - PF_HEADER) // (_R + _S + 1)
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def pav_predict_one(pf, b, s):
     """Calibrated probability of score ``s`` in bucket ``b``.
 
@@ -626,7 +626,7 @@ def pav_predict_one(pf, b, s):
     return min(max(p, lo), hi)
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def pav_proba_out(pf, p):
     """The probability served for a raw PAV value ``p``: ``p`` itself, or under the finite rule
     ``clip(p, lo, hi)`` (the augmented PAV's value, never exactly 0 or 1)."""
@@ -635,7 +635,7 @@ def pav_proba_out(pf, p):
     return p
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def pav_llr_from_proba(pf, p):
     """Finite PAV-LLR for a score whose (raw) calibrated probability is ``p``."""
     if pf[PF_HEAD] == -1.0:
@@ -644,7 +644,7 @@ def pav_llr_from_proba(pf, p):
     return math.log((q * pf[PF_PRIOR_ODDS_INV]) / (1.0 - q))
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
     """Learn one event: expire what leaves the window, add the event, repair the blocks.
 
@@ -674,7 +674,7 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
     pav_update_extremes_inplace(sf, pf, pi, kind)
 
 
-@jit
+@jit_noalloc
 def pav_rebuild_inplace(sf, si, pf, pi):
     """Rebuild the blocks from scratch from the current histogram (a full sweep)."""
     pav_bucket_changed_inplace(sf, SF_HEADER, pf, pi, -1)
@@ -686,7 +686,7 @@ def pav_rebuild_inplace(sf, si, pf, pi):
 LEARN_RUN_REBUILD = 64
 
 
-@jit
+@jit_noalloc
 def pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, start, stop):
     """Learn the labels among ``start..stop-1`` (``ops & 1``) into the histogram, rebuild once.
 
@@ -710,7 +710,7 @@ def pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, 
     pav_rebuild_inplace(sf, si, pf, pi)
 
 
-@jit
+@jit_noalloc
 def pav_process_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times, ops, out_p, out_llr):
     """Run an ordered sequence of operations; ``ops[i]``: 1 learn, 2 predict, 3 predict then learn.
 
@@ -744,7 +744,7 @@ def pav_process_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times,
         i += 1
 
 
-@jit
+@jit_noalloc
 def pav_process_from_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times, ops, out_p, out_llr, start, stop):
     """``pav_process_inplace`` on ``start..stop-1``, from the state before ``ops[0]``.
 
@@ -760,7 +760,7 @@ def pav_process_from_inplace(sf, si, pf, pi, buckets, scores, labels, weights, t
     )
 
 
-@jit
+@jit_noalloc
 def pav_predict_many(pf, buckets, scores, out_p, out_llr):
     """Probability and finite LLR for each score with the current state."""
     for i in range(buckets.shape[0]):
@@ -807,17 +807,17 @@ def pack_state(sf, si, pf, pi, score_low: float, score_high: float):
     return (packed, *views)
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def _map_section(packed):
     return packed[int(packed[PACK_O_PF]) : int(packed[PACK_O_PI])]
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def _score_ok(packed, s):
     return packed[PACK_SCORE_LOW] <= s <= packed[PACK_SCORE_HIGH]  # False for NaN
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def pav_bucket_of(pf, s):
     """Bucket of score ``s`` (exactly the binary search over the cuts)."""
     B = _n_buckets(pf)
@@ -826,25 +826,25 @@ def pav_bucket_of(pf, s):
     )
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def pav_predict_score(pf, s):
     """Calibrated probability of score ``s``, as ``pav_predict_many`` computes it."""
     return pav_proba_out(pf, pav_predict_one(pf, pav_bucket_of(pf, s), s))
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def pav_llr_score(pf, s):
     """Finite PAV-LLR of score ``s``, as ``pav_predict_many`` computes it."""
     return pav_llr_from_proba(pf, pav_predict_one(pf, pav_bucket_of(pf, s), s))
 
 
-@jit(inline="always")
+@jit_noalloc(inline="always")
 def pav_learn_score_inplace(sf, si, pf, pi, s, y, w, t):
     """Learn one event of score ``s`` (``pav_learn_one_inplace`` after the bucket search)."""
     pav_learn_one_inplace(sf, si, pf, pi, pav_bucket_of(pf, s), y, w, t, sf[SF_KIND])
 
 
-@jit(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
+@jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
 def pav_learn_packed_inplace(packed, s, y, w, t):
     """:func:`pav_learn_score_inplace` on the state packed by :func:`pack_state`.
 
@@ -862,7 +862,7 @@ def pav_learn_packed_inplace(packed, s, y, w, t):
     return True
 
 
-@jit(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
+@jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
 def pav_predict_packed(packed, s):
     """:func:`pav_predict_score` on the state packed by :func:`pack_state`; -1.0 (never a
     probability) when the score is outside the valid range."""
@@ -871,7 +871,7 @@ def pav_predict_packed(packed, s):
     return pav_predict_score(_map_section(packed), s)
 
 
-@jit(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
+@jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
 def pav_llr_packed(packed, s):
     """:func:`pav_llr_score` on the state packed by :func:`pack_state`; NaN (never a finite
     LLR) when the score is outside the valid range."""

@@ -10,10 +10,10 @@ candidate that cannot go before ``e`` and the learned labels are a prefix of the
 
 from __future__ import annotations
 
-from streamcal._kernels._config import jit
+from streamcal._kernels._config import jit_noalloc
 
 
-@jit
+@jit_noalloc
 def plan_merge(
     order, m_flight, flight_t, flight_s, flight_y, flight_w, flight_i,
     t, s, y, label_t, w, first_index, weighted,
@@ -70,7 +70,7 @@ def plan_merge(
 
 # The candidate copy below repeats plan_merge's on purpose: one inlined helper for both
 # (tried) made the plan 2x slower (38 -> 82 ns per event).
-@jit
+@jit_noalloc
 def plan_gather_flight(
     order, k, m_flight, flight_t, flight_s, flight_y, flight_w, flight_i,
     s, y, label_t, w, first_index, weighted,
