@@ -24,8 +24,10 @@ JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": set(FASTMATH_FLAGS), "e
 
 # Helpers called once or twice per event from another kernel take ``@jit(inline="always")``
 # (numba inlines them before typing): a call between compiled functions passes each array as
-# seven scalars and increments and decrements its reference count (atomic operations), which
-# cost more than small helpers' bodies. Reserve it for hot helpers: each inlined copy is
+# seven scalars and, unless compiled with ``jit_noalloc`` (below), increments and decrements
+# its reference count (atomic operations), which cost more than small helpers' bodies. Even
+# without reference counts, the PAV kernel runs 1.4x slower with its helpers called instead
+# of inlined (137 vs 99 ns per event). Reserve it for hot helpers: each inlined copy is
 # compiled again, which lengthens the (cached) first compile.
 #
 # Developers: numba's on-disk cache of a kernel is invalidated by changes to the kernel's own
