@@ -298,10 +298,12 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
     v = _rate(p, n)
     for g in range(f, last + 1):
         pf[FIT + _R * g] = v
+    # the gaps beside the block, when there are any (a call costs more than the test)
     if chain != -1:
         lk = pi[BEND + _R * chain]
-        _fill_gap(pf, lk, pf[FIT + _R * lk], f, v)
-    if nxt != -1:
+        if f > lk + 1:
+            _fill_gap(pf, lk, pf[FIT + _R * lk], f, v)
+    if nxt != -1 and nxt > last + 1:
         _fill_gap(pf, last, v, nxt, pf[FIT + _R * nxt])
     if f < pi[PI_CHG_LO]:
         pi[PI_CHG_LO] = f
