@@ -608,6 +608,64 @@ def test_pickle_and_clone_keep_predictions(rng):
     assert cal.clone().n_learned == 0
 
 
+def _layout_r4_stream():
+    """The stream behind ``tests/data/pav_states_layout_r4.zip`` (see the test below)."""
+    rng = np.random.default_rng(20261123)
+    z = rng.normal(-1.0, 1.5, size=3000)
+    s = 1.0 / (1.0 + np.exp(-z))
+    y = rng.uniform(size=3000) < 1.0 / (1.0 + np.exp(-(1.3 * z + 0.5)))
+    w = rng.choice([0.5, 1.0, 1.5, 1.0 / 3.0], size=3000)
+    return s, y, w
+
+
+def test_a_state_saved_in_the_older_layout_loads_and_continues_exactly():
+    """``tests/data/pav_states_layout_r4.zip`` was written by streamcal 0.1.0 at commit
+    ``809d9d6``, before the per-block fitted values (pf records of 4 fields), with
+    ``persist.save([count, decay, weighted], path)``: ``count`` and ``weighted`` are
+    ``PAVCalibrator(buckets=LogitGrid(64), window=CountWindow(500))``, ``decay`` is
+    ``PAVCalibrator(buckets=LogitGrid(64), window=Decay(half_life=300.0))``, each after
+    ``prequential`` on the first 2,000 events of :func:`_layout_r4_stream` (``decay`` and
+    ``weighted`` with the weights ``w``, so their whole-number flag is off). Loaded now, each
+    rebuilds its blocks and continues with the outputs of a calibrator that saw the whole
+    stream here."""
+    from pathlib import Path
+
+    from streamcal.persist import load
+
+    s, y, w = _layout_r4_stream()
+    loaded_all = load(Path(__file__).parent / "data" / "pav_states_layout_r4.zip")
+    fresh_all = [
+        PAVCalibrator(buckets=LogitGrid(64), window=CountWindow(500)),
+        PAVCalibrator(buckets=LogitGrid(64), window=Decay(half_life=300.0)),
+        PAVCalibrator(buckets=LogitGrid(64), window=CountWindow(500)),
+    ]
+    all_weights = [None, w, w]
+    for fresh, weights in zip(fresh_all, all_weights, strict=True):
+        fresh.prequential(s[:2000], y[:2000], weights=None if weights is None else weights[:2000])
+    assert [int(c._pi[K.PI_INTEGRAL]) for c in loaded_all] == [1, 0, 0]
+    for loaded, fresh in zip(loaded_all, fresh_all, strict=True):
+        assert loaded._pf.size == K.pav_state_sizes(64)[0]  # upgraded on loading
+        # the same histogram and window, and the same blocks, fitted values and finite-LLR values
+        np.testing.assert_array_equal(loaded._sf, fresh._sf)
+        np.testing.assert_array_equal(loaded._si, fresh._si)
+        blocks, owner, fit = kernel_blocks(loaded._pf, loaded._pi)
+        want_blocks, want_owner, want_fit = kernel_blocks(fresh._pf, fresh._pi)
+        assert blocks == want_blocks
+        span = slice(blocks[0][0], blocks[-1][1] + 1)
+        np.testing.assert_array_equal(owner[span], want_owner[span])
+        np.testing.assert_array_equal(fit[span], want_fit[span])
+        header = [K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]
+        assert loaded._pf[header].tolist() == fresh._pf[header].tolist()
+        assert loaded._pi[K.PI_INTEGRAL] == fresh._pi[K.PI_INTEGRAL]
+    for loaded, fresh, weights in zip(loaded_all, fresh_all, all_weights, strict=True):
+        later = None if weights is None else weights[2000:]
+        got = loaded.prequential(s[2000:], y[2000:], weights=later)
+        want = fresh.prequential(s[2000:], y[2000:], weights=later)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        assert_river_face_reads_the_array_state(loaded, s[:50])
+
+
 def assert_river_face_reads_the_array_state(cal, scores):
     """The river face's packed buffer and the array face's views are one state."""
     for name in ("_sf", "_si", "_pf", "_pi"):

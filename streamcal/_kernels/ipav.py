@@ -1,4 +1,4 @@
-"""Incremental PAV over a bucket histogram: the block stack, per-bucket fitted values (numba).
+"""Incremental PAV over a bucket histogram: the block stack and its fitted values (numba).
 
 Definitions (shared with the reference ``naive_pav_histogram`` in the tests)
 ---------------------------------------------------------------------------
@@ -14,12 +14,15 @@ The result is stored per bucket:
   for ``b`` between the first and the last knot (the header keeps both, ``PI_HEAD``/``PI_LAST``).
 - at a block's first knot ``f``: ``bend[f]`` (its last knot), ``bpos[f]``, ``bneg[f]`` (its sums),
   ``bprev[f]`` / ``bnext[f]`` (first knot of the neighbouring blocks, -1 at the ends).
-- ``fit[b]``: the block's rate on ``[first, last]``; in the empty buckets between two blocks,
-  the linear interpolation (by bucket centre) between the last knot of the left block and the
-  first knot of the right one, clipped to those two values. Outside the knots' span the fit is
-  flat (predictions clamp; those buckets are not stored). So linear interpolation over all
-  bucket centres is linear interpolation between the knots, and a prediction is one bucket
-  lookup plus one or two reads.
+- the fitted value of bucket ``b``: the block's rate on ``[first, last]``; in the empty buckets
+  between two blocks, the linear interpolation (by bucket centre) between the last knot of the
+  left block and the first knot of the right one, clipped to those two values. Outside the
+  knots' span the fit is flat (predictions clamp; those buckets are not stored). So linear
+  interpolation over all bucket centres is linear interpolation between the knots. The rate
+  is stored once per block, in ``fit[f]`` at its first knot, and each bucket of a block keeps
+  that knot in ``fown[b]`` (a float, read by the predictions, which read ``pf`` alone); a gap
+  bucket has ``fown[b] = -1`` and its own value in ``fit[b]``. A prediction is one bucket
+  lookup plus two or four reads, and updating a block's rate is one write whatever its width.
 
 Exactness. When bucket ``k`` changes, the sweep is *resumed* instead of rerun: the blocks left
 of the block holding ``k`` are exactly the sweep's stack at that point (the sweep never pooled
@@ -44,7 +47,7 @@ its block one block, the block's new sums are its old ones plus the change, and 
 prefixes the change can push below the block's rate need testing
 (:func:`pav_bucket_delta_inplace`, which the learn kernel calls with the bucket's old
 weights): a learned event then costs the reads of the prefixes on one side of its bucket and
-the writes of its block's fitted values.
+one write of its block's rate.
 
 Finite LLR (BOSARIS rule, as ``streamcal.isotonic.pav_llr(finite=True)``): one pseudo-positive
 below all scores and one pseudo-negative above, each of weight ``c`` in real units. Adding
@@ -69,7 +72,7 @@ reference counts (``jit_noalloc``: they allocate nothing), which halved the per-
 helper, with an atomic operation, and could prune few of them.
 
 Layout of the PAV state (see :mod:`streamcal._kernels.histogram` for the histogram itself):
-``pf`` float64 = header (PF_*), then per bucket the record (fit, bpos, bneg, centre), then the
+``pf`` float64 = header (PF_*), then per bucket the record (fit, bpos, bneg, centre, fown), then the
 stack (P, N) per stack slot, then the B - 1 cuts; ``pi`` int64 = header (PI_*), then per bucket
 (owner, bend, bprev, bnext), then the stack (first, last) per slot. Records rather than one
 section per field: a repair reads and writes several fields of the same few buckets, which
@@ -132,19 +135,22 @@ PI_HEADER = 12
 # test (at most total**2 < 2**52) are exact in float64.
 EXACT_TOTAL = 2.0**26
 
-# Per-bucket records of _R fields after the header (field b of bucket k at
-# header + _R * k + b), then the stack scratch in records of _S fields, then (pf) the cuts.
-_R = 4
+# Per-bucket records after the header, of _RF fields in pf and _RI in pi (field b of bucket k
+# at header + _RF * k + b), then the stack scratch in records of _S fields, then (pf) the cuts.
+_RF = 5
+_RI = 4
 _S = 2
-_FIT, _BPOS, _BNEG, _CENTRES = 0, 1, 2, 3  # pf record
+_FIT, _BPOS, _BNEG, _CENTRES, _FOWN = 0, 1, 2, 3, 4  # pf record
 _OWNER, _BEND, _BPREV, _BNEXT = 0, 1, 2, 3  # pi record
 _SPOS, _SNEG = 0, 1  # pf stack record
 _SFIRST, _SLAST = 0, 1  # pi stack record
-# offsets of the per-bucket fields (field of bucket k at OFFSET + _R * k): compile-time constants
+# offsets of the per-bucket fields (field of bucket k at OFFSET + _RF * k or OFFSET + _RI * k):
+# compile-time constants
 FIT = PF_HEADER + _FIT
 BPOS = PF_HEADER + _BPOS
 BNEG = PF_HEADER + _BNEG
 CEN = PF_HEADER + _CENTRES
+FOWN = PF_HEADER + _FOWN
 OWNER = PI_HEADER + _OWNER
 BEND = PI_HEADER + _BEND
 BPREV = PI_HEADER + _BPREV
@@ -153,27 +159,35 @@ BNEXT = PI_HEADER + _BNEXT
 
 def pav_state_sizes(n_buckets: int) -> tuple[int, int]:
     """Lengths of the ``pf`` and ``pi`` arrays for ``n_buckets`` buckets."""
-    return PF_HEADER + (_R + _S + 1) * n_buckets, PI_HEADER + (_R + _S) * n_buckets
+    return PF_HEADER + (_RF + _S + 1) * n_buckets, PI_HEADER + (_RI + _S) * n_buckets
 
 
 @jit_noalloc
 def _cuts_offset(B):
-    return PF_HEADER + (_R + _S) * B
+    return PF_HEADER + (_RF + _S) * B
 
 
 def pav_field(state, n_buckets: int, field: int) -> np.ndarray:
     """View of one per-bucket field (``_FIT``... of ``pf``, ``_OWNER``... of ``pi``), length B."""
-    header = PF_HEADER if state.dtype == np.float64 else PI_HEADER
-    return state[header + field : header + _R * n_buckets : _R]
+    header, r = (PF_HEADER, _RF) if state.dtype == np.float64 else (PI_HEADER, _RI)
+    return state[header + field : header + r * n_buckets : r]
 
 
 def pav_blocks_view(pf: np.ndarray, pi: np.ndarray) -> dict[str, np.ndarray]:
-    """Views of every per-bucket field by name (for tests and inspection)."""
+    """Views of every per-bucket field by name, and the fitted values (for tests and inspection).
+
+    ``fit`` is a new array: the fitted value of each bucket between the first and the last knot
+    (:func:`_fitted_at`), the stored field elsewhere; ``fit_field`` is the stored field itself.
+    """
     B = int(pi[PI_B])
-    names_f = {"fit": _FIT, "bpos": _BPOS, "bneg": _BNEG, "centres": _CENTRES}
+    names_f = {"fit_field": _FIT, "bpos": _BPOS, "bneg": _BNEG, "centres": _CENTRES, "fown": _FOWN}
     names_i = {"owner": _OWNER, "bend": _BEND, "bprev": _BPREV, "bnext": _BNEXT}
     views = {name: pav_field(pf, B, k) for name, k in names_f.items()}
     views.update({name: pav_field(pi, B, k) for name, k in names_i.items()})
+    fit = views["fit_field"].copy()
+    for j in range(max(int(pi[PI_HEAD]), 0), int(pi[PI_LAST]) + 1):
+        fit[j] = _fitted_at(pf, j)
+    views["fit"] = fit
     return views
 
 
@@ -214,6 +228,7 @@ def empty_pav_state(
     pi[PI_INTEGRAL] = 1
     pi[PI_EXACT] = 0
     pav_field(pi, B, _OWNER)[:] = -1
+    pav_field(pf, B, _FOWN)[:] = -1.0
     return pf, pi
 
 
@@ -232,11 +247,11 @@ def _violates(p_left, n_left, p_right, n_right):
 def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
     """Fitted values of the empty buckets strictly between two knots: the linear interpolation
     by bucket centre between the knots' values, clipped to them."""
-    c_left = pf[CEN + _R * left_knot]
-    c_right = pf[CEN + _R * right_knot]
+    c_left = pf[CEN + _RF * left_knot]
+    c_right = pf[CEN + _RF * right_knot]
     for g in range(left_knot + 1, right_knot):
-        v = v_left + (v_right - v_left) * ((pf[CEN + _R * g] - c_left) / (c_right - c_left))
-        pf[FIT + _R * g] = min(max(v, v_left), v_right)
+        v = v_left + (v_right - v_left) * ((pf[CEN + _RF * g] - c_left) / (c_right - c_left))
+        pf[FIT + _RF * g] = min(max(v, v_left), v_right)
 
 
 @jit_noalloc(inline="always")
@@ -246,7 +261,7 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
     With exact sums, the block ``[f, l]`` stays a block when both end knots remain, every
     proper prefix keeps a rate >= the block's new rate (then PAV of its knots is constant),
     and neither neighbour pools with it (the block to the right then stays as it was, as in
-    the sweep's early stop). Only the sums, the fitted values of ``[f, l]`` and the two gaps
+    the sweep's early stop). Only the sums, the rate stored for ``[f, l]`` and the two gaps
     beside it change. The new sums are the old ones plus the change (exact: whole numbers
     below ``EXACT_TOTAL``), and only the prefixes that the change can push below the block's
     rate are tested. The old block had every proper prefix at a rate >= its
@@ -262,14 +277,14 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
     B = pi[PI_B]
     POS = h0
     NEG = h0 + B
-    f = pi[PI_HEADER + _OWNER + _R * k]
-    last = pi[BEND + _R * f]
+    f = pi[OWNER + _RI * k]
+    last = pi[BEND + _RI * f]
     if k > last:  # k was an empty bucket in a gap: a new knot
         return False
     if k in (f, last) and not hist[POS + k] + hist[NEG + k] > 0.0:  # an end knot emptied
         return False
-    p = pf[BPOS + _R * f] + dp
-    n = pf[BNEG + _R * f] + dn
+    p = pf[BPOS + _RF * f] + dp
+    n = pf[BNEG + _RF * f] + dn
     t = p + n
     if dp > 0.0 or dn < 0.0:  # the rate may rise: the prefixes ending before k
         cp = 0.0
@@ -287,24 +302,23 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
             st += hist[POS + g] + hist[NEG + g]
             if sp * t > p * st:
                 return False
-    chain = pi[BPREV + _R * f]
-    if chain != -1 and _violates(pf[BPOS + _R * chain], pf[BNEG + _R * chain], p, n):
+    chain = pi[BPREV + _RI * f]
+    if chain != -1 and _violates(pf[BPOS + _RF * chain], pf[BNEG + _RF * chain], p, n):
         return False
-    nxt = pi[BNEXT + _R * f]
-    if nxt != -1 and _violates(p, n, pf[BPOS + _R * nxt], pf[BNEG + _R * nxt]):
+    nxt = pi[BNEXT + _RI * f]
+    if nxt != -1 and _violates(p, n, pf[BPOS + _RF * nxt], pf[BNEG + _RF * nxt]):
         return False
-    pf[BPOS + _R * f] = p
-    pf[BNEG + _R * f] = n
+    pf[BPOS + _RF * f] = p
+    pf[BNEG + _RF * f] = n
     v = _rate(p, n)
-    for g in range(f, last + 1):
-        pf[FIT + _R * g] = v
+    pf[FIT + _RF * f] = v  # the block's buckets read it through their FOWN
     # the gaps beside the block, when there are any (a call costs more than the test)
     if chain != -1:
-        lk = pi[BEND + _R * chain]
+        lk = pi[BEND + _RI * chain]
         if f > lk + 1:
-            _fill_gap(pf, lk, pf[FIT + _R * lk], f, v)
+            _fill_gap(pf, lk, pf[FIT + _RF * chain], f, v)
     if nxt != -1 and nxt > last + 1:
-        _fill_gap(pf, last, v, nxt, pf[FIT + _R * nxt])
+        _fill_gap(pf, last, v, nxt, pf[FIT + _RF * nxt])
     if f < pi[PI_CHG_LO]:
         pi[PI_CHG_LO] = f
     if last > pi[PI_CHG_HI]:
@@ -352,10 +366,10 @@ def _resweep_inplace(hist, h0, pf, pi, k):
     B = pi[PI_B]
     POS = h0
     NEG = h0 + B
-    SPOS = PF_HEADER + _R * B + _SPOS
-    SNEG = PF_HEADER + _R * B + _SNEG
-    SFIRST = PI_HEADER + _R * B + _SFIRST
-    SLAST = PI_HEADER + _R * B + _SLAST
+    SPOS = PF_HEADER + _RF * B + _SPOS
+    SNEG = PF_HEADER + _RF * B + _SNEG
+    SFIRST = PI_HEADER + _RI * B + _SFIRST
+    SLAST = PI_HEADER + _RI * B + _SLAST
     head = pi[PI_HEAD]
     exact = pi[PI_EXACT] == 1
 
@@ -367,9 +381,9 @@ def _resweep_inplace(hist, h0, pf, pi, k):
     elif k > pi[PI_LAST]:  # after the last knot
         start, chain, region_end = k, pi[PI_TAIL], k
     else:
-        o = pi[OWNER + _R * k]
-        if k <= pi[BEND + _R * o]:
-            start, chain, region_end = o, pi[BPREV + _R * o], pi[BEND + _R * o]
+        o = pi[OWNER + _RI * k]
+        if k <= pi[BEND + _RI * o]:
+            start, chain, region_end = o, pi[BPREV + _RI * o], pi[BEND + _RI * o]
         else:
             start, chain, region_end = k, o, k
 
@@ -395,8 +409,8 @@ def _resweep_inplace(hist, h0, pf, pi, k):
                 exact
                 and has_top
                 and j > region_end
-                and pi[OWNER + _R * j] == j
-                and not _violates(tp, tn, pf[BPOS + _R * j], pf[BNEG + _R * j])
+                and pi[OWNER + _RI * j] == j
+                and not _violates(tp, tn, pf[BPOS + _RF * j], pf[BNEG + _RF * j])
             ):
                 pi[SFIRST + _S * sp] = tf
                 pi[SLAST + _S * sp] = tl
@@ -404,9 +418,9 @@ def _resweep_inplace(hist, h0, pf, pi, k):
                 pf[SNEG + _S * sp] = tn
                 sp += 1
                 tf = j
-                tl = pi[BEND + _R * j]
-                tp = pf[BPOS + _R * j]
-                tn = pf[BNEG + _R * j]
+                tl = pi[BEND + _RI * j]
+                tp = pf[BPOS + _RF * j]
+                tn = pf[BNEG + _RF * j]
                 stopped = True
                 break
             if has_top and _violates(tp, tn, pj, nj):  # pool the new knot into the top
@@ -436,18 +450,18 @@ def _resweep_inplace(hist, h0, pf, pi, k):
                         sp -= 1
                         continue
                 elif chain != -1:
-                    p1 = pf[BPOS + _R * chain]
-                    n1 = pf[BNEG + _R * chain]
+                    p1 = pf[BPOS + _RF * chain]
+                    n1 = pf[BNEG + _RF * chain]
                     if _violates(p1, n1, tp, tn):
                         tf = chain
                         tp = p1 + tp
                         tn = n1 + tn
-                        chain = pi[BPREV + _R * chain]
+                        chain = pi[BPREV + _RI * chain]
                         continue
                 break
             if j > region_end:
-                old_first = pi[OWNER + _R * j]
-                if j == pi[BEND + _R * old_first] and tf == old_first:
+                old_first = pi[OWNER + _RI * j]
+                if j == pi[BEND + _RI * old_first] and tf == old_first:
                     stopped = True
                     break
         j += 1
@@ -460,24 +474,24 @@ def _resweep_inplace(hist, h0, pf, pi, k):
 
     # 3. write the new blocks back
     if chain != -1:
-        pi[BNEXT + _R * chain] = pi[SFIRST] if sp > 0 else -1
+        pi[BNEXT + _RI * chain] = pi[SFIRST] if sp > 0 else -1
     else:
         pi[PI_HEAD] = pi[SFIRST] if sp > 0 else -1
     for i in range(sp):
         f = pi[SFIRST + _S * i]
-        pi[BPREV + _R * f] = pi[SFIRST + _S * (i - 1)] if i > 0 else chain
+        pi[BPREV + _RI * f] = pi[SFIRST + _S * (i - 1)] if i > 0 else chain
         if i < sp - 1 or not stopped:
-            pi[BNEXT + _R * f] = pi[SFIRST + _S * (i + 1)] if i < sp - 1 else -1
-            pi[BEND + _R * f] = pi[SLAST + _S * i]
-            pf[BPOS + _R * f] = pf[SPOS + _S * i]
-            pf[BNEG + _R * f] = pf[SNEG + _S * i]
+            pi[BNEXT + _RI * f] = pi[SFIRST + _S * (i + 1)] if i < sp - 1 else -1
+            pi[BEND + _RI * f] = pi[SLAST + _S * i]
+            pf[BPOS + _RF * f] = pf[SPOS + _S * i]
+            pf[BNEG + _RF * f] = pf[SNEG + _S * i]
     if not stopped:
         if sp > 0:
             pi[PI_TAIL] = pi[SFIRST + _S * (sp - 1)]
             pi[PI_LAST] = pi[SLAST + _S * (sp - 1)]
         else:
             pi[PI_TAIL] = chain
-            pi[PI_LAST] = pi[BEND + _R * chain] if chain != -1 else -1
+            pi[PI_LAST] = pi[BEND + _RI * chain] if chain != -1 else -1
     pf[PF_HEAD] = pi[PI_HEAD]
     pf[PF_LAST] = pi[PI_LAST]
 
@@ -496,8 +510,8 @@ def _resweep_inplace(hist, h0, pf, pi, k):
     #    buckets before the first knot and after the last one are never read (predictions
     #    clamp to the knots' span)
     if chain != -1:
-        left_knot = pi[BEND + _R * chain]
-        left_value = pf[FIT + _R * left_knot]  # the chain block's rate, already stored
+        left_knot = pi[BEND + _RI * chain]
+        left_value = pf[FIT + _RF * chain]  # the chain block's rate, already stored
     else:
         left_knot = -1
         left_value = 0.0
@@ -505,18 +519,20 @@ def _resweep_inplace(hist, h0, pf, pi, k):
     for i in range(sp):
         f = pi[SFIRST + _S * i]
         # the stopping block is unchanged: its stored rate saves a division
-        v = pf[FIT + _R * f] if i == n_rewrite else _rate(pf[SPOS + _S * i], pf[SNEG + _S * i])
+        v = pf[FIT + _RF * f] if i == n_rewrite else _rate(pf[SPOS + _S * i], pf[SNEG + _S * i])
         if left_knot != -1:  # the gap before this block, owned by the block on its left
             lo_owner = chain if i == 0 else pi[SFIRST + _S * (i - 1)]
             for g in range(left_knot + 1, f):
-                pi[OWNER + _R * g] = lo_owner
+                pi[OWNER + _RI * g] = lo_owner
+                pf[FOWN + _RF * g] = -1.0
             _fill_gap(pf, left_knot, left_value, f, v)
         if i == n_rewrite:
             break  # the stopping block and everything after it are unchanged
         last = pi[SLAST + _S * i]
         for g in range(f, last + 1):
-            pi[OWNER + _R * g] = f
-            pf[FIT + _R * g] = v
+            pi[OWNER + _RI * g] = f
+            pf[FOWN + _RF * g] = f
+        pf[FIT + _RF * f] = v
         left_knot = last
         left_value = v
 
@@ -537,15 +553,15 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
         pf[PF_HI] = 0.5
         return
     # left run: the first block plus the pseudo-positive, pooled rightwards while violating
-    lp = pf[BPOS + _R * head] + c
-    ln = pf[BNEG + _R * head]
+    lp = pf[BPOS + _RF * head] + c
+    ln = pf[BNEG + _RF * head]
     left_last = head
-    nxt = pi[BNEXT + _R * head]
-    while nxt != -1 and _violates(lp, ln, pf[BPOS + _R * nxt], pf[BNEG + _R * nxt]):
-        lp = lp + pf[BPOS + _R * nxt]
-        ln = ln + pf[BNEG + _R * nxt]
+    nxt = pi[BNEXT + _RI * head]
+    while nxt != -1 and _violates(lp, ln, pf[BPOS + _RF * nxt], pf[BNEG + _RF * nxt]):
+        lp = lp + pf[BPOS + _RF * nxt]
+        ln = ln + pf[BNEG + _RF * nxt]
         left_last = nxt
-        nxt = pi[BNEXT + _R * nxt]
+        nxt = pi[BNEXT + _RI * nxt]
     if nxt == -1:  # everything pooled with the pseudo-positive; add the pseudo-negative
         v = _rate(lp, ln + c)
         pf[PF_LO] = v
@@ -553,13 +569,13 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
         return
     # right run: the last block plus the pseudo-negative, pooled leftwards while violating
     tail = pi[PI_TAIL]
-    rp = pf[BPOS + _R * tail]
-    rn = pf[BNEG + _R * tail] + c
-    prv = pi[BPREV + _R * tail]
-    while prv != left_last and _violates(pf[BPOS + _R * prv], pf[BNEG + _R * prv], rp, rn):
-        rp = pf[BPOS + _R * prv] + rp
-        rn = pf[BNEG + _R * prv] + rn
-        prv = pi[BPREV + _R * prv]
+    rp = pf[BPOS + _RF * tail]
+    rn = pf[BNEG + _RF * tail] + c
+    prv = pi[BPREV + _RI * tail]
+    while prv != left_last and _violates(pf[BPOS + _RF * prv], pf[BNEG + _RF * prv], rp, rn):
+        rp = pf[BPOS + _RF * prv] + rp
+        rn = pf[BNEG + _RF * prv] + rn
+        prv = pi[BPREV + _RI * prv]
     lo = _rate(lp, ln)
     hi = _rate(rp, rn)
     if prv == left_last and _violates(lp, ln, rp, rn):  # the two runs meet and violate: one block
@@ -569,7 +585,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
     pf[PF_LO] = lo
     pf[PF_HI] = hi
     if prv != left_last:  # two separate runs: the blocks strictly between them were not read
-        pi[PI_DEP_LO] = pi[BEND + _R * nxt]
+        pi[PI_DEP_LO] = pi[BEND + _RI * nxt]
         pi[PI_DEP_HI] = prv
 
 
@@ -602,7 +618,15 @@ def pav_sync_span_inplace(pf, pi) -> None:
 @jit_noalloc(inline="always")
 def _n_buckets(pf):
     """B, from the length of ``pf`` (:func:`pav_state_sizes`)."""
-    return (pf.shape[0] - PF_HEADER) // (_R + _S + 1)
+    return (pf.shape[0] - PF_HEADER) // (_RF + _S + 1)
+
+
+@jit_noalloc(inline="always")
+def _fitted_at(pf, j):
+    """Fitted value of bucket ``j`` (between the first and the last knot): its block's rate,
+    stored at the block's first knot, or in a gap the interpolated value stored at ``j``."""
+    f = pf[FOWN + _RF * j]
+    return pf[FIT + _RF * (j if f < 0.0 else int(f))]
 
 
 @jit_noalloc(inline="always")
@@ -618,15 +642,15 @@ def pav_predict_one(pf, b, s):
         return 0.5
     last = int(pf[PF_LAST])
     if pf[PF_LINEAR] < 0.5:
-        return pf[FIT + _R * min(max(b, first), last)]
-    j = b if s >= pf[CEN + _R * b] else b - 1
+        return _fitted_at(pf, min(max(b, first), last))
+    j = b if s >= pf[CEN + _RF * b] else b - 1
     if j < first:
-        return pf[FIT + _R * first]
+        return _fitted_at(pf, first)
     if j >= last:
-        return pf[FIT + _R * last]
-    lo = pf[FIT + _R * j]
-    hi = pf[FIT + _R * (j + 1)]
-    p = lo + (hi - lo) * ((s - pf[CEN + _R * j]) / (pf[CEN + _R * (j + 1)] - pf[CEN + _R * j]))
+        return _fitted_at(pf, last)
+    lo = _fitted_at(pf, j)
+    hi = _fitted_at(pf, j + 1)
+    p = lo + (hi - lo) * ((s - pf[CEN + _RF * j]) / (pf[CEN + _RF * (j + 1)] - pf[CEN + _RF * j]))
     return min(max(p, lo), hi)
 
 

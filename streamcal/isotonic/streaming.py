@@ -200,6 +200,11 @@ class PAVCalibrator(StreamingCalibrator):
 
     # ------------------------------------------------------------------ engine (fused kernels)
     def _init_map_state(self) -> None:
+        self._init_map_state_arrays()
+        self._pack()
+        _k.pav_refresh_extremes_inplace(self._sf, self._pf, self._pi)
+
+    def _init_map_state_arrays(self) -> None:
         self._linear = self.interpolation == "linear"
         self._pf, self._pi = _k.empty_pav_state(
             self._centres,
@@ -209,8 +214,6 @@ class PAVCalibrator(StreamingCalibrator):
             self._cuts,
             finite_proba=bool(self.finite_proba),
         )
-        self._pack()
-        _k.pav_refresh_extremes_inplace(self._sf, self._pf, self._pi)
 
     def _pack(self) -> None:
         """Put the four state arrays into one buffer (``_packed``) and rebind them as its views.
@@ -247,7 +250,24 @@ class PAVCalibrator(StreamingCalibrator):
         self.__dict__.update(state)
         self._fast_learn = self._fast_predict = False  # still warming up, unless packed below
         if state.get("_pf") is not None:
+            self._upgrade_map_state()
             self._pack()
+
+    def _upgrade_map_state(self) -> None:
+        """Rebuild the blocks of a state saved in an older layout of ``pf`` (streamcal 0.1.0
+        kept each block's rate in every bucket: records of 4 fields instead of 5).
+
+        The blocks are a function of the histogram: a full sweep gives the saved ones bit for
+        bit (the incremental blocks equal a from-scratch sweep after every update), and the
+        finite-LLR values are recomputed from them. The sticky whole-number flag is kept.
+        """
+        B = int(self._pi[_k.PI_B])
+        if self._pf.size == _k.pav_state_sizes(B)[0]:
+            return
+        integral = int(self._pi[_k.PI_INTEGRAL])
+        self._init_map_state_arrays()
+        self._pi[_k.PI_INTEGRAL] = integral
+        _k.pav_rebuild_inplace(self._sf, self._si, self._pf, self._pi)
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         _k.pav_learn_one_inplace(self._sf, self._si, self._pf, self._pi, b, y, w, t, self._sf[_h.SF_KIND])
