@@ -52,7 +52,7 @@ def jit(func=None, **overrides):
 # ``NRT_incref`` / ``NRT_decref`` (an atomic operation). numba's pruning pass removes such pairs
 # only when nothing branches or calls between them, which is rarely so in a kernel with loops
 # and early returns. In the per-event PAV kernel dozens of these calls ran per event and took
-# more than half its time (230 -> 101 ns per event without them, same outputs).
+# more than half its time (223 -> 99 ns per event without them, same outputs).
 #
 # A kernel that allocates no array (it writes into the arrays it is given, or into views of
 # them) needs no count: the caller's arrays outlive the call. ``jit_noalloc`` compiles such
