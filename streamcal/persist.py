@@ -69,7 +69,10 @@ __all__ = [
 #: Name written into every state file.
 FORMAT = "streamcal-state"
 #: Version of the file layout this streamcal writes; it reads this version and older ones.
-FORMAT_VERSION = 1
+#: 1: streamcal 0.1.0. 2: ``PAVCalibrator`` keeps each block's rate once (its ``_pf`` records grew
+#: from 4 to 5 fields); a version-1 PAV state is rebuilt from its histogram on loading, exactly.
+#: A streamcal that reads only version 1 refuses version-2 files instead of misreading them.
+FORMAT_VERSION = 2
 
 _MANIFEST = "streamcal.json"
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed member times: the same state gives the same bytes

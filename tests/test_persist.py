@@ -293,7 +293,8 @@ def test_future_version_is_rejected(checkpoint):
     manifest = json.loads(files["streamcal.json"])
     manifest["format_version"] = persist.FORMAT_VERSION + 1
     files["streamcal.json"] = json.dumps(manifest).encode()
-    with pytest.raises(persist.StateVersionError, match=r"format version 2 .* reads versions up to 1"):
+    newer, ours = persist.FORMAT_VERSION + 1, persist.FORMAT_VERSION
+    with pytest.raises(persist.StateVersionError, match=rf"format version {newer} .* reads versions up to {ours}"):
         persist.from_bytes(rezip(files))
 
 
