@@ -37,7 +37,8 @@ def test_a_noalloc_kernel_that_allocates_fails_to_compile():
     """The safety argument of ``jit_noalloc``: allocating cannot slip into such a kernel."""
     import numba
 
-    with pytest.raises(numba.core.errors.TypingError):
+    # numba words it one of two ways, depending on what the process compiled before
+    with pytest.raises(numba.core.errors.NumbaError, match=r"NRT required but not enabled|array_allocate"):
         _doubled_sum(np.ones(3))
 
 
