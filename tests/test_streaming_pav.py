@@ -666,6 +666,32 @@ def test_a_state_saved_in_the_older_layout_loads_and_continues_exactly():
         assert_river_face_reads_the_array_state(loaded, s[:50])
 
 
+def test_river_memory_usage_counts_the_state_and_survives_freed_numba_functions():
+    """river's ``_raw_memory_usage`` (``show_memory`` in its evaluation loops) walks the
+    learner's object graph; the compiled entry points must not lead it into numba."""
+    import gc
+
+    import numba
+
+    cal = PAVCalibrator(window=CountWindow(1000))
+    for i in range(2000):
+        cal.learn_one({"s": (i % 97) / 97}, i % 3 == 0)
+    assert cal.predict_proba_one({"s": 0.3})[True] >= 0.0  # the river face's kernels are bound
+
+    def compile_and_free():
+        @numba.njit(cache=False)
+        def total(a):
+            return a.sum()
+
+        total(np.ones(3))
+
+    compile_and_free()
+    gc.collect()
+    size = cal._raw_memory_usage  # raised ReferenceError when the instance held the entry points
+    arrays = cal._packed.nbytes + sum(getattr(cal, name).nbytes for name in ("_sf", "_si", "_pf", "_pi"))
+    assert arrays < size < arrays + 1_000_000  # the state and its lists, not numba's registries (2.5 MB)
+
+
 def assert_river_face_reads_the_array_state(cal, scores):
     """The river face's packed buffer and the array face's views are one state."""
     for name in ("_sf", "_si", "_pf", "_pi"):

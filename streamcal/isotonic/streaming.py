@@ -38,6 +38,14 @@ def chunk_bounds(n: int, threads: int, share: float = _HISTOGRAM_SHARE) -> list[
     return [*cuts, n]
 
 
+def _bind_packed_kernels(packed: np.ndarray) -> None:
+    """Compile (or load) the river face's kernels for the packed state's types, once per process."""
+    s = 0.5
+    PAVCalibrator._learn_packed = entry_point(_k.pav_learn_packed_inplace, packed, s, s, s, s)
+    PAVCalibrator._proba_packed = entry_point(_k.pav_predict_packed, packed, s)
+    PAVCalibrator._llr_packed = entry_point(_k.pav_llr_packed, packed, s)
+
+
 class PAVCalibrator(StreamingCalibrator):
     """Streaming PAV calibrator: isotonic regression of the labels on the score, per event.
 
@@ -227,18 +235,23 @@ class PAVCalibrator(StreamingCalibrator):
         _k.pav_sync_span_inplace(self._pf, self._pi)  # states saved before ``pf`` held the span
         self._fast_learn = self.score_key is None and not self._uses_times
         self._fast_predict = self.score_key is None
-        # compiled single-score kernels, called without numba's per-call type dispatch; a
-        # cache, not state (dropped when pickling, rebuilt on unpickling)
-        packed, s = self._packed, 0.5
-        self._learn_packed = entry_point(_k.pav_learn_packed_inplace, packed, s, s, s, s)
-        self._proba_packed = entry_point(_k.pav_predict_packed, packed, s)
-        self._llr_packed = entry_point(_k.pav_llr_packed, packed, s)
+        if PAVCalibrator._learn_packed is None:
+            _bind_packed_kernels(self._packed)
 
     def _histogram_replaced(self) -> None:
         self._pack()
 
     # derived from the state and the parameters: not saved, rebuilt by ``_pack`` on loading
-    _CACHES = ("_packed", "_learn_packed", "_proba_packed", "_llr_packed", "_fast_learn", "_fast_predict")
+    _CACHES = ("_packed", "_fast_learn", "_fast_predict")
+
+    # The compiled single-score kernels of the river face, called without numba's per-call type
+    # dispatch (``entry_point``). The same for every instance, so they are class attributes, set
+    # by the first ``_pack``: held by an instance, they would lead river's memory walk
+    # (``_raw_memory_usage``, ``check_bounded_memory_growth``) into numba's registries, which
+    # weighed 2.5 MB there and broke the walk once any numba function had been freed.
+    _learn_packed = None
+    _proba_packed = None
+    _llr_packed = None
 
     def __getstate__(self):
         state = self.__dict__.copy()
