@@ -232,7 +232,6 @@ class PAVCalibrator(StreamingCalibrator):
         self._packed, self._sf, self._si, self._pf, self._pi = _k.pack_state(
             self._sf, self._si, self._pf, self._pi, self._score_low, self._score_high
         )
-        _k.pav_sync_span_inplace(self._pf, self._pi)  # states saved before ``pf`` held the span
         self._fast_learn = self.score_key is None and not self._uses_times
         self._fast_predict = self.score_key is None
         if PAVCalibrator._learn_packed is None:
@@ -272,7 +271,8 @@ class PAVCalibrator(StreamingCalibrator):
 
         The blocks are a function of the histogram: a full sweep gives the saved ones bit for
         bit (the incremental blocks equal a from-scratch sweep after every update), and the
-        finite-LLR values are recomputed from them. The sticky whole-number flag is kept.
+        finite-LLR values are recomputed from them. The sticky whole-number flag is kept. (Such
+        states may also predate the knots' span copied into ``pf``: the sweep writes it.)
         """
         B = int(self._pi[_k.PI_B])
         if self._pf.size == _k.pav_state_sizes(B)[0]:
