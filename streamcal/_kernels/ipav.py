@@ -185,8 +185,10 @@ def pav_blocks_view(pf: np.ndarray, pi: np.ndarray) -> dict[str, np.ndarray]:
     views = {name: pav_field(pf, B, k) for name, k in names_f.items()}
     views.update({name: pav_field(pi, B, k) for name, k in names_i.items()})
     fit = views["fit_field"].copy()
-    for j in range(max(int(pi[PI_HEAD]), 0), int(pi[PI_LAST]) + 1):
-        fit[j] = _fitted_at(pf, j)
+    span = slice(max(int(pi[PI_HEAD]), 0), int(pi[PI_LAST]) + 1)
+    own = views["fown"][span]
+    j = np.arange(B)[span]
+    fit[span] = views["fit_field"][np.where(own < 0.0, j, own.astype(np.int64))]  # as _fitted_at
     views["fit"] = fit
     return views
 
@@ -607,12 +609,6 @@ def pav_update_extremes_inplace(sf, pf, pi, kind):
         pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
     else:
         pav_refresh_extremes_inplace(sf, pf, pi)
-
-
-def pav_sync_span_inplace(pf, pi) -> None:
-    """Copy the knots' span (``PI_HEAD``, ``PI_LAST``) into ``pf``, where the predictions read it."""
-    pf[PF_HEAD] = pi[PI_HEAD]
-    pf[PF_LAST] = pi[PI_LAST]
 
 
 @jit_noalloc(inline="always")
