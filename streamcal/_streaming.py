@@ -439,7 +439,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
         """Learn labelled events in order; returns ``self``."""
         s = self._check_scores(scores)
         y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None)
-        self._run(np.full(s.size, OP_LEARN, dtype=np.int64), s, y, w, t)
+        self._run(OP_LEARN, s, y, w, t)
         return self
 
     def predict_proba(self, scores) -> np.ndarray:
@@ -460,7 +460,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
         """
         s = self._check_scores(scores)
         y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None)
-        return self._run(np.full(s.size, OP_PREQUENTIAL, dtype=np.int64), s, y, w, t)
+        return self._run(OP_PREQUENTIAL, s, y, w, t)
 
     def process(self, scores, labels, learn_mask, *, weights=None, times=None) -> tuple[np.ndarray, np.ndarray]:
         """Run an ordered sequence of operations: learn where ``learn_mask``, else predict.
@@ -478,22 +478,30 @@ class StreamingCalibrator(Persistable, base.Classifier):
 
     # ------------------------------------------------------------------ shared machinery
     def _run(self, ops, s, y, w, t) -> tuple[np.ndarray, np.ndarray]:
+        """Run the operations ``ops`` (an array, or one ``OP_*`` int for every event)."""
         n = s.size
+        uniform = isinstance(ops, int)
         out_p = np.full(n, np.nan)
         out_llr = np.full(n, np.nan)
         i = 0
         while i < n and self._sf is None:  # quantile warm-up: event by event, as learn_one
-            if ops[i] & OP_PREDICT:
+            op = ops if uniform else ops[i]
+            if op & OP_PREDICT:
                 out_p[i] = self._warm_proba()
                 out_llr[i] = 0.0
-            if ops[i] & OP_LEARN:
+            if op & OP_LEARN:
                 self._warm_add(s[i], y[i], w[i], t[i])
             i += 1
         if i < n:
-            ops, s, y, w, t = ops[i:], s[i:], y[i:], w[i:], t[i:]
+            if not uniform:
+                ops = ops[i:]
+            s, y, w, t = s[i:], y[i:], w[i:], t[i:]
             b = self._buckets_of(s)
             if self._ring_capacity and self._uses_times:
-                self._ensure_ring(int(np.count_nonzero(ops & OP_LEARN)))
+                if uniform:
+                    self._ensure_ring(s.size if ops & OP_LEARN else 0)
+                else:
+                    self._ensure_ring(int(np.count_nonzero(ops & OP_LEARN)))
             self._run_ops(ops, b, s, y, w, t, out_p[i:], out_llr[i:])
             if self._ring_capacity and self._uses_times:
                 self._shrink_ring()
@@ -628,7 +636,8 @@ class StreamingCalibrator(Persistable, base.Classifier):
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
         """Run operations with the map fitted from the histogram, element for element what a loop
-        of ``predict_proba_one`` / ``learn_one`` gives.
+        of ``predict_proba_one`` / ``learn_one`` gives. ``ops`` is an array, or one ``OP_*`` int
+        for every event.
 
         With ``refit_every`` the map is fixed between refits: see :meth:`_run_ops_between_refits`.
         With lazy refits (``refit_every=None``) runs of equal operations go at once: a run of
@@ -636,6 +645,8 @@ class StreamingCalibrator(Persistable, base.Classifier):
         one histogram call, and each prequential event is predicted (after a refit) and learned
         on its own.
         """
+        if isinstance(ops, int):
+            ops = np.full(b.size, ops, dtype=np.int64)
         k = getattr(self, "refit_every", None)
         if k is not None:
             self._run_ops_between_refits(k, ops, b, s, y, w, t, out_p, out_llr)

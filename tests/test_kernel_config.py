@@ -57,6 +57,7 @@ def test_the_pav_kernels_are_compiled_without_reference_counts():
 
     kernels = (
         ipav.pav_process_inplace,
+        ipav.pav_prequential_inplace,
         ipav.pav_learn_packed_inplace,
         histogram.histogram_learn_many_inplace,
         plan.plan_merge,

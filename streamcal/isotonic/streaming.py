@@ -12,7 +12,7 @@ import numpy as np
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import ipav as _k
 from streamcal._kernels._config import entry_point
-from streamcal._streaming import OP_PREDICT, StreamingCalibrator
+from streamcal._streaming import OP_PREDICT, OP_PREQUENTIAL, StreamingCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
 from streamcal.windows import Window
@@ -36,6 +36,17 @@ def chunk_bounds(n: int, threads: int, share: float = _HISTOGRAM_SHARE) -> list[
     per = n * share / (1.0 - (1.0 - share) ** threads)
     cuts = [round(per * (1.0 - (1.0 - share) ** k) / share) for k in range(threads)]
     return [*cuts, n]
+
+
+def _prequential_from(sf, si, pf, pi, b, s, y, w, t, ops, out_p, out_llr, start, stop) -> None:
+    """``pav_process_from_inplace`` for prequential operations, in the faster prequential loop.
+
+    The labels before ``start`` go into the histogram alone, the blocks are rebuilt once, and
+    ``start..stop-1`` runs from there: the outputs of running everything, bit for bit.
+    """
+    _k.pav_learn_run_inplace(sf, si, pf, pi, b, y, w, t, ops, 0, start)
+    part = slice(start, stop)
+    _k.pav_prequential_inplace(sf, si, pf, pi, b[part], s[part], y[part], w[part], t[part], out_p[part], out_llr[part])
 
 
 def _bind_packed_kernels(packed: np.ndarray) -> None:
@@ -308,16 +319,23 @@ class PAVCalibrator(StreamingCalibrator):
         return b
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
-        threads = self._threads(ops.size)
+        state = (self._sf, self._si, self._pf, self._pi)
+        threads = self._threads(b.size)
+        prequential = isinstance(ops, int) and ops == OP_PREQUENTIAL
+        if threads < 2 and prequential:
+            _k.pav_prequential_inplace(*state, b, s, y, w, t, out_p, out_llr)
+            return
+        if isinstance(ops, int):
+            ops = np.full(b.size, ops, dtype=np.int64)
         if threads < 2 or ops.max() < OP_PREDICT:  # learn-only: one histogram pass is cheaper
-            _k.pav_process_inplace(self._sf, self._si, self._pf, self._pi, b, s, y, w, t, ops, out_p, out_llr)
+            _k.pav_process_inplace(*state, b, s, y, w, t, ops, out_p, out_llr)
             return
         cuts = chunk_bounds(ops.size, threads)
-        states = [(self._sf, self._si, self._pf, self._pi)]
-        states += [tuple(a.copy() for a in states[0]) for _ in range(threads - 1)]  # before any runs
+        states = [state] + [tuple(a.copy() for a in state) for _ in range(threads - 1)]  # before any runs
+        run = _prequential_from if prequential else _k.pav_process_from_inplace
         with ThreadPoolExecutor(threads) as pool:  # the kernels release the GIL
             jobs = [
-                pool.submit(_k.pav_process_from_inplace, *state, b, s, y, w, t, ops, out_p, out_llr, lo, hi)
+                pool.submit(run, *state, b, s, y, w, t, ops, out_p, out_llr, lo, hi)
                 for state, (lo, hi) in zip(states, pairwise(cuts), strict=True)
             ]
         for job in jobs:

@@ -267,7 +267,7 @@ class ISplineCalibrator(StreamingCalibrator):
         self._reset()
         self._loading = True  # no refits while the batch enters the window: its map is `fitted`
         try:
-            self._run(np.full(s.size, OP_LEARN, dtype=np.int64), s, y, w, t)
+            self._run(OP_LEARN, s, y, w, t)
         finally:
             del self._loading
         self._set_map(fitted, total, float(np.dot(w, y)))
