@@ -152,10 +152,25 @@ class StreamingCalibrator(Persistable, base.Classifier):
         self._edges = np.ascontiguousarray(edges, dtype=np.float64)
         self._cuts = np.ascontiguousarray(self._edges[1:-1])
         self._cuts_list = self._cuts.tolist()
+        self._guide = _h.bucket_guide(self._cuts)
         self._centres = np.ascontiguousarray(centres, dtype=np.float64)
         self._centres_list = self._centres.tolist()
         self._sf, self._si = _h.empty_state(self._centres.size, self._ring_capacity, self._window_code)
         self._init_map_state()
+
+    # derived from the edges: not saved, rebuilt on loading
+    _CACHES = ("_guide",)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        for name in self._CACHES:
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if "_cuts" in state:
+            self._guide = _h.bucket_guide(self._cuts)
 
     @property
     def n_buckets(self) -> int | None:
@@ -437,20 +452,18 @@ class StreamingCalibrator(Persistable, base.Classifier):
     # ------------------------------------------------------------------ array face
     def update(self, scores, labels, *, weights=None, times=None):
         """Learn labelled events in order; returns ``self``."""
-        s = self._check_scores(scores)
+        s, b = self._check_scores_and_buckets(scores)
         y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None)
-        self._run(OP_LEARN, s, y, w, t)
+        self._run(OP_LEARN, s, y, w, t, b)
         return self
 
     def predict_proba(self, scores) -> np.ndarray:
         """Calibrated probability of each score with the current state."""
-        s = self._check_scores(scores)
-        return self._predict_both(s)[0]
+        return self._predict_both(*self._check_scores_and_buckets(scores))[0]
 
     def predict_llr(self, scores) -> np.ndarray:
         """Calibrated (finite) LLR of each score with the current state."""
-        s = self._check_scores(scores)
-        return self._predict_both(s)[1]
+        return self._predict_both(*self._check_scores_and_buckets(scores))[1]
 
     def prequential(self, scores, labels, *, weights=None, times=None) -> tuple[np.ndarray, np.ndarray]:
         """Predict each event with the state before its label, then learn it: ``(proba, llr)``.
@@ -458,9 +471,9 @@ class StreamingCalibrator(Persistable, base.Classifier):
         Equal, element for element, to a loop of ``predict_proba_one`` / ``predict_llr_one``
         then ``learn_one``.
         """
-        s = self._check_scores(scores)
+        s, b = self._check_scores_and_buckets(scores)
         y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None)
-        return self._run(OP_PREQUENTIAL, s, y, w, t)
+        return self._run(OP_PREQUENTIAL, s, y, w, t, b)
 
     def process(self, scores, labels, learn_mask, *, weights=None, times=None) -> tuple[np.ndarray, np.ndarray]:
         """Run an ordered sequence of operations: learn where ``learn_mask``, else predict.
@@ -469,16 +482,19 @@ class StreamingCalibrator(Persistable, base.Classifier):
         predicts scores[i] with the current state (labels, weights and times there are
         ignored). Returns ``(proba, llr)``, NaN at the learn positions.
         """
-        s = self._check_scores(scores)
+        s, b = self._check_scores_and_buckets(scores)
         learn = as_binary_labels(learn_mask, "learn_mask", allow_empty=True).astype(bool)
         check_same_length(s.size, learn.size, "learn_mask")
         y, w, t = self._check_learn_arrays(s.size, labels, weights, times, learn)
         ops = np.where(learn, OP_LEARN, OP_PREDICT).astype(np.int64)
-        return self._run(ops, s, y, w, t)
+        return self._run(ops, s, y, w, t, b)
 
     # ------------------------------------------------------------------ shared machinery
-    def _run(self, ops, s, y, w, t) -> tuple[np.ndarray, np.ndarray]:
-        """Run the operations ``ops`` (an array, or one ``OP_*`` int for every event)."""
+    def _run(self, ops, s, y, w, t, b=None) -> tuple[np.ndarray, np.ndarray]:
+        """Run the operations ``ops`` (an array, or one ``OP_*`` int for every event).
+
+        ``b``: the scores' buckets when already known (:meth:`_check_scores_and_buckets`).
+        """
         n = s.size
         uniform = isinstance(ops, int)
         out_p = np.full(n, np.nan)
@@ -496,7 +512,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
             if not uniform:
                 ops = ops[i:]
             s, y, w, t = s[i:], y[i:], w[i:], t[i:]
-            b = self._buckets_of(s)
+            b = self._buckets_of(s) if b is None else b  # None after a warm-up
             if self._ring_capacity and self._uses_times:
                 if uniform:
                     self._ensure_ring(s.size if ops & OP_LEARN else 0)
@@ -507,15 +523,39 @@ class StreamingCalibrator(Persistable, base.Classifier):
                 self._shrink_ring()
         return out_p, out_llr
 
-    def _predict_both(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _predict_both(self, s: np.ndarray, b: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         if self._sf is None:
             return np.full(s.size, self._warm_proba()), np.zeros(s.size)
-        return self._predict_arrays(self._buckets_of(s), s)
+        return self._predict_arrays(b, s)
 
     def _buckets_of(self, s: np.ndarray) -> np.ndarray:
-        b = np.empty(s.size, dtype=np.intp)
-        _h.bucket_index_sorted(self._cuts, s, b)
+        """Buckets of scores already checked."""
+        b, _ = self._checked_buckets(s)
         return b
+
+    def _checked_buckets(self, s: np.ndarray) -> tuple[np.ndarray, int]:
+        """``(buckets, bad)``: the scores' buckets, found through the bucket guide in the pass that
+        checks them; ``bad`` is the position of the first score that is not finite or outside the
+        bucket strategy's range (-1: none; the buckets from there on are not written)."""
+        b = np.empty(s.size, dtype=np.intp)
+        bad = _h.check_bucket_index(self._cuts, self._guide, self._score_low, self._score_high, s, b)
+        return b, bad
+
+    def _check_scores_and_buckets(self, scores) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(scores, buckets)``, both checked; the buckets are None while the edges are unknown.
+
+        One pass over the scores does both (:meth:`_checked_buckets`); a bad score is reported
+        by :meth:`_check_scores`, as by every other entry point.
+        """
+        if self._sf is None:
+            return self._check_scores(scores), None
+        s = as_1d_float(scores, "scores", allow_empty=True)
+        b, bad = self._checked_buckets(s)
+        if bad >= 0:
+            self._check_scores(s)  # raises, naming the first bad score
+            msg = f"`scores` must be finite and in the buckets' range; got {s[bad]!r} at position {bad}."
+            raise ValueError(msg)
+        return s, b
 
     def _ensure_ring(self, extra: int) -> None:
         W = int(self._si[_h.SI_W])

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from streamcal._kernels import histogram as H
 from streamcal._kernels import ipav as K
 from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid, bucket_index
 from streamcal.isotonic.streaming import PAVCalibrator
@@ -64,6 +65,71 @@ def test_arithmetic_bucket_guess_equals_binary_search(grid, rng):
     np.testing.assert_array_equal(bucket_index(e, scores), expected)
     cal = PAVCalibrator(buckets=grid)  # the calibrator's single-score kernel (river face)
     np.testing.assert_array_equal([K.pav_bucket_of(cal._pf, float(v)) for v in scores], expected)
+
+
+def guided(cuts, scores, low=-np.inf, high=np.inf):
+    """The calibrators' array search: through the bucket guide, with the scores checked."""
+    cuts = np.ascontiguousarray(cuts, dtype=np.float64)
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    out = np.full(scores.size, -7, dtype=np.intp)
+    bad = H.check_bucket_index(cuts, H.bucket_guide(cuts), low, high, scores, out)
+    return out, bad
+
+
+GUIDE_CUTS = {
+    "two": [0.0, 1.0],
+    "one": [0.5],
+    "none": [],
+    "clustered": [*np.linspace(0.0, 1e-6, 200), 0.5, 1.0],  # hundreds of cuts in one bin
+    "huge span": [-1e308, -1.0, 0.0, 3.0, 1e308],
+    "span overflows": [-1.5e308, 0.0, 1.5e308],  # no guide: binary search
+    "tiny span": [1e-300, 1.0000000000000002e-300, 1.0000000000000004e-300],
+    "subnormal span": [0.0, 5e-324, 1e-323],
+}
+
+
+@pytest.mark.parametrize("cuts", [*GUIDE_CUTS.values(), *(g.bucket_edges()[1:-1] for g in GRIDS)],
+                         ids=[*GUIDE_CUTS, *(repr(g) for g in GRIDS)])
+def test_guided_bucket_search_equals_binary_search(cuts, rng):
+    cuts = np.asarray(cuts, dtype=np.float64)
+    spread = [-1.7e308, -1e300, -1.0, 0.0, 5e-324, 1e-300, 0.5, 1.0, 2.0, 1e300, 1.7e308]
+    scores = np.concatenate([cuts, np.nextafter(cuts, -np.inf), np.nextafter(cuts, np.inf), spread])
+    if cuts.size:
+        lo, hi = float(cuts[0]), float(cuts[-1])
+        span = min(hi - lo, 1e300)
+        scores = np.concatenate([scores, rng.uniform(lo - 0.1 * span, lo + 1.1 * span, size=3000)])
+        scores = np.concatenate([scores, rng.choice(cuts, 500) + rng.normal(0, 1e-9, 500)])
+    out, bad = guided(cuts, scores)
+    assert bad == -1
+    np.testing.assert_array_equal(out, np.searchsorted(cuts, scores, side="right"))
+    guide = H.bucket_guide(cuts)
+    if guide.size:  # a guide is a non-decreasing count of cuts ending at all of them
+        assert (guide[0], guide[-1]) == (0, cuts.size)
+        assert (np.diff(guide) >= 0).all()
+
+
+@given(
+    st.lists(st.floats(-1e6, 1e6), min_size=0, max_size=40, unique=True),
+    st.lists(st.floats(-2e6, 2e6), min_size=0, max_size=60),
+)
+def test_guided_bucket_search_matches_linear_scan(cuts, scores):
+    cuts = np.sort(np.array(cuts, dtype=np.float64))
+    out, bad = guided(cuts, scores)
+    assert bad == -1
+    e = np.concatenate([[-np.inf], cuts, [np.inf]])
+    np.testing.assert_array_equal(out, naive_bucket_index(e, scores))
+
+
+def test_guided_bucket_search_stops_at_the_first_bad_score():
+    cuts = LogitGrid(16).bucket_edges()[1:-1]
+    for bad_value in (np.nan, np.inf, -np.inf, 1.5, -0.1):
+        scores = [0.2, 0.7, bad_value, 0.4, np.nan]
+        out, bad = guided(cuts, scores, 0.0, 1.0)
+        assert bad == 2
+        np.testing.assert_array_equal(out[:2], np.searchsorted(cuts, [0.2, 0.7], side="right"))
+        assert (out[2:] == -7).all()  # nothing written from the bad score on
+    assert guided(cuts, [0.0, 1.0], 0.0, 1.0)[1] == -1  # the range's ends are in it
+    assert guided(cuts, [np.inf])[1] == 0  # not finite, even in an unbounded range
 
 
 def test_logit_grid_resolves_rare_and_common_rates():

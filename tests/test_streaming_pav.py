@@ -836,6 +836,22 @@ def test_threads_give_the_outputs_and_state_of_one_thread(window, weights, rng, 
         np.testing.assert_array_equal(runs[n_jobs][3]._si, one[3]._si)
 
 
+@pytest.mark.parametrize("method", ["prequential", "update", "predict_proba"])
+def test_threads_name_the_first_bad_score_and_change_nothing(method, rng, monkeypatch):
+    import streamcal.isotonic.streaming as module
+
+    monkeypatch.setattr(module, "MIN_EVENTS_PER_THREAD", 100)  # the scores are checked in 3 chunks
+    scores, labels, _, _ = click_events(rng, 1200, (1.0,))
+    cal = PAVCalibrator(window=CountWindow(n=400), n_jobs=3).update(scores[:300], labels[:300])
+    before = snapshot(cal)
+    bad = scores.copy()
+    bad[[950, 1100]] = [1.5, -0.5]  # the first one, in the last chunk, is named
+    args = (bad,) if method == "predict_proba" else (bad, labels)
+    with pytest.raises(ValueError, match=r"got 1\.5 at position 950"):
+        getattr(cal, method)(*args)
+    assert snapshot(cal) == before
+
+
 def test_chunk_bounds_balance_the_histogram_pass():
     from streamcal.isotonic.streaming import _HISTOGRAM_SHARE, chunk_bounds
 

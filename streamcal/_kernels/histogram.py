@@ -169,6 +169,104 @@ def bucket_index_sorted(cuts, scores, out):
         out[i] = bucket_of_sorted(cuts, 0, m, scores[i], kind, z0, inv_step)
 
 
+# Bucket guide: a table over ``K`` equal bins of ``[cuts[0], cuts[-1]]`` that narrows each
+# score's bucket to the few cuts in its bin (usually none or one), for any cuts (grid, quantile
+# or user edges). About 32 bins per cut, at most 2**16 (256 KB of int32).
+GUIDE_BINS_PER_CUT = 32
+GUIDE_MAX_BINS = 1 << 16
+
+
+@jit_noalloc(inline="always")
+def _guide_scale(cuts, n_bins):
+    """Bins per unit of score; the guide's filling and its searches compute it alike."""
+    return n_bins / (cuts[cuts.shape[0] - 1] - cuts[0])
+
+
+@jit_noalloc(inline="always")
+def _guide_bin(s, low, scale, n_bins):
+    """The bin of ``s`` in ``[cuts[0], cuts[-1]]``: non-decreasing in ``s``, as rounding is."""
+    i = int((s - low) * scale)
+    return i if i < n_bins else n_bins - 1
+
+
+@jit_noalloc
+def fill_bucket_guide(cuts, guide):
+    """Fill ``guide`` (``K + 1`` values): ``guide[i]`` is the number of cuts in bins below ``i``.
+
+    A score ``s`` in bin ``i`` then has at least ``guide[i]`` cuts ``<= s`` (every cut in a lower
+    bin is below it, since the bin never decreases with the value) and at most
+    ``guide[i + 1]`` (every cut in a higher bin is above it): only the cuts in its own bin,
+    ``cuts[guide[i] : guide[i + 1]]``, are compared.
+    """
+    n_bins = guide.shape[0] - 1
+    low = cuts[0]
+    scale = _guide_scale(cuts, n_bins)
+    guide[:] = 0
+    for c in range(cuts.shape[0]):
+        guide[_guide_bin(cuts[c], low, scale, n_bins) + 1] += 1
+    for i in range(n_bins):
+        guide[i + 1] += guide[i]
+
+
+def bucket_guide(cuts: np.ndarray) -> np.ndarray:
+    """The bucket guide of the sorted ``cuts`` (int32), or an empty array where no guide helps:
+    fewer than two cuts, or a span whose bin width is not a normal number."""
+    m = cuts.shape[0]
+    if m < 2:
+        return np.zeros(0, dtype=np.int32)
+    n_bins = min(GUIDE_BINS_PER_CUT * m, GUIDE_MAX_BINS)
+    with np.errstate(over="ignore"):
+        scale = n_bins / (cuts[-1] - cuts[0])
+    if not (0.0 < scale < math.inf):
+        return np.zeros(0, dtype=np.int32)
+    guide = np.empty(n_bins + 1, dtype=np.int32)
+    fill_bucket_guide(cuts, guide)
+    return guide
+
+
+@jit_noalloc(inline="always")
+def bucket_of_guided(cuts, guide, s, low, scale):
+    """The number of ``cuts`` that are ``<= s`` (``s`` not NaN), through the guide.
+
+    The same result as :func:`bucket_of_sorted`; with an empty guide it is that search.
+    """
+    m = cuts.shape[0]
+    n_bins = guide.shape[0] - 1
+    if n_bins < 1:
+        return bucket_of_sorted(cuts, 0, m, s, GRID_NONE, 0.0, 0.0)
+    if s < low:
+        return 0
+    if s >= cuts[m - 1]:
+        return m
+    i = _guide_bin(s, low, scale, n_bins)
+    g = guide[i]
+    hi = guide[i + 1]
+    if hi - g > 4:  # many cuts in one bin (very uneven cuts): binary search among them
+        return g + bucket_of_sorted(cuts, g, hi - g, s, GRID_NONE, 0.0, 0.0)
+    while g < hi and cuts[g] <= s:
+        g += 1
+    return g
+
+
+@jit_noalloc
+def check_bucket_index(cuts, guide, score_low, score_high, scores, out):
+    """Bucket of each score (as :func:`bucket_index_sorted`), with the scores checked first.
+
+    Returns -1, or the position of the first score that is NaN or outside
+    ``[score_low, score_high]`` (the buckets before it are written, none after).
+    """
+    m = cuts.shape[0]
+    n_bins = guide.shape[0] - 1
+    low = cuts[0] if m > 0 else 0.0
+    scale = _guide_scale(cuts, n_bins) if n_bins > 0 else 0.0
+    for i in range(scores.shape[0]):
+        s = scores[i]
+        if not (score_low <= s <= score_high and abs(s) < math.inf):  # also NaN
+            return i
+        out[i] = bucket_of_guided(cuts, guide, s, low, scale)
+    return -1
+
+
 @jit_noalloc(inline="always")
 def stored_unit(sf, kind):
     """Factor from real weights to stored units at the clock of the last learned event.

@@ -252,7 +252,7 @@ class PAVCalibrator(StreamingCalibrator):
         self._pack()
 
     # derived from the state and the parameters: not saved, rebuilt by ``_pack`` on loading
-    _CACHES = ("_packed", "_fast_learn", "_fast_predict")
+    _CACHES = (*StreamingCalibrator._CACHES, "_packed", "_fast_learn", "_fast_predict")
 
     # The compiled single-score kernels of the river face, called without numba's per-call type
     # dispatch (``entry_point``). The same for every instance, so they are class attributes, set
@@ -263,14 +263,8 @@ class PAVCalibrator(StreamingCalibrator):
     _proba_packed = None
     _llr_packed = None
 
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        for name in self._CACHES:
-            state.pop(name, None)
-        return state
-
     def __setstate__(self, state):
-        self.__dict__.update(state)
+        super().__setstate__(state)
         self._fast_learn = self._fast_predict = False  # still warming up, unless packed below
         if state.get("_pf") is not None:
             self._upgrade_map_state()
@@ -306,17 +300,20 @@ class PAVCalibrator(StreamingCalibrator):
         threads = (os.cpu_count() or 1) if self.n_jobs == -1 else (self.n_jobs or 1)
         return min(threads, n // MIN_EVENTS_PER_THREAD)
 
-    def _buckets_of(self, s):
+    def _checked_buckets(self, s):
         threads = self._threads(s.size)
         if threads < 2:
-            return super()._buckets_of(s)
+            return super()._checked_buckets(s)
         b = np.empty(s.size, dtype=np.intp)
-        at = np.linspace(0, s.size, threads + 1).astype(np.intp)
+        at = np.linspace(0, s.size, threads + 1).astype(np.intp).tolist()
+        args = (self._cuts, self._guide, self._score_low, self._score_high)
         with ThreadPoolExecutor(threads) as pool:
-            jobs = [pool.submit(_h.bucket_index_sorted, self._cuts, s[lo:hi], b[lo:hi]) for lo, hi in pairwise(at)]
-        for job in jobs:
-            job.result()  # re-raises a failure
-        return b
+            jobs = [pool.submit(_h.check_bucket_index, *args, s[lo:hi], b[lo:hi]) for lo, hi in pairwise(at)]
+        for lo, job in zip(at, jobs, strict=False):
+            bad = job.result()  # re-raises a failure
+            if bad >= 0:
+                return b, lo + bad
+        return b, -1
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
         state = (self._sf, self._si, self._pf, self._pi)
