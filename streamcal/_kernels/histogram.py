@@ -209,8 +209,9 @@ def fill_bucket_guide(cuts, guide):
 
 
 def bucket_guide(cuts: np.ndarray) -> np.ndarray:
-    """The bucket guide of the sorted ``cuts`` (int32), or an empty array where no guide helps:
-    fewer than two cuts, or a span whose bin width is not a normal number."""
+    """The bucket guide of the sorted ``cuts`` (int32), or an empty array where there is none
+    (the searches then run a binary search): fewer than two cuts, or a span so wide or so narrow
+    that the bins per unit of score are not a finite positive number."""
     m = cuts.shape[0]
     if m < 2:
         return np.zeros(0, dtype=np.int32)
