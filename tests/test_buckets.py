@@ -132,6 +132,20 @@ def test_guided_bucket_search_stops_at_the_first_bad_score():
     assert guided(cuts, [np.inf])[1] == 0  # not finite, even in an unbounded range
 
 
+def test_calibrators_over_the_same_edges_share_one_guide():
+    import pickle
+
+    a = PAVCalibrator(buckets=LogitGrid(512))
+    b = PAVCalibrator(buckets=LogitGrid(512))
+    c = pickle.loads(pickle.dumps(a))
+    assert a._guide is b._guide
+    assert c._guide is a._guide  # rebuilt on loading (not saved), and shared again
+    assert "_guide" not in a.__getstate__()
+    d = PAVCalibrator(buckets=LogitGrid(256))
+    assert d._guide is not a._guide
+    assert d._guide.size == 32 * 255 + 1
+
+
 def test_logit_grid_resolves_rare_and_common_rates():
     grid = LogitGrid()
     e = grid.bucket_edges()

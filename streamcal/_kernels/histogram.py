@@ -34,6 +34,7 @@ rounding never leaves phantom or negative weight behind.
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -208,10 +209,27 @@ def fill_bucket_guide(cuts, guide):
         guide[i + 1] += guide[i]
 
 
+# Guides in use, by their cuts: calibrators over the same edges share one (it is never written
+# after it is filled).
+_GUIDES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
 def bucket_guide(cuts: np.ndarray) -> np.ndarray:
     """The bucket guide of the sorted ``cuts`` (int32), or an empty array where there is none
     (the searches then run a binary search): fewer than two cuts, or a span so wide or so narrow
-    that the bins per unit of score are not a finite positive number."""
+    that the bins per unit of score are not a finite positive number.
+
+    Calibrators over the same cuts get the same array (one per process while any holds it).
+    """
+    key = np.ascontiguousarray(cuts, dtype=np.float64).tobytes()
+    guide = _GUIDES.get(key)
+    if guide is None:
+        guide = _new_bucket_guide(cuts)
+        _GUIDES[key] = guide
+    return guide
+
+
+def _new_bucket_guide(cuts: np.ndarray) -> np.ndarray:
     m = cuts.shape[0]
     if m < 2:
         return np.zeros(0, dtype=np.int32)
