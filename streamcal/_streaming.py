@@ -549,7 +549,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
         """
         if self._sf is None:
             return self._check_scores(scores), None
-        s = as_1d_float(scores, "scores", allow_empty=True)
+        s = as_1d_float(scores, "scores", allow_empty=True, copy=False)  # only read from here on
         b, bad = self._checked_buckets(s)
         if bad >= 0:
             self._check_scores(s)  # raises, naming the first bad score

@@ -1,7 +1,8 @@
 """Input checks shared by every public entry point.
 
 Each function validates *before* anything is mutated and returns a fresh contiguous array
-(never a view of the caller's data, so kernels may work in place on the result). Error messages
+(never a view of the caller's data, so kernels may work in place on the result), except
+``as_1d_float(..., copy=False)``, for callers that only read it. Error messages
 name the argument, the offending value and its position, in the style
 "`scores` must be finite; got nan at position 3."
 """
@@ -37,16 +38,22 @@ def fmt(value) -> str:
     return repr(value)
 
 
-def as_1d_float(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
-    """Return ``x`` as a new contiguous 1-d float64 array, or raise naming ``name``."""
+def as_1d_float(x, name: str, *, allow_empty: bool = False, copy: bool = True) -> np.ndarray:
+    """Return ``x`` as a new contiguous 1-d float64 array, or raise naming ``name``.
+
+    ``copy=False``: for a caller that only reads the result, ``x`` itself when it already is
+    such an array and writeable (numba compiles separately for read-only arrays).
+    """
     if isinstance(x, (str, bytes)):
         msg = f"`{name}` must be a 1-d array of numbers; got a {type(x).__name__}."
         raise TypeError(msg)
     try:
-        arr = np.array(x, dtype=np.float64, copy=True, order="C")
+        arr = np.array(x, dtype=np.float64, copy=True if copy else None, order="C")
     except (TypeError, ValueError) as exc:
         msg = f"`{name}` must be a 1-d array of numbers; could not convert it: {exc}"
         raise TypeError(msg) from None
+    if not arr.flags.writeable:
+        arr = arr.copy()
     if arr.ndim == 0:
         arr = arr.reshape(1)
     if arr.ndim != 1:

@@ -47,3 +47,27 @@ def test_merge_method_equals_one_calibrator_over_the_union(cls, rng):
     assert merged.histogram()[1].tolist() == whole.histogram()[1].tolist()
     np.testing.assert_allclose(merged.predict_proba(scores), whole.predict_proba(scores), rtol=1e-12)
     assert parts[0].window_weight == 1000.0  # the inputs are not modified
+
+
+@pytest.mark.parametrize("cls", BINARY)
+def test_array_methods_leave_the_callers_arrays_alone(cls, rng):
+    # the scores are read in place (not copied) once checked: no path may write into them
+    scores = rng.uniform(size=3000)
+    labels = rng.uniform(size=3000) < scores
+    learn = rng.uniform(size=3000) < 0.5
+    kept = scores.copy(), labels.copy(), learn.copy()
+    kwargs = {} if cls is PAVCalibrator else {"refit_every": 100}
+    cal = cls(window=CountWindow(1000), **kwargs)
+    cal.update(scores[:1000], labels[:1000])
+    first = cal.prequential(scores, labels)
+    cal.process(scores, labels, learn)
+    cal.predict_proba(scores)
+    cal.predict_llr(scores)
+    for array, before in zip((scores, labels, learn), kept, strict=True):
+        np.testing.assert_array_equal(array, before)
+    # read-only inputs (Arrow buffers, memory maps) give the same outputs
+    frozen = scores.copy()
+    frozen.flags.writeable = False
+    again = cls(window=CountWindow(1000), **kwargs)
+    again.update(frozen[:1000], labels[:1000])
+    np.testing.assert_array_equal(np.concatenate(again.prequential(frozen, labels)), np.concatenate(first))
