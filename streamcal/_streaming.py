@@ -493,7 +493,8 @@ class StreamingCalibrator(Persistable, base.Classifier):
     def _run(self, ops, s, y, w, t, b=None) -> tuple[np.ndarray, np.ndarray]:
         """Run the operations ``ops`` (an array, or one ``OP_*`` int for every event).
 
-        ``b``: the scores' buckets when already known (:meth:`_check_scores_and_buckets`).
+        ``b``: the buckets of all the scores when already known (:meth:`_check_scores_and_buckets`
+        gives them once the edges are known, so no warm-up then runs here), else None.
         """
         n = s.size
         uniform = isinstance(ops, int)
@@ -512,7 +513,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
             if not uniform:
                 ops = ops[i:]
             s, y, w, t = s[i:], y[i:], w[i:], t[i:]
-            b = self._buckets_of(s) if b is None else b  # None after a warm-up
+            b = self._buckets_of(s) if b is None else b[i:]
             if self._ring_capacity and self._uses_times:
                 if uniform:
                     self._ensure_ring(s.size if ops & OP_LEARN else 0)
@@ -536,7 +537,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
     def _checked_buckets(self, s: np.ndarray) -> tuple[np.ndarray, int]:
         """``(buckets, bad)``: the scores' buckets, found through the bucket guide in the pass that
         checks them; ``bad`` is the position of the first score that is not finite or outside the
-        bucket strategy's range (-1: none; the buckets from there on are not written)."""
+        bucket strategy's range (-1: none; then the buckets are not all written)."""
         b = np.empty(s.size, dtype=np.intp)
         bad = _h.check_bucket_index(self._cuts, self._guide, self._score_low, self._score_high, s, b)
         return b, bad
@@ -545,7 +546,8 @@ class StreamingCalibrator(Persistable, base.Classifier):
         """``(scores, buckets)``, both checked; the buckets are None while the edges are unknown.
 
         One pass over the scores does both (:meth:`_checked_buckets`); a bad score is reported
-        by :meth:`_check_scores`, as by every other entry point.
+        by :meth:`_check_scores`, as by every other entry point. The scores are not copied: the
+        caller's array is read as it is during the call (numpy's rule for any array argument).
         """
         if self._sf is None:
             return self._check_scores(scores), None

@@ -48,7 +48,10 @@ def as_1d_float(x, name: str, *, allow_empty: bool = False, copy: bool = True) -
         msg = f"`{name}` must be a 1-d array of numbers; got a {type(x).__name__}."
         raise TypeError(msg)
     try:
-        arr = np.array(x, dtype=np.float64, copy=True if copy else None, order="C")
+        if copy:
+            arr = np.array(x, dtype=np.float64, copy=True, order="C")
+        else:  # a copy only where needed (numpy 1.x has no ``copy=None``)
+            arr = np.asarray(x, dtype=np.float64, order="C")
     except (TypeError, ValueError) as exc:
         msg = f"`{name}` must be a 1-d array of numbers; could not convert it: {exc}"
         raise TypeError(msg) from None

@@ -81,11 +81,14 @@ GUIDE_CUTS = {
     "one": [0.5],
     "none": [],
     "clustered": [*np.linspace(0.0, 1e-6, 200), 0.5, 1.0],  # hundreds of cuts in one bin
-    "huge span": [-1e308, -1.0, 0.0, 3.0, 1e308],
-    "span overflows": [-1.5e308, 0.0, 1.5e308],  # no guide: binary search
-    "tiny span": [1e-300, 1.0000000000000002e-300, 1.0000000000000004e-300],
+    "huge span": [-8e307, -1.0, 0.0, 3.0, 8e307],
+    "tiny span": [1e-302, 5e-302, 1e-301],  # bins per unit of score near the largest float
+    # no guide, so the binary search: spans whose bins per unit of score are not finite
+    "span overflows": [-1.5e308, 0.0, 1.5e308],
+    "span of a few ulps": [1e-300, 1.0000000000000002e-300, 1.0000000000000004e-300],
     "subnormal span": [0.0, 5e-324, 1e-323],
 }
+GUIDED = {"two", "clustered", "huge span", "tiny span"}  # the cases that get a guide
 
 
 @pytest.mark.parametrize("cuts", [*GUIDE_CUTS.values(), *(g.bucket_edges()[1:-1] for g in GRIDS)],
@@ -103,6 +106,9 @@ def test_guided_bucket_search_equals_binary_search(cuts, rng):
     assert bad == -1
     np.testing.assert_array_equal(out, np.searchsorted(cuts, scores, side="right"))
     guide = H.bucket_guide(cuts)
+    name = next((k for k, v in GUIDE_CUTS.items() if np.array_equal(np.asarray(v, dtype=np.float64), cuts)), None)
+    if name is not None:
+        assert (guide.size > 0) == (name in GUIDED), name
     if guide.size:  # a guide is a non-decreasing count of cuts ending at all of them
         assert (guide[0], guide[-1]) == (0, cuts.size)
         assert (np.diff(guide) >= 0).all()

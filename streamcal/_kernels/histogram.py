@@ -271,7 +271,7 @@ def bucket_of_guided(cuts, guide, s, low, scale):
 def check_bucket_index(cuts, guide, score_low, score_high, scores, out):
     """Bucket of each score (as :func:`bucket_index_sorted`), with the scores checked first.
 
-    Returns -1, or the position of the first score that is NaN or outside
+    Returns -1, or the position of the first score that is not finite or outside
     ``[score_low, score_high]`` (the buckets before it are written, none after).
     """
     m = cuts.shape[0]
