@@ -597,8 +597,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
             self._build(self._strategy.bucket_edges(sample), self._strategy.bucket_centres(sample))
             del self._warm, self._strategy
             n = buffered.shape[1]
-            b = np.empty(n, dtype=np.intp)
-            _h.bucket_index_sorted(self._cuts, np.ascontiguousarray(buffered[0]), b)
+            b = self._buckets_of(np.ascontiguousarray(buffered[0]))
             if self._ring_capacity and self._uses_times:
                 self._ensure_ring(n)
             nan = np.full(n, np.nan)
