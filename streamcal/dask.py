@@ -1,4 +1,4 @@
-"""Fit and apply streaming calibrators over Dask dataframes (DESIGN §8; optional extra ``streamcal[dask]``).
+"""Fit and apply streaming calibrators over Dask dataframes (DESIGN §8; optional extra ``streamcal-engine[dask]``).
 
 :func:`fit` builds one calibrator state per partition (each a plain ``update`` over the partition's
 columns, in the worker that holds it) and reduces the states by a tree of
@@ -45,7 +45,7 @@ def _require_dask():
         import dask
         import dask.dataframe
     except ImportError as exc:
-        msg = f"streamcal.dask needs dask with dataframes: install the extra, `pip install 'streamcal[dask]'` ({exc})."
+        msg = f"streamcal.dask needs dask with dataframes: install the extra, `pip install 'streamcal-engine[dask]'` ({exc})."
         raise ImportError(msg) from None
     return dask
 

@@ -16,7 +16,7 @@ def plot_replay(path, reliability, names: list[str], metrics_table, title: str =
     try:
         import matplotlib
     except ImportError:  # pragma: no cover - depends on the installation
-        msg = "`plot` needs matplotlib: pip install 'streamcal[plot]'."
+        msg = "`plot` needs matplotlib: pip install 'streamcal-engine[plot]'."
         raise ImportError(msg) from None
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
