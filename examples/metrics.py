@@ -1,6 +1,6 @@
 """Calibration metrics on a miscalibrated click-like stream: arrays, then river metrics per event.
 
-Run: python examples/metrics.py
+Install: ``pip install .`` (the plain install). Run: ``python examples/metrics.py``
 """
 
 from __future__ import annotations

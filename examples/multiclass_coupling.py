@@ -15,7 +15,7 @@ predict from that score dict, then learn it with the label (prequential evaluati
 - one-vs-rest: a binary PAV calibrator per class on logit(p_c), normalised;
 - pairwise coupling (HT and WLW): a binary PAV calibrator per pair on log(p_i / p_j), coupled.
 
-Run:  PYTHONPATH=. python examples/multiclass_coupling.py [--events 20000]
+Install: ``pip install .`` (the plain install). Run: ``python examples/multiclass_coupling.py [--events 20000]``
 """
 
 from __future__ import annotations

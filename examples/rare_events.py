@@ -17,8 +17,8 @@ Methods (all linear, all with the same small L2 penalty ``l2 = 1`` on the slopes
 - weighted logistic with correction: classes weighted to balance, then the intercept shifted by
   logit(positive rate) (the prior correction of King & Zeng / Buja et al.).
 
-Run ``PYTHONPATH=. python examples/rare_events.py`` (``--quick`` for a smoke run). The table it
-prints is recorded in ``docs/gev.md``.
+Install: ``pip install .`` (the plain install). Run: ``python examples/rare_events.py`` (``--quick`` for a
+smoke run). The table it prints is recorded in ``docs/gev.md``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ Two data sets:
 - a synthetic scored stream: scores whose true positive rate is a non-logistic S-curve; the
   calibrators learn from the first 5,000 events and are scored on the next 2,000.
 
-Run: ``PYTHONPATH=. python examples/smooth_vs_isotonic.py [--repeats 100]``.
+Install: ``pip install ".[test]"`` (it needs scikit-learn, which the test extra includes).
+Run: ``python examples/smooth_vs_isotonic.py [--repeats 100]``.
 """
 
 from __future__ import annotations
