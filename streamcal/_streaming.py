@@ -32,6 +32,7 @@ methods (``_init_map_state``, ``_learn_bucket``, ``_proba_of``, ``_llr_of``, ``_
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 import numbers
@@ -42,6 +43,7 @@ from river import base
 
 from streamcal._kernels import histogram as _h
 from streamcal._validation import (
+    as_1d_array,
     as_1d_float,
     as_binary_label,
     as_binary_labels,
@@ -49,9 +51,9 @@ from streamcal._validation import (
     check_same_length,
     check_scalar,
 )
-from streamcal.buckets import Buckets, LogitGrid
+from streamcal.buckets import Buckets, as_buckets
 from streamcal.persist import Persistable
-from streamcal.windows import Unbounded, Window
+from streamcal.windows import Window, as_window
 
 __all__ = ["StreamingCalibrator"]
 
@@ -70,9 +72,14 @@ class StreamingCalibrator(Persistable, base.Classifier):
     ----------
     buckets
         Bucket strategy (:mod:`streamcal.buckets`); ``None`` means ``LogitGrid()``: 1024
-        logit-spaced buckets for probability inputs.
+        logit-spaced buckets for probability inputs. Shorthands (:func:`streamcal.buckets.as_buckets`):
+        an int ``n`` is ``LogitGrid(n)``; ``"uniform:100"``, ``"quantile:256"``, ``"logit:512"``
+        name the strategy.
     window
-        Window strategy (:mod:`streamcal.windows`); ``None`` means ``Unbounded()``.
+        Window strategy (:mod:`streamcal.windows`); ``None`` means ``Unbounded()``. Shorthands
+        (:func:`streamcal.windows.as_window`): an int ``n`` (or ``"100000"``) is
+        ``CountWindow(n)``; a duration such as ``"7d"``, ``"12h"``, ``"30m"``, ``"3600s"`` is
+        ``TimeWindow(seconds)``. The value is stored as given; the strategy derives from it.
     score_key
         Key of the score in the ``x`` dicts of the river face; ``None``: ``x`` must hold
         exactly one value, the score.
@@ -83,8 +90,8 @@ class StreamingCalibrator(Persistable, base.Classifier):
 
     def __init__(
         self,
-        buckets: Buckets | None = None,
-        window: Window | None = None,
+        buckets: Buckets | int | str | None = None,
+        window: Window | int | str | None = None,
         score_key: str | None = None,
         llr_pseudo_count: float = 1.0,
     ):
@@ -116,14 +123,8 @@ class StreamingCalibrator(Persistable, base.Classifier):
         }
 
     def _reset(self) -> None:
-        buckets = LogitGrid() if self.buckets is None else self.buckets
-        if not isinstance(buckets, Buckets):
-            msg = f"`buckets` must be a bucket strategy from streamcal.buckets or None; got {self.buckets!r}."
-            raise TypeError(msg)
-        window = Unbounded() if self.window is None else self.window
-        if not isinstance(window, Window):
-            msg = f"`window` must be a window strategy from streamcal.windows or None; got {self.window!r}."
-            raise TypeError(msg)
+        buckets = as_buckets(self.buckets)  # the parameters as given; the strategies derive from them
+        window = as_window(self.window)
         check_scalar(self.llr_pseudo_count, "llr_pseudo_count", low=0.0, low_inclusive=False)
         refit_every = getattr(self, "refit_every", None)
         if refit_every is not None:
@@ -155,7 +156,17 @@ class StreamingCalibrator(Persistable, base.Classifier):
         self._guide = _h.bucket_guide(self._cuts)
         self._centres = np.ascontiguousarray(centres, dtype=np.float64)
         self._centres_list = self._centres.tolist()
-        self._sf, self._si = _h.empty_state(self._centres.size, self._ring_capacity, self._window_code)
+        try:
+            self._sf, self._si = _h.empty_state(self._centres.size, self._ring_capacity, self._window_code)
+        except MemoryError:
+            size = _h.state_sizes(self._centres.size, self._ring_capacity)
+            gib = (8 * (size[0] + size[1])) / 2**30
+            msg = (
+                f"the state of {self._centres.size} buckets and a window ring of {self._ring_capacity} "
+                f"events (window={self.window!r}) needs {gib:,.1f} GiB, more than can be allocated; use a "
+                "smaller window."
+            )
+            raise ValueError(msg) from None
         self._init_map_state()
 
     # derived from the edges: not saved, rebuilt on loading
@@ -339,19 +350,18 @@ class StreamingCalibrator(Persistable, base.Classifier):
         return label, w, t
 
     def _window_name(self) -> str:
-        return type(Unbounded() if self.window is None else self.window).__name__
+        return type(as_window(self.window)).__name__
 
-    def _check_learn_arrays(self, n: int, labels, weights, times, learn: np.ndarray | None):
+    def _check_learn_arrays(
+        self, n: int, labels, weights, times, learn: np.ndarray | None, weights_name: str = "weights"
+    ):
         """Validate labels, weights and times at the learn positions; return full-length arrays."""
         if learn is None:
             y = as_binary_labels(labels, "labels", allow_empty=True)
             check_same_length(n, y.size, "labels")
             idx = None
         else:
-            raw = np.asarray(labels)
-            if raw.ndim != 1:
-                msg = f"`labels` must be 1-d; got an array of shape {raw.shape}."
-                raise ValueError(msg)
+            raw = as_1d_array(labels, "labels")
             check_same_length(n, raw.size, "labels")
             idx = np.flatnonzero(learn)
             y = np.zeros(n, dtype=np.float64)
@@ -369,15 +379,15 @@ class StreamingCalibrator(Persistable, base.Classifier):
         if weights is None:
             w = np.ones(n, dtype=np.float64)
         else:
-            w = as_1d_float(weights, "weights", allow_empty=True)
-            check_same_length(n, w.size, "weights")
+            w = as_1d_float(weights, weights_name, allow_empty=True)
+            check_same_length(n, w.size, weights_name)
             bad = ~(np.isfinite(w) & (w >= 0.0))
             if idx is not None:
                 bad &= learn
                 w[~learn] = 0.0
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                msg = f"`weights` must be finite and non-negative; got {float(w[i])!r} at position {i}."
+                msg = f"`{weights_name}` must be finite and non-negative; got {float(w[i])!r} at position {i}."
                 raise ValueError(msg)
         if times is None:
             if self._uses_times and n and (idx is None or idx.size):
@@ -451,10 +461,46 @@ class StreamingCalibrator(Persistable, base.Classifier):
 
     # ------------------------------------------------------------------ array face
     def update(self, scores, labels, *, weights=None, times=None):
-        """Learn labelled events in order; returns ``self``."""
+        """Learn labelled events in order; returns ``self``.
+
+        ``scores``, ``labels``, ``weights`` and ``times`` may each be a 1-d array, a list, an
+        ``(n, 1)`` array, a pandas or polars Series or a one-column DataFrame.
+        """
+        self._learn(scores, labels, weights, times, "weights")
+        return self
+
+    def _learn(self, scores, labels, weights, times, weights_name: str) -> None:
         s, b = self._check_scores_and_buckets(scores)
-        y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None)
+        y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None, weights_name)
         self._run(OP_LEARN, s, y, w, t, b)
+
+    # attributes that are not parameters and that ``fit`` keeps (with the parameters) when it
+    # replaces the state, for attributes that belong to the object rather than to its state
+    _FIT_KEEPS: tuple[str, ...] = ()
+
+    def fit(self, scores, labels, sample_weight=None, *, times=None):
+        """Replace the state by these labelled events, as scikit-learn's ``fit`` does; returns ``self``.
+
+        The result is, bit for bit, a fresh calibrator with the same parameters that then
+        ``update``-d these events in order: later ``update`` / ``learn_one`` calls continue from
+        it. ``sample_weight`` are the events' weights and ``times`` their times (required by time
+        windows and time-based decay). The input is checked before anything changes: if it is
+        rejected, the calibrator is left as it was.
+
+        Examples
+        --------
+        >>> from streamcal import PAVCalibrator
+        >>> cal = PAVCalibrator().fit([0.2, 0.4, 0.6, 0.8], [0, 0, 1, 1])
+        >>> cal.predict_proba([0.3, 0.7]).tolist(), cal.n_learned
+        ([0.0, 1.0], 4)
+        """
+        fresh = self.clone()
+        fresh._learn(scores, labels, sample_weight, times, "sample_weight")
+        names = [*inspect.signature(type(self).__init__).parameters, *self._FIT_KEEPS]
+        kept = {name: self.__dict__[name] for name in names if name in self.__dict__}
+        self.__dict__.clear()
+        self.__dict__.update(fresh.__dict__)
+        self.__dict__.update(kept)  # the parameter objects as the caller gave them
         return self
 
     def predict_proba(self, scores) -> np.ndarray:

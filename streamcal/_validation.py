@@ -9,12 +9,16 @@ name the argument, the offending value and its position, in the style
 
 from __future__ import annotations
 
+import inspect
+import math
 import numbers
 from collections.abc import Sequence
+from decimal import Decimal
 
 import numpy as np
 
 __all__ = [
+    "as_1d_array",
     "as_1d_float",
     "as_binary_labels",
     "as_finite",
@@ -22,6 +26,7 @@ __all__ = [
     "as_probabilities",
     "as_times",
     "check_same_length",
+    "call_repr",
     "check_scalar",
     "fmt",
 ]
@@ -38,30 +43,131 @@ def fmt(value) -> str:
     return repr(value)
 
 
-def as_1d_float(x, name: str, *, allow_empty: bool = False, copy: bool = True) -> np.ndarray:
-    """Return ``x`` as a new contiguous 1-d float64 array, or raise naming ``name``.
+# the dtype of a 1-d float64 array that the array faces read without any conversion
+_F8 = np.dtype(np.float64)
 
-    ``copy=False``: for a caller that only reads the result, ``x`` itself when it already is
-    such an array and writeable (numba compiles separately for read-only arrays).
+# dtype kinds that are not real numbers, with the words an error message uses for them
+_NOT_REAL = {
+    "c": "complex numbers (the imaginary part would be lost)",
+    "M": "datetimes",
+    "m": "time differences (timedelta64)",
+    "U": "strings",
+    "S": "bytes",
+    "V": "raw records",
+}
+
+
+def as_1d_array(x, name: str) -> np.ndarray:
+    """``x`` as a 1-d numpy array of its own dtype (no dtype conversion), or raise naming ``name``.
+
+    The one place where the input forms of every array argument are recognised: a 1-d array, a
+    list or tuple, a scalar (one element), an ``(n, 1)`` array (one column), a pandas or polars
+    ``Series``, a one-column pandas or polars ``DataFrame`` (detected by their ``to_numpy``
+    method, without importing either library), or anything ``numpy.asarray`` takes. A
+    multi-column array or frame is an error naming its shape; so is a masked array with masked
+    values and a ``str`` or ``bytes`` (a string is not an array of numbers).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> as_1d_array([[0.2], [0.7]], "scores").tolist()
+    [0.2, 0.7]
+    >>> as_1d_array(np.zeros((2, 3)), "scores")
+    Traceback (most recent call last):
+    ...
+    ValueError: `scores` must be 1-d or a single column; got an array of shape (2, 3).
     """
+    if type(x) is np.ndarray and x.ndim == 1:
+        return x
     if isinstance(x, (str, bytes)):
         msg = f"`{name}` must be a 1-d array of numbers; got a {type(x).__name__}."
         raise TypeError(msg)
+    if isinstance(x, np.ma.MaskedArray) and np.ma.is_masked(x):
+        msg = f"`{name}` is a masked array with masked values; fill them (or drop them) first."
+        raise ValueError(msg)
+    kind = type(x).__name__
     try:
-        if copy:
-            arr = np.array(x, dtype=np.float64, copy=True, order="C")
-        else:  # a copy only where needed (numpy 1.x has no ``copy=None``)
-            arr = np.asarray(x, dtype=np.float64, order="C")
+        if not isinstance(x, np.ndarray) and callable(getattr(x, "to_numpy", None)):
+            arr = np.asarray(x.to_numpy())  # pandas / polars Series and DataFrames
+        else:
+            arr = np.asarray(x)
     except (TypeError, ValueError) as exc:
+        msg = f"`{name}` must be a 1-d array of numbers; could not convert it: {exc}"
+        raise TypeError(msg) from None
+    if arr.ndim == 1:
+        return arr
+    if arr.ndim == 0:
+        return arr.reshape(1)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        return arr.reshape(-1)
+    what = "an array" if isinstance(x, np.ndarray) else f"a {kind}"
+    msg = f"`{name}` must be 1-d or a single column; got {what} of shape {arr.shape}."
+    raise ValueError(msg)
+
+
+def _real_dtype_or_raise(arr: np.ndarray, name: str) -> np.ndarray:
+    """``arr`` if its dtype converts to float64 as numbers do, else raise naming ``name`` and the dtype.
+
+    Bools are not numbers here (a bool array passed as scores or weights is almost always a
+    mistake); an object array must hold real numbers only (each is checked, and the first that
+    is not is reported with its position).
+    """
+    kind = arr.dtype.kind
+    if kind in "fiu":
+        return arr
+    if kind == "b":
+        msg = (
+            f"`{name}` must hold numbers; got an array of dtype bool (convert it with .astype(float) "
+            "if 0/1 is meant)."
+        )
+        raise TypeError(msg)
+    if kind in _NOT_REAL:
+        msg = f"`{name}` must hold real numbers; got an array of dtype {arr.dtype} ({_NOT_REAL[kind]})."
+        raise TypeError(msg)
+    if kind == "O":
+        for i, value in enumerate(arr.tolist()):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, Decimal)):
+                msg = (
+                    f"`{name}` must hold real numbers; got {value!r} of type {type(value).__name__} "
+                    f"at position {i} (an array of dtype object)."
+                )
+                raise TypeError(msg)
+        return arr
+    msg = f"`{name}` must hold real numbers; got an array of dtype {arr.dtype}."  # pragma: no cover
+    raise TypeError(msg)
+
+
+def as_1d_float(x, name: str, *, allow_empty: bool = False, copy: bool = True) -> np.ndarray:
+    """Return ``x`` as a new contiguous 1-d float64 array, or raise naming ``name``.
+
+    Takes every form :func:`as_1d_array` recognises, holding real numbers: floats and integers of
+    any width, or objects that are real numbers. Complex numbers, datetimes, time differences,
+    strings, bytes and bools are rejected with a ``TypeError`` naming ``name`` and the dtype.
+
+    ``copy=False``: for a caller that only reads the result, ``x`` itself when it already is
+    such an array and writeable (numba compiles separately for read-only arrays); this case
+    costs a few type checks and makes no copy.
+    """
+    if (
+        type(x) is np.ndarray
+        and x.dtype is _F8
+        and x.ndim == 1
+        and x.flags.c_contiguous
+        and x.flags.writeable
+        and (x.size or allow_empty)
+    ):
+        return x.copy() if copy else x
+    arr = _real_dtype_or_raise(as_1d_array(x, name), name)
+    try:
+        if copy or arr.dtype.kind == "O":
+            arr = np.array(arr, dtype=np.float64, copy=True, order="C")
+        else:  # a copy only where needed (numpy 1.x has no ``copy=None``)
+            arr = np.ascontiguousarray(arr, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError) as exc:
         msg = f"`{name}` must be a 1-d array of numbers; could not convert it: {exc}"
         raise TypeError(msg) from None
     if not arr.flags.writeable:
         arr = arr.copy()
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    if arr.ndim != 1:
-        msg = f"`{name}` must be 1-d; got an array of shape {arr.shape}."
-        raise ValueError(msg)
     if arr.size == 0 and not allow_empty:
         msg = f"`{name}` must not be empty."
         raise ValueError(msg)
@@ -99,19 +205,15 @@ def as_binary_labels(y, name: str = "labels", *, allow_empty: bool = False) -> n
     if isinstance(y, (str, bytes)):
         msg = f"`{name}` must be a 1-d array of binary labels; got a {type(y).__name__}."
         raise TypeError(msg)
-    raw = np.asarray(y)
-    if raw.ndim == 0:
-        raw = raw.reshape(1)
-    if raw.ndim != 1:
-        msg = f"`{name}` must be 1-d; got an array of shape {raw.shape}."
-        raise ValueError(msg)
+    raw = as_1d_array(y, name)
     if raw.size == 0 and not allow_empty:
         msg = f"`{name}` must not be empty."
         raise ValueError(msg)
     if raw.dtype == np.bool_:
         return raw.astype(np.float64)
     if raw.dtype.kind not in "iuf":
-        raw = np.asarray(y, dtype=object).reshape(-1)  # keep each element as the caller gave it
+        # keep each element as the caller gave it (a list's 1 stays 1, not the string '1')
+        raw = as_1d_array(np.asarray(y, dtype=object), name) if isinstance(y, (list, tuple)) else raw.astype(object)
         for i, value in enumerate(raw):
             if not _is_binary_scalar(value):
                 msg = f"`{name}` must hold binary labels (0/1 or False/True); got {fmt(value)} at position {i}."
@@ -213,7 +315,7 @@ def check_scalar(
         article = "an" if kind_name[0] in "aeiou" else "a"
         msg = f"`{name}` must be {article} {kind_name}; got {fmt(value)} of type {type(value).__name__}."
         raise TypeError(msg)
-    if isinstance(value, numbers.Real) and not np.isfinite(value):
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and not math.isfinite(value):
         msg = f"`{name}` must be finite; got {fmt(value)}."
         raise ValueError(msg)
     too_low = low is not None and (value < low if low_inclusive else value <= low)
@@ -228,3 +330,38 @@ def check_scalar(
         msg = f"`{name}` must be {kind_name} in {interval}; got {fmt(value)}."
         raise ValueError(msg)
     return value
+
+
+def call_repr(obj) -> str:
+    """``Class(first=..., other=...)``: a parameter object as the call that makes it.
+
+    The first constructor parameter is always shown, the others where they differ from their
+    default; a tuple of more than 8 values is shortened (``(0.0, 0.1, ...11 values..., 1.0)``).
+    River's calibrator ``repr`` shows its parameters through this (via ``str``).
+
+    Examples
+    --------
+    >>> from streamcal.windows import CountWindow
+    >>> call_repr(CountWindow(100_000))
+    'CountWindow(n=100000)'
+    """
+    parts = []
+    for name, param in inspect.signature(type(obj).__init__).parameters.items():
+        if name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        value = getattr(obj, name)
+        if parts and param.default is not param.empty and _same(value, param.default):
+            continue
+        if isinstance(value, tuple) and len(value) > 8:
+            shown = f"({value[0]!r}, {value[1]!r}, ...{len(value)} values..., {value[-1]!r})"
+        else:
+            shown = repr(value)
+        parts.append(f"{name}={shown}")
+    return f"{type(obj).__name__}({', '.join(parts)})"
+
+
+def _same(value, default) -> bool:
+    try:
+        return type(value) is type(default) and bool(value == default)
+    except (TypeError, ValueError):
+        return False

@@ -127,10 +127,25 @@ def _param_key(value):
 _EXECUTION_PARAMS = frozenset({"n_jobs"})
 
 
+def _strategy_keys(cal) -> dict:
+    """The bucket and window strategies the parameters mean: ``window=100`` and
+    ``window=CountWindow(100)`` are the same parameter."""
+    from streamcal.buckets import as_buckets
+    from streamcal.windows import as_window
+
+    return {
+        name: _param_key(parse(getattr(cal, name)))
+        for name, parse in (("buckets", as_buckets), ("window", as_window))
+        if hasattr(cal, name)
+    }
+
+
 def _check_same_params(a, b, position: int) -> None:
     pa, pb = a._get_params(), b._get_params()
+    ka, kb = _strategy_keys(a), _strategy_keys(b)
     for name in pa:
-        if name not in _EXECUTION_PARAMS and _param_key(pa[name]) != _param_key(pb.get(name)):
+        same = ka[name] == kb.get(name) if name in ka else _param_key(pa[name]) == _param_key(pb.get(name))
+        if name not in _EXECUTION_PARAMS and not same:
             msg = (
                 f"cannot merge calibrators with different `{name}`: {pa[name]!r} and {pb.get(name)!r} "
                 f"(position {position})."

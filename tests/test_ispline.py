@@ -363,7 +363,7 @@ def _state(cal):
             ValueError,
             r"`scores` must be finite; got .*nan.* at position 1",
         ),
-        (lambda c: c.predict_llr([[0.0]]), ValueError, r"`scores` must be 1-d"),
+        (lambda c: c.predict_llr([[0.0, 0.5]]), ValueError, r"`scores` must be 1-d or a single column"),
     ],
 )
 def test_calibrator_rejects_bad_input_and_keeps_state(call, error, match, rng):

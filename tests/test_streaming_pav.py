@@ -587,7 +587,7 @@ def test_bad_parameters():
     with pytest.raises(ValueError, match="interpolation"):
         PAVCalibrator(interpolation="cubic")
     with pytest.raises(TypeError, match="window"):
-        PAVCalibrator(window=10)
+        PAVCalibrator(window=10.0)  # an int is a count window; a float is ambiguous (events or seconds?)
     with pytest.raises(ValueError, match="llr_pseudo_count"):
         PAVCalibrator(llr_pseudo_count=0.0)
     with pytest.raises(ValueError, match="`n`"):

@@ -9,6 +9,7 @@ streaming calibrator (``PAVCalibrator`` by default), cloned once per pair or per
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import numbers
 from collections.abc import Mapping
@@ -83,6 +84,27 @@ def _clip(d: float) -> float:
     return MAX_LOG_ODDS if d > MAX_LOG_ODDS else (-MAX_LOG_ODDS if d < -MAX_LOG_ODDS else d)
 
 
+def _takes_probabilities(buckets) -> bool:
+    """Whether a binary calibrator's ``buckets`` parameter means probability scores: ``None`` (the
+    default logit grid), a strategy with ``probability_inputs``, or a shorthand meaning one (an
+    int or a string, read by :func:`streamcal.buckets.as_buckets`)."""
+    if buckets is None:
+        return True
+    if isinstance(buckets, (numbers.Integral, str)) and not isinstance(buckets, bool):
+        return _shorthand_takes_probabilities(buckets)
+    return bool(getattr(buckets, "probability_inputs", False))
+
+
+@functools.lru_cache(maxsize=64)
+def _shorthand_takes_probabilities(buckets) -> bool:
+    from streamcal.buckets import as_buckets
+
+    try:
+        return bool(as_buckets(buckets).probability_inputs)
+    except (TypeError, ValueError):
+        return False
+
+
 def _learn_array(model, values, log_odds, labels, score_dict) -> None:
     """Feed a binary calibrator labelled events: its array face if it has one, else one by one."""
     if hasattr(model, "update"):
@@ -148,10 +170,8 @@ class _ScoreDictCalibrator(Persistable, base.Classifier):
         even grid on the log-odds. Any other calibrator gets the log-odds itself.
         """
         key = getattr(model, "score_key", None)
-        if hasattr(model, "buckets"):
-            buckets = model.buckets
-            if buckets is None or getattr(buckets, "probability_inputs", False):
-                return {key if key is not None else "score": _sigmoid(log_odds)}
+        if hasattr(model, "buckets") and _takes_probabilities(model.buckets):
+            return {key if key is not None else "score": _sigmoid(log_odds)}
         return {key if key is not None else "score": log_odds}
 
     # -- validation ---------------------------------------------------------------------------
@@ -270,10 +290,8 @@ class _ScoreDictCalibrator(Persistable, base.Classifier):
     @staticmethod
     def _score_array(model, log_odds: np.ndarray) -> np.ndarray:
         """Vectorised :meth:`_score_dict`: what the binary calibrator's array face is given."""
-        if hasattr(model, "buckets"):
-            buckets = model.buckets
-            if buckets is None or getattr(buckets, "probability_inputs", False):
-                return _sigmoid_array(log_odds)
+        if hasattr(model, "buckets") and _takes_probabilities(model.buckets):
+            return _sigmoid_array(log_odds)
         return log_odds
 
     def _register(self, new) -> None:

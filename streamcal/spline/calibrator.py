@@ -18,7 +18,7 @@ from streamcal._validation import (
     check_same_length,
     check_scalar,
 )
-from streamcal.buckets import Buckets, LogitGrid
+from streamcal.buckets import Buckets, LogitGrid, as_buckets
 from streamcal.spline.fit import aggregate_sorted, evaluate_map, fit_distinct
 from streamcal.windows import Window
 
@@ -251,7 +251,7 @@ class ISplineCalibrator(StreamingCalibrator):
             msg = "`sample_weight` must hold some positive weight; got all zeros."
             raise ValueError(msg)
         _, _, t = self._check_learn_arrays(s.size, y, w, times, None)
-        warmup = int(getattr(self.buckets, "warmup", 0) or 0)
+        warmup = int(as_buckets(self.buckets).warmup)
         if s.size < warmup:
             msg = (
                 f"`scores` must hold at least the bucket warm-up ({warmup} events) for a batch fit, "
