@@ -1,4 +1,8 @@
-"""Batch PAV, PAV-LLR and the batch isotonic calibrator (paper 001)."""
+"""Batch PAV, PAV-LLR and the batch isotonic calibrator.
+
+Reference: Brümmer, N. and du Preez, J. *The PAV algorithm optimizes binary proper scoring
+rules* (2013), cited below as Brümmer & du Preez.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ def pav(y, w=None, *, increasing: bool = True) -> np.ndarray:
     """Weighted isotonic regression of ``y`` in the given order (pool adjacent violators).
 
     Solves ``min Σ w_i (y_i − f_i)²`` subject to ``f_1 <= f_2 <= … <= f_n`` (or ``>=`` with
-    ``increasing=False``). By paper 001 the same ``f`` is optimal for *every* regular binary
+    ``increasing=False``). By Brümmer & du Preez the same ``f`` is optimal for *every* regular binary
     proper scoring rule when ``y`` holds 0/1 labels.
 
     Parameters
@@ -120,7 +124,7 @@ def pav_binary(
 ) -> np.ndarray:
     """PAV-calibrated probabilities ``P(label = 1 | score)`` for each event, ties pooled.
 
-    This is ``PAV_t((l_1, …, l_T), (v1, v2))`` of paper 001 (eq. 6) with ``v1 = positive_weight``
+    This is ``PAV_t((l_1, …, l_T), (v1, v2))`` of Brümmer & du Preez (eq. 6) with ``v1 = positive_weight``
     and ``v2 = negative_weight``: events are sorted by score, events with equal scores share one
     value, and the result is the unique optimum of every regular binary proper scoring rule
     under the monotonicity constraint.
@@ -134,7 +138,7 @@ def pav_binary(
     weights : array-like of shape (n,), optional
         Non-negative sample weights.
     positive_weight, negative_weight : float, default 1.0
-        The class weights ``v1``, ``v2`` of paper 001 (positive).
+        The class weights ``v1``, ``v2`` of Brümmer & du Preez (positive).
 
     Returns
     -------
@@ -159,11 +163,11 @@ def pav_binary(
 
 
 def pav_llr(scores, labels, weights=None, *, finite: bool = True) -> np.ndarray:
-    """Calibrated log-likelihood ratios by PAV-LLR (paper 001 §5, eq. 21).
+    """Calibrated log-likelihood ratios by PAV-LLR (Brümmer & du Preez, section 5, eq. 21).
 
     ``w_t = logit(PAV_t) − logit(T1/T)`` where ``T1/T`` is the (weighted) share of positives. The
     LLR does not depend on any prior: weighting the classes for a prior ``π`` and subtracting
-    ``π`` gives the same values (paper 001, theorem 12).
+    ``π`` gives the same values (Brümmer & du Preez, theorem 12).
 
     The exact map (``finite=False``) gives ``−inf`` to scores below every positive and ``+inf``
     to scores above every negative. The default (``finite=True``) follows the BOSARIS rule: one
@@ -219,12 +223,23 @@ def pav_llr(scores, labels, weights=None, *, finite: bool = True) -> np.ndarray:
 class IsotonicCalibrator:
     """Batch isotonic (PAV) calibrator: probabilities and LLRs for new scores.
 
-    ``fit`` pools tied scores and runs weighted PAV over the distinct scores (paper 001: the
-    result is optimal for every regular binary proper scoring rule). New scores are mapped by
-    linear interpolation between the fitted distinct scores (as scikit-learn's
+    ``fit`` pools tied scores and runs weighted PAV over the distinct scores (Brümmer & du
+    Preez: the result is optimal for every regular binary proper scoring rule). New scores are
+    mapped by linear interpolation between the fitted distinct scores (as scikit-learn's
     ``IsotonicRegression``) or by a right-continuous step; outside the fitted range the map is
     clipped to its end values. For a calibrator that learns from a stream, see
-    :class:`streamcal.PAVCalibrator`.
+    :class:`streamcal.PAVCalibrator`; with one bucket per distinct score and the same
+    ``finite_proba`` and ``llr_pseudo_count``, it serves the probabilities and LLRs of this
+    calibrator fitted on its window.
+
+    By default (``finite_proba=True``) the probabilities are never exactly 0 or 1: they follow
+    the pseudo-count rule of the finite LLR (the BOSARIS rule of :func:`pav_llr`). The data are
+    augmented with one pseudo-positive below every score and one pseudo-negative above, each of
+    weight ``llr_pseudo_count``; PAV of the augmented data only pools a run of blocks at each
+    end, so its map is the exact one clipped, ``clip(p, lo, hi)``, with ``lo``/``hi`` the rates of
+    the two augmented end runs. The exact map gives 0 below every positive and 1 above every
+    negative, which costs an infinite log loss the first time a new score falls on the wrong
+    side; it is one switch away (``finite_proba=False``).
 
     Parameters
     ----------
@@ -233,6 +248,12 @@ class IsotonicCalibrator:
     finite_llr : bool, default True
         ``predict_llr`` uses the finite pseudo-count rule of :func:`pav_llr` (True) or the exact
         map, which may be ``±inf`` (False).
+    finite_proba : bool, default True
+        ``predict_proba`` serves the finite pseudo-count map (True), strictly inside (0, 1), or
+        the exact PAV map (False).
+    llr_pseudo_count : float, default 1.0
+        Weight ``c`` of each pseudo-event of the finite rule (> 0), in the units of
+        ``sample_weight``; the finite prior is ``(T1 + c) / (T + 2c)``.
 
     Attributes
     ----------
@@ -241,7 +262,8 @@ class IsotonicCalibrator:
     proba_ : numpy.ndarray
         The PAV probability at each threshold (exact map).
     proba_finite_ : numpy.ndarray
-        The probability at each threshold under the pseudo-count rule.
+        The probability at each threshold under the pseudo-count rule: ``proba_`` clipped to
+        ``[lo, hi]``.
     prior_ : float
         The weighted share of positives seen by ``fit``.
 
@@ -253,20 +275,32 @@ class IsotonicCalibrator:
     >>> scores = rng.uniform(size=2000)
     >>> labels = rng.uniform(size=2000) < scores**2      # the true probability is score**2
     >>> cal = IsotonicCalibrator().fit(scores, labels)
-    >>> cal.predict_proba([0.1, 0.5, 0.9]).round(1).tolist()
-    [0.0, 0.3, 0.8]
+    >>> cal.predict_proba([0.0, 0.1, 0.5, 0.9, 1.0]).round(4).tolist()
+    [0.0035, 0.0035, 0.2802, 0.7561, 0.9912]
+    >>> IsotonicCalibrator(finite_proba=False).fit(scores, labels).predict_proba([0.0, 1.0]).tolist()
+    [0.0, 1.0]
     >>> bool(np.all(np.diff(cal.predict_llr(np.linspace(0, 1, 50))) >= 0))
     True
     """
 
-    def __init__(self, interpolation: str = "linear", finite_llr: bool = True):
+    def __init__(
+        self,
+        interpolation: str = "linear",
+        finite_llr: bool = True,
+        finite_proba: bool = True,
+        llr_pseudo_count: float = 1.0,
+    ):
         self.interpolation = interpolation
         self.finite_llr = finite_llr
+        self.finite_proba = finite_proba
+        self.llr_pseudo_count = llr_pseudo_count
 
     def fit(self, scores, labels, sample_weight=None) -> IsotonicCalibrator:
         """Fit on scores and binary labels; returns ``self``."""
         check_scalar(self.interpolation, "interpolation", choices=("linear", "step"))
         check_scalar(self.finite_llr, "finite_llr", kind=(bool, np.bool_), choices=(True, False))
+        check_scalar(self.finite_proba, "finite_proba", kind=(bool, np.bool_), choices=(True, False))
+        check_scalar(self.llr_pseudo_count, "llr_pseudo_count", low=0.0, low_inclusive=False)
         s, y, w = _validate_binary(scores, labels, sample_weight)
         unique, pos, neg, _ = _group(s, y, w, with_inverse=False)
         keep = (pos + neg) > 0.0
@@ -274,14 +308,16 @@ class IsotonicCalibrator:
             msg = "`sample_weight` must not all be zero."
             raise ValueError(msg)
         unique, pos, neg = unique[keep], pos[keep], neg[keep]
+        c = float(self.llr_pseudo_count)
         proba = _pav_groups(pos, neg)
-        proba_finite = _pav_groups(np.concatenate(([1.0], pos, [0.0])), np.concatenate(([0.0], neg, [1.0])))
+        # PAV of the data plus the two pseudo-events: the values of its two end runs
+        augmented = _pav_groups(np.concatenate(([c], pos, [0.0])), np.concatenate(([0.0], neg, [c])))
         t1, t = float(pos.sum()), float(pos.sum() + neg.sum())
         self.thresholds_ = unique
         self.proba_ = proba
-        self.proba_finite_ = proba_finite[1:-1]
+        self.proba_finite_ = np.clip(proba, augmented[1], augmented[-2])  # its ends are lo and hi
         self.prior_ = t1 / t
-        self._prior_finite = (t1 + 1.0) / (t + 2.0)
+        self._prior_finite = (t1 + c) / (t + 2.0 * c)
         return self
 
     def _check_fitted(self) -> None:
@@ -296,16 +332,28 @@ class IsotonicCalibrator:
         idx = np.searchsorted(self.thresholds_, s, side="right") - 1
         return values[np.clip(idx, 0, values.size - 1)]
 
+    def _finite_map(self, scores) -> np.ndarray:
+        """The exact map clipped to the augmented end runs' values (``predict_proba`` by default)."""
+        return np.clip(self._map(scores, self.proba_), self.proba_finite_[0], self.proba_finite_[-1])
+
+    def __setstate__(self, state):
+        # saved before ``finite_proba`` and ``llr_pseudo_count`` existed: the exact map was served
+        self.__dict__.update(state)
+        self.__dict__.setdefault("finite_proba", False)
+        self.__dict__.setdefault("llr_pseudo_count", 1.0)
+
     def predict_proba(self, scores) -> np.ndarray:
         """Calibrated probability ``P(label = 1 | score)`` for each score."""
         self._check_fitted()
+        if self.finite_proba:
+            return self._finite_map(scores)
         return self._map(scores, self.proba_)
 
     def predict_llr(self, scores) -> np.ndarray:
         """Calibrated log-likelihood ratio for each score (prior-independent, natural log)."""
         self._check_fitted()
         if self.finite_llr:
-            p, prior = self._map(scores, self.proba_finite_), self._prior_finite
+            p, prior = self._finite_map(scores), self._prior_finite
         else:
             p, prior = self._map(scores, self.proba_), self.prior_
         with np.errstate(divide="ignore"):

@@ -91,12 +91,15 @@ class PAVCalibrator(StreamingCalibrator):
     llr_pseudo_count
         Weight of each pseudo-event of the finite-LLR rule (> 0).
     finite_proba
-        ``False`` (default): probabilities are the exact PAV map, which is 0 below every positive
-        in the window and 1 above every negative (paper 001; what scikit-learn's isotonic
-        regression gives). ``True``: probabilities follow the same pseudo-count rule as the
-        finite LLR (the PAV of the window plus one pseudo-positive below all scores and one
-        pseudo-negative above, ``clip(p, lo, hi)``), never exactly 0 or 1 — the safer choice
-        early in a stream or under log loss, where one confident wrong prediction costs ``inf``.
+        ``True`` (default): probabilities follow the same pseudo-count rule as the finite LLR:
+        the PAV of the window plus one pseudo-positive below all scores and one pseudo-negative
+        above, each of weight ``llr_pseudo_count``, which is ``clip(p, lo, hi)`` with ``p`` the
+        exact map and ``lo``/``hi`` the rates of the two augmented end runs. They are never
+        exactly 0 or 1, so one confident wrong prediction early in a stream or in a sparse window
+        does not cost an infinite log loss. ``False``: the exact PAV map, which is 0 below every
+        positive in the window and 1 above every negative (what scikit-learn's isotonic
+        regression gives; optimal in-sample for every proper scoring rule, Brümmer & du Preez,
+        "The PAV algorithm optimizes binary proper scoring rules", 2013).
     n_jobs
         Threads for the array face's long sequences (``prequential``, ``process``): ``1`` (default)
         runs on the calling thread, ``-1`` uses every core, ``None`` means 1. The sequence is cut
@@ -140,7 +143,7 @@ class PAVCalibrator(StreamingCalibrator):
         score_key: str | None = None,
         interpolation: str = "linear",
         llr_pseudo_count: float = 1.0,
-        finite_proba: bool = False,
+        finite_proba: bool = True,
         n_jobs: int | None = 1,
     ):
         check_scalar(interpolation, "interpolation", choices=("linear", "step"))

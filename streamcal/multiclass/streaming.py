@@ -71,8 +71,9 @@ def _within_add_one_bounds(proba: float, weight: float) -> float:
     """A binary calibrator's probability kept within ``[1/(T+2), (T+1)/(T+2)]``, T = its window
     weight: no estimate from T events is surer than add-one smoothing of T unanimous ones.
 
-    PAV returns exact 0 and 1 at the ends of its range; coupled or normalised, those become class
-    probabilities of exactly 0, which no finite window supports. NaN becomes 0.5.
+    PAV's exact map (``finite_proba=False``), like other calibrators given, may return exact 0 and 1;
+    coupled or normalised, those become class probabilities of exactly 0, which no finite window
+    supports. NaN becomes 0.5.
     """
     if proba != proba:
         return 0.5
@@ -328,9 +329,10 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     (normalised; softmax of the logits), and unseen pairs never outweigh pairs with data.
 
     A pair's calibrated probability is kept within the add-one bounds of its window,
-    ``[1/(T+2), (T+1)/(T+2)]`` with T its ``window_weight``: PAV says exactly 0 or 1 at the ends
-    of its range, and coupling such r_ij gives class probabilities of exactly 0, which no finite
-    window supports (and which log loss punishes without limit).
+    ``[1/(T+2), (T+1)/(T+2)]`` with T its ``window_weight``: PAV's exact map
+    (``finite_proba=False``) says exactly 0 or 1 at the ends of its range, and coupling such r_ij
+    gives class probabilities of exactly 0, which no finite window supports (and which log loss
+    punishes without limit). The default ``PAVCalibrator()`` never does.
 
     Parameters
     ----------
@@ -381,7 +383,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     ...         calibrated.update(y, cal.predict_proba_one(x))
     ...     cal.learn_one(x, y)
     >>> print(f"{raw.get():.3f} -> {calibrated.get():.3f}")
-    0.980 -> 0.867
+    0.980 -> 0.862
     """
 
     def __init__(
@@ -591,7 +593,7 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
     ...         calibrated.update(y, cal.predict_proba_one(x))
     ...     cal.learn_one(x, y)
     >>> print(f"{raw.get():.3f} -> {calibrated.get():.3f}")
-    0.980 -> 0.867
+    0.980 -> 0.861
     """
 
     @classmethod
