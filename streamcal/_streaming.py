@@ -180,8 +180,173 @@ class StreamingCalibrator(Persistable, base.Classifier):
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        # the arrays become this calibrator's own (a state file may name one array twice), then
+        # the state is checked before any kernel reads it
+        for name, value in state.items():
+            if type(value) is np.ndarray:
+                self.__dict__[name] = np.array(value, order="C", copy=True)
+        self._check_loaded_state()
         if "_cuts" in state:
             self._guide = _h.bucket_guide(self._cuts)
+
+    # ------------------------------------------------------------------ checks of a restored state
+    def _check_loaded_state(self) -> None:
+        """Check a state restored by ``__setstate__`` (a state file, pickle, copy) before any kernel
+        runs on it; raise :class:`streamcal.exceptions.StateFileError` naming what is wrong.
+
+        The attributes must be those of a calibrator of this class with these parameters (same
+        names and types); the parameters must pass the constructor's checks; the attributes
+        derived from the bucket and window strategies must equal what they derive; the bucket
+        edges, cuts and centres must be finite, strictly increasing and agree with each other and
+        with the bucket strategy; the histogram must pass :func:`streamcal._state_check.check_histogram`
+        (or the quantile warm-up buffer its own checks); then :meth:`_check_loaded_map` checks the
+        fitted map. Subclasses extend :meth:`_check_loaded_map`.
+        """
+        from streamcal import _state_check as c
+        from streamcal.buckets import Edges, QuantileEdges, UniformGrid
+
+        state = self.__dict__
+        warm = state.get("_sf") is None and "_warm" in state
+        template = self._loaded_state_template(QuantileEdges(1, 1) if warm else Edges((0.0, 1.0)))
+        params = set(template._get_params())
+        expected = template.__getstate__()
+        if not warm and isinstance(self.buckets, Buckets) and self.buckets.warmup:
+            # the warm-up is over: its buffer and strategy are gone, its counters stay
+            leftovers = self._loaded_state_template(QuantileEdges(1, 1)).__getstate__()
+            gone = {*expected, "_warm", "_strategy"}
+            expected.update((k, v) for k, v in leftovers.items() if k not in gone)
+        c.need_keys(self, set(expected) | params)
+        for name, want in expected.items():
+            if name in params or want is None:
+                continue
+            value = state[name]
+            if isinstance(want, np.ndarray):
+                if not (type(value) is np.ndarray and value.dtype == want.dtype and value.ndim == want.ndim):
+                    c.fail(f"`{name}`: expected a {want.ndim}-d {want.dtype} array; found {c.brief(value)}.")
+            elif type(value) is not type(want):
+                c.fail(f"`{name}`: expected a {type(want).__name__}; found {c.brief(value)}.")
+        if self.score_key is not None:
+            c.need_params(self, lambda: hash(self.score_key))
+        buckets = LogitGrid() if self.buckets is None else self.buckets
+        window = Unbounded() if self.window is None else self.window
+        if not isinstance(buckets, Buckets) or not isinstance(window, Window):
+            c.fail(f"`buckets` and `window` must be strategies; found {c.brief(buckets)} and {c.brief(window)}.")
+        derived = {
+            "_window_code": window.code(),
+            "_uses_times": bool(window.uses_times),
+            "_ring_capacity": window.ring_capacity,
+            "_score_low": float(buckets.score_range[0]),
+            "_score_high": float(buckets.score_range[1]),
+            "_bucket_kind": type(buckets).__name__,
+            "_identity": bool(buckets.probability_inputs),
+            "_warmup": int(buckets.warmup),
+        }
+        for name, want in derived.items():
+            if type(state[name]) is not type(want) or state[name] != want:
+                found = c.brief(state[name])
+                c.fail(f"`{name}`: expected {want!r} (from the bucket and window strategies); found {found}.")
+        if warm:
+            self._check_loaded_warmup()
+            return
+        if state.get("_sf") is None or state.get("_si") is None:
+            c.fail("`_sf`/`_si`: expected the histogram arrays once the bucket edges are known; found None.")
+        edges = c.need_array(self._edges, "_edges", np.float64)
+        centres = c.need_array(self._centres, "_centres", np.float64)
+        B = centres.size
+        if B < 1 or edges.size != B + 1:
+            c.fail(f"`_edges`: expected one more edge than the {B} bucket centres; found {edges.size}.")
+        for name, a in (("_edges", edges), ("_centres", centres)):
+            c.need_finite(a, name)
+            c.need_increasing(a, name)
+        c.need_array(self._cuts, "_cuts", np.float64, size=B - 1)
+        if not np.array_equal(self._cuts, edges[1:-1]):
+            c.fail("`_cuts`: expected the interior bucket edges, `_edges[1:-1]`.")
+        for name, array in (("_cuts_list", self._cuts), ("_centres_list", centres)):
+            value = state[name]
+            if type(value) is not list or len(value) != array.size or value != array.tolist():
+                found = c.brief(value)
+                c.fail(f"`{name}`: expected the {array.size} values of `{name[:-5]}` as a list; found {found}.")
+        if type(buckets) is QuantileEdges and buckets.n_buckets < B:
+            c.fail(f"`_centres`: expected at most `n_buckets` = {buckets.n_buckets} buckets; found {B}.")
+        elif type(buckets) in (LogitGrid, UniformGrid):
+            if buckets.n_buckets != B:
+                c.fail(f"`_centres`: expected `n_buckets` = {buckets.n_buckets} buckets; found {B}.")
+            c.close_to(edges, buckets.bucket_edges(), "_edges", f"the edges of {type(buckets).__name__}")
+            c.close_to(centres, buckets.bucket_centres(), "_centres", f"the centres of {type(buckets).__name__}")
+        elif type(buckets) is Edges and not (
+            np.array_equal(edges, buckets.bucket_edges()) and np.array_equal(centres, buckets.bucket_centres())
+        ):
+            c.fail("`_edges`/`_centres`: expected the edges and centres given to Edges.")
+        c.check_histogram(self._sf, self._si, B, self._window_code)
+        if type(buckets) is QuantileEdges and self.n_learned < buckets.warmup:
+            c.fail(f"the quantile edges are known after {buckets.warmup} events; found {self.n_learned} learned.")
+        self._check_loaded_map()
+
+    def _loaded_state_template(self, buckets: Buckets):
+        """A calibrator of this class with the loaded parameters (the constructor checks them) over
+        ``buckets`` (one bucket, or a one-event warm-up) and no window: the attributes a loaded state
+        must have, without allocating what the loaded bucket and window parameters ask for."""
+        from streamcal import _state_check as c
+        from streamcal.persist import _init_param_names
+
+        state = self.__dict__
+        names = _init_param_names(type(self))
+        missing = [k for k in names if k not in state]
+        if missing:
+            c.fail(f"the attributes do not match a {type(self).__name__}: missing the parameters {missing}.")
+        params = {k: state[k] for k in names}
+        params.update(buckets=buckets, window=None)
+        template = None
+        try:
+            template = type(self)(**params)
+        except (TypeError, ValueError, OverflowError) as exc:
+            c.fail(f"invalid parameters for {type(self).__name__}: {exc}")
+        return template
+
+    def _check_loaded_warmup(self) -> None:
+        """The quantile warm-up buffer: ``_n_warm`` events of finite scores in range, 0/1 labels,
+        finite non-negative weights and finite times (in order for time windows), with the sums
+        and last time that learning them one by one gives."""
+        from streamcal import _state_check as c
+
+        n = c.need_int(self._n_warm, "_n_warm", 0, self._warmup - 1)
+        warm = c.need_array(self._warm, "_warm", np.float64, ndim=2, shape=(4, self._warmup))
+        if self._strategy is not self.buckets:
+            c.fail("`_strategy`: expected the bucket strategy itself (`buckets`).")
+        if self._si is not None:
+            c.fail(f"`_si`: expected None during the quantile warm-up; found {c.brief(self._si)}.")
+        s, y, w, t = warm[:, :n]
+        c.need_finite(s, "_warm scores", low=self._score_low, high=self._score_high)
+        if not ((y == 0.0) | (y == 1.0)).all():
+            c.fail("`_warm` labels: expected 0.0 or 1.0.")
+        c.need_finite(w, "_warm weights", low=0.0)
+        c.need_finite(t, "_warm times")
+        pos = tot = 0.0
+        for wi, yi in zip(w.tolist(), y.tolist(), strict=True):  # the order learning added them in
+            tot += wi
+            if yi > 0.5:
+                pos += wi
+        if not (c.same_float(self._warm_pos, pos) and c.same_float(self._warm_tot, tot)):
+            c.fail(
+                f"`_warm_pos`/`_warm_tot`: expected {pos!r}/{tot!r} (the buffered weights); "
+                f"found {c.brief(self._warm_pos)}/{c.brief(self._warm_tot)}."
+            )
+        last = -math.inf
+        if self._uses_times and n:
+            c.need_increasing(t, "_warm times", strict=False)
+            last = float(t[-1])
+        if not c.same_float(self._warm_last_t, last):
+            c.fail(f"`_warm_last_t`: expected {last!r}; found {c.brief(self._warm_last_t)}.")
+
+    def _check_loaded_map(self) -> None:
+        """The generic engine's refit bookkeeping (a subclass with its own map extends this)."""
+        from streamcal import _state_check as c
+
+        c.need_bool(self._fitted, "_fitted")
+        c.need_bool(self._dirty, "_dirty")
+        refit_every = getattr(self, "refit_every", None)
+        c.need_int(self._n_since_refit, "_n_since_refit", 0, 0 if refit_every is None else refit_every - 1)
+        c.need_float(self._prior_logodds, "_prior_logodds")
 
     @property
     def n_buckets(self) -> int | None:

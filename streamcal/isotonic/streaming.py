@@ -273,6 +273,89 @@ class PAVCalibrator(StreamingCalibrator):
             self._upgrade_map_state()
             self._pack()
 
+    def _check_loaded_map(self) -> None:
+        """The PAV state of a restored calibrator: ``_pf``/``_pi`` of the sizes the bucket count
+        gives, the header of ``_pf`` equal to the parameters, its sections of bucket centres and
+        cuts equal to ``_centres`` and ``_cuts``, and the blocks, fitted values and finite-LLR
+        values equal, bit for bit, to a rebuild from the histogram (the incremental repairs keep
+        them equal to one). The rebuild runs on copies, after the histogram's checks: whatever
+        the file holds, no kernel reads an index it did not write. Only the stack scratch, which
+        every sweep writes before reading, is not compared. A ``_pf`` in the layout of format
+        version 1 is rebuilt instead (:meth:`_upgrade_map_state`).
+        """
+        from streamcal import _state_check as c
+
+        B = int(self._centres.size)
+        if self._linear is not (self.interpolation == "linear"):
+            c.fail(f"`_linear`: expected {self.interpolation == 'linear'} for interpolation={self.interpolation!r}.")
+        nf, ni = _k.pav_state_sizes(B)
+        pi = c.need_array(self._pi, "_pi", np.int64, size=ni)
+        pf = c.need_array(self._pf, "_pf", np.float64)
+        if int(pi[_k.PI_B]) != B:
+            c.fail(f"`_pi` bucket count: expected {B}; found {int(pi[_k.PI_B])}.")
+        for name, i in (("whole-number flag", _k.PI_INTEGRAL), ("exact flag", _k.PI_EXACT)):
+            if int(pi[i]) not in (0, 1):
+                c.fail(f"`_pi` {name}: expected 0 or 1; found {int(pi[i])}.")
+        if pf.size == _k.PF_HEADER + (_k._RF - 1 + _k._S + 1) * B:  # format version 1: rebuilt on loading
+            return
+        if pf.size != nf:
+            c.fail(f"`_pf`: expected {nf} values for {B} buckets; found {pf.size}.")
+        for i in (10, 11):
+            if pi[i] != 0:
+                c.fail(f"`_pi` unused slot {i}: expected 0; found {int(pi[i])}.")
+        header = {
+            "pseudo-count": (_k.PF_PSEUDO, float(self.llr_pseudo_count)),
+            "interpolation flag": (_k.PF_LINEAR, 1.0 if self._linear else 0.0),
+            "identity flag": (_k.PF_IDENTITY, 1.0 if self._identity else 0.0),
+            "finite-probability flag": (_k.PF_FINITE_PROBA, 1.0 if self.finite_proba else 0.0),
+        }
+        for name, (i, want) in header.items():
+            if not c.same_float(pf[i], want):
+                c.fail(f"`_pf` {name}: expected {want!r} (from the parameters); found {float(pf[i])!r}.")
+        grid = pf[_k.PF_GRID_KIND : _k.PF_GRID_INV_STEP + 1]
+        if grid[0] not in (0.0, 1.0, 2.0) or not np.isfinite(grid).all():
+            c.fail("`_pf` bucket search grid: expected a grid kind of 0, 1 or 2 and finite coefficients.")
+        cuts_at = _k.PF_HEADER + (_k._RF + _k._S) * B
+        if not (
+            np.array_equal(_k.pav_field(pf, B, _k._CENTRES), self._centres)
+            and np.array_equal(pf[cuts_at : cuts_at + B - 1], self._cuts)
+        ):
+            c.fail("`_pf` bucket centres and cuts: expected copies of `_centres` and `_cuts`.")
+        # every record in range, also outside the knots' span, where the kernels never read
+        links = (("owner", _k._OWNER), ("block end", _k._BEND), ("previous", _k._BPREV), ("next", _k._BNEXT))
+        for name, field in links:
+            values = _k.pav_field(pi, B, field)
+            if ((values < -1) | (values >= B)).any():
+                k = int(np.flatnonzero((values < -1) | (values >= B))[0])
+                c.fail(f"`_pi` {name} of bucket {k}: expected -1 or a bucket in [0, {B - 1}]; found {int(values[k])}.")
+        owners = _k.pav_field(pf, B, _k._FOWN)
+        bad = ~((owners == -1.0) | ((owners >= 0.0) & (owners < B) & (owners == np.floor(owners))))
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            c.fail(f"`_pf` block owner of bucket {k}: expected -1 or a bucket in [0, {B - 1}]; found {owners[k]!r}.")
+        c.need_finite(_k.pav_field(pf, B, _k._FIT), "_pf fitted values", low=0.0, high=1.0)
+        c.need_finite(_k.pav_field(pf, B, _k._BPOS), "_pf block positive weights", low=0.0)
+        c.need_finite(_k.pav_field(pf, B, _k._BNEG), "_pf block negative weights", low=0.0)
+        pf_again, pi_again = pf.copy(), pi.copy()
+        _k.pav_rebuild_inplace(self._sf, self._si, pf_again, pi_again)
+        scratch_f = slice(_k.PF_HEADER + _k._RF * B, cuts_at)
+        scratch_i = slice(_k.PI_HEADER + _k._RI * B, ni)
+        pf_again[scratch_f] = pf[scratch_f]
+        pi_again[scratch_i] = pi[scratch_i]
+        for name, loaded, again, header, record in (
+            ("_pf", pf, pf_again, _k.PF_HEADER, _k._RF),
+            ("_pi", pi, pi_again, _k.PI_HEADER, _k._RI),
+        ):
+            differ = np.flatnonzero(loaded.view(np.int64) != again.view(np.int64))  # bit for bit
+            if differ.size:
+                i = int(differ[0])
+                k, field = divmod(i - header, record)
+                where = f"header slot {i}" if i < header else f"bucket {k} field {field}"
+                c.fail(
+                    f"`{name}` {where}: the PAV blocks do not match the histogram (a rebuild from "
+                    f"it gives {again[i]!r}; found {loaded[i]!r})."
+                )
+
     def _upgrade_map_state(self) -> None:
         """Rebuild the blocks of a state saved in an older layout of ``pf`` (streamcal 0.1.0
         kept each block's rate in every bucket: records of 4 fields instead of 5).
