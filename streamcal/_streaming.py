@@ -42,6 +42,7 @@ import numpy as np
 from river import base
 
 from streamcal._kernels import histogram as _h
+from streamcal._locking import LockedState
 from streamcal._validation import (
     as_1d_array,
     as_1d_float,
@@ -58,14 +59,19 @@ from streamcal.windows import Window, as_window
 __all__ = ["StreamingCalibrator"]
 
 _TINY = float(np.finfo(np.float64).tiny)
+_MAX_WEIGHT = _h.MAX_WEIGHT  # the largest weight of one event (docs/limits.md)
 _ONE_BELOW = 1.0 - float(np.finfo(np.float64).epsneg)  # the largest float64 below 1
+
+#: Range of ``llr_pseudo_count`` (docs/limits.md).
+MIN_PSEUDO_COUNT = 1e-100
+MAX_PSEUDO_COUNT = 1e100
 
 OP_LEARN = 1
 OP_PREDICT = 2
 OP_PREQUENTIAL = 3  # predict with the state before the label, then learn
 
 
-class StreamingCalibrator(Persistable, base.Classifier):
+class StreamingCalibrator(LockedState, Persistable, base.Classifier):
     """Base class of the streaming binary calibrators (not used directly).
 
     Parameters
@@ -99,6 +105,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
         self.window = window
         self.score_key = score_key
         self.llr_pseudo_count = llr_pseudo_count
+        self._init_lock()  # before the state: ``_reset`` replaces the state, never the lock
         self._reset()
 
     # ------------------------------------------------------------------ parameters and state
@@ -125,7 +132,8 @@ class StreamingCalibrator(Persistable, base.Classifier):
     def _reset(self) -> None:
         buckets = as_buckets(self.buckets)  # the parameters as given; the strategies derive from them
         window = as_window(self.window)
-        check_scalar(self.llr_pseudo_count, "llr_pseudo_count", low=0.0, low_inclusive=False)
+        # the pseudo-counts keep the LLR finite for every accepted weight within these bounds
+        check_scalar(self.llr_pseudo_count, "llr_pseudo_count", low=MIN_PSEUDO_COUNT, high=MAX_PSEUDO_COUNT)
         refit_every = getattr(self, "refit_every", None)
         if refit_every is not None:
             check_scalar(refit_every, "refit_every", numbers.Integral, low=1)
@@ -173,13 +181,13 @@ class StreamingCalibrator(Persistable, base.Classifier):
     _CACHES = ("_guide",)
 
     def __getstate__(self):
-        state = self.__dict__.copy()
+        state = super().__getstate__()  # under the lock, without it (streamcal._locking)
         for name in self._CACHES:
             state.pop(name, None)
         return state
 
     def __setstate__(self, state):
-        self.__dict__.update(state)
+        super().__setstate__(state)  # the state, and a new lock (streamcal._locking)
         # the arrays become this calibrator's own (a state file may name one array twice), then
         # the state is checked before any kernel reads it
         for name, value in state.items():
@@ -351,17 +359,20 @@ class StreamingCalibrator(Persistable, base.Classifier):
     @property
     def n_buckets(self) -> int | None:
         """Number of buckets (``None`` while quantile edges are still warming up)."""
-        return None if self._sf is None else int(self._centres.size)
+        with self._lock:
+            return None if self._sf is None else int(self._centres.size)
 
     @property
     def edges(self) -> np.ndarray | None:
         """The ``B + 1`` bucket edges (``None`` while quantile edges are still warming up)."""
-        return None if self._sf is None else self._edges.copy()
+        with self._lock:
+            return None if self._sf is None else self._edges.copy()
 
     @property
     def centres(self) -> np.ndarray | None:
         """The ``B`` bucket centres (``None`` while quantile edges are still warming up)."""
-        return None if self._sf is None else self._centres.copy()
+        with self._lock:
+            return None if self._sf is None else self._centres.copy()
 
     def _stored_unit(self) -> float:
         kind = self._sf[_h.SF_KIND]
@@ -374,14 +385,15 @@ class StreamingCalibrator(Persistable, base.Classifier):
 
         With a decay window the weights are the decayed ones as of the last learned event.
         """
-        if self._sf is None:
-            msg = "the bucket edges are not known yet: the quantile warm-up has not completed."
-            raise RuntimeError(msg)
-        B = self._centres.size
-        u = self._stored_unit()
-        pos = self._sf[_h.SF_HEADER : _h.SF_HEADER + B] / u
-        neg = self._sf[_h.SF_HEADER + B : _h.SF_HEADER + 2 * B] / u
-        return self._centres.copy(), pos, neg
+        with self._lock:
+            if self._sf is None:
+                msg = "the bucket edges are not known yet: the quantile warm-up has not completed."
+                raise RuntimeError(msg)
+            B = self._centres.size
+            u = self._stored_unit()
+            pos = self._sf[_h.SF_HEADER : _h.SF_HEADER + B] / u
+            neg = self._sf[_h.SF_HEADER + B : _h.SF_HEADER + 2 * B] / u
+            return self._centres.copy(), pos, neg
 
     def merge(self, *others):
         """A new calibrator equal to one that learned the events of ``self`` and ``others``.
@@ -400,16 +412,18 @@ class StreamingCalibrator(Persistable, base.Classifier):
 
         During a quantile warm-up: the total weight of the buffered events.
         """
-        if self._sf is None:
-            return float(self._warm_tot)
-        return float((self._sf[_h.SF_T_POS] + self._sf[_h.SF_T_NEG]) / self._stored_unit())
+        with self._lock:
+            if self._sf is None:
+                return float(self._warm_tot)
+            return float((self._sf[_h.SF_T_POS] + self._sf[_h.SF_T_NEG]) / self._stored_unit())
 
     @property
     def n_learned(self) -> int:
         """Number of events learned so far."""
-        if self._sf is None:
-            return int(self._n_warm)
-        return int(self._sf[_h.SF_N_LEARNED])
+        with self._lock:
+            if self._sf is None:
+                return int(self._n_warm)
+            return int(self._sf[_h.SF_N_LEARNED])
 
     # ------------------------------------------------------------------ validation
     def _score_of(self, x) -> float:
@@ -491,13 +505,16 @@ class StreamingCalibrator(Persistable, base.Classifier):
             label = 1.0 if y else 0.0
         else:
             label = 1.0 if as_binary_label(y, "y") else 0.0
-        if type(w) is not float or not (0.0 <= w < math.inf):
+        if type(w) is not float or not (0.0 <= w <= _MAX_WEIGHT):
             if isinstance(w, (bool, np.bool_)) or not isinstance(w, numbers.Real):
                 msg = f"`w` must be a finite non-negative number; got {w!r} of type {type(w).__name__}."
                 raise TypeError(msg)
             w = float(w)
             if not (0.0 <= w < math.inf):
                 msg = f"`w` must be finite and non-negative; got {w!r}."
+                raise ValueError(msg)
+            if w > _MAX_WEIGHT:
+                msg = f"`w` must be at most {_MAX_WEIGHT:g} (the largest weight of one event); got {w!r}."
                 raise ValueError(msg)
         if t is None:
             if self._uses_times:
@@ -554,6 +571,14 @@ class StreamingCalibrator(Persistable, base.Classifier):
                 i = int(np.flatnonzero(bad)[0])
                 msg = f"`{weights_name}` must be finite and non-negative; got {float(w[i])!r} at position {i}."
                 raise ValueError(msg)
+            big = w > _MAX_WEIGHT  # zero where nothing is learned
+            if big.any():
+                i = int(np.flatnonzero(big)[0])
+                msg = (
+                    f"`{weights_name}` must be at most {_MAX_WEIGHT:g} (the largest weight of one event); "
+                    f"got {float(w[i])!r} at position {i}."
+                )
+                raise ValueError(msg)
         if times is None:
             if self._uses_times and n and (idx is None or idx.size):
                 msg = f"{self._window_name()} needs event times: pass `times=`."
@@ -598,31 +623,35 @@ class StreamingCalibrator(Persistable, base.Classifier):
         ``w`` is the sample weight; ``t`` the event time (required by time windows and
         time-based decay, and then never going backwards).
         """
-        s = self._score_of(x)
-        label, w, t = self._check_one(y, w, t)
-        if self._sf is None:
-            self._warm_add(s, label, w, t)
-            return
-        if self._ring_capacity and self._uses_times:
-            self._ensure_ring(1)
-        self._learn_bucket(bisect_right(self._cuts_list, s), s, label, w, t)
+        with self._lock:
+            s = self._score_of(x)
+            label, w, t = self._check_one(y, w, t)
+            if self._sf is None:
+                self._warm_add(s, label, w, t)
+                return
+            if self._ring_capacity and self._uses_times:
+                self._ensure_ring(1)
+            self._learn_bucket(bisect_right(self._cuts_list, s), s, label, w, t)
 
     def predict_proba_one(self, x: dict) -> dict:
         """``{False: 1 - p, True: p}`` with ``p`` the calibrated probability of the score."""
-        s = self._score_of(x)
-        p = self._warm_proba() if self._sf is None else self._proba_of(s)
+        with self._lock:
+            s = self._score_of(x)
+            p = self._warm_proba() if self._sf is None else self._proba_of(s)
         return {False: 1.0 - p, True: p}
 
     def predict_one(self, x: dict) -> bool:
         """True when the calibrated probability exceeds 0.5."""
-        s = self._score_of(x)
-        p = self._warm_proba() if self._sf is None else self._proba_of(s)
+        with self._lock:
+            s = self._score_of(x)
+            p = self._warm_proba() if self._sf is None else self._proba_of(s)
         return p > 0.5
 
     def predict_llr_one(self, x: dict) -> float:
         """Calibrated log-likelihood ratio (natural log) of the score, finite."""
-        s = self._score_of(x)
-        return 0.0 if self._sf is None else self._llr_of(s)
+        with self._lock:
+            s = self._score_of(x)
+            return 0.0 if self._sf is None else self._llr_of(s)
 
     # ------------------------------------------------------------------ array face
     def update(self, scores, labels, *, weights=None, times=None):
@@ -631,7 +660,8 @@ class StreamingCalibrator(Persistable, base.Classifier):
         ``scores``, ``labels``, ``weights`` and ``times`` may each be a 1-d array, a list, an
         ``(n, 1)`` array, a pandas or polars Series or a one-column DataFrame.
         """
-        self._learn(scores, labels, weights, times, "weights")
+        with self._lock:
+            self._learn(scores, labels, weights, times, "weights")
         return self
 
     def _learn(self, scores, labels, weights, times, weights_name: str) -> None:
@@ -659,22 +689,27 @@ class StreamingCalibrator(Persistable, base.Classifier):
         >>> cal.predict_proba([0.3, 0.7]).tolist(), cal.n_learned
         ([0.0, 1.0], 4)
         """
-        fresh = self.clone()
-        fresh._learn(scores, labels, sample_weight, times, "sample_weight")
-        names = [*inspect.signature(type(self).__init__).parameters, *self._FIT_KEEPS]
-        kept = {name: self.__dict__[name] for name in names if name in self.__dict__}
-        self.__dict__.clear()
-        self.__dict__.update(fresh.__dict__)
-        self.__dict__.update(kept)  # the parameter objects as the caller gave them
+        with self._lock:
+            fresh = self.clone()
+            fresh._learn(scores, labels, sample_weight, times, "sample_weight")
+            # the parameter objects as the caller gave them, and this object's own lock, which
+            # other threads may be waiting on
+            names = [*inspect.signature(type(self).__init__).parameters, *self._FIT_KEEPS, "_lock"]
+            kept = {name: self.__dict__[name] for name in names if name in self.__dict__}
+            self.__dict__.clear()
+            self.__dict__.update(fresh.__dict__)
+            self.__dict__.update(kept)
         return self
 
     def predict_proba(self, scores) -> np.ndarray:
         """Calibrated probability of each score with the current state."""
-        return self._predict_both(*self._check_scores_and_buckets(scores))[0]
+        with self._lock:
+            return self._predict_both(*self._check_scores_and_buckets(scores))[0]
 
     def predict_llr(self, scores) -> np.ndarray:
         """Calibrated (finite) LLR of each score with the current state."""
-        return self._predict_both(*self._check_scores_and_buckets(scores))[1]
+        with self._lock:
+            return self._predict_both(*self._check_scores_and_buckets(scores))[1]
 
     def prequential(self, scores, labels, *, weights=None, times=None) -> tuple[np.ndarray, np.ndarray]:
         """Predict each event with the state before its label, then learn it: ``(proba, llr)``.
@@ -682,9 +717,10 @@ class StreamingCalibrator(Persistable, base.Classifier):
         Equal, element for element, to a loop of ``predict_proba_one`` / ``predict_llr_one``
         then ``learn_one``.
         """
-        s, b = self._check_scores_and_buckets(scores)
-        y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None)
-        return self._run(OP_PREQUENTIAL, s, y, w, t, b)
+        with self._lock:
+            s, b = self._check_scores_and_buckets(scores)
+            y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None)
+            return self._run(OP_PREQUENTIAL, s, y, w, t, b)
 
     def process(self, scores, labels, learn_mask, *, weights=None, times=None) -> tuple[np.ndarray, np.ndarray]:
         """Run an ordered sequence of operations: learn where ``learn_mask``, else predict.
@@ -693,12 +729,13 @@ class StreamingCalibrator(Persistable, base.Classifier):
         predicts scores[i] with the current state (labels, weights and times there are
         ignored). Returns ``(proba, llr)``, NaN at the learn positions.
         """
-        s, b = self._check_scores_and_buckets(scores)
-        learn = as_binary_labels(learn_mask, "learn_mask", allow_empty=True).astype(bool)
-        check_same_length(s.size, learn.size, "learn_mask")
-        y, w, t = self._check_learn_arrays(s.size, labels, weights, times, learn)
-        ops = np.where(learn, OP_LEARN, OP_PREDICT).astype(np.int64)
-        return self._run(ops, s, y, w, t, b)
+        with self._lock:
+            s, b = self._check_scores_and_buckets(scores)
+            learn = as_binary_labels(learn_mask, "learn_mask", allow_empty=True).astype(bool)
+            check_same_length(s.size, learn.size, "learn_mask")
+            y, w, t = self._check_learn_arrays(s.size, labels, weights, times, learn)
+            ops = np.where(learn, OP_LEARN, OP_PREDICT).astype(np.int64)
+            return self._run(ops, s, y, w, t, b)
 
     # ------------------------------------------------------------------ shared machinery
     def _run(self, ops, s, y, w, t, b=None) -> tuple[np.ndarray, np.ndarray]:

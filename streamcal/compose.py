@@ -14,6 +14,7 @@ import numbers
 import numpy as np
 from river import base
 
+from streamcal._locking import LockedState
 from streamcal.persist import Persistable
 
 __all__ = ["CalibratedClassifier"]
@@ -22,7 +23,7 @@ __all__ = ["CalibratedClassifier"]
 _ROUNDING = 1e-9
 
 
-class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
+class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifier):
     """A river classifier whose probabilities are calibrated online by a streamcal calibrator.
 
     For every learned event ``(x, y)``:
@@ -103,6 +104,7 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
         self._last_x: dict | None = None
         self._last_proba: dict | None = None
         self.n_learned = 0
+        self._init_lock()
 
     # ------------------------------------------------------------------ river plumbing
     @property
@@ -161,50 +163,54 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
         Extra keyword arguments go to the wrapped classifier. A sample weight ``w`` goes to the
         classifier and to a binary calibrator (multiclass calibrators take no weights).
         """
-        if self._binary_calibrator:
-            label = _binary_label(y, self.pos_val)
-            cal_x = self._score_dict(self._model_proba(x))
-            if "w" in kwargs:
-                self.calibrator.learn_one(cal_x, label, w=kwargs["w"])
+        with self._lock:
+            if self._binary_calibrator:
+                label = _binary_label(y, self.pos_val)
+                cal_x = self._score_dict(self._model_proba(x))
+                if "w" in kwargs:
+                    self.calibrator.learn_one(cal_x, label, w=kwargs["w"])
+                else:
+                    self.calibrator.learn_one(cal_x, label)
+                if not label and self._neg_label is False and not _is_bool_like(self.pos_val):
+                    self._neg_label = y  # labels such as "spam" / "ham": the first negative names the class
             else:
-                self.calibrator.learn_one(cal_x, label)
-            if not label and self._neg_label is False and not _is_bool_like(self.pos_val):
-                self._neg_label = y  # labels such as "spam" / "ham": the first negative names the class
-        else:
-            cal_x = self._model_proba(x)
-            self.calibrator.learn_one(cal_x, y)
-        self._last_x = None
-        self._last_proba = None
-        self.classifier.learn_one(x, y, **kwargs)
-        self.n_learned += 1
+                cal_x = self._model_proba(x)
+                self.calibrator.learn_one(cal_x, y)
+            self._last_x = None
+            self._last_proba = None
+            self.classifier.learn_one(x, y, **kwargs)
+            self.n_learned += 1
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
         """The calibrated distribution over the classes for ``x``."""
-        cal_x = self._calibrator_input(x)
-        if not self._binary_calibrator:
-            return self.calibrator.predict_proba_one(cal_x)
-        p = float(self.calibrator.predict_proba_one(cal_x).get(True, 0.0))
-        return {self._neg_label: 1.0 - p, self.pos_val: p}
+        with self._lock:
+            cal_x = self._calibrator_input(x)
+            if not self._binary_calibrator:
+                return self.calibrator.predict_proba_one(cal_x)
+            p = float(self.calibrator.predict_proba_one(cal_x).get(True, 0.0))
+            return {self._neg_label: 1.0 - p, self.pos_val: p}
 
     def predict_one(self, x: dict, **kwargs):
         """The most probable class after calibration (``pos_val`` wins ties in the binary case)."""
-        proba = self.predict_proba_one(x)
-        if self._binary_calibrator:
-            return self.pos_val if proba.get(self.pos_val, 0.0) >= 0.5 else self._neg_label
-        return max(proba, key=proba.get) if proba else None
+        with self._lock:
+            proba = self.predict_proba_one(x)
+            if self._binary_calibrator:
+                return self.pos_val if proba.get(self.pos_val, 0.0) >= 0.5 else self._neg_label
+            return max(proba, key=proba.get) if proba else None
 
     def predict_llr_one(self, x: dict, **kwargs) -> float:
         """The calibrated log-likelihood ratio of ``pos_val`` against the rest (natural log).
 
         Only for binary calibrators that provide ``predict_llr_one``.
         """
-        if not self._binary_calibrator or not hasattr(self.calibrator, "predict_llr_one"):
-            msg = (
-                "predict_llr_one needs a binary calibrator with a `predict_llr_one` method; "
-                f"got {type(self.calibrator).__name__}."
-            )
-            raise NotImplementedError(msg)
-        return float(self.calibrator.predict_llr_one(self._calibrator_input(x)))
+        with self._lock:
+            if not self._binary_calibrator or not hasattr(self.calibrator, "predict_llr_one"):
+                msg = (
+                    "predict_llr_one needs a binary calibrator with a `predict_llr_one` method; "
+                    f"got {type(self.calibrator).__name__}."
+                )
+                raise NotImplementedError(msg)
+            return float(self.calibrator.predict_llr_one(self._calibrator_input(x)))
 
 
 def _is_bool_like(y) -> bool:

@@ -106,9 +106,10 @@ def merge(calibrators: Iterable, /):
             )
             raise TypeError(msg)
         _check_same_params(first, cal, i)
-    out = copy.deepcopy(first)
+    out = copy.deepcopy(first)  # taken under ``first``'s lock; ``out`` is ours alone
     for cal in items[1:]:
-        out = _merge_two(out, cal)
+        with cal._lock:  # each input is read under its lock: a consistent state, even while it learns
+            out = _merge_two(out, cal)
     return out
 
 
@@ -374,7 +375,8 @@ def _merge_gev_classifiers(items: list):
         _check_same_params(first, other, i)
     out = copy.deepcopy(first)
     for other in items[1:]:
-        _merge_gev_two(out, other)
+        with other._lock:
+            _merge_gev_two(out, other)
     return out
 
 

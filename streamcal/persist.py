@@ -625,8 +625,12 @@ def to_bytes(obj, *, allow_pickle: bool = True) -> bytes:
     from streamcal import __version__
 
     enc = _Encoder(allow_pickle=allow_pickle)
-    enc.find_shared(obj)
-    root = enc.encode(obj, "learner")
+    # a streamcal learner is read under its lock (streamcal._locking): a consistent snapshot even
+    # while other threads use it (its parts change only under the same lock)
+    lock = getattr(obj, "_lock", None) if _is_streamcal(type(obj)) else None
+    with lock if lock is not None else contextlib.nullcontext():
+        enc.find_shared(obj)
+        root = enc.encode(obj, "learner")
     members: dict[str, bytes] = {}
     arrays_meta, pickles_meta = {}, {}
     for name, arr in enc.arrays.items():

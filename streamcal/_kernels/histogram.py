@@ -24,7 +24,10 @@ Stored units. A decay window never touches old events: an event learned at clock
 stored with weight ``w * 2**((t - t0) / half_life)``; its real weight now is the stored one times
 ``2**(-(t_now - t0) / half_life)``, one global factor. Before the stored values could overflow
 (exponent above ``DECAY_RENORM_EXPONENT``) every bucket is multiplied by ``2**-m`` (an exact
-power of two) and ``t0`` moves forward by ``m`` half-lives.
+power of two) and ``t0`` moves forward by ``m`` half-lives. A jump of the clock by more than
+``DECAY_FORGET_EXPONENT`` half-lives (or one the clock's rounding cannot resolve in half-lives)
+instead moves ``t0`` to the clock itself and scales by ``2**-exponent``, zero for long jumps:
+what was learned before has decayed below the smallest double.
 
 Drift. Windows that subtract leaving events keep per-bucket event counts; a class weight whose
 event count falls to zero is set to exactly 0.0 and subtracted weights are floored at 0.0, so
@@ -48,6 +51,14 @@ KIND_DECAY_EVENTS = 3
 KIND_DECAY_TIME = 4
 
 DECAY_RENORM_EXPONENT = 64.0
+# Beyond this many half-lives every stored weight (below 2**(64 + 333) with MAX_WEIGHT) times
+# 2**-exponent is below the smallest subnormal double: the old window is forgotten.
+DECAY_FORGET_EXPONENT = 1600.0
+
+# The largest weight of one event (``docs/limits.md``). With at most 2**63 events and the decay
+# scale below 2**(DECAY_RENORM_EXPONENT + 1) (times the events in 64 half-lives), every stored sum
+# stays below 1e160, so sums, their products with a score or a weight, and their ratios are finite.
+MAX_WEIGHT = 1e100
 
 # sf header
 SF_T_POS = 0  # total positive weight in the window (stored units)
@@ -362,17 +373,30 @@ def window_add_inplace(sf, si, b, y, w, clock, kind):
     ws = w
     if kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
         half_life = sf[SF_HALF_LIFE]
-        exponent = (clock - sf[SF_T0]) / half_life
+        exponent = (clock - sf[SF_T0]) / half_life  # may be inf for a huge jump: handled below
         if exponent > DECAY_RENORM_EXPONENT:
-            m = math.floor(exponent)
-            factor = 2.0 ** (-m)
+            m = math.floor(exponent)  # a float: no integer conversion, which could overflow
+            t0 = sf[SF_T0] + m * half_life
+            rest = (clock - t0) / half_life  # in [0, 1) but for rounding
+            if m <= DECAY_FORGET_EXPONENT and -1.0 <= rest <= DECAY_RENORM_EXPONENT:
+                factor = 2.0 ** (-m)  # exact power of two
+            else:  # a jump too long, or too fine for the clock's rounding: the new frame starts here
+                factor = 2.0 ** (-exponent) if exponent <= DECAY_FORGET_EXPONENT else 0.0
+                t0 = clock
+                rest = 0.0
             for i in range(SF_HEADER, SF_HEADER + 2 * B):
                 sf[i] *= factor
             sf[SF_T_POS] *= factor
             sf[SF_T_NEG] *= factor
-            sf[SF_T0] += m * half_life
+            sf[SF_T0] = t0
             sf[SF_N_RENORM] += 1.0
-            exponent = (clock - sf[SF_T0]) / half_life
+            exponent = rest
+            renormalised = True
+        elif exponent < -DECAY_RENORM_EXPONENT:
+            # only at the first event (``t0`` starts at 0 and never passes the last learned clock,
+            # which later clocks do not precede): nothing is stored yet, the frame starts here
+            sf[SF_T0] = clock
+            exponent = 0.0
             renormalised = True
         ws = w * 2.0**exponent
     if y > 0.5:

@@ -90,6 +90,7 @@ from streamcal._kernels._config import jit_noalloc
 from streamcal._kernels.histogram import (
     KIND_DECAY_EVENTS,
     KIND_DECAY_TIME,
+    MAX_WEIGHT,
     SF_HEADER,
     SF_KIND,
     SF_T_NEG,
@@ -820,8 +821,15 @@ def pav_predict_many(pf, buckets, scores, out_p, out_llr):
 # entry points take that buffer alone: a header (the sections' offsets as floats, and the
 # range of valid scores), then the four sections. The entry points also check the score
 # and the weight, which the river face's fast path would otherwise compare in Python.
+#
+# Busy mark. The entry points hold the GIL (``nogil=False``), so among Python threads each call
+# is atomic. ``PACK_BUSY`` is nonzero while the calibrator's lock is held by code that changes
+# or reads the state in several steps or with the GIL released (the array face, ring growth, the
+# quantile warm-up); an entry point then changes nothing and refuses, and its caller retries
+# under the lock (see ``PAVCalibrator``).
 PACK_O_SI, PACK_O_PF, PACK_O_PI, PACK_END = 0, 1, 2, 3
 PACK_SCORE_LOW, PACK_SCORE_HIGH = 4, 5
+PACK_BUSY = 6
 PACK_HEADER = 8
 
 
@@ -889,10 +897,11 @@ def pav_learn_score_inplace(sf, si, pf, pi, s, y, w, t):
 def pav_learn_packed_inplace(packed, s, y, w, t):
     """:func:`pav_learn_score_inplace` on the state packed by :func:`pack_state`.
 
-    Returns False, having changed nothing, when the score is outside the valid range or the
-    weight is not finite and >= 0 (the caller's full checks then raise the error).
+    Returns False, having changed nothing, when the state is marked busy, the score is outside
+    the valid range or the weight outside ``[0, MAX_WEIGHT]`` (the caller's full checks then
+    raise the error).
     """
-    if not (_score_ok(packed, s) and 0.0 <= w < math.inf):
+    if not (packed[PACK_BUSY] == 0.0 and _score_ok(packed, s) and 0.0 <= w <= MAX_WEIGHT):
         return False
     o_si, o_pf = int(packed[PACK_O_SI]), int(packed[PACK_O_PF])
     o_pi, end = int(packed[PACK_O_PI]), int(packed[PACK_END])
@@ -906,8 +915,8 @@ def pav_learn_packed_inplace(packed, s, y, w, t):
 @jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
 def pav_predict_packed(packed, s):
     """:func:`pav_predict_score` on the state packed by :func:`pack_state`; -1.0 (never a
-    probability) when the score is outside the valid range."""
-    if not _score_ok(packed, s):
+    probability) when the state is marked busy or the score is outside the valid range."""
+    if not (packed[PACK_BUSY] == 0.0 and _score_ok(packed, s)):
         return -1.0
     return pav_predict_score(_map_section(packed), s)
 
@@ -915,7 +924,7 @@ def pav_predict_packed(packed, s):
 @jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
 def pav_llr_packed(packed, s):
     """:func:`pav_llr_score` on the state packed by :func:`pack_state`; NaN (never a finite
-    LLR) when the score is outside the valid range."""
-    if not _score_ok(packed, s):
+    LLR) when the state is marked busy or the score is outside the valid range."""
+    if not (packed[PACK_BUSY] == 0.0 and _score_ok(packed, s)):
         return math.nan
     return pav_llr_score(_map_section(packed), s)

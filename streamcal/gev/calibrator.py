@@ -93,10 +93,11 @@ class _HistogramGLMCalibrator(StreamingCalibrator):
     @property
     def coef_(self) -> tuple[float, float] | None:
         """``(slope, intercept)`` of the served fit on ``x(s)``, or None before the first fit."""
-        self._ensure_fitted()
-        if not self._fitted:
-            return None
-        slope, intercept = self._beta[self._xi_served]
+        with self._lock:
+            self._ensure_fitted()
+            if not self._fitted:
+                return None
+            slope, intercept = self._beta[self._xi_served]
         return float(slope), float(intercept)
 
 
@@ -224,8 +225,9 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     @property
     def xi_(self) -> float | None:
         """The GEV shape of the served fit (None before the first fit)."""
-        self._ensure_fitted()
-        return self._xi_served if self._fitted else None
+        with self._lock:
+            self._ensure_fitted()
+            return self._xi_served if self._fitted else None
 
 
 class PlattCalibrator(_HistogramGLMCalibrator):

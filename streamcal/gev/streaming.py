@@ -9,6 +9,7 @@ import numpy as np
 from river import base
 
 from streamcal._kernels import gev as _k
+from streamcal._locking import LockedState
 from streamcal._validation import as_binary_label, as_binary_labels, check_scalar
 from streamcal.gev._solver import WEIGHT_FLOOR, line_search, weighted_gram
 from streamcal.gev._vectorized import irls_weights
@@ -74,7 +75,7 @@ def _sort_key(name):
     return (type(name).__name__, repr(name))
 
 
-class GEVCanonicalClassifier(Persistable, base.MiniBatchClassifier):
+class GEVCanonicalClassifier(LockedState, Persistable, base.MiniBatchClassifier):
     """Streaming GEV-canonical regression with several ``xi`` side by side.
 
     Rows are buffered and every ``batch_size`` rows each candidate shape ``xi`` takes a damped
@@ -178,6 +179,7 @@ class GEVCanonicalClassifier(Persistable, base.MiniBatchClassifier):
         self._buffer: list = []  # blocks (names, matrix, labels)
         self._buffered = 0
         self._n_seen = 0
+        self._init_lock()
 
     def _check_params(self) -> None:
         if not isinstance(self.xis, (tuple, list)) or len(self.xis) == 0:
@@ -203,58 +205,64 @@ class GEVCanonicalClassifier(Persistable, base.MiniBatchClassifier):
 
     @property
     def xi_(self) -> float:
-        return float(self._xis[self._serving])
+        with self._lock:
+            return float(self._xis[self._serving])
 
     @property
     def coef_(self) -> dict:
-        beta = self._beta[self._serving]
-        return {name: float(beta[j]) for j, name in enumerate(self._names)}
+        with self._lock:
+            beta = self._beta[self._serving]
+            return {name: float(beta[j]) for j, name in enumerate(self._names)}
 
     @property
     def intercept_(self) -> float:
-        return float(self._beta[self._serving, -1])
+        with self._lock:
+            return float(self._beta[self._serving, -1])
 
     @property
     def prequential_brier_(self) -> dict:
         """Forgotten mean prequential Brier score per candidate ``xi``."""
-        w = max(self._score_weight, 1e-300)
-        return {float(x): float(s / w) for x, s in zip(self._xis, self._score, strict=True)}
+        with self._lock:
+            w = max(self._score_weight, 1e-300)
+            return {float(x): float(s / w) for x, s in zip(self._xis, self._score, strict=True)}
 
     # -- learning ------------------------------------------------------------------------------
 
     def learn_one(self, x: dict, y, **kwargs) -> None:
-        label = as_binary_label(y, "y")
-        names = list(x)
-        row = np.empty((1, len(names)))
-        for j, name in enumerate(names):
-            value = x[name]
-            if not isinstance(value, (numbers.Real, np.bool_)):
-                msg = f"`x` must map feature names to numbers; got {value!r} for {name!r}."
-                raise TypeError(msg)
-            value = float(value)
-            if not math.isfinite(value):
-                msg = f"`x` must be finite; got {value!r} for feature {name!r}."
-                raise ValueError(msg)
-            row[0, j] = value
-        self._buffer.append((names, row, np.array([1.0 if label else 0.0])))
-        self._buffered += 1
-        if self._buffered >= self.batch_size:
-            self._flush()
-
-    def learn_many(self, X, y, **kwargs) -> None:
-        names, arr = _frame_to_matrix(X)
-        labels = _labels_from(y, arr.shape[0])
-        if arr.shape[0] == 0:
-            return
-        start = 0
-        n = arr.shape[0]
-        while start < n:
-            take = min(self.batch_size - self._buffered, n - start)
-            self._buffer.append((names, arr[start : start + take], labels[start : start + take]))
-            self._buffered += take
-            start += take
+        with self._lock:
+            label = as_binary_label(y, "y")
+            names = list(x)
+            row = np.empty((1, len(names)))
+            for j, name in enumerate(names):
+                value = x[name]
+                if not isinstance(value, (numbers.Real, np.bool_)):
+                    msg = f"`x` must map feature names to numbers; got {value!r} for {name!r}."
+                    raise TypeError(msg)
+                value = float(value)
+                if not math.isfinite(value):
+                    msg = f"`x` must be finite; got {value!r} for feature {name!r}."
+                    raise ValueError(msg)
+                row[0, j] = value
+            self._buffer.append((names, row, np.array([1.0 if label else 0.0])))
+            self._buffered += 1
             if self._buffered >= self.batch_size:
                 self._flush()
+
+    def learn_many(self, X, y, **kwargs) -> None:
+        with self._lock:
+            names, arr = _frame_to_matrix(X)
+            labels = _labels_from(y, arr.shape[0])
+            if arr.shape[0] == 0:
+                return
+            start = 0
+            n = arr.shape[0]
+            while start < n:
+                take = min(self.batch_size - self._buffered, n - start)
+                self._buffer.append((names, arr[start : start + take], labels[start : start + take]))
+                self._buffered += take
+                start += take
+                if self._buffered >= self.batch_size:
+                    self._flush()
 
     def _flush(self) -> None:
         blocks, self._buffer, self._buffered = self._buffer, [], 0
@@ -357,23 +365,25 @@ class GEVCanonicalClassifier(Persistable, base.MiniBatchClassifier):
         return v
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
-        xi = float(self._xis[self._serving])
-        p = float(_k.gev_cdf(_k.gev_clip(self._score_one(x), xi), xi))
-        return {False: 1.0 - p, True: p}
+        with self._lock:
+            xi = float(self._xis[self._serving])
+            p = float(_k.gev_cdf(_k.gev_clip(self._score_one(x), xi), xi))
+            return {False: 1.0 - p, True: p}
 
     def predict_proba_many(self, X):
-        import pandas as pd
+        with self._lock:
+            import pandas as pd
 
-        names, arr = _frame_to_matrix(X)
-        beta = self._beta[self._serving]
-        coef = np.array([beta[self._index[n]] if n in self._index else 0.0 for n in names])
-        v = arr @ coef + (beta[-1] if self.fit_intercept else 0.0)
-        xi = float(self._xis[self._serving])
-        p = np.empty(v.size)
-        _k.gev_clip_array(np.ascontiguousarray(v, dtype=np.float64), xi, p)
-        _k.gev_cdf_array(p, xi, p)
-        index = X.index if type(X).__module__.split(".")[0] == "pandas" else None
-        return pd.DataFrame({False: 1.0 - p, True: p}, index=index)
+            names, arr = _frame_to_matrix(X)
+            beta = self._beta[self._serving]
+            coef = np.array([beta[self._index[n]] if n in self._index else 0.0 for n in names])
+            v = arr @ coef + (beta[-1] if self.fit_intercept else 0.0)
+            xi = float(self._xis[self._serving])
+            p = np.empty(v.size)
+            _k.gev_clip_array(np.ascontiguousarray(v, dtype=np.float64), xi, p)
+            _k.gev_cdf_array(p, xi, p)
+            index = X.index if type(X).__module__.split(".")[0] == "pandas" else None
+            return pd.DataFrame({False: 1.0 - p, True: p}, index=index)
 
 
 def _solve_pd(hess: np.ndarray, rhs: np.ndarray) -> np.ndarray:

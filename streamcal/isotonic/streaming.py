@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numbers
 import os
+import sys
+import threading
+from bisect import bisect_right
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 
@@ -47,6 +50,52 @@ def _prequential_from(sf, si, pf, pi, b, s, y, w, t, ops, out_p, out_llr, start,
     _k.pav_learn_run_inplace(sf, si, pf, pi, b, y, w, t, ops, 0, start)
     part = slice(start, stop)
     _k.pav_prequential_inplace(sf, si, pf, pi, b[part], s[part], y[part], w[part], t[part], out_p[part], out_llr[part])
+
+
+class _MarkingLock:
+    """The lock of a :class:`PAVCalibrator`: a re-entrant lock that marks the packed state busy.
+
+    Holding it (``with cal._lock:``) excludes every other holder, and, through the mark
+    (``PACK_BUSY`` in the packed buffer, set while it is held and in every buffer packed
+    meanwhile), the river face's lock-free calls too: they refuse a marked state and retry
+    under the lock. ``rlock`` alone excludes the other holders without the mark, for a section
+    whose one step on the state is a packed entry point (which the mark would refuse).
+    """
+
+    __slots__ = ("_cal", "_depth", "rlock")
+
+    def __init__(self, cal):
+        self._cal = cal
+        self._depth = 0
+        self.rlock = threading.RLock()
+
+    @property
+    def marking(self) -> bool:
+        """Whether the lock is held (with the mark) by some thread."""
+        return self._depth > 0
+
+    def __enter__(self):
+        self.rlock.acquire()
+        self._depth += 1
+        if self._depth == 1:
+            packed = self._cal.__dict__.get("_packed")  # none while the edges are warming up
+            if packed is not None:
+                packed[_k.PACK_BUSY] = 1.0
+        return self
+
+    def __exit__(self, *exc_info):
+        self._depth -= 1
+        if self._depth == 0:
+            packed = self._cal.__dict__.get("_packed")
+            if packed is not None:
+                packed[_k.PACK_BUSY] = 0.0
+        self.rlock.release()
+
+
+def _gil_enabled() -> bool:
+    """False on a free-threaded Python running without the GIL (3.13+)."""
+    check = getattr(sys, "_is_gil_enabled", None)
+    return True if check is None else bool(check())
 
 
 def _bind_packed_kernels(packed: np.ndarray) -> None:
@@ -134,6 +183,15 @@ class PAVCalibrator(StreamingCalibrator):
     References
     ----------
     Brümmer, N. and du Preez, J. *The PAV algorithm optimizes binary proper scoring rules.*
+
+    Notes
+    -----
+    Thread safety: every public method is atomic with respect to the others, as for every
+    streaming calibrator (``docs/architecture.md``, "Thread safety"). The river face's common
+    calls take no lock: their compiled kernels hold the GIL, so each runs whole between two
+    steps of any other Python thread, and they refuse (changing nothing) while the array face
+    or any other multi-step section holds the lock and marks the state busy; the call then
+    waits for the lock and runs under it.
     """
 
     def __init__(
@@ -174,6 +232,22 @@ class PAVCalibrator(StreamingCalibrator):
     # ``_fast_*`` flags fold the per-calibrator conditions (no ``score_key``, edges known, no
     # time window for learning) into one test; the kernels take the packed state and check
     # the score's range and the weight, refusing (changing nothing) what the full checks reject.
+    #
+    # Threads. The fast paths take no lock (a lock would cost a sixth of a pair). They are atomic
+    # all the same: (1) the packed entry points hold the GIL while they run (``nogil=False``), so
+    # no other Python thread runs a step between a call's first read and its last write, and
+    # two such calls never overlap; (2) everything else that reads or writes the state does so
+    # holding ``self._lock`` (a ``_MarkingLock``), and the sections that take several steps or
+    # release the GIL (the array face's kernels, ring growth, the warm-up, the properties) mark
+    # the packed buffer busy on entry, and every buffer packed during them is born busy. An
+    # entry point called on a marked buffer changes nothing and refuses; its caller then waits
+    # for the lock and calls again under it (``rlock``, without the mark: under the lock no
+    # marked section runs, and the entry point is the section's one step on the state). A fast
+    # call therefore either ran whole before the marked section began (setting the mark needs
+    # the GIL that the call held) or is refused: some serial order. A buffer replaced during a
+    # section keeps its mark, so a call that read ``self._packed`` just before the replacement
+    # is refused too. Without a GIL (a free-threaded Python) the fast paths are off (``_pack``)
+    # and every call takes the lock.
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
         if self._fast_learn and type(x) is dict and t is None:
             try:
@@ -189,13 +263,14 @@ class PAVCalibrator(StreamingCalibrator):
                     and self._learn_packed(self._packed, s, y, w, 0.0)
                 ):
                     return
-        if self._sf is None or self._uses_times:  # quantile warm-up; time windows grow their ring
-            super().learn_one(x, y, w, t)
-            return
-        s = self._score_of(x)
-        label, w, t = self._check_one(y, w, t)
-        if not self._learn_packed(self._packed, s, label, w, t):  # the kernel refuses what the checks reject
-            raise RuntimeError(f"internal error: the checked event (score {s!r}, weight {w!r}) was refused")
+        with self._lock.rlock:
+            if self._sf is None or self._uses_times:  # quantile warm-up; time windows grow their ring
+                super().learn_one(x, y, w, t)  # a marked section
+                return
+            s = self._score_of(x)
+            label, w, t = self._check_one(y, w, t)
+            if not self._learn_packed(self._packed, s, label, w, t):  # the kernel refuses what the checks reject
+                raise RuntimeError(f"internal error: the checked event (score {s!r}, weight {w!r}) was refused")
 
     def predict_proba_one(self, x: dict) -> dict:
         if self._fast_predict and type(x) is dict:
@@ -206,19 +281,28 @@ class PAVCalibrator(StreamingCalibrator):
             else:
                 if type(s) is float:
                     p = self._proba_packed(self._packed, s)
-                    if p >= 0.0:  # -1.0: out of range (the full checks below raise)
+                    if p >= 0.0:  # -1.0: out of range (the full checks below raise), or busy
                         return {False: 1.0 - p, True: p}
-        s = self._score_of(x)
-        p = self._warm_proba() if self._sf is None else self._proba_packed(self._packed, s)
+        with self._lock.rlock:
+            s = self._score_of(x)
+            p = self._warm_proba() if self._sf is None else self._proba_packed(self._packed, s)
         return {False: 1.0 - p, True: p}
 
+    def predict_one(self, x: dict) -> bool:
+        return self.predict_proba_one(x)[True] > 0.5
+
     def predict_llr_one(self, x: dict) -> float:
-        s = self._score_of(x)
-        return 0.0 if self._sf is None else self._llr_packed(self._packed, s)
+        with self._lock.rlock:
+            s = self._score_of(x)
+            return 0.0 if self._sf is None else self._llr_packed(self._packed, s)
 
     learn_one.__doc__ = StreamingCalibrator.learn_one.__doc__
     predict_proba_one.__doc__ = StreamingCalibrator.predict_proba_one.__doc__
+    predict_one.__doc__ = StreamingCalibrator.predict_one.__doc__
     predict_llr_one.__doc__ = StreamingCalibrator.predict_llr_one.__doc__
+
+    def _init_lock(self) -> None:
+        self._lock = _MarkingLock(self)
 
     # ------------------------------------------------------------------ engine (fused kernels)
     def _init_map_state(self) -> None:
@@ -241,13 +325,16 @@ class PAVCalibrator(StreamingCalibrator):
         """Put the four state arrays into one buffer (``_packed``) and rebind them as its views.
 
         Called whenever one of them is replaced (a new map state, a grown ring, unpickling):
-        the river face's kernels read the buffer, the array face's the views.
+        the river face's kernels read the buffer, the array face's the views. A buffer packed
+        while the lock is held is born marked busy (see the notes above ``learn_one``).
         """
-        self._packed, self._sf, self._si, self._pf, self._pi = _k.pack_state(
-            self._sf, self._si, self._pf, self._pi, self._score_low, self._score_high
-        )
-        self._fast_learn = self.score_key is None and not self._uses_times
-        self._fast_predict = self.score_key is None
+        state = (self._sf, self._si, self._pf, self._pi)
+        packed, sf, si, pf, pi = _k.pack_state(*state, self._score_low, self._score_high)
+        packed[_k.PACK_BUSY] = 1.0 if self._lock.marking else 0.0
+        self._packed, self._sf, self._si, self._pf, self._pi = packed, sf, si, pf, pi
+        fast = _gil_enabled()  # the lock-free calls rely on the GIL
+        self._fast_learn = fast and self.score_key is None and not self._uses_times
+        self._fast_predict = fast and self.score_key is None
         if PAVCalibrator._learn_packed is None:
             _bind_packed_kernels(self._packed)
 
@@ -376,11 +463,13 @@ class PAVCalibrator(StreamingCalibrator):
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         _k.pav_learn_one_inplace(self._sf, self._si, self._pf, self._pi, b, y, w, t, self._sf[_h.SF_KIND])
 
+    # one score through the array face's kernel, which a marked section may call (the river face
+    # calls the packed entry points itself)
     def _proba_of(self, s: float) -> float:
-        return self._proba_packed(self._packed, s)
+        return float(self._predict_arrays(np.array([bisect_right(self._cuts_list, s)]), np.array([s]))[0][0])
 
     def _llr_of(self, s: float) -> float:
-        return self._llr_packed(self._packed, s)
+        return float(self._predict_arrays(np.array([bisect_right(self._cuts_list, s)]), np.array([s]))[1][0])
 
     def _threads(self, n: int) -> int:
         threads = (os.cpu_count() or 1) if self.n_jobs == -1 else (self.n_jobs or 1)

@@ -18,6 +18,7 @@ import numpy as np
 from river import base
 
 from streamcal._kernels import coupling as _k
+from streamcal._locking import LockedState
 from streamcal._validation import check_scalar
 from streamcal.multiclass.coupling import NEWTON_AFTER_SWEEPS
 from streamcal.persist import Persistable
@@ -123,8 +124,12 @@ def _predict_array(model, values, log_odds, score_dict) -> np.ndarray:
     )
 
 
-class _ScoreDictCalibrator(Persistable, base.Classifier):
-    """Shared machinery: validation of score dicts, the class register, binary calibrator clones."""
+class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
+    """Shared machinery: validation of score dicts, the class register, binary calibrator clones.
+
+    Thread safety: each public method holds the calibrator's lock (``streamcal._locking``) for
+    its whole run, its binary calibrators included (they are reached only through it).
+    """
 
     def __init__(self, calibrator=None, scores: str = "proba", classes: tuple | None = None):
         self.calibrator = calibrator
@@ -132,6 +137,7 @@ class _ScoreDictCalibrator(Persistable, base.Classifier):
         self.classes = classes
         self._classes: list = []  # known classes, in the canonical order
         self._models: dict = {}  # pair (a, b) or class c -> binary calibrator
+        self._init_lock()
 
     @property
     def _multiclass(self) -> bool:
@@ -402,7 +408,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
 
     @property
     def pairs_(self) -> dict:
-        return dict(self._models)
+        with self._lock:
+            return dict(self._models)
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -412,26 +419,27 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
 
     def learn_one(self, x, y) -> None:
         """Learn one event: every pair (y, j) sees the pairwise log-odds s_y - s_j."""
-        self._check_params()
-        s = self._check_x(x)
-        self._check_y(y)
-        self._register([*s, y])
-        neg_inf = -math.inf
-        sy = s.get(y, neg_inf)
-        ky = self._order_key(y)
-        for c in self._known():
-            if c == y:
-                continue
-            sc = s.get(c, neg_inf)
-            if self._order_key(c) > ky:
-                pair, d, label = (y, c), sy - sc, True
-            else:
-                pair, d, label = (c, y), sc - sy, False
-            d = 0.0 if math.isnan(d) else _clip(d)
-            model = self._models.get(pair)
-            if model is None:
-                model = self._models[pair] = self._new_binary()
-            model.learn_one(self._score_dict(model, d), label)
+        with self._lock:
+            self._check_params()
+            s = self._check_x(x)
+            self._check_y(y)
+            self._register([*s, y])
+            neg_inf = -math.inf
+            sy = s.get(y, neg_inf)
+            ky = self._order_key(y)
+            for c in self._known():
+                if c == y:
+                    continue
+                sc = s.get(c, neg_inf)
+                if self._order_key(c) > ky:
+                    pair, d, label = (y, c), sy - sc, True
+                else:
+                    pair, d, label = (c, y), sc - sy, False
+                d = 0.0 if math.isnan(d) else _clip(d)
+                model = self._models.get(pair)
+                if model is None:
+                    model = self._models[pair] = self._new_binary()
+                model.learn_one(self._score_dict(model, d), label)
 
     def _pairwise(self, x):
         """Validated classes, r and n ((1, K, K) each) for one score dict."""
@@ -468,19 +476,20 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
 
     def predict_proba_one(self, x) -> dict:
         """Calibrated distribution over the known classes and any new class scored in ``x``."""
-        self._check_params()
-        classes, r, n = self._pairwise(x)
-        k = len(classes)
-        if k <= 2:
-            return {c: float(r[0, i, 1 - i]) if k == 2 else 1.0 for i, c in enumerate(classes)}
-        p = np.empty((1, k))
-        if self.method == "ht":
-            _k.ht_couple_batch(
-                r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p, np.empty(1, np.intp)
-            )
-        else:
-            _k.wlw_couple_batch(r, n, p, np.empty(1, np.bool_))
-        return {c: float(p[0, i]) for i, c in enumerate(classes)}
+        with self._lock:
+            self._check_params()
+            classes, r, n = self._pairwise(x)
+            k = len(classes)
+            if k <= 2:
+                return {c: float(r[0, i, 1 - i]) if k == 2 else 1.0 for i, c in enumerate(classes)}
+            p = np.empty((1, k))
+            if self.method == "ht":
+                _k.ht_couple_batch(
+                    r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p, np.empty(1, np.intp)
+                )
+            else:
+                _k.wlw_couple_batch(r, n, p, np.empty(1, np.bool_))
+            return {c: float(p[0, i]) for i, c in enumerate(classes)}
 
     def update(self, scores, labels):
         """Learn events in order from an (m, K) score array; equal to a loop of ``learn_one``.
@@ -489,23 +498,24 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         calibrator learns its own events (those labelled with either of its classes) in one call
         of its array face (``update``), or event by event if it has none. Returns ``self``.
         """
-        self._check_params()
-        classes = self._fixed_classes("update")
-        logs = self._check_score_array(scores, classes)
-        y = self._check_label_array(labels, logs.shape[0], classes)
-        k = len(classes)
-        for a in range(k):
-            for b in range(a + 1, k):
-                mine = (y == a) | (y == b)
-                if not mine.any():
-                    continue
-                pair = (classes[a], classes[b])
-                model = self._models.get(pair)
-                if model is None:
-                    model = self._models[pair] = self._new_binary()
-                d = _pairwise_log_odds(logs[mine, a], logs[mine, b])
-                _learn_array(model, self._score_array(model, d), d, y[mine] == a, self._score_dict)
-        return self
+        with self._lock:
+            self._check_params()
+            classes = self._fixed_classes("update")
+            logs = self._check_score_array(scores, classes)
+            y = self._check_label_array(labels, logs.shape[0], classes)
+            k = len(classes)
+            for a in range(k):
+                for b in range(a + 1, k):
+                    mine = (y == a) | (y == b)
+                    if not mine.any():
+                        continue
+                    pair = (classes[a], classes[b])
+                    model = self._models.get(pair)
+                    if model is None:
+                        model = self._models[pair] = self._new_binary()
+                    d = _pairwise_log_odds(logs[mine, a], logs[mine, b])
+                    _learn_array(model, self._score_array(model, d), d, y[mine] == a, self._score_dict)
+            return self
 
     def predict_proba(self, scores) -> np.ndarray:
         """Calibrated probabilities (m, K) for an (m, K) score array, columns as ``classes``.
@@ -513,38 +523,39 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         Equal to stacking ``predict_proba_one`` over the rows; the coupling of all rows is one
         kernel call.
         """
-        self._check_params()
-        classes = self._fixed_classes("predict_proba")
-        logs = self._check_score_array(scores, classes)
-        m, k = logs.shape
-        if k == 1:
-            return np.ones((m, 1))
-        r = np.zeros((m, k, k))
-        n = np.zeros((1, k, k))
-        for a in range(k):
-            for b in range(a + 1, k):
-                d = _pairwise_log_odds(logs[:, a], logs[:, b])
-                model = self._models.get((classes[a], classes[b]))
-                weight = 0.0 if model is None else float(model.window_weight)
-                if weight > 0.0:
-                    rab = _predict_array(model, self._score_array(model, d), d, self._score_dict)
-                    bound = 1.0 / (weight + 2.0)
-                    rab = np.clip(np.nan_to_num(rab, nan=0.5), bound, 1.0 - bound)
-                else:
-                    rab, weight = _sigmoid_array(d), UNSEEN_PAIR_WEIGHT
-                r[:, a, b] = rab
-                r[:, b, a] = 1.0 - rab
-                n[0, a, b] = n[0, b, a] = weight
-        if k == 2:
-            return np.column_stack([r[:, 0, 1], r[:, 1, 0]])
-        p = np.empty((m, k))
-        if self.method == "ht":
-            _k.ht_couple_batch(
-                r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p, np.empty(m, np.intp)
-            )
-        else:
-            _k.wlw_couple_batch(r, n, p, np.empty(m, np.bool_))
-        return p
+        with self._lock:
+            self._check_params()
+            classes = self._fixed_classes("predict_proba")
+            logs = self._check_score_array(scores, classes)
+            m, k = logs.shape
+            if k == 1:
+                return np.ones((m, 1))
+            r = np.zeros((m, k, k))
+            n = np.zeros((1, k, k))
+            for a in range(k):
+                for b in range(a + 1, k):
+                    d = _pairwise_log_odds(logs[:, a], logs[:, b])
+                    model = self._models.get((classes[a], classes[b]))
+                    weight = 0.0 if model is None else float(model.window_weight)
+                    if weight > 0.0:
+                        rab = _predict_array(model, self._score_array(model, d), d, self._score_dict)
+                        bound = 1.0 / (weight + 2.0)
+                        rab = np.clip(np.nan_to_num(rab, nan=0.5), bound, 1.0 - bound)
+                    else:
+                        rab, weight = _sigmoid_array(d), UNSEEN_PAIR_WEIGHT
+                    r[:, a, b] = rab
+                    r[:, b, a] = 1.0 - rab
+                    n[0, a, b] = n[0, b, a] = weight
+            if k == 2:
+                return np.column_stack([r[:, 0, 1], r[:, 1, 0]])
+            p = np.empty((m, k))
+            if self.method == "ht":
+                _k.ht_couple_batch(
+                    r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p, np.empty(m, np.intp)
+                )
+            else:
+                _k.wlw_couple_batch(r, n, p, np.empty(m, np.bool_))
+            return p
 
     @classmethod
     def _unit_test_params(cls):
@@ -607,7 +618,8 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
     @property
     def calibrators_(self) -> dict:
         """class -> its binary calibrator."""
-        return dict(self._models)
+        with self._lock:
+            return dict(self._models)
 
     def _class_log_odds(self, s: dict, c) -> float:
         v = s.get(c, -math.inf)
@@ -622,15 +634,16 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
 
     def learn_one(self, x, y) -> None:
         """Learn one event: every known class c sees its own log-odds with label ``y == c``."""
-        self._check_params()
-        s = self._check_x(x)
-        self._check_y(y)
-        self._register([*s, y])
-        for c in self._known():
-            model = self._models.get(c)
-            if model is None:
-                model = self._models[c] = self._new_binary()
-            model.learn_one(self._score_dict(model, self._class_log_odds(s, c)), c == y)
+        with self._lock:
+            self._check_params()
+            s = self._check_x(x)
+            self._check_y(y)
+            self._register([*s, y])
+            for c in self._known():
+                model = self._models.get(c)
+                if model is None:
+                    model = self._models[c] = self._new_binary()
+                model.learn_one(self._score_dict(model, self._class_log_odds(s, c)), c == y)
 
     def _class_log_odds_array(self, logs: np.ndarray) -> np.ndarray:
         if self.scores == "proba":
@@ -647,61 +660,64 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
         Needs ``classes`` fixed: column k of ``scores`` is the score of ``classes[k]``.
         Returns ``self``.
         """
-        self._check_params()
-        classes = self._fixed_classes("update")
-        logs = self._check_score_array(scores, classes)
-        y = self._check_label_array(labels, logs.shape[0], classes)
-        if y.size == 0:
+        with self._lock:
+            self._check_params()
+            classes = self._fixed_classes("update")
+            logs = self._check_score_array(scores, classes)
+            y = self._check_label_array(labels, logs.shape[0], classes)
+            if y.size == 0:
+                return self
+            for c, name in enumerate(classes):
+                model = self._models.get(name)
+                if model is None:
+                    model = self._models[name] = self._new_binary()
+                d = self._class_log_odds_array(logs[:, c])
+                _learn_array(model, self._score_array(model, d), d, y == c, self._score_dict)
             return self
-        for c, name in enumerate(classes):
-            model = self._models.get(name)
-            if model is None:
-                model = self._models[name] = self._new_binary()
-            d = self._class_log_odds_array(logs[:, c])
-            _learn_array(model, self._score_array(model, d), d, y == c, self._score_dict)
-        return self
 
     def predict_proba(self, scores) -> np.ndarray:
         """Calibrated, normalised probabilities (m, K) for an (m, K) score array."""
-        self._check_params()
-        classes = self._fixed_classes("predict_proba")
-        logs = self._check_score_array(scores, classes)
-        q = np.empty_like(logs)
-        for c, name in enumerate(classes):
-            d = self._class_log_odds_array(logs[:, c])
-            model = self._models.get(name)
-            weight = 0.0 if model is None else float(model.window_weight)
-            if weight > 0.0:
-                v = _predict_array(model, self._score_array(model, d), d, self._score_dict)
-                bound = 1.0 / (weight + 2.0)
-                q[:, c] = np.clip(np.nan_to_num(v, nan=0.5), bound, 1.0 - bound)
-            else:
-                q[:, c] = _sigmoid_array(d)
-        total = q.sum(axis=1, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            p = q / total
-        p[total[:, 0] == 0.0] = 1.0 / logs.shape[1]
-        return p
+        with self._lock:
+            self._check_params()
+            classes = self._fixed_classes("predict_proba")
+            logs = self._check_score_array(scores, classes)
+            q = np.empty_like(logs)
+            for c, name in enumerate(classes):
+                d = self._class_log_odds_array(logs[:, c])
+                model = self._models.get(name)
+                weight = 0.0 if model is None else float(model.window_weight)
+                if weight > 0.0:
+                    v = _predict_array(model, self._score_array(model, d), d, self._score_dict)
+                    bound = 1.0 / (weight + 2.0)
+                    q[:, c] = np.clip(np.nan_to_num(v, nan=0.5), bound, 1.0 - bound)
+                else:
+                    q[:, c] = _sigmoid_array(d)
+            total = q.sum(axis=1, keepdims=True)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                p = q / total
+            p[total[:, 0] == 0.0] = 1.0 / logs.shape[1]
+            return p
 
     def predict_proba_one(self, x) -> dict:
         """Calibrated one-vs-rest probabilities, normalised to sum to 1."""
-        self._check_params()
-        s = self._check_x(x)
-        classes = self._output_classes(s)
-        if not classes:
-            return {}
-        q = []
-        for c in classes:
-            d = self._class_log_odds(s, c)
-            model = self._models.get(c)
-            weight = 0.0 if model is None else float(model.window_weight)
-            if weight > 0.0:
-                v = float(model.predict_proba_one(self._score_dict(model, d)).get(True, 0.5))
-                v = _within_add_one_bounds(v, weight)
-            else:
-                v = _sigmoid(d)
-            q.append(v)
-        total = sum(q)
-        if total > 0.0:
-            return {c: v / total for c, v in zip(classes, q, strict=True)}
-        return {c: 1.0 / len(classes) for c in classes}
+        with self._lock:
+            self._check_params()
+            s = self._check_x(x)
+            classes = self._output_classes(s)
+            if not classes:
+                return {}
+            q = []
+            for c in classes:
+                d = self._class_log_odds(s, c)
+                model = self._models.get(c)
+                weight = 0.0 if model is None else float(model.window_weight)
+                if weight > 0.0:
+                    v = float(model.predict_proba_one(self._score_dict(model, d)).get(True, 0.5))
+                    v = _within_add_one_bounds(v, weight)
+                else:
+                    v = _sigmoid(d)
+                q.append(v)
+            total = sum(q)
+            if total > 0.0:
+                return {c: v / total for c, v in zip(classes, q, strict=True)}
+            return {c: 1.0 / len(classes) for c in classes}

@@ -223,11 +223,13 @@ class ISplineCalibrator(StreamingCalibrator):
 
     @property
     def knots_(self):
-        return None if self._knots is None else self._knots.copy()
+        with self._lock:
+            return None if self._knots is None else self._knots.copy()
 
     @property
     def coef_(self):
-        return None if self._coef is None else self._coef.copy()
+        with self._lock:
+            return None if self._coef is None else self._coef.copy()
 
     # ------------------------------------------------------------------ batch fit
     def fit(self, scores, labels, sample_weight=None, *, times=None) -> ISplineCalibrator:
@@ -238,6 +240,10 @@ class ISplineCalibrator(StreamingCalibrator):
         fit on the raw scores. With ``QuantileEdges`` buckets the batch must hold at least the
         warm-up. Nothing changes if the input is rejected.
         """
+        with self._lock:
+            return self._fit(scores, labels, sample_weight, times)
+
+    def _fit(self, scores, labels, sample_weight, times) -> ISplineCalibrator:
         inner = _check_spline_params(self.order, self.n_knots, self.knots, self.refit_every)
         s = self._check_scores(scores)
         if s.size == 0:
