@@ -187,7 +187,8 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         return state
 
     def __setstate__(self, state):
-        super().__setstate__(state)  # the state, and a new lock (streamcal._locking)
+        self.__dict__.update(state)
+        self._init_lock()  # not state: made anew (streamcal._locking)
         # the arrays become this calibrator's own (a state file may name one array twice), then
         # the state is checked before any kernel reads it
         for name, value in state.items():
@@ -211,7 +212,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         fitted map. Subclasses extend :meth:`_check_loaded_map`.
         """
         from streamcal import _state_check as c
-        from streamcal.buckets import Edges, QuantileEdges, UniformGrid
+        from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid
 
         state = self.__dict__
         warm = state.get("_sf") is None and "_warm" in state
@@ -223,7 +224,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
             leftovers = self._loaded_state_template(QuantileEdges(1, 1)).__getstate__()
             gone = {*expected, "_warm", "_strategy"}
             expected.update((k, v) for k, v in leftovers.items() if k not in gone)
-        c.need_keys(self, set(expected) | params)
+        c.need_keys(self, set(expected) | params, optional=self._UNSAVED)
         for name, want in expected.items():
             if name in params or want is None:
                 continue
@@ -235,10 +236,11 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
                 c.fail(f"`{name}`: expected a {type(want).__name__}; found {c.brief(value)}.")
         if self.score_key is not None:
             c.need_params(self, lambda: hash(self.score_key))
-        buckets = LogitGrid() if self.buckets is None else self.buckets
-        window = Unbounded() if self.window is None else self.window
-        if not isinstance(buckets, Buckets) or not isinstance(window, Window):
-            c.fail(f"`buckets` and `window` must be strategies; found {c.brief(buckets)} and {c.brief(window)}.")
+        try:  # the parameters as the constructor reads them (shorthands included)
+            buckets = as_buckets(self.buckets)
+            window = as_window(self.window)
+        except (TypeError, ValueError) as exc:
+            c.fail(f"`buckets` and `window` must be valid strategies: {exc}")
         derived = {
             "_window_code": window.code(),
             "_uses_times": bool(window.uses_times),
