@@ -45,7 +45,10 @@ def _require_dask():
         import dask
         import dask.dataframe
     except ImportError as exc:
-        msg = f"streamcal.dask needs dask with dataframes: install the extra, `pip install 'streamcal-engine[dask]'` ({exc})."
+        msg = (
+            "streamcal.dask needs dask with dataframes: install the extra, "
+            f"`pip install 'streamcal-engine[dask]'` ({exc})."
+        )
         raise ImportError(msg) from None
     return dask
 
