@@ -20,10 +20,12 @@ __all__ = [
     "as_finite",
     "as_nonneg_weights",
     "as_probabilities",
+    "as_real_array",
     "as_times",
     "check_same_length",
     "check_scalar",
     "fmt",
+    "is_real_number",
 ]
 
 
@@ -38,23 +40,110 @@ def fmt(value) -> str:
     return repr(value)
 
 
+def is_real_number(value) -> bool:
+    """Whether ``value`` is one real number as the checks accept it: a Python or NumPy int or
+    float, or any other :class:`numbers.Real` (``Fraction``), but not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _element_types(x, depth: int = 0) -> set:
+    """The types of the leaves of nested lists / tuples (``x`` itself when it is neither)."""
+    if not isinstance(x, (list, tuple)) or depth > 32:
+        return {type(x)}
+    types = set(map(type, x))
+    if list in types or tuple in types:
+        types -= {list, tuple}
+        for item in x:
+            if isinstance(item, (list, tuple)):
+                types |= _element_types(item, depth + 1)
+    return types
+
+
+def as_real_array(x, name: str, *, allow_bool: bool = False, what: str = "an array of numbers") -> np.ndarray:
+    """``x`` as an array (any shape; not converted to float, not copied if it is one) whose
+    elements are all real numbers, or raise a TypeError naming ``name``.
+
+    Accepted: integer and floating dtypes, and sequences / object arrays of
+    :func:`is_real_number` values. Rejected, where ``np.array(x, dtype=float)`` would convert
+    them silently or fail obscurely: strings (``"0.5"``), bytes, ``None``, ``Decimal``, complex
+    numbers, datetimes, bools (unless ``allow_bool``: then as 0 / 1), and anything else.
+    """
+    if isinstance(x, (str, bytes)):
+        msg = f"`{name}` must be {what}; got a {type(x).__name__}."
+        raise TypeError(msg)
+    kinds = "iufb" if allow_bool else "iuf"
+    if isinstance(x, np.ndarray):
+        arr = x
+    else:
+        try:
+            arr = np.asarray(x)
+        except (TypeError, ValueError, OverflowError) as exc:
+            msg = f"`{name}` must be {what}; could not convert it: {exc}"
+            raise TypeError(msg) from None
+        if arr.dtype.kind in "iuf" and not allow_bool and isinstance(x, (list, tuple)):
+            # numpy turns [0.5, True] into floats: a bool is only seen among the elements
+            types = _element_types(x)
+            if bool in types or np.bool_ in types:
+                arr = np.asarray(x, dtype=object)
+    if arr.dtype.kind in kinds:
+        return arr
+    if arr.dtype.kind == "O":
+        flat = arr.reshape(-1)
+        for i, value in enumerate(flat):
+            if not (is_real_number(value) or (allow_bool and isinstance(value, (bool, np.bool_)))):
+                msg = (
+                    f"`{name}` must hold real numbers only; got {fmt(value)} of type "
+                    f"{type(value).__name__}{_where(i, arr.shape)}."
+                )
+                raise TypeError(msg)
+        return arr
+    kind = {"b": "bools", "c": "complex numbers", "U": "strings", "S": "bytes", "M": "datetimes", "m": "timedeltas"}
+    got = kind.get(arr.dtype.kind, f"values of dtype {arr.dtype}")
+    msg = f"`{name}` must hold real numbers only; got {got} (dtype {arr.dtype})."
+    if arr.dtype.kind == "b":
+        msg += " Convert them with .astype(float) if they are meant as 0 / 1."
+    raise TypeError(msg)
+
+
+def _where(i: int, shape: tuple) -> str:
+    """`` at position i`` of a flat index (``at index (r, c)`` in a 2-d array, nothing for 0-d)."""
+    if len(shape) == 0:
+        return ""
+    if len(shape) == 1:
+        return f" at position {i}"
+    return f" at index {tuple(int(k) for k in np.unravel_index(i, shape))}"
+
+
+def _to_float64(arr: np.ndarray, name: str, *, copy: bool) -> np.ndarray:
+    """A checked real array (:func:`as_real_array`) as C-contiguous float64."""
+    try:
+        if copy:
+            return np.array(arr, dtype=np.float64, copy=True, order="C")
+        return np.asarray(arr, dtype=np.float64, order="C")  # numpy 1.x has no ``copy=None``
+    except OverflowError:  # Python ints (or Fractions) beyond the float64 range
+        flat = arr.reshape(-1)
+        for i, value in enumerate(flat):
+            try:
+                float(value)
+            except OverflowError:
+                msg = (
+                    f"`{name}` must hold numbers within the float64 range; got {fmt(value)}"
+                    f"{_where(i, arr.shape)}."
+                )
+                raise ValueError(msg) from None
+        raise
+
+
 def as_1d_float(x, name: str, *, allow_empty: bool = False, copy: bool = True) -> np.ndarray:
     """Return ``x`` as a new contiguous 1-d float64 array, or raise naming ``name``.
 
+    The elements must be real numbers (:func:`as_real_array`: no strings, bools, complex...).
     ``copy=False``: for a caller that only reads the result, ``x`` itself when it already is
     such an array and writeable (numba compiles separately for read-only arrays).
     """
-    if isinstance(x, (str, bytes)):
-        msg = f"`{name}` must be a 1-d array of numbers; got a {type(x).__name__}."
-        raise TypeError(msg)
-    try:
-        if copy:
-            arr = np.array(x, dtype=np.float64, copy=True, order="C")
-        else:  # a copy only where needed (numpy 1.x has no ``copy=None``)
-            arr = np.asarray(x, dtype=np.float64, order="C")
-    except (TypeError, ValueError) as exc:
-        msg = f"`{name}` must be a 1-d array of numbers; could not convert it: {exc}"
-        raise TypeError(msg) from None
+    if type(x) is not np.ndarray or x.dtype.kind not in "iuf":
+        x = as_real_array(x, name, what="a 1-d array of numbers")
+    arr = _to_float64(x, name, copy=copy)
     if not arr.flags.writeable:
         arr = arr.copy()
     if arr.ndim == 0:
