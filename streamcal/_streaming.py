@@ -42,6 +42,7 @@ from river import base
 
 from streamcal._kernels import histogram as _h
 from streamcal._validation import (
+    _label_array,
     as_1d_float,
     as_binary_label,
     as_binary_labels,
@@ -356,7 +357,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
             check_same_length(n, y.size, "labels")
             idx = None
         else:
-            raw = np.asarray(labels)
+            raw = _label_array(labels, "labels")
             if raw.ndim != 1:
                 msg = f"`labels` must be 1-d; got an array of shape {raw.shape}."
                 raise ValueError(msg)

@@ -9,6 +9,7 @@ name the argument, the offending value and its position, in the style
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Sequence
 
@@ -42,8 +43,9 @@ def fmt(value) -> str:
 
 def is_real_number(value) -> bool:
     """Whether ``value`` is one real number as the checks accept it: a Python or NumPy int or
-    float, or any other :class:`numbers.Real` (``Fraction``), but not a bool."""
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+    float, or any other :class:`numbers.Real` (``Fraction``), but not a bool (nor a NumPy
+    ``timedelta64``, which NumPy registers as an integer)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_, np.timedelta64))
 
 
 def _element_types(x, depth: int = 0) -> set:
@@ -185,10 +187,7 @@ def as_binary_labels(y, name: str = "labels", *, allow_empty: bool = False) -> n
     Accepts bools, the integers 0 and 1, and floats equal to 0 or 1. Anything else (2, -1, 0.5,
     NaN, strings) is rejected with its position.
     """
-    if isinstance(y, (str, bytes)):
-        msg = f"`{name}` must be a 1-d array of binary labels; got a {type(y).__name__}."
-        raise TypeError(msg)
-    raw = np.asarray(y)
+    raw = _label_array(y, name)
     if raw.ndim == 0:
         raw = raw.reshape(1)
     if raw.ndim != 1:
@@ -215,12 +214,34 @@ def as_binary_labels(y, name: str = "labels", *, allow_empty: bool = False) -> n
     return arr
 
 
+def _label_array(y, name: str) -> np.ndarray:
+    """``np.asarray(y)`` for labels, with a TypeError naming ``name`` for what numpy refuses."""
+    if isinstance(y, (str, bytes)):
+        msg = f"`{name}` must be a 1-d array of binary labels; got a {type(y).__name__}."
+        raise TypeError(msg)
+    try:
+        return np.asarray(y)
+    except (TypeError, ValueError, OverflowError) as exc:
+        msg = f"`{name}` must be a 1-d array of binary labels; could not convert it: {exc}"
+        raise TypeError(msg) from None
+
+
 def _is_binary_scalar(value) -> bool:
     if isinstance(value, (bool, np.bool_)):
         return True
-    if isinstance(value, numbers.Real):
+    if is_real_number(value):
         return value in (0, 1)
     return False
+
+
+def _is_finite_real(value) -> bool:
+    """Whether a real number is finite and within float64 (any Python int counts as finite)."""
+    if isinstance(value, numbers.Integral):
+        return True
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def as_binary_label(y, name: str = "y") -> bool:
@@ -296,13 +317,13 @@ def check_scalar(
             raise ValueError(msg)
         return value
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    is_bool = isinstance(value, (bool, np.bool_))
+    is_bool = isinstance(value, (bool, np.bool_, np.timedelta64))
     if is_bool or not isinstance(value, kinds):
         kind_name = " or ".join(k.__name__ for k in kinds).replace("Real", "float").replace("Integral", "int")
         article = "an" if kind_name[0] in "aeiou" else "a"
         msg = f"`{name}` must be {article} {kind_name}; got {fmt(value)} of type {type(value).__name__}."
         raise TypeError(msg)
-    if isinstance(value, numbers.Real) and not np.isfinite(value):
+    if isinstance(value, numbers.Real) and not _is_finite_real(value):
         msg = f"`{name}` must be finite; got {fmt(value)}."
         raise ValueError(msg)
     too_low = low is not None and (value < low if low_inclusive else value <= low)

@@ -10,7 +10,7 @@ import numpy as np
 from river import base
 
 from streamcal._kernels import gev as _k
-from streamcal._validation import as_binary_label, as_binary_labels, as_real_array, check_scalar
+from streamcal._validation import as_binary_label, as_binary_labels, as_real_array, check_scalar, is_real_number
 from streamcal.gev._solver import WEIGHT_FLOOR, line_search, weighted_gram
 from streamcal.gev._vectorized import irls_weights
 from streamcal.persist import Persistable
@@ -99,7 +99,7 @@ def _check_features(x) -> tuple[list, list[float]]:
     values = []
     for name in names:
         value = x[name]
-        if not isinstance(value, (numbers.Real, np.bool_)):
+        if not (is_real_number(value) or isinstance(value, (bool, np.bool_))):
             msg = f"`x` must map feature names to numbers; got {value!r} of type {type(value).__name__} for {name!r}."
             raise TypeError(msg)
         try:

@@ -8,7 +8,6 @@ the checks for one event of a river metric.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from streamcal._validation import (
     as_binary_labels,
     as_nonneg_weights,
     as_probabilities,
+    is_real_number,
 )
 
 
@@ -81,7 +81,7 @@ def event_label(y_true) -> bool:
 
 
 def event_weight(w) -> float:
-    if isinstance(w, (bool, np.bool_)) or not isinstance(w, numbers.Real):
+    if not is_real_number(w):
         msg = f"`w` must be a non-negative number; got {w!r} of type {type(w).__name__}."
         raise TypeError(msg)
     w = _float(w)
@@ -107,7 +107,7 @@ def _event_number(y_pred, what: str) -> float:
             )
             raise ValueError(msg)
         y_pred = y_pred[True]
-    if isinstance(y_pred, (bool, np.bool_)) or not isinstance(y_pred, numbers.Real):
+    if not is_real_number(y_pred):
         msg = f"`y_pred` must be {what} or a dict {{False: 1 - p, True: p}}; got {y_pred!r}."
         raise TypeError(msg)
     return _float(y_pred)
