@@ -48,9 +48,9 @@ from streamcal._validation import (
     as_1d_float,
     as_binary_label,
     as_binary_labels,
-    as_finite,
     check_same_length,
     check_scalar,
+    is_real_number,
 )
 from streamcal.buckets import Buckets, as_buckets
 from streamcal.persist import Persistable
@@ -140,10 +140,13 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         self._window_code = window.code()
         self._uses_times = bool(window.uses_times)
         self._ring_capacity = window.ring_capacity
-        self._score_low, self._score_high = (float(v) for v in buckets.score_range)
+        self._score_low, self._score_high = _finite_range(buckets.score_range)
         self._bucket_kind = type(buckets).__name__
         self._identity = bool(buckets.probability_inputs)
+        check_scalar(buckets.warmup, "warmup", numbers.Integral, low=0)
         self._warmup = int(buckets.warmup)
+        if self._warmup and hasattr(buckets, "check_params"):
+            buckets.check_params()  # before any event is buffered: the warm-up's end must not fail
         self._sf = None
         self._si = None
         if self._warmup:
@@ -158,6 +161,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
 
     def _build(self, edges: np.ndarray, centres: np.ndarray) -> None:
         """Allocate the histogram for these edges and centres (the edges are now known)."""
+        edges, centres = _check_layout(edges, centres)
         self._edges = np.ascontiguousarray(edges, dtype=np.float64)
         self._cuts = np.ascontiguousarray(self._edges[1:-1])
         self._cuts_list = self._cuts.tolist()
@@ -194,6 +198,8 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         for name, value in state.items():
             if type(value) is np.ndarray:
                 self.__dict__[name] = np.array(value, order="C", copy=True)
+        if "_score_low" in state:  # states saved before the range excluded ±inf
+            self._score_low, self._score_high = _finite_range((self._score_low, self._score_high))
         self._check_loaded_state()
         if "_cuts" in state:
             self._guide = _h.bucket_guide(self._cuts)
@@ -458,43 +464,42 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
                 raise KeyError(msg)
             s = x[key]
         if type(s) is not float:
-            if isinstance(s, (bool, np.bool_)) or not isinstance(s, numbers.Real):
+            if not is_real_number(s):
                 msg = (
                     f"`{self._score_name(x)}` must be a real number (the score); "
                     f"got {s!r} of type {type(s).__name__}."
                 )
                 raise TypeError(msg)
-            s = float(s)
-        if not (self._score_low <= s <= self._score_high):
-            if not math.isfinite(s):
-                msg = f"`{self._score_name(x)}` must be finite; got {s!r}."
-            else:
-                msg = (
-                    f"`{self._score_name(x)}` must lie in [{self._score_low}, {self._score_high}] "
-                    f"for {self._bucket_kind} buckets; got {s!r}."
-                )
-            raise ValueError(msg)
+            s = _as_float(s, self._score_name(x))
+        if not (self._score_low <= s <= self._score_high):  # the range is finite: also ±inf, NaN
+            raise ValueError(self._bad_score_message(s, self._score_name(x), ""))
         return s
+
+    def _bad_score_message(self, s: float, name: str, where: str) -> str:
+        """The error of a score outside the valid range (``where``: " at position i" or "")."""
+        if not math.isfinite(s):
+            return f"`{name}` must be finite; got {s!r}{where}."
+        if self._score_low == 0.0 and self._score_high == 1.0:
+            return (
+                f"`{name}` must hold probabilities in [0, 1] for {self._bucket_kind} buckets; got "
+                f"{s!r}{where}. For other scores use UniformGrid, QuantileEdges or Edges."
+            )
+        return (
+            f"`{name}` must lie in [{self._score_low}, {self._score_high}] for {self._bucket_kind} "
+            f"buckets; got {s!r}{where}."
+        )
 
     def _score_name(self, x: dict) -> str:
         key = next(iter(x)) if self.score_key is None else self.score_key
         return f"x[{key!r}]"
 
     def _check_scores(self, scores) -> np.ndarray:
-        s = as_finite(scores, "scores", allow_empty=True)
-        bad = ~((s >= self._score_low) & (s <= self._score_high))
+        """The array face's score check: what ``_score_of`` accepts one by one, as an array."""
+        s = as_1d_float(scores, "scores", allow_empty=True)
+        bad = ~((s >= self._score_low) & (s <= self._score_high))  # the range is finite: also ±inf, NaN
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            msg = (
-                f"`scores` must lie in [{self._score_low}, {self._score_high}] for "
-                f"{self._bucket_kind} buckets; got {float(s[i])!r} at position {i}."
-            )
-            if self._score_low == 0.0 and self._score_high == 1.0:
-                msg = (
-                    f"`scores` must hold probabilities in [0, 1] for {self._bucket_kind} buckets; got "
-                    f"{float(s[i])!r} at position {i}. For other scores use UniformGrid, QuantileEdges or Edges."
-                )
-            raise ValueError(msg)
+            raise ValueError(self._bad_score_message(float(s[i]), "scores", f" at position {i}"))
         return s
 
     def _last_time(self) -> float:
@@ -508,10 +513,10 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         else:
             label = 1.0 if as_binary_label(y, "y") else 0.0
         if type(w) is not float or not (0.0 <= w <= _MAX_WEIGHT):
-            if isinstance(w, (bool, np.bool_)) or not isinstance(w, numbers.Real):
+            if not is_real_number(w):
                 msg = f"`w` must be a finite non-negative number; got {w!r} of type {type(w).__name__}."
                 raise TypeError(msg)
-            w = float(w)
+            w = _as_float(w, "w")
             if not (0.0 <= w < math.inf):
                 msg = f"`w` must be finite and non-negative; got {w!r}."
                 raise ValueError(msg)
@@ -524,10 +529,13 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
                 raise ValueError(msg)
             t = 0.0
         else:
-            if isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers.Real) or not math.isfinite(t):
+            if not is_real_number(t):
+                msg = f"`t` must be a finite number; got {t!r} of type {type(t).__name__}."
+                raise TypeError(msg)
+            t = _as_float(t, "t")
+            if not math.isfinite(t):
                 msg = f"`t` must be a finite number; got {t!r}."
                 raise ValueError(msg)
-            t = float(t)
             if self._uses_times and t < self._last_time():
                 msg = f"`t` must not go backwards; got {t!r} after the last learned time {self._last_time()!r}."
                 raise ValueError(msg)
@@ -751,13 +759,16 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         out_p = np.full(n, np.nan)
         out_llr = np.full(n, np.nan)
         i = 0
+        layout = None
+        if self._sf is None:  # the warm-up's end, computed before anything is buffered
+            layout = self._warm_layout_after(s if uniform else s[(ops & OP_LEARN) != 0])
         while i < n and self._sf is None:  # quantile warm-up: event by event, as learn_one
             op = ops if uniform else ops[i]
             if op & OP_PREDICT:
                 out_p[i] = self._warm_proba()
                 out_llr[i] = 0.0
             if op & OP_LEARN:
-                self._warm_add(s[i], y[i], w[i], t[i])
+                self._warm_add(s[i], y[i], w[i], t[i], layout)
             i += 1
         if i < n:
             if not uniform:
@@ -831,9 +842,24 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
     def _warm_proba(self) -> float:
         return (self._warm_pos + 1.0) / (self._warm_tot + 2.0)
 
-    def _warm_add(self, s: float, y: float, w: float, t: float) -> None:
+    def _warm_layout(self, sample: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The checked edges and centres the strategy learns from the full warm-up ``sample``."""
+        return _check_layout(self._strategy.bucket_edges(sample), self._strategy.bucket_centres(sample))
+
+    def _warm_layout_after(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The layout the warm-up ends with if the scores ``s`` are learned next (None if it does
+        not end): computed before any of them is buffered, so that a strategy failing on the
+        sample rejects the call with nothing changed."""
+        need = self._warmup - self._n_warm
+        if s.size < need:
+            return None
+        return self._warm_layout(np.concatenate((self._warm[0, : self._n_warm], s[:need])))
+
+    def _warm_add(self, s: float, y: float, w: float, t: float, layout=None) -> None:
         s, y, w, t = float(s), float(y), float(w), float(t)
         k = self._n_warm
+        if k + 1 == self._warmup and layout is None:
+            layout = self._warm_layout_after(np.array([s]))
         self._warm[:, k] = (s, y, w, t)
         self._n_warm = k + 1
         self._warm_tot += w
@@ -842,9 +868,8 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         if self._uses_times:
             self._warm_last_t = t
         if self._n_warm == self._warmup:
-            sample = self._warm[0].copy()
             buffered = self._warm
-            self._build(self._strategy.bucket_edges(sample), self._strategy.bucket_centres(sample))
+            self._build(*layout)
             del self._warm, self._strategy
             n = buffered.shape[1]
             b = self._buckets_of(np.ascontiguousarray(buffered[0]))
@@ -989,6 +1014,45 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
 
     def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+
+def _check_layout(edges, centres) -> tuple[np.ndarray, np.ndarray]:
+    """A bucket strategy's edges and centres, checked: ``B + 1`` finite, strictly increasing edges
+    and ``B`` finite, strictly increasing centres, each within its bucket."""
+    from streamcal.buckets import check_edges
+
+    e = check_edges(edges, "edges")
+    c = as_1d_float(centres, "centres", allow_empty=True)
+    if c.size != e.size - 1:
+        msg = f"`centres` must hold one value per bucket ({e.size - 1}); got {c.size}."
+        raise ValueError(msg)
+    bad = ~((c >= e[:-1]) & (c <= e[1:]))  # also NaN
+    if bad.any():
+        b = int(np.flatnonzero(bad)[0])
+        msg = f"`centres` must lie within their buckets; got {c[b]!r} for bucket {b}, [{e[b]!r}, {e[b + 1]!r}]."
+        raise ValueError(msg)
+    if c.size > 1 and not (np.diff(c) > 0.0).all():
+        b = int(np.flatnonzero(~(np.diff(c) > 0.0))[0]) + 1
+        msg = f"`centres` must be strictly increasing; got {c[b]!r} at position {b} after {c[b - 1]!r}."
+        raise ValueError(msg)
+    return e, c
+
+
+def _finite_range(score_range) -> tuple[float, float]:
+    """A bucket strategy's score range with its infinite ends replaced by the largest floats, so
+    that one comparison ``low <= s <= high`` rejects ±inf and NaN (both faces, and the kernels)."""
+    low, high = (float(v) for v in score_range)
+    big = float(np.finfo(np.float64).max)
+    return max(low, -big), min(high, big)
+
+
+def _as_float(value, name: str) -> float:
+    """``float(value)`` of a real number; a ValueError naming ``name`` when it is beyond float64."""
+    try:
+        return float(value)
+    except OverflowError:
+        msg = f"`{name}` must be a number within the float64 range; got {value!r}."
+        raise ValueError(msg) from None
 
 
 def _is_binary(value) -> bool:

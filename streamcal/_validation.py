@@ -13,7 +13,6 @@ import inspect
 import math
 import numbers
 from collections.abc import Sequence
-from decimal import Decimal
 
 import numpy as np
 
@@ -24,11 +23,13 @@ __all__ = [
     "as_finite",
     "as_nonneg_weights",
     "as_probabilities",
+    "as_real_array",
     "as_times",
-    "check_same_length",
     "call_repr",
+    "check_same_length",
     "check_scalar",
     "fmt",
+    "is_real_number",
 ]
 
 
@@ -45,16 +46,6 @@ def fmt(value) -> str:
 
 # the dtype of a 1-d float64 array that the array faces read without any conversion
 _F8 = np.dtype(np.float64)
-
-# dtype kinds that are not real numbers, with the words an error message uses for them
-_NOT_REAL = {
-    "c": "complex numbers (the imaginary part would be lost)",
-    "M": "datetimes",
-    "m": "time differences (timedelta64)",
-    "U": "strings",
-    "S": "bytes",
-    "V": "raw records",
-}
 
 
 def as_1d_array(x, name: str) -> np.ndarray:
@@ -105,44 +96,108 @@ def as_1d_array(x, name: str) -> np.ndarray:
     raise ValueError(msg)
 
 
-def _real_dtype_or_raise(arr: np.ndarray, name: str) -> np.ndarray:
-    """``arr`` if its dtype converts to float64 as numbers do, else raise naming ``name`` and the dtype.
+def is_real_number(value) -> bool:
+    """Whether ``value`` is one real number as the checks accept it: a Python or NumPy int or
+    float, or any other :class:`numbers.Real` (``Fraction``), but not a bool (nor a NumPy
+    ``timedelta64``, which NumPy registers as an integer)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_, np.timedelta64))
 
-    Bools are not numbers here (a bool array passed as scores or weights is almost always a
-    mistake); an object array must hold real numbers only (each is checked, and the first that
-    is not is reported with its position).
+
+def _element_types(x, depth: int = 0) -> set:
+    """The types of the leaves of nested lists / tuples (``x`` itself when it is neither)."""
+    if not isinstance(x, (list, tuple)) or depth > 32:
+        return {type(x)}
+    types = set(map(type, x))
+    if list in types or tuple in types:
+        types -= {list, tuple}
+        for item in x:
+            if isinstance(item, (list, tuple)):
+                types |= _element_types(item, depth + 1)
+    return types
+
+
+def as_real_array(x, name: str, *, allow_bool: bool = False, what: str = "an array of numbers") -> np.ndarray:
+    """``x`` as an array (any shape; not converted to float, not copied if it is one) whose
+    elements are all real numbers, or raise a TypeError naming ``name``.
+
+    Accepted: integer and floating dtypes, and sequences / object arrays of
+    :func:`is_real_number` values. Rejected, where ``np.array(x, dtype=float)`` would convert
+    them silently or fail obscurely: strings (``"0.5"``), bytes, ``None``, ``Decimal``, complex
+    numbers, datetimes, bools (unless ``allow_bool``: then as 0 / 1), and anything else.
     """
-    kind = arr.dtype.kind
-    if kind in "fiu":
+    if isinstance(x, (str, bytes)):
+        msg = f"`{name}` must be {what}; got a {type(x).__name__}."
+        raise TypeError(msg)
+    kinds = "iufb" if allow_bool else "iuf"
+    if isinstance(x, np.ndarray):
+        arr = x
+    else:
+        try:
+            arr = np.asarray(x)
+        except (TypeError, ValueError, OverflowError) as exc:
+            msg = f"`{name}` must be {what}; could not convert it: {exc}"
+            raise TypeError(msg) from None
+        if arr.dtype.kind in "iuf" and not allow_bool and isinstance(x, (list, tuple)):
+            # numpy turns [0.5, True] into floats: a bool is only seen among the elements
+            types = _element_types(x)
+            if bool in types or np.bool_ in types:
+                arr = np.asarray(x, dtype=object)
+    if arr.dtype.kind in kinds:
         return arr
-    if kind == "b":
-        msg = (
-            f"`{name}` must hold numbers; got an array of dtype bool (convert it with .astype(float) "
-            "if 0/1 is meant)."
-        )
-        raise TypeError(msg)
-    if kind in _NOT_REAL:
-        msg = f"`{name}` must hold real numbers; got an array of dtype {arr.dtype} ({_NOT_REAL[kind]})."
-        raise TypeError(msg)
-    if kind == "O":
-        for i, value in enumerate(arr.tolist()):
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, Decimal)):
+    if arr.dtype.kind == "O":
+        flat = arr.reshape(-1)
+        for i, value in enumerate(flat):
+            if not (is_real_number(value) or (allow_bool and isinstance(value, (bool, np.bool_)))):
                 msg = (
-                    f"`{name}` must hold real numbers; got {value!r} of type {type(value).__name__} "
-                    f"at position {i} (an array of dtype object)."
+                    f"`{name}` must hold real numbers only; got {fmt(value)} of type "
+                    f"{type(value).__name__}{_where(i, arr.shape)}."
                 )
                 raise TypeError(msg)
         return arr
-    msg = f"`{name}` must hold real numbers; got an array of dtype {arr.dtype}."  # pragma: no cover
+    kind = {"b": "bools", "c": "complex numbers", "U": "strings", "S": "bytes", "M": "datetimes", "m": "timedeltas"}
+    got = kind.get(arr.dtype.kind, f"values of dtype {arr.dtype}")
+    msg = f"`{name}` must hold real numbers only; got {got} (dtype {arr.dtype})."
+    if arr.dtype.kind == "b":
+        msg += " Convert them with .astype(float) if they are meant as 0 / 1."
     raise TypeError(msg)
+
+
+def _where(i: int, shape: tuple) -> str:
+    """`` at position i`` of a flat index (``at index (r, c)`` in a 2-d array, nothing for 0-d)."""
+    if len(shape) == 0:
+        return ""
+    if len(shape) == 1:
+        return f" at position {i}"
+    return f" at index {tuple(int(k) for k in np.unravel_index(i, shape))}"
+
+
+def _to_float64(arr: np.ndarray, name: str, *, copy: bool) -> np.ndarray:
+    """A checked real array (:func:`as_real_array`) as C-contiguous float64."""
+    try:
+        if copy:
+            return np.array(arr, dtype=np.float64, copy=True, order="C")
+        return np.asarray(arr, dtype=np.float64, order="C")  # numpy 1.x has no ``copy=None``
+    except OverflowError:  # Python ints (or Fractions) beyond the float64 range
+        flat = arr.reshape(-1)
+        for i, value in enumerate(flat):
+            try:
+                float(value)
+            except OverflowError:
+                msg = (
+                    f"`{name}` must hold numbers within the float64 range; got {fmt(value)}"
+                    f"{_where(i, arr.shape)}."
+                )
+                raise ValueError(msg) from None
+        raise
 
 
 def as_1d_float(x, name: str, *, allow_empty: bool = False, copy: bool = True) -> np.ndarray:
     """Return ``x`` as a new contiguous 1-d float64 array, or raise naming ``name``.
 
-    Takes every form :func:`as_1d_array` recognises, holding real numbers: floats and integers of
-    any width, or objects that are real numbers. Complex numbers, datetimes, time differences,
-    strings, bytes and bools are rejected with a ``TypeError`` naming ``name`` and the dtype.
+    Takes every form :func:`as_1d_array` recognises, holding real numbers (:func:`as_real_array`:
+    floats and integers of any width, or objects that are real numbers; complex numbers,
+    datetimes, time differences, strings, bytes, ``Decimal`` and bools are rejected with a
+    ``TypeError`` naming ``name``).
 
     ``copy=False``: for a caller that only reads the result, ``x`` itself when it already is
     such an array and writeable (numba compiles separately for read-only arrays); this case
@@ -157,15 +212,8 @@ def as_1d_float(x, name: str, *, allow_empty: bool = False, copy: bool = True) -
         and (x.size or allow_empty)
     ):
         return x.copy() if copy else x
-    arr = _real_dtype_or_raise(as_1d_array(x, name), name)
-    try:
-        if copy or arr.dtype.kind == "O":
-            arr = np.array(arr, dtype=np.float64, copy=True, order="C")
-        else:  # a copy only where needed (numpy 1.x has no ``copy=None``)
-            arr = np.ascontiguousarray(arr, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError) as exc:
-        msg = f"`{name}` must be a 1-d array of numbers; could not convert it: {exc}"
-        raise TypeError(msg) from None
+    arr = as_1d_array(as_real_array(x, name, what="a 1-d array of numbers"), name)
+    arr = _to_float64(arr, name, copy=copy)
     if not arr.flags.writeable:
         arr = arr.copy()
     if arr.size == 0 and not allow_empty:
@@ -231,9 +279,19 @@ def as_binary_labels(y, name: str = "labels", *, allow_empty: bool = False) -> n
 def _is_binary_scalar(value) -> bool:
     if isinstance(value, (bool, np.bool_)):
         return True
-    if isinstance(value, numbers.Real):
+    if is_real_number(value):
         return value in (0, 1)
     return False
+
+
+def _is_finite_real(value) -> bool:
+    """Whether a real number is finite and within float64 (any Python int counts as finite)."""
+    if isinstance(value, numbers.Integral):
+        return True
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def as_binary_label(y, name: str = "y") -> bool:
@@ -309,13 +367,13 @@ def check_scalar(
             raise ValueError(msg)
         return value
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    is_bool = isinstance(value, (bool, np.bool_))
+    is_bool = isinstance(value, (bool, np.bool_, np.timedelta64))
     if is_bool or not isinstance(value, kinds):
         kind_name = " or ".join(k.__name__ for k in kinds).replace("Real", "float").replace("Integral", "int")
         article = "an" if kind_name[0] in "aeiou" else "a"
         msg = f"`{name}` must be {article} {kind_name}; got {fmt(value)} of type {type(value).__name__}."
         raise TypeError(msg)
-    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and not math.isfinite(value):
+    if isinstance(value, numbers.Real) and not _is_finite_real(value):
         msg = f"`{name}` must be finite; got {fmt(value)}."
         raise ValueError(msg)
     too_low = low is not None and (value < low if low_inclusive else value <= low)

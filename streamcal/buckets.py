@@ -40,7 +40,7 @@ import numpy as np
 from river import base
 
 from streamcal._kernels.histogram import bucket_index_sorted
-from streamcal._validation import as_finite, call_repr, check_scalar
+from streamcal._validation import as_1d_float, as_finite, call_repr, check_scalar
 
 __all__ = [
     "MAX_BUCKETS",
@@ -61,16 +61,29 @@ MAX_BUCKETS = 2**24
 def bucket_index(edges, scores) -> np.ndarray:
     """Bucket index (intp) of each score for the full edge array ``edges`` (``B + 1`` values).
 
+    ``edges`` must be at least 2 finite, strictly increasing values. ``scores`` is a 1-d array
+    (or one number) of real numbers, not NaN; scores below ``edges[0]`` (including ``-inf``) go
+    to bucket 0 and scores from ``edges[-1]`` up (including ``inf``) to bucket ``B - 1``.
+
     Examples
     --------
     >>> bucket_index([0.0, 0.25, 0.5, 1.0], [-1.0, 0.0, 0.3, 0.5, 0.99, 7.0]).tolist()
     [0, 0, 1, 2, 2, 2]
     """
-    e = np.ascontiguousarray(edges, dtype=np.float64)
-    s = np.ascontiguousarray(scores, dtype=np.float64).reshape(-1)
+    e = check_edges(edges, "edges")
+    s = as_1d_float(scores, "scores", allow_empty=True)
+    nan = np.isnan(s)
+    if nan.any():
+        msg = f"`scores` must not be NaN; got nan at position {int(np.flatnonzero(nan)[0])}."
+        raise ValueError(msg)
     out = np.empty(s.shape[0], dtype=np.intp)
     bucket_index_sorted(np.ascontiguousarray(e[1:-1]), s, out)
     return out
+
+
+def check_edges(edges, name: str = "edges") -> np.ndarray:
+    """``edges`` as a new float64 array of at least 2 finite, strictly increasing values, or raise."""
+    return _check_edges(as_finite(edges, name), name)
 
 
 def _check_edges(edges: np.ndarray, name: str) -> np.ndarray:
@@ -275,9 +288,13 @@ class QuantileEdges(Buckets):
         self.n_buckets = n_buckets
         self.warmup = warmup
 
-    def bucket_edges(self, sample=None) -> np.ndarray:
+    def check_params(self) -> None:
+        """Raise if a parameter is invalid (a calibrator checks them before its warm-up starts)."""
         check_scalar(self.n_buckets, "n_buckets", numbers.Integral, low=1, high=MAX_BUCKETS)
         check_scalar(self.warmup, "warmup", numbers.Integral, low=1)
+
+    def bucket_edges(self, sample=None) -> np.ndarray:
+        self.check_params()
         if sample is None:
             msg = "QuantileEdges learns its edges from a warm-up sample; pass `sample`."
             raise ValueError(msg)
@@ -311,9 +328,9 @@ class Edges(Buckets):
     """
 
     def __init__(self, edges: tuple = (0.0, 1.0), centres: tuple | None = None, probability_inputs: bool = False):
-        self.edges = tuple(np.asarray(edges, dtype=np.float64).reshape(-1).tolist())
-        self.centres = None if centres is None else tuple(np.asarray(centres, dtype=np.float64).reshape(-1).tolist())
-        self.probability_inputs = probability_inputs
+        self.edges = tuple(as_1d_float(edges, "edges", allow_empty=True).tolist())
+        self.centres = None if centres is None else tuple(as_1d_float(centres, "centres", allow_empty=True).tolist())
+        self.probability_inputs = check_scalar(probability_inputs, "probability_inputs", choices=(True, False))
 
     def bucket_edges(self, sample=None) -> np.ndarray:
         return _check_edges(as_finite(self.edges, "edges"), "edges")

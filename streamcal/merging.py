@@ -148,7 +148,7 @@ def _check_same_params(a, b, position: int) -> None:
         same = ka[name] == kb.get(name) if name in ka else _param_key(pa[name]) == _param_key(pb.get(name))
         if name not in _EXECUTION_PARAMS and not same:
             msg = (
-                f"cannot merge calibrators with different `{name}`: {pa[name]!r} and {pb.get(name)!r} "
+                f"`calibrators` cannot be merged: different `{name}`, {pa[name]!r} and {pb.get(name)!r} "
                 f"(position {position})."
             )
             raise ValueError(msg)
@@ -157,7 +157,7 @@ def _check_same_params(a, b, position: int) -> None:
 def _check_same_edges(a, b) -> None:
     if not (np.array_equal(a._edges, b._edges) and np.array_equal(a._centres, b._centres)):
         msg = (
-            f"cannot merge calibrators over different bucket edges ({a._edges.size - 1} and "
+            f"`calibrators` cannot be merged: different bucket edges ({a._edges.size - 1} and "
             f"{b._edges.size - 1} buckets{', differing values' if a._edges.size == b._edges.size else ''}). "
             "Quantile edges learned from different warm-ups differ: fix the edges with "
             "streamcal.buckets.Edges before fitting the parts."
@@ -180,7 +180,7 @@ def _merge_two(a, b):
         return _replay_warmup(a, b)
     if a._sf is None:
         msg = (
-            f"cannot merge: the first calibrator is still in its quantile warm-up ({a.n_learned} of "
+            f"`calibrators` cannot be merged: the first is still in its quantile warm-up ({a.n_learned} of "
             f"{a._warmup} events) while the other has learned its edges from different data. Fix the "
             "edges with streamcal.buckets.Edges before fitting the parts."
         )
@@ -221,8 +221,8 @@ def _replay_warmup(a, b):
     # a is built, time clock, b's events interleave with a's: the merged stream's edges would come
     # from its first events in time order, which mix a's and b's: not a's edges
     msg = (
-        "cannot merge a time-clock calibrator still in its quantile warm-up into one that has built "
-        "its edges: the merged stream's edges would come from both. Fix the edges with "
+        "`calibrators` cannot be merged: a time-clock calibrator still in its quantile warm-up into one "
+        "that has built its edges: the merged stream's edges would come from both. Fix the edges with "
         "streamcal.buckets.Edges before fitting the parts."
     )
     raise ValueError(msg)

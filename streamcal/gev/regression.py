@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from streamcal._kernels import gev as _k
-from streamcal._validation import as_binary_labels, as_nonneg_weights, check_scalar
+from streamcal._validation import as_binary_labels, as_nonneg_weights, as_real_array, check_scalar
 from streamcal.exceptions import ConvergenceWarning
 from streamcal.gev._solver import irls_gev
 
@@ -22,11 +22,12 @@ def as_design(X, name: str = "X") -> np.ndarray:
     """Return ``X`` as a new C-contiguous 2-d float64 array of finite values, or raise."""
     if hasattr(X, "to_numpy") and not isinstance(X, np.ndarray):
         X = X.to_numpy()
+    raw = as_real_array(X, name, allow_bool=True, what="a 2-d array of numbers")  # bools as 0 / 1
     try:
-        arr = np.array(X, dtype=np.float64, copy=True, order="C")
-    except (TypeError, ValueError) as exc:
-        msg = f"`{name}` must be a 2-d array of numbers; could not convert it: {exc}"
-        raise TypeError(msg) from None
+        arr = np.array(raw, dtype=np.float64, copy=True, order="C")
+    except OverflowError:
+        msg = f"`{name}` must hold numbers within the float64 range."
+        raise ValueError(msg) from None
     if arr.ndim != 2:
         msg = f"`{name}` must be 2-d (rows x features); got an array of shape {arr.shape}."
         raise ValueError(msg)

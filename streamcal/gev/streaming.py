@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 from river import base
 
 from streamcal._kernels import gev as _k
 from streamcal._locking import LockedState
-from streamcal._validation import as_binary_label, as_binary_labels, check_scalar
+from streamcal._validation import as_binary_label, as_binary_labels, as_real_array, check_scalar, is_real_number
 from streamcal.gev._solver import WEIGHT_FLOOR, line_search, weighted_gram
 from streamcal.gev._vectorized import irls_weights
 from streamcal.persist import Persistable
@@ -19,14 +20,17 @@ __all__ = ["GEVCanonicalClassifier"]
 
 
 def _frame_to_matrix(X, name: str = "X") -> tuple[list, np.ndarray]:
-    """Column names and a new float64 matrix from a pandas / polars / pyarrow frame or 2-d array."""
-    try:
-        names, arr = _convert_frame(X, name)
-    except (TypeError, ValueError) as exc:
-        if str(exc).startswith(f"`{name}`"):
-            raise
-        msg = f"`{name}` must hold numbers only; could not convert it: {exc}"
-        raise TypeError(msg) from None
+    """Column names and a new float64 matrix from a pandas / polars / pyarrow frame or 2-d array.
+
+    Every value must be a finite real number or a bool (read as 0 / 1); column names must be
+    distinct.
+    """
+    names, arr = _convert_frame(X, name)
+    if len(set(names)) != len(names):
+        seen = set()
+        dup = next(c for c in names if c in seen or seen.add(c))
+        msg = f"`{name}` must have distinct column names; got {dup!r} more than once."
+        raise ValueError(msg)
     bad = ~np.isfinite(arr)
     if bad.any():
         i, j = (int(v) for v in np.argwhere(bad)[0])
@@ -35,29 +39,45 @@ def _frame_to_matrix(X, name: str = "X") -> tuple[list, np.ndarray]:
     return names, arr
 
 
+def _float_columns(columns: list, n_rows: int, name: str, names: list) -> np.ndarray:
+    """Stack 1-d columns (each checked to hold real numbers or bools) into a float64 matrix."""
+    out = np.empty((n_rows, len(columns)), dtype=np.float64)
+    for j, col in enumerate(columns):
+        raw = as_real_array(col, f"{name}[{names[j]!r}]", allow_bool=True, what="a column of numbers")
+        try:
+            out[:, j] = raw
+        except OverflowError:
+            msg = f"`{name}[{names[j]!r}]` must hold numbers within the float64 range."
+            raise ValueError(msg) from None
+    return out
+
+
 def _convert_frame(X, name: str) -> tuple[list, np.ndarray]:
     module = type(X).__module__.split(".")[0]
-    if module == "pandas":
+    if module == "pandas" and hasattr(X, "columns"):
         names = list(X.columns)
-        arr = np.array(X.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64, order="C")
-    elif module == "polars":
+        cols = []
+        for j in range(X.shape[1]):
+            col = X.iloc[:, j]
+            kind = getattr(col.dtype, "kind", "O")
+            if kind in "iuf" and not isinstance(col.dtype, np.dtype):  # nullable: NA -> NaN
+                cols.append(col.to_numpy(dtype=np.float64, na_value=np.nan))
+            else:
+                cols.append(col.to_numpy())
+        return names, _float_columns(cols, X.shape[0], name, names)
+    if module == "polars" and hasattr(X, "columns"):
         names = list(X.columns)
-        arr = np.array(X.to_numpy(), dtype=np.float64, order="C")
-    elif module == "pyarrow":
+        return names, _float_columns([X.get_column(c).to_numpy() for c in names], X.height, name, names)
+    if module == "pyarrow" and hasattr(X, "column_names"):
         names = list(X.column_names)
-        cols = [
-            np.asarray(X.column(i).to_numpy(zero_copy_only=False), dtype=np.float64)
-            for i in range(X.num_columns)
-        ]
-        arr = np.column_stack(cols) if cols else np.empty((X.num_rows, 0))
-        arr = np.ascontiguousarray(arr, dtype=np.float64)
-    else:
-        arr = np.array(X, dtype=np.float64, order="C")
-        if arr.ndim != 2:
-            msg = f"`{name}` must be 2-d; got shape {arr.shape}."
-            raise ValueError(msg)
-        names = list(range(arr.shape[1]))
-    return names, arr
+        cols = [X.column(i).to_numpy(zero_copy_only=False) for i in range(X.num_columns)]
+        return names, _float_columns(cols, X.num_rows, name, names)
+    raw = as_real_array(X, name, allow_bool=True, what="a 2-d array or a data frame of numbers")
+    if raw.ndim != 2:
+        msg = f"`{name}` must be 2-d; got shape {raw.shape}."
+        raise ValueError(msg)
+    names = list(range(raw.shape[1]))
+    return names, _float_columns(list(raw.T), raw.shape[0], name, names)
 
 
 def _labels_from(y, n: int) -> np.ndarray:
@@ -69,6 +89,29 @@ def _labels_from(y, n: int) -> np.ndarray:
         msg = f"`y` must have one label per row of `X` ({n}); got {labels.size}."
         raise ValueError(msg)
     return labels
+
+
+def _check_features(x) -> tuple[list, list[float]]:
+    """The names and float values of a feature dict: finite real numbers, or bools (as 0 / 1)."""
+    if not isinstance(x, Mapping):
+        msg = f"`x` must be a dict of features; got a {type(x).__name__}."
+        raise TypeError(msg)
+    names = list(x)
+    values = []
+    for name in names:
+        value = x[name]
+        if not (is_real_number(value) or isinstance(value, (bool, np.bool_))):
+            msg = f"`x` must map feature names to numbers; got {value!r} of type {type(value).__name__} for {name!r}."
+            raise TypeError(msg)
+        try:
+            value = float(value)
+        except OverflowError:
+            value = math.inf
+        if not math.isfinite(value):
+            msg = f"`x` must be finite; got {x[name]!r} for feature {name!r}."
+            raise ValueError(msg)
+        values.append(value)
+    return names, values
 
 
 def _sort_key(name):
@@ -95,7 +138,9 @@ class GEVCanonicalClassifier(LockedState, Persistable, base.MiniBatchClassifier)
     ``learn_one`` buffers the row; ``learn_many`` appends a frame's rows to the same buffer. Both
     take a step whenever ``batch_size`` rows are waiting, so ``learn_many(X, y)`` is exactly a loop
     of ``learn_one`` (predictions change only at batch boundaries). Features are named: a feature
-    absent from a row or frame counts as 0, new features join with coefficient 0.
+    absent from a row or frame counts as 0, new features join with coefficient 0. Feature values
+    must be finite real numbers (bools count as 0 / 1; strings, ``None``, NaN and ±inf are
+    refused, in predictions too); a frame's column names must be distinct.
 
     Parameters
     ----------
@@ -231,18 +276,8 @@ class GEVCanonicalClassifier(LockedState, Persistable, base.MiniBatchClassifier)
     def learn_one(self, x: dict, y, **kwargs) -> None:
         with self._lock:
             label = as_binary_label(y, "y")
-            names = list(x)
-            row = np.empty((1, len(names)))
-            for j, name in enumerate(names):
-                value = x[name]
-                if not isinstance(value, (numbers.Real, np.bool_)):
-                    msg = f"`x` must map feature names to numbers; got {value!r} for {name!r}."
-                    raise TypeError(msg)
-                value = float(value)
-                if not math.isfinite(value):
-                    msg = f"`x` must be finite; got {value!r} for feature {name!r}."
-                    raise ValueError(msg)
-                row[0, j] = value
+            names, values = _check_features(x)
+            row = np.array([values], dtype=np.float64).reshape(1, len(names))
             self._buffer.append((names, row, np.array([1.0 if label else 0.0])))
             self._buffered += 1
             if self._buffered >= self.batch_size:
@@ -356,12 +391,13 @@ class GEVCanonicalClassifier(LockedState, Persistable, base.MiniBatchClassifier)
     # -- prediction ----------------------------------------------------------------------------
 
     def _score_one(self, x: dict) -> float:
+        names, values = _check_features(x)
         beta = self._beta[self._serving]
         v = float(beta[-1]) if self.fit_intercept else 0.0
-        for name, value in x.items():
+        for name, value in zip(names, values, strict=True):
             j = self._index.get(name)
             if j is not None:
-                v += float(beta[j]) * float(value)
+                v += float(beta[j]) * value
         return v
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:

@@ -35,6 +35,27 @@ __all__ = [
 _LN2 = math.log(2.0)
 
 
+# Relative slack of the weight check of ``revert``: the running sums carry rounding errors.
+_REVERT_SLACK = 1e-6
+
+
+def _check_left(count: int, weight: float, w: float, where: str) -> None:
+    """Refuse a revert of weight ``w`` from a part of the state (``where``: "in bin 3") holding
+    ``count`` events of total ``weight``: no event left there, or less weight than ``w``."""
+    if count <= 0:
+        msg = (
+            f"cannot revert this event (`y_true`, `y_pred`): it was never added; the metric holds no "
+            f"event {where}."
+        )
+        raise ValueError(msg)
+    if w > weight * (1.0 + _REVERT_SLACK) + _REVERT_SLACK * w:
+        msg = (
+            f"cannot revert this event: it was never added; `w` = {w!r} exceeds the weight left "
+            f"{where}, {weight!r}."
+        )
+        raise ValueError(msg)
+
+
 class _ProbaMetric(metrics.base.BinaryMetric):
     """Base: a binary metric on probabilities, lower is better, no confusion matrix."""
 
@@ -61,10 +82,21 @@ class _ProbaMetric(metrics.base.BinaryMetric):
         self._add(y, p, w)
 
     def revert(self, y_true, y_pred, w=1.0) -> None:
+        """Remove an event added by ``update`` (same arguments).
+
+        The metric keeps sums, not events, so it cannot tell every event that was never added;
+        it refuses, changing nothing, a revert that no sequence of updates could explain: with
+        no event left where this one would be, or of more weight than is left there.
+        """
         y, p, w = event_label(y_true), event_proba(y_pred), event_weight(w)
+        if w > 0.0:
+            self._check_revert(y, p, w)
         self._add(y, p, -w)
 
     def _add(self, y: bool, p: float, w: float) -> None:
+        raise NotImplementedError
+
+    def _check_revert(self, y: bool, p: float, w: float) -> None:
         raise NotImplementedError
 
 
@@ -84,6 +116,11 @@ class _MeanLoss(_ProbaMetric):
 
     def _loss(self, y: bool, p: float) -> float:
         raise NotImplementedError
+
+    def _check_revert(self, y, p, w):
+        infinite = math.isinf(self._loss(y, p))
+        left = self._n_inf if infinite else self._n - self._n_inf
+        _check_left(left, self._weight, w, f"with {'an infinite' if infinite else 'a finite'} loss")
 
     def _add(self, y, p, w):
         loss = self._loss(y, p)
@@ -259,13 +296,23 @@ class Cllr(_ProbaMetric):
 
     def revert(self, y_true, y_pred, w=1.0) -> None:
         y, x, w = event_label(y_true), self._llr(y_pred), event_weight(w)
+        if w > 0.0:
+            k = int(y)
+            infinite = math.isinf(self._cost(y, x))
+            left = self._n_inf[k] if infinite else self._n[k] - self._n_inf[k]
+            cost = "an infinite" if infinite else "a finite"
+            _check_left(left, self._weight[k], w, f"with {cost} cost among the {'positives' if y else 'negatives'}")
         self._add_llr(y, x, -w)
+
+    @staticmethod
+    def _cost(y: bool, x: float) -> float:
+        return float(np.logaddexp(0.0, -x if y else x)) / _LN2
 
     def _add_llr(self, y: bool, x: float, w: float) -> None:
         if w == 0.0:
             return
         k, step = int(y), (1 if w > 0.0 else -1)
-        cost = float(np.logaddexp(0.0, -x if y else x)) / _LN2
+        cost = self._cost(y, x)
         self._n[k] += step
         self._weight[k] += w
         if math.isinf(cost):
@@ -313,6 +360,9 @@ class MinCllr(_ProbaMetric):
 
     def revert(self, y_true, y_pred, w=1.0) -> None:
         y, s, w = event_label(y_true), event_score(y_pred), event_weight(w)
+        if w > 0.0:
+            entry = (self._pos if y else self._neg).get(s + 0.0, (0.0, 0))
+            _check_left(entry[1], entry[0], w, f"that is a {'positive' if y else 'negative'} of score {s!r}")
         self._add_score(y, s, -w)
 
     def _add_score(self, y: bool, s: float, w: float) -> None:
@@ -357,6 +407,10 @@ class _BinnedMetric(_ProbaMetric):
 
     def _bin(self, p: float) -> int:
         return min(bisect.bisect_right(self._edges, p) - 1, self.n_bins - 1)
+
+    def _check_revert(self, y, p, w):
+        k = self._bin(p)
+        _check_left(self._n[k], self._w[k], w, f"in bin {k}")
 
     def _add(self, y, p, w):
         if w == 0.0:
@@ -495,7 +549,7 @@ class HosmerLemeshow(_ProbaMetric):
             else:
                 self._remove((y, p, -w))
             return
-        k = min(bisect.bisect_right(self._edges, p) - 1, self.n_groups - 1)
+        k = self._group(p)
         self._counts[k] += 1 if w > 0.0 else -1
         for sums, value in zip(self._sums, (1.0, float(y), p, 1.0 - float(y), 1.0 - p), strict=True):
             sums[k] = w * value + sums[k] if self._counts[k] else 0.0
@@ -505,7 +559,7 @@ class HosmerLemeshow(_ProbaMetric):
             if self._events[i] == event:
                 del self._events[i]
                 return
-        msg = f"cannot revert an event that was never added: {event!r}."
+        msg = f"cannot revert this event (`y_true`, `y_pred`, `w`) = {event!r}: it was never added."
         raise ValueError(msg)
 
     def revert(self, y_true, y_pred, w=1.0) -> None:
@@ -513,7 +567,13 @@ class HosmerLemeshow(_ProbaMetric):
         if self.strategy == "quantile" and w > 0.0:
             self._remove((y, p, w))  # raises before changing anything if absent
             return
+        if w > 0.0:
+            k = self._group(p)
+            _check_left(self._counts[k], self._sums[0][k], w, f"in group {k}")  # sums[0]: the group's weight
         self._add(y, p, -w)
+
+    def _group(self, p: float) -> int:
+        return min(bisect.bisect_right(self._edges, p) - 1, self.n_groups - 1)
 
     def _result(self) -> tuple[float, float]:
         if self.strategy == "quantile":

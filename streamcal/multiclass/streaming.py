@@ -9,17 +9,18 @@ streaming calibrator (``PAVCalibrator`` by default), cloned once per pair or per
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 from river import base
 
 from streamcal._kernels import coupling as _k
 from streamcal._locking import LockedState
-from streamcal._validation import check_scalar
+from streamcal._validation import as_real_array, check_scalar, is_real_number
 from streamcal.multiclass.coupling import NEWTON_AFTER_SWEEPS
 from streamcal.persist import Persistable
 
@@ -107,6 +108,38 @@ def _shorthand_takes_probabilities(buckets) -> bool:
         return False
 
 
+def _check_class(c, name: str, what: str = "a class label") -> None:
+    """Raise unless ``c`` can be a class label: hashable, not None, not NaN.
+
+    The message reads "`name` must be/hold ``what``; got ``c``"."""
+    verb = "must be" if what.startswith("a ") else "must have"
+    try:
+        hash(c)
+    except TypeError:
+        hashable = what.replace("a class", "a hashable class").replace("class labels", "hashable class labels")
+        msg = f"`{name}` {verb} {hashable}; got {c!r} of type {type(c).__name__}."
+        raise TypeError(msg) from None
+    try:
+        nan = bool(c != c)  # NaN of any type (float, numpy, Decimal): never equal to itself
+    except Exception:  # a type whose comparison with itself fails is no usable label either
+        nan = True
+    if c is None or nan:
+        msg = f"`{name}` {verb} {what}; got {c!r} (None and NaN are not class labels)."
+        raise ValueError(msg)
+
+
+def _learn_events(events) -> None:
+    """Feed each binary calibrator its event, after checking every score dict first (streamcal
+    calibrators: ``_score_of``, which changes nothing), so that one refused event leaves all of
+    them unchanged."""
+    for model, xd, _ in events:
+        check = getattr(model, "_score_of", None)
+        if check is not None:
+            check(xd)
+    for model, xd, label in events:
+        model.learn_one(xd, label)
+
+
 def _learn_array(model, values, log_odds, labels, score_dict) -> None:
     """Feed a binary calibrator labelled events: its array face if it has one, else one by one."""
     if hasattr(model, "update"):
@@ -148,9 +181,33 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
     def _check_params(self) -> None:
         check_scalar(self.scores, "scores", choices=_SCORE_KINDS)
         if self.classes is not None:
+            if isinstance(self.classes, (str, bytes, Mapping)) or not isinstance(self.classes, Iterable):
+                msg = f"`classes` must be a tuple of class labels; got {self.classes!r}."
+                raise TypeError(msg)
             fixed = list(self.classes)
+            if not fixed:
+                msg = "`classes` must name at least one class; got an empty tuple."
+                raise ValueError(msg)
+            for c in fixed:
+                _check_class(c, "classes", "class labels as elements")
             if len(set(fixed)) != len(fixed):
                 msg = f"`classes` must not repeat a class; got {self.classes!r}."
+                raise ValueError(msg)
+        calibrator = self.calibrator
+        if calibrator is not None:
+            for name in ("learn_one", "predict_proba_one", "clone", "window_weight"):
+                if not hasattr(calibrator, name):
+                    msg = (
+                        f"`calibrator` must be a binary streaming calibrator (with learn_one, "
+                        f"predict_proba_one, clone and window_weight); got {calibrator!r}, which has no {name}."
+                    )
+                    raise TypeError(msg)
+            window = getattr(calibrator, "window", None)
+            if getattr(window, "uses_times", False):
+                msg = (
+                    f"`calibrator` must not use a time window ({type(window).__name__}): the multiclass "
+                    "calibrators pass no event times to it."
+                )
                 raise ValueError(msg)
 
     def _order_key(self, c):
@@ -197,10 +254,15 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
                     f"{list(self.classes)!r}."
                 )
                 raise ValueError(msg)
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            _check_class(c, "x", "class labels as keys")
+            if not is_real_number(v):
                 msg = f"`x` must map classes to numbers; got {v!r} for class {c!r}."
                 raise TypeError(msg)
-            v = float(v)
+            try:
+                v = float(v)
+            except OverflowError:
+                msg = f"`x` must hold numbers within the float64 range; got {v!r} for class {c!r}."
+                raise ValueError(msg) from None
             if self.scores == "proba":
                 if not 0.0 <= v <= 1.0:
                     msg = f"`x` must hold probabilities in [0, 1]; got {v!r} for class {c!r}."
@@ -214,14 +276,7 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         return out
 
     def _check_y(self, y) -> None:
-        if y is None or (isinstance(y, float) and math.isnan(y)):
-            msg = f"`y` must be a class label; got {y!r}."
-            raise ValueError(msg)
-        try:
-            hash(y)
-        except TypeError:
-            msg = f"`y` must be a hashable class label; got {y!r} of type {type(y).__name__}."
-            raise TypeError(msg) from None
+        _check_class(y, "y")
         if self.classes is not None and y not in set(self.classes):
             msg = f"`y` = {y!r} is not among `classes` {list(self.classes)!r}."
             raise ValueError(msg)
@@ -239,14 +294,12 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
 
     def _check_score_array(self, scores, classes: list) -> np.ndarray:
         """Validate an (m, K) score array; return its log-scores (-inf for probability 0)."""
-        if isinstance(scores, (str, bytes)):
-            msg = f"`scores` must be an (m, K) array of numbers; got a {type(scores).__name__}."
-            raise TypeError(msg)
+        raw = as_real_array(scores, "scores", what="an (m, K) array of numbers")
         try:
-            arr = np.array(scores, dtype=np.float64, copy=True, order="C")
-        except (TypeError, ValueError) as exc:
-            msg = f"`scores` must be an (m, K) array of numbers; could not convert it: {exc}"
-            raise TypeError(msg) from None
+            arr = np.array(raw, dtype=np.float64, copy=True, order="C")
+        except OverflowError:
+            msg = "`scores` must hold numbers within the float64 range."
+            raise ValueError(msg) from None
         k = len(classes)
         if arr.ndim != 2 or arr.shape[1] != k:
             msg = (
@@ -309,6 +362,28 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
             if c not in known:
                 bisect.insort(self._classes, c, key=_class_order)
                 known.add(c)
+
+    @contextlib.contextmanager
+    def _registering(self, new):
+        """Register the classes ``new`` for one ``learn_one``; yields ``new_model(key)``, which
+        adds a fresh binary calibrator. If the body raises, the classes and calibrators it added
+        are removed again, so a rejected event leaves the register as it was."""
+        classes = list(self._classes)
+        added = []
+
+        def new_model(key):
+            model = self._models[key] = self._new_binary()
+            added.append(key)
+            return model
+
+        self._register(new)
+        try:
+            yield new_model
+        except BaseException:
+            self._classes[:] = classes
+            for key in added:
+                del self._models[key]
+            raise
 
     def _output_classes(self, s: dict) -> list:
         known = self._known()
@@ -423,23 +498,25 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             self._check_params()
             s = self._check_x(x)
             self._check_y(y)
-            self._register([*s, y])
-            neg_inf = -math.inf
-            sy = s.get(y, neg_inf)
-            ky = self._order_key(y)
-            for c in self._known():
-                if c == y:
-                    continue
-                sc = s.get(c, neg_inf)
-                if self._order_key(c) > ky:
-                    pair, d, label = (y, c), sy - sc, True
-                else:
-                    pair, d, label = (c, y), sc - sy, False
-                d = 0.0 if math.isnan(d) else _clip(d)
-                model = self._models.get(pair)
-                if model is None:
-                    model = self._models[pair] = self._new_binary()
-                model.learn_one(self._score_dict(model, d), label)
+            with self._registering([*s, y]) as new_model:
+                neg_inf = -math.inf
+                sy = s.get(y, neg_inf)
+                ky = self._order_key(y)
+                events = []
+                for c in self._known():
+                    if c == y:
+                        continue
+                    sc = s.get(c, neg_inf)
+                    if self._order_key(c) > ky:
+                        pair, d, label = (y, c), sy - sc, True
+                    else:
+                        pair, d, label = (c, y), sc - sy, False
+                    d = 0.0 if math.isnan(d) else _clip(d)
+                    model = self._models.get(pair)
+                    if model is None:
+                        model = new_model(pair)
+                    events.append((model, self._score_dict(model, d), label))
+                _learn_events(events)
 
     def _pairwise(self, x):
         """Validated classes, r and n ((1, K, K) each) for one score dict."""
@@ -638,12 +715,14 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
             self._check_params()
             s = self._check_x(x)
             self._check_y(y)
-            self._register([*s, y])
-            for c in self._known():
-                model = self._models.get(c)
-                if model is None:
-                    model = self._models[c] = self._new_binary()
-                model.learn_one(self._score_dict(model, self._class_log_odds(s, c)), c == y)
+            with self._registering([*s, y]) as new_model:
+                events = []
+                for c in self._known():
+                    model = self._models.get(c)
+                    if model is None:
+                        model = new_model(c)
+                    events.append((model, self._score_dict(model, self._class_log_odds(s, c)), c == y))
+                _learn_events(events)
 
     def _class_log_odds_array(self, logs: np.ndarray) -> np.ndarray:
         if self.scores == "proba":
