@@ -1,4 +1,4 @@
-"""Merge streaming calibrator states (``merge``): partitioned and distributed fitting (DESIGN §1, §8).
+"""Merge streaming calibrator states (``merge``): partitioned and distributed fitting (docs/design.md §1, §8).
 
 A streaming calibrator's state is a histogram over score buckets (plus, for count and time
 windows, the ring of events in the window), so two calibrators over the same bucket edges merge

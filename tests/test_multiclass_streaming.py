@@ -18,7 +18,7 @@ from streamcal.windows import CountWindow
 
 
 class BinnedStandIn(base.Classifier):
-    """Test stand-in for a binary streaming calibrator (the contract in COMMON.md).
+    """Test stand-in for a binary streaming calibrator (the streaming calibrator contract).
 
     Laplace-smoothed positive rate per fixed score bin; unbounded window, so ``window_weight`` is
     the number of events learned.
