@@ -25,8 +25,8 @@ __all__ = [
     "as_nonneg_weights",
     "as_probabilities",
     "as_times",
-    "check_same_length",
     "call_repr",
+    "check_same_length",
     "check_scalar",
     "fmt",
 ]
