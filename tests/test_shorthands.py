@@ -508,6 +508,14 @@ def _forms(x):
     else:
         out["polars Series"] = pl.Series("col", x)
         out["polars DataFrame"] = pl.DataFrame({"col": x})
+    try:
+        import pyarrow as pa
+    except ImportError:
+        pass
+    else:
+        out["pyarrow Array"] = pa.array(x)
+        out["pyarrow ChunkedArray"] = pa.chunked_array([x[:3], x[3:]])
+        out["pyarrow Table"] = pa.table({"col": x})
     return out
 
 
@@ -664,3 +672,27 @@ def test_labels_keep_the_callers_values_in_messages():
         cal.update([0.1, 0.2], [0, "a"])
     with pytest.raises(ValueError, match=r"`labels` .* got 2 at position 1"):
         cal.update([0.1, 0.2], [[0], [2]])
+
+
+def test_dask_fit_reads_the_shorthands(rng):
+    dd = pytest.importorskip("dask.dataframe", reason="dask is optional; streamcal.dask is tested where it is installed")
+    import pandas as pd
+
+    s, y, w, t = events(rng, 3_000)
+    frame = pd.DataFrame({"score": s, "label": y, "weight": w, "time": t})
+    ddf = dd.from_pandas(frame, npartitions=4)
+    from streamcal import dask as scd
+
+    # quantile edges from the first rows (a shorthand has no `warmup` attribute of its own)
+    fitted = scd.fit(PAVCalibrator(buckets="quantile:32"), ddf, "score", "label", scheduler="sync")
+    single = PAVCalibrator(buckets=QuantileEdges(32)).update(s, y)
+    np.testing.assert_array_equal(fitted.edges, single.edges)
+    for a, b in zip(outputs(fitted), outputs(single), strict=True):
+        np.testing.assert_array_equal(a, b)
+    # a time window given as a duration needs the time column, and says so by its strategy's name
+    with pytest.raises(ValueError, match="TimeWindow needs event times"):
+        scd.fit(PAVCalibrator(window="2h"), ddf, "score", "label", scheduler="sync")
+    fitted = scd.fit(PAVCalibrator(window="2h"), ddf, "score", "label", weight="weight", time="time", scheduler="sync")
+    single = PAVCalibrator(window=TimeWindow(7200.0)).update(s, y, weights=w, times=t)
+    for a, b in zip(outputs(fitted), outputs(single), strict=True):
+        np.testing.assert_array_equal(a, b)
