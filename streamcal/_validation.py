@@ -2,9 +2,11 @@
 
 Each function validates *before* anything is mutated and returns a fresh contiguous array
 (never a view of the caller's data, so kernels may work in place on the result), except
-``as_1d_float(..., copy=False)``, for callers that only read it. Error messages
-name the argument, the offending value and its position, in the style
-"`scores` must be finite; got nan at position 3."
+``as_1d_float(..., copy=False)``, for callers that only read it, and :func:`as_1d_array`, the one
+function that recognises the input forms (lists, ``(n, 1)`` arrays, pandas / polars / pyarrow
+columns) and that every array conversion here goes through. Error messages name the argument,
+the offending value and its position, in the style "`scores` must be finite; got nan at
+position 3."
 """
 
 from __future__ import annotations
@@ -54,9 +56,9 @@ def as_1d_array(x, name: str) -> np.ndarray:
     The one place where the input forms of every array argument are recognised: a 1-d array, a
     list or tuple, a scalar (one element), an ``(n, 1)`` array (one column), a pandas or polars
     ``Series``, a one-column pandas or polars ``DataFrame`` (detected by their ``to_numpy``
-    method, without importing either library), or anything ``numpy.asarray`` takes. A
-    multi-column array or frame is an error naming its shape; so is a masked array with masked
-    values and a ``str`` or ``bytes`` (a string is not an array of numbers).
+    method, without importing either library; pyarrow arrays and tables too), or anything
+    ``numpy.asarray`` takes. A multi-column array or frame is an error naming its shape; so is
+    a masked array with masked values, and a ``str`` or ``bytes`` (not an array of numbers).
 
     Examples
     --------
@@ -77,9 +79,13 @@ def as_1d_array(x, name: str) -> np.ndarray:
         msg = f"`{name}` is a masked array with masked values; fill them (or drop them) first."
         raise ValueError(msg)
     kind = type(x).__name__
+    to_numpy = None if isinstance(x, np.ndarray) else getattr(x, "to_numpy", None)
     try:
-        if not isinstance(x, np.ndarray) and callable(getattr(x, "to_numpy", None)):
-            arr = np.asarray(x.to_numpy())  # pandas / polars Series and DataFrames
+        if callable(to_numpy):  # pandas / polars Series and DataFrames, pyarrow arrays and tables
+            try:
+                arr = np.asarray(to_numpy())
+            except (TypeError, ValueError):  # pyarrow refuses a copy by default (nulls): numpy's way
+                arr = np.asarray(x)
         else:
             arr = np.asarray(x)
     except (TypeError, ValueError) as exc:

@@ -236,7 +236,10 @@ def _number_and_unit(text: str) -> tuple[Decimal, str] | None:
 
 def _seconds(number: Decimal, unit: str, name: str, value) -> float:
     if unit not in _UNITS:
-        msg = f"`{name}` = {value!r} has an unknown unit {unit!r}; the units are {_UNIT_LIST} (such as '7d', '12h', '3600s')."
+        msg = (
+            f"`{name}` = {value!r} has an unknown unit {unit!r}; the units are {_UNIT_LIST} "
+            "(such as '7d', '12h', '3600s')."
+        )
         raise ValueError(msg)
     seconds = float(number * _UNITS[unit])
     if not seconds < float("inf"):
@@ -316,7 +319,8 @@ def as_window(value, name: str = "window") -> Window:
     >>> as_window("7x")
     Traceback (most recent call last):
     ...
-    ValueError: `window` = '7x' has an unknown unit 'x'; the units are ms, s, m (or min), h, d, w (such as '7d', '12h', '3600s').
+    ValueError: `window` = '7x' has an unknown unit 'x'; the units are ms, s, m (or min), h, d, w
+    (such as '7d', '12h', '3600s').
     """
     if value is None:
         return Unbounded()

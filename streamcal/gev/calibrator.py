@@ -123,9 +123,13 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     Parameters
     ----------
     buckets
-        Bucket strategy (:mod:`streamcal.buckets`); default ``LogitGrid()``.
+        Bucket strategy (:mod:`streamcal.buckets`); default ``LogitGrid()``. An int ``n`` means
+        ``LogitGrid(n)``; ``"uniform:N"`` / ``"quantile:N"`` name the strategy
+        (:func:`streamcal.buckets.as_buckets`).
     window
-        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``.
+        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``. An int ``n`` (such
+        as ``100_000``) means ``CountWindow(n)``, a duration such as ``"7d"`` or ``"12h"``
+        ``TimeWindow(seconds)`` (:func:`streamcal.windows.as_window`).
     score_key
         Key of the score in ``x``; ``None``: ``x`` holds exactly one value.
     xi
@@ -185,8 +189,8 @@ class GEVCalibrator(_HistogramGLMCalibrator):
 
     def __init__(
         self,
-        buckets: Buckets | None = None,
-        window: Window | None = None,
+        buckets: Buckets | int | str | None = None,
+        window: Window | int | str | None = None,
         score_key: str | None = None,
         xi: float | str = "auto",
         xi_grid: tuple = CALIBRATOR_XI_GRID,
@@ -243,9 +247,13 @@ class PlattCalibrator(_HistogramGLMCalibrator):
     Parameters
     ----------
     buckets
-        Bucket strategy (:mod:`streamcal.buckets`); default ``LogitGrid()``.
+        Bucket strategy (:mod:`streamcal.buckets`); default ``LogitGrid()``. An int ``n`` means
+        ``LogitGrid(n)``; ``"uniform:N"`` / ``"quantile:N"`` name the strategy
+        (:func:`streamcal.buckets.as_buckets`).
     window
-        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``.
+        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``. An int ``n`` (such
+        as ``100_000``) means ``CountWindow(n)``, a duration such as ``"7d"`` or ``"12h"``
+        ``TimeWindow(seconds)`` (:func:`streamcal.windows.as_window`).
     score_key
         Key of the score in ``x``; ``None``: ``x`` holds exactly one value.
     l2
@@ -286,8 +294,8 @@ class PlattCalibrator(_HistogramGLMCalibrator):
 
     def __init__(
         self,
-        buckets: Buckets | None = None,
-        window: Window | None = None,
+        buckets: Buckets | int | str | None = None,
+        window: Window | int | str | None = None,
         score_key: str | None = None,
         l2: float = 1e-6,
         refit_every: int | None = None,

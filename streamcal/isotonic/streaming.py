@@ -130,9 +130,13 @@ class PAVCalibrator(StreamingCalibrator):
     ----------
     buckets
         Bucket strategy (:mod:`streamcal.buckets`); default ``LogitGrid()`` (1024 logit-spaced
-        buckets over [1e-7, 1 - 1e-7], scores must be probabilities).
+        buckets over [1e-7, 1 - 1e-7], scores must be probabilities). An int ``n`` means
+        ``LogitGrid(n)``; ``"uniform:N"`` / ``"quantile:N"`` name the strategy
+        (:func:`streamcal.buckets.as_buckets`).
     window
-        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``.
+        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``. An int ``n`` (such
+        as ``100_000``) means ``CountWindow(n)``, a duration such as ``"7d"`` or ``"12h"``
+        ``TimeWindow(seconds)`` (:func:`streamcal.windows.as_window`).
     score_key
         Key of the score in ``x``; ``None``: ``x`` holds exactly one value.
     interpolation
@@ -196,8 +200,8 @@ class PAVCalibrator(StreamingCalibrator):
 
     def __init__(
         self,
-        buckets: Buckets | None = None,
-        window: Window | None = None,
+        buckets: Buckets | int | str | None = None,
+        window: Window | int | str | None = None,
         score_key: str | None = None,
         interpolation: str = "linear",
         llr_pseudo_count: float = 1.0,

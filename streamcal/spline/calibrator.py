@@ -80,9 +80,12 @@ class ISplineCalibrator(StreamingCalibrator):
     buckets
         Bucket strategy (:mod:`streamcal.buckets`); default ``LogitGrid()`` (1024 logit-spaced
         buckets; scores must be probabilities). Use ``UniformGrid``, ``QuantileEdges`` or
-        ``Edges`` for other scores.
+        ``Edges`` for other scores. An int ``n`` means ``LogitGrid(n)``; ``"uniform:N"`` /
+        ``"quantile:N"`` name the strategy (:func:`streamcal.buckets.as_buckets`).
     window
-        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``.
+        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``. An int ``n`` (such
+        as ``100_000``) means ``CountWindow(n)``, a duration such as ``"7d"`` or ``"12h"``
+        ``TimeWindow(seconds)`` (:func:`streamcal.windows.as_window`).
     score_key
         Key of the score in ``x``; ``None``: ``x`` holds exactly one value.
     order
@@ -152,8 +155,8 @@ class ISplineCalibrator(StreamingCalibrator):
 
     def __init__(
         self,
-        buckets: Buckets | None = None,
-        window: Window | None = None,
+        buckets: Buckets | int | str | None = None,
+        window: Window | int | str | None = None,
         score_key: str | None = None,
         order: int = 3,
         n_knots: int | None = None,
