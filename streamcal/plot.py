@@ -51,6 +51,10 @@ LOG_SCALE_DECADES = 1.0
 # the predictions into its ends; the logit axis is used when the predictions reach them.
 LOGIT_SCALE_BELOW = 0.01
 
+# On a logit reliability axis, predictions further than this many decades beyond every observed
+# frequency are drawn on the edge of the axes.
+EDGE_DECADES = 2.0
+
 # Okabe & Ito's colour-blind-safe palette, a line style and a hollow marker per method; line widths
 # fall along the cycle so a line drawn over an identical one leaves the wider one visible.
 _COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999999")
@@ -127,9 +131,8 @@ def _legend_above(ax, title: str) -> None:
     ncols = min(n, 5)
     rows = -(-n // ncols)
     ax.legend(
-        loc="lower left",
-        bbox_to_anchor=(0.0, 1.01, 1.0, 0.0),
-        mode="expand",
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.01),
         ncols=ncols,
         fontsize=8,
         frameon=False,
@@ -138,7 +141,7 @@ def _legend_above(ax, title: str) -> None:
         handletextpad=0.4,
         columnspacing=0.8,
     )
-    ax.set_title(title, pad=4.0 + 13.0 * rows)
+    ax.set_title(title, pad=6.0 + 13.0 * rows)
 
 
 def _check_ax(ax, name: str = "ax") -> None:
@@ -427,6 +430,14 @@ def reliability_diagram_from_bins(
         if inside.size == 0:
             inside = np.array([0.01, 0.99])
         z_lo, z_hi = float(np.min(_logit(inside))), float(np.max(_logit(inside)))
+        freqs = np.concatenate([f for _, f in points.values()])
+        freqs = _logit(freqs[(freqs > 0.0) & (freqs < 1.0)])
+        if freqs.size:
+            # a prediction more than EDGE_DECADES beyond every observed frequency (say PAV's
+            # zeros) goes on the edge rather than stretching the axes over empty decades
+            reach = EDGE_DECADES * math.log(10.0)
+            z_lo = max(z_lo, float(freqs.min()) - reach)
+            z_hi = min(z_hi, float(freqs.max()) + reach)
         pad = 0.1 * max(z_hi - z_lo, 2.0)
         lo, hi = float(_sigmoid(z_lo - pad)), float(_sigmoid(z_hi + pad))
     else:
@@ -800,7 +811,7 @@ def ece_plot(llr, labels, *, prior_log_odds=None, ax=None, label: str = "LLRs", 
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('prior log-odds, ln(π / (1 − π))', 'empirical cross-entropy (bits)')
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
-    ['LLRs', 'after PAV (best monotone recalibration)', 'neutral reference (LLR = 0)', 'prior of the labels']
+    ['LLRs', 'after PAV', 'neutral (LLR = 0)', 'prior of the labels']
     >>> plt.close("all")
     """
     curves = ece_curves(llr, labels, prior_log_odds)
@@ -811,13 +822,15 @@ def ece_plot(llr, labels, *, prior_log_odds=None, ax=None, label: str = "LLRs", 
         ax = _new_axes(1, figsize=(6.5, 4.5))
     theta = curves.prior_log_odds
     ax.plot(theta, curves.llr, label=label, **{**_style(0), "marker": None})
-    ax.plot(theta, curves.pav, label="after PAV (best monotone recalibration)", **{**_style(1), "marker": None})
-    ax.plot(theta, curves.neutral, label="neutral reference (LLR = 0)", **{**_style(6), "marker": None, "ls": ":"})
+    ax.plot(theta, curves.pav, label="after PAV", **{**_style(1), "marker": None})
+    ax.plot(theta, curves.neutral, label="neutral (LLR = 0)", **{**_style(6), "marker": None, "ls": ":"})
     observed = math.log(y.sum() / (y.size - y.sum()))
     ax.axvline(observed, **_REFERENCE, label="prior of the labels")
-    top = float(np.max(curves.neutral)) * 1.05
+    top = float(np.max(curves.neutral))
     worst = float(np.max(curves.llr))
-    ax.set_ylim(0.0, max(top, min(worst * 1.05, 2.5 * top)))
+    # the LLRs' curve is cut at 2.5 times the prior entropy's peak (a badly miscalibrated set can
+    # reach many bits at extreme priors); the top quarter is left to the legend
+    ax.set_ylim(0.0, max(top, min(worst, 2.5 * top)) / 0.75)
     ax.set_xlim(float(theta[0]), float(theta[-1]))
     ax.set_xlabel("prior log-odds, ln(π / (1 − π))")
     ax.set_ylabel("empirical cross-entropy (bits)")

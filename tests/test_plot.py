@@ -403,8 +403,8 @@ def test_ece_plot_curves_labels_legend(tmp_path):
     assert ax.get_ylabel() == "empirical cross-entropy (bits)"
     assert legend_texts(ax) == [
         "my LLRs",
-        "after PAV (best monotone recalibration)",
-        "neutral reference (LLR = 0)",
+        "after PAV",
+        "neutral (LLR = 0)",
         "prior of the labels",
     ]
     observed = math.log(y.sum() / (~y).sum())
