@@ -56,7 +56,9 @@ def main() -> None:
     # 1. reliability: several methods overlaid, counts beneath, logit axes chosen automatically
     ax, counts_ax = plot.reliability_diagram({"model score": raw, "isotonic": calibrated}, y)
     ax.figure.savefig(out / "reliability.png", dpi=80)
-    print(f"reliability.png: {ax.get_xscale()} axes (the predictions reach below 1 %), {counts_ax.get_ylabel()} beneath")
+    print(
+        f"reliability.png: {ax.get_xscale()} axes (the predictions reach below 1 %), {counts_ax.get_ylabel()} beneath"
+    )
 
     # 2. LLRs: ECE plots of both, Tippett plot of the calibrated ones
     fig, axes = plt.subplots(1, 3, figsize=(17.0, 4.8), layout="constrained")

@@ -23,6 +23,7 @@ differ in colour, line style and marker, so they stay apart where they overlap a
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -50,6 +51,8 @@ LOG_SCALE_DECADES = 1.0
 # Probabilities below this (or above 1 minus this) are where a linear reliability axis crushes
 # the predictions into its ends; the logit axis is used when the predictions reach them.
 LOGIT_SCALE_BELOW = 0.01
+
+MAX_BINS = 10_000  # reliability bins; more cannot be told apart on a figure
 
 # On a logit reliability axis, predictions further than this many decades beyond every observed
 # frequency are drawn on the edge of the axes.
@@ -97,12 +100,14 @@ def _new_axes(nrows: int = 1, **kwargs):
 
 
 def _style(k: int) -> dict:
-    """Colour, line style, marker and width of the ``k``-th line of a panel."""
+    """Colour, line style, marker and width of the ``k``-th line of a panel (past eight lines the
+    style and marker cycles shift against the colours, so 64 lines are pairwise different)."""
     n = len(_COLORS)
+    turn = k // n
     return {
         "color": _COLORS[k % n],
-        "ls": _LINESTYLES[k % n],
-        "marker": _MARKERS[k % n],
+        "ls": _LINESTYLES[(k + turn) % n],
+        "marker": _MARKERS[(k + 2 * turn) % n],
         "lw": _WIDTHS[k % n],
         "markerfacecolor": "none",
         "markeredgewidth": 1.3,
@@ -211,7 +216,9 @@ def _reliability_axes(ax, counts_ax, counts: bool):
             return _new_axes(1, figsize=(5.5, 5.0)), None
         ax, counts_ax = _new_axes(2, figsize=(5.5, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
         return ax, counts_ax
-    if not counts or counts_ax is not None:
+    if not counts:
+        return ax, None
+    if counts_ax is not None:
         return ax, counts_ax
     spec = ax.get_subplotspec()
     if spec is None:
@@ -297,7 +304,7 @@ def reliability_diagram(
             msg = f"`proba[{key!r}]` must have the same length as the other arrays ({n}); got {p.size}."
             raise ValueError(msg)
     y = _labels_for(labels, n, "proba")
-    check_scalar(n_bins, "n_bins", kind=int, low=1)
+    check_scalar(n_bins, "n_bins", kind=numbers.Integral, low=1, high=MAX_BINS)
     check_scalar(scale, "scale", choices=("auto", "linear", "logit"))
     if label is not None and not isinstance(label, str):
         msg = f"`label` must be a str or None; got {type(label).__name__}."
@@ -392,7 +399,7 @@ def reliability_diagram_from_bins(
         msg = "`bins` must be a non-empty mapping of name to (count, sum_proba, sum_labels)."
         raise TypeError(msg) if not isinstance(bins, Mapping) else ValueError(msg)
     check_scalar(scale, "scale", choices=("auto", "linear", "logit"))
-    check_scalar(min_count, "min_count", kind=int, low=1)
+    check_scalar(min_count, "min_count", kind=numbers.Integral, low=1)
     curves = {}
     for name, item in bins.items():
         if not isinstance(item, (tuple, list)) or len(item) != 3:
@@ -473,9 +480,10 @@ def reliability_diagram_from_bins(
         ok = (count > 0) & (right > left)
         if not ok.any():
             continue
-        # one step per non-empty bin, drawn as a polyline so the style matches the diagram
-        xs = np.column_stack([left[ok], right[ok]]).ravel()
-        ys = np.repeat(count[ok], 2)
+        # a flat step per bin, drawn as one polyline so the style matches the diagram; an empty
+        # bin (no place on a log axis) breaks the line instead of bridging it
+        xs = np.column_stack([left, right]).ravel()
+        ys = np.repeat(np.where(ok, count, np.nan), 2)
         counts_ax.plot(
             xs,
             ys,
@@ -484,7 +492,6 @@ def reliability_diagram_from_bins(
             lw=max(style["lw"] - 0.6, 1.0),
             label=name,
             zorder=style["zorder"],
-            drawstyle="default",
         )
         top = max(top, float(count.max()))
     counts_ax.set_xscale(scale)
@@ -527,21 +534,27 @@ def _readable_logit_ticks(axis, lo: float, hi: float) -> None:
 # ----------------------------------------------------------------------------- metrics over time
 
 
+def _column_names(table, argument: str) -> list:
+    """The column names of a pyarrow Table, a pandas / polars DataFrame or a mapping of columns."""
+    if hasattr(table, "column_names"):  # pyarrow
+        return list(table.column_names)
+    if hasattr(table, "columns"):  # pandas, polars
+        return list(table.columns)
+    if isinstance(table, Mapping):
+        return list(table)
+    kind = type(table).__name__
+    msg = f"`{argument}` must be a table (pyarrow Table, DataFrame or mapping of columns); got {kind}."
+    raise TypeError(msg)
+
+
 def _column(table, name: str, argument: str) -> np.ndarray:
     """Column ``name`` of a pyarrow Table, a pandas / polars DataFrame or a mapping of columns."""
-    if hasattr(table, "column_names"):  # pyarrow
-        if name not in table.column_names:
-            msg = f"`{argument}` has no column {name!r}; its columns are {list(table.column_names)!r}."
-            raise ValueError(msg)
-        return np.asarray(table.column(name).to_pylist(), dtype=object)
-    columns = list(table.columns) if hasattr(table, "columns") else list(table) if isinstance(table, Mapping) else None
-    if columns is None:
-        kind = type(table).__name__
-        msg = f"`{argument}` must be a table (pyarrow Table, DataFrame or mapping of columns); got {kind}."
-        raise TypeError(msg)
+    columns = _column_names(table, argument)
     if name not in columns:
         msg = f"`{argument}` has no column {name!r}; its columns are {columns!r}."
         raise ValueError(msg)
+    if hasattr(table, "column_names"):  # pyarrow
+        return np.asarray(table.column(name).to_pylist(), dtype=object)
     col = table[name]
     values = col.to_list() if hasattr(col, "to_list") else list(col)
     return np.asarray(values, dtype=object)
@@ -993,9 +1006,7 @@ def replay_figure(
     if (edges is None) != (bins is None):
         msg = "`edges` and `bins` go together: pass both or neither."
         raise ValueError(msg)
-    columns = list(metrics.column_names) if hasattr(metrics, "column_names") else None
-    if columns is None:
-        columns = list(metrics.columns) if hasattr(metrics, "columns") else list(metrics)
+    columns = _column_names(metrics, "metrics")
     if metric_names is None:
         skip = {"window", "first_event", "last_event", "start_time", "end_time", "n_events", "n_positive", "method"}
         known = [m for m in _METRIC_LABELS if m in columns]
