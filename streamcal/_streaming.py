@@ -16,6 +16,13 @@ A calibrator that fits a parametric or smooth map from the histogram supplies tw
 and optionally ``_predict_llr_fitted(scores, proba) -> llr`` (the default is
 ``logit(proba) - log((T1 + c) / (T0 + c))``, with ``proba`` clipped to the open interval).
 
+The probabilities such a map serves are kept within ``[c / (T + 2c), (T + c) / (T + 2c)]``, T the
+weight it was fitted on and ``c = llr_pseudo_count``: no estimate from T events is surer than
+add-``c`` smoothing of T unanimous ones (the value the finite PAV rule gives such a window). A
+fitted map may reach exactly 0 or 1 (a one-class window, a GEV link beyond its support), which
+costs an infinite log loss the first time the other class comes; the bound never changes the
+order of the scores. The LLR is computed from the served (bounded) probability.
+
 Refit policy (``refit_every``, a constructor parameter of the subclass; ``None`` if absent):
 ``None`` refits lazily, when a prediction follows new labels; an integer ``k`` refits right
 after every ``k``-th learned event, and predictions in between use the last fit. Either way
@@ -888,6 +895,19 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         self._dirty = False
         self._n_since_refit = 0
         self._prior_logodds = 0.0
+        self._proba_low, self._proba_high = 0.0, 1.0
+
+    # served probabilities are kept within these bounds (set by ``_set_proba_bounds``); the class
+    # values, no bound, are those of states saved before the bounds existed, until their next refit
+    _proba_low = 0.0
+    _proba_high = 1.0
+
+    def _set_proba_bounds(self, total: float) -> None:
+        """Bound the served probabilities of a map fitted on ``total`` weight (real units) to
+        ``[c / (T + 2c), (T + c) / (T + 2c)]``."""
+        c = float(self.llr_pseudo_count)
+        self._proba_low = c / (total + 2.0 * c)
+        self._proba_high = (total + c) / (total + 2.0 * c)
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         _h.histogram_learn_one_inplace(self._sf, self._si, b, y, w, t)
@@ -913,6 +933,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         self._refit_from_histogram(centres, pos, neg)
         c = float(self.llr_pseudo_count)
         self._prior_logodds = math.log(t_pos + c) - math.log(t_neg + c)
+        self._set_proba_bounds(t_pos + t_neg)
         self._fitted = True
 
     def _ensure_fitted(self) -> None:
@@ -929,7 +950,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         self._ensure_fitted()
         if not self._fitted:
             return float(self._fallback(np.array([s]))[0])
-        return self._fitted_proba_one(s)
+        return min(max(self._fitted_proba_one(s), self._proba_low), self._proba_high)
 
     def _fitted_proba_one(self, s: float) -> float:
         """The fitted map at one score, as ``_predict_fitted`` computes it. A calibrator with a
@@ -944,6 +965,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         if not self._fitted:
             return self._fallback(s), np.zeros(s.size)
         p = np.asarray(self._predict_fitted(s), dtype=np.float64)
+        p = np.minimum(np.maximum(p, self._proba_low), self._proba_high)  # np.clip, without its wrapper
         return p, np.asarray(self._predict_llr_fitted(s, p), dtype=np.float64)
 
     def _predict_llr_fitted(self, scores: np.ndarray, proba: np.ndarray) -> np.ndarray:

@@ -318,10 +318,12 @@ def test_calibrator_before_fit_and_degenerate_labels():
     np.testing.assert_array_equal(cal.predict_proba([0.0, 1.0]), 0.5)
     np.testing.assert_array_equal(cal.predict_llr([0.0, 1.0]), 0.0)
     cal.fit([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [0, 0, 0, 0, 0, 0])
-    np.testing.assert_array_equal(cal.predict_proba([0.0, 1.0]), 0.0)
+    np.testing.assert_array_equal(cal._predict_fitted(np.array([0.0, 1.0])), 0.0)  # the fitted map ...
+    np.testing.assert_array_equal(cal.predict_proba([0.0, 1.0]), 1 / 8)  # ... served within c/(T+2c), T = 6
     assert np.isfinite(cal.predict_llr([0.0, 1.0])).all()
     cal.fit([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [1, 1, 1, 1, 1, 1])
-    np.testing.assert_allclose(cal.predict_proba([0.0, 1.0]), 1.0, atol=1e-14)
+    np.testing.assert_allclose(cal._predict_fitted(np.array([0.0, 1.0])), 1.0, atol=1e-14)
+    np.testing.assert_array_equal(cal.predict_proba([0.0, 1.0]), 7 / 8)  # (T+c)/(T+2c)
 
 
 def test_calibrator_pickle_and_copy_keep_predictions(rng):

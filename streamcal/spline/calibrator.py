@@ -135,7 +135,7 @@ class ISplineCalibrator(StreamingCalibrator):
     >>> from streamcal.metrics import Brier
     >>> events = stream.iter_array(scores[:3000, None], labels[:3000], feature_names=["score"])
     >>> evaluate.progressive_val_score(events, ISplineCalibrator(n_knots=3, refit_every=100), Brier())
-    Brier: 0.129841
+    Brier: 0.129831
 
     Batch use on raw scores of any range, with a grid for the window histogram:
 
@@ -197,6 +197,7 @@ class ISplineCalibrator(StreamingCalibrator):
         self._fit_weight = weight
         c = float(self.llr_pseudo_count)
         self._prior_logodds = math.log(pos_weight + c) - math.log(weight - pos_weight + c)
+        self._set_proba_bounds(weight)
 
     def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
         weight = pos + neg
