@@ -98,12 +98,18 @@ def _gil_enabled() -> bool:
     return True if check is None else bool(check())
 
 
-def _bind_packed_kernels(packed: np.ndarray) -> None:
-    """Compile (or load) the river face's kernels for the packed state's types, once per process."""
-    s = 0.5
-    PAVCalibrator._learn_packed = entry_point(_k.pav_learn_packed_inplace, packed, s, s, s, s)
-    PAVCalibrator._proba_packed = entry_point(_k.pav_predict_packed, packed, s)
-    PAVCalibrator._llr_packed = entry_point(_k.pav_llr_packed, packed, s)
+def _bound_on_first_call(name: str, kernel, n_floats: int):
+    """A stand-in for the river-face kernel ``kernel``: its first call compiles (or loads) the
+    kernel for the packed state and ``n_floats`` float arguments, puts the compiled entry point
+    in its place on the class and calls it. A process that never uses the river face (or never
+    asks for an LLR) compiles none of it."""
+
+    def first_call(packed, *args):
+        compiled = entry_point(kernel, packed, *(0.5,) * n_floats)
+        setattr(PAVCalibrator, name, compiled)
+        return compiled(packed, *args)
+
+    return staticmethod(first_call)
 
 
 class PAVCalibrator(StreamingCalibrator):
@@ -339,8 +345,6 @@ class PAVCalibrator(StreamingCalibrator):
         fast = _gil_enabled()  # the lock-free calls rely on the GIL
         self._fast_learn = fast and self.score_key is None and not self._uses_times
         self._fast_predict = fast and self.score_key is None
-        if PAVCalibrator._learn_packed is None:
-            _bind_packed_kernels(self._packed)
 
     def _histogram_replaced(self) -> None:
         self._pack()
@@ -349,13 +353,13 @@ class PAVCalibrator(StreamingCalibrator):
     _CACHES = (*StreamingCalibrator._CACHES, "_packed", "_fast_learn", "_fast_predict")
 
     # The compiled single-score kernels of the river face, called without numba's per-call type
-    # dispatch (``entry_point``). The same for every instance, so they are class attributes, set
-    # by the first ``_pack``: held by an instance, they would lead river's memory walk
+    # dispatch (``entry_point``). The same for every instance, so they are class attributes, each
+    # compiled by its first call: held by an instance, they would lead river's memory walk
     # (``_raw_memory_usage``, ``check_bounded_memory_growth``) into numba's registries, which
     # weighed 2.5 MB there and broke the walk once any numba function had been freed.
-    _learn_packed = None
-    _proba_packed = None
-    _llr_packed = None
+    _learn_packed = _bound_on_first_call("_learn_packed", _k.pav_learn_packed_inplace, 4)
+    _proba_packed = _bound_on_first_call("_proba_packed", _k.pav_predict_packed, 1)
+    _llr_packed = _bound_on_first_call("_llr_packed", _k.pav_llr_packed, 1)
 
     def __setstate__(self, state):
         super().__setstate__(state)
