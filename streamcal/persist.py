@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import hashlib
 import importlib
 import inspect
@@ -309,12 +310,17 @@ def _object_state(obj) -> dict | None:
 
 
 def _init_param_names(cls: type) -> list[str]:
+    return list(_init_param_tuple(cls))
+
+
+@functools.lru_cache(maxsize=1024)
+def _init_param_tuple(cls: type) -> tuple[str, ...]:
     try:
         signature = inspect.signature(cls.__init__)
     except (TypeError, ValueError):
-        return []
+        return ()
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return [p.name for p in signature.parameters.values() if p.kind in kinds and p.name != "self"]
+    return tuple(p.name for p in signature.parameters.values() if p.kind in kinds and p.name != "self")
 
 
 # ---------------------------------------------------------------------------------------- decoding

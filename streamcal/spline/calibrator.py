@@ -277,14 +277,11 @@ class ISplineCalibrator(StreamingCalibrator):
         return self
 
     # ------------------------------------------------------------------ checks of a restored state
-    def _check_loaded_map(self) -> None:
-        """The fitted map of a restored calibrator: the interior knots its parameters give; before
-        the first fit no map; after it a clamped knot vector (the bounds repeated ``order + 1``
-        times around strictly increasing knots), coefficients of the size the knots give, and the
-        B-spline coefficients their capped cumulative sums, all finite; a finite fitted weight."""
+    def _check_loaded_state(self) -> None:
+        """The streaming calibrator's checks, and the interior knots the parameters give."""
         from streamcal import _state_check as c
 
-        super()._check_loaded_map()
+        super()._check_loaded_state()
         inner = _check_spline_params(self.order, self.n_knots, self.knots, self.refit_every)
         have = self._inner_knots
         if not (
@@ -292,6 +289,15 @@ class ISplineCalibrator(StreamingCalibrator):
             or (inner is not None and type(have) is np.ndarray and np.array_equal(inner, have))
         ):
             c.fail(f"`_inner_knots`: expected the knots of the parameters ({c.brief(inner)}); found {c.brief(have)}.")
+
+    def _check_loaded_map(self) -> None:
+        """The fitted map of a restored calibrator: before
+        the first fit no map; after it a clamped knot vector (the bounds repeated ``order + 1``
+        times around strictly increasing knots), coefficients of the size the knots give, and the
+        B-spline coefficients their capped cumulative sums, all finite; a finite fitted weight."""
+        from streamcal import _state_check as c
+
+        super()._check_loaded_map()
         c.need_float(self._fit_weight, "_fit_weight", low=0.0)
         parts = (self._knots, self._coef, self._bspline_coef)
         if all(part is None for part in parts):
