@@ -146,6 +146,23 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
         yield {"classifier": linear_model.LogisticRegression(), "calibrator": PAVCalibrator(finite_proba=False)}
         yield {"classifier": naive_bayes.GaussianNB(), "calibrator": PAVCalibrator()}
 
+    # ------------------------------------------------------------------ a restored state
+    def _check_loaded_state(self) -> None:
+        """Check the attributes a state file restored (see :mod:`streamcal.persist`): a river
+        classifier and a calibrator (the streamcal parts were checked when they were restored),
+        hashable labels, the remembered score (both parts or neither) and the event count."""
+        from streamcal import _state_check as c
+
+        c.need_keys(self, ("classifier", "calibrator", "pos_val", "_neg_label", "_last_x", "_last_proba", "n_learned"))
+        c.need_params(self, lambda: CalibratedClassifier(self.classifier, self.calibrator, self.pos_val))
+        for name in ("pos_val", "_neg_label"):
+            c.need_params(self, lambda name=name: hash(getattr(self, name)))
+        last_x, last_proba = self._last_x, self._last_proba
+        if not ((last_x is None and last_proba is None) or (type(last_x) is dict and type(last_proba) is dict)):
+            found = f"{c.brief(last_x)} and {c.brief(last_proba)}"
+            c.fail(f"`_last_x`/`_last_proba`: expected two dicts or two Nones; found {found}.")
+        c.need_int(self.n_learned, "n_learned", 0)
+
     # ------------------------------------------------------------------ scoring
     def _model_proba(self, x: dict) -> dict:
         """The wrapped model's ``predict_proba_one(x)``, reusing the last one for an equal ``x``."""

@@ -90,6 +90,26 @@ class _HistogramGLMCalibrator(StreamingCalibrator):
         gev_link = self._link != "logit"
         return _map_score()(s, self._identity, _LOGIT_CLIP, float(slope), float(intercept), gev_link, float(xi))
 
+    def _check_loaded_map(self) -> None:
+        """The fits of a restored calibrator: ``_beta`` maps candidate shapes to finite
+        ``[slope, intercept]`` arrays; the served shape is one of them (or None before a fit)."""
+        from streamcal import _state_check as c
+
+        super()._check_loaded_map()
+        c.need_params(self, self._check_glm_params)
+        candidates = set(self._candidate_xis())
+        for xi, beta in self._beta.items():
+            if type(xi) is not float or xi not in candidates:
+                c.fail(f"`_beta`: expected candidate shapes {sorted(candidates)} as keys; found {c.brief(xi)}.")
+            c.need_array(beta, f"_beta[{xi!r}]", np.float64, size=2)
+            c.need_finite(beta, f"_beta[{xi!r}]")
+        served = self._xi_served
+        if served is None:
+            if self._fitted:
+                c.fail("`_xi_served`: expected the served shape since `_fitted` is True; found None.")
+        elif type(served) is not float or served not in self._beta:
+            c.fail(f"`_xi_served`: expected one of the fitted shapes {sorted(self._beta)}; found {c.brief(served)}.")
+
     @property
     def coef_(self) -> tuple[float, float] | None:
         """``(slope, intercept)`` of the served fit on ``x(s)``, or None before the first fit."""

@@ -448,7 +448,7 @@ class PAVCalibrator(StreamingCalibrator):
                 where = f"header slot {i}" if i < header else f"bucket {k} field {field}"
                 c.fail(
                     f"`{name}` {where}: the PAV blocks do not match the histogram (a rebuild from "
-                    f"it gives {again[i]!r}; found {loaded[i]!r})."
+                    f"it gives {again[i].item()!r}; found {loaded[i].item()!r})."
                 )
 
     def _upgrade_map_state(self) -> None:

@@ -286,6 +286,49 @@ class ISplineCalibrator(StreamingCalibrator):
         self._n_since_refit = 0
         return self
 
+    # ------------------------------------------------------------------ checks of a restored state
+    def _check_loaded_state(self) -> None:
+        """The streaming calibrator's checks, and the interior knots the parameters give."""
+        from streamcal import _state_check as c
+
+        super()._check_loaded_state()
+        inner = _check_spline_params(self.order, self.n_knots, self.knots, self.refit_every)
+        have = self._inner_knots
+        if not (
+            (inner is None and have is None)
+            or (inner is not None and type(have) is np.ndarray and np.array_equal(inner, have))
+        ):
+            c.fail(f"`_inner_knots`: expected the knots of the parameters ({c.brief(inner)}); found {c.brief(have)}.")
+
+    def _check_loaded_map(self) -> None:
+        """The fitted map of a restored calibrator: before
+        the first fit no map; after it a clamped knot vector (the bounds repeated ``order + 1``
+        times around strictly increasing knots), coefficients of the size the knots give, and the
+        B-spline coefficients their capped cumulative sums, all finite; a finite fitted weight."""
+        from streamcal import _state_check as c
+
+        super()._check_loaded_map()
+        c.need_float(self._fit_weight, "_fit_weight", low=0.0)
+        parts = (self._knots, self._coef, self._bspline_coef)
+        if all(part is None for part in parts):
+            if self._fitted:
+                c.fail("`_knots`/`_coef`: expected a fitted map since `_fitted` is True; found None.")
+            return
+        k = int(self.order) + 1
+        knots = c.need_array(self._knots, "_knots", np.float64)
+        m = knots.size
+        if m < 2 * k:
+            c.fail(f"`_knots`: expected at least {2 * k} knots for order {self.order}; found {m}.")
+        c.need_finite(knots, "_knots")
+        if not ((knots[:k] == knots[0]).all() and (knots[m - k :] == knots[-1]).all()):
+            c.fail(f"`_knots`: expected a clamped knot vector, its first and last {k} knots equal.")
+        c.need_increasing(knots[k - 1 : m - k + 1], "_knots")
+        coef = c.need_array(self._coef, "_coef", np.float64, size=m - k)
+        c.need_finite(coef, "_coef")
+        beta = c.need_array(self._bspline_coef, "_bspline_coef", np.float64, size=m - k)
+        if not np.array_equal(beta, np.minimum(np.cumsum(coef), 1.0)):
+            c.fail("`_bspline_coef`: expected the cumulative sums of `_coef`, capped at 1.")
+
     # ------------------------------------------------------------------ engine
     def _after_learn(self, n: int) -> None:
         if not getattr(self, "_loading", False):
