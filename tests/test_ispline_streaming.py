@@ -17,7 +17,7 @@ from streamcal.windows import CountWindow, Decay, TimeWindow
 
 def snapshot(cal):
     """Every learned attribute, pickled: equal snapshots mean equal state."""
-    return pickle.dumps({k: v for k, v in sorted(cal.__dict__.items()) if k.startswith("_")})
+    return pickle.dumps({k: v for k, v in sorted(cal.__getstate__().items()) if k.startswith("_")})
 
 
 

@@ -283,7 +283,7 @@ def test_damaged_bytes_are_rejected_or_harmless(checkpoint):
             continue
         # the flip hit a byte that carries no content (a zip header field): the learner is intact
         assert same(back.predict_proba(grid), cal.predict_proba(grid))
-        assert same(back.__dict__, cal.__dict__)
+        assert same(back.__getstate__(), cal.__getstate__())
     assert rejected > 0.8 * len(data)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from streamcal._kernels import ispline as _k
 from streamcal._kernels._config import entry_point
-from streamcal._streaming import OP_LEARN, StreamingCalibrator
+from streamcal._streaming import _ONE_BELOW, _TINY, OP_LEARN, StreamingCalibrator
 from streamcal._validation import (
     as_binary_labels,
     as_finite,
@@ -196,7 +196,8 @@ class ISplineCalibrator(StreamingCalibrator):
         self._bspline_coef = np.ascontiguousarray(fitted.bspline_coef, dtype=np.float64)
         self._fit_weight = weight
         c = float(self.llr_pseudo_count)
-        self._prior_logodds = math.log(pos_weight + c) - math.log(weight - pos_weight + c)
+        # the difference is >= 0 but for rounding, which could take it below -c with large weights
+        self._prior_logodds = math.log(pos_weight + c) - math.log(max(weight - pos_weight, 0.0) + c)
         self._set_proba_bounds(weight)
 
     def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
@@ -223,6 +224,8 @@ class ISplineCalibrator(StreamingCalibrator):
         c = float(self.llr_pseudo_count)
         total = self._fit_weight
         q = (proba * total + c) / (total + 2.0 * c)
+        # in (0, 1) but for rounding when the weight dwarfs c by 2**53: kept inside, the LLR finite
+        q = np.minimum(np.maximum(q, _TINY), _ONE_BELOW)
         return (np.log(q) - np.log1p(-q)) - self._prior_logodds
 
     @property
