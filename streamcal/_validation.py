@@ -238,9 +238,7 @@ def _is_binary_scalar(value) -> bool:
 
 
 def _is_finite_real(value) -> bool:
-    """Whether a real number is finite and within float64 (any Python int counts as finite)."""
-    if isinstance(value, numbers.Integral):
-        return True
+    """Whether a real number is finite and within the float64 range."""
     try:
         return math.isfinite(float(value))
     except OverflowError:
