@@ -135,6 +135,9 @@ def as_real_array(x, name: str, *, allow_bool: bool = False, what: str = "an arr
         msg = f"`{name}` must be {what}; got a {type(x).__name__}."
         raise TypeError(msg)
     kinds = "iufb" if allow_bool else "iuf"
+    if isinstance(x, np.ma.MaskedArray):
+        msg = f"`{name}` must be {what}; got a masked array (fill or drop its masked values first)."
+        raise TypeError(msg)
     if isinstance(x, np.ndarray):
         arr = x
     else:
@@ -291,9 +294,7 @@ def _is_binary_scalar(value) -> bool:
 
 
 def _is_finite_real(value) -> bool:
-    """Whether a real number is finite and within float64 (any Python int counts as finite)."""
-    if isinstance(value, numbers.Integral):
-        return True
+    """Whether a real number is finite and within the float64 range."""
     try:
         return math.isfinite(float(value))
     except OverflowError:
@@ -355,6 +356,18 @@ def check_same_length(expected: int, got: int, name: str) -> None:
         raise ValueError(msg)
 
 
+def _is_choice(value, choice) -> bool:
+    """``value == choice`` of the same kind: ``1`` and ``1.0`` are not the choice ``True``."""
+    if isinstance(choice, (bool, np.bool_)):
+        same_kind = isinstance(value, (bool, np.bool_))
+    else:
+        same_kind = isinstance(value, type(choice)) and not isinstance(value, (bool, np.bool_))
+    try:
+        return same_kind and bool(value == choice)
+    except (TypeError, ValueError):
+        return False
+
+
 def check_scalar(
     value,
     name: str,
@@ -368,7 +381,7 @@ def check_scalar(
 ):
     """Validate a scalar parameter, scikit-learn style: "`n_bins` must be an int in [2, inf); got 1."."""
     if choices is not None:
-        if value not in choices:
+        if not any(_is_choice(value, c) for c in choices):
             msg = f"`{name}` must be one of {list(choices)!r}; got {fmt(value)}."
             raise ValueError(msg)
         return value

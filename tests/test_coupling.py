@@ -385,8 +385,10 @@ def test_inconsistent_pair_is_rejected():
 
 
 def test_non_numeric_r_is_rejected():
-    with pytest.raises(TypeError, match="`r` must be an array of numbers"):
+    with pytest.raises(TypeError, match="`r` must hold real numbers only; got strings"):
         pairwise_couple([["a", "b"], ["c", "d"]])
+    with pytest.raises(TypeError, match=r"`r` must hold real numbers only; got '0\.5'"):
+        pairwise_couple(np.array([[0.0, "0.5"], [0.5, 0.0]], dtype=object))
     with pytest.raises(TypeError, match="`r` must be an array of numbers"):
         pairwise_couple("r")
 
