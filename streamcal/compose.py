@@ -227,11 +227,12 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
             return {self._neg_label: 1.0 - p, self.pos_val: p}
 
     def predict_one(self, x: dict, **kwargs):
-        """The most probable class after calibration (``pos_val`` wins ties in the binary case)."""
+        """The most probable class after calibration: in the binary case ``pos_val`` when its calibrated
+        probability exceeds 0.5 (at exactly 0.5 the other class), as every streamcal calibrator decides."""
         with self._lock:
             proba = self.predict_proba_one(x)
             if self._binary_calibrator:
-                return self.pos_val if proba.get(self.pos_val, 0.0) >= 0.5 else self._neg_label
+                return self.pos_val if proba.get(self.pos_val, 0.0) > 0.5 else self._neg_label
             return max(proba, key=proba.get) if proba else None
 
     def predict_llr_one(self, x: dict, **kwargs) -> float:
