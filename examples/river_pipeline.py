@@ -12,7 +12,7 @@ when present, refitted every 100 labels). All metrics are progressive: each even
 calibrator) learn it. Log loss is clipped at 1e-15 as river's ``LogLoss`` does, because PAV's exact
 map (``finite_proba=False``, shown for comparison) gives the extreme buckets exactly 0 or 1.
 
-Run: ``PYTHONPATH=. python examples/river_pipeline.py`` (a few minutes).
+Install: ``pip install .`` (the plain install). Run: ``python examples/river_pipeline.py`` (a few minutes).
 """
 
 from __future__ import annotations

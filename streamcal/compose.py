@@ -14,6 +14,7 @@ import numbers
 import numpy as np
 from river import base
 
+from streamcal._locking import LockedState
 from streamcal.persist import Persistable
 
 __all__ = ["CalibratedClassifier"]
@@ -22,7 +23,7 @@ __all__ = ["CalibratedClassifier"]
 _ROUNDING = 1e-9
 
 
-class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
+class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifier):
     """A river classifier whose probabilities are calibrated online by a streamcal calibrator.
 
     For every learned event ``(x, y)``:
@@ -120,6 +121,7 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
         self._last_x: dict | None = None
         self._last_proba: dict | None = None
         self.n_learned = 0
+        self._init_lock()
 
     # ------------------------------------------------------------------ river plumbing
     @property
@@ -143,6 +145,23 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
         yield {"classifier": linear_model.LogisticRegression()}  # the default calibrator
         yield {"classifier": linear_model.LogisticRegression(), "calibrator": PAVCalibrator(finite_proba=False)}
         yield {"classifier": naive_bayes.GaussianNB(), "calibrator": PAVCalibrator()}
+
+    # ------------------------------------------------------------------ a restored state
+    def _check_loaded_state(self) -> None:
+        """Check the attributes a state file restored (see :mod:`streamcal.persist`): a river
+        classifier and a calibrator (the streamcal parts were checked when they were restored),
+        hashable labels, the remembered score (both parts or neither) and the event count."""
+        from streamcal import _state_check as c
+
+        c.need_keys(self, ("classifier", "calibrator", "pos_val", "_neg_label", "_last_x", "_last_proba", "n_learned"))
+        c.need_params(self, lambda: CalibratedClassifier(self.classifier, self.calibrator, self.pos_val))
+        for name in ("pos_val", "_neg_label"):
+            c.need_params(self, lambda name=name: hash(getattr(self, name)))
+        last_x, last_proba = self._last_x, self._last_proba
+        if not ((last_x is None and last_proba is None) or (type(last_x) is dict and type(last_proba) is dict)):
+            found = f"{c.brief(last_x)} and {c.brief(last_proba)}"
+            c.fail(f"`_last_x`/`_last_proba`: expected two dicts or two Nones; found {found}.")
+        c.need_int(self.n_learned, "n_learned", 0)
 
     # ------------------------------------------------------------------ scoring
     def _model_proba(self, x: dict) -> dict:
@@ -179,51 +198,56 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
         Extra keyword arguments go to the wrapped classifier. A sample weight ``w`` goes to the
         classifier and to a binary calibrator (multiclass calibrators take no weights).
         """
-        _check_features(x)
-        if self._binary_calibrator:
-            label = _binary_label(y, self.pos_val)
-            cal_x = self._score_dict(self._model_proba(x))
-            if "w" in kwargs:
-                self.calibrator.learn_one(cal_x, label, w=kwargs["w"])
+        with self._lock:
+            _check_features(x)
+            if self._binary_calibrator:
+                label = _binary_label(y, self.pos_val)
+                cal_x = self._score_dict(self._model_proba(x))
+                if "w" in kwargs:
+                    self.calibrator.learn_one(cal_x, label, w=kwargs["w"])
+                else:
+                    self.calibrator.learn_one(cal_x, label)
+                if not label and self._neg_label is False and not _is_bool_like(self.pos_val):
+                    self._neg_label = y  # labels such as "spam" / "ham": the first negative names the class
             else:
-                self.calibrator.learn_one(cal_x, label)
-            if not label and self._neg_label is False and not _is_bool_like(self.pos_val):
-                self._neg_label = y  # labels such as "spam" / "ham": the first negative names the class
-        else:
-            cal_x = self._model_proba(x)
-            self.calibrator.learn_one(cal_x, y)
-        self._last_x = None
-        self._last_proba = None
-        self.classifier.learn_one(x, y, **kwargs)
-        self.n_learned += 1
+                cal_x = self._model_proba(x)
+                self.calibrator.learn_one(cal_x, y)
+            self._last_x = None
+            self._last_proba = None
+            self.classifier.learn_one(x, y, **kwargs)
+            self.n_learned += 1
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
         """The calibrated distribution over the classes for ``x``."""
-        cal_x = self._calibrator_input(x)
-        if not self._binary_calibrator:
-            return self.calibrator.predict_proba_one(cal_x)
-        p = float(self.calibrator.predict_proba_one(cal_x).get(True, 0.0))
-        return {self._neg_label: 1.0 - p, self.pos_val: p}
+        with self._lock:
+            cal_x = self._calibrator_input(x)
+            if not self._binary_calibrator:
+                return self.calibrator.predict_proba_one(cal_x)
+            p = float(self.calibrator.predict_proba_one(cal_x).get(True, 0.0))
+            return {self._neg_label: 1.0 - p, self.pos_val: p}
 
     def predict_one(self, x: dict, **kwargs):
-        """The most probable class after calibration (``pos_val`` wins ties in the binary case)."""
-        proba = self.predict_proba_one(x)
-        if self._binary_calibrator:
-            return self.pos_val if proba.get(self.pos_val, 0.0) >= 0.5 else self._neg_label
-        return max(proba, key=proba.get) if proba else None
+        """The most probable class after calibration: in the binary case ``pos_val`` when its calibrated
+        probability exceeds 0.5 (at exactly 0.5 the other class), as every streamcal calibrator decides."""
+        with self._lock:
+            proba = self.predict_proba_one(x)
+            if self._binary_calibrator:
+                return self.pos_val if proba.get(self.pos_val, 0.0) > 0.5 else self._neg_label
+            return max(proba, key=proba.get) if proba else None
 
     def predict_llr_one(self, x: dict, **kwargs) -> float:
         """The calibrated log-likelihood ratio of ``pos_val`` against the rest (natural log).
 
         Only for binary calibrators that provide ``predict_llr_one``.
         """
-        if not self._binary_calibrator or not hasattr(self.calibrator, "predict_llr_one"):
-            msg = (
-                "predict_llr_one needs a binary calibrator with a `predict_llr_one` method; "
-                f"got {type(self.calibrator).__name__}."
-            )
-            raise NotImplementedError(msg)
-        return float(self.calibrator.predict_llr_one(self._calibrator_input(x)))
+        with self._lock:
+            if not self._binary_calibrator or not hasattr(self.calibrator, "predict_llr_one"):
+                msg = (
+                    "predict_llr_one needs a binary calibrator with a `predict_llr_one` method; "
+                    f"got {type(self.calibrator).__name__}."
+                )
+                raise NotImplementedError(msg)
+            return float(self.calibrator.predict_llr_one(self._calibrator_input(x)))
 
 
 def _is_bool_like(y) -> bool:

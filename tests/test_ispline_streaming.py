@@ -17,7 +17,7 @@ from streamcal.windows import CountWindow, Decay, TimeWindow
 
 def snapshot(cal):
     """Every learned attribute, pickled: equal snapshots mean equal state."""
-    return pickle.dumps({k: v for k, v in sorted(cal.__dict__.items()) if k.startswith("_")})
+    return pickle.dumps({k: v for k, v in sorted(cal.__getstate__().items()) if k.startswith("_")})
 
 
 
@@ -182,7 +182,7 @@ def test_pickle_clone_and_deepcopy_keep_predictions(rng):
     [
         (lambda c: c.learn_one({"s": 0.3}, 2), ValueError, r"`y` must be a binary label"),
         (lambda c: c.learn_one({"s": float("nan")}, 1), ValueError, r"must be finite"),
-        (lambda c: c.learn_one({"s": 1.5}, 1), ValueError, r"must lie in \[0.0, 1.0\]"),
+        (lambda c: c.learn_one({"s": 1.5}, 1), ValueError, r"must hold probabilities in \[0, 1\]"),
         (lambda c: c.learn_one({"s": 0.3}, 1, w=-1.0), ValueError, r"`w` must be finite and non-negative"),
         (lambda c: c.update([0.1, np.nan], [0, 1]), ValueError, r"`scores` must be finite"),
         (lambda c: c.update([0.1, 0.2], [0, 3]), ValueError, r"`labels` must hold binary labels"),

@@ -588,7 +588,7 @@ def test_fast_path_refuses_what_the_full_checks_reject(name, call, error):
     assert snapshot(cal) == before
     # the edges of the valid ranges are accepted
     cal.learn_one({"s": 0.0}, False, w=0.0)
-    cal.learn_one({"s": 1.0}, True, w=1e300)
+    cal.learn_one({"s": 1.0}, True, w=1e100)  # the largest weight of one event
     assert cal.predict_proba_one({"s": 0.0})[True] <= cal.predict_proba_one({"s": 1.0})[True]
 
 
@@ -618,7 +618,7 @@ def test_bad_parameters():
     with pytest.raises(ValueError, match="interpolation"):
         PAVCalibrator(interpolation="cubic")
     with pytest.raises(TypeError, match="window"):
-        PAVCalibrator(window=10)
+        PAVCalibrator(window=10.0)  # an int is a count window; a float is ambiguous (events or seconds?)
     with pytest.raises(ValueError, match="llr_pseudo_count"):
         PAVCalibrator(llr_pseudo_count=0.0)
     with pytest.raises(ValueError, match="`n`"):

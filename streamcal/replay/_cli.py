@@ -140,7 +140,7 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     win.add_argument(
         "--window",
         default=None,
-        help="sliding window: a number of events (100000) or a duration (7d, 12h, 3600s)",
+        help="sliding window: a number of events (100000, 1e5) or a duration (7d, 12h, 30m, 3600s, 1w)",
     )
     win.add_argument(
         "--decay",
@@ -246,9 +246,9 @@ def run_replay(args: argparse.Namespace) -> int:
         summary = replay(
             args.input[0] if len(args.input) == 1 else list(args.input),
             args.method,
-            buckets=args.buckets,
-            window=args.window,
-            decay=args.decay,
+            buckets=_option(args.buckets, "--buckets"),
+            window=_option(args.window, "--window"),
+            decay=_option(args.decay, "--decay"),
             time_col=args.time_col or None,
             score_col=args.score_col,
             label_col=args.label_col,
@@ -274,6 +274,21 @@ def run_replay(args: argparse.Namespace) -> int:
         return 1
     summary.print()
     return 0
+
+
+def _option(text: str | None, option: str):
+    """``--buckets`` / ``--window`` / ``--decay`` read by the parser of every ``buckets=`` /
+    ``window=`` parameter (:func:`streamcal.buckets.as_buckets`, :func:`streamcal.windows.as_window`,
+    :func:`streamcal.windows.as_decay`); errors name the option."""
+    if text is None:
+        return None
+    if option == "--buckets":
+        from streamcal.buckets import as_buckets
+
+        return as_buckets(text, option)
+    from streamcal.windows import as_decay, as_window
+
+    return as_window(text, option) if option == "--window" else as_decay(text, option)
 
 
 def _method_options(args) -> dict:

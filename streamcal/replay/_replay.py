@@ -389,7 +389,7 @@ def replay(
         try:  # fail before the replay, not after it
             import matplotlib  # noqa: F401
         except ImportError:
-            msg = "`plot` needs matplotlib: pip install 'streamcal[plot]'."
+            msg = "`plot` needs matplotlib: pip install 'streamcal-engine[plot]'."
             raise ImportError(msg) from None
 
     start = time.perf_counter()
