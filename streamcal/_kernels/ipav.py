@@ -207,7 +207,7 @@ def empty_pav_state(
     """Fresh ``(pf, pi)`` for an empty histogram over buckets with the given ``centres``.
 
     ``cuts`` are the ``B - 1`` interior bucket edges, for the single-score kernels
-    (``pav_predict_score``, ``pav_learn_score_inplace``); default: the midpoints of the centres.
+    (``pav_predict_packed``, ``pav_learn_packed_inplace``); default: the midpoints of the centres.
     """
     B = centres.shape[0]
     nf, ni = pav_state_sizes(B)
@@ -894,27 +894,10 @@ def pav_bucket_of(pf, s):
     )
 
 
-@jit_noalloc(forceinline=True)
-def pav_predict_score(pf, s):
-    """Calibrated probability of score ``s``, as ``pav_predict_many`` computes it."""
-    return pav_proba_out(pf, pav_predict_one(pf, pav_bucket_of(pf, s), s))
-
-
-@jit_noalloc(forceinline=True)
-def pav_llr_score(pf, s):
-    """Finite PAV-LLR of score ``s``, as ``pav_predict_many`` computes it."""
-    return pav_llr_from_proba(pf, pav_predict_one(pf, pav_bucket_of(pf, s), s))
-
-
-@jit_noalloc(forceinline=True)
-def pav_learn_score_inplace(sf, si, pf, pi, s, y, w, t):
-    """Learn one event of score ``s`` (``pav_learn_one_inplace`` after the bucket search)."""
-    pav_learn_one_inplace(sf, si, pf, pi, pav_bucket_of(pf, s), y, w, t, sf[SF_KIND])
-
-
 @jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
 def pav_learn_packed_inplace(packed, s, y, w, t):
-    """:func:`pav_learn_score_inplace` on the state packed by :func:`pack_state`.
+    """Learn one event of score ``s`` (:func:`pav_learn_one_inplace` after the bucket search) on
+    the state packed by :func:`pack_state`.
 
     Returns False, having changed nothing, when the state is marked busy, the score is outside
     the valid range or the weight outside ``[0, MAX_WEIGHT]`` (the caller's full checks then
@@ -924,26 +907,29 @@ def pav_learn_packed_inplace(packed, s, y, w, t):
         return False
     o_si, o_pf = int(packed[PACK_O_SI]), int(packed[PACK_O_PF])
     o_pi, end = int(packed[PACK_O_PI]), int(packed[PACK_END])
-    pav_learn_score_inplace(
-        packed[PACK_HEADER:o_si], packed[o_si:o_pf].view(np.int64), packed[o_pf:o_pi],
-        packed[o_pi:end].view(np.int64), s, y, w, t,
-    )
+    sf, si = packed[PACK_HEADER:o_si], packed[o_si:o_pf].view(np.int64)
+    pf, pi = packed[o_pf:o_pi], packed[o_pi:end].view(np.int64)
+    pav_learn_one_inplace(sf, si, pf, pi, pav_bucket_of(pf, s), y, w, t, sf[SF_KIND])
     return True
 
 
 @jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
 def pav_predict_packed(packed, s):
-    """:func:`pav_predict_score` on the state packed by :func:`pack_state`; -1.0 (never a
-    probability) when the state is marked busy or the score is outside the valid range."""
+    """Calibrated probability of score ``s``, as ``pav_predict_many`` computes it, on the state
+    packed by :func:`pack_state`; -1.0 (never a probability) when the state is marked busy or
+    the score is outside the valid range."""
     if not (packed[PACK_BUSY] == 0.0 and _score_ok(packed, s)):
         return -1.0
-    return pav_predict_score(_map_section(packed), s)
+    pf = _map_section(packed)
+    return pav_proba_out(pf, pav_predict_one(pf, pav_bucket_of(pf, s), s))
 
 
 @jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
 def pav_llr_packed(packed, s):
-    """:func:`pav_llr_score` on the state packed by :func:`pack_state`; NaN (never a finite
-    LLR) when the state is marked busy or the score is outside the valid range."""
+    """Finite PAV-LLR of score ``s``, as ``pav_predict_many`` computes it, on the state packed by
+    :func:`pack_state`; NaN (never a finite LLR) when the state is marked busy or the score is
+    outside the valid range."""
     if not (packed[PACK_BUSY] == 0.0 and _score_ok(packed, s)):
         return math.nan
-    return pav_llr_score(_map_section(packed), s)
+    pf = _map_section(packed)
+    return pav_llr_from_proba(pf, pav_predict_one(pf, pav_bucket_of(pf, s), s))
