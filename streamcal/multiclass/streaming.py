@@ -9,6 +9,7 @@ streaming calibrator (``PAVCalibrator`` by default), cloned once per pair or per
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import numbers
 from collections.abc import Mapping
@@ -173,7 +174,8 @@ class _ScoreDictCalibrator(Persistable, base.Classifier):
         if self.classes is not None and learned:
             c.fail(f"`_classes`: expected no learned classes when `classes` is fixed; found {c.brief(learned)}.")
         try:
-            ordered = sorted(set(learned), key=_class_order) == learned
+            keys = [_class_order(cls) for cls in learned]
+            ordered = len(set(learned)) == len(learned) and all(a <= b for a, b in itertools.pairwise(keys))
         except TypeError:
             ordered = False
         if not ordered:
