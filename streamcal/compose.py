@@ -135,6 +135,14 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
 
         c.need_keys(self, ("classifier", "calibrator", "pos_val", "_neg_label", "_last_x", "_last_proba", "n_learned"))
         c.need_params(self, lambda: CalibratedClassifier(self.classifier, self.calibrator, self.pos_val))
+        seen, part = {id(self)}, self.calibrator
+        while True:  # a wrapper that (through other wrappers) wraps itself would recurse forever
+            if id(part) in seen or self.classifier is self:
+                c.fail("`calibrator`/`classifier`: a CalibratedClassifier cannot contain itself.")
+            if not isinstance(part, CalibratedClassifier):
+                break
+            seen.add(id(part))
+            part = part.calibrator
         for name in ("pos_val", "_neg_label"):
             c.need_params(self, lambda name=name: hash(getattr(self, name)))
         last_x, last_proba = self._last_x, self._last_proba
