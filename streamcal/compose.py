@@ -155,10 +155,18 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
 
         c.need_keys(self, ("classifier", "calibrator", "pos_val", "_neg_label", "_last_x", "_last_proba", "n_learned"))
         c.need_params(self, lambda: CalibratedClassifier(self.classifier, self.calibrator, self.pos_val))
+        seen, part = {id(self)}, self.calibrator
+        while True:  # a wrapper that (through other wrappers) wraps itself would recurse forever
+            if id(part) in seen or self.classifier is self:
+                c.fail("`calibrator`/`classifier`: a CalibratedClassifier cannot contain itself.")
+            if not isinstance(part, CalibratedClassifier):
+                break
+            seen.add(id(part))
+            part = part.calibrator
         for name in ("pos_val", "_neg_label"):
             c.need_params(self, lambda name=name: hash(getattr(self, name)))
         last_x, last_proba = self._last_x, self._last_proba
-        if not ((last_x is None and last_proba is None) or (type(last_x) is dict and type(last_proba) is dict)):
+        if not ((last_x is None and last_proba is None) or (isinstance(last_x, dict) and isinstance(last_proba, dict))):
             found = f"{c.brief(last_x)} and {c.brief(last_proba)}"
             c.fail(f"`_last_x`/`_last_proba`: expected two dicts or two Nones; found {found}.")
         c.need_int(self.n_learned, "n_learned", 0)

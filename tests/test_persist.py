@@ -608,12 +608,21 @@ def _with_root(root, arrays=None) -> bytes:
         ({"__object__": "streamcal.metrics:ECE", "id": 0, "params": {"zz": 1}, "state": {}}, "not parameters of ECE"),
         ({"__object__": "streamcal.metrics:ECE", "id": 0, "params": {"n_bins": 10**12}, "state": {}}, "n_bins"),
         ({"__class__": "builtins:eval"}, "not a class"),
+        ({"__object__": "streamcal.replay.generate:_Writer", "id": 0, "params": {}, "state": {}}, "cannot hold"),
         ({"__random__": [3, [1, 2], None]}, "cannot be decoded"),
     ],
 )
 def test_malformed_descriptions_are_refused(root, match):
     with pytest.raises(persist.StateFileError, match=match):
         persist.from_bytes(_with_root(root))
+
+
+def test_a_wrapper_cannot_contain_itself():
+    model = CalibratedClassifier(tree.HoeffdingTreeClassifier(), PAVCalibrator())
+    manifest, arrays, _ = unpack(persist.to_bytes(model, allow_pickle=False))
+    manifest["root"]["params"]["calibrator"] = {"__ref__": 0}
+    with pytest.raises(persist.StateFileError, match="cannot contain itself"):
+        persist.from_bytes(pack(manifest, arrays))
 
 
 def test_an_array_may_be_named_once():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import functools
+import itertools
 import math
 import numbers
 from collections.abc import Iterable, Mapping
@@ -246,18 +247,20 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         binary calibrator of the prototype's class per pair of known classes (pairwise coupling)
         or per known class (one-vs-rest), each checked when it was restored."""
         from streamcal import _state_check as c
-        from streamcal._streaming import StreamingCalibrator
 
         c.check_like_fresh(self)
         c.need_params(self, self._check_params)
-        if self.calibrator is not None and not isinstance(self.calibrator, StreamingCalibrator):
+        if self.calibrator is not None and not (
+            isinstance(self.calibrator, base.Classifier) and hasattr(self.calibrator, "window_weight")
+        ):
             found = c.brief(self.calibrator)
-            c.fail(f"`calibrator`: expected a streamcal binary calibrator or None; found {found}.")
+            c.fail(f"`calibrator`: expected a binary streaming calibrator or None; found {found}.")
         learned = self._classes
         if self.classes is not None and learned:
             c.fail(f"`_classes`: expected no learned classes when `classes` is fixed; found {c.brief(learned)}.")
         try:
-            ordered = sorted(set(learned), key=_class_order) == learned
+            keys = [_class_order(cls) for cls in learned]
+            ordered = len(set(learned)) == len(learned) and all(a <= b for a, b in itertools.pairwise(keys))
         except TypeError:
             ordered = False
         if not ordered:
