@@ -448,7 +448,10 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         ``w`` is the sample weight; ``t`` the event time (required by time windows and
         time-based decay, and then never going backwards).
         """
-        with self._lock:
+        # the per-event methods acquire and release explicitly: half the cost of `with` per call
+        lock = self._lock
+        lock.acquire()
+        try:
             s = self._score_of(x)
             label, w, t = self._check_one(y, w, t)
             if self._sf is None:
@@ -457,26 +460,40 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
             if self._ring_capacity and self._uses_times:
                 self._ensure_ring(1)
             self._learn_bucket(bisect_right(self._cuts_list, s), s, label, w, t)
+        finally:
+            lock.release()
 
     def predict_proba_one(self, x: dict) -> dict:
         """``{False: 1 - p, True: p}`` with ``p`` the calibrated probability of the score."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             s = self._score_of(x)
             p = self._warm_proba() if self._sf is None else self._proba_of(s)
+        finally:
+            lock.release()
         return {False: 1.0 - p, True: p}
 
     def predict_one(self, x: dict) -> bool:
         """True when the calibrated probability exceeds 0.5."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             s = self._score_of(x)
             p = self._warm_proba() if self._sf is None else self._proba_of(s)
+        finally:
+            lock.release()
         return p > 0.5
 
     def predict_llr_one(self, x: dict) -> float:
         """Calibrated log-likelihood ratio (natural log) of the score, finite."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             s = self._score_of(x)
             return 0.0 if self._sf is None else self._llr_of(s)
+        finally:
+            lock.release()
 
     # ------------------------------------------------------------------ array face
     def update(self, scores, labels, *, weights=None, times=None):

@@ -74,22 +74,29 @@ class _MarkingLock:
         """Whether the lock is held (with the mark) by some thread."""
         return self._depth > 0
 
-    def __enter__(self):
+    def acquire(self) -> bool:
         self.rlock.acquire()
         self._depth += 1
         if self._depth == 1:
             packed = self._cal.__dict__.get("_packed")  # none while the edges are warming up
             if packed is not None:
                 packed[_k.PACK_BUSY] = 1.0
-        return self
+        return True
 
-    def __exit__(self, *exc_info):
+    def release(self) -> None:
         self._depth -= 1
         if self._depth == 0:
             packed = self._cal.__dict__.get("_packed")
             if packed is not None:
                 packed[_k.PACK_BUSY] = 0.0
         self.rlock.release()
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.release()
 
 
 def _gil_enabled() -> bool:
