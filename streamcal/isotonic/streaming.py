@@ -237,7 +237,8 @@ class PAVCalibrator(StreamingCalibrator):
     # time window for learning) into one test; the kernels take the packed state and check
     # the score's range and the weight, refusing (changing nothing) what the full checks reject.
     #
-    # Threads. The fast paths take no lock (a lock would cost a sixth of a pair). They are atomic
+    # Threads. The fast paths take no lock (a Python lock round trip per call costs about as much
+    # as the kernels: docs/benchmarks.md, "Thread safety"). They are atomic
     # all the same: (1) the packed entry points hold the GIL while they run (``nogil=False``), so
     # no other Python thread runs a step between a call's first read and its last write, and
     # two such calls never overlap; (2) everything else that reads or writes the state does so
