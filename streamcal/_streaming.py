@@ -25,6 +25,10 @@ the window holds no weight) predictions are the score itself for probability inp
 strategies with ``probability_inputs``, such as the default logit grid) and 0.5 otherwise,
 with LLR 0.
 
+Thread safety: every public method holds the calibrator's lock (``streamcal._locking``), so
+concurrent calls behave as some serial order of them (``docs/architecture.md``, "Thread safety");
+the lock is made in ``__init__`` and on restoring, never in ``_reset``, and is not state.
+
 Streaming PAV (:class:`streamcal.isotonic.streaming.PAVCalibrator`) replaces the generic engine
 methods (``_init_map_state``, ``_learn_bucket``, ``_proba_of``, ``_llr_of``, ``_run_ops``,
 ``_predict_arrays``) by fused numba kernels. See ``docs/architecture.md``.
