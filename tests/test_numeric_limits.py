@@ -151,6 +151,21 @@ def test_the_largest_weight_gives_finite_outputs(window):
         assert_finite_outputs(cal)
 
 
+@pytest.mark.parametrize("window", [Unbounded(), Decay(0.5), Decay(1e6), Decay(Decay.MAX_HALF_LIFE)])
+def test_a_long_stream_of_the_largest_weights_stays_finite(window, rng):
+    n = 20_000
+    s = rng.uniform(size=n)
+    y = rng.uniform(size=n) < s
+    cal = PAVCalibrator(window=window)
+    p, llr = cal.prequential(s, y, weights=np.full(n, MAX_WEIGHT))
+    assert np.all((p >= 0.0) & (p <= 1.0))
+    assert np.all(np.isfinite(llr))
+    assert_finite_outputs(cal)
+    _, pos, neg = cal.histogram()
+    assert np.all(np.isfinite(pos))
+    assert np.all(np.isfinite(neg))
+
+
 def test_a_single_heavy_positive_gives_a_finite_llr():
     for weight in (1e16, 1e17, 1e53, MAX_WEIGHT):
         for make in (PAVCalibrator, ISplineCalibrator, GEVCalibrator, PlattCalibrator):
