@@ -32,6 +32,10 @@ the window holds no weight) predictions are the score itself for probability inp
 strategies with ``probability_inputs``, such as the default logit grid) and 0.5 otherwise,
 with LLR 0.
 
+Thread safety: every public method holds the calibrator's lock (``streamcal._locking``), so
+concurrent calls behave as some serial order of them (``docs/architecture.md``, "Thread safety");
+the lock is made in ``__init__`` and on restoring, never in ``_reset``, and is not state.
+
 Streaming PAV (:class:`streamcal.isotonic.streaming.PAVCalibrator`) replaces the generic engine
 methods (``_init_map_state``, ``_learn_bucket``, ``_proba_of``, ``_llr_of``, ``_run_ops``,
 ``_predict_arrays``) by fused numba kernels. See ``docs/architecture.md``.
@@ -640,7 +644,10 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         ``w`` is the sample weight; ``t`` the event time (required by time windows and
         time-based decay, and then never going backwards).
         """
-        with self._lock:
+        # the per-event methods acquire and release explicitly: half the cost of `with` per call
+        lock = self._lock
+        lock.acquire()
+        try:
             s = self._score_of(x)
             label, w, t = self._check_one(y, w, t)
             if self._sf is None:
@@ -649,26 +656,40 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
             if self._ring_capacity and self._uses_times:
                 self._ensure_ring(1)
             self._learn_bucket(bisect_right(self._cuts_list, s), s, label, w, t)
+        finally:
+            lock.release()
 
     def predict_proba_one(self, x: dict) -> dict:
         """``{False: 1 - p, True: p}`` with ``p`` the calibrated probability of the score."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             s = self._score_of(x)
             p = self._warm_proba() if self._sf is None else self._proba_of(s)
+        finally:
+            lock.release()
         return {False: 1.0 - p, True: p}
 
     def predict_one(self, x: dict) -> bool:
         """True when the calibrated probability exceeds 0.5."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             s = self._score_of(x)
             p = self._warm_proba() if self._sf is None else self._proba_of(s)
+        finally:
+            lock.release()
         return p > 0.5
 
     def predict_llr_one(self, x: dict) -> float:
         """Calibrated log-likelihood ratio (natural log) of the score, finite."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             s = self._score_of(x)
             return 0.0 if self._sf is None else self._llr_of(s)
+        finally:
+            lock.release()
 
     # ------------------------------------------------------------------ array face
     def update(self, scores, labels, *, weights=None, times=None):

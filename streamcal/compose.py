@@ -87,6 +87,10 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
     so the reused score is always that of the current model; it assumes the wrapped model learns
     only through the wrapper.
 
+    Thread safety: each method holds the wrapper's lock for its whole run (the model's scoring,
+    the calibrator's and the model's learning), so threads may share one wrapper; the wrapped
+    model and calibrator must then be used only through it.
+
     Examples
     --------
     >>> from river import datasets, evaluate, linear_model, preprocessing

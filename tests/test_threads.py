@@ -489,6 +489,22 @@ def test_river_face_waits_while_a_marked_section_runs():
     assert cal._packed[ipav.PACK_BUSY] == 0.0
 
 
+def test_the_river_face_works_inside_the_same_threads_marked_section():
+    """Re-entrant use: holding the lock, this thread's own calls run (on the views' kernels)."""
+    cal = PAVCalibrator().update([0.2, 0.8, 0.6], [0, 1, 0])
+    ref = PAVCalibrator().update([0.2, 0.8, 0.6], [0, 1, 0])
+    with cal._lock:
+        assert cal.predict_proba_one({"s": 0.7}) == ref.predict_proba_one({"s": 0.7})
+        assert cal.predict_llr_one({"s": 0.7}) == ref.predict_llr_one({"s": 0.7})
+        assert cal.predict_one({"s": 0.7}) == ref.predict_one({"s": 0.7})
+        cal.learn_one({"s": 0.7}, True)
+        ref.learn_one({"s": 0.7}, True)
+        assert cal._packed[ipav.PACK_BUSY] == 1.0
+    assert cal._packed[ipav.PACK_BUSY] == 0.0
+    np.testing.assert_array_equal(cal.predict_proba(GRID), ref.predict_proba(GRID))
+    assert cal.n_learned == 4
+
+
 def test_a_buffer_replaced_during_a_section_stays_marked():
     """A call holding the buffer from before a ring growth is refused (its writes would be lost)."""
     cal = PAVCalibrator(window=TimeWindow(10.0))

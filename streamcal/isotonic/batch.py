@@ -263,7 +263,9 @@ def pav_llr(scores, labels, weights=None, *, finite: bool = True) -> np.ndarray:
     """
     s, y, w = _validate_binary(scores, labels, weights)
     check_scalar(finite, "finite", kind=(bool, np.bool_), choices=(True, False))
-    k = _scale_exponent(w, w.size)  # the weights (and the pseudo-counts) in units of 2**-k
+    # the weights (and the pseudo-counts) in units of 2**-k; tiny weights are scaled up only
+    # without pseudo-counts (beside a pseudo-count of 1 they weigh nothing anyway)
+    k = _scale_exponent(w, w.size, small_too=not finite)
     if k:
         w = np.ldexp(w, k)
     _, pos, neg, inverse = _group(s, y, w)
@@ -372,14 +374,15 @@ class IsotonicCalibrator:
         if not w.any():
             msg = "`sample_weight` must not all be zero."
             raise ValueError(msg)
-        k = _scale_exponent(w, w.size, small_too=True)  # weights (and pseudo-counts) in units of 2**-k
+        k = _scale_exponent(w, w.size)  # weights (and pseudo-counts) in units of 2**-k
         if k:
             w = np.ldexp(w, k)
         unique, pos, neg, _ = _group(s, y, w, with_inverse=False)
         keep = (pos + neg) > 0.0
         unique, pos, neg = unique[keep], pos[keep], neg[keep]
         c = math.ldexp(float(self.llr_pseudo_count), k)  # the finite rule's pseudo-count, in units of 2**-k
-        proba = _pav_groups(pos, neg)
+        up = _scale_exponent(pos + neg, pos.size, small_too=True)  # the exact map: tiny weights scaled up
+        proba = _pav_groups(np.ldexp(pos, up), np.ldexp(neg, up)) if up else _pav_groups(pos, neg)
         # PAV of the data plus the two pseudo-events: the values of its two end runs
         augmented = _pav_groups(np.concatenate(([c], pos, [0.0])), np.concatenate(([0.0], neg, [c])))
         t1, t0 = float(pos.sum()), float(neg.sum())

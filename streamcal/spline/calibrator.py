@@ -201,17 +201,23 @@ class ISplineCalibrator(StreamingCalibrator):
         self._set_proba_bounds(weight)
 
     def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
+        total, pos_total = float(pos.sum() + neg.sum()), float(pos.sum())
+        # the least-squares fit does not change when every weight is scaled alike: weights far
+        # from 1 (the window's total beyond 2**±500) are scaled by a power of two, so that the
+        # solver's sums and products neither overflow nor lose their bits among subnormals
+        if total > 0.0 and not 2.0**-500 < total < 2.0**500:
+            k = -math.frexp(total)[1]
+            pos, neg = np.ldexp(pos, k), np.ldexp(neg, k)
         weight = pos + neg
         keep = weight > 0.0
         values = np.ascontiguousarray(centres[keep])  # bucket centres ascend
         w = np.ascontiguousarray(weight[keep])
         means = np.ascontiguousarray(pos[keep] / w)
-        total = float(w.sum())
         # warm start: the previous fit's positive coefficients (same basis size), usually the
         # same set or close to it, so the exact solve takes a few steps instead of ~basis size
         hint = None if self._coef is None else self._coef > 0.0
         fitted = fit_distinct(values, w, means, total, int(self.order), self.n_knots, self._inner_knots, hint)
-        self._set_map(fitted, total, float(pos.sum()))
+        self._set_map(fitted, total, pos_total)
 
     def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
         return evaluate_map(scores, self._knots, int(self.order), self._bspline_coef)
