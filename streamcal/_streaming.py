@@ -236,7 +236,11 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         template = self._loaded_state_template(QuantileEdges(1, 1) if warm else Edges((0.0, 1.0)))
         params = set(template._get_params())
         expected = template.__getstate__()
-        if not warm and isinstance(self.buckets, Buckets) and self.buckets.warmup:
+        try:  # the parameter as the constructor reads it (a shorthand such as "quantile:32" too)
+            warmup_strategy = bool(as_buckets(self.buckets).warmup)
+        except (TypeError, ValueError):
+            warmup_strategy = False  # refused below, with the other parameter checks
+        if not warm and warmup_strategy:
             # the warm-up is over: its buffer and strategy are gone, its counters stay
             leftovers = self._loaded_state_template(QuantileEdges(1, 1)).__getstate__()
             gone = {*expected, "_warm", "_strategy"}

@@ -50,7 +50,7 @@ def fmt(value) -> str:
 _F8 = np.dtype(np.float64)
 
 
-def as_1d_array(x, name: str) -> np.ndarray:
+def as_1d_array(x, name: str, given=None) -> np.ndarray:
     """``x`` as a 1-d numpy array of its own dtype (no dtype conversion), or raise naming ``name``.
 
     The one place where the input forms of every array argument are recognised: a 1-d array, a
@@ -78,7 +78,7 @@ def as_1d_array(x, name: str) -> np.ndarray:
     if isinstance(x, np.ma.MaskedArray) and np.ma.is_masked(x):
         msg = f"`{name}` is a masked array with masked values; fill them (or drop them) first."
         raise ValueError(msg)
-    kind = type(x).__name__
+    kind = type(x if given is None else given).__name__  # ``given``: what the caller passed, for messages
     to_numpy = None if isinstance(x, np.ndarray) else getattr(x, "to_numpy", None)
     try:
         if callable(to_numpy):  # pandas / polars Series and DataFrames, pyarrow arrays and tables
@@ -97,7 +97,7 @@ def as_1d_array(x, name: str) -> np.ndarray:
         return arr.reshape(1)
     if arr.ndim == 2 and arr.shape[1] == 1:
         return arr.reshape(-1)
-    what = "an array" if isinstance(x, np.ndarray) else f"a {kind}"
+    what = "an array" if kind in ("ndarray", "MaskedArray") else f"a {kind}"
     msg = f"`{name}` must be 1-d or a single column; got {what} of shape {arr.shape}."
     raise ValueError(msg)
 
@@ -221,7 +221,7 @@ def as_1d_float(x, name: str, *, allow_empty: bool = False, copy: bool = True) -
         and (x.size or allow_empty)
     ):
         return x.copy() if copy else x
-    arr = as_1d_array(as_real_array(x, name, what="a 1-d array of numbers"), name)
+    arr = as_1d_array(as_real_array(x, name, what="a 1-d array of numbers"), name, given=x)
     arr = _to_float64(arr, name, copy=copy)
     if not arr.flags.writeable:
         arr = arr.copy()
