@@ -1,6 +1,6 @@
 """Parameter shorthands, ``fit``, and the input forms every array argument takes.
 
-Run from the repository root: ``PYTHONPATH=. python examples/parameters.py``
+Install: ``pip install .`` (the plain install). Run: ``python examples/parameters.py``
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Plots of calibration with streamcal.plot: reliability, ECE and Tippett plots, metrics over time.
 
-Needs the plot extra (matplotlib): pip install "streamcal-engine[plot]".
+Install: ``pip install ".[plot]"`` (matplotlib; ``pip install "streamcal-engine[plot]"`` from the package
+index). Run: ``python examples/plots.py [--out DIR]``
 
 A click-like model whose scores are over-confident and too high (base rate near 1 %) is
 recalibrated with batch isotonic regression on one half of the data and drawn on the other half:
@@ -11,8 +12,6 @@ recalibrated with batch isotonic regression on one half of the data and drawn on
   against the prior, and the isotonic LLRs' Tippett plot;
 - replay.png: a drifting stream replayed through streaming PAV and the raw score, the summary
   figure `streamcal replay --plot` draws (reliability and every metric over time).
-
-    PYTHONPATH=. python examples/plots.py [--out DIR]
 """
 
 from __future__ import annotations

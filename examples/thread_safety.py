@@ -6,7 +6,7 @@ array face); two request threads predict meanwhile. Every public method is atomi
 ``docs/architecture.md``, "Thread safety"): nothing learned is lost, and every prediction sees the
 state before or after each update, never part of the way.
 
-Run: ``python examples/thread_safety.py``
+Install: ``pip install .`` (the plain install). Run: ``python examples/thread_safety.py``
 """
 
 from __future__ import annotations

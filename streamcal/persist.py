@@ -1025,10 +1025,16 @@ def load(path, *, allow_pickle: bool = False, max_bytes: int = MAX_STATE_BYTES):
         Most bytes of contents the file may declare (its JSON description, arrays and pickles,
         uncompressed); a file declaring more is refused before any of it is read.
 
-    Raises :class:`StateFileError` if the file is not a state file, is truncated or damaged, is
-    over the size limits or describes an inconsistent learner, :class:`StateVersionError` if it
-    was written in a newer format version, and :class:`StatePickleError` if it holds pickles and
-    ``allow_pickle`` is False. What is checked is listed in ``docs/persistence.md``.
+
+    Raises
+    ------
+    StateFileError
+        The file is not a state file, is truncated or damaged, is over the size limits or
+        describes an inconsistent learner (what is checked is listed in ``docs/persistence.md``).
+    StateVersionError
+        The file was written in a newer format version.
+    StatePickleError
+        The file holds pickles and ``allow_pickle`` is False.
     """
     path = Path(path)
     try:
