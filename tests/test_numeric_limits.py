@@ -99,13 +99,22 @@ def test_merging_decay_by_time_parts_1e300_apart():
         assert_finite_outputs(merged)
 
 
-def test_cli_decay_1e_minus_20_is_a_one_line_error(tmp_path):
+@pytest.mark.parametrize(
+    ("decay", "message"),
+    [
+        # a half-life in events must be a whole number: 1e-20 events is refused by the parser
+        ("1e-20", "`--decay` = '1e-20' is not a whole number of events"),
+        # a duration below the documented limit is refused by Decay itself
+        ("1e-20s", "`half_life` must be a number in [1e-09, 1e+18]; got 1e-20"),
+    ],
+)
+def test_cli_decay_1e_minus_20_is_a_one_line_error(tmp_path, decay, message):
     from streamcal.replay.generate import generate
 
     data = tmp_path / "f.parquet"
     generate(data, "click", n=500, seed=1)
     result = subprocess.run(
-        [sys.executable, "-m", "streamcal.cli", "replay", str(data), "--decay", "1e-20", "--no-output", "--quiet"],
+        [sys.executable, "-m", "streamcal.cli", "replay", str(data), "--decay", decay, "--no-output", "--quiet"],
         capture_output=True,
         text=True,
         check=False,
@@ -115,7 +124,7 @@ def test_cli_decay_1e_minus_20_is_a_one_line_error(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert "Traceback" not in result.stderr
-    assert "`half_life` must be a number in [1e-09, 1e+18]; got 1e-20" in lines[0]
+    assert message in lines[0]
 
 
 @pytest.mark.parametrize("weight", [1e308, 1e101, 1.0000000000000002e100])
