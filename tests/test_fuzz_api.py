@@ -134,6 +134,16 @@ def _time_value(cal, kind, good, bad):
 # --- the river face and the array face accept the same events ----------------------------------
 
 
+def _one(value):
+    """A one-element array argument holding ``value`` as its one element: a list or an array given
+    where the river face expects one number stays one (bad) element, not a column of the array face."""
+    if isinstance(value, (list, tuple, set, dict, np.ndarray)):
+        arr = np.empty(1, dtype=object)
+        arr[0] = value
+        return arr
+    return [value]
+
+
 @pytest.mark.parametrize("name", sorted(CALIBRATORS))
 @FUZZ
 @given(s=scalars(probability_heavy=True), y=labels(), w=weights(), t=TIMES)
@@ -141,8 +151,8 @@ def test_learn_one_and_update_accept_the_same_events(name, s, y, w, t):
     river, array = fresh(name), fresh(name)
     t = _time_value(river, *t)
     _, river_error = call(river, lambda: river.learn_one(_x(river, s), y, w=w, t=t), RIVER_NAMES)
-    times = None if t is None else [t]
-    _, array_error = call(array, lambda: array.update([s], [y], weights=[w], times=times), ARRAY_NAMES)
+    times = None if t is None else _one(t)
+    _, array_error = call(array, lambda: array.update(_one(s), _one(y), weights=_one(w), times=times), ARRAY_NAMES)
     assert (river_error is None) == (array_error is None), (river_error, array_error)
     if _bad_score(river, s) or bad_labels([y]) or bad_number(w, low=0.0) or (t is not None and bad_number(t)):
         assert river_error is not None
@@ -162,10 +172,10 @@ def test_learn_one_and_update_accept_the_same_events(name, s, y, w, t):
 def test_predictions_of_both_faces_accept_the_same_scores_and_agree(name, s):
     river, array = fresh(name), fresh(name)
     proba, river_error = call(river, lambda: river.predict_proba_one(_x(river, s)), RIVER_NAMES)
-    arr, array_error = call(array, lambda: array.predict_proba([s]), ARRAY_NAMES)
+    arr, array_error = call(array, lambda: array.predict_proba(_one(s)), ARRAY_NAMES)
     assert (river_error is None) == (array_error is None), (river_error, array_error)
     llr, llr_error = call(river, lambda: river.predict_llr_one(_x(river, s)), RIVER_NAMES)
-    arr_llr, arr_llr_error = call(array, lambda: array.predict_llr([s]), ARRAY_NAMES)
+    arr_llr, arr_llr_error = call(array, lambda: array.predict_llr(_one(s)), ARRAY_NAMES)
     label, label_error = call(river, lambda: river.predict_one(_x(river, s)), RIVER_NAMES)
     assert (llr_error is None) == (arr_llr_error is None) == (label_error is None) == (river_error is None)
     assert (river_error is None) != _bad_score(river, s)
