@@ -1,6 +1,6 @@
 """Multiclass calibration of a streaming river model: pairwise coupling vs one-vs-rest vs none.
 
-The three-class problem of Hastie & Tibshirani (1998, paper 002, section 5): points uniform in the
+The three-class problem of Hastie & Tibshirani (1998, section 5): points uniform in the
 square [-2, 2]^2, class centres (0, 2), (-sqrt 2, -sqrt 2), (sqrt 2, -sqrt 2); a point belongs to
 the class j minimising d_j^2 - t_j with t = 2 log(0.05, 0.20, 0.75). The unequal thresholds make
 the equal-prior boundaries of a linear or Gaussian model wrong — the paper built it so that

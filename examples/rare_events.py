@@ -1,4 +1,4 @@
-"""GEV-canonical regression vs the usual links on rare positives (the comparison of paper 004, §4.1).
+"""GEV-canonical regression vs the usual links on rare positives (the comparison of Agarwal et al., 2014, §4.1).
 
 Synthetic data with a known class probability eta(x) that is small for most x. For each training
 size, every method is fitted on the same sample and scored on a common test set of 5,000 rows:

@@ -14,9 +14,25 @@ learn. ``docs/architecture.md`` ("Thread safety") states the guarantee.
 from __future__ import annotations
 
 import copy
+import functools
 import threading
 
-__all__ = ["LockedState"]
+__all__ = ["LockedState", "locked"]
+
+
+def locked(method):
+    """The method run while holding ``self._lock`` (for methods that are not per-event hot paths)."""
+
+    @functools.wraps(method)
+    def under_lock(self, *args, **kwargs):
+        lock = self._lock
+        lock.acquire()  # explicitly: half the cost of a `with` statement per call
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            lock.release()
+
+    return under_lock
 
 
 def _restore(cls, state):

@@ -12,8 +12,10 @@ attribute, what was expected and what was found:
 - other classes define ``_check_loaded_state``, or have a check registered here (the bucket and
   window strategies, the metrics, the batch isotonic calibrator), which
   :func:`check_loaded` runs once the attributes are set;
-- any other streamcal class gets :func:`check_like_fresh`: its parameters must build an object
-  (its constructor validates them) whose attributes the loaded ones match in name and type.
+- any other streamcal class following river's conventions (a ``river.base.Base``, whose constructor
+  only stores and checks its parameters) gets :func:`check_like_fresh`: its parameters must build an
+  object whose attributes the loaded ones match in name and type. Other streamcal classes (the
+  replay machinery, file writers...) are refused: a state file cannot hold them.
 
 The helpers below raise with messages such as "`_si` ring count: expected an int in [0, 300];
 found 1000000000".
@@ -206,15 +208,10 @@ def check_histogram(sf, si, n_buckets: int, window_code) -> None:
         "count window size": (h.SF_WINDOW_N, float(n)),
         "time window span": (h.SF_SECONDS, float(seconds)),
         "half-life": (h.SF_HALF_LIFE, float(half_life)),
-        "unused slot 10": (10, 0.0),
-        "unused slot 11": (11, 0.0),
     }
     for what, (i, want) in header.items():
         if sf[i] != want:  # also NaN
             fail(f"`_sf` window {what}: expected {want!r} (from the window's parameters); found {float(sf[i])!r}.")
-    for what, i in (("unused slot 6", 6), ("unused slot 7", 7)):
-        if si[i] != 0:
-            fail(f"`_si` {what}: expected 0; found {int(si[i])}.")
 
     n_learned = float(sf[h.SF_N_LEARNED])
     if not (0.0 <= n_learned <= 2.0**53 and n_learned == math.floor(n_learned)):
@@ -336,6 +333,10 @@ def check_loaded(obj) -> None:
     if check is not None:
         check(obj)
         return
+    from river import base
+
+    if not isinstance(obj, base.Base):  # only river-style classes build without side effects
+        fail(f"a state file cannot hold a {type(obj).__module__}.{type(obj).__qualname__}.")
     check_like_fresh(obj)
 
 
@@ -502,6 +503,7 @@ def _check_isotonic(obj) -> None:
 def _registered() -> dict:
     from streamcal import buckets, metrics, windows
     from streamcal.isotonic.batch import IsotonicCalibrator
+    from streamcal.metrics._scoring_rules import BetaWeighting, ThresholdWeighting
 
     table = {
         buckets.LogitGrid: _check_logit_grid,
@@ -509,6 +511,8 @@ def _registered() -> dict:
         buckets.QuantileEdges: _check_quantile_edges,
         buckets.Edges: _check_edges,
         IsotonicCalibrator: _check_isotonic,
+        BetaWeighting: check_like_fresh,  # the constructors only check and store the parameters
+        ThresholdWeighting: check_like_fresh,
     }
     for cls in (windows.Unbounded, windows.CountWindow, windows.TimeWindow, windows.Decay):
         table[cls] = _check_window

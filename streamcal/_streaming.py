@@ -16,6 +16,13 @@ A calibrator that fits a parametric or smooth map from the histogram supplies tw
 and optionally ``_predict_llr_fitted(scores, proba) -> llr`` (the default is
 ``logit(proba) - log((T1 + c) / (T0 + c))``, with ``proba`` clipped to the open interval).
 
+The probabilities such a map serves are kept within ``[c / (T + 2c), (T + c) / (T + 2c)]``, T the
+weight it was fitted on and ``c = llr_pseudo_count``: no estimate from T events is surer than
+add-``c`` smoothing of T unanimous ones (the value the finite PAV rule gives such a window). A
+fitted map may reach exactly 0 or 1 (a one-class window, a GEV link beyond its support), which
+costs an infinite log loss the first time the other class comes; the bound never changes the
+order of the scores. The LLR is computed from the served (bounded) probability.
+
 Refit policy (``refit_every``, a constructor parameter of the subclass; ``None`` if absent):
 ``None`` refits lazily, when a prediction follows new labels; an integer ``k`` refits right
 after every ``k``-th learned event, and predictions in between use the last fit. Either way
@@ -24,6 +31,10 @@ after every ``k``-th learned event, and predictions in between use the last fit.
 the window holds no weight) predictions are the score itself for probability inputs (bucket
 strategies with ``probability_inputs``, such as the default logit grid) and 0.5 otherwise,
 with LLR 0.
+
+Thread safety: every public method holds the calibrator's lock (``streamcal._locking``), so
+concurrent calls behave as some serial order of them (``docs/architecture.md``, "Thread safety");
+the lock is made in ``__init__`` and on restoring, never in ``_reset``, and is not state.
 
 Streaming PAV (:class:`streamcal.isotonic.streaming.PAVCalibrator`) replaces the generic engine
 methods (``_init_map_state``, ``_learn_bucket``, ``_proba_of``, ``_llr_of``, ``_run_ops``,
@@ -225,7 +236,11 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         template = self._loaded_state_template(QuantileEdges(1, 1) if warm else Edges((0.0, 1.0)))
         params = set(template._get_params())
         expected = template.__getstate__()
-        if not warm and isinstance(self.buckets, Buckets) and self.buckets.warmup:
+        try:  # the parameter as the constructor reads it (a shorthand such as "quantile:32" too)
+            warmup_strategy = bool(as_buckets(self.buckets).warmup)
+        except (TypeError, ValueError):
+            warmup_strategy = False  # refused below, with the other parameter checks
+        if not warm and warmup_strategy:
             # the warm-up is over: its buffer and strategy are gone, its counters stay
             leftovers = self._loaded_state_template(QuantileEdges(1, 1)).__getstate__()
             gone = {*expected, "_warm", "_strategy"}
@@ -251,8 +266,8 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
             "_window_code": window.code(),
             "_uses_times": bool(window.uses_times),
             "_ring_capacity": window.ring_capacity,
-            "_score_low": float(buckets.score_range[0]),
-            "_score_high": float(buckets.score_range[1]),
+            "_score_low": _finite_range(buckets.score_range)[0],
+            "_score_high": _finite_range(buckets.score_range)[1],
             "_bucket_kind": type(buckets).__name__,
             "_identity": bool(buckets.probability_inputs),
             "_warmup": int(buckets.warmup),
@@ -633,7 +648,10 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         ``w`` is the sample weight; ``t`` the event time (required by time windows and
         time-based decay, and then never going backwards).
         """
-        with self._lock:
+        # the per-event methods acquire and release explicitly: half the cost of `with` per call
+        lock = self._lock
+        lock.acquire()
+        try:
             s = self._score_of(x)
             label, w, t = self._check_one(y, w, t)
             if self._sf is None:
@@ -642,26 +660,40 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
             if self._ring_capacity and self._uses_times:
                 self._ensure_ring(1)
             self._learn_bucket(bisect_right(self._cuts_list, s), s, label, w, t)
+        finally:
+            lock.release()
 
     def predict_proba_one(self, x: dict) -> dict:
         """``{False: 1 - p, True: p}`` with ``p`` the calibrated probability of the score."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             s = self._score_of(x)
             p = self._warm_proba() if self._sf is None else self._proba_of(s)
+        finally:
+            lock.release()
         return {False: 1.0 - p, True: p}
 
     def predict_one(self, x: dict) -> bool:
         """True when the calibrated probability exceeds 0.5."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             s = self._score_of(x)
             p = self._warm_proba() if self._sf is None else self._proba_of(s)
+        finally:
+            lock.release()
         return p > 0.5
 
     def predict_llr_one(self, x: dict) -> float:
         """Calibrated log-likelihood ratio (natural log) of the score, finite."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             s = self._score_of(x)
             return 0.0 if self._sf is None else self._llr_of(s)
+        finally:
+            lock.release()
 
     # ------------------------------------------------------------------ array face
     def update(self, scores, labels, *, weights=None, times=None):
@@ -696,8 +728,8 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         --------
         >>> from streamcal import PAVCalibrator
         >>> cal = PAVCalibrator().fit([0.2, 0.4, 0.6, 0.8], [0, 0, 1, 1])
-        >>> cal.predict_proba([0.3, 0.7]).tolist(), cal.n_learned
-        ([0.0, 1.0], 4)
+        >>> cal.predict_proba([0.3, 0.7]).tolist(), cal.n_learned  # the finite map: never exactly 0 or 1
+        ([0.3333333333333333, 0.6666666666666666], 4)
         """
         with self._lock:
             fresh = self.clone()
@@ -888,6 +920,19 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         self._dirty = False
         self._n_since_refit = 0
         self._prior_logodds = 0.0
+        self._proba_low, self._proba_high = 0.0, 1.0
+
+    # served probabilities are kept within these bounds (set by ``_set_proba_bounds``); the class
+    # values, no bound, are those of states saved before the bounds existed, until their next refit
+    _proba_low = 0.0
+    _proba_high = 1.0
+
+    def _set_proba_bounds(self, total: float) -> None:
+        """Bound the served probabilities of a map fitted on ``total`` weight (real units) to
+        ``[c / (T + 2c), (T + c) / (T + 2c)]``."""
+        c = float(self.llr_pseudo_count)
+        self._proba_low = c / (total + 2.0 * c)
+        self._proba_high = (total + c) / (total + 2.0 * c)
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         _h.histogram_learn_one_inplace(self._sf, self._si, b, y, w, t)
@@ -913,6 +958,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         self._refit_from_histogram(centres, pos, neg)
         c = float(self.llr_pseudo_count)
         self._prior_logodds = math.log(t_pos + c) - math.log(t_neg + c)
+        self._set_proba_bounds(t_pos + t_neg)
         self._fitted = True
 
     def _ensure_fitted(self) -> None:
@@ -929,7 +975,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         self._ensure_fitted()
         if not self._fitted:
             return float(self._fallback(np.array([s]))[0])
-        return self._fitted_proba_one(s)
+        return min(max(self._fitted_proba_one(s), self._proba_low), self._proba_high)
 
     def _fitted_proba_one(self, s: float) -> float:
         """The fitted map at one score, as ``_predict_fitted`` computes it. A calibrator with a
@@ -944,6 +990,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         if not self._fitted:
             return self._fallback(s), np.zeros(s.size)
         p = np.asarray(self._predict_fitted(s), dtype=np.float64)
+        p = np.minimum(np.maximum(p, self._proba_low), self._proba_high)  # np.clip, without its wrapper
         return p, np.asarray(self._predict_llr_fitted(s, p), dtype=np.float64)
 
     def _predict_llr_fitted(self, scores: np.ndarray, proba: np.ndarray) -> np.ndarray:

@@ -2,9 +2,11 @@
 
 Each function validates *before* anything is mutated and returns a fresh contiguous array
 (never a view of the caller's data, so kernels may work in place on the result), except
-``as_1d_float(..., copy=False)``, for callers that only read it. Error messages
-name the argument, the offending value and its position, in the style
-"`scores` must be finite; got nan at position 3."
+``as_1d_float(..., copy=False)``, for callers that only read it, and :func:`as_1d_array`, the one
+function that recognises the input forms (lists, ``(n, 1)`` arrays, pandas / polars / pyarrow
+columns) and that every array conversion here goes through. Error messages name the argument,
+the offending value and its position, in the style "`scores` must be finite; got nan at
+position 3."
 """
 
 from __future__ import annotations
@@ -48,15 +50,15 @@ def fmt(value) -> str:
 _F8 = np.dtype(np.float64)
 
 
-def as_1d_array(x, name: str) -> np.ndarray:
+def as_1d_array(x, name: str, given=None) -> np.ndarray:
     """``x`` as a 1-d numpy array of its own dtype (no dtype conversion), or raise naming ``name``.
 
     The one place where the input forms of every array argument are recognised: a 1-d array, a
     list or tuple, a scalar (one element), an ``(n, 1)`` array (one column), a pandas or polars
     ``Series``, a one-column pandas or polars ``DataFrame`` (detected by their ``to_numpy``
-    method, without importing either library), or anything ``numpy.asarray`` takes. A
-    multi-column array or frame is an error naming its shape; so is a masked array with masked
-    values and a ``str`` or ``bytes`` (a string is not an array of numbers).
+    method, without importing either library; pyarrow arrays and tables too), or anything
+    ``numpy.asarray`` takes. A multi-column array or frame is an error naming its shape; so is
+    a masked array with masked values, and a ``str`` or ``bytes`` (not an array of numbers).
 
     Examples
     --------
@@ -76,10 +78,14 @@ def as_1d_array(x, name: str) -> np.ndarray:
     if isinstance(x, np.ma.MaskedArray) and np.ma.is_masked(x):
         msg = f"`{name}` is a masked array with masked values; fill them (or drop them) first."
         raise ValueError(msg)
-    kind = type(x).__name__
+    kind = type(x if given is None else given).__name__  # ``given``: what the caller passed, for messages
+    to_numpy = None if isinstance(x, np.ndarray) else getattr(x, "to_numpy", None)
     try:
-        if not isinstance(x, np.ndarray) and callable(getattr(x, "to_numpy", None)):
-            arr = np.asarray(x.to_numpy())  # pandas / polars Series and DataFrames
+        if callable(to_numpy):  # pandas / polars Series and DataFrames, pyarrow arrays and tables
+            try:
+                arr = np.asarray(to_numpy())
+            except (TypeError, ValueError):  # pyarrow refuses a copy by default (nulls): numpy's way
+                arr = np.asarray(x)
         else:
             arr = np.asarray(x)
     except (TypeError, ValueError) as exc:
@@ -91,7 +97,7 @@ def as_1d_array(x, name: str) -> np.ndarray:
         return arr.reshape(1)
     if arr.ndim == 2 and arr.shape[1] == 1:
         return arr.reshape(-1)
-    what = "an array" if isinstance(x, np.ndarray) else f"a {kind}"
+    what = "an array" if kind in ("ndarray", "MaskedArray") else f"a {kind}"
     msg = f"`{name}` must be 1-d or a single column; got {what} of shape {arr.shape}."
     raise ValueError(msg)
 
@@ -129,6 +135,9 @@ def as_real_array(x, name: str, *, allow_bool: bool = False, what: str = "an arr
         msg = f"`{name}` must be {what}; got a {type(x).__name__}."
         raise TypeError(msg)
     kinds = "iufb" if allow_bool else "iuf"
+    if isinstance(x, np.ma.MaskedArray):
+        msg = f"`{name}` must be {what}; got a masked array (fill or drop its masked values first)."
+        raise TypeError(msg)
     if isinstance(x, np.ndarray):
         arr = x
     else:
@@ -212,7 +221,7 @@ def as_1d_float(x, name: str, *, allow_empty: bool = False, copy: bool = True) -
         and (x.size or allow_empty)
     ):
         return x.copy() if copy else x
-    arr = as_1d_array(as_real_array(x, name, what="a 1-d array of numbers"), name)
+    arr = as_1d_array(as_real_array(x, name, what="a 1-d array of numbers"), name, given=x)
     arr = _to_float64(arr, name, copy=copy)
     if not arr.flags.writeable:
         arr = arr.copy()
@@ -285,9 +294,7 @@ def _is_binary_scalar(value) -> bool:
 
 
 def _is_finite_real(value) -> bool:
-    """Whether a real number is finite and within float64 (any Python int counts as finite)."""
-    if isinstance(value, numbers.Integral):
-        return True
+    """Whether a real number is finite and within the float64 range."""
     try:
         return math.isfinite(float(value))
     except OverflowError:
@@ -349,6 +356,18 @@ def check_same_length(expected: int, got: int, name: str) -> None:
         raise ValueError(msg)
 
 
+def _is_choice(value, choice) -> bool:
+    """``value == choice`` of the same kind: ``1`` and ``1.0`` are not the choice ``True``."""
+    if isinstance(choice, (bool, np.bool_)):
+        same_kind = isinstance(value, (bool, np.bool_))
+    else:
+        same_kind = isinstance(value, type(choice)) and not isinstance(value, (bool, np.bool_))
+    try:
+        return same_kind and bool(value == choice)
+    except (TypeError, ValueError):
+        return False
+
+
 def check_scalar(
     value,
     name: str,
@@ -362,7 +381,7 @@ def check_scalar(
 ):
     """Validate a scalar parameter, scikit-learn style: "`n_bins` must be an int in [2, inf); got 1."."""
     if choices is not None:
-        if value not in choices:
+        if not any(_is_choice(value, c) for c in choices):
             msg = f"`{name}` must be one of {list(choices)!r}; got {fmt(value)}."
             raise ValueError(msg)
         return value

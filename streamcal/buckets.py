@@ -351,7 +351,10 @@ class Edges(Buckets):
 # ------------------------------------------------------------------------------- shorthands
 _KINDS = {"logit": LogitGrid, "uniform": UniformGrid, "quantile": QuantileEdges}
 _SPEC = re.compile(r"\s*(?:(?P<kind>[A-Za-z]+)\s*:\s*)?(?P<n>[+-]?\d+(?:_\d+)*)\s*")
-_FORMS = "an int number of buckets (a logit grid), 'logit:N', 'uniform:N', 'quantile:N', a bucket strategy from streamcal.buckets, or None"
+_FORMS = (
+    "an int number of buckets (a logit grid), 'logit:N', 'uniform:N', 'quantile:N', a bucket strategy "
+    "from streamcal.buckets, or None"
+)
 
 
 def _count(n: int, name: str, value) -> int:
@@ -386,7 +389,8 @@ def as_buckets(value, name: str = "buckets") -> Buckets:
     >>> as_buckets(1)
     Traceback (most recent call last):
     ...
-    ValueError: `buckets` must be a number of buckets in [2, 16777216]; got 1 (one bucket gives every score the same probability; pass LogitGrid(1) if that is meant).
+    ValueError: `buckets` must be a number of buckets in [2, 16777216]; got 1 (one bucket gives
+    every score the same probability; pass LogitGrid(1) if that is meant).
     """
     if value is None:
         return LogitGrid()

@@ -1,4 +1,4 @@
-"""Fit and apply streaming calibrators over Dask dataframes (DESIGN §8; optional extra ``streamcal-engine[dask]``).
+"""Fit and apply streaming calibrators over Dask dataframes (docs/design.md §8; extra ``streamcal-engine[dask]``).
 
 :func:`fit` builds one calibrator state per partition (each a plain ``update`` over the partition's
 columns, in the worker that holds it) and reduces the states by a tree of

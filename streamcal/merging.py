@@ -1,4 +1,4 @@
-"""Merge streaming calibrator states (``merge``): partitioned and distributed fitting (DESIGN §1, §8).
+"""Merge streaming calibrator states (``merge``): partitioned and distributed fitting (docs/design.md §1, §8).
 
 A streaming calibrator's state is a histogram over score buckets (plus, for count and time
 windows, the ring of events in the window), so two calibrators over the same bucket edges merge
@@ -264,7 +264,19 @@ def _merge_decay_events(a, b):
     half_life = float(a._sf[_h.SF_HALF_LIFE])
     n_a = float(a._sf[_h.SF_N_LEARNED])
     exponent = (float(a._sf[_h.SF_T0]) - float(b._sf[_h.SF_T0]) - n_a) / half_life
-    return _merge_sums(a, b, scale_a=2.0**exponent)
+    return _merge_sums(a, b, scale_a=_pow2(exponent))
+
+
+def _pow2(exponent: float) -> float:
+    """``2**exponent``, a decay factor between two states' frames, without an OverflowError.
+
+    The exponent is at most ``DECAY_RENORM_EXPONENT`` (a frame's origin is never more than that
+    many half-lives behind its last clock); far below the double range, as between parts learned
+    1e300 half-lives apart, the older part's weights are forgotten: 0.
+    """
+    if exponent < -(_h.DECAY_FORGET_EXPONENT + 100.0):
+        return 0.0
+    return 2.0 ** min(exponent, _h.DECAY_RENORM_EXPONENT + 1.0)
 
 
 def _merge_decay_time(a, b):
@@ -273,9 +285,9 @@ def _merge_decay_time(a, b):
     later, earlier = (b, a) if b._sf[_h.SF_LAST_T] >= a._sf[_h.SF_LAST_T] else (a, b)
     exponent = (float(earlier._sf[_h.SF_T0]) - float(later._sf[_h.SF_T0])) / half_life
     if later is b:
-        sf, si = _merge_sums(a, b, scale_a=2.0**exponent)
+        sf, si = _merge_sums(a, b, scale_a=_pow2(exponent))
     else:
-        sf, si = _merge_sums(b, a, scale_a=2.0**exponent)
+        sf, si = _merge_sums(b, a, scale_a=_pow2(exponent))
     sf[_h.SF_LAST_T] = max(float(a._sf[_h.SF_LAST_T]), float(b._sf[_h.SF_LAST_T]))
     return sf, si
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import hashlib
 import importlib
 import inspect
@@ -309,12 +310,17 @@ def _object_state(obj) -> dict | None:
 
 
 def _init_param_names(cls: type) -> list[str]:
+    return list(_init_param_tuple(cls))
+
+
+@functools.lru_cache(maxsize=1024)
+def _init_param_tuple(cls: type) -> tuple[str, ...]:
     try:
         signature = inspect.signature(cls.__init__)
     except (TypeError, ValueError):
-        return []
+        return ()
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return [p.name for p in signature.parameters.values() if p.kind in kinds and p.name != "self"]
+    return tuple(p.name for p in signature.parameters.values() if p.kind in kinds and p.name != "self")
 
 
 # ---------------------------------------------------------------------------------------- decoding
@@ -668,8 +674,8 @@ MAX_STATE_BYTES = 1 << 30
 #: The JSON description may take at most this share of ``max_bytes`` (parsed JSON takes several
 #: times its size in memory).
 MANIFEST_SHARE = 16
-#: Deepest nesting of lists and objects in the JSON description (a learner holding a river tree
-#: of height 30 needs about 150).
+#: Deepest nesting of lists and objects in the JSON description (a pipeline holding a river tree of
+#: height 5 needs 30).
 MAX_JSON_DEPTH = 256
 _NPY_HEADER_MAX = 1 << 16  # the .npy header (magic, version, dict), far above numpy's own padding
 _CHUNK = 1 << 20
@@ -931,6 +937,16 @@ def _read_state(source, *, allow_pickle: bool, where: str, max_bytes: int):
 
     check_scalar(max_bytes, "max_bytes", numbers.Integral, low=1)
     try:
+        return _read_checked(source, allow_pickle=allow_pickle, where=where, max_bytes=max_bytes)
+    except StateFileError:
+        raise
+    except Exception as exc:  # whatever else a crafted file provokes is a damaged file too
+        msg = f"{where} is damaged: it cannot be read ({type(exc).__name__}: {exc})."
+        raise StateFileError(msg) from None
+
+
+def _read_checked(source, *, allow_pickle: bool, where: str, max_bytes: int):
+    try:
         zf = zipfile.ZipFile(source)
     except Exception as exc:  # any failure to parse the container: not a state file, or damaged
         msg = f"{where} is not a streamcal state file, or it is truncated or damaged: {exc}."
@@ -1009,10 +1025,16 @@ def load(path, *, allow_pickle: bool = False, max_bytes: int = MAX_STATE_BYTES):
         Most bytes of contents the file may declare (its JSON description, arrays and pickles,
         uncompressed); a file declaring more is refused before any of it is read.
 
-    Raises :class:`StateFileError` if the file is not a state file, is truncated or damaged, is
-    over the size limits or describes an inconsistent learner, :class:`StateVersionError` if it
-    was written in a newer format version, and :class:`StatePickleError` if it holds pickles and
-    ``allow_pickle`` is False. What is checked is listed in ``docs/persistence.md``.
+
+    Raises
+    ------
+    StateFileError
+        The file is not a state file, is truncated or damaged, is over the size limits or
+        describes an inconsistent learner (what is checked is listed in ``docs/persistence.md``).
+    StateVersionError
+        The file was written in a newer format version.
+    StatePickleError
+        The file holds pickles and ``allow_pickle`` is False.
     """
     path = Path(path)
     try:

@@ -23,6 +23,7 @@ differ in colour, line style and marker, so they stay apart where they overlap a
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -50,6 +51,12 @@ LOG_SCALE_DECADES = 1.0
 # Probabilities below this (or above 1 minus this) are where a linear reliability axis crushes
 # the predictions into its ends; the logit axis is used when the predictions reach them.
 LOGIT_SCALE_BELOW = 0.01
+
+MAX_BINS = 10_000  # reliability bins; more cannot be told apart on a figure
+
+# On a logit reliability axis, predictions further than this many decades beyond every observed
+# frequency are drawn on the edge of the axes.
+EDGE_DECADES = 2.0
 
 # Okabe & Ito's colour-blind-safe palette, a line style and a hollow marker per method; line widths
 # fall along the cycle so a line drawn over an identical one leaves the wider one visible.
@@ -93,12 +100,14 @@ def _new_axes(nrows: int = 1, **kwargs):
 
 
 def _style(k: int) -> dict:
-    """Colour, line style, marker and width of the ``k``-th line of a panel."""
+    """Colour, line style, marker and width of the ``k``-th line of a panel (past eight lines the
+    style and marker cycles shift against the colours, so 64 lines are pairwise different)."""
     n = len(_COLORS)
+    turn = k // n
     return {
         "color": _COLORS[k % n],
-        "ls": _LINESTYLES[k % n],
-        "marker": _MARKERS[k % n],
+        "ls": _LINESTYLES[(k + turn) % n],
+        "marker": _MARKERS[(k + 2 * turn) % n],
         "lw": _WIDTHS[k % n],
         "markerfacecolor": "none",
         "markeredgewidth": 1.3,
@@ -127,9 +136,8 @@ def _legend_above(ax, title: str) -> None:
     ncols = min(n, 5)
     rows = -(-n // ncols)
     ax.legend(
-        loc="lower left",
-        bbox_to_anchor=(0.0, 1.01, 1.0, 0.0),
-        mode="expand",
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.01),
         ncols=ncols,
         fontsize=8,
         frameon=False,
@@ -138,7 +146,7 @@ def _legend_above(ax, title: str) -> None:
         handletextpad=0.4,
         columnspacing=0.8,
     )
-    ax.set_title(title, pad=4.0 + 13.0 * rows)
+    ax.set_title(title, pad=6.0 + 13.0 * rows)
 
 
 def _check_ax(ax, name: str = "ax") -> None:
@@ -208,7 +216,9 @@ def _reliability_axes(ax, counts_ax, counts: bool):
             return _new_axes(1, figsize=(5.5, 5.0)), None
         ax, counts_ax = _new_axes(2, figsize=(5.5, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
         return ax, counts_ax
-    if not counts or counts_ax is not None:
+    if not counts:
+        return ax, None
+    if counts_ax is not None:
         return ax, counts_ax
     spec = ax.get_subplotspec()
     if spec is None:
@@ -294,7 +304,7 @@ def reliability_diagram(
             msg = f"`proba[{key!r}]` must have the same length as the other arrays ({n}); got {p.size}."
             raise ValueError(msg)
     y = _labels_for(labels, n, "proba")
-    check_scalar(n_bins, "n_bins", kind=int, low=1)
+    check_scalar(n_bins, "n_bins", kind=numbers.Integral, low=1, high=MAX_BINS)
     check_scalar(scale, "scale", choices=("auto", "linear", "logit"))
     if label is not None and not isinstance(label, str):
         msg = f"`label` must be a str or None; got {type(label).__name__}."
@@ -389,7 +399,7 @@ def reliability_diagram_from_bins(
         msg = "`bins` must be a non-empty mapping of name to (count, sum_proba, sum_labels)."
         raise TypeError(msg) if not isinstance(bins, Mapping) else ValueError(msg)
     check_scalar(scale, "scale", choices=("auto", "linear", "logit"))
-    check_scalar(min_count, "min_count", kind=int, low=1)
+    check_scalar(min_count, "min_count", kind=numbers.Integral, low=1)
     curves = {}
     for name, item in bins.items():
         if not isinstance(item, (tuple, list)) or len(item) != 3:
@@ -427,6 +437,14 @@ def reliability_diagram_from_bins(
         if inside.size == 0:
             inside = np.array([0.01, 0.99])
         z_lo, z_hi = float(np.min(_logit(inside))), float(np.max(_logit(inside)))
+        freqs = np.concatenate([f for _, f in points.values()])
+        freqs = _logit(freqs[(freqs > 0.0) & (freqs < 1.0)])
+        if freqs.size:
+            # a prediction more than EDGE_DECADES beyond every observed frequency (say PAV's
+            # zeros) goes on the edge rather than stretching the axes over empty decades
+            reach = EDGE_DECADES * math.log(10.0)
+            z_lo = max(z_lo, float(freqs.min()) - reach)
+            z_hi = min(z_hi, float(freqs.max()) + reach)
         pad = 0.1 * max(z_hi - z_lo, 2.0)
         lo, hi = float(_sigmoid(z_lo - pad)), float(_sigmoid(z_hi + pad))
     else:
@@ -462,9 +480,10 @@ def reliability_diagram_from_bins(
         ok = (count > 0) & (right > left)
         if not ok.any():
             continue
-        # one step per non-empty bin, drawn as a polyline so the style matches the diagram
-        xs = np.column_stack([left[ok], right[ok]]).ravel()
-        ys = np.repeat(count[ok], 2)
+        # a flat step per bin, drawn as one polyline so the style matches the diagram; an empty
+        # bin (no place on a log axis) breaks the line instead of bridging it
+        xs = np.column_stack([left, right]).ravel()
+        ys = np.repeat(np.where(ok, count, np.nan), 2)
         counts_ax.plot(
             xs,
             ys,
@@ -473,7 +492,6 @@ def reliability_diagram_from_bins(
             lw=max(style["lw"] - 0.6, 1.0),
             label=name,
             zorder=style["zorder"],
-            drawstyle="default",
         )
         top = max(top, float(count.max()))
     counts_ax.set_xscale(scale)
@@ -516,21 +534,27 @@ def _readable_logit_ticks(axis, lo: float, hi: float) -> None:
 # ----------------------------------------------------------------------------- metrics over time
 
 
+def _column_names(table, argument: str) -> list:
+    """The column names of a pyarrow Table, a pandas / polars DataFrame or a mapping of columns."""
+    if hasattr(table, "column_names"):  # pyarrow
+        return list(table.column_names)
+    if hasattr(table, "columns"):  # pandas, polars
+        return list(table.columns)
+    if isinstance(table, Mapping):
+        return list(table)
+    kind = type(table).__name__
+    msg = f"`{argument}` must be a table (pyarrow Table, DataFrame or mapping of columns); got {kind}."
+    raise TypeError(msg)
+
+
 def _column(table, name: str, argument: str) -> np.ndarray:
     """Column ``name`` of a pyarrow Table, a pandas / polars DataFrame or a mapping of columns."""
-    if hasattr(table, "column_names"):  # pyarrow
-        if name not in table.column_names:
-            msg = f"`{argument}` has no column {name!r}; its columns are {list(table.column_names)!r}."
-            raise ValueError(msg)
-        return np.asarray(table.column(name).to_pylist(), dtype=object)
-    columns = list(table.columns) if hasattr(table, "columns") else list(table) if isinstance(table, Mapping) else None
-    if columns is None:
-        kind = type(table).__name__
-        msg = f"`{argument}` must be a table (pyarrow Table, DataFrame or mapping of columns); got {kind}."
-        raise TypeError(msg)
+    columns = _column_names(table, argument)
     if name not in columns:
         msg = f"`{argument}` has no column {name!r}; its columns are {columns!r}."
         raise ValueError(msg)
+    if hasattr(table, "column_names"):  # pyarrow
+        return np.asarray(table.column(name).to_pylist(), dtype=object)
     col = table[name]
     values = col.to_list() if hasattr(col, "to_list") else list(col)
     return np.asarray(values, dtype=object)
@@ -800,7 +824,7 @@ def ece_plot(llr, labels, *, prior_log_odds=None, ax=None, label: str = "LLRs", 
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('prior log-odds, ln(π / (1 − π))', 'empirical cross-entropy (bits)')
     >>> [t.get_text() for t in ax.get_legend().get_texts()]
-    ['LLRs', 'after PAV (best monotone recalibration)', 'neutral reference (LLR = 0)', 'prior of the labels']
+    ['LLRs', 'after PAV', 'neutral (LLR = 0)', 'prior of the labels']
     >>> plt.close("all")
     """
     curves = ece_curves(llr, labels, prior_log_odds)
@@ -811,13 +835,15 @@ def ece_plot(llr, labels, *, prior_log_odds=None, ax=None, label: str = "LLRs", 
         ax = _new_axes(1, figsize=(6.5, 4.5))
     theta = curves.prior_log_odds
     ax.plot(theta, curves.llr, label=label, **{**_style(0), "marker": None})
-    ax.plot(theta, curves.pav, label="after PAV (best monotone recalibration)", **{**_style(1), "marker": None})
-    ax.plot(theta, curves.neutral, label="neutral reference (LLR = 0)", **{**_style(6), "marker": None, "ls": ":"})
+    ax.plot(theta, curves.pav, label="after PAV", **{**_style(1), "marker": None})
+    ax.plot(theta, curves.neutral, label="neutral (LLR = 0)", **{**_style(6), "marker": None, "ls": ":"})
     observed = math.log(y.sum() / (y.size - y.sum()))
     ax.axvline(observed, **_REFERENCE, label="prior of the labels")
-    top = float(np.max(curves.neutral)) * 1.05
+    top = float(np.max(curves.neutral))
     worst = float(np.max(curves.llr))
-    ax.set_ylim(0.0, max(top, min(worst * 1.05, 2.5 * top)))
+    # the LLRs' curve is cut at 2.5 times the prior entropy's peak (a badly miscalibrated set can
+    # reach many bits at extreme priors); the top quarter is left to the legend
+    ax.set_ylim(0.0, max(top, min(worst, 2.5 * top)) / 0.75)
     ax.set_xlim(float(theta[0]), float(theta[-1]))
     ax.set_xlabel("prior log-odds, ln(π / (1 − π))")
     ax.set_ylabel("empirical cross-entropy (bits)")
@@ -980,9 +1006,7 @@ def replay_figure(
     if (edges is None) != (bins is None):
         msg = "`edges` and `bins` go together: pass both or neither."
         raise ValueError(msg)
-    columns = list(metrics.column_names) if hasattr(metrics, "column_names") else None
-    if columns is None:
-        columns = list(metrics.columns) if hasattr(metrics, "columns") else list(metrics)
+    columns = _column_names(metrics, "metrics")
     if metric_names is None:
         skip = {"window", "first_event", "last_event", "start_time", "end_time", "n_events", "n_positive", "method"}
         known = [m for m in _METRIC_LABELS if m in columns]

@@ -177,12 +177,14 @@ class Decay(Window):
     units of the event times (``2**(-(t_now - t_i) / half_life)``; times required, never going
     backwards). One global factor implements it: no per-event pass over the buckets; the stored
     values are rescaled by an exact power of two every 64 half-lives so that they never overflow,
-    and events older than about 1000 half-lives underflow to zero (they are forgotten).
+    and events older than about 1000 half-lives underflow to zero (they are forgotten; a clock
+    jump of any length, even beyond the range of a double in half-lives, just forgets them).
 
     Parameters
     ----------
     half_life
-        Half-life, in events or in time units.
+        Half-life, in events or in time units: a number in ``[MIN_HALF_LIFE, MAX_HALF_LIFE]``
+        (``[1e-9, 1e18]``, see ``docs/limits.md``), checked when a calibrator is built with it.
     by
         ``"events"`` or ``"time"``.
 
@@ -195,6 +197,12 @@ class Decay(Window):
     Decay(half_life=3600.0, by='time')
     """
 
+    #: Range of ``half_life``. Below it every event outweighs the one before it by more than
+    #: 2**(1e9): the window would hold only the newest event; above it the weights would hardly
+    #: decay within any stream (use ``Unbounded``).
+    MIN_HALF_LIFE = 1e-9
+    MAX_HALF_LIFE = 1e18
+
     def __init__(self, half_life: float = 10_000.0, by: str = "events"):
         self.half_life = half_life
         self.by = by
@@ -204,7 +212,7 @@ class Decay(Window):
         return self.by == "time"
 
     def code(self):
-        check_scalar(self.half_life, "half_life", low=0.0, low_inclusive=False)
+        check_scalar(self.half_life, "half_life", low=self.MIN_HALF_LIFE, high=self.MAX_HALF_LIFE)
         check_scalar(self.by, "by", choices=("events", "time"))
         kind = _h.KIND_DECAY_TIME if self.by == "time" else _h.KIND_DECAY_EVENTS
         return (kind, 0.0, 0.0, float(self.half_life))
@@ -236,7 +244,10 @@ def _number_and_unit(text: str) -> tuple[Decimal, str] | None:
 
 def _seconds(number: Decimal, unit: str, name: str, value) -> float:
     if unit not in _UNITS:
-        msg = f"`{name}` = {value!r} has an unknown unit {unit!r}; the units are {_UNIT_LIST} (such as '7d', '12h', '3600s')."
+        msg = (
+            f"`{name}` = {value!r} has an unknown unit {unit!r}; the units are {_UNIT_LIST} "
+            "(such as '7d', '12h', '3600s')."
+        )
         raise ValueError(msg)
     seconds = float(number * _UNITS[unit])
     if not seconds < float("inf"):
@@ -316,7 +327,8 @@ def as_window(value, name: str = "window") -> Window:
     >>> as_window("7x")
     Traceback (most recent call last):
     ...
-    ValueError: `window` = '7x' has an unknown unit 'x'; the units are ms, s, m (or min), h, d, w (such as '7d', '12h', '3600s').
+    ValueError: `window` = '7x' has an unknown unit 'x'; the units are ms, s, m (or min), h, d, w
+    (such as '7d', '12h', '3600s').
     """
     if value is None:
         return Unbounded()

@@ -9,6 +9,7 @@ with the object's state byte-identical to before the call. Nothing else may esca
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import pickle
 from decimal import Decimal
@@ -178,6 +179,72 @@ def arrays(elements, *, min_size: int = 0, max_size: int = 6):
             ]
         ),
     )
+
+
+# --- an independent oracle: inputs that must be rejected ------------------------------------------
+
+
+def leaves(x):
+    """The scalars an array-like argument holds (a non-sequence is its own leaf)."""
+    if isinstance(x, np.ma.MaskedArray):
+        yield x  # masked arrays are refused as a whole
+    elif isinstance(x, np.ndarray):
+        if x.dtype.kind == "O":
+            for v in x.reshape(-1):
+                yield from leaves(v)
+        else:
+            values = x.tolist()  # Python scalars: str, bool, complex, datetime stay themselves
+            yield from leaves(values) if isinstance(values, list) else [values]
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            yield from leaves(v)
+    else:
+        yield x
+
+
+def _real(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_, np.timedelta64))
+
+
+def _as_float(v) -> float:
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
+def bad_numbers(x, *, low: float = -math.inf, high: float = math.inf, allow_inf: bool = False, allow_bool: bool = False) -> bool:
+    """Whether ``x`` holds something other than real numbers in ``[low, high]`` (finite unless
+    ``allow_inf``; no NaN; bools only with ``allow_bool``)."""
+    for v in leaves(x):
+        if allow_bool and isinstance(v, (bool, np.bool_)):
+            continue
+        if not _real(v):
+            return True
+        f = _as_float(v)
+        if math.isnan(f) or (math.isinf(f) and not allow_inf) or not (low <= f <= high):
+            return True
+    return False
+
+
+def bad_number(v, **kwargs) -> bool:
+    """:func:`bad_numbers` for one value where a scalar is expected (any container is bad)."""
+    return isinstance(v, (list, tuple, set, dict, np.ndarray)) or bad_numbers(v, **kwargs)
+
+
+def non_real(x) -> bool:
+    """Whether ``x`` holds anything that is not a real number (NaN and ±inf count as real)."""
+    return any(not _real(v) for v in leaves(x))
+
+
+def bad_labels(x) -> bool:
+    """Whether ``x`` holds something other than binary labels (bools, or real numbers 0 / 1)."""
+    for v in leaves(x):
+        if isinstance(v, (bool, np.bool_)):
+            continue
+        if not _real(v) or v not in (0, 1):
+            return True
+    return False
 
 
 def snapshot(obj) -> bytes:

@@ -58,10 +58,25 @@ def _extras() -> dict[str, set[str]]:
     return extras
 
 
+def _guarded(tree: ast.AST) -> set[int]:
+    """ids of the import nodes inside ``try: ... except ImportError`` (optional imports)."""
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+            isinstance(h.type, ast.Name) and h.type.id in {"ImportError", "ModuleNotFoundError"} for h in node.handlers
+        ):
+            ids |= {id(n) for stmt in node.body for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    return ids
+
+
 def _imports(path: Path) -> set[str]:
+    """The top-level modules an example needs: its imports, less the optional ones."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    optional = _guarded(tree)
     found = set()
     for node in ast.walk(tree):
+        if id(node) in optional:
+            continue
         if isinstance(node, ast.Import):
             found |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

@@ -21,6 +21,9 @@ from fuzz_cases import (
     arrays,
     assert_finite,
     assert_probabilities,
+    bad_labels,
+    bad_number,
+    bad_numbers,
     call,
     labels,
     scalars,
@@ -114,6 +117,14 @@ def _next_time(cal) -> float:
 TIMES = st.tuples(st.sampled_from(["good", "bad"]), st.floats(0.0, 10.0), st.one_of(scalars(), st.none()))
 
 
+def _bad_scores(cal, s) -> bool:
+    return bad_numbers(s, low=cal._score_low, high=cal._score_high)
+
+
+def _bad_score(cal, s) -> bool:
+    return bad_number(s, low=cal._score_low, high=cal._score_high)
+
+
 def _time_value(cal, kind, good, bad):
     if kind == "good":
         return _next_time(cal) + good if cal._uses_times else None
@@ -123,6 +134,16 @@ def _time_value(cal, kind, good, bad):
 # --- the river face and the array face accept the same events ----------------------------------
 
 
+def _one(value):
+    """A one-element array argument holding ``value`` as its one element: a list or an array given
+    where the river face expects one number stays one (bad) element, not a column of the array face."""
+    if isinstance(value, (list, tuple, set, dict, np.ndarray)):
+        arr = np.empty(1, dtype=object)
+        arr[0] = value
+        return arr
+    return [value]
+
+
 @pytest.mark.parametrize("name", sorted(CALIBRATORS))
 @FUZZ
 @given(s=scalars(probability_heavy=True), y=labels(), w=weights(), t=TIMES)
@@ -130,9 +151,11 @@ def test_learn_one_and_update_accept_the_same_events(name, s, y, w, t):
     river, array = fresh(name), fresh(name)
     t = _time_value(river, *t)
     _, river_error = call(river, lambda: river.learn_one(_x(river, s), y, w=w, t=t), RIVER_NAMES)
-    times = None if t is None else [t]
-    _, array_error = call(array, lambda: array.update([s], [y], weights=[w], times=times), ARRAY_NAMES)
+    times = None if t is None else _one(t)
+    _, array_error = call(array, lambda: array.update(_one(s), _one(y), weights=_one(w), times=times), ARRAY_NAMES)
     assert (river_error is None) == (array_error is None), (river_error, array_error)
+    if _bad_score(river, s) or bad_labels([y]) or bad_number(w, low=0.0) or (t is not None and bad_number(t)):
+        assert river_error is not None
     if river_error is None:
         # one event learned through either face: the same state, the same predictions
         grid = np.linspace(0.0, 1.0, 11)
@@ -149,12 +172,13 @@ def test_learn_one_and_update_accept_the_same_events(name, s, y, w, t):
 def test_predictions_of_both_faces_accept_the_same_scores_and_agree(name, s):
     river, array = fresh(name), fresh(name)
     proba, river_error = call(river, lambda: river.predict_proba_one(_x(river, s)), RIVER_NAMES)
-    arr, array_error = call(array, lambda: array.predict_proba([s]), ARRAY_NAMES)
+    arr, array_error = call(array, lambda: array.predict_proba(_one(s)), ARRAY_NAMES)
     assert (river_error is None) == (array_error is None), (river_error, array_error)
     llr, llr_error = call(river, lambda: river.predict_llr_one(_x(river, s)), RIVER_NAMES)
-    arr_llr, arr_llr_error = call(array, lambda: array.predict_llr([s]), ARRAY_NAMES)
+    arr_llr, arr_llr_error = call(array, lambda: array.predict_llr(_one(s)), ARRAY_NAMES)
     label, label_error = call(river, lambda: river.predict_one(_x(river, s)), RIVER_NAMES)
     assert (llr_error is None) == (arr_llr_error is None) == (label_error is None) == (river_error is None)
+    assert (river_error is None) != _bad_score(river, s)
     if river_error is None:
         assert set(proba) == {False, True}
         assert_probabilities([proba[True], proba[False]])
@@ -212,6 +236,12 @@ def test_array_face_rejects_malformed_arrays_cleanly(name, method, scores, label
         out, error = call(cal, lambda: fn(scores, labels_, mask, weights=weights_, times=times), ARRAY_NAMES)
     else:
         out, error = call(cal, lambda: fn(scores, labels_, weights=weights_, times=times), ARRAY_NAMES)
+    if _bad_scores(cal, scores) and np.size(np.asarray(scores, dtype=object)) > 0:
+        assert error is not None
+    if method in ("update", "prequential") and (
+        bad_labels(labels_) or (weights_ is not None and bad_numbers(weights_, low=0.0)) or (times is not None and bad_numbers(times))
+    ):
+        assert error is not None
     if error is not None:
         return
     if method == "predict_proba":
@@ -346,6 +376,7 @@ _MULTICLASS = {
     "pc-time-window": lambda: PairwiseCouplingCalibrator(calibrator=PAVCalibrator(window=TimeWindow(10.0))),
 }
 _MC_BUILT: dict[str, bytes] = {}
+_MC_RANGE = {"proba": {"low": 0.0, "high": 1.0}, "logit": {}}
 
 
 def fresh_multiclass(name: str):
@@ -367,8 +398,12 @@ def fresh_multiclass(name: str):
 @given(x=st.one_of(st.dictionaries(_CLASSES, _MC_VALUES, max_size=4), _NOT_DICTS), y=_CLASSES)
 def test_multiclass_learn_one_registers_nothing_when_rejected(name, x, y):
     cal = fresh_multiclass(name)
-    call(cal, lambda: cal.learn_one(x, y), ("x", "y", "calibrator"))
+    _, error = call(cal, lambda: cal.learn_one(x, y), ("x", "y", "calibrator"))
     proba, perror = call(cal, lambda: cal.predict_proba_one(x), ("x", "calibrator"))
+    bad_key = isinstance(x, dict) and any(k is None or k != k for k in x)
+    if not isinstance(x, dict) or bad_key or bad_numbers(list(x.values()), **_MC_RANGE[cal.scores]):
+        assert error is not None
+        assert perror is not None
     if perror is None:
         values = list(proba.values())
         assert_probabilities(values)
@@ -387,6 +422,8 @@ def test_multiclass_faces_accept_the_same_events(name, data):
     _, river_error = call(river, lambda: river.learn_one(dict(zip(classes, row, strict=True)), y), ("x", "y"))
     _, array_error = call(array, lambda: array.update([row], [y]), ("scores", "labels"))
     assert (river_error is None) == (array_error is None), (river_error, array_error)
+    if bad_numbers(row, **_MC_RANGE[river.scores]):
+        assert river_error is not None
     if river_error is None:
         assert snapshot(river) == snapshot(array)
 
@@ -396,8 +433,11 @@ def test_multiclass_faces_accept_the_same_events(name, data):
 @given(scores=st.one_of(arrays(_MC_VALUES), st.lists(arrays(_MC_VALUES, min_size=3, max_size=3), max_size=3)), labels_=arrays(_CLASSES))
 def test_multiclass_array_face_rejects_malformed_arrays_cleanly(name, scores, labels_):
     cal = fresh_multiclass(name)
-    call(cal, lambda: cal.update(scores, labels_), ("scores", "labels"))
+    _, uerror = call(cal, lambda: cal.update(scores, labels_), ("scores", "labels"))
     p, error = call(cal, lambda: cal.predict_proba(scores), ("scores",))
+    if bad_numbers(scores, **_MC_RANGE[cal.scores]):
+        assert error is not None
+        assert uerror is not None
     if error is None:
         assert_probabilities(p)
         assert np.allclose(p.sum(axis=1), 1.0)
@@ -426,7 +466,10 @@ def test_gev_classifier_river_face(x, y):
     proba, error = call(model, lambda: model.predict_proba_one(x), ("x",))
     if error is None:
         assert_probabilities([proba[True], proba[False]])
-    call(model, lambda: model.learn_one(x, y), ("x", "y"))
+    _, lerror = call(model, lambda: model.learn_one(x, y), ("x", "y"))
+    if not isinstance(x, dict) or bad_numbers(list(x.values()), allow_bool=True):
+        assert error is not None
+        assert lerror is not None
     assert_probabilities([model.predict_proba_one({"a": 0.5})[True]])
 
 
@@ -456,8 +499,11 @@ def frames(draw):
 @given(X=frames(), y=arrays(labels()))
 def test_gev_classifier_array_face(X, y):
     model = pickle.loads(_GEV)
-    call(model, lambda: model.learn_many(X, y), ("X", "y"))
+    _, lerror = call(model, lambda: model.learn_many(X, y), ("X", "y"))
     proba, error = call(model, lambda: model.predict_proba_many(X), ("X",))
+    if isinstance(X, pd.DataFrame) and (bad_numbers(X.to_numpy(dtype=object), allow_bool=True) or X.columns.duplicated().any()):
+        assert error is not None
+        assert lerror is not None
     if error is None:
         assert_probabilities(proba.to_numpy())
 
@@ -499,6 +545,8 @@ def test_gev_feature_values_decided():
 def test_ispline_fit_rejects_bad_batches_cleanly(scores, labels_, w):
     cal = fresh("ispline")
     _, error = call(cal, lambda: cal.fit(scores, labels_, sample_weight=w), ("scores", "labels", "sample_weight", "weights"))
+    if _bad_scores(cal, scores) or bad_labels(labels_) or (w is not None and bad_numbers(w, low=0.0)):
+        assert error is not None
     if error is None:
         assert_probabilities(cal.predict_proba(np.linspace(0.0, 1.0, 7)))
         assert_finite(cal.predict_llr(np.linspace(0.0, 1.0, 7)))

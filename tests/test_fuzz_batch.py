@@ -18,8 +18,12 @@ from fuzz_cases import (
     arrays,
     assert_finite,
     assert_probabilities,
+    bad_labels,
+    bad_number,
+    bad_numbers,
     call,
     labels,
+    non_real,
     scalars,
     snapshot,
     weights,
@@ -57,6 +61,8 @@ WEIGHTS = st.one_of(st.none(), arrays(weights()))
 @given(y=SCORES, w=WEIGHTS, increasing=st.one_of(st.booleans(), scalars()))
 def test_pav(y, w, increasing):
     out, error = call((), lambda: pav(y, w, increasing=increasing), ("y", "w", "increasing"))
+    if bad_numbers(y) or (w is not None and bad_numbers(w, low=0.0)) or not isinstance(increasing, (bool, np.bool_)):
+        assert error is not None
     if error is None:
         assert_finite(out)
         steps = np.diff(out)
@@ -69,6 +75,8 @@ def test_pav_binary(s, y, w, pw, nw):
     out, error = call(
         (), lambda: pav_binary(s, y, w, positive_weight=pw, negative_weight=nw), ("scores", "labels", "weights", "positive_weight", "negative_weight")
     )
+    if bad_numbers(s) or bad_labels(y) or (w is not None and bad_numbers(w, low=0.0)):
+        assert error is not None
     if error is None:
         assert_probabilities(out)
 
@@ -77,6 +85,8 @@ def test_pav_binary(s, y, w, pw, nw):
 @given(s=SCORES, y=LABELS, w=WEIGHTS, finite=st.one_of(st.booleans(), scalars()))
 def test_pav_llr(s, y, w, finite):
     out, error = call((), lambda: pav_llr(s, y, w, finite=finite), ("scores", "labels", "weights", "finite"))
+    if bad_numbers(s) or bad_labels(y) or (w is not None and bad_numbers(w, low=0.0)):
+        assert error is not None
     if error is None:
         out = np.asarray(out)
         assert not np.isnan(out).any()
@@ -91,8 +101,12 @@ _FITTED = pickle.dumps(IsotonicCalibrator().fit([0.1, 0.4, 0.5, 0.9], [0, 1, 0, 
 @given(s=SCORES, y=LABELS, w=WEIGHTS, new=SCORES)
 def test_isotonic_calibrator(s, y, w, new):
     cal = pickle.loads(_FITTED)
-    call(cal, lambda: cal.fit(s, y, sample_weight=w), ("scores", "labels", "sample_weight"))
+    _, ferror = call(cal, lambda: cal.fit(s, y, sample_weight=w), ("scores", "labels", "sample_weight"))
+    if bad_numbers(s) or bad_labels(y) or (w is not None and bad_numbers(w, low=0.0)):
+        assert ferror is not None
     p, error = call(cal, lambda: cal.predict_proba(new), ("scores",))
+    if bad_numbers(new):
+        assert error is not None
     if error is None:
         assert_probabilities(p)
     llr, error = call(cal, lambda: cal.predict_llr(new), ("scores",))
@@ -133,6 +147,8 @@ def test_pairwise_couple(r, n, method, tol, max_iter):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         p, error = call((), lambda: pairwise_couple(r, n, method, tol=tol, max_iter=max_iter), ("r", "n", "method", "tol", "max_iter"))
+    if non_real(r) or (n is not None and non_real(n)):
+        assert error is not None
     if error is None:
         p = np.asarray(p)
         assert_probabilities(p)
@@ -162,6 +178,8 @@ _NAMES = ("labels", "proba", "weights", "eps", "n_bins", "n_groups", "a", "thres
 @given(y=LABELS, p=PROBAS, w=WEIGHTS, x=st.one_of(st.sampled_from([None, 10, 0.25, True]), scalars()))
 def test_metric_functions_on_probabilities(name, y, p, w, x):
     out, error = call((), lambda: _PROBA_FUNCTIONS[name](y, p, w, x), _NAMES)
+    if bad_labels(y) or bad_numbers(p, low=0.0, high=1.0) or (w is not None and bad_numbers(w, low=0.0)):
+        assert error is not None
     if error is None:
         values = out if isinstance(out, tuple) else (out,)
         assert all(isinstance(v, float) for v in values)
@@ -174,6 +192,8 @@ def test_metric_functions_on_probabilities(name, y, p, w, x):
 @given(y=LABELS, s=SCORES, w=WEIGHTS)
 def test_metric_functions_on_scores(fn, y, s, w):
     out, error = call((), lambda: fn(y, s, w), ("labels", "llr", "scores", "weights"))
+    if bad_labels(y) or bad_numbers(s, allow_inf=True) or (w is not None and bad_numbers(w, low=0.0)):
+        assert error is not None
     if error is None:
         assert isinstance(out, float)
         assert out >= 0.0  # may be inf (a confident wrong LLR), never NaN
@@ -183,6 +203,8 @@ def test_metric_functions_on_scores(fn, y, s, w):
 @given(p=PROBAS, weighting=st.one_of(st.sampled_from([m.BetaWeighting(1.0, 1.0), m.ThresholdWeighting(0.3), "log", None, 1.0]), st.just(lambda c: 1.0)))
 def test_partial_losses(p, weighting):
     out, error = call((), lambda: m.partial_losses(p, weighting), ("proba", "weighting"))
+    if bad_numbers(p, low=0.0, high=1.0):
+        assert error is not None
     if error is None:
         target, nontarget = out
         assert not np.isnan(target).any()
@@ -218,7 +240,11 @@ _EVENTS = st.lists(st.tuples(st.sampled_from(["update", "revert"]), labels(), _Y
 def test_river_metrics(name, events):
     metric = _RIVER_METRICS[name]()
     for method, y, p, w in events:
-        call(metric, lambda: getattr(metric, method)(y, p, w=w), ("y_true", "y_pred", "w"))
+        _, error = call(metric, lambda: getattr(metric, method)(y, p, w=w), ("y_true", "y_pred", "w"))
+        positive = p.get(True) if isinstance(p, dict) and set(p) <= {True, False} else (None if isinstance(p, dict) else p)
+        limits = {"allow_inf": True} if name.startswith(("Cllr", "MinCllr")) else {"low": 0.0, "high": 1.0}
+        if bad_labels([y]) or bad_number(w, low=0.0) or positive is None or bad_number(positive, **limits):
+            assert error is not None
         value = metric.get()
         assert isinstance(value, float)
         assert math.isnan(value) or value >= 0.0
@@ -257,6 +283,8 @@ def test_proba_dicts_must_hold_the_positive_class():
 @given(edges=st.one_of(arrays(st.floats(-10.0, 10.0), min_size=2), arrays(scalars())), s=SCORES)
 def test_bucket_index(edges, s):
     out, error = call((), lambda: bucket_index(edges, s), ("edges", "scores"))
+    if bad_numbers(edges) or bad_numbers(s, allow_inf=True):
+        assert error is not None
     if error is None:
         e = np.asarray(edges, dtype=float)
         assert out.dtype == np.intp

@@ -163,6 +163,14 @@ def test_reliability_logit_keeps_informative_bins_and_clips_empty_ones_to_the_ed
     np.testing.assert_allclose(f[1:], [0.06, 0.3])
 
 
+def test_counts_break_over_an_empty_bin():
+    bins = {"m": ([30, 0, 30], [4.5, 0.0, 25.5], [5, 0, 25])}
+    _, counts_ax = plot.reliability_diagram_from_bins([0.0, 0.3, 0.6, 1.0], bins, scale="linear")
+    line = counts_ax.get_lines()[0]
+    np.testing.assert_allclose(line.get_xdata(), [0.0, 0.3, 0.3, 0.6, 0.6, 1.0])
+    np.testing.assert_array_equal(line.get_ydata(), [30, 30, np.nan, np.nan, 30, 30])
+
+
 def test_reliability_on_given_axes():
     rng = np.random.default_rng(4)
     p = rng.uniform(size=500)
@@ -201,6 +209,12 @@ def test_reliability_rejects_bad_input():
         plot.reliability_diagram({}, y)
     with pytest.raises(ValueError, match="`n_bins`"):
         plot.reliability_diagram(p, y, n_bins=0)
+    with pytest.raises(ValueError, match=r"`n_bins` must be an int in \[1, 10000\]"):
+        plot.reliability_diagram(p, y, n_bins=10**9)
+    with pytest.raises(TypeError, match="`n_bins` must be an int"):
+        plot.reliability_diagram(p, y, n_bins=2.5)
+    ax, _ = plot.reliability_diagram(p, y, n_bins=np.int64(3))  # numpy integers are integers
+    assert len(ax.get_lines()) == 2
     with pytest.raises(ValueError, match="`scale` must be one of"):
         plot.reliability_diagram(p, y, scale="log")
     with pytest.raises(ValueError, match=r"`bins\['m'\]` must hold counts"):
@@ -209,6 +223,15 @@ def test_reliability_rejects_bad_input():
         plot.reliability_diagram_from_bins([0.0, 0.5, 1.0], {"m": ([2], [0.5], [1])})
     with pytest.raises(ValueError, match="`edges` must be at least two increasing values"):
         plot.reliability_diagram_from_bins([0.5, 0.2], {"m": ([2], [0.5], [1])})
+
+
+def test_many_lines_stay_pairwise_different():
+    rng = np.random.default_rng(12)
+    p = rng.uniform(0.1, 0.9, 400)
+    y = rng.uniform(size=p.size) < p
+    ax, _ = plot.reliability_diagram({f"m{k}": p for k in range(20)}, y, counts=False)
+    keys = {(ln.get_color(), str(ln.get_linestyle()), ln.get_marker()) for ln in ax.get_lines()[:20]}
+    assert len(keys) == 20
 
 
 def test_constant_predictions_draw_one_bin():
@@ -403,8 +426,8 @@ def test_ece_plot_curves_labels_legend(tmp_path):
     assert ax.get_ylabel() == "empirical cross-entropy (bits)"
     assert legend_texts(ax) == [
         "my LLRs",
-        "after PAV (best monotone recalibration)",
-        "neutral reference (LLR = 0)",
+        "after PAV",
+        "neutral (LLR = 0)",
         "prior of the labels",
     ]
     observed = math.log(y.sum() / (~y).sum())
@@ -502,6 +525,8 @@ def test_replay_figure_every_panel_has_a_ylabel_and_a_legend(tmp_path):
     assert [ax.get_title() for ax in fig.axes] == ["Cllr"]
     with pytest.raises(ValueError, match="`edges` and `bins` go together"):
         plot.replay_figure(metrics_table(), edges=edges)
+    with pytest.raises(TypeError, match="`metrics` must be a table"):
+        plot.replay_figure([("pav", 0.1)])
     with pytest.raises(TypeError, match="`fig` must be a matplotlib Figure"):
         plot.replay_figure(metrics_table(), fig=plt.gca())
 

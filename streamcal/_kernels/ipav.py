@@ -141,6 +141,7 @@ _ALL = np.int64(-1)  # "every bucket changed": a full rebuild
 # Below this total weight, sums of whole-number weights and the products of the pooling
 # test (at most total**2 < 2**52) are exact in float64.
 EXACT_TOTAL = 2.0**26
+_ONE_BELOW = 1.0 - 2.0**-53  # the largest double below 1
 
 # Per-bucket records after the header, of _RF fields in pf and _RI in pi (field b of bucket k
 # at header + _RF * k + b), then the stack scratch in records of _S fields, then (pf) the cuts.
@@ -670,11 +671,21 @@ def pav_proba_out(pf, p):
 
 @jit_noalloc(forceinline=True)
 def pav_llr_from_proba(pf, p):
-    """Finite PAV-LLR for a score whose (raw) calibrated probability is ``p``."""
+    """Finite PAV-LLR for a score whose (raw) calibrated probability is ``p``.
+
+    One logarithm of ``q / (1 - q)`` times the inverse prior odds; where that ratio is not a
+    positive finite double (``q`` rounded to 1, when the window's weight dwarfs the pseudo-count
+    by 2**53, or a product beyond the double range with extreme weights), the same value as a
+    sum of logarithms with ``q`` kept below 1: finite for every accepted input.
+    """
     if pf[PF_HEAD] == -1.0:
         return 0.0
     q = min(max(p, pf[PF_LO]), pf[PF_HI])
-    return math.log((q * pf[PF_PRIOR_ODDS_INV]) / (1.0 - q))
+    r = (q * pf[PF_PRIOR_ODDS_INV]) / (1.0 - q)
+    if 0.0 < r < math.inf:
+        return math.log(r)
+    q = min(q, _ONE_BELOW)
+    return (math.log(q) - math.log1p(-q)) + math.log(pf[PF_PRIOR_ODDS_INV])
 
 
 @jit_noalloc(forceinline=True)

@@ -356,6 +356,37 @@ class GEVCanonicalRegression:
         best = min(grid, key=lambda x: (scores[x], abs(x)))
         return best, scores
 
+    # -- a restored state ---------------------------------------------------------------------
+
+    def _check_loaded_state(self) -> None:
+        """Check the attributes a state file restored (see :mod:`streamcal.persist`): valid
+        parameters and, once fitted, finite coefficients of the fitted width and a finite shape."""
+        from streamcal import _state_check as c
+
+        fitted = ("xi_", "xi_scores_", "coef_", "intercept_", "n_iter_", "converged_", "n_features_in_", "classes_")
+        c.need_keys(self, self._PARAMS, optional=fitted)
+        c.need_params(self, self._check_params)
+        present = [k for k in fitted if k in vars(self)]
+        if not present:
+            return
+        if len(present) != len(fitted):
+            c.fail(f"a fitted GEVCanonicalRegression has all of {list(fitted)}; found only {present}.")
+        c.need_float(self.xi_, "xi_")
+        coef = c.need_array(self.coef_, "coef_", np.float64)
+        c.need_finite(coef, "coef_")
+        c.need_int(self.n_features_in_, "n_features_in_", coef.size, coef.size)
+        c.need_float(self.intercept_, "intercept_")
+        c.need_int(self.n_iter_, "n_iter_", 0)
+        c.need_bool(self.converged_, "converged_")
+        classes = c.need_array(self.classes_, "classes_", np.int64, size=2)
+        if classes.tolist() != [0, 1]:
+            c.fail(f"`classes_`: expected [0, 1]; found {classes.tolist()}.")
+        scores = self.xi_scores_
+        if scores is not None and not (
+            type(scores) is dict and all(type(k) is float and type(v) is float for k, v in scores.items())
+        ):
+            c.fail(f"`xi_scores_`: expected None or a dict of shape -> score; found {c.brief(scores)}.")
+
     # -- prediction ----------------------------------------------------------------------------
 
     def _check_fitted(self) -> None:

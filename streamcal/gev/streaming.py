@@ -388,6 +388,58 @@ class GEVCanonicalClassifier(LockedState, Persistable, base.MiniBatchClassifier)
         self._serving = int(order[0])
         self._n_seen += n
 
+    # -- a restored state ---------------------------------------------------------------------
+
+    def _check_loaded_state(self) -> None:
+        """Check the attributes a state file restored (see :mod:`streamcal.persist`): valid
+        parameters; the candidate shapes; feature names and their index; Newton statistics and
+        coefficients of the sizes they give, finite; the serving candidate in range; the buffered
+        rows (finite, 0/1 labels) fewer than a batch and as many as counted."""
+        from streamcal import _state_check as c
+
+        c.need_params(self, self._check_params)
+        c.check_like_fresh(self)
+        m = len(self.xis)
+        xis = c.need_array(self._xis, "_xis", np.float64, size=m)
+        if not np.array_equal(xis, np.array([float(x) for x in self.xis])):
+            c.fail("`_xis`: expected the candidate shapes `xis`.")
+        names = self._names
+        try:
+            index = {name: j for j, name in enumerate(names)}
+        except TypeError:
+            c.fail("`_names`: expected hashable feature names.")
+        if len(index) != len(names) or self._index != index:
+            c.fail("`_names`/`_index`: expected distinct feature names and their positions.")
+        k1 = len(names) + 1
+        for name, shape in (("_beta", (m, k1)), ("_A", (m, k1, k1)), ("_b", (m, k1)), ("_score", (m,))):
+            a = c.need_array(getattr(self, name), name, np.float64, ndim=len(shape), shape=shape)
+            c.need_finite(a, name, low=0.0 if name == "_score" else None)
+        c.need_float(self._score_weight, "_score_weight", low=0.0)
+        c.need_int(self._serving, "_serving", 0, m - 1)
+        c.need_int(self._n_seen, "_n_seen", 0)
+        c.need_int(self._buffered, "_buffered", 0, self.batch_size - 1)
+        rows = 0
+        for i, block in enumerate(self._buffer):
+            if not (type(block) is tuple and len(block) == 3 and type(block[0]) is list):
+                c.fail(f"`_buffer[{i}]`: expected a (names, rows, labels) tuple; found {c.brief(block)}.")
+            block_names, values, labels = block
+            try:
+                distinct = len(set(block_names)) == len(block_names)
+            except TypeError:
+                distinct = False
+            if not distinct:
+                c.fail(f"`_buffer[{i}]` names: expected distinct hashable feature names.")
+            c.need_array(values, f"_buffer[{i}] rows", np.float64, ndim=2)
+            if values.shape[1] != len(block_names) or values.shape[0] < 1:
+                c.fail(f"`_buffer[{i}]` rows: expected rows of {len(block_names)} features; found {values.shape}.")
+            c.need_finite(values, f"_buffer[{i}] rows")
+            c.need_array(labels, f"_buffer[{i}] labels", np.float64, size=values.shape[0])
+            if not ((labels == 0.0) | (labels == 1.0)).all():
+                c.fail(f"`_buffer[{i}]` labels: expected 0.0 or 1.0.")
+            rows += values.shape[0]
+        if rows != self._buffered:
+            c.fail(f"`_buffered`: expected the {rows} buffered rows; found {self._buffered}.")
+
     # -- prediction ----------------------------------------------------------------------------
 
     def _score_one(self, x: dict) -> float:

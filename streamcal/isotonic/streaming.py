@@ -74,22 +74,29 @@ class _MarkingLock:
         """Whether the lock is held (with the mark) by some thread."""
         return self._depth > 0
 
-    def __enter__(self):
+    def acquire(self) -> bool:
         self.rlock.acquire()
         self._depth += 1
         if self._depth == 1:
             packed = self._cal.__dict__.get("_packed")  # none while the edges are warming up
             if packed is not None:
                 packed[_k.PACK_BUSY] = 1.0
-        return self
+        return True
 
-    def __exit__(self, *exc_info):
+    def release(self) -> None:
         self._depth -= 1
         if self._depth == 0:
             packed = self._cal.__dict__.get("_packed")
             if packed is not None:
                 packed[_k.PACK_BUSY] = 0.0
         self.rlock.release()
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.release()
 
 
 def _gil_enabled() -> bool:
@@ -136,9 +143,13 @@ class PAVCalibrator(StreamingCalibrator):
     ----------
     buckets
         Bucket strategy (:mod:`streamcal.buckets`); default ``LogitGrid()`` (1024 logit-spaced
-        buckets over [1e-7, 1 - 1e-7], scores must be probabilities).
+        buckets over [1e-7, 1 - 1e-7], scores must be probabilities). An int ``n`` means
+        ``LogitGrid(n)``; ``"uniform:N"`` / ``"quantile:N"`` name the strategy
+        (:func:`streamcal.buckets.as_buckets`).
     window
-        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``.
+        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``. An int ``n`` (such
+        as ``100_000``) means ``CountWindow(n)``, a duration such as ``"7d"`` or ``"12h"``
+        ``TimeWindow(seconds)`` (:func:`streamcal.windows.as_window`).
     score_key
         Key of the score in ``x``; ``None``: ``x`` holds exactly one value.
     interpolation
@@ -202,8 +213,8 @@ class PAVCalibrator(StreamingCalibrator):
 
     def __init__(
         self,
-        buckets: Buckets | None = None,
-        window: Window | None = None,
+        buckets: Buckets | int | str | None = None,
+        window: Window | int | str | None = None,
         score_key: str | None = None,
         interpolation: str = "linear",
         llr_pseudo_count: float = 1.0,
@@ -239,7 +250,8 @@ class PAVCalibrator(StreamingCalibrator):
     # time window for learning) into one test; the kernels take the packed state and check
     # the score's range and the weight, refusing (changing nothing) what the full checks reject.
     #
-    # Threads. The fast paths take no lock (a lock would cost a sixth of a pair). They are atomic
+    # Threads. The fast paths take no lock (a Python lock round trip per call costs about as much
+    # as the kernels: docs/benchmarks.md, "Thread safety"). They are atomic
     # all the same: (1) the packed entry points hold the GIL while they run (``nogil=False``), so
     # no other Python thread runs a step between a call's first read and its last write, and
     # two such calls never overlap; (2) everything else that reads or writes the state does so
@@ -252,8 +264,9 @@ class PAVCalibrator(StreamingCalibrator):
     # call therefore either ran whole before the marked section began (setting the mark needs
     # the GIL that the call held) or is refused: some serial order. A buffer replaced during a
     # section keeps its mark, so a call that read ``self._packed`` just before the replacement
-    # is refused too. Without a GIL (a free-threaded Python) the fast paths are off (``_pack``)
-    # and every call takes the lock.
+    # is refused too. A call made by the thread that holds a marked section (re-entrant use)
+    # runs on the views' kernels instead. Without a GIL (a free-threaded Python) the fast paths
+    # are off (``_pack``) and every call takes the lock.
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
         if self._fast_learn and type(x) is dict and t is None:
             try:
@@ -275,7 +288,9 @@ class PAVCalibrator(StreamingCalibrator):
                 return
             s = self._score_of(x)
             label, w, t = self._check_one(y, w, t)
-            if not self._learn_packed(self._packed, s, label, w, t):  # the kernel refuses what the checks reject
+            if self._lock.marking:  # called inside this thread's own marked section: the views' kernel
+                self._learn_bucket(bisect_right(self._cuts_list, s), s, label, w, t)
+            elif not self._learn_packed(self._packed, s, label, w, t):  # it refuses what the checks reject
                 raise RuntimeError(f"internal error: the checked event (score {s!r}, weight {w!r}) was refused")
 
     def predict_proba_one(self, x: dict) -> dict:
@@ -291,7 +306,12 @@ class PAVCalibrator(StreamingCalibrator):
                         return {False: 1.0 - p, True: p}
         with self._lock.rlock:
             s = self._score_of(x)
-            p = self._warm_proba() if self._sf is None else self._proba_packed(self._packed, s)
+            if self._sf is None:
+                p = self._warm_proba()
+            elif self._lock.marking:  # inside this thread's own marked section
+                p = self._proba_of(s)
+            else:
+                p = self._proba_packed(self._packed, s)
         return {False: 1.0 - p, True: p}
 
     def predict_one(self, x: dict) -> bool:
@@ -300,7 +320,9 @@ class PAVCalibrator(StreamingCalibrator):
     def predict_llr_one(self, x: dict) -> float:
         with self._lock.rlock:
             s = self._score_of(x)
-            return 0.0 if self._sf is None else self._llr_packed(self._packed, s)
+            if self._sf is None:
+                return 0.0
+            return self._llr_of(s) if self._lock.marking else self._llr_packed(self._packed, s)
 
     learn_one.__doc__ = StreamingCalibrator.learn_one.__doc__
     predict_proba_one.__doc__ = StreamingCalibrator.predict_proba_one.__doc__
@@ -391,9 +413,6 @@ class PAVCalibrator(StreamingCalibrator):
             return
         if pf.size != nf:
             c.fail(f"`_pf`: expected {nf} values for {B} buckets; found {pf.size}.")
-        for i in (10, 11):
-            if pi[i] != 0:
-                c.fail(f"`_pi` unused slot {i}: expected 0; found {int(pi[i])}.")
         header = {
             "pseudo-count": (_k.PF_PSEUDO, float(self.llr_pseudo_count)),
             "interpolation flag": (_k.PF_LINEAR, 1.0 if self._linear else 0.0),
@@ -444,7 +463,7 @@ class PAVCalibrator(StreamingCalibrator):
                 where = f"header slot {i}" if i < header else f"bucket {k} field {field}"
                 c.fail(
                     f"`{name}` {where}: the PAV blocks do not match the histogram (a rebuild from "
-                    f"it gives {again[i]!r}; found {loaded[i]!r})."
+                    f"it gives {again[i].item()!r}; found {loaded[i].item()!r})."
                 )
 
     def _upgrade_map_state(self) -> None:

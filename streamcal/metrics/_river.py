@@ -16,6 +16,7 @@ import numbers
 import numpy as np
 from river import metrics
 
+from streamcal._locking import LockedState, locked
 from streamcal._validation import check_scalar
 from streamcal.metrics._array import _min_cllr, hl_from_sums, hosmer_lemeshow
 from streamcal.metrics._inputs import event_label, event_proba, event_score, event_weight
@@ -56,14 +57,19 @@ def _check_left(count: int, weight: float, w: float, where: str) -> None:
         raise ValueError(msg)
 
 
-class _ProbaMetric(metrics.base.BinaryMetric):
-    """Base: a binary metric on probabilities, lower is better, no confusion matrix."""
+class _ProbaMetric(LockedState, metrics.base.BinaryMetric):
+    """Base: a binary metric on probabilities, lower is better, no confusion matrix.
+
+    ``update``, ``revert`` and ``get`` hold the metric's lock (``streamcal._locking``): a thread
+    may read a metric while another updates it.
+    """
 
     _fmt = ".6f"
 
     def __init__(self):
         # BinaryMetric.__init__ would build a confusion matrix we never use
         self.pos_val = True
+        self._init_lock()
 
     @property
     def bigger_is_better(self) -> bool:
@@ -77,10 +83,12 @@ class _ProbaMetric(metrics.base.BinaryMetric):
     def works_with_weights(self) -> bool:
         return True
 
+    @locked
     def update(self, y_true, y_pred, w=1.0) -> None:
         y, p, w = event_label(y_true), event_proba(y_pred), event_weight(w)
         self._add(y, p, w)
 
+    @locked
     def revert(self, y_true, y_pred, w=1.0) -> None:
         """Remove an event added by ``update`` (same arguments).
 
@@ -136,6 +144,7 @@ class _MeanLoss(_ProbaMetric):
         if self._n == 0:
             self._weight = self._sum = 0.0
 
+    @locked
     def get(self) -> float:
         if self._n_inf > 0:
             return math.inf
@@ -290,10 +299,12 @@ class Cllr(_ProbaMetric):
                 return float(np.log(p) - np.log1p(-p)) - math.log(self.prior / (1.0 - self.prior))
         return event_score(y_pred)
 
+    @locked
     def update(self, y_true, y_pred, w=1.0) -> None:
         y, x, w = event_label(y_true), self._llr(y_pred), event_weight(w)
         self._add_llr(y, x, w)
 
+    @locked
     def revert(self, y_true, y_pred, w=1.0) -> None:
         y, x, w = event_label(y_true), self._llr(y_pred), event_weight(w)
         if w > 0.0:
@@ -322,6 +333,7 @@ class Cllr(_ProbaMetric):
         if self._n[k] == 0:
             self._weight[k] = self._sum[k] = 0.0
 
+    @locked
     def get(self) -> float:
         if not (self._n[0] > 0 and self._n[1] > 0):
             return math.nan
@@ -354,10 +366,12 @@ class MinCllr(_ProbaMetric):
         self._pos: dict[float, list] = {}  # score -> [weight, count]
         self._neg: dict[float, list] = {}
 
+    @locked
     def update(self, y_true, y_pred, w=1.0) -> None:
         y, s, w = event_label(y_true), event_score(y_pred), event_weight(w)
         self._add_score(y, s, w)
 
+    @locked
     def revert(self, y_true, y_pred, w=1.0) -> None:
         y, s, w = event_label(y_true), event_score(y_pred), event_weight(w)
         if w > 0.0:
@@ -376,6 +390,7 @@ class MinCllr(_ProbaMetric):
         if entry[1] <= 0:
             del table[s]
 
+    @locked
     def get(self) -> float:
         if not (self._pos and self._neg):
             return math.nan
@@ -454,6 +469,7 @@ class ECE(_BinnedMetric):
     def __init__(self, n_bins: int = 10):
         super().__init__(n_bins)
 
+    @locked
     def get(self) -> float:
         total = sum(self._w)
         if sum(self._n) <= 0:
@@ -491,6 +507,7 @@ class CalibrationLoss(_BinnedMetric):
     def _all_sums(self):
         return [self._w, self._wy, self._wp, self._wpp]
 
+    @locked
     def get(self) -> float:
         total = sum(self._w)
         if sum(self._n) <= 0:
@@ -562,6 +579,7 @@ class HosmerLemeshow(_ProbaMetric):
         msg = f"cannot revert this event (`y_true`, `y_pred`, `w`) = {event!r}: it was never added."
         raise ValueError(msg)
 
+    @locked
     def revert(self, y_true, y_pred, w=1.0) -> None:
         y, p, w = event_label(y_true), event_proba(y_pred), event_weight(w)
         if self.strategy == "quantile" and w > 0.0:
@@ -585,10 +603,12 @@ class HosmerLemeshow(_ProbaMetric):
             return hosmer_lemeshow(y, p, self.n_groups, strategy="quantile", weights=w)
         return hl_from_sums(*self._sums)
 
+    @locked
     def get(self) -> float:
         return self._result()[0]
 
     @property
+    @locked
     def pvalue(self) -> float:
         """The chi-square p-value of the current statistic (NaN with fewer than 3 groups)."""
         return self._result()[1]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import functools
+import itertools
 import math
 import numbers
 from collections.abc import Iterable, Mapping
@@ -237,6 +238,54 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         if hasattr(model, "buckets") and _takes_probabilities(model.buckets):
             return {key if key is not None else "score": _sigmoid(log_odds)}
         return {key if key is not None else "score": log_odds}
+
+    # -- a restored state ---------------------------------------------------------------------
+
+    def _check_loaded_state(self) -> None:
+        """Check the attributes a state file restored (see :mod:`streamcal.persist`): valid
+        parameters; the learned classes distinct and in order (none with fixed ``classes``); one
+        binary calibrator of the prototype's class per pair of known classes (pairwise coupling)
+        or per known class (one-vs-rest), each checked when it was restored."""
+        from streamcal import _state_check as c
+
+        c.check_like_fresh(self)
+        c.need_params(self, self._check_params)
+        if self.calibrator is not None and not (
+            isinstance(self.calibrator, base.Classifier) and hasattr(self.calibrator, "window_weight")
+        ):
+            found = c.brief(self.calibrator)
+            c.fail(f"`calibrator`: expected a binary streaming calibrator or None; found {found}.")
+        learned = self._classes
+        if self.classes is not None and learned:
+            c.fail(f"`_classes`: expected no learned classes when `classes` is fixed; found {c.brief(learned)}.")
+        try:
+            keys = [_class_order(cls) for cls in learned]
+            ordered = len(set(learned)) == len(learned) and all(a <= b for a, b in itertools.pairwise(keys))
+        except TypeError:
+            ordered = False
+        if not ordered:
+            c.fail(f"`_classes`: expected distinct classes in their canonical order; found {c.brief(learned)}.")
+        known = self._known()
+        rank = {cls: i for i, cls in enumerate(known)}
+        if self.classes is not None:
+            rank = {cls: self._order_key(cls) for cls in known}
+        if self.calibrator is None:
+            from streamcal import PAVCalibrator
+
+            kind = PAVCalibrator
+        else:
+            kind = type(self.calibrator)
+        pairs = isinstance(self, PairwiseCouplingCalibrator)
+        for key, model in self._models.items():
+            if pairs:
+                ok = type(key) is tuple and len(key) == 2 and all(k in rank for k in key)
+                ok = ok and rank[key[0]] < rank[key[1]]
+            else:
+                ok = key in rank
+            if not ok:
+                c.fail(f"`_models`: {c.brief(key)} is not a {'pair of known classes' if pairs else 'known class'}.")
+            if type(model) is not kind or model is self.calibrator:
+                c.fail(f"`_models[{key!r}]`: expected a {kind.__name__} of its own; found {c.brief(model)}.")
 
     # -- validation ---------------------------------------------------------------------------
 

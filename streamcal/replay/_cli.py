@@ -124,10 +124,10 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         "nearly one refit per event: slow on long streams)",
     )
     parser.add_argument(
-        "--finite-proba",
+        "--exact-proba",
         action="store_true",
-        help="pav: serve probabilities under the finite pseudo-count rule (never exactly 0 or 1) "
-        "instead of the exact PAV map",
+        help="pav: serve the exact PAV map (0 below every positive in the window, 1 above every negative) "
+        "instead of the default finite pseudo-count rule (never exactly 0 or 1)",
     )
     parser.add_argument(
         "--jobs",
@@ -293,8 +293,8 @@ def _option(text: str | None, option: str):
 
 def _method_options(args) -> dict:
     options = {"refit_every": args.refit_every}
-    if args.finite_proba:
-        options["finite_proba"] = True
+    if args.exact_proba:
+        options["finite_proba"] = False
     if args.jobs != 1:
         options["n_jobs"] = args.jobs
     return options

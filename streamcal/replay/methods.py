@@ -179,8 +179,8 @@ def make_window(window=None, decay=None):
     ``CountWindow(n)``, a duration with a unit such as ``"7d"`` or ``"3600s"`` gives
     ``TimeWindow(seconds)``). ``decay``: :func:`streamcal.windows.as_decay` (a number of events
     gives ``Decay(half_life, by="events")``, a duration ``Decay(seconds, by="time")``). Other
-    objects (window strategies, a registered method's own) pass through unchanged. Returns None when neither is given (the calibrator's
-    default, an unbounded window).
+    objects (window strategies, a registered method's own) pass through unchanged. Returns None
+    when neither is given (the calibrator's default, an unbounded window).
     """
     if window is not None and decay is not None:
         msg = f"give either `window` or `decay`, not both; got window={window!r}, decay={decay!r}."
