@@ -2,8 +2,8 @@
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/bench_cold_start.py              # 3 cold + 5 warm runs each
-    PYTHONPATH=. python benchmarks/bench_cold_start.py --cold 1 --warm 3   # quicker
+    PYTHONPATH=. python benchmarks/bench_cold_start.py                     # 3 cold, 2 warm after each
+    PYTHONPATH=. python benchmarks/bench_cold_start.py --cold 1 --warm 2   # quicker
 
 The package directory is copied (without ``__pycache__``) to a temporary directory for every cold
 run, so numba's on-disk cache (``cache=True`` writes next to the source) starts empty, and its
@@ -116,23 +116,22 @@ def median_pair(runs):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cold", type=int, default=3, help="cold runs per scenario (a fresh copy each)")
-    parser.add_argument("--warm", type=int, default=5, help="warm runs per scenario")
+    parser.add_argument("--warm", type=int, default=2, help="warm runs after each cold run")
     args = parser.parse_args(argv)
-    print(
-        f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; medians of {args.cold} cold, {args.warm} warm"
-    )
+    runs = f"medians of {args.cold} cold and {args.cold * args.warm} warm runs"
+    print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {runs}")
     with tempfile.TemporaryDirectory() as tmp:
         parent = Path(tmp)
         check_copy_is_imported(fresh_copy(parent))
         rows = {}
         for name, code in BASELINES.items():
-            rows[name] = (None, median_pair([run(code, tmp) for _ in range(args.warm)]))
+            rows[name] = (None, median_pair([run(code, tmp) for _ in range(args.cold * args.warm)]))
         for name, code in SCENARIOS.items():
             cold, warm = [], []
             for _ in range(args.cold):
                 where = str(fresh_copy(parent))
                 cold.append(run(code, where))
-                warm.extend(run(code, where) for _ in range(-(-args.warm // args.cold)))
+                warm.extend(run(code, where) for _ in range(args.warm))
             rows[name] = (median_pair(cold), median_pair(warm))
     floor = rows["numba floor: one cached @njit call"][1][1]
     header = f"{'whole process, seconds':40s} {'cold wall':>9s} {'cold CPU':>9s} {'warm wall':>9s} {'warm CPU':>9s}"

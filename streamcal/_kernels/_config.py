@@ -21,12 +21,16 @@ FASTMATH_FLAGS = frozenset({"nsz"})
 
 # ``forceinline`` is set (to False) so that a kernel called from a ``forceinline`` helper does
 # not inherit the helper's True (numba passes unset options down to the functions a kernel calls).
+# ``no_cfunc_wrapper``: no C-callable wrapper (for ``numba.cfunc``-style function pointers, which
+# nothing here takes) is compiled for each kernel, which shortens every first compile. Calls from
+# Python go through the other wrapper, which every kernel keeps.
 JIT_OPTIONS = {
     "cache": True,
     "nogil": True,
     "fastmath": set(FASTMATH_FLAGS),
     "error_model": "numpy",
     "forceinline": False,
+    "no_cfunc_wrapper": True,
 }
 
 
