@@ -194,6 +194,8 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
 
     # derived from the edges: not saved, rebuilt on loading
     _CACHES = ("_guide",)
+    # ``__setstate__`` checks the restored state (streamcal.persist need not)
+    _checks_own_state = True
 
     def __getstate__(self):
         state = super().__getstate__()  # under the lock, without it (streamcal._locking)
@@ -209,8 +211,6 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         for name, value in state.items():
             if type(value) is np.ndarray:
                 self.__dict__[name] = np.array(value, order="C", copy=True)
-        if "_score_low" in state:  # states saved before the range excluded ±inf
-            self._score_low, self._score_high = _finite_range((self._score_low, self._score_high))
         self._check_loaded_state()
         if "_cuts" in state:
             self._guide = _h.bucket_guide(self._cuts)
@@ -378,6 +378,11 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         refit_every = getattr(self, "refit_every", None)
         c.need_int(self._n_since_refit, "_n_since_refit", 0, 0 if refit_every is None else refit_every - 1)
         c.need_float(self._prior_logodds, "_prior_logodds")
+        # the bounds of served probabilities (class values where a state has none of its own)
+        low = c.need_float(self._proba_low, "_proba_low", low=0.0, high=0.5)
+        high = c.need_float(self._proba_high, "_proba_high", low=0.5, high=1.0)
+        if not low <= high:
+            c.fail(f"`_proba_low`/`_proba_high`: expected low <= high; found {low!r} and {high!r}.")
 
     @property
     def n_buckets(self) -> int | None:

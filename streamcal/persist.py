@@ -575,15 +575,13 @@ class _Decoder:
         attrs = {k: self.decode(v, f"{where}.{k}") for k, v in params.items()}
         attrs.update((k, self.decode(v, f"{where}.{k}")) for k, v in state.items())
         try:
-            from streamcal._locking import LockedState
-
             if hasattr(cls, "__setstate__"):  # as pickle does: the class rebuilds its caches (and checks the state)
                 obj.__setstate__(attrs)
             else:
                 obj.__dict__.update(attrs)
-            # a class whose ``__setstate__`` only restores its attributes (and makes its lock) is
-            # checked here; the streaming calibrators check their state in their own ``__setstate__``
-            if _is_streamcal(cls) and getattr(cls, "__setstate__", None) in (None, LockedState.__setstate__):
+            # the streaming calibrators check their state in their own ``__setstate__`` (so that
+            # pickles and copies are checked too); every other streamcal class is checked here
+            if _is_streamcal(cls) and not getattr(cls, "_checks_own_state", False):
                 from streamcal._state_check import check_loaded
 
                 check_loaded(obj)

@@ -413,12 +413,6 @@ class IsotonicCalibrator:
         """The exact map clipped to the augmented end runs' values (``predict_proba`` by default)."""
         return np.clip(self._map(scores, self.proba_), self.proba_finite_[0], self.proba_finite_[-1])
 
-    def __setstate__(self, state):
-        # saved before ``finite_proba`` and ``llr_pseudo_count`` existed: the exact map was served
-        self.__dict__.update(state)
-        self.__dict__.setdefault("finite_proba", False)
-        self.__dict__.setdefault("llr_pseudo_count", 1.0)
-
     def predict_proba(self, scores) -> np.ndarray:
         """Calibrated probability ``P(label = 1 | score)`` for each score."""
         self._check_fitted()
