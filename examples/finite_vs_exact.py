@@ -20,8 +20,8 @@ Per range of events the table gives the share of events served exactly 0 or 1, t
 (unclipped: ``inf`` as soon as one such event is on the wrong side), the log loss clipped at 1e-15
 as river's ``LogLoss`` does, and the Brier score.
 
-Run ``PYTHONPATH=. python examples/finite_vs_exact.py`` (``--n`` events per stream, default
-1,000,000; the tables in ``docs/streaming_pav.md`` come from the default).
+Install: ``pip install .`` (the plain install). Run: ``python examples/finite_vs_exact.py`` (``--n``
+events per stream, default 1,000,000; the tables in ``docs/streaming_pav.md`` come from the default).
 """
 
 from __future__ import annotations

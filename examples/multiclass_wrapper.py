@@ -5,8 +5,8 @@ is scored by the bare Gaussian naive Bayes model and by the wrapped one before e
 The multiclass calibrators run with their default binary calibrator, ``PAVCalibrator()`` (finite
 probabilities), and with the exact PAV map (``PAVCalibrator(finite_proba=False)``) for comparison.
 
-Run ``PYTHONPATH=. python examples/multiclass_wrapper.py``; the table is recorded in
-``docs/compose.md``.
+Install: ``pip install .`` (the plain install). Run: ``python examples/multiclass_wrapper.py``; the
+table is recorded in ``docs/compose.md``.
 """
 
 from __future__ import annotations
