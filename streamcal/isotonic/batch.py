@@ -62,11 +62,11 @@ def pav(y, w=None, *, increasing: bool = True) -> np.ndarray:
     return out
 
 
-def _validate_binary(scores, labels, weights):
+def _validate_binary(scores, labels, weights, weights_name: str = "weights"):
     s = as_finite(scores, "scores")
     y = as_binary_labels(labels, "labels")
     check_same_length(s.size, y.size, "labels")
-    w = as_nonneg_weights(weights, "weights", s.size)
+    w = as_nonneg_weights(weights, weights_name, s.size)
     return s, y, w
 
 
@@ -198,21 +198,23 @@ def pav_llr(scores, labels, weights=None, *, finite: bool = True) -> np.ndarray:
     s, y, w = _validate_binary(scores, labels, weights)
     check_scalar(finite, "finite", kind=(bool, np.bool_), choices=(True, False))
     _, pos, neg, inverse = _group(s, y, w)
-    t1, t = float(pos.sum()), float(pos.sum() + neg.sum())
+    # the class totals apart: t - t1 would lose a class whose weight is below t1's rounding
+    t1, t0 = float(pos.sum()), float(neg.sum())
     if finite:
         pos = np.concatenate(([1.0], pos, [0.0]))
         neg = np.concatenate(([0.0], neg, [1.0]))
-        t1, t = t1 + 1.0, t + 2.0
+        t1, t0 = t1 + 1.0, t0 + 1.0
         fitted = _pav_groups(pos, neg)[1:-1]
     else:
-        if not 0.0 < t1 < t:
+        if not (t1 > 0.0 and t0 > 0.0):
             msg = (
                 "`labels` must contain both classes (with positive weight) for the exact PAV-LLR "
-                f"map; got a positive weight of {t1!r} out of {t!r}. Use finite=True instead."
+                f"map; got a positive weight of {t1!r} and a negative weight of {t0!r}. Use "
+                "finite=True instead."
             )
             raise ValueError(msg)
         fitted = _pav_groups(pos, neg)
-    prior_logodds = np.log(t1) - np.log(t - t1)
+    prior_logodds = np.log(t1) - np.log(t0)
     return _logit(fitted)[inverse] - prior_logodds
 
 
@@ -267,7 +269,7 @@ class IsotonicCalibrator:
         """Fit on scores and binary labels; returns ``self``."""
         check_scalar(self.interpolation, "interpolation", choices=("linear", "step"))
         check_scalar(self.finite_llr, "finite_llr", kind=(bool, np.bool_), choices=(True, False))
-        s, y, w = _validate_binary(scores, labels, sample_weight)
+        s, y, w = _validate_binary(scores, labels, sample_weight, "sample_weight")
         unique, pos, neg, _ = _group(s, y, w, with_inverse=False)
         keep = (pos + neg) > 0.0
         if not keep.any():
