@@ -99,7 +99,8 @@ class _ProbaMetric(metrics.base.BinaryMetric):
 
         The metric keeps sums, not events, so it cannot tell every event that was never added;
         it refuses, changing nothing, a revert that no sequence of updates could explain: with
-        no event left where this one would be, or of more weight than is left there.
+        no event left where this one would be, or taking more from a running sum there (weight,
+        loss, positives...) than it holds.
         """
         y, p, w = event_label(y_true), event_proba(y_pred), event_weight(w)
         if w > 0.0:
