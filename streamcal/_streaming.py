@@ -63,7 +63,7 @@ from streamcal._validation import (
     check_scalar,
     is_real_number,
 )
-from streamcal.buckets import Buckets, as_buckets
+from streamcal.buckets import Buckets, as_buckets, check_edges
 from streamcal.persist import Persistable
 from streamcal.windows import Window, as_window
 
@@ -1071,8 +1071,6 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
 def _check_layout(edges, centres) -> tuple[np.ndarray, np.ndarray]:
     """A bucket strategy's edges and centres, checked: ``B + 1`` finite, strictly increasing edges
     and ``B`` finite, strictly increasing centres, each within its bucket."""
-    from streamcal.buckets import check_edges
-
     e = check_edges(edges, "edges")
     c = as_1d_float(centres, "centres", allow_empty=True)
     if c.size != e.size - 1:
@@ -1081,11 +1079,17 @@ def _check_layout(edges, centres) -> tuple[np.ndarray, np.ndarray]:
     bad = ~((c >= e[:-1]) & (c <= e[1:]))  # also NaN
     if bad.any():
         b = int(np.flatnonzero(bad)[0])
-        msg = f"`centres` must lie within their buckets; got {c[b]!r} for bucket {b}, [{e[b]!r}, {e[b + 1]!r}]."
+        msg = (
+            f"`centres` must lie within their buckets; got {float(c[b])!r} for bucket {b}, "
+            f"[{float(e[b])!r}, {float(e[b + 1])!r}]."
+        )
         raise ValueError(msg)
     if c.size > 1 and not (np.diff(c) > 0.0).all():
         b = int(np.flatnonzero(~(np.diff(c) > 0.0))[0]) + 1
-        msg = f"`centres` must be strictly increasing; got {c[b]!r} at position {b} after {c[b - 1]!r}."
+        msg = (
+            f"`centres` must be strictly increasing; got {float(c[b])!r} at position {b} after "
+            f"{float(c[b - 1])!r}."
+        )
         raise ValueError(msg)
     return e, c
 

@@ -125,11 +125,11 @@ def pav(y, w=None, *, increasing: bool = True) -> np.ndarray:
     return out
 
 
-def _validate_binary(scores, labels, weights):
+def _validate_binary(scores, labels, weights, weights_name: str = "weights"):
     s = as_finite(scores, "scores")
     y = as_binary_labels(labels, "labels")
     check_same_length(s.size, y.size, "labels")
-    w = as_nonneg_weights(weights, "weights", s.size)
+    w = as_nonneg_weights(weights, weights_name, s.size)
     return s, y, w
 
 
@@ -370,7 +370,7 @@ class IsotonicCalibrator:
         check_scalar(self.finite_llr, "finite_llr", kind=(bool, np.bool_), choices=(True, False))
         check_scalar(self.finite_proba, "finite_proba", kind=(bool, np.bool_), choices=(True, False))
         check_scalar(self.llr_pseudo_count, "llr_pseudo_count", low=0.0, low_inclusive=False)
-        s, y, w = _validate_binary(scores, labels, sample_weight)
+        s, y, w = _validate_binary(scores, labels, sample_weight, "sample_weight")
         if not w.any():
             msg = "`sample_weight` must not all be zero."
             raise ValueError(msg)
