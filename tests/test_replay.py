@@ -659,29 +659,24 @@ def test_empty_files(tmp_path, events):
             "label_time": pa.array([], pa.float64()),
         }
     )
+    # a valid file without rows: no events to replay is an error, and no output is written
     pq.write_table(empty, tmp_path / "empty.parquet")
-    summary = run(
-        tmp_path / "empty.parquet",
-        output=tmp_path / "out.parquet",
-        metrics_output=tmp_path / "m.parquet",
-    )
-    assert summary.n_events == 0
-    assert pq.read_table(tmp_path / "out.parquet").num_rows == 0
-    assert pq.read_table(tmp_path / "m.parquet").num_rows == 0
-    assert "naive" in summary.to_text()
-    # empty parts (no rows, header-only CSV, a zero-byte file) in a directory are skipped
+    check_error(tmp_path, tmp_path / "empty.parquet", r"no events: file '.*empty\.parquet' has the columns but no rows")
+    # empty parts (no rows, header-only CSV) in a directory are fine next to parts with rows
     d = tmp_path / "dir"
     d.mkdir()
     pq.write_table(empty, d / "a.parquet")
     write_parquet(d / "b.parquet", t, s, y, label_t)
-    (d / "c.parquet").write_bytes(b"")
     pq.write_table(empty, d / "d.parquet")
     summary = run(d, output=tmp_path / "dir_out.parquet")
     assert summary.n_events == len(t)
+    # a zero-byte file is a failed write, never an empty table: an error naming it, in a
+    # directory too
+    (d / "c.parquet").write_bytes(b"")
+    check_error(tmp_path, d, r"file '.*c\.parquet' is empty \(0 bytes\): not a Parquet file")
     with pacsv.CSVWriter(str(tmp_path / "h.csv"), pa.schema([("score", pa.float64()), ("label", pa.int64())])):
         pass
-    summary = run(tmp_path / "h.csv", time_col=None)
-    assert summary.n_events == 0
+    check_error(tmp_path, tmp_path / "h.csv", "no events", time_col=None)
 
 
 # ---------------------------------------------------------------- bad input
