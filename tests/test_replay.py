@@ -960,13 +960,14 @@ def test_cli_errors_are_one_clear_line(tmp_path, events):
     s[5] = np.inf
     write_parquet(tmp_path / "in.parquet", t, s, y)
     res = cli("replay", "in.parquet", "--method", "raw", "--quiet", cwd=tmp_path)
-    assert res.returncode == 1
-    assert res.stderr.startswith("streamcal replay: error: file ")
+    assert res.returncode == 2
+    assert res.stderr.startswith("streamcal: error: file ")
+    assert res.stderr.count("\n") == 1
     assert "column 'score', row 5" in res.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
     res = cli("replay", "in.parquet", "--method", "nope", cwd=tmp_path)
-    assert res.returncode == 1
-    assert "unknown method 'nope'" in res.stderr
+    assert res.returncode == 2
+    assert "--method: unknown method 'nope'" in res.stderr
     res = cli("replay", "in.parquet", "--method", "raw", "--metrics", "brier,auc", cwd=tmp_path)
-    assert res.returncode == 1
-    assert "unknown metric 'auc'" in res.stderr
+    assert res.returncode == 2
+    assert "argument --metrics: unknown metric 'auc'" in res.stderr

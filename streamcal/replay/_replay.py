@@ -17,6 +17,7 @@ from streamcal.replay._engine import InFlight, plan_batch, plan_flush
 from streamcal.replay._evaluate import MetricWindows, Reliability, default_metrics
 from streamcal.replay._progress import Progress
 from streamcal.replay._source import (
+    DEFAULT_LABEL_TIME_COL,
     DEFAULT_TIME_COL,
     Chunk,
     Columns,
@@ -28,7 +29,7 @@ from streamcal.replay._source import (
     prepare,
     read_chunks,
 )
-from streamcal.replay.methods import make_calibrator, parse_duration
+from streamcal.replay.methods import UnavailableMethodError, make_calibrator, parse_duration
 
 __all__ = ["DEFAULT_BATCH_SIZE", "ReplaySummary", "replay"]
 
@@ -259,19 +260,23 @@ def _resolve_calibrators(calibrators, buckets, window, decay, options) -> dict[s
             else:
                 items.append((type(c).__name__, c))
     if not items:
-        msg = "`calibrators` must name at least one method, such as 'pav'."
+        msg = f"{opt('calibrators')} must name at least one method, such as 'pav'."
         raise ValueError(msg)
     out: dict[str, object] = {}
     for name, obj in items:
         if name in out:
-            msg = f"`calibrators` names {name!r} twice."
+            msg = f"{opt('calibrators')} names {name!r} twice."
             raise ValueError(msg)
         if obj is None:
-            cal = make_calibrator(name, buckets=buckets, window=window, decay=decay, **(options or {}))
+            try:
+                cal = make_calibrator(name, buckets=buckets, window=window, decay=decay, **(options or {}))
+            except UnavailableMethodError as exc:
+                msg = f"{opt('calibrators')}: {exc}"
+                raise UnavailableMethodError(msg) from None
         else:
             cal = obj
         if any(cal is other for other in out.values()):
-            msg = f"`calibrators` gives the same calibrator object twice (as {name!r})."
+            msg = f"{opt('calibrators')} gives the same calibrator object twice (as {name!r})."
             raise ValueError(msg)
         if not callable(getattr(cal, "process", None)):
             msg = f"calibrator {name!r} has no `process(scores, labels, learn_mask, ...)` method."
@@ -296,7 +301,7 @@ def _check_order(chunk: Chunk, last: float, column: str | None) -> None:
     msg = (
         f"{chunk.where(column, i)}: event times go backwards "
         f"({float(t[i])!r} s after {float(prev)!r} s). "
-        "Sort the input, or replay with on_unsorted='sort' (--unsorted sort)."
+        f"Sort the input, or replay with {opt('on_unsorted', 'sort')}."
     )
     raise ReplayInputError(msg)
 
@@ -348,7 +353,7 @@ def replay(
     time_col: str | None = DEFAULT_TIME_COL,
     score_col: str = "score",
     label_col: str = "label",
-    label_time_col: str | None = "label_time",
+    label_time_col: str | None = DEFAULT_LABEL_TIME_COL,
     weight_col: str | None = None,
     keep_columns=None,
     label_delay=None,
@@ -392,8 +397,9 @@ def replay(
         replayed in file order (and the summary says so). None: file order. A name given
         explicitly must be present.
     score_col, label_col, label_time_col, weight_col : str or None
-        Input column names. ``label_time_col``: when each label becomes known (null: never); if
-        that column is absent, labels are known at once.
+        Input column names. ``label_time_col``: when each label becomes known (null: never);
+        default ``"label_time"`` if the input has it, else labels are known at once (a name given
+        explicitly must be present; None: labels known at once).
     keep_columns : list of str, optional
         Input columns copied to the output (default: all).
     label_delay : float or str, optional

@@ -31,6 +31,7 @@ import numpy as np
 from streamcal.replay.generate import format_from_path
 
 __all__ = [
+    "DEFAULT_LABEL_TIME_COL",
     "DEFAULT_TIME_COL",
     "Chunk",
     "Columns",
@@ -87,6 +88,9 @@ class _DefaultName(str):
 
 #: ``time_col``'s default: the ``event_time`` column if the input has one, else file order.
 DEFAULT_TIME_COL = _DefaultName("event_time")
+#: ``label_time_col``'s default: the ``label_time`` column if the input has one, else labels
+#: known at once.
+DEFAULT_LABEL_TIME_COL = _DefaultName("label_time")
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,8 @@ class Columns:
         The binary label (bool, or a number 0 / 1).
     label_time : str or None
         When the label becomes known (same kind as ``time``; null: never). Ignored when a
-        ``label_delay`` is given; when the column is absent, labels are known at once.
+        ``label_delay`` is given. :data:`DEFAULT_LABEL_TIME_COL`: ``label_time`` if the input has
+        it, else labels are known at once; a name given explicitly must be present.
     weight : str or None
         Optional non-negative sample weight.
     keep : tuple of str or None
@@ -115,7 +120,7 @@ class Columns:
     time: str | None = DEFAULT_TIME_COL
     score: str = "score"
     label: str = "label"
-    label_time: str | None = "label_time"
+    label_time: str | None = DEFAULT_LABEL_TIME_COL
     weight: str | None = None
     keep: tuple[str, ...] | None = None
 
@@ -474,6 +479,13 @@ _ALLOWED = {
     "label_time": ("time", "int", "float", "null"),
     "weight": ("int", "float", "null"),
 }
+_ROLE_NAME = {
+    "score": "score",
+    "label": "label",
+    "time": "event time",
+    "label_time": "label time",
+    "weight": "weight",
+}
 _ROLE_OPTION = {
     "score": "score_col",
     "label": "label_col",
@@ -483,17 +495,19 @@ _ROLE_OPTION = {
 }
 
 
-def _missing_column(source: Source, role: str, name: str, schema) -> ReplayInputError:
+def _missing_column(source: Source, role: str, name: str, schema, taken) -> ReplayInputError:
     """The column for ``role`` is not in the input: list the columns, and say how to choose one."""
     import difflib
 
     names = schema.names
     option = _ROLE_OPTION[role]
-    what = role.replace("_", " ")
-    # a likely candidate: a close name, or for times the one timestamp column
-    candidates = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    what = _ROLE_NAME[role]
+    # a likely candidate, among the columns no other role uses: a close name, or for times the
+    # one timestamp column
+    free = [c for c in names if c not in taken]
+    candidates = difflib.get_close_matches(name, free, n=1, cutoff=0.6)
     if not candidates and role in ("time", "label_time"):
-        timed = [f.name for f in schema if _kind(f.type) == "time"]
+        timed = [f.name for f in schema if f.name in free and _kind(f.type) == "time"]
         candidates = timed if len(timed) == 1 else []
     hint = f"choose the {what} column with {opt(option, candidates[0] if candidates else 'NAME')}"
     if role == "time":
@@ -517,11 +531,12 @@ class _Plan:
             self.roles["weight"] = columns.weight
         for role, name in self.roles.items():
             if name not in names:
-                raise _missing_column(source, role, name, schema)
+                taken = {c for c in (columns.score, columns.label, columns.time, columns.label_time) if c != name}
+                raise _missing_column(source, role, name, schema, taken)
             kind = _kind(schema.field(name).type)
             if kind not in _ALLOWED[role]:
                 msg = (
-                    f"{source.where(name)}: the {role.replace('_', ' ')} column must be "
+                    f"{source.where(name)}: the {_ROLE_NAME[role]} column must be "
                     f"{' or '.join(k for k in _ALLOWED[role] if k != 'null')}; "
                     f"got type {schema.field(name).type}."
                 )
@@ -609,9 +624,19 @@ def prepare(sources: list[Source], columns: Columns, label_delay: float | None) 
                 raise ReplayInputError(msg)
     else:
         use_time = True
+    explicit_label_time = columns.label_time is not None and not isinstance(columns.label_time, _DefaultName)
+    if explicit_label_time and label_delay is None and not use_time:
+        msg = (
+            f"{opt('label_time_col', columns.label_time)} needs event times, but the replay runs in file order; "
+            f"choose the event time column with {opt('time_col', 'NAME')}."
+        )
+        raise ReplayInputError(msg)
     plans = []
     mode = None
     for source, schema in zip(sources, schemas, strict=True):
+        if explicit_label_time and label_delay is None and columns.label_time not in schema.names:
+            taken = {columns.score, columns.label, columns.time}
+            raise _missing_column(source, "label_time", columns.label_time, schema, taken)
         use_label_time = (
             label_delay is None and use_time and columns.label_time is not None and columns.label_time in schema.names
         )
