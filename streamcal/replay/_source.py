@@ -591,11 +591,22 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
 
 
+def _named_schema(source: Source):
+    """The source's schema, its column names checked to be text."""
+    schema = source.schema()
+    try:
+        schema.names  # noqa: B018 - decodes every name
+    except UnicodeDecodeError as exc:
+        msg = f"{source.where()}: its column names are not valid UTF-8 text ({exc.reason} at byte {exc.start})."
+        raise ReplayInputError(msg) from None
+    return schema
+
+
 def prepare(sources: list[Source], columns: Columns, label_delay: float | None) -> Prepared:
     """Check every source's columns and types (reading schemas only) and fix the replay's event
     order and label mode, the same for all sources."""
     notes: list[str] = []
-    schemas = [s.schema() for s in sources]
+    schemas = [_named_schema(s) for s in sources]
     first = sources[0]
     if columns.time is None:
         use_time = False
