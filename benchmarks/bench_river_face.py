@@ -11,17 +11,31 @@ map-fitting ones (I-spline, GEV, Platt, refitted every 1,000 labels), all with a
 of 10,000 events and 1024 logit buckets, after a warm-up of 10,000 events through the same
 loop. Baseline, in the same process: river's ``linear_model.LogisticRegression`` on the same
 loop. Figures are CPU time (``process_time``), best of ``--repeat`` runs.
+
+Cost of thread safety (the second table): each calibrator's river face against the same code
+without its lock, in the same process, the two runs alternating, best of ``--repeat`` each; the
+ratio is locked time over unlocked time (goal: at most 1.10). The baselines exist only here:
+for the map-fitting calibrators, the base class's ``learn_one`` / ``predict_proba_one`` without
+``with self._lock:``; for ``PAVCalibrator``, whose river face takes no lock, its packed kernels
+without the busy-mark test, and, for comparison, the same fast path under a Python lock. Each
+baseline is checked to give the calibrator's own outputs before it is timed.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import threading
 import time
+from bisect import bisect_right
 
+import numpy as np
 from bench_streaming_pav import click_stream
 
 from streamcal import GEVCalibrator, ISplineCalibrator, PAVCalibrator, PlattCalibrator
+from streamcal._kernels import ipav as _k
+from streamcal._kernels._config import entry_point, jit_noalloc
 from streamcal.windows import CountWindow
 
 WARMUP = 10_000
@@ -55,6 +69,163 @@ def pairs_per_second(make, xs, ys, repeat):
     return (len(xs) - WARMUP) / best
 
 
+# ---------------------------------------------------------------- unlocked baselines (here only)
+class _UnlockedRiverFace:
+    """The streaming base class's river face without ``with self._lock:`` (otherwise its code)."""
+
+    def learn_one(self, x, y, w=1.0, t=None):
+        s = self._score_of(x)
+        label, w, t = self._check_one(y, w, t)
+        if self._sf is None:
+            self._warm_add(s, label, w, t)
+            return
+        if self._ring_capacity and self._uses_times:
+            self._ensure_ring(1)
+        self._learn_bucket(bisect_right(self._cuts_list, s), s, label, w, t)
+
+    def predict_proba_one(self, x):
+        s = self._score_of(x)
+        p = self._warm_proba() if self._sf is None else self._proba_of(s)
+        return {False: 1.0 - p, True: p}
+
+
+@jit_noalloc(nogil=False)
+def _learn_packed_unmarked(packed, s, y, w, t):
+    """``ipav.pav_learn_packed_inplace`` without the busy-mark test."""
+    if not (_k._score_ok(packed, s) and 0.0 <= w <= _k.MAX_WEIGHT):
+        return False
+    o_si, o_pf = int(packed[_k.PACK_O_SI]), int(packed[_k.PACK_O_PF])
+    o_pi, end = int(packed[_k.PACK_O_PI]), int(packed[_k.PACK_END])
+    _k.pav_learn_score_inplace(
+        packed[_k.PACK_HEADER : o_si],
+        packed[o_si:o_pf].view(np.int64),
+        packed[o_pf:o_pi],
+        packed[o_pi:end].view(np.int64),
+        s,
+        y,
+        w,
+        t,
+    )
+    return True
+
+
+@jit_noalloc(nogil=False)
+def _proba_packed_unmarked(packed, s):
+    """``ipav.pav_predict_packed`` without the busy-mark test."""
+    if not _k._score_ok(packed, s):
+        return -1.0
+    return _k.pav_predict_score(_k._map_section(packed), s)
+
+
+def unlocked_pav_class():
+    packed = PAVCalibrator().update([0.5], [1])._packed
+    s = 0.5
+    return type(
+        "UnmarkedPAVCalibrator",
+        (PAVCalibrator,),
+        {
+            "_learn_packed": entry_point(_learn_packed_unmarked, packed, s, s, s, s),
+            "_proba_packed": entry_point(_proba_packed_unmarked, packed, s),
+        },
+    )
+
+
+class _PythonLockedPAV(PAVCalibrator):
+    """For comparison: PAV's fast path under a Python lock (the design it does not use)."""
+
+    def learn_one(self, x, y, w=1.0, t=None):
+        lock = self._lock.rlock
+        lock.acquire()
+        try:
+            super().learn_one(x, y, w, t)
+        finally:
+            lock.release()
+
+    def predict_proba_one(self, x):
+        lock = self._lock.rlock
+        lock.acquire()
+        try:
+            return super().predict_proba_one(x)
+        finally:
+            lock.release()
+
+
+def lock_pairs():
+    """(name, locked maker, unlocked maker) per calibrator."""
+    window = CountWindow(10_000)
+    pairs = []
+    for cls, kwargs in (
+        (ISplineCalibrator, {"refit_every": 1000}),
+        (GEVCalibrator, {"refit_every": 1000}),
+        (PlattCalibrator, {"refit_every": 1000}),
+    ):
+        unlocked = type(f"Unlocked{cls.__name__}", (_UnlockedRiverFace, cls), {})
+        pairs.append(
+            (
+                cls.__name__,
+                lambda cls=cls, kwargs=kwargs: cls(window=window, **kwargs),
+                lambda unlocked=unlocked, kwargs=kwargs: unlocked(window=window, **kwargs),
+            )
+        )
+    unmarked = unlocked_pav_class()
+    pairs.insert(0, ("PAVCalibrator", lambda: PAVCalibrator(window=window), lambda: unmarked(window=window)))
+    pairs.insert(
+        1,
+        ("PAVCalibrator under a Python lock", lambda: _PythonLockedPAV(window=window), lambda: unmarked(window=window)),
+    )
+    return pairs
+
+
+def check_same_outputs(make_a, make_b, xs, ys, n=2000):
+    a, b = make_a(), make_b()
+    for x, y in zip(xs[:n], ys[:n], strict=True):
+        pa, pb = a.predict_proba_one(x)[True], b.predict_proba_one(x)[True]
+        if not (pa == pb or (math.isnan(pa) and math.isnan(pb))):
+            msg = f"the unlocked baseline differs from the calibrator: {pb!r} against {pa!r}"
+            raise AssertionError(msg)
+        a.learn_one(x, y)
+        b.learn_one(x, y)
+
+
+def lock_cost(make_locked, make_unlocked, xs, ys, repeat, block=1000):
+    """CPU time per pair of each: ``(locked, unlocked)`` seconds.
+
+    The two models run the stream side by side, block by block (the same ``block`` pairs on
+    one, then on the other, the order alternating), so that a load change on a shared machine
+    falls on both; each block's time is the best of ``repeat`` passes over the whole stream.
+    """
+    n = len(xs) - WARMUP
+    starts = range(WARMUP, len(xs), block)
+    best = {True: [float("inf")] * len(starts), False: [float("inf")] * len(starts)}
+    for r in range(repeat):
+        models = {True: make_locked(), False: make_unlocked()}
+        for model in models.values():
+            loop(model, xs[:WARMUP], ys[:WARMUP])
+        for k, start in enumerate(starts):
+            part = slice(start, start + block)
+            for locked in (True, False) if (k + r) % 2 == 0 else (False, True):
+                t = time.process_time()
+                loop(models[locked], xs[part], ys[part])
+                best[locked][k] = min(best[locked][k], time.process_time() - t)
+    return sum(best[True]) / n, sum(best[False]) / n
+
+
+def lock_round_trip(n=200_000, repeat=5) -> float:
+    """CPU seconds of one uncontended ``acquire()`` + ``release()`` of a re-entrant lock, best of ``repeat``."""
+    lock = threading.RLock()
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.process_time()
+        for _ in range(n):
+            lock.acquire()
+            lock.release()
+        empty = time.process_time()
+        for _ in range(n):
+            pass
+        best = min(best, ((empty - t) - (time.process_time() - empty)) / n)
+    return best
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="pairs measured per calibrator")
@@ -72,6 +243,16 @@ def main(argv=None):
     lr = rates["river LogisticRegression"]
     for name, rate in rates.items():
         print(f"  {name:40s} {rate:>12,.0f} pairs/s  ({rate / lr:.2f}x river's LR)")
+    repeat = max(args.repeat, 5)
+    print(f"thread safety: locked against unlocked river face, side by side in blocks of 1,000 pairs, best of {repeat}")
+    print(f"  (an uncontended lock acquire + release here: {lock_round_trip() * 1e9:.0f} ns)")
+    for name, make_locked, make_unlocked in lock_pairs():
+        check_same_outputs(make_locked, make_unlocked, xs, ys)
+        locked, unlocked = lock_cost(make_locked, make_unlocked, xs, ys, repeat)
+        print(
+            f"  {name:40s} {locked * 1e9:>8,.0f} ns/pair locked, {unlocked * 1e9:>8,.0f} unlocked: "
+            f"ratio {locked / unlocked:.3f}"
+        )
 
 
 if __name__ == "__main__":

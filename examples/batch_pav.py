@@ -1,6 +1,6 @@
 """Batch PAV calibration of an over-confident click model, and PAV-LLR.
 
-Run: python examples/batch_pav.py
+Install: ``pip install .`` (the plain install). Run: ``python examples/batch_pav.py``
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Each calibrator replays the same stream prequentially (every event predicted with the state before
 its own label is learned) through a count window; the table shows metrics after the drift.
 
-Run from the repository root: ``PYTHONPATH=. python examples/compare_calibrators.py``
+Install: ``pip install .`` (the plain install). Run: ``python examples/compare_calibrators.py``
 """
 
 from __future__ import annotations

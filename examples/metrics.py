@@ -1,6 +1,6 @@
 """Calibration metrics on a miscalibrated click-like stream: arrays, then river metrics per event.
 
-Run: python examples/metrics.py
+Install: ``pip install .`` (the plain install). Run: ``python examples/metrics.py``
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def main() -> None:
         ("minCllr (bits)", lambda p, llr: metrics.min_cllr(y, p)),
         ("ECE, 10 equal-width bins", lambda p, llr: metrics.ece(y, p)),
         ("ECE, 10 equal-mass bins", lambda p, llr: metrics.ece(y, p, strategy="quantile")),
-        ("calibration loss (paper 004)", lambda p, llr: metrics.calibration_loss(y, p)),
+        ("calibration loss (Agarwal et al., 2014)", lambda p, llr: metrics.calibration_loss(y, p)),
         ("Hosmer-Lemeshow statistic", lambda p, llr: metrics.hosmer_lemeshow(y, p)[0]),
         ("cost at threshold 0.05", lambda p, llr: metrics.threshold_cost(y, p, 0.05)),
         ("Beta(2, 8) rule (low-p emphasis)", lambda p, llr: metrics.beta_scoring_rule(y, p, 2, 8)),

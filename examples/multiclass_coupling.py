@@ -1,6 +1,6 @@
 """Multiclass calibration of a streaming river model: pairwise coupling vs one-vs-rest vs none.
 
-The three-class problem of Hastie & Tibshirani (1998, paper 002, section 5): points uniform in the
+The three-class problem of Hastie & Tibshirani (1998, section 5): points uniform in the
 square [-2, 2]^2, class centres (0, 2), (-sqrt 2, -sqrt 2), (sqrt 2, -sqrt 2); a point belongs to
 the class j minimising d_j^2 - t_j with t = 2 log(0.05, 0.20, 0.75). The unequal thresholds make
 the equal-prior boundaries of a linear or Gaussian model wrong — the paper built it so that
@@ -15,7 +15,7 @@ predict from that score dict, then learn it with the label (prequential evaluati
 - one-vs-rest: a binary PAV calibrator per class on logit(p_c), normalised;
 - pairwise coupling (HT and WLW): a binary PAV calibrator per pair on log(p_i / p_j), coupled.
 
-Run:  PYTHONPATH=. python examples/multiclass_coupling.py [--events 20000]
+Install: ``pip install .`` (the plain install). Run: ``python examples/multiclass_coupling.py [--events 20000]``
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""GEV-canonical regression vs the usual links on rare positives (the comparison of paper 004, §4.1).
+"""GEV-canonical regression vs the usual links on rare positives (the comparison of Agarwal et al., 2014, §4.1).
 
 Synthetic data with a known class probability eta(x) that is small for most x. For each training
 size, every method is fitted on the same sample and scored on a common test set of 5,000 rows:
@@ -17,8 +17,8 @@ Methods (all linear, all with the same small L2 penalty ``l2 = 1`` on the slopes
 - weighted logistic with correction: classes weighted to balance, then the intercept shifted by
   logit(positive rate) (the prior correction of King & Zeng / Buja et al.).
 
-Run ``PYTHONPATH=. python examples/rare_events.py`` (``--quick`` for a smoke run). The table it
-prints is recorded in ``docs/gev.md``.
+Install: ``pip install .`` (the plain install). Run: ``python examples/rare_events.py`` (``--quick`` for a
+smoke run). The table it prints is recorded in ``docs/gev.md``.
 """
 
 from __future__ import annotations

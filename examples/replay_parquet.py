@@ -6,7 +6,7 @@ scored by each calibrator with what it had learned *before* that payment, and ea
 learned only once its label time has passed. The raw model score is replayed too (method "raw")
 as the uncalibrated baseline.
 
-    PYTHONPATH=. python examples/replay_parquet.py
+Install: ``pip install .`` (the plain install). Run: ``python examples/replay_parquet.py``
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ Datasets (both ship inside the river package, no download):
 Each river model runs bare and wrapped in ``CalibratedClassifier`` with every streamcal
 calibrator available in this installation (PAVCalibrator; Platt, GEV and I-spline calibrators
 when present, refitted every 100 labels). All metrics are progressive: each event is scored before the model (and the
-calibrator) learn it. Log loss is clipped at 1e-15 as river's ``LogLoss`` does, because PAV maps
-the extreme buckets to exactly 0 or 1.
+calibrator) learn it. Log loss is clipped at 1e-15 as river's ``LogLoss`` does, because PAV's exact
+map (``finite_proba=False``, shown for comparison) gives the extreme buckets exactly 0 or 1.
 
-Run: ``PYTHONPATH=. python examples/river_pipeline.py`` (a few minutes).
+Install: ``pip install .`` (the plain install). Run: ``python examples/river_pipeline.py`` (a few minutes).
 """
 
 from __future__ import annotations
@@ -29,14 +29,13 @@ from streamcal.buckets import LogitGrid
 def calibrators() -> dict:
     """The streamcal calibrators to try: PAV always, the others if this installation has them."""
     out = {
-        "PAV (1024 buckets)": lambda: streamcal.PAVCalibrator(),
-        "PAV (64 buckets)": lambda: streamcal.PAVCalibrator(buckets=LogitGrid(n_buckets=64)),
+        "PAV (1024 buckets, exact map)": lambda: streamcal.PAVCalibrator(finite_proba=False),
+        "PAV (64 buckets, exact map)": lambda: streamcal.PAVCalibrator(
+            buckets=LogitGrid(n_buckets=64), finite_proba=False
+        ),
+        # the default: probabilities under the finite pseudo-count rule, never exactly 0 or 1
+        "PAV (1024 buckets, default)": lambda: streamcal.PAVCalibrator(),
     }
-    try:  # probabilities under the finite pseudo-count rule, never exactly 0 or 1 (newer PAVCalibrator)
-        streamcal.PAVCalibrator(finite_proba=True)
-        out["PAV (1024 buckets, finite)"] = lambda: streamcal.PAVCalibrator(finite_proba=True)
-    except TypeError:
-        pass
     for label, name in [("Platt", "PlattCalibrator"), ("GEV", "GEVCalibrator"), ("I-spline", "ISplineCalibrator")]:
         try:
             cls = getattr(streamcal, name)

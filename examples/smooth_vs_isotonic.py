@@ -1,6 +1,6 @@
 """Smooth (I-spline) versus isotonic (PAV), Platt and histogram-binning calibration.
 
-Reproduces the kind of comparison paper 003 (Wu et al., AMIA 2012) reports: calibrators fitted on
+Reproduces the kind of comparison Wu et al. (AMIA 2012) reports: calibrators fitted on
 held-out scores of a base model, evaluated on a test split, over repeated random splits. Reported
 per method: Brier score, log loss, expected calibration error (10 equal-width bins), AUC, and the
 Hosmer-Lemeshow pass rate (decile test at the 5% level, 8 degrees of freedom).
@@ -13,7 +13,8 @@ Two data sets:
 - a synthetic scored stream: scores whose true positive rate is a non-logistic S-curve; the
   calibrators learn from the first 5,000 events and are scored on the next 2,000.
 
-Run: ``PYTHONPATH=. python examples/smooth_vs_isotonic.py [--repeats 100]``.
+Install: ``pip install ".[test]"`` (it needs scikit-learn, which the test extra includes).
+Run: ``python examples/smooth_vs_isotonic.py [--repeats 100]``.
 """
 
 from __future__ import annotations

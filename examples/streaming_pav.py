@@ -1,6 +1,6 @@
 """Streaming PAV: calibrate a drifting score stream, event by event and in arrays.
 
-Run from the repository root: ``PYTHONPATH=. python examples/streaming_pav.py``
+Install: ``pip install .`` (the plain install). Run: ``python examples/streaming_pav.py``
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ _SUBMODULES = {
     "persist",
     "merging",
     "dask",
+    "plot",
 }
 
 __all__ = sorted(_EXPORTS)

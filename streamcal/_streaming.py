@@ -16,6 +16,13 @@ A calibrator that fits a parametric or smooth map from the histogram supplies tw
 and optionally ``_predict_llr_fitted(scores, proba) -> llr`` (the default is
 ``logit(proba) - log((T1 + c) / (T0 + c))``, with ``proba`` clipped to the open interval).
 
+The probabilities such a map serves are kept within ``[c / (T + 2c), (T + c) / (T + 2c)]``, T the
+weight it was fitted on and ``c = llr_pseudo_count``: no estimate from T events is surer than
+add-``c`` smoothing of T unanimous ones (the value the finite PAV rule gives such a window). A
+fitted map may reach exactly 0 or 1 (a one-class window, a GEV link beyond its support), which
+costs an infinite log loss the first time the other class comes; the bound never changes the
+order of the scores. The LLR is computed from the served (bounded) probability.
+
 Refit policy (``refit_every``, a constructor parameter of the subclass; ``None`` if absent):
 ``None`` refits lazily, when a prediction follows new labels; an integer ``k`` refits right
 after every ``k``-th learned event, and predictions in between use the last fit. Either way
@@ -25,6 +32,10 @@ the window holds no weight) predictions are the score itself for probability inp
 strategies with ``probability_inputs``, such as the default logit grid) and 0.5 otherwise,
 with LLR 0.
 
+Thread safety: every public method holds the calibrator's lock (``streamcal._locking``), so
+concurrent calls behave as some serial order of them (``docs/architecture.md``, "Thread safety");
+the lock is made in ``__init__`` and on restoring, never in ``_reset``, and is not state.
+
 Streaming PAV (:class:`streamcal.isotonic.streaming.PAVCalibrator`) replaces the generic engine
 methods (``_init_map_state``, ``_learn_bucket``, ``_proba_of``, ``_llr_of``, ``_run_ops``,
 ``_predict_arrays``) by fused numba kernels. See ``docs/architecture.md``.
@@ -32,6 +43,7 @@ methods (``_init_map_state``, ``_learn_bucket``, ``_proba_of``, ``_llr_of``, ``_
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 import numbers
@@ -41,38 +53,50 @@ import numpy as np
 from river import base
 
 from streamcal._kernels import histogram as _h
+from streamcal._locking import LockedState
 from streamcal._validation import (
+    as_1d_array,
     as_1d_float,
     as_binary_label,
     as_binary_labels,
-    as_finite,
     check_same_length,
     check_scalar,
+    is_real_number,
 )
-from streamcal.buckets import Buckets, LogitGrid
+from streamcal.buckets import Buckets, as_buckets
 from streamcal.persist import Persistable
-from streamcal.windows import Unbounded, Window
+from streamcal.windows import Window, as_window
 
 __all__ = ["StreamingCalibrator"]
 
 _TINY = float(np.finfo(np.float64).tiny)
+_MAX_WEIGHT = _h.MAX_WEIGHT  # the largest weight of one event (docs/limits.md)
 _ONE_BELOW = 1.0 - float(np.finfo(np.float64).epsneg)  # the largest float64 below 1
+
+#: Range of ``llr_pseudo_count`` (docs/limits.md).
+MIN_PSEUDO_COUNT = 1e-100
+MAX_PSEUDO_COUNT = 1e100
 
 OP_LEARN = 1
 OP_PREDICT = 2
 OP_PREQUENTIAL = 3  # predict with the state before the label, then learn
 
 
-class StreamingCalibrator(Persistable, base.Classifier):
+class StreamingCalibrator(LockedState, Persistable, base.Classifier):
     """Base class of the streaming binary calibrators (not used directly).
 
     Parameters
     ----------
     buckets
         Bucket strategy (:mod:`streamcal.buckets`); ``None`` means ``LogitGrid()``: 1024
-        logit-spaced buckets for probability inputs.
+        logit-spaced buckets for probability inputs. Shorthands (:func:`streamcal.buckets.as_buckets`):
+        an int ``n`` is ``LogitGrid(n)``; ``"uniform:100"``, ``"quantile:256"``, ``"logit:512"``
+        name the strategy.
     window
-        Window strategy (:mod:`streamcal.windows`); ``None`` means ``Unbounded()``.
+        Window strategy (:mod:`streamcal.windows`); ``None`` means ``Unbounded()``. Shorthands
+        (:func:`streamcal.windows.as_window`): an int ``n`` (or ``"100000"``) is
+        ``CountWindow(n)``; a duration such as ``"7d"``, ``"12h"``, ``"30m"``, ``"3600s"`` is
+        ``TimeWindow(seconds)``. The value is stored as given; the strategy derives from it.
     score_key
         Key of the score in the ``x`` dicts of the river face; ``None``: ``x`` must hold
         exactly one value, the score.
@@ -83,8 +107,8 @@ class StreamingCalibrator(Persistable, base.Classifier):
 
     def __init__(
         self,
-        buckets: Buckets | None = None,
-        window: Window | None = None,
+        buckets: Buckets | int | str | None = None,
+        window: Window | int | str | None = None,
         score_key: str | None = None,
         llr_pseudo_count: float = 1.0,
     ):
@@ -92,6 +116,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
         self.window = window
         self.score_key = score_key
         self.llr_pseudo_count = llr_pseudo_count
+        self._init_lock()  # before the state: ``_reset`` replaces the state, never the lock
         self._reset()
 
     # ------------------------------------------------------------------ parameters and state
@@ -116,25 +141,23 @@ class StreamingCalibrator(Persistable, base.Classifier):
         }
 
     def _reset(self) -> None:
-        buckets = LogitGrid() if self.buckets is None else self.buckets
-        if not isinstance(buckets, Buckets):
-            msg = f"`buckets` must be a bucket strategy from streamcal.buckets or None; got {self.buckets!r}."
-            raise TypeError(msg)
-        window = Unbounded() if self.window is None else self.window
-        if not isinstance(window, Window):
-            msg = f"`window` must be a window strategy from streamcal.windows or None; got {self.window!r}."
-            raise TypeError(msg)
-        check_scalar(self.llr_pseudo_count, "llr_pseudo_count", low=0.0, low_inclusive=False)
+        buckets = as_buckets(self.buckets)  # the parameters as given; the strategies derive from them
+        window = as_window(self.window)
+        # the pseudo-counts keep the LLR finite for every accepted weight within these bounds
+        check_scalar(self.llr_pseudo_count, "llr_pseudo_count", low=MIN_PSEUDO_COUNT, high=MAX_PSEUDO_COUNT)
         refit_every = getattr(self, "refit_every", None)
         if refit_every is not None:
             check_scalar(refit_every, "refit_every", numbers.Integral, low=1)
         self._window_code = window.code()
         self._uses_times = bool(window.uses_times)
         self._ring_capacity = window.ring_capacity
-        self._score_low, self._score_high = (float(v) for v in buckets.score_range)
+        self._score_low, self._score_high = _finite_range(buckets.score_range)
         self._bucket_kind = type(buckets).__name__
         self._identity = bool(buckets.probability_inputs)
+        check_scalar(buckets.warmup, "warmup", numbers.Integral, low=0)
         self._warmup = int(buckets.warmup)
+        if self._warmup and hasattr(buckets, "check_params"):
+            buckets.check_params()  # before any event is buffered: the warm-up's end must not fail
         self._sf = None
         self._si = None
         if self._warmup:
@@ -149,43 +172,230 @@ class StreamingCalibrator(Persistable, base.Classifier):
 
     def _build(self, edges: np.ndarray, centres: np.ndarray) -> None:
         """Allocate the histogram for these edges and centres (the edges are now known)."""
+        edges, centres = _check_layout(edges, centres)
         self._edges = np.ascontiguousarray(edges, dtype=np.float64)
         self._cuts = np.ascontiguousarray(self._edges[1:-1])
         self._cuts_list = self._cuts.tolist()
         self._guide = _h.bucket_guide(self._cuts)
         self._centres = np.ascontiguousarray(centres, dtype=np.float64)
         self._centres_list = self._centres.tolist()
-        self._sf, self._si = _h.empty_state(self._centres.size, self._ring_capacity, self._window_code)
+        try:
+            self._sf, self._si = _h.empty_state(self._centres.size, self._ring_capacity, self._window_code)
+        except MemoryError:
+            size = _h.state_sizes(self._centres.size, self._ring_capacity)
+            gib = (8 * (size[0] + size[1])) / 2**30
+            msg = (
+                f"the state of {self._centres.size} buckets and a window ring of {self._ring_capacity} "
+                f"events (window={self.window!r}) needs {gib:,.1f} GiB, more than can be allocated; use a "
+                "smaller window."
+            )
+            raise ValueError(msg) from None
         self._init_map_state()
 
     # derived from the edges: not saved, rebuilt on loading
     _CACHES = ("_guide",)
 
     def __getstate__(self):
-        state = self.__dict__.copy()
+        state = super().__getstate__()  # under the lock, without it (streamcal._locking)
         for name in self._CACHES:
             state.pop(name, None)
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self._init_lock()  # not state: made anew (streamcal._locking)
+        # the arrays become this calibrator's own (a state file may name one array twice), then
+        # the state is checked before any kernel reads it
+        for name, value in state.items():
+            if type(value) is np.ndarray:
+                self.__dict__[name] = np.array(value, order="C", copy=True)
+        if "_score_low" in state:  # states saved before the range excluded ±inf
+            self._score_low, self._score_high = _finite_range((self._score_low, self._score_high))
+        self._check_loaded_state()
         if "_cuts" in state:
             self._guide = _h.bucket_guide(self._cuts)
+
+    # ------------------------------------------------------------------ checks of a restored state
+    def _check_loaded_state(self) -> None:
+        """Check a state restored by ``__setstate__`` (a state file, pickle, copy) before any kernel
+        runs on it; raise :class:`streamcal.exceptions.StateFileError` naming what is wrong.
+
+        The attributes must be those of a calibrator of this class with these parameters (same
+        names and types); the parameters must pass the constructor's checks; the attributes
+        derived from the bucket and window strategies must equal what they derive; the bucket
+        edges, cuts and centres must be finite, strictly increasing and agree with each other and
+        with the bucket strategy; the histogram must pass :func:`streamcal._state_check.check_histogram`
+        (or the quantile warm-up buffer its own checks); then :meth:`_check_loaded_map` checks the
+        fitted map. Subclasses extend :meth:`_check_loaded_map`.
+        """
+        from streamcal import _state_check as c
+        from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid
+
+        state = self.__dict__
+        warm = state.get("_sf") is None and "_warm" in state
+        template = self._loaded_state_template(QuantileEdges(1, 1) if warm else Edges((0.0, 1.0)))
+        params = set(template._get_params())
+        expected = template.__getstate__()
+        try:  # the parameter as the constructor reads it (a shorthand such as "quantile:32" too)
+            warmup_strategy = bool(as_buckets(self.buckets).warmup)
+        except (TypeError, ValueError):
+            warmup_strategy = False  # refused below, with the other parameter checks
+        if not warm and warmup_strategy:
+            # the warm-up is over: its buffer and strategy are gone, its counters stay
+            leftovers = self._loaded_state_template(QuantileEdges(1, 1)).__getstate__()
+            gone = {*expected, "_warm", "_strategy"}
+            expected.update((k, v) for k, v in leftovers.items() if k not in gone)
+        c.need_keys(self, set(expected) | params, optional=self._UNSAVED)
+        for name, want in expected.items():
+            if name in params or want is None:
+                continue
+            value = state[name]
+            if isinstance(want, np.ndarray):
+                if not (type(value) is np.ndarray and value.dtype == want.dtype and value.ndim == want.ndim):
+                    c.fail(f"`{name}`: expected a {want.ndim}-d {want.dtype} array; found {c.brief(value)}.")
+            elif type(value) is not type(want):
+                c.fail(f"`{name}`: expected a {type(want).__name__}; found {c.brief(value)}.")
+        if self.score_key is not None:
+            c.need_params(self, lambda: hash(self.score_key))
+        try:  # the parameters as the constructor reads them (shorthands included)
+            buckets = as_buckets(self.buckets)
+            window = as_window(self.window)
+        except (TypeError, ValueError) as exc:
+            c.fail(f"`buckets` and `window` must be valid strategies: {exc}")
+        derived = {
+            "_window_code": window.code(),
+            "_uses_times": bool(window.uses_times),
+            "_ring_capacity": window.ring_capacity,
+            "_score_low": _finite_range(buckets.score_range)[0],
+            "_score_high": _finite_range(buckets.score_range)[1],
+            "_bucket_kind": type(buckets).__name__,
+            "_identity": bool(buckets.probability_inputs),
+            "_warmup": int(buckets.warmup),
+        }
+        for name, want in derived.items():
+            if type(state[name]) is not type(want) or state[name] != want:
+                found = c.brief(state[name])
+                c.fail(f"`{name}`: expected {want!r} (from the bucket and window strategies); found {found}.")
+        if warm:
+            self._check_loaded_warmup()
+            return
+        if state.get("_sf") is None or state.get("_si") is None:
+            c.fail("`_sf`/`_si`: expected the histogram arrays once the bucket edges are known; found None.")
+        edges = c.need_array(self._edges, "_edges", np.float64)
+        centres = c.need_array(self._centres, "_centres", np.float64)
+        B = centres.size
+        if B < 1 or edges.size != B + 1:
+            c.fail(f"`_edges`: expected one more edge than the {B} bucket centres; found {edges.size}.")
+        for name, a in (("_edges", edges), ("_centres", centres)):
+            c.need_finite(a, name)
+            c.need_increasing(a, name)
+        c.need_array(self._cuts, "_cuts", np.float64, size=B - 1)
+        if not np.array_equal(self._cuts, edges[1:-1]):
+            c.fail("`_cuts`: expected the interior bucket edges, `_edges[1:-1]`.")
+        for name, array in (("_cuts_list", self._cuts), ("_centres_list", centres)):
+            value = state[name]
+            if type(value) is not list or len(value) != array.size or value != array.tolist():
+                found = c.brief(value)
+                c.fail(f"`{name}`: expected the {array.size} values of `{name[:-5]}` as a list; found {found}.")
+        if type(buckets) is QuantileEdges and buckets.n_buckets < B:
+            c.fail(f"`_centres`: expected at most `n_buckets` = {buckets.n_buckets} buckets; found {B}.")
+        elif type(buckets) in (LogitGrid, UniformGrid):
+            if buckets.n_buckets != B:
+                c.fail(f"`_centres`: expected `n_buckets` = {buckets.n_buckets} buckets; found {B}.")
+            c.close_to(edges, buckets.bucket_edges(), "_edges", f"the edges of {type(buckets).__name__}")
+            c.close_to(centres, buckets.bucket_centres(), "_centres", f"the centres of {type(buckets).__name__}")
+        elif type(buckets) is Edges and not (
+            np.array_equal(edges, buckets.bucket_edges()) and np.array_equal(centres, buckets.bucket_centres())
+        ):
+            c.fail("`_edges`/`_centres`: expected the edges and centres given to Edges.")
+        c.check_histogram(self._sf, self._si, B, self._window_code)
+        if type(buckets) is QuantileEdges and self.n_learned < buckets.warmup:
+            c.fail(f"the quantile edges are known after {buckets.warmup} events; found {self.n_learned} learned.")
+        self._check_loaded_map()
+
+    def _loaded_state_template(self, buckets: Buckets):
+        """A calibrator of this class with the loaded parameters (the constructor checks them) over
+        ``buckets`` (one bucket, or a one-event warm-up) and no window: the attributes a loaded state
+        must have, without allocating what the loaded bucket and window parameters ask for."""
+        from streamcal import _state_check as c
+        from streamcal.persist import _init_param_names
+
+        state = self.__dict__
+        names = _init_param_names(type(self))
+        missing = [k for k in names if k not in state]
+        if missing:
+            c.fail(f"the attributes do not match a {type(self).__name__}: missing the parameters {missing}.")
+        params = {k: state[k] for k in names}
+        params.update(buckets=buckets, window=None)
+        template = None
+        try:
+            template = type(self)(**params)
+        except (TypeError, ValueError, OverflowError) as exc:
+            c.fail(f"invalid parameters for {type(self).__name__}: {exc}")
+        return template
+
+    def _check_loaded_warmup(self) -> None:
+        """The quantile warm-up buffer: ``_n_warm`` events of finite scores in range, 0/1 labels,
+        finite non-negative weights and finite times (in order for time windows), with the sums
+        and last time that learning them one by one gives."""
+        from streamcal import _state_check as c
+
+        n = c.need_int(self._n_warm, "_n_warm", 0, self._warmup - 1)
+        warm = c.need_array(self._warm, "_warm", np.float64, ndim=2, shape=(4, self._warmup))
+        if self._strategy is not self.buckets:
+            c.fail("`_strategy`: expected the bucket strategy itself (`buckets`).")
+        if self._si is not None:
+            c.fail(f"`_si`: expected None during the quantile warm-up; found {c.brief(self._si)}.")
+        s, y, w, t = warm[:, :n]
+        c.need_finite(s, "_warm scores", low=self._score_low, high=self._score_high)
+        if not ((y == 0.0) | (y == 1.0)).all():
+            c.fail("`_warm` labels: expected 0.0 or 1.0.")
+        c.need_finite(w, "_warm weights", low=0.0)
+        c.need_finite(t, "_warm times")
+        pos = tot = 0.0
+        for wi, yi in zip(w.tolist(), y.tolist(), strict=True):  # the order learning added them in
+            tot += wi
+            if yi > 0.5:
+                pos += wi
+        if not (c.same_float(self._warm_pos, pos) and c.same_float(self._warm_tot, tot)):
+            c.fail(
+                f"`_warm_pos`/`_warm_tot`: expected {pos!r}/{tot!r} (the buffered weights); "
+                f"found {c.brief(self._warm_pos)}/{c.brief(self._warm_tot)}."
+            )
+        last = -math.inf
+        if self._uses_times and n:
+            c.need_increasing(t, "_warm times", strict=False)
+            last = float(t[-1])
+        if not c.same_float(self._warm_last_t, last):
+            c.fail(f"`_warm_last_t`: expected {last!r}; found {c.brief(self._warm_last_t)}.")
+
+    def _check_loaded_map(self) -> None:
+        """The generic engine's refit bookkeeping (a subclass with its own map extends this)."""
+        from streamcal import _state_check as c
+
+        c.need_bool(self._fitted, "_fitted")
+        c.need_bool(self._dirty, "_dirty")
+        refit_every = getattr(self, "refit_every", None)
+        c.need_int(self._n_since_refit, "_n_since_refit", 0, 0 if refit_every is None else refit_every - 1)
+        c.need_float(self._prior_logodds, "_prior_logodds")
 
     @property
     def n_buckets(self) -> int | None:
         """Number of buckets (``None`` while quantile edges are still warming up)."""
-        return None if self._sf is None else int(self._centres.size)
+        with self._lock:
+            return None if self._sf is None else int(self._centres.size)
 
     @property
     def edges(self) -> np.ndarray | None:
         """The ``B + 1`` bucket edges (``None`` while quantile edges are still warming up)."""
-        return None if self._sf is None else self._edges.copy()
+        with self._lock:
+            return None if self._sf is None else self._edges.copy()
 
     @property
     def centres(self) -> np.ndarray | None:
         """The ``B`` bucket centres (``None`` while quantile edges are still warming up)."""
-        return None if self._sf is None else self._centres.copy()
+        with self._lock:
+            return None if self._sf is None else self._centres.copy()
 
     def _stored_unit(self) -> float:
         kind = self._sf[_h.SF_KIND]
@@ -198,14 +408,15 @@ class StreamingCalibrator(Persistable, base.Classifier):
 
         With a decay window the weights are the decayed ones as of the last learned event.
         """
-        if self._sf is None:
-            msg = "the bucket edges are not known yet: the quantile warm-up has not completed."
-            raise RuntimeError(msg)
-        B = self._centres.size
-        u = self._stored_unit()
-        pos = self._sf[_h.SF_HEADER : _h.SF_HEADER + B] / u
-        neg = self._sf[_h.SF_HEADER + B : _h.SF_HEADER + 2 * B] / u
-        return self._centres.copy(), pos, neg
+        with self._lock:
+            if self._sf is None:
+                msg = "the bucket edges are not known yet: the quantile warm-up has not completed."
+                raise RuntimeError(msg)
+            B = self._centres.size
+            u = self._stored_unit()
+            pos = self._sf[_h.SF_HEADER : _h.SF_HEADER + B] / u
+            neg = self._sf[_h.SF_HEADER + B : _h.SF_HEADER + 2 * B] / u
+            return self._centres.copy(), pos, neg
 
     def merge(self, *others):
         """A new calibrator equal to one that learned the events of ``self`` and ``others``.
@@ -224,16 +435,18 @@ class StreamingCalibrator(Persistable, base.Classifier):
 
         During a quantile warm-up: the total weight of the buffered events.
         """
-        if self._sf is None:
-            return float(self._warm_tot)
-        return float((self._sf[_h.SF_T_POS] + self._sf[_h.SF_T_NEG]) / self._stored_unit())
+        with self._lock:
+            if self._sf is None:
+                return float(self._warm_tot)
+            return float((self._sf[_h.SF_T_POS] + self._sf[_h.SF_T_NEG]) / self._stored_unit())
 
     @property
     def n_learned(self) -> int:
         """Number of events learned so far."""
-        if self._sf is None:
-            return int(self._n_warm)
-        return int(self._sf[_h.SF_N_LEARNED])
+        with self._lock:
+            if self._sf is None:
+                return int(self._n_warm)
+            return int(self._sf[_h.SF_N_LEARNED])
 
     # ------------------------------------------------------------------ validation
     def _score_of(self, x) -> float:
@@ -266,43 +479,42 @@ class StreamingCalibrator(Persistable, base.Classifier):
                 raise KeyError(msg)
             s = x[key]
         if type(s) is not float:
-            if isinstance(s, (bool, np.bool_)) or not isinstance(s, numbers.Real):
+            if not is_real_number(s):
                 msg = (
                     f"`{self._score_name(x)}` must be a real number (the score); "
                     f"got {s!r} of type {type(s).__name__}."
                 )
                 raise TypeError(msg)
-            s = float(s)
-        if not (self._score_low <= s <= self._score_high):
-            if not math.isfinite(s):
-                msg = f"`{self._score_name(x)}` must be finite; got {s!r}."
-            else:
-                msg = (
-                    f"`{self._score_name(x)}` must lie in [{self._score_low}, {self._score_high}] "
-                    f"for {self._bucket_kind} buckets; got {s!r}."
-                )
-            raise ValueError(msg)
+            s = _as_float(s, self._score_name(x))
+        if not (self._score_low <= s <= self._score_high):  # the range is finite: also ±inf, NaN
+            raise ValueError(self._bad_score_message(s, self._score_name(x), ""))
         return s
+
+    def _bad_score_message(self, s: float, name: str, where: str) -> str:
+        """The error of a score outside the valid range (``where``: " at position i" or "")."""
+        if not math.isfinite(s):
+            return f"`{name}` must be finite; got {s!r}{where}."
+        if self._score_low == 0.0 and self._score_high == 1.0:
+            return (
+                f"`{name}` must hold probabilities in [0, 1] for {self._bucket_kind} buckets; got "
+                f"{s!r}{where}. For other scores use UniformGrid, QuantileEdges or Edges."
+            )
+        return (
+            f"`{name}` must lie in [{self._score_low}, {self._score_high}] for {self._bucket_kind} "
+            f"buckets; got {s!r}{where}."
+        )
 
     def _score_name(self, x: dict) -> str:
         key = next(iter(x)) if self.score_key is None else self.score_key
         return f"x[{key!r}]"
 
     def _check_scores(self, scores) -> np.ndarray:
-        s = as_finite(scores, "scores", allow_empty=True)
-        bad = ~((s >= self._score_low) & (s <= self._score_high))
+        """The array face's score check: what ``_score_of`` accepts one by one, as an array."""
+        s = as_1d_float(scores, "scores", allow_empty=True)
+        bad = ~((s >= self._score_low) & (s <= self._score_high))  # the range is finite: also ±inf, NaN
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            msg = (
-                f"`scores` must lie in [{self._score_low}, {self._score_high}] for "
-                f"{self._bucket_kind} buckets; got {float(s[i])!r} at position {i}."
-            )
-            if self._score_low == 0.0 and self._score_high == 1.0:
-                msg = (
-                    f"`scores` must hold probabilities in [0, 1] for {self._bucket_kind} buckets; got "
-                    f"{float(s[i])!r} at position {i}. For other scores use UniformGrid, QuantileEdges or Edges."
-                )
-            raise ValueError(msg)
+            raise ValueError(self._bad_score_message(float(s[i]), "scores", f" at position {i}"))
         return s
 
     def _last_time(self) -> float:
@@ -315,13 +527,16 @@ class StreamingCalibrator(Persistable, base.Classifier):
             label = 1.0 if y else 0.0
         else:
             label = 1.0 if as_binary_label(y, "y") else 0.0
-        if type(w) is not float or not (0.0 <= w < math.inf):
-            if isinstance(w, (bool, np.bool_)) or not isinstance(w, numbers.Real):
+        if type(w) is not float or not (0.0 <= w <= _MAX_WEIGHT):
+            if not is_real_number(w):
                 msg = f"`w` must be a finite non-negative number; got {w!r} of type {type(w).__name__}."
                 raise TypeError(msg)
-            w = float(w)
+            w = _as_float(w, "w")
             if not (0.0 <= w < math.inf):
                 msg = f"`w` must be finite and non-negative; got {w!r}."
+                raise ValueError(msg)
+            if w > _MAX_WEIGHT:
+                msg = f"`w` must be at most {_MAX_WEIGHT:g} (the largest weight of one event); got {w!r}."
                 raise ValueError(msg)
         if t is None:
             if self._uses_times:
@@ -329,29 +544,31 @@ class StreamingCalibrator(Persistable, base.Classifier):
                 raise ValueError(msg)
             t = 0.0
         else:
-            if isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers.Real) or not math.isfinite(t):
+            if not is_real_number(t):
+                msg = f"`t` must be a finite number; got {t!r} of type {type(t).__name__}."
+                raise TypeError(msg)
+            t = _as_float(t, "t")
+            if not math.isfinite(t):
                 msg = f"`t` must be a finite number; got {t!r}."
                 raise ValueError(msg)
-            t = float(t)
             if self._uses_times and t < self._last_time():
                 msg = f"`t` must not go backwards; got {t!r} after the last learned time {self._last_time()!r}."
                 raise ValueError(msg)
         return label, w, t
 
     def _window_name(self) -> str:
-        return type(Unbounded() if self.window is None else self.window).__name__
+        return type(as_window(self.window)).__name__
 
-    def _check_learn_arrays(self, n: int, labels, weights, times, learn: np.ndarray | None):
+    def _check_learn_arrays(
+        self, n: int, labels, weights, times, learn: np.ndarray | None, weights_name: str = "weights"
+    ):
         """Validate labels, weights and times at the learn positions; return full-length arrays."""
         if learn is None:
             y = as_binary_labels(labels, "labels", allow_empty=True)
             check_same_length(n, y.size, "labels")
             idx = None
         else:
-            raw = np.asarray(labels)
-            if raw.ndim != 1:
-                msg = f"`labels` must be 1-d; got an array of shape {raw.shape}."
-                raise ValueError(msg)
+            raw = as_1d_array(labels, "labels")
             check_same_length(n, raw.size, "labels")
             idx = np.flatnonzero(learn)
             y = np.zeros(n, dtype=np.float64)
@@ -369,15 +586,23 @@ class StreamingCalibrator(Persistable, base.Classifier):
         if weights is None:
             w = np.ones(n, dtype=np.float64)
         else:
-            w = as_1d_float(weights, "weights", allow_empty=True)
-            check_same_length(n, w.size, "weights")
+            w = as_1d_float(weights, weights_name, allow_empty=True)
+            check_same_length(n, w.size, weights_name)
             bad = ~(np.isfinite(w) & (w >= 0.0))
             if idx is not None:
                 bad &= learn
                 w[~learn] = 0.0
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                msg = f"`weights` must be finite and non-negative; got {float(w[i])!r} at position {i}."
+                msg = f"`{weights_name}` must be finite and non-negative; got {float(w[i])!r} at position {i}."
+                raise ValueError(msg)
+            big = w > _MAX_WEIGHT  # zero where nothing is learned
+            if big.any():
+                i = int(np.flatnonzero(big)[0])
+                msg = (
+                    f"`{weights_name}` must be at most {_MAX_WEIGHT:g} (the largest weight of one event); "
+                    f"got {float(w[i])!r} at position {i}."
+                )
                 raise ValueError(msg)
         if times is None:
             if self._uses_times and n and (idx is None or idx.size):
@@ -423,47 +648,110 @@ class StreamingCalibrator(Persistable, base.Classifier):
         ``w`` is the sample weight; ``t`` the event time (required by time windows and
         time-based decay, and then never going backwards).
         """
-        s = self._score_of(x)
-        label, w, t = self._check_one(y, w, t)
-        if self._sf is None:
-            self._warm_add(s, label, w, t)
-            return
-        if self._ring_capacity and self._uses_times:
-            self._ensure_ring(1)
-        self._learn_bucket(bisect_right(self._cuts_list, s), s, label, w, t)
+        # the per-event methods acquire and release explicitly: half the cost of `with` per call
+        lock = self._lock
+        lock.acquire()
+        try:
+            s = self._score_of(x)
+            label, w, t = self._check_one(y, w, t)
+            if self._sf is None:
+                self._warm_add(s, label, w, t)
+                return
+            if self._ring_capacity and self._uses_times:
+                self._ensure_ring(1)
+            self._learn_bucket(bisect_right(self._cuts_list, s), s, label, w, t)
+        finally:
+            lock.release()
 
     def predict_proba_one(self, x: dict) -> dict:
         """``{False: 1 - p, True: p}`` with ``p`` the calibrated probability of the score."""
-        s = self._score_of(x)
-        p = self._warm_proba() if self._sf is None else self._proba_of(s)
+        lock = self._lock
+        lock.acquire()
+        try:
+            s = self._score_of(x)
+            p = self._warm_proba() if self._sf is None else self._proba_of(s)
+        finally:
+            lock.release()
         return {False: 1.0 - p, True: p}
 
     def predict_one(self, x: dict) -> bool:
         """True when the calibrated probability exceeds 0.5."""
-        s = self._score_of(x)
-        p = self._warm_proba() if self._sf is None else self._proba_of(s)
+        lock = self._lock
+        lock.acquire()
+        try:
+            s = self._score_of(x)
+            p = self._warm_proba() if self._sf is None else self._proba_of(s)
+        finally:
+            lock.release()
         return p > 0.5
 
     def predict_llr_one(self, x: dict) -> float:
         """Calibrated log-likelihood ratio (natural log) of the score, finite."""
-        s = self._score_of(x)
-        return 0.0 if self._sf is None else self._llr_of(s)
+        lock = self._lock
+        lock.acquire()
+        try:
+            s = self._score_of(x)
+            return 0.0 if self._sf is None else self._llr_of(s)
+        finally:
+            lock.release()
 
     # ------------------------------------------------------------------ array face
     def update(self, scores, labels, *, weights=None, times=None):
-        """Learn labelled events in order; returns ``self``."""
+        """Learn labelled events in order; returns ``self``.
+
+        ``scores``, ``labels``, ``weights`` and ``times`` may each be a 1-d array, a list, an
+        ``(n, 1)`` array, a pandas or polars Series or a one-column DataFrame.
+        """
+        with self._lock:
+            self._learn(scores, labels, weights, times, "weights")
+        return self
+
+    def _learn(self, scores, labels, weights, times, weights_name: str) -> None:
         s, b = self._check_scores_and_buckets(scores)
-        y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None)
+        y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None, weights_name)
         self._run(OP_LEARN, s, y, w, t, b)
+
+    # attributes that are not parameters and that ``fit`` keeps (with the parameters) when it
+    # replaces the state, for attributes that belong to the object rather than to its state
+    _FIT_KEEPS: tuple[str, ...] = ()
+
+    def fit(self, scores, labels, sample_weight=None, *, times=None):
+        """Replace the state by these labelled events, as scikit-learn's ``fit`` does; returns ``self``.
+
+        The result is, bit for bit, a fresh calibrator with the same parameters that then
+        ``update``-d these events in order: later ``update`` / ``learn_one`` calls continue from
+        it. ``sample_weight`` are the events' weights and ``times`` their times (required by time
+        windows and time-based decay). The input is checked before anything changes: if it is
+        rejected, the calibrator is left as it was.
+
+        Examples
+        --------
+        >>> from streamcal import PAVCalibrator
+        >>> cal = PAVCalibrator().fit([0.2, 0.4, 0.6, 0.8], [0, 0, 1, 1])
+        >>> cal.predict_proba([0.3, 0.7]).tolist(), cal.n_learned  # the finite map: never exactly 0 or 1
+        ([0.3333333333333333, 0.6666666666666666], 4)
+        """
+        with self._lock:
+            fresh = self.clone()
+            fresh._learn(scores, labels, sample_weight, times, "sample_weight")
+            # the parameter objects as the caller gave them, and this object's own lock, which
+            # other threads may be waiting on
+            names = [*inspect.signature(type(self).__init__).parameters, *self._FIT_KEEPS, "_lock"]
+            kept = {name: self.__dict__[name] for name in names if name in self.__dict__}
+            self.__dict__.clear()
+            self.__dict__.update(fresh.__dict__)
+            self.__dict__.update(kept)
         return self
 
     def predict_proba(self, scores) -> np.ndarray:
         """Calibrated probability of each score with the current state."""
-        return self._predict_both(*self._check_scores_and_buckets(scores))[0]
+        with self._lock:
+            return self._predict_both(*self._check_scores_and_buckets(scores))[0]
 
     def predict_llr(self, scores) -> np.ndarray:
         """Calibrated (finite) LLR of each score with the current state."""
-        return self._predict_both(*self._check_scores_and_buckets(scores))[1]
+        with self._lock:
+            return self._predict_both(*self._check_scores_and_buckets(scores))[1]
 
     def prequential(self, scores, labels, *, weights=None, times=None) -> tuple[np.ndarray, np.ndarray]:
         """Predict each event with the state before its label, then learn it: ``(proba, llr)``.
@@ -471,9 +759,10 @@ class StreamingCalibrator(Persistable, base.Classifier):
         Equal, element for element, to a loop of ``predict_proba_one`` / ``predict_llr_one``
         then ``learn_one``.
         """
-        s, b = self._check_scores_and_buckets(scores)
-        y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None)
-        return self._run(OP_PREQUENTIAL, s, y, w, t, b)
+        with self._lock:
+            s, b = self._check_scores_and_buckets(scores)
+            y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None)
+            return self._run(OP_PREQUENTIAL, s, y, w, t, b)
 
     def process(self, scores, labels, learn_mask, *, weights=None, times=None) -> tuple[np.ndarray, np.ndarray]:
         """Run an ordered sequence of operations: learn where ``learn_mask``, else predict.
@@ -482,12 +771,13 @@ class StreamingCalibrator(Persistable, base.Classifier):
         predicts scores[i] with the current state (labels, weights and times there are
         ignored). Returns ``(proba, llr)``, NaN at the learn positions.
         """
-        s, b = self._check_scores_and_buckets(scores)
-        learn = as_binary_labels(learn_mask, "learn_mask", allow_empty=True).astype(bool)
-        check_same_length(s.size, learn.size, "learn_mask")
-        y, w, t = self._check_learn_arrays(s.size, labels, weights, times, learn)
-        ops = np.where(learn, OP_LEARN, OP_PREDICT).astype(np.int64)
-        return self._run(ops, s, y, w, t, b)
+        with self._lock:
+            s, b = self._check_scores_and_buckets(scores)
+            learn = as_binary_labels(learn_mask, "learn_mask", allow_empty=True).astype(bool)
+            check_same_length(s.size, learn.size, "learn_mask")
+            y, w, t = self._check_learn_arrays(s.size, labels, weights, times, learn)
+            ops = np.where(learn, OP_LEARN, OP_PREDICT).astype(np.int64)
+            return self._run(ops, s, y, w, t, b)
 
     # ------------------------------------------------------------------ shared machinery
     def _run(self, ops, s, y, w, t, b=None) -> tuple[np.ndarray, np.ndarray]:
@@ -501,13 +791,16 @@ class StreamingCalibrator(Persistable, base.Classifier):
         out_p = np.full(n, np.nan)
         out_llr = np.full(n, np.nan)
         i = 0
+        layout = None
+        if self._sf is None:  # the warm-up's end, computed before anything is buffered
+            layout = self._warm_layout_after(s if uniform else s[(ops & OP_LEARN) != 0])
         while i < n and self._sf is None:  # quantile warm-up: event by event, as learn_one
             op = ops if uniform else ops[i]
             if op & OP_PREDICT:
                 out_p[i] = self._warm_proba()
                 out_llr[i] = 0.0
             if op & OP_LEARN:
-                self._warm_add(s[i], y[i], w[i], t[i])
+                self._warm_add(s[i], y[i], w[i], t[i], layout)
             i += 1
         if i < n:
             if not uniform:
@@ -581,9 +874,24 @@ class StreamingCalibrator(Persistable, base.Classifier):
     def _warm_proba(self) -> float:
         return (self._warm_pos + 1.0) / (self._warm_tot + 2.0)
 
-    def _warm_add(self, s: float, y: float, w: float, t: float) -> None:
+    def _warm_layout(self, sample: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The checked edges and centres the strategy learns from the full warm-up ``sample``."""
+        return _check_layout(self._strategy.bucket_edges(sample), self._strategy.bucket_centres(sample))
+
+    def _warm_layout_after(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The layout the warm-up ends with if the scores ``s`` are learned next (None if it does
+        not end): computed before any of them is buffered, so that a strategy failing on the
+        sample rejects the call with nothing changed."""
+        need = self._warmup - self._n_warm
+        if s.size < need:
+            return None
+        return self._warm_layout(np.concatenate((self._warm[0, : self._n_warm], s[:need])))
+
+    def _warm_add(self, s: float, y: float, w: float, t: float, layout=None) -> None:
         s, y, w, t = float(s), float(y), float(w), float(t)
         k = self._n_warm
+        if k + 1 == self._warmup and layout is None:
+            layout = self._warm_layout_after(np.array([s]))
         self._warm[:, k] = (s, y, w, t)
         self._n_warm = k + 1
         self._warm_tot += w
@@ -592,9 +900,8 @@ class StreamingCalibrator(Persistable, base.Classifier):
         if self._uses_times:
             self._warm_last_t = t
         if self._n_warm == self._warmup:
-            sample = self._warm[0].copy()
             buffered = self._warm
-            self._build(self._strategy.bucket_edges(sample), self._strategy.bucket_centres(sample))
+            self._build(*layout)
             del self._warm, self._strategy
             n = buffered.shape[1]
             b = self._buckets_of(np.ascontiguousarray(buffered[0]))
@@ -613,6 +920,19 @@ class StreamingCalibrator(Persistable, base.Classifier):
         self._dirty = False
         self._n_since_refit = 0
         self._prior_logodds = 0.0
+        self._proba_low, self._proba_high = 0.0, 1.0
+
+    # served probabilities are kept within these bounds (set by ``_set_proba_bounds``); the class
+    # values, no bound, are those of states saved before the bounds existed, until their next refit
+    _proba_low = 0.0
+    _proba_high = 1.0
+
+    def _set_proba_bounds(self, total: float) -> None:
+        """Bound the served probabilities of a map fitted on ``total`` weight (real units) to
+        ``[c / (T + 2c), (T + c) / (T + 2c)]``."""
+        c = float(self.llr_pseudo_count)
+        self._proba_low = c / (total + 2.0 * c)
+        self._proba_high = (total + c) / (total + 2.0 * c)
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         _h.histogram_learn_one_inplace(self._sf, self._si, b, y, w, t)
@@ -638,6 +958,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
         self._refit_from_histogram(centres, pos, neg)
         c = float(self.llr_pseudo_count)
         self._prior_logodds = math.log(t_pos + c) - math.log(t_neg + c)
+        self._set_proba_bounds(t_pos + t_neg)
         self._fitted = True
 
     def _ensure_fitted(self) -> None:
@@ -654,7 +975,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
         self._ensure_fitted()
         if not self._fitted:
             return float(self._fallback(np.array([s]))[0])
-        return self._fitted_proba_one(s)
+        return min(max(self._fitted_proba_one(s), self._proba_low), self._proba_high)
 
     def _fitted_proba_one(self, s: float) -> float:
         """The fitted map at one score, as ``_predict_fitted`` computes it. A calibrator with a
@@ -669,6 +990,7 @@ class StreamingCalibrator(Persistable, base.Classifier):
         if not self._fitted:
             return self._fallback(s), np.zeros(s.size)
         p = np.asarray(self._predict_fitted(s), dtype=np.float64)
+        p = np.minimum(np.maximum(p, self._proba_low), self._proba_high)  # np.clip, without its wrapper
         return p, np.asarray(self._predict_llr_fitted(s, p), dtype=np.float64)
 
     def _predict_llr_fitted(self, scores: np.ndarray, proba: np.ndarray) -> np.ndarray:
@@ -739,6 +1061,45 @@ class StreamingCalibrator(Persistable, base.Classifier):
 
     def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+
+def _check_layout(edges, centres) -> tuple[np.ndarray, np.ndarray]:
+    """A bucket strategy's edges and centres, checked: ``B + 1`` finite, strictly increasing edges
+    and ``B`` finite, strictly increasing centres, each within its bucket."""
+    from streamcal.buckets import check_edges
+
+    e = check_edges(edges, "edges")
+    c = as_1d_float(centres, "centres", allow_empty=True)
+    if c.size != e.size - 1:
+        msg = f"`centres` must hold one value per bucket ({e.size - 1}); got {c.size}."
+        raise ValueError(msg)
+    bad = ~((c >= e[:-1]) & (c <= e[1:]))  # also NaN
+    if bad.any():
+        b = int(np.flatnonzero(bad)[0])
+        msg = f"`centres` must lie within their buckets; got {c[b]!r} for bucket {b}, [{e[b]!r}, {e[b + 1]!r}]."
+        raise ValueError(msg)
+    if c.size > 1 and not (np.diff(c) > 0.0).all():
+        b = int(np.flatnonzero(~(np.diff(c) > 0.0))[0]) + 1
+        msg = f"`centres` must be strictly increasing; got {c[b]!r} at position {b} after {c[b - 1]!r}."
+        raise ValueError(msg)
+    return e, c
+
+
+def _finite_range(score_range) -> tuple[float, float]:
+    """A bucket strategy's score range with its infinite ends replaced by the largest floats, so
+    that one comparison ``low <= s <= high`` rejects ±inf and NaN (both faces, and the kernels)."""
+    low, high = (float(v) for v in score_range)
+    big = float(np.finfo(np.float64).max)
+    return max(low, -big), min(high, big)
+
+
+def _as_float(value, name: str) -> float:
+    """``float(value)`` of a real number; a ValueError naming ``name`` when it is beyond float64."""
+    try:
+        return float(value)
+    except OverflowError:
+        msg = f"`{name}` must be a number within the float64 range; got {value!r}."
+        raise ValueError(msg) from None
 
 
 def _is_binary(value) -> bool:

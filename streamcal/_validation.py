@@ -2,28 +2,36 @@
 
 Each function validates *before* anything is mutated and returns a fresh contiguous array
 (never a view of the caller's data, so kernels may work in place on the result), except
-``as_1d_float(..., copy=False)``, for callers that only read it. Error messages
-name the argument, the offending value and its position, in the style
-"`scores` must be finite; got nan at position 3."
+``as_1d_float(..., copy=False)``, for callers that only read it, and :func:`as_1d_array`, the one
+function that recognises the input forms (lists, ``(n, 1)`` arrays, pandas / polars / pyarrow
+columns) and that every array conversion here goes through. Error messages name the argument,
+the offending value and its position, in the style "`scores` must be finite; got nan at
+position 3."
 """
 
 from __future__ import annotations
 
+import inspect
+import math
 import numbers
 from collections.abc import Sequence
 
 import numpy as np
 
 __all__ = [
+    "as_1d_array",
     "as_1d_float",
     "as_binary_labels",
     "as_finite",
     "as_nonneg_weights",
     "as_probabilities",
+    "as_real_array",
     "as_times",
+    "call_repr",
     "check_same_length",
     "check_scalar",
     "fmt",
+    "is_real_number",
 ]
 
 
@@ -38,30 +46,185 @@ def fmt(value) -> str:
     return repr(value)
 
 
-def as_1d_float(x, name: str, *, allow_empty: bool = False, copy: bool = True) -> np.ndarray:
-    """Return ``x`` as a new contiguous 1-d float64 array, or raise naming ``name``.
+# the dtype of a 1-d float64 array that the array faces read without any conversion
+_F8 = np.dtype(np.float64)
 
-    ``copy=False``: for a caller that only reads the result, ``x`` itself when it already is
-    such an array and writeable (numba compiles separately for read-only arrays).
+
+def as_1d_array(x, name: str, given=None) -> np.ndarray:
+    """``x`` as a 1-d numpy array of its own dtype (no dtype conversion), or raise naming ``name``.
+
+    The one place where the input forms of every array argument are recognised: a 1-d array, a
+    list or tuple, a scalar (one element), an ``(n, 1)`` array (one column), a pandas or polars
+    ``Series``, a one-column pandas or polars ``DataFrame`` (detected by their ``to_numpy``
+    method, without importing either library; pyarrow arrays and tables too), or anything
+    ``numpy.asarray`` takes. A multi-column array or frame is an error naming its shape; so is
+    a masked array with masked values, and a ``str`` or ``bytes`` (not an array of numbers).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> as_1d_array([[0.2], [0.7]], "scores").tolist()
+    [0.2, 0.7]
+    >>> as_1d_array(np.zeros((2, 3)), "scores")
+    Traceback (most recent call last):
+    ...
+    ValueError: `scores` must be 1-d or a single column; got an array of shape (2, 3).
     """
+    if type(x) is np.ndarray and x.ndim == 1:
+        return x
     if isinstance(x, (str, bytes)):
         msg = f"`{name}` must be a 1-d array of numbers; got a {type(x).__name__}."
         raise TypeError(msg)
+    if isinstance(x, np.ma.MaskedArray) and np.ma.is_masked(x):
+        msg = f"`{name}` is a masked array with masked values; fill them (or drop them) first."
+        raise ValueError(msg)
+    kind = type(x if given is None else given).__name__  # ``given``: what the caller passed, for messages
+    to_numpy = None if isinstance(x, np.ndarray) else getattr(x, "to_numpy", None)
     try:
-        if copy:
-            arr = np.array(x, dtype=np.float64, copy=True, order="C")
-        else:  # a copy only where needed (numpy 1.x has no ``copy=None``)
-            arr = np.asarray(x, dtype=np.float64, order="C")
+        if callable(to_numpy):  # pandas / polars Series and DataFrames, pyarrow arrays and tables
+            try:
+                arr = np.asarray(to_numpy())
+            except (TypeError, ValueError):  # pyarrow refuses a copy by default (nulls): numpy's way
+                arr = np.asarray(x)
+        else:
+            arr = np.asarray(x)
     except (TypeError, ValueError) as exc:
         msg = f"`{name}` must be a 1-d array of numbers; could not convert it: {exc}"
         raise TypeError(msg) from None
+    if arr.ndim == 1:
+        return arr
+    if arr.ndim == 0:
+        return arr.reshape(1)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        return arr.reshape(-1)
+    what = "an array" if kind in ("ndarray", "MaskedArray") else f"a {kind}"
+    msg = f"`{name}` must be 1-d or a single column; got {what} of shape {arr.shape}."
+    raise ValueError(msg)
+
+
+def is_real_number(value) -> bool:
+    """Whether ``value`` is one real number as the checks accept it: a Python or NumPy int or
+    float, or any other :class:`numbers.Real` (``Fraction``), but not a bool (nor a NumPy
+    ``timedelta64``, which NumPy registers as an integer)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_, np.timedelta64))
+
+
+def _element_types(x, depth: int = 0) -> set:
+    """The types of the leaves of nested lists / tuples (``x`` itself when it is neither)."""
+    if not isinstance(x, (list, tuple)) or depth > 32:
+        return {type(x)}
+    types = set(map(type, x))
+    if list in types or tuple in types:
+        types -= {list, tuple}
+        for item in x:
+            if isinstance(item, (list, tuple)):
+                types |= _element_types(item, depth + 1)
+    return types
+
+
+def as_real_array(x, name: str, *, allow_bool: bool = False, what: str = "an array of numbers") -> np.ndarray:
+    """``x`` as an array (any shape; not converted to float, not copied if it is one) whose
+    elements are all real numbers, or raise a TypeError naming ``name``.
+
+    Accepted: integer and floating dtypes, and sequences / object arrays of
+    :func:`is_real_number` values. Rejected, where ``np.array(x, dtype=float)`` would convert
+    them silently or fail obscurely: strings (``"0.5"``), bytes, ``None``, ``Decimal``, complex
+    numbers, datetimes, bools (unless ``allow_bool``: then as 0 / 1), and anything else.
+    """
+    if isinstance(x, (str, bytes)):
+        msg = f"`{name}` must be {what}; got a {type(x).__name__}."
+        raise TypeError(msg)
+    kinds = "iufb" if allow_bool else "iuf"
+    if isinstance(x, np.ma.MaskedArray):
+        msg = f"`{name}` must be {what}; got a masked array (fill or drop its masked values first)."
+        raise TypeError(msg)
+    if isinstance(x, np.ndarray):
+        arr = x
+    else:
+        try:
+            arr = np.asarray(x)
+        except (TypeError, ValueError, OverflowError) as exc:
+            msg = f"`{name}` must be {what}; could not convert it: {exc}"
+            raise TypeError(msg) from None
+        if arr.dtype.kind in "iuf" and not allow_bool and isinstance(x, (list, tuple)):
+            # numpy turns [0.5, True] into floats: a bool is only seen among the elements
+            types = _element_types(x)
+            if bool in types or np.bool_ in types:
+                arr = np.asarray(x, dtype=object)
+    if arr.dtype.kind in kinds:
+        return arr
+    if arr.dtype.kind == "O":
+        flat = arr.reshape(-1)
+        for i, value in enumerate(flat):
+            if not (is_real_number(value) or (allow_bool and isinstance(value, (bool, np.bool_)))):
+                msg = (
+                    f"`{name}` must hold real numbers only; got {fmt(value)} of type "
+                    f"{type(value).__name__}{_where(i, arr.shape)}."
+                )
+                raise TypeError(msg)
+        return arr
+    kind = {"b": "bools", "c": "complex numbers", "U": "strings", "S": "bytes", "M": "datetimes", "m": "timedeltas"}
+    got = kind.get(arr.dtype.kind, f"values of dtype {arr.dtype}")
+    msg = f"`{name}` must hold real numbers only; got {got} (dtype {arr.dtype})."
+    if arr.dtype.kind == "b":
+        msg += " Convert them with .astype(float) if they are meant as 0 / 1."
+    raise TypeError(msg)
+
+
+def _where(i: int, shape: tuple) -> str:
+    """`` at position i`` of a flat index (``at index (r, c)`` in a 2-d array, nothing for 0-d)."""
+    if len(shape) == 0:
+        return ""
+    if len(shape) == 1:
+        return f" at position {i}"
+    return f" at index {tuple(int(k) for k in np.unravel_index(i, shape))}"
+
+
+def _to_float64(arr: np.ndarray, name: str, *, copy: bool) -> np.ndarray:
+    """A checked real array (:func:`as_real_array`) as C-contiguous float64."""
+    try:
+        if copy:
+            return np.array(arr, dtype=np.float64, copy=True, order="C")
+        return np.asarray(arr, dtype=np.float64, order="C")  # numpy 1.x has no ``copy=None``
+    except OverflowError:  # Python ints (or Fractions) beyond the float64 range
+        flat = arr.reshape(-1)
+        for i, value in enumerate(flat):
+            try:
+                float(value)
+            except OverflowError:
+                msg = (
+                    f"`{name}` must hold numbers within the float64 range; got {fmt(value)}"
+                    f"{_where(i, arr.shape)}."
+                )
+                raise ValueError(msg) from None
+        raise
+
+
+def as_1d_float(x, name: str, *, allow_empty: bool = False, copy: bool = True) -> np.ndarray:
+    """Return ``x`` as a new contiguous 1-d float64 array, or raise naming ``name``.
+
+    Takes every form :func:`as_1d_array` recognises, holding real numbers (:func:`as_real_array`:
+    floats and integers of any width, or objects that are real numbers; complex numbers,
+    datetimes, time differences, strings, bytes, ``Decimal`` and bools are rejected with a
+    ``TypeError`` naming ``name``).
+
+    ``copy=False``: for a caller that only reads the result, ``x`` itself when it already is
+    such an array and writeable (numba compiles separately for read-only arrays); this case
+    costs a few type checks and makes no copy.
+    """
+    if (
+        type(x) is np.ndarray
+        and x.dtype is _F8
+        and x.ndim == 1
+        and x.flags.c_contiguous
+        and x.flags.writeable
+        and (x.size or allow_empty)
+    ):
+        return x.copy() if copy else x
+    arr = as_1d_array(as_real_array(x, name, what="a 1-d array of numbers"), name, given=x)
+    arr = _to_float64(arr, name, copy=copy)
     if not arr.flags.writeable:
         arr = arr.copy()
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    if arr.ndim != 1:
-        msg = f"`{name}` must be 1-d; got an array of shape {arr.shape}."
-        raise ValueError(msg)
     if arr.size == 0 and not allow_empty:
         msg = f"`{name}` must not be empty."
         raise ValueError(msg)
@@ -99,19 +262,15 @@ def as_binary_labels(y, name: str = "labels", *, allow_empty: bool = False) -> n
     if isinstance(y, (str, bytes)):
         msg = f"`{name}` must be a 1-d array of binary labels; got a {type(y).__name__}."
         raise TypeError(msg)
-    raw = np.asarray(y)
-    if raw.ndim == 0:
-        raw = raw.reshape(1)
-    if raw.ndim != 1:
-        msg = f"`{name}` must be 1-d; got an array of shape {raw.shape}."
-        raise ValueError(msg)
+    raw = as_1d_array(y, name)
     if raw.size == 0 and not allow_empty:
         msg = f"`{name}` must not be empty."
         raise ValueError(msg)
     if raw.dtype == np.bool_:
         return raw.astype(np.float64)
     if raw.dtype.kind not in "iuf":
-        raw = np.asarray(y, dtype=object).reshape(-1)  # keep each element as the caller gave it
+        # keep each element as the caller gave it (a list's 1 stays 1, not the string '1')
+        raw = as_1d_array(np.asarray(y, dtype=object), name) if isinstance(y, (list, tuple)) else raw.astype(object)
         for i, value in enumerate(raw):
             if not _is_binary_scalar(value):
                 msg = f"`{name}` must hold binary labels (0/1 or False/True); got {fmt(value)} at position {i}."
@@ -129,9 +288,17 @@ def as_binary_labels(y, name: str = "labels", *, allow_empty: bool = False) -> n
 def _is_binary_scalar(value) -> bool:
     if isinstance(value, (bool, np.bool_)):
         return True
-    if isinstance(value, numbers.Real):
+    if is_real_number(value):
         return value in (0, 1)
     return False
+
+
+def _is_finite_real(value) -> bool:
+    """Whether a real number is finite and within the float64 range."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def as_binary_label(y, name: str = "y") -> bool:
@@ -189,6 +356,18 @@ def check_same_length(expected: int, got: int, name: str) -> None:
         raise ValueError(msg)
 
 
+def _is_choice(value, choice) -> bool:
+    """``value == choice`` of the same kind: ``1`` and ``1.0`` are not the choice ``True``."""
+    if isinstance(choice, (bool, np.bool_)):
+        same_kind = isinstance(value, (bool, np.bool_))
+    else:
+        same_kind = isinstance(value, type(choice)) and not isinstance(value, (bool, np.bool_))
+    try:
+        return same_kind and bool(value == choice)
+    except (TypeError, ValueError):
+        return False
+
+
 def check_scalar(
     value,
     name: str,
@@ -202,18 +381,18 @@ def check_scalar(
 ):
     """Validate a scalar parameter, scikit-learn style: "`n_bins` must be an int in [2, inf); got 1."."""
     if choices is not None:
-        if value not in choices:
+        if not any(_is_choice(value, c) for c in choices):
             msg = f"`{name}` must be one of {list(choices)!r}; got {fmt(value)}."
             raise ValueError(msg)
         return value
     kinds = kind if isinstance(kind, tuple) else (kind,)
-    is_bool = isinstance(value, (bool, np.bool_))
+    is_bool = isinstance(value, (bool, np.bool_, np.timedelta64))
     if is_bool or not isinstance(value, kinds):
         kind_name = " or ".join(k.__name__ for k in kinds).replace("Real", "float").replace("Integral", "int")
         article = "an" if kind_name[0] in "aeiou" else "a"
         msg = f"`{name}` must be {article} {kind_name}; got {fmt(value)} of type {type(value).__name__}."
         raise TypeError(msg)
-    if isinstance(value, numbers.Real) and not np.isfinite(value):
+    if isinstance(value, numbers.Real) and not _is_finite_real(value):
         msg = f"`{name}` must be finite; got {fmt(value)}."
         raise ValueError(msg)
     too_low = low is not None and (value < low if low_inclusive else value <= low)
@@ -228,3 +407,38 @@ def check_scalar(
         msg = f"`{name}` must be {kind_name} in {interval}; got {fmt(value)}."
         raise ValueError(msg)
     return value
+
+
+def call_repr(obj) -> str:
+    """``Class(first=..., other=...)``: a parameter object as the call that makes it.
+
+    The first constructor parameter is always shown, the others where they differ from their
+    default; a tuple of more than 8 values is shortened (``(0.0, 0.1, ...11 values..., 1.0)``).
+    River's calibrator ``repr`` shows its parameters through this (via ``str``).
+
+    Examples
+    --------
+    >>> from streamcal.windows import CountWindow
+    >>> call_repr(CountWindow(100_000))
+    'CountWindow(n=100000)'
+    """
+    parts = []
+    for name, param in inspect.signature(type(obj).__init__).parameters.items():
+        if name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        value = getattr(obj, name)
+        if parts and param.default is not param.empty and _same(value, param.default):
+            continue
+        if isinstance(value, tuple) and len(value) > 8:
+            shown = f"({value[0]!r}, {value[1]!r}, ...{len(value)} values..., {value[-1]!r})"
+        else:
+            shown = repr(value)
+        parts.append(f"{name}={shown}")
+    return f"{type(obj).__name__}({', '.join(parts)})"
+
+
+def _same(value, default) -> bool:
+    try:
+        return type(value) is type(default) and bool(value == default)
+    except (TypeError, ValueError):
+        return False

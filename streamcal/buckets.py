@@ -19,34 +19,71 @@ Strategies
 - :class:`UniformGrid`: evenly spaced edges on ``[low, high]``.
 - :class:`QuantileEdges`: edges at quantiles of a warm-up sample of raw scores.
 - :class:`Edges`: edges (and optionally centres) given by the user.
+
+Shorthands
+----------
+Every ``buckets=`` parameter also takes the values people type, through one parser,
+:func:`as_buckets` (the replay command line's ``--buckets`` uses it too): ``None`` is the
+default ``LogitGrid()``; an int ``n`` (or a string of one, ``"1024"``) is ``LogitGrid(n)``, for
+probability scores; ``"logit:n"``, ``"uniform:n"`` and ``"quantile:n"`` name the strategy. The
+number of buckets is an int in ``[2, MAX_BUCKETS]`` (one bucket calibrates nothing: every score
+would get the window's prior; ``LogitGrid(1)`` is still there for whoever means it). Bools and
+floats are refused. The calibrator stores the value as given; the strategy is derived from it.
 """
 
 from __future__ import annotations
 
 import numbers
+import re
 
 import numpy as np
 from river import base
 
 from streamcal._kernels.histogram import bucket_index_sorted
-from streamcal._validation import as_finite, check_scalar
+from streamcal._validation import as_1d_float, as_finite, call_repr, check_scalar
 
-__all__ = ["Buckets", "Edges", "LogitGrid", "QuantileEdges", "UniformGrid", "bucket_index"]
+__all__ = [
+    "MAX_BUCKETS",
+    "Buckets",
+    "Edges",
+    "LogitGrid",
+    "QuantileEdges",
+    "UniformGrid",
+    "as_buckets",
+    "bucket_index",
+]
+
+#: The most buckets a grid strategy makes: the bucket guide indexes buckets with int32, and
+#: beyond a few million buckets the per-bucket state and its lists cost gigabytes.
+MAX_BUCKETS = 2**24
 
 
 def bucket_index(edges, scores) -> np.ndarray:
     """Bucket index (intp) of each score for the full edge array ``edges`` (``B + 1`` values).
+
+    ``edges`` must be at least 2 finite, strictly increasing values. ``scores`` is a 1-d array
+    (or one number) of real numbers, not NaN; scores below ``edges[0]`` (including ``-inf``) go
+    to bucket 0 and scores from ``edges[-1]`` up (including ``inf``) to bucket ``B - 1``.
 
     Examples
     --------
     >>> bucket_index([0.0, 0.25, 0.5, 1.0], [-1.0, 0.0, 0.3, 0.5, 0.99, 7.0]).tolist()
     [0, 0, 1, 2, 2, 2]
     """
-    e = np.ascontiguousarray(edges, dtype=np.float64)
-    s = np.ascontiguousarray(scores, dtype=np.float64).reshape(-1)
+    e = check_edges(edges, "edges")
+    s = as_1d_float(scores, "scores", allow_empty=True)
+    nan = np.isnan(s)
+    if nan.any():
+        msg = f"`scores` must not be NaN; got nan at position {int(np.flatnonzero(nan)[0])}."
+        raise ValueError(msg)
     out = np.empty(s.shape[0], dtype=np.intp)
     bucket_index_sorted(np.ascontiguousarray(e[1:-1]), s, out)
     return out
+
+
+def check_edges(edges, name: str = "edges") -> np.ndarray:
+    """``edges`` as a new float64 array of at least 2 finite, strictly increasing values, or raise."""
+    return _check_edges(as_finite(edges, name), name)
 
 
 def _check_edges(edges: np.ndarray, name: str) -> np.ndarray:
@@ -79,6 +116,11 @@ class Buckets(base.Base):
     warmup: int = 0
     probability_inputs: bool = False
     score_range: tuple[float, float] = (-np.inf, np.inf)  # scores outside are rejected
+
+    def __repr__(self) -> str:
+        return call_repr(self)
+
+    __str__ = __repr__  # river shows a parameter object by ``str`` in its estimators' ``repr``
 
     def bucket_edges(self, sample=None) -> np.ndarray:  # pragma: no cover - abstract
         """The ``B + 1`` sorted edges (``sample`` is the warm-up sample for learned edges)."""
@@ -130,6 +172,8 @@ class LogitGrid(Buckets):
     [0.01, 0.0914, 0.5, 0.9086, 0.99]
     >>> grid.index([0.0, 0.02, 0.5, 1.0]).tolist()
     [0, 0, 2, 3]
+    >>> LogitGrid(1024), grid
+    (LogitGrid(n_buckets=1024), LogitGrid(n_buckets=4, low=0.01, high=0.99))
     """
 
     probability_inputs = True
@@ -141,7 +185,7 @@ class LogitGrid(Buckets):
         self.high = high
 
     def _check(self) -> None:
-        check_scalar(self.n_buckets, "n_buckets", numbers.Integral, low=1)
+        check_scalar(self.n_buckets, "n_buckets", numbers.Integral, low=1, high=MAX_BUCKETS)
         check_scalar(self.low, "low", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
         check_scalar(self.high, "high", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
         if not self.low < self.high:
@@ -202,7 +246,7 @@ class UniformGrid(Buckets):
         self.high = high
 
     def bucket_edges(self, sample=None) -> np.ndarray:
-        check_scalar(self.n_buckets, "n_buckets", numbers.Integral, low=1)
+        check_scalar(self.n_buckets, "n_buckets", numbers.Integral, low=1, high=MAX_BUCKETS)
         check_scalar(self.low, "low")
         check_scalar(self.high, "high")
         if not self.low < self.high:
@@ -244,9 +288,13 @@ class QuantileEdges(Buckets):
         self.n_buckets = n_buckets
         self.warmup = warmup
 
-    def bucket_edges(self, sample=None) -> np.ndarray:
-        check_scalar(self.n_buckets, "n_buckets", numbers.Integral, low=1)
+    def check_params(self) -> None:
+        """Raise if a parameter is invalid (a calibrator checks them before its warm-up starts)."""
+        check_scalar(self.n_buckets, "n_buckets", numbers.Integral, low=1, high=MAX_BUCKETS)
         check_scalar(self.warmup, "warmup", numbers.Integral, low=1)
+
+    def bucket_edges(self, sample=None) -> np.ndarray:
+        self.check_params()
         if sample is None:
             msg = "QuantileEdges learns its edges from a warm-up sample; pass `sample`."
             raise ValueError(msg)
@@ -280,9 +328,9 @@ class Edges(Buckets):
     """
 
     def __init__(self, edges: tuple = (0.0, 1.0), centres: tuple | None = None, probability_inputs: bool = False):
-        self.edges = tuple(np.asarray(edges, dtype=np.float64).reshape(-1).tolist())
-        self.centres = None if centres is None else tuple(np.asarray(centres, dtype=np.float64).reshape(-1).tolist())
-        self.probability_inputs = probability_inputs
+        self.edges = tuple(as_1d_float(edges, "edges", allow_empty=True).tolist())
+        self.centres = None if centres is None else tuple(as_1d_float(centres, "centres", allow_empty=True).tolist())
+        self.probability_inputs = check_scalar(probability_inputs, "probability_inputs", choices=(True, False))
 
     def bucket_edges(self, sample=None) -> np.ndarray:
         return _check_edges(as_finite(self.edges, "edges"), "edges")
@@ -298,3 +346,64 @@ class Edges(Buckets):
         if c.size > 1:
             _check_edges(c, "centres")
         return c
+
+
+# ------------------------------------------------------------------------------- shorthands
+_KINDS = {"logit": LogitGrid, "uniform": UniformGrid, "quantile": QuantileEdges}
+_SPEC = re.compile(r"\s*(?:(?P<kind>[A-Za-z]+)\s*:\s*)?(?P<n>[+-]?\d+(?:_\d+)*)\s*")
+_FORMS = (
+    "an int number of buckets (a logit grid), 'logit:N', 'uniform:N', 'quantile:N', a bucket strategy "
+    "from streamcal.buckets, or None"
+)
+
+
+def _count(n: int, name: str, value) -> int:
+    if n < 2:
+        msg = f"`{name}` must be a number of buckets in [2, {MAX_BUCKETS}]; got {value!r}"
+        if n == 1:
+            msg += " (one bucket gives every score the same probability; pass LogitGrid(1) if that is meant)"
+        raise ValueError(msg + ".")
+    if n > MAX_BUCKETS:
+        msg = f"`{name}` = {value!r} is too large: the number of buckets must be an int in [2, {MAX_BUCKETS}]."
+        raise ValueError(msg)
+    return n
+
+
+def as_buckets(value, name: str = "buckets") -> Buckets:
+    """The bucket strategy a ``buckets=`` value means (see the module's *Shorthands*).
+
+    Parameters
+    ----------
+    value
+        ``None`` (the default logit grid), a :class:`Buckets`, an int number of buckets (a
+        logit grid), or a string: ``"1024"``, ``"logit:1024"``, ``"uniform:100"``,
+        ``"quantile:256"``.
+    name
+        The argument's name in error messages (``"--buckets"`` on the command line).
+
+    Examples
+    --------
+    >>> from streamcal.buckets import as_buckets
+    >>> as_buckets(256), as_buckets("uniform:100"), as_buckets(None)
+    (LogitGrid(n_buckets=256), UniformGrid(n_buckets=100), LogitGrid(n_buckets=1024))
+    >>> as_buckets(1)
+    Traceback (most recent call last):
+    ...
+    ValueError: `buckets` must be a number of buckets in [2, 16777216]; got 1 (one bucket gives
+    every score the same probability; pass LogitGrid(1) if that is meant).
+    """
+    if value is None:
+        return LogitGrid()
+    if isinstance(value, Buckets):
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return LogitGrid(_count(int(value), name, value))
+    if isinstance(value, str):
+        match = _SPEC.fullmatch(value)
+        kind = None if match is None else (match["kind"] or "logit").lower()
+        if match is None or kind not in _KINDS:
+            msg = f"`{name}` must be {_FORMS}; got {value!r}."
+            raise ValueError(msg)
+        return _KINDS[kind](n_buckets=_count(int(match["n"].replace("_", "")), name, value))
+    msg = f"`{name}` must be {_FORMS}; got {value!r} of type {type(value).__name__}."
+    raise TypeError(msg)

@@ -1,4 +1,4 @@
-"""Calibrate any river classifier on the fly: :class:`CalibratedClassifier` (DESIGN §6).
+"""Calibrate any river classifier on the fly: :class:`CalibratedClassifier`.
 
 The wrapper scores each event with the wrapped model *before* that model learns it, lets the
 calibrator learn from the out-of-sample score and the label, then lets the model learn. The
@@ -14,6 +14,7 @@ import numbers
 import numpy as np
 from river import base
 
+from streamcal._locking import LockedState
 from streamcal.persist import Persistable
 
 __all__ = ["CalibratedClassifier"]
@@ -22,7 +23,7 @@ __all__ = ["CalibratedClassifier"]
 _ROUNDING = 1e-9
 
 
-class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
+class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifier):
     """A river classifier whose probabilities are calibrated online by a streamcal calibrator.
 
     For every learned event ``(x, y)``:
@@ -41,7 +42,14 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
     seen a positive) scores 0. The wrapper is then a binary classifier: ``predict_proba_one``
     returns ``{False: 1 - p, True: p}`` (``False`` stands for the negative class: with labels other
     than bools and 0/1 it is replaced by the first label seen that is not ``pos_val``), and
-    ``predict_llr_one`` gives the calibrated log-likelihood ratio.
+    ``predict_llr_one`` gives the calibrated log-likelihood ratio. With a bool (or 0/1) ``pos_val``,
+    such as the default ``True``, every label must be a bool or 0/1: any other label (``"spam"``,
+    ``2``) is an error naming it, since learning it as a negative would silently calibrate the
+    wrong question; pass ``pos_val="spam"`` to calibrate ``"spam"`` against the other labels.
+
+    The default calibrator is ``PAVCalibrator()``: exact streaming PAV whose probabilities follow
+    the finite pseudo-count rule, never exactly 0 or 1, so that one confident wrong prediction
+    does not cost river's ``LogLoss`` its clip value.
 
     **Multiclass calibrators** (calibrators whose ``_multiclass`` is true, such as
     ``streamcal.multiclass.PairwiseCouplingCalibrator``) get the model's whole ``predict_proba_one``
@@ -56,7 +64,8 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
         Any river classifier with ``predict_proba_one``.
     calibrator
         A streamcal binary or multiclass streaming calibrator (or any river classifier with the
-        same face: ``learn_one``/``predict_proba_one`` on a score dict).
+        same face: ``learn_one``/``predict_proba_one`` on a score dict). ``None`` (default):
+        ``streamcal.PAVCalibrator()``.
     pos_val
         The positive label, for binary calibrators.
 
@@ -67,11 +76,20 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
 
     Notes
     -----
+    ``learn_one`` checks the label and the features before anything learns: a float feature that
+    is NaN or infinite is an error (it would turn a linear model's weights into NaN for good), and
+    the wrapped model and calibrator are then exactly as they were. A preprocessing step placed
+    before the wrapper in a pipeline learns before the wrapper is called and is not protected.
+
     ``predict_proba_one`` remembers the last event it scored; when ``learn_one`` follows with an
     equal ``x`` (as in :func:`river.evaluate.progressive_val_score`), the remembered score is
     reused instead of asking the model again. The memory is cleared whenever the wrapper learns,
     so the reused score is always that of the current model; it assumes the wrapped model learns
     only through the wrapper.
+
+    Thread safety: each method holds the wrapper's lock for its whole run (the model's scoring,
+    the calibrator's and the model's learning), so threads may share one wrapper; the wrapped
+    model and calibrator must then be used only through it.
 
     Examples
     --------
@@ -89,10 +107,14 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
     ([False, True], 1.0)
     """
 
-    def __init__(self, classifier: base.Classifier, calibrator: base.Classifier, pos_val=True):
+    def __init__(self, classifier: base.Classifier, calibrator: base.Classifier | None = None, pos_val=True):
         if not isinstance(classifier, base.Classifier):
             msg = f"`classifier` must be a river classifier; got {classifier!r}."
             raise TypeError(msg)
+        if calibrator is None:
+            from streamcal.isotonic.streaming import PAVCalibrator
+
+            calibrator = PAVCalibrator()
         if not isinstance(calibrator, base.Estimator) or not hasattr(calibrator, "learn_one"):
             msg = f"`calibrator` must be a streamcal calibrator (a river classifier); got {calibrator!r}."
             raise TypeError(msg)
@@ -103,6 +125,7 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
         self._last_x: dict | None = None
         self._last_proba: dict | None = None
         self.n_learned = 0
+        self._init_lock()
 
     # ------------------------------------------------------------------ river plumbing
     @property
@@ -123,8 +146,34 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
 
         from streamcal import PAVCalibrator
 
-        yield {"classifier": linear_model.LogisticRegression(), "calibrator": PAVCalibrator()}
+        yield {"classifier": linear_model.LogisticRegression()}  # the default calibrator
+        yield {"classifier": linear_model.LogisticRegression(), "calibrator": PAVCalibrator(finite_proba=False)}
         yield {"classifier": naive_bayes.GaussianNB(), "calibrator": PAVCalibrator()}
+
+    # ------------------------------------------------------------------ a restored state
+    def _check_loaded_state(self) -> None:
+        """Check the attributes a state file restored (see :mod:`streamcal.persist`): a river
+        classifier and a calibrator (the streamcal parts were checked when they were restored),
+        hashable labels, the remembered score (both parts or neither) and the event count."""
+        from streamcal import _state_check as c
+
+        c.need_keys(self, ("classifier", "calibrator", "pos_val", "_neg_label", "_last_x", "_last_proba", "n_learned"))
+        c.need_params(self, lambda: CalibratedClassifier(self.classifier, self.calibrator, self.pos_val))
+        seen, part = {id(self)}, self.calibrator
+        while True:  # a wrapper that (through other wrappers) wraps itself would recurse forever
+            if id(part) in seen or self.classifier is self:
+                c.fail("`calibrator`/`classifier`: a CalibratedClassifier cannot contain itself.")
+            if not isinstance(part, CalibratedClassifier):
+                break
+            seen.add(id(part))
+            part = part.calibrator
+        for name in ("pos_val", "_neg_label"):
+            c.need_params(self, lambda name=name: hash(getattr(self, name)))
+        last_x, last_proba = self._last_x, self._last_proba
+        if not ((last_x is None and last_proba is None) or (isinstance(last_x, dict) and isinstance(last_proba, dict))):
+            found = f"{c.brief(last_x)} and {c.brief(last_proba)}"
+            c.fail(f"`_last_x`/`_last_proba`: expected two dicts or two Nones; found {found}.")
+        c.need_int(self.n_learned, "n_learned", 0)
 
     # ------------------------------------------------------------------ scoring
     def _model_proba(self, x: dict) -> dict:
@@ -161,58 +210,82 @@ class CalibratedClassifier(Persistable, base.Wrapper, base.Classifier):
         Extra keyword arguments go to the wrapped classifier. A sample weight ``w`` goes to the
         classifier and to a binary calibrator (multiclass calibrators take no weights).
         """
-        if self._binary_calibrator:
-            label = _binary_label(y, self.pos_val)
-            cal_x = self._score_dict(self._model_proba(x))
-            if "w" in kwargs:
-                self.calibrator.learn_one(cal_x, label, w=kwargs["w"])
+        with self._lock:
+            _check_features(x)
+            if self._binary_calibrator:
+                label = _binary_label(y, self.pos_val)
+                cal_x = self._score_dict(self._model_proba(x))
+                if "w" in kwargs:
+                    self.calibrator.learn_one(cal_x, label, w=kwargs["w"])
+                else:
+                    self.calibrator.learn_one(cal_x, label)
+                if not label and self._neg_label is False and not _is_bool_like(self.pos_val):
+                    self._neg_label = y  # labels such as "spam" / "ham": the first negative names the class
             else:
-                self.calibrator.learn_one(cal_x, label)
-            if not label and self._neg_label is False and not _is_bool_like(self.pos_val):
-                self._neg_label = y  # labels such as "spam" / "ham": the first negative names the class
-        else:
-            cal_x = self._model_proba(x)
-            self.calibrator.learn_one(cal_x, y)
-        self._last_x = None
-        self._last_proba = None
-        self.classifier.learn_one(x, y, **kwargs)
-        self.n_learned += 1
+                cal_x = self._model_proba(x)
+                self.calibrator.learn_one(cal_x, y)
+            self._last_x = None
+            self._last_proba = None
+            self.classifier.learn_one(x, y, **kwargs)
+            self.n_learned += 1
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
         """The calibrated distribution over the classes for ``x``."""
-        cal_x = self._calibrator_input(x)
-        if not self._binary_calibrator:
-            return self.calibrator.predict_proba_one(cal_x)
-        p = float(self.calibrator.predict_proba_one(cal_x).get(True, 0.0))
-        return {self._neg_label: 1.0 - p, self.pos_val: p}
+        with self._lock:
+            cal_x = self._calibrator_input(x)
+            if not self._binary_calibrator:
+                return self.calibrator.predict_proba_one(cal_x)
+            p = float(self.calibrator.predict_proba_one(cal_x).get(True, 0.0))
+            return {self._neg_label: 1.0 - p, self.pos_val: p}
 
     def predict_one(self, x: dict, **kwargs):
-        """The most probable class after calibration (``pos_val`` wins ties in the binary case)."""
-        proba = self.predict_proba_one(x)
-        if self._binary_calibrator:
-            return self.pos_val if proba.get(self.pos_val, 0.0) >= 0.5 else self._neg_label
-        return max(proba, key=proba.get) if proba else None
+        """The most probable class after calibration: in the binary case ``pos_val`` when its calibrated
+        probability exceeds 0.5 (at exactly 0.5 the other class), as every streamcal calibrator decides."""
+        with self._lock:
+            proba = self.predict_proba_one(x)
+            if self._binary_calibrator:
+                return self.pos_val if proba.get(self.pos_val, 0.0) > 0.5 else self._neg_label
+            return max(proba, key=proba.get) if proba else None
 
     def predict_llr_one(self, x: dict, **kwargs) -> float:
         """The calibrated log-likelihood ratio of ``pos_val`` against the rest (natural log).
 
         Only for binary calibrators that provide ``predict_llr_one``.
         """
-        if not self._binary_calibrator or not hasattr(self.calibrator, "predict_llr_one"):
-            msg = (
-                "predict_llr_one needs a binary calibrator with a `predict_llr_one` method; "
-                f"got {type(self.calibrator).__name__}."
-            )
-            raise NotImplementedError(msg)
-        return float(self.calibrator.predict_llr_one(self._calibrator_input(x)))
+        with self._lock:
+            if not self._binary_calibrator or not hasattr(self.calibrator, "predict_llr_one"):
+                msg = (
+                    "predict_llr_one needs a binary calibrator with a `predict_llr_one` method; "
+                    f"got {type(self.calibrator).__name__}."
+                )
+                raise NotImplementedError(msg)
+            return float(self.calibrator.predict_llr_one(self._calibrator_input(x)))
 
 
 def _is_bool_like(y) -> bool:
     return isinstance(y, (bool, np.bool_)) or (isinstance(y, numbers.Real) and y in (0, 1))
 
 
+def _check_features(x) -> None:
+    """Reject a NaN or infinite float feature (before anything learns it)."""
+    if not isinstance(x, dict):
+        return
+    for key, v in x.items():
+        if isinstance(v, (float, np.floating)) and not math.isfinite(v):
+            msg = f"`x` must hold finite numbers; got {v!r} for feature {key!r}."
+            raise ValueError(msg)
+
+
 def _binary_label(y, pos_val) -> bool:
     if y is None or (isinstance(y, float) and math.isnan(y)):
         msg = f"`y` must be a class label; got {y!r}."
         raise ValueError(msg)
-    return bool(y == pos_val)
+    positive = bool(y == pos_val)
+    if not positive and _is_bool_like(pos_val) and not _is_bool_like(y):
+        msg = (
+            f"`y` = {y!r} is neither a bool (or 0/1) nor `pos_val` = {pos_val!r}; with a binary "
+            f"calibrator, pass the positive label as `pos_val` (for instance pos_val={y!r}), or use "
+            "a multiclass calibrator."
+        )
+        raise ValueError(msg)
+    return positive

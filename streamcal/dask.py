@@ -1,4 +1,4 @@
-"""Fit and apply streaming calibrators over Dask dataframes (DESIGN §8; optional extra ``streamcal[dask]``).
+"""Fit and apply streaming calibrators over Dask dataframes (docs/design.md §8; extra ``streamcal-engine[dask]``).
 
 :func:`fit` builds one calibrator state per partition (each a plain ``update`` over the partition's
 columns, in the worker that holds it) and reduces the states by a tree of
@@ -45,7 +45,10 @@ def _require_dask():
         import dask
         import dask.dataframe
     except ImportError as exc:
-        msg = f"streamcal.dask needs dask with dataframes: install the extra, `pip install 'streamcal[dask]'` ({exc})."
+        msg = (
+            "streamcal.dask needs dask with dataframes: install the extra, "
+            f"`pip install 'streamcal-engine[dask]'` ({exc})."
+        )
         raise ImportError(msg) from None
     return dask
 
@@ -69,8 +72,10 @@ def _template(calibrator, data, score: str):
         msg = f"`calibrator` must be fresh (it is cloned per partition); it has learned {calibrator.n_learned} events."
         raise ValueError(msg)
     template = calibrator.clone()
-    buckets = calibrator.buckets
-    warmup = int(getattr(buckets, "warmup", 0) or 0)
+    from streamcal.buckets import as_buckets
+
+    buckets = as_buckets(calibrator.buckets)  # the strategy a shorthand (buckets=1024) means
+    warmup = int(buckets.warmup)
     if warmup:
         # a single calibrator would learn its edges from the first `warmup` scores: use those
         from streamcal.buckets import Edges
@@ -154,7 +159,7 @@ def fit(
     _check_columns(data, {"score": score, "label": label, "weight": weight, "time": time})
     template = _template(calibrator, data, score)
     if template._uses_times and time is None:
-        msg = f"{type(template.window).__name__} needs event times: pass `time=` (a column of `data`)."
+        msg = f"{template._window_name()} needs event times: pass `time=` (a column of `data`)."
         raise ValueError(msg)
     columns = [c for c in dict.fromkeys((score, label, weight, time)) if c is not None]
     parts = data[columns].to_delayed()

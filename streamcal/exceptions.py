@@ -1,8 +1,8 @@
-"""Warnings shared across streamcal."""
+"""Warnings and errors shared across streamcal."""
 
 from __future__ import annotations
 
-__all__ = ["ConvergenceWarning"]
+__all__ = ["ConvergenceWarning", "StateFileError", "StatePickleError", "StateVersionError"]
 
 
 class ConvergenceWarning(RuntimeWarning):
@@ -17,4 +17,45 @@ class ConvergenceWarning(RuntimeWarning):
     ...     warnings.warn("stopped early", ConvergenceWarning)
     >>> caught[0].category.__name__
     'ConvergenceWarning'
+    """
+
+
+class StateFileError(ValueError):
+    """A state file that :func:`streamcal.persist.load` refuses: not a streamcal state file, truncated,
+    damaged, over the size limits, or describing a learner whose state is inconsistent.
+
+    The message names the file, the part of it (member, attribute path, field) and what was expected
+    and found.
+
+    Examples
+    --------
+    >>> from streamcal import persist
+    >>> from streamcal.exceptions import StateFileError
+    >>> try:
+    ...     persist.from_bytes(b"not a zip file")
+    ... except StateFileError as exc:
+    ...     print(str(exc)[:48])
+    the data is not a streamcal state file, or it is
+    """
+
+
+class StateVersionError(StateFileError):
+    """The file was written in a newer format version than this streamcal can read.
+
+    Examples
+    --------
+    >>> from streamcal.exceptions import StateFileError, StateVersionError
+    >>> issubclass(StateVersionError, StateFileError)
+    True
+    """
+
+
+class StatePickleError(StateFileError):
+    """The file holds pickled objects and ``allow_pickle`` was not given.
+
+    Examples
+    --------
+    >>> from streamcal.exceptions import StateFileError, StatePickleError
+    >>> issubclass(StatePickleError, StateFileError)
+    True
     """

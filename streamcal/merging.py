@@ -1,4 +1,4 @@
-"""Merge streaming calibrator states (``merge``): partitioned and distributed fitting (DESIGN §1, §8).
+"""Merge streaming calibrator states (``merge``): partitioned and distributed fitting (docs/design.md §1, §8).
 
 A streaming calibrator's state is a histogram over score buckets (plus, for count and time
 windows, the ring of events in the window), so two calibrators over the same bucket edges merge
@@ -106,9 +106,10 @@ def merge(calibrators: Iterable, /):
             )
             raise TypeError(msg)
         _check_same_params(first, cal, i)
-    out = copy.deepcopy(first)
+    out = copy.deepcopy(first)  # taken under ``first``'s lock; ``out`` is ours alone
     for cal in items[1:]:
-        out = _merge_two(out, cal)
+        with cal._lock:  # each input is read under its lock: a consistent state, even while it learns
+            out = _merge_two(out, cal)
     return out
 
 
@@ -127,12 +128,27 @@ def _param_key(value):
 _EXECUTION_PARAMS = frozenset({"n_jobs"})
 
 
+def _strategy_keys(cal) -> dict:
+    """The bucket and window strategies the parameters mean: ``window=100`` and
+    ``window=CountWindow(100)`` are the same parameter."""
+    from streamcal.buckets import as_buckets
+    from streamcal.windows import as_window
+
+    return {
+        name: _param_key(parse(getattr(cal, name)))
+        for name, parse in (("buckets", as_buckets), ("window", as_window))
+        if hasattr(cal, name)
+    }
+
+
 def _check_same_params(a, b, position: int) -> None:
     pa, pb = a._get_params(), b._get_params()
+    ka, kb = _strategy_keys(a), _strategy_keys(b)
     for name in pa:
-        if name not in _EXECUTION_PARAMS and _param_key(pa[name]) != _param_key(pb.get(name)):
+        same = ka[name] == kb.get(name) if name in ka else _param_key(pa[name]) == _param_key(pb.get(name))
+        if name not in _EXECUTION_PARAMS and not same:
             msg = (
-                f"cannot merge calibrators with different `{name}`: {pa[name]!r} and {pb.get(name)!r} "
+                f"`calibrators` cannot be merged: different `{name}`, {pa[name]!r} and {pb.get(name)!r} "
                 f"(position {position})."
             )
             raise ValueError(msg)
@@ -141,7 +157,7 @@ def _check_same_params(a, b, position: int) -> None:
 def _check_same_edges(a, b) -> None:
     if not (np.array_equal(a._edges, b._edges) and np.array_equal(a._centres, b._centres)):
         msg = (
-            f"cannot merge calibrators over different bucket edges ({a._edges.size - 1} and "
+            f"`calibrators` cannot be merged: different bucket edges ({a._edges.size - 1} and "
             f"{b._edges.size - 1} buckets{', differing values' if a._edges.size == b._edges.size else ''}). "
             "Quantile edges learned from different warm-ups differ: fix the edges with "
             "streamcal.buckets.Edges before fitting the parts."
@@ -164,7 +180,7 @@ def _merge_two(a, b):
         return _replay_warmup(a, b)
     if a._sf is None:
         msg = (
-            f"cannot merge: the first calibrator is still in its quantile warm-up ({a.n_learned} of "
+            f"`calibrators` cannot be merged: the first is still in its quantile warm-up ({a.n_learned} of "
             f"{a._warmup} events) while the other has learned its edges from different data. Fix the "
             "edges with streamcal.buckets.Edges before fitting the parts."
         )
@@ -205,8 +221,8 @@ def _replay_warmup(a, b):
     # a is built, time clock, b's events interleave with a's: the merged stream's edges would come
     # from its first events in time order, which mix a's and b's: not a's edges
     msg = (
-        "cannot merge a time-clock calibrator still in its quantile warm-up into one that has built "
-        "its edges: the merged stream's edges would come from both. Fix the edges with "
+        "`calibrators` cannot be merged: a time-clock calibrator still in its quantile warm-up into one "
+        "that has built its edges: the merged stream's edges would come from both. Fix the edges with "
         "streamcal.buckets.Edges before fitting the parts."
     )
     raise ValueError(msg)
@@ -248,7 +264,19 @@ def _merge_decay_events(a, b):
     half_life = float(a._sf[_h.SF_HALF_LIFE])
     n_a = float(a._sf[_h.SF_N_LEARNED])
     exponent = (float(a._sf[_h.SF_T0]) - float(b._sf[_h.SF_T0]) - n_a) / half_life
-    return _merge_sums(a, b, scale_a=2.0**exponent)
+    return _merge_sums(a, b, scale_a=_pow2(exponent))
+
+
+def _pow2(exponent: float) -> float:
+    """``2**exponent``, a decay factor between two states' frames, without an OverflowError.
+
+    The exponent is at most ``DECAY_RENORM_EXPONENT`` (a frame's origin is never more than that
+    many half-lives behind its last clock); far below the double range, as between parts learned
+    1e300 half-lives apart, the older part's weights are forgotten: 0.
+    """
+    if exponent < -(_h.DECAY_FORGET_EXPONENT + 100.0):
+        return 0.0
+    return 2.0 ** min(exponent, _h.DECAY_RENORM_EXPONENT + 1.0)
 
 
 def _merge_decay_time(a, b):
@@ -257,9 +285,9 @@ def _merge_decay_time(a, b):
     later, earlier = (b, a) if b._sf[_h.SF_LAST_T] >= a._sf[_h.SF_LAST_T] else (a, b)
     exponent = (float(earlier._sf[_h.SF_T0]) - float(later._sf[_h.SF_T0])) / half_life
     if later is b:
-        sf, si = _merge_sums(a, b, scale_a=2.0**exponent)
+        sf, si = _merge_sums(a, b, scale_a=_pow2(exponent))
     else:
-        sf, si = _merge_sums(b, a, scale_a=2.0**exponent)
+        sf, si = _merge_sums(b, a, scale_a=_pow2(exponent))
     sf[_h.SF_LAST_T] = max(float(a._sf[_h.SF_LAST_T]), float(b._sf[_h.SF_LAST_T]))
     return sf, si
 
@@ -359,7 +387,8 @@ def _merge_gev_classifiers(items: list):
         _check_same_params(first, other, i)
     out = copy.deepcopy(first)
     for other in items[1:]:
-        _merge_gev_two(out, other)
+        with other._lock:
+            _merge_gev_two(out, other)
     return out
 
 

@@ -37,25 +37,33 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import hashlib
 import importlib
 import inspect
 import io
 import json
 import math
+import numbers
 import os
 import pickle
 import random
+import re
 import struct
+import sys
 import tempfile
+import threading
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from streamcal.exceptions import StateFileError, StatePickleError, StateVersionError
+
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "MAX_STATE_BYTES",
     "Persistable",
     "StateFileError",
     "StatePickleError",
@@ -78,18 +86,6 @@ _MANIFEST = "streamcal.json"
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed member times: the same state gives the same bytes
 # modules whose classes a state file may name (objects are rebuilt without running any code of theirs)
 _TRUSTED_MODULES = ("streamcal.", "river.")
-
-
-class StateFileError(ValueError):
-    """The file is not a readable streamcal state file (not one at all, truncated, or damaged)."""
-
-
-class StateVersionError(StateFileError):
-    """The file was written in a newer format version than this streamcal can read."""
-
-
-class StatePickleError(StateFileError):
-    """The file holds pickled objects and ``allow_pickle`` was not given."""
 
 
 class _NeedsPickle(Exception):
@@ -314,93 +310,289 @@ def _object_state(obj) -> dict | None:
 
 
 def _init_param_names(cls: type) -> list[str]:
+    return list(_init_param_tuple(cls))
+
+
+@functools.lru_cache(maxsize=1024)
+def _init_param_tuple(cls: type) -> tuple[str, ...]:
     try:
         signature = inspect.signature(cls.__init__)
     except (TypeError, ValueError):
-        return []
+        return ()
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return [p.name for p in signature.parameters.values() if p.kind in kinds and p.name != "self"]
+    return tuple(p.name for p in signature.parameters.values() if p.kind in kinds and p.name != "self")
 
 
 # ---------------------------------------------------------------------------------------- decoding
+class _Located(StateFileError):
+    """Internal: a :class:`StateFileError` whose message already names the place in the learner."""
+
+
+# the keys a tagged node holds besides its tag (the encoder writes exactly these)
+_TAG_KEYS = {
+    "__float__": frozenset(),
+    "__ndarray__": frozenset(),
+    "__floatlist__": frozenset(),
+    "__npscalar__": frozenset(),
+    "__tuple__": frozenset(),
+    "__dict__": frozenset(),
+    "__odict__": frozenset(),
+    "__counter__": frozenset(),
+    "__defaultdict__": frozenset({"factory"}),
+    "__set__": frozenset({"frozen"}),
+    "__deque__": frozenset({"maxlen"}),
+    "__random__": frozenset(),
+    "__np_generator__": frozenset({"state"}),
+    "__class__": frozenset(),
+    "__ref__": frozenset(),
+    "__shared__": frozenset({"id"}),
+    "__object__": frozenset({"id", "params", "state"}),
+    "__pickle__": frozenset(),
+}
+
+_U64 = (np.dtype(np.uint64), 1 << 64)
+# the state of each numpy bit generator, checked before numpy sees it (numpy does not check
+# every field: an MT19937 position past its key makes the next draw read out of bounds)
+_GENERATOR_STATES = {
+    "PCG64": {
+        "state": {"state": (int, 1 << 128), "inc": (int, 1 << 128)},
+        "has_uint32": (int, 2),
+        "uinteger": (int, 1 << 32),
+    },
+    "MT19937": {"state": {"key": (np.dtype(np.uint32), (624,)), "pos": (int, 625)}},
+    "Philox": {
+        "state": {"counter": (np.dtype(np.uint64), (4,)), "key": (np.dtype(np.uint64), (2,))},
+        "buffer": (np.dtype(np.uint64), (4,)),
+        "buffer_pos": (int, 5),
+        "has_uint32": (int, 2),
+        "uinteger": (int, 1 << 64),
+    },
+    "SFC64": {"state": {"state": (np.dtype(np.uint64), (4,))}, "has_uint32": (int, 2), "uinteger": (int, 1 << 64)},
+}
+_GENERATOR_STATES["PCG64DXSM"] = _GENERATOR_STATES["PCG64"]
+
+
+def _check_generator_state(value, schema: dict, where: str) -> None:
+    """``value`` has exactly the fields of ``schema``: ints in ``[0, bound)``, arrays of a dtype and shape."""
+    if type(value) is not dict or set(value) != set(schema):
+        msg = f"{where} must be a dict with the fields {sorted(schema)}; got {_brief(value)}."
+        raise StateFileError(msg)
+    for key, spec in schema.items():
+        v = value[key]
+        if isinstance(spec, dict):
+            _check_generator_state(v, spec, f"{where}[{key!r}]")
+        elif spec[0] is int:
+            if type(v) is not int or not 0 <= v < spec[1]:
+                msg = f"{where}[{key!r}] must be an int in [0, {spec[1]}); got {_brief(v)}."
+                raise StateFileError(msg)
+        elif not (type(v) is np.ndarray and v.dtype == spec[0] and v.shape == spec[1]):
+            msg = f"{where}[{key!r}] must be a {spec[0]} array of shape {spec[1]}; got {_brief(v)}."
+            raise StateFileError(msg)
+
+
+def _brief(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"a {value.dtype} array of shape {value.shape}"
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
+
+
 class _Decoder:
     def __init__(self, arrays: dict, pickles: dict):
         self.arrays = arrays
         self.pickles = pickles
         self.objects: dict[int, object] = {}
+        self.arrays_used: set[str] = set()
+        self.ids: set[int] = set()
 
-    def decode(self, node):
+    def _array(self, name, where: str) -> np.ndarray:
+        if type(name) is not str or name not in self.arrays:
+            msg = f"{where} names array {_brief(name)}, which the file does not list."
+            raise StateFileError(msg)
+        if name in self.arrays_used:  # the encoder writes each array once; sharing goes through __shared__
+            msg = f"{where} names array {name!r} a second time."
+            raise StateFileError(msg)
+        self.arrays_used.add(name)
+        return self.arrays[name]
+
+    def _id(self, number, where: str) -> int:
+        if type(number) is not int or number in self.ids:
+            msg = f"{where} has a missing or repeated object id {_brief(number)}."
+            raise StateFileError(msg)
+        self.ids.add(number)
+        return number
+
+    def _pairs(self, body, where: str) -> list:
+        if type(body) is not list or not all(type(p) is list and len(p) == 2 for p in body):
+            msg = f"{where} must hold a list of [key, value] pairs; got {_brief(body)}."
+            raise StateFileError(msg)
+        out = []
+        for i, (k, v) in enumerate(body):
+            key = self.decode(k, f"{where}.key[{i}]")
+            try:
+                hash(key)
+            except TypeError:
+                msg = f"{where}.key[{i}] must be hashable; got {_brief(key)}."
+                raise StateFileError(msg) from None
+            out.append((key, self.decode(v, f"{where}[{key!r}]")))
+        return out
+
+    def _items(self, body, where: str) -> list:
+        if type(body) is not list:
+            msg = f"{where} must hold a list; got {_brief(body)}."
+            raise StateFileError(msg)
+        return [self.decode(v, f"{where}[{i}]") for i, v in enumerate(body)]
+
+    def decode(self, node, where: str):
         if node is None or isinstance(node, (bool, int, float, str)):
             return node
         if isinstance(node, list):
-            return [self.decode(v) for v in node]
-        if not isinstance(node, dict):
-            msg = f"unexpected JSON value {node!r}"
-            raise StateFileError(msg)
+            return [self.decode(v, f"{where}[{i}]") for i, v in enumerate(node)]
         tags = [k for k in node if _is_tagged(k)]
         if not tags:
-            return {k: self.decode(v) for k, v in node.items()}
+            return {k: self.decode(v, f"{where}[{k!r}]") for k, v in node.items()}
         tag = tags[0]
+        extra = _TAG_KEYS.get(tag)
+        if extra is None:
+            msg = f"{where} has the unknown value tag {tag!r}."
+            raise StateFileError(msg)
+        if set(node) != {tag, *extra}:
+            msg = f"{where} is a {tag} node with the keys {sorted(node)}; expected {sorted({tag, *extra})}."
+            raise StateFileError(msg)
         body = node[tag]
         if tag == "__float__":
+            if type(body) is not str or len(body) != 16:
+                msg = f"{where} must hold the 16 hex digits of a float64; got {_brief(body)}."
+                raise StateFileError(msg)
             return struct.unpack(">d", bytes.fromhex(body))[0]
         if tag == "__ndarray__":
-            return self.arrays[body]
+            return self._array(body, where)
         if tag == "__floatlist__":
-            return self.arrays[body].tolist()
+            arr = self._array(body, where)
+            if arr.dtype != np.float64 or arr.ndim != 1:
+                msg = f"{where} must be a 1-d float64 array (a list of floats); got {_brief(arr)}."
+                raise StateFileError(msg)
+            return arr.tolist()
         if tag == "__npscalar__":
-            return self.arrays[body][()]
+            arr = self._array(body, where)
+            if arr.ndim != 0:
+                msg = f"{where} must be a 0-d array (a numpy scalar); got {_brief(arr)}."
+                raise StateFileError(msg)
+            return arr[()]
         if tag == "__tuple__":
-            return tuple(self.decode(v) for v in body)
+            return tuple(self._items(body, where))
         if tag == "__dict__":
-            return {self.decode(k): self.decode(v) for k, v in body}
+            return dict(self._pairs(body, where))
         if tag == "__odict__":
-            return collections.OrderedDict((self.decode(k), self.decode(v)) for k, v in body)
+            return collections.OrderedDict(self._pairs(body, where))
         if tag == "__counter__":
-            return collections.Counter({self.decode(k): self.decode(v) for k, v in body})
+            return collections.Counter(dict(self._pairs(body, where)))
         if tag == "__defaultdict__":
-            out = collections.defaultdict(_FACTORIES[node["factory"]])
-            out.update((self.decode(k), self.decode(v)) for k, v in body)
+            factory = node["factory"]
+            if factory is not None and (type(factory) is not str or factory not in _FACTORIES):
+                msg = f"{where} names the unknown defaultdict factory {_brief(factory)}."
+                raise StateFileError(msg)
+            out = collections.defaultdict(_FACTORIES[factory])
+            out.update(self._pairs(body, where))
             return out
         if tag == "__set__":
-            items = (self.decode(v) for v in body)
-            return frozenset(items) if node["frozen"] else set(items)
+            items = self._items(body, where)
+            if type(node["frozen"]) is not bool:
+                msg = f"{where}: `frozen` must be a bool; got {_brief(node['frozen'])}."
+                raise StateFileError(msg)
+            try:
+                return frozenset(items) if node["frozen"] else set(items)
+            except TypeError:
+                msg = f"{where} holds an unhashable item."
+                raise StateFileError(msg) from None
         if tag == "__deque__":
-            return collections.deque((self.decode(v) for v in body), maxlen=node["maxlen"])
+            maxlen = node["maxlen"]
+            if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
+                msg = f"{where}: `maxlen` must be None or an int >= 0; got {_brief(maxlen)}."
+                raise StateFileError(msg)
+            return collections.deque(self._items(body, where), maxlen=maxlen)
         if tag == "__random__":
             r = random.Random()
-            r.setstate(_as_tuples(self.decode(body)))
+            r.setstate(_as_tuples(self.decode(body, f"{where}.state")))
             return r
         if tag == "__np_generator__":
-            if body not in _BIT_GENERATORS:
-                msg = f"unknown numpy bit generator {body!r}"
+            if type(body) is not str or body not in _BIT_GENERATORS:
+                msg = f"unknown numpy bit generator {_brief(body)} at {where}"
                 raise StateFileError(msg)
+            state = self.decode(node["state"], f"{where}.state")
+            if type(state) is not dict or state.get("bit_generator") != body:
+                msg = f"{where}.state must be the state of a {body} bit generator; got {_brief(state)}."
+                raise StateFileError(msg)
+            fields = {k: v for k, v in state.items() if k != "bit_generator"}
+            _check_generator_state(fields, _GENERATOR_STATES[body], f"{where}.state")
             bg = getattr(np.random, body)()
-            bg.state = self.decode(node["state"])
+            bg.state = state
             return np.random.Generator(bg)
         if tag == "__class__":
+            if type(body) is not str:
+                msg = f"{where} must name a class; got {_brief(body)}."
+                raise StateFileError(msg)
             return _resolve_class(body, allow_builtins=True)
         if tag == "__ref__":
+            if type(body) is not int or body not in self.objects:
+                msg = f"{where} refers to object {_brief(body)}, which is not defined before it."
+                raise StateFileError(msg)
             return self.objects[body]
         if tag == "__shared__":
-            value = self.decode(body)
-            self.objects[node["id"]] = value
+            number = self._id(node["id"], where)
+            value = self.decode(body, where)
+            if type(value) not in _CONTAINERS:
+                msg = f"{where}: only containers are shared; got a {type(value).__name__}."
+                raise StateFileError(msg)
+            self.objects[number] = value
             return value
         if tag == "__object__":
-            cls = _resolve_class(body)
-            obj = cls.__new__(cls)
-            self.objects[node["id"]] = obj
-            attrs = {k: self.decode(v) for k, v in node["params"].items()}
-            attrs.update((k, self.decode(v)) for k, v in node["state"].items())
-            if hasattr(cls, "__setstate__"):  # as pickle does: the class rebuilds its caches
+            return self._object(node, body, where)
+        if type(body) is not str or body not in self.pickles:  # __pickle__
+            msg = f"{where} names pickle {_brief(body)}, which the file does not list."
+            raise StateFileError(msg)
+        return pickle.loads(self.pickles[body])  # only with allow_pickle=True
+
+    def _object(self, node, qualname, where: str):
+        if type(qualname) is not str:
+            msg = f"{where} must name a class; got {_brief(qualname)}."
+            raise StateFileError(msg)
+        cls = _resolve_class(qualname)
+        number = self._id(node["id"], where)
+        params, state = node["params"], node["state"]
+        if type(params) is not dict or type(state) is not dict or set(params) & set(state):
+            msg = f"{where}: `params` and `state` must be two dicts of distinct attribute names."
+            raise StateFileError(msg)
+        names = set(_init_param_names(cls))
+        if not set(params) <= names:
+            msg = (
+                f"{where}: {sorted(set(params) - names)} are not parameters of {cls.__name__} "
+                f"(its parameters: {sorted(names)})."
+            )
+            raise StateFileError(msg)
+        obj = cls.__new__(cls)
+        self.objects[number] = obj
+        attrs = {k: self.decode(v, f"{where}.{k}") for k, v in params.items()}
+        attrs.update((k, self.decode(v, f"{where}.{k}")) for k, v in state.items())
+        try:
+            from streamcal._locking import LockedState
+
+            if hasattr(cls, "__setstate__"):  # as pickle does: the class rebuilds its caches (and checks the state)
                 obj.__setstate__(attrs)
             else:
                 obj.__dict__.update(attrs)
-            return obj
-        if tag == "__pickle__":
-            return pickle.loads(self.pickles[body])  # only with allow_pickle=True
-        msg = f"unknown value tag {tag!r}"
-        raise StateFileError(msg)
+            # a class whose ``__setstate__`` only restores its attributes (and makes its lock) is
+            # checked here; the streaming calibrators check their state in their own ``__setstate__``
+            if _is_streamcal(cls) and getattr(cls, "__setstate__", None) in (None, LockedState.__setstate__):
+                from streamcal._state_check import check_loaded
+
+                check_loaded(obj)
+        except _Located:
+            raise
+        except StateFileError as exc:
+            msg = f"{where} ({cls.__name__}): {exc}"
+            raise _Located(msg) from None
+        return obj
 
 
 def _as_tuples(value):
@@ -443,8 +635,12 @@ def to_bytes(obj, *, allow_pickle: bool = True) -> bytes:
     from streamcal import __version__
 
     enc = _Encoder(allow_pickle=allow_pickle)
-    enc.find_shared(obj)
-    root = enc.encode(obj, "learner")
+    # a streamcal learner is read under its lock (streamcal._locking): a consistent snapshot even
+    # while other threads use it (its parts change only under the same lock)
+    lock = getattr(obj, "_lock", None) if _is_streamcal(type(obj)) else None
+    with lock if lock is not None else contextlib.nullcontext():
+        enc.find_shared(obj)
+        root = enc.encode(obj, "learner")
     members: dict[str, bytes] = {}
     arrays_meta, pickles_meta = {}, {}
     for name, arr in enc.arrays.items():
@@ -475,61 +671,120 @@ def to_bytes(obj, *, allow_pickle: bool = True) -> bytes:
     return buf.getvalue()
 
 
-def from_bytes(data: bytes, *, allow_pickle: bool = False, where: str = "the data"):
-    """Rebuild a learner from the bytes of a state file (see :func:`to_bytes`)."""
+# ---------------------------------------------------------------------------------------- reading
+#: Default bound, in bytes, on the uncompressed contents a state file may declare (its JSON
+#: description, arrays and pickles together); ``max_bytes`` of :func:`load` overrides it.
+MAX_STATE_BYTES = 1 << 30
+#: The JSON description may take at most this share of ``max_bytes`` (parsed JSON takes several
+#: times its size in memory).
+MANIFEST_SHARE = 16
+#: Deepest nesting of lists and objects in the JSON description (a pipeline holding a river tree of
+#: height 5 needs 30).
+MAX_JSON_DEPTH = 256
+_NPY_HEADER_MAX = 1 << 16  # the .npy header (magic, version, dict), far above numpy's own padding
+_CHUNK = 1 << 20
+# dtypes an array member may have: those the encoder writes (numbers, bools, strings, dates)
+_ARRAY_KINDS = frozenset("biufcUSMm")
+_ARRAY_NAME = re.compile(r"a[0-9]{1,9}")
+_PICKLE_NAME = re.compile(r"p[0-9]{1,9}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_RECURSION_LOCK = threading.Lock()
+_RECURSION_USERS = [0, 0]  # loads running, recursion limit before the first of them
+
+
+class _HashingReader:
+    """A zip member read through a SHA-256, so that its checksum is verified as it streams."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.sha = hashlib.sha256()
+        self.n = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.raw.read(n)
+        self.sha.update(data)
+        self.n += len(data)
+        return data
+
+    def readinto(self, view) -> int:
+        n = self.raw.readinto(view)
+        self.sha.update(view[:n])
+        self.n += n
+        return n
+
+
+def _fail(where: str, what: str, exc: BaseException | None = None):
+    detail = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
+    msg = f"{where} is damaged: {what}{detail}."
+    raise StateFileError(msg)
+
+
+def _json_depth(text: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in JSON text (brackets inside strings do not count)."""
+    skeleton = _JSON_STRING.sub('""', text).encode("ascii", "replace")
+    codes = np.frombuffer(skeleton, dtype=np.uint8)
+    at = np.flatnonzero((codes == ord("[")) | (codes == ord("{")) | (codes == ord("]")) | (codes == ord("}")))
+    if at.size == 0:
+        return 0
+    opens = (codes[at] == ord("[")) | (codes[at] == ord("{"))
+    return int(np.cumsum(np.where(opens, 1, -1).astype(np.int32)).max())
+
+
+@contextlib.contextmanager
+def _recursion_room(frames: int):
+    """Let the decoder recurse ``frames`` deeper than the caller (restored when every load is done)."""
+    depth = 0
+    frame = sys._getframe()
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    with _RECURSION_LOCK:
+        if _RECURSION_USERS[0] == 0:
+            _RECURSION_USERS[1] = sys.getrecursionlimit()
+        _RECURSION_USERS[0] += 1
+        if sys.getrecursionlimit() < depth + frames:
+            sys.setrecursionlimit(depth + frames)
     try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-    except Exception as exc:  # any failure to parse the container: not a state file, or damaged
-        msg = f"{where} is not a streamcal state file, or it is truncated or damaged: {exc}."
-        raise StateFileError(msg) from None
-    with zf:
-        manifest = _read_manifest(zf, where)
-        arrays, pickles = {}, {}
-        for name, meta in manifest["arrays"].items():
-            raw = _read_member(zf, f"arrays/{name}.npy", meta, where)
-            try:
-                arrays[name] = np.load(io.BytesIO(raw), allow_pickle=False)
-            except Exception as exc:  # a .npy header or body that numpy cannot parse
-                msg = f"{where} is damaged: array {name!r} cannot be read ({exc})."
-                raise StateFileError(msg) from None
-        if manifest["pickles"] and not allow_pickle:
-            parts = "; ".join(f"`{m['where']}` ({m['type']})" for m in manifest["pickles"].values())
-            msg = (
-                f"{where} holds pickled objects: {parts}. Unpickling can run arbitrary code; pass "
-                "allow_pickle=True only if you trust the file."
-            )
-            raise StatePickleError(msg)
-        for name, meta in manifest["pickles"].items():
-            pickles[name] = _read_member(zf, f"pickles/{name}.pkl", meta, where)
+        yield
+    finally:
+        with _RECURSION_LOCK:
+            _RECURSION_USERS[0] -= 1
+            if _RECURSION_USERS[0] == 0:
+                sys.setrecursionlimit(_RECURSION_USERS[1])
+
+
+def _read_manifest(zf: zipfile.ZipFile, where: str, limit: int) -> dict:
     try:
-        return _Decoder(arrays, pickles).decode(manifest["root"])
-    except StateFileError:
-        raise
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-        msg = f"{where} is damaged: its learner description cannot be decoded ({type(exc).__name__}: {exc})."
-        raise StateFileError(msg) from None
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _read_manifest(zf: zipfile.ZipFile, where: str) -> dict:
-    try:
-        raw = zf.read(_MANIFEST)
+        info = zf.getinfo(_MANIFEST)
     except KeyError:
         msg = f"{where} is a zip file but not a streamcal state file (no {_MANIFEST!r} member)."
         raise StateFileError(msg) from None
-    except Exception as exc:  # bad CRC, bad header, unsupported zip features, ...
-        msg = f"{where} is damaged: {exc}."
-        raise StateFileError(msg) from None
+    if info.file_size > limit:
+        msg = (
+            f"{where} declares a {info.file_size}-byte {_MANIFEST!r}, over the limit of {limit} bytes "
+            "(1/16 of `max_bytes`); pass a larger `max_bytes` to load it."
+        )
+        raise StateFileError(msg)
     try:
-        manifest = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        msg = f"{where} is damaged: its {_MANIFEST!r} is not valid JSON ({exc})."
-        raise StateFileError(msg) from None
+        with zf.open(info) as f:
+            raw = f.read(limit + 1)
+    except Exception as exc:  # bad CRC, bad header, unsupported zip features, ...
+        _fail(where, f"{_MANIFEST!r} cannot be read", exc)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        _fail(where, f"its {_MANIFEST!r} is not valid JSON", exc)
+    depth = _json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        _fail(where, f"its {_MANIFEST!r} nests {depth} levels deep, more than {MAX_JSON_DEPTH}")
+    try:
+        manifest = json.loads(text)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        _fail(where, f"its {_MANIFEST!r} is not valid JSON", exc)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        msg = f"{where} is not a streamcal state file (format {manifest.get('format')!r})."
+        found = manifest.get("format") if isinstance(manifest, dict) else f"a JSON {type(manifest).__name__}"
+        msg = f"{where} is not a streamcal state file (format {found!r})."
         raise StateFileError(msg)
     version = manifest.get("format_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
@@ -546,22 +801,190 @@ def _read_manifest(zf: zipfile.ZipFile, where: str) -> dict:
         if key not in manifest:
             msg = f"{where} is damaged: its {_MANIFEST!r} has no {key!r} entry."
             raise StateFileError(msg)
+    _check_members_listing(manifest, where)
     return manifest
 
 
-def _read_member(zf: zipfile.ZipFile, name: str, meta: dict, where: str) -> bytes:
+def _check_members_listing(manifest: dict, where: str) -> None:
+    """The ``arrays`` and ``pickles`` entries: their names, checksums, dtypes and shapes, type by type."""
+    for key, pattern, fields in (
+        ("arrays", _ARRAY_NAME, {"dtype", "shape", "sha256"}),
+        ("pickles", _PICKLE_NAME, {"where", "type", "sha256"}),
+    ):
+        listing = manifest[key]
+        if not isinstance(listing, dict):
+            _fail(where, f"its {key!r} entry must be a JSON object; got a JSON {type(listing).__name__}")
+        for name, meta in listing.items():
+            if not pattern.fullmatch(name):
+                _fail(where, f"{key} member name {name!r} is not one the format writes")
+            if not isinstance(meta, dict) or set(meta) != fields:
+                _fail(where, f"{key} entry {name!r} must be an object with the fields {sorted(fields)}")
+            if not (isinstance(meta["sha256"], str) and _SHA256.fullmatch(meta["sha256"])):
+                _fail(where, f"{key} entry {name!r} has no valid SHA-256")
+            if key == "pickles":
+                if not (isinstance(meta["where"], str) and isinstance(meta["type"], str)):
+                    _fail(where, f"pickle entry {name!r} must name its place and type as strings")
+                continue
+            meta["_dtype"] = _array_dtype(meta["dtype"], name, where)
+            shape = meta["shape"]
+            if not (
+                isinstance(shape, list)
+                and len(shape) <= 32
+                and all(type(n) is int and n >= 0 for n in shape)
+            ):
+                _fail(where, f"array {name!r} has the invalid shape {shape!r}")
+            meta["_nbytes"] = math.prod(shape) * meta["_dtype"].itemsize
+
+
+def _array_dtype(text, name: str, where: str) -> np.dtype:
+    if not isinstance(text, str) or len(text) > 16:
+        _fail(where, f"array {name!r} has the invalid dtype {text!r}")
     try:
-        data = zf.read(name)
+        dtype = np.dtype(text)
+    except Exception as exc:  # numpy raises TypeError or ValueError, depending on the string
+        _fail(where, f"array {name!r} has the invalid dtype {text!r}", exc)
+    if dtype.kind not in _ARRAY_KINDS or dtype.fields is not None or dtype.shape != () or dtype.itemsize == 0:
+        _fail(where, f"array {name!r} has the dtype {text!r}, which the format does not write")
+    return dtype
+
+
+def _member_info(zf: zipfile.ZipFile, name: str, where: str) -> zipfile.ZipInfo:
+    try:
+        return zf.getinfo(name)
     except KeyError:
         msg = f"{where} is damaged: member {name!r} is missing."
         raise StateFileError(msg) from None
+
+
+def _check_sizes(zf: zipfile.ZipFile, manifest: dict, where: str, max_bytes: int, manifest_size: int) -> None:
+    """Every member's declared size against the listing and the limit, before anything is read."""
+    total = manifest_size
+    for name, meta in manifest["arrays"].items():
+        info = _member_info(zf, f"arrays/{name}.npy", where)
+        header = info.file_size - meta["_nbytes"]
+        if not 10 <= header <= _NPY_HEADER_MAX:
+            _fail(
+                where,
+                f"member 'arrays/{name}.npy' declares {info.file_size} bytes, which does not fit "
+                f"a {meta['dtype']} array of shape {tuple(meta['shape'])} ({meta['_nbytes']} bytes of data)",
+            )
+        total += info.file_size
+    for name in manifest["pickles"]:
+        total += _member_info(zf, f"pickles/{name}.pkl", where).file_size
+    if total > max_bytes:
+        msg = (
+            f"{where} declares {total} bytes of contents, over the limit of {max_bytes} bytes; "
+            "pass a larger `max_bytes` to load it."
+        )
+        raise StateFileError(msg)
+
+
+def _read_array(zf: zipfile.ZipFile, name: str, meta: dict, where: str) -> np.ndarray:
+    """One ``.npy`` member, streamed into its array through the checksum; the header must agree
+    with the listing (dtype, shape) and the member's size."""
+    member = f"arrays/{name}.npy"
+    info = zf.getinfo(member)
+    try:
+        with zf.open(info) as raw:
+            f = _HashingReader(raw)
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                _fail(where, f"member {member!r} is a .npy file of version {version}, which the format does not write")
+            if dtype != meta["_dtype"] or dtype.str != meta["_dtype"].str or list(shape) != meta["shape"]:
+                _fail(
+                    where,
+                    f"member {member!r} holds a {dtype.str} array of shape {shape}, but the file lists "
+                    f"{meta['dtype']} and {tuple(meta['shape'])}",
+                )
+            if f.n + meta["_nbytes"] != info.file_size:
+                _fail(where, f"member {member!r} is {info.file_size} bytes, not its header and data")
+            flat = np.empty(math.prod(shape), dtype=dtype)
+            view = memoryview(flat.view(np.uint8))
+            done = 0
+            while done < view.nbytes:
+                n = f.readinto(view[done : done + _CHUNK])
+                if n == 0:
+                    _fail(where, f"member {member!r} is truncated")
+                done += n
+            if f.read(1):  # also makes the zip module check the member's CRC
+                _fail(where, f"member {member!r} is longer than its array")
+    except StateFileError:
+        raise
+    except Exception as exc:  # bad CRC, bad .npy header, unsupported zip features, ...
+        _fail(where, f"member {member!r} cannot be read", exc)
+    if f.sha.hexdigest() != meta["sha256"]:
+        msg = f"{where} is damaged: member {member!r} does not match its checksum."
+        raise StateFileError(msg)
+    return flat.reshape(shape, order="F" if fortran else "C")
+
+
+def _read_pickle(zf: zipfile.ZipFile, name: str, meta: dict, where: str) -> bytes:
+    member = f"pickles/{name}.pkl"
+    info = zf.getinfo(member)
+    try:
+        with zf.open(info) as raw:
+            data = raw.read(info.file_size + 1)
     except Exception as exc:  # bad CRC, bad header, unsupported zip features, ...
-        msg = f"{where} is damaged: member {name!r} cannot be read ({exc})."
-        raise StateFileError(msg) from None
-    if _sha(data) != meta.get("sha256"):
-        msg = f"{where} is damaged: member {name!r} does not match its checksum."
+        _fail(where, f"member {member!r} cannot be read", exc)
+    if len(data) != info.file_size or _sha(data) != meta["sha256"]:
+        msg = f"{where} is damaged: member {member!r} does not match its checksum."
         raise StateFileError(msg)
     return data
+
+
+def _read_state(source, *, allow_pickle: bool, where: str, max_bytes: int):
+    from streamcal._validation import check_scalar
+
+    check_scalar(max_bytes, "max_bytes", numbers.Integral, low=1)
+    try:
+        return _read_checked(source, allow_pickle=allow_pickle, where=where, max_bytes=max_bytes)
+    except StateFileError:
+        raise
+    except Exception as exc:  # whatever else a crafted file provokes is a damaged file too
+        msg = f"{where} is damaged: it cannot be read ({type(exc).__name__}: {exc})."
+        raise StateFileError(msg) from None
+
+
+def _read_checked(source, *, allow_pickle: bool, where: str, max_bytes: int):
+    try:
+        zf = zipfile.ZipFile(source)
+    except Exception as exc:  # any failure to parse the container: not a state file, or damaged
+        msg = f"{where} is not a streamcal state file, or it is truncated or damaged: {exc}."
+        raise StateFileError(msg) from None
+    with zf:
+        manifest = _read_manifest(zf, where, max(max_bytes // MANIFEST_SHARE, 1))
+        _check_sizes(zf, manifest, where, max_bytes, zf.getinfo(_MANIFEST).file_size)
+        if manifest["pickles"] and not allow_pickle:
+            parts = "; ".join(f"`{m['where']}` ({m['type']})" for m in manifest["pickles"].values())
+            msg = (
+                f"{where} holds pickled objects: {parts}. Unpickling can run arbitrary code; pass "
+                "allow_pickle=True only if you trust the file."
+            )
+            raise StatePickleError(msg)
+        arrays = {name: _read_array(zf, name, meta, where) for name, meta in manifest["arrays"].items()}
+        pickles = {name: _read_pickle(zf, name, meta, where) for name, meta in manifest["pickles"].items()}
+    try:
+        with _recursion_room(3 * MAX_JSON_DEPTH + 100):
+            return _Decoder(arrays, pickles).decode(manifest["root"], "learner")
+    except StateFileError as exc:
+        msg = f"{where} cannot be loaded: {exc}"
+        raise StateFileError(msg) from None
+    except Exception as exc:  # anything else a crafted description provokes is a damaged file too
+        msg = f"{where} is damaged: its learner description cannot be decoded ({type(exc).__name__}: {exc})."
+        raise StateFileError(msg) from None
+
+
+def from_bytes(data: bytes, *, allow_pickle: bool = False, where: str = "the data", max_bytes: int = MAX_STATE_BYTES):
+    """Rebuild a learner from the bytes of a state file (see :func:`to_bytes` and :func:`load`)."""
+    return _read_state(io.BytesIO(data), allow_pickle=allow_pickle, where=where, max_bytes=max_bytes)
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def save(obj, path, *, allow_pickle: bool = True) -> Path:
@@ -592,20 +1015,39 @@ def save(obj, path, *, allow_pickle: bool = True) -> Path:
     return path
 
 
-def load(path, *, allow_pickle: bool = False):
+def load(path, *, allow_pickle: bool = False, max_bytes: int = MAX_STATE_BYTES):
     """Read a learner written by :func:`save`.
 
-    Raises :class:`StateFileError` if the file is not a state file or is truncated or damaged,
-    :class:`StateVersionError` if it was written in a newer format version, and
-    :class:`StatePickleError` if it holds pickles and ``allow_pickle`` is False.
+    Parameters
+    ----------
+    path
+        The state file.
+    allow_pickle
+        Unpickle the parts stored with pickle (see :mod:`streamcal.persist`). Unpickling runs
+        whatever code the file names: pass True only for files you trust.
+    max_bytes
+        Most bytes of contents the file may declare (its JSON description, arrays and pickles,
+        uncompressed); a file declaring more is refused before any of it is read.
+
+
+    Raises
+    ------
+    StateFileError
+        The file is not a state file, is truncated or damaged, is over the size limits or
+        describes an inconsistent learner (what is checked is listed in ``docs/persistence.md``).
+    StateVersionError
+        The file was written in a newer format version.
+    StatePickleError
+        The file holds pickles and ``allow_pickle`` is False.
     """
     path = Path(path)
     try:
-        data = path.read_bytes()
+        f = path.open("rb")
     except IsADirectoryError:
         msg = f"`path` must be a state file; got the directory {str(path)!r}."
         raise StateFileError(msg) from None
-    return from_bytes(data, allow_pickle=allow_pickle, where=f"{str(path)!r}")
+    with f:
+        return _read_state(f, allow_pickle=allow_pickle, where=f"{str(path)!r}", max_bytes=max_bytes)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -664,9 +1106,9 @@ class Persistable:
         return save(self, path, allow_pickle=allow_pickle)
 
     @classmethod
-    def load(cls, path, *, allow_pickle: bool = False):
+    def load(cls, path, *, allow_pickle: bool = False, max_bytes: int = MAX_STATE_BYTES):
         """Read a learner of this class from ``path`` (see :func:`streamcal.persist.load`)."""
-        obj = load(path, allow_pickle=allow_pickle)
+        obj = load(path, allow_pickle=allow_pickle, max_bytes=max_bytes)
         if not isinstance(obj, cls):
             msg = f"{str(path)!r} holds a {type(obj).__name__}, not a {cls.__name__}."
             raise TypeError(msg)

@@ -15,18 +15,53 @@ O(buckets + events in the window), never O(stream):
   before they could overflow. State O(buckets).
 
 The window clock advances on learned events only; predictions never change the state.
+
+Shorthands
+----------
+Every ``window=`` parameter also takes the values people type, through one parser,
+:func:`as_window` (the replay command line's ``--window`` uses it too):
+
+- ``None``: :class:`Unbounded`;
+- an int, or a string of one (``100_000``, ``"100000"``, ``"1e5"``): ``CountWindow(n)``, with
+  ``1 <= n <= 2**53``;
+- a duration string, a number and a unit (``"7d"``, ``"12h"``, ``"30m"``, ``"3600s"``,
+  ``"1.5h"``, ``"1w"``; units ``ms``, ``s``/``sec``, ``m``/``min``, ``h``/``hr``, ``d``,
+  ``w``): ``TimeWindow(seconds)``, the event times then being in seconds.
+
+A float is refused (``window=1.5``: a count of events or seconds?), and so are bools. The
+calibrator stores the value as given (its ``repr`` and ``clone`` show it); the strategy is
+derived from it. :func:`as_decay` reads ``Decay`` half-lives the same way (an int is a number of
+events, a duration string a time).
 """
 
 from __future__ import annotations
 
 import numbers
+import re
+from decimal import Decimal
 
+import numpy as np
 from river import base
 
 from streamcal._kernels import histogram as _h
-from streamcal._validation import check_scalar
+from streamcal._validation import call_repr, check_scalar
 
-__all__ = ["CountWindow", "Decay", "TimeWindow", "Unbounded", "Window"]
+__all__ = [
+    "MAX_WINDOW_EVENTS",
+    "CountWindow",
+    "Decay",
+    "TimeWindow",
+    "Unbounded",
+    "Window",
+    "as_decay",
+    "as_window",
+    "parse_duration",
+]
+
+#: The largest count window (and event half-life): the kernels hold it as a float64, exact up
+#: to ``2**53``. A count window also allocates its ring of ``n`` events when the calibrator is
+#: built, so memory bounds it far earlier (about 32 bytes per event).
+MAX_WINDOW_EVENTS = 2**53
 
 
 class Window(base.Base):
@@ -44,6 +79,11 @@ class Window(base.Base):
 
     uses_times: bool = False
 
+    def __repr__(self) -> str:
+        return call_repr(self)
+
+    __str__ = __repr__  # river shows a parameter object by ``str`` in its estimators' ``repr``
+
     def code(self) -> tuple[int, float, float, float]:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -59,7 +99,7 @@ class Unbounded(Window):
     --------
     >>> from streamcal.windows import Unbounded
     >>> Unbounded()
-    Unbounded ()
+    Unbounded()
     """
 
     def code(self):
@@ -79,18 +119,20 @@ class CountWindow(Window):
     >>> from streamcal.windows import CountWindow
     >>> CountWindow(n=1000).n
     1000
+    >>> CountWindow(100_000)
+    CountWindow(n=100000)
     """
 
     def __init__(self, n: int = 10_000):
         self.n = n
 
     def code(self):
-        check_scalar(self.n, "n", numbers.Integral, low=1)
+        check_scalar(self.n, "n", numbers.Integral, low=1, high=MAX_WINDOW_EVENTS)
         return (_h.KIND_COUNT, float(self.n), 0.0, 0.0)
 
     @property
     def ring_capacity(self) -> int:
-        check_scalar(self.n, "n", numbers.Integral, low=1)
+        check_scalar(self.n, "n", numbers.Integral, low=1, high=MAX_WINDOW_EVENTS)
         return int(self.n)
 
 
@@ -135,12 +177,14 @@ class Decay(Window):
     units of the event times (``2**(-(t_now - t_i) / half_life)``; times required, never going
     backwards). One global factor implements it: no per-event pass over the buckets; the stored
     values are rescaled by an exact power of two every 64 half-lives so that they never overflow,
-    and events older than about 1000 half-lives underflow to zero (they are forgotten).
+    and events older than about 1000 half-lives underflow to zero (they are forgotten; a clock
+    jump of any length, even beyond the range of a double in half-lives, just forgets them).
 
     Parameters
     ----------
     half_life
-        Half-life, in events or in time units.
+        Half-life, in events or in time units: a number in ``[MIN_HALF_LIFE, MAX_HALF_LIFE]``
+        (``[1e-9, 1e18]``, see ``docs/limits.md``), checked when a calibrator is built with it.
     by
         ``"events"`` or ``"time"``.
 
@@ -148,11 +192,16 @@ class Decay(Window):
     --------
     >>> from streamcal.windows import Decay
     >>> Decay(half_life=1000.0)
-    Decay (
-      half_life=1000.
-      by="events"
-    )
+    Decay(half_life=1000.0)
+    >>> Decay(3600.0, by="time")
+    Decay(half_life=3600.0, by='time')
     """
+
+    #: Range of ``half_life``. Below it every event outweighs the one before it by more than
+    #: 2**(1e9): the window would hold only the newest event; above it the weights would hardly
+    #: decay within any stream (use ``Unbounded``).
+    MIN_HALF_LIFE = 1e-9
+    MAX_HALF_LIFE = 1e18
 
     def __init__(self, half_life: float = 10_000.0, by: str = "events"):
         self.half_life = half_life
@@ -163,7 +212,184 @@ class Decay(Window):
         return self.by == "time"
 
     def code(self):
-        check_scalar(self.half_life, "half_life", low=0.0, low_inclusive=False)
+        check_scalar(self.half_life, "half_life", low=self.MIN_HALF_LIFE, high=self.MAX_HALF_LIFE)
         check_scalar(self.by, "by", choices=("events", "time"))
         kind = _h.KIND_DECAY_TIME if self.by == "time" else _h.KIND_DECAY_EVENTS
         return (kind, 0.0, 0.0, float(self.half_life))
+
+
+# ------------------------------------------------------------------------------- shorthands
+_UNITS = {
+    "ms": Decimal("0.001"),
+    "s": Decimal(1),
+    "sec": Decimal(1),
+    "m": Decimal(60),
+    "min": Decimal(60),
+    "h": Decimal(3600),
+    "hr": Decimal(3600),
+    "d": Decimal(86_400),
+    "w": Decimal(604_800),
+}
+_UNIT_LIST = "ms, s, m (or min), h, d, w"
+_NUMBER = re.compile(r"\s*(?P<num>[+-]?(?:\d+(?:_\d+)*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(?P<unit>[A-Za-z]*)\s*")
+
+
+def _number_and_unit(text: str) -> tuple[Decimal, str] | None:
+    """``(number, unit)`` of a string such as ``"7d"``, ``"1.5 h"``, ``"100_000"`` (unit ``""``)."""
+    match = _NUMBER.fullmatch(text)
+    if match is None:
+        return None
+    return Decimal(match["num"].replace("_", "")), match["unit"]
+
+
+def _seconds(number: Decimal, unit: str, name: str, value) -> float:
+    if unit not in _UNITS:
+        msg = (
+            f"`{name}` = {value!r} has an unknown unit {unit!r}; the units are {_UNIT_LIST} "
+            "(such as '7d', '12h', '3600s')."
+        )
+        raise ValueError(msg)
+    seconds = float(number * _UNITS[unit])
+    if not seconds < float("inf"):
+        msg = f"`{name}` = {value!r} is too large: a duration must be a finite number of seconds."
+        raise ValueError(msg)
+    return seconds
+
+
+def _whole(number: Decimal, name: str, value, what: str) -> int:
+    """``number`` as an int in ``[1, MAX_WINDOW_EVENTS]``, or raise saying what is wrong."""
+    if number != number.to_integral_value():
+        msg = (
+            f"`{name}` = {value!r} is not a whole number of events; for a duration give a unit, "
+            f"such as '{value}s' (units: {_UNIT_LIST})."
+        )
+        raise ValueError(msg)
+    if number < 1:
+        msg = f"`{name}` must be a positive number of events, an int in [1, 2**53]; got {value!r}."
+        raise ValueError(msg)
+    if number > MAX_WINDOW_EVENTS:
+        msg = f"`{name}` = {value!r} is too large: {what} must be an int in [1, 2**53]."
+        raise ValueError(msg)
+    return int(number)
+
+
+def _shorthand(value, name: str, what: str):
+    """``("events", n)`` or ``("seconds", s)`` from an int or a string, or raise naming ``name``."""
+    if isinstance(value, str):
+        parsed = _number_and_unit(value)
+        if parsed is None:
+            msg = (
+                f"`{name}` must be a whole number of events (such as 100000) or a duration with a unit "
+                f"(such as '7d', '12h', '3600s'; units {_UNIT_LIST}); got {value!r}."
+            )
+            raise ValueError(msg)
+        number, unit = parsed
+        if not unit:
+            return "events", _whole(number, name, value, what)
+        seconds = _seconds(number, unit, name, value)
+        if not seconds > 0.0:
+            msg = f"`{name}` must be a positive duration; got {value!r}."
+            raise ValueError(msg)
+        return "seconds", seconds
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return "events", _whole(Decimal(int(value)), name, value, what)
+    return None
+
+
+def _refuse(value, name: str, kinds: str, float_hint: str):
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_, numbers.Integral)):
+        hint = float_hint.format(v=float(value))
+        msg = (
+            f"`{name}` must be {kinds}; got {value!r} of type {type(value).__name__}, which could be "
+            f"a number of events or a time: {hint}."
+        )
+    else:
+        msg = f"`{name}` must be {kinds}; got {value!r} of type {type(value).__name__}."
+    raise TypeError(msg)
+
+
+def as_window(value, name: str = "window") -> Window:
+    """The window strategy a ``window=`` value means (see the module's *Shorthands*).
+
+    Parameters
+    ----------
+    value
+        ``None`` (unbounded), a :class:`Window`, an int number of events (a count window), or a
+        string: a whole number of events, or a duration with a unit (a time window in seconds).
+    name
+        The argument's name in error messages (``"--window"`` on the command line).
+
+    Examples
+    --------
+    >>> from streamcal.windows import as_window
+    >>> as_window(100_000), as_window("7d"), as_window(None)
+    (CountWindow(n=100000), TimeWindow(seconds=604800.0), Unbounded())
+    >>> as_window("7x")
+    Traceback (most recent call last):
+    ...
+    ValueError: `window` = '7x' has an unknown unit 'x'; the units are ms, s, m (or min), h, d, w
+    (such as '7d', '12h', '3600s').
+    """
+    if value is None:
+        return Unbounded()
+    if isinstance(value, Window):
+        return value
+    parsed = _shorthand(value, name, "a count window's number of events")
+    if parsed is None:
+        _refuse(
+            value,
+            name,
+            "an int number of events (CountWindow), a duration string such as '7d' or '3600s' "
+            "(TimeWindow), a window from streamcal.windows, or None",
+            "for a time window of {v!r} seconds write '{v!r}s' (or TimeWindow({v!r}) for other time units)",
+        )
+    kind, amount = parsed
+    return CountWindow(amount) if kind == "events" else TimeWindow(amount)
+
+
+def as_decay(value, name: str = "decay") -> Decay:
+    """A :class:`Decay` from a half-life: an int (or a string of one) in events, or a duration.
+
+    Examples
+    --------
+    >>> from streamcal.windows import as_decay
+    >>> as_decay(10_000), as_decay("3d")
+    (Decay(half_life=10000.0), Decay(half_life=259200.0, by='time'))
+    """
+    if isinstance(value, Decay):
+        return value
+    parsed = _shorthand(value, name, "a half-life in events")
+    if parsed is None:
+        _refuse(
+            value,
+            name,
+            "a half-life: an int number of events, a duration string such as '3d', or a Decay",
+            "write Decay({v!r}) for a half-life of {v!r} events, '{v!r}s' for {v!r} seconds",
+        )
+    kind, amount = parsed
+    return Decay(float(amount), by="events") if kind == "events" else Decay(amount, by="time")
+
+
+def parse_duration(value, name: str = "duration") -> float:
+    """Seconds, from a number (taken as seconds) or a string such as ``"90s"``, ``"15m"``, ``"3d"``.
+
+    A string without a unit is seconds too. The result is finite and non-negative.
+
+    Examples
+    --------
+    >>> from streamcal.windows import parse_duration
+    >>> parse_duration("1.5h"), parse_duration(30), parse_duration("45")
+    (5400.0, 30.0, 45.0)
+    """
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+        seconds = float(value)
+    elif isinstance(value, str) and (parsed := _number_and_unit(value)) is not None:
+        number, unit = parsed
+        seconds = _seconds(number, unit or "s", name, value)
+    else:
+        msg = f"`{name}` must be a number of seconds or a duration such as '90s', '15m', '12h', '3d'; got {value!r}."
+        raise ValueError(msg)
+    if not 0.0 <= seconds < float("inf"):
+        msg = f"`{name}` must be a finite, non-negative duration; got {value!r}."
+        raise ValueError(msg)
+    return seconds

@@ -57,12 +57,12 @@ def test_every_command_has_working_help():
         assert "usage: streamcal" in result.stdout
 
 
-def test_replay_finite_proba_never_gives_zero_or_one(tmp_path):
+def test_replay_default_never_gives_zero_or_one_and_exact_proba_does(tmp_path):
     data = tmp_path / "click.parquet"
     assert run_cli("generate", str(data), "-n", "4000", "--seed", "2").returncode == 0
     exact, finite = tmp_path / "exact.parquet", tmp_path / "finite.parquet"
-    assert run_cli("replay", str(data), "--output", str(exact), "--quiet").returncode == 0
-    result = run_cli("replay", str(data), "--finite-proba", "--output", str(finite), "--quiet")
+    assert run_cli("replay", str(data), "--output", str(finite), "--quiet").returncode == 0
+    result = run_cli("replay", str(data), "--exact-proba", "--output", str(exact), "--quiet")
     assert result.returncode == 0, result.stderr
     p_exact = pq.read_table(exact).column("proba_pav").to_numpy()
     p_finite = pq.read_table(finite).column("proba_pav").to_numpy()

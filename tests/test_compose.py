@@ -220,7 +220,7 @@ def test_binary_output_keys_and_llr():
         assert math.isclose(sum(p.values()), 1.0)
         llr = model.predict_llr_one(x)
         assert isinstance(llr, float)
-        assert model.predict_one(x) == (p[True] >= 0.5)
+        assert model.predict_one(x) == (p[True] > 0.5)  # the one threshold every predict_one uses
         model.learn_one(x, y)
 
 

@@ -95,7 +95,7 @@ def consistent_r(p):
     return p[:, None] / (p[:, None] + p[None, :])
 
 
-# --- golden values (paper 002, section 3, unit weights) ---------------------------------------
+# --- golden values (Hastie & Tibshirani, 1998, section 3, unit weights) ---------------------------------------
 
 PAPER_3_10 = np.array(
     [[0, 0.56, 0.51, 0.60], [0.44, 0, 0.96, 0.44], [0.49, 0.04, 0, 0.59], [0.40, 0.56, 0.41, 0]]
@@ -185,7 +185,7 @@ def test_ht_zero_sweeps_returns_the_row_average_estimate(rng):
 
 @given(seed=st.integers(0, 2**32 - 1), k=st.integers(3, 9))
 def test_row_average_orders_classes_as_the_solution_does(seed, k):
-    # Theorem 1 (paper 002): p~_i > p~_j iff p^_i > p^_j, with equal weights.
+    # Theorem 1 (Hastie & Tibshirani, 1998): p~_i > p~_j iff p^_i > p^_j, with equal weights.
     rng = np.random.default_rng(seed)
     r = random_r(rng, k)
     p_tilde = r.sum(axis=1)
@@ -385,8 +385,10 @@ def test_inconsistent_pair_is_rejected():
 
 
 def test_non_numeric_r_is_rejected():
-    with pytest.raises(TypeError, match="`r` must be an array of numbers"):
+    with pytest.raises(TypeError, match="`r` must hold real numbers only; got strings"):
         pairwise_couple([["a", "b"], ["c", "d"]])
+    with pytest.raises(TypeError, match=r"`r` must hold real numbers only; got '0\.5'"):
+        pairwise_couple(np.array([[0.0, "0.5"], [0.5, 0.0]], dtype=object))
     with pytest.raises(TypeError, match="`r` must be an array of numbers"):
         pairwise_couple("r")
 

@@ -153,7 +153,7 @@ def test_bad_arguments_are_rejected(frame):
 
 def test_missing_dask_is_a_clear_import_error(monkeypatch, frame):
     monkeypatch.setitem(sys.modules, "dask", None)
-    with pytest.raises(ImportError, match=r"pip install 'streamcal\[dask\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'streamcal-engine\[dask\]'"):
         scd.fit(PAVCalibrator(), frame, "score", "label")
 
 

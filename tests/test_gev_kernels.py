@@ -1,4 +1,4 @@
-"""GEV family kernels against scipy, quadrature and the reference values of DESIGN §3."""
+"""GEV family kernels against scipy, quadrature and the reference values of docs/design.md §3."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def inside_points(xi, n=9):
 
 
 # ---------------------------------------------------------------------------------------------
-# reference values (DESIGN §3)
+# reference values (docs/design.md §3)
 
 
 @pytest.mark.parametrize(

@@ -173,7 +173,7 @@ def _snapshot(model):
         (lambda m: m.learn_many(pd.DataFrame({"x0": [1.0, 2.0]}), pd.Series([1])),
          r"one label per row"),
         (lambda m: m.learn_many(pd.DataFrame({"x0": ["a", "b"]}), pd.Series([1, 0])),
-         r"`X` must hold numbers only"),
+         r"`X\['x0'\]` must hold real numbers only"),
         (lambda m: m.learn_many(np.ones(3), [1, 0, 1]), r"`X` must be 2-d"),
     ],
 )

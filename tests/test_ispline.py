@@ -318,10 +318,12 @@ def test_calibrator_before_fit_and_degenerate_labels():
     np.testing.assert_array_equal(cal.predict_proba([0.0, 1.0]), 0.5)
     np.testing.assert_array_equal(cal.predict_llr([0.0, 1.0]), 0.0)
     cal.fit([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [0, 0, 0, 0, 0, 0])
-    np.testing.assert_array_equal(cal.predict_proba([0.0, 1.0]), 0.0)
+    np.testing.assert_array_equal(cal._predict_fitted(np.array([0.0, 1.0])), 0.0)  # the fitted map ...
+    np.testing.assert_array_equal(cal.predict_proba([0.0, 1.0]), 1 / 8)  # ... served within c/(T+2c), T = 6
     assert np.isfinite(cal.predict_llr([0.0, 1.0])).all()
     cal.fit([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [1, 1, 1, 1, 1, 1])
-    np.testing.assert_allclose(cal.predict_proba([0.0, 1.0]), 1.0, atol=1e-14)
+    np.testing.assert_allclose(cal._predict_fitted(np.array([0.0, 1.0])), 1.0, atol=1e-14)
+    np.testing.assert_array_equal(cal.predict_proba([0.0, 1.0]), 7 / 8)  # (T+c)/(T+2c)
 
 
 def test_calibrator_pickle_and_copy_keep_predictions(rng):
@@ -333,7 +335,7 @@ def test_calibrator_pickle_and_copy_keep_predictions(rng):
 
 
 def _state(cal):
-    return pickle.dumps(cal.__dict__)
+    return pickle.dumps(cal.__getstate__())  # the state without the lock
 
 
 @pytest.mark.parametrize(
@@ -363,7 +365,7 @@ def _state(cal):
             ValueError,
             r"`scores` must be finite; got .*nan.* at position 1",
         ),
-        (lambda c: c.predict_llr([[0.0]]), ValueError, r"`scores` must be 1-d"),
+        (lambda c: c.predict_llr([[0.0, 0.5]]), ValueError, r"`scores` must be 1-d or a single column"),
     ],
 )
 def test_calibrator_rejects_bad_input_and_keeps_state(call, error, match, rng):
@@ -387,9 +389,9 @@ def test_calibrator_rejects_bad_input_and_keeps_state(call, error, match, rng):
 def test_calibrator_rejects_bad_parameters_at_fit_and_keeps_state(params, error, match, rng):
     s, y = logistic_data(rng, 300)
     cal = make_cal().fit(s, y)
-    before = pickle.dumps({k: v for k, v in cal.__dict__.items() if k.startswith("_")})
+    before = pickle.dumps({k: v for k, v in cal.__getstate__().items() if k.startswith("_")})
     for name, value in params.items():
         setattr(cal, name, value)
     with pytest.raises(error, match=match):
         cal.fit(s, y)
-    assert pickle.dumps({k: v for k, v in cal.__dict__.items() if k.startswith("_")}) == before
+    assert pickle.dumps({k: v for k, v in cal.__getstate__().items() if k.startswith("_")}) == before

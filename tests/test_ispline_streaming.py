@@ -17,7 +17,7 @@ from streamcal.windows import CountWindow, Decay, TimeWindow
 
 def snapshot(cal):
     """Every learned attribute, pickled: equal snapshots mean equal state."""
-    return pickle.dumps({k: v for k, v in sorted(cal.__dict__.items()) if k.startswith("_")})
+    return pickle.dumps({k: v for k, v in sorted(cal.__getstate__().items()) if k.startswith("_")})
 
 
 
@@ -61,7 +61,10 @@ def test_streaming_map_is_the_histogram_fit(rng):
     centres, pos, neg = cal.histogram()
     ref = fit_ispline_on_histogram(centres, pos, neg)
     np.testing.assert_array_equal(cal.coef_, ref.coef)
-    np.testing.assert_array_equal(proba, ref.predict(grid))
+    total = float(pos.sum() + neg.sum())  # served within the add-one bounds of the window (c = 1)
+    np.testing.assert_array_equal(proba, np.clip(ref.predict(grid), 1 / (total + 2), (total + 1) / (total + 2)))
+    assert ref.predict(grid)[0] == 0.0  # the bound is reached here
+    assert proba[0] == 1 / (total + 2)
 
 
 def test_one_bucket_per_distinct_score_equals_batch_fit_on_raw_events(rng):
@@ -179,7 +182,7 @@ def test_pickle_clone_and_deepcopy_keep_predictions(rng):
     [
         (lambda c: c.learn_one({"s": 0.3}, 2), ValueError, r"`y` must be a binary label"),
         (lambda c: c.learn_one({"s": float("nan")}, 1), ValueError, r"must be finite"),
-        (lambda c: c.learn_one({"s": 1.5}, 1), ValueError, r"must lie in \[0.0, 1.0\]"),
+        (lambda c: c.learn_one({"s": 1.5}, 1), ValueError, r"must hold probabilities in \[0, 1\]"),
         (lambda c: c.learn_one({"s": 0.3}, 1, w=-1.0), ValueError, r"`w` must be finite and non-negative"),
         (lambda c: c.update([0.1, np.nan], [0, 1]), ValueError, r"`scores` must be finite"),
         (lambda c: c.update([0.1, 0.2], [0, 3]), ValueError, r"`labels` must hold binary labels"),

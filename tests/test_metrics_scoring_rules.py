@@ -1,4 +1,4 @@
-"""Regular binary proper scoring rules (paper 001): closed forms, quadrature, and PAV optimality."""
+"""Regular binary proper scoring rules (Brümmer & du Preez, 2013): closed forms, quadrature, and PAV optimality."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def test_threshold_cost_matches_naive(rng):
 
 
 def test_rules_are_proper(rng):
-    """Expected cost under the true probability q is minimal at q (paper 001, lemma 6)."""
+    """Expected cost under the true probability q is minimal at q (Brümmer & du Preez, 2013, lemma 6)."""
     grid = np.linspace(0.0, 1.0, 201)
     for weighting in [BetaWeighting(0.5, 2.0), BetaWeighting(-0.5, -0.5), ThresholdWeighting(0.3)]:
         target, nontarget = partial_losses(grid, weighting)
@@ -146,7 +146,7 @@ def test_rules_are_proper(rng):
             assert q * at_q[0][0] + (1 - q) * at_q[1][0] <= expected.min() + 1e-12
 
 
-# --- paper 001's theorem -------------------------------------------------------------------
+# --- Brümmer and du Preez's theorem -------------------------------------------------------------------
 
 
 def _random_rule(rng):
@@ -182,7 +182,7 @@ def test_pav_is_optimal_for_every_rbpsr(labels, seed):
     """PAV's solution costs no more than random monotone perturbations of it, for random rules."""
     rng = np.random.default_rng(seed)
     y = np.array(labels, dtype=float)
-    v1, v2 = rng.uniform(0.2, 5.0, 2)  # class weights (paper 001 §2)
+    v1, v2 = rng.uniform(0.2, 5.0, 2)  # class weights (Brümmer & du Preez (2013) §2)
     v = np.where(y == 1, v1, v2) * rng.uniform(0.5, 2.0, y.size)  # and per-trial weights
     p_pav = naive_pav(y, v)
     np.testing.assert_allclose(pav(y, v), p_pav, rtol=0, atol=1e-12)

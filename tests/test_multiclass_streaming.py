@@ -12,13 +12,14 @@ from hypothesis import strategies as st
 from river import base
 
 from streamcal import PAVCalibrator, pairwise_couple
+from streamcal.buckets import Edges
 from streamcal.multiclass import OneVsRestCalibrator, PairwiseCouplingCalibrator
 from streamcal.multiclass.streaming import MAX_LOG_ODDS, UNSEEN_PAIR_WEIGHT
-from streamcal.windows import CountWindow
+from streamcal.windows import CountWindow, TimeWindow
 
 
 class BinnedStandIn(base.Classifier):
-    """Test stand-in for a binary streaming calibrator (the contract in COMMON.md).
+    """Test stand-in for a binary streaming calibrator (the streaming calibrator contract).
 
     Laplace-smoothed positive rate per fixed score bin; unbounded window, so ``window_weight`` is
     the number of events learned.
@@ -356,6 +357,74 @@ def test_bad_labels_and_parameters_are_rejected(cls):
     with pytest.raises(ValueError, match="`classes` must not repeat a class"):
         make(cls, classes=(0, 0, 1)).learn_one({0: 0.5}, 0)
     assert cal._models == {}
+
+
+class RefusingStandIn(BinnedStandIn):
+    """A stand-in that refuses pairwise log-odds above 0 (as a calibrator with a bounded score
+    range would), before changing anything."""
+
+    def learn_one(self, x, y):
+        if next(iter(x.values())) > 0.0:
+            msg = "`x` out of range"
+            raise ValueError(msg)
+        super().learn_one(x, y)
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_a_rejected_learn_one_registers_no_class_and_no_pair(cls):
+    """A learn_one its binary calibrators refuse leaves the classes and pairs as they were."""
+    cal = cls(calibrator=RefusingStandIn())
+    cal.learn_one({0: 0.5, 1: 0.5}, 0)  # log-odds 0: accepted
+    before = pickle.dumps(cal)
+    with pytest.raises(ValueError, match="out of range"):
+        cal.learn_one({0: 0.6, 1: 0.2, 2: 0.2}, 2)  # class 2 is new; the first pair (class) sees log-odds > 0
+    assert pickle.dumps(cal) == before
+    assert cal._classes == [0, 1]
+
+
+class NarrowEdges(Edges):
+    """Edges whose strategy takes scores in [-1, 1] only."""
+
+    score_range = (-1.0, 1.0)
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_streamcal_pairs_are_checked_before_any_learns(cls):
+    """Every pair's score dict goes through its streamcal calibrator's check before the first
+    pair learns: one refused dict leaves all of them unchanged."""
+    cal = cls(calibrator=PAVCalibrator(buckets=NarrowEdges((-1.0, 0.0, 1.0))), scores="logit")
+    cal.learn_one({0: 0.0, 1: 0.0, 2: 0.0}, 0)
+    before = pickle.dumps(cal)
+    # the first pair (or class) in order sees log-odds 0, a later one -5 or 5: out of range
+    with pytest.raises(ValueError, match=r"`x\['score'\]` must lie in \[-1.0, 1.0\]"):
+        cal.learn_one({0: 0.0, 1: 0.0, 2: 5.0}, 1)
+    assert pickle.dumps(cal) == before
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+@pytest.mark.parametrize("bad", [float("nan"), np.float32("nan"), None])
+def test_nan_and_none_are_not_classes(cls, bad):
+    cal = make(cls)
+    cal.learn_one({0: 0.5, 1: 0.5}, 0)
+    before = pickle.dumps(cal)
+    with pytest.raises(ValueError, match="None and NaN are not class labels"):
+        cal.learn_one({0: 0.5, bad: 0.5}, 0)
+    with pytest.raises(ValueError, match="None and NaN are not class labels"):
+        cal.learn_one({0: 0.5, 1: 0.5}, bad)
+    with pytest.raises(ValueError, match="None and NaN are not class labels"):
+        cal.predict_proba_one({0: 0.5, bad: 0.5})
+    assert pickle.dumps(cal) == before
+    with pytest.raises(ValueError, match="`classes`"):
+        make(cls, classes=(0, bad)).learn_one({0: 0.5}, 0)
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_time_window_calibrators_are_refused(cls):
+    cal = cls(calibrator=PAVCalibrator(window=TimeWindow(10.0)))
+    with pytest.raises(ValueError, match="`calibrator` must not use a time window"):
+        cal.learn_one({0: 0.5, 1: 0.5}, 0)
+    assert cal._models == {}
+    assert cal._classes == []
 
 
 def test_bad_coupling_parameters_are_rejected():

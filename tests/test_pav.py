@@ -86,7 +86,7 @@ def test_calibrator_matches_sklearn_with_tied_scores(rng):
         labels = rng.uniform(size=n) < scores
         w = rng.uniform(0.1, 3.0, size=n)
         ref = IsotonicRegression(out_of_bounds="clip").fit(scores, labels.astype(float), sample_weight=w)
-        cal = IsotonicCalibrator().fit(scores, labels, sample_weight=w)
+        cal = IsotonicCalibrator(finite_proba=False).fit(scores, labels, sample_weight=w)
         grid = np.concatenate([scores, rng.uniform(-0.2, 1.2, size=200)])
         np.testing.assert_allclose(cal.predict_proba(grid), ref.predict(grid), rtol=0, atol=1e-12)
 
@@ -154,11 +154,15 @@ def test_exact_pav_llr_infinities_only_at_the_ends():
 
 
 def test_calibrator_step_interpolation_and_clipping():
-    cal = IsotonicCalibrator(interpolation="step").fit([0.0, 1.0, 2.0, 3.0], [0, 1, 0, 1])
-    np.testing.assert_array_equal(cal.predict_proba([-5.0, 0.0, 0.5, 1.0, 1.5, 2.9, 3.0, 9.0]),
-                                  [0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 1.0, 1.0])
-    lin = IsotonicCalibrator().fit([0.0, 1.0, 2.0, 3.0], [0, 1, 0, 1])
+    grid = [-5.0, 0.0, 0.5, 1.0, 1.5, 2.9, 3.0, 9.0]
+    cal = IsotonicCalibrator(interpolation="step", finite_proba=False).fit([0.0, 1.0, 2.0, 3.0], [0, 1, 0, 1])
+    np.testing.assert_array_equal(cal.predict_proba(grid), [0.0, 0.0, 0.0, 0.5, 0.5, 0.5, 1.0, 1.0])
+    lin = IsotonicCalibrator(finite_proba=False).fit([0.0, 1.0, 2.0, 3.0], [0, 1, 0, 1])
     np.testing.assert_allclose(lin.predict_proba([-1.0, 0.5, 2.5, 4.0]), [0.0, 0.25, 0.75, 1.0])
+    # finite (default): the pseudo-positive below and the pseudo-negative above pool everything
+    # (1, 0, 1, 0, 1, 0 in score order) into one block of rate 1/2
+    finite = IsotonicCalibrator(interpolation="step").fit([0.0, 1.0, 2.0, 3.0], [0, 1, 0, 1])
+    np.testing.assert_array_equal(finite.predict_proba(grid), np.full(8, 0.5))
 
 
 def test_calibrator_llr_matches_pav_llr_on_training_scores(rng):

@@ -283,7 +283,7 @@ def test_damaged_bytes_are_rejected_or_harmless(checkpoint):
             continue
         # the flip hit a byte that carries no content (a zip header field): the learner is intact
         assert same(back.predict_proba(grid), cal.predict_proba(grid))
-        assert same(back.__dict__, cal.__dict__)
+        assert same(back.__getstate__(), cal.__getstate__())
     assert rejected > 0.8 * len(data)
 
 
@@ -412,3 +412,272 @@ def test_every_streamcal_learner_resumes_bit_for_bit(tmp_path, cls, params):
     data_a = persist.to_bytes(a)
     if not json.loads(members(data_a)["streamcal.json"])["pickles"]:
         assert data_a == persist.to_bytes(b)  # portable state: the very same file
+
+
+# --------------------------------------------------------------------------------------- hostile files
+# Someone who edits a state file can recompute its checksums (``state_files.pack`` does): these
+# files pass the checksums and must still be refused. tests/test_fuzz_state.py mutates every
+# attribute of every savable class; the cases below are the ones of the bug report, and the
+# container's own limits.
+from state_files import array_of, objects, pack, unpack  # noqa: E402
+
+
+def _count_window_pav():
+    rng = np.random.default_rng(11)
+    s = rng.uniform(size=2000)
+    return PAVCalibrator(window=CountWindow(300)).update(s, rng.uniform(size=2000) < s)
+
+
+def _edit(cal, attr, change):
+    manifest, arrays, pickles = unpack(persist.to_bytes(cal))
+    node = next(objects(manifest["root"]))[1]
+    name = array_of(node, attr)
+    arrays[name] = change(arrays[name].copy())
+    return pack(manifest, arrays, pickles)
+
+
+def _set(index, value):
+    def change(a):
+        a[index] = value
+        return a
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("attr", "change", "match"),
+    [
+        ("_si", _set(3, 10**9), r"`_si` ring count: expected an int in \[0, 300\]; found 1000000000"),
+        ("_sf", lambda a: a[:20], r"`_sf`/`_si`: expected 2960/2356 values .* found 20/2356"),
+        ("_cuts", lambda a: a[:3], r"`_cuts`: expected 1023 values; found 3"),
+        ("_pi", _set(slice(12, 12 + 4 * 64, 4), 10**6), r"`_pi` owner of bucket 0: expected -1 or a bucket"),
+        ("_pi", _set(1, 5), r"`_pi` header slot 1: the PAV blocks do not match the histogram"),
+        ("_sf", _set(12 + 0, 7.0), r"`_sf` positive weight of bucket 0: expected 0.0 \(the bucket holds no event\)"),
+        ("_si", _set(8 + 2048 + 17, 1024), r"`_si` ring buckets: expected buckets in \[0, 1023\]; found 1024"),
+    ],
+    ids=["ring-count-1e9", "sf-truncated", "cuts-of-3", "pi-owners", "pi-head", "phantom-weight", "ring-bucket"],
+)
+def test_inconsistent_pav_state_is_refused(attr, change, match):
+    """The files of the bug report: each made ``update`` read or write out of bounds."""
+    data = _edit(_count_window_pav(), attr, change)
+    with pytest.raises(persist.StateFileError, match=match) as info:
+        persist.from_bytes(data)
+    assert "learner (PAVCalibrator)" in str(info.value)  # where in the learner
+
+
+def test_manifest_that_is_not_an_object_is_refused():
+    for text in (b"[1, 2]", b"null", b'"streamcal-state"', b"3"):
+        with pytest.raises(persist.StateFileError, match="not a streamcal state file"):
+            persist.from_bytes(rezip({"streamcal.json": text}))
+
+
+def test_deeply_nested_manifest_is_refused():
+    deep = b"[" * 100_000 + b"]" * 100_000
+    with pytest.raises(persist.StateFileError, match="nests 100000 levels deep"):
+        persist.from_bytes(rezip({"streamcal.json": deep}))
+    # brackets inside strings do not nest; a learner nested up to the limit loads
+    value = "[{" * 1000
+    for _ in range(persist.MAX_JSON_DEPTH - 1):  # the manifest itself is one level
+        value = [value]
+    assert persist.from_bytes(persist.to_bytes(value)) == value
+    with pytest.raises(persist.StateFileError, match=f"nests {persist.MAX_JSON_DEPTH + 1} levels deep"):
+        persist.from_bytes(persist.to_bytes([value]))
+
+
+def _zip_with_zeros(files: dict, name: str, n_bytes: int) -> bytes:
+    """A zip of ``files`` plus a member ``name`` of ``n_bytes`` zero bytes (a few hundred KB deflated)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for member, data in files.items():
+            if member != name:
+                zf.writestr(member, data)
+        with zf.open(name, "w", force_zip64=True) as f:
+            block = bytes(1 << 20)
+            for _ in range(n_bytes >> 20):
+                f.write(block)
+    return buf.getvalue()
+
+
+def _peak_bytes(call) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        call()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+def test_declared_sizes_are_checked_before_reading():
+    """A member declaring far more bytes than its listed array is refused before it is read."""
+    data = persist.to_bytes(_count_window_pav())
+    files = members(data)
+    bomb = _zip_with_zeros(files, "arrays/a0.npy", 256 << 20)
+    assert len(bomb) < 2 << 20
+
+    def load():
+        with pytest.raises(persist.StateFileError, match=r"member 'arrays/a0.npy' declares 268435456 bytes"):
+            persist.from_bytes(bomb)
+
+    assert _peak_bytes(load) < 16 << 20
+
+
+def test_max_bytes_bounds_what_is_read():
+    cal = _count_window_pav()
+    data = persist.to_bytes(cal)
+    size = sum(len(v) for v in members(data).values())
+    with pytest.raises(persist.StateFileError, match=rf"declares {size} bytes of contents, over the limit of {size // 2} "):
+        persist.from_bytes(data, max_bytes=size // 2)
+    assert type(persist.from_bytes(data, max_bytes=size)) is PAVCalibrator
+    with pytest.raises(persist.StateFileError, match="over the limit"):
+        persist.from_bytes(data, max_bytes=size - 1)
+    # the manifest may take 1/16 of the limit
+    with pytest.raises(persist.StateFileError, match=r"'streamcal\.json', over the limit"):
+        persist.from_bytes(data, max_bytes=16 * (len(members(data)["streamcal.json"]) - 1))
+    for bad, error in ((0, ValueError), (-5, ValueError), (1.5, TypeError), (True, TypeError)):
+        with pytest.raises(error, match=r"`max_bytes` must be"):
+            persist.from_bytes(data, max_bytes=bad)
+
+
+def test_a_large_listed_array_streams_through_its_checksum():
+    """A 64 MB array listed with a wrong checksum: read once, into its own memory only."""
+    manifest, arrays, _ = unpack(persist.to_bytes({"x": np.zeros(3)}))
+    name = next(iter(arrays))
+    good = pack(manifest, {name: np.zeros(8 << 20)})
+    files = members(good)
+    listing = json.loads(files["streamcal.json"])
+    listing["arrays"][name]["sha256"] = "0" * 64
+    files["streamcal.json"] = json.dumps(listing).encode()
+    damaged = rezip(files)
+    del files
+
+    def load():
+        with pytest.raises(persist.StateFileError, match="does not match its checksum"):
+            persist.from_bytes(damaged)
+
+    assert _peak_bytes(load) < (64 << 20) + (8 << 20)  # one copy of the array, not two
+    assert persist.from_bytes(good)["x"].shape == (8 << 20,)
+
+
+def test_array_members_must_agree_with_their_listing():
+    manifest, arrays, _ = unpack(persist.to_bytes({"x": np.arange(3.0)}))
+    name = next(iter(arrays))
+    raw = {f"arrays/{name}.npy": _npy(np.arange(3))}  # int64 data where float64 is listed
+    with pytest.raises(persist.StateFileError, match=r"holds a <i8 array of shape \(3,\), but the file lists <f8"):
+        persist.from_bytes(pack(manifest, {name: np.arange(3.0)}, raw=raw))
+    for dtype in ("O", "V8", "|O", "<U0", "(2,)f8", "x" * 40, 7):
+        listing = {**manifest, "arrays": {name: {"dtype": dtype, "shape": [3], "sha256": "0" * 64}}}
+        with pytest.raises(persist.StateFileError, match="dtype"):
+            persist.from_bytes(rezip({"streamcal.json": json.dumps(listing).encode()}))
+    for shape in ([-1], [3.0], "3", [2**40, 2**40, 2**40]):
+        listing = {**manifest, "arrays": {name: {"dtype": "<f8", "shape": shape, "sha256": "0" * 64}}}
+        with pytest.raises(persist.StateFileError):
+            persist.from_bytes(rezip({"streamcal.json": json.dumps(listing).encode()}))
+
+
+def _npy(arr) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, arr)
+    return buf.getvalue()
+
+
+def _with_root(root, arrays=None) -> bytes:
+    manifest, _, _ = unpack(persist.to_bytes(None))
+    manifest["root"] = root
+    return pack(manifest, arrays or {})
+
+
+@pytest.mark.parametrize(
+    ("root", "match"),
+    [
+        ({"__float__": "zz"}, "hex digits"),
+        ({"__float__": "00"}, "hex digits"),
+        ({"__tuple__": 5}, "must hold a list"),
+        ({"__dict__": [[1]]}, r"\[key, value\] pairs"),
+        ({"__dict__": [[[1], 2]]}, "must be hashable"),
+        ({"__set__": [[1]], "frozen": False}, "unhashable"),
+        ({"__deque__": [], "maxlen": -1}, "maxlen"),
+        ({"__defaultdict__": [], "factory": "eval"}, "factory"),
+        ({"__ref__": 3}, "not defined before it"),
+        ({"__ndarray__": "a9"}, "does not list"),
+        ({"__tuple__": [], "extra": 1}, "keys"),
+        ({"__nope__": 1}, "unknown value tag"),
+        ({"__object__": "streamcal.metrics:ECE", "id": 0, "params": [], "state": {}}, "two dicts"),
+        ({"__object__": "streamcal.metrics:ECE", "id": 0, "params": {"zz": 1}, "state": {}}, "not parameters of ECE"),
+        ({"__object__": "streamcal.metrics:ECE", "id": 0, "params": {"n_bins": 10**12}, "state": {}}, "n_bins"),
+        ({"__class__": "builtins:eval"}, "not a class"),
+        ({"__object__": "streamcal.replay.generate:_Writer", "id": 0, "params": {}, "state": {}}, "cannot hold"),
+        ({"__random__": [3, [1, 2], None]}, "cannot be decoded"),
+    ],
+)
+def test_malformed_descriptions_are_refused(root, match):
+    with pytest.raises(persist.StateFileError, match=match):
+        persist.from_bytes(_with_root(root))
+
+
+def test_a_wrapper_cannot_contain_itself():
+    model = CalibratedClassifier(tree.HoeffdingTreeClassifier(), PAVCalibrator())
+    manifest, arrays, _ = unpack(persist.to_bytes(model, allow_pickle=False))
+    manifest["root"]["params"]["calibrator"] = {"__ref__": 0}
+    with pytest.raises(persist.StateFileError, match="cannot contain itself"):
+        persist.from_bytes(pack(manifest, arrays))
+
+
+def test_an_array_may_be_named_once():
+    data = _with_root([{"__ndarray__": "a0"}, {"__ndarray__": "a0"}], {"a0": np.zeros(2)})
+    with pytest.raises(persist.StateFileError, match="names array 'a0' a second time"):
+        persist.from_bytes(data)
+
+
+@pytest.mark.parametrize("kind", ["PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"])
+def test_numpy_generator_states_are_checked(kind):
+    """numpy does not bound an MT19937 state's position: past its key, the next draw read out of
+    bounds. Every field of every bit generator's state is checked before numpy sees it."""
+    g = np.random.Generator(getattr(np.random, kind)(5))
+    g.random()
+    data = persist.to_bytes({"g": g}, allow_pickle=False)
+    back = persist.from_bytes(data)["g"]
+    assert back.random() == g.random()
+    manifest, arrays, _ = unpack(data)
+    state = manifest["root"]["g"]["state"]
+    if kind == "MT19937":
+        state["state"]["pos"] = 10**7
+    elif kind == "Philox":
+        state["buffer_pos"] = 5
+    else:
+        state["has_uint32"] = 2
+    with pytest.raises(persist.StateFileError, match=r"must be an int in \[0, "):
+        persist.from_bytes(pack(manifest, arrays))
+
+
+def test_every_savable_streamcal_class_checks_its_restored_state():
+    """A class whose methods hand arrays to compiled kernels must check them when restored: every
+    public streamcal class that a state file can hold has a check of its own (or is a streaming
+    calibrator, checked by ``__setstate__``)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import streamcal
+    from streamcal import _state_check
+    from streamcal._streaming import StreamingCalibrator
+
+    registered = _state_check._registered()
+    bases = {streamcal.buckets.Buckets, streamcal.windows.Window}  # no state; their subclasses are checked
+    unchecked = []
+    for info in pkgutil.walk_packages(streamcal.__path__, "streamcal."):
+        if any(part.startswith("_") for part in info.name.split(".")):
+            continue
+        module = importlib.import_module(info.name)
+        for name in getattr(module, "__all__", []):
+            cls = getattr(module, name)
+            if not inspect.isclass(cls) or not cls.__module__.startswith("streamcal") or issubclass(cls, Exception):
+                continue
+            if not any(hasattr(cls, m) for m in ("learn_one", "fit", "update", "bucket_edges", "code")):
+                continue  # not a learner, metric or strategy
+            if issubclass(cls, StreamingCalibrator) or hasattr(cls, "_check_loaded_state") or cls in {*registered, *bases}:
+                continue
+            unchecked.append(f"{cls.__module__}.{cls.__qualname__}")
+    assert not unchecked, unchecked

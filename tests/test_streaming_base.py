@@ -76,7 +76,7 @@ def test_refit_every_k_labels(rng):
 def test_fallback_when_the_window_empties():
     cal = BucketRateCalibrator(buckets=UniformGrid(4, -1.0, 1.0), window=TimeWindow(5.0))
     cal.update([0.5, 0.6], [1, 1], times=[0.0, 1.0])
-    assert cal.predict_proba([0.5]).tolist() == [1.0]
+    assert cal.predict_proba([0.5]).tolist() == [0.75]  # the fitted 1.0, within (T + c) / (T + 2c)
     cal.update([0.7], [1], weights=[0.0], times=[100.0])  # everything else expired, weight 0 left
     assert cal.window_weight == 0.0
     assert cal.predict_proba([0.5]).tolist() == [0.5]

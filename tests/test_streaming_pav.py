@@ -288,9 +288,35 @@ def fitted_on_distinct_scores(data, window_n, **params):
 @settings(max_examples=30)
 @given(data=st.data())
 def test_one_bucket_per_distinct_score_equals_batch_pav_on_window(interpolation, window_n, data):
-    cal, (s, y, w) = fitted_on_distinct_scores(data, window_n, interpolation=interpolation)
+    cal, (s, y, w) = fitted_on_distinct_scores(data, window_n, interpolation=interpolation, finite_proba=False)
     np.testing.assert_allclose(cal.predict_proba(s), pav_binary(s, y, w), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(cal.predict_llr(s), pav_llr(s, y, w, finite=True), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("finite_proba", [True, False])
+@pytest.mark.parametrize("pseudo_count", [1.0, 0.3])
+@pytest.mark.parametrize("interpolation", ["step", "linear"])
+@pytest.mark.parametrize("window_n", [None, 30])
+@settings(max_examples=30)
+@given(data=st.data())
+def test_one_bucket_per_distinct_score_equals_the_batch_calibrator_on_window(
+    interpolation, window_n, pseudo_count, finite_proba, data
+):
+    """Both maps (finite and exact): the batch ``IsotonicCalibrator`` fitted on the window's events
+    serves what the incremental state serves, at the window's scores and, with linear
+    interpolation, between them (a step map reads a bucket, whose edges are not the batch's)."""
+    from streamcal.isotonic import IsotonicCalibrator
+
+    params = {"interpolation": interpolation, "finite_proba": finite_proba, "llr_pseudo_count": pseudo_count}
+    cal, (s, y, w) = fitted_on_distinct_scores(data, window_n, **params)
+    if not w.sum() > 0.0:
+        return
+    batch = IsotonicCalibrator(**params).fit(s, y, w)
+    grid = np.concatenate([s, np.linspace(0.0, 1.0, 101)]) if interpolation == "linear" else s
+    np.testing.assert_allclose(cal.predict_proba(grid), batch.predict_proba(grid), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(cal.predict_llr(grid), batch.predict_llr(grid), rtol=1e-9, atol=1e-9)
+    if finite_proba:
+        assert np.all((cal.predict_proba(grid) > 0.0) & (cal.predict_proba(grid) < 1.0))
 
 
 @pytest.mark.parametrize("window_n", [None, 30])
@@ -322,7 +348,7 @@ def test_finite_proba_prequential_equals_river_loop(rng):
         b.learn_one({"s": float(s)}, bool(y))
     np.testing.assert_array_equal(proba, loop_p)
     np.testing.assert_array_equal(llr, loop_llr)
-    exact, _ = PAVCalibrator(window=CountWindow(500)).prequential(scores, labels)
+    exact, _ = PAVCalibrator(window=CountWindow(500), finite_proba=False).prequential(scores, labels)
     assert np.any(exact[100:] == 0.0)  # the exact map gives 0 below every positive seen ...
     assert np.all((proba[1:] > 0.0) & (proba[1:] < 1.0))  # ... the finite rule never does
 
@@ -379,7 +405,7 @@ def test_linear_interpolation_between_knots_matches_sklearn(rng):
     idx = idx[idx % 3 != 0]  # leave some buckets empty: interpolation spans the gaps
     s = values[idx]
     y = rng.uniform(size=s.size) < s
-    cal = PAVCalibrator(buckets=Edges(edges, centres=values)).update(s, y)
+    cal = PAVCalibrator(buckets=Edges(edges, centres=values), finite_proba=False).update(s, y)
     iso = IsotonicRegression(out_of_bounds="clip").fit(s, y)
     grid = np.linspace(-0.5, 1.5, 301)
     np.testing.assert_allclose(cal.predict_proba(grid), iso.predict(grid), atol=1e-12)
@@ -420,10 +446,14 @@ def test_before_any_label_identity_for_probabilities_else_half():
 
 
 def test_single_class_window_gives_finite_llr():
-    cal = PAVCalibrator().update([0.2, 0.4, 0.6], [0, 0, 0])
+    cal = PAVCalibrator(finite_proba=False).update([0.2, 0.4, 0.6], [0, 0, 0])
     assert cal.predict_proba([0.5]).tolist() == [0.0]
     llr = cal.predict_llr([0.1, 0.9])
     assert np.isfinite(llr).all()
+    # the default finite map: everything pools with both pseudo-events, rate c / (T + 2c)
+    finite = PAVCalibrator().update([0.2, 0.4, 0.6], [0, 0, 0])
+    assert finite.predict_proba([0.1, 0.5, 0.9]).tolist() == [0.2, 0.2, 0.2]
+    np.testing.assert_array_equal(finite.predict_llr([0.1, 0.9]), llr)
 
 
 def test_window_weight_and_count_window_expiry():
@@ -558,7 +588,7 @@ def test_fast_path_refuses_what_the_full_checks_reject(name, call, error):
     assert snapshot(cal) == before
     # the edges of the valid ranges are accepted
     cal.learn_one({"s": 0.0}, False, w=0.0)
-    cal.learn_one({"s": 1.0}, True, w=1e300)
+    cal.learn_one({"s": 1.0}, True, w=1e100)  # the largest weight of one event
     assert cal.predict_proba_one({"s": 0.0})[True] <= cal.predict_proba_one({"s": 1.0})[True]
 
 
@@ -577,17 +607,18 @@ def test_error_messages_name_argument_value_and_position():
 
 
 def test_process_ignores_labels_at_predict_positions():
-    cal = PAVCalibrator()
-    p, _ = cal.process([0.2, 0.8, 0.5], [0, float("nan"), 1], [True, False, True])
-    assert np.isnan(p[[0, 2]]).all()
-    assert p[1] == 0.0
+    for finite_proba, expected in ((False, 0.0), (True, 1 / 3)):
+        cal = PAVCalibrator(finite_proba=finite_proba)
+        p, _ = cal.process([0.2, 0.8, 0.5], [0, float("nan"), 1], [True, False, True])
+        assert np.isnan(p[[0, 2]]).all()
+        assert p[1] == expected  # learned: one negative (0.2) only; the NaN label is not read
 
 
 def test_bad_parameters():
     with pytest.raises(ValueError, match="interpolation"):
         PAVCalibrator(interpolation="cubic")
     with pytest.raises(TypeError, match="window"):
-        PAVCalibrator(window=10)
+        PAVCalibrator(window=10.0)  # an int is a count window; a float is ambiguous (events or seconds?)
     with pytest.raises(ValueError, match="llr_pseudo_count"):
         PAVCalibrator(llr_pseudo_count=0.0)
     with pytest.raises(ValueError, match="`n`"):
@@ -634,14 +665,15 @@ def test_a_state_saved_in_the_older_layout_loads_and_continues_exactly():
 
     s, y, w = _layout_r4_stream()
     loaded_all = load(Path(__file__).parent / "data" / "pav_states_layout_r4.zip")
-    fresh_all = [
-        PAVCalibrator(buckets=LogitGrid(64), window=CountWindow(500)),
-        PAVCalibrator(buckets=LogitGrid(64), window=Decay(half_life=300.0)),
-        PAVCalibrator(buckets=LogitGrid(64), window=CountWindow(500)),
+    fresh_all = [  # the saved calibrators serve the exact map (``finite_proba=False``, saved with them)
+        PAVCalibrator(buckets=LogitGrid(64), window=CountWindow(500), finite_proba=False),
+        PAVCalibrator(buckets=LogitGrid(64), window=Decay(half_life=300.0), finite_proba=False),
+        PAVCalibrator(buckets=LogitGrid(64), window=CountWindow(500), finite_proba=False),
     ]
     all_weights = [None, w, w]
     for fresh, weights in zip(fresh_all, all_weights, strict=True):
         fresh.prequential(s[:2000], y[:2000], weights=None if weights is None else weights[:2000])
+    assert [c.finite_proba for c in loaded_all] == [False, False, False]
     assert [int(c._pi[K.PI_INTEGRAL]) for c in loaded_all] == [1, 0, 0]
     for loaded, fresh in zip(loaded_all, fresh_all, strict=True):
         assert loaded._pf.size == K.pav_state_sizes(64)[0]  # upgraded on loading

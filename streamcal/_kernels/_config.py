@@ -19,16 +19,31 @@ import numba.core.options
 
 FASTMATH_FLAGS = frozenset({"nsz"})
 
-JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": set(FASTMATH_FLAGS), "error_model": "numpy"}
+# ``forceinline`` is set (to False) so that a kernel called from a ``forceinline`` helper does
+# not inherit the helper's True (numba passes unset options down to the functions a kernel calls).
+JIT_OPTIONS = {
+    "cache": True,
+    "nogil": True,
+    "fastmath": set(FASTMATH_FLAGS),
+    "error_model": "numpy",
+    "forceinline": False,
+}
 
 
-# Helpers called once or twice per event from another kernel take ``@jit(inline="always")``
-# (numba inlines them before typing): a call between compiled functions passes each array as
-# seven scalars and, unless compiled with ``jit_noalloc`` (below), increments and decrements
-# its reference count (atomic operations), which cost more than small helpers' bodies. Even
-# without reference counts, the PAV kernel runs 1.4x slower with its helpers called instead
-# of inlined (137 vs 99 ns per event). Reserve it for hot helpers: each inlined copy is
-# compiled again, which lengthens the (cached) first compile.
+# Helpers called once or twice per event from another kernel take ``forceinline=True``: LLVM
+# inlines them into every caller (``alwaysinline``). Called instead, they would cost more than
+# their bodies: a call between compiled functions passes each array as seven scalars and,
+# unless compiled with ``jit_noalloc`` (below), increments and decrements its reference count
+# (atomic operations); without reference counts the PAV kernel still runs 1.4x slower with its
+# helpers called. Each helper is typed and compiled once per signature; its callers link its
+# compiled code and inline it. numba's own ``inline="always"`` instead copies the helper's
+# bytecode into every call site and types it there again, which made the first compile (a
+# fresh install, an empty cache) several times longer. It is kept only for a helper that returns
+# a view of an array argument, which a compiled function without reference counts cannot
+# return (``ipav._map_section``).
+#
+# The kernels pass their callees no literal integers where they could pass a variable: numba
+# compiles a callee once per literal value (see ``ipav._H0``).
 #
 # Developers: numba's on-disk cache of a kernel is invalidated by changes to the kernel's own
 # source file only, not to the helpers it calls (inlined or not) in other modules. After

@@ -1,13 +1,13 @@
 """GEV family kernels: distribution, link, canonical and log losses, IRLS pieces.
 
-Conventions (DESIGN §3). For shape ``xi`` and score ``v``, ``t(v) = (1 + xi v)^(-1/xi)``
+Conventions (docs/design.md §3). For shape ``xi`` and score ``v``, ``t(v) = (1 + xi v)^(-1/xi)``
 (``exp(-v)`` at ``xi = 0``), ``F = exp(-t)``, ``f = exp(-t) t^(1+xi)``. The support is
 ``R_xi = (-1/xi, inf)`` for ``xi > 0``, ``(-inf, -1/xi)`` for ``xi < 0`` and the real line at 0.
 
 Outside the support the kernels use the GEV distribution's own extension: ``F = 0`` below a
 lower end point, ``F = 1`` above an upper one, ``f = 0``; the canonical losses continue linearly
 with slope ``F - y`` there, so they stay convex and differentiable on the whole real line. Inside
-the support, every value is the closed form of DESIGN §3.
+the support, every value is the closed form of docs/design.md §3.
 
 All kernels take scalars or contiguous float64 arrays, do no validation and never raise.
 """

@@ -24,7 +24,10 @@ Stored units. A decay window never touches old events: an event learned at clock
 stored with weight ``w * 2**((t - t0) / half_life)``; its real weight now is the stored one times
 ``2**(-(t_now - t0) / half_life)``, one global factor. Before the stored values could overflow
 (exponent above ``DECAY_RENORM_EXPONENT``) every bucket is multiplied by ``2**-m`` (an exact
-power of two) and ``t0`` moves forward by ``m`` half-lives.
+power of two) and ``t0`` moves forward by ``m`` half-lives. A jump of the clock by more than
+``DECAY_FORGET_EXPONENT`` half-lives (or one the clock's rounding cannot resolve in half-lives)
+instead moves ``t0`` to the clock itself and scales by ``2**-exponent``, zero for long jumps:
+what was learned before has decayed below the smallest double.
 
 Drift. Windows that subtract leaving events keep per-bucket event counts; a class weight whose
 event count falls to zero is set to exactly 0.0 and subtracted weights are floored at 0.0, so
@@ -48,6 +51,14 @@ KIND_DECAY_EVENTS = 3
 KIND_DECAY_TIME = 4
 
 DECAY_RENORM_EXPONENT = 64.0
+# Beyond this many half-lives every stored weight (below 2**(64 + 333) with MAX_WEIGHT) times
+# 2**-exponent is below the smallest subnormal double: the old window is forgotten.
+DECAY_FORGET_EXPONENT = 1600.0
+
+# The largest weight of one event (``docs/limits.md``). With at most 2**63 events and the decay
+# scale below 2**(DECAY_RENORM_EXPONENT + 1) (times the events in 64 half-lives), every stored sum
+# stays below 1e160, so sums, their products with a score or a weight, and their ratios are finite.
+MAX_WEIGHT = 1e100
 
 # sf header
 SF_T_POS = 0  # total positive weight in the window (stored units)
@@ -83,7 +94,7 @@ GRID_UNIFORM = 1  # cuts evenly spaced in the score
 GRID_LOGIT = 2  # cuts evenly spaced in the log-odds of the score (probability scores)
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def _grid_coordinate(kind, s):
     if kind == GRID_LOGIT:
         return math.log(s / (1.0 - s))  # -inf at 0, inf at 1, nan outside [0, 1]
@@ -102,7 +113,7 @@ def grid_of_sorted(cuts):
     m = cuts.shape[0]
     if m < 2:
         return float(GRID_NONE), 0.0, 0.0
-    for kind in (GRID_LOGIT, GRID_UNIFORM):
+    for kind in (float(GRID_LOGIT), float(GRID_UNIFORM)):  # floats, as the searches pass them
         if kind == GRID_LOGIT and not (cuts[0] > 0.0 and cuts[m - 1] < 1.0):
             continue
         z0 = _grid_coordinate(kind, cuts[0])
@@ -114,11 +125,11 @@ def grid_of_sorted(cuts):
             if not abs(_grid_coordinate(kind, cuts[i]) - (z0 + i * step)) <= 0.01 * step:
                 ok = False
         if ok:
-            return float(kind), z0, 1.0 / step
+            return kind, z0, 1.0 / step
     return float(GRID_NONE), 0.0, 0.0
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def bucket_of_sorted(cuts, off, m, s, kind, z0, inv_step):
     """The number of the sorted cuts ``cuts[off : off + m]`` that are ``<= s``: ``s``'s bucket.
 
@@ -145,6 +156,14 @@ def bucket_of_sorted(cuts, off, m, s, kind, z0, inv_step):
                 g += 1
             else:
                 return g
+    return _bisect_sorted(cuts, off, m, s)
+
+
+@jit_noalloc(forceinline=True)
+def _bisect_sorted(cuts, off, m, s):
+    """The number of the sorted cuts ``cuts[off : off + m]`` that are ``<= s``, by a binary search."""
+    if m == 0:
+        return 0
     # branch-free halving (the answer stays in [base, base + n]): no mispredictions
     base = 0
     n = m
@@ -177,36 +196,34 @@ GUIDE_BINS_PER_CUT = 32
 GUIDE_MAX_BINS = 1 << 16
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def _guide_scale(cuts, n_bins):
     """Bins per unit of score; the guide's filling and its searches compute it alike."""
     return n_bins / (cuts[cuts.shape[0] - 1] - cuts[0])
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def _guide_bin(s, low, scale, n_bins):
     """The bin of ``s`` in ``[cuts[0], cuts[-1]]``: non-decreasing in ``s``, as rounding is."""
     i = int((s - low) * scale)
     return i if i < n_bins else n_bins - 1
 
 
-@jit_noalloc
-def fill_bucket_guide(cuts, guide):
+def fill_bucket_guide(cuts: np.ndarray, guide: np.ndarray) -> None:
     """Fill ``guide`` (``K + 1`` values): ``guide[i]`` is the number of cuts in bins below ``i``.
 
     A score ``s`` in bin ``i`` then has at least ``guide[i]`` cuts ``<= s`` (every cut in a lower
     bin is below it, since the bin never decreases with the value) and at most
     ``guide[i + 1]`` (every cut in a higher bin is above it): only the cuts in its own bin,
-    ``cuts[guide[i] : guide[i + 1]]``, are compared.
+    ``cuts[guide[i] : guide[i + 1]]``, are compared. NumPy computes each cut's bin by the
+    operations of :func:`_guide_scale` and :func:`_guide_bin` (IEEE subtraction, multiplication
+    and division, truncation), so the searches find every cut in the bin it was counted in.
     """
     n_bins = guide.shape[0] - 1
-    low = cuts[0]
-    scale = _guide_scale(cuts, n_bins)
-    guide[:] = 0
-    for c in range(cuts.shape[0]):
-        guide[_guide_bin(cuts[c], low, scale, n_bins) + 1] += 1
-    for i in range(n_bins):
-        guide[i + 1] += guide[i]
+    scale = n_bins / (cuts[-1] - cuts[0])
+    bins = np.minimum(((cuts - cuts[0]) * scale).astype(np.int64), n_bins - 1)
+    guide[0] = 0
+    np.cumsum(np.bincount(bins, minlength=n_bins), out=guide[1:])
 
 
 # Guides in use, by their cuts: calibrators over the same edges share one (it is never written
@@ -243,7 +260,7 @@ def _new_bucket_guide(cuts: np.ndarray) -> np.ndarray:
     return guide
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def bucket_of_guided(cuts, guide, s, low, scale):
     """The number of ``cuts`` that are ``<= s`` (``s`` not NaN), through the guide.
 
@@ -251,20 +268,22 @@ def bucket_of_guided(cuts, guide, s, low, scale):
     """
     m = cuts.shape[0]
     n_bins = guide.shape[0] - 1
-    if n_bins < 1:
-        return bucket_of_sorted(cuts, 0, m, s, GRID_NONE, 0.0, 0.0)
-    if s < low:
-        return 0
-    if s >= cuts[m - 1]:
-        return m
-    i = _guide_bin(s, low, scale, n_bins)
-    g = guide[i]
-    hi = guide[i + 1]
-    if hi - g > 4:  # many cuts in one bin (very uneven cuts): binary search among them
-        return g + bucket_of_sorted(cuts, g, hi - g, s, GRID_NONE, 0.0, 0.0)
-    while g < hi and cuts[g] <= s:
-        g += 1
-    return g
+    g = 0
+    hi = m
+    if n_bins >= 1:
+        if s < low:
+            return 0
+        if s >= cuts[m - 1]:
+            return m
+        i = _guide_bin(s, low, scale, n_bins)
+        g = guide[i]
+        hi = guide[i + 1]
+        if hi - g <= 4:  # the few cuts in the bin, in order
+            while g < hi and cuts[g] <= s:
+                g += 1
+            return g
+    # no guide, or many cuts in one bin (very uneven cuts): a binary search among them
+    return g + _bisect_sorted(cuts, g, hi - g, s)
 
 
 @jit_noalloc
@@ -286,7 +305,7 @@ def check_bucket_index(cuts, guide, score_low, score_high, scores, out):
     return -1
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def stored_unit(sf, kind):
     """Factor from real weights to stored units at the clock of the last learned event.
 
@@ -298,7 +317,7 @@ def stored_unit(sf, kind):
     return 1.0
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def window_clock(sf, t, kind):
     """The clock of the next learned event: its time for time windows, else its number."""
     if kind in (KIND_TIME, KIND_DECAY_TIME):
@@ -306,7 +325,7 @@ def window_clock(sf, t, kind):
     return sf[SF_N_LEARNED]
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def window_expire_next_inplace(sf, si, clock, kind):
     """Remove the oldest event if it must leave before an event at ``clock`` enters.
 
@@ -350,7 +369,7 @@ def window_expire_next_inplace(sf, si, clock, kind):
     return b
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def window_add_inplace(sf, si, b, y, w, clock, kind):
     """Add one event to bucket ``b`` at ``clock``; returns True if a decay renormalisation ran.
 
@@ -362,17 +381,30 @@ def window_add_inplace(sf, si, b, y, w, clock, kind):
     ws = w
     if kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
         half_life = sf[SF_HALF_LIFE]
-        exponent = (clock - sf[SF_T0]) / half_life
+        exponent = (clock - sf[SF_T0]) / half_life  # may be inf for a huge jump: handled below
         if exponent > DECAY_RENORM_EXPONENT:
-            m = math.floor(exponent)
-            factor = 2.0 ** (-m)
+            m = math.floor(exponent)  # a float: no integer conversion, which could overflow
+            t0 = sf[SF_T0] + m * half_life
+            rest = (clock - t0) / half_life  # in [0, 1) but for rounding
+            if m <= DECAY_FORGET_EXPONENT and -1.0 <= rest <= DECAY_RENORM_EXPONENT:
+                factor = 2.0 ** (-m)  # exact power of two
+            else:  # a jump too long, or too fine for the clock's rounding: the new frame starts here
+                factor = 2.0 ** (-exponent) if exponent <= DECAY_FORGET_EXPONENT else 0.0
+                t0 = clock
+                rest = 0.0
             for i in range(SF_HEADER, SF_HEADER + 2 * B):
                 sf[i] *= factor
             sf[SF_T_POS] *= factor
             sf[SF_T_NEG] *= factor
-            sf[SF_T0] += m * half_life
+            sf[SF_T0] = t0
             sf[SF_N_RENORM] += 1.0
-            exponent = (clock - sf[SF_T0]) / half_life
+            exponent = rest
+            renormalised = True
+        elif exponent < -DECAY_RENORM_EXPONENT:
+            # only at the first event (``t0`` starts at 0 and never passes the last learned clock,
+            # which later clocks do not precede): nothing is stored yet, the frame starts here
+            sf[SF_T0] = clock
+            exponent = 0.0
             renormalised = True
         ws = w * 2.0**exponent
     if y > 0.5:

@@ -62,11 +62,11 @@ read (``PI_CHG_*`` against ``PI_DEP_*``) or under decay (the pseudo-count's stor
 
 Cost per event. Kernels index the flat state arrays by offsets rather than slicing views.
 The per-event helpers (learning an event, the O(1) block update, the window's expiry and
-addition, the prediction) are inlined into their callers (``inline="always"``): a call
-between compiled functions passes every array as seven scalars, and inlined the prequential
-kernel runs about 1.4x faster. The price is a longer first compile (about 16 s instead of
-9 s, once: the kernels are cached). The rare paths (the resumed sweep, the finite-LLR
-refresh, a long run of labels) stay calls. Every kernel here is compiled without array
+addition, the prediction) are inlined into their callers by LLVM (``forceinline``, see
+:mod:`streamcal._kernels._config`): a call between compiled functions passes every array as
+seven scalars, and inlined the prequential kernel runs about 1.4x faster. Each helper is
+still compiled once, whichever kernels inline it. The rare paths (the resumed sweep, the
+finite-LLR refresh, a long run of labels) stay calls. Every kernel here is compiled without array
 reference counts (``jit_noalloc``: they allocate nothing), which halved the per-event cost
 (223 -> 99 ns): numba took and dropped a reference to each array argument of each inlined
 helper, with an atomic operation, and could prune few of them.
@@ -90,6 +90,7 @@ from streamcal._kernels._config import jit_noalloc
 from streamcal._kernels.histogram import (
     KIND_DECAY_EVENTS,
     KIND_DECAY_TIME,
+    MAX_WEIGHT,
     SF_HEADER,
     SF_KIND,
     SF_T_NEG,
@@ -131,9 +132,16 @@ PI_INTEGRAL = 8  # 1 while every learned weight was a whole number (and no decay
 PI_EXACT = 9  # 1: the histogram holds whole numbers with a total below EXACT_TOTAL
 PI_HEADER = 12
 
+# Integer arguments for the kernels and helpers that other kernels call: numba compiles a
+# callee once per literal integer a caller passes it (``f(x, -1)`` and ``f(x, k)`` are two
+# versions), but types a NumPy integer as ``int64``, like a variable. So callers pass these.
+_H0 = np.int64(SF_HEADER)  # where the histogram starts in ``sf``
+_ALL = np.int64(-1)  # "every bucket changed": a full rebuild
+
 # Below this total weight, sums of whole-number weights and the products of the pooling
 # test (at most total**2 < 2**52) are exact in float64.
 EXACT_TOTAL = 2.0**26
+_ONE_BELOW = 1.0 - 2.0**-53  # the largest double below 1
 
 # Per-bucket records after the header, of _RF fields in pf and _RI in pi (field b of bucket k
 # at header + _RF * k + b), then the stack scratch in records of _S fields, then (pf) the cuts.
@@ -199,7 +207,7 @@ def empty_pav_state(
     """Fresh ``(pf, pi)`` for an empty histogram over buckets with the given ``centres``.
 
     ``cuts`` are the ``B - 1`` interior bucket edges, for the single-score kernels
-    (``pav_predict_score``, ``pav_learn_score_inplace``); default: the midpoints of the centres.
+    (``pav_predict_packed``, ``pav_learn_packed_inplace``); default: the midpoints of the centres.
     """
     B = centres.shape[0]
     nf, ni = pav_state_sizes(B)
@@ -209,8 +217,10 @@ def empty_pav_state(
     if cuts is None:
         cuts = 0.5 * (centres[:-1] + centres[1:])
     cuts = np.ascontiguousarray(cuts, dtype=np.float64)
-    pf[_cuts_offset(B) : _cuts_offset(B) + B - 1] = cuts
-    pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP] = grid_of_sorted(cuts)
+    # the kernels' Python functions: a call from Python needs no compiled version
+    at = _cuts_offset.py_func(B)
+    pf[at : at + B - 1] = cuts
+    pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP] = grid_of_sorted.py_func(cuts)
     pf[PF_PSEUDO] = pseudo_count
     pf[PF_LINEAR] = 1.0 if linear else 0.0
     pf[PF_IDENTITY] = 1.0 if identity else 0.0
@@ -256,7 +266,7 @@ def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
         pf[FIT + _RF * g] = min(max(v, v_left), v_right)
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
     """Whole-number weights, bucket ``k`` changed by ``(dp, dn)``: the block updated in place.
 
@@ -328,7 +338,7 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
     return True
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def pav_bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n):
     """Repair after bucket ``k`` changed from ``(old_p, old_n)`` to its current weights.
 
@@ -591,7 +601,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
         pi[PI_DEP_HI] = prv
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def pav_update_extremes_inplace(sf, pf, pi, kind):
     """After learning: the finite-LLR values, recomputed only when their inputs may have changed.
 
@@ -611,13 +621,13 @@ def pav_update_extremes_inplace(sf, pf, pi, kind):
         pav_refresh_extremes_inplace(sf, pf, pi)
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def _n_buckets(pf):
     """B, from the length of ``pf`` (:func:`pav_state_sizes`)."""
     return (pf.shape[0] - PF_HEADER) // (_RF + _S + 1)
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def _fitted_at(pf, j):
     """Fitted value of bucket ``j`` (between the first and the last knot): its block's rate,
     stored at the block's first knot, or in a gap the interpolated value stored at ``j``."""
@@ -625,7 +635,7 @@ def _fitted_at(pf, j):
     return pf[FIT + _RF * (j if f < 0.0 else int(f))]
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def pav_predict_one(pf, b, s):
     """Calibrated probability of score ``s`` in bucket ``b``.
 
@@ -650,7 +660,7 @@ def pav_predict_one(pf, b, s):
     return min(max(p, lo), hi)
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def pav_proba_out(pf, p):
     """The probability served for a raw PAV value ``p``: ``p`` itself, or under the finite rule
     ``clip(p, lo, hi)`` (the augmented PAV's value, never exactly 0 or 1)."""
@@ -659,16 +669,26 @@ def pav_proba_out(pf, p):
     return p
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def pav_llr_from_proba(pf, p):
-    """Finite PAV-LLR for a score whose (raw) calibrated probability is ``p``."""
+    """Finite PAV-LLR for a score whose (raw) calibrated probability is ``p``.
+
+    One logarithm of ``q / (1 - q)`` times the inverse prior odds; where that ratio is not a
+    positive finite double (``q`` rounded to 1, when the window's weight dwarfs the pseudo-count
+    by 2**53, or a product beyond the double range with extreme weights), the same value as a
+    sum of logarithms with ``q`` kept below 1: finite for every accepted input.
+    """
     if pf[PF_HEAD] == -1.0:
         return 0.0
     q = min(max(p, pf[PF_LO]), pf[PF_HI])
-    return math.log((q * pf[PF_PRIOR_ODDS_INV]) / (1.0 - q))
+    r = (q * pf[PF_PRIOR_ODDS_INV]) / (1.0 - q)
+    if 0.0 < r < math.inf:
+        return math.log(r)
+    q = min(q, _ONE_BELOW)
+    return (math.log(q) - math.log1p(-q)) + math.log(pf[PF_PRIOR_ODDS_INV])
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
     """Learn one event: expire what leaves the window, add the event, repair the blocks.
 
@@ -688,20 +708,20 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
         old_n = sf[NEG + gone]
         if window_expire_next_inplace(sf, si, clock, kind) < 0:
             break
-        pav_bucket_delta_inplace(sf, SF_HEADER, pf, pi, gone, old_p, old_n)
+        pav_bucket_delta_inplace(sf, _H0, pf, pi, gone, old_p, old_n)
     old_p = sf[SF_HEADER + b]
     old_n = sf[NEG + b]
     if window_add_inplace(sf, si, b, y, w, clock, kind):
-        pav_bucket_changed_inplace(sf, SF_HEADER, pf, pi, -1)  # renormalised: rebuild everything
+        _resweep_inplace(sf, _H0, pf, pi, _ALL)  # renormalised: rebuild everything
     else:
-        pav_bucket_delta_inplace(sf, SF_HEADER, pf, pi, b, old_p, old_n)
+        pav_bucket_delta_inplace(sf, _H0, pf, pi, b, old_p, old_n)
     pav_update_extremes_inplace(sf, pf, pi, kind)
 
 
 @jit_noalloc
 def pav_rebuild_inplace(sf, si, pf, pi):
     """Rebuild the blocks from scratch from the current histogram (a full sweep)."""
-    pav_bucket_changed_inplace(sf, SF_HEADER, pf, pi, -1)
+    _resweep_inplace(sf, _H0, pf, pi, _ALL)
     pav_refresh_extremes_inplace(sf, pf, pi)
 
 
@@ -820,8 +840,15 @@ def pav_predict_many(pf, buckets, scores, out_p, out_llr):
 # entry points take that buffer alone: a header (the sections' offsets as floats, and the
 # range of valid scores), then the four sections. The entry points also check the score
 # and the weight, which the river face's fast path would otherwise compare in Python.
+#
+# Busy mark. The entry points hold the GIL (``nogil=False``), so among Python threads each call
+# is atomic. ``PACK_BUSY`` is nonzero while the calibrator's lock is held by code that changes
+# or reads the state in several steps or with the GIL released (the array face, ring growth, the
+# quantile warm-up); an entry point then changes nothing and refuses, and its caller retries
+# under the lock (see ``PAVCalibrator``).
 PACK_O_SI, PACK_O_PF, PACK_O_PI, PACK_END = 0, 1, 2, 3
 PACK_SCORE_LOW, PACK_SCORE_HIGH = 4, 5
+PACK_BUSY = 6
 PACK_HEADER = 8
 
 
@@ -848,17 +875,17 @@ def pack_state(sf, si, pf, pi, score_low: float, score_high: float):
     return (packed, *views)
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(inline="always")  # returns a view: numba inlines it (see ``_config``)
 def _map_section(packed):
     return packed[int(packed[PACK_O_PF]) : int(packed[PACK_O_PI])]
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def _score_ok(packed, s):
     return packed[PACK_SCORE_LOW] <= s <= packed[PACK_SCORE_HIGH]  # False for NaN
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def pav_bucket_of(pf, s):
     """Bucket of score ``s`` (exactly the binary search over the cuts)."""
     B = _n_buckets(pf)
@@ -867,55 +894,42 @@ def pav_bucket_of(pf, s):
     )
 
 
-@jit_noalloc(inline="always")
-def pav_predict_score(pf, s):
-    """Calibrated probability of score ``s``, as ``pav_predict_many`` computes it."""
-    return pav_proba_out(pf, pav_predict_one(pf, pav_bucket_of(pf, s), s))
-
-
-@jit_noalloc(inline="always")
-def pav_llr_score(pf, s):
-    """Finite PAV-LLR of score ``s``, as ``pav_predict_many`` computes it."""
-    return pav_llr_from_proba(pf, pav_predict_one(pf, pav_bucket_of(pf, s), s))
-
-
-@jit_noalloc(inline="always")
-def pav_learn_score_inplace(sf, si, pf, pi, s, y, w, t):
-    """Learn one event of score ``s`` (``pav_learn_one_inplace`` after the bucket search)."""
-    pav_learn_one_inplace(sf, si, pf, pi, pav_bucket_of(pf, s), y, w, t, sf[SF_KIND])
-
-
 @jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
 def pav_learn_packed_inplace(packed, s, y, w, t):
-    """:func:`pav_learn_score_inplace` on the state packed by :func:`pack_state`.
+    """Learn one event of score ``s`` (:func:`pav_learn_one_inplace` after the bucket search) on
+    the state packed by :func:`pack_state`.
 
-    Returns False, having changed nothing, when the score is outside the valid range or the
-    weight is not finite and >= 0 (the caller's full checks then raise the error).
+    Returns False, having changed nothing, when the state is marked busy, the score is outside
+    the valid range or the weight outside ``[0, MAX_WEIGHT]`` (the caller's full checks then
+    raise the error).
     """
-    if not (_score_ok(packed, s) and 0.0 <= w < math.inf):
+    if not (packed[PACK_BUSY] == 0.0 and _score_ok(packed, s) and 0.0 <= w <= MAX_WEIGHT):
         return False
     o_si, o_pf = int(packed[PACK_O_SI]), int(packed[PACK_O_PF])
     o_pi, end = int(packed[PACK_O_PI]), int(packed[PACK_END])
-    pav_learn_score_inplace(
-        packed[PACK_HEADER:o_si], packed[o_si:o_pf].view(np.int64), packed[o_pf:o_pi],
-        packed[o_pi:end].view(np.int64), s, y, w, t,
-    )
+    sf, si = packed[PACK_HEADER:o_si], packed[o_si:o_pf].view(np.int64)
+    pf, pi = packed[o_pf:o_pi], packed[o_pi:end].view(np.int64)
+    pav_learn_one_inplace(sf, si, pf, pi, pav_bucket_of(pf, s), y, w, t, sf[SF_KIND])
     return True
 
 
 @jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
 def pav_predict_packed(packed, s):
-    """:func:`pav_predict_score` on the state packed by :func:`pack_state`; -1.0 (never a
-    probability) when the score is outside the valid range."""
-    if not _score_ok(packed, s):
+    """Calibrated probability of score ``s``, as ``pav_predict_many`` computes it, on the state
+    packed by :func:`pack_state`; -1.0 (never a probability) when the state is marked busy or
+    the score is outside the valid range."""
+    if not (packed[PACK_BUSY] == 0.0 and _score_ok(packed, s)):
         return -1.0
-    return pav_predict_score(_map_section(packed), s)
+    pf = _map_section(packed)
+    return pav_proba_out(pf, pav_predict_one(pf, pav_bucket_of(pf, s), s))
 
 
 @jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
 def pav_llr_packed(packed, s):
-    """:func:`pav_llr_score` on the state packed by :func:`pack_state`; NaN (never a finite
-    LLR) when the score is outside the valid range."""
-    if not _score_ok(packed, s):
+    """Finite PAV-LLR of score ``s``, as ``pav_predict_many`` computes it, on the state packed by
+    :func:`pack_state`; NaN (never a finite LLR) when the state is marked busy or the score is
+    outside the valid range."""
+    if not (packed[PACK_BUSY] == 0.0 and _score_ok(packed, s)):
         return math.nan
-    return pav_llr_score(_map_section(packed), s)
+    pf = _map_section(packed)
+    return pav_llr_from_proba(pf, pav_predict_one(pf, pav_bucket_of(pf, s), s))

@@ -1,4 +1,4 @@
-"""GEV-canonical regression (paper 004): the GEV link family, batch and streaming learners.
+"""GEV-canonical regression (Agarwal et al., 2014): the GEV link family, batch and streaming learners.
 
 - :mod:`streamcal.gev.family`: F, f, link, support, clipping, canonical and log losses.
 - :class:`GEVCanonicalRegression`: batch fit by damped IRLS, ``xi="auto"`` by held-out Brier.

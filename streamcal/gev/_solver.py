@@ -1,4 +1,4 @@
-"""Damped IRLS for the GEV-canonical risk of a linear model (paper 004, Algorithm 1).
+"""Damped IRLS for the GEV-canonical risk of a linear model (Agarwal et al., 2014, Algorithm 1).
 
 Private: inputs are already validated, contiguous float64. The public faces are
 :class:`streamcal.gev.GEVCanonicalRegression` and :class:`streamcal.gev.GEVCanonicalClassifier`.

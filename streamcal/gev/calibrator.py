@@ -90,13 +90,34 @@ class _HistogramGLMCalibrator(StreamingCalibrator):
         gev_link = self._link != "logit"
         return _map_score()(s, self._identity, _LOGIT_CLIP, float(slope), float(intercept), gev_link, float(xi))
 
+    def _check_loaded_map(self) -> None:
+        """The fits of a restored calibrator: ``_beta`` maps candidate shapes to finite
+        ``[slope, intercept]`` arrays; the served shape is one of them (or None before a fit)."""
+        from streamcal import _state_check as c
+
+        super()._check_loaded_map()
+        c.need_params(self, self._check_glm_params)
+        candidates = set(self._candidate_xis())
+        for xi, beta in self._beta.items():
+            if type(xi) is not float or xi not in candidates:
+                c.fail(f"`_beta`: expected candidate shapes {sorted(candidates)} as keys; found {c.brief(xi)}.")
+            c.need_array(beta, f"_beta[{xi!r}]", np.float64, size=2)
+            c.need_finite(beta, f"_beta[{xi!r}]")
+        served = self._xi_served
+        if served is None:
+            if self._fitted:
+                c.fail("`_xi_served`: expected the served shape since `_fitted` is True; found None.")
+        elif type(served) is not float or served not in self._beta:
+            c.fail(f"`_xi_served`: expected one of the fitted shapes {sorted(self._beta)}; found {c.brief(served)}.")
+
     @property
     def coef_(self) -> tuple[float, float] | None:
         """``(slope, intercept)`` of the served fit on ``x(s)``, or None before the first fit."""
-        self._ensure_fitted()
-        if not self._fitted:
-            return None
-        slope, intercept = self._beta[self._xi_served]
+        with self._lock:
+            self._ensure_fitted()
+            if not self._fitted:
+                return None
+            slope, intercept = self._beta[self._xi_served]
         return float(slope), float(intercept)
 
 
@@ -122,9 +143,13 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     Parameters
     ----------
     buckets
-        Bucket strategy (:mod:`streamcal.buckets`); default ``LogitGrid()``.
+        Bucket strategy (:mod:`streamcal.buckets`); default ``LogitGrid()``. An int ``n`` means
+        ``LogitGrid(n)``; ``"uniform:N"`` / ``"quantile:N"`` name the strategy
+        (:func:`streamcal.buckets.as_buckets`).
     window
-        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``.
+        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``. An int ``n`` (such
+        as ``100_000``) means ``CountWindow(n)``, a duration such as ``"7d"`` or ``"12h"``
+        ``TimeWindow(seconds)`` (:func:`streamcal.windows.as_window`).
     score_key
         Key of the score in ``x``; ``None``: ``x`` holds exactly one value.
     xi
@@ -184,8 +209,8 @@ class GEVCalibrator(_HistogramGLMCalibrator):
 
     def __init__(
         self,
-        buckets: Buckets | None = None,
-        window: Window | None = None,
+        buckets: Buckets | int | str | None = None,
+        window: Window | int | str | None = None,
         score_key: str | None = None,
         xi: float | str = "auto",
         xi_grid: tuple = CALIBRATOR_XI_GRID,
@@ -224,8 +249,9 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     @property
     def xi_(self) -> float | None:
         """The GEV shape of the served fit (None before the first fit)."""
-        self._ensure_fitted()
-        return self._xi_served if self._fitted else None
+        with self._lock:
+            self._ensure_fitted()
+            return self._xi_served if self._fitted else None
 
 
 class PlattCalibrator(_HistogramGLMCalibrator):
@@ -241,9 +267,13 @@ class PlattCalibrator(_HistogramGLMCalibrator):
     Parameters
     ----------
     buckets
-        Bucket strategy (:mod:`streamcal.buckets`); default ``LogitGrid()``.
+        Bucket strategy (:mod:`streamcal.buckets`); default ``LogitGrid()``. An int ``n`` means
+        ``LogitGrid(n)``; ``"uniform:N"`` / ``"quantile:N"`` name the strategy
+        (:func:`streamcal.buckets.as_buckets`).
     window
-        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``.
+        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``. An int ``n`` (such
+        as ``100_000``) means ``CountWindow(n)``, a duration such as ``"7d"`` or ``"12h"``
+        ``TimeWindow(seconds)`` (:func:`streamcal.windows.as_window`).
     score_key
         Key of the score in ``x``; ``None``: ``x`` holds exactly one value.
     l2
@@ -284,8 +314,8 @@ class PlattCalibrator(_HistogramGLMCalibrator):
 
     def __init__(
         self,
-        buckets: Buckets | None = None,
-        window: Window | None = None,
+        buckets: Buckets | int | str | None = None,
+        window: Window | int | str | None = None,
         score_key: str | None = None,
         l2: float = 1e-6,
         refit_every: int | None = None,

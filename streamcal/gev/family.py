@@ -1,4 +1,4 @@
-"""The GEV link family and its losses as array functions (paper 004; DESIGN §3).
+"""The GEV link family and its losses as array functions (Agarwal et al. 2014; docs/design.md §3).
 
 For shape ``xi`` and score ``v``: ``t(v) = (1 + xi v)^(-1/xi)`` (``exp(-v)`` at ``xi = 0``),
 ``F(v) = exp(-t)`` (the inverse link; scipy's ``genextreme`` with ``c = -xi``),

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from streamcal._kernels import gev as _k
-from streamcal._validation import as_binary_labels, as_nonneg_weights, check_scalar
+from streamcal._validation import as_binary_labels, as_nonneg_weights, as_real_array, check_scalar
 from streamcal.exceptions import ConvergenceWarning
 from streamcal.gev._solver import irls_gev
 
@@ -22,11 +22,12 @@ def as_design(X, name: str = "X") -> np.ndarray:
     """Return ``X`` as a new C-contiguous 2-d float64 array of finite values, or raise."""
     if hasattr(X, "to_numpy") and not isinstance(X, np.ndarray):
         X = X.to_numpy()
+    raw = as_real_array(X, name, allow_bool=True, what="a 2-d array of numbers")  # bools as 0 / 1
     try:
-        arr = np.array(X, dtype=np.float64, copy=True, order="C")
-    except (TypeError, ValueError) as exc:
-        msg = f"`{name}` must be a 2-d array of numbers; could not convert it: {exc}"
-        raise TypeError(msg) from None
+        arr = np.array(raw, dtype=np.float64, copy=True, order="C")
+    except OverflowError:
+        msg = f"`{name}` must hold numbers within the float64 range."
+        raise ValueError(msg) from None
     if arr.ndim != 2:
         msg = f"`{name}` must be 2-d (rows x features); got an array of shape {arr.shape}."
         raise ValueError(msg)
@@ -354,6 +355,37 @@ class GEVCanonicalRegression:
             scores[xi] = total / max(weight, 1e-300)
         best = min(grid, key=lambda x: (scores[x], abs(x)))
         return best, scores
+
+    # -- a restored state ---------------------------------------------------------------------
+
+    def _check_loaded_state(self) -> None:
+        """Check the attributes a state file restored (see :mod:`streamcal.persist`): valid
+        parameters and, once fitted, finite coefficients of the fitted width and a finite shape."""
+        from streamcal import _state_check as c
+
+        fitted = ("xi_", "xi_scores_", "coef_", "intercept_", "n_iter_", "converged_", "n_features_in_", "classes_")
+        c.need_keys(self, self._PARAMS, optional=fitted)
+        c.need_params(self, self._check_params)
+        present = [k for k in fitted if k in vars(self)]
+        if not present:
+            return
+        if len(present) != len(fitted):
+            c.fail(f"a fitted GEVCanonicalRegression has all of {list(fitted)}; found only {present}.")
+        c.need_float(self.xi_, "xi_")
+        coef = c.need_array(self.coef_, "coef_", np.float64)
+        c.need_finite(coef, "coef_")
+        c.need_int(self.n_features_in_, "n_features_in_", coef.size, coef.size)
+        c.need_float(self.intercept_, "intercept_")
+        c.need_int(self.n_iter_, "n_iter_", 0)
+        c.need_bool(self.converged_, "converged_")
+        classes = c.need_array(self.classes_, "classes_", np.int64, size=2)
+        if classes.tolist() != [0, 1]:
+            c.fail(f"`classes_`: expected [0, 1]; found {classes.tolist()}.")
+        scores = self.xi_scores_
+        if scores is not None and not (
+            type(scores) is dict and all(type(k) is float and type(v) is float for k, v in scores.items())
+        ):
+            c.fail(f"`xi_scores_`: expected None or a dict of shape -> score; found {c.brief(scores)}.")
 
     # -- prediction ----------------------------------------------------------------------------
 

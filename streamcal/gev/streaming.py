@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 from river import base
 
 from streamcal._kernels import gev as _k
-from streamcal._validation import as_binary_label, as_binary_labels, check_scalar
+from streamcal._locking import LockedState
+from streamcal._validation import as_binary_label, as_binary_labels, as_real_array, check_scalar, is_real_number
 from streamcal.gev._solver import WEIGHT_FLOOR, line_search, weighted_gram
 from streamcal.gev._vectorized import irls_weights
 from streamcal.persist import Persistable
@@ -18,14 +20,17 @@ __all__ = ["GEVCanonicalClassifier"]
 
 
 def _frame_to_matrix(X, name: str = "X") -> tuple[list, np.ndarray]:
-    """Column names and a new float64 matrix from a pandas / polars / pyarrow frame or 2-d array."""
-    try:
-        names, arr = _convert_frame(X, name)
-    except (TypeError, ValueError) as exc:
-        if str(exc).startswith(f"`{name}`"):
-            raise
-        msg = f"`{name}` must hold numbers only; could not convert it: {exc}"
-        raise TypeError(msg) from None
+    """Column names and a new float64 matrix from a pandas / polars / pyarrow frame or 2-d array.
+
+    Every value must be a finite real number or a bool (read as 0 / 1); column names must be
+    distinct.
+    """
+    names, arr = _convert_frame(X, name)
+    if len(set(names)) != len(names):
+        seen = set()
+        dup = next(c for c in names if c in seen or seen.add(c))
+        msg = f"`{name}` must have distinct column names; got {dup!r} more than once."
+        raise ValueError(msg)
     bad = ~np.isfinite(arr)
     if bad.any():
         i, j = (int(v) for v in np.argwhere(bad)[0])
@@ -34,29 +39,45 @@ def _frame_to_matrix(X, name: str = "X") -> tuple[list, np.ndarray]:
     return names, arr
 
 
+def _float_columns(columns: list, n_rows: int, name: str, names: list) -> np.ndarray:
+    """Stack 1-d columns (each checked to hold real numbers or bools) into a float64 matrix."""
+    out = np.empty((n_rows, len(columns)), dtype=np.float64)
+    for j, col in enumerate(columns):
+        raw = as_real_array(col, f"{name}[{names[j]!r}]", allow_bool=True, what="a column of numbers")
+        try:
+            out[:, j] = raw
+        except OverflowError:
+            msg = f"`{name}[{names[j]!r}]` must hold numbers within the float64 range."
+            raise ValueError(msg) from None
+    return out
+
+
 def _convert_frame(X, name: str) -> tuple[list, np.ndarray]:
     module = type(X).__module__.split(".")[0]
-    if module == "pandas":
+    if module == "pandas" and hasattr(X, "columns"):
         names = list(X.columns)
-        arr = np.array(X.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64, order="C")
-    elif module == "polars":
+        cols = []
+        for j in range(X.shape[1]):
+            col = X.iloc[:, j]
+            kind = getattr(col.dtype, "kind", "O")
+            if kind in "iuf" and not isinstance(col.dtype, np.dtype):  # nullable: NA -> NaN
+                cols.append(col.to_numpy(dtype=np.float64, na_value=np.nan))
+            else:
+                cols.append(col.to_numpy())
+        return names, _float_columns(cols, X.shape[0], name, names)
+    if module == "polars" and hasattr(X, "columns"):
         names = list(X.columns)
-        arr = np.array(X.to_numpy(), dtype=np.float64, order="C")
-    elif module == "pyarrow":
+        return names, _float_columns([X.get_column(c).to_numpy() for c in names], X.height, name, names)
+    if module == "pyarrow" and hasattr(X, "column_names"):
         names = list(X.column_names)
-        cols = [
-            np.asarray(X.column(i).to_numpy(zero_copy_only=False), dtype=np.float64)
-            for i in range(X.num_columns)
-        ]
-        arr = np.column_stack(cols) if cols else np.empty((X.num_rows, 0))
-        arr = np.ascontiguousarray(arr, dtype=np.float64)
-    else:
-        arr = np.array(X, dtype=np.float64, order="C")
-        if arr.ndim != 2:
-            msg = f"`{name}` must be 2-d; got shape {arr.shape}."
-            raise ValueError(msg)
-        names = list(range(arr.shape[1]))
-    return names, arr
+        cols = [X.column(i).to_numpy(zero_copy_only=False) for i in range(X.num_columns)]
+        return names, _float_columns(cols, X.num_rows, name, names)
+    raw = as_real_array(X, name, allow_bool=True, what="a 2-d array or a data frame of numbers")
+    if raw.ndim != 2:
+        msg = f"`{name}` must be 2-d; got shape {raw.shape}."
+        raise ValueError(msg)
+    names = list(range(raw.shape[1]))
+    return names, _float_columns(list(raw.T), raw.shape[0], name, names)
 
 
 def _labels_from(y, n: int) -> np.ndarray:
@@ -70,11 +91,34 @@ def _labels_from(y, n: int) -> np.ndarray:
     return labels
 
 
+def _check_features(x) -> tuple[list, list[float]]:
+    """The names and float values of a feature dict: finite real numbers, or bools (as 0 / 1)."""
+    if not isinstance(x, Mapping):
+        msg = f"`x` must be a dict of features; got a {type(x).__name__}."
+        raise TypeError(msg)
+    names = list(x)
+    values = []
+    for name in names:
+        value = x[name]
+        if not (is_real_number(value) or isinstance(value, (bool, np.bool_))):
+            msg = f"`x` must map feature names to numbers; got {value!r} of type {type(value).__name__} for {name!r}."
+            raise TypeError(msg)
+        try:
+            value = float(value)
+        except OverflowError:
+            value = math.inf
+        if not math.isfinite(value):
+            msg = f"`x` must be finite; got {x[name]!r} for feature {name!r}."
+            raise ValueError(msg)
+        values.append(value)
+    return names, values
+
+
 def _sort_key(name):
     return (type(name).__name__, repr(name))
 
 
-class GEVCanonicalClassifier(Persistable, base.MiniBatchClassifier):
+class GEVCanonicalClassifier(LockedState, Persistable, base.MiniBatchClassifier):
     """Streaming GEV-canonical regression with several ``xi`` side by side.
 
     Rows are buffered and every ``batch_size`` rows each candidate shape ``xi`` takes a damped
@@ -94,7 +138,9 @@ class GEVCanonicalClassifier(Persistable, base.MiniBatchClassifier):
     ``learn_one`` buffers the row; ``learn_many`` appends a frame's rows to the same buffer. Both
     take a step whenever ``batch_size`` rows are waiting, so ``learn_many(X, y)`` is exactly a loop
     of ``learn_one`` (predictions change only at batch boundaries). Features are named: a feature
-    absent from a row or frame counts as 0, new features join with coefficient 0.
+    absent from a row or frame counts as 0, new features join with coefficient 0. Feature values
+    must be finite real numbers (bools count as 0 / 1; strings, ``None``, NaN and ±inf are
+    refused, in predictions too); a frame's column names must be distinct.
 
     Parameters
     ----------
@@ -178,6 +224,7 @@ class GEVCanonicalClassifier(Persistable, base.MiniBatchClassifier):
         self._buffer: list = []  # blocks (names, matrix, labels)
         self._buffered = 0
         self._n_seen = 0
+        self._init_lock()
 
     def _check_params(self) -> None:
         if not isinstance(self.xis, (tuple, list)) or len(self.xis) == 0:
@@ -203,58 +250,54 @@ class GEVCanonicalClassifier(Persistable, base.MiniBatchClassifier):
 
     @property
     def xi_(self) -> float:
-        return float(self._xis[self._serving])
+        with self._lock:
+            return float(self._xis[self._serving])
 
     @property
     def coef_(self) -> dict:
-        beta = self._beta[self._serving]
-        return {name: float(beta[j]) for j, name in enumerate(self._names)}
+        with self._lock:
+            beta = self._beta[self._serving]
+            return {name: float(beta[j]) for j, name in enumerate(self._names)}
 
     @property
     def intercept_(self) -> float:
-        return float(self._beta[self._serving, -1])
+        with self._lock:
+            return float(self._beta[self._serving, -1])
 
     @property
     def prequential_brier_(self) -> dict:
         """Forgotten mean prequential Brier score per candidate ``xi``."""
-        w = max(self._score_weight, 1e-300)
-        return {float(x): float(s / w) for x, s in zip(self._xis, self._score, strict=True)}
+        with self._lock:
+            w = max(self._score_weight, 1e-300)
+            return {float(x): float(s / w) for x, s in zip(self._xis, self._score, strict=True)}
 
     # -- learning ------------------------------------------------------------------------------
 
     def learn_one(self, x: dict, y, **kwargs) -> None:
-        label = as_binary_label(y, "y")
-        names = list(x)
-        row = np.empty((1, len(names)))
-        for j, name in enumerate(names):
-            value = x[name]
-            if not isinstance(value, (numbers.Real, np.bool_)):
-                msg = f"`x` must map feature names to numbers; got {value!r} for {name!r}."
-                raise TypeError(msg)
-            value = float(value)
-            if not math.isfinite(value):
-                msg = f"`x` must be finite; got {value!r} for feature {name!r}."
-                raise ValueError(msg)
-            row[0, j] = value
-        self._buffer.append((names, row, np.array([1.0 if label else 0.0])))
-        self._buffered += 1
-        if self._buffered >= self.batch_size:
-            self._flush()
-
-    def learn_many(self, X, y, **kwargs) -> None:
-        names, arr = _frame_to_matrix(X)
-        labels = _labels_from(y, arr.shape[0])
-        if arr.shape[0] == 0:
-            return
-        start = 0
-        n = arr.shape[0]
-        while start < n:
-            take = min(self.batch_size - self._buffered, n - start)
-            self._buffer.append((names, arr[start : start + take], labels[start : start + take]))
-            self._buffered += take
-            start += take
+        with self._lock:
+            label = as_binary_label(y, "y")
+            names, values = _check_features(x)
+            row = np.array([values], dtype=np.float64).reshape(1, len(names))
+            self._buffer.append((names, row, np.array([1.0 if label else 0.0])))
+            self._buffered += 1
             if self._buffered >= self.batch_size:
                 self._flush()
+
+    def learn_many(self, X, y, **kwargs) -> None:
+        with self._lock:
+            names, arr = _frame_to_matrix(X)
+            labels = _labels_from(y, arr.shape[0])
+            if arr.shape[0] == 0:
+                return
+            start = 0
+            n = arr.shape[0]
+            while start < n:
+                take = min(self.batch_size - self._buffered, n - start)
+                self._buffer.append((names, arr[start : start + take], labels[start : start + take]))
+                self._buffered += take
+                start += take
+                if self._buffered >= self.batch_size:
+                    self._flush()
 
     def _flush(self) -> None:
         blocks, self._buffer, self._buffered = self._buffer, [], 0
@@ -345,35 +388,90 @@ class GEVCanonicalClassifier(Persistable, base.MiniBatchClassifier):
         self._serving = int(order[0])
         self._n_seen += n
 
+    # -- a restored state ---------------------------------------------------------------------
+
+    def _check_loaded_state(self) -> None:
+        """Check the attributes a state file restored (see :mod:`streamcal.persist`): valid
+        parameters; the candidate shapes; feature names and their index; Newton statistics and
+        coefficients of the sizes they give, finite; the serving candidate in range; the buffered
+        rows (finite, 0/1 labels) fewer than a batch and as many as counted."""
+        from streamcal import _state_check as c
+
+        c.need_params(self, self._check_params)
+        c.check_like_fresh(self)
+        m = len(self.xis)
+        xis = c.need_array(self._xis, "_xis", np.float64, size=m)
+        if not np.array_equal(xis, np.array([float(x) for x in self.xis])):
+            c.fail("`_xis`: expected the candidate shapes `xis`.")
+        names = self._names
+        try:
+            index = {name: j for j, name in enumerate(names)}
+        except TypeError:
+            c.fail("`_names`: expected hashable feature names.")
+        if len(index) != len(names) or self._index != index:
+            c.fail("`_names`/`_index`: expected distinct feature names and their positions.")
+        k1 = len(names) + 1
+        for name, shape in (("_beta", (m, k1)), ("_A", (m, k1, k1)), ("_b", (m, k1)), ("_score", (m,))):
+            a = c.need_array(getattr(self, name), name, np.float64, ndim=len(shape), shape=shape)
+            c.need_finite(a, name, low=0.0 if name == "_score" else None)
+        c.need_float(self._score_weight, "_score_weight", low=0.0)
+        c.need_int(self._serving, "_serving", 0, m - 1)
+        c.need_int(self._n_seen, "_n_seen", 0)
+        c.need_int(self._buffered, "_buffered", 0, self.batch_size - 1)
+        rows = 0
+        for i, block in enumerate(self._buffer):
+            if not (type(block) is tuple and len(block) == 3 and type(block[0]) is list):
+                c.fail(f"`_buffer[{i}]`: expected a (names, rows, labels) tuple; found {c.brief(block)}.")
+            block_names, values, labels = block
+            try:
+                distinct = len(set(block_names)) == len(block_names)
+            except TypeError:
+                distinct = False
+            if not distinct:
+                c.fail(f"`_buffer[{i}]` names: expected distinct hashable feature names.")
+            c.need_array(values, f"_buffer[{i}] rows", np.float64, ndim=2)
+            if values.shape[1] != len(block_names) or values.shape[0] < 1:
+                c.fail(f"`_buffer[{i}]` rows: expected rows of {len(block_names)} features; found {values.shape}.")
+            c.need_finite(values, f"_buffer[{i}] rows")
+            c.need_array(labels, f"_buffer[{i}] labels", np.float64, size=values.shape[0])
+            if not ((labels == 0.0) | (labels == 1.0)).all():
+                c.fail(f"`_buffer[{i}]` labels: expected 0.0 or 1.0.")
+            rows += values.shape[0]
+        if rows != self._buffered:
+            c.fail(f"`_buffered`: expected the {rows} buffered rows; found {self._buffered}.")
+
     # -- prediction ----------------------------------------------------------------------------
 
     def _score_one(self, x: dict) -> float:
+        names, values = _check_features(x)
         beta = self._beta[self._serving]
         v = float(beta[-1]) if self.fit_intercept else 0.0
-        for name, value in x.items():
+        for name, value in zip(names, values, strict=True):
             j = self._index.get(name)
             if j is not None:
-                v += float(beta[j]) * float(value)
+                v += float(beta[j]) * value
         return v
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
-        xi = float(self._xis[self._serving])
-        p = float(_k.gev_cdf(_k.gev_clip(self._score_one(x), xi), xi))
-        return {False: 1.0 - p, True: p}
+        with self._lock:
+            xi = float(self._xis[self._serving])
+            p = float(_k.gev_cdf(_k.gev_clip(self._score_one(x), xi), xi))
+            return {False: 1.0 - p, True: p}
 
     def predict_proba_many(self, X):
-        import pandas as pd
+        with self._lock:
+            import pandas as pd
 
-        names, arr = _frame_to_matrix(X)
-        beta = self._beta[self._serving]
-        coef = np.array([beta[self._index[n]] if n in self._index else 0.0 for n in names])
-        v = arr @ coef + (beta[-1] if self.fit_intercept else 0.0)
-        xi = float(self._xis[self._serving])
-        p = np.empty(v.size)
-        _k.gev_clip_array(np.ascontiguousarray(v, dtype=np.float64), xi, p)
-        _k.gev_cdf_array(p, xi, p)
-        index = X.index if type(X).__module__.split(".")[0] == "pandas" else None
-        return pd.DataFrame({False: 1.0 - p, True: p}, index=index)
+            names, arr = _frame_to_matrix(X)
+            beta = self._beta[self._serving]
+            coef = np.array([beta[self._index[n]] if n in self._index else 0.0 for n in names])
+            v = arr @ coef + (beta[-1] if self.fit_intercept else 0.0)
+            xi = float(self._xis[self._serving])
+            p = np.empty(v.size)
+            _k.gev_clip_array(np.ascontiguousarray(v, dtype=np.float64), xi, p)
+            _k.gev_cdf_array(p, xi, p)
+            index = X.index if type(X).__module__.split(".")[0] == "pandas" else None
+            return pd.DataFrame({False: 1.0 - p, True: p}, index=index)
 
 
 def _solve_pd(hess: np.ndarray, rhs: np.ndarray) -> np.ndarray:

@@ -1,6 +1,12 @@
-"""Batch PAV, PAV-LLR and the batch isotonic calibrator (paper 001)."""
+"""Batch PAV, PAV-LLR and the batch isotonic calibrator.
+
+Reference: Brümmer, N. and du Preez, J. *The PAV algorithm optimizes binary proper scoring
+rules* (2013), cited below as Brümmer & du Preez.
+"""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -15,17 +21,64 @@ from streamcal._validation import (
 
 __all__ = ["IsotonicCalibrator", "pav", "pav_binary", "pav_llr"]
 
+_TINY = float(np.finfo(np.float64).tiny)
+_ONE_BELOW = 1.0 - float(np.finfo(np.float64).epsneg)  # the largest double below 1
+
+# Range of the class weights of ``pav_binary`` (docs/limits.md).
+MIN_CLASS_WEIGHT = 1e-100
+MAX_CLASS_WEIGHT = 1e100
+
 
 def _logit(p: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
         return np.log(p) - np.log1p(-p)
 
 
+# Extreme magnitudes. Weights (and values) are used exactly as given while every sum of them, and
+# of their products, stays far inside the double range: then nothing here differs from the plain
+# formulas. Beyond (sums that would pass 2**900, or, where asked, weights all below 2**-900, whose
+# subnormal sums would round badly), they are first multiplied by a power of two: exact, except for
+# entries that fall below the smallest double beside the largest (they weigh nothing beside it),
+# and PAV's fit, a weighted mean, is the same for weights all scaled alike.
+_SAFE_EXPONENT = 900
+
+
+def _scale_exponent(values: np.ndarray, n: int, factor: float = 1.0, *, small_too: bool = False) -> int:
+    """``k`` (an int) so that ``n * max|values| * factor * 2**k`` lies in (1/8, 1]; 0 while that
+    product, without ``k``, stays within ``2**±_SAFE_EXPONENT`` (only its upper side unless
+    ``small_too``)."""
+    top = float(np.max(np.abs(values))) if values.size else 0.0
+    if top == 0.0:
+        return 0
+    e = math.frexp(top)[1] + math.frexp(factor)[1] + max(n - 1, 0).bit_length()  # the product < 2**e
+    if e <= _SAFE_EXPONENT and (e >= -_SAFE_EXPONENT or not small_too):
+        return 0
+    return -e
+
+
+def _block_logit(fitted: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """``logit(fitted)``, where a fitted value rounded to 0 or 1 recomputed from its block's class
+    sums: ``log(P) - log(N)``, finite when the block holds both classes.
+
+    The runs of equal fitted values are PAV's blocks (groups of zero weight, which copy a
+    neighbour's value, add nothing to the sums).
+    """
+    out = _logit(fitted)
+    bad = ~np.isfinite(out)
+    if bad.any():
+        start = np.flatnonzero(np.concatenate(([True], fitted[1:] != fitted[:-1])))
+        run = np.repeat(np.arange(start.size), np.diff(np.concatenate((start, [fitted.size]))))
+        with np.errstate(divide="ignore"):
+            block = np.log(np.add.reduceat(pos, start)) - np.log(np.add.reduceat(neg, start))
+        out[bad] = block[run[bad]]
+    return out
+
+
 def pav(y, w=None, *, increasing: bool = True) -> np.ndarray:
     """Weighted isotonic regression of ``y`` in the given order (pool adjacent violators).
 
     Solves ``min Σ w_i (y_i − f_i)²`` subject to ``f_1 <= f_2 <= … <= f_n`` (or ``>=`` with
-    ``increasing=False``). By paper 001 the same ``f`` is optimal for *every* regular binary
+    ``increasing=False``). By Brümmer & du Preez the same ``f`` is optimal for *every* regular binary
     proper scoring rule when ``y`` holds 0/1 labels.
 
     Parameters
@@ -53,12 +106,22 @@ def pav(y, w=None, *, increasing: bool = True) -> np.ndarray:
     values = as_finite(y, "y")
     weights = as_nonneg_weights(w, "w", values.size)
     check_scalar(increasing, "increasing", kind=(bool, np.bool_), choices=(True, False))
+    n = values.size
+    kw = _scale_exponent(weights, n, small_too=True)  # sums of weights within the double range
+    if kw:
+        weights = np.ldexp(weights, kw)
+    top_w = float(weights.max()) if n else 0.0
+    ky = _scale_exponent(values, n, top_w)  # and sums of weights times values
+    if ky:
+        values = np.ldexp(values, ky)
     if not increasing:
         values = -values
     out = np.empty_like(values)
     pav_sorted(values, weights, out)
     if not increasing:
         out = -out
+    if ky:
+        out = np.ldexp(out, -ky)
     return out
 
 
@@ -120,7 +183,7 @@ def pav_binary(
 ) -> np.ndarray:
     """PAV-calibrated probabilities ``P(label = 1 | score)`` for each event, ties pooled.
 
-    This is ``PAV_t((l_1, …, l_T), (v1, v2))`` of paper 001 (eq. 6) with ``v1 = positive_weight``
+    This is ``PAV_t((l_1, …, l_T), (v1, v2))`` of Brümmer & du Preez (eq. 6) with ``v1 = positive_weight``
     and ``v2 = negative_weight``: events are sorted by score, events with equal scores share one
     value, and the result is the unique optimum of every regular binary proper scoring rule
     under the monotonicity constraint.
@@ -134,7 +197,7 @@ def pav_binary(
     weights : array-like of shape (n,), optional
         Non-negative sample weights.
     positive_weight, negative_weight : float, default 1.0
-        The class weights ``v1``, ``v2`` of paper 001 (positive).
+        The class weights ``v1``, ``v2`` of Brümmer & du Preez (positive).
 
     Returns
     -------
@@ -148,22 +211,25 @@ def pav_binary(
     [0.0, 0.5, 0.5, 1.0]
     """
     s, y, w = _validate_binary(scores, labels, weights)
-    check_scalar(positive_weight, "positive_weight", low=0.0, low_inclusive=False)
-    check_scalar(negative_weight, "negative_weight", low=0.0, low_inclusive=False)
-    if w.sum() <= 0.0:
+    check_scalar(positive_weight, "positive_weight", low=MIN_CLASS_WEIGHT, high=MAX_CLASS_WEIGHT)
+    check_scalar(negative_weight, "negative_weight", low=MIN_CLASS_WEIGHT, high=MAX_CLASS_WEIGHT)
+    if not w.any():
         msg = "`weights` must not all be zero."
         raise ValueError(msg)
+    k = _scale_exponent(w, w.size, max(positive_weight, negative_weight), small_too=True)
+    if k:
+        w = np.ldexp(w, k)
     _, pos, neg, inverse = _group(s, y, w)
     fitted = _pav_groups(pos * positive_weight, neg * negative_weight)
     return fitted[inverse]
 
 
 def pav_llr(scores, labels, weights=None, *, finite: bool = True) -> np.ndarray:
-    """Calibrated log-likelihood ratios by PAV-LLR (paper 001 §5, eq. 21).
+    """Calibrated log-likelihood ratios by PAV-LLR (Brümmer & du Preez, section 5, eq. 21).
 
     ``w_t = logit(PAV_t) − logit(T1/T)`` where ``T1/T`` is the (weighted) share of positives. The
     LLR does not depend on any prior: weighting the classes for a prior ``π`` and subtracting
-    ``π`` gives the same values (paper 001, theorem 12).
+    ``π`` gives the same values (Brümmer & du Preez, theorem 12).
 
     The exact map (``finite=False``) gives ``−inf`` to scores below every positive and ``+inf``
     to scores above every negative. The default (``finite=True``) follows the BOSARIS rule: one
@@ -197,34 +263,52 @@ def pav_llr(scores, labels, weights=None, *, finite: bool = True) -> np.ndarray:
     """
     s, y, w = _validate_binary(scores, labels, weights)
     check_scalar(finite, "finite", kind=(bool, np.bool_), choices=(True, False))
+    # the weights (and the pseudo-counts) in units of 2**-k; tiny weights are scaled up only
+    # without pseudo-counts (beside a pseudo-count of 1 they weigh nothing anyway)
+    k = _scale_exponent(w, w.size, small_too=not finite)
+    if k:
+        w = np.ldexp(w, k)
     _, pos, neg, inverse = _group(s, y, w)
-    t1, t = float(pos.sum()), float(pos.sum() + neg.sum())
+    t1, t0 = float(pos.sum()), float(neg.sum())
     if finite:
-        pos = np.concatenate(([1.0], pos, [0.0]))
-        neg = np.concatenate(([0.0], neg, [1.0]))
-        t1, t = t1 + 1.0, t + 2.0
-        fitted = _pav_groups(pos, neg)[1:-1]
+        c = math.ldexp(1.0, k)  # the pseudo-count, 1 in the caller's units
+        pos = np.concatenate(([c], pos, [0.0]))
+        neg = np.concatenate(([0.0], neg, [c]))
+        t1, t0 = t1 + c, t0 + c
+        logit = _block_logit(_pav_groups(pos, neg), pos, neg)[1:-1]
     else:
-        if not 0.0 < t1 < t:
+        if not (t1 > 0.0 and t0 > 0.0):
             msg = (
                 "`labels` must contain both classes (with positive weight) for the exact PAV-LLR "
-                f"map; got a positive weight of {t1!r} out of {t!r}. Use finite=True instead."
+                f"map; got a positive weight of {math.ldexp(t1, -k)!r} out of {math.ldexp(t1 + t0, -k)!r}. "
+                "Use finite=True instead."
             )
             raise ValueError(msg)
-        fitted = _pav_groups(pos, neg)
-    prior_logodds = np.log(t1) - np.log(t - t1)
-    return _logit(fitted)[inverse] - prior_logodds
+        logit = _block_logit(_pav_groups(pos, neg), pos, neg)
+    prior_logodds = math.log(t1) - math.log(t0)
+    return logit[inverse] - prior_logodds
 
 
 class IsotonicCalibrator:
     """Batch isotonic (PAV) calibrator: probabilities and LLRs for new scores.
 
-    ``fit`` pools tied scores and runs weighted PAV over the distinct scores (paper 001: the
-    result is optimal for every regular binary proper scoring rule). New scores are mapped by
-    linear interpolation between the fitted distinct scores (as scikit-learn's
+    ``fit`` pools tied scores and runs weighted PAV over the distinct scores (Brümmer & du
+    Preez: the result is optimal for every regular binary proper scoring rule). New scores are
+    mapped by linear interpolation between the fitted distinct scores (as scikit-learn's
     ``IsotonicRegression``) or by a right-continuous step; outside the fitted range the map is
     clipped to its end values. For a calibrator that learns from a stream, see
-    :class:`streamcal.PAVCalibrator`.
+    :class:`streamcal.PAVCalibrator`; with one bucket per distinct score and the same
+    ``finite_proba`` and ``llr_pseudo_count``, it serves the probabilities and LLRs of this
+    calibrator fitted on its window.
+
+    By default (``finite_proba=True``) the probabilities are never exactly 0 or 1: they follow
+    the pseudo-count rule of the finite LLR (the BOSARIS rule of :func:`pav_llr`). The data are
+    augmented with one pseudo-positive below every score and one pseudo-negative above, each of
+    weight ``llr_pseudo_count``; PAV of the augmented data only pools a run of blocks at each
+    end, so its map is the exact one clipped, ``clip(p, lo, hi)``, with ``lo``/``hi`` the rates of
+    the two augmented end runs. The exact map gives 0 below every positive and 1 above every
+    negative, which costs an infinite log loss the first time a new score falls on the wrong
+    side; it is one switch away (``finite_proba=False``).
 
     Parameters
     ----------
@@ -233,6 +317,12 @@ class IsotonicCalibrator:
     finite_llr : bool, default True
         ``predict_llr`` uses the finite pseudo-count rule of :func:`pav_llr` (True) or the exact
         map, which may be ``±inf`` (False).
+    finite_proba : bool, default True
+        ``predict_proba`` serves the finite pseudo-count map (True), strictly inside (0, 1), or
+        the exact PAV map (False).
+    llr_pseudo_count : float, default 1.0
+        Weight ``c`` of each pseudo-event of the finite rule (> 0), in the units of
+        ``sample_weight``; the finite prior is ``(T1 + c) / (T + 2c)``.
 
     Attributes
     ----------
@@ -241,7 +331,8 @@ class IsotonicCalibrator:
     proba_ : numpy.ndarray
         The PAV probability at each threshold (exact map).
     proba_finite_ : numpy.ndarray
-        The probability at each threshold under the pseudo-count rule.
+        The probability at each threshold under the pseudo-count rule: ``proba_`` clipped to
+        ``[lo, hi]``.
     prior_ : float
         The weighted share of positives seen by ``fit``.
 
@@ -253,35 +344,57 @@ class IsotonicCalibrator:
     >>> scores = rng.uniform(size=2000)
     >>> labels = rng.uniform(size=2000) < scores**2      # the true probability is score**2
     >>> cal = IsotonicCalibrator().fit(scores, labels)
-    >>> cal.predict_proba([0.1, 0.5, 0.9]).round(1).tolist()
-    [0.0, 0.3, 0.8]
+    >>> cal.predict_proba([0.0, 0.1, 0.5, 0.9, 1.0]).round(4).tolist()
+    [0.0035, 0.0035, 0.2802, 0.7561, 0.9912]
+    >>> IsotonicCalibrator(finite_proba=False).fit(scores, labels).predict_proba([0.0, 1.0]).tolist()
+    [0.0, 1.0]
     >>> bool(np.all(np.diff(cal.predict_llr(np.linspace(0, 1, 50))) >= 0))
     True
     """
 
-    def __init__(self, interpolation: str = "linear", finite_llr: bool = True):
+    def __init__(
+        self,
+        interpolation: str = "linear",
+        finite_llr: bool = True,
+        finite_proba: bool = True,
+        llr_pseudo_count: float = 1.0,
+    ):
         self.interpolation = interpolation
         self.finite_llr = finite_llr
+        self.finite_proba = finite_proba
+        self.llr_pseudo_count = llr_pseudo_count
 
     def fit(self, scores, labels, sample_weight=None) -> IsotonicCalibrator:
         """Fit on scores and binary labels; returns ``self``."""
         check_scalar(self.interpolation, "interpolation", choices=("linear", "step"))
         check_scalar(self.finite_llr, "finite_llr", kind=(bool, np.bool_), choices=(True, False))
+        check_scalar(self.finite_proba, "finite_proba", kind=(bool, np.bool_), choices=(True, False))
+        check_scalar(self.llr_pseudo_count, "llr_pseudo_count", low=0.0, low_inclusive=False)
         s, y, w = _validate_binary(scores, labels, sample_weight)
-        unique, pos, neg, _ = _group(s, y, w, with_inverse=False)
-        keep = (pos + neg) > 0.0
-        if not keep.any():
+        if not w.any():
             msg = "`sample_weight` must not all be zero."
             raise ValueError(msg)
+        k = _scale_exponent(w, w.size)  # weights (and pseudo-counts) in units of 2**-k
+        if k:
+            w = np.ldexp(w, k)
+        unique, pos, neg, _ = _group(s, y, w, with_inverse=False)
+        keep = (pos + neg) > 0.0
         unique, pos, neg = unique[keep], pos[keep], neg[keep]
-        proba = _pav_groups(pos, neg)
-        proba_finite = _pav_groups(np.concatenate(([1.0], pos, [0.0])), np.concatenate(([0.0], neg, [1.0])))
-        t1, t = float(pos.sum()), float(pos.sum() + neg.sum())
+        c = math.ldexp(float(self.llr_pseudo_count), k)  # the finite rule's pseudo-count, in units of 2**-k
+        up = _scale_exponent(pos + neg, pos.size, small_too=True)  # the exact map: tiny weights scaled up
+        proba = _pav_groups(np.ldexp(pos, up), np.ldexp(neg, up)) if up else _pav_groups(pos, neg)
+        # PAV of the data plus the two pseudo-events: the values of its two end runs
+        augmented = _pav_groups(np.concatenate(([c], pos, [0.0])), np.concatenate(([0.0], neg, [c])))
+        t1, t0 = float(pos.sum()), float(neg.sum())
         self.thresholds_ = unique
         self.proba_ = proba
-        self.proba_finite_ = proba_finite[1:-1]
-        self.prior_ = t1 / t
-        self._prior_finite = (t1 + 1.0) / (t + 2.0)
+        self.proba_finite_ = np.clip(proba, augmented[1], augmented[-2])  # its ends are lo and hi
+        self.prior_ = t1 / (t1 + t0)
+        self._prior_finite = (t1 + c) / (t1 + t0 + 2.0 * c)
+        # log-odds of the priors from the class sums themselves: exact where the ratios round to 0 or 1
+        with np.errstate(divide="ignore"):
+            self._prior_logodds = float(np.log(t1) - np.log(t0))
+        self._prior_logodds_finite = math.log(t1 + c) - math.log(t0 + c)
         return self
 
     def _check_fitted(self) -> None:
@@ -296,17 +409,37 @@ class IsotonicCalibrator:
         idx = np.searchsorted(self.thresholds_, s, side="right") - 1
         return values[np.clip(idx, 0, values.size - 1)]
 
+    def _finite_map(self, scores) -> np.ndarray:
+        """The exact map clipped to the augmented end runs' values (``predict_proba`` by default)."""
+        return np.clip(self._map(scores, self.proba_), self.proba_finite_[0], self.proba_finite_[-1])
+
+    def __setstate__(self, state):
+        # saved before ``finite_proba`` and ``llr_pseudo_count`` existed: the exact map was served
+        self.__dict__.update(state)
+        self.__dict__.setdefault("finite_proba", False)
+        self.__dict__.setdefault("llr_pseudo_count", 1.0)
+
     def predict_proba(self, scores) -> np.ndarray:
         """Calibrated probability ``P(label = 1 | score)`` for each score."""
         self._check_fitted()
+        if self.finite_proba:
+            return self._finite_map(scores)
         return self._map(scores, self.proba_)
 
     def predict_llr(self, scores) -> np.ndarray:
         """Calibrated log-likelihood ratio for each score (prior-independent, natural log)."""
         self._check_fitted()
         if self.finite_llr:
-            p, prior = self._map(scores, self.proba_finite_), self._prior_finite
+            # within (0, 1) but for rounding with weights beyond 2**53 pseudo-counts: kept inside
+            p = np.minimum(np.maximum(self._finite_map(scores), _TINY), _ONE_BELOW)
+            prior_logodds = getattr(self, "_prior_logodds_finite", None)
+            prior = self._prior_finite
         else:
-            p, prior = self._map(scores, self.proba_), self.prior_
-        with np.errstate(divide="ignore"):
-            return _logit(p) - (np.log(prior) - np.log1p(-prior))
+            p = self._map(scores, self.proba_)
+            prior_logodds = getattr(self, "_prior_logodds", None)
+            prior = self.prior_
+        if prior_logodds is None:  # fitted by a streamcal that did not keep the log-odds
+            with np.errstate(divide="ignore"):
+                prior_logodds = float(np.log(prior) - np.log1p(-prior))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _logit(p) - prior_logodds

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numbers
 import os
+import sys
+import threading
+from bisect import bisect_right
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 
@@ -49,12 +52,71 @@ def _prequential_from(sf, si, pf, pi, b, s, y, w, t, ops, out_p, out_llr, start,
     _k.pav_prequential_inplace(sf, si, pf, pi, b[part], s[part], y[part], w[part], t[part], out_p[part], out_llr[part])
 
 
-def _bind_packed_kernels(packed: np.ndarray) -> None:
-    """Compile (or load) the river face's kernels for the packed state's types, once per process."""
-    s = 0.5
-    PAVCalibrator._learn_packed = entry_point(_k.pav_learn_packed_inplace, packed, s, s, s, s)
-    PAVCalibrator._proba_packed = entry_point(_k.pav_predict_packed, packed, s)
-    PAVCalibrator._llr_packed = entry_point(_k.pav_llr_packed, packed, s)
+class _MarkingLock:
+    """The lock of a :class:`PAVCalibrator`: a re-entrant lock that marks the packed state busy.
+
+    Holding it (``with cal._lock:``) excludes every other holder, and, through the mark
+    (``PACK_BUSY`` in the packed buffer, set while it is held and in every buffer packed
+    meanwhile), the river face's lock-free calls too: they refuse a marked state and retry
+    under the lock. ``rlock`` alone excludes the other holders without the mark, for a section
+    whose one step on the state is a packed entry point (which the mark would refuse).
+    """
+
+    __slots__ = ("_cal", "_depth", "rlock")
+
+    def __init__(self, cal):
+        self._cal = cal
+        self._depth = 0
+        self.rlock = threading.RLock()
+
+    @property
+    def marking(self) -> bool:
+        """Whether the lock is held (with the mark) by some thread."""
+        return self._depth > 0
+
+    def acquire(self) -> bool:
+        self.rlock.acquire()
+        self._depth += 1
+        if self._depth == 1:
+            packed = self._cal.__dict__.get("_packed")  # none while the edges are warming up
+            if packed is not None:
+                packed[_k.PACK_BUSY] = 1.0
+        return True
+
+    def release(self) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            packed = self._cal.__dict__.get("_packed")
+            if packed is not None:
+                packed[_k.PACK_BUSY] = 0.0
+        self.rlock.release()
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.release()
+
+
+def _gil_enabled() -> bool:
+    """False on a free-threaded Python running without the GIL (3.13+)."""
+    check = getattr(sys, "_is_gil_enabled", None)
+    return True if check is None else bool(check())
+
+
+def _bound_on_first_call(name: str, kernel, n_floats: int):
+    """A stand-in for the river-face kernel ``kernel``: its first call compiles (or loads) the
+    kernel for the packed state and ``n_floats`` float arguments, puts the compiled entry point
+    in its place on the class and calls it. A process that never uses the river face (or never
+    asks for an LLR) compiles none of it."""
+
+    def first_call(packed, *args):
+        compiled = entry_point(kernel, packed, *(0.5,) * n_floats)
+        setattr(PAVCalibrator, name, compiled)
+        return compiled(packed, *args)
+
+    return staticmethod(first_call)
 
 
 class PAVCalibrator(StreamingCalibrator):
@@ -81,9 +143,13 @@ class PAVCalibrator(StreamingCalibrator):
     ----------
     buckets
         Bucket strategy (:mod:`streamcal.buckets`); default ``LogitGrid()`` (1024 logit-spaced
-        buckets over [1e-7, 1 - 1e-7], scores must be probabilities).
+        buckets over [1e-7, 1 - 1e-7], scores must be probabilities). An int ``n`` means
+        ``LogitGrid(n)``; ``"uniform:N"`` / ``"quantile:N"`` name the strategy
+        (:func:`streamcal.buckets.as_buckets`).
     window
-        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``.
+        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``. An int ``n`` (such
+        as ``100_000``) means ``CountWindow(n)``, a duration such as ``"7d"`` or ``"12h"``
+        ``TimeWindow(seconds)`` (:func:`streamcal.windows.as_window`).
     score_key
         Key of the score in ``x``; ``None``: ``x`` holds exactly one value.
     interpolation
@@ -91,12 +157,15 @@ class PAVCalibrator(StreamingCalibrator):
     llr_pseudo_count
         Weight of each pseudo-event of the finite-LLR rule (> 0).
     finite_proba
-        ``False`` (default): probabilities are the exact PAV map, which is 0 below every positive
-        in the window and 1 above every negative (paper 001; what scikit-learn's isotonic
-        regression gives). ``True``: probabilities follow the same pseudo-count rule as the
-        finite LLR (the PAV of the window plus one pseudo-positive below all scores and one
-        pseudo-negative above, ``clip(p, lo, hi)``), never exactly 0 or 1 — the safer choice
-        early in a stream or under log loss, where one confident wrong prediction costs ``inf``.
+        ``True`` (default): probabilities follow the same pseudo-count rule as the finite LLR:
+        the PAV of the window plus one pseudo-positive below all scores and one pseudo-negative
+        above, each of weight ``llr_pseudo_count``, which is ``clip(p, lo, hi)`` with ``p`` the
+        exact map and ``lo``/``hi`` the rates of the two augmented end runs. They are never
+        exactly 0 or 1, so one confident wrong prediction early in a stream or in a sparse window
+        does not cost an infinite log loss. ``False``: the exact PAV map, which is 0 below every
+        positive in the window and 1 above every negative (what scikit-learn's isotonic
+        regression gives; optimal in-sample for every proper scoring rule, Brümmer & du Preez,
+        "The PAV algorithm optimizes binary proper scoring rules", 2013).
     n_jobs
         Threads for the array face's long sequences (``prequential``, ``process``): ``1`` (default)
         runs on the calling thread, ``-1`` uses every core, ``None`` means 1. The sequence is cut
@@ -131,16 +200,25 @@ class PAVCalibrator(StreamingCalibrator):
     References
     ----------
     Brümmer, N. and du Preez, J. *The PAV algorithm optimizes binary proper scoring rules.*
+
+    Notes
+    -----
+    Thread safety: every public method is atomic with respect to the others, as for every
+    streaming calibrator (``docs/architecture.md``, "Thread safety"). The river face's common
+    calls take no lock: their compiled kernels hold the GIL, so each runs whole between two
+    steps of any other Python thread, and they refuse (changing nothing) while the array face
+    or any other multi-step section holds the lock and marks the state busy; the call then
+    waits for the lock and runs under it.
     """
 
     def __init__(
         self,
-        buckets: Buckets | None = None,
-        window: Window | None = None,
+        buckets: Buckets | int | str | None = None,
+        window: Window | int | str | None = None,
         score_key: str | None = None,
         interpolation: str = "linear",
         llr_pseudo_count: float = 1.0,
-        finite_proba: bool = False,
+        finite_proba: bool = True,
         n_jobs: int | None = 1,
     ):
         check_scalar(interpolation, "interpolation", choices=("linear", "step"))
@@ -171,6 +249,24 @@ class PAVCalibrator(StreamingCalibrator):
     # ``_fast_*`` flags fold the per-calibrator conditions (no ``score_key``, edges known, no
     # time window for learning) into one test; the kernels take the packed state and check
     # the score's range and the weight, refusing (changing nothing) what the full checks reject.
+    #
+    # Threads. The fast paths take no lock (a Python lock round trip per call costs about as much
+    # as the kernels: docs/benchmarks.md, "Thread safety"). They are atomic
+    # all the same: (1) the packed entry points hold the GIL while they run (``nogil=False``), so
+    # no other Python thread runs a step between a call's first read and its last write, and
+    # two such calls never overlap; (2) everything else that reads or writes the state does so
+    # holding ``self._lock`` (a ``_MarkingLock``), and the sections that take several steps or
+    # release the GIL (the array face's kernels, ring growth, the warm-up, the properties) mark
+    # the packed buffer busy on entry, and every buffer packed during them is born busy. An
+    # entry point called on a marked buffer changes nothing and refuses; its caller then waits
+    # for the lock and calls again under it (``rlock``, without the mark: under the lock no
+    # marked section runs, and the entry point is the section's one step on the state). A fast
+    # call therefore either ran whole before the marked section began (setting the mark needs
+    # the GIL that the call held) or is refused: some serial order. A buffer replaced during a
+    # section keeps its mark, so a call that read ``self._packed`` just before the replacement
+    # is refused too. A call made by the thread that holds a marked section (re-entrant use)
+    # runs on the views' kernels instead. Without a GIL (a free-threaded Python) the fast paths
+    # are off (``_pack``) and every call takes the lock.
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
         if self._fast_learn and type(x) is dict and t is None:
             try:
@@ -186,13 +282,16 @@ class PAVCalibrator(StreamingCalibrator):
                     and self._learn_packed(self._packed, s, y, w, 0.0)
                 ):
                     return
-        if self._sf is None or self._uses_times:  # quantile warm-up; time windows grow their ring
-            super().learn_one(x, y, w, t)
-            return
-        s = self._score_of(x)
-        label, w, t = self._check_one(y, w, t)
-        if not self._learn_packed(self._packed, s, label, w, t):  # the kernel refuses what the checks reject
-            raise RuntimeError(f"internal error: the checked event (score {s!r}, weight {w!r}) was refused")
+        with self._lock.rlock:
+            if self._sf is None or self._uses_times:  # quantile warm-up; time windows grow their ring
+                super().learn_one(x, y, w, t)  # a marked section
+                return
+            s = self._score_of(x)
+            label, w, t = self._check_one(y, w, t)
+            if self._lock.marking:  # called inside this thread's own marked section: the views' kernel
+                self._learn_bucket(bisect_right(self._cuts_list, s), s, label, w, t)
+            elif not self._learn_packed(self._packed, s, label, w, t):  # it refuses what the checks reject
+                raise RuntimeError(f"internal error: the checked event (score {s!r}, weight {w!r}) was refused")
 
     def predict_proba_one(self, x: dict) -> dict:
         if self._fast_predict and type(x) is dict:
@@ -203,19 +302,35 @@ class PAVCalibrator(StreamingCalibrator):
             else:
                 if type(s) is float:
                     p = self._proba_packed(self._packed, s)
-                    if p >= 0.0:  # -1.0: out of range (the full checks below raise)
+                    if p >= 0.0:  # -1.0: out of range (the full checks below raise), or busy
                         return {False: 1.0 - p, True: p}
-        s = self._score_of(x)
-        p = self._warm_proba() if self._sf is None else self._proba_packed(self._packed, s)
+        with self._lock.rlock:
+            s = self._score_of(x)
+            if self._sf is None:
+                p = self._warm_proba()
+            elif self._lock.marking:  # inside this thread's own marked section
+                p = self._proba_of(s)
+            else:
+                p = self._proba_packed(self._packed, s)
         return {False: 1.0 - p, True: p}
 
+    def predict_one(self, x: dict) -> bool:
+        return self.predict_proba_one(x)[True] > 0.5
+
     def predict_llr_one(self, x: dict) -> float:
-        s = self._score_of(x)
-        return 0.0 if self._sf is None else self._llr_packed(self._packed, s)
+        with self._lock.rlock:
+            s = self._score_of(x)
+            if self._sf is None:
+                return 0.0
+            return self._llr_of(s) if self._lock.marking else self._llr_packed(self._packed, s)
 
     learn_one.__doc__ = StreamingCalibrator.learn_one.__doc__
     predict_proba_one.__doc__ = StreamingCalibrator.predict_proba_one.__doc__
+    predict_one.__doc__ = StreamingCalibrator.predict_one.__doc__
     predict_llr_one.__doc__ = StreamingCalibrator.predict_llr_one.__doc__
+
+    def _init_lock(self) -> None:
+        self._lock = _MarkingLock(self)
 
     # ------------------------------------------------------------------ engine (fused kernels)
     def _init_map_state(self) -> None:
@@ -238,15 +353,16 @@ class PAVCalibrator(StreamingCalibrator):
         """Put the four state arrays into one buffer (``_packed``) and rebind them as its views.
 
         Called whenever one of them is replaced (a new map state, a grown ring, unpickling):
-        the river face's kernels read the buffer, the array face's the views.
+        the river face's kernels read the buffer, the array face's the views. A buffer packed
+        while the lock is held is born marked busy (see the notes above ``learn_one``).
         """
-        self._packed, self._sf, self._si, self._pf, self._pi = _k.pack_state(
-            self._sf, self._si, self._pf, self._pi, self._score_low, self._score_high
-        )
-        self._fast_learn = self.score_key is None and not self._uses_times
-        self._fast_predict = self.score_key is None
-        if PAVCalibrator._learn_packed is None:
-            _bind_packed_kernels(self._packed)
+        state = (self._sf, self._si, self._pf, self._pi)
+        packed, sf, si, pf, pi = _k.pack_state(*state, self._score_low, self._score_high)
+        packed[_k.PACK_BUSY] = 1.0 if self._lock.marking else 0.0
+        self._packed, self._sf, self._si, self._pf, self._pi = packed, sf, si, pf, pi
+        fast = _gil_enabled()  # the lock-free calls rely on the GIL
+        self._fast_learn = fast and self.score_key is None and not self._uses_times
+        self._fast_predict = fast and self.score_key is None
 
     def _histogram_replaced(self) -> None:
         self._pack()
@@ -255,13 +371,13 @@ class PAVCalibrator(StreamingCalibrator):
     _CACHES = (*StreamingCalibrator._CACHES, "_packed", "_fast_learn", "_fast_predict")
 
     # The compiled single-score kernels of the river face, called without numba's per-call type
-    # dispatch (``entry_point``). The same for every instance, so they are class attributes, set
-    # by the first ``_pack``: held by an instance, they would lead river's memory walk
+    # dispatch (``entry_point``). The same for every instance, so they are class attributes, each
+    # compiled by its first call: held by an instance, they would lead river's memory walk
     # (``_raw_memory_usage``, ``check_bounded_memory_growth``) into numba's registries, which
     # weighed 2.5 MB there and broke the walk once any numba function had been freed.
-    _learn_packed = None
-    _proba_packed = None
-    _llr_packed = None
+    _learn_packed = _bound_on_first_call("_learn_packed", _k.pav_learn_packed_inplace, 4)
+    _proba_packed = _bound_on_first_call("_proba_packed", _k.pav_predict_packed, 1)
+    _llr_packed = _bound_on_first_call("_llr_packed", _k.pav_llr_packed, 1)
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -269,6 +385,86 @@ class PAVCalibrator(StreamingCalibrator):
         if state.get("_pf") is not None:
             self._upgrade_map_state()
             self._pack()
+
+    def _check_loaded_map(self) -> None:
+        """The PAV state of a restored calibrator: ``_pf``/``_pi`` of the sizes the bucket count
+        gives, the header of ``_pf`` equal to the parameters, its sections of bucket centres and
+        cuts equal to ``_centres`` and ``_cuts``, and the blocks, fitted values and finite-LLR
+        values equal, bit for bit, to a rebuild from the histogram (the incremental repairs keep
+        them equal to one). The rebuild runs on copies, after the histogram's checks: whatever
+        the file holds, no kernel reads an index it did not write. Only the stack scratch, which
+        every sweep writes before reading, is not compared. A ``_pf`` in the layout of format
+        version 1 is rebuilt instead (:meth:`_upgrade_map_state`).
+        """
+        from streamcal import _state_check as c
+
+        B = int(self._centres.size)
+        if self._linear is not (self.interpolation == "linear"):
+            c.fail(f"`_linear`: expected {self.interpolation == 'linear'} for interpolation={self.interpolation!r}.")
+        nf, ni = _k.pav_state_sizes(B)
+        pi = c.need_array(self._pi, "_pi", np.int64, size=ni)
+        pf = c.need_array(self._pf, "_pf", np.float64)
+        if int(pi[_k.PI_B]) != B:
+            c.fail(f"`_pi` bucket count: expected {B}; found {int(pi[_k.PI_B])}.")
+        for name, i in (("whole-number flag", _k.PI_INTEGRAL), ("exact flag", _k.PI_EXACT)):
+            if int(pi[i]) not in (0, 1):
+                c.fail(f"`_pi` {name}: expected 0 or 1; found {int(pi[i])}.")
+        if pf.size == _k.PF_HEADER + (_k._RF - 1 + _k._S + 1) * B:  # format version 1: rebuilt on loading
+            return
+        if pf.size != nf:
+            c.fail(f"`_pf`: expected {nf} values for {B} buckets; found {pf.size}.")
+        header = {
+            "pseudo-count": (_k.PF_PSEUDO, float(self.llr_pseudo_count)),
+            "interpolation flag": (_k.PF_LINEAR, 1.0 if self._linear else 0.0),
+            "identity flag": (_k.PF_IDENTITY, 1.0 if self._identity else 0.0),
+            "finite-probability flag": (_k.PF_FINITE_PROBA, 1.0 if self.finite_proba else 0.0),
+        }
+        for name, (i, want) in header.items():
+            if not c.same_float(pf[i], want):
+                c.fail(f"`_pf` {name}: expected {want!r} (from the parameters); found {float(pf[i])!r}.")
+        grid = pf[_k.PF_GRID_KIND : _k.PF_GRID_INV_STEP + 1]
+        if grid[0] not in (0.0, 1.0, 2.0) or not np.isfinite(grid).all():
+            c.fail("`_pf` bucket search grid: expected a grid kind of 0, 1 or 2 and finite coefficients.")
+        cuts_at = _k.PF_HEADER + (_k._RF + _k._S) * B
+        if not (
+            np.array_equal(_k.pav_field(pf, B, _k._CENTRES), self._centres)
+            and np.array_equal(pf[cuts_at : cuts_at + B - 1], self._cuts)
+        ):
+            c.fail("`_pf` bucket centres and cuts: expected copies of `_centres` and `_cuts`.")
+        # every record in range, also outside the knots' span, where the kernels never read
+        links = (("owner", _k._OWNER), ("block end", _k._BEND), ("previous", _k._BPREV), ("next", _k._BNEXT))
+        for name, field in links:
+            values = _k.pav_field(pi, B, field)
+            if ((values < -1) | (values >= B)).any():
+                k = int(np.flatnonzero((values < -1) | (values >= B))[0])
+                c.fail(f"`_pi` {name} of bucket {k}: expected -1 or a bucket in [0, {B - 1}]; found {int(values[k])}.")
+        owners = _k.pav_field(pf, B, _k._FOWN)
+        bad = ~((owners == -1.0) | ((owners >= 0.0) & (owners < B) & (owners == np.floor(owners))))
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            c.fail(f"`_pf` block owner of bucket {k}: expected -1 or a bucket in [0, {B - 1}]; found {owners[k]!r}.")
+        c.need_finite(_k.pav_field(pf, B, _k._FIT), "_pf fitted values", low=0.0, high=1.0)
+        c.need_finite(_k.pav_field(pf, B, _k._BPOS), "_pf block positive weights", low=0.0)
+        c.need_finite(_k.pav_field(pf, B, _k._BNEG), "_pf block negative weights", low=0.0)
+        pf_again, pi_again = pf.copy(), pi.copy()
+        _k.pav_rebuild_inplace(self._sf, self._si, pf_again, pi_again)
+        scratch_f = slice(_k.PF_HEADER + _k._RF * B, cuts_at)
+        scratch_i = slice(_k.PI_HEADER + _k._RI * B, ni)
+        pf_again[scratch_f] = pf[scratch_f]
+        pi_again[scratch_i] = pi[scratch_i]
+        for name, loaded, again, header, record in (
+            ("_pf", pf, pf_again, _k.PF_HEADER, _k._RF),
+            ("_pi", pi, pi_again, _k.PI_HEADER, _k._RI),
+        ):
+            differ = np.flatnonzero(loaded.view(np.int64) != again.view(np.int64))  # bit for bit
+            if differ.size:
+                i = int(differ[0])
+                k, field = divmod(i - header, record)
+                where = f"header slot {i}" if i < header else f"bucket {k} field {field}"
+                c.fail(
+                    f"`{name}` {where}: the PAV blocks do not match the histogram (a rebuild from "
+                    f"it gives {again[i].item()!r}; found {loaded[i].item()!r})."
+                )
 
     def _upgrade_map_state(self) -> None:
         """Rebuild the blocks of a state saved in an older layout of ``pf`` (streamcal 0.1.0
@@ -290,11 +486,13 @@ class PAVCalibrator(StreamingCalibrator):
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         _k.pav_learn_one_inplace(self._sf, self._si, self._pf, self._pi, b, y, w, t, self._sf[_h.SF_KIND])
 
+    # one score through the array face's kernel, which a marked section may call (the river face
+    # calls the packed entry points itself)
     def _proba_of(self, s: float) -> float:
-        return self._proba_packed(self._packed, s)
+        return float(self._predict_arrays(np.array([bisect_right(self._cuts_list, s)]), np.array([s]))[0][0])
 
     def _llr_of(self, s: float) -> float:
-        return self._llr_packed(self._packed, s)
+        return float(self._predict_arrays(np.array([bisect_right(self._cuts_list, s)]), np.array([s]))[1][0])
 
     def _threads(self, n: int) -> int:
         threads = (os.cpu_count() or 1) if self.n_jobs == -1 else (self.n_jobs or 1)

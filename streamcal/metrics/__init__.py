@@ -2,7 +2,7 @@
 
 Array functions (scikit-learn argument order, ``labels`` first): :func:`brier_score`,
 :func:`log_loss`, :func:`cllr`, :func:`min_cllr`, :func:`ece`, :func:`calibration_loss`,
-:func:`hosmer_lemeshow`, and the regular binary proper scoring rules of paper 001:
+:func:`hosmer_lemeshow`, and the regular binary proper scoring rules of Brümmer & du Preez (2013):
 :func:`proper_scoring_rule`, :func:`beta_scoring_rule`, :func:`threshold_cost`.
 
 River metrics (``update(y_true, y_pred, w=1.0)``, ``revert``, ``get``): :class:`Brier`,

@@ -67,7 +67,7 @@ def log_loss(labels, proba, weights=None, *, eps: float | None = None) -> float:
     The loss of one event is ``-log(p)`` for a positive and ``-log(1 - p)`` for a negative. By
     default nothing is clipped: a confident right prediction (``p = 1`` on a positive) costs
     exactly 0, a confident wrong one (``p = 0`` on a positive) costs ``inf``, and so does the mean
-    if such an event has positive weight. That is the logarithmic rule of paper 001
+    if such an event has positive weight. That is the logarithmic rule of Brümmer & du Preez (2013)
     (``C(θ1, 0) = ∞``). Pass ``eps`` to clip ``proba`` into ``[eps, 1 - eps]`` first;
     ``eps=numpy.finfo(float).eps`` reproduces scikit-learn's ``log_loss``.
 
@@ -168,7 +168,7 @@ def _cllr(y: np.ndarray, x: np.ndarray, w: np.ndarray) -> float:
 def min_cllr(labels, scores, weights=None) -> float:
     """minCllr: the Cllr of the scores after the best monotone calibration.
 
-    The scores are mapped to LLRs by exact PAV-LLR (paper 001, §5;
+    The scores are mapped to LLRs by exact PAV-LLR (Brümmer & du Preez, 2013, §5;
     :func:`streamcal.isotonic.pav_llr` with ``finite=False``) and scored with :func:`cllr`. PAV-LLR
     is optimal for every proper scoring rule at every prior, so ``min_cllr <= cllr`` for any LLRs
     that increase with the scores; ``cllr - min_cllr`` is the calibration loss and ``min_cllr``
@@ -303,7 +303,7 @@ def ece(labels, proba, n_bins: int = 10, strategy: str = "uniform", weights=None
 
 
 def calibration_loss(labels, proba, weights=None, *, n_bins: int = 10) -> float:
-    """The binned calibration loss of paper 004 (Agarwal et al., ICML 2014, §4.2).
+    """The binned calibration loss of Agarwal et al. (ICML 2014, §4.2).
 
     Each event goes to one of 10 equal-width bins by its predicted probability (bin k is
     ``[k/10, (k+1)/10)``, the last one ``[0.9, 1]``); the fraction of positives in its bin is the

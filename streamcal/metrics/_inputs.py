@@ -8,7 +8,6 @@ the checks for one event of a river metric.
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from streamcal._validation import (
     as_binary_labels,
     as_nonneg_weights,
     as_probabilities,
+    is_real_number,
 )
 
 
@@ -81,23 +81,36 @@ def event_label(y_true) -> bool:
 
 
 def event_weight(w) -> float:
-    if isinstance(w, (bool, np.bool_)) or not isinstance(w, numbers.Real):
+    if not is_real_number(w):
         msg = f"`w` must be a non-negative number; got {w!r} of type {type(w).__name__}."
         raise TypeError(msg)
-    w = float(w)
+    w = _float(w)
     if not (math.isfinite(w) and w >= 0.0):
         msg = f"`w` must be finite and non-negative; got {w!r}."
         raise ValueError(msg)
     return w
 
 
+def _float(value) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # a Python int (or Fraction) beyond float64: as inf, refused by the callers
+        return math.inf if value > 0 else -math.inf
+
+
 def _event_number(y_pred, what: str) -> float:
     if isinstance(y_pred, dict):
-        y_pred = y_pred.get(True, 0.0)
-    if isinstance(y_pred, (bool, np.bool_)) or not isinstance(y_pred, numbers.Real):
-        msg = f"`y_pred` must be {what} or a dict {{True: p, False: 1 - p}}; got {y_pred!r}."
+        if True not in y_pred or not set(y_pred) <= {True, False}:
+            msg = (
+                f"`y_pred` must be {what} or a dict {{False: 1 - p, True: p}}; got a dict with the "
+                f"keys {list(y_pred)[:5]!r}."
+            )
+            raise ValueError(msg)
+        y_pred = y_pred[True]
+    if not is_real_number(y_pred):
+        msg = f"`y_pred` must be {what} or a dict {{False: 1 - p, True: p}}; got {y_pred!r}."
         raise TypeError(msg)
-    return float(y_pred)
+    return _float(y_pred)
 
 
 def event_proba(y_pred) -> float:

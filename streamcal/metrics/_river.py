@@ -16,6 +16,7 @@ import numbers
 import numpy as np
 from river import metrics
 
+from streamcal._locking import LockedState, locked
 from streamcal._validation import check_scalar
 from streamcal.metrics._array import _min_cllr, hl_from_sums, hosmer_lemeshow
 from streamcal.metrics._inputs import event_label, event_proba, event_score, event_weight
@@ -35,14 +36,40 @@ __all__ = [
 _LN2 = math.log(2.0)
 
 
-class _ProbaMetric(metrics.base.BinaryMetric):
-    """Base: a binary metric on probabilities, lower is better, no confusion matrix."""
+# Relative slack of the weight check of ``revert``: the running sums carry rounding errors.
+_REVERT_SLACK = 1e-6
+
+
+def _check_left(count: int, weight: float, w: float, where: str) -> None:
+    """Refuse a revert of weight ``w`` from a part of the state (``where``: "in bin 3") holding
+    ``count`` events of total ``weight``: no event left there, or less weight than ``w``."""
+    if count <= 0:
+        msg = (
+            f"cannot revert this event (`y_true`, `y_pred`): it was never added; the metric holds no "
+            f"event {where}."
+        )
+        raise ValueError(msg)
+    if w > weight * (1.0 + _REVERT_SLACK) + _REVERT_SLACK * w:
+        msg = (
+            f"cannot revert this event: it was never added; `w` = {w!r} exceeds the weight left "
+            f"{where}, {weight!r}."
+        )
+        raise ValueError(msg)
+
+
+class _ProbaMetric(LockedState, metrics.base.BinaryMetric):
+    """Base: a binary metric on probabilities, lower is better, no confusion matrix.
+
+    ``update``, ``revert`` and ``get`` hold the metric's lock (``streamcal._locking``): a thread
+    may read a metric while another updates it.
+    """
 
     _fmt = ".6f"
 
     def __init__(self):
         # BinaryMetric.__init__ would build a confusion matrix we never use
         self.pos_val = True
+        self._init_lock()
 
     @property
     def bigger_is_better(self) -> bool:
@@ -56,15 +83,28 @@ class _ProbaMetric(metrics.base.BinaryMetric):
     def works_with_weights(self) -> bool:
         return True
 
+    @locked
     def update(self, y_true, y_pred, w=1.0) -> None:
         y, p, w = event_label(y_true), event_proba(y_pred), event_weight(w)
         self._add(y, p, w)
 
+    @locked
     def revert(self, y_true, y_pred, w=1.0) -> None:
+        """Remove an event added by ``update`` (same arguments).
+
+        The metric keeps sums, not events, so it cannot tell every event that was never added;
+        it refuses, changing nothing, a revert that no sequence of updates could explain: with
+        no event left where this one would be, or of more weight than is left there.
+        """
         y, p, w = event_label(y_true), event_proba(y_pred), event_weight(w)
+        if w > 0.0:
+            self._check_revert(y, p, w)
         self._add(y, p, -w)
 
     def _add(self, y: bool, p: float, w: float) -> None:
+        raise NotImplementedError
+
+    def _check_revert(self, y: bool, p: float, w: float) -> None:
         raise NotImplementedError
 
 
@@ -85,6 +125,11 @@ class _MeanLoss(_ProbaMetric):
     def _loss(self, y: bool, p: float) -> float:
         raise NotImplementedError
 
+    def _check_revert(self, y, p, w):
+        infinite = math.isinf(self._loss(y, p))
+        left = self._n_inf if infinite else self._n - self._n_inf
+        _check_left(left, self._weight, w, f"with {'an infinite' if infinite else 'a finite'} loss")
+
     def _add(self, y, p, w):
         loss = self._loss(y, p)
         if w == 0.0:
@@ -99,6 +144,7 @@ class _MeanLoss(_ProbaMetric):
         if self._n == 0:
             self._weight = self._sum = 0.0
 
+    @locked
     def get(self) -> float:
         if self._n_inf > 0:
             return math.inf
@@ -253,19 +299,31 @@ class Cllr(_ProbaMetric):
                 return float(np.log(p) - np.log1p(-p)) - math.log(self.prior / (1.0 - self.prior))
         return event_score(y_pred)
 
+    @locked
     def update(self, y_true, y_pred, w=1.0) -> None:
         y, x, w = event_label(y_true), self._llr(y_pred), event_weight(w)
         self._add_llr(y, x, w)
 
+    @locked
     def revert(self, y_true, y_pred, w=1.0) -> None:
         y, x, w = event_label(y_true), self._llr(y_pred), event_weight(w)
+        if w > 0.0:
+            k = int(y)
+            infinite = math.isinf(self._cost(y, x))
+            left = self._n_inf[k] if infinite else self._n[k] - self._n_inf[k]
+            cost = "an infinite" if infinite else "a finite"
+            _check_left(left, self._weight[k], w, f"with {cost} cost among the {'positives' if y else 'negatives'}")
         self._add_llr(y, x, -w)
+
+    @staticmethod
+    def _cost(y: bool, x: float) -> float:
+        return float(np.logaddexp(0.0, -x if y else x)) / _LN2
 
     def _add_llr(self, y: bool, x: float, w: float) -> None:
         if w == 0.0:
             return
         k, step = int(y), (1 if w > 0.0 else -1)
-        cost = float(np.logaddexp(0.0, -x if y else x)) / _LN2
+        cost = self._cost(y, x)
         self._n[k] += step
         self._weight[k] += w
         if math.isinf(cost):
@@ -275,6 +333,7 @@ class Cllr(_ProbaMetric):
         if self._n[k] == 0:
             self._weight[k] = self._sum[k] = 0.0
 
+    @locked
     def get(self) -> float:
         if not (self._n[0] > 0 and self._n[1] > 0):
             return math.nan
@@ -307,12 +366,17 @@ class MinCllr(_ProbaMetric):
         self._pos: dict[float, list] = {}  # score -> [weight, count]
         self._neg: dict[float, list] = {}
 
+    @locked
     def update(self, y_true, y_pred, w=1.0) -> None:
         y, s, w = event_label(y_true), event_score(y_pred), event_weight(w)
         self._add_score(y, s, w)
 
+    @locked
     def revert(self, y_true, y_pred, w=1.0) -> None:
         y, s, w = event_label(y_true), event_score(y_pred), event_weight(w)
+        if w > 0.0:
+            entry = (self._pos if y else self._neg).get(s + 0.0, (0.0, 0))
+            _check_left(entry[1], entry[0], w, f"that is a {'positive' if y else 'negative'} of score {s!r}")
         self._add_score(y, s, -w)
 
     def _add_score(self, y: bool, s: float, w: float) -> None:
@@ -326,6 +390,7 @@ class MinCllr(_ProbaMetric):
         if entry[1] <= 0:
             del table[s]
 
+    @locked
     def get(self) -> float:
         if not (self._pos and self._neg):
             return math.nan
@@ -357,6 +422,10 @@ class _BinnedMetric(_ProbaMetric):
 
     def _bin(self, p: float) -> int:
         return min(bisect.bisect_right(self._edges, p) - 1, self.n_bins - 1)
+
+    def _check_revert(self, y, p, w):
+        k = self._bin(p)
+        _check_left(self._n[k], self._w[k], w, f"in bin {k}")
 
     def _add(self, y, p, w):
         if w == 0.0:
@@ -400,6 +469,7 @@ class ECE(_BinnedMetric):
     def __init__(self, n_bins: int = 10):
         super().__init__(n_bins)
 
+    @locked
     def get(self) -> float:
         total = sum(self._w)
         if sum(self._n) <= 0:
@@ -437,6 +507,7 @@ class CalibrationLoss(_BinnedMetric):
     def _all_sums(self):
         return [self._w, self._wy, self._wp, self._wpp]
 
+    @locked
     def get(self) -> float:
         total = sum(self._w)
         if sum(self._n) <= 0:
@@ -495,7 +566,7 @@ class HosmerLemeshow(_ProbaMetric):
             else:
                 self._remove((y, p, -w))
             return
-        k = min(bisect.bisect_right(self._edges, p) - 1, self.n_groups - 1)
+        k = self._group(p)
         self._counts[k] += 1 if w > 0.0 else -1
         for sums, value in zip(self._sums, (1.0, float(y), p, 1.0 - float(y), 1.0 - p), strict=True):
             sums[k] = w * value + sums[k] if self._counts[k] else 0.0
@@ -505,15 +576,22 @@ class HosmerLemeshow(_ProbaMetric):
             if self._events[i] == event:
                 del self._events[i]
                 return
-        msg = f"cannot revert an event that was never added: {event!r}."
+        msg = f"cannot revert this event (`y_true`, `y_pred`, `w`) = {event!r}: it was never added."
         raise ValueError(msg)
 
+    @locked
     def revert(self, y_true, y_pred, w=1.0) -> None:
         y, p, w = event_label(y_true), event_proba(y_pred), event_weight(w)
         if self.strategy == "quantile" and w > 0.0:
             self._remove((y, p, w))  # raises before changing anything if absent
             return
+        if w > 0.0:
+            k = self._group(p)
+            _check_left(self._counts[k], self._sums[0][k], w, f"in group {k}")  # sums[0]: the group's weight
         self._add(y, p, -w)
+
+    def _group(self, p: float) -> int:
+        return min(bisect.bisect_right(self._edges, p) - 1, self.n_groups - 1)
 
     def _result(self) -> tuple[float, float]:
         if self.strategy == "quantile":
@@ -525,10 +603,12 @@ class HosmerLemeshow(_ProbaMetric):
             return hosmer_lemeshow(y, p, self.n_groups, strategy="quantile", weights=w)
         return hl_from_sums(*self._sums)
 
+    @locked
     def get(self) -> float:
         return self._result()[0]
 
     @property
+    @locked
     def pvalue(self) -> float:
         """The chi-square p-value of the current statistic (NaN with fewer than 3 groups)."""
         return self._result()[1]

@@ -1,4 +1,4 @@
-"""Regular binary proper scoring rules (paper 001, §1.2) for a given weighting.
+"""Regular binary proper scoring rules (Brümmer & du Preez, 2013, §1.2) for a given weighting.
 
 Paper 001 writes a regular binary proper scoring rule (RBPSR) through a probability density ρ
 on [0, 1]:
@@ -11,7 +11,7 @@ Here a rule is given by a *weight function* w(c) (Buja et al., 2005), with ρ(c)
     L1(q) = ∫_q^1 (1 - c) w(c) dc,      L0(q) = ∫_0^q c w(c) dc.
 
 **Normalisation.** With ``normalize=True`` (the default) the costs are divided by
-``Z = ∫_0^1 c(1 - c) w(c) dc`` so that ρ integrates to 1, exactly as in paper 001: the Beta
+``Z = ∫_0^1 c(1 - c) w(c) dc`` so that ρ integrates to 1, exactly as in Brümmer & du Preez (2013): the Beta
 weights ``a = b = 0`` (w = 1/(c(1 - c)), ρ = 1) then give the log loss in nats, and ``a = b = 1``
 (ρ = 6c(1 - c)) gives 3 × the Brier score. With ``normalize=False`` the costs are the raw
 integrals L1, L0 (``a = b = 1`` gives ½ × Brier). Threshold rules (ρ a Dirac at t) are
@@ -95,7 +95,7 @@ class ThresholdWeighting:
     (a miss) costs ``1/t``, a negative with ``q > t`` (a false alarm) costs ``1/(1 - t)``, all
     else costs 0. The costs ``1/t`` and ``1/(1 - t)`` make the rule a normalised RBPSR (ρ
     integrates to 1) and make both errors cost the same when ``q`` equals the true probability
-    ``t``. Non-strict, discontinuous, not convex — and still optimised by PAV (paper 001).
+    ``t``. Non-strict, discontinuous, not convex — and still optimised by PAV (Brümmer & du Preez, 2013).
 
     Parameters
     ----------
@@ -143,7 +143,7 @@ def partial_losses(proba, weighting, *, normalize: bool = True) -> tuple[np.ndar
         ``q = 0`` (positive) and ``q = 1`` (negative) to be; use :class:`BetaWeighting` for
         rules such as the log loss whose costs there are infinite.
     normalize : bool, default True
-        Divide by ``Z = ∫ c(1 - c) w(c) dc`` (paper 001's normalisation, ρ a density).
+        Divide by ``Z = ∫ c(1 - c) w(c) dc`` (Brümmer and du Preez's normalisation, ρ a density).
 
     Returns
     -------
@@ -188,7 +188,7 @@ def _partial_losses(q: np.ndarray, weighting, normalize: bool):
 
 
 def proper_scoring_rule(labels, proba, weighting, weights=None, *, normalize: bool = True) -> float:
-    """The mean cost of probabilities under a regular binary proper scoring rule (paper 001).
+    """The mean cost of probabilities under a regular binary proper scoring rule (Brümmer & du Preez, 2013).
 
     Parameters
     ----------

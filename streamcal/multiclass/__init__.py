@@ -1,4 +1,4 @@
-"""Multiclass calibration by pairwise coupling (paper 002).
+"""Multiclass calibration by pairwise coupling (Hastie & Tibshirani, 1998).
 
 - :func:`pairwise_couple`: couple pairwise probabilities r_ij = P(i | i or j) into one distribution
   (Hastie–Tibshirani iterative scaling, or Wu–Lin–Weng method 2).

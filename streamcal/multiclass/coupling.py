@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 
 from streamcal._kernels import coupling as _k
-from streamcal._validation import check_scalar
+from streamcal._validation import as_real_array, check_scalar
 from streamcal.exceptions import ConvergenceWarning
 
 __all__ = ["ConvergenceWarning", "pairwise_couple"]
@@ -44,14 +44,12 @@ def _where(index: tuple[int, ...], stacked: bool) -> str:
 
 
 def _as_matrix_stack(x, name: str) -> tuple[np.ndarray, bool]:
-    if isinstance(x, (str, bytes)):
-        msg = f"`{name}` must be an array of numbers; got a {type(x).__name__}."
-        raise TypeError(msg)
+    raw = as_real_array(x, name)
     try:
-        arr = np.array(x, dtype=np.float64, copy=True, order="C")
-    except (TypeError, ValueError) as exc:
-        msg = f"`{name}` must be an array of numbers; could not convert it: {exc}"
-        raise TypeError(msg) from None
+        arr = np.array(raw, dtype=np.float64, copy=True, order="C")
+    except OverflowError:
+        msg = f"`{name}` must hold numbers within the float64 range."
+        raise ValueError(msg) from None
     if arr.ndim not in (2, 3) or arr.shape[-1] != arr.shape[-2]:
         msg = (
             f"`{name}` must be a square matrix (K, K) or a stack of them (m, K, K); "

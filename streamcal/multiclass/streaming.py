@@ -9,15 +9,19 @@ streaming calibrator (``PAVCalibrator`` by default), cloned once per pair or per
 from __future__ import annotations
 
 import bisect
+import contextlib
+import functools
+import itertools
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 from river import base
 
 from streamcal._kernels import coupling as _k
-from streamcal._validation import check_scalar
+from streamcal._locking import LockedState
+from streamcal._validation import as_real_array, check_scalar, is_real_number
 from streamcal.multiclass.coupling import NEWTON_AFTER_SWEEPS
 from streamcal.persist import Persistable
 
@@ -70,8 +74,9 @@ def _within_add_one_bounds(proba: float, weight: float) -> float:
     """A binary calibrator's probability kept within ``[1/(T+2), (T+1)/(T+2)]``, T = its window
     weight: no estimate from T events is surer than add-one smoothing of T unanimous ones.
 
-    PAV returns exact 0 and 1 at the ends of its range; coupled or normalised, those become class
-    probabilities of exactly 0, which no finite window supports. NaN becomes 0.5.
+    PAV's exact map (``finite_proba=False``), like other calibrators given, may return exact 0 and 1;
+    coupled or normalised, those become class probabilities of exactly 0, which no finite window
+    supports. NaN becomes 0.5.
     """
     if proba != proba:
         return 0.5
@@ -81,6 +86,59 @@ def _within_add_one_bounds(proba: float, weight: float) -> float:
 
 def _clip(d: float) -> float:
     return MAX_LOG_ODDS if d > MAX_LOG_ODDS else (-MAX_LOG_ODDS if d < -MAX_LOG_ODDS else d)
+
+
+def _takes_probabilities(buckets) -> bool:
+    """Whether a binary calibrator's ``buckets`` parameter means probability scores: ``None`` (the
+    default logit grid), a strategy with ``probability_inputs``, or a shorthand meaning one (an
+    int or a string, read by :func:`streamcal.buckets.as_buckets`)."""
+    if buckets is None:
+        return True
+    if isinstance(buckets, (numbers.Integral, str)) and not isinstance(buckets, bool):
+        return _shorthand_takes_probabilities(buckets)
+    return bool(getattr(buckets, "probability_inputs", False))
+
+
+@functools.lru_cache(maxsize=64)
+def _shorthand_takes_probabilities(buckets) -> bool:
+    from streamcal.buckets import as_buckets
+
+    try:
+        return bool(as_buckets(buckets).probability_inputs)
+    except (TypeError, ValueError):
+        return False
+
+
+def _check_class(c, name: str, what: str = "a class label") -> None:
+    """Raise unless ``c`` can be a class label: hashable, not None, not NaN.
+
+    The message reads "`name` must be/hold ``what``; got ``c``"."""
+    verb = "must be" if what.startswith("a ") else "must have"
+    try:
+        hash(c)
+    except TypeError:
+        hashable = what.replace("a class", "a hashable class").replace("class labels", "hashable class labels")
+        msg = f"`{name}` {verb} {hashable}; got {c!r} of type {type(c).__name__}."
+        raise TypeError(msg) from None
+    try:
+        nan = bool(c != c)  # NaN of any type (float, numpy, Decimal): never equal to itself
+    except Exception:  # a type whose comparison with itself fails is no usable label either
+        nan = True
+    if c is None or nan:
+        msg = f"`{name}` {verb} {what}; got {c!r} (None and NaN are not class labels)."
+        raise ValueError(msg)
+
+
+def _learn_events(events) -> None:
+    """Feed each binary calibrator its event, after checking every score dict first (streamcal
+    calibrators: ``_score_of``, which changes nothing), so that one refused event leaves all of
+    them unchanged."""
+    for model, xd, _ in events:
+        check = getattr(model, "_score_of", None)
+        if check is not None:
+            check(xd)
+    for model, xd, label in events:
+        model.learn_one(xd, label)
 
 
 def _learn_array(model, values, log_odds, labels, score_dict) -> None:
@@ -100,8 +158,12 @@ def _predict_array(model, values, log_odds, score_dict) -> np.ndarray:
     )
 
 
-class _ScoreDictCalibrator(Persistable, base.Classifier):
-    """Shared machinery: validation of score dicts, the class register, binary calibrator clones."""
+class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
+    """Shared machinery: validation of score dicts, the class register, binary calibrator clones.
+
+    Thread safety: each public method holds the calibrator's lock (``streamcal._locking``) for
+    its whole run, its binary calibrators included (they are reached only through it).
+    """
 
     def __init__(self, calibrator=None, scores: str = "proba", classes: tuple | None = None):
         self.calibrator = calibrator
@@ -109,6 +171,7 @@ class _ScoreDictCalibrator(Persistable, base.Classifier):
         self.classes = classes
         self._classes: list = []  # known classes, in the canonical order
         self._models: dict = {}  # pair (a, b) or class c -> binary calibrator
+        self._init_lock()
 
     @property
     def _multiclass(self) -> bool:
@@ -119,9 +182,33 @@ class _ScoreDictCalibrator(Persistable, base.Classifier):
     def _check_params(self) -> None:
         check_scalar(self.scores, "scores", choices=_SCORE_KINDS)
         if self.classes is not None:
+            if isinstance(self.classes, (str, bytes, Mapping)) or not isinstance(self.classes, Iterable):
+                msg = f"`classes` must be a tuple of class labels; got {self.classes!r}."
+                raise TypeError(msg)
             fixed = list(self.classes)
+            if not fixed:
+                msg = "`classes` must name at least one class; got an empty tuple."
+                raise ValueError(msg)
+            for c in fixed:
+                _check_class(c, "classes", "class labels as elements")
             if len(set(fixed)) != len(fixed):
                 msg = f"`classes` must not repeat a class; got {self.classes!r}."
+                raise ValueError(msg)
+        calibrator = self.calibrator
+        if calibrator is not None:
+            for name in ("learn_one", "predict_proba_one", "clone", "window_weight"):
+                if not hasattr(calibrator, name):
+                    msg = (
+                        f"`calibrator` must be a binary streaming calibrator (with learn_one, "
+                        f"predict_proba_one, clone and window_weight); got {calibrator!r}, which has no {name}."
+                    )
+                    raise TypeError(msg)
+            window = getattr(calibrator, "window", None)
+            if getattr(window, "uses_times", False):
+                msg = (
+                    f"`calibrator` must not use a time window ({type(window).__name__}): the multiclass "
+                    "calibrators pass no event times to it."
+                )
                 raise ValueError(msg)
 
     def _order_key(self, c):
@@ -148,11 +235,57 @@ class _ScoreDictCalibrator(Persistable, base.Classifier):
         even grid on the log-odds. Any other calibrator gets the log-odds itself.
         """
         key = getattr(model, "score_key", None)
-        if hasattr(model, "buckets"):
-            buckets = model.buckets
-            if buckets is None or getattr(buckets, "probability_inputs", False):
-                return {key if key is not None else "score": _sigmoid(log_odds)}
+        if hasattr(model, "buckets") and _takes_probabilities(model.buckets):
+            return {key if key is not None else "score": _sigmoid(log_odds)}
         return {key if key is not None else "score": log_odds}
+
+    # -- a restored state ---------------------------------------------------------------------
+
+    def _check_loaded_state(self) -> None:
+        """Check the attributes a state file restored (see :mod:`streamcal.persist`): valid
+        parameters; the learned classes distinct and in order (none with fixed ``classes``); one
+        binary calibrator of the prototype's class per pair of known classes (pairwise coupling)
+        or per known class (one-vs-rest), each checked when it was restored."""
+        from streamcal import _state_check as c
+
+        c.check_like_fresh(self)
+        c.need_params(self, self._check_params)
+        if self.calibrator is not None and not (
+            isinstance(self.calibrator, base.Classifier) and hasattr(self.calibrator, "window_weight")
+        ):
+            found = c.brief(self.calibrator)
+            c.fail(f"`calibrator`: expected a binary streaming calibrator or None; found {found}.")
+        learned = self._classes
+        if self.classes is not None and learned:
+            c.fail(f"`_classes`: expected no learned classes when `classes` is fixed; found {c.brief(learned)}.")
+        try:
+            keys = [_class_order(cls) for cls in learned]
+            ordered = len(set(learned)) == len(learned) and all(a <= b for a, b in itertools.pairwise(keys))
+        except TypeError:
+            ordered = False
+        if not ordered:
+            c.fail(f"`_classes`: expected distinct classes in their canonical order; found {c.brief(learned)}.")
+        known = self._known()
+        rank = {cls: i for i, cls in enumerate(known)}
+        if self.classes is not None:
+            rank = {cls: self._order_key(cls) for cls in known}
+        if self.calibrator is None:
+            from streamcal import PAVCalibrator
+
+            kind = PAVCalibrator
+        else:
+            kind = type(self.calibrator)
+        pairs = isinstance(self, PairwiseCouplingCalibrator)
+        for key, model in self._models.items():
+            if pairs:
+                ok = type(key) is tuple and len(key) == 2 and all(k in rank for k in key)
+                ok = ok and rank[key[0]] < rank[key[1]]
+            else:
+                ok = key in rank
+            if not ok:
+                c.fail(f"`_models`: {c.brief(key)} is not a {'pair of known classes' if pairs else 'known class'}.")
+            if type(model) is not kind or model is self.calibrator:
+                c.fail(f"`_models[{key!r}]`: expected a {kind.__name__} of its own; found {c.brief(model)}.")
 
     # -- validation ---------------------------------------------------------------------------
 
@@ -170,10 +303,15 @@ class _ScoreDictCalibrator(Persistable, base.Classifier):
                     f"{list(self.classes)!r}."
                 )
                 raise ValueError(msg)
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            _check_class(c, "x", "class labels as keys")
+            if not is_real_number(v):
                 msg = f"`x` must map classes to numbers; got {v!r} for class {c!r}."
                 raise TypeError(msg)
-            v = float(v)
+            try:
+                v = float(v)
+            except OverflowError:
+                msg = f"`x` must hold numbers within the float64 range; got {v!r} for class {c!r}."
+                raise ValueError(msg) from None
             if self.scores == "proba":
                 if not 0.0 <= v <= 1.0:
                     msg = f"`x` must hold probabilities in [0, 1]; got {v!r} for class {c!r}."
@@ -187,14 +325,7 @@ class _ScoreDictCalibrator(Persistable, base.Classifier):
         return out
 
     def _check_y(self, y) -> None:
-        if y is None or (isinstance(y, float) and math.isnan(y)):
-            msg = f"`y` must be a class label; got {y!r}."
-            raise ValueError(msg)
-        try:
-            hash(y)
-        except TypeError:
-            msg = f"`y` must be a hashable class label; got {y!r} of type {type(y).__name__}."
-            raise TypeError(msg) from None
+        _check_class(y, "y")
         if self.classes is not None and y not in set(self.classes):
             msg = f"`y` = {y!r} is not among `classes` {list(self.classes)!r}."
             raise ValueError(msg)
@@ -212,14 +343,12 @@ class _ScoreDictCalibrator(Persistable, base.Classifier):
 
     def _check_score_array(self, scores, classes: list) -> np.ndarray:
         """Validate an (m, K) score array; return its log-scores (-inf for probability 0)."""
-        if isinstance(scores, (str, bytes)):
-            msg = f"`scores` must be an (m, K) array of numbers; got a {type(scores).__name__}."
-            raise TypeError(msg)
+        raw = as_real_array(scores, "scores", what="an (m, K) array of numbers")
         try:
-            arr = np.array(scores, dtype=np.float64, copy=True, order="C")
-        except (TypeError, ValueError) as exc:
-            msg = f"`scores` must be an (m, K) array of numbers; could not convert it: {exc}"
-            raise TypeError(msg) from None
+            arr = np.array(raw, dtype=np.float64, copy=True, order="C")
+        except OverflowError:
+            msg = "`scores` must hold numbers within the float64 range."
+            raise ValueError(msg) from None
         k = len(classes)
         if arr.ndim != 2 or arr.shape[1] != k:
             msg = (
@@ -270,10 +399,8 @@ class _ScoreDictCalibrator(Persistable, base.Classifier):
     @staticmethod
     def _score_array(model, log_odds: np.ndarray) -> np.ndarray:
         """Vectorised :meth:`_score_dict`: what the binary calibrator's array face is given."""
-        if hasattr(model, "buckets"):
-            buckets = model.buckets
-            if buckets is None or getattr(buckets, "probability_inputs", False):
-                return _sigmoid_array(log_odds)
+        if hasattr(model, "buckets") and _takes_probabilities(model.buckets):
+            return _sigmoid_array(log_odds)
         return log_odds
 
     def _register(self, new) -> None:
@@ -284,6 +411,28 @@ class _ScoreDictCalibrator(Persistable, base.Classifier):
             if c not in known:
                 bisect.insort(self._classes, c, key=_class_order)
                 known.add(c)
+
+    @contextlib.contextmanager
+    def _registering(self, new):
+        """Register the classes ``new`` for one ``learn_one``; yields ``new_model(key)``, which
+        adds a fresh binary calibrator. If the body raises, the classes and calibrators it added
+        are removed again, so a rejected event leaves the register as it was."""
+        classes = list(self._classes)
+        added = []
+
+        def new_model(key):
+            model = self._models[key] = self._new_binary()
+            added.append(key)
+            return model
+
+        self._register(new)
+        try:
+            yield new_model
+        except BaseException:
+            self._classes[:] = classes
+            for key in added:
+                del self._models[key]
+            raise
 
     def _output_classes(self, s: dict) -> list:
         known = self._known()
@@ -310,9 +459,10 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     (normalised; softmax of the logits), and unseen pairs never outweigh pairs with data.
 
     A pair's calibrated probability is kept within the add-one bounds of its window,
-    ``[1/(T+2), (T+1)/(T+2)]`` with T its ``window_weight``: PAV says exactly 0 or 1 at the ends
-    of its range, and coupling such r_ij gives class probabilities of exactly 0, which no finite
-    window supports (and which log loss punishes without limit).
+    ``[1/(T+2), (T+1)/(T+2)]`` with T its ``window_weight``: PAV's exact map
+    (``finite_proba=False``) says exactly 0 or 1 at the ends of its range, and coupling such r_ij
+    gives class probabilities of exactly 0, which no finite window supports (and which log loss
+    punishes without limit). The default ``PAVCalibrator()`` never does.
 
     Parameters
     ----------
@@ -363,7 +513,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     ...         calibrated.update(y, cal.predict_proba_one(x))
     ...     cal.learn_one(x, y)
     >>> print(f"{raw.get():.3f} -> {calibrated.get():.3f}")
-    0.980 -> 0.867
+    0.980 -> 0.862
     """
 
     def __init__(
@@ -382,7 +532,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
 
     @property
     def pairs_(self) -> dict:
-        return dict(self._models)
+        with self._lock:
+            return dict(self._models)
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -392,26 +543,29 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
 
     def learn_one(self, x, y) -> None:
         """Learn one event: every pair (y, j) sees the pairwise log-odds s_y - s_j."""
-        self._check_params()
-        s = self._check_x(x)
-        self._check_y(y)
-        self._register([*s, y])
-        neg_inf = -math.inf
-        sy = s.get(y, neg_inf)
-        ky = self._order_key(y)
-        for c in self._known():
-            if c == y:
-                continue
-            sc = s.get(c, neg_inf)
-            if self._order_key(c) > ky:
-                pair, d, label = (y, c), sy - sc, True
-            else:
-                pair, d, label = (c, y), sc - sy, False
-            d = 0.0 if math.isnan(d) else _clip(d)
-            model = self._models.get(pair)
-            if model is None:
-                model = self._models[pair] = self._new_binary()
-            model.learn_one(self._score_dict(model, d), label)
+        with self._lock:
+            self._check_params()
+            s = self._check_x(x)
+            self._check_y(y)
+            with self._registering([*s, y]) as new_model:
+                neg_inf = -math.inf
+                sy = s.get(y, neg_inf)
+                ky = self._order_key(y)
+                events = []
+                for c in self._known():
+                    if c == y:
+                        continue
+                    sc = s.get(c, neg_inf)
+                    if self._order_key(c) > ky:
+                        pair, d, label = (y, c), sy - sc, True
+                    else:
+                        pair, d, label = (c, y), sc - sy, False
+                    d = 0.0 if math.isnan(d) else _clip(d)
+                    model = self._models.get(pair)
+                    if model is None:
+                        model = new_model(pair)
+                    events.append((model, self._score_dict(model, d), label))
+                _learn_events(events)
 
     def _pairwise(self, x):
         """Validated classes, r and n ((1, K, K) each) for one score dict."""
@@ -448,19 +602,20 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
 
     def predict_proba_one(self, x) -> dict:
         """Calibrated distribution over the known classes and any new class scored in ``x``."""
-        self._check_params()
-        classes, r, n = self._pairwise(x)
-        k = len(classes)
-        if k <= 2:
-            return {c: float(r[0, i, 1 - i]) if k == 2 else 1.0 for i, c in enumerate(classes)}
-        p = np.empty((1, k))
-        if self.method == "ht":
-            _k.ht_couple_batch(
-                r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p, np.empty(1, np.intp)
-            )
-        else:
-            _k.wlw_couple_batch(r, n, p, np.empty(1, np.bool_))
-        return {c: float(p[0, i]) for i, c in enumerate(classes)}
+        with self._lock:
+            self._check_params()
+            classes, r, n = self._pairwise(x)
+            k = len(classes)
+            if k <= 2:
+                return {c: float(r[0, i, 1 - i]) if k == 2 else 1.0 for i, c in enumerate(classes)}
+            p = np.empty((1, k))
+            if self.method == "ht":
+                _k.ht_couple_batch(
+                    r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p, np.empty(1, np.intp)
+                )
+            else:
+                _k.wlw_couple_batch(r, n, p, np.empty(1, np.bool_))
+            return {c: float(p[0, i]) for i, c in enumerate(classes)}
 
     def update(self, scores, labels):
         """Learn events in order from an (m, K) score array; equal to a loop of ``learn_one``.
@@ -469,23 +624,24 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         calibrator learns its own events (those labelled with either of its classes) in one call
         of its array face (``update``), or event by event if it has none. Returns ``self``.
         """
-        self._check_params()
-        classes = self._fixed_classes("update")
-        logs = self._check_score_array(scores, classes)
-        y = self._check_label_array(labels, logs.shape[0], classes)
-        k = len(classes)
-        for a in range(k):
-            for b in range(a + 1, k):
-                mine = (y == a) | (y == b)
-                if not mine.any():
-                    continue
-                pair = (classes[a], classes[b])
-                model = self._models.get(pair)
-                if model is None:
-                    model = self._models[pair] = self._new_binary()
-                d = _pairwise_log_odds(logs[mine, a], logs[mine, b])
-                _learn_array(model, self._score_array(model, d), d, y[mine] == a, self._score_dict)
-        return self
+        with self._lock:
+            self._check_params()
+            classes = self._fixed_classes("update")
+            logs = self._check_score_array(scores, classes)
+            y = self._check_label_array(labels, logs.shape[0], classes)
+            k = len(classes)
+            for a in range(k):
+                for b in range(a + 1, k):
+                    mine = (y == a) | (y == b)
+                    if not mine.any():
+                        continue
+                    pair = (classes[a], classes[b])
+                    model = self._models.get(pair)
+                    if model is None:
+                        model = self._models[pair] = self._new_binary()
+                    d = _pairwise_log_odds(logs[mine, a], logs[mine, b])
+                    _learn_array(model, self._score_array(model, d), d, y[mine] == a, self._score_dict)
+            return self
 
     def predict_proba(self, scores) -> np.ndarray:
         """Calibrated probabilities (m, K) for an (m, K) score array, columns as ``classes``.
@@ -493,38 +649,39 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         Equal to stacking ``predict_proba_one`` over the rows; the coupling of all rows is one
         kernel call.
         """
-        self._check_params()
-        classes = self._fixed_classes("predict_proba")
-        logs = self._check_score_array(scores, classes)
-        m, k = logs.shape
-        if k == 1:
-            return np.ones((m, 1))
-        r = np.zeros((m, k, k))
-        n = np.zeros((1, k, k))
-        for a in range(k):
-            for b in range(a + 1, k):
-                d = _pairwise_log_odds(logs[:, a], logs[:, b])
-                model = self._models.get((classes[a], classes[b]))
-                weight = 0.0 if model is None else float(model.window_weight)
-                if weight > 0.0:
-                    rab = _predict_array(model, self._score_array(model, d), d, self._score_dict)
-                    bound = 1.0 / (weight + 2.0)
-                    rab = np.clip(np.nan_to_num(rab, nan=0.5), bound, 1.0 - bound)
-                else:
-                    rab, weight = _sigmoid_array(d), UNSEEN_PAIR_WEIGHT
-                r[:, a, b] = rab
-                r[:, b, a] = 1.0 - rab
-                n[0, a, b] = n[0, b, a] = weight
-        if k == 2:
-            return np.column_stack([r[:, 0, 1], r[:, 1, 0]])
-        p = np.empty((m, k))
-        if self.method == "ht":
-            _k.ht_couple_batch(
-                r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p, np.empty(m, np.intp)
-            )
-        else:
-            _k.wlw_couple_batch(r, n, p, np.empty(m, np.bool_))
-        return p
+        with self._lock:
+            self._check_params()
+            classes = self._fixed_classes("predict_proba")
+            logs = self._check_score_array(scores, classes)
+            m, k = logs.shape
+            if k == 1:
+                return np.ones((m, 1))
+            r = np.zeros((m, k, k))
+            n = np.zeros((1, k, k))
+            for a in range(k):
+                for b in range(a + 1, k):
+                    d = _pairwise_log_odds(logs[:, a], logs[:, b])
+                    model = self._models.get((classes[a], classes[b]))
+                    weight = 0.0 if model is None else float(model.window_weight)
+                    if weight > 0.0:
+                        rab = _predict_array(model, self._score_array(model, d), d, self._score_dict)
+                        bound = 1.0 / (weight + 2.0)
+                        rab = np.clip(np.nan_to_num(rab, nan=0.5), bound, 1.0 - bound)
+                    else:
+                        rab, weight = _sigmoid_array(d), UNSEEN_PAIR_WEIGHT
+                    r[:, a, b] = rab
+                    r[:, b, a] = 1.0 - rab
+                    n[0, a, b] = n[0, b, a] = weight
+            if k == 2:
+                return np.column_stack([r[:, 0, 1], r[:, 1, 0]])
+            p = np.empty((m, k))
+            if self.method == "ht":
+                _k.ht_couple_batch(
+                    r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p, np.empty(m, np.intp)
+                )
+            else:
+                _k.wlw_couple_batch(r, n, p, np.empty(m, np.bool_))
+            return p
 
     @classmethod
     def _unit_test_params(cls):
@@ -573,7 +730,7 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
     ...         calibrated.update(y, cal.predict_proba_one(x))
     ...     cal.learn_one(x, y)
     >>> print(f"{raw.get():.3f} -> {calibrated.get():.3f}")
-    0.980 -> 0.867
+    0.980 -> 0.861
     """
 
     @classmethod
@@ -587,7 +744,8 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
     @property
     def calibrators_(self) -> dict:
         """class -> its binary calibrator."""
-        return dict(self._models)
+        with self._lock:
+            return dict(self._models)
 
     def _class_log_odds(self, s: dict, c) -> float:
         v = s.get(c, -math.inf)
@@ -602,15 +760,18 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
 
     def learn_one(self, x, y) -> None:
         """Learn one event: every known class c sees its own log-odds with label ``y == c``."""
-        self._check_params()
-        s = self._check_x(x)
-        self._check_y(y)
-        self._register([*s, y])
-        for c in self._known():
-            model = self._models.get(c)
-            if model is None:
-                model = self._models[c] = self._new_binary()
-            model.learn_one(self._score_dict(model, self._class_log_odds(s, c)), c == y)
+        with self._lock:
+            self._check_params()
+            s = self._check_x(x)
+            self._check_y(y)
+            with self._registering([*s, y]) as new_model:
+                events = []
+                for c in self._known():
+                    model = self._models.get(c)
+                    if model is None:
+                        model = new_model(c)
+                    events.append((model, self._score_dict(model, self._class_log_odds(s, c)), c == y))
+                _learn_events(events)
 
     def _class_log_odds_array(self, logs: np.ndarray) -> np.ndarray:
         if self.scores == "proba":
@@ -627,61 +788,64 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
         Needs ``classes`` fixed: column k of ``scores`` is the score of ``classes[k]``.
         Returns ``self``.
         """
-        self._check_params()
-        classes = self._fixed_classes("update")
-        logs = self._check_score_array(scores, classes)
-        y = self._check_label_array(labels, logs.shape[0], classes)
-        if y.size == 0:
+        with self._lock:
+            self._check_params()
+            classes = self._fixed_classes("update")
+            logs = self._check_score_array(scores, classes)
+            y = self._check_label_array(labels, logs.shape[0], classes)
+            if y.size == 0:
+                return self
+            for c, name in enumerate(classes):
+                model = self._models.get(name)
+                if model is None:
+                    model = self._models[name] = self._new_binary()
+                d = self._class_log_odds_array(logs[:, c])
+                _learn_array(model, self._score_array(model, d), d, y == c, self._score_dict)
             return self
-        for c, name in enumerate(classes):
-            model = self._models.get(name)
-            if model is None:
-                model = self._models[name] = self._new_binary()
-            d = self._class_log_odds_array(logs[:, c])
-            _learn_array(model, self._score_array(model, d), d, y == c, self._score_dict)
-        return self
 
     def predict_proba(self, scores) -> np.ndarray:
         """Calibrated, normalised probabilities (m, K) for an (m, K) score array."""
-        self._check_params()
-        classes = self._fixed_classes("predict_proba")
-        logs = self._check_score_array(scores, classes)
-        q = np.empty_like(logs)
-        for c, name in enumerate(classes):
-            d = self._class_log_odds_array(logs[:, c])
-            model = self._models.get(name)
-            weight = 0.0 if model is None else float(model.window_weight)
-            if weight > 0.0:
-                v = _predict_array(model, self._score_array(model, d), d, self._score_dict)
-                bound = 1.0 / (weight + 2.0)
-                q[:, c] = np.clip(np.nan_to_num(v, nan=0.5), bound, 1.0 - bound)
-            else:
-                q[:, c] = _sigmoid_array(d)
-        total = q.sum(axis=1, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            p = q / total
-        p[total[:, 0] == 0.0] = 1.0 / logs.shape[1]
-        return p
+        with self._lock:
+            self._check_params()
+            classes = self._fixed_classes("predict_proba")
+            logs = self._check_score_array(scores, classes)
+            q = np.empty_like(logs)
+            for c, name in enumerate(classes):
+                d = self._class_log_odds_array(logs[:, c])
+                model = self._models.get(name)
+                weight = 0.0 if model is None else float(model.window_weight)
+                if weight > 0.0:
+                    v = _predict_array(model, self._score_array(model, d), d, self._score_dict)
+                    bound = 1.0 / (weight + 2.0)
+                    q[:, c] = np.clip(np.nan_to_num(v, nan=0.5), bound, 1.0 - bound)
+                else:
+                    q[:, c] = _sigmoid_array(d)
+            total = q.sum(axis=1, keepdims=True)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                p = q / total
+            p[total[:, 0] == 0.0] = 1.0 / logs.shape[1]
+            return p
 
     def predict_proba_one(self, x) -> dict:
         """Calibrated one-vs-rest probabilities, normalised to sum to 1."""
-        self._check_params()
-        s = self._check_x(x)
-        classes = self._output_classes(s)
-        if not classes:
-            return {}
-        q = []
-        for c in classes:
-            d = self._class_log_odds(s, c)
-            model = self._models.get(c)
-            weight = 0.0 if model is None else float(model.window_weight)
-            if weight > 0.0:
-                v = float(model.predict_proba_one(self._score_dict(model, d)).get(True, 0.5))
-                v = _within_add_one_bounds(v, weight)
-            else:
-                v = _sigmoid(d)
-            q.append(v)
-        total = sum(q)
-        if total > 0.0:
-            return {c: v / total for c, v in zip(classes, q, strict=True)}
-        return {c: 1.0 / len(classes) for c in classes}
+        with self._lock:
+            self._check_params()
+            s = self._check_x(x)
+            classes = self._output_classes(s)
+            if not classes:
+                return {}
+            q = []
+            for c in classes:
+                d = self._class_log_odds(s, c)
+                model = self._models.get(c)
+                weight = 0.0 if model is None else float(model.window_weight)
+                if weight > 0.0:
+                    v = float(model.predict_proba_one(self._score_dict(model, d)).get(True, 0.5))
+                    v = _within_add_one_bounds(v, weight)
+                else:
+                    v = _sigmoid(d)
+                q.append(v)
+            total = sum(q)
+            if total > 0.0:
+                return {c: v / total for c, v in zip(classes, q, strict=True)}
+            return {c: 1.0 / len(classes) for c in classes}

@@ -64,7 +64,7 @@ def error_line(error, flags: dict[str, str] | None = None) -> str:
     """``streamcal: error: ...`` on one line, Python's ```name``` spelled as its flag."""
     text = str(error)
     for name, flag in (flags or {}).items():
-        text = text.replace(f"`{name}`", flag)
+        text = text.replace(f"`{name}`", flag).replace(f"`{flag}`", flag)
     text = " ".join(line.strip() for line in text.splitlines() if line.strip())
     return f"streamcal: error: {text or type(error).__name__}"
 
@@ -210,10 +210,10 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         "nearly one refit per event: slow on long streams)",
     )
     parser.add_argument(
-        "--finite-proba",
+        "--exact-proba",
         action="store_true",
-        help="pav: serve probabilities under the finite pseudo-count rule (never exactly 0 or 1) "
-        "instead of the exact PAV map",
+        help="pav: serve the exact PAV map (0 below every positive in the window, 1 above every negative) "
+        "instead of the default finite pseudo-count rule (never exactly 0 or 1)",
     )
     parser.add_argument(
         "--jobs",
@@ -226,7 +226,7 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     win.add_argument(
         "--window",
         default=None,
-        help="sliding window: a number of events (100000) or a duration (7d, 12h, 3600s)",
+        help="sliding window: a number of events (100000, 1e5) or a duration (7d, 12h, 30m, 3600s, 1w)",
     )
     win.add_argument(
         "--decay",
@@ -372,9 +372,9 @@ def run_replay(args: argparse.Namespace) -> int:
             summary = replay(
                 args.input[0] if len(args.input) == 1 else list(args.input),
                 args.method,
-                buckets=args.buckets,
-                window=args.window,
-                decay=args.decay,
+                buckets=_option(args.buckets, "--buckets"),
+                window=_option(args.window, "--window"),
+                decay=_option(args.decay, "--decay"),
                 time_col=time_col,
                 score_col=args.score_col,
                 label_col=args.label_col,
@@ -401,10 +401,25 @@ def run_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _option(text: str | None, option: str):
+    """``--buckets`` / ``--window`` / ``--decay`` read by the parser of every ``buckets=`` /
+    ``window=`` parameter (:func:`streamcal.buckets.as_buckets`, :func:`streamcal.windows.as_window`,
+    :func:`streamcal.windows.as_decay`); errors name the option."""
+    if text is None:
+        return None
+    if option == "--buckets":
+        from streamcal.buckets import as_buckets
+
+        return as_buckets(text, option)
+    from streamcal.windows import as_decay, as_window
+
+    return as_window(text, option) if option == "--window" else as_decay(text, option)
+
+
 def _method_options(args) -> dict:
     options = {"refit_every": args.refit_every}
-    if args.finite_proba:
-        options["finite_proba"] = True
+    if args.exact_proba:
+        options["finite_proba"] = False
     if args.jobs != 1:
         options["n_jobs"] = args.jobs
     return options

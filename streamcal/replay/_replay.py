@@ -523,7 +523,7 @@ def replay(
         try:  # fail before the replay, not after it
             import matplotlib  # noqa: F401
         except ImportError:
-            msg = f"{opt('plot')} needs matplotlib: pip install 'streamcal[plot]'."
+            msg = f"{opt('plot')} needs matplotlib: pip install 'streamcal-engine[plot]'."
             raise ImportError(msg) from None
     # every source's columns and types, before anything is read
     prepared = prepare(sources, columns, delay)

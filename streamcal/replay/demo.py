@@ -14,7 +14,7 @@ __all__ = ["replay_demo"]
 
 # keeps the demo quick: the map-fitting methods (I-spline, GEV, Platt) refit every 1,000 labels,
 # not lazily before every prediction that follows a new label
-_DEMO_OPTIONS = {"refit_every": 1_000, "finite_proba": True}  # finite_proba: PAV only
+_DEMO_OPTIONS = {"refit_every": 1_000}
 
 
 def replay_demo(

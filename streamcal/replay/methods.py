@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import numbers
 import re
 from collections.abc import Callable
 
@@ -165,41 +166,21 @@ def available_methods() -> list[str]:
     return names
 
 
-_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86_400.0, "w": 604_800.0}
-
-
 def parse_duration(value, name: str) -> float:
-    """Seconds from a number or a string such as ``"90s"``, ``"15m"``, ``"12h"``, ``"3d"``."""
-    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-z]*)\s*", str(value))
-        if match is None or match.group(2) not in _UNITS:
-            msg = (
-                f"`{name}` must be a number of seconds or a duration such as '90s', '15m', '12h', '3d'; got {value!r}."
-            )
-            raise ValueError(msg)
-        seconds = float(match.group(1)) * _UNITS[match.group(2)]
-    if not np.isfinite(seconds) or seconds < 0:
-        msg = f"`{name}` must be a finite, non-negative duration; got {value!r}."
-        raise ValueError(msg)
-    return seconds
-
-
-def _is_count(value) -> bool:
-    if isinstance(value, str):
-        return value.strip().isdigit()
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    """Seconds from a number or a string such as ``"90s"``, ``"15m"``, ``"12h"``, ``"3d"``
+    (:func:`streamcal.windows.parse_duration`)."""
+    return importlib.import_module("streamcal.windows").parse_duration(value, name)
 
 
 def make_window(window=None, decay=None):
-    """A window object from command-line style ``window`` / ``decay`` values.
+    """A window object from ``window`` / ``decay`` values, read as every ``window=`` parameter is.
 
-    ``window``: a whole number of events gives ``CountWindow(n)``, a duration with a unit
-    (``"7d"``, ``"3600s"``) or a float gives ``TimeWindow(seconds)``. ``decay``: a number of events
-    gives ``Decay(half_life, by="events")``, a duration gives ``Decay(seconds, by="time")``.
-    Window objects pass through unchanged. Returns None when neither is given (the calibrator's
-    default, an unbounded window).
+    ``window``: :func:`streamcal.windows.as_window` (an int number of events gives
+    ``CountWindow(n)``, a duration with a unit such as ``"7d"`` or ``"3600s"`` gives
+    ``TimeWindow(seconds)``). ``decay``: :func:`streamcal.windows.as_decay` (a number of events
+    gives ``Decay(half_life, by="events")``, a duration ``Decay(seconds, by="time")``). Other
+    objects (window strategies, a registered method's own) pass through unchanged. Returns None
+    when neither is given (the calibrator's default, an unbounded window).
     """
     if window is not None and decay is not None:
         msg = f"give either `window` or `decay`, not both; got window={window!r}, decay={decay!r}."
@@ -208,43 +189,20 @@ def make_window(window=None, decay=None):
         return None
     windows = importlib.import_module("streamcal.windows")
     if decay is not None:
-        if _is_count(decay):
-            if int(decay) < 1:
-                msg = f"`decay` must be a positive half-life; got {decay!r}."
-                raise ValueError(msg)
-            return windows.Decay(float(int(decay)), by="events")
-        if isinstance(decay, (str, float)):
-            return windows.Decay(parse_duration(decay, "decay"), by="time")
-        return decay
-    if _is_count(window):
-        if int(window) < 1:
-            msg = f"`window` must be a positive number of events; got {window!r}."
-            raise ValueError(msg)
-        return windows.CountWindow(int(window))
-    if isinstance(window, (str, float)):
-        return windows.TimeWindow(parse_duration(window, "window"))
-    return window
-
-
-_BUCKET_KINDS = {"logit": "LogitGrid", "uniform": "UniformGrid", "quantile": "QuantileEdges"}
+        return windows.as_decay(decay) if isinstance(decay, (numbers.Real, str)) else decay
+    return windows.as_window(window) if isinstance(window, (numbers.Real, str)) else window
 
 
 def make_buckets(buckets=None):
-    """A bucket strategy from a command-line style value.
+    """A bucket strategy from a ``buckets`` value (:func:`streamcal.buckets.as_buckets`).
 
     An int ``n`` gives ``LogitGrid(n)`` (probability scores); ``"uniform:n"`` / ``"quantile:n"`` /
-    ``"logit:n"`` name the strategy. Bucket objects pass through unchanged; None stays None (the
-    calibrator's default).
+    ``"logit:n"`` name the strategy. Other objects (bucket strategies, a registered method's own)
+    pass through unchanged; None stays None (the calibrator's default).
     """
-    if buckets is None or not (_is_count(buckets) or isinstance(buckets, str)):
+    if not isinstance(buckets, (numbers.Real, str)):
         return buckets
-    kind, _, count = str(buckets).strip().rpartition(":")
-    kind = kind or "logit"
-    if kind not in _BUCKET_KINDS or not count.isdigit() or int(count) < 1:
-        msg = f"`buckets` must be a number of buckets or 'logit:N', 'uniform:N' or 'quantile:N'; got {buckets!r}."
-        raise ValueError(msg)
-    module = importlib.import_module("streamcal.buckets")
-    return getattr(module, _BUCKET_KINDS[kind])(n_buckets=int(count))
+    return importlib.import_module("streamcal.buckets").as_buckets(buckets)
 
 
 def _accepts(factory, option: str) -> bool:

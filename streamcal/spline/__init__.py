@@ -1,4 +1,4 @@
-"""I-spline smoothing calibration (paper 003): smooth, monotone, rank-preserving maps."""
+"""I-spline smoothing calibration (Wu et al., 2012): smooth, monotone, rank-preserving maps."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""M-spline and I-spline bases (Ramsay 1988; paper 003, eqs. 1-2) and knot placement.
+"""M-spline and I-spline bases (Ramsay 1988; Wu et al. 2012, eqs. 1-2) and knot placement.
 
 An order-``k`` M-spline is a normalised B-spline, ``M_i = k B_{i,k} / (t_{i+k} - t_i)``:
 non-negative and integrating to 1. Its integral ``I_i(x) = int_L^x M_i`` is an I-spline of order

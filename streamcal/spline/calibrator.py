@@ -10,7 +10,7 @@ import numpy as np
 
 from streamcal._kernels import ispline as _k
 from streamcal._kernels._config import entry_point
-from streamcal._streaming import OP_LEARN, StreamingCalibrator
+from streamcal._streaming import _ONE_BELOW, _TINY, OP_LEARN, StreamingCalibrator
 from streamcal._validation import (
     as_binary_labels,
     as_finite,
@@ -18,7 +18,7 @@ from streamcal._validation import (
     check_same_length,
     check_scalar,
 )
-from streamcal.buckets import Buckets, LogitGrid
+from streamcal.buckets import Buckets, LogitGrid, as_buckets
 from streamcal.spline.fit import aggregate_sorted, evaluate_map, fit_distinct
 from streamcal.windows import Window
 
@@ -80,9 +80,12 @@ class ISplineCalibrator(StreamingCalibrator):
     buckets
         Bucket strategy (:mod:`streamcal.buckets`); default ``LogitGrid()`` (1024 logit-spaced
         buckets; scores must be probabilities). Use ``UniformGrid``, ``QuantileEdges`` or
-        ``Edges`` for other scores.
+        ``Edges`` for other scores. An int ``n`` means ``LogitGrid(n)``; ``"uniform:N"`` /
+        ``"quantile:N"`` name the strategy (:func:`streamcal.buckets.as_buckets`).
     window
-        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``.
+        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``. An int ``n`` (such
+        as ``100_000``) means ``CountWindow(n)``, a duration such as ``"7d"`` or ``"12h"``
+        ``TimeWindow(seconds)`` (:func:`streamcal.windows.as_window`).
     score_key
         Key of the score in ``x``; ``None``: ``x`` holds exactly one value.
     order
@@ -132,7 +135,7 @@ class ISplineCalibrator(StreamingCalibrator):
     >>> from streamcal.metrics import Brier
     >>> events = stream.iter_array(scores[:3000, None], labels[:3000], feature_names=["score"])
     >>> evaluate.progressive_val_score(events, ISplineCalibrator(n_knots=3, refit_every=100), Brier())
-    Brier: 0.129841
+    Brier: 0.129831
 
     Batch use on raw scores of any range, with a grid for the window histogram:
 
@@ -152,8 +155,8 @@ class ISplineCalibrator(StreamingCalibrator):
 
     def __init__(
         self,
-        buckets: Buckets | None = None,
-        window: Window | None = None,
+        buckets: Buckets | int | str | None = None,
+        window: Window | int | str | None = None,
         score_key: str | None = None,
         order: int = 3,
         n_knots: int | None = None,
@@ -193,20 +196,28 @@ class ISplineCalibrator(StreamingCalibrator):
         self._bspline_coef = np.ascontiguousarray(fitted.bspline_coef, dtype=np.float64)
         self._fit_weight = weight
         c = float(self.llr_pseudo_count)
-        self._prior_logodds = math.log(pos_weight + c) - math.log(weight - pos_weight + c)
+        # the difference is >= 0 but for rounding, which could take it below -c with large weights
+        self._prior_logodds = math.log(pos_weight + c) - math.log(max(weight - pos_weight, 0.0) + c)
+        self._set_proba_bounds(weight)
 
     def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
+        total, pos_total = float(pos.sum() + neg.sum()), float(pos.sum())
+        # the least-squares fit does not change when every weight is scaled alike: weights far
+        # from 1 (the window's total beyond 2**±500) are scaled by a power of two, so that the
+        # solver's sums and products neither overflow nor lose their bits among subnormals
+        if total > 0.0 and not 2.0**-500 < total < 2.0**500:
+            k = -math.frexp(total)[1]
+            pos, neg = np.ldexp(pos, k), np.ldexp(neg, k)
         weight = pos + neg
         keep = weight > 0.0
         values = np.ascontiguousarray(centres[keep])  # bucket centres ascend
         w = np.ascontiguousarray(weight[keep])
         means = np.ascontiguousarray(pos[keep] / w)
-        total = float(w.sum())
         # warm start: the previous fit's positive coefficients (same basis size), usually the
         # same set or close to it, so the exact solve takes a few steps instead of ~basis size
         hint = None if self._coef is None else self._coef > 0.0
         fitted = fit_distinct(values, w, means, total, int(self.order), self.n_knots, self._inner_knots, hint)
-        self._set_map(fitted, total, float(pos.sum()))
+        self._set_map(fitted, total, pos_total)
 
     def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
         return evaluate_map(scores, self._knots, int(self.order), self._bspline_coef)
@@ -219,15 +230,19 @@ class ISplineCalibrator(StreamingCalibrator):
         c = float(self.llr_pseudo_count)
         total = self._fit_weight
         q = (proba * total + c) / (total + 2.0 * c)
+        # in (0, 1) but for rounding when the weight dwarfs c by 2**53: kept inside, the LLR finite
+        q = np.minimum(np.maximum(q, _TINY), _ONE_BELOW)
         return (np.log(q) - np.log1p(-q)) - self._prior_logodds
 
     @property
     def knots_(self):
-        return None if self._knots is None else self._knots.copy()
+        with self._lock:
+            return None if self._knots is None else self._knots.copy()
 
     @property
     def coef_(self):
-        return None if self._coef is None else self._coef.copy()
+        with self._lock:
+            return None if self._coef is None else self._coef.copy()
 
     # ------------------------------------------------------------------ batch fit
     def fit(self, scores, labels, sample_weight=None, *, times=None) -> ISplineCalibrator:
@@ -238,6 +253,10 @@ class ISplineCalibrator(StreamingCalibrator):
         fit on the raw scores. With ``QuantileEdges`` buckets the batch must hold at least the
         warm-up. Nothing changes if the input is rejected.
         """
+        with self._lock:
+            return self._fit(scores, labels, sample_weight, times)
+
+    def _fit(self, scores, labels, sample_weight, times) -> ISplineCalibrator:
         inner = _check_spline_params(self.order, self.n_knots, self.knots, self.refit_every)
         s = self._check_scores(scores)
         if s.size == 0:
@@ -251,7 +270,7 @@ class ISplineCalibrator(StreamingCalibrator):
             msg = "`sample_weight` must hold some positive weight; got all zeros."
             raise ValueError(msg)
         _, _, t = self._check_learn_arrays(s.size, y, w, times, None)
-        warmup = int(getattr(self.buckets, "warmup", 0) or 0)
+        warmup = int(as_buckets(self.buckets).warmup)
         if s.size < warmup:
             msg = (
                 f"`scores` must hold at least the bucket warm-up ({warmup} events) for a batch fit, "
@@ -275,6 +294,49 @@ class ISplineCalibrator(StreamingCalibrator):
         self._dirty = False
         self._n_since_refit = 0
         return self
+
+    # ------------------------------------------------------------------ checks of a restored state
+    def _check_loaded_state(self) -> None:
+        """The streaming calibrator's checks, and the interior knots the parameters give."""
+        from streamcal import _state_check as c
+
+        super()._check_loaded_state()
+        inner = _check_spline_params(self.order, self.n_knots, self.knots, self.refit_every)
+        have = self._inner_knots
+        if not (
+            (inner is None and have is None)
+            or (inner is not None and type(have) is np.ndarray and np.array_equal(inner, have))
+        ):
+            c.fail(f"`_inner_knots`: expected the knots of the parameters ({c.brief(inner)}); found {c.brief(have)}.")
+
+    def _check_loaded_map(self) -> None:
+        """The fitted map of a restored calibrator: before
+        the first fit no map; after it a clamped knot vector (the bounds repeated ``order + 1``
+        times around strictly increasing knots), coefficients of the size the knots give, and the
+        B-spline coefficients their capped cumulative sums, all finite; a finite fitted weight."""
+        from streamcal import _state_check as c
+
+        super()._check_loaded_map()
+        c.need_float(self._fit_weight, "_fit_weight", low=0.0)
+        parts = (self._knots, self._coef, self._bspline_coef)
+        if all(part is None for part in parts):
+            if self._fitted:
+                c.fail("`_knots`/`_coef`: expected a fitted map since `_fitted` is True; found None.")
+            return
+        k = int(self.order) + 1
+        knots = c.need_array(self._knots, "_knots", np.float64)
+        m = knots.size
+        if m < 2 * k:
+            c.fail(f"`_knots`: expected at least {2 * k} knots for order {self.order}; found {m}.")
+        c.need_finite(knots, "_knots")
+        if not ((knots[:k] == knots[0]).all() and (knots[m - k :] == knots[-1]).all()):
+            c.fail(f"`_knots`: expected a clamped knot vector, its first and last {k} knots equal.")
+        c.need_increasing(knots[k - 1 : m - k + 1], "_knots")
+        coef = c.need_array(self._coef, "_coef", np.float64, size=m - k)
+        c.need_finite(coef, "_coef")
+        beta = c.need_array(self._bspline_coef, "_bspline_coef", np.float64, size=m - k)
+        if not np.array_equal(beta, np.minimum(np.cumsum(coef), 1.0)):
+            c.fail("`_bspline_coef`: expected the cumulative sums of `_coef`, capped at 1.")
 
     # ------------------------------------------------------------------ engine
     def _after_learn(self, n: int) -> None:

@@ -1,4 +1,4 @@
-"""The I-spline smoothing fit (paper 003): constrained least squares on an I-spline basis.
+"""The I-spline smoothing fit (Wu et al., 2012): constrained least squares on an I-spline basis.
 
 Given scores ``s`` with labels ``c`` and weights ``w``, find the map
 

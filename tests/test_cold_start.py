@@ -1,0 +1,119 @@
+"""A first call compiles only the kernels it needs, each once (the cold start, issue #15).
+
+A fresh install has an empty numba cache, so a first ``prequential`` compiles every kernel it
+runs and every helper they call. ``benchmarks/bench_cold_start.py`` times that; these tests pin
+down what makes it short, without timing anything: which kernels a first call compiles, and
+that none of them is compiled twice (for a literal argument, say).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numba
+import pytest
+
+import streamcal
+from streamcal._kernels import histogram, ipav
+
+# What a first ``prequential`` compiles today: the array kernels (bucket search, prequential
+# loop, finite-LLR refresh) and the helpers they call. A little room for a new helper; a
+# regression (numba's ``inline="always"``, which compiles nothing here but re-types a helper at
+# every call site, or kernels compiled once per literal argument, or the river face compiled
+# eagerly) lands well outside it.
+MAX_FIRST_PREQUENTIAL = 26
+# What a first ``learn_one`` and ``predict_proba_one`` then add: two entry points and the few
+# helpers only they call (the single-score bucket search).
+MAX_RIVER_FACE_EXTRA = 10
+
+PROBE = """
+import json
+
+import numba
+import numpy as np
+
+from streamcal import PAVCalibrator
+from streamcal._kernels import histogram, ipav
+
+
+def compiled():
+    return {
+        f"{mod.__name__.rsplit('.', 1)[1]}.{name}": len(obj.signatures)
+        for mod in (histogram, ipav)
+        for name, obj in vars(mod).items()
+        if isinstance(obj, numba.core.registry.CPUDispatcher)
+        and obj.py_func.__module__ == mod.__name__
+        and obj.signatures
+    }
+
+
+rng = np.random.default_rng(0)
+scores = rng.uniform(size=1000)
+PAVCalibrator().prequential(scores, rng.uniform(size=1000) < scores)
+after_prequential = compiled()
+cal = PAVCalibrator()
+cal.learn_one({"score": 0.5}, True)
+cal.predict_proba_one({"score": 0.5})
+print(json.dumps({"prequential": after_prequential, "river": compiled()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def first_calls(tmp_path_factory):
+    """Kernel -> number of compiled signatures in a fresh process with an empty numba cache,
+    after a first ``prequential``, then after a first river-face ``learn_one`` and
+    ``predict_proba_one``."""
+    root = str(Path(streamcal.__file__).resolve().parents[1])
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path_factory.mktemp("numba_cache"))}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE], env=env, cwd=root, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_a_first_prequential_compiles_no_river_face_kernel(first_calls):
+    compiled = first_calls["prequential"]
+    assert "ipav.pav_prequential_inplace" in compiled  # the probe did compile
+    river = {"ipav.pav_learn_packed_inplace", "ipav.pav_predict_packed", "ipav.pav_llr_packed"}
+    assert not river & compiled.keys()
+
+
+def test_a_first_prequential_compiles_few_kernels(first_calls):
+    compiled = first_calls["prequential"]
+    assert len(compiled) <= MAX_FIRST_PREQUENTIAL, sorted(compiled)
+
+
+def test_the_river_face_compiles_its_entry_points_on_first_use_only(first_calls):
+    before, after = first_calls["prequential"], first_calls["river"]
+    added = after.keys() - before.keys()
+    assert {"ipav.pav_learn_packed_inplace", "ipav.pav_predict_packed"} <= added
+    assert "ipav.pav_llr_packed" not in after  # no LLR was asked for
+    assert len(added) <= MAX_RIVER_FACE_EXTRA, sorted(added)
+
+
+def test_every_kernel_is_compiled_once(first_calls):
+    """One signature per kernel: no version per literal argument, per int/float or per array
+    layout."""
+    twice = {name: n for name, n in first_calls["river"].items() if n != 1}
+    assert not twice
+
+
+def test_helpers_are_inlined_by_llvm_not_by_numba():
+    """numba's ``inline="always"`` copies and re-types a helper at each call site; the kernels
+    use LLVM's inlining (``forceinline``) instead, except where a helper returns a view of an
+    array (``_config``)."""
+    numba_inlined = {
+        f"{mod.__name__}.{name}"
+        for mod in (histogram, ipav)
+        for name, obj in vars(mod).items()
+        if isinstance(obj, numba.core.registry.CPUDispatcher) and obj.targetoptions.get("inline", "never") != "never"
+    }
+    assert numba_inlined == {"streamcal._kernels.ipav._map_section"}
+    llvm_inlined = [obj for obj in vars(ipav).values() if getattr(obj, "targetoptions", {}).get("forceinline")]
+    assert ipav.pav_learn_one_inplace in llvm_inlined
