@@ -925,12 +925,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         self._dirty = False
         self._n_since_refit = 0
         self._prior_logodds = 0.0
-        self._proba_low, self._proba_high = 0.0, 1.0
-
-    # served probabilities are kept within these bounds (set by ``_set_proba_bounds``); the class
-    # values, no bound, are those of states saved before the bounds existed, until their next refit
-    _proba_low = 0.0
-    _proba_high = 1.0
+        self._proba_low, self._proba_high = 0.0, 1.0  # the served bounds, set by ``_set_proba_bounds``
 
     def _set_proba_bounds(self, total: float) -> None:
         """Bound the served probabilities of a map fitted on ``total`` weight (real units) to
