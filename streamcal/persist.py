@@ -646,17 +646,18 @@ def to_bytes(obj, *, allow_pickle: bool = True) -> bytes:
     # a streamcal learner is read under its lock (streamcal._locking): a consistent snapshot even
     # while other threads use it (its parts change only under the same lock)
     lock = getattr(obj, "_lock", None) if _is_streamcal(type(obj)) else None
+    members: dict[str, bytes] = {}
+    arrays_meta, pickles_meta = {}, {}
     with lock if lock is not None else contextlib.nullcontext():
         enc.find_shared(obj)
         root = enc.encode(obj, "learner")
-    members: dict[str, bytes] = {}
-    arrays_meta, pickles_meta = {}, {}
-    for name, arr in enc.arrays.items():
-        buf = io.BytesIO()
-        np.save(buf, arr, allow_pickle=False)
-        data = buf.getvalue()
-        members[f"arrays/{name}.npy"] = data
-        arrays_meta[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "sha256": _sha(data)}
+        # the encoder holds the learner's own arrays: they are written before the lock is let go
+        for name, arr in enc.arrays.items():
+            buf = io.BytesIO()
+            np.save(buf, arr, allow_pickle=False)
+            data = buf.getvalue()
+            members[f"arrays/{name}.npy"] = data
+            arrays_meta[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "sha256": _sha(data)}
     for name, data in enc.pickles.items():
         members[f"pickles/{name}.pkl"] = data
         pickles_meta[name] = {**enc.pickled_where[name], "sha256": _sha(data)}
