@@ -18,6 +18,15 @@ with :class:`StateVersionError`. Files are written atomically: to a temporary fi
 directory, flushed and fsynced, then moved over ``path`` with :func:`os.replace`; a reader never
 sees a half-written checkpoint, and a crash leaves the previous checkpoint intact.
 
+**Loading trusts nothing in a file without pickles.** Checksums only catch accidents (whoever
+edits a file can recompute them), so :func:`load` checks every declared size against the file's
+listing and ``max_bytes`` before reading, streams each array through its checksum into its own
+memory, checks the JSON description's depth and structure value by value, and has every restored
+streamcal object check its attributes (sizes, indices, counts, weights; the PAV blocks against a
+rebuild from the histogram) before anything runs on them (:mod:`streamcal._state_check`). Whatever
+is wrong is a :class:`StateFileError` naming the place; ``docs/persistence.md`` lists the checks and
+what is trusted.
+
 What is portable: ``None``, bools, ints, floats (bit-exact; NaN and infinities too), strings,
 lists, tuples, dicts (any hashable portable keys), sets, deques, ``OrderedDict``, ``Counter``,
 ``defaultdict`` of a builtin factory, numpy arrays and scalars of numeric dtypes, ``random.Random``
@@ -27,7 +36,8 @@ is itself portable). Identity is kept: an object referenced twice is restored on
 **Pickle fallback and security.** A value with no portable form — in practice the state of an
 arbitrary river model wrapped by :class:`streamcal.CalibratedClassifier` (river keeps weights in
 compiled containers) — is stored with :mod:`pickle` inside the file; the whole foreign object is
-pickled, the streamcal parts stay portable. Unpickling can execute arbitrary code, so
+pickled, the streamcal parts stay portable. Unpickling can execute arbitrary code (passing
+``allow_pickle=True`` means running the code the file names; no check can make that safe), so
 :func:`load` refuses such files unless ``allow_pickle=True`` is passed, and names the pickled
 parts in the error. Load files with pickles only from sources you trust. ``save(...,
 allow_pickle=False)`` makes saving fail instead of falling back.
@@ -575,15 +585,13 @@ class _Decoder:
         attrs = {k: self.decode(v, f"{where}.{k}") for k, v in params.items()}
         attrs.update((k, self.decode(v, f"{where}.{k}")) for k, v in state.items())
         try:
-            from streamcal._locking import LockedState
-
             if hasattr(cls, "__setstate__"):  # as pickle does: the class rebuilds its caches (and checks the state)
                 obj.__setstate__(attrs)
             else:
                 obj.__dict__.update(attrs)
-            # a class whose ``__setstate__`` only restores its attributes (and makes its lock) is
-            # checked here; the streaming calibrators check their state in their own ``__setstate__``
-            if _is_streamcal(cls) and getattr(cls, "__setstate__", None) in (None, LockedState.__setstate__):
+            # the streaming calibrators check their state in their own ``__setstate__`` (so that
+            # pickles and copies are checked too); every other streamcal class is checked here
+            if _is_streamcal(cls) and not getattr(cls, "_checks_own_state", False):
                 from streamcal._state_check import check_loaded
 
                 check_loaded(obj)

@@ -40,15 +40,19 @@ from streamcal import PAVCalibrator
 from streamcal._kernels import histogram, ipav
 
 
+def kernels():
+    for mod in (histogram, ipav):
+        for name, obj in vars(mod).items():
+            if isinstance(obj, numba.core.registry.CPUDispatcher) and obj.py_func.__module__ == mod.__name__:
+                yield f"{mod.__name__.rsplit('.', 1)[1]}.{name}", obj
+
+
 def compiled():
-    return {
-        f"{mod.__name__.rsplit('.', 1)[1]}.{name}": len(obj.signatures)
-        for mod in (histogram, ipav)
-        for name, obj in vars(mod).items()
-        if isinstance(obj, numba.core.registry.CPUDispatcher)
-        and obj.py_func.__module__ == mod.__name__
-        and obj.signatures
-    }
+    return {name: len(obj.signatures) for name, obj in kernels() if obj.signatures}
+
+
+def llvm_inlined():
+    return sorted(name for name, obj in kernels() if any(c.fndesc.inline for c in obj.overloads.values()))
 
 
 rng = np.random.default_rng(0)
@@ -58,7 +62,7 @@ after_prequential = compiled()
 cal = PAVCalibrator()
 cal.learn_one({"score": 0.5}, True)
 cal.predict_proba_one({"score": 0.5})
-print(json.dumps({"prequential": after_prequential, "river": compiled()}))
+print(json.dumps({"prequential": after_prequential, "river": compiled(), "inlined": llvm_inlined()}))
 """
 
 
@@ -66,7 +70,7 @@ print(json.dumps({"prequential": after_prequential, "river": compiled()}))
 def first_calls(tmp_path_factory):
     """Kernel -> number of compiled signatures in a fresh process with an empty numba cache,
     after a first ``prequential``, then after a first river-face ``learn_one`` and
-    ``predict_proba_one``."""
+    ``predict_proba_one``; and the kernels compiled for LLVM to inline (``alwaysinline``)."""
     root = str(Path(streamcal.__file__).resolve().parents[1])
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path_factory.mktemp("numba_cache"))}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
@@ -117,3 +121,18 @@ def test_helpers_are_inlined_by_llvm_not_by_numba():
     assert numba_inlined == {"streamcal._kernels.ipav._map_section"}
     llvm_inlined = [obj for obj in vars(ipav).values() if getattr(obj, "targetoptions", {}).get("forceinline")]
     assert ipav.pav_learn_one_inplace in llvm_inlined
+
+
+def test_only_the_per_event_helpers_are_inlined(first_calls):
+    """The rare paths stay calls: a kernel called from an inlined helper does not inherit its
+    ``forceinline`` (numba passes unset options down to callees; ``_config`` sets it)."""
+    inlined = set(first_calls["inlined"])
+    assert {"ipav.pav_learn_one_inplace", "ipav.pav_bucket_delta_inplace", "histogram.window_add_inplace"} <= inlined
+    called = {
+        "ipav._resweep_inplace",
+        "ipav.pav_refresh_extremes_inplace",
+        "ipav._fill_gap",
+        "ipav.pav_prequential_inplace",
+    }
+    assert called <= first_calls["river"].keys()
+    assert not called & inlined

@@ -217,7 +217,7 @@ def empty_pav_state(
     if cuts is None:
         cuts = 0.5 * (centres[:-1] + centres[1:])
     cuts = np.ascontiguousarray(cuts, dtype=np.float64)
-    # the kernels' Python functions: a call from Python needs no compiled version
+    # run as Python, once per calibrator: no kernel of their own to compile or load
     at = _cuts_offset.py_func(B)
     pf[at : at + B - 1] = cuts
     pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP] = grid_of_sorted.py_func(cuts)
