@@ -194,6 +194,19 @@ def clicks(tmp_path_factory):
 
 
 @given(
+    flight=st.lists(st.sampled_from([0.0, 1.0, 2.5, 3.0, np.inf]), max_size=30),
+    batch=st.lists(st.sampled_from([0.0, 1.0, 2.5, 3.0, 7.0, np.inf]), max_size=30),
+)
+def test_merged_order_is_the_stable_sort_of_flight_then_batch(flight, batch):
+    from streamcal.replay._engine import _merged_order
+
+    flight_t = np.sort(np.asarray(flight, dtype=np.float64))
+    label_t = np.asarray(batch, dtype=np.float64)
+    want = np.argsort(np.concatenate((flight_t, label_t)), kind="stable")
+    np.testing.assert_array_equal(_merged_order(flight_t, label_t), want)
+
+
+@given(
     data=st.data(),
     n=st.integers(1, 60),
 )

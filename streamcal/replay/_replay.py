@@ -22,6 +22,7 @@ from streamcal.replay._source import (
     Chunk,
     Columns,
     FileSource,
+    Prefetch,
     ReplayInputError,
     Source,
     list_sources,
@@ -537,9 +538,7 @@ def replay(
     start = time.perf_counter()
     total = _count_rows(sources) if progress else None
     bar = Progress(total, enabled=progress)
-    chunks = read_chunks(prepared, batch_size=batch_size)
-    if on_unsorted == "sort":
-        chunks = _sorted_chunks(chunks, batch_size)
+    reader = None
     from concurrent.futures import ThreadPoolExecutor
 
     # metrics of finished windows are computed on their own thread while the replay goes on
@@ -587,6 +586,11 @@ def replay(
     try:
         for name, path in targets.items():
             tmps[name] = _reserve_tmp(name, path)
+        # the next batches are read and checked on a worker thread while this one is planned
+        reader = Prefetch(read_chunks(prepared, batch_size=batch_size), depth=2)
+        chunks = iter(reader)
+        if on_unsorted == "sort":
+            chunks = _sorted_chunks(chunks, batch_size)
         if threads != 1:
             runners = {name: ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamcal-replay") for name in names}
         for chunk in chunks:
@@ -656,6 +660,8 @@ def replay(
         for name, path in targets.items():
             os.replace(tmps.pop(name), os.path.realpath(path))
     finally:
+        if reader is not None:
+            reader.close()
         metrics_pool.shutdown(wait=True)
         for runner in (runners or {}).values():
             runner.shutdown(wait=True, cancel_futures=True)

@@ -17,11 +17,14 @@ line's ``--time-col ts`` inside :func:`option_spelling`.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
+import queue
 import shlex
 import stat
 import sys
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +38,7 @@ __all__ = [
     "DEFAULT_TIME_COL",
     "Chunk",
     "Columns",
+    "Prefetch",
     "ReplayInputError",
     "Source",
     "list_input_files",
@@ -866,3 +870,65 @@ def read_chunks(prepared: Prepared, *, batch_size: int) -> Iterator[Chunk]:
             yield chunk
             row0 += batch.num_rows
             index0 += batch.num_rows
+
+
+class Prefetch:
+    """Iterate ``items`` on a worker thread, at most ``depth`` items ahead of the consumer.
+
+    Reading and checking the next record batches (pyarrow decodes without the GIL) goes on while
+    the calling thread plans and hands out the current one; memory stays bounded by ``depth``
+    batches. Items come out in order; an exception raised while producing them is raised in the
+    consumer, in its place. The worker runs in a copy of the caller's context (so messages spell
+    options as the caller's :func:`option_spelling` says). :meth:`close` stops the worker.
+    """
+
+    _DONE = object()
+
+    def __init__(self, items: Iterable, depth: int = 2):
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        context = contextvars.copy_context()
+        self._thread = threading.Thread(
+            target=context.run, args=(self._produce, items), name="streamcal-replay-reader", daemon=True
+        )
+        self._thread.start()
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+            except queue.Full:
+                continue
+            return True
+        return False
+
+    def _produce(self, items) -> None:
+        iterator = iter(items)
+        try:
+            for item in iterator:
+                if not self._put((item, None)):
+                    return
+            self._put((self._DONE, None))
+        except BaseException as exc:  # handed to the consumer, raised there
+            self._put((None, exc))
+        finally:
+            close = getattr(iterator, "close", None)
+            if close is not None:
+                close()
+
+    def __iter__(self) -> Iterator:
+        while True:
+            item, exc = self._queue.get()
+            if exc is not None:
+                raise exc
+            if item is self._DONE:
+                return
+            yield item
+
+    def close(self) -> None:
+        """Stop the worker (it may be blocked on a full queue) and wait for it."""
+        self._stop.set()
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self._queue.get_nowait()
+        self._thread.join()
