@@ -1,12 +1,15 @@
-"""Benchmark: replay 1e7 events from Parquet through PAV with a count window, output written.
+"""Benchmark: replay events from Parquet: throughput (PAV, output written) and peak memory.
 
-Goal (issue 7): at least 5 million events/s end to end, and the share of the time spent in I/O
-against a bare pyarrow read of the same file.
+Throughput goal (issue 7): at least 5 million events/s end to end, and the share of the time
+spent in I/O against a bare pyarrow read of the same file. Memory goal (issue 15): peak memory
+set by the batch size, not by the file: within 10 % between 1e7 and 5e7 rows, and at most 600 MB
+for 1e7 rows through four methods (pav, ispline, gev, platt).
 
-    PYTHONPATH=. python benchmarks/bench_replay.py            # 1e7 click events
-    PYTHONPATH=. python benchmarks/bench_replay.py --n 2e6    # quicker
+    PYTHONPATH=. python benchmarks/bench_replay.py                  # both, 1e7 / 5e7 click events
+    PYTHONPATH=. python benchmarks/bench_replay.py --n 2e6 --no-memory       # quicker
+    PYTHONPATH=. python benchmarks/bench_replay.py --no-throughput --memory-n 1e7,5e7
 
-Everything runs in one process, one case after the other; each case reports its best of
+Throughput cases run in one process, one case after the other; each reports its best of
 ``--repeat`` runs as wall time and as CPU time of this process (the machine may be shared, so
 the CPU time is the steadier figure; pyarrow's reader and writer threads count in both). The
 numba compile / cache-load time of PAV is measured apart, on a tiny replay, before anything is
@@ -20,16 +23,24 @@ timed. Cases:
 - ``replay, late labels``: the full replay with the file's label-time column (labels up to an
   hour late), i.e. merged learn / predict operation sequences;
 - ``replay, late labels + metrics``: the same with the six metrics per 100,000-event window;
-- ``..., n_jobs=2``: the two replays with ``PAVCalibrator(n_jobs=2)`` (each record batch of
-  2**20 events split over two threads, exactly);
+- ``..., n_jobs=2``: the two replays with ``PAVCalibrator(n_jobs=2)`` and batches of 2**18
+  events (split over two threads, exactly);
 - ``replay machinery alone``: late labels, output written, with a calibrator that costs nothing
   (returns its input): what reading, planning and writing cost without PAV.
+
+Memory cases run the command line in a child process each (``streamcal replay FILE -m METHODS
+-q -o OUT``, default options) and report the child's peak resident set size, as the kernel
+counts it (``ru_maxrss`` from ``wait4``: the "Maximum resident set size" of
+``/usr/bin/time -v``), with the same command on a 2,000-event file for the fixed cost (the
+interpreter, pyarrow and the numba kernels).
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -68,15 +79,18 @@ def timed(fn, repeat):
     return best, result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--n", type=float, default=1e7, help="events (default 1e7)")
-    parser.add_argument("--repeat", type=int, default=2, help="runs per case; the best is kept")
-    parser.add_argument("--dir", default=None, help="work directory (default: a temporary one)")
-    args = parser.parse_args()
+def stream(work: Path, n: int) -> Path:
+    """The click stream of ``n`` events (seed 1) in ``work``, generated if missing."""
+    src = work / f"clicks_{n}.parquet"
+    if not src.exists():
+        w0 = time.perf_counter()
+        generate(src, "click", n=n, seed=1)
+        print(f"generated {src.name} ({n:,} click events) in {time.perf_counter() - w0:.1f} s", flush=True)
+    return src
+
+
+def throughput(args, work: Path) -> None:
     n = int(args.n)
-    work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench_replay_"))
-    work.mkdir(parents=True, exist_ok=True)
     src = work / f"clicks_{n}.parquet"
     out = work / "out.parquet"
     rows = []
@@ -90,87 +104,155 @@ def main() -> None:
             flush=True,
         )
 
-    try:
-        if not src.exists():
-            report("generate (click, Parquet)", timed(lambda: generate(src, "click", n=n, seed=1), 1)[0])
-        size_mb = src.stat().st_size / 1e6
+    if not src.exists():
+        report("generate (click, Parquet)", timed(lambda: generate(src, "click", n=n, seed=1), 1)[0])
+    size_mb = src.stat().st_size / 1e6
 
-        # compile (or load from numba's cache) PAV's kernels apart from everything timed
-        tiny = work / "tiny.parquet"
-        generate(tiny, "click", n=2_000, seed=2)
-        w0 = time.perf_counter()
-        replay(tiny, {"pav": PAVCalibrator(window=CountWindow(WINDOW))}, metrics={})
-        replay(tiny, {"pav": PAVCalibrator(window=CountWindow(WINDOW))}, label_time_col=None)
-        compile_s = time.perf_counter() - w0
-        print(f"numba compile / cache load + first replay: {compile_s:.2f} s (not in any figure below)")
+    # compile (or load from numba's cache) PAV's kernels apart from everything timed
+    tiny = work / "tiny.parquet"
+    generate(tiny, "click", n=2_000, seed=2)
+    w0 = time.perf_counter()
+    replay(tiny, {"pav": PAVCalibrator(window=CountWindow(WINDOW))}, metrics={})
+    replay(tiny, {"pav": PAVCalibrator(window=CountWindow(WINDOW))}, label_time_col=None)
+    compile_s = time.perf_counter() - w0
+    print(f"numba compile / cache load + first replay: {compile_s:.2f} s (not in any figure below)")
 
-        def bare_read():
-            k = 0
-            for batch in ds.dataset(src).to_batches(batch_size=1 << 20):
-                k += batch.num_rows
-            return k
+    def bare_read():
+        k = 0
+        for batch in ds.dataset(src).to_batches(batch_size=1 << 20):
+            k += batch.num_rows
+        return k
 
-        read = timed(bare_read, args.repeat)[0]
-        report("bare read (pyarrow.dataset)", read, note=f"{size_mb:.0f} MB file")
+    read = timed(bare_read, args.repeat)[0]
+    report("bare read (pyarrow.dataset)", read, note=f"{size_mb:.0f} MB file")
 
-        table = pq.read_table(src)
-        t = table["event_time"].cast("int64").to_numpy() / 1000.0
-        s = table["score"].to_numpy()
-        y = table["label"].to_numpy(zero_copy_only=False).astype(np.float64)
+    table = pq.read_table(src)
+    t = table["event_time"].cast("int64").to_numpy() / 1000.0
+    s = table["score"].to_numpy()
+    y = table["label"].to_numpy(zero_copy_only=False).astype(np.float64)
 
-        def bare_pav():
-            return PAVCalibrator(window=CountWindow(WINDOW)).prequential(s, y, times=t)
+    def bare_pav():
+        return PAVCalibrator(window=CountWindow(WINDOW)).prequential(s, y, times=t)
 
-        pav_wc, (proba, llr) = timed(bare_pav, args.repeat)
-        report("PAV prequential (in memory)", pav_wc, note="1024 logit buckets, count window 1e5")
+    pav_wc, (proba, llr) = timed(bare_pav, args.repeat)
+    report("PAV prequential (in memory)", pav_wc, note="1024 logit buckets, count window 1e5")
 
-        out_table = table.append_column("proba_pav", [proba]).append_column("llr_pav", [llr])
-        del table
+    out_table = table.append_column("proba_pav", [proba]).append_column("llr_pav", [llr])
+    del table
 
-        def bare_write(table=out_table):
-            with pq.ParquetWriter(out, table.schema, compression="snappy", use_dictionary=False) as w:
-                for batch in table.to_batches(max_chunksize=1 << 20):
-                    w.write_batch(batch)
+    def bare_write(table=out_table):
+        with pq.ParquetWriter(out, table.schema, compression="snappy", use_dictionary=False) as w:
+            for batch in table.to_batches(max_chunksize=1 << 20):
+                w.write_batch(batch)
 
-        write = timed(bare_write, args.repeat)[0]
-        report("bare write (ParquetWriter)", write, note="input columns + proba + llr")
-        del bare_write, out_table
+    write = timed(bare_write, args.repeat)[0]
+    report("bare write (ParquetWriter)", write, note="input columns + proba + llr")
+    del bare_write, out_table
 
-        def run(n_jobs=1, **kw):
-            def go():
-                pav = PAVCalibrator(window=CountWindow(WINDOW), n_jobs=n_jobs)
-                return replay(src, {"pav": pav}, output=out, **kw)
+    def run(n_jobs=1, **kw):
+        if n_jobs > 1:  # PAV splits a batch over its threads from n_jobs * 2**17 events on
+            kw.setdefault("batch_size", n_jobs << 17)
 
-            return go
+        def go():
+            pav = PAVCalibrator(window=CountWindow(WINDOW), n_jobs=n_jobs)
+            return replay(src, {"pav": pav}, output=out, **kw)
 
-        at_once = timed(run(label_time_col=None, metrics={}), args.repeat)[0]
-        report("replay, labels at once", at_once, note="output written")
-        late_wc, summary = timed(run(metrics={}), args.repeat)
-        report("replay, late labels", late_wc, note=f"{summary.n_learned:,} labels learned late")
-        at_once_2 = timed(run(n_jobs=2, label_time_col=None, metrics={}), args.repeat)[0]
-        report("replay, labels at once, n_jobs=2", at_once_2, note="PAV on 2 threads per batch")
-        late_2 = timed(run(n_jobs=2, metrics={}), args.repeat)[0]
-        report("replay, late labels, n_jobs=2", late_2, note="PAV on 2 threads per batch")
-        with_metrics = timed(run(), 1)[0]
-        report("replay, late labels + metrics", with_metrics, note="6 metrics per 1e5 events")
-        free = timed(lambda: replay(src, {"free": FreeCalibrator()}, output=out, metrics={}), args.repeat)[0]
-        report("replay machinery alone", free, note="late labels, output written, no-op calibrator")
+        return go
 
-        print()
-        cases = (
-            ("labels at once", at_once),
-            ("late labels", late_wc),
-            ("labels at once, n_jobs=2", at_once_2),
-            ("late labels, n_jobs=2", late_2),
+    at_once = timed(run(label_time_col=None, metrics={}), args.repeat)[0]
+    report("replay, labels at once", at_once, note="output written")
+    late_wc, summary = timed(run(metrics={}), args.repeat)
+    report("replay, late labels", late_wc, note=f"{summary.n_learned:,} labels learned late")
+    at_once_2 = timed(run(n_jobs=2, label_time_col=None, metrics={}), args.repeat)[0]
+    report("replay, labels at once, n_jobs=2", at_once_2, note="PAV on 2 threads per batch")
+    late_2 = timed(run(n_jobs=2, metrics={}), args.repeat)[0]
+    report("replay, late labels, n_jobs=2", late_2, note="PAV on 2 threads per batch")
+    with_metrics = timed(run(), 1)[0]
+    report("replay, late labels + metrics", with_metrics, note="6 metrics per 1e5 events")
+    free = timed(lambda: replay(src, {"free": FreeCalibrator()}, output=out, metrics={}), args.repeat)[0]
+    report("replay machinery alone", free, note="late labels, output written, no-op calibrator")
+
+    print()
+    cases = (
+        ("labels at once", at_once),
+        ("late labels", late_wc),
+        ("labels at once, n_jobs=2", at_once_2),
+        ("late labels, n_jobs=2", late_2),
+    )
+    for name, wc in cases:
+        wall, cpu = wc
+        print(
+            f"replay, {name}: {n / wall / 1e6:.2f} M events/s wall = {n / wall / GOAL:.2f}x the "
+            f"5 M/s goal; I/O share (bare read / replay) {read[0] / wall:.0%} wall, "
+            f"{read[1] / cpu:.0%} cpu; read + write share {(read[0] + write[0]) / wall:.0%} wall; "
+            f"PAV alone {pav_wc[0] / wall:.0%} wall"
         )
-        for name, wc in cases:
-            wall, cpu = wc
-            print(
-                f"replay, {name}: {n / wall / 1e6:.2f} M events/s wall = {n / wall / GOAL:.2f}x the "
-                f"5 M/s goal; I/O share (bare read / replay) {read[0] / wall:.0%} wall, "
-                f"{read[1] / cpu:.0%} cpu; read + write share {(read[0] + write[0]) / wall:.0%} wall; "
-                f"PAV alone {pav_wc[0] / wall:.0%} wall"
-            )
+
+
+# A child's peak RSS counts the memory of the process it was forked from (Linux keeps the high-water
+# mark across exec), so each command is started from a small launcher process, not from this one.
+_LAUNCHER = (
+    "import os, subprocess, sys; child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL); "
+    "_, status, usage = os.wait4(child.pid, 0); print(usage.ru_maxrss, os.waitstatus_to_exitcode(status))"
+)
+
+
+def peak_rss(command: list[str]) -> tuple[float, float]:
+    """Run ``command`` in a child process; its peak resident set size (MB) and wall time (s)."""
+    w0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", _LAUNCHER, *command], capture_output=True, text=True, check=True)
+    maxrss_kib, code = (int(x) for x in done.stdout.split())
+    if code != 0:
+        raise RuntimeError(f"{' '.join(command)} failed ({code}): {done.stderr}")
+    return maxrss_kib / 1024.0, time.perf_counter() - w0  # ru_maxrss is in KiB on Linux
+
+
+def memory(args, work: Path) -> None:
+    sizes = [int(float(x)) for x in args.memory_n.split(",")]
+    method_sets = args.memory_methods.split(";")
+    out = work / "mem_out.parquet"
+    tiny = work / "tiny_mem.parquet"
+    generate(tiny, "click", n=2_000, seed=2)
+
+    def command(src, methods):
+        return [sys.executable, "-m", "streamcal.cli", "replay", str(src), "-m", methods, "-q", "-o", str(out)]
+
+    print()
+    print("peak memory of `streamcal replay FILE -m METHODS -q -o OUT` (child process, ru_maxrss):")
+    for methods in method_sets:
+        peak_rss(command(tiny, methods))  # numba's cache loaded (or kernels compiled) once first
+        fixed, _ = peak_rss(command(tiny, methods))
+        peaks = []
+        for n in sizes:
+            mb, wall = peak_rss(command(stream(work, n), methods))
+            peaks.append(mb)
+            print(f"  {methods:<24} {n:>12,} events  peak {mb:7.0f} MB  ({wall:6.1f} s wall)", flush=True)
+        print(f"  {methods:<24} {2_000:>12,} events  peak {fixed:7.0f} MB  (the fixed cost)")
+        if len(peaks) > 1:
+            print(f"  {methods:<24} largest / smallest stream: {max(peaks) / min(peaks):.3f}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=float, default=1e7, help="events of the throughput cases (default 1e7)")
+    parser.add_argument("--repeat", type=int, default=2, help="runs per throughput case; the best is kept")
+    parser.add_argument("--dir", default=None, help="work directory (default: a temporary one, removed)")
+    parser.add_argument("--no-throughput", action="store_true", help="skip the throughput cases")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory cases")
+    parser.add_argument("--memory-n", default="1e7,5e7", help="stream lengths of the memory cases")
+    parser.add_argument(
+        "--memory-methods",
+        default="pav;pav,ispline,gev,platt",
+        help="method sets of the memory cases, separated by ';'",
+    )
+    args = parser.parse_args()
+    work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench_replay_"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        if not args.no_throughput:
+            throughput(args, work)
+        if not args.no_memory:
+            memory(args, work)
     finally:
         if not args.dir:
             shutil.rmtree(work, ignore_errors=True)

@@ -1,7 +1,8 @@
 """Replay a recorded event stream from Parquet through streaming calibrators, with late labels.
 
 A synthetic card-payment stream (fraud scenario: about 0.3 % positives, chargebacks arriving days
-after the payment) is written to Parquet, then replayed in event-time order: every payment is
+after the payment) is written to Parquet, then replayed in event-time order (from the file, then from
+the same rows as a pyarrow Table in memory): every payment is
 scored by each calibrator with what it had learned *before* that payment, and each label is
 learned only once its label time has passed. The raw model score is replayed too (method "raw")
 as the uncalibrated baseline.
@@ -45,6 +46,14 @@ def main() -> None:
         by_name = replay(stream, names, window=100_000, metrics_window=50_000, method_options={"refit_every": 1_000})
         print()
         print(by_name.to_text())
+
+        # the same stream already in memory (a pyarrow Table here; a pandas or polars DataFrame
+        # works the same way) gives the same results, bit for bit
+        table = pq.read_table(stream)
+        in_memory = replay(table, ["pav", "raw"], window=100_000, metrics_window=50_000)
+        same = all(in_memory.metrics[m] == by_name.metrics[m] for m in ("pav", "raw"))
+        print()
+        print(f"replayed from a pyarrow Table ({in_memory.files[0]}): same metrics as from the file: {same}")
 
         out = pq.read_table(tmp / "payments.replay.parquet")
         print()

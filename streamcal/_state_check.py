@@ -62,7 +62,8 @@ def need_keys(obj, expected, *, optional=()) -> None:
     have = set(vars(obj))
     expected = set(expected)
     missing = sorted(expected - have)
-    extra = sorted(have - expected - set(optional))
+    # what is never saved (a lock, streamcal._locking) may be there, made anew by the restore
+    extra = sorted(have - expected - set(optional) - set(getattr(obj, "_UNSAVED", ())))
     if missing or extra:
         parts = []
         if missing:
@@ -477,9 +478,17 @@ def _check_isotonic(obj) -> None:
 
     fitted = ("thresholds_", "proba_", "proba_finite_", "prior_", "_prior_finite")
     state = vars(obj)
-    need_keys(obj, ("interpolation", "finite_llr"), optional=fitted)
+    logodds = ("_prior_logodds", "_prior_logodds_finite")
+    need_keys(obj, ("interpolation", "finite_llr", "finite_proba", "llr_pseudo_count"), optional=fitted + logodds)
     need_params(obj, lambda: check_scalar(obj.interpolation, "interpolation", choices=("linear", "step")))
     need_bool(obj.finite_llr, "finite_llr")
+    need_bool(obj.finite_proba, "finite_proba")
+    need_params(obj, lambda: check_scalar(obj.llr_pseudo_count, "llr_pseudo_count", low=1e-100, high=1e100))
+    for name in logodds:
+        if name in state:
+            # the exact prior's log-odds are infinite only when one class has no weight
+            one_class = name == "_prior_logodds" and state.get("prior_") in (0.0, 1.0)
+            need_float(state[name], name, finite=not one_class)
     present = [k for k in fitted if k in state]
     if not present:
         return

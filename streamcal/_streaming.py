@@ -63,7 +63,7 @@ from streamcal._validation import (
     check_scalar,
     is_real_number,
 )
-from streamcal.buckets import Buckets, as_buckets
+from streamcal.buckets import Buckets, as_buckets, check_edges
 from streamcal.persist import Persistable
 from streamcal.windows import Window, as_window
 
@@ -194,6 +194,8 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
 
     # derived from the edges: not saved, rebuilt on loading
     _CACHES = ("_guide",)
+    # ``__setstate__`` checks the restored state (streamcal.persist need not)
+    _checks_own_state = True
 
     def __getstate__(self):
         state = super().__getstate__()  # under the lock, without it (streamcal._locking)
@@ -209,8 +211,6 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         for name, value in state.items():
             if type(value) is np.ndarray:
                 self.__dict__[name] = np.array(value, order="C", copy=True)
-        if "_score_low" in state:  # states saved before the range excluded ±inf
-            self._score_low, self._score_high = _finite_range((self._score_low, self._score_high))
         self._check_loaded_state()
         if "_cuts" in state:
             self._guide = _h.bucket_guide(self._cuts)
@@ -378,6 +378,11 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         refit_every = getattr(self, "refit_every", None)
         c.need_int(self._n_since_refit, "_n_since_refit", 0, 0 if refit_every is None else refit_every - 1)
         c.need_float(self._prior_logodds, "_prior_logodds")
+        # the bounds of served probabilities (class values where a state has none of its own)
+        low = c.need_float(self._proba_low, "_proba_low", low=0.0, high=0.5)
+        high = c.need_float(self._proba_high, "_proba_high", low=0.5, high=1.0)
+        if not low <= high:
+            c.fail(f"`_proba_low`/`_proba_high`: expected low <= high; found {low!r} and {high!r}.")
 
     @property
     def n_buckets(self) -> int | None:
@@ -920,12 +925,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         self._dirty = False
         self._n_since_refit = 0
         self._prior_logodds = 0.0
-        self._proba_low, self._proba_high = 0.0, 1.0
-
-    # served probabilities are kept within these bounds (set by ``_set_proba_bounds``); the class
-    # values, no bound, are those of states saved before the bounds existed, until their next refit
-    _proba_low = 0.0
-    _proba_high = 1.0
+        self._proba_low, self._proba_high = 0.0, 1.0  # the served bounds, set by ``_set_proba_bounds``
 
     def _set_proba_bounds(self, total: float) -> None:
         """Bound the served probabilities of a map fitted on ``total`` weight (real units) to
@@ -1066,8 +1066,6 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
 def _check_layout(edges, centres) -> tuple[np.ndarray, np.ndarray]:
     """A bucket strategy's edges and centres, checked: ``B + 1`` finite, strictly increasing edges
     and ``B`` finite, strictly increasing centres, each within its bucket."""
-    from streamcal.buckets import check_edges
-
     e = check_edges(edges, "edges")
     c = as_1d_float(centres, "centres", allow_empty=True)
     if c.size != e.size - 1:
@@ -1076,11 +1074,17 @@ def _check_layout(edges, centres) -> tuple[np.ndarray, np.ndarray]:
     bad = ~((c >= e[:-1]) & (c <= e[1:]))  # also NaN
     if bad.any():
         b = int(np.flatnonzero(bad)[0])
-        msg = f"`centres` must lie within their buckets; got {c[b]!r} for bucket {b}, [{e[b]!r}, {e[b + 1]!r}]."
+        msg = (
+            f"`centres` must lie within their buckets; got {float(c[b])!r} for bucket {b}, "
+            f"[{float(e[b])!r}, {float(e[b + 1])!r}]."
+        )
         raise ValueError(msg)
     if c.size > 1 and not (np.diff(c) > 0.0).all():
         b = int(np.flatnonzero(~(np.diff(c) > 0.0))[0]) + 1
-        msg = f"`centres` must be strictly increasing; got {c[b]!r} at position {b} after {c[b - 1]!r}."
+        msg = (
+            f"`centres` must be strictly increasing; got {float(c[b])!r} at position {b} after "
+            f"{float(c[b - 1])!r}."
+        )
         raise ValueError(msg)
     return e, c
 

@@ -93,7 +93,10 @@ def _check_edges(edges: np.ndarray, name: str) -> np.ndarray:
     steps = np.diff(edges)
     if not (steps > 0).all():
         i = int(np.flatnonzero(~(steps > 0))[0]) + 1
-        msg = f"`{name}` must be strictly increasing; got {edges[i]!r} at position {i} after {edges[i - 1]!r}."
+        msg = (
+            f"`{name}` must be strictly increasing; got {float(edges[i])!r} at position {i} after "
+            f"{float(edges[i - 1])!r}."
+        )
         raise ValueError(msg)
     return edges
 

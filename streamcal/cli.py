@@ -1,16 +1,32 @@
-"""The ``streamcal`` command line: ``demo`` (and, as they land, ``generate`` and ``replay``)."""
+"""The ``streamcal`` command line: ``demo``, ``generate`` and ``replay``.
+
+Every error is one line on stderr, ``streamcal: error: ...``, with exit status 2: usage errors
+(argparse), bad input files and bad option values alike. No traceback is shown; an unexpected
+exception (a bug) is reported on one line too, with exit status 1 (``STREAMCAL_DEBUG=1`` shows
+its traceback).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``streamcal: error: argument --x: ...`` and status 2."""
+
+    def error(self, message: str):
+        text = " ".join(message.split("\n"))
+        self.exit(2, f"streamcal: error: {text} (see '{self.prog} --help')\n")
 
 
 def _run_demo(args: argparse.Namespace) -> int:
     from streamcal.demo import run_streaming_demo
     from streamcal.replay import replay_demo
+    from streamcal.replay._cli import _fail
 
     plot = not args.no_plot
     if plot:
@@ -19,14 +35,19 @@ def _run_demo(args: argparse.Namespace) -> int:
         except ImportError:
             print("(matplotlib is not installed: no plot; `pip install 'streamcal-engine[plot]'` adds it)")
             plot = False
-    replay_demo(args.dir, n=args.n, seed=args.seed, window=max(args.n // 4, 1_000), plot=plot)
+    try:
+        replay_demo(args.dir, n=args.n, seed=args.seed, window=max(args.n // 4, 1_000), plot=plot)
+    except (ValueError, OSError) as exc:
+        return _fail(exc, {"directory": "--dir", "n": "--n", "seed": "--seed"})
     print()
     run_streaming_demo(seed=args.seed, n=args.n, window=max(args.n // 20, 1_000))
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from streamcal.replay._cli import _positive_count, _seed
+
+    parser = _Parser(
         prog="streamcal",
         description="Streaming calibration: calibrated probabilities and LLRs for scored event streams.",
     )
@@ -42,8 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
         "the raw score), print the summary and where the outputs are; then compare streaming PAV with a "
         "count window and an unbounded one before and after the drift.",
     )
-    demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    demo.add_argument("--n", type=int, default=200_000, help="number of events (default 200,000)")
+    demo.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
+    demo.add_argument("--n", type=_positive_count, default=200_000, help="number of events (default 200,000)")
     demo.add_argument("--dir", default=None, help="output folder (default: a new temporary folder, kept)")
     demo.add_argument("--no-plot", action="store_true", help="do not draw the PNG")
     demo.set_defaults(handler=_run_demo)
@@ -66,12 +87,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line on ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help / --version (0), or a usage error already printed (2)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     if getattr(args, "handler", None) is None:
         parser.print_help()
         return 2
-    return int(args.handler(args) or 0)
+    try:
+        return int(args.handler(args) or 0)
+    except KeyboardInterrupt:
+        print("streamcal: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: one line, not a traceback (unless asked for)
+        if os.environ.get("STREAMCAL_DEBUG"):
+            raise
+        from streamcal.replay._cli import error_line
+
+        detail = error_line(f"{type(exc).__name__}: {exc}").removeprefix("streamcal: error: ")
+        print(
+            f"streamcal: error: internal error ({detail}); please report it "
+            "(STREAMCAL_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -159,6 +159,8 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
 
         c.need_keys(self, ("classifier", "calibrator", "pos_val", "_neg_label", "_last_x", "_last_proba", "n_learned"))
         c.need_params(self, lambda: CalibratedClassifier(self.classifier, self.calibrator, self.pos_val))
+        if self.calibrator is None:  # the constructor puts its default calibrator in place of None
+            c.fail("`calibrator`: expected a calibrator; found None.")
         seen, part = {id(self)}, self.calibrator
         while True:  # a wrapper that (through other wrappers) wraps itself would recurse forever
             if id(part) in seen or self.classifier is self:

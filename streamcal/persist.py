@@ -18,6 +18,15 @@ with :class:`StateVersionError`. Files are written atomically: to a temporary fi
 directory, flushed and fsynced, then moved over ``path`` with :func:`os.replace`; a reader never
 sees a half-written checkpoint, and a crash leaves the previous checkpoint intact.
 
+**Loading trusts nothing in a file without pickles.** Checksums only catch accidents (whoever
+edits a file can recompute them), so :func:`load` checks every declared size against the file's
+listing and ``max_bytes`` before reading, streams each array through its checksum into its own
+memory, checks the JSON description's depth and structure value by value, and has every restored
+streamcal object check its attributes (sizes, indices, counts, weights; the PAV blocks against a
+rebuild from the histogram) before anything runs on them (:mod:`streamcal._state_check`). Whatever
+is wrong is a :class:`StateFileError` naming the place; ``docs/persistence.md`` lists the checks and
+what is trusted.
+
 What is portable: ``None``, bools, ints, floats (bit-exact; NaN and infinities too), strings,
 lists, tuples, dicts (any hashable portable keys), sets, deques, ``OrderedDict``, ``Counter``,
 ``defaultdict`` of a builtin factory, numpy arrays and scalars of numeric dtypes, ``random.Random``
@@ -27,7 +36,8 @@ is itself portable). Identity is kept: an object referenced twice is restored on
 **Pickle fallback and security.** A value with no portable form — in practice the state of an
 arbitrary river model wrapped by :class:`streamcal.CalibratedClassifier` (river keeps weights in
 compiled containers) — is stored with :mod:`pickle` inside the file; the whole foreign object is
-pickled, the streamcal parts stay portable. Unpickling can execute arbitrary code, so
+pickled, the streamcal parts stay portable. Unpickling can execute arbitrary code (passing
+``allow_pickle=True`` means running the code the file names; no check can make that safe), so
 :func:`load` refuses such files unless ``allow_pickle=True`` is passed, and names the pickled
 parts in the error. Load files with pickles only from sources you trust. ``save(...,
 allow_pickle=False)`` makes saving fail instead of falling back.
@@ -579,10 +589,12 @@ class _Decoder:
                 obj.__setstate__(attrs)
             else:
                 obj.__dict__.update(attrs)
-                if _is_streamcal(cls):
-                    from streamcal._state_check import check_loaded
+            # the streaming calibrators check their state in their own ``__setstate__`` (so that
+            # pickles and copies are checked too); every other streamcal class is checked here
+            if _is_streamcal(cls) and not getattr(cls, "_checks_own_state", False):
+                from streamcal._state_check import check_loaded
 
-                    check_loaded(obj)
+                check_loaded(obj)
         except _Located:
             raise
         except StateFileError as exc:
@@ -634,17 +646,18 @@ def to_bytes(obj, *, allow_pickle: bool = True) -> bytes:
     # a streamcal learner is read under its lock (streamcal._locking): a consistent snapshot even
     # while other threads use it (its parts change only under the same lock)
     lock = getattr(obj, "_lock", None) if _is_streamcal(type(obj)) else None
+    members: dict[str, bytes] = {}
+    arrays_meta, pickles_meta = {}, {}
     with lock if lock is not None else contextlib.nullcontext():
         enc.find_shared(obj)
         root = enc.encode(obj, "learner")
-    members: dict[str, bytes] = {}
-    arrays_meta, pickles_meta = {}, {}
-    for name, arr in enc.arrays.items():
-        buf = io.BytesIO()
-        np.save(buf, arr, allow_pickle=False)
-        data = buf.getvalue()
-        members[f"arrays/{name}.npy"] = data
-        arrays_meta[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "sha256": _sha(data)}
+        # the encoder holds the learner's own arrays: they are written before the lock is let go
+        for name, arr in enc.arrays.items():
+            buf = io.BytesIO()
+            np.save(buf, arr, allow_pickle=False)
+            data = buf.getvalue()
+            members[f"arrays/{name}.npy"] = data
+            arrays_meta[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "sha256": _sha(data)}
     for name, data in enc.pickles.items():
         members[f"pickles/{name}.pkl"] = data
         pickles_meta[name] = {**enc.pickled_where[name], "sha256": _sha(data)}

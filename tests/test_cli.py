@@ -92,5 +92,5 @@ def test_replay_jobs_reaches_pav_only(tmp_path):
     data = tmp_path / "click.parquet"
     assert run_cli("generate", str(data), "-n", "1000", "--seed", "2").returncode == 0
     result = run_cli("replay", str(data), "--jobs", "0", "--quiet")
-    assert result.returncode == 1
-    assert "`n_jobs` must" in result.stderr
+    assert result.returncode == 2
+    assert result.stderr.startswith("streamcal: error: --jobs must")

@@ -134,17 +134,24 @@ def test_batch_finite_map_is_isotonic_regression_of_the_augmented_data(pseudo_co
         assert np.all((p > 0.0) & (p < 1.0))
 
 
-def test_batch_isotonic_saved_before_finite_proba_keeps_the_exact_map():
+def test_batch_isotonic_state_keeps_its_map_and_a_state_without_finite_proba_is_refused():
+    """A saved calibrator serves the map it was saved with; a state that does not say which map
+    (saved before ``finite_proba`` existed) is refused on loading, not guessed."""
+    from streamcal._state_check import check_loaded
+    from streamcal.exceptions import StateFileError
+    from streamcal.persist import from_bytes, to_bytes
+
     s, y = rare_stream(3000, seed=4)
-    cal = IsotonicCalibrator(finite_proba=False).fit(s, y)
-    state = cal.__dict__.copy()
-    del state["finite_proba"], state["llr_pseudo_count"]  # as saved by a streamcal without them
+    for finite_proba in (True, False):
+        cal = IsotonicCalibrator(finite_proba=finite_proba).fit(s, y)
+        for again in (pickle.loads(pickle.dumps(cal)), from_bytes(to_bytes(cal))):
+            assert again.finite_proba is finite_proba
+            np.testing.assert_array_equal(again.predict_proba(s), cal.predict_proba(s))
+    assert_honest(from_bytes(to_bytes(IsotonicCalibrator().fit(s, y))).predict_proba(s), y)
     old = IsotonicCalibrator.__new__(IsotonicCalibrator)
-    old.__setstate__(state)
-    np.testing.assert_array_equal(old.predict_proba(s), cal.predict_proba(s))
-    again = pickle.loads(pickle.dumps(IsotonicCalibrator().fit(s, y)))
-    assert again.finite_proba is True
-    assert_honest(again.predict_proba(s), y)
+    old.__dict__.update({k: v for k, v in cal.__dict__.items() if k not in ("finite_proba", "llr_pseudo_count")})
+    with pytest.raises(StateFileError, match=r"missing .*finite_proba"):
+        check_loaded(old)  # what loading a state file runs once the attributes are set
 
 
 # ------------------------------------------------------------------------------------- multiclass

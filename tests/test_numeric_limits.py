@@ -103,7 +103,7 @@ def test_merging_decay_by_time_parts_1e300_apart():
     ("decay", "message"),
     [
         # a half-life in events must be a whole number: 1e-20 events is refused by the parser
-        ("1e-20", "`--decay` = '1e-20' is not a whole number of events"),
+        ("1e-20", "--decay = '1e-20' is not a whole number of events"),
         # a duration below the documented limit is refused by Decay itself
         ("1e-20s", "`half_life` must be a number in [1e-09, 1e+18]; got 1e-20"),
     ],

@@ -194,6 +194,19 @@ def clicks(tmp_path_factory):
 
 
 @given(
+    flight=st.lists(st.sampled_from([0.0, 1.0, 2.5, 3.0, np.inf]), max_size=30),
+    batch=st.lists(st.sampled_from([0.0, 1.0, 2.5, 3.0, 7.0, np.inf]), max_size=30),
+)
+def test_merged_order_is_the_stable_sort_of_flight_then_batch(flight, batch):
+    from streamcal.replay._engine import _merged_order
+
+    flight_t = np.sort(np.asarray(flight, dtype=np.float64))
+    label_t = np.asarray(batch, dtype=np.float64)
+    want = np.argsort(np.concatenate((flight_t, label_t)), kind="stable")
+    np.testing.assert_array_equal(_merged_order(flight_t, label_t), want)
+
+
+@given(
     data=st.data(),
     n=st.integers(1, 60),
 )
@@ -659,29 +672,24 @@ def test_empty_files(tmp_path, events):
             "label_time": pa.array([], pa.float64()),
         }
     )
+    # a valid file without rows: no events to replay is an error, and no output is written
     pq.write_table(empty, tmp_path / "empty.parquet")
-    summary = run(
-        tmp_path / "empty.parquet",
-        output=tmp_path / "out.parquet",
-        metrics_output=tmp_path / "m.parquet",
-    )
-    assert summary.n_events == 0
-    assert pq.read_table(tmp_path / "out.parquet").num_rows == 0
-    assert pq.read_table(tmp_path / "m.parquet").num_rows == 0
-    assert "naive" in summary.to_text()
-    # empty parts (no rows, header-only CSV, a zero-byte file) in a directory are skipped
+    check_error(tmp_path, tmp_path / "empty.parquet", r"no events: file '.*empty\.parquet' has the columns but no rows")
+    # empty parts (no rows, header-only CSV) in a directory are fine next to parts with rows
     d = tmp_path / "dir"
     d.mkdir()
     pq.write_table(empty, d / "a.parquet")
     write_parquet(d / "b.parquet", t, s, y, label_t)
-    (d / "c.parquet").write_bytes(b"")
     pq.write_table(empty, d / "d.parquet")
     summary = run(d, output=tmp_path / "dir_out.parquet")
     assert summary.n_events == len(t)
+    # a zero-byte file is a failed write, never an empty table: an error naming it, in a
+    # directory too
+    (d / "c.parquet").write_bytes(b"")
+    check_error(tmp_path, d, r"file '.*c\.parquet' is empty \(0 bytes\): not a Parquet file")
     with pacsv.CSVWriter(str(tmp_path / "h.csv"), pa.schema([("score", pa.float64()), ("label", pa.int64())])):
         pass
-    summary = run(tmp_path / "h.csv", time_col=None)
-    assert summary.n_events == 0
+    check_error(tmp_path, tmp_path / "h.csv", "no events", time_col=None)
 
 
 # ---------------------------------------------------------------- bad input
@@ -965,13 +973,14 @@ def test_cli_errors_are_one_clear_line(tmp_path, events):
     s[5] = np.inf
     write_parquet(tmp_path / "in.parquet", t, s, y)
     res = cli("replay", "in.parquet", "--method", "raw", "--quiet", cwd=tmp_path)
-    assert res.returncode == 1
-    assert res.stderr.startswith("streamcal replay: error: file ")
+    assert res.returncode == 2
+    assert res.stderr.startswith("streamcal: error: file ")
+    assert res.stderr.count("\n") == 1
     assert "column 'score', row 5" in res.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
     res = cli("replay", "in.parquet", "--method", "nope", cwd=tmp_path)
-    assert res.returncode == 1
-    assert "unknown method 'nope'" in res.stderr
+    assert res.returncode == 2
+    assert "--method: unknown method 'nope'" in res.stderr
     res = cli("replay", "in.parquet", "--method", "raw", "--metrics", "brier,auc", cwd=tmp_path)
-    assert res.returncode == 1
-    assert "unknown metric 'auc'" in res.stderr
+    assert res.returncode == 2
+    assert "argument --metrics: unknown metric 'auc'" in res.stderr

@@ -255,8 +255,8 @@ def cli(*args, cwd):
 )
 def test_cli_options_give_one_clear_line(tmp_path, option, value, message):
     res = cli("replay", "missing.parquet", option, value, "--quiet", cwd=tmp_path)
-    assert res.returncode == 1
-    assert res.stderr.startswith("streamcal replay: error: " + message)
+    assert res.returncode == 2
+    assert res.stderr.startswith("streamcal: error: " + message.replace(f"`{option}`", option))
     assert res.stderr.count("\n") == 1
     assert "Traceback" not in res.stderr
     assert list(tmp_path.iterdir()) == []

@@ -230,6 +230,8 @@ def gev_t_u(v, xi):
         return 0.0, 0.0
     if z == 0.0:  # v = 0, or xi v underflowed: log1p(z) / xi = v
         return math.exp(-v), 1.0
+    if z == np.inf:  # xi v overflowed (or v = ±inf): log1p(z) = log|xi| + log|v| to double precision
+        return math.exp(-(math.log(abs(xi)) + math.log(abs(v))) / xi), np.inf
     return math.exp(-v * (math.log1p(z) / z)), 1.0 + z
 
 

@@ -125,11 +125,11 @@ def pav(y, w=None, *, increasing: bool = True) -> np.ndarray:
     return out
 
 
-def _validate_binary(scores, labels, weights):
+def _validate_binary(scores, labels, weights, weights_name: str = "weights"):
     s = as_finite(scores, "scores")
     y = as_binary_labels(labels, "labels")
     check_same_length(s.size, y.size, "labels")
-    w = as_nonneg_weights(weights, "weights", s.size)
+    w = as_nonneg_weights(weights, weights_name, s.size)
     return s, y, w
 
 
@@ -370,7 +370,7 @@ class IsotonicCalibrator:
         check_scalar(self.finite_llr, "finite_llr", kind=(bool, np.bool_), choices=(True, False))
         check_scalar(self.finite_proba, "finite_proba", kind=(bool, np.bool_), choices=(True, False))
         check_scalar(self.llr_pseudo_count, "llr_pseudo_count", low=0.0, low_inclusive=False)
-        s, y, w = _validate_binary(scores, labels, sample_weight)
+        s, y, w = _validate_binary(scores, labels, sample_weight, "sample_weight")
         if not w.any():
             msg = "`sample_weight` must not all be zero."
             raise ValueError(msg)
@@ -412,12 +412,6 @@ class IsotonicCalibrator:
     def _finite_map(self, scores) -> np.ndarray:
         """The exact map clipped to the augmented end runs' values (``predict_proba`` by default)."""
         return np.clip(self._map(scores, self.proba_), self.proba_finite_[0], self.proba_finite_[-1])
-
-    def __setstate__(self, state):
-        # saved before ``finite_proba`` and ``llr_pseudo_count`` existed: the exact map was served
-        self.__dict__.update(state)
-        self.__dict__.setdefault("finite_proba", False)
-        self.__dict__.setdefault("llr_pseudo_count", 1.0)
 
     def predict_proba(self, scores) -> np.ndarray:
         """Calibrated probability ``P(label = 1 | score)`` for each score."""

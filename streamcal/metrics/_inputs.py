@@ -17,6 +17,7 @@ from streamcal._validation import (
     as_binary_labels,
     as_nonneg_weights,
     as_probabilities,
+    as_real_array,
     is_real_number,
 )
 
@@ -31,7 +32,7 @@ def check_length_as_labels(n: int, got: int, name: str) -> None:
 def as_weights(weights, n: int) -> np.ndarray:
     """Sample weights (``None`` = unit weights): finite, non-negative, not all zero."""
     if weights is not None:
-        raw = np.asarray(weights)
+        raw = as_real_array(weights, "weights", what="a 1-d array of numbers")
         check_length_as_labels(n, 1 if raw.ndim == 0 else len(raw), "weights")
     w = as_nonneg_weights(weights, "weights", n)
     if not w.sum() > 0.0:

@@ -57,6 +57,19 @@ def _check_left(count: int, weight: float, w: float, where: str) -> None:
         raise ValueError(msg)
 
 
+def _check_sums(sums, where: str, scale: float) -> None:
+    """Refuse a revert that would take more from a running sum of non-negative terms than it holds:
+    ``sums`` is ``[(name, held, taken), ...]``; ``scale`` (the weight of that part of the state)
+    sets the rounding slack."""
+    for name, held, taken in sums:
+        if taken - held > _REVERT_SLACK * (abs(held) + taken + scale):
+            msg = (
+                f"cannot revert this event (`y_true`, `y_pred`, `w`): it was never added; it would take "
+                f"{taken!r} from the {name} {where}, which holds {held!r}."
+            )
+            raise ValueError(msg)
+
+
 class _ProbaMetric(LockedState, metrics.base.BinaryMetric):
     """Base: a binary metric on probabilities, lower is better, no confusion matrix.
 
@@ -94,7 +107,8 @@ class _ProbaMetric(LockedState, metrics.base.BinaryMetric):
 
         The metric keeps sums, not events, so it cannot tell every event that was never added;
         it refuses, changing nothing, a revert that no sequence of updates could explain: with
-        no event left where this one would be, or of more weight than is left there.
+        no event left where this one would be, or taking more from a running sum there (weight,
+        loss, positives...) than it holds.
         """
         y, p, w = event_label(y_true), event_proba(y_pred), event_weight(w)
         if w > 0.0:
@@ -126,9 +140,12 @@ class _MeanLoss(_ProbaMetric):
         raise NotImplementedError
 
     def _check_revert(self, y, p, w):
-        infinite = math.isinf(self._loss(y, p))
+        loss = self._loss(y, p)
+        infinite = math.isinf(loss)
         left = self._n_inf if infinite else self._n - self._n_inf
         _check_left(left, self._weight, w, f"with {'an infinite' if infinite else 'a finite'} loss")
+        if not infinite:
+            _check_sums([("sum of losses", self._sum, w * loss)], "of the events with a finite loss", self._weight)
 
     def _add(self, y, p, w):
         loss = self._loss(y, p)
@@ -148,7 +165,7 @@ class _MeanLoss(_ProbaMetric):
     def get(self) -> float:
         if self._n_inf > 0:
             return math.inf
-        if self._n <= 0:
+        if self._n <= 0 or not self._weight > 0.0:  # no event, or weights lost to rounding
             return 0.0
         return self._sum / self._weight
 
@@ -312,7 +329,10 @@ class Cllr(_ProbaMetric):
             infinite = math.isinf(self._cost(y, x))
             left = self._n_inf[k] if infinite else self._n[k] - self._n_inf[k]
             cost = "an infinite" if infinite else "a finite"
-            _check_left(left, self._weight[k], w, f"with {cost} cost among the {'positives' if y else 'negatives'}")
+            where = f"among the {'positives' if y else 'negatives'}"
+            _check_left(left, self._weight[k], w, f"with {cost} cost {where}")
+            if not infinite:
+                _check_sums([("sum of costs", self._sum[k], w * self._cost(y, x))], where, self._weight[k])
         self._add_llr(y, x, -w)
 
     @staticmethod
@@ -339,6 +359,8 @@ class Cllr(_ProbaMetric):
             return math.nan
         if self._n_inf[0] > 0 or self._n_inf[1] > 0:
             return math.inf
+        if not (self._weight[0] > 0.0 and self._weight[1] > 0.0):  # weights lost to rounding
+            return math.nan
         return 0.5 * (self._sum[1] / self._weight[1] + self._sum[0] / self._weight[0])
 
 
@@ -426,6 +448,21 @@ class _BinnedMetric(_ProbaMetric):
     def _check_revert(self, y, p, w):
         k = self._bin(p)
         _check_left(self._n[k], self._w[k], w, f"in bin {k}")
+        yf = float(y)
+        _check_sums(
+            [
+                ("weight of positives", self._wy[k], w * yf),
+                ("weight of negatives", self._w[k] - self._wy[k], w * (1.0 - yf)),
+                ("sum of probabilities", self._wp[k], w * p),
+                ("sum of complements", self._w[k] - self._wp[k], w * (1.0 - p)),
+                *self._more_sums(k, p, w),
+            ],
+            f"in bin {k}",
+            self._w[k],
+        )
+
+    def _more_sums(self, k: int, p: float, w: float) -> list:
+        return []
 
     def _add(self, y, p, w):
         if w == 0.0:
@@ -472,7 +509,7 @@ class ECE(_BinnedMetric):
     @locked
     def get(self) -> float:
         total = sum(self._w)
-        if sum(self._n) <= 0:
+        if sum(self._n) <= 0 or not total > 0.0:  # no event, or weights lost to rounding
             return 0.0
         return sum(abs(a - b) for a, b in zip(self._wy, self._wp, strict=True)) / total
 
@@ -504,13 +541,16 @@ class CalibrationLoss(_BinnedMetric):
     def _add_more(self, k, y, p, w):
         self._wpp[k] += w * p * p
 
+    def _more_sums(self, k, p, w):
+        return [("sum of squared probabilities", self._wpp[k], w * p * p)]
+
     def _all_sums(self):
         return [self._w, self._wy, self._wp, self._wpp]
 
     @locked
     def get(self) -> float:
         total = sum(self._w)
-        if sum(self._n) <= 0:
+        if sum(self._n) <= 0 or not total > 0.0:  # no event, or weights lost to rounding
             return 0.0
         loss = 0.0
         for w, wy, wp, wpp in zip(self._w, self._wy, self._wp, self._wpp, strict=True):
@@ -588,6 +628,11 @@ class HosmerLemeshow(_ProbaMetric):
         if w > 0.0:
             k = self._group(p)
             _check_left(self._counts[k], self._sums[0][k], w, f"in group {k}")  # sums[0]: the group's weight
+            yf = float(y)
+            names = ("weight", "observed positives", "expected positives", "observed negatives", "expected negatives")
+            taken = (w, w * yf, w * p, w * (1.0 - yf), w * (1.0 - p))
+            held = [(n, s[k], t) for n, s, t in zip(names, self._sums, taken, strict=True)]
+            _check_sums(held, f"in group {k}", self._sums[0][k])
         self._add(y, p, -w)
 
     def _group(self, p: float) -> int:

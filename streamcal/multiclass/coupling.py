@@ -33,6 +33,9 @@ CONSISTENCY_ATOL = 1e-6
 #: ``benchmarks/bench_coupling.py``).
 NEWTON_AFTER_SWEEPS = 8
 
+#: The largest ``max_iter``: the kernels count iterations in a 64-bit integer.
+MAX_ITER_LIMIT = int(np.iinfo(np.int64).max)
+
 
 def _where(index: tuple[int, ...], stacked: bool) -> str:
     """Name a position (event, i, j) the way error messages do."""
@@ -244,7 +247,7 @@ def pairwise_couple(
     """
     check_scalar(method, "method", choices=("ht", "wlw"))
     check_scalar(tol, "tol", numbers.Real, low=0.0)
-    check_scalar(max_iter, "max_iter", numbers.Integral, low=0)
+    check_scalar(max_iter, "max_iter", numbers.Integral, low=0, high=MAX_ITER_LIMIT)
     check_scalar(newton, "newton", choices=(True, False))
     rr, stacked = _check_r(r)
     m, k = rr.shape[0], rr.shape[1]

@@ -22,7 +22,7 @@ from river import base
 from streamcal._kernels import coupling as _k
 from streamcal._locking import LockedState
 from streamcal._validation import as_real_array, check_scalar, is_real_number
-from streamcal.multiclass.coupling import NEWTON_AFTER_SWEEPS
+from streamcal.multiclass.coupling import MAX_ITER_LIMIT, NEWTON_AFTER_SWEEPS
 from streamcal.persist import Persistable
 
 __all__ = ["OneVsRestCalibrator", "PairwiseCouplingCalibrator"]
@@ -539,7 +539,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         super()._check_params()
         check_scalar(self.method, "method", choices=("ht", "wlw"))
         check_scalar(self.tol, "tol", numbers.Real, low=0.0)
-        check_scalar(self.max_iter, "max_iter", numbers.Integral, low=0)
+        check_scalar(self.max_iter, "max_iter", numbers.Integral, low=0, high=MAX_ITER_LIMIT)
 
     def learn_one(self, x, y) -> None:
         """Learn one event: every pair (y, j) sees the pairwise log-odds s_y - s_j."""

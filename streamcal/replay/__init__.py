@@ -2,9 +2,11 @@
 
 - :func:`generate` writes seeded synthetic streams (scenarios ``click``, ``fraud``, ``drift``) to
   Parquet, Arrow IPC or CSV, batch by batch.
-- :func:`replay` reads Parquet / Arrow IPC / CSV with ``pyarrow.dataset`` in record batches, in
+- :func:`replay` reads Parquet / Arrow IPC / CSV files, or a pyarrow Table or a pandas / polars
+  DataFrame in memory, in record batches (memory set by the batch size, not the input), in
   event-time order, runs calibrators side by side prequentially, learns each label once its label
-  time has passed, and writes calibrated probabilities, LLRs and metrics over time.
+  time has passed, and writes calibrated probabilities, LLRs and metrics over time (outputs
+  checked before the run, written under unique temporary names, with page checksums).
 - :func:`replay_demo` generates a small stream and replays it with every available method (what
   ``streamcal demo`` can run).
 - ``add_generate_arguments`` / ``run_generate`` and ``add_replay_arguments`` / ``run_replay`` are

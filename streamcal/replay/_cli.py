@@ -1,42 +1,126 @@
-"""Command-line faces of ``generate`` and ``replay`` (argparse)."""
+"""Command-line faces of ``generate`` and ``replay`` (argparse).
+
+Every error is one line on stderr, ``streamcal: error: ...``, naming the option as typed on the
+command line (``--time-col ts``, never Python's ``time_col='ts'``), and exit status 2.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
-__all__ = ["add_generate_arguments", "add_replay_arguments", "run_generate", "run_replay"]
+__all__ = [
+    "GENERATE_FLAGS",
+    "REPLAY_FLAGS",
+    "add_generate_arguments",
+    "add_replay_arguments",
+    "error_line",
+    "run_generate",
+    "run_replay",
+]
+
+EXIT_ERROR = 2
+
+#: Python parameter -> command-line flag of ``streamcal replay`` (how messages name options).
+REPLAY_FLAGS = {
+    "input": "INPUT",
+    "calibrators": "--method",
+    "buckets": "--buckets",
+    "window": "--window",
+    "decay": "--decay",
+    "time_col": "--time-col",
+    "score_col": "--score-col",
+    "label_col": "--label-col",
+    "label_time_col": "--label-time-col",
+    "weight_col": "--weight-col",
+    "keep_columns": "--keep-columns",
+    "label_delay": "--label-delay",
+    "format": "--format",
+    "on_unsorted": "--unsorted",
+    "output": "--output",
+    "metrics_output": "--metrics-output",
+    "metrics_window": "--metrics-window",
+    "metrics": "--metrics",
+    "batch_size": "--batch-size",
+    "plot": "--plot",
+    "refit_every": "--refit-every",
+    "n_jobs": "--jobs",
+}
+#: Python parameter -> command-line flag of ``streamcal generate``.
+GENERATE_FLAGS = {
+    "path": "PATH",
+    "scenario": "--scenario",
+    "n": "--rows",
+    "seed": "--seed",
+    "format": "--format",
+    "batch_size": "--batch-size",
+    "parts": "--parts",
+}
 
 
-def _refit_every(text: str):
-    """``lazy`` (None: refit before every prediction that follows a new label) or a positive int."""
-    return None if text.strip().lower() == "lazy" else _positive_int(text)
+def error_line(error, flags: dict[str, str] | None = None) -> str:
+    """``streamcal: error: ...`` on one line, Python's ```name``` spelled as its flag."""
+    text = str(error)
+    for name, flag in (flags or {}).items():
+        text = text.replace(f"`{name}`", flag).replace(f"`{flag}`", flag)
+    text = " ".join(line.strip() for line in text.splitlines() if line.strip())
+    return f"streamcal: error: {text or type(error).__name__}"
 
 
-def _positive_int(text: str) -> int:
+def _fail(error, flags) -> int:
+    print(error_line(error, flags), file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _number(text: str, what: str) -> float:
     try:
-        value = int(float(text)) if "e" in text.lower() else int(text)
+        value = float(text.strip().replace("_", ""))
     except ValueError:
-        msg = f"expected a positive integer; got {text!r}"
+        msg = f"expected {what}; got {text!r}"
         raise argparse.ArgumentTypeError(msg) from None
-    if value < 1:
-        msg = f"expected a positive integer; got {text!r}"
+    if not math.isfinite(value) or value != int(value):
+        msg = f"expected {what}; got {text!r}"
         raise argparse.ArgumentTypeError(msg)
     return value
 
 
-def _count(text: str) -> int:
-    """Integers such as 1000000, 1e6 or 1_000_000."""
-    try:
-        value = float(text.replace("_", ""))
-    except ValueError:
-        msg = f"expected a number of rows such as 1000000 or 1e6; got {text!r}"
-        raise argparse.ArgumentTypeError(msg) from None
-    if value < 0 or value != int(value):
-        msg = f"expected a non-negative whole number of rows; got {text!r}"
+_MAX_COUNT = 1 << 53  # every whole number up to here is exact as a float
+
+
+def _whole(text: str, what: str, low: int) -> int:
+    value = _number(text, what)
+    if value < low or value > _MAX_COUNT:
+        msg = f"expected {what}; got {text!r}"
         raise argparse.ArgumentTypeError(msg)
     return int(value)
+
+
+def _positive_int(text: str) -> int:
+    """A positive whole number: 1000, 1e3 or 1_000."""
+    return _whole(text, "a positive whole number such as 1000 or 1e3", 1)
+
+
+def _count(text: str) -> int:
+    """A number of rows, 0 or more: 1000000, 1e6 or 1_000_000."""
+    return _whole(text, "a number of rows such as 1000000 or 1e6", 0)
+
+
+def _positive_count(text: str) -> int:
+    """A positive number of rows: 100000, 1e5 or 100_000."""
+    return _whole(text, "a positive number of rows such as 100000 or 1e5", 1)
+
+
+def _seed(text: str) -> int:
+    return _whole(text, "a whole number 0 or more", 0)
+
+
+def _refit_every(text: str):
+    """``lazy`` (None: refit before every prediction that follows a new label) or a positive int."""
+    if text.strip().lower() == "lazy":
+        return None
+    return _whole(text, "a positive number of labels such as 1000, or 'lazy'", 1)
 
 
 def add_generate_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -55,14 +139,14 @@ def add_generate_arguments(parser: argparse.ArgumentParser) -> argparse.Argument
         help="; ".join(f"{s.name}: {s.description}" for s in SCENARIOS.values()).replace("%", "%%"),
     )
     parser.add_argument("-n", "--rows", type=_count, default=1_000_000, help="number of events (default 1e6)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     parser.add_argument(
         "--format",
         choices=["parquet", "ipc", "csv"],
         default=None,
         help="output format (default: from the file name, else parquet)",
     )
-    parser.add_argument("--batch-size", type=_positive_int, default=1_000_000, help="rows per written batch")
+    parser.add_argument("--batch-size", type=_positive_count, default=1_000_000, help="rows per written batch")
     parser.add_argument("--parts", type=_positive_int, default=1, help="split into this many files in a directory")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     return parser
@@ -86,8 +170,7 @@ def run_generate(args: argparse.Namespace) -> int:
             parts=args.parts,
         )
     except (ValueError, TypeError, OSError) as exc:
-        print(f"streamcal generate: error: {exc}", file=sys.stderr)
-        return 1
+        return _fail(exc, GENERATE_FLAGS)
     if not args.quiet:
         print(f"wrote {args.rows:,} {args.scenario} events to {path} in {time.perf_counter() - start:.1f} s")
     return 0
@@ -101,7 +184,10 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         "has passed; write calibrated probabilities and LLRs, and metrics over time."
     )
     parser.add_argument(
-        "input", nargs="+", help="Parquet / Arrow IPC / CSV files or directories, replayed in the order given"
+        "input",
+        nargs="+",
+        metavar="INPUT",
+        help="Parquet / Arrow IPC / CSV files or directories, replayed in the order given",
     )
     parser.add_argument(
         "-m",
@@ -148,13 +234,18 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="exponential forgetting; half-life in events (10000) or as a duration (3d)",
     )
     cols = parser.add_argument_group("columns")
-    cols.add_argument("--time-col", default="event_time", help="event time column; '' for file order")
+    cols.add_argument(
+        "--time-col",
+        default=None,
+        help="event time column (default: event_time if the input has it, else file order); '' for file order",
+    )
     cols.add_argument("--score-col", default="score", help="score column")
     cols.add_argument("--label-col", default="label", help="label column")
     cols.add_argument(
         "--label-time-col",
-        default="label_time",
-        help="label time column (labels known at once if absent; '' to ignore it)",
+        default=None,
+        help="label time column (default: label_time if the input has it, else labels are known at once); "
+        "'' to ignore it",
     )
     cols.add_argument("--weight-col", default=None, help="sample weight column")
     cols.add_argument(
@@ -191,11 +282,20 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="metrics-over-time Parquet (default: OUTPUT's name with .metrics.parquet)",
     )
     parser.add_argument("--no-output", action="store_true", help="write no output files, only print the summary")
-    parser.add_argument("--metrics-window", type=_count, default=100_000, help="events per metric window")
-    parser.add_argument("--batch-size", type=_count, default=1 << 20, help="rows per record batch read")
+    parser.add_argument(
+        "--metrics-window", type=_positive_count, default=100_000, help="events per metric window (default 1e5)"
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=_positive_count,
+        default=None,
+        help="rows per record batch read; peak memory grows with it (default 65536; with --jobs K, "
+        "K x 131072 so that PAV can split each batch)",
+    )
     parser.add_argument("--plot", default=None, help="write reliability diagrams and metrics over time to this PNG")
     parser.add_argument(
         "--metrics",
+        type=_metrics_option,
         default="all",
         help="comma-separated metrics per window: brier, log_loss, cllr, min_cllr, ece, calibration_loss; "
         "'all' (default) or 'none'",
@@ -205,6 +305,7 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 
 def _metrics_option(text: str):
+    """``all`` (None: the default set), ``none`` ({}) or a comma list of metric names."""
     from streamcal.replay._evaluate import METRIC_NAMES, default_metrics
 
     text = text.strip()
@@ -213,10 +314,10 @@ def _metrics_option(text: str):
     if text == "none":
         return {}
     wanted = [m.strip() for m in text.split(",") if m.strip()]
-    unknown = [m for m in wanted if m not in METRIC_NAMES]
+    unknown = [m for m in wanted if m not in METRIC_NAMES] or ([] if wanted else [text])
     if unknown:
-        msg = f"unknown metric {unknown[0]!r}; choose from {', '.join(METRIC_NAMES)}, or 'all' / 'none'."
-        raise ValueError(msg)
+        msg = f"unknown metric {unknown[0]!r}; choose from {', '.join(METRIC_NAMES)}, or 'all' / 'none'"
+        raise argparse.ArgumentTypeError(msg)
     every = default_metrics()
     return {m: every[m] for m in wanted}
 
@@ -227,11 +328,33 @@ def _default_output(input_path: str) -> Path:
     return p.parent / f"{stem}.replay.parquet"
 
 
-def run_replay(args: argparse.Namespace) -> int:
-    """Run ``streamcal replay``; returns the exit code (0 ok, 1 bad input or options)."""
-    from streamcal.replay._replay import replay
-    from streamcal.replay._source import ReplayInputError
+def _batch_size(args) -> int:
+    """``--batch-size``, or the default: 65,536 rows, or K x 2**17 with ``--jobs K`` (PAV splits a
+    batch over K threads only when it holds at least that many events)."""
+    import os
 
+    from streamcal.replay._replay import DEFAULT_BATCH_SIZE
+
+    if args.batch_size is not None:
+        return args.batch_size
+    jobs = args.jobs if args.jobs > 0 else (os.cpu_count() or 1)
+    return max(DEFAULT_BATCH_SIZE, jobs * (1 << 17)) if jobs > 1 else DEFAULT_BATCH_SIZE
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """Run ``streamcal replay``; returns the exit code (0 ok, 2 bad input or options).
+
+    Inputs, columns and outputs are all checked before the replay starts; an error prints one
+    line, ``streamcal: error: ...``, and leaves no file behind.
+    """
+    import pyarrow as pa
+
+    from streamcal.replay._replay import replay
+    from streamcal.replay._source import DEFAULT_LABEL_TIME_COL, DEFAULT_TIME_COL, option_spelling
+
+    if args.no_output and (args.output or args.metrics_output):
+        given = "--output" if args.output else "--metrics-output"
+        return _fail(f"--no-output contradicts {given}; give one or the other.", None)
     if args.no_output:
         output = metrics_output = None
     else:
@@ -241,37 +364,39 @@ def run_replay(args: argparse.Namespace) -> int:
         else:
             base = output.name[: -len(".replay.parquet")] if output.name.endswith(".replay.parquet") else output.stem
             metrics_output = output.with_name(f"{base}.metrics.parquet")
+    # not given: the default columns (used if present); '': none
+    time_col = DEFAULT_TIME_COL if args.time_col is None else (args.time_col or None)
+    label_time_col = DEFAULT_LABEL_TIME_COL if args.label_time_col is None else (args.label_time_col or None)
     try:
-        metrics = _metrics_option(args.metrics)
-        summary = replay(
-            args.input[0] if len(args.input) == 1 else list(args.input),
-            args.method,
-            buckets=_option(args.buckets, "--buckets"),
-            window=_option(args.window, "--window"),
-            decay=_option(args.decay, "--decay"),
-            time_col=args.time_col or None,
-            score_col=args.score_col,
-            label_col=args.label_col,
-            label_time_col=args.label_time_col or None,
-            weight_col=args.weight_col,
-            keep_columns=None
-            if args.keep_columns is None
-            else [c.strip() for c in args.keep_columns.split(",") if c.strip()],
-            label_delay=args.label_delay,
-            format=args.format,
-            on_unsorted=args.unsorted,
-            output=output,
-            metrics_output=metrics_output,
-            metrics_window=args.metrics_window,
-            metrics=metrics,
-            method_options=_method_options(args),
-            batch_size=args.batch_size,
-            plot=args.plot,
-            progress=not args.quiet,
-        )
-    except (ReplayInputError, ValueError, TypeError, ImportError, OSError) as exc:
-        print(f"streamcal replay: error: {exc}", file=sys.stderr)
-        return 1
+        with option_spelling(REPLAY_FLAGS):
+            summary = replay(
+                args.input[0] if len(args.input) == 1 else list(args.input),
+                args.method,
+                buckets=_option(args.buckets, "--buckets"),
+                window=_option(args.window, "--window"),
+                decay=_option(args.decay, "--decay"),
+                time_col=time_col,
+                score_col=args.score_col,
+                label_col=args.label_col,
+                label_time_col=label_time_col,
+                weight_col=args.weight_col or None,
+                keep_columns=None
+                if args.keep_columns is None
+                else [c.strip() for c in args.keep_columns.split(",") if c.strip()],
+                label_delay=args.label_delay,
+                format=args.format,
+                on_unsorted=args.unsorted,
+                output=output,
+                metrics_output=metrics_output,
+                metrics_window=args.metrics_window,
+                metrics=args.metrics,
+                method_options=_method_options(args),
+                batch_size=_batch_size(args),
+                plot=args.plot,
+                progress=not args.quiet,
+            )
+    except (ValueError, TypeError, ImportError, OSError, pa.ArrowException) as exc:
+        return _fail(exc, REPLAY_FLAGS)
     summary.print()
     return 0
 

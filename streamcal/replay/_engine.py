@@ -66,15 +66,31 @@ class Ops:
         return first_index + int(np.searchsorted(self.pred_pos, position))
 
 
-def _cat(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return b if a.size == 0 else np.concatenate((a, b))
-
-
 def _stable_order(x: np.ndarray) -> np.ndarray:
     """Stable sorting permutation of ``x`` (the identity when ``x`` is already sorted)."""
     if x.size < 2 or not bool(np.any(x[1:] < x[:-1])):
         return np.arange(x.size, dtype=np.int64)
     return np.argsort(x, kind="stable").astype(np.int64, copy=False)
+
+
+def _merged_order(flight_t: np.ndarray, label_t: np.ndarray) -> np.ndarray:
+    """The stable sorting permutation of ``concatenate((flight_t, label_t))`` when ``flight_t`` is
+    already sorted: only the batch's labels are sorted, then merged in (ties: the labels in
+    flight first, as a stable sort of the concatenation puts them). Linear in the labels in flight,
+    so that a long flight (labels days late) costs no sort per batch."""
+    f = flight_t.size
+    batch = _stable_order(label_t)
+    if f == 0:
+        return batch
+    b = batch.size
+    # where each of the batch's labels lands: after the labels in flight at or before it
+    at = np.searchsorted(flight_t, label_t[batch], side="right") + np.arange(b)
+    order = np.empty(f + b, dtype=np.int64)
+    order[at] = batch + f
+    rest = np.ones(f + b, dtype=bool)
+    rest[at] = False
+    order[rest] = np.arange(f, dtype=np.int64)
+    return order
 
 
 def _f64(a: np.ndarray | None) -> np.ndarray:
@@ -97,10 +113,11 @@ def plan_batch(
 
     Returns the operations and the labels still in flight after the batch.
 
-    Candidates (labels in flight, then this batch's labels) are ordered by (label time, event) with
-    one stable sort: the labels in flight are already in that order and all precede the batch's
-    events. Each label goes before event ``j = max(searchsorted(t, label time), own event + 1)``;
-    in (label time, event) order ``j`` never decreases (a label forced after its own event ``i``
+    Candidates (labels in flight, then this batch's labels) are ordered by (label time, event):
+    the labels in flight are already in that order and all precede the batch's events, so only
+    the batch's labels are sorted (stably) and merged in. Each label goes before event
+    ``j = max(searchsorted(t, label time), own event + 1)``; in (label time, event) order ``j``
+    never decreases (a label forced after its own event ``i``
     has label time ``t_i``, and any later label time ``L > t_i`` has ``searchsorted(t, L) > i``),
     so the labels learned in this batch are a prefix of that order and the rest stays in order.
     One pass of :func:`streamcal._kernels.plan.plan_merge` then writes the sequence.
@@ -108,7 +125,7 @@ def plan_batch(
     n = t.size
     m_flight = len(flight)
     weighted = w is not None
-    order = _stable_order(_cat(flight.label_t, label_t))
+    order = _merged_order(flight.label_t, np.asarray(label_t, dtype=np.float64))
     m = order.size
     t, s, y, label_t, w = _f64(t), _f64(s), _f64(y), _f64(label_t), _f64(w)
     fw = _f64(flight.w)

@@ -77,9 +77,10 @@ class MetricWindows:
     def add(self, t: np.ndarray, y: np.ndarray, proba: dict, llr: dict) -> None:
         self._t.append(t)
         self._y.append(y)
-        for name in self.methods:
-            self._p[name].append(proba[name])
-            self._l[name].append(llr[name])
+        if self.metrics:  # without metrics, a window is its counts and times only
+            for name in self.methods:
+                self._p[name].append(proba[name])
+                self._l[name].append(llr[name])
         self._count += y.size
         if self._count >= self.size:
             self._emit(final=False)
@@ -101,8 +102,8 @@ class MetricWindows:
     def _emit(self, *, final: bool) -> None:
         t = np.concatenate(self._t)
         y = np.concatenate(self._y)
-        p = {k: np.concatenate(v) for k, v in self._p.items()}
-        llr = {k: np.concatenate(v) for k, v in self._l.items()}
+        p = {k: np.concatenate(v) for k, v in self._p.items() if v}
+        llr = {k: np.concatenate(v) for k, v in self._l.items() if v}
         start = 0
         while self._count - start >= self.size or (final and start < self._count):
             stop = min(start + self.size, self._count)
@@ -115,8 +116,8 @@ class MetricWindows:
             start = stop
         self._t = [t[start:]]
         self._y = [y[start:]]
-        self._p = {k: [v[start:]] for k, v in p.items()}
-        self._l = {k: [v[start:]] for k, v in llr.items()}
+        self._p = {k: [p[k][start:]] if k in p else [] for k in self.methods}
+        self._l = {k: [llr[k][start:]] if k in llr else [] for k in self.methods}
         self._count -= start
 
     def _values(self, y, p, llr, both: bool) -> list[list[float]]:

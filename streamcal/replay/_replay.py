@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,10 +16,28 @@ import numpy as np
 from streamcal.replay._engine import InFlight, plan_batch, plan_flush
 from streamcal.replay._evaluate import MetricWindows, Reliability, default_metrics
 from streamcal.replay._progress import Progress
-from streamcal.replay._source import Chunk, Columns, ReplayInputError, list_input_files, read_chunks
-from streamcal.replay.methods import make_calibrator, parse_duration
+from streamcal.replay._source import (
+    DEFAULT_LABEL_TIME_COL,
+    DEFAULT_TIME_COL,
+    Chunk,
+    Columns,
+    FileSource,
+    Prefetch,
+    ReplayInputError,
+    Source,
+    list_sources,
+    opt,
+    prepare,
+    read_chunks,
+)
+from streamcal.replay.methods import UnavailableMethodError, make_calibrator, parse_duration
 
-__all__ = ["ReplaySummary", "replay"]
+__all__ = ["DEFAULT_BATCH_SIZE", "ReplaySummary", "replay"]
+
+#: Rows per record batch: large enough that per-batch costs vanish (the same events/s as 2**20
+#: rows), small enough that four methods side by side stay within a few hundred MB.
+DEFAULT_BATCH_SIZE = 1 << 16
+MAX_BATCH_SIZE = 1 << 40
 
 
 @dataclass
@@ -28,7 +47,7 @@ class ReplaySummary:
     Attributes
     ----------
     files : list of str
-        Input files, in the order replayed.
+        Input files, in the order replayed (in-memory inputs as ``"<pandas DataFrame>"`` etc.).
     methods : list of str
         Method names, in output order.
     n_events, n_positive : int
@@ -51,6 +70,11 @@ class ReplaySummary:
         The calibrators, in their state at the end of the stream.
     output, metrics_output, plot : pathlib.Path or None
         Files written.
+    time_col : str or None
+        The event time column the replay ordered by; None: file order.
+    notes : list of str
+        One-line remarks printed with the summary (such as a replay in file order because the
+        input has no ``event_time`` column).
     """
 
     files: list[str]
@@ -68,6 +92,8 @@ class ReplaySummary:
     metrics_output: Path | None = None
     plot: Path | None = None
     plot_seconds: float = 0.0
+    time_col: str | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def events_per_second(self) -> float:
@@ -81,8 +107,9 @@ class ReplaySummary:
 
     def _caption(self) -> str:
         rate = self.n_positive / self.n_events if self.n_events else float("nan")
+        noun = "input(s)" if any(f.startswith("<") for f in self.files) else "file(s)"
         return (
-            f"{self.n_events:,} events ({rate:.3%} positive) from {len(self.files)} file(s) in "
+            f"{self.n_events:,} events ({rate:.3%} positive) from {len(self.files)} {noun} in "
             f"{self.seconds:.2f} s ({self.events_per_second:,.0f} events/s); labels: "
             f"{self.label_mode}, {self.n_learned:,} learned, {self.n_in_flight:,} still in flight "
             "at the end. Metrics: event-weighted mean over windows."
@@ -100,6 +127,7 @@ class ReplaySummary:
 
         lines = [line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
         lines.append(self._caption())
+        lines.extend(self.notes)
         for label, path in (
             ("output", self.output),
             ("metrics", self.metrics_output),
@@ -129,6 +157,8 @@ class ReplaySummary:
         console = Console(file=file, soft_wrap=False)
         console.print(table)
         console.print(self._caption(), highlight=False)
+        for note in self.notes:
+            console.print(note, highlight=False, markup=False)
         for label, path in (
             ("output", self.output),
             ("metrics", self.metrics_output),
@@ -152,8 +182,69 @@ def _fmt(x: float) -> str:
     return "nan" if not np.isfinite(x) else f"{x:.4f}"
 
 
-def _tmp_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+def _same_file(a, b) -> bool:
+    """Whether two paths name the same file: the same real path (through symlinks), or the same
+    file on disk (hard links; only when both exist)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    with contextlib.suppress(OSError):
+        return os.path.samefile(a, b)
+    return False
+
+
+def _check_outputs(targets: dict[str, Path], sources: list[Source], input_dirs: list[str]) -> None:
+    """Refuse, before anything is read, outputs that are directories, in missing or unwritable
+    directories, not regular files, the same as each other or as an input, or inside an input
+    directory."""
+    seen: list[tuple[str, Path]] = []
+    inputs = [s.path for s in sources if s.path is not None]
+    for name, path in targets.items():
+        given = opt(name, str(path))
+        if path.is_dir():
+            msg = f"{given}: is a directory; give a file name."
+            raise ValueError(msg)
+        parent = Path(os.path.realpath(path)).parent
+        if not parent.is_dir():
+            what = "does not exist" if not parent.exists() else "is not a directory"
+            msg = f"{given}: the directory {str(parent)!r} {what}."
+            raise ValueError(msg)
+        if path.exists() and not path.is_file():
+            msg = f"{given}: exists and is not a regular file; give a file name."
+            raise ValueError(msg)
+        if not os.access(parent, os.W_OK | os.X_OK):
+            msg = f"{given}: cannot write in the directory {str(parent)!r}."
+            raise ValueError(msg)
+        for other, other_path in seen:
+            if _same_file(path, other_path):
+                msg = f"{opt(name)} and {opt(other)} are the same file {str(path)!r}; give them different names."
+                raise ValueError(msg)
+        for f in inputs:
+            if _same_file(path, f):
+                msg = f"{opt(name)} would overwrite the input file {f!r}; choose another path."
+                raise ValueError(msg)
+        for d in input_dirs:
+            if os.path.realpath(path).startswith(os.path.join(os.path.realpath(d), "")):
+                msg = f"{given}: is inside the input directory {d!r}, whose files are replayed; write it elsewhere."
+                raise ValueError(msg)
+        seen.append((name, path))
+
+
+def _reserve_tmp(name: str, final: Path) -> Path:
+    """A new, unique temporary file next to ``final`` (its real path, through symlinks), created
+    empty; it replaces ``final`` atomically once complete. Hidden (``.`` first, so a directory
+    listing of inputs skips it) and with ``final``'s suffix (matplotlib picks the format by it)."""
+    real = Path(os.path.realpath(final))
+    while True:
+        tmp = real.with_name(f".{real.name}.{secrets.token_hex(4)}.tmp{real.suffix}")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            msg = f"{opt(name, str(final))}: cannot write in the directory {str(real.parent)!r}: {exc.strerror or exc}."
+            raise ValueError(msg) from None
+        os.close(fd)
+        return tmp
 
 
 def _resolve_calibrators(calibrators, buckets, window, decay, options) -> dict[str, object]:
@@ -170,19 +261,23 @@ def _resolve_calibrators(calibrators, buckets, window, decay, options) -> dict[s
             else:
                 items.append((type(c).__name__, c))
     if not items:
-        msg = "`calibrators` must name at least one method, such as 'pav'."
+        msg = f"{opt('calibrators')} must name at least one method, such as 'pav'."
         raise ValueError(msg)
     out: dict[str, object] = {}
     for name, obj in items:
         if name in out:
-            msg = f"`calibrators` names {name!r} twice."
+            msg = f"{opt('calibrators')} names {name!r} twice."
             raise ValueError(msg)
         if obj is None:
-            cal = make_calibrator(name, buckets=buckets, window=window, decay=decay, **(options or {}))
+            try:
+                cal = make_calibrator(name, buckets=buckets, window=window, decay=decay, **(options or {}))
+            except UnavailableMethodError as exc:
+                msg = f"{opt('calibrators')}: {exc}"
+                raise UnavailableMethodError(msg) from None
         else:
             cal = obj
         if any(cal is other for other in out.values()):
-            msg = f"`calibrators` gives the same calibrator object twice (as {name!r})."
+            msg = f"{opt('calibrators')} gives the same calibrator object twice (as {name!r})."
             raise ValueError(msg)
         if not callable(getattr(cal, "process", None)):
             msg = f"calibrator {name!r} has no `process(scores, labels, learn_mask, ...)` method."
@@ -207,9 +302,12 @@ def _check_order(chunk: Chunk, last: float, column: str | None) -> None:
     msg = (
         f"{chunk.where(column, i)}: event times go backwards "
         f"({float(t[i])!r} s after {float(prev)!r} s). "
-        "Sort the input, or replay with on_unsorted='sort' (--unsorted sort)."
+        f"Sort the input, or replay with {opt('on_unsorted', 'sort')}."
     )
     raise ReplayInputError(msg)
+
+
+_SORTED = Source("<sorted input>", "the input sorted by event time")
 
 
 def _sorted_chunks(chunks, batch_size: int):
@@ -235,7 +333,7 @@ def _sorted_chunks(chunks, batch_size: int):
         part = kept.slice(start, min(batch_size, t.size - start)).combine_chunks().to_batches()
         kb = part[0] if part else pa.RecordBatch.from_pylist([], schema=kept.schema)
         yield Chunk(
-            file="<sorted input>",
+            source=_SORTED,
             row0=start,
             kept=kb,
             t=t[sl],
@@ -253,10 +351,10 @@ def replay(
     buckets=None,
     window=None,
     decay=None,
-    time_col: str | None = "event_time",
+    time_col: str | None = DEFAULT_TIME_COL,
     score_col: str = "score",
     label_col: str = "label",
-    label_time_col: str | None = "label_time",
+    label_time_col: str | None = DEFAULT_LABEL_TIME_COL,
     weight_col: str | None = None,
     keep_columns=None,
     label_delay=None,
@@ -266,7 +364,7 @@ def replay(
     metrics_output=None,
     metrics_window: int = 100_000,
     metrics: Mapping | None = None,
-    batch_size: int = 1 << 20,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     plot=None,
     progress: bool = False,
     compression: str = "snappy",
@@ -283,9 +381,11 @@ def replay(
 
     Parameters
     ----------
-    input : str, path-like, or a list of them
-        A Parquet, Arrow IPC or CSV file, or a directory of them (read with ``pyarrow.dataset``,
-        files in path order); a list is replayed in its order.
+    input : path-like, table, or a list of them
+        A Parquet, Arrow IPC or CSV file, or a directory of them (files in path order); a pyarrow
+        ``Table``, ``RecordBatch`` or ``RecordBatchReader``; a pandas or polars ``DataFrame``
+        (named index levels count as columns); or a list of these, replayed in its order. Every
+        input gives the same results as the same rows in a Parquet file.
     calibrators : str, list or dict
         Method names (``"pav,gev"`` or ``["pav", "gev"]``, resolved by
         :func:`streamcal.replay.methods.make_calibrator`), or a mapping ``name -> calibrator``
@@ -293,9 +393,14 @@ def replay(
     buckets, window, decay
         Passed to each named method: ``buckets=``; ``window`` an int (count window) or a duration
         such as ``"7d"`` (time window); ``decay`` a half-life (exponential forgetting).
-    time_col, score_col, label_col, label_time_col, weight_col : str or None
-        Input column names. ``time_col=None``: file order. ``label_time_col``: when each label
-        becomes known (null: never); if that column is absent, labels are known at once.
+    time_col : str or None
+        The event time column. Default: ``"event_time"`` if the input has it, else the input is
+        replayed in file order (and the summary says so). None: file order. A name given
+        explicitly must be present.
+    score_col, label_col, label_time_col, weight_col : str or None
+        Input column names. ``label_time_col``: when each label becomes known (null: never);
+        default ``"label_time"`` if the input has it, else labels are known at once (a name given
+        explicitly must be present; None: labels known at once).
     keep_columns : list of str, optional
         Input columns copied to the output (default: all).
     label_delay : float or str, optional
@@ -307,7 +412,8 @@ def replay(
         whole input by event time first (stable; holds the input in memory).
     output : path-like, optional
         Parquet file receiving the kept input columns plus ``proba_<method>`` and ``llr_<method>``,
-        written batch by batch under a temporary name, renamed when complete.
+        written batch by batch (with page checksums) under a unique temporary name in the same
+        directory, renamed when complete.
     metrics_output : path-like, optional
         Parquet file for the metrics over time (also in ``summary.metrics_table``).
     metrics_window : int
@@ -316,7 +422,8 @@ def replay(
         ``name -> f(labels, proba, llr)``; default :func:`default_metrics` (Brier, log loss, Cllr,
         minCllr, ECE, calibration loss from :mod:`streamcal.metrics`).
     batch_size : int
-        Maximum rows per record batch read.
+        Maximum rows per record batch read (default 65,536). Peak memory grows with it, not with
+        the length of the input.
     plot : path-like, optional
         PNG with reliability diagrams and metrics over time (needs matplotlib).
     progress : bool
@@ -336,6 +443,16 @@ def replay(
     -------
     ReplaySummary
 
+    Raises
+    ------
+    ReplayInputError
+        The input is unusable (missing, empty, unreadable or corrupt, missing columns, bad
+        values, no events at all); the message names the input, the column and the row.
+    ValueError, TypeError
+        A bad option, or an output that is a directory, in a missing directory, or the same file
+        as another output or an input. Everything is checked before anything is read or written;
+        on any error no output file is left behind.
+
     Examples
     --------
     >>> import tempfile
@@ -347,14 +464,38 @@ def replay(
     ...                      metrics={"mean_p": lambda y, p, llr: p.mean()})
     >>> summary.n_events, summary.label_mode, summary.metrics_table.num_rows
     (5000, 'column', 5)
+
+    An in-memory table replays the same way (here without an ``event_time`` column: in file
+    order, as the summary notes):
+
+    >>> import pyarrow as pa
+    >>> table = pa.table({"score": [0.2, 0.7, 0.4, 0.9], "label": [0, 1, 0, 1]})
+    >>> summary = replay(table, {"raw": RawScoreCalibrator()}, metrics={})
+    >>> summary.n_events, summary.time_col, summary.notes[0][:24]
+    (4, None, 'Replayed in file order: ')
     """
     from streamcal._validation import check_scalar
 
     check_scalar(on_unsorted, "on_unsorted", choices=("error", "sort"))
     check_scalar(metrics_window, "metrics_window", int, low=1)
-    check_scalar(batch_size, "batch_size", int, low=1)
+    check_scalar(batch_size, "batch_size", int, low=1, high=MAX_BATCH_SIZE)
     if threads is not None:
         check_scalar(threads, "threads", int, low=1)
+    for name, value, optional in (
+        ("time_col", time_col, True),
+        ("score_col", score_col, False),
+        ("label_col", label_col, False),
+        ("label_time_col", label_time_col, True),
+        ("weight_col", weight_col, True),
+    ):
+        if not (isinstance(value, str) and value) and not (optional and value is None):
+            msg = f"{opt(name)} must be a column name{' or None' if optional else ''}; got {value!r}."
+            raise TypeError(msg) if not isinstance(value, str) else ValueError(msg)
+    if keep_columns is not None and (
+        isinstance(keep_columns, str) or not all(isinstance(c, str) for c in keep_columns)
+    ):
+        msg = f"{opt('keep_columns')} must be a list of column names; got {keep_columns!r}."
+        raise TypeError(msg)
     delay = None if label_delay is None else parse_duration(label_delay, "label_delay")
     columns = Columns(
         time=time_col,
@@ -365,40 +506,39 @@ def replay(
         keep=None if keep_columns is None else tuple(keep_columns),
     )
     if delay is not None and time_col is None:
-        msg = "`label_delay` needs event times; got time_col=None."
+        msg = f"{opt('label_delay')} needs event times; got {opt('time_col', None)}."
         raise ValueError(msg)
     cals = _resolve_calibrators(calibrators, buckets, window, decay, method_options)
     names = list(cals)
     metric_fns = default_metrics() if metrics is None else dict(metrics)
-    if isinstance(input, (list, tuple)):
-        if not input:
-            msg = "`input` must name at least one file or directory; got an empty list."
-            raise ValueError(msg)
-        files = [f for item in input for f in list_input_files(item, format)]
-    else:
-        files = list_input_files(input, format)
-    output = None if output is None else Path(output)
-    metrics_output = None if metrics_output is None else Path(metrics_output)
-    plot = None if plot is None else Path(plot)
-    inputs = {Path(f).resolve() for f, _ in files}
-    for label, target in (("output", output), ("metrics_output", metrics_output), ("plot", plot)):
-        if target is not None and target.resolve() in inputs:
-            msg = f"`{label}` would overwrite the input file {str(target)!r}; choose another path."
-            raise ValueError(msg)
+    sources = list_sources(input, format)
+    items = input if isinstance(input, (list, tuple)) else [input]
+    input_dirs = [str(i) for i in items if isinstance(i, (str, os.PathLike)) and os.path.isdir(i)]
+    targets = {
+        name: Path(path)
+        for name, path in (("output", output), ("metrics_output", metrics_output), ("plot", plot))
+        if path is not None
+    }
+    _check_outputs(targets, sources, input_dirs)
     if plot is not None:
         try:  # fail before the replay, not after it
             import matplotlib  # noqa: F401
         except ImportError:
-            msg = "`plot` needs matplotlib: pip install 'streamcal-engine[plot]'."
+            msg = f"{opt('plot')} needs matplotlib: pip install 'streamcal-engine[plot]'."
             raise ImportError(msg) from None
+    # every source's columns and types, before anything is read
+    prepared = prepare(sources, columns, delay)
+    if output is not None:
+        _output_columns(prepared.kept_schema, names)
+    timed = prepared.time_col is not None
+    output = targets.get("output")
+    metrics_output = targets.get("metrics_output")
+    plot = targets.get("plot")
 
     start = time.perf_counter()
-    total = _count_rows(files) if progress else None
+    total = _count_rows(sources) if progress else None
     bar = Progress(total, enabled=progress)
-    holder: dict = {}
-    chunks = read_chunks(files, columns, batch_size=batch_size, label_delay=delay, output_schema_holder=holder)
-    if on_unsorted == "sort":
-        chunks = _sorted_chunks(chunks, batch_size)
+    reader = None
     from concurrent.futures import ThreadPoolExecutor
 
     # metrics of finished windows are computed on their own thread while the replay goes on
@@ -410,13 +550,13 @@ def replay(
     clock = -np.inf
     n_events = n_pos = n_learned = 0
     writer = None
-    tmp_paths: list[Path] = []
+    # each output is written under its own unique temporary name, reserved now (so that an
+    # unwritable directory fails before the run), and renamed over the final name at the end
+    tmps: dict[str, Path] = {}
     # each method runs on its own worker thread (numba kernels release the GIL), so batch k is
     # calibrated while batch k + 1 is read and planned and batch k - 1 is written; a method's
     # batches still run one after the other, in order, on its one thread
     runners = None
-    if threads != 1:
-        runners = {name: ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamcal-replay") for name in names}
     pending = None  # (chunk, results or futures, ops, first event index) of the batch being calibrated
 
     def finish(chunk: Chunk, results: list, ops, first: int) -> None:
@@ -439,23 +579,31 @@ def replay(
         if output is not None:
             batch = _output_batch(chunk.kept, names, proba, llr)
             if writer is None:
-                writer, tmp = _open_writer(output, batch.schema, compression, chunk.kept.schema)
-                tmp_paths.append(tmp)
+                writer = _open_writer(tmps["output"], batch.schema, compression, chunk.kept.schema)
             writer.write(batch)
         bar.update(n)
 
     try:
+        for name, path in targets.items():
+            tmps[name] = _reserve_tmp(name, path)
+        # the next batches are read and checked on a worker thread while this one is planned
+        reader = Prefetch(read_chunks(prepared, batch_size=batch_size), depth=2)
+        chunks = iter(reader)
+        if on_unsorted == "sort":
+            chunks = _sorted_chunks(chunks, batch_size)
+        if threads != 1:
+            runners = {name: ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamcal-replay") for name in names}
         for chunk in chunks:
-            _check_order(chunk, clock, time_col)
+            _check_order(chunk, clock, prepared.time_col)
             n = len(chunk)
             # labels known at once: each event is predicted, then learned (before the next one),
             # which is exactly `prequential`; otherwise plan the merged operation sequence
             ops = None
             if chunk.label_t is not None:
                 ops, flight = plan_batch(flight, chunk.t, chunk.s, chunk.y, chunk.label_t, chunk.w, n_events)
-                if not time_col:
+                if not timed:
                     ops.t = None
-            times = chunk.t if time_col else None
+            times = chunk.t if timed else None
             if runners is None:
                 results = [_step(cal, chunk, ops, times) for cal in cals.values()]
             else:
@@ -470,65 +618,65 @@ def replay(
         if pending is not None:
             chunk_results, pending = pending, None
             finish(*chunk_results)
+        if n_events == 0:
+            what = (
+                f"{sources[0].where()} has the columns but no rows"
+                if len(sources) == 1
+                else f"its {len(sources)} inputs have the columns but no rows"
+            )
+            msg = f"the input holds no events: {what}."
+            raise ReplayInputError(msg)
         if len(flight) and np.isfinite(clock):
             ops, flight = plan_flush(flight, clock)
             if ops.n_learn:
                 for cal in cals.values():
-                    flush_t = ops.t if time_col else None
+                    flush_t = ops.t if timed else None
                     cal.process(ops.s, ops.y, ops.learn, weights=ops.w, times=flush_t)
                 n_learned += ops.n_learn
         windows.finish()
         bar.close()
-        if output is not None and writer is None:  # no rows at all: an empty file with the schema
-            schema = _empty_schema(holder, names)
-            writer, tmp = _open_writer(output, schema, compression, holder.get("kept"))
-            tmp_paths.append(tmp)
         if writer is not None:
             writer.close()
             writer = None
-        time_type = _time_type(holder)
-        table = windows.table(time_type)
+        table = windows.table(_time_type(prepared.time_type))
         if metrics_output is not None:
             import pyarrow.parquet as pq
 
-            tmp = _tmp_name(metrics_output)
-            tmp_paths.append(tmp)
-            pq.write_table(table, tmp)
+            pq.write_table(table, tmps["metrics_output"], write_page_checksum=True)
         seconds = time.perf_counter() - start
         if plot is not None:
             from streamcal.replay._plot import plot_replay
 
-            tmp = _tmp_name(plot).with_suffix(".png")
-            tmp_paths.append(tmp)
+            tmp = tmps["plot"]
             shown = [*names, "score"] if raw_is_proba and n_events else names
             plot_replay(
                 tmp,
                 reliability,
                 shown,
                 table,
-                title=f"streamcal replay: {_input_name(input)}",
+                title=f"streamcal replay: {_input_name(sources)}",
             )
-        # everything written: give the files their final names
-        finals = [p for p in (output, metrics_output, plot) if p is not None]
-        for tmp, final in zip(tmp_paths, finals, strict=True):
-            os.replace(tmp, final)
-        tmp_paths = []
+        # everything written: give the files their final names (real paths, through symlinks)
+        for name, path in targets.items():
+            os.replace(tmps.pop(name), os.path.realpath(path))
     finally:
+        if reader is not None:
+            reader.close()
         metrics_pool.shutdown(wait=True)
         for runner in (runners or {}).values():
             runner.shutdown(wait=True, cancel_futures=True)
         if writer is not None:
             writer.abort()
-        for tmp in tmp_paths:
+        for tmp in tmps.values():
             tmp.unlink(missing_ok=True)
     return ReplaySummary(
-        files=[f for f, _ in files],
+        files=[s.label for s in sources],
         methods=names,
         n_events=n_events,
         n_positive=n_pos,
         n_learned=n_learned,
         n_in_flight=len(flight),
-        label_mode=holder.get("label_mode", "immediate" if delay is None else "delay"),
+        label_mode=prepared.label_mode,
         seconds=seconds,
         plot_seconds=time.perf_counter() - start - seconds if plot is not None else 0.0,
         metrics=windows.overall(),
@@ -537,31 +685,35 @@ def replay(
         output=output,
         metrics_output=metrics_output,
         plot=plot,
+        time_col=prepared.time_col,
+        notes=list(prepared.notes),
     )
 
 
-def _input_name(input) -> str:
-    items = list(input) if isinstance(input, (list, tuple)) else [input]
-    name = Path(items[0]).name
-    return name if len(items) == 1 else f"{name} and {len(items) - 1} more"
+def _input_name(sources: list[Source]) -> str:
+    first = sources[0]
+    name = Path(first.path).name if isinstance(first, FileSource) else first.label
+    return name if len(sources) == 1 else f"{name} and {len(sources) - 1} more"
 
 
 def _rejected(name: str, chunk: Chunk, ops, first: int, exc: Exception) -> str:
     """The message for a calibrator that rejected a batch: method, file, rows, and the row of the
     offending operation when the calibrator's message gives its position."""
     n = len(chunk)
-    msg = f"method {name!r} rejected the events of file {chunk.file!r}, rows {chunk.row0}-{chunk.row0 + n - 1}: {exc}"
+    rows = f"rows {chunk.row0}-{chunk.row0 + n - 1}"
+    msg = f"method {name!r} rejected the events of {chunk.source.where()}, {rows}: {exc}"
+    noun = chunk.source.noun
     match = re.search(r"at position (\d+)", str(exc))
     if match is None:
         return msg
     position = int(match.group(1))
     if ops is None:  # prequential on the batch: positions are the batch's rows
-        return f"{msg} (position {position} is row {chunk.row0 + position} of that file)"
+        return f"{msg} (position {position} is row {chunk.row0 + position} of that {noun})"
     if position >= ops.learn.size:
         return msg
     event = ops.event_of(position, first)
     kind = "learning the label of" if ops.learn[position] else "predicting"
-    where = f"row {chunk.row0 + event - first} of that file" if event >= first else "an event of an earlier batch"
+    where = f"row {chunk.row0 + event - first} of that {noun}" if event >= first else "an event of an earlier batch"
     return f"{msg} (position {position} is {kind} event {event} of the stream, {where})"
 
 
@@ -580,21 +732,15 @@ def _step(cal, chunk: Chunk, ops, times):
         return exc
 
 
-def _count_rows(files) -> int | None:
-    """Total rows from file metadata (Parquet / IPC); None when only a full read tells (CSV)."""
-    import pyarrow as pa
-    import pyarrow.dataset as ds
-
+def _count_rows(sources: list[Source]) -> int | None:
+    """Total rows from file metadata (Parquet / IPC) or table lengths; None when only a full read
+    tells (CSV, record batch readers)."""
     total = 0
-    for file, fmt in files:
-        if fmt == "csv":
+    for source in sources:
+        rows = source.count_rows()
+        if rows is None:
             return None
-        if os.path.getsize(file) == 0:
-            continue
-        try:
-            total += ds.dataset(file, format=fmt).count_rows()
-        except (pa.ArrowException, OSError):
-            return None
+        total += rows
     return total
 
 
@@ -608,8 +754,15 @@ class _BackgroundWriter:
 
         import pyarrow.parquet as pq
 
-        # dictionary encoding only for the text-like input columns, never for the new floats
-        self._writer = pq.ParquetWriter(path, schema, compression=compression, use_dictionary=list(dictionary_columns))
+        # dictionary encoding only for the text-like input columns, never for the new floats; page
+        # checksums, so that a reader can tell a damaged page from data
+        self._writer = pq.ParquetWriter(
+            path,
+            schema,
+            compression=compression,
+            use_dictionary=list(dictionary_columns),
+            write_page_checksum=True,
+        )
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamcal-replay-writer")
         self._pending = None
 
@@ -638,12 +791,25 @@ class _BackgroundWriter:
 def _open_writer(path: Path, schema, compression: str, kept_schema):
     import pyarrow.types as pt
 
-    tmp = _tmp_name(path)
     # dictionary encoding pays for text-like columns only; on numbers and times it costs ~40 %
     # of the write and saves nothing
     textual = (pt.is_string, pt.is_large_string, pt.is_binary, pt.is_large_binary, pt.is_dictionary)
     names = [] if kept_schema is None else [f.name for f in kept_schema if any(is_(f.type) for is_ in textual)]
-    return _BackgroundWriter(tmp, schema, compression, names), tmp
+    return _BackgroundWriter(path, schema, compression, names)
+
+
+def _output_columns(kept_schema, names) -> None:
+    """Refuse input columns that the output's ``proba_<method>`` / ``llr_<method>`` would clash with."""
+    taken = set(kept_schema.names)
+    for name in names:
+        for prefix in ("proba", "llr"):
+            col = f"{prefix}_{name}"
+            if col in taken:
+                msg = (
+                    f"the output column {col!r} clashes with an input column of that name; "
+                    f"leave it out with {opt('keep_columns')}."
+                )
+                raise ReplayInputError(msg)
 
 
 def _output_batch(kept, names, proba, llr):
@@ -651,32 +817,14 @@ def _output_batch(kept, names, proba, llr):
 
     arrays = list(kept.columns)
     fields = list(kept.schema)
-    taken = set(kept.schema.names)
     for name in names:
         for prefix, values in (("proba", proba[name]), ("llr", llr[name])):
-            col = f"{prefix}_{name}"
-            if col in taken:
-                msg = (
-                    f"the output column {col!r} clashes with an input column of that name; "
-                    "leave it out with keep_columns."
-                )
-                raise ReplayInputError(msg)
             arrays.append(pa.array(values, pa.float64()))
-            fields.append(pa.field(col, pa.float64()))
+            fields.append(pa.field(f"{prefix}_{name}", pa.float64()))
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def _empty_schema(holder, names):
-    import pyarrow as pa
-
-    fields = list(holder.get("kept", pa.schema([])))
-    for name in names:
-        fields += [pa.field(f"proba_{name}", pa.float64()), pa.field(f"llr_{name}", pa.float64())]
-    return pa.schema(fields)
-
-
-def _time_type(holder):
+def _time_type(typ):
     import pyarrow.types as pt
 
-    typ = holder.get("time_type")
     return typ if typ is not None and pt.is_timestamp(typ) else None

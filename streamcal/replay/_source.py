@@ -1,21 +1,100 @@
-"""Reading replay input: files, columns, types, and checks that name file, column and row."""
+"""Reading replay input: files and in-memory tables, columns, types, and checks that name the
+input, the column and the row.
+
+An input is a list of *sources*, each read record batch by record batch:
+
+- files (Parquet, Arrow IPC, CSV; a directory is the list of its files), read with bounded
+  memory: Parquet one row group at a time, streamed in batches of ``batch_size`` rows, with page
+  checksums verified where the file has them;
+- a pyarrow ``Table``, ``RecordBatch`` or ``RecordBatchReader``, a pandas or a polars
+  ``DataFrame`` (pandas and polars are never imported here: an object is recognised only if its
+  library is already loaded), or any object with the Arrow C stream interface.
+
+Messages name options as the user spells them: Python's ``time_col='ts'`` by default, a command
+line's ``--time-col ts`` inside :func:`option_spelling`.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
+import queue
+import shlex
+import stat
+import sys
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from streamcal.replay.generate import format_from_path
 
-__all__ = ["Chunk", "Columns", "ReplayInputError", "list_input_files", "read_chunks"]
+__all__ = [
+    "DEFAULT_LABEL_TIME_COL",
+    "DEFAULT_TIME_COL",
+    "Chunk",
+    "Columns",
+    "Prefetch",
+    "ReplayInputError",
+    "Source",
+    "list_input_files",
+    "list_sources",
+    "opt",
+    "option_spelling",
+    "prepare",
+    "read_chunks",
+]
 
 
 class ReplayInputError(ValueError):
-    """The replay input is unusable; the message names the file, the column and the row."""
+    """The replay input is unusable; the message names the input, the column and the row."""
+
+
+# ---------------------------------------------------------------- how options are spelled
+
+_FLAGS: ContextVar[Mapping[str, str] | None] = ContextVar("streamcal_replay_flags", default=None)
+
+
+def opt(name: str, *value) -> str:
+    """Option ``name`` (set to ``value`` if given) as the user spells it.
+
+    Python: ```time_col``` / ``time_col='ts'``; inside ``option_spelling({"time_col":
+    "--time-col"})``: ``--time-col`` / ``--time-col ts`` (None and ``""`` as ``''``).
+    """
+    flags = _FLAGS.get()
+    if flags is None or name not in flags:
+        return f"`{name}`" if not value else f"{name}={value[0]!r}"
+    if not value:
+        return flags[name]
+    v = value[0]
+    return f"{flags[name]} {shlex.quote('' if v is None else str(v))}"
+
+
+@contextlib.contextmanager
+def option_spelling(flags: Mapping[str, str]):
+    """Within this block, :func:`opt` spells the options in ``flags`` as command-line flags."""
+    token = _FLAGS.set(dict(flags))
+    try:
+        yield
+    finally:
+        _FLAGS.reset(token)
+
+
+class _DefaultName(str):
+    """A column name the user did not choose (the default): absent is not an error."""
+
+    __slots__ = ()
+
+
+#: ``time_col``'s default: the ``event_time`` column if the input has one, else file order.
+DEFAULT_TIME_COL = _DefaultName("event_time")
+#: ``label_time_col``'s default: the ``label_time`` column if the input has one, else labels
+#: known at once.
+DEFAULT_LABEL_TIME_COL = _DefaultName("label_time")
 
 
 @dataclass(frozen=True)
@@ -26,70 +105,324 @@ class Columns:
     ----------
     time : str or None
         Event time (timestamp, date, or a number of seconds). None: replay in file order, event
-        ``k`` at time ``k``.
+        ``k`` at time ``k``. :data:`DEFAULT_TIME_COL`: ``event_time`` if the input has it, else
+        file order.
     score : str
         The model's score (a number).
     label : str
         The binary label (bool, or a number 0 / 1).
     label_time : str or None
         When the label becomes known (same kind as ``time``; null: never). Ignored when a
-        ``label_delay`` is given; when the column is absent, labels are known at once.
+        ``label_delay`` is given. :data:`DEFAULT_LABEL_TIME_COL`: ``label_time`` if the input has
+        it, else labels are known at once; a name given explicitly must be present.
     weight : str or None
         Optional non-negative sample weight.
     keep : tuple of str or None
         Input columns copied to the output (None: all of them).
     """
 
-    time: str | None = "event_time"
+    time: str | None = DEFAULT_TIME_COL
     score: str = "score"
     label: str = "label"
-    label_time: str | None = "label_time"
+    label_time: str | None = DEFAULT_LABEL_TIME_COL
     weight: str | None = None
     keep: tuple[str, ...] | None = None
 
 
-@dataclass
-class Chunk:
-    """One record batch of input, converted and checked.
+# ---------------------------------------------------------------- sources
 
-    ``t`` / ``label_t`` are float64 seconds (``label_t`` +inf where a label never comes, None when
-    labels are known at once); ``kept`` is the record batch of columns copied to the output.
+
+class Source:
+    """One input read in record batches: a file or an in-memory table."""
+
+    noun = "input"
+    path: str | None = None
+
+    def __init__(self, label: str, where: str):
+        self.label = label  # as listed in the summary
+        self._where = where  # as named in messages
+
+    def where(self, column: str | None = None, row: int | None = None) -> str:
+        """``"file 'x.parquet', column 'score', row 17"`` (or the in-memory input's name)."""
+        col = f", column {column!r}" if column else ""
+        r = f", row {row}" if row is not None else ""
+        return f"{self._where}{col}{r}"
+
+    def schema(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def batches(self, columns: list[str], batch_size: int) -> Iterator:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def count_rows(self) -> int | None:
+        return None
+
+
+class FileSource(Source):
+    """A Parquet, Arrow IPC or CSV file."""
+
+    noun = "file"
+
+    def __init__(self, path: str, fmt: str):
+        super().__init__(path, f"file {path!r}")
+        self.path = path
+        self.fmt = fmt
+        self._schema = None
+
+    def _fail(self, exc: Exception):
+        msg = f"{self.where()}: cannot be read as {_FORMAT_NAMES[self.fmt]}: {exc}"
+        return ReplayInputError(msg)
+
+    def _parquet(self):
+        import pyarrow.parquet as pq
+
+        # no pre-buffering (it holds whole column chunks), buffered page reads, and the page
+        # checksums verified where the writer stored them
+        return pq.ParquetFile(self.path, buffer_size=1 << 20, pre_buffer=False, page_checksum_verification=True)
+
+    def _dataset(self):
+        import pyarrow.dataset as ds
+
+        return ds.dataset(self.path, format=self.fmt)
+
+    def schema(self):
+        import pyarrow as pa
+
+        if self._schema is None:
+            try:
+                if self.fmt == "parquet":
+                    with self._parquet() as pf:
+                        self._schema = pf.schema_arrow
+                else:
+                    self._schema = self._dataset().schema
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                raise self._fail(exc) from None
+        return self._schema
+
+    def batches(self, columns, batch_size):
+        if self.fmt != "parquet":
+            # one record batch (IPC) or block (CSV) at a time, one ahead
+            yield from self._dataset().to_batches(
+                columns=columns, batch_size=batch_size, batch_readahead=1, fragment_readahead=1
+            )
+            return
+        # one row group at a time, streamed in batches: memory is set by the batch size (and
+        # the compressed size of a row group), never by the file
+        with self._parquet() as pf:
+            for group in range(pf.metadata.num_row_groups):
+                yield from pf.iter_batches(batch_size=batch_size, row_groups=[group], columns=columns)
+
+    def count_rows(self):
+        import pyarrow as pa
+
+        if self.fmt == "csv":
+            return None
+        try:
+            if self.fmt == "parquet":
+                with self._parquet() as pf:
+                    return pf.metadata.num_rows
+            return self._dataset().count_rows()
+        except (pa.ArrowException, OSError, ValueError):
+            return None
+
+
+_FORMAT_NAMES = {"parquet": "Parquet", "ipc": "Arrow IPC", "csv": "CSV"}
+
+
+class TableSource(Source):
+    """A pyarrow Table (or RecordBatch), read in slices of ``batch_size`` rows (no copy)."""
+
+    def __init__(self, table, label: str, where: str):
+        super().__init__(label, where)
+        self.table = table
+
+    def schema(self):
+        return self.table.schema
+
+    def batches(self, columns, batch_size):
+        yield from self.table.select(columns).to_batches(max_chunksize=batch_size)
+
+    def count_rows(self):
+        return self.table.num_rows
+
+
+class ReaderSource(Source):
+    """A pyarrow RecordBatchReader (read once), its batches cut to ``batch_size`` rows."""
+
+    def __init__(self, reader, label: str, where: str):
+        super().__init__(label, where)
+        self.reader = reader
+
+    def schema(self):
+        return self.reader.schema
+
+    def batches(self, columns, batch_size):
+        for batch in self.reader:
+            batch = batch.select(columns)
+            for start in range(0, batch.num_rows, batch_size):
+                yield batch.slice(start, batch_size)
+
+
+class PandasSource(Source):
+    """A pandas DataFrame, converted to Arrow ``batch_size`` rows at a time.
+
+    Named index levels (say a DatetimeIndex named ``event_time``) are columns too, unless a
+    column has that name; an unnamed index is left out.
     """
 
-    file: str
-    row0: int
-    kept: object  # pyarrow.RecordBatch
-    t: np.ndarray
-    s: np.ndarray
-    y: np.ndarray
-    label_t: np.ndarray | None
-    w: np.ndarray | None
+    def __init__(self, frame, label: str, where: str):
+        super().__init__(label, where)
+        self.frame = frame
+        self._schema = None
 
-    def __len__(self) -> int:
-        return int(self.s.size)
+    def _columns(self, frame):
+        names = [n for n in frame.index.names if n is not None]
+        if names and not any(n in frame.columns for n in names):
+            return frame.reset_index(level=names)
+        return frame
 
-    def where(self, column: str | None, i: int) -> str:
-        """ "file 'x.parquet', column 'score', row 17" for row ``i`` of this chunk."""
-        col = f", column {column!r}" if column else ""
-        return f"file {self.file!r}{col}, row {self.row0 + i}"
+    def _convert(self, fn, rows: str):
+        import pyarrow as pa
+
+        try:
+            return fn()
+        except (pa.ArrowException, ValueError, TypeError) as exc:
+            msg = f"{self.where()}{rows}: cannot be converted to Arrow: {exc}"
+            raise ReplayInputError(msg) from None
+
+    def schema(self):
+        import pyarrow as pa
+
+        if self._schema is None:
+            frame = self._columns(self.frame)
+            self._schema = self._convert(lambda: pa.Schema.from_pandas(frame, preserve_index=False), "")
+        return self._schema
+
+    def batches(self, columns, batch_size):
+        import pyarrow as pa
+
+        schema = pa.schema([self.schema().field(c) for c in columns])
+        for start in range(0, len(self.frame), batch_size):
+            part = self._columns(self.frame.iloc[start : start + batch_size])[columns]
+            rows = f", rows {start}-{start + len(part) - 1}"
+            yield self._convert(lambda p=part: pa.RecordBatch.from_pandas(p, schema=schema, preserve_index=False), rows)
+
+    def count_rows(self):
+        return len(self.frame)
 
 
-def _where(file: str, column: str | None, row: int | None) -> str:
-    col = f", column {column!r}" if column else ""
-    r = f", row {row}" if row is not None else ""
-    return f"file {file!r}{col}{r}"
+class PolarsSource(Source):
+    """A polars DataFrame, handed to Arrow ``batch_size`` rows at a time (zero-copy where polars
+    can)."""
+
+    def __init__(self, frame, label: str, where: str):
+        super().__init__(label, where)
+        self.frame = frame
+
+    def schema(self):
+        return self.frame.head(0).to_arrow().schema
+
+    def batches(self, columns, batch_size):
+        frame = self.frame.select(columns)
+        for start in range(0, frame.height, batch_size):
+            yield from frame.slice(start, batch_size).to_arrow().to_batches()
+
+    def count_rows(self):
+        return self.frame.height
+
+
+def _in_memory(obj, position: int | None) -> Source | None:
+    """The source for an in-memory table, or None if ``obj`` is not one."""
+    import pyarrow as pa
+
+    def named(kind: str):
+        label = f"<{kind}>"
+        where = f"the {kind}" if position is None else f"input {position} (a {kind})"
+        return label, where
+
+    if isinstance(obj, pa.Table):
+        return TableSource(obj, *named("pyarrow Table"))
+    if isinstance(obj, pa.RecordBatch):
+        return TableSource(pa.Table.from_batches([obj]), *named("pyarrow RecordBatch"))
+    if isinstance(obj, pa.RecordBatchReader):
+        return ReaderSource(obj, *named("pyarrow RecordBatchReader"))
+    pd = sys.modules.get("pandas")  # a pandas object exists only if pandas is loaded
+    if pd is not None and isinstance(obj, pd.DataFrame):
+        return PandasSource(obj, *named("pandas DataFrame"))
+    pl = sys.modules.get("polars")
+    if pl is not None and isinstance(obj, pl.DataFrame):
+        return PolarsSource(obj, *named("polars DataFrame"))
+    if pl is not None and isinstance(obj, pl.LazyFrame):
+        msg = f"{opt('input')}: a polars LazyFrame is a query, not data; replay its `.collect()`."
+        raise TypeError(msg)
+    if hasattr(obj, "__arrow_c_stream__") and hasattr(pa.RecordBatchReader, "from_stream"):
+        kind = type(obj).__name__
+        return ReaderSource(pa.RecordBatchReader.from_stream(obj), *named(f"{kind} (Arrow stream)"))
+    return None
+
+
+def list_sources(input, fmt: str | None = None) -> list[Source]:
+    """The sources of ``input``: a path (file or directory), an in-memory table, or a list of them
+    (replayed in the order given)."""
+    if fmt is not None and fmt not in _FORMAT_NAMES:
+        msg = f"{opt('format')} must be one of ['parquet', 'ipc', 'csv']; got {fmt!r}."
+        raise ValueError(msg)
+    if isinstance(input, (list, tuple)):
+        if not input:
+            msg = f"{opt('input')} must name at least one file, directory or table; got an empty list."
+            raise ValueError(msg)
+        items = list(input)
+    else:
+        items = [input]
+    sources: list[Source] = []
+    for k, item in enumerate(items):
+        source = _in_memory(item, k if len(items) > 1 else None)
+        if source is not None:
+            sources.append(source)
+        elif isinstance(item, (str, os.PathLike)):
+            sources += [FileSource(f, f_fmt) for f, f_fmt in list_input_files(item, fmt)]
+        else:
+            msg = (
+                f"{opt('input')} must be a path (Parquet, Arrow IPC or CSV file, or a directory), a pyarrow "
+                f"Table or RecordBatchReader, a pandas or polars DataFrame, or a list of them; got "
+                f"{type(item).__name__}."
+            )
+            raise TypeError(msg)
+    return sources
+
+
+def _check_file(path: Path, fmt: str) -> None:
+    """A regular file holding at least one byte."""
+    try:
+        info = path.stat()
+    except OSError as exc:
+        msg = f"file {str(path)!r} cannot be read: {exc.strerror or exc}."
+        raise ReplayInputError(msg) from None
+    if not stat.S_ISREG(info.st_mode):
+        msg = f"input {str(path)!r} is not a regular file or a directory."
+        raise ReplayInputError(msg)
+    if info.st_size == 0:
+        what = {
+            "parquet": "not a Parquet file",
+            "ipc": "not an Arrow IPC file",
+            "csv": "a CSV file starts with a header line",
+        }[fmt]
+        msg = f"file {str(path)!r} is empty (0 bytes): {what}."
+        raise ReplayInputError(msg)
 
 
 def list_input_files(path, fmt: str | None = None) -> list[tuple[str, str]]:
     """``(file, format)`` pairs for a file or a directory (files sorted by path).
 
     In a directory, files whose names start with ``.`` or ``_`` are skipped (``_SUCCESS``,
-    ``_metadata``), and so are files whose format is not recognised when ``fmt`` is None.
+    ``_metadata``), and so are files whose format is not recognised when ``fmt`` is None. Every
+    file must be a regular file with at least one byte (a zero-byte file is a truncated or
+    failed write, never an empty table).
     """
-    path = Path(path)
-    if fmt is not None and fmt not in ("parquet", "ipc", "csv"):
-        msg = f"`format` must be one of ['parquet', 'ipc', 'csv']; got {fmt!r}."
+    if fmt is not None and fmt not in _FORMAT_NAMES:
+        msg = f"{opt('format')} must be one of ['parquet', 'ipc', 'csv']; got {fmt!r}."
         raise ValueError(msg)
+    path = Path(path)
     if path.is_dir():
         files = []
         for root, dirs, names in os.walk(path):
@@ -105,6 +438,8 @@ def list_input_files(path, fmt: str | None = None) -> list[tuple[str, str]]:
         if not files:
             msg = f"input directory {str(path)!r} holds no Parquet, Arrow IPC or CSV files."
             raise ReplayInputError(msg)
+        for f, f_fmt in files:
+            _check_file(Path(f), f_fmt)
         return files
     if not path.exists():
         msg = f"input {str(path)!r} does not exist."
@@ -113,21 +448,14 @@ def list_input_files(path, fmt: str | None = None) -> list[tuple[str, str]]:
     if f_fmt is None:
         msg = (
             f"cannot tell the format of {str(path)!r} from its name; name it *.parquet, *.arrow "
-            "or *.csv, or pass format='parquet' / 'ipc' / 'csv'."
+            f"or *.csv, or pass {opt('format', 'parquet')} ('ipc', 'csv')."
         )
         raise ReplayInputError(msg)
+    _check_file(path, f_fmt)
     return [(str(path), f_fmt)]
 
 
-def _open(file: str, fmt: str):
-    import pyarrow as pa
-    import pyarrow.dataset as ds
-
-    try:
-        return ds.dataset(file, format=fmt)
-    except (pa.ArrowException, OSError) as exc:
-        msg = f"{_where(file, None, None)}: cannot be read as {fmt}: {exc}"
-        raise ReplayInputError(msg) from None
+# ---------------------------------------------------------------- columns
 
 
 def _kind(field_type) -> str:
@@ -155,17 +483,51 @@ _ALLOWED = {
     "label_time": ("time", "int", "float", "null"),
     "weight": ("int", "float", "null"),
 }
+_ROLE_NAME = {
+    "score": "score",
+    "label": "label",
+    "time": "event time",
+    "label_time": "label time",
+    "weight": "weight",
+}
+_ROLE_OPTION = {
+    "score": "score_col",
+    "label": "label_col",
+    "time": "time_col",
+    "label_time": "label_time_col",
+    "weight": "weight_col",
+}
 
 
-class _FilePlan:
-    """The columns to read from one file and how to convert them."""
+def _missing_column(source: Source, role: str, name: str, schema, taken) -> ReplayInputError:
+    """The column for ``role`` is not in the input: list the columns, and say how to choose one."""
+    import difflib
 
-    def __init__(self, file: str, dataset, columns: Columns, use_label_time: bool):
-        self.file = file
-        schema = dataset.schema
+    names = schema.names
+    option = _ROLE_OPTION[role]
+    what = _ROLE_NAME[role]
+    # a likely candidate, among the columns no other role uses: a close name, or for times the
+    # one timestamp column
+    free = [c for c in names if c not in taken]
+    candidates = difflib.get_close_matches(name, free, n=1, cutoff=0.6)
+    if not candidates and role in ("time", "label_time"):
+        timed = [f.name for f in schema if f.name in free and _kind(f.type) == "time"]
+        candidates = timed if len(timed) == 1 else []
+    hint = f"choose the {what} column with {opt(option, candidates[0] if candidates else 'NAME')}"
+    if role == "time":
+        hint += f", or replay in file order with {opt(option, None)}"
+    msg = f"{source.where(name)}: the {what} column {name!r} is missing; the input has columns {names}; {hint}."
+    return ReplayInputError(msg)
+
+
+class _Plan:
+    """The columns to read from one source and how to convert them."""
+
+    def __init__(self, source: Source, schema, columns: Columns, use_time: bool, use_label_time: bool):
+        self.source = source
         names = schema.names
         self.roles: dict[str, str] = {"score": columns.score, "label": columns.label}
-        if columns.time is not None:
+        if use_time:
             self.roles["time"] = columns.time
         if use_label_time:
             self.roles["label_time"] = columns.label_time
@@ -173,18 +535,12 @@ class _FilePlan:
             self.roles["weight"] = columns.weight
         for role, name in self.roles.items():
             if name not in names:
-                hint = (
-                    " (pass the right column name, or time_col=None to replay in file order)" if role == "time" else ""
-                )
-                msg = (
-                    f"{_where(file, name, None)}: the {role.replace('_', ' ')} column is missing; "
-                    f"the file has columns {names}{hint}."
-                )
-                raise ReplayInputError(msg)
+                taken = {c for c in (columns.score, columns.label, columns.time, columns.label_time) if c != name}
+                raise _missing_column(source, role, name, schema, taken)
             kind = _kind(schema.field(name).type)
             if kind not in _ALLOWED[role]:
                 msg = (
-                    f"{_where(file, name, None)}: the {role.replace('_', ' ')} column must be "
+                    f"{source.where(name)}: the {_ROLE_NAME[role]} column must be "
                     f"{' or '.join(k for k in _ALLOWED[role] if k != 'null')}; "
                     f"got type {schema.field(name).type}."
                 )
@@ -194,16 +550,21 @@ class _FilePlan:
         else:
             missing = [c for c in columns.keep if c not in names]
             if missing:
-                msg = f"{_where(file, missing[0], None)}: column to keep is missing; the file has columns {names}."
+                msg = (
+                    f"{source.where(missing[0])}: column to keep is missing; the input has columns {names} "
+                    f"(see {opt('keep_columns')})."
+                )
                 raise ReplayInputError(msg)
             self.keep = list(columns.keep)
         self.read = list(dict.fromkeys([*self.keep, *self.roles.values()]))
-        self.time_kind = _kind(schema.field(self.roles["time"]).type) if "time" in self.roles else None
-        if "label_time" in self.roles:
+        self.kept_schema = _schema_of(schema, self.keep)
+        self.time_type = schema.field(self.roles["time"]).type if use_time else None
+        self.time_kind = _kind(self.time_type) if use_time else None
+        if use_label_time:
             lt_kind = _kind(schema.field(self.roles["label_time"]).type)
             if lt_kind != "null" and (lt_kind == "time") != (self.time_kind == "time"):
                 msg = (
-                    f"{_where(file, self.roles['label_time'], None)}: the label time column is "
+                    f"{source.where(self.roles['label_time'])}: the label time column is "
                     f"{schema.field(self.roles['label_time']).type} but the event time column is "
                     f"{schema.field(self.roles['time']).type}; "
                     "both must be timestamps or both numbers of seconds."
@@ -211,11 +572,155 @@ class _FilePlan:
                 raise ReplayInputError(msg)
 
 
+def _schema_of(schema, names):
+    import pyarrow as pa
+
+    return pa.schema([schema.field(c) for c in names])
+
+
+@dataclass
+class Prepared:
+    """Every source checked against the columns, before anything is read.
+
+    ``time_col`` is the event time column used (None: file order), ``label_mode`` ``"column"``,
+    ``"delay"`` or ``"immediate"``, ``notes`` one-line remarks for the summary.
+    """
+
+    plans: list[_Plan]
+    kept_schema: object
+    time_col: str | None
+    time_type: object
+    label_mode: str
+    label_delay: float | None
+    notes: list[str] = field(default_factory=list)
+
+
+def _named_schema(source: Source):
+    """The source's schema, its column names checked to be text."""
+    schema = source.schema()
+    try:
+        schema.names  # noqa: B018 - decodes every name
+    except UnicodeDecodeError as exc:
+        msg = f"{source.where()}: its column names are not valid UTF-8 text ({exc.reason} at byte {exc.start})."
+        raise ReplayInputError(msg) from None
+    return schema
+
+
+def prepare(sources: list[Source], columns: Columns, label_delay: float | None) -> Prepared:
+    """Check every source's columns and types (reading schemas only) and fix the replay's event
+    order and label mode, the same for all sources."""
+    notes: list[str] = []
+    schemas = [_named_schema(s) for s in sources]
+    first = sources[0]
+    if columns.time is None:
+        use_time = False
+    elif isinstance(columns.time, _DefaultName) and columns.time not in schemas[0].names:
+        use_time = False
+        if label_delay is not None:
+            msg = (
+                f"{opt('label_delay')} needs event times, but {first.where()} has no {columns.time!r} column; "
+                f"choose the event time column with {opt('time_col', 'NAME')}."
+            )
+            raise ReplayInputError(msg)
+        ignored = ""
+        if columns.label_time is not None and columns.label_time in schemas[0].names:
+            ignored = f", so its {columns.label_time!r} column is ignored and labels are known at once"
+        notes.append(
+            f"Replayed in file order: the input has no {columns.time!r} column{ignored} "
+            f"(name the event time column with {opt('time_col', 'NAME')})."
+        )
+        for source, schema in zip(sources[1:], schemas[1:], strict=True):
+            if columns.time in schema.names:
+                msg = (
+                    f"{source.where(columns.time)}: this input has an event time column but the first input "
+                    f"has none (so the replay runs in file order); choose with {opt('time_col', 'NAME')} "
+                    f"or {opt('time_col', None)}."
+                )
+                raise ReplayInputError(msg)
+    else:
+        use_time = True
+    explicit_label_time = columns.label_time is not None and not isinstance(columns.label_time, _DefaultName)
+    if explicit_label_time and label_delay is None and not use_time:
+        msg = (
+            f"{opt('label_time_col', columns.label_time)} needs event times, but the replay runs in file order; "
+            f"choose the event time column with {opt('time_col', 'NAME')}."
+        )
+        raise ReplayInputError(msg)
+    plans = []
+    mode = None
+    for source, schema in zip(sources, schemas, strict=True):
+        if explicit_label_time and label_delay is None and columns.label_time not in schema.names:
+            taken = {columns.score, columns.label, columns.time}
+            raise _missing_column(source, "label_time", columns.label_time, schema, taken)
+        use_label_time = (
+            label_delay is None and use_time and columns.label_time is not None and columns.label_time in schema.names
+        )
+        plan = _Plan(source, schema, columns, use_time, use_label_time)
+        this = "column" if use_label_time else ("delay" if label_delay is not None else "immediate")
+        if mode is None:
+            mode = this
+        elif this != mode:
+            msg = (
+                f"{source.where(columns.label_time)}: this input "
+                f"{'has' if use_label_time else 'lacks'} the label time column but earlier inputs "
+                f"{'lack' if use_label_time else 'have'} it."
+            )
+            raise ReplayInputError(msg)
+        if plans and (plan.time_kind == "time") != (plans[0].time_kind == "time"):
+            kinds = ("timestamps", "numbers") if plans[0].time_kind == "time" else ("numbers", "timestamps")
+            where = source.where(plan.roles["time"])
+            msg = f"{where}: event times are {kinds[1]} here but {kinds[0]} in earlier inputs."
+            raise ReplayInputError(msg)
+        plans.append(plan)
+    return Prepared(
+        plans=plans,
+        kept_schema=plans[0].kept_schema,
+        time_col=columns.time if use_time else None,
+        time_type=plans[0].time_type,
+        label_mode=mode,
+        label_delay=label_delay,
+        notes=notes,
+    )
+
+
+# ---------------------------------------------------------------- record batches
+
+
+@dataclass
+class Chunk:
+    """One record batch of input, converted and checked.
+
+    ``t`` / ``label_t`` are float64 seconds (``label_t`` +inf where a label never comes, None when
+    labels are known at once; in file order ``t`` is the event's index in the stream);
+    ``kept`` is the record batch of columns copied to the output.
+    """
+
+    source: Source
+    row0: int
+    kept: object  # pyarrow.RecordBatch
+    t: np.ndarray
+    s: np.ndarray
+    y: np.ndarray
+    label_t: np.ndarray | None
+    w: np.ndarray | None
+
+    def __len__(self) -> int:
+        return int(self.s.size)
+
+    @property
+    def file(self) -> str:
+        return self.source.label
+
+    def where(self, column: str | None, i: int) -> str:
+        """ "file 'x.parquet', column 'score', row 17" for row ``i`` of this chunk."""
+        return self.source.where(column, self.row0 + i)
+
+
 def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
-def _seconds(arr, file: str, column: str, row0: int) -> np.ndarray:
+def _seconds(arr) -> np.ndarray:
     """float64 seconds from a timestamp / date / numeric arrow array; nulls become NaN."""
     import pyarrow as pa
     import pyarrow.types as pt
@@ -242,154 +747,188 @@ def _seconds(arr, file: str, column: str, row0: int) -> np.ndarray:
     return out
 
 
-def _numeric(arr, file: str, column: str, row0: int, what: str) -> np.ndarray:
-    if arr.null_count:
-        i = _first(np.asarray(arr.is_null()))
-        msg = f"{_where(file, column, row0 + i)}: {what} is null."
-        raise ReplayInputError(msg)
-    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
-
-
-def _convert(batch, plan: _FilePlan, row0: int, label_delay: float | None) -> Chunk:
-    file = plan.file
+def _convert(batch, plan: _Plan, row0: int, index0: int, label_delay: float | None) -> Chunk:
+    source = plan.source
     roles = plan.roles
     n = batch.num_rows
     col = batch.column
-    s = _numeric(col(roles["score"]), file, roles["score"], row0, "the score")
+
+    def where(role: str, i: int) -> str:
+        return source.where(roles[role], row0 + i)
+
+    s_arr = col(roles["score"])
+    if s_arr.null_count:
+        i = _first(np.asarray(s_arr.is_null()))
+        msg = f"{where('score', i)}: the score is null."
+        raise ReplayInputError(msg)
+    s = np.asarray(s_arr.to_numpy(zero_copy_only=False), dtype=np.float64)
     bad = ~np.isfinite(s)
     if bad.any():
         i = _first(bad)
-        where = _where(file, roles["score"], row0 + i)
-        msg = f"{where}: the score must be finite; got {float(s[i])!r}."
+        msg = f"{where('score', i)}: the score must be finite; got {float(s[i])!r}."
         raise ReplayInputError(msg)
     y_arr = col(roles["label"])
-    y = _numeric(y_arr, file, roles["label"], row0, "the label")
+    if y_arr.null_count:
+        i = _first(np.asarray(y_arr.is_null()))
+        msg = f"{where('label', i)}: the label is null."
+        raise ReplayInputError(msg)
+    y = np.asarray(y_arr.to_numpy(zero_copy_only=False), dtype=np.float64)
     bad = (y != 0.0) & (y != 1.0)
     if bad.any():
         i = _first(bad)
         msg = (
-            f"{_where(file, roles['label'], row0 + i)}: the label must be binary "
-            f"(0/1 or False/True); got {y_arr[i].as_py()!r}."
+            f"{where('label', i)}: the label must be binary (0/1 or False/True); got {y_arr[i].as_py()!r} "
+            f"(choose the label column with {opt('label_col', 'NAME')})."
         )
         raise ReplayInputError(msg)
     if "time" in roles:
-        t = _seconds(col(roles["time"]), file, roles["time"], row0)
+        t_arr = col(roles["time"])
+        t = _seconds(t_arr)
         bad = ~np.isfinite(t)
         if bad.any():
             i = _first(bad)
-            what = "null" if col(roles["time"])[i].as_py() is None else f"{float(t[i])!r}"
-            where = _where(file, roles["time"], row0 + i)
-            msg = f"{where}: the event time must be finite; got {what}."
+            what = "null" if t_arr[i].as_py() is None else f"{float(t[i])!r}"
+            msg = f"{where('time', i)}: the event time must be finite; got {what}."
             raise ReplayInputError(msg)
     else:
-        t = np.arange(row0, row0 + n, dtype=np.float64)
+        t = np.arange(index0, index0 + n, dtype=np.float64)
     if label_delay is not None:
         label_t = t + label_delay
     elif "label_time" in roles:
-        label_t = _seconds(col(roles["label_time"]), file, roles["label_time"], row0)
-        is_null = np.asarray(col(roles["label_time"]).is_null()) if col(roles["label_time"]).null_count else None
-        if is_null is not None:
-            label_t[is_null] = np.inf  # a label that never arrives
+        lt_arr = col(roles["label_time"])
+        label_t = _seconds(lt_arr)
+        if lt_arr.null_count:
+            label_t[np.asarray(lt_arr.is_null())] = np.inf  # a label that never arrives
         bad = np.isnan(label_t) | (label_t == -np.inf)
         if bad.any():
             i = _first(bad)
-            where = _where(file, roles["label_time"], row0 + i)
-            msg = f"{where}: the label time must be a time or null; got {float(label_t[i])!r}."
+            msg = f"{where('label_time', i)}: the label time must be a time or null; got {float(label_t[i])!r}."
             raise ReplayInputError(msg)
         bad = label_t < t
         if bad.any():
             i = _first(bad)
-            where = _where(file, roles["label_time"], row0 + i)
-            msg = f"{where}: the label time ({float(label_t[i])!r} s) is before the event time ({float(t[i])!r} s)."
+            msg = (
+                f"{where('label_time', i)}: the label time ({float(label_t[i])!r} s) is before the event "
+                f"time ({float(t[i])!r} s)."
+            )
             raise ReplayInputError(msg)
     else:
         label_t = None
     w = None
     if "weight" in roles:
-        w = _numeric(col(roles["weight"]), file, roles["weight"], row0, "the weight")
+        w_arr = col(roles["weight"])
+        if w_arr.null_count:
+            i = _first(np.asarray(w_arr.is_null()))
+            msg = f"{where('weight', i)}: the weight is null."
+            raise ReplayInputError(msg)
+        w = np.asarray(w_arr.to_numpy(zero_copy_only=False), dtype=np.float64)
         bad = ~(np.isfinite(w) & (w >= 0.0))
         if bad.any():
             i = _first(bad)
-            where = _where(file, roles["weight"], row0 + i)
-            msg = f"{where}: the weight must be finite and non-negative; got {float(w[i])!r}."
+            msg = f"{where('weight', i)}: the weight must be finite and non-negative; got {float(w[i])!r}."
             raise ReplayInputError(msg)
     kept = batch.select(plan.keep)
-    return Chunk(file=file, row0=row0, kept=kept, t=t, s=s, y=y, label_t=label_t, w=w)
+    return Chunk(source=source, row0=row0, kept=kept, t=t, s=s, y=y, label_t=label_t, w=w)
 
 
-def read_chunks(
-    files: list[tuple[str, str]],
-    columns: Columns,
-    *,
-    batch_size: int,
-    label_delay: float | None,
-    output_schema_holder: dict,
-) -> Iterator[Chunk]:
-    """Yield checked :class:`Chunk` s file by file, batch by batch.
+def read_chunks(prepared: Prepared, *, batch_size: int) -> Iterator[Chunk]:
+    """Yield checked :class:`Chunk` s source by source, batch by batch.
 
-    ``output_schema_holder["kept"]`` receives the schema of the kept columns of the first file;
-    later files' kept columns are cast to it (an error names the file if that fails).
+    Later sources' kept columns are cast to the first source's types (an error names the source if
+    that fails).
     """
     import pyarrow as pa
 
-    time_kind = None
-    for file, fmt in files:
-        if os.path.getsize(file) == 0:
-            continue  # an empty file holds no events
-        dataset = _open(file, fmt)
-        use_label_time = (
-            label_delay is None
-            and columns.time is not None
-            and columns.label_time is not None
-            and columns.label_time in dataset.schema.names
-        )
-        plan = _FilePlan(file, dataset, columns, use_label_time)
-        if plan.time_kind is not None:
-            if time_kind is None:
-                time_kind = plan.time_kind
-            elif (time_kind == "time") != (plan.time_kind == "time"):
-                kinds = ("timestamps", "numbers") if time_kind == "time" else ("numbers", "timestamps")
-                where = _where(file, plan.roles["time"], None)
-                msg = f"{where}: event times are {kinds[1]} here but {kinds[0]} in earlier files."
-                raise ReplayInputError(msg)
-        if "time" in plan.roles:
-            output_schema_holder.setdefault("time_type", dataset.schema.field(plan.roles["time"]).type)
-        kept_schema = pa.schema([dataset.schema.field(c) for c in plan.keep])
-        target = output_schema_holder.setdefault("kept", kept_schema)
-        mode = "column" if use_label_time else ("delay" if label_delay is not None else "immediate")
-        if output_schema_holder.setdefault("label_mode", mode) != mode:
-            msg = (
-                f"{_where(file, columns.label_time, None)}: this file "
-                f"{'has' if use_label_time else 'lacks'} the label time column but earlier files "
-                f"{'lack' if use_label_time else 'have'} it."
-            )
-            raise ReplayInputError(msg)
+    target = prepared.kept_schema
+    index0 = 0  # events so far, over all sources (the clock of file order)
+    for plan in prepared.plans:
+        source = plan.source
         row0 = 0
-        try:
-            batches = dataset.to_batches(columns=plan.read, batch_size=batch_size)
-            while True:
+        batches = source.batches(plan.read, batch_size)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except ReplayInputError:
+                raise
+            except (pa.ArrowException, OSError, ValueError, TypeError) as exc:
+                msg = f"{source.where(None, row0)}: cannot read the {source.noun} at or after this row: {exc}"
+                raise ReplayInputError(msg) from None
+            if batch.num_rows == 0:
+                continue
+            chunk = _convert(batch, plan, row0, index0, prepared.label_delay)
+            if not chunk.kept.schema.equals(target):
                 try:
-                    batch = next(batches)
-                except StopIteration:
-                    break
-                except (pa.ArrowException, OSError) as exc:
-                    where = _where(file, None, row0)
-                    msg = f"{where}: cannot read the file at or after this row: {exc}"
+                    chunk.kept = chunk.kept.cast(target)
+                except (pa.ArrowException, ValueError, TypeError) as exc:
+                    msg = (
+                        f"{source.where(None, row0)}: its columns {chunk.kept.schema.names} "
+                        f"do not match the first input's ({target}): {exc}"
+                    )
                     raise ReplayInputError(msg) from None
-                if batch.num_rows == 0:
-                    continue
-                chunk = _convert(batch, plan, row0, label_delay)
-                if not chunk.kept.schema.equals(target):
-                    try:
-                        chunk.kept = chunk.kept.cast(target)
-                    except (pa.ArrowException, ValueError) as exc:
-                        msg = (
-                            f"{_where(file, None, row0)}: its columns {chunk.kept.schema.names} "
-                            f"do not match the first file's ({target}): {exc}"
-                        )
-                        raise ReplayInputError(msg) from None
-                yield chunk
-                row0 += batch.num_rows
-        except (pa.ArrowException, OSError) as exc:
-            msg = f"{_where(file, None, row0)}: cannot read the file: {exc}"
-            raise ReplayInputError(msg) from None
+            yield chunk
+            row0 += batch.num_rows
+            index0 += batch.num_rows
+
+
+class Prefetch:
+    """Iterate ``items`` on a worker thread, at most ``depth`` items ahead of the consumer.
+
+    Reading and checking the next record batches (pyarrow decodes without the GIL) goes on while
+    the calling thread plans and hands out the current one; memory stays bounded by ``depth``
+    batches. Items come out in order; an exception raised while producing them is raised in the
+    consumer, in its place. The worker runs in a copy of the caller's context (so messages spell
+    options as the caller's :func:`option_spelling` says). :meth:`close` stops the worker.
+    """
+
+    _DONE = object()
+
+    def __init__(self, items: Iterable, depth: int = 2):
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        context = contextvars.copy_context()
+        self._thread = threading.Thread(
+            target=context.run, args=(self._produce, items), name="streamcal-replay-reader", daemon=True
+        )
+        self._thread.start()
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+            except queue.Full:
+                continue
+            return True
+        return False
+
+    def _produce(self, items) -> None:
+        iterator = iter(items)
+        try:
+            for item in iterator:
+                if not self._put((item, None)):
+                    return
+            self._put((self._DONE, None))
+        except BaseException as exc:  # handed to the consumer, raised there
+            self._put((None, exc))
+        finally:
+            close = getattr(iterator, "close", None)
+            if close is not None:
+                close()
+
+    def __iter__(self) -> Iterator:
+        while True:
+            item, exc = self._queue.get()
+            if exc is not None:
+                raise exc
+            if item is self._DONE:
+                return
+            yield item
+
+    def close(self) -> None:
+        """Stop the worker (it may be blocked on a full queue) and wait for it."""
+        self._stop.set()
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self._queue.get_nowait()
+        self._thread.join()
