@@ -29,7 +29,8 @@ def plan_merge(
     t, s, y, label_t, w, first_index, weighted,
     op_s, op_y, op_t, op_w, learn, pred_pos, learn_index,
 ):
-    """Fill the operation arrays (``n + k`` long; their capacity is ``n + len(order)``).
+    """Fill the operation arrays (``n + k`` long; their capacity must be at least that: ``k`` is
+    at most the number of candidates whose label time is at or before the last event time).
 
     ``order[c]`` is candidate ``c``'s source: below ``m_flight`` a label in flight, else the
     batch's event ``order[c] - m_flight``. Returns ``k``, the number of labels learned; the

@@ -125,17 +125,23 @@ def plan_batch(
     n = t.size
     m_flight = len(flight)
     weighted = w is not None
-    order = _merged_order(flight.label_t, np.asarray(label_t, dtype=np.float64))
-    m = order.size
     t, s, y, label_t, w = _f64(t), _f64(s), _f64(y), _f64(label_t), _f64(w)
+    order = _merged_order(flight.label_t, label_t)
+    m = order.size
     fw = _f64(flight.w)
-    op_s = np.empty(n + m)
-    op_y = np.empty(n + m)
-    op_t = np.empty(n + m)
-    op_w = np.empty(n + m) if weighted else _EMPTY
-    learn = np.empty(n + m, dtype=bool)
+    # a label learned in this batch goes before one of its events, so its label time is at most
+    # the last event time: that bounds the learned labels (the operation arrays need not hold
+    # every label in flight, which may be many times the batch when labels come days late)
+    due = 0
+    if n:
+        due = int(np.searchsorted(flight.label_t, t[-1], side="right")) + int(np.count_nonzero(label_t <= t[-1]))
+    op_s = np.empty(n + due)
+    op_y = np.empty(n + due)
+    op_t = np.empty(n + due)
+    op_w = np.empty(n + due) if weighted else _EMPTY
+    learn = np.empty(n + due, dtype=bool)
     pred_pos = np.empty(n, dtype=np.int64)
-    learn_index = np.empty(m, dtype=np.int64)
+    learn_index = np.empty(due, dtype=np.int64)
     k = _plan.plan_merge(
         order, m_flight, flight.label_t, flight.s, flight.y, fw, flight.index,
         t, s, y, label_t, w, first_index, weighted,
