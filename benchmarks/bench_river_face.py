@@ -96,16 +96,9 @@ def _learn_packed_unmarked(packed, s, y, w, t):
         return False
     o_si, o_pf = int(packed[_k.PACK_O_SI]), int(packed[_k.PACK_O_PF])
     o_pi, end = int(packed[_k.PACK_O_PI]), int(packed[_k.PACK_END])
-    _k.pav_learn_score_inplace(
-        packed[_k.PACK_HEADER : o_si],
-        packed[o_si:o_pf].view(np.int64),
-        packed[o_pf:o_pi],
-        packed[o_pi:end].view(np.int64),
-        s,
-        y,
-        w,
-        t,
-    )
+    sf, si = packed[_k.PACK_HEADER : o_si], packed[o_si:o_pf].view(np.int64)
+    pf, pi = packed[o_pf:o_pi], packed[o_pi:end].view(np.int64)
+    _k.pav_learn_one_inplace(sf, si, pf, pi, _k.pav_bucket_of(pf, s), y, w, t, sf[_k.SF_KIND])
     return True
 
 
@@ -114,7 +107,8 @@ def _proba_packed_unmarked(packed, s):
     """``ipav.pav_predict_packed`` without the busy-mark test."""
     if not _k._score_ok(packed, s):
         return -1.0
-    return _k.pav_predict_score(_k._map_section(packed), s)
+    pf = _k._map_section(packed)
+    return _k.pav_proba_out(pf, _k.pav_predict_one(pf, _k.pav_bucket_of(pf, s), s))
 
 
 def unlocked_pav_class():
