@@ -60,7 +60,7 @@ class _HistogramGLMCalibrator(StreamingCalibrator):
         best = None
         for xi in self._candidate_xis():
             beta = fit_glm_on_histogram(
-                x, pos, neg, link=self._link, xi=xi, l2=float(self.l2), beta0=self._beta.get(xi)
+                x, pos, neg, link=self._link, xi=xi, l2=float(self.l2), warm_start=self._beta.get(xi)
             )
             self._beta[xi] = beta
             p = self._proba_for(x, beta, xi)

@@ -31,6 +31,7 @@ def fit_glm_on_histogram(
     xi: float = 0.0,
     l2: float = 1e-6,
     beta0=None,
+    warm_start=None,
     max_iter: int = 100,
     tol: float = 1e-10,
 ) -> np.ndarray:
@@ -55,6 +56,11 @@ def fit_glm_on_histogram(
         Starting ``(slope, intercept)``, e.g. the previous fit (a warm start: after a few new
         labels one or two Newton steps suffice). Default: slope 0, intercept at the link of the
         overall positive rate. For ``"gev"`` at least one non-empty bucket must start inside R_xi.
+    warm_start
+        A previous ``(slope, intercept)`` to start from when ``beta0`` is None: used when it
+        starts some non-empty bucket inside R_xi, and otherwise replaced by the default start
+        (the histogram of a sliding window can move entirely outside the support of an earlier
+        fit).
     max_iter, tol
         At most ``max_iter`` Newton steps; stop when the largest gradient entry is at most
         ``tol`` times the total weight.
@@ -89,6 +95,13 @@ def fit_glm_on_histogram(
     pa = _weights(pos, "pos", xa.size)
     na = _weights(neg, "neg", xa.size)
     code = _LINKS[link]
+    if beta0 is None and warm_start is not None:
+        warm = as_finite(warm_start, "warm_start")
+        if warm.size != 2:
+            msg = f"`warm_start` must be (slope, intercept); got {warm.size} values."
+            raise ValueError(msg)
+        if code == 1 or _starts_inside(xa, pa, na, xi, warm):
+            beta0 = warm
     if beta0 is None:
         total = float(pa.sum() + na.sum())
         rate = float(pa.sum()) / total if total > 0.0 else 0.5
@@ -100,22 +113,28 @@ def fit_glm_on_histogram(
             intercept = float(_k.gev_clip(intercept, xi))
         beta = np.array([0.0, intercept])
     else:
-        beta = as_finite(beta0, "beta0")
+        beta = np.array(as_finite(beta0, "beta0"), dtype=np.float64)  # a copy: the fit writes into it
         if beta.size != 2:
             msg = f"`beta0` must be (slope, intercept); got {beta.size} values."
             raise ValueError(msg)
-        if code == 0:
-            used = (pa + na) > 0.0
-            v = beta[0] * xa[used] + beta[1]
+        if code == 0 and not _starts_inside(xa, pa, na, xi, beta):
             lo, hi = _k.gev_lower(xi), _k.gev_upper(xi)
-            if used.any() and not np.any((v > lo) & (v < hi)):
-                msg = (
-                    f"`beta0`={beta.tolist()} puts every non-empty bucket outside the support "
-                    f"R_xi = ({lo}, {hi}) of xi={xi}; start inside it (or pass beta0=None)."
-                )
-                raise ValueError(msg)
+            msg = (
+                f"`beta0`={beta.tolist()} puts every non-empty bucket outside the support "
+                f"R_xi = ({lo}, {hi}) of xi={xi}; start inside it (or pass beta0=None)."
+            )
+            raise ValueError(msg)
     _k.irls_histogram_2d_inplace(xa, pa, na, code, xi, l2, 1e-12, beta, int(max_iter), tol)
     return beta
+
+
+def _starts_inside(x: np.ndarray, pos: np.ndarray, neg: np.ndarray, xi: float, beta: np.ndarray) -> bool:
+    """True when ``beta`` puts some non-empty bucket inside R_xi, or every bucket is empty."""
+    used = (pos + neg) > 0.0
+    if not used.any():
+        return True
+    v = beta[0] * x[used] + beta[1]
+    return bool(np.any((v > _k.gev_lower(xi)) & (v < _k.gev_upper(xi))))
 
 
 def _weights(w, name: str, n: int) -> np.ndarray:
