@@ -101,6 +101,14 @@ def _upper_gamma_small_a_small_x(a, x):
     return gamma1pm1_over_a(a) - xa_m1_over_a - xa * s
 
 
+#: The largest argument at which ``math.gamma`` is finite in float64 (rounded down).
+MAX_GAMMA_ARGUMENT = 171.62
+
+#: Below this ``a`` (and for ``x < 1.5``) ``upper_gamma`` uses the continued fraction rather than
+#: a downward recurrence of ``-a`` steps.
+UPPER_GAMMA_RECURRENCE_LIMIT = -64.0
+
+
 @jit
 def _upper_gamma_cf(a, x):
     """Gamma(a, x) by Legendre's continued fraction (modified Lentz); good for ``x >= 1.5``."""
@@ -163,10 +171,17 @@ def upper_gamma(a, x):
         # here x < a + 1 (or x < 1.5): Gamma(a) - gamma(a, x) loses little
         if x >= a + 1.0:
             return _upper_gamma_cf(a, x)
-        return math.gamma(a) - _lower_gamma_series(a, x)
+        g = math.gamma(a)
+        if g == np.inf:  # a > 171.6: Gamma(a, x) >= Gamma(a) / 2 for x < a + 1, beyond float64 too
+            return np.inf
+        return g - _lower_gamma_series(a, x)
     if a > -0.5:
         return _upper_gamma_small_a_small_x(a, x)
-    # a <= -0.5 and x < 1.5: recur down from a0 in (-0.5, 0.5]
+    if a < UPPER_GAMMA_RECURRENCE_LIMIT:
+        # far below 0 the continued fraction converges quickly for every x > 0, while the
+        # recurrence below would take -a steps
+        return _upper_gamma_cf(a, x)
+    # -64 <= a <= -0.5 and x < 1.5: recur down from a0 in (-0.5, 0.5]
     n = math.ceil(-0.5 - a)
     a0 = a + n
     g = _upper_gamma_small_a_small_x(a0, x)
@@ -290,6 +305,11 @@ def gev_canonical_loss1(v, xi):
     evaluated for small ``t`` as ``-t^-xi sum_k (-t)^k / (k! (k - xi))`` (no cancellation);
     ``xi >= 1``: the shifted loss ``Gamma(-xi, t) - v`` (same derivative ``F - 1``).
     """
+    if v == -np.inf:
+        return np.inf  # the loss falls with slope F - 1 < 0 all the way from -inf
+    if v == np.inf:
+        # F -> 1: the unshifted loss tends to 0; the shifted one (xi >= 1) decreases without bound
+        return -np.inf if xi >= 1.0 else 0.0
     t, u = gev_t_u(v, xi)
     if xi >= 1.0:
         return upper_gamma(-xi, t) - v
@@ -306,7 +326,14 @@ def gev_canonical_loss1(v, xi):
                 break
         # t^-xi = u for xi != 0, 1 at xi = 0
         return -u * s
-    return upper_gamma(-xi, t) - gamma1pm1_over_a(-xi) - v
+    a = -xi
+    if a > 0.5 and t < a + 1.0:
+        # Gamma(a, t) - Gamma(a) = -gamma(a, t), the lower incomplete gamma: no cancellation
+        # against Gamma(a), which dwarfs the loss for large a and overflows beyond a = 171.6
+        return -_lower_gamma_series(a, t) - v - 1.0 / xi
+    if 1.0 + a > MAX_GAMMA_ARGUMENT:  # Gamma(1 + a) overflows, Gamma(a) perhaps not
+        return upper_gamma(a, t) - math.gamma(a) + 1.0 / a - v
+    return upper_gamma(a, t) - gamma1pm1_over_a(a) - v
 
 
 @jit
