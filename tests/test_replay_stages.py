@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from streamcal.replay import generate, replay
-from streamcal.replay._batch import _PLANNED, EventBatch
+from streamcal.replay._batch import PLANNED_COLUMN, EventBatch
 from streamcal.replay._engine import InFlight, Planner, plan_batch, plan_flush
 from streamcal.replay._evaluate import default_metrics
 from streamcal.replay._outputs import OutputFiles
@@ -26,7 +26,7 @@ from streamcal.replay._summary import ReplaySummary, render_text
 class KeyedBatch(EventBatch):
     """The record with one more planned column, as keyed calibration would add."""
 
-    key: np.ndarray = field(metadata=_PLANNED)
+    key: np.ndarray = field(metadata=PLANNED_COLUMN)
 
 
 def keyed(batch: EventBatch, key: np.ndarray) -> KeyedBatch:

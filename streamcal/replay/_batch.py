@@ -18,14 +18,14 @@ import numpy as np
 if TYPE_CHECKING:
     from streamcal.replay._source import Source
 
-__all__ = ["EventBatch"]
+__all__ = ["PLANNED_COLUMN", "TIME_COLUMN", "EventBatch"]
 
 
 # field metadata of the per-event columns (1-d arrays, or None when the input lacks one): the
 # planner handles the times itself; every other column goes with its label through the labels in
 # flight and the operation sequence, by name
-_TIMES = {"column": True, "planned": False}
-_PLANNED = {"column": True, "planned": True}
+TIME_COLUMN = {"column": True, "planned": False}
+PLANNED_COLUMN = {"column": True, "planned": True}
 
 
 @dataclass
@@ -57,11 +57,11 @@ class EventBatch:
     source: Source
     row0: int
     kept: object  # pyarrow.RecordBatch (a Table from `concat`)
-    t: np.ndarray = field(metadata=_TIMES)
-    s: np.ndarray = field(metadata=_PLANNED)
-    y: np.ndarray = field(metadata=_PLANNED)
-    label_t: np.ndarray | None = field(metadata=_TIMES)
-    w: np.ndarray | None = field(metadata=_PLANNED)
+    t: np.ndarray = field(metadata=TIME_COLUMN)
+    s: np.ndarray = field(metadata=PLANNED_COLUMN)
+    y: np.ndarray = field(metadata=PLANNED_COLUMN)
+    label_t: np.ndarray | None = field(metadata=TIME_COLUMN)
+    w: np.ndarray | None = field(metadata=PLANNED_COLUMN)
 
     @classmethod
     def columns(cls) -> tuple[str, ...]:
@@ -75,10 +75,6 @@ class EventBatch:
 
     def __len__(self) -> int:
         return int(self.s.size)
-
-    @property
-    def file(self) -> str:
-        return self.source.label
 
     def where(self, column: str | None, i: int) -> str:
         """ "file 'x.parquet', column 'score', row 17" for row ``i`` of this batch."""

@@ -52,8 +52,8 @@ __all__ = ["DEFAULT_BATCH_SIZE", "ReplaySummary", "replay"]
 DEFAULT_BATCH_SIZE = 1 << 16
 MAX_BATCH_SIZE = 1 << 40
 
-# the names tests reach for: the output writer (wrapped to watch what is written) and the
-# temporary names
+# the names tests reach for: the output writer (looked up here at each replay, so that a test can
+# wrap it to watch what is written) and the temporary names
 _open_writer = open_parquet_writer
 _reserve_tmp = reserve_tmp
 
@@ -217,11 +217,7 @@ def replay(
     }
     check_outputs(targets, sources, input_dirs)
     if plot is not None:
-        try:  # fail before the replay, not after it
-            import matplotlib  # noqa: F401
-        except ImportError:
-            msg = f"{opt('plot')} needs matplotlib: pip install 'streamcal-engine[plot]'."
-            raise ImportError(msg) from None
+        _check_matplotlib()
     # every source's columns and types, before anything is read
     prepared = prepare(sources, columns, delay)
     if output is not None:
@@ -267,16 +263,9 @@ def replay(
             pending = submitted
             n_pos += int(batch.y.sum())
         if pending is not None:
-            submitted, pending = pending, None
-            deliver(submitted)
+            deliver(pending)
         if planner.n_events == 0:
-            what = (
-                f"{sources[0].where()} has the columns but no rows"
-                if len(sources) == 1
-                else f"its {len(sources)} inputs have the columns but no rows"
-            )
-            msg = f"the input holds no events: {what}."
-            raise ReplayInputError(msg)
+            raise _no_events(sources)
         ops = planner.flush()
         if ops is not None:
             runners.learn(ops)
@@ -346,6 +335,25 @@ def _columns(time_col, score_col, label_col, label_time_col, weight_col, keep_co
         weight=weight_col,
         keep=None if keep_columns is None else tuple(keep_columns),
     )
+
+
+def _check_matplotlib() -> None:
+    """Fail before the replay, not after it, when the plot cannot be drawn."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        msg = f"{opt('plot')} needs matplotlib: pip install 'streamcal-engine[plot]'."
+        raise ImportError(msg) from None
+
+
+def _no_events(sources: list[Source]) -> ReplayInputError:
+    what = (
+        f"{sources[0].where()} has the columns but no rows"
+        if len(sources) == 1
+        else f"its {len(sources)} inputs have the columns but no rows"
+    )
+    msg = f"the input holds no events: {what}."
+    return ReplayInputError(msg)
 
 
 def _input_name(sources: list[Source]) -> str:
