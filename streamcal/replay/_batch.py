@@ -11,12 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from streamcal.replay._source import Source
 
 __all__ = ["PLANNED_COLUMN", "TIME_COLUMN", "EventBatch"]
 
@@ -54,7 +50,7 @@ class EventBatch:
         The sample weight, float64; None without a weight column.
     """
 
-    source: Source
+    source: object  # a streamcal.replay._source.Source (not imported: _source imports this module)
     row0: int
     kept: object  # pyarrow.RecordBatch (a Table from `concat`)
     t: np.ndarray = field(metadata=TIME_COLUMN)
@@ -102,7 +98,7 @@ class EventBatch:
         return self._map(lambda a: a[indices], self.kept.take(pa.array(indices)))
 
     @staticmethod
-    def concat(batches: Sequence[EventBatch], source: Source) -> EventBatch:
+    def concat(batches: Sequence[EventBatch], source) -> EventBatch:
         """The rows of ``batches`` (all of one type) one after the other (a copy), as rows 0, 1,
         ... of ``source``; ``kept`` is a pyarrow Table."""
         import pyarrow as pa
