@@ -11,29 +11,40 @@ Per record batch :func:`plan_batch` turns the labels in flight plus the batch's 
 ordered operation sequence for ``process(scores, labels, learn_mask, weights=, times=)``; learn
 operations carry their label time as time (so the sequence's times never go backwards). Labels
 whose time has not come by the end of the batch stay in flight, in order of (label time, event).
+
+:class:`Planner` is the replay's planner stage: it holds the labels in flight and the clock from
+batch to batch. The kernel moves the score, label and weight; any other planned column of
+:class:`~streamcal.replay._batch.EventBatch` goes with its label by name (``extra``), so a new
+column needs no change here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from streamcal._kernels import plan as _plan
+from streamcal.replay._batch import EventBatch
 
-__all__ = ["InFlight", "Ops", "plan_batch", "plan_flush"]
+__all__ = ["InFlight", "Ops", "Planner", "plan_batch", "plan_flush"]
+
+# the planned columns the kernel moves itself; the others travel by name in ``extra``
+_KERNEL_COLUMNS = ("s", "y", "w")
 
 
 @dataclass
 class InFlight:
     """Labels not learned yet, in order of (label time, event): label time, score, label, weight,
-    event index."""
+    event index, and the other planned columns by name."""
 
     label_t: np.ndarray
     s: np.ndarray
     y: np.ndarray
     w: np.ndarray | None
     index: np.ndarray
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def empty(cls, weighted: bool) -> InFlight:
@@ -57,6 +68,7 @@ class Ops:
     pred_pos: np.ndarray
     n_learn: int
     learn_index: np.ndarray | None = None  # event index of each learn operation, in order
+    extra: dict[str, np.ndarray] = field(default_factory=dict)  # other planned columns, per operation
 
     def event_of(self, position: int, first_index: int) -> int:
         """The (whole-stream) index of the event an operation position belongs to."""
@@ -108,10 +120,14 @@ def plan_batch(
     label_t: np.ndarray,
     w: np.ndarray | None,
     first_index: int,
+    *,
+    extra: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[Ops, InFlight]:
     """Merge the labels in flight and a batch of events (times non-decreasing) into one sequence.
 
-    Returns the operations and the labels still in flight after the batch.
+    Returns the operations and the labels still in flight after the batch. ``extra`` holds
+    further per-event columns of the batch by name; each comes out per operation in
+    ``ops.extra`` and is carried with the labels in flight.
 
     Candidates (labels in flight, then this batch's labels) are ordered by (label time, event):
     the labels in flight are already in that order and all precede the batch's events, so only
@@ -157,11 +173,31 @@ def plan_batch(
         s, y, label_t, w, first_index, weighted,
         *rest, rest_w, rest_i,
     )
+    ops_extra, rest_extra = _gather_extra(flight, extra, order, k, learn[:size], pred_pos)
     ops = Ops(
         op_s[:size], op_y[:size], learn[:size], op_t[:size], op_w[:size] if weighted else None,
-        pred_pos, k, learn_index[:k],
+        pred_pos, k, learn_index[:k], ops_extra,
     )
-    return ops, InFlight(*rest, rest_w if weighted else None, rest_i)
+    return ops, InFlight(*rest, rest_w if weighted else None, rest_i, rest_extra)
+
+
+def _gather_extra(flight: InFlight, extra, order, k, learn, pred_pos):
+    """The ``extra`` columns per operation, and those of the labels still in flight: learn
+    operation ``c`` is candidate ``order[c]`` (a label in flight, then the batch's events), the
+    predictions are the batch's events at ``pred_pos``."""
+    ops_extra, rest_extra = {}, {}
+    if not extra:
+        return ops_extra, rest_extra
+    learn_at = np.flatnonzero(learn)
+    for name, values in extra.items():
+        held = flight.extra.get(name)
+        pool = values if held is None or not held.size else np.concatenate((held, values))
+        op = np.empty(learn.size, dtype=pool.dtype)
+        op[learn_at] = pool[order[:k]]
+        op[pred_pos] = values
+        ops_extra[name] = op
+        rest_extra[name] = pool[order[k:]]
+    return ops_extra, rest_extra
 
 
 def plan_flush(flight: InFlight, clock: float) -> tuple[Ops, InFlight]:
@@ -177,6 +213,7 @@ def plan_flush(flight: InFlight, clock: float) -> tuple[Ops, InFlight]:
         np.empty(0, dtype=np.int64),
         k,
         flight.index[:k],
+        {name: values[:k] for name, values in flight.extra.items()},
     )
     left = InFlight(
         flight.label_t[k:],
@@ -184,5 +221,56 @@ def plan_flush(flight: InFlight, clock: float) -> tuple[Ops, InFlight]:
         flight.y[k:],
         None if flight.w is None else flight.w[k:],
         flight.index[k:],
+        {name: values[k:] for name, values in flight.extra.items()},
     )
     return ops, left
+
+
+class Planner:
+    """The planner stage: the replay clock over the whole stream.
+
+    :meth:`plan` gives, per batch, the operation sequence every method runs (None when labels are
+    known at once: each event is predicted, then learned, which is ``prequential`` on the batch)
+    and keeps the labels not yet due for the next batches; :meth:`flush` learns, at the end, those
+    due by the last event time. Without event times (``timed`` False) the operations carry no
+    times.
+    """
+
+    def __init__(self, weighted: bool, timed: bool):
+        self.flight = InFlight.empty(weighted)
+        self.timed = timed
+        self.n_events = 0  # events planned so far: the stream index of the next batch's first
+        self.n_learned = 0
+        self.clock = -np.inf  # the last event time planned
+
+    def plan(self, batch: EventBatch) -> Ops | None:
+        ops = None
+        if batch.label_t is not None:
+            extra = {
+                name: values
+                for name in type(batch).planned_columns()
+                if name not in _KERNEL_COLUMNS and (values := getattr(batch, name)) is not None
+            }
+            ops, self.flight = plan_batch(
+                self.flight, batch.t, batch.s, batch.y, batch.label_t, batch.w, self.n_events, extra=extra
+            )
+            if not self.timed:
+                ops.t = None
+        n = len(batch)
+        self.n_events += n
+        self.n_learned += n if ops is None else ops.n_learn
+        self.clock = float(batch.t[-1])
+        return ops
+
+    def flush(self) -> Ops | None:
+        """The labels due by the last event time (None if there are none); later ones stay in
+        flight, never learned."""
+        if not len(self.flight) or not np.isfinite(self.clock):
+            return None
+        ops, self.flight = plan_flush(self.flight, self.clock)
+        if not ops.n_learn:
+            return None
+        self.n_learned += ops.n_learn
+        if not self.timed:
+            ops.t = None
+        return ops

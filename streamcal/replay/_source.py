@@ -31,13 +31,14 @@ from pathlib import Path
 
 import numpy as np
 
+from streamcal.replay._batch import EventBatch
 from streamcal.replay.generate import format_from_path
 
 __all__ = [
     "DEFAULT_LABEL_TIME_COL",
     "DEFAULT_TIME_COL",
-    "Chunk",
     "Columns",
+    "EventSource",
     "Prefetch",
     "ReplayInputError",
     "Source",
@@ -229,38 +230,38 @@ class FileSource(Source):
 _FORMAT_NAMES = {"parquet": "Parquet", "ipc": "Arrow IPC", "csv": "CSV"}
 
 
-class TableSource(Source):
-    """A pyarrow Table (or RecordBatch), read in slices of ``batch_size`` rows (no copy)."""
+def _check_format(fmt: str | None) -> None:
+    if fmt is not None and fmt not in _FORMAT_NAMES:
+        msg = f"{opt('format')} must be one of ['parquet', 'ipc', 'csv']; got {fmt!r}."
+        raise ValueError(msg)
 
-    def __init__(self, table, label: str, where: str):
+
+class ArrowSource(Source):
+    """A pyarrow Table or RecordBatchReader (read once), its record batches cut to ``batch_size``
+    rows (no copy)."""
+
+    def __init__(self, data, label: str, where: str):
         super().__init__(label, where)
-        self.table = table
+        self.data = data
 
     def schema(self):
-        return self.table.schema
+        return self.data.schema
 
     def batches(self, columns, batch_size):
-        yield from self.table.select(columns).to_batches(max_chunksize=batch_size)
+        import pyarrow as pa
 
-    def count_rows(self):
-        return self.table.num_rows
-
-
-class ReaderSource(Source):
-    """A pyarrow RecordBatchReader (read once), its batches cut to ``batch_size`` rows."""
-
-    def __init__(self, reader, label: str, where: str):
-        super().__init__(label, where)
-        self.reader = reader
-
-    def schema(self):
-        return self.reader.schema
-
-    def batches(self, columns, batch_size):
-        for batch in self.reader:
-            batch = batch.select(columns)
+        if isinstance(self.data, pa.Table):
+            batches = self.data.select(columns).to_batches()
+        else:
+            batches = (batch.select(columns) for batch in self.data)
+        for batch in batches:
             for start in range(0, batch.num_rows, batch_size):
                 yield batch.slice(start, batch_size)
+
+    def count_rows(self):
+        import pyarrow as pa
+
+        return self.data.num_rows if isinstance(self.data, pa.Table) else None
 
 
 class PandasSource(Source):
@@ -341,11 +342,11 @@ def _in_memory(obj, position: int | None) -> Source | None:
         return label, where
 
     if isinstance(obj, pa.Table):
-        return TableSource(obj, *named("pyarrow Table"))
+        return ArrowSource(obj, *named("pyarrow Table"))
     if isinstance(obj, pa.RecordBatch):
-        return TableSource(pa.Table.from_batches([obj]), *named("pyarrow RecordBatch"))
+        return ArrowSource(pa.Table.from_batches([obj]), *named("pyarrow RecordBatch"))
     if isinstance(obj, pa.RecordBatchReader):
-        return ReaderSource(obj, *named("pyarrow RecordBatchReader"))
+        return ArrowSource(obj, *named("pyarrow RecordBatchReader"))
     pd = sys.modules.get("pandas")  # a pandas object exists only if pandas is loaded
     if pd is not None and isinstance(obj, pd.DataFrame):
         return PandasSource(obj, *named("pandas DataFrame"))
@@ -357,16 +358,14 @@ def _in_memory(obj, position: int | None) -> Source | None:
         raise TypeError(msg)
     if hasattr(obj, "__arrow_c_stream__") and hasattr(pa.RecordBatchReader, "from_stream"):
         kind = type(obj).__name__
-        return ReaderSource(pa.RecordBatchReader.from_stream(obj), *named(f"{kind} (Arrow stream)"))
+        return ArrowSource(pa.RecordBatchReader.from_stream(obj), *named(f"{kind} (Arrow stream)"))
     return None
 
 
 def list_sources(input, fmt: str | None = None) -> list[Source]:
     """The sources of ``input``: a path (file or directory), an in-memory table, or a list of them
     (replayed in the order given)."""
-    if fmt is not None and fmt not in _FORMAT_NAMES:
-        msg = f"{opt('format')} must be one of ['parquet', 'ipc', 'csv']; got {fmt!r}."
-        raise ValueError(msg)
+    _check_format(fmt)
     if isinstance(input, (list, tuple)):
         if not input:
             msg = f"{opt('input')} must name at least one file, directory or table; got an empty list."
@@ -419,9 +418,7 @@ def list_input_files(path, fmt: str | None = None) -> list[tuple[str, str]]:
     file must be a regular file with at least one byte (a zero-byte file is a truncated or
     failed write, never an empty table).
     """
-    if fmt is not None and fmt not in _FORMAT_NAMES:
-        msg = f"{opt('format')} must be one of ['parquet', 'ipc', 'csv']; got {fmt!r}."
-        raise ValueError(msg)
+    _check_format(fmt)
     path = Path(path)
     if path.is_dir():
         files = []
@@ -686,36 +683,6 @@ def prepare(sources: list[Source], columns: Columns, label_delay: float | None) 
 # ---------------------------------------------------------------- record batches
 
 
-@dataclass
-class Chunk:
-    """One record batch of input, converted and checked.
-
-    ``t`` / ``label_t`` are float64 seconds (``label_t`` +inf where a label never comes, None when
-    labels are known at once; in file order ``t`` is the event's index in the stream);
-    ``kept`` is the record batch of columns copied to the output.
-    """
-
-    source: Source
-    row0: int
-    kept: object  # pyarrow.RecordBatch
-    t: np.ndarray
-    s: np.ndarray
-    y: np.ndarray
-    label_t: np.ndarray | None
-    w: np.ndarray | None
-
-    def __len__(self) -> int:
-        return int(self.s.size)
-
-    @property
-    def file(self) -> str:
-        return self.source.label
-
-    def where(self, column: str | None, i: int) -> str:
-        """ "file 'x.parquet', column 'score', row 17" for row ``i`` of this chunk."""
-        return self.source.where(column, self.row0 + i)
-
-
 def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
@@ -747,7 +714,7 @@ def _seconds(arr) -> np.ndarray:
     return out
 
 
-def _convert(batch, plan: _Plan, row0: int, index0: int, label_delay: float | None) -> Chunk:
+def _convert(batch, plan: _Plan, row0: int, index0: int, label_delay: float | None) -> EventBatch:
     source = plan.source
     roles = plan.roles
     n = batch.num_rows
@@ -828,11 +795,11 @@ def _convert(batch, plan: _Plan, row0: int, index0: int, label_delay: float | No
             msg = f"{where('weight', i)}: the weight must be finite and non-negative; got {float(w[i])!r}."
             raise ReplayInputError(msg)
     kept = batch.select(plan.keep)
-    return Chunk(source=source, row0=row0, kept=kept, t=t, s=s, y=y, label_t=label_t, w=w)
+    return EventBatch(source=source, row0=row0, kept=kept, t=t, s=s, y=y, label_t=label_t, w=w)
 
 
-def read_chunks(prepared: Prepared, *, batch_size: int) -> Iterator[Chunk]:
-    """Yield checked :class:`Chunk` s source by source, batch by batch.
+def read_chunks(prepared: Prepared, *, batch_size: int) -> Iterator[EventBatch]:
+    """Yield checked :class:`~streamcal.replay._batch.EventBatch` es source by source, batch by batch.
 
     Later sources' kept columns are cast to the first source's types (an error names the source if
     that fails).
@@ -857,17 +824,17 @@ def read_chunks(prepared: Prepared, *, batch_size: int) -> Iterator[Chunk]:
                 raise ReplayInputError(msg) from None
             if batch.num_rows == 0:
                 continue
-            chunk = _convert(batch, plan, row0, index0, prepared.label_delay)
-            if not chunk.kept.schema.equals(target):
+            events = _convert(batch, plan, row0, index0, prepared.label_delay)
+            if not events.kept.schema.equals(target):
                 try:
-                    chunk.kept = chunk.kept.cast(target)
+                    events.kept = events.kept.cast(target)
                 except (pa.ArrowException, ValueError, TypeError) as exc:
                     msg = (
-                        f"{source.where(None, row0)}: its columns {chunk.kept.schema.names} "
+                        f"{source.where(None, row0)}: its columns {events.kept.schema.names} "
                         f"do not match the first input's ({target}): {exc}"
                     )
                     raise ReplayInputError(msg) from None
-            yield chunk
+            yield events
             row0 += batch.num_rows
             index0 += batch.num_rows
 
@@ -932,3 +899,74 @@ class Prefetch:
             while True:
                 self._queue.get_nowait()
         self._thread.join()
+
+
+# ---------------------------------------------------------------- the source stage
+
+
+def _check_order(batch: EventBatch, last: float, column: str | None) -> None:
+    """Raise if event times go backwards within ``batch`` or from ``last`` (the previous batch's
+    last time) to its first."""
+    t = batch.t
+    if t.size == 0:
+        return
+    if t[0] < last:
+        i = 0
+        prev = last
+    else:
+        back = t[1:] < t[:-1]
+        if not back.any():
+            return
+        i = int(np.flatnonzero(back)[0]) + 1
+        prev = t[i - 1]
+    msg = (
+        f"{batch.where(column, i)}: event times go backwards "
+        f"({float(t[i])!r} s after {float(prev)!r} s). "
+        f"Sort the input, or replay with {opt('on_unsorted', 'sort')}."
+    )
+    raise ReplayInputError(msg)
+
+
+_SORTED = Source("<sorted input>", "the input sorted by event time")
+
+
+def _sorted_batches(batches: Iterable[EventBatch], batch_size: int) -> Iterator[EventBatch]:
+    """Read everything, sort stably by event time, and cut into batches again (in memory)."""
+    batches = list(batches)
+    if not batches:
+        return
+    whole = EventBatch.concat(batches, _SORTED)
+    del batches
+    whole = whole.take(np.argsort(whole.t, kind="stable"))
+    for start in range(0, len(whole), batch_size):
+        yield whole.slice(start, start + batch_size)
+
+
+class EventSource:
+    """The source stage: the input's :class:`~streamcal.replay._batch.EventBatch` es, checked and
+    in event-time order.
+
+    ``batches`` (from :func:`read_chunks`) are read and converted on a worker thread, at most two
+    batches ahead of the consumer (:class:`Prefetch`). Event times going backwards are an error
+    naming the input, column and row, or with ``on_unsorted="sort"`` the whole input is sorted
+    first (in memory). :meth:`close` stops the worker.
+    """
+
+    def __init__(self, batches: Iterable[EventBatch], *, batch_size: int, on_unsorted: str, time_col: str | None):
+        self._reader = Prefetch(batches, depth=2)
+        self._batch_size = batch_size
+        self._sort = on_unsorted == "sort"
+        self._time_col = time_col
+
+    def __iter__(self) -> Iterator[EventBatch]:
+        batches = iter(self._reader)
+        if self._sort:
+            batches = _sorted_batches(batches, self._batch_size)
+        last = -np.inf
+        for batch in batches:
+            _check_order(batch, last, self._time_col)
+            last = float(batch.t[-1])
+            yield batch
+
+    def close(self) -> None:
+        self._reader.close()
