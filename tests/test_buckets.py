@@ -6,16 +6,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from naive import naive_bucket_index
 
 from streamcal._kernels import histogram as H
 from streamcal._kernels import ipav as K
 from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid, bucket_index
 from streamcal.isotonic.streaming import PAVCalibrator
-
-
-def naive_bucket_index(edges, scores):
-    """Linear scan: the number of interior edges at or below each score."""
-    return np.array([sum(1 for e in edges[1:-1] if e <= s) for s in scores], dtype=np.intp)
 
 
 @given(
