@@ -17,6 +17,7 @@ QUICK_ARGS = {
     "rare_events.py": ["--quick"],
     "smooth_vs_isotonic.py": ["--repeats", "3", "--stream-repeats", "2", "--drift-repeats", "1"],
     "multiclass_coupling.py": ["--events", "3000"],
+    "river_pipeline.py": ["--events", "2000"],
 }
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.py"))
 
