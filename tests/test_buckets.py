@@ -199,6 +199,7 @@ def test_quantile_edges_split_the_sample_evenly(rng):
     assert QuantileEdges(n_buckets=4).bucket_edges(np.ones(10)).tolist() == [0.5, 1.5]
 
 
+@pytest.mark.slow
 def test_quantile_warmup_buffers_then_replays_every_event(rng):
     s = rng.normal(size=300)
     y = rng.uniform(size=300) < 1 / (1 + np.exp(-2 * s))

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pyarrow.parquet as pq
+import pytest
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -14,6 +15,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_demo_replays_every_method_and_prints_the_drift_table(tmp_path):
     result = run_cli("demo", "--n", "20000", "--seed", "3", "--dir", str(tmp_path), "--no-plot")
     assert result.returncode == 0, result.stderr
@@ -57,6 +59,7 @@ def test_every_command_has_working_help():
         assert "usage: streamcal" in result.stdout
 
 
+@pytest.mark.slow
 def test_replay_default_never_gives_zero_or_one_and_exact_proba_does(tmp_path):
     data = tmp_path / "click.parquet"
     assert run_cli("generate", str(data), "-n", "4000", "--seed", "2").returncode == 0

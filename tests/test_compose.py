@@ -273,6 +273,7 @@ def test_multiclass_calibrator_gets_the_whole_distribution_and_the_label():
     assert set(model.predict_proba_one(x)) == set(clf.predict_proba_one(x))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("calibrator", [PairwiseCouplingCalibrator, OneVsRestCalibrator])
 def test_multiclass_calibration_with_the_coupling_calibrators(calibrator):
     bare = naive_bayes.GaussianNB()

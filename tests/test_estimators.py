@@ -136,6 +136,8 @@ def river_cases():
                     check = on_score_dicts(check.func, index % 3, size)
             reason = skip_reason(model, name)
             marks = [pytest.mark.skip(reason=reason)] if reason else []
+            if name == "check_bounded_memory_growth":  # ten times river's usual stream
+                marks.append(pytest.mark.slow)
             yield pytest.param(make, check, id=case_id, marks=marks)
 
 

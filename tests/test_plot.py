@@ -522,6 +522,7 @@ def test_replay_figure_every_panel_has_a_ylabel_and_a_legend(tmp_path):
         plot.replay_figure(metrics_table(), fig=plt.gca())
 
 
+@pytest.mark.slow
 def test_plot_replay_writes_the_png_without_pyplot(tmp_path):
     from streamcal.replay._evaluate import Reliability
     from streamcal.replay._plot import plot_replay

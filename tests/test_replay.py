@@ -394,6 +394,7 @@ def stream_arrays(path):
     )
 
 
+@pytest.mark.slow
 def test_replay_equals_each_calibrators_prequential(tmp_path, clicks):
     t, s, y, _ = stream_arrays(clicks)
     cals = {name: make() for name, make in CALIBRATORS.items()}
@@ -883,6 +884,7 @@ def cli(*args, cwd):
     )
 
 
+@pytest.mark.slow
 def test_cli_end_to_end_with_plot(tmp_path):
     pytest.importorskip("matplotlib")
     gen = cli(
@@ -934,6 +936,7 @@ def test_cli_end_to_end_with_plot(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_cli_errors_are_one_clear_line(tmp_path, events):
     t, s, y, _ = events
     s = s.copy()
