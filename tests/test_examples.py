@@ -19,6 +19,7 @@ QUICK_ARGS = {
     "multiclass_coupling.py": ["--events", "3000"],
     "river_pipeline.py": ["--events", "2000"],
     "finite_vs_exact.py": ["--n", "200000"],
+    "multiclass_wrapper.py": ["--events", "800"],
 }
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.py"))
 
