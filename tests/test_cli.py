@@ -29,6 +29,7 @@ def test_demo_replays_every_method_and_prints_the_drift_table(tmp_path):
     assert {"proba_pav", "llr_pav", "proba_gev", "llr_ispline"} <= set(table.column_names)
 
 
+@pytest.mark.slow
 def test_generate_then_replay(tmp_path):
     data = tmp_path / "click.parquet"
     result = run_cli("generate", str(data), "--scenario", "click", "-n", "5000", "--seed", "1")
