@@ -12,11 +12,13 @@ when present, refitted every 100 labels). All metrics are progressive: each even
 calibrator) learn it. Log loss is clipped at 1e-15 as river's ``LogLoss`` does, because PAV's exact
 map (``finite_proba=False``, shown for comparison) gives the extreme buckets exactly 0 or 1.
 
-Install: ``pip install .`` (the plain install). Run: ``python examples/river_pipeline.py`` (a few minutes).
+Install: ``pip install .`` (the plain install). Run: ``python examples/river_pipeline.py`` (a few minutes);
+``--events N`` keeps the first N events of each dataset.
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 
 from river import datasets, linear_model, naive_bayes, preprocessing
@@ -85,6 +87,11 @@ def progressive(model, dataset) -> dict:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=None, help="the first N events of each dataset (default: all)")
+    args = parser.parse_args()
+    if args.events is not None and args.events < 1:
+        parser.error(f"--events must be a positive int; got {args.events}")
     cals = calibrators()
     print("| dataset | model | calibration | log loss | Brier | ECE | µs/event |")
     print("|---|---|---|---:|---:|---:|---:|")
@@ -92,7 +99,8 @@ def main() -> None:
         for model_name, make_model in MODELS.items():
             rows = [("none", make_model())] + [(name, wrap(make_model, make)) for name, make in cals.items()]
             for cal_name, model in rows:
-                r = progressive(model, make_dataset())
+                dataset = make_dataset() if args.events is None else make_dataset().take(args.events)
+                r = progressive(model, dataset)
                 print(
                     f"| {ds_name} | {model_name} | {cal_name} | {r['log loss']:.4f} | {r['Brier']:.4f} | "
                     f"{r['ECE']:.4f} | {r['µs/event']:.0f} |",

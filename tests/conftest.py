@@ -1,4 +1,10 @@
-"""Shared fixtures and hypothesis settings."""
+"""Shared fixtures and hypothesis settings.
+
+Shared code lives in helper modules, which test files import (no test file imports another):
+``naive.py`` (slow reference implementations), ``river_cases.py`` (streamcal's public estimators,
+stand-in river models, the river-loop reference), ``fuzz_cases.py`` (hypothesis strategies and
+checks for bad input) and ``state_files.py`` (building and running state files).
+"""
 
 from __future__ import annotations
 

@@ -1,30 +1,126 @@
-"""Shared test helpers: river's checks as pytest cases, the river-loop reference, common assertions."""
+"""Shared test helpers: streamcal's public estimators, stand-in river models, the river-loop
+reference, common assertions."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import math
+import pkgutil
+
 import numpy as np
-import pytest
-from river import checks
+from river import base
+from river.metrics.base import Metric
+
+import streamcal
+from streamcal.isotonic import pav
 
 
-def river_check_cases(*classes):
-    """Yield ``pytest.param(cls, params, check)`` for every check river yields for each class.
+# ---------------------------------------------------------------------------- public classes
+def public_classes() -> dict:
+    """Every class in the ``__all__`` of a public streamcal module, by ``module.qualname``.
 
-    Checks listed in the estimator's ``_unit_test_skips`` are marked skipped; the reason is written
-    next to each name in that method.
+    Private modules (a part starting with ``_``) hold base classes and kernels; what they define
+    for users is re-exported by a public module.
     """
-    for cls in classes:
-        for i, params in enumerate(cls._unit_test_params()):
-            model = cls(**params)
-            skips = model._unit_test_skips()
-            for check in checks.yield_checks(model):
-                name = check.__name__
-                dataset = getattr(check, "keywords", {}).get("dataset")
-                label = f"{cls.__name__}-params{i}-{name}" + ("" if dataset is None else f"-{type(dataset).__name__}")
-                marks = [pytest.mark.skip(reason=f"listed in {cls.__name__}._unit_test_skips")] if name in skips else []
-                yield pytest.param(cls, params, check, id=label, marks=marks)
+    seen = {}
+    for info in pkgutil.walk_packages(streamcal.__path__, "streamcal."):
+        if any(part.startswith("_") for part in info.name.split(".")):
+            continue
+        module = importlib.import_module(info.name)
+        for name in getattr(module, "__all__", []):
+            obj = getattr(module, name)
+            if inspect.isclass(obj) and obj.__module__.startswith("streamcal"):
+                seen[f"{obj.__module__}.{obj.__qualname__}"] = obj
+    return dict(sorted(seen.items()))
 
 
+def streamcal_estimators() -> dict:
+    """The public river estimators of streamcal that can be built: calibrators, classifiers,
+    multiclass calibrators, by ``module.qualname``."""
+    return {
+        name: cls
+        for name, cls in public_classes().items()
+        if issubclass(cls, base.Estimator) and not inspect.isabstract(cls) and hasattr(cls, "_unit_test_params")
+    }
+
+
+def streamcal_metrics() -> dict:
+    """The public river metrics of streamcal, by ``module.qualname``."""
+    return {name: cls for name, cls in public_classes().items() if issubclass(cls, Metric) and not inspect.isabstract(cls)}
+
+
+# ---------------------------------------------------------------------------- stand-in river models
+class HistogramPAV(base.Classifier):
+    """Test-local streaming stand-in: PAV over a fixed uniform histogram of probability scores.
+
+    Same face as the streamcal binary streaming calibrators (one-score dict in, bool label).
+    """
+
+    def __init__(self, n_buckets: int = 20, score_key: str | None = None):
+        self.n_buckets = n_buckets
+        self.score_key = score_key
+        self._pos = np.zeros(n_buckets)
+        self._neg = np.zeros(n_buckets)
+
+    def _bucket(self, x: dict) -> int:
+        (s,) = x.values() if self.score_key is None else (x[self.score_key],)
+        return min(int(s * self.n_buckets), self.n_buckets - 1)
+
+    def learn_one(self, x, y):
+        b = self._bucket(x)
+        if y:
+            self._pos[b] += 1.0
+        else:
+            self._neg[b] += 1.0
+
+    def _fitted(self, b: int) -> float:
+        tot = self._pos + self._neg
+        has = tot > 0
+        if not has.any():
+            return 0.5
+        fit = pav(self._pos[has] / tot[has], tot[has])
+        idx = np.flatnonzero(has)
+        j = int(np.clip(np.searchsorted(idx, b, side="right") - 1, 0, idx.size - 1))
+        return float((fit[j] * tot[has][j] + 1.0) / (tot[has][j] + 2.0))  # keep it inside (0, 1)
+
+    def predict_proba_one(self, x):
+        p = self._fitted(self._bucket(x))
+        return {False: 1.0 - p, True: p}
+
+    def predict_llr_one(self, x):
+        p = self._fitted(self._bucket(x))
+        t1 = self._pos.sum() + 1.0
+        t = self._pos.sum() + self._neg.sum() + 2.0
+        return math.log(p / (1 - p)) - math.log(t1 / (t - t1))
+
+
+class FrequencyBlend(base.Classifier):
+    """Test-local multiclass stand-in: averages the model's distribution with the class frequencies."""
+
+    def __init__(self, alpha: float = 0.5):
+        self.alpha = alpha
+        self._counts: dict = {}
+
+    @property
+    def _multiclass(self):
+        return True
+
+    def learn_one(self, x, y):
+        self._counts[y] = self._counts.get(y, 0) + 1
+
+    def predict_proba_one(self, x):
+        classes = set(self._counts) | set(x)
+        n = sum(self._counts.values())
+        out = {}
+        for c in classes:
+            freq = self._counts.get(c, 0) / n if n else 1.0 / len(classes)
+            out[c] = self.alpha * x.get(c, 0.0) + (1 - self.alpha) * freq
+        z = sum(out.values())
+        return {c: v / z for c, v in out.items()} if z > 0 else {}
+
+
+# ---------------------------------------------------------------------------- the river face
 def river_loop(cal, scores, labels, ops, weights, times):
     """What the array face must equal: a loop of the river methods over an operation sequence.
 

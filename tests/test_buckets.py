@@ -6,16 +6,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from naive import naive_bucket_index
 
 from streamcal._kernels import histogram as H
 from streamcal._kernels import ipav as K
 from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid, bucket_index
 from streamcal.isotonic.streaming import PAVCalibrator
-
-
-def naive_bucket_index(edges, scores):
-    """Linear scan: the number of interior edges at or below each score."""
-    return np.array([sum(1 for e in edges[1:-1] if e <= s) for s in scores], dtype=np.intp)
 
 
 @given(
@@ -203,6 +199,7 @@ def test_quantile_edges_split_the_sample_evenly(rng):
     assert QuantileEdges(n_buckets=4).bucket_edges(np.ones(10)).tolist() == [0.5, 1.5]
 
 
+@pytest.mark.slow
 def test_quantile_warmup_buffers_then_replays_every_event(rng):
     s = rng.normal(size=300)
     y = rng.uniform(size=300) < 1 / (1 + np.exp(-2 * s))

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pyarrow.parquet as pq
+import pytest
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -14,6 +15,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_demo_replays_every_method_and_prints_the_drift_table(tmp_path):
     result = run_cli("demo", "--n", "20000", "--seed", "3", "--dir", str(tmp_path), "--no-plot")
     assert result.returncode == 0, result.stderr
@@ -27,6 +29,7 @@ def test_demo_replays_every_method_and_prints_the_drift_table(tmp_path):
     assert {"proba_pav", "llr_pav", "proba_gev", "llr_ispline"} <= set(table.column_names)
 
 
+@pytest.mark.slow
 def test_generate_then_replay(tmp_path):
     data = tmp_path / "click.parquet"
     result = run_cli("generate", str(data), "--scenario", "click", "-n", "5000", "--seed", "1")
@@ -57,6 +60,7 @@ def test_every_command_has_working_help():
         assert "usage: streamcal" in result.stdout
 
 
+@pytest.mark.slow
 def test_replay_default_never_gives_zero_or_one_and_exact_proba_does(tmp_path):
     data = tmp_path / "click.parquet"
     assert run_cli("generate", str(data), "-n", "4000", "--seed", "2").returncode == 0

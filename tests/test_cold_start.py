@@ -30,6 +30,9 @@ MAX_FIRST_PREQUENTIAL = 26
 # helpers only they call (the single-score bucket search).
 MAX_RIVER_FACE_EXTRA = 10
 
+# The probe compiles in a fresh process with an empty numba cache: tens of seconds.
+pytestmark = pytest.mark.slow
+
 PROBE = """
 import json
 

@@ -1,4 +1,7 @@
-"""CalibratedClassifier: call order (spy), binary and multiclass calibrators, pipelines, river checks."""
+"""CalibratedClassifier: call order (spy), binary and multiclass calibrators, pipelines, bounded state.
+
+river's estimator checks for it, with more wrapped models and calibrators, are in test_estimators.py.
+"""
 
 from __future__ import annotations
 
@@ -8,86 +11,16 @@ import math
 
 import numpy as np
 import pytest
-from river import base, checks, datasets, evaluate, linear_model, metrics, naive_bayes, preprocessing, tree
-from river_cases import river_check_cases
+from river import base, datasets, evaluate, linear_model, metrics, naive_bayes, preprocessing
+from river_cases import FrequencyBlend, HistogramPAV
 
-from streamcal.buckets import LogitGrid
 from streamcal.compose import CalibratedClassifier
-from streamcal.isotonic import PAVCalibrator, pav
+from streamcal.isotonic import PAVCalibrator
 from streamcal.multiclass import OneVsRestCalibrator, PairwiseCouplingCalibrator
 from streamcal.windows import CountWindow
 
 
 # --------------------------------------------------------------------------------------- stand-ins
-class HistogramPAV(base.Classifier):
-    """Test-local streaming stand-in: PAV over a fixed uniform histogram of probability scores.
-
-    Same face as the streamcal binary streaming calibrators (one-score dict in, bool label).
-    """
-
-    def __init__(self, n_buckets: int = 20, score_key: str | None = None):
-        self.n_buckets = n_buckets
-        self.score_key = score_key
-        self._pos = np.zeros(n_buckets)
-        self._neg = np.zeros(n_buckets)
-
-    def _bucket(self, x: dict) -> int:
-        (s,) = x.values() if self.score_key is None else (x[self.score_key],)
-        return min(int(s * self.n_buckets), self.n_buckets - 1)
-
-    def learn_one(self, x, y):
-        b = self._bucket(x)
-        if y:
-            self._pos[b] += 1.0
-        else:
-            self._neg[b] += 1.0
-
-    def _fitted(self, b: int) -> float:
-        tot = self._pos + self._neg
-        has = tot > 0
-        if not has.any():
-            return 0.5
-        fit = pav(self._pos[has] / tot[has], tot[has])
-        idx = np.flatnonzero(has)
-        j = int(np.clip(np.searchsorted(idx, b, side="right") - 1, 0, idx.size - 1))
-        return float((fit[j] * tot[has][j] + 1.0) / (tot[has][j] + 2.0))  # keep it inside (0, 1)
-
-    def predict_proba_one(self, x):
-        p = self._fitted(self._bucket(x))
-        return {False: 1.0 - p, True: p}
-
-    def predict_llr_one(self, x):
-        p = self._fitted(self._bucket(x))
-        t1 = self._pos.sum() + 1.0
-        t = self._pos.sum() + self._neg.sum() + 2.0
-        return math.log(p / (1 - p)) - math.log(t1 / (t - t1))
-
-
-class FrequencyBlend(base.Classifier):
-    """Test-local multiclass stand-in: averages the model's distribution with the class frequencies."""
-
-    def __init__(self, alpha: float = 0.5):
-        self.alpha = alpha
-        self._counts: dict = {}
-
-    @property
-    def _multiclass(self):
-        return True
-
-    def learn_one(self, x, y):
-        self._counts[y] = self._counts.get(y, 0) + 1
-
-    def predict_proba_one(self, x):
-        classes = set(self._counts) | set(x)
-        n = sum(self._counts.values())
-        out = {}
-        for c in classes:
-            freq = self._counts.get(c, 0) / n if n else 1.0 / len(classes)
-            out[c] = self.alpha * x.get(c, 0.0) + (1 - self.alpha) * freq
-        z = sum(out.values())
-        return {c: v / z for c, v in out.items()} if z > 0 else {}
-
-
 class SpyModel(base.Classifier):
     """A model whose score moves with every event it learns, logging each call."""
 
@@ -340,6 +273,7 @@ def test_multiclass_calibrator_gets_the_whole_distribution_and_the_label():
     assert set(model.predict_proba_one(x)) == set(clf.predict_proba_one(x))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("calibrator", [PairwiseCouplingCalibrator, OneVsRestCalibrator])
 def test_multiclass_calibration_with_the_coupling_calibrators(calibrator):
     bare = naive_bayes.GaussianNB()
@@ -355,35 +289,6 @@ def test_multiclass_calibration_with_the_coupling_calibrators(calibrator):
         bare.learn_one(x, y)
         model.learn_one(x, y)
     assert cal.get() < 0.5 * raw.get()  # naive Bayes is far from calibrated on ImageSegments
-
-
-# --------------------------------------------------------------------------------------- river checks
-def _check_cases():
-    models = {
-        "gaussiannb-pav": lambda: CalibratedClassifier(naive_bayes.GaussianNB(), PAVCalibrator(window=CountWindow(50))),
-        "hoeffdingtree-standin": lambda: CalibratedClassifier(tree.HoeffdingTreeClassifier(), HistogramPAV()),
-        "gaussiannb-standin-multiclass": lambda: CalibratedClassifier(naive_bayes.GaussianNB(), FrequencyBlend()),
-        "gaussiannb-pairwise": lambda: CalibratedClassifier(
-            naive_bayes.GaussianNB(), PairwiseCouplingCalibrator(PAVCalibrator(buckets=LogitGrid(n_buckets=64)))
-        ),
-    }
-    for name, make in models.items():
-        for check in checks.yield_checks(make()):
-            dataset = getattr(check, "keywords", {}).get("dataset")
-            label = check.__name__ + ("" if dataset is None else f"[{type(dataset).__name__}]")
-            yield pytest.param(make, check, id=f"{name}-{label}")
-
-
-@pytest.mark.parametrize(("cls", "params", "check"), list(river_check_cases(CalibratedClassifier)))
-def test_river_checks_with_unit_test_params(cls, params, check):
-    """LogisticRegression and GaussianNB wrapped with PAVCalibrator (``_unit_test_params``)."""
-    check(cls(**params))
-
-
-@pytest.mark.parametrize(("make", "check"), list(_check_cases()))
-def test_river_checks(make, check):
-    """More wrapped models and calibrators: windowed PAV, a tree, multiclass calibrators."""
-    check(make())
 
 
 def test_state_is_bounded():

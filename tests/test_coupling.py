@@ -8,57 +8,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from naive import naive_ht_couple, naive_score_residual, naive_wlw_couple
 from scipy.optimize import minimize
 
 from streamcal import pairwise_couple
 from streamcal._kernels.coupling import ht_score_residual
 from streamcal.multiclass import ConvergenceWarning
-
-
-def naive_ht_couple(r, n, tol, max_iter):
-    """Paper 002's algorithm as written: one class at a time, renormalise after every update."""
-    k = len(r)
-    p = [2.0 / (k * (k - 1)) * sum(r[i][j] for j in range(k) if j != i) for i in range(k)]
-    for _ in range(max_iter):
-        for i in range(k):
-            target = sum(n[i][j] * r[i][j] for j in range(k) if j != i)
-            fitted = sum(n[i][j] * p[i] / (p[i] + p[j]) for j in range(k) if j != i)
-            if fitted > 0:
-                p[i] *= target / fitted
-            total = sum(p)
-            p = [v / total for v in p]
-        if naive_score_residual(r, n, p) <= tol:
-            break
-    return np.array(p)
-
-
-def naive_score_residual(r, n, p):
-    k = len(r)
-    worst = 0.0
-    for i in range(k):
-        tot = sum(n[i][j] for j in range(k) if j != i)
-        num = sum(n[i][j] * (p[i] / (p[i] + p[j]) - r[i][j]) for j in range(k) if j != i)
-        if tot > 0:
-            worst = max(worst, abs(num) / tot)
-    return worst
-
-
-def naive_wlw_couple(r, n):
-    """Wu–Lin–Weng method 2: the bordered system solved by LAPACK."""
-    k = len(r)
-    q = np.zeros((k, k))
-    for i in range(k):
-        for j in range(k):
-            if j != i:
-                q[i, i] += n[i][j] * r[j][i] ** 2
-                q[i, j] = -n[i][j] * r[j][i] * r[i][j]
-    a = np.zeros((k + 1, k + 1))
-    a[:k, :k] = q
-    a[:k, k] = 1.0
-    a[k, :k] = 1.0
-    rhs = np.zeros(k + 1)
-    rhs[k] = 1.0
-    return np.linalg.solve(a, rhs)[:k], q
 
 
 def neg_kl(r, n, p):

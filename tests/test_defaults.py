@@ -59,6 +59,7 @@ DEFAULT_STREAMING = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(DEFAULT_STREAMING))
 def test_default_streaming_calibrator_prequential_serves_no_zero_or_one(name):
     s, y = rare_stream(4000, seed=1)

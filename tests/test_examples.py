@@ -14,9 +14,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # Small-size arguments for the examples whose default sizes take minutes; the code path is the same.
 QUICK_ARGS = {
-    "rare_events.py": ["--quick"],
+    "rare_events.py": ["--quick", "--sizes", "500"],
     "smooth_vs_isotonic.py": ["--repeats", "3", "--stream-repeats", "2", "--drift-repeats", "1"],
     "multiclass_coupling.py": ["--events", "3000"],
+    "river_pipeline.py": ["--events", "2000"],
+    "finite_vs_exact.py": ["--n", "200000"],
+    "multiclass_wrapper.py": ["--events", "800"],
 }
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.py"))
 
@@ -25,6 +28,7 @@ def test_examples_are_found():
     assert len(EXAMPLES) >= 5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_example_runs(name, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}

@@ -408,6 +408,7 @@ def test_multiclass_learn_one_registers_nothing_when_rejected(name, x, y):
             assert sum(values) == pytest.approx(1.0, abs=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["pc-fixed", "ovr-fixed-logit"])
 @FUZZ
 @given(data=st.data())

@@ -152,6 +152,7 @@ def damage(data: bytes, edits: list[tuple[int, int]]) -> bytes:
     return bytes(out)
 
 
+@pytest.mark.slow
 @settings(max_examples=50)
 @given(
     argv=st.one_of(replay_argv(), replay_argv(), replay_argv(), generate_argv()),
@@ -185,6 +186,7 @@ def test_random_bytes_as_input_files(files, data, suffix):
         check(*run_main(argv), argv)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [

@@ -311,16 +311,24 @@ def _check(results) -> None:
     assert not bad, f"{len(bad)} of {len(results)} mutated files misbehaved:\n" + "\n".join(bad[:40])
 
 
-# one child process per group, of similar numbers of mutated files
-GROUPS = [
-    ["pav-count", "pav-time", "pav-decay-events", "pav-decay-time"],
-    ["pav-unbounded", "pav-empty", "pav-quantile-warming", "pav-quantile-done", "pav-edges"],
-    [n for n in LEARNERS if n.split("-")[0] in ("ispline", "gev", "platt") and n not in ("gev-regression", "gev-classifier")],
-]
-GROUPS.append([n for n in LEARNERS if not any(n in g for g in GROUPS)])
+# one child process per group, of similar run times; the last group takes every other learner
+GROUPS = {
+    "pav-count": ["pav-count"],
+    "pav-time-decay-events": ["pav-time", "pav-decay-events"],
+    "pav-decay-time-unbounded-empty": ["pav-decay-time", "pav-unbounded", "pav-empty"],
+    "pav-quantile": ["pav-quantile-warming", "pav-quantile-done"],
+    "pav-edges": ["pav-edges"],
+    "ispline": ["ispline"],
+    "ispline-count-refit": ["ispline-count-refit"],
+    "ispline-quantile-gev-auto": ["ispline-quantile-warming", "gev-auto"],
+    "gev-time-platt": ["gev-time-refit", "platt-decay"],
+    "wrappers": ["pairwise", "one-vs-rest", "calibrated-classifier"],
+}
+GROUPS["batch-metrics"] = [n for n in LEARNERS if not any(n in g for g in GROUPS.values())]
 
 
-@pytest.mark.parametrize("names", GROUPS, ids=["pav-1", "pav-2", "ispline-gev-platt", "wrappers-batch-metrics"])
+@pytest.mark.slow
+@pytest.mark.parametrize("names", list(GROUPS.values()), ids=list(GROUPS))
 def test_mutated_files_load_identically_or_are_refused(names, tmp_path):
     batch = []
     for name in names:
@@ -356,6 +364,7 @@ def _random_mutation(draw, names):
 _STREAMING = [n for n in LEARNERS if n.split("-")[0] in ("pav", "ispline", "gev", "platt")]
 
 
+@pytest.mark.slow
 @settings(max_examples=1, phases=[Phase.generate], suppress_health_check=list(HealthCheck), deadline=None)
 @given(st.lists(_random_mutation(_STREAMING), min_size=300, max_size=300))
 def test_random_array_mutations_load_identically_or_are_refused(tmp_path_factory, draws):

@@ -1,4 +1,4 @@
-"""GEVCalibrator and PlattCalibrator: histogram fits against independent fits, faces, river checks."""
+"""GEVCalibrator and PlattCalibrator: histogram fits against independent fits, faces (river checks: test_estimators.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
-from river_cases import river_check_cases, river_loop
+from river_cases import river_loop
 from sklearn.linear_model import LogisticRegression
 
 from streamcal import GEVCalibrator, GEVCanonicalRegression, PlattCalibrator
@@ -166,8 +166,3 @@ def test_raw_scores_use_the_score_itself(rng):
     slope, intercept = cal.coef_
     assert abs(slope - 2.0) < 0.25
     assert abs(intercept + 1.0) < 0.2
-
-
-@pytest.mark.parametrize(("cls", "params", "check"), list(river_check_cases(*CLASSES)))
-def test_river_check(cls, params, check):
-    check(cls(**params))

@@ -4,25 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from naive import naive_histogram_risk
 from scipy import optimize, special
 
 from streamcal import GEVCanonicalRegression
-from streamcal.gev import fit_glm_on_histogram, gev_canonical_loss, gev_cdf
-
-
-def naive_histogram_risk(beta, x, pos, neg, link, xi, l2):
-    """Penalised risk of (slope, intercept) on buckets, with its gradient."""
-    v = beta[0] * x + beta[1]
-    if link == "logit":
-        loss1, loss0 = np.logaddexp(0.0, -v), np.logaddexp(0.0, v)
-        p = special.expit(v)
-    else:
-        loss1 = gev_canonical_loss(np.ones(v.size), v, xi)
-        loss0 = gev_canonical_loss(np.zeros(v.size), v, xi)
-        p = gev_cdf(v, xi)
-    r = (pos + neg) * p - pos
-    risk = float(pos @ loss1 + neg @ loss0) + 0.5 * l2 * float(beta @ beta)
-    return risk, np.array([r @ x, r.sum()]) + l2 * beta
+from streamcal.gev import fit_glm_on_histogram
 
 
 @pytest.fixture(scope="module")

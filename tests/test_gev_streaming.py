@@ -1,8 +1,7 @@
-"""Streaming GEV-canonical learner: river checks, convergence to batch, frames, bad input."""
+"""Streaming GEV-canonical learner: convergence to batch, frames, bad input (river checks: test_estimators.py)."""
 
 from __future__ import annotations
 
-import copy
 import pickle
 
 import numpy as np
@@ -10,22 +9,9 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
-from river import checks
 
 from streamcal import GEVCanonicalRegression
 from streamcal.gev import GEVCanonicalClassifier, gev_cdf
-
-
-def _river_cases():
-    for i, params in enumerate(GEVCanonicalClassifier._unit_test_params()):
-        model = GEVCanonicalClassifier(**params)
-        for check in checks.yield_checks(model):
-            yield pytest.param(model, check, id=f"params{i}-{check.__name__}")
-
-
-@pytest.mark.parametrize(("model", "check"), list(_river_cases()))
-def test_river_checks(model, check):
-    check(copy.deepcopy(model))
 
 
 def stream(rng, n, coef, intercept, xi, names=None):

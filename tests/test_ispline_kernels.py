@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from naive import naive_bspline, naive_capped_nnls, naive_ispline, naive_mspline
 from scipy.integrate import quad
 from scipy.interpolate import BSpline
 
@@ -20,76 +20,6 @@ from streamcal._kernels.ispline import (
     nnls_sum_capped_gram_warm,
 )
 from streamcal.spline.basis import ispline_basis, knot_vector, mspline_basis
-
-# ----------------------------------------------------------------------------- naive references
-
-
-def naive_bspline(t, i, order, x):
-    """Cox-de Boor recursion for one B-spline, right-continuous, closed at the last knot."""
-    if order == 1:
-        if t[i] < t[i + 1] and (t[i] <= x < t[i + 1] or (x == t[-1] and t[i + 1] == t[-1])):
-            return 1.0
-        return 0.0
-    out = 0.0
-    if t[i + order - 1] > t[i]:
-        out += (x - t[i]) / (t[i + order - 1] - t[i]) * naive_bspline(t, i, order - 1, x)
-    if t[i + order] > t[i + 1]:
-        right = (t[i + order] - x) / (t[i + order] - t[i + 1])
-        out += right * naive_bspline(t, i + 1, order - 1, x)
-    return out
-
-
-def naive_mspline(t, i, order, x):
-    """Ramsay's M-spline ``M_i = order B_{i,order} / (t_{i+order} - t_i)``."""
-    return order * naive_bspline(t, i, order, x) / (t[i + order] - t[i])
-
-
-def naive_ispline(t, i, order, x):
-    """I-spline as the numerical integral of the M-spline from the left bound."""
-    if x <= t[0]:
-        return 0.0
-    inner = [k for k in t if t[0] < k < min(x, t[-1])]
-    value, _ = quad(
-        lambda s: naive_mspline(t, i, order, s),
-        t[0],
-        min(x, t[-1]),
-        points=inner or None,
-        epsabs=1e-13,
-        epsrel=1e-13,
-        limit=200,
-    )
-    return value
-
-
-def naive_capped_nnls(gram, rhs, cap):
-    """Brute-force active-set enumeration for min 1/2 x'Gx - b'x, x >= 0, sum x <= cap.
-
-    For every choice of zero set and cap-active flag, solve the equality-constrained problem by
-    least squares; keep the feasible candidate with the lowest objective.
-    """
-    p = gram.shape[0]
-    best, best_val = None, np.inf
-    for free_mask in itertools.product([False, True], repeat=p):
-        free = np.flatnonzero(free_mask)
-        for cap_active in (False, True):
-            x = np.zeros(p)
-            if free.size:
-                g = gram[np.ix_(free, free)]
-                if cap_active:
-                    ones = np.ones((free.size, 1))
-                    kkt = np.block([[g, ones], [ones.T, np.zeros((1, 1))]])
-                    sol = np.linalg.lstsq(kkt, np.append(rhs[free], cap), rcond=None)[0]
-                    x[free] = sol[:-1]
-                else:
-                    x[free] = np.linalg.lstsq(g, rhs[free], rcond=None)[0]
-            elif cap_active:
-                continue
-            if (x < -1e-12).any() or x.sum() > cap + 1e-12:
-                continue
-            val = 0.5 * x @ gram @ x - rhs @ x
-            if val < best_val - 1e-15:
-                best, best_val = x, val
-    return best, best_val
 
 
 def _random_knots(rng, n_interior, order):

@@ -7,7 +7,7 @@ import pickle
 
 import numpy as np
 import pytest
-from river_cases import assert_array_face_equals_river_loop, assert_monotone_on_unit_grid, river_check_cases
+from river_cases import assert_array_face_equals_river_loop, assert_monotone_on_unit_grid
 
 from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid
 from streamcal.spline import fit_ispline, fit_ispline_on_histogram
@@ -28,11 +28,6 @@ CALIBRATORS = [
     lambda: ISplineCalibrator(buckets=UniformGrid(32), window=Decay(5.0), order=1, n_knots=2, refit_every=1),
     lambda: ISplineCalibrator(buckets=QuantileEdges(n_buckets=16, warmup=40), window=Decay(3.0, by="time"), refit_every=25),
 ]
-
-
-@pytest.mark.parametrize(("cls", "params", "check"), list(river_check_cases(ISplineCalibrator)))
-def test_river_check(cls, params, check):
-    check(cls(**params))
 
 
 @pytest.mark.parametrize("make", CALIBRATORS)

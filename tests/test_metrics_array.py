@@ -8,6 +8,14 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from naive import (
+    naive_calibration_loss,
+    naive_cllr,
+    naive_ece_uniform,
+    naive_hosmer_lemeshow,
+    naive_log_loss,
+    naive_min_cllr,
+)
 from scipy import stats
 from sklearn.metrics import brier_score_loss
 from sklearn.metrics import log_loss as sk_log_loss
@@ -21,108 +29,6 @@ from streamcal.metrics import (
     log_loss,
     min_cllr,
 )
-
-# --- naive references ----------------------------------------------------------------------
-
-
-def naive_log_loss(y, p, w):
-    total = 0.0
-    for yi, pi, wi in zip(y, p, w):
-        if wi == 0:
-            continue
-        if yi == 1:
-            total += wi * (math.inf if pi == 0 else -math.log(pi))
-        else:
-            total += wi * (math.inf if pi == 1 else -math.log(1 - pi))
-    return total / sum(w)
-
-
-def naive_cllr(y, llr, w):
-    """½ (weighted mean over positives of log2(1 + e^-llr) + the same over negatives with e^llr)."""
-    pos = neg = wp = wn = 0.0
-    for yi, x, wi in zip(y, llr, w):
-        sign = -1.0 if yi == 1 else 1.0
-        cost = 0.0 if wi == 0 else wi * math.log2(1.0 + math.exp(sign * x))
-        if yi == 1:
-            pos, wp = pos + cost, wp + wi
-        else:
-            neg, wn = neg + cost, wn + wi
-    return 0.5 * (pos / wp + neg / wn)
-
-
-def naive_pav(y, w):
-    """Pool adjacent violators with a list of blocks (value, weight, count)."""
-    blocks = []
-    for yi, wi in zip(y, w):
-        blocks.append([float(yi), float(wi), 1])
-        while len(blocks) > 1 and blocks[-2][0] >= blocks[-1][0]:
-            v2, w2, n2 = blocks.pop()
-            v1, w1, n1 = blocks.pop()
-            wt = w1 + w2
-            blocks.append([(v1 * w1 + v2 * w2) / wt if wt > 0 else v2, wt, n1 + n2])
-    out = []
-    for v, _, n in blocks:
-        out.extend([v] * n)
-    return np.array(out)
-
-
-def naive_min_cllr(y, s, w):
-    order = np.lexsort((-y, s))  # ties: any order, pooled below
-    ys, ss, ws = y[order], s[order], w[order]
-    # pool ties first (one block per distinct score), then PAV over the blocks
-    _, inv = np.unique(ss, return_inverse=True)
-    pos = np.bincount(inv, weights=ws * ys)
-    tot = np.bincount(inv, weights=ws)
-    frac = naive_pav(pos / tot, tot)
-    p = frac[inv]
-    prior = np.sum(ws * ys) / np.sum(ws)
-    with np.errstate(divide="ignore"):
-        llr = np.log(p) - np.log1p(-p) - math.log(prior / (1 - prior))
-    return naive_cllr(ys, llr, ws)
-
-
-def naive_ece_uniform(y, p, w, n_bins):
-    total = 0.0
-    for k in range(n_bins):
-        lo, hi = k / n_bins, (k + 1) / n_bins
-        inside = [(yi, pi, wi) for yi, pi, wi in zip(y, p, w) if lo <= pi < hi or (k == n_bins - 1 and pi == hi)]
-        wb = sum(t[2] for t in inside)
-        if wb > 0:
-            total += abs(sum(t[0] * t[2] for t in inside) - sum(t[1] * t[2] for t in inside))
-    return total / sum(w)
-
-
-def naive_calibration_loss(y, p, n_bins=10):
-    bins = [min(next(k for k in range(n_bins + 1) if pi < (k + 1) / n_bins or k == n_bins - 1), n_bins - 1) for pi in p]
-    total = 0.0
-    for i, pi in enumerate(p):
-        members = [j for j in range(len(p)) if bins[j] == bins[i]]
-        frac = sum(y[j] for j in members) / len(members)
-        total += (pi - frac) ** 2
-    return total / len(p)
-
-
-def naive_hosmer_lemeshow(y, p, n_groups):
-    """Deciles of risk: sort, cut at the inverted-CDF quantiles, ties together."""
-    n = len(p)
-    ps = sorted(p)
-    edges = [ps[max(math.ceil(k * n / n_groups) - 1, 0)] for k in range(n_groups + 1)]
-    groups = [[] for _ in range(n_groups)]
-    for yi, pi in zip(y, p):
-        g = sum(1 for e in edges[1:-1] if e < pi)
-        groups[g].append((yi, pi))
-    stat, nonempty = 0.0, 0
-    for grp in groups:
-        if not grp:
-            continue
-        nonempty += 1
-        o1 = sum(t[0] for t in grp)
-        e1 = sum(t[1] for t in grp)
-        o0 = len(grp) - o1
-        e0 = len(grp) - e1
-        stat += (o1 - e1) ** 2 / e1 + (o0 - e0) ** 2 / e0
-    return stat, stats.chi2.sf(stat, nonempty - 2)
-
 
 # --- data ------------------------------------------------------------------------------------
 

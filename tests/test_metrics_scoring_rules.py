@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from scipy import integrate
+from naive import naive_partial_losses, naive_pav_stack, naive_threshold_cost
 
 from streamcal.isotonic import pav
 from streamcal.metrics import (
@@ -21,40 +21,6 @@ from streamcal.metrics import (
     proper_scoring_rule,
     threshold_cost,
 )
-
-# --- naive references ----------------------------------------------------------------------
-
-
-def naive_pav(y, w):
-    """Pool adjacent violators with a list of blocks [value, weight, count]."""
-    blocks = []
-    for yi, wi in zip(y, w):
-        blocks.append([float(yi), float(wi), 1])
-        while len(blocks) > 1 and blocks[-2][0] >= blocks[-1][0]:
-            v2, w2, n2 = blocks.pop()
-            v1, w1, n1 = blocks.pop()
-            wt = w1 + w2
-            blocks.append([(v1 * w1 + v2 * w2) / wt if wt > 0 else v2, wt, n1 + n2])
-    return np.array([v for v, _, n in blocks for _ in range(n)])
-
-
-def naive_partial_losses(q, a, b):
-    """Paper 001's integrals with ρ(c) = c^a (1-c)^b / B(a+1, b+1), by scipy quad one by one."""
-    z = integrate.quad(lambda c: c**a * (1 - c) ** b, 0, 1)[0]
-    t = integrate.quad(lambda c: c ** (a - 1) * (1 - c) ** b, q, 1, limit=400)[0] / z
-    n = integrate.quad(lambda c: c**a * (1 - c) ** (b - 1), 0, q, limit=400)[0] / z
-    return t, n
-
-
-def naive_threshold_cost(y, p, t):
-    total = 0.0
-    for yi, pi in zip(y, p):
-        if yi == 1 and pi <= t:
-            total += 1 / t
-        elif yi == 0 and pi > t:
-            total += 1 / (1 - t)
-    return total / len(y)
-
 
 # --- closed forms ----------------------------------------------------------------------------
 
@@ -184,7 +150,7 @@ def test_pav_is_optimal_for_every_rbpsr(labels, seed):
     y = np.array(labels, dtype=float)
     v1, v2 = rng.uniform(0.2, 5.0, 2)  # class weights (Brümmer & du Preez (2013) §2)
     v = np.where(y == 1, v1, v2) * rng.uniform(0.5, 2.0, y.size)  # and per-trial weights
-    p_pav = naive_pav(y, v)
+    p_pav = naive_pav_stack(y, v)
     np.testing.assert_allclose(pav(y, v), p_pav, rtol=0, atol=1e-12)
     for _ in range(4):
         rule = _random_rule(rng)

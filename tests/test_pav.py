@@ -7,52 +7,11 @@ import pytest
 import scipy.optimize
 from hypothesis import given
 from hypothesis import strategies as st
+from naive import naive_closed_form, naive_pav_textbook
 from sklearn.isotonic import IsotonicRegression
 
 from streamcal._kernels.pav import pav_blocks_sorted
 from streamcal.isotonic import IsotonicCalibrator, pav, pav_binary, pav_llr
-
-
-def naive_pav(y, w):
-    """Textbook PAV: repeatedly pool the first adjacent violating pair of blocks (O(n²))."""
-    blocks = [[float(v) * float(wt), float(wt), 1] for v, wt in zip(y, w)]  # [Σwy, Σw, count]
-
-    def value(b):
-        return b[0] / b[1] if b[1] > 0 else None
-
-    changed = True
-    while changed:
-        changed = False
-        for k in range(len(blocks) - 1):
-            a, b = value(blocks[k]), value(blocks[k + 1])
-            if a is not None and b is not None and a > b:
-                blocks[k] = [blocks[k][0] + blocks[k + 1][0], blocks[k][1] + blocks[k + 1][1], blocks[k][2] + blocks[k + 1][2]]
-                del blocks[k + 1]
-                changed = True
-                break
-    out = []
-    for b in blocks:
-        out.extend([value(b)] * b[2])
-    return np.array(out)
-
-
-def naive_closed_form(labels, v1, v2):
-    """Paper 001 eq. 6: p_t = max_{i<=t} min_{j>=t} r_ij, r_ij = m v1 / (m v1 + n v2)."""
-    labels = np.asarray(labels)
-    t_len = labels.size
-    p = np.empty(t_len)
-    for t in range(t_len):
-        best = -np.inf
-        for i in range(t + 1):
-            worst = np.inf
-            for j in range(t, t_len):
-                m = labels[i : j + 1].sum()
-                n = (j + 1 - i) - m
-                worst = min(worst, m * v1 / (m * v1 + n * v2))
-            best = max(best, worst)
-        p[t] = best
-    return p
-
 
 weighted_data = st.integers(1, 60).flatmap(
     lambda n: st.tuples(
@@ -65,7 +24,7 @@ weighted_data = st.integers(1, 60).flatmap(
 @given(weighted_data)
 def test_pav_kernel_matches_naive(data):
     y, w = (np.array(v, dtype=np.float64) for v in data)
-    np.testing.assert_allclose(pav(y, w), naive_pav(y, w), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(pav(y, w), naive_pav_textbook(y, w), rtol=0, atol=1e-12)
 
 
 def test_pav_matches_scipy_isotonic_regression(rng):

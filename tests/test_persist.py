@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from river import datasets, linear_model, naive_bayes, preprocessing, tree
-from test_compose import HistogramPAV
+from river_cases import HistogramPAV, streamcal_estimators
 
 from streamcal import persist
 from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid
@@ -362,30 +362,7 @@ def test_save_replaces_an_existing_file(tmp_path):
 # --------------------------------------------------------------------------------------- every learner
 def _streamcal_learners():
     """Every public river estimator class of streamcal (in a module's ``__all__``) with unit-test parameters."""
-    import importlib
-    import inspect
-    import pkgutil
-
-    from river import base
-
-    import streamcal
-
-    seen = {}
-    for info in pkgutil.walk_packages(streamcal.__path__, "streamcal."):
-        if any(part.startswith("_") for part in info.name.split(".")):
-            continue  # private modules: base classes and kernels
-        module = importlib.import_module(info.name)
-        for name in getattr(module, "__all__", []):
-            cls = getattr(module, name)
-            if (
-                inspect.isclass(cls)
-                and cls.__module__.startswith("streamcal")
-                and issubclass(cls, base.Estimator)
-                and not inspect.isabstract(cls)
-                and hasattr(cls, "_unit_test_params")
-            ):
-                seen[f"{cls.__module__}.{cls.__qualname__}"] = cls
-    for name, cls in sorted(seen.items()):
+    for name, cls in streamcal_estimators().items():
         for k, params in enumerate(cls._unit_test_params()):
             yield pytest.param(cls, params, id=f"{name}-{k}")
 

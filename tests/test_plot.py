@@ -17,6 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from naive import naive_empirical_cross_entropy  # noqa: E402
 
 from streamcal import plot  # noqa: E402
 from streamcal.metrics import cllr, min_cllr  # noqa: E402
@@ -331,16 +332,6 @@ def test_metrics_over_time_rejects_bad_input():
 # ----------------------------------------------------------------------------- ECE
 
 
-def naive_ece(llr, labels, theta):
-    """The empirical cross-entropy at one prior log-odds, event by event."""
-    prior = 1.0 / (1.0 + math.exp(-theta))
-    pos = [v for v, t in zip(llr, labels, strict=True) if t]
-    neg = [v for v, t in zip(llr, labels, strict=True) if not t]
-    cost_pos = sum(math.log2(1.0 + math.exp(-(v + theta))) for v in pos) / len(pos)
-    cost_neg = sum(math.log2(1.0 + math.exp(v + theta)) for v in neg) / len(neg)
-    return prior * cost_pos + (1.0 - prior) * cost_neg
-
-
 def gaussian_llrs(n, mu, seed, scale=1.0, shift=0.0, base_rate=0.3):
     """Calibrated LLRs: with classes N(±mu, 2 mu), the LLR of x is x itself."""
     rng = np.random.default_rng(seed)
@@ -353,7 +344,7 @@ def test_ece_curves_match_a_naive_loop():
     llr, y = gaussian_llrs(400, 1.0, seed=5, scale=1.7, shift=-0.4)
     thetas = [-5.0, -1.3, 0.0, 0.7, 4.0]
     c = plot.ece_curves(llr, y, prior_log_odds=thetas)
-    np.testing.assert_allclose(c.llr, [naive_ece(llr, y, t) for t in thetas], rtol=1e-12)
+    np.testing.assert_allclose(c.llr, [naive_empirical_cross_entropy(llr, y, t) for t in thetas], rtol=1e-12)
     from streamcal.isotonic import pav_llr
 
     calibrated = pav_llr(llr, y, finite=False)
@@ -531,6 +522,7 @@ def test_replay_figure_every_panel_has_a_ylabel_and_a_legend(tmp_path):
         plot.replay_figure(metrics_table(), fig=plt.gca())
 
 
+@pytest.mark.slow
 def test_plot_replay_writes_the_png_without_pyplot(tmp_path):
     from streamcal.replay._evaluate import Reliability
     from streamcal.replay._plot import plot_replay

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from naive import naive_replay, naive_replay_ops
 
 from streamcal.buckets import LogitGrid
 from streamcal.isotonic.streaming import PAVCalibrator
@@ -98,40 +99,6 @@ class NaiveBucketCalibrator:
             proba[i], llr[i] = self.predict_proba_one(x)[True], self.predict_llr_one(x)
             self.learn_one(x, labels[i], 1.0 if weights is None else float(weights[i]))
         return proba, llr
-
-
-def naive_replay(t, s, y, label_t, cal, w=None):
-    """Event by event, through the river face: before predicting event k, learn every earlier
-    event's label whose label time is at or before t[k], in order of (label time, event), at its
-    label time; then predict event k."""
-    pending = []  # (label time, event index)
-    proba = np.empty(len(t))
-    llr = np.empty(len(t))
-    for k in range(len(t)):
-        due = sorted(p for p in pending if p[0] <= t[k])
-        for lt, i in due:
-            wi = 1.0 if w is None else float(w[i])
-            cal.learn_one({"score": float(s[i])}, bool(y[i]), w=wi, t=float(lt))
-        pending = [p for p in pending if p[0] > t[k]]
-        x = {"score": float(s[k])}
-        proba[k] = cal.predict_proba_one(x)[True]
-        llr[k] = cal.predict_llr_one(x)
-        pending.append((label_t[k], k))
-    return proba, llr
-
-
-def naive_ops(t, label_t):
-    """The operation sequence the replay clock defines: ('learn', i) / ('predict', k)."""
-    ops, pending = [], []
-    for k in range(len(t)):
-        due = sorted(p for p in pending if p[0] <= t[k])
-        ops += [("learn", i) for _, i in due]
-        pending = [p for p in pending if p[0] > t[k]]
-        ops.append(("predict", k))
-        pending.append((label_t[k], k))
-    if len(t):
-        ops += [("learn", i) for _, i in sorted(p for p in pending if p[0] <= t[-1])]
-    return ops
 
 
 def brier(y, p, llr):
@@ -241,7 +208,7 @@ def test_plan_batches_give_the_naive_operation_order(data, n):
         got += [("learn" if ln else "predict", int(i)) for ln, i in zip(ops.learn, ops.s, strict=True)]
     ops, flight = plan_flush(flight, t[-1])
     got += [("learn", int(i)) for i in ops.s]
-    assert got == naive_ops(t, label_t)
+    assert got == naive_replay_ops(t, label_t)
     assert np.all(flight.label_t > t[-1])
 
 
@@ -427,6 +394,7 @@ def stream_arrays(path):
     )
 
 
+@pytest.mark.slow
 def test_replay_equals_each_calibrators_prequential(tmp_path, clicks):
     t, s, y, _ = stream_arrays(clicks)
     cals = {name: make() for name, make in CALIBRATORS.items()}
@@ -916,6 +884,7 @@ def cli(*args, cwd):
     )
 
 
+@pytest.mark.slow
 def test_cli_end_to_end_with_plot(tmp_path):
     pytest.importorskip("matplotlib")
     gen = cli(
@@ -967,6 +936,7 @@ def test_cli_end_to_end_with_plot(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_cli_errors_are_one_clear_line(tmp_path, events):
     t, s, y, _ = events
     s = s.copy()

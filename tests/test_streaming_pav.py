@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from naive import naive_pav_bucket_blocks, naive_pav_bucket_fit
 from river_cases import assert_array_face_equals_river_loop, assert_monotone_on_unit_grid, river_loop
 
 from streamcal._kernels import histogram as H
@@ -21,53 +22,7 @@ from streamcal.isotonic.streaming import PAVCalibrator
 from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
 
 
-# ---------------------------------------------------------------------------- naive references
-def naive_pav(pos, neg):
-    """Left-to-right stack PAV over the non-empty buckets: blocks (first, last, P, N).
-
-    Pools while the block below has a rate >= the top's (by cross-multiplication), with sums
-    below + top: the definition the kernel must reproduce bit for bit.
-    """
-    blocks = []
-    for j in range(len(pos)):
-        if not pos[j] + neg[j] > 0.0:
-            continue
-        blocks.append([j, j, pos[j], neg[j]])
-        while len(blocks) >= 2:
-            a, b = blocks[-2], blocks[-1]
-            if a[2] * (b[2] + b[3]) >= b[2] * (a[2] + a[3]):  # rate(a) >= rate(b)
-                blocks[-2] = [a[0], b[1], a[2] + b[2], a[3] + b[3]]
-                blocks.pop()
-            else:
-                break
-    return [tuple(b) for b in blocks]
-
-
-def naive_fit(blocks, centres):
-    """Per-bucket owner and fitted value for ``blocks`` (the layout documented in ipav);
-    flat before the first knot and after the last one."""
-    B = len(centres)
-    owner = np.full(B, -1, dtype=np.int64)
-    fit = np.zeros(B)
-    if not blocks:
-        return owner, fit
-    rates = [p / (p + n) for (_, _, p, n) in blocks]
-    for i, (f, last, _, _) in enumerate(blocks):
-        end = blocks[i + 1][0] if i + 1 < len(blocks) else B
-        owner[f:end] = f
-        fit[f : last + 1] = rates[i]
-        for g in range(last + 1, end):
-            if i + 1 < len(blocks):
-                vl, vr = rates[i], rates[i + 1]
-                cl, cr = centres[last], centres[blocks[i + 1][0]]
-                v = vl + (vr - vl) * ((centres[g] - cl) / (cr - cl))
-                fit[g] = min(max(v, vl), vr)
-            else:
-                fit[g] = rates[i]
-    fit[: blocks[0][0]] = rates[0]
-    return owner, fit
-
-
+# ---------------------------------------------------------------------------- kernel state
 def kernel_blocks(pf, pi):
     """Blocks of the kernel state, walked through the links (checking them on the way)."""
     B = int(pi[K.PI_B])
@@ -89,11 +44,11 @@ def kernel_blocks(pf, pi):
 
 
 def assert_state_equals_batch(pos, neg, centres, pf, pi):
-    expected = naive_pav(pos, neg)
+    expected = naive_pav_bucket_blocks(pos, neg)
     blocks, owner, fit = kernel_blocks(pf, pi)
     assert blocks == expected  # tuples of ints and floats: exact equality
     if expected:  # owners and fitted values are kept between the first and the last knot
-        exp_owner, exp_fit = naive_fit(expected, centres)
+        exp_owner, exp_fit = naive_pav_bucket_fit(expected, centres)
         span = slice(expected[0][0], expected[-1][1] + 1)
         np.testing.assert_array_equal(owner[span], exp_owner[span])
         np.testing.assert_array_equal(fit[span], exp_fit[span])

@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from naive import naive_window_histogram
 
 from streamcal.buckets import UniformGrid
 from streamcal.isotonic.streaming import PAVCalibrator
 from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
 
 B = 8
-
-
-def naive_window_histogram(buckets, labels, weights):
-    """pos / neg weight per bucket of the given events (already restricted to the window)."""
-    pos = np.bincount(buckets, weights=weights * labels, minlength=B)
-    neg = np.bincount(buckets, weights=weights * (1 - labels), minlength=B)
-    return pos, neg
 
 
 @pytest.fixture
@@ -38,7 +32,7 @@ def test_unbounded_keeps_everything(stream):
     s, y, w, _ = stream
     cal = PAVCalibrator(buckets=UniformGrid(B), window=Unbounded()).update(s, y, weights=w)
     b = UniformGrid(B).index(s)
-    for got, exp in zip(_hist(cal), naive_window_histogram(b, y, w)):
+    for got, exp in zip(_hist(cal), naive_window_histogram(b, y, w, B)):
         np.testing.assert_array_equal(got, exp)
     assert cal.window_weight == w.sum()
 
@@ -50,7 +44,7 @@ def test_count_window_holds_the_last_n_events(stream, n):
     for stop in (5, 1500, 3000):
         cal = PAVCalibrator(buckets=UniformGrid(B), window=CountWindow(n)).update(s[:stop], y[:stop], weights=w[:stop])
         lo = max(0, stop - n)
-        for got, exp in zip(_hist(cal), naive_window_histogram(b[lo:stop], y[lo:stop], w[lo:stop])):
+        for got, exp in zip(_hist(cal), naive_window_histogram(b[lo:stop], y[lo:stop], w[lo:stop], B)):
             np.testing.assert_array_equal(got, exp)
         assert cal.window_weight == w[lo:stop].sum()
 
@@ -72,7 +66,7 @@ def test_time_window_holds_events_within_the_span(stream):
     cal.update(s[:0], y[:0], times=t[:0])  # an empty update is allowed
     cal.update(s, y, weights=w, times=t)
     keep = t[-1] - t < 40.0
-    for got, exp in zip(_hist(cal), naive_window_histogram(b[keep], y[keep], w[keep])):
+    for got, exp in zip(_hist(cal), naive_window_histogram(b[keep], y[keep], w[keep], B)):
         np.testing.assert_array_equal(got, exp)
 
 
@@ -90,7 +84,7 @@ def test_decay_by_events_weights_each_event_by_its_age(stream, half_life):
     b = UniformGrid(B).index(s)
     cal = PAVCalibrator(buckets=UniformGrid(B), window=Decay(half_life)).update(s, y, weights=w)
     age = np.arange(len(s))[::-1]
-    exp = naive_window_histogram(b, y, w * 2.0 ** (-age / half_life))
+    exp = naive_window_histogram(b, y, w * 2.0 ** (-age / half_life), B)
     for got, e in zip(_hist(cal), exp):
         np.testing.assert_allclose(got, e, rtol=1e-12, atol=1e-300)
     np.testing.assert_allclose(cal.window_weight, (w * 2.0 ** (-age / half_life)).sum(), rtol=1e-12)
@@ -100,7 +94,7 @@ def test_decay_by_time(stream):
     s, y, w, t = stream
     b = UniformGrid(B).index(s)
     cal = PAVCalibrator(buckets=UniformGrid(B), window=Decay(5.0, by="time")).update(s, y, weights=w, times=t)
-    exp = naive_window_histogram(b, y, w * 2.0 ** (-(t[-1] - t) / 5.0))
+    exp = naive_window_histogram(b, y, w * 2.0 ** (-(t[-1] - t) / 5.0), B)
     for got, e in zip(_hist(cal), exp):
         np.testing.assert_allclose(got, e, rtol=1e-12, atol=1e-300)
 
