@@ -342,10 +342,10 @@ def check_loaded(obj) -> None:
 
 
 def _init_params(obj) -> dict:
-    from streamcal.persist import _init_param_names
+    from streamcal._params import init_param_names
 
     state = vars(obj)
-    return {k: state[k] for k in _init_param_names(type(obj)) if k in state}
+    return {k: state[k] for k in init_param_names(type(obj)) if k in state}
 
 
 def check_like_fresh(obj, *, learned=()) -> object:

@@ -43,6 +43,7 @@ methods (``_init_map_state``, ``_learn_bucket``, ``_proba_of``, ``_llr_of``, ``_
 
 from __future__ import annotations
 
+import copy
 import inspect
 import itertools
 import math
@@ -64,6 +65,7 @@ from streamcal._validation import (
     is_real_number,
 )
 from streamcal.buckets import Buckets, as_buckets, check_edges
+from streamcal.merging import Mergeable, merge
 from streamcal.persist import Persistable
 from streamcal.windows import Window, as_window
 
@@ -82,7 +84,7 @@ OP_PREDICT = 2
 OP_PREQUENTIAL = 3  # predict with the state before the label, then learn
 
 
-class StreamingCalibrator(LockedState, Persistable, base.Classifier):
+class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
     """Base class of the streaming binary calibrators (not used directly).
 
     Parameters
@@ -318,10 +320,10 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         ``buckets`` (one bucket, or a one-event warm-up) and no window: the attributes a loaded state
         must have, without allocating what the loaded bucket and window parameters ask for."""
         from streamcal import _state_check as c
-        from streamcal.persist import _init_param_names
+        from streamcal._params import init_param_names
 
         state = self.__dict__
-        names = _init_param_names(type(self))
+        names = init_param_names(type(self))
         missing = [k for k in names if k not in state]
         if missing:
             c.fail(f"the attributes do not match a {type(self).__name__}: missing the parameters {missing}.")
@@ -430,9 +432,76 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         time and event-decay windows they are taken in stream order (see :mod:`streamcal.merging`).
         None of them is modified.
         """
-        from streamcal.merging import merge
-
         return merge([self, *others])
+
+    # merging (streamcal.merging) ------------------------------------------------------------
+    def _merged_with(self, other):
+        with other._lock:  # a consistent state of ``other``, even while it learns
+            if other.n_learned == 0:
+                return self
+            if self.n_learned == 0:
+                return copy.deepcopy(other)
+            if other._sf is None:  # ``other`` still buffers its quantile warm-up: replay its events
+                return self._merged_with_warmup(other)
+            if self._sf is None:
+                msg = (
+                    f"`calibrators` cannot be merged: the first is still in its quantile warm-up ({self.n_learned} "
+                    f"of {self._warmup} events) while the other has learned its edges from different data. Fix "
+                    "the edges with streamcal.buckets.Edges before fitting the parts."
+                )
+                raise ValueError(msg)
+            self._check_same_edges(other)
+            window = as_window(self.window)
+            self._sf, self._si = window.merge_histograms(
+                (self._sf, self._si), (other._sf, other._si), self._ring_capacity
+            )
+            self._histogram_replaced()
+            self._rebuild_map_after_merge(other)
+        return self
+
+    def _check_same_edges(self, other) -> None:
+        if not (np.array_equal(self._edges, other._edges) and np.array_equal(self._centres, other._centres)):
+            same_size = self._edges.size == other._edges.size
+            msg = (
+                f"`calibrators` cannot be merged: different bucket edges ({self._edges.size - 1} and "
+                f"{other._edges.size - 1} buckets{', differing values' if same_size else ''}). "
+                "Quantile edges learned from different warm-ups differ: fix the edges with "
+                "streamcal.buckets.Edges before fitting the parts."
+            )
+            raise ValueError(msg)
+
+    def _merged_with_warmup(self, other):
+        """Merge an ``other`` still in its quantile warm-up by replaying its buffered events."""
+        n = int(other._n_warm)
+        scores, labels, weights, times = (np.ascontiguousarray(r[:n]) for r in other._warm)
+        times_arg = times if self._uses_times else None
+        if as_window(self.window).event_clock or float(self._last_time()) <= float(times[0]):
+            self.update(scores, labels, weights=weights, times=times_arg)  # concatenation (or in time order)
+            return self
+        if self._sf is None:  # both buffering, time clock: interleave the two buffers by time and replay
+            m = int(self._n_warm)
+            both = np.concatenate([self._warm[:, :m], other._warm[:, :n]], axis=1)
+            order = np.argsort(both[3], kind="stable")
+            fresh = self.clone()
+            fresh.update(
+                *(np.ascontiguousarray(both[j, order]) for j in range(2)), weights=both[2, order], times=both[3, order]
+            )
+            return fresh
+        # self is built, time clock, other's events interleave with self's: the merged stream's
+        # edges would come from its first events in time order, which mix both: not self's edges
+        msg = (
+            "`calibrators` cannot be merged: a time-clock calibrator still in its quantile warm-up into one "
+            "that has built its edges: the merged stream's edges would come from both. Fix the edges with "
+            "streamcal.buckets.Edges before fitting the parts."
+        )
+        raise ValueError(msg)
+
+    def _rebuild_map_after_merge(self, other) -> None:
+        """Refit the map from the merged histogram (its last fit, if any, is the warm start)."""
+        if getattr(self, "refit_every", None) is None:
+            self._dirty = True  # refit lazily, at the next prediction
+        else:
+            self._refit()
 
     @property
     def window_weight(self) -> float:
@@ -486,8 +555,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         if type(s) is not float:
             if not is_real_number(s):
                 msg = (
-                    f"`{self._score_name(x)}` must be a real number (the score); "
-                    f"got {s!r} of type {type(s).__name__}."
+                    f"`{self._score_name(x)}` must be a real number (the score); got {s!r} of type {type(s).__name__}."
                 )
                 raise TypeError(msg)
             s = _as_float(s, self._score_name(x))
@@ -1081,10 +1149,7 @@ def _check_layout(edges, centres) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(msg)
     if c.size > 1 and not (np.diff(c) > 0.0).all():
         b = int(np.flatnonzero(~(np.diff(c) > 0.0))[0]) + 1
-        msg = (
-            f"`centres` must be strictly increasing; got {float(c[b])!r} at position {b} after "
-            f"{float(c[b - 1])!r}."
-        )
+        msg = f"`centres` must be strictly increasing; got {float(c[b])!r} at position {b} after {float(c[b - 1])!r}."
         raise ValueError(msg)
     return e, c
 

@@ -43,6 +43,7 @@ from decimal import Decimal
 import numpy as np
 from river import base
 
+from streamcal import _histogram as hist
 from streamcal._kernels import histogram as _h
 from streamcal._validation import call_repr, check_scalar
 
@@ -67,8 +68,15 @@ MAX_WINDOW_EVENTS = 2**53
 class Window(base.Base):
     """Base class of the window strategies.
 
-    ``code()`` returns ``(kind, n, seconds, half_life)`` for the kernels; ``uses_times`` says
-    whether learned events need a time; ``ring_capacity`` is the initial ring-buffer size.
+    Each window says what the histogram needs from it:
+
+    - ``code()``: ``(kind, n, seconds, half_life)``, the parameters the kernels read;
+    - ``uses_times``: whether learned events need a time (a time clock), else the clock counts
+      learned events (``event_clock``);
+    - ``ring_capacity``: the ring's initial size (0: no ring); ``grows_ring``: whether the ring
+      grows and shrinks with the events in the window (a time window) or keeps its size;
+    - ``merge_histograms(a, b, ring_capacity)``: the histogram of the merged stream
+      (:mod:`streamcal.merging` states what the merged stream is for each clock).
 
     Examples
     --------
@@ -78,6 +86,22 @@ class Window(base.Base):
     """
 
     uses_times: bool = False
+
+    @property
+    def event_clock(self) -> bool:
+        """Whether the clock counts learned events (else it is the events' time)."""
+        return not self.uses_times
+
+    @property
+    def grows_ring(self) -> bool:
+        """Whether the ring grows and shrinks with the events in the window."""
+        return False
+
+    def merge_histograms(self, a: hist.State, b: hist.State, ring_capacity: int) -> hist.State:
+        """The histogram ``(floats, ints)`` of the stream merged from states ``a`` then ``b``
+        (new arrays; ``a`` and ``b`` are read only). ``ring_capacity``: the calibrator's initial
+        ring size."""
+        raise NotImplementedError  # pragma: no cover - abstract
 
     def __repr__(self) -> str:
         return call_repr(self)
@@ -104,6 +128,10 @@ class Unbounded(Window):
 
     def code(self):
         return (_h.KIND_UNBOUNDED, 0.0, 0.0, 0.0)
+
+    def merge_histograms(self, a, b, ring_capacity):
+        # every event stays: the sums add, in any order
+        return hist.added(a, b, scale_a=1.0, event_clock=True)
 
 
 class CountWindow(Window):
@@ -134,6 +162,20 @@ class CountWindow(Window):
     def ring_capacity(self) -> int:
         check_scalar(self.n, "n", numbers.Integral, low=1, high=MAX_WINDOW_EVENTS)
         return int(self.n)
+
+    def merge_histograms(self, a, b, ring_capacity):
+        # the last n events of a's then b's (the rings hold every event in the window)
+        ba, ya, wa, ta = hist.ring_events(a)
+        bb, yb, wb, tb = hist.ring_events(b)
+        n_a, n_b = float(a[0][_h.SF_N_LEARNED]), float(b[0][_h.SF_N_LEARNED])
+        keep = int(self.n)
+        events = tuple(np.concatenate(p)[-keep:] for p in ((ba, bb), (ya, yb), (wa, wb)))
+        clocks = np.concatenate((ta, tb + n_a))[-keep:]
+        merged = hist.replayed(self.code(), hist.n_buckets(a), int(a[1][_h.SI_W]), events, np.zeros(clocks.size))
+        hist.set_ring_clocks(merged, clocks)  # the replay started the ring at 0 without wrapping
+        merged[0][_h.SF_N_LEARNED] = n_a + n_b
+        merged[0][_h.SF_LAST_T] = n_a + n_b - 1.0
+        return merged
 
 
 class TimeWindow(Window):
@@ -167,6 +209,24 @@ class TimeWindow(Window):
     @property
     def ring_capacity(self) -> int:
         return 1024
+
+    @property
+    def grows_ring(self) -> bool:
+        return True
+
+    def merge_histograms(self, a, b, ring_capacity):
+        # both rings in time order (a's first among equal times); the replay drops what is too old
+        ba, ya, wa, ta = hist.ring_events(a)
+        bb, yb, wb, tb = hist.ring_events(b)
+        clocks_all = np.concatenate((ta, tb))
+        order = np.argsort(clocks_all, kind="stable")
+        events = tuple(np.concatenate(p)[order] for p in ((ba, bb), (ya, yb), (wa, wb)))
+        clocks = clocks_all[order]
+        capacity = max(int(ring_capacity), 1 << max(int(clocks.size) - 1, 0).bit_length())
+        merged = hist.replayed(self.code(), hist.n_buckets(a), capacity, events, clocks)
+        merged[0][_h.SF_N_LEARNED] = float(a[0][_h.SF_N_LEARNED]) + float(b[0][_h.SF_N_LEARNED])
+        merged[0][_h.SF_LAST_T] = max(float(a[0][_h.SF_LAST_T]), float(b[0][_h.SF_LAST_T]))
+        return merged
 
 
 class Decay(Window):
@@ -216,6 +276,22 @@ class Decay(Window):
         check_scalar(self.by, "by", choices=("events", "time"))
         kind = _h.KIND_DECAY_TIME if self.by == "time" else _h.KIND_DECAY_EVENTS
         return (kind, 0.0, 0.0, float(self.half_life))
+
+    def merge_histograms(self, a, b, ring_capacity):
+        fa, fb = a[0], b[0]
+        half_life = float(fa[_h.SF_HALF_LIFE])
+        if self.by == "events":
+            # a's event at clock c is stored as w 2^((c - t0a)/h); in the merged frame (b's frame
+            # moved on by n_a: t0 = t0b + n_a) it is w 2^((c - t0b - n_a)/h)
+            n_a = float(fa[_h.SF_N_LEARNED])
+            exponent = (float(fa[_h.SF_T0]) - float(fb[_h.SF_T0]) - n_a) / half_life
+            return hist.added(a, b, scale_a=hist.decay_factor(exponent), event_clock=True)
+        # the later state's frame is kept; the other's stored weights move into it
+        later, earlier = (b, a) if fb[_h.SF_LAST_T] >= fa[_h.SF_LAST_T] else (a, b)
+        exponent = (float(earlier[0][_h.SF_T0]) - float(later[0][_h.SF_T0])) / half_life
+        merged = hist.added(earlier, later, scale_a=hist.decay_factor(exponent), event_clock=False)
+        merged[0][_h.SF_LAST_T] = max(float(fa[_h.SF_LAST_T]), float(fb[_h.SF_LAST_T]))
+        return merged
 
 
 # ------------------------------------------------------------------------------- shorthands

@@ -25,7 +25,7 @@ __all__ = ["PAVCalibrator"]
 # Below this many events per thread, threads cost more than they save (``n_jobs``).
 MIN_EVENTS_PER_THREAD = 1 << 17
 # Cost of learning an event into the histogram alone, relative to the per-event kernel
-# (prequential, count window, 1024 buckets: measured 9.5 ns against 69 ns).
+# (prequential, count window, 1024 buckets; docs/benchmarks.md).
 _HISTOGRAM_SHARE = 0.14
 
 
@@ -366,6 +366,14 @@ class PAVCalibrator(StreamingCalibrator):
 
     def _histogram_replaced(self) -> None:
         self._pack()
+
+    def _rebuild_map_after_merge(self, other) -> None:
+        # a full sweep over the merged histogram; the whole-weights flag covers both parts' events
+        integral = min(int(self._pi[_k.PI_INTEGRAL]), int(other._pi[_k.PI_INTEGRAL]))
+        self._init_map_state_arrays()
+        self._pi[_k.PI_INTEGRAL] = integral
+        self._pack()
+        _k.pav_rebuild_inplace(self._sf, self._si, self._pf, self._pi)
 
     # derived from the state and the parameters: not saved, rebuilt by ``_pack`` on loading
     _CACHES = (*StreamingCalibrator._CACHES, "_packed", "_fast_learn", "_fast_predict")

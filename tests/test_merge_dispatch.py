@@ -1,0 +1,64 @@
+"""``streamcal.merge`` dispatches to each class's own merge; the merged state is the single one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from streamcal import PAVCalibrator, merge
+from streamcal._kernels import ipav as K
+from streamcal.merging import Mergeable
+from streamcal.windows import CountWindow, TimeWindow, Unbounded
+
+
+@pytest.mark.parametrize("window", [Unbounded(), CountWindow(300), TimeWindow(50.0)], ids=repr)
+@pytest.mark.parametrize("fractional", [False, True], ids=["whole", "fractional"])
+def test_merged_pav_keeps_the_whole_weights_flag_of_the_single_calibrator(window, fractional):
+    rng = np.random.default_rng(3)
+    n = 900
+    scores = rng.uniform(size=n)
+    labels = rng.uniform(size=n) < scores
+    weights = rng.choice([1.0, 2.0], size=n)
+    if fractional:
+        weights[n // 3 + 7] = 0.25  # in the second part only
+    times = np.cumsum(rng.uniform(size=n))
+    make = lambda: PAVCalibrator(buckets=32, window=window)  # noqa: E731
+    cuts = [0, n // 3, 2 * n // 3, n]
+    parts = []
+    for lo, hi in zip(cuts, cuts[1:], strict=False):
+        part = make()
+        part.update(scores[lo:hi], labels[lo:hi], weights=weights[lo:hi], times=times[lo:hi])
+        parts.append(part)
+    merged = merge(parts)
+    single = make().update(scores, labels, weights=weights, times=times)
+    assert int(merged._pi[K.PI_INTEGRAL]) == int(single._pi[K.PI_INTEGRAL]) == (0 if fractional else 1)
+    # and so the two stay equal, bit for bit, as they go on learning
+    t = times[-1]
+    for i in range(200):
+        t += 0.5
+        x, y = {"s": float(scores[i])}, bool(labels[i])
+        for cal in (merged, single):
+            cal.learn_one(x, y, w=1.0, t=t)
+        assert merged.predict_proba_one(x) == single.predict_proba_one(x)
+    np.testing.assert_array_equal(merged._pf.view(np.int64), single._pf.view(np.int64))
+    np.testing.assert_array_equal(merged._pi, single._pi)
+
+
+def test_merge_dispatches_to_the_class_of_the_first_learner():
+    class Counter(Mergeable):
+        def __init__(self, n=0):
+            self.n = n
+
+        def _get_params(self):
+            return {}
+
+        def _merged_with(self, other):
+            self.n += other.n
+            return self
+
+    parts = [Counter(1), Counter(2), Counter(3)]
+    merged = merge(parts)
+    assert merged.n == 6
+    assert [p.n for p in parts] == [1, 2, 3]  # inputs untouched
+    with pytest.raises(TypeError, match="must all be Counter"):
+        merge([Counter(1), PAVCalibrator()])
