@@ -201,9 +201,7 @@ def check_histogram(sf, si, n_buckets: int, window_code) -> None:
         fail(f"`_si` ring capacity: expected 0 (this window keeps no ring); found {W}.")
     nf, ni = h.state_sizes(B, W)
     if sf.size != nf or si.size != ni:
-        fail(
-            f"`_sf`/`_si`: expected {nf}/{ni} values for {B} buckets and a ring of {W}; found {sf.size}/{si.size}."
-        )
+        fail(f"`_sf`/`_si`: expected {nf}/{ni} values for {B} buckets and a ring of {W}; found {sf.size}/{si.size}.")
     header = {
         "kind": (h.SF_KIND, float(kind)),
         "count window size": (h.SF_WINDOW_N, float(n)),

@@ -53,6 +53,7 @@ from bisect import bisect_right
 import numpy as np
 from river import base
 
+from streamcal._histogram import SAVED_NAMES, WindowedHistogram
 from streamcal._kernels import histogram as _h
 from streamcal._locking import LockedState
 from streamcal._validation import (
@@ -82,6 +83,23 @@ MAX_PSEUDO_COUNT = 1e100
 OP_LEARN = 1
 OP_PREDICT = 2
 OP_PREQUENTIAL = 3  # predict with the state before the label, then learn
+
+
+class _SavedName:
+    """An attribute of the histogram read under its saved name (``cal._sf`` is ``cal._hist.floats``).
+
+    The state checks of a restored calibrator read the saved names before the histogram is
+    rebuilt from them: a non-data descriptor, so the instance's own attribute of that name,
+    present only then, comes first.
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        return getattr(obj._hist, self.name)
 
 
 class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
@@ -150,57 +168,42 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         refit_every = getattr(self, "refit_every", None)
         if refit_every is not None:
             check_scalar(refit_every, "refit_every", numbers.Integral, low=1)
-        self._window_code = window.code()
-        self._uses_times = bool(window.uses_times)
-        self._ring_capacity = window.ring_capacity
         self._score_low, self._score_high = _finite_range(buckets.score_range)
         self._bucket_kind = type(buckets).__name__
         self._identity = bool(buckets.probability_inputs)
         check_scalar(buckets.warmup, "warmup", numbers.Integral, low=0)
-        self._warmup = int(buckets.warmup)
-        if self._warmup and hasattr(buckets, "check_params"):
+        warmup = int(buckets.warmup)
+        if warmup and hasattr(buckets, "check_params"):
             buckets.check_params()  # before any event is buffered: the warm-up's end must not fail
-        self._sf = None
-        self._si = None
-        if self._warmup:
-            self._warm = np.zeros((4, self._warmup), dtype=np.float64)  # score, label, weight, time
-            self._n_warm = 0
-            self._warm_pos = 0.0
-            self._warm_tot = 0.0
-            self._warm_last_t = -math.inf
-            self._strategy = buckets
-        else:
+        self._hist = WindowedHistogram(window, warmup, buckets)
+        if not warmup:
             self._build(buckets.bucket_edges(), buckets.bucket_centres())
 
     def _build(self, edges: np.ndarray, centres: np.ndarray) -> None:
         """Allocate the histogram for these edges and centres (the edges are now known)."""
         edges, centres = _check_layout(edges, centres)
-        self._edges = np.ascontiguousarray(edges, dtype=np.float64)
-        self._cuts = np.ascontiguousarray(self._edges[1:-1])
-        self._cuts_list = self._cuts.tolist()
-        self._guide = _h.bucket_guide(self._cuts)
-        self._centres = np.ascontiguousarray(centres, dtype=np.float64)
-        self._centres_list = self._centres.tolist()
+        hist = self._hist
         try:
-            self._sf, self._si = _h.empty_state(self._centres.size, self._ring_capacity, self._window_code)
+            hist.build(edges, centres)
         except MemoryError:
-            size = _h.state_sizes(self._centres.size, self._ring_capacity)
+            size = _h.state_sizes(centres.size, hist.ring_capacity)
             gib = (8 * (size[0] + size[1])) / 2**30
             msg = (
-                f"the state of {self._centres.size} buckets and a window ring of {self._ring_capacity} "
+                f"the state of {centres.size} buckets and a window ring of {hist.ring_capacity} "
                 f"events (window={self.window!r}) needs {gib:,.1f} GiB, more than can be allocated; use a "
                 "smaller window."
             )
             raise ValueError(msg) from None
         self._init_map_state()
 
-    # derived from the edges: not saved, rebuilt on loading
-    _CACHES = ("_guide",)
+    # derived from the state: not saved, rebuilt on loading
+    _CACHES: tuple[str, ...] = ()
     # ``__setstate__`` checks the restored state (streamcal.persist need not)
     _checks_own_state = True
 
     def __getstate__(self):
         state = super().__getstate__()  # under the lock, without it (streamcal._locking)
+        state.update(state.pop("_hist").saved())  # the histogram's attributes under their saved names
         for name in self._CACHES:
             state.pop(name, None)
         return state
@@ -209,13 +212,12 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         self.__dict__.update(state)
         self._init_lock()  # not state: made anew (streamcal._locking)
         # the arrays become this calibrator's own (a state file may name one array twice), then
-        # the state is checked before any kernel reads it
+        # the state is checked, under its saved names, before any kernel reads it
         for name, value in state.items():
             if type(value) is np.ndarray:
                 self.__dict__[name] = np.array(value, order="C", copy=True)
         self._check_loaded_state()
-        if "_cuts" in state:
-            self._guide = _h.bucket_guide(self._cuts)
+        self._hist = WindowedHistogram.from_saved(self.__dict__)
 
     # ------------------------------------------------------------------ checks of a restored state
     def _check_loaded_state(self) -> None:
@@ -311,8 +313,9 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         ):
             c.fail("`_edges`/`_centres`: expected the edges and centres given to Edges.")
         c.check_histogram(self._sf, self._si, B, self._window_code)
-        if type(buckets) is QuantileEdges and self.n_learned < buckets.warmup:
-            c.fail(f"the quantile edges are known after {buckets.warmup} events; found {self.n_learned} learned.")
+        n_learned = int(self._sf[_h.SF_N_LEARNED])
+        if type(buckets) is QuantileEdges and n_learned < buckets.warmup:
+            c.fail(f"the quantile edges are known after {buckets.warmup} events; found {n_learned} learned.")
         self._check_loaded_map()
 
     def _loaded_state_template(self, buckets: Buckets):
@@ -390,25 +393,19 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
     def n_buckets(self) -> int | None:
         """Number of buckets (``None`` while quantile edges are still warming up)."""
         with self._lock:
-            return None if self._sf is None else int(self._centres.size)
+            return self._hist.n_buckets if self._hist.built else None
 
     @property
     def edges(self) -> np.ndarray | None:
         """The ``B + 1`` bucket edges (``None`` while quantile edges are still warming up)."""
         with self._lock:
-            return None if self._sf is None else self._edges.copy()
+            return self._hist.edges.copy() if self._hist.built else None
 
     @property
     def centres(self) -> np.ndarray | None:
         """The ``B`` bucket centres (``None`` while quantile edges are still warming up)."""
         with self._lock:
-            return None if self._sf is None else self._centres.copy()
-
-    def _stored_unit(self) -> float:
-        kind = self._sf[_h.SF_KIND]
-        if kind in (_h.KIND_DECAY_EVENTS, _h.KIND_DECAY_TIME) and self._sf[_h.SF_N_LEARNED] > 0:
-            return 2.0 ** ((self._sf[_h.SF_LAST_T] - self._sf[_h.SF_T0]) / self._sf[_h.SF_HALF_LIFE])
-        return 1.0
+            return self._hist.centres.copy() if self._hist.built else None
 
     def histogram(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(centres, pos, neg)``: the window's weight per bucket, in real units (copies).
@@ -416,14 +413,11 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         With a decay window the weights are the decayed ones as of the last learned event.
         """
         with self._lock:
-            if self._sf is None:
+            if not self._hist.built:
                 msg = "the bucket edges are not known yet: the quantile warm-up has not completed."
                 raise RuntimeError(msg)
-            B = self._centres.size
-            u = self._stored_unit()
-            pos = self._sf[_h.SF_HEADER : _h.SF_HEADER + B] / u
-            neg = self._sf[_h.SF_HEADER + B : _h.SF_HEADER + 2 * B] / u
-            return self._centres.copy(), pos, neg
+            pos, neg = self._hist.real_weights()
+            return self._hist.centres.copy(), pos, neg
 
     def merge(self, *others):
         """A new calibrator equal to one that learned the events of ``self`` and ``others``.
@@ -441,46 +435,40 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
                 return self
             if self.n_learned == 0:
                 return copy.deepcopy(other)
-            if other._sf is None:  # ``other`` still buffers its quantile warm-up: replay its events
+            if other._hist.floats is None:  # ``other`` still buffers its quantile warm-up: replay its events
                 return self._merged_with_warmup(other)
-            if self._sf is None:
+            if not self._hist.built:
                 msg = (
                     f"`calibrators` cannot be merged: the first is still in its quantile warm-up ({self.n_learned} "
-                    f"of {self._warmup} events) while the other has learned its edges from different data. Fix "
+                    f"of {self._hist.warmup} events) while the other has learned its edges from different data. Fix "
                     "the edges with streamcal.buckets.Edges before fitting the parts."
                 )
                 raise ValueError(msg)
-            self._check_same_edges(other)
-            window = as_window(self.window)
-            self._sf, self._si = window.merge_histograms(
-                (self._sf, self._si), (other._sf, other._si), self._ring_capacity
-            )
+            if not self._hist.same_layout(other._hist):
+                msg = (
+                    f"`calibrators` cannot be merged: different bucket edges ({self._hist.n_buckets} and "
+                    f"{other._hist.n_buckets} buckets"
+                    f"{', differing values' if self._hist.n_buckets == other._hist.n_buckets else ''}). "
+                    "Quantile edges learned from different warm-ups differ: fix the edges with "
+                    "streamcal.buckets.Edges before fitting the parts."
+                )
+                raise ValueError(msg)
+            self._hist.merge_from(other._hist, as_window(self.window))
             self._histogram_replaced()
             self._rebuild_map_after_merge(other)
         return self
 
-    def _check_same_edges(self, other) -> None:
-        if not (np.array_equal(self._edges, other._edges) and np.array_equal(self._centres, other._centres)):
-            same_size = self._edges.size == other._edges.size
-            msg = (
-                f"`calibrators` cannot be merged: different bucket edges ({self._edges.size - 1} and "
-                f"{other._edges.size - 1} buckets{', differing values' if same_size else ''}). "
-                "Quantile edges learned from different warm-ups differ: fix the edges with "
-                "streamcal.buckets.Edges before fitting the parts."
-            )
-            raise ValueError(msg)
-
     def _merged_with_warmup(self, other):
         """Merge an ``other`` still in its quantile warm-up by replaying its buffered events."""
-        n = int(other._n_warm)
-        scores, labels, weights, times = (np.ascontiguousarray(r[:n]) for r in other._warm)
-        times_arg = times if self._uses_times else None
-        if as_window(self.window).event_clock or float(self._last_time()) <= float(times[0]):
+        n = int(other._hist.n_warm)
+        scores, labels, weights, times = (np.ascontiguousarray(r[:n]) for r in other._hist.warm)
+        times_arg = times if self._hist.uses_times else None
+        if as_window(self.window).event_clock or self._hist.last_time() <= float(times[0]):
             self.update(scores, labels, weights=weights, times=times_arg)  # concatenation (or in time order)
             return self
-        if self._sf is None:  # both buffering, time clock: interleave the two buffers by time and replay
-            m = int(self._n_warm)
-            both = np.concatenate([self._warm[:, :m], other._warm[:, :n]], axis=1)
+        if not self._hist.built:  # both buffering, time clock: interleave the two buffers by time and replay
+            m = int(self._hist.n_warm)
+            both = np.concatenate([self._hist.warm[:, :m], other._hist.warm[:, :n]], axis=1)
             order = np.argsort(both[3], kind="stable")
             fresh = self.clone()
             fresh.update(
@@ -510,17 +498,13 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         During a quantile warm-up: the total weight of the buffered events.
         """
         with self._lock:
-            if self._sf is None:
-                return float(self._warm_tot)
-            return float((self._sf[_h.SF_T_POS] + self._sf[_h.SF_T_NEG]) / self._stored_unit())
+            return self._hist.window_total()
 
     @property
     def n_learned(self) -> int:
         """Number of events learned so far."""
         with self._lock:
-            if self._sf is None:
-                return int(self._n_warm)
-            return int(self._sf[_h.SF_N_LEARNED])
+            return self._hist.n_learned
 
     # ------------------------------------------------------------------ validation
     def _score_of(self, x) -> float:
@@ -591,9 +575,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         return s
 
     def _last_time(self) -> float:
-        if self._sf is None:
-            return self._warm_last_t
-        return float(self._sf[_h.SF_LAST_T])
+        return self._hist.last_time()
 
     def _check_one(self, y, w, t) -> tuple[float, float, float]:
         if y is True or y is False:
@@ -612,7 +594,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
                 msg = f"`w` must be at most {_MAX_WEIGHT:g} (the largest weight of one event); got {w!r}."
                 raise ValueError(msg)
         if t is None:
-            if self._uses_times:
+            if self._hist.uses_times:
                 msg = f"{self._window_name()} needs event times: pass `t=` to learn_one."
                 raise ValueError(msg)
             t = 0.0
@@ -624,7 +606,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
             if not math.isfinite(t):
                 msg = f"`t` must be a finite number; got {t!r}."
                 raise ValueError(msg)
-            if self._uses_times and t < self._last_time():
+            if self._hist.uses_times and t < self._last_time():
                 msg = f"`t` must not go backwards; got {t!r} after the last learned time {self._last_time()!r}."
                 raise ValueError(msg)
         return label, w, t
@@ -678,7 +660,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
                 )
                 raise ValueError(msg)
         if times is None:
-            if self._uses_times and n and (idx is None or idx.size):
+            if self._hist.uses_times and n and (idx is None or idx.size):
                 msg = f"{self._window_name()} needs event times: pass `times=`."
                 raise ValueError(msg)
             t = np.zeros(n, dtype=np.float64)
@@ -692,7 +674,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
                 i = int(pos[np.flatnonzero(bad)[0]])
                 msg = f"`times` must be finite; got {float(t[i])!r} at position {i}."
                 raise ValueError(msg)
-            if self._uses_times and tl.size:
+            if self._hist.uses_times and tl.size:
                 last = self._last_time()
                 if tl[0] < last:
                     i = int(pos[0])
@@ -727,12 +709,12 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         try:
             s = self._score_of(x)
             label, w, t = self._check_one(y, w, t)
-            if self._sf is None:
+            if self._hist.floats is None:  # the quantile warm-up
                 self._warm_add(s, label, w, t)
                 return
-            if self._ring_capacity and self._uses_times:
+            if self._hist.grows_ring:
                 self._ensure_ring(1)
-            self._learn_bucket(bisect_right(self._cuts_list, s), s, label, w, t)
+            self._learn_bucket(bisect_right(self._hist.cuts_list, s), s, label, w, t)
         finally:
             lock.release()
 
@@ -742,7 +724,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         lock.acquire()
         try:
             s = self._score_of(x)
-            p = self._warm_proba() if self._sf is None else self._proba_of(s)
+            p = self._warm_proba() if self._hist.floats is None else self._proba_of(s)
         finally:
             lock.release()
         return {False: 1.0 - p, True: p}
@@ -753,7 +735,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         lock.acquire()
         try:
             s = self._score_of(x)
-            p = self._warm_proba() if self._sf is None else self._proba_of(s)
+            p = self._warm_proba() if self._hist.floats is None else self._proba_of(s)
         finally:
             lock.release()
         return p > 0.5
@@ -764,7 +746,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         lock.acquire()
         try:
             s = self._score_of(x)
-            return 0.0 if self._sf is None else self._llr_of(s)
+            return 0.0 if self._hist.floats is None else self._llr_of(s)
         finally:
             lock.release()
 
@@ -865,9 +847,9 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         out_llr = np.full(n, np.nan)
         i = 0
         layout = None
-        if self._sf is None:  # the warm-up's end, computed before anything is buffered
+        if not self._hist.built:  # the warm-up's end, computed before anything is buffered
             layout = self._warm_layout_after(s if uniform else s[(ops & OP_LEARN) != 0])
-        while i < n and self._sf is None:  # quantile warm-up: event by event, as learn_one
+        while i < n and not self._hist.built:  # quantile warm-up: event by event, as learn_one
             op = ops if uniform else ops[i]
             if op & OP_PREDICT:
                 out_p[i] = self._warm_proba()
@@ -880,18 +862,18 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
                 ops = ops[i:]
             s, y, w, t = s[i:], y[i:], w[i:], t[i:]
             b = self._buckets_of(s) if b is None else b[i:]
-            if self._ring_capacity and self._uses_times:
+            if self._hist.grows_ring:
                 if uniform:
                     self._ensure_ring(s.size if ops & OP_LEARN else 0)
                 else:
                     self._ensure_ring(int(np.count_nonzero(ops & OP_LEARN)))
             self._run_ops(ops, b, s, y, w, t, out_p[i:], out_llr[i:])
-            if self._ring_capacity and self._uses_times:
+            if self._hist.grows_ring:
                 self._shrink_ring()
         return out_p, out_llr
 
     def _predict_both(self, s: np.ndarray, b: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        if self._sf is None:
+        if not self._hist.built:
             return np.full(s.size, self._warm_proba()), np.zeros(s.size)
         return self._predict_arrays(b, s)
 
@@ -904,9 +886,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         """``(buckets, bad)``: the scores' buckets, found through the bucket guide in the pass that
         checks them; ``bad`` is the position of the first score that is not finite or outside the
         bucket strategy's range (-1: none; then the buckets are not all written)."""
-        b = np.empty(s.size, dtype=np.intp)
-        bad = _h.check_bucket_index(self._cuts, self._guide, self._score_low, self._score_high, s, b)
-        return b, bad
+        return self._hist.buckets_checked(s, self._score_low, self._score_high)
 
     def _check_scores_and_buckets(self, scores) -> tuple[np.ndarray, np.ndarray | None]:
         """``(scores, buckets)``, both checked; the buckets are None while the edges are unknown.
@@ -915,7 +895,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         by :meth:`_check_scores`, as by every other entry point. The scores are not copied: the
         caller's array is read as it is during the call (numpy's rule for any array argument).
         """
-        if self._sf is None:
+        if not self._hist.built:
             return self._check_scores(scores), None
         s = as_1d_float(scores, "scores", allow_empty=True, copy=False)  # only read from here on
         b, bad = self._checked_buckets(s)
@@ -926,59 +906,43 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         return s, b
 
     def _ensure_ring(self, extra: int) -> None:
-        W = int(self._si[_h.SI_W])
-        need = int(self._si[_h.SI_RING_COUNT]) + extra
-        if need > W:
-            self._sf, self._si = _h.grow_ring(self._sf, self._si, max(2 * W, 1 << (need - 1).bit_length()))
+        if self._hist.ensure_ring(extra):
             self._histogram_replaced()
 
     def _shrink_ring(self) -> None:
-        W = int(self._si[_h.SI_W])
-        count = int(self._si[_h.SI_RING_COUNT])
-        target = max(1024, 1 << (2 * count).bit_length())
-        if 4 * target < W:
-            self._sf, self._si = _h.grow_ring(self._sf, self._si, target)
+        if self._hist.shrink_ring():
             self._histogram_replaced()
 
     def _histogram_replaced(self) -> None:
-        """Hook: ``_sf``/``_si`` were replaced by new arrays (a subclass holding views of them rebinds)."""
+        """Hook: the histogram's arrays were replaced by new ones (a subclass holding views of them rebinds)."""
 
     # quantile warm-up ---------------------------------------------------------------------
     def _warm_proba(self) -> float:
-        return (self._warm_pos + 1.0) / (self._warm_tot + 2.0)
+        return (self._hist.warm_pos + 1.0) / (self._hist.warm_tot + 2.0)
 
     def _warm_layout(self, sample: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The checked edges and centres the strategy learns from the full warm-up ``sample``."""
-        return _check_layout(self._strategy.bucket_edges(sample), self._strategy.bucket_centres(sample))
+        return _check_layout(self._hist.strategy.bucket_edges(sample), self._hist.strategy.bucket_centres(sample))
 
     def _warm_layout_after(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """The layout the warm-up ends with if the scores ``s`` are learned next (None if it does
         not end): computed before any of them is buffered, so that a strategy failing on the
         sample rejects the call with nothing changed."""
-        need = self._warmup - self._n_warm
-        if s.size < need:
-            return None
-        return self._warm_layout(np.concatenate((self._warm[0, : self._n_warm], s[:need])))
+        sample = self._hist.warm_sample_after(s)
+        return None if sample is None else self._warm_layout(sample)
 
     def _warm_add(self, s: float, y: float, w: float, t: float, layout=None) -> None:
         s, y, w, t = float(s), float(y), float(w), float(t)
-        k = self._n_warm
-        if k + 1 == self._warmup and layout is None:
+        hist = self._hist
+        if hist.n_warm + 1 == hist.warmup and layout is None:
             layout = self._warm_layout_after(np.array([s]))
-        self._warm[:, k] = (s, y, w, t)
-        self._n_warm = k + 1
-        self._warm_tot += w
-        if y > 0.5:
-            self._warm_pos += w
-        if self._uses_times:
-            self._warm_last_t = t
-        if self._n_warm == self._warmup:
-            buffered = self._warm
+        if hist.warm_add(s, y, w, t):  # the buffer is full: build the edges, learn the buffered events
+            buffered = hist.warm
             self._build(*layout)
-            del self._warm, self._strategy
+            hist.drop_warmup_buffer()
             n = buffered.shape[1]
             b = self._buckets_of(np.ascontiguousarray(buffered[0]))
-            if self._ring_capacity and self._uses_times:
+            if hist.grows_ring:
                 self._ensure_ring(n)
             nan = np.full(n, np.nan)
             self._run_ops(
@@ -1003,7 +967,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         self._proba_high = (total + c) / (total + 2.0 * c)
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
-        _h.histogram_learn_one_inplace(self._sf, self._si, b, y, w, t)
+        _h.histogram_learn_one_inplace(self._hist.floats, self._hist.ints, b, y, w, t)
         self._after_learn(1)
 
     def _after_learn(self, n: int) -> None:
@@ -1093,7 +1057,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
                 part = slice(i, i + step)
                 if op == OP_PREQUENTIAL:
                     out_p[part], out_llr[part] = self._predict_arrays(b[part], s[part])
-                _h.histogram_learn_many_inplace(self._sf, self._si, b[part], y[part], w[part], t[part])
+                _h.histogram_learn_many_inplace(self._hist.floats, self._hist.ints, b[part], y[part], w[part], t[part])
                 self._after_learn(step)
 
     def _run_ops_between_refits(self, k, ops, b, s, y, w, t, out_p, out_llr) -> None:
@@ -1119,7 +1083,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
             lj = min(due, learn_at.size)
             if lj > li:
                 at = learn_at[li:lj]
-                _h.histogram_learn_many_inplace(self._sf, self._si, b[at], y[at], w[at], t[at])
+                _h.histogram_learn_many_inplace(self._hist.floats, self._hist.ints, b[at], y[at], w[at], t[at])
                 self._after_learn(lj - li)
             i, li, pi = end, lj, pj
 
@@ -1129,6 +1093,11 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
 
     def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+
+# the histogram's attributes under their saved names (``_sf`` for ``_hist.floats``, ...)
+for _key, _name in SAVED_NAMES.items():
+    setattr(StreamingCalibrator, _key, _SavedName(_name))
 
 
 def _check_layout(edges, centres) -> tuple[np.ndarray, np.ndarray]:

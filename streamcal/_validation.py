@@ -192,10 +192,7 @@ def _to_float64(arr: np.ndarray, name: str, *, copy: bool) -> np.ndarray:
             try:
                 float(value)
             except OverflowError:
-                msg = (
-                    f"`{name}` must hold numbers within the float64 range; got {fmt(value)}"
-                    f"{_where(i, arr.shape)}."
-                )
+                msg = f"`{name}` must hold numbers within the float64 range; got {fmt(value)}{_where(i, arr.shape)}."
                 raise ValueError(msg) from None
         raise
 
@@ -337,8 +334,7 @@ def as_times(t, name: str, n: int, *, non_decreasing: bool = True, after: float 
     if non_decreasing and arr.size:
         if arr[0] < after:
             msg = (
-                f"`{name}` must not go backwards; got {fmt(arr[0])} at position 0 after the last "
-                f"time seen, {after!r}."
+                f"`{name}` must not go backwards; got {fmt(arr[0])} at position 0 after the last time seen, {after!r}."
             )
             raise ValueError(msg)
         back = arr[1:] < arr[:-1]

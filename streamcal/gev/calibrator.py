@@ -330,4 +330,3 @@ class PlattCalibrator(_HistogramGLMCalibrator):
     def _unit_test_params(cls):
         yield from super()._unit_test_params()
         yield {"score_key": "empty_server_form_handler", "buckets": LogitGrid(n_buckets=16), "refit_every": 7}
-

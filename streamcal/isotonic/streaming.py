@@ -283,13 +283,13 @@ class PAVCalibrator(StreamingCalibrator):
                 ):
                     return
         with self._lock.rlock:
-            if self._sf is None or self._uses_times:  # quantile warm-up; time windows grow their ring
+            if self._hist.floats is None or self._hist.uses_times:  # quantile warm-up; time windows grow their ring
                 super().learn_one(x, y, w, t)  # a marked section
                 return
             s = self._score_of(x)
             label, w, t = self._check_one(y, w, t)
             if self._lock.marking:  # called inside this thread's own marked section: the views' kernel
-                self._learn_bucket(bisect_right(self._cuts_list, s), s, label, w, t)
+                self._learn_bucket(bisect_right(self._hist.cuts_list, s), s, label, w, t)
             elif not self._learn_packed(self._packed, s, label, w, t):  # it refuses what the checks reject
                 raise RuntimeError(f"internal error: the checked event (score {s!r}, weight {w!r}) was refused")
 
@@ -306,7 +306,7 @@ class PAVCalibrator(StreamingCalibrator):
                         return {False: 1.0 - p, True: p}
         with self._lock.rlock:
             s = self._score_of(x)
-            if self._sf is None:
+            if self._hist.floats is None:
                 p = self._warm_proba()
             elif self._lock.marking:  # inside this thread's own marked section
                 p = self._proba_of(s)
@@ -320,7 +320,7 @@ class PAVCalibrator(StreamingCalibrator):
     def predict_llr_one(self, x: dict) -> float:
         with self._lock.rlock:
             s = self._score_of(x)
-            if self._sf is None:
+            if self._hist.floats is None:
                 return 0.0
             return self._llr_of(s) if self._lock.marking else self._llr_packed(self._packed, s)
 
@@ -336,16 +336,16 @@ class PAVCalibrator(StreamingCalibrator):
     def _init_map_state(self) -> None:
         self._init_map_state_arrays()
         self._pack()
-        _k.pav_refresh_extremes_inplace(self._sf, self._pf, self._pi)
+        _k.pav_refresh_extremes_inplace(self._hist.floats, self._pf, self._pi)
 
     def _init_map_state_arrays(self) -> None:
         self._linear = self.interpolation == "linear"
         self._pf, self._pi = _k.empty_pav_state(
-            self._centres,
+            self._hist.centres,
             float(self.llr_pseudo_count),
             self._linear,
             self._identity,
-            self._cuts,
+            self._hist.cuts,
             finite_proba=bool(self.finite_proba),
         )
 
@@ -356,12 +356,13 @@ class PAVCalibrator(StreamingCalibrator):
         the river face's kernels read the buffer, the array face's the views. A buffer packed
         while the lock is held is born marked busy (see the notes above ``learn_one``).
         """
-        state = (self._sf, self._si, self._pf, self._pi)
+        state = (self._hist.floats, self._hist.ints, self._pf, self._pi)
         packed, sf, si, pf, pi = _k.pack_state(*state, self._score_low, self._score_high)
         packed[_k.PACK_BUSY] = 1.0 if self._lock.marking else 0.0
-        self._packed, self._sf, self._si, self._pf, self._pi = packed, sf, si, pf, pi
+        self._packed, self._pf, self._pi = packed, pf, pi
+        self._hist.floats, self._hist.ints = sf, si
         fast = _gil_enabled()  # the lock-free calls rely on the GIL
-        self._fast_learn = fast and self.score_key is None and not self._uses_times
+        self._fast_learn = fast and self.score_key is None and not self._hist.uses_times
         self._fast_predict = fast and self.score_key is None
 
     def _histogram_replaced(self) -> None:
@@ -373,7 +374,7 @@ class PAVCalibrator(StreamingCalibrator):
         self._init_map_state_arrays()
         self._pi[_k.PI_INTEGRAL] = integral
         self._pack()
-        _k.pav_rebuild_inplace(self._sf, self._si, self._pf, self._pi)
+        _k.pav_rebuild_inplace(self._hist.floats, self._hist.ints, self._pf, self._pi)
 
     # derived from the state and the parameters: not saved, rebuilt by ``_pack`` on loading
     _CACHES = (*StreamingCalibrator._CACHES, "_packed", "_fast_learn", "_fast_predict")
@@ -489,18 +490,20 @@ class PAVCalibrator(StreamingCalibrator):
         integral = int(self._pi[_k.PI_INTEGRAL])
         self._init_map_state_arrays()
         self._pi[_k.PI_INTEGRAL] = integral
-        _k.pav_rebuild_inplace(self._sf, self._si, self._pf, self._pi)
+        _k.pav_rebuild_inplace(self._hist.floats, self._hist.ints, self._pf, self._pi)
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
-        _k.pav_learn_one_inplace(self._sf, self._si, self._pf, self._pi, b, y, w, t, self._sf[_h.SF_KIND])
+        _k.pav_learn_one_inplace(
+            self._hist.floats, self._hist.ints, self._pf, self._pi, b, y, w, t, self._hist.floats[_h.SF_KIND]
+        )
 
     # one score through the array face's kernel, which a marked section may call (the river face
     # calls the packed entry points itself)
     def _proba_of(self, s: float) -> float:
-        return float(self._predict_arrays(np.array([bisect_right(self._cuts_list, s)]), np.array([s]))[0][0])
+        return float(self._predict_arrays(np.array([bisect_right(self._hist.cuts_list, s)]), np.array([s]))[0][0])
 
     def _llr_of(self, s: float) -> float:
-        return float(self._predict_arrays(np.array([bisect_right(self._cuts_list, s)]), np.array([s]))[1][0])
+        return float(self._predict_arrays(np.array([bisect_right(self._hist.cuts_list, s)]), np.array([s]))[1][0])
 
     def _threads(self, n: int) -> int:
         threads = (os.cpu_count() or 1) if self.n_jobs == -1 else (self.n_jobs or 1)
@@ -512,7 +515,7 @@ class PAVCalibrator(StreamingCalibrator):
             return super()._checked_buckets(s)
         b = np.empty(s.size, dtype=np.intp)
         at = np.linspace(0, s.size, threads + 1).astype(np.intp).tolist()
-        args = (self._cuts, self._guide, self._score_low, self._score_high)
+        args = (self._hist.cuts, self._hist.guide, self._score_low, self._score_high)
         with ThreadPoolExecutor(threads) as pool:
             jobs = [pool.submit(_h.check_bucket_index, *args, s[lo:hi], b[lo:hi]) for lo, hi in pairwise(at)]
         for lo, job in zip(at, jobs, strict=False):
@@ -522,7 +525,7 @@ class PAVCalibrator(StreamingCalibrator):
         return b, -1
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
-        state = (self._sf, self._si, self._pf, self._pi)
+        state = (self._hist.floats, self._hist.ints, self._pf, self._pi)
         threads = self._threads(b.size)
         prequential = isinstance(ops, int) and ops == OP_PREQUENTIAL
         if threads < 2 and prequential:

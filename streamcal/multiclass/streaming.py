@@ -153,9 +153,7 @@ def _learn_array(model, values, log_odds, labels, score_dict) -> None:
 def _predict_array(model, values, log_odds, score_dict) -> np.ndarray:
     if hasattr(model, "predict_proba"):
         return np.asarray(model.predict_proba(values), dtype=np.float64)
-    return np.array(
-        [float(model.predict_proba_one(score_dict(model, d)).get(True, 0.5)) for d in log_odds]
-    )
+    return np.array([float(model.predict_proba_one(score_dict(model, d)).get(True, 0.5)) for d in log_odds])
 
 
 class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
@@ -298,10 +296,7 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         out = {}
         for c, v in x.items():
             if fixed is not None and c not in fixed:
-                msg = (
-                    f"`x` holds a score for class {c!r}, which is not among `classes` "
-                    f"{list(self.classes)!r}."
-                )
+                msg = f"`x` holds a score for class {c!r}, which is not among `classes` {list(self.classes)!r}."
                 raise ValueError(msg)
             _check_class(c, "x", "class labels as keys")
             if not is_real_number(v):
@@ -364,10 +359,7 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
             what = "finite logits"
         if bad.any():
             i, j = (int(v) for v in np.argwhere(bad)[0])
-            msg = (
-                f"`scores` must hold {what}; got {float(arr[i, j])!r} at position ({i}, {j}) "
-                f"(class {classes[j]!r})."
-            )
+            msg = f"`scores` must hold {what}; got {float(arr[i, j])!r} at position ({i}, {j}) (class {classes[j]!r})."
             raise ValueError(msg)
         if self.scores == "proba":
             with np.errstate(divide="ignore"):
@@ -389,10 +381,7 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
             try:
                 out[t] = index[y]
             except (KeyError, TypeError):
-                msg = (
-                    f"`labels` holds {y!r} at position {t}, which is not among `classes` "
-                    f"{classes!r}."
-                )
+                msg = f"`labels` holds {y!r} at position {t}, which is not among `classes` {classes!r}."
                 raise ValueError(msg) from None
         return out
 

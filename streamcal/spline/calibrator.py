@@ -278,9 +278,7 @@ class ISplineCalibrator(StreamingCalibrator):
             )
             raise ValueError(msg)
         values, weights, means = aggregate_sorted(s, w * y, w * (1.0 - y))
-        fitted = fit_distinct(
-            values, weights, means, float(np.count_nonzero(w)), int(self.order), self.n_knots, inner
-        )
+        fitted = fit_distinct(values, weights, means, float(np.count_nonzero(w)), int(self.order), self.n_knots, inner)
         # validated: now mutate
         self._inner_knots = inner
         self._reset()
