@@ -85,21 +85,23 @@ OP_PREDICT = 2
 OP_PREQUENTIAL = 3  # predict with the state before the label, then learn
 
 
-class _SavedName:
-    """An attribute of the histogram read under its saved name (``cal._sf`` is ``cal._hist.floats``).
+class SavedName:
+    """An attribute read under the name a saved state gives it (``cal._sf`` is ``cal._hist.floats``).
 
-    The state checks of a restored calibrator read the saved names before the histogram is
-    rebuilt from them: a non-data descriptor, so the instance's own attribute of that name,
-    present only then, comes first.
+    ``path`` is the chain of attributes it stands for. The state checks of a restored calibrator
+    read the saved names before the state is rebuilt from them: a non-data descriptor, so the
+    instance's own attribute of that name, present only then, comes first.
     """
 
-    def __init__(self, name: str):
-        self.name = name
+    def __init__(self, *path: str):
+        self.path = path
 
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
-        return getattr(obj._hist, self.name)
+        for name in self.path:
+            obj = getattr(obj, name)
+        return obj
 
 
 class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
@@ -347,8 +349,12 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
 
         n = c.need_int(self._n_warm, "_n_warm", 0, self._warmup - 1)
         warm = c.need_array(self._warm, "_warm", np.float64, ndim=2, shape=(4, self._warmup))
-        if self._strategy is not self.buckets:
-            c.fail("`_strategy`: expected the bucket strategy itself (`buckets`).")
+        # the strategy ``buckets`` means: the parameter itself, or the one a shorthand names
+        strategy = self._strategy
+        if strategy is not self.buckets:
+            meant = as_buckets(self.buckets)
+            if not (type(strategy) is type(meant) and repr(strategy) == repr(meant)):
+                c.fail("`_strategy`: expected the bucket strategy of `buckets`.")
         if self._si is not None:
             c.fail(f"`_si`: expected None during the quantile warm-up; found {c.brief(self._si)}.")
         s, y, w, t = warm[:, :n]
@@ -1096,8 +1102,8 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
 
 
 # the histogram's attributes under their saved names (``_sf`` for ``_hist.floats``, ...)
-for _key, _name in SAVED_NAMES.items():
-    setattr(StreamingCalibrator, _key, _SavedName(_name))
+for _key, _name in (*SAVED_NAMES.items(), ("_guide", "guide")):
+    setattr(StreamingCalibrator, _key, SavedName("_hist", _name))
 
 
 def _check_layout(edges, centres) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ import numpy as np
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import ipav as _k
 from streamcal._kernels._config import entry_point
-from streamcal._streaming import OP_PREDICT, OP_PREQUENTIAL, StreamingCalibrator
+from streamcal._streaming import OP_PREDICT, OP_PREQUENTIAL, SavedName, StreamingCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
 from streamcal.windows import Window
@@ -332,15 +332,19 @@ class PAVCalibrator(StreamingCalibrator):
     def _init_lock(self) -> None:
         self._lock = _MarkingLock(self)
 
+    # the blocks under their saved names (the checks of a restored state read them so)
+    _pf = SavedName("_blocks_floats")
+    _pi = SavedName("_blocks_ints")
+
     # ------------------------------------------------------------------ engine (fused kernels)
     def _init_map_state(self) -> None:
         self._init_map_state_arrays()
         self._pack()
-        _k.pav_refresh_extremes_inplace(self._hist.floats, self._pf, self._pi)
+        _k.pav_refresh_extremes_inplace(self._hist.floats, self._blocks_floats, self._blocks_ints)
 
     def _init_map_state_arrays(self) -> None:
         self._linear = self.interpolation == "linear"
-        self._pf, self._pi = _k.empty_pav_state(
+        self._blocks_floats, self._blocks_ints = _k.empty_pav_state(
             self._hist.centres,
             float(self.llr_pseudo_count),
             self._linear,
@@ -356,10 +360,10 @@ class PAVCalibrator(StreamingCalibrator):
         the river face's kernels read the buffer, the array face's the views. A buffer packed
         while the lock is held is born marked busy (see the notes above ``learn_one``).
         """
-        state = (self._hist.floats, self._hist.ints, self._pf, self._pi)
+        state = (self._hist.floats, self._hist.ints, self._blocks_floats, self._blocks_ints)
         packed, sf, si, pf, pi = _k.pack_state(*state, self._score_low, self._score_high)
         packed[_k.PACK_BUSY] = 1.0 if self._lock.marking else 0.0
-        self._packed, self._pf, self._pi = packed, pf, pi
+        self._packed, self._blocks_floats, self._blocks_ints = packed, pf, pi
         self._hist.floats, self._hist.ints = sf, si
         fast = _gil_enabled()  # the lock-free calls rely on the GIL
         self._fast_learn = fast and self.score_key is None and not self._hist.uses_times
@@ -370,11 +374,11 @@ class PAVCalibrator(StreamingCalibrator):
 
     def _rebuild_map_after_merge(self, other) -> None:
         # a full sweep over the merged histogram; the whole-weights flag covers both parts' events
-        integral = min(int(self._pi[_k.PI_INTEGRAL]), int(other._pi[_k.PI_INTEGRAL]))
+        integral = min(int(self._blocks_ints[_k.PI_INTEGRAL]), int(other._blocks_ints[_k.PI_INTEGRAL]))
         self._init_map_state_arrays()
-        self._pi[_k.PI_INTEGRAL] = integral
+        self._blocks_ints[_k.PI_INTEGRAL] = integral
         self._pack()
-        _k.pav_rebuild_inplace(self._hist.floats, self._hist.ints, self._pf, self._pi)
+        _k.pav_rebuild_inplace(self._hist.floats, self._hist.ints, self._blocks_floats, self._blocks_ints)
 
     # derived from the state and the parameters: not saved, rebuilt by ``_pack`` on loading
     _CACHES = (*StreamingCalibrator._CACHES, "_packed", "_fast_learn", "_fast_predict")
@@ -388,8 +392,21 @@ class PAVCalibrator(StreamingCalibrator):
     _proba_packed = _bound_on_first_call("_proba_packed", _k.pav_predict_packed, 1)
     _llr_packed = _bound_on_first_call("_llr_packed", _k.pav_llr_packed, 1)
 
+    # the PAV state's saved names: ``_pf``/``_pi`` hold the blocks' float and int records
+    _SAVED_BLOCKS = (("_pf", "_blocks_floats"), ("_pi", "_blocks_ints"))
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        for key, name in self._SAVED_BLOCKS:
+            if name in state:
+                state[key] = state.pop(name)
+        return state
+
     def __setstate__(self, state):
-        super().__setstate__(state)
+        super().__setstate__(state)  # checks the state under its saved names, then rebuilds the histogram
+        for key, name in self._SAVED_BLOCKS:
+            if key in self.__dict__:
+                self.__dict__[name] = self.__dict__.pop(key)
         self._fast_learn = self._fast_predict = False  # still warming up, unless packed below
         if state.get("_pf") is not None:
             self._upgrade_map_state()
@@ -484,17 +501,25 @@ class PAVCalibrator(StreamingCalibrator):
         finite-LLR values are recomputed from them. The sticky whole-number flag is kept. (Such
         states may also predate the knots' span copied into ``pf``: the sweep writes it.)
         """
-        B = int(self._pi[_k.PI_B])
-        if self._pf.size == _k.pav_state_sizes(B)[0]:
+        B = int(self._blocks_ints[_k.PI_B])
+        if self._blocks_floats.size == _k.pav_state_sizes(B)[0]:
             return
-        integral = int(self._pi[_k.PI_INTEGRAL])
+        integral = int(self._blocks_ints[_k.PI_INTEGRAL])
         self._init_map_state_arrays()
-        self._pi[_k.PI_INTEGRAL] = integral
-        _k.pav_rebuild_inplace(self._hist.floats, self._hist.ints, self._pf, self._pi)
+        self._blocks_ints[_k.PI_INTEGRAL] = integral
+        _k.pav_rebuild_inplace(self._hist.floats, self._hist.ints, self._blocks_floats, self._blocks_ints)
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         _k.pav_learn_one_inplace(
-            self._hist.floats, self._hist.ints, self._pf, self._pi, b, y, w, t, self._hist.floats[_h.SF_KIND]
+            self._hist.floats,
+            self._hist.ints,
+            self._blocks_floats,
+            self._blocks_ints,
+            b,
+            y,
+            w,
+            t,
+            self._hist.floats[_h.SF_KIND],
         )
 
     # one score through the array face's kernel, which a marked section may call (the river face
@@ -525,7 +550,7 @@ class PAVCalibrator(StreamingCalibrator):
         return b, -1
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
-        state = (self._hist.floats, self._hist.ints, self._pf, self._pi)
+        state = (self._hist.floats, self._hist.ints, self._blocks_floats, self._blocks_ints)
         threads = self._threads(b.size)
         prequential = isinstance(ops, int) and ops == OP_PREQUENTIAL
         if threads < 2 and prequential:
@@ -552,5 +577,5 @@ class PAVCalibrator(StreamingCalibrator):
     def _predict_arrays(self, b, s):
         out_p = np.empty(s.size)
         out_llr = np.empty(s.size)
-        _k.pav_predict_many(self._pf, b, s, out_p, out_llr)
+        _k.pav_predict_many(self._blocks_floats, b, s, out_p, out_llr)
         return out_p, out_llr
