@@ -53,6 +53,7 @@ from bisect import bisect_right
 import numpy as np
 from river import base
 
+from streamcal import _prior
 from streamcal._histogram import SAVED_NAMES, WindowedHistogram
 from streamcal._kernels import histogram as _h
 from streamcal._locking import LockedState
@@ -61,6 +62,7 @@ from streamcal._validation import (
     as_1d_float,
     as_binary_label,
     as_binary_labels,
+    check_refit_every,
     check_same_length,
     check_scalar,
     is_real_number,
@@ -72,9 +74,7 @@ from streamcal.windows import Window, as_window
 
 __all__ = ["StreamingCalibrator"]
 
-_TINY = float(np.finfo(np.float64).tiny)
 _MAX_WEIGHT = _h.MAX_WEIGHT  # the largest weight of one event (docs/limits.md)
-_ONE_BELOW = 1.0 - float(np.finfo(np.float64).epsneg)  # the largest float64 below 1
 
 #: Range of ``llr_pseudo_count`` (docs/limits.md).
 MIN_PSEUDO_COUNT = 1e-100
@@ -167,9 +167,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         window = as_window(self.window)
         # the pseudo-counts keep the LLR finite for every accepted weight within these bounds
         check_scalar(self.llr_pseudo_count, "llr_pseudo_count", low=MIN_PSEUDO_COUNT, high=MAX_PSEUDO_COUNT)
-        refit_every = getattr(self, "refit_every", None)
-        if refit_every is not None:
-            check_scalar(refit_every, "refit_every", numbers.Integral, low=1)
+        check_refit_every(getattr(self, "refit_every", None))
         self._score_low, self._score_high = _finite_range(buckets.score_range)
         self._bucket_kind = type(buckets).__name__
         self._identity = bool(buckets.probability_inputs)
@@ -924,7 +922,9 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
 
     # quantile warm-up ---------------------------------------------------------------------
     def _warm_proba(self) -> float:
-        return (self._hist.warm_pos + 1.0) / (self._hist.warm_tot + 2.0)
+        # the finite prior of the buffered events: no edges, no map yet
+        hist = self._hist
+        return _prior.finite_prior(hist.warm_pos, hist.warm_tot, float(self.llr_pseudo_count))
 
     def _warm_layout(self, sample: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The checked edges and centres the strategy learns from the full warm-up ``sample``."""
@@ -966,11 +966,8 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         self._proba_low, self._proba_high = 0.0, 1.0  # the served bounds, set by ``_set_proba_bounds``
 
     def _set_proba_bounds(self, total: float) -> None:
-        """Bound the served probabilities of a map fitted on ``total`` weight (real units) to
-        ``[c / (T + 2c), (T + c) / (T + 2c)]``."""
-        c = float(self.llr_pseudo_count)
-        self._proba_low = c / (total + 2.0 * c)
-        self._proba_high = (total + c) / (total + 2.0 * c)
+        """Bound the served probabilities of a map fitted on ``total`` weight (real units)."""
+        self._proba_low, self._proba_high = _prior.proba_bounds(total, float(self.llr_pseudo_count))
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         _h.histogram_learn_one_inplace(self._hist.floats, self._hist.ints, b, y, w, t)
@@ -994,8 +991,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
             self._fitted = False
             return
         self._refit_from_histogram(centres, pos, neg)
-        c = float(self.llr_pseudo_count)
-        self._prior_logodds = math.log(t_pos + c) - math.log(t_neg + c)
+        self._prior_logodds = _prior.prior_logodds(t_pos, t_neg, float(self.llr_pseudo_count))
         self._set_proba_bounds(t_pos + t_neg)
         self._fitted = True
 
@@ -1032,8 +1028,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         return p, np.asarray(self._predict_llr_fitted(s, p), dtype=np.float64)
 
     def _predict_llr_fitted(self, scores: np.ndarray, proba: np.ndarray) -> np.ndarray:
-        q = np.minimum(np.maximum(proba, _TINY), _ONE_BELOW)  # np.clip's values, without its wrapper
-        return (np.log(q) - np.log1p(-q)) - self._prior_logodds
+        return _prior.llr_from_proba(proba, self._prior_logodds)
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
         """Run operations with the map fitted from the histogram, element for element what a loop

@@ -26,8 +26,8 @@ __all__ = [
     "as_nonneg_weights",
     "as_probabilities",
     "as_real_array",
-    "as_times",
     "call_repr",
+    "check_refit_every",
     "check_same_length",
     "check_scalar",
     "fmt",
@@ -323,26 +323,10 @@ def as_nonneg_weights(w, name: str, n: int) -> np.ndarray:
     return arr
 
 
-def as_times(t, name: str, n: int, *, non_decreasing: bool = True, after: float = -np.inf) -> np.ndarray:
-    """Return event times as a new float64 array of ``n`` finite values.
-
-    With ``non_decreasing`` the times must not go backwards, neither within the array nor with
-    respect to ``after`` (the last time already seen).
-    """
-    arr = as_finite(t, name, allow_empty=True)
-    check_same_length(n, arr.size, name)
-    if non_decreasing and arr.size:
-        if arr[0] < after:
-            msg = (
-                f"`{name}` must not go backwards; got {fmt(arr[0])} at position 0 after the last time seen, {after!r}."
-            )
-            raise ValueError(msg)
-        back = arr[1:] < arr[:-1]
-        if back.any():
-            i = _first_bad(back) + 1
-            msg = f"`{name}` must not go backwards; got {fmt(arr[i])} at position {i} after {fmt(arr[i - 1])}."
-            raise ValueError(msg)
-    return arr
+def check_refit_every(value) -> None:
+    """``refit_every`` of a refitted calibrator: None (refit lazily) or an int >= 1."""
+    if value is not None:
+        check_scalar(value, "refit_every", numbers.Integral, low=1)
 
 
 def check_same_length(expected: int, got: int, name: str) -> None:

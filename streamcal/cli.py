@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
 
         detail = error_line(f"{type(exc).__name__}: {exc}").removeprefix("streamcal: error: ")
         print(
-            f"streamcal: error: internal error ({detail}); please report it (STREAMCAL_DEBUG=1 shows the traceback)",
+            f"streamcal: error: internal error ({detail}); please report it "
+            "(STREAMCAL_DEBUG=1 shows the traceback)",
             file=sys.stderr,
         )
         return 1

@@ -36,7 +36,7 @@ def test_every_streaming_calibrator_holds_one_histogram_saved_under_the_flat_nam
 
 
 def test_saved_form_round_trips_every_attribute():
-    s, y, t = events(300)
+    s, y, _ = events(300)
     cal = PAVCalibrator(window=CountWindow(100)).update(s, y)
     saved = cal._hist.saved()
     assert set(saved) <= set(SAVED_NAMES)

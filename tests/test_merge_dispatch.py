@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -25,7 +27,7 @@ def test_merged_pav_keeps_the_whole_weights_flag_of_the_single_calibrator(window
     make = lambda: PAVCalibrator(buckets=32, window=window)  # noqa: E731
     cuts = [0, n // 3, 2 * n // 3, n]
     parts = []
-    for lo, hi in zip(cuts, cuts[1:], strict=False):
+    for lo, hi in itertools.pairwise(cuts):
         part = make()
         part.update(scores[lo:hi], labels[lo:hi], weights=weights[lo:hi], times=times[lo:hi])
         parts.append(part)

@@ -248,7 +248,9 @@ def ht_couple_batch(r, n, tol, max_iter, newton_after, p_out, sweeps_out):
     )
     for e in range(m):
         ne = n[0] if shared else n[e]
-        sweeps_out[e] = ht_couple_one(r[e], ne, tol, max_iter, newton_after, p_out[e], target, total_weight, scratch)
+        sweeps_out[e] = ht_couple_one(
+            r[e], ne, tol, max_iter, newton_after, p_out[e], target, total_weight, scratch
+        )
 
 
 @jit

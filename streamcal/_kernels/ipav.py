@@ -816,18 +816,8 @@ def pav_process_from_inplace(sf, si, pf, pi, buckets, scores, labels, weights, t
     """
     pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, 0, start)
     pav_process_inplace(
-        sf,
-        si,
-        pf,
-        pi,
-        buckets[start:stop],
-        scores[start:stop],
-        labels[start:stop],
-        weights[start:stop],
-        times[start:stop],
-        ops[start:stop],
-        out_p[start:stop],
-        out_llr[start:stop],
+        sf, si, pf, pi, buckets[start:stop], scores[start:stop], labels[start:stop], weights[start:stop],
+        times[start:stop], ops[start:stop], out_p[start:stop], out_llr[start:stop],
     )
 
 
@@ -899,7 +889,9 @@ def _score_ok(packed, s):
 def pav_bucket_of(pf, s):
     """Bucket of score ``s`` (exactly the binary search over the cuts)."""
     B = _n_buckets(pf)
-    return bucket_of_sorted(pf, _cuts_offset(B), B - 1, s, pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP])
+    return bucket_of_sorted(
+        pf, _cuts_offset(B), B - 1, s, pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP]
+    )
 
 
 @jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves

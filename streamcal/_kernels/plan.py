@@ -25,27 +25,9 @@ def _candidate(o, m_flight, flight_t, flight_s, flight_y, flight_w, flight_i, s,
 
 @jit_noalloc
 def plan_merge(
-    order,
-    m_flight,
-    flight_t,
-    flight_s,
-    flight_y,
-    flight_w,
-    flight_i,
-    t,
-    s,
-    y,
-    label_t,
-    w,
-    first_index,
-    weighted,
-    op_s,
-    op_y,
-    op_t,
-    op_w,
-    learn,
-    pred_pos,
-    learn_index,
+    order, m_flight, flight_t, flight_s, flight_y, flight_w, flight_i,
+    t, s, y, label_t, w, first_index, weighted,
+    op_s, op_y, op_t, op_w, learn, pred_pos, learn_index,
 ):
     """Fill the operation arrays (``n + k`` long; their capacity must be at least that: ``k`` is
     at most the number of candidates whose label time is at or before the last event time).
@@ -90,25 +72,9 @@ def plan_merge(
 
 @jit_noalloc
 def plan_gather_flight(
-    order,
-    k,
-    m_flight,
-    flight_t,
-    flight_s,
-    flight_y,
-    flight_w,
-    flight_i,
-    s,
-    y,
-    label_t,
-    w,
-    first_index,
-    weighted,
-    out_t,
-    out_s,
-    out_y,
-    out_w,
-    out_i,
+    order, k, m_flight, flight_t, flight_s, flight_y, flight_w, flight_i,
+    s, y, label_t, w, first_index, weighted,
+    out_t, out_s, out_y, out_w, out_i,
 ):
     """The candidates ``order[k:]`` (still in flight), gathered in order into the ``out_*`` arrays."""
     for c in range(k, order.shape[0]):

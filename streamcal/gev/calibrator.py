@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import numbers
 
 import numpy as np
 
@@ -38,8 +37,6 @@ class _HistogramGLMCalibrator(StreamingCalibrator):
 
     def _check_glm_params(self) -> None:
         check_scalar(self.l2, "l2", low=0.0)
-        if self.refit_every is not None:
-            check_scalar(self.refit_every, "refit_every", numbers.Integral, low=1)
 
     def _feature(self, scores: np.ndarray) -> np.ndarray:
         if self._identity:

@@ -48,7 +48,10 @@ def check_full_rank(Z: np.ndarray, w: np.ndarray, names: list[str]) -> None:
     diag = np.sqrt(np.diag(gram))
     zero = np.flatnonzero(diag == 0.0)
     if zero.size:
-        msg = f"singular design: column {names[zero[0]]} is zero on every weighted row; drop it or set `l2` > 0."
+        msg = (
+            f"singular design: column {names[zero[0]]} is zero on every weighted row; "
+            "drop it or set `l2` > 0."
+        )
         raise ValueError(msg)
     corr = gram / np.outer(diag, diag)
     eigval, eigvec = np.linalg.eigh(corr)
@@ -182,7 +185,8 @@ class GEVCanonicalRegression:
             if isinstance(self.cv, numbers.Integral) and not isinstance(self.cv, bool):
                 check_scalar(self.cv, "cv", numbers.Integral, low=2)
             else:
-                check_scalar(self.cv, "cv", numbers.Real, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+                check_scalar(self.cv, "cv", numbers.Real, low=0.0, high=1.0,
+                             low_inclusive=False, high_inclusive=False)
         else:
             check_scalar(self.xi, "xi", numbers.Real)
         check_scalar(self.l2, "l2", numbers.Real, low=0.0)
@@ -262,7 +266,8 @@ class GEVCanonicalRegression:
         self.classes_ = np.array([0, 1])
         if not converged:
             warnings.warn(
-                f"IRLS did not converge in {self.max_iter} iterations (xi={xi}); increase `max_iter` or `l2`.",
+                f"IRLS did not converge in {self.max_iter} iterations (xi={xi}); "
+                "increase `max_iter` or `l2`.",
                 ConvergenceWarning,
                 stacklevel=2,
             )
@@ -297,7 +302,9 @@ class GEVCanonicalRegression:
         return beta
 
     def _solve(self, Z, y, w, xi, beta):
-        return irls_gev(Z, y, w, xi, self._penalty(Z.shape[1]), beta, max_iter=int(self.max_iter), tol=self.tol)
+        return irls_gev(
+            Z, y, w, xi, self._penalty(Z.shape[1]), beta, max_iter=int(self.max_iter), tol=self.tol
+        )
 
     def _folds(self, y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         rng = np.random.default_rng(self.random_state)

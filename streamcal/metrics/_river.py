@@ -44,10 +44,16 @@ def _check_left(count: int, weight: float, w: float, where: str) -> None:
     """Refuse a revert of weight ``w`` from a part of the state (``where``: "in bin 3") holding
     ``count`` events of total ``weight``: no event left there, or less weight than ``w``."""
     if count <= 0:
-        msg = f"cannot revert this event (`y_true`, `y_pred`): it was never added; the metric holds no event {where}."
+        msg = (
+            f"cannot revert this event (`y_true`, `y_pred`): it was never added; the metric holds no "
+            f"event {where}."
+        )
         raise ValueError(msg)
     if w > weight * (1.0 + _REVERT_SLACK) + _REVERT_SLACK * w:
-        msg = f"cannot revert this event: it was never added; `w` = {w!r} exceeds the weight left {where}, {weight!r}."
+        msg = (
+            f"cannot revert this event: it was never added; `w` = {w!r} exceeds the weight left "
+            f"{where}, {weight!r}."
+        )
         raise ValueError(msg)
 
 

@@ -223,7 +223,9 @@ def proper_scoring_rule(labels, proba, weighting, weights=None, *, normalize: bo
     return _weighted_mean(np.where(y == 1.0, target, nontarget), w)
 
 
-def beta_scoring_rule(labels, proba, a: float, b: float, weights=None, *, normalize: bool = True) -> float:
+def beta_scoring_rule(
+    labels, proba, a: float, b: float, weights=None, *, normalize: bool = True
+) -> float:
     """The Beta-family proper scoring rule, ``w(c) = c**(a - 1) (1 - c)**(b - 1)``, in closed form.
 
     Shorthand for ``proper_scoring_rule(labels, proba, BetaWeighting(a, b), ...)``.
@@ -330,10 +332,20 @@ def _quad_partial_losses(q: np.ndarray, w: Callable) -> tuple[np.ndarray, np.nda
     m = uniq.size
     # the positive's cost at q = 0 and the negative's at q = 1 may be infinite (e.g. log loss)
     top = np.concatenate((uniq, [1.0]))
-    gaps1 = np.array([(_quad_to_end if i == 0 and uniq[0] == 0.0 else _quad)(f1, top[i], top[i + 1]) for i in range(m)])
+    gaps1 = np.array(
+        [
+            (_quad_to_end if i == 0 and uniq[0] == 0.0 else _quad)(f1, top[i], top[i + 1])
+            for i in range(m)
+        ]
+    )
     bottom = np.concatenate(([0.0], uniq))
     gaps0 = np.array(
-        [(_quad_to_end if i == m - 1 and uniq[-1] == 1.0 else _quad)(f0, bottom[i], bottom[i + 1]) for i in range(m)]
+        [
+            (_quad_to_end if i == m - 1 and uniq[-1] == 1.0 else _quad)(
+                f0, bottom[i], bottom[i + 1]
+            )
+            for i in range(m)
+        ]
     )
     target = np.cumsum(gaps1[::-1])[::-1]
     nontarget = np.cumsum(gaps0)

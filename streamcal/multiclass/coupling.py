@@ -55,7 +55,8 @@ def _as_matrix_stack(x, name: str) -> tuple[np.ndarray, bool]:
         raise ValueError(msg) from None
     if arr.ndim not in (2, 3) or arr.shape[-1] != arr.shape[-2]:
         msg = (
-            f"`{name}` must be a square matrix (K, K) or a stack of them (m, K, K); got an array of shape {arr.shape}."
+            f"`{name}` must be a square matrix (K, K) or a stack of them (m, K, K); "
+            f"got an array of shape {arr.shape}."
         )
         raise ValueError(msg)
     if arr.shape[-1] == 0:

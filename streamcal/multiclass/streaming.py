@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 from river import base
 
+from streamcal import _prior
 from streamcal._kernels import coupling as _k
 from streamcal._locking import LockedState
 from streamcal._validation import as_real_array, check_scalar, is_real_number
@@ -80,7 +81,7 @@ def _within_add_one_bounds(proba: float, weight: float) -> float:
     """
     if proba != proba:
         return 0.5
-    bound = 1.0 / (weight + 2.0)
+    bound = _prior.add_one_bound(weight)
     return min(max(proba, bound), 1.0 - bound)
 
 
@@ -654,7 +655,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
                     weight = 0.0 if model is None else float(model.window_weight)
                     if weight > 0.0:
                         rab = _predict_array(model, self._score_array(model, d), d, self._score_dict)
-                        bound = 1.0 / (weight + 2.0)
+                        bound = _prior.add_one_bound(weight)
                         rab = np.clip(np.nan_to_num(rab, nan=0.5), bound, 1.0 - bound)
                     else:
                         rab, weight = _sigmoid_array(d), UNSEEN_PAIR_WEIGHT
@@ -805,7 +806,7 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
                 weight = 0.0 if model is None else float(model.window_weight)
                 if weight > 0.0:
                     v = _predict_array(model, self._score_array(model, d), d, self._score_dict)
-                    bound = 1.0 / (weight + 2.0)
+                    bound = _prior.add_one_bound(weight)
                     q[:, c] = np.clip(np.nan_to_num(v, nan=0.5), bound, 1.0 - bound)
                 else:
                     q[:, c] = _sigmoid_array(d)

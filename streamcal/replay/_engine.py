@@ -143,27 +143,9 @@ def plan_batch(
     pred_pos = np.empty(n, dtype=np.int64)
     learn_index = np.empty(due, dtype=np.int64)
     k = _plan.plan_merge(
-        order,
-        m_flight,
-        flight.label_t,
-        flight.s,
-        flight.y,
-        fw,
-        flight.index,
-        t,
-        s,
-        y,
-        label_t,
-        w,
-        first_index,
-        weighted,
-        op_s,
-        op_y,
-        op_t,
-        op_w,
-        learn,
-        pred_pos,
-        learn_index,
+        order, m_flight, flight.label_t, flight.s, flight.y, fw, flight.index,
+        t, s, y, label_t, w, first_index, weighted,
+        op_s, op_y, op_t, op_w, learn, pred_pos, learn_index,
     )
     size = n + k
     left = m - k
@@ -171,33 +153,13 @@ def plan_batch(
     rest_w = np.empty(left) if weighted else _EMPTY
     rest_i = np.empty(left, dtype=np.int64)
     _plan.plan_gather_flight(
-        order,
-        k,
-        m_flight,
-        flight.label_t,
-        flight.s,
-        flight.y,
-        fw,
-        flight.index,
-        s,
-        y,
-        label_t,
-        w,
-        first_index,
-        weighted,
-        *rest,
-        rest_w,
-        rest_i,
+        order, k, m_flight, flight.label_t, flight.s, flight.y, fw, flight.index,
+        s, y, label_t, w, first_index, weighted,
+        *rest, rest_w, rest_i,
     )
     ops = Ops(
-        op_s[:size],
-        op_y[:size],
-        learn[:size],
-        op_t[:size],
-        op_w[:size] if weighted else None,
-        pred_pos,
-        k,
-        learn_index[:k],
+        op_s[:size], op_y[:size], learn[:size], op_t[:size], op_w[:size] if weighted else None,
+        pred_pos, k, learn_index[:k],
     )
     return ops, InFlight(*rest, rest_w if weighted else None, rest_i)
 
