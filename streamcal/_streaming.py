@@ -7,45 +7,22 @@ histogram state, input validation before any mutation, the river face (``learn_o
 ``predict_proba``, ``predict_llr``, ``prequential``, ``process``), sample weights, event times
 and ``window_weight``.
 
-A calibrator that fits a parametric or smooth map from the histogram supplies two hooks:
-
-- ``_refit_from_histogram(centres, pos, neg)``: fit the map to the bucket centres and the
-  positive / negative weight per bucket (real units, copies; at least one weight is > 0);
-- ``_predict_fitted(scores) -> proba``: the fitted map on an array of scores;
-
-and optionally ``_predict_llr_fitted(scores, proba) -> llr`` (the default is
-``logit(proba) - log((T1 + c) / (T0 + c))``, with ``proba`` clipped to the open interval).
-
-The probabilities such a map serves are kept within ``[c / (T + 2c), (T + c) / (T + 2c)]``, T the
-weight it was fitted on and ``c = llr_pseudo_count``: no estimate from T events is surer than
-add-``c`` smoothing of T unanimous ones (the value the finite PAV rule gives such a window). A
-fitted map may reach exactly 0 or 1 (a one-class window, a GEV link beyond its support), which
-costs an infinite log loss the first time the other class comes; the bound never changes the
-order of the scores. The LLR is computed from the served (bounded) probability.
-
-Refit policy (``refit_every``, a constructor parameter of the subclass; ``None`` if absent):
-``None`` refits lazily, when a prediction follows new labels; an integer ``k`` refits right
-after every ``k``-th learned event, and predictions in between use the last fit. Either way
-``prequential``/``process`` run exactly the same operations as a loop of ``predict_proba_one``
-/ ``learn_one``, so the results are equal element for element. Before the first fit (or when
-the window holds no weight) predictions are the score itself for probability inputs (bucket
-strategies with ``probability_inputs``, such as the default logit grid) and 0.5 otherwise,
-with LLR 0.
+The calibration map is a subclass's: :class:`streamcal._refit.RefitCalibrator` refits a
+parametric or smooth map from the histogram (I-spline, GEV, Platt); streaming PAV
+(:class:`streamcal.isotonic.streaming.PAVCalibrator`) keeps its block stack in fused numba
+kernels. Both implement the map methods declared at the end of the class. During a quantile
+warm-up (no edges, no map yet) predictions are the finite prior of the buffered events
+(:mod:`streamcal._prior`). See ``docs/architecture.md``.
 
 Thread safety: every public method holds the calibrator's lock (``streamcal._locking``), so
 concurrent calls behave as some serial order of them (``docs/architecture.md``, "Thread safety");
 the lock is made in ``__init__`` and on restoring, never in ``_reset``, and is not state.
-
-Streaming PAV (:class:`streamcal.isotonic.streaming.PAVCalibrator`) replaces the generic engine
-methods (``_init_map_state``, ``_learn_bucket``, ``_proba_of``, ``_llr_of``, ``_run_ops``,
-``_predict_arrays``) by fused numba kernels. See ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
-import itertools
 import math
 import numbers
 from bisect import bisect_right
@@ -62,7 +39,6 @@ from streamcal._validation import (
     as_1d_float,
     as_binary_label,
     as_binary_labels,
-    check_refit_every,
     check_same_length,
     check_scalar,
     is_real_number,
@@ -167,7 +143,6 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         window = as_window(self.window)
         # the pseudo-counts keep the LLR finite for every accepted weight within these bounds
         check_scalar(self.llr_pseudo_count, "llr_pseudo_count", low=MIN_PSEUDO_COUNT, high=MAX_PSEUDO_COUNT)
-        check_refit_every(getattr(self, "refit_every", None))
         self._score_low, self._score_high = _finite_range(buckets.score_range)
         self._bucket_kind = type(buckets).__name__
         self._identity = bool(buckets.probability_inputs)
@@ -378,21 +353,6 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         if not c.same_float(self._warm_last_t, last):
             c.fail(f"`_warm_last_t`: expected {last!r}; found {c.brief(self._warm_last_t)}.")
 
-    def _check_loaded_map(self) -> None:
-        """The generic engine's refit bookkeeping (a subclass with its own map extends this)."""
-        from streamcal import _state_check as c
-
-        c.need_bool(self._fitted, "_fitted")
-        c.need_bool(self._dirty, "_dirty")
-        refit_every = getattr(self, "refit_every", None)
-        c.need_int(self._n_since_refit, "_n_since_refit", 0, 0 if refit_every is None else refit_every - 1)
-        c.need_float(self._prior_logodds, "_prior_logodds")
-        # the bounds of served probabilities (class values where a state has none of its own)
-        low = c.need_float(self._proba_low, "_proba_low", low=0.0, high=0.5)
-        high = c.need_float(self._proba_high, "_proba_high", low=0.5, high=1.0)
-        if not low <= high:
-            c.fail(f"`_proba_low`/`_proba_high`: expected low <= high; found {low!r} and {high!r}.")
-
     @property
     def n_buckets(self) -> int | None:
         """Number of buckets (``None`` while quantile edges are still warming up)."""
@@ -487,13 +447,6 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
             "streamcal.buckets.Edges before fitting the parts."
         )
         raise ValueError(msg)
-
-    def _rebuild_map_after_merge(self, other) -> None:
-        """Refit the map from the merged histogram (its last fit, if any, is the warm start)."""
-        if getattr(self, "refit_every", None) is None:
-            self._dirty = True  # refit lazily, at the next prediction
-        else:
-            self._refit()
 
     @property
     def window_weight(self) -> float:
@@ -713,12 +666,13 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         try:
             s = self._score_of(x)
             label, w, t = self._check_one(y, w, t)
-            if self._hist.floats is None:  # the quantile warm-up
+            hist = self._hist
+            if hist.floats is None:  # the quantile warm-up
                 self._warm_add(s, label, w, t)
                 return
-            if self._hist.grows_ring:
+            if hist.grows_ring:
                 self._ensure_ring(1)
-            self._learn_bucket(bisect_right(self._hist.cuts_list, s), s, label, w, t)
+            self._learn_bucket(bisect_right(hist.cuts_list, s), s, label, w, t)
         finally:
             lock.release()
 
@@ -955,144 +909,42 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
                 np.full(n, OP_LEARN, dtype=np.int64), b, *(np.ascontiguousarray(r) for r in buffered), nan, nan.copy()
             )
 
-    # ------------------------------------------------------------------ generic engine
-    # A calibrator with a parametric / smooth map uses these as they are and supplies
-    # ``_refit_from_histogram`` and ``_predict_fitted``. Streaming PAV overrides them.
+    # ------------------------------------------------------------------ the map (a subclass's)
+    # A calibrator's map reads the histogram. It is built empty with the histogram and rebuilt
+    # after a merge; it learns one event's bucket (the river face) and runs operation sequences
+    # (the array face). streamcal._refit.RefitCalibrator implements these for maps refitted from
+    # the histogram; PAVCalibrator with its fused block-stack kernels.
     def _init_map_state(self) -> None:
-        self._fitted = False
-        self._dirty = False
-        self._n_since_refit = 0
-        self._prior_logodds = 0.0
-        self._proba_low, self._proba_high = 0.0, 1.0  # the served bounds, set by ``_set_proba_bounds``
-
-    def _set_proba_bounds(self, total: float) -> None:
-        """Bound the served probabilities of a map fitted on ``total`` weight (real units)."""
-        self._proba_low, self._proba_high = _prior.proba_bounds(total, float(self.llr_pseudo_count))
-
-    def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
-        _h.histogram_learn_one_inplace(self._hist.floats, self._hist.ints, b, y, w, t)
-        self._after_learn(1)
-
-    def _after_learn(self, n: int) -> None:
-        refit_every = getattr(self, "refit_every", None)
-        if refit_every is None:
-            self._dirty = True
-            return
-        self._n_since_refit += n
-        if self._n_since_refit >= refit_every:
-            self._refit()
-
-    def _refit(self) -> None:
-        self._n_since_refit = 0
-        self._dirty = False
-        centres, pos, neg = self.histogram()
-        t_pos, t_neg = float(pos.sum()), float(neg.sum())
-        if not t_pos + t_neg > 0.0:
-            self._fitted = False
-            return
-        self._refit_from_histogram(centres, pos, neg)
-        self._prior_logodds = _prior.prior_logodds(t_pos, t_neg, float(self.llr_pseudo_count))
-        self._set_proba_bounds(t_pos + t_neg)
-        self._fitted = True
-
-    def _ensure_fitted(self) -> None:
-        if self._dirty:
-            self._refit()
-
-    def _fallback(self, s: np.ndarray) -> np.ndarray:
-        if self._identity:
-            return np.clip(s, 0.0, 1.0)
-        return np.full(s.shape, 0.5)
-
-    def _proba_of(self, s: float) -> float:
-        # the probability alone (``_predict_arrays`` also computes the LLR)
-        self._ensure_fitted()
-        if not self._fitted:
-            return float(self._fallback(np.array([s]))[0])
-        return min(max(self._fitted_proba_one(s), self._proba_low), self._proba_high)
-
-    def _fitted_proba_one(self, s: float) -> float:
-        """The fitted map at one score, as ``_predict_fitted`` computes it. A calibrator with a
-        scalar kernel for its map overrides this (the river face's per-event call)."""
-        return float(np.asarray(self._predict_fitted(np.array([s])), dtype=np.float64)[0])
-
-    def _llr_of(self, s: float) -> float:
-        return float(self._predict_arrays(None, np.array([s]))[1][0])
-
-    def _predict_arrays(self, b, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        self._ensure_fitted()
-        if not self._fitted:
-            return self._fallback(s), np.zeros(s.size)
-        p = np.asarray(self._predict_fitted(s), dtype=np.float64)
-        p = np.minimum(np.maximum(p, self._proba_low), self._proba_high)  # np.clip, without its wrapper
-        return p, np.asarray(self._predict_llr_fitted(s, p), dtype=np.float64)
-
-    def _predict_llr_fitted(self, scores: np.ndarray, proba: np.ndarray) -> np.ndarray:
-        return _prior.llr_from_proba(proba, self._prior_logodds)
-
-    def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
-        """Run operations with the map fitted from the histogram, element for element what a loop
-        of ``predict_proba_one`` / ``learn_one`` gives. ``ops`` is an array, or one ``OP_*`` int
-        for every event.
-
-        With ``refit_every`` the map is fixed between refits: see :meth:`_run_ops_between_refits`.
-        With lazy refits (``refit_every=None``) runs of equal operations go at once: a run of
-        predictions is one vectorised call (one refit before it if labels came), a run of labels
-        one histogram call, and each prequential event is predicted (after a refit) and learned
-        on its own.
-        """
-        if isinstance(ops, int):
-            ops = np.full(b.size, ops, dtype=np.int64)
-        k = getattr(self, "refit_every", None)
-        if k is not None:
-            self._run_ops_between_refits(k, ops, b, s, y, w, t, out_p, out_llr)
-            return
-        runs = [*np.flatnonzero(np.concatenate(([True], ops[1:] != ops[:-1]))).tolist(), ops.size]
-        for start, stop in itertools.pairwise(runs):
-            op = ops[start]
-            if op == OP_PREDICT:
-                out_p[start:stop], out_llr[start:stop] = self._predict_arrays(b[start:stop], s[start:stop])
-                continue
-            step = 1 if op == OP_PREQUENTIAL else stop - start
-            for i in range(start, stop, step):
-                part = slice(i, i + step)
-                if op == OP_PREQUENTIAL:
-                    out_p[part], out_llr[part] = self._predict_arrays(b[part], s[part])
-                _h.histogram_learn_many_inplace(self._hist.floats, self._hist.ints, b[part], y[part], w[part], t[part])
-                self._after_learn(step)
-
-    def _run_ops_between_refits(self, k, ops, b, s, y, w, t, out_p, out_llr) -> None:
-        """``_run_ops`` with a refit after every ``k`` labels: one segment per refit.
-
-        The map does not change between two refits, so every prediction up to the operation
-        that learns the label completing the next ``k`` is one vectorised call, and the labels
-        of the segment one histogram call, in their order: the outputs of the event-by-event
-        loop, however predictions and labels interleave (late labels).
-        """
-        learn_at = np.flatnonzero(ops & OP_LEARN)
-        predict_at = np.flatnonzero(ops & OP_PREDICT)
-        i = 0  # first operation of the segment
-        li = 0  # learn_at[li] is its first label
-        pi = 0  # predict_at[pi] is its first prediction
-        while i < ops.size:
-            due = li + max(1, k - self._n_since_refit)  # the label that completes the refit
-            end = int(learn_at[due - 1]) + 1 if due <= learn_at.size else ops.size
-            pj = int(np.searchsorted(predict_at, end))
-            if pj > pi:
-                at = predict_at[pi:pj]
-                out_p[at], out_llr[at] = self._predict_arrays(b[at], s[at])
-            lj = min(due, learn_at.size)
-            if lj > li:
-                at = learn_at[li:lj]
-                _h.histogram_learn_many_inplace(self._hist.floats, self._hist.ints, b[at], y[at], w[at], t[at])
-                self._after_learn(lj - li)
-            i, li, pi = end, lj, pj
-
-    # hooks for a parametric or smooth map -------------------------------------------------
-    def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
+        """Build the empty map (the edges are known)."""
         raise NotImplementedError
 
-    def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
+    def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
+        """Learn one checked event in bucket ``b`` (expiry, histogram and map)."""
+        raise NotImplementedError
+
+    def _proba_of(self, s: float) -> float:
+        """The served probability of one checked score."""
+        raise NotImplementedError
+
+    def _llr_of(self, s: float) -> float:
+        """The served LLR of one checked score."""
+        raise NotImplementedError
+
+    def _predict_arrays(self, b, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(proba, llr)`` of checked scores ``s`` (buckets ``b``, or None where not needed)."""
+        raise NotImplementedError
+
+    def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
+        """Run checked operations (an ``OP_*`` int for all, or an array), element for element
+        what a loop of ``predict_proba_one`` / ``learn_one`` gives; write the predictions."""
+        raise NotImplementedError
+
+    def _rebuild_map_after_merge(self, other) -> None:
+        """Rebuild the map from the histogram just merged with ``other``'s."""
+        raise NotImplementedError
+
+    def _check_loaded_map(self) -> None:
+        """Check a restored map (under its saved names) against the restored histogram."""
         raise NotImplementedError
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from streamcal._kernels import gev as _k
 from streamcal._kernels._config import entry_point
-from streamcal._streaming import StreamingCalibrator
+from streamcal._refit import RefitCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
 from streamcal.gev.histfit import fit_glm_on_histogram
@@ -26,7 +26,7 @@ def _map_score():
     return entry_point(_k.glm_map_score, 0.5, True, 0.5, 0.5, 0.5, True, 0.5)
 
 
-class _HistogramGLMCalibrator(StreamingCalibrator):
+class _HistogramGLMCalibrator(RefitCalibrator):
     """A two-parameter link model ``P(y=1 | s) = F(slope * x(s) + intercept)`` refitted from the histogram.
 
     ``x(s)`` is ``logit(s)`` for probability inputs (bucket strategies with ``probability_inputs``,

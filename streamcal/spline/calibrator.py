@@ -11,7 +11,8 @@ import numpy as np
 from streamcal import _prior
 from streamcal._kernels import ispline as _k
 from streamcal._kernels._config import entry_point
-from streamcal._streaming import OP_LEARN, StreamingCalibrator
+from streamcal._refit import RefitCalibrator
+from streamcal._streaming import OP_LEARN
 from streamcal._validation import (
     as_binary_labels,
     as_finite,
@@ -48,7 +49,7 @@ def _check_spline_params(order, n_knots, knots):
     return inner
 
 
-class ISplineCalibrator(StreamingCalibrator):
+class ISplineCalibrator(RefitCalibrator):
     """Smooth, monotone calibration of scores by I-spline least squares (paper 003).
 
     The calibrated probability is ``f(s) = alpha_0 + sum_i alpha_i I_i(s)`` with I-splines
