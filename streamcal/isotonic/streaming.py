@@ -386,8 +386,8 @@ class PAVCalibrator(StreamingCalibrator):
     # The compiled single-score kernels of the river face, called without numba's per-call type
     # dispatch (``entry_point``). The same for every instance, so they are class attributes, each
     # compiled by its first call: held by an instance, they would lead river's memory walk
-    # (``_raw_memory_usage``, ``check_bounded_memory_growth``) into numba's registries, which
-    # weighed 2.5 MB there and broke the walk once any numba function had been freed.
+    # (``_raw_memory_usage``, ``check_bounded_memory_growth``) into numba's registries, which are
+    # megabytes large and break the walk once any numba function has been freed.
     _learn_packed = _bound_on_first_call("_learn_packed", _k.pav_learn_packed_inplace, 4)
     _proba_packed = _bound_on_first_call("_proba_packed", _k.pav_predict_packed, 1)
     _llr_packed = _bound_on_first_call("_llr_packed", _k.pav_llr_packed, 1)
