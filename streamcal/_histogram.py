@@ -16,6 +16,8 @@ import numpy as np
 from streamcal._kernels import histogram as _h
 
 __all__ = [
+    "SAVED_NAMES",
+    "WindowedHistogram",
     "added",
     "decay_factor",
     "real_weights",
@@ -81,11 +83,14 @@ def decay_factor(exponent: float) -> float:
     return 2.0 ** min(exponent, _h.DECAY_RENORM_EXPONENT + 1.0)
 
 
-def added(a: State, b: State, *, scale_a: float, scale_b: float = 1.0, event_clock: bool) -> State:
+def added(
+    a: State, b: State, *, scale_a: float, scale_b: float = 1.0, event_clock: bool, frame_follows: bool = False
+) -> State:
     """The sum of two histograms without a ring (stored units, scaled), in ``b``'s header frame.
 
-    With an event clock, ``b``'s events come after ``a``'s: the last clock and a decay frame's
-    origin move on by the number of events ``a`` learned.
+    With an event clock, ``b``'s events come after ``a``'s: the last clock moves on by the number
+    of events ``a`` learned, and so does the frame's origin when ``frame_follows`` (a decay by
+    events).
     """
     B = n_buckets(a)
     fa, ia = a
@@ -104,7 +109,7 @@ def added(a: State, b: State, *, scale_a: float, scale_b: float = 1.0, event_clo
     floats[_h.SF_N_RENORM] = fa[_h.SF_N_RENORM] + fb[_h.SF_N_RENORM]
     if event_clock:
         floats[_h.SF_LAST_T] = n_a + n_b - 1.0
-        if floats[_h.SF_KIND] == _h.KIND_DECAY_EVENTS:
+        if frame_follows:
             floats[_h.SF_T0] = fb[_h.SF_T0] + n_a
     return floats, ints
 
@@ -219,11 +224,6 @@ class WindowedHistogram:
     @property
     def n_buckets(self) -> int:
         return int(self.centres.size)
-
-    def state_bytes(self) -> int:
-        """The bytes the state arrays of this layout and window need."""
-        nf, ni = _h.state_sizes(self.centres.size, self.ring_capacity)
-        return 8 * (nf + ni)
 
     def buckets_checked(self, s: np.ndarray, low: float, high: float) -> tuple[np.ndarray, int]:
         """``(buckets, bad)``: the scores' buckets, found in the pass that checks them; ``bad`` is

@@ -285,7 +285,7 @@ class Decay(Window):
             # moved on by n_a: t0 = t0b + n_a) it is w 2^((c - t0b - n_a)/h)
             n_a = float(fa[_h.SF_N_LEARNED])
             exponent = (float(fa[_h.SF_T0]) - float(fb[_h.SF_T0]) - n_a) / half_life
-            return hist.added(a, b, scale_a=hist.decay_factor(exponent), event_clock=True)
+            return hist.added(a, b, scale_a=hist.decay_factor(exponent), event_clock=True, frame_follows=True)
         # the later state's frame is kept; the other's stored weights move into it
         later, earlier = (b, a) if fb[_h.SF_LAST_T] >= fa[_h.SF_LAST_T] else (a, b)
         exponent = (float(earlier[0][_h.SF_T0]) - float(later[0][_h.SF_T0])) / half_life
