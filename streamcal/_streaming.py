@@ -287,7 +287,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
             np.array_equal(edges, buckets.bucket_edges()) and np.array_equal(centres, buckets.bucket_centres())
         ):
             c.fail("`_edges`/`_centres`: expected the edges and centres given to Edges.")
-        c.check_histogram(self._sf, self._si, B, self._window_code)
+        c.check_histogram(self._sf, self._si, B, window)
         n_learned = int(self._sf[_h.SF_N_LEARNED])
         if type(buckets) is QuantileEdges and n_learned < buckets.warmup:
             c.fail(f"the quantile edges are known after {buckets.warmup} events; found {n_learned} learned.")

@@ -97,6 +97,31 @@ class Window(base.Base):
         """Whether the ring grows and shrinks with the events in the window."""
         return False
 
+    @property
+    def keeps_ring(self) -> bool:
+        """Whether the histogram keeps a ring of the events in the window."""
+        return self.ring_capacity > 0
+
+    @property
+    def decays(self) -> bool:
+        """Whether stored weights decay (a moving frame of stored units)."""
+        return False
+
+    # checks of a restored histogram (streamcal._state_check.check_histogram, passed as ``c``:
+    # ``c.fail(message)`` raises the state file error)
+    def check_saved_ring_capacity(self, capacity: int, c) -> None:
+        """The ring's capacity in a restored histogram of this window."""
+        if capacity != 0:
+            c.fail(f"`_si` ring capacity: expected 0 (this window keeps no ring); found {capacity}.")
+
+    def check_saved_ring_count(self, count: int, n_learned: float, c) -> None:
+        """The number of events in the ring of a restored histogram after ``n_learned`` events
+        (a window with a ring only)."""
+
+    def check_saved_ring_clocks(self, clocks: np.ndarray, n_learned: float, last_t: float, c) -> None:
+        """The clocks of the ring's events (oldest first, at least one) of a restored histogram
+        after ``n_learned`` events, the last at clock ``last_t`` (a window with a ring only)."""
+
     def merge_histograms(self, a: hist.State, b: hist.State, ring_capacity: int) -> hist.State:
         """The histogram ``(floats, ints)`` of the stream merged from states ``a`` then ``b``
         (new arrays; ``a`` and ``b`` are read only). ``ring_capacity``: the calibrator's initial
@@ -157,6 +182,19 @@ class CountWindow(Window):
     def code(self):
         check_scalar(self.n, "n", numbers.Integral, low=1, high=MAX_WINDOW_EVENTS)
         return (_h.KIND_COUNT, float(self.n), 0.0, 0.0)
+
+    def check_saved_ring_capacity(self, capacity, c):
+        if int(self.n) != capacity:
+            c.fail(f"`_si` ring capacity: expected {int(self.n)} (the count window); found {capacity}.")
+
+    def check_saved_ring_count(self, count, n_learned, c):
+        if count != min(n_learned, float(self.n)):
+            want = int(min(n_learned, self.n))
+            c.fail(f"`_si` ring count: expected {want} (the last events of a count window); found {count}.")
+
+    def check_saved_ring_clocks(self, clocks, n_learned, last_t, c):
+        if not np.array_equal(clocks, n_learned - clocks.size + np.arange(clocks.size, dtype=np.float64)):
+            c.fail("`_sf` ring clocks: expected the numbers of the last learned events, in order.")
 
     @property
     def ring_capacity(self) -> int:
@@ -228,6 +266,22 @@ class TimeWindow(Window):
         merged[0][_h.SF_LAST_T] = max(float(a[0][_h.SF_LAST_T]), float(b[0][_h.SF_LAST_T]))
         return merged
 
+    def check_saved_ring_capacity(self, capacity, c):
+        if capacity < 1:
+            c.fail(f"`_si` ring capacity: expected an int >= 1 for a time window; found {capacity}.")
+
+    def check_saved_ring_count(self, count, n_learned, c):
+        if n_learned > 0 and count == 0:
+            c.fail("`_si` ring count: expected at least the last learned event in the window; found 0.")
+
+    def check_saved_ring_clocks(self, clocks, n_learned, last_t, c):
+        c.need_increasing(clocks, "_sf ring clocks", strict=False)
+        if clocks[-1] != last_t or not last_t - clocks[0] < float(self.seconds):
+            c.fail(
+                f"`_sf` ring clocks: expected times within {float(self.seconds)!r} of the last clock "
+                f"{last_t!r}, the newest equal to it; found {float(clocks[0])!r} to {float(clocks[-1])!r}."
+            )
+
 
 class Decay(Window):
     """Exponential forgetting: an event's weight halves every ``half_life``.
@@ -270,6 +324,10 @@ class Decay(Window):
     @property
     def uses_times(self) -> bool:  # type: ignore[override]
         return self.by == "time"
+
+    @property
+    def decays(self) -> bool:
+        return True
 
     def code(self):
         check_scalar(self.half_life, "half_life", low=self.MIN_HALF_LIFE, high=self.MAX_HALF_LIFE)
