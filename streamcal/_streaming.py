@@ -35,10 +35,10 @@ from streamcal._histogram import SAVED_NAMES, WindowedHistogram
 from streamcal._kernels import histogram as _h
 from streamcal._locking import LockedState
 from streamcal._validation import (
-    as_1d_array,
     as_1d_float,
     as_binary_label,
     as_binary_labels,
+    check_learn_arrays,
     check_same_length,
     check_scalar,
     is_real_number,
@@ -574,84 +574,20 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
     def _check_learn_arrays(
         self, n: int, labels, weights, times, learn: np.ndarray | None, weights_name: str = "weights"
     ):
-        """Validate labels, weights and times at the learn positions; return full-length arrays."""
-        if learn is None:
-            y = as_binary_labels(labels, "labels", allow_empty=True)
-            check_same_length(n, y.size, "labels")
-            idx = None
-        else:
-            raw = as_1d_array(labels, "labels")
-            check_same_length(n, raw.size, "labels")
-            idx = np.flatnonzero(learn)
-            y = np.zeros(n, dtype=np.float64)
-            try:
-                y[idx] = as_binary_labels(raw[idx], "labels", allow_empty=True)
-            except ValueError:
-                for i in idx:
-                    if not _is_binary(raw[i]):
-                        msg = (
-                            "`labels` must hold binary labels (0/1 or False/True); "
-                            f"got {_plain(raw[i])!r} at position {i}."
-                        )
-                        raise ValueError(msg) from None
-                raise
-        if weights is None:
-            w = np.ones(n, dtype=np.float64)
-        else:
-            w = as_1d_float(weights, weights_name, allow_empty=True)
-            check_same_length(n, w.size, weights_name)
-            bad = ~(np.isfinite(w) & (w >= 0.0))
-            if idx is not None:
-                bad &= learn
-                w[~learn] = 0.0
-            if bad.any():
-                i = int(np.flatnonzero(bad)[0])
-                msg = f"`{weights_name}` must be finite and non-negative; got {float(w[i])!r} at position {i}."
-                raise ValueError(msg)
-            big = w > _MAX_WEIGHT  # zero where nothing is learned
-            if big.any():
-                i = int(np.flatnonzero(big)[0])
-                msg = (
-                    f"`{weights_name}` must be at most {_MAX_WEIGHT:g} (the largest weight of one event); "
-                    f"got {float(w[i])!r} at position {i}."
-                )
-                raise ValueError(msg)
-        if times is None:
-            if self._hist.uses_times and n and (idx is None or idx.size):
-                msg = f"{self._window_name()} needs event times: pass `times=`."
-                raise ValueError(msg)
-            t = np.zeros(n, dtype=np.float64)
-        else:
-            t = as_1d_float(times, "times", allow_empty=True)
-            check_same_length(n, t.size, "times")
-            pos = np.arange(n) if idx is None else idx
-            tl = t[pos]
-            bad = ~np.isfinite(tl)
-            if bad.any():
-                i = int(pos[np.flatnonzero(bad)[0]])
-                msg = f"`times` must be finite; got {float(t[i])!r} at position {i}."
-                raise ValueError(msg)
-            if self._hist.uses_times and tl.size:
-                last = self._last_time()
-                if tl[0] < last:
-                    i = int(pos[0])
-                    msg = (
-                        f"`times` must not go backwards; got {float(t[i])!r} at position {i} "
-                        f"after the last learned time {last!r}."
-                    )
-                    raise ValueError(msg)
-                back = tl[1:] < tl[:-1]
-                if back.any():
-                    k = int(np.flatnonzero(back)[0]) + 1
-                    i, j = int(pos[k]), int(pos[k - 1])
-                    msg = (
-                        f"`times` must not go backwards; got {float(t[i])!r} at position {i} "
-                        f"after {float(t[j])!r} at position {j}."
-                    )
-                    raise ValueError(msg)
-            if idx is not None:
-                t[~learn] = 0.0
-        return y, w, t
+        """Validate labels, weights and times at the learn positions; return full-length arrays
+        (:func:`streamcal._validation.check_learn_arrays` with this calibrator's window)."""
+        return check_learn_arrays(
+            n,
+            labels,
+            weights,
+            times,
+            learn,
+            max_weight=_MAX_WEIGHT,
+            needs_times=self._hist.uses_times,
+            last_time=self._last_time(),
+            window_name=self._window_name(),
+            weights_name=weights_name,
+        )
 
     # ------------------------------------------------------------------ river face
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
@@ -991,16 +927,3 @@ def _as_float(value, name: str) -> float:
     except OverflowError:
         msg = f"`{name}` must be a number within the float64 range; got {value!r}."
         raise ValueError(msg) from None
-
-
-def _is_binary(value) -> bool:
-    try:
-        as_binary_label(value)
-    except ValueError:
-        return False
-    return True
-
-
-def _plain(value):
-    """A NumPy scalar as the Python scalar it holds (for readable error messages)."""
-    return value.item() if isinstance(value, np.generic) else value
