@@ -64,3 +64,30 @@ def test_merge_dispatches_to_the_class_of_the_first_learner():
     assert [p.n for p in parts] == [1, 2, 3]  # inputs untouched
     with pytest.raises(TypeError, match="must all be Counter"):
         merge([Counter(1), PAVCalibrator()])
+
+
+def test_merge_and_dask_read_no_private_state_of_other_objects():
+    # the dispatcher calls the merge protocol (`_merged_with`) and river's parameter API
+    # (`_get_params`); everything else it reads of another object is public
+    import ast
+    from pathlib import Path
+
+    import streamcal
+
+    allowed = {"_merged_with", "_get_params"}
+    for name in ("merging.py", "dask.py"):
+        tree = ast.parse((Path(streamcal.__file__).parent / name).read_text(encoding="utf-8"))
+        private = sorted(
+            {
+                node.attr
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and node.attr not in allowed
+            }
+        )
+        assert private == [], (name, private)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("streamcal"):
+                assert all(not alias.name.startswith("_") for alias in node.names), (name, node.module)
