@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 
 import numpy as np
 
@@ -168,10 +169,12 @@ def close_to(loaded: np.ndarray, computed: np.ndarray, name: str, what: str) -> 
 
 
 # ---------------------------------------------------------------------------------------- histogram
-def check_histogram(sf, si, n_buckets: int, window_code) -> None:
+def check_histogram(sf, si, n_buckets: int, window) -> None:
     """The windowed histogram ``(sf, si)`` of ``n_buckets`` buckets (layout in
-    :mod:`streamcal._kernels.histogram`) for the window of ``window_code`` ``(kind, n, seconds,
-    half_life)``: every invariant the kernels rely on, and the bookkeeping that the kernels keep.
+    :mod:`streamcal._kernels.histogram`) for ``window`` (a :class:`streamcal.windows.Window`):
+    every invariant the kernels rely on, and the bookkeeping that the kernels keep. What depends
+    on the window's kind (its ring, its clock, its decay) the window says
+    (``check_saved_ring_capacity``, ``check_saved_ring``, ``event_clock``, ``decays``).
 
     Sizes agree with the bucket count and the ring capacity; the header holds the window's
     parameters; weights are finite and non-negative, with a finite total in real units; event
@@ -184,7 +187,7 @@ def check_histogram(sf, si, n_buckets: int, window_code) -> None:
     from streamcal._kernels import histogram as h
 
     B = n_buckets
-    kind, n, seconds, half_life = window_code
+    kind, n, seconds, half_life = window.code()
     need_array(sf, "_sf", np.float64)
     need_array(si, "_si", np.int64)
     if si.size < h.SI_HEADER or sf.size < h.SF_HEADER:
@@ -192,18 +195,12 @@ def check_histogram(sf, si, n_buckets: int, window_code) -> None:
     if int(si[h.SI_B]) != B:
         fail(f"`_si` bucket count: expected {B} (the bucket centres); found {int(si[h.SI_B])}.")
     W = int(si[h.SI_W])
-    ring = kind in (h.KIND_COUNT, h.KIND_TIME)
-    if kind == h.KIND_COUNT and int(n) != W:
-        fail(f"`_si` ring capacity: expected {int(n)} (the count window); found {W}.")
-    if kind == h.KIND_TIME and W < 1:
-        fail(f"`_si` ring capacity: expected an int >= 1 for a time window; found {W}.")
-    if not ring and W != 0:
-        fail(f"`_si` ring capacity: expected 0 (this window keeps no ring); found {W}.")
+    ring = window.keeps_ring
+    checks = sys.modules[__name__]  # the helpers below, for the window's own checks
+    window.check_saved_ring_capacity(W, checks)
     nf, ni = h.state_sizes(B, W)
     if sf.size != nf or si.size != ni:
-        fail(
-            f"`_sf`/`_si`: expected {nf}/{ni} values for {B} buckets and a ring of {W}; found {sf.size}/{si.size}."
-        )
+        fail(f"`_sf`/`_si`: expected {nf}/{ni} values for {B} buckets and a ring of {W}; found {sf.size}/{si.size}.")
     header = {
         "kind": (h.SF_KIND, float(kind)),
         "count window size": (h.SF_WINDOW_N, float(n)),
@@ -218,8 +215,8 @@ def check_histogram(sf, si, n_buckets: int, window_code) -> None:
     if not (0.0 <= n_learned <= 2.0**53 and n_learned == math.floor(n_learned)):
         fail(f"`_sf` number of learned events: expected a whole number >= 0; found {n_learned!r}.")
     last_t, t0, renorm = float(sf[h.SF_LAST_T]), float(sf[h.SF_T0]), float(sf[h.SF_N_RENORM])
-    decay = kind in (h.KIND_DECAY_EVENTS, h.KIND_DECAY_TIME)
-    event_clock = kind in (h.KIND_UNBOUNDED, h.KIND_COUNT, h.KIND_DECAY_EVENTS)
+    decay = window.decays
+    event_clock = window.event_clock
     if not (0.0 <= renorm <= n_learned and renorm == math.floor(renorm)) or (renorm and not decay):
         fail(f"`_sf` renormalisation count: expected a whole number in [0, learned events]; found {renorm!r}.")
     if not math.isfinite(t0) or (t0 != 0.0 and (not decay or n_learned == 0)):
@@ -287,10 +284,7 @@ def check_histogram(sf, si, n_buckets: int, window_code) -> None:
         fail(f"`_si` ring head: expected an int in [0, {W - 1}]; found {head}.")
     if count != n_pos + n_neg:
         fail(f"`_si` ring count: expected {n_pos + n_neg} (the events in the window); found {count}.")
-    if kind == h.KIND_COUNT and count != min(n_learned, float(n)):
-        fail(f"`_si` ring count: expected {int(min(n_learned, n))} (the last events of a count window); found {count}.")
-    if kind == h.KIND_TIME and n_learned > 0 and count == 0:
-        fail("`_si` ring count: expected at least the last learned event in the window; found 0.")
+    window.check_saved_ring_count(count, n_learned, checks)
     at = (head + np.arange(count)) % W
     base = h.SF_HEADER + 2 * B
     rw = sf[base : base + W][at]
@@ -310,17 +304,7 @@ def check_histogram(sf, si, n_buckets: int, window_code) -> None:
         if not np.array_equal(np.bincount(rb[mask], minlength=B), counts):
             fail(f"`_si` {cls} counts per bucket: expected the ring's {cls} events per bucket.")
     if count:
-        if kind == h.KIND_COUNT:
-            want = n_learned - count + np.arange(count, dtype=np.float64)
-            if not np.array_equal(rt, want):
-                fail("`_sf` ring clocks: expected the numbers of the last learned events, in order.")
-        else:
-            need_increasing(rt, "_sf ring clocks", strict=False)
-            if rt[-1] != last_t or not last_t - rt[0] < float(seconds):
-                fail(
-                    f"`_sf` ring clocks: expected times within {float(seconds)!r} of the last clock "
-                    f"{last_t!r}, the newest equal to it; found {float(rt[0])!r} to {float(rt[-1])!r}."
-                )
+        window.check_saved_ring_clocks(rt, n_learned, last_t, checks)
 
 
 # ---------------------------------------------------------------------------------------- dispatch
@@ -342,10 +326,10 @@ def check_loaded(obj) -> None:
 
 
 def _init_params(obj) -> dict:
-    from streamcal.persist import _init_param_names
+    from streamcal._params import init_param_names
 
     state = vars(obj)
-    return {k: state[k] for k in _init_param_names(type(obj)) if k in state}
+    return {k: state[k] for k in init_param_names(type(obj)) if k in state}
 
 
 def check_like_fresh(obj, *, learned=()) -> object:

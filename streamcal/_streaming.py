@@ -7,44 +7,22 @@ histogram state, input validation before any mutation, the river face (``learn_o
 ``predict_proba``, ``predict_llr``, ``prequential``, ``process``), sample weights, event times
 and ``window_weight``.
 
-A calibrator that fits a parametric or smooth map from the histogram supplies two hooks:
-
-- ``_refit_from_histogram(centres, pos, neg)``: fit the map to the bucket centres and the
-  positive / negative weight per bucket (real units, copies; at least one weight is > 0);
-- ``_predict_fitted(scores) -> proba``: the fitted map on an array of scores;
-
-and optionally ``_predict_llr_fitted(scores, proba) -> llr`` (the default is
-``logit(proba) - log((T1 + c) / (T0 + c))``, with ``proba`` clipped to the open interval).
-
-The probabilities such a map serves are kept within ``[c / (T + 2c), (T + c) / (T + 2c)]``, T the
-weight it was fitted on and ``c = llr_pseudo_count``: no estimate from T events is surer than
-add-``c`` smoothing of T unanimous ones (the value the finite PAV rule gives such a window). A
-fitted map may reach exactly 0 or 1 (a one-class window, a GEV link beyond its support), which
-costs an infinite log loss the first time the other class comes; the bound never changes the
-order of the scores. The LLR is computed from the served (bounded) probability.
-
-Refit policy (``refit_every``, a constructor parameter of the subclass; ``None`` if absent):
-``None`` refits lazily, when a prediction follows new labels; an integer ``k`` refits right
-after every ``k``-th learned event, and predictions in between use the last fit. Either way
-``prequential``/``process`` run exactly the same operations as a loop of ``predict_proba_one``
-/ ``learn_one``, so the results are equal element for element. Before the first fit (or when
-the window holds no weight) predictions are the score itself for probability inputs (bucket
-strategies with ``probability_inputs``, such as the default logit grid) and 0.5 otherwise,
-with LLR 0.
+The calibration map is a subclass's: :class:`streamcal._refit.RefitCalibrator` refits a
+parametric or smooth map from the histogram (I-spline, GEV, Platt); streaming PAV
+(:class:`streamcal.isotonic.streaming.PAVCalibrator`) keeps its block stack in fused numba
+kernels. Both implement the map methods declared at the end of the class. During a quantile
+warm-up (no edges, no map yet) predictions are the finite prior of the buffered events
+(:mod:`streamcal._prior`). See ``docs/architecture.md``.
 
 Thread safety: every public method holds the calibrator's lock (``streamcal._locking``), so
 concurrent calls behave as some serial order of them (``docs/architecture.md``, "Thread safety");
 the lock is made in ``__init__`` and on restoring, never in ``_reset``, and is not state.
-
-Streaming PAV (:class:`streamcal.isotonic.streaming.PAVCalibrator`) replaces the generic engine
-methods (``_init_map_state``, ``_learn_bucket``, ``_proba_of``, ``_llr_of``, ``_run_ops``,
-``_predict_arrays``) by fused numba kernels. See ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
+import copy
 import inspect
-import itertools
 import math
 import numbers
 from bisect import bisect_right
@@ -52,26 +30,27 @@ from bisect import bisect_right
 import numpy as np
 from river import base
 
+from streamcal import _prior
+from streamcal._histogram import SAVED_NAMES, WindowedHistogram
 from streamcal._kernels import histogram as _h
 from streamcal._locking import LockedState
 from streamcal._validation import (
-    as_1d_array,
     as_1d_float,
     as_binary_label,
     as_binary_labels,
+    check_learn_arrays,
     check_same_length,
     check_scalar,
     is_real_number,
 )
 from streamcal.buckets import Buckets, as_buckets, check_edges
+from streamcal.merging import Mergeable, merge
 from streamcal.persist import Persistable
 from streamcal.windows import Window, as_window
 
 __all__ = ["StreamingCalibrator"]
 
-_TINY = float(np.finfo(np.float64).tiny)
 _MAX_WEIGHT = _h.MAX_WEIGHT  # the largest weight of one event (docs/limits.md)
-_ONE_BELOW = 1.0 - float(np.finfo(np.float64).epsneg)  # the largest float64 below 1
 
 #: Range of ``llr_pseudo_count`` (docs/limits.md).
 MIN_PSEUDO_COUNT = 1e-100
@@ -82,7 +61,26 @@ OP_PREDICT = 2
 OP_PREQUENTIAL = 3  # predict with the state before the label, then learn
 
 
-class StreamingCalibrator(LockedState, Persistable, base.Classifier):
+class SavedName:
+    """An attribute read under the name a saved state gives it (``cal._sf`` is ``cal._hist.floats``).
+
+    ``path`` is the chain of attributes it stands for. The state checks of a restored calibrator
+    read the saved names before the state is rebuilt from them: a non-data descriptor, so the
+    instance's own attribute of that name, present only then, comes first.
+    """
+
+    def __init__(self, *path: str):
+        self.path = path
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        for name in self.path:
+            obj = getattr(obj, name)
+        return obj
+
+
+class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
     """Base class of the streaming binary calibrators (not used directly).
 
     Parameters
@@ -145,60 +143,42 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         window = as_window(self.window)
         # the pseudo-counts keep the LLR finite for every accepted weight within these bounds
         check_scalar(self.llr_pseudo_count, "llr_pseudo_count", low=MIN_PSEUDO_COUNT, high=MAX_PSEUDO_COUNT)
-        refit_every = getattr(self, "refit_every", None)
-        if refit_every is not None:
-            check_scalar(refit_every, "refit_every", numbers.Integral, low=1)
-        self._window_code = window.code()
-        self._uses_times = bool(window.uses_times)
-        self._ring_capacity = window.ring_capacity
         self._score_low, self._score_high = _finite_range(buckets.score_range)
         self._bucket_kind = type(buckets).__name__
         self._identity = bool(buckets.probability_inputs)
         check_scalar(buckets.warmup, "warmup", numbers.Integral, low=0)
-        self._warmup = int(buckets.warmup)
-        if self._warmup and hasattr(buckets, "check_params"):
+        warmup = int(buckets.warmup)
+        if warmup and hasattr(buckets, "check_params"):
             buckets.check_params()  # before any event is buffered: the warm-up's end must not fail
-        self._sf = None
-        self._si = None
-        if self._warmup:
-            self._warm = np.zeros((4, self._warmup), dtype=np.float64)  # score, label, weight, time
-            self._n_warm = 0
-            self._warm_pos = 0.0
-            self._warm_tot = 0.0
-            self._warm_last_t = -math.inf
-            self._strategy = buckets
-        else:
+        self._hist = WindowedHistogram(window, warmup, buckets)
+        if not warmup:
             self._build(buckets.bucket_edges(), buckets.bucket_centres())
 
     def _build(self, edges: np.ndarray, centres: np.ndarray) -> None:
         """Allocate the histogram for these edges and centres (the edges are now known)."""
         edges, centres = _check_layout(edges, centres)
-        self._edges = np.ascontiguousarray(edges, dtype=np.float64)
-        self._cuts = np.ascontiguousarray(self._edges[1:-1])
-        self._cuts_list = self._cuts.tolist()
-        self._guide = _h.bucket_guide(self._cuts)
-        self._centres = np.ascontiguousarray(centres, dtype=np.float64)
-        self._centres_list = self._centres.tolist()
+        hist = self._hist
         try:
-            self._sf, self._si = _h.empty_state(self._centres.size, self._ring_capacity, self._window_code)
+            hist.build(edges, centres)
         except MemoryError:
-            size = _h.state_sizes(self._centres.size, self._ring_capacity)
+            size = _h.state_sizes(centres.size, hist.ring_capacity)
             gib = (8 * (size[0] + size[1])) / 2**30
             msg = (
-                f"the state of {self._centres.size} buckets and a window ring of {self._ring_capacity} "
+                f"the state of {centres.size} buckets and a window ring of {hist.ring_capacity} "
                 f"events (window={self.window!r}) needs {gib:,.1f} GiB, more than can be allocated; use a "
                 "smaller window."
             )
             raise ValueError(msg) from None
         self._init_map_state()
 
-    # derived from the edges: not saved, rebuilt on loading
-    _CACHES = ("_guide",)
+    # derived from the state: not saved, rebuilt on loading
+    _CACHES: tuple[str, ...] = ()
     # ``__setstate__`` checks the restored state (streamcal.persist need not)
     _checks_own_state = True
 
     def __getstate__(self):
         state = super().__getstate__()  # under the lock, without it (streamcal._locking)
+        state.update(state.pop("_hist").saved())  # the histogram's attributes under their saved names
         for name in self._CACHES:
             state.pop(name, None)
         return state
@@ -207,13 +187,12 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         self.__dict__.update(state)
         self._init_lock()  # not state: made anew (streamcal._locking)
         # the arrays become this calibrator's own (a state file may name one array twice), then
-        # the state is checked before any kernel reads it
+        # the state is checked, under its saved names, before any kernel reads it
         for name, value in state.items():
             if type(value) is np.ndarray:
                 self.__dict__[name] = np.array(value, order="C", copy=True)
         self._check_loaded_state()
-        if "_cuts" in state:
-            self._guide = _h.bucket_guide(self._cuts)
+        self._hist = WindowedHistogram.from_saved(self.__dict__)
 
     # ------------------------------------------------------------------ checks of a restored state
     def _check_loaded_state(self) -> None:
@@ -308,9 +287,10 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
             np.array_equal(edges, buckets.bucket_edges()) and np.array_equal(centres, buckets.bucket_centres())
         ):
             c.fail("`_edges`/`_centres`: expected the edges and centres given to Edges.")
-        c.check_histogram(self._sf, self._si, B, self._window_code)
-        if type(buckets) is QuantileEdges and self.n_learned < buckets.warmup:
-            c.fail(f"the quantile edges are known after {buckets.warmup} events; found {self.n_learned} learned.")
+        c.check_histogram(self._sf, self._si, B, window)
+        n_learned = int(self._sf[_h.SF_N_LEARNED])
+        if type(buckets) is QuantileEdges and n_learned < buckets.warmup:
+            c.fail(f"the quantile edges are known after {buckets.warmup} events; found {n_learned} learned.")
         self._check_loaded_map()
 
     def _loaded_state_template(self, buckets: Buckets):
@@ -318,10 +298,10 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         ``buckets`` (one bucket, or a one-event warm-up) and no window: the attributes a loaded state
         must have, without allocating what the loaded bucket and window parameters ask for."""
         from streamcal import _state_check as c
-        from streamcal.persist import _init_param_names
+        from streamcal._params import init_param_names
 
         state = self.__dict__
-        names = _init_param_names(type(self))
+        names = init_param_names(type(self))
         missing = [k for k in names if k not in state]
         if missing:
             c.fail(f"the attributes do not match a {type(self).__name__}: missing the parameters {missing}.")
@@ -342,8 +322,12 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
 
         n = c.need_int(self._n_warm, "_n_warm", 0, self._warmup - 1)
         warm = c.need_array(self._warm, "_warm", np.float64, ndim=2, shape=(4, self._warmup))
-        if self._strategy is not self.buckets:
-            c.fail("`_strategy`: expected the bucket strategy itself (`buckets`).")
+        # the strategy ``buckets`` means: the parameter itself, or the one a shorthand names
+        strategy = self._strategy
+        if strategy is not self.buckets:
+            meant = as_buckets(self.buckets)
+            if not (type(strategy) is type(meant) and repr(strategy) == repr(meant)):
+                c.fail("`_strategy`: expected the bucket strategy of `buckets`.")
         if self._si is not None:
             c.fail(f"`_si`: expected None during the quantile warm-up; found {c.brief(self._si)}.")
         s, y, w, t = warm[:, :n]
@@ -369,44 +353,23 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         if not c.same_float(self._warm_last_t, last):
             c.fail(f"`_warm_last_t`: expected {last!r}; found {c.brief(self._warm_last_t)}.")
 
-    def _check_loaded_map(self) -> None:
-        """The generic engine's refit bookkeeping (a subclass with its own map extends this)."""
-        from streamcal import _state_check as c
-
-        c.need_bool(self._fitted, "_fitted")
-        c.need_bool(self._dirty, "_dirty")
-        refit_every = getattr(self, "refit_every", None)
-        c.need_int(self._n_since_refit, "_n_since_refit", 0, 0 if refit_every is None else refit_every - 1)
-        c.need_float(self._prior_logodds, "_prior_logodds")
-        # the bounds of served probabilities (class values where a state has none of its own)
-        low = c.need_float(self._proba_low, "_proba_low", low=0.0, high=0.5)
-        high = c.need_float(self._proba_high, "_proba_high", low=0.5, high=1.0)
-        if not low <= high:
-            c.fail(f"`_proba_low`/`_proba_high`: expected low <= high; found {low!r} and {high!r}.")
-
     @property
     def n_buckets(self) -> int | None:
         """Number of buckets (``None`` while quantile edges are still warming up)."""
         with self._lock:
-            return None if self._sf is None else int(self._centres.size)
+            return self._hist.n_buckets if self._hist.built else None
 
     @property
     def edges(self) -> np.ndarray | None:
         """The ``B + 1`` bucket edges (``None`` while quantile edges are still warming up)."""
         with self._lock:
-            return None if self._sf is None else self._edges.copy()
+            return self._hist.edges.copy() if self._hist.built else None
 
     @property
     def centres(self) -> np.ndarray | None:
         """The ``B`` bucket centres (``None`` while quantile edges are still warming up)."""
         with self._lock:
-            return None if self._sf is None else self._centres.copy()
-
-    def _stored_unit(self) -> float:
-        kind = self._sf[_h.SF_KIND]
-        if kind in (_h.KIND_DECAY_EVENTS, _h.KIND_DECAY_TIME) and self._sf[_h.SF_N_LEARNED] > 0:
-            return 2.0 ** ((self._sf[_h.SF_LAST_T] - self._sf[_h.SF_T0]) / self._sf[_h.SF_HALF_LIFE])
-        return 1.0
+            return self._hist.centres.copy() if self._hist.built else None
 
     def histogram(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(centres, pos, neg)``: the window's weight per bucket, in real units (copies).
@@ -414,14 +377,11 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         With a decay window the weights are the decayed ones as of the last learned event.
         """
         with self._lock:
-            if self._sf is None:
+            if not self._hist.built:
                 msg = "the bucket edges are not known yet: the quantile warm-up has not completed."
                 raise RuntimeError(msg)
-            B = self._centres.size
-            u = self._stored_unit()
-            pos = self._sf[_h.SF_HEADER : _h.SF_HEADER + B] / u
-            neg = self._sf[_h.SF_HEADER + B : _h.SF_HEADER + 2 * B] / u
-            return self._centres.copy(), pos, neg
+            pos, neg = self._hist.real_weights()
+            return self._hist.centres.copy(), pos, neg
 
     def merge(self, *others):
         """A new calibrator equal to one that learned the events of ``self`` and ``others``.
@@ -430,9 +390,63 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         time and event-decay windows they are taken in stream order (see :mod:`streamcal.merging`).
         None of them is modified.
         """
-        from streamcal.merging import merge
-
         return merge([self, *others])
+
+    # merging (streamcal.merging) ------------------------------------------------------------
+    def _merged_with(self, other):
+        with other._lock:  # a consistent state of ``other``, even while it learns
+            if other.n_learned == 0:
+                return self
+            if self.n_learned == 0:
+                return copy.deepcopy(other)
+            if other._hist.floats is None:  # ``other`` still buffers its quantile warm-up: replay its events
+                return self._merged_with_warmup(other)
+            if not self._hist.built:
+                msg = (
+                    f"`calibrators` cannot be merged: the first is still in its quantile warm-up ({self.n_learned} "
+                    f"of {self._hist.warmup} events) while the other has learned its edges from different data. Fix "
+                    "the edges with streamcal.buckets.Edges before fitting the parts."
+                )
+                raise ValueError(msg)
+            if not self._hist.same_layout(other._hist):
+                msg = (
+                    f"`calibrators` cannot be merged: different bucket edges ({self._hist.n_buckets} and "
+                    f"{other._hist.n_buckets} buckets"
+                    f"{', differing values' if self._hist.n_buckets == other._hist.n_buckets else ''}). "
+                    "Quantile edges learned from different warm-ups differ: fix the edges with "
+                    "streamcal.buckets.Edges before fitting the parts."
+                )
+                raise ValueError(msg)
+            self._hist.merge_from(other._hist, as_window(self.window))
+            self._histogram_replaced()
+            self._rebuild_map_after_merge(other)
+        return self
+
+    def _merged_with_warmup(self, other):
+        """Merge an ``other`` still in its quantile warm-up by replaying its buffered events."""
+        n = int(other._hist.n_warm)
+        scores, labels, weights, times = (np.ascontiguousarray(r[:n]) for r in other._hist.warm)
+        times_arg = times if self._hist.uses_times else None
+        if as_window(self.window).event_clock or self._hist.last_time() <= float(times[0]):
+            self.update(scores, labels, weights=weights, times=times_arg)  # concatenation (or in time order)
+            return self
+        if not self._hist.built:  # both buffering, time clock: interleave the two buffers by time and replay
+            m = int(self._hist.n_warm)
+            both = np.concatenate([self._hist.warm[:, :m], other._hist.warm[:, :n]], axis=1)
+            order = np.argsort(both[3], kind="stable")
+            fresh = self.clone()
+            fresh.update(
+                *(np.ascontiguousarray(both[j, order]) for j in range(2)), weights=both[2, order], times=both[3, order]
+            )
+            return fresh
+        # self is built, time clock, other's events interleave with self's: the merged stream's
+        # edges would come from its first events in time order, which mix both: not self's edges
+        msg = (
+            "`calibrators` cannot be merged: a time-clock calibrator still in its quantile warm-up into one "
+            "that has built its edges: the merged stream's edges would come from both. Fix the edges with "
+            "streamcal.buckets.Edges before fitting the parts."
+        )
+        raise ValueError(msg)
 
     @property
     def window_weight(self) -> float:
@@ -441,17 +455,13 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         During a quantile warm-up: the total weight of the buffered events.
         """
         with self._lock:
-            if self._sf is None:
-                return float(self._warm_tot)
-            return float((self._sf[_h.SF_T_POS] + self._sf[_h.SF_T_NEG]) / self._stored_unit())
+            return self._hist.window_total()
 
     @property
     def n_learned(self) -> int:
         """Number of events learned so far."""
         with self._lock:
-            if self._sf is None:
-                return int(self._n_warm)
-            return int(self._sf[_h.SF_N_LEARNED])
+            return self._hist.n_learned
 
     # ------------------------------------------------------------------ validation
     def _score_of(self, x) -> float:
@@ -486,8 +496,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         if type(s) is not float:
             if not is_real_number(s):
                 msg = (
-                    f"`{self._score_name(x)}` must be a real number (the score); "
-                    f"got {s!r} of type {type(s).__name__}."
+                    f"`{self._score_name(x)}` must be a real number (the score); got {s!r} of type {type(s).__name__}."
                 )
                 raise TypeError(msg)
             s = _as_float(s, self._score_name(x))
@@ -523,9 +532,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         return s
 
     def _last_time(self) -> float:
-        if self._sf is None:
-            return self._warm_last_t
-        return float(self._sf[_h.SF_LAST_T])
+        return self._hist.last_time()
 
     def _check_one(self, y, w, t) -> tuple[float, float, float]:
         if y is True or y is False:
@@ -544,7 +551,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
                 msg = f"`w` must be at most {_MAX_WEIGHT:g} (the largest weight of one event); got {w!r}."
                 raise ValueError(msg)
         if t is None:
-            if self._uses_times:
+            if self._hist.uses_times:
                 msg = f"{self._window_name()} needs event times: pass `t=` to learn_one."
                 raise ValueError(msg)
             t = 0.0
@@ -556,7 +563,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
             if not math.isfinite(t):
                 msg = f"`t` must be a finite number; got {t!r}."
                 raise ValueError(msg)
-            if self._uses_times and t < self._last_time():
+            if self._hist.uses_times and t < self._last_time():
                 msg = f"`t` must not go backwards; got {t!r} after the last learned time {self._last_time()!r}."
                 raise ValueError(msg)
         return label, w, t
@@ -567,84 +574,20 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
     def _check_learn_arrays(
         self, n: int, labels, weights, times, learn: np.ndarray | None, weights_name: str = "weights"
     ):
-        """Validate labels, weights and times at the learn positions; return full-length arrays."""
-        if learn is None:
-            y = as_binary_labels(labels, "labels", allow_empty=True)
-            check_same_length(n, y.size, "labels")
-            idx = None
-        else:
-            raw = as_1d_array(labels, "labels")
-            check_same_length(n, raw.size, "labels")
-            idx = np.flatnonzero(learn)
-            y = np.zeros(n, dtype=np.float64)
-            try:
-                y[idx] = as_binary_labels(raw[idx], "labels", allow_empty=True)
-            except ValueError:
-                for i in idx:
-                    if not _is_binary(raw[i]):
-                        msg = (
-                            "`labels` must hold binary labels (0/1 or False/True); "
-                            f"got {_plain(raw[i])!r} at position {i}."
-                        )
-                        raise ValueError(msg) from None
-                raise
-        if weights is None:
-            w = np.ones(n, dtype=np.float64)
-        else:
-            w = as_1d_float(weights, weights_name, allow_empty=True)
-            check_same_length(n, w.size, weights_name)
-            bad = ~(np.isfinite(w) & (w >= 0.0))
-            if idx is not None:
-                bad &= learn
-                w[~learn] = 0.0
-            if bad.any():
-                i = int(np.flatnonzero(bad)[0])
-                msg = f"`{weights_name}` must be finite and non-negative; got {float(w[i])!r} at position {i}."
-                raise ValueError(msg)
-            big = w > _MAX_WEIGHT  # zero where nothing is learned
-            if big.any():
-                i = int(np.flatnonzero(big)[0])
-                msg = (
-                    f"`{weights_name}` must be at most {_MAX_WEIGHT:g} (the largest weight of one event); "
-                    f"got {float(w[i])!r} at position {i}."
-                )
-                raise ValueError(msg)
-        if times is None:
-            if self._uses_times and n and (idx is None or idx.size):
-                msg = f"{self._window_name()} needs event times: pass `times=`."
-                raise ValueError(msg)
-            t = np.zeros(n, dtype=np.float64)
-        else:
-            t = as_1d_float(times, "times", allow_empty=True)
-            check_same_length(n, t.size, "times")
-            pos = np.arange(n) if idx is None else idx
-            tl = t[pos]
-            bad = ~np.isfinite(tl)
-            if bad.any():
-                i = int(pos[np.flatnonzero(bad)[0]])
-                msg = f"`times` must be finite; got {float(t[i])!r} at position {i}."
-                raise ValueError(msg)
-            if self._uses_times and tl.size:
-                last = self._last_time()
-                if tl[0] < last:
-                    i = int(pos[0])
-                    msg = (
-                        f"`times` must not go backwards; got {float(t[i])!r} at position {i} "
-                        f"after the last learned time {last!r}."
-                    )
-                    raise ValueError(msg)
-                back = tl[1:] < tl[:-1]
-                if back.any():
-                    k = int(np.flatnonzero(back)[0]) + 1
-                    i, j = int(pos[k]), int(pos[k - 1])
-                    msg = (
-                        f"`times` must not go backwards; got {float(t[i])!r} at position {i} "
-                        f"after {float(t[j])!r} at position {j}."
-                    )
-                    raise ValueError(msg)
-            if idx is not None:
-                t[~learn] = 0.0
-        return y, w, t
+        """Validate labels, weights and times at the learn positions; return full-length arrays
+        (:func:`streamcal._validation.check_learn_arrays` with this calibrator's window)."""
+        return check_learn_arrays(
+            n,
+            labels,
+            weights,
+            times,
+            learn,
+            max_weight=_MAX_WEIGHT,
+            needs_times=self._hist.uses_times,
+            last_time=self._last_time(),
+            window_name=self._window_name(),
+            weights_name=weights_name,
+        )
 
     # ------------------------------------------------------------------ river face
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
@@ -659,12 +602,13 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         try:
             s = self._score_of(x)
             label, w, t = self._check_one(y, w, t)
-            if self._sf is None:
+            hist = self._hist
+            if hist.floats is None:  # the quantile warm-up
                 self._warm_add(s, label, w, t)
                 return
-            if self._ring_capacity and self._uses_times:
+            if hist.grows_ring:
                 self._ensure_ring(1)
-            self._learn_bucket(bisect_right(self._cuts_list, s), s, label, w, t)
+            self._learn_bucket(bisect_right(hist.cuts_list, s), s, label, w, t)
         finally:
             lock.release()
 
@@ -674,7 +618,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         lock.acquire()
         try:
             s = self._score_of(x)
-            p = self._warm_proba() if self._sf is None else self._proba_of(s)
+            p = self._warm_proba() if self._hist.floats is None else self._proba_of(s)
         finally:
             lock.release()
         return {False: 1.0 - p, True: p}
@@ -685,7 +629,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         lock.acquire()
         try:
             s = self._score_of(x)
-            p = self._warm_proba() if self._sf is None else self._proba_of(s)
+            p = self._warm_proba() if self._hist.floats is None else self._proba_of(s)
         finally:
             lock.release()
         return p > 0.5
@@ -696,7 +640,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         lock.acquire()
         try:
             s = self._score_of(x)
-            return 0.0 if self._sf is None else self._llr_of(s)
+            return 0.0 if self._hist.floats is None else self._llr_of(s)
         finally:
             lock.release()
 
@@ -797,9 +741,9 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         out_llr = np.full(n, np.nan)
         i = 0
         layout = None
-        if self._sf is None:  # the warm-up's end, computed before anything is buffered
+        if not self._hist.built:  # the warm-up's end, computed before anything is buffered
             layout = self._warm_layout_after(s if uniform else s[(ops & OP_LEARN) != 0])
-        while i < n and self._sf is None:  # quantile warm-up: event by event, as learn_one
+        while i < n and not self._hist.built:  # quantile warm-up: event by event, as learn_one
             op = ops if uniform else ops[i]
             if op & OP_PREDICT:
                 out_p[i] = self._warm_proba()
@@ -812,18 +756,18 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
                 ops = ops[i:]
             s, y, w, t = s[i:], y[i:], w[i:], t[i:]
             b = self._buckets_of(s) if b is None else b[i:]
-            if self._ring_capacity and self._uses_times:
+            if self._hist.grows_ring:
                 if uniform:
                     self._ensure_ring(s.size if ops & OP_LEARN else 0)
                 else:
                     self._ensure_ring(int(np.count_nonzero(ops & OP_LEARN)))
             self._run_ops(ops, b, s, y, w, t, out_p[i:], out_llr[i:])
-            if self._ring_capacity and self._uses_times:
+            if self._hist.grows_ring:
                 self._shrink_ring()
         return out_p, out_llr
 
     def _predict_both(self, s: np.ndarray, b: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        if self._sf is None:
+        if not self._hist.built:
             return np.full(s.size, self._warm_proba()), np.zeros(s.size)
         return self._predict_arrays(b, s)
 
@@ -836,9 +780,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         """``(buckets, bad)``: the scores' buckets, found through the bucket guide in the pass that
         checks them; ``bad`` is the position of the first score that is not finite or outside the
         bucket strategy's range (-1: none; then the buckets are not all written)."""
-        b = np.empty(s.size, dtype=np.intp)
-        bad = _h.check_bucket_index(self._cuts, self._guide, self._score_low, self._score_high, s, b)
-        return b, bad
+        return self._hist.buckets_checked(s, self._score_low, self._score_high)
 
     def _check_scores_and_buckets(self, scores) -> tuple[np.ndarray, np.ndarray | None]:
         """``(scores, buckets)``, both checked; the buckets are None while the edges are unknown.
@@ -847,7 +789,7 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         by :meth:`_check_scores`, as by every other entry point. The scores are not copied: the
         caller's array is read as it is during the call (numpy's rule for any array argument).
         """
-        if self._sf is None:
+        if not self._hist.built:
             return self._check_scores(scores), None
         s = as_1d_float(scores, "scores", allow_empty=True, copy=False)  # only read from here on
         b, bad = self._checked_buckets(s)
@@ -858,209 +800,93 @@ class StreamingCalibrator(LockedState, Persistable, base.Classifier):
         return s, b
 
     def _ensure_ring(self, extra: int) -> None:
-        W = int(self._si[_h.SI_W])
-        need = int(self._si[_h.SI_RING_COUNT]) + extra
-        if need > W:
-            self._sf, self._si = _h.grow_ring(self._sf, self._si, max(2 * W, 1 << (need - 1).bit_length()))
+        if self._hist.ensure_ring(extra):
             self._histogram_replaced()
 
     def _shrink_ring(self) -> None:
-        W = int(self._si[_h.SI_W])
-        count = int(self._si[_h.SI_RING_COUNT])
-        target = max(1024, 1 << (2 * count).bit_length())
-        if 4 * target < W:
-            self._sf, self._si = _h.grow_ring(self._sf, self._si, target)
+        if self._hist.shrink_ring():
             self._histogram_replaced()
 
     def _histogram_replaced(self) -> None:
-        """Hook: ``_sf``/``_si`` were replaced by new arrays (a subclass holding views of them rebinds)."""
+        """Hook: the histogram's arrays were replaced by new ones (a subclass holding views of them rebinds)."""
 
     # quantile warm-up ---------------------------------------------------------------------
     def _warm_proba(self) -> float:
-        return (self._warm_pos + 1.0) / (self._warm_tot + 2.0)
+        # the finite prior of the buffered events: no edges, no map yet
+        hist = self._hist
+        return _prior.finite_prior(hist.warm_pos, hist.warm_tot, float(self.llr_pseudo_count))
 
     def _warm_layout(self, sample: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The checked edges and centres the strategy learns from the full warm-up ``sample``."""
-        return _check_layout(self._strategy.bucket_edges(sample), self._strategy.bucket_centres(sample))
+        return _check_layout(self._hist.strategy.bucket_edges(sample), self._hist.strategy.bucket_centres(sample))
 
     def _warm_layout_after(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """The layout the warm-up ends with if the scores ``s`` are learned next (None if it does
         not end): computed before any of them is buffered, so that a strategy failing on the
         sample rejects the call with nothing changed."""
-        need = self._warmup - self._n_warm
-        if s.size < need:
-            return None
-        return self._warm_layout(np.concatenate((self._warm[0, : self._n_warm], s[:need])))
+        sample = self._hist.warm_sample_after(s)
+        return None if sample is None else self._warm_layout(sample)
 
     def _warm_add(self, s: float, y: float, w: float, t: float, layout=None) -> None:
         s, y, w, t = float(s), float(y), float(w), float(t)
-        k = self._n_warm
-        if k + 1 == self._warmup and layout is None:
+        hist = self._hist
+        if hist.n_warm + 1 == hist.warmup and layout is None:
             layout = self._warm_layout_after(np.array([s]))
-        self._warm[:, k] = (s, y, w, t)
-        self._n_warm = k + 1
-        self._warm_tot += w
-        if y > 0.5:
-            self._warm_pos += w
-        if self._uses_times:
-            self._warm_last_t = t
-        if self._n_warm == self._warmup:
-            buffered = self._warm
+        if hist.warm_add(s, y, w, t):  # the buffer is full: build the edges, learn the buffered events
+            buffered = hist.warm
             self._build(*layout)
-            del self._warm, self._strategy
+            hist.drop_warmup_buffer()
             n = buffered.shape[1]
             b = self._buckets_of(np.ascontiguousarray(buffered[0]))
-            if self._ring_capacity and self._uses_times:
+            if hist.grows_ring:
                 self._ensure_ring(n)
             nan = np.full(n, np.nan)
             self._run_ops(
                 np.full(n, OP_LEARN, dtype=np.int64), b, *(np.ascontiguousarray(r) for r in buffered), nan, nan.copy()
             )
 
-    # ------------------------------------------------------------------ generic engine
-    # A calibrator with a parametric / smooth map uses these as they are and supplies
-    # ``_refit_from_histogram`` and ``_predict_fitted``. Streaming PAV overrides them.
+    # ------------------------------------------------------------------ the map (a subclass's)
+    # A calibrator's map reads the histogram. It is built empty with the histogram and rebuilt
+    # after a merge; it learns one event's bucket (the river face) and runs operation sequences
+    # (the array face). streamcal._refit.RefitCalibrator implements these for maps refitted from
+    # the histogram; PAVCalibrator with its fused block-stack kernels.
     def _init_map_state(self) -> None:
-        self._fitted = False
-        self._dirty = False
-        self._n_since_refit = 0
-        self._prior_logodds = 0.0
-        self._proba_low, self._proba_high = 0.0, 1.0  # the served bounds, set by ``_set_proba_bounds``
-
-    def _set_proba_bounds(self, total: float) -> None:
-        """Bound the served probabilities of a map fitted on ``total`` weight (real units) to
-        ``[c / (T + 2c), (T + c) / (T + 2c)]``."""
-        c = float(self.llr_pseudo_count)
-        self._proba_low = c / (total + 2.0 * c)
-        self._proba_high = (total + c) / (total + 2.0 * c)
+        """Build the empty map (the edges are known)."""
+        raise NotImplementedError
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
-        _h.histogram_learn_one_inplace(self._sf, self._si, b, y, w, t)
-        self._after_learn(1)
-
-    def _after_learn(self, n: int) -> None:
-        refit_every = getattr(self, "refit_every", None)
-        if refit_every is None:
-            self._dirty = True
-            return
-        self._n_since_refit += n
-        if self._n_since_refit >= refit_every:
-            self._refit()
-
-    def _refit(self) -> None:
-        self._n_since_refit = 0
-        self._dirty = False
-        centres, pos, neg = self.histogram()
-        t_pos, t_neg = float(pos.sum()), float(neg.sum())
-        if not t_pos + t_neg > 0.0:
-            self._fitted = False
-            return
-        self._refit_from_histogram(centres, pos, neg)
-        c = float(self.llr_pseudo_count)
-        self._prior_logodds = math.log(t_pos + c) - math.log(t_neg + c)
-        self._set_proba_bounds(t_pos + t_neg)
-        self._fitted = True
-
-    def _ensure_fitted(self) -> None:
-        if self._dirty:
-            self._refit()
-
-    def _fallback(self, s: np.ndarray) -> np.ndarray:
-        if self._identity:
-            return np.clip(s, 0.0, 1.0)
-        return np.full(s.shape, 0.5)
+        """Learn one checked event in bucket ``b`` (expiry, histogram and map)."""
+        raise NotImplementedError
 
     def _proba_of(self, s: float) -> float:
-        # the probability alone (``_predict_arrays`` also computes the LLR)
-        self._ensure_fitted()
-        if not self._fitted:
-            return float(self._fallback(np.array([s]))[0])
-        return min(max(self._fitted_proba_one(s), self._proba_low), self._proba_high)
-
-    def _fitted_proba_one(self, s: float) -> float:
-        """The fitted map at one score, as ``_predict_fitted`` computes it. A calibrator with a
-        scalar kernel for its map overrides this (the river face's per-event call)."""
-        return float(np.asarray(self._predict_fitted(np.array([s])), dtype=np.float64)[0])
+        """The served probability of one checked score."""
+        raise NotImplementedError
 
     def _llr_of(self, s: float) -> float:
-        return float(self._predict_arrays(None, np.array([s]))[1][0])
+        """The served LLR of one checked score."""
+        raise NotImplementedError
 
     def _predict_arrays(self, b, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        self._ensure_fitted()
-        if not self._fitted:
-            return self._fallback(s), np.zeros(s.size)
-        p = np.asarray(self._predict_fitted(s), dtype=np.float64)
-        p = np.minimum(np.maximum(p, self._proba_low), self._proba_high)  # np.clip, without its wrapper
-        return p, np.asarray(self._predict_llr_fitted(s, p), dtype=np.float64)
-
-    def _predict_llr_fitted(self, scores: np.ndarray, proba: np.ndarray) -> np.ndarray:
-        q = np.minimum(np.maximum(proba, _TINY), _ONE_BELOW)  # np.clip's values, without its wrapper
-        return (np.log(q) - np.log1p(-q)) - self._prior_logodds
+        """``(proba, llr)`` of checked scores ``s`` (buckets ``b``, or None where not needed)."""
+        raise NotImplementedError
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
-        """Run operations with the map fitted from the histogram, element for element what a loop
-        of ``predict_proba_one`` / ``learn_one`` gives. ``ops`` is an array, or one ``OP_*`` int
-        for every event.
-
-        With ``refit_every`` the map is fixed between refits: see :meth:`_run_ops_between_refits`.
-        With lazy refits (``refit_every=None``) runs of equal operations go at once: a run of
-        predictions is one vectorised call (one refit before it if labels came), a run of labels
-        one histogram call, and each prequential event is predicted (after a refit) and learned
-        on its own.
-        """
-        if isinstance(ops, int):
-            ops = np.full(b.size, ops, dtype=np.int64)
-        k = getattr(self, "refit_every", None)
-        if k is not None:
-            self._run_ops_between_refits(k, ops, b, s, y, w, t, out_p, out_llr)
-            return
-        runs = [*np.flatnonzero(np.concatenate(([True], ops[1:] != ops[:-1]))).tolist(), ops.size]
-        for start, stop in itertools.pairwise(runs):
-            op = ops[start]
-            if op == OP_PREDICT:
-                out_p[start:stop], out_llr[start:stop] = self._predict_arrays(b[start:stop], s[start:stop])
-                continue
-            step = 1 if op == OP_PREQUENTIAL else stop - start
-            for i in range(start, stop, step):
-                part = slice(i, i + step)
-                if op == OP_PREQUENTIAL:
-                    out_p[part], out_llr[part] = self._predict_arrays(b[part], s[part])
-                _h.histogram_learn_many_inplace(self._sf, self._si, b[part], y[part], w[part], t[part])
-                self._after_learn(step)
-
-    def _run_ops_between_refits(self, k, ops, b, s, y, w, t, out_p, out_llr) -> None:
-        """``_run_ops`` with a refit after every ``k`` labels: one segment per refit.
-
-        The map does not change between two refits, so every prediction up to the operation
-        that learns the label completing the next ``k`` is one vectorised call, and the labels
-        of the segment one histogram call, in their order: the outputs of the event-by-event
-        loop, however predictions and labels interleave (late labels).
-        """
-        learn_at = np.flatnonzero(ops & OP_LEARN)
-        predict_at = np.flatnonzero(ops & OP_PREDICT)
-        i = 0  # first operation of the segment
-        li = 0  # learn_at[li] is its first label
-        pi = 0  # predict_at[pi] is its first prediction
-        while i < ops.size:
-            due = li + max(1, k - self._n_since_refit)  # the label that completes the refit
-            end = int(learn_at[due - 1]) + 1 if due <= learn_at.size else ops.size
-            pj = int(np.searchsorted(predict_at, end))
-            if pj > pi:
-                at = predict_at[pi:pj]
-                out_p[at], out_llr[at] = self._predict_arrays(b[at], s[at])
-            lj = min(due, learn_at.size)
-            if lj > li:
-                at = learn_at[li:lj]
-                _h.histogram_learn_many_inplace(self._sf, self._si, b[at], y[at], w[at], t[at])
-                self._after_learn(lj - li)
-            i, li, pi = end, lj, pj
-
-    # hooks for a parametric or smooth map -------------------------------------------------
-    def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
+        """Run checked operations (an ``OP_*`` int for all, or an array), element for element
+        what a loop of ``predict_proba_one`` / ``learn_one`` gives; write the predictions."""
         raise NotImplementedError
 
-    def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
+    def _rebuild_map_after_merge(self, other) -> None:
+        """Rebuild the map from the histogram just merged with ``other``'s."""
         raise NotImplementedError
+
+    def _check_loaded_map(self) -> None:
+        """Check a restored map (under its saved names) against the restored histogram."""
+        raise NotImplementedError
+
+
+# the histogram's attributes under their saved names (``_sf`` for ``_hist.floats``, ...)
+for _key, _name in (*SAVED_NAMES.items(), ("_guide", "guide")):
+    setattr(StreamingCalibrator, _key, SavedName("_hist", _name))
 
 
 def _check_layout(edges, centres) -> tuple[np.ndarray, np.ndarray]:
@@ -1081,10 +907,7 @@ def _check_layout(edges, centres) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(msg)
     if c.size > 1 and not (np.diff(c) > 0.0).all():
         b = int(np.flatnonzero(~(np.diff(c) > 0.0))[0]) + 1
-        msg = (
-            f"`centres` must be strictly increasing; got {float(c[b])!r} at position {b} after "
-            f"{float(c[b - 1])!r}."
-        )
+        msg = f"`centres` must be strictly increasing; got {float(c[b])!r} at position {b} after {float(c[b - 1])!r}."
         raise ValueError(msg)
     return e, c
 
@@ -1104,16 +927,3 @@ def _as_float(value, name: str) -> float:
     except OverflowError:
         msg = f"`{name}` must be a number within the float64 range; got {value!r}."
         raise ValueError(msg) from None
-
-
-def _is_binary(value) -> bool:
-    try:
-        as_binary_label(value)
-    except ValueError:
-        return False
-    return True
-
-
-def _plain(value):
-    """A NumPy scalar as the Python scalar it holds (for readable error messages)."""
-    return value.item() if isinstance(value, np.generic) else value

@@ -26,8 +26,9 @@ __all__ = [
     "as_nonneg_weights",
     "as_probabilities",
     "as_real_array",
-    "as_times",
     "call_repr",
+    "check_learn_arrays",
+    "check_refit_every",
     "check_same_length",
     "check_scalar",
     "fmt",
@@ -192,10 +193,7 @@ def _to_float64(arr: np.ndarray, name: str, *, copy: bool) -> np.ndarray:
             try:
                 float(value)
             except OverflowError:
-                msg = (
-                    f"`{name}` must hold numbers within the float64 range; got {fmt(value)}"
-                    f"{_where(i, arr.shape)}."
-                )
+                msg = f"`{name}` must hold numbers within the float64 range; got {fmt(value)}{_where(i, arr.shape)}."
                 raise ValueError(msg) from None
         raise
 
@@ -326,27 +324,122 @@ def as_nonneg_weights(w, name: str, n: int) -> np.ndarray:
     return arr
 
 
-def as_times(t, name: str, n: int, *, non_decreasing: bool = True, after: float = -np.inf) -> np.ndarray:
-    """Return event times as a new float64 array of ``n`` finite values.
+def check_learn_arrays(
+    n: int,
+    labels,
+    weights,
+    times,
+    learn: np.ndarray | None,
+    *,
+    max_weight: float,
+    needs_times: bool,
+    last_time: float,
+    window_name: str,
+    weights_name: str = "weights",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The array face's labels, weights and times, checked at the learn positions (``learn``, a
+    bool mask, or None: every position) for ``n`` scores; full-length float64 arrays, zero where
+    nothing is learned.
 
-    With ``non_decreasing`` the times must not go backwards, neither within the array nor with
-    respect to ``after`` (the last time already seen).
+    Labels are binary; weights finite, non-negative and at most ``max_weight`` (default 1);
+    times finite, and for a window that ``needs_times`` present, in order and not before
+    ``last_time`` (``window_name`` names the window in the error).
     """
-    arr = as_finite(t, name, allow_empty=True)
-    check_same_length(n, arr.size, name)
-    if non_decreasing and arr.size:
-        if arr[0] < after:
+    if learn is None:
+        y = as_binary_labels(labels, "labels", allow_empty=True)
+        check_same_length(n, y.size, "labels")
+        idx = None
+    else:
+        raw = as_1d_array(labels, "labels")
+        check_same_length(n, raw.size, "labels")
+        idx = np.flatnonzero(learn)
+        y = np.zeros(n, dtype=np.float64)
+        try:
+            y[idx] = as_binary_labels(raw[idx], "labels", allow_empty=True)
+        except ValueError:
+            for i in idx:
+                if not _is_binary(raw[i]):
+                    msg = (
+                        f"`labels` must hold binary labels (0/1 or False/True); got {_plain(raw[i])!r} at position {i}."
+                    )
+                    raise ValueError(msg) from None
+            raise
+    if weights is None:
+        w = np.ones(n, dtype=np.float64)
+    else:
+        w = as_1d_float(weights, weights_name, allow_empty=True)
+        check_same_length(n, w.size, weights_name)
+        bad = ~(np.isfinite(w) & (w >= 0.0))
+        if idx is not None:
+            bad &= learn
+            w[~learn] = 0.0
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            msg = f"`{weights_name}` must be finite and non-negative; got {float(w[i])!r} at position {i}."
+            raise ValueError(msg)
+        big = w > max_weight  # zero where nothing is learned
+        if big.any():
+            i = int(np.flatnonzero(big)[0])
             msg = (
-                f"`{name}` must not go backwards; got {fmt(arr[0])} at position 0 after the last "
-                f"time seen, {after!r}."
+                f"`{weights_name}` must be at most {max_weight:g} (the largest weight of one event); "
+                f"got {float(w[i])!r} at position {i}."
             )
             raise ValueError(msg)
-        back = arr[1:] < arr[:-1]
-        if back.any():
-            i = _first_bad(back) + 1
-            msg = f"`{name}` must not go backwards; got {fmt(arr[i])} at position {i} after {fmt(arr[i - 1])}."
+    if times is None:
+        if needs_times and n and (idx is None or idx.size):
+            msg = f"{window_name} needs event times: pass `times=`."
             raise ValueError(msg)
-    return arr
+        t = np.zeros(n, dtype=np.float64)
+    else:
+        t = as_1d_float(times, "times", allow_empty=True)
+        check_same_length(n, t.size, "times")
+        pos = np.arange(n) if idx is None else idx
+        tl = t[pos]
+        bad = ~np.isfinite(tl)
+        if bad.any():
+            i = int(pos[np.flatnonzero(bad)[0]])
+            msg = f"`times` must be finite; got {float(t[i])!r} at position {i}."
+            raise ValueError(msg)
+        if needs_times and tl.size:
+            last = last_time
+            if tl[0] < last:
+                i = int(pos[0])
+                msg = (
+                    f"`times` must not go backwards; got {float(t[i])!r} at position {i} "
+                    f"after the last learned time {last!r}."
+                )
+                raise ValueError(msg)
+            back = tl[1:] < tl[:-1]
+            if back.any():
+                k = int(np.flatnonzero(back)[0]) + 1
+                i, j = int(pos[k]), int(pos[k - 1])
+                msg = (
+                    f"`times` must not go backwards; got {float(t[i])!r} at position {i} "
+                    f"after {float(t[j])!r} at position {j}."
+                )
+                raise ValueError(msg)
+        if idx is not None:
+            t[~learn] = 0.0
+    return y, w, t
+
+
+def _is_binary(value) -> bool:
+    try:
+        as_binary_label(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _plain(value):
+    """A NumPy scalar as the Python scalar it holds (for readable error messages)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def check_refit_every(value) -> None:
+    """``refit_every`` of a refitted calibrator: None (refit lazily) or an int >= 1."""
+    if value is not None:
+        check_scalar(value, "refit_every", numbers.Integral, low=1)
 
 
 def check_same_length(expected: int, got: int, name: str) -> None:

@@ -104,10 +104,11 @@ def _check_edges(edges: np.ndarray, name: str) -> np.ndarray:
 class Buckets(base.Base):
     """Base class of the bucket strategies.
 
-    Subclasses implement :meth:`bucket_edges` (and may override :meth:`bucket_centres` and
-    :meth:`check_scores`). ``warmup`` is the number of learned scores a strategy needs before
-    its edges are known (0 for fixed grids); ``probability_inputs`` says whether scores are
-    probabilities, which decides what a calibrator predicts before it has seen any label.
+    Subclasses implement :meth:`bucket_edges` (and may override :meth:`bucket_centres`); the
+    calibrators refuse scores outside ``score_range``. ``warmup`` is the number of learned scores
+    a strategy needs before its edges are known (0 for fixed grids); ``probability_inputs`` says
+    whether scores are probabilities, which decides what a calibrator predicts before it has seen
+    any label.
 
     Examples
     --------
@@ -133,18 +134,6 @@ class Buckets(base.Base):
         """The representative score of each bucket: by default the midpoint of its edges."""
         e = self.bucket_edges(sample)
         return 0.5 * (e[:-1] + e[1:])
-
-    def check_scores(self, scores: np.ndarray, name: str) -> None:
-        """Raise if finite ``scores`` fall outside ``score_range`` (default: any score is valid)."""
-        low, high = self.score_range
-        bad = ~((scores >= low) & (scores <= high))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            msg = (
-                f"`{name}` must lie in [{low}, {high}] for {type(self).__name__} buckets; "
-                f"got {float(scores[i])!r} at position {i}."
-            )
-            raise ValueError(msg)
 
     def index(self, scores, sample=None) -> np.ndarray:
         """Bucket index of each score."""
@@ -210,17 +199,6 @@ class LogitGrid(Buckets):
     def bucket_centres(self, sample=None) -> np.ndarray:
         z = self._logit_edges()
         return 1.0 / (1.0 + np.exp(-0.5 * (z[:-1] + z[1:])))
-
-    def check_scores(self, scores: np.ndarray, name: str) -> None:
-        bad = ~((scores >= 0.0) & (scores <= 1.0))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            msg = (
-                f"`{name}` must hold probabilities in [0, 1] for LogitGrid buckets; got "
-                f"{float(scores[i])!r} at position {i}. For other scores use UniformGrid, "
-                "QuantileEdges or Edges."
-            )
-            raise ValueError(msg)
 
 
 class UniformGrid(Buckets):

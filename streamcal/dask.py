@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from streamcal.merging import merge
+from streamcal.windows import as_window
 
 __all__ = ["fit", "predict"]
 
@@ -94,7 +95,7 @@ def _fit_partition(template, frame, score, label, weight, time):
     cal = template.clone()
     if len(frame) == 0:
         return cal
-    if time is not None and cal._uses_times:
+    if time is not None and as_window(cal.window).uses_times:
         frame = frame.sort_values(time, kind="stable")  # time-clock windows learn in time order
     cal.update(
         frame[score].to_numpy(dtype=np.float64),
@@ -158,8 +159,9 @@ def fit(
     check_scalar(split_every, "split_every", int, low=2)
     _check_columns(data, {"score": score, "label": label, "weight": weight, "time": time})
     template = _template(calibrator, data, score)
-    if template._uses_times and time is None:
-        msg = f"{template._window_name()} needs event times: pass `time=` (a column of `data`)."
+    window = as_window(template.window)
+    if window.uses_times and time is None:
+        msg = f"{type(window).__name__} needs event times: pass `time=` (a column of `data`)."
         raise ValueError(msg)
     columns = [c for c in dict.fromkeys((score, label, weight, time)) if c is not None]
     parts = data[columns].to_delayed()

@@ -47,10 +47,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import functools
 import hashlib
 import importlib
-import inspect
 import io
 import json
 import math
@@ -68,6 +66,7 @@ from pathlib import Path
 
 import numpy as np
 
+from streamcal._params import init_param_names as _init_param_names
 from streamcal.exceptions import StateFileError, StatePickleError, StateVersionError
 
 __all__ = [
@@ -317,20 +316,6 @@ def _object_state(obj) -> dict | None:
         return vars(obj)
     state = obj.__getstate__()
     return state if type(state) is dict else None
-
-
-def _init_param_names(cls: type) -> list[str]:
-    return list(_init_param_tuple(cls))
-
-
-@functools.lru_cache(maxsize=1024)
-def _init_param_tuple(cls: type) -> tuple[str, ...]:
-    try:
-        signature = inspect.signature(cls.__init__)
-    except (TypeError, ValueError):
-        return ()
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return tuple(p.name for p in signature.parameters.values() if p.kind in kinds and p.name != "self")
 
 
 # ---------------------------------------------------------------------------------------- decoding
@@ -836,11 +821,7 @@ def _check_members_listing(manifest: dict, where: str) -> None:
                 continue
             meta["_dtype"] = _array_dtype(meta["dtype"], name, where)
             shape = meta["shape"]
-            if not (
-                isinstance(shape, list)
-                and len(shape) <= 32
-                and all(type(n) is int and n >= 0 for n in shape)
-            ):
+            if not (isinstance(shape, list) and len(shape) <= 32 and all(type(n) is int and n >= 0 for n in shape)):
                 _fail(where, f"array {name!r} has the invalid shape {shape!r}")
             meta["_nbytes"] = math.prod(shape) * meta["_dtype"].itemsize
 

@@ -43,6 +43,7 @@ from decimal import Decimal
 import numpy as np
 from river import base
 
+from streamcal import _histogram as hist
 from streamcal._kernels import histogram as _h
 from streamcal._validation import call_repr, check_scalar
 
@@ -67,8 +68,15 @@ MAX_WINDOW_EVENTS = 2**53
 class Window(base.Base):
     """Base class of the window strategies.
 
-    ``code()`` returns ``(kind, n, seconds, half_life)`` for the kernels; ``uses_times`` says
-    whether learned events need a time; ``ring_capacity`` is the initial ring-buffer size.
+    Each window says what the histogram needs from it:
+
+    - ``code()``: ``(kind, n, seconds, half_life)``, the parameters the kernels read;
+    - ``uses_times``: whether learned events need a time (a time clock), else the clock counts
+      learned events (``event_clock``);
+    - ``ring_capacity``: the ring's initial size (0: no ring); ``grows_ring``: whether the ring
+      grows and shrinks with the events in the window (a time window) or keeps its size;
+    - ``merge_histograms(a, b, ring_capacity)``: the histogram of the merged stream
+      (:mod:`streamcal.merging` states what the merged stream is for each clock).
 
     Examples
     --------
@@ -78,6 +86,47 @@ class Window(base.Base):
     """
 
     uses_times: bool = False
+
+    @property
+    def event_clock(self) -> bool:
+        """Whether the clock counts learned events (else it is the events' time)."""
+        return not self.uses_times
+
+    @property
+    def grows_ring(self) -> bool:
+        """Whether the ring grows and shrinks with the events in the window."""
+        return False
+
+    @property
+    def keeps_ring(self) -> bool:
+        """Whether the histogram keeps a ring of the events in the window."""
+        return self.ring_capacity > 0
+
+    @property
+    def decays(self) -> bool:
+        """Whether stored weights decay (a moving frame of stored units)."""
+        return False
+
+    # checks of a restored histogram (streamcal._state_check.check_histogram, passed as ``c``:
+    # ``c.fail(message)`` raises the state file error)
+    def check_saved_ring_capacity(self, capacity: int, c) -> None:
+        """The ring's capacity in a restored histogram of this window."""
+        if capacity != 0:
+            c.fail(f"`_si` ring capacity: expected 0 (this window keeps no ring); found {capacity}.")
+
+    def check_saved_ring_count(self, count: int, n_learned: float, c) -> None:
+        """The number of events in the ring of a restored histogram after ``n_learned`` events
+        (a window with a ring only)."""
+
+    def check_saved_ring_clocks(self, clocks: np.ndarray, n_learned: float, last_t: float, c) -> None:
+        """The clocks of the ring's events (oldest first, at least one) of a restored histogram
+        after ``n_learned`` events, the last at clock ``last_t`` (a window with a ring only)."""
+
+    def merge_histograms(self, a: hist.State, b: hist.State, ring_capacity: int) -> hist.State:
+        """The histogram ``(floats, ints)`` of the stream merged from states ``a`` then ``b``
+        (new arrays; ``a`` and ``b`` are read only). ``ring_capacity``: the calibrator's initial
+        ring size."""
+        raise NotImplementedError  # pragma: no cover - abstract
 
     def __repr__(self) -> str:
         return call_repr(self)
@@ -105,6 +154,10 @@ class Unbounded(Window):
     def code(self):
         return (_h.KIND_UNBOUNDED, 0.0, 0.0, 0.0)
 
+    def merge_histograms(self, a, b, ring_capacity):
+        # every event stays: the sums add, in any order
+        return hist.added(a, b, scale_a=1.0, event_clock=True)
+
 
 class CountWindow(Window):
     """The last ``n`` learned events.
@@ -130,10 +183,37 @@ class CountWindow(Window):
         check_scalar(self.n, "n", numbers.Integral, low=1, high=MAX_WINDOW_EVENTS)
         return (_h.KIND_COUNT, float(self.n), 0.0, 0.0)
 
+    def check_saved_ring_capacity(self, capacity, c):
+        if int(self.n) != capacity:
+            c.fail(f"`_si` ring capacity: expected {int(self.n)} (the count window); found {capacity}.")
+
+    def check_saved_ring_count(self, count, n_learned, c):
+        if count != min(n_learned, float(self.n)):
+            want = int(min(n_learned, self.n))
+            c.fail(f"`_si` ring count: expected {want} (the last events of a count window); found {count}.")
+
+    def check_saved_ring_clocks(self, clocks, n_learned, last_t, c):
+        if not np.array_equal(clocks, n_learned - clocks.size + np.arange(clocks.size, dtype=np.float64)):
+            c.fail("`_sf` ring clocks: expected the numbers of the last learned events, in order.")
+
     @property
     def ring_capacity(self) -> int:
         check_scalar(self.n, "n", numbers.Integral, low=1, high=MAX_WINDOW_EVENTS)
         return int(self.n)
+
+    def merge_histograms(self, a, b, ring_capacity):
+        # the last n events of a's then b's (the rings hold every event in the window)
+        ba, ya, wa, ta = hist.ring_events(a)
+        bb, yb, wb, tb = hist.ring_events(b)
+        n_a, n_b = float(a[0][_h.SF_N_LEARNED]), float(b[0][_h.SF_N_LEARNED])
+        keep = int(self.n)
+        events = tuple(np.concatenate(p)[-keep:] for p in ((ba, bb), (ya, yb), (wa, wb)))
+        clocks = np.concatenate((ta, tb + n_a))[-keep:]
+        merged = hist.replayed(self.code(), hist.n_buckets(a), int(a[1][_h.SI_W]), events, np.zeros(clocks.size))
+        hist.set_ring_clocks(merged, clocks)  # the replay started the ring at 0 without wrapping
+        merged[0][_h.SF_N_LEARNED] = n_a + n_b
+        merged[0][_h.SF_LAST_T] = n_a + n_b - 1.0
+        return merged
 
 
 class TimeWindow(Window):
@@ -167,6 +247,40 @@ class TimeWindow(Window):
     @property
     def ring_capacity(self) -> int:
         return 1024
+
+    @property
+    def grows_ring(self) -> bool:
+        return True
+
+    def merge_histograms(self, a, b, ring_capacity):
+        # both rings in time order (a's first among equal times); the replay drops what is too old
+        ba, ya, wa, ta = hist.ring_events(a)
+        bb, yb, wb, tb = hist.ring_events(b)
+        clocks_all = np.concatenate((ta, tb))
+        order = np.argsort(clocks_all, kind="stable")
+        events = tuple(np.concatenate(p)[order] for p in ((ba, bb), (ya, yb), (wa, wb)))
+        clocks = clocks_all[order]
+        capacity = max(int(ring_capacity), 1 << max(int(clocks.size) - 1, 0).bit_length())
+        merged = hist.replayed(self.code(), hist.n_buckets(a), capacity, events, clocks)
+        merged[0][_h.SF_N_LEARNED] = float(a[0][_h.SF_N_LEARNED]) + float(b[0][_h.SF_N_LEARNED])
+        merged[0][_h.SF_LAST_T] = max(float(a[0][_h.SF_LAST_T]), float(b[0][_h.SF_LAST_T]))
+        return merged
+
+    def check_saved_ring_capacity(self, capacity, c):
+        if capacity < 1:
+            c.fail(f"`_si` ring capacity: expected an int >= 1 for a time window; found {capacity}.")
+
+    def check_saved_ring_count(self, count, n_learned, c):
+        if n_learned > 0 and count == 0:
+            c.fail("`_si` ring count: expected at least the last learned event in the window; found 0.")
+
+    def check_saved_ring_clocks(self, clocks, n_learned, last_t, c):
+        c.need_increasing(clocks, "_sf ring clocks", strict=False)
+        if clocks[-1] != last_t or not last_t - clocks[0] < float(self.seconds):
+            c.fail(
+                f"`_sf` ring clocks: expected times within {float(self.seconds)!r} of the last clock "
+                f"{last_t!r}, the newest equal to it; found {float(clocks[0])!r} to {float(clocks[-1])!r}."
+            )
 
 
 class Decay(Window):
@@ -211,11 +325,31 @@ class Decay(Window):
     def uses_times(self) -> bool:  # type: ignore[override]
         return self.by == "time"
 
+    @property
+    def decays(self) -> bool:
+        return True
+
     def code(self):
         check_scalar(self.half_life, "half_life", low=self.MIN_HALF_LIFE, high=self.MAX_HALF_LIFE)
         check_scalar(self.by, "by", choices=("events", "time"))
         kind = _h.KIND_DECAY_TIME if self.by == "time" else _h.KIND_DECAY_EVENTS
         return (kind, 0.0, 0.0, float(self.half_life))
+
+    def merge_histograms(self, a, b, ring_capacity):
+        fa, fb = a[0], b[0]
+        half_life = float(fa[_h.SF_HALF_LIFE])
+        if self.by == "events":
+            # a's event at clock c is stored as w 2^((c - t0a)/h); in the merged frame (b's frame
+            # moved on by n_a: t0 = t0b + n_a) it is w 2^((c - t0b - n_a)/h)
+            n_a = float(fa[_h.SF_N_LEARNED])
+            exponent = (float(fa[_h.SF_T0]) - float(fb[_h.SF_T0]) - n_a) / half_life
+            return hist.added(a, b, scale_a=hist.decay_factor(exponent), event_clock=True, frame_follows=True)
+        # the later state's frame is kept; the other's stored weights move into it
+        later, earlier = (b, a) if fb[_h.SF_LAST_T] >= fa[_h.SF_LAST_T] else (a, b)
+        exponent = (float(earlier[0][_h.SF_T0]) - float(later[0][_h.SF_T0])) / half_life
+        merged = hist.added(earlier, later, scale_a=hist.decay_factor(exponent), event_clock=False)
+        merged[0][_h.SF_LAST_T] = max(float(fa[_h.SF_LAST_T]), float(fb[_h.SF_LAST_T]))
+        return merged
 
 
 # ------------------------------------------------------------------------------- shorthands

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from river_cases import river_loop
 
-from streamcal._streaming import StreamingCalibrator
+from streamcal._refit import RefitCalibrator as StreamingCalibrator
 from streamcal.buckets import UniformGrid
 from streamcal.windows import CountWindow, Decay, TimeWindow
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import functools
-import numbers
 
 import numpy as np
 
 from streamcal._kernels import gev as _k
 from streamcal._kernels._config import entry_point
-from streamcal._streaming import StreamingCalibrator
+from streamcal._refit import RefitCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
 from streamcal.gev.histfit import fit_glm_on_histogram
@@ -27,7 +26,7 @@ def _map_score():
     return entry_point(_k.glm_map_score, 0.5, True, 0.5, 0.5, 0.5, True, 0.5)
 
 
-class _HistogramGLMCalibrator(StreamingCalibrator):
+class _HistogramGLMCalibrator(RefitCalibrator):
     """A two-parameter link model ``P(y=1 | s) = F(slope * x(s) + intercept)`` refitted from the histogram.
 
     ``x(s)`` is ``logit(s)`` for probability inputs (bucket strategies with ``probability_inputs``,
@@ -38,8 +37,6 @@ class _HistogramGLMCalibrator(StreamingCalibrator):
 
     def _check_glm_params(self) -> None:
         check_scalar(self.l2, "l2", low=0.0)
-        if self.refit_every is not None:
-            check_scalar(self.refit_every, "refit_every", numbers.Integral, low=1)
 
     def _feature(self, scores: np.ndarray) -> np.ndarray:
         if self._identity:
@@ -330,4 +327,3 @@ class PlattCalibrator(_HistogramGLMCalibrator):
     def _unit_test_params(cls):
         yield from super()._unit_test_params()
         yield {"score_key": "empty_server_form_handler", "buckets": LogitGrid(n_buckets=16), "refit_every": 7}
-

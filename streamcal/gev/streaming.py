@@ -14,6 +14,7 @@ from streamcal._locking import LockedState
 from streamcal._validation import as_binary_label, as_binary_labels, as_real_array, check_scalar, is_real_number
 from streamcal.gev._solver import WEIGHT_FLOOR, line_search, weighted_gram
 from streamcal.gev._vectorized import irls_weights
+from streamcal.merging import Mergeable
 from streamcal.persist import Persistable
 
 __all__ = ["GEVCanonicalClassifier"]
@@ -118,7 +119,7 @@ def _sort_key(name):
     return (type(name).__name__, repr(name))
 
 
-class GEVCanonicalClassifier(LockedState, Persistable, base.MiniBatchClassifier):
+class GEVCanonicalClassifier(LockedState, Persistable, Mergeable, base.MiniBatchClassifier):
     """Streaming GEV-canonical regression with several ``xi`` side by side.
 
     Rows are buffered and every ``batch_size`` rows each candidate shape ``xi`` takes a damped
@@ -334,6 +335,50 @@ class GEVCanonicalClassifier(LockedState, Persistable, base.MiniBatchClassifier)
         b[:, idx] = self._b
         self._beta, self._A, self._b = beta, A, b
 
+    def _merged_with(self, other):
+        """Merge another learner's forgotten Newton statistics into this one (``streamcal.merge``).
+
+        Each learner keeps, per candidate ``xi``, the sum of its mini-batches' quadratic models of
+        the risk, ``A = Σ ρ XᵀWX`` and ``b = Σ ρ XᵀWz``, and the forgotten prequential Brier sums.
+        Merging ``[self, other]`` (in stream order) ages ``self``'s sums by the rows ``other``
+        learned, ``ρ = 2^(−n_other / half_life)`` (1 without forgetting), adds them feature by
+        feature (features are matched by name; one learner's unknown features have zero
+        statistics), and solves the merged quadratic model for the coefficients:
+        ``β = (A + diag(l2))⁻¹ b``. Rows still buffered (fewer than ``batch_size`` since a
+        learner's last step) are carried over in order and learned as the next mini-batch.
+        """
+        with other._lock:
+            new = [name for name in other._names if name not in self._index]
+            if new:
+                self._grow(sorted(new, key=_sort_key))
+            k1 = len(self._names) + 1
+            idx = np.array([self._index[name] for name in other._names] + [k1 - 1], dtype=np.intp)
+            rho = 1.0 if self.half_life is None else 0.5 ** (other._n_seen / float(self.half_life))
+            A = self._A * rho
+            vec = self._b * rho
+            A[:, idx[:, None], idx[None, :]] += other._A
+            vec[:, idx] += other._b
+            self._A, self._b = A, vec
+            self._score = self._score * rho + other._score
+            self._score_weight = self._score_weight * rho + other._score_weight
+            self._n_seen += other._n_seen
+            if self._n_seen:
+                beta = np.zeros_like(self._beta)
+                penalty = self._penalty(k1)
+                for j in range(self._xis.size):
+                    hess = A[j].copy()
+                    hess[np.diag_indices(k1)] += penalty
+                    beta[j] = _solve_pd(hess, vec[j])
+                self._beta = beta
+                order = np.lexsort((np.abs(self._xis), self._score))
+                self._serving = int(order[0])
+            buffered = [(list(names), block.copy(), labels.copy()) for names, block, labels in other._buffer]
+            self._buffer = self._buffer + buffered
+            self._buffered += other._buffered
+            if self._buffered >= self.batch_size:
+                self._flush()
+        return self
+
     def _penalty(self, k1: int) -> np.ndarray:
         l2 = np.full(k1, float(self.l2))
         # the intercept is unpenalised; without one its (all-zero) column gets a unit ridge
@@ -375,9 +420,7 @@ class GEVCanonicalClassifier(LockedState, Persistable, base.MiniBatchClassifier)
                     Ad = A_old @ d
                     base_pen = float((A_old @ beta - b_old + l2 * beta) @ d)
                     quad_pen = float(d @ Ad + (l2 * d) @ d)
-                    alpha = line_search(
-                        v, dv, y, w, xi, lambda a, b0=base_pen, q=quad_pen: b0 + a * q, slope0
-                    )
+                    alpha = line_search(v, dv, y, w, xi, lambda a, b0=base_pen, q=quad_pen: b0 + a * q, slope0)
                     beta = beta + alpha * d
                     v = v + alpha * dv
             # fold this mini-batch's quadratic model (at the last linearisation) into the stats

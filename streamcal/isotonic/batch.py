@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from streamcal import _prior
 from streamcal._kernels.pav import group_sorted_scores, pav_sorted
 from streamcal._validation import (
     as_binary_labels,
@@ -390,11 +391,11 @@ class IsotonicCalibrator:
         self.proba_ = proba
         self.proba_finite_ = np.clip(proba, augmented[1], augmented[-2])  # its ends are lo and hi
         self.prior_ = t1 / (t1 + t0)
-        self._prior_finite = (t1 + c) / (t1 + t0 + 2.0 * c)
+        self._prior_finite = _prior.finite_prior(t1, t1 + t0, c)
         # log-odds of the priors from the class sums themselves: exact where the ratios round to 0 or 1
         with np.errstate(divide="ignore"):
             self._prior_logodds = float(np.log(t1) - np.log(t0))
-        self._prior_logodds_finite = math.log(t1 + c) - math.log(t0 + c)
+        self._prior_logodds_finite = _prior.prior_logodds(t1, t0, c)
         return self
 
     def _check_fitted(self) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import ipav as _k
 from streamcal._kernels._config import entry_point
-from streamcal._streaming import OP_PREDICT, OP_PREQUENTIAL, StreamingCalibrator
+from streamcal._streaming import OP_PREDICT, OP_PREQUENTIAL, SavedName, StreamingCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
 from streamcal.windows import Window
@@ -25,7 +25,7 @@ __all__ = ["PAVCalibrator"]
 # Below this many events per thread, threads cost more than they save (``n_jobs``).
 MIN_EVENTS_PER_THREAD = 1 << 17
 # Cost of learning an event into the histogram alone, relative to the per-event kernel
-# (prequential, count window, 1024 buckets: measured 9.5 ns against 69 ns).
+# (prequential, count window, 1024 buckets; docs/benchmarks.md).
 _HISTOGRAM_SHARE = 0.14
 
 
@@ -283,13 +283,13 @@ class PAVCalibrator(StreamingCalibrator):
                 ):
                     return
         with self._lock.rlock:
-            if self._sf is None or self._uses_times:  # quantile warm-up; time windows grow their ring
+            if self._hist.floats is None or self._hist.uses_times:  # quantile warm-up; time windows grow their ring
                 super().learn_one(x, y, w, t)  # a marked section
                 return
             s = self._score_of(x)
             label, w, t = self._check_one(y, w, t)
             if self._lock.marking:  # called inside this thread's own marked section: the views' kernel
-                self._learn_bucket(bisect_right(self._cuts_list, s), s, label, w, t)
+                self._learn_bucket(bisect_right(self._hist.cuts_list, s), s, label, w, t)
             elif not self._learn_packed(self._packed, s, label, w, t):  # it refuses what the checks reject
                 raise RuntimeError(f"internal error: the checked event (score {s!r}, weight {w!r}) was refused")
 
@@ -306,7 +306,7 @@ class PAVCalibrator(StreamingCalibrator):
                         return {False: 1.0 - p, True: p}
         with self._lock.rlock:
             s = self._score_of(x)
-            if self._sf is None:
+            if self._hist.floats is None:
                 p = self._warm_proba()
             elif self._lock.marking:  # inside this thread's own marked section
                 p = self._proba_of(s)
@@ -320,7 +320,7 @@ class PAVCalibrator(StreamingCalibrator):
     def predict_llr_one(self, x: dict) -> float:
         with self._lock.rlock:
             s = self._score_of(x)
-            if self._sf is None:
+            if self._hist.floats is None:
                 return 0.0
             return self._llr_of(s) if self._lock.marking else self._llr_packed(self._packed, s)
 
@@ -332,20 +332,24 @@ class PAVCalibrator(StreamingCalibrator):
     def _init_lock(self) -> None:
         self._lock = _MarkingLock(self)
 
+    # the blocks under their saved names (the checks of a restored state read them so)
+    _pf = SavedName("_blocks_floats")
+    _pi = SavedName("_blocks_ints")
+
     # ------------------------------------------------------------------ engine (fused kernels)
     def _init_map_state(self) -> None:
         self._init_map_state_arrays()
         self._pack()
-        _k.pav_refresh_extremes_inplace(self._sf, self._pf, self._pi)
+        _k.pav_refresh_extremes_inplace(self._hist.floats, self._blocks_floats, self._blocks_ints)
 
     def _init_map_state_arrays(self) -> None:
         self._linear = self.interpolation == "linear"
-        self._pf, self._pi = _k.empty_pav_state(
-            self._centres,
+        self._blocks_floats, self._blocks_ints = _k.empty_pav_state(
+            self._hist.centres,
             float(self.llr_pseudo_count),
             self._linear,
             self._identity,
-            self._cuts,
+            self._hist.cuts,
             finite_proba=bool(self.finite_proba),
         )
 
@@ -356,16 +360,25 @@ class PAVCalibrator(StreamingCalibrator):
         the river face's kernels read the buffer, the array face's the views. A buffer packed
         while the lock is held is born marked busy (see the notes above ``learn_one``).
         """
-        state = (self._sf, self._si, self._pf, self._pi)
+        state = (self._hist.floats, self._hist.ints, self._blocks_floats, self._blocks_ints)
         packed, sf, si, pf, pi = _k.pack_state(*state, self._score_low, self._score_high)
         packed[_k.PACK_BUSY] = 1.0 if self._lock.marking else 0.0
-        self._packed, self._sf, self._si, self._pf, self._pi = packed, sf, si, pf, pi
+        self._packed, self._blocks_floats, self._blocks_ints = packed, pf, pi
+        self._hist.floats, self._hist.ints = sf, si
         fast = _gil_enabled()  # the lock-free calls rely on the GIL
-        self._fast_learn = fast and self.score_key is None and not self._uses_times
+        self._fast_learn = fast and self.score_key is None and not self._hist.uses_times
         self._fast_predict = fast and self.score_key is None
 
     def _histogram_replaced(self) -> None:
         self._pack()
+
+    def _rebuild_map_after_merge(self, other) -> None:
+        # a full sweep over the merged histogram; the whole-weights flag covers both parts' events
+        integral = min(int(self._blocks_ints[_k.PI_INTEGRAL]), int(other._blocks_ints[_k.PI_INTEGRAL]))
+        self._init_map_state_arrays()
+        self._blocks_ints[_k.PI_INTEGRAL] = integral
+        self._pack()
+        _k.pav_rebuild_inplace(self._hist.floats, self._hist.ints, self._blocks_floats, self._blocks_ints)
 
     # derived from the state and the parameters: not saved, rebuilt by ``_pack`` on loading
     _CACHES = (*StreamingCalibrator._CACHES, "_packed", "_fast_learn", "_fast_predict")
@@ -373,14 +386,27 @@ class PAVCalibrator(StreamingCalibrator):
     # The compiled single-score kernels of the river face, called without numba's per-call type
     # dispatch (``entry_point``). The same for every instance, so they are class attributes, each
     # compiled by its first call: held by an instance, they would lead river's memory walk
-    # (``_raw_memory_usage``, ``check_bounded_memory_growth``) into numba's registries, which
-    # weighed 2.5 MB there and broke the walk once any numba function had been freed.
+    # (``_raw_memory_usage``, ``check_bounded_memory_growth``) into numba's registries, which are
+    # megabytes large and break the walk once any numba function has been freed.
     _learn_packed = _bound_on_first_call("_learn_packed", _k.pav_learn_packed_inplace, 4)
     _proba_packed = _bound_on_first_call("_proba_packed", _k.pav_predict_packed, 1)
     _llr_packed = _bound_on_first_call("_llr_packed", _k.pav_llr_packed, 1)
 
+    # the PAV state's saved names: ``_pf``/``_pi`` hold the blocks' float and int records
+    _SAVED_BLOCKS = (("_pf", "_blocks_floats"), ("_pi", "_blocks_ints"))
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        for key, name in self._SAVED_BLOCKS:
+            if name in state:
+                state[key] = state.pop(name)
+        return state
+
     def __setstate__(self, state):
-        super().__setstate__(state)
+        super().__setstate__(state)  # checks the state under its saved names, then rebuilds the histogram
+        for key, name in self._SAVED_BLOCKS:
+            if key in self.__dict__:
+                self.__dict__[name] = self.__dict__.pop(key)
         self._fast_learn = self._fast_predict = False  # still warming up, unless packed below
         if state.get("_pf") is not None:
             self._upgrade_map_state()
@@ -475,24 +501,34 @@ class PAVCalibrator(StreamingCalibrator):
         finite-LLR values are recomputed from them. The sticky whole-number flag is kept. (Such
         states may also predate the knots' span copied into ``pf``: the sweep writes it.)
         """
-        B = int(self._pi[_k.PI_B])
-        if self._pf.size == _k.pav_state_sizes(B)[0]:
+        B = int(self._blocks_ints[_k.PI_B])
+        if self._blocks_floats.size == _k.pav_state_sizes(B)[0]:
             return
-        integral = int(self._pi[_k.PI_INTEGRAL])
+        integral = int(self._blocks_ints[_k.PI_INTEGRAL])
         self._init_map_state_arrays()
-        self._pi[_k.PI_INTEGRAL] = integral
-        _k.pav_rebuild_inplace(self._sf, self._si, self._pf, self._pi)
+        self._blocks_ints[_k.PI_INTEGRAL] = integral
+        _k.pav_rebuild_inplace(self._hist.floats, self._hist.ints, self._blocks_floats, self._blocks_ints)
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
-        _k.pav_learn_one_inplace(self._sf, self._si, self._pf, self._pi, b, y, w, t, self._sf[_h.SF_KIND])
+        _k.pav_learn_one_inplace(
+            self._hist.floats,
+            self._hist.ints,
+            self._blocks_floats,
+            self._blocks_ints,
+            b,
+            y,
+            w,
+            t,
+            self._hist.floats[_h.SF_KIND],
+        )
 
     # one score through the array face's kernel, which a marked section may call (the river face
     # calls the packed entry points itself)
     def _proba_of(self, s: float) -> float:
-        return float(self._predict_arrays(np.array([bisect_right(self._cuts_list, s)]), np.array([s]))[0][0])
+        return float(self._predict_arrays(np.array([bisect_right(self._hist.cuts_list, s)]), np.array([s]))[0][0])
 
     def _llr_of(self, s: float) -> float:
-        return float(self._predict_arrays(np.array([bisect_right(self._cuts_list, s)]), np.array([s]))[1][0])
+        return float(self._predict_arrays(np.array([bisect_right(self._hist.cuts_list, s)]), np.array([s]))[1][0])
 
     def _threads(self, n: int) -> int:
         threads = (os.cpu_count() or 1) if self.n_jobs == -1 else (self.n_jobs or 1)
@@ -504,7 +540,7 @@ class PAVCalibrator(StreamingCalibrator):
             return super()._checked_buckets(s)
         b = np.empty(s.size, dtype=np.intp)
         at = np.linspace(0, s.size, threads + 1).astype(np.intp).tolist()
-        args = (self._cuts, self._guide, self._score_low, self._score_high)
+        args = (self._hist.cuts, self._hist.guide, self._score_low, self._score_high)
         with ThreadPoolExecutor(threads) as pool:
             jobs = [pool.submit(_h.check_bucket_index, *args, s[lo:hi], b[lo:hi]) for lo, hi in pairwise(at)]
         for lo, job in zip(at, jobs, strict=False):
@@ -514,7 +550,7 @@ class PAVCalibrator(StreamingCalibrator):
         return b, -1
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
-        state = (self._sf, self._si, self._pf, self._pi)
+        state = (self._hist.floats, self._hist.ints, self._blocks_floats, self._blocks_ints)
         threads = self._threads(b.size)
         prequential = isinstance(ops, int) and ops == OP_PREQUENTIAL
         if threads < 2 and prequential:
@@ -541,5 +577,5 @@ class PAVCalibrator(StreamingCalibrator):
     def _predict_arrays(self, b, s):
         out_p = np.empty(s.size)
         out_llr = np.empty(s.size)
-        _k.pav_predict_many(self._pf, b, s, out_p, out_llr)
+        _k.pav_predict_many(self._blocks_floats, b, s, out_p, out_llr)
         return out_p, out_llr

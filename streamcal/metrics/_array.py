@@ -206,7 +206,7 @@ def min_cllr(labels, scores, weights=None) -> float:
 
 
 def _min_cllr(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> float:
-    from streamcal.isotonic import pav_llr
+    from streamcal.isotonic.batch import pav_llr
 
     # PAV depends on the order of the scores only: ranks keep order and ties exactly and are
     # finite even where the scores are ±inf.

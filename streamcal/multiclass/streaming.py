@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 from river import base
 
+from streamcal import _prior
 from streamcal._kernels import coupling as _k
 from streamcal._locking import LockedState
 from streamcal._validation import as_real_array, check_scalar, is_real_number
@@ -80,7 +81,7 @@ def _within_add_one_bounds(proba: float, weight: float) -> float:
     """
     if proba != proba:
         return 0.5
-    bound = 1.0 / (weight + 2.0)
+    bound = _prior.add_one_bound(weight)
     return min(max(proba, bound), 1.0 - bound)
 
 
@@ -153,9 +154,7 @@ def _learn_array(model, values, log_odds, labels, score_dict) -> None:
 def _predict_array(model, values, log_odds, score_dict) -> np.ndarray:
     if hasattr(model, "predict_proba"):
         return np.asarray(model.predict_proba(values), dtype=np.float64)
-    return np.array(
-        [float(model.predict_proba_one(score_dict(model, d)).get(True, 0.5)) for d in log_odds]
-    )
+    return np.array([float(model.predict_proba_one(score_dict(model, d)).get(True, 0.5)) for d in log_odds])
 
 
 class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
@@ -298,10 +297,7 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         out = {}
         for c, v in x.items():
             if fixed is not None and c not in fixed:
-                msg = (
-                    f"`x` holds a score for class {c!r}, which is not among `classes` "
-                    f"{list(self.classes)!r}."
-                )
+                msg = f"`x` holds a score for class {c!r}, which is not among `classes` {list(self.classes)!r}."
                 raise ValueError(msg)
             _check_class(c, "x", "class labels as keys")
             if not is_real_number(v):
@@ -364,10 +360,7 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
             what = "finite logits"
         if bad.any():
             i, j = (int(v) for v in np.argwhere(bad)[0])
-            msg = (
-                f"`scores` must hold {what}; got {float(arr[i, j])!r} at position ({i}, {j}) "
-                f"(class {classes[j]!r})."
-            )
+            msg = f"`scores` must hold {what}; got {float(arr[i, j])!r} at position ({i}, {j}) (class {classes[j]!r})."
             raise ValueError(msg)
         if self.scores == "proba":
             with np.errstate(divide="ignore"):
@@ -389,10 +382,7 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
             try:
                 out[t] = index[y]
             except (KeyError, TypeError):
-                msg = (
-                    f"`labels` holds {y!r} at position {t}, which is not among `classes` "
-                    f"{classes!r}."
-                )
+                msg = f"`labels` holds {y!r} at position {t}, which is not among `classes` {classes!r}."
                 raise ValueError(msg) from None
         return out
 
@@ -665,7 +655,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
                     weight = 0.0 if model is None else float(model.window_weight)
                     if weight > 0.0:
                         rab = _predict_array(model, self._score_array(model, d), d, self._score_dict)
-                        bound = 1.0 / (weight + 2.0)
+                        bound = _prior.add_one_bound(weight)
                         rab = np.clip(np.nan_to_num(rab, nan=0.5), bound, 1.0 - bound)
                     else:
                         rab, weight = _sigmoid_array(d), UNSEEN_PAIR_WEIGHT
@@ -816,7 +806,7 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
                 weight = 0.0 if model is None else float(model.window_weight)
                 if weight > 0.0:
                     v = _predict_array(model, self._score_array(model, d), d, self._score_dict)
-                    bound = 1.0 / (weight + 2.0)
+                    bound = _prior.add_one_bound(weight)
                     q[:, c] = np.clip(np.nan_to_num(v, nan=0.5), bound, 1.0 - bound)
                 else:
                     q[:, c] = _sigmoid_array(d)

@@ -8,9 +8,11 @@ import numbers
 
 import numpy as np
 
+from streamcal import _prior
 from streamcal._kernels import ispline as _k
 from streamcal._kernels._config import entry_point
-from streamcal._streaming import _ONE_BELOW, _TINY, OP_LEARN, StreamingCalibrator
+from streamcal._refit import RefitCalibrator
+from streamcal._streaming import OP_LEARN
 from streamcal._validation import (
     as_binary_labels,
     as_finite,
@@ -32,12 +34,10 @@ def _map_score():
     return entry_point(_k.bspline_combination_score, 0.5, knots, 2, knots)
 
 
-def _check_spline_params(order, n_knots, knots, refit_every):
+def _check_spline_params(order, n_knots, knots):
     check_scalar(order, "order", numbers.Integral, low=1)
     if n_knots is not None:
         check_scalar(n_knots, "n_knots", numbers.Integral, low=0)
-    if refit_every is not None:
-        check_scalar(refit_every, "refit_every", numbers.Integral, low=1)
     if knots is None:
         return None
     inner = as_finite(knots, "knots", allow_empty=True)
@@ -49,7 +49,7 @@ def _check_spline_params(order, n_knots, knots, refit_every):
     return inner
 
 
-class ISplineCalibrator(StreamingCalibrator):
+class ISplineCalibrator(RefitCalibrator):
     """Smooth, monotone calibration of scores by I-spline least squares (paper 003).
 
     The calibrated probability is ``f(s) = alpha_0 + sum_i alpha_i I_i(s)`` with I-splines
@@ -168,7 +168,7 @@ class ISplineCalibrator(StreamingCalibrator):
         self.n_knots = n_knots
         self.knots = knots
         self.refit_every = refit_every
-        self._inner_knots = _check_spline_params(order, n_knots, knots, refit_every)
+        self._inner_knots = _check_spline_params(order, n_knots, knots)
         super().__init__(buckets=buckets, window=window, score_key=score_key, llr_pseudo_count=llr_pseudo_count)
 
     @classmethod
@@ -195,9 +195,9 @@ class ISplineCalibrator(StreamingCalibrator):
         self._coef = fitted.coef
         self._bspline_coef = np.ascontiguousarray(fitted.bspline_coef, dtype=np.float64)
         self._fit_weight = weight
-        c = float(self.llr_pseudo_count)
         # the difference is >= 0 but for rounding, which could take it below -c with large weights
-        self._prior_logodds = math.log(pos_weight + c) - math.log(max(weight - pos_weight, 0.0) + c)
+        neg_weight = max(weight - pos_weight, 0.0)
+        self._prior_logodds = _prior.prior_logodds(pos_weight, neg_weight, float(self.llr_pseudo_count))
         self._set_proba_bounds(weight)
 
     def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
@@ -227,12 +227,9 @@ class ISplineCalibrator(StreamingCalibrator):
         return _map_score()(s, self._knots, int(self.order) + 1, self._bspline_coef)
 
     def _predict_llr_fitted(self, scores: np.ndarray, proba: np.ndarray) -> np.ndarray:
-        c = float(self.llr_pseudo_count)
-        total = self._fit_weight
-        q = (proba * total + c) / (total + 2.0 * c)
         # in (0, 1) but for rounding when the weight dwarfs c by 2**53: kept inside, the LLR finite
-        q = np.minimum(np.maximum(q, _TINY), _ONE_BELOW)
-        return (np.log(q) - np.log1p(-q)) - self._prior_logodds
+        q = _prior.smoothed(proba, self._fit_weight, float(self.llr_pseudo_count))
+        return _prior.llr_from_proba(q, self._prior_logodds)
 
     @property
     def knots_(self):
@@ -257,7 +254,7 @@ class ISplineCalibrator(StreamingCalibrator):
             return self._fit(scores, labels, sample_weight, times)
 
     def _fit(self, scores, labels, sample_weight, times) -> ISplineCalibrator:
-        inner = _check_spline_params(self.order, self.n_knots, self.knots, self.refit_every)
+        inner = _check_spline_params(self.order, self.n_knots, self.knots)
         s = self._check_scores(scores)
         if s.size == 0:
             msg = "`scores` must not be empty."
@@ -278,9 +275,7 @@ class ISplineCalibrator(StreamingCalibrator):
             )
             raise ValueError(msg)
         values, weights, means = aggregate_sorted(s, w * y, w * (1.0 - y))
-        fitted = fit_distinct(
-            values, weights, means, float(np.count_nonzero(w)), int(self.order), self.n_knots, inner
-        )
+        fitted = fit_distinct(values, weights, means, float(np.count_nonzero(w)), int(self.order), self.n_knots, inner)
         # validated: now mutate
         self._inner_knots = inner
         self._reset()
@@ -301,7 +296,7 @@ class ISplineCalibrator(StreamingCalibrator):
         from streamcal import _state_check as c
 
         super()._check_loaded_state()
-        inner = _check_spline_params(self.order, self.n_knots, self.knots, self.refit_every)
+        inner = _check_spline_params(self.order, self.n_knots, self.knots)
         have = self._inner_knots
         if not (
             (inner is None and have is None)

@@ -1,0 +1,73 @@
+"""The prior, finite-LLR and add-``c`` rule: one home for the pseudo-count arithmetic.
+
+A calibrator fitted on a window of weight ``T`` (``T1`` positive, ``T0`` negative) keeps its LLR
+finite by the BOSARIS rule: one pseudo-positive below every score and one pseudo-negative above,
+each of weight ``c = llr_pseudo_count``. Then
+
+- the prior is ``(T1 + c) / (T + 2c)`` (:func:`finite_prior`), its log-odds
+  ``log(T1 + c) - log(T0 + c)`` (:func:`prior_logodds`);
+- no served probability is surer than add-``c`` smoothing of ``T`` unanimous events:
+  ``[c / (T + 2c), (T + c) / (T + 2c)]`` (:func:`proba_bounds`), the value the finite PAV rule
+  gives a one-class window;
+- a fitted probability ``f`` reads as ``(f T + c) / (T + 2c)`` among the pseudo-events
+  (:func:`smoothed`), and the LLR is ``logit(p) - prior log-odds`` (:func:`llr_from_proba`), with
+  ``p`` kept inside the open interval so that it is finite.
+
+The compiled PAV kernels (``streamcal/_kernels/ipav.py``) apply the same rule inside their fused
+loops; ``tests/test_prior_rule.py`` checks them against these functions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "ONE_BELOW",
+    "TINY",
+    "add_one_bound",
+    "finite_prior",
+    "llr_from_proba",
+    "prior_logodds",
+    "proba_bounds",
+    "smoothed",
+]
+
+TINY = float(np.finfo(np.float64).tiny)
+ONE_BELOW = 1.0 - float(np.finfo(np.float64).epsneg)  # the largest float64 below 1
+
+
+def finite_prior(pos: float, total: float, c: float) -> float:
+    """``(T1 + c) / (T + 2c)``: the prior of a window of weight ``total`` (``pos`` positive)
+    among the two pseudo-events of weight ``c``."""
+    return (pos + c) / (total + 2.0 * c)
+
+
+def prior_logodds(pos: float, neg: float, c: float) -> float:
+    """``log(T1 + c) - log(T0 + c)``: the log-odds of :func:`finite_prior`, from the class sums
+    themselves (exact where the prior would round to 0 or 1)."""
+    return math.log(pos + c) - math.log(neg + c)
+
+
+def proba_bounds(total: float, c: float) -> tuple[float, float]:
+    """``(c / (T + 2c), (T + c) / (T + 2c))``: the surest probabilities a map fitted on weight
+    ``total`` serves."""
+    return c / (total + 2.0 * c), (total + c) / (total + 2.0 * c)
+
+
+def add_one_bound(total: float) -> float:
+    """``1 / (T + 2)``: the lower bound of :func:`proba_bounds` with ``c = 1`` (a coupled
+    multiclass calibrator keeps its binary parts within ``[b, 1 - b]``)."""
+    return 1.0 / (total + 2.0)
+
+
+def smoothed(proba, total: float, c: float):
+    """``(f T + c) / (T + 2c)``: a fitted probability ``f`` among the pseudo-events."""
+    return (proba * total + c) / (total + 2.0 * c)
+
+
+def llr_from_proba(proba: np.ndarray, logodds: float) -> np.ndarray:
+    """``logit(p) - logodds`` with ``p`` kept within ``[TINY, ONE_BELOW]``: finite."""
+    q = np.minimum(np.maximum(proba, TINY), ONE_BELOW)  # np.clip's values, without its wrapper
+    return (np.log(q) - np.log1p(-q)) - logodds
