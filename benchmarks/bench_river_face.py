@@ -71,21 +71,22 @@ def pairs_per_second(make, xs, ys, repeat):
 
 # ---------------------------------------------------------------- unlocked baselines (here only)
 class _UnlockedRiverFace:
-    """The streaming base class's river face without ``with self._lock:`` (otherwise its code)."""
+    """The streaming base class's river face without its lock (otherwise its code)."""
 
     def learn_one(self, x, y, w=1.0, t=None):
         s = self._score_of(x)
         label, w, t = self._check_one(y, w, t)
-        if self._sf is None:
+        hist = self._hist
+        if hist.floats is None:  # the quantile warm-up
             self._warm_add(s, label, w, t)
             return
-        if self._ring_capacity and self._uses_times:
+        if hist.grows_ring:
             self._ensure_ring(1)
-        self._learn_bucket(bisect_right(self._cuts_list, s), s, label, w, t)
+        self._learn_bucket(bisect_right(hist.cuts_list, s), s, label, w, t)
 
     def predict_proba_one(self, x):
         s = self._score_of(x)
-        p = self._warm_proba() if self._sf is None else self._proba_of(s)
+        p = self._warm_proba() if self._hist.floats is None else self._proba_of(s)
         return {False: 1.0 - p, True: p}
 
 

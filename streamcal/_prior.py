@@ -38,7 +38,7 @@ TINY = float(np.finfo(np.float64).tiny)
 ONE_BELOW = 1.0 - float(np.finfo(np.float64).epsneg)  # the largest float64 below 1
 
 
-def finite_prior(pos: float, total: float, c: float) -> float:
+def finite_prior(pos, total, c: float):
     """``(T1 + c) / (T + 2c)``: the prior of a window of weight ``total`` (``pos`` positive)
     among the two pseudo-events of weight ``c``."""
     return (pos + c) / (total + 2.0 * c)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from streamcal._prior import finite_prior
 from streamcal._validation import as_binary_labels, as_nonneg_weights, as_probabilities
 
 __all__ = [
@@ -77,7 +78,7 @@ class RawScoreCalibrator:
         # state *before* each operation = state after the previous one
         pos_before = np.concatenate(([self._pos], pos_after[:-1])) if n else pos_after
         total_before = np.concatenate(([self._total], total_after[:-1])) if n else total_after
-        prior = (pos_before + 1.0) / (total_before + 2.0)
+        prior = finite_prior(pos_before, total_before, 1.0)
         with np.errstate(divide="ignore"):
             llr = np.log(scores) - np.log1p(-scores) - (np.log(prior) - np.log1p(-prior))
         proba = scores.copy()
