@@ -1,6 +1,6 @@
 """The base of every streaming binary calibrator: a windowed score histogram with two faces.
 
-:class:`StreamingCalibrator` holds everything streaming calibrators share (DESIGN §1, §6):
+:class:`StreamingCalibrator` holds everything streaming calibrators share (docs/design.md, sections 1 and 6):
 parameters (``buckets=``, ``window=``, ``score_key=``, ``llr_pseudo_count=``), the windowed
 histogram state, input validation before any mutation, the river face (``learn_one``,
 ``predict_proba_one``, ``predict_one``, ``predict_llr_one``) and the array face (``update``,

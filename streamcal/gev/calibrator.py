@@ -119,7 +119,7 @@ class _HistogramGLMCalibrator(RefitCalibrator):
 
 
 class GEVCalibrator(_HistogramGLMCalibrator):
-    """Streaming GEV-canonical calibration of a score, for rare positives (paper 004).
+    """Streaming GEV-canonical calibration of a score, for rare positives (Agarwal et al. 2014).
 
     The calibrated probability is ``F_xi(slope * x(s) + intercept)`` with ``F_xi`` the GEV
     inverse link (``exp(-(1 + xi v)^(-1/xi))``, the Gumbel/cloglog-type ``exp(-exp(-v))`` at

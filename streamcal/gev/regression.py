@@ -71,7 +71,7 @@ class GEVCanonicalRegression:
     probability by the GEV CDF, ``p = F_xi(v)``. Coefficients minimise
     ``sum_i w_i l_xi(y_i, v_i) + l2/2 |coef|^2`` (the intercept is not penalised), where
     ``l_xi`` is the GEV-canonical loss: ``d l / dv = F(v) - y``, so the risk is convex and IRLS
-    (paper 004, Algorithm 1) applies. For small ``xi`` the link behaves like log-log; larger
+    (Agarwal et al. 2014, Algorithm 1) applies. For small ``xi`` the link behaves like log-log; larger
     ``xi`` gives a heavier upper tail and suits rarer positives.
 
     Parameters

@@ -229,7 +229,7 @@ class LogLoss(_MeanLoss):
 
 
 class ProperScoringRule(_MeanLoss):
-    """A regular binary proper scoring rule of paper 001, updated per event.
+    """A regular binary proper scoring rule (Brümmer & du Preez 2013), updated per event.
 
     Equals :func:`streamcal.metrics.proper_scoring_rule` on the events so far.
 
@@ -515,7 +515,7 @@ class ECE(_BinnedMetric):
 
 
 class CalibrationLoss(_BinnedMetric):
-    """The 10-bin calibration loss of paper 004, exact per event.
+    """The 10-bin calibration loss of Agarwal et al. (2014), exact per event.
 
     Equals :func:`streamcal.metrics.calibration_loss` on the events so far (kept as per-bin sums
     of ``w``, ``w y``, ``w p`` and ``w p²``).

@@ -2,7 +2,7 @@
 
 Two methods:
 
-- ``"ht"``: Hastie & Tibshirani (1998), *Classification by pairwise coupling* (paper 002). The
+- ``"ht"``: Hastie & Tibshirani (1998), *Classification by pairwise coupling*. The
   Bradley–Terry model mu_ij = p_i / (p_i + p_j) is fitted to the r_ij by maximising the negative
   weighted Kullback–Leibler criterion (eq. 2.4) with the paper's iterative scaling, started from the
   row-average estimate (eq. 3.7).
@@ -187,7 +187,7 @@ def pairwise_couple(
     Notes
     -----
     ``"ht"`` maximises ``-sum_{i<j} n_ij KL(r_ij || mu_ij)`` with mu_ij = p_i / (p_i + p_j)
-    (paper 002, eq. 2.4). It starts from the row averages
+    (Hastie & Tibshirani 1998, eq. 2.4). It starts from the row averages
     ``p~_i = 2 / (K (K - 1)) * sum_{j != i} r_ij`` (eq. 3.7), which already order the classes as
     the solution does (theorem 1), and repeats ``p_i <- p_i sum_j n_ij r_ij / sum_j n_ij mu_ij``,
     class by class, renormalising each sweep; the criterion never decreases (paper's appendix).
@@ -223,7 +223,7 @@ def pairwise_couple(
 
     Examples
     --------
-    The matrix of paper 002, eq. 3.12, whose solution the paper prints as
+    The matrix of Hastie & Tibshirani (1998), eq. 3.12, whose solution the paper prints as
     (0.262, 0.270, 0.254, 0.214):
 
     >>> import numpy as np

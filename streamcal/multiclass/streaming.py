@@ -433,7 +433,7 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
 
 
 class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
-    """Multiclass calibration by pairwise coupling (Hastie & Tibshirani 1998, paper 002).
+    """Multiclass calibration by pairwise coupling (Hastie & Tibshirani 1998).
 
     For every pair of classes (i, j) a binary streaming calibrator learns, from the events of
     class i or j only, P(i | i or j) as a function of the pairwise log-odds s_i - s_j (s_i = log p_i

@@ -1,4 +1,4 @@
-"""``ISplineCalibrator``: I-spline smoothing calibration (paper 003), batch and streaming."""
+"""``ISplineCalibrator``: I-spline smoothing calibration (Wu et al. 2012), batch and streaming."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def _check_spline_params(order, n_knots, knots):
 
 
 class ISplineCalibrator(RefitCalibrator):
-    """Smooth, monotone calibration of scores by I-spline least squares (paper 003).
+    """Smooth, monotone calibration of scores by I-spline least squares (Wu et al. 2012).
 
     The calibrated probability is ``f(s) = alpha_0 + sum_i alpha_i I_i(s)`` with I-splines
     ``I_i`` (cubic by default) on knots at score quantiles, ``alpha >= 0`` and
