@@ -64,12 +64,12 @@ Cost per event. Kernels index the flat state arrays by offsets rather than slici
 The per-event helpers (learning an event, the O(1) block update, the window's expiry and
 addition, the prediction) are inlined into their callers by LLVM (``forceinline``, see
 :mod:`streamcal._kernels._config`): a call between compiled functions passes every array as
-seven scalars, and inlined the prequential kernel runs about 1.4x faster. Each helper is
+seven scalars, which would cost more than the helpers' bodies. Each helper is
 still compiled once, whichever kernels inline it. The rare paths (the resumed sweep, the
 finite-LLR refresh, a long run of labels) stay calls. Every kernel here is compiled without array
-reference counts (``jit_noalloc``: they allocate nothing), which halved the per-event cost
-(223 -> 99 ns): numba took and dropped a reference to each array argument of each inlined
-helper, with an atomic operation, and could prune few of them.
+reference counts (``jit_noalloc``: they allocate nothing): numba would otherwise take and drop a
+reference to each array argument of each inlined helper, with an atomic operation, and could
+prune few of them.
 
 Layout of the PAV state (see :mod:`streamcal._kernels.histogram` for the histogram itself):
 ``pf`` float64 = header (PF_*), then per bucket the record (fit, bpos, bneg, centre, fown), then the
@@ -794,8 +794,7 @@ def pav_prequential_inplace(sf, si, pf, pi, buckets, scores, labels, weights, ti
 
     :func:`pav_process_inplace` with every operation 3: the same calls in the same order, so
     the same outputs and state, bit for bit. Without the operation codes and the search for
-    runs of labels, the loop compiles to faster code (76 -> 71 ns per event, count window 1e5,
-    1024 buckets).
+    runs of labels, the loop is shorter and compiles to faster code.
     """
     kind = sf[SF_KIND]  # constant: read once (see ``histogram.stored_unit``)
     for i in range(buckets.shape[0]):
@@ -834,8 +833,8 @@ def pav_predict_many(pf, buckets, scores, out_p, out_llr):
 # The river face calls these once per event through ``entry_point`` (no numba type dispatch);
 # the score's bucket is found here, over the cuts kept in ``pf``.
 #
-# Packed state. Turning an array argument into a numba array costs about 30 ns per array and
-# per call, a large share of a river-face call. So the river face keeps ``sf``, ``si``, ``pf``
+# Packed state. Turning each array argument into a numba array is a large share of a
+# river-face call. So the river face keeps ``sf``, ``si``, ``pf``
 # and ``pi`` as views of one float64 buffer (the int64 ones reinterpret their bytes) and its
 # entry points take that buffer alone: a header (the sections' offsets as floats, and the
 # range of valid scores), then the four sections. The entry points also check the score
