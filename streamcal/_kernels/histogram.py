@@ -146,7 +146,7 @@ def bucket_of_sorted(cuts, off, m, s, kind, z0, inv_step):
         if t >= m - 1:
             g = m
         elif t >= 0.0:  # false for nan
-            g = int(t) + 1
+            g = np.int64(t) + 1
         else:
             g = 0
         for _ in range(3):
@@ -205,7 +205,7 @@ def _guide_scale(cuts, n_bins):
 @jit_noalloc(forceinline=True)
 def _guide_bin(s, low, scale, n_bins):
     """The bin of ``s`` in ``[cuts[0], cuts[-1]]``: non-decreasing in ``s``, as rounding is."""
-    i = int((s - low) * scale)
+    i = np.int64((s - low) * scale)
     return i if i < n_bins else n_bins - 1
 
 
@@ -312,7 +312,7 @@ def stored_unit(sf, kind):
     ``kind`` is ``sf[SF_KIND]``: the per-event helpers take it as an argument, so that a loop
     reads it once (a load from ``sf``, which the loop writes, is otherwise redone per event).
     """
-    if kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
+    if kind == KIND_DECAY_EVENTS or kind == KIND_DECAY_TIME:
         return 2.0 ** ((sf[SF_LAST_T] - sf[SF_T0]) / sf[SF_HALF_LIFE])
     return 1.0
 
@@ -320,7 +320,7 @@ def stored_unit(sf, kind):
 @jit_noalloc(forceinline=True)
 def window_clock(sf, t, kind):
     """The clock of the next learned event: its time for time windows, else its number."""
-    if kind in (KIND_TIME, KIND_DECAY_TIME):
+    if kind == KIND_TIME or kind == KIND_DECAY_TIME:
         return t
     return sf[SF_N_LEARNED]
 
@@ -358,12 +358,14 @@ def window_expire_next_inplace(sf, si, clock, kind):
     if si[kc] == 0:
         sf[k] = 0.0
     else:
-        sf[k] = max(sf[k] - w, 0.0)
+        v = sf[k] - w
+        sf[k] = 0.0 if 0.0 > v else v  # max(v, 0.0)
     si[ncls] -= 1
     if si[ncls] == 0:
         sf[tot] = 0.0
     else:
-        sf[tot] = max(sf[tot] - w, 0.0)
+        v = sf[tot] - w
+        sf[tot] = 0.0 if 0.0 > v else v
     si[SI_RING_HEAD] = head + 1 if head + 1 < W else 0
     si[SI_RING_COUNT] = count - 1
     return b
@@ -379,7 +381,7 @@ def window_add_inplace(sf, si, b, y, w, clock, kind):
     B = si[SI_B]
     renormalised = False
     ws = w
-    if kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
+    if kind == KIND_DECAY_EVENTS or kind == KIND_DECAY_TIME:
         half_life = sf[SF_HALF_LIFE]
         exponent = (clock - sf[SF_T0]) / half_life  # may be inf for a huge jump: handled below
         if exponent > DECAY_RENORM_EXPONENT:
@@ -417,7 +419,7 @@ def window_add_inplace(sf, si, b, y, w, clock, kind):
         si[SI_HEADER + B + b] += 1
         sf[SF_T_NEG] += ws
         si[SI_N_NEG] += 1
-    if kind in (KIND_COUNT, KIND_TIME):
+    if kind == KIND_COUNT or kind == KIND_TIME:
         W = si[SI_W]
         count = si[SI_RING_COUNT]
         tail = si[SI_RING_HEAD] + count

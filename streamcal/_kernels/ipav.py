@@ -263,7 +263,8 @@ def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
     c_right = pf[CEN + _RF * right_knot]
     for g in range(left_knot + 1, right_knot):
         v = v_left + (v_right - v_left) * ((pf[CEN + _RF * g] - c_left) / (c_right - c_left))
-        pf[FIT + _RF * g] = min(max(v, v_left), v_right)
+        v = v_left if v_left > v else v  # clipped as min(max(v, v_left), v_right)
+        pf[FIT + _RF * g] = v_right if v_right < v else v
 
 
 @jit_noalloc(forceinline=True)
@@ -293,7 +294,7 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
     last = pi[BEND + _RI * f]
     if k > last:  # k was an empty bucket in a gap: a new knot
         return False
-    if k in (f, last) and not hist[POS + k] + hist[NEG + k] > 0.0:  # an end knot emptied
+    if (k == f or k == last) and not hist[POS + k] + hist[NEG + k] > 0.0:  # an end knot emptied
         return False
     p = pf[BPOS + _RF * f] + dp
     n = pf[BNEG + _RF * f] + dn
@@ -632,7 +633,7 @@ def _fitted_at(pf, j):
     """Fitted value of bucket ``j`` (between the first and the last knot): its block's rate,
     stored at the block's first knot, or in a gap the interpolated value stored at ``j``."""
     f = pf[FOWN + _RF * j]
-    return pf[FIT + _RF * (j if f < 0.0 else int(f))]
+    return pf[FIT + _RF * (j if f < 0.0 else np.int64(f))]
 
 
 @jit_noalloc(forceinline=True)
@@ -641,14 +642,14 @@ def pav_predict_one(pf, b, s):
 
     Outside the span of the knots (first to last non-empty bucket) the fit is flat.
     """
-    first = int(pf[PF_HEAD])
+    first = np.int64(pf[PF_HEAD])
     if first == -1:
         if pf[PF_IDENTITY] > 0.5:
-            return min(max(s, 0.0), 1.0)
+            return 1.0 if s > 1.0 else (0.0 if s < 0.0 else s)
         return 0.5
-    last = int(pf[PF_LAST])
+    last = np.int64(pf[PF_LAST])
     if pf[PF_LINEAR] < 0.5:
-        return _fitted_at(pf, min(max(b, first), last))
+        return _fitted_at(pf, last if b > last else (first if b < first else b))
     j = b if s >= pf[CEN + _RF * b] else b - 1
     if j < first:
         return _fitted_at(pf, first)
@@ -657,7 +658,17 @@ def pav_predict_one(pf, b, s):
     lo = _fitted_at(pf, j)
     hi = _fitted_at(pf, j + 1)
     p = lo + (hi - lo) * ((s - pf[CEN + _RF * j]) / (pf[CEN + _RF * (j + 1)] - pf[CEN + _RF * j]))
-    return min(max(p, lo), hi)
+    p = lo if lo > p else p  # clipped as min(max(p, lo), hi)
+    return hi if hi < p else p
+
+
+@jit_noalloc(forceinline=True)
+def _clip_to_extremes(pf, p):
+    """``min(max(p, lo), hi)`` with the finite-LLR clip values (NaN stays NaN)."""
+    lo = pf[PF_LO]
+    hi = pf[PF_HI]
+    q = lo if lo > p else p
+    return hi if hi < q else q
 
 
 @jit_noalloc(forceinline=True)
@@ -665,7 +676,7 @@ def pav_proba_out(pf, p):
     """The probability served for a raw PAV value ``p``: ``p`` itself, or under the finite rule
     ``clip(p, lo, hi)`` (the augmented PAV's value, never exactly 0 or 1)."""
     if pf[PF_FINITE_PROBA] > 0.5 and pf[PF_HEAD] != -1.0:
-        return min(max(p, pf[PF_LO]), pf[PF_HI])
+        return _clip_to_extremes(pf, p)
     return p
 
 
@@ -680,11 +691,11 @@ def pav_llr_from_proba(pf, p):
     """
     if pf[PF_HEAD] == -1.0:
         return 0.0
-    q = min(max(p, pf[PF_LO]), pf[PF_HI])
+    q = _clip_to_extremes(pf, p)
     r = (q * pf[PF_PRIOR_ODDS_INV]) / (1.0 - q)
     if 0.0 < r < math.inf:
         return math.log(r)
-    q = min(q, _ONE_BELOW)
+    q = _ONE_BELOW if _ONE_BELOW < q else q
     return (math.log(q) - math.log1p(-q)) + math.log(pf[PF_PRIOR_ODDS_INV])
 
 
@@ -695,7 +706,7 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
     ``kind`` is ``sf[SF_KIND]`` (read once by a loop of events: see ``histogram.stored_unit``).
     """
     clock = window_clock(sf, t, kind)
-    if w != math.floor(w) or kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
+    if w != math.floor(w) or kind == KIND_DECAY_EVENTS or kind == KIND_DECAY_TIME:
         pi[PI_INTEGRAL] = 0
     total = sf[SF_T_POS] + sf[SF_T_NEG] + w  # an upper bound of the total during this update
     pi[PI_EXACT] = 1 if pi[PI_INTEGRAL] == 1 and total < EXACT_TOTAL else 0
@@ -739,7 +750,7 @@ def pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, 
     from-scratch sweep of the histogram, bit for bit, which is what the rebuild computes.
     """
     kind = sf[SF_KIND]
-    if kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
+    if kind == KIND_DECAY_EVENTS or kind == KIND_DECAY_TIME:
         pi[PI_INTEGRAL] = 0
     for i in range(start, stop):
         if ops[i] & 1:
