@@ -98,7 +98,7 @@ from streamcal._kernels.histogram import (
     SI_HEADER,
     SI_RING_COUNT,
     SI_RING_HEAD,
-    bucket_of_sorted,
+    bucket_of_guessed,
     grid_of_sorted,
     stored_unit,
     window_add_inplace,
@@ -112,7 +112,7 @@ PF_PRIOR_ODDS_INV = 2  # (T0 + c) / (T1 + c), the inverse prior odds with pseudo
 PF_PSEUDO = 3  # c, pseudo-count in real units
 PF_LINEAR = 4  # 1.0: linear interpolation between bucket centres; 0.0: step
 PF_IDENTITY = 5  # 1.0: before any weight, predict the score itself (probability inputs); else 0.5
-PF_GRID_KIND = 6  # bucket search of a single score over the cuts section: see
+PF_GRID_KIND = 6  # arithmetic guess of a single score's bucket over the cuts section: see
 PF_GRID_Z0 = 7  # ``histogram.grid_of_sorted``
 PF_GRID_INV_STEP = 8
 PF_FINITE_PROBA = 9  # 1.0: probabilities under the finite (pseudo-count) rule, clip(p, lo, hi)
@@ -897,9 +897,10 @@ def _score_ok(packed, s):
 
 @jit_noalloc(forceinline=True)
 def pav_bucket_of(pf, s):
-    """Bucket of score ``s`` (exactly the binary search over the cuts)."""
+    """Bucket of score ``s`` over the cuts kept in ``pf`` (``histogram.bucket_of``, after the
+    arithmetic guess of ``histogram.bucket_of_guessed``)."""
     B = _n_buckets(pf)
-    return bucket_of_sorted(
+    return bucket_of_guessed(
         pf, _cuts_offset(B), B - 1, s, pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP]
     )
 
