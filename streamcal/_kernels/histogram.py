@@ -328,7 +328,7 @@ def stored_unit(sf, kind):
     ``kind`` is ``sf[SF_KIND]``: the per-event helpers take it as an argument, so that a loop
     reads it once (a load from ``sf``, which the loop writes, is otherwise redone per event).
     """
-    if kind == KIND_DECAY_EVENTS or kind == KIND_DECAY_TIME:
+    if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
         return 2.0 ** ((sf[SF_LAST_T] - sf[SF_T0]) / sf[SF_HALF_LIFE])
     return 1.0
 
@@ -336,7 +336,7 @@ def stored_unit(sf, kind):
 @jit_noalloc(forceinline=True)
 def window_clock(sf, t, kind):
     """The clock of the next learned event: its time for time windows, else its number."""
-    if kind == KIND_TIME or kind == KIND_DECAY_TIME:
+    if (kind == KIND_TIME) | (kind == KIND_DECAY_TIME):
         return t
     return sf[SF_N_LEARNED]
 
@@ -375,13 +375,13 @@ def window_expire_next_inplace(sf, si, clock, kind):
         sf[k] = 0.0
     else:
         v = sf[k] - w
-        sf[k] = 0.0 if 0.0 > v else v  # max(v, 0.0)
+        sf[k] = 0.0 if v < 0.0 else v  # max(v, 0.0)
     si[ncls] -= 1
     if si[ncls] == 0:
         sf[tot] = 0.0
     else:
         v = sf[tot] - w
-        sf[tot] = 0.0 if 0.0 > v else v
+        sf[tot] = 0.0 if v < 0.0 else v
     si[SI_RING_HEAD] = head + 1 if head + 1 < W else 0
     si[SI_RING_COUNT] = count - 1
     return b
@@ -397,7 +397,7 @@ def window_add_inplace(sf, si, b, y, w, clock, kind):
     B = si[SI_B]
     renormalised = False
     ws = w
-    if kind == KIND_DECAY_EVENTS or kind == KIND_DECAY_TIME:
+    if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
         half_life = sf[SF_HALF_LIFE]
         exponent = (clock - sf[SF_T0]) / half_life  # may be inf for a huge jump: handled below
         if exponent > DECAY_RENORM_EXPONENT:
@@ -435,7 +435,7 @@ def window_add_inplace(sf, si, b, y, w, clock, kind):
         si[SI_HEADER + B + b] += 1
         sf[SF_T_NEG] += ws
         si[SI_N_NEG] += 1
-    if kind == KIND_COUNT or kind == KIND_TIME:
+    if (kind == KIND_COUNT) | (kind == KIND_TIME):
         W = si[SI_W]
         count = si[SI_RING_COUNT]
         tail = si[SI_RING_HEAD] + count
