@@ -174,8 +174,7 @@ def _grid_coordinate(kind, s):
     return s
 
 
-@jit_noalloc
-def grid_of_sorted(cuts):
+def grid_of_sorted(cuts: np.ndarray) -> tuple[float, float, float]:
     """``(kind, z0, inv_step)``: whether the sorted ``cuts`` are evenly spaced in a coordinate.
 
     ``kind`` is ``GRID_LOGIT`` or ``GRID_UNIFORM`` when cut ``i`` lies (to 1% of a step) at
@@ -186,16 +185,17 @@ def grid_of_sorted(cuts):
     m = cuts.shape[0]
     if m < 2:
         return float(GRID_NONE), 0.0, 0.0
+    coordinate = _grid_coordinate.py_func  # Python, once per calibrator: nothing to compile
     for kind in (float(GRID_LOGIT), float(GRID_UNIFORM)):  # floats, as the searches pass them
         if kind == GRID_LOGIT and not (cuts[0] > 0.0 and cuts[m - 1] < 1.0):
             continue
-        z0 = _grid_coordinate(kind, cuts[0])
-        step = (_grid_coordinate(kind, cuts[m - 1]) - z0) / (m - 1)
+        z0 = coordinate(kind, cuts[0])
+        step = (coordinate(kind, cuts[m - 1]) - z0) / (m - 1)
         if not (step > 0.0 and step < math.inf):
             continue
         ok = True
         for i in (m // 4, m // 2, (3 * m) // 4):
-            if not abs(_grid_coordinate(kind, cuts[i]) - (z0 + i * step)) <= 0.01 * step:
+            if not abs(coordinate(kind, cuts[i]) - (z0 + i * step)) <= 0.01 * step:
                 ok = False
         if ok:
             return kind, z0, 1.0 / step

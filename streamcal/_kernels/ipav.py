@@ -231,7 +231,7 @@ def empty_pav_state(
     # run as Python, once per calibrator: no kernel of their own to compile or load
     at = _cuts_offset.py_func(B)
     pf[at : at + B - 1] = cuts
-    pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP] = grid_of_sorted.py_func(cuts)
+    pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP] = grid_of_sorted(cuts)
     pf[PF_PSEUDO] = pseudo_count
     pf[PF_LINEAR] = 1.0 if linear else 0.0
     pf[PF_PROBABILITY_INPUTS] = 1.0 if probability_inputs else 0.0
@@ -253,11 +253,6 @@ def empty_pav_state(
     pav_field(pi, B, _OWNER)[:] = -1
     pav_field(pf, B, _FIT_OWNER)[:] = -1.0
     return pf, pi
-
-
-@jit_noalloc
-def _rate(p, n):
-    return p / (p + n)
 
 
 @jit_noalloc
@@ -334,7 +329,7 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
         return False
     pf[BPOS + _PF_RECORD * f] = p
     pf[BNEG + _PF_RECORD * f] = n
-    v = _rate(p, n)
+    v = p / (p + n)
     pf[FIT + _PF_RECORD * f] = v  # the block's buckets read it through their FIT_OWNER
     # the gaps beside the block, when there are any (a call costs more than the test)
     if chain != -1:
@@ -546,7 +541,8 @@ def _resweep_inplace(hist, h0, pf, pi, k):
         if i == n_rewrite:
             v = pf[FIT + _PF_RECORD * f]
         else:
-            v = _rate(pf[SPOS + _STACK_RECORD * i], pf[SNEG + _STACK_RECORD * i])
+            rate_p = pf[SPOS + _STACK_RECORD * i]
+            v = rate_p / (rate_p + pf[SNEG + _STACK_RECORD * i])
         if left_knot != -1:  # the gap before this block, owned by the block on its left
             lo_owner = chain if i == 0 else pi[SFIRST + _STACK_RECORD * (i - 1)]
             for g in range(left_knot + 1, f):
@@ -590,7 +586,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
         left_last = nxt
         nxt = pi[BNEXT + _PI_RECORD * nxt]
     if nxt == -1:  # everything pooled with the pseudo-positive; add the pseudo-negative
-        v = _rate(lp, ln + c)
+        v = lp / (lp + (ln + c))  # the rate P / (P + N) of (lp, ln + c)
         pf[PF_LO] = v
         pf[PF_HI] = v
         return
@@ -603,10 +599,10 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
         rp = pf[BPOS + _PF_RECORD * prv] + rp
         rn = pf[BNEG + _PF_RECORD * prv] + rn
         prv = pi[BPREV + _PI_RECORD * prv]
-    lo = _rate(lp, ln)
-    hi = _rate(rp, rn)
+    lo = lp / (lp + ln)
+    hi = rp / (rp + rn)
     if prv == left_last and _violates(lp, ln, rp, rn):  # the two runs meet and violate: one block
-        v = _rate(lp + rp, ln + rn)
+        v = (lp + rp) / ((lp + rp) + (ln + rn))
         lo = v
         hi = v
     pf[PF_LO] = lo
@@ -677,20 +673,14 @@ def pav_predict_one(pf, b, s):
 
 
 @jit_noalloc(forceinline=True)
-def _clip_to_extremes(pf, p):
-    """``min(max(p, lo), hi)`` with the finite-LLR clip values (NaN stays NaN)."""
-    lo = pf[PF_LO]
-    hi = pf[PF_HI]
-    q = lo if lo > p else p
-    return hi if hi < q else q
-
-
-@jit_noalloc(forceinline=True)
 def pav_proba_out(pf, p):
     """The probability served for a raw PAV value ``p``: ``p`` itself, or under the finite rule
     ``clip(p, lo, hi)`` (the augmented PAV's value, never exactly 0 or 1)."""
     if pf[PF_FINITE_PROBA] > 0.5 and pf[PF_HEAD] != -1.0:
-        return _clip_to_extremes(pf, p)
+        lo = pf[PF_LO]
+        hi = pf[PF_HI]
+        q = lo if lo > p else p  # min(max(p, lo), hi), NaN stays NaN
+        return hi if hi < q else q
     return p
 
 
@@ -705,7 +695,10 @@ def pav_llr_from_proba(pf, p):
     """
     if pf[PF_HEAD] == -1.0:
         return 0.0
-    q = _clip_to_extremes(pf, p)
+    lo = pf[PF_LO]
+    hi = pf[PF_HI]
+    q = lo if lo > p else p  # min(max(p, lo), hi), as pav_proba_out
+    q = hi if hi < q else q
     r = (q * pf[PF_PRIOR_ODDS_INV]) / (1.0 - q)
     if 0.0 < r < math.inf:
         return math.log(r)
