@@ -39,12 +39,18 @@ JIT_OPTIONS = {
 # their bodies: a call between compiled functions passes each array as seven scalars and,
 # unless compiled with ``jit_noalloc`` (below), increments and decrements its reference count
 # (atomic operations); even without reference counts the passing of arrays as scalars is a
-# large share of a per-event helper's cost. Each helper is typed and compiled once per signature; its callers link its
-# compiled code and inline it. numba's own ``inline="always"`` instead copies the helper's
-# bytecode into every call site and types it there again, which made the first compile (a
-# fresh install, an empty cache) several times longer. It is kept only for a helper that returns
-# a view of an array argument, which a compiled function without reference counts cannot
-# return (``ipav._map_section``).
+# large share of a per-event helper's cost. Each helper is typed and compiled once per
+# signature; its callers link its compiled code and inline it. numba's own ``inline="always"``
+# instead copies the helper's bytecode into every call site and types it there again (and
+# recursively its own inlined helpers), which makes the first compile (a fresh install, an
+# empty cache) longer, for the per-event helpers and for one-line ones alike. It is kept only
+# for a helper that returns a view of an array argument, which a compiled function without
+# reference counts cannot return (``ipav._map_section``).
+#
+# A helper compiled on its own still costs a numba pipeline and an LLVM module of its own, and
+# numba's ``@overload`` builtins (``min``, ``max``, ``int``, ``x in (a, b)``) each compile one
+# per argument types: the kernels on the first-call path write one-line helpers out and use
+# comparisons and ``np.int64`` casts instead (``test_cold_start.py`` pins the count).
 #
 # The kernels pass their callees no literal integers where they could pass a variable: numba
 # compiles a callee once per literal value (see ``ipav._H0``).
