@@ -38,13 +38,19 @@ JIT_OPTIONS = {
 # inlines them into every caller (``alwaysinline``). Called instead, they would cost more than
 # their bodies: a call between compiled functions passes each array as seven scalars and,
 # unless compiled with ``jit_noalloc`` (below), increments and decrements its reference count
-# (atomic operations); without reference counts the PAV kernel still runs 1.4x slower with its
-# helpers called. Each helper is typed and compiled once per signature; its callers link its
-# compiled code and inline it. numba's own ``inline="always"`` instead copies the helper's
-# bytecode into every call site and types it there again, which made the first compile (a
-# fresh install, an empty cache) several times longer. It is kept only for a helper that returns
-# a view of an array argument, which a compiled function without reference counts cannot
-# return (``ipav._map_section``).
+# (atomic operations); even without reference counts the passing of arrays as scalars is a
+# large share of a per-event helper's cost. Each helper is typed and compiled once per
+# signature; its callers link its compiled code and inline it. numba's own ``inline="always"``
+# instead copies the helper's bytecode into every call site and types it there again (and
+# recursively its own inlined helpers), which makes the first compile (a fresh install, an
+# empty cache) longer, for the per-event helpers and for one-line ones alike. It is kept only
+# for a helper that returns a view of an array argument, which a compiled function without
+# reference counts cannot return (``ipav._map_section``).
+#
+# A helper compiled on its own still costs a numba pipeline and an LLVM module of its own, and
+# numba's ``@overload`` builtins (``min``, ``max``, ``int``, ``x in (a, b)``) each compile one
+# per argument types: the kernels on the first-call path write one-line helpers out and use
+# comparisons and ``np.int64`` casts instead (``test_cold_start.py`` pins the count).
 #
 # The kernels pass their callees no literal integers where they could pass a variable: numba
 # compiles a callee once per literal value (see ``ipav._H0``).
@@ -70,8 +76,8 @@ def jit(func=None, **overrides):
 # each array argument of an inlined helper is a new reference, taken and dropped by a call to
 # ``NRT_incref`` / ``NRT_decref`` (an atomic operation). numba's pruning pass removes such pairs
 # only when nothing branches or calls between them, which is rarely so in a kernel with loops
-# and early returns. In the per-event PAV kernel dozens of these calls ran per event and took
-# more than half its time (223 -> 99 ns per event without them, same outputs).
+# and early returns, so in the per-event PAV kernel dozens of these calls would run per event,
+# each dearer than most of the kernel's own arithmetic.
 #
 # A kernel that allocates no array (it writes into the arrays it is given, or into views of
 # them) needs no count: the caller's arrays outlive the call. ``jit_noalloc`` compiles such
@@ -79,9 +85,9 @@ def jit(func=None, **overrides):
 # since 0.19; where a numba does not know it, the kernels compile as with ``jit``). A kernel
 # compiled so that tries to allocate fails to compile (numba has no allocator to call), so a
 # mistake cannot go unnoticed. Such kernels call only each other: the PAV kernels
-# (``ipav.py``), the histogram and windows (``histogram.py``) and the replay plan (``plan.py``),
-# where it was measured to matter. Elsewhere (the GEV kernels, say) it changed no measured
-# figure, as the per-call cost there is Python's.
+# (``ipav.py``), the histogram and windows (``histogram.py``) and the replay plan (``plan.py``):
+# per-event kernels. Elsewhere (the GEV kernels, say) the per-call cost is Python's, and the
+# reference counts are not worth the private option.
 NO_REFCOUNT_OPTIONS = {"_nrt": False} if hasattr(numba.core.options.DefaultOptions, "_nrt") else {}
 
 
@@ -93,8 +99,8 @@ def jit_noalloc(func=None, **overrides):
 def entry_point(kernel, *example_args):
     """``kernel``'s compiled function for the types of ``example_args``, without dispatch.
 
-    Calling a numba dispatcher types every argument to pick the compiled version (about
-    0.2 µs for four arrays); the returned callable skips that. It trusts its arguments: pass
+    Calling a numba dispatcher types every argument to pick the compiled version, which costs
+    more than a per-event kernel's own work; the returned callable skips that. It trusts its arguments: pass
     exactly the types of ``example_args`` (same dtypes, contiguous arrays, Python floats).
     """
     return kernel.compile(tuple(numba.typeof(a) for a in example_args))

@@ -88,75 +88,15 @@ def state_sizes(n_buckets: int, ring_capacity: int) -> tuple[int, int]:
     return SF_HEADER + 2 * n_buckets + 3 * ring_capacity, SI_HEADER + 2 * n_buckets + ring_capacity
 
 
-# how a score guesses its bucket before the exact check against the cuts (``grid_of_sorted``)
-GRID_NONE = 0  # no guess: binary search
-GRID_UNIFORM = 1  # cuts evenly spaced in the score
-GRID_LOGIT = 2  # cuts evenly spaced in the log-odds of the score (probability scores)
-
-
-@jit_noalloc(forceinline=True)
-def _grid_coordinate(kind, s):
-    if kind == GRID_LOGIT:
-        return math.log(s / (1.0 - s))  # -inf at 0, inf at 1, nan outside [0, 1]
-    return s
-
-
-@jit_noalloc
-def grid_of_sorted(cuts):
-    """``(kind, z0, inv_step)``: whether the sorted ``cuts`` are evenly spaced in a coordinate.
-
-    ``kind`` is ``GRID_LOGIT`` or ``GRID_UNIFORM`` when cut ``i`` lies (to 1% of a step) at
-    ``z0 + i / inv_step`` in that coordinate, at the ends and three interior spot checks;
-    else ``GRID_NONE``. The guess only speeds the search up: :func:`bucket_of_sorted` checks
-    it against the cuts, so a wrong guess costs time, never exactness.
-    """
-    m = cuts.shape[0]
-    if m < 2:
-        return float(GRID_NONE), 0.0, 0.0
-    for kind in (float(GRID_LOGIT), float(GRID_UNIFORM)):  # floats, as the searches pass them
-        if kind == GRID_LOGIT and not (cuts[0] > 0.0 and cuts[m - 1] < 1.0):
-            continue
-        z0 = _grid_coordinate(kind, cuts[0])
-        step = (_grid_coordinate(kind, cuts[m - 1]) - z0) / (m - 1)
-        if not (step > 0.0 and step < math.inf):
-            continue
-        ok = True
-        for i in (m // 4, m // 2, (3 * m) // 4):
-            if not abs(_grid_coordinate(kind, cuts[i]) - (z0 + i * step)) <= 0.01 * step:
-                ok = False
-        if ok:
-            return kind, z0, 1.0 / step
-    return float(GRID_NONE), 0.0, 0.0
-
-
-@jit_noalloc(forceinline=True)
-def bucket_of_sorted(cuts, off, m, s, kind, z0, inv_step):
-    """The number of the sorted cuts ``cuts[off : off + m]`` that are ``<= s``: ``s``'s bucket.
-
-    With a grid (``kind``, ``z0``, ``inv_step`` from :func:`grid_of_sorted`) the bucket is
-    guessed from one coordinate evaluation (one logarithm for the logit grid), then moved at
-    most two steps until ``cuts[b - 1] <= s < cuts[b]`` holds; if it still does not, and
-    without a grid, a branch-free binary search answers. Either way the result is exactly
-    the binary search's.
-    """
-    if m == 0:
-        return 0
-    if kind != GRID_NONE:
-        t = (_grid_coordinate(kind, s) - z0) * inv_step
-        if t >= m - 1:
-            g = m
-        elif t >= 0.0:  # false for nan
-            g = int(t) + 1
-        else:
-            g = 0
-        for _ in range(3):
-            if g > 0 and cuts[off + g - 1] > s:
-                g -= 1
-            elif g < m and cuts[off + g] <= s:
-                g += 1
-            else:
-                return g
-    return _bisect_sorted(cuts, off, m, s)
+# Bucket search. Every kernel finds a score's bucket with :func:`bucket_of`, the number of sorted
+# cuts at or below the score. A bucket guide (:func:`bucket_guide`, built once per set of cuts)
+# narrows the search to the few cuts in the score's bin; without one, a binary search answers.
+# Either way the result is the binary search's, exactly.
+#
+# The guide is a table over ``K`` equal bins of ``[cuts[0], cuts[-1]]``, for any cuts (grid,
+# quantile or user edges): about 32 bins per cut, at most 2**16 (256 KB of int32).
+GUIDE_BINS_PER_CUT = 32
+GUIDE_MAX_BINS = 1 << 16
 
 
 @jit_noalloc(forceinline=True)
@@ -174,39 +114,143 @@ def _bisect_sorted(cuts, off, m, s):
     return base + (1 if cuts[off + base] <= s else 0)
 
 
-@jit_noalloc
-def bucket_index_sorted(cuts, scores, out):
-    """Bucket of each score: the number of interior ``cuts`` that are <= the score.
+@jit_noalloc(forceinline=True)
+def guide_scale(cuts, off, m, guide):
+    """Bins per unit of score of ``guide`` over ``cuts[off : off + m]`` (0.0 without a guide).
 
-    ``cuts`` must be sorted ascending. Bucket ``b`` holds scores in ``[cuts[b-1], cuts[b])``;
-    scores below the first cut go to bucket 0 and scores at or above the last to the last one.
-    Evenly spaced cuts (in the score or its log-odds) are detected once per call and the
-    bucket is computed arithmetically, then checked against the cuts (:func:`bucket_of_sorted`).
+    The guide's filling (:func:`fill_bucket_guide`) and its searches compute it alike.
+    """
+    n_bins = guide.shape[0] - 1
+    if n_bins < 1:
+        return 0.0
+    return n_bins / (cuts[off + m - 1] - cuts[off])
+
+
+@jit_noalloc(forceinline=True)
+def bucket_of(cuts, off, m, guide, s, scale):
+    """The number of the sorted cuts ``cuts[off : off + m]`` that are ``<= s``: ``s``'s bucket.
+
+    ``guide`` is the cuts' :func:`bucket_guide` (an empty array: none) and ``scale`` its
+    :func:`guide_scale`. Bucket ``b`` holds the scores in ``[cuts[b-1], cuts[b])``: scores below
+    the first cut go to bucket 0, those at or above the last to bucket ``m``, NaN to bucket 0.
+    """
+    n_bins = guide.shape[0] - 1
+    g = 0
+    hi = m
+    if n_bins >= 1:
+        low = cuts[off]
+        if not s >= low:  # also NaN
+            return 0
+        if s >= cuts[off + m - 1]:
+            return m
+        # the bin of ``s``: non-decreasing in ``s``, as rounding is; its cuts are the only ones
+        # that can be on either side of ``s``
+        i = np.int64((s - low) * scale)
+        if i >= n_bins:
+            i = n_bins - 1
+        g = guide[i]
+        hi = guide[i + 1]
+        if hi - g <= 4:  # the few cuts in the bin, in order
+            while g < hi and cuts[off + g] <= s:
+                g += 1
+            return g
+    # no guide, or many cuts in one bin (very uneven cuts): a binary search among them
+    return g + _bisect_sorted(cuts, off + g, hi - g, s)
+
+
+# How a single score's bucket is guessed arithmetically before :func:`bucket_of` checks it
+# (``grid_of_sorted``). The single-score entry points of the river face use this guess instead
+# of the guide: it needs no memory read besides the cuts beside the answer, where the interpreter
+# has cooled the cache between two calls.
+GRID_NONE = 0  # no guess: the search alone
+GRID_UNIFORM = 1  # cuts evenly spaced in the score
+GRID_LOGIT = 2  # cuts evenly spaced in the log-odds of the score (probability scores)
+
+
+@jit_noalloc(forceinline=True)
+def _grid_coordinate(kind, s):
+    if kind == GRID_LOGIT:
+        return math.log(s / (1.0 - s))  # -inf at 0, inf at 1, nan outside [0, 1]
+    return s
+
+
+def grid_of_sorted(cuts: np.ndarray) -> tuple[float, float, float]:
+    """``(kind, z0, inv_step)``: whether the sorted ``cuts`` are evenly spaced in a coordinate.
+
+    ``kind`` is ``GRID_LOGIT`` or ``GRID_UNIFORM`` when cut ``i`` lies (to 1% of a step) at
+    ``z0 + i / inv_step`` in that coordinate, at the ends and three interior spot checks;
+    else ``GRID_NONE``. The guess only speeds the search up: :func:`bucket_of_guessed` checks
+    it against the cuts, so a wrong guess costs time, never exactness.
     """
     m = cuts.shape[0]
-    kind, z0, inv_step = grid_of_sorted(cuts)
+    if m < 2:
+        return float(GRID_NONE), 0.0, 0.0
+    coordinate = _grid_coordinate.py_func  # Python, once per calibrator: nothing to compile
+    for kind in (float(GRID_LOGIT), float(GRID_UNIFORM)):  # floats, as the searches pass them
+        if kind == GRID_LOGIT and not (cuts[0] > 0.0 and cuts[m - 1] < 1.0):
+            continue
+        z0 = coordinate(kind, cuts[0])
+        step = (coordinate(kind, cuts[m - 1]) - z0) / (m - 1)
+        if not (step > 0.0 and step < math.inf):
+            continue
+        ok = True
+        for i in (m // 4, m // 2, (3 * m) // 4):
+            if not abs(coordinate(kind, cuts[i]) - (z0 + i * step)) <= 0.01 * step:
+                ok = False
+        if ok:
+            return kind, z0, 1.0 / step
+    return float(GRID_NONE), 0.0, 0.0
+
+
+@jit_noalloc(forceinline=True)
+def bucket_of_guessed(cuts, off, m, s, kind, z0, inv_step):
+    """:func:`bucket_of` without a guide, after an arithmetic guess.
+
+    With a grid (``kind``, ``z0``, ``inv_step`` from :func:`grid_of_sorted`) the bucket is
+    guessed from one coordinate evaluation (one logarithm for the logit grid), then moved at
+    most two steps until ``cuts[b - 1] <= s < cuts[b]`` holds; if it still does not, and
+    without a grid, the binary search that :func:`bucket_of` runs without a guide answers.
+    Either way the result is exactly :func:`bucket_of`'s.
+    """
+    if kind != GRID_NONE and m > 0:
+        t = (_grid_coordinate(kind, s) - z0) * inv_step
+        if t >= m - 1:
+            g = m
+        elif t >= 0.0:  # false for nan
+            g = np.int64(t) + 1
+        else:
+            g = 0
+        for _ in range(3):
+            if g > 0 and cuts[off + g - 1] > s:
+                g -= 1
+            elif g < m and cuts[off + g] <= s:
+                g += 1
+            else:
+                return g
+    return _bisect_sorted(cuts, off, m, s)
+
+
+@jit_noalloc
+def bucket_index_guided(cuts, guide, scores, out):
+    """Bucket of each score (:func:`bucket_of`) over the sorted ``cuts`` and their ``guide``."""
+    m = cuts.shape[0]
+    scale = guide_scale(cuts, 0, m, guide)
     for i in range(scores.shape[0]):
-        out[i] = bucket_of_sorted(cuts, 0, m, scores[i], kind, z0, inv_step)
+        out[i] = bucket_of(cuts, 0, m, guide, scores[i], scale)
 
 
-# Bucket guide: a table over ``K`` equal bins of ``[cuts[0], cuts[-1]]`` that narrows each
-# score's bucket to the few cuts in its bin (usually none or one), for any cuts (grid, quantile
-# or user edges). About 32 bins per cut, at most 2**16 (256 KB of int32).
-GUIDE_BINS_PER_CUT = 32
-GUIDE_MAX_BINS = 1 << 16
+def bucket_index_sorted(cuts: np.ndarray, scores: np.ndarray, out: np.ndarray) -> None:
+    """Bucket of each score: the number of interior ``cuts`` (sorted ascending) that are <= it.
+
+    Bucket ``b`` holds scores in ``[cuts[b-1], cuts[b])``; scores below the first cut go to
+    bucket 0 and scores at or above the last to the last one. Through the cuts' guide when
+    there are at least as many scores as cuts (else building the guide costs more than it saves).
+    """
+    guide = bucket_guide(cuts) if scores.shape[0] >= cuts.shape[0] else _NO_GUIDE
+    bucket_index_guided(cuts, guide, scores, out)
 
 
-@jit_noalloc(forceinline=True)
-def _guide_scale(cuts, n_bins):
-    """Bins per unit of score; the guide's filling and its searches compute it alike."""
-    return n_bins / (cuts[cuts.shape[0] - 1] - cuts[0])
-
-
-@jit_noalloc(forceinline=True)
-def _guide_bin(s, low, scale, n_bins):
-    """The bin of ``s`` in ``[cuts[0], cuts[-1]]``: non-decreasing in ``s``, as rounding is."""
-    i = int((s - low) * scale)
-    return i if i < n_bins else n_bins - 1
+_NO_GUIDE = np.zeros(0, dtype=np.int32)
 
 
 def fill_bucket_guide(cuts: np.ndarray, guide: np.ndarray) -> None:
@@ -216,7 +260,7 @@ def fill_bucket_guide(cuts: np.ndarray, guide: np.ndarray) -> None:
     bin is below it, since the bin never decreases with the value) and at most
     ``guide[i + 1]`` (every cut in a higher bin is above it): only the cuts in its own bin,
     ``cuts[guide[i] : guide[i + 1]]``, are compared. NumPy computes each cut's bin by the
-    operations of :func:`_guide_scale` and :func:`_guide_bin` (IEEE subtraction, multiplication
+    operations of :func:`guide_scale` and :func:`bucket_of` (IEEE subtraction, multiplication
     and division, truncation), so the searches find every cut in the bin it was counted in.
     """
     n_bins = guide.shape[0] - 1
@@ -260,48 +304,20 @@ def _new_bucket_guide(cuts: np.ndarray) -> np.ndarray:
     return guide
 
 
-@jit_noalloc(forceinline=True)
-def bucket_of_guided(cuts, guide, s, low, scale):
-    """The number of ``cuts`` that are ``<= s`` (``s`` not NaN), through the guide.
-
-    The same result as :func:`bucket_of_sorted`; with an empty guide it is that search.
-    """
-    m = cuts.shape[0]
-    n_bins = guide.shape[0] - 1
-    g = 0
-    hi = m
-    if n_bins >= 1:
-        if s < low:
-            return 0
-        if s >= cuts[m - 1]:
-            return m
-        i = _guide_bin(s, low, scale, n_bins)
-        g = guide[i]
-        hi = guide[i + 1]
-        if hi - g <= 4:  # the few cuts in the bin, in order
-            while g < hi and cuts[g] <= s:
-                g += 1
-            return g
-    # no guide, or many cuts in one bin (very uneven cuts): a binary search among them
-    return g + _bisect_sorted(cuts, g, hi - g, s)
-
-
 @jit_noalloc
 def check_bucket_index(cuts, guide, score_low, score_high, scores, out):
-    """Bucket of each score (as :func:`bucket_index_sorted`), with the scores checked first.
+    """Bucket of each score (as :func:`bucket_index_guided`), with the scores checked first.
 
     Returns -1, or the position of the first score that is not finite or outside
     ``[score_low, score_high]`` (the buckets before it are written, none after).
     """
     m = cuts.shape[0]
-    n_bins = guide.shape[0] - 1
-    low = cuts[0] if m > 0 else 0.0
-    scale = _guide_scale(cuts, n_bins) if n_bins > 0 else 0.0
+    scale = guide_scale(cuts, 0, m, guide)
     for i in range(scores.shape[0]):
         s = scores[i]
         if not (score_low <= s <= score_high and abs(s) < math.inf):  # also NaN
             return i
-        out[i] = bucket_of_guided(cuts, guide, s, low, scale)
+        out[i] = bucket_of(cuts, 0, m, guide, s, scale)
     return -1
 
 
@@ -312,7 +328,7 @@ def stored_unit(sf, kind):
     ``kind`` is ``sf[SF_KIND]``: the per-event helpers take it as an argument, so that a loop
     reads it once (a load from ``sf``, which the loop writes, is otherwise redone per event).
     """
-    if kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
+    if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
         return 2.0 ** ((sf[SF_LAST_T] - sf[SF_T0]) / sf[SF_HALF_LIFE])
     return 1.0
 
@@ -320,7 +336,7 @@ def stored_unit(sf, kind):
 @jit_noalloc(forceinline=True)
 def window_clock(sf, t, kind):
     """The clock of the next learned event: its time for time windows, else its number."""
-    if kind in (KIND_TIME, KIND_DECAY_TIME):
+    if (kind == KIND_TIME) | (kind == KIND_DECAY_TIME):
         return t
     return sf[SF_N_LEARNED]
 
@@ -358,12 +374,14 @@ def window_expire_next_inplace(sf, si, clock, kind):
     if si[kc] == 0:
         sf[k] = 0.0
     else:
-        sf[k] = max(sf[k] - w, 0.0)
+        v = sf[k] - w
+        sf[k] = 0.0 if v < 0.0 else v  # max(v, 0.0)
     si[ncls] -= 1
     if si[ncls] == 0:
         sf[tot] = 0.0
     else:
-        sf[tot] = max(sf[tot] - w, 0.0)
+        v = sf[tot] - w
+        sf[tot] = 0.0 if v < 0.0 else v
     si[SI_RING_HEAD] = head + 1 if head + 1 < W else 0
     si[SI_RING_COUNT] = count - 1
     return b
@@ -379,7 +397,7 @@ def window_add_inplace(sf, si, b, y, w, clock, kind):
     B = si[SI_B]
     renormalised = False
     ws = w
-    if kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
+    if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
         half_life = sf[SF_HALF_LIFE]
         exponent = (clock - sf[SF_T0]) / half_life  # may be inf for a huge jump: handled below
         if exponent > DECAY_RENORM_EXPONENT:
@@ -417,7 +435,7 @@ def window_add_inplace(sf, si, b, y, w, clock, kind):
         si[SI_HEADER + B + b] += 1
         sf[SF_T_NEG] += ws
         si[SI_N_NEG] += 1
-    if kind in (KIND_COUNT, KIND_TIME):
+    if (kind == KIND_COUNT) | (kind == KIND_TIME):
         W = si[SI_W]
         count = si[SI_RING_COUNT]
         tail = si[SI_RING_HEAD] + count
@@ -476,7 +494,7 @@ def grow_ring(sf: np.ndarray, si: np.ndarray, new_capacity: int) -> tuple[np.nda
     W = int(si[SI_W])
     head = int(si[SI_RING_HEAD])
     count = int(si[SI_RING_COUNT])
-    order = (head + np.arange(count)) % W if W else np.zeros(0, dtype=np.int64)
+    order = (head + np.arange(count)) % W if W else np.zeros(0, dtype=np.int32)
     nf, ni = state_sizes(B, new_capacity)
     new_sf = np.zeros(nf, dtype=np.float64)
     new_si = np.zeros(ni, dtype=np.int64)

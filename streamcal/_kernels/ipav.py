@@ -20,8 +20,8 @@ The result is stored per bucket:
   knots' span the fit is flat (predictions clamp; those buckets are not stored). So linear
   interpolation over all bucket centres is linear interpolation between the knots. The rate
   is stored once per block, in ``fit[f]`` at its first knot, and each bucket of a block keeps
-  that knot in ``fown[b]`` (a float, read by the predictions, which read ``pf`` alone); a gap
-  bucket has ``fown[b] = -1`` and its own value in ``fit[b]``. A prediction is one bucket
+  that knot in ``fit_owner[b]`` (a float, read by the predictions, which read ``pf`` alone); a gap
+  bucket has ``fit_owner[b] = -1`` and its own value in ``fit[b]``. A prediction is one bucket
   lookup plus two or four reads, and updating a block's rate is one write whatever its width.
 
 Exactness. When bucket ``k`` changes, the sweep is *resumed* instead of rerun: the blocks left
@@ -64,15 +64,15 @@ Cost per event. Kernels index the flat state arrays by offsets rather than slici
 The per-event helpers (learning an event, the O(1) block update, the window's expiry and
 addition, the prediction) are inlined into their callers by LLVM (``forceinline``, see
 :mod:`streamcal._kernels._config`): a call between compiled functions passes every array as
-seven scalars, and inlined the prequential kernel runs about 1.4x faster. Each helper is
+seven scalars, which would cost more than the helpers' bodies. Each helper is
 still compiled once, whichever kernels inline it. The rare paths (the resumed sweep, the
 finite-LLR refresh, a long run of labels) stay calls. Every kernel here is compiled without array
-reference counts (``jit_noalloc``: they allocate nothing), which halved the per-event cost
-(223 -> 99 ns): numba took and dropped a reference to each array argument of each inlined
-helper, with an atomic operation, and could prune few of them.
+reference counts (``jit_noalloc``: they allocate nothing): numba would otherwise take and drop a
+reference to each array argument of each inlined helper, with an atomic operation, and could
+prune few of them.
 
 Layout of the PAV state (see :mod:`streamcal._kernels.histogram` for the histogram itself):
-``pf`` float64 = header (PF_*), then per bucket the record (fit, bpos, bneg, centre, fown), then the
+``pf`` float64 = header (PF_*), then per bucket the record (fit, bpos, bneg, centre, fit_owner), then the
 stack (P, N) per stack slot, then the B - 1 cuts; ``pi`` int64 = header (PI_*), then per bucket
 (owner, bend, bprev, bnext), then the stack (first, last) per slot. Records rather than one
 section per field: a repair reads and writes several fields of the same few buckets, which
@@ -98,7 +98,7 @@ from streamcal._kernels.histogram import (
     SI_HEADER,
     SI_RING_COUNT,
     SI_RING_HEAD,
-    bucket_of_sorted,
+    bucket_of_guessed,
     grid_of_sorted,
     stored_unit,
     window_add_inplace,
@@ -111,8 +111,8 @@ PF_HI = 1  # augmented fitted value of the highest pooled run
 PF_PRIOR_ODDS_INV = 2  # (T0 + c) / (T1 + c), the inverse prior odds with pseudo-counts
 PF_PSEUDO = 3  # c, pseudo-count in real units
 PF_LINEAR = 4  # 1.0: linear interpolation between bucket centres; 0.0: step
-PF_IDENTITY = 5  # 1.0: before any weight, predict the score itself (probability inputs); else 0.5
-PF_GRID_KIND = 6  # bucket search of a single score over the cuts section: see
+PF_PROBABILITY_INPUTS = 5  # 1.0: probability inputs, predicted as themselves before any weight; else 0.5
+PF_GRID_KIND = 6  # arithmetic guess of a single score's bucket over the cuts section: see
 PF_GRID_Z0 = 7  # ``histogram.grid_of_sorted``
 PF_GRID_INV_STEP = 8
 PF_FINITE_PROBA = 9  # 1.0: probabilities under the finite (pseudo-count) rule, clip(p, lo, hi)
@@ -143,41 +143,47 @@ _ALL = np.int64(-1)  # "every bucket changed": a full rebuild
 EXACT_TOTAL = 2.0**26
 _ONE_BELOW = 1.0 - 2.0**-53  # the largest double below 1
 
-# Per-bucket records after the header, of _RF fields in pf and _RI in pi (field b of bucket k
-# at header + _RF * k + b), then the stack scratch in records of _S fields, then (pf) the cuts.
-_RF = 5
-_RI = 4
-_S = 2
-_FIT, _BPOS, _BNEG, _CENTRES, _FOWN = 0, 1, 2, 3, 4  # pf record
+# Per-bucket records after the header (field b of bucket k at header + _PF_RECORD * k + b in pf,
+# header + _PI_RECORD * k + b in pi), then the stack scratch in records of _STACK_RECORD fields,
+# then (pf) the cuts.
+_PF_RECORD = 5  # fields per bucket in pf
+_PI_RECORD = 4  # fields per bucket in pi
+_STACK_RECORD = 2  # fields per stack slot, in pf and in pi
+_FIT, _BPOS, _BNEG, _CENTRES, _FIT_OWNER = 0, 1, 2, 3, 4  # pf record
 _OWNER, _BEND, _BPREV, _BNEXT = 0, 1, 2, 3  # pi record
 _SPOS, _SNEG = 0, 1  # pf stack record
 _SFIRST, _SLAST = 0, 1  # pi stack record
-# offsets of the per-bucket fields (field of bucket k at OFFSET + _RF * k or OFFSET + _RI * k):
-# compile-time constants
+# offsets of the per-bucket fields (field of bucket k at OFFSET + _PF_RECORD * k or
+# OFFSET + _PI_RECORD * k): compile-time constants
 FIT = PF_HEADER + _FIT
 BPOS = PF_HEADER + _BPOS
 BNEG = PF_HEADER + _BNEG
 CEN = PF_HEADER + _CENTRES
-FOWN = PF_HEADER + _FOWN
+FIT_OWNER = PF_HEADER + _FIT_OWNER
 OWNER = PI_HEADER + _OWNER
 BEND = PI_HEADER + _BEND
 BPREV = PI_HEADER + _BPREV
 BNEXT = PI_HEADER + _BNEXT
 
+# Former names, still used outside the kernels.
+_RF, _RI, _S, _FOWN, FOWN = _PF_RECORD, _PI_RECORD, _STACK_RECORD, _FIT_OWNER, FIT_OWNER
+PF_IDENTITY = PF_PROBABILITY_INPUTS
+
 
 def pav_state_sizes(n_buckets: int) -> tuple[int, int]:
     """Lengths of the ``pf`` and ``pi`` arrays for ``n_buckets`` buckets."""
-    return PF_HEADER + (_RF + _S + 1) * n_buckets, PI_HEADER + (_RI + _S) * n_buckets
+    nf = PF_HEADER + (_PF_RECORD + _STACK_RECORD + 1) * n_buckets
+    return nf, PI_HEADER + (_PI_RECORD + _STACK_RECORD) * n_buckets
 
 
 @jit_noalloc
 def _cuts_offset(B):
-    return PF_HEADER + (_RF + _S) * B
+    return PF_HEADER + (_PF_RECORD + _STACK_RECORD) * B
 
 
 def pav_field(state, n_buckets: int, field: int) -> np.ndarray:
     """View of one per-bucket field (``_FIT``... of ``pf``, ``_OWNER``... of ``pi``), length B."""
-    header, r = (PF_HEADER, _RF) if state.dtype == np.float64 else (PI_HEADER, _RI)
+    header, r = (PF_HEADER, _PF_RECORD) if state.dtype == np.float64 else (PI_HEADER, _PI_RECORD)
     return state[header + field : header + r * n_buckets : r]
 
 
@@ -188,13 +194,13 @@ def pav_blocks_view(pf: np.ndarray, pi: np.ndarray) -> dict[str, np.ndarray]:
     (:func:`_fitted_at`), the stored field elsewhere; ``fit_field`` is the stored field itself.
     """
     B = int(pi[PI_B])
-    names_f = {"fit_field": _FIT, "bpos": _BPOS, "bneg": _BNEG, "centres": _CENTRES, "fown": _FOWN}
+    names_f = {"fit_field": _FIT, "bpos": _BPOS, "bneg": _BNEG, "centres": _CENTRES, "fit_owner": _FIT_OWNER}
     names_i = {"owner": _OWNER, "bend": _BEND, "bprev": _BPREV, "bnext": _BNEXT}
     views = {name: pav_field(pf, B, k) for name, k in names_f.items()}
     views.update({name: pav_field(pi, B, k) for name, k in names_i.items()})
     fit = views["fit_field"].copy()
     span = slice(max(int(pi[PI_HEAD]), 0), int(pi[PI_LAST]) + 1)
-    own = views["fown"][span]
+    own = views["fit_owner"][span]
     j = np.arange(B)[span]
     fit[span] = views["fit_field"][np.where(own < 0.0, j, own.astype(np.int64))]  # as _fitted_at
     views["fit"] = fit
@@ -202,7 +208,12 @@ def pav_blocks_view(pf: np.ndarray, pi: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def empty_pav_state(
-    centres: np.ndarray, pseudo_count: float, linear: bool, identity: bool, cuts=None, finite_proba: bool = False
+    centres: np.ndarray,
+    pseudo_count: float,
+    linear: bool,
+    probability_inputs: bool,
+    cuts=None,
+    finite_proba: bool = False,
 ):
     """Fresh ``(pf, pi)`` for an empty histogram over buckets with the given ``centres``.
 
@@ -220,10 +231,10 @@ def empty_pav_state(
     # run as Python, once per calibrator: no kernel of their own to compile or load
     at = _cuts_offset.py_func(B)
     pf[at : at + B - 1] = cuts
-    pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP] = grid_of_sorted.py_func(cuts)
+    pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP] = grid_of_sorted(cuts)
     pf[PF_PSEUDO] = pseudo_count
     pf[PF_LINEAR] = 1.0 if linear else 0.0
-    pf[PF_IDENTITY] = 1.0 if identity else 0.0
+    pf[PF_PROBABILITY_INPUTS] = 1.0 if probability_inputs else 0.0
     pf[PF_FINITE_PROBA] = 1.0 if finite_proba else 0.0
     pf[PF_LO] = 0.5
     pf[PF_HI] = 0.5
@@ -240,13 +251,8 @@ def empty_pav_state(
     pi[PI_INTEGRAL] = 1
     pi[PI_EXACT] = 0
     pav_field(pi, B, _OWNER)[:] = -1
-    pav_field(pf, B, _FOWN)[:] = -1.0
+    pav_field(pf, B, _FIT_OWNER)[:] = -1.0
     return pf, pi
-
-
-@jit_noalloc
-def _rate(p, n):
-    return p / (p + n)
 
 
 @jit_noalloc
@@ -259,11 +265,12 @@ def _violates(p_left, n_left, p_right, n_right):
 def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
     """Fitted values of the empty buckets strictly between two knots: the linear interpolation
     by bucket centre between the knots' values, clipped to them."""
-    c_left = pf[CEN + _RF * left_knot]
-    c_right = pf[CEN + _RF * right_knot]
+    c_left = pf[CEN + _PF_RECORD * left_knot]
+    c_right = pf[CEN + _PF_RECORD * right_knot]
     for g in range(left_knot + 1, right_knot):
-        v = v_left + (v_right - v_left) * ((pf[CEN + _RF * g] - c_left) / (c_right - c_left))
-        pf[FIT + _RF * g] = min(max(v, v_left), v_right)
+        v = v_left + (v_right - v_left) * ((pf[CEN + _PF_RECORD * g] - c_left) / (c_right - c_left))
+        v = v_left if v_left > v else v  # clipped as min(max(v, v_left), v_right)
+        pf[FIT + _PF_RECORD * g] = v_right if v_right < v else v
 
 
 @jit_noalloc(forceinline=True)
@@ -289,14 +296,14 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
     B = pi[PI_B]
     POS = h0
     NEG = h0 + B
-    f = pi[OWNER + _RI * k]
-    last = pi[BEND + _RI * f]
+    f = pi[OWNER + _PI_RECORD * k]
+    last = pi[BEND + _PI_RECORD * f]
     if k > last:  # k was an empty bucket in a gap: a new knot
         return False
-    if k in (f, last) and not hist[POS + k] + hist[NEG + k] > 0.0:  # an end knot emptied
+    if ((k == f) | (k == last)) and not hist[POS + k] + hist[NEG + k] > 0.0:  # an end knot emptied
         return False
-    p = pf[BPOS + _RF * f] + dp
-    n = pf[BNEG + _RF * f] + dn
+    p = pf[BPOS + _PF_RECORD * f] + dp
+    n = pf[BNEG + _PF_RECORD * f] + dn
     t = p + n
     if dp > 0.0 or dn < 0.0:  # the rate may rise: the prefixes ending before k
         cp = 0.0
@@ -314,23 +321,23 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
             st += hist[POS + g] + hist[NEG + g]
             if sp * t > p * st:
                 return False
-    chain = pi[BPREV + _RI * f]
-    if chain != -1 and _violates(pf[BPOS + _RF * chain], pf[BNEG + _RF * chain], p, n):
+    chain = pi[BPREV + _PI_RECORD * f]
+    if chain != -1 and _violates(pf[BPOS + _PF_RECORD * chain], pf[BNEG + _PF_RECORD * chain], p, n):
         return False
-    nxt = pi[BNEXT + _RI * f]
-    if nxt != -1 and _violates(p, n, pf[BPOS + _RF * nxt], pf[BNEG + _RF * nxt]):
+    nxt = pi[BNEXT + _PI_RECORD * f]
+    if nxt != -1 and _violates(p, n, pf[BPOS + _PF_RECORD * nxt], pf[BNEG + _PF_RECORD * nxt]):
         return False
-    pf[BPOS + _RF * f] = p
-    pf[BNEG + _RF * f] = n
-    v = _rate(p, n)
-    pf[FIT + _RF * f] = v  # the block's buckets read it through their FOWN
+    pf[BPOS + _PF_RECORD * f] = p
+    pf[BNEG + _PF_RECORD * f] = n
+    v = p / (p + n)
+    pf[FIT + _PF_RECORD * f] = v  # the block's buckets read it through their FIT_OWNER
     # the gaps beside the block, when there are any (a call costs more than the test)
     if chain != -1:
-        lk = pi[BEND + _RI * chain]
+        lk = pi[BEND + _PI_RECORD * chain]
         if f > lk + 1:
-            _fill_gap(pf, lk, pf[FIT + _RF * chain], f, v)
+            _fill_gap(pf, lk, pf[FIT + _PF_RECORD * chain], f, v)
     if nxt != -1 and nxt > last + 1:
-        _fill_gap(pf, last, v, nxt, pf[FIT + _RF * nxt])
+        _fill_gap(pf, last, v, nxt, pf[FIT + _PF_RECORD * nxt])
     if f < pi[PI_CHG_LO]:
         pi[PI_CHG_LO] = f
     if last > pi[PI_CHG_HI]:
@@ -378,10 +385,10 @@ def _resweep_inplace(hist, h0, pf, pi, k):
     B = pi[PI_B]
     POS = h0
     NEG = h0 + B
-    SPOS = PF_HEADER + _RF * B + _SPOS
-    SNEG = PF_HEADER + _RF * B + _SNEG
-    SFIRST = PI_HEADER + _RI * B + _SFIRST
-    SLAST = PI_HEADER + _RI * B + _SLAST
+    SPOS = PF_HEADER + _PF_RECORD * B + _SPOS
+    SNEG = PF_HEADER + _PF_RECORD * B + _SNEG
+    SFIRST = PI_HEADER + _PI_RECORD * B + _SFIRST
+    SLAST = PI_HEADER + _PI_RECORD * B + _SLAST
     head = pi[PI_HEAD]
     exact = pi[PI_EXACT] == 1
 
@@ -393,9 +400,9 @@ def _resweep_inplace(hist, h0, pf, pi, k):
     elif k > pi[PI_LAST]:  # after the last knot
         start, chain, region_end = k, pi[PI_TAIL], k
     else:
-        o = pi[OWNER + _RI * k]
-        if k <= pi[BEND + _RI * o]:
-            start, chain, region_end = o, pi[BPREV + _RI * o], pi[BEND + _RI * o]
+        o = pi[OWNER + _PI_RECORD * k]
+        if k <= pi[BEND + _PI_RECORD * o]:
+            start, chain, region_end = o, pi[BPREV + _PI_RECORD * o], pi[BEND + _PI_RECORD * o]
         else:
             start, chain, region_end = k, o, k
 
@@ -421,18 +428,18 @@ def _resweep_inplace(hist, h0, pf, pi, k):
                 exact
                 and has_top
                 and j > region_end
-                and pi[OWNER + _RI * j] == j
-                and not _violates(tp, tn, pf[BPOS + _RF * j], pf[BNEG + _RF * j])
+                and pi[OWNER + _PI_RECORD * j] == j
+                and not _violates(tp, tn, pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j])
             ):
-                pi[SFIRST + _S * sp] = tf
-                pi[SLAST + _S * sp] = tl
-                pf[SPOS + _S * sp] = tp
-                pf[SNEG + _S * sp] = tn
+                pi[SFIRST + _STACK_RECORD * sp] = tf
+                pi[SLAST + _STACK_RECORD * sp] = tl
+                pf[SPOS + _STACK_RECORD * sp] = tp
+                pf[SNEG + _STACK_RECORD * sp] = tn
                 sp += 1
                 tf = j
-                tl = pi[BEND + _RI * j]
-                tp = pf[BPOS + _RF * j]
-                tn = pf[BNEG + _RF * j]
+                tl = pi[BEND + _PI_RECORD * j]
+                tp = pf[BPOS + _PF_RECORD * j]
+                tn = pf[BNEG + _PF_RECORD * j]
                 stopped = True
                 break
             if has_top and _violates(tp, tn, pj, nj):  # pool the new knot into the top
@@ -441,10 +448,10 @@ def _resweep_inplace(hist, h0, pf, pi, k):
                 tn = tn + nj
             else:
                 if has_top:
-                    pi[SFIRST + _S * sp] = tf
-                    pi[SLAST + _S * sp] = tl
-                    pf[SPOS + _S * sp] = tp
-                    pf[SNEG + _S * sp] = tn
+                    pi[SFIRST + _STACK_RECORD * sp] = tf
+                    pi[SLAST + _STACK_RECORD * sp] = tl
+                    pf[SPOS + _STACK_RECORD * sp] = tp
+                    pf[SNEG + _STACK_RECORD * sp] = tn
                     sp += 1
                 tf = j
                 tl = j
@@ -453,57 +460,57 @@ def _resweep_inplace(hist, h0, pf, pi, k):
                 has_top = True
             while True:
                 if sp >= 1:
-                    p1 = pf[SPOS + _S * (sp - 1)]
-                    n1 = pf[SNEG + _S * (sp - 1)]
+                    p1 = pf[SPOS + _STACK_RECORD * (sp - 1)]
+                    n1 = pf[SNEG + _STACK_RECORD * (sp - 1)]
                     if _violates(p1, n1, tp, tn):
-                        tf = pi[SFIRST + _S * (sp - 1)]
+                        tf = pi[SFIRST + _STACK_RECORD * (sp - 1)]
                         tp = p1 + tp
                         tn = n1 + tn
                         sp -= 1
                         continue
                 elif chain != -1:
-                    p1 = pf[BPOS + _RF * chain]
-                    n1 = pf[BNEG + _RF * chain]
+                    p1 = pf[BPOS + _PF_RECORD * chain]
+                    n1 = pf[BNEG + _PF_RECORD * chain]
                     if _violates(p1, n1, tp, tn):
                         tf = chain
                         tp = p1 + tp
                         tn = n1 + tn
-                        chain = pi[BPREV + _RI * chain]
+                        chain = pi[BPREV + _PI_RECORD * chain]
                         continue
                 break
             if j > region_end:
-                old_first = pi[OWNER + _RI * j]
-                if j == pi[BEND + _RI * old_first] and tf == old_first:
+                old_first = pi[OWNER + _PI_RECORD * j]
+                if j == pi[BEND + _PI_RECORD * old_first] and tf == old_first:
                     stopped = True
                     break
         j += 1
     if has_top:
-        pi[SFIRST + _S * sp] = tf
-        pi[SLAST + _S * sp] = tl
-        pf[SPOS + _S * sp] = tp
-        pf[SNEG + _S * sp] = tn
+        pi[SFIRST + _STACK_RECORD * sp] = tf
+        pi[SLAST + _STACK_RECORD * sp] = tl
+        pf[SPOS + _STACK_RECORD * sp] = tp
+        pf[SNEG + _STACK_RECORD * sp] = tn
         sp += 1
 
     # 3. write the new blocks back
     if chain != -1:
-        pi[BNEXT + _RI * chain] = pi[SFIRST] if sp > 0 else -1
+        pi[BNEXT + _PI_RECORD * chain] = pi[SFIRST] if sp > 0 else -1
     else:
         pi[PI_HEAD] = pi[SFIRST] if sp > 0 else -1
     for i in range(sp):
-        f = pi[SFIRST + _S * i]
-        pi[BPREV + _RI * f] = pi[SFIRST + _S * (i - 1)] if i > 0 else chain
+        f = pi[SFIRST + _STACK_RECORD * i]
+        pi[BPREV + _PI_RECORD * f] = pi[SFIRST + _STACK_RECORD * (i - 1)] if i > 0 else chain
         if i < sp - 1 or not stopped:
-            pi[BNEXT + _RI * f] = pi[SFIRST + _S * (i + 1)] if i < sp - 1 else -1
-            pi[BEND + _RI * f] = pi[SLAST + _S * i]
-            pf[BPOS + _RF * f] = pf[SPOS + _S * i]
-            pf[BNEG + _RF * f] = pf[SNEG + _S * i]
+            pi[BNEXT + _PI_RECORD * f] = pi[SFIRST + _STACK_RECORD * (i + 1)] if i < sp - 1 else -1
+            pi[BEND + _PI_RECORD * f] = pi[SLAST + _STACK_RECORD * i]
+            pf[BPOS + _PF_RECORD * f] = pf[SPOS + _STACK_RECORD * i]
+            pf[BNEG + _PF_RECORD * f] = pf[SNEG + _STACK_RECORD * i]
     if not stopped:
         if sp > 0:
-            pi[PI_TAIL] = pi[SFIRST + _S * (sp - 1)]
-            pi[PI_LAST] = pi[SLAST + _S * (sp - 1)]
+            pi[PI_TAIL] = pi[SFIRST + _STACK_RECORD * (sp - 1)]
+            pi[PI_LAST] = pi[SLAST + _STACK_RECORD * (sp - 1)]
         else:
             pi[PI_TAIL] = chain
-            pi[PI_LAST] = pi[BEND + _RI * chain] if chain != -1 else -1
+            pi[PI_LAST] = pi[BEND + _PI_RECORD * chain] if chain != -1 else -1
     pf[PF_HEAD] = pi[PI_HEAD]
     pf[PF_LAST] = pi[PI_LAST]
 
@@ -512,7 +519,7 @@ def _resweep_inplace(hist, h0, pf, pi, k):
     chg_lo = start if k >= 0 else 0
     if sp > 0 and pi[SFIRST] < chg_lo:
         chg_lo = pi[SFIRST]
-    chg_hi = pi[SFIRST + _S * (sp - 1)] if stopped else B - 1
+    chg_hi = pi[SFIRST + _STACK_RECORD * (sp - 1)] if stopped else B - 1
     if chg_lo < pi[PI_CHG_LO]:
         pi[PI_CHG_LO] = chg_lo
     if chg_hi > pi[PI_CHG_HI]:
@@ -522,29 +529,33 @@ def _resweep_inplace(hist, h0, pf, pi, k):
     #    buckets before the first knot and after the last one are never read (predictions
     #    clamp to the knots' span)
     if chain != -1:
-        left_knot = pi[BEND + _RI * chain]
-        left_value = pf[FIT + _RF * chain]  # the chain block's rate, already stored
+        left_knot = pi[BEND + _PI_RECORD * chain]
+        left_value = pf[FIT + _PF_RECORD * chain]  # the chain block's rate, already stored
     else:
         left_knot = -1
         left_value = 0.0
     n_rewrite = sp - 1 if stopped else sp
     for i in range(sp):
-        f = pi[SFIRST + _S * i]
+        f = pi[SFIRST + _STACK_RECORD * i]
         # the stopping block is unchanged: its stored rate saves a division
-        v = pf[FIT + _RF * f] if i == n_rewrite else _rate(pf[SPOS + _S * i], pf[SNEG + _S * i])
+        if i == n_rewrite:
+            v = pf[FIT + _PF_RECORD * f]
+        else:
+            rate_p = pf[SPOS + _STACK_RECORD * i]
+            v = rate_p / (rate_p + pf[SNEG + _STACK_RECORD * i])
         if left_knot != -1:  # the gap before this block, owned by the block on its left
-            lo_owner = chain if i == 0 else pi[SFIRST + _S * (i - 1)]
+            lo_owner = chain if i == 0 else pi[SFIRST + _STACK_RECORD * (i - 1)]
             for g in range(left_knot + 1, f):
-                pi[OWNER + _RI * g] = lo_owner
-                pf[FOWN + _RF * g] = -1.0
+                pi[OWNER + _PI_RECORD * g] = lo_owner
+                pf[FIT_OWNER + _PF_RECORD * g] = -1.0
             _fill_gap(pf, left_knot, left_value, f, v)
         if i == n_rewrite:
             break  # the stopping block and everything after it are unchanged
-        last = pi[SLAST + _S * i]
+        last = pi[SLAST + _STACK_RECORD * i]
         for g in range(f, last + 1):
-            pi[OWNER + _RI * g] = f
-            pf[FOWN + _RF * g] = f
-        pf[FIT + _RF * f] = v
+            pi[OWNER + _PI_RECORD * g] = f
+            pf[FIT_OWNER + _PF_RECORD * g] = f
+        pf[FIT + _PF_RECORD * f] = v
         left_knot = last
         left_value = v
 
@@ -565,39 +576,39 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
         pf[PF_HI] = 0.5
         return
     # left run: the first block plus the pseudo-positive, pooled rightwards while violating
-    lp = pf[BPOS + _RF * head] + c
-    ln = pf[BNEG + _RF * head]
+    lp = pf[BPOS + _PF_RECORD * head] + c
+    ln = pf[BNEG + _PF_RECORD * head]
     left_last = head
-    nxt = pi[BNEXT + _RI * head]
-    while nxt != -1 and _violates(lp, ln, pf[BPOS + _RF * nxt], pf[BNEG + _RF * nxt]):
-        lp = lp + pf[BPOS + _RF * nxt]
-        ln = ln + pf[BNEG + _RF * nxt]
+    nxt = pi[BNEXT + _PI_RECORD * head]
+    while nxt != -1 and _violates(lp, ln, pf[BPOS + _PF_RECORD * nxt], pf[BNEG + _PF_RECORD * nxt]):
+        lp = lp + pf[BPOS + _PF_RECORD * nxt]
+        ln = ln + pf[BNEG + _PF_RECORD * nxt]
         left_last = nxt
-        nxt = pi[BNEXT + _RI * nxt]
+        nxt = pi[BNEXT + _PI_RECORD * nxt]
     if nxt == -1:  # everything pooled with the pseudo-positive; add the pseudo-negative
-        v = _rate(lp, ln + c)
+        v = lp / (lp + (ln + c))  # the rate P / (P + N) of (lp, ln + c)
         pf[PF_LO] = v
         pf[PF_HI] = v
         return
     # right run: the last block plus the pseudo-negative, pooled leftwards while violating
     tail = pi[PI_TAIL]
-    rp = pf[BPOS + _RF * tail]
-    rn = pf[BNEG + _RF * tail] + c
-    prv = pi[BPREV + _RI * tail]
-    while prv != left_last and _violates(pf[BPOS + _RF * prv], pf[BNEG + _RF * prv], rp, rn):
-        rp = pf[BPOS + _RF * prv] + rp
-        rn = pf[BNEG + _RF * prv] + rn
-        prv = pi[BPREV + _RI * prv]
-    lo = _rate(lp, ln)
-    hi = _rate(rp, rn)
+    rp = pf[BPOS + _PF_RECORD * tail]
+    rn = pf[BNEG + _PF_RECORD * tail] + c
+    prv = pi[BPREV + _PI_RECORD * tail]
+    while prv != left_last and _violates(pf[BPOS + _PF_RECORD * prv], pf[BNEG + _PF_RECORD * prv], rp, rn):
+        rp = pf[BPOS + _PF_RECORD * prv] + rp
+        rn = pf[BNEG + _PF_RECORD * prv] + rn
+        prv = pi[BPREV + _PI_RECORD * prv]
+    lo = lp / (lp + ln)
+    hi = rp / (rp + rn)
     if prv == left_last and _violates(lp, ln, rp, rn):  # the two runs meet and violate: one block
-        v = _rate(lp + rp, ln + rn)
+        v = (lp + rp) / ((lp + rp) + (ln + rn))
         lo = v
         hi = v
     pf[PF_LO] = lo
     pf[PF_HI] = hi
     if prv != left_last:  # two separate runs: the blocks strictly between them were not read
-        pi[PI_DEP_LO] = pi[BEND + _RI * nxt]
+        pi[PI_DEP_LO] = pi[BEND + _PI_RECORD * nxt]
         pi[PI_DEP_HI] = prv
 
 
@@ -624,15 +635,15 @@ def pav_update_extremes_inplace(sf, pf, pi, kind):
 @jit_noalloc(forceinline=True)
 def _n_buckets(pf):
     """B, from the length of ``pf`` (:func:`pav_state_sizes`)."""
-    return (pf.shape[0] - PF_HEADER) // (_RF + _S + 1)
+    return (pf.shape[0] - PF_HEADER) // (_PF_RECORD + _STACK_RECORD + 1)
 
 
 @jit_noalloc(forceinline=True)
 def _fitted_at(pf, j):
     """Fitted value of bucket ``j`` (between the first and the last knot): its block's rate,
     stored at the block's first knot, or in a gap the interpolated value stored at ``j``."""
-    f = pf[FOWN + _RF * j]
-    return pf[FIT + _RF * (j if f < 0.0 else int(f))]
+    f = pf[FIT_OWNER + _PF_RECORD * j]
+    return pf[FIT + _PF_RECORD * (j if f < 0.0 else np.int64(f))]
 
 
 @jit_noalloc(forceinline=True)
@@ -641,23 +652,24 @@ def pav_predict_one(pf, b, s):
 
     Outside the span of the knots (first to last non-empty bucket) the fit is flat.
     """
-    first = int(pf[PF_HEAD])
+    first = np.int64(pf[PF_HEAD])
     if first == -1:
-        if pf[PF_IDENTITY] > 0.5:
-            return min(max(s, 0.0), 1.0)
+        if pf[PF_PROBABILITY_INPUTS] > 0.5:
+            return 1.0 if s > 1.0 else (0.0 if s < 0.0 else s)
         return 0.5
-    last = int(pf[PF_LAST])
+    last = np.int64(pf[PF_LAST])
     if pf[PF_LINEAR] < 0.5:
-        return _fitted_at(pf, min(max(b, first), last))
-    j = b if s >= pf[CEN + _RF * b] else b - 1
+        return _fitted_at(pf, last if b > last else (first if b < first else b))
+    j = b if s >= pf[CEN + _PF_RECORD * b] else b - 1
     if j < first:
         return _fitted_at(pf, first)
     if j >= last:
         return _fitted_at(pf, last)
     lo = _fitted_at(pf, j)
     hi = _fitted_at(pf, j + 1)
-    p = lo + (hi - lo) * ((s - pf[CEN + _RF * j]) / (pf[CEN + _RF * (j + 1)] - pf[CEN + _RF * j]))
-    return min(max(p, lo), hi)
+    p = lo + (hi - lo) * ((s - pf[CEN + _PF_RECORD * j]) / (pf[CEN + _PF_RECORD * (j + 1)] - pf[CEN + _PF_RECORD * j]))
+    p = lo if lo > p else p  # clipped as min(max(p, lo), hi)
+    return hi if hi < p else p
 
 
 @jit_noalloc(forceinline=True)
@@ -665,7 +677,10 @@ def pav_proba_out(pf, p):
     """The probability served for a raw PAV value ``p``: ``p`` itself, or under the finite rule
     ``clip(p, lo, hi)`` (the augmented PAV's value, never exactly 0 or 1)."""
     if pf[PF_FINITE_PROBA] > 0.5 and pf[PF_HEAD] != -1.0:
-        return min(max(p, pf[PF_LO]), pf[PF_HI])
+        lo = pf[PF_LO]
+        hi = pf[PF_HI]
+        q = lo if lo > p else p  # min(max(p, lo), hi), NaN stays NaN
+        return hi if hi < q else q
     return p
 
 
@@ -680,11 +695,14 @@ def pav_llr_from_proba(pf, p):
     """
     if pf[PF_HEAD] == -1.0:
         return 0.0
-    q = min(max(p, pf[PF_LO]), pf[PF_HI])
+    lo = pf[PF_LO]
+    hi = pf[PF_HI]
+    q = lo if lo > p else p  # min(max(p, lo), hi), as pav_proba_out
+    q = hi if hi < q else q
     r = (q * pf[PF_PRIOR_ODDS_INV]) / (1.0 - q)
     if 0.0 < r < math.inf:
         return math.log(r)
-    q = min(q, _ONE_BELOW)
+    q = _ONE_BELOW if q > _ONE_BELOW else q
     return (math.log(q) - math.log1p(-q)) + math.log(pf[PF_PRIOR_ODDS_INV])
 
 
@@ -695,7 +713,7 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
     ``kind`` is ``sf[SF_KIND]`` (read once by a loop of events: see ``histogram.stored_unit``).
     """
     clock = window_clock(sf, t, kind)
-    if w != math.floor(w) or kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
+    if w != math.floor(w) or (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
         pi[PI_INTEGRAL] = 0
     total = sf[SF_T_POS] + sf[SF_T_NEG] + w  # an upper bound of the total during this update
     pi[PI_EXACT] = 1 if pi[PI_INTEGRAL] == 1 and total < EXACT_TOTAL else 0
@@ -739,7 +757,7 @@ def pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, 
     from-scratch sweep of the histogram, bit for bit, which is what the rebuild computes.
     """
     kind = sf[SF_KIND]
-    if kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
+    if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
         pi[PI_INTEGRAL] = 0
     for i in range(start, stop):
         if ops[i] & 1:
@@ -794,8 +812,7 @@ def pav_prequential_inplace(sf, si, pf, pi, buckets, scores, labels, weights, ti
 
     :func:`pav_process_inplace` with every operation 3: the same calls in the same order, so
     the same outputs and state, bit for bit. Without the operation codes and the search for
-    runs of labels, the loop compiles to faster code (76 -> 71 ns per event, count window 1e5,
-    1024 buckets).
+    runs of labels, the loop is shorter and compiles to faster code.
     """
     kind = sf[SF_KIND]  # constant: read once (see ``histogram.stored_unit``)
     for i in range(buckets.shape[0]):
@@ -834,8 +851,8 @@ def pav_predict_many(pf, buckets, scores, out_p, out_llr):
 # The river face calls these once per event through ``entry_point`` (no numba type dispatch);
 # the score's bucket is found here, over the cuts kept in ``pf``.
 #
-# Packed state. Turning an array argument into a numba array costs about 30 ns per array and
-# per call, a large share of a river-face call. So the river face keeps ``sf``, ``si``, ``pf``
+# Packed state. Turning each array argument into a numba array is a large share of a
+# river-face call. So the river face keeps ``sf``, ``si``, ``pf``
 # and ``pi`` as views of one float64 buffer (the int64 ones reinterpret their bytes) and its
 # entry points take that buffer alone: a header (the sections' offsets as floats, and the
 # range of valid scores), then the four sections. The entry points also check the score
@@ -887,9 +904,10 @@ def _score_ok(packed, s):
 
 @jit_noalloc(forceinline=True)
 def pav_bucket_of(pf, s):
-    """Bucket of score ``s`` (exactly the binary search over the cuts)."""
+    """Bucket of score ``s`` over the cuts kept in ``pf`` (``histogram.bucket_of``, after the
+    arithmetic guess of ``histogram.bucket_of_guessed``)."""
     B = _n_buckets(pf)
-    return bucket_of_sorted(
+    return bucket_of_guessed(
         pf, _cuts_offset(B), B - 1, s, pf[PF_GRID_KIND], pf[PF_GRID_Z0], pf[PF_GRID_INV_STEP]
     )
 
