@@ -29,3 +29,21 @@ settings.load_profile(os.environ.get("STREAMCAL_HYPOTHESIS_PROFILE", "streamcal"
 def rng():
     """A seeded generator: every test that draws random data is reproducible."""
     return np.random.default_rng(20261122)
+
+
+@pytest.fixture(scope="session")
+def click_stream(tmp_path_factory):
+    """Generated click streams in Parquet, written once per session and shared by every module:
+    ``click_stream(n, seed=..., batch_size=...)`` returns the path. Tests read them, never write."""
+    from streamcal.replay import generate
+
+    made = {}
+
+    def make(n: int, *, seed: int, batch_size: int):
+        key = (n, seed, batch_size)
+        if key not in made:
+            folder = tmp_path_factory.mktemp(f"clicks-{n}-{seed}-{batch_size}")
+            made[key] = generate(folder / "clicks.parquet", "click", n=n, seed=seed, batch_size=batch_size)
+        return made[key]
+
+    return make

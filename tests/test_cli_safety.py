@@ -14,14 +14,13 @@ import pytest
 
 import streamcal.replay._replay as replay_module
 from streamcal.cli import main
-from streamcal.replay import ReplayInputError, generate, replay
+from streamcal.replay import ReplayInputError, replay
 from streamcal.replay._replay import _reserve_tmp
 
 
 @pytest.fixture(scope="module")
-def clicks(tmp_path_factory):
-    d = tmp_path_factory.mktemp("safety")
-    return generate(d / "clicks.parquet", "click", n=3_000, seed=4, batch_size=1_000)
+def clicks(click_stream):
+    return click_stream(3_000, seed=4, batch_size=1_000)
 
 
 @pytest.fixture

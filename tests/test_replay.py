@@ -152,9 +152,8 @@ def events():
 
 
 @pytest.fixture(scope="module")
-def clicks(tmp_path_factory):
-    d = tmp_path_factory.mktemp("clicks")
-    return generate(d / "clicks.parquet", "click", n=3_000, seed=5, batch_size=700)
+def clicks(click_stream):
+    return click_stream(3_000, seed=5, batch_size=700)
 
 
 # ---------------------------------------------------------------- the replay clock

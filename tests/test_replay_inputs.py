@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from streamcal.replay import ReplayInputError, generate, replay
+from streamcal.replay import ReplayInputError, replay
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = "pav,platt,raw"
@@ -21,11 +21,10 @@ OPTIONS = {"refit_every": 200}
 
 
 @pytest.fixture(scope="module")
-def stream(tmp_path_factory):
+def stream(click_stream):
     """A click stream with late labels (timestamps with a time zone, bool labels), 6,000 events,
     written in row groups of 1,000."""
-    d = tmp_path_factory.mktemp("inputs")
-    return generate(d / "clicks.parquet", "click", n=6_000, seed=11, batch_size=1_000)
+    return click_stream(6_000, seed=11, batch_size=1_000)
 
 
 def run(input, tmp_path, tag, **kw):

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from streamcal.replay import generate, replay
+from streamcal.replay import replay
 from streamcal.replay._batch import PLANNED_COLUMN, EventBatch
 from streamcal.replay._engine import InFlight, Planner, plan_batch, plan_flush
 from streamcal.replay._evaluate import default_metrics
@@ -34,9 +34,8 @@ def keyed(batch: EventBatch, key: np.ndarray) -> KeyedBatch:
 
 
 @pytest.fixture(scope="module")
-def clicks(tmp_path_factory):
-    d = tmp_path_factory.mktemp("stages")
-    return generate(d / "clicks.parquet", "click", n=6_000, seed=11, batch_size=2_000)
+def clicks(click_stream):
+    return click_stream(6_000, seed=11, batch_size=2_000)
 
 
 def stream(n: int, seed: int):
