@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 __all__ = [
+    "NOT_SURE_LOW",
     "ONE_BELOW",
     "TINY",
     "add_one_bound",
@@ -36,6 +37,10 @@ __all__ = [
 
 TINY = float(np.finfo(np.float64).tiny)
 ONE_BELOW = 1.0 - float(np.finfo(np.float64).epsneg)  # the largest float64 below 1
+#: 2**-53, the smallest probability whose complement ``1 - p`` is below 1: the pass-through of a
+#: probability score before any label stays in ``[NOT_SURE_LOW, ONE_BELOW]``, both classes' sides
+#: inside the open interval (0, 1).
+NOT_SURE_LOW = 1.0 - ONE_BELOW
 
 
 def finite_prior(pos, total, c: float):

@@ -97,8 +97,10 @@ class RefitCalibrator(StreamingCalibrator):
             self._refit()
 
     def _fallback(self, s: np.ndarray) -> np.ndarray:
+        # before any label: the probability score itself, kept inside the open interval (0, 1)
+        # like every probability these calibrators serve
         if self._identity:
-            return np.clip(s, 0.0, 1.0)
+            return np.minimum(np.maximum(s, _prior.NOT_SURE_LOW), _prior.ONE_BELOW)
         return np.full(s.shape, 0.5)
 
     def _proba_of(self, s: float) -> float:

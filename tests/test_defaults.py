@@ -308,3 +308,32 @@ def test_demos_use_the_defaults_and_their_log_losses_are_finite():
     assert "finite_proba" not in _DEMO_OPTIONS
     rows = run_streaming_demo(n=20_000, window=2_000, out=None)
     assert all(math.isfinite(r["log loss"]) for r in rows)
+
+
+@pytest.mark.parametrize("name", list(DEFAULT_STREAMING))
+def test_before_any_label_a_sure_score_is_passed_through_inside_the_open_interval(name):
+    # before any label a probability score is served as it is, but a model's 0.0 or 1.0 is kept
+    # inside (0, 1), on both faces and for both classes' sides of the river face's answer
+    cal = DEFAULT_STREAMING[name]()
+    p = cal.predict_proba([0.0, 1.0, 0.3])
+    assert p.tolist() == [2.0**-53, 1.0 - 2.0**-53, 0.3]
+    for s in (0.0, 1.0):
+        answer = cal.predict_proba_one({"s": s})
+        assert 0.0 < answer[True] < 1.0
+        assert 0.0 < answer[False] < 1.0
+    assert np.all(cal.predict_llr([0.0, 1.0]) == 0.0)
+
+
+def test_before_any_label_the_exact_map_passes_a_sure_score_through_unchanged():
+    cal = PAVCalibrator(finite_proba=False)
+    assert cal.predict_proba([0.0, 1.0, 0.3]).tolist() == [0.0, 1.0, 0.3]
+    assert cal.predict_proba_one({"s": 0.0})[True] == 0.0
+
+
+@pytest.mark.parametrize("name", list(DEFAULT_STREAMING))
+def test_prequential_from_an_empty_state_serves_no_zero_or_one_for_sure_scores(name):
+    s = np.array([0.0, 1.0, 0.0, 1.0, 0.5])
+    y = np.array([0, 1, 0, 1, 1])
+    p, llr = DEFAULT_STREAMING[name]().prequential(s, y)
+    assert np.all((p > 0.0) & (p < 1.0))
+    assert np.all(np.isfinite(llr))

@@ -142,6 +142,7 @@ _ALL = np.int64(-1)  # "every bucket changed": a full rebuild
 # test (at most total**2 < 2**52) are exact in float64.
 EXACT_TOTAL = 2.0**26
 _ONE_BELOW = 1.0 - 2.0**-53  # the largest double below 1
+_NOT_SURE_LOW = 2.0**-53  # the smallest p whose complement 1 - p is below 1
 
 # Per-bucket records after the header (field b of bucket k at header + _PF_RECORD * k + b in pf,
 # header + _PI_RECORD * k + b in pi), then the stack scratch in records of _STACK_RECORD fields,
@@ -675,11 +676,17 @@ def pav_predict_one(pf, b, s):
 @jit_noalloc(forceinline=True)
 def pav_proba_out(pf, p):
     """The probability served for a raw PAV value ``p``: ``p`` itself, or under the finite rule
-    ``clip(p, lo, hi)`` (the augmented PAV's value, never exactly 0 or 1)."""
-    if pf[PF_FINITE_PROBA] > 0.5 and pf[PF_HEAD] != -1.0:
-        lo = pf[PF_LO]
-        hi = pf[PF_HI]
-        q = lo if lo > p else p  # min(max(p, lo), hi), NaN stays NaN
+    ``clip(p, lo, hi)`` (the augmented PAV's value, never exactly 0 or 1; before any weight the
+    identity fallback's score within ``[2**-53, 1 - 2**-53]``, both classes' sides inside (0, 1))."""
+    if pf[PF_FINITE_PROBA] > 0.5:
+        lo = _NOT_SURE_LOW
+        hi = _ONE_BELOW
+        if pf[PF_HEAD] != -1.0:
+            lo = pf[PF_LO]
+            hi = pf[PF_HI]
+        # min(max(p, lo), hi), NaN stays NaN; before any weight, the probability score itself
+        # inside the open interval (0, 1)
+        q = lo if lo > p else p
         return hi if hi < q else q
     return p
 
