@@ -38,10 +38,13 @@ from streamcal._validation import (
     as_1d_float,
     as_binary_label,
     as_binary_labels,
+    bad_score_message,
+    check_event_time,
+    check_event_weight,
     check_learn_arrays,
     check_same_length,
     check_scalar,
-    is_real_number,
+    score_from_dict,
 )
 from streamcal.buckets import Buckets, as_buckets, check_edges
 from streamcal.merging import Mergeable, merge
@@ -476,51 +479,11 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
                 s = x[key]
                 if type(s) is float and self._score_low <= s <= self._score_high:
                     return s
-        if type(x) is not dict and not isinstance(x, dict):
-            msg = f"`x` must be a dict holding the score; got a {type(x).__name__}."
-            raise TypeError(msg)
-        key = self.score_key
-        if key is None:
-            if len(x) != 1:
-                msg = (
-                    f"`x` must hold exactly one value, the score, when `score_key` is None; got "
-                    f"{len(x)} keys: {list(x)[:5]!r}. Pass score_key= to name the score."
-                )
-                raise ValueError(msg)
-            s = next(iter(x.values()))
-        else:
-            if key not in x:
-                msg = f"`x` has no score under score_key={key!r}; its keys are {list(x)[:5]!r}."
-                raise KeyError(msg)
-            s = x[key]
-        if type(s) is not float:
-            if not is_real_number(s):
-                msg = (
-                    f"`{self._score_name(x)}` must be a real number (the score); got {s!r} of type {type(s).__name__}."
-                )
-                raise TypeError(msg)
-            s = _as_float(s, self._score_name(x))
-        if not (self._score_low <= s <= self._score_high):  # the range is finite: also ±inf, NaN
-            raise ValueError(self._bad_score_message(s, self._score_name(x), ""))
-        return s
+        return score_from_dict(x, self.score_key, self._score_low, self._score_high, self._bucket_kind)
 
     def _bad_score_message(self, s: float, name: str, where: str) -> str:
         """The error of a score outside the valid range (``where``: " at position i" or "")."""
-        if not math.isfinite(s):
-            return f"`{name}` must be finite; got {s!r}{where}."
-        if self._score_low == 0.0 and self._score_high == 1.0:
-            return (
-                f"`{name}` must hold probabilities in [0, 1] for {self._bucket_kind} buckets; got "
-                f"{s!r}{where}. For other scores use UniformGrid, QuantileEdges or Edges."
-            )
-        return (
-            f"`{name}` must lie in [{self._score_low}, {self._score_high}] for {self._bucket_kind} "
-            f"buckets; got {s!r}{where}."
-        )
-
-    def _score_name(self, x: dict) -> str:
-        key = next(iter(x)) if self.score_key is None else self.score_key
-        return f"x[{key!r}]"
+        return bad_score_message(s, name, where, self._score_low, self._score_high, self._bucket_kind)
 
     def _check_scores(self, scores) -> np.ndarray:
         """The array face's score check: what ``_score_of`` accepts one by one, as an array."""
@@ -540,32 +503,14 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         else:
             label = 1.0 if as_binary_label(y, "y") else 0.0
         if type(w) is not float or not (0.0 <= w <= _MAX_WEIGHT):
-            if not is_real_number(w):
-                msg = f"`w` must be a finite non-negative number; got {w!r} of type {type(w).__name__}."
-                raise TypeError(msg)
-            w = _as_float(w, "w")
-            if not (0.0 <= w < math.inf):
-                msg = f"`w` must be finite and non-negative; got {w!r}."
-                raise ValueError(msg)
-            if w > _MAX_WEIGHT:
-                msg = f"`w` must be at most {_MAX_WEIGHT:g} (the largest weight of one event); got {w!r}."
-                raise ValueError(msg)
+            w = check_event_weight(w, _MAX_WEIGHT)
         if t is None:
             if self._hist.uses_times:
                 msg = f"{self._window_name()} needs event times: pass `t=` to learn_one."
                 raise ValueError(msg)
             t = 0.0
         else:
-            if not is_real_number(t):
-                msg = f"`t` must be a finite number; got {t!r} of type {type(t).__name__}."
-                raise TypeError(msg)
-            t = _as_float(t, "t")
-            if not math.isfinite(t):
-                msg = f"`t` must be a finite number; got {t!r}."
-                raise ValueError(msg)
-            if self._hist.uses_times and t < self._last_time():
-                msg = f"`t` must not go backwards; got {t!r} after the last learned time {self._last_time()!r}."
-                raise ValueError(msg)
+            t = check_event_time(t, self._hist.last_time() if self._hist.uses_times else None)
         return label, w, t
 
     def _window_name(self) -> str:
@@ -920,10 +865,4 @@ def _finite_range(score_range) -> tuple[float, float]:
     return max(low, -big), min(high, big)
 
 
-def _as_float(value, name: str) -> float:
-    """``float(value)`` of a real number; a ValueError naming ``name`` when it is beyond float64."""
-    try:
-        return float(value)
-    except OverflowError:
-        msg = f"`{name}` must be a number within the float64 range; got {value!r}."
-        raise ValueError(msg) from None
+

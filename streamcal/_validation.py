@@ -22,17 +22,22 @@ __all__ = [
     "as_1d_array",
     "as_1d_float",
     "as_binary_labels",
+    "as_event_float",
     "as_finite",
     "as_nonneg_weights",
     "as_probabilities",
     "as_real_array",
+    "bad_score_message",
     "call_repr",
+    "check_event_time",
+    "check_event_weight",
     "check_learn_arrays",
     "check_refit_every",
     "check_same_length",
     "check_scalar",
     "fmt",
     "is_real_number",
+    "score_from_dict",
 ]
 
 
@@ -535,3 +540,90 @@ def _same(value, default) -> bool:
         return type(value) is type(default) and bool(value == default)
     except (TypeError, ValueError):
         return False
+
+
+# ---------------------------------------------------------------------------------------------
+# the river face: one event's score, weight and time (the checks behind each calibrator's fast path)
+
+
+def as_event_float(value, name: str) -> float:
+    """``float(value)`` of a real number; a ValueError naming ``name`` when it is beyond float64."""
+    try:
+        return float(value)
+    except OverflowError:
+        msg = f"`{name}` must be a number within the float64 range; got {value!r}."
+        raise ValueError(msg) from None
+
+
+def bad_score_message(s: float, name: str, where: str, low: float, high: float, bucket_kind: str) -> str:
+    """The error of a score outside ``[low, high]`` (``where``: " at position i" or "")."""
+    if not math.isfinite(s):
+        return f"`{name}` must be finite; got {s!r}{where}."
+    if low == 0.0 and high == 1.0:
+        return (
+            f"`{name}` must hold probabilities in [0, 1] for {bucket_kind} buckets; got "
+            f"{s!r}{where}. For other scores use UniformGrid, QuantileEdges or Edges."
+        )
+    return f"`{name}` must lie in [{low}, {high}] for {bucket_kind} buckets; got {s!r}{where}."
+
+
+def score_from_dict(x, score_key, low: float, high: float, bucket_kind: str) -> float:
+    """The score held by a river ``x`` dict: the value under ``score_key``, or its one value when
+    ``score_key`` is None; a real number within ``[low, high]`` (a finite range, so also no ±inf
+    or NaN). Errors name the key."""
+    if type(x) is not dict and not isinstance(x, dict):
+        msg = f"`x` must be a dict holding the score; got a {type(x).__name__}."
+        raise TypeError(msg)
+    if score_key is None:
+        if len(x) != 1:
+            msg = (
+                f"`x` must hold exactly one value, the score, when `score_key` is None; got "
+                f"{len(x)} keys: {list(x)[:5]!r}. Pass score_key= to name the score."
+            )
+            raise ValueError(msg)
+        key = next(iter(x))
+    else:
+        key = score_key
+        if key not in x:
+            msg = f"`x` has no score under score_key={key!r}; its keys are {list(x)[:5]!r}."
+            raise KeyError(msg)
+    s = x[key]
+    name = f"x[{key!r}]"
+    if type(s) is not float:
+        if not is_real_number(s):
+            msg = f"`{name}` must be a real number (the score); got {s!r} of type {type(s).__name__}."
+            raise TypeError(msg)
+        s = as_event_float(s, name)
+    if not (low <= s <= high):
+        raise ValueError(bad_score_message(s, name, "", low, high, bucket_kind))
+    return s
+
+
+def check_event_weight(w, max_weight: float) -> float:
+    """One event's weight ``w``: a real number in ``[0, max_weight]``."""
+    if not is_real_number(w):
+        msg = f"`w` must be a finite non-negative number; got {w!r} of type {type(w).__name__}."
+        raise TypeError(msg)
+    w = as_event_float(w, "w")
+    if not (0.0 <= w < math.inf):
+        msg = f"`w` must be finite and non-negative; got {w!r}."
+        raise ValueError(msg)
+    if w > max_weight:
+        msg = f"`w` must be at most {max_weight:g} (the largest weight of one event); got {w!r}."
+        raise ValueError(msg)
+    return w
+
+
+def check_event_time(t, last_time: float | None) -> float:
+    """One event's time ``t``: a finite real number, not before ``last_time`` (None: no order)."""
+    if not is_real_number(t):
+        msg = f"`t` must be a finite number; got {t!r} of type {type(t).__name__}."
+        raise TypeError(msg)
+    t = as_event_float(t, "t")
+    if not math.isfinite(t):
+        msg = f"`t` must be a finite number; got {t!r}."
+        raise ValueError(msg)
+    if last_time is not None and t < last_time:
+        msg = f"`t` must not go backwards; got {t!r} after the last learned time {last_time!r}."
+        raise ValueError(msg)
+    return t
