@@ -25,7 +25,6 @@ import copy
 import inspect
 import math
 import numbers
-from bisect import bisect_right
 
 import numpy as np
 from river import base
@@ -46,7 +45,7 @@ from streamcal._validation import (
     check_scalar,
     score_from_dict,
 )
-from streamcal.buckets import Buckets, as_buckets, check_edges
+from streamcal.buckets import Buckets, as_buckets, bucket_of_score, check_edges
 from streamcal.merging import Mergeable, merge
 from streamcal.persist import Persistable
 from streamcal.windows import Window, as_window
@@ -553,7 +552,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
                 return
             if hist.grows_ring:
                 self._ensure_ring(1)
-            self._learn_bucket(bisect_right(hist.cuts_list, s), s, label, w, t)
+            self._learn_bucket(bucket_of_score(hist.cuts_list, s), s, label, w, t)
         finally:
             lock.release()
 

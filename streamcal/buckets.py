@@ -33,6 +33,7 @@ floats are refused. The calibrator stores the value as given; the strategy is de
 
 from __future__ import annotations
 
+import bisect
 import numbers
 import re
 
@@ -56,6 +57,13 @@ __all__ = [
 #: The most buckets a grid strategy makes: the bucket guide indexes buckets with int32, and
 #: beyond a few million buckets the per-bucket state and its lists cost gigabytes.
 MAX_BUCKETS = 2**24
+
+
+#: The bucket of one score, ``bucket_of_score(cuts, s)``: the number of interior cuts (a sorted
+#: list) at or below ``s``, by Python's binary search (the river face's per-event path). The
+#: array face and the compiled kernels find the same bucket with ``histogram.bucket_of``
+#: (:func:`bucket_index`); ``tests/test_buckets.py`` checks that they agree.
+bucket_of_score = bisect.bisect_right
 
 
 def bucket_index(edges, scores) -> np.ndarray:

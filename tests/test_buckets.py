@@ -87,8 +87,11 @@ GUIDE_CUTS = {
 GUIDED = {"two", "clustered", "huge span", "tiny span"}  # the cases that get a guide
 
 
-@pytest.mark.parametrize("cuts", [*GUIDE_CUTS.values(), *(g.bucket_edges()[1:-1] for g in GRIDS)],
-                         ids=[*GUIDE_CUTS, *(repr(g) for g in GRIDS)])
+@pytest.mark.parametrize(
+    "cuts",
+    [*GUIDE_CUTS.values(), *(g.bucket_edges()[1:-1] for g in GRIDS)],
+    ids=[*GUIDE_CUTS, *(repr(g) for g in GRIDS)],
+)
 def test_guided_bucket_search_equals_binary_search(cuts, rng):
     cuts = np.asarray(cuts, dtype=np.float64)
     spread = [-1.7e308, -1e300, -1.0, 0.0, 5e-324, 1e-300, 0.5, 1.0, 2.0, 1e300, 1.7e308]
@@ -219,3 +222,19 @@ def test_quantile_warmup_buffers_then_replays_every_event(rng):
     assert cal.window_weight == ref.window_weight
     grid = np.linspace(-3, 3, 50)
     np.testing.assert_array_equal(cal.predict_proba(grid), ref.predict_proba(grid))
+
+
+@pytest.mark.parametrize(
+    "strategy", [LogitGrid(64), UniformGrid(37, low=-3.0, high=5.0), Edges((0.0, 0.1, 0.1001, 0.5, 2.0))]
+)
+def test_the_river_face_and_the_kernels_find_the_same_bucket(strategy, rng):
+    from streamcal.buckets import bucket_of_score
+
+    edges = np.asarray(strategy.bucket_edges(), dtype=np.float64)
+    cuts = edges[1:-1]
+    lo, hi = float(edges[0]), float(edges[-1])
+    near = np.concatenate([cuts, np.nextafter(cuts, -np.inf), np.nextafter(cuts, np.inf)])
+    scores = np.concatenate([rng.uniform(lo, hi, 2000), near, [lo, hi]])
+    cut_list = cuts.tolist()
+    one_by_one = [bucket_of_score(cut_list, float(s)) for s in scores]
+    assert one_by_one == bucket_index(edges, scores).tolist()
