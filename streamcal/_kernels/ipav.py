@@ -166,10 +166,6 @@ BEND = PI_HEADER + _BEND
 BPREV = PI_HEADER + _BPREV
 BNEXT = PI_HEADER + _BNEXT
 
-# Former names, still used outside the kernels.
-_RF, _RI, _S, _FOWN, FOWN = _PF_RECORD, _PI_RECORD, _STACK_RECORD, _FIT_OWNER, FIT_OWNER
-PF_IDENTITY = PF_PROBABILITY_INPUTS
-
 
 def pav_state_sizes(n_buckets: int) -> tuple[int, int]:
     """Lengths of the ``pf`` and ``pi`` arrays for ``n_buckets`` buckets."""

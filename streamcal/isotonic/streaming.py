@@ -6,7 +6,6 @@ import numbers
 import os
 import sys
 import threading
-from bisect import bisect_right
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 
@@ -17,7 +16,7 @@ from streamcal._kernels import ipav as _k
 from streamcal._kernels._config import entry_point
 from streamcal._streaming import OP_PREDICT, OP_PREQUENTIAL, SavedName, StreamingCalibrator
 from streamcal._validation import check_scalar
-from streamcal.buckets import Buckets, LogitGrid
+from streamcal.buckets import Buckets, LogitGrid, bucket_of_score
 from streamcal.windows import Window
 
 __all__ = ["PAVCalibrator"]
@@ -289,7 +288,7 @@ class PAVCalibrator(StreamingCalibrator):
             s = self._score_of(x)
             label, w, t = self._check_one(y, w, t)
             if self._lock.marking:  # called inside this thread's own marked section: the views' kernel
-                self._learn_bucket(bisect_right(self._hist.cuts_list, s), s, label, w, t)
+                self._learn_bucket(bucket_of_score(self._hist.cuts_list, s), s, label, w, t)
             elif not self._learn_packed(self._packed, s, label, w, t):  # it refuses what the checks reject
                 raise RuntimeError(f"internal error: the checked event (score {s!r}, weight {w!r}) was refused")
 
@@ -435,14 +434,15 @@ class PAVCalibrator(StreamingCalibrator):
         for name, i in (("whole-number flag", _k.PI_INTEGRAL), ("exact flag", _k.PI_EXACT)):
             if int(pi[i]) not in (0, 1):
                 c.fail(f"`_pi` {name}: expected 0 or 1; found {int(pi[i])}.")
-        if pf.size == _k.PF_HEADER + (_k._RF - 1 + _k._S + 1) * B:  # format version 1: rebuilt on loading
+        # format version 1: rebuilt on loading
+        if pf.size == _k.PF_HEADER + (_k._PF_RECORD - 1 + _k._STACK_RECORD + 1) * B:
             return
         if pf.size != nf:
             c.fail(f"`_pf`: expected {nf} values for {B} buckets; found {pf.size}.")
         header = {
             "pseudo-count": (_k.PF_PSEUDO, float(self.llr_pseudo_count)),
             "interpolation flag": (_k.PF_LINEAR, 1.0 if self._linear else 0.0),
-            "identity flag": (_k.PF_IDENTITY, 1.0 if self._identity else 0.0),
+            "probability-inputs flag": (_k.PF_PROBABILITY_INPUTS, 1.0 if self._identity else 0.0),
             "finite-probability flag": (_k.PF_FINITE_PROBA, 1.0 if self.finite_proba else 0.0),
         }
         for name, (i, want) in header.items():
@@ -451,7 +451,7 @@ class PAVCalibrator(StreamingCalibrator):
         grid = pf[_k.PF_GRID_KIND : _k.PF_GRID_INV_STEP + 1]
         if grid[0] not in (0.0, 1.0, 2.0) or not np.isfinite(grid).all():
             c.fail("`_pf` bucket search grid: expected a grid kind of 0, 1 or 2 and finite coefficients.")
-        cuts_at = _k.PF_HEADER + (_k._RF + _k._S) * B
+        cuts_at = _k.PF_HEADER + (_k._PF_RECORD + _k._STACK_RECORD) * B
         if not (
             np.array_equal(_k.pav_field(pf, B, _k._CENTRES), self._centres)
             and np.array_equal(pf[cuts_at : cuts_at + B - 1], self._cuts)
@@ -464,7 +464,7 @@ class PAVCalibrator(StreamingCalibrator):
             if ((values < -1) | (values >= B)).any():
                 k = int(np.flatnonzero((values < -1) | (values >= B))[0])
                 c.fail(f"`_pi` {name} of bucket {k}: expected -1 or a bucket in [0, {B - 1}]; found {int(values[k])}.")
-        owners = _k.pav_field(pf, B, _k._FOWN)
+        owners = _k.pav_field(pf, B, _k._FIT_OWNER)
         bad = ~((owners == -1.0) | ((owners >= 0.0) & (owners < B) & (owners == np.floor(owners))))
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
@@ -474,13 +474,13 @@ class PAVCalibrator(StreamingCalibrator):
         c.need_finite(_k.pav_field(pf, B, _k._BNEG), "_pf block negative weights", low=0.0)
         pf_again, pi_again = pf.copy(), pi.copy()
         _k.pav_rebuild_inplace(self._sf, self._si, pf_again, pi_again)
-        scratch_f = slice(_k.PF_HEADER + _k._RF * B, cuts_at)
-        scratch_i = slice(_k.PI_HEADER + _k._RI * B, ni)
+        scratch_f = slice(_k.PF_HEADER + _k._PF_RECORD * B, cuts_at)
+        scratch_i = slice(_k.PI_HEADER + _k._PI_RECORD * B, ni)
         pf_again[scratch_f] = pf[scratch_f]
         pi_again[scratch_i] = pi[scratch_i]
         for name, loaded, again, header, record in (
-            ("_pf", pf, pf_again, _k.PF_HEADER, _k._RF),
-            ("_pi", pi, pi_again, _k.PI_HEADER, _k._RI),
+            ("_pf", pf, pf_again, _k.PF_HEADER, _k._PF_RECORD),
+            ("_pi", pi, pi_again, _k.PI_HEADER, _k._PI_RECORD),
         ):
             differ = np.flatnonzero(loaded.view(np.int64) != again.view(np.int64))  # bit for bit
             if differ.size:
@@ -525,10 +525,10 @@ class PAVCalibrator(StreamingCalibrator):
     # one score through the array face's kernel, which a marked section may call (the river face
     # calls the packed entry points itself)
     def _proba_of(self, s: float) -> float:
-        return float(self._predict_arrays(np.array([bisect_right(self._hist.cuts_list, s)]), np.array([s]))[0][0])
+        return float(self._predict_arrays(np.array([bucket_of_score(self._hist.cuts_list, s)]), np.array([s]))[0][0])
 
     def _llr_of(self, s: float) -> float:
-        return float(self._predict_arrays(np.array([bisect_right(self._hist.cuts_list, s)]), np.array([s]))[1][0])
+        return float(self._predict_arrays(np.array([bucket_of_score(self._hist.cuts_list, s)]), np.array([s]))[1][0])
 
     def _threads(self, n: int) -> int:
         threads = (os.cpu_count() or 1) if self.n_jobs == -1 else (self.n_jobs or 1)
