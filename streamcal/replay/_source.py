@@ -723,28 +723,28 @@ def _convert(batch, plan: _Plan, row0: int, index0: int, label_delay: float | No
     def where(role: str, i: int) -> str:
         return source.where(roles[role], row0 + i)
 
-    s_arr = col(roles["score"])
-    if s_arr.null_count:
-        i = _first(np.asarray(s_arr.is_null()))
-        msg = f"{where('score', i)}: the score is null."
-        raise ReplayInputError(msg)
-    s = np.asarray(s_arr.to_numpy(zero_copy_only=False), dtype=np.float64)
+    def floats(role: str) -> np.ndarray:
+        """The column of ``role`` as float64; a null is an error naming its row."""
+        arr = col(roles[role])
+        if arr.null_count:
+            i = _first(np.asarray(arr.is_null()))
+            msg = f"{where(role, i)}: the {role} is null."
+            raise ReplayInputError(msg)
+        return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+    s = floats("score")
     bad = ~np.isfinite(s)
     if bad.any():
         i = _first(bad)
         msg = f"{where('score', i)}: the score must be finite; got {float(s[i])!r}."
         raise ReplayInputError(msg)
-    y_arr = col(roles["label"])
-    if y_arr.null_count:
-        i = _first(np.asarray(y_arr.is_null()))
-        msg = f"{where('label', i)}: the label is null."
-        raise ReplayInputError(msg)
-    y = np.asarray(y_arr.to_numpy(zero_copy_only=False), dtype=np.float64)
+    y = floats("label")
     bad = (y != 0.0) & (y != 1.0)
     if bad.any():
         i = _first(bad)
+        given = col(roles["label"])[i].as_py()
         msg = (
-            f"{where('label', i)}: the label must be binary (0/1 or False/True); got {y_arr[i].as_py()!r} "
+            f"{where('label', i)}: the label must be binary (0/1 or False/True); got {given!r} "
             f"(choose the label column with {opt('label_col', 'NAME')})."
         )
         raise ReplayInputError(msg)
@@ -783,12 +783,7 @@ def _convert(batch, plan: _Plan, row0: int, index0: int, label_delay: float | No
         label_t = None
     w = None
     if "weight" in roles:
-        w_arr = col(roles["weight"])
-        if w_arr.null_count:
-            i = _first(np.asarray(w_arr.is_null()))
-            msg = f"{where('weight', i)}: the weight is null."
-            raise ReplayInputError(msg)
-        w = np.asarray(w_arr.to_numpy(zero_copy_only=False), dtype=np.float64)
+        w = floats("weight")
         bad = ~(np.isfinite(w) & (w >= 0.0))
         if bad.any():
             i = _first(bad)
