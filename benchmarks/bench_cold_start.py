@@ -9,8 +9,14 @@ The package directory is copied (without ``__pycache__``) to a temporary directo
 run, so numba's on-disk cache (``cache=True`` writes next to the source) starts empty, and its
 Python bytecode is compiled, as ``pip install`` does; the child processes import that copy
 (``PYTHONPATH``; ``NUMBA_CACHE_DIR`` unset). The first run on a copy is the cold one (compiles
-the kernels and writes the cache); the runs after it on the same copy are warm (load the cache). Each figure is a whole process, interpreter start to exit: wall time, and CPU time
-(user + system of the child, which is steadier on a shared machine). Medians.
+the kernels and writes the cache); the runs after it on the same copy are warm (load the cache).
+Each figure is a whole process, interpreter start to exit: wall time, and CPU time (user +
+system of the child, which is steadier on a shared machine). Medians.
+
+Scenarios: a first ``prequential`` of 5,000 events (which the default allowance of interpreted
+events covers: it runs the kernels' Python source and never imports numba), the same with the
+allowance 0 (``STREAMCAL_INTERPRETED_EVENTS=0``: compiled from the first call), one of 100,000
+events (beyond the allowance: compiled), and the river face with the default allowance and 0.
 
 Baselines, in the same run: the bare interpreter, ``import numpy, numba, river`` (what any numba
 calibrator needs), ``import numba, river, pyarrow, scipy``, and the numba floor: a process that
@@ -38,8 +44,8 @@ PREQUENTIAL = """
 import numpy as np
 from streamcal import PAVCalibrator
 rng = np.random.default_rng(0)
-s = rng.uniform(size=5000)
-y = rng.uniform(size=5000) < s
+s = rng.uniform(size={n})
+y = rng.uniform(size={n}) < s
 PAVCalibrator().prequential(s, y)
 """
 
@@ -68,17 +74,24 @@ BASELINES = {
     "import numpy, numba, river": "import numpy, numba, river",
     "import numba, river, pyarrow, scipy": "import numba, river, pyarrow, scipy",
 }
+COMPILED_AT_ONCE = {"STREAMCAL_INTERPRETED_EVENTS": "0"}
+# name -> (code, environment variables); the default allowance unless told
 SCENARIOS = {
-    "numba floor: one cached @njit call": "import numpy, river, numba_floor; numba_floor.one_more(1.0)",
-    "import streamcal": "import streamcal",
-    "first prequential (5,000 events)": PREQUENTIAL,
-    "river face (2,000 predict + learn)": RIVER,
+    "numba floor: one cached @njit call": ("import numpy, river, numba_floor; numba_floor.one_more(1.0)", {}),
+    "import streamcal": ("import streamcal", {}),
+    "first prequential (5,000 events)": (PREQUENTIAL.format(n=5_000), {}),
+    "first prequential (5,000), allowance 0": (PREQUENTIAL.format(n=5_000), COMPILED_AT_ONCE),
+    "first prequential (100,000 events)": (PREQUENTIAL.format(n=100_000), {}),
+    "river face (2,000 predict + learn)": (RIVER, {}),
+    "river face, allowance 0": (RIVER, COMPILED_AT_ONCE),
 }
 
 
-def run(code: str, pythonpath: str) -> tuple[float, float]:
+def run(code: str, pythonpath: str, extra_env: dict | None = None) -> tuple[float, float]:
     """Wall and CPU (user + system) seconds of ``python -c code``, a whole process."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_") and k != "PYTHONDONTWRITEBYTECODE"}
+    drop = ("PYTHONDONTWRITEBYTECODE", "STREAMCAL_INTERPRETED_EVENTS")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_") and k not in drop}
+    env.update(extra_env or {})
     env["PYTHONPATH"] = pythonpath
     t = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=pythonpath)
@@ -126,12 +139,12 @@ def main(argv=None):
         rows = {}
         for name, code in BASELINES.items():
             rows[name] = (None, median_pair([run(code, tmp) for _ in range(args.cold * args.warm)]))
-        for name, code in SCENARIOS.items():
+        for name, (code, env) in SCENARIOS.items():
             cold, warm = [], []
             for _ in range(args.cold):
                 where = str(fresh_copy(parent))
-                cold.append(run(code, where))
-                warm.extend(run(code, where) for _ in range(args.warm))
+                cold.append(run(code, where, env))
+                warm.extend(run(code, where, env) for _ in range(args.warm))
             rows[name] = (median_pair(cold), median_pair(warm))
     floor = rows["numba floor: one cached @njit call"][1][1]
     header = f"{'whole process, seconds':40s} {'cold wall':>9s} {'cold CPU':>9s} {'warm wall':>9s} {'warm CPU':>9s}"

@@ -29,6 +29,7 @@ _EXPORTS = {
     "merge": "streamcal.merging",
     "save": "streamcal.persist",
     "load": "streamcal.persist",
+    "use_compiled_kernels": "streamcal._kernels._config",
 }
 
 _SUBMODULES = {

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 
 __all__ = [
@@ -125,7 +126,9 @@ def replayed(
     weight) in order at ``replay_times`` (the kernel expires what a time window drops)."""
     floats, ints = _h.empty_state(n_buckets, capacity, window_code)
     buckets, labels, weights = events
-    _h.histogram_learn_many_inplace(
+    _config.run(
+        _h.histogram_learn_many_inplace,
+        len(buckets),
         floats,
         ints,
         np.ascontiguousarray(buckets, dtype=np.intp),
@@ -230,7 +233,7 @@ class WindowedHistogram:
         the position of the first score that is not finite or outside ``[low, high]`` (-1: none;
         then the buckets are not all written)."""
         b = np.empty(s.size, dtype=np.intp)
-        bad = _h.check_bucket_index(self.cuts, self.guide, low, high, s, b)
+        bad = _config.run(_h.check_bucket_index, s.size, self.cuts, self.guide, low, high, s, b)
         return b, bad
 
     # reading ------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import numba
 import pytest
 
 import streamcal
-from streamcal._kernels import histogram, ipav
+from streamcal._kernels import _config, histogram, ipav
 
 # What a first ``prequential`` compiles today: the array kernels (bucket search, prequential
 # loop, finite-LLR refresh) and the helpers they call. A little room for a new helper; a
@@ -75,7 +75,8 @@ def first_calls(tmp_path_factory):
     after a first ``prequential``, then after a first river-face ``learn_one`` and
     ``predict_proba_one``; and the kernels compiled for LLVM to inline (``alwaysinline``)."""
     root = str(Path(streamcal.__file__).resolve().parents[1])
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path_factory.mktemp("numba_cache"))}
+    # allowance 0: the first call compiles (``_config``; ``test_tiers.py`` covers the interpreted tier)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path_factory.mktemp("numba_cache")), "STREAMCAL_INTERPRETED_EVENTS": "0"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     result = subprocess.run(
         [sys.executable, "-c", PROBE], env=env, cwd=root, capture_output=True, text=True, check=False
@@ -115,6 +116,7 @@ def test_helpers_are_inlined_by_llvm_not_by_numba():
     """numba's ``inline="always"`` copies and re-types a helper at each call site; the kernels
     use LLVM's inlining (``forceinline``) instead, except where a helper returns a view of an
     array (``_config``)."""
+    _config.use_compiled_kernels()  # the kernels are numba dispatchers from here on
     numba_inlined = {
         f"{mod.__name__}.{name}"
         for mod in (histogram, ipav)

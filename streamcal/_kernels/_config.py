@@ -1,4 +1,4 @@
-"""The one place for numba JIT options.
+"""The one place for numba JIT options, and for when the kernels run compiled.
 
 Every kernel is compiled with ``cache=True`` (compiled code is reused across processes) and
 ``nogil=True``. ``fastmath`` is deliberately narrow: only ``nsz`` (signed zeros may be ignored).
@@ -10,12 +10,40 @@ Every kernel is compiled with ``cache=True`` (compiled code is reused across pro
   incremental results equal batch results *exactly* and that kernels equal their ``naive_*``
   references, so summation order and rounding must be the ones the source states. The kernels
   here are branchy and memory-bound; these flags buy nothing measurable there.
+
+Two tiers. Compiling the kernels a first call needs takes seconds on an empty numba cache, and
+even a warm cache costs numba's start-up (importing numba and initialising its compiler, most
+of a second) before the first compiled call. A process's first small calls therefore run the
+kernels' own Python source in the Python interpreter, with numba not even imported: the
+*interpreted* tier. Each call that may be interpreted states how many events it hands the
+kernel (:func:`run`); while the process's allowance (``STREAMCAL_INTERPRETED_EVENTS``, default
+:data:`DEFAULT_INTERPRETED_EVENTS`) covers a call, it runs interpreted; the first call it does
+not cover, and every kernel call that states no events, switches the whole process to the
+*compiled* tier for good (:func:`use_compiled_kernels`). The switch happens once: the rent
+(interpreting, about 50 microseconds per event) is paid only until it would exceed the price of
+buying (loading the compiled kernels), as in the ski-rental rule, so a process that goes on to
+stream millions of events loses a fraction of a second, and one that calibrates a few thousand
+never waits for numba at all.
+
+The tiers give the same bits. The interpreted functions are the kernels' own code, with the
+process's numpy scalars for numba's machine numbers (IEEE float64 and int64 arithmetic alike),
+errors of floating-point arithmetic silenced as numba's ``error_model="numpy"`` leaves them,
+and ``math`` replaced by :data:`_NUMBA_MATH`, whose functions return what numba's do where
+Python's raise (``log(0.0)`` is ``-inf``, not an error). ``tests/test_tiers.py`` runs every
+window kind, weight kind and map through both tiers and compares the outputs and the saved
+states bit for bit.
 """
 
 from __future__ import annotations
 
-import numba
-import numba.core.options
+import functools
+import math
+import os
+import sys
+import threading
+import types
+
+import numpy as np
 
 FASTMATH_FLAGS = frozenset({"nsz"})
 
@@ -64,12 +92,13 @@ JIT_OPTIONS = {
 def jit(func=None, **overrides):
     """``numba.njit`` with streamcal's options; keyword ``overrides`` replace single options.
 
-    Use as ``@jit`` or ``@jit(parallel=False)``.
+    Use as ``@jit`` or ``@jit(parallel=False)``. Until the process switches to compiled kernels
+    the result is a :class:`Kernel`; after the switch, numba's dispatcher itself.
     """
     options = {**JIT_OPTIONS, **overrides}
     if func is None:
-        return lambda f: numba.njit(**options)(f)
-    return numba.njit(**options)(func)
+        return lambda f: _kernel(f, options)
+    return _kernel(func, options)
 
 
 # Reference counting. numba keeps a reference count on every array a compiled function holds:
@@ -88,12 +117,9 @@ def jit(func=None, **overrides):
 # (``ipav.py``), the histogram and windows (``histogram.py``) and the replay plan (``plan.py``):
 # per-event kernels. Elsewhere (the GEV kernels, say) the per-call cost is Python's, and the
 # reference counts are not worth the private option.
-NO_REFCOUNT_OPTIONS = {"_nrt": False} if hasattr(numba.core.options.DefaultOptions, "_nrt") else {}
-
-
 def jit_noalloc(func=None, **overrides):
     """``jit`` for kernels that allocate no arrays: array reference counting compiled out."""
-    return jit(func, **{**NO_REFCOUNT_OPTIONS, **overrides})
+    return jit(func, **{_NO_ALLOC: True, **overrides})
 
 
 def entry_point(kernel, *example_args):
@@ -102,5 +128,309 @@ def entry_point(kernel, *example_args):
     Calling a numba dispatcher types every argument to pick the compiled version, which costs
     more than a per-event kernel's own work; the returned callable skips that. It trusts its arguments: pass
     exactly the types of ``example_args`` (same dtypes, contiguous arrays, Python floats).
+    Switches the process to compiled kernels.
     """
-    return kernel.compile(tuple(numba.typeof(a) for a in example_args))
+    import numba
+
+    return compiled(kernel).compile(tuple(numba.typeof(a) for a in example_args))
+
+
+# --- the two tiers ---------------------------------------------------------------------------
+
+DEFAULT_INTERPRETED_EVENTS = 20_000
+"""Events the interpreted tier may hand kernels in one process, by default.
+
+About half a second of interpreted work (a first ``prequential`` of ``n`` events hands ``2n``:
+the bucket search and the PAV loop each see every event), which is what loading the compiled
+kernels from a warm cache costs: numba's import and start-up."""
+
+_ENV = "STREAMCAL_INTERPRETED_EVENTS"
+_NO_ALLOC = "_streamcal_no_alloc"  # the option ``jit_noalloc`` adds (numba's ``_nrt=False``)
+
+
+def _allowance_from_environment() -> int:
+    text = os.environ.get(_ENV, "").strip()
+    if not text:
+        return DEFAULT_INTERPRETED_EVENTS
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        value = -1
+    if value < 0:
+        msg = f"environment variable {_ENV}={text!r}: expected a whole number of events >= 0 (0: always compiled)."
+        raise ValueError(msg)
+    return value
+
+
+_SWITCH = threading.Lock()  # guards the switch and the allowance
+_compiled = False  # True once the process runs compiled kernels (never False again)
+_allowance = _allowance_from_environment()
+_force_interpreted = False  # tests: interpret every call that states its events
+
+# Held for the whole of each interpreted run of a river-face entry point, and by the array
+# face while it marks a packed state busy: an interpreted entry point is then as indivisible,
+# to other threads, as a compiled one holding the GIL (``PAVCalibrator``'s busy mark).
+INTERPRETER_LOCK = threading.RLock()
+
+_KERNELS: list[Kernel] = []
+_KERNEL_OF_DISPATCHER: dict[int, Kernel] = {}  # id(numba dispatcher) -> its Kernel
+
+
+class Kernel:
+    """A kernel before the process compiles: its Python function and its JIT options.
+
+    Calling it, or asking for any of numba's attributes (``signatures``, ``compile``,
+    ``targetoptions``), switches the process to compiled kernels and forwards to the
+    dispatcher; :func:`run` instead runs ``py_func`` interpreted while the allowance lasts.
+    """
+
+    __slots__ = ("__dict__", "__weakref__", "dispatcher", "options", "py_func")
+
+    def __init__(self, py_func, options: dict):
+        self.py_func = py_func
+        self.options = options
+        self.dispatcher = None
+        functools.update_wrapper(self, py_func)
+
+    def __call__(self, *args):
+        return compiled(self)(*args)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(compiled(self), name)
+
+    def __repr__(self) -> str:
+        return f"<streamcal kernel {self.__module__}.{self.__qualname__}>"
+
+
+def _numba_options(options: dict) -> dict:
+    import numba.core.options
+
+    options = dict(options)
+    if options.pop(_NO_ALLOC, False) and hasattr(numba.core.options.DefaultOptions, "_nrt"):
+        # numba's private ``_nrt`` option, accepted by every numba since 0.19; where a numba
+        # does not know it, the kernel compiles as with ``jit``
+        options["_nrt"] = False
+    return options
+
+
+def _kernel(func, options: dict):
+    kernel = Kernel(func, options)
+    with _SWITCH:
+        _KERNELS.append(kernel)
+        if not _compiled:
+            return kernel
+    return _dispatcher_of(kernel)
+
+
+def _dispatcher_of(kernel: Kernel):
+    if kernel.dispatcher is None:
+        import numba
+
+        kernel.dispatcher = numba.njit(**_numba_options(kernel.options))(kernel.py_func)
+        _KERNEL_OF_DISPATCHER[id(kernel.dispatcher)] = kernel
+    return kernel.dispatcher
+
+
+def is_compiled() -> bool:
+    """Whether the process has switched to compiled kernels."""
+    return _compiled
+
+
+def use_compiled_kernels() -> None:
+    """Switch the process to numba's compiled kernels, for good (a no-op after the first call).
+
+    A process runs its first small calls interpreted, without numba, and switches by itself at
+    the first call its allowance of interpreted events does not cover (``STREAMCAL_INTERPRETED_EVENTS``,
+    default 20,000; docs/first_calls.md). A service that wants every request at compiled speed
+    calls this at start-up, or sets the allowance to 0. Both tiers give the same bits.
+
+    Each kernel then compiles (on a fresh install) or loads from numba's cache at its first
+    call: a first ``PAVCalibrator`` call after the switch costs a few seconds on a fresh
+    install and most of a second after.
+
+    Examples
+    --------
+    >>> import streamcal
+    >>> streamcal.use_compiled_kernels()
+    >>> from streamcal._kernels import _config
+    >>> _config.is_compiled()
+    True
+    """
+    # Every kernel becomes a numba dispatcher, and every module of streamcal that holds a
+    # ``Kernel`` by name holds the dispatcher instead, so compiled kernels call each other as
+    # numba requires.
+    global _compiled
+    with _SWITCH:
+        if _compiled:
+            return
+        for kernel in _KERNELS:
+            _dispatcher_of(kernel)
+        for name, module in list(sys.modules.items()):
+            if module is None or not (name == "streamcal" or name.startswith("streamcal.")):
+                continue
+            for attr, value in list(vars(module).items()):
+                if type(value) is Kernel:
+                    setattr(module, attr, value.dispatcher)
+        _compiled = True
+
+
+def compiled(kernel):
+    """The numba dispatcher of ``kernel`` (a :class:`Kernel` or a dispatcher), switching the
+    process to compiled kernels first if need be."""
+    if type(kernel) is not Kernel:
+        return kernel
+    if kernel.dispatcher is None or not _compiled:
+        use_compiled_kernels()
+    return kernel.dispatcher
+
+
+def may_interpret(events: int) -> bool:
+    """Whether a call handing kernels ``events`` events runs interpreted; if so, its events
+    are taken from the allowance."""
+    global _allowance
+    if _compiled:
+        return False
+    with _SWITCH:
+        if _force_interpreted:
+            return True
+        if _compiled or events > _allowance:
+            return False
+        _allowance -= events
+        return True
+
+
+def run(kernel, events: int, *args):
+    """``kernel(*args)``, interpreted if the allowance covers ``events`` more events.
+
+    A call the allowance does not cover runs compiled, and switches the process to compiled
+    kernels."""
+    if may_interpret(events):
+        return run_interpreted(kernel, *args)
+    return kernel(*args)
+
+
+def run_interpreted(kernel, *args):
+    """``kernel(*args)`` in the interpreted tier, whatever the allowance: its Python source
+    with numpy float64 scalars for Python floats and bools (numba's float64 arguments), numpy's
+    floating-point errors silenced, and scalar results as Python numbers."""
+    function = interpreted(kernel)
+    args = tuple(np.float64(a) if type(a) is float or type(a) is bool else a for a in args)
+    with np.errstate(all="ignore"):
+        result = function(*args)
+    return result.item() if isinstance(result, np.generic) else result
+
+
+def run_entry_point(kernel, *args):
+    """:func:`run_interpreted` for a river-face entry point: under :data:`INTERPRETER_LOCK`."""
+    with INTERPRETER_LOCK:
+        return run_interpreted(kernel, *args)
+
+
+class _Interpreting:
+    """``with interpreting():`` every call that states its events runs interpreted (tests)."""
+
+    def __enter__(self):
+        global _force_interpreted
+        with _SWITCH:
+            _force_interpreted = True
+
+    def __exit__(self, *exc_info):
+        global _force_interpreted
+        with _SWITCH:
+            _force_interpreted = False
+
+
+def interpreting() -> _Interpreting:
+    """A context in which every kernel call that states its events runs interpreted, even in a
+    compiled process: the tests compare the tiers with it."""
+    return _Interpreting()
+
+
+def _kernel_behind(value) -> Kernel | None:
+    if type(value) is Kernel:
+        return value
+    return _KERNEL_OF_DISPATCHER.get(id(value))
+
+
+def _numba_int(x) -> int:
+    """What numba's float-to-int64 conversion gives on x86-64: the nearest integer toward
+    zero, or the "integer indefinite" -2**63 where that is out of range (and for NaN)."""
+    if x != x or not (-(2.0**63) <= x < 2.0**63):
+        return -(2**63)
+    return int(x)
+
+
+def _log(x):
+    return math.log(x) if x > 0.0 else (-math.inf if x == 0.0 else math.nan)
+
+
+def _log1p(x):
+    return math.log1p(x) if x > -1.0 else (-math.inf if x == -1.0 else math.nan)
+
+
+def _exp(x):
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _sqrt(x):
+    return math.sqrt(x) if x >= 0.0 else math.nan
+
+
+_NUMBA_MATH = types.SimpleNamespace(**{k: v for k, v in vars(math).items() if not k.startswith("_")})
+"""``math`` as numba compiles it: NaN or an infinity where Python's ``math`` raises."""
+_NUMBA_MATH.log = _log
+_NUMBA_MATH.log1p = _log1p
+_NUMBA_MATH.exp = _exp
+_NUMBA_MATH.sqrt = _sqrt
+_NUMBA_MATH.floor = lambda x: _numba_int(math.floor(x)) if x == x and abs(x) < math.inf else _numba_int(x)
+_NUMBA_MATH.ceil = lambda x: _numba_int(math.ceil(x)) if x == x and abs(x) < math.inf else _numba_int(x)
+
+_NAMESPACES: dict[str, dict] = {}
+
+
+def _namespace(module_name: str) -> dict:
+    """The globals the interpreted kernels of module ``module_name`` run with: the module's own,
+    with every kernel (or its dispatcher) replaced by its interpreted function and ``math`` by
+    :data:`_NUMBA_MATH`."""
+    namespace = _NAMESPACES.get(module_name)
+    if namespace is None:
+        namespace = dict(vars(sys.modules[module_name]))
+        _NAMESPACES[module_name] = namespace  # before the kernels: modules that import each other
+        namespace["math"] = _NUMBA_MATH
+        for name, value in list(namespace.items()):
+            kernel = _kernel_behind(value)
+            if kernel is not None:
+                namespace[name] = _function_in(kernel, _namespace(kernel.py_func.__module__))
+    return namespace
+
+
+def _function_in(kernel: Kernel, namespace: dict):
+    function = kernel.__dict__.get("_interpreted")
+    if function is None:
+        source = kernel.py_func
+        function = types.FunctionType(
+            source.__code__, namespace, source.__name__, source.__defaults__, source.__closure__
+        )
+        kernel.__dict__["_interpreted"] = function
+    return function
+
+
+def interpreted(kernel):
+    """The interpreted function of ``kernel`` (a :class:`Kernel` or its dispatcher)."""
+    kernel = _kernel_behind(kernel)
+    function = kernel.__dict__.get("_interpreted")
+    if function is None:
+        with INTERPRETER_LOCK:
+            function = _function_in(kernel, _namespace(kernel.py_func.__module__))
+    return function
+
+
+def __getattr__(name: str):
+    if name == "NO_REFCOUNT_OPTIONS":  # numba's options for ``jit_noalloc`` (imports numba)
+        return _numba_options({_NO_ALLOC: True})
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -401,7 +401,7 @@ def window_add_inplace(sf, si, b, y, w, clock, kind):
         half_life = sf[SF_HALF_LIFE]
         exponent = (clock - sf[SF_T0]) / half_life  # may be inf for a huge jump: handled below
         if exponent > DECAY_RENORM_EXPONENT:
-            m = math.floor(exponent)  # a float: no integer conversion, which could overflow
+            m = np.floor(exponent)  # a float (``math.floor`` would convert to an integer, which could overflow)
             t0 = sf[SF_T0] + m * half_life
             rest = (clock - t0) / half_life  # in [0, 1) but for rounding
             if m <= DECAY_FORGET_EXPONENT and -1.0 <= rest <= DECAY_RENORM_EXPONENT:

@@ -716,7 +716,7 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
     ``kind`` is ``sf[SF_KIND]`` (read once by a loop of events: see ``histogram.stored_unit``).
     """
     clock = window_clock(sf, t, kind)
-    if w != math.floor(w) or (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
+    if w != np.floor(w) or (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
         pi[PI_INTEGRAL] = 0
     total = sf[SF_T_POS] + sf[SF_T_NEG] + w  # an upper bound of the total during this update
     pi[PI_EXACT] = 1 if pi[PI_INTEGRAL] == 1 and total < EXACT_TOTAL else 0
@@ -765,7 +765,7 @@ def pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, 
     for i in range(start, stop):
         if ops[i] & 1:
             w = weights[i]
-            if w != math.floor(w):
+            if w != np.floor(w):
                 pi[PI_INTEGRAL] = 0
             clock = window_clock(sf, times[i], kind)
             while window_expire_next_inplace(sf, si, clock, kind) >= 0:

@@ -11,6 +11,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import ipav as _k
 from streamcal._kernels._config import entry_point
@@ -79,7 +80,8 @@ class _MarkingLock:
         if self._depth == 1:
             packed = self._cal.__dict__.get("_packed")  # none while the edges are warming up
             if packed is not None:
-                packed[_k.PACK_BUSY] = 1.0
+                with _config.INTERPRETER_LOCK:  # after any interpreted entry point in flight
+                    packed[_k.PACK_BUSY] = 1.0
         return True
 
     def release(self) -> None:
@@ -105,12 +107,15 @@ def _gil_enabled() -> bool:
 
 
 def _bound_on_first_call(name: str, kernel, n_floats: int):
-    """A stand-in for the river-face kernel ``kernel``: its first call compiles (or loads) the
-    kernel for the packed state and ``n_floats`` float arguments, puts the compiled entry point
-    in its place on the class and calls it. A process that never uses the river face (or never
-    asks for an LLR) compiles none of it."""
+    """A stand-in for the river-face kernel ``kernel``: while the process's allowance of
+    interpreted events lasts (:mod:`streamcal._kernels._config`) it runs the kernel interpreted;
+    then it compiles (or loads) the kernel for the packed state and ``n_floats`` float
+    arguments, puts the compiled entry point in its place on the class and calls it. A process
+    that never uses the river face (or never asks for an LLR) compiles none of it."""
 
     def first_call(packed, *args):
+        if _config.may_interpret(1):
+            return _config.run_entry_point(kernel, packed, *args)
         compiled = entry_point(kernel, packed, *(0.5,) * n_floats)
         setattr(PAVCalibrator, name, compiled)
         return compiled(packed, *args)
@@ -339,7 +344,7 @@ class PAVCalibrator(StreamingCalibrator):
     def _init_map_state(self) -> None:
         self._init_map_state_arrays()
         self._pack()
-        _k.pav_refresh_extremes_inplace(self._hist.floats, self._blocks_floats, self._blocks_ints)
+        _config.run(_k.pav_refresh_extremes_inplace, 0, self._hist.floats, self._blocks_floats, self._blocks_ints)
 
     def _init_map_state_arrays(self) -> None:
         self._linear = self.interpolation == "linear"
@@ -377,7 +382,7 @@ class PAVCalibrator(StreamingCalibrator):
         self._init_map_state_arrays()
         self._blocks_ints[_k.PI_INTEGRAL] = integral
         self._pack()
-        _k.pav_rebuild_inplace(self._hist.floats, self._hist.ints, self._blocks_floats, self._blocks_ints)
+        self._rebuild_blocks()
 
     # derived from the state and the parameters: not saved, rebuilt by ``_pack`` on loading
     _CACHES = (*StreamingCalibrator._CACHES, "_packed", "_fast_learn", "_fast_predict")
@@ -473,7 +478,7 @@ class PAVCalibrator(StreamingCalibrator):
         c.need_finite(_k.pav_field(pf, B, _k._BPOS), "_pf block positive weights", low=0.0)
         c.need_finite(_k.pav_field(pf, B, _k._BNEG), "_pf block negative weights", low=0.0)
         pf_again, pi_again = pf.copy(), pi.copy()
-        _k.pav_rebuild_inplace(self._sf, self._si, pf_again, pi_again)
+        _config.run(_k.pav_rebuild_inplace, 0, self._sf, self._si, pf_again, pi_again)
         scratch_f = slice(_k.PF_HEADER + _k._PF_RECORD * B, cuts_at)
         scratch_i = slice(_k.PI_HEADER + _k._PI_RECORD * B, ni)
         pf_again[scratch_f] = pf[scratch_f]
@@ -507,10 +512,17 @@ class PAVCalibrator(StreamingCalibrator):
         integral = int(self._blocks_ints[_k.PI_INTEGRAL])
         self._init_map_state_arrays()
         self._blocks_ints[_k.PI_INTEGRAL] = integral
-        _k.pav_rebuild_inplace(self._hist.floats, self._hist.ints, self._blocks_floats, self._blocks_ints)
+        self._rebuild_blocks()
+
+    def _rebuild_blocks(self) -> None:
+        """The blocks from a full sweep of the histogram (O(buckets): it states no events)."""
+        state = (self._hist.floats, self._hist.ints, self._blocks_floats, self._blocks_ints)
+        _config.run(_k.pav_rebuild_inplace, 0, *state)
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
-        _k.pav_learn_one_inplace(
+        _config.run(
+            _k.pav_learn_one_inplace,
+            1,
             self._hist.floats,
             self._hist.ints,
             self._blocks_floats,
@@ -554,12 +566,12 @@ class PAVCalibrator(StreamingCalibrator):
         threads = self._threads(b.size)
         prequential = isinstance(ops, int) and ops == OP_PREQUENTIAL
         if threads < 2 and prequential:
-            _k.pav_prequential_inplace(*state, b, s, y, w, t, out_p, out_llr)
+            _config.run(_k.pav_prequential_inplace, b.size, *state, b, s, y, w, t, out_p, out_llr)
             return
         if isinstance(ops, int):
             ops = np.full(b.size, ops, dtype=np.int64)
         if threads < 2 or ops.max() < OP_PREDICT:  # learn-only: one histogram pass is cheaper
-            _k.pav_process_inplace(*state, b, s, y, w, t, ops, out_p, out_llr)
+            _config.run(_k.pav_process_inplace, b.size, *state, b, s, y, w, t, ops, out_p, out_llr)
             return
         cuts = chunk_bounds(ops.size, threads)
         states = [state] + [tuple(a.copy() for a in state) for _ in range(threads - 1)]  # before any runs
@@ -577,5 +589,5 @@ class PAVCalibrator(StreamingCalibrator):
     def _predict_arrays(self, b, s):
         out_p = np.empty(s.size)
         out_llr = np.empty(s.size)
-        _k.pav_predict_many(self._blocks_floats, b, s, out_p, out_llr)
+        _config.run(_k.pav_predict_many, s.size, self._blocks_floats, b, s, out_p, out_llr)
         return out_p, out_llr

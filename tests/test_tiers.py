@@ -1,0 +1,240 @@
+"""The two tiers of kernels (``streamcal._kernels._config``): interpreted first, compiled after.
+
+A process's first small calls run the kernels' Python source without numba; the first call the
+allowance does not cover switches the process to compiled kernels. Both tiers must give the
+same bits, and the switch must happen where the allowance says.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import streamcal
+from streamcal._kernels import _config
+
+HERE = Path(__file__).resolve().parent
+ROOT = str(Path(streamcal.__file__).resolve().parents[1])
+
+
+def _python(code: str, tmp_path, allowance: str | None = None, **env_extra) -> dict:
+    """Run ``code`` in a fresh interpreter (with its numba cache in ``tmp_path`` unless told);
+    its last line of output is JSON."""
+    env = {**os.environ, **env_extra}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, str(HERE), env.get("PYTHONPATH")]))
+    env.pop("STREAMCAL_INTERPRETED_EVENTS", None)
+    if allowance is not None:
+        env["STREAMCAL_INTERPRETED_EVENTS"] = allowance
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def interpreted_results(tmp_path_factory):
+    """Every case of ``tier_cases`` run in a fresh process that never leaves the interpreted tier."""
+    out = tmp_path_factory.mktemp("tiers") / "interpreted.npz"
+    code = f"""
+    import json, runpy, sys
+    sys.argv = ["tier_cases.py", {str(out)!r}]
+    runpy.run_path({str(HERE / "tier_cases.py")!r}, run_name="__main__")
+    print(json.dumps(True))
+    """
+    _python(code, out.parent, allowance=str(10**12))
+    with np.load(out) as data:
+        return {key: data[key] for key in data.files}
+
+
+def test_the_interpreted_tier_never_imports_numba(interpreted_results):
+    assert not bool(interpreted_results["numba imported"])
+
+
+def test_both_tiers_give_the_same_bits(interpreted_results):
+    """Every output of every face (prequential, update, predict, the river face) and every array
+    of the saved state, for each window kind, weight kind, map and bucket layout."""
+    import tier_cases
+
+    _config.use_compiled_kernels()
+    compiled = tier_cases.run_all()
+    interpreted = {k: v for k, v in interpreted_results.items() if k != "numba imported"}
+    assert compiled.keys() == interpreted.keys()
+    differ = [
+        key
+        for key in compiled
+        if compiled[key].shape != interpreted[key].shape
+        or not np.array_equal(tier_cases.bits(compiled[key]), tier_cases.bits(interpreted[key]))
+    ]
+    assert not differ, differ[:10]
+    # the cases reach the edges where Python and numba arithmetic could part: the exact map's 0
+    # and 1, weights of 1e30 (beyond int64, where ``math.floor`` would differ)
+    exact = [v for k, v in compiled.items() if k.startswith("exact-map|") and "_p" in k]
+    assert any(((v == 0.0) | (v == 1.0)).any() for v in exact)
+    huge = [v for k, v in compiled.items() if k.startswith("few-logit-buckets|") and k.endswith("state._sf")]
+    assert all(v.max() >= 1e30 for v in huge)
+    assert huge
+    assert len(compiled) > 400
+
+
+def test_the_cases_run_in_both_tiers_inside_one_process():
+    """``interpreting()`` (for tests) forces the array faces interpreted in a compiled process:
+    the same bits again, for one case of each window kind."""
+    import tier_cases
+
+    _config.use_compiled_kernels()
+    for name in ("count/whole", "decay-time/fractional", "exact-map"):
+        case = tier_cases.cases()[name]
+        s, y, w, t = tier_cases.stream(case, 3)
+        window = case["params"].get("window")
+        times = t if window is not None and window.uses_times else None
+        a = streamcal.PAVCalibrator(**case["params"]).prequential(s, y, weights=w, times=times)
+        with _config.interpreting():
+            b = streamcal.PAVCalibrator(**case["params"]).prequential(s, y, weights=w, times=times)
+        for x, z in zip(a, b, strict=True):
+            assert np.array_equal(tier_cases.bits(x), tier_cases.bits(z)), name
+
+
+SWITCH = """
+import json, sys
+import numpy as np
+from streamcal import PAVCalibrator
+from streamcal._kernels import _config
+
+rng = np.random.default_rng(0)
+s = rng.uniform(size=30_000)
+y = rng.uniform(size=30_000) < s
+cal = PAVCalibrator(window=5_000)
+seen = []
+p1, l1 = cal.prequential(s[:2_000], y[:2_000])
+seen.append(["numba" in sys.modules, _config.is_compiled()])
+p2, l2 = cal.prequential(s[2_000:], y[2_000:])
+seen.append(["numba" in sys.modules, _config.is_compiled()])
+river = []
+for v, label in zip(s[:500].tolist(), y[:500].tolist()):
+    river.append(cal.predict_proba_one({"score": v})[True])
+    cal.learn_one({"score": v}, label)
+print(json.dumps({"seen": seen, "p": np.concatenate([p1, p2]).tolist(), "llr": np.concatenate([l1, l2]).tolist(),
+                  "river": river}))
+"""
+
+
+def test_the_first_call_the_allowance_does_not_cover_switches_the_process(tmp_path):
+    default = _python(SWITCH, tmp_path)
+    assert default["seen"] == [[False, False], [True, True]]
+    always = _python(SWITCH, tmp_path, allowance="0")
+    assert always["seen"] == [[True, True], [True, True]]
+    assert default["p"] == always["p"]
+    assert default["llr"] == always["llr"]
+    assert default["river"] == always["river"]
+
+
+RIVER_SWITCH = """
+import json, sys
+import numpy as np
+from streamcal import PAVCalibrator
+from streamcal._kernels import _config
+
+rng = np.random.default_rng(1)
+cal = PAVCalibrator(window=300)
+out, switched_at = [], None
+for i in range(1_500):
+    v = float(rng.uniform())
+    out.append(cal.predict_proba_one({"score": v})[True])
+    out.append(cal.predict_llr_one({"score": v}))
+    cal.learn_one({"score": v}, bool(rng.uniform() < v))
+    if switched_at is None and _config.is_compiled():
+        switched_at = i
+print(json.dumps({"out": out, "switched_at": switched_at, "types": sorted({type(v).__name__ for v in out})}))
+"""
+
+
+def test_the_river_face_switches_mid_stream_without_a_seam(tmp_path):
+    """Each river-face call takes one event of the allowance; the event after the last one the
+    allowance covers runs compiled, and the stream's answers are those of an all-compiled run."""
+    mixed = _python(RIVER_SWITCH, tmp_path, allowance="1000")
+    compiled = _python(RIVER_SWITCH, tmp_path, allowance="0")
+    assert mixed["switched_at"] == 333  # three calls an event: the 1,001st call is event 333's
+    assert compiled["switched_at"] == 0
+    assert mixed["out"] == compiled["out"]
+    assert mixed["types"] == ["float"]  # Python floats in both tiers
+
+
+def test_threads_lose_no_event_in_the_interpreted_tier(tmp_path):
+    """The lock-free river face relies on each entry point being indivisible: interpreted,
+    they hold one lock for their whole run. Four threads learning at once lose nothing, and
+    the state passes the bit-for-bit rebuild check of loading."""
+    code = """
+    import json, sys, threading, pickle
+    import numpy as np
+    from streamcal import PAVCalibrator
+
+    cal = PAVCalibrator()
+    def learn(seed):
+        rng = np.random.default_rng(seed)
+        for v in rng.uniform(size=1_500).tolist():
+            cal.learn_one({"score": v}, v > 0.5)
+            cal.predict_proba_one({"score": v})
+    def arrays(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(20):
+            s = rng.uniform(size=50)
+            cal.update(s, s > 0.5)
+    threads = [threading.Thread(target=learn, args=(i,)) for i in range(3)]
+    threads.append(threading.Thread(target=arrays, args=(9,)))
+    sys.setswitchinterval(1e-6)
+    for th in threads: th.start()
+    for th in threads: th.join()
+    again = pickle.loads(pickle.dumps(cal))  # loading rebuilds the blocks and compares them
+    print(json.dumps([cal.n_learned, "numba" in sys.modules, again.n_learned]))
+    """
+    n, numba_loaded, n_again = _python(code, tmp_path, allowance=str(10**9))
+    assert n == n_again == 3 * 1_500 + 20 * 50
+    assert not numba_loaded
+
+
+def test_a_bad_allowance_is_refused_with_its_name(tmp_path):
+    env = {**os.environ, "STREAMCAL_INTERPRETED_EVENTS": "lots", "PYTHONPATH": ROOT}
+    code = "import numpy as np; from streamcal import PAVCalibrator; PAVCalibrator().predict_proba([0.5])"
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert result.returncode != 0
+    assert "STREAMCAL_INTERPRETED_EVENTS='lots'" in result.stderr
+    assert "whole number of events" in result.stderr
+
+
+def test_numba_math_stands_in_where_python_math_raises():
+    m = _config._NUMBA_MATH
+    assert m.log(0.0) == -np.inf
+    assert np.isnan(m.log(-1.0))
+    assert m.log(np.inf) == np.inf
+    assert m.log1p(-1.0) == -np.inf
+    assert np.isnan(m.log1p(-2.0))
+    assert m.exp(1000.0) == np.inf
+    assert np.isnan(m.sqrt(-1.0))
+    assert m.floor(2.5) == 2
+    assert m.floor(-2.5) == -3
+    assert m.floor(1e300) == m.floor(np.inf) == m.floor(np.nan) == -(2**63)  # x86-64's integer indefinite
+    assert m.log(2.0) == np.log(2.0)
+    assert m.pi == np.pi
+
+
+def test_kernels_are_dispatchers_after_the_switch():
+    from streamcal._kernels import histogram, ipav
+
+    _config.use_compiled_kernels()
+    import numba
+
+    assert isinstance(ipav.pav_prequential_inplace, numba.core.registry.CPUDispatcher)
+    assert isinstance(histogram.check_bucket_index, numba.core.registry.CPUDispatcher)
+    # the interpreted functions stay reachable from the dispatchers
+    f = _config.interpreted(ipav.pav_prequential_inplace)
+    assert f.__code__ is ipav.pav_prequential_inplace.py_func.__code__
+    assert f.__globals__["pav_learn_one_inplace"] is _config.interpreted(ipav.pav_learn_one_inplace)
+    assert f.__globals__["math"] is _config._NUMBA_MATH
