@@ -26,6 +26,9 @@ def best_of(fn, repeat):
 
 
 def main() -> None:
+    import streamcal
+
+    streamcal.use_compiled_kernels()  # the figures are the compiled kernels' (docs/first_calls.md)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)

@@ -150,6 +150,7 @@ def export_revision(rev: str, parent: Path) -> Path:
 def run_child(version: Path, args) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
     env["PYTHONPATH"] = str(version)
+    env["STREAMCAL_INTERPRETED_EVENTS"] = "0"  # compiled from the first call (versions with two tiers)
     cmd = [
         sys.executable,
         str(Path(__file__).resolve()),

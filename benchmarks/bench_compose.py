@@ -86,6 +86,9 @@ def calibrator_alone(xs):
 
 
 def main() -> None:
+    import streamcal
+
+    streamcal.use_compiled_kernels()  # the figures are the compiled kernels' (docs/first_calls.md)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=5)

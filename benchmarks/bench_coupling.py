@@ -273,6 +273,9 @@ def bench_array_face(k, n_events, batch, repeat):
 
 
 def main():
+    import streamcal
+
+    streamcal.use_compiled_kernels()  # the figures are the compiled kernels' (docs/first_calls.md)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--stream-events", type=int, default=5_000)

@@ -70,6 +70,9 @@ def same(a, b) -> bool:
 
 
 def main() -> None:
+    import streamcal
+
+    streamcal.use_compiled_kernels()  # the figures are the compiled kernels' (docs/first_calls.md)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--files", type=int, default=8)

@@ -184,6 +184,9 @@ def bench_streaming(rng):
 
 
 def main():
+    import streamcal
+
+    streamcal.use_compiled_kernels()  # the figures are the compiled kernels' (docs/first_calls.md)
     rng = np.random.default_rng(2026)
     compile_times()
     bench_refit(rng)

@@ -233,6 +233,9 @@ def memory(args, work: Path) -> None:
 
 
 def main() -> None:
+    import streamcal
+
+    streamcal.use_compiled_kernels()  # the figures are the compiled kernels' (docs/first_calls.md)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=float, default=1e7, help="events of the throughput cases (default 1e7)")
     parser.add_argument("--repeat", type=int, default=2, help="runs per throughput case; the best is kept")

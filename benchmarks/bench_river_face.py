@@ -222,6 +222,9 @@ def lock_round_trip(n=200_000, repeat=5) -> float:
 
 
 def main(argv=None):
+    import streamcal
+
+    streamcal.use_compiled_kernels()  # the figures are the compiled kernels' (docs/first_calls.md)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="pairs measured per calibrator")
     parser.add_argument("--repeat", type=int, default=3)

@@ -165,6 +165,9 @@ def bench_river_path(s, y, n_pairs, window=100_000):
 
 
 def main(argv=None):
+    import streamcal
+
+    streamcal.use_compiled_kernels()  # the figures are the compiled kernels' (docs/first_calls.md)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
     args = parser.parse_args(argv)
