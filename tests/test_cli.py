@@ -30,6 +30,29 @@ def test_demo_replays_every_method_and_prints_the_drift_table(tmp_path):
 
 
 @pytest.mark.slow
+def test_demo_compiles_the_fitting_methods_in_a_helper_process_on_a_fresh_install(tmp_path):
+    """On an empty numba cache the demo compiles I-spline, GEV and Platt in a helper process
+    while it compiles PAV; the helper must start from the same streamcal and finish cleanly,
+    and the demo must then run every method."""
+    import os
+
+    cache = tmp_path / "numba_cache"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    code = (
+        "from streamcal.replay import demo; "
+        "assert not demo._kernels_cached(); "
+        "helper = demo._start_helper(['gev'], 'drift', 0, 1000); "
+        "assert helper is not None and helper.wait() == 0; "
+        "assert any(p.name.startswith('gev.') for p in __import__('pathlib').Path(%r).rglob('*.nbi')); "
+        "demo._load_kernels(['raw', 'pav', 'ispline'], 'drift', 0, 1000, parallel=True); "
+        "assert demo._kernels_cached(); print('ok')"
+    ) % str(cache)
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+@pytest.mark.slow
 def test_generate_then_replay(tmp_path):
     data = tmp_path / "click.parquet"
     result = run_cli("generate", str(data), "--scenario", "click", "-n", "5000", "--seed", "1")
