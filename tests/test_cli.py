@@ -38,15 +38,17 @@ def test_demo_compiles_the_fitting_methods_in_a_helper_process_on_a_fresh_instal
 
     cache = tmp_path / "numba_cache"
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
-    code = (
-        "from streamcal.replay import demo; "
-        "assert not demo._kernels_cached(); "
-        "helper = demo._start_helper(['gev'], 'drift', 0, 1000); "
-        "assert helper is not None and helper.wait() == 0; "
-        "assert any(p.name.startswith('gev.') for p in __import__('pathlib').Path(%r).rglob('*.nbi')); "
-        "demo._load_kernels(['raw', 'pav', 'ispline'], 'drift', 0, 1000, parallel=True); "
-        "assert demo._kernels_cached(); print('ok')"
-    ) % str(cache)
+    code = """
+import os, pathlib
+from streamcal.replay import demo
+assert not demo._kernels_cached()
+helper = demo._start_helper(["gev"], "drift", 0, 1000)
+assert helper is not None and helper.wait() == 0
+assert any(p.name.startswith("gev.") for p in pathlib.Path(os.environ["NUMBA_CACHE_DIR"]).rglob("*.nbi"))
+demo._load_kernels(["raw", "pav", "ispline"], "drift", 0, 1000, parallel=True)
+assert demo._kernels_cached()
+print("ok")
+"""
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"

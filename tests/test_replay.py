@@ -956,3 +956,31 @@ def test_cli_errors_are_one_clear_line(tmp_path, events):
     res = cli("replay", "in.parquet", "--method", "raw", "--metrics", "brier,auc", cwd=tmp_path)
     assert res.returncode == 2
     assert "argument --metrics: unknown metric 'auc'" in res.stderr
+
+
+def test_the_default_metrics_window_follows_the_input_length(tmp_path):
+    """About a twentieth of the input, rounded (``auto_metrics_window``): a newcomer's plot of a
+    100,000-event file has 20 points per metric, not one; a stream of unknown length gets 100,000."""
+    from streamcal.replay._replay import auto_metrics_window
+
+    assert [auto_metrics_window(n) for n in (0, 19_999, 20_000, 100_000, 1_999_999, 10**9, None)] == [
+        1_000,
+        1_000,
+        1_000,
+        5_000,
+        50_000,
+        100_000,
+        100_000,
+    ]
+    rng = np.random.default_rng(5)
+    n = 60_000
+    s = rng.uniform(size=n)
+    path = write_parquet(tmp_path / "in.parquet", np.arange(n, dtype=float), s, rng.uniform(size=n) < s)
+    summary = replay(path, "raw", label_time_col=None)
+    assert summary.metrics_window == 2_000
+    assert summary.metrics_table.num_rows == n // 2_000  # one row per window (one method)
+    assert "over windows of 2,000 events" in summary.to_text()
+    table = pa.table({"event_time": np.arange(n, dtype=float), "score": s, "label": s > 0.5})
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=7_000))
+    assert replay(reader, "raw", label_time_col=None).metrics_window == 100_000  # length unknown
+    assert replay(path, "raw", label_time_col=None, metrics_window=7).metrics_window == 7

@@ -283,7 +283,10 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     )
     parser.add_argument("--no-output", action="store_true", help="write no output files, only print the summary")
     parser.add_argument(
-        "--metrics-window", type=_positive_count, default=100_000, help="events per metric window (default 1e5)"
+        "--metrics-window",
+        type=_positive_count,
+        default=None,
+        help="events per metric window (default: about a twentieth of the input, 1,000 to 100,000)",
     )
     parser.add_argument(
         "--batch-size",

@@ -45,11 +45,13 @@ from streamcal.replay._source import (
 from streamcal.replay._summary import ReplaySummary
 from streamcal.replay.methods import parse_duration
 
-__all__ = ["DEFAULT_BATCH_SIZE", "ReplaySummary", "replay"]
+__all__ = ["DEFAULT_BATCH_SIZE", "ReplaySummary", "auto_metrics_window", "replay"]
 
 #: Rows per record batch: large enough that per-batch costs vanish, small enough that four
 #: methods side by side stay within a few hundred MB.
 DEFAULT_BATCH_SIZE = 1 << 16
+# the default metric windows' sizes (``auto_metrics_window``)
+_METRICS_WINDOWS = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000)
 MAX_BATCH_SIZE = 1 << 40
 
 # the names tests reach for: the output writer (looked up here at each replay, so that a test can
@@ -76,7 +78,7 @@ def replay(
     on_unsorted: str = "error",
     output=None,
     metrics_output=None,
-    metrics_window: int = 100_000,
+    metrics_window: int | None = None,
     metrics: Mapping | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     plot=None,
@@ -134,8 +136,11 @@ def replay(
         directory, renamed when complete.
     metrics_output : path-like, optional
         Parquet file for the metrics over time (also in ``summary.metrics_table``).
-    metrics_window : int
-        Events per metric window.
+    metrics_window : int, optional
+        Events per metric window. Default (None): :func:`auto_metrics_window` of the input's
+        length, about a twentieth of it as a round number between 1,000 and 100,000 events
+        (100,000 when the length is unknown before reading: CSV, record batch readers), so that
+        the metrics over time have points to draw whatever the input's size.
     metrics : mapping, optional
         ``name -> f(labels, proba, llr)``; default :func:`default_metrics` (Brier, log loss, Cllr,
         minCllr, ECE, calibration loss from :mod:`streamcal.metrics`).
@@ -195,7 +200,8 @@ def replay(
     from streamcal._validation import check_scalar
 
     check_scalar(on_unsorted, "on_unsorted", choices=("error", "sort"))
-    check_scalar(metrics_window, "metrics_window", int, low=1)
+    if metrics_window is not None:
+        check_scalar(metrics_window, "metrics_window", int, low=1)
     check_scalar(batch_size, "batch_size", int, low=1, high=MAX_BATCH_SIZE)
     if threads is not None:
         check_scalar(threads, "threads", int, low=1)
@@ -226,7 +232,10 @@ def replay(
     files = OutputFiles(targets)
 
     start = time.perf_counter()
-    bar = Progress(_count_rows(sources) if progress else None, enabled=progress)
+    total = _count_rows(sources) if progress or metrics_window is None else None
+    bar = Progress(total if progress else None, enabled=progress)
+    if metrics_window is None:
+        metrics_window = auto_metrics_window(total)
     planner = Planner(weighted=weight_col is not None, timed=timed)
     metrics_sink = MetricsSink(names, metrics_window, metric_fns)
     plot_sink = PlotSink(names) if plot is not None else None
@@ -307,6 +316,7 @@ def replay(
         plot=targets.get("plot"),
         time_col=prepared.time_col,
         notes=list(prepared.notes),
+        metrics_window=metrics_window,
     )
 
 
@@ -360,6 +370,23 @@ def _input_name(sources: list[Source]) -> str:
     first = sources[0]
     name = Path(first.path).name if isinstance(first, FileSource) else first.label
     return name if len(sources) == 1 else f"{name} and {len(sources) - 1} more"
+
+
+def auto_metrics_window(n_events: int | None) -> int:
+    """The default events per metric window for an input of ``n_events`` (None: unknown).
+
+    About ``n_events / 20``, rounded down to 1, 2 or 5 times a power of ten, within
+    ``[1_000, 100_000]``: a 100,000-event file gets 20 windows of 5,000, ten million events 100
+    of 100,000. Unknown lengths get 100,000.
+
+    Examples
+    --------
+    >>> [auto_metrics_window(n) for n in (2_000, 100_000, 300_000, 10_000_000, None)]
+    [1000, 5000, 10000, 100000, 100000]
+    """
+    if n_events is None:
+        return _METRICS_WINDOWS[-1]
+    return max([w for w in _METRICS_WINDOWS if w <= n_events // 20], default=_METRICS_WINDOWS[0])
 
 
 def _count_rows(sources: list[Source]) -> int | None:

@@ -46,6 +46,8 @@ class ReplaySummary:
     notes : list of str
         One-line remarks printed with the summary (such as a replay in file order because the
         input has no ``event_time`` column).
+    metrics_window : int or None
+        Events per metric window (None: not recorded).
     """
 
     files: list[str]
@@ -65,6 +67,7 @@ class ReplaySummary:
     plot_seconds: float = 0.0
     time_col: str | None = None
     notes: list[str] = field(default_factory=list)
+    metrics_window: int | None = None
 
     @property
     def events_per_second(self) -> float:
@@ -114,7 +117,8 @@ def _caption(summary: ReplaySummary) -> str:
         f"{s.n_events:,} events ({rate:.3%} positive) from {len(s.files)} {noun} in "
         f"{s.seconds:.2f} s ({s.events_per_second:,.0f} events/s); labels: "
         f"{s.label_mode}, {s.n_learned:,} learned, {s.n_in_flight:,} still in flight "
-        "at the end. Metrics: event-weighted mean over windows."
+        "at the end. Metrics: event-weighted mean over windows"
+        + (f" of {s.metrics_window:,} events." if s.metrics_window else ".")
         + (f" Plot drawn in {s.plot_seconds:.2f} s." if s.plot is not None else "")
     )
 
