@@ -179,7 +179,7 @@ _KERNEL_OF_DISPATCHER: dict[int, Kernel] = {}  # id(numba dispatcher) -> its Ker
 class Kernel:
     """A kernel before the process compiles: its Python function and its JIT options.
 
-    Calling it, or asking for any of numba's attributes (``signatures``, ``compile``,
+    Calling it, or asking for any of numba's public attributes (``signatures``, ``compile``,
     ``targetoptions``), switches the process to compiled kernels and forwards to the
     dispatcher; :func:`run` instead runs ``py_func`` interpreted while the allowance lasts.
     """
@@ -196,7 +196,9 @@ class Kernel:
         return compiled(self)(*args)
 
     def __getattr__(self, name: str):
-        if name.startswith("__"):
+        # numba's public attributes only: a probe for a private or special name (``hasattr`` by
+        # a display hook, a copier, a memory walk) must not switch the process
+        if name.startswith("_"):
             raise AttributeError(name)
         return getattr(compiled(self), name)
 
