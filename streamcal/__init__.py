@@ -30,6 +30,7 @@ _EXPORTS = {
     "save": "streamcal.persist",
     "load": "streamcal.persist",
     "use_compiled_kernels": "streamcal._kernels._config",
+    "warmup": "streamcal._warmup",
 }
 
 _SUBMODULES = {

@@ -238,3 +238,53 @@ def test_kernels_are_dispatchers_after_the_switch():
     assert f.__code__ is ipav.pav_prequential_inplace.py_func.__code__
     assert f.__globals__["pav_learn_one_inplace"] is _config.interpreted(ipav.pav_learn_one_inplace)
     assert f.__globals__["math"] is _config._NUMBA_MATH
+
+
+WARMED = """
+import json
+import numba
+import numpy as np
+import streamcal
+from streamcal import PAVCalibrator
+from streamcal._kernels import histogram, ipav
+
+
+def compiled():
+    return {
+        f"{mod.__name__}.{name}": len(obj.signatures)
+        for mod in (histogram, ipav)
+        for name, obj in vars(mod).items()
+        if isinstance(obj, numba.core.registry.CPUDispatcher)
+    }
+
+
+streamcal.warmup()
+before = compiled()
+rng = np.random.default_rng(2)
+s = rng.uniform(size=50_000)
+y = rng.uniform(size=50_000) < s
+for window, times in ((100_000, None), ("1h", np.arange(50_000.0))):
+    cal = PAVCalibrator(window=window)
+    cal.prequential(s, y, times=times)
+    cal.update(s[:10], y[:10], times=None if times is None else times[-1] + np.arange(10.0))
+    cal.predict_proba(s)
+    cal.predict_llr(s)
+    for v in s[:100].tolist():
+        cal.predict_proba_one({"score": v})
+        cal.predict_llr_one({"score": v})
+        cal.learn_one({"score": v}, v > 0.5, t=None if times is None else 1e6)
+print(json.dumps({"before": before, "after": compiled()}))
+"""
+
+
+def test_warmup_compiles_every_kernel_the_pav_faces_use(tmp_path):
+    """After ``streamcal.warmup()`` no PAV call compiles anything more: the array faces, the river
+    face, count and time windows."""
+    result = _python(WARMED, tmp_path)
+    assert result["before"]["streamcal._kernels.ipav.pav_prequential_inplace"] == 1
+    assert result["after"] == result["before"]
+
+
+def test_warmup_refuses_an_unknown_method():
+    with pytest.raises(ValueError, match=r"`methods` must name methods among pav, ispline, gev, platt; got 'svm' at position 1"):
+        streamcal.warmup("pav,svm")

@@ -245,12 +245,12 @@ def use_compiled_kernels() -> None:
 
     A process runs its first small calls interpreted, without numba, and switches by itself at
     the first call its allowance of interpreted events does not cover (``STREAMCAL_INTERPRETED_EVENTS``,
-    default 20,000; docs/first_calls.md). A service that wants every request at compiled speed
-    calls this at start-up, or sets the allowance to 0. Both tiers give the same bits.
+    default 20,000; docs/first_calls.md), or sets the allowance to 0. Both tiers give the same bits.
 
     Each kernel then compiles (on a fresh install) or loads from numba's cache at its first
     call: a first ``PAVCalibrator`` call after the switch costs a few seconds on a fresh
-    install and most of a second after.
+    install and most of a second after. :func:`streamcal.warmup` switches and runs those first
+    calls at once, for a service's start-up.
 
     Examples
     --------

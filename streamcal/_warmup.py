@@ -1,0 +1,78 @@
+"""``streamcal.warmup``: compile (or load) the streaming calibrators' kernels before they are needed."""
+
+from __future__ import annotations
+
+import time
+
+__all__ = ["warmup"]
+
+# method name -> (module, class) of the streaming binary calibrators ``warmup`` knows
+_METHODS = {
+    "pav": ("streamcal.isotonic.streaming", "PAVCalibrator"),
+    "ispline": ("streamcal.spline.calibrator", "ISplineCalibrator"),
+    "gev": ("streamcal.gev.calibrator", "GEVCalibrator"),
+    "platt": ("streamcal.gev.calibrator", "PlattCalibrator"),
+}
+
+
+def _method_names(methods) -> list[str]:
+    names = [m.strip() for m in methods.split(",")] if isinstance(methods, str) else list(methods)
+    for i, name in enumerate(names):
+        if name not in _METHODS:
+            msg = f"`methods` must name methods among {', '.join(_METHODS)}; got {name!r} at position {i}."
+            raise ValueError(msg)
+    return names
+
+
+def warmup(methods="pav") -> float:
+    """Switch the process to compiled kernels and compile (on a fresh install) or load (from numba's
+    cache) the kernels of the named streaming calibrators; returns the seconds it took.
+
+    A process's first small calls run interpreted and its first large call compiles or loads the
+    kernels it needs (docs/first_calls.md). A service calls this at start-up so that no request
+    waits for numba: it runs every face of each calibrator (``prequential``, ``update``, the array
+    predictions, the river face, with a count window and a time window) on a tiny stream.
+
+    Parameters
+    ----------
+    methods : str or list of str
+        ``"pav"`` (default), ``"ispline"``, ``"gev"``, ``"platt"``, as a list or a comma-separated
+        string such as ``"pav,gev"``.
+
+    Examples
+    --------
+    >>> import streamcal
+    >>> seconds = streamcal.warmup("pav,platt")
+    >>> from streamcal._kernels import _config
+    >>> _config.is_compiled()
+    True
+    """
+    import importlib
+
+    import numpy as np
+
+    from streamcal._kernels import _config
+    from streamcal.windows import CountWindow, TimeWindow
+
+    names = _method_names(methods)
+    start = time.perf_counter()
+    _config.use_compiled_kernels()
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0.01, 0.99, size=64)
+    y = rng.uniform(size=64) < s
+    t = np.arange(64, dtype=float)
+    for name in names:
+        module, cls = _METHODS[name]
+        calibrator_class = getattr(importlib.import_module(module), cls)
+        for window, times in ((CountWindow(16), None), (TimeWindow(10.0), t)):
+            cal = calibrator_class(window=window)
+            cal.prequential(s[:32], y[:32], times=None if times is None else times[:32])
+            cal.update(s[32:48], y[32:48], times=None if times is None else times[32:48])
+            cal.predict_proba(s)
+            cal.predict_llr(s)
+            for i in range(48, 64):
+                x = {"score": float(s[i])}
+                cal.predict_proba_one(x)
+                cal.predict_llr_one(x)
+                cal.learn_one(x, bool(y[i]), t=None if times is None else float(times[i]))
+    return time.perf_counter() - start
