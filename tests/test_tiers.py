@@ -167,10 +167,12 @@ def test_the_river_face_switches_mid_stream_without_a_seam(tmp_path):
     assert mixed["types"] == ["float"]  # Python floats in both tiers
 
 
-def test_threads_lose_no_event_in_the_interpreted_tier(tmp_path):
+@pytest.mark.parametrize("allowance", [10**9, 3_000])
+def test_threads_lose_no_event_in_the_interpreted_tier_or_at_the_switch(tmp_path, allowance):
     """The lock-free river face relies on each entry point being indivisible: interpreted,
-    they hold one lock for their whole run. Four threads learning at once lose nothing, and
-    the state passes the bit-for-bit rebuild check of loading."""
+    they hold one lock for their whole run, and the switch to compiled ones waits for the last.
+    Four threads learning at once, staying interpreted or switching in the middle, lose
+    nothing, and the state passes the bit-for-bit rebuild check of loading."""
     code = """
     import json, sys, threading, pickle
     import numpy as np
@@ -195,9 +197,9 @@ def test_threads_lose_no_event_in_the_interpreted_tier(tmp_path):
     again = pickle.loads(pickle.dumps(cal))  # loading rebuilds the blocks and compares them
     print(json.dumps([cal.n_learned, "numba" in sys.modules, again.n_learned]))
     """
-    n, numba_loaded, n_again = _python(code, tmp_path, allowance=str(10**9))
+    n, numba_loaded, n_again = _python(code, tmp_path, allowance=str(allowance))
     assert n == n_again == 3 * 1_500 + 20 * 50
-    assert not numba_loaded
+    assert numba_loaded == (allowance < 10_000)
 
 
 def test_a_bad_allowance_is_refused_with_its_name(tmp_path):

@@ -324,10 +324,22 @@ def run_interpreted(kernel, *args):
     return result.item() if isinstance(result, np.generic) else result
 
 
-def run_entry_point(kernel, *args):
-    """:func:`run_interpreted` for a river-face entry point: under :data:`INTERPRETER_LOCK`."""
+NOT_RUN = object()
+"""What :func:`try_entry_point` returns when the allowance is spent."""
+
+
+def try_entry_point(kernel, *args):
+    """A river-face entry point, interpreted, if the allowance covers one more event; else
+    :data:`NOT_RUN`, and the caller runs it compiled.
+
+    The decision and the run hold :data:`INTERPRETER_LOCK` together. Once a call is refused,
+    every interpreted entry point has finished (each held the lock for its whole run) and none
+    starts again (the allowance never grows), so compiled entry points, which rely on the GIL
+    alone, never overlap an interpreted one."""
     with INTERPRETER_LOCK:
-        return run_interpreted(kernel, *args)
+        if may_interpret(1):
+            return run_interpreted(kernel, *args)
+    return NOT_RUN
 
 
 class _Interpreting:

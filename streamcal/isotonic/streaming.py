@@ -114,8 +114,9 @@ def _bound_on_first_call(name: str, kernel, n_floats: int):
     that never uses the river face (or never asks for an LLR) compiles none of it."""
 
     def first_call(packed, *args):
-        if _config.may_interpret(1):
-            return _config.run_entry_point(kernel, packed, *args)
+        result = _config.try_entry_point(kernel, packed, *args)
+        if result is not _config.NOT_RUN:
+            return result
         compiled = entry_point(kernel, packed, *(0.5,) * n_floats)
         setattr(PAVCalibrator, name, compiled)
         return compiled(packed, *args)
