@@ -25,6 +25,18 @@ settings.register_profile("thorough", parent=settings.get_profile("streamcal"), 
 settings.load_profile(os.environ.get("STREAMCAL_HYPOTHESIS_PROFILE", "streamcal"))
 
 
+if os.environ.get("STREAMCAL_TEST_FORCE_INTERPRETED") == "1":
+    # ``tests/test_tiers.py`` reruns streaming PAV's test files so: every kernel call that states
+    # its events runs in the interpreted tier, even after a direct kernel call compiled the rest
+
+    @pytest.fixture(autouse=True)
+    def _every_stated_call_interpreted():
+        from streamcal._kernels import _config
+
+        with _config.interpreting():
+            yield
+
+
 @pytest.fixture
 def rng():
     """A seeded generator: every test that draws random data is reproducible."""

@@ -290,3 +290,30 @@ def test_warmup_compiles_every_kernel_the_pav_faces_use(tmp_path):
 def test_warmup_refuses_an_unknown_method():
     with pytest.raises(ValueError, match=r"`methods` must name methods among pav, ispline, gev, platt; got 'svm' at position 1"):
         streamcal.warmup("pav,svm")
+
+
+# streaming PAV's tests of exactness (incremental == batch after every event, the finite map),
+# windows, limits, threads, merging and the river face
+INTERPRETED_SUITES = (
+    "tests/test_streaming_pav.py",
+    "tests/test_threads.py",
+    "tests/test_numeric_limits.py",
+    "tests/test_predict_one.py",
+    "tests/test_windows.py",
+    "tests/test_merge.py",
+)
+
+
+@pytest.mark.slow
+def test_the_pav_test_files_pass_with_every_stated_call_interpreted(tmp_path):
+    """Those test files again, in a fresh process where every call that states its events runs
+    interpreted (``STREAMCAL_TEST_FORCE_INTERPRETED``, read by ``conftest.py``); the kernel-level
+    tests that call kernels directly run compiled there, as everywhere."""
+    env = {**os.environ, "STREAMCAL_TEST_FORCE_INTERPRETED": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    result = subprocess.run(
+        [*command, *INTERPRETED_SUITES], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert " passed" in result.stdout.splitlines()[-1]
