@@ -6,20 +6,14 @@ import time
 
 __all__ = ["warmup"]
 
-# method name -> (module, class) of the streaming binary calibrators ``warmup`` knows
-_METHODS = {
-    "pav": ("streamcal.isotonic.streaming", "PAVCalibrator"),
-    "ispline": ("streamcal.spline.calibrator", "ISplineCalibrator"),
-    "gev": ("streamcal.gev.calibrator", "GEVCalibrator"),
-    "platt": ("streamcal.gev.calibrator", "PlattCalibrator"),
-}
-
-
 def _method_names(methods) -> list[str]:
+    from streamcal.replay.methods import BUILTIN_METHODS
+
     names = [m.strip() for m in methods.split(",")] if isinstance(methods, str) else list(methods)
     for i, name in enumerate(names):
-        if name not in _METHODS:
-            msg = f"`methods` must name methods among {', '.join(_METHODS)}; got {name!r} at position {i}."
+        if name not in BUILTIN_METHODS:
+            known = ", ".join(BUILTIN_METHODS)
+            msg = f"`methods` must name methods among {known}; got {name!r} at position {i}."
             raise ValueError(msg)
     return names
 
@@ -52,6 +46,7 @@ def warmup(methods="pav") -> float:
     import numpy as np
 
     from streamcal._kernels import _config
+    from streamcal.replay.methods import BUILTIN_METHODS
     from streamcal.windows import CountWindow, TimeWindow
 
     names = _method_names(methods)
@@ -62,7 +57,7 @@ def warmup(methods="pav") -> float:
     y = rng.uniform(size=64) < s
     t = np.arange(64, dtype=float)
     for name in names:
-        module, cls = _METHODS[name]
+        module, cls = BUILTIN_METHODS[name]
         calibrator_class = getattr(importlib.import_module(module), cls)
         for window, times in ((CountWindow(16), None), (TimeWindow(10.0), t)):
             cal = calibrator_class(window=window)

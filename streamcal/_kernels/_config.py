@@ -288,6 +288,16 @@ def compiled(kernel):
     return kernel.dispatcher
 
 
+def is_cached(kernel) -> bool:
+    """Whether numba's on-disk cache holds compiled code for ``kernel`` (for any signature).
+    Switches the process to compiled kernels. False where this numba keeps its cache otherwise
+    than this reads it (``_cache._cache_file._index_path``, numba's private layout)."""
+    try:
+        return os.path.exists(compiled(kernel)._cache._cache_file._index_path)
+    except AttributeError:
+        return False
+
+
 def may_interpret(events: int) -> bool:
     """Whether a call handing kernels ``events`` events runs interpreted; if so, its events
     are taken from the allowance."""

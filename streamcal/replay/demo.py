@@ -102,10 +102,7 @@ def _kernels_cached() -> bool:
     most likely cached: the demo compiles them together). False when numba's cache cannot be read."""
     from streamcal._kernels import _config, ispline
 
-    try:
-        return os.path.exists(_config.compiled(ispline.ispline_gram_clamped)._cache._cache_file._index_path)
-    except AttributeError:  # a numba without these internals: assume nothing is cached
-        return False
+    return _config.is_cached(ispline.ispline_gram_clamped)
 
 
 def _start_helper(methods: list[str], scenario: str, seed: int, window: int) -> subprocess.Popen | None:

@@ -37,7 +37,9 @@ __all__ = [
 ]
 
 # name -> (module, class name) of the built-in streaming calibrators
-_BUILTIN = {
+# the built-in streaming binary calibrators: method name -> (module, class); ``streamcal.warmup``
+# reads it too
+BUILTIN_METHODS = {
     "pav": ("streamcal.isotonic.streaming", "PAVCalibrator"),
     "ispline": ("streamcal.spline.calibrator", "ISplineCalibrator"),
     "gev": ("streamcal.gev.calibrator", "GEVCalibrator"),
@@ -136,8 +138,8 @@ def _resolve(name: str) -> Callable[..., object]:
         return _REGISTERED[name]
     if name == "raw":
         return lambda **_: RawScoreCalibrator()
-    if name in _BUILTIN:
-        module, cls = _BUILTIN[name]
+    if name in BUILTIN_METHODS:
+        module, cls = BUILTIN_METHODS[name]
         try:
             return getattr(importlib.import_module(module), cls)
         except (ImportError, AttributeError) as exc:
@@ -154,11 +156,11 @@ def _resolve(name: str) -> Callable[..., object]:
 def available_methods() -> list[str]:
     """The method names that resolve in this installation, in a stable order."""
     names = []
-    for name in [*_BUILTIN, "raw", *_REGISTERED]:
+    for name in [*BUILTIN_METHODS, "raw", *_REGISTERED]:
         if name in names:
             continue
-        if name in _BUILTIN and name not in _REGISTERED:
-            module, cls = _BUILTIN[name]
+        if name in BUILTIN_METHODS and name not in _REGISTERED:
+            module, cls = BUILTIN_METHODS[name]
             try:
                 getattr(importlib.import_module(module), cls)
             except (ImportError, AttributeError):
