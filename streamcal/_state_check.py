@@ -9,9 +9,10 @@ attribute, what was expected and what was found:
 
 - classes with ``__setstate__`` (the streaming calibrators) call their ``_check_loaded_state``
   there, before any kernel runs (pickle and ``copy`` get the same checks);
-- other classes define ``_check_loaded_state``, or have a check registered here (the bucket and
-  window strategies, the metrics, the batch isotonic calibrator), which
-  :func:`check_loaded` runs once the attributes are set;
+- other classes that hold more than their parameters define ``_check_loaded_state`` too (the
+  bucket and window strategies, the metrics, the batch isotonic calibrator), which
+  :func:`check_loaded` runs once the attributes are set; this module knows none of the classes:
+  it is the floor of the import graph, holding only the helpers the checks are written with;
 - any other streamcal class following river's conventions (a ``river.base.Base``, whose constructor
   only stores and checks its parameters) gets :func:`check_like_fresh`: its parameters must build an
   object whose attributes the loaded ones match in name and type. Other streamcal classes (the
@@ -24,7 +25,6 @@ found 1000000000".
 from __future__ import annotations
 
 import math
-import numbers
 import sys
 
 import numpy as np
@@ -311,12 +311,8 @@ def check_histogram(sf, si, n_buckets: int, window) -> None:
 def check_loaded(obj) -> None:
     """Check a streamcal object whose attributes a state file has just set (no ``__setstate__``)."""
     method = getattr(type(obj), "_check_loaded_state", None)
-    if method is not None:
+    if method is not None:  # each class checks its own state; this module knows none of them
         method(obj)
-        return
-    check = _registered().get(type(obj))
-    if check is not None:
-        check(obj)
         return
     from river import base
 
@@ -369,148 +365,3 @@ def _need_like(value, want, name: str) -> None:
             _need_like(v, w, f"{name}[{i}]")
     if type(want) is float and not math.isfinite(value) and math.isfinite(want):
         fail(f"`{name}`: expected a finite float; found {value!r}.")
-
-
-# ------------------------------------------------------------------- checks of classes defined elsewhere
-def _check_logit_grid(obj) -> None:
-    need_keys(obj, ("n_buckets", "low", "high"))
-    need_params(obj, obj._check)
-
-
-def _check_uniform_grid(obj) -> None:
-    from streamcal._validation import check_scalar
-
-    need_keys(obj, ("n_buckets", "low", "high"))
-
-    def check():
-        check_scalar(obj.n_buckets, "n_buckets", numbers.Integral, low=1)
-        check_scalar(obj.low, "low")
-        check_scalar(obj.high, "high")
-        if not obj.low < obj.high:
-            msg = f"`low` must be below `high`; got low={obj.low!r}, high={obj.high!r}."
-            raise ValueError(msg)
-
-    need_params(obj, check)
-
-
-def _check_quantile_edges(obj) -> None:
-    from streamcal._validation import check_scalar
-
-    need_keys(obj, ("n_buckets", "warmup"))
-    need_params(obj, lambda: check_scalar(obj.n_buckets, "n_buckets", numbers.Integral, low=1))
-    need_params(obj, lambda: check_scalar(obj.warmup, "warmup", numbers.Integral, low=1))
-
-
-def _check_edges(obj) -> None:
-    need_keys(obj, ("edges", "centres", "probability_inputs"))
-    for name in ("edges", "centres"):
-        value = getattr(obj, name)
-        if (value is not None or name == "edges") and not (
-            type(value) is tuple and all(type(v) is float for v in value)
-        ):
-            fail(f"`{name}`: expected a tuple of floats; found {brief(value)}.")
-    need_bool(obj.probability_inputs, "probability_inputs")
-    need_params(obj, obj.bucket_centres)  # checks the edges and the centres
-
-
-def _check_window(obj) -> None:
-    check_like_fresh(obj)
-    need_params(obj, obj.code)
-
-
-def _check_metric(obj) -> None:
-    """The river-face metrics: pure Python sums; sizes that follow a parameter are checked before
-    the parameter builds a fresh metric."""
-    sizes = {"n_bins": "_n", "n_groups": "_counts"}
-    for param, attr in sizes.items():
-        if param in vars(obj):
-            n = vars(obj)[param]
-            have = vars(obj).get(attr)
-            if type(have) is not list or type(n) is not int or len(have) != n:
-                fail(f"`{attr}`: expected a list of `{param}` = {brief(n)} counts; found {brief(have)}.")
-    fresh = check_like_fresh(obj)
-    if hasattr(fresh, "_edges") and obj._edges != fresh._edges:
-        fail("`_edges`: expected the bin edges of `n_bins` equal bins.")
-    events = vars(obj).get("_events")
-    if events is not None:
-        for i, event in enumerate(events):
-            if not (
-                type(event) is tuple
-                and len(event) == 3
-                and type(event[0]) is bool
-                and type(event[1]) is float
-                and type(event[2]) is float
-            ):
-                fail(f"`_events[{i}]`: expected a (label, probability, weight) tuple; found {brief(event)}.")
-    for table in ("_pos", "_neg"):
-        entries = vars(obj).get(table)
-        if entries is None:
-            continue
-        for key, entry in entries.items():
-            if not (
-                type(key) is float
-                and type(entry) is list
-                and len(entry) == 2
-                and type(entry[0]) is float
-                and type(entry[1]) is int
-            ):
-                fail(f"`{table}[{key!r}]`: expected a score mapped to [weight, count]; found {brief(entry)}.")
-
-
-def _check_isotonic(obj) -> None:
-    from streamcal._validation import check_scalar
-
-    fitted = ("thresholds_", "proba_", "proba_finite_", "prior_", "_prior_finite")
-    state = vars(obj)
-    logodds = ("_prior_logodds", "_prior_logodds_finite")
-    need_keys(obj, ("interpolation", "finite_llr", "finite_proba", "llr_pseudo_count"), optional=fitted + logodds)
-    need_params(obj, lambda: check_scalar(obj.interpolation, "interpolation", choices=("linear", "step")))
-    need_bool(obj.finite_llr, "finite_llr")
-    need_bool(obj.finite_proba, "finite_proba")
-    need_params(obj, lambda: check_scalar(obj.llr_pseudo_count, "llr_pseudo_count", low=1e-100, high=1e100))
-    for name in logodds:
-        if name in state:
-            # the exact prior's log-odds are infinite only when one class has no weight
-            one_class = name == "_prior_logodds" and state.get("prior_") in (0.0, 1.0)
-            need_float(state[name], name, finite=not one_class)
-    present = [k for k in fitted if k in state]
-    if not present:
-        return
-    if len(present) != len(fitted):
-        fail(f"a fitted IsotonicCalibrator has all of {list(fitted)}; found only {present}.")
-    t = need_array(obj.thresholds_, "thresholds_", np.float64)
-    if t.size == 0:
-        fail("`thresholds_`: expected at least one fitted score; found none.")
-    need_finite(t, "thresholds_")
-    need_increasing(t, "thresholds_")
-    for name, low, high in (("proba_", 0.0, 1.0), ("proba_finite_", 0.0, 1.0)):
-        a = need_array(state[name], name, np.float64, size=t.size)
-        need_finite(a, name, low=low, high=high)
-        need_increasing(a, name, strict=False)
-    need_float(obj.prior_, "prior_", 0.0, 1.0)
-    need_float(obj._prior_finite, "_prior_finite", 0.0, 1.0)
-    if not 0.0 < obj._prior_finite < 1.0:
-        fail(f"`_prior_finite`: expected a value in (0, 1); found {obj._prior_finite!r}.")
-
-
-def _registered() -> dict:
-    from streamcal import buckets, metrics, windows
-    from streamcal.isotonic.batch import IsotonicCalibrator
-    from streamcal.metrics._scoring_rules import BetaWeighting, ThresholdWeighting
-
-    table = {
-        buckets.LogitGrid: _check_logit_grid,
-        buckets.UniformGrid: _check_uniform_grid,
-        buckets.QuantileEdges: _check_quantile_edges,
-        buckets.Edges: _check_edges,
-        IsotonicCalibrator: _check_isotonic,
-        BetaWeighting: check_like_fresh,  # the constructors only check and store the parameters
-        ThresholdWeighting: check_like_fresh,
-    }
-    for cls in (windows.Unbounded, windows.CountWindow, windows.TimeWindow, windows.Decay):
-        table[cls] = _check_window
-    for cls in (metrics.ECE, metrics.Brier, metrics.CalibrationLoss, metrics.Cllr, metrics.HosmerLemeshow):
-        table[cls] = _check_metric
-    for cls in (metrics.LogLoss, metrics.MinCllr, metrics.ProperScoringRule):
-        table[cls] = _check_metric
-    return table

@@ -7,12 +7,12 @@ import time
 __all__ = ["warmup"]
 
 def _method_names(methods) -> list[str]:
-    from streamcal.replay.methods import BUILTIN_METHODS
+    from streamcal._registry import BUILTIN_CALIBRATORS
 
     names = [m.strip() for m in methods.split(",")] if isinstance(methods, str) else list(methods)
     for i, name in enumerate(names):
-        if name not in BUILTIN_METHODS:
-            known = ", ".join(BUILTIN_METHODS)
+        if name not in BUILTIN_CALIBRATORS:
+            known = ", ".join(BUILTIN_CALIBRATORS)
             msg = f"`methods` must name methods among {known}; got {name!r} at position {i}."
             raise ValueError(msg)
     return names
@@ -41,12 +41,11 @@ def warmup(methods="pav") -> float:
     >>> _config.is_compiled()
     True
     """
-    import importlib
 
     import numpy as np
 
     from streamcal._kernels import _config
-    from streamcal.replay.methods import BUILTIN_METHODS
+    from streamcal._registry import builtin_calibrator
     from streamcal.windows import CountWindow, TimeWindow
 
     names = _method_names(methods)
@@ -57,8 +56,7 @@ def warmup(methods="pav") -> float:
     y = rng.uniform(size=64) < s
     t = np.arange(64, dtype=float)
     for name in names:
-        module, cls = BUILTIN_METHODS[name]
-        calibrator_class = getattr(importlib.import_module(module), cls)
+        calibrator_class = builtin_calibrator(name)
         for window, times in ((CountWindow(16), None), (TimeWindow(10.0), t)):
             cal = calibrator_class(window=window)
             cal.prequential(s[:32], y[:32], times=None if times is None else times[:32])

@@ -184,6 +184,13 @@ class LogitGrid(Buckets):
         self.low = low
         self.high = high
 
+    def _check_loaded_state(self) -> None:
+        """The parameters of a restored grid (:mod:`streamcal.persist`)."""
+        from streamcal import _state_check as c
+
+        c.need_keys(self, ("n_buckets", "low", "high"))
+        c.need_params(self, self._check)
+
     def _check(self) -> None:
         check_scalar(self.n_buckets, "n_buckets", numbers.Integral, low=1, high=MAX_BUCKETS)
         check_scalar(self.low, "low", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
@@ -234,6 +241,13 @@ class UniformGrid(Buckets):
         self.low = low
         self.high = high
 
+    def _check_loaded_state(self) -> None:
+        """The parameters of a restored grid (:mod:`streamcal.persist`)."""
+        from streamcal import _state_check as c
+
+        c.need_keys(self, ("n_buckets", "low", "high"))
+        c.need_params(self, self.bucket_edges)
+
     def bucket_edges(self, sample=None) -> np.ndarray:
         check_scalar(self.n_buckets, "n_buckets", numbers.Integral, low=1, high=MAX_BUCKETS)
         check_scalar(self.low, "low")
@@ -276,6 +290,13 @@ class QuantileEdges(Buckets):
     def __init__(self, n_buckets: int = 256, warmup: int = 1000):
         self.n_buckets = n_buckets
         self.warmup = warmup
+
+    def _check_loaded_state(self) -> None:
+        """The parameters of a restored strategy (:mod:`streamcal.persist`)."""
+        from streamcal import _state_check as c
+
+        c.need_keys(self, ("n_buckets", "warmup"))
+        c.need_params(self, self.check_params)
 
     def check_params(self) -> None:
         """Raise if a parameter is invalid (a calibrator checks them before its warm-up starts)."""
@@ -320,6 +341,20 @@ class Edges(Buckets):
         self.edges = tuple(as_1d_float(edges, "edges", allow_empty=True).tolist())
         self.centres = None if centres is None else tuple(as_1d_float(centres, "centres", allow_empty=True).tolist())
         self.probability_inputs = check_scalar(probability_inputs, "probability_inputs", choices=(True, False))
+
+    def _check_loaded_state(self) -> None:
+        """The edges, centres and flag of a restored strategy (:mod:`streamcal.persist`)."""
+        from streamcal import _state_check as c
+
+        c.need_keys(self, ("edges", "centres", "probability_inputs"))
+        for name in ("edges", "centres"):
+            value = getattr(self, name)
+            if (value is not None or name == "edges") and not (
+                type(value) is tuple and all(type(v) is float for v in value)
+            ):
+                c.fail(f"`{name}`: expected a tuple of floats; found {c.brief(value)}.")
+        c.need_bool(self.probability_inputs, "probability_inputs")
+        c.need_params(self, self.bucket_centres)  # checks the edges and the centres
 
     def bucket_edges(self, sample=None) -> np.ndarray:
         return _check_edges(as_finite(self.edges, "edges"), "edges")

@@ -128,6 +128,13 @@ class Window(base.Base):
         ring size."""
         raise NotImplementedError  # pragma: no cover - abstract
 
+    def _check_loaded_state(self) -> None:
+        """The parameters of a restored window (:mod:`streamcal.persist`)."""
+        from streamcal import _state_check as c
+
+        c.check_like_fresh(self)
+        c.need_params(self, self.code)
+
     def __repr__(self) -> str:
         return call_repr(self)
 

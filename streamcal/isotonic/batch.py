@@ -365,6 +365,43 @@ class IsotonicCalibrator:
         self.finite_proba = finite_proba
         self.llr_pseudo_count = llr_pseudo_count
 
+    def _check_loaded_state(self) -> None:
+        """The parameters and the fitted map of a restored calibrator (:mod:`streamcal.persist`)."""
+        from streamcal import _state_check as c
+
+        fitted = ("thresholds_", "proba_", "proba_finite_", "prior_", "_prior_finite")
+        state = vars(self)
+        logodds = ("_prior_logodds", "_prior_logodds_finite")
+        params = ("interpolation", "finite_llr", "finite_proba", "llr_pseudo_count")
+        c.need_keys(self, params, optional=fitted + logodds)
+        c.need_params(self, lambda: check_scalar(self.interpolation, "interpolation", choices=("linear", "step")))
+        c.need_bool(self.finite_llr, "finite_llr")
+        c.need_bool(self.finite_proba, "finite_proba")
+        c.need_params(self, lambda: check_scalar(self.llr_pseudo_count, "llr_pseudo_count", low=1e-100, high=1e100))
+        for name in logodds:
+            if name in state:
+                # the exact prior's log-odds are infinite only when one class has no weight
+                one_class = name == "_prior_logodds" and state.get("prior_") in (0.0, 1.0)
+                c.need_float(state[name], name, finite=not one_class)
+        present = [k for k in fitted if k in state]
+        if not present:
+            return
+        if len(present) != len(fitted):
+            c.fail(f"a fitted IsotonicCalibrator has all of {list(fitted)}; found only {present}.")
+        t = c.need_array(self.thresholds_, "thresholds_", np.float64)
+        if t.size == 0:
+            c.fail("`thresholds_`: expected at least one fitted score; found none.")
+        c.need_finite(t, "thresholds_")
+        c.need_increasing(t, "thresholds_")
+        for name in ("proba_", "proba_finite_"):
+            a = c.need_array(state[name], name, np.float64, size=t.size)
+            c.need_finite(a, name, low=0.0, high=1.0)
+            c.need_increasing(a, name, strict=False)
+        c.need_float(self.prior_, "prior_", 0.0, 1.0)
+        c.need_float(self._prior_finite, "_prior_finite", 0.0, 1.0)
+        if not 0.0 < self._prior_finite < 1.0:
+            c.fail(f"`_prior_finite`: expected a value in (0, 1); found {self._prior_finite!r}.")
+
     def fit(self, scores, labels, sample_weight=None) -> IsotonicCalibrator:
         """Fit on scores and binary labels; returns ``self``."""
         check_scalar(self.interpolation, "interpolation", choices=("linear", "step"))

@@ -79,6 +79,40 @@ class _ProbaMetric(LockedState, metrics.base.BinaryMetric):
 
     _fmt = ".6f"
 
+    def _check_loaded_state(self) -> None:
+        """A restored metric (:mod:`streamcal.persist`): pure Python sums; sizes that follow a
+        parameter are checked before the parameter builds a fresh metric."""
+        from streamcal import _state_check as c
+
+        state = vars(self)
+        for param, attr in (("n_bins", "_n"), ("n_groups", "_counts")):
+            if param in state:
+                n, have = state[param], state.get(attr)
+                if type(have) is not list or type(n) is not int or len(have) != n:
+                    c.fail(f"`{attr}`: expected a list of `{param}` = {c.brief(n)} counts; found {c.brief(have)}.")
+        fresh = c.check_like_fresh(self)
+        if "_edges" in vars(fresh) and state["_edges"] != fresh._edges:
+            c.fail("`_edges`: expected the bin edges of `n_bins` equal bins.")
+        for i, event in enumerate(state.get("_events") or ()):
+            if not (
+                type(event) is tuple
+                and len(event) == 3
+                and type(event[0]) is bool
+                and type(event[1]) is float
+                and type(event[2]) is float
+            ):
+                c.fail(f"`_events[{i}]`: expected a (label, probability, weight) tuple; found {c.brief(event)}.")
+        for table in ("_pos", "_neg"):
+            for key, entry in (state.get(table) or {}).items():
+                if not (
+                    type(key) is float
+                    and type(entry) is list
+                    and len(entry) == 2
+                    and type(entry[0]) is float
+                    and type(entry[1]) is int
+                ):
+                    c.fail(f"`{table}[{key!r}]`: expected a score mapped to [weight, count]; found {c.brief(entry)}.")
+
     def __init__(self):
         # BinaryMetric.__init__ would build a confusion matrix we never use
         self.pos_val = True

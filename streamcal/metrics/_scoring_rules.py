@@ -65,6 +65,12 @@ class BetaWeighting:
     ([1.6875, 0.75], [0.1875, 0.75])
     """
 
+    def _check_loaded_state(self) -> None:
+        # the constructor only checks and stores the parameters
+        from streamcal import _state_check as c
+
+        c.check_like_fresh(self)
+
     def __init__(self, a: float, b: float):
         self.a = check_scalar(a, "a", low=-1.0, low_inclusive=False)
         self.b = check_scalar(b, "b", low=-1.0, low_inclusive=False)
@@ -109,6 +115,12 @@ class ThresholdWeighting:
     >>> target.tolist(), nontarget.round(4).tolist()
     ([4.0, 4.0, 0.0], [0.0, 0.0, 1.3333])
     """
+
+    def _check_loaded_state(self) -> None:
+        # the constructor only checks and stores the parameters
+        from streamcal import _state_check as c
+
+        c.check_like_fresh(self)
 
     def __init__(self, threshold: float):
         self.threshold = check_scalar(

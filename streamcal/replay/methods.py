@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from streamcal._prior import finite_prior
+from streamcal._registry import BUILTIN_CALIBRATORS
 from streamcal._validation import as_binary_labels, as_nonneg_weights, as_probabilities
 
 __all__ = [
@@ -36,15 +37,8 @@ __all__ = [
     "register_method",
 ]
 
-# name -> (module, class name) of the built-in streaming calibrators
-# the built-in streaming binary calibrators: method name -> (module, class); ``streamcal.warmup``
-# reads it too
-BUILTIN_METHODS = {
-    "pav": ("streamcal.isotonic.streaming", "PAVCalibrator"),
-    "ispline": ("streamcal.spline.calibrator", "ISplineCalibrator"),
-    "gev": ("streamcal.gev.calibrator", "GEVCalibrator"),
-    "platt": ("streamcal.gev.calibrator", "PlattCalibrator"),
-}
+# the built-in streaming binary calibrators: method name -> (module, class), the core's table
+BUILTIN_METHODS = BUILTIN_CALIBRATORS
 _REGISTERED: dict[str, Callable[..., object]] = {}
 
 
