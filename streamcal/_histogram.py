@@ -11,13 +11,18 @@ oldest first, and the sums and replays that the windows' merge rules
 
 from __future__ import annotations
 
+import math
+from typing import NamedTuple
+
 import numpy as np
 
 from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
+from streamcal._layout import BucketLayout, check_layout, finite_range
 
 __all__ = [
     "SAVED_NAMES",
+    "HistogramRow",
     "WindowedHistogram",
     "added",
     "decay_factor",
@@ -149,8 +154,9 @@ def set_ring_clocks(state: State, clocks: np.ndarray) -> None:
 
 
 # ---------------------------------------------------------------------------------------- the object
-#: The attributes of a :class:`WindowedHistogram` under the names a calibrator's saved state
-#: gives them (state files written by earlier versions hold these keys).
+#: The attributes of a :class:`WindowedHistogram` under the names a calibrator's saved state gives
+#: them (state files written by earlier versions hold these keys); the layout's are
+#: :attr:`streamcal._layout.BucketLayout.SAVED_NAMES`.
 SAVED_NAMES = {
     "_window_code": "window_code",
     "_uses_times": "uses_times",
@@ -164,40 +170,67 @@ SAVED_NAMES = {
     "_warm_tot": "warm_tot",
     "_warm_last_t": "warm_last_t",
     "_strategy": "strategy",
-    "_edges": "edges",
-    "_cuts": "cuts",
-    "_cuts_list": "cuts_list",
-    "_centres": "centres",
-    "_centres_list": "centres_list",
 }
+
+
+class HistogramRow(NamedTuple):
+    """One row of a histogram as values (copies): the window's weight and event count per bucket,
+    by class. Weights are in real units (decayed as of the last learned event)."""
+
+    pos: np.ndarray
+    neg: np.ndarray
+    n_pos: np.ndarray
+    n_neg: np.ndarray
 
 
 class WindowedHistogram:
     """A windowed histogram of scored, labelled events over score buckets: what a streaming
     calibrator learns, and what its map reads.
 
-    It owns
+    It stands alone: it learns events (adding them, expiring what leaves its window, decaying
+    the rest) through the kernels of :mod:`streamcal._kernels.histogram`, merges with another
+    histogram by its window's rule, saves itself as flat attributes, and checks a restored copy
+    of itself before any kernel reads it. It owns
 
-    - the bucket layout: ``edges`` (``B + 1``), ``cuts`` (the interior edges), ``centres`` (``B``),
-      the lists of both for the river face's ``bisect``, and ``guide`` (the kernels' bucket search);
-    - the window: ``window_code`` (what the kernels read), ``uses_times``, ``ring_capacity``;
-    - the state arrays ``floats`` and ``ints`` (:mod:`streamcal._kernels.histogram` lays them out:
+    - the bucket layout (:class:`streamcal._layout.BucketLayout`): score domain, edges, centres;
+    - the window strategy and what the kernels read of it (``window_code``, ``uses_times``,
+      ``ring_capacity``);
+    - the state arrays ``floats`` and ``ints`` (laid out by :mod:`streamcal._kernels.histogram`:
       totals, clocks, the weight and count per bucket, the ring of the events in the window);
-    - the quantile warm-up: while the edges are unknown (``floats is None``) the first ``warmup``
+    - the quantile warm-up: while the edges are unknown (``built`` is False) the first ``warmup``
       events are buffered in ``warm`` (score, label, weight, time), with their weights summed.
 
-    The kernels learn and expire events in place; the histogram grows and shrinks a time window's
-    ring, gives the window's weights in real units, merges with another histogram through the
-    window's rule, and maps itself to and from the flat attributes of a saved state
-    (:data:`SAVED_NAMES`). A streaming calibrator holds one as ``_hist``.
+    A map (streaming PAV's blocks, a refitted curve) reads the histogram; the PAV kernels learn an
+    event into the histogram and the blocks in one fused pass over these arrays.
+
+    Parameters
+    ----------
+    window
+        The window strategy (:mod:`streamcal.windows`), already parsed from any shorthand.
+    buckets
+        The bucket strategy (:mod:`streamcal.buckets`), already parsed from any shorthand.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamcal._histogram import WindowedHistogram
+    >>> from streamcal.buckets import UniformGrid
+    >>> from streamcal.windows import CountWindow
+    >>> hist = WindowedHistogram(CountWindow(3), UniformGrid(2, 0.0, 1.0))
+    >>> b, _ = hist.layout.buckets_checked(np.array([0.1, 0.2, 0.7, 0.9]))
+    >>> hist.learn_many(b, np.array([0.0, 1.0, 1.0, 1.0]), np.ones(4), np.zeros(4))
+    >>> row = hist.row()
+    >>> row.pos.tolist(), row.neg.tolist(), hist.n_learned   # the first event left the window
+    ([1.0, 2.0], [0.0, 0.0], 4)
     """
 
-    def __init__(self, window, warmup: int = 0, strategy=None):
+    def __init__(self, window, buckets):
+        self.window = window
         self.window_code = window.code()
         self.uses_times = bool(window.uses_times)
         self.ring_capacity = window.ring_capacity
         self.grows_ring = bool(window.grows_ring)
-        self.warmup = int(warmup)
+        self.warmup = int(buckets.warmup)
         self.floats = None
         self.ints = None
         if self.warmup:
@@ -206,18 +239,29 @@ class WindowedHistogram:
             self.warm_pos = 0.0
             self.warm_tot = 0.0
             self.warm_last_t = -np.inf
-            self.strategy = strategy
+            self.strategy = buckets
+        self.layout = BucketLayout(buckets)
+        if self.layout.built:
+            self._allocate()
 
     # layout -------------------------------------------------------------------------------------
     def build(self, edges: np.ndarray, centres: np.ndarray) -> None:
-        """Allocate the empty state for these (checked) edges and centres; MemoryError if too big."""
-        self.edges = np.ascontiguousarray(edges, dtype=np.float64)
-        self.cuts = np.ascontiguousarray(self.edges[1:-1])
-        self.cuts_list = self.cuts.tolist()
-        self.guide = _h.bucket_guide(self.cuts)
-        self.centres = np.ascontiguousarray(centres, dtype=np.float64)
-        self.centres_list = self.centres.tolist()
-        self.floats, self.ints = _h.empty_state(self.centres.size, self.ring_capacity, self.window_code)
+        """Set the bucket edges and centres (checked) and allocate the empty state."""
+        self.layout.build(edges, centres)
+        self._allocate()
+
+    def _allocate(self) -> None:
+        B = self.layout.n_buckets
+        try:
+            self.floats, self.ints = _h.empty_state(B, self.ring_capacity, self.window_code)
+        except MemoryError:
+            size = _h.state_sizes(B, self.ring_capacity)
+            gib = (8 * (size[0] + size[1])) / 2**30
+            msg = (
+                f"the state of {B} buckets and a window ring of {self.ring_capacity} events "
+                f"(window={self.window!r}) needs {gib:,.1f} GiB, more than can be allocated; use a smaller window."
+            )
+            raise ValueError(msg) from None
 
     @property
     def built(self) -> bool:
@@ -226,19 +270,23 @@ class WindowedHistogram:
 
     @property
     def n_buckets(self) -> int:
-        return int(self.centres.size)
+        return self.layout.n_buckets
 
-    def buckets_checked(self, s: np.ndarray, low: float, high: float) -> tuple[np.ndarray, int]:
-        """``(buckets, bad)``: the scores' buckets, found in the pass that checks them; ``bad`` is
-        the position of the first score that is not finite or outside ``[low, high]`` (-1: none;
-        then the buckets are not all written)."""
-        b = np.empty(s.size, dtype=np.intp)
-        bad = _config.run(_h.check_bucket_index, s.size, self.cuts, self.guide, low, high, s, b)
-        return b, bad
+    # learning -----------------------------------------------------------------------------------
+    def learn_one(self, b: int, y: float, w: float, t: float) -> None:
+        """Learn one checked event in bucket ``b``: label ``y`` (0.0 or 1.0), weight ``w``, time
+        ``t`` (the event clock's kinds ignore it); what leaves the window is expired."""
+        _h.histogram_learn_one_inplace(self.floats, self.ints, b, y, w, t)
+
+    def learn_many(self, b: np.ndarray, y: np.ndarray, w: np.ndarray, t: np.ndarray) -> None:
+        """Learn checked events in order (contiguous arrays: intp buckets, float64 labels,
+        weights and times); a time window's ring must hold them (:meth:`ensure_ring`)."""
+        _h.histogram_learn_many_inplace(self.floats, self.ints, b, y, w, t)
 
     # reading ------------------------------------------------------------------------------------
     @property
     def n_learned(self) -> int:
+        """Events learned so far (buffered ones during the warm-up)."""
         return int(self.floats[_h.SF_N_LEARNED]) if self.built else int(self.n_warm)
 
     def last_time(self) -> float:
@@ -252,9 +300,33 @@ class WindowedHistogram:
         """``(pos, neg)`` per bucket in real units (copies)."""
         return real_weights((self.floats, self.ints))
 
+    def row(self) -> HistogramRow:
+        """The window's weights (real units) and event counts per bucket, as values (copies)."""
+        B = self.layout.n_buckets
+        pos, neg = self.real_weights()
+        g = _h.SI_HEADER
+        return HistogramRow(pos, neg, self.ints[g : g + B].copy(), self.ints[g + B : g + 2 * B].copy())
+
+    def ring(self) -> tuple[np.ndarray, ...]:
+        """The events in the window's ring, oldest first: ``(bucket, label, weight, clock)``
+        (copies; weights in stored units; empty for windows without a ring)."""
+        return ring_events((self.floats, self.ints))
+
     def window_total(self) -> float:
         """The window's total weight in real units (the buffered weight during the warm-up)."""
         return window_total(self.floats) if self.built else float(self.warm_tot)
+
+    def ring_size(self) -> int:
+        """The ring's capacity (0 for windows without a ring)."""
+        return int(self.ints[_h.SI_W])
+
+    def renormalisations(self) -> int:
+        """How many times a decay window rescaled its stored weights (diagnostic)."""
+        return int(self.floats[_h.SF_N_RENORM])
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the state arrays ``(floats, ints)``, for bit-for-bit comparisons."""
+        return self.floats.copy(), self.ints.copy()
 
     # the ring of a time window ----------------------------------------------------------------
     def ensure_ring(self, extra: int) -> bool:
@@ -289,41 +361,261 @@ class WindowedHistogram:
             self.warm_last_t = t
         return self.n_warm == self.warmup
 
-    def warm_sample_after(self, s: np.ndarray) -> np.ndarray | None:
-        """The warm-up's score sample if the scores ``s`` are learned next (None if it does not end)."""
+    def warm_layout_after(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The checked edges and centres the warm-up ends with if the scores ``s`` are learned next
+        (None if it does not end): computed before any of them is buffered, so that a strategy
+        failing on the sample rejects the call with nothing changed."""
         need = self.warmup - self.n_warm
         if s.size < need:
             return None
-        return np.concatenate((self.warm[0, : self.n_warm], s[:need]))
+        sample = np.concatenate((self.warm[0, : self.n_warm], s[:need]))
+        return check_layout(self.strategy.bucket_edges(sample), self.strategy.bucket_centres(sample))
+
+    def warm_events(self) -> tuple[np.ndarray, ...]:
+        """The buffered events ``(scores, labels, weights, times)`` (copies)."""
+        return tuple(np.ascontiguousarray(r[: self.n_warm]) for r in self.warm)
 
     def drop_warmup_buffer(self) -> None:
         """Forget the buffer and the strategy once the edges are built (the counters stay)."""
         del self.warm, self.strategy
 
     # merging -----------------------------------------------------------------------------------
-    def same_layout(self, other: WindowedHistogram) -> bool:
-        return np.array_equal(self.edges, other.edges) and np.array_equal(self.centres, other.centres)
-
-    def merge_from(self, other: WindowedHistogram, window) -> None:
+    def merge_from(self, other: WindowedHistogram) -> None:
         """Become the histogram of the stream merged from this one then ``other`` (read only),
-        by the window's rule (:meth:`streamcal.windows.Window.merge_histograms`)."""
-        self.floats, self.ints = window.merge_histograms(
+        by the window's rule (:meth:`streamcal.windows.Window.merge_histograms`); ValueError if
+        the layouts differ."""
+        if not self.layout.same_as(other.layout):
+            a, b = self.n_buckets, other.n_buckets
+            msg = (
+                f"`calibrators` cannot be merged: different bucket edges ({a} and {b} buckets"
+                f"{', differing values' if a == b else ''}). Quantile edges learned from different warm-ups "
+                "differ: fix the edges with streamcal.buckets.Edges before fitting the parts."
+            )
+            raise ValueError(msg)
+        self.floats, self.ints = self.window.merge_histograms(
             (self.floats, self.ints), (other.floats, other.ints), self.ring_capacity
         )
 
     # saved state -------------------------------------------------------------------------------
     def saved(self) -> dict:
-        """The attributes under their saved names (:data:`SAVED_NAMES`), the caches left out."""
-        return {key: self.__dict__[name] for key, name in SAVED_NAMES.items() if name in self.__dict__}
+        """The attributes under their saved names (:data:`SAVED_NAMES` and the layout's)."""
+        state = {key: self.__dict__[name] for key, name in SAVED_NAMES.items() if name in self.__dict__}
+        state.update(self.layout.saved())
+        return state
 
     @classmethod
-    def from_saved(cls, state: dict) -> WindowedHistogram:
-        """The histogram of a saved state's attributes (popped from ``state``), checked before."""
+    def from_saved(cls, state: dict, window, buckets) -> WindowedHistogram:
+        """The histogram of a checked saved state's attributes (popped from ``state``) for these
+        window and bucket strategies (:meth:`check_saved` first)."""
         hist = cls.__new__(cls)
         for key, name in SAVED_NAMES.items():
             if key in state:
                 hist.__dict__[name] = state.pop(key)
-        if hist.built:
-            hist.guide = _h.bucket_guide(hist.cuts)
-        hist.grows_ring = bool(hist.ring_capacity and hist.uses_times)
+        hist.window = window
+        hist.grows_ring = bool(window.grows_ring)
+        hist.layout = BucketLayout.from_saved(state, buckets)
         return hist
+
+    @staticmethod
+    def check_saved(state: dict, window, buckets, buckets_param) -> None:
+        """Check a saved histogram's attributes (under their saved names, in ``state``) before any
+        kernel reads them: the layout against the bucket strategy ``buckets`` (parsed from the
+        calibrator's parameter ``buckets_param``), the arrays against the window, or the warm-up
+        buffer. Raises :class:`streamcal.exceptions.StateFileError` naming what is wrong."""
+        from streamcal import _state_check as c
+        from streamcal.buckets import QuantileEdges
+
+        if state.get("_sf") is None and "_warm" in state:
+            _check_saved_warmup(state, window, buckets, buckets_param)
+            return
+        if state.get("_sf") is None or state.get("_si") is None:
+            c.fail("`_sf`/`_si`: expected the histogram arrays once the bucket edges are known; found None.")
+        B = BucketLayout.check_saved(state, buckets)
+        check_arrays(state["_sf"], state["_si"], B, window)
+        n_learned = int(state["_sf"][_h.SF_N_LEARNED])
+        if type(buckets) is QuantileEdges and n_learned < buckets.warmup:
+            c.fail(f"the quantile edges are known after {buckets.warmup} events; found {n_learned} learned.")
+
+
+def _check_saved_warmup(state: dict, window, buckets, buckets_param) -> None:
+    """The quantile warm-up buffer: ``_n_warm`` events of finite scores in range, 0/1 labels,
+    finite non-negative weights and finite times (in order for time windows), with the sums and
+    last time that learning them one by one gives."""
+    from streamcal import _state_check as c
+
+    warmup = state["_warmup"]
+    n = c.need_int(state["_n_warm"], "_n_warm", 0, warmup - 1)
+    warm = c.need_array(state["_warm"], "_warm", np.float64, ndim=2, shape=(4, warmup))
+    # the strategy ``buckets`` means: the parameter itself, or the one a shorthand names
+    strategy = state["_strategy"]
+    if strategy is not buckets_param and not (
+        type(strategy) is type(buckets) and repr(strategy) == repr(buckets)
+    ):
+        c.fail("`_strategy`: expected the bucket strategy of `buckets`.")
+    if state.get("_si") is not None:
+        c.fail(f"`_si`: expected None during the quantile warm-up; found {c.brief(state['_si'])}.")
+    low, high = finite_range(buckets.score_range)
+    s, y, w, t = warm[:, :n]
+    c.need_finite(s, "_warm scores", low=low, high=high)
+    if not ((y == 0.0) | (y == 1.0)).all():
+        c.fail("`_warm` labels: expected 0.0 or 1.0.")
+    c.need_finite(w, "_warm weights", low=0.0)
+    c.need_finite(t, "_warm times")
+    pos = tot = 0.0
+    for wi, yi in zip(w.tolist(), y.tolist(), strict=True):  # the order learning added them in
+        tot += wi
+        if yi > 0.5:
+            pos += wi
+    if not (c.same_float(state["_warm_pos"], pos) and c.same_float(state["_warm_tot"], tot)):
+        c.fail(
+            f"`_warm_pos`/`_warm_tot`: expected {pos!r}/{tot!r} (the buffered weights); "
+            f"found {c.brief(state['_warm_pos'])}/{c.brief(state['_warm_tot'])}."
+        )
+    last = -math.inf
+    if window.uses_times and n:
+        c.need_increasing(t, "_warm times", strict=False)
+        last = float(t[-1])
+    if not c.same_float(state["_warm_last_t"], last):
+        c.fail(f"`_warm_last_t`: expected {last!r}; found {c.brief(state['_warm_last_t'])}.")
+
+
+# ---------------------------------------------------------------------------------------- restored arrays
+def check_arrays(sf, si, n_buckets: int, window) -> None:
+    """The windowed histogram ``(sf, si)`` of ``n_buckets`` buckets (layout in
+    :mod:`streamcal._kernels.histogram`) for ``window`` (a :class:`streamcal.windows.Window`):
+    every invariant the kernels rely on, and the bookkeeping that the kernels keep. What depends
+    on the window's kind (its ring, its clock, its decay) the window says
+    (``check_saved_ring_capacity``, ``check_saved_ring``, ``event_clock``, ``decays``).
+
+    Sizes agree with the bucket count and the ring capacity; the header holds the window's
+    parameters; weights are finite and non-negative, with a finite total in real units; event
+    counts are non-negative, and a bucket or class with no event holds no weight; the ring's
+    head and count are within its capacity, and each event in it has a bucket in range, a 0/1
+    label, a finite non-negative weight and a clock in order, and the events agree with the
+    per-bucket counts; clocks, decay frame and renormalisation counter agree with the number of
+    learned events.
+    """
+    from streamcal import _state_check as c
+
+    h = _h
+    fail, need_array, need_finite = c.fail, c.need_array, c.need_finite
+
+    B = n_buckets
+    kind, n, seconds, half_life = window.code()
+    need_array(sf, "_sf", np.float64)
+    need_array(si, "_si", np.int64)
+    if si.size < h.SI_HEADER or sf.size < h.SF_HEADER:
+        fail(f"`_sf`/`_si`: expected at least {h.SF_HEADER}/{h.SI_HEADER} values; found {sf.size}/{si.size}.")
+    if int(si[h.SI_B]) != B:
+        fail(f"`_si` bucket count: expected {B} (the bucket centres); found {int(si[h.SI_B])}.")
+    W = int(si[h.SI_W])
+    ring = window.keeps_ring
+    checks = c  # the check helpers, for the window's own checks
+    window.check_saved_ring_capacity(W, checks)
+    nf, ni = h.state_sizes(B, W)
+    if sf.size != nf or si.size != ni:
+        fail(f"`_sf`/`_si`: expected {nf}/{ni} values for {B} buckets and a ring of {W}; found {sf.size}/{si.size}.")
+    header = {
+        "kind": (h.SF_KIND, float(kind)),
+        "count window size": (h.SF_WINDOW_N, float(n)),
+        "time window span": (h.SF_SECONDS, float(seconds)),
+        "half-life": (h.SF_HALF_LIFE, float(half_life)),
+    }
+    for what, (i, want) in header.items():
+        if sf[i] != want:  # also NaN
+            fail(f"`_sf` window {what}: expected {want!r} (from the window's parameters); found {float(sf[i])!r}.")
+
+    n_learned = float(sf[h.SF_N_LEARNED])
+    if not (0.0 <= n_learned <= 2.0**53 and n_learned == math.floor(n_learned)):
+        fail(f"`_sf` number of learned events: expected a whole number >= 0; found {n_learned!r}.")
+    last_t, t0, renorm = float(sf[h.SF_LAST_T]), float(sf[h.SF_T0]), float(sf[h.SF_N_RENORM])
+    decay = window.decays
+    event_clock = window.event_clock
+    if not (0.0 <= renorm <= n_learned and renorm == math.floor(renorm)) or (renorm and not decay):
+        fail(f"`_sf` renormalisation count: expected a whole number in [0, learned events]; found {renorm!r}.")
+    if not math.isfinite(t0) or (t0 != 0.0 and (not decay or n_learned == 0)):
+        fail(f"`_sf` decay reference clock: expected 0.0 here; found {t0!r}.")
+    if n_learned == 0:
+        if last_t != -math.inf:
+            fail(f"`_sf` last clock: expected -inf before any learned event; found {last_t!r}.")
+    elif event_clock and last_t != n_learned - 1.0:
+        fail(f"`_sf` last clock: expected {n_learned - 1.0!r} (the last event's number); found {last_t!r}.")
+    elif not math.isfinite(last_t):
+        fail(f"`_sf` last clock: expected a finite time; found {last_t!r}.")
+
+    pos = sf[h.SF_HEADER : h.SF_HEADER + B]
+    neg = sf[h.SF_HEADER + B : h.SF_HEADER + 2 * B]
+    npos = si[h.SI_HEADER : h.SI_HEADER + B]
+    nneg = si[h.SI_HEADER + B : h.SI_HEADER + 2 * B]
+    need_finite(pos, "_sf positive weights", low=0.0)
+    need_finite(neg, "_sf negative weights", low=0.0)
+    t_pos, t_neg = float(sf[h.SF_T_POS]), float(sf[h.SF_T_NEG])
+    for what, v in (("positive", t_pos), ("negative", t_neg)):
+        if not (math.isfinite(v) and v >= 0.0):
+            fail(f"`_sf` total {what} weight: expected a finite number >= 0; found {v!r}.")
+    for name, counts in (("_si positive counts", npos), ("_si negative counts", nneg)):
+        if (counts < 0).any():
+            i = int(np.flatnonzero(counts < 0)[0])
+            fail(f"`{name}`: expected counts >= 0; found {int(counts[i])} at bucket {i}.")
+    for cls, weights, counts in (("positive", pos, npos), ("negative", neg, nneg)):
+        phantom = (counts == 0) & (weights != 0.0)
+        if phantom.any():
+            i = int(np.flatnonzero(phantom)[0])
+            fail(f"`_sf` {cls} weight of bucket {i}: expected 0.0 (the bucket holds no event); found {weights[i]!r}.")
+    with np.errstate(over="ignore"):
+        total = float(pos.sum()) + float(neg.sum()) + t_pos + t_neg
+    unit = 1.0
+    if decay and n_learned > 0:
+        exponent = (last_t - t0) / float(half_life)
+        if not exponent <= h.DECAY_RENORM_EXPONENT:  # also NaN
+            fail(
+                f"`_sf` decay frame: expected (last clock - reference) / half-life <= "
+                f"{h.DECAY_RENORM_EXPONENT}; found {exponent!r}."
+            )
+        unit = 2.0**exponent
+    if not math.isfinite(total) or (unit == 0.0 and total != 0.0) or (unit > 0.0 and not math.isfinite(total / unit)):
+        fail("`_sf` weights: expected a finite total weight in real units; found an overflowing one.")
+
+    n_pos, n_neg = int(si[h.SI_N_POS]), int(si[h.SI_N_NEG])
+    if n_pos != int(npos.sum()) or n_neg != int(nneg.sum()):
+        fail(
+            f"`_si` class counts: expected {int(npos.sum())} and {int(nneg.sum())} (the sums over buckets); "
+            f"found {n_pos} and {n_neg}."
+        )
+    if (n_pos == 0 and t_pos != 0.0) or (n_neg == 0 and t_neg != 0.0):
+        fail("`_sf` class totals: expected 0.0 for a class with no event in the window.")
+    if n_pos + n_neg > n_learned:
+        fail(f"`_si` class counts: {n_pos + n_neg} events in the window, more than the {n_learned!r} learned.")
+
+    head, count = int(si[h.SI_RING_HEAD]), int(si[h.SI_RING_COUNT])
+    if not ring:
+        if head != 0 or count != 0:
+            fail(f"`_si` ring head and count: expected 0 and 0 (no ring); found {head} and {count}.")
+        return
+    if not 0 <= count <= W:
+        fail(f"`_si` ring count: expected an int in [0, {W}]; found {count}.")
+    if not 0 <= head < W:
+        fail(f"`_si` ring head: expected an int in [0, {W - 1}]; found {head}.")
+    if count != n_pos + n_neg:
+        fail(f"`_si` ring count: expected {n_pos + n_neg} (the events in the window); found {count}.")
+    window.check_saved_ring_count(count, n_learned, checks)
+    at = (head + np.arange(count)) % W
+    base = h.SF_HEADER + 2 * B
+    rw = sf[base : base + W][at]
+    ry = sf[base + W : base + 2 * W][at]
+    rt = sf[base + 2 * W : base + 3 * W][at]
+    rb = si[h.SI_HEADER + 2 * B : h.SI_HEADER + 2 * B + W][at]
+    if ((rb < 0) | (rb >= B)).any():
+        i = int(np.flatnonzero((rb < 0) | (rb >= B))[0])
+        fail(f"`_si` ring buckets: expected buckets in [0, {B - 1}]; found {int(rb[i])} at ring position {int(at[i])}.")
+    if not ((ry == 0.0) | (ry == 1.0)).all():
+        i = int(np.flatnonzero(~((ry == 0.0) | (ry == 1.0)))[0])
+        fail(f"`_sf` ring labels: expected 0.0 or 1.0; found {ry[i]!r} at ring position {int(at[i])}.")
+    need_finite(rw, "_sf ring weights", low=0.0)
+    need_finite(rt, "_sf ring clocks")
+    positive = ry == 1.0
+    for cls, mask, counts in (("positive", positive, npos), ("negative", ~positive, nneg)):
+        if not np.array_equal(np.bincount(rb[mask], minlength=B), counts):
+            fail(f"`_si` {cls} counts per bucket: expected the ring's {cls} events per bucket.")
+    if count:
+        window.check_saved_ring_clocks(rt, n_learned, last_t, checks)

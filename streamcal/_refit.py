@@ -38,7 +38,6 @@ import itertools
 import numpy as np
 
 from streamcal import _prior
-from streamcal._kernels import histogram as _h
 from streamcal._streaming import OP_LEARN, OP_PREDICT, OP_PREQUENTIAL, StreamingCalibrator
 from streamcal._validation import check_refit_every
 
@@ -67,7 +66,7 @@ class RefitCalibrator(StreamingCalibrator):
         self._proba_low, self._proba_high = _prior.proba_bounds(total, float(self.llr_pseudo_count))
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
-        _h.histogram_learn_one_inplace(self._hist.floats, self._hist.ints, b, y, w, t)
+        self._hist.learn_one(b, y, w, t)
         self._after_learn(1)
 
     def _after_learn(self, n: int) -> None:
@@ -157,7 +156,7 @@ class RefitCalibrator(StreamingCalibrator):
                 part = slice(i, i + step)
                 if op == OP_PREQUENTIAL:
                     out_p[part], out_llr[part] = self._predict_arrays(b[part], s[part])
-                _h.histogram_learn_many_inplace(self._hist.floats, self._hist.ints, b[part], y[part], w[part], t[part])
+                self._hist.learn_many(b[part], y[part], w[part], t[part])
                 self._after_learn(step)
 
     def _run_ops_between_refits(self, k, ops, b, s, y, w, t, out_p, out_llr) -> None:
@@ -183,7 +182,7 @@ class RefitCalibrator(StreamingCalibrator):
             lj = min(due, learn_at.size)
             if lj > li:
                 at = learn_at[li:lj]
-                _h.histogram_learn_many_inplace(self._hist.floats, self._hist.ints, b[at], y[at], w[at], t[at])
+                self._hist.learn_many(b[at], y[at], w[at], t[at])
                 self._after_learn(lj - li)
             i, li, pi = end, lj, pj
 

@@ -25,14 +25,12 @@ found 1000000000".
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 
 from streamcal.exceptions import StateFileError
 
 __all__ = [
-    "check_histogram",
     "check_like_fresh",
     "check_loaded",
     "fail",
@@ -166,145 +164,6 @@ def close_to(loaded: np.ndarray, computed: np.ndarray, name: str, what: str) -> 
     between machines)."""
     if loaded.shape != computed.shape or not np.allclose(loaded, computed, rtol=1e-12, atol=0.0):
         fail(f"`{name}` does not match {what}.")
-
-
-# ---------------------------------------------------------------------------------------- histogram
-def check_histogram(sf, si, n_buckets: int, window) -> None:
-    """The windowed histogram ``(sf, si)`` of ``n_buckets`` buckets (layout in
-    :mod:`streamcal._kernels.histogram`) for ``window`` (a :class:`streamcal.windows.Window`):
-    every invariant the kernels rely on, and the bookkeeping that the kernels keep. What depends
-    on the window's kind (its ring, its clock, its decay) the window says
-    (``check_saved_ring_capacity``, ``check_saved_ring``, ``event_clock``, ``decays``).
-
-    Sizes agree with the bucket count and the ring capacity; the header holds the window's
-    parameters; weights are finite and non-negative, with a finite total in real units; event
-    counts are non-negative, and a bucket or class with no event holds no weight; the ring's
-    head and count are within its capacity, and each event in it has a bucket in range, a 0/1
-    label, a finite non-negative weight and a clock in order, and the events agree with the
-    per-bucket counts; clocks, decay frame and renormalisation counter agree with the number of
-    learned events.
-    """
-    from streamcal._kernels import histogram as h
-
-    B = n_buckets
-    kind, n, seconds, half_life = window.code()
-    need_array(sf, "_sf", np.float64)
-    need_array(si, "_si", np.int64)
-    if si.size < h.SI_HEADER or sf.size < h.SF_HEADER:
-        fail(f"`_sf`/`_si`: expected at least {h.SF_HEADER}/{h.SI_HEADER} values; found {sf.size}/{si.size}.")
-    if int(si[h.SI_B]) != B:
-        fail(f"`_si` bucket count: expected {B} (the bucket centres); found {int(si[h.SI_B])}.")
-    W = int(si[h.SI_W])
-    ring = window.keeps_ring
-    checks = sys.modules[__name__]  # the helpers below, for the window's own checks
-    window.check_saved_ring_capacity(W, checks)
-    nf, ni = h.state_sizes(B, W)
-    if sf.size != nf or si.size != ni:
-        fail(f"`_sf`/`_si`: expected {nf}/{ni} values for {B} buckets and a ring of {W}; found {sf.size}/{si.size}.")
-    header = {
-        "kind": (h.SF_KIND, float(kind)),
-        "count window size": (h.SF_WINDOW_N, float(n)),
-        "time window span": (h.SF_SECONDS, float(seconds)),
-        "half-life": (h.SF_HALF_LIFE, float(half_life)),
-    }
-    for what, (i, want) in header.items():
-        if sf[i] != want:  # also NaN
-            fail(f"`_sf` window {what}: expected {want!r} (from the window's parameters); found {float(sf[i])!r}.")
-
-    n_learned = float(sf[h.SF_N_LEARNED])
-    if not (0.0 <= n_learned <= 2.0**53 and n_learned == math.floor(n_learned)):
-        fail(f"`_sf` number of learned events: expected a whole number >= 0; found {n_learned!r}.")
-    last_t, t0, renorm = float(sf[h.SF_LAST_T]), float(sf[h.SF_T0]), float(sf[h.SF_N_RENORM])
-    decay = window.decays
-    event_clock = window.event_clock
-    if not (0.0 <= renorm <= n_learned and renorm == math.floor(renorm)) or (renorm and not decay):
-        fail(f"`_sf` renormalisation count: expected a whole number in [0, learned events]; found {renorm!r}.")
-    if not math.isfinite(t0) or (t0 != 0.0 and (not decay or n_learned == 0)):
-        fail(f"`_sf` decay reference clock: expected 0.0 here; found {t0!r}.")
-    if n_learned == 0:
-        if last_t != -math.inf:
-            fail(f"`_sf` last clock: expected -inf before any learned event; found {last_t!r}.")
-    elif event_clock and last_t != n_learned - 1.0:
-        fail(f"`_sf` last clock: expected {n_learned - 1.0!r} (the last event's number); found {last_t!r}.")
-    elif not math.isfinite(last_t):
-        fail(f"`_sf` last clock: expected a finite time; found {last_t!r}.")
-
-    pos = sf[h.SF_HEADER : h.SF_HEADER + B]
-    neg = sf[h.SF_HEADER + B : h.SF_HEADER + 2 * B]
-    npos = si[h.SI_HEADER : h.SI_HEADER + B]
-    nneg = si[h.SI_HEADER + B : h.SI_HEADER + 2 * B]
-    need_finite(pos, "_sf positive weights", low=0.0)
-    need_finite(neg, "_sf negative weights", low=0.0)
-    t_pos, t_neg = float(sf[h.SF_T_POS]), float(sf[h.SF_T_NEG])
-    for what, v in (("positive", t_pos), ("negative", t_neg)):
-        if not (math.isfinite(v) and v >= 0.0):
-            fail(f"`_sf` total {what} weight: expected a finite number >= 0; found {v!r}.")
-    for name, counts in (("_si positive counts", npos), ("_si negative counts", nneg)):
-        if (counts < 0).any():
-            i = int(np.flatnonzero(counts < 0)[0])
-            fail(f"`{name}`: expected counts >= 0; found {int(counts[i])} at bucket {i}.")
-    for cls, weights, counts in (("positive", pos, npos), ("negative", neg, nneg)):
-        phantom = (counts == 0) & (weights != 0.0)
-        if phantom.any():
-            i = int(np.flatnonzero(phantom)[0])
-            fail(f"`_sf` {cls} weight of bucket {i}: expected 0.0 (the bucket holds no event); found {weights[i]!r}.")
-    with np.errstate(over="ignore"):
-        total = float(pos.sum()) + float(neg.sum()) + t_pos + t_neg
-    unit = 1.0
-    if decay and n_learned > 0:
-        exponent = (last_t - t0) / float(half_life)
-        if not exponent <= h.DECAY_RENORM_EXPONENT:  # also NaN
-            fail(
-                f"`_sf` decay frame: expected (last clock - reference) / half-life <= "
-                f"{h.DECAY_RENORM_EXPONENT}; found {exponent!r}."
-            )
-        unit = 2.0**exponent
-    if not math.isfinite(total) or (unit == 0.0 and total != 0.0) or (unit > 0.0 and not math.isfinite(total / unit)):
-        fail("`_sf` weights: expected a finite total weight in real units; found an overflowing one.")
-
-    n_pos, n_neg = int(si[h.SI_N_POS]), int(si[h.SI_N_NEG])
-    if n_pos != int(npos.sum()) or n_neg != int(nneg.sum()):
-        fail(
-            f"`_si` class counts: expected {int(npos.sum())} and {int(nneg.sum())} (the sums over buckets); "
-            f"found {n_pos} and {n_neg}."
-        )
-    if (n_pos == 0 and t_pos != 0.0) or (n_neg == 0 and t_neg != 0.0):
-        fail("`_sf` class totals: expected 0.0 for a class with no event in the window.")
-    if n_pos + n_neg > n_learned:
-        fail(f"`_si` class counts: {n_pos + n_neg} events in the window, more than the {n_learned!r} learned.")
-
-    head, count = int(si[h.SI_RING_HEAD]), int(si[h.SI_RING_COUNT])
-    if not ring:
-        if head != 0 or count != 0:
-            fail(f"`_si` ring head and count: expected 0 and 0 (no ring); found {head} and {count}.")
-        return
-    if not 0 <= count <= W:
-        fail(f"`_si` ring count: expected an int in [0, {W}]; found {count}.")
-    if not 0 <= head < W:
-        fail(f"`_si` ring head: expected an int in [0, {W - 1}]; found {head}.")
-    if count != n_pos + n_neg:
-        fail(f"`_si` ring count: expected {n_pos + n_neg} (the events in the window); found {count}.")
-    window.check_saved_ring_count(count, n_learned, checks)
-    at = (head + np.arange(count)) % W
-    base = h.SF_HEADER + 2 * B
-    rw = sf[base : base + W][at]
-    ry = sf[base + W : base + 2 * W][at]
-    rt = sf[base + 2 * W : base + 3 * W][at]
-    rb = si[h.SI_HEADER + 2 * B : h.SI_HEADER + 2 * B + W][at]
-    if ((rb < 0) | (rb >= B)).any():
-        i = int(np.flatnonzero((rb < 0) | (rb >= B))[0])
-        fail(f"`_si` ring buckets: expected buckets in [0, {B - 1}]; found {int(rb[i])} at ring position {int(at[i])}.")
-    if not ((ry == 0.0) | (ry == 1.0)).all():
-        i = int(np.flatnonzero(~((ry == 0.0) | (ry == 1.0)))[0])
-        fail(f"`_sf` ring labels: expected 0.0 or 1.0; found {ry[i]!r} at ring position {int(at[i])}.")
-    need_finite(rw, "_sf ring weights", low=0.0)
-    need_finite(rt, "_sf ring clocks")
-    positive = ry == 1.0
-    for cls, mask, counts in (("positive", positive, npos), ("negative", ~positive, nneg)):
-        if not np.array_equal(np.bincount(rb[mask], minlength=B), counts):
-            fail(f"`_si` {cls} counts per bucket: expected the ring's {cls} events per bucket.")
-    if count:
-        window.check_saved_ring_clocks(rt, n_learned, last_t, checks)
 
 
 # ---------------------------------------------------------------------------------------- dispatch

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import math
 import numbers
 
 import numpy as np
@@ -32,6 +31,7 @@ from river import base
 from streamcal import _prior
 from streamcal._histogram import SAVED_NAMES, WindowedHistogram
 from streamcal._kernels import histogram as _h
+from streamcal._layout import BucketLayout, finite_range
 from streamcal._locking import LockedState
 from streamcal._validation import (
     as_1d_float,
@@ -45,7 +45,7 @@ from streamcal._validation import (
     check_scalar,
     score_from_dict,
 )
-from streamcal.buckets import Buckets, as_buckets, bucket_of_score, check_edges
+from streamcal.buckets import Buckets, as_buckets
 from streamcal.merging import Mergeable, merge
 from streamcal.persist import Persistable
 from streamcal.windows import Window, as_window
@@ -145,32 +145,21 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         window = as_window(self.window)
         # the pseudo-counts keep the LLR finite for every accepted weight within these bounds
         check_scalar(self.llr_pseudo_count, "llr_pseudo_count", low=MIN_PSEUDO_COUNT, high=MAX_PSEUDO_COUNT)
-        self._score_low, self._score_high = _finite_range(buckets.score_range)
-        self._bucket_kind = type(buckets).__name__
-        self._identity = bool(buckets.probability_inputs)
         check_scalar(buckets.warmup, "warmup", numbers.Integral, low=0)
-        warmup = int(buckets.warmup)
-        if warmup and hasattr(buckets, "check_params"):
+        if buckets.warmup and hasattr(buckets, "check_params"):
             buckets.check_params()  # before any event is buffered: the warm-up's end must not fail
-        self._hist = WindowedHistogram(window, warmup, buckets)
-        if not warmup:
-            self._build(buckets.bucket_edges(), buckets.bucket_centres())
+        self._hist = WindowedHistogram(window, buckets)
+        # the score domain, read by the faces' inline checks (and saved under these names)
+        layout = self._hist.layout
+        self._score_low, self._score_high = layout.score_low, layout.score_high
+        self._bucket_kind = layout.kind
+        self._identity = layout.probability_inputs
+        if self._hist.built:
+            self._init_map_state()
 
     def _build(self, edges: np.ndarray, centres: np.ndarray) -> None:
-        """Allocate the histogram for these edges and centres (the edges are now known)."""
-        edges, centres = _check_layout(edges, centres)
-        hist = self._hist
-        try:
-            hist.build(edges, centres)
-        except MemoryError:
-            size = _h.state_sizes(centres.size, hist.ring_capacity)
-            gib = (8 * (size[0] + size[1])) / 2**30
-            msg = (
-                f"the state of {centres.size} buckets and a window ring of {hist.ring_capacity} "
-                f"events (window={self.window!r}) needs {gib:,.1f} GiB, more than can be allocated; use a "
-                "smaller window."
-            )
-            raise ValueError(msg) from None
+        """Build the histogram's layout for these edges and centres (the warm-up is over), then the map."""
+        self._hist.build(edges, centres)
         self._init_map_state()
 
     # derived from the state: not saved, rebuilt on loading
@@ -194,7 +183,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
             if type(value) is np.ndarray:
                 self.__dict__[name] = np.array(value, order="C", copy=True)
         self._check_loaded_state()
-        self._hist = WindowedHistogram.from_saved(self.__dict__)
+        self._hist = WindowedHistogram.from_saved(self.__dict__, as_window(self.window), as_buckets(self.buckets))
 
     # ------------------------------------------------------------------ checks of a restored state
     def _check_loaded_state(self) -> None:
@@ -210,7 +199,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         fitted map. Subclasses extend :meth:`_check_loaded_map`.
         """
         from streamcal import _state_check as c
-        from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid
+        from streamcal.buckets import Edges, QuantileEdges
 
         state = self.__dict__
         warm = state.get("_sf") is None and "_warm" in state
@@ -243,12 +232,13 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
             window = as_window(self.window)
         except (TypeError, ValueError) as exc:
             c.fail(f"`buckets` and `window` must be valid strategies: {exc}")
+        low, high = finite_range(buckets.score_range)
         derived = {
             "_window_code": window.code(),
             "_uses_times": bool(window.uses_times),
             "_ring_capacity": window.ring_capacity,
-            "_score_low": _finite_range(buckets.score_range)[0],
-            "_score_high": _finite_range(buckets.score_range)[1],
+            "_score_low": low,
+            "_score_high": high,
             "_bucket_kind": type(buckets).__name__,
             "_identity": bool(buckets.probability_inputs),
             "_warmup": int(buckets.warmup),
@@ -257,43 +247,9 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
             if type(state[name]) is not type(want) or state[name] != want:
                 found = c.brief(state[name])
                 c.fail(f"`{name}`: expected {want!r} (from the bucket and window strategies); found {found}.")
-        if warm:
-            self._check_loaded_warmup()
-            return
-        if state.get("_sf") is None or state.get("_si") is None:
-            c.fail("`_sf`/`_si`: expected the histogram arrays once the bucket edges are known; found None.")
-        edges = c.need_array(self._edges, "_edges", np.float64)
-        centres = c.need_array(self._centres, "_centres", np.float64)
-        B = centres.size
-        if B < 1 or edges.size != B + 1:
-            c.fail(f"`_edges`: expected one more edge than the {B} bucket centres; found {edges.size}.")
-        for name, a in (("_edges", edges), ("_centres", centres)):
-            c.need_finite(a, name)
-            c.need_increasing(a, name)
-        c.need_array(self._cuts, "_cuts", np.float64, size=B - 1)
-        if not np.array_equal(self._cuts, edges[1:-1]):
-            c.fail("`_cuts`: expected the interior bucket edges, `_edges[1:-1]`.")
-        for name, array in (("_cuts_list", self._cuts), ("_centres_list", centres)):
-            value = state[name]
-            if type(value) is not list or len(value) != array.size or value != array.tolist():
-                found = c.brief(value)
-                c.fail(f"`{name}`: expected the {array.size} values of `{name[:-5]}` as a list; found {found}.")
-        if type(buckets) is QuantileEdges and buckets.n_buckets < B:
-            c.fail(f"`_centres`: expected at most `n_buckets` = {buckets.n_buckets} buckets; found {B}.")
-        elif type(buckets) in (LogitGrid, UniformGrid):
-            if buckets.n_buckets != B:
-                c.fail(f"`_centres`: expected `n_buckets` = {buckets.n_buckets} buckets; found {B}.")
-            c.close_to(edges, buckets.bucket_edges(), "_edges", f"the edges of {type(buckets).__name__}")
-            c.close_to(centres, buckets.bucket_centres(), "_centres", f"the centres of {type(buckets).__name__}")
-        elif type(buckets) is Edges and not (
-            np.array_equal(edges, buckets.bucket_edges()) and np.array_equal(centres, buckets.bucket_centres())
-        ):
-            c.fail("`_edges`/`_centres`: expected the edges and centres given to Edges.")
-        c.check_histogram(self._sf, self._si, B, window)
-        n_learned = int(self._sf[_h.SF_N_LEARNED])
-        if type(buckets) is QuantileEdges and n_learned < buckets.warmup:
-            c.fail(f"the quantile edges are known after {buckets.warmup} events; found {n_learned} learned.")
-        self._check_loaded_map()
+        WindowedHistogram.check_saved(state, window, buckets, self.buckets)
+        if not warm:
+            self._check_loaded_map()
 
     def _loaded_state_template(self, buckets: Buckets):
         """A calibrator of this class with the loaded parameters (the constructor checks them) over
@@ -316,45 +272,6 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
             c.fail(f"invalid parameters for {type(self).__name__}: {exc}")
         return template
 
-    def _check_loaded_warmup(self) -> None:
-        """The quantile warm-up buffer: ``_n_warm`` events of finite scores in range, 0/1 labels,
-        finite non-negative weights and finite times (in order for time windows), with the sums
-        and last time that learning them one by one gives."""
-        from streamcal import _state_check as c
-
-        n = c.need_int(self._n_warm, "_n_warm", 0, self._warmup - 1)
-        warm = c.need_array(self._warm, "_warm", np.float64, ndim=2, shape=(4, self._warmup))
-        # the strategy ``buckets`` means: the parameter itself, or the one a shorthand names
-        strategy = self._strategy
-        if strategy is not self.buckets:
-            meant = as_buckets(self.buckets)
-            if not (type(strategy) is type(meant) and repr(strategy) == repr(meant)):
-                c.fail("`_strategy`: expected the bucket strategy of `buckets`.")
-        if self._si is not None:
-            c.fail(f"`_si`: expected None during the quantile warm-up; found {c.brief(self._si)}.")
-        s, y, w, t = warm[:, :n]
-        c.need_finite(s, "_warm scores", low=self._score_low, high=self._score_high)
-        if not ((y == 0.0) | (y == 1.0)).all():
-            c.fail("`_warm` labels: expected 0.0 or 1.0.")
-        c.need_finite(w, "_warm weights", low=0.0)
-        c.need_finite(t, "_warm times")
-        pos = tot = 0.0
-        for wi, yi in zip(w.tolist(), y.tolist(), strict=True):  # the order learning added them in
-            tot += wi
-            if yi > 0.5:
-                pos += wi
-        if not (c.same_float(self._warm_pos, pos) and c.same_float(self._warm_tot, tot)):
-            c.fail(
-                f"`_warm_pos`/`_warm_tot`: expected {pos!r}/{tot!r} (the buffered weights); "
-                f"found {c.brief(self._warm_pos)}/{c.brief(self._warm_tot)}."
-            )
-        last = -math.inf
-        if self._uses_times and n:
-            c.need_increasing(t, "_warm times", strict=False)
-            last = float(t[-1])
-        if not c.same_float(self._warm_last_t, last):
-            c.fail(f"`_warm_last_t`: expected {last!r}; found {c.brief(self._warm_last_t)}.")
-
     @property
     def n_buckets(self) -> int | None:
         """Number of buckets (``None`` while quantile edges are still warming up)."""
@@ -365,13 +282,13 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
     def edges(self) -> np.ndarray | None:
         """The ``B + 1`` bucket edges (``None`` while quantile edges are still warming up)."""
         with self._lock:
-            return self._hist.edges.copy() if self._hist.built else None
+            return self._hist.layout.edges.copy() if self._hist.built else None
 
     @property
     def centres(self) -> np.ndarray | None:
         """The ``B`` bucket centres (``None`` while quantile edges are still warming up)."""
         with self._lock:
-            return self._hist.centres.copy() if self._hist.built else None
+            return self._hist.layout.centres.copy() if self._hist.built else None
 
     def histogram(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(centres, pos, neg)``: the window's weight per bucket, in real units (copies).
@@ -383,7 +300,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
                 msg = "the bucket edges are not known yet: the quantile warm-up has not completed."
                 raise RuntimeError(msg)
             pos, neg = self._hist.real_weights()
-            return self._hist.centres.copy(), pos, neg
+            return self._hist.layout.centres.copy(), pos, neg
 
     def merge(self, *others):
         """A new calibrator equal to one that learned the events of ``self`` and ``others``.
@@ -401,7 +318,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
                 return self
             if self.n_learned == 0:
                 return copy.deepcopy(other)
-            if other._hist.floats is None:  # ``other`` still buffers its quantile warm-up: replay its events
+            if not other._hist.built:  # ``other`` still buffers its quantile warm-up: replay its events
                 return self._merged_with_warmup(other)
             if not self._hist.built:
                 msg = (
@@ -410,36 +327,24 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
                     "the edges with streamcal.buckets.Edges before fitting the parts."
                 )
                 raise ValueError(msg)
-            if not self._hist.same_layout(other._hist):
-                msg = (
-                    f"`calibrators` cannot be merged: different bucket edges ({self._hist.n_buckets} and "
-                    f"{other._hist.n_buckets} buckets"
-                    f"{', differing values' if self._hist.n_buckets == other._hist.n_buckets else ''}). "
-                    "Quantile edges learned from different warm-ups differ: fix the edges with "
-                    "streamcal.buckets.Edges before fitting the parts."
-                )
-                raise ValueError(msg)
-            self._hist.merge_from(other._hist, as_window(self.window))
+            self._hist.merge_from(other._hist)  # ValueError if the bucket edges differ
             self._histogram_replaced()
             self._rebuild_map_after_merge(other)
         return self
 
     def _merged_with_warmup(self, other):
         """Merge an ``other`` still in its quantile warm-up by replaying its buffered events."""
-        n = int(other._hist.n_warm)
-        scores, labels, weights, times = (np.ascontiguousarray(r[:n]) for r in other._hist.warm)
+        scores, labels, weights, times = other._hist.warm_events()
         times_arg = times if self._hist.uses_times else None
         if as_window(self.window).event_clock or self._hist.last_time() <= float(times[0]):
             self.update(scores, labels, weights=weights, times=times_arg)  # concatenation (or in time order)
             return self
         if not self._hist.built:  # both buffering, time clock: interleave the two buffers by time and replay
-            m = int(self._hist.n_warm)
-            both = np.concatenate([self._hist.warm[:, :m], other._hist.warm[:, :n]], axis=1)
+            parts = zip(self._hist.warm_events(), other._hist.warm_events(), strict=True)
+            both = [np.concatenate(pair) for pair in parts]
             order = np.argsort(both[3], kind="stable")
             fresh = self.clone()
-            fresh.update(
-                *(np.ascontiguousarray(both[j, order]) for j in range(2)), weights=both[2, order], times=both[3, order]
-            )
+            fresh.update(both[0][order], both[1][order], weights=both[2][order], times=both[3][order])
             return fresh
         # self is built, time clock, other's events interleave with self's: the merged stream's
         # edges would come from its first events in time order, which mix both: not self's edges
@@ -547,12 +452,12 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
             s = self._score_of(x)
             label, w, t = self._check_one(y, w, t)
             hist = self._hist
-            if hist.floats is None:  # the quantile warm-up
+            if not hist.built:  # the quantile warm-up
                 self._warm_add(s, label, w, t)
                 return
             if hist.grows_ring:
                 self._ensure_ring(1)
-            self._learn_bucket(bucket_of_score(hist.cuts_list, s), s, label, w, t)
+            self._learn_bucket(hist.layout.bucket_of(s), s, label, w, t)
         finally:
             lock.release()
 
@@ -562,7 +467,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         lock.acquire()
         try:
             s = self._score_of(x)
-            p = self._warm_proba() if self._hist.floats is None else self._proba_of(s)
+            p = self._warm_proba() if not self._hist.built else self._proba_of(s)
         finally:
             lock.release()
         return {False: 1.0 - p, True: p}
@@ -573,7 +478,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         lock.acquire()
         try:
             s = self._score_of(x)
-            p = self._warm_proba() if self._hist.floats is None else self._proba_of(s)
+            p = self._warm_proba() if not self._hist.built else self._proba_of(s)
         finally:
             lock.release()
         return p > 0.5
@@ -584,7 +489,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         lock.acquire()
         try:
             s = self._score_of(x)
-            return 0.0 if self._hist.floats is None else self._llr_of(s)
+            return 0.0 if not self._hist.built else self._llr_of(s)
         finally:
             lock.release()
 
@@ -686,7 +591,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         i = 0
         layout = None
         if not self._hist.built:  # the warm-up's end, computed before anything is buffered
-            layout = self._warm_layout_after(s if uniform else s[(ops & OP_LEARN) != 0])
+            layout = self._hist.warm_layout_after(s if uniform else s[(ops & OP_LEARN) != 0])
         while i < n and not self._hist.built:  # quantile warm-up: event by event, as learn_one
             op = ops if uniform else ops[i]
             if op & OP_PREDICT:
@@ -724,7 +629,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         """``(buckets, bad)``: the scores' buckets, found through the bucket guide in the pass that
         checks them; ``bad`` is the position of the first score that is not finite or outside the
         bucket strategy's range (-1: none; then the buckets are not all written)."""
-        return self._hist.buckets_checked(s, self._score_low, self._score_high)
+        return self._hist.layout.buckets_checked(s)
 
     def _check_scores_and_buckets(self, scores) -> tuple[np.ndarray, np.ndarray | None]:
         """``(scores, buckets)``, both checked; the buckets are None while the edges are unknown.
@@ -760,22 +665,11 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         hist = self._hist
         return _prior.finite_prior(hist.warm_pos, hist.warm_tot, float(self.llr_pseudo_count))
 
-    def _warm_layout(self, sample: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The checked edges and centres the strategy learns from the full warm-up ``sample``."""
-        return _check_layout(self._hist.strategy.bucket_edges(sample), self._hist.strategy.bucket_centres(sample))
-
-    def _warm_layout_after(self, s: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """The layout the warm-up ends with if the scores ``s`` are learned next (None if it does
-        not end): computed before any of them is buffered, so that a strategy failing on the
-        sample rejects the call with nothing changed."""
-        sample = self._hist.warm_sample_after(s)
-        return None if sample is None else self._warm_layout(sample)
-
     def _warm_add(self, s: float, y: float, w: float, t: float, layout=None) -> None:
         s, y, w, t = float(s), float(y), float(w), float(t)
         hist = self._hist
         if hist.n_warm + 1 == hist.warmup and layout is None:
-            layout = self._warm_layout_after(np.array([s]))
+            layout = self._hist.warm_layout_after(np.array([s]))
         if hist.warm_add(s, y, w, t):  # the buffer is full: build the edges, learn the buffered events
             buffered = hist.warm
             self._build(*layout)
@@ -829,39 +723,7 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
 
 
 # the histogram's attributes under their saved names (``_sf`` for ``_hist.floats``, ...)
-for _key, _name in (*SAVED_NAMES.items(), ("_guide", "guide")):
+for _key, _name in SAVED_NAMES.items():
     setattr(StreamingCalibrator, _key, SavedName("_hist", _name))
-
-
-def _check_layout(edges, centres) -> tuple[np.ndarray, np.ndarray]:
-    """A bucket strategy's edges and centres, checked: ``B + 1`` finite, strictly increasing edges
-    and ``B`` finite, strictly increasing centres, each within its bucket."""
-    e = check_edges(edges, "edges")
-    c = as_1d_float(centres, "centres", allow_empty=True)
-    if c.size != e.size - 1:
-        msg = f"`centres` must hold one value per bucket ({e.size - 1}); got {c.size}."
-        raise ValueError(msg)
-    bad = ~((c >= e[:-1]) & (c <= e[1:]))  # also NaN
-    if bad.any():
-        b = int(np.flatnonzero(bad)[0])
-        msg = (
-            f"`centres` must lie within their buckets; got {float(c[b])!r} for bucket {b}, "
-            f"[{float(e[b])!r}, {float(e[b + 1])!r}]."
-        )
-        raise ValueError(msg)
-    if c.size > 1 and not (np.diff(c) > 0.0).all():
-        b = int(np.flatnonzero(~(np.diff(c) > 0.0))[0]) + 1
-        msg = f"`centres` must be strictly increasing; got {float(c[b])!r} at position {b} after {float(c[b - 1])!r}."
-        raise ValueError(msg)
-    return e, c
-
-
-def _finite_range(score_range) -> tuple[float, float]:
-    """A bucket strategy's score range with its infinite ends replaced by the largest floats, so
-    that one comparison ``low <= s <= high`` rejects ±inf and NaN (both faces, and the kernels)."""
-    low, high = (float(v) for v in score_range)
-    big = float(np.finfo(np.float64).max)
-    return max(low, -big), min(high, big)
-
-
-
+for _key, _name in (*BucketLayout.SAVED_NAMES.items(), ("_guide", "guide")):
+    setattr(StreamingCalibrator, _key, SavedName("_hist", "layout", _name))

@@ -17,7 +17,7 @@ from streamcal._kernels import ipav as _k
 from streamcal._kernels._config import entry_point
 from streamcal._streaming import OP_PREDICT, OP_PREQUENTIAL, SavedName, StreamingCalibrator
 from streamcal._validation import check_scalar
-from streamcal.buckets import Buckets, LogitGrid, bucket_of_score
+from streamcal.buckets import Buckets, LogitGrid
 from streamcal.windows import Window
 
 __all__ = ["PAVCalibrator"]
@@ -288,13 +288,13 @@ class PAVCalibrator(StreamingCalibrator):
                 ):
                     return
         with self._lock.rlock:
-            if self._hist.floats is None or self._hist.uses_times:  # quantile warm-up; time windows grow their ring
+            if not self._hist.built or self._hist.uses_times:  # quantile warm-up; time windows grow their ring
                 super().learn_one(x, y, w, t)  # a marked section
                 return
             s = self._score_of(x)
             label, w, t = self._check_one(y, w, t)
             if self._lock.marking:  # called inside this thread's own marked section: the views' kernel
-                self._learn_bucket(bucket_of_score(self._hist.cuts_list, s), s, label, w, t)
+                self._learn_bucket(self._hist.layout.bucket_of(s), s, label, w, t)
             elif not self._learn_packed(self._packed, s, label, w, t):  # it refuses what the checks reject
                 raise RuntimeError(f"internal error: the checked event (score {s!r}, weight {w!r}) was refused")
 
@@ -311,7 +311,7 @@ class PAVCalibrator(StreamingCalibrator):
                         return {False: 1.0 - p, True: p}
         with self._lock.rlock:
             s = self._score_of(x)
-            if self._hist.floats is None:
+            if not self._hist.built:
                 p = self._warm_proba()
             elif self._lock.marking:  # inside this thread's own marked section
                 p = self._proba_of(s)
@@ -325,7 +325,7 @@ class PAVCalibrator(StreamingCalibrator):
     def predict_llr_one(self, x: dict) -> float:
         with self._lock.rlock:
             s = self._score_of(x)
-            if self._hist.floats is None:
+            if not self._hist.built:
                 return 0.0
             return self._llr_of(s) if self._lock.marking else self._llr_packed(self._packed, s)
 
@@ -350,11 +350,11 @@ class PAVCalibrator(StreamingCalibrator):
     def _init_map_state_arrays(self) -> None:
         self._linear = self.interpolation == "linear"
         self._blocks_floats, self._blocks_ints = _k.empty_pav_state(
-            self._hist.centres,
+            self._hist.layout.centres,
             float(self.llr_pseudo_count),
             self._linear,
             self._identity,
-            self._hist.cuts,
+            self._hist.layout.cuts,
             finite_proba=bool(self.finite_proba),
         )
 
@@ -538,10 +538,10 @@ class PAVCalibrator(StreamingCalibrator):
     # one score through the array face's kernel, which a marked section may call (the river face
     # calls the packed entry points itself)
     def _proba_of(self, s: float) -> float:
-        return float(self._predict_arrays(np.array([bucket_of_score(self._hist.cuts_list, s)]), np.array([s]))[0][0])
+        return float(self._predict_arrays(np.array([self._hist.layout.bucket_of(s)]), np.array([s]))[0][0])
 
     def _llr_of(self, s: float) -> float:
-        return float(self._predict_arrays(np.array([bucket_of_score(self._hist.cuts_list, s)]), np.array([s]))[1][0])
+        return float(self._predict_arrays(np.array([self._hist.layout.bucket_of(s)]), np.array([s]))[1][0])
 
     def _threads(self, n: int) -> int:
         threads = (os.cpu_count() or 1) if self.n_jobs == -1 else (self.n_jobs or 1)
@@ -553,7 +553,7 @@ class PAVCalibrator(StreamingCalibrator):
             return super()._checked_buckets(s)
         b = np.empty(s.size, dtype=np.intp)
         at = np.linspace(0, s.size, threads + 1).astype(np.intp).tolist()
-        args = (self._hist.cuts, self._hist.guide, self._score_low, self._score_high)
+        args = (self._hist.layout.cuts, self._hist.layout.guide, self._score_low, self._score_high)
         with ThreadPoolExecutor(threads) as pool:
             jobs = [pool.submit(_h.check_bucket_index, *args, s[lo:hi], b[lo:hi]) for lo, hi in pairwise(at)]
         for lo, job in zip(at, jobs, strict=False):
