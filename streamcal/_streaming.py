@@ -290,6 +290,12 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         with self._lock:
             return self._hist.layout.centres.copy() if self._hist.built else None
 
+    @property
+    def window_histogram(self) -> WindowedHistogram:
+        """The windowed histogram this calibrator learns (:class:`streamcal._histogram.WindowedHistogram`),
+        for inspection: its ``row()``, ``ring()``, ``layout`` and counters. Read it, never change it."""
+        return self._hist
+
     def histogram(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(centres, pos, neg)``: the window's weight per bucket, in real units (copies).
 

@@ -8,6 +8,7 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
 from streamcal.windows import Window
 
-__all__ = ["PAVCalibrator"]
+__all__ = ["PAVBlocks", "PAVCalibrator"]
 
 # Below this many events per thread, threads cost more than they save (``n_jobs``).
 MIN_EVENTS_PER_THREAD = 1 << 17
@@ -122,6 +123,28 @@ def _bound_on_first_call(name: str, kernel, n_floats: int):
         return compiled(packed, *args)
 
     return staticmethod(first_call)
+
+
+class PAVBlocks(NamedTuple):
+    """The blocks of a streaming PAV fit (:meth:`PAVCalibrator.blocks`): each block's first and
+    last bucket and its weight by class, and the fitted value of each bucket.
+
+    Examples
+    --------
+    >>> from streamcal import PAVCalibrator
+    >>> cal = PAVCalibrator(buckets="uniform:4", finite_proba=False).fit([0.1, 0.3, 0.6, 0.9], [0, 1, 0, 1])
+    >>> b = cal.blocks()
+    >>> b.first.tolist(), b.last.tolist(), b.pos.tolist(), b.neg.tolist()
+    ([0, 1, 3], [0, 2, 3], [0.0, 1.0, 1.0], [1.0, 1.0, 0.0])
+    >>> b.fit.tolist()
+    [0.0, 0.5, 0.5, 1.0]
+    """
+
+    first: np.ndarray
+    last: np.ndarray
+    pos: np.ndarray
+    neg: np.ndarray
+    fit: np.ndarray
 
 
 class PAVCalibrator(StreamingCalibrator):
@@ -333,6 +356,36 @@ class PAVCalibrator(StreamingCalibrator):
     predict_proba_one.__doc__ = StreamingCalibrator.predict_proba_one.__doc__
     predict_one.__doc__ = StreamingCalibrator.predict_one.__doc__
     predict_llr_one.__doc__ = StreamingCalibrator.predict_llr_one.__doc__
+
+    # ------------------------------------------------------------------ inspection
+    def blocks(self) -> PAVBlocks:
+        """The PAV blocks of the window's histogram as values, in score order (copies).
+
+        ``first`` and ``last`` are each block's first and last bucket, ``pos`` and ``neg`` its
+        weight by class (stored units), ``fit`` the fitted value of every bucket between the
+        first and the last non-empty one. Empty before the bucket edges are known.
+        """
+        with self._lock:
+            if not self._hist.built:
+                empty = np.zeros(0)
+                return PAVBlocks(empty.astype(np.intp), empty.astype(np.intp), empty, empty, empty)
+            pf, pi = self._blocks_floats, self._blocks_ints
+            v = _k.pav_blocks_view(pf, pi)
+            first = []
+            f = int(pi[_k.PI_HEAD])
+            while f != -1 and len(first) <= pi[_k.PI_B]:
+                first.append(f)
+                f = int(v["bnext"][f])
+            at = np.array(first, dtype=np.intp)
+            return PAVBlocks(at, v["bend"][at].astype(np.intp), v["bpos"][at].copy(), v["bneg"][at].copy(), v["fit"])
+
+    def map_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the block stack's two arrays (laid out by :mod:`streamcal._kernels.ipav`), for
+        bit-for-bit comparisons of two calibrators' maps; None before the edges are known."""
+        with self._lock:
+            if not self._hist.built:
+                return None
+            return self._blocks_floats.copy(), self._blocks_ints.copy()
 
     def _init_lock(self) -> None:
         self._lock = _MarkingLock(self)
