@@ -509,7 +509,6 @@ def check_arrays(sf, si, n_buckets: int, window) -> None:
     if int(si[h.SI_B]) != B:
         fail(f"`_si` bucket count: expected {B} (the bucket centres); found {int(si[h.SI_B])}.")
     W = int(si[h.SI_W])
-    ring = window.keeps_ring
     checks = c  # the check helpers, for the window's own checks
     window.check_saved_ring_capacity(W, checks)
     nf, ni = h.state_sizes(B, W)
@@ -587,8 +586,22 @@ def check_arrays(sf, si, n_buckets: int, window) -> None:
     if n_pos + n_neg > n_learned:
         fail(f"`_si` class counts: {n_pos + n_neg} events in the window, more than the {n_learned!r} learned.")
 
+    _check_ring(sf, si, B, window, n_learned, last_t)
+
+
+def _check_ring(sf, si, B: int, window, n_learned: float, last_t: float) -> None:
+    """The ring of a restored histogram (:func:`check_arrays` has checked everything else)."""
+    from streamcal import _state_check as c
+
+    h = _h
+    fail, need_finite = c.fail, c.need_finite
+    checks = c  # the check helpers, for the window's own checks
+    W = int(si[h.SI_W])
+    npos = si[h.SI_HEADER : h.SI_HEADER + B]
+    nneg = si[h.SI_HEADER + B : h.SI_HEADER + 2 * B]
+    n_pos, n_neg = int(si[h.SI_N_POS]), int(si[h.SI_N_NEG])
     head, count = int(si[h.SI_RING_HEAD]), int(si[h.SI_RING_COUNT])
-    if not ring:
+    if not window.keeps_ring:
         if head != 0 or count != 0:
             fail(f"`_si` ring head and count: expected 0 and 0 (no ring); found {head} and {count}.")
         return

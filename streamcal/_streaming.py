@@ -21,18 +21,17 @@ the lock is made in ``__init__`` and on restoring, never in ``_reset``, and is n
 
 from __future__ import annotations
 
-import copy
 import inspect
 import numbers
 
 import numpy as np
 from river import base
 
-from streamcal import _prior
-from streamcal._histogram import SAVED_NAMES, WindowedHistogram
+from streamcal._calibrator_state import CalibratorState
+from streamcal._histogram import WindowedHistogram
 from streamcal._kernels import histogram as _h
-from streamcal._layout import BucketLayout, finite_range
 from streamcal._locking import LockedState
+from streamcal._operations import OP_LEARN, OP_PREDICT, OP_PREQUENTIAL, OperationLoop
 from streamcal._validation import (
     as_1d_float,
     as_binary_label,
@@ -46,7 +45,7 @@ from streamcal._validation import (
     score_from_dict,
 )
 from streamcal.buckets import Buckets, as_buckets
-from streamcal.merging import Mergeable, merge
+from streamcal.merging import Mergeable
 from streamcal.persist import Persistable
 from streamcal.windows import Window, as_window
 
@@ -58,31 +57,9 @@ _MAX_WEIGHT = _h.MAX_WEIGHT  # the largest weight of one event (docs/limits.md)
 MIN_PSEUDO_COUNT = 1e-100
 MAX_PSEUDO_COUNT = 1e100
 
-OP_LEARN = 1
-OP_PREDICT = 2
-OP_PREQUENTIAL = 3  # predict with the state before the label, then learn
 
 
-class SavedName:
-    """An attribute read under the name a saved state gives it (``cal._sf`` is ``cal._hist.floats``).
-
-    ``path`` is the chain of attributes it stands for. The state checks of a restored calibrator
-    read the saved names before the state is rebuilt from them: a non-data descriptor, so the
-    instance's own attribute of that name, present only then, comes first.
-    """
-
-    def __init__(self, *path: str):
-        self.path = path
-
-    def __get__(self, obj, owner=None):
-        if obj is None:
-            return self
-        for name in self.path:
-            obj = getattr(obj, name)
-        return obj
-
-
-class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
+class StreamingCalibrator(CalibratorState, OperationLoop, LockedState, Persistable, Mergeable, base.Classifier):
     """Base class of the streaming binary calibrators (not used directly).
 
     Parameters
@@ -162,116 +139,6 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         self._hist.build(edges, centres)
         self._init_map_state()
 
-    # derived from the state: not saved, rebuilt on loading
-    _CACHES: tuple[str, ...] = ()
-    # ``__setstate__`` checks the restored state (streamcal.persist need not)
-    _checks_own_state = True
-
-    def __getstate__(self):
-        state = super().__getstate__()  # under the lock, without it (streamcal._locking)
-        state.update(state.pop("_hist").saved())  # the histogram's attributes under their saved names
-        for name in self._CACHES:
-            state.pop(name, None)
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._init_lock()  # not state: made anew (streamcal._locking)
-        # the arrays become this calibrator's own (a state file may name one array twice), then
-        # the state is checked, under its saved names, before any kernel reads it
-        for name, value in state.items():
-            if type(value) is np.ndarray:
-                self.__dict__[name] = np.array(value, order="C", copy=True)
-        self._check_loaded_state()
-        self._hist = WindowedHistogram.from_saved(self.__dict__, as_window(self.window), as_buckets(self.buckets))
-
-    # ------------------------------------------------------------------ checks of a restored state
-    def _check_loaded_state(self) -> None:
-        """Check a state restored by ``__setstate__`` (a state file, pickle, copy) before any kernel
-        runs on it; raise :class:`streamcal.exceptions.StateFileError` naming what is wrong.
-
-        The attributes must be those of a calibrator of this class with these parameters (same
-        names and types); the parameters must pass the constructor's checks; the attributes
-        derived from the bucket and window strategies must equal what they derive; the bucket
-        edges, cuts and centres must be finite, strictly increasing and agree with each other and
-        with the bucket strategy; the histogram must pass :func:`streamcal._state_check.check_histogram`
-        (or the quantile warm-up buffer its own checks); then :meth:`_check_loaded_map` checks the
-        fitted map. Subclasses extend :meth:`_check_loaded_map`.
-        """
-        from streamcal import _state_check as c
-        from streamcal.buckets import Edges, QuantileEdges
-
-        state = self.__dict__
-        warm = state.get("_sf") is None and "_warm" in state
-        template = self._loaded_state_template(QuantileEdges(1, 1) if warm else Edges((0.0, 1.0)))
-        params = set(template._get_params())
-        expected = template.__getstate__()
-        try:  # the parameter as the constructor reads it (a shorthand such as "quantile:32" too)
-            warmup_strategy = bool(as_buckets(self.buckets).warmup)
-        except (TypeError, ValueError):
-            warmup_strategy = False  # refused below, with the other parameter checks
-        if not warm and warmup_strategy:
-            # the warm-up is over: its buffer and strategy are gone, its counters stay
-            leftovers = self._loaded_state_template(QuantileEdges(1, 1)).__getstate__()
-            gone = {*expected, "_warm", "_strategy"}
-            expected.update((k, v) for k, v in leftovers.items() if k not in gone)
-        c.need_keys(self, set(expected) | params, optional=self._UNSAVED)
-        for name, want in expected.items():
-            if name in params or want is None:
-                continue
-            value = state[name]
-            if isinstance(want, np.ndarray):
-                if not (type(value) is np.ndarray and value.dtype == want.dtype and value.ndim == want.ndim):
-                    c.fail(f"`{name}`: expected a {want.ndim}-d {want.dtype} array; found {c.brief(value)}.")
-            elif type(value) is not type(want):
-                c.fail(f"`{name}`: expected a {type(want).__name__}; found {c.brief(value)}.")
-        if self.score_key is not None:
-            c.need_params(self, lambda: hash(self.score_key))
-        try:  # the parameters as the constructor reads them (shorthands included)
-            buckets = as_buckets(self.buckets)
-            window = as_window(self.window)
-        except (TypeError, ValueError) as exc:
-            c.fail(f"`buckets` and `window` must be valid strategies: {exc}")
-        low, high = finite_range(buckets.score_range)
-        derived = {
-            "_window_code": window.code(),
-            "_uses_times": bool(window.uses_times),
-            "_ring_capacity": window.ring_capacity,
-            "_score_low": low,
-            "_score_high": high,
-            "_bucket_kind": type(buckets).__name__,
-            "_identity": bool(buckets.probability_inputs),
-            "_warmup": int(buckets.warmup),
-        }
-        for name, want in derived.items():
-            if type(state[name]) is not type(want) or state[name] != want:
-                found = c.brief(state[name])
-                c.fail(f"`{name}`: expected {want!r} (from the bucket and window strategies); found {found}.")
-        WindowedHistogram.check_saved(state, window, buckets, self.buckets)
-        if not warm:
-            self._check_loaded_map()
-
-    def _loaded_state_template(self, buckets: Buckets):
-        """A calibrator of this class with the loaded parameters (the constructor checks them) over
-        ``buckets`` (one bucket, or a one-event warm-up) and no window: the attributes a loaded state
-        must have, without allocating what the loaded bucket and window parameters ask for."""
-        from streamcal import _state_check as c
-        from streamcal._params import init_param_names
-
-        state = self.__dict__
-        names = init_param_names(type(self))
-        missing = [k for k in names if k not in state]
-        if missing:
-            c.fail(f"the attributes do not match a {type(self).__name__}: missing the parameters {missing}.")
-        params = {k: state[k] for k in names}
-        params.update(buckets=buckets, window=None)
-        template = None
-        try:
-            template = type(self)(**params)
-        except (TypeError, ValueError, OverflowError) as exc:
-            c.fail(f"invalid parameters for {type(self).__name__}: {exc}")
-        return template
-
     @property
     def n_buckets(self) -> int | None:
         """Number of buckets (``None`` while quantile edges are still warming up)."""
@@ -307,59 +174,6 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
                 raise RuntimeError(msg)
             pos, neg = self._hist.real_weights()
             return self._hist.layout.centres.copy(), pos, neg
-
-    def merge(self, *others):
-        """A new calibrator equal to one that learned the events of ``self`` and ``others``.
-
-        The calibrators must be of one class with equal parameters and bucket edges; for count,
-        time and event-decay windows they are taken in stream order (see :mod:`streamcal.merging`).
-        None of them is modified.
-        """
-        return merge([self, *others])
-
-    # merging (streamcal.merging) ------------------------------------------------------------
-    def _merged_with(self, other):
-        with other._lock:  # a consistent state of ``other``, even while it learns
-            if other.n_learned == 0:
-                return self
-            if self.n_learned == 0:
-                return copy.deepcopy(other)
-            if not other._hist.built:  # ``other`` still buffers its quantile warm-up: replay its events
-                return self._merged_with_warmup(other)
-            if not self._hist.built:
-                msg = (
-                    f"`calibrators` cannot be merged: the first is still in its quantile warm-up ({self.n_learned} "
-                    f"of {self._hist.warmup} events) while the other has learned its edges from different data. Fix "
-                    "the edges with streamcal.buckets.Edges before fitting the parts."
-                )
-                raise ValueError(msg)
-            self._hist.merge_from(other._hist)  # ValueError if the bucket edges differ
-            self._histogram_replaced()
-            self._rebuild_map_after_merge(other)
-        return self
-
-    def _merged_with_warmup(self, other):
-        """Merge an ``other`` still in its quantile warm-up by replaying its buffered events."""
-        scores, labels, weights, times = other._hist.warm_events()
-        times_arg = times if self._hist.uses_times else None
-        if as_window(self.window).event_clock or self._hist.last_time() <= float(times[0]):
-            self.update(scores, labels, weights=weights, times=times_arg)  # concatenation (or in time order)
-            return self
-        if not self._hist.built:  # both buffering, time clock: interleave the two buffers by time and replay
-            parts = zip(self._hist.warm_events(), other._hist.warm_events(), strict=True)
-            both = [np.concatenate(pair) for pair in parts]
-            order = np.argsort(both[3], kind="stable")
-            fresh = self.clone()
-            fresh.update(both[0][order], both[1][order], weights=both[2][order], times=both[3][order])
-            return fresh
-        # self is built, time clock, other's events interleave with self's: the merged stream's
-        # edges would come from its first events in time order, which mix both: not self's edges
-        msg = (
-            "`calibrators` cannot be merged: a time-clock calibrator still in its quantile warm-up into one "
-            "that has built its edges: the merged stream's edges would come from both. Fix the edges with "
-            "streamcal.buckets.Edges before fitting the parts."
-        )
-        raise ValueError(msg)
 
     @property
     def window_weight(self) -> float:
@@ -583,112 +397,6 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
             ops = np.where(learn, OP_LEARN, OP_PREDICT).astype(np.int64)
             return self._run(ops, s, y, w, t, b)
 
-    # ------------------------------------------------------------------ shared machinery
-    def _run(self, ops, s, y, w, t, b=None) -> tuple[np.ndarray, np.ndarray]:
-        """Run the operations ``ops`` (an array, or one ``OP_*`` int for every event).
-
-        ``b``: the buckets of all the scores when already known (:meth:`_check_scores_and_buckets`
-        gives them once the edges are known, so no warm-up then runs here), else None.
-        """
-        n = s.size
-        uniform = isinstance(ops, int)
-        out_p = np.full(n, np.nan)
-        out_llr = np.full(n, np.nan)
-        i = 0
-        layout = None
-        if not self._hist.built:  # the warm-up's end, computed before anything is buffered
-            layout = self._hist.warm_layout_after(s if uniform else s[(ops & OP_LEARN) != 0])
-        while i < n and not self._hist.built:  # quantile warm-up: event by event, as learn_one
-            op = ops if uniform else ops[i]
-            if op & OP_PREDICT:
-                out_p[i] = self._warm_proba()
-                out_llr[i] = 0.0
-            if op & OP_LEARN:
-                self._warm_add(s[i], y[i], w[i], t[i], layout)
-            i += 1
-        if i < n:
-            if not uniform:
-                ops = ops[i:]
-            s, y, w, t = s[i:], y[i:], w[i:], t[i:]
-            b = self._buckets_of(s) if b is None else b[i:]
-            if self._hist.grows_ring:
-                if uniform:
-                    self._ensure_ring(s.size if ops & OP_LEARN else 0)
-                else:
-                    self._ensure_ring(int(np.count_nonzero(ops & OP_LEARN)))
-            self._run_ops(ops, b, s, y, w, t, out_p[i:], out_llr[i:])
-            if self._hist.grows_ring:
-                self._shrink_ring()
-        return out_p, out_llr
-
-    def _predict_both(self, s: np.ndarray, b: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        if not self._hist.built:
-            return np.full(s.size, self._warm_proba()), np.zeros(s.size)
-        return self._predict_arrays(b, s)
-
-    def _buckets_of(self, s: np.ndarray) -> np.ndarray:
-        """Buckets of scores already checked."""
-        b, _ = self._checked_buckets(s)
-        return b
-
-    def _checked_buckets(self, s: np.ndarray) -> tuple[np.ndarray, int]:
-        """``(buckets, bad)``: the scores' buckets, found through the bucket guide in the pass that
-        checks them; ``bad`` is the position of the first score that is not finite or outside the
-        bucket strategy's range (-1: none; then the buckets are not all written)."""
-        return self._hist.layout.buckets_checked(s)
-
-    def _check_scores_and_buckets(self, scores) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(scores, buckets)``, both checked; the buckets are None while the edges are unknown.
-
-        One pass over the scores does both (:meth:`_checked_buckets`); a bad score is reported
-        by :meth:`_check_scores`, as by every other entry point. The scores are not copied: the
-        caller's array is read as it is during the call (numpy's rule for any array argument).
-        """
-        if not self._hist.built:
-            return self._check_scores(scores), None
-        s = as_1d_float(scores, "scores", allow_empty=True, copy=False)  # only read from here on
-        b, bad = self._checked_buckets(s)
-        if bad >= 0:
-            self._check_scores(s)  # raises, naming the first bad score
-            msg = f"`scores` must be finite and in the buckets' range; got {s[bad]!r} at position {bad}."
-            raise ValueError(msg)
-        return s, b
-
-    def _ensure_ring(self, extra: int) -> None:
-        if self._hist.ensure_ring(extra):
-            self._histogram_replaced()
-
-    def _shrink_ring(self) -> None:
-        if self._hist.shrink_ring():
-            self._histogram_replaced()
-
-    def _histogram_replaced(self) -> None:
-        """Hook: the histogram's arrays were replaced by new ones (a subclass holding views of them rebinds)."""
-
-    # quantile warm-up ---------------------------------------------------------------------
-    def _warm_proba(self) -> float:
-        # the finite prior of the buffered events: no edges, no map yet
-        hist = self._hist
-        return _prior.finite_prior(hist.warm_pos, hist.warm_tot, float(self.llr_pseudo_count))
-
-    def _warm_add(self, s: float, y: float, w: float, t: float, layout=None) -> None:
-        s, y, w, t = float(s), float(y), float(w), float(t)
-        hist = self._hist
-        if hist.n_warm + 1 == hist.warmup and layout is None:
-            layout = self._hist.warm_layout_after(np.array([s]))
-        if hist.warm_add(s, y, w, t):  # the buffer is full: build the edges, learn the buffered events
-            buffered = hist.warm
-            self._build(*layout)
-            hist.drop_warmup_buffer()
-            n = buffered.shape[1]
-            b = self._buckets_of(np.ascontiguousarray(buffered[0]))
-            if hist.grows_ring:
-                self._ensure_ring(n)
-            nan = np.full(n, np.nan)
-            self._run_ops(
-                np.full(n, OP_LEARN, dtype=np.int64), b, *(np.ascontiguousarray(r) for r in buffered), nan, nan.copy()
-            )
-
     # ------------------------------------------------------------------ the map (a subclass's)
     # A calibrator's map reads the histogram. It is built empty with the histogram and rebuilt
     # after a merge; it learns one event's bucket (the river face) and runs operation sequences
@@ -727,9 +435,3 @@ class StreamingCalibrator(LockedState, Persistable, Mergeable, base.Classifier):
         """Check a restored map (under its saved names) against the restored histogram."""
         raise NotImplementedError
 
-
-# the histogram's attributes under their saved names (``_sf`` for ``_hist.floats``, ...)
-for _key, _name in SAVED_NAMES.items():
-    setattr(StreamingCalibrator, _key, SavedName("_hist", _name))
-for _key, _name in (*BucketLayout.SAVED_NAMES.items(), ("_guide", "guide")):
-    setattr(StreamingCalibrator, _key, SavedName("_hist", "layout", _name))

@@ -107,7 +107,7 @@ class Window(base.Base):
         """Whether stored weights decay (a moving frame of stored units)."""
         return False
 
-    # checks of a restored histogram (streamcal._state_check.check_histogram, passed as ``c``:
+    # checks of a restored histogram (streamcal._histogram.check_arrays, passed as ``c``:
     # ``c.fail(message)`` raises the state file error)
     def check_saved_ring_capacity(self, capacity: int, c) -> None:
         """The ring's capacity in a restored histogram of this window."""

@@ -12,11 +12,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from streamcal._calibrator_state import SavedName
 from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import ipav as _k
 from streamcal._kernels._config import entry_point
-from streamcal._streaming import OP_PREDICT, OP_PREQUENTIAL, SavedName, StreamingCalibrator
+from streamcal._streaming import OP_PREDICT, OP_PREQUENTIAL, StreamingCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
 from streamcal.windows import Window
@@ -136,7 +137,7 @@ class PAVBlocks(NamedTuple):
     >>> b = cal.blocks()
     >>> b.first.tolist(), b.last.tolist(), b.pos.tolist(), b.neg.tolist()
     ([0, 1, 3], [0, 2, 3], [0.0, 1.0, 1.0], [1.0, 1.0, 0.0])
-    >>> b.fit.tolist()
+    >>> b.fitted.tolist()
     [0.0, 0.5, 0.5, 1.0]
     """
 
@@ -144,7 +145,7 @@ class PAVBlocks(NamedTuple):
     last: np.ndarray
     pos: np.ndarray
     neg: np.ndarray
-    fit: np.ndarray
+    fitted: np.ndarray
 
 
 class PAVCalibrator(StreamingCalibrator):
@@ -362,7 +363,7 @@ class PAVCalibrator(StreamingCalibrator):
         """The PAV blocks of the window's histogram as values, in score order (copies).
 
         ``first`` and ``last`` are each block's first and last bucket, ``pos`` and ``neg`` its
-        weight by class (stored units), ``fit`` the fitted value of every bucket between the
+        weight by class (stored units), ``fitted`` the fitted value of every bucket between the
         first and the last non-empty one. Empty before the bucket edges are known.
         """
         with self._lock:
