@@ -328,6 +328,18 @@ class WindowedHistogram:
         """Copies of the state arrays ``(floats, ints)``, for bit-for-bit comparisons."""
         return self.floats.copy(), self.ints.copy()
 
+    # fused readers ----------------------------------------------------------------------------
+    def live_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The state arrays themselves, ``(floats, ints)``, for a map whose kernels learn an event
+        into the histogram and the map in one fused pass (streaming PAV). Growing or shrinking a
+        time window's ring and merging replace them: a fused reader asks again after those."""
+        return self.floats, self.ints
+
+    def adopt_arrays(self, floats: np.ndarray, ints: np.ndarray) -> None:
+        """Hold these arrays, equal to the current ones, as the state from now on: a fused reader
+        packs the histogram and its map into one buffer and hands back the histogram's views."""
+        self.floats, self.ints = floats, ints
+
     # the ring of a time window ----------------------------------------------------------------
     def ensure_ring(self, extra: int) -> bool:
         """Grow the ring to hold ``extra`` more events; True if the arrays were replaced."""

@@ -400,21 +400,7 @@ def reliability_diagram_from_bins(
         raise TypeError(msg) if not isinstance(bins, Mapping) else ValueError(msg)
     check_scalar(scale, "scale", choices=("auto", "linear", "logit"))
     check_scalar(min_count, "min_count", kind=numbers.Integral, low=1)
-    curves = {}
-    for name, item in bins.items():
-        if not isinstance(item, (tuple, list)) or len(item) != 3:
-            msg = f"`bins[{name!r}]` must be (count, sum_proba, sum_labels); got {type(item).__name__}."
-            raise ValueError(msg)
-        parts = [as_finite(a, f"bins[{name!r}][{i}]") for i, a in enumerate(item)]
-        for i, a in enumerate(parts):
-            if a.size != k:
-                msg = f"`bins[{name!r}][{i}]` must have one value per bin ({k}); got {a.size}."
-                raise ValueError(msg)
-        count, sum_p, sum_y = parts
-        if np.any(count < 0) or np.any(sum_y < 0) or np.any(sum_y > count) or np.any(sum_p < 0):
-            msg = f"`bins[{name!r}]` must hold counts >= 0 and 0 <= sum_labels <= count."
-            raise ValueError(msg)
-        curves[str(name)] = (count, sum_p, sum_y)
+    curves = _checked_bins(bins, k)
     ax, counts_ax = _reliability_axes(ax, counts_ax, counts)
 
     if scale == "auto":
@@ -471,7 +457,33 @@ def reliability_diagram_from_bins(
         ax.set_xlabel("predicted probability")
         return ax, None
 
+    _draw_bin_counts(counts_ax, e, curves, scale, lo, hi)
     ax.tick_params(labelbottom=False)
+    return ax, counts_ax
+
+
+def _checked_bins(bins, k: int) -> dict:
+    """``bins`` of :func:`reliability_diagram_from_bins`, checked: name -> (count, sum_p, sum_y)."""
+    curves = {}
+    for name, item in bins.items():
+        if not isinstance(item, (tuple, list)) or len(item) != 3:
+            msg = f"`bins[{name!r}]` must be (count, sum_proba, sum_labels); got {type(item).__name__}."
+            raise ValueError(msg)
+        parts = [as_finite(a, f"bins[{name!r}][{i}]") for i, a in enumerate(item)]
+        for i, a in enumerate(parts):
+            if a.size != k:
+                msg = f"`bins[{name!r}][{i}]` must have one value per bin ({k}); got {a.size}."
+                raise ValueError(msg)
+        count, sum_p, sum_y = parts
+        if np.any(count < 0) or np.any(sum_y < 0) or np.any(sum_y > count) or np.any(sum_p < 0):
+            msg = f"`bins[{name!r}]` must hold counts >= 0 and 0 <= sum_labels <= count."
+            raise ValueError(msg)
+        curves[str(name)] = (count, sum_p, sum_y)
+    return curves
+
+
+def _draw_bin_counts(counts_ax, e, curves: dict, scale: str, lo: float, hi: float) -> None:
+    """The events per bin of each curve, under a reliability diagram."""
     top = 1.0
     for i, (name, (count, _, _)) in enumerate(curves.items()):
         style = _style(i)
@@ -507,7 +519,6 @@ def reliability_diagram_from_bins(
         _legend(counts_ax, loc="upper left", fontsize=7, ncols=min(len(curves), 3))
         # room above the tallest bin for the legend: the counts fill the lower 60 % of the axis
         counts_ax.set_ylim(0.7, 0.7 * (top / 0.7) ** (1.0 / 0.6))
-    return ax, counts_ax
 
 
 def _probability_label(v: float) -> str:

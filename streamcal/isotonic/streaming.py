@@ -399,7 +399,8 @@ class PAVCalibrator(StreamingCalibrator):
     def _init_map_state(self) -> None:
         self._init_map_state_arrays()
         self._pack()
-        _config.run(_k.pav_refresh_extremes_inplace, 0, self._hist.floats, self._blocks_floats, self._blocks_ints)
+        sf, _ = self._hist.live_arrays()
+        _config.run(_k.pav_refresh_extremes_inplace, 0, sf, self._blocks_floats, self._blocks_ints)
 
     def _init_map_state_arrays(self) -> None:
         self._linear = self.interpolation == "linear"
@@ -419,11 +420,11 @@ class PAVCalibrator(StreamingCalibrator):
         the river face's kernels read the buffer, the array face's the views. A buffer packed
         while the lock is held is born marked busy (see the notes above ``learn_one``).
         """
-        state = (self._hist.floats, self._hist.ints, self._blocks_floats, self._blocks_ints)
+        state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints)
         packed, sf, si, pf, pi = _k.pack_state(*state, self._score_low, self._score_high)
         packed[_k.PACK_BUSY] = 1.0 if self._lock.marking else 0.0
         self._packed, self._blocks_floats, self._blocks_ints = packed, pf, pi
-        self._hist.floats, self._hist.ints = sf, si
+        self._hist.adopt_arrays(sf, si)
         fast = _gil_enabled()  # the lock-free calls rely on the GIL
         self._fast_learn = fast and self.score_key is None and not self._hist.uses_times
         self._fast_predict = fast and self.score_key is None
@@ -571,23 +572,13 @@ class PAVCalibrator(StreamingCalibrator):
 
     def _rebuild_blocks(self) -> None:
         """The blocks from a full sweep of the histogram (O(buckets): it states no events)."""
-        state = (self._hist.floats, self._hist.ints, self._blocks_floats, self._blocks_ints)
+        state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints)
         _config.run(_k.pav_rebuild_inplace, 0, *state)
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
-        _config.run(
-            _k.pav_learn_one_inplace,
-            1,
-            self._hist.floats,
-            self._hist.ints,
-            self._blocks_floats,
-            self._blocks_ints,
-            b,
-            y,
-            w,
-            t,
-            self._hist.floats[_h.SF_KIND],
-        )
+        sf, si = self._hist.live_arrays()
+        kind = sf[_h.SF_KIND]
+        _config.run(_k.pav_learn_one_inplace, 1, sf, si, self._blocks_floats, self._blocks_ints, b, y, w, t, kind)
 
     # one score through the array face's kernel, which a marked section may call (the river face
     # calls the packed entry points itself)
@@ -617,7 +608,7 @@ class PAVCalibrator(StreamingCalibrator):
         return b, -1
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
-        state = (self._hist.floats, self._hist.ints, self._blocks_floats, self._blocks_ints)
+        state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints)
         threads = self._threads(b.size)
         prequential = isinstance(ops, int) and ops == OP_PREQUENTIAL
         if threads < 2 and prequential:
