@@ -41,6 +41,7 @@ _log = logging.getLogger("mkdocs.plugins.streamcal_sphinx_roles")
 ROLE = re.compile(r"(?<![\w`]):(?:py:)?(?P<role>[a-z]+):`(?P<body>[^`]+)`")
 # what a role left in rendered HTML looks like: the Markdown turns the backquoted target into a code span
 RAW_ROLE_IN_HTML = re.compile(r":(?:py:)?[a-z]+:(?:<code>|`|&#96;)")
+_CODE_BLOCK = re.compile(r"<pre\b.*?</pre>", re.DOTALL)
 _TITLED = re.compile(r"^(?P<title>.*?)\s*<(?P<target>[^<>]+)>$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
@@ -198,8 +199,9 @@ class SphinxRolesExtension(Extension):
 
 
 def on_page_content(html_text: str, page: Any, **kwargs: Any) -> str:
-    """mkdocs hook: log an error for each raw Sphinx role left in a page's HTML."""
-    for match in RAW_ROLE_IN_HTML.finditer(html_text):
-        context = html_text[max(0, match.start() - 60) : match.end() + 60].replace("\n", " ")
+    """mkdocs hook: log an error for each raw Sphinx role left in a page's HTML outside code blocks."""
+    prose = _CODE_BLOCK.sub("", html_text)  # a source listing or an example may quote a role
+    for match in RAW_ROLE_IN_HTML.finditer(prose):
+        context = prose[max(0, match.start() - 60) : match.end() + 60].replace("\n", " ")
         _log.error("raw Sphinx role in %s: ...%s...", page.file.src_uri, context)
     return html_text
