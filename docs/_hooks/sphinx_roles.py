@@ -6,10 +6,10 @@ such a role would show as raw text. This file serves the site build twice:
 
 - ``SphinxRolesExtension`` is a griffe extension (mkdocstrings' python handler loads it through
   ``extensions:`` in mkdocs.yml). Once the package is loaded it rewrites every role in every docstring into
-  a cross-reference that mkdocs-autorefs turns into a link. A target is resolved the way Sphinx's Python
-  domain does: against the object's own class and module first (their members include imported names),
-  then their enclosing packages, then as an absolute path. A role whose target names nothing logs an error,
-  which fails ``mkdocs build --strict``.
+  a cross-reference that mkdocs-autorefs turns into a link. A target is looked up as Sphinx's Python
+  domain does, in the object's own class and module first (their members include imported names), then
+  in their enclosing packages, then as a full path, and last by importing it. A role whose target names
+  nothing logs an error, which fails ``mkdocs build --strict``.
 - ``on_page_content`` is an mkdocs hook (``hooks:`` in mkdocs.yml). It looks for a raw role left in the
   HTML of every page, Markdown pages included, and logs an error for each, which fails the strict build.
 
@@ -53,7 +53,8 @@ def _is_private(path: str) -> bool:
 def _lookup(scope: Any, dotted: str) -> str | None:
     """The path of the object `dotted` names inside `scope` (following imports), or None.
 
-    `scope` is a griffe object or the collection of loaded modules."""
+    `scope` is a griffe object or the collection of loaded modules.
+    """
     try:
         found = scope[dotted]
     except (KeyError, AliasResolutionError, CyclicAliasError):
@@ -66,14 +67,14 @@ def _lookup(scope: Any, dotted: str) -> str | None:
     return found.path
 
 
-_MISSING = object()
-
-
 def _is_module(collection: Any, path: str) -> bool:
     try:
         return collection[path].is_module
     except (KeyError, AliasResolutionError, CyclicAliasError):
         return False
+
+
+_MISSING = object()
 
 
 def _import_object(dotted: str) -> Any:
@@ -138,7 +139,7 @@ def resolve(obj: Object, target: str, loader: GriffeLoader, *, role: str = "obj"
     return None
 
 
-def cross_reference(role_body: str, resolved: str, *, importable_only: bool = False) -> str:
+def cross_reference(role_body: str, resolved: str, *, outside_api: bool = False) -> str:
     """The Markdown (or inline HTML) that replaces one role."""
     titled = _TITLED.match(role_body)
     if titled:
@@ -148,7 +149,7 @@ def cross_reference(role_body: str, resolved: str, *, importable_only: bool = Fa
         title = target.removeprefix("~").rsplit(".", 1)[-1] if target.startswith("~") else target
     if role_body.startswith("!"):
         return f"`{title}`"
-    if importable_only or _is_private(resolved):
+    if outside_api or _is_private(resolved):
         return f'<autoref identifier="{html.escape(resolved)}" optional><code>{html.escape(title)}</code></autoref>'
     return f"[`{title}`][{resolved}]"
 
@@ -167,10 +168,10 @@ def rewrite_roles(obj: Object, loader: GriffeLoader) -> list[str]:
         target = (titled["target"] if titled else body).lstrip("!~")
         resolved = resolve(obj, target, loader, role=match["role"])
         if resolved is None:
-            unresolved.append(f"{obj.path}: {match[0]} names no object (searched from {obj.path})")
+            unresolved.append(f"{obj.path}: {match[0]} (not in its class, module or packages, nor a full path)")
             return match[0]
         top = resolved.split(".", 1)[0]
-        return cross_reference(body, resolved, importable_only=top not in loader.modules_collection)
+        return cross_reference(body, resolved, outside_api=top not in loader.modules_collection)
 
     for i, line in enumerate(lines):
         if _FENCE.match(line):
