@@ -79,8 +79,8 @@ class CalibratorState:
         derived from the bucket and window strategies must equal what they derive; the histogram
         must pass its own checks (:meth:`streamcal._histogram.WindowedHistogram.check_saved`: the
         bucket layout against the strategy, the arrays against the window, or the quantile warm-up
-        buffer); then :meth:`_check_loaded_map` checks the fitted map. Subclasses extend
-        :meth:`_check_loaded_map`.
+        buffer); then ``_check_loaded_map`` checks the fitted map. Subclasses extend
+        ``_check_loaded_map``.
         """
         from streamcal import _state_check as c
         from streamcal.buckets import Edges, QuantileEdges

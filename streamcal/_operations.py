@@ -81,7 +81,7 @@ class OperationLoop:
         """``(scores, buckets)``, both checked; the buckets are None while the edges are unknown.
 
         One pass over the scores does both (:meth:`_checked_buckets`); a bad score is reported
-        by :meth:`_check_scores`, as by every other entry point. The scores are not copied: the
+        by ``_check_scores``, as by every other entry point. The scores are not copied: the
         caller's array is read as it is during the call (numpy's rule for any array argument).
         """
         if not self._hist.built:
