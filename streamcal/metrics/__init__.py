@@ -2,7 +2,8 @@
 
 Array functions (scikit-learn argument order, ``labels`` first): :func:`brier_score`,
 :func:`log_loss`, :func:`cllr`, :func:`min_cllr`, :func:`ece`, :func:`calibration_loss`,
-:func:`hosmer_lemeshow`, and the regular binary proper scoring rules of Brümmer & du Preez (2013):
+:func:`hosmer_lemeshow`; per key of a keyed stream, :func:`field_ece`, :func:`field_rce` and
+:func:`per_key_calibration`; and the regular binary proper scoring rules of Brümmer & du Preez (2013):
 :func:`proper_scoring_rule`, :func:`beta_scoring_rule`, :func:`threshold_cost`.
 
 River metrics (``update(y_true, y_pred, w=1.0)``, ``revert``, ``get``): :class:`Brier`,
@@ -22,6 +23,7 @@ from streamcal.metrics._array import (
     log_loss,
     min_cllr,
 )
+from streamcal.metrics._fields import field_ece, field_rce, per_key_calibration
 from streamcal.metrics._river import (
     ECE,
     Brier,
@@ -57,10 +59,13 @@ __all__ = [
     "calibration_loss",
     "cllr",
     "ece",
+    "field_ece",
+    "field_rce",
     "hosmer_lemeshow",
     "log_loss",
     "min_cllr",
     "partial_losses",
+    "per_key_calibration",
     "proper_scoring_rule",
     "threshold_cost",
 ]

@@ -1,0 +1,141 @@
+"""Keys of a keyed stream (a campaign, a merchant, a country): checked and coded once per call.
+
+A key column may be a numpy array, a list, a pyarrow Array or ChunkedArray, or a pandas or polars
+Series. Its keys are all integers or all strings; a missing key (None, null, NaN), a float, a
+bool or any other kind is refused with an error naming the position, so that no event is ever
+filed under a key its sender did not mean.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from streamcal._validation import fmt
+
+__all__ = ["KeyColumn", "as_key_column"]
+
+
+class KeyColumn:
+    """A checked key column: ``codes[i]`` is the position of event ``i``'s key in ``keys``.
+
+    ``keys`` holds each distinct key once, as a Python ``int`` or ``str``, sorted.
+    """
+
+    __slots__ = ("codes", "keys")
+
+    def __init__(self, codes: np.ndarray, keys: list):
+        self.codes = codes
+        self.keys = keys
+
+    def __len__(self) -> int:
+        return int(self.codes.size)
+
+
+def _refuse(name: str, value, i: int, why: str):
+    msg = f"`{name}` must hold integer or string keys; got {fmt(value)} at position {i} ({why})."
+    raise ValueError(msg)
+
+
+def _first_null(x) -> int:
+    """The position of the first null of an Arrow, pandas or polars column (-1: none)."""
+    mask = None
+    if hasattr(x, "is_null") and callable(x.is_null):  # pyarrow and polars
+        mask = x.is_null()
+        if hasattr(mask, "to_numpy"):
+            mask = mask.to_numpy(zero_copy_only=False) if "pyarrow" in type(mask).__module__ else mask.to_numpy()
+    elif hasattr(x, "isna") and callable(x.isna):  # pandas
+        mask = x.isna().to_numpy()
+    if mask is None:
+        return -1
+    mask = np.asarray(mask, dtype=bool)
+    return int(np.flatnonzero(mask)[0]) if mask.any() else -1
+
+
+def _as_numpy(x, name: str) -> np.ndarray:
+    """The column as a 1-d numpy array (nulls refused first)."""
+    if isinstance(x, np.ndarray):
+        arr = x
+    elif isinstance(x, (list, tuple)):
+        arr = np.empty(len(x), dtype=object)
+        arr[:] = list(x)
+    else:
+        module = type(x).__module__.split(".")[0]
+        if module not in ("pyarrow", "pandas", "polars"):
+            what = "a 1-d array, list, Arrow array or pandas/polars Series of keys"
+            msg = f"`{name}` must be {what}; got {type(x).__name__}."
+            raise TypeError(msg)
+        if module == "pandas" and getattr(x, "ndim", 1) == 2:
+            if x.shape[1] != 1:
+                msg = f"`{name}` must be one column of keys; got a DataFrame of {x.shape[1]} columns."
+                raise ValueError(msg)
+            x = x.iloc[:, 0]
+        if module == "polars" and hasattr(x, "columns"):
+            if len(x.columns) != 1:
+                msg = f"`{name}` must be one column of keys; got a DataFrame of {len(x.columns)} columns."
+                raise ValueError(msg)
+            x = x.to_series()
+        i = _first_null(x)
+        if i >= 0:
+            _refuse(name, None, i, "a missing key")
+        arr = x.to_numpy(zero_copy_only=False) if module == "pyarrow" else x.to_numpy()
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        msg = f"`{name}` must be 1-d; got an array of shape {arr.shape}."
+        raise ValueError(msg)
+    return arr
+
+
+def as_key_column(x, name: str = "keys", n: int | None = None) -> KeyColumn:
+    """Check a key column and code it (:class:`KeyColumn`); ``n``: the length it must have."""
+    arr = _as_numpy(x, name)
+    if n is not None and arr.size != n:
+        msg = f"`{name}` must hold one key per event ({n}); got {arr.size}."
+        raise ValueError(msg)
+    kind = arr.dtype.kind
+    if kind in "iu":
+        uniques, codes = np.unique(arr, return_inverse=True)
+        return KeyColumn(codes.astype(np.intp).reshape(-1), [int(v) for v in uniques.tolist()])
+    if kind == "U":
+        uniques, codes = np.unique(arr, return_inverse=True)
+        return KeyColumn(codes.astype(np.intp).reshape(-1), [str(v) for v in uniques.tolist()])
+    if kind != "O":
+        i = 0
+        if kind == "f" and np.isnan(arr).any():
+            i = int(np.flatnonzero(np.isnan(arr))[0])
+            _refuse(name, float(arr[i]), i, "a missing key")
+        what = {"f": "a float", "b": "a bool", "c": "a complex number"}.get(kind, f"a {arr.dtype} value")
+        _refuse(name, arr[0].item() if arr.size else None, i, what)
+    return _code_objects(arr, name)
+
+
+def _code_objects(arr: np.ndarray, name: str) -> KeyColumn:
+    """Code an object array of keys: all ints or all strings, each one checked."""
+    table: dict = {}
+    codes = np.empty(arr.size, dtype=np.intp)
+    family = None
+    for i, value in enumerate(arr.tolist()):
+        if type(value) is str:
+            this = str
+        elif isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+            this = int
+            value = int(value)
+        elif value is None or (isinstance(value, float) and value != value):
+            _refuse(name, value, i, "a missing key")
+        else:
+            _refuse(name, value, i, f"a {type(value).__name__}")
+        if family is None:
+            family = this
+        elif this is not family:
+            _refuse(name, value, i, f"the keys before it are {family.__name__}s: one kind of key per column")
+        code = table.get(value)
+        if code is None:
+            code = table[value] = len(table)
+        codes[i] = code
+    keys = sorted(table)
+    order = np.empty(len(keys), dtype=np.intp)  # first-seen code -> sorted position
+    for position, key in enumerate(keys):
+        order[table[key]] = position
+    return KeyColumn(order[codes] if codes.size else codes, keys)
