@@ -174,3 +174,18 @@ def assert_monotone_on_unit_grid(cal):
     assert (np.diff(llr) >= 0).all()
     assert np.isfinite(llr).all()
     assert ((p >= 0) & (p <= 1)).all()
+
+
+# ---------------------------------------------------------------------------- mechanisms without a public face
+# The tests of thread safety check two mechanisms that no public method shows: a learner's lock,
+# and the packed buffer that a PAVCalibrator's lock-free river face reads (busy-marked while the
+# lock is held). They read them here, in one place.
+def lock_of(learner):
+    """The lock that every public method of ``learner`` holds."""
+    return learner._lock
+
+
+def river_face_buffer(cal):
+    """The packed buffer of a :class:`~streamcal.PAVCalibrator`'s state that its lock-free river
+    face reads (``streamcal._kernels.ipav.PACK_BUSY`` is its busy mark)."""
+    return cal._packed

@@ -158,16 +158,17 @@ def exercise(obj, rng) -> None:
     from streamcal.multiclass.streaming import _ScoreDictCalibrator
 
     if isinstance(obj, StreamingCalibrator):
-        lo, hi = obj._score_low, obj._score_high
+        hist = obj.window_histogram
+        lo, hi = hist.layout.score_low, hist.layout.score_high
         lo, hi = (lo, hi) if np.isfinite(lo) and np.isfinite(hi) else (-1.0, 2.0)
 
         def batch(n):
             s = rng.uniform(lo, hi, size=n)
             y = rng.uniform(size=n) < 0.4
             w = rng.choice([0.5, 1.0, 2.0], size=n)
-            start = obj._last_time()
+            start = hist.last_time()
             start = start if np.isfinite(start) else 0.0
-            t = start + np.cumsum(rng.exponential(size=n)) if obj._uses_times else None
+            t = start + np.cumsum(rng.exponential(size=n)) if hist.uses_times else None
             return s, y, w, t
 
         s, y, w, t = batch(40)

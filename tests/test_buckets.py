@@ -60,7 +60,8 @@ def test_arithmetic_bucket_guess_equals_binary_search(grid, rng):
     expected = np.searchsorted(cuts, scores, side="right")
     np.testing.assert_array_equal(bucket_index(e, scores), expected)
     cal = PAVCalibrator(buckets=grid)  # the calibrator's single-score kernel (river face)
-    np.testing.assert_array_equal([K.pav_bucket_of(cal._pf, float(v)) for v in scores], expected)
+    pf, _ = cal.map_arrays()
+    np.testing.assert_array_equal([K.pav_bucket_of(pf, float(v)) for v in scores], expected)
 
 
 def guided(cuts, scores, low=-np.inf, high=np.inf):
@@ -143,12 +144,13 @@ def test_calibrators_over_the_same_edges_share_one_guide():
     a = PAVCalibrator(buckets=LogitGrid(512))
     b = PAVCalibrator(buckets=LogitGrid(512))
     c = pickle.loads(pickle.dumps(a))
-    assert a._guide is b._guide
-    assert c._guide is a._guide  # rebuilt on loading (not saved), and shared again
+    guide = a.window_histogram.layout.guide
+    assert b.window_histogram.layout.guide is guide
+    assert c.window_histogram.layout.guide is guide  # rebuilt on loading (not saved), and shared again
     assert "_guide" not in a.__getstate__()
     d = PAVCalibrator(buckets=LogitGrid(256))
-    assert d._guide is not a._guide
-    assert d._guide.size == 32 * 255 + 1
+    assert d.window_histogram.layout.guide is not guide
+    assert d.window_histogram.layout.guide.size == 32 * 255 + 1
 
 
 def test_logit_grid_resolves_rare_and_common_rates():

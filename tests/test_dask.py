@@ -47,7 +47,7 @@ def in_memory(cal, frame, weight=True, time=True):
         frame["score"].to_numpy(),
         frame["label"].to_numpy(),
         weights=frame["weight"].to_numpy() if weight else None,
-        times=frame["time"].to_numpy() if time and cal._uses_times else None,
+        times=frame["time"].to_numpy() if time and cal.window_histogram.uses_times else None,
     )
 
 

@@ -25,6 +25,7 @@ from streamcal.compose import CalibratedClassifier
 from streamcal.isotonic import IsotonicCalibrator
 from streamcal.metrics import log_loss
 from streamcal.multiclass import OneVsRestCalibrator, PairwiseCouplingCalibrator
+from streamcal.spline.fit import evaluate_map
 
 
 def rare_stream(n: int, seed: int = 0):
@@ -93,7 +94,9 @@ def test_fitted_maps_are_bounded_by_add_c_smoothing_of_the_window(name):
         assert proba.tolist() == [cal.predict_proba_one({"score": float(v)})[True] for v in scores]
         assert cal.predict_proba([0.999]).tolist() == [cal.predict_proba_one({"score": 0.999})[True]]
     if name == "ispline":  # least squares on all-negative labels: the map is exactly 0 everywhere
-        assert np.all(cal._predict_fitted(scores) == 0.0)
+        # the fitted map f = sum_j beta_j B_j with beta = min(cumsum(coef_), 1), from the public knots and coefficients
+        beta = np.ascontiguousarray(np.minimum(np.cumsum(cal.coef_), 1.0))
+        assert np.all(evaluate_map(scores, cal.knots_, int(cal.order), beta) == 0.0)
         assert np.all(proba == c / (50 + 2 * c))
 
 
@@ -182,7 +185,8 @@ def test_default_multiclass_calibrators_serve_no_zero_or_one(make):
             loss -= math.log(p[label]) if label in p else math.inf
         cal.learn_one({c: float(v) for c, v in enumerate(row)}, label)
     assert math.isfinite(loss)
-    assert all(m.finite_proba for m in cal._models.values())  # the default binary calibrator
+    models = cal.pairs_ if isinstance(cal, PairwiseCouplingCalibrator) else cal.calibrators_
+    assert all(m.finite_proba for m in models.values())  # the default binary calibrator
 
 
 def test_default_one_vs_rest_array_face_serves_no_zero_or_one():

@@ -107,7 +107,7 @@ def _x(s) -> dict:
 
 
 def _next_time(cal) -> float:
-    return float(cal._last_time()) if cal.n_learned else 0.0
+    return float(cal.window_histogram.last_time()) if cal.n_learned else 0.0
 
 
 # a value for ``t``: a good time (never backwards; None without a time window), or a bad value
@@ -115,16 +115,18 @@ TIMES = st.tuples(st.sampled_from(["good", "bad"]), st.floats(0.0, 10.0), st.one
 
 
 def _bad_scores(cal, s) -> bool:
-    return bad_numbers(s, low=cal._score_low, high=cal._score_high)
+    layout = cal.window_histogram.layout
+    return bad_numbers(s, low=layout.score_low, high=layout.score_high)
 
 
 def _bad_score(cal, s) -> bool:
-    return bad_number(s, low=cal._score_low, high=cal._score_high)
+    layout = cal.window_histogram.layout
+    return bad_number(s, low=layout.score_low, high=layout.score_high)
 
 
 def _time_value(cal, kind, good, bad):
     if kind == "good":
-        return _next_time(cal) + good if cal._uses_times else None
+        return _next_time(cal) + good if cal.window_histogram.uses_times else None
     return bad
 
 

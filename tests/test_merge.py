@@ -38,7 +38,7 @@ def data(n, seed=0):
 
 
 def fit(cal, idx, s, y, w, t):
-    return cal.update(s[idx], y[idx], weights=w[idx], times=t[idx] if cal._uses_times else None)
+    return cal.update(s[idx], y[idx], weights=w[idx], times=t[idx] if cal.window_histogram.uses_times else None)
 
 
 def partitions(kind, n, k, rng):
@@ -81,8 +81,8 @@ def test_merge_of_partitions_equals_one_calibrator_over_the_union(kind):
     s2, y2, w2, t2 = data(700, seed=5)
     t2 = t2 + t[-1]
     all_idx = np.arange(700)
-    pm = merged.prequential(s2, y2, weights=w2, times=t2 if merged._uses_times else None)
-    ps = single.prequential(s2, y2, weights=w2, times=t2 if single._uses_times else None)
+    pm = merged.prequential(s2, y2, weights=w2, times=t2 if merged.window_histogram.uses_times else None)
+    ps = single.prequential(s2, y2, weights=w2, times=t2 if single.window_histogram.uses_times else None)
     if kind in EXACT:
         np.testing.assert_array_equal(pm[0], ps[0])
     else:
@@ -148,10 +148,10 @@ def test_states_still_in_their_warm_up_merge_by_replay():
     q = lambda: PAVCalibrator(buckets=QuantileEdges(n_buckets=8, warmup=500))  # noqa: E731
     parts = np.split(np.arange(900), [200, 300])  # the first two are still warming up, the third is built
     states = [fit(q(), idx, s, y, w, t) for idx in parts]
-    assert states[0]._sf is None
-    assert states[1]._sf is None
+    assert not states[0].window_histogram.built
+    assert not states[1].window_histogram.built
     merged = merge(states[:2])
-    assert merged._sf is None
+    assert not merged.window_histogram.built
     assert merged.n_learned == 300
     single = fit(q(), np.arange(300), s, y, w, t)
     np.testing.assert_array_equal(merged.predict_proba([0.2, 0.5]), single.predict_proba([0.2, 0.5]))
@@ -161,7 +161,7 @@ def test_states_still_in_their_warm_up_merge_by_replay():
     # a warm-up state after a built one is replayed into it (concatenation)
     built = fit(q(), np.arange(600), s, y, w, t)
     tail = fit(q(), np.arange(600, 900), s, y, w, t)
-    assert tail._sf is None
+    assert not tail.window_histogram.built
     assert_same_calibrator(merge([built, tail]), fit(q(), np.arange(900), s, y, w, t), "unbounded")
 
 
@@ -213,8 +213,8 @@ def test_time_clock_states_in_warm_up_merge_in_time_order(kind):
     # both still warming up (interleaved by key): replayed together in time order
     a = fit(q(), np.flatnonzero(key[:600] == 0), s, y, w, t)
     b = fit(q(), np.flatnonzero(key[:600] == 1), s, y, w, t)
-    assert a._sf is None
-    assert b._sf is None
+    assert not a.window_histogram.built
+    assert not b.window_histogram.built
     assert_same_calibrator(merge([a, b]), fit(q(), np.arange(600), s, y, w, t), kind)
     # a built over fixed edges, b still warming up with interleaved times: b's events join in time order
     first = fit(q(), np.arange(400), s, y, w, t)
@@ -222,7 +222,7 @@ def test_time_clock_states_in_warm_up_merge_in_time_order(kind):
     fixed = lambda: PAVCalibrator(buckets=Edges(edges), window=WINDOWS[kind]())  # noqa: E731
     a = fit(fixed(), np.flatnonzero(key == 0), s, y, w, t)
     b = fit(q(), np.flatnonzero(key == 1)[:300], s, y, w, t)
-    assert b._sf is None
+    assert not b.window_histogram.built
     single = fit(
         fixed(), np.sort(np.concatenate([np.flatnonzero(key == 0), np.flatnonzero(key == 1)[:300]])), s, y, w, t
     )
@@ -232,7 +232,7 @@ def test_time_clock_states_in_warm_up_merge_in_time_order(kind):
         merge([first, b])
     # a warming-up part whose events all come after the built one's: replayed, exact
     later = fit(q(), np.arange(400, 700), s, y, w, t)
-    assert later._sf is None
+    assert not later.window_histogram.built
     assert_same_calibrator(merge([first, later]), fit(q(), np.arange(700), s, y, w, t), kind)
     b_fixed = fit(fixed(), np.flatnonzero(key == 1)[:300], s, y, w, t)
     assert_same_calibrator(merge([a, b_fixed]), single, kind)
@@ -313,21 +313,24 @@ def test_gev_newton_statistics_add_exactly(half_life):
     b = learn(make(), gev_stream(1500, seed=2, features=("b", "c", "a")))  # other names and order
     merged = merge([a, b])
     rho = 1.0 if half_life is None else 0.5 ** (1500 / half_life)
-    assert merged._names == ["a", "b", "c"]
-    idx_b = [merged._index[name] for name in b._names] + [3]
-    expected_A = np.zeros_like(merged._A)
-    expected_A[:, :2, :2] = rho * a._A[:, :2, :2]
-    expected_A[:, :2, 3] = rho * a._A[:, :2, 2]
-    expected_A[:, 3, :2] = rho * a._A[:, 2, :2]
-    expected_A[:, 3, 3] = rho * a._A[:, 2, 2]
-    expected_A[:, np.array(idx_b)[:, None], np.array(idx_b)[None, :]] += b._A
-    np.testing.assert_array_equal(merged._A, expected_A)
-    np.testing.assert_array_equal(merged._score, rho * a._score + b._score)
-    assert merged._n_seen == 2500
-    # the coefficients minimise the merged quadratic model
-    for j in range(merged._xis.size):
-        hess = merged._A[j] + np.diag(merged._penalty(4))
-        np.testing.assert_allclose(hess @ merged._beta[j], merged._b[j], rtol=1e-9, atol=1e-9)
+    # the Newton statistics have no public face: the saved states hold them
+    m, sa, sb = merged.__getstate__(), a.__getstate__(), b.__getstate__()
+    assert m["_names"] == ["a", "b", "c"]
+    idx_b = [m["_index"][name] for name in sb["_names"]] + [3]
+    expected_A = np.zeros_like(m["_A"])
+    expected_A[:, :2, :2] = rho * sa["_A"][:, :2, :2]
+    expected_A[:, :2, 3] = rho * sa["_A"][:, :2, 2]
+    expected_A[:, 3, :2] = rho * sa["_A"][:, 2, :2]
+    expected_A[:, 3, 3] = rho * sa["_A"][:, 2, 2]
+    expected_A[:, np.array(idx_b)[:, None], np.array(idx_b)[None, :]] += sb["_A"]
+    np.testing.assert_array_equal(m["_A"], expected_A)
+    np.testing.assert_array_equal(m["_score"], rho * sa["_score"] + sb["_score"])
+    assert m["_n_seen"] == 2500
+    # the coefficients minimise the merged quadratic model (L2 on the 3 coefficients, not the intercept)
+    penalty = np.diag([merged.l2] * 3 + [0.0])
+    for j in range(len(merged.xis)):
+        hess = m["_A"][j] + penalty
+        np.testing.assert_allclose(hess @ m["_beta"][j], m["_b"][j], rtol=1e-9, atol=1e-9)
 
 
 def test_gev_merge_of_partitions_approaches_the_single_learner():
@@ -352,9 +355,10 @@ def test_gev_buffered_rows_are_carried_over_and_params_must_match():
     a = learn(GEVCanonicalClassifier(batch_size=100), gev_stream(250, seed=1))
     b = learn(GEVCanonicalClassifier(batch_size=100), gev_stream(160, seed=2))
     merged = merge([a, b])
-    assert merged._n_seen == 200 + 100 + 110  # the 50 + 60 buffered rows: one more step of 110 rows
-    assert merged._buffered == 0
-    assert a._buffered == 50  # inputs untouched
+    # rows learned and buffered have no public face: the saved states hold them
+    assert merged.__getstate__()["_n_seen"] == 200 + 100 + 110  # the 50 + 60 buffered rows: one more step of 110 rows
+    assert merged.__getstate__()["_buffered"] == 0
+    assert a.__getstate__()["_buffered"] == 50  # inputs untouched
     with pytest.raises(ValueError, match="different `batch_size`"):
         merge([a, GEVCanonicalClassifier(batch_size=10)])
     with pytest.raises(TypeError, match="must all be GEVCanonicalClassifier"):

@@ -33,7 +33,7 @@ def test_merged_pav_keeps_the_whole_weights_flag_of_the_single_calibrator(window
         parts.append(part)
     merged = merge(parts)
     single = make().update(scores, labels, weights=weights, times=times)
-    assert int(merged._pi[K.PI_INTEGRAL]) == int(single._pi[K.PI_INTEGRAL]) == (0 if fractional else 1)
+    assert int(merged.map_arrays()[1][K.PI_INTEGRAL]) == int(single.map_arrays()[1][K.PI_INTEGRAL]) == int(not fractional)
     # and so the two stay equal, bit for bit, as they go on learning
     t = times[-1]
     for i in range(200):
@@ -42,8 +42,9 @@ def test_merged_pav_keeps_the_whole_weights_flag_of_the_single_calibrator(window
         for cal in (merged, single):
             cal.learn_one(x, y, w=1.0, t=t)
         assert merged.predict_proba_one(x) == single.predict_proba_one(x)
-    np.testing.assert_array_equal(merged._pf.view(np.int64), single._pf.view(np.int64))
-    np.testing.assert_array_equal(merged._pi, single._pi)
+    (merged_pf, merged_pi), (single_pf, single_pi) = merged.map_arrays(), single.map_arrays()
+    np.testing.assert_array_equal(merged_pf.view(np.int64), single_pf.view(np.int64))
+    np.testing.assert_array_equal(merged_pi, single_pi)
 
 
 def test_merge_dispatches_to_the_class_of_the_first_learner():

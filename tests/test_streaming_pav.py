@@ -12,7 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from naive import naive_pav_bucket_blocks, naive_pav_bucket_fit
-from river_cases import assert_array_face_equals_river_loop, assert_monotone_on_unit_grid, river_loop
+from river_cases import (
+    assert_array_face_equals_river_loop,
+    assert_monotone_on_unit_grid,
+    river_face_buffer,
+    river_loop,
+)
 
 from streamcal._kernels import histogram as H
 from streamcal._kernels import ipav as K
@@ -55,8 +60,15 @@ def assert_state_equals_batch(pos, neg, centres, pf, pi):
 
 
 def histogram_of(cal):
-    B = int(cal._si[H.SI_B])
-    return cal._sf[H.SF_HEADER : H.SF_HEADER + B], cal._sf[H.SF_HEADER + B : H.SF_HEADER + 2 * B]
+    """The window's weight per bucket by class, in stored units (the units the blocks hold)."""
+    sf, si = cal.window_histogram.arrays()
+    B = int(si[H.SI_B])
+    return sf[H.SF_HEADER : H.SF_HEADER + B], sf[H.SF_HEADER + B : H.SF_HEADER + 2 * B]
+
+
+def integral_flag(cal):
+    """The sticky flag of a PAV state whose weights have all been whole numbers."""
+    return int(cal.map_arrays()[1][K.PI_INTEGRAL])
 
 
 def snapshot(cal):
@@ -74,12 +86,13 @@ def observable_state(cal):
     and ``n_jobs``, which changes how fast, not what.
     """
     rest = {k: v for k, v in cal.__getstate__().items() if k not in ("_pf", "_pi", "n_jobs")}
-    if cal._sf is None:
+    if cal.map_arrays() is None:
         return pickle.dumps(rest)
-    blocks, owner, fit = kernel_blocks(cal._pf, cal._pi)
+    pf, pi = cal.map_arrays()
+    blocks, owner, fit = kernel_blocks(pf, pi)
     span = slice(blocks[0][0], blocks[-1][1] + 1) if blocks else slice(0, 0)
-    header = cal._pf[[K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]].tolist()
-    return pickle.dumps((rest, blocks, owner[span], fit[span], header, int(cal._pi[K.PI_INTEGRAL])))
+    header = pf[[K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]].tolist()
+    return pickle.dumps((rest, blocks, owner[span], fit[span], header, int(pi[K.PI_INTEGRAL])))
 
 
 # ---------------------------------------------------------------------------- kernel exactness
@@ -180,16 +193,17 @@ def test_calibrator_blocks_match_batch_pav_after_each_learn(window, stream):
     for s, y, w, t in zip(*stream):
         cal.learn_one({"s": s}, y, w=w, t=t)
         pos, neg = histogram_of(cal)
-        assert_state_equals_batch(pos, neg, centres, cal._pf, cal._pi)
+        assert_state_equals_batch(pos, neg, centres, *cal.map_arrays())
         assert_extremes_are_fresh(cal)
 
 
 def assert_extremes_are_fresh(cal):
     """The finite-LLR clip values and prior equal a from-scratch refresh, bit for bit."""
-    pf, pi = cal._pf.copy(), cal._pi.copy()
-    K.pav_refresh_extremes_inplace(cal._sf, pf, pi)
+    kept, pi = cal.map_arrays()
+    pf = kept.copy()
+    K.pav_refresh_extremes_inplace(cal.window_histogram.arrays()[0], pf, pi)
     fields = [K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]
-    assert cal._pf[fields].tolist() == pf[fields].tolist()
+    assert kept[fields].tolist() == pf[fields].tolist()
 
 
 @pytest.mark.parametrize("weights", [(1.0, 0.3, 2.5), (1.0, 0.0, 3.0)], ids=["fractional", "whole"])
@@ -207,17 +221,17 @@ def test_click_stream_state_equals_batch_after_each_learn(window, weights, rng):
         assert_extremes_are_fresh(cal)
         if i % 7 == 0 or i > 1400:
             pos, neg = histogram_of(cal)
-            assert_state_equals_batch(pos, neg, cal.centres, cal._pf, cal._pi)
-    assert cal._pi[K.PI_INTEGRAL] == (weights[1] == 0.0)
+            assert_state_equals_batch(pos, neg, cal.centres, *cal.map_arrays())
+    assert integral_flag(cal) == (weights[1] == 0.0)
 
 
 def test_decay_renormalisation_rebuilds_exactly(rng):
     cal = PAVCalibrator(buckets=UniformGrid(n_buckets=20), window=Decay(half_life=0.5))
     scores = rng.uniform(size=500)
     cal.update(scores, rng.uniform(size=500) < scores, weights=rng.uniform(0.1, 2.0, size=500))
-    assert cal._sf[H.SF_N_RENORM] > 5
+    assert cal.window_histogram.renormalisations() > 5
     pos, neg = histogram_of(cal)
-    assert_state_equals_batch(pos, neg, cal.centres, cal._pf, cal._pi)
+    assert_state_equals_batch(pos, neg, cal.centres, *cal.map_arrays())
 
 
 # ---------------------------------------------------------------------------- exact PAV per score
@@ -346,9 +360,10 @@ def test_finite_llr_values_kept_up_to_date_equal_a_refresh_after_every_learn(kin
         cal, s, y = _drifting_stream(kind, trial)
         for i in range(s.size):
             cal.learn_one({"s": float(s[i])}, bool(y[i]))
-            sf, pf, pi = cal._sf.copy(), cal._pf.copy(), cal._pi.copy()
-            K.pav_refresh_extremes_inplace(sf, pf, pi)
-            assert [cal._pf[j] for j in fields] == [pf[j] for j in fields], (kind, trial, i)
+            kept, pi = cal.map_arrays()
+            pf = kept.copy()
+            K.pav_refresh_extremes_inplace(cal.window_histogram.arrays()[0], pf, pi)
+            assert [kept[j] for j in fields] == [pf[j] for j in fields], (kind, trial, i)
 
 
 def test_linear_interpolation_between_knots_matches_sklearn(rng):
@@ -472,8 +487,8 @@ def test_decay_stays_finite_and_correct_over_1e7_events():
     labels = (np.arange(n) % 5) == 0  # rate 0.2
     labels[-2000:] = (np.arange(2000) % 5) != 0  # rate 0.8
     cal.update(scores, labels)
-    assert cal._sf[H.SF_N_RENORM] > 1000
-    assert np.isfinite(cal._sf).all()
+    assert cal.window_histogram.renormalisations() > 1000
+    assert np.isfinite(cal.window_histogram.arrays()[0]).all()
     p = cal.predict_proba_one({"s": 0.5})[True]
     assert 0.7 < p < 0.9
     assert math.isclose(cal.window_weight, 1.0 / (1.0 - 2.0 ** (-1.0 / 50.0)), rel_tol=1e-9)
@@ -629,21 +644,23 @@ def test_a_state_saved_in_the_older_layout_loads_and_continues_exactly():
     for fresh, weights in zip(fresh_all, all_weights, strict=True):
         fresh.prequential(s[:2000], y[:2000], weights=None if weights is None else weights[:2000])
     assert [c.finite_proba for c in loaded_all] == [False, False, False]
-    assert [int(c._pi[K.PI_INTEGRAL]) for c in loaded_all] == [1, 0, 0]
+    assert [integral_flag(c) for c in loaded_all] == [1, 0, 0]
     for loaded, fresh in zip(loaded_all, fresh_all, strict=True):
-        assert loaded._pf.size == K.pav_state_sizes(64)[0]  # upgraded on loading
+        pf, pi = loaded.map_arrays()
+        want_pf, want_pi = fresh.map_arrays()
+        assert pf.size == K.pav_state_sizes(64)[0]  # upgraded on loading
         # the same histogram and window, and the same blocks, fitted values and finite-LLR values
-        np.testing.assert_array_equal(loaded._sf, fresh._sf)
-        np.testing.assert_array_equal(loaded._si, fresh._si)
-        blocks, owner, fit = kernel_blocks(loaded._pf, loaded._pi)
-        want_blocks, want_owner, want_fit = kernel_blocks(fresh._pf, fresh._pi)
+        for got, want in zip(loaded.window_histogram.arrays(), fresh.window_histogram.arrays(), strict=True):
+            np.testing.assert_array_equal(got, want)
+        blocks, owner, fit = kernel_blocks(pf, pi)
+        want_blocks, want_owner, want_fit = kernel_blocks(want_pf, want_pi)
         assert blocks == want_blocks
         span = slice(blocks[0][0], blocks[-1][1] + 1)
         np.testing.assert_array_equal(owner[span], want_owner[span])
         np.testing.assert_array_equal(fit[span], want_fit[span])
         header = [K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]
-        assert loaded._pf[header].tolist() == fresh._pf[header].tolist()
-        assert loaded._pi[K.PI_INTEGRAL] == fresh._pi[K.PI_INTEGRAL]
+        assert pf[header].tolist() == want_pf[header].tolist()
+        assert pi[K.PI_INTEGRAL] == want_pi[K.PI_INTEGRAL]
     for loaded, fresh, weights in zip(loaded_all, fresh_all, all_weights, strict=True):
         later = None if weights is None else weights[2000:]
         got = loaded.prequential(s[2000:], y[2000:], weights=later)
@@ -675,14 +692,21 @@ def test_river_memory_usage_counts_the_state_and_survives_freed_numba_functions(
     compile_and_free()
     gc.collect()
     size = cal._raw_memory_usage  # raised ReferenceError when the instance held the entry points
-    arrays = cal._packed.nbytes + sum(getattr(cal, name).nbytes for name in ("_sf", "_si", "_pf", "_pi"))
+    state = (*cal.window_histogram.arrays(), *cal.map_arrays())
+    arrays = river_face_buffer(cal).nbytes + sum(a.nbytes for a in state)
     assert arrays < size < arrays + 1_000_000  # the state and its lists, not numba's registries (2.5 MB)
 
 
 def assert_river_face_reads_the_array_state(cal, scores):
     """The river face's packed buffer and the array face's views are one state."""
-    for name in ("_sf", "_si", "_pf", "_pi"):
-        assert np.shares_memory(getattr(cal, name), cal._packed), name
+    hist = cal.window_histogram
+    pf, pi = cal.map_arrays()
+    packed = river_face_buffer(cal)
+    for name, array in (("floats", hist.floats), ("ints", hist.ints)):
+        assert np.shares_memory(array, packed), name
+    ends = packed[K.PACK_O_SI : K.PACK_END + 1].astype(np.intp)  # the sections, laid out by K.pack_state
+    np.testing.assert_array_equal(packed[ends[1] : ends[2]], pf)
+    np.testing.assert_array_equal(packed[ends[2] : ends[3]].view(np.int64), pi)
     p, llr = cal.predict_proba(scores), cal.predict_llr(scores)
     np.testing.assert_array_equal([cal.predict_proba_one({"s": float(v)})[True] for v in scores], p)
     np.testing.assert_array_equal([cal.predict_llr_one({"s": float(v)}) for v in scores], llr)
@@ -707,10 +731,10 @@ def test_every_state_replacement_keeps_the_packed_state(replace, rng, tmp_path):
             cal.learn_one({"s": float(s[i])}, bool(y[i]), t=float(t[i]))
     elif replace == "ring shrink":
         cal.update(s[100:], y[100:], times=t[100:])
-        capacity = int(cal._si[H.SI_W])
+        capacity = cal.window_histogram.ring_size()
         cal.learn_one({"s": 0.5}, True, t=1e6)  # everything else expires
         cal.update(s[:10], y[:10], times=1e6 + t[:10])
-        assert int(cal._si[H.SI_W]) < capacity  # the ring did shrink (after an array call)
+        assert cal.window_histogram.ring_size() < capacity  # the ring did shrink (after an array call)
     elif replace == "merge":
         other = PAVCalibrator(window=TimeWindow(seconds=5000.0)).update(s[100:], y[100:], times=t[100:])
         cal = merge([cal, other])
@@ -722,7 +746,7 @@ def test_every_state_replacement_keeps_the_packed_state(replace, rng, tmp_path):
         cal = load(save(cal, tmp_path / "cal"))
     assert_river_face_reads_the_array_state(cal, s[:50])
     cal.learn_one({"s": 0.3}, True, t=2e6)  # the river face learns into the arrays too
-    assert cal.n_learned == cal._sf[H.SF_N_LEARNED]
+    assert cal.n_learned == river_face_buffer(cal)[K.PACK_HEADER + H.SF_N_LEARNED]
     assert_river_face_reads_the_array_state(cal, s[:50])
 
 
@@ -776,10 +800,10 @@ def test_update_and_long_learn_runs_equal_learning_one_by_one(window, weights, r
     a.update(scores[:700], labels[:700], weights=w[:700], times=times[:700])
     river_loop(b, scores[:700], labels[:700], np.ones(700, dtype=int), w[:700], times[:700])
     assert observable_state(a) == observable_state(b)
-    np.testing.assert_array_equal(a._sf, b._sf)  # the histogram and the ring, bit for bit
-    np.testing.assert_array_equal(a._si, b._si)
+    for got, want in zip(a.window_histogram.arrays(), b.window_histogram.arrays(), strict=True):
+        np.testing.assert_array_equal(got, want)  # the histogram and the ring, bit for bit
     pos, neg = histogram_of(a)
-    assert_state_equals_batch(pos, neg, a.centres, a._pf, a._pi)
+    assert_state_equals_batch(pos, neg, a.centres, *a.map_arrays())
     # then predictions between runs of labels: 100 learns, 30 predictions, 70 learns, ...
     learn = (np.arange(n - 700) % 100) < 70
     learn[:100] = True
@@ -793,7 +817,7 @@ def test_update_and_long_learn_runs_equal_learning_one_by_one(window, weights, r
     lp, lllr = river_loop(b, scores[:300], labels[:300], np.full(300, 3), w[:300], times[-1] + times[:300])
     np.testing.assert_array_equal(p, lp)
     np.testing.assert_array_equal(llr, lllr)
-    assert int(a._pi[K.PI_INTEGRAL]) == (weights[1] == 0.0 and not isinstance(window, Decay))
+    assert integral_flag(a) == (weights[1] == 0.0 and not isinstance(window, Decay))
 
 
 # ---------------------------------------------------------------------------- threads (n_jobs)
@@ -819,8 +843,8 @@ def test_threads_give_the_outputs_and_state_of_one_thread(window, weights, rng, 
         np.testing.assert_array_equal(runs[n_jobs][0], one[0])
         np.testing.assert_array_equal(runs[n_jobs][1], one[1])
         assert runs[n_jobs][2] == one[2]
-        np.testing.assert_array_equal(runs[n_jobs][3]._sf, one[3]._sf)
-        np.testing.assert_array_equal(runs[n_jobs][3]._si, one[3]._si)
+        for got, want in zip(runs[n_jobs][3].window_histogram.arrays(), one[3].window_histogram.arrays(), strict=True):
+            np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("method", ["prequential", "update", "predict_proba"])

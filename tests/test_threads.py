@@ -20,6 +20,7 @@ import time
 import numpy as np
 import pytest
 from river import linear_model
+from river_cases import lock_of, river_face_buffer
 
 from streamcal import (
     CalibratedClassifier,
@@ -313,9 +314,12 @@ def test_an_array_call_is_atomic_for_observers(make, method, m):
 def _consistent_pav(cal, n_max):
     """A PAV state whose blocks are those of its own histogram, counts matching weights."""
     assert cal.window_weight == cal.n_learned <= n_max  # unbounded, unit weights
-    rebuilt = copy.deepcopy(cal)
-    ipav.pav_rebuild_inplace(rebuilt._sf, rebuilt._si, rebuilt._pf, rebuilt._pi)
-    np.testing.assert_array_equal(rebuilt.predict_proba(GRID), cal.predict_proba(GRID))
+    (sf, si), (pf, pi) = cal.window_histogram.arrays(), cal.map_arrays()
+    ipav.pav_rebuild_inplace(sf, si, pf, pi)  # the blocks of a full sweep over the histogram
+    buckets = np.array([cal.window_histogram.layout.bucket_of(v) for v in GRID.tolist()], dtype=np.intp)
+    rebuilt, llr = np.empty(GRID.size), np.empty(GRID.size)
+    ipav.pav_predict_many(pf, buckets, GRID, rebuilt, llr)
+    np.testing.assert_array_equal(rebuilt, cal.predict_proba(GRID))
 
 
 def test_saves_copies_and_pickles_are_consistent_snapshots():
@@ -336,7 +340,7 @@ def test_saves_copies_and_pickles_are_consistent_snapshots():
     assert len(taken) >= 4
     for snap in taken:
         _consistent_pav(snap, n)
-        assert snap._lock is not cal._lock
+        assert lock_of(snap) is not lock_of(cal)
     assert cal.n_learned == n
 
 
@@ -436,7 +440,8 @@ def test_gev_canonical_classifier_loses_nothing():
 
     half = n // 2
     run_threads([river(slice(0, half)), frames(slice(half, n))], [watch])
-    assert model._n_seen + model._buffered == n
+    state = model.__getstate__()  # the rows learned: no public face, the saved state has them
+    assert state["_n_seen"] + state["_buffered"] == n
 
 
 def test_river_metric_totals_are_exact():
@@ -461,18 +466,21 @@ def test_river_metric_totals_are_exact():
     for label, prob in zip(y.tolist(), p.tolist(), strict=True):
         serial.update(label, prob)
     assert metric.get() == serial.get()
-    assert metric._n == n
+    assert metric.__getstate__()["_n"] == n  # the event count, in the saved state
 
 
 # ---------------------------------------------------------------------------------------- the PAV protocol
 def test_river_face_waits_while_a_marked_section_runs():
     """While the lock is held, the lock-free calls are refused and wait; they run after release."""
     cal = PAVCalibrator().update([0.2, 0.8], [0, 1])
-    with cal._lock:
-        assert cal._packed[ipav.PACK_BUSY] == 1.0
-        assert not cal._learn_packed(cal._packed, 0.5, True, 1.0, 0.0)  # refused, nothing changed
-        assert cal._proba_packed(cal._packed, 0.5) == -1.0
-        assert np.isnan(cal._llr_packed(cal._packed, 0.5))
+    packed = river_face_buffer(cal)
+    with lock_of(cal):
+        assert packed[ipav.PACK_BUSY] == 1.0
+        before = packed.copy()
+        assert not PAVCalibrator._learn_packed(packed, 0.5, True, 1.0, 0.0)  # refused, nothing changed
+        assert PAVCalibrator._proba_packed(packed, 0.5) == -1.0
+        assert np.isnan(PAVCalibrator._llr_packed(packed, 0.5))
+        np.testing.assert_array_equal(packed, before)
         results = []
         worker = threading.Thread(
             target=lambda: results.append((cal.learn_one({"s": 0.5}, True), cal.predict_proba_one({"s": 0.5}))),
@@ -486,21 +494,21 @@ def test_river_face_waits_while_a_marked_section_runs():
     worker.join(JOIN_TIMEOUT)
     assert results
     assert cal.n_learned == 3
-    assert cal._packed[ipav.PACK_BUSY] == 0.0
+    assert river_face_buffer(cal)[ipav.PACK_BUSY] == 0.0
 
 
 def test_the_river_face_works_inside_the_same_threads_marked_section():
     """Re-entrant use: holding the lock, this thread's own calls run (on the views' kernels)."""
     cal = PAVCalibrator().update([0.2, 0.8, 0.6], [0, 1, 0])
     ref = PAVCalibrator().update([0.2, 0.8, 0.6], [0, 1, 0])
-    with cal._lock:
+    with lock_of(cal):
         assert cal.predict_proba_one({"s": 0.7}) == ref.predict_proba_one({"s": 0.7})
         assert cal.predict_llr_one({"s": 0.7}) == ref.predict_llr_one({"s": 0.7})
         assert cal.predict_one({"s": 0.7}) == ref.predict_one({"s": 0.7})
         cal.learn_one({"s": 0.7}, True)
         ref.learn_one({"s": 0.7}, True)
-        assert cal._packed[ipav.PACK_BUSY] == 1.0
-    assert cal._packed[ipav.PACK_BUSY] == 0.0
+        assert river_face_buffer(cal)[ipav.PACK_BUSY] == 1.0
+    assert river_face_buffer(cal)[ipav.PACK_BUSY] == 0.0
     np.testing.assert_array_equal(cal.predict_proba(GRID), ref.predict_proba(GRID))
     assert cal.n_learned == 4
 
@@ -509,25 +517,49 @@ def test_a_buffer_replaced_during_a_section_stays_marked():
     """A call holding the buffer from before a ring growth is refused (its writes would be lost)."""
     cal = PAVCalibrator(window=TimeWindow(10.0))
     cal.learn_one({"s": 0.5}, True, t=0.0)
-    old = cal._packed
+    old = river_face_buffer(cal)
     cal.update(np.full(3000, 0.4), np.zeros(3000), times=np.zeros(3000))  # the ring grows: a new buffer
-    assert cal._packed is not old
+    assert river_face_buffer(cal) is not old
     assert old[ipav.PACK_BUSY] == 1.0
-    assert cal._packed[ipav.PACK_BUSY] == 0.0
-    assert not cal._learn_packed(old, 0.5, True, 1.0, 0.0)
-    assert cal._proba_packed(old, 0.5) == -1.0
+    assert river_face_buffer(cal)[ipav.PACK_BUSY] == 0.0
+    assert not PAVCalibrator._learn_packed(old, 0.5, True, 1.0, 0.0)
+    assert PAVCalibrator._proba_packed(old, 0.5) == -1.0
     assert cal.predict_proba_one({"s": 0.5})[True] == cal.predict_proba([0.5])[0]
 
 
+def finishes_while_held(lock, call, patience: float) -> bool:
+    """Whether ``call()``, run by another thread, finishes within ``patience`` seconds while this
+    thread holds ``lock`` (it finishes after the release in any case)."""
+    done = threading.Event()
+
+    def job():
+        call()
+        done.set()
+
+    worker = threading.Thread(target=job, daemon=True)
+    with lock:
+        worker.start()
+        finished = done.wait(patience)
+    worker.join(JOIN_TIMEOUT)
+    assert done.is_set()
+    return finished
+
+
 def test_without_a_gil_every_call_takes_the_lock(monkeypatch):
+    # with a GIL, the river face's calls run while another thread holds the lock without the mark
+    with_gil = PAVCalibrator().update([0.2, 0.8], [0, 1])
+    assert finishes_while_held(lock_of(with_gil).rlock, lambda: with_gil.learn_one({"s": 0.5}, True), JOIN_TIMEOUT)
+    assert finishes_while_held(lock_of(with_gil).rlock, lambda: with_gil.predict_proba_one({"s": 0.5}), JOIN_TIMEOUT)
     monkeypatch.setattr(pav_module, "_gil_enabled", lambda: False)
     n = 6_000
     cal, s, y = hammer_binary(PAVCalibrator, n, monotone=True)
-    assert not cal._fast_learn
-    assert not cal._fast_predict
     assert cal.n_learned == n
     serial = PAVCalibrator().update(s, y)
     np.testing.assert_array_equal(cal.predict_proba(GRID), serial.predict_proba(GRID))
+    # the fast paths are off: the river face's calls wait for the lock
+    assert not finishes_while_held(lock_of(cal).rlock, lambda: cal.predict_proba_one({"s": 0.5}), 0.2)
+    assert not finishes_while_held(lock_of(cal).rlock, lambda: cal.learn_one({"s": 0.5}, True), 0.2)
+    assert cal.n_learned == n + 1
 
 
 # ---------------------------------------------------------------------------------------- the lock is not state
@@ -548,13 +580,13 @@ def test_the_lock_is_never_saved_copied_or_pickled(make):
     assert "_lock" not in learner.__getstate__()
     for other in (copy.deepcopy(learner), pickle.loads(pickle.dumps(learner)), persist.from_bytes(persist.to_bytes(learner), allow_pickle=True)):
         assert type(other) is type(learner)
-        assert other._lock is not learner._lock
-        with other._lock:  # a working lock of its own
-            pass
-        if isinstance(other, PAVCalibrator):
-            assert other._lock._cal is other
+        assert lock_of(other) is not lock_of(learner)
+        with lock_of(other):  # a working lock of its own, which marks its own state busy
+            if isinstance(other, PAVCalibrator):
+                assert river_face_buffer(other)[ipav.PACK_BUSY] == 1.0
+                assert river_face_buffer(learner)[ipav.PACK_BUSY] == 0.0
     clone = learner.clone()
-    assert clone._lock is not learner._lock
+    assert lock_of(clone) is not lock_of(learner)
 
 
 def test_a_rejected_call_releases_the_lock():
@@ -568,4 +600,4 @@ def test_a_rejected_call_releases_the_lock():
     worker.start()
     worker.join(JOIN_TIMEOUT)
     assert done == [1]
-    assert cal._packed[ipav.PACK_BUSY] == 0.0
+    assert river_face_buffer(cal)[ipav.PACK_BUSY] == 0.0
