@@ -28,10 +28,9 @@ def streams(tmp_path_factory):
 
 def test_columns_types_and_order(streams):
     ts = pa.timestamp("ms", tz="UTC")
-    for table in streams.values():
-        assert table.schema == pa.schema(
-            [("event_time", ts), ("score", pa.float64()), ("label", pa.bool_()), ("label_time", ts)]
-        )
+    for name, table in streams.items():
+        fields = [("event_time", ts), ("score", pa.float64()), ("label", pa.bool_()), ("label_time", ts)]
+        assert table.schema == pa.schema([*fields, ("key", pa.int64())] if SCENARIOS[name].n_keys else fields)
         assert table.num_rows == N
         t = table["event_time"].cast(pa.int64()).to_numpy()
         lt = table["label_time"].cast(pa.int64()).to_numpy()
@@ -85,6 +84,30 @@ def test_same_seed_same_data_whatever_batch_size_or_parts(tmp_path, streams):
     assert not c.equals(streams["fraud"])
 
 
+def test_campaigns_have_zipf_traffic_and_a_miscalibration_per_key(tmp_path, streams):
+    from streamcal.metrics import per_key_calibration
+
+    table = streams["campaigns"]
+    keys = table["key"].to_numpy()
+    y = table["label"].to_numpy(zero_copy_only=False)
+    s = table["score"].to_numpy()
+    spec = SCENARIOS["campaigns"]
+    counts = np.bincount(keys, minlength=spec.n_keys)
+    assert keys.min() >= 0
+    assert keys.max() < spec.n_keys
+    # Zipf(1.1) over 2,000 keys: key 0 takes about 17 %, and most keys are seen in 40,000 events
+    share = counts / keys.size
+    assert 0.15 < share[0] < 0.19
+    assert share[0] > share[1] > share[9]
+    assert 0.3 * spec.n_keys < np.count_nonzero(counts) < 0.95 * spec.n_keys
+    assert abs(y.mean() - expected_base_rate("campaigns", seed=11)) < 0.005
+    # each large key is miscalibrated its own way: predicted / observed differs between them
+    ratio = per_key_calibration(keys, y, s)["ratio"][:10]
+    assert ratio.max() / ratio.min() > 1.5
+    again = pq.read_table(generate(tmp_path / "k.parquet", "campaigns", n=N, seed=11, batch_size=6_001))
+    assert again.equals(table)
+
+
 def test_written_batch_by_batch(tmp_path):
     path = generate(tmp_path / "x.parquet", "click", n=10_000, seed=0, batch_size=1_000)
     assert pq.ParquetFile(path).num_row_groups == 10
@@ -112,7 +135,7 @@ def test_empty_stream(tmp_path):
 
 
 def test_bad_arguments(tmp_path):
-    with pytest.raises(ValueError, match=r"`scenario` must be one of \['click', 'drift', 'fraud'\]; got 'ads'"):
+    with pytest.raises(ValueError, match=r"`scenario` must be one of \['campaigns', 'click', 'drift', 'fraud'\]; got 'ads'"):
         generate(tmp_path / "x.parquet", "ads")
     with pytest.raises(ValueError, match=r"`n` must be an int in \[0, inf\); got -1"):
         generate(tmp_path / "x.parquet", n=-1)

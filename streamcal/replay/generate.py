@@ -7,7 +7,9 @@ Each scenario draws, per event, a model logit ``m`` and turns it into
   miscalibration ``(a, b)``; ``label ~ Bernoulli(p)``;
 - ``event_time``: a Poisson process spread over the scenario's span (so label delays keep the
   same meaning whatever the number of rows);
-- ``label_time``: when the label becomes known.
+- ``label_time``: when the label becomes known;
+- ``key`` (the keyed scenarios only): the event's campaign, drawn with Zipf-like traffic; each key
+  has a miscalibration of its own around the scenario's.
 
 Streams are written batch by batch (never whole in memory), to Parquet, Arrow IPC or CSV. Every
 column is drawn from its own child generator of ``numpy.random.SeedSequence(seed)``, so the data
@@ -22,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SCENARIOS", "Scenario", "generate"]
+__all__ = ["SCENARIOS", "KeyEffects", "Scenario", "generate"]
 
 DAY = 86_400.0
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z in milliseconds
@@ -50,6 +52,12 @@ class Scenario:
     drift : bool
         Whether the relation changes over the stream (abrupt shift of the intercept at one third,
         gradual change of the slope over the last third).
+    n_keys : int
+        The number of keys (0: an unkeyed stream). Key ``k`` (0, 1, ...) draws events in
+        proportion to ``(k + 1) ** -zipf``, shifts the model logit's mean by its own amount and
+        has its own slope and intercept: ``a_k * m + b_k`` with ``log(a_k / slope)`` and
+        ``b_k - intercept`` normal with standard deviations ``key_slope_sd`` and
+        ``key_intercept_sd``.
     """
 
     name: str
@@ -62,6 +70,11 @@ class Scenario:
     positive_delay: tuple[float, float]
     negative_delay: tuple[float, float]
     drift: bool = False
+    n_keys: int = 0
+    zipf: float = 1.1
+    key_shift_sd: float = 0.0
+    key_slope_sd: float = 0.0
+    key_intercept_sd: float = 0.0
 
     def true_logit(self, m: np.ndarray, position: np.ndarray) -> np.ndarray:
         """True log-odds of each event given its model logit and its position in [0, 1)."""
@@ -110,7 +123,51 @@ SCENARIOS: dict[str, Scenario] = {
         negative_delay=(3600.0, 0.0),
         drift=True,
     ),
+    "campaigns": Scenario(
+        name="campaigns",
+        description=(
+            "click-like, 2,000 campaigns (a `key` column) with Zipf(1.1) traffic, each miscalibrated its own way"
+        ),
+        span_seconds=7 * DAY,
+        logit_mean=-3.5,
+        logit_sd=1.0,
+        slope=0.8,
+        intercept=-1.2,
+        positive_delay=(5.0, 60.0),
+        negative_delay=(3600.0, 0.0),
+        n_keys=2000,
+        zipf=1.1,
+        key_shift_sd=0.5,
+        key_slope_sd=0.25,
+        key_intercept_sd=0.6,
+    ),
 }
+
+
+@dataclass(frozen=True)
+class KeyEffects:
+    """The per-key draws of a keyed scenario: traffic share, logit shift, slope and intercept."""
+
+    share: np.ndarray
+    shift: np.ndarray
+    slope: np.ndarray
+    intercept: np.ndarray
+
+    @classmethod
+    def draw(cls, spec: Scenario, rng: np.random.Generator) -> KeyEffects:
+        k = spec.n_keys
+        share = (np.arange(1, k + 1, dtype=np.float64)) ** -spec.zipf
+        return cls(
+            share=share / share.sum(),
+            shift=rng.normal(0.0, spec.key_shift_sd, k),
+            slope=spec.slope * np.exp(rng.normal(0.0, spec.key_slope_sd, k)),
+            intercept=spec.intercept + rng.normal(0.0, spec.key_intercept_sd, k),
+        )
+
+    def events(self, spec: Scenario, keys: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(model logit, true logit)`` of events of these keys from standard normal draws ``z``."""
+        m = spec.logit_mean + self.shift[keys] + spec.logit_sd * z
+        return m, self.slope[keys] * m + self.intercept[keys]
 
 _FORMATS = {
     ".parquet": "parquet",
@@ -127,11 +184,12 @@ def format_from_path(path: str | os.PathLike) -> str | None:
     return _FORMATS.get(Path(path).suffix.lower())
 
 
-def _schema():
+def _schema(keyed: bool = False):
     import pyarrow as pa
 
     ts = pa.timestamp("ms", tz="UTC")
-    return pa.schema([("event_time", ts), ("score", pa.float64()), ("label", pa.bool_()), ("label_time", ts)])
+    fields = [("event_time", ts), ("score", pa.float64()), ("label", pa.bool_()), ("label_time", ts)]
+    return pa.schema([*fields, ("key", pa.int64())] if keyed else fields)
 
 
 class _Writer:
@@ -193,8 +251,8 @@ def generate(
     path : str or path-like
         Output file; with ``parts > 1`` a directory that receives ``part-00000.<ext>``, ... The
         output is written under a temporary name and renamed when complete.
-    scenario : {"click", "fraud", "drift"}
-        See :data:`SCENARIOS`.
+    scenario : {"click", "fraud", "drift", "campaigns"}
+        See :data:`SCENARIOS`; ``"campaigns"`` adds a ``key`` column (int64).
     n : int
         Number of events (rows); up to 1e8 and beyond, generated ``batch_size`` rows at a time.
     seed : int
@@ -237,7 +295,7 @@ def generate(
         raise ValueError(msg)
 
     spec = SCENARIOS[scenario]
-    schema = _schema()
+    schema = _schema(keyed=spec.n_keys > 0)
     if parts == 1:
         path.parent.mkdir(parents=True, exist_ok=True)
         targets = [path]
@@ -248,8 +306,10 @@ def generate(
     # rows per part, as even as possible
     bounds = [round(n * k / parts) for k in range(parts + 1)]
 
-    streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5)]
-    gap_rng, logit_rng, label_rng, pos_delay_rng, neg_delay_rng = streams
+    # a child generator per column (the keyed scenarios add theirs after the others)
+    streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(7)]
+    gap_rng, logit_rng, label_rng, pos_delay_rng, neg_delay_rng, effects_rng, key_rng = streams
+    effects = KeyEffects.draw(spec, effects_rng) if spec.n_keys else None
     mean_gap = spec.span_seconds / max(n, 1)
     # the clock runs in integer microseconds, so that summing the gaps batch by batch gives the
     # same times bit for bit whatever the batch size
@@ -265,14 +325,20 @@ def generate(
                 gaps_us = np.round(gap_rng.exponential(mean_gap, size) * 1e6).astype(np.int64)
                 t_us = clock + np.cumsum(gaps_us)
                 clock = int(t_us[-1])
-                m = logit_rng.normal(spec.logit_mean, spec.logit_sd, size)
-                position = (done + np.arange(size)) / max(n, 1)
-                p = _sigmoid(spec.true_logit(m, position))
+                if effects is None:
+                    keys = None
+                    m = logit_rng.normal(spec.logit_mean, spec.logit_sd, size)
+                    position = (done + np.arange(size)) / max(n, 1)
+                    p = _sigmoid(spec.true_logit(m, position))
+                else:
+                    keys = key_rng.choice(spec.n_keys, size=size, p=effects.share)
+                    m, true_logit = effects.events(spec, keys, logit_rng.standard_normal(size))
+                    p = _sigmoid(true_logit)
                 label = label_rng.random(size) < p
                 pos_delay = spec.positive_delay[0] + pos_delay_rng.exponential(1.0, size) * spec.positive_delay[1]
                 neg_delay = spec.negative_delay[0] + neg_delay_rng.exponential(1.0, size) * spec.negative_delay[1]
                 delay_us = np.round(np.where(label, pos_delay, neg_delay) * 1e6).astype(np.int64)
-                writer.write(_batch(schema, t_us, _sigmoid(m), label, t_us + delay_us))
+                writer.write(_batch(schema, t_us, _sigmoid(m), label, t_us + delay_us, keys))
                 done += size
             writer.close()
         except BaseException:
@@ -287,17 +353,17 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
-def _batch(schema, t_us: np.ndarray, score: np.ndarray, label: np.ndarray, label_us: np.ndarray):
+def _batch(schema, t_us: np.ndarray, score: np.ndarray, label: np.ndarray, label_us: np.ndarray, keys=None):
     import pyarrow as pa
 
     # milliseconds; label times are rounded up so a label is never known before its event
     t_ms = START_MS + t_us // 1000
     lt_ms = START_MS - (-label_us // 1000)
     ts = schema.field("event_time").type
-    return pa.RecordBatch.from_arrays(
-        [pa.array(t_ms, ts), pa.array(score), pa.array(label), pa.array(lt_ms, ts)],
-        schema=schema,
-    )
+    columns = [pa.array(t_ms, ts), pa.array(score), pa.array(label), pa.array(lt_ms, ts)]
+    if keys is not None:
+        columns.append(pa.array(keys, pa.int64()))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def describe_scenarios() -> str:
@@ -306,9 +372,14 @@ def describe_scenarios() -> str:
 
 
 def expected_base_rate(scenario: str, samples: int = 200_000, seed: int = 0) -> float:
-    """Monte-Carlo base rate of a scenario (used by tests and docs)."""
+    """Monte-Carlo base rate of a scenario (used by tests and docs); for a keyed scenario, with the
+    key effects that ``generate`` draws for the same ``seed``."""
     spec = SCENARIOS[scenario]
     rng = np.random.default_rng(seed)
+    if spec.n_keys:  # the key effects of ``generate(..., seed=seed)``
+        effects = KeyEffects.draw(spec, np.random.default_rng(np.random.SeedSequence(seed).spawn(7)[5]))
+        keys = rng.choice(spec.n_keys, size=samples, p=effects.share)
+        return float(np.mean(_sigmoid(effects.events(spec, keys, rng.standard_normal(samples))[1])))
     m = rng.normal(spec.logit_mean, spec.logit_sd, samples)
     position = np.arange(samples) / samples
     return float(np.mean(_sigmoid(spec.true_logit(m, position))))
