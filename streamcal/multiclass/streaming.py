@@ -182,6 +182,27 @@ def _learn_events(events, w: float = 1.0, t: float | None = None) -> None:
         model.learn_one(xd, label, **kw)
 
 
+def _takes_any_score(model) -> bool:
+    """Whether ``model`` learns every score and event a multiclass calibrator gives it (the caller
+    has checked weights and times): a streamcal calibrator whose bucket strategy has no quantile
+    warm-up (which may refuse its sample) and whose score range holds every score it is given
+    (probabilities, or log-odds within ``MAX_LOG_ODDS``). Others may refuse part of an array
+    call after other calibrators learned theirs, so the caller keeps a copy to restore."""
+    from streamcal.buckets import as_buckets
+
+    try:
+        buckets = as_buckets(model.buckets)
+        low, high = (float(v) for v in buckets.score_range)
+        warmup = int(buckets.warmup)
+    except (AttributeError, TypeError, ValueError):
+        return False
+    if warmup:
+        return False
+    if _takes_probabilities(model.buckets):
+        return low <= 0.0 and high >= 1.0
+    return low <= -MAX_LOG_ODDS and high >= MAX_LOG_ODDS
+
+
 def _window_weights_from_counts(model, learn: np.ndarray, w: np.ndarray) -> np.ndarray | None:
     """The window weight of ``model`` before each event, if it follows from the weights alone.
 
@@ -513,11 +534,16 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         """Run checked events: predict where ``predict``, then learn where ``learn``; return the
         (m, K) predictions (NaN rows where nothing is predicted). If a binary calibrator refuses
         its part, every binary calibrator is put back as it was and the error raised."""
-        saved = (copy.deepcopy(self._models), self._last_time)
+        may_refuse = learn.any() and not all(_takes_any_score(model) for model in self._models.values())
+        if may_refuse or (learn.any() and not _takes_any_score(self._new_binary())):
+            saved = (copy.deepcopy(self._models), self._last_time)
+        else:
+            saved = None
         try:
             out = self._run_events(arr, self._log_scores(arr), y, predict, learn, w, t, weights_given, times_given)
         except BaseException:
-            self._models, self._last_time = saved
+            if saved is not None:
+                self._models, self._last_time = saved
             raise
         if times_given and learn.any() and self._window().uses_times:
             self._last_time = float(t[np.flatnonzero(learn)[-1]])
