@@ -16,6 +16,7 @@ import inspect
 import itertools
 import math
 import numbers
+import types
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -255,9 +256,51 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         self._last_time = -math.inf  # the latest event time learned, with a time window
         self._init_lock()
 
+    # the checked parameters and what derives from them (``_checked_params``): not state
+    _UNSAVED = (*LockedState._UNSAVED, "_checked")
+
     @property
     def _multiclass(self) -> bool:
         return True
+
+    def _params_now(self) -> tuple:
+        calibrator = self.calibrator
+        return (
+            self.scores,
+            self.classes,
+            calibrator,
+            getattr(calibrator, "window", None),
+            getattr(calibrator, "buckets", None),
+            getattr(calibrator, "score_key", None),
+            *(getattr(self, name) for name in self._EXTRA_PARAMS),
+        )
+
+    _EXTRA_PARAMS: tuple[str, ...] = ()
+
+    def _checked_params(self) -> types.SimpleNamespace:
+        """:meth:`_check_params`, and what derives from the parameters, for the river face's
+        every call: computed again only when a parameter is another object than at the last
+        check (river estimators' parameters are replaced, not changed in place)."""
+        now = self._params_now()
+        cached = self.__dict__.get("_checked")
+        if cached is not None:
+            before, derived = cached
+            if len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True)):
+                return derived
+        self._check_params()
+        fixed = None if self.classes is None else list(self.classes)
+        prototype = self._new_binary()
+        key = getattr(prototype, "score_key", None)
+        derived = types.SimpleNamespace(
+            window=self._window(),
+            fixed=fixed,
+            fixed_set=None if fixed is None else set(fixed),
+            rank=None if fixed is None else {c: i for i, c in enumerate(fixed)},
+            probabilities=self._takes_probabilities(prototype),
+            score_key=key if key is not None else "score",
+        )
+        self._checked = (now, derived)
+        return derived
 
     # -- parameters and the class register ---------------------------------------------------
 
@@ -292,13 +335,13 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         ``TimeWindow``); ``Unbounded()`` for a calibrator without a ``window`` parameter."""
         return as_window(getattr(self.calibrator, "window", None))
 
-    def _check_event(self, w, t) -> tuple[float, float | None]:
+    def _check_event(self, w, t, params) -> tuple[float, float | None]:
         """One event's weight and time, checked as a binary calibrator checks them: ``w`` in
         ``[0, MAX_WEIGHT]``; ``t`` finite, required by a time window and then never before the
         latest learned time (of any class: the stream's clock, not a pair's)."""
         if type(w) is not float or not (0.0 <= w <= MAX_WEIGHT):
             w = check_event_weight(w, MAX_WEIGHT)
-        window = self._window()
+        window = params.window
         if t is None:
             if window.uses_times:
                 msg = f"{type(window).__name__} needs event times: pass `t=` to learn_one."
@@ -306,13 +349,14 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
             return w, None
         return w, check_event_time(t, self._last_time if window.uses_times else None)
 
-    def _learned_time(self, t: float | None) -> None:
-        if t is not None and self._window().uses_times:
+    def _learned_time(self, t: float | None, params) -> None:
+        if t is not None and params.window.uses_times:
             self._last_time = t
 
     def _order_key(self, c):
-        if self.classes is not None:
-            return list(self.classes).index(c)
+        rank = self._checked_params().rank
+        if rank is not None:
+            return rank[c]
         return _class_order(c)
 
     def _known(self) -> list:
@@ -391,26 +435,28 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
 
     # -- validation ---------------------------------------------------------------------------
 
-    def _check_x(self, x) -> dict:
+    def _check_x(self, x, params=None) -> dict:
         """Validate a score dict; return {class: log-score} (``-inf`` for probability 0)."""
         if not isinstance(x, Mapping):
             msg = f"`x` must be a dict of per-class scores; got a {type(x).__name__}."
             raise TypeError(msg)
-        fixed = None if self.classes is None else set(self.classes)
+        fixed = (params or self._checked_params()).fixed_set
         out = {}
         for c, v in x.items():
-            if fixed is not None and c not in fixed:
+            if fixed is None:
+                _check_class(c, "x", "class labels as keys")
+            elif c not in fixed:  # the fixed classes are checked labels
                 msg = f"`x` holds a score for class {c!r}, which is not among `classes` {list(self.classes)!r}."
                 raise ValueError(msg)
-            _check_class(c, "x", "class labels as keys")
-            if not is_real_number(v):
-                msg = f"`x` must map classes to numbers; got {v!r} for class {c!r}."
-                raise TypeError(msg)
-            try:
-                v = float(v)
-            except OverflowError:
-                msg = f"`x` must hold numbers within the float64 range; got {v!r} for class {c!r}."
-                raise ValueError(msg) from None
+            if type(v) is not float:
+                if not is_real_number(v):
+                    msg = f"`x` must map classes to numbers; got {v!r} for class {c!r}."
+                    raise TypeError(msg)
+                try:
+                    v = float(v)
+                except OverflowError:
+                    msg = f"`x` must hold numbers within the float64 range; got {v!r} for class {c!r}."
+                    raise ValueError(msg) from None
             if self.scores == "proba":
                 if not 0.0 <= v <= 1.0:
                     msg = f"`x` must hold probabilities in [0, 1]; got {v!r} for class {c!r}."
@@ -423,9 +469,10 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
                 out[c] = v
         return out
 
-    def _check_y(self, y) -> None:
+    def _check_y(self, y, params=None) -> None:
         _check_class(y, "y")
-        if self.classes is not None and y not in set(self.classes):
+        fixed = (params or self._checked_params()).fixed_set
+        if fixed is not None and y not in fixed:
             msg = f"`y` = {y!r} is not among `classes` {list(self.classes)!r}."
             raise ValueError(msg)
 
@@ -504,7 +551,7 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         """Everything an array-face call reads, checked before anything changes: the score array,
         the learn mask (``learn_all``: every event is learned; else ``learn_mask``, or none for
         ``predict_proba``), the labels, weights and times at the learned positions."""
-        self._check_params()
+        self._checked_params()
         classes = self._fixed_classes(method)
         arr = self._check_score_array(scores, classes)
         m = arr.shape[0]
@@ -697,7 +744,8 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
 
     def _output_classes(self, s: dict) -> list:
         known = self._known()
-        extra = [c for c in s if c not in set(known)]
+        known_set = set(known)
+        extra = [c for c in s if c not in known_set]
         if not extra:
             return list(known)
         return sorted([*known, *extra], key=_class_order)
@@ -791,6 +839,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         self.tol = tol
         self.max_iter = max_iter
 
+    _EXTRA_PARAMS = ("method", "tol", "max_iter")
+
     @property
     def pairs_(self) -> dict:
         with self._lock:
@@ -809,20 +859,22 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         time window, and then never going backwards), both given to every pair it reaches.
         """
         with self._lock:
-            self._check_params()
-            s = self._check_x(x)
-            self._check_y(y)
-            w, t = self._check_event(w, t)
+            params = self._checked_params()
+            s = self._check_x(x, params)
+            self._check_y(y, params)
+            w, t = self._check_event(w, t, params)
             with self._registering([*s, y]) as new_model:
                 neg_inf = -math.inf
                 sy = s.get(y, neg_inf)
-                ky = self._order_key(y)
+                order = params.rank.__getitem__ if params.rank is not None else _class_order
+                ky = order(y)
+                key, sigmoid = params.score_key, params.probabilities
                 events = []
                 for c in self._known():
                     if c == y:
                         continue
                     sc = s.get(c, neg_inf)
-                    if self._order_key(c) > ky:
+                    if order(c) > ky:
                         pair, d, label = (y, c), sy - sc, True
                     else:
                         pair, d, label = (c, y), sc - sy, False
@@ -830,18 +882,22 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
                     model = self._models.get(pair)
                     if model is None:
                         model = new_model(pair)
-                    events.append((model, self._score_dict(model, d), label))
+                    events.append((model, {key: _sigmoid(d) if sigmoid else d}, label))
                 _learn_events(events, w, t)
-            self._learned_time(t)
+            self._learned_time(t, params)
 
-    def _pairwise(self, x):
-        """Validated classes, r and n ((1, K, K) each) for one score dict."""
-        s = self._check_x(x)
+    def _pair_inputs(self, x) -> tuple[list, list, list]:
+        """Validated classes and the coupling's inputs for one score dict: each pair's r_ij and
+        n_ij, pairs (i, j), i < j, in the order of ``numpy.triu_indices(K, 1)``."""
+        params = self._checked_params()
+        s = self._check_x(x, params)
         classes = self._output_classes(s)
         k = len(classes)
         neg_inf = -math.inf
         logs = [s.get(c, neg_inf) for c in classes]
         models = self._models
+        sigmoid = params.probabilities
+        key = params.score_key
         r_upper = []
         n_upper = []
         for a in range(k):
@@ -852,12 +908,18 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
                 model = models.get((ca, classes[b]))
                 weight = 0.0 if model is None else float(model.window_weight)
                 if weight > 0.0:
-                    rab = float(model.predict_proba_one(self._score_dict(model, d)).get(True, 0.5))
+                    rab = float(model.predict_proba_one({key: _sigmoid(d) if sigmoid else d}).get(True, 0.5))
                     rab = _within_add_one_bounds(rab, weight)
                 else:
                     rab, weight = _sigmoid(d), UNSEEN_PAIR_WEIGHT
                 r_upper.append(rab)
                 n_upper.append(weight)
+        return classes, r_upper, n_upper
+
+    def _pairwise(self, x):
+        """Validated classes, r and n ((1, K, K) each) for one score dict."""
+        classes, r_upper, n_upper = self._pair_inputs(x)
+        k = len(classes)
         iu, ju = np.triu_indices(k, 1)
         r = np.zeros((1, k, k))
         n = np.zeros((1, k, k))
@@ -870,19 +932,18 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     def predict_proba_one(self, x) -> dict:
         """Calibrated distribution over the known classes and any new class scored in ``x``."""
         with self._lock:
-            self._check_params()
-            classes, r, n = self._pairwise(x)
+            classes, r_upper, n_upper = self._pair_inputs(x)
             k = len(classes)
             if k <= 2:
-                return {c: float(r[0, i, 1 - i]) if k == 2 else 1.0 for i, c in enumerate(classes)}
+                return {classes[0]: r_upper[0], classes[1]: 1.0 - r_upper[0]} if k == 2 else dict.fromkeys(classes, 1.0)
             p = np.empty((1, k))
+            r = np.array(r_upper).reshape(-1, 1)
+            n = np.array(n_upper).reshape(-1, 1)
             if self.method == "ht":
-                _k.ht_couple_batch(
-                    r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p, np.empty(1, np.intp)
-                )
+                _k.ht_couple_upper(r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p)
             else:
-                _k.wlw_couple_batch(r, n, p, np.empty(1, np.bool_))
-            return {c: float(p[0, i]) for i, c in enumerate(classes)}
+                _k.wlw_couple_upper(r, n, p)
+            return dict(zip(classes, p[0].tolist(), strict=True))
 
     def _run_events(self, arr, logs, y, predict, learn, w, t, weights_given, times_given) -> np.ndarray:
         """The array faces' work: each pair's binary calibrator runs its own events (predicting
@@ -1015,10 +1076,10 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
         time window, and then never going backwards), both given to every class's calibrator.
         """
         with self._lock:
-            self._check_params()
-            s = self._check_x(x)
-            self._check_y(y)
-            w, t = self._check_event(w, t)
+            params = self._checked_params()
+            s = self._check_x(x, params)
+            self._check_y(y, params)
+            w, t = self._check_event(w, t, params)
             with self._registering([*s, y]) as new_model:
                 events = []
                 for c in self._known():
@@ -1027,7 +1088,7 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
                         model = new_model(c)
                     events.append((model, self._score_dict(model, self._class_log_odds(s, c)), c == y))
                 _learn_events(events, w, t)
-            self._learned_time(t)
+            self._learned_time(t, params)
 
     def _run_events(self, arr, logs, y, predict, learn, w, t, weights_given, times_given) -> np.ndarray:
         """The array faces' work: each class's binary calibrator runs every event (predicting at
@@ -1071,8 +1132,8 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
     def predict_proba_one(self, x) -> dict:
         """Calibrated one-vs-rest probabilities, normalised to sum to 1."""
         with self._lock:
-            self._check_params()
-            s = self._check_x(x)
+            params = self._checked_params()
+            s = self._check_x(x, params)
             classes = self._output_classes(s)
             if not classes:
                 return {}
