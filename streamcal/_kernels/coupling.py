@@ -533,3 +533,15 @@ def _fill_pairs(r_up, n_up, e, r, n):
             n[i, j] = nq
             n[j, i] = nq
             q += 1
+
+
+@jit
+def time_window_starts(times, seconds, out):
+    """For each event k of a time window's learned events (``times`` in order), the number of
+    events before it that have left once it is learned: those i with
+    ``times[k] - times[i] >= seconds``, as the window expires them; written to ``out`` (n,) intp."""
+    first = 0
+    for k in range(times.shape[0]):
+        while first < k and times[k] - times[first] >= seconds:
+            first += 1
+        out[k] = first

@@ -204,14 +204,15 @@ def _takes_any_score(model) -> bool:
     return low <= -MAX_LOG_ODDS and high >= MAX_LOG_ODDS
 
 
-def _window_weights_from_counts(model, learn: np.ndarray, w: np.ndarray) -> np.ndarray | None:
+def _window_weights_from_counts(model, learn: np.ndarray, w: np.ndarray, times=None) -> np.ndarray | None:
     """The window weight of ``model`` before each event, if it follows from the weights alone.
 
-    ``learn`` marks the events the model will learn and ``w`` their weights. A streamcal binary
-    calibrator over an unbounded window holds the sum of the weights it learned; over a count
-    window (started empty, no quantile warm-up) the sum of its last ``n``. With integer weights
-    those sums are exact whatever the order of addition, so they equal the calibrator's own
-    ``window_weight`` bit for bit. Anything else (time windows, decay, fractional weights, other
+    ``learn`` marks the events the model will learn, ``w`` their weights and ``times`` their
+    times. A streamcal binary calibrator over an unbounded window holds the sum of the weights it
+    learned; over a count window (started empty, no quantile warm-up) the sum of its last ``n``;
+    over a time window (the same) the sum of those within ``seconds`` of its latest. With integer
+    weights those sums are exact whatever the order of addition, so they equal the calibrator's
+    own ``window_weight`` bit for bit. Anything else (decay, fractional weights, other
     calibrators): None, and the caller asks the calibrator event by event.
     """
     from streamcal.buckets import as_buckets
@@ -223,21 +224,29 @@ def _window_weights_from_counts(model, learn: np.ndarray, w: np.ndarray) -> np.n
         n_learned = int(model.n_learned)
     except (AttributeError, TypeError, ValueError):
         return None
-    if window.uses_times or window.decays or start != math.floor(start):
+    if window.decays or start != math.floor(start):
         return None
     wl = w[learn]
     if not (wl == np.floor(wl)).all() or start + float(wl.sum()) >= 2.0**53:
         return None
-    learned = np.where(learn, w, 0.0)
-    before = np.cumsum(learned) - learned  # exact: integers below 2**53
     capacity = window.ring_capacity
     if capacity == 0:
-        return start + before
+        learned = np.where(learn, w, 0.0)
+        return start + (np.cumsum(learned) - learned)  # exact: integers below 2**53
     if n_learned != 0 or warmup != 0:
         return None
     sums = np.concatenate(([0.0], np.cumsum(wl)))
     count = np.cumsum(learn) - learn  # events learned before each event
-    return sums[count] - sums[np.maximum(count - capacity, 0)]
+    if not window.uses_times:  # a count window: the last ``capacity`` events
+        return sums[count] - sums[np.maximum(count - capacity, 0)]
+    if times is None:
+        return None
+    # a time window: after learning its k-th event, those within ``seconds`` of it
+    starts = np.empty(wl.size, dtype=np.intp)
+    _k.time_window_starts(np.ascontiguousarray(times[learn]), float(window.seconds), starts)
+    last = count - 1  # the last event learned before each event (-1: none)
+    after = np.concatenate(([0.0], sums[1:] - sums[starts]))  # the window after each learned event
+    return after[last + 1]
 
 
 class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
@@ -672,7 +681,11 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         if n_pred == 0 and hasattr(model, "update") and (not kw or _array_takes(type(model), tuple(kw))):
             model.update(values[learn], labels[learn], **{k: a[learn] for k, a in kw.items()})
             return np.empty(0), np.empty(0)
-        weight = _window_weights_from_counts(model, learn, w) if hasattr(model, "process") else None
+        weight = (
+            _window_weights_from_counts(model, learn, w, t if times_given else None)
+            if hasattr(model, "process")
+            else None
+        )
         if weight is not None:
             counts = predict.astype(np.intp) + learn
             ends = np.cumsum(counts)
