@@ -353,7 +353,8 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         window = params.window
         if t is None:
             if window.uses_times:
-                msg = f"{type(window).__name__} needs event times: pass `t=` to learn_one."
+                name = type(window).__name__
+                msg = f"{name} needs event times: pass `t=` to learn_one (`calibrator` has a time window)."
                 raise ValueError(msg)
             return w, None
         return w, check_event_time(t, self._last_time if window.uses_times else None)
@@ -571,7 +572,10 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         else:
             learn = as_binary_labels(learn_mask, "learn_mask", allow_empty=True).astype(bool)
             check_same_length(m, learn.size, "learn_mask")
-        y = self._check_label_array(labels, m, classes, None if learn_all else learn) if labels is not None else None
+        if labels is None:  # predict_proba: nothing is learned
+            y = np.full(m, -1, dtype=np.intp)
+        else:
+            y = self._check_label_array(labels, m, classes, None if learn_all else learn)
         window = self._window()
         _, w, t = check_learn_arrays(
             m,
