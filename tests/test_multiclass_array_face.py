@@ -388,3 +388,25 @@ def test_event_weights_count_in_the_window_weight(cls, rng):
     for key, model in cal._models.items():
         mine = np.isin(y, key) if isinstance(key, tuple) else np.ones(60, bool)
         assert model.window_weight == w[mine].sum()
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_labels_of_every_kind_name_the_first_unknown_one(cls, rng):
+    p, _, _ = stream(rng, 6, 3)
+    mixed = cls(classes=(0, "a", 2.5))
+    labels = [0, "a", 2.5, "a", 0, 2.5]  # a list keeps its elements' types
+    again = cls(classes=(0, "a", 2.5))
+    np.testing.assert_array_equal(mixed.prequential(p, labels), river_loop(again, (0, "a", 2.5), p, labels, None))
+    named = cls(classes=("x", "y", "z"))
+    np.testing.assert_array_equal(
+        named.prequential(p, np.array(["x", "y", "z", "z", "y", "x"])),
+        cls(classes=("x", "y", "z")).prequential(p, ["x", "y", "z", "z", "y", "x"]),
+    )
+    before = pickle.dumps(named)
+    with pytest.raises(ValueError, match=r"`labels` holds 'w' at position 3, which is not among"):
+        named.update(p, np.array(["x", "y", "z", "w", "q", "x"]))
+    with pytest.raises(ValueError, match=r"`labels` holds nan at position 1, which is not among"):
+        cls(classes=(0, 1, 2)).update(p, np.array([0.0, np.nan, 1.0, 2.0, 0.0, 1.0]))
+    with pytest.raises(ValueError, match=r"`labels` must be 1-d or a single column"):
+        named.update(p, np.zeros((6, 2)))
+    assert pickle.dumps(named) == before

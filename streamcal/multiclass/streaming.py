@@ -538,17 +538,31 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         if isinstance(labels, (str, bytes)):
             msg = f"`labels` must be a 1-d sequence of class labels; got a {type(labels).__name__}."
             raise TypeError(msg)
-        try:
-            values = as_1d_array(labels, "labels").tolist()
-        except (TypeError, ValueError):
+        if isinstance(labels, (list, tuple)):
+            raw = None  # the elements as given: numpy would turn [0, "a"] into strings
             values = list(labels)
+        else:  # an array, a column, a pandas or polars Series or one-column frame
+            raw = values = as_1d_array(labels, "labels")
         if len(values) != m:
             msg = f"`labels` must have the same length as the scores ({m}); got {len(values)}."
             raise ValueError(msg)
         index = {c: i for i, c in enumerate(classes)}
         out = np.full(m, -1, dtype=np.intp)
-        positions = range(m) if learn is None else np.flatnonzero(learn).tolist()
-        for t in positions:
+        positions = np.arange(m) if learn is None else np.flatnonzero(learn)
+        if raw is not None and raw.dtype.kind in "iufUS":
+            # each distinct label looked up once, as the loop below looks it up
+            distinct, inverse = np.unique(raw[positions], return_inverse=True)
+            found = np.empty(distinct.size, dtype=np.intp)
+            for u, y in enumerate(distinct.tolist()):
+                found[u] = index.get(y, -1) if y == y else -1
+            bad = found[inverse] < 0
+            if not bad.any():
+                out[positions] = found[inverse]
+                return out
+            positions = positions[np.flatnonzero(bad)[:1]]  # the loop names the first bad label
+        if raw is not None:
+            values = raw.tolist()
+        for t in positions.tolist():
             y = values[t]
             try:
                 out[t] = index[y]
