@@ -410,3 +410,21 @@ def test_labels_of_every_kind_name_the_first_unknown_one(cls, rng):
     with pytest.raises(ValueError, match=r"`labels` must be 1-d or a single column"):
         named.update(p, np.zeros((6, 2)))
     assert pickle.dumps(named) == before
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_the_stream_clock_is_saved_and_checked_on_loading(cls, rng):
+    from streamcal.exceptions import StateFileError
+    from streamcal.persist import from_bytes, to_bytes
+
+    p, y, t = stream(rng, 80, 3)
+    cal = cls(calibrator=PAVCalibrator(window="10m"), classes=(0, 1, 2)).update(p, y, times=t)
+    again = from_bytes(to_bytes(cal))
+    assert again._last_time == cal._last_time == t[-1]
+    with pytest.raises(ValueError, match=r"`times` must not go backwards"):
+        again.update(p[:1], y[:1], times=[t[-1] - 1.0])
+    np.testing.assert_array_equal(again.prequential(p, y, times=t + t[-1]), cal.prequential(p, y, times=t + t[-1]))
+    broken = pickle.loads(pickle.dumps(cal))
+    broken._last_time = math.nan
+    with pytest.raises(StateFileError, match=r"`_last_time`"):
+        from_bytes(to_bytes(broken))
