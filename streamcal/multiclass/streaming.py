@@ -655,6 +655,22 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         Equal, bit for bit, to a loop of ``predict_proba_one`` then ``learn_one``. Arguments as
         for :meth:`update`. The input is checked before anything changes: a rejected call leaves
         the calibrator as it was.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from streamcal import PAVCalibrator
+        >>> from streamcal.multiclass import PairwiseCouplingCalibrator
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.dirichlet(np.ones(3), size=500)
+        >>> y = (rng.random(500)[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
+        >>> times = np.arange(500) * 60.0  # one event a minute
+        >>> cal = PairwiseCouplingCalibrator(PAVCalibrator(window="2h"), classes=(0, 1, 2))
+        >>> proba = cal.prequential(p**2 / (p**2).sum(axis=1, keepdims=True), y, times=times)
+        >>> proba.shape, bool(np.allclose(proba.sum(axis=1), 1.0))
+        ((500, 3), True)
+        >>> cal.pairs_[(0, 1)].window_weight  # the pair's events of the last two hours
+        86.0
         """
         with self._lock:
             _, arr, learn, y, w, t = self._check_events("prequential", scores, labels, None, weights, times, True)
@@ -809,7 +825,9 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     calibrator
         A binary streaming calibrator (river classifier with ``learn_one``/``predict_proba_one`` on
         a one-score dict and a ``window_weight`` property), cloned for every pair. ``None``:
-        ``streamcal.PAVCalibrator()``.
+        ``streamcal.PAVCalibrator()``. Any window works, time windows included (in any spelling,
+        ``window="7d"`` too): event times go to every pair (``t=`` on ``learn_one``, ``times=``
+        on the array face).
     scores
         ``"proba"``: the dict values are class probabilities (a class missing from the dict has
         probability 0). ``"logit"``: they are per-class logits (a missing class counts as -inf).
@@ -1048,7 +1066,8 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
     ----------
     calibrator
         A binary streaming calibrator, cloned for every class. ``None``:
-        ``streamcal.PAVCalibrator()``.
+        ``streamcal.PAVCalibrator()``. Any window works, as for
+        :class:`PairwiseCouplingCalibrator`.
     scores
         ``"proba"`` or ``"logit"``, as for :class:`PairwiseCouplingCalibrator`.
     classes
