@@ -1136,7 +1136,8 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
                     model = self._models.get(c)
                     if model is None:
                         model = new_model(c)
-                    events.append((model, self._score_dict(model, self._class_log_odds(s, c)), c == y))
+                    d = self._class_log_odds(s, c)
+                    events.append((model, {params.score_key: _sigmoid(d) if params.probabilities else d}, c == y))
                 _learn_events(events, w, t)
             self._learned_time(t, params)
 
@@ -1193,7 +1194,8 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
                 model = self._models.get(c)
                 weight = 0.0 if model is None else float(model.window_weight)
                 if weight > 0.0:
-                    v = float(model.predict_proba_one(self._score_dict(model, d)).get(True, 0.5))
+                    xd = {params.score_key: _sigmoid(d) if params.probabilities else d}
+                    v = float(model.predict_proba_one(xd).get(True, 0.5))
                     v = _within_add_one_bounds(v, weight)
                 else:
                     v = _sigmoid(d)
