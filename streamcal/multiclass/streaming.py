@@ -306,6 +306,7 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
             fixed_set=None if fixed is None else set(fixed),
             rank=None if fixed is None else {c: i for i, c in enumerate(fixed)},
             probabilities=self._takes_probabilities(prototype),
+            takes_any_score=_takes_any_score(prototype),
             score_key=key if key is not None else "score",
         )
         self._checked = (now, derived)
@@ -590,7 +591,7 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
             y = np.full(m, -1, dtype=np.intp)
         else:
             y = self._check_label_array(labels, m, classes, None if learn_all else learn)
-        window = self._window()
+        window = self._checked_params().window
         _, w, t = check_learn_arrays(
             m,
             np.zeros(m),
@@ -608,8 +609,11 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         """Run checked events: predict where ``predict``, then learn where ``learn``; return the
         (m, K) predictions (NaN rows where nothing is predicted). If a binary calibrator refuses
         its part, every binary calibrator is put back as it was and the error raised."""
-        may_refuse = learn.any() and not all(_takes_any_score(model) for model in self._models.values())
-        if may_refuse or (learn.any() and not _takes_any_score(self._new_binary())):
+        params = self._checked_params()
+        may_refuse = learn.any() and not (
+            params.takes_any_score and all(_takes_any_score(model) for model in self._models.values())
+        )
+        if may_refuse:
             saved = (copy.deepcopy(self._models), self._last_time)
         else:
             saved = None
@@ -619,7 +623,7 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
             if saved is not None:
                 self._models, self._last_time = saved
             raise
-        if times_given and learn.any() and self._window().uses_times:
+        if times_given and learn.any() and params.window.uses_times:
             self._last_time = float(t[np.flatnonzero(learn)[-1]])
         return out
 
