@@ -7,7 +7,8 @@ predicted with the state before its label, then learned. The first 2 000 events 
 through the river face (``predict_proba_one`` then ``learn_one(x, y, t=...)``) to show both faces
 give the same numbers, bit for bit.
 
-Run: ``python examples/multiclass_prequential.py`` (``--events N`` for another length).
+Install: ``pip install .`` (the plain install). Run: ``python examples/multiclass_prequential.py``
+(``--events N`` for another length).
 """
 
 from __future__ import annotations
