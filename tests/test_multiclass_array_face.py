@@ -428,3 +428,16 @@ def test_the_stream_clock_is_saved_and_checked_on_loading(cls, rng):
     broken._last_time = math.nan
     with pytest.raises(StateFileError, match=r"`_last_time`"):
         from_bytes(to_bytes(broken))
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+def test_a_state_saved_without_the_stream_clock_loads(cls, rng):
+    from streamcal.persist import from_bytes, to_bytes
+
+    p, y, _ = stream(rng, 40, 3)
+    cal = cls(classes=(0, 1, 2)).update(p, y)
+    old = pickle.loads(pickle.dumps(cal))
+    del old.__dict__["_last_time"]  # as saved before the clock was kept
+    again = from_bytes(to_bytes(old))
+    assert again._last_time == -math.inf
+    np.testing.assert_array_equal(again.predict_proba(p), cal.predict_proba(p))

@@ -402,6 +402,8 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         or per known class (one-vs-rest), each checked when it was restored."""
         from streamcal import _state_check as c
 
+        # a state saved before the multiclass calibrators kept the stream's clock: no time learned
+        self.__dict__.setdefault("_last_time", -math.inf)
         c.check_like_fresh(self)
         c.need_params(self, self._check_params)
         if self.calibrator is not None and not (
