@@ -10,6 +10,10 @@ Run from the repository root:
 2. The streaming calibrators for K = 3 and K = 10, pairwise coupling against one-vs-rest: the river
    face (``predict_proba_one`` then ``learn_one`` per event) and the array face (``predict_proba``
    then ``update`` per batch of events).
+3. Prequential calibration for K = 5 (``--prequential-k``): ``prequential`` (bit for bit a loop of
+   the river face) against, in the same process and in alternating rounds, that loop itself
+   (``predict_proba_one`` then ``learn_one``, on the first ``--stream-events`` events) and the
+   batched array face of section 2. CPU time (``time.process_time``), best of ``--repeat`` rounds.
 
 numba compile time (first call) is reported apart from steady state (best of several runs).
 """
@@ -272,6 +276,62 @@ def bench_array_face(k, n_events, batch, repeat):
     print()
 
 
+def bench_prequential(k, n_events, stream_events, batch, repeat):
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet(np.ones(k), size=n_events)
+    ys = (rng.random(n_events)[:, None] > np.cumsum(p, axis=1)).sum(axis=1)  # y ~ p, row by row
+    q = p**2 / (p**2).sum(axis=1, keepdims=True)
+    classes = tuple(range(k))
+    xs = [{c: float(row[c]) for c in range(k)} for row in q[:stream_events]]
+    labels = ys[:stream_events].tolist()
+
+    def river(cls, extra):
+        model = cls(classes=classes, **extra)
+        for x, y in zip(xs, labels, strict=True):
+            model.predict_proba_one(x)
+            model.learn_one(x, y)
+        return stream_events
+
+    def prequential(cls, extra):
+        cls(classes=classes, **extra).prequential(q, ys)
+        return n_events
+
+    def batched(cls, extra):
+        model = cls(classes=classes, **extra)
+        for start in range(0, n_events, batch):
+            model.predict_proba(q[start : start + batch])
+            model.update(q[start : start + batch], ys[start : start + batch])
+        return n_events
+
+    variants = [
+        ("PairwiseCouplingCalibrator (ht)", PairwiseCouplingCalibrator, {}),
+        ("PairwiseCouplingCalibrator (wlw)", PairwiseCouplingCalibrator, {"method": "wlw"}),
+        ("OneVsRestCalibrator", OneVsRestCalibrator, {}),
+    ]
+    faces = [("prequential", prequential), (f"predict_proba + update, batches of {batch}", batched), ("river face", river)]
+    for _, cls, extra in variants:  # compile (or load) the kernels
+        cls(classes=classes, **extra).prequential(q[:200], ys[:200])
+    best = {}
+    for _ in range(repeat):  # alternating rounds: every variant and face once per round
+        for name, cls, extra in variants:
+            for face, fn in faces:
+                t = time.process_time()
+                n = fn(cls, extra)
+                rate = n / (time.process_time() - t)
+                best[name, face] = max(best.get((name, face), 0.0), rate)
+    print(
+        f"## prequential, K = {k}: {n_events} events (river face: the first {stream_events}), "
+        f"PAVCalibrator() per pair or class; CPU time, best of {repeat} alternating rounds\n"
+    )
+    print("| calibrator | " + " | ".join(f"{face} (events/s)" for face, _ in faces) + " | prequential / river face |")
+    print("|---|" + "---:|" * (len(faces) + 1))
+    for name, _, _ in variants:
+        rates = [best[name, face] for face, _ in faces]
+        cells = " | ".join(f"{r:,.0f}" for r in rates)
+        print(f"| {name} | {cells} | {rates[0] / rates[-1]:.1f}x |")
+    print()
+
+
 def main():
     import streamcal
 
@@ -282,7 +342,12 @@ def main():
     parser.add_argument("--array-events", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--prequential-k", type=int, default=5)
+    parser.add_argument("--only-prequential", action="store_true", help="run section 3 alone")
     args = parser.parse_args()
+    bench_prequential(args.prequential_k, args.array_events, args.stream_events, args.batch, args.repeat)
+    if args.only_prequential:
+        return
     bench_couple(args.events, 10, args.repeat)
     for k in (3, 10):
         bench_streaming(k, args.stream_events, args.repeat)

@@ -419,12 +419,19 @@ def test_nan_and_none_are_not_classes(cls, bad):
 
 
 @pytest.mark.parametrize("cls", CALIBRATORS)
-def test_time_window_calibrators_are_refused(cls):
-    cal = cls(calibrator=PAVCalibrator(window=TimeWindow(10.0)))
-    with pytest.raises(ValueError, match="`calibrator` must not use a time window"):
+@pytest.mark.parametrize("window", [TimeWindow(10.0), "10s"], ids=repr)
+def test_time_window_calibrators_need_event_times(cls, window):
+    # the window's shorthand is read as the binary calibrator reads it: "10s" is a TimeWindow too
+    cal = cls(calibrator=PAVCalibrator(window=window))
+    with pytest.raises(ValueError, match="TimeWindow needs event times: pass `t=` to learn_one"):
         cal.learn_one({0: 0.5, 1: 0.5}, 0)
     assert cal._models == {}
     assert cal._classes == []
+    cal.learn_one({0: 0.5, 1: 0.5}, 0, t=5.0)
+    with pytest.raises(ValueError, match=r"`t` must not go backwards; got 4.0 after the last learned time 5.0"):
+        cal.learn_one({0: 0.5, 1: 0.5}, 1, t=4.0)
+    cal.learn_one({0: 0.5, 1: 0.5}, 1, t=20.0)  # the first event has left every window
+    assert [m.window_weight for m in cal._models.values()] == [1.0] * len(cal._models)
 
 
 def test_bad_coupling_parameters_are_rejected():

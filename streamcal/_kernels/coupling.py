@@ -12,6 +12,8 @@ Preconditions shared by every kernel here (:func:`streamcal.pairwise_couple` che
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from streamcal._kernels._config import jit
@@ -379,3 +381,167 @@ def wlw_couple_batch(r, n, p_out, exact_out):
     for e in range(m):
         ne = n[0] if shared else n[e]
         exact_out[e] = wlw_couple_one(r[e], ne, p_out[e], a, rhs, n_work)
+
+
+# --- the multiclass calibrators' scores -------------------------------------------------------
+# The array faces of ``streamcal.multiclass`` compute, for many events at once, exactly what the
+# river face computes one event at a time with Python's ``math`` (numba's ``math.log`` and
+# ``math.exp`` are the C library's, as Python's are; NumPy's vectorised ones may round
+# differently), so that both faces give the same bits.
+
+
+@jit
+def log_scores_inplace(a):
+    """Replace the probabilities of ``a`` (m, K) by their logs (``-inf`` for 0)."""
+    m, k = a.shape[0], a.shape[1]
+    for e in range(m):
+        for c in range(k):
+            v = a[e, c]
+            a[e, c] = math.log(v) if v > 0.0 else -math.inf
+
+
+@jit
+def _clip(d, limit):
+    if d > limit:
+        return limit
+    if d < -limit:
+        return -limit
+    return d
+
+
+@jit
+def _sigmoid(d):
+    if d >= 0.0:
+        return 1.0 / (1.0 + math.exp(-d))
+    e = math.exp(d)
+    return e / (1.0 + e)
+
+
+@jit
+def pair_scores(logs, a, b, limit, sigmoid, out):
+    """The score pair (``a``, ``b``)'s calibrator is given for each event: ``d = logs[:, a] -
+    logs[:, b]`` (0 where NaN: both classes at ``-inf``) clipped to ``[-limit, limit]``, or its
+    sigmoid if ``sigmoid``; written to ``out`` (m,)."""
+    for e in range(logs.shape[0]):
+        d = logs[e, a] - logs[e, b]
+        d = 0.0 if d != d else _clip(d, limit)
+        out[e] = _sigmoid(d) if sigmoid else d
+
+
+@jit
+def pair_log_odds(logs, a, b, limit, out):
+    """``d`` of :func:`pair_scores` (no sigmoid), written to ``out`` (m,)."""
+    for e in range(logs.shape[0]):
+        d = logs[e, a] - logs[e, b]
+        out[e] = 0.0 if d != d else _clip(d, limit)
+
+
+@jit
+def class_scores(logs, c, limit, probabilities, sigmoid, out):
+    """The score class ``c``'s one-vs-rest calibrator is given for each event: its log-odds
+    (``logit(p_c)`` from the log-probability if ``probabilities``, else the logit itself),
+    clipped to ``[-limit, limit]``, or their sigmoid if ``sigmoid``; written to ``out`` (m,)."""
+    for e in range(logs.shape[0]):
+        v = logs[e, c]
+        if probabilities:
+            if v == -math.inf:
+                d = -limit
+            else:
+                p = math.exp(v)
+                d = v - math.log1p(-p) if p < 1.0 else math.inf
+                d = _clip(d, limit)
+        else:
+            d = _clip(v, limit)
+        out[e] = _sigmoid(d) if sigmoid else d
+
+
+@jit
+def sigmoid_inplace(x):
+    """``x`` (m,) replaced by its sigmoid, as :func:`pair_scores` computes it."""
+    for e in range(x.shape[0]):
+        x[e] = _sigmoid(x[e])
+
+
+@jit
+def bound_pair_probabilities(proba, weight, unseen_score, unseen_weight, out_r, out_n):
+    """One pair's coupling inputs per event: where its window ``weight`` is positive, its
+    calibrated ``proba`` (NaN read as 0.5) kept within ``[1/(T+2), 1 - 1/(T+2)]``, T the weight;
+    elsewhere the model's own probability ``unseen_score`` with weight ``unseen_weight``."""
+    for e in range(proba.shape[0]):
+        t = weight[e]
+        if t > 0.0:
+            v = proba[e]
+            if v != v:
+                v = 0.5
+            bound = 1.0 / (t + 2.0)
+            v = max(v, bound)
+            out_r[e] = min(v, 1.0 - bound)
+            out_n[e] = t
+        else:
+            out_r[e] = unseen_score[e]
+            out_n[e] = unseen_weight
+
+
+@jit
+def ht_couple_upper(r_up, n_up, tol, max_iter, newton_after, p_out):
+    """:func:`ht_couple_one` for every event given by its upper triangles: ``r_up[q, e]`` and
+    ``n_up[q, e]`` ((K(K-1)/2, m)) hold pair q of event e, pairs in the order of
+    ``numpy.triu_indices(K, 1)``; ``p_out`` (m, K)."""
+    m, k = p_out.shape[0], p_out.shape[1]
+    r = np.zeros((k, k))
+    n = np.zeros((k, k))
+    target = np.empty(k)
+    total_weight = np.empty(k)
+    scratch = (
+        np.empty(k),
+        np.empty(k),
+        np.empty(k, dtype=np.bool_),
+        np.empty(k, dtype=np.intp),
+        np.empty((k + 1, k + 1)),
+        np.empty(k + 1),
+    )
+    for e in range(m):
+        _fill_pairs(r_up, n_up, e, r, n)
+        ht_couple_one(r, n, tol, max_iter, newton_after, p_out[e], target, total_weight, scratch)
+
+
+@jit
+def wlw_couple_upper(r_up, n_up, p_out):
+    """:func:`wlw_couple_one` for every event given by its upper triangles (as
+    :func:`ht_couple_upper`)."""
+    m, k = p_out.shape[0], p_out.shape[1]
+    r = np.zeros((k, k))
+    n = np.zeros((k, k))
+    a = np.empty((k + 1, k + 1))
+    rhs = np.empty(k + 1)
+    n_work = np.empty((k, k))
+    for e in range(m):
+        _fill_pairs(r_up, n_up, e, r, n)
+        wlw_couple_one(r, n, p_out[e], a, rhs, n_work)
+
+
+@jit
+def _fill_pairs(r_up, n_up, e, r, n):
+    k = r.shape[0]
+    q = 0
+    for i in range(k):
+        for j in range(i + 1, k):
+            v = r_up[q, e]
+            r[i, j] = v
+            r[j, i] = 1.0 - v
+            nq = n_up[q, e]
+            n[i, j] = nq
+            n[j, i] = nq
+            q += 1
+
+
+@jit
+def time_window_starts(times, seconds, out):
+    """For each event k of a time window's learned events (``times`` in order), the number of
+    events before it that have left once it is learned: those i with
+    ``times[k] - times[i] >= seconds``, as the window expires them; written to ``out`` (n,) intp."""
+    first = 0
+    for k in range(times.shape[0]):
+        while first < k and times[k] - times[first] >= seconds:
+            first += 1
+        out[k] = first

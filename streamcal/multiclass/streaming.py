@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import copy
 import functools
+import inspect
 import itertools
 import math
 import numbers
+import types
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -21,10 +24,22 @@ from river import base
 
 from streamcal import _prior
 from streamcal._kernels import coupling as _k
+from streamcal._kernels.histogram import MAX_WEIGHT
 from streamcal._locking import LockedState
-from streamcal._validation import as_real_array, check_scalar, is_real_number
+from streamcal._validation import (
+    as_1d_array,
+    as_binary_labels,
+    as_real_array,
+    check_event_time,
+    check_event_weight,
+    check_learn_arrays,
+    check_same_length,
+    check_scalar,
+    is_real_number,
+)
 from streamcal.multiclass.coupling import MAX_ITER_LIMIT, NEWTON_AFTER_SWEEPS
 from streamcal.persist import Persistable
+from streamcal.windows import as_window
 
 __all__ = ["OneVsRestCalibrator", "PairwiseCouplingCalibrator"]
 
@@ -53,22 +68,6 @@ def _sigmoid(d: float) -> float:
         return 1.0 / (1.0 + math.exp(-d))
     e = math.exp(d)
     return e / (1.0 + e)
-
-
-def _sigmoid_array(d: np.ndarray) -> np.ndarray:
-    out = np.empty_like(d)
-    pos = d >= 0.0
-    out[pos] = 1.0 / (1.0 + np.exp(-d[pos]))
-    e = np.exp(d[~pos])
-    out[~pos] = e / (1.0 + e)
-    return out
-
-
-def _pairwise_log_odds(sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore"):
-        d = sa - sb
-    d[np.isnan(d)] = 0.0
-    return np.clip(d, -MAX_LOG_ODDS, MAX_LOG_ODDS)
 
 
 def _within_add_one_bounds(proba: float, weight: float) -> float:
@@ -130,31 +129,124 @@ def _check_class(c, name: str, what: str = "a class label") -> None:
         raise ValueError(msg)
 
 
-def _learn_events(events) -> None:
+def _learn_one_takes(kind: type, names: tuple) -> bool:
+    """Whether ``kind.learn_one`` takes the keyword arguments ``names`` (``w``, ``t``)."""
+    return _takes_keywords(kind, "learn_one", names)
+
+
+def _array_takes(kind: type, names: tuple) -> bool:
+    """Whether ``kind.update`` takes the keyword arguments ``names`` (``weights``, ``times``)."""
+    return _takes_keywords(kind, "update", names)
+
+
+@functools.lru_cache(maxsize=64)
+def _takes_keywords(kind: type, method: str, names: tuple) -> bool:
+    try:
+        params = inspect.signature(getattr(kind, method)).parameters
+    except (TypeError, ValueError):
+        return True
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return True
+    return all(name in params for name in names)
+
+
+def _event_keywords(models, w: float, t: float | None) -> dict:
+    """The keywords ``learn_one`` passes each binary calibrator: ``w`` unless it is 1, ``t`` if
+    given. Raises (before anything learns) if one of ``models`` cannot take them."""
+    kw = {}
+    if w != 1.0:
+        kw["w"] = w
+    if t is not None:
+        kw["t"] = t
+    if kw:
+        for model in models:
+            if not _learn_one_takes(type(model), tuple(kw)):
+                names = " and ".join(f"`{k}=`" for k in kw)
+                msg = (
+                    f"`calibrator` {type(model).__name__} takes no {names} in its learn_one: pass no event "
+                    "weights or times, or use a binary calibrator that takes them."
+                )
+                raise TypeError(msg)
+    return kw
+
+
+def _learn_events(events, w: float = 1.0, t: float | None = None) -> None:
     """Feed each binary calibrator its event, after checking every score dict first (streamcal
     calibrators: ``_score_of``, which changes nothing), so that one refused event leaves all of
-    them unchanged."""
+    them unchanged. ``w`` and ``t`` (checked by the caller) go to every one of them."""
+    kw = _event_keywords([model for model, _, _ in events], w, t)
     for model, xd, _ in events:
         check = getattr(model, "_score_of", None)
         if check is not None:
             check(xd)
     for model, xd, label in events:
-        model.learn_one(xd, label)
+        model.learn_one(xd, label, **kw)
 
 
-def _learn_array(model, values, log_odds, labels, score_dict) -> None:
-    """Feed a binary calibrator labelled events: its array face if it has one, else one by one."""
-    if hasattr(model, "update"):
-        model.update(values, labels)
-        return
-    for d, y in zip(log_odds.tolist(), labels.tolist(), strict=True):
-        model.learn_one(score_dict(model, d), bool(y))
+def _takes_any_score(model) -> bool:
+    """Whether ``model`` learns every score and event a multiclass calibrator gives it (the caller
+    has checked weights and times): a streamcal calibrator whose bucket strategy has no quantile
+    warm-up (which may refuse its sample) and whose score range holds every score it is given
+    (probabilities, or log-odds within ``MAX_LOG_ODDS``). Others may refuse part of an array
+    call after other calibrators learned theirs, so the caller keeps a copy to restore."""
+    from streamcal.buckets import as_buckets
+
+    try:
+        buckets = as_buckets(model.buckets)
+        low, high = (float(v) for v in buckets.score_range)
+        warmup = int(buckets.warmup)
+    except (AttributeError, TypeError, ValueError):
+        return False
+    if warmup:
+        return False
+    if _takes_probabilities(model.buckets):
+        return low <= 0.0 and high >= 1.0
+    return low <= -MAX_LOG_ODDS and high >= MAX_LOG_ODDS
 
 
-def _predict_array(model, values, log_odds, score_dict) -> np.ndarray:
-    if hasattr(model, "predict_proba"):
-        return np.asarray(model.predict_proba(values), dtype=np.float64)
-    return np.array([float(model.predict_proba_one(score_dict(model, d)).get(True, 0.5)) for d in log_odds])
+def _window_weights_from_counts(model, learn: np.ndarray, w: np.ndarray, times=None) -> np.ndarray | None:
+    """The window weight of ``model`` before each event, if it follows from the weights alone.
+
+    ``learn`` marks the events the model will learn, ``w`` their weights and ``times`` their
+    times. A streamcal binary calibrator over an unbounded window holds the sum of the weights it
+    learned; over a count window (started empty, no quantile warm-up) the sum of its last ``n``;
+    over a time window (the same) the sum of those within ``seconds`` of its latest. With integer
+    weights those sums are exact whatever the order of addition, so they equal the calibrator's
+    own ``window_weight`` bit for bit. Anything else (decay, fractional weights, other
+    calibrators): None, and the caller asks the calibrator event by event.
+    """
+    from streamcal.buckets import as_buckets
+
+    try:
+        window = as_window(model.window)
+        warmup = int(as_buckets(model.buckets).warmup)
+        start = float(model.window_weight)
+        n_learned = int(model.n_learned)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if window.decays or start != math.floor(start):
+        return None
+    wl = w[learn]
+    if not (wl == np.floor(wl)).all() or start + float(wl.sum()) >= 2.0**53:
+        return None
+    capacity = window.ring_capacity
+    if capacity == 0:
+        learned = np.where(learn, w, 0.0)
+        return start + (np.cumsum(learned) - learned)  # exact: integers below 2**53
+    if n_learned != 0 or warmup != 0:
+        return None
+    sums = np.concatenate(([0.0], np.cumsum(wl)))
+    count = np.cumsum(learn) - learn  # events learned before each event
+    if not window.uses_times:  # a count window: the last ``capacity`` events
+        return sums[count] - sums[np.maximum(count - capacity, 0)]
+    if times is None:
+        return None
+    # a time window: after learning its k-th event, those within ``seconds`` of it
+    starts = np.empty(wl.size, dtype=np.intp)
+    _k.time_window_starts(np.ascontiguousarray(times[learn]), float(window.seconds), starts)
+    last = count - 1  # the last event learned before each event (-1: none)
+    after = np.concatenate(([0.0], sums[1:] - sums[starts]))  # the window after each learned event
+    return after[last + 1]
 
 
 class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
@@ -170,11 +262,55 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         self.classes = classes
         self._classes: list = []  # known classes, in the canonical order
         self._models: dict = {}  # pair (a, b) or class c -> binary calibrator
+        self._last_time = -math.inf  # the latest event time learned, with a time window
         self._init_lock()
+
+    # the checked parameters and what derives from them (``_checked_params``): not state
+    _UNSAVED = (*LockedState._UNSAVED, "_checked")
 
     @property
     def _multiclass(self) -> bool:
         return True
+
+    def _params_now(self) -> tuple:
+        calibrator = self.calibrator
+        return (
+            self.scores,
+            self.classes,
+            calibrator,
+            getattr(calibrator, "window", None),
+            getattr(calibrator, "buckets", None),
+            getattr(calibrator, "score_key", None),
+            *(getattr(self, name) for name in self._EXTRA_PARAMS),
+        )
+
+    _EXTRA_PARAMS: tuple[str, ...] = ()
+
+    def _checked_params(self) -> types.SimpleNamespace:
+        """:meth:`_check_params`, and what derives from the parameters, for the river face's
+        every call: computed again only when a parameter is another object than at the last
+        check (river estimators' parameters are replaced, not changed in place)."""
+        now = self._params_now()
+        cached = self.__dict__.get("_checked")
+        if cached is not None:
+            before, derived = cached
+            if len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True)):
+                return derived
+        self._check_params()
+        fixed = None if self.classes is None else list(self.classes)
+        prototype = self._new_binary()
+        key = getattr(prototype, "score_key", None)
+        derived = types.SimpleNamespace(
+            window=self._window(),
+            fixed=fixed,
+            fixed_set=None if fixed is None else set(fixed),
+            rank=None if fixed is None else {c: i for i, c in enumerate(fixed)},
+            probabilities=self._takes_probabilities(prototype),
+            takes_any_score=_takes_any_score(prototype),
+            score_key=key if key is not None else "score",
+        )
+        self._checked = (now, derived)
+        return derived
 
     # -- parameters and the class register ---------------------------------------------------
 
@@ -202,17 +338,36 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
                         f"predict_proba_one, clone and window_weight); got {calibrator!r}, which has no {name}."
                     )
                     raise TypeError(msg)
-            window = getattr(calibrator, "window", None)
-            if getattr(window, "uses_times", False):
-                msg = (
-                    f"`calibrator` must not use a time window ({type(window).__name__}): the multiclass "
-                    "calibrators pass no event times to it."
-                )
+        self._window()  # a bad window (or window shorthand) of the calibrator is refused here
+
+    def _window(self):
+        """The binary calibrator's window strategy, its shorthand read (``"7d"`` is a
+        ``TimeWindow``); ``Unbounded()`` for a calibrator without a ``window`` parameter."""
+        return as_window(getattr(self.calibrator, "window", None))
+
+    def _check_event(self, w, t, params) -> tuple[float, float | None]:
+        """One event's weight and time, checked as a binary calibrator checks them: ``w`` in
+        ``[0, MAX_WEIGHT]``; ``t`` finite, required by a time window and then never before the
+        latest learned time (of any class: the stream's clock, not a pair's)."""
+        if type(w) is not float or not (0.0 <= w <= MAX_WEIGHT):
+            w = check_event_weight(w, MAX_WEIGHT)
+        window = params.window
+        if t is None:
+            if window.uses_times:
+                name = type(window).__name__
+                msg = f"{name} needs event times: pass `t=` to learn_one (`calibrator` has a time window)."
                 raise ValueError(msg)
+            return w, None
+        return w, check_event_time(t, self._last_time if window.uses_times else None)
+
+    def _learned_time(self, t: float | None, params) -> None:
+        if t is not None and params.window.uses_times:
+            self._last_time = t
 
     def _order_key(self, c):
-        if self.classes is not None:
-            return list(self.classes).index(c)
+        rank = self._checked_params().rank
+        if rank is not None:
+            return rank[c]
         return _class_order(c)
 
     def _known(self) -> list:
@@ -247,6 +402,8 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         or per known class (one-vs-rest), each checked when it was restored."""
         from streamcal import _state_check as c
 
+        # a state saved before the multiclass calibrators kept the stream's clock: no time learned
+        self.__dict__.setdefault("_last_time", -math.inf)
         c.check_like_fresh(self)
         c.need_params(self, self._check_params)
         if self.calibrator is not None and not (
@@ -254,6 +411,9 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         ):
             found = c.brief(self.calibrator)
             c.fail(f"`calibrator`: expected a binary streaming calibrator or None; found {found}.")
+        last = self._last_time
+        if type(last) is not float or not (last == -math.inf or (math.isfinite(last) and self._window().uses_times)):
+            c.fail(f"`_last_time`: expected -inf, or a finite time with a time window; found {c.brief(last)}.")
         learned = self._classes
         if self.classes is not None and learned:
             c.fail(f"`_classes`: expected no learned classes when `classes` is fixed; found {c.brief(learned)}.")
@@ -288,26 +448,28 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
 
     # -- validation ---------------------------------------------------------------------------
 
-    def _check_x(self, x) -> dict:
+    def _check_x(self, x, params=None) -> dict:
         """Validate a score dict; return {class: log-score} (``-inf`` for probability 0)."""
         if not isinstance(x, Mapping):
             msg = f"`x` must be a dict of per-class scores; got a {type(x).__name__}."
             raise TypeError(msg)
-        fixed = None if self.classes is None else set(self.classes)
+        fixed = (params or self._checked_params()).fixed_set
         out = {}
         for c, v in x.items():
-            if fixed is not None and c not in fixed:
+            if fixed is None:
+                _check_class(c, "x", "class labels as keys")
+            elif c not in fixed:  # the fixed classes are checked labels
                 msg = f"`x` holds a score for class {c!r}, which is not among `classes` {list(self.classes)!r}."
                 raise ValueError(msg)
-            _check_class(c, "x", "class labels as keys")
-            if not is_real_number(v):
-                msg = f"`x` must map classes to numbers; got {v!r} for class {c!r}."
-                raise TypeError(msg)
-            try:
-                v = float(v)
-            except OverflowError:
-                msg = f"`x` must hold numbers within the float64 range; got {v!r} for class {c!r}."
-                raise ValueError(msg) from None
+            if type(v) is not float:
+                if not is_real_number(v):
+                    msg = f"`x` must map classes to numbers; got {v!r} for class {c!r}."
+                    raise TypeError(msg)
+                try:
+                    v = float(v)
+                except OverflowError:
+                    msg = f"`x` must hold numbers within the float64 range; got {v!r} for class {c!r}."
+                    raise ValueError(msg) from None
             if self.scores == "proba":
                 if not 0.0 <= v <= 1.0:
                     msg = f"`x` must hold probabilities in [0, 1]; got {v!r} for class {c!r}."
@@ -320,9 +482,10 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
                 out[c] = v
         return out
 
-    def _check_y(self, y) -> None:
+    def _check_y(self, y, params=None) -> None:
         _check_class(y, "y")
-        if self.classes is not None and y not in set(self.classes):
+        fixed = (params or self._checked_params()).fixed_set
+        if fixed is not None and y not in fixed:
             msg = f"`y` = {y!r} is not among `classes` {list(self.classes)!r}."
             raise ValueError(msg)
 
@@ -338,7 +501,7 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
         return list(self.classes)
 
     def _check_score_array(self, scores, classes: list) -> np.ndarray:
-        """Validate an (m, K) score array; return its log-scores (-inf for probability 0)."""
+        """Validate an (m, K) score array; return it as a float64 copy."""
         raw = as_real_array(scores, "scores", what="an (m, K) array of numbers")
         try:
             arr = np.array(raw, dtype=np.float64, copy=True, order="C")
@@ -362,23 +525,48 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
             i, j = (int(v) for v in np.argwhere(bad)[0])
             msg = f"`scores` must hold {what}; got {float(arr[i, j])!r} at position ({i}, {j}) (class {classes[j]!r})."
             raise ValueError(msg)
-        if self.scores == "proba":
-            with np.errstate(divide="ignore"):
-                return np.log(arr)
         return arr
 
-    def _check_label_array(self, labels, m: int, classes: list) -> np.ndarray:
-        """Validate labels against the fixed classes; return their column indices (intp)."""
+    def _log_scores(self, arr: np.ndarray) -> np.ndarray:
+        """Log-scores of a checked score array (``-inf`` for probability 0), as the river face
+        computes them."""
+        if self.scores == "proba":
+            arr = arr.copy()
+            _k.log_scores_inplace(arr)
+        return arr
+
+    def _check_label_array(self, labels, m: int, classes: list, learn: np.ndarray | None = None) -> np.ndarray:
+        """Validate labels (at the ``learn`` positions, or all) against the fixed classes; return
+        their column indices (intp; -1 where not learned)."""
         if isinstance(labels, (str, bytes)):
             msg = f"`labels` must be a 1-d sequence of class labels; got a {type(labels).__name__}."
             raise TypeError(msg)
-        values = list(labels)
+        if isinstance(labels, (list, tuple)):
+            raw = None  # the elements as given: numpy would turn [0, "a"] into strings
+            values = list(labels)
+        else:  # an array, a column, a pandas or polars Series or one-column frame
+            raw = values = as_1d_array(labels, "labels")
         if len(values) != m:
             msg = f"`labels` must have the same length as the scores ({m}); got {len(values)}."
             raise ValueError(msg)
         index = {c: i for i, c in enumerate(classes)}
-        out = np.empty(m, dtype=np.intp)
-        for t, y in enumerate(values):
+        out = np.full(m, -1, dtype=np.intp)
+        positions = np.arange(m) if learn is None else np.flatnonzero(learn)
+        if raw is not None and raw.dtype.kind in "iufUS":
+            # each distinct label looked up once, as the loop below looks it up
+            distinct, inverse = np.unique(raw[positions], return_inverse=True)
+            found = np.empty(distinct.size, dtype=np.intp)
+            for u, y in enumerate(distinct.tolist()):
+                found[u] = index.get(y, -1) if y == y else -1
+            bad = found[inverse] < 0
+            if not bad.any():
+                out[positions] = found[inverse]
+                return out
+            positions = positions[np.flatnonzero(bad)[:1]]  # the loop names the first bad label
+        if raw is not None:
+            values = raw.tolist()
+        for t in positions.tolist():
+            y = values[t]
             try:
                 out[t] = index[y]
             except (KeyError, TypeError):
@@ -386,12 +574,195 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
                 raise ValueError(msg) from None
         return out
 
+    def _check_events(self, method, scores, labels, learn_mask, weights, times, learn_all: bool):
+        """Everything an array-face call reads, checked before anything changes: the score array,
+        the learn mask (``learn_all``: every event is learned; else ``learn_mask``, or none for
+        ``predict_proba``), the labels, weights and times at the learned positions."""
+        self._checked_params()
+        classes = self._fixed_classes(method)
+        arr = self._check_score_array(scores, classes)
+        m = arr.shape[0]
+        if learn_all:
+            learn = np.ones(m, dtype=bool)
+        elif learn_mask is None:
+            learn = np.zeros(m, dtype=bool)
+        else:
+            learn = as_binary_labels(learn_mask, "learn_mask", allow_empty=True).astype(bool)
+            check_same_length(m, learn.size, "learn_mask")
+        if labels is None:  # predict_proba: nothing is learned
+            y = np.full(m, -1, dtype=np.intp)
+        else:
+            y = self._check_label_array(labels, m, classes, None if learn_all else learn)
+        window = self._checked_params().window
+        _, w, t = check_learn_arrays(
+            m,
+            np.zeros(m),
+            weights,
+            times,
+            None if learn_all else learn,
+            max_weight=MAX_WEIGHT,
+            needs_times=window.uses_times,
+            last_time=self._last_time,
+            window_name=type(window).__name__,
+        )
+        return classes, arr, learn, y, w, t
+
+    def _run_checked(self, arr, y, predict, learn, w, t, weights_given, times_given) -> np.ndarray:
+        """Run checked events: predict where ``predict``, then learn where ``learn``; return the
+        (m, K) predictions (NaN rows where nothing is predicted). If a binary calibrator refuses
+        its part, every binary calibrator is put back as it was and the error raised."""
+        params = self._checked_params()
+        may_refuse = learn.any() and not (
+            params.takes_any_score and all(_takes_any_score(model) for model in self._models.values())
+        )
+        if may_refuse:
+            saved = (copy.deepcopy(self._models), self._last_time)
+        else:
+            saved = None
+        try:
+            out = self._run_events(arr, self._log_scores(arr), y, predict, learn, w, t, weights_given, times_given)
+        except BaseException:
+            if saved is not None:
+                self._models, self._last_time = saved
+            raise
+        if times_given and learn.any() and params.window.uses_times:
+            self._last_time = float(t[np.flatnonzero(learn)[-1]])
+        return out
+
+    def _run_events(self, arr, logs, y, predict, learn, w, t, weights_given, times_given) -> np.ndarray:
+        raise NotImplementedError
+
+    def update(self, scores, labels, *, weights=None, times=None):
+        """Learn labelled events in order; equal to a loop of ``learn_one``. Returns ``self``.
+
+        ``scores`` is an (m, K) array whose column k holds the score of ``classes[k]`` (needs
+        ``classes`` fixed); ``labels`` the m class labels; ``weights`` and ``times`` the events'
+        weights and times, given to every binary calibrator the event reaches (``times`` required
+        by a time window). Each binary calibrator learns its own events in one call of its array
+        face (event by event if it has none).
+        """
+        with self._lock:
+            _, arr, learn, y, w, t = self._check_events("update", scores, labels, None, weights, times, True)
+            self._run_checked(arr, y, np.zeros_like(learn), learn, w, t, weights is not None, times is not None)
+        return self
+
+    def predict_proba(self, scores) -> np.ndarray:
+        """Calibrated probabilities (m, K) for an (m, K) score array, columns as ``classes``.
+
+        Equal, bit for bit, to stacking ``predict_proba_one`` over the rows.
+        """
+        with self._lock:
+            _, arr, learn, y, w, t = self._check_events("predict_proba", scores, None, None, None, None, False)
+            return self._run_checked(arr, y, np.ones_like(learn), learn, w, t, False, False)
+
+    def prequential(self, scores, labels, *, weights=None, times=None) -> np.ndarray:
+        """Predict each event with the state before its label, then learn it: probabilities (m, K).
+
+        Equal, bit for bit, to a loop of ``predict_proba_one`` then ``learn_one``. Arguments as
+        for :meth:`update`. The input is checked before anything changes: a rejected call leaves
+        the calibrator as it was.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from streamcal import PAVCalibrator
+        >>> from streamcal.multiclass import PairwiseCouplingCalibrator
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.dirichlet(np.ones(3), size=500)
+        >>> y = (rng.random(500)[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
+        >>> times = np.arange(500) * 60.0  # one event a minute
+        >>> cal = PairwiseCouplingCalibrator(PAVCalibrator(window="2h"), classes=(0, 1, 2))
+        >>> proba = cal.prequential(p**2 / (p**2).sum(axis=1, keepdims=True), y, times=times)
+        >>> proba.shape, bool(np.allclose(proba.sum(axis=1), 1.0))
+        ((500, 3), True)
+        >>> cal.pairs_[(0, 1)].window_weight  # the pair's events of the last two hours
+        86.0
+        """
+        with self._lock:
+            _, arr, learn, y, w, t = self._check_events("prequential", scores, labels, None, weights, times, True)
+            return self._run_checked(arr, y, learn, learn, w, t, weights is not None, times is not None)
+
+    def process(self, scores, labels, learn_mask, *, weights=None, times=None) -> np.ndarray:
+        """Run an ordered sequence of operations: learn where ``learn_mask``, else predict.
+
+        ``learn_mask[i]`` True learns (scores[i], labels[i], weights[i], times[i]); False
+        predicts scores[i] with the current state (labels, weights and times there are ignored).
+        Returns the (m, K) probabilities, NaN at the learn positions. Equal, bit for bit, to the
+        same sequence of ``learn_one`` and ``predict_proba_one`` calls.
+        """
+        with self._lock:
+            _, arr, learn, y, w, t = self._check_events("process", scores, labels, learn_mask, weights, times, False)
+            return self._run_checked(arr, y, ~learn, learn, w, t, weights is not None, times is not None)
+
+    def _binary_outputs(self, model, values, labels, predict, learn, w, t, weights_given, times_given):
+        """One binary calibrator over the events: at each ``predict`` event its probability of
+        ``values`` and its window weight, with the state before that event; it learns
+        (``values``, ``labels``, ``w``, ``t``) at the ``learn`` events (after predicting, where
+        both). Returns ``(proba, weight)`` at the predicted events.
+
+        Its events go to its array face in one call where its window weights follow from the
+        weights (:func:`_window_weights_from_counts`); else event by event, asking it.
+        """
+        n_pred = int(np.count_nonzero(predict))
+        kw = {}
+        if weights_given:
+            kw["weights"] = w
+        if times_given:
+            kw["times"] = t
+        if not learn.any():
+            total = float(model.window_weight)
+            weight = np.full(n_pred, total)
+            if total <= 0.0 or n_pred == 0:
+                return np.full(n_pred, 0.5), weight
+            v = values[predict]
+            if hasattr(model, "predict_proba"):
+                return np.asarray(model.predict_proba(v), dtype=np.float64), weight
+            return np.array([self._binary_proba(model, s) for s in v.tolist()]), weight
+        if n_pred == 0 and hasattr(model, "update") and (not kw or _array_takes(type(model), tuple(kw))):
+            model.update(values[learn], labels[learn], **{k: a[learn] for k, a in kw.items()})
+            return np.empty(0), np.empty(0)
+        weight = (
+            _window_weights_from_counts(model, learn, w, t if times_given else None)
+            if hasattr(model, "process")
+            else None
+        )
+        if weight is not None:
+            counts = predict.astype(np.intp) + learn
+            ends = np.cumsum(counts)
+            idx = np.repeat(np.arange(values.size), counts)
+            ops_learn = np.zeros(idx.size, dtype=bool)
+            ops_learn[ends[learn] - 1] = True
+            proba, _ = model.process(values[idx], labels[idx], ops_learn, **{k: a[idx] for k, a in kw.items()})
+            at = ends[predict] - counts[predict]
+            return proba[at], weight[predict]
+        one = _event_keywords([model], 2.0 if weights_given else 1.0, 0.0 if times_given else None)
+        proba = np.full(n_pred, 0.5)
+        weight = np.empty(n_pred)
+        j = 0
+        for e in np.flatnonzero(predict | learn).tolist():
+            s = float(values[e])
+            if predict[e]:
+                total = weight[j] = float(model.window_weight)
+                if total > 0.0:
+                    proba[j] = self._binary_proba(model, s)
+                j += 1
+            if learn[e]:
+                if one:
+                    one = {k: float(w[e]) if k == "w" else float(t[e]) for k in one}
+                model.learn_one(self._score_key_dict(model, s), bool(labels[e]), **one)
+        return proba, weight
+
+    def _binary_proba(self, model, value: float) -> float:
+        return float(model.predict_proba_one(self._score_key_dict(model, value)).get(True, 0.5))
+
     @staticmethod
-    def _score_array(model, log_odds: np.ndarray) -> np.ndarray:
-        """Vectorised :meth:`_score_dict`: what the binary calibrator's array face is given."""
-        if hasattr(model, "buckets") and _takes_probabilities(model.buckets):
-            return _sigmoid_array(log_odds)
-        return log_odds
+    def _score_key_dict(model, value: float) -> dict:
+        key = getattr(model, "score_key", None)
+        return {key if key is not None else "score": value}
+
+    @staticmethod
+    def _takes_probabilities(model) -> bool:
+        return hasattr(model, "buckets") and _takes_probabilities(model.buckets)
 
     def _register(self, new) -> None:
         if self.classes is not None:
@@ -426,7 +797,8 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
 
     def _output_classes(self, s: dict) -> list:
         known = self._known()
-        extra = [c for c in s if c not in set(known)]
+        known_set = set(known)
+        extra = [c for c in s if c not in known_set]
         if not extra:
             return list(known)
         return sorted([*known, *extra], key=_class_order)
@@ -459,7 +831,9 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     calibrator
         A binary streaming calibrator (river classifier with ``learn_one``/``predict_proba_one`` on
         a one-score dict and a ``window_weight`` property), cloned for every pair. ``None``:
-        ``streamcal.PAVCalibrator()``.
+        ``streamcal.PAVCalibrator()``. Any window works, time windows included (in any spelling,
+        ``window="7d"`` too): event times go to every pair (``t=`` on ``learn_one``, ``times=``
+        on the array face).
     scores
         ``"proba"``: the dict values are class probabilities (a class missing from the dict has
         probability 0). ``"logit"``: they are per-class logits (a missing class counts as -inf).
@@ -520,6 +894,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         self.tol = tol
         self.max_iter = max_iter
 
+    _EXTRA_PARAMS = ("method", "tol", "max_iter")
+
     @property
     def pairs_(self) -> dict:
         with self._lock:
@@ -531,22 +907,29 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         check_scalar(self.tol, "tol", numbers.Real, low=0.0)
         check_scalar(self.max_iter, "max_iter", numbers.Integral, low=0, high=MAX_ITER_LIMIT)
 
-    def learn_one(self, x, y) -> None:
-        """Learn one event: every pair (y, j) sees the pairwise log-odds s_y - s_j."""
+    def learn_one(self, x, y, w: float = 1.0, t: float | None = None) -> None:
+        """Learn one event: every pair (y, j) sees the pairwise log-odds s_y - s_j.
+
+        ``w`` is the event's weight and ``t`` its time (required when the binary calibrator has a
+        time window, and then never going backwards), both given to every pair it reaches.
+        """
         with self._lock:
-            self._check_params()
-            s = self._check_x(x)
-            self._check_y(y)
+            params = self._checked_params()
+            s = self._check_x(x, params)
+            self._check_y(y, params)
+            w, t = self._check_event(w, t, params)
             with self._registering([*s, y]) as new_model:
                 neg_inf = -math.inf
                 sy = s.get(y, neg_inf)
-                ky = self._order_key(y)
+                order = params.rank.__getitem__ if params.rank is not None else _class_order
+                ky = order(y)
+                key, sigmoid = params.score_key, params.probabilities
                 events = []
                 for c in self._known():
                     if c == y:
                         continue
                     sc = s.get(c, neg_inf)
-                    if self._order_key(c) > ky:
+                    if order(c) > ky:
                         pair, d, label = (y, c), sy - sc, True
                     else:
                         pair, d, label = (c, y), sc - sy, False
@@ -554,17 +937,22 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
                     model = self._models.get(pair)
                     if model is None:
                         model = new_model(pair)
-                    events.append((model, self._score_dict(model, d), label))
-                _learn_events(events)
+                    events.append((model, {key: _sigmoid(d) if sigmoid else d}, label))
+                _learn_events(events, w, t)
+            self._learned_time(t, params)
 
-    def _pairwise(self, x):
-        """Validated classes, r and n ((1, K, K) each) for one score dict."""
-        s = self._check_x(x)
+    def _pair_inputs(self, x) -> tuple[list, list, list]:
+        """Validated classes and the coupling's inputs for one score dict: each pair's r_ij and
+        n_ij, pairs (i, j), i < j, in the order of ``numpy.triu_indices(K, 1)``."""
+        params = self._checked_params()
+        s = self._check_x(x, params)
         classes = self._output_classes(s)
         k = len(classes)
         neg_inf = -math.inf
         logs = [s.get(c, neg_inf) for c in classes]
         models = self._models
+        sigmoid = params.probabilities
+        key = params.score_key
         r_upper = []
         n_upper = []
         for a in range(k):
@@ -575,12 +963,18 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
                 model = models.get((ca, classes[b]))
                 weight = 0.0 if model is None else float(model.window_weight)
                 if weight > 0.0:
-                    rab = float(model.predict_proba_one(self._score_dict(model, d)).get(True, 0.5))
+                    rab = float(model.predict_proba_one({key: _sigmoid(d) if sigmoid else d}).get(True, 0.5))
                     rab = _within_add_one_bounds(rab, weight)
                 else:
                     rab, weight = _sigmoid(d), UNSEEN_PAIR_WEIGHT
                 r_upper.append(rab)
                 n_upper.append(weight)
+        return classes, r_upper, n_upper
+
+    def _pairwise(self, x):
+        """Validated classes, r and n ((1, K, K) each) for one score dict."""
+        classes, r_upper, n_upper = self._pair_inputs(x)
+        k = len(classes)
         iu, ju = np.triu_indices(k, 1)
         r = np.zeros((1, k, k))
         n = np.zeros((1, k, k))
@@ -593,85 +987,67 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     def predict_proba_one(self, x) -> dict:
         """Calibrated distribution over the known classes and any new class scored in ``x``."""
         with self._lock:
-            self._check_params()
-            classes, r, n = self._pairwise(x)
+            classes, r_upper, n_upper = self._pair_inputs(x)
             k = len(classes)
             if k <= 2:
-                return {c: float(r[0, i, 1 - i]) if k == 2 else 1.0 for i, c in enumerate(classes)}
+                return {classes[0]: r_upper[0], classes[1]: 1.0 - r_upper[0]} if k == 2 else dict.fromkeys(classes, 1.0)
             p = np.empty((1, k))
+            r = np.array(r_upper).reshape(-1, 1)
+            n = np.array(n_upper).reshape(-1, 1)
             if self.method == "ht":
-                _k.ht_couple_batch(
-                    r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p, np.empty(1, np.intp)
-                )
+                _k.ht_couple_upper(r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p)
             else:
-                _k.wlw_couple_batch(r, n, p, np.empty(1, np.bool_))
-            return {c: float(p[0, i]) for i, c in enumerate(classes)}
+                _k.wlw_couple_upper(r, n, p)
+            return dict(zip(classes, p[0].tolist(), strict=True))
 
-    def update(self, scores, labels):
-        """Learn events in order from an (m, K) score array; equal to a loop of ``learn_one``.
-
-        Needs ``classes`` fixed: column k of ``scores`` is the score of ``classes[k]``. Each pair's
-        calibrator learns its own events (those labelled with either of its classes) in one call
-        of its array face (``update``), or event by event if it has none. Returns ``self``.
-        """
-        with self._lock:
-            self._check_params()
-            classes = self._fixed_classes("update")
-            logs = self._check_score_array(scores, classes)
-            y = self._check_label_array(labels, logs.shape[0], classes)
-            k = len(classes)
-            for a in range(k):
-                for b in range(a + 1, k):
-                    mine = (y == a) | (y == b)
-                    if not mine.any():
-                        continue
-                    pair = (classes[a], classes[b])
-                    model = self._models.get(pair)
-                    if model is None:
-                        model = self._models[pair] = self._new_binary()
-                    d = _pairwise_log_odds(logs[mine, a], logs[mine, b])
-                    _learn_array(model, self._score_array(model, d), d, y[mine] == a, self._score_dict)
-            return self
-
-    def predict_proba(self, scores) -> np.ndarray:
-        """Calibrated probabilities (m, K) for an (m, K) score array, columns as ``classes``.
-
-        Equal to stacking ``predict_proba_one`` over the rows; the coupling of all rows is one
-        kernel call.
-        """
-        with self._lock:
-            self._check_params()
-            classes = self._fixed_classes("predict_proba")
-            logs = self._check_score_array(scores, classes)
-            m, k = logs.shape
-            if k == 1:
-                return np.ones((m, 1))
-            r = np.zeros((m, k, k))
-            n = np.zeros((1, k, k))
-            for a in range(k):
-                for b in range(a + 1, k):
-                    d = _pairwise_log_odds(logs[:, a], logs[:, b])
-                    model = self._models.get((classes[a], classes[b]))
-                    weight = 0.0 if model is None else float(model.window_weight)
-                    if weight > 0.0:
-                        rab = _predict_array(model, self._score_array(model, d), d, self._score_dict)
-                        bound = _prior.add_one_bound(weight)
-                        rab = np.clip(np.nan_to_num(rab, nan=0.5), bound, 1.0 - bound)
-                    else:
-                        rab, weight = _sigmoid_array(d), UNSEEN_PAIR_WEIGHT
-                    r[:, a, b] = rab
-                    r[:, b, a] = 1.0 - rab
-                    n[0, a, b] = n[0, b, a] = weight
-            if k == 2:
-                return np.column_stack([r[:, 0, 1], r[:, 1, 0]])
-            p = np.empty((m, k))
-            if self.method == "ht":
-                _k.ht_couple_batch(
-                    r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p, np.empty(m, np.intp)
+    def _run_events(self, arr, logs, y, predict, learn, w, t, weights_given, times_given) -> np.ndarray:
+        """The array faces' work: each pair's binary calibrator runs its own events (predicting
+        at every ``predict`` event, learning those of its two classes) in one call of its array
+        face; then all predicted events are coupled in one kernel call."""
+        classes = list(self.classes)
+        m, k = arr.shape
+        out = np.full((m, k), np.nan)
+        n_pred = int(np.count_nonzero(predict))
+        if k == 1:
+            out[predict] = 1.0  # one class has no pair: nothing to learn
+            return out
+        n_pairs = k * (k - 1) // 2
+        r_up = np.empty((n_pairs, n_pred))
+        n_up = np.empty((n_pairs, n_pred))
+        d = np.empty(m)
+        unseen = np.empty(m)
+        q = 0
+        for a in range(k):
+            for b in range(a + 1, k):
+                _k.pair_log_odds(logs, a, b, MAX_LOG_ODDS, d)
+                unseen[:] = d
+                _k.sigmoid_inplace(unseen)
+                mine = learn & ((y == a) | (y == b))
+                pair = (classes[a], classes[b])
+                model = self._models.get(pair)
+                if model is None and mine.any():
+                    model = self._models[pair] = self._new_binary()
+                if model is None:
+                    proba, weight = np.full(n_pred, 0.5), np.zeros(n_pred)
+                else:
+                    values = unseen if self._takes_probabilities(model) else d
+                    proba, weight = self._binary_outputs(
+                        model, values, y == a, predict, mine, w, t, weights_given, times_given
+                    )
+                _k.bound_pair_probabilities(
+                    proba, weight, np.ascontiguousarray(unseen[predict]), UNSEEN_PAIR_WEIGHT, r_up[q], n_up[q]
                 )
-            else:
-                _k.wlw_couple_batch(r, n, p, np.empty(m, np.bool_))
-            return p
+                q += 1
+        p = np.empty((n_pred, k))
+        if k == 2:
+            p[:, 0] = r_up[0]
+            p[:, 1] = 1.0 - r_up[0]
+        elif self.method == "ht":
+            _k.ht_couple_upper(r_up, n_up, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p)
+        else:
+            _k.wlw_couple_upper(r_up, n_up, p)
+        out[predict] = p
+        return out
 
     @classmethod
     def _unit_test_params(cls):
@@ -696,7 +1072,8 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
     ----------
     calibrator
         A binary streaming calibrator, cloned for every class. ``None``:
-        ``streamcal.PAVCalibrator()``.
+        ``streamcal.PAVCalibrator()``. Any window works, as for
+        :class:`PairwiseCouplingCalibrator`.
     scores
         ``"proba"`` or ``"logit"``, as for :class:`PairwiseCouplingCalibrator`.
     classes
@@ -748,79 +1125,72 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
             d = v
         return _clip(d)
 
-    def learn_one(self, x, y) -> None:
-        """Learn one event: every known class c sees its own log-odds with label ``y == c``."""
+    def learn_one(self, x, y, w: float = 1.0, t: float | None = None) -> None:
+        """Learn one event: every known class c sees its own log-odds with label ``y == c``.
+
+        ``w`` is the event's weight and ``t`` its time (required when the binary calibrator has a
+        time window, and then never going backwards), both given to every class's calibrator.
+        """
         with self._lock:
-            self._check_params()
-            s = self._check_x(x)
-            self._check_y(y)
+            params = self._checked_params()
+            s = self._check_x(x, params)
+            self._check_y(y, params)
+            w, t = self._check_event(w, t, params)
             with self._registering([*s, y]) as new_model:
                 events = []
                 for c in self._known():
                     model = self._models.get(c)
                     if model is None:
                         model = new_model(c)
-                    events.append((model, self._score_dict(model, self._class_log_odds(s, c)), c == y))
-                _learn_events(events)
+                    d = self._class_log_odds(s, c)
+                    events.append((model, {params.score_key: _sigmoid(d) if params.probabilities else d}, c == y))
+                _learn_events(events, w, t)
+            self._learned_time(t, params)
 
-    def _class_log_odds_array(self, logs: np.ndarray) -> np.ndarray:
-        if self.scores == "proba":
-            p = np.exp(logs)
-            with np.errstate(divide="ignore"):
-                d = logs - np.log1p(-p)
-        else:
-            d = logs
-        return np.clip(d, -MAX_LOG_ODDS, MAX_LOG_ODDS)
-
-    def update(self, scores, labels):
-        """Learn events in order from an (m, K) score array; equal to a loop of ``learn_one``.
-
-        Needs ``classes`` fixed: column k of ``scores`` is the score of ``classes[k]``.
-        Returns ``self``.
-        """
-        with self._lock:
-            self._check_params()
-            classes = self._fixed_classes("update")
-            logs = self._check_score_array(scores, classes)
-            y = self._check_label_array(labels, logs.shape[0], classes)
-            if y.size == 0:
-                return self
-            for c, name in enumerate(classes):
-                model = self._models.get(name)
-                if model is None:
-                    model = self._models[name] = self._new_binary()
-                d = self._class_log_odds_array(logs[:, c])
-                _learn_array(model, self._score_array(model, d), d, y == c, self._score_dict)
-            return self
-
-    def predict_proba(self, scores) -> np.ndarray:
-        """Calibrated, normalised probabilities (m, K) for an (m, K) score array."""
-        with self._lock:
-            self._check_params()
-            classes = self._fixed_classes("predict_proba")
-            logs = self._check_score_array(scores, classes)
-            q = np.empty_like(logs)
-            for c, name in enumerate(classes):
-                d = self._class_log_odds_array(logs[:, c])
-                model = self._models.get(name)
-                weight = 0.0 if model is None else float(model.window_weight)
-                if weight > 0.0:
-                    v = _predict_array(model, self._score_array(model, d), d, self._score_dict)
-                    bound = _prior.add_one_bound(weight)
-                    q[:, c] = np.clip(np.nan_to_num(v, nan=0.5), bound, 1.0 - bound)
-                else:
-                    q[:, c] = _sigmoid_array(d)
-            total = q.sum(axis=1, keepdims=True)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                p = q / total
-            p[total[:, 0] == 0.0] = 1.0 / logs.shape[1]
-            return p
+    def _run_events(self, arr, logs, y, predict, learn, w, t, weights_given, times_given) -> np.ndarray:
+        """The array faces' work: each class's binary calibrator runs every event (predicting at
+        the ``predict`` events, learning the ``learn`` ones) in one call of its array face; then
+        the predicted rows are normalised."""
+        classes = list(self.classes)
+        m, k = arr.shape
+        out = np.full((m, k), np.nan)
+        n_pred = int(np.count_nonzero(predict))
+        if learn.any():
+            for name in classes:
+                if name not in self._models:
+                    self._models[name] = self._new_binary()
+        q = np.empty((k, n_pred))
+        unused = np.empty(n_pred)
+        d = np.empty(m)
+        unseen = np.empty(m)
+        for c, name in enumerate(classes):
+            _k.class_scores(logs, c, MAX_LOG_ODDS, self.scores == "proba", False, d)
+            unseen[:] = d
+            _k.sigmoid_inplace(unseen)
+            model = self._models.get(name)
+            if model is None:
+                proba, weight = np.full(n_pred, 0.5), np.zeros(n_pred)
+            else:
+                values = unseen if self._takes_probabilities(model) else d
+                proba, weight = self._binary_outputs(
+                    model, values, y == c, predict, learn, w, t, weights_given, times_given
+                )
+            _k.bound_pair_probabilities(proba, weight, np.ascontiguousarray(unseen[predict]), 0.0, q[c], unused)
+        total = np.zeros(n_pred)
+        for c in range(k):  # in order, as the river face adds them
+            total += q[c]
+        p = np.empty((n_pred, k))
+        positive = total > 0.0
+        for c in range(k):
+            p[:, c] = np.where(positive, q[c] / np.where(positive, total, 1.0), 1.0 / k)
+        out[predict] = p
+        return out
 
     def predict_proba_one(self, x) -> dict:
         """Calibrated one-vs-rest probabilities, normalised to sum to 1."""
         with self._lock:
-            self._check_params()
-            s = self._check_x(x)
+            params = self._checked_params()
+            s = self._check_x(x, params)
             classes = self._output_classes(s)
             if not classes:
                 return {}
@@ -830,12 +1200,15 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
                 model = self._models.get(c)
                 weight = 0.0 if model is None else float(model.window_weight)
                 if weight > 0.0:
-                    v = float(model.predict_proba_one(self._score_dict(model, d)).get(True, 0.5))
+                    xd = {params.score_key: _sigmoid(d) if params.probabilities else d}
+                    v = float(model.predict_proba_one(xd).get(True, 0.5))
                     v = _within_add_one_bounds(v, weight)
                 else:
                     v = _sigmoid(d)
                 q.append(v)
-            total = sum(q)
+            total = 0.0
+            for v in q:  # in order (``sum`` may compensate its rounding)
+                total += v
             if total > 0.0:
                 return {c: v / total for c, v in zip(classes, q, strict=True)}
             return {c: 1.0 / len(classes) for c in classes}
