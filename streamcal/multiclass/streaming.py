@@ -249,7 +249,172 @@ def _window_weights_from_counts(model, learn: np.ndarray, w: np.ndarray, times=N
     return after[last + 1]
 
 
-class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
+class _InputChecks:
+    """The multiclass calibrators' checks of score dicts, labels and score arrays (a base of
+    :class:`_ScoreDictCalibrator`, not used alone): each names the argument, the value and its
+    position, before anything changes."""
+
+    def _check_x(self, x, params=None) -> dict:
+        """Validate a score dict; return {class: log-score} (``-inf`` for probability 0)."""
+        if not isinstance(x, Mapping):
+            msg = f"`x` must be a dict of per-class scores; got a {type(x).__name__}."
+            raise TypeError(msg)
+        fixed = (params or self._checked_params()).fixed_set
+        out = {}
+        for c, v in x.items():
+            if fixed is None:
+                _check_class(c, "x", "class labels as keys")
+            elif c not in fixed:  # the fixed classes are checked labels
+                msg = f"`x` holds a score for class {c!r}, which is not among `classes` {list(self.classes)!r}."
+                raise ValueError(msg)
+            if type(v) is not float:
+                if not is_real_number(v):
+                    msg = f"`x` must map classes to numbers; got {v!r} for class {c!r}."
+                    raise TypeError(msg)
+                try:
+                    v = float(v)
+                except OverflowError:
+                    msg = f"`x` must hold numbers within the float64 range; got {v!r} for class {c!r}."
+                    raise ValueError(msg) from None
+            if self.scores == "proba":
+                if not 0.0 <= v <= 1.0:
+                    msg = f"`x` must hold probabilities in [0, 1]; got {v!r} for class {c!r}."
+                    raise ValueError(msg)
+                out[c] = math.log(v) if v > 0.0 else -math.inf
+            else:
+                if not math.isfinite(v):
+                    msg = f"`x` must hold finite logits; got {v!r} for class {c!r}."
+                    raise ValueError(msg)
+                out[c] = v
+        return out
+
+    def _check_y(self, y, params=None) -> None:
+        _check_class(y, "y")
+        fixed = (params or self._checked_params()).fixed_set
+        if fixed is not None and y not in fixed:
+            msg = f"`y` = {y!r} is not among `classes` {list(self.classes)!r}."
+            raise ValueError(msg)
+
+    # -- array face ----------------------------------------------------------------------
+
+    def _fixed_classes(self, method: str) -> list:
+        if self.classes is None:
+            msg = (
+                f"`{method}` needs the classes fixed in advance: construct with "
+                f"`classes=(...)`, naming the columns of `scores` in order."
+            )
+            raise ValueError(msg)
+        return list(self.classes)
+
+    def _check_score_array(self, scores, classes: list) -> np.ndarray:
+        """Validate an (m, K) score array; return it as a float64 copy."""
+        raw = as_real_array(scores, "scores", what="an (m, K) array of numbers")
+        try:
+            arr = np.array(raw, dtype=np.float64, copy=True, order="C")
+        except OverflowError:
+            msg = "`scores` must hold numbers within the float64 range."
+            raise ValueError(msg) from None
+        k = len(classes)
+        if arr.ndim != 2 or arr.shape[1] != k:
+            msg = (
+                f"`scores` must have shape (m, {k}), one column per class of `classes`; got an "
+                f"array of shape {arr.shape}."
+            )
+            raise ValueError(msg)
+        if self.scores == "proba":
+            bad = ~((arr >= 0.0) & (arr <= 1.0))
+            what = "probabilities in [0, 1]"
+        else:
+            bad = ~np.isfinite(arr)
+            what = "finite logits"
+        if bad.any():
+            i, j = (int(v) for v in np.argwhere(bad)[0])
+            msg = f"`scores` must hold {what}; got {float(arr[i, j])!r} at position ({i}, {j}) (class {classes[j]!r})."
+            raise ValueError(msg)
+        return arr
+
+    def _log_scores(self, arr: np.ndarray) -> np.ndarray:
+        """Log-scores of a checked score array (``-inf`` for probability 0), as the river face
+        computes them."""
+        if self.scores == "proba":
+            arr = arr.copy()
+            _k.log_scores_inplace(arr)
+        return arr
+
+    def _check_label_array(self, labels, m: int, classes: list, learn: np.ndarray | None = None) -> np.ndarray:
+        """Validate labels (at the ``learn`` positions, or all) against the fixed classes; return
+        their column indices (intp; -1 where not learned)."""
+        if isinstance(labels, (str, bytes)):
+            msg = f"`labels` must be a 1-d sequence of class labels; got a {type(labels).__name__}."
+            raise TypeError(msg)
+        if isinstance(labels, (list, tuple)):
+            raw = None  # the elements as given: numpy would turn [0, "a"] into strings
+            values = list(labels)
+        else:  # an array, a column, a pandas or polars Series or one-column frame
+            raw = values = as_1d_array(labels, "labels")
+        if len(values) != m:
+            msg = f"`labels` must have the same length as the scores ({m}); got {len(values)}."
+            raise ValueError(msg)
+        index = {c: i for i, c in enumerate(classes)}
+        out = np.full(m, -1, dtype=np.intp)
+        positions = np.arange(m) if learn is None else np.flatnonzero(learn)
+        if raw is not None and raw.dtype.kind in "iufUS":
+            # each distinct label looked up once, as the loop below looks it up
+            distinct, inverse = np.unique(raw[positions], return_inverse=True)
+            found = np.empty(distinct.size, dtype=np.intp)
+            for u, y in enumerate(distinct.tolist()):
+                found[u] = index.get(y, -1) if y == y else -1
+            bad = found[inverse] < 0
+            if not bad.any():
+                out[positions] = found[inverse]
+                return out
+            positions = positions[np.flatnonzero(bad)[:1]]  # the loop names the first bad label
+        if raw is not None:
+            values = raw.tolist()
+        for t in positions.tolist():
+            y = values[t]
+            try:
+                out[t] = index[y]
+            except (KeyError, TypeError):
+                msg = f"`labels` holds {y!r} at position {t}, which is not among `classes` {classes!r}."
+                raise ValueError(msg) from None
+        return out
+
+    def _check_events(self, method, scores, labels, learn_mask, weights, times, learn_all: bool):
+        """Everything an array-face call reads, checked before anything changes: the score array,
+        the learn mask (``learn_all``: every event is learned; else ``learn_mask``, or none for
+        ``predict_proba``), the labels, weights and times at the learned positions."""
+        self._checked_params()
+        classes = self._fixed_classes(method)
+        arr = self._check_score_array(scores, classes)
+        m = arr.shape[0]
+        if learn_all:
+            learn = np.ones(m, dtype=bool)
+        elif learn_mask is None:
+            learn = np.zeros(m, dtype=bool)
+        else:
+            learn = as_binary_labels(learn_mask, "learn_mask", allow_empty=True).astype(bool)
+            check_same_length(m, learn.size, "learn_mask")
+        if labels is None:  # predict_proba: nothing is learned
+            y = np.full(m, -1, dtype=np.intp)
+        else:
+            y = self._check_label_array(labels, m, classes, None if learn_all else learn)
+        window = self._checked_params().window
+        _, w, t = check_learn_arrays(
+            m,
+            np.zeros(m),
+            weights,
+            times,
+            None if learn_all else learn,
+            max_weight=MAX_WEIGHT,
+            needs_times=window.uses_times,
+            last_time=self._last_time,
+            window_name=type(window).__name__,
+        )
+        return classes, arr, learn, y, w, t
+
+
+class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifier):
     """Shared machinery: validation of score dicts, the class register, binary calibrator clones.
 
     Thread safety: each public method holds the calibrator's lock (``streamcal._locking``) for
@@ -445,167 +610,6 @@ class _ScoreDictCalibrator(LockedState, Persistable, base.Classifier):
                 c.fail(f"`_models`: {c.brief(key)} is not a {'pair of known classes' if pairs else 'known class'}.")
             if type(model) is not kind or model is self.calibrator:
                 c.fail(f"`_models[{key!r}]`: expected a {kind.__name__} of its own; found {c.brief(model)}.")
-
-    # -- validation ---------------------------------------------------------------------------
-
-    def _check_x(self, x, params=None) -> dict:
-        """Validate a score dict; return {class: log-score} (``-inf`` for probability 0)."""
-        if not isinstance(x, Mapping):
-            msg = f"`x` must be a dict of per-class scores; got a {type(x).__name__}."
-            raise TypeError(msg)
-        fixed = (params or self._checked_params()).fixed_set
-        out = {}
-        for c, v in x.items():
-            if fixed is None:
-                _check_class(c, "x", "class labels as keys")
-            elif c not in fixed:  # the fixed classes are checked labels
-                msg = f"`x` holds a score for class {c!r}, which is not among `classes` {list(self.classes)!r}."
-                raise ValueError(msg)
-            if type(v) is not float:
-                if not is_real_number(v):
-                    msg = f"`x` must map classes to numbers; got {v!r} for class {c!r}."
-                    raise TypeError(msg)
-                try:
-                    v = float(v)
-                except OverflowError:
-                    msg = f"`x` must hold numbers within the float64 range; got {v!r} for class {c!r}."
-                    raise ValueError(msg) from None
-            if self.scores == "proba":
-                if not 0.0 <= v <= 1.0:
-                    msg = f"`x` must hold probabilities in [0, 1]; got {v!r} for class {c!r}."
-                    raise ValueError(msg)
-                out[c] = math.log(v) if v > 0.0 else -math.inf
-            else:
-                if not math.isfinite(v):
-                    msg = f"`x` must hold finite logits; got {v!r} for class {c!r}."
-                    raise ValueError(msg)
-                out[c] = v
-        return out
-
-    def _check_y(self, y, params=None) -> None:
-        _check_class(y, "y")
-        fixed = (params or self._checked_params()).fixed_set
-        if fixed is not None and y not in fixed:
-            msg = f"`y` = {y!r} is not among `classes` {list(self.classes)!r}."
-            raise ValueError(msg)
-
-    # -- array face ----------------------------------------------------------------------
-
-    def _fixed_classes(self, method: str) -> list:
-        if self.classes is None:
-            msg = (
-                f"`{method}` needs the classes fixed in advance: construct with "
-                f"`classes=(...)`, naming the columns of `scores` in order."
-            )
-            raise ValueError(msg)
-        return list(self.classes)
-
-    def _check_score_array(self, scores, classes: list) -> np.ndarray:
-        """Validate an (m, K) score array; return it as a float64 copy."""
-        raw = as_real_array(scores, "scores", what="an (m, K) array of numbers")
-        try:
-            arr = np.array(raw, dtype=np.float64, copy=True, order="C")
-        except OverflowError:
-            msg = "`scores` must hold numbers within the float64 range."
-            raise ValueError(msg) from None
-        k = len(classes)
-        if arr.ndim != 2 or arr.shape[1] != k:
-            msg = (
-                f"`scores` must have shape (m, {k}), one column per class of `classes`; got an "
-                f"array of shape {arr.shape}."
-            )
-            raise ValueError(msg)
-        if self.scores == "proba":
-            bad = ~((arr >= 0.0) & (arr <= 1.0))
-            what = "probabilities in [0, 1]"
-        else:
-            bad = ~np.isfinite(arr)
-            what = "finite logits"
-        if bad.any():
-            i, j = (int(v) for v in np.argwhere(bad)[0])
-            msg = f"`scores` must hold {what}; got {float(arr[i, j])!r} at position ({i}, {j}) (class {classes[j]!r})."
-            raise ValueError(msg)
-        return arr
-
-    def _log_scores(self, arr: np.ndarray) -> np.ndarray:
-        """Log-scores of a checked score array (``-inf`` for probability 0), as the river face
-        computes them."""
-        if self.scores == "proba":
-            arr = arr.copy()
-            _k.log_scores_inplace(arr)
-        return arr
-
-    def _check_label_array(self, labels, m: int, classes: list, learn: np.ndarray | None = None) -> np.ndarray:
-        """Validate labels (at the ``learn`` positions, or all) against the fixed classes; return
-        their column indices (intp; -1 where not learned)."""
-        if isinstance(labels, (str, bytes)):
-            msg = f"`labels` must be a 1-d sequence of class labels; got a {type(labels).__name__}."
-            raise TypeError(msg)
-        if isinstance(labels, (list, tuple)):
-            raw = None  # the elements as given: numpy would turn [0, "a"] into strings
-            values = list(labels)
-        else:  # an array, a column, a pandas or polars Series or one-column frame
-            raw = values = as_1d_array(labels, "labels")
-        if len(values) != m:
-            msg = f"`labels` must have the same length as the scores ({m}); got {len(values)}."
-            raise ValueError(msg)
-        index = {c: i for i, c in enumerate(classes)}
-        out = np.full(m, -1, dtype=np.intp)
-        positions = np.arange(m) if learn is None else np.flatnonzero(learn)
-        if raw is not None and raw.dtype.kind in "iufUS":
-            # each distinct label looked up once, as the loop below looks it up
-            distinct, inverse = np.unique(raw[positions], return_inverse=True)
-            found = np.empty(distinct.size, dtype=np.intp)
-            for u, y in enumerate(distinct.tolist()):
-                found[u] = index.get(y, -1) if y == y else -1
-            bad = found[inverse] < 0
-            if not bad.any():
-                out[positions] = found[inverse]
-                return out
-            positions = positions[np.flatnonzero(bad)[:1]]  # the loop names the first bad label
-        if raw is not None:
-            values = raw.tolist()
-        for t in positions.tolist():
-            y = values[t]
-            try:
-                out[t] = index[y]
-            except (KeyError, TypeError):
-                msg = f"`labels` holds {y!r} at position {t}, which is not among `classes` {classes!r}."
-                raise ValueError(msg) from None
-        return out
-
-    def _check_events(self, method, scores, labels, learn_mask, weights, times, learn_all: bool):
-        """Everything an array-face call reads, checked before anything changes: the score array,
-        the learn mask (``learn_all``: every event is learned; else ``learn_mask``, or none for
-        ``predict_proba``), the labels, weights and times at the learned positions."""
-        self._checked_params()
-        classes = self._fixed_classes(method)
-        arr = self._check_score_array(scores, classes)
-        m = arr.shape[0]
-        if learn_all:
-            learn = np.ones(m, dtype=bool)
-        elif learn_mask is None:
-            learn = np.zeros(m, dtype=bool)
-        else:
-            learn = as_binary_labels(learn_mask, "learn_mask", allow_empty=True).astype(bool)
-            check_same_length(m, learn.size, "learn_mask")
-        if labels is None:  # predict_proba: nothing is learned
-            y = np.full(m, -1, dtype=np.intp)
-        else:
-            y = self._check_label_array(labels, m, classes, None if learn_all else learn)
-        window = self._checked_params().window
-        _, w, t = check_learn_arrays(
-            m,
-            np.zeros(m),
-            weights,
-            times,
-            None if learn_all else learn,
-            max_weight=MAX_WEIGHT,
-            needs_times=window.uses_times,
-            last_time=self._last_time,
-            window_name=type(window).__name__,
-        )
-        return classes, arr, learn, y, w, t
 
     def _run_checked(self, arr, y, predict, learn, w, t, weights_given, times_given) -> np.ndarray:
         """Run checked events: predict where ``predict``, then learn where ``learn``; return the
