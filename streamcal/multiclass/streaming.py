@@ -560,6 +560,18 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
 
     # -- a restored state ---------------------------------------------------------------------
 
+    def __getstate__(self):
+        state = super().__getstate__()
+        if state.get("_last_time") == -math.inf:
+            # no time learned: saved as a calibrator without a clock was, so that such files (and
+            # those written before the clock was kept) load and save again unchanged
+            del state["_last_time"]
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self.__dict__.setdefault("_last_time", -math.inf)
+
     def _check_loaded_state(self) -> None:
         """Check the attributes a state file restored (see :mod:`streamcal.persist`): valid
         parameters; the learned classes distinct and in order (none with fixed ``classes``); one
