@@ -895,6 +895,10 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     ----------
     pairs_ : dict
         (class_i, class_j) -> the binary calibrator of that pair, for the pairs that have learned.
+    classes_ : list
+        The classes, in the order of the predicted distributions.
+    last_time : float
+        The stream's clock: the latest event time learned with a time window (``-inf`` before).
 
     Examples
     --------
