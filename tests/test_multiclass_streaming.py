@@ -22,43 +22,44 @@ class BinnedStandIn(base.Classifier):
     """Test stand-in for a binary streaming calibrator (the streaming calibrator contract).
 
     Laplace-smoothed positive rate per fixed score bin; unbounded window, so ``window_weight`` is
-    the number of events learned.
+    the number of events learned. Its counts are public for the tests to read: ``positives[b]``
+    and ``totals[b]`` of the bin ``b = bin_of(x)`` a score dict falls in.
     """
 
     def __init__(self, edges: tuple = tuple(np.linspace(-8.0, 8.0, 33)), score_key=None):
         self.edges = edges
         self.score_key = score_key
-        self._pos = np.zeros(len(edges) + 1)
-        self._tot = np.zeros(len(edges) + 1)
+        self.positives = np.zeros(len(edges) + 1)
+        self.totals = np.zeros(len(edges) + 1)
 
-    def _bin(self, x) -> int:
+    def bin_of(self, x) -> int:
         s = x[self.score_key] if self.score_key is not None else next(iter(x.values()))
         return int(np.searchsorted(self.edges, s))
 
     def learn_one(self, x, y):
-        b = self._bin(x)
-        self._pos[b] += bool(y)
-        self._tot[b] += 1.0
+        b = self.bin_of(x)
+        self.positives[b] += bool(y)
+        self.totals[b] += 1.0
 
     def predict_proba_one(self, x):
-        b = self._bin(x)
-        p = (self._pos[b] + 0.5) / (self._tot[b] + 1.0)
+        b = self.bin_of(x)
+        p = (self.positives[b] + 0.5) / (self.totals[b] + 1.0)
         return {False: 1.0 - float(p), True: float(p)}
 
     @property
     def window_weight(self) -> float:
-        return float(self._tot.sum())
+        return float(self.totals.sum())
 
     # array face: the same as loops of learn_one / predict_proba_one
     def update(self, scores, labels):
         b = np.searchsorted(self.edges, np.asarray(scores, dtype=float))
-        np.add.at(self._pos, b, np.asarray(labels, dtype=float))
-        np.add.at(self._tot, b, 1.0)
+        np.add.at(self.positives, b, np.asarray(labels, dtype=float))
+        np.add.at(self.totals, b, 1.0)
         return self
 
     def predict_proba(self, scores):
         b = np.searchsorted(self.edges, np.asarray(scores, dtype=float))
-        return (self._pos[b] + 0.5) / (self._tot[b] + 1.0)
+        return (self.positives[b] + 0.5) / (self.totals[b] + 1.0)
 
 
 class OneByOneStandIn(BinnedStandIn):
@@ -82,8 +83,21 @@ def make(cls, **kwargs):
 
 
 def make_standin(cls, **kwargs):
-    """The calibrator over the stand-in, whose internal state tests can read directly."""
+    """The calibrator over the stand-in, whose bin counts tests can read."""
     return cls(calibrator=BinnedStandIn(), **kwargs)
+
+
+def binary_calibrators(cal) -> dict:
+    """Pair (pairwise coupling) or class (one-vs-rest) -> its binary calibrator."""
+    return cal.pairs_ if isinstance(cal, PairwiseCouplingCalibrator) else cal.calibrators_
+
+
+def score_dict(model, log_odds: float) -> dict:
+    """The one-score dict a multiclass calibrator gives ``model`` for a log-odds: its sigmoid for
+    a PAVCalibrator (whose default buckets take probabilities), the log-odds for the stand-ins."""
+    if isinstance(model, PAVCalibrator):
+        return {"score": 1.0 / (1.0 + math.exp(-log_odds))}
+    return {"score": log_odds}
 
 
 def dirichlet_stream(rng, n, k, power=1.0, alpha=1.0):
@@ -140,32 +154,30 @@ def test_pair_learns_the_pairwise_log_odds_with_the_first_class_as_positive():
     m01, m12 = cal.pairs_[(0, 1)], cal.pairs_[(1, 2)]
     d01 = math.log(0.2) - math.log(0.5)
     d12 = math.log(0.5) - math.log(0.3)
-    assert m01._pos.sum() == 0  # label: y == 0 is False
-    assert m01._tot[m01._bin({"s": d01})] == 1
-    assert m12._pos[m12._bin({"s": d12})] == 1  # label: y == 1 is True
+    assert m01.positives.sum() == 0  # label: y == 0 is False
+    assert m01.totals[m01.bin_of({"s": d01})] == 1
+    assert m12.positives[m12.bin_of({"s": d12})] == 1  # label: y == 1 is True
     assert (0, 2) not in cal.pairs_
 
 
 def test_prediction_is_the_coupling_of_the_pairs_with_window_weights(rng):
     cal = make(PairwiseCouplingCalibrator, tol=1e-12)
+    wlw = make(PairwiseCouplingCalibrator, method="wlw")
     for x, y, _ in dirichlet_stream(rng, 400, 4, power=2.0):
         cal.learn_one(x, y)
+        wlw.learn_one(x, y)
     x = {0: 0.1, 1: 0.6, 2: 0.25, 3: 0.05}
     r = np.zeros((4, 4))
     n = np.zeros((4, 4))
     for (a, b), model in cal.pairs_.items():
         d = math.log(x[a]) - math.log(x[b])
         bound = 1 / (model.window_weight + 2)  # the add-one bounds
-        r[a, b] = np.clip(model.predict_proba_one(cal._score_dict(model, d))[True], bound, 1 - bound)
+        r[a, b] = np.clip(model.predict_proba_one(score_dict(model, d))[True], bound, 1 - bound)
         r[b, a] = 1 - r[a, b]
         n[a, b] = n[b, a] = model.window_weight
     expected = pairwise_couple(r, n, tol=1e-12)
     np.testing.assert_allclose(list(cal.predict_proba_one(x).values()), expected, atol=1e-10)
-    wlw = make(PairwiseCouplingCalibrator, method="wlw")
-    wlw._models, wlw._classes = cal._models, cal._classes
-    np.testing.assert_allclose(
-        list(wlw.predict_proba_one(x).values()), pairwise_couple(r, n, method="wlw"), atol=1e-12
-    )
+    np.testing.assert_allclose(list(wlw.predict_proba_one(x).values()), pairwise_couple(r, n, method="wlw"), atol=1e-12)
 
 
 def test_a_class_appearing_mid_stream_joins_with_fresh_pairs(rng):
@@ -173,7 +185,7 @@ def test_a_class_appearing_mid_stream_joins_with_fresh_pairs(rng):
     early = [({0: 0.7, 1: 0.3}, int(rng.random() < 0.4)) for _ in range(50)]
     for x, y in early:
         cal.learn_one(x, y)
-    assert cal._classes == [0, 1]
+    assert cal.classes_ == [0, 1]
     assert cal.predict_proba_one({0: 0.7, 1: 0.3}).keys() == {0, 1}
     # The model starts scoring class 2 before any label of it: it is in the output at once.
     out = cal.predict_proba_one({0: 0.5, 1: 0.2, 2: 0.3})
@@ -191,17 +203,17 @@ def test_a_class_appearing_mid_stream_joins_with_fresh_pairs(rng):
 def test_unseen_pairs_get_the_model_probability_with_a_tiny_weight():
     cal = make(PairwiseCouplingCalibrator)
     cal.learn_one({0: 0.6, 1: 0.4}, 0)
-    _, r, n = cal._pairwise({0: 0.5, 1: 0.2, 2: 0.3})
-    assert n[0, 0, 2] == UNSEEN_PAIR_WEIGHT
-    assert r[0, 0, 2] == pytest.approx(0.5 / 0.8)
-    assert n[0, 0, 1] == 1.0
+    _, r, n = cal.coupling_inputs({0: 0.5, 1: 0.2, 2: 0.3})
+    assert n[0, 2] == UNSEEN_PAIR_WEIGHT
+    assert r[0, 2] == pytest.approx(0.5 / 0.8)
+    assert n[0, 1] == 1.0
 
 
 def test_missing_or_zero_probability_classes_are_clipped_log_odds():
     cal = make_standin(PairwiseCouplingCalibrator)
     cal.learn_one({0: 1.0}, 1)  # class 1 has probability 0 (absent); class 0 certain
     model = cal.pairs_[(0, 1)]
-    assert model._tot[model._bin({"s": MAX_LOG_ODDS})] == 1
+    assert model.totals[model.bin_of({"s": MAX_LOG_ODDS})] == 1
     out = cal.predict_proba_one({})
     assert out.keys() == {0, 1}
     assert sum(out.values()) == pytest.approx(1.0)
@@ -258,7 +270,7 @@ def test_mixed_type_labels_have_a_stable_order(cls):
         a.learn_one(x, y)
     for x, y in [({"b": 0.5, 1: 0.5}, 1), ({(2,): 0.6, "b": 0.4}, (2,))]:
         b.learn_one(x, y)
-    assert a._classes == b._classes == [1, "b", (2,)]
+    assert a.classes_ == b.classes_ == [1, "b", (2,)]
     x = {(2,): 0.2, 1: 0.3, "b": 0.5}
     assert a.predict_proba_one(x) == b.predict_proba_one(x)
 
@@ -273,8 +285,8 @@ def test_clone_and_pickle_keep_predictions(cls, rng):
     again = pickle.loads(pickle.dumps(cal))
     assert again.predict_proba_one(x) == cal.predict_proba_one(x)
     fresh = cal.clone()
-    assert fresh._models == {}
-    assert fresh._classes == []
+    assert binary_calibrators(fresh) == {}
+    assert fresh.classes_ == []
     assert isinstance(fresh.calibrator, PAVCalibrator)
     assert fresh.calibrator is not cal.calibrator
     assert fresh.calibrator.window.n == 50
@@ -356,7 +368,7 @@ def test_bad_labels_and_parameters_are_rejected(cls):
         make(cls, scores="odds").learn_one({0: 0.5}, 0)
     with pytest.raises(ValueError, match="`classes` must not repeat a class"):
         make(cls, classes=(0, 0, 1)).learn_one({0: 0.5}, 0)
-    assert cal._models == {}
+    assert binary_calibrators(cal) == {}
 
 
 class RefusingStandIn(BinnedStandIn):
@@ -379,7 +391,7 @@ def test_a_rejected_learn_one_registers_no_class_and_no_pair(cls):
     with pytest.raises(ValueError, match="out of range"):
         cal.learn_one({0: 0.6, 1: 0.2, 2: 0.2}, 2)  # class 2 is new; the first pair (class) sees log-odds > 0
     assert pickle.dumps(cal) == before
-    assert cal._classes == [0, 1]
+    assert cal.classes_ == [0, 1]
 
 
 class NarrowEdges(Edges):
@@ -425,13 +437,14 @@ def test_time_window_calibrators_need_event_times(cls, window):
     cal = cls(calibrator=PAVCalibrator(window=window))
     with pytest.raises(ValueError, match="TimeWindow needs event times: pass `t=` to learn_one"):
         cal.learn_one({0: 0.5, 1: 0.5}, 0)
-    assert cal._models == {}
-    assert cal._classes == []
+    assert binary_calibrators(cal) == {}
+    assert cal.classes_ == []
     cal.learn_one({0: 0.5, 1: 0.5}, 0, t=5.0)
     with pytest.raises(ValueError, match=r"`t` must not go backwards; got 4.0 after the last learned time 5.0"):
         cal.learn_one({0: 0.5, 1: 0.5}, 1, t=4.0)
     cal.learn_one({0: 0.5, 1: 0.5}, 1, t=20.0)  # the first event has left every window
-    assert [m.window_weight for m in cal._models.values()] == [1.0] * len(cal._models)
+    models = binary_calibrators(cal)
+    assert [m.window_weight for m in models.values()] == [1.0] * len(models)
 
 
 def test_bad_coupling_parameters_are_rejected():
@@ -470,7 +483,7 @@ def test_predictions_are_distributions_over_known_and_scored_classes(seed, k, me
         y = int(rng.integers(k))
         for model in (cal, ovr):
             out = model.predict_proba_one(x)
-            assert set(out) == set(model._classes) | set(x)
+            assert set(out) == set(model.classes_) | set(x)
             if out:
                 assert all(0.0 <= v <= 1.0 for v in out.values())
                 assert sum(out.values()) == pytest.approx(1.0)
@@ -489,10 +502,10 @@ class ProbabilityStandIn(BinnedStandIn):
 def test_calibrators_taking_probabilities_get_the_sigmoid_of_the_log_odds(cls):
     cal = cls(calibrator=ProbabilityStandIn())
     cal.learn_one({0: 0.2, 1: 0.8}, 1)
-    model = next(iter(cal._models.values()))
+    model = next(iter(binary_calibrators(cal).values()))
     expected = 0.2 / (0.2 + 0.8) if cls is PairwiseCouplingCalibrator else 0.2
-    assert model._tot[model._bin({"s": expected})] == 1
-    assert model._tot.sum() == 1
+    assert model.totals[model.bin_of({"s": expected})] == 1
+    assert model.totals.sum() == 1
 
 
 # --- array face -----------------------------------------------------------------------------
@@ -519,15 +532,14 @@ def test_array_face_equals_loops_of_the_river_face(cls, standin, method, rng):
     fast.update(p[:200], labels[:200]).update(p[200:], labels[200:])
     for row, label in zip(p, labels, strict=True):
         slow.learn_one({c: float(v) for c, v in zip(classes, row, strict=True)}, label)
-    assert fast._models.keys() == slow._models.keys()
+    fast_models, slow_models = binary_calibrators(fast), binary_calibrators(slow)
+    assert fast_models.keys() == slow_models.keys()
     grid = np.linspace(-8.0, 8.0, 41)
-    for key, model in fast._models.items():
-        other = slow._models[key]
+    for key, model in fast_models.items():
+        other = slow_models[key]
         assert model.window_weight == other.window_weight
         for d in grid:
-            assert model.predict_proba_one(fast._score_dict(model, d)) == other.predict_proba_one(
-                slow._score_dict(other, d)
-            )
+            assert model.predict_proba_one(score_dict(model, d)) == other.predict_proba_one(score_dict(other, d))
     test, _ = score_matrix(rng, 50, 4)
     rows = [{c: float(v) for c, v in zip(classes, row, strict=True)} for row in test]
     expected = [list(slow.predict_proba_one(x).values()) for x in rows]
@@ -578,18 +590,18 @@ def test_binary_probabilities_are_kept_within_add_one_bounds(cls):
     assert min(out.values()) > 0.0
     assert sum(out.values()) == pytest.approx(1.0)
     if cls is PairwiseCouplingCalibrator:
-        _, r, n = cal._pairwise({0: 0.9, 1: 0.05, 2: 0.05})
-        assert n[0, 0, 1] == 8
-        assert r[0, 0, 1] == pytest.approx(1 - 1 / 10)
+        _, r, n = cal.coupling_inputs({0: 0.9, 1: 0.05, 2: 0.05})
+        assert n[0, 1] == 8
+        assert r[0, 1] == pytest.approx(1 - 1 / 10)
 
 
 def test_logit_scores_pair_on_the_logit_difference():
     cal = make_standin(PairwiseCouplingCalibrator, scores="logit")
     cal.learn_one({"a": 2.0, "b": -1.0, "c": 0.5}, "c")
     model = cal.pairs_[("a", "c")]
-    assert model._tot[model._bin({"s": 1.5})] == 1  # s_a - s_c, label y == "a" is False
-    assert model._pos.sum() == 0
-    assert cal.pairs_[("b", "c")]._tot[model._bin({"s": -1.5})] == 1
+    assert model.totals[model.bin_of({"s": 1.5})] == 1  # s_a - s_c, label y == "a" is False
+    assert model.positives.sum() == 0
+    assert cal.pairs_[("b", "c")].totals[model.bin_of({"s": -1.5})] == 1
 
 
 @pytest.mark.parametrize("cls", CALIBRATORS)

@@ -538,6 +538,43 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
     def _known(self) -> list:
         return list(self.classes) if self.classes is not None else self._classes
 
+    @property
+    def classes_(self) -> list:
+        """The classes, in the order of the predicted distributions: the fixed ``classes``, or
+        those learned so far (as labels or as keys of learned score dicts) in their canonical
+        order (numbers, then strings, then the rest).
+
+        Examples
+        --------
+        >>> from streamcal.multiclass import OneVsRestCalibrator
+        >>> cal = OneVsRestCalibrator()
+        >>> cal.learn_one({"b": 0.3, "a": 0.7}, "c")
+        >>> cal.classes_
+        ['a', 'b', 'c']
+        """
+        with self._lock:
+            fixed = self._checked_params().fixed
+            return list(fixed) if fixed is not None else list(self._classes)
+
+    @property
+    def last_time(self) -> float:
+        """The stream's clock: the latest event time learned while the binary calibrator has a
+        time window (a later event's time may not be earlier); ``-inf`` before any such event.
+
+        Examples
+        --------
+        >>> from streamcal import PAVCalibrator
+        >>> from streamcal.multiclass import OneVsRestCalibrator
+        >>> cal = OneVsRestCalibrator(calibrator=PAVCalibrator(window="1h"))
+        >>> cal.last_time
+        -inf
+        >>> cal.learn_one({0: 0.4, 1: 0.6}, 1, t=30.0)
+        >>> cal.last_time
+        30.0
+        """
+        with self._lock:
+            return self._last_time
+
     def _new_binary(self):
         if self.calibrator is None:
             from streamcal import PAVCalibrator
@@ -870,6 +907,10 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     ----------
     pairs_ : dict
         (class_i, class_j) -> the binary calibrator of that pair, for the pairs that have learned.
+    classes_ : list
+        The classes, in the order of the predicted distributions.
+    last_time : float
+        The stream's clock: the latest event time learned with a time window (``-inf`` before).
 
     Examples
     --------
@@ -987,17 +1028,52 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
                 n_upper.append(weight)
         return classes, r_upper, n_upper
 
-    def _pairwise(self, x):
-        """Validated classes, r and n ((1, K, K) each) for one score dict."""
-        classes, r_upper, n_upper = self._pair_inputs(x)
+    def coupling_inputs(self, x) -> tuple[list, np.ndarray, np.ndarray]:
+        """The classes, and the pairwise probabilities and weights, that ``predict_proba_one(x)``
+        couples: what each pair's calibrator says for this score dict, and how much it counts.
+
+        Parameters
+        ----------
+        x : dict
+            Per-class scores, as for :meth:`predict_proba_one` (checked the same way).
+
+        Returns
+        -------
+        classes : list
+            The classes of the prediction, in its order (K of them).
+        r : ndarray of shape (K, K)
+            ``r[i, j]``: the pair (i, j)'s calibrated P(class i | class i or j) at the event's
+            pairwise log-odds, within the add-one bounds of the pair's window, or the model's own
+            ``sigmoid(s_i - s_j)`` for a pair that has learned nothing; ``r[j, i] = 1 - r[i, j]``.
+        n : ndarray of shape (K, K)
+            ``n[i, j] = n[j, i]``: the pair's ``window_weight``, or ``UNSEEN_PAIR_WEIGHT`` for a
+            pair that has learned nothing. The diagonals of ``r`` and ``n`` are 0.
+
+        Examples
+        --------
+        >>> from streamcal import pairwise_couple
+        >>> from streamcal.multiclass import PairwiseCouplingCalibrator
+        >>> cal = PairwiseCouplingCalibrator()
+        >>> for _ in range(3):
+        ...     cal.learn_one({0: 0.6, 1: 0.4}, 0)
+        >>> x = {0: 0.5, 1: 0.2, 2: 0.3}
+        >>> classes, r, n = cal.coupling_inputs(x)
+        >>> print(classes, n[0, 1], n[0, 2])
+        [0, 1, 2] 3.0 1e-06
+        >>> p = pairwise_couple(r, n, method=cal.method, tol=cal.tol, max_iter=cal.max_iter)
+        >>> bool(abs(p - list(cal.predict_proba_one(x).values())).max() < 1e-7)
+        True
+        """
+        with self._lock:
+            classes, r_upper, n_upper = self._pair_inputs(x)
         k = len(classes)
         iu, ju = np.triu_indices(k, 1)
-        r = np.zeros((1, k, k))
-        n = np.zeros((1, k, k))
+        r = np.zeros((k, k))
+        n = np.zeros((k, k))
         r_up = np.array(r_upper)
-        r[0, iu, ju] = r_up
-        r[0, ju, iu] = 1.0 - r_up
-        n[0, iu, ju] = n[0, ju, iu] = n_upper
+        r[iu, ju] = r_up
+        r[ju, iu] = 1.0 - r_up
+        n[iu, ju] = n[ju, iu] = n_upper
         return classes, r, n
 
     def predict_proba_one(self, x) -> dict:
