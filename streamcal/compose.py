@@ -80,6 +80,9 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
     is NaN or infinite is an error (it would turn a linear model's weights into NaN for good), and
     the wrapped model and calibrator are then exactly as they were. A preprocessing step placed
     before the wrapper in a pipeline learns before the wrapper is called and is not protected.
+    ``predict_proba_one`` and ``predict_llr_one`` take NaN features as the wrapped model does (a
+    tree may handle them); when the model then answers a probability outside [0, 1] (NaN too),
+    the error names the non-finite features of ``x``. A rejected call leaves the wrapper as it was.
 
     ``predict_proba_one`` remembers the last event it scored; when ``learn_one`` follows with an
     equal ``x`` (as in :func:`river.evaluate.progressive_val_score`), the remembered score is
@@ -179,31 +182,50 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
 
     # ------------------------------------------------------------------ scoring
     def _model_proba(self, x: dict) -> dict:
-        """The wrapped model's ``predict_proba_one(x)``, reusing the last one for an equal ``x``."""
+        """The wrapped model's ``predict_proba_one(x)``, or the remembered one for an equal ``x``.
+
+        Remembers nothing: a caller remembers the score (:meth:`_remember`) only once its call is
+        accepted, so that a rejected call leaves the wrapper as it was."""
         last = self._last_x
         if last is not None and last == x:
             return self._last_proba
-        proba = self.classifier.predict_proba_one(x)
-        self._last_x = dict(x)
-        self._last_proba = proba
-        return proba
+        return self.classifier.predict_proba_one(x)
 
-    def _score_dict(self, proba: dict) -> dict:
+    def _remember(self, x: dict, proba: dict) -> None:
+        if proba is not self._last_proba:
+            self._last_x = dict(x)
+            self._last_proba = proba
+
+    def _score_dict(self, proba: dict, x: dict) -> dict:
         p = float(proba.get(self.pos_val, 0.0))
-        if not 0.0 <= p <= 1.0 and -_ROUNDING <= p <= 1.0 + _ROUNDING:
-            p = min(max(p, 0.0), 1.0)  # a normalisation rounded just past 0 or 1
-        if not 0.0 <= p <= 1.0:  # NaN too
-            msg = (
-                f"the wrapped classifier gave a probability of {p!r} to `pos_val` = {self.pos_val!r}; "
-                "a probability in [0, 1] is required."
-            )
-            raise ValueError(msg)
+        if not 0.0 <= p <= 1.0:
+            if -_ROUNDING <= p <= 1.0 + _ROUNDING:
+                p = min(max(p, 0.0), 1.0)  # a normalisation rounded just past 0 or 1
+            else:  # NaN too
+                msg = (
+                    f"the wrapped classifier gave a probability of {p!r} to `pos_val` = {self.pos_val!r}"
+                    f"{_non_finite_features(x)}; a probability in [0, 1] is required."
+                )
+                raise ValueError(msg)
         key = getattr(self.calibrator, "score_key", None)
         return {"score" if key is None else key: p}
 
+    def _multiclass_input(self, proba: dict, x: dict) -> dict:
+        for label, p in proba.items():
+            if isinstance(p, numbers.Real) and math.isnan(p):
+                msg = (
+                    f"the wrapped classifier gave a probability of {p!r} to class {label!r}"
+                    f"{_non_finite_features(x)}; a probability in [0, 1] is required."
+                )
+                raise ValueError(msg)
+        return proba
+
     def _calibrator_input(self, x: dict):
+        """The calibrator's input for ``x`` and the model's score it comes from."""
         proba = self._model_proba(x)
-        return self._score_dict(proba) if self._binary_calibrator else proba
+        if self._binary_calibrator:
+            return self._score_dict(proba, x), proba
+        return self._multiclass_input(proba, x), proba
 
     # ------------------------------------------------------------------ river face
     def learn_one(self, x: dict, y, **kwargs) -> None:
@@ -216,7 +238,7 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
             _check_features(x)
             if self._binary_calibrator:
                 label = _binary_label(y, self.pos_val)
-                cal_x = self._score_dict(self._model_proba(x))
+                cal_x, _ = self._calibrator_input(x)
                 if "w" in kwargs:
                     self.calibrator.learn_one(cal_x, label, w=kwargs["w"])
                 else:
@@ -224,7 +246,7 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
                 if not label and self._neg_label is False and not _is_bool_like(self.pos_val):
                     self._neg_label = y  # labels such as "spam" / "ham": the first negative names the class
             else:
-                cal_x = self._model_proba(x)
+                cal_x, _ = self._calibrator_input(x)
                 self.calibrator.learn_one(cal_x, y)
             self._last_x = None
             self._last_proba = None
@@ -234,11 +256,14 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
         """The calibrated distribution over the classes for ``x``."""
         with self._lock:
-            cal_x = self._calibrator_input(x)
+            cal_x, proba = self._calibrator_input(x)
             if not self._binary_calibrator:
-                return self.calibrator.predict_proba_one(cal_x)
-            p = float(self.calibrator.predict_proba_one(cal_x).get(True, 0.0))
-            return {self._neg_label: 1.0 - p, self.pos_val: p}
+                out = self.calibrator.predict_proba_one(cal_x)
+            else:
+                p = float(self.calibrator.predict_proba_one(cal_x).get(True, 0.0))
+                out = {self._neg_label: 1.0 - p, self.pos_val: p}
+            self._remember(x, proba)
+            return out
 
     def predict_one(self, x: dict, **kwargs):
         """The most probable class after calibration: in the binary case ``pos_val`` when its calibrated
@@ -261,7 +286,10 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
                     f"got {type(self.calibrator).__name__}."
                 )
                 raise NotImplementedError(msg)
-            return float(self.calibrator.predict_llr_one(self._calibrator_input(x)))
+            cal_x, proba = self._calibrator_input(x)
+            llr = float(self.calibrator.predict_llr_one(cal_x))
+            self._remember(x, proba)
+            return llr
 
 
 def _is_bool_like(y) -> bool:
@@ -276,6 +304,18 @@ def _check_features(x) -> None:
         if isinstance(v, (float, np.floating)) and not math.isfinite(v):
             msg = f"`x` must hold finite numbers; got {v!r} for feature {key!r}."
             raise ValueError(msg)
+
+
+def _non_finite_features(x) -> str:
+    """``" for `x` with feature 'a' = nan"`` naming the non-finite float features of ``x``
+    (the likely reason a model answers NaN), or ``""`` when it has none."""
+    if not isinstance(x, dict):
+        return ""
+    bad = [f"{key!r} = {v!r}" for key, v in x.items() if isinstance(v, (float, np.floating)) and not math.isfinite(v)]
+    if not bad:
+        return " (every float feature of `x` is finite)"
+    shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+    return f" for `x` with feature{'s' if len(bad) > 1 else ''} {shown}"
 
 
 def _binary_label(y, pos_val) -> bool:

@@ -45,3 +45,69 @@ def test_generated_parquet_carries_page_checksums_and_replay_refuses_damage(tmp_
     assert code == 2, err
     assert err.startswith("streamcal: error: "), err
     assert "CRC checksum verification failed" in err
+
+
+# ---------------------------------------------------------------- rejected calls on the wrapper
+
+
+def fitted_wrapper(calibrator=None, classifier=None):
+    from river import datasets, linear_model
+
+    from streamcal import CalibratedClassifier
+
+    model = CalibratedClassifier(classifier or linear_model.LogisticRegression(), calibrator)
+    for x, y in datasets.Phishing():
+        model.learn_one(x, y)
+    return model, x
+
+
+@pytest.mark.parametrize("remembered", [False, True])
+@pytest.mark.parametrize("method", ["predict_proba_one", "predict_llr_one", "predict_one"])
+def test_a_nan_answer_is_rejected_naming_the_feature_and_changes_nothing(method, remembered):
+    import math
+    import pickle
+
+    model, x = fitted_wrapper()
+    if remembered:
+        model.predict_proba_one(x)  # the wrapper remembers this score for a following learn_one
+    feature = next(iter(x))
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match=rf"probability of nan .* with feature '{feature}' = nan;"):
+        getattr(model, method)({**x, feature: math.nan})
+    assert pickle.dumps(model) == before
+    # two non-finite features are both named
+    with pytest.raises(ValueError, match=rf"with features '{feature}' = nan, 'extra' = inf;"):
+        getattr(model, method)({**x, feature: math.nan, "extra": math.inf})
+    assert pickle.dumps(model) == before
+
+
+def test_a_nan_answer_from_finite_features_says_so():
+    import pickle
+
+    from river import linear_model
+
+    model, _ = fitted_wrapper()
+    # weights of 1e308 overflow the dot product to inf - inf = nan
+    model.classifier._weights = type(model.classifier._weights)({"a": 1e308, "b": -1e308})
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match=r"every float feature of `x` is finite"):
+        model.predict_proba_one({"a": 1e308, "b": 1e308})
+    assert pickle.dumps(model) == before
+    assert isinstance(model.classifier, linear_model.LogisticRegression)
+
+
+def test_a_rejected_learn_one_keeps_the_remembered_score():
+    import pickle
+
+    model, x = fitted_wrapper()
+    model.predict_proba_one(x)
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match="`w`"):
+        model.learn_one(x, True, w=-1.0)
+    assert pickle.dumps(model) == before
+    model, x = fitted_wrapper()
+    other = {**x, next(iter(x)): 0.123}
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match="`w`"):
+        model.learn_one(other, True, w=-1.0)  # scored, not remembered
+    assert pickle.dumps(model) == before
