@@ -111,3 +111,87 @@ def test_a_rejected_learn_one_keeps_the_remembered_score():
     with pytest.raises(ValueError, match="`w`"):
         model.learn_one(other, True, w=-1.0)  # scored, not remembered
     assert pickle.dumps(model) == before
+
+
+# ---------------------------------------------------------------- bucket grids at the float64 limits
+
+
+def test_a_uniform_grid_too_wide_names_both_arguments_and_the_largest_range():
+    from streamcal import PAVCalibrator
+    from streamcal.buckets import MAX_RANGE, UniformGrid
+
+    assert MAX_RANGE == 1.7976931348623157e308
+    for low, high in [(-1e308, 1e308), (-MAX_RANGE, 1e300), (-MAX_RANGE, MAX_RANGE)]:
+        with pytest.raises(ValueError, match=r"too wide to divide into buckets") as info:
+            PAVCalibrator(buckets=UniformGrid(16, low, high))
+        text = str(info.value)
+        assert "`low`" in text
+        assert "`high`" in text
+        assert f"[{low!r}, {high!r}]" in text
+        assert "must be at most 1.7976931348623157e+308" in text
+        assert "nan" not in text
+        assert "inf" not in text
+    # the widest range accepted gives finite, increasing edges and finite centres
+    for low, high in [(0.0, MAX_RANGE), (-MAX_RANGE, 0.0), (-1e308, 7.9e307)]:
+        grid = UniformGrid(16, low, high)
+        edges, centres = grid.bucket_edges(), grid.bucket_centres()
+        assert edges[0] == low
+        assert edges[-1] == high
+        assert (edges[1:] > edges[:-1]).all()
+        assert ((centres > edges[:-1]) & (centres < edges[1:])).all()
+        PAVCalibrator(buckets=grid).learn_one({"score": high}, True)
+
+
+@pytest.mark.parametrize(
+    ("grid", "where"),
+    [
+        ("UniformGrid(16, 1.0, 1.0 + 1e-15)", "[1.0, 1.000000000000001]"),
+        ("UniformGrid(2**24, 0.0, 1e-320)", "[0.0, 1e-320]"),
+        ("LogitGrid(1024, 0.5, 1 - 1e-15)", "[0.5, 0.999999999999999]"),
+        ("LogitGrid(16, 0.5, 0.5 + 1e-15)", "[0.5, 0.500000000000001]"),
+    ],
+)
+def test_a_grid_too_narrow_for_its_buckets_says_so(grid, where):
+    from streamcal import PAVCalibrator
+    from streamcal.buckets import LogitGrid, UniformGrid
+
+    strategy = eval(grid, {"UniformGrid": UniformGrid, "LogitGrid": LogitGrid})
+    with pytest.raises(ValueError, match=r"too narrow to divide into `n_buckets` = \d+ buckets") as info:
+        PAVCalibrator(buckets=strategy)
+    assert f"[`low`, `high`] = {where}" in str(info.value)
+    assert "fewer buckets or a wider range" in str(info.value)
+
+
+def test_extreme_logit_and_quantile_grids_stay_finite_and_increasing():
+    import warnings
+
+    import numpy as np
+
+    from streamcal import PAVCalibrator
+    from streamcal.buckets import Edges, LogitGrid, QuantileEdges
+
+    big = 1.7976931348623157e308
+    cases = [
+        (LogitGrid(16, 5e-324, 0.5), None),
+        (LogitGrid(4, 1e-300, 1 - 1e-16), None),
+        (Edges((-big, big)), None),
+        (QuantileEdges(4, 2), np.array([-big, big])),
+        (QuantileEdges(4, 3), np.array([-1.7e308, 1.7e308, 1.7e308])),
+        (QuantileEdges(4, 2), np.array([big, big])),
+        (QuantileEdges(4, 2), np.array([-big, -big])),
+        (QuantileEdges(4, 2), np.array([1e17, 1e17])),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow on the way either
+        for strategy, sample in cases:
+            edges, centres = strategy.bucket_edges(sample), strategy.bucket_centres(sample)
+            assert np.isfinite(edges).all(), strategy
+            assert np.isfinite(centres).all(), strategy
+            assert (edges[1:] > edges[:-1]).all(), (strategy, edges)
+            assert ((centres >= edges[:-1]) & (centres <= edges[1:])).all(), (strategy, edges, centres)
+        # a calibrator warms up on such a sample and predicts
+        cal = PAVCalibrator(buckets=QuantileEdges(4, 2))
+        cal.learn_one({"score": -big}, False)
+        cal.learn_one({"score": big}, True)
+        p = cal.predict_proba_one({"score": big})[True]
+        assert 0.0 < p < 1.0
