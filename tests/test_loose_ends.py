@@ -5,6 +5,11 @@ is named at import."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -195,3 +200,100 @@ def test_extreme_logit_and_quantile_grids_stay_finite_and_increasing():
         cal.learn_one({"score": big}, True)
         p = cal.predict_proba_one({"score": big})[True]
         assert 0.0 < p < 1.0
+
+
+# ---------------------------------------------------------------- install hints
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(
+    ("source", "inside", "expected"),
+    [
+        ({"url": "file:///srv/clone", "dir_info": {"editable": True}}, True, "pip install -e '.[plot]'"),
+        ({"url": "file:///srv/clone", "dir_info": {}}, True, "pip install '.[plot]'"),
+        ({"url": "file:///srv/clone", "dir_info": {}}, False, "pip install '/srv/clone[plot]'"),
+        (
+            {"url": "https://example.org/s.git", "vcs_info": {"vcs": "git", "commit_id": "abc123"}},
+            False,
+            "pip install 'streamcal-engine[plot] @ git+https://example.org/s.git@abc123'",
+        ),
+        (
+            {"url": "file:///w/streamcal_engine-0.2-py3-none-any.whl", "archive_info": {}},
+            False,
+            "pip install 'streamcal-engine[plot] @ file:///w/streamcal_engine-0.2-py3-none-any.whl'",
+        ),
+        ({}, False, "pip install 'streamcal-engine[plot]'"),  # from an index
+    ],
+)
+def test_the_install_hint_follows_how_streamcal_was_installed(monkeypatch, tmp_path, source, inside, expected):
+    from streamcal import _install
+
+    if "dir_info" in source:
+        clone = tmp_path / "srv" / "clone"
+        clone.mkdir(parents=True)
+        source = {**source, "url": clone.as_uri()}
+        expected = expected.replace("/srv/clone", str(clone))
+        monkeypatch.chdir(clone if inside else tmp_path)
+    monkeypatch.setattr(_install, "_source", lambda: source)
+    assert _install.install_hint("plot") == expected
+    assert _install.install_command(reinstall=True).startswith("pip install --force-reinstall --no-deps ")
+
+
+def test_run_from_a_source_tree_the_hint_names_the_tree(monkeypatch):
+    from streamcal import _install
+
+    monkeypatch.setattr(_install, "_source", lambda: None)
+    monkeypatch.chdir(ROOT)
+    assert _install.install_hint("dask") == "pip install '.[dask]'"
+
+
+def run_python(code: str, *paths: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """``code`` in a new interpreter whose ``sys.path`` starts with this checkout, then ``paths``."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *map(str, paths)])
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_hint_reads_the_installed_metadata(tmp_path):
+    clone = tmp_path / "my clone"
+    clone.mkdir()
+    site = tmp_path / "site"
+    meta = site / "streamcal_engine-0.2.0.dist-info"
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: streamcal-engine\nVersion: 0.2.0\n")
+    (meta / "direct_url.json").write_text(json.dumps({"url": clone.as_uri(), "dir_info": {}}))
+    code = "from streamcal._install import install_hint; print(install_hint('plot'))"
+    out = run_python(code, site, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"pip install '{clone}[plot]'"
+    out = run_python(code, site, cwd=clone)
+    assert out.stdout.strip() == "pip install '.[plot]'"
+
+
+def test_every_missing_extra_message_uses_the_one_hint(monkeypatch, capsys):
+    import streamcal.demo
+    import streamcal.replay
+    from streamcal import _install, cli, dask, plot
+    from streamcal.replay import _replay
+
+    monkeypatch.setattr(_install, "install_command", lambda extra=None, **_: f"HINT[{extra}]")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    monkeypatch.setitem(sys.modules, "dask", None)
+    with pytest.raises(ImportError, match=r"HINT\[plot\]"):
+        plot._matplotlib()
+    with pytest.raises(ImportError, match=r"HINT\[plot\]"):
+        _replay._check_matplotlib()
+    with pytest.raises(ImportError, match=r"HINT\[dask\]"):
+        dask._require_dask()
+    calls = []
+    monkeypatch.setattr(streamcal.replay, "replay_demo", lambda *a, **k: calls.append(k["plot"]))
+    monkeypatch.setattr(streamcal.demo, "run_streaming_demo", lambda **k: None)
+    assert cli.main(["demo", "--dir", "out"]) == 0
+    assert calls == [False]
+    assert "`HINT[plot]` adds it" in capsys.readouterr().out
+    # and no other hint is written out anywhere in the package
+    spelled = re.compile(r"pip install\s+['\"`]?streamcal-engine\[")
+    for path in (ROOT / "streamcal").rglob("*.py"):
+        if path.name != "_install.py":
+            assert not spelled.search(path.read_text(encoding="utf-8")), path
