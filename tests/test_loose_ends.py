@@ -297,3 +297,62 @@ def test_every_missing_extra_message_uses_the_one_hint(monkeypatch, capsys):
     for path in (ROOT / "streamcal").rglob("*.py"):
         if path.name != "_install.py":
             assert not spelled.search(path.read_text(encoding="utf-8")), path
+
+
+# ---------------------------------------------------------------- the other `streamcal` distribution
+
+
+def fake_distribution(site: Path, folder: str, files: dict) -> Path:
+    meta = site / folder
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: streamcal\nVersion: 1.0\n")
+    for name, text in files.items():
+        (meta / name).write_text(text)
+    return meta
+
+
+IMPORT = "import warnings; warnings.simplefilter('always'); import streamcal; print(streamcal.__file__)"
+
+
+@pytest.mark.parametrize(
+    ("folder", "files"),
+    [
+        ("streamcal-1.0.dist-info", {"RECORD": "streamcal/__init__.py,,\nstreamcal-1.0.dist-info/METADATA,,\n"}),
+        ("Streamcal-1.0.dist-info", {"top_level.txt": "streamcal\n"}),
+        ("streamcal-1.0-py3.11.egg-info", {"installed-files.txt": "../streamcal/__init__.py\n"}),
+    ],
+)
+def test_the_other_streamcal_distribution_is_named_at_import(tmp_path, folder, files):
+    meta = fake_distribution(tmp_path / "site", folder, files)
+    out = run_python(IMPORT, tmp_path / "site", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(ROOT / "streamcal" / "__init__.py")
+    assert "NameClashWarning" in out.stderr
+    for part in ("streamcal-engine", "unrelated distribution `streamcal`", str(meta), "pip uninstall streamcal"):
+        assert part in out.stderr, (part, out.stderr)
+    assert "pip install --force-reinstall --no-deps" in out.stderr
+    # a warnings filter that makes it an error stops the import, as asked
+    strict = IMPORT.replace("'always'", "'error'")
+    assert run_python(strict, tmp_path / "site", cwd=tmp_path).returncode == 1
+
+
+def test_no_warning_without_the_other_distribution(tmp_path):
+    site = tmp_path / "site"
+    # named streamcal but installing another package, and streamcal-engine's own metadata
+    fake_distribution(site, "streamcal-1.0.dist-info", {"RECORD": "other/__init__.py,,\n"})
+    fake_distribution(site, "streamcal_engine-0.2.0.dist-info", {"RECORD": "streamcal/__init__.py,,\n"})
+    fake_distribution(site, "streamcalx-1.0.dist-info", {"RECORD": "streamcal/__init__.py,,\n"})
+    out = run_python(IMPORT, site, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""
+
+
+def test_name_clashes_lists_each_clash_with_its_version(tmp_path):
+    from streamcal._name_clash import name_clash_message, name_clashes
+
+    a = fake_distribution(tmp_path / "a", "streamcal-1.0.dist-info", {"RECORD": "streamcal/x.py,,\n"})
+    b = fake_distribution(tmp_path / "b", "streamcal-2.3.1.dist-info", {"top_level.txt": "streamcal\n"})
+    found = name_clashes([str(tmp_path / "a"), "", str(tmp_path / "missing"), str(tmp_path / "b")])
+    assert found == [("1.0", str(a)), ("2.3.1", str(b))]
+    text = name_clash_message(found)
+    assert f"streamcal 1.0 at {a}; streamcal 2.3.1 at {b}" in text
