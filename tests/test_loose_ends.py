@@ -356,3 +356,65 @@ def test_name_clashes_lists_each_clash_with_its_version(tmp_path):
     assert found == [("1.0", str(a)), ("2.3.1", str(b))]
     text = name_clash_message(found)
     assert f"streamcal 1.0 at {a}; streamcal 2.3.1 at {b}" in text
+
+
+# ---------------------------------------------------------------- the wrapper's per-event fast paths
+
+
+@pytest.mark.parametrize(
+    ("x", "feature"),
+    [
+        ({"a": 1.0, "b": float("nan")}, "b"),
+        ({"a": float("inf"), "b": float("-inf")}, "a"),  # the sum is NaN
+        ({"a": "text", "b": float("nan")}, "b"),  # the sum fails: the full check judges
+        ({"a": 10**400, "b": float("inf")}, "b"),  # the sum overflows (OverflowError)
+        ({"a": 1, "b": float("nan")}, "b"),
+    ],
+)
+def test_learn_one_rejects_every_non_finite_float_feature(x, feature):
+    import pickle
+
+    import numpy as np
+
+    model, _ = fitted_wrapper()
+    before = pickle.dumps(model)
+    for features in (x, {k: np.float32(v) if isinstance(v, float) else v for k, v in x.items()}):
+        with pytest.raises(ValueError, match=rf"`x` must hold finite numbers; got .* for feature '{feature}'"):
+            model.learn_one(features, True)
+        assert pickle.dumps(model) == before
+
+
+def test_learn_one_accepts_finite_features_whose_sum_overflows():
+    import warnings
+
+    import numpy as np
+    from river import linear_model
+
+    from streamcal import CalibratedClassifier
+
+    model = CalibratedClassifier(linear_model.LogisticRegression())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and NumPy scalars raise no overflow warning on the way
+        model.learn_one({"a": 1.5e308, "b": 1.5e308, "c": 1, "d": True}, True)  # the sum is inf, no feature is
+        model.learn_one({"a": np.float32(3e38), "b": np.float32(3e38)}, False)
+    assert model.n_learned == 2
+
+
+@pytest.mark.parametrize(
+    ("y", "pos_val", "label"),
+    [(True, True, True), (False, True, False), (1, True, True), (0, True, False), (False, False, True)],
+)
+def test_label_fast_path_agrees_with_the_full_check(y, pos_val, label):
+    import numpy as np
+    from river import linear_model
+
+    from streamcal import CalibratedClassifier, PAVCalibrator
+
+    for y_given in (y, np.bool_(y)) if isinstance(y, bool) else (y,):
+        cal = PAVCalibrator()
+        model = CalibratedClassifier(linear_model.LogisticRegression(), cal, pos_val=pos_val)
+        model.learn_one({"a": 0.5}, y_given)
+        # the calibrator learned the label `label`: its prior moved that way
+        assert (cal.predict_proba_one({"score": 0.5})[True] > 0.5) == label
+    with pytest.raises(ValueError, match="is neither a bool"):
+        CalibratedClassifier(linear_model.LogisticRegression()).learn_one({"a": 0.5}, "spam")
