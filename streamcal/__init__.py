@@ -13,6 +13,12 @@ import importlib
 
 __version__ = "0.2.0.dev0"
 
+# another project's distribution, also named `streamcal`, installs a package of this name: say so
+from streamcal._name_clash import warn_of_name_clash
+
+warn_of_name_clash()
+del warn_of_name_clash
+
 # public name -> module that defines it
 _EXPORTS = {
     "PAVCalibrator": "streamcal.isotonic.streaming",

@@ -34,8 +34,10 @@ floats are refused. The calibrator stores the value as given; the strategy is de
 from __future__ import annotations
 
 import bisect
+import math
 import numbers
 import re
+from decimal import Decimal
 
 import numpy as np
 from river import base
@@ -98,15 +100,44 @@ def _check_edges(edges: np.ndarray, name: str) -> np.ndarray:
     if edges.size < 2:
         msg = f"`{name}` must hold at least 2 edges (one bucket); got {edges.size}."
         raise ValueError(msg)
-    steps = np.diff(edges)
-    if not (steps > 0).all():
-        i = int(np.flatnonzero(~(steps > 0))[0]) + 1
+    rises = edges[1:] > edges[:-1]  # compared, not subtracted: a step may exceed the largest float64
+    if not rises.all():
+        i = int(np.flatnonzero(~rises)[0]) + 1
         msg = (
             f"`{name}` must be strictly increasing; got {float(edges[i])!r} at position {i} after "
             f"{float(edges[i - 1])!r}."
         )
         raise ValueError(msg)
     return edges
+
+
+#: The widest range ``high - low`` a uniform grid divides: the largest float64 (about 1.8e308).
+#: Past it the width itself overflows to inf, and no edge between ``low`` and ``high`` is computable.
+MAX_RANGE = float(np.finfo(np.float64).max)
+
+
+def _midpoints(e: np.ndarray) -> np.ndarray:
+    """The midpoint of each pair of neighbouring values, ``0.5 * (a + b)``; where ``a + b``
+    overflows (two edges near the largest float64), the sum of the halves ``0.5 * a + 0.5 * b``."""
+    with np.errstate(over="ignore"):
+        m = 0.5 * (e[:-1] + e[1:])
+    wide = np.isinf(m)
+    m[wide] = 0.5 * e[:-1][wide] + 0.5 * e[1:][wide]
+    return m
+
+
+def _grid_edges(edges: np.ndarray, grid, lo_name: str, hi_name: str) -> np.ndarray:
+    """``edges`` of ``grid`` checked; repeated edges are an error naming the grid's arguments."""
+    rises = edges[1:] > edges[:-1]
+    if rises.all():
+        return edges
+    i = int(np.flatnonzero(~rises)[0]) + 1
+    msg = (
+        f"{type(grid).__name__}: the range [`{lo_name}`, `{hi_name}`] = [{grid.low!r}, {grid.high!r}] is too "
+        f"narrow to divide into `n_buckets` = {grid.n_buckets!r} buckets: float64 cannot tell edges "
+        f"{i - 1} and {i} apart (both {float(edges[i])!r}); use fewer buckets or a wider range."
+    )
+    raise ValueError(msg)
 
 
 class Buckets(base.Base):
@@ -140,8 +171,7 @@ class Buckets(base.Base):
 
     def bucket_centres(self, sample=None) -> np.ndarray:
         """The representative score of each bucket: by default the midpoint of its edges."""
-        e = self.bucket_edges(sample)
-        return 0.5 * (e[:-1] + e[1:])
+        return _midpoints(self.bucket_edges(sample))
 
     def index(self, scores, sample=None) -> np.ndarray:
         """Bucket index of each score."""
@@ -207,13 +237,23 @@ class LogitGrid(Buckets):
 
     def bucket_edges(self, sample=None) -> np.ndarray:
         z = self._logit_edges()
-        e = 1.0 / (1.0 + np.exp(-z))
+        e = _sigmoid(z)
         e[0], e[-1] = self.low, self.high
-        return _check_edges(e, "edges")
+        return _grid_edges(e, self, "low", "high")
 
     def bucket_centres(self, sample=None) -> np.ndarray:
         z = self._logit_edges()
-        return 1.0 / (1.0 + np.exp(-0.5 * (z[:-1] + z[1:])))
+        return _sigmoid(0.5 * (z[:-1] + z[1:]))
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    """``1 / (1 + exp(-z))``; below log-odds of -700, where ``exp(-z)`` nears float64's overflow
+    (a ``low`` under about 1e-304), ``exp(z)``, the same value to float64's precision there."""
+    with np.errstate(over="ignore"):
+        p = 1.0 / (1.0 + np.exp(-z))
+    far = z < -700.0
+    p[far] = np.exp(z[far])
+    return p
 
 
 class UniformGrid(Buckets):
@@ -255,7 +295,15 @@ class UniformGrid(Buckets):
         if not self.low < self.high:
             msg = f"`low` must be below `high`; got low={self.low!r}, high={self.high!r}."
             raise ValueError(msg)
-        return _check_edges(np.linspace(self.low, self.high, self.n_buckets + 1), "edges")
+        low, high = float(self.low), float(self.high)
+        if not high - low <= MAX_RANGE:  # Python floats: the overflow gives inf, without a warning
+            msg = (
+                f"UniformGrid: the range [`low`, `high`] = [{self.low!r}, {self.high!r}] is too wide to divide "
+                f"into buckets: `high` - `low` must be at most {MAX_RANGE!r} (the largest float64); "
+                f"here it is {Decimal(high) - Decimal(low):.4g}."
+            )
+            raise ValueError(msg)
+        return _grid_edges(np.linspace(low, high, self.n_buckets + 1), self, "low", "high")
 
 
 class QuantileEdges(Buckets):
@@ -309,10 +357,25 @@ class QuantileEdges(Buckets):
             msg = "QuantileEdges learns its edges from a warm-up sample; pass `sample`."
             raise ValueError(msg)
         s = as_finite(sample, "sample")
-        q = np.unique(np.quantile(s, np.linspace(0.0, 1.0, self.n_buckets + 1)))
+        levels = np.linspace(0.0, 1.0, self.n_buckets + 1)
+        if float(s.max()) - float(s.min()) <= MAX_RANGE:
+            q = np.unique(np.quantile(s, levels))
+        else:
+            # the interpolation's width overflows: interpolate halves (exact) and double them back
+            q = np.unique(2.0 * np.quantile(0.5 * s, levels))
         if q.size < 2:  # a constant sample: one bucket around it
-            q = np.array([q[0] - 0.5, q[0] + 0.5])
+            q = _around(float(q[0]))
         return q
+
+
+def _around(v: float) -> np.ndarray:
+    """Two edges around ``v``: ``v -/+ 0.5``, or the neighbouring floats where 0.5 is below
+    float64's resolution at ``v`` (its magnitude is 2**53 or more), never past the largest float64."""
+    lo, hi = v - 0.5, v + 0.5
+    if not lo < v < hi:
+        lo, hi = math.nextafter(v, -math.inf), math.nextafter(v, math.inf)
+        lo, hi = (v if math.isinf(lo) else lo), (v if math.isinf(hi) else hi)
+    return np.array([lo, hi])
 
 
 class Edges(Buckets):
@@ -362,7 +425,7 @@ class Edges(Buckets):
     def bucket_centres(self, sample=None) -> np.ndarray:
         e = self.bucket_edges()
         if self.centres is None:
-            return 0.5 * (e[:-1] + e[1:])
+            return _midpoints(e)
         c = as_finite(self.centres, "centres")
         if c.size != e.size - 1:
             msg = f"`centres` must hold one value per bucket ({e.size - 1}); got {c.size}."

@@ -33,7 +33,9 @@ def _run_demo(args: argparse.Namespace) -> int:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            print("(matplotlib is not installed: no plot; `pip install 'streamcal-engine[plot]'` adds it)")
+            from streamcal._install import install_hint
+
+            print(f"(matplotlib is not installed: no plot; `{install_hint('plot')}` adds it)")
             plot = False
     try:
         replay_demo(args.dir, n=args.n, seed=args.seed, window=max(args.n // 4, 1_000), plot=plot)

@@ -22,6 +22,9 @@ __all__ = ["CalibratedClassifier"]
 #: Model probabilities this far outside [0, 1] (rounding in a normalisation) are clipped; further is an error.
 _ROUNDING = 1e-9
 
+_fsum = math.fsum
+_NAN = math.nan
+
 
 class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifier):
     """A river classifier whose probabilities are calibrated online by a streamcal calibrator.
@@ -80,6 +83,9 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
     is NaN or infinite is an error (it would turn a linear model's weights into NaN for good), and
     the wrapped model and calibrator are then exactly as they were. A preprocessing step placed
     before the wrapper in a pipeline learns before the wrapper is called and is not protected.
+    ``predict_proba_one`` and ``predict_llr_one`` take NaN features as the wrapped model does (a
+    tree may handle them); when the model then answers a probability outside [0, 1] (NaN too),
+    the error names the non-finite features of ``x``. A rejected call leaves the wrapper as it was.
 
     ``predict_proba_one`` remembers the last event it scored; when ``learn_one`` follows with an
     equal ``x`` (as in :func:`river.evaluate.progressive_val_score`), the remembered score is
@@ -179,66 +185,128 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
 
     # ------------------------------------------------------------------ scoring
     def _model_proba(self, x: dict) -> dict:
-        """The wrapped model's ``predict_proba_one(x)``, reusing the last one for an equal ``x``."""
+        """The wrapped model's ``predict_proba_one(x)``, or the remembered one for an equal ``x``.
+
+        Remembers nothing: a caller remembers the score (:meth:`_remember`) only once its call is
+        accepted, so that a rejected call leaves the wrapper as it was."""
         last = self._last_x
         if last is not None and last == x:
             return self._last_proba
-        proba = self.classifier.predict_proba_one(x)
-        self._last_x = dict(x)
-        self._last_proba = proba
+        return self.classifier.predict_proba_one(x)
+
+    def _remember(self, x: dict, proba: dict) -> None:
+        if proba is not self._last_proba:
+            # a copy, which a caller's later change to x cannot reach (x.copy() is the cheaper copy of a dict)
+            self._last_x = x.copy() if x.__class__ is dict else dict(x)
+            self._last_proba = proba
+
+    def _multiclass_input(self, proba: dict, x: dict) -> dict:
+        for label, p in proba.items():
+            if isinstance(p, numbers.Real) and math.isnan(p):
+                msg = (
+                    f"the wrapped classifier gave a probability of {p!r} to class {label!r}"
+                    f"{_non_finite_features(x)}; a probability in [0, 1] is required."
+                )
+                raise ValueError(msg)
         return proba
 
-    def _score_dict(self, proba: dict) -> dict:
-        p = float(proba.get(self.pos_val, 0.0))
-        if not 0.0 <= p <= 1.0 and -_ROUNDING <= p <= 1.0 + _ROUNDING:
-            p = min(max(p, 0.0), 1.0)  # a normalisation rounded just past 0 or 1
-        if not 0.0 <= p <= 1.0:  # NaN too
-            msg = (
-                f"the wrapped classifier gave a probability of {p!r} to `pos_val` = {self.pos_val!r}; "
-                "a probability in [0, 1] is required."
-            )
-            raise ValueError(msg)
-        key = getattr(self.calibrator, "score_key", None)
-        return {"score" if key is None else key: p}
-
     def _calibrator_input(self, x: dict):
+        """The calibrator's input for ``x`` and the model's score it comes from."""
         proba = self._model_proba(x)
-        return self._score_dict(proba) if self._binary_calibrator else proba
+        if self._binary_calibrator:
+            return _score_input(self.calibrator, proba, self.pos_val, x), proba
+        return self._multiclass_input(proba, x), proba
 
     # ------------------------------------------------------------------ river face
+    # learn_one and predict_proba_one are the per-event path. They take the lock explicitly (half
+    # the cost of a `with` statement), read each attribute once, and inline the common case of
+    # the checks (a finite float sum of the features; bool labels; a float probability in [0, 1];
+    # the score key), calling the full check only where the common case does not hold.
     def learn_one(self, x: dict, y, **kwargs) -> None:
         """Score ``x`` with the model, let the calibrator learn that score and ``y``, then the model learn.
 
         Extra keyword arguments go to the wrapped classifier. A sample weight ``w`` goes to the
         classifier and to a binary calibrator (multiclass calibrators take no weights).
         """
-        with self._lock:
-            _check_features(x)
-            if self._binary_calibrator:
-                label = _binary_label(y, self.pos_val)
-                cal_x = self._score_dict(self._model_proba(x))
-                if "w" in kwargs:
-                    self.calibrator.learn_one(cal_x, label, w=kwargs["w"])
-                else:
-                    self.calibrator.learn_one(cal_x, label)
-                if not label and self._neg_label is False and not _is_bool_like(self.pos_val):
-                    self._neg_label = y  # labels such as "spam" / "ham": the first negative names the class
+        lock = self._lock
+        lock.acquire()
+        try:
+            # the features first, before anything learns: math.fsum of the values (each read as a
+            # C double, NumPy scalars too, with no NumPy warning) is finite only when none of them
+            # is NaN or infinite; strings, an overflowing sum and the like go to the full check
+            try:
+                total = _fsum(x.values())
+            except Exception:  # values fsum cannot add, or inf - inf: the full check judges
+                total = _NAN
+            if total - total != 0.0:
+                _check_features(x)
+            calibrator = self.calibrator
+            last = self._last_x
+            if getattr(calibrator, "_multiclass", False):
+                proba = self._last_proba if last is not None and last == x else self.classifier.predict_proba_one(x)
+                calibrator.learn_one(self._multiclass_input(proba, x), y)
             else:
-                cal_x = self._model_proba(x)
-                self.calibrator.learn_one(cal_x, y)
+                pos_val = self.pos_val
+                if y.__class__ is bool and pos_val.__class__ is bool:
+                    label = y is pos_val
+                else:
+                    label = _binary_label(y, pos_val)
+                proba = self._last_proba if last is not None and last == x else self.classifier.predict_proba_one(x)
+                p = proba.get(pos_val, 0.0)
+                if p.__class__ is not float or not 0.0 <= p <= 1.0:
+                    p = _probability_of(p, pos_val, x)
+                key = getattr(calibrator, "score_key", None)
+                if key is None:
+                    key = "score"
+                if "w" in kwargs:
+                    calibrator.learn_one({key: p}, label, w=kwargs["w"])
+                else:
+                    calibrator.learn_one({key: p}, label)
+                if (
+                    not label
+                    and self._neg_label is False
+                    and pos_val.__class__ is not bool
+                    and not _is_bool_like(pos_val)
+                ):
+                    self._neg_label = y  # labels such as "spam" / "ham": the first negative names the class
             self._last_x = None
             self._last_proba = None
-            self.classifier.learn_one(x, y, **kwargs)
+            if kwargs:
+                self.classifier.learn_one(x, y, **kwargs)
+            else:
+                self.classifier.learn_one(x, y)
             self.n_learned += 1
+        finally:
+            lock.release()
 
     def predict_proba_one(self, x: dict, **kwargs) -> dict:
         """The calibrated distribution over the classes for ``x``."""
-        with self._lock:
-            cal_x = self._calibrator_input(x)
-            if not self._binary_calibrator:
-                return self.calibrator.predict_proba_one(cal_x)
-            p = float(self.calibrator.predict_proba_one(cal_x).get(True, 0.0))
-            return {self._neg_label: 1.0 - p, self.pos_val: p}
+        lock = self._lock
+        lock.acquire()
+        try:
+            calibrator = self.calibrator
+            last = self._last_x
+            proba = self._last_proba if last is not None and last == x else self.classifier.predict_proba_one(x)
+            if getattr(calibrator, "_multiclass", False):
+                out = calibrator.predict_proba_one(self._multiclass_input(proba, x))
+            else:
+                pos_val = self.pos_val
+                p = proba.get(pos_val, 0.0)
+                if p.__class__ is not float or not 0.0 <= p <= 1.0:
+                    p = _probability_of(p, pos_val, x)
+                key = getattr(calibrator, "score_key", None)
+                if key is None:
+                    key = "score"
+                q = calibrator.predict_proba_one({key: p}).get(True, 0.0)
+                if q.__class__ is not float:
+                    q = float(q)
+                out = {self._neg_label: 1.0 - q, pos_val: q}
+            if proba is not self._last_proba:  # remembered once the call is accepted (_remember, inline)
+                self._last_x = x.copy() if x.__class__ is dict else dict(x)
+                self._last_proba = proba
+            return out
+        finally:
+            lock.release()
 
     def predict_one(self, x: dict, **kwargs):
         """The most probable class after calibration: in the binary case ``pos_val`` when its calibrated
@@ -261,11 +329,43 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
                     f"got {type(self.calibrator).__name__}."
                 )
                 raise NotImplementedError(msg)
-            return float(self.calibrator.predict_llr_one(self._calibrator_input(x)))
+            cal_x, proba = self._calibrator_input(x)
+            llr = float(self.calibrator.predict_llr_one(cal_x))
+            self._remember(x, proba)
+            return llr
 
 
 def _is_bool_like(y) -> bool:
     return isinstance(y, (bool, np.bool_)) or (isinstance(y, numbers.Real) and y in (0, 1))
+
+
+def _probability_of(p, pos_val, x) -> float:
+    """The model's probability ``p`` of ``pos_val`` as a float in [0, 1]: clipped when a
+    normalisation rounded it just past 0 or 1; any other value (NaN too) is an error naming the
+    non-finite features of ``x``."""
+    p = float(p)
+    if not 0.0 <= p <= 1.0:
+        if -_ROUNDING <= p <= 1.0 + _ROUNDING:
+            p = min(max(p, 0.0), 1.0)  # a normalisation rounded just past 0 or 1
+        else:  # NaN too
+            msg = (
+                f"the wrapped classifier gave a probability of {p!r} to `pos_val` = {pos_val!r}"
+                f"{_non_finite_features(x)}; a probability in [0, 1] is required."
+            )
+            raise ValueError(msg)
+    return p
+
+
+def _score_key(calibrator) -> str:
+    """The key of a binary calibrator's one-score dict: its ``score_key``, or ``"score"``."""
+    key = getattr(calibrator, "score_key", None)
+    return "score" if key is None else key
+
+
+def _score_input(calibrator, proba: dict, pos_val, x) -> dict:
+    """A binary calibrator's input, ``{score_key: p}``, ``p`` the model's probability of
+    ``pos_val`` (0 when it gives none)."""
+    return {_score_key(calibrator): _probability_of(proba.get(pos_val, 0.0), pos_val, x)}
 
 
 def _check_features(x) -> None:
@@ -276,6 +376,18 @@ def _check_features(x) -> None:
         if isinstance(v, (float, np.floating)) and not math.isfinite(v):
             msg = f"`x` must hold finite numbers; got {v!r} for feature {key!r}."
             raise ValueError(msg)
+
+
+def _non_finite_features(x) -> str:
+    """``" for `x` with feature 'a' = nan"`` naming the non-finite float features of ``x``
+    (the likely reason a model answers NaN), or ``""`` when it has none."""
+    if not isinstance(x, dict):
+        return ""
+    bad = [f"{key!r} = {v!r}" for key, v in x.items() if isinstance(v, (float, np.floating)) and not math.isfinite(v)]
+    if not bad:
+        return " (every float feature of `x` is finite)"
+    shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+    return f" for `x` with feature{'s' if len(bad) > 1 else ''} {shown}"
 
 
 def _binary_label(y, pos_val) -> bool:

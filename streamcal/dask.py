@@ -46,9 +46,11 @@ def _require_dask():
         import dask
         import dask.dataframe
     except ImportError as exc:
+        from streamcal._install import install_hint
+
         msg = (
             "streamcal.dask needs dask with dataframes: install the extra, "
-            f"`pip install 'streamcal-engine[dask]'` ({exc})."
+            f"`{install_hint('dask')}` ({exc})."
         )
         raise ImportError(msg) from None
     return dask

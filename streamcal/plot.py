@@ -1,6 +1,6 @@
 """Plots of calibration: reliability diagrams, metrics over time, ECE and Tippett plots.
 
-Needs matplotlib (the ``plot`` extra: ``pip install "streamcal-engine[plot]"``); matplotlib is
+Needs matplotlib (the ``plot`` extra: ``pip install ".[plot]"`` from a clone); matplotlib is
 imported only when a plot is drawn, so ``import streamcal.plot`` works without it.
 
 - :func:`reliability_diagram` — observed frequency of positives against predicted probability,
@@ -41,8 +41,6 @@ __all__ = [
     "replay_figure",
     "tippett_plot",
 ]
-
-INSTALL_HINT = 'pip install "streamcal-engine[plot]"'
 
 # A metric whose positive values span at least this many decades goes on a log axis: on a linear
 # one, values a decade below the largest are squeezed into the bottom tenth of the panel.
@@ -85,7 +83,9 @@ def _matplotlib():
     try:
         import matplotlib
     except ImportError:
-        msg = f"streamcal.plot needs matplotlib, which is not installed: {INSTALL_HINT}"
+        from streamcal._install import install_hint
+
+        msg = f"streamcal.plot needs matplotlib, which is not installed: {install_hint('plot')}"
         raise ImportError(msg) from None
     return matplotlib
 

@@ -352,7 +352,9 @@ def _check_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        msg = f"{opt('plot')} needs matplotlib: pip install 'streamcal-engine[plot]'."
+        from streamcal._install import install_hint
+
+        msg = f"{opt('plot')} needs matplotlib: {install_hint('plot')}."
         raise ImportError(msg) from None
 
 

@@ -202,7 +202,8 @@ class _Writer:
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
-            self._writer = pq.ParquetWriter(path, schema, compression="snappy")
+            # page checksums, as on every Parquet file streamcal writes: replay verifies them on read
+            self._writer = pq.ParquetWriter(path, schema, compression="snappy", write_page_checksum=True)
         elif fmt == "ipc":
             self._sink = pa.OSFile(str(path), "wb")
             self._writer = pa.ipc.new_file(self._sink, schema)
