@@ -47,6 +47,7 @@ _SUBMODULES = {
     "merging",
     "dask",
     "plot",
+    "monitor",
 }
 
 __all__ = sorted(_EXPORTS)
