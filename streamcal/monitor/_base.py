@@ -199,4 +199,3 @@ class _Monitor(LockedState, metrics.base.BinaryMetric):
 
     def _restart_wealth(self) -> None:
         raise NotImplementedError
-

@@ -9,7 +9,7 @@ import numpy as np
 
 from streamcal._kernels import _config
 from streamcal._kernels import monitor as _km
-from streamcal._validation import check_scalar
+from streamcal._validation import as_1d_float, check_scalar, fmt
 from streamcal.monitor._base import _Monitor
 
 __all__ = ["MeanBiasCS", "default_grid"]
@@ -203,17 +203,15 @@ class MeanBiasCS(_Monitor):
 
 
 def _check_grid(grid) -> np.ndarray:
-    from streamcal._validation import as_1d_float
-
     g = as_1d_float(grid, "grid")
     bad = ~((g > -1.0) & (g < 1.0))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        msg = f"`grid` must hold candidate mean biases in (-1, 1); got {g[i]!r} at position {i}."
+        msg = f"`grid` must hold candidate mean biases in (-1, 1); got {fmt(g[i])} at position {i}."
         raise ValueError(msg)
     if g.size > 1 and not np.all(np.diff(g) > 0.0):
         i = int(np.flatnonzero(~(np.diff(g) > 0.0))[0]) + 1
-        msg = f"`grid` must be strictly increasing; got {g[i]!r} at position {i} after {g[i - 1]!r}."
+        msg = f"`grid` must be strictly increasing; got {fmt(g[i])} at position {i} after {fmt(g[i - 1])}."
         raise ValueError(msg)
     if not np.any(g == 0.0):
         msg = "`grid` must hold 0 (the calibrated mean bias the alarm tests)."
