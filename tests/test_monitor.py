@@ -44,30 +44,36 @@ def naive_isotonic_evalues(p, y, alpha=0.05, bets=(0.1, 0.3, 0.5, 0.7, 0.9), buc
 
 
 def naive_mean_bias(p, y, alpha=0.05, grid=None, max_bet=0.5):
-    """Hedged capital per candidate mean, each bet recomputed from the list of past ``z``.
-    Returns (capital of candidate 0 after each event, the rejected flags at the end)."""
-    grid = default_grid() if grid is None else np.asarray(grid)
+    """Both capitals of every candidate, the stake recomputed from the list of past ``z``;
+    a candidate is out from below once ``K+ / 2`` has reached ``1 / alpha``, from above once
+    ``K- / 2`` has. Returns (hedged capital of candidate 0 after each event, (low, high))."""
+    grid = default_grid() if grid is None else np.asarray(grid, dtype=float)
+    cap = max_bet / (1.0 + np.abs(grid).max())
     zs = []
     up = [1.0] * grid.size
     down = [1.0] * grid.size
-    rejected = [False] * grid.size
+    out_below = [False] * grid.size
+    out_above = [False] * grid.size
     zero = int(np.flatnonzero(grid == 0.0)[0])
     out = []
     for pi, yi in zip(p, y, strict=True):
         z = float(yi) - float(pi)
+        t = len(zs) + 1
+        errors = [zs[i] - sum(zs[:i]) / (i + 1) for i in range(len(zs))]
+        var = (1.0 + sum(e * e for e in errors)) / t
+        lam = min(math.sqrt(2.0 * math.log(2.0 / alpha) / (var * t * math.log(1.0 + t))), cap)
         for g, m in enumerate(grid):
-            if rejected[g]:
-                continue
-            a = sum(x - m for x in zs) / (len(zs) + 1)
-            b = (1.0 + sum((x - m) ** 2 for x in zs)) / (len(zs) + 1)
-            lam = a / b
-            up[g] *= 1.0 + min(max(lam, 0.0), max_bet / (1.0 + m)) * (z - m)
-            down[g] *= 1.0 - min(max(-lam, 0.0), max_bet / (1.0 - m)) * (z - m)
-            if 0.5 * (up[g] + down[g]) >= 1.0 / alpha:
-                rejected[g] = True
+            up[g] *= 1.0 + lam * (z - m)
+            down[g] *= 1.0 - lam * (z - m)
+            out_below[g] |= 0.5 * up[g] >= 1.0 / alpha
+            out_above[g] |= 0.5 * down[g] >= 1.0 / alpha
         zs.append(z)
         out.append(0.5 * (up[zero] + down[zero]))
-    return np.array(out), np.array(rejected)
+    below = [g for g in range(grid.size) if out_below[g]]
+    above = [g for g in range(grid.size) if out_above[g]]
+    low = float(grid[max(below)]) if below else -1.0
+    high = float(grid[min(above)]) if above else 1.0
+    return np.array(out), (low, high)
 
 
 def calibrated(rng, n, low=0.02, high=0.6):
@@ -111,62 +117,46 @@ def test_isotonic_evalues_equal_the_slow_reference(rng, restart):
     assert (len(alarms) > 1) == restart
 
 
-def test_mean_bias_capital_equals_the_slow_reference(rng):
+@pytest.mark.parametrize(("factor", "shift"), [(0.85, 0.0), (1.0, 0.0), (1.0, 0.03)])
+def test_mean_bias_capital_and_interval_equal_the_slow_reference(rng, factor, shift):
     p = rng.uniform(0.0, 0.3, size=1500)
-    y = (rng.uniform(size=p.size) < 0.85 * p).astype(float)
-    expected, rejected = naive_mean_bias(p, y)
-    monitor = MeanBiasCS(restart=False)
+    y = (rng.uniform(size=p.size) < factor * p + shift).astype(float)
+    expected, bounds = naive_mean_bias(p, y)
+    monitor = MeanBiasCS()
     got = monitor.update_many(y, p)
-    kept = np.flatnonzero(~rejected)
-    grid = default_grid()
-    assert 0 < kept.size < grid.size
-    # the kernel stops watching once 0 is rejected, but keeps the other candidates going
-    np.testing.assert_allclose(got, expected, rtol=1e-9)
-    assert monitor.interval == (float(grid[kept[0] - 1]), float(grid[kept[-1] + 1]))
+    # the kernel freezes candidate 0 once it is out; until then the capitals agree
+    stop = monitor.first_alarm_at or p.size
+    np.testing.assert_allclose(got[:stop], expected[:stop], rtol=1e-9)
+    assert monitor.interval == bounds
+    assert monitor.interval[0] > -0.5
+    assert monitor.interval[1] < 0.5
 
 
 def test_mean_bias_on_a_custom_grid_equals_the_slow_reference(rng):
     grid = [-0.3, -0.1, -0.02, 0.0, 0.05, 0.2]
     p = rng.uniform(0.1, 0.9, size=800)
     y = (rng.uniform(size=p.size) < np.clip(p + 0.05, 0, 1)).astype(float)
-    expected, rejected = naive_mean_bias(p, y, alpha=0.1, grid=grid, max_bet=0.8)
+    expected, bounds = naive_mean_bias(p, y, alpha=0.1, grid=grid, max_bet=0.8)
     monitor = MeanBiasCS(alpha=0.1, grid=grid, max_bet=0.8)
-    np.testing.assert_allclose(monitor.update_many(y, p), expected, rtol=1e-9)
-    assert np.array_equal(monitor._rejected != 0.0, rejected)
+    got = monitor.update_many(y, p)
+    stop = monitor.first_alarm_at or p.size
+    np.testing.assert_allclose(got[:stop], expected[:stop], rtol=1e-9)
+    assert monitor.interval == bounds
 
 
 def test_kernels_give_the_same_bits_interpreted_and_compiled(rng):
     p, y = calibrated(rng, 500)
     q = np.clip(p * 1.1, 0.0, 1.0)
     lam = np.array([0.2, 0.6])
+    grid = default_grid()
     outs = []
     for run in (_config.run_interpreted, lambda k, *a: _config.compiled(k)(*a)):
         wealth, ev = np.ones(2), np.empty(p.size)
         done = run(_km.isotonic_wealth_inplace, p, y, q, lam, wealth, 20.0, False, ev)
-        grid = default_grid()
-        sums, up, down, rej, ev2 = (
-            np.zeros(3),
-            np.ones(grid.size),
-            np.ones(grid.size),
-            np.zeros(grid.size),
-            np.empty(p.size),
-        )
-        done2 = run(
-            _km.mean_bias_wealth_inplace,
-            y - p,
-            grid,
-            0.5 / (1 + grid),
-            0.5 / (1 - grid),
-            sums,
-            up,
-            down,
-            rej,
-            20.0,
-            40,
-            False,
-            ev2,
-        )
-        outs.append((done, wealth, ev, done2, sums, up, down, rej, ev2))
+        sums, up, down, ev2 = np.zeros(3), np.ones(grid.size), np.ones(grid.size), np.empty(p.size)
+        bounds = np.array([-1.0, float(grid.size)])
+        done2 = run(_km.mean_bias_wealth_inplace, y - p, grid, 0.25, 7.4, sums, up, down, bounds, 20.0, 40, False, ev2)
+        outs.append((done, wealth, ev, done2, sums, up, down, bounds, ev2))
     for a, b in zip(*outs, strict=True):
         np.testing.assert_array_equal(a, b)
 
@@ -230,7 +220,7 @@ def test_false_alarm_rate_is_at_most_alpha_on_calibrated_streams(make):
 
 
 def test_mean_bias_sequence_covers_a_constant_bias():
-    streams, alpha, bias = 200, 0.1, default_grid()[45]  # a grid point, about 4e-4
+    streams, alpha, bias = 200, 0.1, 0.0123  # between two grid points: the ends are valid anyway
     missed = 0
     for seed in range(streams):
         rng = np.random.default_rng(1000 + seed)

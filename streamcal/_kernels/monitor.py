@@ -52,51 +52,53 @@ def isotonic_wealth_inplace(p, y, q, lam, wealth, threshold, watch, evalues):
 
 
 @jit_noalloc
-def mean_bias_wealth_inplace(z, grid, cap_up, cap_down, sums, up, down, rejected, threshold, zero, watch, evalues):
+def mean_bias_wealth_inplace(z, grid, cap, log_term, sums, up, down, bounds, threshold, zero, watch, evalues):
     """Hedged betting capital (Waudby-Smith & Ramdas, 2024) for each candidate mean of ``z``.
 
-    ``z`` are the events' ``y - p`` in [-1, 1]; ``grid[g]`` the candidate means, in (-1, 1).
-    ``sums`` holds ``[count, sum of z, sum of z**2]`` of the events before, from which each
-    candidate ``m`` takes its predictable aGRAPA bet ``lam = a / b``, ``a`` the mean of
-    ``z - m`` and ``b`` the mean of ``(z - m)**2`` with one pseudo-observation (``z - m = 0``
-    in ``a``, ``(z - m)**2 = 1`` in ``b``). ``up[g]`` bets ``min(max(lam, 0), cap_up[g])``
-    on a mean above ``m``, ``down[g]`` ``min(max(-lam, 0), cap_down[g])`` on one below; the
-    capital is their average. A candidate whose capital reaches ``threshold`` is rejected for
-    good (``rejected[g] = 1.0``) and no longer updated. ``evalues[i]`` receives the capital of
-    candidate ``zero`` after event ``i`` (its last value once rejected); with ``watch`` the
-    kernel stops after the event that rejects it.
+    ``z`` are the events' ``y - p`` in [-1, 1]; ``grid`` the candidate means, increasing. One
+    predictable stake per event serves every candidate (the predictable plug-in rule,
+    ``sqrt(log_term / (var * t * log(1 + t)))`` capped at ``cap``, ``var`` the running variance
+    with one pseudo-observation of variance 1), so ``up[g] = prod(1 + lam (z - grid[g]))``
+    decreases with ``g`` and ``down[g] = prod(1 - lam (z - grid[g]))`` increases. ``sums`` holds
+    ``[count, sum of z, sum of squared prediction errors]``. ``bounds = [lo, hi]``: the
+    candidates ``<= lo`` have been excluded from below (``up / 2`` reached ``threshold``),
+    those ``>= hi`` from above; only those between are updated. ``evalues[i]`` receives
+    ``(up + down) / 2`` at candidate ``zero`` after event ``i``; with ``watch`` the kernel stops
+    after the event that excludes it.
     """
     n = z.shape[0]
-    m_grid = grid.shape[0]
     count = sums[0]
     s1 = sums[1]
-    s2 = sums[2]
+    sq = sums[2]
+    lo = int(bounds[0])
+    hi = int(bounds[1])
     done = n
     for i in range(n):
         zi = z[i]
-        inv = 1.0 / (count + 1.0)
-        for g in range(m_grid):
-            if rejected[g] != 0.0:
-                continue
-            m = grid[g]
-            a = (s1 - count * m) * inv
-            b = (1.0 + s2 - 2.0 * m * s1 + count * m * m) * inv
-            lam = a / b
-            d = zi - m
-            bet_up = min(max(lam, 0.0), cap_up[g])
-            bet_down = min(max(-lam, 0.0), cap_down[g])
-            up[g] = up[g] * (1.0 + bet_up * d)
-            down[g] = down[g] * (1.0 - bet_down * d)
-            if 0.5 * (up[g] + down[g]) >= threshold:
-                rejected[g] = 1.0
-        count += 1.0
+        t = count + 1.0
+        var = (1.0 + sq) / t
+        lam = math.sqrt(log_term / (var * t * math.log(1.0 + t)))
+        if lam > cap:
+            lam = cap
+        for g in range(lo + 1, hi):
+            d = lam * (zi - grid[g])
+            up[g] = up[g] * (1.0 + d)
+            down[g] = down[g] * (1.0 - d)
+        while lo + 1 < hi and 0.5 * up[lo + 1] >= threshold:
+            lo += 1
+        while hi - 1 > lo and 0.5 * down[hi - 1] >= threshold:
+            hi -= 1
+        err = zi - s1 / t
+        sq += err * err
         s1 += zi
-        s2 += zi * zi
+        count = t
         evalues[i] = 0.5 * (up[zero] + down[zero])
-        if watch and rejected[zero] != 0.0:
+        if watch and (lo >= zero or hi <= zero):
             done = i + 1
             break
     sums[0] = count
     sums[1] = s1
-    sums[2] = s2
+    sums[2] = sq
+    bounds[0] = lo
+    bounds[1] = hi
     return done

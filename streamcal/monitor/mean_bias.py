@@ -28,36 +28,44 @@ def default_grid() -> np.ndarray:
 class MeanBiasCS(_Monitor):
     """Confidence sequence for the mean bias ``E[y - p]`` by betting; alarms when it leaves 0.
 
-    For each candidate mean ``m`` on a grid (0 among them) the monitor runs the hedged capital
-    process of Waudby-Smith & Ramdas ("Estimating means of bounded random variables by
-    betting", JRSSB, 2024) on ``z = y - p`` in [-1, 1]: half its capital bets that the mean of
-    ``z`` is above ``m``, half that it is below, each with the predictable aGRAPA stake (the
-    running mean of ``z - m`` over its running second moment, capped at ``max_bet / (1 ± m)``).
-    If the bias really is ``m`` (every ``z`` has conditional mean ``m`` given the past), that
-    capital is a nonnegative martingale starting at 1, and by Ville's inequality it ever reaches
-    ``1 / alpha`` with probability at most ``alpha``. A candidate whose capital has reached it is
-    rejected for good; the candidates left form the confidence sequence, and
+    For each candidate mean ``m`` on a grid (0 among them) the monitor runs the two capital
+    processes of Waudby-Smith & Ramdas ("Estimating means of bounded random variables by
+    betting", JRSSB, 2024) on ``z = y - p`` in [-1, 1]: ``K+(m) = prod(1 + lam (z - m))`` bets
+    that the mean of ``z`` is above ``m``, ``K-(m) = prod(1 - lam (z - m))`` that it is below,
+    with the predictable plug-in stake ``lam`` of their paper (shrinking as
+    ``sqrt(log(2 / alpha) / (variance * t log t))``, capped at ``max_bet / (1 + max |m|)``). If
+    the bias really is ``m`` (every ``z`` has conditional mean ``m`` given the past), both are
+    nonnegative martingales starting at 1, and by Ville's inequality each ever reaches
+    ``2 / alpha`` with probability at most ``alpha / 2``. One stake serves every candidate, so
+    ``K+`` decreases and ``K-`` increases with ``m``: the candidates whose ``K+`` has reached
+    ``2 / alpha`` are all those below some point, those whose ``K-`` has, all those above
+    another, and the sequence is the interval between, with
 
-        P(the true bias is ever rejected) <= alpha.
+        P(the true bias ever leaves the interval) <= alpha,
 
-    The alarm rises when 0 is rejected: calibration in the large fails. Memory is the grid
-    (three numbers per candidate), constant over the stream.
-
-    The sequence is exact at the grid's points. :attr:`interval` widens it to the neighbouring
-    grid points (the candidates between are not tested). Memory and time per event grow with
-    the grid; rejected candidates cost nothing more.
+    for any bias, on the grid or between its points (the ends are grid points). The alarm rises
+    when 0 leaves it: calibration in the large fails. Memory is the grid (two numbers per
+    candidate), constant over the stream; only the candidates still inside cost time.
 
     Parameters
     ----------
     alpha : float, default 0.05
         The miscoverage (and false-alarm) probability, in (0, 1).
     grid : array-like, optional
-        Candidate mean biases, strictly increasing, in (-1, 1), holding 0. Default:
-        :func:`default_grid`.
+        Candidate mean biases, strictly increasing, in (-1, 1), holding 0: the resolution of the
+        interval's ends. Default: :func:`default_grid`.
     max_bet : float, default 0.5
-        Cap of the stakes, in (0, 1): at most ``max_bet`` of the capital can be lost on one event.
+        Cap of the stakes, in (0, 1): at most ``max_bet`` of a capital can be lost on one event.
     restart : bool, default False
         After an alarm, start again at once: the sequence then covers the events since.
+
+    Attributes
+    ----------
+    interval : tuple of float
+        The confidence sequence for the mean bias now.
+    e_value : float
+        ``(K+(0) + K-(0)) / 2``, an e-process for "the bias is 0"; it is at least ``1 / alpha``
+        whenever the alarm has risen.
 
     Notes
     -----
@@ -69,7 +77,7 @@ class MeanBiasCS(_Monitor):
 
     **Late labels.** As for :class:`IsotonicEProcess`: labels are taken in their arrival order,
     and the guarantee holds when each ``y - p``, given the labels that arrived before it, has
-    mean 0 (the bias), however the delays fall.
+    mean ``m``, however the delays fall.
 
     Examples
     --------
@@ -96,8 +104,8 @@ class MeanBiasCS(_Monitor):
         self.max_bet = max_bet
         self._grid = default_grid() if grid is None else _check_grid(grid)
         self._zero = int(np.flatnonzero(self._grid == 0.0)[0])
-        self._cap_up = float(max_bet) / (1.0 + self._grid)
-        self._cap_down = float(max_bet) / (1.0 - self._grid)
+        self._cap = float(max_bet) / (1.0 + float(np.abs(self._grid).max()))
+        self._log_term = 2.0 * math.log(2.0 / float(alpha))
         self._restart_wealth()
 
     @classmethod
@@ -107,12 +115,12 @@ class MeanBiasCS(_Monitor):
 
     def _restart_wealth(self) -> None:
         g = self._grid.size
-        self._sums = np.zeros(3)  # events, sum of z, sum of z**2 since the start or the reset
+        self._sums = np.zeros(3)  # events, sum of z, sum of squared prediction errors
         self._sum_p = 0.0
         self._sum_y = 0.0
         self._up = np.ones(g)
         self._down = np.ones(g)
-        self._rejected = np.zeros(g)
+        self._bounds = np.array([-1.0, float(g)])  # excluded: <= lo from below, >= hi from above
 
     def _prepare(self, y, p):
         return (y, p, y - p)
@@ -125,12 +133,12 @@ class MeanBiasCS(_Monitor):
             n,
             z[start:],
             self._grid,
-            self._cap_up,
-            self._cap_down,
+            self._cap,
+            self._log_term,
             self._sums,
             self._up,
             self._down,
-            self._rejected,
+            self._bounds,
             self._threshold,
             self._zero,
             bool(watch),
@@ -141,7 +149,8 @@ class MeanBiasCS(_Monitor):
         return done
 
     def _crossed(self) -> bool:
-        return bool(self._rejected[self._zero] != 0.0)
+        lo, hi = int(self._bounds[0]), int(self._bounds[1])
+        return lo >= self._zero or hi <= self._zero
 
     def _e_value(self) -> float:
         return float(0.5 * (self._up[self._zero] + self._down[self._zero]))
@@ -162,19 +171,12 @@ class MeanBiasCS(_Monitor):
 
     @property
     def interval(self) -> tuple[float, float]:
-        """The confidence sequence for the mean bias now, ``(low, high)``.
-
-        From the grid point below the lowest candidate not rejected to the one above the
-        highest (-1 and 1 past the grid's ends). ``(nan, nan)`` when every candidate is
-        rejected: the bias lies between two grid points, or is not constant.
-        """
+        """The confidence sequence for the mean bias now, ``(low, high)``: its ends are grid
+        points (-1 and 1 before any is excluded on that side)."""
         with self._lock:
-            kept = np.flatnonzero(self._rejected == 0.0)
-            if kept.size == 0:
-                return (math.nan, math.nan)
-            lo, hi = int(kept[0]), int(kept[-1])
-            low = float(self._grid[lo - 1]) if lo > 0 else -1.0
-            high = float(self._grid[hi + 1]) if hi + 1 < self._grid.size else 1.0
+            lo, hi = int(self._bounds[0]), int(self._bounds[1])
+            low = float(self._grid[lo]) if lo >= 0 else -1.0
+            high = float(self._grid[hi]) if hi < self._grid.size else 1.0
             return (low, high)
 
     @property
@@ -188,11 +190,11 @@ class MeanBiasCS(_Monitor):
     @property
     def ratio_interval(self) -> tuple[float, float]:
         """Anytime-valid interval of the expected predicted / observed ratio (see Notes)."""
-        low, high = self.interval
         with self._lock:
+            low, high = self.interval
             n = self._sums[0]
             mean_p = float(self._sum_p / n) if n > 0 else math.nan
-        if not (mean_p > 0.0) or math.isnan(low):
+        if not (mean_p > 0.0):
             return (math.nan, math.nan)
 
         def ratio_at(m: float) -> float:
