@@ -49,9 +49,10 @@ def naive_mean_bias(p, y, alpha=0.05, grid=None, max_bet=0.5):
     ``K- / 2`` has. Returns (hedged capital of candidate 0 after each event, (low, high))."""
     grid = default_grid() if grid is None else np.asarray(grid, dtype=float)
     cap = max_bet / (1.0 + np.abs(grid).max())
+    scales = (1.0, 2.0, 4.0, 8.0)
     zs = []
-    up = [1.0] * grid.size
-    down = [1.0] * grid.size
+    up = [[1.0] * len(scales) for _ in grid]
+    down = [[1.0] * len(scales) for _ in grid]
     out_below = [False] * grid.size
     out_above = [False] * grid.size
     zero = int(np.flatnonzero(grid == 0.0)[0])
@@ -61,14 +62,16 @@ def naive_mean_bias(p, y, alpha=0.05, grid=None, max_bet=0.5):
         t = len(zs) + 1
         errors = [zs[i] - sum(zs[:i]) / (i + 1) for i in range(len(zs))]
         var = (1.0 + sum(e * e for e in errors)) / t
-        lam = min(math.sqrt(2.0 * math.log(2.0 / alpha) / (var * t * math.log(1.0 + t))), cap)
+        lam = math.sqrt(2.0 * math.log(2.0 / alpha) / (var * t * math.log(1.0 + t)))
         for g, m in enumerate(grid):
-            up[g] *= 1.0 + lam * (z - m)
-            down[g] *= 1.0 - lam * (z - m)
-            out_below[g] |= 0.5 * up[g] >= 1.0 / alpha
-            out_above[g] |= 0.5 * down[g] >= 1.0 / alpha
+            for k, scale in enumerate(scales):
+                stake = min(lam * scale, cap)
+                up[g][k] *= 1.0 + stake * (z - m)
+                down[g][k] *= 1.0 - stake * (z - m)
+            out_below[g] |= 0.5 * sum(up[g]) / len(scales) >= 1.0 / alpha
+            out_above[g] |= 0.5 * sum(down[g]) / len(scales) >= 1.0 / alpha
         zs.append(z)
-        out.append(0.5 * (up[zero] + down[zero]))
+        out.append(0.5 * (sum(up[zero]) / len(scales) + sum(down[zero]) / len(scales)))
     below = [g for g in range(grid.size) if out_below[g]]
     above = [g for g in range(grid.size) if out_above[g]]
     low = float(grid[max(below)]) if below else -1.0
@@ -153,9 +156,26 @@ def test_kernels_give_the_same_bits_interpreted_and_compiled(rng):
     for run in (_config.run_interpreted, lambda k, *a: _config.compiled(k)(*a)):
         wealth, ev = np.ones(2), np.empty(p.size)
         done = run(_km.isotonic_wealth_inplace, p, y, q, lam, wealth, 20.0, False, ev)
-        sums, up, down, ev2 = np.zeros(3), np.ones(grid.size), np.ones(grid.size), np.empty(p.size)
+        sums, up, down, ev2 = np.zeros(3), np.ones((2, grid.size)), np.ones((2, grid.size)), np.empty(p.size)
         bounds = np.array([-1.0, float(grid.size)])
-        done2 = run(_km.mean_bias_wealth_inplace, y - p, grid, 0.25, 7.4, sums, up, down, bounds, 20.0, 40, False, ev2)
+        scales = np.array([1.0, 3.0])
+        done2 = run(
+            _km.mean_bias_wealth_inplace,
+            y - p,
+            grid,
+            scales,
+            np.empty(2),
+            0.25,
+            7.4,
+            sums,
+            up,
+            down,
+            bounds,
+            20.0,
+            40,
+            False,
+            ev2,
+        )
         outs.append((done, wealth, ev, done2, sums, up, down, bounds, ev2))
     for a, b in zip(*outs, strict=True):
         np.testing.assert_array_equal(a, b)

@@ -52,21 +52,26 @@ def isotonic_wealth_inplace(p, y, q, lam, wealth, threshold, watch, evalues):
 
 
 @jit_noalloc
-def mean_bias_wealth_inplace(z, grid, cap, log_term, sums, up, down, bounds, threshold, zero, watch, evalues):
+def mean_bias_wealth_inplace(
+    z, grid, scales, stakes, cap, log_term, sums, up, down, bounds, threshold, zero, watch, evalues
+):
     """Hedged betting capital (Waudby-Smith & Ramdas, 2024) for each candidate mean of ``z``.
 
     ``z`` are the events' ``y - p`` in [-1, 1]; ``grid`` the candidate means, increasing. One
-    predictable stake per event serves every candidate (the predictable plug-in rule,
-    ``sqrt(log_term / (var * t * log(1 + t)))`` capped at ``cap``, ``var`` the running variance
-    with one pseudo-observation of variance 1), so ``up[g] = prod(1 + lam (z - grid[g]))``
-    decreases with ``g`` and ``down[g] = prod(1 - lam (z - grid[g]))`` increases. ``sums`` holds
-    ``[count, sum of z, sum of squared prediction errors]``. ``bounds = [lo, hi]``: the
-    candidates ``<= lo`` have been excluded from below (``up / 2`` reached ``threshold``),
-    those ``>= hi`` from above; only those between are updated. ``evalues[i]`` receives
-    ``(up + down) / 2`` at candidate ``zero`` after event ``i``; with ``watch`` the kernel stops
-    after the event that excludes it.
+    predictable stake per event serves every candidate: the predictable plug-in
+    ``lam = sqrt(log_term / (var * t * log(1 + t)))``, ``var`` the running variance with one
+    pseudo-observation of variance 1, times each of ``scales`` and capped at ``cap`` (written
+    to the scratch array ``stakes``, as long as ``scales``). ``up[k, g]`` holds
+    ``prod(1 + lam_k (z - grid[g]))`` and ``down[k, g]`` ``prod(1 - lam_k (z - grid[g]))``;
+    their means over ``k`` are the capitals, the first decreasing
+    with ``g`` and the second increasing. ``sums`` holds ``[count, sum of z, sum of squared
+    prediction errors]``. ``bounds = [lo, hi]``: the candidates ``<= lo`` have been excluded
+    from below (half the up capital reached ``threshold``), those ``>= hi`` from above; only
+    those between are updated. ``evalues[i]`` receives the two capitals' mean at candidate
+    ``zero`` after event ``i``; with ``watch`` the kernel stops after the event that excludes it.
     """
     n = z.shape[0]
+    n_scales = scales.shape[0]
     count = sums[0]
     s1 = sums[1]
     sq = sums[2]
@@ -78,21 +83,23 @@ def mean_bias_wealth_inplace(z, grid, cap, log_term, sums, up, down, bounds, thr
         t = count + 1.0
         var = (1.0 + sq) / t
         lam = math.sqrt(log_term / (var * t * math.log(1.0 + t)))
-        if lam > cap:
-            lam = cap
-        for g in range(lo + 1, hi):
-            d = lam * (zi - grid[g])
-            up[g] = up[g] * (1.0 + d)
-            down[g] = down[g] * (1.0 - d)
-        while lo + 1 < hi and 0.5 * up[lo + 1] >= threshold:
+        for k in range(n_scales):
+            stakes[k] = min(lam * scales[k], cap)
+        for k in range(n_scales):
+            stake = stakes[k]
+            for g in range(lo + 1, hi):
+                d = stake * (zi - grid[g])
+                up[k, g] = up[k, g] * (1.0 + d)
+                down[k, g] = down[k, g] * (1.0 - d)
+        while lo + 1 < hi and _column_mean(up, lo + 1) * 0.5 >= threshold:
             lo += 1
-        while hi - 1 > lo and 0.5 * down[hi - 1] >= threshold:
+        while hi - 1 > lo and _column_mean(down, hi - 1) * 0.5 >= threshold:
             hi -= 1
         err = zi - s1 / t
         sq += err * err
         s1 += zi
         count = t
-        evalues[i] = 0.5 * (up[zero] + down[zero])
+        evalues[i] = 0.5 * (_column_mean(up, zero) + _column_mean(down, zero))
         if watch and (lo >= zero or hi <= zero):
             done = i + 1
             break
@@ -102,3 +109,11 @@ def mean_bias_wealth_inplace(z, grid, cap, log_term, sums, up, down, bounds, thr
     bounds[0] = lo
     bounds[1] = hi
     return done
+
+
+@jit_noalloc
+def _column_mean(a, g):
+    total = 0.0
+    for k in range(a.shape[0]):
+        total += a[k, g]
+    return total / a.shape[0]
