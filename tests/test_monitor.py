@@ -49,7 +49,7 @@ def naive_mean_bias(p, y, alpha=0.05, grid=None, max_bet=0.5):
     ``K- / 2`` has. Returns (hedged capital of candidate 0 after each event, (low, high))."""
     grid = default_grid() if grid is None else np.asarray(grid, dtype=float)
     cap = max_bet / (1.0 + np.abs(grid).max())
-    scales = (1.0, 2.0, 4.0, 8.0)
+    scales = (1.0, 3.0, 9.0)
     zs = []
     up = [[1.0] * len(scales) for _ in grid]
     down = [[1.0] * len(scales) for _ in grid]

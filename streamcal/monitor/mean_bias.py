@@ -16,8 +16,8 @@ __all__ = ["MeanBiasCS", "default_grid"]
 
 # Each candidate's capital is the mean of capitals staking these multiples of the plug-in stake:
 # the plug-in rule is tuned to the width of the interval, and a shift in the mean is detected
-# sooner by a larger stake; a mean of capitals costs at most log(4) of the best one's wealth.
-STAKE_SCALES = (1.0, 2.0, 4.0, 8.0)
+# sooner by a larger stake; a mean of capitals costs at most log(3) of the best one's wealth.
+STAKE_SCALES = (1.0, 3.0, 9.0)
 
 
 def default_grid() -> np.ndarray:
@@ -39,7 +39,7 @@ class MeanBiasCS(_Monitor):
     that the mean of ``z`` is above ``m``, ``K-(m) = prod(1 - lam (z - m))`` that it is below,
     with the predictable plug-in stake ``lam`` of their paper (shrinking as
     ``sqrt(log(2 / alpha) / (variance * t log t))``, capped at ``max_bet / (1 + max |m|)``);
-    each capital is the mean of four such products staking 1, 2, 4 and 8 times ``lam`` (capped
+    each capital is the mean of three such products staking 1, 3 and 9 times ``lam`` (capped
     alike), which detects a shift sooner than the plug-in stake alone. If
     the bias really is ``m`` (every ``z`` has conditional mean ``m`` given the past), both are
     nonnegative martingales starting at 1, and by Ville's inequality each ever reaches
