@@ -429,6 +429,16 @@ def test_impossible_outcome_alarms_at_once():
     assert monitor.e_value == math.inf
 
 
+@pytest.mark.parametrize("restart", [False, True])
+def test_impossible_outcome_alarms_at_once_on_the_river_face(restart):
+    monitor = IsotonicEProcess(restart=restart)
+    monitor.update(False, 0.3)
+    monitor.update(False, 1.0)
+    assert monitor.first_alarm_at == 2
+    assert monitor.alarm is not restart
+    assert monitor.e_value == (1.0 if restart else math.inf)
+
+
 def test_revert_is_refused():
     with pytest.raises(NotImplementedError, match="cannot revert"):
         MeanBiasCS().revert(True, 0.5)

@@ -88,7 +88,7 @@ class _Monitor(LockedState, metrics.base.BinaryMetric):
         if not (isinstance(w, numbers.Real) and not isinstance(w, bool) and w == 1):
             msg = f"`w` must be 1: {type(self).__name__} does not weight events; got {w!r}."
             raise ValueError(msg)
-        self._consume(np.array([1.0 if y else 0.0]), np.array([p]))
+        self._consume_one(1.0 if y else 0.0, p)
 
     @locked
     def update_many(self, labels, proba) -> np.ndarray:
@@ -174,6 +174,21 @@ class _Monitor(LockedState, metrics.base.BinaryMetric):
                     self.reset()
         self._n_seen += n
         return evalues
+
+    def _consume_one(self, y: float, p: float) -> None:
+        """One validated event: what :meth:`_consume` does with a batch of one."""
+        watch = self.restart or not self._alarm
+        self._step_one(y, p)
+        self._since_reset += 1
+        self._n_seen += 1
+        if watch and self._crossed():
+            self._record_alarm(self._n_seen)
+            if self.restart:
+                self.reset()
+
+    def _step_one(self, y: float, p: float) -> None:
+        """Advance the wealth over one validated event (by default: the batch path on one event)."""
+        self._advance(self._prepare(np.array([y]), np.array([p])), 0, True, np.empty(1))
 
     def _record_alarm(self, at: int) -> None:
         self._alarm = True
