@@ -86,6 +86,16 @@ def mark_alarms(fig, alarms: dict) -> None:
     """Mark each first alarm on the figure's metrics-over-time panels (x: events replayed) with a
     vertical line in the colour of its method's curve; the input score's in grey."""
     styles = {"isotonic": "--", "mean bias": ":"}
+    if any(hit is not None for found in alarms.values() for hit in found.values()):
+        fig.text(
+            0.998,
+            0.998,
+            "vertical lines: first monitor alarm (dashed: isotonic, dotted: mean bias; grey: input score)",
+            ha="right",
+            va="top",
+            fontsize=8,
+            color="0.3",
+        )
     for ax in fig.axes:
         if "events" not in ax.get_xlabel():
             continue
