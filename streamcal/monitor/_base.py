@@ -52,7 +52,6 @@ class _Monitor(LockedState, metrics.base.BinaryMetric):
         self._first_alarm_at: int | None = None
         self._last_alarm_at: int | None = None
         self._n_alarms = 0
-        self._since_reset = 0
 
     # ---------------------------------------------------------------- river metric protocol
     @property
@@ -154,7 +153,6 @@ class _Monitor(LockedState, metrics.base.BinaryMetric):
         """
         self._restart_wealth()
         self._alarm = False
-        self._since_reset = 0
 
     # ---------------------------------------------------------------- machinery
     def _consume(self, y: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -166,7 +164,6 @@ class _Monitor(LockedState, metrics.base.BinaryMetric):
         while i < n:
             watch = self.restart or not self._alarm
             done = self._advance(batch, i, watch, evalues[i:])
-            self._since_reset += done
             i += done
             if watch and self._crossed():
                 self._record_alarm(self._n_seen + i)
@@ -179,7 +176,6 @@ class _Monitor(LockedState, metrics.base.BinaryMetric):
         """One validated event: what :meth:`_consume` does with a batch of one."""
         watch = self.restart or not self._alarm
         self._step_one(y, p)
-        self._since_reset += 1
         self._n_seen += 1
         if watch and self._crossed():
             self._record_alarm(self._n_seen)
