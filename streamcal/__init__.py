@@ -53,6 +53,7 @@ _SUBMODULES = {
     "merging",
     "dask",
     "plot",
+    "monitor",
 }
 
 __all__ = sorted(_EXPORTS)

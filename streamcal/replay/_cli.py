@@ -297,6 +297,11 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     )
     parser.add_argument("--plot", default=None, help="write reliability diagrams and metrics over time to this PNG")
     parser.add_argument(
+        "--monitor",
+        action="store_true",
+        help="run the anytime-valid calibration monitors on the input score and every method's output",
+    )
+    parser.add_argument(
         "--metrics",
         type=_metrics_option,
         default="all",
@@ -397,6 +402,7 @@ def run_replay(args: argparse.Namespace) -> int:
                 batch_size=_batch_size(args),
                 plot=args.plot,
                 progress=not args.quiet,
+                monitor=args.monitor,
             )
     except (ValueError, TypeError, ImportError, OSError, pa.ArrowException) as exc:
         return _fail(exc, REPLAY_FLAGS)

@@ -9,14 +9,15 @@ __all__ = ["plot_replay"]
 MIN_BIN_EVENTS = 20  # reliability bins with fewer events are too noisy to draw
 
 
-def plot_replay(path, reliability, names: list[str], metrics_table, title: str = ""):
+def plot_replay(path, reliability, names: list[str], metrics_table, title: str = "", alarms=None):
     """Write a PNG: a reliability diagram (logit-spaced bins of the replay's ``Reliability``;
     bins with fewer than ``MIN_BIN_EVENTS`` events left out) with the events per bin beneath,
     and each metric per window of events, one line per method.
 
     ``names`` are the methods whose reliability is drawn; ``"score"`` is the input score, drawn
     as "input score" unless it is exactly the ``raw`` method's curve (then one line says both).
-    Returns the (bare, non-pyplot) matplotlib Figure.
+    ``alarms`` (``--monitor``): the first alarm of each calibration monitor, marked on the
+    metrics panels. Returns the (bare, non-pyplot) matplotlib Figure.
     """
     from streamcal.plot import _matplotlib, replay_figure
 
@@ -45,5 +46,9 @@ def plot_replay(path, reliability, names: list[str], metrics_table, title: str =
         title=title or None,
         fig=fig,
     )
+    if alarms:
+        from streamcal.replay._monitor import mark_alarms
+
+        mark_alarms(fig, alarms)
     fig.savefig(path, dpi=90)
     return fig

@@ -86,6 +86,7 @@ def replay(
     compression: str = "snappy",
     threads: int | None = None,
     method_options: Mapping | None = None,
+    monitor: bool = False,
 ) -> ReplaySummary:
     """Replay a recorded event stream through one or several calibrators, prequentially.
 
@@ -161,6 +162,10 @@ def replay(
         1: run every method on the calling thread, batch after batch. Default: each method on its
         own worker thread, so that methods run side by side and a batch is calibrated while the
         next one is read and planned and the previous one written. Results do not depend on it.
+    monitor : bool
+        Run the anytime-valid calibration monitors (:mod:`streamcal.monitor`, alpha 0.05) on the
+        input score and on every method's output; the summary says when each first flagged its
+        stream (``summary.alarms``) and the plot marks it.
 
     Returns
     -------
@@ -239,6 +244,11 @@ def replay(
     planner = Planner(weighted=weight_col is not None, timed=timed)
     metrics_sink = MetricsSink(names, metrics_window, metric_fns)
     plot_sink = PlotSink(names) if plot is not None else None
+    monitor_sink = None
+    if monitor:
+        from streamcal.replay._monitor import MonitorSink
+
+        monitor_sink = MonitorSink(names)
     parquet_sink = None
     source = runners = None
     n_pos = 0
@@ -253,7 +263,7 @@ def replay(
         files.reserve()
         if output is not None:
             parquet_sink = ParquetSink(files.tmp["output"], names, compression, _open_writer)
-        sinks = [s for s in (plot_sink, metrics_sink, parquet_sink) if s is not None]
+        sinks = [s for s in (plot_sink, metrics_sink, parquet_sink, monitor_sink) if s is not None]
         source = EventSource(
             read_chunks(prepared, batch_size=batch_size),
             batch_size=batch_size,
@@ -287,7 +297,8 @@ def replay(
         seconds = time.perf_counter() - start
         if plot_sink is not None:
             title = f"streamcal replay: {_input_name(sources)}"
-            plot_sink.draw(files.tmp["plot"], table, n_events=planner.n_events, title=title)
+            alarms = monitor_sink.alarms() if monitor_sink is not None else None
+            plot_sink.draw(files.tmp["plot"], table, n_events=planner.n_events, title=title, alarms=alarms)
         files.commit()
     finally:
         if source is not None:
@@ -315,8 +326,9 @@ def replay(
         metrics_output=targets.get("metrics_output"),
         plot=targets.get("plot"),
         time_col=prepared.time_col,
-        notes=list(prepared.notes),
+        notes=list(prepared.notes) + (monitor_sink.lines(_time_kind(prepared)) if monitor_sink is not None else []),
         metrics_window=metrics_window,
+        alarms=monitor_sink.alarms() if monitor_sink is not None else None,
     )
 
 
@@ -345,6 +357,15 @@ def _columns(time_col, score_col, label_col, label_time_col, weight_col, keep_co
         weight=weight_col,
         keep=None if keep_columns is None else tuple(keep_columns),
     )
+
+
+def _time_kind(prepared) -> str | None:
+    """How the monitors' summary shows event times: dates, numbers, or not at all (file order)."""
+    import pyarrow.types as pt
+
+    if prepared.time_col is None:
+        return None
+    return "timestamp" if prepared.time_type is not None and pt.is_timestamp(prepared.time_type) else "number"
 
 
 def _check_matplotlib() -> None:

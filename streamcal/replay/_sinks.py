@@ -191,8 +191,8 @@ class PlotSink:
         else:
             self.score_is_proba = False
 
-    def draw(self, path: Path, metrics_table, *, n_events: int, title: str) -> None:
+    def draw(self, path: Path, metrics_table, *, n_events: int, title: str, alarms=None) -> None:
         from streamcal.replay._plot import plot_replay
 
         shown = [*self.names, "score"] if self.score_is_proba and n_events else self.names
-        plot_replay(path, self.reliability, shown, metrics_table, title=title)
+        plot_replay(path, self.reliability, shown, metrics_table, title=title, alarms=alarms)

@@ -48,6 +48,10 @@ class ReplaySummary:
         input has no ``event_time`` column).
     metrics_window : int or None
         Events per metric window (None: not recorded).
+    alarms : dict or None
+        With ``monitor=True``: ``alarms[stream][monitor]``, the ``(event index, event time)`` of
+        the first alarm of each calibration monitor on each method's output and on the input
+        score (``"score"``), or None where it never rose.
     """
 
     files: list[str]
@@ -68,6 +72,7 @@ class ReplaySummary:
     time_col: str | None = None
     notes: list[str] = field(default_factory=list)
     metrics_window: int | None = None
+    alarms: dict | None = None
 
     @property
     def events_per_second(self) -> float:

@@ -1,0 +1,223 @@
+"""One monitor per key, with the false-alarm budget spent across keys as they appear."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from streamcal._locking import LockedState, locked
+from streamcal._validation import as_1d_array, check_scalar
+from streamcal.metrics._inputs import event_label, event_proba
+from streamcal.monitor._base import _Monitor, check_alpha, labels_and_proba
+
+__all__ = ["KeyedMonitor"]
+
+
+class KeyedMonitor(LockedState):
+    """A calibration monitor per key (a segment, a country, a model version), alarms controlled jointly.
+
+    Each new key gets a fresh clone of ``monitor`` with its own level ``alpha_k``, and
+
+        P(any key ever alarms | every key calibrated) <= sum of alpha_k <= alpha
+
+    by the union bound, whatever the dependence between keys. With ``n_keys=None`` the budget
+    is spent as keys appear: the ``k``-th key seen gets ``alpha / (k (k + 1))`` (these sum to
+    ``alpha`` over any number of keys, so a key may arrive at any time); with ``n_keys=K`` every
+    key gets ``alpha / K`` (Bonferroni) and a ``K + 1``-th key is refused. The first rule favours
+    the keys seen first (the first gets ``alpha / 2``); give ``n_keys`` when the keys are known.
+    Memory is one monitor per key.
+
+    Parameters
+    ----------
+    monitor : IsotonicEProcess or MeanBiasCS
+        The prototype; its ``alpha`` is replaced by each key's share.
+    alpha : float, default 0.05
+        The family-wise false-alarm probability, in (0, 1).
+    n_keys : int, optional
+        The number of keys, if known.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamcal.monitor import KeyedMonitor, MeanBiasCS
+    >>> rng = np.random.default_rng(2)
+    >>> keys = rng.choice(["fr", "de", "uk"], size=60_000)
+    >>> p = rng.uniform(0.02, 0.2, size=keys.size)
+    >>> truth = np.where(keys == "uk", 1.3 * p, p)          # "uk" is under-predicted
+    >>> monitors = KeyedMonitor(MeanBiasCS(), alpha=0.05, n_keys=3)
+    >>> e = monitors.update_many(keys, rng.uniform(size=p.size) < truth, p)
+    >>> monitors.alarmed_keys()
+    ['uk']
+    >>> monitors.alpha_of("fr")
+    0.016666666666666666
+    """
+
+    def __init__(self, monitor: _Monitor, alpha: float = 0.05, n_keys: int | None = None):
+        if not isinstance(monitor, _Monitor):
+            msg = f"`monitor` must be a streamcal.monitor monitor (IsotonicEProcess, MeanBiasCS); got {monitor!r}."
+            raise TypeError(msg)
+        check_alpha(alpha)
+        if n_keys is not None:
+            check_scalar(n_keys, "n_keys", numbers.Integral, low=1)
+        self.monitor = monitor
+        self.alpha = alpha
+        self.n_keys = n_keys
+        self._init_lock()
+        self._monitors: dict = {}
+        self._alpha_of: dict = {}
+        self._n_seen = 0
+        self._first_alarm_at: int | None = None
+        self._first_alarm_key = None
+
+    def _share(self, k: int) -> float:
+        """The level of the ``k``-th key (1-based)."""
+        if self.n_keys is not None:
+            return float(self.alpha) / self.n_keys
+        return float(self.alpha) / (k * (k + 1))
+
+    def _check_room(self, new: int) -> None:
+        if self.n_keys is not None and len(self._monitors) + new > self.n_keys:
+            msg = (
+                f"`keys` holds more distinct keys than `n_keys` = {self.n_keys}: "
+                f"{len(self._monitors)} seen and {new} new."
+            )
+            raise ValueError(msg)
+
+    def _monitor_of(self, key) -> _Monitor:
+        monitor = self._monitors.get(key)
+        if monitor is None:
+            alpha = self._share(len(self._monitors) + 1)
+            monitor = self.monitor.clone({"alpha": alpha})
+            self._monitors[key] = monitor
+            self._alpha_of[key] = alpha
+        return monitor
+
+    @locked
+    def update(self, key, y_true, y_pred) -> None:
+        """Take one labelled event of ``key`` (a hashable value)."""
+        y, p = event_label(y_true), event_proba(y_pred)
+        _check_hashable(key, 0)
+        if key not in self._monitors:
+            self._check_room(1)
+        monitor = self._monitor_of(key)
+        monitor.update(y, p)
+        self._n_seen += 1
+        self._note_alarm(monitor, key, self._n_seen)
+
+    @locked
+    def update_many(self, keys, labels, proba) -> np.ndarray:
+        """Take a batch of labelled events with their keys; return each event's e-value (its key's).
+
+        Equal to a loop of :meth:`update`; new keys are numbered in the order they first appear.
+        """
+        y, p = labels_and_proba(labels, proba)
+        k = as_1d_array(keys, "keys")
+        if k.size != y.size:
+            msg = f"`keys` must have the same length as `labels` ({y.size}); got {k.size}."
+            raise ValueError(msg)
+        if k.dtype == object:
+            for i, key in enumerate(k):
+                _check_hashable(key, i)
+        if k.dtype.kind == "f" and np.isnan(k).any():
+            i = int(np.flatnonzero(np.isnan(k))[0])
+            msg = f"`keys` must not be NaN (NaN is not equal to itself); got nan at position {i}."
+            raise ValueError(msg)
+        groups = _groups(k)
+        self._check_room(sum(key not in self._monitors for key, _ in groups))
+        evalues = np.empty(y.size)
+        before = self._n_seen
+        alarms = []
+        for key, idx in groups:
+            monitor = self._monitor_of(key)
+            seen = monitor.n_seen
+            had_alarm = monitor.first_alarm_at is not None
+            evalues[idx] = monitor.update_many(y[idx], p[idx])
+            if not had_alarm and monitor.first_alarm_at is not None:
+                alarms.append((int(idx[monitor.first_alarm_at - seen - 1]), key))
+        self._n_seen += y.size
+        if alarms and self._first_alarm_at is None:
+            at, key = min(alarms, key=lambda a: a[0])
+            self._first_alarm_at = before + at + 1
+            self._first_alarm_key = key
+        return evalues
+
+    def _note_alarm(self, monitor: _Monitor, key, at: int) -> None:
+        if self._first_alarm_at is None and monitor.alarm:
+            self._first_alarm_at = at
+            self._first_alarm_key = key
+
+    # ---------------------------------------------------------------- readers
+    @property
+    def alarm(self) -> bool:
+        """Whether any key's monitor is alarmed now."""
+        with self._lock:
+            return any(m.alarm for m in self._monitors.values())
+
+    @locked
+    def alarmed_keys(self) -> list:
+        """The keys whose monitor is alarmed now, in the order the keys appeared."""
+        return [key for key, m in self._monitors.items() if m.alarm]
+
+    @property
+    def first_alarm_at(self) -> int | None:
+        """How many events (all keys) had been taken at the first alarm of any key."""
+        return self._first_alarm_at
+
+    @property
+    def first_alarm_key(self):
+        """The key that alarmed first (None: none has)."""
+        return self._first_alarm_key
+
+    @locked
+    def alpha_of(self, key) -> float:
+        """The level given to ``key``'s monitor (``KeyError`` for a key never seen)."""
+        return self._alpha_of[key]
+
+    @locked
+    def keys(self) -> list:
+        """The keys seen, in the order they appeared."""
+        return list(self._monitors)
+
+    @locked
+    def __getitem__(self, key) -> _Monitor:
+        return self._monitors[key]
+
+    def __len__(self) -> int:
+        return len(self._monitors)
+
+    @locked
+    def get(self) -> dict:
+        """Each key's e-value."""
+        return {key: m.get() for key, m in self._monitors.items()}
+
+    def __repr__(self) -> str:
+        alarmed = self.alarmed_keys()
+        return f"KeyedMonitor({len(self)} keys, {len(alarmed)} alarmed: {alarmed[:5]!r})"
+
+
+def _groups(keys: np.ndarray) -> list:
+    """``[(key, positions), ...]`` in the order the keys first appear; keys as Python values."""
+    if keys.dtype == object:
+        found: dict = {}
+        for i, key in enumerate(keys):
+            found.setdefault(key, []).append(i)
+        return [(key, np.array(idx, dtype=np.intp)) for key, idx in found.items()]
+    uniques, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(first, kind="stable")
+    by_group = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[by_group], np.arange(uniques.size + 1))
+    return [(uniques[j].item(), by_group[bounds[j] : bounds[j + 1]]) for j in order]
+
+
+def _check_hashable(key, i: int) -> None:
+    try:
+        hash(key)
+    except TypeError:
+        msg = f"`keys` must hold hashable values; got {key!r} at position {i}."
+        raise TypeError(msg) from None
+    if isinstance(key, float) and math.isnan(key):
+        msg = f"`keys` must not be NaN (NaN is not equal to itself); got nan at position {i}."
+        raise ValueError(msg)
