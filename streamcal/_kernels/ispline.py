@@ -447,3 +447,90 @@ def nnls_sum_capped_gram_warm(gram, rhs, cap, x, passive):
             x[i] *= shrink
             total += x[i]
     return it
+
+
+# --------------------------------------------------------------------------------------------
+# the streaming calibrator's refit from its bucket histogram, in one call
+
+
+@jit
+def ispline_refit_histogram(centres, pos, neg, order, wanted, inner, use_inner, hint):
+    """The I-spline fit of a bucket histogram: ``(knots, coef, bspline_coef, n_iter)``.
+
+    The steps and floating-point operations of ``streamcal.spline.fit.fit_distinct`` on the
+    non-empty buckets (weights ``pos + neg``, label means ``pos / (pos + neg)``; centres
+    ascending, at least one bucket non-empty), without the calls between them: the knots at the
+    weighted quantiles (``wanted`` interior knots, capped by the non-empty buckets) or, with
+    ``use_inner``, the given interior ``inner`` inside the score range; the Gram system; its
+    exact constrained solve, warm-started from ``hint`` (the free coefficients of the previous
+    fit; ignored if its size differs). ``bspline_coef`` is ``min(cumsum(coef), 1)``.
+    """
+    n = 0
+    for i in range(centres.shape[0]):
+        if pos[i] + neg[i] > 0.0:
+            n += 1
+    values = np.empty(n)
+    weights = np.empty(n)
+    means = np.empty(n)
+    j = 0
+    for i in range(centres.shape[0]):
+        w = pos[i] + neg[i]
+        if w > 0.0:
+            values[j] = centres[i]
+            weights[j] = w
+            means[j] = pos[i] / w
+            j += 1
+    lower = values[0]
+    upper = values[n - 1]
+    candidates = np.empty(0)
+    if not upper > lower:  # one distinct score: a constant map
+        upper = lower + max(1.0, abs(lower))
+    elif use_inner:
+        candidates = inner
+    else:
+        k = min(wanted, max(0, n - order - 1))
+        if k > 0 and n >= 3:
+            # the inverted weighted CDF at the levels j / (k + 1): the first cumulative weight
+            # reaching each level
+            cum = np.empty(n)
+            acc = 0.0
+            for i in range(n):
+                acc += weights[i]
+                cum[i] = acc
+            candidates = np.empty(k)
+            at = 0
+            for q in range(k):
+                level = cum[n - 1] * float(q + 1) / float(k + 1)
+                while at < n and cum[at] < level:
+                    at += 1
+                candidates[q] = values[min(at, n - 1)]
+    # interior knots: distinct, ascending, strictly inside (lower, upper)
+    m = 0
+    interior = np.empty(candidates.shape[0])
+    for q in range(candidates.shape[0]):
+        c = candidates[q]
+        if c > lower and c < upper and (m == 0 or c > interior[m - 1]):
+            interior[m] = c
+            m += 1
+    t = np.empty(m + 2 * (order + 1))
+    for q in range(order + 1):
+        t[q] = lower
+        t[m + order + 1 + q] = upper
+    for q in range(m):
+        t[order + 1 + q] = interior[q]
+    p = t.shape[0] - order - 1
+    gram = np.empty((p, p))
+    rhs = np.empty(p)
+    ispline_gram_clamped(values, weights, means, t, order, gram, rhs)
+    coef = np.empty(p)
+    passive = np.zeros(p, dtype=np.bool_)
+    if hint.shape[0] == p:
+        for q in range(p):
+            passive[q] = hint[q]
+    n_iter = nnls_sum_capped_gram_warm(gram, rhs, 1.0, coef, passive)
+    beta = np.empty(p)
+    acc = 0.0
+    for q in range(p):
+        acc += coef[q]
+        beta[q] = min(acc, 1.0)
+    return t, coef, beta, n_iter
