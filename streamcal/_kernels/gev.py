@@ -642,7 +642,9 @@ def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_h
     point once the Newton step moves ``v`` by at most ``proba_tol`` at every non-empty bucket and
     at ``x_lo``, ``x_hi`` (the next step is then of the order of its square; ``f <= 1``). Steps
     are damped by the regula falsi of :func:`irls_histogram_2d_inplace` unless they move every
-    ``v`` by less than ``1e-4``, where the quadratic model holds to ``1e-8``.
+    non-empty bucket's ``v`` by at most 0.1 (near the optimum, after a few new
+    labels); such a full step is kept only if the next pass finds a smaller Newton decrement
+    (``g' H^-1 g``), and otherwise the caller runs the damped full refit.
 
     ``brier[0]`` receives the map's Brier score over the histogram (``sum_b pos_b (1 - p_b)^2 +
     neg_b p_b^2``) at the returned ``beta``, from the last pass to first order in the last step
@@ -652,6 +654,7 @@ def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_h
     b1 = beta[1]
     support_lo = gev_lower(xi)
     support_hi = gev_upper(xi)
+    unchecked = -1.0  # the Newton decrement before a step taken without a step-length test
     for it in range(max_iter):
         inside = link_code == 1
         g0 = l2 * b0
@@ -723,8 +726,13 @@ def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_h
             return it + 1
         if not slope0 < 0.0:
             return -1
+        if unchecked >= 0.0 and not -slope0 < unchecked:
+            return -1  # a whole step that did not bring the decrement down: the damped refit's turn
+        unchecked = -1.0
         alpha = 1.0
-        if link_code == 1 or dv_max > 1e-4:
+        if link_code == 0 and dv_max <= 0.1:  # near the optimum: the whole step, checked at the next pass
+            unchecked = -slope0
+        else:
             s_hi = _hist_slope(x, pos, neg, link_code, xi, l2, b0, b1, d0, d1, 1.0)
             if s_hi > 0.0:
                 s_lo = slope0

@@ -55,15 +55,19 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         super()._init_map_state()
         self._beta = {}  # xi -> last [slope, intercept], the warm start of the next refit
         self._xi_served = None
+        self._feature_cache = None
 
     def _candidate_xis(self) -> tuple[float, ...]:
         return (0.0,)
 
     def _features_of(self, centres: np.ndarray) -> tuple[np.ndarray, float, float]:
         """``x(centre)`` per bucket and the feature range ``[x_lo, x_hi]`` the map serves (cached:
-        the centres are fixed once the bucket edges are known)."""
-        cache = getattr(self, "_feature_cache", None)
-        if cache is None or not np.array_equal(cache[0], centres):
+        the centres are fixed once the bucket edges are known; the cache is dropped with the map
+        state, and the ends and size are compared as a guard)."""
+        cache = getattr(self, "_feature_cache", None)  # dropped by a reset, absent after loading
+        if cache is None or not (
+            cache[0].size == centres.size and cache[0][0] == centres[0] and cache[0][-1] == centres[-1]
+        ):
             x = np.ascontiguousarray(self._feature(centres), dtype=np.float64)
             x_lo, x_hi = float(x.min()), float(x.max())
             if self._identity:  # every probability score: the clipped logit's whole range
