@@ -188,10 +188,24 @@ def test_compiled_refit_equals_fit_distinct(order, knots):
         ref = fit_ispline_on_histogram(centres, pos, neg, order=order, n_knots=n_knots, knots=inner)
         total = float(pos.sum() + neg.sum())
         wanted = default_n_knots(total) if n_knots is None else n_knots
+        cache = np.full((centres.size + 1, order + 3), -1.0)
+        cache[0, 0] = 0.0
+        previous = np.empty(0)
         for hint in (np.zeros(0, dtype=bool), ref.coef > 0.0, np.ones(ref.coef.size, dtype=bool)):
+            # the first call fills the basis cache, the next ones read it
             t, coef, beta, n_iter = ispline_refit_histogram(
-                centres, pos, neg, order, wanted, np.empty(0) if inner is None else inner, inner is not None, hint
+                centres,
+                pos,
+                neg,
+                order,
+                wanted,
+                np.empty(0) if inner is None else inner,
+                inner is not None,
+                hint,
+                previous,
+                cache,
             )
+            previous = t
             np.testing.assert_array_equal(t, ref.knots)
             np.testing.assert_allclose(coef, ref.coef, rtol=0.0, atol=1e-12)
             np.testing.assert_array_equal(beta, np.minimum(np.cumsum(coef), 1.0))

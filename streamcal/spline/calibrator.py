@@ -186,8 +186,11 @@ class ISplineCalibrator(RefitCalibrator):
         }
 
     # ------------------------------------------------------------------ fitted map
+    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache")
+
     def _init_map_state(self) -> None:
         super()._init_map_state()
+        self._basis_cache = None
         self._knots = None
         self._coef = None
         self._bspline_coef = None
@@ -221,16 +224,27 @@ class ISplineCalibrator(RefitCalibrator):
         wanted = default_n_knots(total) if self.n_knots is None else int(self.n_knots)
         inner = _NO_KNOTS if self._inner_knots is None else self._inner_knots
         hint = _NO_HINT if self._coef is None else self._coef > 0.0
+        order = int(self.order)
+        # each bucket's B-splines for the knots of the previous refit: recomputed only for the
+        # buckets that were empty then, or all of them when the knots move
+        basis, basis_knots = getattr(self, "_basis_cache", None) or (None, _NO_KNOTS)
+        if basis is None or basis.shape != (centres.size + 1, order + 3):
+            basis = np.full((centres.size + 1, order + 3), -1.0)
+            basis[0, 0] = 0.0
+            basis_knots = _NO_KNOTS
         knots, coef, beta, _ = _k.ispline_refit_histogram(
             np.ascontiguousarray(centres, dtype=np.float64),
             np.ascontiguousarray(pos, dtype=np.float64),
             np.ascontiguousarray(neg, dtype=np.float64),
-            int(self.order),
+            order,
             wanted,
             inner,
             self._inner_knots is not None,
             hint,
+            basis_knots,
+            basis,
         )
+        self._basis_cache = (basis, knots)
         self._set_map_arrays(knots, coef, beta, total, pos_total)
 
     def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
