@@ -222,3 +222,17 @@ def test_raw_scores_on_a_uniform_grid_match():
         if i % 11 == 4:
             assert_matches_cold_fit(cal, probes)
         cal.learn_one({"s": float(s[i])}, bool(y[i]))
+
+
+@pytest.mark.parametrize("n_knots", [None, 10**30])
+def test_knot_counts_beyond_the_buckets_are_capped(n_knots):
+    # the paper's rule on a huge window weight, or a huge explicit count, asks for more knots
+    # than any histogram has buckets
+    cal = ISplineCalibrator(buckets=LogitGrid(32), n_knots=n_knots)
+    s = np.linspace(0.05, 0.95, 20)
+    cal.update(s, s > 0.5, weights=np.full(20, 1e100))
+    ref, _, _ = naive_refit_proba(cal, s)
+    served = cal.predict_proba(s)
+    assert np.all(np.isfinite(served))
+    assert np.max(np.abs(served - ref)) <= TOL
+

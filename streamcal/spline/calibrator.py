@@ -222,6 +222,7 @@ class ISplineCalibrator(RefitCalibrator):
         # previous fit's positive coefficients (same basis size), usually the same set or close
         # to it, so the exact solve takes a few steps instead of ~basis size
         wanted = default_n_knots(total) if self.n_knots is None else int(self.n_knots)
+        wanted = min(wanted, centres.size)  # the kernel caps it below the non-empty buckets too
         inner = _NO_KNOTS if self._inner_knots is None else self._inner_knots
         hint = _NO_HINT if self._coef is None else self._coef > 0.0
         order = int(self.order)
