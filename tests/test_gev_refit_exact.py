@@ -152,3 +152,27 @@ def test_separable_window_falls_back_to_the_full_refit():
     centres, pos, neg = cal.histogram()
     ref, _ = naive_glm_refit_proba(cal, centres, pos, neg, np.array([0.1, 0.5, 0.9]))
     assert np.max(np.abs(cal.predict_proba([0.1, 0.5, 0.9]) - ref)) <= 1e-6
+
+
+@pytest.mark.parametrize("make", [PlattCalibrator, GEVCalibrator])
+def test_refits_after_merge_and_reload_match_a_converged_full_refit(make):
+    # the first Newton step adds the buckets that changed since the last pass: after a merge
+    # (many buckets at once) and after a reload (no saved pass) it still ends at the optimum
+    import pickle
+
+    rng = np.random.default_rng(4)
+    z = rng.normal(-1.0, 1.5, 1200)
+    s = 1 / (1 + np.exp(-z))
+    y = rng.uniform(size=s.size) < 1 / (1 + np.exp(-(0.9 * z - 0.4)))
+    probes = np.array([1e-6, 0.1, 0.3, 0.5, 0.7, 0.9])
+    a, b = make(buckets=LogitGrid(128)), make(buckets=LogitGrid(128))
+    a.prequential(s[:600], y[:600])
+    b.prequential(s[600:900], y[600:900])
+    merged = a.merge(b)
+    reloaded = pickle.loads(pickle.dumps(merged))
+    for cal in (merged, reloaded):
+        for i in range(900, 1200, 7):
+            centres, pos, neg = cal.histogram()
+            ref, _ = naive_glm_refit_proba(cal, centres, pos, neg, probes)
+            assert np.max(np.abs(cal.predict_proba(probes) - ref)) <= TOL
+            cal.update(s[i : i + 7], y[i : i + 7])
