@@ -156,8 +156,7 @@ def test_separable_window_falls_back_to_the_full_refit():
 
 @pytest.mark.parametrize("make", [PlattCalibrator, GEVCalibrator])
 def test_refits_after_merge_and_reload_match_a_converged_full_refit(make):
-    # the first Newton step adds the buckets that changed since the last pass: after a merge
-    # (many buckets at once) and after a reload (no saved pass) it still ends at the optimum
+    # a merge changes many buckets at once; a reload starts from the saved coefficients alone
     import pickle
 
     rng = np.random.default_rng(4)

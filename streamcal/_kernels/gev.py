@@ -617,9 +617,7 @@ def _quad_inv(h00, h01, h11, det, a, b):
 
 
 @jit
-def glm_refit_histogram_inplace(
-    x, pos, neg, link_code, xi, l2, floor, x_lo, x_hi, proba_tol, beta, max_iter, brier, anchor, old_pos, old_neg
-):
+def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_hi, proba_tol, beta, max_iter, brier):
     """Refit ``v = beta[0] x + beta[1]`` on a histogram by Newton's method from ``beta`` (in place).
 
     The objective is that of :func:`irls_histogram_2d_inplace` (canonical loss of the link, ridge
@@ -648,14 +646,6 @@ def glm_refit_histogram_inplace(
     labels); such a full step is kept only if the next pass finds a smaller Newton decrement
     (``g' H^-1 g``), and otherwise the caller runs the damped full refit.
 
-    ``anchor`` (float64, 8, in/out) carries the gradient and Hessian of the last pass from one
-    refit to the next: ``[valid, b0, b1, g0, g1, h00, h01, h11]``, written at every pass. When
-    it is valid and ``old_pos``, ``old_neg`` are the histogram it was computed on, the first
-    Newton step starts from it with the buckets that changed since added in (the gradient and
-    Hessian are sums over buckets, linear in their weights), instead of a pass over every
-    bucket; the refit never stops on that step (the stopping rules read a fresh pass). Pass
-    ``anchor[0] = 0`` to start with a pass from ``beta``.
-
     ``brier[0]`` receives the map's Brier score over the histogram (``sum_b pos_b (1 - p_b)^2 +
     neg_b p_b^2``) at the returned ``beta``, from the last pass to first order in the last step
     (the error is of the order of the total weight times that step squared).
@@ -665,66 +655,7 @@ def glm_refit_histogram_inplace(
     support_lo = gev_lower(xi)
     support_hi = gev_upper(xi)
     unchecked = -1.0  # the Newton decrement before a step taken without a step-length test
-    from_anchor = anchor[0] == 1.0
-    anchor[0] = 0.0  # valid again once a pass on this histogram writes it
     for it in range(max_iter):
-        if from_anchor and it == 0:
-            b0 = anchor[1]
-            b1 = anchor[2]
-            g0 = anchor[3]  # the anchor's sums hold the penalty's terms
-            g1 = anchor[4]
-            h00 = anchor[5]
-            h01 = anchor[6]
-            h11 = anchor[7]
-            inside = link_code == 1
-            lo = np.inf
-            hi = -np.inf
-            for i in range(x.shape[0]):
-                n = pos[i] + neg[i]
-                if n != 0.0:
-                    xv = x[i]
-                    if xv < lo:
-                        lo = xv
-                    if xv > hi:
-                        hi = xv
-                    if not inside:
-                        v = b0 * xv + b1
-                        if support_lo < v < support_hi:
-                            inside = True
-                dn = n - (old_pos[i] + old_neg[i])
-                dp = pos[i] - old_pos[i]
-                if dn == 0.0 and dp == 0.0:
-                    continue
-                xv = x[i]
-                p, dens = _canonical_cdf_pdf_once(b0 * xv + b1, link_code, xi)
-                r = dn * p - dp
-                hw = dn * dens if link_code == 1 else dn * max(dens, floor)
-                g0 += r * xv
-                g1 += r
-                h00 += hw * xv * xv
-                h01 += hw * xv
-                h11 += hw
-            if lo > hi or not inside:
-                from_anchor = False  # a pass from ``beta`` instead
-                b0 = beta[0]
-                b1 = beta[1]
-            else:
-                det = h00 * h11 - h01 * h01
-                if det > 0.0 and h00 > 0.0:
-                    d0 = -(h11 * g0 - h01 * g1) / det
-                    d1 = -(-h01 * g0 + h00 * g1) / det
-                    slope0 = g0 * d0 + g1 * d1
-                    dv_max = max(abs(d0 * lo + d1), abs(d0 * hi + d1))
-                    if slope0 < 0.0 and dv_max <= 0.1:  # near the optimum: the whole step
-                        b0 += d0
-                        b1 += d1
-                        unchecked = -slope0
-                        continue
-                    if slope0 == 0.0:  # nothing changed: the anchor is the start
-                        continue
-                from_anchor = False
-                b0 = beta[0]
-                b1 = beta[1]
         inside = link_code == 1
         g0 = l2 * b0
         g1 = l2 * b1
@@ -761,14 +692,6 @@ def glm_refit_histogram_inplace(
             h11 += hw
         if lo > hi or not inside:  # every bucket empty, or outside the support of the start
             return -1
-        anchor[0] = 1.0
-        anchor[1] = b0
-        anchor[2] = b1
-        anchor[3] = g0
-        anchor[4] = g1
-        anchor[5] = h00
-        anchor[6] = h01
-        anchor[7] = h11
         det = h00 * h11 - h01 * h01
         if not (det > 0.0 and h00 > 0.0):
             return -1

@@ -40,7 +40,7 @@ class _HistogramGLMCalibrator(RefitCalibrator):
     """
 
     _link = "logit"
-    _CACHES = (*RefitCalibrator._CACHES, "_feature_cache", "_anchors", "_anchor_hist")
+    _CACHES = (*RefitCalibrator._CACHES, "_feature_cache")
 
     def _check_glm_params(self) -> None:
         check_scalar(self.l2, "l2", low=0.0)
@@ -56,10 +56,6 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         self._beta = {}  # xi -> last [slope, intercept], the warm start of the next refit
         self._xi_served = None
         self._feature_cache = None
-        # the last pass's gradient and Hessian per shape, and the histogram they were computed
-        # on: the next refit's first Newton step adds only the buckets that changed since
-        self._anchors = {}
-        self._anchor_hist = None
 
     def _candidate_xis(self) -> tuple[float, ...]:
         return (0.0,)
@@ -85,31 +81,18 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         x, x_lo, x_hi = self._features_of(centres)
         code = _LINK_CODES[self._link]
         candidates = self._candidate_xis()
-        old = getattr(self, "_anchor_hist", None)
-        if old is None or old[0].size != pos.size:
-            old = (np.zeros(pos.size), np.zeros(pos.size))
-            self._anchors = {}
-        anchors = self._anchors
         best = None
         for xi in candidates:
-            anchor = anchors.get(xi)
-            if anchor is None:
-                anchor = anchors[xi] = np.zeros(8)
-            beta, brier = self._refit_one(x, pos, neg, code, xi, x_lo, x_hi, anchor, old)
+            beta, brier = self._refit_one(x, pos, neg, code, xi, x_lo, x_hi)
             self._beta[xi] = beta
             if best is None or brier < best[0]:
                 best = (brier, xi)
         self._xi_served = best[1]
-        np.copyto(old[0], pos)
-        np.copyto(old[1], neg)
-        self._anchor_hist = old
 
-    def _refit_one(self, x, pos, neg, code: int, xi: float, x_lo: float, x_hi: float, anchor, old):
+    def _refit_one(self, x, pos, neg, code: int, xi: float, x_lo: float, x_hi: float):
         """``(beta, brier)``: the optimum of one shape and its Brier score over the histogram.
 
-        Newton's method from the previous fit (its first step from ``anchor``, the last pass's
-        gradient and Hessian on the histogram ``old``, with the changed buckets added in), which
-        stops once the map is within
+        Newton's method from the previous fit, which stops once the map is within
         ``_REFIT_PROBA_TOL`` of the optimum's (see
         ``streamcal._kernels.gev.glm_refit_histogram_inplace``). Without a previous fit, or when
         that iteration fails, the damped full refit comes first (and its answer is served if
@@ -119,9 +102,9 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         tol = _REFIT_PROBA_TOL if code == 1 else _REFIT_STEP_TOL
         brier = np.zeros(1)
 
-        def newton(beta):  # True when it stopped by its rule; ``beta``, ``brier``, ``anchor`` updated
+        def newton(beta):  # True when it stopped by its rule; ``beta`` and ``brier`` updated
             passes = _k.glm_refit_histogram_inplace(
-                x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, _REFIT_MAX_PASSES, brier, anchor, *old
+                x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, _REFIT_MAX_PASSES, brier
             )
             return passes >= 0
 
@@ -129,7 +112,6 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             beta = warm.copy()
             if newton(beta):
                 return beta, float(brier[0])
-        anchor[0] = 0.0  # the damped refit's answer is the start
         full = fit_glm_on_histogram(x, pos, neg, link=self._link, xi=xi, l2=l2, warm_start=warm)
         beta = full.copy()
         if not newton(beta):

@@ -200,9 +200,10 @@ class ISplineCalibrator(RefitCalibrator):
         self._set_map_arrays(fitted.knots, fitted.coef, fitted.bspline_coef, weight, pos_weight)
 
     def _set_map_arrays(self, knots, coef, bspline_coef, weight: float, pos_weight: float) -> None:
-        # contiguous float64: the river face's compiled entry point takes exactly that
+        # contiguous float64: the river face's compiled entry point takes exactly that (and a
+        # compiled kernel's result gets numpy's own float64 dtype object, as a loaded state has)
         self._knots = np.ascontiguousarray(knots, dtype=np.float64)
-        self._coef = coef
+        self._coef = np.ascontiguousarray(coef, dtype=np.float64)
         self._bspline_coef = np.ascontiguousarray(bspline_coef, dtype=np.float64)
         self._fit_weight = weight
         # the difference is >= 0 but for rounding, which could take it below -c with large weights
