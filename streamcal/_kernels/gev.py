@@ -594,3 +594,189 @@ def glm_map_array(s, logit_feature, clip, slope, intercept, gev_link, xi, out):
 def glm_map_score(s, logit_feature, clip, slope, intercept, gev_link, xi):
     """The fitted map at one score (the river face's entry)."""
     return glm_map_one(s, logit_feature, clip, slope, intercept, gev_link, xi)
+
+
+# ------------------------------------------------------- the calibrators' refit from a warm start
+@jit(inline="always")
+def _canonical_cdf_pdf_once(v, link_code, xi):
+    """``_canonical_cdf_pdf`` with one ``t`` for both values (``gev_cdf`` and ``gev_pdf`` each
+    compute it): the same floating-point operations, so the same values."""
+    if link_code == 1:
+        return _canonical_cdf_pdf(v, 1, xi)
+    t, u = gev_t_u(v, xi)
+    big_f = math.exp(-t)
+    if u == 0.0 or big_f == 0.0:
+        return big_f, 0.0
+    return big_f, big_f * t / u
+
+
+@jit(inline="always")
+def _quad_inv(h00, h01, h11, det, a, b):
+    """``(a, b) H^-1 (a, b)'`` for the 2 x 2 matrix ``H`` with determinant ``det > 0``."""
+    return max((h11 * a * a - 2.0 * h01 * a * b + h00 * b * b) / det, 0.0)
+
+
+@jit
+def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_hi, proba_tol, beta, max_iter, brier):
+    """Refit ``v = beta[0] x + beta[1]`` on a histogram by Newton's method from ``beta`` (in place).
+
+    The objective is that of :func:`irls_histogram_2d_inplace` (canonical loss of the link, ridge
+    ``l2/2 |beta|^2``); empty buckets are skipped. ``beta`` is the warm start, usually the
+    previous optimum, one or two Newton steps away. Returns the number of gradient passes over
+    the buckets, or ``-1`` when the iteration fails to stop (singular curvature, no descent,
+    ``max_iter`` passes, every non-empty bucket outside the GEV support R_xi): the caller
+    then runs the damped full refit.
+
+    Stopping rule, logistic link (``link_code`` 1): a certificate. The logistic loss has
+    ``|l'''| <= l''``, so along any step ``u`` the Hessian stays within ``exp(+-M) H`` with
+    ``M = max_b |u . z_b|`` over the non-empty buckets, ``z_b = (x_b, 1)`` (Bach, *Self-concordant
+    analysis for logistic regression*, 2010). With the exact gradient ``g`` and Hessian ``H`` at
+    ``beta``, ``nu = |g|_{H^-1}`` and ``K = max_b |z_b|_{H^-1}``, the optimum lies within
+    ``r = -log(1 - nu K) / K`` of ``beta`` in the ``H``-norm (when ``nu K < 1``), and the Newton
+    point ``beta - H^-1 g`` within ``eta(K r) r`` of it, ``eta(m) = (e^m - 1 - m) / m``. The
+    probability at any score with feature in ``[x_lo, x_hi]`` then moves by at most
+    ``Z eta(K r) r / 4`` (``Z = max |z|_{H^-1}`` over that range; the logistic slope is at most
+    1/4): the refit stops at the Newton point once that is at most ``proba_tol``.
+
+    GEV link (``link_code`` 0): Newton's quadratic convergence; the refit stops at the Newton
+    point once the Newton step moves ``v`` by at most ``proba_tol`` at every non-empty bucket and
+    at ``x_lo``, ``x_hi`` (the next step is then of the order of its square; ``f <= 1``). Steps
+    are damped by the regula falsi of :func:`irls_histogram_2d_inplace` unless they move every
+    non-empty bucket's ``v`` by at most 0.1 (near the optimum, after a few new
+    labels); such a full step is kept only if the next pass finds a smaller Newton decrement
+    (``g' H^-1 g``), and otherwise the caller runs the damped full refit.
+
+    ``brier[0]`` receives the map's Brier score over the histogram (``sum_b pos_b (1 - p_b)^2 +
+    neg_b p_b^2``) at the returned ``beta``, from the last pass to first order in the last step
+    (the error is of the order of the total weight times that step squared).
+    """
+    b0 = beta[0]
+    b1 = beta[1]
+    support_lo = gev_lower(xi)
+    support_hi = gev_upper(xi)
+    unchecked = -1.0  # the Newton decrement before a step taken without a step-length test
+    for it in range(max_iter):
+        inside = link_code == 1
+        g0 = l2 * b0
+        g1 = l2 * b1
+        h00 = l2
+        h01 = 0.0
+        h11 = l2
+        sq = 0.0  # the Brier score at (b0, b1) and its gradient
+        sq0 = 0.0
+        sq1 = 0.0
+        lo = np.inf
+        hi = -np.inf
+        for i in range(x.shape[0]):
+            n = pos[i] + neg[i]
+            if n == 0.0:
+                continue
+            xv = x[i]
+            if xv < lo:
+                lo = xv
+            if xv > hi:
+                hi = xv
+            v = b0 * xv + b1
+            if not inside and support_lo < v < support_hi:
+                inside = True
+            p, dens = _canonical_cdf_pdf_once(v, link_code, xi)
+            r = n * p - pos[i]
+            hw = n * dens if link_code == 1 else n * max(dens, floor)
+            g0 += r * xv
+            g1 += r
+            sq += pos[i] * (1.0 - p) * (1.0 - p) + neg[i] * p * p
+            sq0 += 2.0 * dens * r * xv
+            sq1 += 2.0 * dens * r
+            h00 += hw * xv * xv
+            h01 += hw * xv
+            h11 += hw
+        if lo > hi or not inside:  # every bucket empty, or outside the support of the start
+            return -1
+        det = h00 * h11 - h01 * h01
+        if not (det > 0.0 and h00 > 0.0):
+            return -1
+        d0 = -(h11 * g0 - h01 * g1) / det
+        d1 = -(-h01 * g0 + h00 * g1) / det
+        slope0 = g0 * d0 + g1 * d1
+        dv_max = max(abs(d0 * lo + d1), abs(d0 * hi + d1))
+        if link_code == 1:
+            nu = math.sqrt(max(-slope0, 0.0))
+            k = math.sqrt(max(_quad_inv(h00, h01, h11, det, lo, 1.0), _quad_inv(h00, h01, h11, det, hi, 1.0)))
+            zlo = min(x_lo, lo)
+            zhi = max(x_hi, hi)
+            z = math.sqrt(max(_quad_inv(h00, h01, h11, det, zlo, 1.0), _quad_inv(h00, h01, h11, det, zhi, 1.0)))
+            nk = nu * k
+            if nk < 0.5:
+                radius = -math.log1p(-nk) / k if k > 0.0 else nu
+                m = k * radius
+                eta = (math.expm1(m) - m) / m if m > 1e-8 else 0.5 * m
+                if 0.25 * z * eta * radius <= proba_tol:
+                    beta[0] = b0 + d0
+                    beta[1] = b1 + d1
+                    brier[0] = sq + sq0 * d0 + sq1 * d1
+                    return it + 1
+                # inside the region where the full Newton step converges: no step-length test
+                b0 += d0
+                b1 += d1
+                continue
+        elif max(dv_max, abs(d0 * x_lo + d1), abs(d0 * x_hi + d1)) <= proba_tol:
+            beta[0] = b0 + d0
+            beta[1] = b1 + d1
+            brier[0] = sq + sq0 * d0 + sq1 * d1
+            return it + 1
+        if not slope0 < 0.0:
+            return -1
+        if unchecked >= 0.0 and not -slope0 < unchecked:
+            return -1  # a whole step that did not bring the decrement down: the damped refit's turn
+        unchecked = -1.0
+        alpha = 1.0
+        if link_code == 0 and dv_max <= 0.1:  # near the optimum: the whole step, checked at the next pass
+            unchecked = -slope0
+        else:
+            s_hi = _hist_slope(x, pos, neg, link_code, xi, l2, b0, b1, d0, d1, 1.0)
+            if s_hi > 0.0:
+                s_lo = slope0
+                a_lo = 0.0
+                a_hi = 1.0
+                side = 0
+                alpha = 0.0
+                for _ in range(100):
+                    width = a_hi - a_lo
+                    alpha = (a_lo * s_hi - a_hi * s_lo) / (s_hi - s_lo)
+                    alpha = min(max(alpha, a_lo + 1e-3 * width), a_hi - 1e-3 * width)
+                    s = _hist_slope(x, pos, neg, link_code, xi, l2, b0, b1, d0, d1, alpha)
+                    if 0.1 * slope0 <= s <= 0.0:
+                        break
+                    if s > 0.0:
+                        a_hi = alpha
+                        s_hi = s
+                        if side == 1:
+                            s_lo *= 0.5
+                        side = 1
+                    else:
+                        a_lo = alpha
+                        s_lo = s
+                        if side == -1:
+                            s_hi *= 0.5
+                        side = -1
+                else:
+                    alpha = a_lo
+        b0 += alpha * d0
+        b1 += alpha * d1
+    return -1
+
+
+@jit
+def glm_brier_histogram(x, pos, neg, link_code, xi, slope, intercept):
+    """``sum_b pos_b (1 - p_b)^2 + neg_b p_b^2`` for the map's probability ``p_b`` at ``x_b``."""
+    acc = 0.0
+    for i in range(x.shape[0]):
+        if pos[i] + neg[i] == 0.0:
+            continue
+        v = slope * x[i] + intercept
+        if link_code == 1:
+            p = 1.0 / (1.0 + math.exp(-v))
+        else:
+            p = gev_cdf(v, xi)
+        acc += pos[i] * (1.0 - p) * (1.0 - p) + neg[i] * p * p
+    return acc

@@ -152,6 +152,15 @@ def ispline_gram_clamped(x, w, y, t, order, gram, rhs):
             cross[base + r] += wr * y[n]
             for s in range(r, k1):
                 band[base + r, base + s] += wr * values[s]
+    _gram_from_band(band, cross, gram, rhs)
+    return yy
+
+
+@jit(inline="always")
+def _gram_from_band(band, cross, gram, rhs):
+    """The I-spline normal equations from the upper triangle of ``B' W B`` (``band``, overwritten)
+    and ``B' W y`` (``cross``)."""
+    nb = band.shape[0]
     for r in range(nb):
         for s in range(r):
             band[r, s] = band[s, r]
@@ -170,7 +179,6 @@ def ispline_gram_clamped(x, w, y, t, order, gram, rhs):
     for j in range(nb - 1, -1, -1):
         acc += cross[j]
         rhs[j] = acc
-    return yy
 
 
 @jit
@@ -447,3 +455,143 @@ def nnls_sum_capped_gram_warm(gram, rhs, cap, x, passive):
             x[i] *= shrink
             total += x[i]
     return it
+
+
+# --------------------------------------------------------------------------------------------
+# the streaming calibrator's refit from its bucket histogram, in one call
+
+
+@jit
+def ispline_refit_histogram(centres, pos, neg, order, wanted, inner, use_inner, hint, previous_knots, cache):
+    """The I-spline fit of a bucket histogram: ``(knots, coef, bspline_coef, n_iter)``.
+
+    The steps and floating-point operations of ``streamcal.spline.fit.fit_distinct`` on the
+    non-empty buckets (weights ``pos + neg``, label means ``pos / (pos + neg)``; centres
+    ascending, at least one bucket non-empty), without the calls between them: the knots at the
+    weighted quantiles (``wanted`` interior knots, capped by the non-empty buckets) or, with
+    ``use_inner``, the given interior ``inner`` inside the score range; the Gram system; its
+    exact constrained solve, warm-started from ``hint`` (the free coefficients of the previous
+    fit; ignored if its size differs). ``bspline_coef`` is ``min(cumsum(coef), 1)``.
+
+    ``cache`` (float64, ``(n_buckets + 1, order + 3)``, in/out; a new one: ``cache[0, 0] = 0``,
+    every other entry -1) keeps each bucket's non-zero B-splines at its centre for the knots
+    ``previous_knots`` of the previous call on it. Row ``i + 1`` is bucket ``i``: the stamp of
+    the knot vector it was computed for, the index of its first non-zero B-spline, then the
+    ``order + 1`` values. ``cache[0, 0]`` is the current stamp, changed whenever the knots change;
+    a bucket's row is computed when its stamp is stale. The values are those
+    ``ispline_gram_clamped`` computes, so the Gram system is the same to the last bit.
+    """
+    n = 0
+    for i in range(centres.shape[0]):
+        if pos[i] + neg[i] > 0.0:
+            n += 1
+    which = np.empty(n, dtype=np.intp)
+    values = np.empty(n)
+    weights = np.empty(n)
+    means = np.empty(n)
+    j = 0
+    for i in range(centres.shape[0]):
+        w = pos[i] + neg[i]
+        if w > 0.0:
+            which[j] = i
+            values[j] = centres[i]
+            weights[j] = w
+            means[j] = pos[i] / w
+            j += 1
+    lower = values[0]
+    upper = values[n - 1]
+    candidates = np.empty(0)
+    if not upper > lower:  # one distinct score: a constant map
+        upper = lower + max(1.0, abs(lower))
+    elif use_inner:
+        candidates = inner
+    else:
+        k = min(wanted, max(0, n - order - 1))
+        if k > 0 and n >= 3:
+            # the inverted weighted CDF at the levels j / (k + 1): the first cumulative weight
+            # reaching each level
+            cum = np.empty(n)
+            acc = 0.0
+            for i in range(n):
+                acc += weights[i]
+                cum[i] = acc
+            candidates = np.empty(k)
+            at = 0
+            for q in range(k):
+                level = cum[n - 1] * float(q + 1) / float(k + 1)
+                while at < n and cum[at] < level:
+                    at += 1
+                candidates[q] = values[min(at, n - 1)]
+    # interior knots: distinct, ascending, strictly inside (lower, upper)
+    m = 0
+    interior = np.empty(candidates.shape[0])
+    for q in range(candidates.shape[0]):
+        c = candidates[q]
+        if c > lower and c < upper and (m == 0 or c > interior[m - 1]):
+            interior[m] = c
+            m += 1
+    t = np.empty(m + 2 * (order + 1))
+    for q in range(order + 1):
+        t[q] = lower
+        t[m + order + 1 + q] = upper
+    for q in range(m):
+        t[order + 1 + q] = interior[q]
+    p = t.shape[0] - order - 1
+    gram = np.empty((p, p))
+    rhs = np.empty(p)
+    _gram_cached(which, values, weights, means, t, order, previous_knots, cache, gram, rhs)
+    coef = np.empty(p)
+    passive = np.zeros(p, dtype=np.bool_)
+    if hint.shape[0] == p:
+        for q in range(p):
+            passive[q] = hint[q]
+    n_iter = nnls_sum_capped_gram_warm(gram, rhs, 1.0, coef, passive)
+    beta = np.empty(p)
+    acc = 0.0
+    for q in range(p):
+        acc += coef[q]
+        beta[q] = min(acc, 1.0)
+    return t, coef, beta, n_iter
+
+
+@jit(inline="always")
+def _gram_cached(which, x, w, y, t, order, previous_knots, cache, gram, rhs):
+    """``ispline_gram_clamped(x, w, y, t, order, gram, rhs)`` with each bucket's B-splines read
+    from ``cache`` (see :func:`ispline_refit_histogram`; ``which`` the buckets of ``x``)."""
+    k1 = order + 1
+    nb = t.shape[0] - k1
+    same = previous_knots.shape[0] == t.shape[0]
+    if same:
+        for q in range(t.shape[0]):
+            if previous_knots[q] != t[q]:
+                same = False
+                break
+    if not same:
+        cache[0, 0] += 1.0  # a new stamp: every row is stale
+    stamp = cache[0, 0]
+    lo, hi = clamped_span_bounds(t, k1)
+    lower = t[0]
+    upper = t[t.shape[0] - 1]
+    values = np.empty(k1)
+    left = np.empty(k1)
+    right = np.empty(k1)
+    band = np.zeros((nb, nb))
+    cross = np.zeros(nb)
+    for n in range(x.shape[0]):
+        row = which[n] + 1
+        if cache[row, 0] != stamp:
+            xn = min(max(x[n], lower), upper)
+            mu = clamped_span(t, xn, lo, hi)
+            bspline_nonzero_inplace(t, xn, mu, k1, values, left, right)
+            cache[row, 0] = stamp
+            cache[row, 1] = mu - k1 + 1
+            for r in range(k1):
+                cache[row, 2 + r] = values[r]
+        base = int(cache[row, 1])
+        wn = w[n]
+        for r in range(k1):
+            wr = wn * cache[row, 2 + r]
+            cross[base + r] += wr * y[n]
+            for s in range(r, k1):
+                band[base + r, base + s] += wr * cache[row, 2 + s]
+    _gram_from_band(band, cross, gram, rhs)

@@ -18,6 +18,12 @@ __all__ = ["CALIBRATOR_XI_GRID", "GEVCalibrator", "PlattCalibrator"]
 
 CALIBRATOR_XI_GRID = (-0.5, -0.25, 0.0, 0.25, 0.5, 1.0)
 _LOGIT_CLIP = 1e-12  # probability scores are clipped into [1e-12, 1 - 1e-12] before the logit
+# the warm-started refit stops where its map is within this of the exact optimum's (Platt: a
+# certified bound on every probability; GEV: the last Newton step's move of the linear predictor)
+_REFIT_PROBA_TOL = 1e-10
+_REFIT_STEP_TOL = 1e-7  # GEV: the last Newton step's largest move of v; the error left is its square
+_REFIT_MAX_PASSES = 50
+_LINK_CODES = {"gev": 0, "logit": 1}
 
 
 @functools.cache
@@ -34,6 +40,7 @@ class _HistogramGLMCalibrator(RefitCalibrator):
     """
 
     _link = "logit"
+    _CACHES = (*RefitCalibrator._CACHES, "_feature_cache")
 
     def _check_glm_params(self) -> None:
         check_scalar(self.l2, "l2", low=0.0)
@@ -48,23 +55,77 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         super()._init_map_state()
         self._beta = {}  # xi -> last [slope, intercept], the warm start of the next refit
         self._xi_served = None
+        self._feature_cache = None
 
     def _candidate_xis(self) -> tuple[float, ...]:
         return (0.0,)
 
+    def _features_of(self, centres: np.ndarray) -> tuple[np.ndarray, float, float]:
+        """``x(centre)`` per bucket and the feature range ``[x_lo, x_hi]`` the map serves (cached:
+        the centres are fixed once the bucket edges are known; the cache is dropped with the map
+        state, and the ends and size are compared as a guard)."""
+        cache = getattr(self, "_feature_cache", None)  # dropped by a reset, absent after loading
+        if cache is None or not (
+            cache[0].size == centres.size and cache[0][0] == centres[0] and cache[0][-1] == centres[-1]
+        ):
+            x = np.ascontiguousarray(self._feature(centres), dtype=np.float64)
+            x_lo, x_hi = float(x.min()), float(x.max())
+            if self._identity:  # every probability score: the clipped logit's whole range
+                edge = float(self._feature(np.array([0.0]))[0])
+                x_lo, x_hi = min(x_lo, edge), max(x_hi, -edge)
+            cache = (centres.copy(), x, x_lo, x_hi)
+            self._feature_cache = cache
+        return cache[1], cache[2], cache[3]
+
     def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
-        x = np.ascontiguousarray(self._feature(centres))
+        x, x_lo, x_hi = self._features_of(centres)
+        code = _LINK_CODES[self._link]
+        candidates = self._candidate_xis()
         best = None
-        for xi in self._candidate_xis():
-            beta = fit_glm_on_histogram(
-                x, pos, neg, link=self._link, xi=xi, l2=float(self.l2), warm_start=self._beta.get(xi)
-            )
+        for xi in candidates:
+            beta, brier = self._refit_one(x, pos, neg, code, xi, x_lo, x_hi)
             self._beta[xi] = beta
-            p = self._proba_for(x, beta, xi)
-            brier = float(np.dot(pos, (1.0 - p) ** 2) + np.dot(neg, p**2))
             if best is None or brier < best[0]:
                 best = (brier, xi)
         self._xi_served = best[1]
+
+    def _refit_one(self, x, pos, neg, code: int, xi: float, x_lo: float, x_hi: float):
+        """``(beta, brier)``: the optimum of one shape and its Brier score over the histogram.
+
+        Newton's method from the previous fit, which stops once the map is within
+        ``_REFIT_PROBA_TOL`` of the optimum's (see
+        ``streamcal._kernels.gev.glm_refit_histogram_inplace``). Without a previous fit, or when
+        that iteration fails, the damped full refit comes first (and its answer is served if
+        Newton's method cannot refine it)."""
+        warm = self._beta.get(xi)
+        l2 = float(self.l2)
+        tol = _REFIT_PROBA_TOL if code == 1 else _REFIT_STEP_TOL
+        brier = np.zeros(1)
+
+        def newton(beta):  # True when it stopped by its rule; ``beta`` and ``brier`` updated
+            passes = _k.glm_refit_histogram_inplace(
+                x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, _REFIT_MAX_PASSES, brier
+            )
+            return passes >= 0
+
+        if warm is not None:
+            beta = warm.copy()
+            if newton(beta):
+                return beta, float(brier[0])
+        full = fit_glm_on_histogram(x, pos, neg, link=self._link, xi=xi, l2=l2, warm_start=warm)
+        beta = full.copy()
+        if not newton(beta):
+            beta = full
+            brier[0] = _k.glm_brier_histogram(x, pos, neg, code, xi, float(beta[0]), float(beta[1]))
+        return beta, float(brier[0])
+        full = fit_glm_on_histogram(x, pos, neg, link=self._link, xi=xi, l2=l2, warm_start=warm)
+        beta = full.copy()
+        if _k.glm_refit_histogram_inplace(
+            x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, _REFIT_MAX_PASSES, brier
+        ) < 0:
+            beta = full
+            brier[0] = _k.glm_brier_histogram(x, pos, neg, code, xi, float(beta[0]), float(beta[1]))
+        return beta, float(brier[0])
 
     def _proba_for(self, x: np.ndarray, beta: np.ndarray, xi: float) -> np.ndarray:
         """The map with coefficients ``beta`` at features ``x`` (F is 0 / 1 beyond R_xi)."""

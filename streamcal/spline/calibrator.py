@@ -21,10 +21,14 @@ from streamcal._validation import (
     check_scalar,
 )
 from streamcal.buckets import Buckets, LogitGrid, as_buckets
+from streamcal.spline.basis import default_n_knots
 from streamcal.spline.fit import aggregate_sorted, evaluate_map, fit_distinct
 from streamcal.windows import Window
 
 __all__ = ["ISplineCalibrator"]
+
+_NO_KNOTS = np.empty(0)
+_NO_HINT = np.zeros(0, dtype=np.bool_)
 
 
 @functools.cache
@@ -182,18 +186,25 @@ class ISplineCalibrator(RefitCalibrator):
         }
 
     # ------------------------------------------------------------------ fitted map
+    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache")
+
     def _init_map_state(self) -> None:
         super()._init_map_state()
+        self._basis_cache = None
         self._knots = None
         self._coef = None
         self._bspline_coef = None
         self._fit_weight = 0.0
 
     def _set_map(self, fitted, weight: float, pos_weight: float) -> None:
-        # contiguous float64: the river face's compiled entry point takes exactly that
-        self._knots = np.ascontiguousarray(fitted.knots, dtype=np.float64)
-        self._coef = fitted.coef
-        self._bspline_coef = np.ascontiguousarray(fitted.bspline_coef, dtype=np.float64)
+        self._set_map_arrays(fitted.knots, fitted.coef, fitted.bspline_coef, weight, pos_weight)
+
+    def _set_map_arrays(self, knots, coef, bspline_coef, weight: float, pos_weight: float) -> None:
+        # contiguous float64: the river face's compiled entry point takes exactly that (and a
+        # compiled kernel's result gets numpy's own float64 dtype object, as a loaded state has)
+        self._knots = np.ascontiguousarray(knots, dtype=np.float64)
+        self._coef = np.ascontiguousarray(coef, dtype=np.float64)
+        self._bspline_coef = np.ascontiguousarray(bspline_coef, dtype=np.float64)
         self._fit_weight = weight
         # the difference is >= 0 but for rounding, which could take it below -c with large weights
         neg_weight = max(weight - pos_weight, 0.0)
@@ -208,16 +219,35 @@ class ISplineCalibrator(RefitCalibrator):
         if total > 0.0 and not 2.0**-500 < total < 2.0**500:
             k = -math.frexp(total)[1]
             pos, neg = np.ldexp(pos, k), np.ldexp(neg, k)
-        weight = pos + neg
-        keep = weight > 0.0
-        values = np.ascontiguousarray(centres[keep])  # bucket centres ascend
-        w = np.ascontiguousarray(weight[keep])
-        means = np.ascontiguousarray(pos[keep] / w)
-        # warm start: the previous fit's positive coefficients (same basis size), usually the
-        # same set or close to it, so the exact solve takes a few steps instead of ~basis size
-        hint = None if self._coef is None else self._coef > 0.0
-        fitted = fit_distinct(values, w, means, total, int(self.order), self.n_knots, self._inner_knots, hint)
-        self._set_map(fitted, total, pos_total)
+        # fit_distinct's steps on the non-empty buckets, in one compiled call; warm start: the
+        # previous fit's positive coefficients (same basis size), usually the same set or close
+        # to it, so the exact solve takes a few steps instead of ~basis size
+        wanted = default_n_knots(total) if self.n_knots is None else int(self.n_knots)
+        wanted = min(wanted, centres.size)  # the kernel caps it below the non-empty buckets too
+        inner = _NO_KNOTS if self._inner_knots is None else self._inner_knots
+        hint = _NO_HINT if self._coef is None else self._coef > 0.0
+        order = int(self.order)
+        # each bucket's B-splines for the knots of the previous refit: recomputed only for the
+        # buckets that were empty then, or all of them when the knots move
+        basis, basis_knots = getattr(self, "_basis_cache", None) or (None, _NO_KNOTS)
+        if basis is None or basis.shape != (centres.size + 1, order + 3):
+            basis = np.full((centres.size + 1, order + 3), -1.0)
+            basis[0, 0] = 0.0
+            basis_knots = _NO_KNOTS
+        knots, coef, beta, _ = _k.ispline_refit_histogram(
+            np.ascontiguousarray(centres, dtype=np.float64),
+            np.ascontiguousarray(pos, dtype=np.float64),
+            np.ascontiguousarray(neg, dtype=np.float64),
+            order,
+            wanted,
+            inner,
+            self._inner_knots is not None,
+            hint,
+            basis_knots,
+            basis,
+        )
+        self._basis_cache = (basis, knots)
+        self._set_map_arrays(knots, coef, beta, total, pos_total)
 
     def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
         return evaluate_map(scores, self._knots, int(self.order), self._bspline_coef)

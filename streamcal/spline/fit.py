@@ -85,7 +85,7 @@ def evaluate_map(x: np.ndarray, knots: np.ndarray, order: int, bspline_coef: np.
     """Evaluate a fitted map at finite float64 ``x`` (no validation); result clipped into [0, 1]."""
     out = np.empty(x.size)
     bspline_combination_clamped(x, knots, order + 1, bspline_coef, out)
-    return np.clip(out, 0.0, 1.0, out=out)
+    return np.minimum(np.maximum(out, 0.0, out=out), 1.0, out=out)  # np.clip, without its wrapper
 
 
 def _check_order_and_knots(order, n_knots, knots):
