@@ -10,7 +10,6 @@ import math
 import numbers
 
 import numpy as np
-from scipy import stats
 
 from streamcal._validation import as_binary_labels, check_scalar
 from streamcal.metrics._inputs import (
@@ -206,6 +205,8 @@ def min_cllr(labels, scores, weights=None) -> float:
 
 
 def _min_cllr(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> float:
+    if bool(np.all(w == 1.0)):
+        return _min_cllr_unit(y, s)
     from streamcal.isotonic.batch import pav_llr
 
     # PAV depends on the order of the scores only: ranks keep order and ties exactly and are
@@ -216,6 +217,71 @@ def _min_cllr(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> float:
     _, ranks = np.unique(s, return_inverse=True)
     llr = pav_llr(ranks.astype(np.float64), y, w, finite=False)
     return _cllr(y, np.asarray(llr, dtype=np.float64), w)
+
+
+def _min_cllr_unit(y: np.ndarray, s: np.ndarray) -> float:
+    """:func:`_min_cllr` for unit weights: the same PAV-LLR and the same sums, without a sort
+    of the events' order.
+
+    The distinct scores and their counts come from one sort of the scores (the positives' are
+    found among them), and PAV runs over the distinct scores as in
+    :func:`streamcal.isotonic.pav_llr` (tied scores pooled, each group weighted by its count).
+    Its fitted values are constant over runs of groups, its blocks; so are the LLRs and the costs
+    of each class, which are computed once per block. An event's block is found by its score
+    among the blocks' lowest scores, and the per-event costs are summed per class in event
+    order, exactly as :func:`_cllr` sums them: the result equals ``_min_cllr`` bit for bit.
+    """
+    from streamcal._kernels import _config
+    from streamcal._kernels.pav import pav_sorted
+    from streamcal.isotonic.batch import _block_logit
+
+    n = s.size
+    positive = y == 1.0
+    ordered = np.sort(s)
+    first = np.empty(n, dtype=bool)  # where each distinct score starts in ``ordered``
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    distinct = ordered[starts]
+    g = distinct.size
+    s_pos = s[positive]
+    s_neg = s[~positive]
+    count = np.diff(np.append(starts, n)).astype(np.float64)
+    pos = np.bincount(np.searchsorted(distinct, s_pos), minlength=g).astype(np.float64)
+    neg = count - pos
+    t1, t0 = float(s_pos.size), float(s_neg.size)
+    fitted = np.empty(g)
+    _config.run(pav_sorted, g, np.ascontiguousarray(pos / count), count, fitted)
+    # PAV's blocks: runs of equal fitted values; each block's LLR as ``pav_llr`` computes it
+    block_start = np.flatnonzero(np.concatenate(([True], fitted[1:] != fitted[:-1])))
+    block_pos = np.add.reduceat(pos, block_start)
+    block_neg = np.add.reduceat(neg, block_start)
+    logit = _block_logit(fitted[block_start], block_pos, block_neg)
+    llr = logit - (math.log(t1) - math.log(t0))
+    cost_pos = np.logaddexp(0.0, -llr) / _LN2
+    cost_neg = np.logaddexp(0.0, llr) / _LN2
+    lowest = distinct[block_start]
+    pos_sum = float(np.sum(cost_pos[_block_of(lowest, s_pos)]))
+    neg_sum = float(np.sum(cost_neg[_block_of(lowest, s_neg)]))
+    return 0.5 * (pos_sum / t1 + neg_sum / t0)
+
+
+# up to this many blocks, an event's block is found by counting the block starts at or below its
+# score, one vectorised comparison per block; beyond, by binary search (which costs about as
+# much as 30 comparisons per event, as the branches on random scores are mispredicted)
+_COUNTED_BLOCKS = 64
+
+
+def _block_of(lowest: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The index of the last of ``lowest`` (sorted, ``lowest[0] <= x.min()``) at or below each x."""
+    if lowest.size > _COUNTED_BLOCKS:
+        return np.searchsorted(lowest, x, side="right") - 1
+    index = np.zeros(x.size, dtype=np.uint8)
+    above = np.empty(x.size, dtype=bool)
+    for start in lowest[1:]:
+        np.greater_equal(x, start, out=above)
+        index += above.view(np.uint8)
+    return index
 
 
 # --- binned metrics ----------------------------------------------------------------------
@@ -408,6 +474,8 @@ def hl_from_sums(n, o1, e1, o0, e0) -> tuple[float, float]:
     nonempty = n > 0.0
     stat = float(np.sum(_chi_terms(o1[nonempty], e1[nonempty]) + _chi_terms(o0[nonempty], e0[nonempty])))
     dof = int(np.count_nonzero(nonempty)) - 2
+    from scipy import stats  # here, not at import: scipy.stats takes most of a second to load
+
     pvalue = float(stats.chi2.sf(stat, dof)) if dof >= 1 else math.nan
     return stat, pvalue
 
