@@ -57,6 +57,8 @@ def brier_score(labels, proba, weights=None) -> float:
     0.07
     """
     y, p, w = labels_proba_weights(labels, proba, weights)
+    if weights is None:  # unit weights: the same sums without multiplying by 1.0
+        return float(np.sum((p - y) ** 2) / float(y.size))
     return float(np.sum(w * (p - y) ** 2) / np.sum(w))
 
 
@@ -101,12 +103,21 @@ def log_loss(labels, proba, weights=None, *, eps: float | None = None) -> float:
         check_scalar(eps, "eps", low=0.0, high=0.5, high_inclusive=False)
         p = np.clip(p, eps, 1.0 - eps)
     loss = _log_losses(y, p)
+    if weights is None:
+        return float(np.sum(loss) / float(y.size))
     return _weighted_mean(loss, w)
 
 
 def _log_losses(y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``-log(p)`` for the positives, ``-log(1 - p)`` for the negatives: each logarithm taken
+    only where it is used."""
+    positive = y == 1.0
+    loss = np.empty(p.size)
     with np.errstate(divide="ignore"):
-        return np.where(y == 1.0, -np.log(p), -np.log1p(-p))
+        loss[positive] = -np.log(p[positive])
+        negative = ~positive
+        loss[negative] = -np.log1p(-p[negative])
+    return loss
 
 
 def _weighted_mean(loss: np.ndarray, w: np.ndarray) -> float:
@@ -150,7 +161,22 @@ def cllr(labels, llr, weights=None) -> float:
     x = as_not_nan(llr, "llr")
     check_length_as_labels(y.size, x.size, "llr")
     w = as_weights(weights, y.size)
+    if weights is None:
+        return _cllr_unit(y, x)
     return _cllr(y, x, w)
+
+
+def _cllr_unit(y: np.ndarray, x: np.ndarray) -> float:
+    """:func:`_cllr` for unit weights: each class's costs computed and summed on their own, in
+    event order (the same sums, without the weights)."""
+    positive = y == 1.0
+    x_pos = x[positive]
+    x_neg = x[~positive]
+    if not (x_pos.size and x_neg.size):
+        require_both_classes(y, np.ones(y.size), "Cllr")  # raises, naming the missing class
+    pos = float(np.sum(np.logaddexp(0.0, -x_pos) / _LN2)) / float(x_pos.size)
+    neg = float(np.sum(np.logaddexp(0.0, x_neg) / _LN2)) / float(x_neg.size)
+    return 0.5 * (pos + neg)
 
 
 def _cllr(y: np.ndarray, x: np.ndarray, w: np.ndarray) -> float:
@@ -294,7 +320,10 @@ def uniform_bin_ids(proba: np.ndarray, n_bins: int) -> np.ndarray:
     metrics use the same edges, so both assign every value to the same bin.
     """
     edges = np.arange(n_bins + 1) / n_bins
-    return np.minimum(np.searchsorted(edges, proba, side="right") - 1, n_bins - 1)
+    if n_bins > _COUNTED_BLOCKS:
+        return np.minimum(np.searchsorted(edges, proba, side="right") - 1, n_bins - 1)
+    # the number of inner edges at or below each value: what the binary search finds
+    return np.minimum(_block_of(edges[:-1], proba), n_bins - 1).astype(np.intp)
 
 
 def quantile_bin_ids(proba: np.ndarray, w: np.ndarray, n_bins: int) -> np.ndarray:
@@ -363,6 +392,10 @@ def ece(labels, proba, n_bins: int = 10, strategy: str = "uniform", weights=None
     y, p, w = labels_proba_weights(labels, proba, weights)
     _check_bins(n_bins, strategy)
     ids = _bin_ids(p, w, n_bins, strategy)
+    if weights is None:
+        sum_y = np.bincount(ids, weights=y, minlength=n_bins)
+        sum_p = np.bincount(ids, weights=p, minlength=n_bins)
+        return float(np.sum(np.abs(sum_y - sum_p)) / float(y.size))
     sum_y = np.bincount(ids, weights=w * y, minlength=n_bins)
     sum_p = np.bincount(ids, weights=w * p, minlength=n_bins)
     return float(np.sum(np.abs(sum_y - sum_p)) / np.sum(w))
@@ -402,10 +435,15 @@ def calibration_loss(labels, proba, weights=None, *, n_bins: int = 10) -> float:
     y, p, w = labels_proba_weights(labels, proba, weights)
     check_scalar(n_bins, "n_bins", numbers.Integral, low=1)
     ids = uniform_bin_ids(p, n_bins)
-    sum_w = np.bincount(ids, weights=w, minlength=n_bins)
-    sum_y = np.bincount(ids, weights=w * y, minlength=n_bins)
+    unit = weights is None
+    sum_w = (
+        np.bincount(ids, minlength=n_bins).astype(np.float64) if unit else np.bincount(ids, weights=w, minlength=n_bins)
+    )
+    sum_y = np.bincount(ids, weights=y if unit else w * y, minlength=n_bins)
     with np.errstate(invalid="ignore", divide="ignore"):
         frac = np.where(sum_w > 0.0, sum_y / sum_w, 0.0)
+    if unit:
+        return float(np.sum((p - frac[ids]) ** 2) / float(y.size))
     return float(np.sum(w * (p - frac[ids]) ** 2) / np.sum(w))
 
 
