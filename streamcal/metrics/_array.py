@@ -109,15 +109,8 @@ def log_loss(labels, proba, weights=None, *, eps: float | None = None) -> float:
 
 
 def _log_losses(y: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """``-log(p)`` for the positives, ``-log(1 - p)`` for the negatives: each logarithm taken
-    only where it is used."""
-    positive = y == 1.0
-    loss = np.empty(p.size)
     with np.errstate(divide="ignore"):
-        loss[positive] = -np.log(p[positive])
-        negative = ~positive
-        loss[negative] = -np.log1p(-p[negative])
-    return loss
+        return np.where(y == 1.0, -np.log(p), -np.log1p(-p))
 
 
 def _weighted_mean(loss: np.ndarray, w: np.ndarray) -> float:
@@ -286,21 +279,30 @@ def _min_cllr_unit(y: np.ndarray, s: np.ndarray) -> float:
     llr = logit - (math.log(t1) - math.log(t0))
     cost_pos = np.logaddexp(0.0, -llr) / _LN2
     cost_neg = np.logaddexp(0.0, llr) / _LN2
-    lowest = distinct[block_start]
-    pos_sum = float(np.sum(cost_pos[_block_of(lowest, s_pos)]))
-    neg_sum = float(np.sum(cost_neg[_block_of(lowest, s_neg)]))
+    if block_start.size <= _COUNTED_BLOCKS:
+        lowest = distinct[block_start]
+        block_pos = _block_of(lowest, s_pos)
+        block_neg = _block_of(lowest, s_neg)
+    else:  # each event's block from its place in the sorted order
+        events_per_block = np.add.reduceat(count, block_start).astype(np.intp)
+        block = np.empty(n, dtype=np.intp)
+        block[np.argsort(s)] = np.repeat(np.arange(block_start.size), events_per_block)
+        block_pos = block[positive]
+        block_neg = block[~positive]
+    pos_sum = float(np.sum(cost_pos[block_pos]))
+    neg_sum = float(np.sum(cost_neg[block_neg]))
     return 0.5 * (pos_sum / t1 + neg_sum / t0)
 
 
-# up to this many blocks, an event's block is found by counting the block starts at or below its
-# score, one vectorised comparison per block; beyond, by binary search (which costs about as
-# much as 30 comparisons per event, as the branches on random scores are mispredicted)
-_COUNTED_BLOCKS = 64
+# up to this many blocks (or bins), an event's block is found by counting the block starts at or
+# below its score, one vectorised comparison per block; beyond, by binary search or a sort (a
+# binary search on random scores costs about as much as 30 comparisons, its branches mispredicted)
+_COUNTED_BLOCKS = 128
 
 
 def _block_of(lowest: np.ndarray, x: np.ndarray) -> np.ndarray:
     """The index of the last of ``lowest`` (sorted, ``lowest[0] <= x.min()``) at or below each x."""
-    if lowest.size > _COUNTED_BLOCKS:
+    if lowest.size > min(_COUNTED_BLOCKS, 255):
         return np.searchsorted(lowest, x, side="right") - 1
     index = np.zeros(x.size, dtype=np.uint8)
     above = np.empty(x.size, dtype=bool)
@@ -320,7 +322,7 @@ def uniform_bin_ids(proba: np.ndarray, n_bins: int) -> np.ndarray:
     metrics use the same edges, so both assign every value to the same bin.
     """
     edges = np.arange(n_bins + 1) / n_bins
-    if n_bins > _COUNTED_BLOCKS:
+    if n_bins > 64:
         return np.minimum(np.searchsorted(edges, proba, side="right") - 1, n_bins - 1)
     # the number of inner edges at or below each value: what the binary search finds
     return np.minimum(_block_of(edges[:-1], proba), n_bins - 1).astype(np.intp)
