@@ -183,7 +183,8 @@ def test_arrow_values_are_those_of_to_numpy(array):
 def test_arrow_arrays_from_buffers_equal_pyarrow_array():
     values = np.array([0.5, -0.0, np.inf, np.nan, 1e-300])
     got, want = fixed_width_array(values, pa.float64()), pa.array(values, pa.float64())
-    assert got.type == want.type and got.null_count == want.null_count == 0  # NaN stays a value
+    assert got.type == want.type
+    assert got.null_count == want.null_count == 0  # NaN stays a value, as with pyarrow.array
     assert same_bits(got.to_numpy(), want.to_numpy())
     ints = np.array([3, -1, 2**40], dtype=np.int64)
     assert fixed_width_array(ints, pa.int64()).equals(pa.array(ints, pa.int64()))
