@@ -171,13 +171,23 @@ def test_planner_gives_the_same_operations_in_both_tiers():
         pa.array([True, False, True, True, False, False, False, True, True]).slice(3, 5),
         pa.array([10, 20, 30, 40], pa.int64()).slice(1, 2),
         pa.array([], pa.float64()),
+        pa.array([], pa.bool_()),
+        pa.array([True] * 20 + [False] * 5).slice(17, 6),
+        pa.array([1_700_000_000_123, -5, 0], pa.timestamp("ms", tz="UTC")).slice(1),
+        pa.array([1_700_000_000_123_456, 7], pa.timestamp("us")),
+        pa.array([19_000, -3], pa.date32()),
+        pa.array([1_641_600_000_000, 0], pa.date64()),
     ],
 )
 def test_arrow_values_are_those_of_to_numpy(array):
     got = _values(array)
-    want = array.to_numpy(zero_copy_only=False)
-    assert np.array_equal(got.astype(want.dtype), want)
+    if pa.types.is_temporal(array.type):  # the counts of the unit, as a cast to an integer gives
+        width = pa.int32() if pa.types.is_date32(array.type) else pa.int64()
+        want = array.cast(width).to_numpy(zero_copy_only=False)
+    else:
+        want = array.to_numpy(zero_copy_only=False)
     assert got.size == len(array)
+    assert np.array_equal(got.astype(want.dtype), want)
 
 
 def test_arrow_arrays_from_buffers_equal_pyarrow_array():

@@ -706,39 +706,50 @@ _NUMPY_OF_ARROW = {
 def _values(arr) -> np.ndarray:
     """The values of an arrow array as a numpy array (nulls: whatever the buffer holds there).
 
-    Numbers are read from the array's data buffer (no copy), booleans through a cast to uint8:
-    ``pyarrow.Array.to_numpy`` loads pandas at its first call on the arrays a Parquet reader
-    yields, a quarter of a second of a short replay. Other types go through ``to_numpy``."""
+    Numbers, times (their int64 or int32 counts) and dates are read from the array's data buffer
+    (no copy), booleans unpacked from its bits: ``pyarrow.Array.to_numpy`` loads pandas at its
+    first call on the arrays a Parquet reader yields, and ``cast`` loads ``pyarrow.compute``,
+    together most of the time a short replay takes. Other types go through ``to_numpy``."""
     import pyarrow as pa
+    import pyarrow.types as pt
 
-    if isinstance(arr, pa.Array):
-        if arr.type == pa.bool_():
-            arr = arr.cast(pa.uint8())
-        dtype = _NUMPY_OF_ARROW.get(str(arr.type))
-        if dtype is not None:
-            data = arr.buffers()[1]
-            if data is None:  # an empty array may have no buffer
-                return np.empty(0, dtype=dtype)
-            itemsize = np.dtype(dtype).itemsize
-            return np.frombuffer(data, dtype=dtype, count=len(arr), offset=arr.offset * itemsize)
-    return arr.to_numpy(zero_copy_only=False)
+    if not isinstance(arr, pa.Array):
+        return arr.to_numpy(zero_copy_only=False)
+    typ = arr.type
+    n, offset = len(arr), arr.offset
+    data = arr.buffers()[1] if typ.num_buffers > 1 else None
+    if pt.is_boolean(typ):
+        if data is None or n == 0:
+            return np.zeros(n, dtype=np.uint8)
+        bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")
+        return bits[offset : offset + n]
+    if pt.is_timestamp(typ) or pt.is_date64(typ):
+        dtype = np.int64
+    elif pt.is_date32(typ):
+        dtype = np.int32
+    else:
+        dtype = _NUMPY_OF_ARROW.get(str(typ))
+    if dtype is None:
+        return arr.to_numpy(zero_copy_only=False)
+    if data is None or n == 0:  # an empty array may have no buffer
+        return np.empty(0, dtype=dtype)
+    return np.frombuffer(data, dtype=dtype, count=n, offset=offset * np.dtype(dtype).itemsize)
 
 
 def _seconds(arr) -> np.ndarray:
     """float64 seconds from a timestamp / date / numeric arrow array; nulls become NaN."""
-    import pyarrow as pa
     import pyarrow.types as pt
 
     typ = arr.type
     if pt.is_timestamp(typ):
         scale = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[typ.unit]
-        raw = _values(arr.cast(pa.int64()))
+        raw = _values(arr)  # the int64 counts of the unit
     elif pt.is_date32(typ):
         scale = 86_400.0
-        raw = _values(arr.cast(pa.int32()))
+        raw = _values(arr)  # int32 days
     elif pt.is_date64(typ):
         scale = 1e-3
-        raw = _values(arr.cast(pa.int64()))
+        raw = _values(arr)  # int64 milliseconds
     elif pt.is_null(typ):
         return np.full(len(arr), np.nan)
     else:
