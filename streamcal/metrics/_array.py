@@ -239,16 +239,17 @@ def _min_cllr(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> float:
 
 
 def _min_cllr_unit(y: np.ndarray, s: np.ndarray) -> float:
-    """:func:`_min_cllr` for unit weights: the same PAV-LLR and the same sums, without a sort
-    of the events' order.
+    """:func:`_min_cllr` for unit weights: the same PAV-LLR and the same sums, from one sort of
+    the scores.
 
-    The distinct scores and their counts come from one sort of the scores (the positives' are
-    found among them), and PAV runs over the distinct scores as in
-    :func:`streamcal.isotonic.pav_llr` (tied scores pooled, each group weighted by its count).
-    Its fitted values are constant over runs of groups, its blocks; so are the LLRs and the costs
-    of each class, which are computed once per block. An event's block is found by its score
-    among the blocks' lowest scores, and the per-event costs are summed per class in event
-    order, exactly as :func:`_cllr` sums them: the result equals ``_min_cllr`` bit for bit.
+    The distinct scores and their counts come from the sorted scores (the positives' are found
+    among them), and PAV runs over the distinct scores as in :func:`streamcal.isotonic.pav_llr`
+    (tied scores pooled, each group weighted by its count). Its fitted values are constant over
+    runs of groups, its blocks; so are the LLRs and the costs of each class, which are computed
+    once per block. An event's block is found by counting the blocks' lowest scores at or below
+    its score (few blocks) or from the events' sorted order (many), and the per-event costs are
+    summed per class in event order, exactly as :func:`_cllr` sums them: the result equals
+    ``_min_cllr`` bit for bit.
     """
     from streamcal._kernels import _config
     from streamcal._kernels.pav import pav_sorted
@@ -263,12 +264,12 @@ def _min_cllr_unit(y: np.ndarray, s: np.ndarray) -> float:
     starts = np.flatnonzero(first)
     distinct = ordered[starts]
     g = distinct.size
-    s_pos = s[positive]
-    s_neg = s[~positive]
+    s_pos = np.sort(s[positive])  # in order, the binary searches among the distinct scores are quicker
     count = np.diff(np.append(starts, n)).astype(np.float64)
     pos = np.bincount(np.searchsorted(distinct, s_pos), minlength=g).astype(np.float64)
     neg = count - pos
-    t1, t0 = float(s_pos.size), float(s_neg.size)
+    t1 = float(s_pos.size)
+    t0 = float(n) - t1
     fitted = np.empty(g)
     _config.run(pav_sorted, g, np.ascontiguousarray(pos / count), count, fitted)
     # PAV's blocks: runs of equal fitted values; each block's LLR as ``pav_llr`` computes it
@@ -280,23 +281,20 @@ def _min_cllr_unit(y: np.ndarray, s: np.ndarray) -> float:
     cost_pos = np.logaddexp(0.0, -llr) / _LN2
     cost_neg = np.logaddexp(0.0, llr) / _LN2
     if block_start.size <= _COUNTED_BLOCKS:
-        lowest = distinct[block_start]
-        block_pos = _block_of(lowest, s_pos)
-        block_neg = _block_of(lowest, s_neg)
+        block = _block_of(distinct[block_start], s)
     else:  # each event's block from its place in the sorted order
         events_per_block = np.add.reduceat(count, block_start).astype(np.intp)
         block = np.empty(n, dtype=np.intp)
         block[np.argsort(s)] = np.repeat(np.arange(block_start.size), events_per_block)
-        block_pos = block[positive]
-        block_neg = block[~positive]
-    pos_sum = float(np.sum(cost_pos[block_pos]))
-    neg_sum = float(np.sum(cost_neg[block_neg]))
+    pos_sum = float(np.sum(cost_pos[block[positive]]))
+    neg_sum = float(np.sum(cost_neg[block[~positive]]))
     return 0.5 * (pos_sum / t1 + neg_sum / t0)
 
 
 # up to this many blocks (or bins), an event's block is found by counting the block starts at or
-# below its score, one vectorised comparison per block; beyond, by binary search or a sort (a
-# binary search on random scores costs about as much as 30 comparisons, its branches mispredicted)
+# below its score, one vectorised comparison per block; beyond, from the sorted order or by binary
+# search (on random scores a binary search costs about as much as 30 comparisons, its branches
+# mispredicted)
 _COUNTED_BLOCKS = 128
 
 
