@@ -33,12 +33,38 @@ Memory cases run the command line in a child process each (``streamcal replay FI
 counts it (``ru_maxrss`` from ``wait4``: the "Maximum resident set size" of
 ``/usr/bin/time -v``), with the same command on a 2,000-event file for the fixed cost (the
 interpreter, pyarrow and the numba kernels).
+
+Whole-process rows (``--process``): ``streamcal replay FILE -q -o OUT`` as child processes,
+interpreter start to exit, against baselines in the same run, in alternating rounds (each round
+runs every command once, in turn), medians of ``--process-runs`` rounds; wall time, and CPU time
+(user + system of the child, steadier on a shared machine). The package is copied, with its
+bytecode compiled as ``pip install`` does, and each copy's numba cache is written by one untimed
+run first. Rows:
+
+- ``replay 1e7``: the default replay (late labels, default metrics, output written) of
+  ``--process-n`` click events, against the I/O floor (a child that reads the file as the replay
+  does and writes the same columns plus two float columns with the replay's writer options) and,
+  with ``--old REV``, the same command on that git revision (``git archive``);
+- ``start-up``: the same on a 1,000-event file, against ``--metrics none``, the I/O floor of
+  that file and, with ``--old REV``, that revision.
+
+Metric costs (``--metrics-cost``): each default metric on windows of 100,000 events of PAV's
+output on a click stream, in this process, CPU time of this thread, against the same metric
+computed the way streamcal first computed it (``tests/naive.py``, ``naive_replay_*``), in
+alternating rounds; medians; reported as seconds per 1e7 rows (100 windows) and checked equal
+bit for bit.
+
+    PYTHONPATH=. python benchmarks/bench_replay.py --no-throughput --no-memory --process --old 38c47f1
+    PYTHONPATH=. python benchmarks/bench_replay.py --no-throughput --no-memory --metrics-cost
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,6 +81,7 @@ from streamcal.windows import CountWindow
 
 GOAL = 5e6
 WINDOW = 100_000
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class FreeCalibrator:
@@ -232,6 +259,163 @@ def memory(args, work: Path) -> None:
             print(f"  {methods:<24} largest / smallest stream: {max(peaks) / min(peaks):.3f}", flush=True)
 
 
+# ---------------------------------------------------------------- whole processes
+
+# the I/O floor: what the replay reads (the Parquet reader's options of the replay) and writes
+# (the input columns and two float columns, with the replay's writer options), nothing else
+IO_FLOOR = """
+import sys
+import pyarrow as pa, pyarrow.parquet as pq
+src, out = sys.argv[1], sys.argv[2]
+reader = pq.ParquetFile(src, buffer_size=1 << 20, pre_buffer=False, page_checksum_verification=True)
+writer = None
+for batch in reader.iter_batches(batch_size=1 << 16):
+    score = batch.column("score")
+    batch = pa.RecordBatch.from_arrays(
+        [*batch.columns, score, score], names=[*batch.schema.names, "proba_pav", "llr_pav"]
+    )
+    if writer is None:
+        writer = pq.ParquetWriter(out, batch.schema, compression="snappy", use_dictionary=[], write_page_checksum=True)
+    writer.write_batch(batch)
+writer.close()
+"""
+
+
+def package_copy(parent: Path, rev: str | None) -> Path:
+    """This tree's ``streamcal`` (or git revision ``rev``'s) in a new directory under ``parent``,
+    bytecode compiled, numba cache empty."""
+    where = Path(tempfile.mkdtemp(dir=parent, prefix=f"{rev or 'new'}-"))
+    if rev is None:
+        shutil.copytree(ROOT / "streamcal", where / "streamcal", ignore=shutil.ignore_patterns("__pycache__"))
+    else:
+        archive = subprocess.Popen(["git", "archive", "--format=tar", rev, "streamcal"], cwd=ROOT, stdout=subprocess.PIPE)
+        subprocess.run(["tar", "-x", "-C", str(where)], stdin=archive.stdout, check=True)
+        archive.stdout.close()
+        if archive.wait():
+            raise SystemExit(f"git archive {rev} streamcal failed (exit {archive.returncode})")
+    compileall.compile_dir(where, quiet=1)
+    return where
+
+
+def run_process(command: list[str], pythonpath: Path | None) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of a child process, start to exit."""
+    drop = ("PYTHONDONTWRITEBYTECODE", "STREAMCAL_INTERPRETED_EVENTS", "PYTHONPATH")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_") and k not in drop}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    w0 = time.perf_counter()
+    child = subprocess.Popen(command, env=env, cwd=pythonpath or ROOT, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - w0
+    if os.waitstatus_to_exitcode(status):
+        raise RuntimeError(f"{' '.join(command)} failed ({os.waitstatus_to_exitcode(status)})")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def process_rows(args, work: Path) -> None:
+    n = int(float(args.process_n))
+    big = stream(work, n)
+    small = work / "start_1000.parquet"
+    generate(small, "click", n=1_000, seed=1)
+    out = work / "process_out.parquet"
+    py = sys.executable
+    versions = {"new": package_copy(work, None)}
+    if args.old:
+        versions["old"] = package_copy(work, args.old)
+
+    def replay_cmd(src, *extra):
+        return [py, "-m", "streamcal.cli", "replay", str(src), "-q", "-o", str(out), *extra]
+
+    floor = [py, "-c", IO_FLOOR]
+    for where in versions.values():  # each copy writes its numba cache once, untimed
+        run_process(replay_cmd(small), where)
+        run_process(replay_cmd(big), where)
+    for label, src in ((f"replay {n:.0e}", big), ("start-up (1,000 events)", small)):
+        cases = {f"{name} default": (replay_cmd(src), where) for name, where in versions.items()}
+        if src is small:
+            cases["new --metrics none"] = (replay_cmd(src, "--metrics", "none"), versions["new"])
+        cases["I/O floor"] = ([*floor, str(src), str(out)], None)
+        times = {case: [] for case in cases}
+        load = [os.getloadavg()[0]]
+        for _ in range(args.process_runs):
+            for case, (command, where) in cases.items():
+                times[case].append(run_process(command, where))
+            load.append(os.getloadavg()[0])
+        print(f"{label}: medians of {args.process_runs} alternating rounds, load average {min(load):.1f}-{max(load):.1f}")
+        floor_wall = statistics.median(w for w, _ in times["I/O floor"])
+        floor_cpu = statistics.median(c for _, c in times["I/O floor"])
+        for case, runs in times.items():
+            wall = statistics.median(w for w, _ in runs)
+            cpu = statistics.median(c for _, c in runs)
+            events = n if src is big else 1_000
+            print(
+                f"  {case:<22} wall {wall:6.2f} s ({min(w for w, _ in runs):.2f}-{max(w for w, _ in runs):.2f})"
+                f"  cpu {cpu:6.2f} s  {events / wall / 1e6:6.2f} M events/s wall"
+                f"  wall / floor {wall / floor_wall:5.2f}  cpu / floor {cpu / floor_cpu:5.2f}",
+                flush=True,
+            )
+
+
+# ---------------------------------------------------------------- metric costs
+
+
+def metric_costs(args, work: Path) -> None:
+    import threading
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import naive
+
+    from streamcal import metrics as m
+
+    rng = np.random.default_rng(3)
+    n, size = 1_000_000, 100_000
+    z = rng.normal(-3.0, 1.5, size=n)
+    s = 1.0 / (1.0 + np.exp(-z))
+    y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(1.3 * z + 0.5)))).astype(np.float64)
+    proba, llr = PAVCalibrator(window=CountWindow(WINDOW)).prequential(s, y)
+    windows = [(y[i : i + size], proba[i : i + size], llr[i : i + size]) for i in range(0, n, size)]
+    eps = 1e-6
+    pairs = {
+        "brier": (lambda y, p, x: m.brier_score(y, p), lambda y, p, x: naive.naive_replay_brier(y, p)),
+        "log_loss": (
+            lambda y, p, x: m.log_loss(y, p, eps=eps),
+            lambda y, p, x: naive.naive_replay_log_loss(y, p, eps),
+        ),
+        "cllr": (lambda y, p, x: m.cllr(y, x), lambda y, p, x: naive.naive_replay_cllr(y, x)),
+        "min_cllr": (lambda y, p, x: m.min_cllr(y, x), lambda y, p, x: naive.naive_replay_min_cllr(y, x)),
+        "ece": (lambda y, p, x: m.ece(y, p), lambda y, p, x: naive.naive_replay_ece(y, p)),
+        "calibration_loss": (
+            lambda y, p, x: m.calibration_loss(y, p),
+            lambda y, p, x: naive.naive_replay_calibration_loss(y, p),
+        ),
+    }
+    for new, first in pairs.values():  # same bits, and every path loaded before the timing
+        for w in windows:
+            assert new(*w) == first(*w)
+    clock = time.thread_time if threading.current_thread() is threading.main_thread() else time.process_time
+    costs = {name: ([], []) for name in pairs}
+    for _ in range(args.metric_rounds):
+        for name, (new, first) in pairs.items():
+            for fn, bucket in ((first, costs[name][1]), (new, costs[name][0])):
+                c0 = clock()
+                for w in windows:
+                    fn(*w)
+                bucket.append((clock() - c0) / len(windows))
+    print(
+        f"metric costs per window of {size:,} events (CPU of this thread, medians of "
+        f"{args.metric_rounds} alternating rounds, load average {os.getloadavg()[0]:.1f}); equal bit for bit"
+    )
+    total_new = total_first = 0.0
+    for name, (new, first) in costs.items():
+        a, b = statistics.median(new), statistics.median(first)
+        total_new, total_first = total_new + a, total_first + b
+        print(
+            f"  {name:<18} {a * 1e3:6.2f} ms  (first way {b * 1e3:6.2f} ms)  "
+            f"+{a * 100:.2f} s per 1e7 rows (first way +{b * 100:.2f} s)  new / first {a / b:.2f}"
+        )
+    print(f"  {'all six':<18} {total_new * 1e3:6.2f} ms  (first way {total_first * 1e3:6.2f} ms)  new / first {total_new / total_first:.2f}")
+
+
 def main() -> None:
     import streamcal
 
@@ -248,6 +432,12 @@ def main() -> None:
         default="pav;pav,ispline,gev,platt",
         help="method sets of the memory cases, separated by ';'",
     )
+    parser.add_argument("--process", action="store_true", help="the whole-process rows (replay of 1e7, start-up)")
+    parser.add_argument("--process-n", default="1e7", help="events of the whole-process replay (default 1e7)")
+    parser.add_argument("--process-runs", type=int, default=5, help="alternating rounds of the whole-process rows")
+    parser.add_argument("--old", default=None, help="git revision to run side by side in the whole-process rows")
+    parser.add_argument("--metrics-cost", action="store_true", help="each default metric per window against the first way")
+    parser.add_argument("--metric-rounds", type=int, default=7, help="alternating rounds of --metrics-cost")
     args = parser.parse_args()
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench_replay_"))
     work.mkdir(parents=True, exist_ok=True)
@@ -256,6 +446,10 @@ def main() -> None:
             throughput(args, work)
         if not args.no_memory:
             memory(args, work)
+        if args.metrics_cost:
+            metric_costs(args, work)
+        if args.process:
+            process_rows(args, work)
     finally:
         if not args.dir:
             shutil.rmtree(work, ignore_errors=True)

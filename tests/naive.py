@@ -482,3 +482,66 @@ def naive_replay_ops(t, label_t):
     if len(t):
         ops += [("learn", i) for _, i in sorted(p for p in pending if p[0] <= t[-1])]
     return ops
+
+
+# ----------------------------------------------------------------------------- replay metrics, as first computed
+
+
+# The per-window metrics of a replay (unit weights), computed the way streamcal first computed
+# them: every weight multiplied in, the bins found by binary search, minCllr through the ranks of
+# the scores and the batch PAV-LLR. The replay's faster code must give the same bits.
+
+
+def naive_replay_brier(y, p):
+    w = np.ones(y.size)
+    return float(np.sum(w * (p - y) ** 2) / np.sum(w))
+
+
+def naive_replay_log_loss(y, p, eps):
+    w = np.ones(y.size)
+    p = np.clip(p, eps, 1.0 - eps)
+    with np.errstate(divide="ignore"):
+        loss = np.where(y == 1.0, -np.log(p), -np.log1p(-p))
+    with np.errstate(invalid="ignore"):
+        contrib = np.where(w > 0.0, w * loss, 0.0)
+    return float(np.sum(contrib) / np.sum(w))
+
+
+def naive_replay_cllr(y, llr):
+    w = np.ones(y.size)
+    w1, w0 = float(np.sum(w[y == 1.0])), float(np.sum(w[y == 0.0]))
+    cost = np.logaddexp(0.0, np.where(y == 1.0, -llr, llr)) / math.log(2.0)
+    with np.errstate(invalid="ignore"):
+        contrib = np.where(w > 0.0, w * cost, 0.0)
+    return 0.5 * (float(np.sum(contrib[y == 1.0])) / w1 + float(np.sum(contrib[y == 0.0])) / w0)
+
+
+def naive_replay_min_cllr(y, llr):
+    from streamcal.isotonic import pav_llr
+
+    _, ranks = np.unique(llr, return_inverse=True)
+    calibrated = pav_llr(ranks.astype(np.float64), y, finite=False)
+    return naive_replay_cllr(y, np.asarray(calibrated, dtype=np.float64))
+
+
+def _naive_uniform_bins(p, n_bins):
+    edges = np.arange(n_bins + 1) / n_bins
+    return np.minimum(np.searchsorted(edges, p, side="right") - 1, n_bins - 1)
+
+
+def naive_replay_ece(y, p, n_bins=10):
+    w = np.ones(y.size)
+    ids = _naive_uniform_bins(p, n_bins)
+    sum_y = np.bincount(ids, weights=w * y, minlength=n_bins)
+    sum_p = np.bincount(ids, weights=w * p, minlength=n_bins)
+    return float(np.sum(np.abs(sum_y - sum_p)) / np.sum(w))
+
+
+def naive_replay_calibration_loss(y, p, n_bins=10):
+    w = np.ones(y.size)
+    ids = _naive_uniform_bins(p, n_bins)
+    sum_w = np.bincount(ids, weights=w, minlength=n_bins)
+    sum_y = np.bincount(ids, weights=w * y, minlength=n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.where(sum_w > 0.0, sum_y / sum_w, 0.0)
+    return float(np.sum(w * (p - frac[ids]) ** 2) / np.sum(w))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from streamcal._kernels._config import jit_noalloc
 
 
-@jit_noalloc(inline="always")
+@jit_noalloc(forceinline=True)
 def _candidate(o, m_flight, flight_t, flight_s, flight_y, flight_w, flight_i, s, y, label_t, w, first_index, weighted):
     """Candidate ``o``: ``(label time, score, label, weight, event index)``; below ``m_flight`` a
     label in flight, else the batch's event ``o - m_flight`` (weight 1.0 when not ``weighted``)."""

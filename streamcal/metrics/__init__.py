@@ -14,6 +14,8 @@ function on the events seen so far.
 
 from __future__ import annotations
 
+import importlib
+
 from streamcal.metrics._array import (
     brier_score,
     calibration_loss,
@@ -24,24 +26,41 @@ from streamcal.metrics._array import (
     min_cllr,
 )
 from streamcal.metrics._fields import field_ece, field_rce, per_key_calibration
-from streamcal.metrics._river import (
-    ECE,
-    Brier,
-    CalibrationLoss,
-    Cllr,
-    HosmerLemeshow,
-    LogLoss,
-    MinCllr,
-    ProperScoringRule,
-)
-from streamcal.metrics._scoring_rules import (
-    BetaWeighting,
-    ThresholdWeighting,
-    beta_scoring_rule,
-    partial_losses,
-    proper_scoring_rule,
-    threshold_cost,
-)
+
+# the river metrics and the scoring rules are imported at first use: they load river's metrics and
+# scipy, most of a second that a replay computing the array metrics never needs
+_LAZY = {
+    **dict.fromkeys(
+        ("ECE", "Brier", "CalibrationLoss", "Cllr", "HosmerLemeshow", "LogLoss", "MinCllr", "ProperScoringRule"),
+        "streamcal.metrics._river",
+    ),
+    **dict.fromkeys(
+        (
+            "BetaWeighting",
+            "ThresholdWeighting",
+            "beta_scoring_rule",
+            "partial_losses",
+            "proper_scoring_rule",
+            "threshold_cost",
+        ),
+        "streamcal.metrics._scoring_rules",
+    ),
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module 'streamcal.metrics' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "ECE",

@@ -10,7 +10,6 @@ import math
 import numbers
 
 import numpy as np
-from scipy import stats
 
 from streamcal._validation import as_binary_labels, check_scalar
 from streamcal.metrics._inputs import (
@@ -58,6 +57,8 @@ def brier_score(labels, proba, weights=None) -> float:
     0.07
     """
     y, p, w = labels_proba_weights(labels, proba, weights)
+    if weights is None:  # unit weights: the same sums without multiplying by 1.0
+        return float(np.sum((p - y) ** 2) / float(y.size))
     return float(np.sum(w * (p - y) ** 2) / np.sum(w))
 
 
@@ -102,6 +103,8 @@ def log_loss(labels, proba, weights=None, *, eps: float | None = None) -> float:
         check_scalar(eps, "eps", low=0.0, high=0.5, high_inclusive=False)
         p = np.clip(p, eps, 1.0 - eps)
     loss = _log_losses(y, p)
+    if weights is None:
+        return float(np.sum(loss) / float(y.size))
     return _weighted_mean(loss, w)
 
 
@@ -151,7 +154,22 @@ def cllr(labels, llr, weights=None) -> float:
     x = as_not_nan(llr, "llr")
     check_length_as_labels(y.size, x.size, "llr")
     w = as_weights(weights, y.size)
+    if weights is None:
+        return _cllr_unit(y, x)
     return _cllr(y, x, w)
+
+
+def _cllr_unit(y: np.ndarray, x: np.ndarray) -> float:
+    """:func:`_cllr` for unit weights: each class's costs computed and summed on their own, in
+    event order (the same sums, without the weights)."""
+    positive = y == 1.0
+    x_pos = x[positive]
+    x_neg = x[~positive]
+    if not (x_pos.size and x_neg.size):
+        require_both_classes(y, np.ones(y.size), "Cllr")  # raises, naming the missing class
+    pos = float(np.sum(np.logaddexp(0.0, -x_pos) / _LN2)) / float(x_pos.size)
+    neg = float(np.sum(np.logaddexp(0.0, x_neg) / _LN2)) / float(x_neg.size)
+    return 0.5 * (pos + neg)
 
 
 def _cllr(y: np.ndarray, x: np.ndarray, w: np.ndarray) -> float:
@@ -206,6 +224,8 @@ def min_cllr(labels, scores, weights=None) -> float:
 
 
 def _min_cllr(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> float:
+    if bool(np.all(w == 1.0)):
+        return _min_cllr_unit(y, s)
     from streamcal.isotonic.batch import pav_llr
 
     # PAV depends on the order of the scores only: ranks keep order and ties exactly and are
@@ -218,6 +238,78 @@ def _min_cllr(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> float:
     return _cllr(y, np.asarray(llr, dtype=np.float64), w)
 
 
+def _min_cllr_unit(y: np.ndarray, s: np.ndarray) -> float:
+    """:func:`_min_cllr` for unit weights: the same PAV-LLR and the same sums, from one sort of
+    the scores.
+
+    The distinct scores and their counts come from the sorted scores (the positives' are found
+    among them), and PAV runs over the distinct scores as in :func:`streamcal.isotonic.pav_llr`
+    (tied scores pooled, each group weighted by its count). Its fitted values are constant over
+    runs of groups, its blocks; so are the LLRs and the costs of each class, which are computed
+    once per block. An event's block is found by counting the blocks' lowest scores at or below
+    its score (few blocks) or from the events' sorted order (many), and the per-event costs are
+    summed per class in event order, exactly as :func:`_cllr` sums them: the result equals
+    ``_min_cllr`` bit for bit.
+    """
+    from streamcal._kernels import _config
+    from streamcal._kernels.pav import pav_sorted
+    from streamcal.isotonic.batch import _block_logit
+
+    n = s.size
+    positive = y == 1.0
+    ordered = np.sort(s)
+    first = np.empty(n, dtype=bool)  # where each distinct score starts in ``ordered``
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    distinct = ordered[starts]
+    g = distinct.size
+    s_pos = np.sort(s[positive])  # in order, the binary searches among the distinct scores are quicker
+    count = np.diff(np.append(starts, n)).astype(np.float64)
+    pos = np.bincount(np.searchsorted(distinct, s_pos), minlength=g).astype(np.float64)
+    neg = count - pos
+    t1 = float(s_pos.size)
+    t0 = float(n) - t1
+    fitted = np.empty(g)
+    _config.run(pav_sorted, g, np.ascontiguousarray(pos / count), count, fitted)
+    # PAV's blocks: runs of equal fitted values; each block's LLR as ``pav_llr`` computes it
+    block_start = np.flatnonzero(np.concatenate(([True], fitted[1:] != fitted[:-1])))
+    block_pos = np.add.reduceat(pos, block_start)
+    block_neg = np.add.reduceat(neg, block_start)
+    logit = _block_logit(fitted[block_start], block_pos, block_neg)
+    llr = logit - (math.log(t1) - math.log(t0))
+    cost_pos = np.logaddexp(0.0, -llr) / _LN2
+    cost_neg = np.logaddexp(0.0, llr) / _LN2
+    if block_start.size <= _COUNTED_BLOCKS:
+        block = _block_of(distinct[block_start], s)
+    else:  # each event's block from its place in the sorted order
+        events_per_block = np.add.reduceat(count, block_start).astype(np.intp)
+        block = np.empty(n, dtype=np.intp)
+        block[np.argsort(s)] = np.repeat(np.arange(block_start.size), events_per_block)
+    pos_sum = float(np.sum(cost_pos[block[positive]]))
+    neg_sum = float(np.sum(cost_neg[block[~positive]]))
+    return 0.5 * (pos_sum / t1 + neg_sum / t0)
+
+
+# up to this many blocks (or bins), an event's block is found by counting the block starts at or
+# below its score, one vectorised comparison per block; beyond, from the sorted order or by binary
+# search (on random scores a binary search costs about as much as 30 comparisons, its branches
+# mispredicted)
+_COUNTED_BLOCKS = 128
+
+
+def _block_of(lowest: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The index of the last of ``lowest`` (sorted, ``lowest[0] <= x.min()``) at or below each x."""
+    if lowest.size > min(_COUNTED_BLOCKS, 255):
+        return np.searchsorted(lowest, x, side="right") - 1
+    index = np.zeros(x.size, dtype=np.uint8)
+    above = np.empty(x.size, dtype=bool)
+    for start in lowest[1:]:
+        np.greater_equal(x, start, out=above)
+        index += above.view(np.uint8)
+    return index
+
+
 # --- binned metrics ----------------------------------------------------------------------
 
 
@@ -228,7 +320,10 @@ def uniform_bin_ids(proba: np.ndarray, n_bins: int) -> np.ndarray:
     metrics use the same edges, so both assign every value to the same bin.
     """
     edges = np.arange(n_bins + 1) / n_bins
-    return np.minimum(np.searchsorted(edges, proba, side="right") - 1, n_bins - 1)
+    if n_bins > 64:
+        return np.minimum(np.searchsorted(edges, proba, side="right") - 1, n_bins - 1)
+    # the number of inner edges at or below each value: what the binary search finds
+    return np.minimum(_block_of(edges[:-1], proba), n_bins - 1).astype(np.intp)
 
 
 def quantile_bin_ids(proba: np.ndarray, w: np.ndarray, n_bins: int) -> np.ndarray:
@@ -297,6 +392,10 @@ def ece(labels, proba, n_bins: int = 10, strategy: str = "uniform", weights=None
     y, p, w = labels_proba_weights(labels, proba, weights)
     _check_bins(n_bins, strategy)
     ids = _bin_ids(p, w, n_bins, strategy)
+    if weights is None:
+        sum_y = np.bincount(ids, weights=y, minlength=n_bins)
+        sum_p = np.bincount(ids, weights=p, minlength=n_bins)
+        return float(np.sum(np.abs(sum_y - sum_p)) / float(y.size))
     sum_y = np.bincount(ids, weights=w * y, minlength=n_bins)
     sum_p = np.bincount(ids, weights=w * p, minlength=n_bins)
     return float(np.sum(np.abs(sum_y - sum_p)) / np.sum(w))
@@ -336,10 +435,15 @@ def calibration_loss(labels, proba, weights=None, *, n_bins: int = 10) -> float:
     y, p, w = labels_proba_weights(labels, proba, weights)
     check_scalar(n_bins, "n_bins", numbers.Integral, low=1)
     ids = uniform_bin_ids(p, n_bins)
-    sum_w = np.bincount(ids, weights=w, minlength=n_bins)
-    sum_y = np.bincount(ids, weights=w * y, minlength=n_bins)
+    unit = weights is None
+    sum_w = (
+        np.bincount(ids, minlength=n_bins).astype(np.float64) if unit else np.bincount(ids, weights=w, minlength=n_bins)
+    )
+    sum_y = np.bincount(ids, weights=y if unit else w * y, minlength=n_bins)
     with np.errstate(invalid="ignore", divide="ignore"):
         frac = np.where(sum_w > 0.0, sum_y / sum_w, 0.0)
+    if unit:
+        return float(np.sum((p - frac[ids]) ** 2) / float(y.size))
     return float(np.sum(w * (p - frac[ids]) ** 2) / np.sum(w))
 
 
@@ -408,6 +512,8 @@ def hl_from_sums(n, o1, e1, o0, e0) -> tuple[float, float]:
     nonempty = n > 0.0
     stat = float(np.sum(_chi_terms(o1[nonempty], e1[nonempty]) + _chi_terms(o0[nonempty], e0[nonempty])))
     dof = int(np.count_nonzero(nonempty)) - 2
+    from scipy import stats  # here, not at import: scipy.stats takes most of a second to load
+
     pvalue = float(stats.chi2.sf(stat, dof)) if dof >= 1 else math.nan
     return stat, pvalue
 

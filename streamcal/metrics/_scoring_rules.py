@@ -26,7 +26,6 @@ import warnings
 from collections.abc import Callable
 
 import numpy as np
-from scipy import integrate, special
 
 from streamcal._validation import as_probabilities, check_scalar
 from streamcal.metrics._array import _weighted_mean
@@ -84,6 +83,8 @@ class BetaWeighting:
 
     def normaliser(self) -> float:
         """``Z = ∫ c(1 - c) w(c) dc = B(a + 1, b + 1)``."""
+        from scipy import special
+
         return float(special.beta(self.a + 1.0, self.b + 1.0))
 
     def raw_partial_losses(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -274,6 +275,8 @@ def threshold_cost(labels, proba, threshold: float, weights=None) -> float:
 
 def _upper(q: np.ndarray, p: float, s: float) -> np.ndarray:
     """``∫_q^1 c**(p-1) (1-c)**(s-1) dc`` for ``p > -1``, ``s > 0``."""
+    from scipy import special
+
     if p > 0.0:
         return special.beta(p, s) * special.betaincc(p, s, q)
     if p < 0.0:
@@ -286,6 +289,8 @@ def _upper(q: np.ndarray, p: float, s: float) -> np.ndarray:
 
 def _lower(q: np.ndarray, p: float, s: float) -> np.ndarray:
     """``∫_0^q c**(p-1) (1-c)**(s-1) dc`` for ``p > 0``, ``s > -1``."""
+    from scipy import special
+
     if s > 0.0:
         return special.beta(p, s) * special.betainc(p, s, q)
     if s < 0.0:
@@ -302,6 +307,8 @@ def _lower(q: np.ndarray, p: float, s: float) -> np.ndarray:
 def _quad(f: Callable, lo: float, hi: float) -> float:
     if hi <= lo:
         return 0.0
+    from scipy import integrate
+
     return float(integrate.quad(lambda c: float(f(c)), lo, hi, limit=200)[0])
 
 
@@ -374,6 +381,8 @@ def _quad_to_end(f: Callable, lo: float, hi: float) -> float:
             return float(f(c))
         except (ZeroDivisionError, OverflowError):
             return math.inf
+
+    from scipy import integrate
 
     with warnings.catch_warnings(), np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         warnings.simplefilter("ignore")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from streamcal._kernels import _config
 from streamcal._kernels import plan as _plan
 from streamcal.replay._batch import EventBatch
 
@@ -158,7 +159,10 @@ def plan_batch(
     learn = np.empty(n + due, dtype=bool)
     pred_pos = np.empty(n, dtype=np.int64)
     learn_index = np.empty(due, dtype=np.int64)
-    k = _plan.plan_merge(
+    # the kernels state their operations: a short replay plans in the interpreted tier
+    k = _config.run(
+        _plan.plan_merge,
+        n + due,
         order, m_flight, flight.label_t, flight.s, flight.y, fw, flight.index,
         t, s, y, label_t, w, first_index, weighted,
         op_s, op_y, op_t, op_w, learn, pred_pos, learn_index,
@@ -168,7 +172,9 @@ def plan_batch(
     rest = [np.empty(left) for _ in range(3)]
     rest_w = np.empty(left) if weighted else _EMPTY
     rest_i = np.empty(left, dtype=np.int64)
-    _plan.plan_gather_flight(
+    _config.run(
+        _plan.plan_gather_flight,
+        left,
         order, k, m_flight, flight.label_t, flight.s, flight.y, fw, flight.index,
         s, y, label_t, w, first_index, weighted,
         *rest, rest_w, rest_i,

@@ -157,20 +157,22 @@ class MetricWindows:
         """The metrics over time as a pyarrow Table (one row per window and method)."""
         import pyarrow as pa
 
+        from streamcal.replay._arrow import fixed_width_array, string_array
+
         self._resolve(0)
         cols = {}
         for key, values in self.rows.items():
             if key in ("start_time", "end_time") and time_type is not None:
                 arr = np.asarray(values, dtype=np.float64)
                 ms = np.round(arr * 1000.0).astype(np.int64)
-                cols[key] = pa.array(ms, pa.timestamp("ms", tz=getattr(time_type, "tz", None)))
+                cols[key] = fixed_width_array(ms, pa.timestamp("ms", tz=getattr(time_type, "tz", None)))
             elif key == "method":
-                cols[key] = pa.array(values, pa.string())
+                cols[key] = string_array(values)
             elif key in ("window", "first_event", "last_event", "n_events", "n_positive"):
-                cols[key] = pa.array(values, pa.int64())
+                cols[key] = fixed_width_array(np.asarray(values, dtype=np.int64), pa.int64())
             else:
-                cols[key] = pa.array(values, pa.float64())
-        return pa.table(cols)
+                cols[key] = fixed_width_array(np.asarray(values, dtype=np.float64), pa.float64())
+        return pa.Table.from_arrays(list(cols.values()), names=list(cols))
 
     def overall(self) -> dict[str, dict[str, float]]:
         """Per method, each metric averaged over windows weighted by their number of events

@@ -99,11 +99,13 @@ def check_output_columns(kept_schema, names) -> None:
 def _output_batch(kept, names, proba, llr):
     import pyarrow as pa
 
+    from streamcal.replay._arrow import fixed_width_array
+
     arrays = list(kept.columns)
     fields = list(kept.schema)
     for name in names:
         for prefix, values in (("proba", proba[name]), ("llr", llr[name])):
-            arrays.append(pa.array(values, pa.float64()))
+            arrays.append(fixed_width_array(np.asarray(values, dtype=np.float64), pa.float64()))
             fields.append(pa.field(f"{prefix}_{name}", pa.float64()))
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 

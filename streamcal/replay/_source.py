@@ -687,30 +687,78 @@ def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
+# numpy's type of each fixed-width arrow number type (pyarrow's own name for it, ``str(type)``)
+_NUMPY_OF_ARROW = {
+    "int8": np.int8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "uint8": np.uint8,
+    "uint16": np.uint16,
+    "uint32": np.uint32,
+    "uint64": np.uint64,
+    "halffloat": np.float16,
+    "float": np.float32,
+    "double": np.float64,
+}
+
+
+def _values(arr) -> np.ndarray:
+    """The values of an arrow array as a numpy array (nulls: whatever the buffer holds there).
+
+    Numbers, times (their int64 or int32 counts) and dates are read from the array's data buffer
+    (no copy), booleans unpacked from its bits: ``pyarrow.Array.to_numpy`` loads pandas at its
+    first call on the arrays a Parquet reader yields, and ``cast`` loads ``pyarrow.compute``,
+    together most of the time a short replay takes. Other types go through ``to_numpy``."""
+    import pyarrow as pa
+    import pyarrow.types as pt
+
+    if not isinstance(arr, pa.Array):
+        return arr.to_numpy(zero_copy_only=False)
+    typ = arr.type
+    n, offset = len(arr), arr.offset
+    data = arr.buffers()[1] if typ.num_buffers > 1 else None
+    if pt.is_boolean(typ):
+        if data is None or n == 0:
+            return np.zeros(n, dtype=np.uint8)
+        bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")
+        return bits[offset : offset + n]
+    if pt.is_timestamp(typ) or pt.is_date64(typ):
+        dtype = np.int64
+    elif pt.is_date32(typ):
+        dtype = np.int32
+    else:
+        dtype = _NUMPY_OF_ARROW.get(str(typ))
+    if dtype is None:
+        return arr.to_numpy(zero_copy_only=False)
+    if data is None or n == 0:  # an empty array may have no buffer
+        return np.empty(0, dtype=dtype)
+    return np.frombuffer(data, dtype=dtype, count=n, offset=offset * np.dtype(dtype).itemsize)
+
+
 def _seconds(arr) -> np.ndarray:
     """float64 seconds from a timestamp / date / numeric arrow array; nulls become NaN."""
-    import pyarrow as pa
     import pyarrow.types as pt
 
     typ = arr.type
     if pt.is_timestamp(typ):
         scale = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[typ.unit]
-        raw = arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
+        raw = _values(arr)  # the int64 counts of the unit
     elif pt.is_date32(typ):
         scale = 86_400.0
-        raw = arr.cast(pa.int32()).to_numpy(zero_copy_only=False)
+        raw = _values(arr)  # int32 days
     elif pt.is_date64(typ):
         scale = 1e-3
-        raw = arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
+        raw = _values(arr)  # int64 milliseconds
     elif pt.is_null(typ):
         return np.full(len(arr), np.nan)
     else:
         scale = 1.0
-        raw = arr.to_numpy(zero_copy_only=False)
+        raw = _values(arr)
     out = raw.astype(np.float64) if scale == 1.0 else raw * scale
     if arr.null_count:
         out = np.array(out, dtype=np.float64)
-        out[np.asarray(arr.is_null())] = np.nan
+        out[_values(arr.is_null()).astype(bool)] = np.nan
     return out
 
 
@@ -727,10 +775,10 @@ def _convert(batch, plan: _Plan, row0: int, index0: int, label_delay: float | No
         """The column of ``role`` as float64; a null is an error naming its row."""
         arr = col(roles[role])
         if arr.null_count:
-            i = _first(np.asarray(arr.is_null()))
+            i = _first(_values(arr.is_null()).astype(bool))
             msg = f"{where(role, i)}: the {role} is null."
             raise ReplayInputError(msg)
-        return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
+        return np.asarray(_values(arr), dtype=np.float64)
 
     s = floats("score")
     bad = ~np.isfinite(s)
@@ -765,7 +813,7 @@ def _convert(batch, plan: _Plan, row0: int, index0: int, label_delay: float | No
         lt_arr = col(roles["label_time"])
         label_t = _seconds(lt_arr)
         if lt_arr.null_count:
-            label_t[np.asarray(lt_arr.is_null())] = np.inf  # a label that never arrives
+            label_t[_values(lt_arr.is_null()).astype(bool)] = np.inf  # a label that never arrives
         bad = np.isnan(label_t) | (label_t == -np.inf)
         if bad.any():
             i = _first(bad)
