@@ -55,6 +55,15 @@ def test_no_class_over_its_bound():
     assert {k: v for k, v in big.items() if v > CLASS_LINES} == {}
 
 
+def test_no_function_over_its_bound():
+    big = {}
+    for p, n in units((ast.FunctionDef, ast.AsyncFunctionDef)):
+        bound = KERNEL_FUNCTION_LINES if "/_kernels/" in p else FUNCTION_LINES
+        if body_lines(n) > bound:
+            big[f"{p}:{n.name}"] = body_lines(n)
+    assert big == {}
+
+
 def test_only_the_histogram_touches_its_arrays():
     """Outside the histogram's module and the kernels, nothing reads ``.floats`` / ``.ints`` of a
     histogram: maps read rows, and a fused reader asks for the arrays through ``live_arrays``."""

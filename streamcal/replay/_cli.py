@@ -195,6 +195,15 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         default="pav",
         help="comma-separated methods: pav, ispline, gev, platt (if installed), raw (default pav)",
     )
+    _add_method_arguments(parser)
+    _add_column_arguments(parser)
+    _add_output_arguments(parser)
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    return parser
+
+
+def _add_method_arguments(parser: argparse.ArgumentParser) -> None:
+    """The calibrators' options: buckets, refits, PAV's map and threads, the window."""
     parser.add_argument(
         "--buckets",
         default=None,
@@ -233,6 +242,10 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         default=None,
         help="exponential forgetting; half-life in events (10000) or as a duration (3d)",
     )
+
+
+def _add_column_arguments(parser: argparse.ArgumentParser) -> None:
+    """Which columns hold what, the label delay, the input format and order."""
     cols = parser.add_argument_group("columns")
     cols.add_argument(
         "--time-col",
@@ -270,6 +283,10 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         default="error",
         help="event times going backwards: stop with an error (default) or sort the input first",
     )
+
+
+def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """The outputs: files, metrics, plot, monitors, batch size."""
     parser.add_argument(
         "-o",
         "--output",
@@ -308,8 +325,6 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="comma-separated metrics per window: brier, log_loss, cllr, min_cllr, ece, calibration_loss; "
         "'all' (default) or 'none'",
     )
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress display")
-    return parser
 
 
 def _metrics_option(text: str):

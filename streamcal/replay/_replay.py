@@ -202,33 +202,13 @@ def replay(
     >>> summary.n_events, summary.time_col, summary.notes[0][:24]
     (4, None, 'Replayed in file order: ')
     """
-    from streamcal._validation import check_scalar
-
-    check_scalar(on_unsorted, "on_unsorted", choices=("error", "sort"))
-    if metrics_window is not None:
-        check_scalar(metrics_window, "metrics_window", int, low=1)
-    check_scalar(batch_size, "batch_size", int, low=1, high=MAX_BATCH_SIZE)
-    if threads is not None:
-        check_scalar(threads, "threads", int, low=1)
+    delay = _checked_options(on_unsorted, metrics_window, batch_size, threads, time_col, label_delay)
     columns = _columns(time_col, score_col, label_col, label_time_col, weight_col, keep_columns)
-    delay = None if label_delay is None else parse_duration(label_delay, "label_delay")
-    if delay is not None and time_col is None:
-        msg = f"{opt('label_delay')} needs event times; got {opt('time_col', None)}."
-        raise ValueError(msg)
     cals = resolve_calibrators(calibrators, buckets, window, decay, method_options)
     names = list(cals)
     metric_fns = default_metrics() if metrics is None else dict(metrics)
     sources = list_sources(input, format)
-    items = input if isinstance(input, (list, tuple)) else [input]
-    input_dirs = [str(i) for i in items if isinstance(i, (str, os.PathLike)) and os.path.isdir(i)]
-    targets = {
-        name: Path(path)
-        for name, path in (("output", output), ("metrics_output", metrics_output), ("plot", plot))
-        if path is not None
-    }
-    check_outputs(targets, sources, input_dirs)
-    if plot is not None:
-        _check_matplotlib()
+    targets = _checked_targets(input, sources, output=output, metrics_output=metrics_output, plot=plot)
     # every source's columns and types, before anything is read
     prepared = prepare(sources, columns, delay)
     if output is not None:
@@ -244,14 +224,9 @@ def replay(
     planner = Planner(weighted=weight_col is not None, timed=timed)
     metrics_sink = MetricsSink(names, metrics_window, metric_fns)
     plot_sink = PlotSink(names) if plot is not None else None
-    monitor_sink = None
-    if monitor:
-        from streamcal.replay._monitor import MonitorSink
-
-        monitor_sink = MonitorSink(names)
+    monitor_sink = _monitor_sink(names) if monitor else None
     parquet_sink = None
     source = runners = None
-    n_pos = 0
 
     def deliver(submitted) -> None:
         proba, llr = runners.results(submitted)
@@ -271,18 +246,7 @@ def replay(
             time_col=prepared.time_col,
         )
         runners = Runners(cals, timed=timed, threads=threads)
-        # batch k is delivered to the sinks once batch k + 1 is read, planned and handed to the
-        # runners, so that the methods work on k + 1 while k is written
-        pending = None
-        for batch in source:
-            first = planner.n_events
-            submitted = runners.submit(batch, planner.plan(batch), first)
-            if pending is not None:
-                deliver(pending)
-            pending = submitted
-            n_pos += int(batch.y.sum())
-        if pending is not None:
-            deliver(pending)
+        n_pos = _run_batches(source, planner, runners, deliver)
         if planner.n_events == 0:
             raise _no_events(sources)
         ops = planner.flush()
@@ -330,6 +294,65 @@ def replay(
         metrics_window=metrics_window,
         alarms=monitor_sink.alarms() if monitor_sink is not None else None,
     )
+
+
+def _checked_options(on_unsorted, metrics_window, batch_size, threads, time_col, label_delay):
+    """Check replay's scalar options; returns the label delay in seconds (None: none)."""
+    from streamcal._validation import check_scalar
+
+    check_scalar(on_unsorted, "on_unsorted", choices=("error", "sort"))
+    if metrics_window is not None:
+        check_scalar(metrics_window, "metrics_window", int, low=1)
+    check_scalar(batch_size, "batch_size", int, low=1, high=MAX_BATCH_SIZE)
+    if threads is not None:
+        check_scalar(threads, "threads", int, low=1)
+    delay = None if label_delay is None else parse_duration(label_delay, "label_delay")
+    if delay is not None and time_col is None:
+        msg = f"{opt('label_delay')} needs event times; got {opt('time_col', None)}."
+        raise ValueError(msg)
+    return delay
+
+
+def _checked_targets(input, sources, *, output, metrics_output, plot) -> dict:
+    """The output paths by kind, checked against each other and the inputs (and matplotlib for a plot)."""
+    items = input if isinstance(input, (list, tuple)) else [input]
+    input_dirs = [str(i) for i in items if isinstance(i, (str, os.PathLike)) and os.path.isdir(i)]
+    targets = {
+        name: Path(path)
+        for name, path in (("output", output), ("metrics_output", metrics_output), ("plot", plot))
+        if path is not None
+    }
+    check_outputs(targets, sources, input_dirs)
+    if plot is not None:
+        _check_matplotlib()
+    return targets
+
+
+def _monitor_sink(names):
+    """The sink of ``monitor=True`` (imported only then)."""
+    from streamcal.replay._monitor import MonitorSink
+
+    return MonitorSink(names)
+
+
+def _run_batches(source, planner, runners, deliver) -> int:
+    """Plan and run every batch of the source; returns the number of positives read.
+
+    Batch k is delivered to the sinks once batch k + 1 is read, planned and handed to the runners,
+    so that the methods work on k + 1 while k is written.
+    """
+    n_pos = 0
+    pending = None
+    for batch in source:
+        first = planner.n_events
+        submitted = runners.submit(batch, planner.plan(batch), first)
+        if pending is not None:
+            deliver(pending)
+        pending = submitted
+        n_pos += int(batch.y.sum())
+    if pending is not None:
+        deliver(pending)
+    return n_pos
 
 
 def _columns(time_col, score_col, label_col, label_time_col, weight_col, keep_columns) -> Columns:
