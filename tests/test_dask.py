@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import numpy as np
@@ -153,7 +154,9 @@ def test_bad_arguments_are_rejected(frame):
 
 def test_missing_dask_is_a_clear_import_error(monkeypatch, frame):
     monkeypatch.setitem(sys.modules, "dask", None)
-    with pytest.raises(ImportError, match=r"pip install 'streamcal-engine\[dask\]'"):
+    from streamcal._install import install_hint
+
+    with pytest.raises(ImportError, match=re.escape(install_hint("dask"))):
         scd.fit(PAVCalibrator(), frame, "score", "label")
 
 

@@ -124,9 +124,25 @@ def _metric(make):
     return build
 
 
+def _monitor(make, keyed=False):
+    def build():
+        monitor = make()
+        rng = np.random.default_rng(7)
+        p = rng.uniform(0.05, 0.6, size=300)
+        y = rng.uniform(size=300) < np.minimum(1.5 * p, 1.0)
+        if keyed:
+            monitor.update_many(rng.integers(0, 4, size=300), y, p)
+        else:
+            monitor.update_many(y, p)
+        return monitor
+
+    return build
+
+
 def _learners():
     from streamcal import GEVCalibrator, ISplineCalibrator, PlattCalibrator
     from streamcal import metrics as m
+    from streamcal import monitor as mon
 
     small = LogitGrid(n_buckets=8)
     return {
@@ -172,6 +188,9 @@ def _learners():
         "metric-cllr": _metric(m.Cllr),
         "metric-mincllr": _metric(m.MinCllr),
         "metric-hosmer-lemeshow": _metric(lambda: m.HosmerLemeshow(n_groups=3)),
+        "monitor-isotonic": _monitor(lambda: mon.IsotonicEProcess(buckets=small)),
+        "monitor-mean-bias": _monitor(lambda: mon.MeanBiasCS(restart=True)),
+        "monitor-keyed": _monitor(lambda: mon.KeyedMonitor(mon.MeanBiasCS()), keyed=True),
     }
 
 

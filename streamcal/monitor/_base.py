@@ -39,6 +39,38 @@ class _Monitor(LockedState, metrics.base.BinaryMetric):
 
     _fmt = ".4g"
 
+    # parameters' derived values a restored monitor must hold exactly as a fresh one does
+    _DERIVED: tuple[str, ...] = ("_threshold",)
+
+    def _check_loaded_state(self) -> None:
+        """Check a restored monitor (:mod:`streamcal.persist`) before a kernel reads it: the
+        attributes of a fresh monitor with these parameters, of the same types; the values derived
+        from the parameters equal to the fresh ones; every array of the fresh one's shape, with no
+        NaN; counts whole and in order. The subclasses add their own invariants
+        (``_check_loaded_wealth``)."""
+        from streamcal import _state_check as c
+
+        fresh = c.check_like_fresh(self)
+        state, want = vars(self), vars(fresh)
+        for name in self._DERIVED:
+            if not (type(state[name]) is type(want[name]) and np.array_equal(state[name], want[name])):
+                c.fail(f"`{name}`: expected {want[name]!r} (from the parameters); found {c.brief(state[name])}.")
+        for name, value in want.items():
+            if isinstance(value, np.ndarray):
+                array = c.need_array(state[name], name, value.dtype, ndim=value.ndim, shape=value.shape)
+                if np.isnan(array).any():
+                    c.fail(f"`{name}`: expected no NaN; found {c.brief(array)}.")
+        n = c.need_int(state["_n_seen"], "_n_seen", 0)
+        c.need_int(state["_n_alarms"], "_n_alarms", 0, n)
+        c.need_bool(state["_alarm"], "_alarm")
+        for name in ("_first_alarm_at", "_last_alarm_at"):
+            if state[name] is not None:
+                c.need_int(state[name], name, 1, n)
+        self._check_loaded_wealth()
+
+    def _check_loaded_wealth(self) -> None:
+        """The subclass's own invariants of a restored state (see ``_check_loaded_state``)."""
+
     def __init__(self, alpha: float = 0.05, restart: bool = False):
         check_alpha(alpha)
         check_scalar(restart, "restart", choices=(True, False))

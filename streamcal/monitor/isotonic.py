@@ -142,6 +142,18 @@ class IsotonicEProcess(_Monitor):
         with self._lock:
             return self._recalibration.predict_proba(proba)
 
+    _DERIVED = ("_threshold", "_bets")
+
+    def _check_loaded_wealth(self) -> None:
+        from streamcal import _state_check as c
+
+        wealth = self._wealth
+        if not ((wealth >= 0.0).all()):  # +inf: an outcome the null cannot produce was seen
+            c.fail(f"`_wealth`: expected values >= 0; found {c.brief(wealth)}.")
+        c.need_float(self._last_e, "_last_e", low=0.0, finite=False)
+        if not isinstance(self._recalibration, PAVCalibrator):
+            c.fail(f"`_recalibration`: expected a PAVCalibrator; found {c.brief(self._recalibration)}.")
+
     def _prepare(self, y, p):
         if y.size == 0:
             return (p, y, p)

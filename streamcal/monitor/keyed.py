@@ -71,6 +71,33 @@ class KeyedMonitor(LockedState):
         self._first_alarm_at: int | None = None
         self._first_alarm_key = None
 
+    def _check_loaded_state(self) -> None:
+        """Check a restored keyed monitor (:mod:`streamcal.persist`): valid parameters; one monitor
+        of the template's class per key, the ``k``-th key's at the level ``_share(k)`` spends, in
+        the order the keys came; counts in order. Each monitor checked its own state when restored."""
+        from streamcal import _state_check as c
+
+        c.need_keys(
+            self,
+            ("monitor", "alpha", "n_keys", "_monitors", "_alpha_of", "_n_seen", "_first_alarm_at", "_first_alarm_key"),
+        )
+        c.need_params(self, lambda: KeyedMonitor(self.monitor, self.alpha, self.n_keys))
+        monitors, levels = self._monitors, self._alpha_of
+        if type(monitors) is not dict or type(levels) is not dict or list(monitors) != list(levels):
+            c.fail("`_monitors`/`_alpha_of`: expected two dicts over the same keys, in the same order.")
+        if self.n_keys is not None and len(monitors) > self.n_keys:
+            c.fail(f"`_monitors`: expected at most `n_keys` = {self.n_keys} keys; found {len(monitors)}.")
+        for k, (key, monitor) in enumerate(monitors.items(), start=1):
+            if type(monitor) is not type(self.monitor):
+                c.fail(f"`_monitors[{key!r}]`: expected a {type(self.monitor).__name__}; found {c.brief(monitor)}.")
+            if not (levels[key] == self._share(k) == monitor.alpha):
+                c.fail(f"`_alpha_of[{key!r}]`: expected {self._share(k)!r} (key {k} to come); found {levels[key]!r}.")
+        n = c.need_int(self._n_seen, "_n_seen", 0)
+        if self._first_alarm_at is not None:
+            c.need_int(self._first_alarm_at, "_first_alarm_at", 1, n)
+            if self._first_alarm_key not in monitors:
+                c.fail(f"`_first_alarm_key`: expected one of the keys; found {c.brief(self._first_alarm_key)}.")
+
     def _share(self, k: int) -> float:
         """The level of the ``k``-th key (1-based)."""
         if self.n_keys is not None:

@@ -130,6 +130,23 @@ class MeanBiasCS(_Monitor):
         self._down = np.ones((len(STAKE_SCALES), g))
         self._bounds = np.array([-1.0, float(g)])  # excluded: <= lo from below, >= hi from above
 
+    _DERIVED = ("_threshold", "_grid", "_zero", "_scales", "_cap", "_log_term")
+
+    def _check_loaded_wealth(self) -> None:
+        from streamcal import _state_check as c
+
+        g = self._grid.size
+        lo, hi = (float(v) for v in self._bounds)
+        if not (lo == math.floor(lo) and hi == math.floor(hi) and -1.0 <= lo < hi <= g):
+            c.fail(f"`_bounds`: expected whole numbers -1 <= lo < hi <= {g}; found {lo!r} and {hi!r}.")
+        for name in ("_up", "_down"):
+            c.need_finite(getattr(self, name).ravel(), name, low=0.0)
+        c.need_finite(self._sums, "_sums")
+        if not (self._sums[0] >= 0.0 and self._sums[0] == math.floor(self._sums[0])):
+            c.fail(f"`_sums` event count: expected a whole number >= 0; found {self._sums[0]!r}.")
+        c.need_float(self._sum_p, "_sum_p", low=0.0)
+        c.need_float(self._sum_y, "_sum_y", low=0.0)
+
     def _prepare(self, y, p):
         return (y, p, y - p)
 

@@ -98,11 +98,12 @@ def _replay_tiny(methods: list[str], scenario: str, seed: int, window: int) -> N
 
 
 def _kernels_cached() -> bool:
-    """Whether numba's cache already holds the I-spline fit kernel (then every method's kernels are
-    most likely cached: the demo compiles them together). False when numba's cache cannot be read."""
+    """Whether numba's cache already holds the streaming I-spline refit kernel (then every method's
+    kernels are most likely cached: the demo compiles them together). False when numba's cache
+    cannot be read."""
     from streamcal._kernels import _config, ispline
 
-    return _config.is_cached(ispline.ispline_gram_clamped)
+    return _config.is_cached(ispline.ispline_refit_histogram)
 
 
 def _start_helper(methods: list[str], scenario: str, seed: int, window: int) -> subprocess.Popen | None:
