@@ -16,14 +16,14 @@ import os
 import sys
 import warnings
 
+from streamcal.exceptions import NameClashWarning
+
 __all__ = ["NameClashWarning", "name_clash_message", "name_clashes", "warn_of_name_clash"]
 
 #: The other project's distribution name.
 CLASHING = "streamcal"
 
 
-class NameClashWarning(UserWarning):
-    """The unrelated ``streamcal`` distribution is installed beside streamcal-engine."""
 
 
 def _installs_streamcal(meta: str) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ConvergenceWarning", "StateFileError", "StatePickleError", "StateVersionError"]
+__all__ = ["ConvergenceWarning", "NameClashWarning", "StateFileError", "StatePickleError", "StateVersionError"]
 
 
 class ConvergenceWarning(RuntimeWarning):
@@ -17,6 +17,22 @@ class ConvergenceWarning(RuntimeWarning):
     ...     warnings.warn("stopped early", ConvergenceWarning)
     >>> caught[0].category.__name__
     'ConvergenceWarning'
+    """
+
+
+class NameClashWarning(UserWarning):
+    """The unrelated distribution also named ``streamcal`` is installed beside streamcal-engine: both
+    install a top-level ``streamcal`` package, so one shadows the other. ``import streamcal`` warns
+    with this category, naming the other distribution and what to do.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from streamcal.exceptions import NameClashWarning
+    >>> warnings.simplefilter("error", NameClashWarning)  # make the clash an error in a deployment
+    >>> warnings.resetwarnings()
+    >>> issubclass(NameClashWarning, UserWarning)
+    True
     """
 
 
