@@ -144,7 +144,7 @@ def test_stages_run_by_hand_give_what_replay_gives(clicks, tmp_path):
     try:
         for batch in source:
             submitted = runners.submit(batch, planner.plan(batch), planner.n_events - len(batch))
-            proba, llr = runners.results(submitted)
+            proba, llr, _ = runners.results(submitted)
             for s in (sink, metrics):
                 s.add(batch, proba, llr)
         ops = planner.flush()

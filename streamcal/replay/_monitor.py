@@ -33,7 +33,7 @@ class MonitorSink:
         self.watch_score = True
         self._n = 0
 
-    def add(self, batch: EventBatch, proba: dict, llr: dict) -> None:
+    def add(self, batch: EventBatch, proba: dict, llr: dict, intervals=None) -> None:
         streams = {name: proba[name] for name in self.names}
         if self.watch_score and bool(np.all((batch.s >= 0.0) & (batch.s <= 1.0))):
             streams["score"] = batch.s

@@ -212,7 +212,7 @@ def replay(
     # every source's columns and types, before anything is read
     prepared = prepare(sources, columns, delay)
     if output is not None:
-        check_output_columns(prepared.kept_schema, names)
+        check_output_columns(prepared.kept_schema, names, cals)
     timed = prepared.time_col is not None
     files = OutputFiles(targets)
 
@@ -229,9 +229,9 @@ def replay(
     source = runners = None
 
     def deliver(submitted) -> None:
-        proba, llr = runners.results(submitted)
+        proba, llr, intervals = runners.results(submitted)
         for sink in sinks:
-            sink.add(submitted.batch, proba, llr)
+            sink.add(submitted.batch, proba, llr, intervals)
         bar.update(len(submitted.batch))
 
     try:

@@ -103,15 +103,18 @@ class Runners:
             ]
         return Submitted(batch, ops, first_index, results)
 
-    def results(self, submitted: Submitted) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """``(proba, llr)``: per method, the outputs for the batch's events in event order."""
-        proba, llr = {}, {}
+    def results(self, submitted: Submitted) -> tuple[dict, dict, dict]:
+        """``(proba, llr, intervals)``: per method, the outputs for the batch's events in event
+        order; ``intervals`` holds ``(p0, p1)`` for the methods that give an interval."""
+        proba, llr, intervals = {}, {}, {}
         for name, item in zip(self.names, submitted.results, strict=True):
             result = item.result() if self._pools is not None else item
             if isinstance(result, Exception):
                 raise ReplayInputError(_rejected(name, submitted, result))
-            proba[name], llr[name] = result
-        return proba, llr
+            proba[name], llr[name] = result[:2]
+            if len(result) == 4:
+                intervals[name] = result[2:]
+        return proba, llr, intervals
 
     def learn(self, ops: Ops) -> None:
         """Every method learns the labels of ``ops`` (the end of the stream), on the calling
@@ -130,9 +133,17 @@ def _step(cal, batch: EventBatch, ops: Ops | None, times):
     ``ops`` None means labels known at once: ``prequential`` on the batch itself.
     """
     try:
+        # a calibrator that gives an interval per event (Venn–Abers) gives it in the same pass
+        with_interval = getattr(cal, "process_with_interval", None)
         if ops is None:
+            if with_interval is not None:
+                out = cal.prequential_with_interval(batch.s, batch.y, weights=batch.w, times=times)
+                return tuple(np.asarray(a) for a in out)
             proba, llr = cal.prequential(batch.s, batch.y, weights=batch.w, times=times)
             return np.asarray(proba), np.asarray(llr)
+        if with_interval is not None:
+            out = with_interval(ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t)
+            return tuple(np.asarray(a)[ops.pred_pos] for a in out)
         proba, llr = cal.process(ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t)
         return np.asarray(proba)[ops.pred_pos], np.asarray(llr)[ops.pred_pos]
     except (ValueError, TypeError) as exc:

@@ -82,11 +82,14 @@ def open_parquet_writer(path: Path, schema, compression: str, kept_schema):
     return _BackgroundWriter(path, schema, compression, names)
 
 
-def check_output_columns(kept_schema, names) -> None:
-    """Refuse input columns that the output's ``proba_<method>`` / ``llr_<method>`` would clash with."""
+def check_output_columns(kept_schema, names, calibrators=None) -> None:
+    """Refuse input columns that the output's ``proba_<method>`` / ``llr_<method>`` (and a method's
+    interval, ``p0_<method>`` / ``p1_<method>``) would clash with."""
     taken = set(kept_schema.names)
     for name in names:
-        for prefix in ("proba", "llr"):
+        cal = (calibrators or {}).get(name)
+        interval = getattr(cal, "process_with_interval", None) is not None
+        for prefix in ("proba", "llr", "p0", "p1") if interval else ("proba", "llr"):
             col = f"{prefix}_{name}"
             if col in taken:
                 msg = (
@@ -96,7 +99,7 @@ def check_output_columns(kept_schema, names) -> None:
                 raise ReplayInputError(msg)
 
 
-def _output_batch(kept, names, proba, llr):
+def _output_batch(kept, names, proba, llr, intervals=None):
     import pyarrow as pa
 
     from streamcal.replay._arrow import fixed_width_array
@@ -104,7 +107,10 @@ def _output_batch(kept, names, proba, llr):
     arrays = list(kept.columns)
     fields = list(kept.schema)
     for name in names:
-        for prefix, values in (("proba", proba[name]), ("llr", llr[name])):
+        columns = [("proba", proba[name]), ("llr", llr[name])]
+        if intervals and name in intervals:
+            columns += [("p0", intervals[name][0]), ("p1", intervals[name][1])]
+        for prefix, values in columns:
             arrays.append(fixed_width_array(np.asarray(values, dtype=np.float64), pa.float64()))
             fields.append(pa.field(f"{prefix}_{name}", pa.float64()))
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
@@ -122,8 +128,8 @@ class ParquetSink:
         self._open_writer = open_writer
         self._writer = None
 
-    def add(self, batch: EventBatch, proba: dict, llr: dict) -> None:
-        out = _output_batch(batch.kept, self.names, proba, llr)
+    def add(self, batch: EventBatch, proba: dict, llr: dict, intervals=None) -> None:
+        out = _output_batch(batch.kept, self.names, proba, llr, intervals)
         if self._writer is None:
             self._writer = self._open_writer(self.path, out.schema, self.compression, batch.kept.schema)
         self._writer.write(out)
@@ -149,7 +155,7 @@ class MetricsSink:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamcal-replay-metrics")
         self.windows = MetricWindows(names, window, metrics, executor=self._pool)
 
-    def add(self, batch: EventBatch, proba: dict, llr: dict) -> None:
+    def add(self, batch: EventBatch, proba: dict, llr: dict, intervals=None) -> None:
         self.windows.add(batch.t, batch.y, proba, llr)
 
     def finish(self, time_type):
@@ -185,7 +191,7 @@ class PlotSink:
         self.reliability = Reliability([*names, "score"])
         self.score_is_proba = True
 
-    def add(self, batch: EventBatch, proba: dict, llr: dict) -> None:
+    def add(self, batch: EventBatch, proba: dict, llr: dict, intervals=None) -> None:
         for name in self.names:
             self.reliability.add(name, proba[name], batch.y)
         if self.score_is_proba and bool(np.all((batch.s >= 0.0) & (batch.s <= 1.0))):
