@@ -16,8 +16,8 @@ left-to-right sweep at that point, so the kernel sweeps the local buckets with t
 below them, popping an old block (``bprev``) only when the sweep pools into it, then pushes
 the old blocks to the right (``bnext``) until one of them does not pool: from there on the
 sweep would push increasing blocks that never pool. Cost: the buckets of ``b``'s block plus
-the blocks pooled; the block stack is read, never written (the sweep's pooled sums live in
-the stack scratch of ``pf``, which every sweep writes before reading).
+the blocks pooled; the block stack is read, never written (the sweep's pooled sums live in a
+scratch array ``st`` of ``2 B`` floats, which every sweep writes before reading).
 
 Weights. The histogram and the blocks hold stored units (``histogram.stored_unit``); the test
 event weighs one real unit as of the last learned event's clock.
@@ -44,7 +44,6 @@ from streamcal._kernels.ipav import (
     BPOS,
     BPREV,
     OWNER,
-    PF_HEADER,
     PF_PRIOR_ODDS_INV,
     PI_B,
     PI_HEAD,
@@ -55,24 +54,24 @@ from streamcal._kernels.ipav import (
 
 
 @jit_noalloc(forceinline=True)
-def _pool_down(pf, pi, sp, top, level, left):
+def _pool_down(pf, pi, st, top, level, left):
     """Pool the stack's top into what lies below while the lower rate is >= the upper one.
 
-    The stack's slots ``0..top`` hold ``(P, N)`` at ``pf[sp + 2k]``, ``pf[sp + 2k + 1]``; below
+    The stack's slots ``0..top`` hold ``(P, N)`` at ``st[2k]``, ``st[2k + 1]``; below
     slot 0 lie the old blocks from ``left`` down (``bprev``). Returns ``(top, level, left,
     pooled)``: ``level`` is the slot of the block holding the test bucket, ``pooled`` whether
     anything pooled.
     """
     pooled = False
     while True:
-        p2 = pf[sp + 2 * top]
-        n2 = pf[sp + 2 * top + 1]
+        p2 = st[2 * top]
+        n2 = st[2 * top + 1]
         if top >= 1:
-            p1 = pf[sp + 2 * top - 2]
-            n1 = pf[sp + 2 * top - 1]
+            p1 = st[2 * top - 2]
+            n1 = st[2 * top - 1]
             if p1 * (p2 + n2) >= p2 * (p1 + n1):
-                pf[sp + 2 * top - 2] = p1 + p2
-                pf[sp + 2 * top - 1] = n1 + n2
+                st[2 * top - 2] = p1 + p2
+                st[2 * top - 1] = n1 + n2
                 top -= 1
                 level = top if level > top else level
                 pooled = True
@@ -83,8 +82,8 @@ def _pool_down(pf, pi, sp, top, level, left):
         p1 = pf[BPOS + _PF_RECORD * left]
         n1 = pf[BNEG + _PF_RECORD * left]
         if p1 * (p2 + n2) >= p2 * (p1 + n1):
-            pf[sp] = p1 + p2
-            pf[sp + 1] = n1 + n2
+            st[0] = p1 + p2
+            st[1] = n1 + n2
             left = pi[BPREV + _PI_RECORD * left]
             pooled = True
             continue
@@ -93,13 +92,13 @@ def _pool_down(pf, pi, sp, top, level, left):
 
 
 @jit_noalloc(forceinline=True)
-def va_fit_with(sf, pf, pi, b, y, w):
+def va_fit_with(sf, pf, pi, st, b, y, w):
     """The isotonic fit at bucket ``b`` of the histogram plus weight ``w > 0`` of label ``y``
-    (0.0 or 1.0) at ``b`` (stored units); the block stack is left as it was."""
+    (0.0 or 1.0) at ``b`` (stored units); the block stack is left as it was. ``st`` is scratch
+    of ``2 B`` floats for the sweep's stack."""
     B = pi[PI_B]
     POS = SF_HEADER
     NEG = SF_HEADER + B
-    sp = PF_HEADER + _PF_RECORD * B  # the stack scratch
     wp = w * y
     wn = w - wp
     head = pi[PI_HEAD]
@@ -127,21 +126,21 @@ def va_fit_with(sf, pf, pi, b, y, w):
             n += wn
         if p + n > 0.0:
             top += 1
-            pf[sp + 2 * top] = p
-            pf[sp + 2 * top + 1] = n
+            st[2 * top] = p
+            st[2 * top + 1] = n
             if g == b:
                 level = top
-            top, level, left, _ = _pool_down(pf, pi, sp, top, level, left)
+            top, level, left, _ = _pool_down(pf, pi, st, top, level, left)
     while right != -1:
         top += 1
-        pf[sp + 2 * top] = pf[BPOS + _PF_RECORD * right]
-        pf[sp + 2 * top + 1] = pf[BNEG + _PF_RECORD * right]
-        top, level, left, pooled = _pool_down(pf, pi, sp, top, level, left)
+        st[2 * top] = pf[BPOS + _PF_RECORD * right]
+        st[2 * top + 1] = pf[BNEG + _PF_RECORD * right]
+        top, level, left, pooled = _pool_down(pf, pi, st, top, level, left)
         if not pooled:
             break
         right = pi[BNEXT + _PI_RECORD * right]
-    p = pf[sp + 2 * level]
-    return p / (p + pf[sp + 2 * level + 1])
+    p = st[2 * level]
+    return p / (p + st[2 * level + 1])
 
 
 @jit_noalloc(forceinline=True)
@@ -159,9 +158,9 @@ def va_llr(pf, p):
 
 
 @jit_noalloc(forceinline=True)
-def _va_one(sf, pf, pi, b, unit, merge_log, i, out_p0, out_p1, out_p, out_llr):
-    p0 = va_fit_with(sf, pf, pi, b, 0.0, unit)
-    p1 = va_fit_with(sf, pf, pi, b, 1.0, unit)
+def _va_one(sf, pf, pi, st, b, unit, merge_log, i, out_p0, out_p1, out_p, out_llr):
+    p0 = va_fit_with(sf, pf, pi, st, b, 0.0, unit)
+    p1 = va_fit_with(sf, pf, pi, st, b, 1.0, unit)
     p = va_merged(p0, p1, merge_log)
     out_p0[i] = p0
     out_p1[i] = p1
@@ -170,15 +169,17 @@ def _va_one(sf, pf, pi, b, unit, merge_log, i, out_p0, out_p1, out_p, out_llr):
 
 
 @jit_noalloc
-def va_predict_many(sf, pf, pi, buckets, merge_log, out_p0, out_p1, out_p, out_llr):
+def va_predict_many(sf, pf, pi, st, buckets, merge_log, out_p0, out_p1, out_p, out_llr):
     """``(p0, p1)``, the merged probability and its LLR for each bucket, with the current state."""
     unit = stored_unit(sf, sf[SF_KIND])
     for i in range(buckets.shape[0]):
-        _va_one(sf, pf, pi, buckets[i], unit, merge_log, i, out_p0, out_p1, out_p, out_llr)
+        _va_one(sf, pf, pi, st, buckets[i], unit, merge_log, i, out_p0, out_p1, out_p, out_llr)
 
 
 @jit_noalloc
-def va_process_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, merge_log, out_p0, out_p1, out_p, out_llr):
+def va_process_inplace(
+    sf, si, pf, pi, st, buckets, labels, weights, times, ops, merge_log, out_p0, out_p1, out_p, out_llr
+):
     """Run operations in order; ``ops[i]``: 1 learn, 2 predict, 3 predict then learn.
 
     Predictions use the state before the event's own label (the outputs of learn-only
@@ -188,16 +189,18 @@ def va_process_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, mer
     for i in range(buckets.shape[0]):
         op = ops[i]
         if op & 2:
-            _va_one(sf, pf, pi, buckets[i], stored_unit(sf, kind), merge_log, i, out_p0, out_p1, out_p, out_llr)
+            _va_one(sf, pf, pi, st, buckets[i], stored_unit(sf, kind), merge_log, i, out_p0, out_p1, out_p, out_llr)
         if op & 1:
             pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i], kind)
 
 
 @jit_noalloc
-def va_prequential_inplace(sf, si, pf, pi, buckets, labels, weights, times, merge_log, out_p0, out_p1, out_p, out_llr):
+def va_prequential_inplace(
+    sf, si, pf, pi, st, buckets, labels, weights, times, merge_log, out_p0, out_p1, out_p, out_llr
+):
     """Predict each event with the state before its label, then learn it: :func:`va_process_inplace`
     with every operation 3, in a shorter loop."""
     kind = sf[SF_KIND]  # constant: read once
     for i in range(buckets.shape[0]):
-        _va_one(sf, pf, pi, buckets[i], stored_unit(sf, kind), merge_log, i, out_p0, out_p1, out_p, out_llr)
+        _va_one(sf, pf, pi, st, buckets[i], stored_unit(sf, kind), merge_log, i, out_p0, out_p1, out_p, out_llr)
         pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i], kind)

@@ -70,16 +70,18 @@ class VennAbersCalibrator(PAVCalibrator):
     >>> rng = np.random.default_rng(0)
     >>> scores = rng.uniform(size=20_000)
     >>> labels = rng.uniform(size=20_000) < scores**2        # true probability: score squared
-    >>> cal = VennAbersCalibrator(buckets="uniform:64", window=10_000)
+    >>> cal = VennAbersCalibrator(buckets="uniform:64", window=1_000)
     >>> p0, p1 = cal.prequential_interval(scores, labels)
     >>> bool(np.all(p0 <= p1))
     True
     >>> lo, hi = cal.predict_interval([0.1, 0.5, 0.9])
-    >>> print(np.round(lo, 2), np.round(hi, 2))
-    [0.01 0.25 0.81] [0.01 0.25 0.82]
+    >>> print(np.round(lo, 3), np.round(hi, 3))
+    [0.01  0.214 0.806] [0.018 0.222 0.821]
+    >>> print(np.round(cal.predict_proba([0.1, 0.5, 0.9]), 3))  # p1 / (1 - p0 + p1)
+    [0.018 0.22  0.809]
     >>> p0, p1 = cal.predict_interval_one({"score": 0.5})
-    >>> round(p0, 3) <= round(cal.predict_proba_one({"score": 0.5})[True], 3) <= round(p1, 3)
-    True
+    >>> round(p0, 3), round(p1, 3)
+    (0.214, 0.222)
 
     References
     ----------
@@ -179,12 +181,19 @@ class VennAbersCalibrator(PAVCalibrator):
     predict_llr_one.__doc__ = PAVCalibrator.predict_llr_one.__doc__
 
     # ------------------------------------------------------------------ engine
+    def _pack(self) -> None:
+        super()._pack()
+        self._sweep_scratch = np.empty(2 * self._hist.n_buckets)  # the what-if sweeps' stack
+
+    # derived: not saved, rebuilt by ``_pack`` on loading
+    _CACHES = (*PAVCalibrator._CACHES, "_sweep_scratch")
+
     def _intervals(self, b):
         n = b.size
         out = tuple(np.empty(n) for _ in range(4))
         sf, _ = self._hist.live_arrays()
-        merge_log = self.merge_rule == "log"
-        _config.run(_va.va_predict_many, n, sf, self._blocks_floats, self._blocks_ints, b, merge_log, *out)
+        state = (sf, self._blocks_floats, self._blocks_ints, self._sweep_scratch)
+        _config.run(_va.va_predict_many, n, *state, b, self.merge_rule == "log", *out)
         return out
 
     def _proba_of(self, s: float) -> float:
@@ -197,16 +206,15 @@ class VennAbersCalibrator(PAVCalibrator):
         return self._intervals(b)[2:]
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
-        if isinstance(ops, int) and ops == OP_LEARN or not isinstance(ops, int) and ops.max() < OP_PREDICT:
+        if (isinstance(ops, int) and ops == OP_LEARN) or (not isinstance(ops, int) and ops.max() < OP_PREDICT):
             super()._run_ops(ops, b, s, y, w, t, out_p, out_llr)  # learn-only: PAV's batched learning
             return
         n = b.size
         intervals = self.__dict__.get("_interval_out")
         out_p0, out_p1 = (intervals[0][-n:], intervals[1][-n:]) if intervals is not None else (np.empty(n), np.empty(n))
-        state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints)
+        state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints, self._sweep_scratch)
         merge_log = self.merge_rule == "log"
         if isinstance(ops, int):
             _config.run(_va.va_prequential_inplace, n, *state, b, y, w, t, merge_log, out_p0, out_p1, out_p, out_llr)
         else:
             _config.run(_va.va_process_inplace, n, *state, b, y, w, t, ops, merge_log, out_p0, out_p1, out_p, out_llr)
-
