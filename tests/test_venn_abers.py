@@ -354,3 +354,41 @@ def test_rare_event_log_loss_close_to_finite_pav(base_rate):
     # measured, not dominated: within 1 % of the finite PAV map here (docs/venn_abers.md)
     va, pav = np.mean([rare_event_log_losses(seed, base_rate) for seed in range(3)], axis=0)
     assert abs(va - pav) <= 0.01 * pav
+
+
+def test_threads_learning_and_predicting_lose_nothing():
+    import threading
+
+    rng = np.random.default_rng(12)
+    s = rng.uniform(size=(2, 3000))
+    y = rng.uniform(size=(2, 3000)) < s
+    cal = VennAbersCalibrator(buckets="uniform:32")
+    cal.learn_one({"s": 0.5}, True)  # the edges are known and the kernels compiled before the threads start
+    bad = []
+
+    def learn(k):
+        for i in range(s.shape[1]):
+            cal.learn_one({"s": float(s[k, i])}, bool(y[k, i]))
+
+    def predict():
+        for x in np.linspace(0.0, 1.0, 400):
+            p0, p1 = cal.predict_interval_one({"s": float(x)})
+            p = cal.predict_proba_one({"s": float(x)})[True]
+            if not (0.0 <= p0 <= p <= p1 <= 1.0):
+                bad.append((p0, p, p1))
+        lo, hi = cal.predict_interval(np.linspace(0.0, 1.0, 50))
+        if not np.all(lo <= hi):
+            bad.append("array face")
+
+    threads = [threading.Thread(target=learn, args=(k,)) for k in range(2)]
+    threads += [threading.Thread(target=predict) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert bad == []
+    assert cal.n_learned == 1 + s.size
+    serial = VennAbersCalibrator(buckets="uniform:32").fit(np.r_[0.5, s.ravel()], np.r_[True, y.ravel()])
+    test = np.linspace(0.0, 1.0, 33)
+    assert np.array_equal(cal.predict_interval(test)[0], serial.predict_interval(test)[0])
+    assert np.array_equal(cal.predict_interval(test)[1], serial.predict_interval(test)[1])
