@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from streamcal import PAVCalibrator, VennAbersCalibrator
 from streamcal._prior import prior_logodds
 from streamcal.buckets import Edges
-from streamcal.windows import CountWindow, Decay, TimeWindow
+from streamcal.windows import CountWindow, Decay, TimeWindow, as_window
 
 venn_abers = pytest.importorskip("venn_abers")
 
@@ -126,14 +126,18 @@ def test_decay_interval_equals_naive_weighted_what_if(by):
     assert worst <= 1e-12
 
 
-def test_empty_window_gives_the_test_event_alone():
-    cal = VennAbersCalibrator(buckets="uniform:8")
+@pytest.mark.parametrize("window", [None, 10, Decay(5.0), Decay(5.0, by="time"), TimeWindow(3.0)])
+def test_empty_window_gives_the_test_event_alone(window):
+    cal = VennAbersCalibrator(buckets="uniform:8", window=window)
     p0, p1 = cal.predict_interval([0.3, 0.9])
     assert p0.tolist() == [0.0, 0.0]
     assert p1.tolist() == [1.0, 1.0]
     assert cal.predict_proba_one({"s": 0.3})[True] == 0.5
     assert cal.predict_llr_one({"s": 0.3}) == 0.0
     assert cal.predict_interval_one({"s": 0.3}) == (0.0, 1.0)
+    times = [1.0, 2.0] if as_window(window).uses_times else None
+    p0, p1 = cal.prequential_interval([0.3, 0.9], [1, 0], times=times)  # the first event, from the empty state
+    assert (p0[0], p1[0]) == (0.0, 1.0)
 
 
 events = st.lists(
@@ -392,3 +396,16 @@ def test_threads_learning_and_predicting_lose_nothing():
     test = np.linspace(0.0, 1.0, 33)
     assert np.array_equal(cal.predict_interval(test)[0], serial.predict_interval(test)[0])
     assert np.array_equal(cal.predict_interval(test)[1], serial.predict_interval(test)[1])
+
+
+@pytest.mark.parametrize("window", [None, Decay(3.0)])
+def test_extreme_weights_keep_the_llr_finite(window):
+    from streamcal._kernels.histogram import MAX_WEIGHT
+
+    cal = VennAbersCalibrator(buckets="uniform:8", window=window)
+    cal.update([0.5, 0.5, 0.9, 0.1], [1, 1, 0, 0], weights=[MAX_WEIGHT, MAX_WEIGHT, 1e-300, 0.0])
+    test = np.linspace(0.0, 1.0, 11)
+    p0, p1 = cal.predict_interval(test)
+    assert np.all((p0 >= 0.0) & (p0 <= p1) & (p1 <= 1.0))
+    assert np.isfinite(cal.predict_llr(test)).all()
+    assert np.isfinite(cal.prequential([0.5, 0.2], [0, 1])[1]).all()

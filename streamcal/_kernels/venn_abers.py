@@ -36,6 +36,7 @@ import math
 from streamcal._kernels._config import jit_noalloc
 from streamcal._kernels.histogram import SF_HEADER, SF_KIND, stored_unit
 from streamcal._kernels.ipav import (
+    _ONE_BELOW,
     _PF_RECORD,
     _PI_RECORD,
     BEND,
@@ -44,6 +45,7 @@ from streamcal._kernels.ipav import (
     BPOS,
     BPREV,
     OWNER,
+    PF_HEAD,
     PF_PRIOR_ODDS_INV,
     PI_B,
     PI_HEAD,
@@ -144,6 +146,15 @@ def va_fit_with(sf, pf, pi, st, b, y, w):
 
 
 @jit_noalloc(forceinline=True)
+def va_test_weight(sf, kind):
+    """One real unit in stored units, as of the last learned event (``histogram.stored_unit``);
+    1.0 before any event, when a decay window's clock is not set and the window is empty (any
+    positive weight then gives the test event alone)."""
+    unit = stored_unit(sf, kind)
+    return unit if unit > 0.0 else 1.0
+
+
+@jit_noalloc(forceinline=True)
 def va_merged(p0, p1, merge_log):
     """The merged probability of the pair: ``p1 / (1 - p0 + p1)`` or ``(p0 + p1) / 2``."""
     if merge_log:
@@ -153,8 +164,14 @@ def va_merged(p0, p1, merge_log):
 
 @jit_noalloc(forceinline=True)
 def va_llr(pf, p):
-    """``logit(p) - logit(prior)`` for ``p`` in (0, 1), the prior the finite one of the window."""
-    return (math.log(p) - math.log1p(-p)) + math.log(pf[PF_PRIOR_ODDS_INV])
+    """``logit(p) - logit(prior)`` for ``p`` in (0, 1], the prior the finite one of the window;
+    ``logit(p)`` while the window holds no weight (the prior is then 1/2). ``p`` is kept below 1
+    (it rounds to 1 only when the window's weight dwarfs the test event's by 2**53): finite."""
+    q = _ONE_BELOW if p > _ONE_BELOW else p
+    logit = math.log(q) - math.log1p(-q)
+    if pf[PF_HEAD] == -1.0:
+        return logit
+    return logit + math.log(pf[PF_PRIOR_ODDS_INV])
 
 
 @jit_noalloc(forceinline=True)
@@ -171,7 +188,7 @@ def _va_one(sf, pf, pi, st, b, unit, merge_log, i, out_p0, out_p1, out_p, out_ll
 @jit_noalloc
 def va_predict_many(sf, pf, pi, st, buckets, merge_log, out_p0, out_p1, out_p, out_llr):
     """``(p0, p1)``, the merged probability and its LLR for each bucket, with the current state."""
-    unit = stored_unit(sf, sf[SF_KIND])
+    unit = va_test_weight(sf, sf[SF_KIND])
     for i in range(buckets.shape[0]):
         _va_one(sf, pf, pi, st, buckets[i], unit, merge_log, i, out_p0, out_p1, out_p, out_llr)
 
@@ -189,7 +206,7 @@ def va_process_inplace(
     for i in range(buckets.shape[0]):
         op = ops[i]
         if op & 2:
-            _va_one(sf, pf, pi, st, buckets[i], stored_unit(sf, kind), merge_log, i, out_p0, out_p1, out_p, out_llr)
+            _va_one(sf, pf, pi, st, buckets[i], va_test_weight(sf, kind), merge_log, i, out_p0, out_p1, out_p, out_llr)
         if op & 1:
             pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i], kind)
 
@@ -202,5 +219,5 @@ def va_prequential_inplace(
     with every operation 3, in a shorter loop."""
     kind = sf[SF_KIND]  # constant: read once
     for i in range(buckets.shape[0]):
-        _va_one(sf, pf, pi, st, buckets[i], stored_unit(sf, kind), merge_log, i, out_p0, out_p1, out_p, out_llr)
+        _va_one(sf, pf, pi, st, buckets[i], va_test_weight(sf, kind), merge_log, i, out_p0, out_p1, out_p, out_llr)
         pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i], kind)
