@@ -409,3 +409,26 @@ def test_extreme_weights_keep_the_llr_finite(window):
     assert np.all((p0 >= 0.0) & (p0 <= p1) & (p1 <= 1.0))
     assert np.isfinite(cal.predict_llr(test)).all()
     assert np.isfinite(cal.prequential([0.5, 0.2], [0, 1])[1]).all()
+
+
+@pytest.mark.parametrize("window", [None, 40, Decay(30.0)])
+def test_interpreted_and_compiled_kernels_agree_bit_for_bit(window):
+    from streamcal._kernels import _config
+    from streamcal._kernels import venn_abers as kernels
+
+    rng = np.random.default_rng(13)
+    s = rng.uniform(size=400)
+    y = (rng.uniform(size=400) < s).astype(float)
+    w = rng.uniform(0.5, 1.5, size=400)
+    cal = VennAbersCalibrator(buckets="uniform:16", window=window).fit(s[:100], y[:100], w[:100])
+    b = np.searchsorted(cal.edges, s[100:], side="right").clip(1, 16) - 1
+    t = np.zeros(300)
+    results = []
+    for run in (_config.run_interpreted, lambda kernel, *args: kernel(*args)):
+        state = [a.copy() for a in (*cal.window_histogram.live_arrays(), *cal.map_arrays())]
+        state.append(np.empty(32))
+        out = [np.empty(300) for _ in range(4)]
+        run(kernels.va_prequential_inplace, *state, b, y[100:], w[100:], t, True, *out)
+        results.append([*out, *state[:4]])
+    for interpreted, compiled in zip(*results, strict=True):
+        assert np.array_equal(interpreted, compiled)
