@@ -432,3 +432,26 @@ def test_interpreted_and_compiled_kernels_agree_bit_for_bit(window):
         results.append([*out, *state[:4]])
     for interpreted, compiled in zip(*results, strict=True):
         assert np.array_equal(interpreted, compiled)
+
+
+def test_river_face_kernel_agrees_with_the_array_kernel_in_both_tiers():
+    from streamcal._kernels import _config
+    from streamcal._kernels import venn_abers as kernels
+    from streamcal._kernels.ipav import pack_state
+
+    rng = np.random.default_rng(14)
+    s = rng.uniform(size=500)
+    cal = VennAbersCalibrator(buckets="uniform:16", window=Decay(50.0)).fit(s, rng.uniform(size=500) < s)
+    test = rng.uniform(size=40)
+    p0, p1 = cal.predict_interval(test)
+    proba, llr = cal.predict_proba(test), cal.predict_llr(test)
+    # the state packed as the river face reads it
+    packed = pack_state(*cal.window_histogram.live_arrays(), *cal.map_arrays(), 0.0, 1.0)[0]
+    scratch = np.empty(32)
+    for i, x in enumerate(test):
+        want = (p0[i], p1[i], proba[i], llr[i])
+        assert _config.run_interpreted(kernels.va_predict_packed, packed, scratch, float(x), 1.0) == want
+        assert kernels.va_predict_packed(packed, scratch, float(x), 1.0) == want
+        assert cal.predict_interval_one({"s": float(x)}) == want[:2]
+        assert cal.predict_proba_one({"s": float(x)})[True] == want[2]
+        assert cal.predict_llr_one({"s": float(x)}) == want[3]

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from streamcal._kernels._config import jit_noalloc
 from streamcal._kernels.histogram import SF_HEADER, SF_KIND, stored_unit
 from streamcal._kernels.ipav import (
@@ -45,12 +47,18 @@ from streamcal._kernels.ipav import (
     BPOS,
     BPREV,
     OWNER,
+    PACK_END,
+    PACK_HEADER,
+    PACK_O_PF,
+    PACK_O_PI,
+    PACK_O_SI,
     PF_HEAD,
     PF_PRIOR_ODDS_INV,
     PI_B,
     PI_HEAD,
     PI_LAST,
     PI_TAIL,
+    pav_bucket_of,
     pav_learn_one_inplace,
 )
 
@@ -221,3 +229,22 @@ def va_prequential_inplace(
     for i in range(buckets.shape[0]):
         _va_one(sf, pf, pi, st, buckets[i], va_test_weight(sf, kind), merge_log, i, out_p0, out_p1, out_p, out_llr)
         pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i], kind)
+
+
+@jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
+def va_predict_packed(packed, st, s, merge_log):
+    """``(p0, p1, merged, llr)`` of one checked score ``s`` on the state packed by
+    :func:`ipav.pack_state` (the river face; ``merge_log`` 1.0 or 0.0). The caller holds the
+    calibrator's lock, so it ignores the busy mark; it holds the GIL, so no lock-free learning
+    runs meanwhile."""
+    o_si, o_pf = int(packed[PACK_O_SI]), int(packed[PACK_O_PF])
+    o_pi, end = int(packed[PACK_O_PI]), int(packed[PACK_END])
+    sf = packed[PACK_HEADER:o_si]
+    pf = packed[o_pf:o_pi]
+    pi = packed[o_pi:end].view(np.int64)
+    b = pav_bucket_of(pf, s)
+    unit = va_test_weight(sf, sf[SF_KIND])
+    p0 = va_fit_with(sf, pf, pi, st, b, 0.0, unit)
+    p1 = va_fit_with(sf, pf, pi, st, b, 1.0, unit)
+    p = va_merged(p0, p1, merge_log != 0.0)
+    return p0, p1, p, va_llr(pf, p)

@@ -122,6 +122,17 @@ class VennAbersCalibrator(PAVCalibrator):
         yield {"score_key": "is_popular"}
         yield {"score_key": "empty_server_form_handler", "buckets": "uniform:16", "merge_rule": "mean"}
 
+    # The compiled single-score kernel of the river face, called without numba's type dispatch;
+    # a class attribute compiled by its first call (as PAVCalibrator's packed kernels).
+    @staticmethod
+    def _predict_packed(packed, scratch, s, merge_log):
+        result = _config.try_entry_point(_va.va_predict_packed, packed, scratch, s, merge_log)
+        if result is not _config.NOT_RUN:
+            return result
+        compiled = _config.entry_point(_va.va_predict_packed, packed, scratch, 0.5, 0.5)
+        VennAbersCalibrator._predict_packed = staticmethod(compiled)
+        return compiled(packed, scratch, s, merge_log)
+
     # ------------------------------------------------------------------ intervals
     def predict_interval(self, scores) -> tuple[np.ndarray, np.ndarray]:
         """``(p0, p1)`` of each score with the current state (the state is not changed)."""
@@ -140,6 +151,8 @@ class VennAbersCalibrator(PAVCalibrator):
         with self._lock:
             s, b = self._check_scores_and_buckets(scores)
             y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None)
+            # where ``_run_ops`` writes the pairs (``_run``'s outputs are the merged probability and
+            # the LLR); set only during this call, under the lock
             self._interval_out = (np.full(s.size, np.nan), np.full(s.size, np.nan))
             try:
                 p, _ = self._run(OP_PREQUENTIAL, s, y, w, t, b)
@@ -153,28 +166,36 @@ class VennAbersCalibrator(PAVCalibrator):
 
     def predict_interval_one(self, x: dict) -> tuple[float, float]:
         """``(p0, p1)`` of the score in ``x`` with the current state."""
-        with self._lock:
+        p0, p1, _, _ = self._predict_one(x)
+        return p0, p1
+
+    # ------------------------------------------------------------------ river face
+    def _predict_one(self, x: dict) -> tuple[float, float, float, float]:
+        """``(p0, p1, merged, llr)`` of the score in ``x``, under the lock.
+
+        The lock without the busy mark (``rlock``): no marked section runs meanwhile, and the
+        packed kernel holds the GIL, so PAV's lock-free ``learn_one`` cannot interleave with it.
+        Inside this thread's own marked section, the views' kernel instead.
+        """
+        with self._lock.rlock:
             s = self._score_of(x)
             if not self._hist.built:
                 p = self._warm_proba()
-                return p, p
-            p0, p1, _, _ = self._intervals(np.array([self._hist.layout.bucket_of(s)]))
-            return float(p0[0]), float(p1[0])
+                return p, p, p, 0.0
+            if self._lock.marking:
+                return tuple(float(a[0]) for a in self._intervals(np.array([self._hist.layout.bucket_of(s)])))
+            merge_log = 1.0 if self.merge_rule == "log" else 0.0
+            return self._predict_packed(self._packed, self._sweep_scratch, s, merge_log)
 
-    # ------------------------------------------------------------------ river face
     def predict_proba_one(self, x: dict) -> dict:
-        with self._lock:
-            s = self._score_of(x)
-            p = self._warm_proba() if not self._hist.built else self._proba_of(s)
+        p = self._predict_one(x)[2]
         return {False: 1.0 - p, True: p}
 
     def predict_one(self, x: dict) -> bool:
-        return self.predict_proba_one(x)[True] > 0.5
+        return self._predict_one(x)[2] > 0.5
 
     def predict_llr_one(self, x: dict) -> float:
-        with self._lock:
-            s = self._score_of(x)
-            return 0.0 if not self._hist.built else self._llr_of(s)
+        return self._predict_one(x)[3]
 
     predict_proba_one.__doc__ = PAVCalibrator.predict_proba_one.__doc__
     predict_one.__doc__ = PAVCalibrator.predict_one.__doc__
