@@ -149,6 +149,8 @@ def va_fit_with(sf, pf, pi, st, b, y, w):
         if not pooled:
             break
         right = pi[BNEXT + _PI_RECORD * right]
+    if level == B:  # no weight reached b (w not > 0): never read past the scratch
+        return y
     p = st[2 * level]
     return p / (p + st[2 * level + 1])
 
