@@ -22,6 +22,7 @@ del warn_of_name_clash
 # public name -> module that defines it
 _EXPORTS = {
     "PAVCalibrator": "streamcal.isotonic.streaming",
+    "VennAbersCalibrator": "streamcal.isotonic.venn_abers",
     "IsotonicCalibrator": "streamcal.isotonic.batch",
     "ISplineCalibrator": "streamcal.spline.calibrator",
     "GEVCalibrator": "streamcal.gev.calibrator",

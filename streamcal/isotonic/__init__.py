@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from streamcal.isotonic.batch import IsotonicCalibrator, pav, pav_binary, pav_llr
 
-__all__ = ["IsotonicCalibrator", "PAVCalibrator", "pav", "pav_binary", "pav_llr"]
+__all__ = ["IsotonicCalibrator", "PAVCalibrator", "VennAbersCalibrator", "pav", "pav_binary", "pav_llr"]
 
 
 def __getattr__(name: str):
@@ -12,5 +12,9 @@ def __getattr__(name: str):
         from streamcal.isotonic.streaming import PAVCalibrator
 
         return PAVCalibrator
+    if name == "VennAbersCalibrator":
+        from streamcal.isotonic.venn_abers import VennAbersCalibrator
+
+        return VennAbersCalibrator
     msg = f"module 'streamcal.isotonic' has no attribute {name!r}"
     raise AttributeError(msg)

@@ -1,0 +1,109 @@
+"""Streaming Venn–Abers throughput: ``prequential_interval`` against ``PAVCalibrator.prequential``.
+
+Run from the repository root::
+
+    PYTHONPATH=. python benchmarks/bench_venn_abers.py            # 2e6 events, 5 rounds
+    PYTHONPATH=. python benchmarks/bench_venn_abers.py --quick    # 4e5 events, 3 rounds
+
+Also the river face: ``predict_proba_one`` then ``learn_one`` per event (30,000 pairs), the same
+way against ``PAVCalibrator``.
+
+Stream: click-like scores ``s = expit(z)``, ``z ~ N(-3, 1.5)``, labels from a miscalibrated
+truth ``P(y = 1 | z) = expit(1.3 z + 0.5)`` (as ``bench_streaming_pav.py``). Both calibrators:
+1024 logit buckets, a count window of 1e5 events. Each round runs both on the same stream, in
+alternating order, from fresh calibrators; the figure is CPU time (``process_time``, one
+thread), the best round of each. The first call of each (compilation or cache load) is timed
+apart, on a short stream.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from streamcal import PAVCalibrator, VennAbersCalibrator
+
+
+def click_stream(n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(-3.0, 1.5, size=n)
+    s = 1.0 / (1.0 + np.exp(-z))
+    y = rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(1.3 * z + 0.5)))
+    return s, y
+
+
+def cpu_seconds(run) -> float:
+    start = time.process_time()
+    run()
+    return time.process_time() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a shorter stream and fewer rounds")
+    args = parser.parse_args()
+    n, rounds = (400_000, 3) if args.quick else (2_000_000, 5)
+    s, y = click_stream(n)
+    window = 100_000
+
+    def venn_abers():
+        VennAbersCalibrator(buckets=1024, window=window).prequential_interval(s, y)
+
+    def pav():
+        PAVCalibrator(buckets=1024, window=window).prequential(s, y)
+
+    first = {
+        "VennAbersCalibrator.prequential_interval": cpu_seconds(
+            lambda: VennAbersCalibrator(buckets=1024, window=window).prequential_interval(s[:1000], y[:1000])
+        ),
+        "PAVCalibrator.prequential": cpu_seconds(
+            lambda: PAVCalibrator(buckets=1024, window=window).prequential(s[:1000], y[:1000])
+        ),
+    }
+    for name, seconds in first.items():
+        print(f"first call (compile or cache load) {name}: {seconds:.2f} s CPU")
+    best = {"va": np.inf, "pav": np.inf}
+    for r in range(rounds):
+        order = (("va", venn_abers), ("pav", pav)) if r % 2 == 0 else (("pav", pav), ("va", venn_abers))
+        for name, run in order:
+            best[name] = min(best[name], cpu_seconds(run))
+    va_rate, pav_rate = n / best["va"], n / best["pav"]
+    print(f"{n:,} events, 1024 logit buckets, count window {window:,}, best of {rounds} alternating rounds (CPU)")
+    print(f"VennAbersCalibrator.prequential_interval: {va_rate / 1e6:6.2f} M events/s")
+    print(f"PAVCalibrator.prequential (baseline):     {pav_rate / 1e6:6.2f} M events/s")
+    print(f"ratio Venn-Abers / PAV: {va_rate / pav_rate:.2f}")
+    river_face(s[:30_000], y[:30_000], window, rounds)
+
+
+def river_face(s, y, window: int, rounds: int) -> None:
+    """``predict_proba_one`` then ``learn_one`` per event, both calibrators, alternating rounds."""
+    xs = [{"score": float(v)} for v in s]
+    ys = [bool(v) for v in y]
+
+    def loop(cls):
+        cal = cls(buckets=1024, window=window)
+
+        def run():
+            for x, label in zip(xs, ys, strict=True):
+                cal.predict_proba_one(x)
+                cal.learn_one(x, label)
+
+        return run
+
+    for cls in (VennAbersCalibrator, PAVCalibrator):  # compile (or load) the river-face kernels first
+        loop(cls)()
+    best = {VennAbersCalibrator: np.inf, PAVCalibrator: np.inf}
+    for r in range(rounds):
+        for cls in (VennAbersCalibrator, PAVCalibrator) if r % 2 == 0 else (PAVCalibrator, VennAbersCalibrator):
+            best[cls] = min(best[cls], cpu_seconds(loop(cls)))
+    va, pav = len(xs) / best[VennAbersCalibrator], len(xs) / best[PAVCalibrator]
+    print(f"river face, {len(xs):,} predict_proba_one + learn_one pairs, best of {rounds} alternating rounds (CPU)")
+    print(f"VennAbersCalibrator: {va / 1e3:7.0f}k pairs/s")
+    print(f"PAVCalibrator:       {pav / 1e3:7.0f}k pairs/s")
+    print(f"ratio Venn-Abers / PAV: {va / pav:.2f}")
+
+
+if __name__ == "__main__":
+    main()

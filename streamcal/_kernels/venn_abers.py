@@ -1,0 +1,252 @@
+"""Venn–Abers what-if fits over the incremental PAV block stack (numba).
+
+For a test score in bucket ``b``, the inductive Venn–Abers pair ``(p0, p1)`` is the isotonic
+fit at ``b`` of the window's events plus the test event with label 0, then with label 1
+(Vovk & Petej, "Venn–Abers predictors", 2014; Vovk, Petej & Fedorova, "Large-scale
+probabilistic predictors with and without guarantees of validity", 2015). The window's PAV
+fit is the block stack of :mod:`streamcal._kernels.ipav`; each what-if reads it without
+changing it.
+
+Locality. Adding weight at bucket ``b`` never splits an old block that does not hold ``b``:
+every prefix of a PAV block has a rate >= the block's, and weight added outside the block
+leaves those rates as they were. So PAV of the new histogram is PAV over the atoms [old
+blocks left of ``b``'s block] + [the buckets of ``b``'s block, the test event added at ``b``]
++ [old blocks right of it]. The blocks left of ``b``'s block are exactly the stack of a
+left-to-right sweep at that point, so the kernel sweeps the local buckets with that stack
+below them, popping an old block (``bprev``) only when the sweep pools into it, then pushes
+the old blocks to the right (``bnext``) until one of them does not pool: from there on the
+sweep would push increasing blocks that never pool. Cost: the buckets of ``b``'s block plus
+the blocks pooled; the block stack is read, never written (the sweep's pooled sums live in a
+scratch array ``st`` of ``2 B`` floats, which every sweep writes before reading).
+
+Weights. The histogram and the blocks hold stored units (``histogram.stored_unit``); the test
+event weighs one real unit as of the last learned event's clock.
+
+Merged probability. ``p1 / (1 - p0 + p1)`` (``merge_log`` true: minimises the worst-case log
+loss over the two, Vovk & Petej 2014) or the midpoint ``(p0 + p1) / 2``. Both lie strictly in
+(0, 1): the test event's own label keeps ``p1 > 0`` and ``p0 < 1``. The LLR is
+``logit(p) - logit(prior)`` with the finite prior ``(T1 + c) / (T + 2c)`` kept by the PAV
+kernels (``PF_PRIOR_ODDS_INV``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from streamcal._kernels._config import jit_noalloc
+from streamcal._kernels.histogram import SF_HEADER, SF_KIND, stored_unit
+from streamcal._kernels.ipav import (
+    _ONE_BELOW,
+    _PF_RECORD,
+    _PI_RECORD,
+    BEND,
+    BNEG,
+    BNEXT,
+    BPOS,
+    BPREV,
+    OWNER,
+    PACK_END,
+    PACK_HEADER,
+    PACK_O_PF,
+    PACK_O_PI,
+    PACK_O_SI,
+    PF_HEAD,
+    PF_PRIOR_ODDS_INV,
+    PI_B,
+    PI_HEAD,
+    PI_LAST,
+    PI_TAIL,
+    pav_bucket_of,
+    pav_learn_one_inplace,
+)
+
+
+@jit_noalloc(forceinline=True)
+def _pool_down(pf, pi, st, top, level, left):
+    """Pool the stack's top into what lies below while the lower rate is >= the upper one.
+
+    The stack's slots ``0..top`` hold ``(P, N)`` at ``st[2k]``, ``st[2k + 1]``; below
+    slot 0 lie the old blocks from ``left`` down (``bprev``). Returns ``(top, level, left,
+    pooled)``: ``level`` is the slot of the block holding the test bucket, ``pooled`` whether
+    anything pooled.
+    """
+    pooled = False
+    while True:
+        p2 = st[2 * top]
+        n2 = st[2 * top + 1]
+        if top >= 1:
+            p1 = st[2 * top - 2]
+            n1 = st[2 * top - 1]
+            if p1 * (p2 + n2) >= p2 * (p1 + n1):
+                st[2 * top - 2] = p1 + p2
+                st[2 * top - 1] = n1 + n2
+                top -= 1
+                level = top if level > top else level
+                pooled = True
+                continue
+            break
+        if left == -1:
+            break
+        p1 = pf[BPOS + _PF_RECORD * left]
+        n1 = pf[BNEG + _PF_RECORD * left]
+        if p1 * (p2 + n2) >= p2 * (p1 + n1):
+            st[0] = p1 + p2
+            st[1] = n1 + n2
+            left = pi[BPREV + _PI_RECORD * left]
+            pooled = True
+            continue
+        break
+    return top, level, left, pooled
+
+
+@jit_noalloc(forceinline=True)
+def va_fit_with(sf, pf, pi, st, b, y, w):
+    """The isotonic fit at bucket ``b`` of the histogram plus weight ``w > 0`` of label ``y``
+    (0.0 or 1.0) at ``b`` (stored units); the block stack is left as it was. ``st`` is scratch
+    of ``2 B`` floats for the sweep's stack."""
+    B = pi[PI_B]
+    POS = SF_HEADER
+    NEG = SF_HEADER + B
+    wp = w * y
+    wn = w - wp
+    head = pi[PI_HEAD]
+    # the local atoms lo..hi, the old blocks below (left) and above (right) them
+    if head == -1:
+        lo, hi, left, right = b, b, -1, -1
+    elif b < head:
+        lo, hi, left, right = b, b, -1, head
+    elif b > pi[PI_LAST]:
+        lo, hi, left, right = b, b, pi[PI_TAIL], -1
+    else:
+        f = pi[OWNER + _PI_RECORD * b]
+        e = pi[BEND + _PI_RECORD * f]
+        if b <= e:  # a bucket of the block f..e: its buckets are the atoms
+            lo, hi, left, right = f, e, pi[BPREV + _PI_RECORD * f], pi[BNEXT + _PI_RECORD * f]
+        else:  # an empty bucket in the gap after the block f..e
+            lo, hi, left, right = b, b, f, pi[BNEXT + _PI_RECORD * f]
+    top = -1
+    level = B  # no slot yet
+    for g in range(lo, hi + 1):
+        p = sf[POS + g]
+        n = sf[NEG + g]
+        if g == b:
+            p += wp
+            n += wn
+        if p + n > 0.0:
+            top += 1
+            st[2 * top] = p
+            st[2 * top + 1] = n
+            if g == b:
+                level = top
+            top, level, left, _ = _pool_down(pf, pi, st, top, level, left)
+    while right != -1:
+        top += 1
+        st[2 * top] = pf[BPOS + _PF_RECORD * right]
+        st[2 * top + 1] = pf[BNEG + _PF_RECORD * right]
+        top, level, left, pooled = _pool_down(pf, pi, st, top, level, left)
+        if not pooled:
+            break
+        right = pi[BNEXT + _PI_RECORD * right]
+    if level == B:  # no weight reached b (w not > 0): never read past the scratch
+        return y
+    p = st[2 * level]
+    return p / (p + st[2 * level + 1])
+
+
+@jit_noalloc(forceinline=True)
+def va_test_weight(sf, kind):
+    """One real unit in stored units, as of the last learned event (``histogram.stored_unit``);
+    1.0 before any event, when a decay window's clock is not set and the window is empty (any
+    positive weight then gives the test event alone)."""
+    unit = stored_unit(sf, kind)
+    return unit if unit > 0.0 else 1.0
+
+
+@jit_noalloc(forceinline=True)
+def va_merged(p0, p1, merge_log):
+    """The merged probability of the pair: ``p1 / (1 - p0 + p1)`` or ``(p0 + p1) / 2``."""
+    if merge_log:
+        return p1 / ((1.0 - p0) + p1)
+    return 0.5 * (p0 + p1)
+
+
+@jit_noalloc(forceinline=True)
+def va_llr(pf, p):
+    """``logit(p) - logit(prior)`` for ``p`` in (0, 1], the prior the finite one of the window;
+    ``logit(p)`` while the window holds no weight (the prior is then 1/2). ``p`` is kept below 1
+    (it rounds to 1 only when the window's weight dwarfs the test event's by 2**53): finite."""
+    q = _ONE_BELOW if p > _ONE_BELOW else p
+    logit = math.log(q) - math.log1p(-q)
+    if pf[PF_HEAD] == -1.0:
+        return logit
+    return logit + math.log(pf[PF_PRIOR_ODDS_INV])
+
+
+@jit_noalloc(forceinline=True)
+def _va_one(sf, pf, pi, st, b, unit, merge_log, i, out_p0, out_p1, out_p, out_llr):
+    p0 = va_fit_with(sf, pf, pi, st, b, 0.0, unit)
+    p1 = va_fit_with(sf, pf, pi, st, b, 1.0, unit)
+    p = va_merged(p0, p1, merge_log)
+    out_p0[i] = p0
+    out_p1[i] = p1
+    out_p[i] = p
+    out_llr[i] = va_llr(pf, p)
+
+
+@jit_noalloc
+def va_predict_many(sf, pf, pi, st, buckets, merge_log, out_p0, out_p1, out_p, out_llr):
+    """``(p0, p1)``, the merged probability and its LLR for each bucket, with the current state."""
+    unit = va_test_weight(sf, sf[SF_KIND])
+    for i in range(buckets.shape[0]):
+        _va_one(sf, pf, pi, st, buckets[i], unit, merge_log, i, out_p0, out_p1, out_p, out_llr)
+
+
+@jit_noalloc
+def va_process_inplace(
+    sf, si, pf, pi, st, buckets, labels, weights, times, ops, merge_log, out_p0, out_p1, out_p, out_llr
+):
+    """Run operations in order; ``ops[i]``: 1 learn, 2 predict, 3 predict then learn.
+
+    Predictions use the state before the event's own label (the outputs of learn-only
+    positions are left untouched); learning is :func:`ipav.pav_learn_one_inplace`.
+    """
+    kind = sf[SF_KIND]  # constant: read once
+    for i in range(buckets.shape[0]):
+        op = ops[i]
+        if op & 2:
+            _va_one(sf, pf, pi, st, buckets[i], va_test_weight(sf, kind), merge_log, i, out_p0, out_p1, out_p, out_llr)
+        if op & 1:
+            pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i], kind)
+
+
+@jit_noalloc
+def va_prequential_inplace(
+    sf, si, pf, pi, st, buckets, labels, weights, times, merge_log, out_p0, out_p1, out_p, out_llr
+):
+    """Predict each event with the state before its label, then learn it: :func:`va_process_inplace`
+    with every operation 3, in a shorter loop."""
+    kind = sf[SF_KIND]  # constant: read once
+    for i in range(buckets.shape[0]):
+        _va_one(sf, pf, pi, st, buckets[i], va_test_weight(sf, kind), merge_log, i, out_p0, out_p1, out_p, out_llr)
+        pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i], kind)
+
+
+@jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
+def va_predict_packed(packed, st, s, merge_log):
+    """``(p0, p1, merged, llr)`` of one checked score ``s`` on the state packed by
+    :func:`ipav.pack_state` (the river face; ``merge_log`` 1.0 or 0.0). The caller holds the
+    calibrator's lock, so it ignores the busy mark; it holds the GIL, so no lock-free learning
+    runs meanwhile."""
+    o_si, o_pf = int(packed[PACK_O_SI]), int(packed[PACK_O_PF])
+    o_pi, end = int(packed[PACK_O_PI]), int(packed[PACK_END])
+    sf = packed[PACK_HEADER:o_si]
+    pf = packed[o_pf:o_pi]
+    pi = packed[o_pi:end].view(np.int64)
+    b = pav_bucket_of(pf, s)
+    unit = va_test_weight(sf, sf[SF_KIND])
+    p0 = va_fit_with(sf, pf, pi, st, b, 0.0, unit)
+    p1 = va_fit_with(sf, pf, pi, st, b, 1.0, unit)
+    p = va_merged(p0, p1, merge_log != 0.0)
+    return p0, p1, p, va_llr(pf, p)

@@ -1,0 +1,241 @@
+"""Streaming Venn–Abers calibration: a probability interval per score from the window's PAV fit."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamcal._kernels import _config
+from streamcal._kernels import venn_abers as _va
+from streamcal._operations import OP_LEARN, OP_PREDICT, OP_PREQUENTIAL
+from streamcal._validation import check_scalar
+from streamcal.buckets import Buckets
+from streamcal.isotonic.streaming import PAVCalibrator
+from streamcal.windows import Window
+
+__all__ = ["VennAbersCalibrator"]
+
+
+class VennAbersCalibrator(PAVCalibrator):
+    """Streaming Venn–Abers calibrator: for each score the pair ``(p0, p1)`` and a merged probability.
+
+    For a score in bucket ``b``, ``p0`` is the isotonic (PAV) fit at ``b`` of the window's
+    events plus the test event with label 0, ``p1`` the same with label 1: the inductive
+    Venn–Abers predictor with the window as its calibration set. Under exchangeability one of
+    the two is a perfectly calibrated probability (Vovk & Petej, 2014), so the interval
+    ``[p0, p1]`` shows how far the window's evidence pins the probability down: it is wide
+    where the window holds few events near the score, narrow where it holds many.
+
+    The state is the one of :class:`~streamcal.isotonic.streaming.PAVCalibrator` with the
+    exact map (the window's histogram and its PAV block stack), learned the same way, on every
+    window kind. A prediction computes both what-if fits from the block stack without
+    changing it: it sweeps the buckets of the block holding ``b`` and pools only the
+    neighbouring blocks the test event reaches (never a full refit). With one bucket per
+    distinct score (:class:`streamcal.buckets.Edges`, a centre on each score) the pair equals
+    batch inductive Venn–Abers on the window's events. The test event weighs 1 as of the last
+    learned event (under decay, the window's weights as :meth:`histogram` reports them).
+
+    ``predict_proba`` serves the merged probability ``p1 / (1 - p0 + p1)`` (``merge_rule="log"``,
+    optimal for the log loss among the two, Vovk & Petej 2014) or the midpoint (``"mean"``);
+    it lies strictly in (0, 1), so the log loss stays finite without pseudo-counts. The LLR is
+    ``logit(p) - logit(prior)`` with the window's finite prior ``(T1 + c) / (T + 2c)``.
+    Before the bucket edges are known (a quantile warm-up), predictions are the finite prior
+    of the buffered events and the interval is that prior at both ends.
+
+    Parameters
+    ----------
+    buckets
+        Bucket strategy (:mod:`streamcal.buckets`); default ``LogitGrid()``. Shorthands as in
+        :class:`~streamcal.isotonic.streaming.PAVCalibrator`.
+    window
+        Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``.
+    merge_rule
+        How ``predict_proba`` merges the pair: ``"log"`` (``p1 / (1 - p0 + p1)``) or ``"mean"``.
+        (Not named ``merge``: that is the method merging calibrators.)
+    score_key
+        Key of the score in ``x``; ``None``: ``x`` holds exactly one value.
+    llr_pseudo_count
+        Weight of each pseudo-event of the finite prior of the LLR (> 0).
+
+    Attributes
+    ----------
+    window_weight : float
+        Total weight currently in the window.
+    n_learned : int
+        Number of events learned so far.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamcal import VennAbersCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> scores = rng.uniform(size=20_000)
+    >>> labels = rng.uniform(size=20_000) < scores**2        # true probability: score squared
+    >>> cal = VennAbersCalibrator(buckets="uniform:64", window=1_000)
+    >>> p0, p1 = cal.prequential_interval(scores, labels)
+    >>> bool(np.all(p0 <= p1))
+    True
+    >>> lo, hi = cal.predict_interval([0.1, 0.5, 0.9])
+    >>> print(np.round(lo, 3), np.round(hi, 3))
+    [0.01  0.214 0.806] [0.018 0.222 0.821]
+    >>> print(np.round(cal.predict_proba([0.1, 0.5, 0.9]), 3))  # p1 / (1 - p0 + p1)
+    [0.018 0.22  0.809]
+    >>> p0, p1 = cal.predict_interval_one({"score": 0.5})
+    >>> round(p0, 3), round(p1, 3)
+    (0.214, 0.222)
+
+    References
+    ----------
+    Vovk, V. and Petej, I. *Venn–Abers predictors.* UAI 2014.
+
+    Vovk, V., Petej, I. and Fedorova, V. *Large-scale probabilistic predictors with and without
+    guarantees of validity.* NeurIPS 2015.
+
+    Notes
+    -----
+    Thread safety: every public method is atomic with respect to the others. Learning on the
+    river face keeps PAV's lock-free path; every prediction takes the lock.
+    """
+
+    def __init__(
+        self,
+        buckets: Buckets | int | str | None = None,
+        window: Window | int | str | None = None,
+        *,
+        merge_rule: str = "log",
+        score_key: str | None = None,
+        llr_pseudo_count: float = 1.0,
+    ):
+        check_scalar(merge_rule, "merge_rule", choices=("log", "mean"))
+        self.merge_rule = merge_rule
+        super().__init__(
+            buckets=buckets,
+            window=window,
+            score_key=score_key,
+            interpolation="step",
+            llr_pseudo_count=llr_pseudo_count,
+            finite_proba=False,
+            n_jobs=1,
+        )
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"score_key": "is_popular"}
+        yield {"score_key": "empty_server_form_handler", "buckets": "uniform:16", "merge_rule": "mean"}
+
+    # The compiled single-score kernel of the river face, called without numba's type dispatch;
+    # a class attribute compiled by its first call (as PAVCalibrator's packed kernels).
+    @staticmethod
+    def _predict_packed(packed, scratch, s, merge_log):
+        result = _config.try_entry_point(_va.va_predict_packed, packed, scratch, s, merge_log)
+        if result is not _config.NOT_RUN:
+            return result
+        compiled = _config.entry_point(_va.va_predict_packed, packed, scratch, 0.5, 0.5)
+        VennAbersCalibrator._predict_packed = staticmethod(compiled)
+        return compiled(packed, scratch, s, merge_log)
+
+    # ------------------------------------------------------------------ intervals
+    def predict_interval(self, scores) -> tuple[np.ndarray, np.ndarray]:
+        """``(p0, p1)`` of each score with the current state (the state is not changed)."""
+        with self._lock:
+            s, b = self._check_scores_and_buckets(scores)
+            if b is None:
+                p = np.full(s.size, self._warm_proba())
+                return p, p.copy()
+            return self._intervals(b)[:2]
+
+    def prequential_interval(self, scores, labels, *, weights=None, times=None) -> tuple[np.ndarray, np.ndarray]:
+        """Predict ``(p0, p1)`` for each event with the state before its label, then learn it.
+
+        Equal, element for element, to a loop of ``predict_interval_one`` then ``learn_one``.
+        """
+        with self._lock:
+            s, b = self._check_scores_and_buckets(scores)
+            y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None)
+            # where ``_run_ops`` writes the pairs (``_run``'s outputs are the merged probability and
+            # the LLR); set only during this call, under the lock
+            self._interval_out = (np.full(s.size, np.nan), np.full(s.size, np.nan))
+            try:
+                p, _ = self._run(OP_PREQUENTIAL, s, y, w, t, b)
+                p0, p1 = self._interval_out
+                warm = np.isnan(p0)  # predicted during a quantile warm-up: the prior at both ends
+                p0[warm] = p[warm]
+                p1[warm] = p[warm]
+                return p0, p1
+            finally:
+                del self._interval_out
+
+    def predict_interval_one(self, x: dict) -> tuple[float, float]:
+        """``(p0, p1)`` of the score in ``x`` with the current state."""
+        p0, p1, _, _ = self._predict_one(x)
+        return p0, p1
+
+    # ------------------------------------------------------------------ river face
+    def _predict_one(self, x: dict) -> tuple[float, float, float, float]:
+        """``(p0, p1, merged, llr)`` of the score in ``x``, under the lock.
+
+        The lock without the busy mark (``rlock``): no marked section runs meanwhile, and the
+        packed kernel holds the GIL, so PAV's lock-free ``learn_one`` cannot interleave with it.
+        Inside this thread's own marked section, the views' kernel instead.
+        """
+        with self._lock.rlock:
+            s = self._score_of(x)
+            if not self._hist.built:
+                p = self._warm_proba()
+                return p, p, p, 0.0
+            if self._lock.marking:
+                return tuple(float(a[0]) for a in self._intervals(np.array([self._hist.layout.bucket_of(s)])))
+            merge_log = 1.0 if self.merge_rule == "log" else 0.0
+            return self._predict_packed(self._packed, self._sweep_scratch, s, merge_log)
+
+    def predict_proba_one(self, x: dict) -> dict:
+        p = self._predict_one(x)[2]
+        return {False: 1.0 - p, True: p}
+
+    def predict_one(self, x: dict) -> bool:
+        return self._predict_one(x)[2] > 0.5
+
+    def predict_llr_one(self, x: dict) -> float:
+        return self._predict_one(x)[3]
+
+    predict_proba_one.__doc__ = PAVCalibrator.predict_proba_one.__doc__
+    predict_one.__doc__ = PAVCalibrator.predict_one.__doc__
+    predict_llr_one.__doc__ = PAVCalibrator.predict_llr_one.__doc__
+
+    # ------------------------------------------------------------------ engine
+    def _pack(self) -> None:
+        super()._pack()
+        self._sweep_scratch = np.empty(2 * self._hist.n_buckets)  # the what-if sweeps' stack
+
+    # derived: not saved, rebuilt by ``_pack`` on loading
+    _CACHES = (*PAVCalibrator._CACHES, "_sweep_scratch")
+
+    def _intervals(self, b):
+        n = b.size
+        out = tuple(np.empty(n) for _ in range(4))
+        sf, _ = self._hist.live_arrays()
+        state = (sf, self._blocks_floats, self._blocks_ints, self._sweep_scratch)
+        _config.run(_va.va_predict_many, n, *state, b, self.merge_rule == "log", *out)
+        return out
+
+    def _proba_of(self, s: float) -> float:
+        return float(self._intervals(np.array([self._hist.layout.bucket_of(s)]))[2][0])
+
+    def _llr_of(self, s: float) -> float:
+        return float(self._intervals(np.array([self._hist.layout.bucket_of(s)]))[3][0])
+
+    def _predict_arrays(self, b, s):
+        return self._intervals(b)[2:]
+
+    def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
+        if (isinstance(ops, int) and ops == OP_LEARN) or (not isinstance(ops, int) and ops.max() < OP_PREDICT):
+            super()._run_ops(ops, b, s, y, w, t, out_p, out_llr)  # learn-only: PAV's batched learning
+            return
+        n = b.size
+        intervals = self.__dict__.get("_interval_out")
+        out_p0, out_p1 = (intervals[0][-n:], intervals[1][-n:]) if intervals is not None else (np.empty(n), np.empty(n))
+        state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints, self._sweep_scratch)
+        merge_log = self.merge_rule == "log"
+        if isinstance(ops, int):
+            _config.run(_va.va_prequential_inplace, n, *state, b, y, w, t, merge_log, out_p0, out_p1, out_p, out_llr)
+        else:
+            _config.run(_va.va_process_inplace, n, *state, b, y, w, t, ops, merge_log, out_p0, out_p1, out_p, out_llr)
