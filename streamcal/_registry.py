@@ -17,6 +17,7 @@ BUILTIN_CALIBRATORS: dict[str, tuple[str, str]] = {
     "ispline": ("streamcal.spline.calibrator", "ISplineCalibrator"),
     "gev": ("streamcal.gev.calibrator", "GEVCalibrator"),
     "platt": ("streamcal.gev.calibrator", "PlattCalibrator"),
+    "venn-abers": ("streamcal.isotonic.venn_abers", "VennAbersCalibrator"),
 }
 
 

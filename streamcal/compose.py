@@ -335,6 +335,24 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
             return llr
 
 
+    def predict_interval_one(self, x: dict, **kwargs) -> tuple[float, float]:
+        """The calibrated interval ``(p0, p1)`` of ``pos_val``, from a binary calibrator that gives one
+        (:class:`streamcal.VennAbersCalibrator`): its probability were the event's label negative,
+        and were it positive. The calibrated probability lies between them.
+        """
+        with self._lock:
+            if not self._binary_calibrator or not hasattr(self.calibrator, "predict_interval_one"):
+                msg = (
+                    "predict_interval_one needs a binary calibrator with a `predict_interval_one` method "
+                    f"(VennAbersCalibrator); got {type(self.calibrator).__name__}."
+                )
+                raise NotImplementedError(msg)
+            cal_x, proba = self._calibrator_input(x)
+            p0, p1 = self.calibrator.predict_interval_one(cal_x)
+            self._remember(x, proba)
+            return float(p0), float(p1)
+
+
 def _is_bool_like(y) -> bool:
     return isinstance(y, (bool, np.bool_)) or (isinstance(y, numbers.Real) and y in (0, 1))
 

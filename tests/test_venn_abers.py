@@ -455,3 +455,90 @@ def test_river_face_kernel_agrees_with_the_array_kernel_in_both_tiers():
         assert cal.predict_interval_one({"s": float(x)}) == want[:2]
         assert cal.predict_proba_one({"s": float(x)})[True] == want[2]
         assert cal.predict_llr_one({"s": float(x)}) == want[3]
+
+
+# ------------------------------------------------------------------- replay, the wrapper, the registry
+def test_with_interval_faces_equal_the_separate_faces():
+    rng = np.random.default_rng(3)
+    s = rng.uniform(size=3_000)
+    y = rng.uniform(size=s.size) < s
+    learn = rng.uniform(size=s.size) < 0.6
+    a, b = VennAbersCalibrator(window=500), VennAbersCalibrator(window=500)
+    proba, llr, p0, p1 = a.prequential_with_interval(s, y)
+    want_p0, want_p1 = b.prequential_interval(s, y)
+    np.testing.assert_array_equal(p0, want_p0)
+    np.testing.assert_array_equal(p1, want_p1)
+    np.testing.assert_array_equal(proba, VennAbersCalibrator(window=500).prequential(s, y)[0])
+    np.testing.assert_array_equal(llr, VennAbersCalibrator(window=500).prequential(s, y)[1])
+    proba, llr, p0, p1 = a.process_with_interval(s, y, learn)
+    want = b.process(s, y, learn)
+    np.testing.assert_array_equal(proba, want[0])
+    np.testing.assert_array_equal(llr, want[1])
+    assert np.isnan(p0[learn]).all()
+    np.testing.assert_array_equal(np.isnan(p1), learn)
+    # each prediction's interval is the state's interval at that moment: a loop of the river face
+    c = VennAbersCalibrator(window=500)
+    c.prequential(s, y)
+    for i in range(200):
+        x = {"score": float(s[i])}
+        if learn[i]:
+            c.learn_one(x, bool(y[i]))
+        else:
+            assert c.predict_interval_one(x) == (p0[i], p1[i])
+
+
+def test_replay_writes_the_interval_columns(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from streamcal.replay import replay
+
+    rng = np.random.default_rng(4)
+    n = 4_000
+    t = np.arange(n, dtype=float)
+    s = rng.uniform(size=n)
+    y = rng.uniform(size=n) < s
+    table = pa.table({"event_time": t, "score": s, "label": y, "label_time": t + 30.0})
+    out = tmp_path / "out.parquet"
+    replay(table, "venn-abers,pav", window=1000, output=out, metrics={})
+    got = pq.read_table(out)
+    assert {"p0_venn-abers", "p1_venn-abers", "proba_venn-abers", "llr_venn-abers"} <= set(got.column_names)
+    assert "p0_pav" not in got.column_names
+    p0 = got["p0_venn-abers"].to_numpy()
+    p1 = got["p1_venn-abers"].to_numpy()
+    proba = got["proba_venn-abers"].to_numpy()
+    assert np.all((p0 <= proba) & (proba <= p1))
+    # the same operations through the calibrator itself: label i is learned once its time has passed
+    cal = VennAbersCalibrator(window=1000)
+    want0, want1 = np.empty(n), np.empty(n)
+    for i in range(n):
+        for j in range(max(0, i - 31), i):
+            if t[j] + 30.0 <= t[i] and t[j] + 30.0 > t[i] - 1.0:
+                cal.learn_one({"score": float(s[j])}, bool(y[j]), t=float(t[j]))
+        want0[i], want1[i] = cal.predict_interval_one({"score": float(s[i])})
+    np.testing.assert_array_equal(p0, want0)
+    np.testing.assert_array_equal(p1, want1)
+
+
+def test_the_wrapper_gives_the_interval():
+    from river import linear_model
+
+    from streamcal import CalibratedClassifier
+
+    rng = np.random.default_rng(5)
+    model = CalibratedClassifier(linear_model.LogisticRegression(), VennAbersCalibrator(buckets=64))
+    for _ in range(300):
+        x = {"a": float(rng.normal())}
+        model.learn_one(x, bool(x["a"] + rng.normal() > 0))
+    p0, p1 = model.predict_interval_one({"a": 0.3})
+    assert 0.0 <= p0 <= model.predict_proba_one({"a": 0.3})[True] <= p1 <= 1.0
+    with pytest.raises(NotImplementedError, match="predict_interval_one needs"):
+        CalibratedClassifier(linear_model.LogisticRegression(), PAVCalibrator()).predict_interval_one({"a": 0.3})
+
+
+def test_registered_for_replay_and_warmup():
+    from streamcal._registry import builtin_calibrator
+    from streamcal.replay.methods import available_methods
+
+    assert builtin_calibrator("venn-abers") is VennAbersCalibrator
+    assert "venn-abers" in available_methods()

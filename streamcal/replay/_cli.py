@@ -193,7 +193,8 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         "-m",
         "--method",
         default="pav",
-        help="comma-separated methods: pav, ispline, gev, platt (if installed), raw (default pav)",
+        help="comma-separated methods: pav, ispline, gev, platt, venn-abers (if installed), raw (default pav); "
+        "venn-abers also writes its interval, p0_venn-abers and p1_venn-abers",
     )
     _add_method_arguments(parser)
     _add_column_arguments(parser)
