@@ -390,12 +390,15 @@ class StreamingCalibrator(CalibratorState, OperationLoop, LockedState, Persistab
         ignored). Returns ``(proba, llr)``, NaN at the learn positions.
         """
         with self._lock:
-            s, b = self._check_scores_and_buckets(scores)
-            learn = as_binary_labels(learn_mask, "learn_mask", allow_empty=True).astype(bool)
-            check_same_length(s.size, learn.size, "learn_mask")
-            y, w, t = self._check_learn_arrays(s.size, labels, weights, times, learn)
-            ops = np.where(learn, OP_LEARN, OP_PREDICT).astype(np.int64)
-            return self._run(ops, s, y, w, t, b)
+            return self._run(*self._checked_process(scores, labels, learn_mask, weights, times))
+
+    def _checked_process(self, scores, labels, learn_mask, weights, times):
+        """``process``'s inputs, checked: ``(ops, scores, labels, weights, times, buckets)``."""
+        s, b = self._check_scores_and_buckets(scores)
+        learn = as_binary_labels(learn_mask, "learn_mask", allow_empty=True).astype(bool)
+        check_same_length(s.size, learn.size, "learn_mask")
+        y, w, t = self._check_learn_arrays(s.size, labels, weights, times, learn)
+        return np.where(learn, OP_LEARN, OP_PREDICT).astype(np.int64), s, y, w, t, b
 
     # ------------------------------------------------------------------ the map (a subclass's)
     # A calibrator's map reads the histogram. It is built empty with the histogram and rebuilt

@@ -323,17 +323,20 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
         Only for binary calibrators that provide ``predict_llr_one``.
         """
         with self._lock:
-            if not self._binary_calibrator or not hasattr(self.calibrator, "predict_llr_one"):
-                msg = (
-                    "predict_llr_one needs a binary calibrator with a `predict_llr_one` method; "
-                    f"got {type(self.calibrator).__name__}."
-                )
-                raise NotImplementedError(msg)
+            self._need_binary_calibrator_with("predict_llr_one")
             cal_x, proba = self._calibrator_input(x)
             llr = float(self.calibrator.predict_llr_one(cal_x))
             self._remember(x, proba)
             return llr
 
+
+    def _need_binary_calibrator_with(self, method: str, example: str = "") -> None:
+        if not self._binary_calibrator or not hasattr(self.calibrator, method):
+            msg = (
+                f"{method} needs a binary calibrator with a `{method}` method{example}; "
+                f"got {type(self.calibrator).__name__}."
+            )
+            raise NotImplementedError(msg)
 
     def predict_interval_one(self, x: dict, **kwargs) -> tuple[float, float]:
         """The calibrated interval ``(p0, p1)`` of ``pos_val``, from a binary calibrator that gives one
@@ -341,12 +344,7 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
         and were it positive. The calibrated probability lies between them.
         """
         with self._lock:
-            if not self._binary_calibrator or not hasattr(self.calibrator, "predict_interval_one"):
-                msg = (
-                    "predict_interval_one needs a binary calibrator with a `predict_interval_one` method "
-                    f"(VennAbersCalibrator); got {type(self.calibrator).__name__}."
-                )
-                raise NotImplementedError(msg)
+            self._need_binary_calibrator_with("predict_interval_one", " (VennAbersCalibrator)")
             cal_x, proba = self._calibrator_input(x)
             p0, p1 = self.calibrator.predict_interval_one(cal_x)
             self._remember(x, proba)

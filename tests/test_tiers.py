@@ -288,7 +288,7 @@ def test_warmup_compiles_every_kernel_the_pav_faces_use(tmp_path):
 
 
 def test_warmup_refuses_an_unknown_method():
-    with pytest.raises(ValueError, match=r"`methods` must name methods among pav, ispline, gev, platt; got 'svm' at position 1"):
+    with pytest.raises(ValueError, match=r"`methods` must name methods among pav, ispline, gev, platt, venn-abers; got 'svm' at position 1"):
         streamcal.warmup("pav,svm")
 
 

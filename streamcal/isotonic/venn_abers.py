@@ -7,7 +7,7 @@ import numpy as np
 from streamcal._kernels import _config
 from streamcal._kernels import venn_abers as _va
 from streamcal._operations import OP_LEARN, OP_PREDICT, OP_PREQUENTIAL
-from streamcal._validation import as_binary_labels, check_same_length, check_scalar
+from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets
 from streamcal.isotonic.streaming import PAVCalibrator
 from streamcal.windows import Window
@@ -175,12 +175,7 @@ class VennAbersCalibrator(PAVCalibrator):
     def process_with_interval(self, scores, labels, learn_mask, *, weights=None, times=None):
         """``process`` with the interval: ``(proba, llr, p0, p1)``, NaN at the learn positions."""
         with self._lock:
-            s, b = self._check_scores_and_buckets(scores)
-            learn = as_binary_labels(learn_mask, "learn_mask", allow_empty=True).astype(bool)
-            check_same_length(s.size, learn.size, "learn_mask")
-            y, w, t = self._check_learn_arrays(s.size, labels, weights, times, learn)
-            ops = np.where(learn, OP_LEARN, OP_PREDICT).astype(np.int64)
-            return self._run_with_interval(ops, s, y, w, t, b)
+            return self._run_with_interval(*self._checked_process(scores, labels, learn_mask, weights, times))
 
     def _run_with_interval(self, ops, s, y, w, t, b):
         # ``_run_ops`` writes the pairs where ``_interval_out`` says (set only during this call)
