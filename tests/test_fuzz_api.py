@@ -42,6 +42,7 @@ from streamcal import (
     PairwiseCouplingCalibrator,
     PAVCalibrator,
     PlattCalibrator,
+    VennAbersCalibrator,
 )
 from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid
 from streamcal.windows import CountWindow, Decay, TimeWindow
@@ -90,6 +91,8 @@ CALIBRATORS = {
     ),
     "gev": lambda: _train(GEVCalibrator(buckets=LogitGrid(32), xi_grid=(-0.25, 0.0, 0.5)), 40),
     "platt-uniform-refit": lambda: _train(PlattCalibrator(buckets=UniformGrid(16, -3.0, 3.0), refit_every=3), 20),
+    "venn-abers-count": lambda: _train(VennAbersCalibrator(buckets=LogitGrid(32), window=CountWindow(25)), 40),
+    "venn-abers-quantile-warming": lambda: _train(VennAbersCalibrator(buckets=QuantileEdges(8, warmup=6)), 2),
 }
 
 _BUILT: dict[str, bytes] = {}
@@ -306,6 +309,7 @@ _PARAMS = {
     ISplineCalibrator: ["order", "n_knots", "refit_every", "llr_pseudo_count"],
     GEVCalibrator: ["xi", "l2", "refit_every"],
     PlattCalibrator: ["l2", "refit_every"],
+    VennAbersCalibrator: ["merge_rule", "llr_pseudo_count", "buckets", "window"],
 }
 
 

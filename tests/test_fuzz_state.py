@@ -140,7 +140,7 @@ def _monitor(make, keyed=False):
 
 
 def _learners():
-    from streamcal import GEVCalibrator, ISplineCalibrator, PlattCalibrator
+    from streamcal import GEVCalibrator, ISplineCalibrator, PlattCalibrator, VennAbersCalibrator
     from streamcal import metrics as m
     from streamcal import monitor as mon
 
@@ -170,6 +170,9 @@ def _learners():
         "gev-auto": _streaming(lambda: GEVCalibrator(buckets=small, xi_grid=(0.0, 0.5)), 30),
         "gev-time-refit": _streaming(
             lambda: GEVCalibrator(buckets=small, window=TimeWindow(8.0), xi=0.25, refit_every=5), 30, times=True
+        ),
+        "venn-abers-decay": _streaming(
+            lambda: VennAbersCalibrator(buckets=small, window=Decay(15.0), merge_rule="mean"), 30, weights=True
         ),
         "platt-decay": _streaming(
             lambda: PlattCalibrator(buckets=UniformGrid(6, -3.0, 3.0), window=Decay(20.0)), 30, low=-3.0, high=3.0
