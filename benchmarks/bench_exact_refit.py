@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import math
 import time
 
 import numpy as np
@@ -39,7 +38,7 @@ from bench_streaming_pav import click_stream
 import streamcal
 from streamcal import GEVCalibrator, ISplineCalibrator, PlattCalibrator
 from streamcal.gev import fit_glm_on_histogram
-from streamcal.spline.fit import fit_distinct
+from streamcal.spline.fit import fit_scaled_histogram, unit_scaled
 
 GOALS = {  # events/s: prequential, river face
     "PlattCalibrator": (300_000, 200_000),
@@ -78,24 +77,10 @@ class FullRefitISpline(ISplineCalibrator):
     """The I-spline refit before the compiled one."""
 
     def _refit_from_histogram(self, centres, pos, neg):
-        total, pos_total = float(pos.sum() + neg.sum()), float(pos.sum())
-        if total > 0.0 and not 2.0**-500 < total < 2.0**500:
-            k = -math.frexp(total)[1]
-            pos, neg = np.ldexp(pos, k), np.ldexp(neg, k)
-        weight = pos + neg
-        keep = weight > 0.0
-        w = np.ascontiguousarray(weight[keep])
+        pos, neg, total, pos_total = unit_scaled(pos, neg)
         hint = None if self._coef is None else self._coef > 0.0
-        fitted = fit_distinct(
-            np.ascontiguousarray(centres[keep]),
-            w,
-            np.ascontiguousarray(pos[keep] / w),
-            total,
-            int(self.order),
-            self.n_knots,
-            self._inner_knots,
-            hint,
-        )
+        order, inner = int(self.order), self._inner_knots
+        fitted = fit_scaled_histogram(centres, pos, neg, total, order, self.n_knots, inner, hint)
         self._set_map(fitted, total, pos_total)
 
 

@@ -13,8 +13,6 @@ compared at the non-empty bucket centres.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -26,7 +24,7 @@ from streamcal.buckets import LogitGrid, UniformGrid
 from streamcal.spline import fit_ispline_on_histogram
 from streamcal.spline.basis import default_n_knots, ispline_basis
 from streamcal.spline.calibrator import ISplineCalibrator
-from streamcal.spline.fit import fit_distinct
+from streamcal.spline.fit import fit_scaled_histogram, unit_scaled
 from streamcal.windows import CountWindow, Decay, Unbounded
 
 TOL = 1e-9
@@ -77,24 +75,10 @@ class FullRefitISpline(ISplineCalibrator):
     from the previous fit's free coefficients."""
 
     def _refit_from_histogram(self, centres, pos, neg):
-        total, pos_total = float(pos.sum() + neg.sum()), float(pos.sum())
-        if total > 0.0 and not 2.0**-500 < total < 2.0**500:
-            k = -math.frexp(total)[1]
-            pos, neg = np.ldexp(pos, k), np.ldexp(neg, k)
-        weight = pos + neg
-        keep = weight > 0.0
-        w = np.ascontiguousarray(weight[keep])
+        pos, neg, total, pos_total = unit_scaled(pos, neg)
         hint = None if self._coef is None else self._coef > 0.0
-        fitted = fit_distinct(
-            np.ascontiguousarray(centres[keep]),
-            w,
-            np.ascontiguousarray(pos[keep] / w),
-            total,
-            int(self.order),
-            self.n_knots,
-            self._inner_knots,
-            hint,
-        )
+        order, inner = int(self.order), self._inner_knots
+        fitted = fit_scaled_histogram(centres, pos, neg, total, order, self.n_knots, inner, hint)
         self._set_map(fitted, total, pos_total)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import math
 import numbers
 
 import numpy as np
@@ -22,7 +21,7 @@ from streamcal._validation import (
 )
 from streamcal.buckets import Buckets, LogitGrid, as_buckets
 from streamcal.spline.basis import default_n_knots
-from streamcal.spline.fit import aggregate_sorted, evaluate_map, fit_distinct
+from streamcal.spline.fit import aggregate_sorted, evaluate_map, fit_distinct, unit_scaled
 from streamcal.windows import Window
 
 __all__ = ["ISplineCalibrator"]
@@ -212,13 +211,7 @@ class ISplineCalibrator(RefitCalibrator):
         self._set_proba_bounds(weight)
 
     def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
-        total, pos_total = float(pos.sum() + neg.sum()), float(pos.sum())
-        # the least-squares fit does not change when every weight is scaled alike: weights far
-        # from 1 (the window's total beyond 2**±500) are scaled by a power of two, so that the
-        # solver's sums and products neither overflow nor lose their bits among subnormals
-        if total > 0.0 and not 2.0**-500 < total < 2.0**500:
-            k = -math.frexp(total)[1]
-            pos, neg = np.ldexp(pos, k), np.ldexp(neg, k)
+        pos, neg, total, pos_total = unit_scaled(pos, neg)
         # fit_distinct's steps on the non-empty buckets, in one compiled call; warm start: the
         # previous fit's positive coefficients (same basis size), usually the same set or close
         # to it, so the exact solve takes a few steps instead of ~basis size

@@ -20,6 +20,7 @@ problem as the events behind it, so the streaming calibrator refits from its buc
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass, field
 
@@ -208,6 +209,30 @@ def fit_ispline_on_histogram(
         raise ValueError(msg)
     values, weights, means = aggregate_sorted(x, p, n)
     return fit_distinct(values, weights, means, total, order, n_knots, inner)
+
+
+def unit_scaled(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """``(pos, neg, total, pos_total)`` of a histogram, the weights scaled by a power of two when
+    their total is beyond ``2**±500``; the totals are the unscaled ones.
+
+    The least-squares fit does not change when every weight is scaled alike; scaled, the solver's
+    sums and products neither overflow nor lose their bits among subnormals.
+    """
+    total, pos_total = float(pos.sum() + neg.sum()), float(pos.sum())
+    if total > 0.0 and not 2.0**-500 < total < 2.0**500:
+        k = -math.frexp(total)[1]
+        pos, neg = np.ldexp(pos, k), np.ldexp(neg, k)
+    return pos, neg, total, pos_total
+
+
+def fit_scaled_histogram(centres, pos, neg, total, order, n_knots, inner, hint) -> ISplineMap:
+    """:func:`fit_distinct` on the non-empty buckets of a :func:`unit_scaled` histogram: in Python,
+    the steps the streaming I-spline calibrator's compiled refit takes (its reference)."""
+    weight = pos + neg
+    keep = weight > 0.0
+    w = np.ascontiguousarray(weight[keep])
+    means = np.ascontiguousarray(pos[keep] / w)
+    return fit_distinct(np.ascontiguousarray(centres[keep]), w, means, total, order, n_knots, inner, hint)
 
 
 def fit_ispline(
