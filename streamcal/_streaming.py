@@ -44,7 +44,7 @@ from streamcal._validation import (
     check_scalar,
     score_from_dict,
 )
-from streamcal.buckets import Buckets, as_buckets
+from streamcal.buckets import Buckets, as_buckets, bucket_of_score
 from streamcal.merging import Mergeable
 from streamcal.persist import Persistable
 from streamcal.windows import Window, as_window
@@ -277,7 +277,7 @@ class StreamingCalibrator(CalibratorState, OperationLoop, LockedState, Persistab
                 return
             if hist.grows_ring:
                 self._ensure_ring(1)
-            self._learn_bucket(hist.layout.bucket_of(s), s, label, w, t)
+            self._learn_bucket(bucket_of_score(hist.layout.cuts_list, s), s, label, w, t)
         finally:
             lock.release()
 
