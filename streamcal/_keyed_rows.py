@@ -113,45 +113,48 @@ class KeyedRows:
         n = self._n_learned
         self._next_refresh = 2 * n if n < PRIOR_EVERY else (n // PRIOR_EVERY + 1) * PRIOR_EVERY
         self._strength = self._strength_now()
-        self._set_prior(self._strength)
+        self._take_prior_source()
+        self._build_prior()
 
-    def _set_prior(self, m: float) -> None:
-        """The prior of strength ``m`` from the global map as it is now (the kernels' arrays)."""
-        B = int(self._cfg[_kk.CFG_B])
+    def _take_prior_source(self) -> None:
+        """Keep what the prior reads of the global map as it is now: the weight per bucket, the
+        fitted value per bucket and the blocks (state: the prior lags the global map)."""
         row = self._global.window_histogram.row()
-        weight = row.pos + row.neg
+        blocks = self._global.blocks()
+        self._src_weight = np.ascontiguousarray(row.pos + row.neg)
+        self._src_fitted = np.ascontiguousarray(blocks.fitted, dtype=np.float64)
+        self._src_blocks = np.ascontiguousarray(np.stack([blocks.first, blocks.last]).astype(np.int64))
+
+    def _build_prior(self) -> None:
+        """The kernels' prior arrays, of strength ``_strength``, from the kept source."""
+        m = self._strength
+        B = int(self._cfg[_kk.CFG_B])
+        weight = self._src_weight
+        fitted = self._src_fitted
         total = float(weight.sum())
         cfg = self._cfg
-        if m <= 0.0 or total <= 0.0:
-            cfg[_kk.CFG_PRIOR_ON] = 0.0
-            cfg[_kk.CFG_PRIOR_T_POS] = cfg[_kk.CFG_PRIOR_T_NEG] = cfg[_kk.CFG_PRIOR_PSEUDO] = 0.0
-            self._prior = np.zeros(2 * B + 2)
-            self._seg = np.full(B, -1, dtype=np.int64)
-            self._blk_last = np.zeros(B, dtype=np.int64)
-            self._nz_next = np.full(B, B, dtype=np.int64)
-            self._nz_prev = np.full(B, -1, dtype=np.int64)
-            return
-        blocks = self._global.blocks()
-        scale = m / total
         self._prior = np.zeros(2 * B + 2)
-        pp = scale * weight * blocks.fitted
-        pn = scale * weight * (1.0 - blocks.fitted)
-        self._prior[0] = 0.0
-        np.cumsum(pp, out=self._prior[1 : B + 1])
-        self._prior[B + 1] = 0.0
-        np.cumsum(pn, out=self._prior[B + 2 :])
-        seg = np.full(B, -1, dtype=np.int64)
-        for i, (f, last) in enumerate(zip(blocks.first, blocks.last, strict=True)):
-            seg[f : last + 1] = i
-        self._seg = seg
+        self._seg = np.full(B, -1, dtype=np.int64)
         self._blk_last = np.zeros(B, dtype=np.int64)
-        self._blk_last[: blocks.last.size] = blocks.last
+        self._nz_next = np.full(B, B, dtype=np.int64)
+        self._nz_prev = np.full(B, -1, dtype=np.int64)
+        cfg[_kk.CFG_PRIOR_ON] = 0.0
+        cfg[_kk.CFG_PRIOR_T_POS] = cfg[_kk.CFG_PRIOR_T_NEG] = cfg[_kk.CFG_PRIOR_PSEUDO] = 0.0
+        if m <= 0.0 or total <= 0.0:
+            return
+        scale = m / total
+        pp = scale * weight * fitted
+        pn = scale * weight * (1.0 - fitted)
+        np.cumsum(pp, out=self._prior[1 : B + 1])
+        np.cumsum(pn, out=self._prior[B + 2 :])
+        first, last = self._src_blocks
+        for i, (f, end) in enumerate(zip(first, last, strict=True)):
+            self._seg[f : end + 1] = i
+        self._blk_last[: last.size] = last
         has = weight > 0.0
         idx = np.arange(B)
-        nz_prev = np.maximum.accumulate(np.where(has, idx, -1))
-        nz_next = np.minimum.accumulate(np.where(has, idx, B)[::-1])[::-1]
-        self._nz_prev = np.ascontiguousarray(nz_prev, dtype=np.int64)
-        self._nz_next = np.ascontiguousarray(nz_next, dtype=np.int64)
+        self._nz_prev = np.ascontiguousarray(np.maximum.accumulate(np.where(has, idx, -1)), dtype=np.int64)
+        self._nz_next = np.ascontiguousarray(np.minimum.accumulate(np.where(has, idx, B)[::-1])[::-1], dtype=np.int64)
         cfg[_kk.CFG_PRIOR_ON] = 1.0
         cfg[_kk.CFG_PRIOR_T_POS] = float(pp.sum())
         cfg[_kk.CFG_PRIOR_T_NEG] = float(pn.sum())

@@ -32,7 +32,8 @@ def check_keyed_state(obj) -> None:
     state = vars(obj)
     params = ("calibrator", "key_key", "score_key", "prior_strength", "max_keys")
     learned = ("_global", "_kf", "_ki", "_atoms_b", "_atoms_f", "_atoms_n", "_ring_b", "_ring_f", "_arena",
-               "_slot_keys", "_n_learned", "_evictions", "_strength", "_next_refresh")
+               "_slot_keys", "_n_learned", "_evictions", "_strength", "_next_refresh", "_src_weight",
+               "_src_fitted", "_src_blocks")
     c.need_keys(obj, (*params, *learned), optional=obj._UNSAVED)
     try:
         fresh = type(obj)(**{name: state[name] for name in params})
@@ -74,6 +75,7 @@ def check_keyed_state(obj) -> None:
     if not (0 <= arena[0] <= ab.size and 0 <= arena[1] <= rb.size):
         c.fail(f"`_arena`: expected used sizes within the arenas ({ab.size}, {rb.size}); found {arena.tolist()}.")
     cfg = fresh._cfg
+    _check_prior_source(state, int(cfg[_kk.CFG_B]))
     for k in range(kf.shape[0]):
         if k >= n or keys[k] is None:
             if ki[k].any():
@@ -86,6 +88,27 @@ def check_keyed_state(obj) -> None:
         for (_, end), (start, _) in itertools.pairwise(spans):
             if start < end:
                 c.fail(f"the keys' {name} segments overlap (at {start}).")
+
+
+def _check_prior_source(state, B: int) -> None:
+    """The global map's weights, fitted values and blocks the prior was taken from: blocks sorted,
+    disjoint, in range and holding every bucket with weight (the prior's runs stay inside them)."""
+    weight = c.need_array(state["_src_weight"], "_src_weight", np.float64, size=B)
+    fitted = c.need_array(state["_src_fitted"], "_src_fitted", np.float64, size=B)
+    blocks = c.need_array(state["_src_blocks"], "_src_blocks", np.int64, ndim=2)
+    c.need_finite(weight, "_src_weight", low=0.0, high=_MAX_STORED)
+    c.need_finite(fitted, "_src_fitted", low=0.0, high=1.0)
+    if blocks.shape[0] != 2:
+        c.fail(f"`_src_blocks`: expected 2 rows (first, last); found {blocks.shape}.")
+    first, last = blocks
+    ok = (first.size == 0 or (first[0] >= 0 and last[-1] < B)) and (first <= last).all()
+    ok = ok and (first[1:] > last[:-1]).all()
+    covered = np.zeros(B, dtype=bool)
+    if ok:
+        for f, end in zip(first, last, strict=True):
+            covered[f : end + 1] = True
+    if not ok or (weight[~covered] > 0).any():
+        c.fail("`_src_blocks`: expected sorted disjoint blocks in range holding every bucket with weight.")
 
 
 def _check_slot(k, kf, ki, ab, af, an, rb, rf, arena, cfg) -> None:
