@@ -43,6 +43,7 @@ class KeyedRows:
         self._kf[k] = 0.0
         self._ki[k] = 0
         self._kf[k, _kk.KF_LAST_T] = -np.inf
+        self._ki[k, _kk.KI_PVER] = -1  # takes the prior when first read or learned
         self._slot_of[key] = k
         return k
 
@@ -68,15 +69,16 @@ class KeyedRows:
     def _make_room(self, k: int) -> None:
         """Compact the arenas, then enlarge each that lacks the room key ``k``'s next event may need."""
         self._compact()
-        atoms, ring = _config.run(_kk.room_needed, 0, self._ki, self._cfg, k)
-        self._reserve(int(atoms), int(ring))
+        atoms, ring, blocks = _config.run(_kk.room_needed, 0, self._ki, self._cfg, k)
+        self._reserve(int(atoms), int(ring), int(blocks))
 
     def _has_ring(self) -> bool:
         kind = self._cfg[_kk.CFG_KIND]
         return kind in (_h.KIND_COUNT, _h.KIND_TIME)
 
     def _compact(self) -> None:
-        """Move every live key's segments to the start of the arenas, in slot order (no gaps)."""
+        """Move every live key's segments to the start of the arenas, in slot order (no gaps); the
+        block caches are dropped (each key rebuilds its own when it next learns)."""
         ki = self._ki
         n = len(self._slot_keys)
         for off, cap, arrays, used in (
@@ -93,6 +95,14 @@ class KeyedRows:
                 arr[..., total:] = 0
             ki[:n, off] = new_off
             self._arena[used] = total
+        self._drop_block_caches()
+
+    def _drop_block_caches(self) -> None:
+        self._ki[:, list(_kk.KI_CACHE)] = 0
+        self._arena[_kk.AR_BLOCKS] = 0
+        if "_blocks_b" not in self.__dict__:
+            self._blocks_b = np.zeros((2, 0), dtype=np.int64)
+            self._blocks_f = np.zeros((2, 0))
 
     # ------------------------------------------------------------------ the prior
     def _strength_now(self) -> float:
@@ -114,6 +124,7 @@ class KeyedRows:
         self._next_refresh = 2 * n if n < PRIOR_EVERY else (n // PRIOR_EVERY + 1) * PRIOR_EVERY
         self._strength = self._strength_now()
         self._take_prior_source()
+        self._prior_ver += 1
         self._build_prior()
 
     def _take_prior_source(self) -> None:
@@ -134,12 +145,15 @@ class KeyedRows:
         total = float(weight.sum())
         cfg = self._cfg
         self._prior = np.zeros(2 * B + 2)
-        self._seg = np.full(B, -1, dtype=np.int64)
-        self._blk_last = np.zeros(B, dtype=np.int64)
-        self._nz_next = np.full(B, B, dtype=np.int64)
-        self._nz_prev = np.full(B, -1, dtype=np.int64)
+        self._pri = np.empty((4, B), dtype=np.int64)
+        self._pri[_kk.PR_SEG] = -1
+        self._pri[_kk.PR_BLK_LAST] = 0
+        self._pri[_kk.PR_NZ_NEXT] = B
+        self._pri[_kk.PR_NZ_PREV] = -1
         cfg[_kk.CFG_PRIOR_ON] = 0.0
         cfg[_kk.CFG_PRIOR_T_POS] = cfg[_kk.CFG_PRIOR_T_NEG] = cfg[_kk.CFG_PRIOR_PSEUDO] = 0.0
+        cfg[_kk.CFG_PRIOR_VER] = float(self._prior_ver)
+        cfg[_kk.CFG_PRIOR_RUNS] = 0.0
         if m <= 0.0 or total <= 0.0:
             return
         scale = m / total
@@ -149,12 +163,13 @@ class KeyedRows:
         np.cumsum(pn, out=self._prior[B + 2 :])
         first, last = self._src_blocks
         for i, (f, end) in enumerate(zip(first, last, strict=True)):
-            self._seg[f : end + 1] = i
-        self._blk_last[: last.size] = last
+            self._pri[_kk.PR_SEG, f : end + 1] = i
+        self._pri[_kk.PR_BLK_LAST, : last.size] = last
         has = weight > 0.0
         idx = np.arange(B)
-        self._nz_prev = np.ascontiguousarray(np.maximum.accumulate(np.where(has, idx, -1)), dtype=np.int64)
-        self._nz_next = np.ascontiguousarray(np.minimum.accumulate(np.where(has, idx, B)[::-1])[::-1], dtype=np.int64)
+        self._pri[_kk.PR_NZ_PREV] = np.maximum.accumulate(np.where(has, idx, -1))
+        self._pri[_kk.PR_NZ_NEXT] = np.minimum.accumulate(np.where(has, idx, B)[::-1])[::-1]
+        cfg[_kk.CFG_PRIOR_RUNS] = float(last.size)
         cfg[_kk.CFG_PRIOR_ON] = 1.0
         cfg[_kk.CFG_PRIOR_T_POS] = float(pp.sum())
         cfg[_kk.CFG_PRIOR_T_NEG] = float(pn.sum())
@@ -192,6 +207,7 @@ class KeyedRows:
         self._reserve(max(n, _kk.FIRST_CAP), cap_r)
         ki, kf = self._ki[k], self._kf[k]
         ki[:] = 0
+        ki[_kk.KI_PVER] = -1
         off = int(self._arena[_kk.AR_ATOMS])
         cap_a = max(n, _kk.FIRST_CAP)
         self._atoms_b[off : off + n] = row["bucket"]
@@ -214,11 +230,12 @@ class KeyedRows:
         for name, i in _KF_OF.items():
             kf[i] = row[name]
 
-    def _reserve(self, atoms: int, ring: int) -> None:
-        """Room for ``atoms`` and ``ring`` slots at the arenas' ends."""
-        for prefix, need, used in (("_atoms", atoms, _kk.AR_ATOMS), ("_ring", ring, _kk.AR_RING)):
+    def _reserve(self, atoms: int, ring: int, blocks: int = 0) -> None:
+        """Room for ``atoms``, ``ring`` and ``blocks`` slots at the arenas' ends."""
+        for prefix, need, used in (("_atoms", atoms, _kk.AR_ATOMS), ("_ring", ring, _kk.AR_RING),
+                                   ("_blocks", blocks, _kk.AR_BLOCKS)):
             used = int(self._arena[used])
-            size = getattr(self, prefix + "_b").size
+            size = getattr(self, prefix + "_b").shape[-1]
             if used + need <= size:
                 continue
             new = max(1024, 2 * size, 2 * (used + need))

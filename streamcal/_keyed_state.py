@@ -33,7 +33,7 @@ def check_keyed_state(obj) -> None:
     params = ("calibrator", "key_key", "score_key", "prior_strength", "max_keys")
     learned = ("_global", "_kf", "_ki", "_atoms_b", "_atoms_f", "_atoms_n", "_ring_b", "_ring_f", "_arena",
                "_slot_keys", "_n_learned", "_evictions", "_strength", "_next_refresh", "_src_weight",
-               "_src_fitted", "_src_blocks")
+               "_src_fitted", "_src_blocks", "_prior_ver")
     c.need_keys(obj, (*params, *learned), optional=obj._UNSAVED)
     try:
         fresh = type(obj)(**{name: state[name] for name in params})
@@ -48,6 +48,7 @@ def check_keyed_state(obj) -> None:
     c.need_int(state["_evictions"], "_evictions", 0)
     c.need_int(state["_next_refresh"], "_next_refresh", 1)
     c.need_float(state["_strength"], "_strength", 0.0)
+    c.need_int(state["_prior_ver"], "_prior_ver", 0)
     if glob.n_learned != state["_n_learned"] and not state["_evictions"] >= 0:
         c.fail("`_n_learned` does not match the global calibrator.")
     keys = state["_slot_keys"]
@@ -71,17 +72,17 @@ def check_keyed_state(obj) -> None:
     an = c.need_array(state["_atoms_n"], "_atoms_n", np.int64, ndim=2, shape=(2, ab.size))
     rb = c.need_array(state["_ring_b"], "_ring_b", np.int64)
     rf = c.need_array(state["_ring_f"], "_ring_f", np.float64, ndim=2, shape=(3, rb.size))
-    arena = c.need_array(state["_arena"], "_arena", np.int64, size=2)
-    if not (0 <= arena[0] <= ab.size and 0 <= arena[1] <= rb.size):
+    arena = c.need_array(state["_arena"], "_arena", np.int64, size=3)
+    if not (0 <= arena[0] <= ab.size and 0 <= arena[1] <= rb.size and arena[2] == 0):
         c.fail(f"`_arena`: expected used sizes within the arenas ({ab.size}, {rb.size}); found {arena.tolist()}.")
     cfg = fresh._cfg
     _check_prior_source(state, int(cfg[_kk.CFG_B]))
     for k in range(kf.shape[0]):
         if k >= n or keys[k] is None:
-            if ki[k].any():
+            if ki[k].any() or kf[k].any():
                 c.fail(f"`_ki` row {k}: a free slot must hold zeros.")
             continue
-        _check_slot(k, kf[k], ki[k], ab, af, an, rb, rf, arena, cfg)
+        _check_slot(k, kf[k], ki[k], ab, af, an, rb, rf, arena, cfg, state["_prior_ver"])
     for name, off, cap in (("atoms", _kk.KI_A_OFF, _kk.KI_A_CAP), ("ring", _kk.KI_R_OFF, _kk.KI_R_CAP)):
         rows = [k for k in range(n) if keys[k] is not None and ki[k, cap] > 0]
         spans = sorted((int(ki[k, off]), int(ki[k, off] + ki[k, cap])) for k in rows)
@@ -111,7 +112,7 @@ def _check_prior_source(state, B: int) -> None:
         c.fail("`_src_blocks`: expected sorted disjoint blocks in range holding every bucket with weight.")
 
 
-def _check_slot(k, kf, ki, ab, af, an, rb, rf, arena, cfg) -> None:
+def _check_slot(k, kf, ki, ab, af, an, rb, rf, arena, cfg, ver) -> None:
     kind = cfg[_kk.CFG_KIND]
     off, n, cap = (int(ki[i]) for i in (_kk.KI_A_OFF, _kk.KI_A_LEN, _kk.KI_A_CAP))
     if not (0 <= n <= cap and off >= 0 and off + cap <= arena[_kk.AR_ATOMS]):
@@ -139,6 +140,10 @@ def _check_slot(k, kf, ki, ab, af, an, rb, rf, arena, cfg) -> None:
         _check_row(row, cfg)
     except ValueError as exc:
         c.fail(f"key slot {k}: {exc}")
+    if ki[list(_kk.KI_CACHE)].any() or not -1 <= ki[_kk.KI_PVER] <= ver:
+        c.fail(f"key slot {k}: expected no block cache and a prior version in [-1, {ver}].")
+    if not (math.isfinite(kf[_kk.KF_PU]) and kf[_kk.KF_PU] >= 0.0):
+        c.fail(f"key slot {k}: expected a finite prior unit >= 0.")
     if ki[_kk.KI_N_POS] != int(row["n_pos"].sum()) or ki[_kk.KI_N_NEG] != int(row["n_neg"].sum()):
         c.fail(f"key slot {k}: its event counts do not add up.")
 

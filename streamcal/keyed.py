@@ -172,12 +172,13 @@ class KeyedCalibrator(KeyedRows, LockedState, Persistable, Mergeable, base.Class
         self._atoms_n = np.zeros((2, 0), dtype=np.int64)  # event counts
         self._ring_b = np.zeros(0, dtype=np.int64)
         self._ring_f = np.zeros((3, 0))  # weight (stored units), label, clock
-        self._arena = np.zeros(2, dtype=np.int64)
+        self._arena = np.zeros(3, dtype=np.int64)  # used slots: atoms, ring, blocks
         self._slot_keys: list = []  # the key of each slot (None: free)
         self._n_learned = 0
         self._evictions = 0
         self._strength = 0.0
         self._next_refresh = 1
+        self._prior_ver = 0
         self._take_prior_source()
         self._rebuild_caches()
 
@@ -199,24 +200,30 @@ class KeyedCalibrator(KeyedRows, LockedState, Persistable, Mergeable, base.Class
         self._build_prior()
         self._slot_of = {key: k for k, key in enumerate(self._slot_keys) if key is not None}
         self._free = [k for k, key in enumerate(self._slot_keys) if key is None]
-        self._scratch_i = np.zeros((2, 2 * B + 2), dtype=np.int64)
-        self._scratch_f = np.zeros((2, 2 * B + 2))
+        self._scratch_b = np.zeros((2, 2 * B + 4), dtype=np.int64)
+        self._scratch_w = np.zeros((2, 2 * B + 4))
+        if "_blocks_b" not in self.__dict__:  # the block cache starts empty (a restored state)
+            self._drop_block_caches()
 
-    _CACHES = ("_cfg", "_cen", "_prior", "_seg", "_blk_last", "_nz_next", "_nz_prev", "_slot_of", "_free",
-               "_scratch_i", "_scratch_f")
+    _CACHES = ("_cfg", "_cen", "_prior", "_pri", "_slot_of", "_free", "_scratch_b", "_scratch_w", "_blocks_b",
+               "_blocks_f")
     _UNSAVED = ("_lock", *_CACHES)
 
     def __getstate__(self):
         with self._lock:
             self._compact()
             state = super().__getstate__()
-        # the arenas up to what they use
+        # the arenas up to what they use, without the block cache (rebuilt on demand)
         for prefix, used in (("_atoms", _kk.AR_ATOMS), ("_ring", _kk.AR_RING)):
             n = int(self._arena[used])
             for suffix in ("_b", "_f", "_n"):
                 name = prefix + suffix
                 if name in state:
                     state[name] = np.ascontiguousarray(state[name][..., :n])
+        state["_ki"] = state["_ki"].copy()
+        state["_ki"][:, list(_kk.KI_CACHE)] = 0
+        state["_arena"] = state["_arena"].copy()
+        state["_arena"][_kk.AR_BLOCKS] = 0
         state["_slot_keys"] = list(state["_slot_keys"])
         return state
 
@@ -382,11 +389,10 @@ class KeyedCalibrator(KeyedRows, LockedState, Persistable, Mergeable, base.Class
         g_llr = self._global.predict_llr(s)
         out_p = np.empty(s.size)
         out_llr = np.empty(s.size)
-        sf, si = self._scratch_f, self._scratch_i
         _config.run(
-            _kk.predict_many, s.size, self._cfg, self._cen, self._kf, self._ki, self._atoms_b, self._atoms_f[0],
-            self._atoms_f[1], self._prior, self._seg, self._blk_last, self._nz_next, self._nz_prev, si[0], si[1],
-            sf[0], sf[1], slots, b, s, g_p, g_llr, out_p, out_llr,
+            _kk.predict_many, s.size, self._cfg, self._cen, self._kf, self._ki, self._atoms_b, self._atoms_f,
+            self._prior, self._pri, self._blocks_b, self._blocks_f, self._scratch_b, self._scratch_w, slots, b, s,
+            g_p, g_llr, out_p, out_llr,
         )
         return out_p, out_llr
 
@@ -445,13 +451,10 @@ class KeyedCalibrator(KeyedRows, LockedState, Persistable, Mergeable, base.Class
         """Run the keys' kernel on ``pos .. end - 1``, growing the arenas when it stops for room."""
         while True:
             stopped = _config.run(
-                _kk.run_ops, end - pos, self._cfg, self._cen, self._kf, self._ki, self._atoms_b,
-                self._atoms_f[0], self._atoms_f[1], self._atoms_n[0], self._atoms_n[1], self._ring_b,
-                self._ring_f[0], self._ring_f[1], self._ring_f[2], self._arena, self._prior, self._seg,
-                self._blk_last, self._nz_next, self._nz_prev, self._scratch_i[0], self._scratch_i[1],
-                self._scratch_f[0], self._scratch_f[1], run.slots, run.b, run.s, run.y, run.w, run.t, run.ops,
-                run.g_p, run.g_llr, run.stamps, run.out_p, run.out_llr, pos, end, self._atoms_b.size,
-                self._ring_b.size,
+                _kk.run_ops, end - pos, self._cfg, self._cen, self._kf, self._ki, self._atoms_b, self._atoms_f,
+                self._atoms_n, self._ring_b, self._ring_f, self._blocks_b, self._blocks_f, self._arena, self._prior,
+                self._pri, self._scratch_b, self._scratch_w, run.slots, run.b, run.s, run.y, run.w, run.t, run.ops,
+                run.g_p, run.g_llr, run.stamps, run.out_p, run.out_llr, pos, end,
             )
             if stopped == _kk.DONE:
                 return end
