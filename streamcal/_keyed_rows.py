@@ -67,35 +67,38 @@ class KeyedRows:
 
     # ------------------------------------------------------------------ arenas
     def _make_room(self, k: int) -> None:
-        """Compact the arenas, then enlarge each that lacks the room key ``k``'s next event may need."""
+        """Compact the arenas, then enlarge each to twice what it uses plus the room key ``k``'s next
+        event may need (so that compactions stay rare: amortised doubling)."""
         self._compact()
         atoms, ring, blocks = _config.run(_kk.room_needed, 0, self._ki, self._cfg, k)
-        self._reserve(int(atoms), int(ring), int(blocks))
+        used = self._arena
+        self._reserve(int(used[0] + atoms), int(used[1] + ring), int(used[2] + blocks))
 
     def _has_ring(self) -> bool:
         kind = self._cfg[_kk.CFG_KIND]
         return kind in (_h.KIND_COUNT, _h.KIND_TIME)
 
     def _compact(self) -> None:
-        """Move every live key's segments to the start of the arenas, in slot order (no gaps); the
-        block caches are dropped (each key rebuilds its own when it next learns)."""
+        """Move every live key's segments to the start of the arenas, in slot order (no gaps)."""
         ki = self._ki
         n = len(self._slot_keys)
         for off, cap, arrays, used in (
             (_kk.KI_A_OFF, _kk.KI_A_CAP, (self._atoms_b, self._atoms_f, self._atoms_n), _kk.AR_ATOMS),
             (_kk.KI_R_OFF, _kk.KI_R_CAP, (self._ring_b, self._ring_f), _kk.AR_RING),
+            (_kk.KI_B_OFF, _kk.KI_B_CAP, (self._blocks_b, self._blocks_f), _kk.AR_BLOCKS),
         ):
             caps = ki[:n, cap]
-            new_off = np.concatenate([[0], np.cumsum(caps)[:-1]]).astype(np.int64) if n else caps
-            total = int(caps.sum())
-            idx = np.concatenate([np.arange(o, o + c) for o, c in zip(ki[:n, off], caps, strict=True)]) if total else (
-                np.zeros(0, dtype=np.int64))
+            ends = np.cumsum(caps)
+            total = int(ends[-1]) if n else 0
+            new_off = (ends - caps).astype(np.int64)
+            # the source slot of each destination slot: its segment's old offset plus its rank in it
+            owner = np.repeat(np.arange(n), caps)
+            idx = ki[owner, off] + (np.arange(total) - new_off[owner])
             for arr in arrays:
                 arr[..., :total] = arr[..., idx]
                 arr[..., total:] = 0
             ki[:n, off] = new_off
             self._arena[used] = total
-        self._drop_block_caches()
 
     def _drop_block_caches(self) -> None:
         self._ki[:, list(_kk.KI_CACHE)] = 0
