@@ -23,6 +23,7 @@ import numpy as np
 from river import base
 
 from streamcal import _prior
+from streamcal._kernels import _config
 from streamcal._kernels import coupling as _k
 from streamcal._kernels.histogram import MAX_WEIGHT
 from streamcal._locking import LockedState
@@ -1104,6 +1105,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             out[predict] = 1.0  # one class has no pair: nothing to learn
             return out
         n_pairs = k * (k - 1) // 2
+        if self._fused_pav_pairs():
+            return self._run_fused(classes, logs, y, predict, learn, w, t, out)
         r_up = np.empty((n_pairs, n_pred))
         n_up = np.empty((n_pairs, n_pred))
         d = np.empty(m)
@@ -1130,7 +1133,62 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
                     proba, weight, np.ascontiguousarray(unseen[predict]), UNSEEN_PAIR_WEIGHT, r_up[q], n_up[q]
                 )
                 q += 1
-        p = np.empty((n_pred, k))
+        out[predict] = self._couple_upper(r_up, n_up, k)
+        return out
+
+    def _fused_pav_pairs(self) -> bool:
+        """Whether the array face runs in one compiled loop over events and pairs
+        (:func:`streamcal._kernels.pairwise_pav.pairwise_pav_run`): the process runs compiled
+        kernels, and every pair is a ``PAVCalibrator`` (the default) whose window neither decays
+        nor keeps times and whose bucket edges are known or need no warm-up. Otherwise each
+        pair runs its own array face (the same bits)."""
+        if not _config.is_compiled():
+            return False
+        from streamcal import PAVCalibrator
+
+        params = self._checked_params()
+        window = params.window
+        if window.decays or window.uses_times or window.grows_ring or not params.takes_any_score:
+            return False
+        prototype = self.calibrator
+        if prototype is not None and type(prototype) is not PAVCalibrator:
+            return False
+        return all(type(model) is PAVCalibrator and _takes_any_score(model) for model in self._models.values())
+
+    def _run_fused(self, classes, logs, y, predict, learn, w, t, out) -> np.ndarray:
+        """:meth:`_run_events` with each pair's events in one kernel call on its PAV state
+        (:func:`streamcal._kernels.pairwise_pav.pair_pav_run`), then one coupling call."""
+        from streamcal._kernels import pairwise_pav as _pp
+
+        k = logs.shape[1]
+        n_pred = int(np.count_nonzero(predict))
+        learned = np.zeros(k, dtype=bool)
+        learned[y[learn]] = True
+        ops = predict.astype(np.int64) * 2 + learn
+        r_up = np.empty((k * (k - 1) // 2, n_pred))
+        n_up = np.empty_like(r_up)
+        no_state = np.empty(0)
+        probabilities = self._checked_params().probabilities
+        q = 0
+        for a in range(k):
+            for b in range(a + 1, k):
+                pair = (classes[a], classes[b])
+                model = self._models.get(pair)
+                if model is None and (learned[a] or learned[b]):
+                    model = self._models[pair] = self._new_binary()
+                events = (logs, a, b, y, ops, w, t, probabilities, MAX_LOG_ODDS, UNSEEN_PAIR_WEIGHT, r_up[q], n_up[q])
+                if model is None:
+                    _pp.pair_pav_run(no_state, *events)
+                else:
+                    with model.holding_packed_state() as packed:
+                        _pp.pair_pav_run(packed, *events)
+                q += 1
+        out[predict] = self._couple_upper(r_up, n_up, k)
+        return out
+
+    def _couple_upper(self, r_up: np.ndarray, n_up: np.ndarray, k: int) -> np.ndarray:
+        """The coupled distributions (m, K) of pairs' r and n given as upper triangles (pairs, m)."""
+        p = np.empty((r_up.shape[1], k))
         if k == 2:
             p[:, 0] = r_up[0]
             p[:, 1] = 1.0 - r_up[0]
@@ -1138,8 +1196,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             _k.ht_couple_upper(r_up, n_up, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p)
         else:
             _k.wlw_couple_upper(r_up, n_up, p)
-        out[predict] = p
-        return out
+        return p
 
     @classmethod
     def _unit_test_params(cls):
