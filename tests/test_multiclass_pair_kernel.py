@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -157,3 +159,85 @@ def test_the_pair_loop_runs_where_its_preconditions_hold(calibrator, timed, fuse
     cal = PairwiseCouplingCalibrator(calibrator, classes=(0, 1, 2))
     cal.prequential(p, y, times=np.arange(50.0) if timed else None)
     assert bool(calls) is fused
+
+
+# -- the river face in one kernel call -----------------------------------------------------------
+
+
+def per_pair_river(monkeypatch):
+    """Make every calibrator's river face take the per-pair calls."""
+    monkeypatch.setattr(PairwiseCouplingCalibrator, "_river_states", lambda *args: None)
+
+
+def river_events(cal, xs, labels, learn, ws):
+    out = []
+    for x, y, learns, w in zip(xs, labels, learn, ws, strict=True):
+        out.append(list(cal.predict_proba_one(x).items()))
+        if learns:
+            cal.learn_one(x, y, w=w)
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    k=st.integers(2, 5),
+    calibrator=st.sampled_from(CALIBRATORS),
+    method=st.sampled_from(["ht", "wlw"]),
+    scores=st.sampled_from(["proba", "logit"]),
+    fixed=st.booleans(),
+    weights=st.booleans(),
+    m=st.integers(0, 120),
+)
+def test_river_face_in_one_call_equals_the_per_pair_calls(seed, k, calibrator, method, scores, fixed, weights, m):
+    rng = np.random.default_rng(seed)
+    p, y = stream(rng, m, k)
+    x = p if scores == "proba" else rng.normal(0.0, 3.0, size=(m, k))
+    # some events score a subset of the classes: a class first seen late joins with fresh pairs
+    xs = [{c: float(v) for c, v in enumerate(row) if c < 2 or rng.random() < 0.8} for row in x]
+    labels = y.tolist()
+    learn = (rng.random(m) < 0.7).tolist()
+    ws = rng.integers(0, 3, size=m).astype(float).tolist() if weights else [1.0] * m
+    kw = {"calibrator": calibrator, "method": method, "scores": scores, "classes": tuple(range(k)) if fixed else None}
+    fast, reference = PairwiseCouplingCalibrator(**kw), PairwiseCouplingCalibrator(**kw)
+    got = river_events(fast, xs, labels, learn, ws)
+    with pytest.MonkeyPatch.context() as mp:
+        per_pair_river(mp)
+        expected = river_events(reference, xs, labels, learn, ws)
+    assert got == expected  # the same classes, in the same order, with the same floats
+    assert_same_pairs(fast, reference)
+
+
+def test_river_face_follows_pairs_replaced_or_reloaded(rng):
+    p, y = stream(rng, 300, 4)
+    cal = PairwiseCouplingCalibrator(classes=(0, 1, 2, 3))
+    xs = [{c: float(v) for c, v in enumerate(row)} for row in p]
+    for x, label in zip(xs[:100], y[:100].tolist(), strict=True):
+        cal.predict_proba_one(x)
+        cal.learn_one(x, label)
+    twin = pickle.loads(pickle.dumps(cal))  # the cached states are not saved: rebuilt on use
+    # a pair refitted in place holds a new state buffer: the river face follows it
+    cal.pairs_[(0, 1)].fit([0.2, 0.4, 0.6], [0, 1, 1])
+    twin.pairs_[(0, 1)].fit([0.2, 0.4, 0.6], [0, 1, 1])
+    reference = pickle.loads(pickle.dumps(twin))
+    with pytest.MonkeyPatch.context() as mp:
+        per_pair_river(mp)
+        expected = [reference.predict_proba_one(x) for x in xs[100:]]
+    assert [cal.predict_proba_one(x) for x in xs[100:]] == expected
+    assert [twin.predict_proba_one(x) for x in xs[100:]] == expected
+
+
+def test_river_face_with_a_pair_marked_busy_takes_the_per_pair_calls(rng):
+    p, y = stream(rng, 200, 3)
+    cal = PairwiseCouplingCalibrator(classes=(0, 1, 2))
+    cal.prequential(p, y)
+    x = {0: 0.2, 1: 0.5, 2: 0.3}
+    expected = cal.predict_proba_one(x)
+    assert cal._predict_in_one_call(x) == expected  # the one-call kernel answers
+    pair = cal.pairs_[(0, 2)]
+    with pair._lock:  # this thread's own marked section: the one-call kernel refuses, nothing changes
+        assert cal._predict_in_one_call(x) is None
+        assert cal.predict_proba_one(x) == expected
+        before = pair.window_weight
+        cal.learn_one(x, 2)
+        assert pair.window_weight == before + 1.0

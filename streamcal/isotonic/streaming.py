@@ -389,6 +389,12 @@ class PAVCalibrator(StreamingCalibrator):
                 return None
             return self._blocks_floats.copy(), self._blocks_ints.copy()
 
+    def packed_state(self) -> np.ndarray | None:
+        """The live state packed in one float64 buffer (as :meth:`holding_packed_state`), without
+        the lock, for a composite calibrator's per-event kernels: like this calibrator's own
+        river face they hold the GIL and refuse a buffer marked busy."""
+        return self.__dict__.get("_packed")
+
     @contextlib.contextmanager
     def holding_packed_state(self):
         """Hold this calibrator's lock and yield its live state packed in one float64 buffer (laid

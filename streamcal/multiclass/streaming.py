@@ -25,6 +25,7 @@ from river import base
 from streamcal import _prior
 from streamcal._kernels import _config
 from streamcal._kernels import coupling as _k
+from streamcal._kernels._config import entry_point
 from streamcal._kernels.histogram import MAX_WEIGHT
 from streamcal._locking import LockedState
 from streamcal._validation import (
@@ -53,6 +54,10 @@ MAX_LOG_ODDS = 50.0
 UNSEEN_PAIR_WEIGHT = 1e-6
 
 _SCORE_KINDS = ("proba", "logit")
+
+# The river face's one-call kernels (``pairwise_pav.pairs_*_packed``), compiled for their
+# argument types by their first call and then called without numba's per-call type dispatch.
+_RIVER_KERNELS: dict = {}
 
 
 def _class_order(c):
@@ -976,6 +981,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             s = self._check_x(x, params)
             self._check_y(y, params)
             w, t = self._check_event(w, t, params)
+            if t is None and self._learn_in_one_call(s, y, w, params):
+                return
             with self._registering([*s, y]) as new_model:
                 neg_inf = -math.inf
                 sy = s.get(y, neg_inf)
@@ -1077,9 +1084,109 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         n[iu, ju] = n[ju, iu] = n_upper
         return classes, r, n
 
+    # -- the river face in one kernel call per event ----------------------------------------
+    # Over PAVCalibrator pairs (as the array face's pair loop: :meth:`_fused_pav_pairs`), an event
+    # known classes only runs through every pair and the coupling in one compiled call
+    # (``pairwise_pav.pairs_predict_packed`` / ``pairs_learn_packed``) on the pairs' packed states,
+    # which are kept in a typed list (``_river_pairs``, rebuilt whenever a pair's calibrator or
+    # its buffer is another object). The kernels give the bits of the per-pair calls they replace.
+
+    _UNSAVED = (*_ScoreDictCalibrator._UNSAVED, "_river_pairs")
+
+    def _river_states(self, classes: list, params):
+        """``(states, present, logs)`` for the one-call kernels over the pairs of ``classes``, or
+        None where they do not apply. ``logs`` is a (1, K) scratch array for the event."""
+        cache = self.__dict__.get("_river_pairs")
+        models = self._models
+        if cache is not None and cache[0] is params and cache[1] == classes:
+            for pair, model, buffer in cache[2]:
+                now = models.get(pair)
+                if now is not model or (now is not None and now.packed_state() is not buffer):
+                    break
+            else:
+                return cache[3]
+        if not (_config.is_compiled() and self._fused_pav_pairs()):
+            self._river_pairs = None
+            return None
+        from numba.typed import List
+
+        k = len(classes)
+        entries = []
+        states = List()
+        present = np.zeros(k * (k - 1) // 2, dtype=np.bool_)
+        for a in range(k):
+            for b in range(a + 1, k):
+                pair = (classes[a], classes[b])
+                model = models.get(pair)
+                buffer = None if model is None else model.packed_state()
+                if model is not None and buffer is None:
+                    self._river_pairs = None
+                    return None
+                present[len(entries)] = buffer is not None
+                states.append(np.empty(0) if buffer is None else buffer)
+                entries.append((pair, model, buffer))
+        river = (states, present, np.empty((1, k)))
+        self._river_pairs = (params, list(classes), entries, river)
+        return river
+
+    def _learn_in_one_call(self, s: dict, y, w: float, params) -> bool:
+        """Learn a checked event (no time) in one kernel call, if every class of ``s`` and ``y``
+        is known and every pair holding ``y`` has its calibrator; False, having changed nothing,
+        otherwise."""
+        known = self._known()
+        if len(known) < 2 or y not in known or any(c not in known for c in s):
+            return False
+        river = self._river_states(known, params)
+        if river is None:
+            return False
+        states, present, logs = river
+        neg_inf = -math.inf
+        for i, c in enumerate(known):
+            logs[0, i] = s.get(c, neg_inf)
+        kernel = _RIVER_KERNELS.get("learn")
+        args = (states, present, logs, known.index(y), params.probabilities, MAX_LOG_ODDS, w, 0.0)
+        if kernel is None:
+            from streamcal._kernels import pairwise_pav as _pp
+
+            kernel = _RIVER_KERNELS["learn"] = entry_point(_pp.pairs_learn_packed, *args)
+        return kernel(*args)
+
+    def _predict_in_one_call(self, x) -> dict | None:
+        """:meth:`predict_proba_one` in one kernel call, if every class scored in ``x`` is known
+        and there are at least two; None otherwise."""
+        params = self._checked_params()
+        s = self._check_x(x, params)
+        known = self._known()
+        if len(known) < 2 or any(c not in known for c in s):
+            return None
+        river = self._river_states(known, params)
+        if river is None:
+            return None
+        states, present, logs = river
+        neg_inf = -math.inf
+        for i, c in enumerate(known):
+            logs[0, i] = s.get(c, neg_inf)
+        out = np.empty(len(known))
+        method = 0 if self.method == "ht" else 1
+        args = (
+            states, present, logs, params.probabilities, MAX_LOG_ODDS, UNSEEN_PAIR_WEIGHT,
+            method, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, out,
+        )  # fmt: skip
+        kernel = _RIVER_KERNELS.get("predict")
+        if kernel is None:
+            from streamcal._kernels import pairwise_pav as _pp
+
+            kernel = _RIVER_KERNELS["predict"] = entry_point(_pp.pairs_predict_packed, *args)
+        if not kernel(*args):
+            return None
+        return dict(zip(known, out.tolist(), strict=True))
+
     def predict_proba_one(self, x) -> dict:
         """Calibrated distribution over the known classes and any new class scored in ``x``."""
         with self._lock:
+            fast = self._predict_in_one_call(x)
+            if fast is not None:
+                return fast
             classes, r_upper, n_upper = self._pair_inputs(x)
             k = len(classes)
             if k <= 2:
