@@ -16,6 +16,7 @@ import inspect
 import itertools
 import math
 import numbers
+import operator
 import types
 from collections.abc import Iterable, Mapping
 
@@ -452,7 +453,7 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
             getattr(calibrator, "window", None),
             getattr(calibrator, "buckets", None),
             getattr(calibrator, "score_key", None),
-            *(getattr(self, name) for name in self._EXTRA_PARAMS),
+            *map(self.__getattribute__, self._EXTRA_PARAMS),
         )
 
     _EXTRA_PARAMS: tuple[str, ...] = ()
@@ -465,7 +466,7 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
         cached = self.__dict__.get("_checked")
         if cached is not None:
             before, derived = cached
-            if len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True)):
+            if len(before) == len(now) and all(map(operator.is_, before, now)):
                 return derived
         self._check_params()
         fixed = None if self.classes is None else list(self.classes)
@@ -1111,21 +1112,18 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         from numba.typed import List
 
         k = len(classes)
-        entries = []
+        pairs = [(classes[a], classes[b]) for a in range(k) for b in range(a + 1, k)]
+        cached_models = [models.get(pair) for pair in pairs]
+        buffers = [None if model is None else model.packed_state() for model in cached_models]
+        if any(model is not None and buffer is None for model, buffer in zip(cached_models, buffers, strict=True)):
+            self._river_pairs = None
+            return None
         states = List()
-        present = np.zeros(k * (k - 1) // 2, dtype=np.bool_)
-        for a in range(k):
-            for b in range(a + 1, k):
-                pair = (classes[a], classes[b])
-                model = models.get(pair)
-                buffer = None if model is None else model.packed_state()
-                if model is not None and buffer is None:
-                    self._river_pairs = None
-                    return None
-                present[len(entries)] = buffer is not None
-                states.append(np.empty(0) if buffer is None else buffer)
-                entries.append((pair, model, buffer))
+        for buffer in buffers:
+            states.append(np.empty(0) if buffer is None else buffer)
+        present = np.array([buffer is not None for buffer in buffers], dtype=np.bool_)
         river = (states, present, np.empty((1, k)))
+        entries = list(zip(pairs, cached_models, buffers, strict=True))
         self._river_pairs = (params, list(classes), entries, river)
         return river
 
@@ -1134,7 +1132,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         is known and every pair holding ``y`` has its calibrator; False, having changed nothing,
         otherwise."""
         known = self._known()
-        if len(known) < 2 or y not in known or any(c not in known for c in s):
+        # with fixed classes, the checks of ``s`` and ``y`` have found every class among them
+        if len(known) < 2 or (params.fixed is None and (y not in known or any(c not in known for c in s))):
             return False
         river = self._river_states(known, params)
         if river is None:
@@ -1157,7 +1156,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         params = self._checked_params()
         s = self._check_x(x, params)
         known = self._known()
-        if len(known) < 2 or any(c not in known for c in s):
+        if len(known) < 2 or (params.fixed is None and any(c not in known for c in s)):
             return None
         river = self._river_states(known, params)
         if river is None:
