@@ -1243,11 +1243,11 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         return out
 
     def _fused_pav_pairs(self) -> bool:
-        """Whether the array face runs in one compiled loop over events and pairs
-        (:func:`streamcal._kernels.pairwise_pav.pairwise_pav_run`): the process runs compiled
-        kernels, and every pair is a ``PAVCalibrator`` (the default) whose window neither decays
-        nor keeps times and whose bucket edges are known or need no warm-up. Otherwise each
-        pair runs its own array face (the same bits)."""
+        """Whether each pair runs its events in one compiled loop on its state
+        (:func:`streamcal._kernels.pairwise_pav.pair_pav_run`; on the river face, one kernel call
+        per event for all pairs): the process runs compiled kernels, and every pair is a
+        ``PAVCalibrator`` (the default) whose window neither decays nor keeps times and whose
+        bucket edges need no warm-up. Otherwise each pair runs its own faces (the same bits)."""
         if not _config.is_compiled():
             return False
         from streamcal import PAVCalibrator
