@@ -59,6 +59,7 @@ _SCORE_KINDS = ("proba", "logit")
 # The river face's one-call kernels (``pairwise_pav.pairs_*_packed``), compiled for their
 # argument types by their first call and then called without numba's per-call type dispatch.
 _RIVER_KERNELS: dict = {}
+_PACKED_STATE = operator.methodcaller("packed_state")
 
 
 def _class_order(c):
@@ -1099,23 +1100,28 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         None where they do not apply. ``logs`` is a (1, K) scratch array for the event."""
         cache = self.__dict__.get("_river_pairs")
         models = self._models
-        if cache is not None and cache[0] is params and cache[1] == classes:
-            for pair, model, buffer in cache[2]:
-                now = models.get(pair)
-                if now is not model or (now is not None and now.packed_state() is not buffer):
-                    break
-            else:
-                return cache[3]
+        # still valid while the parameters, the classes and the pairs' calibrators are the same
+        # objects (the register only adds pairs, or removes those a refused event added; a rolled
+        # back array call puts another dict in place) and each calibrator's state is the buffer
+        # it was (a pair refitted, merged or loaded holds a new one)
+        if (
+            cache is not None
+            and cache[0] is params
+            and cache[1] == classes
+            and cache[2] is models
+            and cache[3] == len(models)
+            and all(map(operator.is_, map(_PACKED_STATE, cache[4]), cache[5]))
+        ):
+            return cache[6]
         if not (_config.is_compiled() and self._fused_pav_pairs()):
             self._river_pairs = None
             return None
         from numba.typed import List
 
         k = len(classes)
-        pairs = [(classes[a], classes[b]) for a in range(k) for b in range(a + 1, k)]
-        cached_models = [models.get(pair) for pair in pairs]
-        buffers = [None if model is None else model.packed_state() for model in cached_models]
-        if any(model is not None and buffer is None for model, buffer in zip(cached_models, buffers, strict=True)):
+        pair_models = [models.get((classes[a], classes[b])) for a in range(k) for b in range(a + 1, k)]
+        buffers = [None if model is None else model.packed_state() for model in pair_models]
+        if any(model is not None and buffer is None for model, buffer in zip(pair_models, buffers, strict=True)):
             self._river_pairs = None
             return None
         states = List()
@@ -1123,8 +1129,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             states.append(np.empty(0) if buffer is None else buffer)
         present = np.array([buffer is not None for buffer in buffers], dtype=np.bool_)
         river = (states, present, np.empty((1, k)))
-        entries = list(zip(pairs, cached_models, buffers, strict=True))
-        self._river_pairs = (params, list(classes), entries, river)
+        held = tuple(model for model in pair_models if model is not None)
+        self._river_pairs = (params, list(classes), models, len(models), held, tuple(map(_PACKED_STATE, held)), river)
         return river
 
     def _learn_in_one_call(self, s: dict, y, w: float, params) -> bool:
@@ -1139,9 +1145,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         if river is None:
             return False
         states, present, logs = river
-        neg_inf = -math.inf
-        for i, c in enumerate(known):
-            logs[0, i] = s.get(c, neg_inf)
+        logs[0] = [s.get(c, -math.inf) for c in known]
         kernel = _RIVER_KERNELS.get("learn")
         args = (states, present, logs, known.index(y), params.probabilities, MAX_LOG_ODDS, w, 0.0)
         if kernel is None:
@@ -1162,9 +1166,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         if river is None:
             return None
         states, present, logs = river
-        neg_inf = -math.inf
-        for i, c in enumerate(known):
-            logs[0, i] = s.get(c, neg_inf)
+        logs[0] = [s.get(c, -math.inf) for c in known]
         out = np.empty(len(known))
         method = 0 if self.method == "ht" else 1
         args = (
