@@ -241,3 +241,27 @@ def test_river_face_with_a_pair_marked_busy_takes_the_per_pair_calls(rng):
         before = pair.window_weight
         cal.learn_one(x, 2)
         assert pair.window_weight == before + 1.0
+
+
+@pytest.mark.parametrize(
+    ("calibrator", "timed"),
+    [(PAVCalibrator(window=Decay(30.0)), False), (PAVCalibrator(window=TimeWindow(600.0)), True)],
+    ids=repr,
+)
+def test_river_face_where_the_one_call_kernels_do_not_apply_equals_the_per_pair_calls(calibrator, timed, rng):
+    p, y = stream(rng, 150, 3)
+    fast, reference = PairwiseCouplingCalibrator(calibrator), PairwiseCouplingCalibrator(calibrator)
+    with pytest.MonkeyPatch.context() as mp:
+        per_pair_river(mp)
+        expected = []
+        for e, row in enumerate(p):
+            x = {c: float(v) for c, v in enumerate(row)}
+            expected.append(reference.predict_proba_one(x))
+            reference.learn_one(x, int(y[e]), t=float(e) if timed else None)
+    got = []
+    for e, row in enumerate(p):
+        x = {c: float(v) for c, v in enumerate(row)}
+        got.append(fast.predict_proba_one(x))
+        fast.learn_one(x, int(y[e]), t=float(e) if timed else None)
+    assert got == expected
+    assert fast._river_states(fast._known(), fast._checked_params()) is None

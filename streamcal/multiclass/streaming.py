@@ -1113,8 +1113,10 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             and all(map(operator.is_, map(_PACKED_STATE, cache[4]), cache[5]))
         ):
             return cache[6]
-        if not (_config.is_compiled() and self._fused_pav_pairs()):
-            self._river_pairs = None
+        if not _config.is_compiled():
+            return None
+        if not self._fused_pav_pairs():  # remembered until the parameters or the pairs change
+            self._river_pairs = (params, list(classes), models, len(models), (), (), None)
             return None
         from numba.typed import List
 
