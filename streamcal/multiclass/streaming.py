@@ -1088,7 +1088,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
 
     # -- the river face in one kernel call per event ----------------------------------------
     # Over PAVCalibrator pairs (as the array face's pair loop: :meth:`_fused_pav_pairs`), an event
-    # known classes only runs through every pair and the coupling in one compiled call
+    # that scores known classes only runs through every pair and the coupling in one compiled call
     # (``pairwise_pav.pairs_predict_packed`` / ``pairs_learn_packed``) on the pairs' packed states,
     # which are kept in a typed list (``_river_pairs``, rebuilt whenever a pair's calibrator or
     # its buffer is another object). The kernels give the bits of the per-pair calls they replace.
