@@ -14,6 +14,17 @@ _SCAN_STEPS = 8
 
 
 @jit_noalloc
+def positives(s, y, out):
+    """The scores of the positives (``y``: 0.0 / 1.0), in event order, in ``out``; returns their number."""
+    k = 0
+    for i in range(s.shape[0]):
+        if y[i] == 1.0:
+            out[k] = s[i]
+            k += 1
+    return k
+
+
+@jit_noalloc
 def group_sorted(ordered, ordered_pos, distinct, count, pos):
     """The distinct values of the sorted scores ``ordered``: each one (its first occurrence), its
     number of events and of positives (``ordered_pos``: the positives' scores, sorted) in

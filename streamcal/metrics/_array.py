@@ -253,27 +253,31 @@ def _min_cllr_unit(y: np.ndarray, s: np.ndarray) -> float:
     """
     from streamcal._kernels import _config
     from streamcal._kernels import metrics as _k
-    from streamcal._kernels.pav import pav_sorted
+    from streamcal._kernels.pav import pav_blocks_sorted
     from streamcal.isotonic.batch import _block_logit
 
     n = s.size
     s = np.ascontiguousarray(s, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
     ordered = np.sort(s)
-    ordered_pos = np.sort(s[y == 1.0])
+    work = np.empty(n)
+    ordered_pos = np.sort(work[: _config.run(_k.positives, n, s, y, work)])
     distinct, count, pos = np.empty(n), np.empty(n), np.empty(n)
     g = _config.run(_k.group_sorted, n, ordered, ordered_pos, distinct, count, pos)
     distinct, count, pos = distinct[:g], count[:g], pos[:g]
     neg = count - pos
     t1 = float(ordered_pos.size)
     t0 = float(n) - t1
-    fitted = np.empty(g)
-    _config.run(pav_sorted, g, pos / count, count, fitted)
-    # PAV's blocks: runs of equal fitted values; each block's LLR as ``pav_llr`` computes it
-    block_start = np.flatnonzero(np.concatenate(([True], fitted[1:] != fitted[:-1])))
+    # PAV's blocks, the runs of equal fitted values (its adjacent blocks' values differ); each
+    # block's LLR as ``pav_llr`` computes it
+    block_end, value, weight = np.empty(g, dtype=np.intp), np.empty(g), np.empty(g)
+    nb = _config.run(pav_blocks_sorted, g, pos / count, count, block_end, value, weight)
+    block_start = np.empty(nb, dtype=np.intp)
+    block_start[0] = 0
+    block_start[1:] = block_end[: nb - 1]
     block_pos = np.add.reduceat(pos, block_start)
     block_neg = np.add.reduceat(neg, block_start)
-    logit = _block_logit(fitted[block_start], block_pos, block_neg)
+    logit = _block_logit(value[:nb], block_pos, block_neg)
     llr = logit - (math.log(t1) - math.log(t0))
     cost_pos = np.logaddexp(0.0, -llr) / _LN2
     cost_neg = np.logaddexp(0.0, llr) / _LN2
