@@ -442,7 +442,7 @@ def _keep_freed_memory() -> None:
 
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc (or no C library to ask)
+    except (OSError, AttributeError, TypeError):  # not glibc, or no C library to ask (Windows)
         return
     m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
     mallopt(m_mmap_threshold, 32 << 20)
