@@ -290,7 +290,9 @@ def package_copy(parent: Path, rev: str | None) -> Path:
     if rev is None:
         shutil.copytree(ROOT / "streamcal", where / "streamcal", ignore=shutil.ignore_patterns("__pycache__"))
     else:
-        archive = subprocess.Popen(["git", "archive", "--format=tar", rev, "streamcal"], cwd=ROOT, stdout=subprocess.PIPE)
+        archive = subprocess.Popen(
+            ["git", "archive", "--format=tar", rev, "streamcal"], cwd=ROOT, stdout=subprocess.PIPE
+        )
         subprocess.run(["tar", "-x", "-C", str(where)], stdin=archive.stdout, check=True)
         archive.stdout.close()
         if archive.wait():
@@ -343,7 +345,9 @@ def process_rows(args, work: Path) -> None:
             for case, (command, where) in cases.items():
                 times[case].append(run_process(command, where))
             load.append(os.getloadavg()[0])
-        print(f"{label}: medians of {args.process_runs} alternating rounds, load average {min(load):.1f}-{max(load):.1f}")
+        print(
+            f"{label}: medians of {args.process_runs} alternating rounds, load average {min(load):.1f}-{max(load):.1f}"
+        )
         floor_wall = statistics.median(w for w, _ in times["I/O floor"])
         floor_cpu = statistics.median(c for _, c in times["I/O floor"])
         for case, runs in times.items():
@@ -394,7 +398,11 @@ def metric_costs(args, work: Path) -> None:
     before = None
     if args.old:  # min_cllr of that revision's metrics module, on this tree's kernels
         source = subprocess.run(
-            ["git", "show", f"{args.old}:streamcal/metrics/_array.py"], cwd=ROOT, check=True, capture_output=True, text=True
+            ["git", "show", f"{args.old}:streamcal/metrics/_array.py"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
         module = types.ModuleType(f"metrics_at_{args.old}")
         exec(compile(source, f"{args.old}:streamcal/metrics/_array.py", "exec"), module.__dict__)
@@ -428,7 +436,9 @@ def metric_costs(args, work: Path) -> None:
             f"  {name:<18} {a * 1e3:6.2f} ms  (first way {b * 1e3:6.2f} ms)  "
             f"+{a * 100:.2f} s per 1e7 rows (first way +{b * 100:.2f} s)  new / first {a / b:.2f}"
         )
-    print(f"  {'all six':<18} {total_new * 1e3:6.2f} ms  (first way {total_first * 1e3:6.2f} ms)  new / first {total_new / total_first:.2f}")
+    print(
+        f"  {'all six':<18} {total_new * 1e3:6.2f} ms  (first way {total_first * 1e3:6.2f} ms)  new / first {total_new / total_first:.2f}"
+    )
     if old_costs:
         a, b = statistics.median(costs["min_cllr"][0]), statistics.median(old_costs)
         print(
@@ -459,7 +469,9 @@ def main() -> None:
     parser.add_argument(
         "--old", default=None, help="git revision to run side by side in the whole-process rows and for min_cllr"
     )
-    parser.add_argument("--metrics-cost", action="store_true", help="each default metric per window against the first way")
+    parser.add_argument(
+        "--metrics-cost", action="store_true", help="each default metric per window against the first way"
+    )
     parser.add_argument("--metric-rounds", type=int, default=7, help="alternating rounds of --metrics-cost")
     args = parser.parse_args()
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench_replay_"))
