@@ -1,11 +1,11 @@
 """Keyed streaming PAV: one sparse windowed row per key over one bucket layout, pooled with a prior (numba).
 
 Rows. A key's row holds only its non-empty buckets, as *atoms* ``(bucket, pos, neg, npos, nneg)``
-sorted by bucket, in a segment of the atom arena (``ab``, ``ap``, ``an``, ``acp``, ``acn``); a key's
+sorted by bucket, in a segment of the atom arena (``ab``; ``af``: weights; ``an``: counts); a key's
 memory grows with the distinct buckets its window holds, never with the bucket count. A count or
-time window keeps the key's events in a ring segment of the ring arena (``rb``, ``rw``, ``ry``,
-``rt``) that grows by doubling up to the window. Segments move to the end of their arena when they
-grow; the caller compacts the arenas (:func:`compact`) and enlarges them when a kernel stops
+time window keeps the key's events in a ring segment of the ring arena (``rb``; ``rf``: weight,
+label, clock) that grows by doubling up to the window. Segments move to the end of their arena when
+they grow; the caller compacts the arenas (``KeyedRows._compact``) and enlarges them when a kernel stops
 for room (it returns the position of the event it could not place, before touching it).
 
 Per key scalars (``kf`` float64 and ``ki`` int64, one row per key slot): the window's totals,
