@@ -155,9 +155,43 @@ def exercise(obj, rng) -> None:
     from streamcal.gev.regression import GEVCanonicalRegression
     from streamcal.gev.streaming import GEVCanonicalClassifier
     from streamcal.isotonic.batch import IsotonicCalibrator
+    from streamcal.keyed import KeyedCalibrator
     from streamcal.multiclass.streaming import _ScoreDictCalibrator
 
-    if isinstance(obj, StreamingCalibrator):
+    if isinstance(obj, KeyedCalibrator):
+        hist = obj.global_calibrator.window_histogram
+        kinds = {type(k) for k in obj.keys()}
+        pool = ["a", "b", "c", "d", "e"] if str in kinds else [0, 1, 2, 3, 7]
+
+        def keyed_batch(n):
+            s = rng.uniform(0.0, 1.0, size=n)
+            start = hist.last_time()
+            start = start if np.isfinite(start) else 0.0
+            t = start + np.cumsum(rng.exponential(size=n)) if hist.uses_times else None
+            keys = [pool[i] for i in rng.integers(0, len(pool), size=n)]
+            return keys, s, rng.uniform(size=n) < 0.4, rng.choice([0.5, 1.0, 2.0], size=n), t
+
+        keys, s, y, w, t = keyed_batch(40)
+        _proba(obj.predict_proba(keys, s), "predict_proba")
+        _finite(obj.predict_llr(keys, s), "predict_llr")
+        for i in range(5):
+            x = {obj.key_key: keys[i], "score": float(s[i])}
+            _proba([obj.predict_proba_one(x)[True]], "predict_proba_one")
+            _finite([obj.predict_llr_one(x)], "predict_llr_one")
+            obj.learn_one(x, bool(y[i]), w=float(w[i]), t=None if t is None else float(t[i]))
+        keys, s, y, w, t = keyed_batch(200)
+        p, llr = obj.prequential(keys, s, y, weights=w, times=t)
+        _proba(p, "prequential")
+        _finite(llr, "prequential LLR")
+        keys, s, y, w, t = keyed_batch(60)
+        mask = rng.uniform(size=60) < 0.5
+        p, llr = obj.process(keys, s, y, mask, weights=w, times=t)
+        _proba(p[~mask], "process")
+        _finite(llr[~mask], "process LLR")
+        for key in obj.keys()[:3]:
+            obj.key_state(key)
+            obj.export_key(key)
+    elif isinstance(obj, StreamingCalibrator):
         hist = obj.window_histogram
         lo, hi = hist.layout.score_low, hist.layout.score_high
         lo, hi = (lo, hi) if np.isfinite(lo) and np.isfinite(hi) else (-1.0, 2.0)

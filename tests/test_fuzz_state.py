@@ -139,6 +139,19 @@ def _monitor(make, keyed=False):
     return build
 
 
+def _keyed(window, *, times=False, strength="auto"):
+    def build():
+        from streamcal import KeyedCalibrator, PAVCalibrator
+
+        cal = KeyedCalibrator(PAVCalibrator(buckets=LogitGrid(n_buckets=8), window=window), prior_strength=strength)
+        s, y, w, t = _stream(60)
+        keys = np.arange(60) % 4
+        cal.prequential(keys, s, y, weights=w, times=t if times else None)
+        return cal
+
+    return build
+
+
 def _learners():
     from streamcal import GEVCalibrator, ISplineCalibrator, PlattCalibrator, VennAbersCalibrator
     from streamcal import metrics as m
@@ -177,6 +190,9 @@ def _learners():
         "platt-decay": _streaming(
             lambda: PlattCalibrator(buckets=UniformGrid(6, -3.0, 3.0), window=Decay(20.0)), 30, low=-3.0, high=3.0
         ),
+        "keyed-count": _keyed(CountWindow(6)),
+        "keyed-decay-time": _keyed(Decay(half_life=5.0, by="time"), times=True, strength=3.0),
+        "keyed-time": _keyed(TimeWindow(seconds=6.0), times=True),
         "pairwise": _multiclass_pairwise,
         "one-vs-rest": _multiclass_ovr,
         "calibrated-classifier": _calibrated_classifier,
@@ -251,7 +267,8 @@ def _index_values(arr: np.ndarray, i: int) -> list[tuple[str, object]]:
 
 
 # the arrays the compiled kernels index (their headers hold sizes, positions and counts)
-_KERNEL_STATE = {"_sf", "_si", "_pf", "_pi", "_warm"}
+_KERNEL_STATE = {"_sf", "_si", "_pf", "_pi", "_warm", "_kf", "_ki", "_atoms_b", "_atoms_f", "_atoms_n", "_ring_b",
+                 "_ring_f", "_arena", "_src_weight", "_src_fitted", "_src_blocks"}
 
 
 def _array_variants(arr: np.ndarray, indices: str, attr: str) -> list[tuple[str, np.ndarray]]:
@@ -281,6 +298,7 @@ def _array_variants(arr: np.ndarray, indices: str, attr: str) -> list[tuple[str,
         at = sorted({0, n // 2, n - 1} - {-1})
     else:
         at = []
+    at = [i for i in at if i < n]  # an empty array has no index to change
     for i in at:
         for label, value in _index_values(arr, i):
             changed = arr.copy()
@@ -324,7 +342,7 @@ def mutations(name: str, *, indices: str):
 
 # how many indices of each array are changed (see ``_array_variants``); wrappers: none, their
 # calibrators' arrays are changed in the calibrators' own files
-INDICES = {"pav-count": "all", "pav-quantile-warming": "all"}
+INDICES = {"pav-count": "all", "pav-quantile-warming": "all", "keyed-count": "all"}
 INDICES.update(dict.fromkeys(("pairwise", "one-vs-rest", "calibrated-classifier"), "none"))
 
 
@@ -345,6 +363,7 @@ GROUPS = {
     "ispline-quantile-gev-auto": ["ispline-quantile-warming", "gev-auto"],
     "gev-time-platt": ["gev-time-refit", "platt-decay"],
     "wrappers": ["pairwise", "one-vs-rest", "calibrated-classifier"],
+    "keyed": ["keyed-count", "keyed-decay-time", "keyed-time"],
 }
 GROUPS["batch-metrics"] = [n for n in LEARNERS if not any(n in g for g in GROUPS.values())]
 
@@ -383,7 +402,7 @@ def _random_mutation(draw, names):
     return name, changes
 
 
-_STREAMING = [n for n in LEARNERS if n.split("-")[0] in ("pav", "ispline", "gev", "platt")]
+_STREAMING = [n for n in LEARNERS if n.split("-")[0] in ("pav", "ispline", "gev", "platt", "keyed")]
 
 
 @pytest.mark.slow
