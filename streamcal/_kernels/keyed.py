@@ -719,7 +719,12 @@ def predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, b, s):
     if sp == 0:
         return _fallback(cfg, s)
     p = _raw_proba(cfg, cen, bb, bw, o, sp, b, s)
-    c = cfg[CFG_PSEUDO] * stored_unit(cfg, kf, k) + cfg[CFG_PRIOR_PSEUDO] * u
+    # the finite rule's pseudo-events: the key's own weigh as its window's share of the pooled fit
+    # (all of it without a prior: T / (T + 0) is exactly 1), plus the prior's share of the global's
+    t_key = kf[k, KF_T_POS] + kf[k, KF_T_NEG]
+    t_prior = (cfg[CFG_PRIOR_T_POS] + cfg[CFG_PRIOR_T_NEG]) * u
+    own = t_key / (t_key + t_prior) if t_key > 0.0 else 0.0
+    c = cfg[CFG_PSEUDO] * stored_unit(cfg, kf, k) * own + cfg[CFG_PRIOR_PSEUDO] * u
     lo, hi = _extremes(bw, o, sp, c)
     q = lo if lo > p else p
     q = hi if hi < q else q
@@ -787,13 +792,13 @@ def predict_many(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, slots, bu
 
 @jit_noalloc
 def between_key_moments(kf, n_keys, out):
-    """``out = [K, sum O, sum E, sum E^2, sum O^2 / E]`` over the keys with ``E > 0``: the sums of
+    """``out = [K, sum O, sum E, sum E^2, sum O^2 / E]`` over the keys with ``E >= 1``: the sums of
     the DerSimonian–Laird moment estimate of the between-key variance."""
     for j in range(5):
         out[j] = 0.0
     for k in range(n_keys):
         e = kf[k, KF_EXP]
-        if e > 0.0:
+        if e >= 1.0:  # keys expecting less than one positive add noise, not information
             o = kf[k, KF_OBS]
             out[0] += 1.0
             out[1] += o
