@@ -170,8 +170,12 @@ class KeyedSink:
                 "worst": self._worst(events, pos, pred, ratio),
                 "largest": [self._entry(i, events, pos, pred, ratio) for i in _top(events, TOP_KEYS)],
             }
-        return {"group_col": self.group_col, "n_keys": len(self._keys), "min_events": MIN_KEY_EVENTS,
-                "methods": methods}
+        return {
+            "group_col": self.group_col,
+            "n_keys": len(self._keys),
+            "min_events": MIN_KEY_EVENTS,
+            "methods": methods,
+        }
 
     def _worst(self, events, pos, pred, ratio) -> list[dict]:
         off = np.abs(ratio - 1.0)
