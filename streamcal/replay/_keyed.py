@@ -17,38 +17,22 @@ import math
 import numpy as np
 
 from streamcal.replay._batch import EventBatch
-from streamcal.replay._source import ReplayInputError, opt
+from streamcal.replay._source import opt
 
-__all__ = ["MIN_KEY_EVENTS", "KeyedSink", "key_values", "keyed_calibrators", "keyed_step", "summary_lines"]
+__all__ = [
+    "MIN_KEY_EVENTS",
+    "KeyedSink",
+    "check_keyed_options",
+    "keyed_calibrators",
+    "keyed_learn",
+    "keyed_step",
+    "summary_lines",
+]
 
 #: A key enters the summary's worst keys from this many events on (fewer: too noisy to rank).
 MIN_KEY_EVENTS = 100
 #: Keys listed in the summary as the worst and as the largest.
 TOP_KEYS = 5
-
-
-def key_values(arr, where) -> np.ndarray:
-    """The keys of an Arrow column: int64 (uint64 kept as such) or fixed-width strings.
-
-    ``where(i)`` names row ``i`` of the batch; a null key is a :class:`ReplayInputError` naming
-    the first one's row.
-    """
-    import pyarrow as pa
-    import pyarrow.types as pt
-
-    if arr.null_count:
-        i = int(np.flatnonzero(np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool))[0])
-        msg = f"{where(i)}: the key is null; every event needs a key with {opt('group_col')}."
-        raise ReplayInputError(msg)
-    if pt.is_dictionary(arr.type):
-        arr = arr.dictionary_decode()
-    if pt.is_integer(arr.type):
-        values = np.asarray(arr.to_numpy(zero_copy_only=False))
-        return values if values.dtype == np.uint64 else values.astype(np.int64, copy=False)
-    if len(arr) == 0:
-        return np.zeros(0, dtype=np.str_)
-    values = pa.array(arr).to_numpy(zero_copy_only=False)
-    return values.astype(np.str_)
 
 
 def keyed_calibrators(calibrators: dict, prior_strength, max_keys) -> dict:

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from streamcal.replay._batch import EventBatch
+from streamcal.replay._keycolumn import key_values
 from streamcal.replay.generate import format_from_path
 
 __all__ = [
@@ -851,9 +852,12 @@ def _convert(batch, plan: _Plan, row0: int, index0: int, label_delay: float | No
             raise ReplayInputError(msg)
     key = None
     if "key" in roles:
-        from streamcal.replay._keyed import key_values
-
-        key = key_values(col(roles["key"]), lambda i: where("key", i))
+        k_arr = col(roles["key"])
+        if k_arr.null_count:
+            i = _first(_values(k_arr.is_null()).astype(bool))
+            msg = f"{where('key', i)}: the key is null; every event needs a key with {opt('group_col')}."
+            raise ReplayInputError(msg)
+        key = key_values(k_arr)
     kept = batch.select(plan.keep)
     return EventBatch(source=source, row0=row0, kept=kept, t=t, s=s, y=y, label_t=label_t, w=w, key=key)
 
