@@ -14,7 +14,7 @@ from streamcal import KeyedCalibrator, PAVCalibrator
 from streamcal.cli import main
 from streamcal.metrics import field_ece, field_rce, per_key_calibration
 from streamcal.replay import ReplayInputError, generate, replay
-from streamcal.windows import CountWindow, Decay
+from streamcal.windows import CountWindow, Decay, TimeWindow
 
 N = 3_000
 
@@ -96,7 +96,11 @@ def test_labels_at_once_equal_prequential_bit_for_bit(tmp_path, campaigns):
     assert isinstance(summary.calibrators["pav"], KeyedCalibrator)
 
 
-@pytest.mark.parametrize("window", [None, CountWindow(200), Decay(300)], ids=["unbounded", "count", "decay"])
+@pytest.mark.parametrize(
+    "window",
+    [None, CountWindow(200), Decay(300), TimeWindow(6 * 3600.0)],
+    ids=["unbounded", "count", "decay", "time"],
+)
 def test_late_labels_equal_process_on_the_replay_clock_bit_for_bit(tmp_path, campaigns, window):
     keys, s, y, t, label_t = columns(campaigns)
     out = tmp_path / "out.parquet"
@@ -205,6 +209,8 @@ def test_unsupported_methods_and_options_are_refused_before_anything_is_written(
         replay(campaigns, "pav,platt", group_col="key", output=out)
     with pytest.raises(ValueError, match=r"'venn-abers'.*supports pav"):
         replay(campaigns, "venn-abers", group_col="key", output=out)
+    with pytest.raises(ValueError, match=r"method 'pav' cannot run keyed: .*bucket edges fixed.*buckets='logit:1024'"):
+        replay(campaigns, "pav", group_col="key", buckets="quantile:64", output=out)
     with pytest.raises(ValueError, match=r"max_keys=10 needs a group column"):
         replay(campaigns, "pav", max_keys=10, output=out)
     with pytest.raises(ValueError, match=r"`monitor` watches the whole stream"):

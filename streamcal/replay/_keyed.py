@@ -1,7 +1,7 @@
 """``group_col=`` (``--group-col``): keyed replay, one calibration per key pooled toward the global map.
 
 Each method runs as a :class:`streamcal.KeyedCalibrator` over its own calibrator as the template
-(streamcal's PAV only, today). The source reads the group column into
+(streamcal's PAV only). The source reads the group column into
 :attr:`~streamcal.replay._batch.EventBatch.key` (a null key is an error naming its row), the
 planner carries each label's key with it through the labels in flight (``ops.extra["key"]``),
 :func:`keyed_step` hands the keys to the calibrator's ``prequential`` / ``process``, and
@@ -46,6 +46,13 @@ def keyed_calibrators(calibrators: dict, prior_strength, max_keys) -> dict:
         if isinstance(cal, KeyedCalibrator):
             out[name] = cal
         elif type(cal) is PAVCalibrator:
+            if not cal.window_histogram.built:
+                msg = (
+                    f"method {name!r} cannot run keyed: keyed replay ({opt('group_col')}) needs bucket edges fixed "
+                    f"before the stream (every key shares them), not learned from it; choose them with "
+                    f"{opt('buckets', 'logit:1024')} (or a number, or uniform:N)."
+                )
+                raise ValueError(msg)
             strength = "auto" if prior_strength is None else prior_strength
             out[name] = KeyedCalibrator(cal, prior_strength=strength, max_keys=max_keys)
         else:
