@@ -172,7 +172,7 @@ def replay(
         stream (``summary.alarms``) and the plot marks it.
     group_col : str, optional
         The key column (integers or strings: a campaign, a merchant, a country). Each method
-        runs keyed, as a :class:`streamcal.KeyedCalibrator` over the method as its template (pav
+        runs keyed, as a ``streamcal.KeyedCalibrator`` over the method as its template (pav
         only), each event calibrated with its key's map; the outputs are as without it, and the
         summary (``summary.keyed``) adds the field-level errors and the worst and largest keys.
         A null key is an error naming its row. Not with ``monitor``.
