@@ -5,6 +5,8 @@ methods and options that make no sense with keys are refused and leave nothing b
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -148,6 +150,7 @@ def test_summary_holds_the_field_level_errors_of_the_outputs(tmp_path, campaigns
         assert entry["events"] == events[i]
         assert entry["positives"] == table["positives"][i]
         assert entry["predicted"] == pytest.approx(table["predicted"][i], rel=1e-12)
+    assert json.loads(json.dumps(keyed)) == keyed  # plain numbers and strings
     text = summary.to_text()
     assert "Keyed by 'key'" in text
     assert f"field ECE {got['field_ece']:.4f}" in text
@@ -185,6 +188,13 @@ def test_max_keys_and_prior_strength_pass_through(tmp_path, campaigns):
     assert got["keys_held"] == 50
     assert got["evictions"] == reference.evictions > 0
     assert got["prior_strength"] == 20.0
+    # a KeyedCalibrator given as such runs as it is, and needs a group column
+    given = KeyedCalibrator(prior_strength=20.0, max_keys=50)
+    again = replay(campaigns, {"mine": given}, group_col="key", label_time_col=None, metrics={})
+    assert again.calibrators["mine"] is given
+    assert same_bits(given.predict_proba(keys, s), reference.predict_proba(keys, s))
+    with pytest.raises(ValueError, match=r"calibrator 'mine' is keyed: name its key column with group_col='NAME'"):
+        replay(campaigns, {"mine": given}, label_time_col=None, metrics={})
 
 
 def test_null_key_is_refused_naming_its_row_and_nothing_is_written(tmp_path, campaigns):

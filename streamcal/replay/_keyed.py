@@ -35,12 +35,19 @@ MIN_KEY_EVENTS = 100
 TOP_KEYS = 5
 
 
-def keyed_calibrators(calibrators: dict, prior_strength, max_keys) -> dict:
-    """Each method as a :class:`streamcal.KeyedCalibrator`: a ``PAVCalibrator`` becomes the
-    template of a new one (``prior_strength`` None: ``"auto"``), a ``KeyedCalibrator`` given as
-    such runs as it is; any other method is refused, naming it."""
+def keyed_calibrators(calibrators: dict, group_col, prior_strength, max_keys) -> dict:
+    """With a group column, each method as a ``streamcal.KeyedCalibrator``: a ``PAVCalibrator``
+    becomes the template of a new one (``prior_strength`` None: ``"auto"``), a
+    ``KeyedCalibrator`` given as such runs as it is; any other method is refused, naming it.
+    Without one, the methods as they are, a ``KeyedCalibrator`` among them refused."""
     from streamcal import KeyedCalibrator, PAVCalibrator
 
+    if group_col is None:
+        for name, cal in calibrators.items():
+            if isinstance(cal, KeyedCalibrator):
+                msg = f"calibrator {name!r} is keyed: name its key column with {opt('group_col', 'NAME')}."
+                raise ValueError(msg)
+        return calibrators
     out = {}
     for name, cal in calibrators.items():
         if isinstance(cal, KeyedCalibrator):

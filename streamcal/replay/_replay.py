@@ -220,8 +220,7 @@ def replay(
     columns = _columns(time_col, score_col, label_col, label_time_col, weight_col, keep_columns, group_col)
     check_keyed_options(group_col, prior_strength, max_keys, monitor)
     cals = resolve_calibrators(calibrators, buckets, window, decay, method_options)
-    if group_col is not None:
-        cals = keyed_calibrators(cals, prior_strength, max_keys)
+    cals = keyed_calibrators(cals, group_col, prior_strength, max_keys)
     names = list(cals)
     metric_fns = default_metrics() if metrics is None else dict(metrics)
     sources = list_sources(input, format)
