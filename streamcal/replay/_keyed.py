@@ -150,8 +150,9 @@ class KeyedSink:
         """The summary's keyed part (plain numbers and strings): the group column, the keys seen,
         the minimum events of a ranked key, and per method ``field_ece``, ``field_rce``, the
         calibrator's keys held, evictions and prior strength, ``worst`` (the keys of at least
-        :data:`MIN_KEY_EVENTS` events furthest from ratio 1) and ``largest`` (most events), each
-        key as ``{"key", "events", "positives", "predicted", "ratio"}``."""
+        :data:`MIN_KEY_EVENTS` events furthest from ratio 1, ties by the larger miss) and
+        ``largest`` (most events), each key as ``{"key", "events", "positives", "predicted",
+        "ratio"}``."""
         events, pos = self._events, self._pos
         methods = {}
         for name in self.names:
@@ -179,8 +180,10 @@ class KeyedSink:
         off = np.abs(ratio - 1.0)
         ranked = (events >= MIN_KEY_EVENTS) & ~np.isnan(off)
         candidates = np.flatnonzero(ranked)
-        # furthest first; ties by more events, then first seen
-        order = np.lexsort((candidates, -events[candidates], -off[candidates]))
+        # furthest first; ties (keys with predictions and no positive: ratio inf) by the larger
+        # miss |positives - sum of p|, then first seen
+        miss = np.abs(pos - pred)
+        order = np.lexsort((candidates, -miss[candidates], -off[candidates]))
         return [self._entry(i, events, pos, pred, ratio) for i in candidates[order][:TOP_KEYS]]
 
     def _entry(self, i, events, pos, pred, ratio) -> dict:
