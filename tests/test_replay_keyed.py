@@ -166,7 +166,14 @@ def test_string_keys_from_any_input_equal_prequential(tmp_path, campaigns):
     want_p, want_llr = KeyedCalibrator().prequential(names, s, y, times=t)
     frame = pd.DataFrame({"score": s, "label": y, "campaign": names})
     table = pa.table({"score": s, "label": y, "campaign": pa.array(names).dictionary_encode()})
-    for i, data in enumerate((frame, table)):
+    inputs = [frame, table, pa.table({"score": s, "label": y, "campaign": pa.array(names, pa.large_string())})]
+    try:
+        import polars as pl
+
+        inputs.append(pl.DataFrame({"score": s, "label": y, "campaign": names}))
+    except ImportError:  # polars is optional
+        pass
+    for i, data in enumerate(inputs):
         out = tmp_path / f"out{i}.parquet"
         summary = replay(data, "pav", group_col="campaign", output=out, batch_size=900, metrics={})
         proba, llr, _ = outputs(out)
@@ -174,6 +181,23 @@ def test_string_keys_from_any_input_equal_prequential(tmp_path, campaigns):
         assert same_bits(proba, want_p)
         assert same_bits(llr, want_llr)
         assert summary.keyed["methods"]["pav"]["largest"][0]["key"] == "campaign-0"
+
+
+def test_sorting_the_input_moves_each_key_with_its_row(tmp_path, campaigns):
+    table = pq.read_table(campaigns)
+    t = seconds(table["event_time"])
+    assert np.all(t[1:] > t[:-1])  # no ties: the sorted order is the file's
+    order = np.random.default_rng(0).permutation(table.num_rows)
+    shuffled = tmp_path / "shuffled.parquet"
+    pq.write_table(table.take(order), shuffled, row_group_size=700)
+    a = replay(campaigns, "pav", group_col="key", output=tmp_path / "a.parquet", metrics={}, batch_size=600)
+    b = replay(shuffled, "pav", group_col="key", on_unsorted="sort", output=tmp_path / "b.parquet", metrics={})
+    out_a, out_b = pq.read_table(tmp_path / "a.parquet"), pq.read_table(tmp_path / "b.parquet")
+    assert out_b["key"].to_pylist() == out_a["key"].to_pylist()
+    assert same_bits(out_b["proba_pav"].to_numpy(), out_a["proba_pav"].to_numpy())
+    largest_a, largest_b = a.keyed["methods"]["pav"]["largest"], b.keyed["methods"]["pav"]["largest"]
+    assert [e["key"] for e in largest_b] == [e["key"] for e in largest_a]
+    assert [e["predicted"] for e in largest_b] == pytest.approx([e["predicted"] for e in largest_a], rel=1e-12)
 
 
 def test_max_keys_and_prior_strength_pass_through(tmp_path, campaigns):
