@@ -183,6 +183,28 @@ def test_string_keys_from_any_input_equal_prequential(tmp_path, campaigns):
         assert summary.keyed["methods"]["pav"]["largest"][0]["key"] == "campaign-0"
 
 
+def test_weights_and_kept_columns_as_without_a_key(tmp_path, campaigns):
+    keys, s, y, t, _ = columns(campaigns)
+    w = np.random.default_rng(1).uniform(0.5, 2.0, size=s.size)
+    table = pq.read_table(campaigns).append_column("w", pa.array(w))
+    out = tmp_path / "out.parquet"
+    replay(
+        table,
+        "pav",
+        group_col="key",
+        weight_col="w",
+        label_time_col=None,
+        keep_columns=["score"],
+        output=out,
+        metrics={},
+    )
+    proba, llr, written = outputs(out)
+    want_p, want_llr = KeyedCalibrator().prequential(keys, s, y, weights=w, times=t)
+    assert same_bits(proba, want_p)
+    assert same_bits(llr, want_llr)
+    assert written.column_names == ["score", "proba_pav", "llr_pav"]  # the key read, not kept
+
+
 def test_sorting_the_input_moves_each_key_with_its_row(tmp_path, campaigns):
     table = pq.read_table(campaigns)
     t = seconds(table["event_time"])
