@@ -30,7 +30,7 @@ class KeyedBatch(EventBatch):
 
 
 def keyed(batch: EventBatch, key: np.ndarray) -> KeyedBatch:
-    return KeyedBatch(**{f.name: getattr(batch, f.name) for f in fields(EventBatch)}, key=key)
+    return KeyedBatch(**{f.name: getattr(batch, f.name) for f in fields(EventBatch) if f.name != "key"}, key=key)
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +51,8 @@ def stream(n: int, seed: int):
 
 
 def test_the_record_names_its_columns_once():
-    assert EventBatch.columns() == ("t", "s", "y", "label_t", "w")
-    assert EventBatch.planned_columns() == ("s", "y", "w")
+    assert EventBatch.columns() == ("t", "s", "y", "label_t", "w", "key")
+    assert EventBatch.planned_columns() == ("s", "y", "w", "key")
     assert KeyedBatch.columns() == ("t", "s", "y", "label_t", "w", "key")
     assert KeyedBatch.planned_columns() == ("s", "y", "w", "key")
 

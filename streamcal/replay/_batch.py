@@ -48,6 +48,9 @@ class EventBatch:
         at once.
     w : ndarray or None
         The sample weight, float64; None without a weight column.
+    key : ndarray or None
+        The key of each event (int64, or strings) for keyed calibration; None without a group
+        column.
     """
 
     source: object  # a streamcal.replay._source.Source (not imported: _source imports this module)
@@ -58,6 +61,7 @@ class EventBatch:
     y: np.ndarray = field(metadata=PLANNED_COLUMN)
     label_t: np.ndarray | None = field(metadata=TIME_COLUMN)
     w: np.ndarray | None = field(metadata=PLANNED_COLUMN)
+    key: np.ndarray | None = field(default=None, metadata=PLANNED_COLUMN)
 
     @classmethod
     def columns(cls) -> tuple[str, ...]:

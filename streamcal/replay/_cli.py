@@ -47,6 +47,10 @@ REPLAY_FLAGS = {
     "plot": "--plot",
     "refit_every": "--refit-every",
     "n_jobs": "--jobs",
+    "group_col": "--group-col",
+    "prior_strength": "--prior-strength",
+    "max_keys": "--max-keys",
+    "monitor": "--monitor",
 }
 #: Python parameter -> command-line flag of ``streamcal generate``.
 GENERATE_FLAGS = {
@@ -121,6 +125,20 @@ def _refit_every(text: str):
     if text.strip().lower() == "lazy":
         return None
     return _whole(text, "a positive number of labels such as 1000, or 'lazy'", 1)
+
+
+def _prior_strength(text: str):
+    """``auto`` or a finite number of pseudo-events, 0 or more."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        value = float(text.strip().replace("_", ""))
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        msg = f"expected 'auto' or a number of pseudo-events 0 or more; got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
 
 
 def add_generate_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -262,6 +280,24 @@ def _add_column_arguments(parser: argparse.ArgumentParser) -> None:
         "'' to ignore it",
     )
     cols.add_argument("--weight-col", default=None, help="sample weight column")
+    cols.add_argument(
+        "--group-col",
+        default=None,
+        help="key column (campaign, merchant, country: integers or strings): calibrate per key, pooled "
+        "toward the global map (keyed pav); the summary adds field-level errors and the worst and largest keys",
+    )
+    cols.add_argument(
+        "--prior-strength",
+        type=_prior_strength,
+        default=None,
+        help="with --group-col: the pooling prior's weight in pseudo-events, or 'auto' (default)",
+    )
+    cols.add_argument(
+        "--max-keys",
+        type=_positive_count,
+        default=None,
+        help="with --group-col: keep at most this many keys (least recently updated evicted; default no limit)",
+    )
     cols.add_argument(
         "--keep-columns",
         default=None,
@@ -420,6 +456,9 @@ def run_replay(args: argparse.Namespace) -> int:
                 plot=args.plot,
                 progress=not args.quiet,
                 monitor=args.monitor,
+                group_col=args.group_col or None,
+                prior_strength=args.prior_strength,
+                max_keys=args.max_keys,
             )
     except (ValueError, TypeError, ImportError, OSError, pa.ArrowException) as exc:
         return _fail(exc, REPLAY_FLAGS)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from streamcal.replay._engine import Planner
 from streamcal.replay._evaluate import default_metrics
+from streamcal.replay._keyed import KeyedSink, check_keyed_options, keyed_calibrators
 from streamcal.replay._outputs import OutputFiles, check_outputs, reserve_tmp
 from streamcal.replay._progress import Progress
 from streamcal.replay._runners import Runners, resolve_calibrators
@@ -87,6 +88,9 @@ def replay(
     threads: int | None = None,
     method_options: Mapping | None = None,
     monitor: bool = False,
+    group_col: str | None = None,
+    prior_strength=None,
+    max_keys: int | None = None,
 ) -> ReplaySummary:
     """Replay a recorded event stream through one or several calibrators, prequentially.
 
@@ -166,6 +170,16 @@ def replay(
         Run the anytime-valid calibration monitors (:mod:`streamcal.monitor`, alpha 0.05) on the
         input score and on every method's output; the summary says when each first flagged its
         stream (``summary.alarms``) and the plot marks it.
+    group_col : str, optional
+        The key column (integers or strings: a campaign, a merchant, a country). Each method
+        runs keyed, as a ``streamcal.KeyedCalibrator`` over the method as its template (pav
+        only), each event calibrated with its key's map; the outputs are as without it, and the
+        summary (``summary.keyed``) adds the field-level errors and the worst and largest keys.
+        A null key is an error naming its row. Not with ``monitor``.
+    prior_strength : float or "auto", optional
+        With ``group_col``: the keyed calibrators' ``prior_strength`` (default ``"auto"``).
+    max_keys : int, optional
+        With ``group_col``: the keyed calibrators' ``max_keys`` (default: no limit).
 
     Returns
     -------
@@ -203,8 +217,10 @@ def replay(
     (4, None, 'Replayed in file order: ')
     """
     delay = _checked_options(on_unsorted, metrics_window, batch_size, threads, time_col, label_delay)
-    columns = _columns(time_col, score_col, label_col, label_time_col, weight_col, keep_columns)
+    columns = _columns(time_col, score_col, label_col, label_time_col, weight_col, keep_columns, group_col)
+    check_keyed_options(group_col, prior_strength, max_keys, monitor)
     cals = resolve_calibrators(calibrators, buckets, window, decay, method_options)
+    cals = keyed_calibrators(cals, group_col, prior_strength, max_keys)
     names = list(cals)
     metric_fns = default_metrics() if metrics is None else dict(metrics)
     sources = list_sources(input, format)
@@ -225,6 +241,7 @@ def replay(
     metrics_sink = MetricsSink(names, metrics_window, metric_fns)
     plot_sink = PlotSink(names) if plot is not None else None
     monitor_sink = _monitor_sink(names) if monitor else None
+    keyed_sink = KeyedSink(names, group_col) if group_col is not None else None
     parquet_sink = None
     source = runners = None
 
@@ -238,7 +255,7 @@ def replay(
         files.reserve()
         if output is not None:
             parquet_sink = ParquetSink(files.tmp["output"], names, compression, _open_writer)
-        sinks = [s for s in (plot_sink, metrics_sink, parquet_sink, monitor_sink) if s is not None]
+        sinks = [s for s in (plot_sink, metrics_sink, parquet_sink, monitor_sink, keyed_sink) if s is not None]
         source = EventSource(
             read_chunks(prepared, batch_size=batch_size),
             batch_size=batch_size,
@@ -293,6 +310,7 @@ def replay(
         notes=list(prepared.notes) + (monitor_sink.lines(_time_kind(prepared)) if monitor_sink is not None else []),
         metrics_window=metrics_window,
         alarms=monitor_sink.alarms() if monitor_sink is not None else None,
+        keyed=keyed_sink.finish(cals) if keyed_sink is not None else None,
     )
 
 
@@ -355,7 +373,7 @@ def _run_batches(source, planner, runners, deliver) -> int:
     return n_pos
 
 
-def _columns(time_col, score_col, label_col, label_time_col, weight_col, keep_columns) -> Columns:
+def _columns(time_col, score_col, label_col, label_time_col, weight_col, keep_columns, group_col=None) -> Columns:
     """The column options, checked: names (or None where optional) and a list of names to keep."""
     for name, value, optional in (
         ("time_col", time_col, True),
@@ -363,6 +381,7 @@ def _columns(time_col, score_col, label_col, label_time_col, weight_col, keep_co
         ("label_col", label_col, False),
         ("label_time_col", label_time_col, True),
         ("weight_col", weight_col, True),
+        ("group_col", group_col, True),
     ):
         if not (isinstance(value, str) and value) and not (optional and value is None):
             msg = f"{opt(name)} must be a column name{' or None' if optional else ''}; got {value!r}."
@@ -379,6 +398,7 @@ def _columns(time_col, score_col, label_col, label_time_col, weight_col, keep_co
         label_time=label_time_col,
         weight=weight_col,
         keep=None if keep_columns is None else tuple(keep_columns),
+        key=group_col,
     )
 
 

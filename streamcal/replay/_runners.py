@@ -17,6 +17,7 @@ import numpy as np
 
 from streamcal.replay._batch import EventBatch
 from streamcal.replay._engine import Ops
+from streamcal.replay._keyed import keyed_learn, keyed_step
 from streamcal.replay._source import ReplayInputError, opt
 from streamcal.replay.methods import UnavailableMethodError, make_calibrator
 
@@ -123,7 +124,10 @@ class Runners:
         """Every method learns the labels of ``ops`` (the end of the stream), on the calling
         thread."""
         for cal in self.calibrators.values():
-            cal.process(ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t)
+            if "key" in ops.extra:
+                keyed_learn(cal, ops)
+            else:
+                cal.process(ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t)
 
     def close(self) -> None:
         for pool in (self._pools or {}).values():
@@ -163,6 +167,8 @@ def _step(cal, batch: EventBatch, ops: Ops | None, times, outs: _Outputs):
     operations are checked (finite scores, binary labels, finite times in order, finite
     non-negative weights), so a streamcal calibrator runs them through its checked entry.
     """
+    if batch.key is not None:
+        return keyed_step(cal, batch, ops, times)
     try:
         # a calibrator that gives an interval per event (Venn–Abers) gives it in the same pass
         with_interval = getattr(cal, "process_with_interval", None)

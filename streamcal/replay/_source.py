@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from streamcal.replay._batch import EventBatch
+from streamcal.replay._keycolumn import key_values
 from streamcal.replay.generate import format_from_path
 
 __all__ = [
@@ -120,6 +121,8 @@ class Columns:
         Optional non-negative sample weight.
     keep : tuple of str or None
         Input columns copied to the output (None: all of them).
+    key : str or None
+        The key of each event (integers or strings) for keyed calibration; None: no key.
     """
 
     time: str | None = DEFAULT_TIME_COL
@@ -128,6 +131,7 @@ class Columns:
     label_time: str | None = DEFAULT_LABEL_TIME_COL
     weight: str | None = None
     keep: tuple[str, ...] | None = None
+    key: str | None = None
 
 
 # ---------------------------------------------------------------- sources
@@ -468,6 +472,10 @@ def _kind(field_type) -> str:
         return "time"
     if pt.is_null(field_type):
         return "null"
+    if pt.is_string(field_type) or pt.is_large_string(field_type):
+        return "string"
+    if pt.is_dictionary(field_type) and _kind(field_type.value_type) == "string":
+        return "string"
     return "other"
 
 
@@ -479,6 +487,7 @@ _ALLOWED = {
     "time": ("time", "int", "float", "null"),
     "label_time": ("time", "int", "float", "null"),
     "weight": ("int", "float", "null"),
+    "key": ("int", "string", "null"),
 }
 _ROLE_NAME = {
     "score": "score",
@@ -486,6 +495,7 @@ _ROLE_NAME = {
     "time": "event time",
     "label_time": "label time",
     "weight": "weight",
+    "key": "key",
 }
 _ROLE_OPTION = {
     "score": "score_col",
@@ -493,6 +503,7 @@ _ROLE_OPTION = {
     "time": "time_col",
     "label_time": "label_time_col",
     "weight": "weight_col",
+    "key": "group_col",
 }
 
 
@@ -530,6 +541,8 @@ class _Plan:
             self.roles["label_time"] = columns.label_time
         if columns.weight is not None:
             self.roles["weight"] = columns.weight
+        if columns.key is not None:
+            self.roles["key"] = columns.key
         for role, name in self.roles.items():
             if name not in names:
                 taken = {c for c in (columns.score, columns.label, columns.time, columns.label_time) if c != name}
@@ -837,8 +850,16 @@ def _convert(batch, plan: _Plan, row0: int, index0: int, label_delay: float | No
             i = _first(bad)
             msg = f"{where('weight', i)}: the weight must be finite and non-negative; got {float(w[i])!r}."
             raise ReplayInputError(msg)
+    key = None
+    if "key" in roles:
+        k_arr = col(roles["key"])
+        if k_arr.null_count:
+            i = _first(_values(k_arr.is_null()).astype(bool))
+            msg = f"{where('key', i)}: the key is null; every event needs a key with {opt('group_col')}."
+            raise ReplayInputError(msg)
+        key = key_values(k_arr)
     kept = batch.select(plan.keep)
-    return EventBatch(source=source, row0=row0, kept=kept, t=t, s=s, y=y, label_t=label_t, w=w)
+    return EventBatch(source=source, row0=row0, kept=kept, t=t, s=s, y=y, label_t=label_t, w=w, key=key)
 
 
 def read_chunks(prepared: Prepared, *, batch_size: int) -> Iterator[EventBatch]:

@@ -52,6 +52,12 @@ class ReplaySummary:
         With ``monitor=True``: ``alarms[stream][monitor]``, the ``(event index, event time)`` of
         the first alarm of each calibration monitor on each method's output and on the input
         score (``"score"``), or None where it never rose.
+    keyed : dict or None
+        With a group column: the keyed part (plain numbers and strings, ready for JSON), from
+        :meth:`streamcal.replay._keyed.KeyedSink.finish`: ``group_col``, ``n_keys``,
+        ``min_events`` and per method (``keyed["methods"][method]``) ``field_ece``,
+        ``field_rce``, ``keys_held``, ``evictions``, ``prior_strength``, and the ``worst`` and
+        ``largest`` keys, each with its events, positives, predicted positives and ratio.
     """
 
     files: list[str]
@@ -73,6 +79,7 @@ class ReplaySummary:
     notes: list[str] = field(default_factory=list)
     metrics_window: int | None = None
     alarms: dict | None = None
+    keyed: dict | None = None
 
     @property
     def events_per_second(self) -> float:
@@ -134,6 +141,13 @@ def _files(summary: ReplaySummary) -> list[str]:
     return [f"{label}: {path}" for label, path in written if path is not None]
 
 
+def _keyed_lines(summary: ReplaySummary) -> list[str]:
+    """The field-level errors and the worst and largest keys (none without a group column)."""
+    from streamcal.replay._keyed import summary_lines
+
+    return summary_lines(summary.keyed)
+
+
 def render_text(summary: ReplaySummary) -> str:
     """The summary as a plain-text table, its caption, notes and the files written."""
     header, rows = _table(summary)
@@ -146,6 +160,7 @@ def render_text(summary: ReplaySummary) -> str:
     lines = [line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)]
     lines.append(_caption(summary))
     lines.extend(summary.notes)
+    lines.extend(_keyed_lines(summary))
     lines.extend(_files(summary))
     return "\n".join(lines)
 
@@ -167,7 +182,7 @@ def print_summary(summary: ReplaySummary, file=None) -> None:
     console = Console(file=file, soft_wrap=False)
     console.print(table)
     console.print(_caption(summary), highlight=False)
-    for note in summary.notes:
+    for note in [*summary.notes, *_keyed_lines(summary)]:
         console.print(note, highlight=False, markup=False)
     for line in _files(summary):
         console.print(line, highlight=False, soft_wrap=True)
