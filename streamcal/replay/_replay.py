@@ -266,15 +266,7 @@ def replay(
         n_pos = _run_batches(source, planner, runners, deliver)
         if planner.n_events == 0:
             raise _no_events(sources)
-        ops = planner.flush()
-        if ops is not None:
-            runners.learn(ops)
-        table = metrics_sink.finish(prepared.time_type)
-        bar.close()
-        if parquet_sink is not None:
-            parquet_sink.close()
-        if metrics_output is not None:
-            write_metrics(table, files.tmp["metrics_output"])
+        table = _finish_outputs(planner, runners, metrics_sink, prepared, bar, parquet_sink, files)
         seconds = time.perf_counter() - start
         if plot_sink is not None:
             title = f"streamcal replay: {_input_name(sources)}"
@@ -313,6 +305,21 @@ def replay(
         keyed=keyed_sink.finish(cals) if keyed_sink is not None else None,
     )
 
+
+
+def _finish_outputs(planner, runners, metrics_sink, prepared, bar, parquet_sink, files):
+    """After the last batch: learn the labels still in flight, close the metrics and the outputs;
+    returns the metrics table (written when a metrics output was asked for)."""
+    ops = planner.flush()
+    if ops is not None:
+        runners.learn(ops)
+    table = metrics_sink.finish(prepared.time_type)
+    bar.close()
+    if parquet_sink is not None:
+        parquet_sink.close()
+    if "metrics_output" in files.tmp:
+        write_metrics(table, files.tmp["metrics_output"])
+    return table
 
 def _checked_options(on_unsorted, metrics_window, batch_size, threads, time_col, label_delay):
     """Check replay's scalar options; returns the label delay in seconds (None: none)."""
