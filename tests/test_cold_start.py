@@ -25,7 +25,7 @@ from streamcal._kernels import _config, histogram, ipav
 # regression (numba's ``inline="always"``, which compiles nothing here but re-types a helper at
 # every call site, or kernels compiled once per literal argument, or the river face compiled
 # eagerly) lands well outside it.
-MAX_FIRST_PREQUENTIAL = 23
+MAX_FIRST_PREQUENTIAL = 30
 # What a first ``learn_one`` and ``predict_proba_one`` then add: two entry points and the few
 # helpers only they call (the single-score bucket search).
 MAX_RIVER_FACE_EXTRA = 10

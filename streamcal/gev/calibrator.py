@@ -264,6 +264,8 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     """
 
     _link = "gev"
+    # the GEV links do not hold the identity over the whole grid: the prior spreads like the data
+    _PRIOR_FLOOR = "traffic"
 
     def __init__(
         self,
@@ -275,7 +277,9 @@ class GEVCalibrator(_HistogramGLMCalibrator):
         l2: float = 1e-6,
         refit_every: int | None = None,
         llr_pseudo_count: float = 1.0,
+        prior: str | None = "auto",
     ):
+        self.prior = prior
         self.xi = xi
         self.xi_grid = xi_grid
         self.l2 = l2
@@ -378,7 +382,9 @@ class PlattCalibrator(_HistogramGLMCalibrator):
         l2: float = 1e-6,
         refit_every: int | None = None,
         llr_pseudo_count: float = 1.0,
+        prior: str | None = "auto",
     ):
+        self.prior = prior
         self.l2 = l2
         self.refit_every = refit_every
         self._check_glm_params()

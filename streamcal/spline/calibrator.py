@@ -166,7 +166,9 @@ class ISplineCalibrator(RefitCalibrator):
         knots: tuple | None = None,
         refit_every: int | None = None,
         llr_pseudo_count: float = 1.0,
+        prior: str | None = "auto",
     ):
+        self.prior = prior
         self.order = order
         self.n_knots = n_knots
         self.knots = knots
