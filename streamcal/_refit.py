@@ -116,6 +116,14 @@ class RefitCalibrator(StreamingCalibrator):
         self._set_proba_bounds(float(pos.sum()) + float(neg.sum()))
         self._fitted = True
 
+    @property
+    def prior_strength(self) -> float:
+        """The score prior's strength at the current fit: pseudo-events per event of the window
+        (0: the data's own map; always 0 with ``prior=None``)."""
+        with self._lock:
+            self._ensure_fitted()
+            return float(self._prior_strength) if self._fitted else 0.0
+
     def _ensure_fitted(self) -> None:
         if self._dirty:
             self._refit()

@@ -391,6 +391,16 @@ class PAVCalibrator(StreamingCalibrator):
             at = np.array(first, dtype=np.intp)
             return PAVBlocks(at, v["bend"][at].astype(np.intp), v["bpos"][at].copy(), v["bneg"][at].copy(), v["fit"])
 
+    @property
+    def prior_strength(self) -> float:
+        """The score prior's strength: pseudo-events per event of the window in each bucket
+        (0: the data's own map; always 0 with ``prior=None`` or ``finite_proba=False``)."""
+        with self._lock:
+            if not self._hist.built:
+                return 0.0
+            B = int(self._blocks_ints[_k.PI_B])
+            return float(self._blocks_floats[_k.pav_state_sizes_before_prior(B) + _k.PR_KAPPA])
+
     def map_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the block stack's two arrays (laid out by :mod:`streamcal._kernels.ipav`), for
         bit-for-bit comparisons of two calibrators' maps; None before the edges are known."""
