@@ -106,7 +106,7 @@ from streamcal._kernels.histogram import (
     window_clock,
     window_expire_next_inplace,
 )
-from streamcal._kernels.prior import prior_rate, prior_strength
+from streamcal._kernels.prior import prior_rate, prior_strength_from
 
 PF_LO = 0  # augmented (finite-LLR) fitted value of the lowest pooled run
 PF_HI = 1  # augmented fitted value of the highest pooled run
@@ -144,10 +144,12 @@ PR_KAPPA = 1  # the strength: pseudo-events per event of the row (0: the data's 
 PR_RATE = 2  # the base rate (mode 2), set at the last refresh
 PR_FLOOR = 3  # one event's weight in stored units at the last refresh: kappa * PR_FLOOR in an empty bucket
 PR_NEXT = 4  # the strength is refreshed once ``sf[SF_N_LEARNED]`` reaches this count
+PR_A = 5  # the recalibration's coefficients at the last refresh, where the next one starts
+PR_B = 6
 PR_HEADER = 8
 # After a refresh at ``n`` learned events the next is at ``n + min(n, PRIOR_REFRESH_EVERY)``:
 # doubling early on, then at a fixed period.
-PRIOR_REFRESH_EVERY = 8192
+PRIOR_REFRESH_EVERY = 1 << 15
 
 # Integer arguments for the kernels and helpers that other kernels call: numba compiles a
 # callee once per literal integer a caller passes it (``f(x, -1)`` and ``f(x, k)`` are two
@@ -779,14 +781,13 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
     pav_update_extremes_inplace(sf, pf, pi, kind)
 
 
-@jit_noalloc
+@jit_noalloc(forceinline=True)
 def _prior_learn_one_inplace(sf, si, pf, pi, b, y, w, clock, kind, o):
     """:func:`pav_learn_one_inplace` with a prior of strength above 0: the blocks are repaired
     over the augmented row (never whole numbers: the sweep resumes, without the exact
     shortcuts), whose touched buckets are recomputed from the histogram first."""
     pi[PI_EXACT] = 0
     B = pi[PI_B]
-    NEG = SF_HEADER + B
     RING_B = SI_HEADER + 2 * B
     AUG = o + PR_HEADER
     h0 = np.int64(AUG)
@@ -840,7 +841,10 @@ def _prior_strength_inplace(sf, pf, kind):
     c = pf[PF_PSEUDO] * unit
     base_rate = (sf[SF_T_POS] + c) / ((sf[SF_T_POS] + sf[SF_T_NEG]) + 2.0 * c)
     probability_inputs = pf[o + PR_MODE] == 1.0
-    kappa = prior_strength(sf, _H0, B, unit, pf, np.int64(CEN), np.int64(_PF_RECORD), base_rate, probability_inputs)
+    start = pf[o + PR_A : o + PR_B + 1]
+    kappa = prior_strength_from(
+        sf, _H0, B, unit, pf, np.int64(CEN), np.int64(_PF_RECORD), base_rate, probability_inputs, start
+    )
     pf[o + PR_KAPPA] = kappa
     if kappa == 0.0:  # the augmented row is not read: kept at zeros, a function of the state
         for k in range(o + PR_HEADER, o + PR_HEADER + 2 * B):

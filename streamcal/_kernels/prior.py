@@ -78,6 +78,14 @@ def _recalibrated_loglik(h, h0, B, unit, cen, c0, cstep, base_rate, probability_
 @jit_noalloc
 def prior_strength(h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs):
     """``kappa``, the prior's pseudo-events per event of the row (see the module notes)."""
+    return prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs, cen[:0])
+
+
+@jit_noalloc
+def prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs, start):
+    """:func:`prior_strength`, with Newton's method started from ``start[0], start[1]`` (and
+    the fitted ``(a, b)`` written back there) when ``start`` has two elements, from ``(0, 0)``
+    otherwise: a refit whose row changed little converges in a step or two."""
     n_all = 0.0
     log_s = 0.0
     sx = 0.0
@@ -106,8 +114,9 @@ def prior_strength(h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs
     sd = math.sqrt(sxx / n_all)
     scale = 1.0 / sd if sd > 0.0 else 0.0
     # Newton's method with step halving on the penalised log-likelihood of D, from S (a = b = 0)
-    a = 0.0
-    b = 0.0
+    warm = start.shape[0] == 2
+    a = start[0] if warm else 0.0
+    b = start[1] if warm else 0.0
     f = _recalibrated_loglik(h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a, b)
     for _ in range(NEWTON_STEPS):
         ga = -RIDGE * a
@@ -155,6 +164,9 @@ def prior_strength(h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs
         f = f_new
         if gain <= 1e-10 * (1.0 + abs(f)):
             break
+    if warm:
+        start[0] = a
+        start[1] = b
     k = 2.0 if probability_inputs else 1.0
     log_kappa = log_s - f + 0.5 * k * math.log(n_all + 1.0)
     if log_kappa >= math.log(KAPPA_MAX):

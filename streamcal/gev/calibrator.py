@@ -222,6 +222,12 @@ class GEVCalibrator(_HistogramGLMCalibrator):
         every ``k``-th learned event (the fast setting for ``prequential``).
     llr_pseudo_count
         Weight of the pseudo-positive and pseudo-negative of the finite-LLR rule.
+    prior
+        ``"auto"`` (default): the map is fitted to the histogram plus the pseudo-counts of a
+        prior, the score itself for probability inputs or the window's base rate for raw
+        scores, whose strength the evidence sets at every refit: strong while the score
+        predicts the window as well as its best logistic recalibration, none once the data show
+        it off (the docs' page "A prior for little evidence"). ``None``: the histogram alone.
 
     Attributes
     ----------
@@ -345,6 +351,12 @@ class PlattCalibrator(_HistogramGLMCalibrator):
         every ``k``-th learned event.
     llr_pseudo_count
         Weight of the pseudo-positive and pseudo-negative of the finite-LLR rule.
+    prior
+        ``"auto"`` (default): the map is fitted to the histogram plus the pseudo-counts of a
+        prior, the score itself for probability inputs or the window's base rate for raw
+        scores, whose strength the evidence sets at every refit: strong while the score
+        predicts the window as well as its best logistic recalibration, none once the data show
+        it off (the docs' page "A prior for little evidence"). ``None``: the histogram alone.
 
     Attributes
     ----------

@@ -529,7 +529,8 @@ class PAVCalibrator(StreamingCalibrator):
             if int(pi[i]) not in (0, 1):
                 c.fail(f"`_pi` {name}: expected 0 or 1; found {int(pi[i])}.")
         # format version 1, and version 2 before the prior's section: rebuilt on loading
-        if pf.size in (_k.PF_HEADER + (_k._PF_RECORD - 1 + _k._STACK_RECORD + 1) * B, _k.pav_state_sizes_before_prior(B)):
+        version_1 = _k.PF_HEADER + (_k._PF_RECORD - 1 + _k._STACK_RECORD + 1) * B
+        if pf.size in (version_1, _k.pav_state_sizes_before_prior(B)):
             return
         if pf.size != nf:
             c.fail(f"`_pf`: expected {nf} values for {B} buckets; found {pf.size}.")
@@ -597,14 +598,18 @@ class PAVCalibrator(StreamingCalibrator):
         o = _k.pav_state_sizes_before_prior(B)
         mode = self._prior_mode()
         if not c.same_float(pf[o + _k.PR_MODE], float(mode)):
-            c.fail(f"`_pf` prior mode: expected {float(mode)!r} (from the parameters); found {float(pf[o + _k.PR_MODE])!r}.")
+            found = float(pf[o + _k.PR_MODE])
+            c.fail(f"`_pf` prior mode: expected {float(mode)!r} (from the parameters); found {found!r}.")
         kappa = float(pf[o + _k.PR_KAPPA])
         if not (0.0 <= kappa <= _kp.KAPPA_MAX) or (mode == 0 and kappa != 0.0):
-            c.fail(f"`_pf` prior strength: expected a number in [0, {_kp.KAPPA_MAX}] (0 without a prior); found {kappa!r}.")
+            want = f"a number in [0, {_kp.KAPPA_MAX}] (0 without a prior)"
+            c.fail(f"`_pf` prior strength: expected {want}; found {kappa!r}.")
         if not 0.0 < float(pf[o + _k.PR_RATE]) < 1.0:
             c.fail(f"`_pf` prior base rate: expected a number in (0, 1); found {float(pf[o + _k.PR_RATE])!r}.")
         if not 0.0 < float(pf[o + _k.PR_FLOOR]) < np.inf:
             c.fail(f"`_pf` prior floor: expected a positive finite number; found {float(pf[o + _k.PR_FLOOR])!r}.")
+        if not np.isfinite(pf[o + _k.PR_A : o + _k.PR_B + 1]).all():
+            c.fail("`_pf` prior's recalibration coefficients: expected finite numbers.")
         nxt = float(pf[o + _k.PR_NEXT])
         if not (nxt >= 0.0 and (mode != 0 or nxt == np.inf) and (mode == 0 or nxt < np.inf)):
             c.fail(f"`_pf` prior's next refresh: expected a count >= 0 (infinite without a prior); found {nxt!r}.")

@@ -106,6 +106,12 @@ class ISplineCalibrator(RefitCalibrator):
         every ``k``-th learned event.
     llr_pseudo_count
         Weight ``c > 0`` of the pseudo-positive and pseudo-negative of the finite-LLR rule.
+    prior
+        ``"auto"`` (default): the map is fitted to the histogram plus the pseudo-counts of a
+        prior, the score itself for probability inputs or the window's base rate for raw
+        scores, whose strength the evidence sets at every refit: strong while the score
+        predicts the window as well as its best logistic recalibration, none once the data show
+        it off (the docs' page "A prior for little evidence"). ``None``: the histogram alone.
 
     Attributes
     ----------
