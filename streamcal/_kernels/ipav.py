@@ -147,8 +147,8 @@ PR_NEXT = 4  # the strength is refreshed once ``sf[SF_N_LEARNED]`` reaches this 
 PR_A = 5  # the recalibration's coefficients at the last refresh, where the next one starts
 PR_B = 6
 PR_HEADER = 8
-# After a refresh at ``n`` learned events the next is at ``n + min(n, PRIOR_REFRESH_EVERY)``:
-# doubling early on, then at a fixed period.
+# After a refresh at ``n`` learned events the next is at ``n + clip(floor(n / 4), 1,
+# PRIOR_REFRESH_EVERY)``: geometric early on (a quarter more events), then at a fixed period.
 PRIOR_REFRESH_EVERY = 1 << 15
 
 # Integer arguments for the kernels and helpers that other kernels call: numba compiles a
@@ -852,7 +852,9 @@ def _prior_strength_inplace(sf, pf, kind):
     pf[o + PR_RATE] = base_rate
     pf[o + PR_FLOOR] = unit
     n = sf[SF_N_LEARNED]
-    pf[o + PR_NEXT] = n + (n if n < PRIOR_REFRESH_EVERY else PRIOR_REFRESH_EVERY)
+    step = math.floor(0.25 * n)
+    step = 1.0 if step < 1.0 else (PRIOR_REFRESH_EVERY if step > PRIOR_REFRESH_EVERY else step)
+    pf[o + PR_NEXT] = n + step
 
 
 @jit_noalloc

@@ -40,6 +40,10 @@ class _HistogramGLMCalibrator(RefitCalibrator):
     """
 
     _link = "logit"
+    # the score prior spreads like the data (``streamcal._prior.score_prior``): a floor far from
+    # the data would pull a two-parameter link towards the prior there, and the GEV links do not
+    # hold the identity over the whole logit grid
+    _PRIOR_FLOOR = "traffic"
     _CACHES = (*RefitCalibrator._CACHES, "_feature_cache")
 
     def _check_glm_params(self) -> None:
@@ -270,8 +274,6 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     """
 
     _link = "gev"
-    # the GEV links do not hold the identity over the whole grid: the prior spreads like the data
-    _PRIOR_FLOOR = "traffic"
 
     def __init__(
         self,

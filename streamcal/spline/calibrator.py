@@ -144,7 +144,7 @@ class ISplineCalibrator(RefitCalibrator):
     >>> from streamcal.metrics import Brier
     >>> events = stream.iter_array(scores[:3000, None], labels[:3000], feature_names=["score"])
     >>> evaluate.progressive_val_score(events, ISplineCalibrator(n_knots=3, refit_every=100), Brier())
-    Brier: 0.129831
+    Brier: 0.129832
 
     Batch use on raw scores of any range, with a grid for the window histogram:
 
