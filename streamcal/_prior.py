@@ -110,8 +110,10 @@ def score_prior(
     pseudo-counts here and there (``floor="every"``). A smooth or parametric map extrapolates
     by its own form, and a floor on every bucket of a wide grid makes it fit the prior far
     outside the data, at a cost that grows with the buckets: ``floor="thinned"`` puts the floor
-    on one bucket in ``B // 64`` (with that many events' weight), ``floor="traffic"`` only on
-    the buckets that hold data (the prior then spreads like the traffic).
+    on one bucket in ``B // 64`` (with that many events' weight), ``floor="span"`` does so only
+    within ``B // 16`` buckets of the data and adds one event's weight to every bucket that holds
+    data, ``floor="traffic"`` only to the buckets that hold data (the prior then spreads like the
+    traffic).
     """
     centres = np.ascontiguousarray(centres, dtype=np.float64)
     pos = np.asarray(pos, dtype=np.float64)
@@ -132,6 +134,17 @@ def score_prior(
     elif floor == "thinned":
         step = max(1, B // 64)
         m = kappa * (n + np.where(np.arange(B) % step == step // 2, float(step), 0.0))
+    elif floor == "span":
+        # the thinned floor within B // 16 buckets of the data, and one event in every bucket
+        # that holds data
+        step = max(1, B // 64)
+        at = np.arange(B)
+        held = np.flatnonzero(n > 0.0)
+        margin = max(1, B // 16)
+        thinned = np.where(at % step == step // 2, float(step), 0.0)
+        if held.size:
+            thinned[(at < held[0] - margin) | (at > held[-1] + margin)] = 0.0
+        m = kappa * (n + np.maximum(thinned, (n > 0.0) * 1.0))
     else:
         m = kappa * (n + (n > 0.0))
     return kappa, m * rate, m * (1.0 - rate)

@@ -147,8 +147,9 @@ PR_NEXT = 4  # the strength is refreshed once ``sf[SF_N_LEARNED]`` reaches this 
 PR_A = 5  # the recalibration's coefficients at the last refresh, where the next one starts
 PR_B = 6
 PR_HEADER = 8
-# After a refresh at ``n`` learned events the next is at ``n + clip(floor(n / 4), 1,
-# PRIOR_REFRESH_EVERY)``: geometric early on (a quarter more events), then at a fixed period.
+# After a refresh at ``n`` learned events the next is at ``n + clip(floor(min(n, W) / 4), 1,
+# PRIOR_REFRESH_EVERY)``, ``W`` the window's weight: geometric early on (a quarter more events),
+# then at a fixed period, or each time a quarter of a shorter window has been renewed.
 PRIOR_REFRESH_EVERY = 1 << 15
 
 # Integer arguments for the kernels and helpers that other kernels call: numba compiles a
@@ -852,7 +853,8 @@ def _prior_strength_inplace(sf, pf, kind):
     pf[o + PR_RATE] = base_rate
     pf[o + PR_FLOOR] = unit
     n = sf[SF_N_LEARNED]
-    step = math.floor(0.25 * n)
+    held = (sf[SF_T_POS] + sf[SF_T_NEG]) / unit  # the window's weight: a window that forgets refits sooner
+    step = math.floor(0.25 * (held if held < n else n))
     step = 1.0 if step < 1.0 else (PRIOR_REFRESH_EVERY if step > PRIOR_REFRESH_EVERY else step)
     pf[o + PR_NEXT] = n + step
 

@@ -40,10 +40,10 @@ class _HistogramGLMCalibrator(RefitCalibrator):
     """
 
     _link = "logit"
-    # the score prior spreads like the data (``streamcal._prior.score_prior``): a floor far from
-    # the data would pull a two-parameter link towards the prior there, and the GEV links do not
+    # the score prior's floor stays near the data (``streamcal._prior.score_prior``): a floor far
+    # from it would pull a two-parameter link towards the prior there, and the GEV links do not
     # hold the identity over the whole logit grid
-    _PRIOR_FLOOR = "traffic"
+    _PRIOR_FLOOR = "span"
     _CACHES = (*RefitCalibrator._CACHES, "_feature_cache")
 
     def _check_glm_params(self) -> None:
