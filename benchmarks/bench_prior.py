@@ -166,7 +166,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--speed", action="store_true", help="PAV's prequential speed only")
+    parser.add_argument("--only", choices=list(CALIBRATORS), help="one calibrator only")
     args = parser.parse_args()
+    if args.only:
+        for name in [c for c in CALIBRATORS if c != args.only]:
+            del CALIBRATORS[name]
     if args.speed:
         speed(rounds=3 if args.quick else 7, n=1_000_000 if args.quick else 4_000_000)
         return
@@ -199,8 +203,9 @@ def main() -> None:
     for name in ("calibrated", "mild+0.3", "mild-0.3", "logistic-3.3%"):
         cells = ", ".join(f"{c} {summary[name][c]:.3f}" for c in CALIBRATORS)
         print(f"  {name}: worst window's log loss over the raw score's (goal <= 1.010): {cells}")
-    pav, spline = sums["PAV", "auto"][2], sums["I-spline", "auto"][2]
-    print(f"  click: PAV's first 5,000 events over I-spline's (goal <= 1.10): {pav / spline:.3f}")
+    if "PAV" in CALIBRATORS and "I-spline" in CALIBRATORS:
+        pav, spline = sums["PAV", "auto"][2], sums["I-spline", "auto"][2]
+        print(f"  click: PAV's first 5,000 events over I-spline's (goal <= 1.10): {pav / spline:.3f}")
 
 
 if __name__ == "__main__":

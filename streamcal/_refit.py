@@ -64,10 +64,10 @@ class RefitCalibrator(StreamingCalibrator):
         super()._reset()
 
     def __setstate__(self, state):
-        # states saved before the prior existed load as they were saved: without it
-        state = dict(state)
-        state.setdefault("prior", None)
-        state.setdefault("_prior_strength", 0.0)
+        # a state saved before the prior existed (neither its parameter nor its strength) loads
+        # as it was saved: without it. A state holding one of them must hold both.
+        if "prior" not in state and "_prior_strength" not in state:
+            state = {**state, "prior": None, "_prior_strength": 0.0}
         super().__setstate__(state)
 
     def _init_map_state(self) -> None:

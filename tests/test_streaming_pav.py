@@ -624,8 +624,8 @@ def test_a_state_saved_in_the_older_layout_loads_and_continues_exactly():
     """``tests/data/pav_states_layout_r4.zip`` was written by streamcal 0.1.0 at commit
     ``809d9d6``, before the per-block fitted values (pf records of 4 fields), with
     ``persist.save([count, decay, weighted], path)``: ``count`` and ``weighted`` are
-    ``PAVCalibrator(prior=None, buckets=LogitGrid(64), window=CountWindow(500))``, ``decay`` is
-    ``PAVCalibrator(prior=None, buckets=LogitGrid(64), window=Decay(half_life=300.0))``, each after
+    ``PAVCalibrator(buckets=LogitGrid(64), window=CountWindow(500))``, ``decay`` is
+    ``PAVCalibrator(buckets=LogitGrid(64), window=Decay(half_life=300.0))``, each after
     ``prequential`` on the first 2,000 events of :func:`_layout_r4_stream` (``decay`` and
     ``weighted`` with the weights ``w``, so their whole-number flag is off). Loaded now, each
     rebuilds its blocks and continues with the outputs of a calibrator that saw the whole

@@ -336,3 +336,18 @@ def test_merge_refits_the_strength_to_the_merged_window():
 def test_bad_prior_names_the_argument_and_the_value(make, bad):
     with pytest.raises(ValueError, match=r"`prior` must be one of \['auto', None\]; got"):
         make(prior=bad)
+
+
+def test_a_state_of_this_layout_without_its_prior_is_refused_not_guessed():
+    s, y = rare_stream(600, seed=18)
+    pav = PAVCalibrator().update(s, y)
+    state = pav.__getstate__()
+    del state["prior"]
+    with pytest.raises(StateFileError, match="prior"):
+        PAVCalibrator.__new__(PAVCalibrator).__setstate__(state)
+    platt = PlattCalibrator().update(s, y)
+    for gone in ("prior", "_prior_strength"):
+        state = platt.__getstate__()
+        del state[gone]
+        with pytest.raises(StateFileError, match=gone):
+            PlattCalibrator.__new__(PlattCalibrator).__setstate__(state)

@@ -41,8 +41,7 @@ class _HistogramGLMCalibrator(RefitCalibrator):
 
     _link = "logit"
     # the score prior's floor stays near the data (``streamcal._prior.score_prior``): a floor far
-    # from it would pull a two-parameter link towards the prior there, and the GEV links do not
-    # hold the identity over the whole logit grid
+    # from it would pull a two-parameter link towards the prior there
     _PRIOR_FLOOR = "span"
     _CACHES = (*RefitCalibrator._CACHES, "_feature_cache")
 
@@ -274,6 +273,8 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     """
 
     _link = "gev"
+    # the GEV links do not hold the identity over the logit grid: the prior spreads like the data
+    _PRIOR_FLOOR = "traffic"
 
     def __init__(
         self,

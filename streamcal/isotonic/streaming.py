@@ -492,10 +492,15 @@ class PAVCalibrator(StreamingCalibrator):
         return state
 
     def __setstate__(self, state):
-        # states saved before the prior existed load as they were saved: the exact map of
-        # ``finite_proba=False`` keeps the default (it has no prior either way)
-        state = dict(state)
-        state.setdefault("prior", "auto" if state.get("finite_proba") is False else None)
+        # a state saved before the prior existed (its blocks in a layout without the prior's
+        # section) loads as it was saved: without a prior (the exact map of ``finite_proba=False``
+        # keeps the default, which has none either). Any other state must name its prior.
+        pf = state.get("_pf")
+        if "prior" not in state and type(pf) is np.ndarray and type(state.get("_pi")) is np.ndarray and pf.ndim == 1:
+            B = int(state["_pi"][_k.PI_B]) if state["_pi"].size > _k.PI_B else -1
+            older = (_k.PF_HEADER + (_k._PF_RECORD - 1 + _k._STACK_RECORD + 1) * B, _k.pav_state_sizes_before_prior(B))
+            if B > 0 and pf.size in older:
+                state = {**state, "prior": "auto" if state.get("finite_proba") is False else None}
         super().__setstate__(state)  # checks the state under its saved names, then rebuilds the histogram
         for key, name in self._SAVED_BLOCKS:
             if key in self.__dict__:
