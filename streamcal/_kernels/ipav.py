@@ -147,10 +147,12 @@ PR_NEXT = 4  # the strength is refreshed once ``sf[SF_N_LEARNED]`` reaches this 
 PR_A = 5  # the recalibration's coefficients at the last refresh, where the next one starts
 PR_B = 6
 PR_HEADER = 8
-# After a refresh at ``n`` learned events the next is at ``n + clip(floor(min(n, W) / 4), 1,
-# PRIOR_REFRESH_EVERY)``, ``W`` the window's weight: geometric early on (a quarter more events),
-# then at a fixed period, or each time a quarter of a shorter window has been renewed.
-PRIOR_REFRESH_EVERY = 1 << 15
+# After a refresh at ``n`` learned events the next is ``clip(step, 1, PRIOR_REFRESH_EVERY)``
+# events later, ``step`` a quarter of ``n`` (from 4,096 on, half) while the window holds all of
+# them (weight ``W >= n``), else half of ``W``: geometric early on, then each time half the window has been renewed, at
+# most ``PRIOR_REFRESH_EVERY`` events apart. Once the strength is 0 the step doubles (``n`` or
+# ``W``): a refuted prior is looked at again as the window renews, not as often.
+PRIOR_REFRESH_EVERY = 1 << 16
 
 # Integer arguments for the kernels and helpers that other kernels call: numba compiles a
 # callee once per literal integer a caller passes it (``f(x, -1)`` and ``f(x, k)`` are two
@@ -854,7 +856,9 @@ def _prior_strength_inplace(sf, pf, kind):
     pf[o + PR_FLOOR] = unit
     n = sf[SF_N_LEARNED]
     held = (sf[SF_T_POS] + sf[SF_T_NEG]) / unit  # the window's weight: a window that forgets refits sooner
-    step = math.floor(0.25 * (held if held < n else n))
+    step = math.floor((0.25 if n < 4096.0 else 0.5) * n) if n < held else math.floor(0.5 * held)
+    if kappa == 0.0:  # the data have refuted the prior: look again once the window is renewed
+        step = math.floor(n) if n < held else math.floor(held)
     step = 1.0 if step < 1.0 else (PRIOR_REFRESH_EVERY if step > PRIOR_REFRESH_EVERY else step)
     pf[o + PR_NEXT] = n + step
 

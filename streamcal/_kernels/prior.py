@@ -89,6 +89,7 @@ def prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_i
     n_all = 0.0
     log_s = 0.0
     sx = 0.0
+    sxx = 0.0
     for j in range(B):
         p = h[h0 + j] / unit
         n = h[h0 + B + j] / unit
@@ -97,6 +98,7 @@ def prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_i
             x = (math.log(r) - math.log1p(-r)) if probability_inputs else cen[c0 + cstep * j]
             n_all += p + n
             sx += (p + n) * x
+            sxx += (p + n) * x * x
             if p > 0.0:
                 log_s += p * math.log(r)
             if n > 0.0:
@@ -104,14 +106,8 @@ def prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_i
     if not n_all > 0.0:
         return KAPPA_MAX
     mean = sx / n_all
-    sxx = 0.0
-    for j in range(B):
-        t = (h[h0 + j] + h[h0 + B + j]) / unit
-        if t > 0.0:
-            r = prior_rate(cen[c0 + cstep * j], base_rate, probability_inputs)
-            x = (math.log(r) - math.log1p(-r)) if probability_inputs else cen[c0 + cstep * j]
-            sxx += t * (x - mean) * (x - mean)
-    sd = math.sqrt(sxx / n_all)
+    var = sxx / n_all - mean * mean
+    sd = math.sqrt(var) if var > 0.0 else 0.0
     scale = 1.0 / sd if sd > 0.0 else 0.0
     # Newton's method with step halving on the penalised log-likelihood of D, from S (a = b = 0)
     warm = start.shape[0] == 2
