@@ -351,3 +351,16 @@ def test_a_state_of_this_layout_without_its_prior_is_refused_not_guessed():
         del state[gone]
         with pytest.raises(StateFileError, match=gone):
             PlattCalibrator.__new__(PlattCalibrator).__setstate__(state)
+
+
+def test_the_river_fast_path_equals_the_array_face_with_the_prior():
+    # ``learn_one`` with a float score, a bool label and no time runs the packed entry point
+    s, y = rare_stream(2000, seed=19, shift=0.3)
+    a, b = PAVCalibrator(), PAVCalibrator()
+    for score, label in zip(s.tolist(), y.tolist(), strict=True):
+        a.learn_one({"s": score}, bool(label))
+    b.update(s, y)
+    assert a.prior_strength > 0.0
+    assert observable(a) == observable(b)
+    grid = np.geomspace(1e-5, 0.9, 40)
+    assert [a.predict_proba_one({"s": float(v)})[True] for v in grid] == b.predict_proba(grid).tolist()
