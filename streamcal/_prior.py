@@ -15,6 +15,12 @@ each of weight ``c = llr_pseudo_count``. Then
 
 The compiled PAV kernels (``streamcal/_kernels/ipav.py``) apply the same rule inside their fused
 loops; ``tests/test_prior_rule.py`` checks them against these functions.
+
+The score prior (:func:`score_prior`) is the other pseudo-count rule: pseudo-events added to every
+bucket of a histogram row before a map reads it, at the score's own rate (probability inputs) or
+at the base rate (raw scores), with a strength the evidence sets
+(:mod:`streamcal._kernels.prior`). PAV applies it inside its kernels; the refitted maps through
+this function.
 """
 
 from __future__ import annotations
@@ -22,6 +28,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from streamcal._kernels import _config
+from streamcal._kernels import prior as _kernel
 
 __all__ = [
     "NOT_SURE_LOW",
@@ -32,6 +41,7 @@ __all__ = [
     "llr_from_proba",
     "prior_logodds",
     "proba_bounds",
+    "score_prior",
     "smoothed",
 ]
 
@@ -76,3 +86,65 @@ def llr_from_proba(proba: np.ndarray, logodds: float) -> np.ndarray:
     """``logit(p) - logodds`` with ``p`` kept within ``[TINY, ONE_BELOW]``: finite."""
     q = np.minimum(np.maximum(proba, TINY), ONE_BELOW)  # np.clip's values, without its wrapper
     return (np.log(q) - np.log1p(-q)) - logodds
+
+
+def score_prior(
+    centres: np.ndarray,
+    pos: np.ndarray,
+    neg: np.ndarray,
+    probability_inputs: bool,
+    c: float,
+    *,
+    floor: str = "every",
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """The score prior's strength and pseudo-counts for a histogram row (real units).
+
+    Returns ``(kappa, prior_pos, prior_neg)``: bucket ``b`` gets ``m_b = kappa (n_b + 1)``
+    pseudo-events, ``m_b r_b`` positive and ``m_b (1 - r_b)`` negative, with ``n_b`` its weight and
+    ``r_b`` the prior's rate there: the bucket centre for probability inputs, else the base rate
+    ``(T1 + c) / (T + 2c)``. ``kappa`` is the posterior odds of the prior against its logistic
+    recalibration (:mod:`streamcal._kernels.prior`): 0 when the data have refuted it, up to
+    ``KAPPA_MAX`` while they agree. Any map fitted on ``pos + prior_pos``, ``neg + prior_neg``
+    leans on the prior as far as the evidence lets it. The per-bucket arithmetic is the PAV
+    kernels' (``_augment_bucket_inplace``), so that a row holding ``kappa`` gives the same
+    pseudo-counts here and there (``floor="every"``). A smooth or parametric map extrapolates
+    by its own form, and a floor on every bucket of a wide grid makes it fit the prior far
+    outside the data, at a cost that grows with the buckets: ``floor="thinned"`` puts the floor
+    on one bucket in ``B // 64`` (with that many events' weight), ``floor="span"`` does so only
+    within ``B // 16`` buckets of the data and adds one event's weight to every bucket that holds
+    data, ``floor="traffic"`` only to the buckets that hold data (the prior then spreads like the
+    traffic).
+    """
+    centres = np.ascontiguousarray(centres, dtype=np.float64)
+    pos = np.asarray(pos, dtype=np.float64)
+    neg = np.asarray(neg, dtype=np.float64)
+    base_rate = (float(pos.sum()) + c) / (float(pos.sum() + neg.sum()) + 2.0 * c)
+    row = np.ascontiguousarray(np.concatenate((pos, neg)))
+    B = int(centres.size)
+    kappa = float(
+        _config.run(_kernel.prior_strength, 0, row, 0, B, 1.0, centres, 0, 1, base_rate, bool(probability_inputs))
+    )
+    if probability_inputs:
+        rate = np.minimum(np.maximum(centres, _kernel.RATE_LOW), _kernel.RATE_HIGH)
+    else:
+        rate = np.full(B, base_rate)
+    n = pos + neg
+    if floor == "every":
+        m = kappa * (n + 1.0)
+    elif floor == "thinned":
+        step = max(1, B // 64)
+        m = kappa * (n + np.where(np.arange(B) % step == step // 2, float(step), 0.0))
+    elif floor == "span":
+        # the thinned floor within B // 16 buckets of the data, and one event in every bucket
+        # that holds data
+        step = max(1, B // 64)
+        at = np.arange(B)
+        held = np.flatnonzero(n > 0.0)
+        margin = max(1, B // 16)
+        thinned = np.where(at % step == step // 2, float(step), 0.0)
+        if held.size:
+            thinned[(at < held[0] - margin) | (at > held[-1] + margin)] = 0.0
+        m = kappa * (n + np.maximum(thinned, (n > 0.0) * 1.0))
+    else:
+        m = kappa * (n + (n > 0.0))
+    return kappa, m * rate, m * (1.0 - rate)

@@ -29,6 +29,11 @@ after every ``k``-th learned event, and predictions in between use the last fit.
 the window holds no weight) predictions are the score itself for probability inputs (bucket
 strategies with ``probability_inputs``, such as the default logit grid) and 0.5 otherwise,
 with LLR 0.
+
+The score prior (``prior="auto"``, :func:`streamcal._prior.score_prior`): every refit adds its
+pseudo-counts to the histogram before the map is fitted, with the strength refitted to the
+histogram at that refit; the LLR's prior log-odds and the class totals stay the data's.
+``prior=None`` fits the map to the histogram alone.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ import numpy as np
 
 from streamcal import _prior
 from streamcal._streaming import OP_LEARN, OP_PREDICT, OP_PREQUENTIAL, StreamingCalibrator
-from streamcal._validation import check_refit_every
+from streamcal._validation import check_refit_every, check_scalar
 
 __all__ = ["RefitCalibrator"]
 
@@ -50,15 +55,27 @@ class RefitCalibrator(StreamingCalibrator):
     Subclasses supply ``_refit_from_histogram`` and ``_predict_fitted`` (see the module notes).
     """
 
+    # where the score prior's floor goes (:func:`streamcal._prior.score_prior`)
+    _PRIOR_FLOOR = "thinned"
+
     def _reset(self) -> None:
         check_refit_every(getattr(self, "refit_every", None))
+        check_scalar(self.prior, "prior", choices=("auto", None))
         super()._reset()
+
+    def __setstate__(self, state):
+        # a state saved before the prior existed (neither its parameter nor its strength) loads
+        # as it was saved: without it. A state holding one of them must hold both.
+        if "prior" not in state and "_prior_strength" not in state:
+            state = {**state, "prior": None, "_prior_strength": 0.0}
+        super().__setstate__(state)
 
     def _init_map_state(self) -> None:
         self._fitted = False
         self._dirty = False
         self._n_since_refit = 0
         self._prior_logodds = 0.0
+        self._prior_strength = 0.0  # the score prior's kappa at the last refit
         self._proba_low, self._proba_high = 0.0, 1.0  # the served bounds, set by ``_set_proba_bounds``
 
     def _set_proba_bounds(self, total: float) -> None:
@@ -86,10 +103,26 @@ class RefitCalibrator(StreamingCalibrator):
         if not t_pos + t_neg > 0.0:
             self._fitted = False
             return
+        c = float(self.llr_pseudo_count)
+        if self.prior is not None:
+            self._prior_strength, prior_pos, prior_neg = _prior.score_prior(
+                centres, pos, neg, self._identity, c, floor=self._PRIOR_FLOOR
+            )
+            if self._prior_strength > 0.0:
+                pos = pos + prior_pos
+                neg = neg + prior_neg
         self._refit_from_histogram(centres, pos, neg)
-        self._prior_logodds = _prior.prior_logodds(t_pos, t_neg, float(self.llr_pseudo_count))
-        self._set_proba_bounds(t_pos + t_neg)
+        self._prior_logodds = _prior.prior_logodds(t_pos, t_neg, c)
+        self._set_proba_bounds(float(pos.sum()) + float(neg.sum()))
         self._fitted = True
+
+    @property
+    def prior_strength(self) -> float:
+        """The score prior's strength at the current fit: pseudo-events per event of the window
+        (0: the data's own map; always 0 with ``prior=None``)."""
+        with self._lock:
+            self._ensure_fitted()
+            return float(self._prior_strength) if self._fitted else 0.0
 
     def _ensure_fitted(self) -> None:
         if self._dirty:
@@ -209,6 +242,9 @@ class RefitCalibrator(StreamingCalibrator):
         refit_every = getattr(self, "refit_every", None)
         c.need_int(self._n_since_refit, "_n_since_refit", 0, 0 if refit_every is None else refit_every - 1)
         c.need_float(self._prior_logodds, "_prior_logodds")
+        from streamcal._kernels.prior import KAPPA_MAX
+
+        c.need_float(self._prior_strength, "_prior_strength", low=0.0, high=KAPPA_MAX)
         # the bounds of served probabilities (class values where a state has none of its own)
         low = c.need_float(self._proba_low, "_proba_low", low=0.0, high=0.5)
         high = c.need_float(self._proba_high, "_proba_high", low=0.5, high=1.0)

@@ -86,7 +86,7 @@ def test_default_streaming_calibrator_river_face_serves_no_zero_or_one(name):
 def test_fitted_maps_are_bounded_by_add_c_smoothing_of_the_window(name):
     """A one-class window: the fitted map says (about) 0, the served value is c / (T + 2c)."""
     for c in (1.0, 0.25):
-        cal = DEFAULT_STREAMING[name](llr_pseudo_count=c)
+        cal = DEFAULT_STREAMING[name](llr_pseudo_count=c, prior=None)  # the map of the window alone
         scores = np.linspace(0.01, 0.3, 50)
         cal.update(scores, np.zeros(50, dtype=bool))
         proba = cal.predict_proba(scores)

@@ -105,13 +105,13 @@ def streams(draw):
 @given(streams())
 def test_prequential_matches_a_cold_fit_of_the_histogram_on_every_event(stream):
     scores, labels, weights, window, spline = stream
-    cal = ISplineCalibrator(buckets=LogitGrid(64), window=window, **spline)
+    cal = ISplineCalibrator(prior=None, buckets=LogitGrid(64), window=window, **spline)
     proba, _ = cal.prequential(scores, labels, weights=weights)
-    before, _ = FullRefitISpline(buckets=LogitGrid(64), window=window, **spline).prequential(
+    before, _ = FullRefitISpline(prior=None, buckets=LogitGrid(64), window=window, **spline).prequential(
         scores, labels, weights=weights
     )
     np.testing.assert_allclose(proba, before, rtol=0.0, atol=1e-12)  # the same steps as before
-    hist = ISplineCalibrator(buckets=LogitGrid(64), window=window, **spline)  # the same refits, one by one
+    hist = ISplineCalibrator(prior=None, buckets=LogitGrid(64), window=window, **spline)  # the same refits, one by one
     for i in range(scores.size):
         if hist.n_learned and float(np.sum(hist.histogram()[1] + hist.histogram()[2])) > 0.0:
             assert hist.predict_proba(scores[i : i + 1])[0] == proba[i]
@@ -127,7 +127,7 @@ def test_free_set_changes_and_every_map_matches_the_cold_fit():
     truth = np.where(np.arange(n) % 400 < 200, 1 / (1 + np.exp(-2.5 * z)), 0.2 + 0.5 * (z > 1.0))
     labels = rng.uniform(size=n) < truth
     probes = np.array([1e-9, 0.05, 0.2, 0.4, 0.5, 0.6, 0.8, 0.95, 1.0])
-    cal = ISplineCalibrator(window=CountWindow(150), n_knots=6)
+    cal = ISplineCalibrator(prior=None, window=CountWindow(150), n_knots=6)
     free_sets = set()
     n_unique = 0
     for i in range(n):
@@ -200,7 +200,7 @@ def test_raw_scores_on_a_uniform_grid_match():
     rng = np.random.default_rng(5)
     s = rng.normal(0.0, 2.0, 500)
     y = rng.uniform(size=s.size) < 1 / (1 + np.exp(-(1.5 * s - 0.3)))
-    cal = ISplineCalibrator(buckets=UniformGrid(100, -5.0, 5.0), window=Decay(60.0))
+    cal = ISplineCalibrator(prior=None, buckets=UniformGrid(100, -5.0, 5.0), window=Decay(60.0))
     probes = np.linspace(-6.0, 6.0, 13)
     for i in range(s.size):
         if i % 11 == 4:
@@ -212,7 +212,7 @@ def test_raw_scores_on_a_uniform_grid_match():
 def test_knot_counts_beyond_the_buckets_are_capped(n_knots):
     # the paper's rule on a huge window weight, or a huge explicit count, asks for more knots
     # than any histogram has buckets
-    cal = ISplineCalibrator(buckets=LogitGrid(32), n_knots=n_knots)
+    cal = ISplineCalibrator(prior=None, buckets=LogitGrid(32), n_knots=n_knots)
     s = np.linspace(0.05, 0.95, 20)
     cal.update(s, s > 0.5, weights=np.full(20, 1e100))
     ref, _, _ = naive_refit_proba(cal, s)

@@ -137,8 +137,8 @@ def test_merge_matches_single_calibrator_on_random_partitions(kind, n, k, seed):
     s, y, w, t = data(n, seed=seed)
     w = np.ones(n)  # unit weights
     parts = partitions(kind, n, k, rng)
-    states = [fit(make(kind, buckets=UniformGrid(n_buckets=16)), idx, s, y, w, t) for idx in parts]
-    single = fit(make(kind, buckets=UniformGrid(n_buckets=16)), np.arange(n), s, y, w, t)
+    states = [fit(make(kind, buckets=UniformGrid(n_buckets=16), prior=None), idx, s, y, w, t) for idx in parts]
+    single = fit(make(kind, buckets=UniformGrid(n_buckets=16), prior=None), np.arange(n), s, y, w, t)
     assert_same_calibrator(merge(states), single, kind)
 
 

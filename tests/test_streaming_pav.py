@@ -188,7 +188,7 @@ def event_streams(draw):
 @settings(max_examples=25)
 @given(stream=event_streams())
 def test_calibrator_blocks_match_batch_pav_after_each_learn(window, stream):
-    cal = PAVCalibrator(buckets=UniformGrid(n_buckets=6), window=window)
+    cal = PAVCalibrator(prior=None, buckets=UniformGrid(n_buckets=6), window=window)
     centres = cal.centres
     for s, y, w, t in zip(*stream):
         cal.learn_one({"s": s}, y, w=w, t=t)
@@ -212,7 +212,7 @@ def test_click_stream_state_equals_batch_after_each_learn(window, weights, rng):
     # a skewed stream over many buckets: the end runs span several blocks, and most events
     # change only blocks between them (the finite-LLR refresh is then skipped); with whole
     # weights the repairs stop at the first unchanged block (exact sums)
-    cal = PAVCalibrator(buckets=LogitGrid(n_buckets=96, low=1e-4, high=1 - 1e-4), window=window)
+    cal = PAVCalibrator(prior=None, buckets=LogitGrid(n_buckets=96, low=1e-4, high=1 - 1e-4), window=window)
     z = rng.normal(-3.0, 1.5, size=1500)
     labels = rng.uniform(size=z.size) < 1.0 / (1.0 + np.exp(-(1.3 * z + 0.5)))
     w = rng.choice(weights, size=z.size)
@@ -226,7 +226,7 @@ def test_click_stream_state_equals_batch_after_each_learn(window, weights, rng):
 
 
 def test_decay_renormalisation_rebuilds_exactly(rng):
-    cal = PAVCalibrator(buckets=UniformGrid(n_buckets=20), window=Decay(half_life=0.5))
+    cal = PAVCalibrator(prior=None, buckets=UniformGrid(n_buckets=20), window=Decay(half_life=0.5))
     scores = rng.uniform(size=500)
     cal.update(scores, rng.uniform(size=500) < scores, weights=rng.uniform(0.1, 2.0, size=500))
     assert cal.window_histogram.renormalisations() > 5
@@ -241,7 +241,7 @@ def fitted_on_distinct_scores(data, window_n, **params):
     values = np.array([0.01, 0.1, 0.15, 0.3, 0.45, 0.6, 0.8, 0.97])
     edges = np.concatenate(([0.0], 0.5 * (values[1:] + values[:-1]), [1.0]))
     window = Unbounded() if window_n is None else CountWindow(window_n)
-    cal = PAVCalibrator(buckets=Edges(edges, centres=values), window=window, **params)
+    cal = PAVCalibrator(prior=None, buckets=Edges(edges, centres=values), window=window, **params)
     n = data.draw(st.integers(1, 80))
     idx = data.draw(st.lists(st.integers(0, 7), min_size=n, max_size=n))
     labels = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
@@ -307,8 +307,8 @@ def test_finite_proba_is_the_augmented_pav_of_the_window(window_n, data):
 def test_finite_proba_prequential_equals_river_loop(rng):
     scores = rng.uniform(size=3000)
     labels = rng.uniform(size=3000) < scores**2
-    a = PAVCalibrator(window=CountWindow(500), finite_proba=True)
-    b = PAVCalibrator(window=CountWindow(500), finite_proba=True)
+    a = PAVCalibrator(prior=None, window=CountWindow(500), finite_proba=True)
+    b = PAVCalibrator(prior=None, window=CountWindow(500), finite_proba=True)
     proba, llr = a.prequential(scores, labels)
     loop_p, loop_llr = [], []
     for s, y in zip(scores, labels):
@@ -317,7 +317,7 @@ def test_finite_proba_prequential_equals_river_loop(rng):
         b.learn_one({"s": float(s)}, bool(y))
     np.testing.assert_array_equal(proba, loop_p)
     np.testing.assert_array_equal(llr, loop_llr)
-    exact, _ = PAVCalibrator(window=CountWindow(500), finite_proba=False).prequential(scores, labels)
+    exact, _ = PAVCalibrator(prior=None, window=CountWindow(500), finite_proba=False).prequential(scores, labels)
     assert np.any(exact[100:] == 0.0)  # the exact map gives 0 below every positive seen ...
     assert np.all((proba[1:] > 0.0) & (proba[1:] < 1.0))  # ... the finite rule never does
 
@@ -334,6 +334,7 @@ def _drifting_stream(kind: str, trial: int):
     ranges = ((2, 12), (20, 300), (3, 40)) if flip else ((2, 8), (20, 200), (2, 20))
     n_buckets, n, window_n = (int(rng.integers(lo, hi)) for lo, hi in ranges)
     cal = PAVCalibrator(
+        prior=None,
         buckets=UniformGrid(n_buckets),
         window=CountWindow(window_n) if trial % 2 == 0 else Unbounded(),
         llr_pseudo_count=float(rng.choice([0.5, 1.0, 3.0] if flip else [0.1, 1.0, 5.0])),
@@ -375,7 +376,7 @@ def test_linear_interpolation_between_knots_matches_sklearn(rng):
     idx = idx[idx % 3 != 0]  # leave some buckets empty: interpolation spans the gaps
     s = values[idx]
     y = rng.uniform(size=s.size) < s
-    cal = PAVCalibrator(buckets=Edges(edges, centres=values), finite_proba=False).update(s, y)
+    cal = PAVCalibrator(prior=None, buckets=Edges(edges, centres=values), finite_proba=False).update(s, y)
     iso = IsotonicRegression(out_of_bounds="clip").fit(s, y)
     grid = np.linspace(-0.5, 1.5, 301)
     np.testing.assert_allclose(cal.predict_proba(grid), iso.predict(grid), atol=1e-12)
@@ -385,10 +386,10 @@ def test_linear_interpolation_between_knots_matches_sklearn(rng):
 
 
 CALIBRATORS = [
-    lambda: PAVCalibrator(window=CountWindow(50)),
-    lambda: PAVCalibrator(buckets=LogitGrid(64), window=TimeWindow(20.0), interpolation="step"),
-    lambda: PAVCalibrator(buckets=UniformGrid(32), window=Decay(5.0)),
-    lambda: PAVCalibrator(buckets=QuantileEdges(n_buckets=16, warmup=40), window=Decay(3.0, by="time")),
+    lambda: PAVCalibrator(prior=None, window=CountWindow(50)),
+    lambda: PAVCalibrator(prior=None, buckets=LogitGrid(64), window=TimeWindow(20.0), interpolation="step"),
+    lambda: PAVCalibrator(prior=None, buckets=UniformGrid(32), window=Decay(5.0)),
+    lambda: PAVCalibrator(prior=None, buckets=QuantileEdges(n_buckets=16, warmup=40), window=Decay(3.0, by="time")),
 ]
 
 
@@ -399,44 +400,44 @@ def test_prequential_and_process_equal_a_loop_of_river_methods(make, rng):
 
 
 def test_predictions_are_monotone_and_llr_finite(rng):
-    cal = PAVCalibrator(window=CountWindow(300))
+    cal = PAVCalibrator(prior=None, window=CountWindow(300))
     s = rng.uniform(size=2000)
     cal.update(s, rng.uniform(size=2000) < s**3)
     assert_monotone_on_unit_grid(cal)
 
 
 def test_before_any_label_identity_for_probabilities_else_half():
-    cal = PAVCalibrator()
+    cal = PAVCalibrator(prior=None)
     assert cal.predict_proba_one({"s": 0.3}) == {False: 0.7, True: 0.3}
     assert cal.predict_llr_one({"s": 0.3}) == 0.0
-    other = PAVCalibrator(buckets=UniformGrid(10, -5.0, 5.0))
+    other = PAVCalibrator(prior=None, buckets=UniformGrid(10, -5.0, 5.0))
     assert other.predict_proba([-3.0, 4.0]).tolist() == [0.5, 0.5]
     assert cal.predict_one({"s": 0.9}) is True
     assert isinstance(cal.predict_proba_one({"s": 0.9})[True], float)
 
 
 def test_single_class_window_gives_finite_llr():
-    cal = PAVCalibrator(finite_proba=False).update([0.2, 0.4, 0.6], [0, 0, 0])
+    cal = PAVCalibrator(prior=None, finite_proba=False).update([0.2, 0.4, 0.6], [0, 0, 0])
     assert cal.predict_proba([0.5]).tolist() == [0.0]
     llr = cal.predict_llr([0.1, 0.9])
     assert np.isfinite(llr).all()
     # the default finite map: everything pools with both pseudo-events, rate c / (T + 2c)
-    finite = PAVCalibrator().update([0.2, 0.4, 0.6], [0, 0, 0])
+    finite = PAVCalibrator(prior=None).update([0.2, 0.4, 0.6], [0, 0, 0])
     assert finite.predict_proba([0.1, 0.5, 0.9]).tolist() == [0.2, 0.2, 0.2]
     np.testing.assert_array_equal(finite.predict_llr([0.1, 0.9]), llr)
 
 
 def test_window_weight_and_count_window_expiry():
-    cal = PAVCalibrator(window=CountWindow(3))
+    cal = PAVCalibrator(prior=None, window=CountWindow(3))
     cal.update([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], weights=[5.0, 1.0, 1.0, 2.0])
     assert cal.window_weight == 4.0
-    dec = PAVCalibrator(window=Decay(half_life=1.0)).update([0.5, 0.5], [1, 0])
+    dec = PAVCalibrator(prior=None, window=Decay(half_life=1.0)).update([0.5, 0.5], [1, 0])
     assert dec.window_weight == 1.5
 
 
 @pytest.mark.parametrize("window", WINDOWS, ids=repr)
 def test_fresh_calibrator_and_empty_arrays(window):
-    cal = PAVCalibrator(window=window)
+    cal = PAVCalibrator(prior=None, window=window)
     assert cal.window_weight == 0.0
     assert cal.n_learned == 0
     p, llr = cal.prequential([], [], times=[])
@@ -449,7 +450,7 @@ def test_fresh_calibrator_and_empty_arrays(window):
 
 
 def test_time_decay_with_large_clock_values():
-    cal = PAVCalibrator(window=Decay(half_life=3600.0, by="time"))
+    cal = PAVCalibrator(prior=None, window=Decay(half_life=3600.0, by="time"))
     t0 = 1.7e9  # unix seconds
     cal.update([0.2, 0.8, 0.8], [0, 1, 1], times=[t0, t0 + 3600.0, t0 + 3600.0])
     assert math.isclose(cal.window_weight, 2.5)
@@ -457,7 +458,7 @@ def test_time_decay_with_large_clock_values():
 
 
 def test_time_window_expiry_and_growth():
-    cal = PAVCalibrator(window=TimeWindow(seconds=10.0))
+    cal = PAVCalibrator(prior=None, window=TimeWindow(seconds=10.0))
     n = 5000
     cal.update(np.full(n, 0.5), np.arange(n) % 2, times=np.arange(n, dtype=float))
     assert cal.window_weight == 10.0
@@ -467,7 +468,7 @@ def test_time_window_expiry_and_growth():
 
 # ---------------------------------------------------------------------------- bounded state, decay
 def test_state_size_is_identical_after_1e4_and_1e5_events(rng):
-    cal = PAVCalibrator(window=CountWindow(1000))
+    cal = PAVCalibrator(prior=None, window=CountWindow(1000))
     s = rng.uniform(size=100_000)
     y = rng.uniform(size=100_000) < s
     cal.update(s[:10_000], y[:10_000])
@@ -482,7 +483,7 @@ def test_decay_stays_finite_and_correct_over_1e7_events():
     # half-life of 50 events: ~2e5 half-lives, thousands of renormalisations. The true rate
     # switches from 0.2 to 0.8 in the last 2000 events: a decayed window follows it.
     n = 10_000_000
-    cal = PAVCalibrator(buckets=UniformGrid(4), window=Decay(half_life=50.0))
+    cal = PAVCalibrator(prior=None, buckets=UniformGrid(4), window=Decay(half_life=50.0))
     scores = np.full(n, 0.5)
     labels = (np.arange(n) % 5) == 0  # rate 0.2
     labels[-2000:] = (np.arange(2000) % 5) != 0  # rate 0.8
@@ -519,7 +520,7 @@ BAD_CALLS = [
 
 @pytest.mark.parametrize(("name", "call"), BAD_CALLS, ids=[n for n, _ in BAD_CALLS])
 def test_bad_input_raises_and_leaves_state_untouched(name, call):
-    cal = PAVCalibrator(window=TimeWindow(seconds=50.0))
+    cal = PAVCalibrator(prior=None, window=TimeWindow(seconds=50.0))
     cal.update([0.1, 0.5, 0.9], [0, 1, 1], times=[1.0, 3.0, 4.0])
     before = snapshot(cal)
     with pytest.raises((ValueError, TypeError, KeyError)) as info:
@@ -550,7 +551,7 @@ FAST_PATH_BAD_CALLS = [
 
 @pytest.mark.parametrize(("name", "call", "error"), FAST_PATH_BAD_CALLS, ids=[n for n, _, _ in FAST_PATH_BAD_CALLS])
 def test_fast_path_refuses_what_the_full_checks_reject(name, call, error):
-    cal = PAVCalibrator(window=CountWindow(n=5))
+    cal = PAVCalibrator(prior=None, window=CountWindow(n=5))
     cal.update([0.1, 0.5, 0.9, 0.3, 0.7, 0.2], [0, 1, 1, 0, 1, 0])
     before = snapshot(cal)
     with pytest.raises(error, match=r"`(x\['s'\]|w)`"):
@@ -563,7 +564,7 @@ def test_fast_path_refuses_what_the_full_checks_reject(name, call, error):
 
 
 def test_error_messages_name_argument_value_and_position():
-    cal = PAVCalibrator(window=TimeWindow(seconds=50.0))
+    cal = PAVCalibrator(prior=None, window=TimeWindow(seconds=50.0))
     with pytest.raises(ValueError, match=r"`scores` must be finite; got nan at position 1"):
         cal.update([0.5, float("nan")], [1, 0], times=[0.0, 1.0])
     with pytest.raises(ValueError, match=r"`times` must not go backwards; got 0.5 at position 2"):
@@ -573,12 +574,12 @@ def test_error_messages_name_argument_value_and_position():
     with pytest.raises(ValueError, match="needs event times"):
         cal.update([0.5], [1])
     with pytest.raises(KeyError, match="score_key='p'"):
-        PAVCalibrator(score_key="p").learn_one({"q": 0.5}, True)
+        PAVCalibrator(prior=None, score_key="p").learn_one({"q": 0.5}, True)
 
 
 def test_process_ignores_labels_at_predict_positions():
     for finite_proba, expected in ((False, 0.0), (True, 1 / 3)):
-        cal = PAVCalibrator(finite_proba=finite_proba)
+        cal = PAVCalibrator(prior=None, finite_proba=finite_proba)
         p, _ = cal.process([0.2, 0.8, 0.5], [0, float("nan"), 1], [True, False, True])
         assert np.isnan(p[[0, 2]]).all()
         assert p[1] == expected  # learned: one negative (0.2) only; the NaN label is not read
@@ -586,17 +587,17 @@ def test_process_ignores_labels_at_predict_positions():
 
 def test_bad_parameters():
     with pytest.raises(ValueError, match="interpolation"):
-        PAVCalibrator(interpolation="cubic")
+        PAVCalibrator(prior=None, interpolation="cubic")
     with pytest.raises(TypeError, match="window"):
-        PAVCalibrator(window=10.0)  # an int is a count window; a float is ambiguous (events or seconds?)
+        PAVCalibrator(prior=None, window=10.0)  # an int is a count window; a float is ambiguous (events or seconds?)
     with pytest.raises(ValueError, match="llr_pseudo_count"):
-        PAVCalibrator(llr_pseudo_count=0.0)
+        PAVCalibrator(prior=None, llr_pseudo_count=0.0)
     with pytest.raises(ValueError, match="`n`"):
-        PAVCalibrator(window=CountWindow(0))
+        PAVCalibrator(prior=None, window=CountWindow(0))
 
 
 def test_pickle_and_clone_keep_predictions(rng):
-    cal = PAVCalibrator(window=CountWindow(100))
+    cal = PAVCalibrator(prior=None, window=CountWindow(100))
     s = rng.uniform(size=500)
     cal.update(s, rng.uniform(size=500) < s)
     assert not set(cal.__getstate__()) & set(PAVCalibrator._CACHES)  # caches are rebuilt, not saved
@@ -636,9 +637,9 @@ def test_a_state_saved_in_the_older_layout_loads_and_continues_exactly():
     s, y, w = _layout_r4_stream()
     loaded_all = load(Path(__file__).parent / "data" / "pav_states_layout_r4.zip")
     fresh_all = [  # the saved calibrators serve the exact map (``finite_proba=False``, saved with them)
-        PAVCalibrator(buckets=LogitGrid(64), window=CountWindow(500), finite_proba=False),
-        PAVCalibrator(buckets=LogitGrid(64), window=Decay(half_life=300.0), finite_proba=False),
-        PAVCalibrator(buckets=LogitGrid(64), window=CountWindow(500), finite_proba=False),
+        PAVCalibrator(prior=None, buckets=LogitGrid(64), window=CountWindow(500), finite_proba=False),
+        PAVCalibrator(prior=None, buckets=LogitGrid(64), window=Decay(half_life=300.0), finite_proba=False),
+        PAVCalibrator(prior=None, buckets=LogitGrid(64), window=CountWindow(500), finite_proba=False),
     ]
     all_weights = [None, w, w]
     for fresh, weights in zip(fresh_all, all_weights, strict=True):
@@ -677,7 +678,7 @@ def test_river_memory_usage_counts_the_state_and_survives_freed_numba_functions(
 
     import numba
 
-    cal = PAVCalibrator(window=CountWindow(1000))
+    cal = PAVCalibrator(prior=None, window=CountWindow(1000))
     for i in range(2000):
         cal.learn_one({"s": (i % 97) / 97}, i % 3 == 0)
     assert cal.predict_proba_one({"s": 0.3})[True] >= 0.0  # the river face's kernels are bound
@@ -724,7 +725,7 @@ def test_every_state_replacement_keeps_the_packed_state(replace, rng, tmp_path):
     s = rng.uniform(size=6000)
     y = rng.uniform(size=6000) < s
     t = np.arange(6000.0)
-    cal = PAVCalibrator(window=TimeWindow(seconds=5000.0))
+    cal = PAVCalibrator(prior=None, window=TimeWindow(seconds=5000.0))
     cal.update(s[:100], y[:100], times=t[:100])
     if replace == "ring growth":
         for i in range(100, 2000):  # past the first ring capacity, one event at a time
@@ -736,7 +737,7 @@ def test_every_state_replacement_keeps_the_packed_state(replace, rng, tmp_path):
         cal.update(s[:10], y[:10], times=1e6 + t[:10])
         assert cal.window_histogram.ring_size() < capacity  # the ring did shrink (after an array call)
     elif replace == "merge":
-        other = PAVCalibrator(window=TimeWindow(seconds=5000.0)).update(s[100:], y[100:], times=t[100:])
+        other = PAVCalibrator(prior=None, window=TimeWindow(seconds=5000.0)).update(s[100:], y[100:], times=t[100:])
         cal = merge([cal, other])
     elif replace == "pickle":
         cal = pickle.loads(pickle.dumps(cal))
@@ -754,7 +755,7 @@ def test_inputs_are_not_mutated(rng):
     s = rng.uniform(size=50)
     y = (rng.uniform(size=50) < s).astype(float)
     s0, y0 = s.copy(), y.copy()
-    PAVCalibrator().prequential(s, y)
+    PAVCalibrator(prior=None).prequential(s, y)
     np.testing.assert_array_equal(s, s0)
     np.testing.assert_array_equal(y, y0)
 
@@ -766,6 +767,7 @@ def test_process_equals_loop_on_random_streams(window, stream, mask, step):
     scores, labels, weights, times = (np.array(v) for v in stream)
     learn = np.array(mask[: scores.size])
     make = lambda: PAVCalibrator(  # noqa: E731
+        prior=None,
         buckets=QuantileEdges(n_buckets=5, warmup=7) if step else UniformGrid(n_buckets=5),
         window=window,
         interpolation="step" if step else "linear",
@@ -795,7 +797,7 @@ def test_update_and_long_learn_runs_equal_learning_one_by_one(window, weights, r
     # learning event by event gives, and so must every output after it
     n = 1500
     scores, labels, w, times = click_events(rng, n, weights)
-    make = lambda: PAVCalibrator(buckets=LogitGrid(n_buckets=96, low=1e-4, high=1 - 1e-4), window=window)  # noqa: E731
+    make = lambda: PAVCalibrator(prior=None, buckets=LogitGrid(n_buckets=96, low=1e-4, high=1 - 1e-4), window=window)  # noqa: E731
     a, b = make(), make()
     a.update(scores[:700], labels[:700], weights=w[:700], times=times[:700])
     river_loop(b, scores[:700], labels[:700], np.ones(700, dtype=int), w[:700], times[:700])
@@ -833,7 +835,7 @@ def test_threads_give_the_outputs_and_state_of_one_thread(window, weights, rng, 
     learn[300:400] = True  # a long run of labels inside a chunk
     runs = {}
     for n_jobs in (1, 3, -1):
-        cal = PAVCalibrator(buckets=LogitGrid(n_buckets=96, low=1e-4, high=1 - 1e-4), window=window, n_jobs=n_jobs)
+        cal = PAVCalibrator(prior=None, buckets=LogitGrid(n_buckets=96, low=1e-4, high=1 - 1e-4), window=window, n_jobs=n_jobs)
         cal.update(scores[:200], labels[:200], weights=w[:200], times=times[:200])
         first = cal.prequential(scores[200:700], labels[200:700], weights=w[200:700], times=times[200:700])
         second = cal.process(scores[700:], labels[700:], learn[700:], weights=w[700:], times=times[700:])
@@ -853,7 +855,7 @@ def test_threads_name_the_first_bad_score_and_change_nothing(method, rng, monkey
 
     monkeypatch.setattr(module, "MIN_EVENTS_PER_THREAD", 100)  # the scores are checked in 3 chunks
     scores, labels, _, _ = click_events(rng, 1200, (1.0,))
-    cal = PAVCalibrator(window=CountWindow(n=400), n_jobs=3).update(scores[:300], labels[:300])
+    cal = PAVCalibrator(prior=None, window=CountWindow(n=400), n_jobs=3).update(scores[:300], labels[:300])
     before = snapshot(cal)
     bad = scores.copy()
     bad[[950, 1100]] = [1.5, -0.5]  # the first one, in the last chunk, is named
@@ -877,8 +879,8 @@ def test_chunk_bounds_balance_the_histogram_pass():
 
 def test_n_jobs_is_validated():
     with pytest.raises(ValueError, match="`n_jobs` must"):
-        PAVCalibrator(n_jobs=0)
+        PAVCalibrator(prior=None, n_jobs=0)
     with pytest.raises(TypeError, match="`n_jobs` must be an int; got '2'"):
-        PAVCalibrator(n_jobs="2")
-    assert PAVCalibrator(n_jobs=None).n_jobs is None
-    assert PAVCalibrator(n_jobs=-1).n_jobs == -1
+        PAVCalibrator(prior=None, n_jobs="2")
+    assert PAVCalibrator(prior=None, n_jobs=None).n_jobs is None
+    assert PAVCalibrator(prior=None, n_jobs=-1).n_jobs == -1

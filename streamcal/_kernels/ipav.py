@@ -93,6 +93,7 @@ from streamcal._kernels.histogram import (
     MAX_WEIGHT,
     SF_HEADER,
     SF_KIND,
+    SF_N_LEARNED,
     SF_T_NEG,
     SF_T_POS,
     SI_HEADER,
@@ -105,6 +106,7 @@ from streamcal._kernels.histogram import (
     window_clock,
     window_expire_next_inplace,
 )
+from streamcal._kernels.prior import prior_rate, prior_strength_from
 
 PF_LO = 0  # augmented (finite-LLR) fitted value of the lowest pooled run
 PF_HI = 1  # augmented fitted value of the highest pooled run
@@ -131,6 +133,26 @@ PI_DEP_HI = 7  # the finite-LLR high run read the blocks from this bucket on
 PI_INTEGRAL = 8  # 1 while every learned weight was a whole number (and no decay): see below
 PI_EXACT = 9  # 1: the histogram holds whole numbers with a total below EXACT_TOTAL
 PI_HEADER = 12
+
+# The score prior (:mod:`streamcal._kernels.prior`): a section after the cuts, at
+# ``PF_HEADER + (_PF_RECORD + _STACK_RECORD + 1) * B`` (:func:`_prior_offset`): its header
+# (PR_*), then the augmented row, row plus pseudo-counts, positive weights then negative ones,
+# B each, in the histogram's stored units. With a strength above 0 the blocks are PAV of the
+# augmented row (every bucket a knot); with 0 (or no prior) PAV of the histogram itself.
+PR_MODE = 0  # 0: no prior; 1: the score (probability inputs); 2: the base rate
+PR_KAPPA = 1  # the strength: pseudo-events per event of the row (0: the data's own map)
+PR_RATE = 2  # the base rate (mode 2), set at the last refresh
+PR_FLOOR = 3  # one event's weight in stored units at the last refresh: kappa * PR_FLOOR in an empty bucket
+PR_NEXT = 4  # the strength is refreshed once ``sf[SF_N_LEARNED]`` reaches this count
+PR_A = 5  # the recalibration's coefficients at the last refresh, where the next one starts
+PR_B = 6
+PR_HEADER = 8
+# After a refresh at ``n`` learned events the next is ``clip(step, 1, PRIOR_REFRESH_EVERY)``
+# events later, ``step`` a quarter of ``n`` (from 4,096 on, half) while the window holds all of
+# them (weight ``W >= n``), else half of ``W``: geometric early on, then each time half the window has been renewed, at
+# most ``PRIOR_REFRESH_EVERY`` events apart. Once the strength is 0 the step doubles (``n`` or
+# ``W``): a refuted prior is looked at again as the window renews, not as often.
+PRIOR_REFRESH_EVERY = 1 << 16
 
 # Integer arguments for the kernels and helpers that other kernels call: numba compiles a
 # callee once per literal integer a caller passes it (``f(x, -1)`` and ``f(x, k)`` are two
@@ -169,8 +191,18 @@ BNEXT = PI_HEADER + _BNEXT
 
 def pav_state_sizes(n_buckets: int) -> tuple[int, int]:
     """Lengths of the ``pf`` and ``pi`` arrays for ``n_buckets`` buckets."""
-    nf = PF_HEADER + (_PF_RECORD + _STACK_RECORD + 1) * n_buckets
+    nf = PF_HEADER + (_PF_RECORD + _STACK_RECORD + 1 + 2) * n_buckets + PR_HEADER
     return nf, PI_HEADER + (_PI_RECORD + _STACK_RECORD) * n_buckets
+
+
+def pav_state_sizes_before_prior(n_buckets: int) -> int:
+    """Length of ``pf`` in the layout of format version 2 without the prior section."""
+    return PF_HEADER + (_PF_RECORD + _STACK_RECORD + 1) * n_buckets
+
+
+@jit_noalloc(forceinline=True)
+def _prior_offset(B):
+    return PF_HEADER + (_PF_RECORD + _STACK_RECORD + 1) * B
 
 
 @jit_noalloc
@@ -211,11 +243,13 @@ def empty_pav_state(
     probability_inputs: bool,
     cuts=None,
     finite_proba: bool = False,
+    prior_mode: int = 0,
 ):
     """Fresh ``(pf, pi)`` for an empty histogram over buckets with the given ``centres``.
 
     ``cuts`` are the ``B - 1`` interior bucket edges, for the single-score kernels
     (``pav_predict_packed``, ``pav_learn_packed_inplace``); default: the midpoints of the centres.
+    ``prior_mode`` is ``PR_MODE`` (0: none); a prior is first fitted after the first learned event.
     """
     B = centres.shape[0]
     nf, ni = pav_state_sizes(B)
@@ -237,6 +271,11 @@ def empty_pav_state(
     pf[PF_HI] = 0.5
     pf[PF_HEAD] = -1.0
     pf[PF_LAST] = -1.0
+    o = _prior_offset.py_func(B)
+    pf[o + PR_MODE] = float(prior_mode)
+    pf[o + PR_RATE] = 0.5
+    pf[o + PR_FLOOR] = 1.0
+    pf[o + PR_NEXT] = 1.0 if prior_mode else math.inf
     pi[PI_B] = B
     pi[PI_HEAD] = -1
     pi[PI_TAIL] = -1
@@ -632,7 +671,7 @@ def pav_update_extremes_inplace(sf, pf, pi, kind):
 @jit_noalloc(forceinline=True)
 def _n_buckets(pf):
     """B, from the length of ``pf`` (:func:`pav_state_sizes`)."""
-    return (pf.shape[0] - PF_HEADER) // (_PF_RECORD + _STACK_RECORD + 1)
+    return (pf.shape[0] - PF_HEADER - PR_HEADER) // (_PF_RECORD + _STACK_RECORD + 1 + 2)
 
 
 @jit_noalloc(forceinline=True)
@@ -718,9 +757,13 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
     clock = window_clock(sf, t, kind)
     if w != np.floor(w) or (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
         pi[PI_INTEGRAL] = 0
+    B = pi[PI_B]
+    o = _prior_offset(B)
+    if pf[o + PR_KAPPA] > 0.0:
+        _prior_learn_one_inplace(sf, si, pf, pi, b, y, w, clock, kind, o)
+        return
     total = sf[SF_T_POS] + sf[SF_T_NEG] + w  # an upper bound of the total during this update
     pi[PI_EXACT] = 1 if pi[PI_INTEGRAL] == 1 and total < EXACT_TOTAL else 0
-    B = pi[PI_B]
     NEG = SF_HEADER + B
     RING_B = SI_HEADER + 2 * B
     while si[SI_RING_COUNT] > 0:
@@ -736,14 +779,123 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
         _resweep_inplace(sf, _H0, pf, pi, _ALL)  # renormalised: rebuild everything
     else:
         pav_bucket_delta_inplace(sf, _H0, pf, pi, b, old_p, old_n)
+    if sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:
+        pav_prior_refresh_inplace(sf, pf, pi, kind)
     pav_update_extremes_inplace(sf, pf, pi, kind)
+
+
+@jit_noalloc(forceinline=True)
+def _prior_learn_one_inplace(sf, si, pf, pi, b, y, w, clock, kind, o):
+    """:func:`pav_learn_one_inplace` with a prior of strength above 0: the blocks are repaired
+    over the augmented row (never whole numbers: the sweep resumes, without the exact
+    shortcuts), whose touched buckets are recomputed from the histogram first."""
+    pi[PI_EXACT] = 0
+    B = pi[PI_B]
+    RING_B = SI_HEADER + 2 * B
+    AUG = o + PR_HEADER
+    h0 = np.int64(AUG)
+    while si[SI_RING_COUNT] > 0:
+        gone = si[RING_B + si[SI_RING_HEAD]]
+        old_p = pf[AUG + gone]
+        old_n = pf[AUG + B + gone]
+        if window_expire_next_inplace(sf, si, clock, kind) < 0:
+            break
+        _augment_bucket_inplace(sf, pf, o, B, gone)
+        pav_bucket_delta_inplace(pf, h0, pf, pi, gone, old_p, old_n)
+    old_p = pf[AUG + b]
+    old_n = pf[AUG + B + b]
+    renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
+    if sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:
+        pav_prior_refresh_inplace(sf, pf, pi, kind)
+    elif renormalised:
+        _augment_all_inplace(sf, pf, o, B)
+        _resweep_inplace(pf, h0, pf, pi, _ALL)
+    else:
+        _augment_bucket_inplace(sf, pf, o, B, b)
+        pav_bucket_delta_inplace(pf, h0, pf, pi, b, old_p, old_n)
+    pav_update_extremes_inplace(sf, pf, pi, kind)
+
+
+@jit_noalloc(forceinline=True)
+def _augment_bucket_inplace(sf, pf, o, B, k):
+    """Bucket ``k`` of the augmented row: the histogram's weights plus ``kappa (n_k + floor)``
+    pseudo-events at the prior's rate (:mod:`streamcal._kernels.prior`)."""
+    p = sf[SF_HEADER + k]
+    n = sf[SF_HEADER + B + k]
+    r = prior_rate(pf[CEN + _PF_RECORD * k], pf[o + PR_RATE], pf[o + PR_MODE] == 1.0)
+    m = pf[o + PR_KAPPA] * ((p + n) + pf[o + PR_FLOOR])
+    pf[o + PR_HEADER + k] = p + m * r
+    pf[o + PR_HEADER + B + k] = n + m * (1.0 - r)
+
+
+@jit_noalloc
+def _augment_all_inplace(sf, pf, o, B):
+    for k in range(B):
+        _augment_bucket_inplace(sf, pf, o, B, k)
+
+
+@jit_noalloc
+def _prior_strength_inplace(sf, pf, kind):
+    """Refit the prior's strength (and base rate) to the histogram as it is now; schedule the
+    next refresh. Writes the prior's header only."""
+    B = _n_buckets(pf)
+    o = _prior_offset(B)
+    unit = stored_unit(sf, kind)
+    c = pf[PF_PSEUDO] * unit
+    base_rate = (sf[SF_T_POS] + c) / ((sf[SF_T_POS] + sf[SF_T_NEG]) + 2.0 * c)
+    probability_inputs = pf[o + PR_MODE] == 1.0
+    start = pf[o + PR_A : o + PR_B + 1]
+    kappa = prior_strength_from(
+        sf, _H0, B, unit, pf, np.int64(CEN), np.int64(_PF_RECORD), base_rate, probability_inputs, start
+    )
+    pf[o + PR_KAPPA] = kappa
+    if kappa == 0.0:  # the augmented row is not read: kept at zeros, a function of the state
+        for k in range(o + PR_HEADER, o + PR_HEADER + 2 * B):
+            pf[k] = 0.0
+    pf[o + PR_RATE] = base_rate
+    pf[o + PR_FLOOR] = unit
+    n = sf[SF_N_LEARNED]
+    held = (sf[SF_T_POS] + sf[SF_T_NEG]) / unit  # the window's weight: a window that forgets refits sooner
+    step = math.floor((0.25 if n < 4096.0 else 0.5) * n) if n < held else math.floor(0.5 * held)
+    if kappa == 0.0:  # the data have refuted the prior: look again once the window is renewed
+        step = math.floor(n) if n < held else math.floor(held)
+    step = 1.0 if step < 1.0 else (PRIOR_REFRESH_EVERY if step > PRIOR_REFRESH_EVERY else step)
+    pf[o + PR_NEXT] = n + step
+
+
+@jit_noalloc
+def pav_prior_refresh_inplace(sf, pf, pi, kind):
+    """Refit the prior's strength and rebuild the blocks over the new augmented row."""
+    _prior_strength_inplace(sf, pf, kind)
+    _rebuild_blocks_inplace(sf, pf, pi)
+
+
+@jit_noalloc
+def _rebuild_blocks_inplace(sf, pf, pi):
+    """A full sweep over the augmented row (the histogram itself when the strength is 0)."""
+    B = pi[PI_B]
+    o = _prior_offset(B)
+    if pf[o + PR_KAPPA] > 0.0:
+        _augment_all_inplace(sf, pf, o, B)
+        _resweep_inplace(pf, np.int64(o + PR_HEADER), pf, pi, _ALL)
+    else:
+        _resweep_inplace(sf, _H0, pf, pi, _ALL)
 
 
 @jit_noalloc
 def pav_rebuild_inplace(sf, si, pf, pi):
-    """Rebuild the blocks from scratch from the current histogram (a full sweep)."""
-    _resweep_inplace(sf, _H0, pf, pi, _ALL)
+    """Rebuild the blocks from scratch from the current histogram (a full sweep over it plus the
+    prior's pseudo-counts at the current strength)."""
+    _rebuild_blocks_inplace(sf, pf, pi)
     pav_refresh_extremes_inplace(sf, pf, pi)
+
+
+@jit_noalloc
+def pav_refit_prior_and_rebuild_inplace(sf, si, pf, pi):
+    """:func:`pav_rebuild_inplace`, after refitting the prior's strength if a refresh is due."""
+    if sf[SF_N_LEARNED] >= pf[_prior_offset(pi[PI_B]) + PR_NEXT]:
+        _prior_strength_inplace(sf, pf, sf[SF_KIND])
+    pav_rebuild_inplace(sf, si, pf, pi)
 
 
 # A run of at least this many learn-only operations is learned into the histogram alone, then
@@ -762,6 +914,7 @@ def pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, 
     kind = sf[SF_KIND]
     if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
         pi[PI_INTEGRAL] = 0
+    o = _prior_offset(pi[PI_B])
     for i in range(start, stop):
         if ops[i] & 1:
             w = weights[i]
@@ -771,6 +924,8 @@ def pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, 
             while window_expire_next_inplace(sf, si, clock, kind) >= 0:
                 pass
             window_add_inplace(sf, si, buckets[i], labels[i], w, clock, kind)
+            if sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:  # the strength as the event-by-event loop sets it
+                _prior_strength_inplace(sf, pf, kind)
     pi[PI_EXACT] = 0  # set again by the next learned event
     pav_rebuild_inplace(sf, si, pf, pi)
 

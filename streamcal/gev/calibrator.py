@@ -40,6 +40,9 @@ class _HistogramGLMCalibrator(RefitCalibrator):
     """
 
     _link = "logit"
+    # the score prior's floor stays near the data (``streamcal._prior.score_prior``): a floor far
+    # from it would pull a two-parameter link towards the prior there
+    _PRIOR_FLOOR = "span"
     _CACHES = (*RefitCalibrator._CACHES, "_feature_cache")
 
     def _check_glm_params(self) -> None:
@@ -222,6 +225,12 @@ class GEVCalibrator(_HistogramGLMCalibrator):
         every ``k``-th learned event (the fast setting for ``prequential``).
     llr_pseudo_count
         Weight of the pseudo-positive and pseudo-negative of the finite-LLR rule.
+    prior
+        ``"auto"`` (default): the map is fitted to the histogram plus the pseudo-counts of a
+        prior, the score itself for probability inputs or the window's base rate for raw
+        scores, whose strength the evidence sets at every refit: strong while the score
+        predicts the window as well as its best logistic recalibration, none once the data show
+        it off (the docs' page "A prior for little evidence"). ``None``: the histogram alone.
 
     Attributes
     ----------
@@ -264,6 +273,8 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     """
 
     _link = "gev"
+    # the GEV links do not hold the identity over the logit grid: the prior spreads like the data
+    _PRIOR_FLOOR = "traffic"
 
     def __init__(
         self,
@@ -275,7 +286,9 @@ class GEVCalibrator(_HistogramGLMCalibrator):
         l2: float = 1e-6,
         refit_every: int | None = None,
         llr_pseudo_count: float = 1.0,
+        prior: str | None = "auto",
     ):
+        self.prior = prior
         self.xi = xi
         self.xi_grid = xi_grid
         self.l2 = l2
@@ -341,6 +354,12 @@ class PlattCalibrator(_HistogramGLMCalibrator):
         every ``k``-th learned event.
     llr_pseudo_count
         Weight of the pseudo-positive and pseudo-negative of the finite-LLR rule.
+    prior
+        ``"auto"`` (default): the map is fitted to the histogram plus the pseudo-counts of a
+        prior, the score itself for probability inputs or the window's base rate for raw
+        scores, whose strength the evidence sets at every refit: strong while the score
+        predicts the window as well as its best logistic recalibration, none once the data show
+        it off (the docs' page "A prior for little evidence"). ``None``: the histogram alone.
 
     Attributes
     ----------
@@ -378,7 +397,9 @@ class PlattCalibrator(_HistogramGLMCalibrator):
         l2: float = 1e-6,
         refit_every: int | None = None,
         llr_pseudo_count: float = 1.0,
+        prior: str | None = "auto",
     ):
+        self.prior = prior
         self.l2 = l2
         self.refit_every = refit_every
         self._check_glm_params()

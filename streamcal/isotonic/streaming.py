@@ -203,6 +203,14 @@ class PAVCalibrator(StreamingCalibrator):
         the histogram alone (several times cheaper than the per-event repairs), rebuilds the
         blocks once and runs its chunk. Outputs and the final state are the ones one thread
         gives, bit for bit; sequences shorter than 2**17 events per thread run on one thread.
+    prior
+        ``"auto"`` (default): with ``finite_proba=True``, PAV runs on the histogram plus the
+        pseudo-counts of a prior, the score itself for probability inputs (the bucket centre's
+        probability) or the window's base rate for raw scores, whose strength follows the
+        evidence: strong while the score predicts as well as its best logistic recalibration,
+        none once the data show it off (:mod:`streamcal._kernels.prior`; the docs' page "A
+        prior for little evidence"). The blocks are then PAV of the histogram plus the prior,
+        bit for bit. ``None``, or ``finite_proba=False``: no prior, the exact PAV of the window.
 
     Attributes
     ----------
@@ -250,14 +258,17 @@ class PAVCalibrator(StreamingCalibrator):
         llr_pseudo_count: float = 1.0,
         finite_proba: bool = True,
         n_jobs: int | None = 1,
+        prior: str | None = "auto",
     ):
         check_scalar(interpolation, "interpolation", choices=("linear", "step"))
         check_scalar(finite_proba, "finite_proba", choices=(True, False))
+        check_scalar(prior, "prior", choices=("auto", None))
         if n_jobs is not None and n_jobs != -1:
             check_scalar(n_jobs, "n_jobs", numbers.Integral, low=1)
         self.interpolation = interpolation
         self.finite_proba = finite_proba
         self.n_jobs = n_jobs
+        self.prior = prior
         self._fast_learn = self._fast_predict = False  # until the edges are known (``_pack``)
         super().__init__(buckets=buckets, window=window, score_key=score_key, llr_pseudo_count=llr_pseudo_count)
 
@@ -381,6 +392,16 @@ class PAVCalibrator(StreamingCalibrator):
             at = np.array(first, dtype=np.intp)
             return PAVBlocks(at, v["bend"][at].astype(np.intp), v["bpos"][at].copy(), v["bneg"][at].copy(), v["fit"])
 
+    @property
+    def prior_strength(self) -> float:
+        """The score prior's strength: pseudo-events per event of the window in each bucket
+        (0: the data's own map; always 0 with ``prior=None`` or ``finite_proba=False``)."""
+        with self._lock:
+            if not self._hist.built:
+                return 0.0
+            B = int(self._blocks_ints[_k.PI_B])
+            return float(self._blocks_floats[_k.pav_state_sizes_before_prior(B) + _k.PR_KAPPA])
+
     def map_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the block stack's two arrays (laid out by :mod:`streamcal._kernels.ipav`), for
         bit-for-bit comparisons of two calibrators' maps; None before the edges are known."""
@@ -431,7 +452,15 @@ class PAVCalibrator(StreamingCalibrator):
             self._identity,
             self._hist.layout.cuts,
             finite_proba=bool(self.finite_proba),
+            prior_mode=self._prior_mode(),
         )
+
+    def _prior_mode(self) -> int:
+        """The prior section's ``PR_MODE``: 0 without a prior (``prior=None`` or the exact map of
+        ``finite_proba=False``), 1 for the score (probability inputs), 2 for the base rate."""
+        if self.prior is None or not self.finite_proba:
+            return 0
+        return 1 if self._identity else 2
 
     def _pack(self) -> None:
         """Put the four state arrays into one buffer (``_packed``) and rebind them as its views.
@@ -458,7 +487,7 @@ class PAVCalibrator(StreamingCalibrator):
         self._init_map_state_arrays()
         self._blocks_ints[_k.PI_INTEGRAL] = integral
         self._pack()
-        self._rebuild_blocks()
+        self._rebuild_blocks()  # the prior's strength refitted to the merged histogram
 
     # derived from the state and the parameters: not saved, rebuilt by ``_pack`` on loading
     _CACHES = (*StreamingCalibrator._CACHES, "_packed", "_fast_learn", "_fast_predict")
@@ -483,6 +512,15 @@ class PAVCalibrator(StreamingCalibrator):
         return state
 
     def __setstate__(self, state):
+        # a state saved before the prior existed (its blocks in a layout without the prior's
+        # section) loads as it was saved: without a prior (the exact map of ``finite_proba=False``
+        # keeps the default, which has none either). Any other state must name its prior.
+        pf = state.get("_pf")
+        if "prior" not in state and type(pf) is np.ndarray and type(state.get("_pi")) is np.ndarray and pf.ndim == 1:
+            B = int(state["_pi"][_k.PI_B]) if state["_pi"].size > _k.PI_B else -1
+            older = (_k.PF_HEADER + (_k._PF_RECORD - 1 + _k._STACK_RECORD + 1) * B, _k.pav_state_sizes_before_prior(B))
+            if B > 0 and pf.size in older:
+                state = {**state, "prior": "auto" if state.get("finite_proba") is False else None}
         super().__setstate__(state)  # checks the state under its saved names, then rebuilds the histogram
         for key, name in self._SAVED_BLOCKS:
             if key in self.__dict__:
@@ -515,8 +553,9 @@ class PAVCalibrator(StreamingCalibrator):
         for name, i in (("whole-number flag", _k.PI_INTEGRAL), ("exact flag", _k.PI_EXACT)):
             if int(pi[i]) not in (0, 1):
                 c.fail(f"`_pi` {name}: expected 0 or 1; found {int(pi[i])}.")
-        # format version 1: rebuilt on loading
-        if pf.size == _k.PF_HEADER + (_k._PF_RECORD - 1 + _k._STACK_RECORD + 1) * B:
+        # format version 1, and version 2 before the prior's section: rebuilt on loading
+        version_1 = _k.PF_HEADER + (_k._PF_RECORD - 1 + _k._STACK_RECORD + 1) * B
+        if pf.size in (version_1, _k.pav_state_sizes_before_prior(B)):
             return
         if pf.size != nf:
             c.fail(f"`_pf`: expected {nf} values for {B} buckets; found {pf.size}.")
@@ -553,6 +592,7 @@ class PAVCalibrator(StreamingCalibrator):
         c.need_finite(_k.pav_field(pf, B, _k._FIT), "_pf fitted values", low=0.0, high=1.0)
         c.need_finite(_k.pav_field(pf, B, _k._BPOS), "_pf block positive weights", low=0.0)
         c.need_finite(_k.pav_field(pf, B, _k._BNEG), "_pf block negative weights", low=0.0)
+        self._check_loaded_prior(pf, B)
         pf_again, pi_again = pf.copy(), pi.copy()
         _config.run(_k.pav_rebuild_inplace, 0, self._sf, self._si, pf_again, pi_again)
         scratch_f = slice(_k.PF_HEADER + _k._PF_RECORD * B, cuts_at)
@@ -573,6 +613,32 @@ class PAVCalibrator(StreamingCalibrator):
                     f"it gives {again[i].item()!r}; found {loaded[i].item()!r})."
                 )
 
+    def _check_loaded_prior(self, pf: np.ndarray, B: int) -> None:
+        """The prior's section: its mode from the parameters, a strength in ``[0, KAPPA_MAX]``,
+        a base rate in (0, 1), a positive floor and the next refresh's count (the augmented row is
+        compared with a rebuild with the blocks)."""
+        from streamcal import _state_check as c
+        from streamcal._kernels import prior as _kp
+
+        o = _k.pav_state_sizes_before_prior(B)
+        mode = self._prior_mode()
+        if not c.same_float(pf[o + _k.PR_MODE], float(mode)):
+            found = float(pf[o + _k.PR_MODE])
+            c.fail(f"`_pf` prior mode: expected {float(mode)!r} (from the parameters); found {found!r}.")
+        kappa = float(pf[o + _k.PR_KAPPA])
+        if not (0.0 <= kappa <= _kp.KAPPA_MAX) or (mode == 0 and kappa != 0.0):
+            want = f"a number in [0, {_kp.KAPPA_MAX}] (0 without a prior)"
+            c.fail(f"`_pf` prior strength: expected {want}; found {kappa!r}.")
+        if not 0.0 < float(pf[o + _k.PR_RATE]) < 1.0:
+            c.fail(f"`_pf` prior base rate: expected a number in (0, 1); found {float(pf[o + _k.PR_RATE])!r}.")
+        if not 0.0 < float(pf[o + _k.PR_FLOOR]) < np.inf:
+            c.fail(f"`_pf` prior floor: expected a positive finite number; found {float(pf[o + _k.PR_FLOOR])!r}.")
+        if not np.isfinite(pf[o + _k.PR_A : o + _k.PR_B + 1]).all():
+            c.fail("`_pf` prior's recalibration coefficients: expected finite numbers.")
+        nxt = float(pf[o + _k.PR_NEXT])
+        if not (nxt >= 0.0 and (mode != 0 or nxt == np.inf) and (mode == 0 or nxt < np.inf)):
+            c.fail(f"`_pf` prior's next refresh: expected a count >= 0 (infinite without a prior); found {nxt!r}.")
+
     def _upgrade_map_state(self) -> None:
         """Rebuild the blocks of a state saved in an older layout of ``pf`` (streamcal 0.1.0
         kept each block's rate in every bucket: records of 4 fields instead of 5).
@@ -591,9 +657,11 @@ class PAVCalibrator(StreamingCalibrator):
         self._rebuild_blocks()
 
     def _rebuild_blocks(self) -> None:
-        """The blocks from a full sweep of the histogram (O(buckets): it states no events)."""
+        """The blocks from a full sweep of the histogram (O(buckets): it states no events), after
+        refitting the prior's strength when a refresh is due (fresh blocks over a histogram that
+        holds events: a merge, an upgraded state)."""
         state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints)
-        _config.run(_k.pav_rebuild_inplace, 0, *state)
+        _config.run(_k.pav_refit_prior_and_rebuild_inplace, 0, *state)
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         sf, si = self._hist.live_arrays()

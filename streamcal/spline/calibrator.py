@@ -106,6 +106,12 @@ class ISplineCalibrator(RefitCalibrator):
         every ``k``-th learned event.
     llr_pseudo_count
         Weight ``c > 0`` of the pseudo-positive and pseudo-negative of the finite-LLR rule.
+    prior
+        ``"auto"`` (default): the map is fitted to the histogram plus the pseudo-counts of a
+        prior, the score itself for probability inputs or the window's base rate for raw
+        scores, whose strength the evidence sets at every refit: strong while the score
+        predicts the window as well as its best logistic recalibration, none once the data show
+        it off (the docs' page "A prior for little evidence"). ``None``: the histogram alone.
 
     Attributes
     ----------
@@ -138,7 +144,7 @@ class ISplineCalibrator(RefitCalibrator):
     >>> from streamcal.metrics import Brier
     >>> events = stream.iter_array(scores[:3000, None], labels[:3000], feature_names=["score"])
     >>> evaluate.progressive_val_score(events, ISplineCalibrator(n_knots=3, refit_every=100), Brier())
-    Brier: 0.129831
+    Brier: 0.129832
 
     Batch use on raw scores of any range, with a grid for the window histogram:
 
@@ -166,7 +172,9 @@ class ISplineCalibrator(RefitCalibrator):
         knots: tuple | None = None,
         refit_every: int | None = None,
         llr_pseudo_count: float = 1.0,
+        prior: str | None = "auto",
     ):
+        self.prior = prior
         self.order = order
         self.n_knots = n_knots
         self.knots = knots

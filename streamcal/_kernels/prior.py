@@ -1,0 +1,171 @@
+"""The score prior's strength from the evidence, and its pseudo-counts per bucket (numba).
+
+The prior of a calibrator is a rate per bucket: the bucket centre's probability for probability
+inputs, or one base rate for raw scores. Its pseudo-counts join the histogram row before any
+map reads it: bucket ``b`` with data weight ``n_b = pos_b + neg_b`` gets ``m_b = kappa (n_b + u)``
+pseudo-events, ``m_b rate_b`` of them positive, where ``u`` is the weight of one event (so an
+empty bucket holds ``kappa`` pseudo-events and the map there follows the prior). The strength
+``kappa`` is the posterior odds, in a Bayes factor with a BIC penalty (Schwarz, "Estimating the
+dimension of a model", 1978), of two models of the row's labels:
+
+- ``S``, the prior itself: ``P(y = 1) = rate_b`` (for raw scores, the base rate fitted to the
+  row: one parameter);
+- ``D``, a logistic recalibration of it: ``logit P(y = 1) = logit(rate_b) + a + b z_b``, with
+  ``z_b`` the standardised covariate of the bucket (the centre's log-odds for probability inputs,
+  the centre itself for raw scores) and a ridge of weight ``RIDGE`` on ``(a, b)``, fitted by
+  Newton's method (Platt, "Probabilistic outputs for support vector machines", 1999).
+
+``log kappa = logL_S - logL_D + (k / 2) log(n + 1)``, ``k`` the parameters ``D`` adds (2 for
+probability inputs, 1 for raw scores), ``n`` the row's weight. A score that predicts as well as
+its best recalibration gets a prior growing like ``sqrt(n)^k``; one that a recalibration beats
+loses it exponentially fast in the evidence. ``kappa`` is capped at ``KAPPA_MAX`` and set to
+0 below ``KAPPA_MIN``, where the pseudo-counts are below a billionth of the data's weight: the
+map is then the data's own map, exactly.
+
+Kernels only (no validation): the row is ``h[h0 : h0 + B]`` (positive weight per bucket) and
+``h[h0 + B : h0 + 2B]`` (negative), in stored units of ``unit`` per real unit of weight; the
+bucket centres are ``cen[c0 + cstep * b]``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from streamcal._kernels._config import jit_noalloc
+
+KAPPA_MAX = 1.0e6
+KAPPA_MIN = 1.0e-9
+RIDGE = 1.0e-2
+NEWTON_STEPS = 40
+RATE_LOW = 1.0e-15  # prior rates are kept inside (RATE_LOW, 1 - RATE_LOW): finite log-odds
+RATE_HIGH = 1.0 - 1.0e-15
+
+
+@jit_noalloc(forceinline=True)
+def prior_rate(centre, base_rate, probability_inputs):
+    """The prior's rate in a bucket of centre ``centre``: the centre itself (probability
+    inputs, kept inside (0, 1)) or ``base_rate``."""
+    if probability_inputs:
+        r = RATE_LOW if centre < RATE_LOW else centre
+        return RATE_HIGH if r > RATE_HIGH else r
+    return base_rate
+
+
+@jit_noalloc(forceinline=True)
+def _log_sigmoid(z):
+    """``log(1 / (1 + exp(-z)))`` without overflow."""
+    if z >= 0.0:
+        return -math.log1p(math.exp(-z))
+    return z - math.log1p(math.exp(z))
+
+
+@jit_noalloc
+def _recalibrated_loglik(h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a, b):
+    """The penalised log-likelihood of ``D`` with parameters ``(a, b)``."""
+    total = -0.5 * RIDGE * (a * a + b * b)
+    for j in range(B):
+        p = h[h0 + j] / unit
+        n = h[h0 + B + j] / unit
+        if p + n > 0.0:
+            r = prior_rate(cen[c0 + cstep * j], base_rate, probability_inputs)
+            off = math.log(r) - math.log1p(-r)
+            x = off if probability_inputs else cen[c0 + cstep * j]
+            z = off + a + b * ((x - mean) * scale)
+            total += p * _log_sigmoid(z) + n * _log_sigmoid(-z)
+    return total
+
+
+@jit_noalloc
+def prior_strength(h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs):
+    """``kappa``, the prior's pseudo-events per event of the row (see the module notes)."""
+    return prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs, cen[:0])
+
+
+@jit_noalloc
+def prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs, start):
+    """:func:`prior_strength`, with Newton's method started from ``start[0], start[1]`` (and
+    the fitted ``(a, b)`` written back there) when ``start`` has two elements, from ``(0, 0)``
+    otherwise: a refit whose row changed little converges in a step or two."""
+    n_all = 0.0
+    log_s = 0.0
+    sx = 0.0
+    sxx = 0.0
+    for j in range(B):
+        p = h[h0 + j] / unit
+        n = h[h0 + B + j] / unit
+        if p + n > 0.0:
+            r = prior_rate(cen[c0 + cstep * j], base_rate, probability_inputs)
+            x = (math.log(r) - math.log1p(-r)) if probability_inputs else cen[c0 + cstep * j]
+            n_all += p + n
+            sx += (p + n) * x
+            sxx += (p + n) * x * x
+            if p > 0.0:
+                log_s += p * math.log(r)
+            if n > 0.0:
+                log_s += n * math.log1p(-r)
+    if not n_all > 0.0:
+        return KAPPA_MAX
+    mean = sx / n_all
+    var = sxx / n_all - mean * mean
+    sd = math.sqrt(var) if var > 0.0 else 0.0
+    scale = 1.0 / sd if sd > 0.0 else 0.0
+    # Newton's method with step halving on the penalised log-likelihood of D, from S (a = b = 0)
+    warm = start.shape[0] == 2
+    a = start[0] if warm else 0.0
+    b = start[1] if warm else 0.0
+    f = _recalibrated_loglik(h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a, b)
+    for _ in range(NEWTON_STEPS):
+        ga = -RIDGE * a
+        gb = -RIDGE * b
+        haa = RIDGE
+        hab = 0.0
+        hbb = RIDGE
+        for j in range(B):
+            p = h[h0 + j] / unit
+            n = h[h0 + B + j] / unit
+            if p + n > 0.0:
+                r = prior_rate(cen[c0 + cstep * j], base_rate, probability_inputs)
+                off = math.log(r) - math.log1p(-r)
+                x = off if probability_inputs else cen[c0 + cstep * j]
+                v = (x - mean) * scale
+                q = math.exp(_log_sigmoid(off + a + b * v))
+                res = p - (p + n) * q
+                wq = (p + n) * q * (1.0 - q)
+                ga += res
+                gb += res * v
+                haa += wq
+                hab += wq * v
+                hbb += wq * v * v
+        det = haa * hbb - hab * hab
+        if not det > 0.0:
+            break
+        da = (hbb * ga - hab * gb) / det
+        db = (haa * gb - hab * ga) / det
+        step = 1.0
+        improved = False
+        f_new = f
+        while step > 1e-8:
+            f_new = _recalibrated_loglik(
+                h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a + step * da, b + step * db
+            )
+            if f_new >= f:
+                improved = True
+                break
+            step *= 0.5
+        if not improved:
+            break
+        a += step * da
+        b += step * db
+        gain = f_new - f
+        f = f_new
+        if gain <= 1e-10 * (1.0 + abs(f)):
+            break
+    if warm:
+        start[0] = a
+        start[1] = b
+    k = 2.0 if probability_inputs else 1.0
+    log_kappa = log_s - f + 0.5 * k * math.log(n_all + 1.0)
+    if log_kappa >= math.log(KAPPA_MAX):
+        return KAPPA_MAX
+    kappa = math.exp(log_kappa)
+    return kappa if kappa >= KAPPA_MIN else 0.0
