@@ -316,8 +316,9 @@ def calibrator_to_row(cal: PAVCalibrator) -> dict:
 
 
 def row_to_calibrator(row: dict, template: PAVCalibrator) -> PAVCalibrator:
-    """A new template calibrator (``template``'s parameters) holding an exported key row."""
-    cal = template.clone()
+    """A new template calibrator (``template``'s parameters, without its score prior: the keyed
+    prior takes its place) holding an exported key row."""
+    cal = template.clone({"prior": None}) if "prior" in template._get_params() else template.clone()
     hist = cal.window_histogram
     B = int(hist.n_buckets)
     count = row["ring_bucket"].size

@@ -277,7 +277,8 @@ class KeyedCalibrator(KeyedRows, LockedState, Persistable, Mergeable, base.Class
 
     def key_state(self, key) -> PAVCalibrator:
         """A copy of ``key``'s own calibrator: a template calibrator holding the key's window alone
-        (without the prior). KeyError if the key has no state."""
+        (without the keyed prior, and without the template's score prior: ``prior=None``). KeyError
+        if the key has no state."""
         with self._lock:
             return self._key_calibrator(self._slot(key))
 

@@ -13,12 +13,14 @@ from streamcal import KeyedCalibrator, PAVCalibrator
 from streamcal.exceptions import StateFileError
 from streamcal.windows import CountWindow, Decay, TimeWindow
 
+# a key's own map is the template's without its score prior (the keyed prior takes its place):
+# the independent copies compared with keys have prior=None
 TEMPLATES = {
-    "unbounded": PAVCalibrator(),
-    "count": PAVCalibrator(window=CountWindow(40)),
-    "decay": PAVCalibrator(window=Decay(25)),
-    "time": PAVCalibrator(window=TimeWindow(30.0)),
-    "decay-time": PAVCalibrator(window=Decay(15.0, by="time")),
+    "unbounded": PAVCalibrator(prior=None),
+    "count": PAVCalibrator(window=CountWindow(40), prior=None),
+    "decay": PAVCalibrator(window=Decay(25), prior=None),
+    "time": PAVCalibrator(window=TimeWindow(30.0), prior=None),
+    "decay-time": PAVCalibrator(window=Decay(15.0, by="time"), prior=None),
     "step-exact": PAVCalibrator(buckets=64, interpolation="step", finite_proba=False),
 }
 
@@ -86,7 +88,7 @@ def test_keys_without_state_get_the_global_map():
 def test_large_strength_tends_to_the_global_map():
     # 4,096 events: the prior follows the global map after 1, 2, 4, ..., 4,096 learned events
     keys, s, y, _w, _t = stream(n=4096, seed=3, fractional=False)
-    cal = KeyedCalibrator(prior_strength=1e12)
+    cal = KeyedCalibrator(PAVCalibrator(prior=None), prior_strength=1e12)
     cal.update(keys, s, y)
     glob = cal.global_calibrator
     grid = np.linspace(0.02, 0.98, 200)
