@@ -60,7 +60,8 @@ class RefitCalibrator(StreamingCalibrator):
 
     def _reset(self) -> None:
         check_refit_every(getattr(self, "refit_every", None))
-        check_scalar(self.prior, "prior", choices=("auto", None))
+        # a subclass without the parameter (a map written before the prior) has no prior
+        check_scalar(getattr(self, "prior", None), "prior", choices=("auto", None))
         super()._reset()
 
     def __setstate__(self, state):
@@ -104,7 +105,7 @@ class RefitCalibrator(StreamingCalibrator):
             self._fitted = False
             return
         c = float(self.llr_pseudo_count)
-        if self.prior is not None:
+        if getattr(self, "prior", None) is not None:
             self._prior_strength, prior_pos, prior_neg = _prior.score_prior(
                 centres, pos, neg, self._identity, c, floor=self._PRIOR_FLOOR
             )

@@ -346,8 +346,8 @@ class StreamingCalibrator(CalibratorState, OperationLoop, LockedState, Persistab
         --------
         >>> from streamcal import PAVCalibrator
         >>> cal = PAVCalibrator().fit([0.2, 0.4, 0.6, 0.8], [0, 0, 1, 1])
-        >>> cal.predict_proba([0.3, 0.7]).tolist(), cal.n_learned  # the finite map: never exactly 0 or 1
-        ([0.3333333333333333, 0.6666666666666666], 4)
+        >>> cal.predict_proba([0.3, 0.7]).tolist(), cal.n_learned  # never exactly 0 or 1: the score prior
+        ([0.3, 0.7], 4)
         """
         with self._lock:
             fresh = self.clone()
