@@ -22,7 +22,10 @@ Exactness: the merged histogram holds the same sums as the single calibrator's, 
 different order; with integer weights (unit weights, counts) the sums are exact and the merged
 calibrator equals the single one bit for bit (its fitted map is rebuilt from the histogram, and
 streaming PAV's blocks equal a from-scratch PAV bit for bit). With fractional weights or decay the
-sums agree to rounding.
+sums agree to rounding. PAV's score prior (``prior="auto"``, the default) refits its strength
+to the merged window, where the single calibrator refitted it at its own counts: the merged map
+then equals the single one's window map pooled with a prior of a possibly different strength; with
+``prior=None`` the equality above holds bit for bit.
 
 Each mergeable class merges its own kind (:class:`Mergeable`): a streaming calibrator merges its
 histogram through its window's rule (:meth:`streamcal.windows.Window.merge_histograms`) and
