@@ -19,7 +19,7 @@ process in alternating rounds (keyed, unkeyed, keyed, ...); CPU time (``process_
 round of each. The first call of each (numba compile or cache load) is timed apart.
 
 Memory, one fresh subprocess per case (``--no-memory`` skips it): the peak resident set size
-(``resource.getrusage``'s ``ru_maxrss``) and the resident set held at the end (``/proc/self/statm``) of a process that generates the stream and runs the keyed
+(``VmHWM``) and the resident set held at the end (``VmRSS``) of a process that generates the stream and runs the keyed
 ``prequential`` over it, against the same process generating the stream alone; and the keyed
 state's bytes (the arrays of ``KeyedCalibrator.__getstate__()``, the global calibrator's included)
 after a tenth of the events and after all of them, beside what dense rows would take (keys seen ×
@@ -32,14 +32,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 
 import numpy as np
 
-from streamcal import KeyedCalibrator, PAVCalibrator
+from streamcal import KeyedCalibrator, PAVCalibrator, use_compiled_kernels
 from streamcal.windows import CountWindow, Decay
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -98,6 +97,7 @@ def cpu(fn, *args) -> float:
 
 def first_calls(window: str) -> tuple[float, float]:
     """CPU seconds of the first keyed and unkeyed ``prequential`` (compile or cache load)."""
+    use_compiled_kernels()  # a short first call would otherwise run the interpreted tier
     k, s, y = keyed_stream(200, 10, seed=1)
     return (cpu(make_keyed(window, "auto").prequential, k, s, y), cpu(make_unkeyed(window).prequential, s, y))
 
@@ -112,19 +112,27 @@ def bench_speed(keys, scores, labels, window: str, strengths, rounds: int) -> di
     return {name: min(ts) for name, ts in times.items()}
 
 
-def rss_now() -> int:
-    """The process's resident set size now, in bytes (Linux; 0 elsewhere)."""
+def rss(field: str) -> int:
+    """``VmRSS`` (held now) or ``VmHWM`` (peak) of this process, in bytes, from ``/proc`` (Linux; 0 elsewhere).
+
+    ``VmHWM`` rather than ``getrusage``'s ``ru_maxrss``: a child started by ``fork`` and ``exec``
+    keeps the parent's ``ru_maxrss`` at the fork, so it would report the parent's peak.
+    """
     try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
     except OSError:
-        return 0
+        pass
+    return 0
 
 
 def memory_child(n: int, n_keys: int, window: str, strength: str) -> dict:
     """In a fresh process: peak RSS, RSS held, and the keyed state's bytes after a tenth and all of the events."""
     keys, scores, labels = keyed_stream(n, n_keys)
-    out = {"rss_data": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "rss_held_data": rss_now()}
+    first_calls(window if window != "none" else "count")  # the kernels loaded before the baseline
+    out = {"rss_data": rss("VmHWM"), "rss_held_data": rss("VmRSS")}
     if window == "none":
         return out
     cal = make_keyed(window, strength)
@@ -133,8 +141,8 @@ def memory_child(n: int, n_keys: int, window: str, strength: str) -> dict:
     out["tenth"] = {"events": cut, "keys": cal.n_keys, "bytes": state_bytes(cal)}
     cal.prequential(keys[cut:], scores[cut:], labels[cut:])
     out["all"] = {"events": n, "keys": cal.n_keys, "bytes": state_bytes(cal)}
-    out["rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    out["rss_held"] = rss_now()
+    out["rss"] = rss("VmHWM")
+    out["rss_held"] = rss("VmRSS")
     out["strength_used"] = cal.strength
     return out
 
@@ -211,7 +219,7 @@ def main(argv=None):
         base = alone["rss_data"]
         print(
             f"\nmemory (fresh process per case); the stream alone: peak RSS {mb(base)}, "
-            f"held after generating it {mb(alone['rss_held_data'])}"
+            f"held after generating it and loading the kernels {mb(alone['rss_held_data'])}"
         )
         for window in windows:
             for name in strengths:
