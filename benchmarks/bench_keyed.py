@@ -1,0 +1,246 @@
+"""Keyed calibration: ``KeyedCalibrator.prequential`` throughput, peak memory and state size.
+
+Run from the repository root::
+
+    PYTHONPATH=. python benchmarks/bench_keyed.py                      # full size (2e7 events, 1e5 keys)
+    PYTHONPATH=. python benchmarks/bench_keyed.py --events 1e6         # a smaller stream
+    PYTHONPATH=. python benchmarks/bench_keyed.py --quick              # 2e5 events, 1e4 keys, one round
+
+Stream (seeded, generated in this process): ``--keys`` keys with Zipf(1.1) traffic (key of rank
+``r`` drawn with probability proportional to ``r ** -1.1``, ranks shuffled over the key ids);
+click-like scores ``s = expit(z)``, ``z ~ N(-3, 1.5)``; labels drawn from a per-key miscalibrated
+truth ``expit(a_k z + b_k)``, ``a_k = exp(N(0, 0.2))``, ``b_k ~ N(0, 0.5)``.
+
+Calibrators: ``KeyedCalibrator(PAVCalibrator(window=W), prior_strength=m)`` with the default 1,024
+logit buckets, for two windows per key, ``Decay(half_life=1e4)`` (by the key's events) and
+``CountWindow(1e4)``, and two strengths, ``"auto"`` (pooled, the default) and ``0`` (independent
+keys). Baseline: one unkeyed ``PAVCalibrator(window=W)`` on the same events, timed in the same
+process in alternating rounds (keyed, unkeyed, keyed, ...); CPU time (``process_time``), best
+round of each. The first call of each (numba compile or cache load) is timed apart.
+
+Memory, one fresh subprocess per case (``--no-memory`` skips it): the peak resident set size
+(``VmHWM``) and the resident set held at the end (``VmRSS``) of a process that generates the stream and runs the keyed
+``prequential`` over it, against the same process generating the stream alone; and the keyed
+state's bytes (the arrays of ``KeyedCalibrator.__getstate__()``, the global calibrator's included)
+after a tenth of the events and after all of them, beside what dense rows would take (keys seen ×
+buckets × 3 float64 arrays). The state grows with the evidence the keys hold, not with keys ×
+buckets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from streamcal import KeyedCalibrator, PAVCalibrator, use_compiled_kernels
+from streamcal.windows import CountWindow, Decay
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WINDOW_EVENTS = 10_000
+WINDOWS = {
+    "decay": lambda: Decay(half_life=float(WINDOW_EVENTS), by="events"),
+    "count": lambda: CountWindow(WINDOW_EVENTS),
+}
+STRENGTHS = {"auto": "auto", "0": 0.0}
+
+
+def keyed_stream(n: int, n_keys: int, seed: int = 0):
+    """``(keys, scores, labels)``: Zipf(1.1) keys, click-like scores, per-key miscalibrated labels."""
+    rng = np.random.default_rng(seed)
+    p = np.arange(1, n_keys + 1, dtype=np.float64) ** -1.1
+    cdf = np.cumsum(p / p.sum())
+    cdf[-1] = 1.0
+    ids = rng.permutation(n_keys).astype(np.int64)
+    keys = ids[np.searchsorted(cdf, rng.uniform(size=n), side="right")]
+    slope = np.exp(rng.normal(0.0, 0.2, size=n_keys))
+    offset = rng.normal(0.0, 0.5, size=n_keys)
+    z = rng.normal(-3.0, 1.5, size=n)
+    scores = 1.0 / (1.0 + np.exp(-z))
+    truth = 1.0 / (1.0 + np.exp(-(slope[keys] * z + offset[keys])))
+    labels = rng.uniform(size=n) < truth
+    return keys, scores, labels
+
+
+def make_keyed(window: str, strength: str) -> KeyedCalibrator:
+    return KeyedCalibrator(PAVCalibrator(window=WINDOWS[window]()), prior_strength=STRENGTHS[strength])
+
+
+def make_unkeyed(window: str) -> PAVCalibrator:
+    return PAVCalibrator(window=WINDOWS[window]())
+
+
+def state_bytes(value) -> int:
+    """Bytes of the numpy arrays in a saved state (dicts, lists and nested calibrators walked)."""
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, dict):
+        return sum(state_bytes(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return sum(state_bytes(v) for v in value)
+    if hasattr(value, "__getstate__") and hasattr(value, "__dict__"):
+        state = value.__getstate__()
+        return state_bytes(state) if isinstance(state, dict) else 0
+    return 0
+
+
+def cpu(fn, *args) -> float:
+    start = time.process_time()
+    fn(*args)
+    return time.process_time() - start
+
+
+def first_calls(window: str) -> tuple[float, float]:
+    """CPU seconds of the first keyed and unkeyed ``prequential`` (compile or cache load)."""
+    use_compiled_kernels()  # a short first call would otherwise run the interpreted tier
+    k, s, y = keyed_stream(200, 10, seed=1)
+    return (cpu(make_keyed(window, "auto").prequential, k, s, y), cpu(make_unkeyed(window).prequential, s, y))
+
+
+def bench_speed(keys, scores, labels, window: str, strengths, rounds: int) -> dict:
+    """Best-of-``rounds`` CPU seconds of each keyed strength and of the unkeyed baseline, alternating."""
+    times = {name: [] for name in (*strengths, "unkeyed")}
+    for _ in range(rounds):
+        for name in strengths:
+            times[name].append(cpu(make_keyed(window, name).prequential, keys, scores, labels))
+            times["unkeyed"].append(cpu(make_unkeyed(window).prequential, scores, labels))
+    return {name: min(ts) for name, ts in times.items()}
+
+
+def rss(field: str) -> int:
+    """``VmRSS`` (held now) or ``VmHWM`` (peak) of this process, in bytes, from ``/proc`` (Linux; 0 elsewhere).
+
+    ``VmHWM`` rather than ``getrusage``'s ``ru_maxrss``: a child started by ``fork`` and ``exec``
+    keeps the parent's ``ru_maxrss`` at the fork, so it would report the parent's peak.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def memory_child(n: int, n_keys: int, window: str, strength: str) -> dict:
+    """In a fresh process: peak RSS, RSS held, and the keyed state's bytes after a tenth and all of the events."""
+    keys, scores, labels = keyed_stream(n, n_keys)
+    first_calls(window if window != "none" else "count")  # the kernels loaded before the baseline
+    out = {"rss_data": rss("VmHWM"), "rss_held_data": rss("VmRSS")}
+    if window == "none":
+        return out
+    cal = make_keyed(window, strength)
+    cut = n // 10
+    cal.prequential(keys[:cut], scores[:cut], labels[:cut])
+    out["tenth"] = {"events": cut, "keys": cal.n_keys, "bytes": state_bytes(cal)}
+    cal.prequential(keys[cut:], scores[cut:], labels[cut:])
+    out["all"] = {"events": n, "keys": cal.n_keys, "bytes": state_bytes(cal)}
+    out["rss"] = rss("VmHWM")
+    out["rss_held"] = rss("VmRSS")
+    out["strength_used"] = cal.strength
+    return out
+
+
+def run_child(n: int, n_keys: int, window: str, strength: str) -> dict:
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        window,
+        strength,
+        "--events",
+        str(n),
+        "--keys",
+        str(n_keys),
+    ]
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT, env=env)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def mb(x: float) -> str:
+    return f"{x / 1e6:,.1f} MB"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=float, default=2e7, help="events in the stream (default 2e7)")
+    parser.add_argument("--keys", type=float, default=1e5, help="keys (default 1e5)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating timed rounds (default 3)")
+    parser.add_argument("--windows", default="decay,count", help="windows per key: decay, count (default both)")
+    parser.add_argument("--strengths", default="auto,0", help="prior strengths: auto, 0 (default both)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the memory subprocesses")
+    parser.add_argument("--no-speed", action="store_true", help="skip the timed rounds")
+    parser.add_argument("--quick", action="store_true", help="--events 2e5 --keys 1e4 --rounds 1")
+    parser.add_argument("--child", nargs=2, metavar=("WINDOW", "STRENGTH"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.events, args.keys, args.rounds = 2e5, 1e4, 1
+    n, n_keys = int(args.events), int(args.keys)
+    if args.child:
+        print(json.dumps(memory_child(n, n_keys, *args.child)))
+        return
+    windows = [w for w in args.windows.split(",") if w]
+    strengths = [s for s in args.strengths.split(",") if s]
+    for name in (*windows, *strengths):
+        if name not in WINDOWS and name not in STRENGTHS:
+            parser.error(f"unknown window or strength {name!r}")
+
+    print(f"{n:,} events, {n_keys:,} keys (Zipf 1.1), 1024 logit buckets, windows of {WINDOW_EVENTS:,} per key")
+    if not args.no_speed:
+        keys, scores, labels = keyed_stream(n, n_keys)
+        print(f"keys seen: {np.unique(keys).size:,}; events of the busiest key: {np.bincount(keys).max():,}")
+        for window in windows:
+            k_first, u_first = first_calls(window)
+            print(
+                f"\n[{window} window] first call (compile or cache load): keyed {k_first:.2f} s, "
+                f"unkeyed {u_first:.2f} s CPU"
+            )
+            best = bench_speed(keys, scores, labels, window, strengths, args.rounds)
+            unkeyed = n / best["unkeyed"]
+            print(
+                f"  unkeyed PAVCalibrator prequential: {unkeyed:,.0f} events/s (best of {args.rounds * len(strengths)})"
+            )
+            for name in strengths:
+                rate = n / best[name]
+                print(
+                    f"  keyed prior_strength={name}: {rate:,.0f} events/s, {rate / unkeyed:.3f}x unkeyed "
+                    f"(best of {args.rounds})"
+                )
+        del keys, scores, labels
+    if not args.no_memory:
+        alone = run_child(n, n_keys, "none", "auto")
+        base = alone["rss_data"]
+        print(
+            f"\nmemory (fresh process per case); the stream alone: peak RSS {mb(base)}, "
+            f"held after generating it and loading the kernels {mb(alone['rss_held_data'])}"
+        )
+        for window in windows:
+            for name in strengths:
+                r = run_child(n, n_keys, window, name)
+                parts = []
+                for part in ("tenth", "all"):
+                    p = r[part]
+                    dense = p["keys"] * 1024 * 3 * 8
+                    parts.append(
+                        f"after {p['events']:,} events: {p['keys']:,} keys, state {mb(p['bytes'])} "
+                        f"({p['bytes'] / p['events']:.1f} B/event; dense rows {mb(dense)})"
+                    )
+                held = r["rss_held"] - r["rss_held_data"]
+                print(
+                    f"  [{window}, prior_strength={name}] peak RSS {mb(r['rss'])} "
+                    f"(+{mb(r['rss'] - base)} over the stream alone's peak; RSS held after the run "
+                    f"+{mb(held)} over the stream's); m used {r['strength_used']:.3g}"
+                )
+                for line in parts:
+                    print(f"      {line}")
+
+
+if __name__ == "__main__":
+    main()

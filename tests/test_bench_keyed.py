@@ -1,0 +1,63 @@
+"""benchmarks/bench_keyed.py runs at a small size, and its stream and state measure are what it says."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "bench_keyed.py"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_keyed", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_stream_is_seeded_zipf_and_miscalibrated_per_key():
+    bench = _bench()
+    keys, scores, labels = bench.keyed_stream(200_000, 1_000)
+    again = bench.keyed_stream(200_000, 1_000)
+    assert all(np.array_equal(a, b) for a, b in zip((keys, scores, labels), again, strict=True))
+    counts = np.sort(np.bincount(keys, minlength=1_000))[::-1]
+    p = np.arange(1, 1_001) ** -1.1
+    expected = p / p.sum() * keys.size
+    assert np.allclose(counts[:5], expected[:5], rtol=0.05)  # Zipf(1.1) head
+    assert scores.min() > 0.0
+    assert scores.max() < 1.0
+    assert 0.02 < labels.mean() < 0.2
+    # per key the labels' rate departs from the mean score more than sampling explains
+    busy = np.flatnonzero(np.bincount(keys) >= 2_000)
+    gaps = [labels[keys == k].mean() / scores[keys == k].mean() for k in busy]
+    assert np.std(np.log(gaps)) > 0.1
+
+
+def test_the_state_measure_counts_the_keyed_arrays_and_stays_below_dense_rows():
+    bench = _bench()
+    keys, scores, labels = bench.keyed_stream(20_000, 500)
+    cal = bench.make_keyed("count", "auto")
+    empty = bench.state_bytes(cal)
+    cal.prequential(keys, scores, labels)
+    full = bench.state_bytes(cal)
+    assert empty < full < cal.n_keys * 1024 * 3 * 8
+    assert full > sum(v.nbytes for v in cal.__getstate__().values() if isinstance(v, np.ndarray))
+
+
+def test_the_script_runs_small():
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--events", "3000", "--keys", "50", "--rounds", "1", "--windows", "count"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "keyed prior_strength=auto:" in out
+    assert "keyed prior_strength=0:" in out
+    assert out.count("peak RSS") == 3
+    assert "dense rows" in out
