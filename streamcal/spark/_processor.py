@@ -59,7 +59,7 @@ class _Pending:
     """The key's scores awaiting labels, in arrival order: event id -> (score, time, order)."""
 
     def __init__(self, ids=(), scores=(), times=(), orders=()):
-        self.rows = {i: (s, t, o) for i, s, t, o in zip(ids, scores, times, orders)}
+        self.rows = {i: (s, t, o) for i, s, t, o in zip(ids, scores, times, orders, strict=True)}
 
     def columns(self) -> tuple[list, list, list, list]:
         ids = list(self.rows)
@@ -87,8 +87,8 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         Milliseconds of processing time after which a key that received no row expires: its state
         is cleared and an ``"expired"`` row reports it. ``None``: keys never expire.
     max_pending
-        Bound on the scores a key keeps waiting for labels; beyond it the oldest are dropped (each
-        reported by a ``"dropped"`` row).
+        Bound on the scores a key keeps waiting for labels between micro-batches; beyond it, at the
+        end of a micro-batch, the oldest are dropped (each reported by a ``"dropped"`` row).
 
     Examples
     --------
@@ -134,6 +134,11 @@ class KeyedCalibrationProcessor(StatefulProcessor):
     def handleInputRows(self, key, rows, timerValues):
         frame = pd.concat(list(rows), ignore_index=True)
         key_value = key[0]
+        if key_value is None or (isinstance(key_value, float) and math.isnan(key_value)):
+            # no state is kept for a null key: its rows are all dead letters
+            out, _ = self._run(key_value, frame, self.calibrator.clone(), 0, _Pending())
+            yield self._frame(key_value, out, 0, 0)
+            return
         now_ms = timerValues.getCurrentProcessingTimeInMs()
         calibrator, n_learned, pending, timer_ms = self._load()
         out, n_learned = self._run(key_value, frame, calibrator, n_learned, pending)
@@ -195,7 +200,7 @@ class KeyedCalibrationProcessor(StatefulProcessor):
             ops.append((joined[0], labels[i], True, times[i] if not math.isnan(times[i]) else joined[1], -1))
             out.append({**row, "score": joined[0], "status": "learned"})
         if ops:
-            s, y, learn, t, where = (np.array(c) for c in zip(*ops))
+            s, y, learn, t, where = (np.array(c) for c in zip(*ops, strict=True))
             uses_times = not np.isnan(t[learn]).any()
             proba, llr = calibrator.process(s, y, learn, times=t if uses_times and learn.any() else None)
             for j in np.flatnonzero(where >= 0):
@@ -209,9 +214,9 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         if key_value is None or (isinstance(key_value, float) and math.isnan(key_value)):
             return "the key is null"
         if not math.isnan(score) and not math.isfinite(score):
-            return f"score must be finite; got {score!r}"
+            return f"score must be finite; got {float(score)!r}"
         if not math.isnan(label) and label not in (0.0, 1.0):
-            return f"label must be 0 or 1; got {label!r}"
+            return f"label must be 0 or 1; got {float(label)!r}"
         if math.isnan(score) and math.isnan(label):
             return "the row has neither a score nor a label (a NaN score counts as none)"
         if math.isnan(score) and event_id is None:

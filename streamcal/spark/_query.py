@@ -85,7 +85,7 @@ def _fresh(calibrator):
         msg = f"`calibrator` must be a streamcal streaming calibrator; got {type(calibrator).__name__}."
         raise TypeError(msg)
     if calibrator.n_learned:
-        msg = f"`calibrator` must be fresh (every key starts from a clone); it has learned {calibrator.n_learned} events."
+        msg = f"`calibrator` must be fresh (keys start from clones); it has learned {calibrator.n_learned} events."
         raise ValueError(msg)
     return calibrator.clone()
 

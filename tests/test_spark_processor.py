@@ -1,0 +1,194 @@
+"""The keyed Spark processor, unit-tested with Spark's ``TwsTester`` (no query, no JVM): per key, its
+outputs equal an in-process calibrator's on that key's rows in order, bit for bit; labels arriving
+after their scores join them by event id; idle keys expire; bad rows come out as dead letters."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark is not installed (the spark extra); CI installs it with the test extra")
+pytest.importorskip("pyspark.sql.streaming.tws_tester", reason="TwsTester needs pyspark 4.2 or later")
+
+from pyspark.sql.streaming.tws_tester import TwsTester  # noqa: E402
+
+from streamcal import PAVCalibrator  # noqa: E402
+from streamcal.spark import KeyedCalibrationProcessor, calibrate_stream  # noqa: E402
+from streamcal.spark._query import _fresh, _ttl_ms  # noqa: E402
+
+
+def stream_rows(rng, n_events: int, keys: list, *, label_delay: int | None):
+    """Rows of a keyed stream in arrival order: a score row per event and, ``label_delay`` rows later
+    (``None``: in the same row), its label row. Columns as the processor reads them."""
+    key = rng.choice(np.array(keys, dtype=object), size=n_events)
+    score = rng.beta(2, 3, size=n_events)
+    label = (rng.uniform(size=n_events) < score**1.5).astype(np.float64)
+    rows = []
+    for i in range(n_events):
+        event = f"e{i}"
+        if label_delay is None:
+            rows.append((2 * i, key[i], event, score[i], label[i]))
+        else:
+            rows.append((2 * i, key[i], event, score[i], np.nan))
+            rows.append((2 * (i + label_delay) + 1, key[i], event, np.nan, label[i]))
+    rows.sort(key=lambda r: r[0])
+    frame = pd.DataFrame(rows, columns=["order", "key", "event_id", "score", "label"])
+    frame["order"] = np.arange(len(frame), dtype=np.float64)
+    frame["time"] = np.nan
+    return frame
+
+
+def reference(frame: pd.DataFrame, key) -> pd.DataFrame:
+    """One in-process calibrator over ``key``'s rows in order: a score row predicts, a label row
+    learns its event's score, a row with both predicts then learns. Returns the scored rows with
+    ``proba`` and ``llr``."""
+    rows = frame[frame["key"] == key].sort_values("order")
+    scores_of, ops, scored = {}, [], []
+    for r in rows.itertuples():
+        if not math.isnan(r.score):
+            scores_of[r.event_id] = r.score
+            scored.append((r.event_id, len(ops)))
+            ops.append((r.score, 0.0, False))
+            if not math.isnan(r.label):
+                ops.append((r.score, r.label, True))
+        else:
+            ops.append((scores_of[r.event_id], r.label, True))
+    s, y, learn = (np.array(c) for c in zip(*ops, strict=True))
+    proba, llr = PAVCalibrator().process(s, y, learn)
+    at = [j for _, j in scored]
+    return pd.DataFrame({"event_id": [e for e, _ in scored], "proba": proba[at], "llr": llr[at]})
+
+
+def run_in_batches(tester, frame: pd.DataFrame, n_batches: int, rng) -> pd.DataFrame:
+    """Feed ``frame`` to the tester in ``n_batches`` micro-batches, each key's rows shuffled (Spark
+    does not keep the order inside a group; the ``order`` column restores it)."""
+    outs = []
+    for bounds in np.array_split(np.arange(len(frame)), n_batches):
+        part = frame.iloc[bounds]
+        for key, rows in part.groupby("key", sort=False):
+            shuffled = rows.sample(frac=1.0, random_state=int(rng.integers(1 << 30)))
+            outs.append(tester.testInPandas(key, shuffled.drop(columns="key").reset_index(drop=True)))
+    return pd.concat(outs, ignore_index=True)
+
+
+def assert_equal_to_reference(out: pd.DataFrame, frame: pd.DataFrame, keys) -> None:
+    for key in keys:
+        mine = out[(out["key"] == key) & out["status"].isin(["scored", "scored_learned"])]
+        expected = reference(frame, key)
+        assert mine["event_id"].tolist() == expected["event_id"].tolist()
+        assert np.array_equal(mine["proba"].to_numpy(), expected["proba"].to_numpy())  # bit for bit
+        assert np.array_equal(mine["llr"].to_numpy(), expected["llr"].to_numpy())
+
+
+def test_per_key_outputs_equal_an_in_process_calibrator_bit_for_bit(rng):
+    keys = ["a", "b", "c", "d"]
+    frame = stream_rows(rng, 3000, keys, label_delay=None)
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator()))
+    out = run_in_batches(tester, frame, 7, rng)
+    assert len(out) == len(frame)
+    assert set(out["status"]) == {"scored_learned"}
+    assert_equal_to_reference(out, frame, keys)
+    # the state holds what one calibrator per key learned
+    assert tester.peekValueState("calibration", "a")[1] == int((frame["key"] == "a").sum())
+
+
+def test_labels_arriving_later_join_their_pending_scores(rng):
+    keys = [1, 2, 3]
+    frame = stream_rows(rng, 2000, keys, label_delay=150)  # labels 150 events later: many batches later
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator()))
+    out = run_in_batches(tester, frame, 9, rng)
+    assert out["status"].value_counts().to_dict() == {"scored": 2000, "learned": 2000}
+    assert_equal_to_reference(out, frame, keys)
+    learned = out[out["status"] == "learned"].set_index("event_id")["score"]
+    scored = out[out["status"] == "scored"].set_index("event_id")["score"]
+    assert np.array_equal(learned.loc[scored.index].to_numpy(), scored.to_numpy())  # each label found its score
+    for key in keys:
+        state = tester.peekValueState("calibration", key)
+        assert state[1] == int((frame["key"] == key).sum()) // 2
+        assert state[2] == []  # every pending score got its label
+
+
+def test_pending_scores_are_bounded_and_dropped_ones_are_reported(rng):
+    frame = stream_rows(rng, 40, ["k"], label_delay=30)
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(), max_pending=5))
+    out = run_in_batches(tester, frame, 8, rng)  # the bound holds between micro-batches
+    counts = out["status"].value_counts().to_dict()
+    assert counts["scored"] == 40
+    dropped = out[out["status"] == "dropped"]
+    unmatched = out[out["status"] == "unmatched"]
+    assert len(dropped) == len(unmatched) > 0  # each dropped score's label comes back unmatched
+    assert set(dropped["event_id"]) == set(unmatched["event_id"])
+    assert dropped["error"].str.contains("max_pending=5").all()
+    assert len(tester.peekValueState("calibration", "k")[2]) <= 5
+
+
+def test_idle_keys_expire_after_the_ttl_and_are_reported(rng):
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(), ttl_ms=1000), timeMode="ProcessingTime")
+    frame = stream_rows(rng, 300, ["x", "y"], label_delay=None)
+    first, second = frame.iloc[:200], frame.iloc[200:]
+    for key in ["x", "y"]:
+        tester.testInPandas(key, first[first["key"] == key].drop(columns="key"))
+    assert len(tester.setProcessingTime(600)) == 0  # not idle long enough
+    tester.testInPandas("x", second[second["key"] == "x"].drop(columns="key"))  # x seen at 600 ms
+    expired = tester.setProcessingTime(1200)  # y idle since 0 ms: expires; x was seen at 600 ms
+    assert expired["key"].tolist() == ["y"]
+    assert expired["status"].tolist() == ["expired"]
+    assert expired["n_learned"].tolist() == [int((first["key"] == "y").sum())]
+    assert tester.peekValueState("calibration", "y") is None
+    assert tester.peekValueState("calibration", "x") is not None
+    expired = tester.setProcessingTime(1700)  # x: 600 + 1000 ms
+    assert expired["key"].tolist() == ["x"]
+    assert expired["n_learned"].tolist() == [int((frame["key"] == "x").sum())]
+    # an expired key starts again from the template
+    again = tester.testInPandas("y", second[second["key"] == "y"].drop(columns="key"))
+    expected = PAVCalibrator().prequential(*second.loc[second["key"] == "y", ["score", "label"]].to_numpy().T)[0]
+    assert np.array_equal(again["proba"].to_numpy(), expected)
+
+
+def test_bad_rows_are_dead_letters_with_a_reason_and_change_nothing(rng):
+    frame = stream_rows(rng, 60, ["k"], label_delay=None).drop(columns="key")
+    bad = pd.DataFrame(
+        {
+            "event_id": ["nan", "inf", "two", None, "ghost", "empty"],
+            "score": [np.nan, np.inf, 0.5, np.nan, np.nan, np.nan],
+            "label": [1.0, 1.0, 2.0, 1.0, 0.0, np.nan],
+            "time": np.nan,
+            "order": [10.5, 20.5, 30.5, 40.5, 50.5, 55.5],
+        }
+    )
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator()))
+    out = tester.testInPandas("k", pd.concat([frame, bad], ignore_index=True))
+    dead = out[out["status"].isin(["rejected", "unmatched"])].set_index("event_id")
+    assert len(out) == len(frame) + len(bad)  # nothing dropped silently
+    assert dead.loc["inf", "error"] == "score must be finite; got inf"
+    assert dead.loc["two", "error"] == "label must be 0 or 1; got 2.0"
+    assert dead.loc["ghost", "status"] == "unmatched"
+    assert "needs an event id" in dead.loc[dead.index.isna(), "error"].item()
+    assert "neither a score nor a label" in dead.loc["empty", "error"]
+    assert dead.loc["nan", "status"] == "unmatched"  # a NaN score is no score: a label row, unmatched
+    good = out[out["status"] == "scored_learned"]
+    expected = PAVCalibrator().prequential(frame["score"], frame["label"])
+    assert np.array_equal(good["proba"].to_numpy(), expected[0])
+    assert np.array_equal(good["llr"].to_numpy(), expected[1])
+    # a null key: every row is a dead letter, and no state is kept for it
+    null_out = tester.testInPandas(None, frame.iloc[:5])
+    assert set(null_out["status"]) == {"rejected"}
+    assert set(null_out["error"]) == {"the key is null"}
+    assert tester.peekValueState("calibration", None) is None
+
+
+def test_arguments_are_checked_before_anything_runs():
+    assert _ttl_ms(2.5) == 2500
+    assert _ttl_ms(None) is None
+    with pytest.raises(ValueError, match=r"`ttl` must be a positive number of seconds or a timedelta; got -1"):
+        _ttl_ms(-1)
+    with pytest.raises(TypeError, match=r"`calibrator` must be a streamcal streaming calibrator; got str"):
+        _fresh("pav")
+    used = PAVCalibrator().update([0.2, 0.8], [0, 1])
+    with pytest.raises(ValueError, match=r"it has learned 2 events"):
+        _fresh(used)
+    with pytest.raises(ValueError, match=r"`max_pending` must be an int >= 0; got -3"):
+        calibrate_stream(None, key_col="k", score_col="s", max_pending=-3)
