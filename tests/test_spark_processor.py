@@ -13,11 +13,11 @@ import pytest
 pytest.importorskip("pyspark", reason="pyspark is not installed (the spark extra); CI installs it with the test extra")
 pytest.importorskip("pyspark.sql.streaming.tws_tester", reason="TwsTester needs pyspark 4.2 or later")
 
-from pyspark.sql.streaming.tws_tester import TwsTester  # noqa: E402
+from pyspark.sql.streaming.tws_tester import TwsTester
 
-from streamcal import PAVCalibrator  # noqa: E402
-from streamcal.spark import KeyedCalibrationProcessor, calibrate_stream  # noqa: E402
-from streamcal.spark._query import _fresh, _ttl_ms  # noqa: E402
+from streamcal import PAVCalibrator
+from streamcal.spark import KeyedCalibrationProcessor, calibrate_stream
+from streamcal.spark._query import _fresh, _ttl_ms
 
 
 def stream_rows(rng, n_events: int, keys: list, *, label_delay: int | None):
