@@ -1,10 +1,14 @@
 """The keyed Spark processor, unit-tested with Spark's ``TwsTester`` (no query, no JVM): per key, its
 outputs equal an in-process calibrator's on that key's rows in order, bit for bit; labels arriving
-after their scores join them by event id; idle keys expire; bad rows come out as dead letters."""
+after their scores join them by event id; idle keys expire; bad rows come out as dead letters. Then
+one query end to end on ``local[2]``, stopped and restarted from its checkpoint."""
 
 from __future__ import annotations
 
 import math
+import os
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -192,3 +196,80 @@ def test_arguments_are_checked_before_anything_runs():
         _fresh(used)
     with pytest.raises(ValueError, match=r"`max_pending` must be an int >= 0; got -3"):
         calibrate_stream(None, key_col="k", score_col="s", max_pending=-3)
+
+
+# ---------------------------------------------------------------------------- a query, end to end
+def _java() -> bool:
+    return shutil.which("java") is not None or bool(os.environ.get("JAVA_HOME"))
+
+
+@pytest.fixture(scope="module")
+def spark():
+    if not _java():
+        pytest.skip("no Java runtime (Spark 4 needs Java 17); .ci/run installs it")
+    from streamcal.spark import local_session
+
+    session = local_session("streamcal-test", **{"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()
+
+
+def _write_stream_files(folder: Path, frame: pd.DataFrame, n_files: int) -> None:
+    """The stream as ``n_files`` Parquet files in arrival order (a file source reads them in order)."""
+    folder.mkdir(parents=True)
+    for i, bounds in enumerate(np.array_split(np.arange(len(frame)), n_files)):
+        part = frame.iloc[bounds].rename(columns={"key": "campaign", "order": "seq"}).drop(columns="time")
+        path = folder / f"part-{i:03d}.parquet"
+        part.to_parquet(path, index=False)
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))  # the file source orders files by modification time
+
+
+def _start(spark, source: Path, out: Path, checkpoint: Path, **trigger):
+    from streamcal.spark import calibrate_stream
+
+    schema = spark.read.parquet(str(source)).schema
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(source))
+    calibrated = calibrate_stream(
+        stream, key_col="campaign", score_col="score", label_col="label", event_id_col="event_id", order_col="seq"
+    )
+    writer = calibrated.writeStream.format("parquet").option("path", str(out))
+    return writer.option("checkpointLocation", str(checkpoint)).trigger(**trigger).start()
+
+
+def _read(spark, out: Path) -> pd.DataFrame:
+    frame = spark.read.parquet(str(out)).toPandas()
+    return frame.sort_values(["campaign", "event_id", "status"], kind="stable").reset_index(drop=True)
+
+
+@pytest.mark.slow
+def test_a_query_restarted_from_its_checkpoint_gives_the_uninterrupted_output(spark, tmp_path, rng):
+    """local[2], RocksDB state store, a Parquet file source read one file per micro-batch, labels
+    arriving after their scores: stopped after two micro-batches and restarted from its checkpoint,
+    the query writes what an uninterrupted run writes, and both equal an in-process calibrator per key."""
+    keys = ["c1", "c2", "c3", "c4"]
+    frame = stream_rows(rng, 1200, keys, label_delay=250)
+    source = tmp_path / "events"
+    _write_stream_files(source, frame, 6)
+
+    whole = _start(spark, source, tmp_path / "whole", tmp_path / "whole-checkpoint", availableNow=True)
+    whole.awaitTermination()
+
+    first = _start(spark, source, tmp_path / "parts", tmp_path / "parts-checkpoint", processingTime="0 seconds")
+    while first.lastProgress is None or first.lastProgress["batchId"] < 1:
+        first.awaitTermination(0.2)
+    first.stop()
+    batches_before = first.lastProgress["batchId"] + 1
+    assert batches_before < 6, "the query read everything before it was stopped: nothing to recover"
+    rest = _start(spark, source, tmp_path / "parts", tmp_path / "parts-checkpoint", availableNow=True)
+    rest.awaitTermination()
+
+    whole_out, parts_out = _read(spark, tmp_path / "whole"), _read(spark, tmp_path / "parts")
+    assert len(whole_out) == len(frame)
+    pd.testing.assert_frame_equal(parts_out, whole_out)  # bit for bit, every column
+    assert whole_out["status"].value_counts().to_dict() == {"scored": 1200, "learned": 1200}
+    whole_out = whole_out.rename(columns={"campaign": "key"})
+    for key in keys:
+        mine = whole_out[(whole_out["key"] == key) & (whole_out["status"] == "scored")].set_index("event_id")
+        expected = reference(frame, key).set_index("event_id")
+        assert np.array_equal(mine.loc[expected.index, "proba"].to_numpy(), expected["proba"].to_numpy())
+        assert np.array_equal(mine.loc[expected.index, "llr"].to_numpy(), expected["llr"].to_numpy())
