@@ -18,6 +18,7 @@ import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
 
 from streamcal.persist import from_bytes, to_bytes
+from streamcal.spark._rows import OUTPUT_COLUMNS, Pending, run_rows
 
 __all__ = ["OUTPUT_COLUMNS", "STATE_SCHEMA", "STATUSES", "KeyedCalibrationProcessor"]
 
@@ -27,19 +28,6 @@ STATE_SCHEMA = (
     "calibrator binary, n_learned long, pending_ids array<string>, pending_scores array<double>, "
     "pending_times array<double>, pending_orders array<double>, timer_ms long, last_seen_ms long"
 )
-# The processor's output, after the key column (whose type is the input's).
-OUTPUT_COLUMNS = {
-    "event_id": "string",
-    "time": "double",
-    "score": "double",
-    "label": "double",
-    "proba": "double",
-    "llr": "double",
-    "status": "string",
-    "error": "string",
-    "n_learned": "long",
-    "n_pending": "long",
-}
 STATUSES = {
     "scored": "a score row: proba and llr from the key's calibrator before the row",
     "learned": "a label row joined by event id to a pending score, then learned",
@@ -51,20 +39,7 @@ STATUSES = {
 }
 
 
-def _text(value) -> str | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-
-
-class _Pending:
-    """The key's scores awaiting labels, in arrival order: event id -> (score, time, order)."""
-
-    def __init__(self, ids=(), scores=(), times=(), orders=()):
-        self.rows = {i: (s, t, o) for i, s, t, o in zip(ids, scores, times, orders, strict=True)}
-
-    def columns(self) -> tuple[list, list, list, list]:
-        ids = list(self.rows)
-        values = list(self.rows.values())
-        return ids, [v[0] for v in values], [v[1] for v in values], [v[2] for v in values]
+_DTYPES = {"double": np.float64, "string": object}
 
 
 class KeyedCalibrationProcessor(StatefulProcessor):
@@ -89,6 +64,8 @@ class KeyedCalibrationProcessor(StatefulProcessor):
     max_pending
         Bound on the scores a key keeps waiting for labels between micro-batches; beyond it, at the
         end of a micro-batch, the oldest are dropped (each reported by a ``"dropped"`` row).
+    remember
+        Whether score rows with an event id wait for their label (False when the stream has none).
 
     Examples
     --------
@@ -107,12 +84,13 @@ class KeyedCalibrationProcessor(StatefulProcessor):
     (['scored_learned'], True)
     """
 
-    def __init__(self, calibrator=None, *, ttl_ms: int | None = None, max_pending: int = 100_000):
+    def __init__(self, calibrator=None, *, ttl_ms: int | None = None, max_pending: int = 100_000, remember=True):
         from streamcal.isotonic.streaming import PAVCalibrator
 
         self.calibrator = PAVCalibrator() if calibrator is None else calibrator
         self.ttl_ms = ttl_ms
         self.max_pending = max_pending
+        self.remember = remember
 
     def init(self, handle) -> None:
         self.handle = handle
@@ -123,31 +101,33 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         """``(calibrator, n_learned, pending, timer_ms)`` of the current key (a fresh clone if none)."""
         row = self.state.get()
         if row is None:
-            return self.calibrator.clone(), 0, _Pending(), None
+            return self.calibrator.clone(), 0, Pending(), None
         saved, n_learned, ids, scores, times, orders, timer_ms, _ = row
-        return from_bytes(bytes(saved)), n_learned, _Pending(ids, scores, times, orders), timer_ms
+        return from_bytes(bytes(saved)), n_learned, Pending(ids, scores, times, orders), timer_ms
 
     def _store(self, calibrator, n_learned, pending, timer_ms, now_ms) -> None:
         self.state.update((to_bytes(calibrator, allow_pickle=False), n_learned, *pending.columns(), timer_ms, now_ms))
 
     # ---------------------------------------------------------------- Spark's entry points
     def handleInputRows(self, key, rows, timerValues):
-        frame = pd.concat(list(rows), ignore_index=True)
+        frames = list(rows)
+        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         key_value = key[0]
         if key_value is None or (isinstance(key_value, float) and math.isnan(key_value)):
             # no state is kept for a null key: its rows are all dead letters
-            out, _ = self._run(key_value, frame, self.calibrator.clone(), 0, _Pending())
-            yield self._frame(key_value, out, 0, 0)
+            out, _ = run_rows(self.calibrator, frame, Pending(), key_is_null=True, remember=False)
+            yield self._output(key_value, out, 0, 0)
             return
         now_ms = timerValues.getCurrentProcessingTimeInMs()
         calibrator, n_learned, pending, timer_ms = self._load()
-        out, n_learned = self._run(key_value, frame, calibrator, n_learned, pending)
-        out.extend(self._bound(pending))
+        out, learned = run_rows(calibrator, frame, pending, key_is_null=False, remember=self.remember)
+        if len(pending) > self.max_pending:
+            out = pd.concat([out, pending.drop_oldest(self.max_pending)], ignore_index=True)
         if self.ttl_ms is not None and timer_ms is None:
             timer_ms = now_ms + self.ttl_ms
             self.handle.registerTimer(timer_ms)
-        self._store(calibrator, n_learned, pending, timer_ms, now_ms)
-        yield self._frame(key_value, out, n_learned, len(pending.rows))
+        self._store(calibrator, n_learned + learned, pending, timer_ms, now_ms)
+        yield self._output(key_value, out, n_learned + learned, len(pending))
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         row = self.state.get()
@@ -161,89 +141,22 @@ class KeyedCalibrationProcessor(StatefulProcessor):
             self.state.update((*row[:6], timer_ms, last_seen_ms))
             return
         self.state.clear()
-        expired = {"status": "expired", "n_learned": row[1], "n_pending": len(row[2])}
-        yield self._frame(key[0], [expired], row[1], len(row[2]))
+        yield self._output(key[0], pd.DataFrame({"status": ["expired"]}), row[1], len(row[2]))
 
     def close(self) -> None:
         pass
 
-    # ---------------------------------------------------------------- the rows
-    def _run(self, key_value, frame: pd.DataFrame, calibrator, n_learned: int, pending: _Pending):
-        """Run one key's rows in order; return the output rows and the new event count."""
-        frame = frame.sort_values("order", kind="stable", na_position="last").reset_index(drop=True)
-        ids = [_text(v) for v in frame["event_id"]]
-        scores = frame["score"].to_numpy(dtype=np.float64, na_value=np.nan)
-        labels = frame["label"].to_numpy(dtype=np.float64, na_value=np.nan)
-        times = frame["time"].to_numpy(dtype=np.float64, na_value=np.nan)
-        orders = frame["order"].to_numpy(dtype=np.float64, na_value=np.nan)
-        out, ops = [], []  # ops: (score, label, learn, time, index of the output row or -1)
-        for i in range(len(frame)):
-            row = {"event_id": ids[i], "time": times[i], "score": scores[i], "label": labels[i]}
-            error = self._row_error(key_value, ids[i], scores[i], labels[i])
-            if error is not None:
-                out.append({**row, "status": "rejected", "error": error})
-                continue
-            has_score, has_label = not math.isnan(scores[i]), not math.isnan(labels[i])
-            if has_score:
-                ops.append((scores[i], 0.0, False, times[i], len(out)))
-                if has_label:
-                    ops.append((scores[i], labels[i], True, times[i], -1))
-                elif ids[i] is not None:
-                    pending.rows.pop(ids[i], None)  # a repeated id keeps its latest score, at the end
-                    pending.rows[ids[i]] = (scores[i], times[i], orders[i])
-                out.append({**row, "status": "scored_learned" if has_label else "scored"})
-                continue
-            joined = pending.rows.pop(ids[i], None)
-            if joined is None:
-                out.append({**row, "status": "unmatched", "error": f"no pending score for event id {ids[i]!r}"})
-                continue
-            ops.append((joined[0], labels[i], True, times[i] if not math.isnan(times[i]) else joined[1], -1))
-            out.append({**row, "score": joined[0], "status": "learned"})
-        if ops:
-            s, y, learn, t, where = (np.array(c) for c in zip(*ops, strict=True))
-            uses_times = not np.isnan(t[learn]).any()
-            proba, llr = calibrator.process(s, y, learn, times=t if uses_times and learn.any() else None)
-            for j in np.flatnonzero(where >= 0):
-                out[where[j]]["proba"], out[where[j]]["llr"] = float(proba[j]), float(llr[j])
-            n_learned += int(learn.sum())
-        return out, n_learned
-
     @staticmethod
-    def _row_error(key_value, event_id, score: float, label: float) -> str | None:
-        """Why a row cannot be used, or None."""
-        if key_value is None or (isinstance(key_value, float) and math.isnan(key_value)):
-            return "the key is null"
-        if not math.isnan(score) and not math.isfinite(score):
-            return f"score must be finite; got {float(score)!r}"
-        if not math.isnan(label) and label not in (0.0, 1.0):
-            return f"label must be 0 or 1; got {float(label)!r}"
-        if math.isnan(score) and math.isnan(label):
-            return "the row has neither a score nor a label (a NaN score counts as none)"
-        if math.isnan(score) and event_id is None:
-            return "a label row without score needs an event id to find its score"
-        return None
-
-    def _bound(self, pending: _Pending) -> list[dict]:
-        """Drop the oldest pending scores beyond ``max_pending``; one ``"dropped"`` row each."""
-        out = []
-        while len(pending.rows) > self.max_pending:
-            event_id = next(iter(pending.rows))
-            score, time, _ = pending.rows.pop(event_id)
-            error = f"more than max_pending={self.max_pending} scores await labels"
-            out.append({"event_id": event_id, "time": time, "score": score, "status": "dropped", "error": error})
-        return out
-
-    @staticmethod
-    def _frame(key_value, out: list[dict], n_learned: int, n_pending: int) -> pd.DataFrame:
-        frame = pd.DataFrame(out, columns=list(OUTPUT_COLUMNS))
-        frame.insert(0, "key", [key_value] * len(frame))
-        frame["n_learned"] = n_learned
-        frame["n_pending"] = n_pending
+    def _output(key_value, out: pd.DataFrame, n_learned: int, n_pending: int) -> pd.DataFrame:
+        """``out`` with the key in front and every output column, in the output's types."""
+        columns = {"key": [key_value] * len(out)}
         for name, kind in OUTPUT_COLUMNS.items():
-            if kind == "double":
-                frame[name] = frame[name].astype(np.float64)
-            elif kind == "long":
-                frame[name] = frame[name].astype(np.int64)
+            if name == "n_learned":
+                columns[name] = np.full(len(out), n_learned, dtype=np.int64)
+            elif name == "n_pending":
+                columns[name] = np.full(len(out), n_pending, dtype=np.int64)
+            elif name not in out:
+                columns[name] = np.full(len(out), np.nan if kind == "double" else None, dtype=_DTYPES[kind])
             else:
-                frame[name] = frame[name].astype(object)
-        return frame
+                columns[name] = out[name].to_numpy(dtype=_DTYPES[kind])
+        return pd.DataFrame(columns)

@@ -143,7 +143,8 @@ def calibrate_stream(
     require_pyspark()
     from pyspark.sql import functions as F
 
-    from streamcal.spark._processor import OUTPUT_COLUMNS, KeyedCalibrationProcessor
+    from streamcal.spark._processor import KeyedCalibrationProcessor
+    from streamcal.spark._rows import OUTPUT_COLUMNS
 
     template = _fresh(calibrator)
     ttl_ms = _ttl_ms(ttl)
@@ -170,7 +171,8 @@ def calibrate_stream(
         column(order, "order_col", "double").alias("order"),
     )
     schema = ", ".join([f"key {key_type}", *(f"{name} {kind}" for name, kind in OUTPUT_COLUMNS.items())])
-    processor = KeyedCalibrationProcessor(template, ttl_ms=ttl_ms, max_pending=max_pending)
+    remember = label_col is not None and event_id_col is not None
+    processor = KeyedCalibrationProcessor(template, ttl_ms=ttl_ms, max_pending=max_pending, remember=remember)
     out = rows.groupBy("key").transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=schema,
