@@ -8,7 +8,7 @@ import sys
 __all__ = ["calibrate_stream", "local_session"]
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-_NUMERIC = ("byte", "short", "int", "bigint", "long", "float", "double", "boolean", "decimal", "timestamp")
+_NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "boolean", "decimal", "timestamp")
 
 
 def require_pyspark():
