@@ -9,6 +9,10 @@ Baselines, run in this process on the same events:
 - wrapped: the same loop on ``CalibratedClassifier(model, PAVCalibrator())``;
 - wrapped, learn only: ``learn_one`` without a prediction first (the wrapper must then score the
   event itself);
+- wrapped, the code before (``--old REV``): the same loop on the ``CalibratedClassifier`` of
+  ``streamcal/compose.py`` at git revision ``REV`` (read with ``git show``, run on today's
+  calibrator), so a change to the wrapper is measured against its previous version in the same
+  rounds;
 - persistence: ``save`` + ``load`` of the wrapped model (a checkpoint).
 
 "overhead" is wrapped minus bare: the calibrator's work and the wrapper's own. "wrapper's own" is
@@ -20,15 +24,17 @@ round runs every configuration in turn, so load on the machine hits all alike. n
 (first call of the PAV kernels in this process; they are cached on disk, so this is usually a
 cache load) is reported apart from the steady state. Events: Phishing, cycled to ``--events``.
 
-Run: ``PYTHONPATH=. python benchmarks/bench_compose.py [--events 20000] [--repeats 7]``
+Run: ``PYTHONPATH=. python benchmarks/bench_compose.py [--events 20000] [--repeats 7] [--old REV]``
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import subprocess
 import tempfile
 import time
+import types
 from pathlib import Path
 
 from river import datasets, linear_model, naive_bayes
@@ -94,6 +100,16 @@ def by_hand(make_model, xs):
     return run
 
 
+def wrapper_at(rev: str):
+    """The ``CalibratedClassifier`` class of ``streamcal/compose.py`` at git revision ``rev``."""
+    source = subprocess.run(
+        ["git", "show", f"{rev}:streamcal/compose.py"], check=True, capture_output=True, text=True
+    ).stdout
+    module = types.ModuleType(f"compose_at_{rev}")
+    exec(compile(source, f"{rev}:streamcal/compose.py", "exec"), module.__dict__)
+    return module.CalibratedClassifier
+
+
 def main() -> None:
     import streamcal
 
@@ -101,7 +117,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--old", metavar="REV", help="also time the wrapper of this git revision")
     args = parser.parse_args()
+    before = wrapper_at(args.old) if args.old else None
     xs = events(args.events)
     n = len(xs)
 
@@ -118,6 +136,8 @@ def main() -> None:
         configs[(name, "by hand")] = by_hand(make_model, xs)
         configs[(name, "wrapped")] = progressive(lambda m=make_model: CalibratedClassifier(m(), PAVCalibrator()), xs)
         configs[(name, "learn only")] = learn_only(lambda m=make_model: CalibratedClassifier(m(), PAVCalibrator()), xs)
+        if before is not None:
+            configs[(name, "before")] = progressive(lambda m=make_model: before(m(), PAVCalibrator()), xs)
     t = interleaved(configs, args.repeats)
     t = {k: 1e6 * v / n for k, v in t.items()}
     print(f"CPU µs per event, best of {args.repeats} interleaved rounds of {n} events")
@@ -130,6 +150,16 @@ def main() -> None:
             f"| {name} | {bare:.2f} | {hand:.2f} | {wrapped:.2f} | {wrapped - bare:.2f} | {wrapped / bare:.2f} | "
             f"{wrapped - hand:.2f} | {only:.2f} |"
         )
+    if before is not None:
+        print()
+        print(f"| model | wrapped, code at {args.old} | its overhead | wrapped, this code | its overhead | ratio |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for name in models:
+            bare, old, wrapped = (t[(name, k)] for k in ("bare", "before", "wrapped"))
+            print(
+                f"| {name} | {old:.2f} | {old - bare:.2f} | {wrapped:.2f} | {wrapped - bare:.2f} | "
+                f"{(wrapped - bare) / (old - bare):.2f} |"
+            )
 
     model = CalibratedClassifier(linear_model.LogisticRegression(), PAVCalibrator())
     for x, y in xs[:2000]:

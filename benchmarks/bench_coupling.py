@@ -11,9 +11,13 @@ Run from the repository root:
    face (``predict_proba_one`` then ``learn_one`` per event) and the array face (``predict_proba``
    then ``update`` per batch of events).
 3. Prequential calibration for K = 5 (``--prequential-k``): ``prequential`` (bit for bit a loop of
-   the river face) against, in the same process and in alternating rounds, that loop itself
-   (``predict_proba_one`` then ``learn_one``, on the first ``--stream-events`` events) and the
-   batched array face of section 2. CPU time (``time.process_time``), best of ``--repeat`` rounds.
+   the river face; over ``PAVCalibrator`` pairs, each pair's events in one compiled loop on its
+   state) against, in the same process and in alternating rounds, the per-pair path it replaces
+   (each pair's own ``process``, the path other binary calibrators take), the river-face loop
+   itself (``predict_proba_one`` then ``learn_one``, on the first ``--stream-events`` events; over
+   ``PAVCalibrator`` pairs one kernel call per event) and that loop through the per-pair calls it
+   replaces, and the batched array face of section 2. CPU time (``time.process_time``), best of ``--repeat``
+   rounds.
 
 numba compile time (first call) is reported apart from steady state (best of several runs).
 """
@@ -296,6 +300,27 @@ def bench_prequential(k, n_events, stream_events, batch, repeat):
         cls(classes=classes, **extra).prequential(q, ys)
         return n_events
 
+    def prequential_per_pair(cls, extra):
+        # the previous implementation, kept as the path for other binary calibrators: each
+        # pair's events through its own array face (``process``), then one coupling call
+        fused = PairwiseCouplingCalibrator._fused_pav_pairs
+        PairwiseCouplingCalibrator._fused_pav_pairs = lambda self: False
+        try:
+            cls(classes=classes, **extra).prequential(q, ys)
+        finally:
+            PairwiseCouplingCalibrator._fused_pav_pairs = fused
+        return n_events
+
+    def river_per_pair(cls, extra):
+        # the previous river face, kept for other binary calibrators: per event, each pair's
+        # ``window_weight`` and ``predict_proba_one``, the coupling, each pair's ``learn_one``
+        one_call = PairwiseCouplingCalibrator._river_states
+        PairwiseCouplingCalibrator._river_states = lambda self, classes, params: None
+        try:
+            return river(cls, extra)
+        finally:
+            PairwiseCouplingCalibrator._river_states = one_call
+
     def batched(cls, extra):
         model = cls(classes=classes, **extra)
         for start in range(0, n_events, batch):
@@ -308,7 +333,13 @@ def bench_prequential(k, n_events, stream_events, batch, repeat):
         ("PairwiseCouplingCalibrator (wlw)", PairwiseCouplingCalibrator, {"method": "wlw"}),
         ("OneVsRestCalibrator", OneVsRestCalibrator, {}),
     ]
-    faces = [("prequential", prequential), (f"predict_proba + update, batches of {batch}", batched), ("river face", river)]
+    faces = [
+        ("prequential", prequential),
+        ("prequential, per-pair path", prequential_per_pair),
+        (f"predict_proba + update, batches of {batch}", batched),
+        ("river face, per-pair calls", river_per_pair),
+        ("river face", river),
+    ]
     for _, cls, extra in variants:  # compile (or load) the kernels
         cls(classes=classes, **extra).prequential(q[:200], ys[:200])
     best = {}
@@ -323,12 +354,20 @@ def bench_prequential(k, n_events, stream_events, batch, repeat):
         f"## prequential, K = {k}: {n_events} events (river face: the first {stream_events}), "
         f"PAVCalibrator() per pair or class; CPU time, best of {repeat} alternating rounds\n"
     )
-    print("| calibrator | " + " | ".join(f"{face} (events/s)" for face, _ in faces) + " | prequential / river face |")
-    print("|---|" + "---:|" * (len(faces) + 1))
+    print(
+        "| calibrator | "
+        + " | ".join(f"{face} (events/s)" for face, _ in faces)
+        + " | prequential / per-pair path | river face / per-pair calls | prequential / river face |"
+    )
+    print("|---|" + "---:|" * (len(faces) + 3))
     for name, _, _ in variants:
         rates = [best[name, face] for face, _ in faces]
         cells = " | ".join(f"{r:,.0f}" for r in rates)
-        print(f"| {name} | {cells} | {rates[0] / rates[-1]:.1f}x |")
+        if name.startswith("Pairwise"):
+            ratios = f"{rates[0] / rates[1]:.2f}x | {rates[-1] / rates[-2]:.2f}x"
+        else:  # one-vs-rest has no pair loop and no one-call river face: both pairs of columns run one path
+            ratios = "– | –"
+        print(f"| {name} | {cells} | {ratios} | {rates[0] / rates[-1]:.1f}x |")
     print()
 
 

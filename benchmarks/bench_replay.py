@@ -52,7 +52,8 @@ Metric costs (``--metrics-cost``): each default metric on windows of 100,000 eve
 output on a click stream, in this process, CPU time of this thread, against the same metric
 computed the way streamcal first computed it (``tests/naive.py``, ``naive_replay_*``), in
 alternating rounds; medians; reported as seconds per 1e7 rows (100 windows) and checked equal
-bit for bit.
+bit for bit. With ``--old REV``, also ``min_cllr`` of that revision's ``streamcal/metrics/_array.py``
+(``git show``) in the same rounds.
 
     PYTHONPATH=. python benchmarks/bench_replay.py --no-throughput --no-memory --process --old 38c47f1
     PYTHONPATH=. python benchmarks/bench_replay.py --no-throughput --no-memory --metrics-cost
@@ -69,6 +70,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -288,7 +290,9 @@ def package_copy(parent: Path, rev: str | None) -> Path:
     if rev is None:
         shutil.copytree(ROOT / "streamcal", where / "streamcal", ignore=shutil.ignore_patterns("__pycache__"))
     else:
-        archive = subprocess.Popen(["git", "archive", "--format=tar", rev, "streamcal"], cwd=ROOT, stdout=subprocess.PIPE)
+        archive = subprocess.Popen(
+            ["git", "archive", "--format=tar", rev, "streamcal"], cwd=ROOT, stdout=subprocess.PIPE
+        )
         subprocess.run(["tar", "-x", "-C", str(where)], stdin=archive.stdout, check=True)
         archive.stdout.close()
         if archive.wait():
@@ -341,7 +345,9 @@ def process_rows(args, work: Path) -> None:
             for case, (command, where) in cases.items():
                 times[case].append(run_process(command, where))
             load.append(os.getloadavg()[0])
-        print(f"{label}: medians of {args.process_runs} alternating rounds, load average {min(load):.1f}-{max(load):.1f}")
+        print(
+            f"{label}: medians of {args.process_runs} alternating rounds, load average {min(load):.1f}-{max(load):.1f}"
+        )
         floor_wall = statistics.median(w for w, _ in times["I/O floor"])
         floor_cpu = statistics.median(c for _, c in times["I/O floor"])
         for case, runs in times.items():
@@ -389,14 +395,31 @@ def metric_costs(args, work: Path) -> None:
             lambda y, p, x: naive.naive_replay_calibration_loss(y, p),
         ),
     }
-    for new, first in pairs.values():  # same bits, and every path loaded before the timing
+    before = None
+    if args.old:  # min_cllr of that revision's metrics module, on this tree's kernels
+        source = subprocess.run(
+            ["git", "show", f"{args.old}:streamcal/metrics/_array.py"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        module = types.ModuleType(f"metrics_at_{args.old}")
+        exec(compile(source, f"{args.old}:streamcal/metrics/_array.py", "exec"), module.__dict__)
+        before = lambda y, p, x: module.min_cllr(y, x)  # noqa: E731
+    for name, (new, first) in pairs.items():  # same bits, and every path loaded before the timing
         for w in windows:
             assert new(*w) == first(*w)
+            assert name != "min_cllr" or before is None or before(*w) == first(*w)
     clock = time.thread_time if threading.current_thread() is threading.main_thread() else time.process_time
     costs = {name: ([], []) for name in pairs}
+    old_costs = []
     for _ in range(args.metric_rounds):
         for name, (new, first) in pairs.items():
-            for fn, bucket in ((first, costs[name][1]), (new, costs[name][0])):
+            runs = [(first, costs[name][1]), (new, costs[name][0])]
+            if name == "min_cllr" and before is not None:
+                runs.append((before, old_costs))
+            for fn, bucket in runs:
                 c0 = clock()
                 for w in windows:
                     fn(*w)
@@ -413,7 +436,15 @@ def metric_costs(args, work: Path) -> None:
             f"  {name:<18} {a * 1e3:6.2f} ms  (first way {b * 1e3:6.2f} ms)  "
             f"+{a * 100:.2f} s per 1e7 rows (first way +{b * 100:.2f} s)  new / first {a / b:.2f}"
         )
-    print(f"  {'all six':<18} {total_new * 1e3:6.2f} ms  (first way {total_first * 1e3:6.2f} ms)  new / first {total_new / total_first:.2f}")
+    print(
+        f"  {'all six':<18} {total_new * 1e3:6.2f} ms  (first way {total_first * 1e3:6.2f} ms)  new / first {total_new / total_first:.2f}"
+    )
+    if old_costs:
+        a, b = statistics.median(costs["min_cllr"][0]), statistics.median(old_costs)
+        print(
+            f"  min_cllr of {args.old}: {b * 1e3:6.2f} ms (+{b * 100:.2f} s per 1e7 rows); "
+            f"this tree's / {args.old}'s {a / b:.2f}"
+        )
 
 
 def main() -> None:
@@ -435,8 +466,12 @@ def main() -> None:
     parser.add_argument("--process", action="store_true", help="the whole-process rows (replay of 1e7, start-up)")
     parser.add_argument("--process-n", default="1e7", help="events of the whole-process replay (default 1e7)")
     parser.add_argument("--process-runs", type=int, default=5, help="alternating rounds of the whole-process rows")
-    parser.add_argument("--old", default=None, help="git revision to run side by side in the whole-process rows")
-    parser.add_argument("--metrics-cost", action="store_true", help="each default metric per window against the first way")
+    parser.add_argument(
+        "--old", default=None, help="git revision to run side by side in the whole-process rows and for min_cllr"
+    )
+    parser.add_argument(
+        "--metrics-cost", action="store_true", help="each default metric per window against the first way"
+    )
     parser.add_argument("--metric-rounds", type=int, default=7, help="alternating rounds of --metrics-cost")
     args = parser.parse_args()
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench_replay_"))

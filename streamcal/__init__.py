@@ -33,6 +33,7 @@ _EXPORTS = {
     "PairwiseCouplingCalibrator": "streamcal.multiclass.streaming",
     "OneVsRestCalibrator": "streamcal.multiclass.streaming",
     "CalibratedClassifier": "streamcal.compose",
+    "KeyedCalibrator": "streamcal.keyed",
     "merge": "streamcal.merging",
     "save": "streamcal.persist",
     "load": "streamcal.persist",
@@ -55,6 +56,7 @@ _SUBMODULES = {
     "dask",
     "plot",
     "monitor",
+    "keyed",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -24,16 +24,21 @@ class OperationLoop:
     """Runs operation sequences over the histogram and the map (a base of
     :class:`streamcal._streaming.StreamingCalibrator`, not used alone)."""
 
-    def _run(self, ops, s, y, w, t, b=None) -> tuple[np.ndarray, np.ndarray]:
+    def _run(self, ops, s, y, w, t, b=None, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Run the operations ``ops`` (an array, or one ``OP_*`` int for every event).
 
         ``b``: the buckets of all the scores when already known (:meth:`_check_scores_and_buckets`
-        gives them once the edges are known, so no warm-up then runs here), else None.
+        gives them once the edges are known, so no warm-up then runs here), else None. ``out``:
+        the ``(proba, llr)`` arrays to write the predictions into (their learn-only positions are
+        left as they are), else new arrays, NaN at those positions.
         """
         n = s.size
         uniform = isinstance(ops, int)
-        out_p = np.full(n, np.nan)
-        out_llr = np.full(n, np.nan)
+        if out is None:
+            out_p = np.full(n, np.nan)
+            out_llr = np.full(n, np.nan)
+        else:
+            out_p, out_llr = out
         i = 0
         layout = None
         if not self._hist.built:  # the warm-up's end, computed before anything is buffered

@@ -392,6 +392,32 @@ class StreamingCalibrator(CalibratorState, OperationLoop, LockedState, Persistab
         with self._lock:
             return self._run(*self._checked_process(scores, labels, learn_mask, weights, times))
 
+    def _process_checked(self, scores, labels, learn, weights, times, out=None):
+        """:meth:`process` on operations its caller has already checked as :meth:`process` checks
+        them (the replay does): ``scores`` finite, ``learn`` a bool array, ``labels`` 0 or 1 and
+        ``times`` (or None) finite and never going backwards at the learn positions, ``weights``
+        (or None) finite and non-negative; all float64, 1-d, C-contiguous and of one length.
+
+        What such a caller cannot know is still checked: each score against the buckets' range
+        (in the pass that finds its bucket) and the weights against the largest weight of one
+        event. Time windows, the quantile warm-up and anything these checks reject take
+        :meth:`process`'s full checks (which then raise its errors). The outputs are those of
+        :meth:`process` at the predict positions, bit for bit; with ``out``, a pair of float64
+        arrays of the operations' length, they are written there, and the learn positions hold
+        whatever ``out`` held. Returns ``(proba, llr)``.
+        """
+        with self._lock:
+            hist = self._hist
+            if hist.built and not hist.uses_times and (weights is None or not (weights > _MAX_WEIGHT).any()):
+                b, bad = self._checked_buckets(scores)
+                if bad < 0:
+                    n = scores.size
+                    ops = np.where(learn, OP_LEARN, OP_PREDICT).astype(np.int64, copy=False)
+                    w = np.ones(n) if weights is None else weights
+                    t = np.zeros(n) if times is None else times
+                    return self._run(ops, scores, labels, w, t, b, out)
+            return self._run(*self._checked_process(scores, labels, learn, weights, times))
+
     def _checked_process(self, scores, labels, learn_mask, weights, times):
         """``process``'s inputs, checked: ``(ops, scores, labels, weights, times, buckets)``."""
         s, b = self._check_scores_and_buckets(scores)

@@ -15,6 +15,7 @@ import numpy as np
 from river import base
 
 from streamcal._locking import LockedState
+from streamcal.isotonic.streaming import PAVCalibrator as _PAV
 from streamcal.persist import Persistable
 
 __all__ = ["CalibratedClassifier"]
@@ -118,9 +119,7 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
             msg = f"`classifier` must be a river classifier; got {classifier!r}."
             raise TypeError(msg)
         if calibrator is None:
-            from streamcal.isotonic.streaming import PAVCalibrator
-
-            calibrator = PAVCalibrator()
+            calibrator = _PAV()
         if not isinstance(calibrator, base.Estimator) or not hasattr(calibrator, "learn_one"):
             msg = f"`calibrator` must be a streamcal calibrator (a river classifier); got {calibrator!r}."
             raise TypeError(msg)
@@ -220,8 +219,15 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
     # ------------------------------------------------------------------ river face
     # learn_one and predict_proba_one are the per-event path. They take the lock explicitly (half
     # the cost of a `with` statement), read each attribute once, and inline the common case of
-    # the checks (a finite float sum of the features; bool labels; a float probability in [0, 1];
-    # the score key), calling the full check only where the common case does not hold.
+    # the checks (a finite float sum of the features; bool labels; a float probability in [0, 1]),
+    # calling the full check only where the common case does not hold.
+    #
+    # With a PAVCalibrator (its exact class) whose river face is on its lock-free fast path, the
+    # wrapper calls the calibrator's packed single-score kernels itself, as that fast path does,
+    # with the same conditions (a float score, a bool label, a float weight): the kernel checks
+    # the score's range, the weight and the busy mark, and refuses, changing nothing, whatever the
+    # calibrator's full checks would judge; the wrapper then hands the call to the calibrator's
+    # own learn_one or predict_proba_one, which gives the same result or raises its error.
     def learn_one(self, x: dict, y, **kwargs) -> None:
         """Score ``x`` with the model, let the calibrator learn that score and ``y``, then the model learn.
 
@@ -242,7 +248,7 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
                 _check_features(x)
             calibrator = self.calibrator
             last = self._last_x
-            if getattr(calibrator, "_multiclass", False):
+            if calibrator.__class__ is not _PAV and getattr(calibrator, "_multiclass", False):
                 proba = self._last_proba if last is not None and last == x else self.classifier.predict_proba_one(x)
                 calibrator.learn_one(self._multiclass_input(proba, x), y)
             else:
@@ -255,13 +261,20 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
                 p = proba.get(pos_val, 0.0)
                 if p.__class__ is not float or not 0.0 <= p <= 1.0:
                     p = _probability_of(p, pos_val, x)
-                key = getattr(calibrator, "score_key", None)
-                if key is None:
-                    key = "score"
-                if "w" in kwargs:
-                    calibrator.learn_one({key: p}, label, w=kwargs["w"])
-                else:
-                    calibrator.learn_one({key: p}, label)
+                w = kwargs.get("w", 1.0) if kwargs else 1.0
+                if not (
+                    calibrator.__class__ is _PAV
+                    and w.__class__ is float
+                    and calibrator._fast_learn
+                    and calibrator._learn_packed(calibrator._packed, p, label, w, 0.0)
+                ):
+                    key = getattr(calibrator, "score_key", None)
+                    if key is None:
+                        key = "score"
+                    if "w" in kwargs:
+                        calibrator.learn_one({key: p}, label, w=kwargs["w"])
+                    else:
+                        calibrator.learn_one({key: p}, label)
                 if (
                     not label
                     and self._neg_label is False
@@ -287,19 +300,25 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
             calibrator = self.calibrator
             last = self._last_x
             proba = self._last_proba if last is not None and last == x else self.classifier.predict_proba_one(x)
-            if getattr(calibrator, "_multiclass", False):
+            if calibrator.__class__ is not _PAV and getattr(calibrator, "_multiclass", False):
                 out = calibrator.predict_proba_one(self._multiclass_input(proba, x))
             else:
                 pos_val = self.pos_val
                 p = proba.get(pos_val, 0.0)
                 if p.__class__ is not float or not 0.0 <= p <= 1.0:
                     p = _probability_of(p, pos_val, x)
-                key = getattr(calibrator, "score_key", None)
-                if key is None:
-                    key = "score"
-                q = calibrator.predict_proba_one({key: p}).get(True, 0.0)
-                if q.__class__ is not float:
-                    q = float(q)
+                q = (
+                    calibrator._proba_packed(calibrator._packed, p)
+                    if calibrator.__class__ is _PAV and calibrator._fast_predict
+                    else -1.0
+                )
+                if q < 0.0:  # -1.0: not the packed path, or refused by it (out of range, busy)
+                    key = getattr(calibrator, "score_key", None)
+                    if key is None:
+                        key = "score"
+                    q = calibrator.predict_proba_one({key: p}).get(True, 0.0)
+                    if q.__class__ is not float:
+                        q = float(q)
                 out = {self._neg_label: 1.0 - q, pos_val: q}
             if proba is not self._last_proba:  # remembered once the call is accepted (_remember, inline)
                 self._last_x = x.copy() if x.__class__ is dict else dict(x)
@@ -328,7 +347,6 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
             llr = float(self.calibrator.predict_llr_one(cal_x))
             self._remember(x, proba)
             return llr
-
 
     def _need_binary_calibrator_with(self, method: str, example: str = "") -> None:
         if not self._binary_calibrator or not hasattr(self.calibrator, method):

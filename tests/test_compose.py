@@ -5,6 +5,7 @@ river's estimator checks for it, with more wrapped models and calibrators, are i
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import math
@@ -304,3 +305,52 @@ def test_state_is_bounded():
             model.learn_one(x, y)
         sizes.append(len(pickle.dumps(model)))
     assert sizes[0] == sizes[1]
+
+
+class _SubclassedPAV(PAVCalibrator):
+    """A subclass: the wrapper calls its river face, never the packed kernels behind it."""
+
+    def learn_one(self, x, y, w=1.0, t=None):
+        self.__dict__["river_face_calls"] = self.__dict__.get("river_face_calls", 0) + 1
+        super().learn_one(x, y, w, t)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        PAVCalibrator,  # the packed kernels, called by the wrapper itself
+        lambda: PAVCalibrator(buckets="quantile:32"),  # edges warming up first: the river face
+        lambda: PAVCalibrator(score_key="p"),  # a score key: the river face
+        lambda: PAVCalibrator(buckets="uniform:64"),  # scores of 0 and 1 at the ends of the range
+        _SubclassedPAV,
+    ],
+)
+def test_the_wrappers_packed_path_and_its_fallbacks_equal_the_calibrators_river_face(make):
+    """Bit for bit what the calibrator's own river face gives, by hand, whichever path a call
+    takes: the packed kernels; a weight the kernel refuses (the river face then raises); an int
+    weight; calls made while the calibrator's marking lock is held (the kernels refuse a marked
+    state and the river face runs instead)."""
+    model = CalibratedClassifier(linear_model.LogisticRegression(), make())
+    clf, cal = linear_model.LogisticRegression(), make()
+    key = cal.score_key or "score"
+    for k, (x, y) in enumerate(datasets.Phishing().take(400)):
+        w = (1.0, 2.5, 2)[k % 3]
+        held = model.calibrator._lock if k % 40 == 7 else contextlib.nullcontext()
+        with held:
+            got = model.predict_proba_one(x)
+            model.learn_one(x, y, w=w)
+        p = clf.predict_proba_one(x)[True]
+        q = cal.predict_proba_one({key: p})[True]
+        assert got == {False: 1.0 - q, True: q}
+        cal.learn_one({key: p}, y, w=w)
+        clf.learn_one(x, y, w=w)
+        if k % 100 == 3:
+            with pytest.raises(ValueError, match="`w` must be"):
+                model.learn_one(x, y, w=float("nan"))
+    assert model.n_learned == 400
+    if make is _SubclassedPAV:
+        assert model.calibrator.river_face_calls == 404  # every event, and the four refused
+    assert model.calibrator.window_weight == cal.window_weight
+    np.testing.assert_array_equal(
+        model.calibrator.predict_proba(np.linspace(0, 1, 101)), cal.predict_proba(np.linspace(0, 1, 101))
+    )

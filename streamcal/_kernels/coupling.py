@@ -16,10 +16,10 @@ import math
 
 import numpy as np
 
-from streamcal._kernels._config import jit
+from streamcal._kernels._config import jit, jit_noalloc
 
 
-@jit
+@jit_noalloc(forceinline=True)
 def _pair_mu(pi, pj, rij):
     # mu_ij = p_i / (p_i + p_j); when both classes sit at probability zero the ratio is free and
     # the pair is treated as fitted exactly (mu_ij = r_ij), the limit the iteration approaches.
@@ -29,7 +29,7 @@ def _pair_mu(pi, pj, rij):
     return rij
 
 
-@jit
+@jit_noalloc(forceinline=True)
 def ht_score_residual(r, n, p):
     """Largest row residual of the score equations (paper eq. 2.5), per unit row weight.
 
@@ -53,7 +53,7 @@ def ht_score_residual(r, n, p):
     return worst
 
 
-@jit
+@jit_noalloc(forceinline=True)
 def ht_criterion_log(r, n, theta, active):
     """Paper 002's criterion (eq. 2.4 up to a constant) at ``p = softmax(theta)``, for one event.
 
@@ -86,7 +86,7 @@ def ht_criterion_log(r, n, theta, active):
     return total
 
 
-@jit
+@jit_noalloc
 def ht_newton_step_inplace(r, n, p, theta, trial, active, idx, a, rhs):
     """One safeguarded Newton step on ``theta = log p`` for one event; updates ``p`` in place.
 
@@ -161,7 +161,7 @@ def ht_newton_step_inplace(r, n, p, theta, trial, active, idx, a, rhs):
     return False
 
 
-@jit
+@jit_noalloc
 def ht_couple_one(r, n, tol, max_iter, newton_after, p, target, total_weight, scratch):
     """Hastie–Tibshirani iterative scaling for one event; writes ``p`` (K,), returns iterations.
 
@@ -255,7 +255,7 @@ def ht_couple_batch(r, n, tol, max_iter, newton_after, p_out, sweeps_out):
         )
 
 
-@jit
+@jit_noalloc(forceinline=True)
 def wlw_system_fill(r, n, a):
     """Fill ``a`` ((K+1, K+1)) with Wu–Lin–Weng method 2's bordered system for one event.
 
@@ -277,7 +277,7 @@ def wlw_system_fill(r, n, a):
         a[k, i] = 1.0
 
 
-@jit
+@jit_noalloc
 def solve_inplace_partial_pivot(a, b, size, rel_pivot_tol):
     """Solve ``a x = b`` on the leading ``size`` rows and columns, by Gaussian elimination with
     partial pivoting; ``b[:size]`` becomes ``x``.
@@ -326,7 +326,7 @@ def solve_inplace_partial_pivot(a, b, size, rel_pivot_tol):
     return True
 
 
-@jit
+@jit_noalloc
 def wlw_couple_one(r, n, p, a, rhs, n_work):
     """Wu–Lin–Weng method 2 for one event, solved exactly; writes ``p`` (K,).
 
@@ -520,7 +520,7 @@ def wlw_couple_upper(r_up, n_up, p_out):
         wlw_couple_one(r, n, p_out[e], a, rhs, n_work)
 
 
-@jit
+@jit_noalloc(forceinline=True)
 def _fill_pairs(r_up, n_up, e, r, n):
     k = r.shape[0]
     q = 0

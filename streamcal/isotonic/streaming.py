@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import os
 import sys
@@ -387,6 +388,25 @@ class PAVCalibrator(StreamingCalibrator):
             if not self._hist.built:
                 return None
             return self._blocks_floats.copy(), self._blocks_ints.copy()
+
+    def packed_state(self) -> np.ndarray | None:
+        """The live state packed in one float64 buffer (as :meth:`holding_packed_state`), without
+        the lock, for a composite calibrator's per-event kernels: like this calibrator's own
+        river face they hold the GIL and refuse a buffer marked busy."""
+        return self.__dict__.get("_packed")
+
+    @contextlib.contextmanager
+    def holding_packed_state(self):
+        """Hold this calibrator's lock and yield its live state packed in one float64 buffer (laid
+        out by ``streamcal._kernels.ipav.pack_state``), or None before the bucket edges are known.
+
+        For a composite calibrator's kernel that runs several calibrators' states in one call
+        (``PairwiseCouplingCalibrator``): the buffer is the state, and the kernel may learn into
+        it while the lock is held (the buffer is marked busy, so the lock-free river-face calls
+        of other threads wait).
+        """
+        with self._lock:
+            yield self.__dict__.get("_packed")
 
     def _init_lock(self) -> None:
         self._lock = _MarkingLock(self)

@@ -242,59 +242,58 @@ def _min_cllr_unit(y: np.ndarray, s: np.ndarray) -> float:
     """:func:`_min_cllr` for unit weights: the same PAV-LLR and the same sums, from one sort of
     the scores.
 
-    The distinct scores and their counts come from the sorted scores (the positives' are found
-    among them), and PAV runs over the distinct scores as in :func:`streamcal.isotonic.pav_llr`
-    (tied scores pooled, each group weighted by its count). Its fitted values are constant over
-    runs of groups, its blocks; so are the LLRs and the costs of each class, which are computed
-    once per block. An event's block is found by counting the blocks' lowest scores at or below
-    its score (few blocks) or from the events' sorted order (many), and the per-event costs are
-    summed per class in event order, exactly as :func:`_cllr` sums them: the result equals
-    ``_min_cllr`` bit for bit.
+    The distinct scores and their counts come from the sorted scores (the positives' from the
+    positives' sorted scores, in the same pass), and PAV runs over the distinct scores as in
+    :func:`streamcal.isotonic.pav_llr` (tied scores pooled, each group weighted by its count). Its
+    fitted values are constant over runs of groups, its blocks; so are the LLRs and the costs of
+    each class, which are computed once per block. One pass over the events finds each event's
+    block (the last block whose lowest score is at or below its score, through a table over the
+    scores' range) and writes its cost, by class, in event order; each class's costs are summed
+    as :func:`_cllr` sums them: the result equals ``_min_cllr`` bit for bit.
     """
     from streamcal._kernels import _config
-    from streamcal._kernels.pav import pav_sorted
+    from streamcal._kernels import metrics as _k
+    from streamcal._kernels.pav import pav_blocks_sorted
     from streamcal.isotonic.batch import _block_logit
 
     n = s.size
-    positive = y == 1.0
+    s = np.ascontiguousarray(s, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
     ordered = np.sort(s)
-    first = np.empty(n, dtype=bool)  # where each distinct score starts in ``ordered``
-    first[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    distinct = ordered[starts]
-    g = distinct.size
-    s_pos = np.sort(s[positive])  # in order, the binary searches among the distinct scores are quicker
-    count = np.diff(np.append(starts, n)).astype(np.float64)
-    pos = np.bincount(np.searchsorted(distinct, s_pos), minlength=g).astype(np.float64)
+    work = np.empty(n)
+    ordered_pos = np.sort(work[: _config.run(_k.positives, n, s, y, work)])
+    distinct, count, pos = np.empty(n), np.empty(n), np.empty(n)
+    g = _config.run(_k.group_sorted, n, ordered, ordered_pos, distinct, count, pos)
+    distinct, count, pos = distinct[:g], count[:g], pos[:g]
     neg = count - pos
-    t1 = float(s_pos.size)
+    t1 = float(ordered_pos.size)
     t0 = float(n) - t1
-    fitted = np.empty(g)
-    _config.run(pav_sorted, g, np.ascontiguousarray(pos / count), count, fitted)
-    # PAV's blocks: runs of equal fitted values; each block's LLR as ``pav_llr`` computes it
-    block_start = np.flatnonzero(np.concatenate(([True], fitted[1:] != fitted[:-1])))
+    # PAV's blocks, the runs of equal fitted values (its adjacent blocks' values differ); each
+    # block's LLR as ``pav_llr`` computes it
+    block_end, value, weight = np.empty(g, dtype=np.intp), np.empty(g), np.empty(g)
+    nb = _config.run(pav_blocks_sorted, g, pos / count, count, block_end, value, weight)
+    block_start = np.empty(nb, dtype=np.intp)
+    block_start[0] = 0
+    block_start[1:] = block_end[: nb - 1]
     block_pos = np.add.reduceat(pos, block_start)
     block_neg = np.add.reduceat(neg, block_start)
-    logit = _block_logit(fitted[block_start], block_pos, block_neg)
+    logit = _block_logit(value[:nb], block_pos, block_neg)
     llr = logit - (math.log(t1) - math.log(t0))
     cost_pos = np.logaddexp(0.0, -llr) / _LN2
     cost_neg = np.logaddexp(0.0, llr) / _LN2
-    if block_start.size <= _COUNTED_BLOCKS:
-        block = _block_of(distinct[block_start], s)
-    else:  # each event's block from its place in the sorted order
-        events_per_block = np.add.reduceat(count, block_start).astype(np.intp)
-        block = np.empty(n, dtype=np.intp)
-        block[np.argsort(s)] = np.repeat(np.arange(block_start.size), events_per_block)
-    pos_sum = float(np.sum(cost_pos[block[positive]]))
-    neg_sum = float(np.sum(cost_neg[block[~positive]]))
+    table = np.empty(32 * block_start.size, dtype=np.int32)  # cells enough that few share a block boundary
+    costs = np.empty(n)
+    k = _config.run(
+        _k.costs_in_event_order, n, s, y, np.ascontiguousarray(distinct[block_start]), cost_pos, cost_neg, table, costs
+    )
+    pos_sum = float(np.sum(costs[:k]))
+    neg_sum = float(np.sum(costs[k:]))
     return 0.5 * (pos_sum / t1 + neg_sum / t0)
 
 
-# up to this many blocks (or bins), an event's block is found by counting the block starts at or
-# below its score, one vectorised comparison per block; beyond, from the sorted order or by binary
-# search (on random scores a binary search costs about as much as 30 comparisons, its branches
-# mispredicted)
+# up to this many bins, an event's bin is found by counting the bins' lower edges at or below its
+# score, one vectorised comparison per edge; beyond, by binary search (on random scores a binary
+# search costs about as much as 30 comparisons, its branches mispredicted)
 _COUNTED_BLOCKS = 128
 
 

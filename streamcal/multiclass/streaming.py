@@ -16,6 +16,7 @@ import inspect
 import itertools
 import math
 import numbers
+import operator
 import types
 from collections.abc import Iterable, Mapping
 
@@ -23,7 +24,9 @@ import numpy as np
 from river import base
 
 from streamcal import _prior
+from streamcal._kernels import _config
 from streamcal._kernels import coupling as _k
+from streamcal._kernels._config import entry_point
 from streamcal._kernels.histogram import MAX_WEIGHT
 from streamcal._locking import LockedState
 from streamcal._validation import (
@@ -52,6 +55,11 @@ MAX_LOG_ODDS = 50.0
 UNSEEN_PAIR_WEIGHT = 1e-6
 
 _SCORE_KINDS = ("proba", "logit")
+
+# The river face's one-call kernels (``pairwise_pav.pairs_*_packed``), compiled for their
+# argument types by their first call and then called without numba's per-call type dispatch.
+_RIVER_KERNELS: dict = {}
+_PACKED_STATE = operator.methodcaller("packed_state")
 
 
 def _class_order(c):
@@ -446,7 +454,7 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
             getattr(calibrator, "window", None),
             getattr(calibrator, "buckets", None),
             getattr(calibrator, "score_key", None),
-            *(getattr(self, name) for name in self._EXTRA_PARAMS),
+            *map(self.__getattribute__, self._EXTRA_PARAMS),
         )
 
     _EXTRA_PARAMS: tuple[str, ...] = ()
@@ -459,7 +467,7 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
         cached = self.__dict__.get("_checked")
         if cached is not None:
             before, derived = cached
-            if len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True)):
+            if len(before) == len(now) and all(map(operator.is_, before, now)):
                 return derived
         self._check_params()
         fixed = None if self.classes is None else list(self.classes)
@@ -975,6 +983,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             s = self._check_x(x, params)
             self._check_y(y, params)
             w, t = self._check_event(w, t, params)
+            if t is None and self._learn_in_one_call(s, y, w, params):
+                return
             with self._registering([*s, y]) as new_model:
                 neg_inf = -math.inf
                 sy = s.get(y, neg_inf)
@@ -1076,9 +1086,110 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         n[iu, ju] = n[ju, iu] = n_upper
         return classes, r, n
 
+    # -- the river face in one kernel call per event ----------------------------------------
+    # Over PAVCalibrator pairs (as the array face's pair loop: :meth:`_fused_pav_pairs`), an event
+    # that scores known classes only runs through every pair and the coupling in one compiled call
+    # (``pairwise_pav.pairs_predict_packed`` / ``pairs_learn_packed``) on the pairs' packed states,
+    # which are kept in a typed list (``_river_pairs``, rebuilt whenever a pair's calibrator or
+    # its buffer is another object). The kernels give the bits of the per-pair calls they replace.
+
+    _UNSAVED = (*_ScoreDictCalibrator._UNSAVED, "_river_pairs")
+
+    def _river_states(self, classes: list, params):
+        """``(states, present, logs)`` for the one-call kernels over the pairs of ``classes``, or
+        None where they do not apply. ``logs`` is a (1, K) scratch array for the event."""
+        cache = self.__dict__.get("_river_pairs")
+        models = self._models
+        # still valid while the parameters, the classes and the pairs' calibrators are the same
+        # objects (the register only adds pairs, or removes those a refused event added; a rolled
+        # back array call puts another dict in place) and each calibrator's state is the buffer
+        # it was (a pair refitted, merged or loaded holds a new one)
+        if (
+            cache is not None
+            and cache[0] is params
+            and cache[1] == classes
+            and cache[2] is models
+            and cache[3] == len(models)
+            and all(map(operator.is_, map(_PACKED_STATE, cache[4]), cache[5]))
+        ):
+            return cache[6]
+        if not _config.is_compiled():
+            return None
+        if not self._fused_pav_pairs():  # remembered until the parameters or the pairs change
+            self._river_pairs = (params, list(classes), models, len(models), (), (), None)
+            return None
+        from numba.typed import List
+
+        k = len(classes)
+        pair_models = [models.get((classes[a], classes[b])) for a in range(k) for b in range(a + 1, k)]
+        buffers = [None if model is None else model.packed_state() for model in pair_models]
+        if any(model is not None and buffer is None for model, buffer in zip(pair_models, buffers, strict=True)):
+            self._river_pairs = None
+            return None
+        states = List()
+        for buffer in buffers:
+            states.append(np.empty(0) if buffer is None else buffer)
+        present = np.array([buffer is not None for buffer in buffers], dtype=np.bool_)
+        river = (states, present, np.empty((1, k)))
+        held = tuple(model for model in pair_models if model is not None)
+        self._river_pairs = (params, list(classes), models, len(models), held, tuple(map(_PACKED_STATE, held)), river)
+        return river
+
+    def _learn_in_one_call(self, s: dict, y, w: float, params) -> bool:
+        """Learn a checked event (no time) in one kernel call, if every class of ``s`` and ``y``
+        is known and every pair holding ``y`` has its calibrator; False, having changed nothing,
+        otherwise."""
+        known = self._known()
+        # with fixed classes, the checks of ``s`` and ``y`` have found every class among them
+        if len(known) < 2 or (params.fixed is None and (y not in known or any(c not in known for c in s))):
+            return False
+        river = self._river_states(known, params)
+        if river is None:
+            return False
+        states, present, logs = river
+        logs[0] = [s.get(c, -math.inf) for c in known]
+        kernel = _RIVER_KERNELS.get("learn")
+        args = (states, present, logs, known.index(y), params.probabilities, MAX_LOG_ODDS, w, 0.0)
+        if kernel is None:
+            from streamcal._kernels import pairwise_pav as _pp
+
+            kernel = _RIVER_KERNELS["learn"] = entry_point(_pp.pairs_learn_packed, *args)
+        return kernel(*args)
+
+    def _predict_in_one_call(self, x) -> dict | None:
+        """:meth:`predict_proba_one` in one kernel call, if every class scored in ``x`` is known
+        and there are at least two; None otherwise."""
+        params = self._checked_params()
+        s = self._check_x(x, params)
+        known = self._known()
+        if len(known) < 2 or (params.fixed is None and any(c not in known for c in s)):
+            return None
+        river = self._river_states(known, params)
+        if river is None:
+            return None
+        states, present, logs = river
+        logs[0] = [s.get(c, -math.inf) for c in known]
+        out = np.empty(len(known))
+        method = 0 if self.method == "ht" else 1
+        args = (
+            states, present, logs, params.probabilities, MAX_LOG_ODDS, UNSEEN_PAIR_WEIGHT,
+            method, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, out,
+        )  # fmt: skip
+        kernel = _RIVER_KERNELS.get("predict")
+        if kernel is None:
+            from streamcal._kernels import pairwise_pav as _pp
+
+            kernel = _RIVER_KERNELS["predict"] = entry_point(_pp.pairs_predict_packed, *args)
+        if not kernel(*args):
+            return None
+        return dict(zip(known, out.tolist(), strict=True))
+
     def predict_proba_one(self, x) -> dict:
         """Calibrated distribution over the known classes and any new class scored in ``x``."""
         with self._lock:
+            fast = self._predict_in_one_call(x)
+            if fast is not None:
+                return fast
             classes, r_upper, n_upper = self._pair_inputs(x)
             k = len(classes)
             if k <= 2:
@@ -1104,6 +1215,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             out[predict] = 1.0  # one class has no pair: nothing to learn
             return out
         n_pairs = k * (k - 1) // 2
+        if self._fused_pav_pairs():
+            return self._run_fused(classes, logs, y, predict, learn, w, t, out)
         r_up = np.empty((n_pairs, n_pred))
         n_up = np.empty((n_pairs, n_pred))
         d = np.empty(m)
@@ -1130,7 +1243,62 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
                     proba, weight, np.ascontiguousarray(unseen[predict]), UNSEEN_PAIR_WEIGHT, r_up[q], n_up[q]
                 )
                 q += 1
-        p = np.empty((n_pred, k))
+        out[predict] = self._couple_upper(r_up, n_up, k)
+        return out
+
+    def _fused_pav_pairs(self) -> bool:
+        """Whether each pair runs its events in one compiled loop on its state
+        (:func:`streamcal._kernels.pairwise_pav.pair_pav_run`; on the river face, one kernel call
+        per event for all pairs): the process runs compiled kernels, and every pair is a
+        ``PAVCalibrator`` (the default) whose window neither decays nor keeps times and whose
+        bucket edges need no warm-up. Otherwise each pair runs its own faces (the same bits)."""
+        if not _config.is_compiled():
+            return False
+        from streamcal import PAVCalibrator
+
+        params = self._checked_params()
+        window = params.window
+        if window.decays or window.uses_times or window.grows_ring or not params.takes_any_score:
+            return False
+        prototype = self.calibrator
+        if prototype is not None and type(prototype) is not PAVCalibrator:
+            return False
+        return all(type(model) is PAVCalibrator and _takes_any_score(model) for model in self._models.values())
+
+    def _run_fused(self, classes, logs, y, predict, learn, w, t, out) -> np.ndarray:
+        """:meth:`_run_events` with each pair's events in one kernel call on its PAV state
+        (:func:`streamcal._kernels.pairwise_pav.pair_pav_run`), then one coupling call."""
+        from streamcal._kernels import pairwise_pav as _pp
+
+        k = logs.shape[1]
+        n_pred = int(np.count_nonzero(predict))
+        learned = np.zeros(k, dtype=bool)
+        learned[y[learn]] = True
+        ops = predict.astype(np.int64) * 2 + learn
+        r_up = np.empty((k * (k - 1) // 2, n_pred))
+        n_up = np.empty_like(r_up)
+        no_state = np.empty(0)
+        probabilities = self._checked_params().probabilities
+        q = 0
+        for a in range(k):
+            for b in range(a + 1, k):
+                pair = (classes[a], classes[b])
+                model = self._models.get(pair)
+                if model is None and (learned[a] or learned[b]):
+                    model = self._models[pair] = self._new_binary()
+                events = (logs, a, b, y, ops, w, t, probabilities, MAX_LOG_ODDS, UNSEEN_PAIR_WEIGHT, r_up[q], n_up[q])
+                if model is None:
+                    _pp.pair_pav_run(no_state, *events)
+                else:
+                    with model.holding_packed_state() as packed:
+                        _pp.pair_pav_run(packed, *events)
+                q += 1
+        out[predict] = self._couple_upper(r_up, n_up, k)
+        return out
+
+    def _couple_upper(self, r_up: np.ndarray, n_up: np.ndarray, k: int) -> np.ndarray:
+        """The coupled distributions (m, K) of pairs' r and n given as upper triangles (pairs, m)."""
+        p = np.empty((r_up.shape[1], k))
         if k == 2:
             p[:, 0] = r_up[0]
             p[:, 1] = 1.0 - r_up[0]
@@ -1138,8 +1306,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             _k.ht_couple_upper(r_up, n_up, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p)
         else:
             _k.wlw_couple_upper(r_up, n_up, p)
-        out[predict] = p
-        return out
+        return p
 
     @classmethod
     def _unit_test_params(cls):

@@ -87,6 +87,7 @@ class Runners:
         self.calibrators = calibrators
         self.names = list(calibrators)
         self._timed = timed
+        self._outs = {name: _Outputs() for name in self.names}
         self._pools = None
         if threads != 1:
             self._pools = {
@@ -95,11 +96,13 @@ class Runners:
 
     def submit(self, batch: EventBatch, ops: Ops | None, first_index: int) -> Submitted:
         times = batch.t if self._timed else None
+        outs = self._outs
         if self._pools is None:
-            results = [_step(cal, batch, ops, times) for cal in self.calibrators.values()]
+            results = [_step(cal, batch, ops, times, outs[name]) for name, cal in self.calibrators.items()]
         else:
             results = [
-                self._pools[name].submit(_step, cal, batch, ops, times) for name, cal in self.calibrators.items()
+                self._pools[name].submit(_step, cal, batch, ops, times, outs[name])
+                for name, cal in self.calibrators.items()
             ]
         return Submitted(batch, ops, first_index, results)
 
@@ -127,10 +130,38 @@ class Runners:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _step(cal, batch: EventBatch, ops: Ops | None, times):
+class _Outputs:
+    """One method's output arrays for its ``process`` calls, kept from batch to batch (new arrays
+    of that size cost page faults each time): the method's batches run one after the other, and
+    each batch's predictions are copied out (``[ops.pred_pos]``) before the next batch runs."""
+
+    def __init__(self):
+        self._proba = self._llr = np.empty(0)
+
+    def get(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Two float64 arrays of length ``n`` (their contents are left over)."""
+        if self._proba.size < n:
+            self._proba, self._llr = np.empty(n), np.empty(n)
+        return self._proba[:n], self._llr[:n]
+
+
+def _checked_entry(cal):
+    """The calibrator's ``process`` for operations already checked (``_process_checked``, which
+    skips the checks the replay has made), or None when it has none or overrides ``process``."""
+    from streamcal._streaming import StreamingCalibrator
+
+    entry = getattr(cal, "_process_checked", None)
+    if entry is None or type(cal).process is not StreamingCalibrator.process:
+        return None
+    return entry
+
+
+def _step(cal, batch: EventBatch, ops: Ops | None, times, outs: _Outputs):
     """One method on one batch: ``(proba, llr)`` per event, or the exception it raised on input.
 
-    ``ops`` None means labels known at once: ``prequential`` on the batch itself.
+    ``ops`` None means labels known at once: ``prequential`` on the batch itself. The replay's
+    operations are checked (finite scores, binary labels, finite times in order, finite
+    non-negative weights), so a streamcal calibrator runs them through its checked entry.
     """
     try:
         # a calibrator that gives an interval per event (Venn–Abers) gives it in the same pass
@@ -144,7 +175,11 @@ def _step(cal, batch: EventBatch, ops: Ops | None, times):
         if with_interval is not None:
             out = with_interval(ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t)
             return tuple(np.asarray(a)[ops.pred_pos] for a in out)
-        proba, llr = cal.process(ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t)
+        checked = _checked_entry(cal)
+        if checked is not None:
+            proba, llr = checked(ops.s, ops.y, ops.learn, ops.w, ops.t, outs.get(ops.s.size))
+        else:
+            proba, llr = cal.process(ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t)
         return np.asarray(proba)[ops.pred_pos], np.asarray(llr)[ops.pred_pos]
     except (ValueError, TypeError) as exc:
         return exc

@@ -1,0 +1,802 @@
+"""Keyed streaming PAV: one sparse windowed row per key over one bucket layout, pooled with a prior (numba).
+
+Rows. A key's row holds only its non-empty buckets, as *atoms* ``(bucket, pos, neg, npos, nneg)``
+sorted by bucket, in a segment of the atom arena (``ab``; ``af``: weights; ``an``: counts); a key's
+memory grows with the distinct buckets its window holds, never with the bucket count. A count or
+time window keeps the key's events in a ring segment of the ring arena (``rb``; ``rf``: weight,
+label, clock) that grows by doubling up to the window. Segments move to the end of their arena when
+they grow; the caller compacts the arenas (``KeyedRows._compact``) and enlarges them when a kernel stops
+for room (it returns the position of the event it could not place, before touching it).
+
+Per key scalars (``kf`` float64 and ``ki`` int64, one row per key slot): the window's totals,
+clock, decay frame and counts, exactly the fields of the unkeyed histogram
+(:mod:`streamcal._kernels.histogram`), updated by the same arithmetic in the same order: a key's
+row equals, bit for bit, the histogram an unkeyed calibrator with the same window builds from that
+key's events (tested).
+
+Map. A key's map is PAV (the stack sweep of :mod:`streamcal._kernels.ipav`, same pooling test,
+same additions) over the key's atoms plus the *prior*: pseudo-counts per bucket from the global
+map (``prior_pos[b]``, ``prior_neg[b]``, real units, scaled to the key's stored units). Buckets
+without key evidence are pooled per run inside one global block (their prior rates are equal, and
+pooling adjacent points of equal rate leaves the isotonic fit unchanged), so a sweep visits the
+key's atoms plus at most one run per global block. With no prior (strength 0) the sweep visits
+exactly the key's knots with the unkeyed kernel's values, and its fitted values, interpolation,
+finite-LLR rule and outputs are the unkeyed calibrator's, bit for bit (tested).
+
+Block cache. A key with at least ``CACHE_MIN_ATOMS`` atoms keeps its blocks (first and last bucket,
+weights) in a segment of the block arena (``qb``, ``qf``) and repairs them after each change of its
+row as :mod:`streamcal._kernels.ipav` does: the sweep resumes at the block holding the changed
+bucket (the blocks on its left are the sweep's stack there) and stops at the end of the first old
+block it rebuilds without pooling it into the stack below, from where it would repeat what it did
+before; the result equals a from-scratch sweep bit for bit. A key with fewer atoms sweeps its few
+atoms and the prior's runs per prediction.
+
+Prior units. The prior is in real units; a key's row in stored units (decay windows). A key takes
+the prior at its stored unit of the moment (``KF_PU``) the first time it is read or learned after
+the prior changed (``KI_PVER`` against ``CFG_PRIOR_VER``); between two such moments the prior decays
+with the key's row, so that one event changes one bucket and the blocks repair locally. Without
+decay the unit is 1.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from streamcal._kernels._config import jit_noalloc
+from streamcal._kernels.histogram import (
+    DECAY_FORGET_EXPONENT,
+    DECAY_RENORM_EXPONENT,
+    KIND_COUNT,
+    KIND_DECAY_EVENTS,
+    KIND_DECAY_TIME,
+    KIND_TIME,
+)
+
+# kf: per key floats
+KF_T_POS = 0
+KF_T_NEG = 1
+KF_LAST_T = 2
+KF_N_LEARNED = 3
+KF_T0 = 4
+KF_N_RENORM = 5
+KF_STAMP = 6  # the global number of learned events when the key last learned (least recently updated)
+KF_OBS = 7  # sum of w * y over the key's learned events (real weights): the between-key variance
+KF_EXP = 8  # sum of w * p over them, p the global map's prediction before the event
+KF_PU = 9  # the key's stored unit when it took the prior (see "Prior units")
+KF_N = 10
+
+# ki: per key ints
+KI_A_OFF = 0
+KI_A_LEN = 1
+KI_A_CAP = 2
+KI_R_OFF = 3
+KI_R_CAP = 4
+KI_R_HEAD = 5
+KI_R_COUNT = 6
+KI_N_POS = 7
+KI_N_NEG = 8
+KI_PVER = 9  # the prior version the key took (see "Prior units")
+KI_B_OFF = 10  # block cache: segment, blocks used, capacity (0: no cache), valid flag
+KI_B_LEN = 11
+KI_B_CAP = 12
+KI_B_VALID = 13
+KI_N = 14
+KI_CACHE = (KI_B_OFF, KI_B_LEN, KI_B_CAP, KI_B_VALID)  # not state: rebuilt on demand
+
+# cfg: the layout and window, read by every kernel
+CFG_B = 0
+CFG_KIND = 1
+CFG_WINDOW_N = 2
+CFG_SECONDS = 3
+CFG_HALF_LIFE = 4
+CFG_PSEUDO = 5  # c, the finite rule's pseudo-count (real units)
+CFG_FINITE = 6  # 1.0: probabilities under the finite rule
+CFG_LINEAR = 7  # 1.0: linear interpolation between bucket centres
+CFG_PROB_INPUTS = 8  # 1.0: probability inputs (the fallback before any weight is the score)
+CFG_PRIOR_ON = 9  # 1.0: the prior holds weight
+CFG_PRIOR_T_POS = 10  # the prior's total pseudo-positive and pseudo-negative weight (real units)
+CFG_PRIOR_T_NEG = 11
+CFG_PRIOR_PSEUDO = 12  # extra finite-rule pseudo-count the prior carries (its share of the global's)
+CFG_PRIOR_VER = 13  # the prior's version (changes at each refresh)
+CFG_PRIOR_RUNS = 14  # the global map's number of blocks (bounds a key's prior runs)
+CFG_N = 16
+
+# pri: the prior's int arrays (rows)
+PR_SEG = 0  # the global block holding each bucket (-1: a gap of the global map)
+PR_BLK_LAST = 1  # each global block's last bucket
+PR_NZ_NEXT = 2  # the first bucket at or after each with prior weight (B: none)
+PR_NZ_PREV = 3  # the last bucket at or before each with prior weight (-1: none)
+
+# arena: used slots of the atom, ring and block arenas
+AR_ATOMS = 0
+AR_RING = 1
+AR_BLOCKS = 2
+
+FIRST_CAP = 4
+CACHE_MIN_ATOMS = 48  # keys with this many atoms keep their blocks
+
+_ONE_BELOW = 1.0 - 2.0**-53
+_NOT_SURE_LOW = 2.0**-53
+
+# status of the runners: >= 0 is the position of an event that needs room
+DONE = -1
+
+
+@jit_noalloc(forceinline=True)
+def _violates(p_left, n_left, p_right, n_right):
+    return p_left * (p_right + n_right) >= p_right * (p_left + n_left)
+
+
+@jit_noalloc(forceinline=True)
+def stored_unit(cfg, kf, k):
+    """Factor from real weights to the key's stored units (decay windows), else 1."""
+    kind = cfg[CFG_KIND]
+    if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
+        return 2.0 ** ((kf[k, KF_LAST_T] - kf[k, KF_T0]) / cfg[CFG_HALF_LIFE])
+    return 1.0
+
+
+@jit_noalloc(forceinline=True)
+def _find_atom(ab, off, n, b):
+    """Position (in ``off .. off + n``) of the first atom whose bucket is >= ``b``."""
+    lo = off
+    hi = off + n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if ab[mid] < b:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@jit_noalloc(forceinline=True)
+def _move_atom(ab, af, an, dst, src):
+    ab[dst] = ab[src]
+    af[0, dst] = af[0, src]
+    af[1, dst] = af[1, src]
+    an[0, dst] = an[0, src]
+    an[1, dst] = an[1, src]
+
+
+@jit_noalloc(forceinline=True)
+def _block_bound(cfg, ki, k):
+    """The most blocks key ``k`` can have after its next event: its units (atoms and prior runs)."""
+    return 2 * (ki[k, KI_A_LEN] + 1) + np.int64(cfg[CFG_PRIOR_RUNS]) + 2
+
+
+@jit_noalloc(forceinline=True)
+def room_needed(ki, cfg, k):
+    """``(atoms, ring, blocks)``: free slots a learned event of key ``k`` may need in the arenas."""
+    atoms = 0
+    if ki[k, KI_A_LEN] == ki[k, KI_A_CAP]:
+        cap = ki[k, KI_A_CAP]
+        atoms = FIRST_CAP if cap == 0 else 2 * cap
+    ring = 0
+    kind = cfg[CFG_KIND]
+    if (kind == KIND_COUNT) | (kind == KIND_TIME):
+        cap = ki[k, KI_R_CAP]
+        full = ki[k, KI_R_COUNT] == cap
+        if full and (kind == KIND_TIME or cap < cfg[CFG_WINDOW_N]):
+            ring = FIRST_CAP if cap == 0 else 2 * cap
+            if kind == KIND_COUNT and ring > cfg[CFG_WINDOW_N]:
+                ring = np.int64(cfg[CFG_WINDOW_N])
+    blocks = 0
+    if ki[k, KI_A_LEN] + 1 >= CACHE_MIN_ATOMS or ki[k, KI_B_CAP] > 0:
+        bound = _block_bound(cfg, ki, k) + 2  # the bound after a new atom
+        if ki[k, KI_B_CAP] < bound:
+            blocks = bound + (bound >> 1)
+    return atoms, ring, blocks
+
+
+@jit_noalloc(forceinline=True)
+def _expire_next(cfg, kf, ki, ab, af, an, rb, rf, k, clock):
+    """Remove the key's oldest event if it leaves before an event at ``clock`` (as
+    ``histogram.window_expire_next_inplace``); returns its bucket or -1."""
+    count = ki[k, KI_R_COUNT]
+    if count == 0:
+        return -1
+    kind = cfg[CFG_KIND]
+    roff = ki[k, KI_R_OFF]
+    cap = ki[k, KI_R_CAP]
+    head = ki[k, KI_R_HEAD]
+    if kind == KIND_COUNT:
+        if count < cfg[CFG_WINDOW_N]:
+            return -1
+    elif kind == KIND_TIME:
+        if not (clock - rf[2, roff + head] >= cfg[CFG_SECONDS]):
+            return -1
+    else:
+        return -1
+    b = rb[roff + head]
+    w = rf[0, roff + head]
+    off = ki[k, KI_A_OFF]
+    n = ki[k, KI_A_LEN]
+    j = _find_atom(ab, off, n, b)
+    cls = 0 if rf[1, roff + head] > 0.5 else 1
+    tot = KF_T_POS if cls == 0 else KF_T_NEG
+    ncls = KI_N_POS if cls == 0 else KI_N_NEG
+    an[cls, j] -= 1
+    if an[cls, j] == 0:
+        af[cls, j] = 0.0
+    else:
+        v = af[cls, j] - w
+        af[cls, j] = 0.0 if v < 0.0 else v
+    ki[k, ncls] -= 1
+    if ki[k, ncls] == 0:
+        kf[k, tot] = 0.0
+    else:
+        v = kf[k, tot] - w
+        kf[k, tot] = 0.0 if v < 0.0 else v
+    if an[0, j] == 0 and an[1, j] == 0:  # the bucket left the key's window: drop its atom
+        for q in range(j, off + n - 1):
+            _move_atom(ab, af, an, q, q + 1)
+        ki[k, KI_A_LEN] = n - 1
+    ki[k, KI_R_HEAD] = head + 1 if head + 1 < cap else 0
+    ki[k, KI_R_COUNT] = count - 1
+    return b
+
+
+@jit_noalloc(forceinline=True)
+def _grow_atoms(ab, af, an, ki, arena, k):
+    """Move the key's atoms to a segment twice as large at the end of the arena (room checked)."""
+    cap = ki[k, KI_A_CAP]
+    new_cap = FIRST_CAP if cap == 0 else 2 * cap
+    new_off = arena[AR_ATOMS]
+    off = ki[k, KI_A_OFF]
+    for q in range(ki[k, KI_A_LEN]):
+        _move_atom(ab, af, an, new_off + q, off + q)
+    ki[k, KI_A_OFF] = new_off
+    ki[k, KI_A_CAP] = new_cap
+    arena[AR_ATOMS] = new_off + new_cap
+
+
+@jit_noalloc(forceinline=True)
+def _grow_ring(rb, rf, ki, arena, k, new_cap):
+    """Move the key's ring, oldest first, to a segment of ``new_cap`` slots at the end of the arena."""
+    cap = ki[k, KI_R_CAP]
+    off = ki[k, KI_R_OFF]
+    head = ki[k, KI_R_HEAD]
+    new_off = arena[AR_RING]
+    for q in range(ki[k, KI_R_COUNT]):
+        src = head + q
+        if src >= cap:
+            src -= cap
+        rb[new_off + q] = rb[off + src]
+        rf[0, new_off + q] = rf[0, off + src]
+        rf[1, new_off + q] = rf[1, off + src]
+        rf[2, new_off + q] = rf[2, off + src]
+    ki[k, KI_R_OFF] = new_off
+    ki[k, KI_R_CAP] = new_cap
+    ki[k, KI_R_HEAD] = 0
+    arena[AR_RING] = new_off + new_cap
+
+
+@jit_noalloc(forceinline=True)
+def _add(cfg, kf, ki, ab, af, an, rb, rf, arena, k, b, y, w, clock):
+    """Add one event to key ``k``'s row (as ``histogram.window_add_inplace``); returns True if a
+    decay renormalisation ran (every atom changed)."""
+    kind = cfg[CFG_KIND]
+    ws = w
+    renormalised = False
+    if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
+        half_life = cfg[CFG_HALF_LIFE]
+        exponent = (clock - kf[k, KF_T0]) / half_life
+        if exponent > DECAY_RENORM_EXPONENT:
+            m = np.floor(exponent)
+            t0 = kf[k, KF_T0] + m * half_life
+            rest = (clock - t0) / half_life
+            if m <= DECAY_FORGET_EXPONENT and -1.0 <= rest <= DECAY_RENORM_EXPONENT:
+                factor = 2.0 ** (-m)
+            else:
+                factor = 2.0 ** (-exponent) if exponent <= DECAY_FORGET_EXPONENT else 0.0
+                t0 = clock
+                rest = 0.0
+            off = ki[k, KI_A_OFF]
+            for q in range(off, off + ki[k, KI_A_LEN]):
+                af[0, q] *= factor
+                af[1, q] *= factor
+            kf[k, KF_T_POS] *= factor
+            kf[k, KF_T_NEG] *= factor
+            kf[k, KF_T0] = t0
+            kf[k, KF_N_RENORM] += 1.0
+            kf[k, KF_PU] *= factor  # the prior, taken in the old frame, in the new one
+            exponent = rest
+            renormalised = True
+        elif exponent < -DECAY_RENORM_EXPONENT:
+            kf[k, KF_T0] = clock
+            exponent = 0.0
+            renormalised = True
+        ws = w * 2.0**exponent
+    off = ki[k, KI_A_OFF]
+    n = ki[k, KI_A_LEN]
+    j = _find_atom(ab, off, n, b)
+    if j == off + n or ab[j] != b:  # a new atom: shift the ones above it
+        if n == ki[k, KI_A_CAP]:
+            _grow_atoms(ab, af, an, ki, arena, k)
+            j = j - off + ki[k, KI_A_OFF]
+            off = ki[k, KI_A_OFF]
+        q = off + n
+        while q > j:
+            _move_atom(ab, af, an, q, q - 1)
+            q -= 1
+        ab[j] = b
+        af[0, j] = 0.0
+        af[1, j] = 0.0
+        an[0, j] = 0
+        an[1, j] = 0
+        ki[k, KI_A_LEN] = n + 1
+    if y > 0.5:
+        af[0, j] += ws
+        an[0, j] += 1
+        kf[k, KF_T_POS] += ws
+        ki[k, KI_N_POS] += 1
+    else:
+        af[1, j] += ws
+        an[1, j] += 1
+        kf[k, KF_T_NEG] += ws
+        ki[k, KI_N_NEG] += 1
+    if (kind == KIND_COUNT) | (kind == KIND_TIME):
+        cap = ki[k, KI_R_CAP]
+        count = ki[k, KI_R_COUNT]
+        if count == cap:
+            new_cap = FIRST_CAP if cap == 0 else 2 * cap
+            if kind == KIND_COUNT and new_cap > cfg[CFG_WINDOW_N]:
+                new_cap = np.int64(cfg[CFG_WINDOW_N])
+            _grow_ring(rb, rf, ki, arena, k, new_cap)
+            cap = new_cap
+        roff = ki[k, KI_R_OFF]
+        tail = ki[k, KI_R_HEAD] + count
+        if tail >= cap:
+            tail -= cap
+        rf[0, roff + tail] = ws
+        rf[1, roff + tail] = y
+        rf[2, roff + tail] = clock
+        rb[roff + tail] = b
+        ki[k, KI_R_COUNT] = count + 1
+    kf[k, KF_LAST_T] = clock
+    kf[k, KF_N_LEARNED] += 1.0
+    return renormalised
+
+
+# ------------------------------------------------------------------------------------ the map
+@jit_noalloc(forceinline=True)
+def _sync_prior(cfg, kf, ki, k):
+    """The key takes the current prior, at its current stored unit, if it has not yet."""
+    ver = np.int64(cfg[CFG_PRIOR_VER])
+    if ki[k, KI_PVER] != ver:
+        ki[k, KI_PVER] = ver
+        kf[k, KF_PU] = stored_unit(cfg, kf, k)
+        ki[k, KI_B_VALID] = 0
+
+
+@jit_noalloc(forceinline=True)
+def _next_unit(cfg, prior, pri, ab, af, off, end, x, q, u):
+    """The next unit of the sweep from bucket ``x`` (next key atom ``q``): a key atom plus the
+    prior on its bucket, or a run of the prior inside one global block between key atoms.
+
+    Returns ``(first, last, pos, neg, x, q)``, the cursor advanced past it; ``first = -1`` at the end.
+    """
+    B = pri.shape[1]
+    on = cfg[CFG_PRIOR_ON] > 0.5
+    while x < B:
+        nb = ab[q] if q < end else B
+        if x < nb:
+            if not on:
+                x = nb
+                continue
+            g = pri[PR_SEG, x]
+            if g < 0:  # a gap of the global map: no prior weight
+                nx = pri[PR_NZ_NEXT, x]
+                x = nx if nx < nb else nb
+                continue
+            hi = pri[PR_BLK_LAST, g]
+            hi = hi if hi < nb - 1 else nb - 1
+            lo = pri[PR_NZ_NEXT, x]
+            top = pri[PR_NZ_PREV, hi]
+            x = hi + 1
+            if lo <= top:
+                p = (prior[top + 1] - prior[lo]) * u
+                n = (prior[B + 1 + top + 1] - prior[B + 1 + lo]) * u
+                if p + n > 0.0:
+                    return lo, top, p, n, x, q
+            continue
+        p = af[0, q]
+        n = af[1, q]
+        if on:
+            p = p + (prior[nb + 1] - prior[nb]) * u
+            n = n + (prior[B + 1 + nb + 1] - prior[B + 1 + nb]) * u
+        q += 1
+        x = nb + 1
+        if p + n > 0.0:
+            return nb, nb, p, n, x, q
+    return -1, -1, 0.0, 0.0, x, q
+
+
+@jit_noalloc(forceinline=True)
+def _sweep_scratch(cfg, ki, ab, af, prior, pri, sb, sw, k, u):
+    """PAV from scratch over key ``k``'s units into the scratch stack (``sb``: first, last;
+    ``sw``: weights); returns the number of blocks."""
+    off = ki[k, KI_A_OFF]
+    end = off + ki[k, KI_A_LEN]
+    x = 0
+    q = off
+    sp = 0
+    while True:
+        f, last, p, n, x, q = _next_unit(cfg, prior, pri, ab, af, off, end, x, q, u)
+        if f < 0:
+            return sp
+        if sp > 0 and _violates(sw[0, sp - 1], sw[1, sp - 1], p, n):
+            sb[1, sp - 1] = last
+            sw[0, sp - 1] = sw[0, sp - 1] + p
+            sw[1, sp - 1] = sw[1, sp - 1] + n
+        else:
+            sb[0, sp] = f
+            sb[1, sp] = last
+            sw[0, sp] = p
+            sw[1, sp] = n
+            sp += 1
+        while sp >= 2 and _violates(sw[0, sp - 2], sw[1, sp - 2], sw[0, sp - 1], sw[1, sp - 1]):
+            sb[1, sp - 2] = sb[1, sp - 1]
+            sw[0, sp - 2] = sw[0, sp - 2] + sw[0, sp - 1]
+            sw[1, sp - 2] = sw[1, sp - 2] + sw[1, sp - 1]
+            sp -= 1
+
+
+@jit_noalloc
+def _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, c):
+    """Repair key ``k``'s cached blocks after bucket ``c`` changed (``c = -1``: rebuild them all);
+    see "Block cache". The segment has room for every block (``_block_bound``)."""
+    B = pri.shape[1]
+    boff = ki[k, KI_B_OFF]
+    blen = ki[k, KI_B_LEN]
+    off = ki[k, KI_A_OFF]
+    end = off + ki[k, KI_A_LEN]
+    full = c < 0 or ki[k, KI_B_VALID] == 0
+    if full:
+        r = -1
+        blen = 0
+    else:  # the last old block starting at or before c
+        lo = 0
+        hi = blen
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if qb[0, boff + mid] <= c:
+                lo = mid + 1
+            else:
+                hi = mid
+        r = lo - 1
+    if r < 0:
+        x = 0
+        chain = -1
+        region_end = B if full else c
+        qold = 0
+    else:
+        x = qb[0, boff + r]
+        chain = r - 1
+        region_end = qb[1, boff + r] if qb[1, boff + r] > c else c
+        qold = r
+    q = _find_atom(ab, off, end - off, x)
+    sp = 0
+    has_top = False
+    tf = 0
+    tl = 0
+    tp = 0.0
+    tn = 0.0
+    stopped = False
+    while True:
+        f, last, p, n, x, q = _next_unit(cfg, prior, pri, ab, af, off, end, x, q, u)
+        if f < 0:
+            break
+        if has_top and _violates(tp, tn, p, n):
+            tl = last
+            tp = tp + p
+            tn = tn + n
+        else:
+            if has_top:
+                sb[0, sp] = tf
+                sb[1, sp] = tl
+                sw[0, sp] = tp
+                sw[1, sp] = tn
+                sp += 1
+            tf = f
+            tl = last
+            tp = p
+            tn = n
+            has_top = True
+        while True:  # pool the top with the new stack below it, then with the kept blocks
+            if sp >= 1 and _violates(sw[0, sp - 1], sw[1, sp - 1], tp, tn):
+                tf = sb[0, sp - 1]
+                tp = sw[0, sp - 1] + tp
+                tn = sw[1, sp - 1] + tn
+                sp -= 1
+                continue
+            if sp == 0 and chain >= 0 and _violates(qf[0, boff + chain], qf[1, boff + chain], tp, tn):
+                tf = qb[0, boff + chain]
+                tp = qf[0, boff + chain] + tp
+                tn = qf[1, boff + chain] + tn
+                chain -= 1
+                continue
+            break
+        if last > region_end:  # the old block ending here, rebuilt alone: the rest repeats
+            while qold < blen and qb[1, boff + qold] < last:
+                qold += 1
+            if qold < blen and qb[1, boff + qold] == last and qb[0, boff + qold] == tf:
+                stopped = True
+                break
+    # write back: blocks 0..chain kept, the new ones, then (after a stop) the old tail
+    base = chain + 1
+    n_new = sp + (1 if has_top else 0)
+    if stopped:
+        keep_p = qf[0, boff + qold]  # the stopping block is unchanged (its old sums)
+        keep_n = qf[1, boff + qold]
+        tail = blen - qold - 1
+        src = boff + qold + 1
+        dst = boff + base + n_new
+        if dst < src:
+            for i in range(tail):
+                qb[0, dst + i] = qb[0, src + i]
+                qb[1, dst + i] = qb[1, src + i]
+                qf[0, dst + i] = qf[0, src + i]
+                qf[1, dst + i] = qf[1, src + i]
+        elif dst > src:
+            for i in range(tail - 1, -1, -1):
+                qb[0, dst + i] = qb[0, src + i]
+                qb[1, dst + i] = qb[1, src + i]
+                qf[0, dst + i] = qf[0, src + i]
+                qf[1, dst + i] = qf[1, src + i]
+        tp = keep_p
+        tn = keep_n
+    else:
+        tail = 0
+    for i in range(sp):
+        qb[0, boff + base + i] = sb[0, i]
+        qb[1, boff + base + i] = sb[1, i]
+        qf[0, boff + base + i] = sw[0, i]
+        qf[1, boff + base + i] = sw[1, i]
+    if has_top:
+        qb[0, boff + base + sp] = tf
+        qb[1, boff + base + sp] = tl
+        qf[0, boff + base + sp] = tp
+        qf[1, boff + base + sp] = tn
+    ki[k, KI_B_LEN] = base + n_new + tail
+    ki[k, KI_B_VALID] = 1
+
+
+@jit_noalloc(forceinline=True)
+def _ensure_blocks(cfg, ki, arena, qb, qf, k):
+    """Give key ``k`` a block segment with room for ``_block_bound`` blocks (room checked); returns
+    True if its blocks moved to a new, larger segment or were created (they are then rebuilt)."""
+    bound = _block_bound(cfg, ki, k)
+    if ki[k, KI_B_CAP] >= bound:
+        return False
+    new_cap = bound + (bound >> 1)
+    new_off = arena[AR_BLOCKS]
+    off = ki[k, KI_B_OFF]
+    for i in range(ki[k, KI_B_LEN]):
+        qb[0, new_off + i] = qb[0, off + i]
+        qb[1, new_off + i] = qb[1, off + i]
+        qf[0, new_off + i] = qf[0, off + i]
+        qf[1, new_off + i] = qf[1, off + i]
+    ki[k, KI_B_OFF] = new_off
+    ki[k, KI_B_CAP] = new_cap
+    arena[AR_BLOCKS] = new_off + new_cap
+    return True
+
+
+@jit_noalloc(forceinline=True)
+def learn_one(cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, prior, pri, sb, sw, k, b, y, w, t, p_global, stamp):
+    """Learn one event of key ``k`` (expiry, then the event) and repair its blocks; room checked."""
+    _sync_prior(cfg, kf, ki, k)
+    kind = cfg[CFG_KIND]
+    clock = t if (kind == KIND_TIME) | (kind == KIND_DECAY_TIME) else kf[k, KF_N_LEARNED]
+    cached = ki[k, KI_B_CAP] > 0 and ki[k, KI_B_VALID] == 1
+    u = kf[k, KF_PU]
+    while True:
+        gone = _expire_next(cfg, kf, ki, ab, af, an, rb, rf, k, clock)
+        if gone < 0:
+            break
+        if cached:
+            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, gone)
+    if _add(cfg, kf, ki, ab, af, an, rb, rf, arena, k, b, y, w, clock):
+        ki[k, KI_B_VALID] = 0
+        cached = False
+    if ki[k, KI_A_LEN] >= CACHE_MIN_ATOMS or ki[k, KI_B_CAP] > 0:
+        u = kf[k, KF_PU]
+        _ensure_blocks(cfg, ki, arena, qb, qf, k)
+        if cached:
+            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, b)
+        else:
+            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, -1)
+    kf[k, KF_STAMP] = stamp
+    kf[k, KF_OBS] += w * y
+    kf[k, KF_EXP] += w * p_global
+
+
+@jit_noalloc(forceinline=True)
+def _fitted_at(cen, bb, bw, o, sp, j):
+    """Fitted value of bucket ``j`` (between the first and the last knot) by the blocks
+    ``o .. o + sp - 1`` of ``bb`` (first, last) and ``bw`` (weights): its block's rate, or in a gap
+    the interpolation by bucket centre between the neighbouring knots, clipped to them."""
+    lo = o
+    hi = o + sp - 1
+    while lo < hi:  # the last block whose first knot is <= j
+        mid = (lo + hi + 1) >> 1
+        if bb[0, mid] <= j:
+            lo = mid
+        else:
+            hi = mid - 1
+    v_left = bw[0, lo] / (bw[0, lo] + bw[1, lo])
+    if j <= bb[1, lo]:
+        return v_left
+    v_right = bw[0, lo + 1] / (bw[0, lo + 1] + bw[1, lo + 1])
+    c_left = cen[bb[1, lo]]
+    c_right = cen[bb[0, lo + 1]]
+    v = v_left + (v_right - v_left) * ((cen[j] - c_left) / (c_right - c_left))
+    v = v_left if v_left > v else v
+    return v_right if v_right < v else v
+
+
+@jit_noalloc(forceinline=True)
+def _raw_proba(cfg, cen, bb, bw, o, sp, b, s):
+    """The map's value at score ``s`` in bucket ``b`` (``ipav.pav_predict_one``)."""
+    first = bb[0, o]
+    last = bb[1, o + sp - 1]
+    if cfg[CFG_LINEAR] < 0.5:
+        return _fitted_at(cen, bb, bw, o, sp, last if b > last else (first if b < first else b))
+    j = b if s >= cen[b] else b - 1
+    if j < first:
+        return _fitted_at(cen, bb, bw, o, sp, first)
+    if j >= last:
+        return _fitted_at(cen, bb, bw, o, sp, last)
+    lo = _fitted_at(cen, bb, bw, o, sp, j)
+    hi = _fitted_at(cen, bb, bw, o, sp, j + 1)
+    p = lo + (hi - lo) * ((s - cen[j]) / (cen[j + 1] - cen[j]))
+    p = lo if lo > p else p
+    return hi if hi < p else p
+
+
+@jit_noalloc(forceinline=True)
+def _extremes(bw, o, sp, c):
+    """``(lo, hi)``: the rates of the two end runs of the PAV augmented by one pseudo-positive
+    below and one pseudo-negative above, each of weight ``c`` (``ipav.pav_refresh_extremes_inplace``)."""
+    lp = bw[0, o] + c
+    ln = bw[1, o]
+    nxt = 1
+    while nxt < sp and _violates(lp, ln, bw[0, o + nxt], bw[1, o + nxt]):
+        lp = lp + bw[0, o + nxt]
+        ln = ln + bw[1, o + nxt]
+        nxt += 1
+    if nxt == sp:
+        v = lp / (lp + (ln + c))
+        return v, v
+    left_last = nxt - 1
+    rp = bw[0, o + sp - 1]
+    rn = bw[1, o + sp - 1] + c
+    prv = sp - 2
+    while prv != left_last and _violates(bw[0, o + prv], bw[1, o + prv], rp, rn):
+        rp = bw[0, o + prv] + rp
+        rn = bw[1, o + prv] + rn
+        prv -= 1
+    lo = lp / (lp + ln)
+    hi = rp / (rp + rn)
+    if prv == left_last and _violates(lp, ln, rp, rn):
+        v = (lp + rp) / ((lp + rp) + (ln + rn))
+        return v, v
+    return lo, hi
+
+
+@jit_noalloc(forceinline=True)
+def _fallback(cfg, s):
+    """Probability and LLR before any weight: the score for probability inputs, else 0.5."""
+    p = 0.5
+    if cfg[CFG_PROB_INPUTS] > 0.5:
+        p = 1.0 if s > 1.0 else (0.0 if s < 0.0 else s)
+    if cfg[CFG_FINITE] > 0.5:
+        p = _NOT_SURE_LOW if p < _NOT_SURE_LOW else p
+        p = _ONE_BELOW if p > _ONE_BELOW else p
+    return p, 0.0
+
+
+@jit_noalloc(forceinline=True)
+def predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, b, s):
+    """``(proba, llr)`` of score ``s`` (bucket ``b``) by key ``k``'s pooled map (its cached blocks,
+    or a sweep into the scratch)."""
+    _sync_prior(cfg, kf, ki, k)
+    u = kf[k, KF_PU]
+    if ki[k, KI_B_CAP] > 0 and ki[k, KI_B_VALID] == 1:
+        bb = qb
+        bw = qf
+        o = ki[k, KI_B_OFF]
+        sp = ki[k, KI_B_LEN]
+    else:
+        bb = sb
+        bw = sw
+        o = 0
+        sp = _sweep_scratch(cfg, ki, ab, af, prior, pri, sb, sw, k, u)
+    if sp == 0:
+        return _fallback(cfg, s)
+    p = _raw_proba(cfg, cen, bb, bw, o, sp, b, s)
+    c = cfg[CFG_PSEUDO] * stored_unit(cfg, kf, k) + cfg[CFG_PRIOR_PSEUDO] * u
+    lo, hi = _extremes(bw, o, sp, c)
+    q = lo if lo > p else p
+    q = hi if hi < q else q
+    out = q if cfg[CFG_FINITE] > 0.5 else p
+    t_pos = kf[k, KF_T_POS] + cfg[CFG_PRIOR_T_POS] * u
+    t_neg = kf[k, KF_T_NEG] + cfg[CFG_PRIOR_T_NEG] * u
+    odds_inv = (t_neg + c) / (t_pos + c)
+    r = (q * odds_inv) / (1.0 - q)
+    if 0.0 < r < math.inf:
+        return out, math.log(r)
+    q = _ONE_BELOW if q > _ONE_BELOW else q
+    return out, (math.log(q) - math.log1p(-q)) + math.log(odds_inv)
+
+
+@jit_noalloc
+def run_ops(
+    cfg, cen, kf, ki, ab, af, an, rb, rf, qb, qf, arena, prior, pri, sb, sw, slots, buckets, scores, labels,
+    weights, times, ops, g_p, g_llr, stamps, out_p, out_llr, start, stop,
+):
+    """Run operations ``start .. stop - 1`` (``ops``: 1 learn, 2 predict, 3 predict then learn) on the
+    keys' rows; ``slots[i]`` the key's slot (-1: the key has no row: the global map's ``g_p``,
+    ``g_llr`` answer). Returns :data:`DONE`, or the position of the first event whose learning
+    needs more room in the arenas (nothing of that event done)."""
+    for i in range(start, stop):
+        k = slots[i]
+        op = ops[i]
+        if op & 1:
+            atoms, ring, blocks = room_needed(ki, cfg, k)
+            if (
+                arena[AR_ATOMS] + atoms > ab.shape[0]
+                or arena[AR_RING] + ring > rb.shape[0]
+                or arena[AR_BLOCKS] + blocks > qb.shape[1]
+            ):
+                return i
+        if op & 2:
+            if k < 0 or kf[k, KF_N_LEARNED] == 0.0:
+                out_p[i] = g_p[i]
+                out_llr[i] = g_llr[i]
+            else:
+                p, llr = predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, buckets[i], scores[i])
+                out_p[i] = p
+                out_llr[i] = llr
+        if op & 1:
+            learn_one(
+                cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, prior, pri, sb, sw, k, buckets[i], labels[i],
+                weights[i], times[i], g_p[i], stamps[i],
+            )
+    return DONE
+
+
+@jit_noalloc
+def predict_many(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, slots, buckets, scores, g_p, g_llr, out_p,
+                 out_llr):
+    """``(proba, llr)`` of each (key slot, score) with the current state (no learning)."""
+    for i in range(slots.shape[0]):
+        k = slots[i]
+        if k < 0 or kf[k, KF_N_LEARNED] == 0.0:
+            out_p[i] = g_p[i]
+            out_llr[i] = g_llr[i]
+        else:
+            p, llr = predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, buckets[i], scores[i])
+            out_p[i] = p
+            out_llr[i] = llr
+
+
+@jit_noalloc
+def between_key_moments(kf, n_keys, out):
+    """``out = [K, sum O, sum E, sum E^2, sum O^2 / E]`` over the keys with ``E > 0``: the sums of
+    the DerSimonian–Laird moment estimate of the between-key variance."""
+    for j in range(5):
+        out[j] = 0.0
+    for k in range(n_keys):
+        e = kf[k, KF_EXP]
+        if e > 0.0:
+            o = kf[k, KF_OBS]
+            out[0] += 1.0
+            out[1] += o
+            out[2] += e
+            out[3] += e * e
+            out[4] += o * o / e

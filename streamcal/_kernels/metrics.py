@@ -1,0 +1,116 @@
+"""The per-event passes of minCllr (:func:`streamcal.metrics.min_cllr`) for unit weights (numba).
+
+Around them, in :mod:`streamcal.metrics._array`: the sorting of the scores, PAV over the distinct
+scores and each PAV block's costs, computed with numpy, so that the per-event costs, and their
+sums, are the same floats as the reference computation's.
+"""
+
+from __future__ import annotations
+
+from streamcal._kernels._config import jit_noalloc
+
+#: steps of the forward scan from a table cell before a binary search takes over
+_SCAN_STEPS = 8
+
+
+@jit_noalloc
+def positives(s, y, out):
+    """The scores of the positives (``y``: 0.0 / 1.0), in event order, in ``out``; returns their number."""
+    k = 0
+    for i in range(s.shape[0]):
+        if y[i] == 1.0:
+            out[k] = s[i]
+            k += 1
+    return k
+
+
+@jit_noalloc
+def group_sorted(ordered, ordered_pos, distinct, count, pos):
+    """The distinct values of the sorted scores ``ordered``: each one (its first occurrence), its
+    number of events and of positives (``ordered_pos``: the positives' scores, sorted) in
+    ``distinct``, ``count`` and ``pos``. Returns the number of distinct values."""
+    g = -1
+    j = 0
+    m = ordered_pos.shape[0]
+    previous = 0.0
+    for i in range(ordered.shape[0]):
+        v = ordered[i]
+        if g < 0 or v != previous:
+            g += 1
+            distinct[g] = v
+            count[g] = 0.0
+            pos[g] = 0.0
+            previous = v
+            while j < m and ordered_pos[j] == v:
+                pos[g] += 1.0
+                j += 1
+        count[g] += 1.0
+    return g + 1
+
+
+@jit_noalloc(forceinline=True)
+def _cell(v, lo, hi, scale, cells):
+    """The table cell of ``v``: non-decreasing in ``v`` (so a cell's table entry never passes the
+    block of any value that falls in it)."""
+    if not v > lo:
+        return 0
+    if v >= hi:
+        return cells - 1
+    return min(int((v - lo) * scale), cells - 1)
+
+
+@jit_noalloc
+def costs_in_event_order(s, y, lowest, cost_pos, cost_neg, table, out):
+    """Each event's cost, by class, in event order: the positives' (``cost_pos`` of their block)
+    in ``out[:k]``, the negatives' (``cost_neg``) in ``out[k:]``, where ``k`` is the number of
+    positives (``y``: 0.0 / 1.0). Returns ``k``.
+
+    An event's block is the last of the blocks' lowest scores ``lowest`` (sorted, ``lowest[0]``
+    at or below every score) at or below its score. It is found from a table over the range of
+    ``lowest[1:]`` (``table``, a work array of any size), whose cell for the score gives a block
+    at or before it, then a short forward scan, or a binary search where the scan is long.
+    """
+    nb = lowest.shape[0]
+    cells = table.shape[0]
+    lo = lowest[min(1, nb - 1)]
+    hi = lowest[nb - 1]
+    scale = 0.0
+    if hi > lo and hi - lo < 1e300:  # finite and not overflowing: else every score in cell 0
+        scale = (cells - 1) / (hi - lo)
+        if not scale < 1e300:  # a subnormal range
+            scale = 0.0
+    # table[c]: the last block whose lowest score falls in a cell before c (0 if none)
+    b = 0
+    for c in range(cells):
+        while b + 1 < nb and _cell(lowest[b + 1], lo, hi, scale, cells) < c:
+            b += 1
+        table[c] = b
+    k = 0
+    for i in range(y.shape[0]):
+        if y[i] == 1.0:
+            k += 1
+    p = 0
+    q = k
+    for i in range(s.shape[0]):
+        v = s[i]
+        b = table[_cell(v, lo, hi, scale, cells)]
+        steps = 0
+        while b + 1 < nb and lowest[b + 1] <= v:
+            b += 1
+            steps += 1
+            if steps == _SCAN_STEPS:  # a crowded cell: binary search, lowest[b] <= v < lowest[high]
+                high = nb
+                while high - b > 1:
+                    mid = (b + high) >> 1
+                    if lowest[mid] <= v:
+                        b = mid
+                    else:
+                        high = mid
+                break
+        if y[i] == 1.0:
+            out[p] = cost_pos[b]
+            p += 1
+        else:
+            out[q] = cost_neg[b]
+            q += 1
+    return k

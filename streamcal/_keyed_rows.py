@@ -1,0 +1,350 @@
+"""The keys' rows of :class:`streamcal.KeyedCalibrator`: slots, arenas, the prior, one key as values.
+
+:class:`KeyedRows` is a base of the keyed calibrator (not used alone). It owns the per-key arrays
+the keyed kernels (:mod:`streamcal._kernels.keyed`) read: a slot per key (``_kf``, ``_ki``), the
+atom and ring arenas and their compaction, the prior taken from the global map, and the
+conversions between a key's row, its exported values and a template calibrator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamcal._kernels import _config
+from streamcal._kernels import histogram as _h
+from streamcal._kernels import keyed as _kk
+from streamcal.isotonic.streaming import PAVCalibrator
+
+__all__ = ["KeyedRows", "auto_strength", "calibrator_to_row", "row_to_calibrator"]
+
+# The prior follows the global map after 1, 2, 4, ... learned events, then every PRIOR_EVERY.
+PRIOR_EVERY = 1 << 14
+_SCALARS = ("t_pos", "t_neg", "last_t", "n_learned", "t0", "n_renorm", "stamp", "observed", "expected")
+_KF_OF = dict(zip(_SCALARS, (_kk.KF_T_POS, _kk.KF_T_NEG, _kk.KF_LAST_T, _kk.KF_N_LEARNED, _kk.KF_T0,
+                             _kk.KF_N_RENORM, _kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP), strict=True))
+
+
+class KeyedRows:
+    """Slots, arenas and the prior of a keyed calibrator (a base of
+    :class:`streamcal.KeyedCalibrator`, not used alone)."""
+
+    # ------------------------------------------------------------------ keys
+    def _new_slot(self, key) -> int:
+        if self._free:
+            k = self._free.pop()
+            self._slot_keys[k] = key
+        else:
+            k = len(self._slot_keys)
+            self._slot_keys.append(key)
+            if k >= self._kf.shape[0]:
+                grow = max(16, 2 * self._kf.shape[0])
+                self._kf = np.concatenate([self._kf, np.zeros((grow - self._kf.shape[0], _kk.KF_N))])
+                self._ki = np.concatenate([self._ki, np.zeros((grow - self._ki.shape[0], _kk.KI_N), dtype=np.int64)])
+        self._kf[k] = 0.0
+        self._ki[k] = 0
+        self._kf[k, _kk.KF_LAST_T] = -np.inf
+        self._ki[k, _kk.KI_PVER] = -1  # takes the prior when first read or learned
+        self._slot_of[key] = k
+        return k
+
+    def _evict_lru(self):
+        """Evict the least recently updated key; returns it."""
+        live = np.array([key is not None for key in self._slot_keys])
+        stamps = np.where(live, self._kf[: live.size, _kk.KF_STAMP], np.inf)
+        k = int(np.argmin(stamps))
+        key = self._slot_keys[k]
+        self._drop(k)
+        self._evictions += 1
+        return key
+
+    def _drop(self, k: int) -> None:
+        key = self._slot_keys[k]
+        self._slot_keys[k] = None
+        del self._slot_of[key]
+        self._free.append(k)
+        self._kf[k] = 0.0
+        self._ki[k] = 0
+
+    # ------------------------------------------------------------------ arenas
+    def _make_room(self, k: int) -> None:
+        """Compact the arenas, then enlarge each to twice what it uses plus the room key ``k``'s next
+        event may need (so that compactions stay rare: amortised doubling)."""
+        self._compact()
+        atoms, ring, blocks = _config.run(_kk.room_needed, 0, self._ki, self._cfg, k)
+        used = self._arena
+        self._reserve(int(used[0] + atoms), int(used[1] + ring), int(used[2] + blocks))
+
+    def _has_ring(self) -> bool:
+        kind = self._cfg[_kk.CFG_KIND]
+        return kind in (_h.KIND_COUNT, _h.KIND_TIME)
+
+    def _compact(self) -> None:
+        """Move every live key's segments to the start of the arenas, in slot order (no gaps)."""
+        ki = self._ki
+        n = len(self._slot_keys)
+        for off, cap, arrays, used in (
+            (_kk.KI_A_OFF, _kk.KI_A_CAP, (self._atoms_b, self._atoms_f, self._atoms_n), _kk.AR_ATOMS),
+            (_kk.KI_R_OFF, _kk.KI_R_CAP, (self._ring_b, self._ring_f), _kk.AR_RING),
+            (_kk.KI_B_OFF, _kk.KI_B_CAP, (self._blocks_b, self._blocks_f), _kk.AR_BLOCKS),
+        ):
+            caps = ki[:n, cap]
+            ends = np.cumsum(caps)
+            total = int(ends[-1]) if n else 0
+            new_off = (ends - caps).astype(np.int64)
+            # the source slot of each destination slot: its segment's old offset plus its rank in it
+            owner = np.repeat(np.arange(n), caps)
+            idx = ki[owner, off] + (np.arange(total) - new_off[owner])
+            for arr in arrays:
+                arr[..., :total] = arr[..., idx]
+                arr[..., total:] = 0
+            ki[:n, off] = new_off
+            self._arena[used] = total
+
+    def _drop_block_caches(self) -> None:
+        self._ki[:, list(_kk.KI_CACHE)] = 0
+        self._arena[_kk.AR_BLOCKS] = 0
+        if "_blocks_b" not in self.__dict__:
+            self._blocks_b = np.zeros((2, 0), dtype=np.int64)
+            self._blocks_f = np.zeros((2, 0))
+
+    # ------------------------------------------------------------------ the prior
+    def _strength_now(self) -> float:
+        """The prior strength: the parameter, or the between-key estimate (``"auto"``)."""
+        if self.prior_strength != "auto":
+            return float(self.prior_strength)
+        total = self._global.window_weight
+        k, s_o, s_e, s_e2, s_o2e = _moments(self._kf, len(self._slot_keys))
+        return auto_strength(k, s_o, s_e, s_e2, s_o2e, self._global_rate(), total)
+
+    def _global_rate(self) -> float:
+        row = self._global.window_histogram.row()
+        pos, tot = float(row.pos.sum()), float(row.pos.sum() + row.neg.sum())
+        return pos / tot if tot > 0 else 0.0
+
+    def _refresh_prior(self) -> None:
+        """Take the prior from the global map as it is now; schedule the next refresh."""
+        n = self._n_learned
+        self._next_refresh = 2 * n if n < PRIOR_EVERY else (n // PRIOR_EVERY + 1) * PRIOR_EVERY
+        self._strength = self._strength_now()
+        self._take_prior_source()
+        self._prior_ver += 1
+        self._build_prior()
+
+    def _take_prior_source(self) -> None:
+        """Keep what the prior reads of the global map as it is now: the weight per bucket, the
+        fitted value per bucket and the blocks (state: the prior lags the global map)."""
+        row = self._global.window_histogram.row()
+        blocks = self._global.blocks()
+        self._src_weight = np.ascontiguousarray(row.pos + row.neg)
+        self._src_fitted = np.ascontiguousarray(blocks.fitted, dtype=np.float64)
+        self._src_blocks = np.ascontiguousarray(np.stack([blocks.first, blocks.last]).astype(np.int64))
+
+    def _build_prior(self) -> None:
+        """The kernels' prior arrays, of strength ``_strength``, from the kept source."""
+        m = self._strength
+        B = int(self._cfg[_kk.CFG_B])
+        weight = self._src_weight
+        fitted = self._src_fitted
+        total = float(weight.sum())
+        cfg = self._cfg
+        self._prior = np.zeros(2 * B + 2)
+        self._pri = np.empty((4, B), dtype=np.int64)
+        self._pri[_kk.PR_SEG] = -1
+        self._pri[_kk.PR_BLK_LAST] = 0
+        self._pri[_kk.PR_NZ_NEXT] = B
+        self._pri[_kk.PR_NZ_PREV] = -1
+        cfg[_kk.CFG_PRIOR_ON] = 0.0
+        cfg[_kk.CFG_PRIOR_T_POS] = cfg[_kk.CFG_PRIOR_T_NEG] = cfg[_kk.CFG_PRIOR_PSEUDO] = 0.0
+        cfg[_kk.CFG_PRIOR_VER] = float(self._prior_ver)
+        cfg[_kk.CFG_PRIOR_RUNS] = 0.0
+        if m <= 0.0 or total <= 0.0:
+            return
+        scale = m / total
+        pp = scale * weight * fitted
+        pn = scale * weight * (1.0 - fitted)
+        np.cumsum(pp, out=self._prior[1 : B + 1])
+        np.cumsum(pn, out=self._prior[B + 2 :])
+        first, last = self._src_blocks
+        for i, (f, end) in enumerate(zip(first, last, strict=True)):
+            self._pri[_kk.PR_SEG, f : end + 1] = i
+        self._pri[_kk.PR_BLK_LAST, : last.size] = last
+        has = weight > 0.0
+        idx = np.arange(B)
+        self._pri[_kk.PR_NZ_PREV] = np.maximum.accumulate(np.where(has, idx, -1))
+        self._pri[_kk.PR_NZ_NEXT] = np.minimum.accumulate(np.where(has, idx, B)[::-1])[::-1]
+        cfg[_kk.CFG_PRIOR_RUNS] = float(last.size)
+        cfg[_kk.CFG_PRIOR_ON] = 1.0
+        cfg[_kk.CFG_PRIOR_T_POS] = float(pp.sum())
+        cfg[_kk.CFG_PRIOR_T_NEG] = float(pn.sum())
+        cfg[_kk.CFG_PRIOR_PSEUDO] = scale * float(self._global.llr_pseudo_count)
+
+    # ------------------------------------------------------------------ one key as values
+    def _export(self, k: int) -> dict:
+        ki, kf = self._ki[k], self._kf[k]
+        off, n = int(ki[_kk.KI_A_OFF]), int(ki[_kk.KI_A_LEN])
+        out = {
+            "bucket": self._atoms_b[off : off + n].copy(),
+            "pos": self._atoms_f[0, off : off + n].copy(),
+            "neg": self._atoms_f[1, off : off + n].copy(),
+            "n_pos": self._atoms_n[0, off : off + n].copy(),
+            "n_neg": self._atoms_n[1, off : off + n].copy(),
+        }
+        roff, cap, head, count = (int(ki[i]) for i in (_kk.KI_R_OFF, _kk.KI_R_CAP, _kk.KI_R_HEAD, _kk.KI_R_COUNT))
+        order = roff + (head + np.arange(count)) % cap if cap else np.zeros(0, dtype=np.int64)
+        out["ring_bucket"] = self._ring_b[order].copy()
+        out["ring_weight"] = self._ring_f[0, order].copy()
+        out["ring_label"] = self._ring_f[1, order].copy()
+        out["ring_clock"] = self._ring_f[2, order].copy()
+        for name, i in _KF_OF.items():
+            out[name] = float(kf[i])
+        return out
+
+    def _import(self, k: int, row: dict) -> None:
+        """Write a checked exported row into slot ``k`` (fresh segments at the arenas' ends)."""
+        n = row["bucket"].size
+        count = row["ring_bucket"].size
+        kind = self._cfg[_kk.CFG_KIND]
+        cap_r = 0
+        if kind in (_h.KIND_COUNT, _h.KIND_TIME) and count:
+            cap_r = max(count, _kk.FIRST_CAP)
+        self._reserve(max(n, _kk.FIRST_CAP), cap_r)
+        ki, kf = self._ki[k], self._kf[k]
+        ki[:] = 0
+        ki[_kk.KI_PVER] = -1
+        off = int(self._arena[_kk.AR_ATOMS])
+        cap_a = max(n, _kk.FIRST_CAP)
+        self._atoms_b[off : off + n] = row["bucket"]
+        self._atoms_f[0, off : off + n] = row["pos"]
+        self._atoms_f[1, off : off + n] = row["neg"]
+        self._atoms_n[0, off : off + n] = row["n_pos"]
+        self._atoms_n[1, off : off + n] = row["n_neg"]
+        self._arena[_kk.AR_ATOMS] = off + cap_a
+        ki[_kk.KI_A_OFF], ki[_kk.KI_A_LEN], ki[_kk.KI_A_CAP] = off, n, cap_a
+        roff = int(self._arena[_kk.AR_RING])
+        if cap_r:
+            self._ring_b[roff : roff + count] = row["ring_bucket"]
+            self._ring_f[0, roff : roff + count] = row["ring_weight"]
+            self._ring_f[1, roff : roff + count] = row["ring_label"]
+            self._ring_f[2, roff : roff + count] = row["ring_clock"]
+            self._arena[_kk.AR_RING] = roff + cap_r
+        ki[_kk.KI_R_OFF], ki[_kk.KI_R_CAP], ki[_kk.KI_R_COUNT] = roff, cap_r, count
+        ki[_kk.KI_N_POS] = int(row["n_pos"].sum())
+        ki[_kk.KI_N_NEG] = int(row["n_neg"].sum())
+        for name, i in _KF_OF.items():
+            kf[i] = row[name]
+
+    def _reserve(self, atoms: int, ring: int, blocks: int = 0) -> None:
+        """Room for ``atoms``, ``ring`` and ``blocks`` slots at the arenas' ends."""
+        for prefix, need, used in (("_atoms", atoms, _kk.AR_ATOMS), ("_ring", ring, _kk.AR_RING),
+                                   ("_blocks", blocks, _kk.AR_BLOCKS)):
+            used = int(self._arena[used])
+            size = getattr(self, prefix + "_b").shape[-1]
+            if used + need <= size:
+                continue
+            new = max(1024, 2 * size, 2 * (used + need))
+            for suffix in ("_b", "_f", "_n"):
+                arr = getattr(self, prefix + suffix, None)
+                if arr is None:
+                    continue
+                grown = np.zeros((*arr.shape[:-1], new), dtype=arr.dtype)
+                grown[..., : arr.shape[-1]] = arr
+                setattr(self, prefix + suffix, grown)
+
+    def _key_calibrator(self, k: int) -> PAVCalibrator:
+        """The template calibrator holding key ``k``'s window (a new object)."""
+        return row_to_calibrator(self._export(k), self._global)
+
+
+def _moments(kf: np.ndarray, n: int) -> tuple[float, ...]:
+    out = np.zeros(5)
+    _config.run(_kk.between_key_moments, n, kf, n, out)
+    return tuple(float(v) for v in out)
+
+
+def auto_strength(k: float, s_o: float, s_e: float, s_e2: float, s_o2e: float, rate: float, total: float) -> float:
+    """The prior strength (pseudo-events) from the keys' observed ``O`` and expected ``E`` positives.
+
+    A gamma-Poisson model: ``O_k ~ Poisson(E_k rho_k)``, ``rho_k`` of mean ``rho`` and variance
+    ``tau2`` between keys. The DerSimonian–Laird moment estimate
+    ``tau2 = max(0, (Q - rho (K - 1)) / (sum E - sum E^2 / sum E))``, ``Q = sum (O - rho E)^2 / E``,
+    gives the gamma prior's shape ``rho^2 / tau2`` pseudo-positives, that is ``rho^2 / (tau2 * rate)``
+    pseudo-events at the global base rate ``rate``. No between-key variance seen yet (``tau2 = 0``, or
+    fewer than two keys): the global map's own weight ``total`` (the keys follow the global map).
+    """
+    cap = max(total, 0.0)
+    if k < 2 or s_e <= 0.0 or rate <= 0.0:
+        return cap
+    rho = s_o / s_e
+    q = s_o2e - rho * s_o
+    denom = s_e - s_e2 / s_e
+    tau2 = (q - rho * (k - 1.0)) / denom if denom > 0.0 else 0.0
+    if not tau2 > 0.0 or rho <= 0.0:
+        return cap
+    return min(cap, rho * rho / (tau2 * rate))
+
+
+def calibrator_to_row(cal: PAVCalibrator) -> dict:
+    """A template calibrator's window as an exported key row (stored units)."""
+    sf, si = cal.window_histogram.arrays()
+    B = int(si[_h.SI_B])
+    pos = sf[_h.SF_HEADER : _h.SF_HEADER + B]
+    neg = sf[_h.SF_HEADER + B : _h.SF_HEADER + 2 * B]
+    npos = si[_h.SI_HEADER : _h.SI_HEADER + B]
+    nneg = si[_h.SI_HEADER + B : _h.SI_HEADER + 2 * B]
+    keep = np.flatnonzero((npos > 0) | (nneg > 0))
+    ring_b, ring_y, ring_w, ring_t = cal.window_histogram.ring()
+    return {
+        "bucket": keep.astype(np.int64),
+        "pos": pos[keep].copy(),
+        "neg": neg[keep].copy(),
+        "n_pos": npos[keep].copy(),
+        "n_neg": nneg[keep].copy(),
+        "ring_bucket": np.asarray(ring_b, dtype=np.int64),
+        "ring_weight": np.asarray(ring_w, dtype=np.float64),
+        "ring_label": np.asarray(ring_y, dtype=np.float64),
+        "ring_clock": np.asarray(ring_t, dtype=np.float64),
+        "t_pos": float(sf[_h.SF_T_POS]),
+        "t_neg": float(sf[_h.SF_T_NEG]),
+        "last_t": float(sf[_h.SF_LAST_T]),
+        "n_learned": float(sf[_h.SF_N_LEARNED]),
+        "t0": float(sf[_h.SF_T0]),
+        "n_renorm": float(sf[_h.SF_N_RENORM]),
+        "stamp": 0.0,
+        "observed": 0.0,
+        "expected": 0.0,
+    }
+
+
+def row_to_calibrator(row: dict, template: PAVCalibrator) -> PAVCalibrator:
+    """A new template calibrator (``template``'s parameters) holding an exported key row."""
+    cal = template.clone()
+    hist = cal.window_histogram
+    B = int(hist.n_buckets)
+    count = row["ring_bucket"].size
+    capacity = hist.ring_size()
+    if hist.grows_ring:
+        capacity = max(capacity, count)
+    sf, si = _h.empty_state(B, capacity, hist.window_code)
+    H, G = _h.SF_HEADER, _h.SI_HEADER
+    b = row["bucket"]
+    sf[H + b] = row["pos"]
+    sf[H + B + b] = row["neg"]
+    si[G + b] = row["n_pos"]
+    si[G + B + b] = row["n_neg"]
+    sf[_h.SF_T_POS], sf[_h.SF_T_NEG] = row["t_pos"], row["t_neg"]
+    sf[_h.SF_LAST_T], sf[_h.SF_N_LEARNED] = row["last_t"], row["n_learned"]
+    sf[_h.SF_T0], sf[_h.SF_N_RENORM] = row["t0"], row["n_renorm"]
+    si[_h.SI_N_POS] = int(row["n_pos"].sum())
+    si[_h.SI_N_NEG] = int(row["n_neg"].sum())
+    if capacity:
+        R = H + 2 * B
+        sf[R : R + count] = row["ring_weight"]
+        sf[R + capacity : R + capacity + count] = row["ring_label"]
+        sf[R + 2 * capacity : R + 2 * capacity + count] = row["ring_clock"]
+        si[G + 2 * B : G + 2 * B + count] = row["ring_bucket"]
+        si[_h.SI_RING_COUNT] = count
+    cal._hist.adopt_arrays(sf, si)
+    cal._rebuild_map_after_merge(cal)  # a full sweep; whole-number shortcuts off (always exact)
+    return cal
+
+

@@ -1,0 +1,256 @@
+"""Checks of a restored :class:`streamcal.KeyedCalibrator` and of an exported key row.
+
+Every array a keyed kernel indexes is checked before any kernel runs: the segments of each key in
+the arenas lie inside what the arenas use and do not overlap, the atoms of a key are sorted by
+bucket and in range, their weights finite and non-negative, their event counts those of the
+key's ring (windows with a ring), and the scalars are those a key can hold. Whatever a state file
+holds, no kernel reads or writes outside its arrays.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+
+import numpy as np
+
+from streamcal import _state_check as c
+from streamcal._kernels import histogram as _h
+from streamcal._kernels import keyed as _kk
+
+__all__ = ["check_exported", "check_keyed_state"]
+
+_MAX_STORED = 1e300
+
+
+def check_keyed_state(obj) -> None:
+    """Raise :class:`streamcal.exceptions.StateFileError` unless ``obj``'s restored attributes are
+    those of a keyed calibrator with its parameters (see the module notes)."""
+    from streamcal.isotonic.streaming import PAVCalibrator
+
+    state = vars(obj)
+    params = ("calibrator", "key_key", "score_key", "prior_strength", "max_keys")
+    learned = ("_global", "_kf", "_ki", "_atoms_b", "_atoms_f", "_atoms_n", "_ring_b", "_ring_f", "_arena",
+               "_slot_keys", "_n_learned", "_evictions", "_strength", "_next_refresh", "_src_weight",
+               "_src_fitted", "_src_blocks", "_prior_ver")
+    c.need_keys(obj, (*params, *learned), optional=obj._UNSAVED)
+    try:
+        fresh = type(obj)(**{name: state[name] for name in params})
+    except (TypeError, ValueError, OverflowError) as exc:
+        c.fail(f"invalid parameters for {type(obj).__name__}: {exc}")
+    glob = state["_global"]
+    if type(glob) is not type(fresh._global) or glob._get_params() != fresh._global._get_params():
+        c.fail(f"`_global`: expected a {type(fresh._global).__name__} with the template's parameters.")
+    if not isinstance(glob, PAVCalibrator):
+        c.fail("`_global`: expected a PAVCalibrator.")
+    c.need_int(state["_n_learned"], "_n_learned", 0)
+    c.need_int(state["_evictions"], "_evictions", 0)
+    c.need_int(state["_next_refresh"], "_next_refresh", 1)
+    c.need_float(state["_strength"], "_strength", 0.0)
+    c.need_int(state["_prior_ver"], "_prior_ver", 0)
+    if glob.n_learned != state["_n_learned"] and not state["_evictions"] >= 0:
+        c.fail("`_n_learned` does not match the global calibrator.")
+    keys = state["_slot_keys"]
+    if type(keys) is not list:
+        c.fail(f"`_slot_keys`: expected a list; found {c.brief(keys)}.")
+    live = [key for key in keys if key is not None]
+    kinds = {type(key) for key in live}
+    if not kinds <= {int, str} or len(kinds) > 1:
+        c.fail("`_slot_keys`: expected ints or strings (one kind) and None.")
+    if len(set(live)) != len(live):
+        c.fail("`_slot_keys`: a key appears twice.")
+    if obj.max_keys is not None and len(live) > obj.max_keys:
+        c.fail(f"`_slot_keys`: {len(live)} keys hold a state; max_keys is {obj.max_keys}.")
+    n = len(keys)
+    kf = c.need_array(state["_kf"], "_kf", np.float64, ndim=2)
+    ki = c.need_array(state["_ki"], "_ki", np.int64, ndim=2)
+    if kf.shape[1] != _kk.KF_N or ki.shape[1] != _kk.KI_N or kf.shape[0] < n or ki.shape[0] != kf.shape[0]:
+        c.fail(f"`_kf`/`_ki`: expected {n} rows or more of {_kk.KF_N} and {_kk.KI_N} values.")
+    ab = c.need_array(state["_atoms_b"], "_atoms_b", np.int64)
+    af = c.need_array(state["_atoms_f"], "_atoms_f", np.float64, ndim=2, shape=(2, ab.size))
+    an = c.need_array(state["_atoms_n"], "_atoms_n", np.int64, ndim=2, shape=(2, ab.size))
+    rb = c.need_array(state["_ring_b"], "_ring_b", np.int64)
+    rf = c.need_array(state["_ring_f"], "_ring_f", np.float64, ndim=2, shape=(3, rb.size))
+    arena = c.need_array(state["_arena"], "_arena", np.int64, size=3)
+    if not (0 <= arena[0] <= ab.size and 0 <= arena[1] <= rb.size and arena[2] == 0):
+        c.fail(f"`_arena`: expected used sizes within the arenas ({ab.size}, {rb.size}); found {arena.tolist()}.")
+    cfg = fresh._cfg
+    _check_prior_source(state, int(cfg[_kk.CFG_B]))
+    for k in range(kf.shape[0]):
+        if k >= n or keys[k] is None:
+            if ki[k].any() or kf[k].any():
+                c.fail(f"`_ki` row {k}: a free slot must hold zeros.")
+            continue
+        _check_slot(k, kf[k], ki[k], ab, af, an, rb, rf, arena, cfg, state["_prior_ver"])
+    for name, off, cap in (("atoms", _kk.KI_A_OFF, _kk.KI_A_CAP), ("ring", _kk.KI_R_OFF, _kk.KI_R_CAP)):
+        rows = [k for k in range(n) if keys[k] is not None and ki[k, cap] > 0]
+        spans = sorted((int(ki[k, off]), int(ki[k, off] + ki[k, cap])) for k in rows)
+        for (_, end), (start, _) in itertools.pairwise(spans):
+            if start < end:
+                c.fail(f"the keys' {name} segments overlap (at {start}).")
+
+
+def _check_prior_source(state, B: int) -> None:
+    """The global map's weights, fitted values and blocks the prior was taken from: blocks sorted,
+    disjoint, in range and holding every bucket with weight (the prior's runs stay inside them)."""
+    weight = c.need_array(state["_src_weight"], "_src_weight", np.float64, size=B)
+    fitted = c.need_array(state["_src_fitted"], "_src_fitted", np.float64, size=B)
+    blocks = c.need_array(state["_src_blocks"], "_src_blocks", np.int64, ndim=2)
+    c.need_finite(weight, "_src_weight", low=0.0, high=_MAX_STORED)
+    c.need_finite(fitted, "_src_fitted", low=0.0, high=1.0)
+    if blocks.shape[0] != 2:
+        c.fail(f"`_src_blocks`: expected 2 rows (first, last); found {blocks.shape}.")
+    first, last = blocks
+    ok = (first.size == 0 or (first[0] >= 0 and last[-1] < B)) and (first <= last).all()
+    ok = ok and (first[1:] > last[:-1]).all()
+    covered = np.zeros(B, dtype=bool)
+    if ok:
+        for f, end in zip(first, last, strict=True):
+            covered[f : end + 1] = True
+    if not ok or (weight[~covered] > 0).any():
+        c.fail("`_src_blocks`: expected sorted disjoint blocks in range holding every bucket with weight.")
+
+
+def _check_slot(k, kf, ki, ab, af, an, rb, rf, arena, cfg, ver) -> None:
+    kind = cfg[_kk.CFG_KIND]
+    off, n, cap = (int(ki[i]) for i in (_kk.KI_A_OFF, _kk.KI_A_LEN, _kk.KI_A_CAP))
+    if not (0 <= n <= cap and off >= 0 and off + cap <= arena[_kk.AR_ATOMS]):
+        c.fail(f"key slot {k}: its atoms segment ({off}, {n} of {cap}) lies outside the arena.")
+    roff, rcap, head, count = (int(ki[i]) for i in (_kk.KI_R_OFF, _kk.KI_R_CAP, _kk.KI_R_HEAD, _kk.KI_R_COUNT))
+    ring_kind = kind in (_h.KIND_COUNT, _h.KIND_TIME)
+    if not (0 <= count <= rcap and roff >= 0 and roff + rcap <= arena[_kk.AR_RING] and (head < rcap or rcap == 0)
+            and head >= 0):
+        c.fail(f"key slot {k}: its ring segment lies outside the arena.")
+    if not ring_kind and rcap:
+        c.fail(f"key slot {k}: a ring under a window without one.")
+    if kind == _h.KIND_COUNT and (rcap > cfg[_kk.CFG_WINDOW_N] or count > cfg[_kk.CFG_WINDOW_N]):
+        c.fail(f"key slot {k}: a ring larger than the count window.")
+    row = {
+        "bucket": ab[off : off + n], "pos": af[0, off : off + n], "neg": af[1, off : off + n],
+        "n_pos": an[0, off : off + n], "n_neg": an[1, off : off + n],
+    }
+    order = roff + (head + np.arange(count)) % rcap if rcap else np.zeros(0, dtype=np.int64)
+    row.update(ring_bucket=rb[order], ring_weight=rf[0, order], ring_label=rf[1, order], ring_clock=rf[2, order])
+    names = ("t_pos", "t_neg", "last_t", "n_learned", "t0", "n_renorm", "stamp", "observed", "expected")
+    fields = (_kk.KF_T_POS, _kk.KF_T_NEG, _kk.KF_LAST_T, _kk.KF_N_LEARNED, _kk.KF_T0, _kk.KF_N_RENORM,
+              _kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP)
+    row.update((name, float(kf[i])) for name, i in zip(names, fields, strict=True))
+    try:
+        _check_row(row, cfg)
+    except ValueError as exc:
+        c.fail(f"key slot {k}: {exc}")
+    if ki[list(_kk.KI_CACHE)].any() or not -1 <= ki[_kk.KI_PVER] <= ver:
+        c.fail(f"key slot {k}: expected no block cache and a prior version in [-1, {ver}].")
+    if not (math.isfinite(kf[_kk.KF_PU]) and kf[_kk.KF_PU] >= 0.0):
+        c.fail(f"key slot {k}: expected a finite prior unit >= 0.")
+    if ki[_kk.KI_N_POS] != int(row["n_pos"].sum()) or ki[_kk.KI_N_NEG] != int(row["n_neg"].sum()):
+        c.fail(f"key slot {k}: its event counts do not add up.")
+
+
+def check_exported(state, cfg) -> dict:
+    """An exported key row (:meth:`streamcal.KeyedCalibrator.export_key`), checked, as arrays of the
+    kernels' types; ValueError naming the first bad field."""
+    if not isinstance(state, dict):
+        msg = f"`state` must be a dict (KeyedCalibrator.export_key's form); got {type(state).__name__}."
+        raise TypeError(msg)
+    row = {}
+    arrays = {"bucket": np.int64, "pos": np.float64, "neg": np.float64, "n_pos": np.int64, "n_neg": np.int64,
+              "ring_bucket": np.int64, "ring_weight": np.float64, "ring_label": np.float64,
+              "ring_clock": np.float64}
+    for name, dtype in arrays.items():
+        if name not in state:
+            msg = f"`state` must hold {name!r}."
+            raise ValueError(msg)
+        value = np.asarray(state[name])
+        if value.ndim != 1 or (value.size and value.dtype.kind not in ("iu" if dtype is np.int64 else "iuf")):
+            msg = f"`state[{name!r}]` must be a 1-d array of {np.dtype(dtype).name}; got {value.dtype} {value.shape}."
+            raise ValueError(msg)
+        if dtype is np.int64 and value.size and value.dtype.kind == "u" and value.max() > np.iinfo(np.int64).max:
+            msg = f"`state[{name!r}]` holds values beyond int64."
+            raise ValueError(msg)
+        row[name] = np.ascontiguousarray(value, dtype=dtype)
+    for name in ("t_pos", "t_neg", "last_t", "n_learned", "t0", "n_renorm", "stamp", "observed", "expected"):
+        value = state.get(name)
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):
+            msg = f"`state[{name!r}]` must be a number; got {value!r}."
+            raise ValueError(msg)
+        row[name] = float(value)
+    _check_row(row, cfg)
+    return row
+
+
+def _check_row(row: dict, cfg) -> None:
+    """ValueError naming the first field of a key row that a key cannot hold."""
+    B = int(cfg[_kk.CFG_B])
+    kind = cfg[_kk.CFG_KIND]
+    b = row["bucket"]
+    n = b.size
+    for name in ("pos", "neg", "n_pos", "n_neg"):
+        if row[name].size != n:
+            msg = f"`{name}` must hold one value per atom ({n}); got {row[name].size}."
+            raise ValueError(msg)
+    if n and (b.min() < 0 or b.max() >= B or (np.diff(b) <= 0).any()):
+        msg = f"`bucket` must be strictly increasing buckets in [0, {B}); got {b[:8].tolist()}..."
+        raise ValueError(msg)
+    for name in ("pos", "neg"):
+        v = row[name]
+        if n and not (np.isfinite(v).all() and (v >= 0).all() and (v <= _MAX_STORED).all()):
+            msg = f"`{name}` must hold finite weights >= 0."
+            raise ValueError(msg)
+    npos, nneg = row["n_pos"], row["n_neg"]
+    if n and ((npos < 0).any() or (nneg < 0).any() or ((npos == 0) & (nneg == 0)).any()):
+        msg = "`n_pos`/`n_neg` must be event counts >= 0, at least one event per atom."
+        raise ValueError(msg)
+    if n and (((npos == 0) & (row["pos"] != 0)).any() or ((nneg == 0) & (row["neg"] != 0)).any()):
+        msg = "an atom holds weight of a class without events of it."
+        raise ValueError(msg)
+    for name in ("t_pos", "t_neg"):
+        if not (math.isfinite(row[name]) and 0.0 <= row[name] <= _MAX_STORED):
+            msg = f"`{name}` must be a finite weight >= 0; got {row[name]!r}."
+            raise ValueError(msg)
+    nl = row["n_learned"]
+    if not (math.isfinite(nl) and nl >= 0 and nl == math.floor(nl) and nl >= npos.sum() + nneg.sum()):
+        msg = f"`n_learned` must be a whole number of events at least the window's; got {nl!r}."
+        raise ValueError(msg)
+    for name in ("t0", "n_renorm", "stamp", "observed", "expected"):
+        if not math.isfinite(row[name]) or (name != "t0" and row[name] < 0):
+            msg = f"`{name}` must be finite{'' if name == 't0' else ' and >= 0'}; got {row[name]!r}."
+            raise ValueError(msg)
+    last = row["last_t"]
+    if math.isnan(last) or last == math.inf or (nl > 0 and not math.isfinite(last)):
+        msg = f"`last_t` must be the clock of the last learned event; got {last!r}."
+        raise ValueError(msg)
+    rb = row["ring_bucket"]
+    count = rb.size
+    ring_kind = kind in (_h.KIND_COUNT, _h.KIND_TIME)
+    for name in ("ring_weight", "ring_label", "ring_clock"):
+        if row[name].size != count:
+            msg = f"`{name}` must hold one value per ring event ({count}); got {row[name].size}."
+            raise ValueError(msg)
+    if not ring_kind:
+        if count:
+            msg = "the window keeps no ring: `ring_*` must be empty."
+            raise ValueError(msg)
+        return
+    if kind == _h.KIND_COUNT and count > cfg[_kk.CFG_WINDOW_N]:
+        msg = f"the ring holds {count} events; the count window keeps {int(cfg[_kk.CFG_WINDOW_N])}."
+        raise ValueError(msg)
+    if count and (rb.min() < 0 or rb.max() >= B):
+        msg = f"`ring_bucket` must hold buckets in [0, {B})."
+        raise ValueError(msg)
+    y, w, t = row["ring_label"], row["ring_weight"], row["ring_clock"]
+    if count and not (np.isin(y, (0.0, 1.0)).all() and np.isfinite(w).all() and (w >= 0).all()
+                      and np.isfinite(t).all() and (np.diff(t) >= 0).all()):
+        msg = "the ring must hold labels 0/1, finite weights >= 0 and non-decreasing finite clocks."
+        raise ValueError(msg)
+    # each atom's event counts are its ring events' (the expiry finds every leaving event's atom)
+    cp = np.bincount(rb[y > 0.5], minlength=B)
+    cn = np.bincount(rb[y <= 0.5], minlength=B)
+    full_p = np.zeros(B, dtype=np.int64)
+    full_n = np.zeros(B, dtype=np.int64)
+    full_p[b] = npos
+    full_n[b] = nneg
+    if not (np.array_equal(cp, full_p) and np.array_equal(cn, full_n)):
+        msg = "the atoms' event counts do not match the ring's events."
+        raise ValueError(msg)

@@ -1,0 +1,575 @@
+"""Keyed calibration: one streaming calibration per key (campaign, merchant, country), pooled
+toward the global map.
+
+:class:`KeyedCalibrator` keeps, per key, a sparse windowed row of the template calibrator's bucket
+histogram (only the buckets the key's window holds), plus one global calibrator over every event.
+A key's map is PAV over its row plus a *prior*: pseudo-counts from the global map, ``m`` events
+spread over the buckets like the global traffic, positives at the global map's fitted rate
+(:mod:`streamcal._kernels.keyed`). Pooling happens inside the fit, so every key's map is monotone
+in the score after every event; with ``m = 0`` each key is an independent copy of the template,
+bit for bit, and as ``m`` grows each key's map tends to the global one.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import math
+import numbers
+
+import numpy as np
+from river import base
+
+from streamcal._kernels import _config
+from streamcal._kernels import histogram as _h
+from streamcal._kernels import keyed as _kk
+from streamcal._keyed_rows import KeyedRows, calibrator_to_row
+from streamcal._keys import as_key_column
+from streamcal._locking import LockedState
+from streamcal._validation import as_1d_float, as_binary_labels, check_learn_arrays, check_same_length
+from streamcal.isotonic.streaming import PAVCalibrator
+from streamcal.merging import Mergeable
+from streamcal.persist import Persistable
+
+__all__ = ["KeyedCalibrator"]
+
+_OP_LEARN, _OP_PREDICT, _OP_BOTH = 1, 2, 3
+_FIELDS = ("bucket", "pos", "neg", "n_pos", "n_neg")
+_RING_FIELDS = ("ring_bucket", "ring_weight", "ring_label", "ring_clock")
+
+
+def _check_strength(value) -> None:
+    if isinstance(value, str) and value == "auto":
+        return
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    if not ok:
+        msg = f'`prior_strength` must be "auto" or a finite number >= 0 (pseudo-events); got {value!r}.'
+        raise ValueError(msg)
+
+
+class KeyedCalibrator(KeyedRows, LockedState, Persistable, Mergeable, base.Classifier):
+    """One streaming calibrator per key, pooled toward the global map.
+
+    Each key (an int or a string: a campaign, a merchant, a country) gets its own windowed state,
+    a clone of ``calibrator``'s (streaming PAV by default), and one more state learns every event:
+    the global map. A key with little evidence leans on the global map, a key with much evidence
+    uses its own: the key's map is PAV over its window's histogram plus ``m`` pseudo-events spread
+    over the buckets like the global traffic, positives at the global map's fitted rate. Pooling
+    inside the fit keeps every key's map monotone in the score after every event.
+
+    A key's memory grows with the evidence it holds: its row stores only the buckets its window
+    holds (and, for count and time windows, its window's events), never the full bucket array.
+
+    Parameters
+    ----------
+    calibrator
+        The template: a :class:`streamcal.PAVCalibrator` with fixed bucket edges (its buckets,
+        window, interpolation and finite rule apply to every key and to the global map); default
+        ``PAVCalibrator()``. Each key's window counts that key's own events (a count window of
+        ``n`` keeps the key's last ``n`` events; decay by events ages a key per its own events).
+    key_key
+        Key of the key in the river face's ``x``.
+    score_key
+        Key of the score in ``x``; ``None``: the one entry of ``x`` other than ``key_key``.
+    prior_strength
+        ``m``, the prior's weight in pseudo-events (``>= 0``). ``0``: every key is an independent
+        copy of the template, bit for bit. ``"auto"`` (default): ``m`` follows the data, from the
+        between-key variance of the keys' observed against expected positives (a DerSimonian–
+        Laird moment estimate, see the docs' keyed page): keys that differ little from the global
+        map pool strongly, keys that differ much pool weakly.
+    max_keys
+        At most this many keys keep a state: the least recently updated key is evicted when a new
+        one arrives, counted in ``evictions``, and falls back to the global map. ``None``: no limit.
+
+    Attributes
+    ----------
+    n_keys : int
+        Keys with a state.
+    evictions : int
+        Keys evicted by ``max_keys`` so far.
+    strength : float
+        The prior strength ``m`` in use (pseudo-events).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamcal import KeyedCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> keys = rng.integers(0, 3, size=6000)
+    >>> scores = rng.uniform(0.01, 0.99, size=6000)
+    >>> truth = np.clip(scores * np.array([0.5, 1.0, 1.5])[keys], 0, 1)   # key 0 over-scored, key 2 under
+    >>> labels = rng.uniform(size=6000) < truth
+    >>> cal = KeyedCalibrator()
+    >>> proba, llr = cal.prequential(keys, scores, labels)
+    >>> cal.n_keys, sorted(cal.keys())
+    (3, [0, 1, 2])
+    >>> np.round(cal.predict_proba([0, 1, 2], [0.5, 0.5, 0.5]), 1).tolist()
+    [0.3, 0.5, 0.7]
+    >>> round(cal.predict_proba_one({"key": 2, "score": 0.5})[True], 1)
+    0.7
+    """
+
+    def __init__(self, calibrator=None, *, key_key: str = "key", score_key=None, prior_strength="auto",
+                 max_keys: int | None = None):
+        if calibrator is not None and not isinstance(calibrator, PAVCalibrator):
+            msg = (
+                "`calibrator` must be a streamcal.PAVCalibrator (the template of every key's state) or None; "
+                f"got {type(calibrator).__name__}."
+            )
+            raise TypeError(msg)
+        if not isinstance(key_key, str):
+            msg = f"`key_key` must be a string; got {key_key!r}."
+            raise TypeError(msg)
+        _check_strength(prior_strength)
+        if max_keys is not None and (
+            not isinstance(max_keys, numbers.Integral) or isinstance(max_keys, bool) or max_keys < 1
+        ):
+            msg = f"`max_keys` must be None or an integer >= 1; got {max_keys!r}."
+            raise ValueError(msg)
+        self.calibrator = calibrator
+        self.key_key = key_key
+        self.score_key = score_key
+        self.prior_strength = prior_strength
+        self.max_keys = max_keys
+        self._init_lock()
+        self._reset()
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {"score_key": "is_popular", "key_key": "nb_users"}
+
+    def _unit_test_skips(self):
+        why = (
+            "river's datasets hold float features only, and a key is an int or a string (a float key is "
+            "refused): the check cannot give this calibrator a key"
+        )
+        names = (
+            "check_learn_one", "check_predict_proba_one", "check_predict_proba_one_binary",
+            "check_shuffle_features_no_impact", "check_emerging_features", "check_disappearing_features",
+            "check_bounded_memory_growth", "check_learn_one_does_not_modify_x",
+            "check_classifier_tracks_seen_labels", "check_clone_is_independent",
+            "check_no_state_aliasing_with_input", "check_pickling", "check_predict_one_before_any_learn",
+            "check_predict_one_pure", "check_radically_disappearing_features",
+        )
+        return dict.fromkeys(names, why)
+
+    # ------------------------------------------------------------------ state
+    def _reset(self) -> None:
+        template = self.calibrator if self.calibrator is not None else PAVCalibrator()
+        glob = template.clone()
+        hist = glob.window_histogram
+        if not hist.built:
+            msg = (
+                "`calibrator` must have fixed bucket edges (every key shares them); quantile edges are learned "
+                "from a warm-up: fix them with streamcal.buckets.Edges."
+            )
+            raise ValueError(msg)
+        self._global = glob
+        self._kf = np.zeros((0, _kk.KF_N))
+        self._ki = np.zeros((0, _kk.KI_N), dtype=np.int64)
+        self._atoms_b = np.zeros(0, dtype=np.int64)
+        self._atoms_f = np.zeros((2, 0))  # pos, neg (stored units)
+        self._atoms_n = np.zeros((2, 0), dtype=np.int64)  # event counts
+        self._ring_b = np.zeros(0, dtype=np.int64)
+        self._ring_f = np.zeros((3, 0))  # weight (stored units), label, clock
+        self._arena = np.zeros(3, dtype=np.int64)  # used slots: atoms, ring, blocks
+        self._slot_keys: list = []  # the key of each slot (None: free)
+        self._n_learned = 0
+        self._evictions = 0
+        self._strength = 0.0
+        self._next_refresh = 1
+        self._prior_ver = 0
+        self._take_prior_source()
+        self._rebuild_caches()
+
+    def _rebuild_caches(self) -> None:
+        """What the parameters, the global map and the strength give (not state): the kernels'
+        configuration, the prior, the key table and the sweep's scratch."""
+        glob = self._global
+        hist = glob.window_histogram
+        B = int(glob.n_buckets)
+        cfg = np.zeros(_kk.CFG_N)
+        cfg[_kk.CFG_B] = B
+        cfg[_kk.CFG_KIND : _kk.CFG_HALF_LIFE + 1] = hist.window_code
+        cfg[_kk.CFG_PSEUDO] = float(glob.llr_pseudo_count)
+        cfg[_kk.CFG_FINITE] = 1.0 if glob.finite_proba else 0.0
+        cfg[_kk.CFG_LINEAR] = 1.0 if glob.interpolation == "linear" else 0.0
+        cfg[_kk.CFG_PROB_INPUTS] = 1.0 if hist.layout.probability_inputs else 0.0
+        self._cfg = cfg
+        self._cen = np.ascontiguousarray(glob.centres, dtype=np.float64)
+        self._build_prior()
+        self._slot_of = {key: k for k, key in enumerate(self._slot_keys) if key is not None}
+        self._free = [k for k, key in enumerate(self._slot_keys) if key is None]
+        self._scratch_b = np.zeros((2, 2 * B + 4), dtype=np.int64)
+        self._scratch_w = np.zeros((2, 2 * B + 4))
+        if "_blocks_b" not in self.__dict__:  # the block cache starts empty (a restored state)
+            self._drop_block_caches()
+
+    _CACHES = ("_cfg", "_cen", "_prior", "_pri", "_slot_of", "_free", "_scratch_b", "_scratch_w", "_blocks_b",
+               "_blocks_f")
+    _UNSAVED = ("_lock", *_CACHES)
+
+    def __getstate__(self):
+        with self._lock:
+            self._compact()
+            state = super().__getstate__()
+        # the arenas up to what they use, without the block cache (rebuilt on demand)
+        for prefix, used in (("_atoms", _kk.AR_ATOMS), ("_ring", _kk.AR_RING)):
+            n = int(self._arena[used])
+            for suffix in ("_b", "_f", "_n"):
+                name = prefix + suffix
+                if name in state:
+                    state[name] = np.ascontiguousarray(state[name][..., :n])
+        state["_ki"] = state["_ki"].copy()
+        state["_ki"][:, list(_kk.KI_CACHE)] = 0
+        state["_arena"] = state["_arena"].copy()
+        state["_arena"][_kk.AR_BLOCKS] = 0
+        state["_slot_keys"] = list(state["_slot_keys"])
+        return state
+
+    def __setstate__(self, state):
+        from streamcal._keyed_state import check_keyed_state
+
+        self.__dict__.update(state)
+        self._init_lock()
+        for name, value in state.items():
+            if type(value) is np.ndarray:
+                self.__dict__[name] = np.array(value, order="C", copy=True)
+        check_keyed_state(self)
+        self._rebuild_caches()
+
+    _checks_own_state = True
+
+    # ------------------------------------------------------------------ inspection
+    @property
+    def n_keys(self) -> int:
+        return len(self._slot_of)
+
+    def keys(self) -> list:
+        """The keys with a state, in the order they first learned."""
+        with self._lock:
+            return [key for key in self._slot_keys if key is not None]
+
+    def __contains__(self, key) -> bool:
+        """Whether ``key`` has a state."""
+        return key in self._slot_of
+
+    @property
+    def evictions(self) -> int:
+        return self._evictions
+
+    @property
+    def strength(self) -> float:
+        return self._strength
+
+    @property
+    def n_learned(self) -> int:
+        return self._n_learned
+
+    @property
+    def global_calibrator(self) -> PAVCalibrator:
+        """A copy of the global calibrator (every event learned)."""
+        with self._lock:
+            return copy.deepcopy(self._global)
+
+    def key_state(self, key) -> PAVCalibrator:
+        """A copy of ``key``'s own calibrator: a template calibrator holding the key's window alone
+        (without the prior). KeyError if the key has no state."""
+        with self._lock:
+            return self._key_calibrator(self._slot(key))
+
+    def export_key(self, key) -> dict:
+        """``key``'s state as plain values (numpy arrays and floats): its row and window."""
+        with self._lock:
+            return self._export(self._slot(key))
+
+    def import_key(self, key, state: dict) -> None:
+        """Replace (or create) ``key``'s state by ``state`` (:meth:`export_key`'s form), checked first."""
+        from streamcal._keyed_state import check_exported
+
+        with self._lock:
+            key = self._checked_key(key, "key")
+            row = check_exported(state, self._cfg)
+            k = self._slot_of.get(key)
+            if k is None:
+                if self.max_keys is not None and self.n_keys >= self.max_keys:
+                    self._evict_lru()
+                k = self._new_slot(key)
+            self._import(k, row)
+
+    def _slot(self, key) -> int:
+        key = self._checked_key(key, "key")
+        k = self._slot_of.get(key)
+        if k is None:
+            msg = f"no state for key {key!r} ({self.n_keys} keys have one)."
+            raise KeyError(msg)
+        return k
+
+    @staticmethod
+    def _checked_key(key, name: str):
+        if type(key) is str:
+            return key
+        if isinstance(key, numbers.Integral) and not isinstance(key, (bool, np.bool_)):
+            return int(key)
+        msg = f"`{name}` must be an int or a string; got {key!r}."
+        raise TypeError(msg)
+
+    # ------------------------------------------------------------------ array face
+    def update(self, keys, scores, labels, *, weights=None, times=None):
+        """Learn labelled events in order; returns ``self``."""
+        with self._lock:
+            self._run_checked(*self._checked(keys, scores, labels, None, weights, times, _OP_LEARN))
+        return self
+
+    def prequential(self, keys, scores, labels, *, weights=None, times=None) -> tuple[np.ndarray, np.ndarray]:
+        """Predict each event with the state before its label, then learn it: ``(proba, llr)``."""
+        with self._lock:
+            return self._run_checked(*self._checked(keys, scores, labels, None, weights, times, _OP_BOTH))
+
+    def process(self, keys, scores, labels, learn_mask, *, weights=None, times=None):
+        """Learn where ``learn_mask``, else predict, in order: ``(proba, llr)``, NaN at learn positions."""
+        with self._lock:
+            return self._run_checked(*self._checked(keys, scores, labels, learn_mask, weights, times, None))
+
+    def predict_proba(self, keys, scores) -> np.ndarray:
+        """Calibrated probability of each (key, score) with the current state."""
+        with self._lock:
+            return self._predict(keys, scores)[0]
+
+    def predict_llr(self, keys, scores) -> np.ndarray:
+        """Calibrated (finite) LLR of each (key, score) with the current state."""
+        with self._lock:
+            return self._predict(keys, scores)[1]
+
+    def _scores(self, scores) -> tuple[np.ndarray, np.ndarray]:
+        s = as_1d_float(scores, "scores", allow_empty=True, copy=False)
+        b, bad = self._global.window_histogram.layout.buckets_checked(s)
+        if bad >= 0:
+            msg = f"`scores` must be finite and in the buckets' range; got {s[bad]!r} at position {bad}."
+            raise ValueError(msg)
+        return s, b
+
+    def _codes(self, keys, n: int):
+        kc = as_key_column(keys, "keys", n)
+        if kc.keys and self._slot_of:
+            first = next(iter(self._slot_of))
+            if type(kc.keys[0]) is not type(first):
+                i = int(np.flatnonzero(kc.codes == 0)[0])
+                msg = (
+                    f"`keys` must be of the kind already learned ({type(first).__name__}); got "
+                    f"{kc.keys[0]!r} at position {i}."
+                )
+                raise TypeError(msg)
+        return kc
+
+    def _checked(self, keys, scores, labels, learn_mask, weights, times, op):
+        s, b = self._scores(scores)
+        kc = self._codes(keys, s.size)
+        if op is None:
+            learn = as_binary_labels(learn_mask, "learn_mask", allow_empty=True).astype(bool)
+            check_same_length(s.size, learn.size, "learn_mask")
+            ops = np.where(learn, _OP_LEARN, _OP_PREDICT).astype(np.int64)
+        else:
+            learn = None
+            ops = np.full(s.size, op, dtype=np.int64)
+        hist = self._global.window_histogram
+        window = type(self._global.window_histogram.window).__name__
+        y, w, t = check_learn_arrays(
+            s.size, labels, weights, times, learn, max_weight=_h.MAX_WEIGHT, needs_times=hist.uses_times,
+            last_time=hist.last_time() if hist.uses_times else None, window_name=window, weights_name="weights",
+        )
+        return kc, ops, s, b, y, w, t
+
+    def _predict(self, keys, scores):
+        s, b = self._scores(scores)
+        kc = self._codes(keys, s.size)
+        slots = np.array([self._slot_of.get(key, -1) for key in kc.keys], dtype=np.int64)[kc.codes] if s.size else (
+            np.zeros(0, dtype=np.int64))
+        g_p = self._global.predict_proba(s)
+        g_llr = self._global.predict_llr(s)
+        out_p = np.empty(s.size)
+        out_llr = np.empty(s.size)
+        _config.run(
+            _kk.predict_many, s.size, self._cfg, self._cen, self._kf, self._ki, self._atoms_b, self._atoms_f,
+            self._prior, self._pri, self._blocks_b, self._blocks_f, self._scratch_b, self._scratch_w, slots, b, s,
+            g_p, g_llr, out_p, out_llr,
+        )
+        return out_p, out_llr
+
+    # ------------------------------------------------------------------ the operation loop
+    def _run_checked(self, kc, ops, s, b, y, w, t):
+        n = s.size
+        out_p = np.full(n, np.nan)
+        out_llr = np.full(n, np.nan)
+        if n == 0:
+            return out_p, out_llr
+        learn = (ops & _OP_LEARN) != 0
+        # the global learned count after each event (the keys' stamps), and the prior's refreshes
+        counts = self._n_learned + np.cumsum(learn)
+        run = _Run(kc, ops, s, b, y, w, t, out_p, out_llr, counts)
+        run.table = np.array([self._slot_of.get(key, -1) for key in kc.keys], dtype=np.int64)
+        run.arrivals(learn)
+        pos = 0
+        while pos < n:
+            stop = n
+            if counts[-1] >= self._next_refresh:  # the chunk ends at the event that reaches the refresh
+                stop = max(pos + 1, int(np.searchsorted(counts, self._next_refresh)) + 1)
+            self._run_chunk(run, pos, stop)
+            pos = stop
+            if self._n_learned >= self._next_refresh:
+                self._refresh_prior()
+        return out_p, out_llr
+
+    def _run_chunk(self, run, pos: int, stop: int) -> None:
+        """Run events ``pos .. stop - 1``: the global map, then the keys, with one prior."""
+        ops = run.ops
+        g_ops = np.where(ops[pos:stop] & _OP_LEARN, _OP_BOTH, _OP_PREDICT).astype(np.int64)
+        g = self._global
+        run.g_p[pos:stop], run.g_llr[pos:stop] = g._run(
+            g_ops, run.s[pos:stop], run.y[pos:stop], run.w[pos:stop], run.t[pos:stop], run.b[pos:stop]
+        )
+        heap = run.heap
+        while pos < stop:
+            end = stop  # new keys arriving before ``end`` get a slot, evicting when full
+            while heap and heap[0][0] < end:
+                if self.max_keys is not None and self.n_keys >= self.max_keys:
+                    if heap[0][0] > pos:
+                        end = heap[0][0]  # run up to the arrival, then evict
+                        break
+                    evicted = self._evict_lru()
+                    code = run.code_of.get(evicted, -1)
+                    if code >= 0:
+                        run.table[code] = -1
+                        run.push_next(code, pos)
+                _, code = heapq.heappop(heap)
+                run.table[code] = self._new_slot(run.kc.keys[code])
+            run.slots[pos:end] = run.table[run.kc.codes[pos:end]]
+            pos = self._kernel(run, pos, end)
+        self._n_learned = int(run.stamps[stop - 1])
+
+    def _kernel(self, run, pos: int, end: int) -> int:
+        """Run the keys' kernel on ``pos .. end - 1``, growing the arenas when it stops for room."""
+        while True:
+            stopped = _config.run(
+                _kk.run_ops, end - pos, self._cfg, self._cen, self._kf, self._ki, self._atoms_b, self._atoms_f,
+                self._atoms_n, self._ring_b, self._ring_f, self._blocks_b, self._blocks_f, self._arena, self._prior,
+                self._pri, self._scratch_b, self._scratch_w, run.slots, run.b, run.s, run.y, run.w, run.t, run.ops,
+                run.g_p, run.g_llr, run.stamps, run.out_p, run.out_llr, pos, end,
+            )
+            if stopped == _kk.DONE:
+                return end
+            pos = int(stopped)
+            self._make_room(int(run.slots[pos]))
+
+    # ------------------------------------------------------------------ river face
+    def _split(self, x: dict):
+        if not isinstance(x, dict):
+            msg = f"`x` must be a dict holding the key and the score; got {type(x).__name__}."
+            raise TypeError(msg)
+        if self.key_key not in x:
+            msg = f"`x` must hold the key under {self.key_key!r}; got the keys {sorted(map(str, x))}."
+            raise ValueError(msg)
+        key = x[self.key_key]
+        if self.score_key is not None:
+            if self.score_key not in x:
+                msg = f"`x` must hold the score under {self.score_key!r}; got the keys {sorted(map(str, x))}."
+                raise ValueError(msg)
+            score = x[self.score_key]
+        else:
+            rest = [v for name, v in x.items() if name != self.key_key]
+            if len(rest) != 1:
+                msg = (
+                    f"`x` must hold one score besides the key {self.key_key!r} (or set score_key); got "
+                    f"{len(rest)} other entries."
+                )
+                raise ValueError(msg)
+            score = rest[0]
+        if key is None or not (type(key) is str or (isinstance(key, numbers.Integral) and not isinstance(key, bool))):
+            msg = f"`x[{self.key_key!r}]` must be an int or a string key; got {key!r}."
+            raise TypeError(msg)
+        return [key], [score]
+
+    def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
+        keys, scores = self._split(x)
+        with self._lock:
+            self._run_checked(*self._checked(keys, scores, [y], None, [w], None if t is None else [t], _OP_LEARN))
+
+    def predict_proba_one(self, x: dict) -> dict:
+        p = self._predict_one(x)[0]
+        return {False: 1.0 - p, True: p}
+
+    def predict_llr_one(self, x: dict) -> float:
+        return self._predict_one(x)[1]
+
+    def predict_one(self, x: dict) -> bool:
+        return self._predict_one(x)[0] > 0.5
+
+    def _predict_one(self, x: dict) -> tuple[float, float]:
+        keys, scores = self._split(x)
+        with self._lock:
+            p, llr = self._predict(keys, scores)
+        return float(p[0]), float(llr[0])
+
+    # ------------------------------------------------------------------ merge
+    def _merged_with(self, other):
+        """Per key: the template's merge of both keys' windows (keys in one part are copied);
+        the global maps merge; the other part's events count as learned after this one's."""
+        from streamcal.merging import merge
+
+        for key in list(other._slot_of):
+            theirs = other._key_calibrator(other._slot_of[key])
+            k = self._slot_of.get(key)
+            stats = other._kf[other._slot_of[key]]
+            if k is None:
+                if self.max_keys is not None and self.n_keys >= self.max_keys:
+                    self._evict_lru()
+                k = self._new_slot(key)
+                row = calibrator_to_row(theirs)
+            else:
+                mine = self._key_calibrator(k)
+                row = calibrator_to_row(merge([mine, theirs]))
+                row["observed"] += float(self._kf[k, _kk.KF_OBS])
+                row["expected"] += float(self._kf[k, _kk.KF_EXP])
+            row["observed"] += float(stats[_kk.KF_OBS])
+            row["expected"] += float(stats[_kk.KF_EXP])
+            row["stamp"] = float(stats[_kk.KF_STAMP]) + self._n_learned
+            self._import(k, row)
+        self._global = merge([self._global, other._global])
+        self._n_learned += other._n_learned
+        self._evictions += other._evictions
+        self._refresh_prior()
+        return self
+
+
+class _Run:
+    """One checked operation sequence being run: its arrays and the arrivals of new keys."""
+
+    def __init__(self, kc, ops, s, b, y, w, t, out_p, out_llr, counts):
+        self.kc, self.ops, self.s, self.b, self.y, self.w, self.t = kc, ops, s, b, y, w, t
+        self.out_p, self.out_llr = out_p, out_llr
+        n = s.size
+        self.stamps = counts.astype(np.float64)
+        self.slots = np.full(n, -1, dtype=np.int64)
+        self.g_p = np.empty(n)
+        self.g_llr = np.empty(n)
+        self.code_of = {key: i for i, key in enumerate(kc.keys)}
+        self.b = np.ascontiguousarray(b, dtype=np.int64)
+
+    def arrivals(self, learn: np.ndarray) -> None:
+        """A heap of (next learn position, code) of the keys without a state that learn here."""
+        learn_pos = np.flatnonzero(learn)
+        codes = self.kc.codes[learn_pos]
+        order = np.argsort(codes, kind="stable")
+        self.positions = learn_pos[order]  # each code's learn positions, in order
+        self.starts = np.searchsorted(codes[order], np.arange(len(self.kc.keys) + 1))
+        self.heap = []
+        for code in range(len(self.kc.keys)):
+            if self.table[code] < 0:
+                self.push_next(code, 0)
+
+    def push_next(self, code: int, after: int) -> None:
+        """Queue ``code``'s first learn position at or after ``after``, if any."""
+        lo, hi = self.starts[code], self.starts[code + 1]
+        j = lo + int(np.searchsorted(self.positions[lo:hi], after))
+        if j < hi:
+            heapq.heappush(self.heap, (int(self.positions[j]), code))

@@ -1,0 +1,356 @@
+"""KeyedCalibrator: independent keys bit for bit, the pooled limit, monotone maps, both faces,
+eviction, per-key persistence and merging, and refused input that changes nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import streamcal
+from streamcal import KeyedCalibrator, PAVCalibrator
+from streamcal.exceptions import StateFileError
+from streamcal.windows import CountWindow, Decay, TimeWindow
+
+TEMPLATES = {
+    "unbounded": PAVCalibrator(),
+    "count": PAVCalibrator(window=CountWindow(40)),
+    "decay": PAVCalibrator(window=Decay(25)),
+    "time": PAVCalibrator(window=TimeWindow(30.0)),
+    "decay-time": PAVCalibrator(window=Decay(15.0, by="time")),
+    "step-exact": PAVCalibrator(buckets=64, interpolation="step", finite_proba=False),
+}
+
+
+def stream(n=3000, n_keys=5, seed=0, fractional=True):
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(0, n_keys, size=n)
+    s = rng.uniform(0.01, 0.99, size=n)
+    w = np.where(rng.uniform(size=n) < 0.5, 1.0, rng.uniform(0.5, 1.5, size=n)) if fractional else np.ones(n)
+    t = np.cumsum(rng.exponential(1.0, size=n))
+    slope = np.linspace(0.5, 2.0, n_keys)[keys]
+    y = rng.uniform(size=n) < s**slope
+    return keys, s, y, w, t
+
+
+def independent(template, keys, s, y, w, t):
+    """A loop of one template copy per key: predictions before each label (NaN before the key's first)."""
+    cals = {}
+    p = np.full(s.size, np.nan)
+    llr = np.full(s.size, np.nan)
+    for i in range(s.size):
+        cal = cals.get(keys[i])
+        if cal is None:
+            cal = cals[keys[i]] = template.clone()
+        else:
+            p[i] = cal.predict_proba([s[i]])[0]
+            llr[i] = cal.predict_llr([s[i]])[0]
+        cal.update([s[i]], [y[i]], weights=[w[i]], times=[t[i]])
+    return p, llr, cals
+
+
+def snapshot(cal):
+    return streamcal.persist.dumps(cal) if hasattr(streamcal.persist, "dumps") else cal.__getstate__()
+
+
+@pytest.mark.parametrize("name", list(TEMPLATES))
+def test_strength_zero_is_independent_copies_bit_for_bit(name):
+    template = TEMPLATES[name]
+    keys, s, y, w, t = stream(seed=1)
+    cal = KeyedCalibrator(template, prior_strength=0)
+    p, llr = cal.prequential(keys, s, y, weights=w, times=t)
+    ref_p, ref_llr, cals = independent(template, keys, s, y, w, t)
+    seen = ~np.isnan(ref_p)
+    assert np.array_equal(p[seen], ref_p[seen])
+    assert np.array_equal(llr[seen], ref_llr[seen])
+    grid = np.linspace(0.01, 0.99, 97)
+    for key, ref in cals.items():
+        assert np.array_equal(cal.key_state(key).predict_proba(grid), ref.predict_proba(grid))
+        assert np.array_equal(cal.predict_proba(np.full(grid.size, key), grid), ref.predict_proba(grid))
+
+
+def test_keys_without_state_get_the_global_map():
+    keys, s, y, _w, _t = stream(seed=2)
+    cal = KeyedCalibrator(prior_strength=3.0)
+    p, _ = cal.prequential(keys, s, y)
+    glob = PAVCalibrator()
+    g = glob.prequential(s, y)[0]
+    first = np.unique(keys, return_index=True)[1]
+    assert np.array_equal(p[first], g[first])  # a key's first event: no state yet
+    grid = np.linspace(0.01, 0.99, 50)
+    assert np.array_equal(cal.predict_proba(np.full(50, 99), grid), glob.predict_proba(grid))
+    assert np.array_equal(cal.global_calibrator.predict_proba(grid), glob.predict_proba(grid))
+
+
+def test_large_strength_tends_to_the_global_map():
+    # 4,096 events: the prior follows the global map after 1, 2, 4, ..., 4,096 learned events
+    keys, s, y, _w, _t = stream(n=4096, seed=3, fractional=False)
+    cal = KeyedCalibrator(prior_strength=1e12)
+    cal.update(keys, s, y)
+    glob = cal.global_calibrator
+    grid = np.linspace(0.02, 0.98, 200)
+    for key in range(5):
+        np.testing.assert_allclose(cal.predict_proba(np.full(200, key), grid), glob.predict_proba(grid), atol=1e-6)
+        np.testing.assert_allclose(cal.predict_llr(np.full(200, key), grid), glob.predict_llr(grid), atol=1e-5)
+
+
+def test_strength_moves_each_key_between_its_own_map_and_the_global():
+    keys, s, y, _w, _t = stream(n=4000, seed=4)
+    grid = np.linspace(0.05, 0.95, 19)
+    glob = KeyedCalibrator(prior_strength=1e9).update(keys, s, y).predict_proba(np.zeros(19, int), grid)
+    own = KeyedCalibrator(prior_strength=0).update(keys, s, y).predict_proba(np.zeros(19, int), grid)
+    mid = KeyedCalibrator(prior_strength=200.0).update(keys, s, y).predict_proba(np.zeros(19, int), grid)
+    assert np.abs(mid - own).mean() < np.abs(glob - own).mean()
+    assert np.abs(mid - glob).mean() < np.abs(glob - own).mean()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    strength=st.sampled_from([0.0, 0.5, 7.0, 300.0, "auto"]),
+    window=st.sampled_from(["unbounded", "count", "decay"]),
+)
+def test_every_key_map_is_monotone_after_every_event(seed, strength, window):
+    keys, s, y, w, _t = stream(n=300, n_keys=3, seed=seed)
+    cal = KeyedCalibrator(TEMPLATES[window], prior_strength=strength)
+    grid = np.linspace(0.0, 1.0, 101)
+    for i in range(0, 300, 7):
+        cal.update(keys[i : i + 7], s[i : i + 7], y[i : i + 7], weights=w[i : i + 7])
+        for key in range(3):
+            p = cal.predict_proba(np.full(101, key), grid)
+            llr = cal.predict_llr(np.full(101, key), grid)
+            assert (np.diff(p) >= 0).all()
+            assert (np.diff(llr) >= -1e-12).all()
+            assert np.isfinite(llr).all()
+
+
+@pytest.mark.parametrize("strength", [0.0, 50.0, "auto"])
+def test_array_face_equals_a_loop_of_the_river_face(strength):
+    keys, s, y, w, _t = stream(n=1500, seed=5)
+    names = np.array(["a", "b", "c", "d", "e"])[keys]
+    arr = KeyedCalibrator(prior_strength=strength)
+    p, llr = arr.prequential(names, s, y, weights=w)
+    one = KeyedCalibrator(prior_strength=strength)
+    rp = np.empty(s.size)
+    rl = np.empty(s.size)
+    for i in range(s.size):
+        x = {"key": str(names[i]), "score": float(s[i])}
+        rp[i] = one.predict_proba_one(x)[True]
+        rl[i] = one.predict_llr_one(x)
+        one.learn_one(x, bool(y[i]), float(w[i]))
+    assert np.array_equal(p, rp)
+    assert np.array_equal(llr, rl)
+    assert arr.keys() == one.keys()
+    assert arr.strength == one.strength
+
+
+def test_process_mixes_learning_and_prediction_in_order():
+    keys, s, y, _w, _t = stream(n=1200, seed=6)
+    mask = np.random.default_rng(0).uniform(size=s.size) < 0.6
+    a = KeyedCalibrator()
+    p, _ = a.process(keys, s, y, mask)
+    b = KeyedCalibrator()
+    ref = np.full(s.size, np.nan)
+    for i in range(s.size):
+        if mask[i]:
+            b.update(keys[i : i + 1], s[i : i + 1], y[i : i + 1])
+        else:
+            ref[i] = b.predict_proba(keys[i : i + 1], s[i : i + 1])[0]
+    assert np.array_equal(p, ref, equal_nan=True)
+
+
+def test_max_keys_evicts_the_least_recently_updated_and_counts_it():
+    keys, s, y, _w, _t = stream(n=2000, n_keys=8, seed=7)
+    cal = KeyedCalibrator(prior_strength=0, max_keys=3)
+    p, _ = cal.prequential(keys, s, y)
+    assert cal.n_keys == 3
+    assert cal.evictions > 0
+    # the survivors are the three keys updated last
+    last = {}
+    for i, k in enumerate(keys):
+        last[int(k)] = i
+    assert sorted(cal.keys()) == sorted(sorted(last, key=last.get)[-3:])
+    # the river face evicts at the same events
+    one = KeyedCalibrator(prior_strength=0, max_keys=3)
+    for i in range(s.size):
+        x = {"key": int(keys[i]), "score": float(s[i])}
+        assert one.predict_proba_one(x)[True] == p[i]
+        one.learn_one(x, bool(y[i]))
+    assert one.evictions == cal.evictions
+    # an evicted key falls back to the global map
+    gone = next(k for k in range(8) if k not in cal)
+    grid = np.linspace(0.1, 0.9, 9)
+    assert np.array_equal(cal.predict_proba(np.full(9, gone), grid), cal.global_calibrator.predict_proba(grid))
+
+
+def test_memory_grows_with_evidence_not_keys_times_buckets():
+    rng = np.random.default_rng(8)
+    n = 20_000
+    keys = rng.integers(0, 10_000, size=n)
+    s = rng.uniform(0.01, 0.99, size=n)
+    cal = KeyedCalibrator(prior_strength=0).update(keys, s, rng.uniform(size=n) < s)
+    state = cal.__getstate__()
+    atoms = state["_atoms_b"].size
+    assert atoms < 4 * n  # dense rows would be 10,000 x 1024
+    assert cal.n_keys == np.unique(keys).size
+
+
+@pytest.mark.parametrize("name", ["unbounded", "count", "decay", "time"])
+def test_save_load_export_import_exact(tmp_path, name):
+    keys, s, y, w, t = stream(n=2000, seed=9)
+    cal = KeyedCalibrator(TEMPLATES[name])
+    cal.update(keys[:1500], s[:1500], y[:1500], weights=w[:1500], times=t[:1500])
+    path = cal.save(tmp_path / "keyed.zip")
+    back = KeyedCalibrator.load(path)
+    a = cal.prequential(keys[1500:], s[1500:], y[1500:], weights=w[1500:], times=t[1500:])
+    b = back.prequential(keys[1500:], s[1500:], y[1500:], weights=w[1500:], times=t[1500:])
+    assert np.array_equal(a[0], b[0])
+    assert np.array_equal(a[1], b[1])
+    # one key moved to another calibrator through its plain values
+    other = KeyedCalibrator(TEMPLATES[name], prior_strength=0)
+    other.import_key(3, cal.export_key(3))
+    grid = np.linspace(0.01, 0.99, 50)
+    assert np.array_equal(other.key_state(3).predict_proba(grid), cal.key_state(3).predict_proba(grid))
+
+
+@pytest.mark.parametrize("name", ["unbounded", "count", "decay"])
+def test_merge_per_key_equals_learning_both_parts(name):
+    keys, s, y, _w, _t = stream(n=2000, seed=10, fractional=False)
+    whole = KeyedCalibrator(TEMPLATES[name], prior_strength=0).update(keys, s, y)
+    a = KeyedCalibrator(TEMPLATES[name], prior_strength=0).update(keys[:900], s[:900], y[:900])
+    b = KeyedCalibrator(TEMPLATES[name], prior_strength=0).update(keys[900:], s[900:], y[900:])
+    merged = streamcal.merge([a, b])
+    grid = np.linspace(0.01, 0.99, 60)
+    for key in range(5):
+        np.testing.assert_allclose(
+            merged.predict_proba(np.full(60, key), grid), whole.predict_proba(np.full(60, key), grid), rtol=1e-12
+        )
+    assert merged.n_learned == whole.n_learned
+    assert sorted(merged.keys()) == sorted(whole.keys())
+
+
+BAD_KEYS = [
+    ([1, None, 2], "missing key", 1),
+    (np.array([1.0, float("nan"), 2.0]), "missing key", 1),
+    ([1, float("nan"), 2], "missing key", 1),
+    ([1, "a", 2], "one kind of key", 1),
+    ([1, (2,), 3], "tuple", 1),
+    ([1, 2.5, 3], "float", 1),
+    ([True, False, True], "bool", 0),
+]
+
+
+@pytest.mark.parametrize(("bad", "words", "position"), BAD_KEYS)
+def test_bad_keys_are_refused_naming_position_and_change_nothing(bad, words, position):
+    cal = KeyedCalibrator().update([1, 2, 3], [0.2, 0.5, 0.7], [0, 1, 1])
+    before = cal.__getstate__()
+    with pytest.raises((TypeError, ValueError), match=words) as info:
+        cal.update(bad, [0.1, 0.2, 0.3], [0, 1, 0])
+    assert f"position {position}" in str(info.value)
+    after = cal.__getstate__()
+    assert before.keys() == after.keys()
+    for name, value in before.items():
+        if isinstance(value, np.ndarray):
+            assert np.array_equal(value, after[name])
+
+
+def test_other_bad_input_changes_nothing():
+    cal = KeyedCalibrator().update([1, 2, 3], [0.2, 0.5, 0.7], [0, 1, 1])
+    ref = cal.predict_proba([1, 2, 3], [0.3, 0.3, 0.3])
+    with pytest.raises(ValueError, match="position 1"):
+        cal.update([1, 2], [0.3, float("nan")], [0, 1])
+    with pytest.raises(ValueError, match="labels"):
+        cal.update([1, 2], [0.3, 0.4], [0, 2])
+    with pytest.raises(ValueError):
+        cal.update([1, 2, 3], [0.3, 0.4], [0, 1])
+    with pytest.raises(TypeError, match="kind already learned"):
+        cal.update(["a"], [0.3], [1])
+    with pytest.raises((TypeError, ValueError), match="key"):
+        cal.learn_one({"score": 0.3}, True)
+    with pytest.raises(TypeError, match="int or a string"):
+        cal.learn_one({"key": None, "score": 0.3}, True)
+    with pytest.raises(TypeError, match="int or a string"):
+        cal.learn_one({"key": [1], "score": 0.3}, True)
+    assert np.array_equal(cal.predict_proba([1, 2, 3], [0.3, 0.3, 0.3]), ref)
+    assert cal.n_learned == 3
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"prior_strength": -1.0}, "prior_strength"),
+        ({"prior_strength": float("inf")}, "prior_strength"),
+        ({"prior_strength": "big"}, "prior_strength"),
+        ({"max_keys": 0}, "max_keys"),
+        ({"max_keys": 2.5}, "max_keys"),
+        ({"key_key": 3}, "key_key"),
+        ({"calibrator": object()}, "calibrator"),
+        ({"calibrator": PAVCalibrator(buckets="quantile:16")}, "fixed bucket edges"),
+    ],
+)
+def test_bad_parameters(kwargs, words):
+    with pytest.raises((TypeError, ValueError), match=words):
+        KeyedCalibrator(**kwargs)
+
+
+def test_damaged_state_files_are_refused(tmp_path):
+    keys, s, y, _w, _t = stream(n=500, seed=11)
+    cal = KeyedCalibrator(TEMPLATES["count"]).update(keys, s, y)
+    state = cal.__getstate__()
+    damages = {
+        "_atoms_b": lambda a: a + 5000,
+        "_ki": lambda a: a * 3 + 7,
+        "_ring_b": lambda a: -a - 1,
+        "_atoms_f": lambda a: -a,
+        "_arena": lambda a: a + 10**9,
+        "_slot_keys": lambda a: [*a[:-1], a[0]],
+    }
+    for name, damage in damages.items():
+        bad = dict(state)
+        bad[name] = damage(state[name].copy() if isinstance(state[name], np.ndarray) else list(state[name]))
+        obj = KeyedCalibrator.__new__(KeyedCalibrator)
+        with pytest.raises(StateFileError):
+            obj.__setstate__(bad)
+    bad_row = cal.export_key(2)
+    bad_row["n_pos"] = bad_row["n_pos"] + 1
+    with pytest.raises(ValueError, match="ring"):
+        cal.import_key(2, bad_row)
+
+
+def test_copies_and_pickles_are_independent_and_predictions_change_nothing():
+    import copy
+    import pickle
+
+    keys, s, y, _w, _t = stream(n=800, seed=12)
+    cal = KeyedCalibrator().update(keys, s, y)
+    grid = np.linspace(0.01, 0.99, 30)
+    ref = cal.predict_proba(np.full(30, 2), grid)
+    for other in (copy.deepcopy(cal), pickle.loads(pickle.dumps(cal)), cal.clone().update(keys, s, y)):
+        assert np.array_equal(other.predict_proba(np.full(30, 2), grid), ref)
+        other.update(keys[:200], s[:200], 1 - y[:200])
+    assert np.array_equal(cal.predict_proba(np.full(30, 2), grid), ref)  # the copies learned alone
+    for _ in range(3):
+        cal.predict_proba_one({"key": 2, "score": 0.4})
+        cal.predict_llr(keys, s)
+    assert np.array_equal(cal.predict_proba(np.full(30, 2), grid), ref)
+    assert cal.clone().n_keys == 0
+
+
+@pytest.mark.parametrize("name", ["unbounded", "count", "decay", "time"])
+@pytest.mark.parametrize("strength", [0.0, 40.0, "auto"])
+def test_repaired_blocks_equal_a_fresh_sweep(name, strength):
+    # keys with many buckets keep their blocks and repair them per event; a restored copy holds no
+    # blocks and sweeps from scratch: both give the same bits
+    import pickle
+
+    keys, s, y, w, t = stream(n=6000, n_keys=3, seed=13)
+    cal = KeyedCalibrator(TEMPLATES[name], prior_strength=strength)
+    grid = np.linspace(0.0, 1.0, 257)
+    for part in np.array_split(np.arange(6000), 5):
+        cal.update(keys[part], s[part], y[part], weights=w[part], times=t[part])
+        fresh = pickle.loads(pickle.dumps(cal))
+        for key in range(3):
+            k = np.full(grid.size, key)
+            assert np.array_equal(cal.predict_proba(k, grid), fresh.predict_proba(k, grid))
+            assert np.array_equal(cal.predict_llr(k, grid), fresh.predict_llr(k, grid))

@@ -1,0 +1,267 @@
+"""Pairwise coupling's compiled pair loop (``pairwise_pav.pair_pav_run``) against the per-pair path
+(each pair's own ``process``) and the river face, bit for bit: outputs and every pair's state."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import streamcal
+from streamcal import PAVCalibrator
+from streamcal._kernels import pairwise_pav
+from streamcal.multiclass import PairwiseCouplingCalibrator
+from streamcal.windows import CountWindow, Decay, TimeWindow
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _compiled():
+    streamcal.use_compiled_kernels()  # the pair loop runs with compiled kernels only
+
+
+def per_pair(monkeypatch):
+    """Make every calibrator take the per-pair path (each pair's own array face)."""
+    monkeypatch.setattr(PairwiseCouplingCalibrator, "_fused_pav_pairs", lambda *args: False)
+
+
+def stream(rng, m, k):
+    p = rng.dirichlet(np.ones(k), size=m)
+    p[rng.random((m, k)) < 0.05] = 0.0  # classes the model gives probability 0
+    return p, rng.integers(0, k, size=m)
+
+
+def river_loop(cal, p, labels, learn):
+    out = np.full(p.shape, np.nan)
+    for e, row in enumerate(p):
+        x = {c: float(v) for c, v in enumerate(row)}
+        if learn is None or not learn[e]:
+            out[e] = list(cal.predict_proba_one(x).values())
+        if learn is None or learn[e]:
+            cal.learn_one(x, int(labels[e]))
+    return out
+
+
+def assert_same_pairs(a, b):
+    assert a.pairs_.keys() == b.pairs_.keys()
+    for key, model in a.pairs_.items():
+        other = b.pairs_[key]
+        # the blocks and fitted values, not the raw arrays: a run of labels learned with one
+        # rebuild, as the per-pair path's ``update`` does, leaves other scratch (and other stale
+        # values outside the knots' span, never read) than learning them one by one
+        mine, theirs = model.blocks(), other.blocks()
+        for field in ("first", "last", "pos", "neg"):
+            np.testing.assert_array_equal(getattr(mine, field), getattr(theirs, field))
+        if mine.first.size:  # the fitted values between the first and the last knot
+            span = slice(mine.first[0], mine.last[-1] + 1)
+            np.testing.assert_array_equal(mine.fitted[span], theirs.fitted[span])
+        grid = np.linspace(0.0, 1.0, 65)
+        np.testing.assert_array_equal(model.predict_proba(grid), other.predict_proba(grid))
+        np.testing.assert_array_equal(model.predict_llr(grid), other.predict_llr(grid))
+        np.testing.assert_array_equal(model.histogram()[1], other.histogram()[1])
+        np.testing.assert_array_equal(model.histogram()[2], other.histogram()[2])
+        assert model.window_weight == other.window_weight
+
+
+CALIBRATORS = [
+    None,
+    PAVCalibrator(window=CountWindow(30)),
+    PAVCalibrator(buckets=16, interpolation="step", finite_proba=False),
+    PAVCalibrator(window=25, llr_pseudo_count=0.5),
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    k=st.integers(2, 5),
+    calibrator=st.sampled_from(CALIBRATORS),
+    method=st.sampled_from(["ht", "wlw"]),
+    scores=st.sampled_from(["proba", "logit"]),
+    weights=st.sampled_from([None, "int", "float"]),
+    m=st.integers(0, 150),
+)
+def test_pair_loop_equals_the_per_pair_path_bit_for_bit(seed, k, calibrator, method, scores, weights, m):
+    rng = np.random.default_rng(seed)
+    p, y = stream(rng, m, k)
+    x = p if scores == "proba" else rng.normal(0.0, 3.0, size=(m, k))
+    w = None
+    if weights == "int":
+        w = rng.integers(0, 4, size=m).astype(float)
+    elif weights == "float":
+        w = rng.uniform(0.0, 3.0, size=m)
+    learn = rng.random(m) < 0.6
+    kw = {"calibrator": calibrator, "method": method, "scores": scores, "classes": tuple(range(k))}
+    fused, reference = PairwiseCouplingCalibrator(**kw), PairwiseCouplingCalibrator(**kw)
+    head = m // 3
+    got = [
+        fused.prequential(x[:head], y[:head], weights=None if w is None else w[:head]),
+        fused.process(x[head:], y[head:], learn[head:], weights=None if w is None else w[head:]),
+        fused.update(x, y, weights=w).predict_proba(x),
+    ]
+    with pytest.MonkeyPatch.context() as mp:
+        per_pair(mp)
+        expected = [
+            reference.prequential(x[:head], y[:head], weights=None if w is None else w[:head]),
+            reference.process(x[head:], y[head:], learn[head:], weights=None if w is None else w[head:]),
+            reference.update(x, y, weights=w).predict_proba(x),
+        ]
+    for a, b in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert_same_pairs(fused, reference)
+
+
+@pytest.mark.parametrize("method", ["ht", "wlw"])
+def test_pair_loop_equals_the_river_face(method, rng):
+    p, y = stream(rng, 400, 5)
+    kw = {"method": method, "classes": tuple(range(5))}
+    fused, river = PairwiseCouplingCalibrator(**kw), PairwiseCouplingCalibrator(**kw)
+    np.testing.assert_array_equal(fused.prequential(p, y), river_loop(river, p, y, None))
+    learn = rng.random(400) < 0.5
+    np.testing.assert_array_equal(fused.process(p, y, learn), river_loop(river, p, y, learn))
+    assert_same_pairs(fused, river)
+
+
+def test_pairs_without_events_stay_absent_as_in_the_per_pair_path(rng, monkeypatch):
+    p, _ = stream(rng, 60, 4)
+    y = np.where(rng.random(60) < 0.5, 0, 1)  # only classes 0 and 1 are learned
+    fused = PairwiseCouplingCalibrator(classes=(0, 1, 2, 3))
+    out = fused.prequential(p, y)
+    assert sorted(fused.pairs_) == [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3)]
+    reference = PairwiseCouplingCalibrator(classes=(0, 1, 2, 3))
+    per_pair(monkeypatch)
+    np.testing.assert_array_equal(out, reference.prequential(p, y))
+    assert_same_pairs(fused, reference)
+
+
+@pytest.mark.parametrize(
+    ("calibrator", "timed", "fused"),
+    [
+        (None, False, True),
+        (PAVCalibrator(window=CountWindow(50)), False, True),
+        (PAVCalibrator(window=Decay(50.0)), False, False),  # its window weight is not the stored total
+        (PAVCalibrator(window=TimeWindow(60.0)), True, False),  # its ring grows
+    ],
+    ids=repr,
+)
+def test_the_pair_loop_runs_where_its_preconditions_hold(calibrator, timed, fused, rng, monkeypatch):
+    calls = []
+    kernel = pairwise_pav.pair_pav_run
+
+    def spy(*args):
+        calls.append(1)
+        return kernel(*args)
+
+    monkeypatch.setattr(pairwise_pav, "pair_pav_run", spy)
+    p, y = stream(rng, 50, 3)
+    cal = PairwiseCouplingCalibrator(calibrator, classes=(0, 1, 2))
+    cal.prequential(p, y, times=np.arange(50.0) if timed else None)
+    assert bool(calls) is fused
+
+
+# -- the river face in one kernel call -----------------------------------------------------------
+
+
+def per_pair_river(monkeypatch):
+    """Make every calibrator's river face take the per-pair calls."""
+    monkeypatch.setattr(PairwiseCouplingCalibrator, "_river_states", lambda *args: None)
+
+
+def river_events(cal, xs, labels, learn, ws):
+    out = []
+    for x, y, learns, w in zip(xs, labels, learn, ws, strict=True):
+        out.append(list(cal.predict_proba_one(x).items()))
+        if learns:
+            cal.learn_one(x, y, w=w)
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    k=st.integers(2, 5),
+    calibrator=st.sampled_from(CALIBRATORS),
+    method=st.sampled_from(["ht", "wlw"]),
+    scores=st.sampled_from(["proba", "logit"]),
+    fixed=st.booleans(),
+    weights=st.booleans(),
+    m=st.integers(0, 120),
+)
+def test_river_face_in_one_call_equals_the_per_pair_calls(seed, k, calibrator, method, scores, fixed, weights, m):
+    rng = np.random.default_rng(seed)
+    p, y = stream(rng, m, k)
+    x = p if scores == "proba" else rng.normal(0.0, 3.0, size=(m, k))
+    # some events score a subset of the classes: a class first seen late joins with fresh pairs
+    xs = [{c: float(v) for c, v in enumerate(row) if c < 2 or rng.random() < 0.8} for row in x]
+    labels = y.tolist()
+    learn = (rng.random(m) < 0.7).tolist()
+    ws = rng.integers(0, 3, size=m).astype(float).tolist() if weights else [1.0] * m
+    kw = {"calibrator": calibrator, "method": method, "scores": scores, "classes": tuple(range(k)) if fixed else None}
+    fast, reference = PairwiseCouplingCalibrator(**kw), PairwiseCouplingCalibrator(**kw)
+    got = river_events(fast, xs, labels, learn, ws)
+    with pytest.MonkeyPatch.context() as mp:
+        per_pair_river(mp)
+        expected = river_events(reference, xs, labels, learn, ws)
+    assert got == expected  # the same classes, in the same order, with the same floats
+    assert_same_pairs(fast, reference)
+
+
+def test_river_face_follows_pairs_replaced_or_reloaded(rng):
+    p, y = stream(rng, 300, 4)
+    cal = PairwiseCouplingCalibrator(classes=(0, 1, 2, 3))
+    xs = [{c: float(v) for c, v in enumerate(row)} for row in p]
+    for x, label in zip(xs[:100], y[:100].tolist(), strict=True):
+        cal.predict_proba_one(x)
+        cal.learn_one(x, label)
+    twin = pickle.loads(pickle.dumps(cal))  # the cached states are not saved: rebuilt on use
+    # a pair refitted in place holds a new state buffer: the river face follows it
+    cal.pairs_[(0, 1)].fit([0.2, 0.4, 0.6], [0, 1, 1])
+    twin.pairs_[(0, 1)].fit([0.2, 0.4, 0.6], [0, 1, 1])
+    reference = pickle.loads(pickle.dumps(twin))
+    with pytest.MonkeyPatch.context() as mp:
+        per_pair_river(mp)
+        expected = [reference.predict_proba_one(x) for x in xs[100:]]
+    assert [cal.predict_proba_one(x) for x in xs[100:]] == expected
+    assert [twin.predict_proba_one(x) for x in xs[100:]] == expected
+
+
+def test_river_face_with_a_pair_marked_busy_takes_the_per_pair_calls(rng):
+    p, y = stream(rng, 200, 3)
+    cal = PairwiseCouplingCalibrator(classes=(0, 1, 2))
+    cal.prequential(p, y)
+    x = {0: 0.2, 1: 0.5, 2: 0.3}
+    expected = cal.predict_proba_one(x)
+    assert cal._predict_in_one_call(x) == expected  # the one-call kernel answers
+    pair = cal.pairs_[(0, 2)]
+    with pair._lock:  # this thread's own marked section: the one-call kernel refuses, nothing changes
+        assert cal._predict_in_one_call(x) is None
+        assert cal.predict_proba_one(x) == expected
+        before = pair.window_weight
+        cal.learn_one(x, 2)
+        assert pair.window_weight == before + 1.0
+
+
+@pytest.mark.parametrize(
+    ("calibrator", "timed"),
+    [(PAVCalibrator(window=Decay(30.0)), False), (PAVCalibrator(window=TimeWindow(600.0)), True)],
+    ids=repr,
+)
+def test_river_face_where_the_one_call_kernels_do_not_apply_equals_the_per_pair_calls(calibrator, timed, rng):
+    p, y = stream(rng, 150, 3)
+    fast, reference = PairwiseCouplingCalibrator(calibrator), PairwiseCouplingCalibrator(calibrator)
+    with pytest.MonkeyPatch.context() as mp:
+        per_pair_river(mp)
+        expected = []
+        for e, row in enumerate(p):
+            x = {c: float(v) for c, v in enumerate(row)}
+            expected.append(reference.predict_proba_one(x))
+            reference.learn_one(x, int(y[e]), t=float(e) if timed else None)
+    got = []
+    for e, row in enumerate(p):
+        x = {c: float(v) for c, v in enumerate(row)}
+        got.append(fast.predict_proba_one(x))
+        fast.learn_one(x, int(y[e]), t=float(e) if timed else None)
+    assert got == expected
+    assert fast._river_states(fast._known(), fast._checked_params()) is None
