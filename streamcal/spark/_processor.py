@@ -1,8 +1,9 @@
 """The stateful processor: one key's calibrator, and its scores awaiting labels, in Spark's state store.
 
 Spark's ``transformWithStateInPandas`` hands the processor every row of one key in a micro-batch as
-pandas frames. The processor loads the key's state (one value-state row: the calibrator's saved
-bytes and the pending scores), runs the rows in order through the calibrator's ``process`` (a
+pandas frames. The processor loads the key's state (one value-state row: the key's calibrator as
+:meth:`streamcal.KeyedCalibrator.export_key` gives it, and the pending scores), imports it into a
+:class:`streamcal.KeyedCalibrator` (``prior_strength=0``), runs the rows in order through its ``process`` (a
 score row is a prediction, a label row learns the score it joins, a row with both predicts then
 learns), writes the state back and emits one output row per input row. Rows it cannot use are
 emitted with status ``"rejected"`` or ``"unmatched"`` and an ``error`` that says why (the
@@ -17,13 +18,13 @@ import numpy as np
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
 
-from streamcal.persist import from_bytes, to_bytes
+from streamcal.spark._codec import decode_state, encode_state
 from streamcal.spark._rows import OUTPUT_COLUMNS, Pending, run_rows
 
 __all__ = ["OUTPUT_COLUMNS", "STATE_SCHEMA", "STATUSES", "KeyedCalibrationProcessor"]
 
-# One row of Spark state per key: the calibrator (saved bytes), its event count, the scores still
-# waiting for their label (event id, score, time, order), and the expiry timer in force.
+# One row of Spark state per key: its calibrator (``KeyedCalibrator.export_key``, encoded), its event
+# count, the scores still waiting for their label (event id, score, time, order), and the expiry timer in force.
 STATE_SCHEMA = (
     "calibrator binary, n_learned long, pending_ids array<string>, pending_scores array<double>, "
     "pending_times array<double>, pending_orders array<double>, timer_ms long, last_seen_ms long"
@@ -42,6 +43,25 @@ STATUSES = {
 _DTYPES = {"double": np.float64, "string": object}
 
 
+class _OneKey:
+    """One key of the engine, with a calibrator's ``process``."""
+
+    def __init__(self, engine, slot: int):
+        self.engine, self.slot = engine, slot
+        self.saved = None  # the state as loaded (None: a key that has learned nothing yet)
+
+    def process(self, scores, labels, learn_mask, *, times=None):
+        keys = np.full(len(scores), self.slot, dtype=np.int64)
+        return self.engine.process(keys, scores, labels, learn_mask, times=times)
+
+    def export(self) -> dict | None:
+        """The key's state, or None while it has learned nothing (predictions make no state)."""
+        held = self.engine.keys()  # at most one key (max_keys=1)
+        if self.slot not in held:
+            return None
+        return self.engine.export_key(self.slot)
+
+
 class KeyedCalibrationProcessor(StatefulProcessor):
     """A Spark stateful processor that calibrates one key's events with its own calibrator.
 
@@ -57,7 +77,8 @@ class KeyedCalibrationProcessor(StatefulProcessor):
     Parameters
     ----------
     calibrator
-        A fresh streamcal streaming calibrator (default ``PAVCalibrator()``), cloned per key.
+        The template of every key: a fresh :class:`streamcal.PAVCalibrator` (default
+        ``PAVCalibrator()``), as :class:`streamcal.KeyedCalibrator` takes it.
     ttl_ms
         Milliseconds of processing time after which a key that received no row expires: its state
         is cleared and an ``"expired"`` row reports it. ``None``: keys never expire.
@@ -93,20 +114,47 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         self.remember = remember
 
     def init(self, handle) -> None:
+        from streamcal.keyed import KeyedCalibrator
+
         self.handle = handle
         self.state = handle.getValueState("calibration", STATE_SCHEMA)
+        # the engine holds one key at a time (max_keys=1): the key's exported state is imported
+        # from Spark's state store under a name never used before, run, and exported back
+        self.engine = KeyedCalibrator(self.calibrator, prior_strength=0, max_keys=1)
+        self.slots = 0
 
     # ---------------------------------------------------------------- the key's state
     def _load(self):
-        """``(calibrator, n_learned, pending, timer_ms)`` of the current key (a fresh clone if none)."""
+        """``(calibrator, n_learned, pending, timer_ms)`` of the current key (a fresh one if none)."""
+        self.slots += 1
         row = self.state.get()
-        if row is None:
-            return self.calibrator.clone(), 0, Pending(), None
-        saved, n_learned, ids, scores, times, orders, timer_ms, _ = row
-        return from_bytes(bytes(saved)), n_learned, Pending(ids, scores, times, orders), timer_ms
+        saved = None if row is None else row[0]
+        if saved is None:
+            # a key with no state yet runs in an engine of its own: the shared engine's global map
+            # (every key it ran) would answer the key's predictions until its first label
+            return _OneKey(self._fresh_engine(), 0), 0 if row is None else row[1], self._pending(row), self._timer(row)
+        calibrator = _OneKey(self.engine, self.slots)
+        self.engine.import_key(self.slots, decode_state(saved))
+        calibrator.saved = saved
+        return calibrator, row[1], self._pending(row), row[6]
+
+    def _fresh_engine(self):
+        from streamcal.keyed import KeyedCalibrator
+
+        return KeyedCalibrator(self.calibrator, prior_strength=0, max_keys=1)
+
+    @staticmethod
+    def _pending(row) -> Pending:
+        return Pending() if row is None else Pending(*row[2:6])
+
+    @staticmethod
+    def _timer(row):
+        return None if row is None else row[6]
 
     def _store(self, calibrator, n_learned, pending, timer_ms, now_ms) -> None:
-        self.state.update((to_bytes(calibrator, allow_pickle=False), n_learned, *pending.columns(), timer_ms, now_ms))
+        state = calibrator.export()
+        saved = calibrator.saved if state is None else encode_state(state)
+        self.state.update((saved, n_learned, *pending.columns(), timer_ms, now_ms))
 
     # ---------------------------------------------------------------- Spark's entry points
     def handleInputRows(self, key, rows, timerValues):
@@ -115,7 +163,7 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         key_value = key[0]
         if key_value is None or (isinstance(key_value, float) and math.isnan(key_value)):
             # no state is kept for a null key: its rows are all dead letters
-            out, _ = run_rows(self.calibrator, frame, Pending(), key_is_null=True, remember=False)
+            out, _ = run_rows(None, frame, Pending(), key_is_null=True, remember=False)
             yield self._output(key_value, out, 0, 0)
             return
         now_ms = timerValues.getCurrentProcessingTimeInMs()

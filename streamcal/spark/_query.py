@@ -76,13 +76,13 @@ def _ttl_ms(ttl) -> int | None:
 
 
 def _fresh(calibrator):
-    from streamcal._streaming import StreamingCalibrator
     from streamcal.isotonic.streaming import PAVCalibrator
 
     if calibrator is None:
         return PAVCalibrator()
-    if not isinstance(calibrator, StreamingCalibrator):
-        msg = f"`calibrator` must be a streamcal streaming calibrator; got {type(calibrator).__name__}."
+    if not isinstance(calibrator, PAVCalibrator):
+        kind = type(calibrator).__name__
+        msg = f"`calibrator` must be a streamcal.PAVCalibrator (the template of every key); got {kind}."
         raise TypeError(msg)
     if calibrator.n_learned:
         msg = f"`calibrator` must be fresh (keys start from clones); it has learned {calibrator.n_learned} events."
@@ -124,7 +124,9 @@ def calibrate_stream(
         group); default ``time_col``. Rows are applied by ascending order, ties in arrival order.
         Between micro-batches the order is the stream's.
     calibrator
-        A fresh streamcal streaming calibrator, cloned per key (default ``PAVCalibrator()``).
+        The template of every key's calibrator: a fresh :class:`streamcal.PAVCalibrator` (default
+        ``PAVCalibrator()``), as :class:`streamcal.KeyedCalibrator` takes it (``prior_strength=0``:
+        keys do not pool, see docs/spark.md).
     ttl
         Seconds (or a ``timedelta``) of processing time after which an idle key expires: its
         calibrator and pending scores are cleared and one ``"expired"`` row reports the counts.
