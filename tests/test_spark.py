@@ -302,3 +302,15 @@ def test_a_query_restarted_from_its_checkpoint_gives_the_uninterrupted_output(sp
         expected = keyed_reference(frame, key).set_index("event_id")
         assert np.array_equal(mine.loc[expected.index, "proba"].to_numpy(), expected["proba"].to_numpy())
         assert np.array_equal(mine.loc[expected.index, "llr"].to_numpy(), expected["llr"].to_numpy())
+
+
+def test_without_pyspark_the_error_names_the_extra(monkeypatch):
+    import sys
+
+    from streamcal.spark._query import require_pyspark
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    with pytest.raises(
+        ImportError, match=r"streamcal.spark needs pyspark 4.2 or later: install the extra, `pip install .*spark"
+    ):
+        require_pyspark()
