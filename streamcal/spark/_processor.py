@@ -170,7 +170,7 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         calibrator, n_learned, pending, timer_ms = self._load()
         out, learned = run_rows(calibrator, frame, pending, key_is_null=False, remember=self.remember)
         if len(pending) > self.max_pending:
-            out = pd.concat([out, pending.drop_oldest(self.max_pending)], ignore_index=True)
+            out = _stack(out, pending.drop_oldest(self.max_pending))
         if self.ttl_ms is not None and timer_ms is None:
             timer_ms = now_ms + self.ttl_ms
             self.handle.registerTimer(timer_ms)
@@ -189,22 +189,30 @@ class KeyedCalibrationProcessor(StatefulProcessor):
             self.state.update((*row[:6], timer_ms, last_seen_ms))
             return
         self.state.clear()
-        yield self._output(key[0], pd.DataFrame({"status": ["expired"]}), row[1], len(row[2]))
+        yield self._output(key[0], {"status": np.array(["expired"], dtype=object)}, row[1], len(row[2]))
 
     def close(self) -> None:
         pass
 
     @staticmethod
-    def _output(key_value, out: pd.DataFrame, n_learned: int, n_pending: int) -> pd.DataFrame:
-        """``out`` with the key in front and every output column, in the output's types."""
-        columns = {"key": [key_value] * len(out)}
+    def _output(key_value, out: dict, n_learned: int, n_pending: int) -> pd.DataFrame:
+        """The output columns ``out`` as one frame, with the key in front and every column typed."""
+        n = len(out["status"])
+        columns = {"key": [key_value] * n}
         for name, kind in OUTPUT_COLUMNS.items():
-            if name == "n_learned":
-                columns[name] = np.full(len(out), n_learned, dtype=np.int64)
-            elif name == "n_pending":
-                columns[name] = np.full(len(out), n_pending, dtype=np.int64)
-            elif name not in out:
-                columns[name] = np.full(len(out), np.nan if kind == "double" else None, dtype=_DTYPES[kind])
+            if name in ("n_learned", "n_pending"):
+                columns[name] = np.full(n, n_learned if name == "n_learned" else n_pending, dtype=np.int64)
+            elif name in out:
+                columns[name] = np.asarray(out[name], dtype=_DTYPES[kind])
             else:
-                columns[name] = out[name].to_numpy(dtype=_DTYPES[kind])
-        return pd.DataFrame(columns)
+                columns[name] = np.full(n, np.nan if kind == "double" else None, dtype=_DTYPES[kind])
+        return pd.DataFrame(columns, copy=False)
+
+
+def _stack(out: dict, more: dict) -> dict:
+    """The rows of ``out`` then those of ``more`` (columns missing from ``more`` are null)."""
+    n = len(more["status"])
+    return {
+        name: np.concatenate([column, more.get(name, np.full(n, None if column.dtype == object else np.nan))])
+        for name, column in out.items()
+    }

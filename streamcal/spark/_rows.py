@@ -36,17 +36,22 @@ class Pending:
         values = list(self.rows.values())
         return list(self.rows), [v[0] for v in values], [v[1] for v in values], [v[2] for v in values]
 
-    def drop_oldest(self, bound: int) -> pd.DataFrame:
-        """Drop the oldest scores beyond ``bound``: one ``"dropped"`` output row each."""
+    def drop_oldest(self, bound: int) -> dict:
+        """Drop the oldest scores beyond ``bound``: one ``"dropped"`` output row each (columns)."""
         dropped = []
         while len(self.rows) > bound:
             event_id = next(iter(self.rows))
             score, time, _ = self.rows.pop(event_id)
             dropped.append((event_id, time, score))
-        frame = pd.DataFrame(dropped, columns=["event_id", "time", "score"])
-        frame["status"] = "dropped"
-        frame["error"] = f"more than max_pending={bound} scores await labels"
-        return frame
+        ids, times, scores = zip(*dropped, strict=True) if dropped else ((), (), ())
+        error = f"more than max_pending={bound} scores await labels"
+        return {
+            "event_id": np.array(ids, dtype=object),
+            "time": np.array(times, dtype=np.float64),
+            "score": np.array(scores, dtype=np.float64),
+            "status": np.full(len(ids), "dropped", dtype=object),
+            "error": np.full(len(ids), error, dtype=object),
+        }
 
 
 def _errors(key_is_null: bool, ids: np.ndarray, s: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -72,10 +77,11 @@ def run_rows(calibrator, frame: pd.DataFrame, pending: Pending, *, key_is_null: 
     Rows go by ascending ``order`` (ties in arrival order). A score row is predicted with the state
     before it and, when ``remember`` and it has an event id, waits in ``pending`` for its label; a
     label row learns the pending score of its event id; a row with both predicts, then learns. One
-    ``calibrator.process`` call runs them all. Returns ``(output frame, events learned)``; the output
+    ``calibrator.process`` call runs them all. Returns ``(output columns, events learned)``; the output
     has every row, bad ones with status ``"rejected"`` or ``"unmatched"`` and an ``error``.
     """
-    frame = frame.sort_values("order", kind="stable", na_position="last", ignore_index=True)
+    if not frame["order"].is_monotonic_increasing:
+        frame = frame.sort_values("order", kind="stable", na_position="last", ignore_index=True)
     ids = frame["event_id"].to_numpy(dtype=object)
     s = frame["score"].to_numpy(dtype=np.float64, na_value=np.nan)
     y = frame["label"].to_numpy(dtype=np.float64, na_value=np.nan)
@@ -115,16 +121,14 @@ def run_rows(calibrator, frame: pd.DataFrame, pending: Pending, *, key_is_null: 
     status = np.select(
         [~ok, both, has_score, joined], ["rejected", "scored_learned", "scored", "learned"], default="unmatched"
     )
-    out = pd.DataFrame(
-        {
-            "event_id": ids,
-            "time": t,
-            "score": np.where(joined, score, s),
-            "label": y,
-            "proba": proba,
-            "llr": llr,
-            "status": status.astype(object),
-            "error": errors,
-        }
-    )
+    out = {
+        "event_id": ids,
+        "time": t,
+        "score": np.where(joined, score, s),
+        "label": y,
+        "proba": proba,
+        "llr": llr,
+        "status": status.astype(object),
+        "error": errors,
+    }
     return out, int(learns.sum())
