@@ -11,7 +11,7 @@ streamed probabilities (field ECE, :func:`streamcal.metrics.field_ece`) and the 
 
 Needs a Java 17 runtime (Spark 4). Install: ``pip install ".[spark]"``
 
-Run: ``python examples/spark_keyed_stream.py [--events 20000] [--files 4] [--workdir DIR]``
+Run: ``python examples/spark_keyed_stream.py [--events 6000] [--files 3] [--workdir DIR]``
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ def write_arrivals(events: pd.DataFrame, folder: Path, files: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--events", type=int, default=20_000)
-    parser.add_argument("--files", type=int, default=4, help="Parquet files: one micro-batch each")
+    parser.add_argument("--events", type=int, default=6_000)
+    parser.add_argument("--files", type=int, default=3, help="Parquet files: one micro-batch each")
     parser.add_argument("--workdir", type=Path, default=None, help="where the stream, checkpoint and output go")
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="streamcal-spark-"))
@@ -83,7 +83,6 @@ def main() -> None:
             event_id_col="event_id",
             order_col="seq",
             calibrator=PAVCalibrator(buckets=64),
-            ttl=3600,
         )
         query = (
             calibrated.writeStream.format("parquet")
