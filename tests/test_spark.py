@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -284,8 +285,11 @@ def test_a_query_restarted_from_its_checkpoint_gives_the_uninterrupted_output(sp
     whole.awaitTermination()
 
     first = _start(spark, source, tmp_path / "parts", tmp_path / "parts-checkpoint", processingTime="0 seconds")
-    while first.lastProgress is None or first.lastProgress["batchId"] < 1:
+    deadline = time.monotonic() + 600
+    while first.isActive and (first.lastProgress is None or first.lastProgress["batchId"] < 1):
+        assert time.monotonic() < deadline, "the query made no progress in 10 minutes"
         first.awaitTermination(0.2)
+    assert first.exception() is None, first.exception()
     first.stop()
     batches_before = first.lastProgress["batchId"] + 1
     assert batches_before < 6, "the query read everything before it was stopped: nothing to recover"
