@@ -1,0 +1,128 @@
+"""Keyed calibration in Spark Structured Streaming: events per second end to end, time per micro-batch.
+
+Data: ``--events`` prequential events (score and label in one row) over ``--keys`` keys drawn from a
+Zipf law (probability of the key of rank r proportional to r**-1.1), written as Parquet files of
+``--batch`` rows each. The query reads one file per micro-batch (``maxFilesPerTrigger=1``) on
+``local[2]`` with the RocksDB state store, calibrates with :func:`streamcal.spark.calibrate_stream`
+(one ``PAVCalibrator`` per key, ``--buckets`` buckets) and writes to Spark's ``noop`` sink, so the
+figure is the stateful stage: reading, shuffling by key, the Python processor, the state store.
+
+Baseline, run in this process on the same micro-batches: one in-process calibrator per key in a dict,
+each micro-batch grouped by key and run through ``prequential`` (what the processor computes, less
+Spark). The first micro-batch (Python workers start, numba kernels load) is reported apart from the
+steady state.
+
+Run: ``PYTHONPATH=. python benchmarks/bench_spark.py [--events 1000000] [--batch 100000] [--keys 100 10000 100000]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from streamcal import PAVCalibrator
+from streamcal.spark import calibrate_stream, local_session
+
+
+def write_events(folder: Path, events: int, keys: int, batch: int, seed: int = 0) -> list[pa.Table]:
+    """The stream as Parquet files of ``batch`` rows (file names in arrival order)."""
+    rng = np.random.default_rng(seed)
+    weight = 1.0 / np.arange(1, keys + 1) ** 1.1
+    folder.mkdir(parents=True)
+    tables = []
+    for i, start in enumerate(range(0, events, batch)):
+        n = min(batch, events - start)
+        key = rng.choice(keys, size=n, p=weight / weight.sum()).astype(np.int64)
+        score = rng.beta(2, 3, size=n)
+        label = (rng.uniform(size=n) < score**1.5).astype(np.int8)
+        table = pa.table({"key": key, "score": score, "label": label, "seq": np.arange(start, start + n)})
+        pq.write_table(table, folder / f"part-{i:05d}.parquet")
+        tables.append(table)
+    return tables
+
+
+def in_process(tables: list[pa.Table], template) -> tuple[float, int]:
+    """Seconds for the per-key dict of calibrators over the micro-batches, and the distinct keys."""
+    calibrators = {}
+    start = time.perf_counter()
+    for table in tables:
+        key = table.column("key").to_numpy()
+        order = np.argsort(key, kind="stable")
+        key, score = key[order], table.column("score").to_numpy()[order]
+        label = table.column("label").to_numpy()[order]
+        cuts = np.flatnonzero(np.diff(key)) + 1
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, key.size], strict=True):
+            cal = calibrators.get(key[lo])
+            if cal is None:
+                cal = calibrators[key[lo]] = template.clone()
+            cal.prequential(score[lo:hi], label[lo:hi])
+    return time.perf_counter() - start, len(calibrators)
+
+
+def spark_run(spark, folder: Path, work: Path, template) -> dict:
+    schema = spark.read.parquet(str(folder)).schema
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(folder))
+    out = calibrate_stream(
+        stream, key_col="key", score_col="score", label_col="label", order_col="seq", calibrator=template
+    )
+    start = time.perf_counter()
+    query = (
+        out.writeStream.format("noop")
+        .option("checkpointLocation", str(work / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    wall = time.perf_counter() - start
+    batches = [p for p in query.recentProgress if p["numInputRows"]]
+    seconds = [p["durationMs"]["triggerExecution"] / 1e3 for p in batches]
+    rows = [p["numInputRows"] for p in batches]
+    return {"wall": wall, "first": seconds[0], "steady": seconds[1:], "rows": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--batch", type=int, default=100_000)
+    parser.add_argument("--keys", type=int, nargs="+", default=[100, 10_000, 100_000])
+    parser.add_argument("--buckets", type=int, default=None, help="buckets per calibrator (default: PAV's)")
+    args = parser.parse_args()
+    template = PAVCalibrator() if args.buckets is None else PAVCalibrator(buckets=args.buckets)
+    spark = local_session("streamcal-bench", **{"spark.sql.shuffle.partitions": "2"})
+    print(f"{args.events:,} events in micro-batches of {args.batch:,}, local[2], RocksDB state store")
+    print(
+        f"{'keys':>8} {'distinct':>9} {'events/s':>10} {'first s':>8} {'batch s':>8} "
+        f"{'in-process events/s':>20} {'Spark/in-process':>17}"
+    )
+    try:
+        for keys in args.keys:
+            work = Path(tempfile.mkdtemp(prefix="bench-spark-"))
+            try:
+                tables = write_events(work / "events", args.events, keys, args.batch)
+                base, distinct = in_process(tables, template)
+                run = spark_run(spark, work / "events", work, template)
+                steady = np.array(run["steady"])
+                rate = sum(run["rows"][1:]) / steady.sum() if steady.size else float("nan")
+                print(
+                    f"{keys:>8,} {distinct:>9,} {rate:>10,.0f} {run['first']:>8.1f} {np.median(steady):>8.2f} "
+                    f"{args.events / base:>20,.0f} {rate / (args.events / base):>17.3f}"
+                )
+                print(
+                    f"         whole query {run['wall']:.1f} s ({args.events / run['wall']:,.0f} events/s with "
+                    f"start-up); micro-batches after the first: {', '.join(f'{s:.1f}' for s in steady)} s"
+                )
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""Wiring the keyed processor into a Structured Streaming query, and a local session to run it on."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["calibrate_stream", "local_session"]
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+_NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "boolean", "decimal", "timestamp")
+
+
+def require_pyspark():
+    """Import pyspark, or raise an ImportError that names the extra to install."""
+    try:
+        import pyspark
+        from pyspark.sql.streaming import StatefulProcessor  # noqa: F401  (Spark 4.0 and later)
+        from pyspark.sql.streaming.tws_tester import TwsTester  # noqa: F401  (Spark 4.2 and later)
+    except ImportError as exc:
+        from streamcal._install import install_hint
+
+        msg = f"streamcal.spark needs pyspark 4.2 or later: install the extra, `{install_hint('spark')}` ({exc})."
+        raise ImportError(msg) from None
+    return pyspark
+
+
+def local_session(app_name: str = "streamcal", master: str = "local[2]", **conf):
+    """A SparkSession for keyed calibration: RocksDB state store, Python workers on this interpreter.
+
+    Spark's Python workers must run the interpreter that holds streamcal, so ``PYSPARK_PYTHON`` is
+    set to ``sys.executable`` (before the JVM starts, which reads it). ``conf`` adds or overrides
+    Spark settings (dots written as in Spark: ``local_session(**{"spark.sql.shuffle.partitions": "8"})``).
+    """
+    require_pyspark()
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    settings = {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+        "spark.sql.shuffle.partitions": "2",
+        "spark.ui.enabled": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.ui.showConsoleProgress": "false",
+        **conf,
+    }
+    builder = SparkSession.builder.appName(app_name).master(master)
+    for name, value in settings.items():
+        builder = builder.config(name, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _column_type(df, name: str, arg: str, *, numeric: bool) -> str:
+    fields = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    if name not in fields:
+        msg = f"`{arg}` must name a column of `df`; got {name!r}, columns are {list(fields)[:10]!r}."
+        raise KeyError(msg)
+    kind = fields[name]
+    if numeric and not kind.startswith(_NUMERIC):
+        msg = f"`{arg}` must name a numeric or boolean column; got {name!r} of type {kind}."
+        raise TypeError(msg)
+    return kind
+
+
+def _ttl_ms(ttl) -> int | None:
+    if ttl is None:
+        return None
+    seconds = ttl.total_seconds() if hasattr(ttl, "total_seconds") else ttl
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        msg = f"`ttl` must be a positive number of seconds or a timedelta; got {ttl!r}."
+        raise ValueError(msg)
+    return max(1, round(seconds * 1000))
+
+
+def _fresh(calibrator):
+    from streamcal.isotonic.streaming import PAVCalibrator
+
+    if calibrator is None:
+        return PAVCalibrator()
+    if not isinstance(calibrator, PAVCalibrator):
+        kind = type(calibrator).__name__
+        msg = f"`calibrator` must be a streamcal.PAVCalibrator (the template of every key); got {kind}."
+        raise TypeError(msg)
+    if calibrator.n_learned:
+        msg = f"`calibrator` must be fresh (keys start from clones); it has learned {calibrator.n_learned} events."
+        raise ValueError(msg)
+    return calibrator.clone()
+
+
+def calibrate_stream(
+    df,
+    *,
+    key_col: str,
+    score_col: str,
+    label_col: str | None = None,
+    event_id_col: str | None = None,
+    time_col: str | None = None,
+    order_col: str | None = None,
+    calibrator=None,
+    ttl=None,
+    max_pending: int = 100_000,
+):
+    """Calibrate a (streaming) DataFrame of scored events, one calibrator per key, in Spark state.
+
+    Parameters
+    ----------
+    df
+        A streaming (or batch) pyspark DataFrame. Each row is a score row (score, no label), a label
+        row (label and event id, no score: the label of an earlier score row with that event id, as
+        chargebacks follow clicks) or a row with both (predicted, then learned).
+    key_col, score_col
+        The grouping key (any type Spark can group by) and the score (numeric).
+    label_col
+        The 0/1 label (numeric or boolean); ``None``: the stream has no labels (every row is scored).
+    event_id_col
+        Joins label rows to their score rows; cast to string.
+    time_col
+        Event time (numeric seconds or a timestamp), given to the calibrator's time windows.
+    order_col
+        Orders a key's rows within a micro-batch (Spark does not keep the source's order inside a
+        group); default ``time_col``. Rows are applied by ascending order, ties in arrival order.
+        Between micro-batches the order is the stream's.
+    calibrator
+        The template of every key's calibrator: a fresh :class:`streamcal.PAVCalibrator` (default
+        ``PAVCalibrator()``), as :class:`streamcal.KeyedCalibrator` takes it (``prior_strength=0``:
+        keys do not pool, see docs/spark.md).
+    ttl
+        Seconds (or a ``timedelta``) of processing time after which an idle key expires: its
+        calibrator and pending scores are cleared and one ``"expired"`` row reports the counts.
+    max_pending
+        Per key, the most scores kept waiting for labels; the oldest beyond it are dropped, each
+        with a ``"dropped"`` row.
+
+    Returns
+    -------
+    DataFrame
+        One row per input row (and per expiry or drop): ``key_col``, then ``event_id``, ``time``,
+        ``score``, ``label``, ``proba``, ``llr``, ``status``, ``error``, ``n_learned``,
+        ``n_pending``. ``status`` is one of :data:`streamcal.spark.STATUSES`; ``"rejected"`` and
+        ``"unmatched"`` rows are the dead letters, with ``error`` saying why.
+    """
+    require_pyspark()
+    from pyspark.sql import functions as F
+
+    from streamcal.spark._processor import KeyedCalibrationProcessor
+    from streamcal.spark._rows import OUTPUT_COLUMNS
+
+    template = _fresh(calibrator)
+    ttl_ms = _ttl_ms(ttl)
+    if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 0:
+        msg = f"`max_pending` must be an int >= 0; got {max_pending!r}."
+        raise ValueError(msg)
+    key_type = _column_type(df, key_col, "key_col", numeric=False)
+    _column_type(df, score_col, "score_col", numeric=True)
+
+    def column(name, arg, kind, *, numeric=True):
+        if name is None:
+            return F.lit(None).cast(kind)
+        if _column_type(df, name, arg, numeric=numeric) == "timestamp":
+            return F.unix_micros(F.col(name)).cast("double") / 1e6
+        return F.col(name).cast(kind)
+
+    order = order_col if order_col is not None else time_col
+    rows = df.select(
+        F.col(key_col).alias("key"),
+        column(event_id_col, "event_id_col", "string", numeric=False).alias("event_id"),
+        column(score_col, "score_col", "double").alias("score"),
+        column(label_col, "label_col", "double").alias("label"),
+        column(time_col, "time_col", "double").alias("time"),
+        column(order, "order_col", "double").alias("order"),
+    )
+    schema = ", ".join([f"key {key_type}", *(f"{name} {kind}" for name, kind in OUTPUT_COLUMNS.items())])
+    remember = label_col is not None and event_id_col is not None
+    processor = KeyedCalibrationProcessor(template, ttl_ms=ttl_ms, max_pending=max_pending, remember=remember)
+    out = rows.groupBy("key").transformWithStateInPandas(
+        statefulProcessor=processor,
+        outputStructType=schema,
+        outputMode="Append",
+        timeMode="None" if ttl_ms is None else "ProcessingTime",
+    )
+    return out.withColumnRenamed("key", key_col)

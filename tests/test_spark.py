@@ -1,0 +1,320 @@
+"""The keyed Spark processor, unit-tested with Spark's ``TwsTester`` (no query, no JVM): per key, its
+outputs equal an in-process calibrator's on that key's rows in order, bit for bit; labels arriving
+after their scores join them by event id; idle keys expire; bad rows come out as dead letters. Then
+one query end to end on ``local[2]``, stopped and restarted from its checkpoint."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark is not installed (the spark extra); CI installs it with the test extra")
+pytest.importorskip("pyspark.sql.streaming.tws_tester", reason="TwsTester needs pyspark 4.2 or later")
+
+from pyspark.sql.streaming.tws_tester import TwsTester
+
+from streamcal import KeyedCalibrator, PAVCalibrator
+from streamcal.spark import KeyedCalibrationProcessor, calibrate_stream
+from streamcal.spark._query import _fresh, _ttl_ms
+
+
+def stream_rows(rng, n_events: int, keys: list, *, label_delay: int | None):
+    """Rows of a keyed stream in arrival order: a score row per event and, ``label_delay`` rows later
+    (``None``: in the same row), its label row. Columns as the processor reads them."""
+    key = rng.choice(np.array(keys, dtype=object), size=n_events)
+    score = rng.beta(2, 3, size=n_events)
+    label = (rng.uniform(size=n_events) < score**1.5).astype(np.float64)
+    rows = []
+    for i in range(n_events):
+        event = f"e{i}"
+        if label_delay is None:
+            rows.append((2 * i, key[i], event, score[i], label[i]))
+        else:
+            rows.append((2 * i, key[i], event, score[i], np.nan))
+            rows.append((2 * (i + label_delay) + 1, key[i], event, np.nan, label[i]))
+    rows.sort(key=lambda r: r[0])
+    frame = pd.DataFrame(rows, columns=["order", "key", "event_id", "score", "label"])
+    frame["order"] = np.arange(len(frame), dtype=np.float64)
+    frame["time"] = np.nan
+    return frame
+
+
+def reference(frame: pd.DataFrame, key) -> pd.DataFrame:
+    """One in-process calibrator over ``key``'s rows in order: a score row predicts, a label row
+    learns its event's score, a row with both predicts then learns. Returns the scored rows with
+    ``proba`` and ``llr``."""
+    rows = frame[frame["key"] == key].sort_values("order")
+    scores_of, ops, scored = {}, [], []
+    for r in rows.itertuples():
+        if not math.isnan(r.score):
+            scores_of[r.event_id] = r.score
+            scored.append((r.event_id, len(ops)))
+            ops.append((r.score, 0.0, False))
+            if not math.isnan(r.label):
+                ops.append((r.score, r.label, True))
+        else:
+            ops.append((scores_of[r.event_id], r.label, True))
+    s, y, learn = (np.array(c) for c in zip(*ops, strict=True))
+    proba, llr = PAVCalibrator().process(s, y, learn)
+    at = [j for _, j in scored]
+    return pd.DataFrame({"event_id": [e for e, _ in scored], "proba": proba[at], "llr": llr[at]})
+
+
+def run_in_batches(tester, frame: pd.DataFrame, n_batches: int, rng) -> pd.DataFrame:
+    """Feed ``frame`` to the tester in ``n_batches`` micro-batches, each key's rows shuffled (Spark
+    does not keep the order inside a group; the ``order`` column restores it)."""
+    outs = []
+    for bounds in np.array_split(np.arange(len(frame)), n_batches):
+        part = frame.iloc[bounds]
+        for key, rows in part.groupby("key", sort=False):
+            shuffled = rows.sample(frac=1.0, random_state=int(rng.integers(1 << 30)))
+            outs.append(tester.testInPandas(key, shuffled.drop(columns="key").reset_index(drop=True)))
+    return pd.concat(outs, ignore_index=True)
+
+
+def keyed_reference(frame: pd.DataFrame, key) -> pd.DataFrame:
+    """``KeyedCalibrator(prior_strength=0).process`` over ``key``'s rows in order (one call per key,
+    as the processor sees one key): the scored rows with ``proba`` and ``llr``."""
+    rows = frame[frame["key"] == key].sort_values("order")
+    scores_of, ops, scored = {}, [], []
+    for r in rows.itertuples():
+        if not math.isnan(r.score):
+            scores_of[r.event_id] = r.score
+            scored.append((r.event_id, len(ops)))
+            ops.append((r.score, 0.0, False))
+            if not math.isnan(r.label):
+                ops.append((r.score, r.label, True))
+        else:
+            ops.append((scores_of[r.event_id], r.label, True))
+    s, y, learn = (np.array(c) for c in zip(*ops, strict=True))
+    keys = np.full(s.size, str(key))
+    proba, llr = KeyedCalibrator(PAVCalibrator(), prior_strength=0).process(keys, s, y, learn)
+    at = [j for _, j in scored]
+    return pd.DataFrame({"event_id": [e for e, _ in scored], "proba": proba[at], "llr": llr[at]})
+
+
+def assert_equal_to_reference(out: pd.DataFrame, frame: pd.DataFrame, keys) -> None:
+    for key in keys:
+        mine = out[(out["key"] == key) & out["status"].isin(["scored", "scored_learned"])]
+        expected = keyed_reference(frame, key)
+        assert mine["event_id"].tolist() == expected["event_id"].tolist()
+        assert np.array_equal(mine["proba"].to_numpy(), expected["proba"].to_numpy())  # bit for bit
+        assert np.array_equal(mine["llr"].to_numpy(), expected["llr"].to_numpy())
+    for key in keys:
+        mine = out[(out["key"] == key) & out["status"].isin(["scored", "scored_learned"])]
+        expected = reference(frame, key)
+        assert mine["event_id"].tolist() == expected["event_id"].tolist()
+        assert np.array_equal(mine["proba"].to_numpy(), expected["proba"].to_numpy())  # bit for bit
+        assert np.array_equal(mine["llr"].to_numpy(), expected["llr"].to_numpy())
+
+
+def test_per_key_outputs_equal_an_in_process_calibrator_bit_for_bit(rng):
+    keys = ["a", "b", "c", "d"]
+    frame = stream_rows(rng, 3000, keys, label_delay=None)
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator()))
+    out = run_in_batches(tester, frame, 7, rng)
+    assert len(out) == len(frame)
+    assert set(out["status"]) == {"scored_learned"}
+    assert_equal_to_reference(out, frame, keys)
+    # the state holds what one calibrator per key learned
+    assert tester.peekValueState("calibration", "a")[1] == int((frame["key"] == "a").sum())
+
+
+def test_labels_arriving_later_join_their_pending_scores(rng):
+    keys = [1, 2, 3]
+    frame = stream_rows(rng, 2000, keys, label_delay=150)  # labels 150 events later: many batches later
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator()))
+    out = run_in_batches(tester, frame, 9, rng)
+    assert out["status"].value_counts().to_dict() == {"scored": 2000, "learned": 2000}
+    assert_equal_to_reference(out, frame, keys)
+    learned = out[out["status"] == "learned"].set_index("event_id")["score"]
+    scored = out[out["status"] == "scored"].set_index("event_id")["score"]
+    assert np.array_equal(learned.loc[scored.index].to_numpy(), scored.to_numpy())  # each label found its score
+    for key in keys:
+        state = tester.peekValueState("calibration", key)
+        assert state[1] == int((frame["key"] == key).sum()) // 2
+        assert state[2] == []  # every pending score got its label
+
+
+def test_pending_scores_are_bounded_and_dropped_ones_are_reported(rng):
+    frame = stream_rows(rng, 40, ["k"], label_delay=30)
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(), max_pending=5))
+    out = run_in_batches(tester, frame, 8, rng)  # the bound holds between micro-batches
+    counts = out["status"].value_counts().to_dict()
+    assert counts["scored"] == 40
+    dropped = out[out["status"] == "dropped"]
+    unmatched = out[out["status"] == "unmatched"]
+    assert len(dropped) == len(unmatched) > 0  # each dropped score's label comes back unmatched
+    assert set(dropped["event_id"]) == set(unmatched["event_id"])
+    assert dropped["error"].str.contains("max_pending=5").all()
+    assert len(tester.peekValueState("calibration", "k")[2]) <= 5
+
+
+def test_idle_keys_expire_after_the_ttl_and_are_reported(rng):
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(), ttl_ms=1000), timeMode="ProcessingTime")
+    frame = stream_rows(rng, 300, ["x", "y"], label_delay=None)
+    first, second = frame.iloc[:200], frame.iloc[200:]
+    for key in ["x", "y"]:
+        tester.testInPandas(key, first[first["key"] == key].drop(columns="key"))
+    assert len(tester.setProcessingTime(600)) == 0  # not idle long enough
+    tester.testInPandas("x", second[second["key"] == "x"].drop(columns="key"))  # x seen at 600 ms
+    expired = tester.setProcessingTime(1200)  # y idle since 0 ms: expires; x was seen at 600 ms
+    assert expired["key"].tolist() == ["y"]
+    assert expired["status"].tolist() == ["expired"]
+    assert expired["n_learned"].tolist() == [int((first["key"] == "y").sum())]
+    assert tester.peekValueState("calibration", "y") is None
+    assert tester.peekValueState("calibration", "x") is not None
+    expired = tester.setProcessingTime(1700)  # x: 600 + 1000 ms
+    assert expired["key"].tolist() == ["x"]
+    assert expired["n_learned"].tolist() == [int((frame["key"] == "x").sum())]
+    # an expired key starts again from the template
+    again = tester.testInPandas("y", second[second["key"] == "y"].drop(columns="key"))
+    expected = PAVCalibrator().prequential(*second.loc[second["key"] == "y", ["score", "label"]].to_numpy().T)[0]
+    assert np.array_equal(again["proba"].to_numpy(), expected)
+
+
+def test_bad_rows_are_dead_letters_with_a_reason_and_change_nothing(rng):
+    frame = stream_rows(rng, 60, ["k"], label_delay=None).drop(columns="key")
+    bad = pd.DataFrame(
+        {
+            "event_id": ["nan", "inf", "two", None, "ghost", "empty"],
+            "score": [np.nan, np.inf, 0.5, np.nan, np.nan, np.nan],
+            "label": [1.0, 1.0, 2.0, 1.0, 0.0, np.nan],
+            "time": np.nan,
+            "order": [10.5, 20.5, 30.5, 40.5, 50.5, 55.5],
+        }
+    )
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator()))
+    out = tester.testInPandas("k", pd.concat([frame, bad], ignore_index=True))
+    dead = out[out["status"].isin(["rejected", "unmatched"])].set_index("event_id")
+    assert len(out) == len(frame) + len(bad)  # nothing dropped silently
+    assert dead.loc["inf", "error"] == "score must be finite; got inf"
+    assert dead.loc["two", "error"] == "label must be 0 or 1; got 2.0"
+    assert dead.loc["ghost", "status"] == "unmatched"
+    assert "needs an event id" in dead.loc[dead.index.isna(), "error"].item()
+    assert "neither a score nor a label" in dead.loc["empty", "error"]
+    assert dead.loc["nan", "status"] == "unmatched"  # a NaN score is no score: a label row, unmatched
+    good = out[out["status"] == "scored_learned"]
+    expected = PAVCalibrator().prequential(frame["score"], frame["label"])
+    assert np.array_equal(good["proba"].to_numpy(), expected[0])
+    assert np.array_equal(good["llr"].to_numpy(), expected[1])
+    # a null key: every row is a dead letter, and no state is kept for it
+    null_out = tester.testInPandas(None, frame.iloc[:5])
+    assert set(null_out["status"]) == {"rejected"}
+    assert set(null_out["error"]) == {"the key is null"}
+    assert tester.peekValueState("calibration", None) is None
+
+
+def test_arguments_are_checked_before_anything_runs():
+    assert _ttl_ms(2.5) == 2500
+    assert _ttl_ms(None) is None
+    with pytest.raises(ValueError, match=r"`ttl` must be a positive number of seconds or a timedelta; got -1"):
+        _ttl_ms(-1)
+    with pytest.raises(
+        TypeError, match=r"`calibrator` must be a streamcal.PAVCalibrator \(the template of every key\); got str"
+    ):
+        _fresh("pav")
+    used = PAVCalibrator().update([0.2, 0.8], [0, 1])
+    with pytest.raises(ValueError, match=r"it has learned 2 events"):
+        _fresh(used)
+    with pytest.raises(ValueError, match=r"`max_pending` must be an int >= 0; got -3"):
+        calibrate_stream(None, key_col="k", score_col="s", max_pending=-3)
+
+
+# ---------------------------------------------------------------------------- a query, end to end
+def _java() -> bool:
+    return shutil.which("java") is not None or bool(os.environ.get("JAVA_HOME"))
+
+
+@pytest.fixture(scope="module")
+def spark():
+    if not _java():
+        pytest.skip("no Java runtime (Spark 4 needs Java 17); .ci/run installs it")
+    from streamcal.spark import local_session
+
+    session = local_session("streamcal-test", **{"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()
+
+
+def _write_stream_files(folder: Path, frame: pd.DataFrame, n_files: int) -> None:
+    """The stream as ``n_files`` Parquet files in arrival order (a file source reads them in order)."""
+    folder.mkdir(parents=True)
+    for i, bounds in enumerate(np.array_split(np.arange(len(frame)), n_files)):
+        part = frame.iloc[bounds].rename(columns={"key": "campaign", "order": "seq"}).drop(columns="time")
+        path = folder / f"part-{i:03d}.parquet"
+        part.to_parquet(path, index=False)
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))  # the file source orders files by modification time
+
+
+def _start(spark, source: Path, out: Path, checkpoint: Path, **trigger):
+    from streamcal.spark import calibrate_stream
+
+    schema = spark.read.parquet(str(source)).schema
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(source))
+    calibrated = calibrate_stream(
+        stream, key_col="campaign", score_col="score", label_col="label", event_id_col="event_id", order_col="seq"
+    )
+    writer = calibrated.writeStream.format("parquet").option("path", str(out))
+    return writer.option("checkpointLocation", str(checkpoint)).trigger(**trigger).start()
+
+
+def _read(spark, out: Path) -> pd.DataFrame:
+    frame = spark.read.parquet(str(out)).toPandas()
+    return frame.sort_values(["campaign", "event_id", "status"], kind="stable").reset_index(drop=True)
+
+
+@pytest.mark.slow
+def test_a_query_restarted_from_its_checkpoint_gives_the_uninterrupted_output(spark, tmp_path, rng):
+    """local[2], RocksDB state store, a Parquet file source read one file per micro-batch, labels
+    arriving after their scores: stopped after two micro-batches and restarted from its checkpoint,
+    the query writes what an uninterrupted run writes, and both equal an in-process calibrator per key."""
+    keys = ["c1", "c2", "c3", "c4"]
+    frame = stream_rows(rng, 1200, keys, label_delay=250)
+    source = tmp_path / "events"
+    _write_stream_files(source, frame, 6)
+
+    whole = _start(spark, source, tmp_path / "whole", tmp_path / "whole-checkpoint", availableNow=True)
+    whole.awaitTermination()
+
+    first = _start(spark, source, tmp_path / "parts", tmp_path / "parts-checkpoint", processingTime="0 seconds")
+    deadline = time.monotonic() + 600
+    while first.isActive and (first.lastProgress is None or first.lastProgress["batchId"] < 1):
+        assert time.monotonic() < deadline, "the query made no progress in 10 minutes"
+        first.awaitTermination(0.2)
+    assert first.exception() is None, first.exception()
+    first.stop()
+    batches_before = first.lastProgress["batchId"] + 1
+    assert batches_before < 6, "the query read everything before it was stopped: nothing to recover"
+    rest = _start(spark, source, tmp_path / "parts", tmp_path / "parts-checkpoint", availableNow=True)
+    rest.awaitTermination()
+
+    whole_out, parts_out = _read(spark, tmp_path / "whole"), _read(spark, tmp_path / "parts")
+    assert len(whole_out) == len(frame)
+    pd.testing.assert_frame_equal(parts_out, whole_out)  # bit for bit, every column
+    assert whole_out["status"].value_counts().to_dict() == {"scored": 1200, "learned": 1200}
+    whole_out = whole_out.rename(columns={"campaign": "key"})
+    for key in keys:
+        mine = whole_out[(whole_out["key"] == key) & (whole_out["status"] == "scored")].set_index("event_id")
+        expected = keyed_reference(frame, key).set_index("event_id")
+        assert np.array_equal(mine.loc[expected.index, "proba"].to_numpy(), expected["proba"].to_numpy())
+        assert np.array_equal(mine.loc[expected.index, "llr"].to_numpy(), expected["llr"].to_numpy())
+
+
+def test_without_pyspark_the_error_names_the_extra(monkeypatch):
+    import sys
+
+    from streamcal.spark._query import require_pyspark
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    with pytest.raises(
+        ImportError, match=r"streamcal.spark needs pyspark 4.2 or later: install the extra, `pip install .*spark"
+    ):
+        require_pyspark()
