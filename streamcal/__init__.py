@@ -33,6 +33,7 @@ _EXPORTS = {
     "PairwiseCouplingCalibrator": "streamcal.multiclass.streaming",
     "OneVsRestCalibrator": "streamcal.multiclass.streaming",
     "CalibratedClassifier": "streamcal.compose",
+    "KeyedOffsetCalibrator": "streamcal.keyed_offset",
     "merge": "streamcal.merging",
     "save": "streamcal.persist",
     "load": "streamcal.persist",
