@@ -8,6 +8,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from streamcal import KeyedOffsetCalibrator, PAVCalibrator, PlattCalibrator
 from streamcal._kernels import _config
@@ -370,3 +372,35 @@ def test_memory_is_a_few_floats_per_key_whatever_the_buckets():
     per_key = sum(v.nbytes for v in cal.key_offsets().values() if isinstance(v, np.ndarray)) / cal.n_keys
     assert cal.n_keys == np.unique(keys).size
     assert per_key <= 9 * 8  # the table's nine columns of float64; the state holds five
+
+
+# ------------------------------------------------------------------------------ properties
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 4),
+            st.floats(0.001, 0.999),
+            st.booleans(),
+            st.sampled_from([0.0, 0.5, 1.0, 2.0]),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    st.integers(1, 3),
+)
+def test_process_in_pieces_equals_the_river_loop(events, pieces):
+    """Any ordered sequence of predictions and learns, cut into any pieces, gives what a loop of
+    the river face gives, and the same state."""
+    keys = np.array([e[0] for e in events])
+    scores = np.array([e[1] for e in events])
+    labels = np.array([e[2] for e in events])
+    weights = np.array([e[3] for e in events])
+    learn = np.array([e[4] for e in events])
+    a, b = KeyedOffsetCalibrator(), KeyedOffsetCalibrator()
+    out = []
+    for part in np.array_split(np.arange(len(events)), pieces):
+        out.append(a.process(keys[part], scores[part], labels[part], learn[part], weights=weights[part])[0])
+    looped = river_loop(b, keys, scores, labels, weights, learn)
+    np.testing.assert_array_equal(np.concatenate(out), looped)
+    assert state_of(a) == state_of(b)
