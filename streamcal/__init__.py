@@ -34,6 +34,7 @@ _EXPORTS = {
     "OneVsRestCalibrator": "streamcal.multiclass.streaming",
     "CalibratedClassifier": "streamcal.compose",
     "KeyedCalibrator": "streamcal.keyed",
+    "KeyedOffsetCalibrator": "streamcal.keyed_offset",
     "merge": "streamcal.merging",
     "save": "streamcal.persist",
     "load": "streamcal.persist",
