@@ -62,7 +62,7 @@ def reference(frame: pd.DataFrame, key) -> pd.DataFrame:
         else:
             ops.append((scores_of[r.event_id], r.label, True))
     s, y, learn = (np.array(c) for c in zip(*ops, strict=True))
-    proba, llr = PAVCalibrator().process(s, y, learn)
+    proba, llr = PAVCalibrator(prior=None).process(s, y, learn)
     at = [j for _, j in scored]
     return pd.DataFrame({"event_id": [e for e, _ in scored], "proba": proba[at], "llr": llr[at]})
 
@@ -95,7 +95,7 @@ def keyed_reference(frame: pd.DataFrame, key) -> pd.DataFrame:
             ops.append((scores_of[r.event_id], r.label, True))
     s, y, learn = (np.array(c) for c in zip(*ops, strict=True))
     keys = np.full(s.size, str(key))
-    proba, llr = KeyedCalibrator(PAVCalibrator(), prior_strength=0).process(keys, s, y, learn)
+    proba, llr = KeyedCalibrator(PAVCalibrator(prior=None), prior_strength=0).process(keys, s, y, learn)
     at = [j for _, j in scored]
     return pd.DataFrame({"event_id": [e for e, _ in scored], "proba": proba[at], "llr": llr[at]})
 
@@ -118,7 +118,7 @@ def assert_equal_to_reference(out: pd.DataFrame, frame: pd.DataFrame, keys) -> N
 def test_per_key_outputs_equal_an_in_process_calibrator_bit_for_bit(rng):
     keys = ["a", "b", "c", "d"]
     frame = stream_rows(rng, 3000, keys, label_delay=None)
-    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator()))
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None)))
     out = run_in_batches(tester, frame, 7, rng)
     assert len(out) == len(frame)
     assert set(out["status"]) == {"scored_learned"}
@@ -130,7 +130,7 @@ def test_per_key_outputs_equal_an_in_process_calibrator_bit_for_bit(rng):
 def test_labels_arriving_later_join_their_pending_scores(rng):
     keys = [1, 2, 3]
     frame = stream_rows(rng, 2000, keys, label_delay=150)  # labels 150 events later: many batches later
-    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator()))
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None)))
     out = run_in_batches(tester, frame, 9, rng)
     assert out["status"].value_counts().to_dict() == {"scored": 2000, "learned": 2000}
     assert_equal_to_reference(out, frame, keys)
@@ -145,7 +145,7 @@ def test_labels_arriving_later_join_their_pending_scores(rng):
 
 def test_pending_scores_are_bounded_and_dropped_ones_are_reported(rng):
     frame = stream_rows(rng, 40, ["k"], label_delay=30)
-    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(), max_pending=5))
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None), max_pending=5))
     out = run_in_batches(tester, frame, 8, rng)  # the bound holds between micro-batches
     counts = out["status"].value_counts().to_dict()
     assert counts["scored"] == 40
@@ -158,7 +158,7 @@ def test_pending_scores_are_bounded_and_dropped_ones_are_reported(rng):
 
 
 def test_idle_keys_expire_after_the_ttl_and_are_reported(rng):
-    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(), ttl_ms=1000), timeMode="ProcessingTime")
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None), ttl_ms=1000), timeMode="ProcessingTime")
     frame = stream_rows(rng, 300, ["x", "y"], label_delay=None)
     first, second = frame.iloc[:200], frame.iloc[200:]
     for key in ["x", "y"]:
@@ -176,7 +176,7 @@ def test_idle_keys_expire_after_the_ttl_and_are_reported(rng):
     assert expired["n_learned"].tolist() == [int((frame["key"] == "x").sum())]
     # an expired key starts again from the template
     again = tester.testInPandas("y", second[second["key"] == "y"].drop(columns="key"))
-    expected = PAVCalibrator().prequential(*second.loc[second["key"] == "y", ["score", "label"]].to_numpy().T)[0]
+    expected = PAVCalibrator(prior=None).prequential(*second.loc[second["key"] == "y", ["score", "label"]].to_numpy().T)[0]
     assert np.array_equal(again["proba"].to_numpy(), expected)
 
 
@@ -191,7 +191,7 @@ def test_bad_rows_are_dead_letters_with_a_reason_and_change_nothing(rng):
             "order": [10.5, 20.5, 30.5, 40.5, 50.5, 55.5],
         }
     )
-    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator()))
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None)))
     out = tester.testInPandas("k", pd.concat([frame, bad], ignore_index=True))
     dead = out[out["status"].isin(["rejected", "unmatched"])].set_index("event_id")
     assert len(out) == len(frame) + len(bad)  # nothing dropped silently
@@ -202,7 +202,7 @@ def test_bad_rows_are_dead_letters_with_a_reason_and_change_nothing(rng):
     assert "neither a score nor a label" in dead.loc["empty", "error"]
     assert dead.loc["nan", "status"] == "unmatched"  # a NaN score is no score: a label row, unmatched
     good = out[out["status"] == "scored_learned"]
-    expected = PAVCalibrator().prequential(frame["score"], frame["label"])
+    expected = PAVCalibrator(prior=None).prequential(frame["score"], frame["label"])
     assert np.array_equal(good["proba"].to_numpy(), expected[0])
     assert np.array_equal(good["llr"].to_numpy(), expected[1])
     # a null key: every row is a dead letter, and no state is kept for it
@@ -221,7 +221,7 @@ def test_arguments_are_checked_before_anything_runs():
         TypeError, match=r"`calibrator` must be a streamcal.PAVCalibrator \(the template of every key\); got str"
     ):
         _fresh("pav")
-    used = PAVCalibrator().update([0.2, 0.8], [0, 1])
+    used = PAVCalibrator(prior=None).update([0.2, 0.8], [0, 1])
     with pytest.raises(ValueError, match=r"it has learned 2 events"):
         _fresh(used)
     with pytest.raises(ValueError, match=r"`max_pending` must be an int >= 0; got -3"):

@@ -94,13 +94,13 @@ class KeyedCalibrationProcessor(StatefulProcessor):
     >>> from pyspark.sql.streaming.tws_tester import TwsTester
     >>> from streamcal import PAVCalibrator
     >>> from streamcal.spark import KeyedCalibrationProcessor
-    >>> tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator()))
+    >>> tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None)))
     >>> rng = np.random.default_rng(0)
     >>> s = rng.uniform(size=200)
     >>> rows = pd.DataFrame({"event_id": None, "score": s, "label": (rng.uniform(size=200) < s) * 1.0,
     ...                      "time": None, "order": np.arange(200.0)})
     >>> out = tester.testInPandas("campaign-1", rows)
-    >>> reference = PAVCalibrator().prequential(s, rows["label"])[0]
+    >>> reference = PAVCalibrator(prior=None).prequential(s, rows["label"])[0]  # a key's own map: no score prior
     >>> out["status"].unique().tolist(), np.array_equal(out["proba"], reference)
     (['scored_learned'], True)
     """
