@@ -14,7 +14,7 @@ import numpy as np
 
 from streamcal._validation import fmt
 
-__all__ = ["KeyColumn", "as_key_column"]
+__all__ = ["KeyColumn", "KeyedRiverChecks", "as_key_column"]
 
 
 class KeyColumn:
@@ -139,3 +139,25 @@ def _code_objects(arr: np.ndarray, name: str) -> KeyColumn:
     for position, key in enumerate(keys):
         order[table[key]] = position
     return KeyColumn(order[codes] if codes.size else codes, keys)
+
+
+class KeyedRiverChecks:
+    """What river's generic checks need of a keyed learner (a base, not used alone): its unit-test
+    parameters and the checks that do not apply to it."""
+
+    @classmethod
+    def _unit_test_params(cls):
+        # river's checks feed the Phishing dataset (9 features): an int-valued feature serves as
+        # the key and a probability-valued one as the score
+        yield {"key_key": "age_of_domain", "score_key": "is_popular"}
+
+    def _unit_test_skips(self):
+        return {
+            # the input is one key and one score, read by `key_key` and `score_key`: features
+            # that appear later or vanish are not inputs it could use or miss, and removing the
+            # key or the score is an error naming it, not a degraded input
+            "check_emerging_features",
+            "check_disappearing_features",
+            "check_radically_disappearing_features",
+        }
+

@@ -24,7 +24,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import keyed as _kk
 from streamcal._keyed_rows import KeyedRows, calibrator_to_row
-from streamcal._keys import as_key_column
+from streamcal._keys import KeyedRiverChecks, as_key_column
 from streamcal._locking import LockedState
 from streamcal._validation import as_1d_float, as_binary_labels, check_learn_arrays, check_same_length
 from streamcal.isotonic.streaming import PAVCalibrator
@@ -47,7 +47,7 @@ def _check_strength(value) -> None:
         raise ValueError(msg)
 
 
-class KeyedCalibrator(KeyedRows, LockedState, Persistable, Mergeable, base.Classifier):
+class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mergeable, base.Classifier):
     """One streaming calibrator per key, pooled toward the global map.
 
     Each key (an int or a string: a campaign, a merchant, a country) gets its own windowed state,
@@ -133,22 +133,6 @@ class KeyedCalibrator(KeyedRows, LockedState, Persistable, Mergeable, base.Class
         self.max_keys = max_keys
         self._init_lock()
         self._reset()
-
-    @classmethod
-    def _unit_test_params(cls):
-        # river's checks feed the Phishing dataset (9 features): an int-valued feature serves as the
-        # key and a probability-valued one as the score
-        yield {"key_key": "age_of_domain", "score_key": "is_popular"}
-
-    def _unit_test_skips(self):
-        return {
-            # the input is one key and one score, read by `key_key` and `score_key`: features that
-            # appear later or vanish are not inputs it could use or miss, and removing the key or
-            # the score is an error naming it, not a degraded input
-            "check_emerging_features",
-            "check_disappearing_features",
-            "check_radically_disappearing_features",
-        }
 
     def _check_loaded_state(self) -> None:
         """Check a restored state (``__setstate__`` does; see :mod:`streamcal._keyed_state`)."""

@@ -15,7 +15,7 @@ from river import base
 from streamcal._kernels import _config
 from streamcal._kernels import keyed_offset as _ko
 from streamcal._kernels.histogram import MAX_WEIGHT
-from streamcal._keys import as_key_column
+from streamcal._keys import KeyedRiverChecks, as_key_column
 from streamcal._locking import LockedState
 from streamcal._streaming import StreamingCalibrator
 from streamcal._validation import (
@@ -32,7 +32,7 @@ __all__ = ["KeyedOffsetCalibrator"]
 _POSITION = re.compile(r"at position (\d+)")
 
 
-class KeyedOffsetCalibrator(LockedState, base.Classifier):
+class KeyedOffsetCalibrator(KeyedRiverChecks, LockedState, base.Classifier):
     """A global streaming calibrator plus a per-key logit offset shrunk by empirical Bayes.
 
     Every event teaches one global calibrator (a copy of ``calibrator``, ``PAVCalibrator()`` by
@@ -153,22 +153,6 @@ class KeyedOffsetCalibrator(LockedState, base.Classifier):
         self.between_key_variance = between_key_variance
         self._init_lock()
         self._reset()
-
-    @classmethod
-    def _unit_test_params(cls):
-        # river's checks feed the Phishing dataset (9 features): an int-valued feature serves as
-        # the key and a probability-valued one as the score
-        yield {"key_key": "age_of_domain", "score_key": "is_popular"}
-
-    def _unit_test_skips(self):
-        return {
-            # the input is one key and one score, read by `key_key` and `score_key`: features
-            # that appear later or vanish are not inputs it could use or miss, and removing the
-            # key or the score is an error (a KeyError naming it), not a degraded input
-            "check_emerging_features",
-            "check_disappearing_features",
-            "check_radically_disappearing_features",
-        }
 
     def _reset(self) -> None:
         if self.calibrator is None:

@@ -739,6 +739,19 @@ def predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, b, s):
     return out, (math.log(q) - math.log1p(-q)) + math.log(odds_inv)
 
 
+@jit_noalloc(forceinline=True)
+def _answer(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, buckets, scores, g_p, g_llr, out_p, out_llr, i):
+    """Write event ``i``'s prediction: key ``k``'s pooled map, or the global map's (``g_p``,
+    ``g_llr``) for a key without a state or that has not learned yet."""
+    if k < 0 or kf[k, KF_N_LEARNED] == 0.0:
+        out_p[i] = g_p[i]
+        out_llr[i] = g_llr[i]
+    else:
+        p, llr = predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, buckets[i], scores[i])
+        out_p[i] = p
+        out_llr[i] = llr
+
+
 @jit_noalloc
 def run_ops(
     cfg, cen, kf, ki, ab, af, an, rb, rf, qb, qf, arena, prior, pri, sb, sw, slots, buckets, scores, labels,
@@ -760,13 +773,8 @@ def run_ops(
             ):
                 return i
         if op & 2:
-            if k < 0 or kf[k, KF_N_LEARNED] == 0.0:
-                out_p[i] = g_p[i]
-                out_llr[i] = g_llr[i]
-            else:
-                p, llr = predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, buckets[i], scores[i])
-                out_p[i] = p
-                out_llr[i] = llr
+            _answer(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, buckets, scores, g_p, g_llr, out_p,
+                    out_llr, i)
         if op & 1:
             learn_one(
                 cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, prior, pri, sb, sw, k, buckets[i], labels[i],
@@ -780,14 +788,8 @@ def predict_many(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, slots, bu
                  out_llr):
     """``(proba, llr)`` of each (key slot, score) with the current state (no learning)."""
     for i in range(slots.shape[0]):
-        k = slots[i]
-        if k < 0 or kf[k, KF_N_LEARNED] == 0.0:
-            out_p[i] = g_p[i]
-            out_llr[i] = g_llr[i]
-        else:
-            p, llr = predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, buckets[i], scores[i])
-            out_p[i] = p
-            out_llr[i] = llr
+        _answer(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, slots[i], buckets, scores, g_p, g_llr, out_p,
+                out_llr, i)
 
 
 @jit_noalloc
