@@ -109,12 +109,25 @@ class KeyedRows:
 
     # ------------------------------------------------------------------ the prior
     def _strength_now(self) -> float:
-        """The prior strength: the parameter, or the between-key estimate (``"auto"``)."""
+        """The prior strength: the parameter, or under ``"auto"`` the global window's weight, with
+        the keys' shift set from the between-key estimate (see "Shifted prior" in the kernels)."""
         if self.prior_strength != "auto":
             return float(self.prior_strength)
         total = self._global.window_weight
         k, s_o, s_e, s_e2, s_o2e = _moments(self._kf, len(self._slot_keys))
-        return auto_strength(k, s_o, s_e, s_e2, s_o2e, self._global_rate(), total)
+        rate = self._global_rate()
+        self._shift_a = auto_strength(k, s_o, s_e, s_e2, s_o2e, rate, total) * rate
+        self._shift_rho = s_o / s_e if s_e > 0.0 else 1.0
+        return max(total, 0.0)
+
+    def _odds_of(self, k: int) -> float:
+        """Key ``k``'s prior odds multiplier: the one it took, or the one it takes when next read."""
+        if self._ki[k, _kk.KI_PVER] == self._prior_ver:
+            return float(self._kf[k, _kk.KF_ODDS])
+        a, rho = self._cfg[_kk.CFG_SHIFT_A], self._cfg[_kk.CFG_SHIFT_RHO]
+        if a <= 0.0:
+            return 1.0
+        return float((self._kf[k, _kk.KF_OBS] + a) / (rho * self._kf[k, _kk.KF_EXP] + a))
 
     def _global_rate(self) -> float:
         row = self._global.window_histogram.row()
@@ -147,7 +160,8 @@ class KeyedRows:
         fitted = self._src_fitted
         total = float(weight.sum())
         cfg = self._cfg
-        self._prior = np.zeros(2 * B + 2)
+        runs = self._src_blocks.shape[1] if m > 0.0 and total > 0.0 else 0
+        self._prior = np.zeros(3 * B + 3 + 2 * runs)
         self._pri = np.empty((4, B), dtype=np.int64)
         self._pri[_kk.PR_SEG] = -1
         self._pri[_kk.PR_BLK_LAST] = 0
@@ -157,14 +171,19 @@ class KeyedRows:
         cfg[_kk.CFG_PRIOR_T_POS] = cfg[_kk.CFG_PRIOR_T_NEG] = cfg[_kk.CFG_PRIOR_PSEUDO] = 0.0
         cfg[_kk.CFG_PRIOR_VER] = float(self._prior_ver)
         cfg[_kk.CFG_PRIOR_RUNS] = 0.0
+        cfg[_kk.CFG_SHIFT_A] = cfg[_kk.CFG_SHIFT_RHO] = 0.0
         if m <= 0.0 or total <= 0.0:
             return
         scale = m / total
         pp = scale * weight * fitted
         pn = scale * weight * (1.0 - fitted)
         np.cumsum(pp, out=self._prior[1 : B + 1])
-        np.cumsum(pn, out=self._prior[B + 2 :])
+        np.cumsum(pn, out=self._prior[B + 2 : 2 * B + 2])
+        np.cumsum(scale * weight, out=self._prior[2 * B + 3 : 3 * B + 3])
         first, last = self._src_blocks
+        self._prior[3 * B + 3 : 3 * B + 3 + runs] = fitted[first]
+        cw = self._prior[2 * B + 2 : 3 * B + 3]
+        self._prior[3 * B + 3 + runs :] = cw[last + 1] - cw[first]
         for i, (f, end) in enumerate(zip(first, last, strict=True)):
             self._pri[_kk.PR_SEG, f : end + 1] = i
         self._pri[_kk.PR_BLK_LAST, : last.size] = last
@@ -177,6 +196,9 @@ class KeyedRows:
         cfg[_kk.CFG_PRIOR_T_POS] = float(pp.sum())
         cfg[_kk.CFG_PRIOR_T_NEG] = float(pn.sum())
         cfg[_kk.CFG_PRIOR_PSEUDO] = scale * float(self._global.llr_pseudo_count)
+        if self.prior_strength == "auto":
+            cfg[_kk.CFG_SHIFT_A] = self._shift_a
+            cfg[_kk.CFG_SHIFT_RHO] = self._shift_rho
 
     # ------------------------------------------------------------------ one key as values
     def _export(self, k: int) -> dict:

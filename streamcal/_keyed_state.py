@@ -33,7 +33,7 @@ def check_keyed_state(obj) -> None:
     params = ("calibrator", "key_key", "score_key", "prior_strength", "max_keys")
     learned = ("_global", "_kf", "_ki", "_atoms_b", "_atoms_f", "_atoms_n", "_ring_b", "_ring_f", "_arena",
                "_slot_keys", "_n_learned", "_evictions", "_strength", "_next_refresh", "_src_weight",
-               "_src_fitted", "_src_blocks", "_prior_ver")
+               "_src_fitted", "_src_blocks", "_prior_ver", "_shift_a", "_shift_rho")
     c.need_keys(obj, (*params, *learned), optional=obj._UNSAVED)
     try:
         fresh = type(obj)(**{name: state[name] for name in params})
@@ -49,6 +49,8 @@ def check_keyed_state(obj) -> None:
     c.need_int(state["_next_refresh"], "_next_refresh", 1)
     c.need_float(state["_strength"], "_strength", 0.0)
     c.need_int(state["_prior_ver"], "_prior_ver", 0)
+    c.need_float(state["_shift_a"], "_shift_a", 0.0)
+    c.need_float(state["_shift_rho"], "_shift_rho", 0.0)
     if glob.n_learned != state["_n_learned"] and not state["_evictions"] >= 0:
         c.fail("`_n_learned` does not match the global calibrator.")
     keys = state["_slot_keys"]
@@ -144,6 +146,9 @@ def _check_slot(k, kf, ki, ab, af, an, rb, rf, arena, cfg, ver) -> None:
         c.fail(f"key slot {k}: expected no block cache and a prior version in [-1, {ver}].")
     if not (math.isfinite(kf[_kk.KF_PU]) and kf[_kk.KF_PU] >= 0.0):
         c.fail(f"key slot {k}: expected a finite prior unit >= 0.")
+    taken = kf[[_kk.KF_ODDS, _kk.KF_PRIOR_T_POS, _kk.KF_PRIOR_T_NEG]]
+    if not (np.isfinite(taken).all() and (taken >= 0.0).all()):
+        c.fail(f"key slot {k}: expected a finite prior odds multiplier and prior totals >= 0.")
     if ki[_kk.KI_N_POS] != int(row["n_pos"].sum()) or ki[_kk.KI_N_NEG] != int(row["n_neg"].sum()):
         c.fail(f"key slot {k}: its event counts do not add up.")
 

@@ -72,11 +72,14 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
     score_key
         Key of the score in ``x``; ``None``: the one entry of ``x`` other than ``key_key``.
     prior_strength
-        ``m``, the prior's weight in pseudo-events (``>= 0``). ``0``: every key is an independent
-        copy of the template, bit for bit. ``"auto"`` (default): ``m`` follows the data, from the
-        between-key variance of the keys' observed against expected positives (a DerSimonian–
-        Laird moment estimate, see the docs' keyed page): keys that differ little from the global
-        map pool strongly, keys that differ much pool weakly.
+        ``m``, the prior's weight in pseudo-events (``>= 0``): the global map's rates, spread over
+        the buckets like the global traffic. ``0``: every key is an independent copy of the
+        template, bit for bit. ``"auto"`` (default): each key's prior is the global map with its
+        odds multiplied by the key's own rate ratio, shrunk by empirical Bayes (observed against
+        expected positives, gamma–Poisson with a DerSimonian–Laird between-key variance; see
+        :attr:`key_shift`), at the weight of the global window: a key takes the global map's
+        shape at its own level, and its own evidence corrects that shape as it grows (the docs'
+        keyed page says how).
     max_keys
         At most this many keys keep a state: the least recently updated key is evicted when a new
         one arrives, counted in ``evictions``, and falls back to the global map. ``None``: no limit.
@@ -89,6 +92,8 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         Keys evicted by ``max_keys`` so far.
     strength : float
         The prior strength ``m`` in use (pseudo-events).
+    key_shift(key) : float
+        The odds multiplier of ``key``'s prior (1.0 unless ``prior_strength="auto"``).
 
     Examples
     --------
@@ -164,6 +169,8 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         self._n_learned = 0
         self._evictions = 0
         self._strength = 0.0
+        self._shift_a = 0.0  # the keys' shift (see KeyedRows._strength_now)
+        self._shift_rho = 1.0
         self._next_refresh = 1
         self._prior_ver = 0
         self._take_prior_source()
@@ -265,6 +272,15 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         if the key has no state."""
         with self._lock:
             return self._key_calibrator(self._slot(key))
+
+    def key_shift(self, key) -> float:
+        """The odds multiplier of ``key``'s prior: under ``prior_strength="auto"``,
+        ``(O + a) / (rho E + a)`` with ``O`` the key's observed and ``E`` its expected positives
+        (the global map's predictions before its events), ``rho`` the keys' overall ratio and ``a``
+        the between-key shape, as the prior last refreshed; 1.0 otherwise. KeyError if the key has
+        no state."""
+        with self._lock:
+            return self._odds_of(self._slot(key))
 
     def export_key(self, key) -> dict:
         """``key``'s state as plain values (numpy arrays and floats): its row and window."""

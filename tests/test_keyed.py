@@ -356,3 +356,51 @@ def test_repaired_blocks_equal_a_fresh_sweep(name, strength):
             k = np.full(grid.size, key)
             assert np.array_equal(cal.predict_proba(k, grid), fresh.predict_proba(k, grid))
             assert np.array_equal(cal.predict_llr(k, grid), fresh.predict_llr(k, grid))
+
+
+def test_auto_prior_is_the_global_map_shifted_by_each_keys_shrunk_rate_ratio():
+    # a naive rebuild of the default prior from public values: the global map's prequential
+    # predictions give each key's observed O and expected E positives; a DerSimonian–Laird
+    # estimate gives the between-key shape a; each key's prior is the global map with its odds
+    # times (O + a) / (rho E + a), at the global window's weight; the key's map is PAV over its
+    # row plus that prior. 4,096 events: the prior has just followed the global map.
+    from naive import naive_pav_bucket_blocks, naive_pav_bucket_fit
+
+    rng = np.random.default_rng(21)
+    n, n_keys = 4096, 12
+    keys = rng.integers(0, n_keys, size=n)
+    s = rng.uniform(0.05, 0.95, size=n)
+    shift = np.linspace(-1.5, 1.5, n_keys)[keys]
+    y = rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(np.log(s / (1 - s)) + shift)))
+    template = PAVCalibrator(buckets=64, interpolation="step", finite_proba=False)
+    cal = KeyedCalibrator(template).update(keys, s, y)
+
+    p_global = template.clone().prequential(s, y)[0]
+    obs = np.bincount(keys, weights=y.astype(float), minlength=n_keys)
+    exp = np.bincount(keys, weights=p_global, minlength=n_keys)
+    glob = cal.global_calibrator
+    row = glob.window_histogram.row()
+    weight = row.pos + row.neg
+    total, rate = weight.sum(), row.pos.sum() / weight.sum()
+    use = exp >= 1.0
+    o, e = obs[use], exp[use]
+    rho = o.sum() / e.sum()
+    tau2 = ((o * o / e).sum() - rho * o.sum() - rho * (use.sum() - 1)) / (e.sum() - (e * e).sum() / e.sum())
+    assert tau2 > 0.0  # the keys differ: the shift is on
+    a = min(total, rho * rho / (tau2 * rate)) * rate
+    assert cal.strength == total
+
+    q = glob.blocks().fitted
+    for key in range(n_keys):
+        odds = (obs[key] + a) / (rho * exp[key] + a)
+        assert cal.key_shift(key) == pytest.approx(odds, rel=1e-12)
+        r = q * odds / (q * odds + (1.0 - q))
+        own = cal.key_state(key).window_histogram.row()
+        pos = own.pos + cal.strength * weight / total * r
+        neg = own.neg + cal.strength * weight / total * (1.0 - r)
+        blocks = naive_pav_bucket_blocks(pos, neg)
+        _owner, fit = naive_pav_bucket_fit(blocks, glob.centres)
+        served = cal.predict_proba(np.full(64, key), glob.centres)
+        has = pos + neg > 0.0
+        np.testing.assert_allclose(served[has], fit[has], rtol=1e-9, atol=1e-12)
+    assert cal.key_shift(0) < 1.0 < cal.key_shift(n_keys - 1)  # the key's own level, found

@@ -31,6 +31,14 @@ block it rebuilds without pooling it into the stack below, from where it would r
 before; the result equals a from-scratch sweep bit for bit. A key with fewer atoms sweeps its few
 atoms and the prior's runs per prediction.
 
+Shifted prior. Under ``prior_strength="auto"`` each key's prior is the global map with its odds
+multiplied by the key's shrunk rate ratio ``e = (O + a) / (rho E + a)`` (``KF_ODDS``; ``a`` and ``rho``
+in ``cfg``): a run of the prior of weight ``W`` inside global block ``g`` (fitted ``q``) holds
+``W q e / (q e + 1 - q)`` pseudo-positives and the rest pseudo-negatives, so the rates stay equal
+inside a global block and increasing across blocks. A key takes ``e`` with the prior (see "Prior
+units"), and with it its prior's totals (``KF_PRIOR_T_POS``, ``KF_PRIOR_T_NEG``). With ``e = 1``
+the runs are read as without the shift, bit for bit.
+
 Prior units. The prior is in real units; a key's row in stored units (decay windows). A key takes
 the prior at its stored unit of the moment (``KF_PU``) the first time it is read or learned after
 the prior changed (``KI_PVER`` against ``CFG_PRIOR_VER``); between two such moments the prior decays
@@ -65,7 +73,10 @@ KF_STAMP = 6  # the global number of learned events when the key last learned (l
 KF_OBS = 7  # sum of w * y over the key's learned events (real weights): the between-key variance
 KF_EXP = 8  # sum of w * p over them, p the global map's prediction before the event
 KF_PU = 9  # the key's stored unit when it took the prior (see "Prior units")
-KF_N = 10
+KF_ODDS = 10  # the odds multiplier of the key's prior (see "Shifted prior"; 1: the global map's rates)
+KF_PRIOR_T_POS = 11  # the key's prior's pseudo-positive and pseudo-negative totals (real units)
+KF_PRIOR_T_NEG = 12
+KF_N = 13
 
 # ki: per key ints
 KI_A_OFF = 0
@@ -101,7 +112,9 @@ CFG_PRIOR_T_NEG = 11
 CFG_PRIOR_PSEUDO = 12  # extra finite-rule pseudo-count the prior carries (its share of the global's)
 CFG_PRIOR_VER = 13  # the prior's version (changes at each refresh)
 CFG_PRIOR_RUNS = 14  # the global map's number of blocks (bounds a key's prior runs)
-CFG_N = 16
+CFG_SHIFT_A = 15  # the shifted prior's gamma shape in pseudo-positives (0: no shift)
+CFG_SHIFT_RHO = 16  # the keys' mean observed / expected ratio
+CFG_N = 17
 
 # pri: the prior's int arrays (rows)
 PR_SEG = 0  # the global block holding each bucket (-1: a gap of the global map)
@@ -363,17 +376,47 @@ def _add(cfg, kf, ki, ab, af, an, rb, rf, arena, k, b, y, w, clock):
 
 # ------------------------------------------------------------------------------------ the map
 @jit_noalloc(forceinline=True)
-def _sync_prior(cfg, kf, ki, k):
+def _shifted_rate(q, e):
+    """The rate ``q`` with its odds multiplied by ``e``."""
+    qe = q * e
+    return qe / (qe + (1.0 - q))
+
+
+@jit_noalloc(forceinline=True)
+def _shifted_total(cfg, prior, e):
+    """The prior's pseudo-positive total with every global block's odds multiplied by ``e``."""
+    B = np.int64(cfg[CFG_B])
+    runs = np.int64(cfg[CFG_PRIOR_RUNS])
+    tot = 0.0
+    for g in range(runs):
+        tot += prior[3 * B + 3 + runs + g] * _shifted_rate(prior[3 * B + 3 + g], e)
+    return tot
+
+
+@jit_noalloc(forceinline=True)
+def _sync_prior(cfg, kf, ki, prior, k):
     """The key takes the current prior, at its current stored unit, if it has not yet."""
     ver = np.int64(cfg[CFG_PRIOR_VER])
     if ki[k, KI_PVER] != ver:
         ki[k, KI_PVER] = ver
         kf[k, KF_PU] = stored_unit(cfg, kf, k)
         ki[k, KI_B_VALID] = 0
+        a = cfg[CFG_SHIFT_A]
+        e = 1.0
+        if a > 0.0:
+            e = (kf[k, KF_OBS] + a) / (cfg[CFG_SHIFT_RHO] * kf[k, KF_EXP] + a)
+        kf[k, KF_ODDS] = e
+        if e == 1.0:
+            kf[k, KF_PRIOR_T_POS] = cfg[CFG_PRIOR_T_POS]
+            kf[k, KF_PRIOR_T_NEG] = cfg[CFG_PRIOR_T_NEG]
+        else:
+            tp = _shifted_total(cfg, prior, e)
+            kf[k, KF_PRIOR_T_POS] = tp
+            kf[k, KF_PRIOR_T_NEG] = (cfg[CFG_PRIOR_T_POS] + cfg[CFG_PRIOR_T_NEG]) - tp
 
 
 @jit_noalloc(forceinline=True)
-def _next_unit(cfg, prior, pri, ab, af, off, end, x, q, u):
+def _next_unit(cfg, prior, pri, ab, af, off, end, x, q, u, e):
     """The next unit of the sweep from bucket ``x`` (next key atom ``q``): a key atom plus the
     prior on its bucket, or a run of the prior inside one global block between key atoms.
 
@@ -398,16 +441,29 @@ def _next_unit(cfg, prior, pri, ab, af, off, end, x, q, u):
             top = pri[PR_NZ_PREV, hi]
             x = hi + 1
             if lo <= top:
-                p = (prior[top + 1] - prior[lo]) * u
-                n = (prior[B + 1 + top + 1] - prior[B + 1 + lo]) * u
+                if e == 1.0:
+                    p = (prior[top + 1] - prior[lo]) * u
+                    n = (prior[B + 1 + top + 1] - prior[B + 1 + lo]) * u
+                else:
+                    wsum = (prior[2 * B + 2 + top + 1] - prior[2 * B + 2 + lo]) * u
+                    p = wsum * _shifted_rate(prior[3 * B + 3 + g], e)
+                    n = wsum - p
                 if p + n > 0.0:
                     return lo, top, p, n, x, q
             continue
         p = af[0, q]
         n = af[1, q]
         if on:
-            p = p + (prior[nb + 1] - prior[nb]) * u
-            n = n + (prior[B + 1 + nb + 1] - prior[B + 1 + nb]) * u
+            if e == 1.0:
+                p = p + (prior[nb + 1] - prior[nb]) * u
+                n = n + (prior[B + 1 + nb + 1] - prior[B + 1 + nb]) * u
+            else:
+                g = pri[PR_SEG, nb]
+                if g >= 0:
+                    wb = (prior[2 * B + 2 + nb + 1] - prior[2 * B + 2 + nb]) * u
+                    pb = wb * _shifted_rate(prior[3 * B + 3 + g], e)
+                    p = p + pb
+                    n = n + (wb - pb)
         q += 1
         x = nb + 1
         if p + n > 0.0:
@@ -416,7 +472,7 @@ def _next_unit(cfg, prior, pri, ab, af, off, end, x, q, u):
 
 
 @jit_noalloc(forceinline=True)
-def _sweep_scratch(cfg, ki, ab, af, prior, pri, sb, sw, k, u):
+def _sweep_scratch(cfg, ki, ab, af, prior, pri, sb, sw, k, u, e):
     """PAV from scratch over key ``k``'s units into the scratch stack (``sb``: first, last;
     ``sw``: weights); returns the number of blocks."""
     off = ki[k, KI_A_OFF]
@@ -425,7 +481,7 @@ def _sweep_scratch(cfg, ki, ab, af, prior, pri, sb, sw, k, u):
     q = off
     sp = 0
     while True:
-        f, last, p, n, x, q = _next_unit(cfg, prior, pri, ab, af, off, end, x, q, u)
+        f, last, p, n, x, q = _next_unit(cfg, prior, pri, ab, af, off, end, x, q, u, e)
         if f < 0:
             return sp
         if sp > 0 and _violates(sw[0, sp - 1], sw[1, sp - 1], p, n):
@@ -446,7 +502,7 @@ def _sweep_scratch(cfg, ki, ab, af, prior, pri, sb, sw, k, u):
 
 
 @jit_noalloc
-def _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, c):
+def _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, e, c):
     """Repair key ``k``'s cached blocks after bucket ``c`` changed (``c = -1``: rebuild them all);
     see "Block cache". The segment has room for every block (``_block_bound``)."""
     B = pri.shape[1]
@@ -487,7 +543,7 @@ def _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, c):
     tn = 0.0
     stopped = False
     while True:
-        f, last, p, n, x, q = _next_unit(cfg, prior, pri, ab, af, off, end, x, q, u)
+        f, last, p, n, x, q = _next_unit(cfg, prior, pri, ab, af, off, end, x, q, u, e)
         if f < 0:
             break
         if has_top and _violates(tp, tn, p, n):
@@ -589,7 +645,7 @@ def _ensure_blocks(cfg, ki, arena, qb, qf, k):
 @jit_noalloc(forceinline=True)
 def learn_one(cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, prior, pri, sb, sw, k, b, y, w, t, p_global, stamp):
     """Learn one event of key ``k`` (expiry, then the event) and repair its blocks; room checked."""
-    _sync_prior(cfg, kf, ki, k)
+    _sync_prior(cfg, kf, ki, prior, k)
     kind = cfg[CFG_KIND]
     clock = t if (kind == KIND_TIME) | (kind == KIND_DECAY_TIME) else kf[k, KF_N_LEARNED]
     cached = ki[k, KI_B_CAP] > 0 and ki[k, KI_B_VALID] == 1
@@ -599,7 +655,7 @@ def learn_one(cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, prior, pri, sb, sw
         if gone < 0:
             break
         if cached:
-            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, gone)
+            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], gone)
     if _add(cfg, kf, ki, ab, af, an, rb, rf, arena, k, b, y, w, clock):
         ki[k, KI_B_VALID] = 0
         cached = False
@@ -607,9 +663,9 @@ def learn_one(cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, prior, pri, sb, sw
         u = kf[k, KF_PU]
         _ensure_blocks(cfg, ki, arena, qb, qf, k)
         if cached:
-            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, b)
+            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], b)
         else:
-            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, -1)
+            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], -1)
     kf[k, KF_STAMP] = stamp
     kf[k, KF_OBS] += w * y
     kf[k, KF_EXP] += w * p_global
@@ -704,7 +760,7 @@ def _fallback(cfg, s):
 def predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, b, s):
     """``(proba, llr)`` of score ``s`` (bucket ``b``) by key ``k``'s pooled map (its cached blocks,
     or a sweep into the scratch)."""
-    _sync_prior(cfg, kf, ki, k)
+    _sync_prior(cfg, kf, ki, prior, k)
     u = kf[k, KF_PU]
     if ki[k, KI_B_CAP] > 0 and ki[k, KI_B_VALID] == 1:
         bb = qb
@@ -715,7 +771,7 @@ def predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, b, s):
         bb = sb
         bw = sw
         o = 0
-        sp = _sweep_scratch(cfg, ki, ab, af, prior, pri, sb, sw, k, u)
+        sp = _sweep_scratch(cfg, ki, ab, af, prior, pri, sb, sw, k, u, kf[k, KF_ODDS])
     if sp == 0:
         return _fallback(cfg, s)
     p = _raw_proba(cfg, cen, bb, bw, o, sp, b, s)
@@ -729,8 +785,8 @@ def predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, b, s):
     q = lo if lo > p else p
     q = hi if hi < q else q
     out = q if cfg[CFG_FINITE] > 0.5 else p
-    t_pos = kf[k, KF_T_POS] + cfg[CFG_PRIOR_T_POS] * u
-    t_neg = kf[k, KF_T_NEG] + cfg[CFG_PRIOR_T_NEG] * u
+    t_pos = kf[k, KF_T_POS] + kf[k, KF_PRIOR_T_POS] * u
+    t_neg = kf[k, KF_T_NEG] + kf[k, KF_PRIOR_T_NEG] * u
     odds_inv = (t_neg + c) / (t_pos + c)
     r = (q * odds_inv) / (1.0 - q)
     if 0.0 < r < math.inf:
