@@ -13,6 +13,7 @@ import numpy as np
 from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import keyed as _kk
+from streamcal._kernels import pav as _pav
 from streamcal.isotonic.streaming import PAVCalibrator
 
 __all__ = ["KeyedRows", "auto_strength", "calibrator_to_row", "row_to_calibrator"]
@@ -144,13 +145,30 @@ class KeyedRows:
         self._build_prior()
 
     def _take_prior_source(self) -> None:
-        """Keep what the prior reads of the global map as it is now: the weight per bucket, the
-        fitted value per bucket and the blocks (state: the prior lags the global map)."""
+        """Keep what the prior reads of the global window as it is now: the weight per bucket and
+        its isotonic fit (state: the prior lags the global map). The fit is the window's own PAV,
+        without the template's score prior: where the global window holds evidence (the only
+        buckets the prior weighs) the two agree but for the score prior's pull, and the exact fit
+        has few blocks, which bounds the prior's runs that every key's map visits."""
         row = self._global.window_histogram.row()
-        blocks = self._global.blocks()
-        self._src_weight = np.ascontiguousarray(row.pos + row.neg)
-        self._src_fitted = np.ascontiguousarray(blocks.fitted, dtype=np.float64)
-        self._src_blocks = np.ascontiguousarray(np.stack([blocks.first, blocks.last]).astype(np.int64))
+        weight = np.ascontiguousarray(row.pos + row.neg)
+        B = weight.size
+        has = np.flatnonzero(weight > 0.0)
+        fitted = np.zeros(B)
+        first = last = np.zeros(0, dtype=np.int64)
+        if has.size:
+            ends = np.zeros(has.size, dtype=np.int64)
+            values = np.zeros(has.size)
+            sums = np.zeros(has.size)
+            n = _config.run(_pav.pav_blocks_sorted, has.size, row.pos[has] / weight[has], weight[has], ends, values,
+                            sums)
+            starts = np.concatenate([[0], ends[: n - 1]])
+            first, last = has[starts], has[ends[:n] - 1]
+            owner = np.repeat(np.arange(n), np.diff(np.concatenate([first, [B]])))
+            fitted[first[0]:] = values[:n][owner]
+        self._src_weight = weight
+        self._src_fitted = fitted
+        self._src_blocks = np.ascontiguousarray(np.stack([first, last]).astype(np.int64))
 
     def _build_prior(self) -> None:
         """The kernels' prior arrays, of strength ``_strength``, from the kept source."""

@@ -34,6 +34,7 @@ from streamcal.persist import Persistable
 __all__ = ["KeyedCalibrator"]
 
 _OP_LEARN, _OP_PREDICT, _OP_BOTH = 1, 2, 3
+_CHUNK = 1 << 20  # events per pass of a long array-face call (bounds its temporaries)
 _FIELDS = ("bucket", "pos", "neg", "n_pos", "n_neg")
 _RING_FIELDS = ("ring_bucket", "ring_weight", "ring_label", "ring_clock")
 
@@ -322,18 +323,18 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
     def update(self, keys, scores, labels, *, weights=None, times=None):
         """Learn labelled events in order; returns ``self``."""
         with self._lock:
-            self._run_checked(*self._checked(keys, scores, labels, None, weights, times, _OP_LEARN))
+            self._apply(keys, scores, labels, None, weights, times, _OP_LEARN)
         return self
 
     def prequential(self, keys, scores, labels, *, weights=None, times=None) -> tuple[np.ndarray, np.ndarray]:
         """Predict each event with the state before its label, then learn it: ``(proba, llr)``."""
         with self._lock:
-            return self._run_checked(*self._checked(keys, scores, labels, None, weights, times, _OP_BOTH))
+            return self._apply(keys, scores, labels, None, weights, times, _OP_BOTH)
 
     def process(self, keys, scores, labels, learn_mask, *, weights=None, times=None):
         """Learn where ``learn_mask``, else predict, in order: ``(proba, llr)``, NaN at learn positions."""
         with self._lock:
-            return self._run_checked(*self._checked(keys, scores, labels, learn_mask, weights, times, None))
+            return self._apply(keys, scores, labels, learn_mask, weights, times, None)
 
     def predict_proba(self, keys, scores) -> np.ndarray:
         """Calibrated probability of each (key, score) with the current state."""
@@ -344,6 +345,40 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         """Calibrated (finite) LLR of each (key, score) with the current state."""
         with self._lock:
             return self._predict(keys, scores)[1]
+
+    def _apply(self, keys, scores, labels, learn_mask, weights, times, op):
+        """Check a call whole, then run it. A call longer than ``_CHUNK`` events whose columns are
+        1-d numpy arrays of one length is checked chunk by chunk, every chunk before any is learned
+        (a failing chunk has the whole call checked, so the error names the call's position), then
+        run chunk by chunk: its temporaries stay those of one chunk, with the same results."""
+        columns = (keys, scores, labels, learn_mask, weights, times)
+        n = scores.size if type(scores) is np.ndarray else 0
+        if n <= _CHUNK or not all(c is None or (type(c) is np.ndarray and c.shape == (n,)) for c in columns):
+            return self._run_checked(*self._checked(*columns, op))
+        cuts = [(a, min(a + _CHUNK, n)) for a in range(0, n, _CHUNK)]
+        hist = self._global.window_histogram
+        last = hist.last_time() if hist.uses_times else None
+        kind = None
+        for a, z in cuts:
+            part = [c if c is None else c[a:z] for c in columns]
+            try:
+                kc, ops, _s, _b, _y, _w, t = self._checked(*part, op, last_time=last)
+                if kc.keys and kind is not None and type(kc.keys[0]) is not kind:
+                    raise TypeError
+            except (TypeError, ValueError, OverflowError):
+                self._checked(*columns, op)  # names the position in the whole call
+                raise
+            if kc.keys:
+                kind = type(kc.keys[0])
+            learned = np.flatnonzero(ops & _OP_LEARN)
+            if last is not None and learned.size:
+                last = float(t[learned[-1]])
+        out_p = np.empty(n)
+        out_llr = np.empty(n)
+        for a, z in cuts:
+            out_p[a:z], out_llr[a:z] = self._run_checked(*self._checked(*(c if c is None else c[a:z] for c in columns),
+                                                                        op))
+        return out_p, out_llr
 
     def _scores(self, scores) -> tuple[np.ndarray, np.ndarray]:
         s = as_1d_float(scores, "scores", allow_empty=True, copy=False)
@@ -366,7 +401,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
                 raise TypeError(msg)
         return kc
 
-    def _checked(self, keys, scores, labels, learn_mask, weights, times, op):
+    def _checked(self, keys, scores, labels, learn_mask, weights, times, op, *, last_time=None):
         s, b = self._scores(scores)
         kc = self._codes(keys, s.size)
         if op is None:
@@ -380,7 +415,8 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         window = type(self._global.window_histogram.window).__name__
         y, w, t = check_learn_arrays(
             s.size, labels, weights, times, learn, max_weight=_h.MAX_WEIGHT, needs_times=hist.uses_times,
-            last_time=hist.last_time() if hist.uses_times else None, window_name=window, weights_name="weights",
+            last_time=(hist.last_time() if last_time is None else last_time) if hist.uses_times else None,
+            window_name=window, weights_name="weights",
         )
         return kc, ops, s, b, y, w, t
 

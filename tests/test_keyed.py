@@ -404,3 +404,62 @@ def test_auto_prior_is_the_global_map_shifted_by_each_keys_shrunk_rate_ratio():
         has = pos + neg > 0.0
         np.testing.assert_allclose(served[has], fit[has], rtol=1e-9, atol=1e-12)
     assert cal.key_shift(0) < 1.0 < cal.key_shift(n_keys - 1)  # the key's own level, found
+
+
+@pytest.mark.parametrize("name", ["unbounded", "count", "decay", "time"])
+def test_long_calls_run_in_chunks_with_the_same_results(monkeypatch, name):
+    # a call longer than the chunk is checked whole, then run chunk by chunk: the same bits and
+    # the same state as one pass, with eviction, late labels (process) and every window kind
+    import streamcal.keyed as keyed_module
+
+    keys, s, y, w, t = stream(n=3000, n_keys=40, seed=17)
+    learn = np.random.default_rng(17).uniform(size=3000) < 0.7
+    whole = KeyedCalibrator(TEMPLATES[name], max_keys=25)
+    expected = whole.prequential(keys, s, y, weights=w, times=t)
+    expected_process = whole.process(keys, s, y, learn, weights=w, times=t + t[-1])
+    monkeypatch.setattr(keyed_module, "_CHUNK", 97)
+    chunked = KeyedCalibrator(TEMPLATES[name], max_keys=25)
+    got = chunked.prequential(keys, s, y, weights=w, times=t)
+    got_process = chunked.process(keys, s, y, learn, weights=w, times=t + t[-1])
+    for a, b in zip((*expected, *expected_process), (*got, *got_process), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert chunked.evictions == whole.evictions > 0
+    assert sorted(chunked.keys()) == sorted(whole.keys())
+    for key in whole.keys():  # noqa: SIM118 (a calibrator: iterating it is not iterating its keys)
+        ours, theirs = chunked.export_key(key), whole.export_key(key)
+        for field, value in theirs.items():
+            np.testing.assert_array_equal(ours[field], value)
+
+
+def test_a_bad_value_in_a_later_chunk_names_its_position_and_changes_nothing(monkeypatch):
+    import streamcal.keyed as keyed_module
+
+    monkeypatch.setattr(keyed_module, "_CHUNK", 100)
+    keys, s, y, _w, t = stream(n=1000, n_keys=5, seed=2)
+    cal = KeyedCalibrator(PAVCalibrator(window=TimeWindow(30.0), prior=None))
+    cal.update(keys[:10], s[:10], y[:10], times=t[:10])
+    before = pickle_bytes(cal)
+    bad = s[10:].copy()
+    bad[731] = np.nan
+    with pytest.raises(ValueError, match="position 731"):
+        cal.prequential(keys[10:], bad, y[10:], times=t[10:])
+    assert pickle_bytes(cal) == before
+    late = t[10:].copy()
+    late[650] = late[649] - 1.0  # out of order inside a later chunk
+    with pytest.raises(ValueError, match="650"):
+        cal.update(keys[10:], s[10:], y[10:], times=late)
+    assert pickle_bytes(cal) == before
+    mixed = keys[10:].astype(object)
+    mixed[555] = "five"
+    with pytest.raises(ValueError, match="position 555"):
+        cal.update(mixed, s[10:], y[10:], times=t[10:])
+    mixed[500:600] = "five"  # a whole chunk of strings after chunks of ints
+    with pytest.raises(ValueError, match="position 500"):
+        cal.update(mixed, s[10:], y[10:], times=t[10:])
+    assert pickle_bytes(cal) == before
+
+
+def pickle_bytes(cal):
+    import pickle
+
+    return pickle.dumps(cal)
