@@ -109,6 +109,17 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
     0.7
     """
 
+    def __new__(cls, calibrator=None, *args, **kwargs):
+        # every template but a fixed-edge PAVCalibrator: one template clone per key
+        # (streamcal._keyed_templates.TemplateKeyedCalibrator)
+        if cls is KeyedCalibrator and calibrator is not None and not (
+            type(calibrator) is PAVCalibrator and calibrator.window_histogram.built
+        ):
+            from streamcal._keyed_templates import TemplateKeyedCalibrator
+
+            cls = TemplateKeyedCalibrator
+        return super().__new__(cls)
+
     def __init__(self, calibrator=None, *, key_key: str = "key", score_key=None, prior_strength="auto",
                  max_keys: int | None = None):
         if calibrator is not None and not isinstance(calibrator, PAVCalibrator):
