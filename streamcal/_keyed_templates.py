@@ -130,11 +130,16 @@ class TemplateKeyedCalibrator(KeyedCalibrator):
     [0.2, 0.5, 0.7]
     """
 
-    def __init__(self, calibrator=None, *, key_key: str = "key", score_key=None, prior_strength="auto",
-                 max_keys: int | None = None):
-        if calibrator is not None and not (
-            isinstance(calibrator, StreamingCalibrator) and not calibrator._multiclass
-        ):
+    def __init__(
+        self,
+        calibrator=None,
+        *,
+        key_key: str = "key",
+        score_key=None,
+        prior_strength="auto",
+        max_keys: int | None = None,
+    ):
+        if calibrator is not None and not (isinstance(calibrator, StreamingCalibrator) and not calibrator._multiclass):
             msg = (
                 "`calibrator` must be a streamcal streaming binary calibrator (the template of every key's "
                 f"state) or None; got {type(calibrator).__name__}."
@@ -178,9 +183,10 @@ class TemplateKeyedCalibrator(KeyedCalibrator):
         self._global = template.clone()
         if not _pools(template) and self.prior_strength != 0:
             why = (
-                "its map is not refitted from the histogram row"
-                if not isinstance(template, RefitCalibrator)
-                else "its quantile bucket edges are learned per key"
+                "its bucket edges are learned per key from a quantile warm-up, and pooling needs fixed bucket "
+                "edges (streamcal.buckets.Edges)"
+                if not template.window_histogram.built
+                else "its map is fitted in its own kernels, not refitted from a histogram row"
             )
             msg = (
                 f"`prior_strength` must be 0 for a {type(template).__name__} template ({why}: the keyed prior "
@@ -214,8 +220,7 @@ class TemplateKeyedCalibrator(KeyedCalibrator):
         self._free = [k for k, key in enumerate(self._slot_keys) if key is None]
         self._build_prior()
 
-    _CACHES = ("_pooling", "_shared_edges", "_new_key", "_slot_of", "_free", "_prior_pos", "_prior_neg",
-               "_prior_on")
+    _CACHES = ("_pooling", "_shared_edges", "_new_key", "_slot_of", "_free", "_prior_pos", "_prior_neg", "_prior_on")
     _UNSAVED = ("_lock", *_CACHES)
 
     def __getstate__(self):
@@ -243,8 +248,21 @@ class TemplateKeyedCalibrator(KeyedCalibrator):
         its own state when restored), one slot per key, the per-key sums finite."""
         state = vars(self)
         params = ("calibrator", "key_key", "score_key", "prior_strength", "max_keys")
-        learned = ("_global", "_kf", "_ki", "_cals", "_pver", "_slot_keys", "_n_learned", "_evictions",
-                   "_strength", "_next_refresh", "_prior_ver", "_src_weight", "_src_fitted")
+        learned = (
+            "_global",
+            "_kf",
+            "_ki",
+            "_cals",
+            "_pver",
+            "_slot_keys",
+            "_n_learned",
+            "_evictions",
+            "_strength",
+            "_next_refresh",
+            "_prior_ver",
+            "_src_weight",
+            "_src_fitted",
+        )
         c.need_keys(self, (*params, *learned), optional=self._UNSAVED)
         try:
             fresh = type(self)(**{name: state[name] for name in params})
@@ -273,7 +291,8 @@ class TemplateKeyedCalibrator(KeyedCalibrator):
         ki = c.need_array(state["_ki"], "_ki", np.int64, ndim=2)
         if kf.shape != (n, _kk.KF_N) or ki.shape != (n, _kk.KI_N):
             c.fail(f"`_kf`/`_ki`: expected {n} rows of {_kk.KF_N} and {_kk.KI_N} values.")
-        c.need_finite(kf, "_kf")
+        sums = np.ascontiguousarray(kf[:, [_kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP]])
+        c.need_finite(sums, "_kf", low=0.0)
         pver = c.need_array(state["_pver"], "_pver", np.int64, size=n)
         if n and not ((pver >= -2) & (pver <= state["_prior_ver"])).all():
             c.fail("`_pver`: expected prior versions between -2 and `_prior_ver`.")
@@ -500,11 +519,14 @@ class TemplateKeyedCalibrator(KeyedCalibrator):
         part = slice(pos, end)
         codes = run.kc.codes[part]
         at_pos = np.arange(pos, end)
-        slots = np.where(run.arrive[codes] <= at_pos, run.table[codes], -1)
+        arrive = run.arrive[codes]
+        slots = np.where(arrive <= at_pos, run.table[codes], -1)
         ops = run.ops[part]
         learn = run.learn[part]
-        alone = (slots < 0) & ((ops & OP_PREDICT) != 0)
+        # a key without learned events (before or at its first label) is served the global map
+        alone = ((slots < 0) | (arrive == at_pos)) & ((ops & OP_PREDICT) != 0)
         g_ops = np.where(learn, OP_LEARN, 0) | np.where(alone, OP_PREDICT, 0)
+        key_ops = np.where(arrive == at_pos, ops & OP_LEARN, ops)
         g_at = np.flatnonzero(g_ops) + pos
         if g_at.size:
             p, llr = self._global._run(
@@ -514,8 +536,7 @@ class TemplateKeyedCalibrator(KeyedCalibrator):
             run.out_p[g_at[shown]] = p[shown]
             run.out_llr[g_at[shown]] = llr[shown]
         for k, at in _groups(slots):
-            at = at + pos
-            self._run_key(k, run, at)
+            self._run_key(k, run, at + pos, key_ops[at])
         # the keys' sums, event by event in order (np.*.at), as the river face adds them
         learned = np.flatnonzero(learn)
         if learned.size:
@@ -528,10 +549,10 @@ class TemplateKeyedCalibrator(KeyedCalibrator):
                 np.add.at(self._kf[:, _kk.KF_EXP], k, run.w[at] * self._src_fitted[run.b[at]])
         run.arrive[codes] = -1  # every key of the segment now holds its state from the start
 
-    def _run_key(self, k: int, run, at: np.ndarray) -> None:
-        """Key ``k``'s events ``at`` through its calibrator (under the prior while it pools)."""
+    def _run_key(self, k: int, run, at: np.ndarray, ops: np.ndarray) -> None:
+        """Key ``k``'s operations ``ops`` on events ``at`` through its calibrator (under the
+        prior while it pools)."""
         cal = self._cals[k]
-        ops = run.ops[at]
         first = 0
         if self._pver[k] != self._current_pver():
             # a map refitted every refit_every labels takes the moved prior before its next
@@ -539,10 +560,15 @@ class TemplateKeyedCalibrator(KeyedCalibrator):
             learns = np.flatnonzero((ops & OP_LEARN) != 0)
             if getattr(cal, "refit_every", None) is None:
                 self._follow_prior(k, lazy_only=False)
-            elif learns.size:
+            elif learns.size:  # up to the first label's prediction, the refit, then the label on
                 first = int(learns[0])
-                self._ops_through(cal, run, at[:first], ops[:first])
+                head = ops[: first + 1].copy()
+                head[-1] &= OP_PREDICT
+                kept = head != 0
+                self._ops_through(cal, run, at[: first + 1][kept], head[kept])
                 self._follow_prior(k, lazy_only=False)
+                ops = ops.copy()
+                ops[first] &= OP_LEARN
         self._ops_through(cal, run, at[first:], ops[first:])
 
     def _ops_through(self, cal, run, at: np.ndarray, ops: np.ndarray) -> None:
