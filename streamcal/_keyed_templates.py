@@ -4,10 +4,11 @@
 compiled kernels over sparse rows. Every other template (``ISplineCalibrator``,
 ``PlattCalibrator``, ``GEVCalibrator``, ``VennAbersCalibrator``, a template with quantile bucket
 edges, a calibrator of one's own) takes this path: ``KeyedCalibrator(template)`` returns a
-:class:`TemplateKeyedCalibrator`, which keeps one real clone of the template per key (without
-its score prior, ``prior=None``: the keyed prior takes its place) and one clone learning every
-event, the global map. Each key runs its own events through its clone's array face, so a key is
-the template itself, with its dense histogram, its window and its refit policy.
+``streamcal.keyed.TemplateKeyedCalibrator`` (:class:`TemplateKeys` before ``KeyedCalibrator``),
+which keeps one real clone of the template per key (without its score prior, ``prior=None``: the
+keyed prior takes its place) and one clone learning every event, the global map. Each key runs
+its own events through its clone's array face, so a key is the template itself, with its dense
+histogram, its window and its refit policy.
 
 Pooling works for templates whose map is refitted from the histogram
 (:class:`streamcal._refit.RefitCalibrator`, with fixed bucket edges): while a key's clone runs,
@@ -23,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import heapq
+import math
 import numbers
 
 import numpy as np
@@ -35,9 +37,8 @@ from streamcal._refit import RefitCalibrator
 from streamcal._streaming import StreamingCalibrator
 from streamcal._validation import as_1d_float
 from streamcal.exceptions import StateFileError
-from streamcal.keyed import KeyedCalibrator, _check_strength
 
-__all__ = ["TemplateKeyedCalibrator", "pooled_histogram"]
+__all__ = ["TemplateKeys", "check_template_keyed_state", "pooled_histogram"]
 
 
 @contextlib.contextmanager
@@ -68,6 +69,34 @@ def _pools(template: StreamingCalibrator) -> bool:
     return isinstance(template, RefitCalibrator) and template.window_histogram.built
 
 
+def _check_params(calibrator, key_key, prior_strength, max_keys) -> None:
+    """The constructor's checks (the PAV path's, with any streaming binary calibrator as template)."""
+    if calibrator is not None and not (isinstance(calibrator, StreamingCalibrator) and not calibrator._multiclass):
+        msg = (
+            "`calibrator` must be a streamcal streaming binary calibrator (the template of every key's "
+            f"state) or None; got {type(calibrator).__name__}."
+        )
+        raise TypeError(msg)
+    if not isinstance(key_key, str):
+        msg = f"`key_key` must be a string; got {key_key!r}."
+        raise TypeError(msg)
+    strength_ok = isinstance(prior_strength, str) and prior_strength == "auto"
+    strength_ok = strength_ok or (
+        isinstance(prior_strength, numbers.Real)
+        and not isinstance(prior_strength, bool)
+        and math.isfinite(prior_strength)
+        and prior_strength >= 0
+    )
+    if not strength_ok:
+        msg = f'`prior_strength` must be "auto" or a finite number >= 0 (pseudo-events); got {prior_strength!r}.'
+        raise ValueError(msg)
+    if max_keys is not None and (
+        not isinstance(max_keys, numbers.Integral) or isinstance(max_keys, bool) or max_keys < 1
+    ):
+        msg = f"`max_keys` must be None or an integer >= 1; got {max_keys!r}."
+        raise ValueError(msg)
+
+
 class _Arrivals:
     """The keys without a state that learn in a checked operation sequence: a heap of (next
     learn position, code), as the PAV path's loop orders them."""
@@ -89,13 +118,14 @@ class _Arrivals:
             heapq.heappush(self.heap, (int(self.positions[j]), code))
 
 
-class TemplateKeyedCalibrator(KeyedCalibrator):
-    """:class:`streamcal.KeyedCalibrator` over any streaming binary calibrator: one clone of the
-    template per key, pooled toward the global map for templates refitted from the histogram.
+class TemplateKeys:
+    """What :class:`streamcal.keyed.TemplateKeyedCalibrator` adds to :class:`streamcal.KeyedCalibrator`
+    (a base placed before it, not used alone): one clone of the template per key, pooled toward the
+    global map for templates refitted from the histogram.
 
-    ``KeyedCalibrator(template)`` returns this class for every template other than a
-    fixed-edge :class:`streamcal.PAVCalibrator`; the parameters, faces, inspection, eviction,
-    persistence and merging are :class:`streamcal.KeyedCalibrator`'s.
+    ``KeyedCalibrator(template)`` returns a ``TemplateKeyedCalibrator`` for every template other
+    than a fixed-edge :class:`streamcal.PAVCalibrator`; the parameters, faces, inspection,
+    eviction, persistence and merging are :class:`streamcal.KeyedCalibrator`'s.
 
     Parameters
     ----------
@@ -127,7 +157,7 @@ class TemplateKeyedCalibrator(KeyedCalibrator):
     'TemplateKeyedCalibrator'
     >>> proba, llr = cal.prequential(keys, scores, labels)
     >>> np.round(cal.predict_proba([0, 1, 2], [0.5, 0.5, 0.5]), 1).tolist()
-    [0.2, 0.5, 0.7]
+    [0.3, 0.5, 0.8]
     """
 
     def __init__(
@@ -139,21 +169,7 @@ class TemplateKeyedCalibrator(KeyedCalibrator):
         prior_strength="auto",
         max_keys: int | None = None,
     ):
-        if calibrator is not None and not (isinstance(calibrator, StreamingCalibrator) and not calibrator._multiclass):
-            msg = (
-                "`calibrator` must be a streamcal streaming binary calibrator (the template of every key's "
-                f"state) or None; got {type(calibrator).__name__}."
-            )
-            raise TypeError(msg)
-        if not isinstance(key_key, str):
-            msg = f"`key_key` must be a string; got {key_key!r}."
-            raise TypeError(msg)
-        _check_strength(prior_strength)
-        if max_keys is not None and (
-            not isinstance(max_keys, numbers.Integral) or isinstance(max_keys, bool) or max_keys < 1
-        ):
-            msg = f"`max_keys` must be None or an integer >= 1; got {max_keys!r}."
-            raise ValueError(msg)
+        _check_params(calibrator, key_key, prior_strength, max_keys)
         self.calibrator = calibrator
         self.key_key = key_key
         self.score_key = score_key
@@ -233,6 +249,9 @@ class TemplateKeyedCalibrator(KeyedCalibrator):
         state["_pver"] = np.ascontiguousarray(state["_pver"][:n])
         return state
 
+    def _check_loaded_state(self) -> None:
+        check_template_keyed_state(self)
+
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._init_lock()
@@ -241,74 +260,6 @@ class TemplateKeyedCalibrator(KeyedCalibrator):
                 self.__dict__[name] = np.array(value, order="C", copy=True)
         self._check_loaded_state()
         self._rebuild_caches()
-
-    def _check_loaded_state(self) -> None:
-        """The restored attributes are those of this class with its parameters: the global
-        calibrator and each key's calibrator of the template's class and parameters (each checked
-        its own state when restored), one slot per key, the per-key sums finite."""
-        state = vars(self)
-        params = ("calibrator", "key_key", "score_key", "prior_strength", "max_keys")
-        learned = (
-            "_global",
-            "_kf",
-            "_ki",
-            "_cals",
-            "_pver",
-            "_slot_keys",
-            "_n_learned",
-            "_evictions",
-            "_strength",
-            "_next_refresh",
-            "_prior_ver",
-            "_src_weight",
-            "_src_fitted",
-        )
-        c.need_keys(self, (*params, *learned), optional=self._UNSAVED)
-        try:
-            fresh = type(self)(**{name: state[name] for name in params})
-        except (TypeError, ValueError, OverflowError) as exc:
-            c.fail(f"invalid parameters for {type(self).__name__}: {exc}")
-        _need_like(state["_global"], fresh._global, "_global")
-        c.need_int(state["_n_learned"], "_n_learned", 0)
-        c.need_int(state["_evictions"], "_evictions", 0)
-        c.need_int(state["_next_refresh"], "_next_refresh", 1)
-        c.need_float(state["_strength"], "_strength", 0.0)
-        c.need_int(state["_prior_ver"], "_prior_ver", 0)
-        keys = state["_slot_keys"]
-        cals = state["_cals"]
-        if type(keys) is not list or type(cals) is not list or len(cals) != len(keys):
-            c.fail("`_slot_keys`/`_cals`: expected two lists of one entry per slot.")
-        live = [key for key in keys if key is not None]
-        kinds = {type(key) for key in live}
-        if not kinds <= {int, str} or len(kinds) > 1:
-            c.fail("`_slot_keys`: expected ints or strings (one kind) and None.")
-        if len(set(live)) != len(live):
-            c.fail("`_slot_keys`: a key appears twice.")
-        if self.max_keys is not None and len(live) > self.max_keys:
-            c.fail(f"`_slot_keys`: {len(live)} keys hold a state; max_keys is {self.max_keys}.")
-        n = len(keys)
-        kf = c.need_array(state["_kf"], "_kf", np.float64, ndim=2)
-        ki = c.need_array(state["_ki"], "_ki", np.int64, ndim=2)
-        if kf.shape != (n, _kk.KF_N) or ki.shape != (n, _kk.KI_N):
-            c.fail(f"`_kf`/`_ki`: expected {n} rows of {_kk.KF_N} and {_kk.KI_N} values.")
-        sums = np.ascontiguousarray(kf[:, [_kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP]])
-        c.need_finite(sums, "_kf", low=0.0)
-        pver = c.need_array(state["_pver"], "_pver", np.int64, size=n)
-        if n and not ((pver >= -2) & (pver <= state["_prior_ver"])).all():
-            c.fail("`_pver`: expected prior versions between -2 and `_prior_ver`.")
-        for k, (key, cal) in enumerate(zip(keys, cals, strict=True)):
-            if key is None:
-                if cal is not None:
-                    c.fail(f"`_cals[{k}]`: expected None for a free slot.")
-                continue
-            _need_like(cal, fresh._new_key, f"_cals[{k}]")
-        B = fresh._global.n_buckets if fresh._pooling else 0
-        weight = c.need_array(state["_src_weight"], "_src_weight", np.float64, size=B)
-        fitted = c.need_array(state["_src_fitted"], "_src_fitted", np.float64, size=B)
-        c.need_finite(weight, "_src_weight")
-        c.need_finite(fitted, "_src_fitted")
-        if not ((weight >= 0).all() and (fitted >= 0).all() and (fitted <= 1).all()):
-            c.fail("`_src_weight`/`_src_fitted`: expected weights >= 0 and rates in [0, 1].")
 
     # ------------------------------------------------------------------ slots
     def _new_slot(self, key) -> int:
@@ -611,6 +562,76 @@ class TemplateKeyedCalibrator(KeyedCalibrator):
             if key is not None and self._pver[k] == -2:
                 self._follow_prior(k, lazy_only=False)
         return self
+
+
+def check_template_keyed_state(obj) -> None:
+    """Raise :class:`streamcal.exceptions.StateFileError` unless ``obj``'s restored attributes are
+    those of its class with its parameters: the global
+    calibrator and each key's calibrator of the template's class and parameters (each checked
+    its own state when restored), one slot per key, the per-key sums finite."""
+    state = vars(obj)
+    params = ("calibrator", "key_key", "score_key", "prior_strength", "max_keys")
+    learned = (
+        "_global",
+        "_kf",
+        "_ki",
+        "_cals",
+        "_pver",
+        "_slot_keys",
+        "_n_learned",
+        "_evictions",
+        "_strength",
+        "_next_refresh",
+        "_prior_ver",
+        "_src_weight",
+        "_src_fitted",
+    )
+    c.need_keys(obj, (*params, *learned), optional=obj._UNSAVED)
+    try:
+        fresh = type(obj)(**{name: state[name] for name in params})
+    except (TypeError, ValueError, OverflowError) as exc:
+        c.fail(f"invalid parameters for {type(obj).__name__}: {exc}")
+    _need_like(state["_global"], fresh._global, "_global")
+    c.need_int(state["_n_learned"], "_n_learned", 0)
+    c.need_int(state["_evictions"], "_evictions", 0)
+    c.need_int(state["_next_refresh"], "_next_refresh", 1)
+    c.need_float(state["_strength"], "_strength", 0.0)
+    c.need_int(state["_prior_ver"], "_prior_ver", 0)
+    keys = state["_slot_keys"]
+    cals = state["_cals"]
+    if type(keys) is not list or type(cals) is not list or len(cals) != len(keys):
+        c.fail("`_slot_keys`/`_cals`: expected two lists of one entry per slot.")
+    live = [key for key in keys if key is not None]
+    kinds = {type(key) for key in live}
+    if not kinds <= {int, str} or len(kinds) > 1:
+        c.fail("`_slot_keys`: expected ints or strings (one kind) and None.")
+    if len(set(live)) != len(live):
+        c.fail("`_slot_keys`: a key appears twice.")
+    if obj.max_keys is not None and len(live) > obj.max_keys:
+        c.fail(f"`_slot_keys`: {len(live)} keys hold a state; max_keys is {obj.max_keys}.")
+    n = len(keys)
+    kf = c.need_array(state["_kf"], "_kf", np.float64, ndim=2)
+    ki = c.need_array(state["_ki"], "_ki", np.int64, ndim=2)
+    if kf.shape != (n, _kk.KF_N) or ki.shape != (n, _kk.KI_N):
+        c.fail(f"`_kf`/`_ki`: expected {n} rows of {_kk.KF_N} and {_kk.KI_N} values.")
+    sums = np.ascontiguousarray(kf[:, [_kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP]])
+    c.need_finite(sums, "_kf", low=0.0)
+    pver = c.need_array(state["_pver"], "_pver", np.int64, size=n)
+    if n and not ((pver >= -2) & (pver <= state["_prior_ver"])).all():
+        c.fail("`_pver`: expected prior versions between -2 and `_prior_ver`.")
+    for k, (key, cal) in enumerate(zip(keys, cals, strict=True)):
+        if key is None:
+            if cal is not None:
+                c.fail(f"`_cals[{k}]`: expected None for a free slot.")
+            continue
+        _need_like(cal, fresh._new_key, f"_cals[{k}]")
+    B = fresh._global.n_buckets if fresh._pooling else 0
+    weight = c.need_array(state["_src_weight"], "_src_weight", np.float64, size=B)
+    fitted = c.need_array(state["_src_fitted"], "_src_fitted", np.float64, size=B)
+    c.need_finite(weight, "_src_weight")
+    c.need_finite(fitted, "_src_fitted")
+    if not ((weight >= 0).all() and (fitted >= 0).all() and (fitted <= 1).all()):
+        c.fail("`_src_weight`/`_src_fitted`: expected weights >= 0 and rates in [0, 1].")
 
 
 class _Run:

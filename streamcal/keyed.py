@@ -24,6 +24,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import keyed as _kk
 from streamcal._keyed_rows import KeyedRows, calibrator_to_row
+from streamcal._keyed_templates import TemplateKeys
 from streamcal._keys import KeyedRiverChecks, as_key_column
 from streamcal._locking import LockedState
 from streamcal._validation import as_1d_float, as_binary_labels, check_learn_arrays, check_same_length
@@ -111,12 +112,9 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
 
     def __new__(cls, calibrator=None, *args, **kwargs):
         # every template but a fixed-edge PAVCalibrator: one template clone per key
-        # (streamcal._keyed_templates.TemplateKeyedCalibrator)
         if cls is KeyedCalibrator and calibrator is not None and not (
             type(calibrator) is PAVCalibrator and calibrator.window_histogram.built
         ):
-            from streamcal._keyed_templates import TemplateKeyedCalibrator
-
             cls = TemplateKeyedCalibrator
         return super().__new__(cls)
 
@@ -538,6 +536,11 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         self._evictions += other._evictions
         self._refresh_prior()
         return self
+
+
+class TemplateKeyedCalibrator(TemplateKeys, KeyedCalibrator):
+    """:class:`KeyedCalibrator` over any other streaming binary calibrator: one template clone per
+    key (:class:`streamcal._keyed_templates.TemplateKeys`); ``KeyedCalibrator(template)`` makes it."""
 
 
 class _Run:

@@ -20,7 +20,7 @@ from streamcal import (
     PlattCalibrator,
     VennAbersCalibrator,
 )
-from streamcal._keyed_templates import TemplateKeyedCalibrator
+from streamcal.keyed import TemplateKeyedCalibrator
 from streamcal.persist import to_bytes
 from streamcal.windows import CountWindow, Decay, TimeWindow
 
