@@ -230,13 +230,24 @@ class TemplateKeys:
     def _rebuild_caches(self) -> None:
         self._new_key = self._key_template()
         self._pooling = _pools(self._new_key)
+        self._prior_used = self._pooling and self.prior_strength != 0
         # fixed edges (no quantile warm-up): every clone has the global's layout and buckets
         self._shared_edges = self._new_key.window_histogram.built
         self._slot_of = {key: k for k, key in enumerate(self._slot_keys) if key is not None}
         self._free = [k for k, key in enumerate(self._slot_keys) if key is None]
         self._build_prior()
 
-    _CACHES = ("_pooling", "_shared_edges", "_new_key", "_slot_of", "_free", "_prior_pos", "_prior_neg", "_prior_on")
+    _CACHES = (
+        "_pooling",
+        "_prior_used",
+        "_shared_edges",
+        "_new_key",
+        "_slot_of",
+        "_free",
+        "_prior_pos",
+        "_prior_neg",
+        "_prior_on",
+    )
     _UNSAVED = ("_lock", *_CACHES)
 
     def __getstate__(self):
@@ -284,7 +295,7 @@ class TemplateKeys:
         bucket and the served map at the bucket centres (read from a copy, so that the global
         calibrator's own refits are those of the template alone)."""
         glob = self._global
-        if not _pools(glob):
+        if not (_pools(glob) and self.prior_strength != 0):
             self._src_weight = np.zeros(0)
             self._src_fitted = np.zeros(0)
             return
@@ -430,6 +441,14 @@ class TemplateKeys:
         counts = self._n_learned + np.cumsum(learn)  # the global learned count after each event
         table = np.array([self._slot_of.get(key, -1) for key in kc.keys], dtype=np.int64)
         run = _Run(kc, ops, s, b, y, w, t, out_p, out_llr, counts, table, learn)
+        if not self._prior_used:  # no prior to follow: one chunk, the refresh schedule kept as it goes
+            self._run_chunk(run, 0, n)
+            learned = self._n_learned
+            while self._next_refresh <= learned:
+                self._n_learned = self._next_refresh
+                self._refresh_prior()
+            self._n_learned = learned
+            return out_p, out_llr
         pos = 0
         while pos < n:
             stop = n
@@ -625,7 +644,7 @@ def check_template_keyed_state(obj) -> None:
                 c.fail(f"`_cals[{k}]`: expected None for a free slot.")
             continue
         _need_like(cal, fresh._new_key, f"_cals[{k}]")
-    B = fresh._global.n_buckets if fresh._pooling else 0
+    B = fresh._global.n_buckets if fresh._prior_used else 0
     weight = c.need_array(state["_src_weight"], "_src_weight", np.float64, size=B)
     fitted = c.need_array(state["_src_fitted"], "_src_fitted", np.float64, size=B)
     c.need_finite(weight, "_src_weight")
