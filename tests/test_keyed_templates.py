@@ -205,8 +205,10 @@ def test_strength_moves_each_key_between_its_own_map_and_the_global(name):
     assert np.abs(mid - glob).mean() < np.abs(glob - own).mean()
 
 
-@pytest.mark.parametrize("name", MONOTONE)
-@pytest.mark.parametrize("strength", [0, 7.0, 300.0, "auto"])
+@pytest.mark.parametrize(
+    ("name", "strength"),
+    [*((name, m) for name in MONOTONE for m in (0, 7.0, 300.0, "auto")), ("pav-quantile", 0)],
+)
 @pytest.mark.parametrize("seed", [0, 1])
 def test_every_key_map_is_monotone_after_every_event(name, strength, seed):
     keys, s, y, w, _t = stream(n=120, n_keys=3, seed=seed)
