@@ -5,6 +5,7 @@ Run from the repository root::
 
     PYTHONPATH=. python benchmarks/bench_keyed_templates.py                 # 20,000 events, 200 keys
     PYTHONPATH=. python benchmarks/bench_keyed_templates.py --events 5000 --rounds 1   # a quick look
+    PYTHONPATH=. python benchmarks/bench_keyed_templates.py --events 2e5 --only Venn PAV   # some templates
 
 Stream (seeded, generated in this process): ``--keys`` keys with Zipf(1.1) traffic (key of rank
 ``r`` drawn with probability proportional to ``r ** -1.1``); click-like scores ``s = expit(z)``,
@@ -104,6 +105,7 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--only", nargs="*", default=None, help="the templates whose name starts with one of these")
     args = parser.parse_args()
     use_compiled_kernels()  # steady state: numba's code from the first call (docs/first_calls.md)
     keys, s, y = make_stream(int(args.events), args.keys)
@@ -113,6 +115,8 @@ def main() -> None:
         + ("" if args.no_memory else f" {'heap B/key':>11s} {'saved B/key':>12s}")
     )
     for name in TEMPLATES:
+        if args.only and not any(name.startswith(prefix) for prefix in args.only):
+            continue
         r = throughput(name, keys, s, y, args.rounds)
         line = (
             f"{name:38s} {r['strength']!s:>5s} {r['keyed']:11,.0f} {r['unkeyed']:13,.0f} "
