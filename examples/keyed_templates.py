@@ -9,7 +9,7 @@ The stream: 40 keys with Zipf traffic, each with its own shift of the score's lo
 prequential log loss of the global calibrator (one for all keys), of independent copies per key and
 of the pooled keyed calibrator, for each template.
 
-Run: ``python examples/keyed_templates.py [--events 20000]``
+Install: ``pip install .`` (the plain install). Run: ``python examples/keyed_templates.py [--events 20000]``
 """
 
 from __future__ import annotations
