@@ -24,6 +24,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import keyed as _kk
 from streamcal._keyed_rows import KeyedRows, calibrator_to_row
+from streamcal._keyed_templates import TemplateKeys
 from streamcal._keys import KeyedRiverChecks, as_key_column
 from streamcal._locking import LockedState
 from streamcal._validation import as_1d_float, as_binary_labels, check_learn_arrays, check_same_length
@@ -114,6 +115,14 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
     >>> round(cal.predict_proba_one({"key": 2, "score": 0.5})[True], 1)
     0.7
     """
+
+    def __new__(cls, calibrator=None, *args, **kwargs):
+        # every template but a fixed-edge PAVCalibrator: one template clone per key
+        if cls is KeyedCalibrator and calibrator is not None and not (
+            type(calibrator) is PAVCalibrator and calibrator.window_histogram.built
+        ):
+            cls = TemplateKeyedCalibrator
+        return super().__new__(cls)
 
     def __init__(self, calibrator=None, *, key_key: str = "key", score_key=None, prior_strength="auto",
                  max_keys: int | None = None):
@@ -579,6 +588,11 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         self._evictions += other._evictions
         self._refresh_prior()
         return self
+
+
+class TemplateKeyedCalibrator(TemplateKeys, KeyedCalibrator):
+    """:class:`KeyedCalibrator` over any other streaming binary calibrator: one template clone per
+    key (:class:`streamcal._keyed_templates.TemplateKeys`); ``KeyedCalibrator(template)`` makes it."""
 
 
 class _Run:

@@ -1,0 +1,696 @@
+"""Keyed calibration over any streaming binary calibrator: one template clone per key.
+
+:class:`streamcal.KeyedCalibrator` runs a fixed-edge ``PAVCalibrator`` template in its own
+compiled kernels over sparse rows. Every other template (``ISplineCalibrator``,
+``PlattCalibrator``, ``GEVCalibrator``, ``VennAbersCalibrator``, a template with quantile bucket
+edges, a calibrator of one's own) takes this path: ``KeyedCalibrator(template)`` returns a
+``streamcal.keyed.TemplateKeyedCalibrator`` (:class:`TemplateKeys` before ``KeyedCalibrator``),
+which keeps one real clone of the template per key (without its score prior, ``prior=None``: the
+keyed prior takes its place) and one clone learning every event, the global map. Each key runs
+its own events through its clone's array face, so a key is the template itself, with its dense
+histogram, its window and its refit policy.
+
+Pooling works for templates whose map is refitted from the histogram
+(:class:`streamcal._refit.RefitCalibrator`, with fixed bucket edges): while a key's clone runs,
+its refits read its window plus the keyed prior's pseudo-counts, ``m w_b q_b / W`` positives and
+``m w_b (1 - q_b) / W`` negatives in bucket ``b`` (the rule of the PAV path, with ``q_b`` the
+global map at the bucket centre). A map fitted in the PAV kernels (Venn–Abers, PAV over quantile
+edges) reads no histogram row to add them to, and a template with quantile edges learns its own
+edges per key, so these templates take ``prior_strength=0`` only: independent copies per key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import heapq
+import math
+import numbers
+
+import numpy as np
+
+from streamcal import _state_check as c
+from streamcal._kernels import keyed as _kk
+from streamcal._locking import LockedState
+from streamcal._operations import OP_LEARN, OP_PREDICT
+from streamcal._refit import RefitCalibrator
+from streamcal._streaming import StreamingCalibrator
+from streamcal._validation import as_1d_float
+from streamcal.exceptions import StateFileError
+
+__all__ = ["TemplateKeys", "check_template_keyed_state", "pooled_histogram"]
+
+
+@contextlib.contextmanager
+def pooled_histogram(cal: RefitCalibrator, prior_pos: np.ndarray | None, prior_neg: np.ndarray | None):
+    """While open, ``cal.histogram()`` (what its refits read) returns its window plus the prior's
+    pseudo-counts (real units, one per bucket); ``prior_pos is None``: nothing changes. The
+    calibrator is the keyed calibrator's own (never handed out), and the override is an instance
+    attribute removed on leaving, so it is never copied, saved or seen outside."""
+    if prior_pos is None:
+        yield
+        return
+    own = cal.histogram
+
+    def window_plus_prior():
+        centres, pos, neg = own()
+        return centres, pos + prior_pos, neg + prior_neg
+
+    cal.histogram = window_plus_prior
+    try:
+        yield
+    finally:
+        del cal.histogram
+
+
+def _pools(template: StreamingCalibrator) -> bool:
+    """Whether the keyed prior can pool ``template``'s keys: a map refitted from the histogram
+    row (``histogram()``) over bucket edges every key shares."""
+    return isinstance(template, RefitCalibrator) and template.window_histogram.built
+
+
+def _check_params(calibrator, key_key, prior_strength, max_keys) -> None:
+    """The constructor's checks (the PAV path's, with any streaming binary calibrator as template)."""
+    if calibrator is not None and not (isinstance(calibrator, StreamingCalibrator) and not calibrator._multiclass):
+        msg = (
+            "`calibrator` must be a streamcal streaming binary calibrator (the template of every key's "
+            f"state) or None; got {type(calibrator).__name__}."
+        )
+        raise TypeError(msg)
+    if not isinstance(key_key, str):
+        msg = f"`key_key` must be a string; got {key_key!r}."
+        raise TypeError(msg)
+    strength_ok = isinstance(prior_strength, str) and prior_strength == "auto"
+    strength_ok = strength_ok or (
+        isinstance(prior_strength, numbers.Real)
+        and not isinstance(prior_strength, bool)
+        and math.isfinite(prior_strength)
+        and prior_strength >= 0
+    )
+    if not strength_ok:
+        msg = f'`prior_strength` must be "auto" or a finite number >= 0 (pseudo-events); got {prior_strength!r}.'
+        raise ValueError(msg)
+    if max_keys is not None and (
+        not isinstance(max_keys, numbers.Integral) or isinstance(max_keys, bool) or max_keys < 1
+    ):
+        msg = f"`max_keys` must be None or an integer >= 1; got {max_keys!r}."
+        raise ValueError(msg)
+
+
+class _Arrivals:
+    """The keys without a state that learn in a checked operation sequence: a heap of (next
+    learn position, code), as the PAV path's loop orders them."""
+
+    def __init__(self, codes: np.ndarray, n_codes: int, learn: np.ndarray, table: np.ndarray):
+        learn_pos = np.flatnonzero(learn)
+        learn_codes = codes[learn_pos]
+        order = np.argsort(learn_codes, kind="stable")
+        self.positions = learn_pos[order]  # each code's learn positions, in order
+        self.starts = np.searchsorted(learn_codes[order], np.arange(n_codes + 1))
+        self.heap: list = []
+        for code in np.flatnonzero(table < 0).tolist():
+            self.push_next(code, 0)
+
+    def push_next(self, code: int, after: int) -> None:
+        lo, hi = self.starts[code], self.starts[code + 1]
+        j = lo + int(np.searchsorted(self.positions[lo:hi], after))
+        if j < hi:
+            heapq.heappush(self.heap, (int(self.positions[j]), code))
+
+
+class TemplateKeys:
+    """What :class:`streamcal.keyed.TemplateKeyedCalibrator` adds to :class:`streamcal.KeyedCalibrator`
+    (a base placed before it, not used alone): one clone of the template per key, pooled toward the
+    global map for templates refitted from the histogram.
+
+    ``KeyedCalibrator(template)`` returns a ``TemplateKeyedCalibrator`` for every template other
+    than a fixed-edge :class:`streamcal.PAVCalibrator`; the parameters, faces, inspection,
+    eviction, persistence and merging are :class:`streamcal.KeyedCalibrator`'s.
+
+    Parameters
+    ----------
+    calibrator
+        The template: any streaming binary calibrator (``ISplineCalibrator``, ``PlattCalibrator``,
+        ``GEVCalibrator``, ``VennAbersCalibrator``, ``PAVCalibrator`` with quantile edges, ...).
+        Each key holds a clone of it with ``prior=None`` (where it has a score prior) and its
+        own window, map and refit policy; the global map is a clone with the template's prior.
+    key_key, score_key, max_keys
+        As in :class:`streamcal.KeyedCalibrator`.
+    prior_strength
+        ``m``, the keyed prior's weight in pseudo-events, or ``"auto"`` (the DerSimonian–Laird
+        estimate of the PAV path, from each key's observed positives against those the prior's
+        map expects). Templates refitted from the histogram with fixed bucket edges (I-spline,
+        Platt, GEV) take any strength; the others (Venn–Abers, PAV-derived maps, quantile edges)
+        take ``0`` only: independent copies per key.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamcal import KeyedCalibrator, PlattCalibrator
+    >>> rng = np.random.default_rng(0)
+    >>> keys = rng.integers(0, 3, size=3000)
+    >>> scores = rng.uniform(0.01, 0.99, size=3000)
+    >>> truth = np.clip(scores * np.array([0.5, 1.0, 1.5])[keys], 0, 1)   # key 0 over-scored, key 2 under
+    >>> labels = rng.uniform(size=3000) < truth
+    >>> cal = KeyedCalibrator(PlattCalibrator(refit_every=100))
+    >>> type(cal).__name__
+    'TemplateKeyedCalibrator'
+    >>> proba, llr = cal.prequential(keys, scores, labels)
+    >>> np.round(cal.predict_proba([0, 1, 2], [0.5, 0.5, 0.5]), 1).tolist()
+    [0.3, 0.5, 0.8]
+    """
+
+    def __init__(
+        self,
+        calibrator=None,
+        *,
+        key_key: str = "key",
+        score_key=None,
+        prior_strength="auto",
+        max_keys: int | None = None,
+    ):
+        _check_params(calibrator, key_key, prior_strength, max_keys)
+        self.calibrator = calibrator
+        self.key_key = key_key
+        self.score_key = score_key
+        self.prior_strength = prior_strength
+        self.max_keys = max_keys
+        self._init_lock()
+        self._reset()
+
+    @classmethod
+    def _unit_test_params(cls):
+        from streamcal import ISplineCalibrator, PlattCalibrator, VennAbersCalibrator
+        from streamcal.buckets import LogitGrid
+
+        for params in super()._unit_test_params():
+            yield {**params, "calibrator": ISplineCalibrator(buckets=LogitGrid(16), refit_every=7)}
+            yield {**params, "calibrator": PlattCalibrator(buckets=LogitGrid(16)), "prior_strength": 20.0}
+            yield {**params, "calibrator": VennAbersCalibrator(buckets=LogitGrid(16)), "prior_strength": 0}
+
+    # ------------------------------------------------------------------ state
+    def _template(self) -> StreamingCalibrator:
+        from streamcal.isotonic.streaming import PAVCalibrator
+
+        return self.calibrator if self.calibrator is not None else PAVCalibrator()
+
+    def _reset(self) -> None:
+        template = self._template()
+        self._global = template.clone()
+        if not _pools(template) and self.prior_strength != 0:
+            why = (
+                "its bucket edges are learned per key from a quantile warm-up, and pooling needs fixed bucket "
+                "edges (streamcal.buckets.Edges)"
+                if not template.window_histogram.built
+                else "its map is fitted in its own kernels, not refitted from a histogram row"
+            )
+            msg = (
+                f"`prior_strength` must be 0 for a {type(template).__name__} template ({why}: the keyed prior "
+                f"has nothing to pool into; each key is an independent copy); got {self.prior_strength!r}."
+            )
+            raise ValueError(msg)
+        self._kf = np.zeros((0, _kk.KF_N))
+        self._ki = np.zeros((0, _kk.KI_N), dtype=np.int64)
+        self._cals: list = []  # each slot's calibrator (None: free)
+        self._pver = np.zeros(0, dtype=np.int64)  # the prior version each key's map took (-1: none)
+        self._slot_keys: list = []
+        self._n_learned = 0
+        self._evictions = 0
+        self._strength = 0.0
+        self._next_refresh = 1
+        self._prior_ver = 0
+        self._take_prior_source()
+        self._rebuild_caches()
+
+    def _key_template(self) -> StreamingCalibrator:
+        """A fresh key calibrator: the template without its score prior."""
+        template = self._template()
+        return template.clone({"prior": None}) if "prior" in template._get_params() else template.clone()
+
+    def _rebuild_caches(self) -> None:
+        self._new_key = self._key_template()
+        self._pooling = _pools(self._new_key)
+        self._prior_used = self._pooling and self.prior_strength != 0
+        # fixed edges (no quantile warm-up): every clone has the global's layout and buckets
+        self._shared_edges = self._new_key.window_histogram.built
+        self._slot_of = {key: k for k, key in enumerate(self._slot_keys) if key is not None}
+        self._free = [k for k, key in enumerate(self._slot_keys) if key is None]
+        self._build_prior()
+
+    _CACHES = (
+        "_pooling",
+        "_prior_used",
+        "_shared_edges",
+        "_new_key",
+        "_slot_of",
+        "_free",
+        "_prior_pos",
+        "_prior_neg",
+        "_prior_on",
+    )
+    _UNSAVED = ("_lock", *_CACHES)
+
+    def __getstate__(self):
+        state = LockedState.__getstate__(self)
+        n = len(state["_slot_keys"])
+        state["_slot_keys"] = list(state["_slot_keys"])
+        state["_cals"] = list(state["_cals"])
+        state["_kf"] = np.ascontiguousarray(state["_kf"][:n])
+        state["_ki"] = np.zeros((n, _kk.KI_N), dtype=np.int64)
+        state["_pver"] = np.ascontiguousarray(state["_pver"][:n])
+        return state
+
+    def _check_loaded_state(self) -> None:
+        check_template_keyed_state(self)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._init_lock()
+        for name, value in state.items():
+            if type(value) is np.ndarray:
+                self.__dict__[name] = np.array(value, order="C", copy=True)
+        self._check_loaded_state()
+        self._rebuild_caches()
+
+    # ------------------------------------------------------------------ slots
+    def _new_slot(self, key) -> int:
+        k = super()._new_slot(key)
+        cal = self._new_key.clone()
+        if k == len(self._cals):
+            self._cals.append(cal)
+        else:
+            self._cals[k] = cal
+        if k >= self._pver.size:
+            self._pver = np.concatenate([self._pver, np.full(max(16, self._pver.size), -1, dtype=np.int64)])
+        self._pver[k] = -1
+        return k
+
+    def _drop(self, k: int) -> None:
+        super()._drop(k)
+        self._cals[k] = None
+
+    # ------------------------------------------------------------------ the prior
+    def _take_prior_source(self) -> None:
+        """Keep what the prior reads of the global map as it is now: the window's weight per
+        bucket and the served map at the bucket centres (read from a copy, so that the global
+        calibrator's own refits are those of the template alone)."""
+        glob = self._global
+        if not (_pools(glob) and self.prior_strength != 0):
+            self._src_weight = np.zeros(0)
+            self._src_fitted = np.zeros(0)
+            return
+        centres, pos, neg = glob.histogram()
+        self._src_weight = np.ascontiguousarray(pos + neg)
+        self._src_fitted = np.ascontiguousarray(copy.deepcopy(glob).predict_proba(centres), dtype=np.float64)
+
+    def _build_prior(self) -> None:
+        """The prior's pseudo-counts (real units), of strength ``_strength``, from the kept source."""
+        m = self._strength
+        weight = self._src_weight
+        total = float(weight.sum())
+        self._prior_on = bool(self._pooling and m > 0.0 and total > 0.0)
+        self._prior_pos = self._prior_neg = None
+        if self._prior_on:
+            scale = m / total
+            self._prior_pos = scale * weight * self._src_fitted
+            self._prior_neg = scale * weight * (1.0 - self._src_fitted)
+
+    def _current_pver(self) -> int:
+        return self._prior_ver if self._prior_on else -1
+
+    # ------------------------------------------------------------------ inspection and one key
+    def key_state(self, key):
+        """A copy of ``key``'s own calibrator: a template clone (``prior=None``) holding the key's
+        window, its map refitted from that window alone (without the keyed prior). KeyError if
+        the key has no state."""
+        with self._lock:
+            k = self._slot(key)
+            out = copy.deepcopy(self._cals[k])
+            if self._pver[k] != -1:  # its map holds the keyed prior: refit it from the window alone
+                out._rebuild_map_after_merge(out)
+            return out
+
+    def export_key(self, key) -> dict:
+        """``key``'s state as plain values: ``"state"``, its calibrator's saved form
+        (:func:`streamcal.persist.to_bytes`), and the key's ``"stamp"``, ``"observed"`` and
+        ``"expected"`` sums."""
+        from streamcal.persist import to_bytes
+
+        with self._lock:
+            k = self._slot(key)
+            kf = self._kf[k]
+            return {
+                "state": to_bytes(self._cals[k], allow_pickle=False),
+                "stamp": float(kf[_kk.KF_STAMP]),
+                "observed": float(kf[_kk.KF_OBS]),
+                "expected": float(kf[_kk.KF_EXP]),
+            }
+
+    def import_key(self, key, state: dict) -> None:
+        """Replace (or create) ``key``'s state by ``state`` (:meth:`export_key`'s form), checked first."""
+        from streamcal.persist import from_bytes
+
+        with self._lock:
+            key = self._checked_key(key, "key")
+            if type(state) is not dict or set(state) != {"state", "stamp", "observed", "expected"}:
+                msg = "`state` must be a dict of `state`, `stamp`, `observed` and `expected` (export_key's form)."
+                raise ValueError(msg)
+            try:
+                cal = from_bytes(state["state"])
+                _need_like(cal, self._new_key, "state")
+            except (StateFileError, TypeError, ValueError) as exc:
+                msg = f"`state` must hold a key calibrator of this template: {exc}"
+                raise ValueError(msg) from None
+            sums = []
+            for name in ("stamp", "observed", "expected"):
+                value = state[name]
+                if not (isinstance(value, numbers.Real) and np.isfinite(value) and value >= 0):
+                    msg = f"`state[{name!r}]` must be a finite number >= 0; got {value!r}."
+                    raise ValueError(msg)
+                sums.append(float(value))
+            if self._slot_of and type(key) is not type(next(iter(self._slot_of))):
+                msg = f"`key` must be of the kind already learned; got {key!r}."
+                raise TypeError(msg)
+            k = self._slot_of.get(key)
+            if k is None:
+                if self.max_keys is not None and self.n_keys >= self.max_keys:
+                    self._evict_lru()
+                k = self._new_slot(key)
+            self._cals[k] = cal
+            self._kf[k, _kk.KF_STAMP], self._kf[k, _kk.KF_OBS], self._kf[k, _kk.KF_EXP] = sums
+            self._pver[k] = -2 if self._pooling and self.prior_strength != 0 else -1
+
+    # ------------------------------------------------------------------ array face
+    def _scores(self, scores):
+        layout = self._global.window_histogram.layout
+        if self._shared_edges:
+            return super()._scores(scores)
+        s = as_1d_float(scores, "scores", allow_empty=True, copy=False)
+        bad = ~((s >= layout.score_low) & (s <= layout.score_high))  # NaN and infinities too
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            msg = f"`scores` must be finite and in the buckets' range; got {s[i]!r} at position {i}."
+            raise ValueError(msg)
+        return s, None
+
+    def _predict(self, keys, scores):
+        s, b = self._scores(scores)
+        kc = self._codes(keys, s.size)
+        table = np.array([self._slot_of.get(key, -1) for key in kc.keys], dtype=np.int64)
+        slots = table[kc.codes] if s.size else np.zeros(0, dtype=np.int64)
+        out_p = np.empty(s.size)
+        out_llr = np.empty(s.size)
+        alone = np.flatnonzero(slots < 0)
+        if alone.size:
+            out_p[alone], out_llr[alone] = self._predict_with(self._global, s[alone], _take(b, alone))
+        for k, at in _groups(slots):
+            cal = self._cals[k]
+            self._follow_prior(k, lazy_only=True)
+            with pooled_histogram(cal, self._prior_pos, self._prior_neg):
+                out_p[at], out_llr[at] = self._predict_with(cal, s[at], _take(b, at))
+        return out_p, out_llr
+
+    def _predict_with(self, cal, s, b):
+        if b is None:
+            s, b = cal._check_scores_and_buckets(s)
+        return cal._predict_both(s, b)
+
+    def _follow_prior(self, k: int, *, lazy_only: bool) -> None:
+        """Have key ``k``'s map take the prior in force, if it moved since the key's last fit:
+        a lazily refitted map refits at its next prediction (also when read); a map refitted
+        every ``refit_every`` labels refits now (only before a label: reads change nothing)."""
+        cur = self._current_pver()
+        if self._pver[k] == cur:
+            return
+        cal = self._cals[k]
+        lazy = getattr(cal, "refit_every", None) is None
+        if lazy_only and not lazy:
+            return
+        with pooled_histogram(cal, self._prior_pos, self._prior_neg):
+            cal._rebuild_map_after_merge(cal)
+        self._pver[k] = cur
+
+    # ------------------------------------------------------------------ the operation loop
+    def _run_checked(self, kc, ops, s, b, y, w, t):
+        n = s.size
+        out_p = np.full(n, np.nan)
+        out_llr = np.full(n, np.nan)
+        if n == 0:
+            return out_p, out_llr
+        learn = (ops & OP_LEARN) != 0
+        counts = self._n_learned + np.cumsum(learn)  # the global learned count after each event
+        table = np.array([self._slot_of.get(key, -1) for key in kc.keys], dtype=np.int64)
+        run = _Run(kc, ops, s, b, y, w, t, out_p, out_llr, counts, table, learn)
+        if not self._prior_used:  # no prior to follow: one chunk, the refresh schedule kept as it goes
+            self._run_chunk(run, 0, n)
+            learned = self._n_learned
+            while self._next_refresh <= learned:
+                self._n_learned = self._next_refresh
+                self._refresh_prior()
+            self._n_learned = learned
+            return out_p, out_llr
+        pos = 0
+        while pos < n:
+            stop = n
+            if counts[-1] >= self._next_refresh:  # the chunk ends at the event that reaches the refresh
+                stop = max(pos + 1, int(np.searchsorted(counts, self._next_refresh)) + 1)
+            self._run_chunk(run, pos, stop)
+            pos = stop
+            if self._n_learned >= self._next_refresh:
+                self._refresh_prior()
+        return out_p, out_llr
+
+    def _run_chunk(self, run, pos: int, stop: int) -> None:
+        """Events ``pos .. stop - 1`` under one prior: segments between the evictions that new
+        keys force, each run per key (the keys' events are independent under one prior)."""
+        heap = run.arrivals.heap
+        while pos < stop:
+            end = stop  # new keys arriving before ``end`` get a slot, evicting when full
+            while heap and heap[0][0] < end:
+                if self.max_keys is not None and self.n_keys >= self.max_keys:
+                    if heap[0][0] > pos:
+                        end = heap[0][0]  # run up to the arrival, then evict
+                        break
+                    evicted = self._evict_lru()
+                    code = run.code_of.get(evicted, -1)
+                    if code >= 0:
+                        run.table[code] = -1
+                        run.arrivals.push_next(code, pos)
+                at, code = heapq.heappop(heap)
+                run.table[code] = self._new_slot(run.kc.keys[code])
+                run.arrive[code] = at
+            self._run_segment(run, pos, end)
+            pos = end
+        self._n_learned = int(run.counts[stop - 1])
+
+    def _run_segment(self, run, pos: int, end: int) -> None:
+        """Events ``pos .. end - 1`` with a fixed set of keys: the global calibrator learns every
+        event and predicts those of keys without a state; each key runs its own events."""
+        part = slice(pos, end)
+        codes = run.kc.codes[part]
+        at_pos = np.arange(pos, end)
+        arrive = run.arrive[codes]
+        slots = np.where(arrive <= at_pos, run.table[codes], -1)
+        ops = run.ops[part]
+        learn = run.learn[part]
+        # a key without learned events (before or at its first label) is served the global map
+        alone = ((slots < 0) | (arrive == at_pos)) & ((ops & OP_PREDICT) != 0)
+        g_ops = np.where(learn, OP_LEARN, 0) | np.where(alone, OP_PREDICT, 0)
+        key_ops = np.where(arrive == at_pos, ops & OP_LEARN, ops)
+        g_at = np.flatnonzero(g_ops) + pos
+        if g_at.size:
+            p, llr = self._global._run(
+                g_ops[g_at - pos], run.s[g_at], run.y[g_at], run.w[g_at], run.t[g_at], _take(run.b, g_at)
+            )
+            shown = alone[g_at - pos]
+            run.out_p[g_at[shown]] = p[shown]
+            run.out_llr[g_at[shown]] = llr[shown]
+        for k, at in _groups(slots):
+            self._run_key(k, run, at + pos, key_ops[at])
+        # the keys' sums, event by event in order (np.*.at), as the river face adds them
+        learned = np.flatnonzero(learn)
+        if learned.size:
+            at = learned + pos
+            k = slots[learned]
+            np.maximum.at(self._kf[:, _kk.KF_STAMP], k, run.counts[at].astype(np.float64))
+            if self.prior_strength == "auto" and self._pooling:
+                wy = run.w[at] * run.y[at]
+                np.add.at(self._kf[:, _kk.KF_OBS], k, wy)
+                np.add.at(self._kf[:, _kk.KF_EXP], k, run.w[at] * self._src_fitted[run.b[at]])
+        run.arrive[codes] = -1  # every key of the segment now holds its state from the start
+
+    def _run_key(self, k: int, run, at: np.ndarray, ops: np.ndarray) -> None:
+        """Key ``k``'s operations ``ops`` on events ``at`` through its calibrator (under the
+        prior while it pools)."""
+        cal = self._cals[k]
+        first = 0
+        if self._pver[k] != self._current_pver():
+            # a map refitted every refit_every labels takes the moved prior before its next
+            # label; a lazily refitted one at once (it refits at its next prediction)
+            learns = np.flatnonzero((ops & OP_LEARN) != 0)
+            if getattr(cal, "refit_every", None) is None:
+                self._follow_prior(k, lazy_only=False)
+            elif learns.size:  # up to the first label's prediction, the refit, then the label on
+                first = int(learns[0])
+                head = ops[: first + 1].copy()
+                head[-1] &= OP_PREDICT
+                kept = head != 0
+                self._ops_through(cal, run, at[: first + 1][kept], head[kept])
+                self._follow_prior(k, lazy_only=False)
+                ops = ops.copy()
+                ops[first] &= OP_LEARN
+        self._ops_through(cal, run, at[first:], ops[first:])
+
+    def _ops_through(self, cal, run, at: np.ndarray, ops: np.ndarray) -> None:
+        if not at.size:
+            return
+        with pooled_histogram(cal, self._prior_pos, self._prior_neg):
+            p, llr = cal._run(ops, run.s[at], run.y[at], run.w[at], run.t[at], _take(run.b, at))
+        shown = (ops & OP_PREDICT) != 0
+        run.out_p[at[shown]] = p[shown]
+        run.out_llr[at[shown]] = llr[shown]
+
+    # ------------------------------------------------------------------ merge
+    def _merged_with(self, other):
+        """Per key: the template's merge of both keys' calibrators (keys in one part are copied);
+        the global calibrators merge; the other part's events count as learned after this one's.
+        Then the prior is taken from the merged global map and every key's map takes it."""
+        from streamcal.merging import merge
+
+        for key in list(other._slot_of):
+            ko = other._slot_of[key]
+            theirs = other._cals[ko]
+            stats = other._kf[ko]
+            k = self._slot_of.get(key)
+            if k is None:
+                if self.max_keys is not None and self.n_keys >= self.max_keys:
+                    self._evict_lru()
+                k = self._new_slot(key)
+                self._cals[k] = copy.deepcopy(theirs)
+            else:
+                self._cals[k] = merge([self._cals[k], theirs])
+            self._kf[k, _kk.KF_OBS] += stats[_kk.KF_OBS]
+            self._kf[k, _kk.KF_EXP] += stats[_kk.KF_EXP]
+            self._kf[k, _kk.KF_STAMP] = float(other._kf[ko, _kk.KF_STAMP]) + self._n_learned
+            self._pver[k] = -2 if self._pooling and self.prior_strength != 0 else -1
+        self._global = merge([self._global, other._global])
+        self._n_learned += other._n_learned
+        self._evictions += other._evictions
+        self._refresh_prior()
+        for k, key in enumerate(self._slot_keys):
+            if key is not None and self._pver[k] == -2:
+                self._follow_prior(k, lazy_only=False)
+        return self
+
+
+def check_template_keyed_state(obj) -> None:
+    """Raise :class:`streamcal.exceptions.StateFileError` unless ``obj``'s restored attributes are
+    those of its class with its parameters: the global
+    calibrator and each key's calibrator of the template's class and parameters (each checked
+    its own state when restored), one slot per key, the per-key sums finite."""
+    state = vars(obj)
+    params = ("calibrator", "key_key", "score_key", "prior_strength", "max_keys")
+    learned = (
+        "_global",
+        "_kf",
+        "_ki",
+        "_cals",
+        "_pver",
+        "_slot_keys",
+        "_n_learned",
+        "_evictions",
+        "_strength",
+        "_next_refresh",
+        "_prior_ver",
+        "_src_weight",
+        "_src_fitted",
+    )
+    c.need_keys(obj, (*params, *learned), optional=obj._UNSAVED)
+    try:
+        fresh = type(obj)(**{name: state[name] for name in params})
+    except (TypeError, ValueError, OverflowError) as exc:
+        c.fail(f"invalid parameters for {type(obj).__name__}: {exc}")
+    _need_like(state["_global"], fresh._global, "_global")
+    c.need_int(state["_n_learned"], "_n_learned", 0)
+    c.need_int(state["_evictions"], "_evictions", 0)
+    c.need_int(state["_next_refresh"], "_next_refresh", 1)
+    c.need_float(state["_strength"], "_strength", 0.0)
+    c.need_int(state["_prior_ver"], "_prior_ver", 0)
+    keys = state["_slot_keys"]
+    cals = state["_cals"]
+    if type(keys) is not list or type(cals) is not list or len(cals) != len(keys):
+        c.fail("`_slot_keys`/`_cals`: expected two lists of one entry per slot.")
+    live = [key for key in keys if key is not None]
+    kinds = {type(key) for key in live}
+    if not kinds <= {int, str} or len(kinds) > 1:
+        c.fail("`_slot_keys`: expected ints or strings (one kind) and None.")
+    if len(set(live)) != len(live):
+        c.fail("`_slot_keys`: a key appears twice.")
+    if obj.max_keys is not None and len(live) > obj.max_keys:
+        c.fail(f"`_slot_keys`: {len(live)} keys hold a state; max_keys is {obj.max_keys}.")
+    n = len(keys)
+    kf = c.need_array(state["_kf"], "_kf", np.float64, ndim=2)
+    ki = c.need_array(state["_ki"], "_ki", np.int64, ndim=2)
+    if kf.shape != (n, _kk.KF_N) or ki.shape != (n, _kk.KI_N):
+        c.fail(f"`_kf`/`_ki`: expected {n} rows of {_kk.KF_N} and {_kk.KI_N} values.")
+    sums = np.ascontiguousarray(kf[:, [_kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP]])
+    c.need_finite(sums, "_kf", low=0.0)
+    pver = c.need_array(state["_pver"], "_pver", np.int64, size=n)
+    if n and not ((pver >= -2) & (pver <= state["_prior_ver"])).all():
+        c.fail("`_pver`: expected prior versions between -2 and `_prior_ver`.")
+    for k, (key, cal) in enumerate(zip(keys, cals, strict=True)):
+        if key is None:
+            if cal is not None:
+                c.fail(f"`_cals[{k}]`: expected None for a free slot.")
+            continue
+        _need_like(cal, fresh._new_key, f"_cals[{k}]")
+    B = fresh._global.n_buckets if fresh._prior_used else 0
+    weight = c.need_array(state["_src_weight"], "_src_weight", np.float64, size=B)
+    fitted = c.need_array(state["_src_fitted"], "_src_fitted", np.float64, size=B)
+    c.need_finite(weight, "_src_weight")
+    c.need_finite(fitted, "_src_fitted")
+    if not ((weight >= 0).all() and (fitted >= 0).all() and (fitted <= 1).all()):
+        c.fail("`_src_weight`/`_src_fitted`: expected weights >= 0 and rates in [0, 1].")
+
+
+class _Run:
+    """One checked operation sequence being run: its arrays, the key table and the arrivals."""
+
+    def __init__(self, kc, ops, s, b, y, w, t, out_p, out_llr, counts, table, learn):
+        self.kc, self.ops, self.s, self.y, self.w, self.t = kc, ops, s, y, w, t
+        self.b = None if b is None else np.ascontiguousarray(b, dtype=np.int64)
+        self.out_p, self.out_llr = out_p, out_llr
+        self.counts = counts
+        self.learn = learn
+        self.table = table
+        self.arrive = np.full(len(kc.keys), -1, dtype=np.int64)  # a key's first event with its state
+        self.code_of = {key: i for i, key in enumerate(kc.keys)}
+        self.arrivals = _Arrivals(kc.codes, len(kc.keys), learn, table)
+
+
+def _take(b, at):
+    return None if b is None else b[at]
+
+
+def _groups(slots: np.ndarray):
+    """``(slot, positions)`` for each slot >= 0 in ``slots``, positions in order."""
+    held = np.flatnonzero(slots >= 0)
+    if not held.size:
+        return
+    order = held[np.argsort(slots[held], kind="stable")]
+    ks = slots[order]
+    cuts = np.flatnonzero(ks[1:] != ks[:-1]) + 1
+    for part in np.split(order, cuts):
+        yield int(slots[part[0]]), part
+
+
+def _need_like(cal, like, where: str) -> None:
+    """``cal`` is a calibrator of ``like``'s class with its parameters (StateFileError if not)."""
+    from streamcal.merging import _check_same_params
+
+    if type(cal) is not type(like):
+        c.fail(f"`{where}`: expected a {type(like).__name__}; found {c.brief(cal)}.")
+    try:
+        _check_same_params(like, cal, 0)
+    except ValueError as exc:
+        c.fail(f"`{where}`: expected the template's parameters: {exc}")
