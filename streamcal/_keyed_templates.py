@@ -217,6 +217,8 @@ class TemplateKeys:
         self._n_learned = 0
         self._evictions = 0
         self._strength = 0.0
+        self._shift_a = 0.0  # the keys' shift (KeyedRows._strength_now)
+        self._shift_rho = 1.0
         self._next_refresh = 1
         self._prior_ver = 0
         self._take_prior_source()
@@ -275,6 +277,7 @@ class TemplateKeys:
     # ------------------------------------------------------------------ slots
     def _new_slot(self, key) -> int:
         k = super()._new_slot(key)
+        self._kf[k, _kk.KF_ODDS] = 1.0  # the global map's odds until the next refresh
         cal = self._new_key.clone()
         if k == len(self._cals):
             self._cals.append(cal)
@@ -314,6 +317,31 @@ class TemplateKeys:
             scale = m / total
             self._prior_pos = scale * weight * self._src_fitted
             self._prior_neg = scale * weight * (1.0 - self._src_fitted)
+
+    def _refresh_prior(self) -> None:
+        """As the PAV path's, and every key takes its prior's odds multiplier now (a key created
+        before the next refresh holds 1: its prior is the global map's)."""
+        super()._refresh_prior()
+        n = len(self._slot_keys)
+        kf = self._kf[:n]
+        kf[:, _kk.KF_ODDS] = 1.0
+        if self.prior_strength == "auto" and self._prior_on and self._shift_a > 0.0:
+            a = self._shift_a
+            kf[:, _kk.KF_ODDS] = (kf[:, _kk.KF_OBS] + a) / (self._shift_rho * kf[:, _kk.KF_EXP] + a)
+
+    def _odds_of(self, k: int) -> float:
+        return float(self._kf[k, _kk.KF_ODDS])
+
+    def _key_prior(self, k: int):
+        """Key ``k``'s prior pseudo-counts: the shared ones, or with the key's odds multiplier."""
+        e = self._kf[k, _kk.KF_ODDS]
+        if self._prior_pos is None or e == 1.0:
+            return self._prior_pos, self._prior_neg
+        q = self._src_fitted
+        r = q * e / (q * e + (1.0 - q))
+        weight = self._prior_pos + self._prior_neg
+        pos = weight * r
+        return pos, weight - pos
 
     def _current_pver(self) -> int:
         return self._prior_ver if self._prior_on else -1
@@ -406,7 +434,7 @@ class TemplateKeys:
         for k, at in _groups(slots):
             cal = self._cals[k]
             self._follow_prior(k, lazy_only=True)
-            with pooled_histogram(cal, self._prior_pos, self._prior_neg):
+            with pooled_histogram(cal, *self._key_prior(k)):
                 out_p[at], out_llr[at] = self._predict_with(cal, s[at], _take(b, at))
         return out_p, out_llr
 
@@ -426,7 +454,7 @@ class TemplateKeys:
         lazy = getattr(cal, "refit_every", None) is None
         if lazy_only and not lazy:
             return
-        with pooled_histogram(cal, self._prior_pos, self._prior_neg):
+        with pooled_histogram(cal, *self._key_prior(k)):
             cal._rebuild_map_after_merge(cal)
         self._pver[k] = cur
 
@@ -535,16 +563,16 @@ class TemplateKeys:
                 head = ops[: first + 1].copy()
                 head[-1] &= OP_PREDICT
                 kept = head != 0
-                self._ops_through(cal, run, at[: first + 1][kept], head[kept])
+                self._ops_through(k, cal, run, at[: first + 1][kept], head[kept])
                 self._follow_prior(k, lazy_only=False)
                 ops = ops.copy()
                 ops[first] &= OP_LEARN
-        self._ops_through(cal, run, at[first:], ops[first:])
+        self._ops_through(k, cal, run, at[first:], ops[first:])
 
-    def _ops_through(self, cal, run, at: np.ndarray, ops: np.ndarray) -> None:
+    def _ops_through(self, k: int, cal, run, at: np.ndarray, ops: np.ndarray) -> None:
         if not at.size:
             return
-        with pooled_histogram(cal, self._prior_pos, self._prior_neg):
+        with pooled_histogram(cal, *self._key_prior(k)):
             p, llr = cal._run(ops, run.s[at], run.y[at], run.w[at], run.t[at], _take(run.b, at))
         shown = (ops & OP_PREDICT) != 0
         run.out_p[at[shown]] = p[shown]
@@ -604,6 +632,8 @@ def check_template_keyed_state(obj) -> None:
         "_prior_ver",
         "_src_weight",
         "_src_fitted",
+        "_shift_a",
+        "_shift_rho",
     )
     c.need_keys(obj, (*params, *learned), optional=obj._UNSAVED)
     try:
@@ -616,6 +646,8 @@ def check_template_keyed_state(obj) -> None:
     c.need_int(state["_next_refresh"], "_next_refresh", 1)
     c.need_float(state["_strength"], "_strength", 0.0)
     c.need_int(state["_prior_ver"], "_prior_ver", 0)
+    c.need_float(state["_shift_a"], "_shift_a", 0.0)
+    c.need_float(state["_shift_rho"], "_shift_rho", 0.0)
     keys = state["_slot_keys"]
     cals = state["_cals"]
     if type(keys) is not list or type(cals) is not list or len(cals) != len(keys):
@@ -633,7 +665,7 @@ def check_template_keyed_state(obj) -> None:
     ki = c.need_array(state["_ki"], "_ki", np.int64, ndim=2)
     if kf.shape != (n, _kk.KF_N) or ki.shape != (n, _kk.KI_N):
         c.fail(f"`_kf`/`_ki`: expected {n} rows of {_kk.KF_N} and {_kk.KI_N} values.")
-    sums = np.ascontiguousarray(kf[:, [_kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP]])
+    sums = np.ascontiguousarray(kf[:, [_kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP, _kk.KF_ODDS]])
     c.need_finite(sums, "_kf", low=0.0)
     pver = c.need_array(state["_pver"], "_pver", np.int64, size=n)
     if n and not ((pver >= -2) & (pver <= state["_prior_ver"])).all():

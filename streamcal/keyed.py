@@ -65,10 +65,13 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
     Parameters
     ----------
     calibrator
-        The template: a :class:`streamcal.PAVCalibrator` with fixed bucket edges (its buckets,
-        window, interpolation and finite rule apply to every key and to the global map); default
-        ``PAVCalibrator()``. Each key's window counts that key's own events (a count window of
-        ``n`` keeps the key's last ``n`` events; decay by events ages a key per its own events).
+        The template, any streaming binary calibrator; default ``PAVCalibrator()``. A
+        :class:`streamcal.PAVCalibrator` with fixed bucket edges runs in compiled sparse rows (its
+        buckets, window, interpolation and finite rule apply to every key and to the global map);
+        any other template makes a ``TemplateKeyedCalibrator`` that keeps one clone of the template
+        per key (see the docs' keyed page, "Other templates"). Each key's window counts that
+        key's own events (a count window of ``n`` keeps the key's last ``n`` events; decay by
+        events ages a key per its own events).
     key_key
         Key of the key in the river face's ``x``.
     score_key

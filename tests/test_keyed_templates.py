@@ -430,3 +430,28 @@ def test_river_checks(label, params):
         check(copy.deepcopy(model).clone())
         ran += 1
     assert ran > 5
+
+
+def test_auto_prior_shifts_each_key_toward_its_own_level():
+    # the default prior is the global map with each key's odds multiplied by its shrunk rate
+    # ratio, as on the PAV path: an over-scored key is served below the global map, an
+    # under-scored one above, each by its own ratio
+    from streamcal import KeyedCalibrator, PlattCalibrator
+
+    rng = np.random.default_rng(5)
+    n, n_keys = 8192, 6
+    keys = rng.integers(0, n_keys, size=n)
+    s = rng.uniform(0.05, 0.6, size=n)
+    shift = np.linspace(-1.2, 1.2, n_keys)[keys]
+    y = rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(np.log(s / (1 - s)) + shift)))
+    cal = KeyedCalibrator(PlattCalibrator()).update(keys, s, y)
+    odds = [cal.key_shift(key) for key in range(n_keys)]
+    assert odds == sorted(odds)
+    assert odds[0] < 1.0 < odds[-1]
+    grid = np.full(5, 0.2)
+    glob = cal.global_calibrator.predict_proba(grid)[0]
+    served = [cal.predict_proba(np.full(5, key), grid)[0] for key in range(n_keys)]
+    assert served[0] < glob < served[-1]
+    assert served == sorted(served)
+    uniform = KeyedCalibrator(PlattCalibrator(), prior_strength=1e3).update(keys, s, y)
+    assert all(uniform.key_shift(key) == 1.0 for key in range(n_keys))
