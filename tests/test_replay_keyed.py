@@ -98,6 +98,22 @@ def test_labels_at_once_equal_prequential_bit_for_bit(tmp_path, campaigns):
     assert isinstance(summary.calibrators["pav"], KeyedCalibrator)
 
 
+def test_refit_templates_run_keyed_equal_to_their_keyed_calibrator(tmp_path, campaigns):
+    from streamcal import PlattCalibrator
+
+    keys, s, y, t, _ = columns(campaigns)
+    keys, s, y, t = keys[:3000], s[:3000], y[:3000], t[:3000]
+    small = tmp_path / "small.parquet"
+    pq.write_table(pq.read_table(campaigns).slice(0, 3000), small)
+    out = tmp_path / "out.parquet"
+    summary = replay(small, "platt", group_col="key", label_time_col=None, output=out, batch_size=700)
+    proba, llr, _table = outputs(out, "platt")
+    want_p, want_llr = KeyedCalibrator(PlattCalibrator()).prequential(keys, s, y, times=t)
+    assert same_bits(proba, want_p)
+    assert same_bits(llr, want_llr)
+    assert type(summary.calibrators["platt"].calibrator) is PlattCalibrator
+
+
 @pytest.mark.parametrize(
     "window",
     [None, CountWindow(200), Decay(300), TimeWindow(6 * 3600.0)],
@@ -263,9 +279,9 @@ def test_null_key_is_refused_naming_its_row_and_nothing_is_written(tmp_path, cam
 
 def test_unsupported_methods_and_options_are_refused_before_anything_is_written(tmp_path, campaigns, capsys):
     out = tmp_path / "out.parquet"
-    with pytest.raises(ValueError, match=r"method 'platt' \(PlattCalibrator\) cannot run keyed.*supports pav"):
-        replay(campaigns, "pav,platt", group_col="key", output=out)
-    with pytest.raises(ValueError, match=r"'venn-abers'.*supports pav"):
+    with pytest.raises(ValueError, match=r"method 'venn-abers' \(VennAbersCalibrator\) cannot run keyed.*intervals"):
+        replay(campaigns, "pav,venn-abers", group_col="key", output=out)
+    with pytest.raises(ValueError, match=r"'venn-abers'.*choose pav, ispline, platt or gev"):
         replay(campaigns, "venn-abers", group_col="key", output=out)
     with pytest.raises(ValueError, match=r"method 'pav' cannot run keyed: .*bucket edges fixed.*buckets='logit:1024'"):
         replay(campaigns, "pav", group_col="key", buckets="quantile:64", output=out)
@@ -284,8 +300,8 @@ def test_unsupported_methods_and_options_are_refused_before_anything_is_written(
     # the command line: one line naming the flags, status 2
     for argv, said in (
         (
-            ["--method", "gev", "--group-col", "key"],
-            "method 'gev' (GEVCalibrator) cannot run keyed: keyed replay (--group-col) supports pav",
+            ["--method", "venn-abers", "--group-col", "key"],
+            "method 'venn-abers' (VennAbersCalibrator) cannot run keyed: keyed replay (--group-col) writes",
         ),
         (["--group-col", "key", "--monitor"], "--monitor watches the whole stream"),
         (["--prior-strength", "5"], "--prior-strength 5.0 needs a group column; give it with --group-col NAME"),

@@ -284,7 +284,8 @@ def _add_column_arguments(parser: argparse.ArgumentParser) -> None:
         "--group-col",
         default=None,
         help="key column (campaign, merchant, country: integers or strings): calibrate per key, pooled "
-        "toward the global map (keyed pav); the summary adds field-level errors and the worst and largest keys",
+        "toward the global map (pav, ispline, platt, gev); the summary adds field-level errors and the worst "
+        "and largest keys",
     )
     cols.add_argument(
         "--prior-strength",

@@ -1,7 +1,7 @@
 """``group_col=`` (``--group-col``): keyed replay, one calibration per key pooled toward the global map.
 
 Each method runs as a :class:`streamcal.KeyedCalibrator` over its own calibrator as the template
-(streamcal's PAV only). The source reads the group column into
+(PAV, I-spline, Platt or GEV). The source reads the group column into
 :attr:`~streamcal.replay._batch.EventBatch.key` (a null key is an error naming its row), the
 planner carries each label's key with it through the labels in flight (``ops.extra["key"]``),
 :func:`keyed_step` hands the keys to the calibrator's ``prequential`` / ``process``, and
@@ -36,11 +36,12 @@ TOP_KEYS = 5
 
 
 def keyed_calibrators(calibrators: dict, group_col, prior_strength, max_keys) -> dict:
-    """With a group column, each method as a ``streamcal.KeyedCalibrator``: a ``PAVCalibrator``
-    becomes the template of a new one (``prior_strength`` None: ``"auto"``), a
-    ``KeyedCalibrator`` given as such runs as it is; any other method is refused, naming it.
+    """With a group column, each method as a ``streamcal.KeyedCalibrator``: a calibrator with fixed
+    bucket edges becomes the template of a new one (``prior_strength`` None: ``"auto"``), a
+    ``KeyedCalibrator`` given as such runs as it is; Venn–Abers (whose intervals replay writes)
+    and learned edges are refused, naming the method.
     Without one, the methods as they are, a ``KeyedCalibrator`` among them refused."""
-    from streamcal import KeyedCalibrator, PAVCalibrator
+    from streamcal import KeyedCalibrator, VennAbersCalibrator
 
     if group_col is None:
         for name, cal in calibrators.items():
@@ -52,22 +53,23 @@ def keyed_calibrators(calibrators: dict, group_col, prior_strength, max_keys) ->
     for name, cal in calibrators.items():
         if isinstance(cal, KeyedCalibrator):
             out[name] = cal
-        elif type(cal) is PAVCalibrator:
-            if not cal.window_histogram.built:
-                msg = (
-                    f"method {name!r} cannot run keyed: keyed replay ({opt('group_col')}) needs bucket edges fixed "
-                    f"before the stream (every key shares them), not learned from it; choose them with "
-                    f"{opt('buckets', 'logit:1024')} (or a number, or uniform:N)."
-                )
-                raise ValueError(msg)
-            strength = "auto" if prior_strength is None else prior_strength
-            out[name] = KeyedCalibrator(cal, prior_strength=strength, max_keys=max_keys)
-        else:
+            continue
+        if isinstance(cal, VennAbersCalibrator):
             msg = (
-                f"method {name!r} ({type(cal).__name__}) cannot run keyed: keyed replay ({opt('group_col')}) "
-                "supports pav (streamcal.PAVCalibrator) only; choose it with --method pav."
+                f"method {name!r} ({type(cal).__name__}) cannot run keyed: keyed replay ({opt('group_col')}) writes "
+                "one probability per method, and Venn-Abers' intervals per key are not offered; choose pav, "
+                "ispline, platt or gev."
             )
             raise ValueError(msg)
+        if not cal.window_histogram.built:
+            msg = (
+                f"method {name!r} cannot run keyed: keyed replay ({opt('group_col')}) needs bucket edges fixed "
+                f"before the stream (every key shares them), not learned from it; choose them with "
+                f"{opt('buckets', 'logit:1024')} (or a number, or uniform:N)."
+            )
+            raise ValueError(msg)
+        strength = "auto" if prior_strength is None else prior_strength
+        out[name] = KeyedCalibrator(cal, prior_strength=strength, max_keys=max_keys)
     return out
 
 
