@@ -85,7 +85,7 @@ def test_interval_equals_venn_abers_package_after_every_batch(kind):
     y = rng.uniform(size=n) < s
     t = np.cumsum(rng.exponential(1.0, size=n))
     window = {"unbounded": None, "count": CountWindow(250), "time": TimeWindow(200.0)}[kind]
-    cal = VennAbersCalibrator(buckets=one_bucket_per_score(grid), window=window)
+    cal = VennAbersCalibrator(buckets=one_bucket_per_score(grid), window=window, prior=None)
     worst = 0.0
     for k in range(0, n, 60):
         part = slice(k, k + 60)
@@ -112,7 +112,7 @@ def test_decay_interval_equals_naive_weighted_what_if(by):
     y = rng.uniform(size=n) < s
     t = np.cumsum(rng.exponential(1.0, size=n))
     half_life = 60.0
-    cal = VennAbersCalibrator(buckets=one_bucket_per_score(grid), window=Decay(half_life, by=by))
+    cal = VennAbersCalibrator(buckets=one_bucket_per_score(grid), window=Decay(half_life, by=by), prior=None)
     worst = 0.0
     for k in range(0, n, 40):
         end = k + 40
@@ -152,9 +152,9 @@ def test_prequential_interval_equals_loop_and_naive_after_each_event(events, win
     s = grid[[e[0] for e in events]]
     y = np.array([e[1] for e in events])
     w = np.array([e[2] for e in events])
-    batch = VennAbersCalibrator(buckets=one_bucket_per_score(grid), window=window)
+    batch = VennAbersCalibrator(buckets=one_bucket_per_score(grid), window=window, prior=None)
     p0, p1 = batch.prequential_interval(s, y, weights=w)
-    loop = VennAbersCalibrator(buckets=one_bucket_per_score(grid), window=window)
+    loop = VennAbersCalibrator(buckets=one_bucket_per_score(grid), window=window, prior=None)
     for i in range(s.size):
         got = loop.predict_interval_one({"s": float(s[i])})
         assert got == (p0[i], p1[i])
@@ -172,7 +172,7 @@ def test_what_if_on_logit_grid_equals_naive_per_bucket():
     rng = np.random.default_rng(3)
     s = rng.uniform(size=3000)
     y = rng.uniform(size=3000) < s**2
-    cal = VennAbersCalibrator(buckets=64, window=1000).fit(s, y)
+    cal = VennAbersCalibrator(buckets=64, window=1000, prior=None).fit(s, y)
     _centres, pos, neg = cal.histogram()
     test = rng.uniform(size=40)
     got0, got1 = cal.predict_interval(test)
