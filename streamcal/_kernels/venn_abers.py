@@ -117,20 +117,22 @@ def va_fit_with(sf, pf, pi, st, b, y, w):
     The row is the histogram, or, while the score prior holds (``kappa > 0``), the histogram
     plus the prior's pseudo-counts (``ipav``'s augmented row); the event then brings its own
     ``kappa w`` pseudo-events at the prior's rate in ``b``, as learning it would."""
-    B = pi[PI_B]
-    o = _prior_offset(B)
+    o = _prior_offset(pi[PI_B])
     kappa = pf[o + PR_KAPPA]
     wp = w * y
     wn = w - wp
     if kappa > 0.0:
-        row = pf
-        POS = o + PR_HEADER
         r = prior_rate(pf[CEN + _PF_RECORD * b], pf[o + PR_RATE], pf[o + PR_MODE] == 1.0)
-        wp += kappa * w * r
-        wn += kappa * w * (1.0 - r)
-    else:
-        row = sf
-        POS = SF_HEADER
+        return _fit_on_row(pf, o + PR_HEADER, pf, pi, st, b, y, wp + kappa * w * r, wn + kappa * w * (1.0 - r))
+    return _fit_on_row(sf, SF_HEADER, pf, pi, st, b, y, wp, wn)
+
+
+@jit_noalloc(forceinline=True)
+def _fit_on_row(row, POS, pf, pi, st, b, y, wp, wn):
+    """:func:`va_fit_with` on the row ``row[POS : POS + B]`` (positive weights), ``row[POS + B :
+    POS + 2 B]`` (negative ones), ``wp`` and ``wn`` added at ``b`` (one call site per row, so that
+    each reads its own array)."""
+    B = pi[PI_B]
     NEG = POS + B
     head = pi[PI_HEAD]
     # the local atoms lo..hi, the old blocks below (left) and above (right) them
