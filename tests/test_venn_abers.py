@@ -232,6 +232,33 @@ def test_default_interval_is_the_what_if_of_the_prior_row_and_equals_the_loop(ev
     assert np.array_equal(batch.predict_interval(grid)[1], loop.predict_interval(grid)[1])
 
 
+@pytest.mark.parametrize("window", [Decay(40.0), Decay(40.0, by="time"), TimeWindow(300.0), CountWindow(500)])
+def test_default_with_the_prior_equals_the_loop_on_every_window(window):
+    rng = np.random.default_rng(16)
+    s, y = prior_stream(rng, 1500)
+    w = rng.uniform(0.5, 2.0, size=s.size)
+    t = np.cumsum(rng.exponential(1.0, size=s.size))
+    times = t if window.uses_times else None
+    batch = VennAbersCalibrator(buckets=64, window=window)
+    p0, p1 = batch.prequential_interval(s, y, weights=w, times=times)
+    loop = VennAbersCalibrator(buckets=64, window=window)
+    strengths = []
+    for i in range(s.size):
+        assert loop.predict_interval_one({"s": float(s[i])}) == (p0[i], p1[i])
+        loop.learn_one({"s": float(s[i])}, bool(y[i]), w=float(w[i]), t=None if times is None else float(t[i]))
+        strengths.append(loop.prior_strength)
+    assert min(strengths[10:]) > 0.0  # the prior held: its row was read throughout
+    mask = rng.uniform(size=s.size) < 0.5
+    mixed = VennAbersCalibrator(buckets=64, window=window)
+    _, _, q0, q1 = mixed.process_with_interval(s, y, mask, weights=w, times=times)
+    ref = VennAbersCalibrator(buckets=64, window=window)
+    for i in range(s.size):
+        if mask[i]:
+            ref.learn_one({"s": float(s[i])}, bool(y[i]), w=float(w[i]), t=None if times is None else float(t[i]))
+        else:
+            assert ref.predict_interval_one({"s": float(s[i])}) == (q0[i], q1[i])
+
+
 def test_default_interval_on_a_logit_grid_where_the_prior_holds():
     rng = np.random.default_rng(13)
     s, y = prior_stream(rng, 5000)
