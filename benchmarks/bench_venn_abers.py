@@ -8,10 +8,15 @@ Run from the repository root::
 Also the river face: ``predict_proba_one`` then ``learn_one`` per event (30,000 pairs), the same
 way against ``PAVCalibrator``.
 
+``--log-loss`` prints instead the table of prequential log losses on rare-event streams (4 seeds
+of 40,000 events each): Venn–Abers (``"log"`` with and without the score prior, ``"mean"``)
+against ``PAVCalibrator`` with and without it.
+
 Stream: click-like scores ``s = expit(z)``, ``z ~ N(-3, 1.5)``, labels from a miscalibrated
-truth ``P(y = 1 | z) = expit(1.3 z + 0.5)`` (as ``bench_streaming_pav.py``). Both calibrators:
-1024 logit buckets, a count window of 1e5 events. Each round runs both on the same stream, in
-alternating order, from fresh calibrators; the figure is CPU time (``process_time``, one
+truth ``P(y = 1 | z) = expit(1.3 z + 0.5)`` (as ``bench_streaming_pav.py``). The calibrators, each
+with its default score prior, and Venn–Abers also with ``prior=None`` (the exact pair, no prior
+to refit): 1024 logit buckets, a count window of 1e5 events. Each round runs them on the same
+stream, in rotating order, from fresh calibrators; the figure is CPU time (``process_time``, one
 thread), the best round of each. The first call of each (compilation or cache load) is timed
 apart, on a short stream.
 """
@@ -19,6 +24,7 @@ apart, on a short stream.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 import numpy as np
@@ -43,13 +49,20 @@ def cpu_seconds(run) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a shorter stream and fewer rounds")
+    parser.add_argument("--log-loss", action="store_true", help="the rare-event log-loss table instead")
     args = parser.parse_args()
+    if args.log_loss:
+        log_loss_table()
+        return
     n, rounds = (400_000, 3) if args.quick else (2_000_000, 5)
     s, y = click_stream(n)
     window = 100_000
 
     def venn_abers():
         VennAbersCalibrator(buckets=1024, window=window).prequential_interval(s, y)
+
+    def venn_abers_exact():
+        VennAbersCalibrator(buckets=1024, window=window, prior=None).prequential_interval(s, y)
 
     def pav():
         PAVCalibrator(buckets=1024, window=window).prequential(s, y)
@@ -64,16 +77,17 @@ def main() -> None:
     }
     for name, seconds in first.items():
         print(f"first call (compile or cache load) {name}: {seconds:.2f} s CPU")
-    best = {"va": np.inf, "pav": np.inf}
+    runs = [("va", venn_abers), ("exact", venn_abers_exact), ("pav", pav)]
+    best = dict.fromkeys((name for name, _ in runs), np.inf)
     for r in range(rounds):
-        order = (("va", venn_abers), ("pav", pav)) if r % 2 == 0 else (("pav", pav), ("va", venn_abers))
-        for name, run in order:
+        for name, run in runs[r % 3 :] + runs[: r % 3]:
             best[name] = min(best[name], cpu_seconds(run))
-    va_rate, pav_rate = n / best["va"], n / best["pav"]
-    print(f"{n:,} events, 1024 logit buckets, count window {window:,}, best of {rounds} alternating rounds (CPU)")
+    va_rate, exact_rate, pav_rate = n / best["va"], n / best["exact"], n / best["pav"]
+    print(f"{n:,} events, 1024 logit buckets, count window {window:,}, best of {rounds} rotating rounds (CPU)")
     print(f"VennAbersCalibrator.prequential_interval: {va_rate / 1e6:6.2f} M events/s")
+    print(f"  the same, prior=None:                   {exact_rate / 1e6:6.2f} M events/s")
     print(f"PAVCalibrator.prequential (baseline):     {pav_rate / 1e6:6.2f} M events/s")
-    print(f"ratio Venn-Abers / PAV: {va_rate / pav_rate:.2f}")
+    print(f"ratio Venn-Abers / PAV: {va_rate / pav_rate:.2f}; prior=None / PAV: {exact_rate / pav_rate:.2f}")
     river_face(s[:30_000], y[:30_000], window, rounds)
 
 
@@ -103,6 +117,46 @@ def river_face(s, y, window: int, rounds: int) -> None:
     print(f"VennAbersCalibrator: {va / 1e3:7.0f}k pairs/s")
     print(f"PAVCalibrator:       {pav / 1e3:7.0f}k pairs/s")
     print(f"ratio Venn-Abers / PAV: {va / pav:.2f}")
+
+
+def rare_event_stream(seed: int, rate: float, kind: str, param: float, n: int = 40_000):
+    """``"raw"``: scores ``expit(z)``, ``z ~ N(0, 1)``, truth ``expit(logit(rate) + param z)``;
+    ``"probability"``: truth ``expit(z)``, ``z ~ N(logit(rate) - 0.5, 1)``, scores
+    ``expit(z + param)``."""
+    rng = np.random.default_rng(seed)
+    logit = math.log(rate / (1.0 - rate))
+    if kind == "raw":
+        z = rng.normal(size=n)
+        y = rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(logit + param * z)))
+        return 1.0 / (1.0 + np.exp(-z)), y
+    z = rng.normal(logit - 0.5, 1.0, size=n)
+    return 1.0 / (1.0 + np.exp(-(z + param))), rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-z))
+
+
+def log_loss_table(seeds: int = 4) -> None:
+    """Mean prequential log loss over the seeds, one row per stream and window."""
+    rows = [(None, "raw", r, slope) for r in (0.005, 0.02) for slope in (0.5, 1.5, 3.0)]
+    rows += [(5000, "raw", 0.005, slope) for slope in (0.5, 1.5, 3.0)] + [(5000, "raw", 0.02, 1.5)]
+    rows += [(None, "probability", r, shift) for r in (0.005, 0.01, 0.02) for shift in (0.3, 1.0)]
+    rows += [(5000, "probability", 0.005, 0.3)]
+    print("| window | scores | base rate | slope / shift | VA `log` | VA `log`, `prior=None` | VA `mean` | PAV | PAV `prior=None` | VA / PAV |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for window, kind, rate, param in rows:
+        losses = []
+        for seed in range(seeds):
+            s, y = rare_event_stream(seed, rate, kind, param)
+            cals = (
+                VennAbersCalibrator(window=window),
+                VennAbersCalibrator(window=window, prior=None),
+                VennAbersCalibrator(window=window, merge_rule="mean"),
+                PAVCalibrator(window=window),
+                PAVCalibrator(window=window, prior=None),
+            )
+            losses.append([-np.mean(np.where(y, np.log(p), np.log1p(-p))) for p in (c.prequential(s, y)[0] for c in cals)])
+        m = np.mean(losses, axis=0)
+        name = "unbounded" if window is None else f"{window:,} events"
+        cells = " | ".join(f"{v:.5f}" for v in m)
+        print(f"| {name} | {kind} | {rate * 100:g} % | {param} | {cells} | {m[0] / m[3]:.4f} |", flush=True)
 
 
 if __name__ == "__main__":

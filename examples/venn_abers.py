@@ -36,11 +36,29 @@ for k in range(10):
         print(f"{k:3d}  {at.sum():7,d}  {p0[at].mean():.4f}    {labels[at].mean():.4f}    {p1[at].mean():.4f}")
 
 # 3. The merged probability against the finite PAV map, prequential log loss on the same stream.
+def log_loss(p, y):
+    return -np.mean(np.where(y, np.log(p), np.log1p(-p)))
+
+
 for name, c in (("Venn-Abers", VennAbersCalibrator(window=50_000)), ("PAV", PAVCalibrator(window=50_000))):
     p, _ = c.prequential(scores, labels)
-    print(f"{name:10s} prequential log loss {-np.mean(np.where(labels, np.log(p), np.log1p(-p))):.5f}")
+    print(f"{name:10s} prequential log loss {log_loss(p, labels):.5f}")
 
-# 4. The river face: one event at a time.
+# 4. The score prior (the default): on a rare-event stream whose score is close to the truth, the
+#    pair starts from the score instead of from a wide interval. prior=None is the exact pair.
+z = rng.normal(-5.8, 1.0, size=40_000)  # base rate about 0.5 %
+rare_labels = rng.uniform(size=z.size) < 1.0 / (1.0 + np.exp(-z))
+rare_scores = 1.0 / (1.0 + np.exp(-(z + 0.3)))  # off by 0.3 in log-odds
+print("rare events: prequential log loss over the first 1,000 events / all 40,000")
+for name, c in (
+    ("Venn-Abers", VennAbersCalibrator()),
+    ("Venn-Abers, prior=None", VennAbersCalibrator(prior=None)),
+    ("PAV", PAVCalibrator()),
+):
+    p, _ = c.prequential(rare_scores, rare_labels)
+    print(f"  {name:22s} {log_loss(p[:1000], rare_labels[:1000]):.5f} / {log_loss(p, rare_labels):.5f}")
+
+# 5. The river face: one event at a time.
 x = {"score": 0.05}
 lo, hi = cal.predict_interval_one(x)
 print(f"score 0.05: interval [{lo:.4f}, {hi:.4f}], merged {cal.predict_proba_one(x)[True]:.4f}")

@@ -88,6 +88,10 @@ class HistogramPAV(base.Classifier):
         p = self._fitted(self._bucket(x))
         return {False: 1.0 - p, True: p}
 
+    def counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the positive and negative counts per bucket."""
+        return self._pos.copy(), self._neg.copy()
+
     def predict_llr_one(self, x):
         p = self._fitted(self._bucket(x))
         t1 = self._pos.sum() + 1.0
@@ -177,9 +181,9 @@ def assert_monotone_on_unit_grid(cal):
 
 
 # ---------------------------------------------------------------------------- mechanisms without a public face
-# The tests of thread safety check two mechanisms that no public method shows: a learner's lock,
+# The tests of thread safety check two mechanisms: a learner's lock, which no public method shows,
 # and the packed buffer that a PAVCalibrator's lock-free river face reads (busy-marked while the
-# lock is held). They read them here, in one place.
+# lock is held; ``packed_state()``). They read them here, in one place.
 def lock_of(learner):
     """The lock that every public method of ``learner`` holds."""
     return learner._lock
@@ -188,4 +192,4 @@ def lock_of(learner):
 def river_face_buffer(cal):
     """The packed buffer of a :class:`~streamcal.PAVCalibrator`'s state that its lock-free river
     face reads (``streamcal._kernels.ipav.PACK_BUSY`` is its busy mark)."""
-    return cal._packed
+    return cal.packed_state()

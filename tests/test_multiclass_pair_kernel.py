@@ -234,8 +234,9 @@ def test_river_face_with_a_pair_marked_busy_takes_the_per_pair_calls(rng):
     x = {0: 0.2, 1: 0.5, 2: 0.3}
     expected = cal.predict_proba_one(x)
     assert cal._predict_in_one_call(x) == expected  # the one-call kernel answers
+    assert cal.river_in_one_call
     pair = cal.pairs_[(0, 2)]
-    with pair._lock:  # this thread's own marked section: the one-call kernel refuses, nothing changes
+    with pair.holding_packed_state():  # this thread's own marked section: the one-call kernel refuses, nothing changes
         assert cal._predict_in_one_call(x) is None
         assert cal.predict_proba_one(x) == expected
         before = pair.window_weight
@@ -264,4 +265,4 @@ def test_river_face_where_the_one_call_kernels_do_not_apply_equals_the_per_pair_
         got.append(fast.predict_proba_one(x))
         fast.learn_one(x, int(y[e]), t=float(e) if timed else None)
     assert got == expected
-    assert fast._river_states(fast._known(), fast._checked_params()) is None
+    assert not fast.river_in_one_call

@@ -69,8 +69,9 @@ def test_checked_entry_equals_process_bit_for_bit(name, weighted):
 def test_the_fast_path_reuses_the_output_arrays():
     cal, outs = PAVCalibrator(window=CountWindow(300)), _Outputs()
     s, y, learn, w, t = operations(500, seed=3, weighted=False)
-    first = cal._process_checked(s, y, learn, w, t, outs.get(s.size))[0]
-    again = cal._process_checked(s[:400], y[:400], learn[:400], w, t[:400], outs.get(400))[0]
+    entry = _checked_entry(cal)
+    first = entry(s, y, learn, w, t, outs.get(s.size))[0]
+    again = entry(s[:400], y[:400], learn[:400], w, t[:400], outs.get(400))[0]
     assert np.shares_memory(first, again)
 
 
@@ -89,7 +90,7 @@ def test_what_its_own_checks_reject_raises_as_process_does(change, match):
     with pytest.raises(ValueError, match=match) as expected:
         a.process(s, y, learn, weights=w, times=t)
     with pytest.raises(ValueError, match=match) as got:
-        b._process_checked(s, y, learn, w, t, _Outputs().get(s.size))
+        _checked_entry(b)(s, y, learn, w, t, _Outputs().get(s.size))
     assert str(got.value) == str(expected.value)
     assert b.n_learned == 0  # rejected before anything was learned
 
@@ -100,7 +101,7 @@ def test_a_time_window_still_checks_the_times_against_its_last_learned_time():
     s, y, learn, w, t = operations(50, seed=2, weighted=False)
     learn[0] = True
     with pytest.raises(ValueError, match="`times` must not go backwards"):
-        cal._process_checked(s, y, learn, w, t, _Outputs().get(s.size))
+        _checked_entry(cal)(s, y, learn, w, t, _Outputs().get(s.size))
     assert cal.n_learned == 1
 
 

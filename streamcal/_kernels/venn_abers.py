@@ -46,6 +46,7 @@ from streamcal._kernels.ipav import (
     BNEXT,
     BPOS,
     BPREV,
+    CEN,
     OWNER,
     PACK_END,
     PACK_HEADER,
@@ -58,9 +59,15 @@ from streamcal._kernels.ipav import (
     PI_HEAD,
     PI_LAST,
     PI_TAIL,
+    PR_HEADER,
+    PR_KAPPA,
+    PR_MODE,
+    PR_RATE,
+    _prior_offset,
     pav_bucket_of,
     pav_learn_one_inplace,
 )
+from streamcal._kernels.prior import prior_rate
 
 
 @jit_noalloc(forceinline=True)
@@ -103,14 +110,30 @@ def _pool_down(pf, pi, st, top, level, left):
 
 @jit_noalloc(forceinline=True)
 def va_fit_with(sf, pf, pi, st, b, y, w):
-    """The isotonic fit at bucket ``b`` of the histogram plus weight ``w > 0`` of label ``y``
-    (0.0 or 1.0) at ``b`` (stored units); the block stack is left as it was. ``st`` is scratch
-    of ``2 B`` floats for the sweep's stack."""
-    B = pi[PI_B]
-    POS = SF_HEADER
-    NEG = SF_HEADER + B
+    """The isotonic fit at bucket ``b`` of the row the blocks are fitted to plus the event of
+    weight ``w > 0`` and label ``y`` (0.0 or 1.0) at ``b`` (stored units); the block stack is
+    left as it was. ``st`` is scratch of ``2 B`` floats for the sweep's stack.
+
+    The row is the histogram, or, while the score prior holds (``kappa > 0``), the histogram
+    plus the prior's pseudo-counts (``ipav``'s augmented row); the event then brings its own
+    ``kappa w`` pseudo-events at the prior's rate in ``b``, as learning it would."""
+    o = _prior_offset(pi[PI_B])
+    kappa = pf[o + PR_KAPPA]
     wp = w * y
     wn = w - wp
+    if kappa > 0.0:
+        r = prior_rate(pf[CEN + _PF_RECORD * b], pf[o + PR_RATE], pf[o + PR_MODE] == 1.0)
+        return _fit_on_row(pf, o + PR_HEADER, pf, pi, st, b, y, wp + kappa * w * r, wn + kappa * w * (1.0 - r))
+    return _fit_on_row(sf, SF_HEADER, pf, pi, st, b, y, wp, wn)
+
+
+@jit_noalloc(forceinline=True)
+def _fit_on_row(row, POS, pf, pi, st, b, y, wp, wn):
+    """:func:`va_fit_with` on the row ``row[POS : POS + B]`` (positive weights), ``row[POS + B :
+    POS + 2 B]`` (negative ones), ``wp`` and ``wn`` added at ``b`` (one call site per row, so that
+    each reads its own array)."""
+    B = pi[PI_B]
+    NEG = POS + B
     head = pi[PI_HEAD]
     # the local atoms lo..hi, the old blocks below (left) and above (right) them
     if head == -1:
@@ -129,8 +152,8 @@ def va_fit_with(sf, pf, pi, st, b, y, w):
     top = -1
     level = B  # no slot yet
     for g in range(lo, hi + 1):
-        p = sf[POS + g]
-        n = sf[NEG + g]
+        p = row[POS + g]
+        n = row[NEG + g]
         if g == b:
             p += wp
             n += wn

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from streamcal._kernels import _config
+from streamcal._kernels import ipav as _k
 from streamcal._kernels import venn_abers as _va
 from streamcal._operations import OP_LEARN, OP_PREDICT, OP_PREQUENTIAL
 from streamcal._validation import check_scalar
@@ -26,13 +27,19 @@ class VennAbersCalibrator(PAVCalibrator):
     where the window holds few events near the score, narrow where it holds many.
 
     The state is the one of :class:`~streamcal.isotonic.streaming.PAVCalibrator` with the
-    exact map (the window's histogram and its PAV block stack), learned the same way, on every
-    window kind. A prediction computes both what-if fits from the block stack without
-    changing it: it sweeps the buckets of the block holding ``b`` and pools only the
-    neighbouring blocks the test event reaches (never a full refit). With one bucket per
-    distinct score (:class:`streamcal.buckets.Edges`, a centre on each score) the pair equals
-    batch inductive Venn–Abers on the window's events. The test event weighs 1 as of the last
-    learned event (under decay, the window's weights as :meth:`histogram` reports them).
+    unclipped map (no finite rule): the window's histogram, by default plus the pseudo-counts
+    of PAV's score prior (``prior="auto"``, the docs' page "A prior for little evidence"), and
+    the PAV block stack over that row, learned the same way, on every window kind. The test
+    event then joins the row as learning it would: its own weight and its ``kappa`` pseudo-events
+    at the prior's rate, so the pair is the what-if fit of the calibrator's own row; where the
+    prior holds, it narrows the interval and pulls the pair towards the score, and once the data
+    refute the prior (``prior_strength`` 0) the row is the window's own. A prediction computes
+    both what-if fits from the block stack without changing it: it sweeps the buckets of the
+    block holding ``b`` and pools only the neighbouring blocks the test event reaches (never a
+    full refit). With ``prior=None`` and one bucket per distinct score
+    (:class:`streamcal.buckets.Edges`, a centre on each score) the pair equals batch inductive
+    Venn–Abers on the window's events. The test event weighs 1 as of the last learned event
+    (under decay, the window's weights as :meth:`histogram` reports them).
 
     ``predict_proba`` serves the merged probability ``p1 / (1 - p0 + p1)`` (``merge_rule="log"``,
     optimal for the log loss among the two, Vovk & Petej 2014) or the midpoint (``"mean"``);
@@ -55,6 +62,12 @@ class VennAbersCalibrator(PAVCalibrator):
         Key of the score in ``x``; ``None``: ``x`` holds exactly one value.
     llr_pseudo_count
         Weight of each pseudo-event of the finite prior of the LLR (> 0).
+    prior
+        ``"auto"`` (default): the pair is the what-if fit of the histogram plus the score
+        prior's pseudo-counts, the prior and its strength those of
+        :class:`~streamcal.isotonic.streaming.PAVCalibrator` (the score itself for probability
+        inputs, the base rate for raw scores). ``None``: the window's own histogram, exact
+        inductive Venn–Abers.
 
     Attributes
     ----------
@@ -104,6 +117,7 @@ class VennAbersCalibrator(PAVCalibrator):
         merge_rule: str = "log",
         score_key: str | None = None,
         llr_pseudo_count: float = 1.0,
+        prior: str | None = "auto",
     ):
         check_scalar(merge_rule, "merge_rule", choices=("log", "mean"))
         self.merge_rule = merge_rule
@@ -115,6 +129,7 @@ class VennAbersCalibrator(PAVCalibrator):
             llr_pseudo_count=llr_pseudo_count,
             finite_proba=False,
             n_jobs=1,
+            prior=prior,
         )
 
     @classmethod
@@ -231,6 +246,23 @@ class VennAbersCalibrator(PAVCalibrator):
     def _pack(self) -> None:
         super()._pack()
         self._sweep_scratch = np.empty(2 * self._hist.n_buckets)  # the what-if sweeps' stack
+
+    def _prior_mode(self) -> int:
+        # the pair reads the exact fit (``finite_proba=False``: no clipped ends), on the row plus
+        # the score prior's pseudo-counts unless ``prior=None``
+        if self.prior is None:
+            return 0
+        return 1 if self._identity else 2
+
+    def __setstate__(self, state):
+        # a state saved while the pair read the window's own row only (its prior section says no
+        # prior, its parameters the default) loads as it was saved: with ``prior=None``
+        pf, pi = state.get("_pf"), state.get("_pi")
+        if state.get("prior") == "auto" and type(pf) is np.ndarray and type(pi) is np.ndarray and pf.ndim == 1:
+            o = _k.pav_state_sizes_before_prior(int(pi[_k.PI_B])) if pi.ndim == 1 and pi.size > _k.PI_B else -1
+            if 0 <= o < pf.size - _k.PR_MODE and pf[o + _k.PR_MODE] == 0.0:
+                state = {**state, "prior": None}
+        super().__setstate__(state)
 
     # derived: not saved, rebuilt by ``_pack`` on loading
     _CACHES = (*PAVCalibrator._CACHES, "_sweep_scratch")

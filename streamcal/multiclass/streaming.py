@@ -966,6 +966,23 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         with self._lock:
             return dict(self._models)
 
+    @property
+    def river_in_one_call(self) -> bool:
+        """Whether the river face runs an event over every pair of the known classes in one
+        compiled call (PAVCalibrator pairs, compiled kernels, each pair's state packed), rather
+        than one call per pair; both give the same bits.
+
+        Examples
+        --------
+        >>> from streamcal.multiclass import PairwiseCouplingCalibrator
+        >>> cal = PairwiseCouplingCalibrator(classes=("a", "b", "c"))
+        >>> cal.learn_one({"a": 0.2, "b": 0.5, "c": 0.3}, "b")
+        >>> isinstance(cal.river_in_one_call, bool)
+        True
+        """
+        with self._lock:
+            return self._river_states(self._known(), self._checked_params()) is not None
+
     def _check_params(self) -> None:
         super()._check_params()
         check_scalar(self.method, "method", choices=("ht", "wlw"))
