@@ -68,12 +68,13 @@ class KeyedRows:
 
     # ------------------------------------------------------------------ arenas
     def _make_room(self, k: int) -> None:
-        """Compact the arenas, then enlarge each to twice what it uses plus the room key ``k``'s next
-        event may need (so that compactions stay rare: amortised doubling)."""
+        """Compact the arenas, then leave each free room for a quarter of what it uses plus what key
+        ``k``'s next event may need (so that compactions stay rare: each one is paid for by the
+        quarter's worth of events that fill the room it leaves)."""
         self._compact()
         atoms, ring, blocks = _config.run(_kk.room_needed, 0, self._ki, self._cfg, k)
         used = self._arena
-        self._reserve(int(used[0] + atoms), int(used[1] + ring), int(used[2] + blocks))
+        self._reserve(int(atoms + (used[0] >> 2)), int(ring + (used[1] >> 2)), int(blocks + (used[2] >> 2)))
 
     def _has_ring(self) -> bool:
         kind = self._cfg[_kk.CFG_KIND]
@@ -281,7 +282,9 @@ class KeyedRows:
             size = getattr(self, prefix + "_b").shape[-1]
             if used + need <= size:
                 continue
-            new = max(1024, 2 * size, 2 * (used + need))
+            # a quarter more than needed: the arenas hold the keys' whole windows, so slack costs
+            # memory in proportion to the state (growth stays geometric: amortised O(1) per slot)
+            new = max(1024, size + (size >> 2), used + need)
             for suffix in ("_b", "_f", "_n"):
                 arr = getattr(self, prefix + suffix, None)
                 if arr is None:

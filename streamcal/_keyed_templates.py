@@ -225,9 +225,12 @@ class TemplateKeys:
         self._rebuild_caches()
 
     def _key_template(self) -> StreamingCalibrator:
-        """A fresh key calibrator: the template without its score prior."""
+        """A fresh key calibrator: the template without its score prior when the keyed prior takes
+        its place, the template as it is (its score prior included) when keys do not pool."""
         template = self._template()
-        return template.clone({"prior": None}) if "prior" in template._get_params() else template.clone()
+        if self.prior_strength == 0 or "prior" not in template._get_params():
+            return template.clone()
+        return template.clone({"prior": None})
 
     def _rebuild_caches(self) -> None:
         self._new_key = self._key_template()

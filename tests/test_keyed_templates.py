@@ -24,7 +24,7 @@ from streamcal.keyed import TemplateKeyedCalibrator
 from streamcal.persist import to_bytes
 from streamcal.windows import CountWindow, Decay, TimeWindow
 
-# the templates of the keys; a key's own calibrator is the template with prior=None (the keyed
+# the templates of the keys; a pooled key's own calibrator is the template with prior=None (the keyed
 # prior takes the score prior's place), so the independent copies compared with keys have it
 TEMPLATES = {
     "ispline": ISplineCalibrator(prior=None),
@@ -35,7 +35,7 @@ TEMPLATES = {
     "gev-every": GEVCalibrator(refit_every=7, prior=None),
     "gev-time": GEVCalibrator(window=TimeWindow(30.0), prior=None),
     "venn-abers": VennAbersCalibrator(),
-    "venn-abers-count": VennAbersCalibrator(window=CountWindow(40)),
+    "venn-abers-count": VennAbersCalibrator(window=CountWindow(40), prior=None),  # merges exact: no score prior
     "pav-quantile": PAVCalibrator(buckets="quantile:16", prior=None),
     "ispline-quantile": ISplineCalibrator(buckets="quantile:16", prior=None),
 }
