@@ -441,6 +441,29 @@ class TemplateKeys:
                 out_p[at], out_llr[at] = self._predict_with(cal, s[at], _take(b, at))
         return out_p, out_llr
 
+    def predict_interval(self, keys, scores) -> tuple[np.ndarray, np.ndarray]:
+        """A Venn–Abers template's ``(p0, p1)`` of each (key, score) with the current state: the
+        key's own calibrator's interval, or the global calibrator's for a key without a state.
+        TypeError for a template without intervals."""
+        from streamcal.isotonic.venn_abers import VennAbersCalibrator
+
+        if not isinstance(self._global, VennAbersCalibrator):
+            msg = f"predict_interval needs a VennAbersCalibrator template; this one is a {type(self._global).__name__}."
+            raise TypeError(msg)
+        with self._lock:
+            s, _b = self._scores(scores)
+            kc = self._codes(keys, s.size)
+            table = np.array([self._slot_of.get(key, -1) for key in kc.keys], dtype=np.int64)
+            slots = table[kc.codes] if s.size else np.zeros(0, dtype=np.int64)
+            p0 = np.empty(s.size)
+            p1 = np.empty(s.size)
+            alone = np.flatnonzero(slots < 0)
+            if alone.size:
+                p0[alone], p1[alone] = self._global.predict_interval(s[alone])
+            for k, at in _groups(slots):
+                p0[at], p1[at] = self._cals[k].predict_interval(s[at])
+            return p0, p1
+
     def _predict_with(self, cal, s, b):
         if b is None:
             s, b = cal._check_scores_and_buckets(s)

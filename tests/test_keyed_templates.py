@@ -455,3 +455,25 @@ def test_auto_prior_shifts_each_key_toward_its_own_level():
     assert served == sorted(served)
     uniform = KeyedCalibrator(PlattCalibrator(), prior_strength=1e3).update(keys, s, y)
     assert all(uniform.key_shift(key) == 1.0 for key in range(n_keys))
+
+
+def test_venn_abers_keys_give_their_own_intervals():
+    # keyed Venn-Abers (independent keys): each key's (p0, p1) is its own calibrator's, a key
+    # without a state gets the global calibrator's, and other templates have no intervals
+    keys, s, y, w, t = stream(n=600, n_keys=3, seed=31)
+    template = TEMPLATES["venn-abers"]
+    cal = KeyedCalibrator(template, prior_strength=0).update(keys, s, y, weights=w, times=t)
+    _p, _llr, cals = independent(template, keys, s, y, w, t)
+    grid = np.linspace(0.02, 0.98, 25)
+    for key in range(3):
+        p0, p1 = cal.predict_interval(np.full(grid.size, key), grid)
+        want0, want1 = cals[key].predict_interval(grid)
+        assert np.array_equal(p0, want0)
+        assert np.array_equal(p1, want1)
+        assert (p0 <= p1).all()
+    g0, g1 = cal.predict_interval(np.full(grid.size, 99), grid)
+    want0, want1 = cal.global_calibrator.predict_interval(grid)
+    assert np.array_equal(g0, want0)
+    assert np.array_equal(g1, want1)
+    with pytest.raises(TypeError, match="VennAbersCalibrator template"):
+        KeyedCalibrator(TEMPLATES["platt"]).predict_interval([0], [0.5])
