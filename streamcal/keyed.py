@@ -35,7 +35,7 @@ from streamcal.persist import Persistable
 __all__ = ["KeyedCalibrator"]
 
 _OP_LEARN, _OP_PREDICT, _OP_BOTH = 1, 2, 3
-_CHUNK = 1 << 20  # events per pass of a long array-face call (bounds its temporaries)
+_CHUNK = 1 << 18  # events per pass of a long array-face call (bounds its temporaries)
 _FIELDS = ("bucket", "pos", "neg", "n_pos", "n_neg")
 _RING_FIELDS = ("ring_bucket", "ring_weight", "ring_label", "ring_clock")
 

@@ -4,7 +4,7 @@ Rows. A key's row holds only its non-empty buckets, as *atoms* ``(bucket, pos, n
 sorted by bucket, in a segment of the atom arena (``ab``; ``af``: weights; ``an``: counts); a key's
 memory grows with the distinct buckets its window holds, never with the bucket count. A count or
 time window keeps the key's events in a ring segment of the ring arena (``rb``; ``rf``: weight,
-label, clock) that grows by doubling up to the window. Segments move to the end of their arena when
+label, clock) that grows by half up to the window. Segments move to the end of their arena when
 they grow; the caller compacts the arenas (``KeyedRows._compact``) and enlarges them when a kernel stops
 for room (it returns the position of the event it could not place, before touching it).
 
@@ -152,6 +152,13 @@ def stored_unit(cfg, kf, k):
 
 
 @jit_noalloc(forceinline=True)
+def _grown(cap):
+    """A key's next segment capacity: half as large again (a segment holds the key's window, so
+    its slack is memory in proportion to the key's evidence; growth stays geometric)."""
+    return FIRST_CAP if cap == 0 else cap + (cap >> 1)
+
+
+@jit_noalloc(forceinline=True)
 def _find_atom(ab, off, n, b):
     """Position (in ``off .. off + n``) of the first atom whose bucket is >= ``b``."""
     lo = off
@@ -186,14 +193,14 @@ def room_needed(ki, cfg, k):
     atoms = 0
     if ki[k, KI_A_LEN] == ki[k, KI_A_CAP]:
         cap = ki[k, KI_A_CAP]
-        atoms = FIRST_CAP if cap == 0 else 2 * cap
+        atoms = _grown(cap)
     ring = 0
     kind = cfg[CFG_KIND]
     if (kind == KIND_COUNT) | (kind == KIND_TIME):
         cap = ki[k, KI_R_CAP]
         full = ki[k, KI_R_COUNT] == cap
         if full and (kind == KIND_TIME or cap < cfg[CFG_WINDOW_N]):
-            ring = FIRST_CAP if cap == 0 else 2 * cap
+            ring = _grown(cap)
             if kind == KIND_COUNT and ring > cfg[CFG_WINDOW_N]:
                 ring = np.int64(cfg[CFG_WINDOW_N])
     blocks = 0
@@ -254,9 +261,9 @@ def _expire_next(cfg, kf, ki, ab, af, an, rb, rf, k, clock):
 
 @jit_noalloc(forceinline=True)
 def _grow_atoms(ab, af, an, ki, arena, k):
-    """Move the key's atoms to a segment twice as large at the end of the arena (room checked)."""
+    """Move the key's atoms to a larger segment (``_grown``) at the end of the arena (room checked)."""
     cap = ki[k, KI_A_CAP]
-    new_cap = FIRST_CAP if cap == 0 else 2 * cap
+    new_cap = _grown(cap)
     new_off = arena[AR_ATOMS]
     off = ki[k, KI_A_OFF]
     for q in range(ki[k, KI_A_LEN]):
@@ -355,7 +362,7 @@ def _add(cfg, kf, ki, ab, af, an, rb, rf, arena, k, b, y, w, clock):
         cap = ki[k, KI_R_CAP]
         count = ki[k, KI_R_COUNT]
         if count == cap:
-            new_cap = FIRST_CAP if cap == 0 else 2 * cap
+            new_cap = _grown(cap)
             if kind == KIND_COUNT and new_cap > cfg[CFG_WINDOW_N]:
                 new_cap = np.int64(cfg[CFG_WINDOW_N])
             _grow_ring(rb, rf, ki, arena, k, new_cap)
