@@ -67,16 +67,29 @@ def reference(frame: pd.DataFrame, key) -> pd.DataFrame:
     return pd.DataFrame({"event_id": [e for e, _ in scored], "proba": proba[at], "llr": llr[at]})
 
 
+def shard_of(key, shards: int = 3) -> int:
+    """A stable shard of ``key`` for the tests (the query uses Spark's ``xxhash64``; any split works)."""
+    return sum(str(key).encode()) % shards
+
+
 def run_in_batches(tester, frame: pd.DataFrame, n_batches: int, rng) -> pd.DataFrame:
-    """Feed ``frame`` to the tester in ``n_batches`` micro-batches, each key's rows shuffled (Spark
-    does not keep the order inside a group; the ``order`` column restores it)."""
+    """Feed ``frame`` to the tester in ``n_batches`` micro-batches, grouped by shard, each shard's
+    rows shuffled (Spark does not keep the order inside a group; the ``order`` column restores it).
+    The key reaches the processor as a string; the output's key goes back to the frame's."""
     outs = []
+    kinds = {str(key): key for key in frame["key"].unique()}
     for bounds in np.array_split(np.arange(len(frame)), n_batches):
-        part = frame.iloc[bounds]
-        for key, rows in part.groupby("key", sort=False):
+        part = frame.iloc[bounds].assign(key=lambda f: f["key"].astype(str))
+        for shard, rows in part.groupby(part["key"].map(shard_of), sort=False):
             shuffled = rows.sample(frac=1.0, random_state=int(rng.integers(1 << 30)))
-            outs.append(tester.testInPandas(key, shuffled.drop(columns="key").reset_index(drop=True)))
-    return pd.concat(outs, ignore_index=True)
+            outs.append(tester.testInPandas(shard, shuffled.reset_index(drop=True)))
+    out = pd.concat(outs, ignore_index=True)
+    return out.assign(key=out["key"].map(kinds))
+
+
+def key_state(tester, key):
+    """The map-state entry of ``key`` (None if it has none)."""
+    return tester.peekMapState("keys", shard_of(key)).get((str(key),))
 
 
 def keyed_reference(frame: pd.DataFrame, key) -> pd.DataFrame:
@@ -124,7 +137,7 @@ def test_per_key_outputs_equal_an_in_process_calibrator_bit_for_bit(rng):
     assert set(out["status"]) == {"scored_learned"}
     assert_equal_to_reference(out, frame, keys)
     # the state holds what one calibrator per key learned
-    assert tester.peekValueState("calibration", "a")[1] == int((frame["key"] == "a").sum())
+    assert key_state(tester, "a")[1] == int((frame["key"] == "a").sum())
 
 
 def test_labels_arriving_later_join_their_pending_scores(rng):
@@ -138,7 +151,7 @@ def test_labels_arriving_later_join_their_pending_scores(rng):
     scored = out[out["status"] == "scored"].set_index("event_id")["score"]
     assert np.array_equal(learned.loc[scored.index].to_numpy(), scored.to_numpy())  # each label found its score
     for key in keys:
-        state = tester.peekValueState("calibration", key)
+        state = key_state(tester, key)
         assert state[1] == int((frame["key"] == key).sum()) // 2
         assert state[2] == []  # every pending score got its label
 
@@ -154,36 +167,39 @@ def test_pending_scores_are_bounded_and_dropped_ones_are_reported(rng):
     assert len(dropped) == len(unmatched) > 0  # each dropped score's label comes back unmatched
     assert set(dropped["event_id"]) == set(unmatched["event_id"])
     assert dropped["error"].str.contains("max_pending=5").all()
-    assert len(tester.peekValueState("calibration", "k")[2]) <= 5
+    assert len(key_state(tester, "k")[2]) <= 5
 
 
 def test_idle_keys_expire_after_the_ttl_and_are_reported(rng):
+    """Keys of one shard expire one by one, each a ttl after its own last row."""
     tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None), ttl_ms=1000), timeMode="ProcessingTime")
     frame = stream_rows(rng, 300, ["x", "y"], label_delay=None)
     first, second = frame.iloc[:200], frame.iloc[200:]
-    for key in ["x", "y"]:
-        tester.testInPandas(key, first[first["key"] == key].drop(columns="key"))
+    tester.testInPandas(0, first)  # x and y in shard 0, seen at 0 ms
     assert len(tester.setProcessingTime(600)) == 0  # not idle long enough
-    tester.testInPandas("x", second[second["key"] == "x"].drop(columns="key"))  # x seen at 600 ms
+    tester.testInPandas(0, second[second["key"] == "x"])  # x seen at 600 ms
     expired = tester.setProcessingTime(1200)  # y idle since 0 ms: expires; x was seen at 600 ms
     assert expired["key"].tolist() == ["y"]
     assert expired["status"].tolist() == ["expired"]
     assert expired["n_learned"].tolist() == [int((first["key"] == "y").sum())]
-    assert tester.peekValueState("calibration", "y") is None
-    assert tester.peekValueState("calibration", "x") is not None
+    assert tester.peekMapState("keys", 0).keys() == {("x",)}
     expired = tester.setProcessingTime(1700)  # x: 600 + 1000 ms
     assert expired["key"].tolist() == ["x"]
     assert expired["n_learned"].tolist() == [int((frame["key"] == "x").sum())]
+    assert tester.peekMapState("keys", 0) == {}
     # an expired key starts again from the template
-    again = tester.testInPandas("y", second[second["key"] == "y"].drop(columns="key"))
-    expected = PAVCalibrator(prior=None).prequential(*second.loc[second["key"] == "y", ["score", "label"]].to_numpy().T)[0]
+    again = tester.testInPandas(0, second[second["key"] == "y"])
+    expected = PAVCalibrator(prior=None).prequential(
+        *second.loc[second["key"] == "y", ["score", "label"]].to_numpy().T
+    )[0]
     assert np.array_equal(again["proba"].to_numpy(), expected)
 
 
 def test_bad_rows_are_dead_letters_with_a_reason_and_change_nothing(rng):
-    frame = stream_rows(rng, 60, ["k"], label_delay=None).drop(columns="key")
+    frame = stream_rows(rng, 60, ["k"], label_delay=None)
     bad = pd.DataFrame(
         {
+            "key": "k",
             "event_id": ["nan", "inf", "two", None, "ghost", "empty"],
             "score": [np.nan, np.inf, 0.5, np.nan, np.nan, np.nan],
             "label": [1.0, 1.0, 2.0, 1.0, 0.0, np.nan],
@@ -191,10 +207,16 @@ def test_bad_rows_are_dead_letters_with_a_reason_and_change_nothing(rng):
             "order": [10.5, 20.5, 30.5, 40.5, 50.5, 55.5],
         }
     )
+    null_key = frame.iloc[:5].assign(key=None, order=np.arange(5) + 0.25)  # every row a dead letter
     tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None)))
-    out = tester.testInPandas("k", pd.concat([frame, bad], ignore_index=True))
+    out = tester.testInPandas(0, pd.concat([frame, bad, null_key], ignore_index=True))
+    assert len(out) == len(frame) + len(bad) + len(null_key)  # nothing dropped silently
+    null_out = out[out["key"].isna()]
+    assert len(null_out) == 5
+    assert set(null_out["status"]) == {"rejected"}
+    assert set(null_out["error"]) == {"the key is null"}
+    out = out[out["key"].notna()]
     dead = out[out["status"].isin(["rejected", "unmatched"])].set_index("event_id")
-    assert len(out) == len(frame) + len(bad)  # nothing dropped silently
     assert dead.loc["inf", "error"] == "score must be finite; got inf"
     assert dead.loc["two", "error"] == "label must be 0 or 1; got 2.0"
     assert dead.loc["ghost", "status"] == "unmatched"
@@ -205,11 +227,7 @@ def test_bad_rows_are_dead_letters_with_a_reason_and_change_nothing(rng):
     expected = PAVCalibrator(prior=None).prequential(frame["score"], frame["label"])
     assert np.array_equal(good["proba"].to_numpy(), expected[0])
     assert np.array_equal(good["llr"].to_numpy(), expected[1])
-    # a null key: every row is a dead letter, and no state is kept for it
-    null_out = tester.testInPandas(None, frame.iloc[:5])
-    assert set(null_out["status"]) == {"rejected"}
-    assert set(null_out["error"]) == {"the key is null"}
-    assert tester.peekValueState("calibration", None) is None
+    assert tester.peekMapState("keys", 0).keys() == {("k",)}  # no state is kept for a null key
 
 
 def test_arguments_are_checked_before_anything_runs():
@@ -226,6 +244,8 @@ def test_arguments_are_checked_before_anything_runs():
         _fresh(used)
     with pytest.raises(ValueError, match=r"`max_pending` must be an int >= 0; got -3"):
         calibrate_stream(None, key_col="k", score_col="s", max_pending=-3)
+    with pytest.raises(ValueError, match=r"`shards` must be an int >= 1; got 0"):
+        calibrate_stream(None, key_col="k", score_col="s", shards=0)
 
 
 # ---------------------------------------------------------------------------- a query, end to end

@@ -1,33 +1,35 @@
-"""The stateful processor: one key's calibrator, and its scores awaiting labels, in Spark's state store.
+"""The stateful processor: a shard of keys, each key's calibrator and its scores awaiting labels in
+Spark's state store.
 
-Spark's ``transformWithStateInPandas`` hands the processor every row of one key in a micro-batch as
-pandas frames. The processor loads the key's state (one value-state row: the key's calibrator as
-:meth:`streamcal.KeyedCalibrator.export_key` gives it, and the pending scores), imports it into a
-:class:`streamcal.KeyedCalibrator` (``prior_strength=0``), runs the rows in order through its ``process`` (a
-score row is a prediction, a label row learns the score it joins, a row with both predicts then
-learns), writes the state back and emits one output row per input row. Rows it cannot use are
-emitted with status ``"rejected"`` or ``"unmatched"`` and an ``error`` that says why (the
+Spark's ``transformWithStateInPandas`` calls the processor once per grouping key and micro-batch,
+with a cost of its own per call (a Python call, pandas frames, state-store round trips). So the
+grouping key is not the calibration key but a shard (a stable hash of the key modulo the number of
+shards): the processor gets every row of its shard's keys in a micro-batch, reads the state of the
+keys that have rows (one map-state entry per key: the key's calibrator as
+:meth:`streamcal.KeyedCalibrator.export_key` gives it, and its pending scores), runs all the rows
+through one :class:`streamcal.KeyedCalibrator` (``prior_strength=0``, the keys independent) in one
+compiled call, writes the touched keys back and emits one output row per input row. Rows it cannot
+use are emitted with status ``"rejected"`` or ``"unmatched"`` and an ``error`` that says why (the
 dead-letter rows); nothing is dropped without a row saying so.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
 
-from streamcal.spark._codec import decode_state, encode_state
-from streamcal.spark._rows import OUTPUT_COLUMNS, Pending, run_rows
+from streamcal.spark._rows import OUTPUT_COLUMNS, KeyState, Pending, run_rows
 
-__all__ = ["OUTPUT_COLUMNS", "STATE_SCHEMA", "STATUSES", "KeyedCalibrationProcessor"]
+__all__ = ["KEY_SCHEMA", "OUTPUT_COLUMNS", "STATE_SCHEMA", "STATUSES", "KeyedCalibrationProcessor"]
 
-# One row of Spark state per key: its calibrator (``KeyedCalibrator.export_key``, encoded), its event
-# count, the scores still waiting for their label (event id, score, time, order), and the expiry timer in force.
+# One map-state entry per calibration key (the key as a string): its calibrator
+# (``KeyedCalibrator.export_key``, encoded; null while it has learned nothing), its event count, the
+# scores still waiting for their label (event id, score, time, order), and when it last had a row.
+KEY_SCHEMA = "key string"
 STATE_SCHEMA = (
     "calibrator binary, n_learned long, pending_ids array<string>, pending_scores array<double>, "
-    "pending_times array<double>, pending_orders array<double>, timer_ms long, last_seen_ms long"
+    "pending_times array<double>, pending_orders array<double>, last_seen_ms long"
 )
 STATUSES = {
     "scored": "a score row: proba and llr from the key's calibrator before the row",
@@ -40,36 +42,18 @@ STATUSES = {
 }
 
 
-_DTYPES = {"double": np.float64, "string": object}
-
-
-class _OneKey:
-    """One key of the engine, with a calibrator's ``process``."""
-
-    def __init__(self, engine, slot: int):
-        self.engine, self.slot = engine, slot
-        self.saved = None  # the state as loaded (None: a key that has learned nothing yet)
-
-    def process(self, scores, labels, learn_mask, *, times=None):
-        keys = np.full(len(scores), self.slot, dtype=np.int64)
-        return self.engine.process(keys, scores, labels, learn_mask, times=times)
-
-    def export(self) -> dict | None:
-        """The key's state, or None while it has learned nothing (predictions make no state)."""
-        held = self.engine.keys()  # at most one key (max_keys=1)
-        if self.slot not in held:
-            return None
-        return self.engine.export_key(self.slot)
+_DTYPES = {"double": np.float64, "string": object, "long": np.int64}
 
 
 class KeyedCalibrationProcessor(StatefulProcessor):
-    """A Spark stateful processor that calibrates one key's events with its own calibrator.
+    """A Spark stateful processor that calibrates each key of a shard with the key's own calibrator.
 
-    Used by :func:`streamcal.spark.calibrate_stream` with ``transformWithStateInPandas``; its input
-    frames have the columns ``event_id``, ``score``, ``label``, ``time``, ``order`` (any may hold
-    nulls) and its output is described by ``OUTPUT_COLUMNS`` and ``STATUSES``.
+    Used by :func:`streamcal.spark.calibrate_stream` with ``transformWithStateInPandas``, grouped by
+    a shard of keys; its input frames have the columns ``key`` (the calibration key as a string),
+    ``event_id``, ``score``, ``label``, ``time``, ``order`` (any may hold nulls) and its output is
+    ``key`` then the columns ``OUTPUT_COLUMNS`` describes, with ``STATUSES``.
 
-    For one key, the output is what the in-process calibrator gives on that key's rows in ``order``
+    For each key, the output is what the in-process calibrator gives on that key's rows in ``order``
     (ties in arrival order): a score row is predicted with the state before it, a label row learns
     the score its event id names, a row with both does both (predict first). Every key starts from a
     clone of ``calibrator``.
@@ -81,7 +65,8 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         ``PAVCalibrator()``), as :class:`streamcal.KeyedCalibrator` takes it.
     ttl_ms
         Milliseconds of processing time after which a key that received no row expires: its state
-        is cleared and an ``"expired"`` row reports it. ``None``: keys never expire.
+        is cleared and an ``"expired"`` row reports it. ``None``: keys never expire. The shard keeps
+        one timer, at the earliest expiry of its keys.
     max_pending
         Bound on the scores a key keeps waiting for labels between micro-batches; beyond it, at the
         end of a micro-batch, the oldest are dropped (each reported by a ``"dropped"`` row).
@@ -97,9 +82,9 @@ class KeyedCalibrationProcessor(StatefulProcessor):
     >>> tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None)))
     >>> rng = np.random.default_rng(0)
     >>> s = rng.uniform(size=200)
-    >>> rows = pd.DataFrame({"event_id": None, "score": s, "label": (rng.uniform(size=200) < s) * 1.0,
-    ...                      "time": None, "order": np.arange(200.0)})
-    >>> out = tester.testInPandas("campaign-1", rows)
+    >>> rows = pd.DataFrame({"key": "campaign-1", "event_id": None, "score": s,
+    ...                      "label": (rng.uniform(size=200) < s) * 1.0, "time": None, "order": np.arange(200.0)})
+    >>> out = tester.testInPandas(0, rows)  # shard 0
     >>> reference = PAVCalibrator(prior=None).prequential(s, rows["label"])[0]  # a key's own map: no score prior
     >>> out["status"].unique().tolist(), np.array_equal(out["proba"], reference)
     (['scored_learned'], True)
@@ -114,105 +99,79 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         self.remember = remember
 
     def init(self, handle) -> None:
-        from streamcal.keyed import KeyedCalibrator
-
         self.handle = handle
-        self.state = handle.getValueState("calibration", STATE_SCHEMA)
-        # the engine holds one key at a time (max_keys=1): the key's exported state is imported
-        # from Spark's state store under a name never used before, run, and exported back
-        self.engine = KeyedCalibrator(self.calibrator, prior_strength=0, max_keys=1)
-        self.slots = 0
+        self.keys = handle.getMapState("keys", KEY_SCHEMA, STATE_SCHEMA)
+        self.timer = handle.getValueState("timer", "timer_ms long")  # the shard's expiry timer
 
-    # ---------------------------------------------------------------- the key's state
-    def _load(self):
-        """``(calibrator, n_learned, pending, timer_ms)`` of the current key (a fresh one if none)."""
-        self.slots += 1
-        row = self.state.get()
-        saved = None if row is None else row[0]
-        if saved is None:
-            # a key with no state yet runs in an engine of its own: the shared engine's global map
-            # (every key it ran) would answer the key's predictions until its first label
-            return _OneKey(self._fresh_engine(), 0), 0 if row is None else row[1], self._pending(row), self._timer(row)
-        calibrator = _OneKey(self.engine, self.slots)
-        self.engine.import_key(self.slots, decode_state(saved))
-        calibrator.saved = saved
-        return calibrator, row[1], self._pending(row), row[6]
+    # ---------------------------------------------------------------- the keys' state
+    def _load(self, key) -> KeyState:
+        row = self.keys.getValue((key,))
+        if row is None:
+            return KeyState()
+        return KeyState(row[0], row[1], Pending(*row[2:6]), row[6])
 
-    def _fresh_engine(self):
-        from streamcal.keyed import KeyedCalibrator
-
-        return KeyedCalibrator(self.calibrator, prior_strength=0, max_keys=1)
-
-    @staticmethod
-    def _pending(row) -> Pending:
-        return Pending() if row is None else Pending(*row[2:6])
-
-    @staticmethod
-    def _timer(row):
-        return None if row is None else row[6]
-
-    def _store(self, calibrator, n_learned, pending, timer_ms, now_ms) -> None:
-        state = calibrator.export()
-        saved = calibrator.saved if state is None else encode_state(state)
-        self.state.update((saved, n_learned, *pending.columns(), timer_ms, now_ms))
+    def _store(self, key, state: KeyState) -> None:
+        self.keys.updateValue((key,), (state.saved, state.n_learned, *state.pending.columns(), state.seen_ms))
 
     # ---------------------------------------------------------------- Spark's entry points
     def handleInputRows(self, key, rows, timerValues):
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        key_value = key[0]
-        if key_value is None or (isinstance(key_value, float) and math.isnan(key_value)):
-            # no state is kept for a null key: its rows are all dead letters
-            out, _ = run_rows(None, frame, Pending(), key_is_null=True, remember=False)
-            yield self._output(key_value, out, 0, 0)
-            return
         now_ms = timerValues.getCurrentProcessingTimeInMs()
-        calibrator, n_learned, pending, timer_ms = self._load()
-        out, learned = run_rows(calibrator, frame, pending, key_is_null=False, remember=self.remember)
-        if len(pending) > self.max_pending:
-            out = _stack(out, pending.drop_oldest(self.max_pending))
-        if self.ttl_ms is not None and timer_ms is None:
+        names = frame["key"].dropna().unique()
+        states = {name: self._load(name) for name in names}
+        out = run_rows(self.calibrator, frame, states, remember=self.remember, max_pending=self.max_pending)
+        for name, state in states.items():
+            state.seen_ms = now_ms
+            self._store(name, state)
+        if self.ttl_ms is not None and len(states) and self.timer.get() is None:
             timer_ms = now_ms + self.ttl_ms
             self.handle.registerTimer(timer_ms)
-        self._store(calibrator, n_learned + learned, pending, timer_ms, now_ms)
-        yield self._output(key_value, out, n_learned + learned, len(pending))
+            self.timer.update((timer_ms,))
+        yield self._output(out)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-        row = self.state.get()
-        if row is None:
-            return
-        last_seen_ms = row[7]
-        if last_seen_ms + self.ttl_ms > expiredTimerInfo.getExpiryTimeInMs():
-            # the key had rows since this timer was set: wait a full ttl after the last of them
-            timer_ms = last_seen_ms + self.ttl_ms
-            self.handle.registerTimer(timer_ms)
-            self.state.update((*row[:6], timer_ms, last_seen_ms))
-            return
-        self.state.clear()
-        yield self._output(key[0], {"status": np.array(["expired"], dtype=object)}, row[1], len(row[2]))
+        """Clear the shard's keys idle for ``ttl_ms`` (one ``"expired"`` row each), and set the
+        timer at the next expiry of those left."""
+        expiry_ms = expiredTimerInfo.getExpiryTimeInMs()
+        expired, next_ms = [], None
+        for (name,), row in self.keys.iterator():
+            due = row[6] + self.ttl_ms
+            if due <= expiry_ms:
+                expired.append((name, row[1], len(row[2])))
+            else:
+                next_ms = due if next_ms is None else min(next_ms, due)
+        for name, _, _ in expired:
+            self.keys.removeKey((name,))
+        if next_ms is None:
+            self.timer.clear()
+        else:
+            self.handle.registerTimer(next_ms)
+            self.timer.update((next_ms,))
+        if expired:
+            names, n_learned, n_pending = zip(*expired, strict=True)
+            n = len(names)
+            yield self._output(
+                {
+                    "key": np.array(names, dtype=object),
+                    "status": np.full(n, "expired", dtype=object),
+                    "n_learned": np.array(n_learned, dtype=np.int64),
+                    "n_pending": np.array(n_pending, dtype=np.int64),
+                }
+            )
 
     def close(self) -> None:
         pass
 
     @staticmethod
-    def _output(key_value, out: dict, n_learned: int, n_pending: int) -> pd.DataFrame:
+    def _output(out: dict) -> pd.DataFrame:
         """The output columns ``out`` as one frame, with the key in front and every column typed."""
         n = len(out["status"])
-        columns = {"key": [key_value] * n}
+        columns = {"key": np.asarray(out["key"], dtype=object)}
         for name, kind in OUTPUT_COLUMNS.items():
-            if name in ("n_learned", "n_pending"):
-                columns[name] = np.full(n, n_learned if name == "n_learned" else n_pending, dtype=np.int64)
-            elif name in out:
-                columns[name] = np.asarray(out[name], dtype=_DTYPES[kind])
+            dtype = _DTYPES[kind]
+            if name in out:
+                columns[name] = np.asarray(out[name], dtype=dtype)
             else:
-                columns[name] = np.full(n, np.nan if kind == "double" else None, dtype=_DTYPES[kind])
+                columns[name] = np.full(n, np.nan if kind == "double" else None, dtype=dtype)
         return pd.DataFrame(columns, copy=False)
-
-
-def _stack(out: dict, more: dict) -> dict:
-    """The rows of ``out`` then those of ``more`` (columns missing from ``more`` are null)."""
-    n = len(more["status"])
-    return {
-        name: np.concatenate([column, more.get(name, np.full(n, None if column.dtype == object else np.nan))])
-        for name, column in out.items()
-    }
