@@ -87,9 +87,13 @@ def run_in_batches(tester, frame: pd.DataFrame, n_batches: int, rng) -> pd.DataF
     return out.assign(key=out["key"].map(kinds))
 
 
-def key_state(tester, key):
-    """The map-state entry of ``key`` (None if it has none)."""
-    return tester.peekMapState("keys", shard_of(key)).get((str(key),))
+def key_state(tester, key, shard=None):
+    """``(n_learned, pending event ids)`` of ``key`` in its shard's state (None if it has none)."""
+    row = tester.peekValueState("shard", shard_of(key) if shard is None else shard)
+    if row is None or str(key) not in row[1]:
+        return None
+    at = row[1].index(str(key))
+    return row[3][at], [i for k, i in zip(row[5], row[6], strict=True) if k == str(key)]
 
 
 def keyed_reference(frame: pd.DataFrame, key) -> pd.DataFrame:
@@ -137,7 +141,7 @@ def test_per_key_outputs_equal_an_in_process_calibrator_bit_for_bit(rng):
     assert set(out["status"]) == {"scored_learned"}
     assert_equal_to_reference(out, frame, keys)
     # the state holds what one calibrator per key learned
-    assert key_state(tester, "a")[1] == int((frame["key"] == "a").sum())
+    assert key_state(tester, "a")[0] == int((frame["key"] == "a").sum())
 
 
 def test_labels_arriving_later_join_their_pending_scores(rng):
@@ -152,8 +156,8 @@ def test_labels_arriving_later_join_their_pending_scores(rng):
     assert np.array_equal(learned.loc[scored.index].to_numpy(), scored.to_numpy())  # each label found its score
     for key in keys:
         state = key_state(tester, key)
-        assert state[1] == int((frame["key"] == key).sum()) // 2
-        assert state[2] == []  # every pending score got its label
+        assert state[0] == int((frame["key"] == key).sum()) // 2
+        assert state[1] == []  # every pending score got its label
 
 
 def test_pending_scores_are_bounded_and_dropped_ones_are_reported(rng):
@@ -167,7 +171,7 @@ def test_pending_scores_are_bounded_and_dropped_ones_are_reported(rng):
     assert len(dropped) == len(unmatched) > 0  # each dropped score's label comes back unmatched
     assert set(dropped["event_id"]) == set(unmatched["event_id"])
     assert dropped["error"].str.contains("max_pending=5").all()
-    assert len(key_state(tester, "k")[2]) <= 5
+    assert len(key_state(tester, "k")[1]) <= 5
 
 
 def test_idle_keys_expire_after_the_ttl_and_are_reported(rng):
@@ -182,11 +186,12 @@ def test_idle_keys_expire_after_the_ttl_and_are_reported(rng):
     assert expired["key"].tolist() == ["y"]
     assert expired["status"].tolist() == ["expired"]
     assert expired["n_learned"].tolist() == [int((first["key"] == "y").sum())]
-    assert tester.peekMapState("keys", 0).keys() == {("x",)}
+    assert key_state(tester, "y", 0) is None
+    assert key_state(tester, "x", 0) is not None
     expired = tester.setProcessingTime(1700)  # x: 600 + 1000 ms
     assert expired["key"].tolist() == ["x"]
     assert expired["n_learned"].tolist() == [int((frame["key"] == "x").sum())]
-    assert tester.peekMapState("keys", 0) == {}
+    assert tester.peekValueState("shard", 0) is None
     # an expired key starts again from the template
     again = tester.testInPandas(0, second[second["key"] == "y"])
     expected = PAVCalibrator(prior=None).prequential(
@@ -227,7 +232,7 @@ def test_bad_rows_are_dead_letters_with_a_reason_and_change_nothing(rng):
     expected = PAVCalibrator(prior=None).prequential(frame["score"], frame["label"])
     assert np.array_equal(good["proba"].to_numpy(), expected[0])
     assert np.array_equal(good["llr"].to_numpy(), expected[1])
-    assert tester.peekMapState("keys", 0).keys() == {("k",)}  # no state is kept for a null key
+    assert tester.peekValueState("shard", 0)[1] == ["k"]  # no state is kept for a null key
 
 
 def test_arguments_are_checked_before_anything_runs():

@@ -2,15 +2,16 @@
 Spark's state store.
 
 Spark's ``transformWithStateInPandas`` calls the processor once per grouping key and micro-batch,
-with a cost of its own per call (a Python call, pandas frames, state-store round trips). So the
-grouping key is not the calibration key but a shard (a stable hash of the key modulo the number of
-shards): the processor gets every row of its shard's keys in a micro-batch, reads the state of the
-keys that have rows (one map-state entry per key: the key's calibrator as
-:meth:`streamcal.KeyedCalibrator.export_key` gives it, and its pending scores), runs all the rows
-through one :class:`streamcal.KeyedCalibrator` (``prior_strength=0``, the keys independent) in one
-compiled call, writes the touched keys back and emits one output row per input row. Rows it cannot
-use are emitted with status ``"rejected"`` or ``"unmatched"`` and an ``error`` that says why (the
-dead-letter rows); nothing is dropped without a row saying so.
+and each call and each state-store access costs a Python call and a socket round trip to the JVM.
+So the grouping key is not the calibration key but a shard (a stable hash of the key modulo the
+number of shards), and a shard's state is one value-state row: its :class:`streamcal.KeyedCalibrator`
+(``prior_strength=0``, every key on its own) in streamcal's portable state format
+(:func:`streamcal.persist.to_bytes`, checked when read back), and per key its event count, the
+time of its last row and its scores awaiting labels. The processor reads the row, runs the shard's
+rows of the micro-batch through the calibrator in one compiled call, writes the row back and emits
+one output row per input row. Rows it cannot use are emitted with status ``"rejected"`` or
+``"unmatched"`` and an ``error`` that says why (the dead-letter rows); nothing is dropped without a
+row saying so.
 """
 
 from __future__ import annotations
@@ -19,17 +20,18 @@ import numpy as np
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
 
-from streamcal.spark._rows import OUTPUT_COLUMNS, KeyState, Pending, run_rows
+from streamcal.spark._rows import OUTPUT_COLUMNS, KeyState, run_rows
 
-__all__ = ["KEY_SCHEMA", "OUTPUT_COLUMNS", "STATE_SCHEMA", "STATUSES", "KeyedCalibrationProcessor"]
+__all__ = ["OUTPUT_COLUMNS", "STATE_SCHEMA", "STATUSES", "KeyedCalibrationProcessor"]
 
-# One map-state entry per calibration key (the key as a string): its calibrator
-# (``KeyedCalibrator.export_key``, encoded; null while it has learned nothing), its event count, the
-# scores still waiting for their label (event id, score, time, order), and when it last had a row.
-KEY_SCHEMA = "key string"
+# One row of Spark state per shard: its calibrator (``streamcal.persist.to_bytes`` of the shard's
+# KeyedCalibrator; null while no key has learned), then per key (``names``) its number in that
+# calibrator, its event count and the processing time of its last row, then the scores still
+# waiting for their label (key, event id, score, time, order).
 STATE_SCHEMA = (
-    "calibrator binary, n_learned long, pending_ids array<string>, pending_scores array<double>, "
-    "pending_times array<double>, pending_orders array<double>, last_seen_ms long"
+    "calibrator binary, names array<string>, numbers array<long>, n_learned array<long>, seen_ms array<long>, "
+    "pending_keys array<string>, pending_ids array<string>, pending_scores array<double>, "
+    "pending_times array<double>, pending_orders array<double>"
 )
 STATUSES = {
     "scored": "a score row: proba and llr from the key's calibrator before the row",
@@ -100,31 +102,62 @@ class KeyedCalibrationProcessor(StatefulProcessor):
 
     def init(self, handle) -> None:
         self.handle = handle
-        self.keys = handle.getMapState("keys", KEY_SCHEMA, STATE_SCHEMA)
+        self.state = handle.getValueState("shard", STATE_SCHEMA)
         self.timer = handle.getValueState("timer", "timer_ms long")  # the shard's expiry timer
 
-    # ---------------------------------------------------------------- the keys' state
-    def _load(self, key) -> KeyState:
-        row = self.keys.getValue((key,))
-        if row is None:
-            return KeyState()
-        return KeyState(row[0], row[1], Pending(*row[2:6]), row[6])
+    # ---------------------------------------------------------------- the shard's state
+    def _load(self):
+        """``(calibrator, key -> KeyState)`` of the current shard (an empty one if none)."""
+        from streamcal.keyed import KeyedCalibrator
+        from streamcal.persist import from_bytes
 
-    def _store(self, key, state: KeyState) -> None:
-        self.keys.updateValue((key,), (state.saved, state.n_learned, *state.pending.columns(), state.seen_ms))
+        row = self.state.get()
+        if row is None or row[0] is None:
+            engine = KeyedCalibrator(self.calibrator, prior_strength=0)
+        else:
+            engine = from_bytes(bytes(row[0]), where="a shard's calibrator in Spark's state store")
+        if row is None:
+            return engine, {}
+        states = {name: KeyState(*values) for name, *values in zip(*row[1:4], strict=True)}
+        for name, seen in zip(row[1], row[4], strict=True):
+            states[name].seen_ms = seen
+        for name, *pending in zip(*row[5:10], strict=True):
+            event_id, score, time, order = pending
+            states[name].pending.rows[event_id] = (score, time, order)
+        return engine, states
+
+    def _store(self, engine, states: dict) -> None:
+        from streamcal.persist import to_bytes
+
+        pending = [(name, i, *v) for name, state in states.items() for i, v in state.pending.rows.items()]
+        columns = [list(c) for c in zip(*pending, strict=True)] if pending else [[], [], [], [], []]
+        self.state.update(
+            (
+                to_bytes(engine, allow_pickle=False) if engine.n_keys else None,
+                list(states),
+                [state.number for state in states.values()],
+                [state.n_learned for state in states.values()],
+                [state.seen_ms for state in states.values()],
+                *columns,
+            )
+        )
 
     # ---------------------------------------------------------------- Spark's entry points
     def handleInputRows(self, key, rows, timerValues):
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         now_ms = timerValues.getCurrentProcessingTimeInMs()
+        engine, states = self._load()
         names = frame["key"].dropna().unique()
-        states = {name: self._load(name) for name in names}
-        out = run_rows(self.calibrator, frame, states, remember=self.remember, max_pending=self.max_pending)
-        for name, state in states.items():
-            state.seen_ms = now_ms
-            self._store(name, state)
-        if self.ttl_ms is not None and len(states) and self.timer.get() is None:
+        number = max((state.number for state in states.values()), default=-1)
+        for name in names:
+            if name not in states:
+                number += 1
+                states[name] = KeyState(number)
+            states[name].seen_ms = now_ms
+        out = run_rows(self.calibrator, engine, frame, states, remember=self.remember, max_pending=self.max_pending)
+        self._store(engine, states)
+        if self.ttl_ms is not None and states and self.timer.get() is None:
             timer_ms = now_ms + self.ttl_ms
             self.handle.registerTimer(timer_ms)
             self.timer.update((timer_ms,))
@@ -133,30 +166,34 @@ class KeyedCalibrationProcessor(StatefulProcessor):
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         """Clear the shard's keys idle for ``ttl_ms`` (one ``"expired"`` row each), and set the
         timer at the next expiry of those left."""
+        from streamcal.keyed import KeyedCalibrator
+
         expiry_ms = expiredTimerInfo.getExpiryTimeInMs()
-        expired, next_ms = [], None
-        for (name,), row in self.keys.iterator():
-            due = row[6] + self.ttl_ms
-            if due <= expiry_ms:
-                expired.append((name, row[1], len(row[2])))
-            else:
-                next_ms = due if next_ms is None else min(next_ms, due)
-        for name, _, _ in expired:
-            self.keys.removeKey((name,))
-        if next_ms is None:
-            self.timer.clear()
-        else:
-            self.handle.registerTimer(next_ms)
-            self.timer.update((next_ms,))
+        engine, states = self._load()
+        expired = [name for name, state in states.items() if state.seen_ms + self.ttl_ms <= expiry_ms]
+        left = {name: state for name, state in states.items() if state.seen_ms + self.ttl_ms > expiry_ms}
         if expired:
-            names, n_learned, n_pending = zip(*expired, strict=True)
-            n = len(names)
+            # the keys left move to a fresh calibrator (the shard's has no way to forget a key)
+            kept = KeyedCalibrator(self.calibrator, prior_strength=0)
+            for state in left.values():
+                if state.number in engine:
+                    kept.import_key(state.number, engine.export_key(state.number))
+            self._store(kept, left)
+        if left:
+            timer_ms = min(state.seen_ms for state in left.values()) + self.ttl_ms
+            self.handle.registerTimer(timer_ms)
+            self.timer.update((timer_ms,))
+        else:
+            self.timer.clear()
+            self.state.clear()
+        if expired:
+            n = len(expired)
             yield self._output(
                 {
-                    "key": np.array(names, dtype=object),
+                    "key": np.array(expired, dtype=object),
                     "status": np.full(n, "expired", dtype=object),
-                    "n_learned": np.array(n_learned, dtype=np.int64),
-                    "n_pending": np.array(n_pending, dtype=np.int64),
+                    "n_learned": np.array([states[name].n_learned for name in expired], dtype=np.int64),
+                    "n_pending": np.array([len(states[name].pending) for name in expired], dtype=np.int64),
                 }
             )
 

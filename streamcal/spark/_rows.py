@@ -1,6 +1,6 @@
 """A shard's rows of a micro-batch, in columns: which are bad, which join a pending score, and the
 calibrator operations they make, run for all the shard's keys in one compiled call (no Spark here;
-the processor calls it with the touched keys' states)."""
+the processor calls it with the shard's state)."""
 
 from __future__ import annotations
 
@@ -48,13 +48,14 @@ class Pending:
 
 
 class KeyState:
-    """One key's state between micro-batches: its calibrator (``KeyedCalibrator.export_key``,
-    encoded; None while it has learned nothing), events learned, pending scores, last row's time."""
+    """One key's bookkeeping between micro-batches: its number in the shard's
+    :class:`streamcal.KeyedCalibrator` (whose keys are ints), events learned, pending scores, last
+    row's time."""
 
-    __slots__ = ("n_learned", "pending", "saved", "seen_ms")
+    __slots__ = ("n_learned", "number", "pending", "seen_ms")
 
-    def __init__(self, saved=None, n_learned: int = 0, pending: Pending | None = None, seen_ms: int = 0):
-        self.saved, self.n_learned, self.seen_ms = saved, n_learned, seen_ms
+    def __init__(self, number: int, n_learned: int = 0, pending: Pending | None = None, seen_ms: int = 0):
+        self.number, self.n_learned, self.seen_ms = number, n_learned, seen_ms
         self.pending = Pending() if pending is None else pending
 
 
@@ -75,21 +76,19 @@ def _errors(key_is_null: np.ndarray, ids: np.ndarray, s: np.ndarray, y: np.ndarr
     return errors
 
 
-def run_rows(template, frame: pd.DataFrame, states: dict, *, remember: bool, max_pending: int):
-    """Run a shard's rows (columns ``key, event_id, score, label, time, order``) through one
-    :class:`streamcal.KeyedCalibrator` (``prior_strength=0``) holding the keys ``states`` gives.
+def run_rows(template, engine, frame: pd.DataFrame, states: dict, *, remember: bool, max_pending: int):
+    """Run a shard's rows (columns ``key, event_id, score, label, time, order``) through ``engine``,
+    the shard's :class:`streamcal.KeyedCalibrator` (``prior_strength=0``, every key on its own).
 
     Rows go by ascending ``order`` (ties in arrival order); the keys do not interact, so each key sees
     its own rows in that order. A score row is predicted with its key's state before it and, when
     ``remember`` and it has an event id, waits in the key's pending scores for its label; a label row
-    learns the pending score of its event id; a row with both predicts, then learns. ``states`` (key
-    -> :class:`KeyState`, one per non-null key of ``frame``) is updated in place. Returns the output
+    learns the pending score of its event id; a row with both predicts, then learns. A key the engine
+    holds no state for answers as a fresh ``template`` until its first label. ``engine`` and
+    ``states`` (key -> :class:`KeyState`, one per non-null key of ``frame``) are updated in place. Returns the output
     columns (with ``key``): every row, bad ones with status ``"rejected"`` or ``"unmatched"`` and an
     ``error``, then a ``"dropped"`` row per pending score pushed out by ``max_pending``.
     """
-    from streamcal.keyed import KeyedCalibrator
-    from streamcal.spark._codec import decode_state, encode_state
-
     if not frame["order"].is_monotonic_increasing:
         frame = frame.sort_values("order", kind="stable", na_position="last", ignore_index=True)
     keys = frame["key"].to_numpy(dtype=object)
@@ -126,18 +125,15 @@ def run_rows(template, frame: pd.DataFrame, states: dict, *, remember: bool, max
     proba, llr = np.full(s.size, np.nan), np.full(s.size, np.nan)
     learned = np.zeros(len(uniques), dtype=np.int64)
     if op_row.size:
-        engine = KeyedCalibrator(template, prior_strength=0)
-        for code, state in enumerate(touched):
-            if state.saved is not None:
-                engine.import_key(code, decode_state(state.saved))
         op_code = codes[op_row]
         op_time = time[op_row]
         times = op_time if op_learn.any() and not np.isnan(op_time[op_learn]).any() else None
         labels = np.where(op_learn, y[op_row], 0.0)
-        op_proba, op_llr = engine.process(op_code, score[op_row], labels, op_learn, times=times)
+        numbers = np.array([state.number for state in touched], dtype=np.int64)
+        has_state = np.array([number in engine for number in numbers.tolist()], dtype=bool)
+        op_proba, op_llr = engine.process(numbers[op_code], score[op_row], labels, op_learn, times=times)
         # a key with no state yet answers as a fresh calibrator until its first learn (the engine's
         # global map, which has learned the other keys' events, would answer it otherwise)
-        has_state = np.array([state.saved is not None for state in touched], dtype=bool)
         learned_before = pd.Series(op_learn).groupby(op_code).cumsum().to_numpy() - op_learn
         fresh = ~op_learn & ~has_state[op_code] & (learned_before == 0)
         if fresh.any():
@@ -148,9 +144,6 @@ def run_rows(template, frame: pd.DataFrame, states: dict, *, remember: bool, max
             )
         proba[op_row[~op_learn]], llr[op_row[~op_learn]] = op_proba[~op_learn], op_llr[~op_learn]
         learned = np.bincount(op_code[op_learn], minlength=len(uniques)).astype(np.int64)
-        for code, state in enumerate(touched):
-            if code in engine:
-                state.saved = encode_state(engine.export_key(code))
     dropped = []
     for code, state in enumerate(touched):
         state.n_learned += int(learned[code])
