@@ -132,7 +132,14 @@ def assert_equal_to_reference(out: pd.DataFrame, frame: pd.DataFrame, keys) -> N
         assert np.array_equal(mine["llr"].to_numpy(), expected["llr"].to_numpy())
 
 
-def test_per_key_outputs_equal_an_in_process_calibrator_bit_for_bit(rng):
+@pytest.mark.parametrize("read_back", [False, True], ids=["kept-in-worker", "read-from-store"])
+def test_per_key_outputs_equal_an_in_process_calibrator_bit_for_bit(rng, monkeypatch, read_back):
+    """With ``read_back``, the worker keeps no shard state between micro-batches: every shard's
+    calibrator is read back from the state store (as after a restart) and checked."""
+    from streamcal.spark import _processor
+
+    if read_back:
+        monkeypatch.setattr(_processor, "_RECENT_SIZE", 0)
     keys = ["a", "b", "c", "d"]
     frame = stream_rows(rng, 3000, keys, label_delay=None)
     tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None)))

@@ -16,6 +16,9 @@ row saying so.
 
 from __future__ import annotations
 
+import uuid
+from collections import OrderedDict
+
 import numpy as np
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
@@ -33,6 +36,13 @@ STATE_SCHEMA = (
     "pending_keys array<string>, pending_ids array<string>, pending_scores array<double>, "
     "pending_times array<double>, pending_orders array<double>"
 )
+# The shard states this Python worker wrote last, by the random version written with each: a shard
+# whose stored version is here continues from the objects in memory (the same state, not read back
+# and checked again); any other version (a restart, a retried micro-batch, another worker) is read
+# from the store. Spark reuses a worker across micro-batches, so a shard often comes back to it.
+_RECENT: OrderedDict = OrderedDict()
+_RECENT_SIZE = 32
+
 STATUSES = {
     "scored": "a score row: proba and llr from the key's calibrator before the row",
     "learned": "a label row joined by event id to a pending score, then learned",
@@ -104,6 +114,7 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         self.handle = handle
         self.state = handle.getValueState("shard", STATE_SCHEMA)
         self.timer = handle.getValueState("timer", "timer_ms long")  # the shard's expiry timer
+        self.version = handle.getValueState("version", "version string")  # of the shard's state
 
     # ---------------------------------------------------------------- the shard's state
     def _load(self):
@@ -111,6 +122,11 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         from streamcal.keyed import KeyedCalibrator
         from streamcal.persist import from_bytes
 
+        version = self.version.get()
+        self.loaded_version = None if version is None else version[0]
+        if self.loaded_version in _RECENT:
+            # popped: the objects change in place, and a retried micro-batch must not see them
+            return _RECENT.pop(self.loaded_version)
         row = self.state.get()
         if row is None or row[0] is None:
             engine = KeyedCalibrator(self.calibrator, prior_strength=0)
@@ -141,6 +157,11 @@ class KeyedCalibrationProcessor(StatefulProcessor):
                 *columns,
             )
         )
+        version = uuid.uuid4().hex
+        self.version.update((version,))
+        _RECENT[version] = (engine, states)
+        while len(_RECENT) > _RECENT_SIZE:
+            _RECENT.popitem(last=False)
 
     # ---------------------------------------------------------------- Spark's entry points
     def handleInputRows(self, key, rows, timerValues):
@@ -179,6 +200,8 @@ class KeyedCalibrationProcessor(StatefulProcessor):
                 if state.number in engine:
                     kept.import_key(state.number, engine.export_key(state.number))
             self._store(kept, left)
+        elif self.loaded_version is not None:
+            _RECENT[self.loaded_version] = (engine, states)  # unchanged
         if left:
             timer_ms = min(state.seen_ms for state in left.values()) + self.ttl_ms
             self.handle.registerTimer(timer_ms)
@@ -186,6 +209,7 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         else:
             self.timer.clear()
             self.state.clear()
+            self.version.clear()
         if expired:
             n = len(expired)
             yield self._output(
