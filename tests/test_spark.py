@@ -350,3 +350,36 @@ def test_without_pyspark_the_error_names_the_extra(monkeypatch):
         ImportError, match=r"streamcal.spark needs pyspark 4.2 or later: install the extra, `pip install .*spark"
     ):
         require_pyspark()
+
+
+@pytest.mark.slow
+def test_the_stream_command_calibrates_a_directory_of_parquet_files(spark, tmp_path, rng, capsys):
+    """``streamcal stream SOURCE OUTPUT --once`` writes what the in-process calibrator gives per key."""
+    from streamcal.cli import main
+
+    keys = ["c1", "c2"]
+    frame = stream_rows(rng, 300, keys, label_delay=40)
+    _write_stream_files(tmp_path / "events", frame, 2)
+    common = ["--checkpoint", str(tmp_path / "checkpoint"), "--label-col", "label", "--event-id-col", "event_id"]
+    args = ["stream", str(tmp_path / "events"), str(tmp_path / "out"), *common, "--order-col", "seq", "--once"]
+    assert main([*args, "--key-col", "campaign"]) == 0
+    out = _read(spark, tmp_path / "out").rename(columns={"campaign": "key"})
+    assert out["status"].value_counts().to_dict() == {"scored": 300, "learned": 300}
+    for key in keys:
+        mine = out[(out["key"] == key) & (out["status"] == "scored")].set_index("event_id")
+        expected = keyed_reference(frame, key).set_index("event_id")
+        assert np.array_equal(mine.loc[expected.index, "proba"].to_numpy(), expected["proba"].to_numpy())
+    capsys.readouterr()
+    assert main([*args, "--key-col", "merchant"]) == 2
+    assert (
+        "streamcal: error: --key-col must name a column of SOURCE; got 'merchant', columns are"
+        in capsys.readouterr().err
+    )
+
+
+def test_the_stream_command_needs_a_directory_of_parquet_files(tmp_path, capsys):
+    from streamcal.cli import main
+
+    status = main(["stream", str(tmp_path / "none"), str(tmp_path / "out"), "--checkpoint", "c", "--key-col", "k"])
+    assert status == 2
+    assert "SOURCE must be a directory holding Parquet files" in capsys.readouterr().err
