@@ -7,10 +7,11 @@ Zipf law (probability of the key of rank r proportional to r**-1.1), written as 
 (one ``PAVCalibrator`` per key, ``--buckets`` buckets) and writes to Spark's ``noop`` sink, so the
 figure is the stateful stage: reading, shuffling by key, the Python processor, the state store.
 
-Baseline, run in this process on the same micro-batches: one in-process calibrator per key in a dict,
-each micro-batch grouped by key and run through ``prequential`` (what the processor computes, less
-Spark). The first micro-batch (Python workers start, numba kernels load) is reported apart from the
-steady state.
+Baselines, run in this process on the same micro-batches: one in-process calibrator per key in a
+dict, each micro-batch grouped by key and run through ``prequential`` (what the processor computes,
+less Spark); and Spark's floor: the same query (same source, shards, output columns and sink) with a
+processor that keeps no state and answers nothing, which is what Spark costs without streamcal. The
+first micro-batch (Python workers start, numba kernels load) is reported apart from the steady state.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_spark.py [--events 1000000] [--batch 100000] [--keys 100 10000 100000]``
 """
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -66,12 +68,58 @@ def in_process(tables: list[pa.Table], template) -> tuple[float, int]:
     return time.perf_counter() - start, len(calibrators)
 
 
-def spark_run(spark, folder: Path, work: Path, template) -> dict:
+class PassThrough:
+    """A stateless processor with the calibrating processor's input and output: Spark's floor."""
+
+    @staticmethod
+    def make():
+        from pyspark.sql.streaming import StatefulProcessor
+
+        class _PassThrough(StatefulProcessor):
+            def init(self, handle) -> None:
+                pass
+
+            def handleInputRows(self, key, rows, timerValues):
+                for frame in rows:
+                    n = len(frame)
+                    yield pd.DataFrame(
+                        {
+                            "key": frame["key"].to_numpy(dtype=object),
+                            "event_id": frame["event_id"].to_numpy(dtype=object),
+                            "time": frame["time"].to_numpy(dtype=np.float64, na_value=np.nan),
+                            "score": frame["score"].to_numpy(dtype=np.float64, na_value=np.nan),
+                            "label": frame["label"].to_numpy(dtype=np.float64, na_value=np.nan),
+                            "proba": np.full(n, np.nan),
+                            "llr": np.full(n, np.nan),
+                            "status": np.full(n, "scored_learned", dtype=object),
+                            "error": np.full(n, None, dtype=object),
+                            "n_learned": np.zeros(n, dtype=np.int64),
+                            "n_pending": np.zeros(n, dtype=np.int64),
+                        }
+                    )
+
+            def close(self) -> None:
+                pass
+
+        return _PassThrough()
+
+
+def spark_run(spark, folder: Path, work: Path, template, *, floor: bool = False) -> dict:
     schema = spark.read.parquet(str(folder)).schema
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(folder))
-    out = calibrate_stream(
-        stream, key_col="key", score_col="score", label_col="label", order_col="seq", calibrator=template
-    )
+    if floor:
+        from streamcal.spark import _processor
+
+        real = _processor.KeyedCalibrationProcessor
+        _processor.KeyedCalibrationProcessor = lambda *args, **kwargs: PassThrough.make()
+        try:
+            out = calibrate_stream(stream, key_col="key", score_col="score", label_col="label", order_col="seq")
+        finally:
+            _processor.KeyedCalibrationProcessor = real
+    else:
+        out = calibrate_stream(
+            stream, key_col="key", score_col="score", label_col="label", order_col="seq", calibrator=template
+        )
     start = time.perf_counter()
     query = (
         out.writeStream.format("noop")
@@ -99,7 +147,7 @@ def main() -> None:
     print(f"{args.events:,} events in micro-batches of {args.batch:,}, local[2], RocksDB state store")
     print(
         f"{'keys':>8} {'distinct':>9} {'events/s':>10} {'first s':>8} {'batch s':>8} "
-        f"{'in-process events/s':>20} {'Spark/in-process':>17}"
+        f"{'in-process events/s':>20} {'Spark/in-process':>17} {'floor events/s':>15} {'Spark/floor':>12}"
     )
     try:
         for keys in args.keys:
@@ -107,12 +155,15 @@ def main() -> None:
             try:
                 tables = write_events(work / "events", args.events, keys, args.batch)
                 base, distinct = in_process(tables, template)
+                floor = spark_run(spark, work / "events", work / "floor", template, floor=True)
                 run = spark_run(spark, work / "events", work, template)
                 steady = np.array(run["steady"])
                 rate = sum(run["rows"][1:]) / steady.sum() if steady.size else float("nan")
+                floor_rate = sum(floor["rows"][1:]) / sum(floor["steady"]) if floor["steady"] else float("nan")
                 print(
                     f"{keys:>8,} {distinct:>9,} {rate:>10,.0f} {run['first']:>8.1f} {np.median(steady):>8.2f} "
-                    f"{args.events / base:>20,.0f} {rate / (args.events / base):>17.3f}"
+                    f"{args.events / base:>20,.0f} {rate / (args.events / base):>17.3f} {floor_rate:>15,.0f} "
+                    f"{rate / floor_rate:>12.3f}"
                 )
                 print(
                     f"         whole query {run['wall']:.1f} s ({args.events / run['wall']:,.0f} events/s with "

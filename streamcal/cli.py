@@ -1,4 +1,4 @@
-"""The ``streamcal`` command line: ``demo``, ``generate`` and ``replay``.
+"""The ``streamcal`` command line: ``demo``, ``generate``, ``replay`` and ``stream``.
 
 Every error is one line on stderr, ``streamcal: error: ...``, with exit status 2: usage errors
 (argparse), bad input files and bad option values alike. No traceback is shown; an unexpected
@@ -85,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_replay_arguments(replay)
     replay.set_defaults(handler=run_replay)
+    from streamcal.spark._cli import add_stream_arguments, run_stream
+
+    stream = commands.add_parser("stream", help="calibrate a directory of Parquet files per key in Spark (extra spark)")
+    add_stream_arguments(stream).set_defaults(handler=run_stream)
     return parser
 
 

@@ -67,16 +67,33 @@ def reference(frame: pd.DataFrame, key) -> pd.DataFrame:
     return pd.DataFrame({"event_id": [e for e, _ in scored], "proba": proba[at], "llr": llr[at]})
 
 
+def shard_of(key, shards: int = 3) -> int:
+    """A stable shard of ``key`` for the tests (the query uses Spark's ``xxhash64``; any split works)."""
+    return sum(str(key).encode()) % shards
+
+
 def run_in_batches(tester, frame: pd.DataFrame, n_batches: int, rng) -> pd.DataFrame:
-    """Feed ``frame`` to the tester in ``n_batches`` micro-batches, each key's rows shuffled (Spark
-    does not keep the order inside a group; the ``order`` column restores it)."""
+    """Feed ``frame`` to the tester in ``n_batches`` micro-batches, grouped by shard, each shard's
+    rows shuffled (Spark does not keep the order inside a group; the ``order`` column restores it).
+    The key reaches the processor as a string; the output's key goes back to the frame's."""
     outs = []
+    kinds = {str(key): key for key in frame["key"].unique()}
     for bounds in np.array_split(np.arange(len(frame)), n_batches):
-        part = frame.iloc[bounds]
-        for key, rows in part.groupby("key", sort=False):
+        part = frame.iloc[bounds].assign(key=lambda f: f["key"].astype(str))
+        for shard, rows in part.groupby(part["key"].map(shard_of), sort=False):
             shuffled = rows.sample(frac=1.0, random_state=int(rng.integers(1 << 30)))
-            outs.append(tester.testInPandas(key, shuffled.drop(columns="key").reset_index(drop=True)))
-    return pd.concat(outs, ignore_index=True)
+            outs.append(tester.testInPandas(shard, shuffled.reset_index(drop=True)))
+    out = pd.concat(outs, ignore_index=True)
+    return out.assign(key=out["key"].map(kinds))
+
+
+def key_state(tester, key, shard=None):
+    """``(n_learned, pending event ids)`` of ``key`` in its shard's state (None if it has none)."""
+    row = tester.peekValueState("shard", shard_of(key) if shard is None else shard)
+    if row is None or str(key) not in row[1]:
+        return None
+    at = row[1].index(str(key))
+    return row[3][at], [i for k, i in zip(row[5], row[6], strict=True) if k == str(key)]
 
 
 def keyed_reference(frame: pd.DataFrame, key) -> pd.DataFrame:
@@ -115,7 +132,14 @@ def assert_equal_to_reference(out: pd.DataFrame, frame: pd.DataFrame, keys) -> N
         assert np.array_equal(mine["llr"].to_numpy(), expected["llr"].to_numpy())
 
 
-def test_per_key_outputs_equal_an_in_process_calibrator_bit_for_bit(rng):
+@pytest.mark.parametrize("read_back", [False, True], ids=["kept-in-worker", "read-from-store"])
+def test_per_key_outputs_equal_an_in_process_calibrator_bit_for_bit(rng, monkeypatch, read_back):
+    """With ``read_back``, the worker keeps no shard state between micro-batches: every shard's
+    calibrator is read back from the state store (as after a restart) and checked."""
+    from streamcal.spark import _processor
+
+    if read_back:
+        monkeypatch.setattr(_processor, "_RECENT_SIZE", 0)
     keys = ["a", "b", "c", "d"]
     frame = stream_rows(rng, 3000, keys, label_delay=None)
     tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None)))
@@ -124,7 +148,7 @@ def test_per_key_outputs_equal_an_in_process_calibrator_bit_for_bit(rng):
     assert set(out["status"]) == {"scored_learned"}
     assert_equal_to_reference(out, frame, keys)
     # the state holds what one calibrator per key learned
-    assert tester.peekValueState("calibration", "a")[1] == int((frame["key"] == "a").sum())
+    assert key_state(tester, "a")[0] == int((frame["key"] == "a").sum())
 
 
 def test_labels_arriving_later_join_their_pending_scores(rng):
@@ -138,9 +162,9 @@ def test_labels_arriving_later_join_their_pending_scores(rng):
     scored = out[out["status"] == "scored"].set_index("event_id")["score"]
     assert np.array_equal(learned.loc[scored.index].to_numpy(), scored.to_numpy())  # each label found its score
     for key in keys:
-        state = tester.peekValueState("calibration", key)
-        assert state[1] == int((frame["key"] == key).sum()) // 2
-        assert state[2] == []  # every pending score got its label
+        state = key_state(tester, key)
+        assert state[0] == int((frame["key"] == key).sum()) // 2
+        assert state[1] == []  # every pending score got its label
 
 
 def test_pending_scores_are_bounded_and_dropped_ones_are_reported(rng):
@@ -154,36 +178,40 @@ def test_pending_scores_are_bounded_and_dropped_ones_are_reported(rng):
     assert len(dropped) == len(unmatched) > 0  # each dropped score's label comes back unmatched
     assert set(dropped["event_id"]) == set(unmatched["event_id"])
     assert dropped["error"].str.contains("max_pending=5").all()
-    assert len(tester.peekValueState("calibration", "k")[2]) <= 5
+    assert len(key_state(tester, "k")[1]) <= 5
 
 
 def test_idle_keys_expire_after_the_ttl_and_are_reported(rng):
+    """Keys of one shard expire one by one, each a ttl after its own last row."""
     tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None), ttl_ms=1000), timeMode="ProcessingTime")
     frame = stream_rows(rng, 300, ["x", "y"], label_delay=None)
     first, second = frame.iloc[:200], frame.iloc[200:]
-    for key in ["x", "y"]:
-        tester.testInPandas(key, first[first["key"] == key].drop(columns="key"))
+    tester.testInPandas(0, first)  # x and y in shard 0, seen at 0 ms
     assert len(tester.setProcessingTime(600)) == 0  # not idle long enough
-    tester.testInPandas("x", second[second["key"] == "x"].drop(columns="key"))  # x seen at 600 ms
+    tester.testInPandas(0, second[second["key"] == "x"])  # x seen at 600 ms
     expired = tester.setProcessingTime(1200)  # y idle since 0 ms: expires; x was seen at 600 ms
     assert expired["key"].tolist() == ["y"]
     assert expired["status"].tolist() == ["expired"]
     assert expired["n_learned"].tolist() == [int((first["key"] == "y").sum())]
-    assert tester.peekValueState("calibration", "y") is None
-    assert tester.peekValueState("calibration", "x") is not None
+    assert key_state(tester, "y", 0) is None
+    assert key_state(tester, "x", 0) is not None
     expired = tester.setProcessingTime(1700)  # x: 600 + 1000 ms
     assert expired["key"].tolist() == ["x"]
     assert expired["n_learned"].tolist() == [int((frame["key"] == "x").sum())]
+    assert tester.peekValueState("shard", 0) is None
     # an expired key starts again from the template
-    again = tester.testInPandas("y", second[second["key"] == "y"].drop(columns="key"))
-    expected = PAVCalibrator(prior=None).prequential(*second.loc[second["key"] == "y", ["score", "label"]].to_numpy().T)[0]
+    again = tester.testInPandas(0, second[second["key"] == "y"])
+    expected = PAVCalibrator(prior=None).prequential(
+        *second.loc[second["key"] == "y", ["score", "label"]].to_numpy().T
+    )[0]
     assert np.array_equal(again["proba"].to_numpy(), expected)
 
 
 def test_bad_rows_are_dead_letters_with_a_reason_and_change_nothing(rng):
-    frame = stream_rows(rng, 60, ["k"], label_delay=None).drop(columns="key")
+    frame = stream_rows(rng, 60, ["k"], label_delay=None)
     bad = pd.DataFrame(
         {
+            "key": "k",
             "event_id": ["nan", "inf", "two", None, "ghost", "empty"],
             "score": [np.nan, np.inf, 0.5, np.nan, np.nan, np.nan],
             "label": [1.0, 1.0, 2.0, 1.0, 0.0, np.nan],
@@ -191,10 +219,16 @@ def test_bad_rows_are_dead_letters_with_a_reason_and_change_nothing(rng):
             "order": [10.5, 20.5, 30.5, 40.5, 50.5, 55.5],
         }
     )
+    null_key = frame.iloc[:5].assign(key=None, order=np.arange(5) + 0.25)  # every row a dead letter
     tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None)))
-    out = tester.testInPandas("k", pd.concat([frame, bad], ignore_index=True))
+    out = tester.testInPandas(0, pd.concat([frame, bad, null_key], ignore_index=True))
+    assert len(out) == len(frame) + len(bad) + len(null_key)  # nothing dropped silently
+    null_out = out[out["key"].isna()]
+    assert len(null_out) == 5
+    assert set(null_out["status"]) == {"rejected"}
+    assert set(null_out["error"]) == {"the key is null"}
+    out = out[out["key"].notna()]
     dead = out[out["status"].isin(["rejected", "unmatched"])].set_index("event_id")
-    assert len(out) == len(frame) + len(bad)  # nothing dropped silently
     assert dead.loc["inf", "error"] == "score must be finite; got inf"
     assert dead.loc["two", "error"] == "label must be 0 or 1; got 2.0"
     assert dead.loc["ghost", "status"] == "unmatched"
@@ -205,11 +239,7 @@ def test_bad_rows_are_dead_letters_with_a_reason_and_change_nothing(rng):
     expected = PAVCalibrator(prior=None).prequential(frame["score"], frame["label"])
     assert np.array_equal(good["proba"].to_numpy(), expected[0])
     assert np.array_equal(good["llr"].to_numpy(), expected[1])
-    # a null key: every row is a dead letter, and no state is kept for it
-    null_out = tester.testInPandas(None, frame.iloc[:5])
-    assert set(null_out["status"]) == {"rejected"}
-    assert set(null_out["error"]) == {"the key is null"}
-    assert tester.peekValueState("calibration", None) is None
+    assert tester.peekValueState("shard", 0)[1] == ["k"]  # no state is kept for a null key
 
 
 def test_arguments_are_checked_before_anything_runs():
@@ -226,6 +256,8 @@ def test_arguments_are_checked_before_anything_runs():
         _fresh(used)
     with pytest.raises(ValueError, match=r"`max_pending` must be an int >= 0; got -3"):
         calibrate_stream(None, key_col="k", score_col="s", max_pending=-3)
+    with pytest.raises(ValueError, match=r"`shards` must be an int >= 1; got 0"):
+        calibrate_stream(None, key_col="k", score_col="s", shards=0)
 
 
 # ---------------------------------------------------------------------------- a query, end to end
@@ -318,3 +350,36 @@ def test_without_pyspark_the_error_names_the_extra(monkeypatch):
         ImportError, match=r"streamcal.spark needs pyspark 4.2 or later: install the extra, `pip install .*spark"
     ):
         require_pyspark()
+
+
+@pytest.mark.slow
+def test_the_stream_command_calibrates_a_directory_of_parquet_files(spark, tmp_path, rng, capsys):
+    """``streamcal stream SOURCE OUTPUT --once`` writes what the in-process calibrator gives per key."""
+    from streamcal.cli import main
+
+    keys = ["c1", "c2"]
+    frame = stream_rows(rng, 300, keys, label_delay=40)
+    _write_stream_files(tmp_path / "events", frame, 2)
+    common = ["--checkpoint", str(tmp_path / "checkpoint"), "--label-col", "label", "--event-id-col", "event_id"]
+    args = ["stream", str(tmp_path / "events"), str(tmp_path / "out"), *common, "--order-col", "seq", "--once"]
+    assert main([*args, "--key-col", "campaign"]) == 0
+    out = _read(spark, tmp_path / "out").rename(columns={"campaign": "key"})
+    assert out["status"].value_counts().to_dict() == {"scored": 300, "learned": 300}
+    for key in keys:
+        mine = out[(out["key"] == key) & (out["status"] == "scored")].set_index("event_id")
+        expected = keyed_reference(frame, key).set_index("event_id")
+        assert np.array_equal(mine.loc[expected.index, "proba"].to_numpy(), expected["proba"].to_numpy())
+    capsys.readouterr()
+    assert main([*args, "--key-col", "merchant"]) == 2
+    assert (
+        "streamcal: error: --key-col must name a column of SOURCE; got 'merchant', columns are"
+        in capsys.readouterr().err
+    )
+
+
+def test_the_stream_command_needs_a_directory_of_parquet_files(tmp_path, capsys):
+    from streamcal.cli import main
+
+    status = main(["stream", str(tmp_path / "none"), str(tmp_path / "out"), "--checkpoint", "c", "--key-col", "k"])
+    assert status == 2
+    assert "SOURCE must be a directory holding Parquet files" in capsys.readouterr().err

@@ -1,9 +1,9 @@
 """Keyed calibration inside Spark Structured Streaming (extra ``streamcal-engine[spark]``).
 
-:func:`calibrate_stream` groups a streaming DataFrame by key and runs
-:class:`KeyedCalibrationProcessor` in ``transformWithStateInPandas``: each key's calibrator lives in
-Spark's state store (RocksDB, checkpointed with the query), learns from label rows and answers score
-rows with the calibrated probability and log-likelihood ratio, exactly as an in-process calibrator
+:func:`calibrate_stream` groups a streaming DataFrame by shards of keys and
+runs :class:`KeyedCalibrationProcessor` in ``transformWithStateInPandas``: each key's calibrator lives
+in Spark's state store (RocksDB, checkpointed with the query) with its shard's, learns from label rows
+and answers score rows with the calibrated probability and log-likelihood ratio, exactly as an in-process calibrator
 of that key would on the key's rows in order. Spark partitions, checkpoints and recovers;
 streamcal calibrates. :func:`local_session` starts a session set up for it. See docs/spark.md.
 

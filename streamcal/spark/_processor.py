@@ -1,34 +1,48 @@
-"""The stateful processor: one key's calibrator, and its scores awaiting labels, in Spark's state store.
+"""The stateful processor: a shard of keys, each key's calibrator and its scores awaiting labels in
+Spark's state store.
 
-Spark's ``transformWithStateInPandas`` hands the processor every row of one key in a micro-batch as
-pandas frames. The processor loads the key's state (one value-state row: the key's calibrator as
-:meth:`streamcal.KeyedCalibrator.export_key` gives it, and the pending scores), imports it into a
-:class:`streamcal.KeyedCalibrator` (``prior_strength=0``), runs the rows in order through its ``process`` (a
-score row is a prediction, a label row learns the score it joins, a row with both predicts then
-learns), writes the state back and emits one output row per input row. Rows it cannot use are
-emitted with status ``"rejected"`` or ``"unmatched"`` and an ``error`` that says why (the
-dead-letter rows); nothing is dropped without a row saying so.
+Spark's ``transformWithStateInPandas`` calls the processor once per grouping key and micro-batch,
+and each call and each state-store access costs a Python call and a socket round trip to the JVM.
+So the grouping key is not the calibration key but a shard (a stable hash of the key modulo the
+number of shards), and a shard's state is one value-state row: its :class:`streamcal.KeyedCalibrator`
+(``prior_strength=0``, every key on its own) in streamcal's portable state format
+(:func:`streamcal.persist.to_bytes`, checked when read back), and per key its event count, the
+time of its last row and its scores awaiting labels. The processor reads the row, runs the shard's
+rows of the micro-batch through the calibrator in one compiled call, writes the row back and emits
+one output row per input row. Rows it cannot use are emitted with status ``"rejected"`` or
+``"unmatched"`` and an ``error`` that says why (the dead-letter rows); nothing is dropped without a
+row saying so.
 """
 
 from __future__ import annotations
 
-import math
+import uuid
+from collections import OrderedDict
 
 import numpy as np
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
 
-from streamcal.spark._codec import decode_state, encode_state
-from streamcal.spark._rows import OUTPUT_COLUMNS, Pending, run_rows
+from streamcal.spark._rows import OUTPUT_COLUMNS, KeyState, run_rows
 
 __all__ = ["OUTPUT_COLUMNS", "STATE_SCHEMA", "STATUSES", "KeyedCalibrationProcessor"]
 
-# One row of Spark state per key: its calibrator (``KeyedCalibrator.export_key``, encoded), its event
-# count, the scores still waiting for their label (event id, score, time, order), and the expiry timer in force.
+# One row of Spark state per shard: its calibrator (``streamcal.persist.to_bytes`` of the shard's
+# KeyedCalibrator; null while no key has learned), then per key (``names``) its number in that
+# calibrator, its event count and the processing time of its last row, then the scores still
+# waiting for their label (key, event id, score, time, order).
 STATE_SCHEMA = (
-    "calibrator binary, n_learned long, pending_ids array<string>, pending_scores array<double>, "
-    "pending_times array<double>, pending_orders array<double>, timer_ms long, last_seen_ms long"
+    "calibrator binary, names array<string>, numbers array<long>, n_learned array<long>, seen_ms array<long>, "
+    "pending_keys array<string>, pending_ids array<string>, pending_scores array<double>, "
+    "pending_times array<double>, pending_orders array<double>"
 )
+# The shard states this Python worker wrote last, by the random version written with each: a shard
+# whose stored version is here continues from the objects in memory (the same state, not read back
+# and checked again); any other version (a restart, a retried micro-batch, another worker) is read
+# from the store. Spark reuses a worker across micro-batches, so a shard often comes back to it.
+_RECENT: OrderedDict = OrderedDict()
+_RECENT_SIZE = 32
+
 STATUSES = {
     "scored": "a score row: proba and llr from the key's calibrator before the row",
     "learned": "a label row joined by event id to a pending score, then learned",
@@ -40,36 +54,18 @@ STATUSES = {
 }
 
 
-_DTYPES = {"double": np.float64, "string": object}
-
-
-class _OneKey:
-    """One key of the engine, with a calibrator's ``process``."""
-
-    def __init__(self, engine, slot: int):
-        self.engine, self.slot = engine, slot
-        self.saved = None  # the state as loaded (None: a key that has learned nothing yet)
-
-    def process(self, scores, labels, learn_mask, *, times=None):
-        keys = np.full(len(scores), self.slot, dtype=np.int64)
-        return self.engine.process(keys, scores, labels, learn_mask, times=times)
-
-    def export(self) -> dict | None:
-        """The key's state, or None while it has learned nothing (predictions make no state)."""
-        held = self.engine.keys()  # at most one key (max_keys=1)
-        if self.slot not in held:
-            return None
-        return self.engine.export_key(self.slot)
+_DTYPES = {"double": np.float64, "string": object, "long": np.int64}
 
 
 class KeyedCalibrationProcessor(StatefulProcessor):
-    """A Spark stateful processor that calibrates one key's events with its own calibrator.
+    """A Spark stateful processor that calibrates each key of a shard with the key's own calibrator.
 
-    Used by :func:`streamcal.spark.calibrate_stream` with ``transformWithStateInPandas``; its input
-    frames have the columns ``event_id``, ``score``, ``label``, ``time``, ``order`` (any may hold
-    nulls) and its output is described by ``OUTPUT_COLUMNS`` and ``STATUSES``.
+    Used by :func:`streamcal.spark.calibrate_stream` with ``transformWithStateInPandas``, grouped by
+    a shard of keys; its input frames have the columns ``key`` (the calibration key as a string),
+    ``event_id``, ``score``, ``label``, ``time``, ``order`` (any may hold nulls) and its output is
+    ``key`` then the columns ``OUTPUT_COLUMNS`` describes, with ``STATUSES``.
 
-    For one key, the output is what the in-process calibrator gives on that key's rows in ``order``
+    For each key, the output is what the in-process calibrator gives on that key's rows in ``order``
     (ties in arrival order): a score row is predicted with the state before it, a label row learns
     the score its event id names, a row with both does both (predict first). Every key starts from a
     clone of ``calibrator``.
@@ -81,7 +77,8 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         ``PAVCalibrator()``), as :class:`streamcal.KeyedCalibrator` takes it.
     ttl_ms
         Milliseconds of processing time after which a key that received no row expires: its state
-        is cleared and an ``"expired"`` row reports it. ``None``: keys never expire.
+        is cleared and an ``"expired"`` row reports it. ``None``: keys never expire. The shard keeps
+        one timer, at the earliest expiry of its keys.
     max_pending
         Bound on the scores a key keeps waiting for labels between micro-batches; beyond it, at the
         end of a micro-batch, the oldest are dropped (each reported by a ``"dropped"`` row).
@@ -97,9 +94,9 @@ class KeyedCalibrationProcessor(StatefulProcessor):
     >>> tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None)))
     >>> rng = np.random.default_rng(0)
     >>> s = rng.uniform(size=200)
-    >>> rows = pd.DataFrame({"event_id": None, "score": s, "label": (rng.uniform(size=200) < s) * 1.0,
-    ...                      "time": None, "order": np.arange(200.0)})
-    >>> out = tester.testInPandas("campaign-1", rows)
+    >>> rows = pd.DataFrame({"key": "campaign-1", "event_id": None, "score": s,
+    ...                      "label": (rng.uniform(size=200) < s) * 1.0, "time": None, "order": np.arange(200.0)})
+    >>> out = tester.testInPandas(0, rows)  # shard 0
     >>> reference = PAVCalibrator(prior=None).prequential(s, rows["label"])[0]  # a key's own map: no score prior
     >>> out["status"].unique().tolist(), np.array_equal(out["proba"], reference)
     (['scored_learned'], True)
@@ -114,105 +111,128 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         self.remember = remember
 
     def init(self, handle) -> None:
-        from streamcal.keyed import KeyedCalibrator
-
         self.handle = handle
-        self.state = handle.getValueState("calibration", STATE_SCHEMA)
-        # the engine holds one key at a time (max_keys=1): the key's exported state is imported
-        # from Spark's state store under a name never used before, run, and exported back
-        self.engine = KeyedCalibrator(self.calibrator, prior_strength=0, max_keys=1)
-        self.slots = 0
+        self.state = handle.getValueState("shard", STATE_SCHEMA)
+        self.timer = handle.getValueState("timer", "timer_ms long")  # the shard's expiry timer
+        self.version = handle.getValueState("version", "version string")  # of the shard's state
 
-    # ---------------------------------------------------------------- the key's state
+    # ---------------------------------------------------------------- the shard's state
     def _load(self):
-        """``(calibrator, n_learned, pending, timer_ms)`` of the current key (a fresh one if none)."""
-        self.slots += 1
-        row = self.state.get()
-        saved = None if row is None else row[0]
-        if saved is None:
-            # a key with no state yet runs in an engine of its own: the shared engine's global map
-            # (every key it ran) would answer the key's predictions until its first label
-            return _OneKey(self._fresh_engine(), 0), 0 if row is None else row[1], self._pending(row), self._timer(row)
-        calibrator = _OneKey(self.engine, self.slots)
-        self.engine.import_key(self.slots, decode_state(saved))
-        calibrator.saved = saved
-        return calibrator, row[1], self._pending(row), row[6]
-
-    def _fresh_engine(self):
+        """``(calibrator, key -> KeyState)`` of the current shard (an empty one if none)."""
         from streamcal.keyed import KeyedCalibrator
+        from streamcal.persist import from_bytes
 
-        return KeyedCalibrator(self.calibrator, prior_strength=0, max_keys=1)
+        version = self.version.get()
+        self.loaded_version = None if version is None else version[0]
+        if self.loaded_version in _RECENT:
+            # popped: the objects change in place, and a retried micro-batch must not see them
+            return _RECENT.pop(self.loaded_version)
+        row = self.state.get()
+        if row is None or row[0] is None:
+            engine = KeyedCalibrator(self.calibrator, prior_strength=0)
+        else:
+            engine = from_bytes(bytes(row[0]), where="a shard's calibrator in Spark's state store")
+        if row is None:
+            return engine, {}
+        states = {name: KeyState(*values) for name, *values in zip(*row[1:4], strict=True)}
+        for name, seen in zip(row[1], row[4], strict=True):
+            states[name].seen_ms = seen
+        for name, *pending in zip(*row[5:10], strict=True):
+            event_id, score, time, order = pending
+            states[name].pending.rows[event_id] = (score, time, order)
+        return engine, states
 
-    @staticmethod
-    def _pending(row) -> Pending:
-        return Pending() if row is None else Pending(*row[2:6])
+    def _store(self, engine, states: dict) -> None:
+        from streamcal.persist import to_bytes
 
-    @staticmethod
-    def _timer(row):
-        return None if row is None else row[6]
-
-    def _store(self, calibrator, n_learned, pending, timer_ms, now_ms) -> None:
-        state = calibrator.export()
-        saved = calibrator.saved if state is None else encode_state(state)
-        self.state.update((saved, n_learned, *pending.columns(), timer_ms, now_ms))
+        pending = [(name, i, *v) for name, state in states.items() for i, v in state.pending.rows.items()]
+        columns = [list(c) for c in zip(*pending, strict=True)] if pending else [[], [], [], [], []]
+        self.state.update(
+            (
+                to_bytes(engine, allow_pickle=False) if engine.n_keys else None,
+                list(states),
+                [state.number for state in states.values()],
+                [state.n_learned for state in states.values()],
+                [state.seen_ms for state in states.values()],
+                *columns,
+            )
+        )
+        version = uuid.uuid4().hex
+        self.version.update((version,))
+        _RECENT[version] = (engine, states)
+        while len(_RECENT) > _RECENT_SIZE:
+            _RECENT.popitem(last=False)
 
     # ---------------------------------------------------------------- Spark's entry points
     def handleInputRows(self, key, rows, timerValues):
         frames = list(rows)
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-        key_value = key[0]
-        if key_value is None or (isinstance(key_value, float) and math.isnan(key_value)):
-            # no state is kept for a null key: its rows are all dead letters
-            out, _ = run_rows(None, frame, Pending(), key_is_null=True, remember=False)
-            yield self._output(key_value, out, 0, 0)
-            return
         now_ms = timerValues.getCurrentProcessingTimeInMs()
-        calibrator, n_learned, pending, timer_ms = self._load()
-        out, learned = run_rows(calibrator, frame, pending, key_is_null=False, remember=self.remember)
-        if len(pending) > self.max_pending:
-            out = _stack(out, pending.drop_oldest(self.max_pending))
-        if self.ttl_ms is not None and timer_ms is None:
+        engine, states = self._load()
+        names = frame["key"].dropna().unique()
+        number = max((state.number for state in states.values()), default=-1)
+        for name in names:
+            if name not in states:
+                number += 1
+                states[name] = KeyState(number)
+            states[name].seen_ms = now_ms
+        out = run_rows(self.calibrator, engine, frame, states, remember=self.remember, max_pending=self.max_pending)
+        self._store(engine, states)
+        if self.ttl_ms is not None and states and self.timer.get() is None:
             timer_ms = now_ms + self.ttl_ms
             self.handle.registerTimer(timer_ms)
-        self._store(calibrator, n_learned + learned, pending, timer_ms, now_ms)
-        yield self._output(key_value, out, n_learned + learned, len(pending))
+            self.timer.update((timer_ms,))
+        yield self._output(out)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-        row = self.state.get()
-        if row is None:
-            return
-        last_seen_ms = row[7]
-        if last_seen_ms + self.ttl_ms > expiredTimerInfo.getExpiryTimeInMs():
-            # the key had rows since this timer was set: wait a full ttl after the last of them
-            timer_ms = last_seen_ms + self.ttl_ms
+        """Clear the shard's keys idle for ``ttl_ms`` (one ``"expired"`` row each), and set the
+        timer at the next expiry of those left."""
+        from streamcal.keyed import KeyedCalibrator
+
+        expiry_ms = expiredTimerInfo.getExpiryTimeInMs()
+        engine, states = self._load()
+        expired = [name for name, state in states.items() if state.seen_ms + self.ttl_ms <= expiry_ms]
+        left = {name: state for name, state in states.items() if state.seen_ms + self.ttl_ms > expiry_ms}
+        if expired:
+            # the keys left move to a fresh calibrator (the shard's has no way to forget a key)
+            kept = KeyedCalibrator(self.calibrator, prior_strength=0)
+            for state in left.values():
+                if state.number in engine:
+                    kept.import_key(state.number, engine.export_key(state.number))
+            self._store(kept, left)
+        elif self.loaded_version is not None:
+            _RECENT[self.loaded_version] = (engine, states)  # unchanged
+        if left:
+            timer_ms = min(state.seen_ms for state in left.values()) + self.ttl_ms
             self.handle.registerTimer(timer_ms)
-            self.state.update((*row[:6], timer_ms, last_seen_ms))
-            return
-        self.state.clear()
-        yield self._output(key[0], {"status": np.array(["expired"], dtype=object)}, row[1], len(row[2]))
+            self.timer.update((timer_ms,))
+        else:
+            self.timer.clear()
+            self.state.clear()
+            self.version.clear()
+        if expired:
+            n = len(expired)
+            yield self._output(
+                {
+                    "key": np.array(expired, dtype=object),
+                    "status": np.full(n, "expired", dtype=object),
+                    "n_learned": np.array([states[name].n_learned for name in expired], dtype=np.int64),
+                    "n_pending": np.array([len(states[name].pending) for name in expired], dtype=np.int64),
+                }
+            )
 
     def close(self) -> None:
         pass
 
     @staticmethod
-    def _output(key_value, out: dict, n_learned: int, n_pending: int) -> pd.DataFrame:
+    def _output(out: dict) -> pd.DataFrame:
         """The output columns ``out`` as one frame, with the key in front and every column typed."""
         n = len(out["status"])
-        columns = {"key": [key_value] * n}
+        columns = {"key": np.asarray(out["key"], dtype=object)}
         for name, kind in OUTPUT_COLUMNS.items():
-            if name in ("n_learned", "n_pending"):
-                columns[name] = np.full(n, n_learned if name == "n_learned" else n_pending, dtype=np.int64)
-            elif name in out:
-                columns[name] = np.asarray(out[name], dtype=_DTYPES[kind])
+            dtype = _DTYPES[kind]
+            if name in out:
+                columns[name] = np.asarray(out[name], dtype=dtype)
             else:
-                columns[name] = np.full(n, np.nan if kind == "double" else None, dtype=_DTYPES[kind])
+                columns[name] = np.full(n, np.nan if kind == "double" else None, dtype=dtype)
         return pd.DataFrame(columns, copy=False)
-
-
-def _stack(out: dict, more: dict) -> dict:
-    """The rows of ``out`` then those of ``more`` (columns missing from ``more`` are null)."""
-    n = len(more["status"])
-    return {
-        name: np.concatenate([column, more.get(name, np.full(n, None if column.dtype == object else np.nan))])
-        for name, column in out.items()
-    }

@@ -102,6 +102,7 @@ def calibrate_stream(
     calibrator=None,
     ttl=None,
     max_pending: int = 100_000,
+    shards: int = 8,
 ):
     """Calibrate a (streaming) DataFrame of scored events, one calibrator per key, in Spark state.
 
@@ -133,6 +134,11 @@ def calibrate_stream(
     max_pending
         Per key, the most scores kept waiting for labels; the oldest beyond it are dropped, each
         with a ``"dropped"`` row.
+    shards
+        Spark's grouping key is a shard of keys (``pmod(xxhash64(key), shards)``): the processor runs
+        a shard's rows of a micro-batch in one compiled call and reads and writes only the keys that
+        have rows. A few shards per core keep every core busy; the number is part of the state's
+        layout, so it stays fixed for the life of a checkpoint.
 
     Returns
     -------
@@ -153,6 +159,9 @@ def calibrate_stream(
     if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 0:
         msg = f"`max_pending` must be an int >= 0; got {max_pending!r}."
         raise ValueError(msg)
+    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+        msg = f"`shards` must be an int >= 1; got {shards!r}."
+        raise ValueError(msg)
     key_type = _column_type(df, key_col, "key_col", numeric=False)
     _column_type(df, score_col, "score_col", numeric=True)
 
@@ -164,21 +173,24 @@ def calibrate_stream(
         return F.col(name).cast(kind)
 
     order = order_col if order_col is not None else time_col
+    key = F.col(key_col).cast("string")
     rows = df.select(
-        F.col(key_col).alias("key"),
+        F.pmod(F.xxhash64(key), F.lit(shards)).alias("shard"),
+        key.alias("key"),
         column(event_id_col, "event_id_col", "string", numeric=False).alias("event_id"),
         column(score_col, "score_col", "double").alias("score"),
         column(label_col, "label_col", "double").alias("label"),
         column(time_col, "time_col", "double").alias("time"),
         column(order, "order_col", "double").alias("order"),
     )
-    schema = ", ".join([f"key {key_type}", *(f"{name} {kind}" for name, kind in OUTPUT_COLUMNS.items())])
+    schema = ", ".join(["key string", *(f"{name} {kind}" for name, kind in OUTPUT_COLUMNS.items())])
     remember = label_col is not None and event_id_col is not None
     processor = KeyedCalibrationProcessor(template, ttl_ms=ttl_ms, max_pending=max_pending, remember=remember)
-    out = rows.groupBy("key").transformWithStateInPandas(
+    out = rows.groupBy("shard").transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=schema,
         outputMode="Append",
         timeMode="None" if ttl_ms is None else "ProcessingTime",
     )
-    return out.withColumnRenamed("key", key_col)
+    # the key goes back to its type (the state holds it as a string)
+    return out.select(F.col("key").cast(key_type).alias(key_col), *OUTPUT_COLUMNS)

@@ -1,12 +1,13 @@
-"""One key's rows of a micro-batch, in columns: which are bad, which join a pending score, and the
-calibrator operations they make (no Spark here; the processor calls it with the key's state)."""
+"""A shard's rows of a micro-batch, in columns: which are bad, which join a pending score, and the
+calibrator operations they make, run for all the shard's keys in one compiled call (no Spark here;
+the processor calls it with the shard's state)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["OUTPUT_COLUMNS", "Pending", "run_rows"]
+__all__ = ["OUTPUT_COLUMNS", "KeyState", "Pending", "run_rows"]
 
 # The processor's output, after the key column (whose type is the input's).
 OUTPUT_COLUMNS = {
@@ -36,29 +37,33 @@ class Pending:
         values = list(self.rows.values())
         return list(self.rows), [v[0] for v in values], [v[1] for v in values], [v[2] for v in values]
 
-    def drop_oldest(self, bound: int) -> dict:
-        """Drop the oldest scores beyond ``bound``: one ``"dropped"`` output row each (columns)."""
+    def drop_oldest(self, bound: int) -> list[tuple]:
+        """Drop the oldest scores beyond ``bound``: ``(event id, time, score)`` of each."""
         dropped = []
         while len(self.rows) > bound:
             event_id = next(iter(self.rows))
             score, time, _ = self.rows.pop(event_id)
             dropped.append((event_id, time, score))
-        ids, times, scores = zip(*dropped, strict=True) if dropped else ((), (), ())
-        error = f"more than max_pending={bound} scores await labels"
-        return {
-            "event_id": np.array(ids, dtype=object),
-            "time": np.array(times, dtype=np.float64),
-            "score": np.array(scores, dtype=np.float64),
-            "status": np.full(len(ids), "dropped", dtype=object),
-            "error": np.full(len(ids), error, dtype=object),
-        }
+        return dropped
 
 
-def _errors(key_is_null: bool, ids: np.ndarray, s: np.ndarray, y: np.ndarray) -> np.ndarray:
+class KeyState:
+    """One key's bookkeeping between micro-batches: its number in the shard's
+    :class:`streamcal.KeyedCalibrator` (whose keys are ints), events learned, pending scores, last
+    row's time."""
+
+    __slots__ = ("n_learned", "number", "pending", "seen_ms")
+
+    def __init__(self, number: int, n_learned: int = 0, pending: Pending | None = None, seen_ms: int = 0):
+        self.number, self.n_learned, self.seen_ms = number, n_learned, seen_ms
+        self.pending = Pending() if pending is None else pending
+
+
+def _errors(key_is_null: np.ndarray, ids: np.ndarray, s: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Why each row cannot be used (the first reason that applies), or None."""
     no_score, no_label = np.isnan(s), np.isnan(y)
     checks = [
-        (np.full(s.size, key_is_null), lambda i: "the key is null"),
+        (key_is_null, lambda i: "the key is null"),
         (~no_score & ~np.isfinite(s), lambda i: f"score must be finite; got {float(s[i])!r}"),
         (~no_label & (y != 0.0) & (y != 1.0), lambda i: f"label must be 0 or 1; got {float(y[i])!r}"),
         (no_score & no_label, lambda i: "the row has neither a score nor a label (a NaN score counts as none)"),
@@ -71,22 +76,30 @@ def _errors(key_is_null: bool, ids: np.ndarray, s: np.ndarray, y: np.ndarray) ->
     return errors
 
 
-def run_rows(calibrator, frame: pd.DataFrame, pending: Pending, *, key_is_null: bool, remember: bool):
-    """Run one key's rows (columns ``event_id, score, label, time, order``) through ``calibrator``.
+def run_rows(template, engine, frame: pd.DataFrame, states: dict, *, remember: bool, max_pending: int):
+    """Run a shard's rows (columns ``key, event_id, score, label, time, order``) through ``engine``,
+    the shard's :class:`streamcal.KeyedCalibrator` (``prior_strength=0``, every key on its own).
 
-    Rows go by ascending ``order`` (ties in arrival order). A score row is predicted with the state
-    before it and, when ``remember`` and it has an event id, waits in ``pending`` for its label; a
-    label row learns the pending score of its event id; a row with both predicts, then learns. One
-    ``calibrator.process`` call runs them all. Returns ``(output columns, events learned)``; the output
-    has every row, bad ones with status ``"rejected"`` or ``"unmatched"`` and an ``error``.
+    Rows go by ascending ``order`` (ties in arrival order); the keys do not interact, so each key sees
+    its own rows in that order. A score row is predicted with its key's state before it and, when
+    ``remember`` and it has an event id, waits in the key's pending scores for its label; a label row
+    learns the pending score of its event id; a row with both predicts, then learns. A key the engine
+    holds no state for answers as a fresh ``template`` until its first label. ``engine`` and
+    ``states`` (key -> :class:`KeyState`, one per non-null key of ``frame``) are updated in place. Returns the output
+    columns (with ``key``): every row, bad ones with status ``"rejected"`` or ``"unmatched"`` and an
+    ``error``, then a ``"dropped"`` row per pending score pushed out by ``max_pending``.
     """
     if not frame["order"].is_monotonic_increasing:
         frame = frame.sort_values("order", kind="stable", na_position="last", ignore_index=True)
+    keys = frame["key"].to_numpy(dtype=object)
     ids = frame["event_id"].to_numpy(dtype=object)
     s = frame["score"].to_numpy(dtype=np.float64, na_value=np.nan)
     y = frame["label"].to_numpy(dtype=np.float64, na_value=np.nan)
     t = frame["time"].to_numpy(dtype=np.float64, na_value=np.nan)
-    errors = _errors(key_is_null, ids, s, y)
+    null_key = pd.isna(keys)
+    codes, uniques = pd.factorize(keys)  # -1 for a null key
+    touched = [states[key] for key in uniques]
+    errors = _errors(null_key, ids, s, y)
     ok = pd.isna(errors)
     has_score = ok & ~np.isnan(s)
     both = has_score & ~np.isnan(y)
@@ -95,10 +108,11 @@ def run_rows(calibrator, frame: pd.DataFrame, pending: Pending, *, key_is_null: 
     waits = has_score & ~both & ~pd.isna(ids) if remember else np.zeros(s.size, dtype=bool)
     orders = frame["order"].to_numpy(dtype=np.float64, na_value=np.nan)
     for i in np.flatnonzero(waits | label_only):  # in order: a label may join a score of this batch
+        rows = touched[codes[i]].pending.rows
         if waits[i]:
-            pending.rows.pop(ids[i], None)  # a repeated event id keeps its latest score, as the newest
-            pending.rows[ids[i]] = (s[i], t[i], orders[i])
-        elif (found := pending.rows.pop(ids[i], None)) is not None:
+            rows.pop(ids[i], None)  # a repeated event id keeps its latest score, as the newest
+            rows[ids[i]] = (s[i], t[i], orders[i])
+        elif (found := rows.pop(ids[i], None)) is not None:
             score[i], joined[i] = found[0], True
             time[i] = found[1] if np.isnan(t[i]) else t[i]
 
@@ -109,19 +123,42 @@ def run_rows(calibrator, frame: pd.DataFrame, pending: Pending, *, key_is_null: 
     first[1:] = op_row[1:] != op_row[:-1]
     op_learn = ~(first & has_score[op_row])
     proba, llr = np.full(s.size, np.nan), np.full(s.size, np.nan)
+    learned = np.zeros(len(uniques), dtype=np.int64)
     if op_row.size:
+        op_code = codes[op_row]
         op_time = time[op_row]
         times = op_time if op_learn.any() and not np.isnan(op_time[op_learn]).any() else None
         labels = np.where(op_learn, y[op_row], 0.0)
-        op_proba, op_llr = calibrator.process(score[op_row], labels, op_learn, times=times)
+        numbers = np.array([state.number for state in touched], dtype=np.int64)
+        has_state = np.array([number in engine for number in numbers.tolist()], dtype=bool)
+        op_proba, op_llr = engine.process(numbers[op_code], score[op_row], labels, op_learn, times=times)
+        # a key with no state yet answers as a fresh calibrator until its first learn (the engine's
+        # global map, which has learned the other keys' events, would answer it otherwise)
+        learned_before = pd.Series(op_learn).groupby(op_code).cumsum().to_numpy() - op_learn
+        fresh = ~op_learn & ~has_state[op_code] & (learned_before == 0)
+        if fresh.any():
+            cold = template.clone()
+            op_proba[fresh], op_llr[fresh] = (
+                cold.predict_proba(score[op_row][fresh]),
+                cold.predict_llr(score[op_row][fresh]),
+            )
         proba[op_row[~op_learn]], llr[op_row[~op_learn]] = op_proba[~op_learn], op_llr[~op_learn]
+        learned = np.bincount(op_code[op_learn], minlength=len(uniques)).astype(np.int64)
+    dropped = []
+    for code, state in enumerate(touched):
+        state.n_learned += int(learned[code])
+        if len(state.pending) > max_pending:
+            dropped.extend((uniques[code], *row) for row in state.pending.drop_oldest(max_pending))
 
     unmatched = label_only & ~joined
     errors[unmatched] = [f"no pending score for event id {e!r}" for e in ids[unmatched]]
     status = np.select(
         [~ok, both, has_score, joined], ["rejected", "scored_learned", "scored", "learned"], default="unmatched"
     )
+    n_learned = np.array([state.n_learned for state in touched] + [0], dtype=np.int64)
+    n_pending = np.array([len(state.pending) for state in touched] + [0], dtype=np.int64)
     out = {
+        "key": keys,
         "event_id": ids,
         "time": t,
         "score": np.where(joined, score, s),
@@ -130,5 +167,33 @@ def run_rows(calibrator, frame: pd.DataFrame, pending: Pending, *, key_is_null: 
         "llr": llr,
         "status": status.astype(object),
         "error": errors,
+        "n_learned": n_learned[codes],
+        "n_pending": n_pending[codes],
     }
-    return out, int(learns.sum())
+    if dropped:
+        out = _stack(out, _dropped_rows(dropped, max_pending, uniques, n_learned, n_pending))
+    return out
+
+
+def _dropped_rows(dropped: list[tuple], bound: int, uniques, n_learned, n_pending) -> dict:
+    keys, ids, times, scores = (np.array(c, dtype=object) for c in zip(*dropped, strict=True))
+    code = pd.Index(uniques).get_indexer(keys)
+    return {
+        "key": keys,
+        "event_id": ids,
+        "time": times.astype(np.float64),
+        "score": scores.astype(np.float64),
+        "status": np.full(len(ids), "dropped", dtype=object),
+        "error": np.full(len(ids), f"more than max_pending={bound} scores await labels", dtype=object),
+        "n_learned": n_learned[code],
+        "n_pending": n_pending[code],
+    }
+
+
+def _stack(out: dict, more: dict) -> dict:
+    """The rows of ``out`` then those of ``more`` (columns missing from ``more`` are null)."""
+    n = len(more["status"])
+    return {
+        name: np.concatenate([column, more.get(name, np.full(n, None if column.dtype == object else np.nan))])
+        for name, column in out.items()
+    }
