@@ -48,6 +48,13 @@ class KeyedRows:
         self._slot_of[key] = k
         return k
 
+    def drop_key(self, key) -> None:
+        """Forget ``key``'s state (its row, window and per-key sums): until it learns again it is
+        served the global map, as a key never seen. KeyError if it has none. Not an eviction (a
+        caller's choice, as an expiry by time to live), so ``evictions`` does not count it."""
+        with self._lock:
+            self._drop(self._slot(key))
+
     def _evict_lru(self):
         """Evict the least recently updated key; returns it."""
         live = np.array([key is not None for key in self._slot_keys])

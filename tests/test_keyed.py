@@ -463,3 +463,22 @@ def pickle_bytes(cal):
     import pickle
 
     return pickle.dumps(cal)
+
+
+@pytest.mark.parametrize("name", ["count", "decay"])
+def test_drop_key_forgets_a_key_which_then_starts_afresh(name):
+    keys, s, y, w, _t = stream(n=2000, n_keys=4, seed=23)
+    cal = KeyedCalibrator(TEMPLATES[name], prior_strength=0).update(keys, s, y, weights=w)
+    cal.drop_key(2)
+    assert 2 not in cal
+    assert cal.n_keys == 3
+    assert cal.evictions == 0
+    grid = np.linspace(0.05, 0.95, 19)
+    np.testing.assert_array_equal(cal.predict_proba(np.full(19, 2), grid), cal.global_calibrator.predict_proba(grid))
+    with pytest.raises(KeyError, match="no state for key 2"):
+        cal.drop_key(2)
+    # learning again starts from nothing: as a fresh copy of the template
+    again = (keys == 2)[:300]
+    cal.update(keys[:300][again], s[:300][again], y[:300][again])
+    fresh = TEMPLATES[name].clone().update(s[:300][again], y[:300][again])
+    np.testing.assert_array_equal(cal.predict_proba(np.full(19, 2), grid), fresh.predict_proba(grid))

@@ -383,3 +383,45 @@ def test_the_stream_command_needs_a_directory_of_parquet_files(tmp_path, capsys)
     status = main(["stream", str(tmp_path / "none"), str(tmp_path / "out"), "--checkpoint", "c", "--key-col", "k"])
     assert status == 2
     assert "SOURCE must be a directory holding Parquet files" in capsys.readouterr().err
+
+
+def shard_reference(frame: pd.DataFrame, shard: int, strength) -> pd.DataFrame:
+    """One in-process ``KeyedCalibrator(prior_strength=strength)`` over ``shard``'s rows in order
+    (keys pooled toward the shard's global map): the scored rows with ``proba`` and ``llr``."""
+    rows = frame[frame["key"].map(shard_of) == shard].sort_values("order")
+    scores_of, ops, scored = {}, [], []
+    for r in rows.itertuples():
+        if not math.isnan(r.score):
+            scores_of[r.event_id] = (r.key, r.score)
+            scored.append((r.event_id, len(ops)))
+            ops.append((str(r.key), r.score, 0.0, False))
+            if not math.isnan(r.label):
+                ops.append((str(r.key), r.score, r.label, True))
+        else:
+            key, score = scores_of[r.event_id]
+            ops.append((str(key), score, r.label, True))
+    k, s, y, learn = (np.array(c) for c in zip(*ops, strict=True))
+    proba, llr = KeyedCalibrator(PAVCalibrator(), prior_strength=strength).process(k, s, y, learn)
+    at = [j for _, j in scored]
+    return pd.DataFrame({"event_id": [e for e, _ in scored], "proba": proba[at], "llr": llr[at]})
+
+
+@pytest.mark.parametrize("strength", ["auto", 50.0])
+def test_pooled_shards_equal_an_in_process_keyed_calibrator_per_shard(rng, strength):
+    # with pooling, a shard is one KeyedCalibrator over its keys' rows in order: each key pooled
+    # toward the shard's global map, a key without a state answered by it; late labels included
+    keys = ["a", "b", "c", "d", "e", "f", "g"]
+    frame = stream_rows(rng, 2500, keys, label_delay=40)
+    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(), prior_strength=strength))
+    out = run_in_batches(tester, frame, 6, rng)
+    scored = out[out["status"].isin(["scored", "scored_learned"])]
+    for shard in sorted({shard_of(key) for key in keys}):
+        expected = shard_reference(frame, shard, strength)
+        mine = scored[scored["key"].map(shard_of) == shard].set_index("event_id").loc[expected["event_id"]]
+        assert np.array_equal(mine["proba"].to_numpy(), expected["proba"].to_numpy())  # bit for bit
+        assert np.array_equal(mine["llr"].to_numpy(), expected["llr"].to_numpy())
+    # pooling changes the answers: independent keys differ
+    alone = run_in_batches(TwsTester(KeyedCalibrationProcessor(PAVCalibrator())), frame, 6, rng)
+    alone = alone[alone["status"].isin(["scored", "scored_learned"])].set_index("event_id")
+    assert not np.array_equal(scored.set_index("event_id").loc[alone.index, "proba"].to_numpy(),
+                              alone["proba"].to_numpy())

@@ -12,6 +12,17 @@ from pathlib import Path
 
 __all__ = ["STREAM_FLAGS", "add_stream_arguments", "run_stream"]
 
+
+def _strength(text: str):
+    """``--prior-strength``: ``auto`` or a number (checked by the keyed calibrator)."""
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        msg = f"expected 'auto' or a number; got {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
+
 #: Python parameter -> command-line flag (how messages name options).
 STREAM_FLAGS = {
     "key_col": "--key-col",
@@ -23,6 +34,7 @@ STREAM_FLAGS = {
     "ttl": "--ttl",
     "max_pending": "--max-pending",
     "shards": "--shards",
+    "prior_strength": "--prior-strength",
     "df": "SOURCE",
 }
 
@@ -49,6 +61,12 @@ def add_stream_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument("--ttl", type=float, default=None, help="seconds after which an idle key expires")
     parser.add_argument("--max-pending", type=int, default=100_000, help="per key, scores awaiting labels")
     parser.add_argument("--shards", type=_positive_count, default=8, help="shards of keys (fixed per checkpoint)")
+    parser.add_argument(
+        "--prior-strength",
+        type=_strength,
+        default=0.0,
+        help="pool each key toward its shard's global map: 'auto' or pseudo-events (default 0: keys on their own)",
+    )
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     parser.add_argument(
         "--once",
@@ -84,6 +102,7 @@ def run_stream(args: argparse.Namespace) -> int:
             ttl=args.ttl,
             max_pending=args.max_pending,
             shards=args.shards,
+            prior_strength=args.prior_strength,
         )
     except KeyError as exc:  # str() of a KeyError quotes its message
         return _fail(exc.args[0] if exc.args else exc, STREAM_FLAGS)

@@ -84,6 +84,10 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         end of a micro-batch, the oldest are dropped (each reported by a ``"dropped"`` row).
     remember
         Whether score rows with an event id wait for their label (False when the stream has none).
+    prior_strength
+        As :class:`streamcal.KeyedCalibrator`'s, within the shard: ``0`` (default) keeps every key
+        on its own; a strength or ``"auto"`` pools each key toward the shard's global map (the
+        shard's keys' events, a hashed share of the traffic; see docs/spark.md).
 
     Examples
     --------
@@ -102,10 +106,12 @@ class KeyedCalibrationProcessor(StatefulProcessor):
     (['scored_learned'], True)
     """
 
-    def __init__(self, calibrator=None, *, ttl_ms: int | None = None, max_pending: int = 100_000, remember=True):
+    def __init__(self, calibrator=None, *, ttl_ms: int | None = None, max_pending: int = 100_000, remember=True,
+                 prior_strength=0):
         from streamcal.isotonic.streaming import PAVCalibrator
 
         self.calibrator = PAVCalibrator() if calibrator is None else calibrator
+        self.prior_strength = prior_strength
         self.ttl_ms = ttl_ms
         self.max_pending = max_pending
         self.remember = remember
@@ -129,7 +135,7 @@ class KeyedCalibrationProcessor(StatefulProcessor):
             return _RECENT.pop(self.loaded_version)
         row = self.state.get()
         if row is None or row[0] is None:
-            engine = KeyedCalibrator(self.calibrator, prior_strength=0)
+            engine = KeyedCalibrator(self.calibrator, prior_strength=self.prior_strength)
         else:
             engine = from_bytes(bytes(row[0]), where="a shard's calibrator in Spark's state store")
         if row is None:
@@ -187,19 +193,15 @@ class KeyedCalibrationProcessor(StatefulProcessor):
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         """Clear the shard's keys idle for ``ttl_ms`` (one ``"expired"`` row each), and set the
         timer at the next expiry of those left."""
-        from streamcal.keyed import KeyedCalibrator
-
         expiry_ms = expiredTimerInfo.getExpiryTimeInMs()
         engine, states = self._load()
         expired = [name for name, state in states.items() if state.seen_ms + self.ttl_ms <= expiry_ms]
         left = {name: state for name, state in states.items() if state.seen_ms + self.ttl_ms > expiry_ms}
         if expired:
-            # the keys left move to a fresh calibrator (the shard's has no way to forget a key)
-            kept = KeyedCalibrator(self.calibrator, prior_strength=0)
-            for state in left.values():
-                if state.number in engine:
-                    kept.import_key(state.number, engine.export_key(state.number))
-            self._store(kept, left)
+            for name in expired:  # the shard's global map (pooling) keeps what they taught it
+                if states[name].number in engine:
+                    engine.drop_key(states[name].number)
+            self._store(engine, left)
         elif self.loaded_version is not None:
             _RECENT[self.loaded_version] = (engine, states)  # unchanged
         if left:

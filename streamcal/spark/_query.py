@@ -103,6 +103,7 @@ def calibrate_stream(
     ttl=None,
     max_pending: int = 100_000,
     shards: int = 8,
+    prior_strength=0,
 ):
     """Calibrate a (streaming) DataFrame of scored events, one calibrator per key, in Spark state.
 
@@ -139,6 +140,12 @@ def calibrate_stream(
         a shard's rows of a micro-batch in one compiled call and reads and writes only the keys that
         have rows. A few shards per core keep every core busy; the number is part of the state's
         layout, so it stays fixed for the life of a checkpoint.
+    prior_strength
+        ``0`` (default): every key on its own, as independent copies of the template. A strength
+        or ``"auto"`` pools each key toward its **shard's** global map, the events of the keys
+        hashed to its shard, exactly as :class:`streamcal.KeyedCalibrator` over the shard's rows in
+        order (no lag, recovered from the checkpoint like the rest); a shard's map is a hashed
+        share of the traffic, which a very large key can dominate (see docs/spark.md).
 
     Returns
     -------
@@ -185,7 +192,13 @@ def calibrate_stream(
     )
     schema = ", ".join(["key string", *(f"{name} {kind}" for name, kind in OUTPUT_COLUMNS.items())])
     remember = label_col is not None and event_id_col is not None
-    processor = KeyedCalibrationProcessor(template, ttl_ms=ttl_ms, max_pending=max_pending, remember=remember)
+    if prior_strength != 0:
+        from streamcal.keyed import KeyedCalibrator
+
+        KeyedCalibrator(template, prior_strength=prior_strength)  # refused here, naming it, if bad
+    processor = KeyedCalibrationProcessor(
+        template, ttl_ms=ttl_ms, max_pending=max_pending, remember=remember, prior_strength=prior_strength
+    )
     out = rows.groupBy("shard").transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=schema,

@@ -78,13 +78,15 @@ def _errors(key_is_null: np.ndarray, ids: np.ndarray, s: np.ndarray, y: np.ndarr
 
 def run_rows(template, engine, frame: pd.DataFrame, states: dict, *, remember: bool, max_pending: int):
     """Run a shard's rows (columns ``key, event_id, score, label, time, order``) through ``engine``,
-    the shard's :class:`streamcal.KeyedCalibrator` (``prior_strength=0``, every key on its own).
+    the shard's :class:`streamcal.KeyedCalibrator` (``prior_strength=0``: every key on its own; else
+    pooled toward the shard's global map).
 
     Rows go by ascending ``order`` (ties in arrival order); the keys do not interact, so each key sees
     its own rows in that order. A score row is predicted with its key's state before it and, when
     ``remember`` and it has an event id, waits in the key's pending scores for its label; a label row
-    learns the pending score of its event id; a row with both predicts, then learns. A key the engine
-    holds no state for answers as a fresh ``template`` until its first label. ``engine`` and
+    learns the pending score of its event id; a row with both predicts, then learns. Without
+    pooling, a key the engine holds no state for answers as a fresh ``template`` until its first
+    label; pooled, from the shard's global map. ``engine`` and
     ``states`` (key -> :class:`KeyState`, one per non-null key of ``frame``) are updated in place. Returns the output
     columns (with ``key``): every row, bad ones with status ``"rejected"`` or ``"unmatched"`` and an
     ``error``, then a ``"dropped"`` row per pending score pushed out by ``max_pending``.
@@ -136,7 +138,7 @@ def run_rows(template, engine, frame: pd.DataFrame, states: dict, *, remember: b
         # global map, which has learned the other keys' events, would answer it otherwise)
         learned_before = pd.Series(op_learn).groupby(op_code).cumsum().to_numpy() - op_learn
         fresh = ~op_learn & ~has_state[op_code] & (learned_before == 0)
-        if fresh.any():
+        if fresh.any() and engine.prior_strength == 0:  # pooled keys answer from the shard's global map
             cold = template.clone()
             op_proba[fresh], op_llr[fresh] = (
                 cold.predict_proba(score[op_row][fresh]),
