@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import functools
+from types import SimpleNamespace
 
 import numpy as np
 
+from streamcal._kernels import _config
 from streamcal._kernels import gev as _k
+from streamcal._kernels import glm_refit as _g
 from streamcal._kernels._config import entry_point
 from streamcal._refit import RefitCalibrator
 from streamcal._validation import check_scalar
@@ -24,6 +27,7 @@ _REFIT_PROBA_TOL = 1e-10
 _REFIT_STEP_TOL = 1e-7  # GEV: the last Newton step's largest move of v; the error left is its square
 _REFIT_MAX_PASSES = 50
 _LINK_CODES = {"gev": 0, "logit": 1}
+_FLOOR_CODES = {"thinned": _g.FLOOR_THINNED, "span": _g.FLOOR_SPAN, "traffic": _g.FLOOR_TRAFFIC}
 
 
 @functools.cache
@@ -43,7 +47,9 @@ class _HistogramGLMCalibrator(RefitCalibrator):
     # the score prior's floor stays near the data (``streamcal._prior.score_prior``): a floor far
     # from it would pull a two-parameter link towards the prior there
     _PRIOR_FLOOR = "span"
-    _CACHES = (*RefitCalibrator._CACHES, "_feature_cache")
+    # ``_glm_cache``: the compiled refit's arrays (``_glm_arrays``); ``_beta``'s values are views
+    # of its rows while it exists
+    _CACHES = (*RefitCalibrator._CACHES, "_feature_cache", "_glm_cache")
 
     def _check_glm_params(self) -> None:
         check_scalar(self.l2, "l2", low=0.0)
@@ -59,6 +65,7 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         self._beta = {}  # xi -> last [slope, intercept], the warm start of the next refit
         self._xi_served = None
         self._feature_cache = None
+        self._glm_cache = None
 
     def _candidate_xis(self) -> tuple[float, ...]:
         return (0.0,)
@@ -80,7 +87,154 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             self._feature_cache = cache
         return cache[1], cache[2], cache[3]
 
+    # the compiled exact default ----------------------------------------------------------------
+    def _glm_arrays(self) -> SimpleNamespace:
+        """The arrays of the compiled refit (``streamcal._kernels.glm_refit``), built from the
+        map's state at first use (and after a copy or a load, which drop them): ``_beta``'s
+        values become views of ``betas``' rows, so the kernels refit them in place."""
+        cache = getattr(self, "_glm_cache", None)
+        if cache is not None:
+            return cache
+        shapes = self._candidate_xis()
+        centres = np.ascontiguousarray(self._hist.layout.centres, dtype=np.float64)
+        B = centres.size
+        x, x_lo, x_hi = self._features_of(centres)
+        betas = np.zeros((len(shapes), 2))
+        has_warm = np.zeros(len(shapes), dtype=np.int64)
+        for k, xi in enumerate(shapes):
+            if xi in self._beta:
+                betas[k] = self._beta[xi]
+                has_warm[k] = 1
+        pc = np.zeros((5, B))
+        if self._identity:
+            _config.run(_g.prior_cache_fill, B, centres, pc)
+        code = _LINK_CODES[self._link]
+        cache = SimpleNamespace(
+            shapes=shapes,
+            index={xi: k for k, xi in enumerate(shapes)},
+            xis=np.array(shapes, dtype=np.float64),
+            betas=betas,
+            has_warm=has_warm,
+            briers=np.zeros(len(shapes)),
+            ok=np.zeros(len(shapes), dtype=np.int64),
+            pos_w=np.zeros(B),
+            neg_w=np.zeros(B),
+            pc=pc,
+            anchor=np.zeros(5),
+            fit=np.zeros(_g.FIT_SIZE),
+            # the refit's fixed arguments after the histogram's arrays
+            args=(
+                x,
+                x_lo,
+                x_hi,
+                centres,
+                bool(self._identity),
+                float(self.llr_pseudo_count),
+                getattr(self, "prior", None) is not None,
+                _FLOOR_CODES[self._PRIOR_FLOOR],
+                code,
+                float(self.l2),
+                _REFIT_PROBA_TOL if code == 1 else _REFIT_STEP_TOL,
+                _REFIT_MAX_PASSES,
+            ),
+        )
+        self._beta = {xi: betas[k] for k, xi in enumerate(shapes) if has_warm[k]}
+        self._glm_cache = cache
+        return cache
+
+    def _glm_state_in(self, a: SimpleNamespace) -> None:
+        """The map's scalars into the kernels' ``fit`` array."""
+        fit = a.fit
+        fit[_g.FIT_FITTED] = 1.0 if self._fitted else 0.0
+        fit[_g.FIT_DIRTY] = 1.0 if self._dirty else 0.0
+        fit[_g.FIT_KAPPA] = self._prior_strength
+        fit[_g.FIT_LOGODDS] = self._prior_logodds
+        fit[_g.FIT_LOW] = self._proba_low
+        fit[_g.FIT_HIGH] = self._proba_high
+        fit[_g.FIT_SERVED] = 0.0 if self._xi_served is None else float(a.index[self._xi_served])
+
+    def _glm_state_out(self, a: SimpleNamespace) -> None:
+        """The kernels' ``fit`` array back into the map's scalars."""
+        fit = a.fit.tolist()
+        self._fitted = fit[_g.FIT_FITTED] != 0.0
+        self._dirty = fit[_g.FIT_DIRTY] != 0.0
+        self._prior_strength = fit[_g.FIT_KAPPA]
+        if self._fitted:
+            self._prior_logodds = fit[_g.FIT_LOGODDS]
+            self._proba_low = fit[_g.FIT_LOW]
+            self._proba_high = fit[_g.FIT_HIGH]
+            self._xi_served = a.shapes[int(fit[_g.FIT_SERVED])]
+        if len(self._beta) < len(a.shapes):
+            self._beta = {xi: a.betas[k] for k, xi in enumerate(a.shapes) if a.has_warm[k]}
+
+    def _glm_complete_refit(self, a: SimpleNamespace) -> None:
+        """Complete a compiled refit that left shapes to the damped full refit (``a.ok`` 0)."""
+        x, x_lo, x_hi = a.args[0], a.args[1], a.args[2]
+        code = _LINK_CODES[self._link]
+        for k, xi in enumerate(a.shapes):
+            if a.ok[k]:
+                continue
+            beta, brier = self._refit_one(x, a.pos_w, a.neg_w, code, xi, x_lo, x_hi)
+            a.betas[k] = beta
+            a.briers[k] = brier
+            a.has_warm[k] = 1
+            self._beta[xi] = a.betas[k]
+        _config.run(_g.glm_finish_refit, 0, a.briers, a.fit, float(self.llr_pseudo_count))
+
+    def _refit(self) -> None:
+        """Refit the map from the histogram in compiled code (``streamcal._kernels.glm_refit``):
+        the score prior, Newton's method from the previous fit per shape, the damped full refit
+        for a shape where that fails, the served shape and bounds."""
+        self._n_since_refit = 0
+        a = self._glm_arrays()
+        self._glm_state_in(a)
+        sf, si = self._hist.live_arrays()
+        if _config.run(_g.glm_refit_inplace, 0, sf, si, *a.args, *self._glm_shape_arrays(a)) != 0:
+            self._glm_complete_refit(a)
+        self._glm_state_out(a)
+
+    def _glm_shape_arrays(self, a: SimpleNamespace) -> tuple:
+        return (a.xis, a.betas, a.has_warm, a.briers, a.ok, a.pos_w, a.neg_w, a.pc, a.anchor, a.fit)
+
+    def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
+        """The lazy default (``refit_every=None``) event by event in one compiled loop
+        (``streamcal._kernels.glm_refit.glm_run_ops_inplace``), which returns here only for a
+        refit that needs the damped full refit; ``refit_every`` runs the engine's segments."""
+        if getattr(self, "refit_every", None) is not None:
+            super()._run_ops(ops, b, s, y, w, t, out_p, out_llr)
+            return
+        if isinstance(ops, int):
+            ops = np.full(b.size, ops, dtype=np.int64)
+        a = self._glm_arrays()
+        self._glm_state_in(a)
+        sf, si = self._hist.live_arrays()
+        b = np.ascontiguousarray(b, dtype=np.intp)
+        extra = (sf, si, *a.args[:4], a.args[4], _LOGIT_CLIP, *a.args[5:], *self._glm_shape_arrays(a))
+        n = ops.size
+        i = 0
+        while i < n:
+            i = _config.run(_g.glm_run_ops_inplace, n - i, ops, b, s, y, w, t, out_p, out_llr, i, *extra)
+            if i < n:  # the refit before operation i needs the damped full refit
+                self._glm_complete_refit(a)
+                a.has_warm[:] = 1
+        self._glm_state_out(a)
+
+    def _predict_arrays(self, b, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # the served map and LLR by the compiled loop's own scalar code
+        self._ensure_fitted()
+        a = self._glm_arrays()
+        self._glm_state_in(a)
+        p = np.empty(s.size)
+        llr = np.empty(s.size)
+        code = _LINK_CODES[self._link]
+        s = np.ascontiguousarray(s, dtype=np.float64)
+        _config.run(_g.glm_served_array, s.size, s, bool(self._identity), _LOGIT_CLIP, code, a.xis, a.betas, a.fit, p, llr)
+        return p, llr
+
     def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
+        """The refit hook of the generic engine, in Python (shape by shape); the compiled
+        ``_refit`` does not call it."""
+        self._glm_cache = None  # ``_beta``'s values are replaced: the compiled refit rebuilds its arrays
         x, x_lo, x_hi = self._features_of(centres)
         code = _LINK_CODES[self._link]
         candidates = self._candidate_xis()
@@ -118,14 +272,6 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         full = fit_glm_on_histogram(x, pos, neg, link=self._link, xi=xi, l2=l2, warm_start=warm)
         beta = full.copy()
         if not newton(beta):
-            beta = full
-            brier[0] = _k.glm_brier_histogram(x, pos, neg, code, xi, float(beta[0]), float(beta[1]))
-        return beta, float(brier[0])
-        full = fit_glm_on_histogram(x, pos, neg, link=self._link, xi=xi, l2=l2, warm_start=warm)
-        beta = full.copy()
-        if _k.glm_refit_histogram_inplace(
-            x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, _REFIT_MAX_PASSES, brier
-        ) < 0:
             beta = full
             brier[0] = _k.glm_brier_histogram(x, pos, neg, code, xi, float(beta[0]), float(beta[1]))
         return beta, float(brier[0])
