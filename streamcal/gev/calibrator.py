@@ -228,7 +228,8 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         llr = np.empty(s.size)
         code = _LINK_CODES[self._link]
         s = np.ascontiguousarray(s, dtype=np.float64)
-        _config.run(_g.glm_served_array, s.size, s, bool(self._identity), _LOGIT_CLIP, code, a.xis, a.betas, a.fit, p, llr)
+        identity = bool(self._identity)
+        _config.run(_g.glm_served_array, s.size, s, identity, _LOGIT_CLIP, code, a.xis, a.betas, a.fit, p, llr)
         return p, llr
 
     def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
