@@ -256,26 +256,33 @@ def glm_refit_inplace(
     if not t_pos + t_neg > 0.0:
         fit[FIT_FITTED] = 0.0
         return 0
+    kappa = 0.0
     if prior_on:
         kappa = score_prior_strength(sf, si, u, pos_w, neg_w, t_pos, t_neg, centres, identity, c, pc, anchor)
         fit[FIT_KAPPA] = kappa
         if kappa > 0.0:
             base_rate = (t_pos + c) / ((t_pos + t_neg) + 2.0 * c)
             add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, base_rate, floor_kind, B)
-    s_pos = 0.0
-    s_neg = 0.0
-    for j in range(B):
-        s_pos += pos_w[j]
-        s_neg += neg_w[j]
+    s_pos = t_pos
+    s_neg = t_neg
+    if kappa > 0.0:  # the fitted totals, pseudo-counts included
+        s_pos = 0.0
+        s_neg = 0.0
+        for j in range(B):
+            s_pos += pos_w[j]
+            s_neg += neg_w[j]
     fit[FIT_T_POS] = t_pos
     fit[FIT_T_NEG] = t_neg
     fit[FIT_TOTAL] = s_pos + s_neg
     need_full = 0
-    for k in range(xis.shape[0]):
+    S = xis.shape[0]
+    for k in range(S):
         ok[k] = 0
         if has_warm[k] != 0:
+            # one shape is served without comparing Brier scores: none is computed
+            brier = briers[k : k + 1] if S > 1 else briers[:0]
             passes = glm_refit_histogram_inplace(
-                x, pos_w, neg_w, code, xis[k], l2, 1e-12, x_lo, x_hi, tol, betas[k], max_passes, briers[k : k + 1]
+                x, pos_w, neg_w, code, xis[k], l2, 1e-12, x_lo, x_hi, tol, betas[k], max_passes, brier
             )
             if passes >= 0:
                 ok[k] = 1

@@ -36,6 +36,17 @@ def _map_score():
     return entry_point(_k.glm_map_score, 0.5, True, 0.5, 0.5, 0.5, True, 0.5)
 
 
+_REFIT_ENTRY = []
+
+
+def _refit_entry(args):
+    """The compiled refit kernel for the types of ``args`` (the same for every calibrator),
+    without numba's type dispatch over its two dozen arguments (the river face's per-event call)."""
+    if not _REFIT_ENTRY:
+        _REFIT_ENTRY.append(entry_point(_g.glm_refit_inplace, *args))
+    return _REFIT_ENTRY[0]
+
+
 class _HistogramGLMCalibrator(RefitCalibrator):
     """A two-parameter link model ``P(y=1 | s) = F(slope * x(s) + intercept)`` refitted from the histogram.
 
@@ -189,7 +200,11 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         a = self._glm_arrays()
         self._glm_state_in(a)
         sf, si = self._hist.live_arrays()
-        if _config.run(_g.glm_refit_inplace, 0, sf, si, *a.args, *self._glm_shape_arrays(a)) != 0:
+        args = (sf, si, *a.args, *self._glm_shape_arrays(a))
+        status = _config.try_entry_point(_g.glm_refit_inplace, *args)
+        if status is _config.NOT_RUN:
+            status = _refit_entry(args)(*args)
+        if status != 0:
             self._glm_complete_refit(a)
         self._glm_state_out(a)
 
