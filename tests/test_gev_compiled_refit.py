@@ -211,10 +211,11 @@ def test_the_certificate_of_a_zero_strength_holds_against_the_prior_kernel(ancho
     if not (pos0 + neg0).sum() > 0.0:
         return
     _kp.prior_strength_from(row0, 0, B, 1.0, centres, 0, 1, 0.5, True, anchor[1:3])
-    _g._set_anchor(pos0, neg0, pc, anchor, B)
+    _g.set_anchor(row0, 0, B, 1.0, pc, anchor)
     for p, q in ((pos0, neg0), (pos, neg), (pos0 + pos, neg0 + neg)):
-        if _g.prior_strength_is_zero(p, q, pc, anchor, B):
-            kappa = _kp.prior_strength(np.concatenate((p, q)), 0, B, 1.0, centres, 0, 1, 0.5, True)
+        row = np.concatenate((p, q))
+        if _g.prior_strength_is_zero(row, 0, B, 1.0, pc, anchor):
+            kappa = _kp.prior_strength(row, 0, B, 1.0, centres, 0, 1, 0.5, True)
             assert kappa == 0.0
 
 
@@ -225,13 +226,13 @@ def test_the_certificate_fires_on_a_long_miscalibrated_window():
     a = cal._glm_arrays()
     B = cal.histogram()[0].size
     assert cal.prior_strength == 0.0
-    assert _g.prior_strength_is_zero(a.pos_w, a.neg_w, a.pc, a.anchor, B)
+    assert _g.prior_strength_is_zero(np.concatenate((a.pos_w, a.neg_w)), 0, B, 1.0, a.pc, a.anchor)
     # and it does not fire where the score is calibrated and the evidence short: the strength is > 0
     scores, labels = _long_stream(300, 2, miscalibrated=False)
     cal = PlattCalibrator().update(scores, labels)
     assert cal.prior_strength > 0.0
     a = cal._glm_arrays()
-    assert not _g.prior_strength_is_zero(a.pos_w, a.neg_w, a.pc, a.anchor, B)
+    assert not _g.prior_strength_is_zero(np.concatenate((a.pos_w, a.neg_w)), 0, B, 1.0, a.pc, a.anchor)
 
 
 @pytest.mark.parametrize("cls", [PlattCalibrator, GEVCalibrator])

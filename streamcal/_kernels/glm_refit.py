@@ -103,17 +103,18 @@ def prior_cache_fill(centres, pc):
 
 
 @jit_noalloc
-def _prior_sums(pos_w, neg_w, pc, B):
-    """``(n, mean, var, log_s, L)`` over the buckets: the weight, the mean and variance of the
-    covariate, the prior's log-likelihood and the anchor's (without its penalty)."""
+def _prior_sums(h, h0, B, unit, pc):
+    """``(n, mean, var, log_s, L)`` over the buckets of the row ``h[h0 : h0 + 2B]`` (stored
+    units of ``unit``): the weight, the mean and variance of the covariate, the prior's
+    log-likelihood and the anchor's (without its penalty)."""
     n_all = 0.0
     sx = 0.0
     sxx = 0.0
     log_s = 0.0
     loglik = 0.0
     for j in range(B):
-        p = pos_w[j]
-        n = neg_w[j]
+        p = h[h0 + j] / unit
+        n = h[h0 + B + j] / unit
         if p + n > 0.0:
             x = pc[PC_OFF, j]
             n_all += p + n
@@ -128,12 +129,12 @@ def _prior_sums(pos_w, neg_w, pc, B):
 
 
 @jit_noalloc
-def prior_strength_is_zero(pos_w, neg_w, pc, anchor, B):
-    """True when the anchor certifies that the prior kernel returns 0 on this histogram
-    (probability inputs; see the module notes)."""
+def prior_strength_is_zero(h, h0, B, unit, pc, anchor):
+    """True when the anchor certifies that the prior kernel returns 0 on the row
+    ``h[h0 : h0 + 2B]`` (probability inputs; see the module notes)."""
     if anchor[0] != 1.0:
         return False
-    n_all, mean, var, log_s, loglik = _prior_sums(pos_w, neg_w, pc, B)
+    n_all, mean, var, log_s, loglik = _prior_sums(h, h0, B, unit, pc)
     if not (n_all > 0.0 and var > 0.0):
         return False
     big_a = anchor[3]
@@ -148,10 +149,10 @@ def prior_strength_is_zero(pos_w, neg_w, pc, anchor, B):
 
 
 @jit_noalloc
-def _set_anchor(pos_w, neg_w, pc, anchor, B):
-    """Make the fit in ``anchor[1:3]`` (standardised, as the prior kernel left it) the anchor:
-    its raw coefficients and its per-bucket log-likelihood terms."""
-    n_all, mean, var, _, _ = _prior_sums(pos_w, neg_w, pc, B)
+def set_anchor(h, h0, B, unit, pc, anchor):
+    """Make the fit in ``anchor[1:3]`` (standardised, as the prior kernel left it on the row
+    ``h[h0 : h0 + 2B]``) the anchor: its raw coefficients and its per-bucket log-likelihood terms."""
+    n_all, mean, var, _, _ = _prior_sums(h, h0, B, unit, pc)
     if not (n_all > 0.0 and var > 0.0):
         anchor[0] = 0.0
         return
@@ -168,19 +169,19 @@ def _set_anchor(pos_w, neg_w, pc, anchor, B):
 
 
 @jit_noalloc
-def score_prior_strength(sf, si, u, pos_w, neg_w, t_pos, t_neg, centres, identity, c, pc, anchor):
-    """The score prior's strength on the histogram ``pos_w``/``neg_w`` (real units), as
-    ``streamcal._prior.score_prior`` computes it; certified 0 without the prior kernel where the
-    anchor allows (probability inputs)."""
+def score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor):
+    """The score prior's strength on the histogram (stored units of ``u``; class totals
+    ``t_pos``, ``t_neg`` in real units), as ``streamcal._prior.score_prior`` computes it;
+    certified 0 without the prior kernel where the anchor allows (probability inputs)."""
     B = si[_h.SI_B]
-    if identity and prior_strength_is_zero(pos_w, neg_w, pc, anchor, B):
+    if identity and prior_strength_is_zero(sf, _h.SF_HEADER, B, u, pc, anchor):
         return 0.0
     base_rate = (t_pos + c) / ((t_pos + t_neg) + 2.0 * c)
     anchor[1] = 0.0  # the kernel's cold start (0, 0); its fit is written back there
     anchor[2] = 0.0
     kappa = _p.prior_strength_from(sf, _h.SF_HEADER, B, u, centres, 0, 1, base_rate, identity, anchor[1:3])
     if identity:
-        _set_anchor(pos_w, neg_w, pc, anchor, B)
+        set_anchor(sf, _h.SF_HEADER, B, u, pc, anchor)
     return kappa
 
 
@@ -258,7 +259,7 @@ def glm_refit_inplace(
         return 0
     kappa = 0.0
     if prior_on:
-        kappa = score_prior_strength(sf, si, u, pos_w, neg_w, t_pos, t_neg, centres, identity, c, pc, anchor)
+        kappa = score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor)
         fit[FIT_KAPPA] = kappa
         if kappa > 0.0:
             base_rate = (t_pos + c) / ((t_pos + t_neg) + 2.0 * c)
