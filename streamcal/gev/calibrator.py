@@ -36,15 +36,21 @@ def _map_score():
     return entry_point(_k.glm_map_score, 0.5, True, 0.5, 0.5, 0.5, True, 0.5)
 
 
-_REFIT_ENTRY = []
+_ENTRIES = {}
 
 
-def _refit_entry(args):
-    """The compiled refit kernel for the types of ``args`` (the same for every calibrator),
-    without numba's type dispatch over its two dozen arguments (the river face's per-event call)."""
-    if not _REFIT_ENTRY:
-        _REFIT_ENTRY.append(entry_point(_g.glm_refit_inplace, *args))
-    return _REFIT_ENTRY[0]
+def _entry(name: str, kernel, args):
+    """The compiled ``kernel`` for the types of ``args`` (the same for every calibrator), without
+    numba's type dispatch over its arguments (the river face's per-event calls)."""
+    found = _ENTRIES.get(name)
+    if found is None:
+        found = _ENTRIES[name] = entry_point(kernel, *args)
+    return found
+
+
+@functools.cache
+def _taylor_table() -> np.ndarray:
+    return _g.logistic_taylor_table()
 
 
 class _HistogramGLMCalibrator(RefitCalibrator):
@@ -77,6 +83,18 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         self._xi_served = None
         self._feature_cache = None
         self._glm_cache = None
+        # Platt's Taylor moments of the histogram about an anchor fit (state: a calibrator
+        # restored from them refits as the original; ``streamcal._kernels.glm_refit``)
+        self._glm_moments = np.zeros(_g.MOM_SIZE)
+        self._glm_moments_order = _g.MOM_K  # the Taylor order the moments are laid out for
+
+    def __setstate__(self, state):
+        # a state saved before the Taylor moments existed (neither the moments nor their order)
+        # loads without them: they are built at the next refit. A state holding one of them must
+        # hold both.
+        if "_beta" in state and "_glm_moments" not in state and "_glm_moments_order" not in state:
+            state = {**state, "_glm_moments": np.zeros(_g.MOM_SIZE), "_glm_moments_order": _g.MOM_K}
+        super().__setstate__(state)
 
     def _candidate_xis(self) -> tuple[float, ...]:
         return (0.0,)
@@ -133,6 +151,8 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             pc=pc,
             anchor=np.zeros(5),
             fit=np.zeros(_g.FIT_SIZE),
+            table=_taylor_table(),
+            pw=np.zeros(2 * (_g.MOM_K + 1)),
             # the refit's fixed arguments after the histogram's arrays
             args=(
                 x,
@@ -199,17 +219,30 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         self._n_since_refit = 0
         a = self._glm_arrays()
         self._glm_state_in(a)
+        if getattr(self, "refit_every", None) is not None:
+            # the array face learns between refits without the moments: both faces refit by passes
+            self._glm_moments[_g.MOM_VALID] = 0.0
         sf, si = self._hist.live_arrays()
         args = (sf, si, *a.args, *self._glm_shape_arrays(a))
         status = _config.try_entry_point(_g.glm_refit_inplace, *args)
         if status is _config.NOT_RUN:
-            status = _refit_entry(args)(*args)
+            status = _entry("refit", _g.glm_refit_inplace, args)(*args)
         if status != 0:
             self._glm_complete_refit(a)
         self._glm_state_out(a)
 
     def _glm_shape_arrays(self, a: SimpleNamespace) -> tuple:
-        return (a.xis, a.betas, a.has_warm, a.briers, a.ok, a.pos_w, a.neg_w, a.pc, a.anchor, a.fit)
+        per_shape = (a.xis, a.betas, a.has_warm, a.briers, a.ok)
+        return (*per_shape, a.pos_w, a.neg_w, a.pc, a.anchor, a.fit, a.table, self._glm_moments, a.pw)
+
+    def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
+        # the histogram and, while current, the Taylor moments (the array face's own learn step)
+        a = self._glm_arrays()
+        sf, si = self._hist.live_arrays()
+        args = (sf, si, b, y, w, t, a.args[0], a.table, self._glm_moments)
+        if _config.try_entry_point(_g.glm_learn_one_inplace, *args) is _config.NOT_RUN:
+            _entry("learn", _g.glm_learn_one_inplace, args)(*args)
+        self._after_learn(1)
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
         """The lazy default (``refit_every=None``) event by event in one compiled loop
@@ -326,6 +359,12 @@ class _HistogramGLMCalibrator(RefitCalibrator):
                 c.fail(f"`_beta`: expected candidate shapes {sorted(candidates)} as keys; found {c.brief(xi)}.")
             c.need_array(beta, f"_beta[{xi!r}]", np.float64, size=2)
             c.need_finite(beta, f"_beta[{xi!r}]")
+        c.need_int(self._glm_moments_order, "_glm_moments_order", _g.MOM_K, _g.MOM_K)
+        c.need_array(self._glm_moments, "_glm_moments", np.float64, size=_g.MOM_SIZE)
+        if self._glm_moments[_g.MOM_VALID] not in (0.0, 1.0):
+            c.fail(f"`_glm_moments`: expected 0.0 or 1.0 at index 0; found {c.brief(self._glm_moments[0])}.")
+        if self._glm_moments[_g.MOM_VALID] == 1.0:
+            c.need_finite(self._glm_moments, "_glm_moments")
         served = self._xi_served
         if served is None:
             if self._fitted:
