@@ -206,7 +206,7 @@ def test_the_certificate_of_a_zero_strength_holds_against_the_prior_kernel(ancho
     centres, pos0, neg0, pos, neg = centres[:B], pos0[:B], neg0[:B], pos[:B], neg[:B]
     pc = np.zeros((5, B))
     _g.prior_cache_fill(centres, pc)
-    anchor = np.zeros(5)
+    anchor = np.zeros(_g.ANCHOR_SIZE)
     row0 = np.concatenate((pos0, neg0))
     if not (pos0 + neg0).sum() > 0.0:
         return
@@ -368,7 +368,8 @@ def test_a_certified_taylor_solve_is_within_the_tolerance_of_the_optimum(case):
     beta = fit_glm_on_histogram(x, *hist(), link="logit", l2=1e-6, tol=1e-16, max_iter=2000)
     _g.moments_rebuild(sf, si, x, table, mom, float(beta[0]), float(beta[1]))
     for b, label in zip(moves, positive, strict=True):  # events of weight 1 into an unbounded window
-        _g.glm_learn_one_inplace(sf, si, int(b), 1.0 if label else 0.0, 1.0, 0.0, x, table, mom)
+        label = 1.0 if label else 0.0
+        _g.glm_learn_one_inplace(sf, si, int(b), label, 1.0, 0.0, x, table, mom, np.zeros((5, B)), np.zeros(_g.ANCHOR_SIZE))
     assert _g.moments_current(mom, sf)
     got = beta.copy()
     pw = np.zeros(2 * (_g.MOM_K + 1))
@@ -410,3 +411,26 @@ def test_a_state_saved_before_the_moments_loads_and_builds_them():
     b, _ = older.prequential(scores[1000:], labels[1000:])
     assert float(np.max(np.abs(a - b))) <= TOL
     assert older._glm_moments[_g.MOM_VALID] == 1.0
+
+
+@pytest.mark.parametrize("window", [None, CountWindow(3000), Decay(2000.0), TimeWindow(3000.0)])
+def test_the_running_sums_of_the_certificate_follow_the_histogram(window):
+    # the learn kernel keeps the certificate's sums while the window moves (windows long enough
+    # for a zero prior strength, where they serve); they agree with a pass over the buckets
+    rng = np.random.default_rng(17)
+    scores, labels = _long_stream(6000, 14)
+    times = np.cumsum(rng.exponential(1.0, scores.size))
+    cal = PlattCalibrator(window=window)
+    cal.prequential(scores, labels, times=times if window is not None and window.uses_times else None)
+    a = cal._glm_arrays()
+    sf, _ = cal._hist.live_arrays()
+    assert cal.prior_strength == 0.0
+    assert a.anchor[_g.ANCHOR_SUMS_VALID] == 1.0
+    assert a.anchor[_g.ANCHOR_N_LEARNED] == sf[3]  # the fingerprint: events learned
+    _, pos, neg = cal.histogram()
+    unit = cal._hist.stored_unit()
+    n_all, mean, _, log_s, loglik = _g._prior_sums(np.concatenate((pos, neg)), 0, pos.size, 1.0, a.pc)
+    np.testing.assert_allclose(a.anchor[_g.ANCHOR_N] / unit, n_all, rtol=1e-9)
+    np.testing.assert_allclose(a.anchor[_g.ANCHOR_SX] / a.anchor[_g.ANCHOR_N], mean, rtol=1e-9)
+    np.testing.assert_allclose(a.anchor[_g.ANCHOR_LS] / unit, log_s, rtol=1e-9)
+    np.testing.assert_allclose(a.anchor[_g.ANCHOR_LL] / unit, loglik, rtol=1e-9)

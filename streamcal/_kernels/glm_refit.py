@@ -57,7 +57,8 @@ Arrays (no validation; see ``streamcal.gev.calibrator`` for their owner):
 - ``pos_w``, ``neg_w`` (B): the fitted histogram in real units, prior pseudo-counts included;
 - ``pc`` (5, B): per bucket, the prior's log-odds ``logit(r_b)``, ``log r_b``, ``log(1 - r_b)``
   and the anchor's log-likelihood terms ``log sigma(z_b)``, ``log sigma(-z_b)``;
-- ``anchor`` (5): ``[valid, a, b, A, B]``, ``D``'s fit in its standardised and raw coefficients;
+- ``anchor`` (``ANCHOR_SIZE``): ``[valid, a, b, A, B]``, ``D``'s fit in its standardised and raw
+  coefficients, then the certificate's running sums at the ``ANCHOR_*`` indices;
 - ``table`` (``MOM_K + 1``, ``MOM_K + 2``): :func:`logistic_taylor_table`; ``mom`` (``MOM_SIZE``): the
   Taylor moments at the ``MOM_*`` indices; ``pw`` (``2 (MOM_K + 1)``): scratch.
 """
@@ -84,6 +85,21 @@ FIT_T_POS = 7  # the data's class totals and the fitted total (prior included), 
 FIT_T_NEG = 8
 FIT_TOTAL = 9
 FIT_SIZE = 10
+
+# ``anchor``: D's fit, then the running sums of the certificate (stored units), kept by the
+# learn kernel while the histogram's fingerprint agrees
+ANCHOR_SUMS_VALID = 5
+ANCHOR_N_LEARNED = 6
+ANCHOR_T_POS = 7
+ANCHOR_T_NEG = 8
+ANCHOR_N = 9
+ANCHOR_SX = 10
+ANCHOR_SXX = 11
+ANCHOR_LS = 12
+ANCHOR_LL = 13
+ANCHOR_UPDATES = 14
+ANCHOR_SIZE = 15
+ANCHOR_MAX_UPDATES = 4096.0  # the running sums are recomputed by a pass after this many events
 
 PC_OFF = 0
 PC_LOG_R = 1
@@ -200,13 +216,9 @@ def _prior_sums(h, h0, B, unit, pc):
 
 
 @jit_noalloc
-def prior_strength_is_zero(h, h0, B, unit, pc, anchor):
-    """True when the anchor certifies that the prior kernel returns 0 on the row
-    ``h[h0 : h0 + 2B]`` (probability inputs; see the module notes)."""
-    if anchor[0] != 1.0:
-        return False
-    n_all, mean, var, log_s, loglik = _prior_sums(h, h0, B, unit, pc)
-    if not (n_all > 0.0 and var > 0.0):
+def _zero_certified(anchor, n_all, mean, var, log_s, loglik):
+    """The certificate from the row's sums (real units): True when the prior kernel returns 0."""
+    if not (anchor[0] == 1.0 and n_all > 0.0 and var > 0.0):
         return False
     big_a = anchor[3]
     big_b = anchor[4]
@@ -217,6 +229,71 @@ def prior_strength_is_zero(h, h0, B, unit, pc, anchor):
     bound = log_s - f_low + math.log(n_all + 1.0)  # k / 2 = 1 for probability inputs
     margin = CERTIFICATE_MARGIN + 1e-6 * (abs(f_low) + abs(log_s))
     return bound < math.log(_p.KAPPA_MIN) - margin
+
+
+@jit_noalloc
+def prior_strength_is_zero(h, h0, B, unit, pc, anchor):
+    """True when the anchor certifies that the prior kernel returns 0 on the row
+    ``h[h0 : h0 + 2B]`` (probability inputs; see the module notes)."""
+    if anchor[0] != 1.0:
+        return False
+    n_all, mean, var, log_s, loglik = _prior_sums(h, h0, B, unit, pc)
+    return _zero_certified(anchor, n_all, mean, var, log_s, loglik)
+
+
+@jit_noalloc(forceinline=True)
+def _running_sums_current(anchor, sf):
+    return (
+        anchor[ANCHOR_SUMS_VALID] == 1.0
+        and anchor[ANCHOR_N_LEARNED] == sf[_h.SF_N_LEARNED]
+        and anchor[ANCHOR_T_POS] == sf[_h.SF_T_POS]
+        and anchor[ANCHOR_T_NEG] == sf[_h.SF_T_NEG]
+        and anchor[ANCHOR_UPDATES] < ANCHOR_MAX_UPDATES
+    )
+
+
+@jit_noalloc(forceinline=True)
+def _running_sums_fingerprint(anchor, sf):
+    anchor[ANCHOR_N_LEARNED] = sf[_h.SF_N_LEARNED]
+    anchor[ANCHOR_T_POS] = sf[_h.SF_T_POS]
+    anchor[ANCHOR_T_NEG] = sf[_h.SF_T_NEG]
+
+
+@jit_noalloc(forceinline=True)
+def _running_sums_add(anchor, pc, b, pos_part, ws):
+    """One event's stored weight ``ws`` (negative: leaving) at bucket ``b`` in the running sums."""
+    x = pc[PC_OFF, b]
+    neg_part = ws - pos_part
+    anchor[ANCHOR_N] += ws
+    anchor[ANCHOR_SX] += ws * x
+    anchor[ANCHOR_SXX] += ws * x * x
+    anchor[ANCHOR_LS] += pos_part * pc[PC_LOG_R, b] + neg_part * pc[PC_LOG_1MR, b]
+    anchor[ANCHOR_LL] += pos_part * pc[PC_L1, b] + neg_part * pc[PC_L0, b]
+    anchor[ANCHOR_UPDATES] += 1.0
+
+
+@jit_noalloc
+def prior_strength_is_zero_running(sf, B, u, pc, anchor):
+    """:func:`prior_strength_is_zero` on the histogram ``sf``, from the running sums where they
+    are current (they are rebuilt by one pass otherwise)."""
+    if anchor[0] != 1.0:
+        return False
+    if not _running_sums_current(anchor, sf):
+        n_all, mean, var, log_s, loglik = _prior_sums(sf, _h.SF_HEADER, B, 1.0, pc)  # stored units
+        anchor[ANCHOR_N] = n_all
+        anchor[ANCHOR_SX] = n_all * mean
+        anchor[ANCHOR_SXX] = n_all * (var + mean * mean)
+        anchor[ANCHOR_LS] = log_s
+        anchor[ANCHOR_LL] = loglik
+        anchor[ANCHOR_UPDATES] = 0.0
+        _running_sums_fingerprint(anchor, sf)
+        anchor[ANCHOR_SUMS_VALID] = 1.0
+    n_all = anchor[ANCHOR_N]
+    if not n_all > 0.0:
+        return False
+    mean = anchor[ANCHOR_SX] / n_all
+    var = anchor[ANCHOR_SXX] / n_all - mean * mean
+    return _zero_certified(anchor, n_all / u, mean, var, anchor[ANCHOR_LS] / u, anchor[ANCHOR_LL] / u)
 
 
 @jit_noalloc
@@ -237,6 +314,7 @@ def set_anchor(h, h0, B, unit, pc, anchor):
         pc[PC_L1, j] = _p._log_sigmoid(z)
         pc[PC_L0, j] = _p._log_sigmoid(-z)
     anchor[0] = 1.0
+    anchor[ANCHOR_SUMS_VALID] = 0.0  # the anchor's terms changed: the running sums are rebuilt
 
 
 @jit_noalloc
@@ -245,7 +323,7 @@ def score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anch
     ``t_pos``, ``t_neg`` in real units), as ``streamcal._prior.score_prior`` computes it;
     certified 0 without the prior kernel where the anchor allows (probability inputs)."""
     B = si[_h.SI_B]
-    if identity and prior_strength_is_zero(sf, _h.SF_HEADER, B, u, pc, anchor):
+    if identity and prior_strength_is_zero_running(sf, B, u, pc, anchor):
         return 0.0
     base_rate = (t_pos + c) / ((t_pos + t_neg) + 2.0 * c)
     anchor[1] = 0.0  # the kernel's cold start (0, 0); its fit is written back there
@@ -440,7 +518,7 @@ def glm_run_ops_inplace(
                     has_warm[k] = 1
             out_p[i], out_llr[i] = glm_served_one(s[i], identity, clip, code, xis, betas, fit)
         if op & OP_LEARN:
-            glm_learn_one_inplace(sf, si, b[i], y[i], w[i], t[i], x, table, mom)
+            glm_learn_one_inplace(sf, si, b[i], y[i], w[i], t[i], x, table, mom, pc, anchor)
             fit[FIT_DIRTY] = 1.0
     return ops.shape[0]
 
@@ -524,12 +602,14 @@ def moments_rebuild(sf, si, x, table, mom, b0, b1):
 
 
 @jit_noalloc
-def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom):
+def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor):
     """Learn one event into the histogram (``histogram_learn_one_inplace``) and, while they are
-    current, into the moments: the events leaving the window out, the new one in."""
+    current, into the moments and the prior certificate's running sums: the events leaving the
+    window out, the new one in."""
     kind = sf[_h.SF_KIND]
     clock = _h.window_clock(sf, t, kind)
     track = moments_current(mom, sf)
+    sums = _running_sums_current(anchor, sf)
     B = si[_h.SI_B]
     W = si[_h.SI_W]
     ring = _h.SF_HEADER + 2 * B
@@ -546,7 +626,18 @@ def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom):
             break
         if track:
             _moments_add(mom, table, x[rb], -rw if ry > 0.5 else 0.0, -rw)
+        if sums:
+            _running_sums_add(anchor, pc, rb, -rw if ry > 0.5 else 0.0, -rw)
     renormalised = _h.window_add_inplace(sf, si, b, y, w, clock, kind)
+    if sums:
+        if renormalised:
+            anchor[ANCHOR_SUMS_VALID] = 0.0
+        else:
+            ws = w * _h.stored_unit(sf, kind)
+            _running_sums_add(anchor, pc, b, ws if y > 0.5 else 0.0, ws)
+            _running_sums_fingerprint(anchor, sf)
+    else:
+        anchor[ANCHOR_SUMS_VALID] = 0.0
     if track:
         if renormalised:
             mom[MOM_VALID] = 0.0

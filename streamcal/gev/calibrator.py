@@ -149,7 +149,7 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             pos_w=np.zeros(B),
             neg_w=np.zeros(B),
             pc=pc,
-            anchor=np.zeros(5),
+            anchor=np.zeros(_g.ANCHOR_SIZE),
             fit=np.zeros(_g.FIT_SIZE),
             table=_taylor_table(),
             pw=np.zeros(2 * (_g.MOM_K + 1)),
@@ -239,7 +239,7 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         # the histogram and, while current, the Taylor moments (the array face's own learn step)
         a = self._glm_arrays()
         sf, si = self._hist.live_arrays()
-        args = (sf, si, b, y, w, t, a.args[0], a.table, self._glm_moments)
+        args = (sf, si, b, y, w, t, a.args[0], a.table, self._glm_moments, a.pc, a.anchor)
         if _config.try_entry_point(_g.glm_learn_one_inplace, *args) is _config.NOT_RUN:
             _entry("learn", _g.glm_learn_one_inplace, args)(*args)
         self._after_learn(1)
