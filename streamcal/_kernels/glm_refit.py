@@ -776,3 +776,38 @@ def moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta):
     beta[0] = a0 + d0
     beta[1] = a1 + d1
     return True
+
+
+@jit_noalloc
+def glm_river_proba(sf, si, pc, anchor, mom, pw, fit, betas, briers, s, k):
+    """Platt's river face in one call: the refit from the Taylor moments if labels came, then the
+    served probability of score ``s``; -1.0 where that takes more (no fit yet, moments not
+    current, the prior not certified 0, the solve not certified), and then the caller runs the
+    full refit, which takes the same steps first. ``k`` holds ``[identity, clip, c, prior_on,
+    l2, x_lo, x_hi, proba_tol]``."""
+    if fit[FIT_FITTED] == 0.0:
+        return -1.0
+    identity = k[0] != 0.0
+    if fit[FIT_DIRTY] != 0.0:
+        if not moments_current(mom, sf):
+            return -1.0
+        B = si[_h.SI_B]
+        u = _unit_of(sf, sf[_h.SF_KIND])
+        t_pos = sf[_h.SF_T_POS] / u
+        t_neg = sf[_h.SF_T_NEG] / u
+        if not t_pos + t_neg > 0.0:
+            return -1.0
+        prior_on = k[3] != 0.0
+        if prior_on and not (identity and prior_strength_is_zero_running(sf, B, u, pc, anchor)):
+            return -1.0
+        if not moments_solve(mom, pw, u, k[4], k[5], k[6], k[7], betas[0]):
+            return -1.0
+        fit[FIT_DIRTY] = 0.0
+        if prior_on:
+            fit[FIT_KAPPA] = 0.0
+        fit[FIT_T_POS] = t_pos
+        fit[FIT_T_NEG] = t_neg
+        fit[FIT_TOTAL] = t_pos + t_neg
+        glm_finish_refit(briers, fit, k[2])
+    p = glm_map_one(s, identity, k[1], betas[0, 0], betas[0, 1], False, 0.0)
+    return min(max(p, fit[FIT_LOW]), fit[FIT_HIGH])

@@ -151,6 +151,21 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             pc=pc,
             anchor=np.zeros(_g.ANCHOR_SIZE),
             fit=np.zeros(_g.FIT_SIZE),
+            # the river face's one call (Platt: one logistic shape) and its constants
+            river=code == 1 and len(shapes) == 1,
+            synced=False,  # the fit's scalars equal the attributes (after a refit's copy back)
+            consts=np.array(
+                [
+                    float(bool(self._identity)),
+                    _LOGIT_CLIP,
+                    float(self.llr_pseudo_count),
+                    float(getattr(self, "prior", None) is not None),
+                    float(self.l2),
+                    x_lo,
+                    x_hi,
+                    _REFIT_PROBA_TOL,
+                ]
+            ),
             table=_taylor_table(),
             pw=np.zeros(2 * (_g.MOM_K + 1)),
             # the refit's fixed arguments after the histogram's arrays
@@ -170,6 +185,11 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             ),
         )
         self._beta = {xi: betas[k] for k, xi in enumerate(shapes) if has_warm[k]}
+        # the river face's arguments after the histogram's arrays (the moments are replaced only
+        # with the map state, which drops this cache)
+        moments = self._glm_moments
+        cache.learn_tail = (x, cache.table, moments, cache.pc, cache.anchor)
+        cache.river_tail = (cache.pc, cache.anchor, moments, cache.pw, cache.fit, betas, cache.briers)
         self._glm_cache = cache
         return cache
 
@@ -197,6 +217,34 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             self._xi_served = a.shapes[int(fit[_g.FIT_SERVED])]
         if len(self._beta) < len(a.shapes):
             self._beta = {xi: a.betas[k] for k, xi in enumerate(a.shapes) if a.has_warm[k]}
+        a.synced = True
+
+    def _proba_of(self, s: float) -> float:
+        # Platt's river face: one compiled call refits from the Taylor moments and serves the
+        # score (``streamcal._kernels.glm_refit.glm_river_proba``); the full refit where it cannot
+        a = self.__dict__.get("_glm_cache")
+        if a is not None and a.river and a.synced and self.refit_every is None and a.has_warm[0]:
+            dirty = self._dirty
+            fit = a.fit
+            fit[_g.FIT_DIRTY] = 1.0 if dirty else 0.0
+            sf, si = self._hist.live_arrays()
+            args = (sf, si, *a.river_tail, s, a.consts)
+            river = _ENTRIES.get("river")
+            if river is None:
+                p = _config.try_entry_point(_g.glm_river_proba, *args)
+                if p is _config.NOT_RUN:
+                    p = _entry("river", _g.glm_river_proba, args)(*args)
+            else:
+                p = river(*args)
+            if p >= 0.0:
+                if dirty:  # refitted from the moments: the scalars that changed
+                    self._dirty = False
+                    self._prior_strength = float(fit[_g.FIT_KAPPA])
+                    self._prior_logodds = float(fit[_g.FIT_LOGODDS])
+                    self._proba_low = float(fit[_g.FIT_LOW])
+                    self._proba_high = float(fit[_g.FIT_HIGH])
+                return float(p)
+        return super()._proba_of(s)
 
     def _glm_complete_refit(self, a: SimpleNamespace) -> None:
         """Complete a compiled refit that left shapes to the damped full refit (``a.ok`` 0)."""
@@ -237,10 +285,13 @@ class _HistogramGLMCalibrator(RefitCalibrator):
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         # the histogram and, while current, the Taylor moments (the array face's own learn step)
-        a = self._glm_arrays()
+        a = self.__dict__.get("_glm_cache") or self._glm_arrays()
         sf, si = self._hist.live_arrays()
-        args = (sf, si, b, y, w, t, a.args[0], a.table, self._glm_moments, a.pc, a.anchor)
-        if _config.try_entry_point(_g.glm_learn_one_inplace, *args) is _config.NOT_RUN:
+        args = (sf, si, b, y, w, t, *a.learn_tail)
+        learn = _ENTRIES.get("learn")
+        if learn is not None:
+            learn(*args)
+        elif _config.try_entry_point(_g.glm_learn_one_inplace, *args) is _config.NOT_RUN:
             _entry("learn", _g.glm_learn_one_inplace, args)(*args)
         self._after_learn(1)
 
