@@ -646,12 +646,14 @@ def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_h
     labels); such a full step is kept only if the next pass finds a smaller Newton decrement
     (``g' H^-1 g``), and otherwise the caller runs the damped full refit.
 
-    ``brier[0]`` receives the map's Brier score over the histogram (``sum_b pos_b (1 - p_b)^2 +
+    ``brier[0]`` (unless ``brier`` is empty) receives the map's Brier score over the histogram
+    (``sum_b pos_b (1 - p_b)^2 +
     neg_b p_b^2``) at the returned ``beta``, from the last pass to first order in the last step
     (the error is of the order of the total weight times that step squared).
     """
     b0 = beta[0]
     b1 = beta[1]
+    want_brier = brier.shape[0] > 0  # an empty ``brier``: the caller needs no Brier score
     support_lo = gev_lower(xi)
     support_hi = gev_upper(xi)
     unchecked = -1.0  # the Newton decrement before a step taken without a step-length test
@@ -684,9 +686,10 @@ def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_h
             hw = n * dens if link_code == 1 else n * max(dens, floor)
             g0 += r * xv
             g1 += r
-            sq += pos[i] * (1.0 - p) * (1.0 - p) + neg[i] * p * p
-            sq0 += 2.0 * dens * r * xv
-            sq1 += 2.0 * dens * r
+            if want_brier:
+                sq += pos[i] * (1.0 - p) * (1.0 - p) + neg[i] * p * p
+                sq0 += 2.0 * dens * r * xv
+                sq1 += 2.0 * dens * r
             h00 += hw * xv * xv
             h01 += hw * xv
             h11 += hw
@@ -713,7 +716,8 @@ def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_h
                 if 0.25 * z * eta * radius <= proba_tol:
                     beta[0] = b0 + d0
                     beta[1] = b1 + d1
-                    brier[0] = sq + sq0 * d0 + sq1 * d1
+                    if want_brier:
+                        brier[0] = sq + sq0 * d0 + sq1 * d1
                     return it + 1
                 # inside the region where the full Newton step converges: no step-length test
                 b0 += d0
@@ -722,7 +726,8 @@ def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_h
         elif max(dv_max, abs(d0 * x_lo + d1), abs(d0 * x_hi + d1)) <= proba_tol:
             beta[0] = b0 + d0
             beta[1] = b1 + d1
-            brier[0] = sq + sq0 * d0 + sq1 * d1
+            if want_brier:
+                brier[0] = sq + sq0 * d0 + sq1 * d1
             return it + 1
         if not slope0 < 0.0:
             return -1

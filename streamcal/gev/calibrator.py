@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import functools
+from types import SimpleNamespace
 
 import numpy as np
 
+from streamcal._kernels import _config
 from streamcal._kernels import gev as _k
+from streamcal._kernels import glm_refit as _g
 from streamcal._kernels._config import entry_point
 from streamcal._refit import RefitCalibrator
 from streamcal._validation import check_scalar
@@ -24,12 +27,30 @@ _REFIT_PROBA_TOL = 1e-10
 _REFIT_STEP_TOL = 1e-7  # GEV: the last Newton step's largest move of v; the error left is its square
 _REFIT_MAX_PASSES = 50
 _LINK_CODES = {"gev": 0, "logit": 1}
+_FLOOR_CODES = {"thinned": _g.FLOOR_THINNED, "span": _g.FLOOR_SPAN, "traffic": _g.FLOOR_TRAFFIC}
 
 
 @functools.cache
 def _map_score():
     """The fitted map at one score, without numba's type dispatch (compiled or loaded on first use)."""
     return entry_point(_k.glm_map_score, 0.5, True, 0.5, 0.5, 0.5, True, 0.5)
+
+
+_ENTRIES = {}
+
+
+def _entry(name: str, kernel, args):
+    """The compiled ``kernel`` for the types of ``args`` (the same for every calibrator), without
+    numba's type dispatch over its arguments (the river face's per-event calls)."""
+    found = _ENTRIES.get(name)
+    if found is None:
+        found = _ENTRIES[name] = entry_point(kernel, *args)
+    return found
+
+
+@functools.cache
+def _taylor_table() -> np.ndarray:
+    return _g.logistic_taylor_table()
 
 
 class _HistogramGLMCalibrator(RefitCalibrator):
@@ -43,7 +64,9 @@ class _HistogramGLMCalibrator(RefitCalibrator):
     # the score prior's floor stays near the data (``streamcal._prior.score_prior``): a floor far
     # from it would pull a two-parameter link towards the prior there
     _PRIOR_FLOOR = "span"
-    _CACHES = (*RefitCalibrator._CACHES, "_feature_cache")
+    # ``_glm_cache``: the compiled refit's arrays (``_glm_arrays``); ``_beta``'s values are views
+    # of its rows while it exists
+    _CACHES = (*RefitCalibrator._CACHES, "_feature_cache", "_glm_cache")
 
     def _check_glm_params(self) -> None:
         check_scalar(self.l2, "l2", low=0.0)
@@ -59,6 +82,19 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         self._beta = {}  # xi -> last [slope, intercept], the warm start of the next refit
         self._xi_served = None
         self._feature_cache = None
+        self._glm_cache = None
+        # Platt's Taylor moments of the histogram about an anchor fit (state: a calibrator
+        # restored from them refits as the original; ``streamcal._kernels.glm_refit``)
+        self._glm_moments = np.zeros(_g.MOM_SIZE)
+        self._glm_moments_order = _g.MOM_K  # the Taylor order the moments are laid out for
+
+    def __setstate__(self, state):
+        # a state saved before the Taylor moments existed (neither the moments nor their order)
+        # loads without them: they are built at the next refit. A state holding one of them must
+        # hold both.
+        if "_beta" in state and "_glm_moments" not in state and "_glm_moments_order" not in state:
+            state = {**state, "_glm_moments": np.zeros(_g.MOM_SIZE), "_glm_moments_order": _g.MOM_K}
+        super().__setstate__(state)
 
     def _candidate_xis(self) -> tuple[float, ...]:
         return (0.0,)
@@ -80,7 +116,225 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             self._feature_cache = cache
         return cache[1], cache[2], cache[3]
 
+    # the compiled exact default ----------------------------------------------------------------
+    def _glm_arrays(self) -> SimpleNamespace:
+        """The arrays of the compiled refit (``streamcal._kernels.glm_refit``), built from the
+        map's state at first use (and after a copy or a load, which drop them): ``_beta``'s
+        values become views of ``betas``' rows, so the kernels refit them in place."""
+        cache = getattr(self, "_glm_cache", None)
+        if cache is not None:
+            return cache
+        shapes = self._candidate_xis()
+        centres = np.ascontiguousarray(self._hist.layout.centres, dtype=np.float64)
+        B = centres.size
+        x, x_lo, x_hi = self._features_of(centres)
+        betas = np.zeros((len(shapes), 2))
+        has_warm = np.zeros(len(shapes), dtype=np.int64)
+        for k, xi in enumerate(shapes):
+            if xi in self._beta:
+                betas[k] = self._beta[xi]
+                has_warm[k] = 1
+        pc = np.zeros((5, B))
+        if self._identity:
+            _config.run(_g.prior_cache_fill, B, centres, pc)
+        code = _LINK_CODES[self._link]
+        cache = SimpleNamespace(
+            shapes=shapes,
+            index={xi: k for k, xi in enumerate(shapes)},
+            xis=np.array(shapes, dtype=np.float64),
+            betas=betas,
+            has_warm=has_warm,
+            briers=np.zeros(len(shapes)),
+            ok=np.zeros(len(shapes), dtype=np.int64),
+            pos_w=np.zeros(B),
+            neg_w=np.zeros(B),
+            pc=pc,
+            anchor=np.zeros(_g.ANCHOR_SIZE),
+            fit=np.zeros(_g.FIT_SIZE),
+            # the river face's one call (Platt: one logistic shape) and its constants
+            river=code == 1 and len(shapes) == 1,
+            synced=False,  # the fit's scalars equal the attributes (after a refit's copy back)
+            consts=np.array(
+                [
+                    float(bool(self._identity)),
+                    _LOGIT_CLIP,
+                    float(self.llr_pseudo_count),
+                    float(getattr(self, "prior", None) is not None),
+                    float(self.l2),
+                    x_lo,
+                    x_hi,
+                    _REFIT_PROBA_TOL,
+                ]
+            ),
+            table=_taylor_table(),
+            pw=np.zeros(2 * (_g.MOM_K + 1)),
+            # the refit's fixed arguments after the histogram's arrays
+            args=(
+                x,
+                x_lo,
+                x_hi,
+                centres,
+                bool(self._identity),
+                float(self.llr_pseudo_count),
+                getattr(self, "prior", None) is not None,
+                _FLOOR_CODES[self._PRIOR_FLOOR],
+                code,
+                float(self.l2),
+                _REFIT_PROBA_TOL if code == 1 else _REFIT_STEP_TOL,
+                _REFIT_MAX_PASSES,
+            ),
+        )
+        self._beta = {xi: betas[k] for k, xi in enumerate(shapes) if has_warm[k]}
+        # the river face's arguments after the histogram's arrays (the moments are replaced only
+        # with the map state, which drops this cache)
+        moments = self._glm_moments
+        cache.learn_tail = (x, cache.table, moments, cache.pc, cache.anchor)
+        cache.river_tail = (cache.pc, cache.anchor, moments, cache.pw, cache.fit, betas, cache.briers)
+        self._glm_cache = cache
+        return cache
+
+    def _glm_state_in(self, a: SimpleNamespace) -> None:
+        """The map's scalars into the kernels' ``fit`` array."""
+        fit = a.fit
+        fit[_g.FIT_FITTED] = 1.0 if self._fitted else 0.0
+        fit[_g.FIT_DIRTY] = 1.0 if self._dirty else 0.0
+        fit[_g.FIT_KAPPA] = self._prior_strength
+        fit[_g.FIT_LOGODDS] = self._prior_logodds
+        fit[_g.FIT_LOW] = self._proba_low
+        fit[_g.FIT_HIGH] = self._proba_high
+        fit[_g.FIT_SERVED] = 0.0 if self._xi_served is None else float(a.index[self._xi_served])
+
+    def _glm_state_out(self, a: SimpleNamespace) -> None:
+        """The kernels' ``fit`` array back into the map's scalars."""
+        fit = a.fit.tolist()
+        self._fitted = fit[_g.FIT_FITTED] != 0.0
+        self._dirty = fit[_g.FIT_DIRTY] != 0.0
+        self._prior_strength = fit[_g.FIT_KAPPA]
+        if self._fitted:
+            self._prior_logodds = fit[_g.FIT_LOGODDS]
+            self._proba_low = fit[_g.FIT_LOW]
+            self._proba_high = fit[_g.FIT_HIGH]
+            self._xi_served = a.shapes[int(fit[_g.FIT_SERVED])]
+        if len(self._beta) < len(a.shapes):
+            self._beta = {xi: a.betas[k] for k, xi in enumerate(a.shapes) if a.has_warm[k]}
+        a.synced = True
+
+    def _proba_of(self, s: float) -> float:
+        # Platt's river face: one compiled call refits from the Taylor moments and serves the
+        # score (``streamcal._kernels.glm_refit.glm_river_proba``); the full refit where it cannot
+        a = self.__dict__.get("_glm_cache")
+        if a is not None and a.river and a.synced and self.refit_every is None and a.has_warm[0]:
+            dirty = self._dirty
+            fit = a.fit
+            fit[_g.FIT_DIRTY] = 1.0 if dirty else 0.0
+            sf, si = self._hist.live_arrays()
+            args = (sf, si, *a.river_tail, s, a.consts)
+            river = _ENTRIES.get("river")
+            if river is None:
+                p = _config.try_entry_point(_g.glm_river_proba, *args)
+                if p is _config.NOT_RUN:
+                    p = _entry("river", _g.glm_river_proba, args)(*args)
+            else:
+                p = river(*args)
+            if p >= 0.0:
+                if dirty:  # refitted from the moments: the scalars that changed
+                    self._dirty = False
+                    self._prior_strength = float(fit[_g.FIT_KAPPA])
+                    self._prior_logodds = float(fit[_g.FIT_LOGODDS])
+                    self._proba_low = float(fit[_g.FIT_LOW])
+                    self._proba_high = float(fit[_g.FIT_HIGH])
+                return float(p)
+        return super()._proba_of(s)
+
+    def _glm_complete_refit(self, a: SimpleNamespace) -> None:
+        """Complete a compiled refit that left shapes to the damped full refit (``a.ok`` 0)."""
+        x, x_lo, x_hi = a.args[0], a.args[1], a.args[2]
+        code = _LINK_CODES[self._link]
+        for k, xi in enumerate(a.shapes):
+            if a.ok[k]:
+                continue
+            beta, brier = self._refit_one(x, a.pos_w, a.neg_w, code, xi, x_lo, x_hi)
+            a.betas[k] = beta
+            a.briers[k] = brier
+            a.has_warm[k] = 1
+            self._beta[xi] = a.betas[k]
+        _config.run(_g.glm_finish_refit, 0, a.briers, a.fit, float(self.llr_pseudo_count))
+
+    def _refit(self) -> None:
+        """Refit the map from the histogram in compiled code (``streamcal._kernels.glm_refit``):
+        the score prior, Newton's method from the previous fit per shape, the damped full refit
+        for a shape where that fails, the served shape and bounds."""
+        self._n_since_refit = 0
+        a = self._glm_arrays()
+        self._glm_state_in(a)
+        if getattr(self, "refit_every", None) is not None:
+            # the array face learns between refits without the moments: both faces refit by passes
+            self._glm_moments[_g.MOM_VALID] = 0.0
+        sf, si = self._hist.live_arrays()
+        args = (sf, si, *a.args, *self._glm_shape_arrays(a))
+        status = _config.try_entry_point(_g.glm_refit_inplace, *args)
+        if status is _config.NOT_RUN:
+            status = _entry("refit", _g.glm_refit_inplace, args)(*args)
+        if status != 0:
+            self._glm_complete_refit(a)
+        self._glm_state_out(a)
+
+    def _glm_shape_arrays(self, a: SimpleNamespace) -> tuple:
+        per_shape = (a.xis, a.betas, a.has_warm, a.briers, a.ok)
+        return (*per_shape, a.pos_w, a.neg_w, a.pc, a.anchor, a.fit, a.table, self._glm_moments, a.pw)
+
+    def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
+        # the histogram and, while current, the Taylor moments (the array face's own learn step)
+        a = self.__dict__.get("_glm_cache") or self._glm_arrays()
+        sf, si = self._hist.live_arrays()
+        args = (sf, si, b, y, w, t, *a.learn_tail)
+        learn = _ENTRIES.get("learn")
+        if learn is not None:
+            learn(*args)
+        elif _config.try_entry_point(_g.glm_learn_one_inplace, *args) is _config.NOT_RUN:
+            _entry("learn", _g.glm_learn_one_inplace, args)(*args)
+        self._after_learn(1)
+
+    def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
+        """The lazy default (``refit_every=None``) event by event in one compiled loop
+        (``streamcal._kernels.glm_refit.glm_run_ops_inplace``), which returns here only for a
+        refit that needs the damped full refit; ``refit_every`` runs the engine's segments."""
+        if getattr(self, "refit_every", None) is not None:
+            super()._run_ops(ops, b, s, y, w, t, out_p, out_llr)
+            return
+        if isinstance(ops, int):
+            ops = np.full(b.size, ops, dtype=np.int64)
+        a = self._glm_arrays()
+        self._glm_state_in(a)
+        sf, si = self._hist.live_arrays()
+        b = np.ascontiguousarray(b, dtype=np.intp)
+        extra = (sf, si, *a.args[:4], a.args[4], _LOGIT_CLIP, *a.args[5:], *self._glm_shape_arrays(a))
+        n = ops.size
+        i = 0
+        while i < n:
+            i = _config.run(_g.glm_run_ops_inplace, n - i, ops, b, s, y, w, t, out_p, out_llr, i, *extra)
+            if i < n:  # the refit before operation i needs the damped full refit
+                self._glm_complete_refit(a)
+                a.has_warm[:] = 1
+        self._glm_state_out(a)
+
+    def _predict_arrays(self, b, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # the served map and LLR by the compiled loop's own scalar code
+        self._ensure_fitted()
+        a = self._glm_arrays()
+        self._glm_state_in(a)
+        p = np.empty(s.size)
+        llr = np.empty(s.size)
+        code = _LINK_CODES[self._link]
+        s = np.ascontiguousarray(s, dtype=np.float64)
+        identity = bool(self._identity)
+        _config.run(_g.glm_served_array, s.size, s, identity, _LOGIT_CLIP, code, a.xis, a.betas, a.fit, p, llr)
+        return p, llr
+
     def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
+        """The refit hook of the generic engine, in Python (shape by shape); the compiled
+        ``_refit`` does not call it."""
+        self._glm_cache = None  # ``_beta``'s values are replaced: the compiled refit rebuilds its arrays
         x, x_lo, x_hi = self._features_of(centres)
         code = _LINK_CODES[self._link]
         candidates = self._candidate_xis()
@@ -121,14 +375,6 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             beta = full
             brier[0] = _k.glm_brier_histogram(x, pos, neg, code, xi, float(beta[0]), float(beta[1]))
         return beta, float(brier[0])
-        full = fit_glm_on_histogram(x, pos, neg, link=self._link, xi=xi, l2=l2, warm_start=warm)
-        beta = full.copy()
-        if _k.glm_refit_histogram_inplace(
-            x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, _REFIT_MAX_PASSES, brier
-        ) < 0:
-            beta = full
-            brier[0] = _k.glm_brier_histogram(x, pos, neg, code, xi, float(beta[0]), float(beta[1]))
-        return beta, float(brier[0])
 
     def _proba_for(self, x: np.ndarray, beta: np.ndarray, xi: float) -> np.ndarray:
         """The map with coefficients ``beta`` at features ``x`` (F is 0 / 1 beyond R_xi)."""
@@ -164,6 +410,12 @@ class _HistogramGLMCalibrator(RefitCalibrator):
                 c.fail(f"`_beta`: expected candidate shapes {sorted(candidates)} as keys; found {c.brief(xi)}.")
             c.need_array(beta, f"_beta[{xi!r}]", np.float64, size=2)
             c.need_finite(beta, f"_beta[{xi!r}]")
+        c.need_int(self._glm_moments_order, "_glm_moments_order", _g.MOM_K, _g.MOM_K)
+        c.need_array(self._glm_moments, "_glm_moments", np.float64, size=_g.MOM_SIZE)
+        if self._glm_moments[_g.MOM_VALID] not in (0.0, 1.0):
+            c.fail(f"`_glm_moments`: expected 0.0 or 1.0 at index 0; found {c.brief(self._glm_moments[0])}.")
+        if self._glm_moments[_g.MOM_VALID] == 1.0:
+            c.need_finite(self._glm_moments, "_glm_moments")
         served = self._xi_served
         if served is None:
             if self._fitted:

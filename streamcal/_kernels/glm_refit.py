@@ -1,0 +1,813 @@
+"""The exact default of the histogram GLM calibrators (Platt, GEV) in compiled code (numba).
+
+``PlattCalibrator`` and ``GEVCalibrator`` refit ``P(y=1 | s) = F(slope * x(s) + intercept)``
+from the windowed histogram before every prediction that follows new labels. These kernels run
+that refit, and the whole operation loop of the array face, without returning to Python:
+
+- :func:`glm_refit_inplace`: the histogram in real units, the score prior's strength and
+  pseudo-counts (the arithmetic of ``streamcal._prior.score_prior``), Newton's method from the
+  previous optimum for every candidate shape (``streamcal._kernels.gev.glm_refit_histogram_inplace``
+  with its stopping rule), the shape with the lowest Brier score, the served bounds and the prior
+  log-odds. A shape whose Newton iteration fails (or that has no previous fit) is left to the
+  caller's damped full refit, after which :func:`glm_finish_refit` completes the fit.
+- :func:`glm_run_ops_inplace`: learn / predict / prequential operations with lazy refits, one
+  event at a time, through the histogram kernels; it stops before a prediction whose refit needs
+  the damped full refit.
+
+The score prior's strength. Its kernel (``streamcal._kernels.prior.prior_strength``) fits the
+logistic recalibration ``D`` by Newton's method over every bucket, dearer than the map's own
+refit; on most long windows it finds ``kappa = 0``, and then the prior adds nothing. For
+probability inputs the refit skips that kernel while a certificate shows that it would return
+0: for any coefficients ``(A, B)`` of ``D``'s linear predictor ``logit(r_b) + A + B x_b``
+(unstandardised), the maximum ``f`` of ``D``'s penalised log-likelihood is at least its value
+there, so ``log kappa <= log_s - (L(A, B) - penalty) + (k / 2) log(n + 1)``. ``(A, B)`` is the
+anchor: ``D``'s fit at the last time the kernel ran, whose per-bucket log-likelihood terms are
+kept, so the bound costs one pass of multiply-adds over the buckets. When the bound is below
+``log(KAPPA_MIN)`` by ``CERTIFICATE_MARGIN`` (plus a relative margin for the kernel's stopping
+rule and for rounding) the strength is 0 exactly as the kernel would find it; otherwise the
+kernel runs from its cold start, as the full refit does, and its fit becomes the new anchor.
+
+Platt's refit from Taylor moments. One event changes one bucket, and Platt's optimum moves by
+about ``1 / T`` of a window of weight ``T``; a pass over the buckets per refit costs more than
+everything else together. About an anchor ``a`` (the optimum at the last pass) the logistic
+function at bucket ``b`` is its Taylor series in ``u_b = delta . (x_b, 1)``, ``delta = beta - a``:
+``sigma(v_b) = sum_k c_k(a . z_b) u_b^k`` with ``c_k = sigma^(k) / k!``. The moments
+``M[k, m] = sum_b n_b c_k(a . z_b) x_b^m`` (``k <= MOM_K``) then give the gradient and Hessian at
+any ``beta`` near ``a`` as polynomials in ``delta``, and one event updates them in ``O(MOM_K^2)``
+(:func:`glm_learn_one_inplace`; the events leaving a window come out the same way). Newton's
+method runs on that model (:func:`moments_solve`), and its answer is certified by the
+self-concordant bound of ``glm_refit_histogram_inplace`` with the model's errors included:
+``sigma`` is analytic with ``|sigma| <= 1`` on every disc of radius ``pi / 2`` about a real
+point, so by Cauchy's estimate ``|c_k| <= (2 / pi)^k``, and the tails beyond ``MOM_K`` are bounded
+through the absolute moments ``S_m = sum_b n_b |x_b|^m`` (the gradient's error ``e``, the Hessian's
+``E``; ``H >= (1 - ||E|| / lambda_min) Hhat`` widens every ``H^-1``-norm). Where the bound does
+not certify ``proba_tol`` (the optimum moved too far from the anchor, the prior holds pseudo-counts,
+``MOM_MAX_UPDATES`` events since the anchor), the refit runs its passes and rebuilds the moments
+about their answer. As in the passes, the rounding of the sums is not part of the bound (it is
+far below it: the moments are rebuilt after at most ``MOM_MAX_UPDATES`` events). The moments are
+state (a calibrator restored from them refits exactly as the original did); the prior's anchor
+is not (it decides only whether the prior kernel runs, not what the refit returns).
+
+Arrays (no validation; see ``streamcal.gev.calibrator`` for their owner):
+
+- ``fit`` (float64, ``FIT_SIZE``): the served fit's scalars, at the ``FIT_*`` indices;
+- ``betas`` (S, 2), ``xis`` (S), ``has_warm`` (S, int64), ``briers`` (S), ``ok`` (S, int64):
+  per candidate shape, its coefficients, shape, whether it has a previous fit, its Brier score
+  and whether this refit's Newton iteration succeeded;
+- ``pos_w``, ``neg_w`` (B): the fitted histogram in real units, prior pseudo-counts included;
+- ``pc`` (5, B): per bucket, the prior's log-odds ``logit(r_b)``, ``log r_b``, ``log(1 - r_b)``
+  and the anchor's log-likelihood terms ``log sigma(z_b)``, ``log sigma(-z_b)``;
+- ``anchor`` (``ANCHOR_SIZE``): ``[valid, a, b, A, B]``, ``D``'s fit in its standardised and raw
+  coefficients, then the certificate's running sums at the ``ANCHOR_*`` indices;
+- ``table`` (``MOM_K + 1``, ``MOM_K + 2``): :func:`logistic_taylor_table`; ``mom`` (``MOM_SIZE``): the
+  Taylor moments at the ``MOM_*`` indices; ``pw`` (``2 (MOM_K + 1)``): scratch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from streamcal._kernels import histogram as _h
+from streamcal._kernels import prior as _p
+from streamcal._kernels._config import jit_noalloc
+from streamcal._kernels.gev import _quad_inv, glm_map_one, glm_refit_histogram_inplace
+
+FIT_FITTED = 0  # 1.0 once a map is fitted (the window holds weight)
+FIT_DIRTY = 1  # 1.0 when labels came after the last refit (lazy refits)
+FIT_KAPPA = 2  # the score prior's strength at the last refit
+FIT_LOGODDS = 3  # the data's prior log-odds (the LLR's offset)
+FIT_LOW = 4  # the served bounds
+FIT_HIGH = 5
+FIT_SERVED = 6  # the index of the served shape
+FIT_T_POS = 7  # the data's class totals and the fitted total (prior included), real units
+FIT_T_NEG = 8
+FIT_TOTAL = 9
+FIT_SIZE = 10
+
+# ``anchor``: D's fit, then the running sums of the certificate (stored units), kept by the
+# learn kernel while the histogram's fingerprint agrees
+ANCHOR_SUMS_VALID = 5
+ANCHOR_N_LEARNED = 6
+ANCHOR_T_POS = 7
+ANCHOR_T_NEG = 8
+ANCHOR_N = 9
+ANCHOR_SX = 10
+ANCHOR_SXX = 11
+ANCHOR_LS = 12
+ANCHOR_LL = 13
+ANCHOR_UPDATES = 14
+ANCHOR_SIZE = 15
+ANCHOR_MAX_UPDATES = 4096.0  # the running sums are recomputed by a pass after this many events
+
+PC_OFF = 0
+PC_LOG_R = 1
+PC_LOG_1MR = 2
+PC_L1 = 3
+PC_L0 = 4
+
+FLOOR_THINNED = 0  # the score prior's floors (``streamcal._prior.score_prior``)
+FLOOR_SPAN = 1
+FLOOR_TRAFFIC = 2
+
+OP_LEARN = 1  # ``streamcal._operations.OP_*``
+OP_PREDICT = 2
+
+# Platt's Taylor moments (see the module notes): ``mom`` (float64, ``MOM_SIZE``)
+MOM_K = 8  # the order of the Taylor expansion of the logistic function about the anchor
+MOM_VALID = 0  # 1.0 while the moments describe the histogram (the fingerprint below agrees)
+MOM_B0 = 1  # the anchor (slope, intercept)
+MOM_B1 = 2
+MOM_N_LEARNED = 3  # the histogram's fingerprint at the last update: events learned, class totals
+MOM_T_POS = 4
+MOM_T_NEG = 5
+MOM_X_LO = 6  # a range of features holding every non-empty bucket's
+MOM_X_HI = 7
+MOM_UPDATES = 8  # events added or removed since the moments were built
+MOM_P0 = 9  # sum of positive weight, and of positive weight times x (stored units)
+MOM_P1 = 10
+MOM_S = 11  # S_m = sum_b n_b |x_b|^m, m = 0 .. MOM_K + 2 (stored units)
+MOM_NS = MOM_K + 3
+MOM_M = MOM_S + MOM_NS  # M[k, m] = sum_b n_b c_k(v_b) x_b^m, k = 0 .. MOM_K, m = 0 .. MOM_K + 1
+MOM_NCOL = MOM_K + 2
+MOM_SIZE = MOM_M + (MOM_K + 1) * MOM_NCOL
+#: the moments are rebuilt after this many events, and the solve refused beyond this bound of
+#: ``2 |delta . z_b| / pi`` (the Taylor tail's ratio)
+MOM_MAX_UPDATES = 512
+MOM_MAX_RHO = 0.25
+TWO_OVER_PI = 0.6366197723675814
+
+#: nats between the certified bound of ``log kappa`` and ``log(KAPPA_MIN)``, on top of a margin
+#: of ``1e-6`` times the log-likelihoods (the prior kernel stops Newton's method once a step
+#: gains at most ``1e-10`` of its log-likelihood; rounding of the sums is far below both)
+CERTIFICATE_MARGIN = 1.0
+
+TINY = 2.2250738585072014e-308  # ``streamcal._prior.TINY``
+ONE_BELOW = 1.0 - 1.1102230246251565e-16  # ``streamcal._prior.ONE_BELOW``
+NOT_SURE_LOW = 1.1102230246251565e-16  # ``streamcal._prior.NOT_SURE_LOW``
+
+
+def logistic_taylor_table(order: int = MOM_K):
+    """``table[k, d]``: the coefficient of ``p**d`` in ``c_k = sigma^(k)(v) / k!`` as a polynomial
+    in ``p = sigma(v)`` (``sigma' = p (1 - p)``), ``k = 0 .. order`` (float64, exact integers
+    divided by ``k!``)."""
+    import math as _math
+
+    polys = [[0, 1]]  # sigma itself: p
+    for _ in range(order):
+        q = polys[-1]
+        dq = [d * q[d] for d in range(1, len(q))]  # d/dp
+        nxt = [0] * (len(q) + 1)
+        for d, a in enumerate(dq):  # times p - p^2
+            nxt[d + 1] += a
+            nxt[d + 2] -= a
+        polys.append(nxt)
+    table = np.zeros((order + 1, order + 2))
+    for k, q in enumerate(polys):
+        for d, a in enumerate(q):
+            table[k, d] = a / _math.factorial(k)
+    return table
+
+
+@jit_noalloc(forceinline=True)
+def _unit_of(sf, kind):
+    """The stored unit of the histogram (1 before any event: nothing is stored)."""
+    if sf[_h.SF_N_LEARNED] > 0.0:
+        return _h.stored_unit(sf, kind)
+    return 1.0
+
+
+@jit_noalloc
+def prior_cache_fill(centres, pc):
+    """``pc``'s fixed rows for probability inputs: ``logit(r_b)``, ``log r_b``, ``log(1 - r_b)``
+    with ``r_b`` the prior's rate at bucket ``b`` (its centre, kept inside (0, 1))."""
+    for j in range(centres.shape[0]):
+        r = _p.prior_rate(centres[j], 0.5, True)
+        pc[PC_LOG_R, j] = math.log(r)
+        pc[PC_LOG_1MR, j] = math.log1p(-r)
+        pc[PC_OFF, j] = math.log(r) - math.log1p(-r)
+
+
+@jit_noalloc
+def _prior_sums(h, h0, B, unit, pc):
+    """``(n, mean, var, log_s, L)`` over the buckets of the row ``h[h0 : h0 + 2B]`` (stored
+    units of ``unit``): the weight, the mean and variance of the covariate, the prior's
+    log-likelihood and the anchor's (without its penalty)."""
+    n_all = 0.0
+    sx = 0.0
+    sxx = 0.0
+    log_s = 0.0
+    loglik = 0.0
+    for j in range(B):
+        p = h[h0 + j] / unit
+        n = h[h0 + B + j] / unit
+        if p + n > 0.0:
+            x = pc[PC_OFF, j]
+            n_all += p + n
+            sx += (p + n) * x
+            sxx += (p + n) * x * x
+            log_s += p * pc[PC_LOG_R, j] + n * pc[PC_LOG_1MR, j]
+            loglik += p * pc[PC_L1, j] + n * pc[PC_L0, j]
+    if not n_all > 0.0:
+        return 0.0, 0.0, 0.0, 0.0, 0.0
+    mean = sx / n_all
+    return n_all, mean, sxx / n_all - mean * mean, log_s, loglik
+
+
+@jit_noalloc
+def _zero_certified(anchor, n_all, mean, var, log_s, loglik):
+    """The certificate from the row's sums (real units): True when the prior kernel returns 0."""
+    if not (anchor[0] == 1.0 and n_all > 0.0 and var > 0.0):
+        return False
+    big_a = anchor[3]
+    big_b = anchor[4]
+    sd = math.sqrt(var)
+    a1 = big_a + big_b * mean  # the anchor's linear predictor in this histogram's standardisation
+    b1 = big_b * sd
+    f_low = loglik - 0.5 * _p.RIDGE * (a1 * a1 + b1 * b1)
+    bound = log_s - f_low + math.log(n_all + 1.0)  # k / 2 = 1 for probability inputs
+    margin = CERTIFICATE_MARGIN + 1e-6 * (abs(f_low) + abs(log_s))
+    return bound < math.log(_p.KAPPA_MIN) - margin
+
+
+@jit_noalloc
+def prior_strength_is_zero(h, h0, B, unit, pc, anchor):
+    """True when the anchor certifies that the prior kernel returns 0 on the row
+    ``h[h0 : h0 + 2B]`` (probability inputs; see the module notes)."""
+    if anchor[0] != 1.0:
+        return False
+    n_all, mean, var, log_s, loglik = _prior_sums(h, h0, B, unit, pc)
+    return _zero_certified(anchor, n_all, mean, var, log_s, loglik)
+
+
+@jit_noalloc(forceinline=True)
+def _running_sums_current(anchor, sf):
+    return (
+        anchor[ANCHOR_SUMS_VALID] == 1.0
+        and anchor[ANCHOR_N_LEARNED] == sf[_h.SF_N_LEARNED]
+        and anchor[ANCHOR_T_POS] == sf[_h.SF_T_POS]
+        and anchor[ANCHOR_T_NEG] == sf[_h.SF_T_NEG]
+        and anchor[ANCHOR_UPDATES] < ANCHOR_MAX_UPDATES
+    )
+
+
+@jit_noalloc(forceinline=True)
+def _running_sums_fingerprint(anchor, sf):
+    anchor[ANCHOR_N_LEARNED] = sf[_h.SF_N_LEARNED]
+    anchor[ANCHOR_T_POS] = sf[_h.SF_T_POS]
+    anchor[ANCHOR_T_NEG] = sf[_h.SF_T_NEG]
+
+
+@jit_noalloc(forceinline=True)
+def _running_sums_add(anchor, pc, b, pos_part, ws):
+    """One event's stored weight ``ws`` (negative: leaving) at bucket ``b`` in the running sums."""
+    x = pc[PC_OFF, b]
+    neg_part = ws - pos_part
+    anchor[ANCHOR_N] += ws
+    anchor[ANCHOR_SX] += ws * x
+    anchor[ANCHOR_SXX] += ws * x * x
+    anchor[ANCHOR_LS] += pos_part * pc[PC_LOG_R, b] + neg_part * pc[PC_LOG_1MR, b]
+    anchor[ANCHOR_LL] += pos_part * pc[PC_L1, b] + neg_part * pc[PC_L0, b]
+    anchor[ANCHOR_UPDATES] += 1.0
+
+
+@jit_noalloc
+def prior_strength_is_zero_running(sf, B, u, pc, anchor):
+    """:func:`prior_strength_is_zero` on the histogram ``sf``, from the running sums where they
+    are current (they are rebuilt by one pass otherwise)."""
+    if anchor[0] != 1.0:
+        return False
+    if not _running_sums_current(anchor, sf):
+        n_all, mean, var, log_s, loglik = _prior_sums(sf, _h.SF_HEADER, B, 1.0, pc)  # stored units
+        anchor[ANCHOR_N] = n_all
+        anchor[ANCHOR_SX] = n_all * mean
+        anchor[ANCHOR_SXX] = n_all * (var + mean * mean)
+        anchor[ANCHOR_LS] = log_s
+        anchor[ANCHOR_LL] = loglik
+        anchor[ANCHOR_UPDATES] = 0.0
+        _running_sums_fingerprint(anchor, sf)
+        anchor[ANCHOR_SUMS_VALID] = 1.0
+    n_all = anchor[ANCHOR_N]
+    if not n_all > 0.0:
+        return False
+    mean = anchor[ANCHOR_SX] / n_all
+    var = anchor[ANCHOR_SXX] / n_all - mean * mean
+    return _zero_certified(anchor, n_all / u, mean, var, anchor[ANCHOR_LS] / u, anchor[ANCHOR_LL] / u)
+
+
+@jit_noalloc
+def set_anchor(h, h0, B, unit, pc, anchor):
+    """Make the fit in ``anchor[1:3]`` (standardised, as the prior kernel left it on the row
+    ``h[h0 : h0 + 2B]``) the anchor: its raw coefficients and its per-bucket log-likelihood terms."""
+    n_all, mean, var, _, _ = _prior_sums(h, h0, B, unit, pc)
+    if not (n_all > 0.0 and var > 0.0):
+        anchor[0] = 0.0
+        return
+    scale = 1.0 / math.sqrt(var)
+    a = anchor[1]
+    b = anchor[2]
+    anchor[3] = a - b * scale * mean
+    anchor[4] = b * scale
+    for j in range(B):
+        z = pc[PC_OFF, j] + anchor[3] + anchor[4] * pc[PC_OFF, j]
+        pc[PC_L1, j] = _p._log_sigmoid(z)
+        pc[PC_L0, j] = _p._log_sigmoid(-z)
+    anchor[0] = 1.0
+    anchor[ANCHOR_SUMS_VALID] = 0.0  # the anchor's terms changed: the running sums are rebuilt
+
+
+@jit_noalloc
+def score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor):
+    """The score prior's strength on the histogram (stored units of ``u``; class totals
+    ``t_pos``, ``t_neg`` in real units), as ``streamcal._prior.score_prior`` computes it;
+    certified 0 without the prior kernel where the anchor allows (probability inputs)."""
+    B = si[_h.SI_B]
+    if identity and prior_strength_is_zero_running(sf, B, u, pc, anchor):
+        return 0.0
+    base_rate = (t_pos + c) / ((t_pos + t_neg) + 2.0 * c)
+    anchor[1] = 0.0  # the kernel's cold start (0, 0); its fit is written back there
+    anchor[2] = 0.0
+    kappa = _p.prior_strength_from(sf, _h.SF_HEADER, B, u, centres, 0, 1, base_rate, identity, anchor[1:3])
+    if identity:
+        set_anchor(sf, _h.SF_HEADER, B, u, pc, anchor)
+    return kappa
+
+
+@jit_noalloc
+def add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, base_rate, floor_kind, B):
+    """Add the score prior's pseudo-counts of strength ``kappa`` to ``pos_w``/``neg_w``, bucket
+    by bucket as ``streamcal._prior.score_prior`` computes them."""
+    step = max(1, B // 64)
+    margin = max(1, B // 16)
+    first = -1
+    last = -1
+    for j in range(B):
+        if pos_w[j] + neg_w[j] > 0.0:
+            if first < 0:
+                first = j
+            last = j
+    for j in range(B):
+        n = pos_w[j] + neg_w[j]
+        held = 1.0 if n > 0.0 else 0.0
+        thinned = float(step) if j % step == step // 2 else 0.0
+        if floor_kind == FLOOR_THINNED:
+            m = kappa * (n + thinned)
+        elif floor_kind == FLOOR_SPAN:
+            if first >= 0 and (j < first - margin or j > last + margin):
+                thinned = 0.0
+            m = kappa * (n + max(thinned, held))
+        else:
+            m = kappa * (n + held)
+        rate = _p.prior_rate(centres[j], base_rate, True) if identity else base_rate
+        pos_w[j] = pos_w[j] + m * rate
+        neg_w[j] = neg_w[j] + m * (1.0 - rate)
+
+
+@jit_noalloc
+def glm_finish_refit(briers, fit, c):
+    """The served shape (lowest Brier score, the first of equals), the prior log-odds and the
+    served bounds, from the totals in ``fit``: the fit is complete."""
+    best = 0
+    for k in range(1, briers.shape[0]):
+        if briers[k] < briers[best]:
+            best = k
+    fit[FIT_SERVED] = float(best)
+    fit[FIT_LOGODDS] = math.log(fit[FIT_T_POS] + c) - math.log(fit[FIT_T_NEG] + c)
+    total = fit[FIT_TOTAL]
+    fit[FIT_LOW] = c / (total + 2.0 * c)
+    fit[FIT_HIGH] = (total + c) / (total + 2.0 * c)
+    fit[FIT_FITTED] = 1.0
+    fit[FIT_DIRTY] = 0.0
+
+
+@jit_noalloc
+def glm_refit_inplace(
+    sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, floor_kind, code, l2, tol, max_passes,
+    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw,
+):  # fmt: skip
+    """Refit the map from the histogram (see the module notes). Returns 0 when the fit is
+    complete (or the window holds no weight: ``fit[FIT_FITTED]`` 0), 1 when some shape
+    (``ok[k] == 0``) needs the damped full refit on ``pos_w``/``neg_w``, after which
+    :func:`glm_finish_refit` completes it.
+
+    Platt (one logistic shape with a previous fit) first tries its Taylor moments
+    (:func:`moments_solve`) where they are current and the prior adds nothing; the passes over
+    the buckets run only where that is not certified, and rebuild the moments about their
+    answer."""
+    B = si[_h.SI_B]
+    kind = sf[_h.SF_KIND]
+    u = _unit_of(sf, kind)
+    taylor = code == 1 and xis.shape[0] == 1 and has_warm[0] != 0
+    known = False  # the prior's strength, once computed
+    kappa = 0.0
+    if taylor and moments_current(mom, sf):
+        t_pos = sf[_h.SF_T_POS] / u
+        t_neg = sf[_h.SF_T_NEG] / u
+        if t_pos + t_neg > 0.0:
+            if prior_on:
+                kappa = score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor)
+                known = True
+            if kappa == 0.0 and moments_solve(mom, pw, u, l2, x_lo, x_hi, tol, betas[0]):
+                fit[FIT_DIRTY] = 0.0
+                if prior_on:
+                    fit[FIT_KAPPA] = 0.0
+                fit[FIT_T_POS] = t_pos
+                fit[FIT_T_NEG] = t_neg
+                fit[FIT_TOTAL] = t_pos + t_neg
+                glm_finish_refit(briers, fit, c)
+                return 0
+    t_pos = 0.0
+    t_neg = 0.0
+    for j in range(B):
+        p = sf[_h.SF_HEADER + j] / u
+        n = sf[_h.SF_HEADER + B + j] / u
+        pos_w[j] = p
+        neg_w[j] = n
+        t_pos += p
+        t_neg += n
+    fit[FIT_DIRTY] = 0.0
+    if not t_pos + t_neg > 0.0:
+        fit[FIT_FITTED] = 0.0
+        return 0
+    if prior_on:
+        if not known:
+            kappa = score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor)
+        fit[FIT_KAPPA] = kappa
+        if kappa > 0.0:
+            base_rate = (t_pos + c) / ((t_pos + t_neg) + 2.0 * c)
+            add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, base_rate, floor_kind, B)
+    s_pos = t_pos
+    s_neg = t_neg
+    if kappa > 0.0:  # the fitted totals, pseudo-counts included
+        s_pos = 0.0
+        s_neg = 0.0
+        for j in range(B):
+            s_pos += pos_w[j]
+            s_neg += neg_w[j]
+    fit[FIT_T_POS] = t_pos
+    fit[FIT_T_NEG] = t_neg
+    fit[FIT_TOTAL] = s_pos + s_neg
+    need_full = 0
+    S = xis.shape[0]
+    for k in range(S):
+        ok[k] = 0
+        if has_warm[k] != 0:
+            # one shape is served without comparing Brier scores: none is computed
+            brier = briers[k : k + 1] if S > 1 else briers[:0]
+            passes = glm_refit_histogram_inplace(
+                x, pos_w, neg_w, code, xis[k], l2, 1e-12, x_lo, x_hi, tol, betas[k], max_passes, brier
+            )
+            if passes >= 0:
+                ok[k] = 1
+        if ok[k] == 0:
+            need_full = 1
+    if need_full:
+        fit[FIT_DIRTY] = 1.0  # until the caller completes the fit
+        mom[MOM_VALID] = 0.0
+        return 1
+    glm_finish_refit(briers, fit, c)
+    if taylor and kappa == 0.0:
+        moments_rebuild(sf, si, x, table, mom, betas[0, 0], betas[0, 1])
+    return 0
+
+
+@jit_noalloc(forceinline=True)
+def glm_served_one(s, identity, clip, code, xis, betas, fit):
+    """``(proba, llr)`` of one score under the served fit (before any fit: the probability
+    score itself, kept inside (0, 1), or 0.5; LLR 0)."""
+    if fit[FIT_FITTED] == 0.0:
+        if identity:
+            return min(max(s, NOT_SURE_LOW), ONE_BELOW), 0.0
+        return 0.5, 0.0
+    k = int(fit[FIT_SERVED])
+    p = glm_map_one(s, identity, clip, betas[k, 0], betas[k, 1], code == 0, xis[k])
+    p = min(max(p, fit[FIT_LOW]), fit[FIT_HIGH])
+    q = min(max(p, TINY), ONE_BELOW)
+    return p, (math.log(q) - math.log1p(-q)) - fit[FIT_LOGODDS]
+
+
+@jit_noalloc
+def glm_served_array(s, identity, clip, code, xis, betas, fit, out_p, out_llr):
+    """:func:`glm_served_one` at every score."""
+    for i in range(s.shape[0]):
+        out_p[i], out_llr[i] = glm_served_one(s[i], identity, clip, code, xis, betas, fit)
+
+
+@jit_noalloc
+def glm_run_ops_inplace(
+    ops, b, s, y, w, t, out_p, out_llr, start,
+    sf, si, x, x_lo, x_hi, centres, identity, clip, c, prior_on, floor_kind, code, l2, tol, max_passes,
+    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw,
+):  # fmt: skip
+    """Run operations ``ops[start:]`` (``OP_*`` bits) with lazy refits, event by event: what a
+    loop of ``predict_proba_one`` / ``learn_one`` does. Returns the index of the first operation
+    not run: ``ops.size``, or an operation whose refit needs the damped full refit (then
+    ``fit[FIT_DIRTY]`` stays 1 and :func:`glm_refit_inplace` has left its partial fit)."""
+    for i in range(start, ops.shape[0]):
+        op = ops[i]
+        if op & OP_PREDICT:
+            if fit[FIT_DIRTY] != 0.0:
+                status = glm_refit_inplace(
+                    sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, floor_kind, code, l2, tol, max_passes,
+                    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw,
+                )  # fmt: skip
+                if status != 0:
+                    return i
+                for k in range(xis.shape[0]):
+                    has_warm[k] = 1
+            out_p[i], out_llr[i] = glm_served_one(s[i], identity, clip, code, xis, betas, fit)
+        if op & OP_LEARN:
+            glm_learn_one_inplace(sf, si, b[i], y[i], w[i], t[i], x, table, mom, pc, anchor)
+            fit[FIT_DIRTY] = 1.0
+    return ops.shape[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# Platt's refit from Taylor moments
+
+
+@jit_noalloc(forceinline=True)
+def _logistic(v):
+    if v >= 0.0:
+        return 1.0 / (1.0 + math.exp(-v))
+    e = math.exp(v)
+    return e / (1.0 + e)
+
+
+@jit_noalloc(forceinline=True)
+def _moments_add(mom, table, xb, pos_part, ws):
+    """Add stored weight ``ws`` (negative: remove) at feature ``xb``, ``pos_part`` of it positive."""
+    p = _logistic(mom[MOM_B0] * xb + mom[MOM_B1])
+    ax = abs(xb)
+    t = ws
+    for m in range(MOM_NS):
+        mom[MOM_S + m] += t
+        t *= ax
+    mom[MOM_P0] += pos_part
+    mom[MOM_P1] += pos_part * xb
+    for k in range(MOM_K + 1):
+        acc = 0.0
+        for d in range(k + 1, -1, -1):
+            acc = acc * p + table[k, d]
+        t = ws * acc
+        base = MOM_M + k * MOM_NCOL
+        for m in range(MOM_NCOL):
+            mom[base + m] += t
+            t *= xb
+    mom[MOM_UPDATES] += 1.0
+
+
+@jit_noalloc(forceinline=True)
+def _moments_fingerprint(mom, sf):
+    mom[MOM_N_LEARNED] = sf[_h.SF_N_LEARNED]
+    mom[MOM_T_POS] = sf[_h.SF_T_POS]
+    mom[MOM_T_NEG] = sf[_h.SF_T_NEG]
+
+
+@jit_noalloc(forceinline=True)
+def moments_current(mom, sf):
+    """True when the moments describe the histogram ``sf`` (no event reached it otherwise)."""
+    return (
+        mom[MOM_VALID] == 1.0
+        and mom[MOM_N_LEARNED] == sf[_h.SF_N_LEARNED]
+        and mom[MOM_T_POS] == sf[_h.SF_T_POS]
+        and mom[MOM_T_NEG] == sf[_h.SF_T_NEG]
+    )
+
+
+@jit_noalloc
+def moments_rebuild(sf, si, x, table, mom, b0, b1):
+    """Build the moments of the histogram about the anchor ``(b0, b1)``."""
+    for i in range(MOM_SIZE):
+        mom[i] = 0.0
+    mom[MOM_B0] = b0
+    mom[MOM_B1] = b1
+    B = si[_h.SI_B]
+    lo = np.inf
+    hi = -np.inf
+    for j in range(B):
+        p = sf[_h.SF_HEADER + j]
+        n = p + sf[_h.SF_HEADER + B + j]
+        if n > 0.0:
+            xb = x[j]
+            lo = min(lo, xb)
+            hi = max(hi, xb)
+            _moments_add(mom, table, xb, p, n)
+    mom[MOM_X_LO] = lo
+    mom[MOM_X_HI] = hi
+    mom[MOM_UPDATES] = 0.0
+    _moments_fingerprint(mom, sf)
+    mom[MOM_VALID] = 1.0
+
+
+@jit_noalloc
+def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor):
+    """Learn one event into the histogram (``histogram_learn_one_inplace``) and, while they are
+    current, into the moments and the prior certificate's running sums: the events leaving the
+    window out, the new one in."""
+    kind = sf[_h.SF_KIND]
+    clock = _h.window_clock(sf, t, kind)
+    track = moments_current(mom, sf)
+    sums = _running_sums_current(anchor, sf)
+    B = si[_h.SI_B]
+    W = si[_h.SI_W]
+    ring = _h.SF_HEADER + 2 * B
+    while True:
+        rb = 0
+        rw = 0.0
+        ry = 0.0
+        if si[_h.SI_RING_COUNT] > 0:
+            head = si[_h.SI_RING_HEAD]
+            rb = si[_h.SI_HEADER + 2 * B + head]
+            rw = sf[ring + head]
+            ry = sf[ring + W + head]
+        if _h.window_expire_next_inplace(sf, si, clock, kind) < 0:
+            break
+        if track:
+            _moments_add(mom, table, x[rb], -rw if ry > 0.5 else 0.0, -rw)
+        if sums:
+            _running_sums_add(anchor, pc, rb, -rw if ry > 0.5 else 0.0, -rw)
+    renormalised = _h.window_add_inplace(sf, si, b, y, w, clock, kind)
+    if sums:
+        if renormalised:
+            anchor[ANCHOR_SUMS_VALID] = 0.0
+        else:
+            ws = w * _h.stored_unit(sf, kind)
+            _running_sums_add(anchor, pc, b, ws if y > 0.5 else 0.0, ws)
+            _running_sums_fingerprint(anchor, sf)
+    else:
+        anchor[ANCHOR_SUMS_VALID] = 0.0
+    if track:
+        if renormalised:
+            mom[MOM_VALID] = 0.0
+            return
+        ws = w * _h.stored_unit(sf, kind)  # the stored weight, as the histogram computed it
+        xb = x[b]
+        _moments_add(mom, table, xb, ws if y > 0.5 else 0.0, ws)
+        mom[MOM_X_LO] = min(mom[MOM_X_LO], xb)
+        mom[MOM_X_HI] = max(mom[MOM_X_HI], xb)
+        _moments_fingerprint(mom, sf)
+    else:
+        mom[MOM_VALID] = 0.0
+
+
+@jit_noalloc(forceinline=True)
+def _moments_eval(mom, d0, d1, pw, u):
+    """The data's gradient sums and Hessian at anchor + ``(d0, d1)`` from the Taylor moments:
+    ``(G0, G1, H0, H1, H2)`` with ``G_j = sum_b n_b sigma(v_b) x_b^j - sum_b pos_b x_b^j`` and
+    ``H_m = sum_b n_b sigma'(v_b) x_b^m`` (real units). ``pw`` is scratch of ``2 (MOM_K + 1)``."""
+    pw[0] = 1.0
+    pw[MOM_K + 1] = 1.0
+    for i in range(1, MOM_K + 1):
+        pw[i] = pw[i - 1] * d0
+        pw[MOM_K + 1 + i] = pw[MOM_K + i] * d1
+    g0 = 0.0
+    g1 = 0.0
+    h0 = 0.0
+    h1 = 0.0
+    h2 = 0.0
+    for k in range(MOM_K + 1):
+        base = MOM_M + k * MOM_NCOL
+        coef = 1.0
+        for i in range(k + 1):
+            term = coef * pw[i] * pw[MOM_K + 1 + k - i]
+            g0 += term * mom[base + i]
+            g1 += term * mom[base + i + 1]
+            if k < MOM_K:  # sigma' from c_{k+1}: (k + 1) c_{k+1} u^k
+                nb = base + MOM_NCOL
+                f = (k + 1) * term
+                h0 += f * mom[nb + i]
+                h1 += f * mom[nb + i + 1]
+                h2 += f * mom[nb + i + 2]
+            coef = coef * (k - i) / (i + 1)
+    return (
+        (g0 - mom[MOM_P0]) / u,
+        (g1 - mom[MOM_P1]) / u,
+        h0 / u,
+        h1 / u,
+        h2 / u,
+    )
+
+
+@jit_noalloc(forceinline=True)
+def _tail_sum(mom, a, c, order, shift):
+    """``sum_i C(order, i) a^i c^(order - i) S_(i + shift)`` (stored units)."""
+    acc = 0.0
+    coef = 1.0
+    for i in range(order + 1):
+        acc += coef * (a**i) * (c ** (order - i)) * mom[MOM_S + i + shift]
+        coef = coef * (order - i) / (i + 1)
+    return acc
+
+
+@jit_noalloc
+def moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta):
+    """Newton's method on the Taylor model of the risk from ``beta``; True (``beta`` updated)
+    when the optimum is certified: every served probability within ``proba_tol`` of the exact
+    optimum's, the Taylor tail and the moments' reach included (see the module notes)."""
+    if mom[MOM_UPDATES] > MOM_MAX_UPDATES:
+        return False
+    a0 = mom[MOM_B0]
+    a1 = mom[MOM_B1]
+    d0 = beta[0] - a0
+    d1 = beta[1] - a1
+    for _ in range(8):
+        g0, g1, h0, h1, h2 = _moments_eval(mom, d0, d1, pw, u)
+        gs = g1 + l2 * (a0 + d0)  # slope
+        gi = g0 + l2 * (a1 + d1)  # intercept
+        hss = h2 + l2
+        hsi = h1
+        hii = h0 + l2
+        det = hss * hii - hsi * hsi
+        if not (det > 0.0 and hss > 0.0):
+            return False
+        s0 = -(hii * gs - hsi * gi) / det
+        s1 = -(-hsi * gs + hss * gi) / det
+        d0 += s0
+        d1 += s1
+        if abs(s0) + abs(s1) <= 1e-15 * (1.0 + abs(a0 + d0) + abs(a1 + d1)):
+            break
+    g0, g1, h0, h1, h2 = _moments_eval(mom, d0, d1, pw, u)
+    gs = g1 + l2 * (a0 + d0)
+    gi = g0 + l2 * (a1 + d1)
+    hss = h2 + l2
+    hsi = h1
+    hii = h0 + l2
+    det = hss * hii - hsi * hsi
+    if not (det > 0.0 and hss > 0.0):
+        return False
+    lo = mom[MOM_X_LO]
+    hi = mom[MOM_X_HI]
+    a = abs(d0)
+    c = abs(d1)
+    rho = TWO_OVER_PI * (a * max(abs(lo), abs(hi)) + c)
+    if not rho <= MOM_MAX_RHO:
+        return False
+    # the Taylor tails (Cauchy's estimate: |sigma^(n)| <= n! (2 / pi)^n on the real line)
+    k1 = MOM_K + 1
+    grad_factor = TWO_OVER_PI**k1 / (1.0 - rho) / u
+    e_s = grad_factor * _tail_sum(mom, a, c, k1, 1)
+    e_i = grad_factor * _tail_sum(mom, a, c, k1, 0)
+    hess_factor = TWO_OVER_PI**k1 * (k1 / (1.0 - rho) + rho / ((1.0 - rho) * (1.0 - rho))) / u
+    e_ss = hess_factor * _tail_sum(mom, a, c, MOM_K, 2)
+    e_si = hess_factor * _tail_sum(mom, a, c, MOM_K, 1)
+    e_ii = hess_factor * _tail_sum(mom, a, c, MOM_K, 0)
+    # the Hessian's smallest eigenvalue, and how far the tail may lower it
+    half_gap = math.sqrt(0.25 * (hss - hii) * (hss - hii) + hsi * hsi)
+    lam_max = 0.5 * (hss + hii) + half_gap
+    lam_min = det / lam_max
+    eps = math.sqrt(e_ss * e_ss + 2.0 * e_si * e_si + e_ii * e_ii) / lam_min
+    if not eps <= 0.5:
+        return False
+    widen = 1.0 / math.sqrt(1.0 - eps)  # ||.||_{H^-1} <= widen ||.||_{Hhat^-1}
+    g_err = math.sqrt(e_s * e_s + e_i * e_i) / math.sqrt(lam_min)  # ||gradient error||_{Hhat^-1}
+    nu = (math.sqrt(_quad_inv(hss, hsi, hii, det, gs, gi)) + g_err) * widen
+    kk = math.sqrt(max(_quad_inv(hss, hsi, hii, det, lo, 1.0), _quad_inv(hss, hsi, hii, det, hi, 1.0))) * widen
+    zlo = min(x_lo, lo)
+    zhi = max(x_hi, hi)
+    z = math.sqrt(max(_quad_inv(hss, hsi, hii, det, zlo, 1.0), _quad_inv(hss, hsi, hii, det, zhi, 1.0))) * widen
+    nk = nu * kk
+    if not nk < 0.5:
+        return False
+    radius = -math.log1p(-nk) / kk if kk > 0.0 else nu
+    if not 0.25 * z * radius <= proba_tol:
+        return False
+    beta[0] = a0 + d0
+    beta[1] = a1 + d1
+    return True
+
+
+@jit_noalloc
+def glm_river_proba(sf, si, pc, anchor, mom, pw, fit, betas, briers, s, k):
+    """Platt's river face in one call: the refit from the Taylor moments if labels came, then the
+    served probability of score ``s``; -1.0 where that takes more (no fit yet, moments not
+    current, the prior not certified 0, the solve not certified), and then the caller runs the
+    full refit, which takes the same steps first. ``k`` holds ``[identity, clip, c, prior_on,
+    l2, x_lo, x_hi, proba_tol]``."""
+    if fit[FIT_FITTED] == 0.0:
+        return -1.0
+    identity = k[0] != 0.0
+    if fit[FIT_DIRTY] != 0.0:
+        if not moments_current(mom, sf):
+            return -1.0
+        B = si[_h.SI_B]
+        u = _unit_of(sf, sf[_h.SF_KIND])
+        t_pos = sf[_h.SF_T_POS] / u
+        t_neg = sf[_h.SF_T_NEG] / u
+        if not t_pos + t_neg > 0.0:
+            return -1.0
+        prior_on = k[3] != 0.0
+        if prior_on and not (identity and prior_strength_is_zero_running(sf, B, u, pc, anchor)):
+            return -1.0
+        if not moments_solve(mom, pw, u, k[4], k[5], k[6], k[7], betas[0]):
+            return -1.0
+        fit[FIT_DIRTY] = 0.0
+        if prior_on:
+            fit[FIT_KAPPA] = 0.0
+        fit[FIT_T_POS] = t_pos
+        fit[FIT_T_NEG] = t_neg
+        fit[FIT_TOTAL] = t_pos + t_neg
+        glm_finish_refit(briers, fit, k[2])
+    p = glm_map_one(s, identity, k[1], betas[0, 0], betas[0, 1], False, 0.0)
+    return min(max(p, fit[FIT_LOW]), fit[FIT_HIGH])
