@@ -8,7 +8,11 @@ import numbers
 import numpy as np
 
 from streamcal import _prior
+from streamcal._kernels import _config
+from streamcal._kernels import histogram as _h
 from streamcal._kernels import ispline as _k
+from streamcal._kernels import ispline_stream as _ks
+from streamcal._kernels import prior as _kp
 from streamcal._kernels._config import entry_point
 from streamcal._refit import RefitCalibrator
 from streamcal._streaming import OP_LEARN
@@ -193,11 +197,12 @@ class ISplineCalibrator(RefitCalibrator):
         }
 
     # ------------------------------------------------------------------ fitted map
-    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache")
+    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream")
 
     def _init_map_state(self) -> None:
         super()._init_map_state()
         self._basis_cache = None
+        self._stream = None
         self._knots = None
         self._coef = None
         self._bspline_coef = None
@@ -368,3 +373,143 @@ class ISplineCalibrator(RefitCalibrator):
     def _after_learn(self, n: int) -> None:
         if not getattr(self, "_loading", False):
             super()._after_learn(n)
+
+    # The lazy default (``refit_every=None``) runs its operations in one compiled loop that
+    # keeps the refit's banded normal equations up to date per event
+    # (:mod:`streamcal._kernels.ispline_stream`); an event the loop cannot refit exactly (the
+    # score prior's strength not certified 0, weights beyond the fit's scaling range) runs the
+    # engine's full refit, and the loop resumes after it.
+    _STREAM_CHUNK = 64  # events run by the full refit while the score prior's strength is > 0
+    # off by default: its refit agrees with the engine's within 1e-15 but not yet to the last
+    # bit, and the array face must equal a loop of the river face element for element
+    _STREAM_LOOP = False
+
+    def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
+        if not self._STREAM_LOOP or getattr(self, "refit_every", None) is not None or getattr(self, "_loading", False):
+            super()._run_ops(ops, b, s, y, w, t, out_p, out_llr)
+            return
+        if isinstance(ops, int):
+            ops = np.full(b.size, ops, dtype=np.int64)
+        ops = np.ascontiguousarray(ops, dtype=np.int64)
+        i, n = 0, ops.size
+        while i < n:
+            ready = self._stream_ready()
+            if ready is not True:
+                j = min(n, i + (self._STREAM_CHUNK if ready == "prior" else 1))
+                super()._run_ops(ops[i:j], b[i:j], s[i:j], y[i:j], w[i:j], t[i:j], out_p[i:j], out_llr[i:j])
+                self._stream = None
+                i = j
+                continue
+            st = self._stream
+            hist = self._hist
+            stop, code = _config.run(
+                _ks.stream_run_ops, n - i, ops, b, s, y, w, t, i, hist.floats, hist.ints,
+                st["centres"], int(self.order), st["wanted"], st["inner"], st["use_inner"],
+                st["st"], st["ist"], st["knots"], st["scratch"], st["rows"], st["base"], st["band"],
+                st["cross"], st["coef"], st["beta"], st["free"], st["lpos"], st["lneg"], st["spos"],
+                st["sneg"], st["xcov"], out_p, out_llr,
+            )  # fmt: skip
+            self._stream_publish()
+            i = int(stop)
+            if code == _ks.DONE:
+                continue
+            self._stream = None
+            if code == _ks.STOP_RENORM:
+                continue
+            # the full refit predicts this event (its prior, or its weight's scaling)
+            j = i + 1
+            super()._run_ops(ops[i:j], b[i:j], s[i:j], y[i:j], w[i:j], t[i:j], out_p[i:j], out_llr[i:j])
+            i = j
+
+    def _stream_ready(self):
+        """True when the compiled loop can run from the current state (built if need be);
+        ``"prior"`` when the score prior's strength is not certified 0, False otherwise."""
+        hist = self._hist
+        st = self._stream
+        if st is not None and st["floats"] is hist.floats and st["n_learned"] == hist.floats[_h.SF_N_LEARNED]:
+            return True
+        self._stream = None
+        if not self._fitted or self._knots is None or self._dirty is None:
+            return False
+        if getattr(self, "prior", None) is not None and self._prior_strength > 0.0:
+            return "prior"
+        centres = np.ascontiguousarray(hist.layout.centres, dtype=np.float64)
+        B = centres.size
+        order = int(self.order)
+        k1 = order + 1
+        P = B + k1 + 1
+        st = {
+            "centres": centres,
+            "wanted": -1 if self.n_knots is None else int(self.n_knots),
+            "inner": _NO_KNOTS if self._inner_knots is None else np.ascontiguousarray(self._inner_knots),
+            "use_inner": self._inner_knots is not None,
+            "st": np.zeros(_ks.ST_HEADER),
+            "ist": np.zeros(_ks.IS_HEADER, dtype=np.int64),
+            "knots": np.zeros(B + 2 * k1 + 2),
+            "scratch": np.zeros(B + 2 * k1 + 2),
+            "rows": np.zeros((B, k1)),
+            "base": np.zeros(B, dtype=np.int64),
+            "band": np.zeros((P, k1)),
+            "cross": np.zeros(P),
+            "coef": np.zeros(P),
+            "beta": np.zeros(P),
+            "free": np.zeros(P, dtype=np.bool_),
+            "lpos": np.zeros(B),
+            "lneg": np.zeros(B),
+            "spos": np.zeros(B),
+            "sneg": np.zeros(B),
+            "xcov": np.zeros(B),
+        }
+        c = float(self.llr_pseudo_count)
+        floats = hist.floats
+        if getattr(self, "prior", None) is not None:
+            pos, neg = hist.real_weights()
+            row = np.ascontiguousarray(np.concatenate((pos, neg)))
+            base_rate = (float(pos.sum()) + c) / (float(pos.sum() + neg.sum()) + 2.0 * c)
+            start = np.zeros(2)
+            kappa = _config.run(
+                _kp.prior_strength_from, 0, row, 0, B, 1.0, centres, 0, 1, base_rate, bool(self._identity), start
+            )
+            if kappa > 0.0:
+                return "prior"
+            st["ist"][_ks.IS_PRIOR] = 1 if self._identity else 2
+            _config.run(
+                _ks.stream_anchor, 0, floats, B, centres, int(st["ist"][_ks.IS_PRIOR]), c, float(start[0]),
+                float(start[1]), st["st"], st["lpos"], st["lneg"], st["spos"], st["sneg"], st["xcov"],
+            )  # fmt: skip
+        s = st["st"]
+        s[_ks.ST_C] = c
+        s[_ks.ST_DIRTY] = 1.0 if self._dirty else 0.0
+        s[_ks.ST_FIT_WEIGHT] = self._fit_weight
+        s[_ks.ST_LOGODDS] = self._prior_logodds
+        s[_ks.ST_LOW], s[_ks.ST_HIGH] = self._proba_low, self._proba_high
+        nk = self._knots.size
+        p = self._coef.size
+        st["knots"][:nk] = self._knots
+        st["ist"][_ks.IS_NKNOTS] = nk
+        st["coef"][:p] = self._coef
+        st["beta"][:p] = self._bspline_coef
+        st["free"][:p] = self._coef > 0.0
+        _config.run(_ks.stream_rows, 0, centres, st["knots"], nk, order, st["rows"], st["base"])
+        _config.run(_ks.stream_rebuild, 0, floats, B, st["rows"], st["base"], st["band"], st["cross"], p, k1)
+        st["floats"] = floats
+        st["n_learned"] = floats[_h.SF_N_LEARNED]
+        self._stream = st
+        return True
+
+    def _stream_publish(self) -> None:
+        """The compiled loop's map and bookkeeping as this calibrator's attributes."""
+        st = self._stream
+        nk = int(st["ist"][_ks.IS_NKNOTS])
+        p = nk - int(self.order) - 1
+        s = st["st"]
+        self._knots = st["knots"][:nk].copy()
+        self._coef = st["coef"][:p].copy()
+        self._bspline_coef = st["beta"][:p].copy()
+        self._fit_weight = float(s[_ks.ST_FIT_WEIGHT])
+        self._prior_logodds = float(s[_ks.ST_LOGODDS])
+        self._proba_low, self._proba_high = float(s[_ks.ST_LOW]), float(s[_ks.ST_HIGH])
+        self._dirty = bool(s[_ks.ST_DIRTY] != 0.0)
+        self._prior_strength = 0.0
+        st["floats"] = self._hist.floats
+        st["n_learned"] = self._hist.floats[_h.SF_N_LEARNED]
