@@ -13,10 +13,6 @@ from streamcal.buckets import LogitGrid
 from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
 
 
-class StreamLoop(ISplineCalibrator):
-    _STREAM_LOOP = True
-
-
 class EngineLoop(ISplineCalibrator):
     def _run_ops(self, *args):
         RefitCalibrator._run_ops(self, *args)
@@ -35,7 +31,39 @@ def test_stream_loop_matches_the_engine_on_every_event(seed, window, prior):
     weights = rng.choice([0.0, 0.5, 1.0, 2.5], n) if seed % 2 else np.ones(n)
     times = np.cumsum(rng.uniform(0.0, 1.0, n))
     kw = {"buckets": LogitGrid(64), "window": window, "prior": prior}
-    new = StreamLoop(**kw).prequential(scores, labels, weights=weights, times=times)
+    new = ISplineCalibrator(**kw).prequential(scores, labels, weights=weights, times=times)
     old = EngineLoop(**kw).prequential(scores, labels, weights=weights, times=times)
-    np.testing.assert_allclose(new[0], old[0], rtol=0.0, atol=1e-9)
-    np.testing.assert_allclose(new[1], old[1], rtol=0.0, atol=1e-7)
+    np.testing.assert_array_equal(new[0], old[0])  # the same refits, to the last bit
+    np.testing.assert_array_equal(new[1], old[1])
+
+
+@pytest.mark.parametrize("window", [Unbounded(), CountWindow(60), Decay(40.0)])
+@pytest.mark.parametrize("prior", ["auto", None])
+def test_prequential_equals_the_river_face_loop(window, prior):
+    rng = np.random.default_rng(7)
+    n = 300
+    scores = 1 / (1 + np.exp(-rng.normal(-0.5, 1.5, n)))
+    labels = rng.uniform(size=n) < scores**1.4
+    kw = {"buckets": LogitGrid(64), "window": window, "prior": prior}
+    proba, _ = ISplineCalibrator(**kw).prequential(scores, labels)
+    river = ISplineCalibrator(**kw)
+    loop = np.empty(n)
+    for i in range(n):
+        loop[i] = river.predict_proba_one({"s": float(scores[i])})[True]
+        river.learn_one({"s": float(scores[i])}, bool(labels[i]))
+    np.testing.assert_array_equal(proba, loop)
+
+
+def test_stream_loop_runs_on_a_long_stream_with_the_prior_certified_zero():
+    # a stream whose score is far off: the prior's strength is 0 and the loop serves the events
+    rng = np.random.default_rng(3)
+    n = 3000
+    scores = 1 / (1 + np.exp(-rng.normal(-1.0, 1.5, n)))
+    labels = rng.uniform(size=n) < scores**3
+    cal = ISplineCalibrator(buckets=LogitGrid(256))
+    new = cal.prequential(scores, labels)
+    old = EngineLoop(buckets=LogitGrid(256)).prequential(scores, labels)
+    np.testing.assert_array_equal(new[0], old[0])
+    np.testing.assert_array_equal(new[1], old[1])
+    assert cal._stream is not None  # the loop ran (its state is kept)
+    assert cal.prior_strength == 0.0

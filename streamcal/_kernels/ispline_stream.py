@@ -1,16 +1,15 @@
 """The exact lazy I-spline refit, one event at a time, in one compiled loop (numba).
 
 ``ISplineCalibrator`` at its default (``refit_every=None``) refits before every prediction
-that follows new labels. A refit of the histogram alone (no score prior, or a prior whose
-strength is 0) solves the quadratic programme of :mod:`streamcal._kernels.ispline` on the
-normal equations ``T' (B' W B) T`` built from the banded ``B' W B`` and ``B' W y`` of the
-non-empty buckets. With the knots unchanged, one learned event changes one bucket's weight (and
-an evicted one another's), so ``B' W B`` and ``B' W y`` change by rank-one terms of that bucket's
-``order + 1`` non-zero B-splines: they are kept here and updated per event, and every refit
-rebuilds the Gram system from them in ``O(basis^2)`` and solves it exactly, warm-started from the
-previous free set (which rarely changes). The knots are recomputed per refit by the full refit's
-own steps (the weighted quantiles of the non-empty buckets), so they are always the full refit's;
-when they move, the banded system is rebuilt from the histogram.
+that follows new labels. Most of that refit's cost was not the fit: the score prior's strength
+(a logistic fit over every bucket, from a cold start) and the engine's per-event Python calls.
+This loop runs the operations in one call and refits exactly as the engine's refit of the
+histogram alone does (``ispline_refit_histogram``), to the last bit: the knots by its weighted
+quantile steps, each bucket's non-zero B-splines for those knots (kept until the knots move),
+the banded ``B' W B`` and ``B' W y`` summed bucket by bucket in its order, the I-spline Gram
+system from them, and the same active-set solve warm-started from the previous fit's positive
+coefficients. The class totals are summed as numpy sums them (pairwise), so the served bounds
+and the LLR's inputs are the engine's too.
 
 The score prior's strength is 0 (the data alone) when ``log kappa`` falls below
 ``log(KAPPA_MIN)``; ``log kappa = log L_S - max log L_D + (k / 2) log(n + 1)``. Any parameters
@@ -19,6 +18,8 @@ bounds ``log kappa`` from above. The loop keeps both log-likelihoods at fixed pa
 anchor: the optimum of the last full prior fit, written as a fixed linear predictor per bucket)
 as sums over buckets updated per event, and refits without the prior only while this bound is
 below ``log(KAPPA_MIN) - PRIOR_MARGIN``. Otherwise it stops and the caller runs the full refit.
+(The full refit's Newton iterate reaches that maximum far closer than ``PRIOR_MARGIN``: its
+strength is then 0 as well, and the two refits are the same.)
 
 State (all arrays owned by the caller):
 
@@ -27,8 +28,8 @@ State (all arrays owned by the caller):
   ``ist[IS_NKNOTS]`` entries;
 - ``rows`` float64 ``(B, order + 1)`` and ``base`` int64 ``(B)``: each bucket's non-zero
   B-splines at its centre for the current knots;
-- ``band`` float64 ``(B + order + 1, order + 1)``: ``band[j, d] = (B' W B)[j, j + d]``, ``cross``
-  float64 ``(B + order + 1)``: ``B' W y``, both in stored units;
+- ``band`` float64 ``(B + order + 2, order + 1)``: ``band[j, d] = (B' W B)[j, j + d]``, ``cross``
+  float64 ``(B + order + 2)``: ``B' W y``, rebuilt from the histogram at each refit;
 - ``coef``, ``beta`` float64 ``(B + order + 1)`` and ``free`` bool: the current solution in the
   first ``basis`` entries;
 - ``lpos``, ``lneg``, ``spos``, ``sneg``, ``xcov`` float64 ``(B)``: per bucket, at the anchor,
@@ -96,9 +97,6 @@ IS_HEADER = 8
 
 PRIOR_MARGIN = 1.0  # log-units below log(KAPPA_MIN) the bound must reach
 RESYNC_EVENTS = 1024  # the updated sums are recomputed from the histogram this often
-
-TINY = 2.2250738585072014e-308
-ONE_BELOW = 1.0 - 2.0**-53
 
 # stop codes
 DONE = 0
@@ -487,10 +485,13 @@ def stream_run_ops(
     xcov,
     out_p,
     out_llr,
+    out_logodds,
 ):
     """Run operations ``start, ...`` of a lazily refitted I-spline calibrator (module notes).
 
     Returns ``(stop, code)``: operations before ``stop`` are done (histogram, fit and outputs);
+    A prediction writes its probability into ``out_p`` and its fit's weight and prior log-odds
+    into ``out_llr`` and ``out_logodds`` (the caller turns them into the LLR).
     ``code`` is ``DONE`` or the reason the loop stopped before operation ``stop``, whose
     prediction needs the caller's full refit (``STOP_PRIOR``, ``STOP_SCALE``), or after a decay
     renormalisation (``STOP_RENORM``: the state must be rebuilt).
@@ -548,10 +549,9 @@ def stream_run_ops(
             v = min(max(v, 0.0), 1.0)
             v = min(max(v, st[ST_LOW]), st[ST_HIGH])
             out_p[i] = v
-            total = st[ST_FIT_WEIGHT]
-            q = (v * total + c) / (total + 2.0 * c)
-            q = min(max(q, TINY), ONE_BELOW)
-            out_llr[i] = (math.log(q) - math.log1p(-q)) - st[ST_LOGODDS]
+            # the LLR's inputs: the caller computes it as the engine does (numpy's log)
+            out_llr[i] = st[ST_FIT_WEIGHT]
+            out_logodds[i] = st[ST_LOGODDS]
         if op & OP_LEARN:
             clock = window_clock(sf, t[i], kind)
             while si[SI_RING_COUNT] > 0:

@@ -15,7 +15,7 @@ from streamcal._kernels import ispline_stream as _ks
 from streamcal._kernels import prior as _kp
 from streamcal._kernels._config import entry_point
 from streamcal._refit import RefitCalibrator
-from streamcal._streaming import OP_LEARN
+from streamcal._streaming import OP_LEARN, OP_PREDICT
 from streamcal._validation import (
     as_binary_labels,
     as_finite,
@@ -374,15 +374,15 @@ class ISplineCalibrator(RefitCalibrator):
         if not getattr(self, "_loading", False):
             super()._after_learn(n)
 
-    # The lazy default (``refit_every=None``) runs its operations in one compiled loop that
-    # keeps the refit's banded normal equations up to date per event
-    # (:mod:`streamcal._kernels.ispline_stream`); an event the loop cannot refit exactly (the
-    # score prior's strength not certified 0, weights beyond the fit's scaling range) runs the
-    # engine's full refit, and the loop resumes after it.
+    # The lazy default (``refit_every=None``) runs its operations in one compiled loop
+    # (:mod:`streamcal._kernels.ispline_stream`) that refits as the engine does, bit for bit,
+    # and certifies the score prior's strength 0 per event without refitting it; an event the
+    # loop cannot refit so (the score prior's strength not certified 0, weights beyond the fit's
+    # scaling range) runs the engine's full refit, and the loop resumes after it.
     _STREAM_CHUNK = 64  # events run by the full refit while the score prior's strength is > 0
-    # off by default: its refit agrees with the engine's within 1e-15 but not yet to the last
-    # bit, and the array face must equal a loop of the river face element for element
-    _STREAM_LOOP = False
+    # the loop's refit is the engine's to the last bit (the same knots, sums in the same order,
+    # the same warm start and solver): False runs every event through the engine instead
+    _STREAM_LOOP = True
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
         if not self._STREAM_LOOP or getattr(self, "refit_every", None) is not None or getattr(self, "_loading", False):
@@ -391,6 +391,7 @@ class ISplineCalibrator(RefitCalibrator):
         if isinstance(ops, int):
             ops = np.full(b.size, ops, dtype=np.int64)
         ops = np.ascontiguousarray(ops, dtype=np.int64)
+        logodds = np.empty(ops.size)
         i, n = 0, ops.size
         while i < n:
             ready = self._stream_ready()
@@ -407,9 +408,13 @@ class ISplineCalibrator(RefitCalibrator):
                 st["centres"], int(self.order), st["wanted"], st["inner"], st["use_inner"],
                 st["st"], st["ist"], st["knots"], st["scratch"], st["rows"], st["base"], st["band"],
                 st["cross"], st["coef"], st["beta"], st["free"], st["lpos"], st["lneg"], st["spos"],
-                st["sneg"], st["xcov"], out_p, out_llr,
+                st["sneg"], st["xcov"], out_p, out_llr, logodds,
             )  # fmt: skip
             self._stream_publish()
+            at = i + np.flatnonzero(ops[i:stop] & OP_PREDICT)
+            # the engine's LLR (``_predict_llr_fitted``) of each prediction, from its fit's weight
+            q = _prior.smoothed(out_p[at], out_llr[at], float(self.llr_pseudo_count))
+            out_llr[at] = _prior.llr_from_proba(q, logodds[at])
             i = int(stop)
             if code == _ks.DONE:
                 continue
@@ -426,7 +431,12 @@ class ISplineCalibrator(RefitCalibrator):
         ``"prior"`` when the score prior's strength is not certified 0, False otherwise."""
         hist = self._hist
         st = self._stream
-        if st is not None and st["floats"] is hist.floats and st["n_learned"] == hist.floats[_h.SF_N_LEARNED]:
+        if (
+            st is not None
+            and st["floats"] is hist.floats
+            and st["n_learned"] == hist.floats[_h.SF_N_LEARNED]
+            and st["map"] is self._coef  # no refit outside the loop since it last ran
+        ):
             return True
         self._stream = None
         if not self._fitted or self._knots is None or self._dirty is None:
@@ -494,6 +504,7 @@ class ISplineCalibrator(RefitCalibrator):
         _config.run(_ks.stream_rebuild, 0, floats, B, st["rows"], st["base"], st["band"], st["cross"], p, k1)
         st["floats"] = floats
         st["n_learned"] = floats[_h.SF_N_LEARNED]
+        st["map"] = self._coef
         self._stream = st
         return True
 
@@ -513,3 +524,4 @@ class ISplineCalibrator(RefitCalibrator):
         self._prior_strength = 0.0
         st["floats"] = self._hist.floats
         st["n_learned"] = self._hist.floats[_h.SF_N_LEARNED]
+        st["map"] = self._coef
