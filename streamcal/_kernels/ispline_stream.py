@@ -106,6 +106,12 @@ STOP_SCALE = 3  # weights beyond the fit's scaling range: run the full refit
 
 
 @jit(inline="always")
+def _real(v, u):
+    """``v / u``: a stored weight in real units (no division where the unit is 1, the same bits)."""
+    return v if u == 1.0 else v / u
+
+
+@jit(inline="always")
 def _default_n_knots(n):
     return max(1, math.floor(np.cbrt(n) + 1e-9) - 4)
 
@@ -124,7 +130,7 @@ def stream_knots(sf, B, centres, order, wanted, inner, use_inner, out):
     upper = 0.0
     first = 0
     for i in range(B):
-        w = sf[SF_HEADER + i] / u + sf[SF_HEADER + B + i] / u
+        w = _real(sf[SF_HEADER + i], u) + _real(sf[SF_HEADER + B + i], u)
         if w > 0.0:
             if n == 0:
                 lower = centres[i]
@@ -151,17 +157,17 @@ def stream_knots(sf, B, centres, order, wanted, inner, use_inner, out):
                 # weight reaching each level, the cumulative sums in the refit's order
                 at = 0  # index among the non-empty buckets
                 bucket = first
-                cum = sf[SF_HEADER + bucket] / u + sf[SF_HEADER + B + bucket] / u
+                cum = _real(sf[SF_HEADER + bucket], u) + _real(sf[SF_HEADER + B + bucket], u)
                 for q in range(k):
                     level = total * float(q + 1) / float(k + 1)
                     while at < n and cum < level:
                         at += 1
                         if at < n:
                             bucket += 1
-                            w = sf[SF_HEADER + bucket] / u + sf[SF_HEADER + B + bucket] / u
+                            w = _real(sf[SF_HEADER + bucket], u) + _real(sf[SF_HEADER + B + bucket], u)
                             while not w > 0.0:
                                 bucket += 1
-                                w = sf[SF_HEADER + bucket] / u + sf[SF_HEADER + B + bucket] / u
+                                w = _real(sf[SF_HEADER + bucket], u) + _real(sf[SF_HEADER + B + bucket], u)
                             cum += w
                     c = centres[bucket]
                     if c > lower and c < upper and (m == 0 or c > out[order + m]):
@@ -177,41 +183,41 @@ def stream_knots(sf, B, centres, order, wanted, inner, use_inner, out):
 
 @jit(inline="always")
 def _pairwise_leaf(sf, off, n, u):
-    """numpy's pairwise summation of ``sf[off : off + n] / u`` for ``n <= 128``."""
+    """numpy's pairwise summation of ``_real(sf[off : off + n], u)`` for ``n <= 128``."""
     if n < 8:
         acc = 0.0
         for i in range(n):
-            acc += sf[off + i] / u
+            acc += _real(sf[off + i], u)
         return acc
-    r0 = sf[off] / u
-    r1 = sf[off + 1] / u
-    r2 = sf[off + 2] / u
-    r3 = sf[off + 3] / u
-    r4 = sf[off + 4] / u
-    r5 = sf[off + 5] / u
-    r6 = sf[off + 6] / u
-    r7 = sf[off + 7] / u
+    r0 = _real(sf[off], u)
+    r1 = _real(sf[off + 1], u)
+    r2 = _real(sf[off + 2], u)
+    r3 = _real(sf[off + 3], u)
+    r4 = _real(sf[off + 4], u)
+    r5 = _real(sf[off + 5], u)
+    r6 = _real(sf[off + 6], u)
+    r7 = _real(sf[off + 7], u)
     i = 8
     while i < n - (n % 8):
-        r0 += sf[off + i] / u
-        r1 += sf[off + i + 1] / u
-        r2 += sf[off + i + 2] / u
-        r3 += sf[off + i + 3] / u
-        r4 += sf[off + i + 4] / u
-        r5 += sf[off + i + 5] / u
-        r6 += sf[off + i + 6] / u
-        r7 += sf[off + i + 7] / u
+        r0 += _real(sf[off + i], u)
+        r1 += _real(sf[off + i + 1], u)
+        r2 += _real(sf[off + i + 2], u)
+        r3 += _real(sf[off + i + 3], u)
+        r4 += _real(sf[off + i + 4], u)
+        r5 += _real(sf[off + i + 5], u)
+        r6 += _real(sf[off + i + 6], u)
+        r7 += _real(sf[off + i + 7], u)
         i += 8
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     while i < n:
-        res += sf[off + i] / u
+        res += _real(sf[off + i], u)
         i += 1
     return res
 
 
 @jit
 def _pairwise_sum(sf, off, n, u):
-    """``(sf[off : off + n] / u).sum()`` to the last bit: numpy's pairwise summation of float64
+    """``(_real(sf[off : off + n], u)).sum()`` to the last bit: numpy's pairwise summation of float64
     (blocks of at most 128 summed with eight accumulators, larger ranges split in two halves at
     a multiple of 8 and the halves' sums added), without recursion (numba's cache does not
     reload recursive functions safely)."""
@@ -292,8 +298,8 @@ def stream_rebuild(sf, B, rows, base, band, cross, p, k1):
         for d in range(k1):
             band[j, d] = 0.0
     for i in range(B):
-        wp = sf[SF_HEADER + i] / u
-        w = wp + sf[SF_HEADER + B + i] / u
+        wp = _real(sf[SF_HEADER + i], u)
+        w = wp + _real(sf[SF_HEADER + B + i], u)
         if w > 0.0:
             mean = wp / w
             j0 = base[i]
@@ -365,8 +371,8 @@ def _prior_is_zero(sf, st, kind_prior, c):
         log_s = st[ST_S] / u
         k = 2.0
     else:
-        t_pos = sf[SF_T_POS] / u
-        t_neg = sf[SF_T_NEG] / u
+        t_pos = _real(sf[SF_T_POS], u)
+        t_neg = _real(sf[SF_T_NEG], u)
         r = (t_pos + c) / (t_pos + t_neg + 2.0 * c)
         r = min(max(r, 1e-15), 1.0 - 1e-15)
         log_s = 0.0
@@ -388,8 +394,8 @@ def stream_anchor(sf, B, centres, kind_prior, c, a, b, st, lpos, lneg, spos, sne
     """Set the anchor from the prior fit's ``(a, b)`` (standardised as the full fit does on this
     histogram) and the per-bucket constants, and recompute the sums."""
     u = stored_unit(sf, sf[SF_KIND])
-    t_pos = sf[SF_T_POS] / u
-    t_neg = sf[SF_T_NEG] / u
+    t_pos = _real(sf[SF_T_POS], u)
+    t_neg = _real(sf[SF_T_NEG], u)
     base_rate = (t_pos + c) / (t_pos + t_neg + 2.0 * c)
     n = 0.0
     sx = 0.0
@@ -399,7 +405,7 @@ def stream_anchor(sf, B, centres, kind_prior, c, a, b, st, lpos, lneg, spos, sne
         spos[i] = math.log(r)
         sneg[i] = math.log1p(-r)
         xcov[i] = (spos[i] - sneg[i]) if kind_prior == 1 else centres[i]
-        w = sf[SF_HEADER + i] / u + sf[SF_HEADER + B + i] / u
+        w = _real(sf[SF_HEADER + i], u) + _real(sf[SF_HEADER + B + i], u)
         if w > 0.0:
             n += w
             sx += w * xcov[i]
