@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 
 from streamcal import ISplineCalibrator
-from streamcal._refit import RefitCalibrator
 from streamcal.buckets import LogitGrid
 from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
 
 
 class EngineLoop(ISplineCalibrator):
-    def _run_ops(self, *args):
-        RefitCalibrator._run_ops(self, *args)
+    """The engine's loop: the full refit (score prior included) before every prediction that
+    follows new labels, on both faces."""
+
+    _STREAM_LOOP = False
 
 
 @pytest.mark.parametrize("seed", range(4))

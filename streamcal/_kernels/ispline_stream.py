@@ -5,7 +5,7 @@ that follows new labels. Most of that refit's cost was not the fit: the score pr
 (a logistic fit over every bucket, from a cold start) and the engine's per-event Python calls.
 This loop runs the operations in one call and refits exactly as the engine's refit of the
 histogram alone does (``ispline_refit_histogram``), to the last bit: the knots by its weighted
-quantile steps, each bucket's non-zero B-splines for those knots (kept until the knots move),
+quantile steps, each non-empty bucket's non-zero B-splines for those knots (kept until the knots move),
 the banded ``B' W B`` and ``B' W y`` summed bucket by bucket in its order, the I-spline Gram
 system from them, and the same active-set solve warm-started from the previous fit's positive
 coefficients. The class totals are summed as numpy sums them (pairwise), so the served bounds
@@ -26,8 +26,9 @@ State (all arrays owned by the caller):
 - ``st`` float64: scalars (see ``ST_*``) and the prior's sums;
 - ``knots`` float64 ``(B + 2 (order + 1))``: the current clamped knot vector in its first
   ``ist[IS_NKNOTS]`` entries;
-- ``rows`` float64 ``(B, order + 1)`` and ``base`` int64 ``(B)``: each bucket's non-zero
-  B-splines at its centre for the current knots;
+- ``rows`` float64 ``(B, order + 1)`` and ``base`` int64 ``(2, B)``: each bucket's non-zero
+  B-splines at its centre, the index of the first, and the version of the knots they are for
+  (``ist[IS_STAMP]`` is the current one; a bucket's row is computed when it is stale);
 - ``band`` float64 ``(B + order + 2, order + 1)``: ``band[j, d] = (B' W B)[j, j + d]``, ``cross``
   float64 ``(B + order + 2)``: ``B' W y``, rebuilt from the histogram at each refit;
 - ``coef``, ``beta`` float64 ``(B + order + 1)`` and ``free`` bool: the current solution in the
@@ -93,6 +94,7 @@ IS_ORDER = 2
 IS_WANTED = 3  # fixed interior knot count, or -1: the paper's rule
 IS_USE_INNER = 4
 IS_SINCE_SYNC = 5  # events since the sums were last recomputed
+IS_STAMP = 6  # the version of the knots the rows were computed for
 IS_HEADER = 8
 
 PRIOR_MARGIN = 1.0  # log-units below log(KAPPA_MIN) the bound must reach
@@ -268,10 +270,19 @@ def _pairwise_sum(sf, off, n, u):
 
 
 @jit
-def stream_rows(centres, knots, nk, order, rows, base):
-    """Each bucket's ``order + 1`` non-zero B-splines (order ``order + 1``) at its centre, for
-    the knot vector ``knots[:nk]``: the values ``ispline_gram_clamped`` computes."""
-    k1 = order + 1
+def stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, stamp):
+    """``band`` and ``cross`` of the histogram's real weights, the basis size ``p``: the sums and
+    their order of ``ispline_refit_histogram`` (bucket by bucket, weight times label mean).
+
+    ``rows[i]`` holds bucket ``i``'s ``k1`` non-zero B-splines (order ``k1``) at its centre for
+    the knots ``knots[:nk]``, and ``base[0, i]`` the first one's index, when ``base[1, i]`` is
+    ``stamp`` (the knots' version); a non-empty bucket's stale row is computed here, with the
+    values ``ispline_gram_clamped`` computes."""
+    u = stored_unit(sf, sf[SF_KIND])
+    for j in range(p):
+        cross[j] = 0.0
+        for d in range(k1):
+            band[j, d] = 0.0
     t = knots[:nk]
     lo, hi = clamped_span_bounds(t, k1)
     lower = t[0]
@@ -279,30 +290,20 @@ def stream_rows(centres, knots, nk, order, rows, base):
     values = np.empty(k1)
     left = np.empty(k1)
     right = np.empty(k1)
-    for i in range(centres.shape[0]):
-        xn = min(max(centres[i], lower), upper)
-        mu = clamped_span(t, xn, lo, hi)
-        bspline_nonzero_inplace(t, xn, mu, k1, values, left, right)
-        base[i] = mu - k1 + 1
-        for r in range(k1):
-            rows[i, r] = values[r]
-
-
-@jit
-def stream_rebuild(sf, B, rows, base, band, cross, p, k1):
-    """``band`` and ``cross`` of the histogram's real weights, the basis size ``p``: the sums and
-    their order of ``ispline_refit_histogram`` (bucket by bucket, weight times label mean)."""
-    u = stored_unit(sf, sf[SF_KIND])
-    for j in range(p):
-        cross[j] = 0.0
-        for d in range(k1):
-            band[j, d] = 0.0
     for i in range(B):
         wp = _real(sf[SF_HEADER + i], u)
         w = wp + _real(sf[SF_HEADER + B + i], u)
         if w > 0.0:
+            if base[1, i] != stamp:
+                xn = min(max(centres[i], lower), upper)
+                mu = clamped_span(t, xn, lo, hi)
+                bspline_nonzero_inplace(t, xn, mu, k1, values, left, right)
+                base[0, i] = mu - k1 + 1
+                base[1, i] = stamp
+                for r in range(k1):
+                    rows[i, r] = values[r]
             mean = wp / w
-            j0 = base[i]
+            j0 = base[0, i]
             for r in range(k1):
                 wr = w * rows[i, r]
                 cross[j0 + r] += wr * mean
@@ -535,8 +536,8 @@ def stream_run_ops(
                     for q in range(nk):
                         knots[q] = scratch[q]
                     ist[IS_NKNOTS] = nk
-                    stream_rows(centres, knots, nk, order, rows, base)
-                stream_rebuild(sf, B, rows, base, band, cross, p, k1)
+                    ist[IS_STAMP] += 1  # every bucket's row is stale
+                stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, ist[IS_STAMP])
                 stream_solve(band, cross, p, k1, coef, beta, free)
                 u = stored_unit(sf, kind)
                 # the class totals as the full refit sums its histogram's real weights

@@ -385,9 +385,16 @@ class ISplineCalibrator(RefitCalibrator):
     _STREAM_LOOP = True
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
-        if not self._STREAM_LOOP or getattr(self, "refit_every", None) is not None or getattr(self, "_loading", False):
+        if not self._loop_serves() or self._in_loop:
             super()._run_ops(ops, b, s, y, w, t, out_p, out_llr)
             return
+        self._in_loop = True
+        try:
+            self._run_loop(ops, b, s, y, w, t, out_p, out_llr)
+        finally:
+            del self._in_loop
+
+    def _run_loop(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
         if isinstance(ops, int):
             ops = np.full(b.size, ops, dtype=np.int64)
         ops = np.ascontiguousarray(ops, dtype=np.int64)
@@ -426,6 +433,32 @@ class ISplineCalibrator(RefitCalibrator):
             super()._run_ops(ops[i:j], b[i:j], s[i:j], y[i:j], w[i:j], t[i:j], out_p[i:j], out_llr[i:j])
             i = j
 
+    def _loop_serves(self) -> bool:
+        return self._STREAM_LOOP and getattr(self, "refit_every", None) is None and not getattr(self, "_loading", False)
+
+    def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
+        # the river face's label: through the loop, which keeps its state (and its prior bound)
+        if not self._loop_serves():
+            super()._learn_bucket(b, s, y, w, t)
+            return
+        one = np.empty(1)
+        self._run_ops(
+            OP_LEARN, np.array([b], dtype=np.intp), np.array([float(s)]), np.array([float(y)]),
+            np.array([float(w)]), np.array([float(t)]), one, one,
+        )  # fmt: skip
+
+    def _ensure_fitted(self) -> None:
+        # the river face's lazy refit: the loop's refit (the engine's, bit for bit) where it can
+        if self._dirty and not self._in_loop and self._loop_serves() and self._stream_ready() is True:
+            one = np.empty(1)
+            score = np.array([float(self._hist.layout.centres[0])])
+            self._run_ops(
+                OP_PREDICT, np.zeros(1, dtype=np.intp), score, np.zeros(1), np.ones(1), np.zeros(1), one, np.empty(1)
+            )
+        super()._ensure_fitted()
+
+    _in_loop = False  # True while _run_ops runs: the engine's refits inside it are its own
+
     def _stream_ready(self):
         """True when the compiled loop can run from the current state (built if need be);
         ``"prior"`` when the score prior's strength is not certified 0, False otherwise."""
@@ -458,7 +491,7 @@ class ISplineCalibrator(RefitCalibrator):
             "knots": np.zeros(B + 2 * k1 + 2),
             "scratch": np.zeros(B + 2 * k1 + 2),
             "rows": np.zeros((B, k1)),
-            "base": np.zeros(B, dtype=np.int64),
+            "base": np.zeros((2, B), dtype=np.int64),
             "band": np.zeros((P, k1)),
             "cross": np.zeros(P),
             "coef": np.zeros(P),
@@ -500,8 +533,7 @@ class ISplineCalibrator(RefitCalibrator):
         st["coef"][:p] = self._coef
         st["beta"][:p] = self._bspline_coef
         st["free"][:p] = self._coef > 0.0
-        _config.run(_ks.stream_rows, 0, centres, st["knots"], nk, order, st["rows"], st["base"])
-        _config.run(_ks.stream_rebuild, 0, floats, B, st["rows"], st["base"], st["band"], st["cross"], p, k1)
+        st["ist"][_ks.IS_STAMP] = 1  # every row stale: the loop computes them as buckets fill
         st["floats"] = floats
         st["n_learned"] = floats[_h.SF_N_LEARNED]
         st["map"] = self._coef
