@@ -463,7 +463,7 @@ class ISplineCalibrator(RefitCalibrator):
         """True when the compiled loop can run from the current state (built if need be);
         ``"prior"`` when the score prior's strength is not certified 0, False otherwise."""
         hist = self._hist
-        st = self._stream
+        st = getattr(self, "_stream", None)  # absent from a restored state (a cache)
         if (
             st is not None
             and st["floats"] is hist.floats
@@ -542,7 +542,7 @@ class ISplineCalibrator(RefitCalibrator):
 
     def _stream_publish(self) -> None:
         """The compiled loop's map and bookkeeping as this calibrator's attributes."""
-        st = self._stream
+        st = getattr(self, "_stream", None)  # absent from a restored state (a cache)
         nk = int(st["ist"][_ks.IS_NKNOTS])
         p = nk - int(self.order) - 1
         s = st["st"]
