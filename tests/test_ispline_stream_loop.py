@@ -1,11 +1,15 @@
 """The compiled per-event loop of ISplineCalibrator's lazy refit (streamcal._kernels.ispline_stream)
-against the refit engine's own loop: every prediction within 1e-9, on every window kind, with and
-without the score prior, including the streams whose prior strength is not certified 0."""
+against the refit engine's own loop (the full refit, score prior included, before every prediction
+that follows new labels): equal bit for bit, probabilities and LLRs, on every window kind, with
+and without the score prior (streams where its strength is 0 and where it is not), interleaved
+labels and predictions, and on the river face."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamcal import ISplineCalibrator
 from streamcal.buckets import LogitGrid
@@ -68,3 +72,43 @@ def test_stream_loop_runs_on_a_long_stream_with_the_prior_certified_zero():
     np.testing.assert_array_equal(new[1], old[1])
     assert cal._stream is not None  # the loop ran (its state is kept)
     assert cal.prior_strength == 0.0
+
+
+@st.composite
+def streams(draw):
+    n = draw(st.integers(5, 250))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    z = rng.normal(draw(st.floats(-3.0, 1.0)), draw(st.floats(0.2, 3.0)), n)
+    scores = 1 / (1 + np.exp(-z))
+    slope = draw(st.sampled_from([1.0, 1.3, 3.0]))  # 1.0: the score is right, the prior holds
+    truth = np.where(np.arange(n) < draw(st.integers(0, n)), 1 / (1 + np.exp(-slope * z)), 0.3 + 0.1 * np.tanh(z))
+    labels = rng.uniform(size=n) < truth
+    weights = rng.choice([0.0, 0.4, 1.0, 1.0, 2.5], n) if draw(st.booleans()) else np.ones(n)
+    times = np.cumsum(rng.uniform(0.0, 2.0, n))
+    window = draw(st.sampled_from([Unbounded(), CountWindow(9), CountWindow(80), Decay(8.0), TimeWindow(30.0)]))
+    spline = draw(st.sampled_from([{}, {"n_knots": 3}, {"order": 1, "n_knots": 5}, {"knots": (0.2, 0.5, 0.8)}]))
+    prior = draw(st.sampled_from(["auto", None]))
+    ops = rng.choice([1, 2, 3, 3, 3], n)  # labels, predictions and prequential events interleaved
+    return scores, labels, weights, times, window, spline, prior, ops
+
+
+@settings(max_examples=60, deadline=None)
+@given(streams())
+def test_process_equals_the_engine_bit_for_bit_on_random_streams(stream):
+    scores, labels, weights, times, window, spline, prior, ops = stream
+    kw = {"buckets": LogitGrid(32), "window": window, "prior": prior, **spline}
+    learn = (ops & 1).astype(bool)
+    predict = (ops & 2).astype(bool)
+    outs = []
+    for cls in (ISplineCalibrator, EngineLoop):
+        cal = cls(**kw)
+        got = []
+        for i in range(scores.size):  # each event as its own call, then runs of them at once
+            if predict[i]:
+                got.append(cal.predict_proba(scores[i : i + 1])[0])
+            if learn[i]:
+                cal.update(scores[i : i + 1], labels[i : i + 1], weights=weights[i : i + 1], times=times[i : i + 1])
+        outs.append((np.array(got), cal.prequential(scores, labels, weights=weights, times=times + times[-1])))
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_array_equal(outs[0][1][0], outs[1][1][0])
+    np.testing.assert_array_equal(outs[0][1][1], outs[1][1][1])
