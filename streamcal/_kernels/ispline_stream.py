@@ -31,7 +31,7 @@ State (all arrays owned by the caller):
   (``ist[IS_STAMP]`` is the current one; a bucket's row is computed when it is stale);
 - ``band`` float64 ``(B + order + 2, order + 1)``: ``band[j, d] = (B' W B)[j, j + d]``, ``cross``
   float64 ``(B + order + 2)``: ``B' W y``, rebuilt from the histogram at each refit;
-- ``coef``, ``beta`` float64 ``(B + order + 1)`` and ``free`` bool: the current solution in the
+- ``coef``, ``beta`` float64 ``(B + order + 2)`` and ``free`` bool: the current solution in the
   first ``basis`` entries;
 - ``lpos``, ``lneg``, ``spos``, ``sneg``, ``xcov`` float64 ``(B)``: per bucket, at the anchor,
   ``log sigma(z)``, ``log sigma(-z)``, the prior's ``log r``, ``log(1 - r)`` and covariate.
@@ -53,6 +53,7 @@ from streamcal._kernels.histogram import (
     SI_HEADER,
     SI_RING_COUNT,
     SI_RING_HEAD,
+    SI_W,
     stored_unit,
     window_add_inplace,
     window_clock,
@@ -90,9 +91,6 @@ ST_HEADER = 16
 # ist (int64) scalars
 IS_NKNOTS = 0  # knots in use
 IS_PRIOR = 1  # 0: no prior; 1: probability inputs; 2: raw scores
-IS_ORDER = 2
-IS_WANTED = 3  # fixed interior knot count, or -1: the paper's rule
-IS_USE_INNER = 4
 IS_SINCE_SYNC = 5  # events since the sums were last recomputed
 IS_STAMP = 6  # the version of the knots the rows were computed for
 IS_HEADER = 8
@@ -508,7 +506,7 @@ def stream_run_ops(
     kind = sf[SF_KIND]
     kind_prior = ist[IS_PRIOR]
     c = st[ST_C]
-    W = si[1]
+    W = si[SI_W]
     vals = np.empty(k1)
     lft = np.empty(k1)
     rgt = np.empty(k1)
