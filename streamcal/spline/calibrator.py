@@ -434,7 +434,13 @@ class ISplineCalibrator(RefitCalibrator):
             i = j
 
     def _loop_serves(self) -> bool:
-        return self._STREAM_LOOP and getattr(self, "refit_every", None) is None and not getattr(self, "_loading", False)
+        # a subclass with its own refit hook keeps the engine (the loop does not call the hook)
+        return (
+            self._STREAM_LOOP
+            and getattr(self, "refit_every", None) is None
+            and not getattr(self, "_loading", False)
+            and type(self)._refit_from_histogram is ISplineCalibrator._refit_from_histogram
+        )
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         # the river face's label: through the loop, which keeps its state (and its prior bound)
