@@ -8,10 +8,14 @@ import numbers
 import numpy as np
 
 from streamcal import _prior
+from streamcal._kernels import _config
+from streamcal._kernels import histogram as _h
 from streamcal._kernels import ispline as _k
+from streamcal._kernels import ispline_stream as _ks
+from streamcal._kernels import prior as _kp
 from streamcal._kernels._config import entry_point
 from streamcal._refit import RefitCalibrator
-from streamcal._streaming import OP_LEARN
+from streamcal._streaming import OP_LEARN, OP_PREDICT
 from streamcal._validation import (
     as_binary_labels,
     as_finite,
@@ -193,11 +197,12 @@ class ISplineCalibrator(RefitCalibrator):
         }
 
     # ------------------------------------------------------------------ fitted map
-    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache")
+    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream")
 
     def _init_map_state(self) -> None:
         super()._init_map_state()
         self._basis_cache = None
+        self._stream = None
         self._knots = None
         self._coef = None
         self._bspline_coef = None
@@ -368,3 +373,193 @@ class ISplineCalibrator(RefitCalibrator):
     def _after_learn(self, n: int) -> None:
         if not getattr(self, "_loading", False):
             super()._after_learn(n)
+
+    # The lazy default (``refit_every=None``) runs its operations in one compiled loop
+    # (:mod:`streamcal._kernels.ispline_stream`) that refits as the engine does, bit for bit,
+    # and certifies the score prior's strength 0 per event without refitting it; an event the
+    # loop cannot refit so (the score prior's strength not certified 0, weights beyond the fit's
+    # scaling range) runs the engine's full refit, and the loop resumes after it.
+    _STREAM_CHUNK = 64  # events run by the full refit while the score prior's strength is > 0
+    # the loop's refit is the engine's to the last bit (the same knots, sums in the same order,
+    # the same warm start and solver): False runs every event through the engine instead
+    _STREAM_LOOP = True
+
+    def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
+        if not self._loop_serves() or self._in_loop:
+            super()._run_ops(ops, b, s, y, w, t, out_p, out_llr)
+            return
+        self._in_loop = True
+        try:
+            self._run_loop(ops, b, s, y, w, t, out_p, out_llr)
+        finally:
+            del self._in_loop
+
+    def _run_loop(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
+        if isinstance(ops, int):
+            ops = np.full(b.size, ops, dtype=np.int64)
+        ops = np.ascontiguousarray(ops, dtype=np.int64)
+        logodds = np.empty(ops.size)
+        i, n = 0, ops.size
+        while i < n:
+            ready = self._stream_ready()
+            if ready is not True:
+                j = min(n, i + (self._STREAM_CHUNK if ready == "prior" else 1))
+                super()._run_ops(ops[i:j], b[i:j], s[i:j], y[i:j], w[i:j], t[i:j], out_p[i:j], out_llr[i:j])
+                self._stream = None
+                i = j
+                continue
+            st = self._stream
+            hist = self._hist
+            stop, code = _config.run(
+                _ks.stream_run_ops, n - i, ops, b, s, y, w, t, i, hist.floats, hist.ints,
+                st["centres"], int(self.order), st["wanted"], st["inner"], st["use_inner"],
+                st["st"], st["ist"], st["knots"], st["scratch"], st["rows"], st["base"], st["band"],
+                st["cross"], st["coef"], st["beta"], st["free"], st["lpos"], st["lneg"], st["spos"],
+                st["sneg"], st["xcov"], out_p, out_llr, logodds,
+            )  # fmt: skip
+            self._stream_publish()
+            at = i + np.flatnonzero(ops[i:stop] & OP_PREDICT)
+            # the engine's LLR (``_predict_llr_fitted``) of each prediction, from its fit's weight
+            q = _prior.smoothed(out_p[at], out_llr[at], float(self.llr_pseudo_count))
+            out_llr[at] = _prior.llr_from_proba(q, logodds[at])
+            i = int(stop)
+            if code == _ks.DONE:
+                continue
+            self._stream = None
+            if code == _ks.STOP_RENORM:
+                continue
+            # the full refit predicts this event (its prior, or its weight's scaling)
+            j = i + 1
+            super()._run_ops(ops[i:j], b[i:j], s[i:j], y[i:j], w[i:j], t[i:j], out_p[i:j], out_llr[i:j])
+            i = j
+
+    def _loop_serves(self) -> bool:
+        # a subclass with its own refit hook keeps the engine (the loop does not call the hook)
+        return (
+            self._STREAM_LOOP
+            and getattr(self, "refit_every", None) is None
+            and not getattr(self, "_loading", False)
+            and type(self)._refit_from_histogram is ISplineCalibrator._refit_from_histogram
+        )
+
+    def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
+        # the river face's label: through the loop, which keeps its state (and its prior bound)
+        if not self._loop_serves():
+            super()._learn_bucket(b, s, y, w, t)
+            return
+        one = np.empty(1)
+        self._run_ops(
+            OP_LEARN, np.array([b], dtype=np.intp), np.array([float(s)]), np.array([float(y)]),
+            np.array([float(w)]), np.array([float(t)]), one, one,
+        )  # fmt: skip
+
+    def _ensure_fitted(self) -> None:
+        # the river face's lazy refit: the loop's refit (the engine's, bit for bit) where it can
+        if self._dirty and not self._in_loop and self._loop_serves() and self._stream_ready() is True:
+            one = np.empty(1)
+            score = np.array([float(self._hist.layout.centres[0])])
+            self._run_ops(
+                OP_PREDICT, np.zeros(1, dtype=np.intp), score, np.zeros(1), np.ones(1), np.zeros(1), one, np.empty(1)
+            )
+        super()._ensure_fitted()
+
+    _in_loop = False  # True while _run_ops runs: the engine's refits inside it are its own
+
+    def _stream_ready(self):
+        """True when the compiled loop can run from the current state (built if need be);
+        ``"prior"`` when the score prior's strength is not certified 0, False otherwise."""
+        hist = self._hist
+        st = getattr(self, "_stream", None)  # absent from a restored state (a cache)
+        if (
+            st is not None
+            and st["floats"] is hist.floats
+            and st["n_learned"] == hist.floats[_h.SF_N_LEARNED]
+            and st["map"] is self._coef  # no refit outside the loop since it last ran
+        ):
+            return True
+        self._stream = None
+        if not self._fitted or self._knots is None or self._dirty is None:
+            return False
+        if getattr(self, "prior", None) is not None and self._prior_strength > 0.0:
+            return "prior"
+        centres = np.ascontiguousarray(hist.layout.centres, dtype=np.float64)
+        B = centres.size
+        order = int(self.order)
+        k1 = order + 1
+        P = B + k1 + 1
+        st = {
+            "centres": centres,
+            "wanted": -1 if self.n_knots is None else int(self.n_knots),
+            "inner": _NO_KNOTS if self._inner_knots is None else np.ascontiguousarray(self._inner_knots),
+            "use_inner": self._inner_knots is not None,
+            "st": np.zeros(_ks.ST_HEADER),
+            "ist": np.zeros(_ks.IS_HEADER, dtype=np.int64),
+            "knots": np.zeros(B + 2 * k1 + 2),
+            "scratch": np.zeros(B + 2 * k1 + 2),
+            "rows": np.zeros((B, k1)),
+            "base": np.zeros((2, B), dtype=np.int64),
+            "band": np.zeros((P, k1)),
+            "cross": np.zeros(P),
+            "coef": np.zeros(P),
+            "beta": np.zeros(P),
+            "free": np.zeros(P, dtype=np.bool_),
+            "lpos": np.zeros(B),
+            "lneg": np.zeros(B),
+            "spos": np.zeros(B),
+            "sneg": np.zeros(B),
+            "xcov": np.zeros(B),
+        }
+        c = float(self.llr_pseudo_count)
+        floats = hist.floats
+        if getattr(self, "prior", None) is not None:
+            pos, neg = hist.real_weights()
+            row = np.ascontiguousarray(np.concatenate((pos, neg)))
+            base_rate = (float(pos.sum()) + c) / (float(pos.sum() + neg.sum()) + 2.0 * c)
+            start = np.zeros(2)
+            kappa = _config.run(
+                _kp.prior_strength_from, 0, row, 0, B, 1.0, centres, 0, 1, base_rate, bool(self._identity), start
+            )
+            if kappa > 0.0:
+                return "prior"
+            st["ist"][_ks.IS_PRIOR] = 1 if self._identity else 2
+            _config.run(
+                _ks.stream_anchor, 0, floats, B, centres, int(st["ist"][_ks.IS_PRIOR]), c, float(start[0]),
+                float(start[1]), st["st"], st["lpos"], st["lneg"], st["spos"], st["sneg"], st["xcov"],
+            )  # fmt: skip
+        s = st["st"]
+        s[_ks.ST_C] = c
+        s[_ks.ST_DIRTY] = 1.0 if self._dirty else 0.0
+        s[_ks.ST_FIT_WEIGHT] = self._fit_weight
+        s[_ks.ST_LOGODDS] = self._prior_logodds
+        s[_ks.ST_LOW], s[_ks.ST_HIGH] = self._proba_low, self._proba_high
+        nk = self._knots.size
+        p = self._coef.size
+        st["knots"][:nk] = self._knots
+        st["ist"][_ks.IS_NKNOTS] = nk
+        st["coef"][:p] = self._coef
+        st["beta"][:p] = self._bspline_coef
+        st["free"][:p] = self._coef > 0.0
+        st["ist"][_ks.IS_STAMP] = 1  # every row stale: the loop computes them as buckets fill
+        st["floats"] = floats
+        st["n_learned"] = floats[_h.SF_N_LEARNED]
+        st["map"] = self._coef
+        self._stream = st
+        return True
+
+    def _stream_publish(self) -> None:
+        """The compiled loop's map and bookkeeping as this calibrator's attributes."""
+        st = getattr(self, "_stream", None)  # absent from a restored state (a cache)
+        nk = int(st["ist"][_ks.IS_NKNOTS])
+        p = nk - int(self.order) - 1
+        s = st["st"]
+        self._knots = st["knots"][:nk].copy()
+        self._coef = st["coef"][:p].copy()
+        self._bspline_coef = st["beta"][:p].copy()
+        self._fit_weight = float(s[_ks.ST_FIT_WEIGHT])
+        self._prior_logodds = float(s[_ks.ST_LOGODDS])
+        self._proba_low, self._proba_high = float(s[_ks.ST_LOW]), float(s[_ks.ST_HIGH])
+        self._dirty = bool(s[_ks.ST_DIRTY] != 0.0)
+        self._prior_strength = 0.0
+        st["floats"] = self._hist.floats
+        st["n_learned"] = self._hist.floats[_h.SF_N_LEARNED]
+        st["map"] = self._coef

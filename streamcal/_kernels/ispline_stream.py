@@ -1,0 +1,589 @@
+"""The exact lazy I-spline refit, one event at a time, in one compiled loop (numba).
+
+``ISplineCalibrator`` at its default (``refit_every=None``) refits before every prediction
+that follows new labels. Most of that refit's cost was not the fit: the score prior's strength
+(a logistic fit over every bucket, from a cold start) and the engine's per-event Python calls.
+This loop runs the operations in one call and refits exactly as the engine's refit of the
+histogram alone does (``ispline_refit_histogram``), to the last bit: the knots by its weighted
+quantile steps, each non-empty bucket's non-zero B-splines for those knots (kept until the knots move),
+the banded ``B' W B`` and ``B' W y`` summed bucket by bucket in its order, the I-spline Gram
+system from them, and the same active-set solve warm-started from the previous fit's positive
+coefficients. The class totals are summed as numpy sums them (pairwise), so the served bounds
+and the LLR's inputs are the engine's too.
+
+The score prior's strength is 0 (the data alone) when ``log kappa`` falls below
+``log(KAPPA_MIN)``; ``log kappa = log L_S - max log L_D + (k / 2) log(n + 1)``. Any parameters
+``(a, b)`` give ``log L_D(a, b) <= max log L_D``, so ``log L_S - log L_D(a, b) + (k / 2) log(n + 1)``
+bounds ``log kappa`` from above. The loop keeps both log-likelihoods at fixed parameters (the
+anchor: the optimum of the last full prior fit, written as a fixed linear predictor per bucket)
+as sums over buckets updated per event, and refits without the prior only while this bound is
+below ``log(KAPPA_MIN) - PRIOR_MARGIN``. Otherwise it stops and the caller runs the full refit.
+(The full refit's Newton iterate reaches that maximum far closer than ``PRIOR_MARGIN``: its
+strength is then 0 as well, and the two refits are the same.)
+
+State (all arrays owned by the caller):
+
+- ``st`` float64: scalars (see ``ST_*``) and the prior's sums;
+- ``knots`` float64 ``(B + 2 (order + 1))``: the current clamped knot vector in its first
+  ``ist[IS_NKNOTS]`` entries;
+- ``rows`` float64 ``(B, order + 1)`` and ``base`` int64 ``(2, B)``: each bucket's non-zero
+  B-splines at its centre, the index of the first, and the version of the knots they are for
+  (``ist[IS_STAMP]`` is the current one; a bucket's row is computed when it is stale);
+- ``band`` float64 ``(B + order + 2, order + 1)``: ``band[j, d] = (B' W B)[j, j + d]``, ``cross``
+  float64 ``(B + order + 2)``: ``B' W y``, rebuilt from the histogram at each refit;
+- ``coef``, ``beta`` float64 ``(B + order + 2)`` and ``free`` bool: the current solution in the
+  first ``basis`` entries;
+- ``lpos``, ``lneg``, ``spos``, ``sneg``, ``xcov`` float64 ``(B)``: per bucket, at the anchor,
+  ``log sigma(z)``, ``log sigma(-z)``, the prior's ``log r``, ``log(1 - r)`` and covariate.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from streamcal._kernels._config import jit
+from streamcal._kernels.histogram import (
+    SF_HEADER,
+    SF_KIND,
+    SF_T_NEG,
+    SF_T_POS,
+    SI_B,
+    SI_HEADER,
+    SI_RING_COUNT,
+    SI_RING_HEAD,
+    SI_W,
+    stored_unit,
+    window_add_inplace,
+    window_clock,
+    window_expire_next_inplace,
+)
+from streamcal._kernels.ispline import (
+    _combination_at,
+    _gram_from_band,
+    bspline_nonzero_inplace,
+    clamped_span,
+    clamped_span_bounds,
+    nnls_sum_capped_gram_warm,
+)
+from streamcal._kernels.prior import KAPPA_MIN, RIDGE, prior_rate
+
+OP_LEARN = 1  # the operation codes of streamcal._operations
+OP_PREDICT = 2
+
+# st (float64) scalars
+ST_FIT_WEIGHT = 0  # weight of the current fit (real units)
+ST_LOGODDS = 1  # the LLR's prior log-odds
+ST_LOW = 2  # served probability bounds
+ST_HIGH = 3
+ST_DIRTY = 4  # 1.0: labels came since the last fit
+ST_C = 5  # llr_pseudo_count
+ST_ANCHOR_A = 6  # the anchor's intercept (the linear predictor is c_j + A + beta x_j)
+ST_ANCHOR_B = 7
+ST_D = 8  # sum over buckets of pos log sigma(z) + neg log sigma(-z) (stored units)
+ST_S = 9  # sum of pos log r + neg log(1 - r) (stored units; probability inputs)
+ST_N = 10  # the weights' sum, their sums times x and x^2 (stored units)
+ST_X = 11
+ST_XX = 12
+ST_HEADER = 16
+
+# ist (int64) scalars
+IS_NKNOTS = 0  # knots in use
+IS_PRIOR = 1  # 0: no prior; 1: probability inputs; 2: raw scores
+IS_SINCE_SYNC = 5  # events since the sums were last recomputed
+IS_STAMP = 6  # the version of the knots the rows were computed for
+IS_HEADER = 8
+
+PRIOR_MARGIN = 1.0  # log-units below log(KAPPA_MIN) the bound must reach
+RESYNC_EVENTS = 1024  # the updated sums are recomputed from the histogram this often
+
+# stop codes
+DONE = 0
+STOP_PRIOR = 1  # the prior's bound failed: run the full refit
+STOP_RENORM = 2  # a decay renormalisation: rebuild the state
+STOP_SCALE = 3  # weights beyond the fit's scaling range: run the full refit
+
+
+@jit(inline="always")
+def _real(v, u):
+    """``v / u``: a stored weight in real units (no division where the unit is 1, the same bits)."""
+    return v if u == 1.0 else v / u
+
+
+@jit(inline="always")
+def _default_n_knots(n):
+    return max(1, math.floor(np.cbrt(n) + 1e-9) - 4)
+
+
+@jit
+def stream_knots(sf, B, centres, order, wanted, inner, use_inner, out):
+    """The full refit's knot vector of the histogram in ``sf`` (written into ``out``); returns its
+    length, or -1 when the histogram is empty or its weight needs the fit's power-of-two scaling.
+
+    The steps of ``ispline_refit_histogram`` (and ``default_n_knots`` for ``wanted < 0``) on the
+    real weights ``pos / u + neg / u``."""
+    u = stored_unit(sf, sf[SF_KIND])
+    n = 0
+    total = 0.0
+    lower = 0.0
+    upper = 0.0
+    first = 0
+    for i in range(B):
+        w = _real(sf[SF_HEADER + i], u) + _real(sf[SF_HEADER + B + i], u)
+        if w > 0.0:
+            if n == 0:
+                lower = centres[i]
+                first = i
+            upper = centres[i]
+            total += w
+            n += 1
+    if n == 0 or not (2.0**-500 < total < 2.0**500):
+        return -1
+    m = 0
+    if upper > lower:
+        if use_inner:
+            for q in range(inner.shape[0]):
+                c = inner[q]
+                if c > lower and c < upper and (m == 0 or c > out[order + m]):
+                    out[order + 1 + m] = c
+                    m += 1
+        else:
+            want = _default_n_knots(total) if wanted < 0 else wanted
+            want = min(want, B)
+            k = min(want, max(0, n - order - 1))
+            if k > 0 and n >= 3:
+                # the inverted weighted CDF at the levels j / (k + 1): the first cumulative
+                # weight reaching each level, the cumulative sums in the refit's order
+                at = 0  # index among the non-empty buckets
+                bucket = first
+                cum = _real(sf[SF_HEADER + bucket], u) + _real(sf[SF_HEADER + B + bucket], u)
+                for q in range(k):
+                    level = total * float(q + 1) / float(k + 1)
+                    while at < n and cum < level:
+                        at += 1
+                        if at < n:
+                            bucket += 1
+                            w = _real(sf[SF_HEADER + bucket], u) + _real(sf[SF_HEADER + B + bucket], u)
+                            while not w > 0.0:
+                                bucket += 1
+                                w = _real(sf[SF_HEADER + bucket], u) + _real(sf[SF_HEADER + B + bucket], u)
+                            cum += w
+                    c = centres[bucket]
+                    if c > lower and c < upper and (m == 0 or c > out[order + m]):
+                        out[order + 1 + m] = c
+                        m += 1
+    else:
+        upper = lower + max(1.0, abs(lower))
+    for q in range(order + 1):
+        out[q] = lower
+        out[m + order + 1 + q] = upper
+    return m + 2 * (order + 1)
+
+
+@jit(inline="always")
+def _pairwise_leaf(sf, off, n, u):
+    """numpy's pairwise summation of ``_real(sf[off : off + n], u)`` for ``n <= 128``."""
+    if n < 8:
+        acc = 0.0
+        for i in range(n):
+            acc += _real(sf[off + i], u)
+        return acc
+    r0 = _real(sf[off], u)
+    r1 = _real(sf[off + 1], u)
+    r2 = _real(sf[off + 2], u)
+    r3 = _real(sf[off + 3], u)
+    r4 = _real(sf[off + 4], u)
+    r5 = _real(sf[off + 5], u)
+    r6 = _real(sf[off + 6], u)
+    r7 = _real(sf[off + 7], u)
+    i = 8
+    while i < n - (n % 8):
+        r0 += _real(sf[off + i], u)
+        r1 += _real(sf[off + i + 1], u)
+        r2 += _real(sf[off + i + 2], u)
+        r3 += _real(sf[off + i + 3], u)
+        r4 += _real(sf[off + i + 4], u)
+        r5 += _real(sf[off + i + 5], u)
+        r6 += _real(sf[off + i + 6], u)
+        r7 += _real(sf[off + i + 7], u)
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += _real(sf[off + i], u)
+        i += 1
+    return res
+
+
+@jit
+def _pairwise_sum(sf, off, n, u):
+    """``(_real(sf[off : off + n], u)).sum()`` to the last bit: numpy's pairwise summation of float64
+    (blocks of at most 128 summed with eight accumulators, larger ranges split in two halves at
+    a multiple of 8 and the halves' sums added), without recursion (numba's cache does not
+    reload recursive functions safely)."""
+    if n <= 128:
+        return _pairwise_leaf(sf, off, n, u)
+    s_off = np.empty(64, dtype=np.int64)
+    s_n = np.empty(64, dtype=np.int64)
+    s_stage = np.zeros(64, dtype=np.int64)  # 0: left half next, 1: right half next
+    s_left = np.empty(64)
+    sp = 1
+    s_off[0] = off
+    s_n[0] = n
+    s_stage[0] = 0
+    result = 0.0
+    while sp > 0:
+        top = sp - 1
+        m = s_n[top]
+        if m <= 128:
+            val = _pairwise_leaf(sf, s_off[top], m, u)
+            sp -= 1
+            # hand the value up: a left half waits for its right half, a right half completes
+            while True:
+                if sp == 0:
+                    result = val
+                    break
+                parent = sp - 1
+                if s_stage[parent] == 1:
+                    s_left[parent] = val
+                    half = s_n[parent] // 2
+                    half -= half % 8
+                    s_stage[parent] = 2
+                    s_off[sp] = s_off[parent] + half
+                    s_n[sp] = s_n[parent] - half
+                    s_stage[sp] = 0
+                    sp += 1
+                    break
+                val = s_left[parent] + val
+                sp -= 1
+            continue
+        half = m // 2
+        half -= half % 8
+        s_stage[top] = 1
+        s_off[sp] = s_off[top]
+        s_n[sp] = half
+        s_stage[sp] = 0
+        sp += 1
+    return result
+
+
+@jit
+def stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, stamp):
+    """``band`` and ``cross`` of the histogram's real weights, the basis size ``p``: the sums and
+    their order of ``ispline_refit_histogram`` (bucket by bucket, weight times label mean).
+
+    ``rows[i]`` holds bucket ``i``'s ``k1`` non-zero B-splines (order ``k1``) at its centre for
+    the knots ``knots[:nk]``, and ``base[0, i]`` the first one's index, when ``base[1, i]`` is
+    ``stamp`` (the knots' version); a non-empty bucket's stale row is computed here, with the
+    values ``ispline_gram_clamped`` computes."""
+    u = stored_unit(sf, sf[SF_KIND])
+    for j in range(p):
+        cross[j] = 0.0
+        for d in range(k1):
+            band[j, d] = 0.0
+    t = knots[:nk]
+    lo, hi = clamped_span_bounds(t, k1)
+    lower = t[0]
+    upper = t[nk - 1]
+    values = np.empty(k1)
+    left = np.empty(k1)
+    right = np.empty(k1)
+    for i in range(B):
+        wp = _real(sf[SF_HEADER + i], u)
+        w = wp + _real(sf[SF_HEADER + B + i], u)
+        if w > 0.0:
+            if base[1, i] != stamp:
+                xn = min(max(centres[i], lower), upper)
+                mu = clamped_span(t, xn, lo, hi)
+                bspline_nonzero_inplace(t, xn, mu, k1, values, left, right)
+                base[0, i] = mu - k1 + 1
+                base[1, i] = stamp
+                for r in range(k1):
+                    rows[i, r] = values[r]
+            mean = wp / w
+            j0 = base[0, i]
+            for r in range(k1):
+                wr = w * rows[i, r]
+                cross[j0 + r] += wr * mean
+                for s in range(r, k1):
+                    band[j0 + r, s - r] += wr * rows[i, s]
+
+
+@jit
+def stream_prior_sums(sf, B, st, lpos, lneg, spos, sneg, xcov):
+    """The prior's sums at the anchor (see ``ST_D`` .. ``ST_XX``) from the histogram."""
+    d = 0.0
+    s = 0.0
+    n = 0.0
+    x = 0.0
+    xx = 0.0
+    for i in range(B):
+        p = sf[SF_HEADER + i]
+        q = sf[SF_HEADER + B + i]
+        if p + q > 0.0:
+            d += p * lpos[i] + q * lneg[i]
+            s += p * spos[i] + q * sneg[i]
+            n += p + q
+            x += (p + q) * xcov[i]
+            xx += (p + q) * xcov[i] * xcov[i]
+    st[ST_D] = d
+    st[ST_S] = s
+    st[ST_N] = n
+    st[ST_X] = x
+    st[ST_XX] = xx
+
+
+@jit(inline="always")
+def _prior_delta(i, dpos, dneg, st, lpos, lneg, spos, sneg, xcov):
+    dw = dpos + dneg
+    st[ST_D] += dpos * lpos[i] + dneg * lneg[i]
+    st[ST_S] += dpos * spos[i] + dneg * sneg[i]
+    st[ST_N] += dw
+    st[ST_X] += dw * xcov[i]
+    st[ST_XX] += dw * xcov[i] * xcov[i]
+
+
+@jit(inline="always")
+def _log_sigmoid(z):
+    if z >= 0.0:
+        return -math.log1p(math.exp(-z))
+    return z - math.log1p(math.exp(z))
+
+
+@jit
+def _prior_is_zero(sf, st, kind_prior, c):
+    """Whether the bound on ``log kappa`` (module notes) is below ``log(KAPPA_MIN) - PRIOR_MARGIN``."""
+    u = stored_unit(sf, sf[SF_KIND])
+    n_all = st[ST_N] / u
+    if not n_all > 0.0:
+        return False
+    mean = st[ST_X] / st[ST_N]
+    var = st[ST_XX] / st[ST_N] - mean * mean
+    if not var > 0.0:
+        return False
+    sd = math.sqrt(var)
+    # the anchor's linear predictor c_j + A + beta x_j in the refit's parameters (a, b)
+    beta = st[ST_ANCHOR_B]
+    b = beta * sd
+    a = st[ST_ANCHOR_A] + beta * mean
+    if kind_prior == 1:
+        log_s = st[ST_S] / u
+        k = 2.0
+    else:
+        t_pos = _real(sf[SF_T_POS], u)
+        t_neg = _real(sf[SF_T_NEG], u)
+        r = (t_pos + c) / (t_pos + t_neg + 2.0 * c)
+        r = min(max(r, 1e-15), 1.0 - 1e-15)
+        log_s = 0.0
+        if t_pos > 0.0:
+            log_s += t_pos * math.log(r)
+        if t_neg > 0.0:
+            log_s += t_neg * math.log1p(-r)
+        a -= math.log(r) - math.log1p(-r)
+        k = 1.0
+    f = st[ST_D] / u - 0.5 * RIDGE * (a * a + b * b)
+    bound = log_s - f + 0.5 * k * math.log(n_all + 1.0)
+    # the sums' rounding: a relative 1e-12 of their magnitudes
+    slack = 1e-12 * (abs(log_s) + abs(st[ST_D] / u))
+    return bound + slack < math.log(KAPPA_MIN) - PRIOR_MARGIN
+
+
+@jit
+def stream_anchor(sf, B, centres, kind_prior, c, a, b, st, lpos, lneg, spos, sneg, xcov):
+    """Set the anchor from the prior fit's ``(a, b)`` (standardised as the full fit does on this
+    histogram) and the per-bucket constants, and recompute the sums."""
+    u = stored_unit(sf, sf[SF_KIND])
+    t_pos = _real(sf[SF_T_POS], u)
+    t_neg = _real(sf[SF_T_NEG], u)
+    base_rate = (t_pos + c) / (t_pos + t_neg + 2.0 * c)
+    n = 0.0
+    sx = 0.0
+    sxx = 0.0
+    for i in range(B):
+        r = prior_rate(centres[i], base_rate, kind_prior == 1)
+        spos[i] = math.log(r)
+        sneg[i] = math.log1p(-r)
+        xcov[i] = (spos[i] - sneg[i]) if kind_prior == 1 else centres[i]
+        w = _real(sf[SF_HEADER + i], u) + _real(sf[SF_HEADER + B + i], u)
+        if w > 0.0:
+            n += w
+            sx += w * xcov[i]
+            sxx += w * xcov[i] * xcov[i]
+    mean = sx / n if n > 0.0 else 0.0
+    var = sxx / n - mean * mean if n > 0.0 else 0.0
+    scale = 1.0 / math.sqrt(var) if var > 0.0 else 0.0
+    # z_j = off_j + a + b (x_j - mean) scale = c_j + A + beta x_j, c_j = off_j for probability
+    # inputs and 0 for raw scores (whose offset, the base rate's log-odds, joins A)
+    beta = b * scale
+    big_a = a - beta * mean
+    if kind_prior != 1:
+        big_a += math.log(base_rate) - math.log1p(-base_rate)
+    st[ST_ANCHOR_A] = big_a
+    st[ST_ANCHOR_B] = beta
+    for i in range(B):
+        z = (spos[i] - sneg[i] if kind_prior == 1 else 0.0) + big_a + beta * xcov[i]
+        lpos[i] = _log_sigmoid(z)
+        lneg[i] = _log_sigmoid(-z)
+    stream_prior_sums(sf, B, st, lpos, lneg, spos, sneg, xcov)
+
+
+@jit
+def stream_solve(band, cross, p, k1, coef, beta, free):
+    """The exact constrained solve on the Gram system of ``band`` and ``cross`` (basis ``p``),
+    warm-started from ``free[:p]`` (updated), into ``coef[:p]`` and ``beta[:p]``."""
+    dense = np.zeros((p, p))
+    for j in range(p):
+        for d in range(k1):
+            if j + d < p:
+                dense[j, j + d] = band[j, d]
+    cr = np.empty(p)
+    for j in range(p):
+        cr[j] = cross[j]
+    gram = np.empty((p, p))
+    rhs = np.empty(p)
+    _gram_from_band(dense, cr, gram, rhs)
+    x = np.empty(p)
+    passive = np.empty(p, dtype=np.bool_)
+    for j in range(p):
+        passive[j] = free[j]
+    n_iter = nnls_sum_capped_gram_warm(gram, rhs, 1.0, x, passive)
+    acc = 0.0
+    for j in range(p):
+        free[j] = passive[j]
+        coef[j] = x[j]
+        acc += x[j]
+        beta[j] = min(acc, 1.0)
+    return n_iter
+
+
+@jit
+def stream_run_ops(
+    ops,
+    bk,
+    s,
+    y,
+    w,
+    t,
+    start,
+    sf,
+    si,
+    centres,
+    order,
+    wanted,
+    inner,
+    use_inner,
+    st,
+    ist,
+    knots,
+    scratch,
+    rows,
+    base,
+    band,
+    cross,
+    coef,
+    beta,
+    free,
+    lpos,
+    lneg,
+    spos,
+    sneg,
+    xcov,
+    out_p,
+    out_llr,
+    out_logodds,
+):
+    """Run operations ``start, ...`` of a lazily refitted I-spline calibrator (module notes).
+
+    Returns ``(stop, code)``: operations before ``stop`` are done (histogram, fit and outputs);
+    A prediction writes its probability into ``out_p`` and its fit's weight and prior log-odds
+    into ``out_llr`` and ``out_logodds`` (the caller turns them into the LLR).
+    ``code`` is ``DONE`` or the reason the loop stopped before operation ``stop``, whose
+    prediction needs the caller's full refit (``STOP_PRIOR``, ``STOP_SCALE``), or after a decay
+    renormalisation (``STOP_RENORM``: the state must be rebuilt).
+    """
+    B = si[SI_B]
+    k1 = order + 1
+    kind = sf[SF_KIND]
+    kind_prior = ist[IS_PRIOR]
+    c = st[ST_C]
+    W = si[SI_W]
+    vals = np.empty(k1)
+    lft = np.empty(k1)
+    rgt = np.empty(k1)
+    for i in range(start, ops.shape[0]):
+        op = ops[i]
+        if op & OP_PREDICT:
+            if st[ST_DIRTY] != 0.0:
+                nk = stream_knots(sf, B, centres, order, wanted, inner, use_inner, scratch)
+                if nk < 0:
+                    return i, STOP_SCALE
+                if kind_prior != 0 and not _prior_is_zero(sf, st, kind_prior, c):
+                    return i, STOP_PRIOR
+                same = nk == ist[IS_NKNOTS]
+                if same:
+                    for q in range(nk):
+                        if scratch[q] != knots[q]:
+                            same = False
+                            break
+                p = nk - k1
+                # the warm start of the full refit: the previous coefficients' positive ones
+                # when the basis keeps its size
+                for q in range(p):
+                    free[q] = nk == ist[IS_NKNOTS] and coef[q] > 0.0
+                if not same:
+                    for q in range(nk):
+                        knots[q] = scratch[q]
+                    ist[IS_NKNOTS] = nk
+                    ist[IS_STAMP] += 1  # every bucket's row is stale
+                stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, ist[IS_STAMP])
+                stream_solve(band, cross, p, k1, coef, beta, free)
+                u = stored_unit(sf, kind)
+                # the class totals as the full refit sums its histogram's real weights
+                t_pos = _pairwise_sum(sf, SF_HEADER, B, u)
+                t_neg = _pairwise_sum(sf, SF_HEADER + B, B, u)
+                total = t_pos + t_neg
+                st[ST_FIT_WEIGHT] = total
+                st[ST_LOGODDS] = math.log(t_pos + c) - math.log(t_neg + c)
+                st[ST_LOW] = c / (total + 2.0 * c)
+                st[ST_HIGH] = (total + c) / (total + 2.0 * c)
+                st[ST_DIRTY] = 0.0
+            nk = ist[IS_NKNOTS]
+            tk = knots[:nk]
+            lo, hi = clamped_span_bounds(tk, k1)
+            v = _combination_at(s[i], tk, k1, beta, lo, hi, vals, lft, rgt)
+            v = min(max(v, 0.0), 1.0)
+            v = min(max(v, st[ST_LOW]), st[ST_HIGH])
+            out_p[i] = v
+            # the LLR's inputs: the caller computes it as the engine does (numpy's log)
+            out_llr[i] = st[ST_FIT_WEIGHT]
+            out_logodds[i] = st[ST_LOGODDS]
+        if op & OP_LEARN:
+            clock = window_clock(sf, t[i], kind)
+            while si[SI_RING_COUNT] > 0:
+                head = si[SI_RING_HEAD]
+                hb = si[SI_HEADER + 2 * B + head] if W > 0 else 0
+                p0 = sf[SF_HEADER + hb]
+                n0 = sf[SF_HEADER + B + hb]
+                if window_expire_next_inplace(sf, si, clock, kind) < 0:
+                    break
+                dp = sf[SF_HEADER + hb] - p0
+                dn = sf[SF_HEADER + B + hb] - n0
+                if kind_prior != 0:
+                    _prior_delta(hb, dp, dn, st, lpos, lneg, spos, sneg, xcov)
+            b = bk[i]
+            p0 = sf[SF_HEADER + b]
+            n0 = sf[SF_HEADER + B + b]
+            renormalised = window_add_inplace(sf, si, b, y[i], w[i], clock, kind)
+            st[ST_DIRTY] = 1.0
+            if renormalised:
+                return i + 1, STOP_RENORM
+            dp = sf[SF_HEADER + b] - p0
+            dn = sf[SF_HEADER + B + b] - n0
+            if kind_prior != 0:
+                _prior_delta(b, dp, dn, st, lpos, lneg, spos, sneg, xcov)
+            ist[IS_SINCE_SYNC] += 1
+            if ist[IS_SINCE_SYNC] >= RESYNC_EVENTS:
+                ist[IS_SINCE_SYNC] = 0
+                if kind_prior != 0:
+                    stream_prior_sums(sf, B, st, lpos, lneg, spos, sneg, xcov)
+    return ops.shape[0], DONE
