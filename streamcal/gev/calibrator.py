@@ -260,10 +260,22 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             self._beta[xi] = a.betas[k]
         _config.run(_g.glm_finish_refit, 0, a.briers, a.fit, float(self.llr_pseudo_count))
 
+    def _engine_only(self) -> bool:
+        """Whether an outside reader supplies the histogram the map is fitted to (an instance
+        ``histogram``: a keyed calibrator's window plus its prior's pseudo-counts). The generic
+        engine then refits from it, and the Taylor moments (of the window alone) stop serving."""
+        if "histogram" not in self.__dict__:
+            return False
+        self._glm_moments[_g.MOM_VALID] = 0.0
+        return True
+
     def _refit(self) -> None:
         """Refit the map from the histogram in compiled code (``streamcal._kernels.glm_refit``):
         the score prior, Newton's method from the previous fit per shape, the damped full refit
         for a shape where that fails, the served shape and bounds."""
+        if self._engine_only():
+            super()._refit()
+            return
         self._n_since_refit = 0
         a = self._glm_arrays()
         self._glm_state_in(a)
@@ -285,6 +297,9 @@ class _HistogramGLMCalibrator(RefitCalibrator):
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         # the histogram and, while current, the Taylor moments (the array face's own learn step)
+        if self._engine_only():
+            super()._learn_bucket(b, s, y, w, t)
+            return
         a = self.__dict__.get("_glm_cache") or self._glm_arrays()
         sf, si = self._hist.live_arrays()
         args = (sf, si, b, y, w, t, *a.learn_tail)
@@ -299,7 +314,7 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         """The lazy default (``refit_every=None``) event by event in one compiled loop
         (``streamcal._kernels.glm_refit.glm_run_ops_inplace``), which returns here only for a
         refit that needs the damped full refit; ``refit_every`` runs the engine's segments."""
-        if getattr(self, "refit_every", None) is not None:
+        if getattr(self, "refit_every", None) is not None or self._engine_only():
             super()._run_ops(ops, b, s, y, w, t, out_p, out_llr)
             return
         if isinstance(ops, int):
@@ -320,6 +335,8 @@ class _HistogramGLMCalibrator(RefitCalibrator):
 
     def _predict_arrays(self, b, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # the served map and LLR by the compiled loop's own scalar code
+        if self._engine_only():
+            return super()._predict_arrays(b, s)
         self._ensure_fitted()
         a = self._glm_arrays()
         self._glm_state_in(a)

@@ -435,6 +435,11 @@ class ISplineCalibrator(RefitCalibrator):
 
     def _loop_serves(self) -> bool:
         # a subclass with its own refit hook keeps the engine (the loop does not call the hook)
+        if "histogram" in self.__dict__:
+            # an outside reader supplies the histogram (a keyed prior's pseudo-counts): the
+            # engine refits from it, and the loop's state (of the window alone) is dropped
+            self._stream = None
+            return False
         return (
             self._STREAM_LOOP
             and getattr(self, "refit_every", None) is None
