@@ -293,36 +293,16 @@ class KeyedRows:
             # memory in proportion to the state (growth stays geometric: amortised O(1) per slot)
             new = max(1024, size + (size >> 2), used + need)
             for suffix in ("_b", "_f", "_n"):
-                name = prefix + suffix
-                if name in self.__dict__:
-                    self.__dict__[name] = _grown(self.__dict__.pop(name), new)
+                arr = getattr(self, prefix + suffix, None)
+                if arr is None:
+                    continue
+                grown = np.zeros((*arr.shape[:-1], new), dtype=arr.dtype)
+                grown[..., : arr.shape[-1]] = arr
+                setattr(self, prefix + suffix, grown)
 
     def _key_calibrator(self, k: int) -> PAVCalibrator:
         """The template calibrator holding key ``k``'s window (a new object)."""
         return row_to_calibrator(self._export(k), self._global)
-
-
-def _grown(arr: np.ndarray, new: int) -> np.ndarray:
-    """``arr`` with its last axis enlarged to ``new`` (zeros after the old end). In place when
-    numpy may reallocate it (no other reference to it): the allocator can extend a large block
-    without holding the old and the new one at once, which bounds the arenas' peak; else a copy."""
-    shape, old = arr.shape, arr.shape[-1]
-    rows = arr.size // old if old else 0
-    if rows:
-        try:
-            arr.resize(rows * new, refcheck=True)
-        except (ValueError, SystemError):
-            rows = 0
-    if not rows:
-        grown = np.zeros((*shape[:-1], new), dtype=arr.dtype)
-        grown[..., :old] = arr
-        return grown
-    for r in range(rows - 1, 0, -1):  # each row to its new start, the last first
-        arr[r * new : r * new + old] = arr[r * old : (r + 1) * old].copy()
-        arr[r * old : min((r + 1) * old, r * new)] = 0
-    out = arr.reshape(*shape[:-1], new)
-    out[..., old:] = 0
-    return out
 
 
 def _moments(kf: np.ndarray, n: int) -> tuple[float, ...]:
