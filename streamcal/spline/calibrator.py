@@ -411,7 +411,7 @@ class ISplineCalibrator(RefitCalibrator):
             st = self._stream
             hist = self._hist
             stop, code = _config.run(
-                _ks.stream_run_ops, n - i, ops, b, s, y, w, t, i, hist.floats, hist.ints,
+                _ks.stream_run_ops, n - i, ops, b, s, y, w, t, i, *hist.live_arrays(),
                 st["centres"], int(self.order), st["wanted"], st["inner"], st["use_inner"],
                 st["st"], st["ist"], st["knots"], st["scratch"], st["rows"], st["base"], st["band"],
                 st["cross"], st["coef"], st["beta"], st["free"], st["lpos"], st["lneg"], st["spos"],
@@ -477,8 +477,8 @@ class ISplineCalibrator(RefitCalibrator):
         st = getattr(self, "_stream", None)  # absent from a restored state (a cache)
         if (
             st is not None
-            and st["floats"] is hist.floats
-            and st["n_learned"] == hist.floats[_h.SF_N_LEARNED]
+            and st["floats"] is hist.live_arrays()[0]
+            and st["n_learned"] == hist.live_arrays()[0][_h.SF_N_LEARNED]
             and st["map"] is self._coef  # no refit outside the loop since it last ran
         ):
             return True
@@ -515,7 +515,7 @@ class ISplineCalibrator(RefitCalibrator):
             "xcov": np.zeros(B),
         }
         c = float(self.llr_pseudo_count)
-        floats = hist.floats
+        floats = hist.live_arrays()[0]
         if getattr(self, "prior", None) is not None:
             pos, neg = hist.real_weights()
             row = np.ascontiguousarray(np.concatenate((pos, neg)))
@@ -565,6 +565,6 @@ class ISplineCalibrator(RefitCalibrator):
         self._proba_low, self._proba_high = float(s[_ks.ST_LOW]), float(s[_ks.ST_HIGH])
         self._dirty = bool(s[_ks.ST_DIRTY] != 0.0)
         self._prior_strength = 0.0
-        st["floats"] = self._hist.floats
-        st["n_learned"] = self._hist.floats[_h.SF_N_LEARNED]
+        st["floats"] = self._hist.live_arrays()[0]
+        st["n_learned"] = st["floats"][_h.SF_N_LEARNED]
         st["map"] = self._coef
