@@ -133,6 +133,7 @@ PI_DEP_HI = 7  # the finite-LLR high run read the blocks from this bucket on
 PI_INTEGRAL = 8  # 1 while every learned weight was a whole number (and no decay): see below
 PI_EXACT = 9  # 1: the histogram holds whole numbers with a total below EXACT_TOTAL
 PI_KNOTS = 10  # 1: the knot list links the histogram's knots; 0: the blocks are over the prior's row
+PI_N_KNOTS = 11  # the number of linked knots (0 while the list is not kept)
 PI_HEADER = 12
 
 # The score prior (:mod:`streamcal._kernels.prior`): a section after the cuts, at
@@ -162,6 +163,10 @@ _H0 = np.int64(SF_HEADER)  # where the histogram starts in ``sf``
 _ALL = np.int64(-1)  # "every bucket changed": a full rebuild
 _SPARSE = np.int64(1)  # the blocks are over the histogram: its knot list is kept and followed
 _DENSE = np.int64(0)  # the blocks are over the prior's augmented row (every bucket a knot)
+_WALK = _SPARSE  # (a repair's argument) follow the knot list
+# The list is walked while fewer than one bucket in this many, between the first and the last
+# knot, is a knot.
+_KNOTS_SPARSE = 4
 
 # Below this total weight, sums of whole-number weights and the products of the pooling
 # test (at most total**2 < 2**52) are exact in float64.
@@ -337,6 +342,11 @@ def _relink_knots_inplace(hist, h0, pi):
             pi[KN + _KNOT_RECORD * j + _KPREV] = UNLINKED
     if prev != -1:
         pi[KN + _KNOT_RECORD * prev + _KNEXT] = -1
+    n = 0
+    for j in range(B):
+        if pi[KN + _KNOT_RECORD * j + _KNEXT] != UNLINKED:
+            n += 1
+    pi[PI_N_KNOTS] = n
     pi[PI_KNOTS] = 1
 
 
@@ -348,6 +358,7 @@ def _clear_knots_inplace(pi):
     for i in range(KN, KN + _KNOT_RECORD * B):
         pi[i] = UNLINKED
     pi[PI_KNOTS] = 0
+    pi[PI_N_KNOTS] = 0
 
 
 @jit_noalloc(forceinline=True)
@@ -377,6 +388,7 @@ def _link_knot_inplace(hist, h0, pi, k):
         pi[KN + _KNOT_RECORD * prev + _KNEXT] = k
     if nxt != -1:
         pi[KN + _KNOT_RECORD * nxt + _KPREV] = k
+    pi[PI_N_KNOTS] += 1
 
 
 @jit_noalloc(forceinline=True)
@@ -391,6 +403,7 @@ def _unlink_knot_inplace(pi, k):
         pi[KN + _KNOT_RECORD * nxt + _KPREV] = prev
     pi[KN + _KNOT_RECORD * k + _KNEXT] = UNLINKED
     pi[KN + _KNOT_RECORD * k + _KPREV] = UNLINKED
+    pi[PI_N_KNOTS] -= 1
 
 
 @jit_noalloc
@@ -522,13 +535,16 @@ def _bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n, sparse):
         if now and not was:
             _link_knot_inplace(hist, h0, pi, k)
     head = pi[PI_HEAD]
+    # walk the list where the knots are sparse (a walk follows one pointer per knot; the bucket
+    # by bucket scan reads consecutive buckets, faster per bucket where most are knots)
+    walk = _WALK if sparse == 1 and _KNOTS_SPARSE * pi[PI_N_KNOTS] < pi[PI_LAST] - head else _DENSE
     if not (
         pi[PI_EXACT] == 1
         and head != -1
         and head <= k <= pi[PI_LAST]
-        and _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn, sparse)
+        and _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn, walk)
     ):
-        _resweep_inplace(hist, h0, pf, pi, k, sparse)
+        _resweep_inplace(hist, h0, pf, pi, k, walk)
     if was and not now:  # an emptied knot leaves the list once the sweep has walked past it
         _unlink_knot_inplace(pi, k)
 
@@ -560,8 +576,9 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
 def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     """Resume the PAV sweep at the block holding ``k`` (``k = -1``: from scratch); see above.
 
-    ``sparse``: ``hist`` is the histogram, whose knot list the sweep walks (a full sweep links it
-    first); else the augmented row, swept bucket by bucket (a full sweep drops the list).
+    A full sweep (``k = -1``) links the knot list when ``sparse`` (``hist`` is the histogram) and
+    drops it otherwise (the augmented row). A resumed sweep walks the list when ``sparse``, else
+    the buckets one by one (the augmented row, or a histogram whose knots are dense).
     """
     B = pi[PI_B]
     KN = _knots_offset(B)
