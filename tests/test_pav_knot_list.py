@@ -86,3 +86,39 @@ def test_sparse_histogram_blocks_equal_a_rebuild_bit_for_bit(window, weights):
         again_i[scratch_i] = pi[scratch_i]
         assert again_f.view(np.int64).tolist() == pf.view(np.int64).tolist()
         assert again_i.tolist() == pi.tolist()
+
+
+@pytest.mark.parametrize("buckets", [LogitGrid(64), "quantile:16"])
+def test_out_arrays_receive_the_outputs_bit_for_bit(buckets):
+    rng = np.random.default_rng(3)
+    s = rng.uniform(size=3000)
+    y = rng.uniform(size=3000) < s
+    a = PAVCalibrator(buckets=buckets, window=CountWindow(500))
+    b = PAVCalibrator(buckets=buckets, window=CountWindow(500))
+    out = (np.full(1000, 7.0), np.full(1000, 7.0))
+    for lo in range(0, 3000, 1000):  # the same arrays batch after batch
+        proba, llr = a.prequential(s[lo : lo + 1000], y[lo : lo + 1000])
+        got = b.prequential(s[lo : lo + 1000], y[lo : lo + 1000], out=out)
+        assert got[0] is out[0]
+        assert got[1] is out[1]
+        assert proba.tobytes() == out[0].tobytes()
+        assert llr.tobytes() == out[1].tobytes()
+    pair = (np.empty(3), np.empty(3))
+    b.predict_both([0.1, 0.5, 0.9], out=pair)
+    assert pair[0].tobytes() == a.predict_proba([0.1, 0.5, 0.9]).tobytes()
+    assert pair[1].tobytes() == a.predict_llr([0.1, 0.5, 0.9]).tobytes()
+
+
+@pytest.mark.parametrize(
+    "out",
+    [None, (np.empty(4),), (np.empty(3), np.empty(4)), (np.empty(4, dtype=np.float32), np.empty(4)), "x"],
+)
+def test_bad_out_arrays_are_rejected_and_change_nothing(out):
+    cal = PAVCalibrator(window=CountWindow(10)).fit([0.2, 0.4, 0.6], [0, 1, 1])
+    before = cal.map_arrays()[0].tobytes(), cal.n_learned
+    if out is None:
+        shared = np.empty(8)
+        out = (shared[:4], shared[:4])
+    with pytest.raises(ValueError, match="`out"):
+        cal.prequential([0.1, 0.3, 0.5, 0.7], [0, 0, 1, 1], out=out)
+    assert (cal.map_arrays()[0].tobytes(), cal.n_learned) == before
