@@ -211,11 +211,6 @@ def pav_state_sizes_before_knots(n_buckets: int) -> int:
     return PI_HEADER + (_PI_RECORD + _STACK_RECORD) * n_buckets
 
 
-@jit_noalloc(forceinline=True)
-def _knots_offset(B):
-    return PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B
-
-
 def pav_state_sizes_before_prior(n_buckets: int) -> int:
     """Length of ``pf`` in the layout of format version 2 without the prior section."""
     return PF_HEADER + (_PF_RECORD + _STACK_RECORD + 1) * n_buckets
@@ -309,7 +304,7 @@ def empty_pav_state(
     pi[PI_EXACT] = 0
     pi[PI_KNOTS] = 1  # no knot, none linked
     pav_field(pi, B, _OWNER)[:] = -1
-    at = _knots_offset.py_func(B)
+    at = pav_state_sizes_before_knots(B)
     pi[at : at + _KNOT_RECORD * B] = UNLINKED
     pav_field(pf, B, _FIT_OWNER)[:] = -1.0
     return pf, pi
@@ -323,87 +318,6 @@ def empty_pav_state(
 # the buckets. The list is a function of the histogram (``PI_KNOTS`` = 1); while the blocks are
 # over the prior's augmented row, where every bucket is a knot, it is not kept: all
 # ``UNLINKED``, ``PI_KNOTS`` = 0, and the next sweep over the histogram links it again.
-
-
-@jit_noalloc
-def _relink_knots_inplace(hist, h0, pi):
-    """Link every knot of the histogram ``hist[h0:]`` (O(buckets): with a full sweep)."""
-    B = pi[PI_B]
-    KN = _knots_offset(B)
-    prev = -1
-    for j in range(B):
-        if hist[h0 + j] + hist[h0 + B + j] > 0.0:
-            pi[KN + _KNOT_RECORD * j + _KPREV] = prev
-            if prev != -1:
-                pi[KN + _KNOT_RECORD * prev + _KNEXT] = j
-            prev = j
-        else:
-            pi[KN + _KNOT_RECORD * j + _KNEXT] = UNLINKED
-            pi[KN + _KNOT_RECORD * j + _KPREV] = UNLINKED
-    if prev != -1:
-        pi[KN + _KNOT_RECORD * prev + _KNEXT] = -1
-    n = 0
-    for j in range(B):
-        if pi[KN + _KNOT_RECORD * j + _KNEXT] != UNLINKED:
-            n += 1
-    pi[PI_N_KNOTS] = n
-    pi[PI_KNOTS] = 1
-
-
-@jit_noalloc
-def _clear_knots_inplace(pi):
-    """The knot list not kept (blocks over the augmented row): every bucket ``UNLINKED``."""
-    B = pi[PI_B]
-    KN = _knots_offset(B)
-    for i in range(KN, KN + _KNOT_RECORD * B):
-        pi[i] = UNLINKED
-    pi[PI_KNOTS] = 0
-    pi[PI_N_KNOTS] = 0
-
-
-@jit_noalloc(forceinline=True)
-def _link_knot_inplace(hist, h0, pi, k):
-    """Link bucket ``k``, a knot now, into the list; the blocks are still those of the histogram
-    before ``k`` changed (every other bucket as it is now). Its previous knot is the last knot of
-    the block on its left when ``k`` lies in a gap, else the first non-empty bucket below it
-    (the block holding ``k`` starts at a knot below it)."""
-    B = pi[PI_B]
-    KN = _knots_offset(B)
-    head = pi[PI_HEAD]
-    if head == -1 or k < head:
-        prev = np.int64(-1)
-    elif k > pi[PI_LAST]:
-        prev = pi[PI_LAST]
-    else:
-        o = pi[OWNER + _PI_RECORD * k]
-        prev = pi[BEND + _PI_RECORD * o]
-        if k < prev:
-            prev = k - 1
-            while not hist[h0 + prev] + hist[h0 + B + prev] > 0.0:
-                prev -= 1
-    nxt = head if prev == -1 else pi[KN + _KNOT_RECORD * prev + _KNEXT]
-    pi[KN + _KNOT_RECORD * k + _KNEXT] = nxt
-    pi[KN + _KNOT_RECORD * k + _KPREV] = prev
-    if prev != -1:
-        pi[KN + _KNOT_RECORD * prev + _KNEXT] = k
-    if nxt != -1:
-        pi[KN + _KNOT_RECORD * nxt + _KPREV] = k
-    pi[PI_N_KNOTS] += 1
-
-
-@jit_noalloc(forceinline=True)
-def _unlink_knot_inplace(pi, k):
-    """Take bucket ``k``, no longer a knot, out of the list."""
-    KN = _knots_offset(pi[PI_B])
-    prev = pi[KN + _KNOT_RECORD * k + _KPREV]
-    nxt = pi[KN + _KNOT_RECORD * k + _KNEXT]
-    if prev != -1:
-        pi[KN + _KNOT_RECORD * prev + _KNEXT] = nxt
-    if nxt != -1:
-        pi[KN + _KNOT_RECORD * nxt + _KPREV] = prev
-    pi[KN + _KNOT_RECORD * k + _KNEXT] = UNLINKED
-    pi[KN + _KNOT_RECORD * k + _KPREV] = UNLINKED
-    pi[PI_N_KNOTS] -= 1
 
 
 @jit_noalloc
@@ -448,7 +362,7 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
     B = pi[PI_B]
     POS = h0
     NEG = h0 + B
-    KN = _knots_offset(B)
+    KN = PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B
     f = pi[OWNER + _PI_RECORD * k]
     last = pi[BEND + _PI_RECORD * f]
     if k > last:  # k was an empty bucket in a gap: a new knot
@@ -529,11 +443,33 @@ def _bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n, sparse):
             _resweep_inplace(hist, h0, pf, pi, _ALL, sparse)
             return
         now = hist[h0 + k] + hist[h0 + B + k] > 0.0
-        was = pi[_knots_offset(B) + _KNOT_RECORD * k + _KNEXT] != UNLINKED
+        was = pi[PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B + _KNOT_RECORD * k + _KNEXT] != UNLINKED
         if not (now or was):  # a weight of -0.0 or a change within a knot's zero: nothing to repair
             return
         if now and not was:
-            _link_knot_inplace(hist, h0, pi, k)
+            # link k: its previous knot is the last knot of the block on its left when k lies
+            # in a gap, else the first non-empty bucket below it (its block starts at a knot
+            # below it); the blocks are still those of the histogram before k changed
+            KN = PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B
+            first = pi[PI_HEAD]
+            if first == -1 or k < first:
+                prev = np.int64(-1)
+            elif k > pi[PI_LAST]:
+                prev = pi[PI_LAST]
+            else:
+                prev = pi[BEND + _PI_RECORD * pi[OWNER + _PI_RECORD * k]]
+                if k < prev:
+                    prev = k - 1
+                    while not hist[h0 + prev] + hist[h0 + B + prev] > 0.0:
+                        prev -= 1
+            nxt = first if prev == -1 else pi[KN + _KNOT_RECORD * prev + _KNEXT]
+            pi[KN + _KNOT_RECORD * k + _KNEXT] = nxt
+            pi[KN + _KNOT_RECORD * k + _KPREV] = prev
+            if prev != -1:
+                pi[KN + _KNOT_RECORD * prev + _KNEXT] = k
+            if nxt != -1:
+                pi[KN + _KNOT_RECORD * nxt + _KPREV] = k
+            pi[PI_N_KNOTS] += 1
     head = pi[PI_HEAD]
     # walk the list where the knots are sparse (a walk follows one pointer per knot; the bucket
     # by bucket scan reads consecutive buckets, faster per bucket where most are knots)
@@ -546,7 +482,16 @@ def _bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n, sparse):
     ):
         _resweep_inplace(hist, h0, pf, pi, k, walk)
     if was and not now:  # an emptied knot leaves the list once the sweep has walked past it
-        _unlink_knot_inplace(pi, k)
+        KN = PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B
+        prev = pi[KN + _KNOT_RECORD * k + _KPREV]
+        nxt = pi[KN + _KNOT_RECORD * k + _KNEXT]
+        if prev != -1:
+            pi[KN + _KNOT_RECORD * prev + _KNEXT] = nxt
+        if nxt != -1:
+            pi[KN + _KNOT_RECORD * nxt + _KPREV] = prev
+        pi[KN + _KNOT_RECORD * k + _KNEXT] = UNLINKED
+        pi[KN + _KNOT_RECORD * k + _KPREV] = UNLINKED
+        pi[PI_N_KNOTS] -= 1
 
 
 @jit_noalloc
@@ -557,19 +502,13 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     the bucket's old weights this always resumes the sweep (:func:`pav_bucket_delta_inplace`
     can often update the block in place).
     """
-    if k < 0 or pi[PI_KNOTS] == 0:
+    if k < 0:
         _resweep_inplace(hist, h0, pf, pi, _ALL, _SPARSE)
         return
-    KN = _knots_offset(pi[PI_B])
-    now = hist[h0 + k] + hist[h0 + pi[PI_B] + k] > 0.0
-    was = pi[KN + _KNOT_RECORD * k + _KNEXT] != UNLINKED
-    if not (now or was):  # empty before and after: the histogram, so the blocks, as they were
-        return
-    if now and not was:
-        _link_knot_inplace(hist, h0, pi, k)
-    _resweep_inplace(hist, h0, pf, pi, k, _SPARSE)
-    if was and not now:
-        _unlink_knot_inplace(pi, k)
+    exact = pi[PI_EXACT]
+    pi[PI_EXACT] = 0  # no O(1) update: the old weights are unknown (NaN: never "unchanged")
+    _bucket_delta_inplace(hist, h0, pf, pi, k, math.nan, math.nan, _SPARSE)
+    pi[PI_EXACT] = exact
 
 
 @jit_noalloc
@@ -581,12 +520,29 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     the buckets one by one (the augmented row, or a histogram whose knots are dense).
     """
     B = pi[PI_B]
-    KN = _knots_offset(B)
-    if k < 0:
-        if sparse:
-            _relink_knots_inplace(hist, h0, pi)
-        elif pi[PI_KNOTS] == 1:
-            _clear_knots_inplace(pi)
+    KN = PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B
+    if k < 0 and sparse:  # link every knot (written out here: a helper would be one more compile)
+        prev = -1
+        n_knots = 0
+        for j in range(B):
+            if hist[h0 + j] + hist[h0 + B + j] > 0.0:
+                pi[KN + _KNOT_RECORD * j + _KPREV] = prev
+                if prev != -1:
+                    pi[KN + _KNOT_RECORD * prev + _KNEXT] = j
+                prev = j
+                n_knots += 1
+            else:
+                pi[KN + _KNOT_RECORD * j + _KNEXT] = UNLINKED
+                pi[KN + _KNOT_RECORD * j + _KPREV] = UNLINKED
+        if prev != -1:
+            pi[KN + _KNOT_RECORD * prev + _KNEXT] = -1
+        pi[PI_N_KNOTS] = n_knots
+        pi[PI_KNOTS] = 1
+    elif k < 0 and pi[PI_KNOTS] == 1:  # the augmented row: the list is not kept
+        for i in range(KN, KN + _KNOT_RECORD * B):
+            pi[i] = UNLINKED
+        pi[PI_KNOTS] = 0
+        pi[PI_N_KNOTS] = 0
     linked = sparse == 1 and k >= 0  # the sweep starts at a linked bucket (a knot, or k just emptied)
     POS = h0
     NEG = h0 + B
