@@ -74,7 +74,8 @@ prune few of them.
 Layout of the PAV state (see :mod:`streamcal._kernels.histogram` for the histogram itself):
 ``pf`` float64 = header (PF_*), then per bucket the record (fit, bpos, bneg, centre, fit_owner), then the
 stack (P, N) per stack slot, then the B - 1 cuts; ``pi`` int64 = header (PI_*), then per bucket
-(owner, bend, bprev, bnext), then the stack (first, last) per slot. Records rather than one
+(owner, bend, bprev, bnext), then the stack (first, last) per slot, then the knot list (next
+knot, previous knot) per bucket (see "the knot list" below). Records rather than one
 section per field: a repair reads and writes several fields of the same few buckets, which
 then share cache lines (the river face calls the kernel with a cache the interpreter has
 cooled).
