@@ -74,7 +74,8 @@ prune few of them.
 Layout of the PAV state (see :mod:`streamcal._kernels.histogram` for the histogram itself):
 ``pf`` float64 = header (PF_*), then per bucket the record (fit, bpos, bneg, centre, fit_owner), then the
 stack (P, N) per stack slot, then the B - 1 cuts; ``pi`` int64 = header (PI_*), then per bucket
-(owner, bend, bprev, bnext), then the stack (first, last) per slot. Records rather than one
+(owner, bend, bprev, bnext), then the stack (first, last) per slot, then the knot list (next
+knot, previous knot) per bucket (see "the knot list" below). Records rather than one
 section per field: a repair reads and writes several fields of the same few buckets, which
 then share cache lines (the river face calls the kernel with a cache the interpreter has
 cooled).
@@ -132,6 +133,8 @@ PI_DEP_LO = 6  # the finite-LLR low run read the blocks up to this bucket (B: al
 PI_DEP_HI = 7  # the finite-LLR high run read the blocks from this bucket on
 PI_INTEGRAL = 8  # 1 while every learned weight was a whole number (and no decay): see below
 PI_EXACT = 9  # 1: the histogram holds whole numbers with a total below EXACT_TOTAL
+PI_KNOTS = 10  # 1: the knot list links the histogram's knots; 0: the blocks are over the prior's row
+PI_N_KNOTS = 11  # the number of linked knots (0 while the list is not kept)
 PI_HEADER = 12
 
 # The score prior (:mod:`streamcal._kernels.prior`): a section after the cuts, at
@@ -159,6 +162,12 @@ PRIOR_REFRESH_EVERY = 1 << 16
 # versions), but types a NumPy integer as ``int64``, like a variable. So callers pass these.
 _H0 = np.int64(SF_HEADER)  # where the histogram starts in ``sf``
 _ALL = np.int64(-1)  # "every bucket changed": a full rebuild
+_SPARSE = np.int64(1)  # the blocks are over the histogram: its knot list is kept and followed
+_DENSE = np.int64(0)  # the blocks are over the prior's augmented row (every bucket a knot)
+_WALK = _SPARSE  # (a repair's argument) follow the knot list
+# The list is walked while fewer than one bucket in this many, between the first and the last
+# knot, is a knot.
+_KNOTS_SPARSE = 4
 
 # Below this total weight, sums of whole-number weights and the products of the pooling
 # test (at most total**2 < 2**52) are exact in float64.
@@ -176,6 +185,9 @@ _FIT, _BPOS, _BNEG, _CENTRES, _FIT_OWNER = 0, 1, 2, 3, 4  # pf record
 _OWNER, _BEND, _BPREV, _BNEXT = 0, 1, 2, 3  # pi record
 _SPOS, _SNEG = 0, 1  # pf stack record
 _SFIRST, _SLAST = 0, 1  # pi stack record
+_KNOT_RECORD = 2  # the knot list's fields per bucket in pi, after the stack: (next knot, previous knot)
+_KNEXT, _KPREV = 0, 1
+UNLINKED = -2  # both fields of a bucket that is not a knot (-1: no next / previous knot)
 # offsets of the per-bucket fields (field of bucket k at OFFSET + _PF_RECORD * k or
 # OFFSET + _PI_RECORD * k): compile-time constants
 FIT = PF_HEADER + _FIT
@@ -192,7 +204,12 @@ BNEXT = PI_HEADER + _BNEXT
 def pav_state_sizes(n_buckets: int) -> tuple[int, int]:
     """Lengths of the ``pf`` and ``pi`` arrays for ``n_buckets`` buckets."""
     nf = PF_HEADER + (_PF_RECORD + _STACK_RECORD + 1 + 2) * n_buckets + PR_HEADER
-    return nf, PI_HEADER + (_PI_RECORD + _STACK_RECORD) * n_buckets
+    return nf, PI_HEADER + (_PI_RECORD + _STACK_RECORD + _KNOT_RECORD) * n_buckets
+
+
+def pav_state_sizes_before_knots(n_buckets: int) -> int:
+    """Length of ``pi`` in the layouts without the knot list."""
+    return PI_HEADER + (_PI_RECORD + _STACK_RECORD) * n_buckets
 
 
 def pav_state_sizes_before_prior(n_buckets: int) -> int:
@@ -286,9 +303,22 @@ def empty_pav_state(
     pi[PI_DEP_HI] = -1
     pi[PI_INTEGRAL] = 1
     pi[PI_EXACT] = 0
+    pi[PI_KNOTS] = 1  # no knot, none linked
     pav_field(pi, B, _OWNER)[:] = -1
+    at = pav_state_sizes_before_knots(B)
+    pi[at : at + _KNOT_RECORD * B] = UNLINKED
     pav_field(pf, B, _FIT_OWNER)[:] = -1.0
     return pf, pi
+
+
+# ------------------------------------------------------------------------------ the knot list
+# Over the histogram itself (no prior, or a prior of strength 0) most buckets may be empty: with
+# many buckets and a short window a block spans long runs of empty buckets. The knots are
+# therefore linked in a list (``pi``'s last section: next and previous knot of each knot,
+# ``UNLINKED`` in both fields of every other bucket), and the repairs walk the knots instead of
+# the buckets. The list is a function of the histogram (``PI_KNOTS`` = 1); while the blocks are
+# over the prior's augmented row, where every bucket is a knot, it is not kept: all
+# ``UNLINKED``, ``PI_KNOTS`` = 0, and the next sweep over the histogram links it again.
 
 
 @jit_noalloc
@@ -310,7 +340,7 @@ def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
 
 
 @jit_noalloc(forceinline=True)
-def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
+def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
     """Whole-number weights, bucket ``k`` changed by ``(dp, dn)``: the block updated in place.
 
     With exact sums, the block ``[f, l]`` stays a block when both end knots remain, every
@@ -327,11 +357,13 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
     tested. When it falls, the prefixes ending before ``k`` are safe (their rates did not move)
     and those ending at or after ``k`` are tested, as their complements: the suffix from
     ``j + 1`` has a rate > the block's exactly when the prefix to ``j`` has a rate below it.
-    Returns False, having written nothing, when any condition fails.
+    Returns False, having written nothing, when any condition fails. ``sparse``: the scans walk
+    the knot list (an empty bucket adds nothing to a prefix).
     """
     B = pi[PI_B]
     POS = h0
     NEG = h0 + B
+    KN = PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B
     f = pi[OWNER + _PI_RECORD * k]
     last = pi[BEND + _PI_RECORD * f]
     if k > last:  # k was an empty bucket in a gap: a new knot
@@ -344,19 +376,23 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
     if dp > 0.0 or dn < 0.0:  # the rate may rise: the prefixes ending before k
         cp = 0.0
         ct = 0.0
-        for g in range(f, k):
+        g = f
+        while g < k:  # a knot of the block lies at or after k: the walk ends there
             cp += hist[POS + g]
             ct += hist[POS + g] + hist[NEG + g]
             if cp * t < p * ct:
                 return False
+            g = pi[KN + _KNOT_RECORD * g + _KNEXT] if sparse else g + 1
     if dp < 0.0 or dn > 0.0:  # the rate may fall: the suffixes starting after k
         sp = 0.0
         st = 0.0
-        for g in range(last, k, -1):
+        g = last
+        while g > k:  # a knot of the block lies at or before k
             sp += hist[POS + g]
             st += hist[POS + g] + hist[NEG + g]
             if sp * t > p * st:
                 return False
+            g = pi[KN + _KNOT_RECORD * g + _KPREV] if sparse else g - 1
     chain = pi[BPREV + _PI_RECORD * f]
     if chain != -1 and _violates(pf[BPOS + _PF_RECORD * chain], pf[BNEG + _PF_RECORD * chain], p, n):
         return False
@@ -383,25 +419,80 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn):
 
 @jit_noalloc(forceinline=True)
 def pav_bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n):
-    """Repair after bucket ``k`` changed from ``(old_p, old_n)`` to its current weights.
+    """Repair after bucket ``k`` of the histogram ``hist[h0:]`` changed from ``(old_p, old_n)``
+    to its current weights.
 
     The same result as :func:`pav_bucket_changed_inplace` (bit for bit); knowing the old
     weights lets whole-number histograms update a block's sums in O(1).
     """
+    _bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n, _SPARSE)
+
+
+@jit_noalloc(forceinline=True)
+def _bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n, sparse):
+    """:func:`pav_bucket_delta_inplace` over the histogram (``sparse``: its knot list kept) or
+    over the prior's augmented row (every bucket a knot, no list)."""
     B = pi[PI_B]
     dp = hist[h0 + k] - old_p
     dn = hist[h0 + B + k] - old_n
     if dp == 0.0 and dn == 0.0:  # the histogram is as it was: so are its blocks
         return
+    was = True
+    now = True
+    if sparse:
+        if pi[PI_KNOTS] == 0:  # the list is not kept: a full sweep links it
+            _resweep_inplace(hist, h0, pf, pi, _ALL, sparse)
+            return
+        now = hist[h0 + k] + hist[h0 + B + k] > 0.0
+        was = pi[PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B + _KNOT_RECORD * k + _KNEXT] != UNLINKED
+        if not (now or was):  # a weight of -0.0 or a change within a knot's zero: nothing to repair
+            return
+        if now and not was:
+            # link k: its previous knot is the last knot of the block on its left when k lies
+            # in a gap, else the first non-empty bucket below it (its block starts at a knot
+            # below it); the blocks are still those of the histogram before k changed
+            KN = PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B
+            first = pi[PI_HEAD]
+            if first == -1 or k < first:
+                prev = np.int64(-1)
+            elif k > pi[PI_LAST]:
+                prev = pi[PI_LAST]
+            else:
+                prev = pi[BEND + _PI_RECORD * pi[OWNER + _PI_RECORD * k]]
+                if k < prev:
+                    prev = k - 1
+                    while not hist[h0 + prev] + hist[h0 + B + prev] > 0.0:
+                        prev -= 1
+            nxt = first if prev == -1 else pi[KN + _KNOT_RECORD * prev + _KNEXT]
+            pi[KN + _KNOT_RECORD * k + _KNEXT] = nxt
+            pi[KN + _KNOT_RECORD * k + _KPREV] = prev
+            if prev != -1:
+                pi[KN + _KNOT_RECORD * prev + _KNEXT] = k
+            if nxt != -1:
+                pi[KN + _KNOT_RECORD * nxt + _KPREV] = k
+            pi[PI_N_KNOTS] += 1
     head = pi[PI_HEAD]
-    if (
+    # walk the list where the knots are sparse (a walk follows one pointer per knot; the bucket
+    # by bucket scan reads consecutive buckets, faster per bucket where most are knots)
+    walk = _WALK if sparse == 1 and _KNOTS_SPARSE * pi[PI_N_KNOTS] < pi[PI_LAST] - head else _DENSE
+    if not (
         pi[PI_EXACT] == 1
         and head != -1
         and head <= k <= pi[PI_LAST]
-        and _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn)
+        and _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn, walk)
     ):
-        return
-    _resweep_inplace(hist, h0, pf, pi, k)
+        _resweep_inplace(hist, h0, pf, pi, k, walk)
+    if was and not now:  # an emptied knot leaves the list once the sweep has walked past it
+        KN = PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B
+        prev = pi[KN + _KNOT_RECORD * k + _KPREV]
+        nxt = pi[KN + _KNOT_RECORD * k + _KNEXT]
+        if prev != -1:
+            pi[KN + _KNOT_RECORD * prev + _KNEXT] = nxt
+        if nxt != -1:
+            pi[KN + _KNOT_RECORD * nxt + _KPREV] = prev
+        pi[KN + _KNOT_RECORD * k + _KNEXT] = UNLINKED
+        pi[KN + _KNOT_RECORD * k + _KPREV] = UNLINKED
+        pi[PI_N_KNOTS] -= 1
 
 
 @jit_noalloc
@@ -412,13 +503,48 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     the bucket's old weights this always resumes the sweep (:func:`pav_bucket_delta_inplace`
     can often update the block in place).
     """
-    _resweep_inplace(hist, h0, pf, pi, k)
+    if k < 0:
+        _resweep_inplace(hist, h0, pf, pi, _ALL, _SPARSE)
+        return
+    exact = pi[PI_EXACT]
+    pi[PI_EXACT] = 0  # no O(1) update: the old weights are unknown (NaN: never "unchanged")
+    _bucket_delta_inplace(hist, h0, pf, pi, k, math.nan, math.nan, _SPARSE)
+    pi[PI_EXACT] = exact
 
 
 @jit_noalloc
-def _resweep_inplace(hist, h0, pf, pi, k):
-    """Resume the PAV sweep at the block holding ``k`` (``k = -1``: from scratch); see above."""
+def _resweep_inplace(hist, h0, pf, pi, k, sparse):
+    """Resume the PAV sweep at the block holding ``k`` (``k = -1``: from scratch); see above.
+
+    A full sweep (``k = -1``) links the knot list when ``sparse`` (``hist`` is the histogram) and
+    drops it otherwise (the augmented row). A resumed sweep walks the list when ``sparse``, else
+    the buckets one by one (the augmented row, or a histogram whose knots are dense).
+    """
     B = pi[PI_B]
+    KN = PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B
+    if k < 0 and sparse:  # link every knot (written out here: a helper would be one more compile)
+        prev = -1
+        n_knots = 0
+        for j in range(B):
+            if hist[h0 + j] + hist[h0 + B + j] > 0.0:
+                pi[KN + _KNOT_RECORD * j + _KPREV] = prev
+                if prev != -1:
+                    pi[KN + _KNOT_RECORD * prev + _KNEXT] = j
+                prev = j
+                n_knots += 1
+            else:
+                pi[KN + _KNOT_RECORD * j + _KNEXT] = UNLINKED
+                pi[KN + _KNOT_RECORD * j + _KPREV] = UNLINKED
+        if prev != -1:
+            pi[KN + _KNOT_RECORD * prev + _KNEXT] = -1
+        pi[PI_N_KNOTS] = n_knots
+        pi[PI_KNOTS] = 1
+    elif k < 0 and pi[PI_KNOTS] == 1:  # the augmented row: the list is not kept
+        for i in range(KN, KN + _KNOT_RECORD * B):
+            pi[i] = UNLINKED
+        pi[PI_KNOTS] = 0
+        pi[PI_N_KNOTS] = 0
+    linked = sparse == 1 and k >= 0  # the sweep starts at a linked bucket (a knot, or k just emptied)
     POS = h0
     NEG = h0 + B
     SPOS = PF_HEADER + _PF_RECORD * B + _SPOS
@@ -453,7 +579,7 @@ def _resweep_inplace(hist, h0, pf, pi, k):
     tn = 0.0
     stopped = False
     j = start
-    while j < B:
+    while j >= 0:
         pj = hist[POS + j]
         nj = hist[NEG + j]
         if pj + nj > 0.0:
@@ -519,7 +645,10 @@ def _resweep_inplace(hist, h0, pf, pi, k):
                 if j == pi[BEND + _PI_RECORD * old_first] and tf == old_first:
                     stopped = True
                     break
-        j += 1
+        if linked:
+            j = pi[KN + _KNOT_RECORD * j + _KNEXT]  # -1 after the last knot
+        else:
+            j = j + 1 if j + 1 < B else -1
     if has_top:
         pi[SFIRST + _STACK_RECORD * sp] = tf
         pi[SLAST + _STACK_RECORD * sp] = tl
@@ -776,7 +905,7 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
     old_p = sf[SF_HEADER + b]
     old_n = sf[NEG + b]
     if window_add_inplace(sf, si, b, y, w, clock, kind):
-        _resweep_inplace(sf, _H0, pf, pi, _ALL)  # renormalised: rebuild everything
+        _resweep_inplace(sf, _H0, pf, pi, _ALL, _SPARSE)  # renormalised: rebuild everything
     else:
         pav_bucket_delta_inplace(sf, _H0, pf, pi, b, old_p, old_n)
     if sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:
@@ -801,7 +930,7 @@ def _prior_learn_one_inplace(sf, si, pf, pi, b, y, w, clock, kind, o):
         if window_expire_next_inplace(sf, si, clock, kind) < 0:
             break
         _augment_bucket_inplace(sf, pf, o, B, gone)
-        pav_bucket_delta_inplace(pf, h0, pf, pi, gone, old_p, old_n)
+        _bucket_delta_inplace(pf, h0, pf, pi, gone, old_p, old_n, _DENSE)
     old_p = pf[AUG + b]
     old_n = pf[AUG + B + b]
     renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
@@ -809,10 +938,10 @@ def _prior_learn_one_inplace(sf, si, pf, pi, b, y, w, clock, kind, o):
         pav_prior_refresh_inplace(sf, pf, pi, kind)
     elif renormalised:
         _augment_all_inplace(sf, pf, o, B)
-        _resweep_inplace(pf, h0, pf, pi, _ALL)
+        _resweep_inplace(pf, h0, pf, pi, _ALL, _DENSE)
     else:
         _augment_bucket_inplace(sf, pf, o, B, b)
-        pav_bucket_delta_inplace(pf, h0, pf, pi, b, old_p, old_n)
+        _bucket_delta_inplace(pf, h0, pf, pi, b, old_p, old_n, _DENSE)
     pav_update_extremes_inplace(sf, pf, pi, kind)
 
 
@@ -877,9 +1006,9 @@ def _rebuild_blocks_inplace(sf, pf, pi):
     o = _prior_offset(B)
     if pf[o + PR_KAPPA] > 0.0:
         _augment_all_inplace(sf, pf, o, B)
-        _resweep_inplace(pf, np.int64(o + PR_HEADER), pf, pi, _ALL)
+        _resweep_inplace(pf, np.int64(o + PR_HEADER), pf, pi, _ALL, _DENSE)
     else:
-        _resweep_inplace(sf, _H0, pf, pi, _ALL)
+        _resweep_inplace(sf, _H0, pf, pi, _ALL, _SPARSE)
 
 
 @jit_noalloc

@@ -127,6 +127,37 @@ def _bound_on_first_call(name: str, kernel, n_floats: int):
     return staticmethod(first_call)
 
 
+def _with_knot_list(pi: np.ndarray, n_buckets: int) -> np.ndarray:
+    """A copy of ``pi`` in the current layout: a state saved without the knot list gets one
+    marked as not kept (the next full sweep over the histogram links it)."""
+    ni = _k.pav_state_sizes(n_buckets)[1]
+    if pi.size >= ni:
+        return pi.copy()
+    out = np.full(ni, _k.UNLINKED, dtype=np.int64)
+    out[: pi.size] = pi
+    out[_k.PI_KNOTS] = 0
+    return out
+
+
+def _checked_out(out, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``out`` as a pair of float64 arrays to write ``n`` outputs into, or ValueError naming it."""
+    if not (isinstance(out, tuple | list) and len(out) == 2):
+        msg = f"`out` must be a pair of arrays (proba, llr); got {type(out).__name__}."
+        raise ValueError(msg)
+    for k, a in enumerate(out):
+        if not (
+            isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 1 and a.size == n
+            and a.flags.c_contiguous and a.flags.writeable
+        ):
+            got = f"{a.dtype} array of shape {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__
+            msg = f"`out[{k}]` must be a writeable, contiguous 1-d float64 array of length {n}; got {got}."
+            raise ValueError(msg)
+    if np.shares_memory(out[0], out[1]):
+        msg = "`out[0]` and `out[1]` must not share memory."
+        raise ValueError(msg)
+    return out[0], out[1]
+
+
 class PAVBlocks(NamedTuple):
     """The blocks of a streaming PAV fit (:meth:`PAVCalibrator.blocks`): each block's first and
     last bucket and its weight by class, and the fitted value of each bucket.
@@ -546,11 +577,14 @@ class PAVCalibrator(StreamingCalibrator):
         if self._linear is not (self.interpolation == "linear"):
             c.fail(f"`_linear`: expected {self.interpolation == 'linear'} for interpolation={self.interpolation!r}.")
         nf, ni = _k.pav_state_sizes(B)
-        pi = c.need_array(self._pi, "_pi", np.int64, size=ni)
+        pi = c.need_array(self._pi, "_pi", np.int64)
+        if pi.size not in (ni, _k.pav_state_sizes_before_knots(B)):  # the second: upgraded on loading
+            c.fail(f"`_pi`: expected {ni} values for {B} buckets; found {pi.size}.")
         pf = c.need_array(self._pf, "_pf", np.float64)
         if int(pi[_k.PI_B]) != B:
             c.fail(f"`_pi` bucket count: expected {B}; found {int(pi[_k.PI_B])}.")
-        for name, i in (("whole-number flag", _k.PI_INTEGRAL), ("exact flag", _k.PI_EXACT)):
+        flags = (("whole-number flag", _k.PI_INTEGRAL), ("exact flag", _k.PI_EXACT), ("knot-list flag", _k.PI_KNOTS))
+        for name, i in flags:
             if int(pi[i]) not in (0, 1):
                 c.fail(f"`_pi` {name}: expected 0 or 1; found {int(pi[i])}.")
         # format version 1, and version 2 before the prior's section: rebuilt on loading
@@ -593,12 +627,15 @@ class PAVCalibrator(StreamingCalibrator):
         c.need_finite(_k.pav_field(pf, B, _k._BPOS), "_pf block positive weights", low=0.0)
         c.need_finite(_k.pav_field(pf, B, _k._BNEG), "_pf block negative weights", low=0.0)
         self._check_loaded_prior(pf, B)
-        pf_again, pi_again = pf.copy(), pi.copy()
+        pf_again, pi_again = pf.copy(), _with_knot_list(pi, B)
         _config.run(_k.pav_rebuild_inplace, 0, self._sf, self._si, pf_again, pi_again)
+        pi_again = pi_again[: pi.size]  # a layout without the knot list: the rest compared
         scratch_f = slice(_k.PF_HEADER + _k._PF_RECORD * B, cuts_at)
-        scratch_i = slice(_k.PI_HEADER + _k._PI_RECORD * B, ni)
+        scratch_i = slice(_k.PI_HEADER + _k._PI_RECORD * B, _k.pav_state_sizes_before_knots(B))
         pf_again[scratch_f] = pf[scratch_f]
         pi_again[scratch_i] = pi[scratch_i]
+        if pi.size != ni:  # its flag follows the rebuild's
+            pi_again[_k.PI_KNOTS] = pi[_k.PI_KNOTS]
         for name, loaded, again, header, record in (
             ("_pf", pf, pf_again, _k.PF_HEADER, _k._PF_RECORD),
             ("_pi", pi, pi_again, _k.PI_HEADER, _k._PI_RECORD),
@@ -649,6 +686,12 @@ class PAVCalibrator(StreamingCalibrator):
         states may also predate the knots' span copied into ``pf``: the sweep writes it.)
         """
         B = int(self._blocks_ints[_k.PI_B])
+        if self._blocks_ints.size == _k.pav_state_sizes_before_knots(B):  # no knot list: linked by a rebuild
+            self._blocks_ints = _with_knot_list(self._blocks_ints, B)
+            if self._blocks_floats.size == _k.pav_state_sizes(B)[0]:
+                state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints)
+                _config.run(_k.pav_rebuild_inplace, 0, *state)
+                return
         if self._blocks_floats.size == _k.pav_state_sizes(B)[0]:
             return
         integral = int(self._blocks_ints[_k.PI_INTEGRAL])
@@ -720,8 +763,39 @@ class PAVCalibrator(StreamingCalibrator):
         for mine, last in zip(states[0], states[-1], strict=True):
             mine[:] = last
 
-    def _predict_arrays(self, b, s):
-        out_p = np.empty(s.size)
-        out_llr = np.empty(s.size)
+    def _predict_arrays(self, b, s, out=None):
+        out_p, out_llr = (np.empty(s.size), np.empty(s.size)) if out is None else out
         _config.run(_k.pav_predict_many, s.size, self._blocks_floats, b, s, out_p, out_llr)
         return out_p, out_llr
+
+    # ------------------------------------------------------------------ array face with out=
+    def prequential(self, scores, labels, *, weights=None, times=None, out=None) -> tuple[np.ndarray, np.ndarray]:
+        """Predict each event with the state before its label, then learn it: ``(proba, llr)``.
+
+        Equal, element for element, to a loop of ``predict_proba_one`` / ``predict_llr_one``
+        then ``learn_one``. ``out``: a pair of float64 arrays, one-dimensional, contiguous,
+        writeable and as long as ``scores``, that receive the outputs (and are returned): a
+        caller running batch after batch allocates nothing per batch.
+        """
+        if out is None:
+            return super().prequential(scores, labels, weights=weights, times=times)
+        with self._lock:
+            s, b = self._check_scores_and_buckets(scores)
+            y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None)
+            out = _checked_out(out, s.size)
+            return self._run(OP_PREQUENTIAL, s, y, w, t, b, out)
+
+    def predict_both(self, scores, *, out=None) -> tuple[np.ndarray, np.ndarray]:
+        """Calibrated probability and (finite) LLR of each score with the current state, in one
+        pass: ``(proba, llr)``, as :meth:`predict_proba` and :meth:`predict_llr` give them.
+        ``out``: a pair of arrays to write them into, as for :meth:`prequential`."""
+        with self._lock:
+            s, b = self._check_scores_and_buckets(scores)
+            if out is None:
+                return self._predict_both(s, b)
+            out = _checked_out(out, s.size)
+            if not self._hist.built:
+                out[0][:] = self._warm_proba()
+                out[1][:] = 0.0
+                return out
+            return self._predict_arrays(b, s, out)
