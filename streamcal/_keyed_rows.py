@@ -143,6 +143,21 @@ class KeyedRows:
         pos, tot = float(row.pos.sum()), float(row.pos.sum() + row.neg.sum())
         return pos / tot if tot > 0 else 0.0
 
+    def _run_between_refreshes(self, run, counts: np.ndarray) -> None:
+        """Run a call's events (``self._run_chunk``) in pieces that end at the events where the
+        prior refreshes (``counts``: the global learned count after each event), refreshing it
+        there: every event runs under the prior in force when it comes."""
+        n = counts.size
+        pos = 0
+        while pos < n:
+            stop = n
+            if counts[-1] >= self._next_refresh:  # the piece ends at the event that reaches the refresh
+                stop = max(pos + 1, int(np.searchsorted(counts, self._next_refresh)) + 1)
+            self._run_chunk(run, pos, stop)
+            pos = stop
+            if self._n_learned >= self._next_refresh:
+                self._refresh_prior()
+
     def _refresh_prior(self) -> None:
         """Take the prior from the global map as it is now; schedule the next refresh."""
         n = self._n_learned

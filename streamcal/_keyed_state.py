@@ -56,14 +56,7 @@ def check_keyed_state(obj) -> None:
     keys = state["_slot_keys"]
     if type(keys) is not list:
         c.fail(f"`_slot_keys`: expected a list; found {c.brief(keys)}.")
-    live = [key for key in keys if key is not None]
-    kinds = {type(key) for key in live}
-    if not kinds <= {int, str} or len(kinds) > 1:
-        c.fail("`_slot_keys`: expected ints or strings (one kind) and None.")
-    if len(set(live)) != len(live):
-        c.fail("`_slot_keys`: a key appears twice.")
-    if obj.max_keys is not None and len(live) > obj.max_keys:
-        c.fail(f"`_slot_keys`: {len(live)} keys hold a state; max_keys is {obj.max_keys}.")
+    check_slot_keys(keys, obj.max_keys)
     n = len(keys)
     kf = c.need_array(state["_kf"], "_kf", np.float64, ndim=2)
     ki = c.need_array(state["_ki"], "_ki", np.int64, ndim=2)
@@ -151,6 +144,19 @@ def _check_slot(k, kf, ki, ab, af, an, rb, rf, arena, cfg, ver) -> None:
         c.fail(f"key slot {k}: expected a finite prior odds multiplier and prior totals >= 0.")
     if ki[_kk.KI_N_POS] != int(row["n_pos"].sum()) or ki[_kk.KI_N_NEG] != int(row["n_neg"].sum()):
         c.fail(f"key slot {k}: its event counts do not add up.")
+
+
+def check_slot_keys(keys: list, max_keys) -> None:
+    """A restored keyed calibrator's slot keys: ints or strings (one kind) and None for free
+    slots, each key once, at most ``max_keys`` of them."""
+    live = [key for key in keys if key is not None]
+    kinds = {type(key) for key in live}
+    if not kinds <= {int, str} or len(kinds) > 1:
+        c.fail("`_slot_keys`: expected ints or strings (one kind) and None.")
+    if len(set(live)) != len(live):
+        c.fail("`_slot_keys`: a key appears twice.")
+    if max_keys is not None and len(live) > max_keys:
+        c.fail(f"`_slot_keys`: {len(live)} keys hold a state; max_keys is {max_keys}.")
 
 
 def check_exported(state, cfg) -> dict:

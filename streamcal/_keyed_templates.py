@@ -31,6 +31,7 @@ import numpy as np
 
 from streamcal import _state_check as c
 from streamcal._kernels import keyed as _kk
+from streamcal._keyed_state import check_slot_keys
 from streamcal._locking import LockedState
 from streamcal._operations import OP_LEARN, OP_PREDICT
 from streamcal._refit import RefitCalibrator
@@ -503,15 +504,7 @@ class TemplateKeys:
                 self._refresh_prior()
             self._n_learned = learned
             return out_p, out_llr
-        pos = 0
-        while pos < n:
-            stop = n
-            if counts[-1] >= self._next_refresh:  # the chunk ends at the event that reaches the refresh
-                stop = max(pos + 1, int(np.searchsorted(counts, self._next_refresh)) + 1)
-            self._run_chunk(run, pos, stop)
-            pos = stop
-            if self._n_learned >= self._next_refresh:
-                self._refresh_prior()
+        self._run_between_refreshes(run, counts)
         return out_p, out_llr
 
     def _run_chunk(self, run, pos: int, stop: int) -> None:
@@ -678,14 +671,7 @@ def check_template_keyed_state(obj) -> None:
     cals = state["_cals"]
     if type(keys) is not list or type(cals) is not list or len(cals) != len(keys):
         c.fail("`_slot_keys`/`_cals`: expected two lists of one entry per slot.")
-    live = [key for key in keys if key is not None]
-    kinds = {type(key) for key in live}
-    if not kinds <= {int, str} or len(kinds) > 1:
-        c.fail("`_slot_keys`: expected ints or strings (one kind) and None.")
-    if len(set(live)) != len(live):
-        c.fail("`_slot_keys`: a key appears twice.")
-    if obj.max_keys is not None and len(live) > obj.max_keys:
-        c.fail(f"`_slot_keys`: {len(live)} keys hold a state; max_keys is {obj.max_keys}.")
+    check_slot_keys(keys, obj.max_keys)
     n = len(keys)
     kf = c.need_array(state["_kf"], "_kf", np.float64, ndim=2)
     ki = c.need_array(state["_ki"], "_ki", np.int64, ndim=2)

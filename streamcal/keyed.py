@@ -461,15 +461,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         run = _Run(kc, ops, s, b, y, w, t, out_p, out_llr, counts)
         run.table = np.array([self._slot_of.get(key, -1) for key in kc.keys], dtype=np.int64)
         run.arrivals(learn)
-        pos = 0
-        while pos < n:
-            stop = n
-            if counts[-1] >= self._next_refresh:  # the chunk ends at the event that reaches the refresh
-                stop = max(pos + 1, int(np.searchsorted(counts, self._next_refresh)) + 1)
-            self._run_chunk(run, pos, stop)
-            pos = stop
-            if self._n_learned >= self._next_refresh:
-                self._refresh_prior()
+        self._run_between_refreshes(run, counts)
         return out_p, out_llr
 
     def _run_chunk(self, run, pos: int, stop: int) -> None:
