@@ -334,7 +334,7 @@ def test_the_wrappers_packed_path_and_its_fallbacks_equal_the_calibrators_river_
     key = cal.score_key or "score"
     for k, (x, y) in enumerate(datasets.Phishing().take(400)):
         w = (1.0, 2.5, 2)[k % 3]
-        held = model.calibrator._lock if k % 40 == 7 else contextlib.nullcontext()
+        held = model.calibrator.holding_packed_state() if k % 40 == 7 else contextlib.nullcontext()
         with held:
             got = model.predict_proba_one(x)
             model.learn_one(x, y, w=w)

@@ -30,6 +30,17 @@ from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
 TOL = 1e-9
 
 
+# the compiled refit's own arrays, read in two places only (white-box checks of its kernels)
+def glm_arrays(cal):
+    """The compiled refit's argument arrays of ``cal`` (its kernels' inputs)."""
+    return cal._glm_arrays()
+
+
+def glm_moments(cal):
+    """The Taylor moments ``cal``'s compiled refit keeps."""
+    return cal._glm_moments
+
+
 def naive_prior_refit_proba(cal, scores):
     """The served probabilities at ``scores`` of a converged cold full refit of ``cal``'s
     histogram, with the score prior (``cal.prior == "auto"``) as the Python full refit adds it."""
@@ -184,7 +195,7 @@ def test_default_grid_long_stream_with_the_prior_matches_at_probe_scores(cls):
         worst = max(worst, float(np.max(np.abs(got - naive_prior_refit_proba(cal, probes)))))
     assert worst <= TOL
     assert cal.prior_strength == 0.0
-    assert cal._glm_arrays().anchor[0] == 1.0  # the certificate's anchor is in use
+    assert glm_arrays(cal).anchor[0] == 1.0  # the certificate's anchor is in use
 
 
 @st.composite
@@ -228,7 +239,7 @@ def test_the_certificate_fires_on_a_long_miscalibrated_window():
     scores, labels = _long_stream(20_000, 1)
     cal = PlattCalibrator().update(scores, labels)
     cal.predict_proba(scores[:1])
-    a = cal._glm_arrays()
+    a = glm_arrays(cal)
     _, pos, neg = cal.histogram()
     B = pos.size
     assert cal.prior_strength == 0.0
@@ -237,7 +248,7 @@ def test_the_certificate_fires_on_a_long_miscalibrated_window():
     scores, labels = _long_stream(300, 2, miscalibrated=False)
     cal = PlattCalibrator().update(scores, labels)
     assert cal.prior_strength > 0.0
-    a = cal._glm_arrays()
+    a = glm_arrays(cal)
     _, pos, neg = cal.histogram()
     assert not _g.prior_strength_is_zero(np.concatenate((pos, neg)), 0, B, 1.0, a.pc, a.anchor)
 
@@ -325,7 +336,7 @@ def test_platt_taylor_moments_match_a_full_refit_on_every_event(window, prior):
     for i in range(n_warm, n_warm + n):
         x = {"score": float(scores[i])}
         p = cal.predict_proba_one(x)[True]
-        moments_served += cal._glm_moments[_g.MOM_UPDATES] > 0
+        moments_served += glm_moments(cal)[_g.MOM_UPDATES] > 0
         worst = max(worst, abs(p - float(naive_prior_refit_proba(cal, scores[i : i + 1])[0])))
         cal.learn_one(x, bool(labels[i]), w=float(weights[i]), t=None if times is None else float(times[i]))
     assert worst <= TOL
@@ -411,11 +422,11 @@ def test_a_state_saved_before_the_moments_loads_and_builds_them():
     del state["_glm_moments"], state["_glm_moments_order"]
     older = PlattCalibrator.__new__(PlattCalibrator)
     older.__setstate__(state)
-    assert older._glm_moments[_g.MOM_VALID] == 0.0
+    assert glm_moments(older)[_g.MOM_VALID] == 0.0
     a, _ = cal.prequential(scores[1000:], labels[1000:])
     b, _ = older.prequential(scores[1000:], labels[1000:])
     assert float(np.max(np.abs(a - b))) <= TOL
-    assert older._glm_moments[_g.MOM_VALID] == 1.0
+    assert glm_moments(older)[_g.MOM_VALID] == 1.0
 
 
 @pytest.mark.parametrize("window", [None, CountWindow(3000), Decay(2000.0), TimeWindow(3000.0)])
@@ -427,13 +438,13 @@ def test_the_running_sums_of_the_certificate_follow_the_histogram(window):
     times = np.cumsum(rng.exponential(1.0, scores.size))
     cal = PlattCalibrator(window=window)
     cal.prequential(scores, labels, times=times if window is not None and window.uses_times else None)
-    a = cal._glm_arrays()
-    sf, _ = cal._hist.live_arrays()
+    a = glm_arrays(cal)
+    sf, _ = cal.window_histogram.live_arrays()
     assert cal.prior_strength == 0.0
     assert a.anchor[_g.ANCHOR_SUMS_VALID] == 1.0
     assert a.anchor[_g.ANCHOR_N_LEARNED] == sf[3]  # the fingerprint: events learned
     _, pos, neg = cal.histogram()
-    unit = cal._hist.stored_unit()
+    unit = cal.window_histogram.stored_unit()
     n_all, mean, _, log_s, loglik = _g._prior_sums(np.concatenate((pos, neg)), 0, pos.size, 1.0, a.pc)
     np.testing.assert_allclose(a.anchor[_g.ANCHOR_N] / unit, n_all, rtol=1e-9)
     np.testing.assert_allclose(a.anchor[_g.ANCHOR_SX] / a.anchor[_g.ANCHOR_N], mean, rtol=1e-9)

@@ -540,10 +540,8 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
         pi[PI_N_KNOTS] = n_knots
         pi[PI_KNOTS] = 1
     elif k < 0 and pi[PI_KNOTS] == 1:  # the augmented row: the list is not kept
-        for i in range(KN, KN + _KNOT_RECORD * B):
-            pi[i] = UNLINKED
-        pi[PI_KNOTS] = 0
-        pi[PI_N_KNOTS] = 0
+        pi[KN : KN + _KNOT_RECORD * B] = UNLINKED
+        pi[PI_KNOTS] = pi[PI_N_KNOTS] = 0
     linked = sparse == 1 and k >= 0  # the sweep starts at a linked bucket (a knot, or k just emptied)
     POS = h0
     NEG = h0 + B
@@ -573,10 +571,7 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     #    it are in the scratch arrays.
     sp = 0
     has_top = False
-    tf = 0
-    tl = 0
-    tp = 0.0
-    tn = 0.0
+    tf, tl, tp, tn = 0, 0, 0.0, 0.0
     stopped = False
     j = start
     while j >= 0:

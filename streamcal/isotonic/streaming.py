@@ -21,6 +21,7 @@ from streamcal._kernels._config import entry_point
 from streamcal._streaming import OP_PREDICT, OP_PREQUENTIAL, StreamingCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
+from streamcal.isotonic._out_arrays import OutArrays
 from streamcal.windows import Window
 
 __all__ = ["PAVBlocks", "PAVCalibrator"]
@@ -139,25 +140,6 @@ def _with_knot_list(pi: np.ndarray, n_buckets: int) -> np.ndarray:
     return out
 
 
-def _checked_out(out, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``out`` as a pair of float64 arrays to write ``n`` outputs into, or ValueError naming it."""
-    if not (isinstance(out, tuple | list) and len(out) == 2):
-        msg = f"`out` must be a pair of arrays (proba, llr); got {type(out).__name__}."
-        raise ValueError(msg)
-    for k, a in enumerate(out):
-        if not (
-            isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 1 and a.size == n
-            and a.flags.c_contiguous and a.flags.writeable
-        ):
-            got = f"{a.dtype} array of shape {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__
-            msg = f"`out[{k}]` must be a writeable, contiguous 1-d float64 array of length {n}; got {got}."
-            raise ValueError(msg)
-    if np.shares_memory(out[0], out[1]):
-        msg = "`out[0]` and `out[1]` must not share memory."
-        raise ValueError(msg)
-    return out[0], out[1]
-
-
 class PAVBlocks(NamedTuple):
     """The blocks of a streaming PAV fit (:meth:`PAVCalibrator.blocks`): each block's first and
     last bucket and its weight by class, and the fitted value of each bucket.
@@ -180,7 +162,7 @@ class PAVBlocks(NamedTuple):
     fitted: np.ndarray
 
 
-class PAVCalibrator(StreamingCalibrator):
+class PAVCalibrator(OutArrays, StreamingCalibrator):
     """Streaming PAV calibrator: isotonic regression of the labels on the score, per event.
 
     The state is a windowed histogram of the scores (positive and negative weight per bucket)
@@ -767,35 +749,3 @@ class PAVCalibrator(StreamingCalibrator):
         out_p, out_llr = (np.empty(s.size), np.empty(s.size)) if out is None else out
         _config.run(_k.pav_predict_many, s.size, self._blocks_floats, b, s, out_p, out_llr)
         return out_p, out_llr
-
-    # ------------------------------------------------------------------ array face with out=
-    def prequential(self, scores, labels, *, weights=None, times=None, out=None) -> tuple[np.ndarray, np.ndarray]:
-        """Predict each event with the state before its label, then learn it: ``(proba, llr)``.
-
-        Equal, element for element, to a loop of ``predict_proba_one`` / ``predict_llr_one``
-        then ``learn_one``. ``out``: a pair of float64 arrays, one-dimensional, contiguous,
-        writeable and as long as ``scores``, that receive the outputs (and are returned): a
-        caller running batch after batch allocates nothing per batch.
-        """
-        if out is None:
-            return super().prequential(scores, labels, weights=weights, times=times)
-        with self._lock:
-            s, b = self._check_scores_and_buckets(scores)
-            y, w, t = self._check_learn_arrays(s.size, labels, weights, times, None)
-            out = _checked_out(out, s.size)
-            return self._run(OP_PREQUENTIAL, s, y, w, t, b, out)
-
-    def predict_both(self, scores, *, out=None) -> tuple[np.ndarray, np.ndarray]:
-        """Calibrated probability and (finite) LLR of each score with the current state, in one
-        pass: ``(proba, llr)``, as :meth:`predict_proba` and :meth:`predict_llr` give them.
-        ``out``: a pair of arrays to write them into, as for :meth:`prequential`."""
-        with self._lock:
-            s, b = self._check_scores_and_buckets(scores)
-            if out is None:
-                return self._predict_both(s, b)
-            out = _checked_out(out, s.size)
-            if not self._hist.built:
-                out[0][:] = self._warm_proba()
-                out[1][:] = 0.0
-                return out
-            return self._predict_arrays(b, s, out)
