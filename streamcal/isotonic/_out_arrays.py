@@ -55,7 +55,8 @@ class OutArrays:
 
     def predict_both(self, scores, *, out=None) -> tuple[np.ndarray, np.ndarray]:
         """Calibrated probability and (finite) LLR of each score with the current state, in one
-        pass: ``(proba, llr)``, as :meth:`predict_proba` and :meth:`predict_llr` give them.
+        pass: ``(proba, llr)``, as :meth:`streamcal.PAVCalibrator.predict_proba` and
+        :meth:`streamcal.PAVCalibrator.predict_llr` give them.
         ``out``: a pair of arrays to write them into, as for :meth:`prequential`."""
         with self._lock:
             s, b = self._check_scores_and_buckets(scores)
