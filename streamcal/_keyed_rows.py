@@ -8,6 +8,8 @@ conversions between a key's row, its exported values and a template calibrator.
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from streamcal._kernels import _config
@@ -54,6 +56,29 @@ class KeyedRows:
         caller's choice, as an expiry by time to live), so ``evictions`` does not count it."""
         with self._lock:
             self._drop(self._slot(key))
+
+    def _admit_keys(self, run, heap, push_next, pos: int, stop: int):
+        """Give a slot to each key of ``heap`` (``(first learn position, code)``) that arrives before
+        ``stop``, in order, evicting the least recently updated key first when ``max_keys`` is
+        reached (an evicted key of this call is queued again by ``push_next`` from ``pos``).
+        Returns ``(end, admitted)``: the events ``pos .. end - 1`` can run now (an arrival that
+        needs an eviction after ``pos`` ends them), and the ``(position, code)`` admitted."""
+        end = stop
+        admitted = []
+        while heap and heap[0][0] < end:
+            if self.max_keys is not None and self.n_keys >= self.max_keys:
+                if heap[0][0] > pos:
+                    end = heap[0][0]  # run up to the arrival, then evict
+                    break
+                evicted = self._evict_lru()
+                code = run.code_of.get(evicted, -1)
+                if code >= 0:
+                    run.table[code] = -1
+                    push_next(code, pos)
+            at, code = heapq.heappop(heap)
+            run.table[code] = self._new_slot(run.kc.keys[code])
+            admitted.append((at, code))
+        return end, admitted
 
     def _evict_lru(self):
         """Evict the least recently updated key; returns it."""

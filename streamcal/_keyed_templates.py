@@ -510,21 +510,9 @@ class TemplateKeys:
     def _run_chunk(self, run, pos: int, stop: int) -> None:
         """Events ``pos .. stop - 1`` under one prior: segments between the evictions that new
         keys force, each run per key (the keys' events are independent under one prior)."""
-        heap = run.arrivals.heap
         while pos < stop:
-            end = stop  # new keys arriving before ``end`` get a slot, evicting when full
-            while heap and heap[0][0] < end:
-                if self.max_keys is not None and self.n_keys >= self.max_keys:
-                    if heap[0][0] > pos:
-                        end = heap[0][0]  # run up to the arrival, then evict
-                        break
-                    evicted = self._evict_lru()
-                    code = run.code_of.get(evicted, -1)
-                    if code >= 0:
-                        run.table[code] = -1
-                        run.arrivals.push_next(code, pos)
-                at, code = heapq.heappop(heap)
-                run.table[code] = self._new_slot(run.kc.keys[code])
+            end, admitted = self._admit_keys(run, run.arrivals.heap, run.arrivals.push_next, pos, stop)
+            for at, code in admitted:
                 run.arrive[code] = at
             self._run_segment(run, pos, end)
             pos = end

@@ -472,21 +472,8 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         run.g_p[pos:stop], run.g_llr[pos:stop] = g._run(
             g_ops, run.s[pos:stop], run.y[pos:stop], run.w[pos:stop], run.t[pos:stop], run.b[pos:stop]
         )
-        heap = run.heap
         while pos < stop:
-            end = stop  # new keys arriving before ``end`` get a slot, evicting when full
-            while heap and heap[0][0] < end:
-                if self.max_keys is not None and self.n_keys >= self.max_keys:
-                    if heap[0][0] > pos:
-                        end = heap[0][0]  # run up to the arrival, then evict
-                        break
-                    evicted = self._evict_lru()
-                    code = run.code_of.get(evicted, -1)
-                    if code >= 0:
-                        run.table[code] = -1
-                        run.push_next(code, pos)
-                _, code = heapq.heappop(heap)
-                run.table[code] = self._new_slot(run.kc.keys[code])
+            end, _ = self._admit_keys(run, run.heap, run.push_next, pos, stop)
             run.slots[pos:end] = run.table[run.kc.codes[pos:end]]
             pos = self._kernel(run, pos, end)
         self._n_learned = int(run.stamps[stop - 1])
