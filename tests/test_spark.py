@@ -46,25 +46,34 @@ def stream_rows(rng, n_events: int, keys: list, *, label_delay: int | None):
     return frame
 
 
-def reference(frame: pd.DataFrame, key) -> pd.DataFrame:
-    """One in-process calibrator over ``key``'s rows in order: a score row predicts, a label row
-    learns its event's score, a row with both predicts then learns. Returns the scored rows with
-    ``proba`` and ``llr``."""
-    rows = frame[frame["key"] == key].sort_values("order")
+def operations(rows: pd.DataFrame):
+    """The in-process operations of ``rows`` in ``order``: a score row predicts, a label row learns
+    its event's score, a row with both predicts then learns. Returns ``(keys, scores, labels,
+    learn, scored)``, ``scored`` the (event id, operation) of each prediction."""
     scores_of, ops, scored = {}, [], []
-    for r in rows.itertuples():
+    for r in rows.sort_values("order").itertuples():
         if not math.isnan(r.score):
             scores_of[r.event_id] = r.score
             scored.append((r.event_id, len(ops)))
-            ops.append((r.score, 0.0, False))
+            ops.append((str(r.key), r.score, 0.0, False))
             if not math.isnan(r.label):
-                ops.append((r.score, r.label, True))
+                ops.append((str(r.key), r.score, r.label, True))
         else:
-            ops.append((scores_of[r.event_id], r.label, True))
-    s, y, learn = (np.array(c) for c in zip(*ops, strict=True))
-    proba, llr = PAVCalibrator(prior=None).process(s, y, learn)
+            ops.append((str(r.key), scores_of[r.event_id], r.label, True))
+    k, s, y, learn = (np.array(c) for c in zip(*ops, strict=True))
+    return k, s, y, learn, scored
+
+
+def scored_frame(scored, proba, llr) -> pd.DataFrame:
     at = [j for _, j in scored]
     return pd.DataFrame({"event_id": [e for e, _ in scored], "proba": proba[at], "llr": llr[at]})
+
+
+def reference(frame: pd.DataFrame, key) -> pd.DataFrame:
+    """One in-process calibrator over ``key``'s rows in order: the scored rows with ``proba`` and
+    ``llr``."""
+    _k, s, y, learn, scored = operations(frame[frame["key"] == key])
+    return scored_frame(scored, *PAVCalibrator(prior=None).process(s, y, learn))
 
 
 def shard_of(key, shards: int = 3) -> int:
@@ -99,22 +108,8 @@ def key_state(tester, key, shard=None):
 def keyed_reference(frame: pd.DataFrame, key) -> pd.DataFrame:
     """``KeyedCalibrator(prior_strength=0).process`` over ``key``'s rows in order (one call per key,
     as the processor sees one key): the scored rows with ``proba`` and ``llr``."""
-    rows = frame[frame["key"] == key].sort_values("order")
-    scores_of, ops, scored = {}, [], []
-    for r in rows.itertuples():
-        if not math.isnan(r.score):
-            scores_of[r.event_id] = r.score
-            scored.append((r.event_id, len(ops)))
-            ops.append((r.score, 0.0, False))
-            if not math.isnan(r.label):
-                ops.append((r.score, r.label, True))
-        else:
-            ops.append((scores_of[r.event_id], r.label, True))
-    s, y, learn = (np.array(c) for c in zip(*ops, strict=True))
-    keys = np.full(s.size, str(key))
-    proba, llr = KeyedCalibrator(PAVCalibrator(prior=None), prior_strength=0).process(keys, s, y, learn)
-    at = [j for _, j in scored]
-    return pd.DataFrame({"event_id": [e for e, _ in scored], "proba": proba[at], "llr": llr[at]})
+    k, s, y, learn, scored = operations(frame[frame["key"] == key])
+    return scored_frame(scored, *KeyedCalibrator(PAVCalibrator(prior=None), prior_strength=0).process(k, s, y, learn))
 
 
 def assert_equal_to_reference(out: pd.DataFrame, frame: pd.DataFrame, keys) -> None:
@@ -388,22 +383,8 @@ def test_the_stream_command_needs_a_directory_of_parquet_files(tmp_path, capsys)
 def shard_reference(frame: pd.DataFrame, shard: int, strength) -> pd.DataFrame:
     """One in-process ``KeyedCalibrator(prior_strength=strength)`` over ``shard``'s rows in order
     (keys pooled toward the shard's global map): the scored rows with ``proba`` and ``llr``."""
-    rows = frame[frame["key"].map(shard_of) == shard].sort_values("order")
-    scores_of, ops, scored = {}, [], []
-    for r in rows.itertuples():
-        if not math.isnan(r.score):
-            scores_of[r.event_id] = (r.key, r.score)
-            scored.append((r.event_id, len(ops)))
-            ops.append((str(r.key), r.score, 0.0, False))
-            if not math.isnan(r.label):
-                ops.append((str(r.key), r.score, r.label, True))
-        else:
-            key, score = scores_of[r.event_id]
-            ops.append((str(key), score, r.label, True))
-    k, s, y, learn = (np.array(c) for c in zip(*ops, strict=True))
-    proba, llr = KeyedCalibrator(PAVCalibrator(), prior_strength=strength).process(k, s, y, learn)
-    at = [j for _, j in scored]
-    return pd.DataFrame({"event_id": [e for e, _ in scored], "proba": proba[at], "llr": llr[at]})
+    k, s, y, learn, scored = operations(frame[frame["key"].map(shard_of) == shard])
+    return scored_frame(scored, *KeyedCalibrator(PAVCalibrator(), prior_strength=strength).process(k, s, y, learn))
 
 
 @pytest.mark.parametrize("strength", ["auto", 50.0])
