@@ -18,13 +18,24 @@ from streamcal._kernels import keyed as _kk
 from streamcal._kernels import pav as _pav
 from streamcal.isotonic.streaming import PAVCalibrator
 
-__all__ = ["KeyedRows", "auto_strength", "calibrator_to_row", "row_to_calibrator"]
+__all__ = ["KeyedRows", "auto_strength", "calibrator_to_row", "ring_rows", "row_to_calibrator"]
 
 # The prior follows the global map after 1, 2, 4, ... learned events, then every PRIOR_EVERY.
 PRIOR_EVERY = 1 << 14
 _SCALARS = ("t_pos", "t_neg", "last_t", "n_learned", "t0", "n_renorm", "stamp", "observed", "expected")
 _KF_OF = dict(zip(_SCALARS, (_kk.KF_T_POS, _kk.KF_T_NEG, _kk.KF_LAST_T, _kk.KF_N_LEARNED, _kk.KF_T0,
                              _kk.KF_N_RENORM, _kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP), strict=True))
+
+
+def ring_rows(kind: float) -> int:
+    """Rows of the ring's float arena under a window of ``kind``: the weight, and a time window's
+    clock (a count window's clocks are the key's last event numbers; see :mod:`streamcal._kernels.keyed`)."""
+    return 2 if kind == _h.KIND_TIME else 1
+
+
+def ring_clocks(count: int, n_learned: float) -> np.ndarray:
+    """A count window's ring clocks: the numbers of the key's last ``count`` learned events."""
+    return n_learned - count + np.arange(count, dtype=np.float64)
 
 
 class KeyedRows:
@@ -279,12 +290,16 @@ class KeyedRows:
         }
         roff, cap, head, count = (int(ki[i]) for i in (_kk.KI_R_OFF, _kk.KI_R_CAP, _kk.KI_R_HEAD, _kk.KI_R_COUNT))
         order = roff + (head + np.arange(count)) % cap if cap else np.zeros(0, dtype=np.int64)
-        out["ring_bucket"] = self._ring_b[order].copy()
+        code = self._ring_b[order]
+        out["ring_bucket"] = (code >> 1).astype(np.int64)
         out["ring_weight"] = self._ring_f[0, order].copy()
-        out["ring_label"] = self._ring_f[1, order].copy()
-        out["ring_clock"] = self._ring_f[2, order].copy()
+        out["ring_label"] = (code & 1).astype(np.float64)
         for name, i in _KF_OF.items():
             out[name] = float(kf[i])
+        if self._ring_f.shape[0] > 1:
+            out["ring_clock"] = self._ring_f[1, order].copy()
+        else:
+            out["ring_clock"] = ring_clocks(count, out["n_learned"]) if count else np.zeros(0)
         return out
 
     def _import(self, k: int, row: dict) -> None:
@@ -310,10 +325,10 @@ class KeyedRows:
         ki[_kk.KI_A_OFF], ki[_kk.KI_A_LEN], ki[_kk.KI_A_CAP] = off, n, cap_a
         roff = int(self._arena[_kk.AR_RING])
         if cap_r:
-            self._ring_b[roff : roff + count] = row["ring_bucket"]
+            self._ring_b[roff : roff + count] = 2 * row["ring_bucket"] + (row["ring_label"] > 0.5)
             self._ring_f[0, roff : roff + count] = row["ring_weight"]
-            self._ring_f[1, roff : roff + count] = row["ring_label"]
-            self._ring_f[2, roff : roff + count] = row["ring_clock"]
+            if self._ring_f.shape[0] > 1:
+                self._ring_f[1, roff : roff + count] = row["ring_clock"]
             self._arena[_kk.AR_RING] = roff + cap_r
         ki[_kk.KI_R_OFF], ki[_kk.KI_R_CAP], ki[_kk.KI_R_COUNT] = roff, cap_r, count
         ki[_kk.KI_N_POS] = int(row["n_pos"].sum())

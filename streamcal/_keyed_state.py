@@ -18,8 +18,9 @@ import numpy as np
 from streamcal import _state_check as c
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import keyed as _kk
+from streamcal._keyed_rows import ring_clocks, ring_rows
 
-__all__ = ["check_exported", "check_keyed_state"]
+__all__ = ["check_exported", "check_keyed_state", "upgrade_ring"]
 
 _MAX_STORED = 1e300
 
@@ -65,8 +66,9 @@ def check_keyed_state(obj) -> None:
     ab = c.need_array(state["_atoms_b"], "_atoms_b", np.int64)
     af = c.need_array(state["_atoms_f"], "_atoms_f", np.float64, ndim=2, shape=(2, ab.size))
     an = c.need_array(state["_atoms_n"], "_atoms_n", np.int64, ndim=2, shape=(2, ab.size))
-    rb = c.need_array(state["_ring_b"], "_ring_b", np.int64)
-    rf = c.need_array(state["_ring_f"], "_ring_f", np.float64, ndim=2, shape=(3, rb.size))
+    rb = c.need_array(state["_ring_b"], "_ring_b", np.int32)
+    rows = ring_rows(fresh._cfg[_kk.CFG_KIND])
+    rf = c.need_array(state["_ring_f"], "_ring_f", np.float64, ndim=2, shape=(rows, rb.size))
     arena = c.need_array(state["_arena"], "_arena", np.int64, size=3)
     if not (0 <= arena[0] <= ab.size and 0 <= arena[1] <= rb.size and arena[2] == 0):
         c.fail(f"`_arena`: expected used sizes within the arenas ({ab.size}, {rb.size}); found {arena.tolist()}.")
@@ -126,11 +128,16 @@ def _check_slot(k, kf, ki, ab, af, an, rb, rf, arena, cfg, ver) -> None:
         "n_pos": an[0, off : off + n], "n_neg": an[1, off : off + n],
     }
     order = roff + (head + np.arange(count)) % rcap if rcap else np.zeros(0, dtype=np.int64)
-    row.update(ring_bucket=rb[order], ring_weight=rf[0, order], ring_label=rf[1, order], ring_clock=rf[2, order])
+    code = rb[order].astype(np.int64)
     names = ("t_pos", "t_neg", "last_t", "n_learned", "t0", "n_renorm", "stamp", "observed", "expected")
     fields = (_kk.KF_T_POS, _kk.KF_T_NEG, _kk.KF_LAST_T, _kk.KF_N_LEARNED, _kk.KF_T0, _kk.KF_N_RENORM,
               _kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP)
     row.update((name, float(kf[i])) for name, i in zip(names, fields, strict=True))
+    if (code < 0).any():
+        c.fail(f"key slot {k}: its ring holds a negative bucket code.")
+    clock = rf[1, order] if rf.shape[0] > 1 else ring_clocks(count, row["n_learned"])
+    row.update(ring_bucket=code >> 1, ring_weight=rf[0, order], ring_label=(code & 1).astype(np.float64),
+               ring_clock=clock)
     try:
         _check_row(row, cfg)
     except ValueError as exc:
@@ -255,6 +262,9 @@ def _check_row(row: dict, cfg) -> None:
                       and np.isfinite(t).all() and (np.diff(t) >= 0).all()):
         msg = "the ring must hold labels 0/1, finite weights >= 0 and non-decreasing finite clocks."
         raise ValueError(msg)
+    if kind == _h.KIND_COUNT and not np.array_equal(t, ring_clocks(count, row["n_learned"])):
+        msg = "a count window's `ring_clock` must be the numbers of the key's last learned events, in order."
+        raise ValueError(msg)
     # each atom's event counts are its ring events' (the expiry finds every leaving event's atom)
     cp = np.bincount(rb[y > 0.5], minlength=B)
     cn = np.bincount(rb[y <= 0.5], minlength=B)
@@ -265,3 +275,24 @@ def _check_row(row: dict, cfg) -> None:
     if not (np.array_equal(cp, full_p) and np.array_equal(cn, full_n)):
         msg = "the atoms' event counts do not match the ring's events."
         raise ValueError(msg)
+
+
+def upgrade_ring(state: dict) -> dict:
+    """A saved state's ring in the current layout. States written before the ring packed its
+    labels into the bucket codes hold ``_ring_b`` as int64 buckets and ``_ring_f`` as three rows
+    (weight, label, clock); those are repacked when their buckets and labels are in range (other
+    values are left for :func:`check_keyed_state` to reject)."""
+    rb, rf = state.get("_ring_b"), state.get("_ring_f")
+    if not (type(rb) is np.ndarray and type(rf) is np.ndarray and rb.dtype == np.int64 and rb.ndim == 1
+            and rf.dtype == np.float64 and rf.shape == (3, rb.size)):
+        return state
+    labels = rf[1]
+    if rb.size and not ((rb >= 0).all() and (rb < 2**30).all() and np.isin(labels, (0.0, 1.0)).all()):
+        return state
+    cal = state.get("calibrator")
+    window = getattr(cal, "window", None) if cal is not None else None
+    kind = _h.KIND_TIME if type(window).__name__ == "TimeWindow" else _h.KIND_COUNT
+    state = dict(state)
+    state["_ring_b"] = (2 * rb + (labels > 0.5)).astype(np.int32)
+    state["_ring_f"] = np.ascontiguousarray(rf[[0, 2]] if kind == _h.KIND_TIME else rf[:1])
+    return state

@@ -23,7 +23,7 @@ from river import base
 from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import keyed as _kk
-from streamcal._keyed_rows import KeyedRows, calibrator_to_row
+from streamcal._keyed_rows import KeyedRows, calibrator_to_row, ring_rows
 from streamcal._keyed_templates import TemplateKeys
 from streamcal._keys import KeyedRiverChecks, as_key_column
 from streamcal._locking import LockedState
@@ -175,8 +175,8 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         self._atoms_b = np.zeros(0, dtype=np.int64)
         self._atoms_f = np.zeros((2, 0))  # pos, neg (stored units)
         self._atoms_n = np.zeros((2, 0), dtype=np.int64)  # event counts
-        self._ring_b = np.zeros(0, dtype=np.int64)
-        self._ring_f = np.zeros((3, 0))  # weight (stored units), label, clock
+        self._ring_b = np.zeros(0, dtype=np.int32)  # 2 * bucket + label
+        self._ring_f = np.zeros((ring_rows(hist.window_code[0]), 0))  # weight (stored units); a time window's clock
         self._arena = np.zeros(3, dtype=np.int64)  # used slots: atoms, ring, blocks
         self._slot_keys: list = []  # the key of each slot (None: free)
         self._n_learned = 0
@@ -235,8 +235,9 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         return state
 
     def __setstate__(self, state):
-        from streamcal._keyed_state import check_keyed_state
+        from streamcal._keyed_state import check_keyed_state, upgrade_ring
 
+        state = upgrade_ring(state)
         self.__dict__.update(state)
         self._init_lock()
         for name, value in state.items():

@@ -260,7 +260,8 @@ def _index_values(arr: np.ndarray, i: int) -> list[tuple[str, object]]:
     if arr.dtype.kind == "f":
         return [("nan", np.nan), ("-1", -1.0), ("+1", v + 1.0 if v else 0.5)]
     if arr.dtype.kind in "iu":
-        return [("-1", -1), ("+1", v + 1), ("2**40", 2**40)]
+        big = ("2**40", 2**40) if np.iinfo(arr.dtype).max >= 2**40 else ("max", int(np.iinfo(arr.dtype).max))
+        return [("-1", -1), ("+1", v + 1), big]
     if arr.dtype.kind == "b":
         return [("flipped", not v)]
     return []

@@ -3,6 +3,8 @@ eviction, per-key persistence and merging, and refused input that changes nothin
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -321,7 +323,6 @@ def test_damaged_state_files_are_refused(tmp_path):
 
 
 def test_copies_and_pickles_are_independent_and_predictions_change_nothing():
-    import copy
     import pickle
 
     keys, s, y, _w, _t = stream(n=800, seed=12)
@@ -482,3 +483,47 @@ def test_drop_key_forgets_a_key_which_then_starts_afresh(name):
     cal.update(keys[:300][again], s[:300][again], y[:300][again])
     fresh = TEMPLATES[name].clone().update(s[:300][again], y[:300][again])
     np.testing.assert_array_equal(cal.predict_proba(np.full(19, 2), grid), fresh.predict_proba(grid))
+
+
+@pytest.mark.parametrize("window", ["count", "time"])
+def test_states_saved_with_the_earlier_ring_layout_load_as_the_same_calibrator(window):
+    # the earlier layout kept int64 buckets and three float rows (weight, label, clock) per ring
+    # event; a count window's clocks are the key's event numbers, which the loader derives, so the
+    # clock row is not read there (zeros stand in for it)
+    keys, s, y, w, t = stream(n=900, seed=21)
+    cal = KeyedCalibrator(TEMPLATES[window]).update(keys, s, y, weights=w, times=t)
+    state = cal.__getstate__()
+    code = state["_ring_b"].astype(np.int64)
+    clock = state["_ring_f"][1] if window == "time" else np.zeros(code.size)
+    old = dict(state)
+    old["_ring_b"] = code >> 1
+    old["_ring_f"] = np.vstack([state["_ring_f"][0], (code & 1).astype(np.float64), clock])
+    loaded = KeyedCalibrator.__new__(KeyedCalibrator)
+    loaded.__setstate__(copy.deepcopy(old))  # a state of its own (the global calibrator included), as a file gives
+    known = cal.keys()
+    assert loaded.keys() == known
+    for key in known:
+        for name, value in loaded.export_key(key).items():
+            np.testing.assert_array_equal(value, cal.export_key(key)[name], err_msg=name)
+    grid = np.linspace(0.01, 0.99, 25)
+    for key in known:
+        probe = np.full(25, key)
+        np.testing.assert_array_equal(loaded.predict_proba(probe, grid), cal.predict_proba(probe, grid))
+    more = stream(n=300, seed=22)
+    np.testing.assert_array_equal(
+        loaded.prequential(*more[:3], weights=more[3], times=more[4] + t[-1])[0],
+        cal.prequential(*more[:3], weights=more[3], times=more[4] + t[-1])[0],
+    )
+
+
+def test_a_count_window_row_must_keep_its_event_numbers_as_clocks():
+    keys, s, y, _w, _t = stream(n=500, seed=23)
+    cal = KeyedCalibrator(TEMPLATES["count"]).update(keys, s, y)
+    row = cal.export_key(1)
+    assert np.array_equal(row["ring_clock"], row["n_learned"] - row["ring_clock"].size + np.arange(row["ring_clock"].size))
+    before = cal.export_key(1)
+    row["ring_clock"] = row["ring_clock"] + 0.5
+    with pytest.raises(ValueError, match="ring_clock"):
+        cal.import_key(1, row)
+    for name, value in cal.export_key(1).items():
+        np.testing.assert_array_equal(value, before[name], err_msg=name)

@@ -3,10 +3,13 @@
 Rows. A key's row holds only its non-empty buckets, as *atoms* ``(bucket, pos, neg, npos, nneg)``
 sorted by bucket, in a segment of the atom arena (``ab``; ``af``: weights; ``an``: counts); a key's
 memory grows with the distinct buckets its window holds, never with the bucket count. A count or
-time window keeps the key's events in a ring segment of the ring arena (``rb``; ``rf``: weight,
-label, clock) that grows by half up to the window. Segments move to the end of their arena when
-they grow; the caller compacts the arenas (``KeyedRows._compact``) and enlarges them when a kernel stops
-for room (it returns the position of the event it could not place, before touching it).
+time window keeps the key's events in a ring segment of the ring arena that grows by half up to the
+window: ``rb`` (int32) holds ``2 * bucket + label`` per event, ``rf`` its weight (stored units) and,
+for time windows only, its clock (a count window's clocks are the key's last event numbers, so the
+ring does not keep them: 12 bytes per event under a count window, 20 under a time window).
+Segments move to the end of their arena when they grow; the caller compacts the arenas
+(``KeyedRows._compact``) and enlarges them when a kernel stops for room (it returns the position of
+the event it could not place, before touching it).
 
 Per key scalars (``kf`` float64 and ``ki`` int64, one row per key slot): the window's totals,
 clock, decay frame and counts, exactly the fields of the unkeyed histogram
@@ -226,16 +229,17 @@ def _expire_next(cfg, kf, ki, ab, af, an, rb, rf, k, clock):
         if count < cfg[CFG_WINDOW_N]:
             return -1
     elif kind == KIND_TIME:
-        if not (clock - rf[2, roff + head] >= cfg[CFG_SECONDS]):
+        if not (clock - rf[1, roff + head] >= cfg[CFG_SECONDS]):
             return -1
     else:
         return -1
-    b = rb[roff + head]
+    code = rb[roff + head]
+    b = np.int64(code >> 1)
     w = rf[0, roff + head]
     off = ki[k, KI_A_OFF]
     n = ki[k, KI_A_LEN]
     j = _find_atom(ab, off, n, b)
-    cls = 0 if rf[1, roff + head] > 0.5 else 1
+    cls = 0 if code & 1 else 1
     tot = KF_T_POS if cls == 0 else KF_T_NEG
     ncls = KI_N_POS if cls == 0 else KI_N_NEG
     an[cls, j] -= 1
@@ -285,9 +289,8 @@ def _grow_ring(rb, rf, ki, arena, k, new_cap):
         if src >= cap:
             src -= cap
         rb[new_off + q] = rb[off + src]
-        rf[0, new_off + q] = rf[0, off + src]
-        rf[1, new_off + q] = rf[1, off + src]
-        rf[2, new_off + q] = rf[2, off + src]
+        for r in range(rf.shape[0]):
+            rf[r, new_off + q] = rf[r, off + src]
     ki[k, KI_R_OFF] = new_off
     ki[k, KI_R_CAP] = new_cap
     ki[k, KI_R_HEAD] = 0
@@ -372,9 +375,9 @@ def _add(cfg, kf, ki, ab, af, an, rb, rf, arena, k, b, y, w, clock):
         if tail >= cap:
             tail -= cap
         rf[0, roff + tail] = ws
-        rf[1, roff + tail] = y
-        rf[2, roff + tail] = clock
-        rb[roff + tail] = b
+        if kind == KIND_TIME:
+            rf[1, roff + tail] = clock
+        rb[roff + tail] = 2 * b + (1 if y > 0.5 else 0)
         ki[k, KI_R_COUNT] = count + 1
     kf[k, KF_LAST_T] = clock
     kf[k, KF_N_LEARNED] += 1.0
