@@ -142,7 +142,7 @@ def main() -> None:
     parser.add_argument("--keys", type=int, nargs="+", default=[100, 10_000, 100_000])
     parser.add_argument("--buckets", type=int, default=None, help="buckets per calibrator (default: PAV's)")
     args = parser.parse_args()
-    template = PAVCalibrator() if args.buckets is None else PAVCalibrator(buckets=args.buckets)
+    template = PAVCalibrator(prior=None, **({} if args.buckets is None else {"buckets": args.buckets}))
     spark = local_session("streamcal-bench", **{"spark.sql.shuffle.partitions": "2"})
     print(f"{args.events:,} events in micro-batches of {args.batch:,}, local[2], RocksDB state store")
     print(

@@ -3,7 +3,9 @@
 :class:`streamcal.KeyedCalibrator` runs a fixed-edge ``PAVCalibrator`` template in its own
 compiled kernels over sparse rows. Every other template (``ISplineCalibrator``,
 ``PlattCalibrator``, ``GEVCalibrator``, ``VennAbersCalibrator``, a template with quantile bucket
-edges, a calibrator of one's own) takes this path: ``KeyedCalibrator(template)`` returns a
+edges, a calibrator of one's own), and with ``prior_strength=0`` a ``PAVCalibrator`` with its
+score prior on (each key is then that template itself), takes this path:
+``KeyedCalibrator(template)`` returns a
 ``streamcal.keyed.TemplateKeyedCalibrator`` (:class:`TemplateKeys` before ``KeyedCalibrator``),
 which keeps one real clone of the template per key (without its score prior, ``prior=None``: the
 keyed prior takes its place) and one clone learning every event, the global map. Each key runs

@@ -49,6 +49,18 @@ def _check_strength(value) -> None:
         raise ValueError(msg)
 
 
+def _template_per_key(calibrator, prior_strength) -> bool:
+    """Whether ``KeyedCalibrator(calibrator, prior_strength=...)`` keeps a template clone per key:
+    every template but a fixed-edge ``PAVCalibrator``, and with ``prior_strength=0`` a PAV template
+    whose score prior is on (the sparse rows carry the keyed prior, not a score prior per key)."""
+    template = PAVCalibrator() if calibrator is None else calibrator
+    if not (type(template) is PAVCalibrator and template.window_histogram.built):
+        return True
+    independent = isinstance(prior_strength, numbers.Real) and not isinstance(prior_strength, bool)
+    independent = independent and prior_strength == 0
+    return independent and template.prior is not None and bool(template.finite_proba)
+
+
 class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mergeable, base.Classifier):
     """One streaming calibrator per key, pooled toward the global map.
 
@@ -68,8 +80,9 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         The template, any streaming binary calibrator; default ``PAVCalibrator()``. A
         :class:`streamcal.PAVCalibrator` with fixed bucket edges runs in compiled sparse rows (its
         buckets, window, interpolation and finite rule apply to every key and to the global map);
-        any other template makes a ``TemplateKeyedCalibrator`` that keeps one clone of the template
-        per key (see the docs' keyed page, "Other templates"). Each key's window counts that
+        any other template, and with ``prior_strength=0`` a PAV template with its score prior on
+        (the default), makes a ``TemplateKeyedCalibrator`` that keeps one clone of the template
+        per key, dense (see the docs' keyed page, "Other templates"). Each key's window counts that
         key's own events (a count window of ``n`` keeps the key's last ``n`` events; decay by
         events ages a key per its own events).
     key_key
@@ -79,10 +92,11 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
     prior_strength
         ``m``, the prior's weight in pseudo-events (``>= 0``): the global map's rates, spread over
         the buckets like the global traffic. ``0``: every key is an independent copy of the
-        template, bit for bit. ``"auto"`` (default): each key's prior is the global map with its
-        odds multiplied by the key's own rate ratio, shrunk by empirical Bayes (observed against
-        expected positives, gamma–Poisson with a DerSimonian–Laird between-key variance; see
-        :attr:`key_shift`), at the weight of the global window: a key takes the global map's
+        template, bit for bit (``PAVCalibrator(prior=None)`` keeps such keys in sparse rows).
+        ``"auto"`` (default): each key's prior is the global map with its odds multiplied by the
+        key's own rate ratio, shrunk by empirical Bayes (observed against expected positives,
+        gamma–Poisson with a DerSimonian–Laird between-key variance; see :attr:`key_shift`), at
+        the weight of the global window: a key takes the global map's
         shape at its own level, and its own evidence corrects that shape as it grows (the docs'
         keyed page says how).
     max_keys
@@ -120,11 +134,15 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
     """
 
     def __new__(cls, calibrator=None, *args, **kwargs):
-        # every template but a fixed-edge PAVCalibrator: one template clone per key
-        if cls is KeyedCalibrator and calibrator is not None and not (
-            type(calibrator) is PAVCalibrator and calibrator.window_histogram.built
-        ):
+        # every template but a fixed-edge PAVCalibrator, and independent keys of a template with a
+        # score prior (a key is then the template as it is): one template clone per key
+        per_key = _template_per_key(calibrator, kwargs.get("prior_strength", "auto"))
+        if cls is KeyedCalibrator and per_key:
             cls = TemplateKeyedCalibrator
+        elif cls is TemplateKeyedCalibrator and not per_key and (calibrator is not None or args or kwargs):
+            # a clone with parameters the sparse rows run (river's ``clone`` calls the class it
+            # clones); a bare allocation (unpickling) stays what it was
+            return KeyedCalibrator(calibrator, *args, **kwargs)
         return super().__new__(cls)
 
     def __init__(self, calibrator=None, *, key_key: str = "key", score_key=None, prior_strength="auto",

@@ -74,6 +74,22 @@ def test_strength_zero_is_independent_copies_bit_for_bit(name):
         assert np.array_equal(cal.predict_proba(np.full(grid.size, key), grid), ref.predict_proba(grid))
 
 
+@pytest.mark.parametrize("template", [None, PAVCalibrator(window=CountWindow(300))], ids=["default", "count"])
+def test_strength_zero_keeps_the_template_defaults_score_prior_included(template):
+    # a PAV template with its score prior on (the default): each key is that template, bit for bit
+    keys, s, y, w, t = stream(seed=13)
+    cal = KeyedCalibrator(template, prior_strength=0)
+    p, llr = cal.prequential(keys, s, y, weights=w, times=t)
+    ref_p, ref_llr, cals = independent(template or PAVCalibrator(), keys, s, y, w, t)
+    seen = ~np.isnan(ref_p)
+    assert np.array_equal(p[seen], ref_p[seen])
+    assert np.array_equal(llr[seen], ref_llr[seen])
+    assert any(ref.prior_strength > 0 for ref in cals.values())  # the score prior took part
+    clone = cal.clone({"prior_strength": "auto"})  # pooled: the sparse rows again
+    assert type(clone) is KeyedCalibrator
+    assert type(clone.clone({"prior_strength": 0})) is type(cal)
+
+
 def test_keys_without_state_get_the_global_map():
     keys, s, y, _w, _t = stream(seed=2)
     cal = KeyedCalibrator(prior_strength=3.0)
@@ -193,7 +209,7 @@ def test_memory_grows_with_evidence_not_keys_times_buckets():
     n = 20_000
     keys = rng.integers(0, 10_000, size=n)
     s = rng.uniform(0.01, 0.99, size=n)
-    cal = KeyedCalibrator(prior_strength=0).update(keys, s, rng.uniform(size=n) < s)
+    cal = KeyedCalibrator(PAVCalibrator(prior=None), prior_strength=0).update(keys, s, rng.uniform(size=n) < s)
     state = cal.__getstate__()
     atoms = state["_atoms_b"].size
     assert atoms < 4 * n  # dense rows would be 10,000 x 1024

@@ -86,7 +86,8 @@ def run_stream(args: argparse.Namespace) -> int:
         from streamcal import PAVCalibrator
         from streamcal.spark import calibrate_stream, local_session
 
-        template = PAVCalibrator() if args.buckets is None else PAVCalibrator(buckets=args.buckets)
+        # sparse rows per key (a score prior per key would keep a dense histogram per key)
+        template = PAVCalibrator(prior=None, **({} if args.buckets is None else {"buckets": args.buckets}))
         spark = local_session("streamcal-stream", master=args.master)
         schema = spark.read.parquet(str(source)).schema
         events = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(source))

@@ -74,7 +74,8 @@ class KeyedCalibrationProcessor(StatefulProcessor):
     ----------
     calibrator
         The template of every key: a fresh :class:`streamcal.PAVCalibrator` (default
-        ``PAVCalibrator()``), as :class:`streamcal.KeyedCalibrator` takes it.
+        ``PAVCalibrator(prior=None)``, sparse rows per key), as :class:`streamcal.KeyedCalibrator`
+        takes it.
     ttl_ms
         Milliseconds of processing time after which a key that received no row expires: its state
         is cleared and an ``"expired"`` row reports it. ``None``: keys never expire. The shard keeps
@@ -110,7 +111,7 @@ class KeyedCalibrationProcessor(StatefulProcessor):
                  prior_strength=0):
         from streamcal.isotonic.streaming import PAVCalibrator
 
-        self.calibrator = PAVCalibrator() if calibrator is None else calibrator
+        self.calibrator = PAVCalibrator(prior=None) if calibrator is None else calibrator
         self.prior_strength = prior_strength
         self.ttl_ms = ttl_ms
         self.max_pending = max_pending

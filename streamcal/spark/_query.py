@@ -79,7 +79,7 @@ def _fresh(calibrator):
     from streamcal.isotonic.streaming import PAVCalibrator
 
     if calibrator is None:
-        return PAVCalibrator()
+        return PAVCalibrator(prior=None)  # sparse rows per key (a score prior per key needs dense ones)
     if not isinstance(calibrator, PAVCalibrator):
         kind = type(calibrator).__name__
         msg = f"`calibrator` must be a streamcal.PAVCalibrator (the template of every key); got {kind}."
@@ -127,8 +127,10 @@ def calibrate_stream(
         Between micro-batches the order is the stream's.
     calibrator
         The template of every key's calibrator: a fresh :class:`streamcal.PAVCalibrator` (default
-        ``PAVCalibrator()``), as :class:`streamcal.KeyedCalibrator` takes it (``prior_strength=0``:
-        keys do not pool, see docs/spark.md).
+        ``PAVCalibrator(prior=None)``: a key's state is a sparse row of the buckets it holds; a
+        template with its score prior on keeps a dense histogram per key), as
+        :class:`streamcal.KeyedCalibrator` takes it (``prior_strength=0``: keys do not pool, see
+        docs/spark.md).
     ttl
         Seconds (or a ``timedelta``) of processing time after which an idle key expires: its
         calibrator and pending scores are cleared and one ``"expired"`` row reports the counts.
