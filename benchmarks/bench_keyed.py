@@ -14,7 +14,8 @@ truth ``expit(a_k z + b_k)``, ``a_k = exp(N(0, 0.2))``, ``b_k ~ N(0, 0.5)``.
 Calibrators: ``KeyedCalibrator(PAVCalibrator(window=W), prior_strength=m)`` with the default 1,024
 logit buckets, for two windows per key, ``Decay(half_life=1e4)`` (by the key's events) and
 ``CountWindow(1e4)``, and two strengths, ``"auto"`` (pooled, the default) and ``0`` (independent
-keys). Baseline: one unkeyed ``PAVCalibrator(window=W)`` on the same events, timed in the same
+keys, over ``PAVCalibrator(window=W, prior=None)``: sparse rows; the default template's score prior
+would keep a dense clone per key at strength 0). Baseline: one unkeyed ``PAVCalibrator(window=W)`` on the same events, timed in the same
 process in alternating rounds (keyed, unkeyed, keyed, ...); CPU time (``process_time``), best
 round of each. The first call of each (numba compile or cache load) is timed apart.
 
@@ -68,7 +69,9 @@ def keyed_stream(n: int, n_keys: int, seed: int = 0):
 
 
 def make_keyed(window: str, strength: str) -> KeyedCalibrator:
-    return KeyedCalibrator(PAVCalibrator(window=WINDOWS[window]()), prior_strength=STRENGTHS[strength])
+    # independent keys in sparse rows: a template without the score prior
+    template = PAVCalibrator(window=WINDOWS[window](), **({"prior": None} if strength == "0" else {}))
+    return KeyedCalibrator(template, prior_strength=STRENGTHS[strength])
 
 
 def make_unkeyed(window: str) -> PAVCalibrator:

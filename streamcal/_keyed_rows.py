@@ -61,6 +61,51 @@ class KeyedRows:
         self._slot_of[key] = k
         return k
 
+    def _new_slots(self, keys: list) -> np.ndarray:
+        """Slots for ``keys`` (new, in order), as :meth:`_new_slot` gives them one by one."""
+        out = np.empty(len(keys), dtype=np.int64)
+        i = 0
+        while self._free and i < len(keys):
+            out[i] = self._new_slot(keys[i])
+            i += 1
+        rest = keys[i:]
+        if not rest:
+            return out
+        start = len(self._slot_keys)
+        stop = start + len(rest)
+        if stop > self._kf.shape[0]:
+            grow = max(16, 2 * self._kf.shape[0], stop)
+            self._kf = np.concatenate([self._kf, np.zeros((grow - self._kf.shape[0], _kk.KF_N))])
+            self._ki = np.concatenate([self._ki, np.zeros((grow - self._ki.shape[0], _kk.KI_N), dtype=np.int64)])
+        self._slot_keys.extend(rest)
+        self._kf[start:stop] = 0.0
+        self._ki[start:stop] = 0
+        self._kf[start:stop, _kk.KF_LAST_T] = -np.inf
+        self._ki[start:stop, _kk.KI_PVER] = -1  # each takes the prior when first read or learned
+        self._slot_of.update(zip(rest, range(start, stop), strict=True))
+        out[i:] = np.arange(start, stop)
+        return out
+
+    def _admit_all(self, run, learn: np.ndarray) -> None:
+        """Without ``max_keys`` (no eviction): a slot for every key without a state that learns in
+        this call, in the order of their first learned events (as :meth:`_admit_keys` gives them
+        one by one), and each event's slot in ``run.slots`` (-1 before its key's first learned
+        event: the global map answers there)."""
+        n = learn.size
+        codes = run.kc.codes
+        table = run.table
+        first = np.full(table.size, n, dtype=np.int64)
+        at = np.flatnonzero(learn)
+        np.minimum.at(first, codes[at], at)
+        new = np.flatnonzero((table < 0) & (first < n))
+        new = new[np.argsort(first[new], kind="stable")]
+        table[new] = self._new_slots([run.kc.keys[code] for code in new])
+        fresh = np.zeros(table.size, dtype=bool)
+        fresh[new] = True
+        slots = table[codes]
+        slots[fresh[codes] & (np.arange(n) < first[codes])] = -1
+        run.slots[:] = slots
+
     def drop_key(self, key) -> None:
         """Forget ``key``'s state (its row, window and per-key sums): until it learns again it is
         served the global map, as a key never seen. KeyError if it has none. Not an eviction (a
@@ -124,7 +169,8 @@ class KeyedRows:
         return kind in (_h.KIND_COUNT, _h.KIND_TIME)
 
     def _compact(self) -> None:
-        """Move every live key's segments to the start of the arenas, in slot order (no gaps)."""
+        """Move every live key's segments to the start of the arenas, in the order they lie (no
+        gaps; in place, each segment moving left)."""
         ki = self._ki
         n = len(self._slot_keys)
         for off, cap, arrays, used in (
@@ -132,17 +178,20 @@ class KeyedRows:
             (_kk.KI_R_OFF, _kk.KI_R_CAP, (self._ring_b, self._ring_f), _kk.AR_RING),
             (_kk.KI_B_OFF, _kk.KI_B_CAP, (self._blocks_b, self._blocks_f), _kk.AR_BLOCKS),
         ):
-            caps = ki[:n, cap]
+            held = np.flatnonzero(ki[:n, cap] > 0)
+            order = held[np.argsort(ki[held, off], kind="stable")]
+            src = np.ascontiguousarray(ki[order, off])
+            caps = np.ascontiguousarray(ki[order, cap])
             ends = np.cumsum(caps)
-            total = int(ends[-1]) if n else 0
-            new_off = (ends - caps).astype(np.int64)
-            # the source slot of each destination slot: its segment's old offset plus its rank in it
-            owner = np.repeat(np.arange(n), caps)
-            idx = ki[owner, off] + (np.arange(total) - new_off[owner])
+            total = int(ends[-1]) if ends.size else 0
+            dst = (ends - caps).astype(np.int64)
+            before = int(self._arena[used])
             for arr in arrays:
-                arr[..., :total] = arr[..., idx]
-                arr[..., total:] = 0
-            ki[:n, off] = new_off
+                rows = arr if arr.ndim == 2 else arr[None, :]
+                _config.run(_kk.move_segments, total, rows, src, dst, caps, order.size)
+                arr[..., total:before] = 0
+            ki[order, off] = dst
+            ki[:n, off][ki[:n, cap] == 0] = 0
             self._arena[used] = total
 
     def _drop_block_caches(self) -> None:

@@ -479,7 +479,10 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         counts = self._n_learned + np.cumsum(learn)
         run = _Run(kc, ops, s, b, y, w, t, out_p, out_llr, counts)
         run.table = np.array([self._slot_of.get(key, -1) for key in kc.keys], dtype=np.int64)
-        run.arrivals(learn)
+        if self.max_keys is None:
+            self._admit_all(run, learn)  # no eviction: every slot at once
+        else:
+            run.arrivals(learn)
         self._run_between_refreshes(run, counts)
         return out_p, out_llr
 
@@ -492,8 +495,10 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
             g_ops, run.s[pos:stop], run.y[pos:stop], run.w[pos:stop], run.t[pos:stop], run.b[pos:stop]
         )
         while pos < stop:
-            end, _ = self._admit_keys(run, run.heap, run.push_next, pos, stop)
-            run.slots[pos:end] = run.table[run.kc.codes[pos:end]]
+            end = stop
+            if run.heap is not None:
+                end, _ = self._admit_keys(run, run.heap, run.push_next, pos, stop)
+                run.slots[pos:end] = run.table[run.kc.codes[pos:end]]
             pos = self._kernel(run, pos, end)
         self._n_learned = int(run.stamps[stop - 1])
 
@@ -609,6 +614,7 @@ class _Run:
         self.g_llr = np.empty(n)
         self.code_of = {key: i for i, key in enumerate(kc.keys)}
         self.b = np.ascontiguousarray(b, dtype=np.int64)
+        self.heap = None  # the arrivals of new keys when they may evict (``arrivals``)
 
     def arrivals(self, learn: np.ndarray) -> None:
         """A heap of (next learn position, code) of the keys without a state that learn here."""

@@ -190,6 +190,23 @@ def _block_bound(cfg, ki, k):
     return 2 * (ki[k, KI_A_LEN] + 1) + np.int64(cfg[CFG_PRIOR_RUNS]) + 2
 
 
+@jit_noalloc
+def move_segments(arr, src, dst, length, n):
+    """Move ``n`` column segments of ``arr`` (rows x slots) in place: ``arr[:, src[i] : src[i] +
+    length[i]]`` to column ``dst[i]``, for segments in increasing ``src`` with ``dst[i] <= src[i]``
+    (a compaction: every move is to the left of what is still to move, so forward copies are safe)."""
+    rows = arr.shape[0]
+    for i in range(n):
+        a = src[i]
+        d = dst[i]
+        if a == d:
+            continue
+        for r in range(rows):
+            for q in range(length[i]):
+                arr[r, d + q] = arr[r, a + q]
+    return 0
+
+
 @jit_noalloc(forceinline=True)
 def room_needed(ki, cfg, k):
     """``(atoms, ring, blocks)``: free slots a learned event of key ``k`` may need in the arenas."""
