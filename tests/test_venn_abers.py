@@ -51,6 +51,28 @@ def naive_what_if(grid, scores, labels, weights, test_score, test_label, test_we
     return naive_weighted_pav(pos, neg)[at[test_score]]
 
 
+def naive_end_run_rates(pos, neg, c=1.0):
+    """The finite rule's clip values: the weighted PAV of the row with one pseudo-positive of
+    weight ``c`` below every atom and one pseudo-negative above, read at the two pseudo-events;
+    ``None`` for a row without weight (nothing to clip)."""
+    if pos.sum() + neg.sum() <= 0.0:
+        return None
+    fit = naive_weighted_pav(np.concatenate([[c], pos, [0.0]]), np.concatenate([[0.0], neg, [c]]))
+    return fit[0], fit[-1]
+
+
+def naive_finite_pair(pos, neg, b, c=1.0):
+    """The pair of the finite rule at bucket ``b``: each what-if fit of the row plus the test
+    event (weight 1), clipped to the row's end-run rates."""
+    pair = []
+    for label in (0, 1):
+        p, n = pos.copy(), neg.copy()
+        (p if label else n)[b] += 1.0
+        pair.append(naive_weighted_pav(p, n)[b])
+    bounds = naive_end_run_rates(pos, neg, c)
+    return tuple(pair) if bounds is None else tuple(float(np.clip(v, *bounds)) for v in pair)
+
+
 def naive_interval(grid, scores, labels, weights, test_score):
     return tuple(naive_what_if(grid, scores, labels, weights, test_score, y) for y in (0, 1))
 
@@ -183,24 +205,57 @@ def test_what_if_on_logit_grid_equals_naive_per_bucket():
             assert abs(got - naive_weighted_pav(p, n)[b]) <= 1e-12
 
 
+@pytest.mark.parametrize(("prior", "finite_rule"), [(None, True), ("auto", None)])
+def test_finite_rule_clips_each_what_if_to_the_end_run_rates(prior, finite_rule):
+    """The finite rule (the default's, or asked for with ``prior=None``): each what-if fit of the
+    window clipped to the rates PAV's finite map clips its own fit to, on raw scores (the
+    base-rate prior is refuted at once: the row is the histogram)."""
+    rng = np.random.default_rng(4)
+    s = rng.uniform(size=3000)
+    y = rng.uniform(size=3000) < 0.02 + 0.2 * s**4  # rare at low scores: the end runs matter
+    cal = VennAbersCalibrator(buckets="uniform:64", window=1000, prior=prior, finite_rule=finite_rule).fit(s, y)
+    assert cal.prior_strength == 0.0
+    _centres, pos, neg = cal.histogram()
+    test = np.concatenate([[0.0, 0.999], rng.uniform(size=40)])
+    got0, got1 = cal.predict_interval(test)
+    exact0, exact1 = VennAbersCalibrator(buckets="uniform:64", window=1000, prior=None).fit(s, y).predict_interval(test)
+    for j, b in enumerate(np.searchsorted(cal.edges, test, side="right") - 1):
+        want = naive_finite_pair(pos, neg, b)
+        assert abs(got0[j] - want[0]) <= 1e-12
+        assert abs(got1[j] - want[1]) <= 1e-12
+    assert np.all(got0 <= got1)
+    assert np.any(got0 != exact0)  # the clip reached p0 (at the low end run)
+    assert np.any(got1 != exact1)  # and p1 (at the high end run)
+    np.testing.assert_array_equal(cal.predict_proba(test), got1 / (1.0 - got0 + got1))
+
+
+def test_finite_rule_leaves_an_empty_window_to_the_test_event():
+    cal = VennAbersCalibrator(buckets="uniform:8", finite_rule=True)
+    assert cal.predict_interval([0.3]) == (np.array([0.0]), np.array([1.0]))
+    assert cal.predict_interval_one({"s": 0.3}) == (0.0, 1.0)
+
+
 # ---------------------------------------------------------------- the score prior (the default)
 def naive_prior_interval(cal, test_scores):
     """The what-if PAV of a calibrator's row with the score prior (probability inputs, no decay):
     its histogram plus ``kappa (n_b + 1)`` pseudo-events at the bucket centre's rate, the test
-    event bringing its own weight 1 and ``kappa`` pseudo-events at that rate in its bucket."""
+    event bringing its own weight 1 and ``kappa`` pseudo-events at that rate in its bucket; each
+    fit clipped to the row's end-run rates (the finite rule of the default)."""
     kappa = cal.prior_strength
     centres, pos, neg = cal.histogram()
     rate = np.clip(centres, 1e-15, 1.0 - 1e-15)
     m = kappa * (pos + neg + 1.0)
     row_pos, row_neg = pos + m * rate, neg + m * (1.0 - rate)
     buckets = np.clip(np.searchsorted(cal.edges, test_scores, side="right") - 1, 0, centres.size - 1)
+    bounds = naive_end_run_rates(row_pos, row_neg, cal.llr_pseudo_count)
     out = ([], [])
     for b in buckets:
         for label in (0, 1):
             p, n = row_pos.copy(), row_neg.copy()
             p[b] += kappa * rate[b] + label
             n[b] += kappa * (1.0 - rate[b]) + (1 - label)
-            out[label].append(naive_weighted_pav(p, n)[b])
+            fit = naive_weighted_pav(p, n)[b]
+            out[label].append(fit if bounds is None else np.clip(fit, *bounds))
     return np.array(out[0]), np.array(out[1])
 
 
@@ -598,7 +653,7 @@ def test_interpreted_and_compiled_kernels_agree_bit_for_bit(window):
         state = [a.copy() for a in (*cal.window_histogram.live_arrays(), *cal.map_arrays())]
         state.append(np.empty(32))
         out = [np.empty(300) for _ in range(4)]
-        run(kernels.va_prequential_inplace, *state, b, y[100:], w[100:], t, True, *out)
+        run(kernels.va_prequential_inplace, *state, b, y[100:], w[100:], t, True, True, *out)
         results.append([*out, *state[:4]])
     for interpreted, compiled in zip(*results, strict=True):
         assert np.array_equal(interpreted, compiled)
@@ -620,8 +675,8 @@ def test_river_face_kernel_agrees_with_the_array_kernel_in_both_tiers():
     scratch = np.empty(32)
     for i, x in enumerate(test):
         want = (p0[i], p1[i], proba[i], llr[i])
-        assert _config.run_interpreted(kernels.va_predict_packed, packed, scratch, float(x), 1.0) == want
-        assert kernels.va_predict_packed(packed, scratch, float(x), 1.0) == want
+        assert _config.run_interpreted(kernels.va_predict_packed, packed, scratch, float(x), 1.0, 1.0) == want
+        assert kernels.va_predict_packed(packed, scratch, float(x), 1.0, 1.0) == want
         assert cal.predict_interval_one({"s": float(x)}) == want[:2]
         assert cal.predict_proba_one({"s": float(x)})[True] == want[2]
         assert cal.predict_llr_one({"s": float(x)}) == want[3]
