@@ -372,6 +372,28 @@ def test_a_state_saved_without_the_prior_section_in_use_loads_as_saved():
     assert np.array_equal(old.predict_interval(test)[1], cal.predict_interval(test)[1])
 
 
+def test_a_state_saved_before_the_finite_rule_loads_as_saved(tmp_path):
+    rng = np.random.default_rng(17)
+    s = rng.uniform(size=3000)
+    y = rng.uniform(size=3000) < 0.02 + 0.2 * s**4
+    cal = VennAbersCalibrator(buckets="uniform:64", finite_rule=False).fit(s, y)
+    state = cal.__getstate__()
+    del state["finite_rule"]  # as saved before the parameter existed
+    old = VennAbersCalibrator.__new__(VennAbersCalibrator)
+    old.__setstate__(state)
+    assert old.finite_rule is False
+    test = np.linspace(0.0, 1.0, 41)
+    for got, want in zip(old.predict_interval(test), cal.predict_interval(test), strict=True):
+        assert np.array_equal(got, want)
+    default = VennAbersCalibrator(buckets="uniform:64").fit(s, y)  # the clip changes this pair
+    assert not np.array_equal(default.predict_interval(test)[1], cal.predict_interval(test)[1])
+    path = tmp_path / "va.json"
+    default.save(path)
+    again = VennAbersCalibrator.load(path)
+    assert again.finite_rule is None
+    assert np.array_equal(again.predict_proba(test), default.predict_proba(test))
+
+
 # ---------------------------------------------------------------- served values
 @pytest.mark.parametrize("rule", ["log", "mean"])
 def test_proba_and_llr_are_the_merged_pair(rule):

@@ -277,6 +277,9 @@ class VennAbersCalibrator(PAVCalibrator):
         return 1 if self._identity else 2
 
     def __setstate__(self, state):
+        # a state saved before the finite rule existed loads as it was saved: without it
+        if "finite_rule" not in state:
+            state = {**state, "finite_rule": False}
         # a state saved while the pair read the window's own row only (its prior section says no
         # prior, its parameters the default) loads as it was saved: with ``prior=None``
         pf, pi = state.get("_pf"), state.get("_pi")
