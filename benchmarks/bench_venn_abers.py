@@ -8,14 +8,16 @@ Run from the repository root::
 Also the river face: ``predict_proba_one`` then ``learn_one`` per event (30,000 pairs), the same
 way against ``PAVCalibrator``.
 
-``--log-loss`` prints instead the table of prequential log losses on rare-event streams (4 seeds
-of 40,000 events each): Venn–Abers (``"log"`` with and without the score prior, ``"mean"``)
-against ``PAVCalibrator`` with and without it.
+``--log-loss`` prints instead two tables of prequential log losses on rare-event streams (4
+seeds of 40,000 events each): the defaults, ``VennAbersCalibrator()`` against ``PAVCalibrator()``
+(with the score prior; also Venn–Abers without the finite rule, and the midpoint), and the maps
+without the prior, ``VennAbersCalibrator(prior=None)`` (the exact pair, and with
+``finite_rule=True``) against ``PAVCalibrator(prior=None)`` (the finite PAV map).
 
 Stream: click-like scores ``s = expit(z)``, ``z ~ N(-3, 1.5)``, labels from a miscalibrated
 truth ``P(y = 1 | z) = expit(1.3 z + 0.5)`` (as ``bench_streaming_pav.py``). The calibrators, each
-with its default score prior, and Venn–Abers also with ``prior=None`` (the exact pair, no prior
-to refit): 1024 logit buckets, a count window of 1e5 events. Each round runs them on the same
+with its default score prior, and Venn–Abers also with ``finite_rule=False`` (the pair unclipped)
+and with ``prior=None`` (the exact pair, no prior to refit): 1024 logit buckets, a count window of 1e5 events. Each round runs them on the same
 stream, in rotating order, from fresh calibrators; the figure is CPU time (``process_time``, one
 thread), the best round of each. The first call of each (compilation or cache load) is timed
 apart, on a short stream.
@@ -61,6 +63,9 @@ def main() -> None:
     def venn_abers():
         VennAbersCalibrator(buckets=1024, window=window).prequential_interval(s, y)
 
+    def venn_abers_unclipped():
+        VennAbersCalibrator(buckets=1024, window=window, finite_rule=False).prequential_interval(s, y)
+
     def venn_abers_exact():
         VennAbersCalibrator(buckets=1024, window=window, prior=None).prequential_interval(s, y)
 
@@ -77,17 +82,20 @@ def main() -> None:
     }
     for name, seconds in first.items():
         print(f"first call (compile or cache load) {name}: {seconds:.2f} s CPU")
-    runs = [("va", venn_abers), ("exact", venn_abers_exact), ("pav", pav)]
+    runs = [("va", venn_abers), ("unclipped", venn_abers_unclipped), ("exact", venn_abers_exact), ("pav", pav)]
     best = dict.fromkeys((name for name, _ in runs), np.inf)
     for r in range(rounds):
-        for name, run in runs[r % 3 :] + runs[: r % 3]:
+        for name, run in runs[r % len(runs) :] + runs[: r % len(runs)]:
             best[name] = min(best[name], cpu_seconds(run))
     va_rate, exact_rate, pav_rate = n / best["va"], n / best["exact"], n / best["pav"]
+    unclipped_rate = n / best["unclipped"]
     print(f"{n:,} events, 1024 logit buckets, count window {window:,}, best of {rounds} rotating rounds (CPU)")
     print(f"VennAbersCalibrator.prequential_interval: {va_rate / 1e6:6.2f} M events/s")
+    print(f"  the same, finite_rule=False:            {unclipped_rate / 1e6:6.2f} M events/s")
     print(f"  the same, prior=None:                   {exact_rate / 1e6:6.2f} M events/s")
     print(f"PAVCalibrator.prequential (baseline):     {pav_rate / 1e6:6.2f} M events/s")
     print(f"ratio Venn-Abers / PAV: {va_rate / pav_rate:.2f}; prior=None / PAV: {exact_rate / pav_rate:.2f}")
+    print(f"ratio Venn-Abers / finite_rule=False (the finite rule's cost): {va_rate / unclipped_rate:.3f}")
     river_face(s[:30_000], y[:30_000], window, rounds)
 
 
@@ -134,29 +142,60 @@ def rare_event_stream(seed: int, rate: float, kind: str, param: float, n: int = 
 
 
 def log_loss_table(seeds: int = 4) -> None:
-    """Mean prequential log loss over the seeds, one row per stream and window."""
+    """Mean prequential log loss over the seeds, one row per stream and window: two tables, the
+    defaults (with the score prior) and the maps without it, each Venn–Abers beside its PAV."""
     rows = [(None, "raw", r, slope) for r in (0.005, 0.02) for slope in (0.5, 1.5, 3.0)]
     rows += [(5000, "raw", 0.005, slope) for slope in (0.5, 1.5, 3.0)] + [(5000, "raw", 0.02, 1.5)]
     rows += [(None, "probability", r, shift) for r in (0.005, 0.01, 0.02) for shift in (0.3, 1.0)]
     rows += [(5000, "probability", 0.005, 0.3)]
-    print("| window | scores | base rate | slope / shift | VA `log` | VA `log`, `prior=None` | VA `mean` | PAV | PAV `prior=None` | VA / PAV |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    makers = {
+        "va": lambda w: VennAbersCalibrator(window=w),
+        "va_exact_ends": lambda w: VennAbersCalibrator(window=w, finite_rule=False),
+        "va_mean": lambda w: VennAbersCalibrator(window=w, merge_rule="mean"),
+        "pav": lambda w: PAVCalibrator(window=w),
+        "va_none": lambda w: VennAbersCalibrator(window=w, prior=None),
+        "va_none_finite": lambda w: VennAbersCalibrator(window=w, prior=None, finite_rule=True),
+        "pav_none": lambda w: PAVCalibrator(window=w, prior=None),
+    }
+    results = []
     for window, kind, rate, param in rows:
-        losses = []
+        losses = {name: [] for name in makers}
         for seed in range(seeds):
             s, y = rare_event_stream(seed, rate, kind, param)
-            cals = (
-                VennAbersCalibrator(window=window),
-                VennAbersCalibrator(window=window, prior=None),
-                VennAbersCalibrator(window=window, merge_rule="mean"),
-                PAVCalibrator(window=window),
-                PAVCalibrator(window=window, prior=None),
-            )
-            losses.append([-np.mean(np.where(y, np.log(p), np.log1p(-p))) for p in (c.prequential(s, y)[0] for c in cals)])
-        m = np.mean(losses, axis=0)
+            for name, make in makers.items():
+                p = make(window).prequential(s, y)[0]
+                losses[name].append(-np.mean(np.where(y, np.log(p), np.log1p(-p))))
         name = "unbounded" if window is None else f"{window:,} events"
-        cells = " | ".join(f"{v:.5f}" for v in m)
-        print(f"| {name} | {kind} | {rate * 100:g} % | {param} | {cells} | {m[0] / m[3]:.4f} |", flush=True)
+        results.append(
+            (f"| {name} | {kind} | {rate * 100:g} % | {param} |", {k: np.mean(v) for k, v in losses.items()})
+        )
+    tables = (
+        (
+            "Defaults, with the score prior: `VennAbersCalibrator()` (finite rule on the pair) against "
+            "`PAVCalibrator()`; also the pair without the finite rule (`finite_rule=False`) and the midpoint",
+            ("va", "va_exact_ends", "va_mean", "pav"),
+            "| VA | VA `finite_rule=False` | VA `mean` | PAV | VA / PAV |",
+            ("va", "pav"),
+        ),
+        (
+            "Without the score prior: `VennAbersCalibrator(prior=None)` (the exact pair) against "
+            "`PAVCalibrator(prior=None)` (the finite PAV map); also the pair with PAV's finite rule",
+            ("va_none", "va_none_finite", "pav_none"),
+            "| VA `prior=None` | VA `prior=None, finite_rule=True` | PAV `prior=None` | exact VA / PAV | finite VA / PAV |",
+            ("va_none", "pav_none", "va_none_finite"),
+        ),
+    )
+    for title, columns, header, ratio in tables:
+        print(f"\n{title} ({seeds} seeds x 40,000 events, 1,024 logit buckets)\n")
+        print("| window | scores | base rate | slope / shift " + header)
+        print("|---|---|---:|---:|" + "---:|" * (header.count("|") - 1))
+        at_or_below = 0
+        for lead, m in results:
+            ratios = [m[ratio[0]] / m[ratio[1]]] + ([m[ratio[2]] / m[ratio[1]]] if len(ratio) > 2 else [])
+            at_or_below += ratios[0] <= 1.0
+            cells = " | ".join(f"{m[c]:.5f}" for c in columns) + " | " + " | ".join(f"{r:.4f}" for r in ratios)
+            print(f"{lead} {cells} |")
+        print(f"\nVenn-Abers at or below PAV (first ratio) in {at_or_below} of {len(results)} rows", flush=True)
 
 
 if __name__ == "__main__":

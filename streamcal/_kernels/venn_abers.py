@@ -22,6 +22,14 @@ scratch array ``st`` of ``2 B`` floats, which every sweep writes before reading)
 Weights. The histogram and the blocks hold stored units (``histogram.stored_unit``); the test
 event weighs one real unit as of the last learned event's clock.
 
+Finite rule (``finite`` true): both fits clipped to ``[lo, hi]``, the rates of the window's
+two end runs under one pseudo-positive below every score and one pseudo-negative above
+(``ipav.PF_LO``/``PF_HI``, which the PAV kernels keep after every learned event): the pair
+PAV's finite map would serve for the two what-if fits, as it clips its own fit. It changes the
+pair only in the window's two end runs; there the interval narrows, to zero width where both
+fits leave them (``p0 = p1`` at the clip value). An empty window has no end runs: the pair is
+then the test event's alone, ``(0, 1)``.
+
 Merged probability. ``p1 / (1 - p0 + p1)`` (``merge_log`` true: minimises the worst-case log
 loss over the two, Vovk & Petej 2014) or the midpoint ``(p0 + p1) / 2``. Both lie strictly in
 (0, 1): the test event's own label keeps ``p1 > 0`` and ``p0 < 1``. The LLR is
@@ -54,6 +62,8 @@ from streamcal._kernels.ipav import (
     PACK_O_PI,
     PACK_O_SI,
     PF_HEAD,
+    PF_HI,
+    PF_LO,
     PF_PRIOR_ODDS_INV,
     PI_B,
     PI_HEAD,
@@ -208,9 +218,25 @@ def va_llr(pf, p):
 
 
 @jit_noalloc(forceinline=True)
-def _va_one(sf, pf, pi, st, b, unit, merge_log, i, out_p0, out_p1, out_p, out_llr):
+def va_clip_to_end_runs(pf, p):
+    """``min(max(p, lo), hi)`` with the window's finite-rule end-run rates (``lo <= hi``)."""
+    q = pf[PF_LO] if pf[PF_LO] > p else p
+    return pf[PF_HI] if pf[PF_HI] < q else q
+
+
+@jit_noalloc(forceinline=True)
+def va_pair(sf, pf, pi, st, b, unit, finite):
+    """``(p0, p1)`` at bucket ``b``: the two what-if fits, under the finite rule if ``finite``."""
     p0 = va_fit_with(sf, pf, pi, st, b, 0.0, unit)
     p1 = va_fit_with(sf, pf, pi, st, b, 1.0, unit)
+    if finite and pf[PF_HEAD] != -1.0:  # an empty window has no end runs: the test event alone
+        return va_clip_to_end_runs(pf, p0), va_clip_to_end_runs(pf, p1)
+    return p0, p1
+
+
+@jit_noalloc(forceinline=True)
+def _va_one(sf, pf, pi, st, b, unit, merge_log, finite, i, out_p0, out_p1, out_p, out_llr):
+    p0, p1 = va_pair(sf, pf, pi, st, b, unit, finite)
     p = va_merged(p0, p1, merge_log)
     out_p0[i] = p0
     out_p1[i] = p1
@@ -219,16 +245,16 @@ def _va_one(sf, pf, pi, st, b, unit, merge_log, i, out_p0, out_p1, out_p, out_ll
 
 
 @jit_noalloc
-def va_predict_many(sf, pf, pi, st, buckets, merge_log, out_p0, out_p1, out_p, out_llr):
+def va_predict_many(sf, pf, pi, st, buckets, merge_log, finite, out_p0, out_p1, out_p, out_llr):
     """``(p0, p1)``, the merged probability and its LLR for each bucket, with the current state."""
     unit = va_test_weight(sf, sf[SF_KIND])
     for i in range(buckets.shape[0]):
-        _va_one(sf, pf, pi, st, buckets[i], unit, merge_log, i, out_p0, out_p1, out_p, out_llr)
+        _va_one(sf, pf, pi, st, buckets[i], unit, merge_log, finite, i, out_p0, out_p1, out_p, out_llr)
 
 
 @jit_noalloc
 def va_process_inplace(
-    sf, si, pf, pi, st, buckets, labels, weights, times, ops, merge_log, out_p0, out_p1, out_p, out_llr
+    sf, si, pf, pi, st, buckets, labels, weights, times, ops, merge_log, finite, out_p0, out_p1, out_p, out_llr
 ):
     """Run operations in order; ``ops[i]``: 1 learn, 2 predict, 3 predict then learn.
 
@@ -239,27 +265,29 @@ def va_process_inplace(
     for i in range(buckets.shape[0]):
         op = ops[i]
         if op & 2:
-            _va_one(sf, pf, pi, st, buckets[i], va_test_weight(sf, kind), merge_log, i, out_p0, out_p1, out_p, out_llr)
+            unit = va_test_weight(sf, kind)
+            _va_one(sf, pf, pi, st, buckets[i], unit, merge_log, finite, i, out_p0, out_p1, out_p, out_llr)
         if op & 1:
             pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i], kind)
 
 
 @jit_noalloc
 def va_prequential_inplace(
-    sf, si, pf, pi, st, buckets, labels, weights, times, merge_log, out_p0, out_p1, out_p, out_llr
+    sf, si, pf, pi, st, buckets, labels, weights, times, merge_log, finite, out_p0, out_p1, out_p, out_llr
 ):
     """Predict each event with the state before its label, then learn it: :func:`va_process_inplace`
     with every operation 3, in a shorter loop."""
     kind = sf[SF_KIND]  # constant: read once
     for i in range(buckets.shape[0]):
-        _va_one(sf, pf, pi, st, buckets[i], va_test_weight(sf, kind), merge_log, i, out_p0, out_p1, out_p, out_llr)
+        unit = va_test_weight(sf, kind)
+        _va_one(sf, pf, pi, st, buckets[i], unit, merge_log, finite, i, out_p0, out_p1, out_p, out_llr)
         pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i], kind)
 
 
 @jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
-def va_predict_packed(packed, st, s, merge_log):
+def va_predict_packed(packed, st, s, merge_log, finite):
     """``(p0, p1, merged, llr)`` of one checked score ``s`` on the state packed by
-    :func:`ipav.pack_state` (the river face; ``merge_log`` 1.0 or 0.0). The caller holds the
+    :func:`ipav.pack_state` (the river face; ``merge_log`` and ``finite`` 1.0 or 0.0). The caller holds the
     calibrator's lock, so it ignores the busy mark; it holds the GIL, so no lock-free learning
     runs meanwhile."""
     o_si, o_pf = int(packed[PACK_O_SI]), int(packed[PACK_O_PF])
@@ -269,7 +297,6 @@ def va_predict_packed(packed, st, s, merge_log):
     pi = packed[o_pi:end].view(np.int64)
     b = pav_bucket_of(pf, s)
     unit = va_test_weight(sf, sf[SF_KIND])
-    p0 = va_fit_with(sf, pf, pi, st, b, 0.0, unit)
-    p1 = va_fit_with(sf, pf, pi, st, b, 1.0, unit)
+    p0, p1 = va_pair(sf, pf, pi, st, b, unit, finite != 0.0)
     p = va_merged(p0, p1, merge_log != 0.0)
     return p0, p1, p, va_llr(pf, p)

@@ -26,8 +26,8 @@ class VennAbersCalibrator(PAVCalibrator):
     ``[p0, p1]`` shows how far the window's evidence pins the probability down: it is wide
     where the window holds few events near the score, narrow where it holds many.
 
-    The state is the one of :class:`~streamcal.isotonic.streaming.PAVCalibrator` with the
-    unclipped map (no finite rule): the window's histogram, by default plus the pseudo-counts
+    The state is the one of :class:`~streamcal.isotonic.streaming.PAVCalibrator`: the
+    window's histogram, by default plus the pseudo-counts
     of PAV's score prior (``prior="auto"``, the docs' page "A prior for little evidence"), and
     the PAV block stack over that row, learned the same way, on every window kind. The test
     event then joins the row as learning it would: its own weight and its ``kappa`` pseudo-events
@@ -39,7 +39,11 @@ class VennAbersCalibrator(PAVCalibrator):
     full refit). With ``prior=None`` and one bucket per distinct score
     (:class:`streamcal.buckets.Edges`, a centre on each score) the pair equals batch inductive
     Venn–Abers on the window's events. The test event weighs 1 as of the last learned event
-    (under decay, the window's weights as :meth:`histogram` reports them).
+    (under decay, the window's weights as :meth:`histogram` reports them). By default (with the
+    score prior) each fit then takes PAV's finite rule, as ``PAVCalibrator()`` serves its own
+    fit: clipped to the rates of the window's two end runs under the BOSARIS pseudo-events
+    (``finite_rule``); on a rare-event stream this takes the top end's excess off the merged
+    probability, and leaves the pair alone at every score outside the two end runs.
 
     ``predict_proba`` serves the merged probability ``p1 / (1 - p0 + p1)`` (``merge_rule="log"``,
     optimal for the log loss among the two, Vovk & Petej 2014) or the midpoint (``"mean"``);
@@ -68,6 +72,13 @@ class VennAbersCalibrator(PAVCalibrator):
         :class:`~streamcal.isotonic.streaming.PAVCalibrator` (the score itself for probability
         inputs, the base rate for raw scores). ``None``: the window's own histogram, exact
         inductive Venn–Abers.
+    finite_rule
+        Whether each of ``p0``, ``p1`` is clipped to ``[lo, hi]``, the rates of the window's
+        two end runs under one pseudo-positive of weight ``llr_pseudo_count`` below every score
+        and one pseudo-negative above: PAV's finite rule (``PAVCalibrator(finite_proba=True)``
+        clips its own fit so), applied to the two what-if fits. It changes the pair only at
+        scores in those end runs, where it lowers an unsupported top and raises a bottom of 0.
+        ``None`` (default): on with the score prior, off with ``prior=None`` (the exact pair).
 
     Attributes
     ----------
@@ -118,8 +129,10 @@ class VennAbersCalibrator(PAVCalibrator):
         score_key: str | None = None,
         llr_pseudo_count: float = 1.0,
         prior: str | None = "auto",
+        finite_rule: bool | None = None,
     ):
         check_scalar(merge_rule, "merge_rule", choices=("log", "mean"))
+        check_scalar(finite_rule, "finite_rule", choices=(None, True, False))
         self.merge_rule = merge_rule
         super().__init__(
             buckets=buckets,
@@ -131,6 +144,7 @@ class VennAbersCalibrator(PAVCalibrator):
             n_jobs=1,
             prior=prior,
         )
+        self.finite_rule = finite_rule
 
     @classmethod
     def _unit_test_params(cls):
@@ -140,13 +154,13 @@ class VennAbersCalibrator(PAVCalibrator):
     # The compiled single-score kernel of the river face, called without numba's type dispatch;
     # a class attribute compiled by its first call (as PAVCalibrator's packed kernels).
     @staticmethod
-    def _predict_packed(packed, scratch, s, merge_log):
-        result = _config.try_entry_point(_va.va_predict_packed, packed, scratch, s, merge_log)
+    def _predict_packed(packed, scratch, s, merge_log, finite):
+        result = _config.try_entry_point(_va.va_predict_packed, packed, scratch, s, merge_log, finite)
         if result is not _config.NOT_RUN:
             return result
-        compiled = _config.entry_point(_va.va_predict_packed, packed, scratch, 0.5, 0.5)
+        compiled = _config.entry_point(_va.va_predict_packed, packed, scratch, 0.5, 0.5, 0.5)
         VennAbersCalibrator._predict_packed = staticmethod(compiled)
-        return compiled(packed, scratch, s, merge_log)
+        return compiled(packed, scratch, s, merge_log, finite)
 
     # ------------------------------------------------------------------ intervals
     def predict_interval(self, scores) -> tuple[np.ndarray, np.ndarray]:
@@ -226,7 +240,8 @@ class VennAbersCalibrator(PAVCalibrator):
             if self._lock.marking:
                 return tuple(float(a[0]) for a in self._intervals(np.array([self._hist.layout.bucket_of(s)])))
             merge_log = 1.0 if self.merge_rule == "log" else 0.0
-            return self._predict_packed(self._packed, self._sweep_scratch, s, merge_log)
+            finite = 1.0 if self._finite_rule() else 0.0
+            return self._predict_packed(self._packed, self._sweep_scratch, s, merge_log, finite)
 
     def predict_proba_one(self, x: dict) -> dict:
         p = self._predict_one(x)[2]
@@ -247,6 +262,13 @@ class VennAbersCalibrator(PAVCalibrator):
         super()._pack()
         self._sweep_scratch = np.empty(2 * self._hist.n_buckets)  # the what-if sweeps' stack
 
+    def _finite_rule(self) -> bool:
+        """Whether the pair is fitted under the finite rule: ``finite_rule``, or where it is
+        ``None``, with the score prior (``prior="auto"``) and not with ``prior=None``."""
+        if self.finite_rule is None:
+            return self.prior is not None
+        return bool(self.finite_rule)
+
     def _prior_mode(self) -> int:
         # the pair reads the exact fit (``finite_proba=False``: no clipped ends), on the row plus
         # the score prior's pseudo-counts unless ``prior=None``
@@ -255,6 +277,9 @@ class VennAbersCalibrator(PAVCalibrator):
         return 1 if self._identity else 2
 
     def __setstate__(self, state):
+        # a state saved before the finite rule existed loads as it was saved: without it
+        if "finite_rule" not in state:
+            state = {**state, "finite_rule": False}
         # a state saved while the pair read the window's own row only (its prior section says no
         # prior, its parameters the default) loads as it was saved: with ``prior=None``
         pf, pi = state.get("_pf"), state.get("_pi")
@@ -272,7 +297,7 @@ class VennAbersCalibrator(PAVCalibrator):
         out = tuple(np.empty(n) for _ in range(4))
         sf, _ = self._hist.live_arrays()
         state = (sf, self._blocks_floats, self._blocks_ints, self._sweep_scratch)
-        _config.run(_va.va_predict_many, n, *state, b, self.merge_rule == "log", *out)
+        _config.run(_va.va_predict_many, n, *state, b, self.merge_rule == "log", self._finite_rule(), *out)
         return out
 
     def _proba_of(self, s: float) -> float:
@@ -292,8 +317,8 @@ class VennAbersCalibrator(PAVCalibrator):
         intervals = self.__dict__.get("_interval_out")
         out_p0, out_p1 = (intervals[0][-n:], intervals[1][-n:]) if intervals is not None else (np.empty(n), np.empty(n))
         state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints, self._sweep_scratch)
-        merge_log = self.merge_rule == "log"
+        rules = (self.merge_rule == "log", self._finite_rule())
         if isinstance(ops, int):
-            _config.run(_va.va_prequential_inplace, n, *state, b, y, w, t, merge_log, out_p0, out_p1, out_p, out_llr)
+            _config.run(_va.va_prequential_inplace, n, *state, b, y, w, t, *rules, out_p0, out_p1, out_p, out_llr)
         else:
-            _config.run(_va.va_process_inplace, n, *state, b, y, w, t, ops, merge_log, out_p0, out_p1, out_p, out_llr)
+            _config.run(_va.va_process_inplace, n, *state, b, y, w, t, ops, *rules, out_p0, out_p1, out_p, out_llr)
