@@ -309,7 +309,7 @@ _PARAMS = {
     ISplineCalibrator: ["order", "n_knots", "refit_every", "llr_pseudo_count"],
     GEVCalibrator: ["xi", "l2", "refit_every"],
     PlattCalibrator: ["l2", "refit_every"],
-    VennAbersCalibrator: ["merge_rule", "llr_pseudo_count", "buckets", "window"],
+    VennAbersCalibrator: ["merge_rule", "finite_rule", "llr_pseudo_count", "buckets", "window"],
 }
 
 
