@@ -114,3 +114,48 @@ def costs_in_event_order(s, y, lowest, cost_pos, cost_neg, table, out):
             out[q] = cost_neg[b]
             q += 1
     return k
+
+
+@jit_noalloc
+def window_terms(y, p, llr, inner_edges, low, high, squared, clipped, ids, sum_y, sum_p, count):
+    """One pass over a window of unit-weight events for the binned and squared metrics.
+
+    Per event ``i``: ``squared[i] = (p - y)**2``; ``clipped[i]``, ``p`` clipped into
+    ``[low, high]`` (as ``numpy.clip``); ``ids[i]``, its equal-width bin (the number of
+    ``inner_edges`` at or below ``p``); and per bin, in event order, the sums of the labels and of
+    the probabilities and the number of events (``sum_y``, ``sum_p``, ``count``, as
+    ``numpy.bincount`` accumulates them). Returns -1, or the position of the first event whose
+    label is not 0.0 / 1.0, whose probability is outside [0, 1] or NaN, or whose LLR is NaN (the
+    arrays are then left part written).
+    """
+    for b in range(count.shape[0]):
+        sum_y[b] = 0.0
+        sum_p[b] = 0.0
+        count[b] = 0.0
+    m = inner_edges.shape[0]
+    for i in range(y.shape[0]):
+        yi = y[i]
+        pi = p[i]
+        if not ((yi == 0.0 or yi == 1.0) and pi >= 0.0 and pi <= 1.0 and llr[i] == llr[i]):
+            return i
+        d = pi - yi
+        squared[i] = d * d
+        c = pi if pi > low else low
+        clipped[i] = c if c < high else high
+        b = 0
+        for e in range(m):
+            if pi >= inner_edges[e]:
+                b += 1
+        ids[i] = b
+        sum_y[b] += yi
+        sum_p[b] += pi
+        count[b] += 1.0
+    return -1
+
+
+@jit_noalloc
+def binned_squared_terms(p, ids, value, out):
+    """``out[i] = (p[i] - value[ids[i]])**2``: each event's squared distance to its bin's value."""
+    for i in range(p.shape[0]):
+        d = p[i] - value[ids[i]]
+        out[i] = d * d

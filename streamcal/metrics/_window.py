@@ -1,0 +1,76 @@
+"""The default metrics of one window of unit-weight events, computed together.
+
+:func:`window_metrics` gives the values that :func:`~streamcal.metrics.brier_score`,
+:func:`~streamcal.metrics.log_loss`, :func:`~streamcal.metrics.cllr`,
+:func:`~streamcal.metrics.min_cllr`, :func:`~streamcal.metrics.ece` and
+:func:`~streamcal.metrics.calibration_loss` give on the same arrays, bit for bit, for a caller
+that asks for several of them per window (the replay): the inputs are checked once, in the
+compiled pass that also writes the squared errors, the clipped probabilities and the bins' sums
+(:func:`streamcal._kernels.metrics.window_terms`), and each metric then takes its sums the way
+its own function takes them (numpy's sums, in event order).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamcal._kernels import _config
+from streamcal._kernels import metrics as _k
+from streamcal.metrics._array import _cllr_unit, _log_losses, _min_cllr_unit
+
+__all__ = ["WINDOW_METRICS", "window_metrics"]
+
+#: the metrics :func:`window_metrics` computes
+WINDOW_METRICS = frozenset({"brier", "log_loss", "cllr", "min_cllr", "ece", "calibration_loss"})
+
+_N_BINS = 10  # ``ece`` and ``calibration_loss`` at their defaults: ten equal-width bins
+# the bins' lower edges but the first, as ``uniform_bin_ids`` compares the probabilities with them
+_INNER_EDGES = np.ascontiguousarray((np.arange(_N_BINS + 1) / _N_BINS)[1:-1])
+
+
+def _plain(a) -> bool:
+    return type(a) is np.ndarray and a.dtype == np.float64 and a.ndim == 1 and a.flags.c_contiguous
+
+
+def window_metrics(y, p, llr, wanted, *, eps: float) -> dict[str, float] | None:
+    """The metrics named in ``wanted`` (of :data:`WINDOW_METRICS`) on one window, or None.
+
+    ``y``: labels, ``p``: probabilities, ``llr``: LLRs, unit weights; ``log_loss`` clips with
+    ``eps``, ``ece`` and ``calibration_loss`` take ten equal-width bins, ``min_cllr`` is taken
+    over ``llr``. ``cllr`` and ``min_cllr`` need both classes: pass them only for a window
+    that holds both.
+
+    None when the compiled kernels are not loaded (a short run computes each metric on its own,
+    without loading them), or when the arrays are not contiguous float64 arrays of one length
+    holding labels 0.0 / 1.0, probabilities in [0, 1] and LLRs that are not NaN: then each
+    metric's own function gives its value or its error.
+    """
+    n = y.size if _plain(y) else 0
+    if not (n and _plain(p) and _plain(llr) and p.size == n and llr.size == n and _config.is_compiled()):
+        return None
+    squared, clipped = np.empty(n), np.empty(n)
+    ids = np.empty(n, dtype=np.intp)
+    sum_y, sum_p, count = np.empty(_N_BINS), np.empty(_N_BINS), np.empty(_N_BINS)
+    bad = _k.window_terms(y, p, llr, _INNER_EDGES, eps, 1.0 - eps, squared, clipped, ids, sum_y, sum_p, count)
+    if bad >= 0:
+        return None
+    size = float(n)
+    out = {}
+    for name in wanted:
+        if name == "brier":
+            out[name] = float(np.sum(squared) / size)
+        elif name == "log_loss":
+            out[name] = float(np.sum(_log_losses(y, clipped)) / size)
+        elif name == "cllr":
+            out[name] = _cllr_unit(y, llr)
+        elif name == "min_cllr":
+            out[name] = _min_cllr_unit(y, llr)
+        elif name == "ece":
+            out[name] = float(np.sum(np.abs(sum_y - sum_p)) / size)
+        elif name == "calibration_loss":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                fraction = np.where(count > 0.0, sum_y / count, 0.0)
+            terms = np.empty(n)
+            _k.binned_squared_terms(p, ids, fraction, terms)
+            out[name] = float(np.sum(terms) / size)
+    return out
