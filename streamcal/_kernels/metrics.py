@@ -159,3 +159,88 @@ def binned_squared_terms(p, ids, value, out):
     for i in range(p.shape[0]):
         d = p[i] - value[ids[i]]
         out[i] = d * d
+
+
+@jit_noalloc(forceinline=True)
+def _group_end(ordered, ordered_pos, i, j):
+    """The ends of the run of scores equal to ``ordered[i]`` in ``ordered`` (from ``i``) and in
+    ``ordered_pos`` (from ``j``), as :func:`group_sorted` groups them."""
+    v = ordered[i]
+    e = i + 1
+    while e < ordered.shape[0] and ordered[e] == v:
+        e += 1
+    c = j
+    while c < ordered_pos.shape[0] and ordered_pos[c] == v:
+        c += 1
+    return e, c
+
+
+@jit_noalloc
+def pav_blocks_of_sorted(ordered, ordered_pos, lowest, value, weight, block_pos, block_neg):
+    """PAV over the distinct values of the sorted scores ``ordered``, each at its fraction of
+    positives (``ordered_pos``: the positives' scores, sorted) and weighted by its number of
+    events; returns the number of blocks ``nb``. Block ``b`` has its lowest score, fitted value,
+    weight and numbers of positives and negatives in ``lowest[b]``, ``value[b]``, ``weight[b]``,
+    ``block_pos[b]`` and ``block_neg[b]`` (arrays of at least that many entries).
+
+    The same blocks and the same floats as :func:`group_sorted` followed by
+    :func:`streamcal._kernels.pav.pav_blocks_sorted` over ``pos / count`` with weights
+    ``count``: the same operations in the same order, with each distinct value's counts read
+    from the sorted scores as PAV reaches it (a run absorbed into a block, or the next block's
+    first).
+    """
+    n = ordered.shape[0]
+    k = -1
+    i = 0
+    j = 0
+    ahead_e = -1  # the ends of the next distinct value's run, when already read
+    ahead_c = -1
+    while i < n:
+        if ahead_e >= 0:
+            e, c = ahead_e, ahead_c
+            ahead_e = -1
+        else:
+            e, c = _group_end(ordered, ordered_pos, i, j)
+        wt = float(e - i)
+        ps = float(c - j)
+        v = ps / wt
+        swy = wt * v
+        lo = ordered[i]
+        bp = ps
+        bn = wt - ps
+        i, j = e, c
+        while i < n:
+            e, c = _group_end(ordered, ordered_pos, i, j)
+            we = float(e - i)
+            pe = float(c - j)
+            ye = pe / we
+            if not ye <= v:
+                ahead_e, ahead_c = e, c
+                break
+            wt += we
+            swy += we * ye
+            if wt > 0.0:
+                v = swy / wt
+            bp += pe
+            bn += we - pe
+            i, j = e, c
+        while k >= 0 and value[k] >= v:
+            bw = weight[k]
+            total = bw + wt
+            if total > 0.0:
+                v = (value[k] * bw + swy) / total
+            else:
+                v = value[k]
+            swy = v * total
+            wt = total
+            bp += block_pos[k]
+            bn += block_neg[k]
+            lo = lowest[k]
+            k -= 1
+        k += 1
+        lowest[k] = lo
+        value[k] = v
+        weight[k] = wt
+        block_pos[k] = bp
+        block_neg[k] = bn
+    return k + 1
