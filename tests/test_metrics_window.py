@@ -8,7 +8,7 @@ import pytest
 
 from streamcal._kernels import _config
 from streamcal.metrics import brier_score, calibration_loss, cllr, ece, log_loss, min_cllr
-from streamcal.metrics._window import WINDOW_METRICS, window_metrics
+from streamcal.metrics._window import WINDOW_METRICS, WindowWork, window_metrics
 from streamcal.replay._evaluate import LOG_LOSS_EPS, MetricWindows, default_metrics
 
 ORDER = ("brier", "log_loss", "cllr", "min_cllr", "ece", "calibration_loss")
@@ -59,6 +59,19 @@ def test_each_metric_equals_its_function_bit_for_bit(n):
         for name, value in want.items():
             assert np.float64(got[name]).tobytes() == np.float64(value).tobytes(), name
             assert type(got[name]) is float
+
+
+def test_work_arrays_lent_from_window_to_window():
+    """One set of work arrays for windows of growing and shrinking sizes: what a window leaves
+    in them changes nothing of the next."""
+    rng = np.random.default_rng(8)
+    work = WindowWork()
+    for n in (5_000, 200, 5_000, 9_000, 1, 3_000):
+        y, p, llr = window(rng, n)
+        want = each_alone(y, p, llr)
+        assert window_metrics(y, p, llr, [m for m in ORDER if m in want], eps=LOG_LOSS_EPS, work=work) == want
+        if n > 1:
+            assert min_cllr(y, llr) == want["min_cllr"]
 
 
 def test_each_metric_alone_and_in_any_order():

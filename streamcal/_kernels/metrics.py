@@ -1,16 +1,24 @@
-"""The per-event passes of minCllr (:func:`streamcal.metrics.min_cllr`) for unit weights (numba).
+"""The per-event passes of the metrics for unit weights (numba).
 
-Around them, in :mod:`streamcal.metrics._array`: the sorting of the scores, PAV over the distinct
-scores and each PAV block's costs, computed with numpy, so that the per-event costs, and their
-sums, are the same floats as the reference computation's.
+minCllr (:func:`streamcal.metrics.min_cllr`): the positives' scores, PAV over the distinct sorted
+scores, and each event's cost from its PAV block; around them, in :mod:`streamcal.metrics._array`,
+the sorting of the scores and each block's costs, computed with numpy. A window's default
+metrics (:mod:`streamcal.metrics._window`): one pass for the squared errors, the clipped
+probabilities and the bins' sums, the calibration loss's terms, and the Cllr costs. Every per-event
+value is the float numpy computes for it, and the callers sum them with numpy, in event order, so
+that each metric equals its function bit for bit.
 """
 
 from __future__ import annotations
+
+import math
 
 from streamcal._kernels._config import jit_noalloc
 
 #: steps of the forward scan from a table cell before a binary search takes over
 _SCAN_STEPS = 8
+#: log(2), numpy's ``NPY_LOGE2`` rounded to a float as ``math.log(2.0)`` gives it
+_LOG2 = math.log(2.0)
 
 
 @jit_noalloc
@@ -244,3 +252,38 @@ def pav_blocks_of_sorted(ordered, ordered_pos, lowest, value, weight, block_pos,
         block_pos[k] = bp
         block_neg[k] = bn
     return k + 1
+
+
+@jit_noalloc(forceinline=True)
+def _logaddexp_zero(b):
+    """``numpy.logaddexp(0.0, b)``: numpy's formula, on the same ``exp`` and ``log1p``."""
+    if b == 0.0:
+        return 0.0 + _LOG2
+    d = 0.0 - b
+    if d > 0.0:
+        return 0.0 + math.log1p(math.exp(-d))
+    if d <= 0.0:
+        return b + math.log1p(math.exp(d))
+    return d
+
+
+@jit_noalloc
+def cllr_costs_in_event_order(y, x, out):
+    """Each event's Cllr cost in bits, by class, in event order: ``log2(1 + e^-x)`` of the
+    positives (``y``: 0.0 / 1.0) in ``out[:k]``, ``log2(1 + e^x)`` of the negatives in
+    ``out[k:]``, each as ``numpy.logaddexp(0.0, ∓x) / log(2)``. Returns ``k``, the number of
+    positives."""
+    k = 0
+    for i in range(y.shape[0]):
+        if y[i] == 1.0:
+            k += 1
+    p = 0
+    q = k
+    for i in range(y.shape[0]):
+        if y[i] == 1.0:
+            out[p] = _logaddexp_zero(-x[i]) / _LOG2
+            p += 1
+        else:
+            out[q] = _logaddexp_zero(x[i]) / _LOG2
+            q += 1
+    return k

@@ -238,7 +238,7 @@ def _min_cllr(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> float:
     return _cllr(y, np.asarray(llr, dtype=np.float64), w)
 
 
-def _min_cllr_unit(y: np.ndarray, s: np.ndarray) -> float:
+def _min_cllr_unit(y: np.ndarray, s: np.ndarray, work=None) -> float:
     """:func:`_min_cllr` for unit weights: the same PAV-LLR and the same sums, from one sort of
     the scores.
 
@@ -251,7 +251,9 @@ def _min_cllr_unit(y: np.ndarray, s: np.ndarray) -> float:
     score, through a table over the scores' range) and writes its cost, by class, in event
     order; each class's costs are summed as :func:`_cllr` sums them: the result equals
     ``_min_cllr`` bit for bit. Two arrays of the window's length are written, the sorted scores
-    and the costs (which first hold the positives' scores).
+    and the costs (which first hold the positives' scores); ``work`` (a
+    :class:`streamcal.metrics._window.WindowWork`) lends them and the blocks' arrays, else they
+    are new.
     """
     from streamcal._kernels import _config
     from streamcal._kernels import metrics as _k
@@ -260,12 +262,18 @@ def _min_cllr_unit(y: np.ndarray, s: np.ndarray) -> float:
     n = s.size
     s = np.ascontiguousarray(s, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
-    ordered = np.sort(s)
-    costs = np.empty(n)
+
+    def array(name):
+        return np.empty(n) if work is None else work.array(name, n)
+
+    ordered = array("sorted")
+    ordered[:] = s
+    ordered.sort()  # as ``numpy.sort``, in place
+    costs = array("costs")
     ordered_pos = np.sort(costs[: _config.run(_k.positives, n, s, y, costs)])
     # per PAV block (the runs of equal fitted values: adjacent blocks' values differ); the
     # arrays are written only as far as the blocks go
-    lowest, value, weight, block_pos, block_neg = (np.empty(n) for _ in range(5))
+    lowest, value, weight, block_pos, block_neg = (array(f"block {i}") for i in range(5))
     nb = _config.run(_k.pav_blocks_of_sorted, n, ordered, ordered_pos, lowest, value, weight, block_pos, block_neg)
     t1 = float(ordered_pos.size)
     t0 = float(n) - t1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -111,6 +112,7 @@ class MetricWindows:
         self._count = 0
         self._first = 0
         self._window = 0
+        self._work: dict[int, object] = {}  # per thread computing windows, its work arrays
 
     def add(self, t: np.ndarray, y: np.ndarray, proba: dict, llr: dict) -> None:
         self._t.append(t)
@@ -169,9 +171,10 @@ class MetricWindows:
         for name in self.methods:
             computed = None
             if together:
-                from streamcal.metrics._window import window_metrics
+                from streamcal.metrics._window import WindowWork, window_metrics
 
-                computed = window_metrics(y, p[name], llr[name], together, eps=LOG_LOSS_EPS)
+                work = self._work.setdefault(threading.get_ident(), WindowWork())
+                computed = window_metrics(y, p[name], llr[name], together, eps=LOG_LOSS_EPS, work=work)
             row = []
             for metric, fn in self.metrics.items():
                 if metric in _BOTH_CLASSES and not both:
