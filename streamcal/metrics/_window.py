@@ -30,7 +30,16 @@ _INNER_EDGES = np.ascontiguousarray((np.arange(_N_BINS + 1) / _N_BINS)[1:-1])
 
 class WindowWork:
     """Work arrays lent to the computations of one window after another: new arrays of a
-    window's size would cost page faults in every window. For one thread at a time."""
+    window's size would cost page faults in every window. For one thread at a time.
+
+    Examples
+    --------
+    >>> work = WindowWork()
+    >>> a = work.array("costs", 1_000)
+    >>> b = work.array("costs", 500)  # the same memory, as long as it is large enough
+    >>> b.size, bool(a.base is b.base)
+    (500, True)
+    """
 
     def __init__(self):
         self._arrays: dict[str, np.ndarray] = {}

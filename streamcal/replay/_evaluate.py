@@ -164,7 +164,7 @@ class MetricWindows:
         # the default metrics of a window in one pass (None: each on its own, as below)
         together = [
             name
-            for metric, fn in self.metrics.items()
+            for fn in self.metrics.values()
             if (name := _default_name(fn)) is not None and (both or name not in _BOTH_CLASSES)
         ]
         out = []
