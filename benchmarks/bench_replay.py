@@ -52,7 +52,9 @@ Metric costs (``--metrics-cost``): each default metric on windows of 100,000 eve
 output on a click stream, in this process, CPU time of this thread, against the same metric
 computed the way streamcal first computed it (``tests/naive.py``, ``naive_replay_*``), in
 alternating rounds; medians; reported as seconds per 1e7 rows (100 windows) and checked equal
-bit for bit. With ``--old REV``, also ``min_cllr`` of that revision's ``streamcal/metrics/_array.py``
+bit for bit; and the six computed together as the replay computes them
+(``streamcal.metrics._window.window_metrics``, work arrays lent from window to window) against
+the six functions each alone. With ``--old REV``, also ``min_cllr`` of that revision's ``streamcal/metrics/_array.py``
 (``git show``) in the same rounds.
 
     PYTHONPATH=. python benchmarks/bench_replay.py --no-throughput --no-memory --process --old 38c47f1
@@ -407,14 +409,38 @@ def metric_costs(args, work: Path) -> None:
         module = types.ModuleType(f"metrics_at_{args.old}")
         exec(compile(source, f"{args.old}:streamcal/metrics/_array.py", "exec"), module.__dict__)
         before = lambda y, p, x: module.min_cllr(y, x)  # noqa: E731
+    from streamcal.metrics._array import _min_cllr_unit
+    from streamcal.metrics._window import WindowWork, window_metrics
+
+    work = WindowWork()
+
+    def together(y, p, x):  # the six of a window in one call, as the replay computes them
+        return window_metrics(y, p, x, list(pairs), eps=eps, work=work)
+
+    def min_cllr_in_replay(y, p, x):  # min_cllr's part of that call: its inputs checked already
+        return _min_cllr_unit(y, x, work)
+
+    def each_alone(y, p, x):
+        return {name: new(y, p, x) for name, (new, _) in pairs.items()}
+
     for name, (new, first) in pairs.items():  # same bits, and every path loaded before the timing
         for w in windows:
             assert new(*w) == first(*w)
             assert name != "min_cllr" or before is None or before(*w) == first(*w)
+    for w in windows:
+        assert together(*w) == each_alone(*w)
+        assert min_cllr_in_replay(*w) == pairs["min_cllr"][0](*w)
     clock = time.thread_time if threading.current_thread() is threading.main_thread() else time.process_time
     costs = {name: ([], []) for name in pairs}
     old_costs = []
+    joint = ([], [])  # the six computed together, each function alone
+    in_replay = []
     for _ in range(args.metric_rounds):
+        for fn, bucket in ((each_alone, joint[1]), (together, joint[0]), (min_cllr_in_replay, in_replay)):
+            c0 = clock()
+            for w in windows:
+                fn(*w)
+            bucket.append((clock() - c0) / len(windows))
         for name, (new, first) in pairs.items():
             runs = [(first, costs[name][1]), (new, costs[name][0])]
             if name == "min_cllr" and before is not None:
@@ -439,6 +465,13 @@ def metric_costs(args, work: Path) -> None:
     print(
         f"  {'all six':<18} {total_new * 1e3:6.2f} ms  (first way {total_first * 1e3:6.2f} ms)  new / first {total_new / total_first:.2f}"
     )
+    a, b = statistics.median(joint[0]), statistics.median(joint[1])
+    print(
+        f"  {'six together':<18} {a * 1e3:6.2f} ms  (each function alone {b * 1e3:6.2f} ms)  "
+        f"+{a * 100:.2f} s per 1e7 rows (alone +{b * 100:.2f} s)  together / alone {a / b:.2f}"
+    )
+    a = statistics.median(in_replay)
+    print(f"  min_cllr in the six together: {a * 1e3:6.2f} ms  +{a * 100:.2f} s per 1e7 rows")
     if old_costs:
         a, b = statistics.median(costs["min_cllr"][0]), statistics.median(old_costs)
         print(

@@ -82,6 +82,19 @@ def test_output_file_and_metrics_equal_the_first_way(tmp_path, clicks):
             assert got[column].combine_chunks().equals(want[column].combine_chunks()), column
 
     # every metric of every window, as first computed, from the file's columns
+    assert_metrics_equal_the_first_way(summary, got, y)
+
+
+def test_metrics_computed_together_equal_the_first_way(tmp_path, clicks):
+    """With the compiled kernels loaded, a window's default metrics are computed in one pass."""
+    _config.use_compiled_kernels()
+    out = tmp_path / "out.parquet"
+    summary = replay(clicks, calibrators(), output=out, metrics_window=3_000, batch_size=4_096)
+    y = np.asarray(pq.read_table(clicks)["label"].to_numpy(zero_copy_only=False), dtype=np.float64)
+    assert_metrics_equal_the_first_way(summary, pq.read_table(out), y)
+
+
+def assert_metrics_equal_the_first_way(summary, got, y):
     rows = summary.metrics_table.to_pylist()
     assert len(rows) == 2 * 8
     for row in rows:

@@ -1,16 +1,24 @@
-"""The per-event passes of minCllr (:func:`streamcal.metrics.min_cllr`) for unit weights (numba).
+"""The per-event passes of the metrics for unit weights (numba).
 
-Around them, in :mod:`streamcal.metrics._array`: the sorting of the scores, PAV over the distinct
-scores and each PAV block's costs, computed with numpy, so that the per-event costs, and their
-sums, are the same floats as the reference computation's.
+minCllr (:func:`streamcal.metrics.min_cllr`): the positives' scores, PAV over the distinct sorted
+scores, and each event's cost from its PAV block; around them, in :mod:`streamcal.metrics._array`,
+the sorting of the scores and each block's costs, computed with numpy. A window's default
+metrics (:mod:`streamcal.metrics._window`): one pass for the squared errors, the clipped
+probabilities and the bins' sums, the calibration loss's terms, and the Cllr costs. Every per-event
+value is the float numpy computes for it, and the callers sum them with numpy, in event order, so
+that each metric equals its function bit for bit.
 """
 
 from __future__ import annotations
+
+import math
 
 from streamcal._kernels._config import jit_noalloc
 
 #: steps of the forward scan from a table cell before a binary search takes over
 _SCAN_STEPS = 8
+#: log(2), numpy's ``NPY_LOGE2`` rounded to a float as ``math.log(2.0)`` gives it
+_LOG2 = math.log(2.0)
 
 
 @jit_noalloc
@@ -112,5 +120,170 @@ def costs_in_event_order(s, y, lowest, cost_pos, cost_neg, table, out):
             p += 1
         else:
             out[q] = cost_neg[b]
+            q += 1
+    return k
+
+
+@jit_noalloc
+def window_terms(y, p, llr, inner_edges, low, high, squared, clipped, ids, sum_y, sum_p, count):
+    """One pass over a window of unit-weight events for the binned and squared metrics.
+
+    Per event ``i``: ``squared[i] = (p - y)**2``; ``clipped[i]``, ``p`` clipped into
+    ``[low, high]`` (as ``numpy.clip``); ``ids[i]``, its equal-width bin (the number of
+    ``inner_edges`` at or below ``p``); and per bin, in event order, the sums of the labels and of
+    the probabilities and the number of events (``sum_y``, ``sum_p``, ``count``, as
+    ``numpy.bincount`` accumulates them). Returns -1, or the position of the first event whose
+    label is not 0.0 / 1.0, whose probability is outside [0, 1] or NaN, or whose LLR is NaN (the
+    arrays are then left part written).
+    """
+    for b in range(count.shape[0]):
+        sum_y[b] = 0.0
+        sum_p[b] = 0.0
+        count[b] = 0.0
+    m = inner_edges.shape[0]
+    for i in range(y.shape[0]):
+        yi = y[i]
+        pi = p[i]
+        if not ((yi == 0.0 or yi == 1.0) and pi >= 0.0 and pi <= 1.0 and llr[i] == llr[i]):
+            return i
+        d = pi - yi
+        squared[i] = d * d
+        c = pi if pi > low else low
+        clipped[i] = c if c < high else high
+        b = 0
+        for e in range(m):
+            if pi >= inner_edges[e]:
+                b += 1
+        ids[i] = b
+        sum_y[b] += yi
+        sum_p[b] += pi
+        count[b] += 1.0
+    return -1
+
+
+@jit_noalloc
+def binned_squared_terms(p, ids, value, out):
+    """``out[i] = (p[i] - value[ids[i]])**2``: each event's squared distance to its bin's value."""
+    for i in range(p.shape[0]):
+        d = p[i] - value[ids[i]]
+        out[i] = d * d
+
+
+@jit_noalloc(forceinline=True)
+def _group_end(ordered, ordered_pos, i, j):
+    """The ends of the run of scores equal to ``ordered[i]`` in ``ordered`` (from ``i``) and in
+    ``ordered_pos`` (from ``j``), as :func:`group_sorted` groups them."""
+    v = ordered[i]
+    e = i + 1
+    while e < ordered.shape[0] and ordered[e] == v:
+        e += 1
+    c = j
+    while c < ordered_pos.shape[0] and ordered_pos[c] == v:
+        c += 1
+    return e, c
+
+
+@jit_noalloc
+def pav_blocks_of_sorted(ordered, ordered_pos, lowest, value, weight, block_pos, block_neg):
+    """PAV over the distinct values of the sorted scores ``ordered``, each at its fraction of
+    positives (``ordered_pos``: the positives' scores, sorted) and weighted by its number of
+    events; returns the number of blocks ``nb``. Block ``b`` has its lowest score, fitted value,
+    weight and numbers of positives and negatives in ``lowest[b]``, ``value[b]``, ``weight[b]``,
+    ``block_pos[b]`` and ``block_neg[b]`` (arrays of at least that many entries).
+
+    The same blocks and the same floats as :func:`group_sorted` followed by
+    :func:`streamcal._kernels.pav.pav_blocks_sorted` over ``pos / count`` with weights
+    ``count``: the same operations in the same order, with each distinct value's counts read
+    from the sorted scores as PAV reaches it (a run absorbed into a block, or the next block's
+    first).
+    """
+    n = ordered.shape[0]
+    k = -1
+    i = 0
+    j = 0
+    ahead_e = -1  # the ends of the next distinct value's run, when already read
+    ahead_c = -1
+    while i < n:
+        if ahead_e >= 0:
+            e, c = ahead_e, ahead_c
+            ahead_e = -1
+        else:
+            e, c = _group_end(ordered, ordered_pos, i, j)
+        wt = float(e - i)
+        ps = float(c - j)
+        v = ps / wt
+        swy = wt * v
+        lo = ordered[i]
+        bp = ps
+        bn = wt - ps
+        i, j = e, c
+        while i < n:
+            e, c = _group_end(ordered, ordered_pos, i, j)
+            we = float(e - i)
+            pe = float(c - j)
+            ye = pe / we
+            if not ye <= v:
+                ahead_e, ahead_c = e, c
+                break
+            wt += we
+            swy += we * ye
+            if wt > 0.0:
+                v = swy / wt
+            bp += pe
+            bn += we - pe
+            i, j = e, c
+        while k >= 0 and value[k] >= v:
+            bw = weight[k]
+            total = bw + wt
+            if total > 0.0:
+                v = (value[k] * bw + swy) / total
+            else:
+                v = value[k]
+            swy = v * total
+            wt = total
+            bp += block_pos[k]
+            bn += block_neg[k]
+            lo = lowest[k]
+            k -= 1
+        k += 1
+        lowest[k] = lo
+        value[k] = v
+        weight[k] = wt
+        block_pos[k] = bp
+        block_neg[k] = bn
+    return k + 1
+
+
+@jit_noalloc(forceinline=True)
+def _logaddexp_zero(b):
+    """``numpy.logaddexp(0.0, b)``: numpy's formula, on the same ``exp`` and ``log1p``."""
+    if b == 0.0:
+        return 0.0 + _LOG2
+    d = 0.0 - b
+    if d > 0.0:
+        return 0.0 + math.log1p(math.exp(-d))
+    if d <= 0.0:
+        return b + math.log1p(math.exp(d))
+    return d
+
+
+@jit_noalloc
+def cllr_costs_in_event_order(y, x, out):
+    """Each event's Cllr cost in bits, by class, in event order: ``log2(1 + e^-x)`` of the
+    positives (``y``: 0.0 / 1.0) in ``out[:k]``, ``log2(1 + e^x)`` of the negatives in
+    ``out[k:]``, each as ``numpy.logaddexp(0.0, ∓x) / log(2)``. Returns ``k``, the number of
+    positives."""
+    k = 0
+    for i in range(y.shape[0]):
+        if y[i] == 1.0:
+            k += 1
+    p = 0
+    q = k
+    for i in range(y.shape[0]):
+        if y[i] == 1.0:
+            out[p] = _logaddexp_zero(-x[i]) / _LOG2
+            p += 1
+        else:
+            out[q] = _logaddexp_zero(x[i]) / _LOG2
             q += 1
     return k

@@ -238,53 +238,53 @@ def _min_cllr(y: np.ndarray, s: np.ndarray, w: np.ndarray) -> float:
     return _cllr(y, np.asarray(llr, dtype=np.float64), w)
 
 
-def _min_cllr_unit(y: np.ndarray, s: np.ndarray) -> float:
+def _min_cllr_unit(y: np.ndarray, s: np.ndarray, work=None) -> float:
     """:func:`_min_cllr` for unit weights: the same PAV-LLR and the same sums, from one sort of
     the scores.
 
-    The distinct scores and their counts come from the sorted scores (the positives' from the
-    positives' sorted scores, in the same pass), and PAV runs over the distinct scores as in
-    :func:`streamcal.isotonic.pav_llr` (tied scores pooled, each group weighted by its count). Its
-    fitted values are constant over runs of groups, its blocks; so are the LLRs and the costs of
-    each class, which are computed once per block. One pass over the events finds each event's
-    block (the last block whose lowest score is at or below its score, through a table over the
-    scores' range) and writes its cost, by class, in event order; each class's costs are summed
-    as :func:`_cllr` sums them: the result equals ``_min_cllr`` bit for bit.
+    PAV runs over the distinct sorted scores as in :func:`streamcal.isotonic.pav_llr` (tied
+    scores pooled, each distinct score weighted by its number of events), reading each one's
+    counts from the sorted scores (the positives' from the positives' sorted scores) as it
+    reaches it. Its fitted values are constant over runs of distinct scores, its blocks; so are
+    the LLRs and the costs of each class, which are computed once per block. One pass over the
+    events finds each event's block (the last block whose lowest score is at or below its
+    score, through a table over the scores' range) and writes its cost, by class, in event
+    order; each class's costs are summed as :func:`_cllr` sums them: the result equals
+    ``_min_cllr`` bit for bit. Two arrays of the window's length are written, the sorted scores
+    and the costs (which first hold the positives' scores); ``work`` (a
+    :class:`streamcal.metrics._window.WindowWork`) lends them and the blocks' arrays, else they
+    are new.
     """
     from streamcal._kernels import _config
     from streamcal._kernels import metrics as _k
-    from streamcal._kernels.pav import pav_blocks_sorted
     from streamcal.isotonic.batch import _block_logit
 
     n = s.size
     s = np.ascontiguousarray(s, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
-    ordered = np.sort(s)
-    work = np.empty(n)
-    ordered_pos = np.sort(work[: _config.run(_k.positives, n, s, y, work)])
-    distinct, count, pos = np.empty(n), np.empty(n), np.empty(n)
-    g = _config.run(_k.group_sorted, n, ordered, ordered_pos, distinct, count, pos)
-    distinct, count, pos = distinct[:g], count[:g], pos[:g]
-    neg = count - pos
+
+    def array(name):
+        return np.empty(n) if work is None else work.array(name, n)
+
+    ordered = array("sorted")
+    ordered[:] = s
+    ordered.sort()  # as ``numpy.sort``, in place
+    costs = array("costs")
+    ordered_pos = np.sort(costs[: _config.run(_k.positives, n, s, y, costs)])
+    # per PAV block (the runs of equal fitted values: adjacent blocks' values differ); the
+    # arrays are written only as far as the blocks go
+    lowest, value, weight, block_pos, block_neg = (array(f"block {i}") for i in range(5))
+    nb = _config.run(_k.pav_blocks_of_sorted, n, ordered, ordered_pos, lowest, value, weight, block_pos, block_neg)
     t1 = float(ordered_pos.size)
     t0 = float(n) - t1
-    # PAV's blocks, the runs of equal fitted values (its adjacent blocks' values differ); each
-    # block's LLR as ``pav_llr`` computes it
-    block_end, value, weight = np.empty(g, dtype=np.intp), np.empty(g), np.empty(g)
-    nb = _config.run(pav_blocks_sorted, g, pos / count, count, block_end, value, weight)
-    block_start = np.empty(nb, dtype=np.intp)
-    block_start[0] = 0
-    block_start[1:] = block_end[: nb - 1]
-    block_pos = np.add.reduceat(pos, block_start)
-    block_neg = np.add.reduceat(neg, block_start)
-    logit = _block_logit(value[:nb], block_pos, block_neg)
+    # each block's LLR as ``pav_llr`` computes it
+    logit = _block_logit(value[:nb], block_pos[:nb], block_neg[:nb])
     llr = logit - (math.log(t1) - math.log(t0))
     cost_pos = np.logaddexp(0.0, -llr) / _LN2
     cost_neg = np.logaddexp(0.0, llr) / _LN2
-    table = np.empty(32 * block_start.size, dtype=np.int32)  # cells enough that few share a block boundary
-    costs = np.empty(n)
+    table = np.empty(32 * nb, dtype=np.int32)  # cells enough that few share a block boundary
     k = _config.run(
-        _k.costs_in_event_order, n, s, y, np.ascontiguousarray(distinct[block_start]), cost_pos, cost_neg, table, costs
+        _k.costs_in_event_order, n, s, y, np.ascontiguousarray(lowest[:nb]), cost_pos, cost_neg, table, costs
     )
     pos_sum = float(np.sum(costs[:k]))
     neg_sum = float(np.sum(costs[k:]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -17,23 +18,61 @@ _BOTH_CLASSES = {"cllr", "min_cllr"}
 MetricFn = Callable[[np.ndarray, np.ndarray, np.ndarray], float]
 
 
+def _metrics_module():
+    return importlib.import_module("streamcal.metrics")
+
+
+def _brier(y, p, llr):
+    return _metrics_module().brier_score(y, p)
+
+
+def _log_loss(y, p, llr):
+    return _metrics_module().log_loss(y, p, eps=LOG_LOSS_EPS)
+
+
+def _cllr(y, p, llr):
+    return _metrics_module().cllr(y, llr)
+
+
+def _min_cllr(y, p, llr):
+    return _metrics_module().min_cllr(y, llr)
+
+
+def _ece(y, p, llr):
+    return _metrics_module().ece(y, p)
+
+
+def _calibration_loss(y, p, llr):
+    return _metrics_module().calibration_loss(y, p)
+
+
+# each default metric's function, and the name under which ``window_metrics`` computes it
+_DEFAULTS = {
+    "brier": _brier,
+    "log_loss": _log_loss,
+    "cllr": _cllr,
+    "min_cllr": _min_cllr,
+    "ece": _ece,
+    "calibration_loss": _calibration_loss,
+}
+
+
+def _default_name(fn) -> str | None:
+    """The name of the default metric whose function ``fn`` is (None for any other callable)."""
+    return next((name for name, default in _DEFAULTS.items() if default is fn), None)
+
+
 def default_metrics() -> dict[str, MetricFn]:
     """The metrics replay reports, from :mod:`streamcal.metrics`, as ``f(labels, proba, llr)``.
 
     ``min_cllr`` is taken over the method's LLR output (the best Cllr any monotone recalibration of
     that output could reach), so ``cllr - min_cllr`` is the calibration part of its Cllr.
     ``log_loss`` clips probabilities into ``[1e-6, 1 - 1e-6]`` (PAV legitimately predicts 0 or 1
-    at the ends, which would make a whole window's log loss infinite).
+    at the ends, which would make a whole window's log loss infinite). A window's default metrics
+    are computed together (:func:`streamcal.metrics._window.window_metrics`), with the same
+    values as each function alone.
     """
-    m = importlib.import_module("streamcal.metrics")
-    return {
-        "brier": lambda y, p, llr: m.brier_score(y, p),
-        "log_loss": lambda y, p, llr: m.log_loss(y, p, eps=LOG_LOSS_EPS),
-        "cllr": lambda y, p, llr: m.cllr(y, llr),
-        "min_cllr": lambda y, p, llr: m.min_cllr(y, llr),
-        "ece": lambda y, p, llr: m.ece(y, p),
-        "calibration_loss": lambda y, p, llr: m.calibration_loss(y, p),
-    }
+    return dict(_DEFAULTS)
 
 
 class MetricWindows:
@@ -73,6 +112,7 @@ class MetricWindows:
         self._count = 0
         self._first = 0
         self._window = 0
+        self._work: dict[int, object] = {}  # per thread computing windows, its work arrays
 
     def add(self, t: np.ndarray, y: np.ndarray, proba: dict, llr: dict) -> None:
         self._t.append(t)
@@ -121,12 +161,26 @@ class MetricWindows:
         self._count -= start
 
     def _values(self, y, p, llr, both: bool) -> list[list[float]]:
+        # the default metrics of a window in one pass (None: each on its own, as below)
+        together = [
+            name
+            for fn in self.metrics.values()
+            if (name := _default_name(fn)) is not None and (both or name not in _BOTH_CLASSES)
+        ]
         out = []
         for name in self.methods:
+            computed = None
+            if together:
+                from streamcal.metrics._window import WindowWork, window_metrics
+
+                work = self._work.setdefault(threading.get_ident(), WindowWork())
+                computed = window_metrics(y, p[name], llr[name], together, eps=LOG_LOSS_EPS, work=work)
             row = []
             for metric, fn in self.metrics.items():
                 if metric in _BOTH_CLASSES and not both:
                     row.append(float("nan"))
+                elif computed is not None and _default_name(fn) in computed:
+                    row.append(computed[_default_name(fn)])
                 else:
                     row.append(float(fn(y, p[name], llr[name])))
             out.append(row)
