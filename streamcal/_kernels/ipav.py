@@ -327,6 +327,41 @@ def _violates(p_left, n_left, p_right, n_right):
     return p_left * (p_right + n_right) >= p_right * (p_left + n_left)
 
 
+# The margin of :func:`_stays_below` (relative, in the rates) and the range of magnitudes it is
+# used in: wide enough that no product of its pooling tests underflows or overflows.
+_BELOW_MARGIN = 2.0**-20
+_SAFE_LOW = 2.0**-300
+_SAFE_HIGH = 2.0**300
+
+
+@jit_noalloc(forceinline=True)
+def _stays_below(exact, tp, tn, first_total, rp, rn):
+    """Whether the sweep's top ``(tp, tn)``, reaching the first knot (total weight
+    ``first_total``) of an old block R = ``(rp, rn)``, pools with none of the prefixes of R that
+    the sweep would form: then R and every block after it are as they were.
+
+    R's own sweep formed the same prefixes (a bottom one, growing as knots pool into it) above
+    another top, and pooled none of them into it. With exact sums (``exact``) each prefix has a
+    rate >= R's, so one test against R decides. In floating arithmetic a pooling lowers the
+    bottom prefix's rate by the pooling test's rounding, or raises it by at most ``6 u``
+    (``u = 2**-53``) relative: the rate of each prefix is at least R's rate times
+    ``(1 + 6 u)**-K`` for ``K`` knots, above ``(1 - 2**-21)`` times it for any ``K < 2**29``. So
+    when the top's rate is below R's by the relative margin ``2**-20``, every pooling test of the
+    top against a prefix, rounded, finds no violation, and the sweep repeats R's own operations
+    bit for bit. The margin holds when the sums lie in ``[2**-300, 2**300]`` (no product of a
+    test underflows or overflows); else this returns False and the sweep walks R.
+    """
+    if exact:
+        return not _violates(tp, tn, rp, rn)
+    tt = tp + tn
+    rt = rp + rn
+    if not (_SAFE_LOW <= tt <= _SAFE_HIGH and first_total >= _SAFE_LOW and rt <= _SAFE_HIGH):
+        return False
+    if not rp >= _SAFE_LOW * rt:
+        return False
+    return tp * rt < (rp * tt) * (1.0 - _BELOW_MARGIN)
+
+
 @jit_noalloc
 def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
     """Fitted values of the empty buckets strictly between two knots: the linear interpolation
@@ -512,6 +547,24 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     pi[PI_EXACT] = exact
 
 
+@jit_noalloc(forceinline=True)
+def _gap_owned(pi, pf, head, old_last, a, b, owner):
+    """Whether the buckets ``a..b`` (in the old span ``head..old_last``) already read as a gap
+    owned by ``owner``. Over the old span the owners run in contiguous stretches, one per block,
+    its knots first (``FIT_OWNER`` the block) and its gap after (``FIT_OWNER`` -1): two ends
+    with the same owner, the first in its gap, have every bucket between them in that gap."""
+    if a > b:
+        return True
+    return (
+        head != -1
+        and head <= a
+        and b <= old_last
+        and pi[OWNER + _PI_RECORD * a] == owner
+        and pi[OWNER + _PI_RECORD * b] == owner
+        and pf[FIT_OWNER + _PF_RECORD * a] < 0.0
+    )
+
+
 @jit_noalloc
 def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     """Resume the PAV sweep at the block holding ``k`` (``k = -1``: from scratch); see above.
@@ -578,15 +631,14 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
         pj = hist[POS + j]
         nj = hist[NEG + j]
         if pj + nj > 0.0:
-            # j starts an old block R, and every sum is exact: if the top does not pool with R,
-            # it pools with none of R's prefixes either (each has a rate >= R's), so R and
-            # everything after it are unchanged: R is the stopping block
+            # j starts an old block R: if the top pools with none of the prefixes R's own sweep
+            # formed, R and everything after it are unchanged (see ``_stays_below``): R is the
+            # stopping block
             if (
-                exact
-                and has_top
+                has_top
                 and j > region_end
                 and pi[OWNER + _PI_RECORD * j] == j
-                and not _violates(tp, tn, pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j])
+                and _stays_below(exact, tp, tn, pj + nj, pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j])
             ):
                 pi[SFIRST + _STACK_RECORD * sp] = tf
                 pi[SLAST + _STACK_RECORD * sp] = tl
@@ -650,8 +702,25 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
         pf[SPOS + _STACK_RECORD * sp] = tp
         pf[SNEG + _STACK_RECORD * sp] = tn
         sp += 1
+    _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head)
 
-    # 3. write the new blocks back
+
+@jit_noalloc(forceinline=True)
+def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
+    """The end of :func:`_resweep_inplace`: the ``sp`` blocks on the stack scratch, the last one
+    the stopping block when ``stopped``, written over the old ones right of ``chain``; ``head``
+    is the old first knot."""
+    B = pi[PI_B]
+    SPOS = PF_HEADER + _PF_RECORD * B + _SPOS
+    SNEG = PF_HEADER + _PF_RECORD * B + _SNEG
+    SFIRST = PI_HEADER + _PI_RECORD * B + _SFIRST
+    SLAST = PI_HEADER + _PI_RECORD * B + _SLAST
+    # 3. write the new blocks back, and the owners of their buckets where a block's extent is new:
+    #    an old block with the same first and last knot, inside the old span, has them already (a
+    #    full sweep writes every owner: loading a saved state compares a full sweep's with it)
+    n_rewrite = sp - 1 if stopped else sp
+    old_head = head if k >= 0 else np.int64(-1)
+    old_last = pi[PI_LAST]
     if chain != -1:
         pi[BNEXT + _PI_RECORD * chain] = pi[SFIRST] if sp > 0 else -1
     else:
@@ -659,9 +728,15 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     for i in range(sp):
         f = pi[SFIRST + _STACK_RECORD * i]
         pi[BPREV + _PI_RECORD * f] = pi[SFIRST + _STACK_RECORD * (i - 1)] if i > 0 else chain
-        if i < sp - 1 or not stopped:
+        if i < n_rewrite:
+            last = pi[SLAST + _STACK_RECORD * i]
+            kept = old_head != -1 and old_head <= f and last <= old_last
+            if not (kept and pi[OWNER + _PI_RECORD * f] == f and pi[BEND + _PI_RECORD * f] == last):
+                for g in range(f, last + 1):
+                    pi[OWNER + _PI_RECORD * g] = f
+                    pf[FIT_OWNER + _PF_RECORD * g] = f
             pi[BNEXT + _PI_RECORD * f] = pi[SFIRST + _STACK_RECORD * (i + 1)] if i < sp - 1 else -1
-            pi[BEND + _PI_RECORD * f] = pi[SLAST + _STACK_RECORD * i]
+            pi[BEND + _PI_RECORD * f] = last
             pf[BPOS + _PF_RECORD * f] = pf[SPOS + _STACK_RECORD * i]
             pf[BNEG + _PF_RECORD * f] = pf[SNEG + _STACK_RECORD * i]
     if not stopped:
@@ -685,7 +760,7 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     if chg_hi > pi[PI_CHG_HI]:
         pi[PI_CHG_HI] = chg_hi
 
-    # 4. owners and fitted values from the end of the chain to the last rewritten block; the
+    # 4. gaps and fitted values from the end of the chain to the last rewritten block; the
     #    buckets before the first knot and after the last one are never read (predictions
     #    clamp to the knots' span)
     if chain != -1:
@@ -694,7 +769,6 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     else:
         left_knot = -1
         left_value = 0.0
-    n_rewrite = sp - 1 if stopped else sp
     for i in range(sp):
         f = pi[SFIRST + _STACK_RECORD * i]
         # the stopping block is unchanged: its stored rate saves a division
@@ -705,16 +779,14 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
             v = rate_p / (rate_p + pf[SNEG + _STACK_RECORD * i])
         if left_knot != -1:  # the gap before this block, owned by the block on its left
             lo_owner = chain if i == 0 else pi[SFIRST + _STACK_RECORD * (i - 1)]
-            for g in range(left_knot + 1, f):
-                pi[OWNER + _PI_RECORD * g] = lo_owner
-                pf[FIT_OWNER + _PF_RECORD * g] = -1.0
+            if not _gap_owned(pi, pf, old_head, old_last, left_knot + 1, f - 1, lo_owner):
+                for g in range(left_knot + 1, f):
+                    pi[OWNER + _PI_RECORD * g] = lo_owner
+                    pf[FIT_OWNER + _PF_RECORD * g] = -1.0
             _fill_gap(pf, left_knot, left_value, f, v)
         if i == n_rewrite:
             break  # the stopping block and everything after it are unchanged
         last = pi[SLAST + _STACK_RECORD * i]
-        for g in range(f, last + 1):
-            pi[OWNER + _PI_RECORD * g] = f
-            pf[FIT_OWNER + _PF_RECORD * g] = f
         pf[FIT + _PF_RECORD * f] = v
         left_knot = last
         left_value = v
