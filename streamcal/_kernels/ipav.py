@@ -35,6 +35,27 @@ same order, as a from-scratch sweep: the result equals it bit for bit, whatever 
 (not only in exact arithmetic, where PAV's pooling-order theorem gives it for free).
 Cost: the knots of the touched block and of the right-hand blocks swept, usually a few.
 
+Floating-point weights (fractional weights, decay, the prior's augmented row) keep the
+resumed sweep, exact as above, and shorten it at both ends:
+
+- *Checkpoints.* Inside a block the per-bucket block fields (``bend``, ``bpos``, ``bneg``,
+  meaningful at a block's first knot only) hold, at every other knot ``c``, the sweep's top
+  just before ``c``: its first knot and its sums. Where that top starts at the block's first
+  knot ``f`` (``bend[c] == f``), the sweep is at ``c`` in the state "the blocks left of ``f``,
+  then ``[f, c)`` as one element" whatever happened left of ``f`` since (those blocks never pool
+  with the block's prefixes), so a change at or after ``c`` resumes there, with the stored
+  sums, instead of at ``f``. The records are a function of the histogram, as a full sweep
+  writes them (every sweep writes those of the knots it passes; a chain block pooled into the
+  top, and the block's first knot when it ends inside a block, get theirs from the block on
+  their left; a new knot's is cleared when it is linked). They are kept while ``PI_INTEGRAL``
+  is 0 or the blocks are over the augmented row (the whole-number shortcuts below change
+  block sums in place and do not keep them); the first fractional weight rebuilds the blocks
+  once, which writes them all.
+- *Stopping early.* At the first knot of an old block R right of the change, the sweep stops
+  when its top's rate is below R's by a relative margin of ``2**-20`` (:func:`_stays_below`):
+  rounding cannot then make it pool with any prefix R's own sweep formed, so the sweep would
+  repeat R's operations bit for bit.
+
 Whole-number weights. While every learned weight is a whole number (no decay) and the total
 weight is below ``EXACT_TOTAL``, every sum and every product of the pooling test is exact, so
 the arithmetic *is* exact arithmetic: the blocks are the unique PAV solution, with the same
@@ -501,6 +522,7 @@ def _bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n, sparse):
             nxt = first if prev == -1 else pi[KN + _KNOT_RECORD * prev + _KNEXT]
             pi[KN + _KNOT_RECORD * k + _KNEXT] = nxt
             pi[KN + _KNOT_RECORD * k + _KPREV] = prev
+            pi[BEND + _PI_RECORD * k] = k  # no checkpoint (one kept from before it emptied is stale)
             if prev != -1:
                 pi[KN + _KNOT_RECORD * prev + _KNEXT] = k
             if nxt != -1:
@@ -545,6 +567,45 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     pi[PI_EXACT] = 0  # no O(1) update: the old weights are unknown (NaN: never "unchanged")
     _bucket_delta_inplace(hist, h0, pf, pi, k, math.nan, math.nan, _SPARSE)
     pi[PI_EXACT] = exact
+
+
+@jit_noalloc(forceinline=True)
+def _set_record(pf, pi, j, first, p, n):
+    """Bucket ``j``'s block record: ``(last knot, P, N)`` at a block's first knot, the checkpoint
+    ``(first, P, N)`` at a knot inside a block."""
+    pi[BEND + _PI_RECORD * j] = first
+    pf[BPOS + _PF_RECORD * j] = p
+    pf[BNEG + _PF_RECORD * j] = n
+
+
+@jit_noalloc(forceinline=True)
+def _checkpoint_at_or_before(hist, h0, pi, f, k, linked):
+    """The last knot ``c`` in ``f + 1..k`` of the block ``f`` whose checkpoint holds, else ``f``.
+
+    ``c`` itself may be ``k`` (a knot before its change, or one just emptied: a new knot's
+    checkpoint is cleared when it is linked); any other ``c`` must be a knot now (an emptied
+    bucket's record is not kept up to date). ``linked``: walk the knot list.
+    """
+    B = pi[PI_B]
+    KN = PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B
+    c = k
+    while c > f:
+        if pi[BEND + _PI_RECORD * c] == f and (c == k or hist[h0 + c] + hist[h0 + B + c] > 0.0):
+            return c
+        c = pi[KN + _KNOT_RECORD * c + _KPREV] if linked else c - 1
+    return f
+
+
+@jit_noalloc(forceinline=True)
+def _knot_before(hist, h0, pi, c, linked):
+    """The knot before ``c`` (there is one: the first knot of ``c``'s block)."""
+    B = pi[PI_B]
+    if linked:
+        return pi[PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B + _KNOT_RECORD * c + _KPREV]
+    g = c - 1
+    while not hist[h0 + g] + hist[h0 + B + g] > 0.0:
+        g -= 1
+    return g
 
 
 @jit_noalloc(forceinline=True)
@@ -606,6 +667,7 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     exact = pi[PI_EXACT] == 1
 
     # 1. where the sweep resumes: the start of the block holding k, or k itself in a gap
+    deferred = np.int64(-1)  # the old first knot of the block holding k
     if k < 0:  # full rebuild
         start, chain, region_end = 0, -1, B - 1
     elif head == -1 or k < head:  # before the first knot
@@ -616,15 +678,33 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
         o = pi[OWNER + _PI_RECORD * k]
         if k <= pi[BEND + _PI_RECORD * o]:
             start, chain, region_end = o, pi[BPREV + _PI_RECORD * o], pi[BEND + _PI_RECORD * o]
+            deferred = o
         else:
             start, chain, region_end = k, o, k
 
     # 2. sweep knot by knot; ``chain`` is the top of the untouched stack of blocks on the left.
     #    The top of the new stack lives in registers (tf, tl, tp, tn); the ``sp`` entries below
-    #    it are in the scratch arrays.
+    #    it are in the scratch arrays. Inside the block, from its last checkpoint at or before k.
     sp = 0
     has_top = False
     tf, tl, tp, tn = 0, 0, 0.0, 0.0
+    checkpoints = pi[PI_INTEGRAL] == 0 or pi[PI_KNOTS] == 0
+    # the top before the first knot swept is the chain's block (its checkpoint); an old block's
+    # first knot keeps its record until the write-back (``deferred``), as the stopping block's
+    # does (``r_*``, restored)
+    c0p = pf[BPOS + _PF_RECORD * chain] if chain != -1 else 0.0
+    c0n = pf[BNEG + _PF_RECORD * chain] if chain != -1 else 0.0
+    chain0 = chain
+    r_end, r_p, r_n = np.int64(-1), 0.0, 0.0
+    if checkpoints and k > start:
+        c = _checkpoint_at_or_before(hist, h0, pi, start, k, linked)
+        if c > start:
+            has_top = True
+            tf = start
+            tl = _knot_before(hist, h0, pi, c, linked)
+            tp = pf[BPOS + _PF_RECORD * c]
+            tn = pf[BNEG + _PF_RECORD * c]
+            start = c
     stopped = False
     j = start
     while j >= 0:
@@ -651,6 +731,13 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
                 tn = pf[BNEG + _PF_RECORD * j]
                 stopped = True
                 break
+            if checkpoints:
+                if j > region_end and pi[OWNER + _PI_RECORD * j] == j:
+                    r_end, r_p, r_n = pi[BEND + _PI_RECORD * j], pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j]
+                if has_top:
+                    _set_record(pf, pi, j, tf, tp, tn)
+                elif chain != -1 and j != deferred:
+                    _set_record(pf, pi, j, chain, c0p, c0n)
             if has_top and _violates(tp, tn, pj, nj):  # pool the new knot into the top
                 tl = j
                 tp = tp + pj
@@ -684,12 +771,18 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
                         tf = chain
                         tp = p1 + tp
                         tn = n1 + tn
-                        chain = pi[BPREV + _PI_RECORD * chain]
+                        below = pi[BPREV + _PI_RECORD * chain]
+                        if checkpoints and below != -1:  # its first knot is inside a block now
+                            bp, bn = pf[BPOS + _PF_RECORD * below], pf[BNEG + _PF_RECORD * below]
+                            _set_record(pf, pi, chain, below, bp, bn)
+                        chain = below
                         continue
                 break
             if j > region_end:
                 old_first = pi[OWNER + _PI_RECORD * j]
-                if j == pi[BEND + _PI_RECORD * old_first] and tf == old_first:
+                if j == (r_end if checkpoints else pi[BEND + _PI_RECORD * old_first]) and tf == old_first:
+                    if checkpoints:  # the stopping block is kept: its record back
+                        _set_record(pf, pi, old_first, r_end, r_p, r_n)
                     stopped = True
                     break
         if linked:
@@ -703,6 +796,8 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
         pf[SNEG + _STACK_RECORD * sp] = tn
         sp += 1
     _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head)
+    if checkpoints and deferred != -1 and chain0 != -1 and sp > 0 and pi[SFIRST] != deferred:
+        _set_record(pf, pi, deferred, chain0, c0p, c0n)  # the old first knot is inside a block now
 
 
 @jit_noalloc(forceinline=True)
@@ -951,8 +1046,9 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
     ``kind`` is ``sf[SF_KIND]`` (read once by a loop of events: see ``histogram.stored_unit``).
     """
     clock = window_clock(sf, t, kind)
-    if w != np.floor(w) or (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
+    if pi[PI_INTEGRAL] == 1 and (w != np.floor(w) or (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME)):
         pi[PI_INTEGRAL] = 0
+        _rebuild_blocks_inplace(sf, pf, pi)  # the same blocks, and checkpoints (kept from now on)
     B = pi[PI_B]
     o = _prior_offset(B)
     if pf[o + PR_KAPPA] > 0.0:
