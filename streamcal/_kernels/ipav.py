@@ -363,14 +363,16 @@ def _stays_below(exact, tp, tn, first_total, rp, rn):
 
     R's own sweep formed the same prefixes (a bottom one, growing as knots pool into it) above
     another top, and pooled none of them into it. With exact sums (``exact``) each prefix has a
-    rate >= R's, so one test against R decides. In floating arithmetic a pooling lowers the
-    bottom prefix's rate by the pooling test's rounding, or raises it by at most ``6 u``
-    (``u = 2**-53``) relative: the rate of each prefix is at least R's rate times
-    ``(1 + 6 u)**-K`` for ``K`` knots, above ``(1 - 2**-21)`` times it for any ``K < 2**29``. So
-    when the top's rate is below R's by the relative margin ``2**-20``, every pooling test of the
-    top against a prefix, rounded, finds no violation, and the sweep repeats R's own operations
-    bit for bit. The margin holds when the sums lie in ``[2**-300, 2**300]`` (no product of a
-    test underflows or overflows); else this returns False and the sweep walks R.
+    rate >= R's, so one test against R decides. In floating arithmetic a pooling raises the
+    bottom prefix's rate by at most ``6 u`` (``u = 2**-53``) relative: the pooled rate is a
+    weighted mean of the prefix's and of a part the test found at or below it, up to the test's
+    rounding (``4 u``) and the sums' (``2 u``); a part too light for the test's products to be
+    normal moves it by less than ``2**-99`` relative. So each prefix has a rate of at least R's
+    times ``(1 + 6 u)**-K`` for ``K`` knots, above ``(1 - 2**-21)`` times it for any ``K < 2**29``,
+    and when the top's rate is below R's by the relative margin ``2**-20``, every rounded pooling
+    test of the top against a prefix finds no violation: the sweep repeats R's own operations
+    bit for bit. This needs the sums in ``[2**-300, 2**300]`` (no product of a test against R's
+    prefixes underflows or overflows); outside, it returns False and the sweep walks R.
     """
     if exact:
         return not _violates(tp, tn, rp, rn)
