@@ -35,6 +35,27 @@ same order, as a from-scratch sweep: the result equals it bit for bit, whatever 
 (not only in exact arithmetic, where PAV's pooling-order theorem gives it for free).
 Cost: the knots of the touched block and of the right-hand blocks swept, usually a few.
 
+Floating-point weights (fractional weights, decay, the prior's augmented row) keep the
+resumed sweep, exact as above, and shorten it at both ends:
+
+- *Checkpoints.* Inside a block the per-bucket block fields (``bend``, ``bpos``, ``bneg``,
+  meaningful at a block's first knot only) hold, at every other knot ``c``, the sweep's top
+  just before ``c``: its first knot and its sums. Where that top starts at the block's first
+  knot ``f`` (``bend[c] == f``), the sweep is at ``c`` in the state "the blocks left of ``f``,
+  then ``[f, c)`` as one element" whatever happened left of ``f`` since (those blocks never pool
+  with the block's prefixes), so a change at or after ``c`` resumes there, with the stored
+  sums, instead of at ``f``. The records are a function of the histogram, as a full sweep
+  writes them (every sweep writes those of the knots it passes; a chain block pooled into the
+  top, and the block's first knot when it ends inside a block, get theirs from the block on
+  their left; a new knot's is cleared when it is linked). They are kept while ``PI_INTEGRAL``
+  is 0 or the blocks are over the augmented row (the whole-number shortcuts below change
+  block sums in place and do not keep them); the first fractional weight rebuilds the blocks
+  once, which writes them all.
+- *Stopping early.* At the first knot of an old block R right of the change, the sweep stops
+  when its top's rate is below R's by a relative margin of ``2**-20`` (:func:`_stays_below`):
+  rounding cannot then make it pool with any prefix R's own sweep formed, so the sweep would
+  repeat R's operations bit for bit.
+
 Whole-number weights. While every learned weight is a whole number (no decay) and the total
 weight is below ``EXACT_TOTAL``, every sum and every product of the pooling test is exact, so
 the arithmetic *is* exact arithmetic: the blocks are the unique PAV solution, with the same
@@ -327,6 +348,43 @@ def _violates(p_left, n_left, p_right, n_right):
     return p_left * (p_right + n_right) >= p_right * (p_left + n_left)
 
 
+# The margin of :func:`_stays_below` (relative, in the rates) and the range of magnitudes it is
+# used in: wide enough that no product of its pooling tests underflows or overflows.
+_BELOW_MARGIN = 2.0**-20
+_SAFE_LOW = 2.0**-300
+_SAFE_HIGH = 2.0**300
+
+
+@jit_noalloc(forceinline=True)
+def _stays_below(exact, tp, tn, first_total, rp, rn):
+    """Whether the sweep's top ``(tp, tn)``, reaching the first knot (total weight
+    ``first_total``) of an old block R = ``(rp, rn)``, pools with none of the prefixes of R that
+    the sweep would form: then R and every block after it are as they were.
+
+    R's own sweep formed the same prefixes (a bottom one, growing as knots pool into it) above
+    another top, and pooled none of them into it. With exact sums (``exact``) each prefix has a
+    rate >= R's, so one test against R decides. In floating arithmetic a pooling raises the
+    bottom prefix's rate by at most ``6 u`` (``u = 2**-53``) relative: the pooled rate is a
+    weighted mean of the prefix's and of a part the test found at or below it, up to the test's
+    rounding (``4 u``) and the sums' (``2 u``); a part too light for the test's products to be
+    normal moves it by less than ``2**-99`` relative. So each prefix has a rate of at least R's
+    times ``(1 + 6 u)**-K`` for ``K`` knots, above ``(1 - 2**-21)`` times it for any ``K < 2**29``,
+    and when the top's rate is below R's by the relative margin ``2**-20``, every rounded pooling
+    test of the top against a prefix finds no violation: the sweep repeats R's own operations
+    bit for bit. This needs the sums in ``[2**-300, 2**300]`` (no product of a test against R's
+    prefixes underflows or overflows); outside, it returns False and the sweep walks R.
+    """
+    if exact:
+        return not _violates(tp, tn, rp, rn)
+    tt = tp + tn
+    rt = rp + rn
+    if not (_SAFE_LOW <= tt <= _SAFE_HIGH and first_total >= _SAFE_LOW and rt <= _SAFE_HIGH):
+        return False
+    if not rp >= _SAFE_LOW * rt:
+        return False
+    return tp * rt < (rp * tt) * (1.0 - _BELOW_MARGIN)
+
+
 @jit_noalloc
 def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
     """Fitted values of the empty buckets strictly between two knots: the linear interpolation
@@ -466,6 +524,7 @@ def _bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n, sparse):
             nxt = first if prev == -1 else pi[KN + _KNOT_RECORD * prev + _KNEXT]
             pi[KN + _KNOT_RECORD * k + _KNEXT] = nxt
             pi[KN + _KNOT_RECORD * k + _KPREV] = prev
+            pi[BEND + _PI_RECORD * k] = k  # no checkpoint (one kept from before it emptied is stale)
             if prev != -1:
                 pi[KN + _KNOT_RECORD * prev + _KNEXT] = k
             if nxt != -1:
@@ -512,6 +571,63 @@ def pav_bucket_changed_inplace(hist, h0, pf, pi, k):
     pi[PI_EXACT] = exact
 
 
+@jit_noalloc(forceinline=True)
+def _set_record(pf, pi, j, first, p, n):
+    """Bucket ``j``'s block record: ``(last knot, P, N)`` at a block's first knot, the checkpoint
+    ``(first, P, N)`` at a knot inside a block."""
+    pi[BEND + _PI_RECORD * j] = first
+    pf[BPOS + _PF_RECORD * j] = p
+    pf[BNEG + _PF_RECORD * j] = n
+
+
+@jit_noalloc(forceinline=True)
+def _checkpoint_at_or_before(hist, h0, pi, f, k, linked):
+    """The last knot ``c`` in ``f + 1..k`` of the block ``f`` whose checkpoint holds, else ``f``.
+
+    ``c`` itself may be ``k`` (a knot before its change, or one just emptied: a new knot's
+    checkpoint is cleared when it is linked); any other ``c`` must be a knot now (an emptied
+    bucket's record is not kept up to date). ``linked``: walk the knot list.
+    """
+    B = pi[PI_B]
+    KN = PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B
+    c = k
+    while c > f:
+        if pi[BEND + _PI_RECORD * c] == f and (c == k or hist[h0 + c] + hist[h0 + B + c] > 0.0):
+            return c
+        c = pi[KN + _KNOT_RECORD * c + _KPREV] if linked else c - 1
+    return f
+
+
+@jit_noalloc(forceinline=True)
+def _knot_before(hist, h0, pi, c, linked):
+    """The knot before ``c`` (there is one: the first knot of ``c``'s block)."""
+    B = pi[PI_B]
+    if linked:
+        return pi[PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B + _KNOT_RECORD * c + _KPREV]
+    g = c - 1
+    while not hist[h0 + g] + hist[h0 + B + g] > 0.0:
+        g -= 1
+    return g
+
+
+@jit_noalloc(forceinline=True)
+def _gap_owned(pi, pf, head, old_last, a, b, owner):
+    """Whether the buckets ``a..b`` (in the old span ``head..old_last``) already read as a gap
+    owned by ``owner``. Over the old span the owners run in contiguous stretches, one per block,
+    its knots first (``FIT_OWNER`` the block) and its gap after (``FIT_OWNER`` -1): two ends
+    with the same owner, the first in its gap, have every bucket between them in that gap."""
+    if a > b:
+        return True
+    return (
+        head != -1
+        and head <= a
+        and b <= old_last
+        and pi[OWNER + _PI_RECORD * a] == owner
+        and pi[OWNER + _PI_RECORD * b] == owner
+        and pf[FIT_OWNER + _PF_RECORD * a] < 0.0
+    )
+
+
 @jit_noalloc
 def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     """Resume the PAV sweep at the block holding ``k`` (``k = -1``: from scratch); see above.
@@ -553,6 +669,7 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     exact = pi[PI_EXACT] == 1
 
     # 1. where the sweep resumes: the start of the block holding k, or k itself in a gap
+    deferred = np.int64(-1)  # the old first knot of the block holding k
     if k < 0:  # full rebuild
         start, chain, region_end = 0, -1, B - 1
     elif head == -1 or k < head:  # before the first knot
@@ -563,30 +680,47 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
         o = pi[OWNER + _PI_RECORD * k]
         if k <= pi[BEND + _PI_RECORD * o]:
             start, chain, region_end = o, pi[BPREV + _PI_RECORD * o], pi[BEND + _PI_RECORD * o]
+            deferred = o
         else:
             start, chain, region_end = k, o, k
 
     # 2. sweep knot by knot; ``chain`` is the top of the untouched stack of blocks on the left.
     #    The top of the new stack lives in registers (tf, tl, tp, tn); the ``sp`` entries below
-    #    it are in the scratch arrays.
+    #    it are in the scratch arrays. Inside the block, from its last checkpoint at or before k.
     sp = 0
     has_top = False
     tf, tl, tp, tn = 0, 0, 0.0, 0.0
+    checkpoints = pi[PI_INTEGRAL] == 0 or pi[PI_KNOTS] == 0
+    # the top before the first knot swept is the chain's block (its checkpoint); an old block's
+    # first knot keeps its record until the write-back (``deferred``), as the stopping block's
+    # does (``r_*``, restored)
+    c0p = pf[BPOS + _PF_RECORD * chain] if chain != -1 else 0.0
+    c0n = pf[BNEG + _PF_RECORD * chain] if chain != -1 else 0.0
+    chain0 = chain
+    r_end, r_p, r_n = np.int64(-1), 0.0, 0.0
+    if checkpoints and k > start:
+        c = _checkpoint_at_or_before(hist, h0, pi, start, k, linked)
+        if c > start:
+            has_top = True
+            tf = start
+            tl = _knot_before(hist, h0, pi, c, linked)
+            tp = pf[BPOS + _PF_RECORD * c]
+            tn = pf[BNEG + _PF_RECORD * c]
+            start = c
     stopped = False
     j = start
     while j >= 0:
         pj = hist[POS + j]
         nj = hist[NEG + j]
         if pj + nj > 0.0:
-            # j starts an old block R, and every sum is exact: if the top does not pool with R,
-            # it pools with none of R's prefixes either (each has a rate >= R's), so R and
-            # everything after it are unchanged: R is the stopping block
+            # j starts an old block R: if the top pools with none of the prefixes R's own sweep
+            # formed, R and everything after it are unchanged (see ``_stays_below``): R is the
+            # stopping block
             if (
-                exact
-                and has_top
+                has_top
                 and j > region_end
                 and pi[OWNER + _PI_RECORD * j] == j
-                and not _violates(tp, tn, pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j])
+                and _stays_below(exact, tp, tn, pj + nj, pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j])
             ):
                 pi[SFIRST + _STACK_RECORD * sp] = tf
                 pi[SLAST + _STACK_RECORD * sp] = tl
@@ -599,6 +733,13 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
                 tn = pf[BNEG + _PF_RECORD * j]
                 stopped = True
                 break
+            if checkpoints:
+                if j > region_end and pi[OWNER + _PI_RECORD * j] == j:
+                    r_end, r_p, r_n = pi[BEND + _PI_RECORD * j], pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j]
+                if has_top:
+                    _set_record(pf, pi, j, tf, tp, tn)
+                elif chain != -1 and j != deferred:
+                    _set_record(pf, pi, j, chain, c0p, c0n)
             if has_top and _violates(tp, tn, pj, nj):  # pool the new knot into the top
                 tl = j
                 tp = tp + pj
@@ -632,12 +773,18 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
                         tf = chain
                         tp = p1 + tp
                         tn = n1 + tn
-                        chain = pi[BPREV + _PI_RECORD * chain]
+                        below = pi[BPREV + _PI_RECORD * chain]
+                        if checkpoints and below != -1:  # its first knot is inside a block now
+                            bp, bn = pf[BPOS + _PF_RECORD * below], pf[BNEG + _PF_RECORD * below]
+                            _set_record(pf, pi, chain, below, bp, bn)
+                        chain = below
                         continue
                 break
             if j > region_end:
                 old_first = pi[OWNER + _PI_RECORD * j]
-                if j == pi[BEND + _PI_RECORD * old_first] and tf == old_first:
+                if j == (r_end if checkpoints else pi[BEND + _PI_RECORD * old_first]) and tf == old_first:
+                    if checkpoints:  # the stopping block is kept: its record back
+                        _set_record(pf, pi, old_first, r_end, r_p, r_n)
                     stopped = True
                     break
         if linked:
@@ -650,8 +797,27 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
         pf[SPOS + _STACK_RECORD * sp] = tp
         pf[SNEG + _STACK_RECORD * sp] = tn
         sp += 1
+    _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head)
+    if checkpoints and deferred != -1 and chain0 != -1 and sp > 0 and pi[SFIRST] != deferred:
+        _set_record(pf, pi, deferred, chain0, c0p, c0n)  # the old first knot is inside a block now
 
-    # 3. write the new blocks back
+
+@jit_noalloc(forceinline=True)
+def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
+    """The end of :func:`_resweep_inplace`: the ``sp`` blocks on the stack scratch, the last one
+    the stopping block when ``stopped``, written over the old ones right of ``chain``; ``head``
+    is the old first knot."""
+    B = pi[PI_B]
+    SPOS = PF_HEADER + _PF_RECORD * B + _SPOS
+    SNEG = PF_HEADER + _PF_RECORD * B + _SNEG
+    SFIRST = PI_HEADER + _PI_RECORD * B + _SFIRST
+    SLAST = PI_HEADER + _PI_RECORD * B + _SLAST
+    # 3. write the new blocks back, and the owners of their buckets where a block's extent is new:
+    #    an old block with the same first and last knot, inside the old span, has them already (a
+    #    full sweep writes every owner: loading a saved state compares a full sweep's with it)
+    n_rewrite = sp - 1 if stopped else sp
+    old_head = head if k >= 0 else np.int64(-1)
+    old_last = pi[PI_LAST]
     if chain != -1:
         pi[BNEXT + _PI_RECORD * chain] = pi[SFIRST] if sp > 0 else -1
     else:
@@ -659,9 +825,15 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     for i in range(sp):
         f = pi[SFIRST + _STACK_RECORD * i]
         pi[BPREV + _PI_RECORD * f] = pi[SFIRST + _STACK_RECORD * (i - 1)] if i > 0 else chain
-        if i < sp - 1 or not stopped:
+        if i < n_rewrite:
+            last = pi[SLAST + _STACK_RECORD * i]
+            kept = old_head != -1 and old_head <= f and last <= old_last
+            if not (kept and pi[OWNER + _PI_RECORD * f] == f and pi[BEND + _PI_RECORD * f] == last):
+                for g in range(f, last + 1):
+                    pi[OWNER + _PI_RECORD * g] = f
+                    pf[FIT_OWNER + _PF_RECORD * g] = f
             pi[BNEXT + _PI_RECORD * f] = pi[SFIRST + _STACK_RECORD * (i + 1)] if i < sp - 1 else -1
-            pi[BEND + _PI_RECORD * f] = pi[SLAST + _STACK_RECORD * i]
+            pi[BEND + _PI_RECORD * f] = last
             pf[BPOS + _PF_RECORD * f] = pf[SPOS + _STACK_RECORD * i]
             pf[BNEG + _PF_RECORD * f] = pf[SNEG + _STACK_RECORD * i]
     if not stopped:
@@ -685,7 +857,7 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     if chg_hi > pi[PI_CHG_HI]:
         pi[PI_CHG_HI] = chg_hi
 
-    # 4. owners and fitted values from the end of the chain to the last rewritten block; the
+    # 4. gaps and fitted values from the end of the chain to the last rewritten block; the
     #    buckets before the first knot and after the last one are never read (predictions
     #    clamp to the knots' span)
     if chain != -1:
@@ -694,7 +866,6 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     else:
         left_knot = -1
         left_value = 0.0
-    n_rewrite = sp - 1 if stopped else sp
     for i in range(sp):
         f = pi[SFIRST + _STACK_RECORD * i]
         # the stopping block is unchanged: its stored rate saves a division
@@ -705,16 +876,14 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
             v = rate_p / (rate_p + pf[SNEG + _STACK_RECORD * i])
         if left_knot != -1:  # the gap before this block, owned by the block on its left
             lo_owner = chain if i == 0 else pi[SFIRST + _STACK_RECORD * (i - 1)]
-            for g in range(left_knot + 1, f):
-                pi[OWNER + _PI_RECORD * g] = lo_owner
-                pf[FIT_OWNER + _PF_RECORD * g] = -1.0
+            if not _gap_owned(pi, pf, old_head, old_last, left_knot + 1, f - 1, lo_owner):
+                for g in range(left_knot + 1, f):
+                    pi[OWNER + _PI_RECORD * g] = lo_owner
+                    pf[FIT_OWNER + _PF_RECORD * g] = -1.0
             _fill_gap(pf, left_knot, left_value, f, v)
         if i == n_rewrite:
             break  # the stopping block and everything after it are unchanged
         last = pi[SLAST + _STACK_RECORD * i]
-        for g in range(f, last + 1):
-            pi[OWNER + _PI_RECORD * g] = f
-            pf[FIT_OWNER + _PF_RECORD * g] = f
         pf[FIT + _PF_RECORD * f] = v
         left_knot = last
         left_value = v
@@ -879,8 +1048,9 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
     ``kind`` is ``sf[SF_KIND]`` (read once by a loop of events: see ``histogram.stored_unit``).
     """
     clock = window_clock(sf, t, kind)
-    if w != np.floor(w) or (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
+    if pi[PI_INTEGRAL] == 1 and (w != np.floor(w) or (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME)):
         pi[PI_INTEGRAL] = 0
+        _rebuild_blocks_inplace(sf, pf, pi)  # the same blocks, and checkpoints (kept from now on)
     B = pi[PI_B]
     o = _prior_offset(B)
     if pf[o + PR_KAPPA] > 0.0:

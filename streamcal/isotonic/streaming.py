@@ -618,6 +618,13 @@ class PAVCalibrator(OutArrays, StreamingCalibrator):
         pi_again[scratch_i] = pi[scratch_i]
         if pi.size != ni:  # its flag follows the rebuild's
             pi_again[_k.PI_KNOTS] = pi[_k.PI_KNOTS]
+        # inside a block the records of the block fields hold the sweep's checkpoints, which
+        # depend on the path the repairs took: not compared, the rebuild's taken
+        inside = _k.pav_field(pi_again, B, _k._OWNER) != np.arange(B)
+        checkpoints = [(pf, pf_again, _k._BPOS), (pf, pf_again, _k._BNEG), (pi, pi_again, _k._BEND)]
+        rebuilt = [_k.pav_field(again, B, field)[inside] for _, again, field in checkpoints]
+        for loaded, again, field in checkpoints:
+            _k.pav_field(again, B, field)[inside] = _k.pav_field(loaded, B, field)[inside]
         for name, loaded, again, header, record in (
             ("_pf", pf, pf_again, _k.PF_HEADER, _k._PF_RECORD),
             ("_pi", pi, pi_again, _k.PI_HEADER, _k._PI_RECORD),
@@ -631,6 +638,8 @@ class PAVCalibrator(OutArrays, StreamingCalibrator):
                     f"`{name}` {where}: the PAV blocks do not match the histogram (a rebuild from "
                     f"it gives {again[i].item()!r}; found {loaded[i].item()!r})."
                 )
+        for (loaded, _, field), values in zip(checkpoints, rebuilt, strict=True):
+            _k.pav_field(loaded, B, field)[inside] = values
 
     def _check_loaded_prior(self, pf: np.ndarray, B: int) -> None:
         """The prior's section: its mode from the parameters, a strength in ``[0, KAPPA_MAX]``,
