@@ -21,6 +21,10 @@ Run from the repository root:
    ``REV`` (read with ``git show``, run on today's kernels) in the same rounds. CPU time
    (``time.process_time``), best of ``--repeat`` rounds.
 
+4. The HT coupling alone on the pairs' r and n of a ``prequential`` run (K = 5): the calibrator's
+   full Newton steps against the previous scheme (the paper's sweeps, then safeguarded Newton
+   steps), both compiled, in alternating rounds.
+
 numba compile time (first call) is reported apart from steady state (best of several runs).
 """
 
@@ -390,6 +394,85 @@ def bench_prequential(k, n_events, stream_events, batch, repeat, old=None):
     print()
 
 
+def bench_ht_coupling(k, n_events, repeat):
+    """The HT coupling alone, on the pairs' r and n of a ``prequential`` run (K = ``k``): the
+    calibrator's full Newton steps (``ht_couple_upper``) against the previous scheme, the
+    paper's sweeps then safeguarded Newton steps (``ht_couple_one`` with ``newton_after=8``), run
+    per event by a loop compiled here; CPU time, best of ``repeat`` alternating rounds."""
+    import numba
+
+    from streamcal._kernels import coupling as _k
+    from streamcal.multiclass.coupling import NEWTON_AFTER_SWEEPS
+
+    @numba.njit(cache=False)
+    def sweeps_then_newton(r_up, n_up, tol, max_iter, newton_after, p_out):
+        m, kk = p_out.shape[0], p_out.shape[1]
+        r = np.zeros((kk, kk))
+        n = np.zeros((kk, kk))
+        target = np.empty(kk)
+        total_weight = np.empty(kk)
+        scratch = (
+            np.empty(kk),
+            np.empty(kk),
+            np.empty(kk, dtype=np.bool_),
+            np.empty(kk, dtype=np.intp),
+            np.empty((kk + 1, kk + 1)),
+            np.empty(kk + 1),
+        )
+        for e in range(m):
+            q = 0
+            for a in range(kk):
+                for b in range(a + 1, kk):
+                    r[a, b] = r_up[q, e]
+                    r[b, a] = 1.0 - r_up[q, e]
+                    n[a, b] = n[b, a] = n_up[q, e]
+                    q += 1
+            _k.ht_couple_one(r, n, tol, max_iter, newton_after, p_out[e], target, total_weight, scratch)
+
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet(np.ones(k), size=n_events)
+    ys = (rng.random(n_events)[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
+    q = p**2 / (p**2).sum(axis=1, keepdims=True)
+    captured = []
+    couple = PairwiseCouplingCalibrator._couple_upper
+
+    def record(self, r_up, n_up, kk):
+        captured.append((r_up.copy(), n_up.copy()))
+        return couple(self, r_up, n_up, kk)
+
+    PairwiseCouplingCalibrator._couple_upper = record
+    try:
+        PairwiseCouplingCalibrator(classes=tuple(range(k))).prequential(q, ys)
+    finally:
+        PairwiseCouplingCalibrator._couple_upper = couple
+    r_up, n_up = captured[0]
+    new, old = np.empty((n_events, k)), np.empty((n_events, k))
+    cases = {
+        "full Newton steps (ht_couple_upper)": lambda: _k.ht_couple_upper(
+            r_up, n_up, 1e-8, 200, NEWTON_AFTER_SWEEPS, new
+        ),
+        "sweeps, then safeguarded Newton": lambda: sweeps_then_newton(r_up, n_up, 1e-8, 200, NEWTON_AFTER_SWEEPS, old),
+    }
+    for fn in cases.values():  # compile
+        fn()
+    best = dict.fromkeys(cases, float("inf"))
+    for _ in range(repeat):
+        for name, fn in cases.items():
+            t = time.process_time()
+            fn()
+            best[name] = min(best[name], time.process_time() - t)
+    print(f"## HT coupling alone, K = {k}: the r and n of {n_events} prequential events; CPU time, best of {repeat}\n")
+    print("| coupling | µs per event | events/s |")
+    print("|---|---:|---:|")
+    for name, t in best.items():
+        print(f"| {name} | {1e6 * t / n_events:.2f} | {n_events / t:,.0f} |")
+    names = list(best)
+    print(
+        f"\nfull Newton / before: {best[names[1]] / best[names[0]]:.2f}x faster; "
+        f"largest |difference| of the two: {np.abs(new - old).max():.2e} (the previous scheme stops at tol = 1e-8)\n"
+    )
+
+
 def main():
     import streamcal
 
@@ -406,6 +489,7 @@ def main():
     args = parser.parse_args()
     old = (args.old, streaming_at(args.old)) if args.old else None
     bench_prequential(args.prequential_k, args.array_events, args.stream_events, args.batch, args.repeat, old)
+    bench_ht_coupling(args.prequential_k, args.array_events, args.repeat)
     if args.only_prequential:
         return
     bench_couple(args.events, 10, args.repeat)

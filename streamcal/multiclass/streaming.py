@@ -996,13 +996,20 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         probability 0). ``"logit"``: they are per-class logits (a missing class counts as -inf).
         Pairwise log-odds are clipped to ``[-MAX_LOG_ODDS, MAX_LOG_ODDS]`` (50).
     method
-        Coupling method of :func:`streamcal.pairwise_couple`: ``"ht"`` or ``"wlw"``.
+        Coupling method of :func:`streamcal.pairwise_couple`: ``"ht"`` or ``"wlw"``. ``"ht"``
+        finds the Hastie–Tibshirani fixed point by full Newton steps on ``log p`` from the
+        row-average start (every pair's r_ij lies strictly inside (0, 1) and its weight is
+        positive, so the optimum is interior), stepping on past ``tol`` while the steps still
+        gain: the result is the fixed point to about 1e-12, the one that ``pairwise_couple``
+        approaches to within ``tol``. Where full steps stall it falls back to
+        ``pairwise_couple``'s scheme.
     tol
-        Coupling tolerance (``"ht"``).
+        Coupling tolerance (``"ht"``): the largest row residual of the score equations at which
+        the steps may stop.
     max_iter
-        Most coupling iterations per prediction (``"ht"``, with Newton steps; see
-        :func:`streamcal.pairwise_couple`); a prediction that has not converged by then is the
-        last iterate, silently.
+        Most coupling iterations per prediction in the fall-back (``"ht"``, with Newton steps;
+        see :func:`streamcal.pairwise_couple`); a prediction that has not converged by then is
+        the last iterate, silently. ``0``: the row-average estimate.
     classes
         The fixed set of classes, if known in advance; a score or label for any other class is
         then an error. ``None``: classes are learned from the stream.
