@@ -248,10 +248,11 @@ def ht_couple_newton_one(r, n, tol, max_iter, newton_after, p, target, total_wei
     row-average start (paper eq. 3.7) each step solves the Laplacian system of
     :func:`ht_newton_step_inplace` and is taken whole, as long as it lowers the largest row
     residual (:func:`ht_score_residual`, here evaluated in ``theta``). Once that residual is at
-    most ``tol`` the steps go on while each lowers it to a quarter or less, and the point of the
-    lowest residual is the result: quadratic convergence takes it from ``tol`` to the rounding
-    level in one step where the system is well conditioned, and a few more steps where pair
-    weights span many orders of magnitude (the solve's error then limits each step's gain).
+    most ``tol`` the steps go on while each lowers it to a quarter or less, until it is at the
+    rounding level (1e-15), and the point of the lowest residual is the result: quadratic
+    convergence takes it from ``tol`` to the rounding level in one step where the system is well
+    conditioned, and a few more steps where pair weights span many orders of magnitude (the
+    solve's error then limits each step's gain).
 
     Anything else goes to :func:`ht_couple_one` (the paper's sweeps, then safeguarded Newton
     steps, with the same arguments) from the start: an ``r_ij`` of exactly 0 or 1 or an
@@ -322,7 +323,7 @@ def ht_couple_newton_one(r, n, tol, max_iter, newton_after, p, target, total_wei
                 break
             return ht_couple_one(r, n, tol, max_iter, newton_after, p, target, total_weight, scratch)
         converged = worst <= tol
-        if converged and (worst == 0.0 or worst > 0.25 * best):  # within tol, and the steps have stalled
+        if converged and (worst <= 1e-15 or worst > 0.25 * best):  # within tol, at the rounding level or stalled
             break
         # The Newton step solves L delta = g up to a constant shift: theta_ref is held fixed (ref
         # the class of the largest diagonal) and the other K - 1 equations are solved with the
