@@ -16,8 +16,14 @@ Run from the repository root:
    (each pair's own ``process``, the path other binary calibrators take), the river-face loop
    itself (``predict_proba_one`` then ``learn_one``, on the first ``--stream-events`` events; over
    ``PAVCalibrator`` pairs one kernel call per event) and that loop through the per-pair calls it
-   replaces, and the batched array face of section 2. CPU time (``time.process_time``), best of ``--repeat``
-   rounds.
+   replaces, and the batched array face of section 2. With ``--old REV``, also the river face and
+   ``prequential`` of the calibrators in ``streamcal/multiclass/streaming.py`` at git revision
+   ``REV`` (read with ``git show``, run on today's kernels) in the same rounds. CPU time
+   (``time.process_time``), best of ``--repeat`` rounds.
+
+4. The HT coupling alone on the pairs' r and n of a ``prequential`` run (K = 5): the calibrator's
+   full Newton steps against the previous scheme (the paper's sweeps, then safeguarded Newton
+   steps), both compiled, in alternating rounds.
 
 numba compile time (first call) is reported apart from steady state (best of several runs).
 """
@@ -30,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 import numpy as np
 
@@ -156,9 +163,7 @@ def bench_couple(m, k, repeat):
     print(f"first call here (cache load): ht {compile_ht:.2f} s, wlw {compile_wlw:.2f} s\n")
 
     t_ht, (p_ht, n_iter) = best_of(lambda: pairwise_couple(r, return_n_iter=True), repeat)
-    t_plain, (_, n_plain) = best_of(
-        lambda: pairwise_couple(r, newton=False, return_n_iter=True), repeat
-    )
+    t_plain, (_, n_plain) = best_of(lambda: pairwise_couple(r, newton=False, return_n_iter=True), repeat)
     t_wlw, p_wlw = best_of(lambda: pairwise_couple(r, method="wlw"), repeat)
     sub = 300
     t_naive, p_naive = best_of(lambda: [naive_ht(r[e]) for e in range(sub)], 1)
@@ -196,9 +201,7 @@ def bench_couple(m, k, repeat):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t_plain, (_, n_plain) = best_of(
-            lambda: pairwise_couple(rc, newton=False, return_n_iter=True), repeat
-        )
+        t_plain, (_, n_plain) = best_of(lambda: pairwise_couple(rc, newton=False, return_n_iter=True), repeat)
     t_wlw, _ = best_of(lambda: pairwise_couple(rc, method="wlw"), repeat)
     print("Input: a confident model's pairs (p ~ Dirichlet(0.3), logit noise 0.3).\n")
     print("| method | time (s) | events/s | iterations (mean / max) | not converged in 1000 |")
@@ -280,7 +283,17 @@ def bench_array_face(k, n_events, batch, repeat):
     print()
 
 
-def bench_prequential(k, n_events, stream_events, batch, repeat):
+def streaming_at(rev: str) -> types.ModuleType:
+    """The module ``streamcal/multiclass/streaming.py`` as it was at git revision ``rev``."""
+    source = subprocess.run(
+        ["git", "show", f"{rev}:streamcal/multiclass/streaming.py"], check=True, capture_output=True, text=True
+    ).stdout
+    module = types.ModuleType(f"streaming_at_{rev}")
+    exec(compile(source, f"{rev}:streamcal/multiclass/streaming.py", "exec"), module.__dict__)
+    return module
+
+
+def bench_prequential(k, n_events, stream_events, batch, repeat, old=None):
     rng = np.random.default_rng(3)
     p = rng.dirichlet(np.ones(k), size=n_events)
     ys = (rng.random(n_events)[:, None] > np.cumsum(p, axis=1)).sum(axis=1)  # y ~ p, row by row
@@ -340,6 +353,12 @@ def bench_prequential(k, n_events, stream_events, batch, repeat):
         ("river face, per-pair calls", river_per_pair),
         ("river face", river),
     ]
+    if old is not None:
+        rev, module = old
+        faces += [
+            (f"prequential, code at {rev}", lambda cls, extra: prequential(getattr(module, cls.__name__), extra)),
+            (f"river face, code at {rev}", lambda cls, extra: river(getattr(module, cls.__name__), extra)),
+        ]
     for _, cls, extra in variants:  # compile (or load) the kernels
         cls(classes=classes, **extra).prequential(q[:200], ys[:200])
     best = {}
@@ -354,21 +373,104 @@ def bench_prequential(k, n_events, stream_events, batch, repeat):
         f"## prequential, K = {k}: {n_events} events (river face: the first {stream_events}), "
         f"PAVCalibrator() per pair or class; CPU time, best of {repeat} alternating rounds\n"
     )
+    old_columns = "" if old is None else " | prequential / code before | river face / code before"
     print(
         "| calibrator | "
         + " | ".join(f"{face} (events/s)" for face, _ in faces)
-        + " | prequential / per-pair path | river face / per-pair calls | prequential / river face |"
+        + " | prequential / per-pair path | river face / per-pair calls | prequential / river face"
+        + old_columns
+        + " |"
     )
-    print("|---|" + "---:|" * (len(faces) + 3))
+    print("|---|" + "---:|" * (len(faces) + 3 + (0 if old is None else 2)))
     for name, _, _ in variants:
         rates = [best[name, face] for face, _ in faces]
         cells = " | ".join(f"{r:,.0f}" for r in rates)
         if name.startswith("Pairwise"):
-            ratios = f"{rates[0] / rates[1]:.2f}x | {rates[-1] / rates[-2]:.2f}x"
+            ratios = f"{rates[0] / rates[1]:.2f}x | {rates[4] / rates[3]:.2f}x"
         else:  # one-vs-rest has no pair loop and no one-call river face: both pairs of columns run one path
             ratios = "– | –"
-        print(f"| {name} | {cells} | {ratios} | {rates[0] / rates[-1]:.1f}x |")
+        against_old = "" if old is None else f" | {rates[0] / rates[5]:.2f}x | {rates[4] / rates[6]:.2f}x"
+        print(f"| {name} | {cells} | {ratios} | {rates[0] / rates[4]:.1f}x{against_old} |")
     print()
+
+
+def bench_ht_coupling(k, n_events, repeat):
+    """The HT coupling alone, on the pairs' r and n of a ``prequential`` run (K = ``k``): the
+    calibrator's full Newton steps (``ht_couple_upper``) against the previous scheme, the
+    paper's sweeps then safeguarded Newton steps (``ht_couple_one`` with ``newton_after=8``), run
+    per event by a loop compiled here; CPU time, best of ``repeat`` alternating rounds."""
+    import numba
+
+    from streamcal._kernels import coupling as _k
+    from streamcal.multiclass.coupling import NEWTON_AFTER_SWEEPS
+
+    @numba.njit(cache=False)
+    def sweeps_then_newton(r_up, n_up, tol, max_iter, newton_after, p_out):
+        m, kk = p_out.shape[0], p_out.shape[1]
+        r = np.zeros((kk, kk))
+        n = np.zeros((kk, kk))
+        target = np.empty(kk)
+        total_weight = np.empty(kk)
+        scratch = (
+            np.empty(kk),
+            np.empty(kk),
+            np.empty(kk, dtype=np.bool_),
+            np.empty(kk, dtype=np.intp),
+            np.empty((kk + 1, kk + 1)),
+            np.empty(kk + 1),
+        )
+        for e in range(m):
+            q = 0
+            for a in range(kk):
+                for b in range(a + 1, kk):
+                    r[a, b] = r_up[q, e]
+                    r[b, a] = 1.0 - r_up[q, e]
+                    n[a, b] = n[b, a] = n_up[q, e]
+                    q += 1
+            _k.ht_couple_one(r, n, tol, max_iter, newton_after, p_out[e], target, total_weight, scratch)
+
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet(np.ones(k), size=n_events)
+    ys = (rng.random(n_events)[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
+    q = p**2 / (p**2).sum(axis=1, keepdims=True)
+    captured = []
+    couple = PairwiseCouplingCalibrator._couple_upper
+
+    def record(self, r_up, n_up, kk):
+        captured.append((r_up.copy(), n_up.copy()))
+        return couple(self, r_up, n_up, kk)
+
+    PairwiseCouplingCalibrator._couple_upper = record
+    try:
+        PairwiseCouplingCalibrator(classes=tuple(range(k))).prequential(q, ys)
+    finally:
+        PairwiseCouplingCalibrator._couple_upper = couple
+    r_up, n_up = captured[0]
+    new, old = np.empty((n_events, k)), np.empty((n_events, k))
+    cases = {
+        "full Newton steps (ht_couple_upper)": lambda: _k.ht_couple_upper(
+            r_up, n_up, 1e-8, 200, NEWTON_AFTER_SWEEPS, new
+        ),
+        "sweeps, then safeguarded Newton": lambda: sweeps_then_newton(r_up, n_up, 1e-8, 200, NEWTON_AFTER_SWEEPS, old),
+    }
+    for fn in cases.values():  # compile
+        fn()
+    best = dict.fromkeys(cases, float("inf"))
+    for _ in range(repeat):
+        for name, fn in cases.items():
+            t = time.process_time()
+            fn()
+            best[name] = min(best[name], time.process_time() - t)
+    print(f"## HT coupling alone, K = {k}: the r and n of {n_events} prequential events; CPU time, best of {repeat}\n")
+    print("| coupling | µs per event | events/s |")
+    print("|---|---:|---:|")
+    for name, t in best.items():
+        print(f"| {name} | {1e6 * t / n_events:.2f} | {n_events / t:,.0f} |")
+    names = list(best)
+    print(
+        f"\nfull Newton / before: {best[names[1]] / best[names[0]]:.2f}x faster; "
+        f"largest |difference| of the two: {np.abs(new - old).max():.2e} (the previous scheme stops at tol = 1e-8)\n"
+    )
 
 
 def main():
@@ -383,8 +485,11 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--prequential-k", type=int, default=5)
     parser.add_argument("--only-prequential", action="store_true", help="run section 3 alone")
+    parser.add_argument("--old", metavar="REV", help="section 3: also time the calibrators of this git revision")
     args = parser.parse_args()
-    bench_prequential(args.prequential_k, args.array_events, args.stream_events, args.batch, args.repeat)
+    old = (args.old, streaming_at(args.old)) if args.old else None
+    bench_prequential(args.prequential_k, args.array_events, args.stream_events, args.batch, args.repeat, old)
+    bench_ht_coupling(args.prequential_k, args.array_events, args.repeat)
     if args.only_prequential:
         return
     bench_couple(args.events, 10, args.repeat)

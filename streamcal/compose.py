@@ -227,7 +227,10 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
     # with the same conditions (a float score, a bool label, a float weight): the kernel checks
     # the score's range, the weight and the busy mark, and refuses, changing nothing, whatever the
     # calibrator's full checks would judge; the wrapper then hands the call to the calibrator's
-    # own learn_one or predict_proba_one, which gives the same result or raises its error.
+    # own learn_one or predict_proba_one, which gives the same result or raises its error. The
+    # commonest case (bool labels, ``pos_val=True``, no keyword arguments) runs first, on a lean
+    # path with no per-label logic; whatever it refuses falls through to the full path with the
+    # score it already took.
     def learn_one(self, x: dict, y, **kwargs) -> None:
         """Score ``x`` with the model, let the calibrator learn that score and ``y``, then the model learn.
 
@@ -248,6 +251,28 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
                 _check_features(x)
             calibrator = self.calibrator
             last = self._last_x
+            if (
+                y.__class__ is bool
+                and calibrator.__class__ is _PAV
+                and not kwargs
+                and self.pos_val is True
+                and calibrator._fast_learn
+            ):
+                # the lean path: bool labels of the default positive class, PAV's packed kernel
+                proba = self._last_proba if last is not None and last == x else self.classifier.predict_proba_one(x)
+                p = proba.get(True, 0.0)
+                if (
+                    p.__class__ is float
+                    and 0.0 <= p <= 1.0
+                    and calibrator._learn_packed(calibrator._packed, p, y, 1.0, 0.0)
+                ):
+                    self._last_x = self._last_proba = None
+                    self.classifier.learn_one(x, y)
+                    self.n_learned += 1
+                    return
+                # refused: the full path below takes the same score and decides
+            else:
+                proba = None
             if calibrator.__class__ is not _PAV and getattr(calibrator, "_multiclass", False):
                 proba = self._last_proba if last is not None and last == x else self.classifier.predict_proba_one(x)
                 calibrator.learn_one(self._multiclass_input(proba, x), y)
@@ -257,7 +282,8 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
                     label = y is pos_val
                 else:
                     label = _binary_label(y, pos_val)
-                proba = self._last_proba if last is not None and last == x else self.classifier.predict_proba_one(x)
+                if proba is None:
+                    proba = self._last_proba if last is not None and last == x else self.classifier.predict_proba_one(x)
                 p = proba.get(pos_val, 0.0)
                 if p.__class__ is not float or not 0.0 <= p <= 1.0:
                     p = _probability_of(p, pos_val, x)
@@ -300,6 +326,16 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
             calibrator = self.calibrator
             last = self._last_x
             proba = self._last_proba if last is not None and last == x else self.classifier.predict_proba_one(x)
+            if calibrator.__class__ is _PAV and self.pos_val is True and calibrator._fast_predict:
+                # the lean path: the default positive class, PAV's packed kernel
+                p = proba.get(True, 0.0)
+                if p.__class__ is float and 0.0 <= p <= 1.0:
+                    q = calibrator._proba_packed(calibrator._packed, p)
+                    if q >= 0.0:  # -1.0: refused (out of range, busy): the full path below
+                        if proba is not self._last_proba:
+                            self._last_x = x.copy() if x.__class__ is dict else dict(x)
+                            self._last_proba = proba
+                        return {self._neg_label: 1.0 - q, True: q}
             if calibrator.__class__ is not _PAV and getattr(calibrator, "_multiclass", False):
                 out = calibrator.predict_proba_one(self._multiclass_input(proba, x))
             else:

@@ -326,23 +326,24 @@ class _SubclassedPAV(PAVCalibrator):
 )
 def test_the_wrappers_packed_path_and_its_fallbacks_equal_the_calibrators_river_face(make):
     """Bit for bit what the calibrator's own river face gives, by hand, whichever path a call
-    takes: the packed kernels; a weight the kernel refuses (the river face then raises); an int
-    weight; calls made while the calibrator's marking lock is held (the kernels refuse a marked
+    takes: the packed kernels, with and without a weight (the lean path); a weight the kernel
+    refuses (the river face then raises); an int weight; calls made while the calibrator's marking lock is held (the kernels refuse a marked
     state and the river face runs instead)."""
     model = CalibratedClassifier(linear_model.LogisticRegression(), make())
     clf, cal = linear_model.LogisticRegression(), make()
     key = cal.score_key or "score"
     for k, (x, y) in enumerate(datasets.Phishing().take(400)):
-        w = (1.0, 2.5, 2)[k % 3]
-        held = model.calibrator.holding_packed_state() if k % 40 == 7 else contextlib.nullcontext()
+        w = (1.0, 2.5, 2, None)[k % 4]  # None: no keyword (the wrapper's lean path)
+        kwargs = {} if w is None else {"w": w}
+        held = model.calibrator.holding_packed_state() if k % 40 in (7, 11) else contextlib.nullcontext()
         with held:
             got = model.predict_proba_one(x)
-            model.learn_one(x, y, w=w)
+            model.learn_one(x, y, **kwargs)
         p = clf.predict_proba_one(x)[True]
         q = cal.predict_proba_one({key: p})[True]
         assert got == {False: 1.0 - q, True: q}
-        cal.learn_one({key: p}, y, w=w)
-        clf.learn_one(x, y, w=w)
+        cal.learn_one({key: p}, y, **kwargs)
+        clf.learn_one(x, y, **kwargs)
         if k % 100 == 3:
             with pytest.raises(ValueError, match="`w` must be"):
                 model.learn_one(x, y, w=float("nan"))
@@ -353,3 +354,21 @@ def test_the_wrappers_packed_path_and_its_fallbacks_equal_the_calibrators_river_
     np.testing.assert_array_equal(
         model.calibrator.predict_proba(np.linspace(0, 1, 101)), cal.predict_proba(np.linspace(0, 1, 101))
     )
+
+
+def test_a_refused_call_on_the_lean_path_leaves_the_wrapper_as_it_was():
+    """Bool labels, ``pos_val=True``, no keywords: the lean path. A probability outside [0, 1]
+    falls through to the full path, which raises; the remembered score, the counts and the
+    calibrator are as they were."""
+    model = CalibratedClassifier(FixedProba(0.3), PAVCalibrator())
+    model.learn_one({"a": 1.0}, True)
+    model.predict_proba_one({"a": 2.0})
+    before = (dict(model._last_x), model._last_proba, model.n_learned, model.calibrator.window_weight)
+    model.classifier.p = math.nan
+    for x, y in (({"a": 3.0}, True), ({"a": 3.0}, False), ({"a": math.inf}, True)):
+        with pytest.raises(ValueError):
+            model.learn_one(x, y)
+        assert (dict(model._last_x), model._last_proba, model.n_learned, model.calibrator.window_weight) == before
+    model.learn_one({"a": 2.0}, False)  # the remembered score (0.3) is still that event's
+    assert model.n_learned == 2
+    assert model.calibrator.window_weight == 2.0

@@ -52,12 +52,8 @@ def consistent_r(p):
 
 # --- golden values (Hastie & Tibshirani, 1998, section 3, unit weights) ---------------------------------------
 
-PAPER_3_10 = np.array(
-    [[0, 0.56, 0.51, 0.60], [0.44, 0, 0.96, 0.44], [0.49, 0.04, 0, 0.59], [0.40, 0.56, 0.41, 0]]
-)
-PAPER_3_12 = np.array(
-    [[0, 0.51, 0.53, 0.51], [0.49, 0, 0.54, 0.55], [0.47, 0.46, 0, 0.59], [0.49, 0.45, 0.41, 0]]
-)
+PAPER_3_10 = np.array([[0, 0.56, 0.51, 0.60], [0.44, 0, 0.96, 0.44], [0.49, 0.04, 0, 0.59], [0.40, 0.56, 0.41, 0]])
+PAPER_3_12 = np.array([[0, 0.51, 0.53, 0.51], [0.49, 0, 0.54, 0.55], [0.47, 0.46, 0, 0.59], [0.49, 0.45, 0.41, 0]])
 PAPER_1_1 = np.array([[0, 0.9, 0.4], [0.1, 0, 0.7], [0.6, 0.3, 0]])
 
 
@@ -65,18 +61,14 @@ def test_ht_matches_paper_3_10_and_its_fitted_mu_3_11():
     p = pairwise_couple(PAPER_3_10)
     np.testing.assert_allclose(p, [0.29, 0.34, 0.16, 0.21], atol=0.005)
     mu = p[:, None] / (p[:, None] + p[None, :])
-    paper_mu = np.array(
-        [[0, 0.46, 0.64, 0.57], [0.54, 0, 0.67, 0.62], [0.36, 0.33, 0, 0.44], [0.43, 0.38, 0.56, 0]]
-    )
+    paper_mu = np.array([[0, 0.46, 0.64, 0.57], [0.54, 0, 0.67, 0.62], [0.36, 0.33, 0, 0.44], [0.43, 0.38, 0.56, 0]])
     off = ~np.eye(4, dtype=bool)
     # The paper's two-decimal mu are truncated rather than rounded in places (0.576 printed 0.57).
     np.testing.assert_allclose(mu[off], paper_mu[off], atol=0.01)
 
 
 def test_ht_matches_paper_3_12():
-    np.testing.assert_allclose(
-        pairwise_couple(PAPER_3_12), [0.262, 0.270, 0.254, 0.214], atol=0.0005
-    )
+    np.testing.assert_allclose(pairwise_couple(PAPER_3_12), [0.262, 0.270, 0.254, 0.214], atol=0.0005)
 
 
 def test_ht_on_paper_1_1_matches_a_direct_optimiser():
@@ -442,3 +434,109 @@ def test_any_valid_input_gives_a_distribution(seed, k, method, hard):
     assert np.all(np.isfinite(p))
     assert np.all(p >= 0.0)
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-12)
+
+
+# --- the calibrator's HT solve: full Newton steps (ht_couple_newton_one) ------------------------------------
+
+
+def _newton_couple(r, n, tol=1e-8, max_iter=200):
+    from streamcal._kernels.coupling import ht_couple_newton_one
+
+    k = len(r)
+    p = np.empty(k)
+    scratch = (
+        np.empty(k),
+        np.empty(k),
+        np.empty(k, dtype=np.bool_),
+        np.empty(k, dtype=np.intp),
+        np.empty((k + 1, k + 1)),
+        np.empty(k + 1),
+    )
+    steps = ht_couple_newton_one(
+        np.ascontiguousarray(r), np.ascontiguousarray(n), tol, max_iter, 8, p, np.empty(k), np.empty(k), scratch,
+        np.empty((k, k)), np.empty(k),
+    )  # fmt: skip
+    return p, steps
+
+
+def _old_couple(r, n, tol=1e-8, max_iter=200):
+    from streamcal._kernels.coupling import ht_couple_one
+
+    k = len(r)
+    p = np.empty(k)
+    scratch = (
+        np.empty(k),
+        np.empty(k),
+        np.empty(k, dtype=np.bool_),
+        np.empty(k, dtype=np.intp),
+        np.empty((k + 1, k + 1)),
+        np.empty(k + 1),
+    )
+    steps = ht_couple_one(
+        np.ascontiguousarray(r), np.ascontiguousarray(n), tol, max_iter, 8, p, np.empty(k), np.empty(k), scratch
+    )
+    return p, steps
+
+
+@pytest.mark.parametrize("case", ["uniform", "extreme", "tiny weights"])
+def test_full_newton_equals_the_paper_iterations_fixed_point_to_1e_12(rng, case):
+    """Interior inputs (every r_ij in (0, 1), every n_ij > 0), as the calibrator couples them:
+    the result equals the paper's iteration run to a residual of 1e-15 (the naive reference,
+    one class at a time) within 1e-12, although the tolerance is 1e-8."""
+    tested = 0
+    for _ in range(40):
+        k = int(rng.integers(3, 8))
+        if case == "extreme":
+            r = random_r(rng, k)
+            r = np.where(np.eye(k, dtype=bool), 0.0, np.clip(r, 1e-4, 1 - 1e-4))
+            r = np.triu(r, 1) + np.tril(1.0 - np.triu(r, 1).T, -1)
+        else:
+            r = random_r(rng, k, low=0.02, high=0.98)
+        n = random_n(rng, k) * 10.0
+        if case == "tiny weights":  # pairs that have learned nothing, beside pairs with thousands of events
+            iu = np.triu_indices(k, 1)
+            tiny = rng.random(len(iu[0])) < 0.3
+            n[iu[0][tiny], iu[1][tiny]] = n[iu[1][tiny], iu[0][tiny]] = 1e-6
+        p, steps = _newton_couple(r, n)
+        assert 0 < steps <= 30  # full Newton steps, no fall-back
+        reference = naive_ht_couple(r.tolist(), n.tolist(), 1e-15, 100_000)
+        if naive_score_residual(r.tolist(), n.tolist(), reference) > 1e-14:
+            continue  # the plain iteration has not reached its fixed point: no reference
+        tested += 1
+        np.testing.assert_allclose(p, reference, rtol=0, atol=1e-12)
+        assert naive_score_residual(r.tolist(), n.tolist(), p) <= 1e-8
+    assert tested >= 30
+
+
+def test_full_newton_hands_boundary_cases_to_the_paper_iteration_bit_for_bit(rng):
+    """An r_ij of exactly 0 or 1, an n_ij of 0 or max_iter = 0: the maximum may sit on the
+    boundary (or the start estimate is asked for), and the result is ht_couple_one's, bit for bit."""
+    k = 4
+    r = random_r(rng, k, low=0.1, high=0.9)
+    n = random_n(rng, k)
+    hard = r.copy()
+    hard[0, 1], hard[1, 0] = 1.0, 0.0
+    unweighted = n.copy()
+    unweighted[2, 3] = unweighted[3, 2] = 0.0
+    for rr, nn, max_iter in ((hard, n, 200), (r, unweighted, 200), (r, n, 0), (hard, unweighted, 3)):
+        got, steps = _newton_couple(rr, nn, max_iter=max_iter)
+        want, want_steps = _old_couple(rr, nn, max_iter=max_iter)
+        assert got.tobytes() == want.tobytes()
+        assert steps == want_steps
+
+
+def test_the_calibrators_ht_coupling_is_within_tol_of_pairwise_couple(rng):
+    """The calibrator couples with full Newton steps, pairwise_couple with the paper's sweeps and
+    safeguarded Newton steps: both reach the same fixed point."""
+    from streamcal.multiclass import PairwiseCouplingCalibrator
+
+    p = rng.dirichlet(np.ones(5), size=400)
+    y = rng.integers(0, 5, size=400)
+    cal = PairwiseCouplingCalibrator(classes=tuple(range(5)))
+    cal.update(p, y)
+    for row in p[:20]:
+        x = {c: float(v) for c, v in enumerate(row)}
+        _, r, n = cal.coupling_inputs(x)
+        np.testing.assert_allclose(
+            list(cal.predict_proba_one(x).values()), pairwise_couple(r, n, tol=1e-13), atol=1e-12
+        )

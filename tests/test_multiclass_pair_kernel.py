@@ -266,3 +266,69 @@ def test_river_face_where_the_one_call_kernels_do_not_apply_equals_the_per_pair_
         fast.learn_one(x, int(y[e]), t=float(e) if timed else None)
     assert got == expected
     assert not fast.river_in_one_call
+
+
+def test_river_face_reads_other_score_types_as_the_per_pair_calls_do(rng):
+    """Scores that are not Python floats (ints, NumPy floats, a mapping that is not a dict), int
+    weights and labels equal to a class but of another type leave the lean reading of the one
+    call: the full checks read them, and the result is bit for bit the per-pair calls'."""
+    from collections import OrderedDict
+
+    p, y = stream(rng, 200, 4)
+    fast, reference = PairwiseCouplingCalibrator(classes=(0, 1, 2, 3)), PairwiseCouplingCalibrator(classes=(0, 1, 2, 3))
+    kinds = [
+        lambda row: {c: float(v) for c, v in enumerate(row)},
+        lambda row: {c: np.float64(v) for c, v in enumerate(row)},
+        lambda row: OrderedDict((c, float(v)) for c, v in enumerate(row)),
+        lambda row: {c: (1 if v > 0.5 else float(v)) for c, v in enumerate(row)},
+    ]
+    events = []
+    for e, row in enumerate(p):
+        x = kinds[e % 4](row)
+        label = int(y[e]) if e % 3 else float(y[e])
+        events.append((x, label, 2 if e % 5 == 0 else 1.0))
+    got = []
+    for x, label, w in events:
+        got.append(fast.predict_proba_one(x))
+        fast.learn_one(x, label, w=w)
+    with pytest.MonkeyPatch.context() as mp:
+        per_pair_river(mp)
+        expected = []
+        for x, label, w in events:
+            expected.append(reference.predict_proba_one(x))
+            reference.learn_one(x, label, w=w)
+    assert got == expected
+    assert fast.river_in_one_call
+    assert_same_pairs(fast, reference)
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "w", "error"),
+    [
+        ({0: 0.5, 1: float("nan"), 2: 0.5}, 0, 1.0, "probabilities in \\[0, 1\\]"),
+        ({0: 0.5, 1: 1.5, 2: 0.5}, 0, 1.0, "probabilities in \\[0, 1\\]"),
+        ({0: 0.5, 1: "0.5", 2: 0.5}, 0, 1.0, "map classes to numbers"),
+        ({0: 0.5, 1: 0.25, 9: 0.25}, 0, 1.0, "not among `classes`"),
+        ({0: 0.5, 1: 0.25, 2: 0.25}, 9, 1.0, "not among `classes`"),
+        ({0: 0.5, 1: 0.25, 2: 0.25}, [0], 1.0, "hashable"),
+        ({0: 0.5, 1: 0.25, 2: 0.25}, None, 1.0, "None and NaN"),
+        ({0: 0.5, 1: 0.25, 2: 0.25}, 0, -1.0, "`w`"),
+        ({0: 0.5, 1: 0.25, 2: 0.25}, 0, float("nan"), "`w`"),
+        ([0.5, 0.25, 0.25], 0, 1.0, "dict of per-class scores"),
+    ],
+)
+def test_river_face_rejects_bad_events_on_the_one_call_path_changing_nothing(rng, x, y, w, error):
+    p, labels = stream(rng, 200, 3)
+    cal = PairwiseCouplingCalibrator(classes=(0, 1, 2))
+    for row, label in zip(p, labels.tolist(), strict=True):
+        cal.learn_one({c: float(v) for c, v in enumerate(row)}, label)
+    assert cal.river_in_one_call
+    probe = {0: 0.2, 1: 0.3, 2: 0.5}
+    before, state = cal.predict_proba_one(probe), pickle.dumps(cal)
+    with pytest.raises((TypeError, ValueError), match=error):
+        cal.learn_one(x, y, w=w)
+    if isinstance(x, dict) and y == 0 and w == 1.0:
+        with pytest.raises((TypeError, ValueError), match=error):
+            cal.predict_proba_one(x)
+    assert cal.predict_proba_one(probe) == before
+    assert pickle.dumps(cal) == state

@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from streamcal._kernels._config import jit, jit_noalloc
-from streamcal._kernels.coupling import ht_couple_one, wlw_couple_one
+from streamcal._kernels.coupling import ht_couple_newton_one, wlw_couple_one
 from streamcal._kernels.histogram import SF_KIND, SF_T_NEG, SF_T_POS
 from streamcal._kernels.ipav import (
     PACK_BUSY,
@@ -146,7 +146,7 @@ def pairs_predict_packed(
 ):
     """The coupled distribution of one event, written to ``out`` (K,): each pair's r and n as
     :func:`pair_pav_run` gives them, coupled by Hastie–Tibshirani (``method`` 0, ``tol``,
-    ``max_iter`` and ``newton_after`` as for ``coupling.ht_couple_one``), Wu–Lin–Weng (1), or for
+    ``max_iter`` and ``newton_after`` as for ``coupling.ht_couple_newton_one``), Wu–Lin–Weng (1), or for
     K = 2 ``(r_0, 1 - r_0)``. Returns False, writing nothing, if a present state is busy."""
     k = logs.shape[1]
     for q in range(len(states)):
@@ -189,7 +189,9 @@ def pairs_predict_packed(
             np.empty((k + 1, k + 1)),
             np.empty(k + 1),
         )
-        ht_couple_one(r, n, tol, max_iter, newton_after, out, np.empty(k), np.empty(k), scratch)
+        ht_couple_newton_one(
+            r, n, tol, max_iter, newton_after, out, np.empty(k), np.empty(k), scratch, np.empty((k, k)), np.empty(k)
+        )
     else:
         wlw_couple_one(r, n, out, np.empty((k + 1, k + 1)), np.empty(k + 1), np.empty((k, k)))
     return True

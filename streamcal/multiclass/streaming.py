@@ -59,7 +59,6 @@ _SCORE_KINDS = ("proba", "logit")
 # The river face's one-call kernels (``pairwise_pav.pairs_*_packed``), compiled for their
 # argument types by their first call and then called without numba's per-call type dispatch.
 _RIVER_KERNELS: dict = {}
-_PACKED_STATE = operator.methodcaller("packed_state")
 
 
 def _class_order(c):
@@ -865,6 +864,103 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
         return sorted([*known, *extra], key=_class_order)
 
 
+class _RiverCall:
+    """The river face's one-call kernels (``pairwise_pav.pairs_*_packed``) bound to the pairs of
+    a :class:`PairwiseCouplingCalibrator`: the pairs' packed states in a typed list (pairs in
+    the order of ``numpy.triu_indices(K, 1)``, an empty array for a pair without a calibrator),
+    the event's log-scores as a (1, K) array, the output and the prediction's arguments, made
+    once and valid while the parameters, the classes, the register and every pair's state
+    buffer stay the same objects. Without ``pairs`` (the kernels do not apply) it only
+    remembers that, for the same parameters and pairs."""
+
+    __slots__ = (
+        "buffers",
+        "classes",
+        "column",
+        "holding",
+        "logs",
+        "models",
+        "n_models",
+        "out",
+        "pairs",
+        "params",
+        "predict_args",
+        "present",
+        "proba",
+        "states",
+    )  # fmt: skip
+
+    def __init__(self, params, classes: list, models: dict, pairs=None, buffers=None, proba: bool = True):
+        self.params, self.classes, self.models, self.n_models = params, list(classes), models, len(models)
+        self.predict_args = None
+        if pairs is None:
+            return
+        from numba.typed import List
+
+        k = len(classes)
+        held = [model is not None for model in pairs]
+        # each present pair's bound ``packed_state`` and the buffer it gave
+        self.pairs = tuple(model.packed_state for model in pairs if model is not None)
+        self.buffers = tuple(buffer for buffer in buffers if buffer is not None)
+        self.proba = proba
+        self.column = {c: i for i, c in enumerate(classes)}
+        # per class column: the calibrators of its K - 1 pairs and their buffers (None when one
+        # of them has none yet: learning then creates it, through the per-pair calls)
+        self.holding = []
+        for c in range(k):
+            mine = [q for q, (a, b) in enumerate(itertools.combinations(range(k), 2)) if c in (a, b)]
+            ok = all(held[q] for q in mine)
+            mine = (tuple(pairs[q].packed_state for q in mine), tuple(buffers[q] for q in mine)) if ok else None
+            self.holding.append(mine)
+        self.states = List()
+        for buffer in buffers:
+            self.states.append(np.empty(0) if buffer is None else buffer)
+        self.present = np.array(held, dtype=np.bool_)
+        self.logs = np.empty((1, k))
+        self.out = np.empty(k)
+
+    def bind(self, method: int, tol: float, max_iter: int) -> None:
+        self.predict_args = (
+            self.states, self.present, self.logs, self.params.probabilities, MAX_LOG_ODDS, UNSEEN_PAIR_WEIGHT,
+            method, tol, max_iter, NEWTON_AFTER_SWEEPS, self.out,
+        )  # fmt: skip
+
+    @staticmethod
+    def buffers_unchanged(getters: tuple, buffers: tuple) -> bool:
+        """Whether each pair's calibrator still holds the state buffer bound here."""
+        return all(map(operator.is_, [get() for get in getters], buffers))
+
+    def same_pairs(self, params, classes: list, models: dict) -> bool:
+        return (
+            self.params is params and self.models is models and self.n_models == len(models) and self.classes == classes
+        )
+
+    def read(self, x) -> bool:
+        """Write the log-scores of ``x`` to ``logs`` if it is a dict of floats for known classes,
+        probabilities in [0, 1] (``scores="proba"``) or finite logits, exactly as the full
+        check of a score dict reads them; False, writing nothing, otherwise."""
+        if x.__class__ is not dict:
+            return False
+        column = self.column
+        neg_inf = -math.inf
+        row = [neg_inf] * len(column)
+        log = math.log
+        if self.proba:
+            for c, v in x.items():
+                i = column.get(c)
+                if i is None or v.__class__ is not float or not 0.0 <= v <= 1.0:
+                    return False
+                row[i] = log(v) if v > 0.0 else neg_inf
+        else:
+            for c, v in x.items():
+                i = column.get(c)
+                if i is None or v.__class__ is not float or not neg_inf < v < math.inf:
+                    return False
+                row[i] = v
+        self.logs[0] = row
+        return True
+
+
 class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     """Multiclass calibration by pairwise coupling (Hastie & Tibshirani 1998).
 
@@ -900,13 +996,20 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         probability 0). ``"logit"``: they are per-class logits (a missing class counts as -inf).
         Pairwise log-odds are clipped to ``[-MAX_LOG_ODDS, MAX_LOG_ODDS]`` (50).
     method
-        Coupling method of :func:`streamcal.pairwise_couple`: ``"ht"`` or ``"wlw"``.
+        Coupling method of :func:`streamcal.pairwise_couple`: ``"ht"`` or ``"wlw"``. ``"ht"``
+        finds the Hastie–Tibshirani fixed point by full Newton steps on ``log p`` from the
+        row-average start (every pair's r_ij lies strictly inside (0, 1) and its weight is
+        positive, so the optimum is interior), stepping on past ``tol`` while the steps still
+        gain: the result is the fixed point to about 1e-12, the one that ``pairwise_couple``
+        approaches to within ``tol``. Where full steps stall it falls back to
+        ``pairwise_couple``'s scheme.
     tol
-        Coupling tolerance (``"ht"``).
+        Coupling tolerance (``"ht"``): the largest row residual of the score equations at which
+        the steps may stop.
     max_iter
-        Most coupling iterations per prediction (``"ht"``, with Newton steps; see
-        :func:`streamcal.pairwise_couple`); a prediction that has not converged by then is the
-        last iterate, silently.
+        Most coupling iterations per prediction in the fall-back (``"ht"``, with Newton steps;
+        see :func:`streamcal.pairwise_couple`); a prediction that has not converged by then is
+        the last iterate, silently. ``0``: the row-average estimate.
     classes
         The fixed set of classes, if known in advance; a score or label for any other class is
         then an error. ``None``: classes are learned from the stream.
@@ -995,35 +1098,51 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         ``w`` is the event's weight and ``t`` its time (required when the binary calibrator has a
         time window, and then never going backwards), both given to every pair it reaches.
         """
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # explicitly: half the cost of a `with` statement per call
+        try:
             params = self._checked_params()
-            s = self._check_x(x, params)
-            self._check_y(y, params)
-            w, t = self._check_event(w, t, params)
-            if t is None and self._learn_in_one_call(s, y, w, params):
+            # the common event first: known classes, float scores and weight, no time, in one call
+            if (
+                t is None
+                and w.__class__ is float
+                and 0.0 <= w <= MAX_WEIGHT
+                and self._learn_in_one_call(x, y, w, params)
+            ):
                 return
-            with self._registering([*s, y]) as new_model:
-                neg_inf = -math.inf
-                sy = s.get(y, neg_inf)
-                order = params.rank.__getitem__ if params.rank is not None else _class_order
-                ky = order(y)
-                key, sigmoid = params.score_key, params.probabilities
-                events = []
-                for c in self._known():
-                    if c == y:
-                        continue
-                    sc = s.get(c, neg_inf)
-                    if order(c) > ky:
-                        pair, d, label = (y, c), sy - sc, True
-                    else:
-                        pair, d, label = (c, y), sc - sy, False
-                    d = 0.0 if math.isnan(d) else _clip(d)
-                    model = self._models.get(pair)
-                    if model is None:
-                        model = new_model(pair)
-                    events.append((model, {key: _sigmoid(d) if sigmoid else d}, label))
-                _learn_events(events, w, t)
-            self._learned_time(t, params)
+            self._learn_per_pair(x, y, w, t, params)
+        finally:
+            lock.release()
+
+    def _learn_per_pair(self, x, y, w, t, params) -> None:
+        """:meth:`learn_one` after its full checks, through each pair's own calls."""
+        s = self._check_x(x, params)
+        self._check_y(y, params)
+        w, t = self._check_event(w, t, params)
+        if t is None and self._learn_in_one_call(x, y, w, params, s):
+            return
+        with self._registering([*s, y]) as new_model:
+            neg_inf = -math.inf
+            sy = s.get(y, neg_inf)
+            order = params.rank.__getitem__ if params.rank is not None else _class_order
+            ky = order(y)
+            key, sigmoid = params.score_key, params.probabilities
+            events = []
+            for c in self._known():
+                if c == y:
+                    continue
+                sc = s.get(c, neg_inf)
+                if order(c) > ky:
+                    pair, d, label = (y, c), sy - sc, True
+                else:
+                    pair, d, label = (c, y), sc - sy, False
+                d = 0.0 if math.isnan(d) else _clip(d)
+                model = self._models.get(pair)
+                if model is None:
+                    model = new_model(pair)
+                events.append((model, {key: _sigmoid(d) if sigmoid else d}, label))
+            _learn_events(events, w, t)
+        self._learned_time(t, params)
 
     def _pair_inputs(self, x) -> tuple[list, list, list]:
         """Validated classes and the coupling's inputs for one score dict: each pair's r_ij and
@@ -1112,61 +1231,65 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
 
     _UNSAVED = (*_ScoreDictCalibrator._UNSAVED, "_river_pairs")
 
-    def _river_states(self, classes: list, params):
-        """``(states, present, logs)`` for the one-call kernels over the pairs of ``classes``, or
-        None where they do not apply. ``logs`` is a (1, K) scratch array for the event."""
+    def _river_states(self, classes: list, params) -> _RiverCall | None:
+        """The one-call kernels' bound arguments over the pairs of ``classes`` (see
+        :class:`_RiverCall`), or None where they do not apply."""
         cache = self.__dict__.get("_river_pairs")
         models = self._models
         # still valid while the parameters, the classes and the pairs' calibrators are the same
         # objects (the register only adds pairs, or removes those a refused event added; a rolled
         # back array call puts another dict in place) and each calibrator's state is the buffer
         # it was (a pair refitted, merged or loaded holds a new one)
-        if (
-            cache is not None
-            and cache[0] is params
-            and cache[1] == classes
-            and cache[2] is models
-            and cache[3] == len(models)
-            and all(map(operator.is_, map(_PACKED_STATE, cache[4]), cache[5]))
-        ):
-            return cache[6]
+        if cache is not None and cache.same_pairs(params, classes, models):
+            if cache.predict_args is None:  # remembered until the parameters or the pairs change
+                return None
+            if cache.buffers_unchanged(cache.pairs, cache.buffers):
+                return cache
         if not _config.is_compiled():
             return None
-        if not self._fused_pav_pairs():  # remembered until the parameters or the pairs change
-            self._river_pairs = (params, list(classes), models, len(models), (), (), None)
+        if not self._fused_pav_pairs():
+            self._river_pairs = _RiverCall(params, classes, models)
             return None
-        from numba.typed import List
-
         k = len(classes)
         pair_models = [models.get((classes[a], classes[b])) for a in range(k) for b in range(a + 1, k)]
         buffers = [None if model is None else model.packed_state() for model in pair_models]
         if any(model is not None and buffer is None for model, buffer in zip(pair_models, buffers, strict=True)):
             self._river_pairs = None
             return None
-        states = List()
-        for buffer in buffers:
-            states.append(np.empty(0) if buffer is None else buffer)
-        present = np.array([buffer is not None for buffer in buffers], dtype=np.bool_)
-        river = (states, present, np.empty((1, k)))
-        held = tuple(model for model in pair_models if model is not None)
-        self._river_pairs = (params, list(classes), models, len(models), held, tuple(map(_PACKED_STATE, held)), river)
+        method = 0 if self.method == "ht" else 1  # pairwise_pav.METHOD_HT, METHOD_WLW
+        river = _RiverCall(params, classes, models, pair_models, buffers, self.scores == "proba")
+        river.bind(method, float(self.tol), int(self.max_iter))
+        self._river_pairs = river
         return river
 
-    def _learn_in_one_call(self, s: dict, y, w: float, params) -> bool:
-        """Learn a checked event (no time) in one kernel call, if every class of ``s`` and ``y``
-        is known and every pair holding ``y`` has its calibrator; False, having changed nothing,
-        otherwise."""
-        known = self._known()
-        # with fixed classes, the checks of ``s`` and ``y`` have found every class among them
-        if len(known) < 2 or (params.fixed is None and (y not in known or any(c not in known for c in s))):
+    def _learn_in_one_call(self, x, y, w: float, params, s: dict | None = None) -> bool:
+        """Learn an event in one kernel call (no time, a checked float weight ``w``), if ``y`` is
+        a known class whose pairs all have their calibrators (their state buffers the cached
+        ones), and ``x`` a dict of floats for known classes within the range of ``scores`` (or,
+        given ``s``, ``x``'s checked log-scores, of known classes); False, having changed
+        nothing, otherwise (the full checks then judge the event)."""
+        river = self.__dict__.get("_river_pairs")
+        if river is None or river.predict_args is None:
             return False
-        river = self._river_states(known, params)
-        if river is None:
+        known = self._classes if params.fixed is None else params.fixed
+        if len(known) < 2 or not river.same_pairs(params, known, self._models):
             return False
-        states, present, logs = river
-        logs[0] = [s.get(c, -math.inf) for c in known]
+        try:
+            c = river.column.get(y)
+        except TypeError:  # unhashable: the full check names it
+            return False
+        held = None if c is None else river.holding[c]
+        if held is None or not river.buffers_unchanged(*held):
+            return False
+        if s is None:
+            if not river.read(x):
+                return False
+        elif params.fixed is None and any(c not in river.column for c in s):
+            return False
+        else:
+            river.logs[0] = [s.get(c, -math.inf) for c in river.classes]
         kernel = _RIVER_KERNELS.get("learn")
-        args = (states, present, logs, known.index(y), params.probabilities, MAX_LOG_ODDS, w, 0.0)
+        args = (river.states, river.present, river.logs, c, params.probabilities, MAX_LOG_ODDS, w, 0.0)
         if kernel is None:
             from streamcal._kernels import pairwise_pav as _pp
 
@@ -1177,48 +1300,52 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         """:meth:`predict_proba_one` in one kernel call, if every class scored in ``x`` is known
         and there are at least two; None otherwise."""
         params = self._checked_params()
-        s = self._check_x(x, params)
-        known = self._known()
-        if len(known) < 2 or (params.fixed is None and any(c not in known for c in s)):
+        known = self._classes if params.fixed is None else params.fixed
+        if len(known) < 2:
             return None
         river = self._river_states(known, params)
         if river is None:
             return None
-        states, present, logs = river
-        logs[0] = [s.get(c, -math.inf) for c in known]
-        out = np.empty(len(known))
-        method = 0 if self.method == "ht" else 1
-        args = (
-            states, present, logs, params.probabilities, MAX_LOG_ODDS, UNSEEN_PAIR_WEIGHT,
-            method, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, out,
-        )  # fmt: skip
+        if not river.read(x):  # not the common case: the full checks judge (and raise), then read
+            s = self._check_x(x, params)
+            if params.fixed is None and any(c not in river.column for c in s):
+                return None
+            river.logs[0] = [s.get(c, -math.inf) for c in river.classes]
         kernel = _RIVER_KERNELS.get("predict")
         if kernel is None:
             from streamcal._kernels import pairwise_pav as _pp
 
-            kernel = _RIVER_KERNELS["predict"] = entry_point(_pp.pairs_predict_packed, *args)
-        if not kernel(*args):
+            kernel = _RIVER_KERNELS["predict"] = entry_point(_pp.pairs_predict_packed, *river.predict_args)
+        if not kernel(*river.predict_args):
             return None
-        return dict(zip(known, out.tolist(), strict=True))
+        return dict(zip(river.classes, river.out.tolist(), strict=True))
 
     def predict_proba_one(self, x) -> dict:
         """Calibrated distribution over the known classes and any new class scored in ``x``."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # explicitly: half the cost of a `with` statement per call
+        try:
             fast = self._predict_in_one_call(x)
             if fast is not None:
                 return fast
-            classes, r_upper, n_upper = self._pair_inputs(x)
-            k = len(classes)
-            if k <= 2:
-                return {classes[0]: r_upper[0], classes[1]: 1.0 - r_upper[0]} if k == 2 else dict.fromkeys(classes, 1.0)
-            p = np.empty((1, k))
-            r = np.array(r_upper).reshape(-1, 1)
-            n = np.array(n_upper).reshape(-1, 1)
-            if self.method == "ht":
-                _k.ht_couple_upper(r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p)
-            else:
-                _k.wlw_couple_upper(r, n, p)
-            return dict(zip(classes, p[0].tolist(), strict=True))
+            return self._predict_per_pair(x)
+        finally:
+            lock.release()
+
+    def _predict_per_pair(self, x) -> dict:
+        """:meth:`predict_proba_one` through each pair's own calls (any binary calibrator)."""
+        classes, r_upper, n_upper = self._pair_inputs(x)
+        k = len(classes)
+        if k <= 2:
+            return {classes[0]: r_upper[0], classes[1]: 1.0 - r_upper[0]} if k == 2 else dict.fromkeys(classes, 1.0)
+        p = np.empty((1, k))
+        r = np.array(r_upper).reshape(-1, 1)
+        n = np.array(n_upper).reshape(-1, 1)
+        if self.method == "ht":
+            _k.ht_couple_upper(r, n, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p)
+        else:
+            _k.wlw_couple_upper(r, n, p)
+        return dict(zip(classes, p[0].tolist(), strict=True))
 
     def _run_events(self, arr, logs, y, predict, learn, w, t, weights_given, times_given) -> np.ndarray:
         """The array faces' work: each pair's binary calibrator runs its own events (predicting
