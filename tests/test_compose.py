@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -363,12 +364,14 @@ def test_a_refused_call_on_the_lean_path_leaves_the_wrapper_as_it_was():
     model = CalibratedClassifier(FixedProba(0.3), PAVCalibrator())
     model.learn_one({"a": 1.0}, True)
     model.predict_proba_one({"a": 2.0})
-    before = (dict(model._last_x), model._last_proba, model.n_learned, model.calibrator.window_weight)
+    before = pickle.dumps(model)  # the whole wrapper: remembered event, counts, calibrator
     model.classifier.p = math.nan
     for x, y in (({"a": 3.0}, True), ({"a": 3.0}, False), ({"a": math.inf}, True)):
         with pytest.raises(ValueError):
             model.learn_one(x, y)
-        assert (dict(model._last_x), model._last_proba, model.n_learned, model.calibrator.window_weight) == before
+        model.classifier.p = 0.3
+        assert pickle.dumps(model) == before
+        model.classifier.p = math.nan
     model.learn_one({"a": 2.0}, False)  # the remembered score (0.3) is still that event's
     assert model.n_learned == 2
     assert model.calibrator.window_weight == 2.0
