@@ -191,7 +191,8 @@ def test_tree_knots_equal_the_exact_quantile_steps(seed, wanted, fractional):
     _ks._count_ends(sf, B, 1.0, ist)
     want = -1 if wanted is None else wanted
     got, exact = np.zeros(B + 10), np.zeros(B + 10)
-    nk = _ks.tree_knots(tree, sf, B, centres, 3, want, np.empty(0), False, ist, got)
+    levels = np.zeros(B, dtype=np.int64), np.zeros(B)
+    nk = _ks.tree_knots(tree, sf, B, centres, 3, want, np.empty(0), False, ist, got, *levels)
     nk_exact = _ks.stream_knots(sf, B, centres, 3, want, np.empty(0), False, exact)
     assert nk in (-2, nk_exact)  # -2: a level within rounding of a bucket's edge
     if nk > 0:

@@ -104,7 +104,8 @@ IS_LAST = 4
 IS_SINCE_SYNC = 5  # events since the sums were last recomputed
 IS_STAMP = 6  # the version of the knots the rows were computed for
 IS_INCR = 7  # 1: the incremental refit's state (tree, counts, band in stored units) is current
-IS_HEADER = 8
+IS_LEVELS = 8  # quantile levels whose bucket and cumulative weight the incremental refit keeps
+IS_HEADER = 10
 
 PRIOR_MARGIN = 1.0  # log-units below log(KAPPA_MIN) the bound must reach
 RESYNC_EVENTS = 1024  # the updated sums are recomputed from the histogram this often
@@ -684,10 +685,14 @@ def _count_ends(sf, B, u, ist):
 
 
 @jit
-def tree_knots(tree, sf, B, centres, order, wanted, inner, use_inner, ist, out):
+def tree_knots(tree, sf, B, centres, order, wanted, inner, use_inner, ist, out, lvb, lvc):
     """``stream_knots`` from the tree and the counts: the knot vector's length, or -2 when a
     level, the knot count or the scaling range is within rounding of a decision (then the exact
-    ``stream_knots`` decides)."""
+    ``stream_knots`` decides).
+
+    ``lvb[q]``, ``lvc[q]`` for ``q < ist[IS_LEVELS]``: the bucket level ``q`` fell in last time and
+    the cumulative weight through it (kept per event by ``_bucket_changed``); the tree is searched
+    only for a level that has left its bucket."""
     u = stored_unit(sf, sf[SF_KIND])
     n = ist[IS_N]
     stored_total = _tree_total(tree, B)
@@ -716,12 +721,18 @@ def tree_knots(tree, sf, B, centres, order, wanted, inner, use_inner, ist, out):
                 tol = AMBIGUOUS * stored_total
                 for q in range(k):
                     level = stored_total * float(q + 1) / float(k + 1)
-                    b, before = _tree_search(tree, B, level)
-                    if b >= B:
-                        return -2
-                    w = sf[SF_HEADER + b] + sf[SF_HEADER + B + b]
-                    if not w > 0.0 or level - before < tol or before + w - level < tol:
-                        return -2
+                    b = lvb[q] if q < ist[IS_LEVELS] else B
+                    w = sf[SF_HEADER + b] + sf[SF_HEADER + B + b] if b < B else 0.0
+                    if not (w > 0.0 and level - (lvc[q] - w) >= tol and lvc[q] - level >= tol):
+                        b, before = _tree_search(tree, B, level)
+                        if b >= B:
+                            return -2
+                        w = sf[SF_HEADER + b] + sf[SF_HEADER + B + b]
+                        if not w > 0.0 or level - before < tol or before + w - level < tol:
+                            return -2
+                        lvb[q] = b
+                        lvc[q] = before + w
+                        ist[IS_LEVELS] = max(ist[IS_LEVELS], q + 1)
                     c = centres[b]
                     if c > lower and c < upper and (m == 0 or c > out[order + m]):
                         out[order + 1 + m] = c
@@ -762,12 +773,17 @@ def _bucket_row(b, centres, knots, nk, k1, rows, base, stamp, vals, lft, rgt):
 
 
 @jit(inline="always")
-def _bucket_changed(b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt):
-    """Bucket ``b`` held ``p0``, ``n0`` (stored) before the event: the tree, the counts and the
-    band follow."""
+def _bucket_changed(
+    b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt, lvb, lvc
+):
+    """Bucket ``b`` held ``p0``, ``n0`` (stored) before the event: the tree, the kept levels'
+    cumulative weights, the counts and the band follow."""
     dp = sf[SF_HEADER + b] - p0
     dn = sf[SF_HEADER + B + b] - n0
     _tree_add(tree, B, b, dp + dn)
+    for q in range(ist[IS_LEVELS]):
+        if lvb[q] >= b:
+            lvc[q] += dp + dn
     was = _real(p0, u) + _real(n0, u) > 0.0
     now = _real(sf[SF_HEADER + b], u) + _real(sf[SF_HEADER + B + b], u) > 0.0
     if now and not was:
@@ -840,42 +856,41 @@ def refresh_moved_knots(sf, B, centres, knots, new, nk, k1, rows, base, band, cr
             base[1, b] = -1
 
 
-@jit
-def _banded_factor_solve(red, rc, m, kb, v, y):
+@jit(inline="always")
+def _banded_factor_solve(red, rc, m, kb, v, y, dinv):
     """Solve ``R v = rc`` for the symmetric banded ``R`` (``red[g, d] = R[g, g + d]``, ``d <= kb``,
-    overwritten by its Cholesky factor ``U``, ``R = U'U``); False when a pivot is below
-    ``1e-10`` of its diagonal (too close to singular to trust without the dense solve)."""
+    overwritten by ``D L'`` of its factors ``R = L D L'``, ``dinv`` the pivots' reciprocals);
+    False when a pivot is below ``1e-10`` of its diagonal (too close to singular to trust without
+    the dense solve)."""
     for g in range(m):
         for d in range(kb + 1):
             if g + d >= m:
                 break
             acc = red[g, d]
             for h in range(max(0, g + d - kb), g):
-                acc -= red[h, g - h] * red[h, g + d - h]
-            if d == 0:
-                if not acc > 1e-10 * red[g, 0]:
-                    return False
-                red[g, 0] = np.sqrt(acc)
-            else:
-                red[g, d] = acc / red[g, 0]
-    _banded_substitute(red, rc, m, kb, v, y)
+                acc -= red[h, g - h] * dinv[h] * red[h, g + d - h]
+            if d == 0 and not acc > 1e-10 * red[g, 0]:
+                return False
+            red[g, d] = acc
+        dinv[g] = 1.0 / red[g, 0]
+    _banded_substitute(red, rc, m, kb, v, y, dinv)
     return True
 
 
 @jit(inline="always")
-def _banded_substitute(red, rc, m, kb, v, y):
-    """``v = (U'U)^-1 rc[:m]`` for the factor ``U`` in ``red`` (``y`` scratch)."""
+def _banded_substitute(red, rc, m, kb, v, y, dinv):
+    """``v = (L D L')^-1 rc[:m]`` for the factors in ``red`` and ``dinv`` (``y`` scratch)."""
     for g in range(m):
         acc = rc[g]
         for h in range(max(0, g - kb), g):
-            acc -= red[h, g - h] * y[h]
-        y[g] = acc / red[g, 0]
+            acc -= red[h, g - h] * dinv[h] * y[h]
+        y[g] = acc
     for g in range(m - 1, -1, -1):
         acc = y[g]
         for d in range(1, kb + 1):
             if g + d < m:
                 acc -= red[g, d] * v[g + d]
-        v[g] = acc / red[g, 0]
+        v[g] = acc * dinv[g]
 
 
 @jit
@@ -920,7 +935,7 @@ def banded_free_solve(band, cross, p, k1, coef, beta, scale, red, vecs, grp):
     last = vecs[3]
     for g in range(m):
         last[g] = red[g, m - 1 - g] if m - 1 - g <= kb else 0.0
-    if not _banded_factor_solve(red, rc, m, kb, v, y):
+    if not _banded_factor_solve(red, rc, m, kb, v, y, vecs[4]):
         return False
     cap = False
     if v[m - 1] > 1.0:
@@ -929,7 +944,7 @@ def banded_free_solve(band, cross, p, k1, coef, beta, scale, red, vecs, grp):
         else:
             for g in range(m - 1):
                 rc[g] -= last[g]
-            _banded_substitute(red, rc, m - 1, kb, v, y)
+            _banded_substitute(red, rc, m - 1, kb, v, y, vecs[4])
             v[m - 1] = 1.0
         cap = True
     return _accept_if_optimal(band, cross, p, k1, coef, beta, scale, vecs, starts, gid, v, m, cap)
@@ -993,7 +1008,9 @@ def incremental_refit(
     ``STOP_SCALE`` / ``STOP_PRIOR`` as ``stream_run_ops``."""
     k1 = order + 1
     full = ist[IS_INCR] == 0
-    nk = -2 if full else tree_knots(tree, sf, B, centres, order, wanted, inner, use_inner, ist, scratch)
+    nk = -2
+    if not full:
+        nk = tree_knots(tree, sf, B, centres, order, wanted, inner, use_inner, ist, scratch, grp[2], vecs[5])
     if nk == -2:
         nk = stream_knots(sf, B, centres, order, wanted, inner, use_inner, scratch)
     if nk < 0:
@@ -1020,6 +1037,7 @@ def incremental_refit(
         ist[IS_NKNOTS] = nk
         ist[IS_STAMP] += 1
         _tree_build(tree, sf, B)
+        ist[IS_LEVELS] = 0
         _count_ends(sf, B, stored_unit(sf, sf[SF_KIND]), ist)
         determined = ist[IS_N] >= p + k1
         stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, ist[IS_STAMP], determined)
@@ -1051,6 +1069,8 @@ def stream_run_incremental(
     """``stream_run_ops`` with the incremental refit (section notes): the same operations, stop
     codes and outputs, each prediction within rounding of the full refit's."""
     B = si[SI_B]
+    lvb = grp[2]
+    lvc = vecs[5]
     k1 = order + 1
     kind = sf[SF_KIND]
     kind_prior = ist[IS_PRIOR]
@@ -1102,8 +1122,9 @@ def stream_run_incremental(
                     _prior_delta(hb, dp, sf[SF_HEADER + B + hb] - n0, st, lpos, lneg, spos, sneg, xcov)
                 if incr:
                     _bucket_changed(
-                        hb, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt
-                    )
+                        hb, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
+                        lvb, lvc,
+                    )  # fmt: skip
             b = bk[i]
             p0 = sf[SF_HEADER + b]
             n0 = sf[SF_HEADER + B + b]
@@ -1116,8 +1137,9 @@ def stream_run_incremental(
                 _prior_delta(b, sf[SF_HEADER + b] - p0, sf[SF_HEADER + B + b] - n0, st, lpos, lneg, spos, sneg, xcov)
             if incr:
                 _bucket_changed(
-                    b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt
-                )
+                    b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
+                    lvb, lvc,
+                )  # fmt: skip
             ist[IS_SINCE_SYNC] += 1
             if ist[IS_SINCE_SYNC] >= RESYNC_EVENTS:
                 ist[IS_SINCE_SYNC] = 0

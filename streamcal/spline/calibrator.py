@@ -529,8 +529,8 @@ class ISplineCalibrator(RefitCalibrator):
             "xcov": np.zeros(B),
             "tree": np.zeros(B + 1),
             "red": np.zeros((P, k1)),
-            "vecs": np.zeros((5, P)),
-            "grp": np.zeros((2, P), dtype=np.int64),
+            "vecs": np.zeros((6, P)),
+            "grp": np.zeros((3, P), dtype=np.int64),
         }
         c = float(self.llr_pseudo_count)
         floats = hist.live_arrays()[0]
