@@ -797,14 +797,18 @@ def _bucket_changed(
             ist[IS_LAST] = -1
         elif b == ist[IS_FIRST]:
             i = b + 1
-            while not _real(sf[SF_HEADER + i], u) + _real(sf[SF_HEADER + B + i], u) > 0.0:
+            while i < B and not _real(sf[SF_HEADER + i], u) + _real(sf[SF_HEADER + B + i], u) > 0.0:
                 i += 1
-            ist[IS_FIRST] = i
+            ist[IS_FIRST] = min(i, B - 1)
+            if i == B:  # the count disagrees with the buckets: the next refit is the full one
+                ist[IS_INCR] = 0
         elif b == ist[IS_LAST]:
             i = b - 1
-            while not _real(sf[SF_HEADER + i], u) + _real(sf[SF_HEADER + B + i], u) > 0.0:
+            while i >= 0 and not _real(sf[SF_HEADER + i], u) + _real(sf[SF_HEADER + B + i], u) > 0.0:
                 i -= 1
-            ist[IS_LAST] = i
+            ist[IS_LAST] = max(i, 0)
+            if i < 0:
+                ist[IS_INCR] = 0
     if base[1, b] != ist[IS_STAMP]:
         _bucket_row(b, centres, knots, ist[IS_NKNOTS], k1, rows, base, ist[IS_STAMP], vals, lft, rgt)
     j0 = base[0, b]
