@@ -614,9 +614,10 @@ def stream_run_ops(
 # subproblem in the B-spline coefficients, where tied coefficients are one unknown and the
 # system stays banded (``O(basis order^2)``); the result is kept only when it is feasible and
 # every multiplier is clear of 0 (KKT), else the dense warm-started active-set solve runs. A
-# quantile within rounding of its level, a change of the knot count, or ``RESYNC_EVENTS``
-# events run the exact full refit from the histogram (the same knots, band and solve as the
-# bit-for-bit loop), so rounding drift never accumulates.
+# quantile level within rounding of a bucket's edge has the knots found by ``stream_knots``'s
+# exact pass; a change of the knot count, a basis the non-empty buckets do not determine (whose
+# optimum need not be unique), or ``RESYNC_EVENTS`` events run the full refit from the histogram
+# (the same knots, band and solve as the bit-for-bit loop), so rounding drift never accumulates.
 
 AMBIGUOUS = 1e-9  # relative margin of a quantile's level, a coefficient or a multiplier from 0
 

@@ -379,9 +379,10 @@ class ISplineCalibrator(RefitCalibrator):
     # event without refitting it, and refits incrementally: the normal equations and the knots'
     # quantiles follow each changed bucket, and the previous fit's active set is solved again and
     # kept when its KKT conditions hold, within rounding of the engine's full refit; a dense
-    # active-set solve runs when they fail, and the full refit from the histogram when a
-    # quantile is within rounding of a bucket's edge, the knot count changes, the basis is not
-    # determined by the non-empty buckets, or every 1,024 events. An event the loop cannot refit
+    # active-set solve runs when they fail, one exact pass finds the knots when a quantile is
+    # within rounding of a bucket's edge, and the full refit from the histogram runs when the
+    # knot count changes, the basis is not determined by the non-empty buckets, or every 1,024
+    # events. An event the loop cannot refit
     # (the score prior's strength not certified 0, weights beyond the fit's scaling range) runs
     # the engine's full refit, and the loop resumes after it.
     _STREAM_CHUNK = 64  # events run by the full refit while the score prior's strength is > 0
