@@ -168,12 +168,13 @@ def bench_streaming(rng):
     print(f"  goal >= {GOAL:.0e} events/s with a refit every 1,000 labels -> {best:.3g}, "
           f"{'met' if best >= GOAL else 'MISSED'}")
     m = 5000
+    ISplineCalibrator(window=CountWindow(100_000), n_knots=6).prequential(p[:m], y[:m])  # compile / warm
     cal = ISplineCalibrator(window=CountWindow(100_000), n_knots=6)
     cal.prequential(p[:100], y[:100])
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     cal.prequential(p[:m], y[:m])
-    lazy = m / (time.perf_counter() - t0)
-    print(f"  I-spline, lazy refit (refit_every=None: a refit before every prediction): {lazy:10.3g} events/s")
+    lazy = m / (time.process_time() - t0)
+    print(f"  I-spline, lazy refit (refit_every=None: a refit before every prediction, CPU time): {lazy:10.3g} events/s")
     cal = ISplineCalibrator(window=CountWindow(100_000), n_knots=6, refit_every=1000)
     t0 = time.perf_counter()
     for i in range(20_000):

@@ -1,5 +1,9 @@
 """The exact lazy I-spline refit, one event at a time, in one compiled loop (numba).
 
+Two loops: ``stream_run_ops`` refits from the histogram before every prediction that follows
+labels, the engine's refit to the last bit (described here); ``stream_run_incremental``, the
+default, updates that refit per event and agrees with it within rounding (its section below).
+
 ``ISplineCalibrator`` at its default (``refit_every=None``) refits before every prediction
 that follows new labels. Most of that refit's cost was not the fit: the score prior's strength
 (a logistic fit over every bucket, from a cold start) and the engine's per-event Python calls.
@@ -86,14 +90,22 @@ ST_S = 9  # sum of pos log r + neg log(1 - r) (stored units; probability inputs)
 ST_N = 10  # the weights' sum, their sums times x and x^2 (stored units)
 ST_X = 11
 ST_XX = 12
+ST_KEPT = 13  # the incremental refit's counts: banded solves kept, dense solves, full refits
+ST_DENSE = 14
+ST_FULL = 15
 ST_HEADER = 16
 
 # ist (int64) scalars
 IS_NKNOTS = 0  # knots in use
 IS_PRIOR = 1  # 0: no prior; 1: probability inputs; 2: raw scores
+IS_N = 2  # the incremental refit: non-empty buckets, the first and the last of them
+IS_FIRST = 3
+IS_LAST = 4
 IS_SINCE_SYNC = 5  # events since the sums were last recomputed
 IS_STAMP = 6  # the version of the knots the rows were computed for
-IS_HEADER = 8
+IS_INCR = 7  # 1: the incremental refit's state (tree, counts, band in stored units) is current
+IS_LEVELS = 8  # quantile levels whose bucket and cumulative weight the incremental refit keeps
+IS_HEADER = 10
 
 PRIOR_MARGIN = 1.0  # log-units below log(KAPPA_MIN) the bound must reach
 RESYNC_EVENTS = 1024  # the updated sums are recomputed from the histogram this often
@@ -268,15 +280,16 @@ def _pairwise_sum(sf, off, n, u):
 
 
 @jit
-def stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, stamp):
-    """``band`` and ``cross`` of the histogram's real weights, the basis size ``p``: the sums and
-    their order of ``ispline_refit_histogram`` (bucket by bucket, weight times label mean).
+def stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, stamp, stored):
+    """``band`` and ``cross`` of the histogram's real weights (``stored``: its stored weights, whose
+    fit is the same), the basis size ``p``: the sums and their order of ``ispline_refit_histogram``
+    (bucket by bucket, weight times label mean).
 
     ``rows[i]`` holds bucket ``i``'s ``k1`` non-zero B-splines (order ``k1``) at its centre for
     the knots ``knots[:nk]``, and ``base[0, i]`` the first one's index, when ``base[1, i]`` is
     ``stamp`` (the knots' version); a non-empty bucket's stale row is computed here, with the
     values ``ispline_gram_clamped`` computes."""
-    u = stored_unit(sf, sf[SF_KIND])
+    u = 1.0 if stored else stored_unit(sf, sf[SF_KIND])
     for j in range(p):
         cross[j] = 0.0
         for d in range(k1):
@@ -535,7 +548,7 @@ def stream_run_ops(
                         knots[q] = scratch[q]
                     ist[IS_NKNOTS] = nk
                     ist[IS_STAMP] += 1  # every bucket's row is stale
-                stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, ist[IS_STAMP])
+                stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, ist[IS_STAMP], False)
                 stream_solve(band, cross, p, k1, coef, beta, free)
                 u = stored_unit(sf, kind)
                 # the class totals as the full refit sums its histogram's real weights
@@ -584,6 +597,558 @@ def stream_run_ops(
             ist[IS_SINCE_SYNC] += 1
             if ist[IS_SINCE_SYNC] >= RESYNC_EVENTS:
                 ist[IS_SINCE_SYNC] = 0
+                if kind_prior != 0:
+                    stream_prior_sums(sf, B, st, lpos, lneg, spos, sneg, xcov)
+    return ops.shape[0], DONE
+
+
+# --------------------------------------------------------------------------------------------
+# The incremental exact refit (``stream_run_incremental``): the same fit within rounding.
+#
+# One event changes one bucket (and an eviction another): the banded normal equations
+# ``B' W B``, ``B' W y`` (kept in stored units: the fit does not change when every weight is
+# scaled alike) change by that bucket's rank-one term, and a Fenwick tree of the bucket weights
+# gives each knot's weighted quantile in ``O(log B)``. A knot that moves changes the B-splines of
+# the buckets around it only: their terms are taken out and put back with the new knots. The
+# constrained solve keeps the previous fit's free set and solves its equality-constrained
+# subproblem in the B-spline coefficients, where tied coefficients are one unknown and the
+# system stays banded (``O(basis order^2)``); the result is kept only when it is feasible and
+# every multiplier is clear of 0 (KKT), else the dense warm-started active-set solve runs. A
+# quantile level within rounding of a bucket's edge has the knots found by ``stream_knots``'s
+# exact pass; a change of the knot count, a basis the non-empty buckets do not determine (whose
+# optimum need not be unique), or ``RESYNC_EVENTS`` events run the full refit from the histogram
+# (the same knots, band and solve as the bit-for-bit loop), so rounding drift never accumulates.
+
+AMBIGUOUS = 1e-9  # relative margin of a quantile's level, a coefficient or a multiplier from 0
+
+
+@jit(inline="always")
+def _tree_add(tree, B, b, dw):
+    i = b + 1
+    while i <= B:
+        tree[i] += dw
+        i += i & -i
+
+
+@jit
+def _tree_build(tree, sf, B):
+    """The Fenwick tree (1-based, ``tree[0]`` unused) of the stored bucket weights."""
+    tree[0] = 0.0
+    for i in range(1, B + 1):
+        tree[i] = sf[SF_HEADER + i - 1] + sf[SF_HEADER + B + i - 1]
+    for i in range(1, B + 1):
+        j = i + (i & -i)
+        if j <= B:
+            tree[j] += tree[i]
+
+
+@jit(inline="always")
+def _tree_total(tree, B):
+    acc = 0.0
+    i = B
+    while i > 0:
+        acc += tree[i]
+        i -= i & -i
+    return acc
+
+
+@jit(inline="always")
+def _tree_search(tree, B, level):
+    """``(b, before)``: the first bucket ``b`` whose cumulative weight reaches ``level``, and the
+    cumulative weight of the buckets before it."""
+    pos = 0
+    acc = 0.0
+    step = 1
+    while step * 2 <= B:
+        step *= 2
+    while step > 0:
+        if pos + step <= B and acc + tree[pos + step] < level:
+            pos += step
+            acc += tree[pos]
+        step //= 2
+    return pos, acc
+
+
+@jit
+def _count_ends(sf, B, u, ist):
+    """The non-empty buckets' count, first and last (``B`` and -1 when none)."""
+    n = 0
+    first = B
+    last = -1
+    for i in range(B):
+        if _real(sf[SF_HEADER + i], u) + _real(sf[SF_HEADER + B + i], u) > 0.0:
+            n += 1
+            first = min(first, i)
+            last = i
+    ist[IS_N] = n
+    ist[IS_FIRST] = first
+    ist[IS_LAST] = last
+
+
+@jit
+def tree_knots(tree, sf, B, centres, order, wanted, inner, use_inner, ist, out, lvb, lvc):
+    """``stream_knots`` from the tree and the counts: the knot vector's length, or -2 when a
+    level, the knot count or the scaling range is within rounding of a decision (then the exact
+    ``stream_knots`` decides).
+
+    ``lvb[q]``, ``lvc[q]`` for ``q < ist[IS_LEVELS]``: the bucket level ``q`` fell in last time and
+    the cumulative weight through it (kept per event by ``_bucket_changed``); the tree is searched
+    only for a level that has left its bucket."""
+    u = stored_unit(sf, sf[SF_KIND])
+    n = ist[IS_N]
+    stored_total = _tree_total(tree, B)
+    total = stored_total / u
+    if n == 0 or not (2.0**-499 < total < 2.0**499):
+        return -2
+    lower = centres[ist[IS_FIRST]]
+    upper = centres[ist[IS_LAST]]
+    m = 0
+    if upper > lower:
+        if use_inner:
+            for q in range(inner.shape[0]):
+                c = inner[q]
+                if c > lower and c < upper and (m == 0 or c > out[order + m]):
+                    out[order + 1 + m] = c
+                    m += 1
+        else:
+            want = wanted
+            if wanted < 0:
+                root = np.cbrt(total) + 1e-9
+                if abs(root - round(root)) < AMBIGUOUS * (1.0 + root):
+                    return -2
+                want = _default_n_knots(total)
+            k = min(min(want, B), max(0, n - order - 1))
+            if k > 0 and n >= 3:
+                tol = AMBIGUOUS * stored_total
+                for q in range(k):
+                    level = stored_total * float(q + 1) / float(k + 1)
+                    b = lvb[q] if q < ist[IS_LEVELS] else B
+                    w = sf[SF_HEADER + b] + sf[SF_HEADER + B + b] if b < B else 0.0
+                    if not (w > 0.0 and level - (lvc[q] - w) >= tol and lvc[q] - level >= tol):
+                        b, before = _tree_search(tree, B, level)
+                        if b >= B:
+                            return -2
+                        w = sf[SF_HEADER + b] + sf[SF_HEADER + B + b]
+                        if not w > 0.0 or level - before < tol or before + w - level < tol:
+                            return -2
+                        lvb[q] = b
+                        lvc[q] = before + w
+                        ist[IS_LEVELS] = max(ist[IS_LEVELS], q + 1)
+                    c = centres[b]
+                    if c > lower and c < upper and (m == 0 or c > out[order + m]):
+                        out[order + 1 + m] = c
+                        m += 1
+    else:
+        upper = lower + max(1.0, abs(lower))
+    for q in range(order + 1):
+        out[q] = lower
+        out[m + order + 1 + q] = upper
+    return m + 2 * (order + 1)
+
+
+@jit(inline="always")
+def _bucket_term(b, sign, sf, B, rows, base, band, cross, k1):
+    """Add (``sign`` 1) or take out (-1) bucket ``b``'s stored-weight term of ``band``, ``cross``."""
+    wp = sf[SF_HEADER + b] * sign
+    w = wp + sf[SF_HEADER + B + b] * sign
+    j0 = base[0, b]
+    for r in range(k1):
+        wr = w * rows[b, r]
+        cross[j0 + r] += wp * rows[b, r]
+        for q in range(r, k1):
+            band[j0 + r, q - r] += wr * rows[b, q]
+
+
+@jit(inline="always")
+def _bucket_row(b, centres, knots, nk, k1, rows, base, stamp, vals, lft, rgt):
+    """Bucket ``b``'s non-zero B-splines for ``knots[:nk]`` into ``rows[b]`` (``stream_rebuild``'s)."""
+    t = knots[:nk]
+    lo, hi = clamped_span_bounds(t, k1)
+    xn = min(max(centres[b], t[0]), t[nk - 1])
+    mu = clamped_span(t, xn, lo, hi)
+    bspline_nonzero_inplace(t, xn, mu, k1, vals, lft, rgt)
+    base[0, b] = mu - k1 + 1
+    base[1, b] = stamp
+    for r in range(k1):
+        rows[b, r] = vals[r]
+
+
+@jit(inline="always")
+def _bucket_changed(
+    b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt, lvb, lvc
+):
+    """Bucket ``b`` held ``p0``, ``n0`` (stored) before the event: the tree, the kept levels'
+    cumulative weights, the counts and the band follow."""
+    dp = sf[SF_HEADER + b] - p0
+    dn = sf[SF_HEADER + B + b] - n0
+    _tree_add(tree, B, b, dp + dn)
+    for q in range(ist[IS_LEVELS]):
+        if lvb[q] >= b:
+            lvc[q] += dp + dn
+    was = _real(p0, u) + _real(n0, u) > 0.0
+    now = _real(sf[SF_HEADER + b], u) + _real(sf[SF_HEADER + B + b], u) > 0.0
+    if now and not was:
+        ist[IS_N] += 1
+        ist[IS_FIRST] = min(ist[IS_FIRST], b)
+        ist[IS_LAST] = max(ist[IS_LAST], b)
+    elif was and not now:
+        ist[IS_N] -= 1
+        if ist[IS_N] == 0:
+            ist[IS_FIRST] = B
+            ist[IS_LAST] = -1
+        elif b == ist[IS_FIRST]:
+            i = b + 1
+            while i < B and not _real(sf[SF_HEADER + i], u) + _real(sf[SF_HEADER + B + i], u) > 0.0:
+                i += 1
+            ist[IS_FIRST] = min(i, B - 1)
+            if i == B:  # the count disagrees with the buckets: the next refit is the full one
+                ist[IS_INCR] = 0
+        elif b == ist[IS_LAST]:
+            i = b - 1
+            while i >= 0 and not _real(sf[SF_HEADER + i], u) + _real(sf[SF_HEADER + B + i], u) > 0.0:
+                i -= 1
+            ist[IS_LAST] = max(i, 0)
+            if i < 0:
+                ist[IS_INCR] = 0
+    if base[1, b] != ist[IS_STAMP]:
+        _bucket_row(b, centres, knots, ist[IS_NKNOTS], k1, rows, base, ist[IS_STAMP], vals, lft, rgt)
+    j0 = base[0, b]
+    for r in range(k1):
+        wr = (dp + dn) * rows[b, r]
+        cross[j0 + r] += dp * rows[b, r]
+        for q in range(r, k1):
+            band[j0 + r, q - r] += wr * rows[b, q]
+
+
+@jit
+def _first_at_least(centres, B, x):
+    a = 0
+    b = B
+    while a < b:
+        mid = (a + b) // 2
+        if centres[mid] < x:
+            a = mid + 1
+        else:
+            b = mid
+    return a
+
+
+@jit
+def refresh_moved_knots(sf, B, centres, knots, new, nk, k1, rows, base, band, cross, stamp, vals, lft, rgt):
+    """Move the knots ``knots[:nk]`` to ``new[:nk]`` (same length): the buckets whose B-splines
+    change (those within ``k1`` knots of a moved one) take their terms out of ``band`` and
+    ``cross`` and put them back with the new knots; the empty ones among them turn stale."""
+    i0 = 0
+    while knots[i0] == new[i0]:
+        i0 += 1
+    i1 = nk - 1
+    while knots[i1] == new[i1]:
+        i1 -= 1
+    a = max(0, i0 - k1)
+    z = min(nk - 1, i1 + k1)
+    bl = _first_at_least(centres, B, min(knots[a], new[a]))
+    bh = min(_first_at_least(centres, B, max(knots[z], new[z])), B - 1)
+    for b in range(bl, bh + 1):
+        if sf[SF_HEADER + b] + sf[SF_HEADER + B + b] > 0.0 and base[1, b] == stamp:
+            _bucket_term(b, -1.0, sf, B, rows, base, band, cross, k1)
+    for q in range(nk):
+        knots[q] = new[q]
+    for b in range(bl, bh + 1):
+        if sf[SF_HEADER + b] + sf[SF_HEADER + B + b] > 0.0:
+            _bucket_row(b, centres, knots, nk, k1, rows, base, stamp, vals, lft, rgt)
+            _bucket_term(b, 1.0, sf, B, rows, base, band, cross, k1)
+        else:
+            base[1, b] = -1
+
+
+@jit(inline="always")
+def _banded_factor_solve(red, rc, m, kb, v, y, dinv):
+    """Solve ``R v = rc`` for the symmetric banded ``R`` (``red[g, d] = R[g, g + d]``, ``d <= kb``,
+    overwritten by ``D L'`` of its factors ``R = L D L'``, ``dinv`` the pivots' reciprocals);
+    False when a pivot is below ``1e-10`` of its diagonal (too close to singular to trust without
+    the dense solve)."""
+    for g in range(m):
+        for d in range(kb + 1):
+            if g + d >= m:
+                break
+            acc = red[g, d]
+            for h in range(max(0, g + d - kb), g):
+                acc -= red[h, g - h] * dinv[h] * red[h, g + d - h]
+            if d == 0 and not acc > 1e-10 * red[g, 0]:
+                return False
+            red[g, d] = acc
+        dinv[g] = 1.0 / red[g, 0]
+    _banded_substitute(red, rc, m, kb, v, y, dinv)
+    return True
+
+
+@jit(inline="always")
+def _banded_substitute(red, rc, m, kb, v, y, dinv):
+    """``v = (L D L')^-1 rc[:m]`` for the factors in ``red`` and ``dinv`` (``y`` scratch)."""
+    for g in range(m):
+        acc = rc[g]
+        for h in range(max(0, g - kb), g):
+            acc -= red[h, g - h] * dinv[h] * y[h]
+        y[g] = acc
+    for g in range(m - 1, -1, -1):
+        acc = y[g]
+        for d in range(1, kb + 1):
+            if g + d < m:
+                acc -= red[g, d] * v[g + d]
+        v[g] = acc * dinv[g]
+
+
+@jit
+def banded_free_solve(band, cross, p, k1, coef, beta, scale, red, vecs, grp):
+    """The constrained solve kept on the free set ``coef[:p] > 0`` of the previous fit, in the
+    B-spline coefficients ``beta = cumsum(coef)``: each free coefficient starts a run of equal
+    ``beta`` (one unknown per run, the system banded). Without the cap, then with
+    ``sum(coef) = 1`` when the first exceeds it. Returns True, with ``coef`` and ``beta`` written,
+    when the result is the optimum: every free coefficient positive, the cap kept, and every
+    KKT multiplier (of a zero coefficient, of the cap) above ``AMBIGUOUS * scale``; False (and
+    nothing written) otherwise, or when the subproblem is close to singular.
+
+    ``red`` float64 ``(p, k1)``, ``vecs`` float64 ``(5, p)`` and ``grp`` int64 ``(2, p)``: scratch."""
+    kb = k1 - 1
+    starts = grp[0]
+    gid = grp[1]
+    m = 0
+    for i in range(p):
+        if coef[i] > 0.0:
+            starts[m] = i
+            m += 1
+        gid[i] = m - 1
+    if m == 0:
+        return False
+    rc = vecs[0]
+    v = vecs[1]
+    y = vecs[2]
+    for g in range(m):
+        rc[g] = 0.0
+        for d in range(k1):
+            red[g, d] = 0.0
+    for i in range(starts[0], p):
+        gi = gid[i]
+        rc[gi] += cross[i]
+        red[gi, 0] += band[i, 0]
+        for d in range(1, k1):
+            if i + d >= p:
+                break
+            dd = gid[i + d] - gi
+            red[gi, dd] += 2.0 * band[i, d] if dd == 0 else band[i, d]
+    # the last run's column, for the cap's right-hand side
+    last = vecs[3]
+    for g in range(m):
+        last[g] = red[g, m - 1 - g] if m - 1 - g <= kb else 0.0
+    if not _banded_factor_solve(red, rc, m, kb, v, y, vecs[4]):
+        return False
+    cap = False
+    if v[m - 1] > 1.0:
+        if m == 1:
+            v[0] = 1.0
+        else:
+            for g in range(m - 1):
+                rc[g] -= last[g]
+            _banded_substitute(red, rc, m - 1, kb, v, y, vecs[4])
+            v[m - 1] = 1.0
+        cap = True
+    return _accept_if_optimal(band, cross, p, k1, coef, beta, scale, vecs, starts, gid, v, m, cap)
+
+
+@jit(inline="always")
+def _accept_if_optimal(band, cross, p, k1, coef, beta, scale, vecs, starts, gid, v, m, cap):
+    """The KKT check of ``banded_free_solve``'s run values ``v[:m]``; writes the fit if it holds."""
+    prev = 0.0
+    for g in range(m):
+        if not v[g] - prev > AMBIGUOUS:
+            return False
+        prev = v[g]
+    if not cap and not v[m - 1] < 1.0 - AMBIGUOUS:
+        return False
+    b = vecs[4]
+    for i in range(p):
+        b[i] = v[gid[i]] if gid[i] >= 0 else 0.0
+    # the multipliers: suffix sums of the gradient H beta - cross
+    s = vecs[2]
+    for i in range(p):
+        acc = -cross[i]
+        for d in range(k1):
+            if i + d < p:
+                acc += band[i, d] * b[i + d]
+            if d > 0 and i - d >= 0:
+                acc += band[i - d, d] * b[i - d]
+        s[i] = acc
+    acc = 0.0
+    for i in range(p - 1, -1, -1):
+        acc += s[i]
+        s[i] = acc
+    mu = -s[starts[m - 1]] if cap else 0.0
+    tol = AMBIGUOUS * scale
+    if cap and not mu > tol:
+        return False
+    g = 0
+    for i in range(p):
+        if g < m and starts[g] == i:
+            g += 1
+            if abs(s[i] + mu) > 1e3 * tol:  # the subproblem's own optimality, a sanity bound
+                return False
+        elif not s[i] + mu > tol:
+            return False
+    prev = 0.0
+    acc = 0.0
+    for i in range(p):
+        coef[i] = b[i] - prev
+        prev = b[i]
+        acc += coef[i]
+        beta[i] = min(acc, 1.0)
+    return True
+
+
+@jit
+def incremental_refit(
+    sf, B, centres, order, wanted, inner, use_inner, st, ist, knots, scratch, rows, base, band, cross,
+    coef, beta, free, tree, red, vecs, grp, vals, lft, rgt,
+):  # fmt: skip
+    """The refit before a prediction that follows labels (section notes): ``DONE``, or
+    ``STOP_SCALE`` / ``STOP_PRIOR`` as ``stream_run_ops``."""
+    k1 = order + 1
+    full = ist[IS_INCR] == 0
+    nk = -2
+    if not full:
+        nk = tree_knots(tree, sf, B, centres, order, wanted, inner, use_inner, ist, scratch, grp[2], vecs[5])
+    if nk == -2:
+        nk = stream_knots(sf, B, centres, order, wanted, inner, use_inner, scratch)
+    if nk < 0:
+        return STOP_SCALE
+    kind_prior = ist[IS_PRIOR]
+    if kind_prior != 0 and not _prior_is_zero(sf, st, kind_prior, st[ST_C]):
+        return STOP_PRIOR
+    same_size = nk == ist[IS_NKNOTS]
+    moved = not same_size
+    if same_size:
+        for q in range(nk):
+            if scratch[q] != knots[q]:
+                moved = True
+                break
+    p = nk - k1
+    # fewer non-empty buckets than the basis needs to be determined: the optimum need not be
+    # unique, and only the full refit's own steps (in real units, as the engine's) give its one
+    full = full or ist[IS_N] < p + k1
+    if full or not same_size:
+        for q in range(p):
+            free[q] = same_size and coef[q] > 0.0
+        for q in range(nk):
+            knots[q] = scratch[q]
+        ist[IS_NKNOTS] = nk
+        ist[IS_STAMP] += 1
+        _tree_build(tree, sf, B)
+        ist[IS_LEVELS] = 0
+        _count_ends(sf, B, stored_unit(sf, sf[SF_KIND]), ist)
+        determined = ist[IS_N] >= p + k1
+        stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, ist[IS_STAMP], determined)
+        ist[IS_INCR] = 1 if determined else 0
+        ist[IS_SINCE_SYNC] = 0
+        st[ST_FULL] += 1.0
+        stream_solve(band, cross, p, k1, coef, beta, free)
+        return DONE
+    if moved:
+        refresh_moved_knots(
+            sf, B, centres, knots, scratch, nk, k1, rows, base, band, cross, ist[IS_STAMP], vals, lft, rgt
+        )
+    if banded_free_solve(band, cross, p, k1, coef, beta, _tree_total(tree, B), red, vecs, grp):
+        st[ST_KEPT] += 1.0
+    else:
+        st[ST_DENSE] += 1.0
+        for q in range(p):
+            free[q] = coef[q] > 0.0
+        stream_solve(band, cross, p, k1, coef, beta, free)
+    return DONE
+
+
+@jit
+def stream_run_incremental(
+    ops, bk, s, y, w, t, start, sf, si, centres, order, wanted, inner, use_inner, st, ist, knots,
+    scratch, rows, base, band, cross, coef, beta, free, lpos, lneg, spos, sneg, xcov, tree, red,
+    vecs, grp, out_p, out_llr, out_logodds,
+):  # fmt: skip
+    """``stream_run_ops`` with the incremental refit (section notes): the same operations, stop
+    codes and outputs, each prediction within rounding of the full refit's."""
+    B = si[SI_B]
+    lvb = grp[2]
+    lvc = vecs[5]
+    k1 = order + 1
+    kind = sf[SF_KIND]
+    kind_prior = ist[IS_PRIOR]
+    c = st[ST_C]
+    W = si[SI_W]
+    vals = np.empty(k1)
+    lft = np.empty(k1)
+    rgt = np.empty(k1)
+    for i in range(start, ops.shape[0]):
+        op = ops[i]
+        if op & OP_PREDICT:
+            if st[ST_DIRTY] != 0.0:
+                code = incremental_refit(
+                    sf, B, centres, order, wanted, inner, use_inner, st, ist, knots, scratch, rows, base,
+                    band, cross, coef, beta, free, tree, red, vecs, grp, vals, lft, rgt,
+                )  # fmt: skip
+                if code != DONE:
+                    return i, code
+                u = stored_unit(sf, kind)
+                t_pos = _real(sf[SF_T_POS], u)
+                t_neg = _real(sf[SF_T_NEG], u)
+                total = t_pos + t_neg
+                st[ST_FIT_WEIGHT] = total
+                st[ST_LOGODDS] = math.log(t_pos + c) - math.log(t_neg + c)
+                st[ST_LOW] = c / (total + 2.0 * c)
+                st[ST_HIGH] = (total + c) / (total + 2.0 * c)
+                st[ST_DIRTY] = 0.0
+            nk = ist[IS_NKNOTS]
+            tk = knots[:nk]
+            lo, hi = clamped_span_bounds(tk, k1)
+            v = _combination_at(s[i], tk, k1, beta, lo, hi, vals, lft, rgt)
+            v = min(max(v, 0.0), 1.0)
+            out_p[i] = min(max(v, st[ST_LOW]), st[ST_HIGH])
+            out_llr[i] = st[ST_FIT_WEIGHT]
+            out_logodds[i] = st[ST_LOGODDS]
+        if op & OP_LEARN:
+            incr = ist[IS_INCR] != 0
+            u = stored_unit(sf, kind)
+            clock = window_clock(sf, t[i], kind)
+            while si[SI_RING_COUNT] > 0:
+                head = si[SI_RING_HEAD]
+                hb = si[SI_HEADER + 2 * B + head] if W > 0 else 0
+                p0 = sf[SF_HEADER + hb]
+                n0 = sf[SF_HEADER + B + hb]
+                if window_expire_next_inplace(sf, si, clock, kind) < 0:
+                    break
+                if kind_prior != 0:
+                    dp = sf[SF_HEADER + hb] - p0
+                    _prior_delta(hb, dp, sf[SF_HEADER + B + hb] - n0, st, lpos, lneg, spos, sneg, xcov)
+                if incr:
+                    _bucket_changed(
+                        hb, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
+                        lvb, lvc,
+                    )  # fmt: skip
+            b = bk[i]
+            p0 = sf[SF_HEADER + b]
+            n0 = sf[SF_HEADER + B + b]
+            renormalised = window_add_inplace(sf, si, b, y[i], w[i], clock, kind)
+            st[ST_DIRTY] = 1.0
+            if renormalised:
+                return i + 1, STOP_RENORM
+            u = stored_unit(sf, kind)
+            if kind_prior != 0:
+                _prior_delta(b, sf[SF_HEADER + b] - p0, sf[SF_HEADER + B + b] - n0, st, lpos, lneg, spos, sneg, xcov)
+            if incr:
+                _bucket_changed(
+                    b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
+                    lvb, lvc,
+                )  # fmt: skip
+            ist[IS_SINCE_SYNC] += 1
+            if ist[IS_SINCE_SYNC] >= RESYNC_EVENTS:
+                ist[IS_SINCE_SYNC] = 0
+                ist[IS_INCR] = 0  # the next refit is the full one: no drift accumulates
                 if kind_prior != 0:
                     stream_prior_sums(sf, B, st, lpos, lneg, spos, sneg, xcov)
     return ops.shape[0], DONE

@@ -375,14 +375,24 @@ class ISplineCalibrator(RefitCalibrator):
             super()._after_learn(n)
 
     # The lazy default (``refit_every=None``) runs its operations in one compiled loop
-    # (:mod:`streamcal._kernels.ispline_stream`) that refits as the engine does, bit for bit,
-    # and certifies the score prior's strength 0 per event without refitting it; an event the
-    # loop cannot refit so (the score prior's strength not certified 0, weights beyond the fit's
-    # scaling range) runs the engine's full refit, and the loop resumes after it.
+    # (:mod:`streamcal._kernels.ispline_stream`) that certifies the score prior's strength 0 per
+    # event without refitting it, and refits incrementally: the normal equations and the knots'
+    # quantiles follow each changed bucket, and the previous fit's active set is solved again and
+    # kept when its KKT conditions hold, within rounding of the engine's full refit; a dense
+    # active-set solve runs when they fail, one exact pass finds the knots when a quantile is
+    # within rounding of a bucket's edge, and the full refit from the histogram runs when the
+    # knot count changes, the basis is not determined by the non-empty buckets, or every 1,024
+    # events. An event the loop cannot refit
+    # (the score prior's strength not certified 0, weights beyond the fit's scaling range) runs
+    # the engine's full refit, and the loop resumes after it.
     _STREAM_CHUNK = 64  # events run by the full refit while the score prior's strength is > 0
     # the loop's refit is the engine's to the last bit (the same knots, sums in the same order,
     # the same warm start and solver): False runs every event through the engine instead
     _STREAM_LOOP = True
+    # the loop updates the normal equations, the knots' quantiles and the solve per event
+    # (within rounding of the full refit, which it falls back on whenever a check fails):
+    # False keeps the loop's full refit before every prediction, the engine's to the last bit
+    _STREAM_INCREMENTAL = True
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
         if not self._loop_serves() or self._in_loop:
@@ -410,13 +420,18 @@ class ISplineCalibrator(RefitCalibrator):
                 continue
             st = self._stream
             hist = self._hist
-            stop, code = _config.run(
-                _ks.stream_run_ops, n - i, ops, b, s, y, w, t, i, *hist.live_arrays(),
+            state = (
                 st["centres"], int(self.order), st["wanted"], st["inner"], st["use_inner"],
                 st["st"], st["ist"], st["knots"], st["scratch"], st["rows"], st["base"], st["band"],
                 st["cross"], st["coef"], st["beta"], st["free"], st["lpos"], st["lneg"], st["spos"],
-                st["sneg"], st["xcov"], out_p, out_llr, logodds,
+                st["sneg"], st["xcov"],
             )  # fmt: skip
+            if self._STREAM_INCREMENTAL:
+                kernel, state = _ks.stream_run_incremental, (*state, st["tree"], st["red"], st["vecs"], st["grp"])
+            else:
+                kernel = _ks.stream_run_ops
+            arrays = hist.live_arrays()
+            stop, code = _config.run(kernel, n - i, ops, b, s, y, w, t, i, *arrays, *state, out_p, out_llr, logodds)
             self._stream_publish()
             at = i + np.flatnonzero(ops[i:stop] & OP_PREDICT)
             # the engine's LLR (``_predict_llr_fitted``) of each prediction, from its fit's weight
@@ -513,6 +528,10 @@ class ISplineCalibrator(RefitCalibrator):
             "spos": np.zeros(B),
             "sneg": np.zeros(B),
             "xcov": np.zeros(B),
+            "tree": np.zeros(B + 1),
+            "red": np.zeros((P, k1)),
+            "vecs": np.zeros((6, P)),
+            "grp": np.zeros((3, P), dtype=np.int64),
         }
         c = float(self.llr_pseudo_count)
         floats = hist.live_arrays()[0]
