@@ -99,10 +99,10 @@ def test_long_streams_keep_the_banded_solve_and_stay_within_1e9(window, weights)
     new = cal.prequential(scores, labels, weights=w, times=times)
     old = EngineLoop(**kw).prequential(scores, labels, weights=w, times=times)
     assert_within_tol(new, old)
-    counts = cal._stream["st"]
+    counts = cal.exact_refits
     # the loop ran, most refits kept the previous active set, and some had to change it
-    assert counts[_ks.ST_KEPT] > 10 * counts[_ks.ST_FULL]
-    assert counts[_ks.ST_KEPT] > counts[_ks.ST_DENSE] > 0
+    assert counts["kept"] > 10 * counts["full"]
+    assert counts["kept"] > counts["dense"] > 0
 
 
 def test_the_river_face_runs_the_incremental_refit():
@@ -115,7 +115,7 @@ def test_the_river_face_runs_the_incremental_refit():
         river.learn_one({"s": float(scores[i])}, bool(labels[i]))
     proba, _ = EngineLoop(**kw).prequential(scores, labels)
     np.testing.assert_allclose(got, proba, rtol=0.0, atol=TOL)
-    assert river._stream["st"][_ks.ST_KEPT] > 0
+    assert river.exact_refits["kept"] > 0
 
 
 # ---------------------------------------------------------------------------------- kernels
@@ -183,8 +183,8 @@ def test_tree_knots_equal_the_exact_quantile_steps(seed, wanted, fractional):
     scores = 1 / (1 + np.exp(-rng.normal(-1, 1.5, n)))
     w = rng.uniform(0.5, 1.5, n) if fractional else np.ones(n)
     cal.update(scores, rng.uniform(size=n) < scores, weights=w)
-    sf, _ = cal._hist.live_arrays()
-    centres = np.ascontiguousarray(cal._hist.layout.centres, dtype=np.float64)
+    sf, _ = cal.window_histogram.arrays()
+    centres = np.ascontiguousarray(cal.centres, dtype=np.float64)
     tree = np.zeros(B + 1)
     ist = np.zeros(_ks.IS_HEADER, dtype=np.int64)
     _ks._tree_build(tree, sf, B)
