@@ -439,12 +439,9 @@ def test_any_valid_input_gives_a_distribution(seed, k, method, hard):
 # --- the calibrator's HT solve: full Newton steps (ht_couple_newton_one) ------------------------------------
 
 
-def _newton_couple(r, n, tol=1e-8, max_iter=200):
-    from streamcal._kernels.coupling import ht_couple_newton_one
-
-    k = len(r)
-    p = np.empty(k)
-    scratch = (
+def _coupling_scratch(k):
+    """The work arrays the one-event coupling kernels take."""
+    return (
         np.empty(k),
         np.empty(k),
         np.empty(k, dtype=np.bool_),
@@ -452,6 +449,14 @@ def _newton_couple(r, n, tol=1e-8, max_iter=200):
         np.empty((k + 1, k + 1)),
         np.empty(k + 1),
     )
+
+
+def _newton_couple(r, n, tol=1e-8, max_iter=200):
+    from streamcal._kernels.coupling import ht_couple_newton_one
+
+    k = len(r)
+    p = np.empty(k)
+    scratch = _coupling_scratch(k)
     steps = ht_couple_newton_one(
         np.ascontiguousarray(r), np.ascontiguousarray(n), tol, max_iter, 8, p, np.empty(k), np.empty(k), scratch,
         np.empty((k, k)), np.empty(k),
@@ -464,14 +469,7 @@ def _old_couple(r, n, tol=1e-8, max_iter=200):
 
     k = len(r)
     p = np.empty(k)
-    scratch = (
-        np.empty(k),
-        np.empty(k),
-        np.empty(k, dtype=np.bool_),
-        np.empty(k, dtype=np.intp),
-        np.empty((k + 1, k + 1)),
-        np.empty(k + 1),
-    )
+    scratch = _coupling_scratch(k)
     steps = ht_couple_one(
         np.ascontiguousarray(r), np.ascontiguousarray(n), tol, max_iter, 8, p, np.empty(k), np.empty(k), scratch
     )
