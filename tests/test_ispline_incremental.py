@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ispline_loops import EngineLoop, calls_then_whole
 
 from streamcal import ISplineCalibrator
 from streamcal._kernels import ispline as _k
@@ -19,12 +20,6 @@ from streamcal.buckets import LogitGrid
 from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
 
 TOL = 1e-9
-
-
-class EngineLoop(ISplineCalibrator):
-    """The engine's loop: the full refit (score prior included) before every prediction."""
-
-    _STREAM_LOOP = False
 
 
 def assert_within_tol(new, old):
@@ -62,18 +57,7 @@ def streams(draw):
 def test_incremental_refit_within_1e9_of_the_full_refit_on_random_streams(stream):
     scores, labels, weights, times, window, spline, prior, ops = stream
     kw = {"buckets": LogitGrid(32), "window": window, "prior": prior, **spline}
-    learn = (ops & 1).astype(bool)
-    predict = (ops & 2).astype(bool)
-    outs = []
-    for cls in (ISplineCalibrator, EngineLoop):
-        cal = cls(**kw)
-        got = []
-        for i in range(scores.size):  # each event as its own call, then runs of them at once
-            if predict[i]:
-                got.append(cal.predict_proba(scores[i : i + 1])[0])
-            if learn[i]:
-                cal.update(scores[i : i + 1], labels[i : i + 1], weights=weights[i : i + 1], times=times[i : i + 1])
-        outs.append((np.array(got), cal.prequential(scores, labels, weights=weights, times=times + times[-1])))
+    outs = [calls_then_whole(cls, kw, (scores, labels, weights, times, ops)) for cls in (ISplineCalibrator, EngineLoop)]
     np.testing.assert_allclose(outs[0][0], outs[1][0], rtol=0.0, atol=TOL)
     assert_within_tol(outs[0][1], outs[1][1])
 

@@ -12,24 +12,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ispline_loops import EngineLoop, FullRefitLoop, calls_then_whole
 
-from streamcal import ISplineCalibrator
 from streamcal.buckets import LogitGrid
 from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
-
-
-class EngineLoop(ISplineCalibrator):
-    """The engine's loop: the full refit (score prior included) before every prediction that
-    follows new labels, on both faces."""
-
-    _STREAM_LOOP = False
-
-
-class FullRefitLoop(ISplineCalibrator):
-    """The compiled loop with its full refit before every prediction (the incremental refit's
-    fallback), the engine's to the last bit."""
-
-    _STREAM_INCREMENTAL = False
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -106,18 +92,7 @@ def streams(draw):
 def test_process_equals_the_engine_bit_for_bit_on_random_streams(stream):
     scores, labels, weights, times, window, spline, prior, ops = stream
     kw = {"buckets": LogitGrid(32), "window": window, "prior": prior, **spline}
-    learn = (ops & 1).astype(bool)
-    predict = (ops & 2).astype(bool)
-    outs = []
-    for cls in (FullRefitLoop, EngineLoop):
-        cal = cls(**kw)
-        got = []
-        for i in range(scores.size):  # each event as its own call, then runs of them at once
-            if predict[i]:
-                got.append(cal.predict_proba(scores[i : i + 1])[0])
-            if learn[i]:
-                cal.update(scores[i : i + 1], labels[i : i + 1], weights=weights[i : i + 1], times=times[i : i + 1])
-        outs.append((np.array(got), cal.prequential(scores, labels, weights=weights, times=times + times[-1])))
+    outs = [calls_then_whole(cls, kw, (scores, labels, weights, times, ops)) for cls in (FullRefitLoop, EngineLoop)]
     np.testing.assert_array_equal(outs[0][0], outs[1][0])
     np.testing.assert_array_equal(outs[0][1][0], outs[1][1][0])
     np.testing.assert_array_equal(outs[0][1][1], outs[1][1][1])
