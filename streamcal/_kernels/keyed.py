@@ -789,6 +789,10 @@ def predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, b, s):
     or a sweep into the scratch)."""
     _sync_prior(cfg, kf, ki, prior, k)
     u = kf[k, KF_PU]
+    if ki[k, KI_B_CAP] > 0 and ki[k, KI_B_VALID] == 0 and ki[k, KI_B_CAP] >= _block_bound(cfg, ki, k):
+        # a key that keeps blocks, invalidated by a new prior or a decay renormalisation: rebuild
+        # them here (the same sweep as into the scratch), so its next reads and repairs use them
+        _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], -1)
     if ki[k, KI_B_CAP] > 0 and ki[k, KI_B_VALID] == 1:
         bb = qb
         bw = qf
