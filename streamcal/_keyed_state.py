@@ -20,7 +20,7 @@ from streamcal._kernels import histogram as _h
 from streamcal._kernels import keyed as _kk
 from streamcal._keyed_rows import ring_clocks, ring_rows
 
-__all__ = ["check_exported", "check_keyed_state", "upgrade_ring"]
+__all__ = ["check_counters", "check_exported", "check_key_params", "check_keyed_state", "upgrade_ring"]
 
 _MAX_STORED = 1e300
 
@@ -45,13 +45,7 @@ def check_keyed_state(obj) -> None:
         c.fail(f"`_global`: expected a {type(fresh._global).__name__} with the template's parameters.")
     if not isinstance(glob, PAVCalibrator):
         c.fail("`_global`: expected a PAVCalibrator.")
-    c.need_int(state["_n_learned"], "_n_learned", 0)
-    c.need_int(state["_evictions"], "_evictions", 0)
-    c.need_int(state["_next_refresh"], "_next_refresh", 1)
-    c.need_float(state["_strength"], "_strength", 0.0)
-    c.need_int(state["_prior_ver"], "_prior_ver", 0)
-    c.need_float(state["_shift_a"], "_shift_a", 0.0)
-    c.need_float(state["_shift_rho"], "_shift_rho", 0.0)
+    check_counters(state)
     if glob.n_learned != state["_n_learned"] and not state["_evictions"] >= 0:
         c.fail("`_n_learned` does not match the global calibrator.")
     keys = state["_slot_keys"]
@@ -151,6 +145,40 @@ def _check_slot(k, kf, ki, ab, af, an, rb, rf, arena, cfg, ver) -> None:
         c.fail(f"key slot {k}: expected a finite prior odds multiplier and prior totals >= 0.")
     if ki[_kk.KI_N_POS] != int(row["n_pos"].sum()) or ki[_kk.KI_N_NEG] != int(row["n_neg"].sum()):
         c.fail(f"key slot {k}: its event counts do not add up.")
+
+
+def check_counters(state: dict) -> None:
+    """A restored keyed calibrator's counters: events learned, evictions, the prior's schedule,
+    strength, version and shift."""
+    c.need_int(state["_n_learned"], "_n_learned", 0)
+    c.need_int(state["_evictions"], "_evictions", 0)
+    c.need_int(state["_next_refresh"], "_next_refresh", 1)
+    c.need_float(state["_strength"], "_strength", 0.0)
+    c.need_int(state["_prior_ver"], "_prior_ver", 0)
+    c.need_float(state["_shift_a"], "_shift_a", 0.0)
+    c.need_float(state["_shift_rho"], "_shift_rho", 0.0)
+
+
+def check_key_params(key_key, prior_strength, max_keys) -> None:
+    """The keyed constructors' checks of ``key_key``, ``prior_strength`` and ``max_keys``."""
+    if not isinstance(key_key, str):
+        msg = f"`key_key` must be a string; got {key_key!r}."
+        raise TypeError(msg)
+    ok = isinstance(prior_strength, str) and prior_strength == "auto"
+    ok = ok or (
+        isinstance(prior_strength, numbers.Real)
+        and not isinstance(prior_strength, bool)
+        and math.isfinite(prior_strength)
+        and prior_strength >= 0
+    )
+    if not ok:
+        msg = f'`prior_strength` must be "auto" or a finite number >= 0 (pseudo-events); got {prior_strength!r}.'
+        raise ValueError(msg)
+    if max_keys is not None and (
+        not isinstance(max_keys, numbers.Integral) or isinstance(max_keys, bool) or max_keys < 1
+    ):
+        msg = f"`max_keys` must be None or an integer >= 1; got {max_keys!r}."
+        raise ValueError(msg)
 
 
 def check_slot_keys(keys: list, max_keys) -> None:

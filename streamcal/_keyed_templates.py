@@ -26,14 +26,13 @@ from __future__ import annotations
 import contextlib
 import copy
 import heapq
-import math
 import numbers
 
 import numpy as np
 
 from streamcal import _state_check as c
 from streamcal._kernels import keyed as _kk
-from streamcal._keyed_state import check_slot_keys
+from streamcal._keyed_state import check_counters, check_key_params, check_slot_keys
 from streamcal._locking import LockedState
 from streamcal._operations import OP_LEARN, OP_PREDICT
 from streamcal._refit import RefitCalibrator
@@ -80,24 +79,7 @@ def _check_params(calibrator, key_key, prior_strength, max_keys) -> None:
             f"state) or None; got {type(calibrator).__name__}."
         )
         raise TypeError(msg)
-    if not isinstance(key_key, str):
-        msg = f"`key_key` must be a string; got {key_key!r}."
-        raise TypeError(msg)
-    strength_ok = isinstance(prior_strength, str) and prior_strength == "auto"
-    strength_ok = strength_ok or (
-        isinstance(prior_strength, numbers.Real)
-        and not isinstance(prior_strength, bool)
-        and math.isfinite(prior_strength)
-        and prior_strength >= 0
-    )
-    if not strength_ok:
-        msg = f'`prior_strength` must be "auto" or a finite number >= 0 (pseudo-events); got {prior_strength!r}.'
-        raise ValueError(msg)
-    if max_keys is not None and (
-        not isinstance(max_keys, numbers.Integral) or isinstance(max_keys, bool) or max_keys < 1
-    ):
-        msg = f"`max_keys` must be None or an integer >= 1; got {max_keys!r}."
-        raise ValueError(msg)
+    check_key_params(key_key, prior_strength, max_keys)
 
 
 class _Arrivals:
@@ -650,13 +632,7 @@ def check_template_keyed_state(obj) -> None:
     except (TypeError, ValueError, OverflowError) as exc:
         c.fail(f"invalid parameters for {type(obj).__name__}: {exc}")
     _need_like(state["_global"], fresh._global, "_global")
-    c.need_int(state["_n_learned"], "_n_learned", 0)
-    c.need_int(state["_evictions"], "_evictions", 0)
-    c.need_int(state["_next_refresh"], "_next_refresh", 1)
-    c.need_float(state["_strength"], "_strength", 0.0)
-    c.need_int(state["_prior_ver"], "_prior_ver", 0)
-    c.need_float(state["_shift_a"], "_shift_a", 0.0)
-    c.need_float(state["_shift_rho"], "_shift_rho", 0.0)
+    check_counters(state)
     keys = state["_slot_keys"]
     cals = state["_cals"]
     if type(keys) is not list or type(cals) is not list or len(cals) != len(keys):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import heapq
-import math
 import numbers
 
 import numpy as np
@@ -24,6 +23,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import keyed as _kk
 from streamcal._keyed_rows import KeyedRows, calibrator_to_row, ring_rows
+from streamcal._keyed_state import check_key_params
 from streamcal._keyed_templates import TemplateKeys
 from streamcal._keys import KeyedRiverChecks, as_key_column
 from streamcal._locking import LockedState
@@ -38,15 +38,6 @@ _OP_LEARN, _OP_PREDICT, _OP_BOTH = 1, 2, 3
 _CHUNK = 1 << 18  # events per pass of a long array-face call (bounds its temporaries)
 _FIELDS = ("bucket", "pos", "neg", "n_pos", "n_neg")
 _RING_FIELDS = ("ring_bucket", "ring_weight", "ring_label", "ring_clock")
-
-
-def _check_strength(value) -> None:
-    if isinstance(value, str) and value == "auto":
-        return
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-    if not ok:
-        msg = f'`prior_strength` must be "auto" or a finite number >= 0 (pseudo-events); got {value!r}.'
-        raise ValueError(msg)
 
 
 def _template_per_key(calibrator, prior_strength) -> bool:
@@ -153,15 +144,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
                 f"got {type(calibrator).__name__}."
             )
             raise TypeError(msg)
-        if not isinstance(key_key, str):
-            msg = f"`key_key` must be a string; got {key_key!r}."
-            raise TypeError(msg)
-        _check_strength(prior_strength)
-        if max_keys is not None and (
-            not isinstance(max_keys, numbers.Integral) or isinstance(max_keys, bool) or max_keys < 1
-        ):
-            msg = f"`max_keys` must be None or an integer >= 1; got {max_keys!r}."
-            raise ValueError(msg)
+        check_key_params(key_key, prior_strength, max_keys)
         self.calibrator = calibrator
         self.key_key = key_key
         self.score_key = score_key
