@@ -64,6 +64,7 @@ from streamcal._kernels.histogram import (
     KIND_DECAY_TIME,
     KIND_TIME,
 )
+from streamcal._kernels.ipav import _stays_below
 
 # kf: per key floats
 KF_T_POS = 0
@@ -569,10 +570,30 @@ def _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, e, c):
     tp = 0.0
     tn = 0.0
     stopped = False
+    qs = qold  # the old blocks' cursor for the early stop
     while True:
         f, last, p, n, x, q = _next_unit(cfg, prior, pri, ab, af, off, end, x, q, u, e)
         if f < 0:
             break
+        if has_top and f > region_end:
+            # f starts an old block R right of the change: if the top pools with none of the
+            # prefixes R's own sweep formed (ipav's margin test), R and every block after it are
+            # as they were: keep them (the sweep from f would repeat R's operations bit for bit)
+            while qs < blen and qb[0, boff + qs] < f:
+                qs += 1
+            if qs < blen and qb[0, boff + qs] == f and _stays_below(
+                False, tp, tn, p + n, qf[0, boff + qs], qf[1, boff + qs]
+            ):
+                sb[0, sp] = tf
+                sb[1, sp] = tl
+                sw[0, sp] = tp
+                sw[1, sp] = tn
+                sp += 1
+                tf = f
+                tl = qb[1, boff + qs]
+                qold = qs
+                stopped = True
+                break
         if has_top and _violates(tp, tn, p, n):
             tl = last
             tp = tp + p
