@@ -156,21 +156,24 @@ class KeyedRows:
 
     # ------------------------------------------------------------------ arenas
     def _make_room(self, k: int) -> None:
-        """Compact the arenas, then leave each free room for a quarter of what it uses plus what key
-        ``k``'s next event may need (so that compactions stay rare: each one is paid for by the
-        quarter's worth of events that fill the room it leaves)."""
-        self._compact()
-        atoms, ring, blocks = _config.run(_kk.room_needed, 0, self._ki, self._cfg, k)
+        """Compact the arenas that lack room for key ``k``'s next event, then leave each of them free
+        room for a quarter of what it uses plus that event's need (so that compactions stay rare:
+        each one is paid for by the quarter's worth of events that fill the room it leaves). An
+        arena with room is left as it is: a compaction moves every segment of its arena."""
+        needs = [int(v) for v in _config.run(_kk.room_needed, 0, self._ki, self._cfg, k)]
+        short = tuple(i for i, prefix in enumerate(("_atoms", "_ring", "_blocks"))
+                      if int(self._arena[i]) + needs[i] > getattr(self, prefix + "_b").shape[-1])
+        self._compact(short)
         used = self._arena
-        self._reserve(int(atoms + (used[0] >> 2)), int(ring + (used[1] >> 2)), int(blocks + (used[2] >> 2)))
+        self._reserve(*(needs[i] + (int(used[i]) >> 2) if i in short else needs[i] for i in range(3)))
 
     def _has_ring(self) -> bool:
         kind = self._cfg[_kk.CFG_KIND]
         return kind in (_h.KIND_COUNT, _h.KIND_TIME)
 
-    def _compact(self) -> None:
-        """Move every live key's segments to the start of the arenas, in the order they lie (no
-        gaps; in place, each segment moving left)."""
+    def _compact(self, arenas=(_kk.AR_ATOMS, _kk.AR_RING, _kk.AR_BLOCKS)) -> None:
+        """Move every live key's segments to the start of the ``arenas`` (all three by default), in
+        the order they lie (no gaps; in place, each segment moving left)."""
         ki = self._ki
         n = len(self._slot_keys)
         for off, cap, arrays, used in (
@@ -178,6 +181,8 @@ class KeyedRows:
             (_kk.KI_R_OFF, _kk.KI_R_CAP, (self._ring_b, self._ring_f), _kk.AR_RING),
             (_kk.KI_B_OFF, _kk.KI_B_CAP, (self._blocks_b, self._blocks_f), _kk.AR_BLOCKS),
         ):
+            if used not in arenas:
+                continue
             held = np.flatnonzero(ki[:n, cap] > 0)
             order = held[np.argsort(ki[held, off], kind="stable")]
             src = np.ascontiguousarray(ki[order, off])
