@@ -88,13 +88,18 @@ def _as_numpy(x, name: str) -> np.ndarray:
     return arr
 
 
-def as_key_column(x, name: str = "keys", n: int | None = None) -> KeyColumn:
-    """Check a key column and code it (:class:`KeyColumn`); ``n``: the length it must have."""
+def as_key_column(x, name: str = "keys", n: int | None = None, *, code: bool = True) -> KeyColumn:
+    """Check a key column and code it (:class:`KeyColumn`); ``n``: the length it must have.
+
+    ``code=False`` only checks: an integer or string numpy column then skips the coding (a sort)
+    and returns ``codes=None`` with ``keys`` holding its first key alone (its kind)."""
     arr = _as_numpy(x, name)
     if n is not None and arr.size != n:
         msg = f"`{name}` must hold one key per event ({n}); got {arr.size}."
         raise ValueError(msg)
     kind = arr.dtype.kind
+    if not code and kind in "iuU":
+        return KeyColumn(None, [arr[0].item()] if arr.size else [])
     if kind in "iu":
         uniques, codes = np.unique(arr, return_inverse=True)
         return KeyColumn(codes.astype(np.intp).reshape(-1), [int(v) for v in uniques.tolist()])

@@ -376,7 +376,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         for a, z in cuts:
             part = [c if c is None else c[a:z] for c in columns]
             try:
-                kc, ops, _s, _b, _y, _w, t = self._checked(*part, op, last_time=last)
+                kc, ops, _s, _b, _y, _w, t = self._checked(*part, op, last_time=last, code=False)
                 if kc.keys and kind is not None and type(kc.keys[0]) is not kind:
                     raise TypeError
             except (TypeError, ValueError, OverflowError):
@@ -402,11 +402,13 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
             raise ValueError(msg)
         return s, b
 
-    def _codes(self, keys, n: int):
-        kc = as_key_column(keys, "keys", n)
+    def _codes(self, keys, n: int, *, code: bool = True):
+        kc = as_key_column(keys, "keys", n, code=code)
         if kc.keys and self._slot_of:
             first = next(iter(self._slot_of))
             if type(kc.keys[0]) is not type(first):
+                if kc.codes is None:  # checked only: code it for the error's position
+                    kc = as_key_column(keys, "keys", n)
                 i = int(np.flatnonzero(kc.codes == 0)[0])
                 msg = (
                     f"`keys` must be of the kind already learned ({type(first).__name__}); got "
@@ -415,9 +417,9 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
                 raise TypeError(msg)
         return kc
 
-    def _checked(self, keys, scores, labels, learn_mask, weights, times, op, *, last_time=None):
+    def _checked(self, keys, scores, labels, learn_mask, weights, times, op, *, last_time=None, code=True):
         s, b = self._scores(scores)
-        kc = self._codes(keys, s.size)
+        kc = self._codes(keys, s.size, code=code)
         if op is None:
             learn = as_binary_labels(learn_mask, "learn_mask", allow_empty=True).astype(bool)
             check_same_length(s.size, learn.size, "learn_mask")
