@@ -445,16 +445,16 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
         return True
 
     def _params_now(self) -> tuple:
-        calibrator = self.calibrator
-        return (
-            self.scores,
-            self.classes,
-            calibrator,
-            getattr(calibrator, "window", None),
-            getattr(calibrator, "buckets", None),
-            getattr(calibrator, "score_key", None),
-            *map(self.__getattribute__, self._EXTRA_PARAMS),
-        )
+        # the parameters and the prototype's window, buckets and score key, read by attrgetter's
+        # C loop (getattr with a None default where the prototype lacks one of them)
+        own = _own_params(type(self))(self)
+        calibrator = own[2]
+        if calibrator is None:  # the default prototype
+            return (*own, None, None, None)
+        try:
+            return (*own, *_PROTOTYPE_PARAMS(calibrator))
+        except AttributeError:
+            return (*own, *(getattr(calibrator, name, None) for name in ("window", "buckets", "score_key")))
 
     _EXTRA_PARAMS: tuple[str, ...] = ()
 
@@ -862,6 +862,16 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
         if not extra:
             return list(known)
         return sorted([*known, *extra], key=_class_order)
+
+
+_PROTOTYPE_PARAMS = operator.attrgetter("window", "buckets", "score_key")
+
+
+@functools.cache
+def _own_params(cls) -> operator.attrgetter:
+    """A score-dict calibrator class's own parameters, read at once: ``scores``, ``classes``,
+    ``calibrator`` and the class's ``_EXTRA_PARAMS``."""
+    return operator.attrgetter("scores", "classes", "calibrator", *cls._EXTRA_PARAMS)
 
 
 _PACKED = itertools.repeat("_packed")  # the key of a PAVCalibrator's packed state, for every pair
