@@ -523,8 +523,9 @@ class ISplineCalibrator(RefitCalibrator):
         sf, si = self._hist.live_arrays()
         p = self._river_step(_OP_PREDICT, 0, s, 0.0, 1.0, 0.0, sf, si, st["fbuf"], st["ibuf"], st["free"])
         self._publish_fit(st)  # a prediction changes the map alone, not the histogram
-        if p < 0.0:
-            self._stream = None  # a stop code: the engine's full refit serves this prediction
+        if p < 0.0:  # a stop code: the engine's full refit, as the array loop runs it for this event
+            self._stream = None
+            super()._ensure_fitted()
         return p
 
     # the one-event kernel (``_river_first_call``): op, bucket, score, label, weight, time, the
