@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    PYTHONPATH=. python benchmarks/bench_ispline_exact.py [--rounds 5] [--n 20000] [--warmup 20000]
+    PYTHONPATH=. python benchmarks/bench_ispline_exact.py [--rounds 5] [--n 20000] [--warmup 20000] [--old REV]
 
 The click-like stream of ``bench_streaming_pav.py`` (``LogitGrid()``, unbounded window, the
 score prior ``"auto"``); each calibrator first learns a warm-up, then runs ``prequential`` on the
@@ -12,14 +12,19 @@ incremental refit (the default), the compiled loop's full refit before every pre
 (``_STREAM_INCREMENTAL = False``) and the refit engine's own per-event loop (``_STREAM_LOOP =
 False``: the full refit, score prior included, before every prediction). Checked on every round:
 the full-refit loop equals the engine bit for bit, and the incremental refit is within 1e-9 of
-it, probabilities and LLRs. Prints events per second and the ratios.
+it, probabilities and LLRs. Prints events per second and the ratios. With ``--old REV``, also the
+calibrator of ``streamcal/spline/calibrator.py`` at git revision ``REV`` (read with ``git show``,
+run on today's kernels) in the same rounds, its outputs checked equal to today's bit for bit on
+both faces.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +56,15 @@ class FullRefitLoop(ISplineCalibrator):
 TOL = 1e-9
 
 
+def calibrator_at(rev: str):
+    """The ``ISplineCalibrator`` class of ``streamcal/spline/calibrator.py`` at git revision ``rev``."""
+    path = "streamcal/spline/calibrator.py"
+    source = subprocess.run(["git", "show", f"{rev}:{path}"], check=True, capture_output=True, text=True).stdout
+    module = types.ModuleType(f"ispline_at_{rev}")
+    exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)
+    return module.ISplineCalibrator
+
+
 def prepared(cls, s, y, warmup):
     cal = cls()
     cal.prequential(s[:warmup], y[:warmup])
@@ -66,11 +80,12 @@ def time_prequential(cal, s, y):
 def time_river(cal, s, y):
     xs = [{"s": float(v)} for v in s]
     ys = [bool(v) for v in y]
+    out = []
     t0 = time.process_time()
     for x, label in zip(xs, ys, strict=True):
-        cal.predict_proba_one(x)
+        out.append(cal.predict_proba_one(x)[True])
         cal.learn_one(x, label)
-    return time.process_time() - t0
+    return time.process_time() - t0, out
 
 
 def main():
@@ -78,6 +93,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--warmup", type=int, default=20_000)
+    parser.add_argument("--old", metavar="REV", help="also time the calibrator of this git revision")
     args = parser.parse_args()
     streamcal.use_compiled_kernels()
     s, y = click_stream(args.warmup + args.n, seed=3)
@@ -86,42 +102,62 @@ def main():
     n_old = max(1, args.n // 10)  # the engine's loop is slow: a tenth of the events
     n_river = max(1, args.n // 5)
     classes = {"incremental": ISplineCalibrator, "full": FullRefitLoop, "engine": EngineLoop}
+    if args.old:
+        classes["before"] = calibrator_at(args.old)
     for cls in classes.values():  # compile and warm
         time_prequential(prepared(cls, ws, wy, args.warmup), ts[:200], ty[:200])
-    sizes = {"incremental": args.n, "full": args.n // 2, "engine": n_old}
+    sizes = {"incremental": args.n, "full": args.n // 2, "engine": n_old, "before": args.n}
     rates = {name: [] for name in classes}
     river = {name: [] for name in classes}
     kappa = None
     for r in range(args.rounds):
-        order = list(classes)[r % 3 :] + list(classes)[: r % 3]
+        order = list(classes)[r % len(classes) :] + list(classes)[: r % len(classes)]
         outs = {}
         for name in order:
             cal = prepared(classes[name], ws, wy, args.warmup)
             cpu, outs[name] = time_prequential(cal, ts[: sizes[name]], ty[: sizes[name]])
             rates[name].append(sizes[name] / cpu)
             kappa = cal.prior_strength if name == "incremental" else kappa
-        (p_new, l_new), (p_full, l_full), (p_old, l_old) = (outs[k] for k in classes)
+        (p_new, l_new), (p_full, l_full), (p_old, l_old) = (outs[k] for k in ("incremental", "full", "engine"))
+        if args.old and not (np.array_equal(outs["before"][0], p_new) and np.array_equal(outs["before"][1], l_new)):
+            raise AssertionError(f"prequential differs from the code at {args.old}")
         if not (np.array_equal(p_full[:n_old], p_old) and np.array_equal(l_full[:n_old], l_old)):
             raise AssertionError("the compiled loop's full refit and the engine's loop disagree")
         worst = max(np.abs(p_new[: p_full.size] - p_full).max(), np.abs(l_new[: l_full.size] - l_full).max())
         if not worst <= TOL:
             raise AssertionError(f"the incremental refit is {worst:.3g} from the full refit")
+        faces = {}
         for name in order:
-            m = n_river if name == "incremental" else n_old
+            m = n_river if name in ("incremental", "before") else n_old
             cal = prepared(classes[name], ws, wy, args.warmup)
-            river[name].append(m / time_river(cal, ts[:m], ty[:m]))
-    new, full, old = (float(np.median(rates[k])) for k in classes)
-    r_new, r_full, r_old = (float(np.median(river[k])) for k in classes)
+            cpu, faces[name] = time_river(cal, ts[:m], ty[:m])
+            river[name].append(m / cpu)
+        if faces["engine"] != faces["full"][:n_old]:
+            raise AssertionError("the river face: the compiled loop's full refit and the engine's loop disagree")
+        if args.old and faces["before"] != faces["incremental"]:
+            raise AssertionError(f"the river face differs from the code at {args.old}")
+    new, full, old = (float(np.median(rates[k])) for k in ("incremental", "full", "engine"))
+    r_new, r_full, r_old = (float(np.median(river[k])) for k in ("incremental", "full", "engine"))
     print(
         f"ISplineCalibrator exact default, click-like stream, warm-up {args.warmup:,}, "
         f"{args.rounds} rounds, CPU time (median); prior strength at the end {kappa}"
     )
     print(f"  prequential, incremental refit:    {new:12,.0f} events/s  (within {TOL:g} of the full refit)")
-    print(f"  prequential, loop's full refit:    {full:12,.0f} events/s   ratio {new / full:6.1f}x (bit for bit the engine)")
+    print(
+        f"  prequential, loop's full refit:    {full:12,.0f} events/s   ratio {new / full:6.1f}x (bit for bit the engine)"
+    )
     print(f"  prequential, the engine's loop:    {old:12,.0f} events/s   ratio {new / old:6.1f}x")
     print(f"  river face, incremental refit:     {r_new:12,.0f} pairs/s")
     print(f"  river face, loop's full refit:     {r_full:12,.0f} pairs/s    ratio {r_new / r_full:6.1f}x")
     print(f"  river face, the engine's loop:     {r_old:12,.0f} pairs/s    ratio {r_new / r_old:6.1f}x")
+    if args.old:
+        before, r_before = float(np.median(rates["before"])), float(np.median(river["before"]))
+        print(
+            f"  prequential, the code at {args.old}: {before:12,.0f} events/s   ratio {new / before:6.2f}x (bit for bit)"
+        )
+        print(
+            f"  river face, the code at {args.old}:  {r_before:12,.0f} pairs/s    ratio {r_new / r_before:6.2f}x (bit for bit)"
+        )
     print(
         f"  goals: prequential >= {GOAL_PREQUENTIAL:,} ({'met' if new >= GOAL_PREQUENTIAL else 'not met'}), "
         f"river face >= {GOAL_RIVER:,} ({'met' if r_new >= GOAL_RIVER else 'not met'})"

@@ -102,6 +102,34 @@ def test_the_river_face_runs_the_incremental_refit():
     assert river.exact_refits["kept"] > 0
 
 
+@pytest.mark.parametrize("window", [Unbounded(), CountWindow(120), Decay(40.0), Decay(1.5)])
+@pytest.mark.parametrize("prior", ["auto", None])
+def test_the_river_face_equals_prequential(window, prior):
+    # the river face's one-event kernel calls (a label; a refit and prediction) against the array
+    # loop over the same events: the same probabilities and LLRs, to the last bit without the
+    # score prior, whether the loop or a decay's renormalisation serves. With it, while its
+    # strength is above 0, prequential hands the engine 64 events at a time and the river face
+    # one, so the loop resumes at other events: within TOL then (as the engine's refit).
+    scores, labels, _, _ = drifting_stream(600, 3)
+    weights = np.random.default_rng(5).choice([0.0, 0.5, 1.0, 2.5], scores.size)
+    kw = {"buckets": LogitGrid(64), "window": window, "prior": prior}
+    proba, llr = ISplineCalibrator(**kw).prequential(scores, labels, weights=weights)
+    river = ISplineCalibrator(**kw)
+    got_p, got_llr = np.empty(scores.size), np.empty(scores.size)
+    for i in range(scores.size):
+        x = {"s": float(scores[i])}
+        got_p[i] = river.predict_proba_one(x)[True]
+        got_llr[i] = river.predict_llr_one(x)
+        river.learn_one(x, bool(labels[i]), w=float(weights[i]))
+    if prior is None:
+        np.testing.assert_array_equal(got_p, proba)
+        np.testing.assert_array_equal(got_llr, llr)
+        assert river.exact_refits["kept"] > 0  # the one-event kernel ran the incremental refit
+    else:
+        np.testing.assert_allclose(got_p, proba, rtol=0.0, atol=TOL)
+        np.testing.assert_allclose(got_llr, llr, rtol=0.0, atol=1e3 * TOL)
+
+
 # ---------------------------------------------------------------------------------- kernels
 
 

@@ -1152,3 +1152,92 @@ def stream_run_incremental(
                 if kind_prior != 0:
                     stream_prior_sums(sf, B, st, lpos, lneg, spos, sneg, xcov)
     return ops.shape[0], DONE
+
+
+# --------------------------------------------------------------------------------------------
+# The packed state: the loop's arrays as sections of one float64 and one int64 buffer (and the
+# ``free`` flags), so that a call unboxes five arrays instead of thirty. ``ibuf``'s header holds
+# the scalars and the sections' offsets; ``streamcal.spline.stream_state`` lays it out.
+
+PK_ORDER = 0  # order of the M-splines
+PK_WANTED = 1  # the fixed knot count, or -1 (the default rule)
+PK_USE_INNER = 2  # 1: explicit interior knots
+PK_INCREMENTAL = 3  # 1: the incremental refit; 0: the full refit before every prediction
+PK_F = 4  # the float sections' offsets (FLOAT_SECTIONS' order), then the float buffer's end
+FLOAT_SECTIONS = (
+    "st", "knots", "scratch", "rows", "band", "cross", "coef", "beta", "lpos", "lneg", "spos", "sneg",
+    "xcov", "tree", "red", "vecs", "centres", "inner", "one_f",
+)  # fmt: skip
+PK_I = PK_F + len(FLOAT_SECTIONS) + 1  # the int sections' offsets (INT_SECTIONS' order), then the end
+INT_SECTIONS = ("ist", "base", "grp", "one_i")
+PK_HEADER = PK_I + len(INT_SECTIONS) + 1
+# the one event of a river-face call, in the ``one_f`` and ``one_i`` sections: score, label,
+# weight, time and the three outputs; operation and bucket
+ONE_S, ONE_Y, ONE_W, ONE_T, ONE_P, ONE_LLR, ONE_LOGODDS, ONE_F = 0, 1, 2, 3, 4, 5, 6, 7
+ONE_OP, ONE_B, ONE_I = 0, 1, 2
+
+
+@jit(inline="always")
+def _fsec(fbuf, ibuf, k):
+    return fbuf[ibuf[PK_F + k] : ibuf[PK_F + k + 1]]
+
+
+@jit(inline="always")
+def _isec(ibuf, k):
+    return ibuf[ibuf[PK_I + k] : ibuf[PK_I + k + 1]]
+
+
+@jit
+def stream_packed_run(ops, bk, s, y, w, t, start, sf, si, fbuf, ibuf, free, out_p, out_llr, out_logodds):
+    """``stream_run_incremental`` (or ``stream_run_ops`` when ``ibuf[PK_INCREMENTAL]`` is 0) on
+    the packed state's sections: the same operations, stop codes and outputs."""
+    B = si[SI_B]
+    order = ibuf[PK_ORDER]
+    k1 = order + 1
+    P = B + k1 + 1
+    st, knots, scratch = _fsec(fbuf, ibuf, 0), _fsec(fbuf, ibuf, 1), _fsec(fbuf, ibuf, 2)
+    rows, band = _fsec(fbuf, ibuf, 3).reshape((B, k1)), _fsec(fbuf, ibuf, 4).reshape((P, k1))
+    cross, coef, beta = _fsec(fbuf, ibuf, 5), _fsec(fbuf, ibuf, 6), _fsec(fbuf, ibuf, 7)
+    lpos, lneg, spos = _fsec(fbuf, ibuf, 8), _fsec(fbuf, ibuf, 9), _fsec(fbuf, ibuf, 10)
+    sneg, xcov, tree = _fsec(fbuf, ibuf, 11), _fsec(fbuf, ibuf, 12), _fsec(fbuf, ibuf, 13)
+    red, vecs = _fsec(fbuf, ibuf, 14).reshape((P, k1)), _fsec(fbuf, ibuf, 15).reshape((6, P))
+    centres, inner = _fsec(fbuf, ibuf, 16), _fsec(fbuf, ibuf, 17)
+    ist, base, grp = _isec(ibuf, 0), _isec(ibuf, 1).reshape((2, B)), _isec(ibuf, 2).reshape((3, P))
+    wanted = ibuf[PK_WANTED]
+    use_inner = ibuf[PK_USE_INNER] != 0
+    if ibuf[PK_INCREMENTAL] != 0:
+        return stream_run_incremental(
+            ops, bk, s, y, w, t, start, sf, si, centres, order, wanted, inner, use_inner, st, ist, knots,
+            scratch, rows, base, band, cross, coef, beta, free, lpos, lneg, spos, sneg, xcov, tree, red,
+            vecs, grp, out_p, out_llr, out_logodds,
+        )  # fmt: skip
+    return stream_run_ops(
+        ops, bk, s, y, w, t, start, sf, si, centres, order, wanted, inner, use_inner, st, ist, knots,
+        scratch, rows, base, band, cross, coef, beta, free, lpos, lneg, spos, sneg, xcov, out_p, out_llr,
+        out_logodds,
+    )  # fmt: skip
+
+
+@jit
+def stream_packed_one(op, b, s, y, w, t, sf, si, fbuf, ibuf, free):
+    """One operation of the river face (``op``: ``OP_LEARN`` or ``OP_PREDICT``) through
+    ``stream_packed_run``: the served probability of a prediction (0.0 for a label) when the
+    loop ran it, else ``-code`` (a prediction's ``STOP_PRIOR`` / ``STOP_SCALE``: not run; a
+    label's ``STOP_RENORM``: learned, the state to rebuild). A prediction's fit weight and prior
+    log-odds are left in the ``one_f`` section."""
+    one_f = _fsec(fbuf, ibuf, len(FLOAT_SECTIONS) - 1)
+    one_i = _isec(ibuf, len(INT_SECTIONS) - 1)
+    one_f[ONE_S] = s
+    one_f[ONE_Y] = y
+    one_f[ONE_W] = w
+    one_f[ONE_T] = t
+    one_i[ONE_OP] = op
+    one_i[ONE_B] = b
+    _, code = stream_packed_run(
+        one_i[ONE_OP : ONE_OP + 1], one_i[ONE_B : ONE_B + 1], one_f[ONE_S : ONE_S + 1], one_f[ONE_Y : ONE_Y + 1],
+        one_f[ONE_W : ONE_W + 1], one_f[ONE_T : ONE_T + 1], 0, sf, si, fbuf, ibuf, free,
+        one_f[ONE_P : ONE_P + 1], one_f[ONE_LLR : ONE_LLR + 1], one_f[ONE_LOGODDS : ONE_LOGODDS + 1],
+    )  # fmt: skip
+    if code != DONE:
+        return -float(code)
+    return one_f[ONE_P] if op & OP_PREDICT else 0.0

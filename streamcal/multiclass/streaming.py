@@ -445,16 +445,16 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
         return True
 
     def _params_now(self) -> tuple:
-        calibrator = self.calibrator
-        return (
-            self.scores,
-            self.classes,
-            calibrator,
-            getattr(calibrator, "window", None),
-            getattr(calibrator, "buckets", None),
-            getattr(calibrator, "score_key", None),
-            *map(self.__getattribute__, self._EXTRA_PARAMS),
-        )
+        # the parameters and the prototype's window, buckets and score key, read by attrgetter's
+        # C loop (getattr with a None default where the prototype lacks one of them)
+        own = _own_params(type(self))(self)
+        calibrator = own[2]
+        if calibrator is None:  # the default prototype
+            return (*own, None, None, None)
+        try:
+            return (*own, *_PROTOTYPE_PARAMS(calibrator))
+        except AttributeError:
+            return (*own, *(getattr(calibrator, name, None) for name in ("window", "buckets", "score_key")))
 
     _EXTRA_PARAMS: tuple[str, ...] = ()
 
@@ -864,6 +864,19 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
         return sorted([*known, *extra], key=_class_order)
 
 
+_PROTOTYPE_PARAMS = operator.attrgetter("window", "buckets", "score_key")
+
+
+@functools.cache
+def _own_params(cls) -> operator.attrgetter:
+    """A score-dict calibrator class's own parameters, read at once: ``scores``, ``classes``,
+    ``calibrator`` and the class's ``_EXTRA_PARAMS``."""
+    return operator.attrgetter("scores", "classes", "calibrator", *cls._EXTRA_PARAMS)
+
+
+_PACKED = itertools.repeat("_packed")  # the key of a PAVCalibrator's packed state, for every pair
+
+
 class _RiverCall:
     """The river face's one-call kernels (``pairwise_pav.pairs_*_packed``) bound to the pairs of
     a :class:`PairwiseCouplingCalibrator`: the pairs' packed states in a typed list (pairs in
@@ -899,8 +912,9 @@ class _RiverCall:
 
         k = len(classes)
         held = [model is not None for model in pairs]
-        # each present pair's bound ``packed_state`` and the buffer it gave
-        self.pairs = tuple(model.packed_state for model in pairs if model is not None)
+        # each present pair's attribute dict (where its ``packed_state`` reads the buffer) and
+        # the buffer it gave
+        self.pairs = tuple(model.__dict__ for model in pairs if model is not None)
         self.buffers = tuple(buffer for buffer in buffers if buffer is not None)
         self.proba = proba
         self.column = {c: i for i, c in enumerate(classes)}
@@ -910,7 +924,7 @@ class _RiverCall:
         for c in range(k):
             mine = [q for q, (a, b) in enumerate(itertools.combinations(range(k), 2)) if c in (a, b)]
             ok = all(held[q] for q in mine)
-            mine = (tuple(pairs[q].packed_state for q in mine), tuple(buffers[q] for q in mine)) if ok else None
+            mine = (tuple(pairs[q].__dict__ for q in mine), tuple(buffers[q] for q in mine)) if ok else None
             self.holding.append(mine)
         self.states = List()
         for buffer in buffers:
@@ -926,9 +940,11 @@ class _RiverCall:
         )  # fmt: skip
 
     @staticmethod
-    def buffers_unchanged(getters: tuple, buffers: tuple) -> bool:
-        """Whether each pair's calibrator still holds the state buffer bound here."""
-        return all(map(operator.is_, [get() for get in getters], buffers))
+    def buffers_unchanged(states: tuple, buffers: tuple) -> bool:
+        """Whether each pair's calibrator still holds the state buffer bound here: its
+        ``packed_state()`` (``PAVCalibrator``'s, which reads ``__dict__["_packed"]``), read for
+        every pair at once in C, with no Python call per pair."""
+        return all(map(operator.is_, map(dict.get, states, _PACKED), buffers))
 
     def same_pairs(self, params, classes: list, models: dict) -> bool:
         return (

@@ -26,12 +26,28 @@ from streamcal._validation import (
 from streamcal.buckets import Buckets, LogitGrid, as_buckets
 from streamcal.spline.basis import default_n_knots
 from streamcal.spline.fit import aggregate_sorted, evaluate_map, fit_distinct, unit_scaled
+from streamcal.spline.stream_state import packed_state
 from streamcal.windows import Window
 
 __all__ = ["ISplineCalibrator"]
 
 _NO_KNOTS = np.empty(0)
 _NO_HINT = np.zeros(0, dtype=np.bool_)
+
+
+_OP_LEARN, _OP_PREDICT = int(OP_LEARN), int(OP_PREDICT)
+
+
+def _river_first_call(*args):
+    """``stream_packed_one`` for the river face: interpreted while the process's allowance of
+    interpreted events lasts; then compiled (or loaded) for these argument types and put in
+    place of the class's ``_river_step``, so that later calls skip numba's type dispatch."""
+    result = _config.try_entry_point(_ks.stream_packed_one, *args)
+    if result is not _config.NOT_RUN:
+        return result
+    compiled = entry_point(_ks.stream_packed_one, *args)
+    ISplineCalibrator._river_step = staticmethod(compiled)
+    return compiled(*args)
 
 
 @functools.cache
@@ -430,19 +446,11 @@ class ISplineCalibrator(RefitCalibrator):
                 i = j
                 continue
             st = self._stream
-            hist = self._hist
-            state = (
-                st["centres"], int(self.order), st["wanted"], st["inner"], st["use_inner"],
-                st["st"], st["ist"], st["knots"], st["scratch"], st["rows"], st["base"], st["band"],
-                st["cross"], st["coef"], st["beta"], st["free"], st["lpos"], st["lneg"], st["spos"],
-                st["sneg"], st["xcov"],
+            sf, si = self._hist.live_arrays()
+            stop, code = _config.run(
+                _ks.stream_packed_run, n - i, ops, b, s, y, w, t, i, sf, si, st["fbuf"], st["ibuf"], st["free"],
+                out_p, out_llr, logodds,
             )  # fmt: skip
-            if self._STREAM_INCREMENTAL:
-                kernel, state = _ks.stream_run_incremental, (*state, st["tree"], st["red"], st["vecs"], st["grp"])
-            else:
-                kernel = _ks.stream_run_ops
-            arrays = hist.live_arrays()
-            stop, code = _config.run(kernel, n - i, ops, b, s, y, w, t, i, *arrays, *state, out_p, out_llr, logodds)
             self._stream_publish()
             at = i + np.flatnonzero(ops[i:stop] & OP_PREDICT)
             # the engine's LLR (``_predict_llr_fitted``) of each prediction, from its fit's weight
@@ -478,21 +486,51 @@ class ISplineCalibrator(RefitCalibrator):
         if not self._loop_serves():
             super()._learn_bucket(b, s, y, w, t)
             return
+        if not self._in_loop and self._stream_ready() is True:
+            st = self._stream
+            sf, si = self._hist.live_arrays()
+            code = self._river_step(_OP_LEARN, b, s, y, w, t, sf, si, st["fbuf"], st["ibuf"], st["free"])
+            if code == 0.0:  # learned: the map is the same, now dirty
+                self._dirty = True
+                st["n_learned"] = sf[_h.SF_N_LEARNED]
+                return
+            self._stream_publish()  # learned, then a decay renormalisation: the state is rebuilt
+            self._stream = None
+            return
         one = np.empty(1)
         self._run_ops(
             OP_LEARN, np.array([b], dtype=np.intp), np.array([float(s)]), np.array([float(y)]),
             np.array([float(w)]), np.array([float(t)]), one, one,
         )  # fmt: skip
 
+    def _proba_of(self, s: float) -> float:
+        # the river face's prediction after labels: the loop's refit and prediction in one call
+        p = self._loop_refit(s)
+        return p if p >= 0.0 else super()._proba_of(s)
+
     def _ensure_fitted(self) -> None:
-        # the river face's lazy refit: the loop's refit (the engine's, bit for bit) where it can
-        if self._dirty and not self._in_loop and self._loop_serves() and self._stream_ready() is True:
-            one = np.empty(1)
-            score = np.array([float(self._hist.layout.centres[0])])
-            self._run_ops(
-                OP_PREDICT, np.zeros(1, dtype=np.intp), score, np.zeros(1), np.ones(1), np.zeros(1), one, np.empty(1)
-            )
+        # the lazy refit: the loop's (the engine's, bit for bit) where it can, else the engine's
+        if self._dirty:
+            self._loop_refit(float(self._hist.layout.centres[0]))
         super()._ensure_fitted()
+
+    def _loop_refit(self, s: float) -> float:
+        """The loop's refit when labels came since the last fit, and its served probability of
+        ``s``; -1.0 when it did not run (nothing to refit, the engine's turn, or a stop code)."""
+        if not (self._dirty and not self._in_loop and self._loop_serves() and self._stream_ready() is True):
+            return -1.0
+        st = self._stream
+        sf, si = self._hist.live_arrays()
+        p = self._river_step(_OP_PREDICT, 0, s, 0.0, 1.0, 0.0, sf, si, st["fbuf"], st["ibuf"], st["free"])
+        self._publish_fit(st)  # a prediction changes the map alone, not the histogram
+        if p < 0.0:  # a stop code: the engine's full refit, as the array loop runs it for this event
+            self._stream = None
+            super()._ensure_fitted()
+        return p
+
+    # the one-event kernel (``_river_first_call``): op, bucket, score, label, weight, time, the
+    # histogram's arrays and the packed state; ints and floats exactly, as its entry point trusts
+    _river_step = staticmethod(_river_first_call)
 
     _in_loop = False  # True while _run_ops runs: the engine's refits inside it are its own
 
@@ -515,35 +553,10 @@ class ISplineCalibrator(RefitCalibrator):
             return "prior"
         centres = np.ascontiguousarray(hist.layout.centres, dtype=np.float64)
         B = centres.size
-        order = int(self.order)
-        k1 = order + 1
-        P = B + k1 + 1
-        st = {
-            "centres": centres,
-            "wanted": -1 if self.n_knots is None else int(self.n_knots),
-            "inner": _NO_KNOTS if self._inner_knots is None else np.ascontiguousarray(self._inner_knots),
-            "use_inner": self._inner_knots is not None,
-            "st": np.zeros(_ks.ST_HEADER),
-            "ist": np.zeros(_ks.IS_HEADER, dtype=np.int64),
-            "knots": np.zeros(B + 2 * k1 + 2),
-            "scratch": np.zeros(B + 2 * k1 + 2),
-            "rows": np.zeros((B, k1)),
-            "base": np.zeros((2, B), dtype=np.int64),
-            "band": np.zeros((P, k1)),
-            "cross": np.zeros(P),
-            "coef": np.zeros(P),
-            "beta": np.zeros(P),
-            "free": np.zeros(P, dtype=np.bool_),
-            "lpos": np.zeros(B),
-            "lneg": np.zeros(B),
-            "spos": np.zeros(B),
-            "sneg": np.zeros(B),
-            "xcov": np.zeros(B),
-            "tree": np.zeros(B + 1),
-            "red": np.zeros((P, k1)),
-            "vecs": np.zeros((6, P)),
-            "grp": np.zeros((3, P), dtype=np.int64),
-        }
+        inner = _NO_KNOTS if self._inner_knots is None else np.ascontiguousarray(self._inner_knots)
+        wanted = -1 if self.n_knots is None else int(self.n_knots)
+        st = packed_state(centres, int(self.order), wanted, inner, self._inner_knots is not None)
+        st["ibuf"][_ks.PK_INCREMENTAL] = 1 if self._STREAM_INCREMENTAL else 0
         c = float(self.llr_pseudo_count)
         floats = hist.live_arrays()[0]
         if getattr(self, "prior", None) is not None:
@@ -584,17 +597,19 @@ class ISplineCalibrator(RefitCalibrator):
     def _stream_publish(self) -> None:
         """The compiled loop's map and bookkeeping as this calibrator's attributes."""
         st = getattr(self, "_stream", None)  # absent from a restored state (a cache)
-        nk = int(st["ist"][_ks.IS_NKNOTS])
+        self._publish_fit(st)
+        st["floats"] = self._hist.live_arrays()[0]
+        st["n_learned"] = st["floats"][_h.SF_N_LEARNED]
+
+    def _publish_fit(self, st) -> None:
+        """The loop's map, its weight, prior log-odds, bounds and ``_dirty`` as attributes."""
+        nk = st["ist"].item(_ks.IS_NKNOTS)
         p = nk - int(self.order) - 1
-        s = st["st"]
         self._knots = st["knots"][:nk].copy()
         self._coef = st["coef"][:p].copy()
         self._bspline_coef = st["beta"][:p].copy()
-        self._fit_weight = float(s[_ks.ST_FIT_WEIGHT])
-        self._prior_logodds = float(s[_ks.ST_LOGODDS])
-        self._proba_low, self._proba_high = float(s[_ks.ST_LOW]), float(s[_ks.ST_HIGH])
-        self._dirty = bool(s[_ks.ST_DIRTY] != 0.0)
+        # ST_FIT_WEIGHT, ST_LOGODDS, ST_LOW, ST_HIGH, ST_DIRTY: consecutive, as Python floats at once
+        self._fit_weight, self._prior_logodds, self._proba_low, self._proba_high, dirty = st["st"][:5].tolist()
+        self._dirty = dirty != 0.0
         self._prior_strength = 0.0
-        st["floats"] = self._hist.live_arrays()[0]
-        st["n_learned"] = st["floats"][_h.SF_N_LEARNED]
         st["map"] = self._coef
