@@ -529,6 +529,16 @@ def _sweep_scratch(cfg, ki, ab, af, prior, pri, sb, sw, k, u, e):
             sp -= 1
 
 
+@jit_noalloc(forceinline=True)
+def _push(sb, sw, sp, first, last, p, n):
+    """Push the block ``(first, last, p, n)`` on the scratch stack of depth ``sp``; returns the new depth."""
+    sb[0, sp] = first
+    sb[1, sp] = last
+    sw[0, sp] = p
+    sw[1, sp] = n
+    return sp + 1
+
+
 @jit_noalloc
 def _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, e, c):
     """Repair key ``k``'s cached blocks after bucket ``c`` changed (``c = -1``: rebuild them all);
@@ -584,11 +594,7 @@ def _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, e, c):
             if qs < blen and qb[0, boff + qs] == f and _stays_below(
                 False, tp, tn, p + n, qf[0, boff + qs], qf[1, boff + qs]
             ):
-                sb[0, sp] = tf
-                sb[1, sp] = tl
-                sw[0, sp] = tp
-                sw[1, sp] = tn
-                sp += 1
+                sp = _push(sb, sw, sp, tf, tl, tp, tn)
                 tf = f
                 tl = qb[1, boff + qs]
                 qold = qs
@@ -600,11 +606,7 @@ def _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, e, c):
             tn = tn + n
         else:
             if has_top:
-                sb[0, sp] = tf
-                sb[1, sp] = tl
-                sw[0, sp] = tp
-                sw[1, sp] = tn
-                sp += 1
+                sp = _push(sb, sw, sp, tf, tl, tp, tn)
             tf = f
             tl = last
             tp = p
