@@ -1231,8 +1231,20 @@ def _augment_bucket_inplace(sf, pf, o, B, k):
 
 @jit_noalloc
 def _augment_all_inplace(sf, pf, o, B):
+    """:func:`_augment_bucket_inplace` for every bucket, written out with the prior's header read
+    once (the loop writes only the row): the interpreted tier runs it per bucket, where a call
+    costs more than its body."""
+    rate = pf[o + PR_RATE]
+    probability_inputs = pf[o + PR_MODE] == 1.0
+    kappa = pf[o + PR_KAPPA]
+    floor = pf[o + PR_FLOOR]
     for k in range(B):
-        _augment_bucket_inplace(sf, pf, o, B, k)
+        p = sf[SF_HEADER + k]
+        n = sf[SF_HEADER + B + k]
+        r = prior_rate(pf[CEN + _PF_RECORD * k], rate, probability_inputs)
+        m = kappa * ((p + n) + floor)
+        pf[o + PR_HEADER + k] = p + m * r
+        pf[o + PR_HEADER + B + k] = n + m * (1.0 - r)
 
 
 @jit_noalloc
