@@ -282,3 +282,30 @@ def test_end_runs_resumed_at_their_checkpoints_equal_a_refresh_from_the_ends(pri
         set_after += _run_checkpoints_set(pi)
     if n_buckets > 64 and not isinstance(window, Decay):
         assert set_after > n // 2  # the checkpoints are kept (and, by the comparison, right)
+
+
+def test_a_loaded_state_forgets_the_end_runs_checkpoints():
+    """The checkpoints live in the stack scratch, which loading does not check: a state whose
+    scratch claims a checkpoint (garbage sums behind a valid mark) loads, and continues with the
+    outputs of the calibrator it was saved from, bit for bit."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    m = rng.normal(-3.2, 1.2, size=n)
+    s = 1.0 / (1.0 + np.exp(-m))
+    y = rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(0.7 * m - 2.0)))
+    cal = PAVCalibrator(buckets=LogitGrid(256), window=CountWindow(1000))
+    cal.prequential(s[:1500], y[:1500])
+    state = cal.__getstate__()
+    pi = state["_pi"] = state["_pi"].copy()
+    pf = state["_pf"] = state["_pf"].copy()
+    B = int(pi[K.PI_B])
+    assert _run_checkpoints_set(pi) >= 1  # the stream keeps them
+    for slot in (1, 2):  # the marks kept, the sums behind them changed
+        at = K.PF_HEADER + K._PF_RECORD * B + K._STACK_RECORD * (B - slot)
+        pf[at], pf[at + 1] = 2.0 * pf[at] + 1.0, 0.5 * pf[at + 1]
+    tampered = PAVCalibrator.__new__(PAVCalibrator)
+    tampered.__setstate__(state)
+    a = cal.prequential(s[1500:], y[1500:])
+    b = tampered.prequential(s[1500:], y[1500:])
+    assert a[0].tobytes() == b[0].tobytes()
+    assert a[1].tobytes() == b[1].tobytes()
