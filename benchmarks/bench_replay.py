@@ -46,7 +46,8 @@ run first. Rows:
   does and writes the same columns plus two float columns with the replay's writer options) and,
   with ``--old REV``, the same command on that git revision (``git archive``);
 - ``start-up``: the same on a 1,000-event file, against ``--metrics none``, the I/O floor of
-  that file and, with ``--old REV``, that revision.
+  that file and, with ``--old REV``, that revision (default and ``--metrics none``);
+  ``--startup-only`` runs this row alone.
 
 Metric costs (``--metrics-cost``): each default metric on windows of 100,000 events of PAV's
 output on a click stream, in this process, CPU time of this thread, against the same metric
@@ -58,6 +59,7 @@ the six functions each alone. With ``--old REV``, also ``min_cllr`` of that revi
 (``git show``) in the same rounds.
 
     PYTHONPATH=. python benchmarks/bench_replay.py --no-throughput --no-memory --process --old 38c47f1
+    PYTHONPATH=. python benchmarks/bench_replay.py --no-throughput --no-memory --process --startup-only --old 911db6b
     PYTHONPATH=. python benchmarks/bench_replay.py --no-throughput --no-memory --metrics-cost
 """
 
@@ -320,7 +322,7 @@ def run_process(command: list[str], pythonpath: Path | None) -> tuple[float, flo
 
 def process_rows(args, work: Path) -> None:
     n = int(float(args.process_n))
-    big = stream(work, n)
+    big = None if args.startup_only else stream(work, n)
     small = work / "start_1000.parquet"
     generate(small, "click", n=1_000, seed=1)
     out = work / "process_out.parquet"
@@ -335,11 +337,15 @@ def process_rows(args, work: Path) -> None:
     floor = [py, "-c", IO_FLOOR]
     for where in versions.values():  # each copy writes its numba cache once, untimed
         run_process(replay_cmd(small), where)
-        run_process(replay_cmd(big), where)
-    for label, src in ((f"replay {n:.0e}", big), ("start-up (1,000 events)", small)):
+        if big is not None:
+            run_process(replay_cmd(big), where)
+    rows = [(f"replay {n:.0e}", big), ("start-up (1,000 events)", small)]
+    for label, src in rows[1:] if big is None else rows:
         cases = {f"{name} default": (replay_cmd(src), where) for name, where in versions.items()}
         if src is small:
             cases["new --metrics none"] = (replay_cmd(src, "--metrics", "none"), versions["new"])
+            if args.old:
+                cases["old --metrics none"] = (replay_cmd(src, "--metrics", "none"), versions["old"])
         cases["I/O floor"] = ([*floor, str(src), str(out)], None)
         times = {case: [] for case in cases}
         load = [os.getloadavg()[0]]
@@ -499,6 +505,9 @@ def main() -> None:
     parser.add_argument("--process", action="store_true", help="the whole-process rows (replay of 1e7, start-up)")
     parser.add_argument("--process-n", default="1e7", help="events of the whole-process replay (default 1e7)")
     parser.add_argument("--process-runs", type=int, default=5, help="alternating rounds of the whole-process rows")
+    parser.add_argument(
+        "--startup-only", action="store_true", help="of the whole-process rows, the start-up alone (no 1e7 file)"
+    )
     parser.add_argument(
         "--old", default=None, help="git revision to run side by side in the whole-process rows and for min_cllr"
     )

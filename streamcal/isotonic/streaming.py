@@ -541,6 +541,7 @@ class PAVCalibrator(OutArrays, StreamingCalibrator):
         self._fast_learn = self._fast_predict = False  # still warming up, unless packed below
         if state.get("_pf") is not None:
             self._upgrade_map_state()
+            _k.forget_run_checkpoints(self._blocks_ints)  # kept in the scratch, which is not checked
             self._pack()
 
     def _check_loaded_map(self) -> None:
