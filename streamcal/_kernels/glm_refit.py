@@ -138,6 +138,24 @@ MOM_MAX_UPDATES = 512
 MOM_MAX_RHO = 0.25
 TWO_OVER_PI = 0.6366197723675814
 
+# The river face's packed buffer (float64, ``buf_size(S)`` for ``S`` shapes): the per-call
+# arrays of the refit as views of one array, so that Platt's refit-and-serve call unboxes four
+# arrays instead of ten: the river constants (``glm_river_proba``'s ``k``), ``anchor``, ``mom``,
+# ``pw``, ``fit``, ``betas`` (S x 2, row-major), ``briers`` (S)
+BUF_CONSTS = 0
+BUF_N_CONSTS = 8
+BUF_ANCHOR = BUF_CONSTS + BUF_N_CONSTS
+BUF_MOM = BUF_ANCHOR + ANCHOR_SIZE
+BUF_PW = BUF_MOM + MOM_SIZE
+BUF_FIT = BUF_PW + 2 * (MOM_K + 1)
+BUF_BETAS = BUF_FIT + FIT_SIZE
+
+
+def buf_size(shapes: int) -> int:
+    """The packed buffer's length for ``shapes`` candidate shapes (its briers end it)."""
+    return BUF_BETAS + 3 * shapes
+
+
 #: nats between the certified bound of ``log kappa`` and ``log(KAPPA_MIN)``, on top of a margin
 #: of ``1e-6`` times the log-likelihoods (the prior kernel stops Newton's method once a step
 #: gains at most ``1e-10`` of its log-likelihood; rounding of the sums is far below both)
@@ -779,12 +797,21 @@ def moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta):
 
 
 @jit_noalloc
-def glm_river_proba(sf, si, pc, anchor, mom, pw, fit, betas, briers, s, k):
-    """Platt's river face in one call: the refit from the Taylor moments if labels came, then the
-    served probability of score ``s``; -1.0 where that takes more (no fit yet, moments not
-    current, the prior not certified 0, the solve not certified), and then the caller runs the
-    full refit, which takes the same steps first. ``k`` holds ``[identity, clip, c, prior_on,
-    l2, x_lo, x_hi, proba_tol]``."""
+def glm_river_proba(sf, si, pc, buf, s, dirty):
+    """Platt's river face in one call: the refit from the Taylor moments if labels came
+    (``dirty`` 1.0, written to the fit's ``FIT_DIRTY``), then the served probability of score
+    ``s``; -1.0 where that takes more (no fit yet, moments not current, the prior not certified
+    0, the solve not certified), and then the caller runs the full refit, which takes the same
+    steps first. ``buf`` is the packed buffer of one shape (``BUF_*``); its constants are
+    ``[identity, clip, c, prior_on, l2, x_lo, x_hi, proba_tol]``."""
+    k = buf[BUF_CONSTS:BUF_ANCHOR]
+    anchor = buf[BUF_ANCHOR:BUF_MOM]
+    mom = buf[BUF_MOM:BUF_PW]
+    pw = buf[BUF_PW:BUF_FIT]
+    fit = buf[BUF_FIT:BUF_BETAS]
+    beta = buf[BUF_BETAS : BUF_BETAS + 2]
+    briers = buf[BUF_BETAS + 2 : BUF_BETAS + 3]
+    fit[FIT_DIRTY] = dirty
     if fit[FIT_FITTED] == 0.0:
         return -1.0
     identity = k[0] != 0.0
@@ -800,7 +827,7 @@ def glm_river_proba(sf, si, pc, anchor, mom, pw, fit, betas, briers, s, k):
         prior_on = k[3] != 0.0
         if prior_on and not (identity and prior_strength_is_zero_running(sf, B, u, pc, anchor)):
             return -1.0
-        if not moments_solve(mom, pw, u, k[4], k[5], k[6], k[7], betas[0]):
+        if not moments_solve(mom, pw, u, k[4], k[5], k[6], k[7], beta):
             return -1.0
         fit[FIT_DIRTY] = 0.0
         if prior_on:
@@ -809,5 +836,5 @@ def glm_river_proba(sf, si, pc, anchor, mom, pw, fit, betas, briers, s, k):
         fit[FIT_T_NEG] = t_neg
         fit[FIT_TOTAL] = t_pos + t_neg
         glm_finish_refit(briers, fit, k[2])
-    p = glm_map_one(s, identity, k[1], betas[0, 0], betas[0, 1], False, 0.0)
+    p = glm_map_one(s, identity, k[1], beta[0], beta[1], False, 0.0)
     return min(max(p, fit[FIT_LOW]), fit[FIT_HIGH])

@@ -14,6 +14,7 @@ from streamcal._kernels._config import entry_point
 from streamcal._refit import RefitCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
+from streamcal.gev._river import ENTRIES, GLMRiverFace, entry_call
 from streamcal.gev.histfit import fit_glm_on_histogram
 from streamcal.windows import Window
 
@@ -36,24 +37,12 @@ def _map_score():
     return entry_point(_k.glm_map_score, 0.5, True, 0.5, 0.5, 0.5, True, 0.5)
 
 
-_ENTRIES = {}
-
-
-def _entry(name: str, kernel, args):
-    """The compiled ``kernel`` for the types of ``args`` (the same for every calibrator), without
-    numba's type dispatch over its arguments (the river face's per-event calls)."""
-    found = _ENTRIES.get(name)
-    if found is None:
-        found = _ENTRIES[name] = entry_point(kernel, *args)
-    return found
-
-
 @functools.cache
 def _taylor_table() -> np.ndarray:
     return _g.logistic_taylor_table()
 
 
-class _HistogramGLMCalibrator(RefitCalibrator):
+class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
     """A two-parameter link model ``P(y=1 | s) = F(slope * x(s) + intercept)`` refitted from the histogram.
 
     ``x(s)`` is ``logit(s)`` for probability inputs (bucket strategies with ``probability_inputs``,
@@ -125,11 +114,29 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         if cache is not None:
             return cache
         shapes = self._candidate_xis()
+        S = len(shapes)
         centres = np.ascontiguousarray(self._hist.layout.centres, dtype=np.float64)
         B = centres.size
         x, x_lo, x_hi = self._features_of(centres)
-        betas = np.zeros((len(shapes), 2))
-        has_warm = np.zeros(len(shapes), dtype=np.int64)
+        # the per-call arrays are views of one packed buffer (``glm_refit.BUF_*``), the
+        # moments included: the river face's call passes the buffer alone
+        buf = np.zeros(_g.buf_size(S))
+        consts = buf[_g.BUF_CONSTS : _g.BUF_ANCHOR]
+        consts[:] = (
+            float(bool(self._identity)),
+            _LOGIT_CLIP,
+            float(self.llr_pseudo_count),
+            float(getattr(self, "prior", None) is not None),
+            float(self.l2),
+            x_lo,
+            x_hi,
+            _REFIT_PROBA_TOL,
+        )
+        moments = buf[_g.BUF_MOM : _g.BUF_PW]
+        moments[:] = self._glm_moments
+        self._glm_moments = moments
+        betas = buf[_g.BUF_BETAS : _g.BUF_BETAS + 2 * S].reshape(S, 2)
+        has_warm = np.zeros(S, dtype=np.int64)
         for k, xi in enumerate(shapes):
             if xi in self._beta:
                 betas[k] = self._beta[xi]
@@ -138,36 +145,27 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         if self._identity:
             _config.run(_g.prior_cache_fill, B, centres, pc)
         code = _LINK_CODES[self._link]
+        hist = self._hist
         cache = SimpleNamespace(
             shapes=shapes,
             index={xi: k for k, xi in enumerate(shapes)},
             xis=np.array(shapes, dtype=np.float64),
+            buf=buf,
             betas=betas,
             has_warm=has_warm,
-            briers=np.zeros(len(shapes)),
-            ok=np.zeros(len(shapes), dtype=np.int64),
+            briers=buf[_g.BUF_BETAS + 2 * S : _g.BUF_BETAS + 3 * S],
+            ok=np.zeros(S, dtype=np.int64),
             pos_w=np.zeros(B),
             neg_w=np.zeros(B),
             pc=pc,
-            anchor=np.zeros(_g.ANCHOR_SIZE),
-            fit=np.zeros(_g.FIT_SIZE),
-            # the river face's one call (Platt: one logistic shape) and its constants
-            river=code == 1 and len(shapes) == 1,
-            synced=False,  # the fit's scalars equal the attributes (after a refit's copy back)
-            consts=np.array(
-                [
-                    float(bool(self._identity)),
-                    _LOGIT_CLIP,
-                    float(self.llr_pseudo_count),
-                    float(getattr(self, "prior", None) is not None),
-                    float(self.l2),
-                    x_lo,
-                    x_hi,
-                    _REFIT_PROBA_TOL,
-                ]
-            ),
+            anchor=buf[_g.BUF_ANCHOR : _g.BUF_MOM],
+            fit=buf[_g.BUF_FIT : _g.BUF_BETAS],
+            # the river face: Platt's one call (one logistic shape), once it has a fit
+            river=code == 1 and S == 1,
+            river_ready=False,  # ``river`` with a previous fit and the scalars in sync
+            river_learn=not (hist.uses_times or hist.grows_ring),  # no event times, no ring growth
             table=_taylor_table(),
-            pw=np.zeros(2 * (_g.MOM_K + 1)),
+            pw=buf[_g.BUF_PW : _g.BUF_FIT],
             # the refit's fixed arguments after the histogram's arrays
             args=(
                 x,
@@ -185,11 +183,9 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             ),
         )
         self._beta = {xi: betas[k] for k, xi in enumerate(shapes) if has_warm[k]}
-        # the river face's arguments after the histogram's arrays (the moments are replaced only
-        # with the map state, which drops this cache)
-        moments = self._glm_moments
+        # the learn kernel's arguments after the event (the moments are replaced only with the
+        # map state, which drops this cache)
         cache.learn_tail = (x, cache.table, moments, cache.pc, cache.anchor)
-        cache.river_tail = (cache.pc, cache.anchor, moments, cache.pw, cache.fit, betas, cache.briers)
         self._glm_cache = cache
         return cache
 
@@ -217,33 +213,36 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             self._xi_served = a.shapes[int(fit[_g.FIT_SERVED])]
         if len(self._beta) < len(a.shapes):
             self._beta = {xi: a.betas[k] for k, xi in enumerate(a.shapes) if a.has_warm[k]}
-        a.synced = True
+        a.river_ready = a.river and bool(a.has_warm[0])
+
+    def _river_proba(self, s: float) -> float:
+        """Platt's river face in one compiled call, under the lock: the refit from the Taylor
+        moments if labels came, then the served probability of the checked score ``s``
+        (``streamcal._kernels.glm_refit.glm_river_proba``); -1.0 where that takes more (then
+        the generic ``_proba_of`` runs the full refit, which takes the same steps first)."""
+        a = self.__dict__.get("_glm_cache")
+        if a is None or not (a.river_ready and self.refit_every is None):
+            return -1.0
+        dirty = self._dirty
+        sf, si = self._hist.live_arrays()
+        args = (sf, si, a.pc, a.buf, s, 1.0 if dirty else 0.0)
+        river = ENTRIES.get("river")
+        p = entry_call("river", _g.glm_river_proba, args) if river is None else river(*args)
+        if p >= 0.0 and dirty:  # refitted from the moments: the scalars that changed
+            fit = a.fit.tolist()
+            self._dirty = False
+            self._prior_strength = fit[_g.FIT_KAPPA]
+            self._prior_logodds = fit[_g.FIT_LOGODDS]
+            self._proba_low = fit[_g.FIT_LOW]
+            self._proba_high = fit[_g.FIT_HIGH]
+        return p
 
     def _proba_of(self, s: float) -> float:
-        # Platt's river face: one compiled call refits from the Taylor moments and serves the
-        # score (``streamcal._kernels.glm_refit.glm_river_proba``); the full refit where it cannot
-        a = self.__dict__.get("_glm_cache")
-        if a is not None and a.river and a.synced and self.refit_every is None and a.has_warm[0]:
-            dirty = self._dirty
-            fit = a.fit
-            fit[_g.FIT_DIRTY] = 1.0 if dirty else 0.0
-            sf, si = self._hist.live_arrays()
-            args = (sf, si, *a.river_tail, s, a.consts)
-            river = _ENTRIES.get("river")
-            if river is None:
-                p = _config.try_entry_point(_g.glm_river_proba, *args)
-                if p is _config.NOT_RUN:
-                    p = _entry("river", _g.glm_river_proba, args)(*args)
-            else:
-                p = river(*args)
-            if p >= 0.0:
-                if dirty:  # refitted from the moments: the scalars that changed
-                    self._dirty = False
-                    self._prior_strength = float(fit[_g.FIT_KAPPA])
-                    self._prior_logodds = float(fit[_g.FIT_LOGODDS])
-                    self._proba_low = float(fit[_g.FIT_LOW])
-                    self._proba_high = float(fit[_g.FIT_HIGH])
-                return float(p)
+        p = self._river_proba(s)
+        return p if p >= 0.0 else super()._proba_of(s)
+
+    def _generic_proba_of(self, s: float) -> float:
+        """The served probability by the generic engine's path (the full refit)."""
         return super()._proba_of(s)
 
     def _glm_complete_refit(self, a: SimpleNamespace) -> None:
@@ -284,9 +283,7 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             self._glm_moments[_g.MOM_VALID] = 0.0
         sf, si = self._hist.live_arrays()
         args = (sf, si, *a.args, *self._glm_shape_arrays(a))
-        status = _config.try_entry_point(_g.glm_refit_inplace, *args)
-        if status is _config.NOT_RUN:
-            status = _entry("refit", _g.glm_refit_inplace, args)(*args)
+        status = entry_call("refit", _g.glm_refit_inplace, args)
         if status != 0:
             self._glm_complete_refit(a)
         self._glm_state_out(a)
@@ -303,11 +300,11 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         a = self.__dict__.get("_glm_cache") or self._glm_arrays()
         sf, si = self._hist.live_arrays()
         args = (sf, si, b, y, w, t, *a.learn_tail)
-        learn = _ENTRIES.get("learn")
-        if learn is not None:
+        learn = ENTRIES.get("learn")
+        if learn is None:
+            entry_call("learn", _g.glm_learn_one_inplace, args)
+        else:
             learn(*args)
-        elif _config.try_entry_point(_g.glm_learn_one_inplace, *args) is _config.NOT_RUN:
-            _entry("learn", _g.glm_learn_one_inplace, args)(*args)
         self._after_learn(1)
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
