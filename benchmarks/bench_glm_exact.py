@@ -24,9 +24,10 @@ Baselines, in the same process, in alternating rounds, by CPU time (``process_ti
   fit and a numpy Brier score.
 
 - ``code before`` (with ``--old REV``): ``PlattCalibrator`` and ``GEVCalibrator`` as they were at
-  git revision ``REV`` (that revision's ``streamcal/gev/calibrator.py`` and
-  ``streamcal/_kernels/glm_refit.py``, loaded from a temporary directory on this tree's other
-  modules), e.g. ``--old 911db6b``, before the river face's inline checks and packed call.
+  git revision ``REV`` (that revision's ``streamcal/gev/calibrator.py``,
+  ``streamcal/_kernels/glm_refit.py`` and ``streamcal/_kernels/gev.py``, loaded from a temporary
+  directory on this tree's other modules), e.g. ``--old 911db6b``: before the river face's
+  inline checks and packed call and GEV's predicted starts.
 
 The largest difference of the served probabilities from the python engine's is printed (the
 tests compare both with a converged full refit: within 1e-9), and from the code before's.
@@ -87,16 +88,23 @@ def full_refit(cls):
 
 def calibrators_at(rev: str) -> dict:
     """``{name: class}`` of the two calibrators at git revision ``rev`` (see the module notes):
-    the revision's kernel module and calibrator module written to a temporary directory (numba
-    caches the kernels next to them) and imported from there, the calibrators reading that
-    kernel module."""
+    the revision's GEV and GLM-refit kernel modules and calibrator module written to a temporary
+    directory (numba caches the kernels next to them) and imported from there, each reading the
+    others at that revision."""
     root = Path(__file__).resolve().parent.parent
     where = Path(tempfile.mkdtemp(prefix="bench-glm-exact-"))
     loaded = {}
-    for name, path in (("glm_refit", "streamcal/_kernels/glm_refit.py"), ("calibrator", "streamcal/gev/calibrator.py")):
+    files = (
+        ("gev", "streamcal/_kernels/gev.py"),
+        ("glm_refit", "streamcal/_kernels/glm_refit.py"),
+        ("calibrator", "streamcal/gev/calibrator.py"),
+    )
+    for name, path in files:
         source = subprocess.run(
             ["git", "show", f"{rev}:{path}"], cwd=root, check=True, capture_output=True, text=True
         ).stdout
+        source = source.replace("from ._config import", "from streamcal._kernels._config import")
+        source = source.replace("from streamcal._kernels.gev import", f"from gev_at_{rev} import")
         file = where / f"{name}_at_{rev}.py"
         file.write_text(source)
         spec = importlib.util.spec_from_file_location(file.stem, file)
@@ -105,6 +113,7 @@ def calibrators_at(rev: str) -> dict:
         spec.loader.exec_module(module)
         loaded[name] = module
     loaded["calibrator"]._g = loaded["glm_refit"]
+    loaded["calibrator"]._k = loaded["gev"]
     return {"PlattCalibrator": loaded["calibrator"].PlattCalibrator, "GEVCalibrator": loaded["calibrator"].GEVCalibrator}
 
 

@@ -76,6 +76,10 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         # restored from them refits as the original; ``streamcal._kernels.glm_refit``)
         self._glm_moments = np.zeros(_g.MOM_SIZE)
         self._glm_moments_order = _g.MOM_K  # the Taylor order the moments are laid out for
+        # GEV's predicted start of each shape's Newton iteration (state, as the moments are:
+        # a restored calibrator refits as the original); sized at the first compiled refit
+        self._glm_steps = np.zeros(0)
+        self._glm_steps_block = _g.STEP_BLOCK  # the values per shape it is laid out for
 
     def __setstate__(self, state):
         # a state saved before the Taylor moments existed (neither the moments nor their order)
@@ -83,6 +87,9 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         # hold both.
         if "_beta" in state and "_glm_moments" not in state and "_glm_moments_order" not in state:
             state = {**state, "_glm_moments": np.zeros(_g.MOM_SIZE), "_glm_moments_order": _g.MOM_K}
+        # likewise a state saved before GEV's predicted starts (neither the array nor its layout)
+        if "_beta" in state and "_glm_steps" not in state and "_glm_steps_block" not in state:
+            state = {**state, "_glm_steps": np.zeros(0), "_glm_steps_block": _g.STEP_BLOCK}
         super().__setstate__(state)
 
     def _candidate_xis(self) -> tuple[float, ...]:
@@ -135,6 +142,9 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         moments = buf[_g.BUF_MOM : _g.BUF_PW]
         moments[:] = self._glm_moments
         self._glm_moments = moments
+        n_steps = _g.steps_size(S) if self._link == "gev" else 0
+        if self._glm_steps.size != n_steps:
+            self._glm_steps = np.zeros(n_steps)
         betas = buf[_g.BUF_BETAS : _g.BUF_BETAS + 2 * S].reshape(S, 2)
         has_warm = np.zeros(S, dtype=np.int64)
         for k, xi in enumerate(shapes):
@@ -185,7 +195,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         self._beta = {xi: betas[k] for k, xi in enumerate(shapes) if has_warm[k]}
         # the learn kernel's arguments after the event (the moments are replaced only with the
         # map state, which drops this cache)
-        cache.learn_tail = (x, cache.table, moments, cache.pc, cache.anchor)
+        cache.learn_tail = (x, cache.table, moments, cache.pc, cache.anchor, self._glm_steps)
         self._glm_cache = cache
         return cache
 
@@ -266,6 +276,8 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         if "histogram" not in self.__dict__:
             return False
         self._glm_moments[_g.MOM_VALID] = 0.0
+        if self._glm_steps.size:
+            self._glm_steps[_g.STEP_VALID] = 0.0
         return True
 
     def _refit(self) -> None:
@@ -279,8 +291,11 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         a = self._glm_arrays()
         self._glm_state_in(a)
         if getattr(self, "refit_every", None) is not None:
-            # the array face learns between refits without the moments: both faces refit by passes
+            # the array face learns between refits without the moments (and GEV's predicted
+            # starts): both faces refit by passes from the previous fits
             self._glm_moments[_g.MOM_VALID] = 0.0
+            if self._glm_steps.size:
+                self._glm_steps[_g.STEP_VALID] = 0.0
         sf, si = self._hist.live_arrays()
         args = (sf, si, *a.args, *self._glm_shape_arrays(a))
         status = entry_call("refit", _g.glm_refit_inplace, args)
@@ -290,7 +305,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
 
     def _glm_shape_arrays(self, a: SimpleNamespace) -> tuple:
         per_shape = (a.xis, a.betas, a.has_warm, a.briers, a.ok)
-        return (*per_shape, a.pos_w, a.neg_w, a.pc, a.anchor, a.fit, a.table, self._glm_moments, a.pw)
+        return (*per_shape, a.pos_w, a.neg_w, a.pc, a.anchor, a.fit, a.table, self._glm_moments, a.pw, self._glm_steps)
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         # the histogram and, while current, the Taylor moments (the array face's own learn step)
@@ -375,7 +390,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
 
         def newton(beta):  # True when it stopped by its rule; ``beta`` and ``brier`` updated
             passes = _k.glm_refit_histogram_inplace(
-                x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, _REFIT_MAX_PASSES, brier
+                x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, _REFIT_MAX_PASSES, brier, brier[:0]
             )
             return passes >= 0
 
@@ -430,6 +445,15 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             c.fail(f"`_glm_moments`: expected 0.0 or 1.0 at index 0; found {c.brief(self._glm_moments[0])}.")
         if self._glm_moments[_g.MOM_VALID] == 1.0:
             c.need_finite(self._glm_moments, "_glm_moments")
+        c.need_int(self._glm_steps_block, "_glm_steps_block", _g.STEP_BLOCK, _g.STEP_BLOCK)
+        steps = c.need_array(self._glm_steps, "_glm_steps", np.float64)
+        n_steps = _g.steps_size(len(candidates)) if self._link == "gev" else 0
+        if steps.size not in (0, n_steps):
+            c.fail(f"`_glm_steps`: expected 0 or {n_steps} values; found {steps.size}.")
+        if steps.size and steps[_g.STEP_VALID] not in (0.0, 1.0):
+            c.fail(f"`_glm_steps`: expected 0.0 or 1.0 at index 0; found {c.brief(steps[0])}.")
+        if steps.size and steps[_g.STEP_VALID] == 1.0:
+            c.need_finite(steps, "_glm_steps")
         served = self._xi_served
         if served is None:
             if self._fitted:
