@@ -164,13 +164,11 @@ def main():
             ts, ys = s[warmup : warmup + n], y[warmup : warmup + n]
             xs = [{"score": float(v)} for v in ts]
             lbl = [bool(v) for v in ys]
-            variants = {
-                "compiled": prepared(cls, s, y, warmup),
-                "python engine": prepared(python_engine(cls), s, y, warmup),
-                "full refit": prepared(full_refit(cls), s, y, warmup),
-            }
-            if old:
+            variants = {"compiled": prepared(cls, s, y, warmup)}
+            if old:  # timed next to the compiled one in each round
                 variants["code before"] = prepared(old[name], s, y, warmup)
+            variants["python engine"] = prepared(python_engine(cls), s, y, warmup)
+            variants["full refit"] = prepared(full_refit(cls), s, y, warmup)
             compiled = copy.deepcopy(variants["compiled"])
             p_now, _ = compiled.prequential(ts, ys)
             p_old, _ = copy.deepcopy(variants["python engine"]).prequential(ts, ys)
