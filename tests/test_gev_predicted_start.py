@@ -185,3 +185,16 @@ def test_a_state_with_only_one_of_the_steps_and_their_layout_is_refused():
         del state[name]
         with pytest.raises(StateFileError, match="_glm_steps"):
             GEVCalibrator.__new__(GEVCalibrator).__setstate__(state)
+
+
+@pytest.mark.parametrize("window", [Unbounded(), CountWindow(200)])
+def test_the_interpreted_and_compiled_tiers_give_the_same_bits(window):
+    from streamcal._kernels import _config
+
+    scores, labels = _shifting_stream(600, 6)
+    _config.use_compiled_kernels()
+    compiled = GEVCalibrator(window=copy.deepcopy(window)).prequential(scores, labels)
+    with _config.interpreting():
+        interpreted = GEVCalibrator(window=copy.deepcopy(window)).prequential(scores, labels)
+    assert np.array_equal(compiled[0], interpreted[0])
+    assert np.array_equal(compiled[1], interpreted[1])
