@@ -36,8 +36,10 @@ tests compare both with a converged full refit: within 1e-9), and from the code 
 from __future__ import annotations
 
 import argparse
+import atexit
 import copy
 import importlib.util
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -93,6 +95,7 @@ def calibrators_at(rev: str) -> dict:
     others at that revision."""
     root = Path(__file__).resolve().parent.parent
     where = Path(tempfile.mkdtemp(prefix="bench-glm-exact-"))
+    atexit.register(shutil.rmtree, where, ignore_errors=True)
     loaded = {}
     files = (
         ("gev", "streamcal/_kernels/gev.py"),
