@@ -23,15 +23,28 @@ Baselines, in the same process, in alternating rounds, by CPU time (``process_ti
 - ``full refit``: the python engine with ``fit_glm_on_histogram`` per shape from the previous
   fit and a numpy Brier score.
 
+- ``code before`` (with ``--old REV``): ``PlattCalibrator`` and ``GEVCalibrator`` as they were at
+  git revision ``REV`` (that revision's ``streamcal/gev/calibrator.py``,
+  ``streamcal/_kernels/glm_refit.py`` and ``streamcal/_kernels/gev.py``, loaded from a temporary
+  directory on this tree's other modules), e.g. ``--old 911db6b``: before the river face's
+  inline checks and packed call and GEV's predicted starts.
+
 The largest difference of the served probabilities from the python engine's is printed (the
-tests compare both with a converged full refit: within 1e-9).
+tests compare both with a converged full refit: within 1e-9), and from the code before's.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import copy
+import importlib.util
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 from bench_streaming_pav import click_stream
@@ -75,6 +88,38 @@ def full_refit(cls):
     return type(f"FullRefit{cls.__name__}", (cls,), {**PYTHON_ENGINE, "_refit_from_histogram": _refit_from_histogram})
 
 
+def calibrators_at(rev: str) -> dict:
+    """``{name: class}`` of the two calibrators at git revision ``rev`` (see the module notes):
+    the revision's GEV and GLM-refit kernel modules and calibrator module written to a temporary
+    directory (numba caches the kernels next to them) and imported from there, each reading the
+    others at that revision."""
+    root = Path(__file__).resolve().parent.parent
+    where = Path(tempfile.mkdtemp(prefix="bench-glm-exact-"))
+    atexit.register(shutil.rmtree, where, ignore_errors=True)
+    loaded = {}
+    files = (
+        ("gev", "streamcal/_kernels/gev.py"),
+        ("glm_refit", "streamcal/_kernels/glm_refit.py"),
+        ("calibrator", "streamcal/gev/calibrator.py"),
+    )
+    for name, path in files:
+        source = subprocess.run(
+            ["git", "show", f"{rev}:{path}"], cwd=root, check=True, capture_output=True, text=True
+        ).stdout
+        source = source.replace("from ._config import", "from streamcal._kernels._config import")
+        source = source.replace("from streamcal._kernels.gev import", f"from gev_at_{rev} import")
+        file = where / f"{name}_at_{rev}.py"
+        file.write_text(source)
+        spec = importlib.util.spec_from_file_location(file.stem, file)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        loaded[name] = module
+    loaded["calibrator"]._g = loaded["glm_refit"]
+    loaded["calibrator"]._k = loaded["gev"]
+    return {"PlattCalibrator": loaded["calibrator"].PlattCalibrator, "GEVCalibrator": loaded["calibrator"].GEVCalibrator}
+
+
 def prepared(cls, s, y, warmup):
     cal = cls()
     if warmup:
@@ -104,43 +149,59 @@ def main():
     parser.add_argument("--n", type=int, default=4000, help="timed events per round (GEV: a fifth)")
     parser.add_argument("--warmup", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--old", metavar="REV", help="also time the calibrators of this git revision")
+    parser.add_argument("--only", choices=("PlattCalibrator", "GEVCalibrator"), help="one calibrator")
+    parser.add_argument("--states", default="long,cold", help="comma-separated: long, cold")
     args = parser.parse_args()
     streamcal.use_compiled_kernels()
+    old = calibrators_at(args.old) if args.old else {}  # name -> class at that revision
     s, y = click_stream(args.warmup + args.n, seed=3)
     print(f"{args.rounds} alternating rounds, CPU time, median; ratios against the python engine's time")
     for name, cls in (("PlattCalibrator", PlattCalibrator), ("GEVCalibrator", GEVCalibrator)):
+        if args.only and name != args.only:
+            continue
         n = args.n if cls is PlattCalibrator else max(args.n // 5, 50)
         for state, warmup in (("long", args.warmup), ("cold", 0)):
+            if state not in args.states.split(","):
+                continue
             ts, ys = s[warmup : warmup + n], y[warmup : warmup + n]
             xs = [{"score": float(v)} for v in ts]
             lbl = [bool(v) for v in ys]
-            variants = {
-                "compiled": prepared(cls, s, y, warmup),
-                "python engine": prepared(python_engine(cls), s, y, warmup),
-                "full refit": prepared(full_refit(cls), s, y, warmup),
-            }
+            variants = {"compiled": prepared(cls, s, y, warmup)}
+            if old:  # timed next to the compiled one in each round
+                variants["code before"] = prepared(old[name], s, y, warmup)
+            variants["python engine"] = prepared(python_engine(cls), s, y, warmup)
+            variants["full refit"] = prepared(full_refit(cls), s, y, warmup)
             compiled = copy.deepcopy(variants["compiled"])
             p_now, _ = compiled.prequential(ts, ys)
             p_old, _ = copy.deepcopy(variants["python engine"]).prequential(ts, ys)
             gap = float(np.max(np.abs(p_now - p_old)))
+            if old:
+                p_before, _ = copy.deepcopy(variants["code before"]).prequential(ts, ys)
+                gap_before = float(np.max(np.abs(p_now - p_before)))
             for kind, timer, data in (("prequential", time_prequential, (ts, ys)), ("river face", time_river, (xs, lbl))):
                 times = {k: [] for k in variants}
                 for _ in range(args.rounds):
                     for k, cal in variants.items():
                         times[k].append(timer(cal, *data))
                 rate = {k: n / float(np.median(v)) for k, v in times.items()}
-                old = np.array(times["python engine"]) / np.array(times["compiled"])
+                engine_ratio = np.array(times["python engine"]) / np.array(times["compiled"])
                 full = np.array(times["full refit"]) / np.array(times["compiled"])
                 goal = GOALS[name][0 if kind == "prequential" else 1]
+                before = ""
+                if "code before" in times:
+                    ratio = np.array(times["code before"]) / np.array(times["compiled"])
+                    before = f"code before {rate['code before']:9,.0f}/s (x{float(np.median(ratio)):.2f})  "
                 print(
-                    f"{name:15s} {state:4s} {kind:11s} compiled {rate['compiled']:9,.0f}/s  "
-                    f"python engine {rate['python engine']:8,.0f}/s (x{float(np.median(old)):.1f})  "
+                    f"{name:15s} {state:4s} {kind:11s} compiled {rate['compiled']:9,.0f}/s  {before}"
+                    f"python engine {rate['python engine']:8,.0f}/s (x{float(np.median(engine_ratio)):.1f})  "
                     f"full refit {rate['full refit']:7,.0f}/s (x{float(np.median(full)):.1f})  "
                     f"goal {goal:,}: {'met' if rate['compiled'] >= goal else 'NOT met'}"
                 )
             print(
                 f"{name:15s} {state:4s} prior strength at the end {compiled.prior_strength:.3g}; "
                 f"max |compiled - python engine| {gap:.1e}"
+                + (f"; max |compiled - code before| {gap_before:.1e}" if old else "")
             )
 
 

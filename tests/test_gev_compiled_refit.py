@@ -385,7 +385,9 @@ def test_a_certified_taylor_solve_is_within_the_tolerance_of_the_optimum(case):
     _g.moments_rebuild(sf, si, x, table, mom, float(beta[0]), float(beta[1]))
     for b, label in zip(moves, positive, strict=True):  # events of weight 1 into an unbounded window
         label = 1.0 if label else 0.0
-        _g.glm_learn_one_inplace(sf, si, int(b), label, 1.0, 0.0, x, table, mom, np.zeros((5, B)), np.zeros(_g.ANCHOR_SIZE))
+        _g.glm_learn_one_inplace(
+            sf, si, int(b), label, 1.0, 0.0, x, table, mom, np.zeros((5, B)), np.zeros(_g.ANCHOR_SIZE), np.zeros(0)
+        )
     assert _g.moments_current(mom, sf)
     got = beta.copy()
     pw = np.zeros(2 * (_g.MOM_K + 1))

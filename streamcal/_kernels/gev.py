@@ -611,13 +611,30 @@ def _canonical_cdf_pdf_once(v, link_code, xi):
 
 
 @jit(inline="always")
+def _canonical_cdf_pdf_slope(v, link_code, xi):
+    """``_canonical_cdf_pdf_once`` and the density's derivative ``f'(v)``: ``f (1 - 2F)`` for the
+    logistic link, ``f (t - 1 - xi) / u`` for the GEV link (``t``, ``u`` of :func:`gev_t_u`)."""
+    if link_code == 1:
+        p, dens = _canonical_cdf_pdf(v, 1, xi)
+        return p, dens, dens * (1.0 - 2.0 * p)
+    t, u = gev_t_u(v, xi)
+    big_f = math.exp(-t)
+    if u == 0.0 or big_f == 0.0:
+        return big_f, 0.0, 0.0
+    dens = big_f * t / u
+    return big_f, dens, dens * (t - 1.0 - xi) / u
+
+
+@jit(inline="always")
 def _quad_inv(h00, h01, h11, det, a, b):
     """``(a, b) H^-1 (a, b)'`` for the 2 x 2 matrix ``H`` with determinant ``det > 0``."""
     return max((h11 * a * a - 2.0 * h01 * a * b + h00 * b * b) / det, 0.0)
 
 
 @jit
-def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_hi, proba_tol, beta, max_iter, brier):
+def glm_refit_histogram_inplace(
+    x, pos, neg, link_code, xi, l2, floor, x_lo, x_hi, proba_tol, beta, max_iter, brier, curv
+):  # fmt: skip
     """Refit ``v = beta[0] x + beta[1]`` on a histogram by Newton's method from ``beta`` (in place).
 
     The objective is that of :func:`irls_histogram_2d_inplace` (canonical loss of the link, ridge
@@ -650,7 +667,13 @@ def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_h
     (``sum_b pos_b (1 - p_b)^2 +
     neg_b p_b^2``) at the returned ``beta``, from the last pass to first order in the last step
     (the error is of the order of the total weight times that step squared).
+
+    ``curv`` (unless empty, else 7 values) receives the data's curvature at the last pass's
+    point, ridge excluded: the Hessian ``sum_b n_b w_b z_b z_b'`` (``h00, h01, h11``, the weights
+    ``w_b`` floored as in the iteration) and the third derivatives ``sum_b n_b f'(v_b) x_b^(3-j)``
+    (``j = 0 .. 3``): the predicted start of the next refit (``streamcal._kernels.glm_refit``).
     """
+    want_curv = curv.shape[0] > 0
     b0 = beta[0]
     b1 = beta[1]
     want_brier = brier.shape[0] > 0  # an empty ``brier``: the caller needs no Brier score
@@ -669,6 +692,10 @@ def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_h
         sq1 = 0.0
         lo = np.inf
         hi = -np.inf
+        t0 = 0.0  # the third derivatives (``curv``)
+        t1 = 0.0
+        t2 = 0.0
+        t3 = 0.0
         for i in range(x.shape[0]):
             n = pos[i] + neg[i]
             if n == 0.0:
@@ -681,7 +708,17 @@ def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_h
             v = b0 * xv + b1
             if not inside and support_lo < v < support_hi:
                 inside = True
-            p, dens = _canonical_cdf_pdf_once(v, link_code, xi)
+            if want_curv:
+                p, dens, slope = _canonical_cdf_pdf_slope(v, link_code, xi)
+                ts = n * slope
+                t3 += ts
+                ts *= xv
+                t2 += ts
+                ts *= xv
+                t1 += ts
+                t0 += ts * xv
+            else:
+                p, dens = _canonical_cdf_pdf_once(v, link_code, xi)
             r = n * p - pos[i]
             hw = n * dens if link_code == 1 else n * max(dens, floor)
             g0 += r * xv
@@ -718,6 +755,8 @@ def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_h
                     beta[1] = b1 + d1
                     if want_brier:
                         brier[0] = sq + sq0 * d0 + sq1 * d1
+                    if want_curv:
+                        _curvature_out(curv, h00 - l2, h01, h11 - l2, t0, t1, t2, t3)
                     return it + 1
                 # inside the region where the full Newton step converges: no step-length test
                 b0 += d0
@@ -728,6 +767,8 @@ def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_h
             beta[1] = b1 + d1
             if want_brier:
                 brier[0] = sq + sq0 * d0 + sq1 * d1
+            if want_curv:
+                _curvature_out(curv, h00 - l2, h01, h11 - l2, t0, t1, t2, t3)
             return it + 1
         if not slope0 < 0.0:
             return -1
@@ -769,6 +810,17 @@ def glm_refit_histogram_inplace(x, pos, neg, link_code, xi, l2, floor, x_lo, x_h
         b0 += alpha * d0
         b1 += alpha * d1
     return -1
+
+
+@jit(inline="always")
+def _curvature_out(curv, h00, h01, h11, t0, t1, t2, t3):
+    curv[0] = h00
+    curv[1] = h01
+    curv[2] = h11
+    curv[3] = t0
+    curv[4] = t1
+    curv[5] = t2
+    curv[6] = t3
 
 
 @jit

@@ -72,7 +72,7 @@ import numpy as np
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import prior as _p
 from streamcal._kernels._config import jit_noalloc
-from streamcal._kernels.gev import _quad_inv, glm_map_one, glm_refit_histogram_inplace
+from streamcal._kernels.gev import _canonical_cdf_pdf_once, _quad_inv, glm_map_one, glm_refit_histogram_inplace
 
 FIT_FITTED = 0  # 1.0 once a map is fitted (the window holds weight)
 FIT_DIRTY = 1  # 1.0 when labels came after the last refit (lazy refits)
@@ -137,6 +137,47 @@ MOM_SIZE = MOM_M + (MOM_K + 1) * MOM_NCOL
 MOM_MAX_UPDATES = 512
 MOM_MAX_RHO = 0.25
 TWO_OVER_PI = 0.6366197723675814
+
+# GEV's predicted start (see the module notes): ``steps`` (float64, ``steps_size(S)``; empty for
+# Platt), a fingerprint of the histogram as in ``mom``, then one block per candidate shape
+STEP_VALID = 0  # 1.0 while the blocks describe the histogram (the fingerprint agrees)
+STEP_N_LEARNED = 1
+STEP_T_POS = 2
+STEP_T_NEG = 3
+STEP_HEADER = 4
+STEP_B0 = 0  # in a block: the shape's fit at the last refit, and its shape
+STEP_B1 = 1
+STEP_XI = 2
+STEP_CURV = 3  # the curvature there (``glm_refit_histogram_inplace``'s ``curv``, stored units)
+STEP_DG = 10  # the data gradient's change at that fit since then (2 values, stored units)
+STEP_DH = 12  # the data Hessian's change (3 values)
+STEP_BLOCK = 15
+STEP_MAX_DV = 0.1  # a predicted step moving v by more than this at the feature range is not taken
+STEP_FLOOR = 1e-12  # the Hessian weights' floor (``glm_refit_histogram_inplace``'s ``floor``)
+
+
+def steps_size(shapes: int) -> int:
+    """The length of ``steps`` for ``shapes`` candidate GEV shapes."""
+    return STEP_HEADER + STEP_BLOCK * shapes
+
+
+# The river face's packed buffer (float64, ``buf_size(S)`` for ``S`` shapes): the per-call
+# arrays of the refit as views of one array, so that Platt's refit-and-serve call unboxes four
+# arrays instead of ten: the river constants (``glm_river_proba``'s ``k``), ``anchor``, ``mom``,
+# ``pw``, ``fit``, ``betas`` (S x 2, row-major), ``briers`` (S)
+BUF_CONSTS = 0
+BUF_N_CONSTS = 8
+BUF_ANCHOR = BUF_CONSTS + BUF_N_CONSTS
+BUF_MOM = BUF_ANCHOR + ANCHOR_SIZE
+BUF_PW = BUF_MOM + MOM_SIZE
+BUF_FIT = BUF_PW + 2 * (MOM_K + 1)
+BUF_BETAS = BUF_FIT + FIT_SIZE
+
+
+def buf_size(shapes: int) -> int:
+    """The packed buffer's length for ``shapes`` candidate shapes (its briers end it)."""
+    return BUF_BETAS + 3 * shapes
+
 
 #: nats between the certified bound of ``log kappa`` and ``log(KAPPA_MIN)``, on top of a margin
 #: of ``1e-6`` times the log-likelihoods (the prior kernel stops Newton's method once a step
@@ -384,7 +425,7 @@ def glm_finish_refit(briers, fit, c):
 @jit_noalloc
 def glm_refit_inplace(
     sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, floor_kind, code, l2, tol, max_passes,
-    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw,
+    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
 ):  # fmt: skip
     """Refit the map from the histogram (see the module notes). Returns 0 when the fit is
     complete (or the window holds no weight: ``fit[FIT_FITTED]`` 0), 1 when some shape
@@ -394,10 +435,13 @@ def glm_refit_inplace(
     Platt (one logistic shape with a previous fit) first tries its Taylor moments
     (:func:`moments_solve`) where they are current and the prior adds nothing; the passes over
     the buckets run only where that is not certified, and rebuild the moments about their
-    answer."""
+    answer. GEV starts each shape's Newton iteration from its predicted optimum where
+    ``steps`` describes the histogram and the prior adds nothing (:func:`_steps_start`), and
+    keeps the curvature of its last pass for the next refit."""
     B = si[_h.SI_B]
     kind = sf[_h.SF_KIND]
     u = _unit_of(sf, kind)
+    predict = code == 0 and _steps_current(steps, sf)
     taylor = code == 1 and xis.shape[0] == 1 and has_warm[0] != 0
     known = False  # the prior's strength, once computed
     kappa = 0.0
@@ -450,23 +494,40 @@ def glm_refit_inplace(
     fit[FIT_TOTAL] = s_pos + s_neg
     need_full = 0
     S = xis.shape[0]
+    keep = code == 0 and kappa == 0.0 and steps.shape[0] > 0  # the curvature for the next refit
     for k in range(S):
         ok[k] = 0
         if has_warm[k] != 0:
             # one shape is served without comparing Brier scores: none is computed
             brier = briers[k : k + 1] if S > 1 else briers[:0]
+            o = STEP_HEADER + k * STEP_BLOCK + STEP_CURV
+            curv = steps[o : o + 7] if keep else steps[:0]
+            start = betas[k]  # betas[k] stays the previous fit until the iteration succeeds
+            if predict and kappa == 0.0:
+                start = pw[0:2]
+                start[0] = betas[k, 0]
+                start[1] = betas[k, 1]
+                _steps_start(steps, k, u, l2, x_lo, x_hi, start)
             passes = glm_refit_histogram_inplace(
-                x, pos_w, neg_w, code, xis[k], l2, 1e-12, x_lo, x_hi, tol, betas[k], max_passes, brier
+                x, pos_w, neg_w, code, xis[k], l2, 1e-12, x_lo, x_hi, tol, start, max_passes, brier, curv
             )
             if passes >= 0:
                 ok[k] = 1
+                betas[k, 0] = start[0]
+                betas[k, 1] = start[1]
         if ok[k] == 0:
             need_full = 1
     if need_full:
         fit[FIT_DIRTY] = 1.0  # until the caller completes the fit
         mom[MOM_VALID] = 0.0
+        if steps.shape[0] > 0:
+            steps[STEP_VALID] = 0.0
         return 1
     glm_finish_refit(briers, fit, c)
+    if keep:
+        _steps_keep(steps, sf, u, xis, betas)
+    elif steps.shape[0] > 0:
+        steps[STEP_VALID] = 0.0
     if taylor and kappa == 0.0:
         moments_rebuild(sf, si, x, table, mom, betas[0, 0], betas[0, 1])
     return 0
@@ -498,7 +559,7 @@ def glm_served_array(s, identity, clip, code, xis, betas, fit, out_p, out_llr):
 def glm_run_ops_inplace(
     ops, b, s, y, w, t, out_p, out_llr, start,
     sf, si, x, x_lo, x_hi, centres, identity, clip, c, prior_on, floor_kind, code, l2, tol, max_passes,
-    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw,
+    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
 ):  # fmt: skip
     """Run operations ``ops[start:]`` (``OP_*`` bits) with lazy refits, event by event: what a
     loop of ``predict_proba_one`` / ``learn_one`` does. Returns the index of the first operation
@@ -510,7 +571,7 @@ def glm_run_ops_inplace(
             if fit[FIT_DIRTY] != 0.0:
                 status = glm_refit_inplace(
                     sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, floor_kind, code, l2, tol, max_passes,
-                    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw,
+                    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
                 )  # fmt: skip
                 if status != 0:
                     return i
@@ -518,7 +579,7 @@ def glm_run_ops_inplace(
                     has_warm[k] = 1
             out_p[i], out_llr[i] = glm_served_one(s[i], identity, clip, code, xis, betas, fit)
         if op & OP_LEARN:
-            glm_learn_one_inplace(sf, si, b[i], y[i], w[i], t[i], x, table, mom, pc, anchor)
+            glm_learn_one_inplace(sf, si, b[i], y[i], w[i], t[i], x, table, mom, pc, anchor, steps)
             fit[FIT_DIRTY] = 1.0
     return ops.shape[0]
 
@@ -601,8 +662,96 @@ def moments_rebuild(sf, si, x, table, mom, b0, b1):
     mom[MOM_VALID] = 1.0
 
 
+@jit_noalloc(forceinline=True)
+def _steps_current(steps, sf):
+    """True when ``steps`` describes the histogram ``sf`` (no event reached it otherwise)."""
+    return (
+        steps.shape[0] > 0
+        and steps[STEP_VALID] == 1.0
+        and steps[STEP_N_LEARNED] == sf[_h.SF_N_LEARNED]
+        and steps[STEP_T_POS] == sf[_h.SF_T_POS]
+        and steps[STEP_T_NEG] == sf[_h.SF_T_NEG]
+    )
+
+
+@jit_noalloc(forceinline=True)
+def _steps_fingerprint(steps, sf):
+    steps[STEP_N_LEARNED] = sf[_h.SF_N_LEARNED]
+    steps[STEP_T_POS] = sf[_h.SF_T_POS]
+    steps[STEP_T_NEG] = sf[_h.SF_T_NEG]
+
+
 @jit_noalloc
-def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor):
+def _steps_add(steps, xb, pos_part, ws):
+    """Add stored weight ``ws`` (negative: remove) at feature ``xb``, ``pos_part`` of it
+    positive, to every shape's gradient and Hessian change at its last fit."""
+    S = (steps.shape[0] - STEP_HEADER) // STEP_BLOCK
+    for k in range(S):
+        o = STEP_HEADER + k * STEP_BLOCK
+        p, dens = _canonical_cdf_pdf_once(steps[o + STEP_B0] * xb + steps[o + STEP_B1], 0, steps[o + STEP_XI])
+        r = ws * p - pos_part
+        steps[o + STEP_DG] += r * xb
+        steps[o + STEP_DG + 1] += r
+        hw = ws * max(dens, STEP_FLOOR)
+        steps[o + STEP_DH] += hw * xb * xb
+        steps[o + STEP_DH + 1] += hw * xb
+        steps[o + STEP_DH + 2] += hw
+
+
+@jit_noalloc
+def _steps_start(steps, k, u, l2, x_lo, x_hi, beta):
+    """Shape ``k``'s predicted optimum for the histogram now, into ``beta``: from its fit at the
+    last refit, a Newton step on the data's change with the curvature's second-order term
+    (``H d = -(dg + T[d0, d0] / 2)``, ``d0 = -H^-1 dg``); ``beta`` is left as it is where the
+    Hessian is not positive definite or the step moves ``v`` by more than ``STEP_MAX_DV``."""
+    o = STEP_HEADER + k * STEP_BLOCK
+    c = o + STEP_CURV
+    h00 = (steps[c] + steps[o + STEP_DH]) / u + l2
+    h01 = (steps[c + 1] + steps[o + STEP_DH + 1]) / u
+    h11 = (steps[c + 2] + steps[o + STEP_DH + 2]) / u + l2
+    det = h00 * h11 - h01 * h01
+    if not (det > 0.0 and h00 > 0.0):
+        return
+    g0 = steps[o + STEP_DG] / u
+    g1 = steps[o + STEP_DG + 1] / u
+    d0 = -(h11 * g0 - h01 * g1) / det
+    d1 = -(-h01 * g0 + h00 * g1) / det
+    # T[d, d] with T_abc = sum_b n_b f'(v_b) z_a z_b z_c, z = (x, 1)
+    t0 = steps[c + 3] / u
+    t1 = steps[c + 4] / u
+    t2 = steps[c + 5] / u
+    t3 = steps[c + 6] / u
+    q0 = t0 * d0 * d0 + 2.0 * t1 * d0 * d1 + t2 * d1 * d1
+    q1 = t1 * d0 * d0 + 2.0 * t2 * d0 * d1 + t3 * d1 * d1
+    g0 += 0.5 * q0
+    g1 += 0.5 * q1
+    d0 = -(h11 * g0 - h01 * g1) / det
+    d1 = -(-h01 * g0 + h00 * g1) / det
+    if not max(abs(d0 * x_lo + d1), abs(d0 * x_hi + d1)) <= STEP_MAX_DV:
+        return
+    beta[0] = steps[o + STEP_B0] + d0
+    beta[1] = steps[o + STEP_B1] + d1
+
+
+@jit_noalloc
+def _steps_keep(steps, sf, u, xis, betas):
+    """After a refit whose passes wrote each shape's curvature (real units): the fits, the
+    curvature in stored units, no change yet, the histogram's fingerprint."""
+    for k in range(xis.shape[0]):
+        o = STEP_HEADER + k * STEP_BLOCK
+        steps[o + STEP_B0] = betas[k, 0]
+        steps[o + STEP_B1] = betas[k, 1]
+        steps[o + STEP_XI] = xis[k]
+        for j in range(7):
+            steps[o + STEP_CURV + j] *= u
+        for j in range(5):
+            steps[o + STEP_DG + j] = 0.0
+    _steps_fingerprint(steps, sf)
+    steps[STEP_VALID] = 1.0
+
+
+@jit_noalloc
+def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps):
     """Learn one event into the histogram (``histogram_learn_one_inplace``) and, while they are
     current, into the moments and the prior certificate's running sums: the events leaving the
     window out, the new one in."""
@@ -610,6 +759,7 @@ def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor):
     clock = _h.window_clock(sf, t, kind)
     track = moments_current(mom, sf)
     sums = _running_sums_current(anchor, sf)
+    shapes = _steps_current(steps, sf)
     B = si[_h.SI_B]
     W = si[_h.SI_W]
     ring = _h.SF_HEADER + 2 * B
@@ -628,7 +778,18 @@ def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor):
             _moments_add(mom, table, x[rb], -rw if ry > 0.5 else 0.0, -rw)
         if sums:
             _running_sums_add(anchor, pc, rb, -rw if ry > 0.5 else 0.0, -rw)
+        if shapes:
+            _steps_add(steps, x[rb], -rw if ry > 0.5 else 0.0, -rw)
     renormalised = _h.window_add_inplace(sf, si, b, y, w, clock, kind)
+    if shapes:
+        if renormalised:
+            steps[STEP_VALID] = 0.0
+        else:
+            ws = w * _h.stored_unit(sf, kind)
+            _steps_add(steps, x[b], ws if y > 0.5 else 0.0, ws)
+            _steps_fingerprint(steps, sf)
+    elif steps.shape[0] > 0:
+        steps[STEP_VALID] = 0.0
     if sums:
         if renormalised:
             anchor[ANCHOR_SUMS_VALID] = 0.0
@@ -779,12 +940,21 @@ def moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta):
 
 
 @jit_noalloc
-def glm_river_proba(sf, si, pc, anchor, mom, pw, fit, betas, briers, s, k):
-    """Platt's river face in one call: the refit from the Taylor moments if labels came, then the
-    served probability of score ``s``; -1.0 where that takes more (no fit yet, moments not
-    current, the prior not certified 0, the solve not certified), and then the caller runs the
-    full refit, which takes the same steps first. ``k`` holds ``[identity, clip, c, prior_on,
-    l2, x_lo, x_hi, proba_tol]``."""
+def glm_river_proba(sf, si, pc, buf, s, dirty):
+    """Platt's river face in one call: the refit from the Taylor moments if labels came
+    (``dirty`` 1.0, written to the fit's ``FIT_DIRTY``), then the served probability of score
+    ``s``; -1.0 where that takes more (no fit yet, moments not current, the prior not certified
+    0, the solve not certified), and then the caller runs the full refit, which takes the same
+    steps first. ``buf`` is the packed buffer of one shape (``BUF_*``); its constants are
+    ``[identity, clip, c, prior_on, l2, x_lo, x_hi, proba_tol]``."""
+    k = buf[BUF_CONSTS:BUF_ANCHOR]
+    anchor = buf[BUF_ANCHOR:BUF_MOM]
+    mom = buf[BUF_MOM:BUF_PW]
+    pw = buf[BUF_PW:BUF_FIT]
+    fit = buf[BUF_FIT:BUF_BETAS]
+    beta = buf[BUF_BETAS : BUF_BETAS + 2]
+    briers = buf[BUF_BETAS + 2 : BUF_BETAS + 3]
+    fit[FIT_DIRTY] = dirty
     if fit[FIT_FITTED] == 0.0:
         return -1.0
     identity = k[0] != 0.0
@@ -800,7 +970,7 @@ def glm_river_proba(sf, si, pc, anchor, mom, pw, fit, betas, briers, s, k):
         prior_on = k[3] != 0.0
         if prior_on and not (identity and prior_strength_is_zero_running(sf, B, u, pc, anchor)):
             return -1.0
-        if not moments_solve(mom, pw, u, k[4], k[5], k[6], k[7], betas[0]):
+        if not moments_solve(mom, pw, u, k[4], k[5], k[6], k[7], beta):
             return -1.0
         fit[FIT_DIRTY] = 0.0
         if prior_on:
@@ -809,5 +979,5 @@ def glm_river_proba(sf, si, pc, anchor, mom, pw, fit, betas, briers, s, k):
         fit[FIT_T_NEG] = t_neg
         fit[FIT_TOTAL] = t_pos + t_neg
         glm_finish_refit(briers, fit, k[2])
-    p = glm_map_one(s, identity, k[1], betas[0, 0], betas[0, 1], False, 0.0)
+    p = glm_map_one(s, identity, k[1], beta[0], beta[1], False, 0.0)
     return min(max(p, fit[FIT_LOW]), fit[FIT_HIGH])

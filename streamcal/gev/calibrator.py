@@ -14,6 +14,7 @@ from streamcal._kernels._config import entry_point
 from streamcal._refit import RefitCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
+from streamcal.gev._river import ENTRIES, GLMRiverFace, entry_call
 from streamcal.gev.histfit import fit_glm_on_histogram
 from streamcal.windows import Window
 
@@ -36,24 +37,12 @@ def _map_score():
     return entry_point(_k.glm_map_score, 0.5, True, 0.5, 0.5, 0.5, True, 0.5)
 
 
-_ENTRIES = {}
-
-
-def _entry(name: str, kernel, args):
-    """The compiled ``kernel`` for the types of ``args`` (the same for every calibrator), without
-    numba's type dispatch over its arguments (the river face's per-event calls)."""
-    found = _ENTRIES.get(name)
-    if found is None:
-        found = _ENTRIES[name] = entry_point(kernel, *args)
-    return found
-
-
 @functools.cache
 def _taylor_table() -> np.ndarray:
     return _g.logistic_taylor_table()
 
 
-class _HistogramGLMCalibrator(RefitCalibrator):
+class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
     """A two-parameter link model ``P(y=1 | s) = F(slope * x(s) + intercept)`` refitted from the histogram.
 
     ``x(s)`` is ``logit(s)`` for probability inputs (bucket strategies with ``probability_inputs``,
@@ -87,6 +76,10 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         # restored from them refits as the original; ``streamcal._kernels.glm_refit``)
         self._glm_moments = np.zeros(_g.MOM_SIZE)
         self._glm_moments_order = _g.MOM_K  # the Taylor order the moments are laid out for
+        # GEV's predicted start of each shape's Newton iteration (state, as the moments are:
+        # a restored calibrator refits as the original); sized at the first compiled refit
+        self._glm_steps = np.zeros(0)
+        self._glm_steps_block = _g.STEP_BLOCK  # the values per shape it is laid out for
 
     def __setstate__(self, state):
         # a state saved before the Taylor moments existed (neither the moments nor their order)
@@ -94,6 +87,9 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         # hold both.
         if "_beta" in state and "_glm_moments" not in state and "_glm_moments_order" not in state:
             state = {**state, "_glm_moments": np.zeros(_g.MOM_SIZE), "_glm_moments_order": _g.MOM_K}
+        # likewise a state saved before GEV's predicted starts (neither the array nor its layout)
+        if "_beta" in state and "_glm_steps" not in state and "_glm_steps_block" not in state:
+            state = {**state, "_glm_steps": np.zeros(0), "_glm_steps_block": _g.STEP_BLOCK}
         super().__setstate__(state)
 
     def _candidate_xis(self) -> tuple[float, ...]:
@@ -125,11 +121,32 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         if cache is not None:
             return cache
         shapes = self._candidate_xis()
+        S = len(shapes)
         centres = np.ascontiguousarray(self._hist.layout.centres, dtype=np.float64)
         B = centres.size
         x, x_lo, x_hi = self._features_of(centres)
-        betas = np.zeros((len(shapes), 2))
-        has_warm = np.zeros(len(shapes), dtype=np.int64)
+        # the per-call arrays are views of one packed buffer (``glm_refit.BUF_*``), the
+        # moments included: the river face's call passes the buffer alone
+        buf = np.zeros(_g.buf_size(S))
+        consts = buf[_g.BUF_CONSTS : _g.BUF_ANCHOR]
+        consts[:] = (
+            float(bool(self._identity)),
+            _LOGIT_CLIP,
+            float(self.llr_pseudo_count),
+            float(getattr(self, "prior", None) is not None),
+            float(self.l2),
+            x_lo,
+            x_hi,
+            _REFIT_PROBA_TOL,
+        )
+        moments = buf[_g.BUF_MOM : _g.BUF_PW]
+        moments[:] = self._glm_moments
+        self._glm_moments = moments
+        n_steps = _g.steps_size(S) if self._link == "gev" else 0
+        if self._glm_steps.size != n_steps:
+            self._glm_steps = np.zeros(n_steps)
+        betas = buf[_g.BUF_BETAS : _g.BUF_BETAS + 2 * S].reshape(S, 2)
+        has_warm = np.zeros(S, dtype=np.int64)
         for k, xi in enumerate(shapes):
             if xi in self._beta:
                 betas[k] = self._beta[xi]
@@ -138,36 +155,27 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         if self._identity:
             _config.run(_g.prior_cache_fill, B, centres, pc)
         code = _LINK_CODES[self._link]
+        hist = self._hist
         cache = SimpleNamespace(
             shapes=shapes,
             index={xi: k for k, xi in enumerate(shapes)},
             xis=np.array(shapes, dtype=np.float64),
+            buf=buf,
             betas=betas,
             has_warm=has_warm,
-            briers=np.zeros(len(shapes)),
-            ok=np.zeros(len(shapes), dtype=np.int64),
+            briers=buf[_g.BUF_BETAS + 2 * S : _g.BUF_BETAS + 3 * S],
+            ok=np.zeros(S, dtype=np.int64),
             pos_w=np.zeros(B),
             neg_w=np.zeros(B),
             pc=pc,
-            anchor=np.zeros(_g.ANCHOR_SIZE),
-            fit=np.zeros(_g.FIT_SIZE),
-            # the river face's one call (Platt: one logistic shape) and its constants
-            river=code == 1 and len(shapes) == 1,
-            synced=False,  # the fit's scalars equal the attributes (after a refit's copy back)
-            consts=np.array(
-                [
-                    float(bool(self._identity)),
-                    _LOGIT_CLIP,
-                    float(self.llr_pseudo_count),
-                    float(getattr(self, "prior", None) is not None),
-                    float(self.l2),
-                    x_lo,
-                    x_hi,
-                    _REFIT_PROBA_TOL,
-                ]
-            ),
+            anchor=buf[_g.BUF_ANCHOR : _g.BUF_MOM],
+            fit=buf[_g.BUF_FIT : _g.BUF_BETAS],
+            # the river face: Platt's one call (one logistic shape), once it has a fit
+            river=code == 1 and S == 1,
+            river_ready=False,  # ``river`` with a previous fit and the scalars in sync
+            river_learn=not (hist.uses_times or hist.grows_ring),  # no event times, no ring growth
             table=_taylor_table(),
-            pw=np.zeros(2 * (_g.MOM_K + 1)),
+            pw=buf[_g.BUF_PW : _g.BUF_FIT],
             # the refit's fixed arguments after the histogram's arrays
             args=(
                 x,
@@ -185,11 +193,9 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             ),
         )
         self._beta = {xi: betas[k] for k, xi in enumerate(shapes) if has_warm[k]}
-        # the river face's arguments after the histogram's arrays (the moments are replaced only
-        # with the map state, which drops this cache)
-        moments = self._glm_moments
-        cache.learn_tail = (x, cache.table, moments, cache.pc, cache.anchor)
-        cache.river_tail = (cache.pc, cache.anchor, moments, cache.pw, cache.fit, betas, cache.briers)
+        # the learn kernel's arguments after the event (the moments are replaced only with the
+        # map state, which drops this cache)
+        cache.learn_tail = (x, cache.table, moments, cache.pc, cache.anchor, self._glm_steps)
         self._glm_cache = cache
         return cache
 
@@ -217,33 +223,36 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             self._xi_served = a.shapes[int(fit[_g.FIT_SERVED])]
         if len(self._beta) < len(a.shapes):
             self._beta = {xi: a.betas[k] for k, xi in enumerate(a.shapes) if a.has_warm[k]}
-        a.synced = True
+        a.river_ready = a.river and bool(a.has_warm[0])
+
+    def _river_proba(self, s: float) -> float:
+        """Platt's river face in one compiled call, under the lock: the refit from the Taylor
+        moments if labels came, then the served probability of the checked score ``s``
+        (``streamcal._kernels.glm_refit.glm_river_proba``); -1.0 where that takes more (then
+        the generic ``_proba_of`` runs the full refit, which takes the same steps first)."""
+        a = self.__dict__.get("_glm_cache")
+        if a is None or not (a.river_ready and self.refit_every is None):
+            return -1.0
+        dirty = self._dirty
+        sf, si = self._hist.live_arrays()
+        args = (sf, si, a.pc, a.buf, s, 1.0 if dirty else 0.0)
+        river = ENTRIES.get("river")
+        p = entry_call("river", _g.glm_river_proba, args) if river is None else river(*args)
+        if p >= 0.0 and dirty:  # refitted from the moments: the scalars that changed
+            fit = a.fit.tolist()
+            self._dirty = False
+            self._prior_strength = fit[_g.FIT_KAPPA]
+            self._prior_logodds = fit[_g.FIT_LOGODDS]
+            self._proba_low = fit[_g.FIT_LOW]
+            self._proba_high = fit[_g.FIT_HIGH]
+        return p
 
     def _proba_of(self, s: float) -> float:
-        # Platt's river face: one compiled call refits from the Taylor moments and serves the
-        # score (``streamcal._kernels.glm_refit.glm_river_proba``); the full refit where it cannot
-        a = self.__dict__.get("_glm_cache")
-        if a is not None and a.river and a.synced and self.refit_every is None and a.has_warm[0]:
-            dirty = self._dirty
-            fit = a.fit
-            fit[_g.FIT_DIRTY] = 1.0 if dirty else 0.0
-            sf, si = self._hist.live_arrays()
-            args = (sf, si, *a.river_tail, s, a.consts)
-            river = _ENTRIES.get("river")
-            if river is None:
-                p = _config.try_entry_point(_g.glm_river_proba, *args)
-                if p is _config.NOT_RUN:
-                    p = _entry("river", _g.glm_river_proba, args)(*args)
-            else:
-                p = river(*args)
-            if p >= 0.0:
-                if dirty:  # refitted from the moments: the scalars that changed
-                    self._dirty = False
-                    self._prior_strength = float(fit[_g.FIT_KAPPA])
-                    self._prior_logodds = float(fit[_g.FIT_LOGODDS])
-                    self._proba_low = float(fit[_g.FIT_LOW])
-                    self._proba_high = float(fit[_g.FIT_HIGH])
-                return float(p)
+        p = self._river_proba(s)
+        return p if p >= 0.0 else super()._proba_of(s)
+
+    def _generic_proba_of(self, s: float) -> float:
+        """The served probability by the generic engine's path (the full refit)."""
         return super()._proba_of(s)
 
     def _glm_complete_refit(self, a: SimpleNamespace) -> None:
@@ -267,6 +276,8 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         if "histogram" not in self.__dict__:
             return False
         self._glm_moments[_g.MOM_VALID] = 0.0
+        if self._glm_steps.size:
+            self._glm_steps[_g.STEP_VALID] = 0.0
         return True
 
     def _refit(self) -> None:
@@ -280,20 +291,21 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         a = self._glm_arrays()
         self._glm_state_in(a)
         if getattr(self, "refit_every", None) is not None:
-            # the array face learns between refits without the moments: both faces refit by passes
+            # the array face learns between refits without the moments (and GEV's predicted
+            # starts): both faces refit by passes from the previous fits
             self._glm_moments[_g.MOM_VALID] = 0.0
+            if self._glm_steps.size:
+                self._glm_steps[_g.STEP_VALID] = 0.0
         sf, si = self._hist.live_arrays()
         args = (sf, si, *a.args, *self._glm_shape_arrays(a))
-        status = _config.try_entry_point(_g.glm_refit_inplace, *args)
-        if status is _config.NOT_RUN:
-            status = _entry("refit", _g.glm_refit_inplace, args)(*args)
+        status = entry_call("refit", _g.glm_refit_inplace, args)
         if status != 0:
             self._glm_complete_refit(a)
         self._glm_state_out(a)
 
     def _glm_shape_arrays(self, a: SimpleNamespace) -> tuple:
         per_shape = (a.xis, a.betas, a.has_warm, a.briers, a.ok)
-        return (*per_shape, a.pos_w, a.neg_w, a.pc, a.anchor, a.fit, a.table, self._glm_moments, a.pw)
+        return (*per_shape, a.pos_w, a.neg_w, a.pc, a.anchor, a.fit, a.table, self._glm_moments, a.pw, self._glm_steps)
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         # the histogram and, while current, the Taylor moments (the array face's own learn step)
@@ -303,11 +315,11 @@ class _HistogramGLMCalibrator(RefitCalibrator):
         a = self.__dict__.get("_glm_cache") or self._glm_arrays()
         sf, si = self._hist.live_arrays()
         args = (sf, si, b, y, w, t, *a.learn_tail)
-        learn = _ENTRIES.get("learn")
-        if learn is not None:
+        learn = ENTRIES.get("learn")
+        if learn is None:
+            entry_call("learn", _g.glm_learn_one_inplace, args)
+        else:
             learn(*args)
-        elif _config.try_entry_point(_g.glm_learn_one_inplace, *args) is _config.NOT_RUN:
-            _entry("learn", _g.glm_learn_one_inplace, args)(*args)
         self._after_learn(1)
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
@@ -378,7 +390,7 @@ class _HistogramGLMCalibrator(RefitCalibrator):
 
         def newton(beta):  # True when it stopped by its rule; ``beta`` and ``brier`` updated
             passes = _k.glm_refit_histogram_inplace(
-                x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, _REFIT_MAX_PASSES, brier
+                x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, _REFIT_MAX_PASSES, brier, brier[:0]
             )
             return passes >= 0
 
@@ -433,6 +445,15 @@ class _HistogramGLMCalibrator(RefitCalibrator):
             c.fail(f"`_glm_moments`: expected 0.0 or 1.0 at index 0; found {c.brief(self._glm_moments[0])}.")
         if self._glm_moments[_g.MOM_VALID] == 1.0:
             c.need_finite(self._glm_moments, "_glm_moments")
+        c.need_int(self._glm_steps_block, "_glm_steps_block", _g.STEP_BLOCK, _g.STEP_BLOCK)
+        steps = c.need_array(self._glm_steps, "_glm_steps", np.float64)
+        n_steps = _g.steps_size(len(candidates)) if self._link == "gev" else 0
+        if steps.size not in (0, n_steps):
+            c.fail(f"`_glm_steps`: expected 0 or {n_steps} values; found {steps.size}.")
+        if steps.size and steps[_g.STEP_VALID] not in (0.0, 1.0):
+            c.fail(f"`_glm_steps`: expected 0.0 or 1.0 at index 0; found {c.brief(steps[0])}.")
+        if steps.size and steps[_g.STEP_VALID] == 1.0:
+            c.need_finite(steps, "_glm_steps")
         served = self._xi_served
         if served is None:
             if self._fitted:

@@ -1,0 +1,180 @@
+"""The inline river face of PlattCalibrator and GEVCalibrator (``streamcal.gev._river``).
+
+``learn_one`` and ``predict_proba_one`` check the common call inline and make one compiled call
+each; anything else takes the generic methods. Checked here: every served probability of a
+river-face loop within 1e-9 of a converged full refit of the histogram before the event (the
+score prior on and off, zero and fractional weights, windows with and without event times),
+equal bit for bit to ``prequential`` and to the generic methods' loop; calls the inline path
+does not take (integer labels and weights, extra keys, a ``score_key``) give the same bits; a
+rejected call raises the generic error and changes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_gev_compiled_refit import naive_prior_refit_proba
+
+from streamcal import GEVCalibrator, PlattCalibrator
+from streamcal._streaming import StreamingCalibrator
+from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
+
+TOL = 1e-9
+
+WINDOWS = {
+    "unbounded": Unbounded,
+    "count 9": lambda: CountWindow(9),
+    "count 60": lambda: CountWindow(60),
+    "decay 6 events": lambda: Decay(6.0),
+    "time 15": lambda: TimeWindow(15.0),
+}
+
+
+def generic(cls):
+    """``cls`` with the generic river methods of the base class (no inline path)."""
+    methods = {"learn_one": StreamingCalibrator.learn_one, "predict_proba_one": StreamingCalibrator.predict_proba_one}
+    return type(f"Generic{cls.__name__}", (cls,), methods)
+
+
+@st.composite
+def streams(draw):
+    n = draw(st.integers(20, 160))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    z = rng.normal(draw(st.floats(-3.0, 1.0)), draw(st.floats(0.3, 3.0)), n)
+    if draw(st.booleans()):
+        z = rng.choice([-1.5, 0.0, 0.8], n)  # a few buckets: the fit moves far per event
+    scores = 1 / (1 + np.exp(-z))
+    shift = draw(st.floats(-3.0, 0.5))
+    labels = rng.uniform(size=n) < 1 / (1 + np.exp(-(draw(st.floats(0.2, 1.5)) * z + shift)))
+    weights = rng.choice([0.0, 0.3, 1.0, 1.0, 2.5], n) if draw(st.booleans()) else np.ones(n)
+    times = np.cumsum(rng.exponential(1.0, n))
+    return scores, labels, weights, times, draw(st.sampled_from(sorted(WINDOWS)))
+
+
+def river_loop(cal, scores, labels, weights, times):
+    """The served probabilities of a predict-then-learn loop of the river face."""
+    uses_times = cal._hist.uses_times
+    out = np.empty(scores.size)
+    for i in range(scores.size):
+        x = {"score": float(scores[i])}
+        out[i] = cal.predict_proba_one(x)[True]
+        cal.learn_one(x, bool(labels[i]), w=float(weights[i]), t=float(times[i]) if uses_times else None)
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(streams(), st.sampled_from(["auto", None]))
+def test_platt_river_face_matches_a_full_refit_on_every_event(stream, prior):
+    scores, labels, weights, times, window = stream
+    cal = PlattCalibrator(window=WINDOWS[window](), prior=prior)
+    ref = PlattCalibrator(window=WINDOWS[window](), prior=prior)  # the histogram before each event
+    uses_times = ref._hist.uses_times
+    worst = 0.0
+    for i in range(scores.size):
+        x = {"score": float(scores[i])}
+        p = cal.predict_proba_one(x)[True]
+        if ref.n_learned and ref.window_weight > 0.0:
+            worst = max(worst, abs(p - float(naive_prior_refit_proba(ref, scores[i : i + 1])[0])))
+        t = float(times[i]) if uses_times else None
+        cal.learn_one(x, bool(labels[i]), w=float(weights[i]), t=t)
+        ref.learn_one(x, bool(labels[i]), w=float(weights[i]), t=t)
+    assert worst <= TOL
+
+
+@settings(max_examples=30, deadline=None)
+@given(streams(), st.sampled_from(["auto", None]), st.sampled_from([PlattCalibrator, GEVCalibrator]))
+def test_river_face_equals_prequential_and_the_generic_methods(stream, prior, cls):
+    scores, labels, weights, times, window = stream
+    times_arg = times if WINDOWS[window]().uses_times else None
+    proba, _ = cls(window=WINDOWS[window](), prior=prior).prequential(scores, labels, weights=weights, times=times_arg)
+    inline = river_loop(cls(window=WINDOWS[window](), prior=prior), scores, labels, weights, times)
+    plain = river_loop(generic(cls)(window=WINDOWS[window](), prior=prior), scores, labels, weights, times)
+    assert np.array_equal(inline, proba)
+    assert np.array_equal(inline, plain)
+
+
+def _long(n, seed):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(-1.0, 1.5, n)
+    return 1 / (1 + np.exp(-z)), rng.uniform(size=n) < 1 / (1 + np.exp(-(0.8 * z - 1.0)))
+
+
+def test_platt_river_face_on_a_long_window_serves_from_the_moments_within_the_tolerance():
+    # past the first events the inline call refits from the Taylor moments: every prediction
+    # against a converged full refit, and the generic path's full refits counted (few)
+    scores, labels = _long(3000, 1)
+    cal = PlattCalibrator(window=CountWindow(2000))
+    cal.prequential(scores[:2500], labels[:2500])
+    fallbacks = 0
+    full = type(cal)._generic_proba_of
+
+    def counting(self, s):
+        nonlocal fallbacks
+        fallbacks += 1
+        return full(self, s)
+
+    worst = 0.0
+    type(cal)._generic_proba_of = counting
+    try:
+        for i in range(2500, 3000):
+            x = {"score": float(scores[i])}
+            p = cal.predict_proba_one(x)[True]
+            worst = max(worst, abs(p - float(naive_prior_refit_proba(cal, scores[i : i + 1])[0])))
+            cal.learn_one(x, bool(labels[i]))
+    finally:
+        type(cal)._generic_proba_of = full
+    assert worst <= TOL
+    assert fallbacks < 100
+
+
+@pytest.mark.parametrize("cls", [PlattCalibrator, GEVCalibrator])
+def test_calls_off_the_inline_path_give_the_same_bits(cls):
+    scores, labels = _long(400, 2)
+    a, b = cls(window=50), cls(window=50)
+    keyed = cls(window=50, score_key="s")
+    for i in range(400):
+        s = float(scores[i])
+        pa = a.predict_proba_one({"score": s})[True]
+        pb = b.predict_proba_one({"score": np.float64(s)})[True]  # a numpy score: the generic reader
+        pk = keyed.predict_proba_one({"s": s, "other": 3.0})[True]
+        assert pa == pb == pk
+        a.learn_one({"score": s}, bool(labels[i]), w=1.0)
+        b.learn_one({"score": s}, int(labels[i]), w=1)  # an integer label and weight
+        keyed.learn_one({"s": s, "other": 3.0}, bool(labels[i]))
+
+
+@pytest.mark.parametrize("cls", [PlattCalibrator, GEVCalibrator])
+@pytest.mark.parametrize(
+    ("x", "y", "w", "match"),
+    [
+        ({"score": float("nan")}, True, 1.0, "score"),
+        ({"score": 1.5}, True, 1.0, "score"),
+        ({"score": -0.1}, False, 1.0, "score"),
+        ({"score": 0.3}, True, -1.0, "w"),
+        ({"score": 0.3}, True, float("inf"), "w"),
+        ({"score": 0.3}, True, float("nan"), "w"),
+        ({"score": 0.3}, 2, 1.0, "y"),
+        ({"a": 0.3, "b": 0.4}, True, 1.0, "score"),
+    ],
+)
+def test_a_rejected_call_raises_and_changes_nothing(cls, x, y, w, match):
+    scores, labels = _long(300, 3)
+    cal = cls(window=100)
+    for i in range(300):  # past the first refits: the inline path is on
+        cal.predict_proba_one({"score": float(scores[i])})
+        cal.learn_one({"score": float(scores[i])}, bool(labels[i]))
+    before = pickle.dumps(cal)
+    twin = copy.deepcopy(cal)
+    with pytest.raises((ValueError, TypeError), match=match):
+        cal.learn_one(x, y, w=w)
+    if match == "score":
+        with pytest.raises((ValueError, TypeError), match=match):
+            cal.predict_proba_one(x)
+    assert pickle.dumps(cal) == before
+    probe = {"score": 0.2}
+    assert cal.predict_proba_one(probe) == twin.predict_proba_one(probe)
