@@ -5,6 +5,7 @@ one query end to end on ``local[2]``, stopped and restarted from its checkpoint.
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import shutil
@@ -46,11 +47,13 @@ def stream_rows(rng, n_events: int, keys: list, *, label_delay: int | None):
     return frame
 
 
-def operations(rows: pd.DataFrame):
+def operations(rows: pd.DataFrame, scores_of: dict | None = None):
     """The in-process operations of ``rows`` in ``order``: a score row predicts, a label row learns
     its event's score, a row with both predicts then learns. Returns ``(keys, scores, labels,
-    learn, scored)``, ``scored`` the (event id, operation) of each prediction."""
-    scores_of, ops, scored = {}, [], []
+    learn, scored)``, ``scored`` the (event id, operation) of each prediction. ``scores_of`` (event
+    id -> score) carries the scores of earlier rows whose labels come here."""
+    scores_of = {} if scores_of is None else scores_of
+    ops, scored = [], []
     for r in rows.sort_values("order").itertuples():
         if not math.isnan(r.score):
             scores_of[r.event_id] = r.score
@@ -380,29 +383,139 @@ def test_the_stream_command_needs_a_directory_of_parquet_files(tmp_path, capsys)
     assert "SOURCE must be a directory holding Parquet files" in capsys.readouterr().err
 
 
-def shard_reference(frame: pd.DataFrame, shard: int, strength) -> pd.DataFrame:
-    """One in-process ``KeyedCalibrator(prior_strength=strength)`` over ``shard``'s rows in order
-    (keys pooled toward the shard's global map): the scored rows with ``proba`` and ``llr``."""
-    k, s, y, learn, scored = operations(frame[frame["key"].map(shard_of) == shard])
-    return scored_frame(scored, *KeyedCalibrator(PAVCalibrator(), prior_strength=strength).process(k, s, y, learn))
+def lagged_reference(batches: list, shard_of_key, strength: float) -> pd.DataFrame:
+    """The in-process reference of pooling toward all traffic, lagged by one micro-batch, built from
+    KeyedCalibrator pieces: per micro-batch and shard (in shard order), a copy of the all-traffic
+    keyed calibrator after the previous micro-batch (no keys) takes the rows of the shard's keys
+    that have rows here, processes the shard's operations in order, and gives the rows back; the
+    all-traffic calibrator is then merged with each shard's labelled events of the micro-batch (a
+    keyed calibrator without keys that learned them), in shard order. Returns the scored rows with
+    ``proba`` and ``llr``."""
+    from streamcal import merge
+
+    template = PAVCalibrator(prior=None)
+    everything = None  # the all-traffic keyed calibrator after the micro-batches so far
+    rows_of, scores_of, scored_frames = {}, {}, []
+    for batch in batches:
+        deltas = []
+        shards = batch["key"].map(shard_of_key)
+        for shard in sorted(shards.unique()):
+            k, s, y, learn, scored = operations(batch[shards == shard], scores_of)
+            engine = KeyedCalibrator(template, prior_strength=strength)
+            if everything is not None:
+                engine = copy.deepcopy(everything)
+            names = sorted(set(k.tolist()))
+            for key in names:
+                if key in rows_of:
+                    engine.import_key(key, rows_of[key])
+            proba, llr = engine.process(k, s, y, learn)
+            rows_of.update({key: engine.export_key(key) for key in names if key in engine})
+            scored_frames.append(scored_frame(scored, proba, llr))
+            delta = KeyedCalibrator(template, prior_strength=strength)
+            if learn.any():
+                delta.update(np.zeros(int(learn.sum()), dtype=np.int64), s[learn], y[learn]).drop_key(0)
+                deltas.append(delta)
+        if deltas:
+            everything = merge(deltas if everything is None else [everything, *deltas])
+    return pd.concat(scored_frames, ignore_index=True)
 
 
-@pytest.mark.parametrize("strength", ["auto", 50.0])
-def test_pooled_shards_equal_an_in_process_keyed_calibrator_per_shard(rng, strength):
-    # with pooling, a shard is one KeyedCalibrator over its keys' rows in order: each key pooled
-    # toward the shard's global map, a key without a state answered by it; late labels included
+def run_pooled(tester, frame: pd.DataFrame, n_batches: int, rng, global_dir: str) -> tuple[pd.DataFrame, list]:
+    """Feed ``frame`` to a pooled processor in ``n_batches`` micro-batches (timestamps 1 s, 2 s,
+    ...), merging each micro-batch's partial rows into ``global_dir`` as the query's sink does.
+    Returns the output without the partial rows and the micro-batches fed."""
+    from streamcal.spark._pool import merge_partials
+
+    outs, batches = [], []
+    for b, bounds in enumerate(np.array_split(np.arange(len(frame)), n_batches)):
+        tester.setProcessingTime(1000 * (b + 1))
+        part = frame.iloc[bounds].assign(key=lambda f: f["key"].astype(str))
+        batches.append(part)
+        got = [
+            tester.testInPandas(shard, rows.sample(frac=1.0, random_state=int(rng.integers(1 << 30))))
+            for shard, rows in part.groupby(part["key"].map(shard_of), sort=False)
+        ]
+        out = pd.concat(got, ignore_index=True)
+        partial = out[out["status"] == "partial"]
+        assert (partial["time"] == 1000 * (b + 1)).all()
+        merge_partials(global_dir, 1000 * (b + 1), b, [(int(r.event_id), r.partial) for r in partial.itertuples()])
+        outs.append(out[out["status"] != "partial"])
+    return pd.concat(outs, ignore_index=True), batches
+
+
+@pytest.mark.parametrize("strength", [20.0, 500.0])
+def test_pooling_toward_all_traffic_equals_the_lagged_in_process_reference(rng, tmp_path, strength):
+    """Keys pool toward the global map of all traffic after the previous micro-batch: per key,
+    bit for bit the in-process reference built from KeyedCalibrator pieces, late labels
+    included; the map the sink merges from the shards' partials is the map of all traffic."""
+    from streamcal.spark._pool import read_map
+
     keys = ["a", "b", "c", "d", "e", "f", "g"]
     frame = stream_rows(rng, 2500, keys, label_delay=40)
-    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(), prior_strength=strength))
-    out = run_in_batches(tester, frame, 6, rng)
-    scored = out[out["status"].isin(["scored", "scored_learned"])]
-    for shard in sorted({shard_of(key) for key in keys}):
-        expected = shard_reference(frame, shard, strength)
-        mine = scored[scored["key"].map(shard_of) == shard].set_index("event_id").loc[expected["event_id"]]
-        assert np.array_equal(mine["proba"].to_numpy(), expected["proba"].to_numpy())  # bit for bit
-        assert np.array_equal(mine["llr"].to_numpy(), expected["llr"].to_numpy())
+    processor = KeyedCalibrationProcessor(PAVCalibrator(prior=None), prior_strength=strength,
+                                          global_dir=str(tmp_path / "global"))
+    out, batches = run_pooled(TwsTester(processor, timeMode="ProcessingTime"), frame, 6, rng, str(tmp_path / "global"))
+    assert out["status"].value_counts().to_dict() == {"scored": 2500, "learned": 2500}
+    expected = lagged_reference(batches, shard_of, strength).set_index("event_id")
+    mine = out[out["status"] == "scored"].set_index("event_id").loc[expected.index]
+    assert np.array_equal(mine["proba"].to_numpy(), expected["proba"].to_numpy())  # bit for bit
+    assert np.array_equal(mine["llr"].to_numpy(), expected["llr"].to_numpy())
+    # the last map is the global map of every labelled event (one calibrator over all of them)
+    last = read_map(str(tmp_path / "global"), 10**9, PAVCalibrator(prior=None), strength).global_calibrator
+    learned = out[out["status"] == "learned"]
+    alone = PAVCalibrator(prior=None).update(learned["score"].to_numpy(), learned["label"].to_numpy())
+    grid = np.linspace(0.001, 0.999, 301)
+    assert last.n_learned == 2500
+    assert np.array_equal(last.predict_proba(grid), alone.predict_proba(grid))
     # pooling changes the answers: independent keys differ
-    alone = run_in_batches(TwsTester(KeyedCalibrationProcessor(PAVCalibrator())), frame, 6, rng)
-    alone = alone[alone["status"].isin(["scored", "scored_learned"])].set_index("event_id")
-    assert not np.array_equal(scored.set_index("event_id").loc[alone.index, "proba"].to_numpy(),
-                              alone["proba"].to_numpy())
+    independent = run_in_batches(TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None))), frame, 6, rng)
+    independent = independent[independent["status"] == "scored"].set_index("event_id").loc[expected.index]
+    assert not np.array_equal(independent["proba"].to_numpy(), mine["proba"].to_numpy())
+
+
+def test_a_pooled_micro_batch_run_again_reads_the_map_it_read_first(rng, tmp_path):
+    """A micro-batch run again (same timestamp, after its map was written) gives the same output:
+    it reads the newest map written before its timestamp, not its own."""
+    from streamcal.spark._pool import merge_partials
+
+    frame = stream_rows(rng, 600, ["a", "b", "c"], label_delay=None)
+    first, second = frame.iloc[:300], frame.iloc[300:]
+    global_dir = str(tmp_path / "global")
+
+    def run_second(tester):
+        tester.setProcessingTime(2000)
+        return tester.testInPandas(0, second.assign(key=second["key"].astype(str)))
+
+    tester = TwsTester(KeyedCalibrationProcessor(prior_strength=50.0, global_dir=global_dir), timeMode="ProcessingTime")
+    tester.setProcessingTime(1000)
+    out = tester.testInPandas(0, first)
+    partial = out[out["status"] == "partial"]
+    merge_partials(global_dir, 1000, 0, [(0, partial["partial"].iloc[0])])
+    state = tester.peekValueState("shard", 0)
+    done = run_second(tester)
+    merge_partials(global_dir, 2000, 1, [(0, done.loc[done["status"] == "partial", "partial"].iloc[0])])
+    again = TwsTester(KeyedCalibrationProcessor(prior_strength=50.0, global_dir=global_dir), timeMode="ProcessingTime")
+    again.updateValueState("shard", 0, state)
+    redone = run_second(again)
+    pd.testing.assert_frame_equal(redone, done)
+
+
+def test_pooled_bad_rows_are_dead_letters_and_teach_the_map_nothing(rng, tmp_path):
+    frame = stream_rows(rng, 50, ["k"], label_delay=None)
+    bad = pd.DataFrame({"key": ["k", None, "k"], "event_id": ["x", "y", "z"], "score": [np.inf, 0.3, 0.4],
+                        "label": [1.0, 1.0, 3.0], "time": np.nan, "order": [0.5, 1.5, 2.5]})
+    tester = TwsTester(KeyedCalibrationProcessor(prior_strength=50.0, global_dir=str(tmp_path)),
+                       timeMode="ProcessingTime")
+    tester.setProcessingTime(1000)
+    out = tester.testInPandas(0, pd.concat([frame, bad], ignore_index=True))
+    assert out["status"].value_counts().to_dict() == {"scored_learned": 50, "rejected": 3, "partial": 1}
+    assert out.loc[out["status"] == "partial", "n_learned"].tolist() == [50]  # the good rows only
+
+
+def test_pooling_arguments_are_checked():
+    with pytest.raises(ValueError, match=r"`prior_strength` must be a number >= 0 in Spark; got 'auto'"):
+        KeyedCalibrationProcessor(prior_strength="auto")
+    with pytest.raises(ValueError, match=r"`global_dir` must name the directory of the all-traffic maps"):
+        calibrate_stream(None, key_col="k", score_col="s", prior_strength=10.0)
+    with pytest.raises(ValueError, match=r"`prior_strength` must be a finite number >= 0; got -1"):
+        calibrate_stream(None, key_col="k", score_col="s", prior_strength=-1, global_dir="g")
