@@ -284,16 +284,27 @@ def _write_stream_files(folder: Path, frame: pd.DataFrame, n_files: int) -> None
         os.utime(path, (1_000_000 + i, 1_000_000 + i))  # the file source orders files by modification time
 
 
-def _start(spark, source: Path, out: Path, checkpoint: Path, **trigger):
-    from streamcal.spark import calibrate_stream
+def _start(spark, source: Path, out: Path, checkpoint: Path, *, prior_strength=0, **trigger):
+    from streamcal.spark import calibrate_stream, write_stream
 
     schema = spark.read.parquet(str(source)).schema
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(source))
     calibrated = calibrate_stream(
-        stream, key_col="campaign", score_col="score", label_col="label", event_id_col="event_id", order_col="seq"
+        stream, key_col="campaign", score_col="score", label_col="label", event_id_col="event_id", order_col="seq",
+        prior_strength=prior_strength, global_dir=str(checkpoint / "streamcal-global"),
     )
-    writer = calibrated.writeStream.format("parquet").option("path", str(out))
-    return writer.option("checkpointLocation", str(checkpoint)).trigger(**trigger).start()
+    return write_stream(calibrated, str(out), checkpoint=str(checkpoint), **trigger)
+
+
+def _stop_after_two_batches(query) -> int:
+    """Stop ``query`` once it has run two micro-batches; returns how many it had run."""
+    deadline = time.monotonic() + 600
+    while query.isActive and (query.lastProgress is None or query.lastProgress["batchId"] < 1):
+        assert time.monotonic() < deadline, "the query made no progress in 10 minutes"
+        query.awaitTermination(0.2)
+    assert query.exception() is None, query.exception()
+    query.stop()
+    return query.lastProgress["batchId"] + 1
 
 
 def _read(spark, out: Path) -> pd.DataFrame:
@@ -315,13 +326,7 @@ def test_a_query_restarted_from_its_checkpoint_gives_the_uninterrupted_output(sp
     whole.awaitTermination()
 
     first = _start(spark, source, tmp_path / "parts", tmp_path / "parts-checkpoint", processingTime="0 seconds")
-    deadline = time.monotonic() + 600
-    while first.isActive and (first.lastProgress is None or first.lastProgress["batchId"] < 1):
-        assert time.monotonic() < deadline, "the query made no progress in 10 minutes"
-        first.awaitTermination(0.2)
-    assert first.exception() is None, first.exception()
-    first.stop()
-    batches_before = first.lastProgress["batchId"] + 1
+    batches_before = _stop_after_two_batches(first)
     assert batches_before < 6, "the query read everything before it was stopped: nothing to recover"
     rest = _start(spark, source, tmp_path / "parts", tmp_path / "parts-checkpoint", availableNow=True)
     rest.awaitTermination()
@@ -336,6 +341,42 @@ def test_a_query_restarted_from_its_checkpoint_gives_the_uninterrupted_output(sp
         expected = keyed_reference(frame, key).set_index("event_id")
         assert np.array_equal(mine.loc[expected.index, "proba"].to_numpy(), expected["proba"].to_numpy())
         assert np.array_equal(mine.loc[expected.index, "llr"].to_numpy(), expected["llr"].to_numpy())
+
+
+@pytest.mark.slow
+def test_a_pooled_query_restarted_from_its_checkpoint_equals_the_lagged_reference(spark, tmp_path, rng):
+    """Pooled toward all traffic (``prior_strength=50``), on local[2] with the RocksDB state store
+    and a Parquet file source (one file per micro-batch), labels arriving after their scores:
+    stopped after two micro-batches and restarted from its checkpoint, the query writes what an
+    uninterrupted run writes, bit for bit, and both equal the in-process reference lagged by one
+    micro-batch."""
+    from pyspark.sql import functions as F
+
+    keys = ["c1", "c2", "c3", "c4", "c5", "c6"]
+    frame = stream_rows(rng, 1200, keys, label_delay=250)
+    source = tmp_path / "events"
+    _write_stream_files(source, frame, 6)
+    whole = _start(spark, source, tmp_path / "whole", tmp_path / "whole-ckpt", prior_strength=50.0, availableNow=True)
+    whole.awaitTermination()
+    first = _start(spark, source, tmp_path / "parts", tmp_path / "parts-ckpt", prior_strength=50.0,
+                   processingTime="0 seconds")
+    assert _stop_after_two_batches(first) < 6, "the query read everything before it was stopped: nothing to recover"
+    rest = _start(spark, source, tmp_path / "parts", tmp_path / "parts-ckpt", prior_strength=50.0, availableNow=True)
+    rest.awaitTermination()
+
+    whole_out, parts_out = _read(spark, tmp_path / "whole"), _read(spark, tmp_path / "parts")
+    pd.testing.assert_frame_equal(parts_out, whole_out)  # bit for bit, every column
+    assert whole_out["status"].value_counts().to_dict() == {"scored": 1200, "learned": 1200}
+    assert sorted(whole_out["batch_id"].unique()) == list(range(6))  # one micro-batch per file
+    # the shard Spark gives each key, and the micro-batches (one file each)
+    shard_rows = spark.createDataFrame([(key,) for key in keys], "k string").select(
+        "k", F.pmod(F.xxhash64("k"), F.lit(8)).alias("shard")).collect()
+    shard_of_key = {row["k"]: row["shard"] for row in shard_rows}
+    batches = [frame.iloc[bounds] for bounds in np.array_split(np.arange(len(frame)), 6)]
+    expected = lagged_reference(batches, shard_of_key.get, 50.0).set_index("event_id")
+    mine = whole_out[whole_out["status"] == "scored"].set_index("event_id").loc[expected.index]
+    assert np.array_equal(mine["proba"].to_numpy(), expected["proba"].to_numpy())
+    assert np.array_equal(mine["llr"].to_numpy(), expected["llr"].to_numpy())
 
 
 def test_without_pyspark_the_error_names_the_extra(monkeypatch):
@@ -428,8 +469,7 @@ def run_pooled(tester, frame: pd.DataFrame, n_batches: int, rng, global_dir: str
 
     outs, batches = [], []
     for b, bounds in enumerate(np.array_split(np.arange(len(frame)), n_batches)):
-        tester.setProcessingTime(1000 * (b + 1))
-        part = frame.iloc[bounds].assign(key=lambda f: f["key"].astype(str))
+        part = frame.iloc[bounds].assign(key=lambda f: f["key"].astype(str), batch_ms=1000 * (b + 1))
         batches.append(part)
         got = [
             tester.testInPandas(shard, rows.sample(frac=1.0, random_state=int(rng.integers(1 << 30))))
@@ -454,7 +494,7 @@ def test_pooling_toward_all_traffic_equals_the_lagged_in_process_reference(rng, 
     frame = stream_rows(rng, 2500, keys, label_delay=40)
     processor = KeyedCalibrationProcessor(PAVCalibrator(prior=None), prior_strength=strength,
                                           global_dir=str(tmp_path / "global"))
-    out, batches = run_pooled(TwsTester(processor, timeMode="ProcessingTime"), frame, 6, rng, str(tmp_path / "global"))
+    out, batches = run_pooled(TwsTester(processor), frame, 6, rng, str(tmp_path / "global"))
     assert out["status"].value_counts().to_dict() == {"scored": 2500, "learned": 2500}
     expected = lagged_reference(batches, shard_of, strength).set_index("event_id")
     mine = out[out["status"] == "scored"].set_index("event_id").loc[expected.index]
@@ -483,18 +523,16 @@ def test_a_pooled_micro_batch_run_again_reads_the_map_it_read_first(rng, tmp_pat
     global_dir = str(tmp_path / "global")
 
     def run_second(tester):
-        tester.setProcessingTime(2000)
-        return tester.testInPandas(0, second.assign(key=second["key"].astype(str)))
+        return tester.testInPandas(0, second.assign(key=second["key"].astype(str), batch_ms=2000))
 
-    tester = TwsTester(KeyedCalibrationProcessor(prior_strength=50.0, global_dir=global_dir), timeMode="ProcessingTime")
-    tester.setProcessingTime(1000)
-    out = tester.testInPandas(0, first)
+    tester = TwsTester(KeyedCalibrationProcessor(prior_strength=50.0, global_dir=global_dir))
+    out = tester.testInPandas(0, first.assign(batch_ms=1000))
     partial = out[out["status"] == "partial"]
     merge_partials(global_dir, 1000, 0, [(0, partial["partial"].iloc[0])])
     state = tester.peekValueState("shard", 0)
     done = run_second(tester)
     merge_partials(global_dir, 2000, 1, [(0, done.loc[done["status"] == "partial", "partial"].iloc[0])])
-    again = TwsTester(KeyedCalibrationProcessor(prior_strength=50.0, global_dir=global_dir), timeMode="ProcessingTime")
+    again = TwsTester(KeyedCalibrationProcessor(prior_strength=50.0, global_dir=global_dir))
     again.updateValueState("shard", 0, state)
     redone = run_second(again)
     pd.testing.assert_frame_equal(redone, done)
@@ -504,10 +542,8 @@ def test_pooled_bad_rows_are_dead_letters_and_teach_the_map_nothing(rng, tmp_pat
     frame = stream_rows(rng, 50, ["k"], label_delay=None)
     bad = pd.DataFrame({"key": ["k", None, "k"], "event_id": ["x", "y", "z"], "score": [np.inf, 0.3, 0.4],
                         "label": [1.0, 1.0, 3.0], "time": np.nan, "order": [0.5, 1.5, 2.5]})
-    tester = TwsTester(KeyedCalibrationProcessor(prior_strength=50.0, global_dir=str(tmp_path)),
-                       timeMode="ProcessingTime")
-    tester.setProcessingTime(1000)
-    out = tester.testInPandas(0, pd.concat([frame, bad], ignore_index=True))
+    tester = TwsTester(KeyedCalibrationProcessor(prior_strength=50.0, global_dir=str(tmp_path)))
+    out = tester.testInPandas(0, pd.concat([frame, bad], ignore_index=True).assign(batch_ms=1000))
     assert out["status"].value_counts().to_dict() == {"scored_learned": 50, "rejected": 3, "partial": 1}
     assert out.loc[out["status"] == "partial", "n_learned"].tolist() == [50]  # the good rows only
 

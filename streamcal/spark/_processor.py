@@ -64,7 +64,8 @@ class KeyedCalibrationProcessor(StatefulProcessor):
 
     Used by :func:`streamcal.spark.calibrate_stream` with ``transformWithStateInPandas``, grouped by
     a shard of keys; its input frames have the columns ``key`` (the calibration key as a string),
-    ``event_id``, ``score``, ``label``, ``time``, ``order`` (any may hold nulls) and its output is
+    ``event_id``, ``score``, ``label``, ``time``, ``order`` (any may hold nulls; pooled, also
+    ``batch_ms``) and its output is
     ``key`` then the columns ``OUTPUT_COLUMNS`` describes, with ``STATUSES``.
 
     For each key, the output is what the in-process calibrator gives on that key's rows in ``order``
@@ -96,8 +97,9 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         reads the evidence of every key, which no shard holds.
     global_dir
         The directory of the all-traffic maps (with ``prior_strength > 0``; see docs/spark.md).
-        The processor reads the micro-batch's timestamp from its timer values, so it runs with
-        ``timeMode="ProcessingTime"``.
+        The input frames then carry one more column, ``batch_ms``: the micro-batch's timestamp
+        (Spark's ``current_timestamp()`` in a streaming query, kept in the offset log and reused
+        when a micro-batch runs again), which names the maps.
     Examples
     --------
     >>> import numpy as np, pandas as pd
@@ -194,7 +196,12 @@ class KeyedCalibrationProcessor(StatefulProcessor):
                 states[name] = KeyState(number)
             states[name].seen_ms = now_ms
         touched = [states[name].number for name in names]
-        pooled = self._pooled_engine(engine, touched, now_ms) if self.global_dir is not None else engine
+        batch_ms = -1
+        if self.global_dir is not None:
+            batch_ms = int(frame["batch_ms"].iloc[0])
+            pooled = self._pooled_engine(engine, touched, batch_ms)
+        else:
+            pooled = engine
         out, taught = run_rows(
             self.calibrator, pooled, frame, states, remember=self.remember, max_pending=self.max_pending
         )
@@ -209,29 +216,23 @@ class KeyedCalibrationProcessor(StatefulProcessor):
             self.timer.update((timer_ms,))
         yield self._output(out)
         if self.global_dir is not None and taught[0].size:
-            yield self._output(self._partial_row(key, now_ms, taught))
+            yield self._output(self._partial_row(key, batch_ms, taught))
 
     # ---------------------------------------------------------------- pooling toward all traffic
-    def _pooled_engine(self, engine, touched: list, now_ms: int):
+    def _pooled_engine(self, engine, touched: list, batch_ms: int):
         """The micro-batch's engine: the all-traffic map after the previous micro-batch (the newest
-        map in ``global_dir`` written before ``now_ms``, the micro-batch's timestamp) holding the
+        map in ``global_dir`` written before ``batch_ms``, the micro-batch's timestamp) holding the
         rows of the keys this micro-batch touches. Keys do not interact at a numeric strength, so
         the shard's other keys need not be in it."""
         from streamcal.spark._pool import read_map
 
-        if now_ms < 0:
-            msg = (
-                "pooling toward all traffic needs the micro-batch's timestamp: run the processor with "
-                "timeMode='ProcessingTime'."
-            )
-            raise RuntimeError(msg)
-        pooled = read_map(self.global_dir, now_ms, self.calibrator, self.prior_strength)
+        pooled = read_map(self.global_dir, batch_ms, self.calibrator, self.prior_strength)
         for number in touched:
             if number in engine:
                 pooled.import_key(number, engine.export_key(number))
         return pooled
 
-    def _partial_row(self, key, now_ms: int, taught) -> dict:
+    def _partial_row(self, key, batch_ms: int, taught) -> dict:
         """The ``"partial"`` row: the shard's delta for the all-traffic map (its labelled events of
         this micro-batch, in order), for the sink to merge (see :mod:`streamcal.spark._pool`)."""
         from streamcal.persist import to_bytes
@@ -241,7 +242,7 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         return {
             "key": np.array([None], dtype=object),
             "event_id": np.array([str(key[0])], dtype=object),
-            "time": np.array([float(now_ms)]),
+            "time": np.array([float(batch_ms)]),
             "status": np.array(["partial"], dtype=object),
             "n_learned": np.array([delta.n_learned], dtype=np.int64),
             "n_pending": np.zeros(1, dtype=np.int64),

@@ -238,6 +238,9 @@ def calibrate_stream(
         column(label_col, "label_col", "double").alias("label"),
         column(time_col, "time_col", "double").alias("time"),
         column(order, "order_col", "double").alias("order"),
+        # in a micro-batch, current_timestamp() is the micro-batch's timestamp, which Spark keeps in
+        # its offset log and reuses when it runs the micro-batch again: it names the pooled maps
+        *([F.unix_millis(F.current_timestamp()).alias("batch_ms")] if global_dir is not None else []),
     )
     schema = ", ".join(["key string", *(f"{name} {kind}" for name, kind in OUTPUT_COLUMNS.items())])
     if global_dir is not None:
@@ -247,13 +250,11 @@ def calibrate_stream(
         template, ttl_ms=ttl_ms, max_pending=max_pending, remember=remember, prior_strength=strength,
         global_dir=global_dir,
     )
-    # pooling reads the micro-batch's timestamp, which Spark gives the processor in processing time
-    processing_time = ttl_ms is not None or global_dir is not None
     out = rows.groupBy("shard").transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=schema,
         outputMode="Append",
-        timeMode="ProcessingTime" if processing_time else "None",
+        timeMode="None" if ttl_ms is None else "ProcessingTime",
     )
     # the key goes back to its type (the state holds it as a string)
     columns = [F.col("key").cast(key_type).alias(key_col), *OUTPUT_COLUMNS]
