@@ -350,8 +350,6 @@ def test_a_pooled_query_restarted_from_its_checkpoint_equals_the_lagged_referenc
     stopped after two micro-batches and restarted from its checkpoint, the query writes what an
     uninterrupted run writes, bit for bit, and both equal the in-process reference lagged by one
     micro-batch."""
-    from pyspark.sql import functions as F
-
     keys = ["c1", "c2", "c3", "c4", "c5", "c6"]
     frame = stream_rows(rng, 1200, keys, label_delay=250)
     source = tmp_path / "events"
@@ -368,12 +366,8 @@ def test_a_pooled_query_restarted_from_its_checkpoint_equals_the_lagged_referenc
     pd.testing.assert_frame_equal(parts_out, whole_out)  # bit for bit, every column
     assert whole_out["status"].value_counts().to_dict() == {"scored": 1200, "learned": 1200}
     assert sorted(whole_out["batch_id"].unique()) == list(range(6))  # one micro-batch per file
-    # the shard Spark gives each key, and the micro-batches (one file each)
-    shard_rows = spark.createDataFrame([(key,) for key in keys], "k string").select(
-        "k", F.pmod(F.xxhash64("k"), F.lit(8)).alias("shard")).collect()
-    shard_of_key = {row["k"]: row["shard"] for row in shard_rows}
-    batches = [frame.iloc[bounds] for bounds in np.array_split(np.arange(len(frame)), 6)]
-    expected = lagged_reference(batches, shard_of_key.get, 50.0).set_index("event_id")
+    batches = [frame.iloc[bounds] for bounds in np.array_split(np.arange(len(frame)), 6)]  # one file each
+    expected = lagged_reference(batches, spark_shards(spark, keys).get, 50.0).set_index("event_id")
     mine = whole_out[whole_out["status"] == "scored"].set_index("event_id").loc[expected.index]
     assert np.array_equal(mine["proba"].to_numpy(), expected["proba"].to_numpy())
     assert np.array_equal(mine["llr"].to_numpy(), expected["llr"].to_numpy())
@@ -391,25 +385,43 @@ def test_without_pyspark_the_error_names_the_extra(monkeypatch):
         require_pyspark()
 
 
+def spark_shards(spark, keys, shards: int = 8) -> dict:
+    """The shard Spark gives each key (``pmod(xxhash64(key), shards)``, as ``calibrate_stream``)."""
+    from pyspark.sql import functions as F
+
+    rows = spark.createDataFrame([(str(key),) for key in keys], "k string").select(
+        "k", F.pmod(F.xxhash64("k"), F.lit(shards)).alias("shard")
+    )
+    return {row["k"]: row["shard"] for row in rows.collect()}
+
+
 @pytest.mark.slow
 def test_the_stream_command_calibrates_a_directory_of_parquet_files(spark, tmp_path, rng, capsys):
-    """``streamcal stream SOURCE OUTPUT --once`` writes what the in-process calibrator gives per key."""
+    """``streamcal stream SOURCE OUTPUT --once`` (pooled toward all traffic by default) writes what
+    the lagged in-process reference gives; ``--prior-strength 0`` what an independent calibrator
+    per key gives."""
     from streamcal.cli import main
+    from streamcal.spark import DEFAULT_STRENGTH
 
-    keys = ["c1", "c2"]
+    keys = ["c1", "c2", "c3"]
     frame = stream_rows(rng, 300, keys, label_delay=40)
     _write_stream_files(tmp_path / "events", frame, 2)
-    common = ["--checkpoint", str(tmp_path / "checkpoint"), "--label-col", "label", "--event-id-col", "event_id"]
-    args = ["stream", str(tmp_path / "events"), str(tmp_path / "out"), *common, "--order-col", "seq", "--once"]
-    assert main([*args, "--key-col", "campaign"]) == 0
-    out = _read(spark, tmp_path / "out").rename(columns={"campaign": "key"})
-    assert out["status"].value_counts().to_dict() == {"scored": 300, "learned": 300}
-    for key in keys:
-        mine = out[(out["key"] == key) & (out["status"] == "scored")].set_index("event_id")
-        expected = keyed_reference(frame, key).set_index("event_id")
-        assert np.array_equal(mine.loc[expected.index, "proba"].to_numpy(), expected["proba"].to_numpy())
+    batches = [frame.iloc[bounds] for bounds in np.array_split(np.arange(len(frame)), 2)]
+    common = ["--label-col", "label", "--event-id-col", "event_id", "--order-col", "seq", "--once"]
+    for name, extra in [("pooled", []), ("alone", ["--prior-strength", "0"])]:
+        args = ["stream", str(tmp_path / "events"), str(tmp_path / name), "--checkpoint", str(tmp_path / f"{name}-c")]
+        assert main([*args, *common, *extra, "--key-col", "campaign"]) == 0
+        out = _read(spark, tmp_path / name).rename(columns={"campaign": "key"})
+        assert out["status"].value_counts().to_dict() == {"scored": 300, "learned": 300}
+        scored = out[out["status"] == "scored"].set_index("event_id")
+        if name == "pooled":
+            expected = lagged_reference(batches, spark_shards(spark, keys).get, DEFAULT_STRENGTH).set_index("event_id")
+        else:
+            expected = pd.concat([keyed_reference(frame, key) for key in keys]).set_index("event_id")
+        assert np.array_equal(scored.loc[expected.index, "proba"].to_numpy(), expected["proba"].to_numpy())
     capsys.readouterr()
-    assert main([*args, "--key-col", "merchant"]) == 2
+    args = ["stream", str(tmp_path / "events"), str(tmp_path / "out"), "--checkpoint", str(tmp_path / "c")]
+    assert main([*args, *common, "--key-col", "merchant"]) == 2
     assert (
         "streamcal: error: --key-col must name a column of SOURCE; got 'merchant', columns are"
         in capsys.readouterr().err
@@ -552,6 +564,6 @@ def test_pooling_arguments_are_checked():
     with pytest.raises(ValueError, match=r"`prior_strength` must be a number >= 0 in Spark; got 'auto'"):
         KeyedCalibrationProcessor(prior_strength="auto")
     with pytest.raises(ValueError, match=r"`global_dir` must name the directory of the all-traffic maps"):
-        calibrate_stream(None, key_col="k", score_col="s", prior_strength=10.0)
+        calibrate_stream(None, key_col="k", score_col="s")  # pooled by default
     with pytest.raises(ValueError, match=r"`prior_strength` must be a finite number >= 0; got -1"):
         calibrate_stream(None, key_col="k", score_col="s", prior_strength=-1, global_dir="g")

@@ -14,9 +14,10 @@ pyspark is imported when these are used; without it they raise an ``ImportError`
 
 from __future__ import annotations
 
-from streamcal.spark._query import calibrate_stream, local_session, write_stream
+from streamcal.spark._query import DEFAULT_STRENGTH, calibrate_stream, local_session, write_stream
 
 __all__ = [
+    "DEFAULT_STRENGTH",
     "OUTPUT_COLUMNS",
     "STATUSES",
     "KeyedCalibrationProcessor",

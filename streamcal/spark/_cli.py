@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from streamcal.spark._query import DEFAULT_STRENGTH
+
 __all__ = ["STREAM_FLAGS", "add_stream_arguments", "run_stream"]
 
 
@@ -44,8 +46,9 @@ def add_stream_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.description = (
         "Calibrate a stream of scored events with one calibrator per key, in Spark Structured Streaming: read "
         "the Parquet files of SOURCE as they arrive (one file per micro-batch), write the calibrated rows to "
-        "OUTPUT as Parquet, keep each key's state in Spark's RocksDB state store under --checkpoint. Rerun "
-        "with the same --checkpoint to continue where it stopped."
+        "OUTPUT as Parquet (OUTPUT/batch_id=N per micro-batch when pooled), keep each key's state in Spark's "
+        "RocksDB state store and the all-traffic maps under --checkpoint. Rerun with the same --checkpoint to "
+        "continue where it stopped."
     )
     parser.add_argument("source", metavar="SOURCE", help="directory of Parquet files (the stream)")
     parser.add_argument("output", metavar="OUTPUT", help="directory the calibrated rows are written to")
@@ -63,10 +66,10 @@ def add_stream_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument(
         "--prior-strength",
         type=_strength,
-        default=0.0,
+        default=DEFAULT_STRENGTH,
         help=(
             "pseudo-events pooling each key toward the global map of all traffic after the previous micro-batch "
-            "(kept under --checkpoint); default 0: keys on their own"
+            f"(kept under --checkpoint); default {DEFAULT_STRENGTH:g}; 0: keys on their own"
         ),
     )
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
