@@ -19,13 +19,42 @@ from __future__ import annotations
 
 import uuid
 
-__all__ = ["KEEP_MAPS", "empty_map", "learned_delta", "merge_partials", "read_map"]
+__all__ = ["KEEP_MAPS", "check_pooling", "empty_map", "learned_delta", "merge_partials", "read_map"]
 
 _SUFFIX = ".streamcal"
 #: Maps kept in ``global_dir``: a micro-batch reads the newest before its own (older ones are
 #: deleted; a few more are kept for a reader still listing the directory).
 KEEP_MAPS = 8
 _CACHE: dict = {}  # path of a map -> its bytes (a worker reads each map once)
+
+
+def check_pooling(prior_strength, global_dir):
+    """``prior_strength`` as a float, checked with ``global_dir``: ``0`` (keys on their own) or a
+    positive number of pseudo-events with the directory of the all-traffic maps."""
+    import math
+    import numbers
+
+    if prior_strength == "auto":
+        msg = (
+            "`prior_strength` must be a number >= 0 in Spark; got 'auto', whose between-key shift reads the "
+            "evidence of every key, which no shard holds (see docs/spark.md)."
+        )
+        raise ValueError(msg)
+    if (
+        isinstance(prior_strength, bool)
+        or not isinstance(prior_strength, numbers.Real)
+        or not math.isfinite(prior_strength)
+        or prior_strength < 0
+    ):
+        msg = f"`prior_strength` must be a finite number >= 0; got {prior_strength!r}."
+        raise ValueError(msg)
+    if prior_strength > 0 and not (isinstance(global_dir, str) and global_dir):
+        msg = (
+            "`global_dir` must name the directory of the all-traffic maps when `prior_strength` > 0 (for "
+            f"example a folder under the query's checkpoint), or set prior_strength=0; got {global_dir!r}."
+        )
+        raise ValueError(msg)
+    return float(prior_strength)
 
 
 def _filesystem(global_dir: str):

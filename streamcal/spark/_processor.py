@@ -120,7 +120,7 @@ class KeyedCalibrationProcessor(StatefulProcessor):
     def __init__(self, calibrator=None, *, ttl_ms: int | None = None, max_pending: int = 100_000, remember=True,
                  prior_strength=0, global_dir: str | None = None):
         from streamcal.isotonic.streaming import PAVCalibrator
-        from streamcal.spark._query import check_pooling
+        from streamcal.spark._pool import check_pooling
 
         self.calibrator = PAVCalibrator(prior=None) if calibrator is None else calibrator
         self.prior_strength = check_pooling(prior_strength, global_dir)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["DEFAULT_STRENGTH", "calibrate_stream", "check_pooling", "local_session", "write_stream"]
+__all__ = ["DEFAULT_STRENGTH", "calibrate_stream", "local_session", "write_stream"]
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 #: The default prior strength in Spark (pseudo-events): on the campaigns scenario it gives the
@@ -68,35 +68,6 @@ def _column_type(df, name: str, arg: str, *, numeric: bool) -> str:
         msg = f"`{arg}` must name a numeric or boolean column; got {name!r} of type {kind}."
         raise TypeError(msg)
     return kind
-
-
-def check_pooling(prior_strength, global_dir):
-    """``prior_strength`` as a float, checked with ``global_dir``: ``0`` (keys on their own) or a
-    positive number of pseudo-events with the directory of the all-traffic maps."""
-    import math
-    import numbers
-
-    if prior_strength == "auto":
-        msg = (
-            "`prior_strength` must be a number >= 0 in Spark; got 'auto', whose between-key shift reads the "
-            "evidence of every key, which no shard holds (see docs/spark.md)."
-        )
-        raise ValueError(msg)
-    if (
-        isinstance(prior_strength, bool)
-        or not isinstance(prior_strength, numbers.Real)
-        or not math.isfinite(prior_strength)
-        or prior_strength < 0
-    ):
-        msg = f"`prior_strength` must be a finite number >= 0; got {prior_strength!r}."
-        raise ValueError(msg)
-    if prior_strength > 0 and not (isinstance(global_dir, str) and global_dir):
-        msg = (
-            "`global_dir` must name the directory of the all-traffic maps when `prior_strength` > 0 (for "
-            f"example a folder under the query's checkpoint), or set prior_strength=0; got {global_dir!r}."
-        )
-        raise ValueError(msg)
-    return float(prior_strength)
 
 
 def _absolute(global_dir: str | None) -> str | None:
@@ -221,6 +192,8 @@ def calibrate_stream(
     if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
         msg = f"`shards` must be an int >= 1; got {shards!r}."
         raise ValueError(msg)
+    from streamcal.spark._pool import check_pooling
+
     strength = check_pooling(prior_strength, global_dir)
     global_dir = _absolute(global_dir) if strength > 0 else None
     key_type = _column_type(df, key_col, "key_col", numeric=False)
