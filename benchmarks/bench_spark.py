@@ -7,11 +7,16 @@ Zipf law (probability of the key of rank r proportional to r**-1.1), written as 
 (one ``PAVCalibrator`` per key, ``--buckets`` buckets) and writes to Spark's ``noop`` sink, so the
 figure is the stateful stage: reading, shuffling by key, the Python processor, the state store.
 
-Baselines, run in this process on the same micro-batches: one in-process calibrator per key in a
-dict, each micro-batch grouped by key and run through ``prequential`` (what the processor computes,
-less Spark); and Spark's floor: the same query (same source, shards, output columns and sink) with a
+The query runs twice: keys on their own (``prior_strength=0``, Spark's ``noop`` sink) and pooled
+toward all traffic (the default strength; :func:`streamcal.spark.write_stream`'s sink, which merges
+the shards' partial maps on the driver, then writes the rows to ``noop``). Baselines, run in this
+process on the same micro-batches: one in-process calibrator per key in a dict, each micro-batch
+grouped by key and run through ``prequential`` (what the processor computes, less Spark); and
+Spark's floor: the same query (same source, shards, output columns, ``noop`` sink) with a
 processor that keeps no state and answers nothing, which is what Spark costs without streamcal. The
-first micro-batch (Python workers start, numba kernels load) is reported apart from the steady state.
+first micro-batch (Python workers start, numba kernels load) is reported apart from the steady
+state. ``--conf KEY=VALUE`` sets Spark settings and ``--floor-only`` measures only the floor, to
+tune them.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_spark.py [--events 1000000] [--batch 100000] [--keys 100 10000 100000]``
 
@@ -183,37 +188,39 @@ def quality(events: int, batch: int, strengths: list[float], seed: int = 0) -> N
              lambda m=m: lagged_prequential(keys, scores, labels, batch=batch, strength=m, shards=8, template=template))
 
 
-def spark_run(spark, folder: Path, work: Path, template, *, floor: bool = False) -> dict:
-    from streamcal.spark import calibrate_stream
+def spark_run(spark, folder: Path, work: Path, template, *, floor: bool = False, strength: float = 0.0,
+              shards: int = 8) -> dict:
+    from streamcal.spark import calibrate_stream, write_stream
 
     schema = spark.read.parquet(str(folder)).schema
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(folder))
+    columns = {"key_col": "key", "score_col": "score", "label_col": "label", "order_col": "seq", "shards": shards}
     if floor:
         from streamcal.spark import _processor
 
         real = _processor.KeyedCalibrationProcessor
         _processor.KeyedCalibrationProcessor = lambda *args, **kwargs: PassThrough.make()
         try:
-            out = calibrate_stream(stream, key_col="key", score_col="score", label_col="label", order_col="seq")
+            out = calibrate_stream(stream, **columns, prior_strength=0)
         finally:
             _processor.KeyedCalibrationProcessor = real
     else:
         out = calibrate_stream(
-            stream, key_col="key", score_col="score", label_col="label", order_col="seq", calibrator=template
+            stream, **columns, calibrator=template, prior_strength=strength, global_dir=str(work / "global")
         )
     start = time.perf_counter()
-    query = (
-        out.writeStream.format("noop")
-        .option("checkpointLocation", str(work / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
+    query = write_stream(out, str(work / "out"), checkpoint=str(work / "checkpoint"), format="noop", availableNow=True)
     query.awaitTermination()
     wall = time.perf_counter() - start
     batches = [p for p in query.recentProgress if p["numInputRows"]]
     seconds = [p["durationMs"]["triggerExecution"] / 1e3 for p in batches]
     rows = [p["numInputRows"] for p in batches]
     return {"wall": wall, "first": seconds[0], "steady": seconds[1:], "rows": rows}
+
+
+def _rate(run: dict) -> float:
+    """Events per second over the micro-batches after the first."""
+    return sum(run["rows"][1:]) / sum(run["steady"]) if run["steady"] else float("nan")
 
 
 def main() -> None:
@@ -224,39 +231,52 @@ def main() -> None:
     parser.add_argument("--buckets", type=int, default=None, help="buckets per calibrator (default: PAV's)")
     parser.add_argument("--quality", action="store_true", help="lagged pooling's calibration, in process")
     parser.add_argument("--strengths", type=float, nargs="+", default=[0.0, 10.0, 30.0, 100.0, 300.0, 1000.0])
+    parser.add_argument("--shards", type=int, default=8, help="calibrate_stream's shards")
+    parser.add_argument("--floor-only", action="store_true", help="measure only Spark's floor (tuning settings)")
+    parser.add_argument(
+        "--conf", nargs="*", default=[], metavar="KEY=VALUE", help="Spark settings for the session (tuning)"
+    )
     args = parser.parse_args()
     if args.quality:
         quality(args.events, args.batch, args.strengths)
         return
-    from streamcal.spark import local_session
+    from streamcal.spark import DEFAULT_STRENGTH, local_session
 
     template = PAVCalibrator(prior=None, **({} if args.buckets is None else {"buckets": args.buckets}))
-    spark = local_session("streamcal-bench", **{"spark.sql.shuffle.partitions": "2"})
-    print(f"{args.events:,} events in micro-batches of {args.batch:,}, local[2], RocksDB state store")
+    conf = {"spark.sql.shuffle.partitions": "2", **dict(item.split("=", 1) for item in args.conf)}
+    spark = local_session("streamcal-bench", **conf)
+    print(f"{args.events:,} events in micro-batches of {args.batch:,}, local[2], RocksDB state store, "
+          f"{args.shards} shards, settings {conf}")
     print(
-        f"{'keys':>8} {'distinct':>9} {'events/s':>10} {'first s':>8} {'batch s':>8} "
-        f"{'in-process events/s':>20} {'Spark/in-process':>17} {'floor events/s':>15} {'Spark/floor':>12}"
+        f"{'keys':>8} {'distinct':>9} {'floor events/s':>15} {'prior_strength':>15} {'events/s':>10} "
+        f"{'first s':>8} {'batch s':>8} {'/ floor':>8} {'in-process events/s':>20} {'/ in-process':>13}"
     )
     try:
         for keys in args.keys:
             work = Path(tempfile.mkdtemp(prefix="bench-spark-"))
             try:
                 tables = write_events(work / "events", args.events, keys, args.batch)
+                floor = spark_run(spark, work / "events", work / "floor", template, floor=True, shards=args.shards)
+                print(f"{keys:>8,} {'':>9} {_rate(floor):>15,.0f}")
+                if args.floor_only:
+                    continue
                 base, distinct = in_process(tables, template)
-                floor = spark_run(spark, work / "events", work / "floor", template, floor=True)
-                run = spark_run(spark, work / "events", work, template)
-                steady = np.array(run["steady"])
-                rate = sum(run["rows"][1:]) / steady.sum() if steady.size else float("nan")
-                floor_rate = sum(floor["rows"][1:]) / sum(floor["steady"]) if floor["steady"] else float("nan")
-                print(
-                    f"{keys:>8,} {distinct:>9,} {rate:>10,.0f} {run['first']:>8.1f} {np.median(steady):>8.2f} "
-                    f"{args.events / base:>20,.0f} {rate / (args.events / base):>17.3f} {floor_rate:>15,.0f} "
-                    f"{rate / floor_rate:>12.3f}"
-                )
-                print(
-                    f"         whole query {run['wall']:.1f} s ({args.events / run['wall']:,.0f} events/s with "
-                    f"start-up); micro-batches after the first: {', '.join(f'{s:.1f}' for s in steady)} s"
-                )
+                for strength in (0.0, DEFAULT_STRENGTH):
+                    run = spark_run(
+                        spark, work / "events", work / f"run-{strength:g}", template, strength=strength,
+                        shards=args.shards,
+                    )
+                    steady = np.array(run["steady"])
+                    rate = _rate(run)
+                    print(
+                        f"{keys:>8,} {distinct:>9,} {'':>15} {strength:>15g} {rate:>10,.0f} {run['first']:>8.1f} "
+                        f"{np.median(steady):>8.2f} {rate / _rate(floor):>8.3f} {args.events / base:>20,.0f} "
+                        f"{rate / (args.events / base):>13.3f}"
+                    )
+                    print(
+                        f"         whole query {run['wall']:.1f} s ({args.events / run['wall']:,.0f} events/s with "
+                        f"start-up); micro-batches after the first: {', '.join(f'{s:.1f}' for s in steady)} s"
+                    )
             finally:
                 shutil.rmtree(work, ignore_errors=True)
     finally:
