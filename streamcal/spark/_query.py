@@ -1,4 +1,5 @@
-"""Wiring the keyed processor into a Structured Streaming query, and a local session to run it on."""
+"""Wiring the keyed processor into a Structured Streaming query (:func:`calibrate_stream`), the sink
+that keeps the pooled maps (:func:`write_stream`), and a local session to run it on."""
 
 from __future__ import annotations
 
@@ -176,7 +177,9 @@ def calibrate_stream(
         One row per input row (and per expiry or drop): ``key_col``, then ``event_id``, ``time``,
         ``score``, ``label``, ``proba``, ``llr``, ``status``, ``error``, ``n_learned``,
         ``n_pending``. ``status`` is one of :data:`streamcal.spark.STATUSES`; ``"rejected"`` and
-        ``"unmatched"`` rows are the dead letters, with ``error`` saying why.
+        ``"unmatched"`` rows are the dead letters, with ``error`` saying why. Pooled, also the
+        ``partial`` column and one ``"partial"`` row per shard and micro-batch: write it with
+        :func:`streamcal.spark.write_stream`, which keeps the all-traffic maps from them.
     """
     require_pyspark()
     from pyspark.sql import functions as F
