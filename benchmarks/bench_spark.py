@@ -7,18 +7,35 @@ Zipf law (probability of the key of rank r proportional to r**-1.1), written as 
 (one ``PAVCalibrator`` per key, ``--buckets`` buckets) and writes to Spark's ``noop`` sink, so the
 figure is the stateful stage: reading, shuffling by key, the Python processor, the state store.
 
-Baselines, run in this process on the same micro-batches: one in-process calibrator per key in a
-dict, each micro-batch grouped by key and run through ``prequential`` (what the processor computes,
-less Spark); and Spark's floor: the same query (same source, shards, output columns and sink) with a
+The query runs twice: keys on their own (``prior_strength=0``, Spark's ``noop`` sink) and pooled
+toward all traffic (the default strength; :func:`streamcal.spark.write_stream`'s sink, which merges
+the shards' partial maps on the driver, then writes the rows to ``noop``). Baselines, run in this
+process on the same micro-batches: one in-process calibrator per key in a dict, each micro-batch
+grouped by key and run through ``prequential`` (what the processor computes, less Spark); and
+Spark's floor: the same query (same source, shards, output columns, ``noop`` sink) with a
 processor that keeps no state and answers nothing, which is what Spark costs without streamcal. The
-first micro-batch (Python workers start, numba kernels load) is reported apart from the steady state.
+first micro-batch (Python workers start, numba kernels load) is reported apart from the steady
+state. ``--conf KEY=VALUE`` sets Spark settings and ``--floor-only`` measures only the floor, to
+tune them.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_spark.py [--events 1000000] [--batch 100000] [--keys 100 10000 100000]``
+
+``--quality`` measures instead what pooling toward all traffic, lagged by one micro-batch, does to
+calibration, in process (no Spark): on the campaigns scenario (``streamcal generate --scenario
+campaigns``, 2,000 Zipf keys with their own logit shift, slope and intercept), every event is
+predicted before its label (prequential) by :func:`lagged_prequential`, which computes per
+micro-batch and shard what ``calibrate_stream(prior_strength=m)`` computes (its TwsTester and
+end-to-end tests check that equality bit for bit), for ``--strengths``, against the unlagged
+in-process ``KeyedCalibrator`` at the same strengths and its default ``"auto"``. Log loss (1e-3
+nats) over all events and over the tail (keys with fewer than 200 events), and ``field_ece``::
+
+    PYTHONPATH=. python benchmarks/bench_spark.py --quality [--events 1000000] [--batch 100000]
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import shutil
 import tempfile
 import time
@@ -29,8 +46,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from streamcal import PAVCalibrator
-from streamcal.spark import calibrate_stream, local_session
+from streamcal import KeyedCalibrator, PAVCalibrator, merge
+from streamcal.metrics import field_ece, log_loss
 
 
 def write_events(folder: Path, events: int, keys: int, batch: int, seed: int = 0) -> list[pa.Table]:
@@ -104,29 +121,95 @@ class PassThrough:
         return _PassThrough()
 
 
-def spark_run(spark, folder: Path, work: Path, template, *, floor: bool = False) -> dict:
+def lagged_prequential(keys, scores, labels, *, batch: int, strength: float, shards: int, template) -> np.ndarray:
+    """Prequential probabilities of keys pooled toward all traffic lagged by one micro-batch: per
+    micro-batch of ``batch`` events and shard (``key % shards``), a copy of the all-traffic keyed
+    calibrator after the previous micro-batch takes the rows of the shard's keys, runs the shard's
+    events, gives the rows back; the all-traffic calibrator then merges each shard's labelled events
+    of the micro-batch, in shard order."""
+    everything, rows_of = None, {}
+    proba = np.empty(keys.size)
+    shard = keys % shards
+    for lo in range(0, keys.size, batch):
+        hi = min(lo + batch, keys.size)
+        deltas = []
+        for s in range(shards):
+            at = lo + np.flatnonzero(shard[lo:hi] == s)
+            if not at.size:
+                continue
+            engine = KeyedCalibrator(template, prior_strength=strength)
+            if everything is not None:
+                engine = copy.deepcopy(everything)
+            names = np.unique(keys[at]).tolist()
+            for key in names:
+                if key in rows_of:
+                    engine.import_key(key, rows_of[key])
+            proba[at] = engine.prequential(keys[at], scores[at], labels[at])[0]
+            rows_of.update({key: engine.export_key(key) for key in names})
+            delta = KeyedCalibrator(template, prior_strength=strength)
+            delta.update(np.zeros(at.size, dtype=np.int64), scores[at], labels[at]).drop_key(0)
+            deltas.append(delta)
+        everything = merge(deltas if everything is None else [everything, *deltas])
+    return proba
+
+
+def quality(events: int, batch: int, strengths: list[float], seed: int = 0) -> None:
+    """Print the calibration of lagged pooling against the in-process keyed calibrator."""
+    from streamcal.replay import generate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        table = pq.read_table(generate(Path(tmp) / "campaigns.parquet", "campaigns", n=events, seed=seed))
+    keys = table["key"].to_numpy().astype(np.int64)
+    scores = table["score"].to_numpy()
+    labels = table["label"].to_numpy(zero_copy_only=False).astype(np.float64)
+    counts = np.bincount(keys)
+    tail = counts[keys] < 200
+    template = PAVCalibrator(prior=None)
+    print(f"campaigns, {events:,} events, seed {seed}, micro-batches of {batch:,}, 8 shards; tail {tail.mean():.1%}")
+    print(f"{'method':<52} {'log loss':>9} {'tail':>8} {'field_ece':>10} {'cpu s':>7}")
+
+    def show(name, run):
+        start = time.process_time()
+        proba = run()
+        cpu = time.process_time() - start
+        print(
+            f"{name:<52} {1e3 * log_loss(labels, proba):>9.3f} {1e3 * log_loss(labels[tail], proba[tail]):>8.3f} "
+            f"{field_ece(keys, labels, proba):>10.4f} {cpu:>7.1f}"
+        )
+
+    show("in process, KeyedCalibrator(prior_strength='auto')",
+         lambda: KeyedCalibrator(template).prequential(keys, scores, labels)[0])
+    for m in strengths:
+        show(f"in process, prior_strength={m:g}",
+             lambda m=m: KeyedCalibrator(template, prior_strength=m).prequential(keys, scores, labels)[0])
+        if m == 0:  # independent keys: calibrate_stream equals the in-process calibrator bit for bit
+            continue
+        show(f"Spark, lagged one micro-batch, prior_strength={m:g}",
+             lambda m=m: lagged_prequential(keys, scores, labels, batch=batch, strength=m, shards=8, template=template))
+
+
+def spark_run(spark, folder: Path, work: Path, template, *, floor: bool = False, strength: float = 0.0,
+              shards: int = 8) -> dict:
+    from streamcal.spark import calibrate_stream, write_stream
+
     schema = spark.read.parquet(str(folder)).schema
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(folder))
+    columns = {"key_col": "key", "score_col": "score", "label_col": "label", "order_col": "seq", "shards": shards}
     if floor:
         from streamcal.spark import _processor
 
         real = _processor.KeyedCalibrationProcessor
         _processor.KeyedCalibrationProcessor = lambda *args, **kwargs: PassThrough.make()
         try:
-            out = calibrate_stream(stream, key_col="key", score_col="score", label_col="label", order_col="seq")
+            out = calibrate_stream(stream, **columns, prior_strength=0)
         finally:
             _processor.KeyedCalibrationProcessor = real
     else:
         out = calibrate_stream(
-            stream, key_col="key", score_col="score", label_col="label", order_col="seq", calibrator=template
+            stream, **columns, calibrator=template, prior_strength=strength, global_dir=str(work / "global")
         )
     start = time.perf_counter()
-    query = (
-        out.writeStream.format("noop")
-        .option("checkpointLocation", str(work / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
+    query = write_stream(out, str(work / "out"), checkpoint=str(work / "checkpoint"), format="noop", availableNow=True)
     query.awaitTermination()
     wall = time.perf_counter() - start
     batches = [p for p in query.recentProgress if p["numInputRows"]]
@@ -135,40 +218,65 @@ def spark_run(spark, folder: Path, work: Path, template, *, floor: bool = False)
     return {"wall": wall, "first": seconds[0], "steady": seconds[1:], "rows": rows}
 
 
+def _rate(run: dict) -> float:
+    """Events per second over the micro-batches after the first."""
+    return sum(run["rows"][1:]) / sum(run["steady"]) if run["steady"] else float("nan")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--batch", type=int, default=100_000)
     parser.add_argument("--keys", type=int, nargs="+", default=[100, 10_000, 100_000])
     parser.add_argument("--buckets", type=int, default=None, help="buckets per calibrator (default: PAV's)")
+    parser.add_argument("--quality", action="store_true", help="lagged pooling's calibration, in process")
+    parser.add_argument("--strengths", type=float, nargs="+", default=[0.0, 10.0, 30.0, 100.0, 300.0, 1000.0])
+    parser.add_argument("--shards", type=int, default=8, help="calibrate_stream's shards")
+    parser.add_argument("--floor-only", action="store_true", help="measure only Spark's floor (tuning settings)")
+    parser.add_argument(
+        "--conf", nargs="*", default=[], metavar="KEY=VALUE", help="Spark settings for the session (tuning)"
+    )
     args = parser.parse_args()
+    if args.quality:
+        quality(args.events, args.batch, args.strengths)
+        return
+    from streamcal.spark import DEFAULT_STRENGTH, local_session
+
     template = PAVCalibrator(prior=None, **({} if args.buckets is None else {"buckets": args.buckets}))
-    spark = local_session("streamcal-bench", **{"spark.sql.shuffle.partitions": "2"})
-    print(f"{args.events:,} events in micro-batches of {args.batch:,}, local[2], RocksDB state store")
+    conf = {"spark.sql.shuffle.partitions": "2", **dict(item.split("=", 1) for item in args.conf)}
+    spark = local_session("streamcal-bench", **conf)
+    print(f"{args.events:,} events in micro-batches of {args.batch:,}, local[2], RocksDB state store, "
+          f"{args.shards} shards, settings {conf}")
     print(
-        f"{'keys':>8} {'distinct':>9} {'events/s':>10} {'first s':>8} {'batch s':>8} "
-        f"{'in-process events/s':>20} {'Spark/in-process':>17} {'floor events/s':>15} {'Spark/floor':>12}"
+        f"{'keys':>8} {'distinct':>9} {'floor events/s':>15} {'prior_strength':>15} {'events/s':>10} "
+        f"{'first s':>8} {'batch s':>8} {'/ floor':>8} {'in-process events/s':>20} {'/ in-process':>13}"
     )
     try:
         for keys in args.keys:
             work = Path(tempfile.mkdtemp(prefix="bench-spark-"))
             try:
                 tables = write_events(work / "events", args.events, keys, args.batch)
+                floor = spark_run(spark, work / "events", work / "floor", template, floor=True, shards=args.shards)
+                print(f"{keys:>8,} {'':>9} {_rate(floor):>15,.0f}")
+                if args.floor_only:
+                    continue
                 base, distinct = in_process(tables, template)
-                floor = spark_run(spark, work / "events", work / "floor", template, floor=True)
-                run = spark_run(spark, work / "events", work, template)
-                steady = np.array(run["steady"])
-                rate = sum(run["rows"][1:]) / steady.sum() if steady.size else float("nan")
-                floor_rate = sum(floor["rows"][1:]) / sum(floor["steady"]) if floor["steady"] else float("nan")
-                print(
-                    f"{keys:>8,} {distinct:>9,} {rate:>10,.0f} {run['first']:>8.1f} {np.median(steady):>8.2f} "
-                    f"{args.events / base:>20,.0f} {rate / (args.events / base):>17.3f} {floor_rate:>15,.0f} "
-                    f"{rate / floor_rate:>12.3f}"
-                )
-                print(
-                    f"         whole query {run['wall']:.1f} s ({args.events / run['wall']:,.0f} events/s with "
-                    f"start-up); micro-batches after the first: {', '.join(f'{s:.1f}' for s in steady)} s"
-                )
+                for strength in (0.0, DEFAULT_STRENGTH):
+                    run = spark_run(
+                        spark, work / "events", work / f"run-{strength:g}", template, strength=strength,
+                        shards=args.shards,
+                    )
+                    steady = np.array(run["steady"])
+                    rate = _rate(run)
+                    print(
+                        f"{keys:>8,} {distinct:>9,} {'':>15} {strength:>15g} {rate:>10,.0f} {run['first']:>8.1f} "
+                        f"{np.median(steady):>8.2f} {rate / _rate(floor):>8.3f} {args.events / base:>20,.0f} "
+                        f"{rate / (args.events / base):>13.3f}"
+                    )
+                    print(
+                        f"         whole query {run['wall']:.1f} s ({args.events / run['wall']:,.0f} events/s with "
+                        f"start-up); micro-batches after the first: {', '.join(f'{s:.1f}' for s in steady)} s"
+                    )
             finally:
                 shutil.rmtree(work, ignore_errors=True)
     finally:

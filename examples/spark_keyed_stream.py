@@ -5,8 +5,9 @@ miscalibrated its own way) and turns it into the stream a click system sees: a s
 click is scored, and a label row, joined by its event id, when the conversion is known (later). The
 rows are written in arrival order as a directory of Parquet files; a streaming query reads one file
 per micro-batch, calibrates each campaign with its own calibrator held in Spark's RocksDB state
-store (:func:`streamcal.spark.calibrate_stream`), checkpoints to a directory and writes the
-calibrated events to Parquet. It then prints per-campaign calibration of the raw scores and of the
+store (:func:`streamcal.spark.calibrate_stream`), pooled toward the global map of all traffic after
+the previous micro-batch (the maps kept under the checkpoint), and writes the calibrated events to
+Parquet (:func:`streamcal.spark.write_stream`). It then prints per-campaign calibration of the raw scores and of the
 streamed probabilities (field ECE, :func:`streamcal.metrics.field_ece`) and the dead letters.
 
 Needs a Java 17 runtime (Spark 4). Install: ``pip install ".[spark]"``
@@ -27,7 +28,7 @@ import pandas as pd
 from streamcal import PAVCalibrator
 from streamcal.metrics import field_ece, per_key_calibration
 from streamcal.replay import generate
-from streamcal.spark import calibrate_stream, local_session
+from streamcal.spark import calibrate_stream, local_session, write_stream
 
 
 def write_arrivals(events: pd.DataFrame, folder: Path, files: int) -> None:
@@ -83,13 +84,10 @@ def main() -> None:
             event_id_col="event_id",
             order_col="seq",
             calibrator=PAVCalibrator(buckets=64),
+            global_dir=str(work / "checkpoint" / "streamcal-global"),  # pooled (the default prior strength)
         )
-        query = (
-            calibrated.writeStream.format("parquet")
-            .option("path", str(work / "calibrated"))
-            .option("checkpointLocation", str(work / "checkpoint"))
-            .trigger(availableNow=True)
-            .start()
+        query = write_stream(
+            calibrated, str(work / "calibrated"), checkpoint=str(work / "checkpoint"), availableNow=True
         )
         query.awaitTermination()
         batches = [p for p in query.recentProgress if p["numInputRows"]]

@@ -5,6 +5,7 @@ one query end to end on ``local[2]``, stopped and restarted from its checkpoint.
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import shutil
@@ -46,11 +47,13 @@ def stream_rows(rng, n_events: int, keys: list, *, label_delay: int | None):
     return frame
 
 
-def operations(rows: pd.DataFrame):
+def operations(rows: pd.DataFrame, scores_of: dict | None = None):
     """The in-process operations of ``rows`` in ``order``: a score row predicts, a label row learns
     its event's score, a row with both predicts then learns. Returns ``(keys, scores, labels,
-    learn, scored)``, ``scored`` the (event id, operation) of each prediction."""
-    scores_of, ops, scored = {}, [], []
+    learn, scored)``, ``scored`` the (event id, operation) of each prediction. ``scores_of`` (event
+    id -> score) carries the scores of earlier rows whose labels come here."""
+    scores_of = {} if scores_of is None else scores_of
+    ops, scored = [], []
     for r in rows.sort_values("order").itertuples():
         if not math.isnan(r.score):
             scores_of[r.event_id] = r.score
@@ -281,16 +284,27 @@ def _write_stream_files(folder: Path, frame: pd.DataFrame, n_files: int) -> None
         os.utime(path, (1_000_000 + i, 1_000_000 + i))  # the file source orders files by modification time
 
 
-def _start(spark, source: Path, out: Path, checkpoint: Path, **trigger):
-    from streamcal.spark import calibrate_stream
+def _start(spark, source: Path, out: Path, checkpoint: Path, *, prior_strength=0, **trigger):
+    from streamcal.spark import calibrate_stream, write_stream
 
     schema = spark.read.parquet(str(source)).schema
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(source))
     calibrated = calibrate_stream(
-        stream, key_col="campaign", score_col="score", label_col="label", event_id_col="event_id", order_col="seq"
+        stream, key_col="campaign", score_col="score", label_col="label", event_id_col="event_id", order_col="seq",
+        prior_strength=prior_strength, global_dir=str(checkpoint / "streamcal-global"),
     )
-    writer = calibrated.writeStream.format("parquet").option("path", str(out))
-    return writer.option("checkpointLocation", str(checkpoint)).trigger(**trigger).start()
+    return write_stream(calibrated, str(out), checkpoint=str(checkpoint), **trigger)
+
+
+def _stop_after_two_batches(query) -> int:
+    """Stop ``query`` once it has run two micro-batches; returns how many it had run."""
+    deadline = time.monotonic() + 600
+    while query.isActive and (query.lastProgress is None or query.lastProgress["batchId"] < 1):
+        assert time.monotonic() < deadline, "the query made no progress in 10 minutes"
+        query.awaitTermination(0.2)
+    assert query.exception() is None, query.exception()
+    query.stop()
+    return query.lastProgress["batchId"] + 1
 
 
 def _read(spark, out: Path) -> pd.DataFrame:
@@ -312,13 +326,7 @@ def test_a_query_restarted_from_its_checkpoint_gives_the_uninterrupted_output(sp
     whole.awaitTermination()
 
     first = _start(spark, source, tmp_path / "parts", tmp_path / "parts-checkpoint", processingTime="0 seconds")
-    deadline = time.monotonic() + 600
-    while first.isActive and (first.lastProgress is None or first.lastProgress["batchId"] < 1):
-        assert time.monotonic() < deadline, "the query made no progress in 10 minutes"
-        first.awaitTermination(0.2)
-    assert first.exception() is None, first.exception()
-    first.stop()
-    batches_before = first.lastProgress["batchId"] + 1
+    batches_before = _stop_after_two_batches(first)
     assert batches_before < 6, "the query read everything before it was stopped: nothing to recover"
     rest = _start(spark, source, tmp_path / "parts", tmp_path / "parts-checkpoint", availableNow=True)
     rest.awaitTermination()
@@ -335,6 +343,36 @@ def test_a_query_restarted_from_its_checkpoint_gives_the_uninterrupted_output(sp
         assert np.array_equal(mine.loc[expected.index, "llr"].to_numpy(), expected["llr"].to_numpy())
 
 
+@pytest.mark.slow
+def test_a_pooled_query_restarted_from_its_checkpoint_equals_the_lagged_reference(spark, tmp_path, rng):
+    """Pooled toward all traffic (``prior_strength=50``), on local[2] with the RocksDB state store
+    and a Parquet file source (one file per micro-batch), labels arriving after their scores:
+    stopped after two micro-batches and restarted from its checkpoint, the query writes what an
+    uninterrupted run writes, bit for bit, and both equal the in-process reference lagged by one
+    micro-batch."""
+    keys = ["c1", "c2", "c3", "c4", "c5", "c6"]
+    frame = stream_rows(rng, 1200, keys, label_delay=250)
+    source = tmp_path / "events"
+    _write_stream_files(source, frame, 6)
+    whole = _start(spark, source, tmp_path / "whole", tmp_path / "whole-ckpt", prior_strength=50.0, availableNow=True)
+    whole.awaitTermination()
+    first = _start(spark, source, tmp_path / "parts", tmp_path / "parts-ckpt", prior_strength=50.0,
+                   processingTime="0 seconds")
+    assert _stop_after_two_batches(first) < 6, "the query read everything before it was stopped: nothing to recover"
+    rest = _start(spark, source, tmp_path / "parts", tmp_path / "parts-ckpt", prior_strength=50.0, availableNow=True)
+    rest.awaitTermination()
+
+    whole_out, parts_out = _read(spark, tmp_path / "whole"), _read(spark, tmp_path / "parts")
+    pd.testing.assert_frame_equal(parts_out, whole_out)  # bit for bit, every column
+    assert whole_out["status"].value_counts().to_dict() == {"scored": 1200, "learned": 1200}
+    assert sorted(whole_out["batch_id"].unique()) == list(range(6))  # one micro-batch per file
+    batches = [frame.iloc[bounds] for bounds in np.array_split(np.arange(len(frame)), 6)]  # one file each
+    expected = lagged_reference(batches, spark_shards(spark, keys).get, 50.0).set_index("event_id")
+    mine = whole_out[whole_out["status"] == "scored"].set_index("event_id").loc[expected.index]
+    assert np.array_equal(mine["proba"].to_numpy(), expected["proba"].to_numpy())
+    assert np.array_equal(mine["llr"].to_numpy(), expected["llr"].to_numpy())
+
+
 def test_without_pyspark_the_error_names_the_extra(monkeypatch):
     import sys
 
@@ -347,25 +385,43 @@ def test_without_pyspark_the_error_names_the_extra(monkeypatch):
         require_pyspark()
 
 
+def spark_shards(spark, keys, shards: int = 8) -> dict:
+    """The shard Spark gives each key (``pmod(xxhash64(key), shards)``, as ``calibrate_stream``)."""
+    from pyspark.sql import functions as F
+
+    rows = spark.createDataFrame([(str(key),) for key in keys], "k string").select(
+        "k", F.pmod(F.xxhash64("k"), F.lit(shards)).alias("shard")
+    )
+    return {row["k"]: row["shard"] for row in rows.collect()}
+
+
 @pytest.mark.slow
 def test_the_stream_command_calibrates_a_directory_of_parquet_files(spark, tmp_path, rng, capsys):
-    """``streamcal stream SOURCE OUTPUT --once`` writes what the in-process calibrator gives per key."""
+    """``streamcal stream SOURCE OUTPUT --once`` (pooled toward all traffic by default) writes what
+    the lagged in-process reference gives; ``--prior-strength 0`` what an independent calibrator
+    per key gives."""
     from streamcal.cli import main
+    from streamcal.spark import DEFAULT_STRENGTH
 
-    keys = ["c1", "c2"]
+    keys = ["c1", "c2", "c3"]
     frame = stream_rows(rng, 300, keys, label_delay=40)
     _write_stream_files(tmp_path / "events", frame, 2)
-    common = ["--checkpoint", str(tmp_path / "checkpoint"), "--label-col", "label", "--event-id-col", "event_id"]
-    args = ["stream", str(tmp_path / "events"), str(tmp_path / "out"), *common, "--order-col", "seq", "--once"]
-    assert main([*args, "--key-col", "campaign"]) == 0
-    out = _read(spark, tmp_path / "out").rename(columns={"campaign": "key"})
-    assert out["status"].value_counts().to_dict() == {"scored": 300, "learned": 300}
-    for key in keys:
-        mine = out[(out["key"] == key) & (out["status"] == "scored")].set_index("event_id")
-        expected = keyed_reference(frame, key).set_index("event_id")
-        assert np.array_equal(mine.loc[expected.index, "proba"].to_numpy(), expected["proba"].to_numpy())
+    batches = [frame.iloc[bounds] for bounds in np.array_split(np.arange(len(frame)), 2)]
+    common = ["--label-col", "label", "--event-id-col", "event_id", "--order-col", "seq", "--once"]
+    for name, extra in [("pooled", []), ("alone", ["--prior-strength", "0"])]:
+        args = ["stream", str(tmp_path / "events"), str(tmp_path / name), "--checkpoint", str(tmp_path / f"{name}-c")]
+        assert main([*args, *common, *extra, "--key-col", "campaign"]) == 0
+        out = _read(spark, tmp_path / name).rename(columns={"campaign": "key"})
+        assert out["status"].value_counts().to_dict() == {"scored": 300, "learned": 300}
+        scored = out[out["status"] == "scored"].set_index("event_id")
+        if name == "pooled":
+            expected = lagged_reference(batches, spark_shards(spark, keys).get, DEFAULT_STRENGTH).set_index("event_id")
+        else:
+            expected = pd.concat([keyed_reference(frame, key) for key in keys]).set_index("event_id")
+        assert np.array_equal(scored.loc[expected.index, "proba"].to_numpy(), expected["proba"].to_numpy())
     capsys.readouterr()
-    assert main([*args, "--key-col", "merchant"]) == 2
+    args = ["stream", str(tmp_path / "events"), str(tmp_path / "out"), "--checkpoint", str(tmp_path / "c")]
+    assert main([*args, *common, "--key-col", "merchant"]) == 2
     assert (
         "streamcal: error: --key-col must name a column of SOURCE; got 'merchant', columns are"
         in capsys.readouterr().err
@@ -380,29 +436,134 @@ def test_the_stream_command_needs_a_directory_of_parquet_files(tmp_path, capsys)
     assert "SOURCE must be a directory holding Parquet files" in capsys.readouterr().err
 
 
-def shard_reference(frame: pd.DataFrame, shard: int, strength) -> pd.DataFrame:
-    """One in-process ``KeyedCalibrator(prior_strength=strength)`` over ``shard``'s rows in order
-    (keys pooled toward the shard's global map): the scored rows with ``proba`` and ``llr``."""
-    k, s, y, learn, scored = operations(frame[frame["key"].map(shard_of) == shard])
-    return scored_frame(scored, *KeyedCalibrator(PAVCalibrator(), prior_strength=strength).process(k, s, y, learn))
+def lagged_reference(batches: list, shard_of_key, strength: float) -> pd.DataFrame:
+    """The in-process reference of pooling toward all traffic, lagged by one micro-batch, built from
+    KeyedCalibrator pieces: per micro-batch and shard (in shard order), a copy of the all-traffic
+    keyed calibrator after the previous micro-batch (no keys) takes the rows of the shard's keys
+    that have rows here, processes the shard's operations in order, and gives the rows back; the
+    all-traffic calibrator is then merged with each shard's labelled events of the micro-batch (a
+    keyed calibrator without keys that learned them), in shard order. Returns the scored rows with
+    ``proba`` and ``llr``."""
+    from streamcal import merge
+
+    template = PAVCalibrator(prior=None)
+    everything = None  # the all-traffic keyed calibrator after the micro-batches so far
+    rows_of, scores_of, scored_frames = {}, {}, []
+    for batch in batches:
+        deltas = []
+        shards = batch["key"].map(shard_of_key)
+        for shard in sorted(shards.unique()):
+            k, s, y, learn, scored = operations(batch[shards == shard], scores_of)
+            engine = KeyedCalibrator(template, prior_strength=strength)
+            if everything is not None:
+                engine = copy.deepcopy(everything)
+            names = sorted(set(k.tolist()))
+            for key in names:
+                if key in rows_of:
+                    engine.import_key(key, rows_of[key])
+            proba, llr = engine.process(k, s, y, learn)
+            rows_of.update({key: engine.export_key(key) for key in names if key in engine})
+            scored_frames.append(scored_frame(scored, proba, llr))
+            delta = KeyedCalibrator(template, prior_strength=strength)
+            if learn.any():
+                delta.update(np.zeros(int(learn.sum()), dtype=np.int64), s[learn], y[learn]).drop_key(0)
+                deltas.append(delta)
+        if deltas:
+            everything = merge(deltas if everything is None else [everything, *deltas])
+    return pd.concat(scored_frames, ignore_index=True)
 
 
-@pytest.mark.parametrize("strength", ["auto", 50.0])
-def test_pooled_shards_equal_an_in_process_keyed_calibrator_per_shard(rng, strength):
-    # with pooling, a shard is one KeyedCalibrator over its keys' rows in order: each key pooled
-    # toward the shard's global map, a key without a state answered by it; late labels included
+def run_pooled(tester, frame: pd.DataFrame, n_batches: int, rng, global_dir: str) -> tuple[pd.DataFrame, list]:
+    """Feed ``frame`` to a pooled processor in ``n_batches`` micro-batches (timestamps 1 s, 2 s,
+    ...), merging each micro-batch's partial rows into ``global_dir`` as the query's sink does.
+    Returns the output without the partial rows and the micro-batches fed."""
+    from streamcal.spark._pool import merge_partials
+
+    outs, batches = [], []
+    for b, bounds in enumerate(np.array_split(np.arange(len(frame)), n_batches)):
+        part = frame.iloc[bounds].assign(key=lambda f: f["key"].astype(str), batch_ms=1000 * (b + 1))
+        batches.append(part)
+        got = [
+            tester.testInPandas(shard, rows.sample(frac=1.0, random_state=int(rng.integers(1 << 30))))
+            for shard, rows in part.groupby(part["key"].map(shard_of), sort=False)
+        ]
+        out = pd.concat(got, ignore_index=True)
+        partial = out[out["status"] == "partial"]
+        assert (partial["time"] == 1000 * (b + 1)).all()
+        merge_partials(global_dir, 1000 * (b + 1), b, [(int(r.event_id), r.partial) for r in partial.itertuples()])
+        outs.append(out[out["status"] != "partial"])
+    return pd.concat(outs, ignore_index=True), batches
+
+
+@pytest.mark.parametrize("strength", [20.0, 500.0])
+def test_pooling_toward_all_traffic_equals_the_lagged_in_process_reference(rng, tmp_path, strength):
+    """Keys pool toward the global map of all traffic after the previous micro-batch: per key,
+    bit for bit the in-process reference built from KeyedCalibrator pieces, late labels
+    included; the map the sink merges from the shards' partials is the map of all traffic."""
+    from streamcal.spark._pool import read_map
+
     keys = ["a", "b", "c", "d", "e", "f", "g"]
     frame = stream_rows(rng, 2500, keys, label_delay=40)
-    tester = TwsTester(KeyedCalibrationProcessor(PAVCalibrator(), prior_strength=strength))
-    out = run_in_batches(tester, frame, 6, rng)
-    scored = out[out["status"].isin(["scored", "scored_learned"])]
-    for shard in sorted({shard_of(key) for key in keys}):
-        expected = shard_reference(frame, shard, strength)
-        mine = scored[scored["key"].map(shard_of) == shard].set_index("event_id").loc[expected["event_id"]]
-        assert np.array_equal(mine["proba"].to_numpy(), expected["proba"].to_numpy())  # bit for bit
-        assert np.array_equal(mine["llr"].to_numpy(), expected["llr"].to_numpy())
+    processor = KeyedCalibrationProcessor(PAVCalibrator(prior=None), prior_strength=strength,
+                                          global_dir=str(tmp_path / "global"))
+    out, batches = run_pooled(TwsTester(processor), frame, 6, rng, str(tmp_path / "global"))
+    assert out["status"].value_counts().to_dict() == {"scored": 2500, "learned": 2500}
+    expected = lagged_reference(batches, shard_of, strength).set_index("event_id")
+    mine = out[out["status"] == "scored"].set_index("event_id").loc[expected.index]
+    assert np.array_equal(mine["proba"].to_numpy(), expected["proba"].to_numpy())  # bit for bit
+    assert np.array_equal(mine["llr"].to_numpy(), expected["llr"].to_numpy())
+    # the last map is the global map of every labelled event (one calibrator over all of them)
+    last = read_map(str(tmp_path / "global"), 10**9, PAVCalibrator(prior=None), strength).global_calibrator
+    learned = out[out["status"] == "learned"]
+    alone = PAVCalibrator(prior=None).update(learned["score"].to_numpy(), learned["label"].to_numpy())
+    grid = np.linspace(0.001, 0.999, 301)
+    assert last.n_learned == 2500
+    assert np.array_equal(last.predict_proba(grid), alone.predict_proba(grid))
     # pooling changes the answers: independent keys differ
-    alone = run_in_batches(TwsTester(KeyedCalibrationProcessor(PAVCalibrator())), frame, 6, rng)
-    alone = alone[alone["status"].isin(["scored", "scored_learned"])].set_index("event_id")
-    assert not np.array_equal(scored.set_index("event_id").loc[alone.index, "proba"].to_numpy(),
-                              alone["proba"].to_numpy())
+    independent = run_in_batches(TwsTester(KeyedCalibrationProcessor(PAVCalibrator(prior=None))), frame, 6, rng)
+    independent = independent[independent["status"] == "scored"].set_index("event_id").loc[expected.index]
+    assert not np.array_equal(independent["proba"].to_numpy(), mine["proba"].to_numpy())
+
+
+def test_a_pooled_micro_batch_run_again_reads_the_map_it_read_first(rng, tmp_path):
+    """A micro-batch run again (same timestamp, after its map was written) gives the same output:
+    it reads the newest map written before its timestamp, not its own."""
+    from streamcal.spark._pool import merge_partials
+
+    frame = stream_rows(rng, 600, ["a", "b", "c"], label_delay=None)
+    first, second = frame.iloc[:300], frame.iloc[300:]
+    global_dir = str(tmp_path / "global")
+
+    def run_second(tester):
+        return tester.testInPandas(0, second.assign(key=second["key"].astype(str), batch_ms=2000))
+
+    tester = TwsTester(KeyedCalibrationProcessor(prior_strength=50.0, global_dir=global_dir))
+    out = tester.testInPandas(0, first.assign(batch_ms=1000))
+    partial = out[out["status"] == "partial"]
+    merge_partials(global_dir, 1000, 0, [(0, partial["partial"].iloc[0])])
+    state = tester.peekValueState("shard", 0)
+    done = run_second(tester)
+    merge_partials(global_dir, 2000, 1, [(0, done.loc[done["status"] == "partial", "partial"].iloc[0])])
+    again = TwsTester(KeyedCalibrationProcessor(prior_strength=50.0, global_dir=global_dir))
+    again.updateValueState("shard", 0, state)
+    redone = run_second(again)
+    pd.testing.assert_frame_equal(redone, done)
+
+
+def test_pooled_bad_rows_are_dead_letters_and_teach_the_map_nothing(rng, tmp_path):
+    frame = stream_rows(rng, 50, ["k"], label_delay=None)
+    bad = pd.DataFrame({"key": ["k", None, "k"], "event_id": ["x", "y", "z"], "score": [np.inf, 0.3, 0.4],
+                        "label": [1.0, 1.0, 3.0], "time": np.nan, "order": [0.5, 1.5, 2.5]})
+    tester = TwsTester(KeyedCalibrationProcessor(prior_strength=50.0, global_dir=str(tmp_path)))
+    out = tester.testInPandas(0, pd.concat([frame, bad], ignore_index=True).assign(batch_ms=1000))
+    assert out["status"].value_counts().to_dict() == {"scored_learned": 50, "rejected": 3, "partial": 1}
+    assert out.loc[out["status"] == "partial", "n_learned"].tolist() == [50]  # the good rows only
+
+
+def test_pooling_arguments_are_checked():
+    with pytest.raises(ValueError, match=r"`prior_strength` must be a number >= 0 in Spark; got 'auto'"):
+        KeyedCalibrationProcessor(prior_strength="auto")
+    with pytest.raises(ValueError, match=r"`global_dir` must name the directory of the all-traffic maps"):
+        calibrate_stream(None, key_col="k", score_col="s")  # pooled by default
+    with pytest.raises(ValueError, match=r"`prior_strength` must be a finite number >= 0; got -1"):
+        calibrate_stream(None, key_col="k", score_col="s", prior_strength=-1, global_dir="g")

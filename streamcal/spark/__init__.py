@@ -5,16 +5,26 @@ runs :class:`KeyedCalibrationProcessor` in ``transformWithStateInPandas``: each 
 in Spark's state store (RocksDB, checkpointed with the query) with its shard's, learns from label rows
 and answers score rows with the calibrated probability and log-likelihood ratio, exactly as an in-process calibrator
 of that key would on the key's rows in order. Spark partitions, checkpoints and recovers;
-streamcal calibrates. :func:`local_session` starts a session set up for it. See docs/spark.md.
+streamcal calibrates. With a prior strength, keys pool toward the global map of all traffic after
+the previous micro-batch, which :func:`write_stream` (the query's sink) merges from each shard's
+partial maps. :func:`local_session` starts a session set up for it. See docs/spark.md.
 
 pyspark is imported when these are used; without it they raise an ``ImportError`` naming the extra.
 """
 
 from __future__ import annotations
 
-from streamcal.spark._query import calibrate_stream, local_session
+from streamcal.spark._query import DEFAULT_STRENGTH, calibrate_stream, local_session, write_stream
 
-__all__ = ["OUTPUT_COLUMNS", "STATUSES", "KeyedCalibrationProcessor", "calibrate_stream", "local_session"]
+__all__ = [
+    "DEFAULT_STRENGTH",
+    "OUTPUT_COLUMNS",
+    "STATUSES",
+    "KeyedCalibrationProcessor",
+    "calibrate_stream",
+    "local_session",
+    "write_stream",
+]
 
 
 def __getattr__(name: str):

@@ -10,18 +10,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from streamcal.spark._query import DEFAULT_STRENGTH
+
 __all__ = ["STREAM_FLAGS", "add_stream_arguments", "run_stream"]
 
 
-def _strength(text: str):
-    """``--prior-strength``: ``auto`` or a number (checked by the keyed calibrator)."""
-    if text == "auto":
-        return text
+def _strength(text: str) -> float:
+    """``--prior-strength``: a number of pseudo-events >= 0 (checked by ``calibrate_stream``)."""
     try:
         return float(text)
     except ValueError:
-        msg = f"expected 'auto' or a number; got {text!r}"
+        msg = f"expected a number of pseudo-events >= 0; got {text!r}"
         raise argparse.ArgumentTypeError(msg) from None
+
 
 #: Python parameter -> command-line flag (how messages name options).
 STREAM_FLAGS = {
@@ -45,8 +46,9 @@ def add_stream_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.description = (
         "Calibrate a stream of scored events with one calibrator per key, in Spark Structured Streaming: read "
         "the Parquet files of SOURCE as they arrive (one file per micro-batch), write the calibrated rows to "
-        "OUTPUT as Parquet, keep each key's state in Spark's RocksDB state store under --checkpoint. Rerun "
-        "with the same --checkpoint to continue where it stopped."
+        "OUTPUT as Parquet (OUTPUT/batch_id=N per micro-batch when pooled), keep each key's state in Spark's "
+        "RocksDB state store and the all-traffic maps under --checkpoint. Rerun with the same --checkpoint to "
+        "continue where it stopped."
     )
     parser.add_argument("source", metavar="SOURCE", help="directory of Parquet files (the stream)")
     parser.add_argument("output", metavar="OUTPUT", help="directory the calibrated rows are written to")
@@ -64,8 +66,11 @@ def add_stream_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument(
         "--prior-strength",
         type=_strength,
-        default=0.0,
-        help="pool each key toward its shard's global map: 'auto' or pseudo-events (default 0: keys on their own)",
+        default=DEFAULT_STRENGTH,
+        help=(
+            "pseudo-events pooling each key toward the global map of all traffic after the previous micro-batch "
+            f"(kept under --checkpoint); default {DEFAULT_STRENGTH:g}; 0: keys on their own"
+        ),
     )
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     parser.add_argument(
@@ -84,7 +89,7 @@ def run_stream(args: argparse.Namespace) -> int:
         return _fail(ValueError(f"SOURCE must be a directory holding Parquet files; got {args.source!r}"), {})
     try:
         from streamcal import PAVCalibrator
-        from streamcal.spark import calibrate_stream, local_session
+        from streamcal.spark import calibrate_stream, local_session, write_stream
 
         # sparse rows per key (a score prior per key would keep a dense histogram per key)
         template = PAVCalibrator(prior=None, **({} if args.buckets is None else {"buckets": args.buckets}))
@@ -104,14 +109,14 @@ def run_stream(args: argparse.Namespace) -> int:
             max_pending=args.max_pending,
             shards=args.shards,
             prior_strength=args.prior_strength,
+            global_dir=str(Path(args.checkpoint) / "streamcal-global"),
         )
     except KeyError as exc:  # str() of a KeyError quotes its message
         return _fail(exc.args[0] if exc.args else exc, STREAM_FLAGS)
     except (ImportError, TypeError, ValueError) as exc:
         return _fail(exc, STREAM_FLAGS)
-    writer = calibrated.writeStream.format("parquet").option("path", args.output)
-    writer = writer.option("checkpointLocation", args.checkpoint)
-    query = writer.trigger(availableNow=True).start() if args.once else writer.start()
+    trigger = {"availableNow": True} if args.once else {}
+    query = write_stream(calibrated, args.output, checkpoint=args.checkpoint, **trigger)
     print(f"calibrating {source} into {args.output} (checkpoint {args.checkpoint}); Ctrl-C stops")
     try:
         query.awaitTermination()

@@ -5,13 +5,14 @@ Spark's ``transformWithStateInPandas`` calls the processor once per grouping key
 and each call and each state-store access costs a Python call and a socket round trip to the JVM.
 So the grouping key is not the calibration key but a shard (a stable hash of the key modulo the
 number of shards), and a shard's state is one value-state row: its :class:`streamcal.KeyedCalibrator`
-(``prior_strength=0``, every key on its own) in streamcal's portable state format
+(the keys' rows) in streamcal's portable state format
 (:func:`streamcal.persist.to_bytes`, checked when read back), and per key its event count, the
 time of its last row and its scores awaiting labels. The processor reads the row, runs the shard's
 rows of the micro-batch through the calibrator in one compiled call, writes the row back and emits
-one output row per input row. Rows it cannot use are emitted with status ``"rejected"`` or
-``"unmatched"`` and an ``error`` that says why (the dead-letter rows); nothing is dropped without a
-row saying so.
+one output row per input row. With a prior strength, the keys pool toward the global map of all
+traffic after the previous micro-batch (:mod:`streamcal.spark._pool`). Rows it cannot use are
+emitted with status ``"rejected"`` or ``"unmatched"`` and an ``error`` that says why (the
+dead-letter rows); nothing is dropped without a row saying so.
 """
 
 from __future__ import annotations
@@ -51,10 +52,11 @@ STATUSES = {
     "unmatched": "a label row whose event id has no pending score (never seen, expired or dropped), not learned",
     "dropped": "a pending score pushed out by the bound on pending scores; its label will be unmatched",
     "expired": "the key was idle for the time to live: its state is cleared (counts in n_learned, n_pending)",
+    "partial": "pooled queries: a shard's labelled events of the micro-batch for the all-traffic map (the sink's)",
 }
 
 
-_DTYPES = {"double": np.float64, "string": object, "long": np.int64}
+_DTYPES = {"double": np.float64, "string": object, "long": np.int64, "binary": object}
 
 
 class KeyedCalibrationProcessor(StatefulProcessor):
@@ -62,7 +64,8 @@ class KeyedCalibrationProcessor(StatefulProcessor):
 
     Used by :func:`streamcal.spark.calibrate_stream` with ``transformWithStateInPandas``, grouped by
     a shard of keys; its input frames have the columns ``key`` (the calibration key as a string),
-    ``event_id``, ``score``, ``label``, ``time``, ``order`` (any may hold nulls) and its output is
+    ``event_id``, ``score``, ``label``, ``time``, ``order`` (any may hold nulls; pooled, also
+    ``batch_ms``) and its output is
     ``key`` then the columns ``OUTPUT_COLUMNS`` describes, with ``STATUSES``.
 
     For each key, the output is what the in-process calibrator gives on that key's rows in ``order``
@@ -86,10 +89,17 @@ class KeyedCalibrationProcessor(StatefulProcessor):
     remember
         Whether score rows with an event id wait for their label (False when the stream has none).
     prior_strength
-        As :class:`streamcal.KeyedCalibrator`'s, within the shard: ``0`` (default) keeps every key
-        on its own; a strength or ``"auto"`` pools each key toward the shard's global map (the
-        shard's keys' events, a hashed share of the traffic; see docs/spark.md).
-
+        ``0`` (default): every key on its own. A number ``m > 0`` (pseudo-events, as
+        :class:`streamcal.KeyedCalibrator`'s) pools each key toward the global map of **all
+        traffic** after the previous micro-batch, read from ``global_dir``; each micro-batch then
+        also emits one ``"partial"`` row per shard that learned, for the sink to merge
+        (:func:`streamcal.spark.write_stream`). ``"auto"`` is refused: its between-key shift
+        reads the evidence of every key, which no shard holds.
+    global_dir
+        The directory of the all-traffic maps (with ``prior_strength > 0``; see docs/spark.md).
+        The input frames then carry one more column, ``batch_ms``: the micro-batch's timestamp
+        (Spark's ``current_timestamp()`` in a streaming query, kept in the offset log and reused
+        when a micro-batch runs again), which names the maps.
     Examples
     --------
     >>> import numpy as np, pandas as pd
@@ -108,11 +118,13 @@ class KeyedCalibrationProcessor(StatefulProcessor):
     """
 
     def __init__(self, calibrator=None, *, ttl_ms: int | None = None, max_pending: int = 100_000, remember=True,
-                 prior_strength=0):
+                 prior_strength=0, global_dir: str | None = None):
         from streamcal.isotonic.streaming import PAVCalibrator
+        from streamcal.spark._pool import check_pooling
 
         self.calibrator = PAVCalibrator(prior=None) if calibrator is None else calibrator
-        self.prior_strength = prior_strength
+        self.prior_strength = check_pooling(prior_strength, global_dir)
+        self.global_dir = global_dir
         self.ttl_ms = ttl_ms
         self.max_pending = max_pending
         self.remember = remember
@@ -136,7 +148,7 @@ class KeyedCalibrationProcessor(StatefulProcessor):
             return _RECENT.pop(self.loaded_version)
         row = self.state.get()
         if row is None or row[0] is None:
-            engine = KeyedCalibrator(self.calibrator, prior_strength=self.prior_strength)
+            engine = KeyedCalibrator(self.calibrator, prior_strength=self.prior_strength)  # holds the keys' rows
         else:
             engine = from_bytes(bytes(row[0]), where="a shard's calibrator in Spark's state store")
         if row is None:
@@ -183,14 +195,61 @@ class KeyedCalibrationProcessor(StatefulProcessor):
                 number += 1
                 states[name] = KeyState(number)
             states[name].seen_ms = now_ms
-        out = run_rows(self.calibrator, engine, frame, states, remember=self.remember, max_pending=self.max_pending)
+        touched = [states[name].number for name in names]
+        batch_ms = -1
+        if self.global_dir is not None:
+            batch_ms = int(frame["batch_ms"].iloc[0])
+            pooled = self._pooled_engine(engine, touched, batch_ms)
+        else:
+            pooled = engine
+        out, taught = run_rows(
+            self.calibrator, pooled, frame, states, remember=self.remember, max_pending=self.max_pending
+        )
+        if pooled is not engine:
+            for number in touched:  # the keys' rows go back into the shard's state
+                if number in pooled:
+                    engine.import_key(number, pooled.export_key(number))
         self._store(engine, states)
         if self.ttl_ms is not None and states and self.timer.get() is None:
             timer_ms = now_ms + self.ttl_ms
             self.handle.registerTimer(timer_ms)
             self.timer.update((timer_ms,))
         yield self._output(out)
+        if self.global_dir is not None and taught[0].size:
+            yield self._output(self._partial_row(key, batch_ms, taught))
 
+    # ---------------------------------------------------------------- pooling toward all traffic
+    def _pooled_engine(self, engine, touched: list, batch_ms: int):
+        """The micro-batch's engine: the all-traffic map after the previous micro-batch (the newest
+        map in ``global_dir`` written before ``batch_ms``, the micro-batch's timestamp) holding the
+        rows of the keys this micro-batch touches. Keys do not interact at a numeric strength, so
+        the shard's other keys need not be in it."""
+        from streamcal.spark._pool import read_map
+
+        pooled = read_map(self.global_dir, batch_ms, self.calibrator, self.prior_strength)
+        for number in touched:
+            if number in engine:
+                pooled.import_key(number, engine.export_key(number))
+        return pooled
+
+    def _partial_row(self, key, batch_ms: int, taught) -> dict:
+        """The ``"partial"`` row: the shard's delta for the all-traffic map (its labelled events of
+        this micro-batch, in order), for the sink to merge (see :mod:`streamcal.spark._pool`)."""
+        from streamcal.persist import to_bytes
+        from streamcal.spark._pool import learned_delta
+
+        delta = learned_delta(self.calibrator, self.prior_strength, *taught)
+        return {
+            "key": np.array([None], dtype=object),
+            "event_id": np.array([str(key[0])], dtype=object),
+            "time": np.array([float(batch_ms)]),
+            "status": np.array(["partial"], dtype=object),
+            "n_learned": np.array([delta.n_learned], dtype=np.int64),
+            "n_pending": np.zeros(1, dtype=np.int64),
+            "partial": np.array([to_bytes(delta, allow_pickle=False)], dtype=object),
+        }
+
+    # ---------------------------------------------------------------- Spark's entry points (timers)
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         """Clear the shard's keys idle for ``ttl_ms`` (one ``"expired"`` row each), and set the
         timer at the next expiry of those left."""
@@ -227,12 +286,13 @@ class KeyedCalibrationProcessor(StatefulProcessor):
     def close(self) -> None:
         pass
 
-    @staticmethod
-    def _output(out: dict) -> pd.DataFrame:
-        """The output columns ``out`` as one frame, with the key in front and every column typed."""
+    def _output(self, out: dict) -> pd.DataFrame:
+        """The output columns ``out`` as one frame, with the key in front and every column typed
+        (and, pooled, the ``partial`` column, null but in ``"partial"`` rows)."""
         n = len(out["status"])
         columns = {"key": np.asarray(out["key"], dtype=object)}
-        for name, kind in OUTPUT_COLUMNS.items():
+        kinds = {**OUTPUT_COLUMNS, "partial": "binary"} if self.global_dir is not None else OUTPUT_COLUMNS
+        for name, kind in kinds.items():
             dtype = _DTYPES[kind]
             if name in out:
                 columns[name] = np.asarray(out[name], dtype=dtype)

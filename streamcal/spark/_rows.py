@@ -79,17 +79,18 @@ def _errors(key_is_null: np.ndarray, ids: np.ndarray, s: np.ndarray, y: np.ndarr
 def run_rows(template, engine, frame: pd.DataFrame, states: dict, *, remember: bool, max_pending: int):
     """Run a shard's rows (columns ``key, event_id, score, label, time, order``) through ``engine``,
     the shard's :class:`streamcal.KeyedCalibrator` (``prior_strength=0``: every key on its own; else
-    pooled toward the shard's global map).
+    the micro-batch's engine, pooled toward the global map of all traffic it was built with).
 
     Rows go by ascending ``order`` (ties in arrival order); the keys do not interact, so each key sees
     its own rows in that order. A score row is predicted with its key's state before it and, when
     ``remember`` and it has an event id, waits in the key's pending scores for its label; a label row
     learns the pending score of its event id; a row with both predicts, then learns. Without
     pooling, a key the engine holds no state for answers as a fresh ``template`` until its first
-    label; pooled, from the shard's global map. ``engine`` and
+    label; pooled, from the engine's global map. ``engine`` and
     ``states`` (key -> :class:`KeyState`, one per non-null key of ``frame``) are updated in place. Returns the output
     columns (with ``key``): every row, bad ones with status ``"rejected"`` or ``"unmatched"`` and an
-    ``error``, then a ``"dropped"`` row per pending score pushed out by ``max_pending``.
+    ``error``, then a ``"dropped"`` row per pending score pushed out by ``max_pending``; and the
+    events learned, ``(scores, labels, times)`` in order (``times`` None without event times).
     """
     if not frame["order"].is_monotonic_increasing:
         frame = frame.sort_values("order", kind="stable", na_position="last", ignore_index=True)
@@ -126,6 +127,7 @@ def run_rows(template, engine, frame: pd.DataFrame, states: dict, *, remember: b
     op_learn = ~(first & has_score[op_row])
     proba, llr = np.full(s.size, np.nan), np.full(s.size, np.nan)
     learned = np.zeros(len(uniques), dtype=np.int64)
+    taught = (np.zeros(0), np.zeros(0), None)  # the learned (score, label, time), in order
     if op_row.size:
         op_code = codes[op_row]
         op_time = time[op_row]
@@ -134,11 +136,12 @@ def run_rows(template, engine, frame: pd.DataFrame, states: dict, *, remember: b
         numbers = np.array([state.number for state in touched], dtype=np.int64)
         has_state = np.array([number in engine for number in numbers.tolist()], dtype=bool)
         op_proba, op_llr = engine.process(numbers[op_code], score[op_row], labels, op_learn, times=times)
+        taught = (score[op_row][op_learn], labels[op_learn], None if times is None else times[op_learn])
         # a key with no state yet answers as a fresh calibrator until its first learn (the engine's
         # global map, which has learned the other keys' events, would answer it otherwise)
         learned_before = pd.Series(op_learn).groupby(op_code).cumsum().to_numpy() - op_learn
         fresh = ~op_learn & ~has_state[op_code] & (learned_before == 0)
-        if fresh.any() and engine.prior_strength == 0:  # pooled keys answer from the shard's global map
+        if fresh.any() and engine.prior_strength == 0:  # pooled keys answer from the global map
             cold = template.clone()
             op_proba[fresh], op_llr[fresh] = (
                 cold.predict_proba(score[op_row][fresh]),
@@ -174,7 +177,7 @@ def run_rows(template, engine, frame: pd.DataFrame, states: dict, *, remember: b
     }
     if dropped:
         out = _stack(out, _dropped_rows(dropped, max_pending, uniques, n_learned, n_pending))
-    return out
+    return out, taught
 
 
 def _dropped_rows(dropped: list[tuple], bound: int, uniques, n_learned, n_pending) -> dict:
