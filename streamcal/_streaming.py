@@ -375,7 +375,8 @@ class StreamingCalibrator(CalibratorState, OperationLoop, LockedState, Persistab
         """Predict each event with the state before its label, then learn it: ``(proba, llr)``.
 
         Equal, element for element, to a loop of ``predict_proba_one`` / ``predict_llr_one``
-        then ``learn_one``.
+        then ``learn_one`` (the smooth maps at their exact default: within 1e-9 while the score
+        prior holds weight, where the two refit along different paths).
         """
         with self._lock:
             s, b = self._check_scores_and_buckets(scores)

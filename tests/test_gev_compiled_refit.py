@@ -45,7 +45,7 @@ def naive_prior_refit_proba(cal, scores):
     """The served probabilities at ``scores`` of a converged cold full refit of ``cal``'s
     histogram, with the score prior (``cal.prior == "auto"``) as the Python full refit adds it."""
     centres, pos, neg = cal.histogram()
-    identity = cal._identity
+    identity = cal.window_histogram.layout.probability_inputs
     c = float(cal.llr_pseudo_count)
     if cal.prior is not None:
         kappa, prior_pos, prior_neg = _prior.score_prior(centres, pos, neg, identity, c, floor=cal._PRIOR_FLOOR)

@@ -74,18 +74,18 @@ def _against_the_python_engine(make, scores, labels, weights, times):
     leaves a different last step (both within about the window's weight times 1e-14 of the
     exact scores)."""
     ours, python = make(GEVCalibrator), make(_python_engine(GEVCalibrator))
-    uses_times = ours._hist.uses_times
+    uses_times = ours.window_histogram.uses_times
     predicted = 0
     for i in range(scores.size):
         x = {"score": float(scores[i])}
         predicted += steps_in_use(ours)
         p, ref = ours.predict_proba_one(x)[True], python.predict_proba_one(x)[True]
-        if ours._xi_served == python._xi_served:
+        if ours.xi_ == python.xi_:
             assert abs(p - ref) <= TOL
         else:
-            a = ours._glm_arrays()
-            gap = a.briers[a.index[ours._xi_served]] - a.briers[a.index[python._xi_served]]
-            assert abs(gap) <= 1e-9, (i, gap, a.briers)
+            briers = ours.shape_scores_
+            gap = briers[ours.xi_] - briers[python.xi_]
+            assert abs(gap) <= 1e-9, (i, gap, briers)
         t = float(times[i]) if uses_times else None
         for cal in (ours, python):
             cal.learn_one(x, bool(labels[i]), w=float(weights[i]), t=t)
@@ -118,7 +118,7 @@ def _every_event_against_a_converged_refit(cal, scores, labels, start):
         x = {"score": float(scores[i])}
         predicted += steps_in_use(cal)
         p = cal.predict_proba_one(x)[True]
-        shapes.append(cal._xi_served)
+        shapes.append(cal.xi_)
         worst = max(worst, abs(p - float(naive_prior_refit_proba(cal, scores[i : i + 1])[0])))
         cal.learn_one(x, bool(labels[i]))
     return worst, shapes, predicted
@@ -198,3 +198,15 @@ def test_the_interpreted_and_compiled_tiers_give_the_same_bits(window):
         interpreted = GEVCalibrator(window=copy.deepcopy(window)).prequential(scores, labels)
     assert np.array_equal(compiled[0], interpreted[0])
     assert np.array_equal(compiled[1], interpreted[1])
+
+
+def test_shape_scores_name_the_served_shape():
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0.01, 0.99, 3000)
+    y = rng.uniform(size=3000) < s**1.5
+    assert GEVCalibrator().shape_scores_ == {}
+    cal = GEVCalibrator().update(s, y)
+    scores = cal.shape_scores_
+    assert sorted(scores) == sorted(float(v) for v in cal.xi_grid)
+    assert min(scores, key=scores.get) == cal.xi_
+    assert all(0.0 < v < cal.window_weight for v in scores.values())

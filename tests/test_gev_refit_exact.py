@@ -24,7 +24,7 @@ TOL = 1e-9
 
 def naive_glm_refit_proba(cal, centres, pos, neg, scores):
     """The served probabilities of a converged cold full refit of ``cal``'s map from its histogram."""
-    identity = cal._identity
+    identity = cal.window_histogram.layout.probability_inputs
     x = np.log(np.clip(centres, 1e-12, 1 - 1e-12)) - np.log1p(-np.clip(centres, 1e-12, 1 - 1e-12))
     x = x if identity else centres
     xs = np.clip(scores, 1e-12, 1 - 1e-12)

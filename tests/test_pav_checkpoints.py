@@ -284,10 +284,14 @@ def test_end_runs_resumed_at_their_checkpoints_equal_a_refresh_from_the_ends(pri
         assert set_after > n // 2  # the checkpoints are kept (and, by the comparison, right)
 
 
-def test_a_loaded_state_forgets_the_end_runs_checkpoints():
-    """The checkpoints live in the stack scratch, which loading does not check: a state whose
-    scratch claims a checkpoint (garbage sums behind a valid mark) loads, and continues with the
-    outputs of the calibrator it was saved from, bit for bit."""
+def test_a_loaded_state_keeps_its_end_run_checkpoints_and_refuses_false_ones():
+    """The checkpoints live in the stack scratch: a saved state keeps them, a restored copy saves
+    the same bytes and continues bit for bit, and a file whose checkpoints the next refresh would
+    read with sums no walk reaches (garbage behind valid marks) is refused."""
+    import pickle
+
+    from streamcal.exceptions import StateFileError
+
     rng = np.random.default_rng(7)
     n = 3000
     m = rng.normal(-3.2, 1.2, size=n)
@@ -299,13 +303,20 @@ def test_a_loaded_state_forgets_the_end_runs_checkpoints():
     pi = state["_pi"] = state["_pi"].copy()
     pf = state["_pf"] = state["_pf"].copy()
     B = int(pi[K.PI_B])
-    assert _run_checkpoints_set(pi) >= 1  # the stream keeps them
+    assert _run_checkpoints_set(pi) >= 1  # the stream keeps them, and the saved state too
+    restored = PAVCalibrator.__new__(PAVCalibrator)
+    restored.__setstate__(cal.__getstate__())
+    assert pickle.dumps(restored) == pickle.dumps(cal)
+    a = cal.prequential(s[1500:], y[1500:])
+    b = restored.prequential(s[1500:], y[1500:])
+    assert a[0].tobytes() == b[0].tobytes()
+    assert a[1].tobytes() == b[1].tobytes()
+    assert pickle.dumps(restored) == pickle.dumps(cal)
     for slot in (1, 2):  # the marks kept, the sums behind them changed
         at = K.PF_HEADER + K._PF_RECORD * B + K._STACK_RECORD * (B - slot)
         pf[at], pf[at + 1] = 2.0 * pf[at] + 1.0, 0.5 * pf[at + 1]
+    assert "checkpoint" in K.end_run_checkpoint_problem(cal.window_histogram.arrays()[0], pf, pi)
+    assert K.end_run_checkpoint_problem(cal.window_histogram.arrays()[0], *cal.map_arrays()) is None
     tampered = PAVCalibrator.__new__(PAVCalibrator)
-    tampered.__setstate__(state)
-    a = cal.prequential(s[1500:], y[1500:])
-    b = tampered.prequential(s[1500:], y[1500:])
-    assert a[0].tobytes() == b[0].tobytes()
-    assert a[1].tobytes() == b[1].tobytes()
+    with pytest.raises(StateFileError):
+        tampered.__setstate__(state)

@@ -910,11 +910,58 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
 # alone (where the next event's change is likely to fall again), never beyond the one it
 # resumed at. They live in the two top slots of the stack scratch (``g`` and its sums; the
 # second field holds ``-2 - g``, which no stack push writes: a sweep whose stack reaches the
-# slot overwrites the mark, and the checkpoint is then not used). The scratch is not part of
-# the state's contents (a loaded state's is forgotten: :func:`forget_run_checkpoints`).
+# slot overwrites the mark, and the checkpoint is then not used). A loaded state's checkpoints
+# are checked (:func:`end_run_checkpoint_problem`): those the next refresh may read must hold
+# the sums the walk reaches them with.
 _LEFT_SLOT = 1  # the left run's checkpoint: stack slot B - 1
 _RIGHT_SLOT = 2  # the right run's: slot B - 2
 _MIN_CHECKPOINT_BUCKETS = 4  # fewer buckets: no checkpoints (the slots would be the stack's bottom)
+
+
+def end_run_checkpoint_problem(sf: np.ndarray, pf: np.ndarray, pi: np.ndarray) -> str | None:
+    """Why the end runs' checkpoints of a loaded state cannot be used as they are, or None.
+
+    A checkpoint the next refresh may resume at (its mark set, no decay, and no block on its side
+    of it changed since the refresh that set it: ``g <= PI_CHG_LO`` on the left, ``PI_CHG_HI <= g``
+    on the right) must start a block and hold, bit for bit, the sums a walk from its end of the
+    blocks reaches it with; any other mark is never read (the next refresh rewrites both slots).
+    """
+    B = int(pi[PI_B])
+    kind = sf[SF_KIND]
+    if B < _MIN_CHECKPOINT_BUCKETS or kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
+        return None
+    c = float(pf[PF_PSEUDO])  # the stored unit is 1 without decay
+    head, tail = int(pi[PI_HEAD]), int(pi[PI_TAIL])
+    for slot, side in ((_LEFT_SLOT, "left"), (_RIGHT_SLOT, "right")):
+        at_i = PI_HEADER + _PI_RECORD * B + _STACK_RECORD * (B - slot)
+        at_f = PF_HEADER + _PF_RECORD * B + _STACK_RECORD * (B - slot)
+        g = int(pi[at_i + _SFIRST])
+        if int(pi[at_i + _SLAST]) != -2 - g or not 0 <= g < B:
+            continue  # no mark: never read
+        changed = g > pi[PI_CHG_LO] if side == "left" else pi[PI_CHG_HI] > g
+        if changed:
+            continue  # a change since on its side: never read
+        if head == -1 or int(pi[OWNER + _PI_RECORD * g]) != g or not head < g <= pi[PI_LAST]:
+            return f"the {side} run's checkpoint is set at bucket {g}, which starts no block after the first"
+        if side == "left":
+            p, n, j, step = pf[BPOS + _PF_RECORD * head] + c, pf[BNEG + _PF_RECORD * head], head, BNEXT
+        else:
+            p, n, j, step = pf[BPOS + _PF_RECORD * tail], pf[BNEG + _PF_RECORD * tail] + c, tail, BPREV
+        while True:
+            j = int(pi[step + _PI_RECORD * j])
+            if j == g or j == -1:
+                break
+            bp, bn = pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j]
+            left_p, left_n, right_p, right_n = (p, n, bp, bn) if side == "left" else (bp, bn, p, n)
+            if not left_p * (right_p + right_n) >= right_p * (left_p + left_n):  # _violates, in Python
+                j = -1  # the run stops before g: a walk never reaches it
+                break
+            p, n = (p + bp, n + bn) if side == "left" else (bp + p, bn + n)
+        kept = np.array([pf[at_f + _SPOS], pf[at_f + _SNEG]])
+        if j != g or np.array([p, n]).tobytes() != kept.tobytes():  # bit for bit
+            sums = f"{float(kept[0])!r}, {float(kept[1])!r}"
+            return f"the {side} run's checkpoint at bucket {g} holds sums ({sums}) that no walk from its end reaches"
+    return None
 
 
 def forget_run_checkpoints(pi: np.ndarray) -> None:

@@ -614,6 +614,18 @@ class GEVCalibrator(_HistogramGLMCalibrator):
             self._ensure_fitted()
             return self._xi_served if self._fitted else None
 
+    @property
+    def shape_scores_(self) -> dict[float, float]:
+        """Each candidate shape's squared error summed over the window (its Brier score times the
+        window's weight) at the last fit; the lowest picks the served shape ``xi_`` ({} before
+        the first fit)."""
+        with self._lock:
+            self._ensure_fitted()
+            if not self._fitted:
+                return {}
+            a = self._glm_arrays()
+            return {float(xi): float(a.briers[k]) for xi, k in a.index.items()}
+
 
 class PlattCalibrator(_HistogramGLMCalibrator):
     """Streaming Platt scaling: a logistic fit of the label on the score, from the bucket histogram.

@@ -541,7 +541,6 @@ class PAVCalibrator(OutArrays, StreamingCalibrator):
         self._fast_learn = self._fast_predict = False  # still warming up, unless packed below
         if state.get("_pf") is not None:
             self._upgrade_map_state()
-            _k.forget_run_checkpoints(self._blocks_ints)  # kept in the scratch, which is not checked
             self._pack()
 
     def _check_loaded_map(self) -> None:
@@ -641,6 +640,8 @@ class PAVCalibrator(OutArrays, StreamingCalibrator):
                 )
         for (loaded, _, field), values in zip(checkpoints, rebuilt, strict=True):
             _k.pav_field(loaded, B, field)[inside] = values
+        if (why := _k.end_run_checkpoint_problem(self._sf, pf, pi)) is not None:
+            c.fail(f"`_pf`/`_pi` finite-LLR end runs: {why}.")
 
     def _check_loaded_prior(self, pf: np.ndarray, B: int) -> None:
         """The prior's section: its mode from the parameters, a strength in ``[0, KAPPA_MAX]``,
