@@ -18,7 +18,7 @@ from naive import naive_pav_bucket_blocks, naive_pav_bucket_fit, naive_pav_textb
 from streamcal import PAVCalibrator
 from streamcal._kernels import ipav as K
 from streamcal.buckets import Edges, LogitGrid
-from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
+from streamcal.windows import CountWindow, Decay, TimeWindow
 
 NASTY = [0.1, 0.2, 0.3, 0.7, 1.0 / 3.0, 2.5, 1e-3, 1.0, 2.0, 3.0, 0.6, 0.9]
 
@@ -238,85 +238,3 @@ def test_whole_weights_turning_fractional_keep_the_blocks_bit_for_bit():
     B = 64
     pos, neg = sf[12 : 12 + B], sf[12 + B : 12 + 2 * B]
     assert blocks_of(*a.map_arrays())[0] == naive_pav_bucket_blocks(pos, neg)
-
-
-def _refreshed_from_the_ends(cal):
-    """The clip values and prior odds of a refresh that starts both end runs at their ends."""
-    pf, pi = (a.copy() for a in cal.map_arrays())
-    K.forget_run_checkpoints(pi)
-    K.pav_refresh_extremes_inplace(cal.window_histogram.arrays()[0], pf, pi)
-    return pf[[K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]].view(np.int64).tolist()
-
-
-def _run_checkpoints_set(pi):
-    """How many of the two end-run checkpoints (stack slots B - 1 and B - 2) are set."""
-    B = int(pi[K.PI_B])
-    at = [K.PI_HEADER + K._PI_RECORD * B + K._STACK_RECORD * (B - slot) for slot in (1, 2)]
-    return sum(int(pi[a + 1]) == -2 - int(pi[a]) for a in at) if B >= 4 else 0
-
-
-@pytest.mark.parametrize("prior", ["auto", None])
-@pytest.mark.parametrize(
-    "window", [Unbounded(), CountWindow(300), TimeWindow(seconds=250.0), Decay(half_life=300.0)], ids=repr
-)
-@pytest.mark.parametrize("n_buckets", [3, 6, 256])
-def test_end_runs_resumed_at_their_checkpoints_equal_a_refresh_from_the_ends(prior, window, n_buckets):
-    """After every learned event the finite-LLR values the kernels keep (each end run resumed
-    at its checkpoint where the blocks it summed are unchanged) equal, bit for bit, those of a
-    refresh that sums both runs from their ends; few buckets make the sweeps' stacks reach the
-    scratch slots that hold the checkpoints."""
-    rng = np.random.default_rng(n_buckets)
-    n = 800
-    m = rng.normal(-3.2, 1.2, size=n)  # ad clicks: low, over-confident scores, as ``generate``'s
-    s = 1.0 / (1.0 + np.exp(-m))
-    y = rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(0.7 * m - 2.0)))
-    w = np.where(rng.uniform(size=n) < 0.3, rng.choice(NASTY, size=n), 1.0)
-    t = np.cumsum(rng.exponential(1.0, size=n))
-    cal = PAVCalibrator(buckets=LogitGrid(n_buckets), window=window, prior=prior)
-    kept = (K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV)
-    set_after = 0
-    for i in range(n):
-        cal.prequential(s[i : i + 1], y[i : i + 1], weights=w[i : i + 1], times=t[i : i + 1])
-        pf, pi = cal.map_arrays()
-        assert pf[list(kept)].view(np.int64).tolist() == _refreshed_from_the_ends(cal), i
-        set_after += _run_checkpoints_set(pi)
-    if n_buckets > 64 and not isinstance(window, Decay):
-        assert set_after > n // 2  # the checkpoints are kept (and, by the comparison, right)
-
-
-def test_a_loaded_state_keeps_its_end_run_checkpoints_and_refuses_false_ones():
-    """The checkpoints live in the stack scratch: a saved state keeps them, a restored copy saves
-    the same bytes and continues bit for bit, and a file whose checkpoints the next refresh would
-    read with sums no walk reaches (garbage behind valid marks) is refused."""
-    import pickle
-
-    from streamcal.exceptions import StateFileError
-
-    rng = np.random.default_rng(7)
-    n = 3000
-    m = rng.normal(-3.2, 1.2, size=n)
-    s = 1.0 / (1.0 + np.exp(-m))
-    y = rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(0.7 * m - 2.0)))
-    cal = PAVCalibrator(buckets=LogitGrid(256), window=CountWindow(1000))
-    cal.prequential(s[:1500], y[:1500])
-    state = cal.__getstate__()
-    pi = state["_pi"] = state["_pi"].copy()
-    pf = state["_pf"] = state["_pf"].copy()
-    B = int(pi[K.PI_B])
-    assert _run_checkpoints_set(pi) >= 1  # the stream keeps them, and the saved state too
-    restored = PAVCalibrator.__new__(PAVCalibrator)
-    restored.__setstate__(cal.__getstate__())
-    assert pickle.dumps(restored) == pickle.dumps(cal)
-    a = cal.prequential(s[1500:], y[1500:])
-    b = restored.prequential(s[1500:], y[1500:])
-    assert a[0].tobytes() == b[0].tobytes()
-    assert a[1].tobytes() == b[1].tobytes()
-    assert pickle.dumps(restored) == pickle.dumps(cal)
-    for slot in (1, 2):  # the marks kept, the sums behind them changed
-        at = K.PF_HEADER + K._PF_RECORD * B + K._STACK_RECORD * (B - slot)
-        pf[at], pf[at + 1] = 2.0 * pf[at] + 1.0, 0.5 * pf[at + 1]
-    assert "checkpoint" in K.end_run_checkpoint_problem(cal.window_histogram.arrays()[0], pf, pi)
-    assert K.end_run_checkpoint_problem(cal.window_histogram.arrays()[0], *cal.map_arrays()) is None
-    tampered = PAVCalibrator.__new__(PAVCalibrator)
-    with pytest.raises(StateFileError):
-        tampered.__setstate__(state)

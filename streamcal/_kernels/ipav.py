@@ -79,9 +79,7 @@ blocks at each end and leaves the middle alone; its fitted value at any score is
 learned event; the LLR is ``log(q r / (1 - q))`` with ``q = clip(p, lo, hi)``, i.e.
 ``logit(q) - logit(prior)`` in one logarithm: finite, and monotone in the score (it never
 reorders scores). The two end runs are recomputed only when a repair changed a block they
-read (``PI_CHG_*`` against ``PI_DEP_*``) or under decay (the pseudo-count's stored units move),
-and then each from a checkpoint inside it when the blocks before that point are unchanged
-(see "the end runs' checkpoints" below).
+read (``PI_CHG_*`` against ``PI_DEP_*``) or under decay (the pseudo-count's stored units move).
 
 Cost per event. Kernels index the flat state arrays by offsets rather than slicing views.
 The per-event helpers (learning an event, the O(1) block update, the window's expiry and
@@ -738,18 +736,11 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
             if checkpoints:
                 if j > region_end and pi[OWNER + _PI_RECORD * j] == j:
                     r_end, r_p, r_n = pi[BEND + _PI_RECORD * j], pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j]
-                # the records (``_set_record``) and the pooling tests (``_violates``) of this
-                # loop are written out: the interpreted tier runs them per knot, where a call
-                # costs more than its body
                 if has_top:
-                    pi[BEND + _PI_RECORD * j] = tf
-                    pf[BPOS + _PF_RECORD * j] = tp
-                    pf[BNEG + _PF_RECORD * j] = tn
+                    _set_record(pf, pi, j, tf, tp, tn)
                 elif chain != -1 and j != deferred:
-                    pi[BEND + _PI_RECORD * j] = chain
-                    pf[BPOS + _PF_RECORD * j] = c0p
-                    pf[BNEG + _PF_RECORD * j] = c0n
-            if has_top and tp * (pj + nj) >= pj * (tp + tn):  # pool the new knot into the top
+                    _set_record(pf, pi, j, chain, c0p, c0n)
+            if has_top and _violates(tp, tn, pj, nj):  # pool the new knot into the top
                 tl = j
                 tp = tp + pj
                 tn = tn + nj
@@ -769,7 +760,7 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
                 if sp >= 1:
                     p1 = pf[SPOS + _STACK_RECORD * (sp - 1)]
                     n1 = pf[SNEG + _STACK_RECORD * (sp - 1)]
-                    if p1 * (tp + tn) >= tp * (p1 + n1):
+                    if _violates(p1, n1, tp, tn):
                         tf = pi[SFIRST + _STACK_RECORD * (sp - 1)]
                         tp = p1 + tp
                         tn = n1 + tn
@@ -778,7 +769,7 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
                 elif chain != -1:
                     p1 = pf[BPOS + _PF_RECORD * chain]
                     n1 = pf[BNEG + _PF_RECORD * chain]
-                    if p1 * (tp + tn) >= tp * (p1 + n1):
+                    if _violates(p1, n1, tp, tn):
                         tf = chain
                         tp = p1 + tp
                         tn = n1 + tn
@@ -883,7 +874,7 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
         else:
             rate_p = pf[SPOS + _STACK_RECORD * i]
             v = rate_p / (rate_p + pf[SNEG + _STACK_RECORD * i])
-        if left_knot != -1 and f > left_knot + 1:  # the gap before this block, owned by the block on its left
+        if left_knot != -1:  # the gap before this block, owned by the block on its left
             lo_owner = chain if i == 0 else pi[SFIRST + _STACK_RECORD * (i - 1)]
             if not _gap_owned(pi, pf, old_head, old_last, left_knot + 1, f - 1, lo_owner):
                 for g in range(left_knot + 1, f):
@@ -898,190 +889,45 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
         left_value = v
 
 
-# The end runs' checkpoints. Over the prior's augmented row every bucket is a knot, and the
-# buckets where no data fall form hundreds of light blocks that each end run pools; the events
-# change blocks inside the runs, so nearly every learned event recomputes them. A refresh
-# therefore keeps, for each run, the run's sums as it reaches one of its blocks ``g`` (before
-# the pooling test of ``g``): they are a function of the blocks ``g``'s side of it and of the
-# pseudo-count, so while neither changed (``PI_CHG_LO`` / ``PI_CHG_HI`` since the last refresh, a
-# window without decay) the next refresh resumes at ``g`` with the same numbers and repeats the
-# from-scratch refresh's additions and tests from there on, in the same order: the same bits.
-# Each is kept at the block nearest the run's end that the changes since the last refresh left
-# alone (where the next event's change is likely to fall again), never beyond the one it
-# resumed at. They live in the two top slots of the stack scratch (``g`` and its sums; the
-# second field holds ``-2 - g``, which no stack push writes: a sweep whose stack reaches the
-# slot overwrites the mark, and the checkpoint is then not used). A loaded state's checkpoints
-# are checked (:func:`end_run_checkpoint_problem`): those the next refresh may read must hold
-# the sums the walk reaches them with.
-_LEFT_SLOT = 1  # the left run's checkpoint: stack slot B - 1
-_RIGHT_SLOT = 2  # the right run's: slot B - 2
-_MIN_CHECKPOINT_BUCKETS = 4  # fewer buckets: no checkpoints (the slots would be the stack's bottom)
-
-
-def end_run_checkpoint_problem(sf: np.ndarray, pf: np.ndarray, pi: np.ndarray) -> str | None:
-    """Why the end runs' checkpoints of a loaded state cannot be used as they are, or None.
-
-    A checkpoint the next refresh may resume at (its mark set, no decay, and no block on its side
-    of it changed since the refresh that set it: ``g <= PI_CHG_LO`` on the left, ``PI_CHG_HI <= g``
-    on the right) must start a block and hold, bit for bit, the sums a walk from its end of the
-    blocks reaches it with; any other mark is never read (the next refresh rewrites both slots).
-    """
-    B = int(pi[PI_B])
-    kind = sf[SF_KIND]
-    if B < _MIN_CHECKPOINT_BUCKETS or kind in (KIND_DECAY_EVENTS, KIND_DECAY_TIME):
-        return None
-    c = float(pf[PF_PSEUDO])  # the stored unit is 1 without decay
-    head, tail = int(pi[PI_HEAD]), int(pi[PI_TAIL])
-    for slot, side in ((_LEFT_SLOT, "left"), (_RIGHT_SLOT, "right")):
-        at_i = PI_HEADER + _PI_RECORD * B + _STACK_RECORD * (B - slot)
-        at_f = PF_HEADER + _PF_RECORD * B + _STACK_RECORD * (B - slot)
-        g = int(pi[at_i + _SFIRST])
-        if int(pi[at_i + _SLAST]) != -2 - g or not 0 <= g < B:
-            continue  # no mark: never read
-        changed = g > pi[PI_CHG_LO] if side == "left" else pi[PI_CHG_HI] > g
-        if changed:
-            continue  # a change since on its side: never read
-        if head == -1 or int(pi[OWNER + _PI_RECORD * g]) != g or not head < g <= pi[PI_LAST]:
-            return f"the {side} run's checkpoint is set at bucket {g}, which starts no block after the first"
-        if side == "left":
-            p, n, j, step = pf[BPOS + _PF_RECORD * head] + c, pf[BNEG + _PF_RECORD * head], head, BNEXT
-        else:
-            p, n, j, step = pf[BPOS + _PF_RECORD * tail], pf[BNEG + _PF_RECORD * tail] + c, tail, BPREV
-        while True:
-            j = int(pi[step + _PI_RECORD * j])
-            if j == g or j == -1:
-                break
-            bp, bn = pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j]
-            left_p, left_n, right_p, right_n = (p, n, bp, bn) if side == "left" else (bp, bn, p, n)
-            if not left_p * (right_p + right_n) >= right_p * (left_p + left_n):  # _violates, in Python
-                j = -1  # the run stops before g: a walk never reaches it
-                break
-            p, n = (p + bp, n + bn) if side == "left" else (bp + p, bn + n)
-        kept = np.array([pf[at_f + _SPOS], pf[at_f + _SNEG]])
-        if j != g or np.array([p, n]).tobytes() != kept.tobytes():  # bit for bit
-            sums = f"{float(kept[0])!r}, {float(kept[1])!r}"
-            return f"the {side} run's checkpoint at bucket {g} holds sums ({sums}) that no walk from its end reaches"
-    return None
-
-
-def forget_run_checkpoints(pi: np.ndarray) -> None:
-    """Mark the end runs' checkpoints as unset (a state loaded from elsewhere, whose scratch
-    nobody checked): the next refresh recomputes both runs from their ends."""
-    B = int(pi[PI_B])
-    for slot in (_LEFT_SLOT, _RIGHT_SLOT):
-        if B >= _MIN_CHECKPOINT_BUCKETS:
-            at = PI_HEADER + _PI_RECORD * B + _STACK_RECORD * (B - slot)
-            pi[at + _SFIRST] = 0
-            pi[at + _SLAST] = 0
-
-
 @jit_noalloc
 def pav_refresh_extremes_inplace(sf, pf, pi):
-    """Recompute the finite-LLR clip values and the inverse prior odds (BOSARIS pseudo-counts).
-
-    Each end run resumes at its checkpoint when the blocks it summed are unchanged (see
-    above), else starts from its end; either way the values are those of a from-scratch
-    refresh, bit for bit. (The checkpoints are read and written out here: helpers would be
-    kernels of their own to compile.)"""
+    """Recompute the finite-LLR clip values and the inverse prior odds (BOSARIS pseudo-counts)."""
     B = pi[PI_B]
-    kind = sf[SF_KIND]
-    c = pf[PF_PSEUDO] * stored_unit(sf, kind)
+    c = pf[PF_PSEUDO] * stored_unit(sf, sf[SF_KIND])
     pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
     head = pi[PI_HEAD]
-    chg_lo = pi[PI_CHG_LO]
-    chg_hi = pi[PI_CHG_HI]
     pi[PI_CHG_LO] = B  # the values are now current: no pending change
     pi[PI_CHG_HI] = -1
     pi[PI_DEP_LO] = B  # until shown otherwise, any change may move the clip values
     pi[PI_DEP_HI] = -1
-    # the checkpoints' slots (none with few buckets: -1), and their buckets (-1: unset); with
-    # decay the pseudo-count moves in stored units, and the runs' sums with it: not used
-    left_i = PI_HEADER + _PI_RECORD * B + _STACK_RECORD * (B - _LEFT_SLOT) if B >= _MIN_CHECKPOINT_BUCKETS else -1
-    right_i = left_i - _STACK_RECORD if left_i != -1 else -1
-    left_f = PF_HEADER + _PF_RECORD * B + _STACK_RECORD * (B - _LEFT_SLOT)
-    right_f = left_f - _STACK_RECORD
-    g_left = np.int64(-1)
-    g_right = np.int64(-1)
-    if left_i != -1 and (kind != KIND_DECAY_EVENTS) & (kind != KIND_DECAY_TIME):
-        g = pi[left_i + _SFIRST]
-        if pi[left_i + _SLAST] == -2 - g and 0 <= g < B:
-            g_left = g
-        g = pi[right_i + _SFIRST]
-        if pi[right_i + _SLAST] == -2 - g and 0 <= g < B:
-            g_right = g
     if head == -1:
         pf[PF_LO] = 0.5
         pf[PF_HI] = 0.5
-        if left_i != -1:  # both unset
-            pi[left_i + _SFIRST] = 0
-            pi[left_i + _SLAST] = 0
-            pi[right_i + _SFIRST] = 0
-            pi[right_i + _SLAST] = 0
         return
-    # left run: the first block plus the pseudo-positive, pooled rightwards while violating; it
-    # resumes at g_left when no block before g_left changed and g_left still starts a block
-    if head < g_left <= chg_lo and g_left <= pi[PI_LAST] and pi[OWNER + _PI_RECORD * g_left] == g_left:
-        lp = pf[left_f + _SPOS]
-        ln = pf[left_f + _SNEG]
-        left_last = pi[BPREV + _PI_RECORD * g_left]
-        nxt = g_left
-        mark = g_left  # the new checkpoint: at g_left again
-    else:
-        lp = pf[BPOS + _PF_RECORD * head] + c
-        ln = pf[BNEG + _PF_RECORD * head]
-        left_last = head
-        nxt = pi[BNEXT + _PI_RECORD * head]
-        mark = chg_lo  # the last block reached at or before the lowest change
-    cg, cp, cn = np.int64(-1), 0.0, 0.0
-    while nxt != -1:
-        if nxt <= mark:
-            cg, cp, cn = nxt, lp, ln
-        if not _violates(lp, ln, pf[BPOS + _PF_RECORD * nxt], pf[BNEG + _PF_RECORD * nxt]):
-            break
+    # left run: the first block plus the pseudo-positive, pooled rightwards while violating
+    lp = pf[BPOS + _PF_RECORD * head] + c
+    ln = pf[BNEG + _PF_RECORD * head]
+    left_last = head
+    nxt = pi[BNEXT + _PI_RECORD * head]
+    while nxt != -1 and _violates(lp, ln, pf[BPOS + _PF_RECORD * nxt], pf[BNEG + _PF_RECORD * nxt]):
         lp = lp + pf[BPOS + _PF_RECORD * nxt]
         ln = ln + pf[BNEG + _PF_RECORD * nxt]
         left_last = nxt
         nxt = pi[BNEXT + _PI_RECORD * nxt]
-    if left_i != -1:
-        pi[left_i + _SFIRST] = cg if cg != -1 else 0
-        pi[left_i + _SLAST] = -2 - cg if cg != -1 else 0
-        pf[left_f + _SPOS] = cp
-        pf[left_f + _SNEG] = cn
     if nxt == -1:  # everything pooled with the pseudo-positive; add the pseudo-negative
         v = lp / (lp + (ln + c))  # the rate P / (P + N) of (lp, ln + c)
         pf[PF_LO] = v
         pf[PF_HI] = v
-        if left_i != -1:  # the right run's unset
-            pi[right_i + _SFIRST] = 0
-            pi[right_i + _SLAST] = 0
         return
-    # right run: the last block plus the pseudo-negative, pooled leftwards while violating; it
-    # resumes at g_right when no block after g_right changed, as the left run
+    # right run: the last block plus the pseudo-negative, pooled leftwards while violating
     tail = pi[PI_TAIL]
-    if left_last < g_right < tail and chg_hi <= g_right and pi[OWNER + _PI_RECORD * g_right] == g_right:
-        rp = pf[right_f + _SPOS]
-        rn = pf[right_f + _SNEG]
-        prv = g_right
-        mark = g_right
-    else:
-        rp = pf[BPOS + _PF_RECORD * tail]
-        rn = pf[BNEG + _PF_RECORD * tail] + c
-        prv = pi[BPREV + _PI_RECORD * tail]
-        mark = chg_hi  # the first block reached at or after the highest change
-    cg, cp, cn = np.int64(-1), 0.0, 0.0
-    while prv != left_last:
-        if prv >= mark:
-            cg, cp, cn = prv, rp, rn
-        if not _violates(pf[BPOS + _PF_RECORD * prv], pf[BNEG + _PF_RECORD * prv], rp, rn):
-            break
+    rp = pf[BPOS + _PF_RECORD * tail]
+    rn = pf[BNEG + _PF_RECORD * tail] + c
+    prv = pi[BPREV + _PI_RECORD * tail]
+    while prv != left_last and _violates(pf[BPOS + _PF_RECORD * prv], pf[BNEG + _PF_RECORD * prv], rp, rn):
         rp = pf[BPOS + _PF_RECORD * prv] + rp
         rn = pf[BNEG + _PF_RECORD * prv] + rn
         prv = pi[BPREV + _PI_RECORD * prv]
-    if left_i != -1:
-        pi[right_i + _SFIRST] = cg if cg != -1 else 0
-        pi[right_i + _SLAST] = -2 - cg if cg != -1 else 0
-        pf[right_f + _SPOS] = cp
-        pf[right_f + _SNEG] = cn
     lo = lp / (lp + ln)
     hi = rp / (rp + rn)
     if prv == left_last and _violates(lp, ln, rp, rn):  # the two runs meet and violate: one block
@@ -1278,20 +1124,8 @@ def _augment_bucket_inplace(sf, pf, o, B, k):
 
 @jit_noalloc
 def _augment_all_inplace(sf, pf, o, B):
-    """:func:`_augment_bucket_inplace` for every bucket, written out with the prior's header read
-    once (the loop writes only the row): the interpreted tier runs it per bucket, where a call
-    costs more than its body."""
-    rate = pf[o + PR_RATE]
-    probability_inputs = pf[o + PR_MODE] == 1.0
-    kappa = pf[o + PR_KAPPA]
-    floor = pf[o + PR_FLOOR]
     for k in range(B):
-        p = sf[SF_HEADER + k]
-        n = sf[SF_HEADER + B + k]
-        r = prior_rate(pf[CEN + _PF_RECORD * k], rate, probability_inputs)
-        m = kappa * ((p + n) + floor)
-        pf[o + PR_HEADER + k] = p + m * r
-        pf[o + PR_HEADER + B + k] = n + m * (1.0 - r)
+        _augment_bucket_inplace(sf, pf, o, B, k)
 
 
 @jit_noalloc

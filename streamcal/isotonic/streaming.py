@@ -640,8 +640,6 @@ class PAVCalibrator(OutArrays, StreamingCalibrator):
                 )
         for (loaded, _, field), values in zip(checkpoints, rebuilt, strict=True):
             _k.pav_field(loaded, B, field)[inside] = values
-        if (why := _k.end_run_checkpoint_problem(self._sf, pf, pi)) is not None:
-            c.fail(f"`_pf`/`_pi` finite-LLR end runs: {why}.")
 
     def _check_loaded_prior(self, pf: np.ndarray, B: int) -> None:
         """The prior's section: its mode from the parameters, a strength in ``[0, KAPPA_MAX]``,

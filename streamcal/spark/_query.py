@@ -171,6 +171,7 @@ def calibrate_stream(
         written and read (a local path or a URI that ``pyarrow.fs`` reads: ``hdfs://``, ``s3://``,
         ...). Put it under the query's checkpoint, and keep it with the checkpoint: a restart reads
         the maps it holds.
+
     Returns
     -------
     DataFrame
