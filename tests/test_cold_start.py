@@ -1,4 +1,4 @@
-"""A first call compiles only the kernels it needs, each once (the cold start, issue #15).
+"""A first call compiles only the kernels it needs, each once (the cold start).
 
 A fresh install has an empty numba cache, so a first ``prequential`` compiles every kernel it
 runs and every helper they call. ``benchmarks/bench_cold_start.py`` times that; these tests pin
