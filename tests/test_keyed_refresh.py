@@ -1,0 +1,69 @@
+"""When the keyed prior follows the global map: after 1, 2, 4, ..., 16,384 learned events, then
+every 16,384 or two learned events per key that has learned, whichever is longer; the same
+events on both faces and in any split of the calls."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from streamcal import KeyedCalibrator, PAVCalibrator
+from streamcal.windows import CountWindow
+
+EVERY = 1 << 14
+
+
+def naive_schedule(keys: np.ndarray, pools: bool) -> int:
+    """The first refresh after the stream ``keys`` (every event learned): the rule walked by hand."""
+    refresh = 1
+    while refresh <= keys.size:
+        if refresh < EVERY:
+            refresh *= 2
+        else:
+            learned = np.unique(keys[:refresh]).size if pools else 0
+            refresh += max(EVERY, 2 * learned)
+    return refresh
+
+
+def many_keys(n: int, n_keys: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(0, n_keys, size=n)
+    s = rng.uniform(0.01, 0.99, size=n)
+    y = rng.uniform(size=n) < s
+    return keys, s, y
+
+
+@pytest.mark.parametrize(("strength", "n_keys"), [("auto", 20_000), (50.0, 30_000), (0.0, 20_000), ("auto", 300)])
+def test_refreshes_space_out_with_the_keys_that_learned(strength, n_keys):
+    keys, s, y = many_keys(60_000, n_keys)
+    cal = KeyedCalibrator(PAVCalibrator(window=CountWindow(200)), prior_strength=strength)
+    cal.prequential(keys, s, y)
+    expected = naive_schedule(keys, pools=strength != 0.0)
+    assert cal.__getstate__()["_next_refresh"] == expected
+    if strength != 0.0 and n_keys > EVERY // 2:
+        assert expected != naive_schedule(keys, pools=False)  # the keys set the spacing here
+
+
+def test_both_faces_and_any_split_refresh_at_the_same_events():
+    keys, s, y = many_keys(40_000, 20_000, seed=3)  # a keys-spaced refresh at about 38,800 events
+    assert naive_schedule(keys[:39_000], pools=True) > 2 * EVERY + 2
+    whole = KeyedCalibrator(PAVCalibrator(window=CountWindow(50)))
+    p, llr = whole.prequential(keys, s, y)
+    parts = KeyedCalibrator(PAVCalibrator(window=CountWindow(50)))
+    cuts = [0, 7, 16_384, 16_385, 25_000, 38_000, 40_000]
+    pp = np.concatenate([parts.prequential(keys[a:b], s[a:b], y[a:b])[0] for a, b in itertools.pairwise(cuts)])
+    assert np.array_equal(p, pp)
+    one = KeyedCalibrator(PAVCalibrator(window=CountWindow(50)))
+    rp = np.empty(s.size)
+    rl = np.empty(s.size)
+    for i in range(s.size):
+        x = {"key": int(keys[i]), "score": float(s[i])}
+        rp[i] = one.predict_proba_one(x)[True]
+        rl[i] = one.predict_llr_one(x)
+        one.learn_one(x, bool(y[i]))
+    assert np.array_equal(p, rp)
+    assert np.array_equal(llr, rl)
+    assert whole.__getstate__()["_next_refresh"] == one.__getstate__()["_next_refresh"]
+    assert whole.__getstate__()["_next_refresh"] == naive_schedule(keys, pools=True)
