@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from streamcal import KeyedCalibrator, PAVCalibrator
+from streamcal import KeyedCalibrator, PAVCalibrator, PlattCalibrator
 from streamcal.windows import CountWindow
 
 EVERY = 1 << 14
@@ -38,7 +38,9 @@ def many_keys(n: int, n_keys: int, seed: int = 0):
 @pytest.mark.parametrize(("strength", "n_keys"), [("auto", 20_000), (50.0, 30_000), (0.0, 20_000), ("auto", 300)])
 def test_refreshes_space_out_with_the_keys_that_learned(strength, n_keys):
     keys, s, y = many_keys(60_000, n_keys)
-    cal = KeyedCalibrator(PAVCalibrator(window=CountWindow(200)), prior_strength=strength)
+    # at strength 0 a template with the score prior keeps a clone per key: prior=None keeps sparse rows
+    template = PAVCalibrator(window=CountWindow(200), **({"prior": None} if strength == 0.0 else {}))
+    cal = KeyedCalibrator(template, prior_strength=strength)
     cal.prequential(keys, s, y)
     expected = naive_schedule(keys, pools=strength != 0.0)
     assert cal.__getstate__()["_next_refresh"] == expected
@@ -66,4 +68,17 @@ def test_both_faces_and_any_split_refresh_at_the_same_events():
     assert np.array_equal(p, rp)
     assert np.array_equal(llr, rl)
     assert whole.__getstate__()["_next_refresh"] == one.__getstate__()["_next_refresh"]
+    assert whole.__getstate__()["_next_refresh"] == naive_schedule(keys, pools=True)
+
+
+def test_templates_with_clones_per_key_follow_the_same_schedule():
+    keys, s, y = many_keys(36_000, 12_000, seed=3)  # a keys-spaced refresh at about 34,200 events
+    assert naive_schedule(keys[:34_000], pools=True) > 2 * EVERY + 2
+    whole = KeyedCalibrator(PlattCalibrator(refit_every=1000))
+    p, _ = whole.prequential(keys, s, y)
+    parts = KeyedCalibrator(PlattCalibrator(refit_every=1000))
+    cuts = [0, 7, 16_384, 16_385, 25_000, 34_000, 36_000]
+    pp = np.concatenate([parts.prequential(keys[a:b], s[a:b], y[a:b])[0] for a, b in itertools.pairwise(cuts)])
+    assert np.array_equal(p, pp)
+    assert whole.__getstate__()["_next_refresh"] == parts.__getstate__()["_next_refresh"]
     assert whole.__getstate__()["_next_refresh"] == naive_schedule(keys, pools=True)
