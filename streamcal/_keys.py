@@ -101,8 +101,7 @@ def as_key_column(x, name: str = "keys", n: int | None = None, *, code: bool = T
     if not code and kind in "iuU":
         return KeyColumn(None, [arr[0].item()] if arr.size else [])
     if kind in "iu":
-        uniques, codes = np.unique(arr, return_inverse=True)
-        return KeyColumn(codes.astype(np.intp).reshape(-1), [int(v) for v in uniques.tolist()])
+        return _code_integers(arr)
     if kind == "U":
         uniques, codes = np.unique(arr, return_inverse=True)
         return KeyColumn(codes.astype(np.intp).reshape(-1), [str(v) for v in uniques.tolist()])
@@ -114,6 +113,27 @@ def as_key_column(x, name: str = "keys", n: int | None = None, *, code: bool = T
         what = {"f": "a float", "b": "a bool", "c": "a complex number"}.get(kind, f"a {arr.dtype} value")
         _refuse(name, arr[0].item() if arr.size else None, i, what)
     return _code_objects(arr, name)
+
+
+def _code_integers(arr: np.ndarray) -> KeyColumn:
+    """Code an integer key column: ``np.unique``'s sorted keys and inverse. Keys within a span of
+    a few times the column's length (campaign or merchant ids) are coded through a table over the
+    span, in linear time; wider ones are sorted."""
+    if arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        span = hi - lo + 1
+        if span <= max(4 * arr.size, 1 << 16):
+            # the offsets from the smallest key, in [0, span): computed in 64 bits (a narrower dtype
+            # would wrap), unsigned for uint64 keys beyond int64's range
+            wide = arr.astype(np.uint64 if arr.dtype == np.uint64 else np.int64)
+            at = (wide - wide.dtype.type(lo)).astype(np.intp)
+            present = np.zeros(span, dtype=bool)
+            present[at] = True
+            rank = np.cumsum(present, dtype=np.intp) - 1
+            keys = (np.flatnonzero(present).astype(wide.dtype) + wide.dtype.type(lo)).tolist()
+            return KeyColumn(rank[at], keys)
+    uniques, codes = np.unique(arr, return_inverse=True)
+    return KeyColumn(codes.astype(np.intp).reshape(-1), [int(v) for v in uniques.tolist()])
 
 
 def _code_objects(arr: np.ndarray, name: str) -> KeyColumn:
