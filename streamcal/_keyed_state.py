@@ -376,13 +376,16 @@ def replace_global(obj, source, keyed_class) -> None:
         why = str(exc).partition(": ")[2].replace(" (position 0)", "") or str(exc)
         msg = f"`source` must hold a global map of this template: {why}"
         raise ValueError(msg) from None
+    # the copy shares this calibrator's bucket layout (built once, never changed; equal edges)
+    mine, theirs = obj._global.window_histogram.layout, glob.window_histogram.layout
+    memo = {id(theirs): mine} if np.array_equal(mine.edges, theirs.edges) else {}
     if keyed:
         with source._lock:
-            adopted = {name: copy.deepcopy(getattr(source, name)) for name in obj._GLOBAL_STATE}
+            adopted = {name: copy.deepcopy(getattr(source, name), memo) for name in obj._GLOBAL_STATE}
             version = int(source._prior_ver)
     else:
         with source._lock:
-            adopted = {"_global": copy.deepcopy(source)}
+            adopted = {"_global": copy.deepcopy(source, memo)}
         adopted["_n_learned"] = int(adopted["_global"].n_learned)
     with obj._lock:
         previous = int(obj._prior_ver)

@@ -115,12 +115,13 @@ def shared_map(global_dir: str, before_ms: int, template, strength: float):
 def learned_delta(template, strength: float, scores, labels, times):
     """A keyed calibrator without keys whose global map learned ``scores``, ``labels`` (and
     ``times``) in order: a shard's share of one micro-batch, as :func:`merge_partials` merges it."""
-    import numpy as np
-
     delta = empty_map(template, strength)
     if len(scores):
-        delta.update(np.zeros(len(scores), dtype=np.int64), scores, labels, times=times)
-        delta.drop_key(0)
+        # the global map alone learns them (no key's row: a clone of the template, as a keyed
+        # calibrator's global map is), then becomes the delta's global map
+        glob = template.clone()
+        glob.update(scores, labels, times=times)
+        delta.replace_global(glob)
     return delta
 
 
