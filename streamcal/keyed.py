@@ -356,7 +356,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         the global map in force when each of its events was learned; the events learned after the
         swap add the new map's), the evictions, and the keys' recency stamps. Each key takes the
         new prior the next time it is read or learned. :attr:`global_calibrator` and
-        :attr:`n_learned` are then the new map's (plus what this calibrator learns after).
+        ``n_learned`` are then the new map's (plus what this calibrator learns after).
         Recency under ``max_keys`` compares the stamps (the learned count when each key last
         learned): swap in maps that have learned at least as much as this one, as a map of all
         traffic does. A rejected call (a source of another kind, template, layout or strength;
