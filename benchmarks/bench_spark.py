@@ -213,8 +213,9 @@ def tws_cpu(args, template) -> None:
     the shards' ``handleInputRows`` calls of each micro-batch, this code against the processor of
     ``--old REV``, each with its own tester and map directory, taking turns micro-batch by
     micro-batch (which goes first alternates), and for scale this code with keys on their own
-    (``prior_strength=0``); the sink's merge of the partial maps runs between micro-batches,
-    untimed (the same work in both). Checks that both pooled processors give the same output."""
+    (``prior_strength=0``); the sink's merge of the partial maps runs between micro-batches, timed
+    apart (the driver's work, the same in both). Checks that both pooled processors give the same
+    output."""
     from pyspark.sql.streaming.tws_tester import TwsTester
 
     from streamcal.spark import DEFAULT_STRENGTH, KeyedCalibrationProcessor
@@ -236,6 +237,7 @@ def tws_cpu(args, template) -> None:
         versions[alone] = KeyedCalibrationProcessor
         testers[alone] = TwsTester(KeyedCalibrationProcessor(template))
         cpu = {name: [] for name in versions}
+        merges = {name: [] for name in versions}  # the sink's merge of the partial maps (driver)
         print(f"TwsTester, pooled (prior_strength={DEFAULT_STRENGTH:g}), {keys:,} Zipf keys, {len(tables)} "
               f"micro-batches of {args.batch:,}, {args.shards} shards; CPU seconds per micro-batch")
         for b, table in enumerate(tables):
@@ -258,7 +260,9 @@ def tws_cpu(args, template) -> None:
                 if name == alone:
                     continue
                 partial = out[out["status"] == "partial"]
+                start = time.process_time()
                 merge_partials(dirs[name], 1000 * (b + 1), b, [(int(r.event_id), r.partial) for r in partial.itertuples()])
+                merges[name].append(time.process_time() - start)
                 outputs[name] = out[out["status"] != "partial"]  # both emit the rows in the same order
             if len(outputs) > 1:
                 first, *rest = outputs.values()
@@ -272,6 +276,8 @@ def tws_cpu(args, template) -> None:
         for name in versions:
             steady = np.array(cpu[name][1:])
             print(f"{name:<28} {cpu[name][0]:>8.2f} {np.median(steady):>9.2f} {args.batch / np.median(steady):>15,.0f}")
+        print(f"the sink's merge of the partial maps into the next map (driver, this code): median "
+              f"{np.median(merges['this code'][1:]):.3f} s of CPU per micro-batch")
         if args.old:
             new, old = (np.array(cpu[name][1:]) for name in list(versions)[:2])
             print(f"ratio this code / code at {args.old} (median of the micro-batches after the first): "
