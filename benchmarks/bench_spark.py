@@ -30,6 +30,13 @@ in-process ``KeyedCalibrator`` at the same strengths and its default ``"auto"``.
 nats) over all events and over the tail (keys with fewer than 200 events), and ``field_ece``::
 
     PYTHONPATH=. python benchmarks/bench_spark.py --quality [--events 1000000] [--batch 100000]
+
+``--tws`` measures instead the pooled processor's CPU time per micro-batch in Spark's ``TwsTester``
+(no query, no JVM) over the same Zipf micro-batches (the first of ``--keys``), against the
+processor of git revision ``--old REV`` in turns, micro-batch by micro-batch, checking that both
+give the same output, and with keys on their own for scale::
+
+    PYTHONPATH=. python benchmarks/bench_spark.py --tws --old REV [--events 800000] [--keys 10000]
 """
 
 from __future__ import annotations
@@ -37,8 +44,10 @@ from __future__ import annotations
 import argparse
 import copy
 import shutil
+import subprocess
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -188,6 +197,95 @@ def quality(events: int, batch: int, strengths: list[float], seed: int = 0) -> N
              lambda m=m: lagged_prequential(keys, scores, labels, batch=batch, strength=m, shards=8, template=template))
 
 
+def processor_at(rev: str):
+    """The ``KeyedCalibrationProcessor`` class of ``streamcal/spark/_processor.py`` at git revision
+    ``rev`` (read with ``git show``, run on today's streamcal)."""
+    source = subprocess.run(
+        ["git", "show", f"{rev}:streamcal/spark/_processor.py"], check=True, capture_output=True, text=True
+    ).stdout
+    module = types.ModuleType(f"processor_at_{rev}")
+    exec(compile(source, f"{rev}:streamcal/spark/_processor.py", "exec"), module.__dict__)
+    return module.KeyedCalibrationProcessor
+
+
+def tws_cpu(args, template) -> None:
+    """The pooled processor's CPU time per micro-batch in Spark's ``TwsTester`` (no query, no JVM):
+    the shards' ``handleInputRows`` calls of each micro-batch, this code against the processor of
+    ``--old REV``, each with its own tester and map directory, taking turns micro-batch by
+    micro-batch (which goes first alternates), and for scale this code with keys on their own
+    (``prior_strength=0``); the sink's merge of the partial maps runs between micro-batches, timed
+    apart (the driver's work, the same in both). Checks that both pooled processors give the same
+    output."""
+    from pyspark.sql.streaming.tws_tester import TwsTester
+
+    from streamcal.spark import DEFAULT_STRENGTH, KeyedCalibrationProcessor
+    from streamcal.spark._pool import merge_partials
+
+    versions = {"this code": KeyedCalibrationProcessor}
+    if args.old:
+        versions[f"code at {args.old}"] = processor_at(args.old)
+    keys = args.keys[0]
+    work = Path(tempfile.mkdtemp(prefix="bench-tws-"))
+    try:
+        tables = write_events(work / "events", args.events, keys, args.batch)
+        dirs = {name: str(work / f"global-{i}") for i, name in enumerate(versions)}
+        testers = {
+            name: TwsTester(cls(template, prior_strength=DEFAULT_STRENGTH, global_dir=dirs[name]))
+            for name, cls in versions.items()
+        }
+        alone = "keys on their own"  # this code at prior_strength=0, for scale (other outputs)
+        versions[alone] = KeyedCalibrationProcessor
+        testers[alone] = TwsTester(KeyedCalibrationProcessor(template))
+        cpu = {name: [] for name in versions}
+        merges = {name: [] for name in versions}  # the sink's merge of the partial maps (driver)
+        print(f"TwsTester, pooled (prior_strength={DEFAULT_STRENGTH:g}), {keys:,} Zipf keys, {len(tables)} "
+              f"micro-batches of {args.batch:,}, {args.shards} shards; CPU seconds per micro-batch")
+        for b, table in enumerate(tables):
+            frame = table.to_pandas()
+            shards = frame["key"].to_numpy() % args.shards
+            rows = pd.DataFrame({
+                "key": frame["key"].astype(str).to_numpy(dtype=object), "event_id": None,
+                "score": frame["score"].to_numpy(np.float64), "label": frame["label"].to_numpy(np.float64),
+                "time": np.nan, "order": frame["seq"].to_numpy(np.float64), "batch_ms": 1000 * (b + 1),
+            })
+            parts = [(shard, rows[shards == shard].reset_index(drop=True)) for shard in range(args.shards)]
+            outputs = {}
+            names = list(versions) if b % 2 == 0 else list(versions)[::-1]
+            for name in names:
+                tester = testers[name]
+                start = time.process_time()
+                got = [tester.testInPandas(shard, part) for shard, part in parts if len(part)]
+                cpu[name].append(time.process_time() - start)
+                out = pd.concat(got, ignore_index=True)
+                if name == alone:
+                    continue
+                partial = out[out["status"] == "partial"]
+                start = time.process_time()
+                merge_partials(dirs[name], 1000 * (b + 1), b, [(int(r.event_id), r.partial) for r in partial.itertuples()])
+                merges[name].append(time.process_time() - start)
+                outputs[name] = out[out["status"] != "partial"]  # both emit the rows in the same order
+            if len(outputs) > 1:
+                first, *rest = outputs.values()
+                for other in rest:
+                    same = np.array_equal(first["proba"].to_numpy(), other["proba"].to_numpy(), equal_nan=True)
+                    if not same:
+                        msg = f"micro-batch {b}: the two processors' outputs differ"
+                        raise AssertionError(msg)
+            print(f"  micro-batch {b}: " + ", ".join(f"{name} {cpu[name][-1]:.2f} s" for name in versions))
+        print(f"{'processor':<28} {'first s':>8} {'median s':>9} {'events/s (CPU)':>15}")
+        for name in versions:
+            steady = np.array(cpu[name][1:])
+            print(f"{name:<28} {cpu[name][0]:>8.2f} {np.median(steady):>9.2f} {args.batch / np.median(steady):>15,.0f}")
+        print(f"the sink's merge of the partial maps into the next map (driver, this code): median "
+              f"{np.median(merges['this code'][1:]):.3f} s of CPU per micro-batch")
+        if args.old:
+            new, old = (np.array(cpu[name][1:]) for name in list(versions)[:2])
+            print(f"ratio this code / code at {args.old} (median of the micro-batches after the first): "
+                  f"{np.median(new / old):.3f}; outputs equal: yes")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def spark_run(spark, folder: Path, work: Path, template, *, floor: bool = False, strength: float = 0.0,
               shards: int = 8) -> dict:
     from streamcal.spark import calibrate_stream, write_stream
@@ -236,13 +334,18 @@ def main() -> None:
     parser.add_argument(
         "--conf", nargs="*", default=[], metavar="KEY=VALUE", help="Spark settings for the session (tuning)"
     )
+    parser.add_argument("--tws", action="store_true", help="the pooled processor's CPU per micro-batch in TwsTester")
+    parser.add_argument("--old", metavar="REV", help="--tws: also time the processor of this git revision")
     args = parser.parse_args()
     if args.quality:
         quality(args.events, args.batch, args.strengths)
         return
+    template = PAVCalibrator(prior=None, **({} if args.buckets is None else {"buckets": args.buckets}))
+    if args.tws:
+        tws_cpu(args, template)
+        return
     from streamcal.spark import DEFAULT_STRENGTH, local_session
 
-    template = PAVCalibrator(prior=None, **({} if args.buckets is None else {"buckets": args.buckets}))
     conf = {"spark.sql.shuffle.partitions": "2", **dict(item.split("=", 1) for item in args.conf)}
     spark = local_session("streamcal-bench", **conf)
     print(f"{args.events:,} events in micro-batches of {args.batch:,}, local[2], RocksDB state store, "

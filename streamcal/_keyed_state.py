@@ -9,6 +9,7 @@ holds, no kernel reads or writes outside its arrays.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 import numbers
@@ -20,7 +21,14 @@ from streamcal._kernels import histogram as _h
 from streamcal._kernels import keyed as _kk
 from streamcal._keyed_rows import ring_clocks, ring_rows
 
-__all__ = ["check_counters", "check_exported", "check_key_params", "check_keyed_state", "upgrade_ring"]
+__all__ = [
+    "check_counters",
+    "check_exported",
+    "check_key_params",
+    "check_keyed_state",
+    "replace_global",
+    "upgrade_ring",
+]
 
 _MAX_STORED = 1e300
 
@@ -324,3 +332,73 @@ def upgrade_ring(state: dict) -> dict:
     state["_ring_b"] = (2 * rb + (labels > 0.5)).astype(np.int32)
     state["_ring_f"] = np.ascontiguousarray(rf[[0, 2]] if kind == _h.KIND_TIME else rf[:1])
     return state
+
+
+def replace_global(obj, source, keyed_class) -> None:
+    """Have the keyed calibrator ``obj`` pool toward ``source``'s global map, its keys' rows kept in
+    place (:meth:`streamcal.KeyedCalibrator.replace_global` says what changes and what does not).
+
+    ``source`` is a keyed calibrator of ``obj``'s class, template and prior strength (its global
+    map and its prior are adopted as they stand), a calibrator of the template's class and
+    parameters (it becomes the global map and the prior is taken from it now), or the bytes of
+    either (:func:`streamcal.persist.to_bytes`, checked as :func:`streamcal.persist.from_bytes`
+    checks a state). Everything is checked and copied before ``obj`` changes; the work is that of
+    the global map (its buckets and window), not of the keys. ``keyed_class``: the keyed
+    calibrator's base class (:class:`streamcal.KeyedCalibrator`)."""
+    from streamcal.merging import _check_same_params
+    from streamcal.persist import from_bytes
+
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        source = from_bytes(bytes(source), where="`source`")
+    keyed = isinstance(source, keyed_class)
+    glob = source._global if keyed else source
+    if keyed and type(source) is not type(obj):
+        msg = (
+            f"`source` must be a {type(obj).__name__} (a keyed calibrator of this kind); got a "
+            f"{type(source).__name__}."
+        )
+        raise TypeError(msg)
+    if type(glob) is not type(obj._global):
+        msg = (
+            f"`source` must be a {type(obj).__name__} or a {type(obj._global).__name__} of this template; "
+            f"got a {type(source).__name__}."
+        )
+        raise TypeError(msg)
+    if keyed and not _same_strength(source.prior_strength, obj.prior_strength):
+        msg = (
+            f"`source` must have this calibrator's prior_strength ({obj.prior_strength!r}); got "
+            f"{source.prior_strength!r}."
+        )
+        raise ValueError(msg)
+    try:
+        _check_same_params(obj._global, glob, 0)
+    except ValueError as exc:
+        why = str(exc).partition(": ")[2].replace(" (position 0)", "") or str(exc)
+        msg = f"`source` must hold a global map of this template: {why}"
+        raise ValueError(msg) from None
+    # the copy shares this calibrator's bucket layout (built once, never changed; equal edges)
+    mine, theirs = obj._global.window_histogram.layout, glob.window_histogram.layout
+    memo = {id(theirs): mine} if np.array_equal(mine.edges, theirs.edges) else {}
+    if keyed:
+        with source._lock:
+            adopted = {name: copy.deepcopy(getattr(source, name), memo) for name in obj._GLOBAL_STATE}
+            version = int(source._prior_ver)
+    else:
+        with source._lock:
+            adopted = {"_global": copy.deepcopy(source, memo)}
+        adopted["_n_learned"] = int(adopted["_global"].n_learned)
+    with obj._lock:
+        previous = int(obj._prior_ver)
+        obj.__dict__.update(adopted)
+        if keyed:  # the source's prior as it stands, under a version no key holds
+            obj._prior_ver = max(previous, version) + 1
+            obj._build_prior()
+            obj._take_key_odds()
+        else:  # the prior follows the new global map now, then on the schedule from its count
+            obj._refresh_prior()
+
+
+def _same_strength(a, b) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    return float(a) == float(b)

@@ -239,6 +239,9 @@ class TemplateKeys:
         "_prior_on",
     )
     _UNSAVED = ("_lock", *_CACHES)
+    # what replace_global takes from a keyed source: the global map and the prior it gives
+    _GLOBAL_STATE = ("_global", "_n_learned", "_next_refresh", "_strength", "_src_weight", "_src_fitted", "_shift_a",
+                     "_shift_rho")
 
     def __getstate__(self):
         state = LockedState.__getstate__(self)
@@ -310,6 +313,10 @@ class TemplateKeys:
         """As the PAV path's, and every key takes its prior's odds multiplier now (a key created
         before the next refresh holds 1: its prior is the global map's)."""
         super()._refresh_prior()
+        self._take_key_odds()
+
+    def _take_key_odds(self) -> None:
+        """Every key takes its prior's odds multiplier from the shift in force."""
         n = len(self._slot_keys)
         kf = self._kf[:n]
         kf[:, _kk.KF_ODDS] = 1.0

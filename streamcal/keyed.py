@@ -216,6 +216,9 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
     _CACHES = ("_cfg", "_cen", "_prior", "_pri", "_slot_of", "_free", "_scratch_b", "_scratch_w", "_blocks_b",
                "_blocks_f")
     _UNSAVED = ("_lock", *_CACHES)
+    # what replace_global takes from a keyed source: the global map and the prior it gives
+    _GLOBAL_STATE = ("_global", "_n_learned", "_next_refresh", "_strength", "_src_weight", "_src_fitted", "_src_blocks",
+                     "_shift_a", "_shift_rho")
 
     def __getstate__(self):
         with self._lock:
@@ -316,6 +319,77 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
                 k = self._new_slot(key)
             self._import(k, row)
 
+    def replace_global(self, source) -> None:
+        """Pool toward ``source``'s global map from now on, every key's row kept as it is.
+
+        For a stream sharded by key whose global map of all traffic is kept elsewhere (one shard
+        per worker, the map merged from every shard's share): swap the map in, instead of moving
+        the keys' rows into a calibrator that holds it. The call's work is the global map's (its
+        buckets and window), not the keys'.
+
+        Parameters
+        ----------
+        source
+            One of:
+
+            * a ``KeyedCalibrator`` of this template and ``prior_strength`` (its keys are not read):
+              its global map, its learned count and its prior are taken **as they stand** (the
+              prior follows a global map on a schedule, so it may lag it), and the prior refreshes
+              on the source's schedule from then on. Each key takes the new prior as at a refresh
+              of the prior (under ``"auto"`` its odds multiplier from the source's between-key
+              shift and its own evidence, until the next refresh estimates the shift again from
+              this calibrator's keys). With a fixed-edge ``PAVCalibrator`` template (sparse rows)
+              each key then predicts and learns exactly as it would, bit for bit, had its row been
+              moved into ``source`` with :meth:`export_key` / :meth:`import_key`;
+            * a calibrator of the template's class and parameters (for example another keyed
+              calibrator's :attr:`global_calibrator`): it becomes the global map, the learned count
+              becomes its ``n_learned``, and the prior is taken from it now, with the strength
+              (and under ``"auto"`` the keys' shift) estimated now, then refreshes on the usual
+              schedule from that count;
+            * the bytes of either (:func:`streamcal.persist.to_bytes`), checked as
+              :func:`streamcal.persist.from_bytes` checks a state.
+
+        Notes
+        -----
+        What stays: every key's row and window, its event counts and its observed and expected
+        positives (under ``"auto"`` a key's expected positives remain the sum of the predictions of
+        the global map in force when each of its events was learned; the events learned after the
+        swap add the new map's), the evictions, and the keys' recency stamps. Each key takes the
+        new prior the next time it is read or learned. :attr:`global_calibrator` and
+        ``n_learned`` are then the new map's (plus what this calibrator learns after).
+        Recency under ``max_keys`` compares the stamps (the learned count when each key last
+        learned): swap in maps that have learned at least as much as this one, as a map of all
+        traffic does. A rejected call (a source of another kind, template, layout or strength;
+        damaged bytes) raises and changes nothing.
+
+        Examples
+        --------
+        >>> import copy
+        >>> import numpy as np
+        >>> from streamcal import KeyedCalibrator, PAVCalibrator
+        >>> rng = np.random.default_rng(0)
+        >>> template = PAVCalibrator(prior=None)
+        >>> s = rng.uniform(0.01, 0.99, size=4000)
+        >>> y = rng.uniform(size=4000) < s
+        >>> everything = KeyedCalibrator(template, prior_strength=50).update(np.zeros(4000, int), s, y)
+        >>> everything.drop_key(0)                              # a map of all traffic, no keys
+        >>> shard = KeyedCalibrator(template, prior_strength=50).update([7] * 20, s[:20], y[:20])
+        >>> moved = copy.deepcopy(everything)                  # the row moved into the map's calibrator
+        >>> moved.import_key(7, shard.export_key(7))
+        >>> shard.replace_global(everything)                   # the row stays where it is
+        >>> shard.n_learned == everything.n_learned == 4000
+        True
+        >>> grid = np.linspace(0.05, 0.95, 7)
+        >>> np.array_equal(shard.predict_proba([7] * 7, grid), moved.predict_proba([7] * 7, grid))
+        True
+        """
+        from streamcal._keyed_state import replace_global
+
+        replace_global(self, source, KeyedCalibrator)
+
+    def _take_key_odds(self) -> None:
+        """The keys take their prior's odds multiplier when next read or learned (the kernels)."""
+
     def _slot(self, key) -> int:
         key = self._checked_key(key, "key")
         k = self._slot_of.get(key)
@@ -326,8 +400,8 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
 
     @staticmethod
     def _checked_key(key, name: str):
-        if type(key) is str:
-            return key
+        if isinstance(key, str):  # np.str_ too
+            return str(key)
         if isinstance(key, numbers.Integral) and not isinstance(key, (bool, np.bool_)):
             return int(key)
         msg = f"`{name}` must be an int or a string; got {key!r}."

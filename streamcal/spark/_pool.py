@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import uuid
 
-__all__ = ["KEEP_MAPS", "check_pooling", "empty_map", "learned_delta", "merge_partials", "read_map"]
+__all__ = ["KEEP_MAPS", "check_pooling", "empty_map", "learned_delta", "merge_partials", "read_map", "shared_map"]
 
 _SUFFIX = ".streamcal"
 #: Maps kept in ``global_dir``: a micro-batch reads the newest before its own (older ones are
 #: deleted; a few more are kept for a reader still listing the directory).
 KEEP_MAPS = 8
-_CACHE: dict = {}  # path of a map -> its bytes (a worker reads each map once)
+_CACHE: dict = {}  # path of a map -> the map (a worker reads and checks each map once)
 
 
 def check_pooling(prior_strength, global_dir):
@@ -87,7 +87,16 @@ def empty_map(template, strength: float):
 
 def read_map(global_dir: str, before_ms: int, template, strength: float):
     """The newest all-traffic map written for a micro-batch timestamp earlier than ``before_ms`` (a
-    keyed calibrator without keys), or the empty map if there is none."""
+    keyed calibrator without keys, a new object), or the empty map if there is none."""
+    import copy
+
+    return copy.deepcopy(shared_map(global_dir, before_ms, template, strength))
+
+
+def shared_map(global_dir: str, before_ms: int, template, strength: float):
+    """:func:`read_map`'s map, read and checked once per worker and shared: read it only (the
+    processor hands it to :meth:`streamcal.KeyedCalibrator.replace_global`, which copies what it
+    takes)."""
     from streamcal.persist import from_bytes
 
     filesystem, root = _filesystem(global_dir)
@@ -97,20 +106,22 @@ def read_map(global_dir: str, before_ms: int, template, strength: float):
     path = earlier[-1]
     if path not in _CACHE:
         with filesystem.open_input_stream(path) as stream:
-            _CACHE.clear()
-            _CACHE[path] = stream.read()
-    return from_bytes(_CACHE[path], where=f"the global map {path}")
+            data = stream.read()
+        _CACHE.clear()
+        _CACHE[path] = from_bytes(data, where=f"the global map {path}")
+    return _CACHE[path]
 
 
 def learned_delta(template, strength: float, scores, labels, times):
     """A keyed calibrator without keys whose global map learned ``scores``, ``labels`` (and
     ``times``) in order: a shard's share of one micro-batch, as :func:`merge_partials` merges it."""
-    import numpy as np
-
     delta = empty_map(template, strength)
     if len(scores):
-        delta.update(np.zeros(len(scores), dtype=np.int64), scores, labels, times=times)
-        delta.drop_key(0)
+        # the global map alone learns them (no key's row: a clone of the template, as a keyed
+        # calibrator's global map is), then becomes the delta's global map
+        glob = template.clone()
+        glob.update(scores, labels, times=times)
+        delta.replace_global(glob)
     return delta
 
 

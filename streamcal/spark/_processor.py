@@ -195,20 +195,18 @@ class KeyedCalibrationProcessor(StatefulProcessor):
                 number += 1
                 states[name] = KeyState(number)
             states[name].seen_ms = now_ms
-        touched = [states[name].number for name in names]
         batch_ms = -1
         if self.global_dir is not None:
+            from streamcal.spark._pool import shared_map
+
+            # the keys pool toward the all-traffic map after the previous micro-batch (the newest
+            # map written before this micro-batch's timestamp), swapped in with its prior as it
+            # stands: each key computes what it would in that map's calibrator (see _pool)
             batch_ms = int(frame["batch_ms"].iloc[0])
-            pooled = self._pooled_engine(engine, touched, batch_ms)
-        else:
-            pooled = engine
+            engine.replace_global(shared_map(self.global_dir, batch_ms, self.calibrator, self.prior_strength))
         out, taught = run_rows(
-            self.calibrator, pooled, frame, states, remember=self.remember, max_pending=self.max_pending
+            self.calibrator, engine, frame, states, remember=self.remember, max_pending=self.max_pending
         )
-        if pooled is not engine:
-            for number in touched:  # the keys' rows go back into the shard's state
-                if number in pooled:
-                    engine.import_key(number, pooled.export_key(number))
         self._store(engine, states)
         if self.ttl_ms is not None and states and self.timer.get() is None:
             timer_ms = now_ms + self.ttl_ms
@@ -219,19 +217,6 @@ class KeyedCalibrationProcessor(StatefulProcessor):
             yield self._output(self._partial_row(key, batch_ms, taught))
 
     # ---------------------------------------------------------------- pooling toward all traffic
-    def _pooled_engine(self, engine, touched: list, batch_ms: int):
-        """The micro-batch's engine: the all-traffic map after the previous micro-batch (the newest
-        map in ``global_dir`` written before ``batch_ms``, the micro-batch's timestamp) holding the
-        rows of the keys this micro-batch touches. Keys do not interact at a numeric strength, so
-        the shard's other keys need not be in it."""
-        from streamcal.spark._pool import read_map
-
-        pooled = read_map(self.global_dir, batch_ms, self.calibrator, self.prior_strength)
-        for number in touched:
-            if number in engine:
-                pooled.import_key(number, engine.export_key(number))
-        return pooled
-
     def _partial_row(self, key, batch_ms: int, taught) -> dict:
         """The ``"partial"`` row: the shard's delta for the all-traffic map (its labelled events of
         this micro-batch, in order), for the sink to merge (see :mod:`streamcal.spark._pool`)."""
