@@ -98,7 +98,11 @@ ANCHOR_SXX = 11
 ANCHOR_LS = 12
 ANCHOR_LL = 13
 ANCHOR_UPDATES = 14
-ANCHOR_SIZE = 15
+# then the prior fit's warm start (state, see the module notes): ``[valid, a, b, mean, scale]``,
+# D's standardised coefficients and the standardisation ``v = (x - mean) scale`` they are in
+ANCHOR_PRIOR = 15
+ANCHOR_PRIOR_NEXT = 20  # scratch: this refit's prior fit, in the same layout
+ANCHOR_SIZE = 25
 ANCHOR_MAX_UPDATES = 4096.0  # the running sums are recomputed by a pass after this many events
 
 PC_OFF = 0
@@ -359,20 +363,216 @@ def set_anchor(h, h0, B, unit, pc, anchor):
 
 
 @jit_noalloc
+def _prior_standardisation(h, h0, B, unit, cen, pc, identity):
+    """``(mean, scale)`` of the prior kernel's covariate on the row ``h[h0 : h0 + 2B]``, as that
+    kernel computes them (``scale`` 0 where the covariate has no spread)."""
+    n_all = 0.0
+    sx = 0.0
+    sxx = 0.0
+    for j in range(B):
+        w = h[h0 + j] / unit + h[h0 + B + j] / unit
+        if w > 0.0:
+            x = pc[PC_OFF, j] if identity else cen[j]
+            n_all += w
+            sx += w * x
+            sxx += w * x * x
+    if not n_all > 0.0:
+        return 0.0, 0.0
+    mean = sx / n_all
+    var = sxx / n_all - mean * mean
+    sd = math.sqrt(var) if var > 0.0 else 0.0
+    return mean, (1.0 / sd if sd > 0.0 else 0.0)
+
+
+@jit_noalloc
 def score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor):
     """The score prior's strength on the histogram (stored units of ``u``; class totals
     ``t_pos``, ``t_neg`` in real units), as ``streamcal._prior.score_prior`` computes it;
-    certified 0 without the prior kernel where the anchor allows (probability inputs)."""
+    certified 0 without the prior kernel where the anchor allows (probability inputs).
+
+    Where the prior fit's warm start is valid, :func:`prior_strength_warm` refits ``D`` from it
+    and certifies its answer; otherwise (or where it cannot certify) the prior kernel runs from
+    its cold start. The warm start becomes this refit's fit where the strength is above 0 (for
+    raw scores, at every refit): a refit whose strength is certified 0 without the kernel leaves
+    it as it is, so that the warm start, which is state, follows the same path whether or not
+    the anchor (which is not state) certified. The anchor is set where the strength is 0."""
     B = si[_h.SI_B]
     if identity and prior_strength_is_zero_running(sf, B, u, pc, anchor):
         return 0.0
     base_rate = (t_pos + c) / ((t_pos + t_neg) + 2.0 * c)
-    anchor[1] = 0.0  # the kernel's cold start (0, 0); its fit is written back there
-    anchor[2] = 0.0
-    kappa = _p.prior_strength_from(sf, _h.SF_HEADER, B, u, centres, 0, 1, base_rate, identity, anchor[1:3])
-    if identity:
-        set_anchor(sf, _h.SF_HEADER, B, u, pc, anchor)
+    start = anchor[ANCHOR_PRIOR : ANCHOR_PRIOR + 5]
+    nxt = anchor[ANCHOR_PRIOR_NEXT : ANCHOR_PRIOR_NEXT + 5]
+    kappa = -1.0
+    if start[0] == 1.0:
+        kappa = prior_strength_warm(sf, _h.SF_HEADER, B, u, centres, pc, base_rate, identity, start, nxt)
+    if kappa < 0.0:
+        anchor[1] = 0.0  # the kernel's cold start (0, 0); its fit is written back there
+        anchor[2] = 0.0
+        kappa = _p.prior_strength_from(sf, _h.SF_HEADER, B, u, centres, 0, 1, base_rate, identity, anchor[1:3])
+        mean, scale = _prior_standardisation(sf, _h.SF_HEADER, B, u, centres, pc, identity)
+        nxt[0] = 1.0 if scale > 0.0 else 0.0
+        nxt[1] = anchor[1]
+        nxt[2] = anchor[2]
+        nxt[3] = mean
+        nxt[4] = scale
+    if kappa > 0.0 or not identity:
+        for i in range(5):
+            start[i] = nxt[i]
+    if identity and kappa == 0.0:
+        anchor[0] = 0.0
+        if nxt[0] == 1.0:
+            anchor[1] = nxt[1]
+            anchor[2] = nxt[2]
+            set_anchor(sf, _h.SF_HEADER, B, u, pc, anchor)
     return kappa
+
+
+#: the warm refit of the prior's ``D`` stops once its estimate of ``D``'s maximum
+#: log-likelihood is certified within this many nats (``log kappa`` moves by as much)
+PRIOR_WARM_TOL = 1e-11
+PRIOR_WARM_STEPS = 4  # Newton steps before the warm refit gives way to the prior kernel
+
+
+@jit_noalloc
+def _prior_pass(h, h0, B, unit, cen, pc, identity, raw, m0, s0, a, b):
+    """One pass over the row for :func:`prior_strength_warm`: the covariate's sums (weight,
+    sum, sum of squares), the prior's log-likelihood ``log_s`` (as the prior kernel sums it),
+    the range of ``v = (x - m0) s0`` over the non-empty buckets, and ``D``'s log-likelihood,
+    gradient and Hessian (without the ridge) at ``(a, b)`` in that standardisation.
+    ``raw``: the raw scores' prior ``(logit r, log r, log(1 - r))`` (unused for probability inputs)."""
+    n_all = 0.0
+    sx = 0.0
+    sxx = 0.0
+    log_s = 0.0
+    v_lo = np.inf
+    v_hi = -np.inf
+    ll = 0.0
+    g0 = 0.0
+    g1 = 0.0
+    h00 = 0.0
+    h01 = 0.0
+    h11 = 0.0
+    off, lr, l1mr = raw
+    for j in range(B):
+        p = h[h0 + j] / unit
+        n = h[h0 + B + j] / unit
+        if p + n > 0.0:
+            if identity:
+                off = pc[PC_OFF, j]
+                x = off
+                lr = pc[PC_LOG_R, j]
+                l1mr = pc[PC_LOG_1MR, j]
+            else:
+                x = cen[j]
+            n_all += p + n
+            sx += (p + n) * x
+            sxx += (p + n) * x * x
+            if p > 0.0:
+                log_s += p * lr
+            if n > 0.0:
+                log_s += n * l1mr
+            v = (x - m0) * s0
+            v_lo = min(v_lo, v)
+            v_hi = max(v_hi, v)
+            z = off + a + b * v
+            if z >= 0.0:
+                e = math.exp(-z)
+                l1 = math.log1p(e)
+                ll += -p * l1 + n * (-z - l1)
+                q = 1.0 / (1.0 + e)
+            else:
+                e = math.exp(z)
+                l1 = math.log1p(e)
+                ll += p * (z - l1) - n * l1
+                q = e / (1.0 + e)
+            res = p - (p + n) * q
+            wq = (p + n) * q * (1.0 - q)
+            g0 += res
+            g1 += res * v
+            h00 += wq
+            h01 += wq * v
+            h11 += wq * v * v
+    return n_all, sx, sxx, log_s, v_lo, v_hi, ll, g0, g1, h00, h01, h11
+
+
+@jit_noalloc
+def prior_strength_warm(h, h0, B, unit, cen, pc, base_rate, identity, start, out):
+    """The prior kernel's ``kappa`` by Newton's method from the warm start ``start`` (layout
+    ``[valid, a, b, mean, scale]``, see ``ANCHOR_PRIOR``), or -1.0 where it cannot certify it
+    within ``PRIOR_WARM_TOL`` in ``PRIOR_WARM_STEPS`` steps (then the prior kernel runs).
+
+    The iteration runs in the start's standardisation, with the ridge on the coefficients of
+    the row's own (a linear map of them), one pass per step. The logistic loss's third
+    derivative is bounded by its second, so ``D``'s negative log-likelihood is generalised
+    self-concordant (Bach, "Self-concordant analysis for logistic regression", 2010): along
+    ``d`` its Hessian changes by a factor within ``exp(+-kk ||d||_H)``, ``kk = max_b ||(1,
+    v_b)||_{H^-1}``. With ``nu`` the Newton decrement, the optimum lies within ``r <= 2 nu /
+    (1 - kk nu)`` in the ``H``-norm, and the maximum is ``f + nu^2 / 2`` within
+    ``kk max(r^3, nu^3 exp(kk nu)) / 6``. The fit after the last step, in the row's
+    standardisation, is written to ``out``."""
+    if not (start[0] == 1.0 and start[4] > 0.0):
+        return -1.0
+    m0 = start[3]
+    s0 = start[4]
+    a = start[1]
+    b = start[2]
+    raw = (0.0, 0.0, 0.0)
+    if not identity:
+        lr = math.log(base_rate)
+        l1mr = math.log1p(-base_rate)
+        raw = (lr - l1mr, lr, l1mr)
+    ridge = _p.RIDGE
+    f_prev = -np.inf
+    for _ in range(PRIOR_WARM_STEPS):
+        n_all, sx, sxx, log_s, v_lo, v_hi, f, g0, g1, h00, h01, h11 = _prior_pass(
+            h, h0, B, unit, cen, pc, identity, raw, m0, s0, a, b
+        )
+        if not n_all > 0.0:
+            return -1.0
+        mean = sx / n_all
+        var = sxx / n_all - mean * mean
+        if not var > 0.0:
+            return -1.0
+        scale = 1.0 / math.sqrt(var)
+        # the row's standardised coefficients (ac, bc) = J (a, b), and the ridge on them
+        j01 = s0 * (mean - m0)
+        j11 = s0 / scale
+        ac = a + b * j01
+        bc = b * j11
+        f -= 0.5 * ridge * (ac * ac + bc * bc)
+        g0 -= ridge * ac
+        g1 -= ridge * (j01 * ac + j11 * bc)
+        h00 += ridge
+        h01 += ridge * j01
+        h11 += ridge * (j01 * j01 + j11 * j11)
+        det = h00 * h11 - h01 * h01
+        if not (det > 0.0 and h00 > 0.0 and f >= f_prev - 1e-12 * (1.0 + abs(f))):
+            return -1.0
+        da = (h11 * g0 - h01 * g1) / det
+        db = (h00 * g1 - h01 * g0) / det
+        nu2 = max(g0 * da + g1 * db, 0.0)
+        nu = math.sqrt(nu2)
+        kk = math.sqrt(max(_quad_inv(h00, h01, h11, det, 1.0, v_lo), _quad_inv(h00, h01, h11, det, 1.0, v_hi)))
+        t = kk * nu
+        if not t < 0.5:
+            return -1.0
+        r = 2.0 * nu / (1.0 - t)
+        a += da
+        b += db
+        if kk * max(r * r * r, nu2 * nu * math.exp(t)) / 6.0 <= PRIOR_WARM_TOL:
+            out[0] = 1.0
+            out[1] = a + b * j01
+            out[2] = b * j11
+            out[3] = mean
+            out[4] = scale
+            k = 2.0 if identity else 1.0
+            log_kappa = log_s - (f + 0.5 * nu2) + 0.5 * k * math.log(n_all + 1.0)
+            if log_kappa >= math.log(_p.KAPPA_MAX):
+                return _p.KAPPA_MAX
+            kappa = math.exp(log_kappa)
+            return kappa if kappa >= _p.KAPPA_MIN else 0.0
+        f_prev = f
+    return -1.0
 
 
 @jit_noalloc
