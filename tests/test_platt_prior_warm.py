@@ -35,7 +35,8 @@ def naive_prior_strength(centres, pos, neg, identity, base_rate):
 
 
 def cold_fit(centres, pos, neg, identity, base_rate):
-    """The prior kernel's fit as a warm start ``[1, a, b, mean, scale]`` (``scale`` of its covariate)."""
+    """The prior kernel's fit as a warm start (``glm_refit.PRIOR_*``: ``[1, a, b, mean, scale]``
+    and no predicted start)."""
     B = centres.size
     row = np.concatenate((pos, neg))
     ab = np.zeros(2)
@@ -44,7 +45,9 @@ def cold_fit(centres, pos, neg, identity, base_rate):
     w = pos + neg
     mean = float(np.sum(w * x) / w.sum())
     var = float(np.sum(w * x * x) / w.sum() - mean * mean)
-    return np.array([1.0, ab[0], ab[1], mean, 1.0 / math.sqrt(var) if var > 0 else 0.0])
+    start = np.zeros(_g.PRIOR_SIZE)
+    start[:5] = (1.0, ab[0], ab[1], mean, 1.0 / math.sqrt(var) if var > 0 else 0.0)
+    return start
 
 
 @st.composite
@@ -81,9 +84,9 @@ def test_the_warm_strength_matches_the_prior_kernel(h, change, identity, seed):
         return
     pc = np.zeros((5, centres.size))
     _g.prior_cache_fill(centres, pc)
-    out = np.zeros(5)
+    out = np.zeros(_g.PRIOR_SIZE)
     row = np.concatenate((pos, neg))
-    kappa = _g.prior_strength_warm(row, 0, centres.size, 1.0, centres, pc, base_rate, identity, start, out)
+    kappa = _g.prior_strength_warm(row, 0, centres.size, 1.0, centres, pc, base_rate, identity, start, out, False)
     ref = naive_prior_strength(centres, pos, neg, identity, base_rate)
     if kappa < 0.0:
         assert kappa == -1.0
@@ -114,9 +117,9 @@ def test_the_warm_refit_serves_from_one_event_to_the_next():
     for i in range(200):
         k = int(rng.integers(B))
         (pos if rng.uniform() < s.mean() else neg)[k] += 1.0
-        out = np.zeros(5)
+        out = np.zeros(_g.PRIOR_SIZE)
         row = np.concatenate((pos, neg))
-        kappa = _g.prior_strength_warm(row, 0, B, 1.0, centres, pc, 0.5, True, start, out)
+        kappa = _g.prior_strength_warm(row, 0, B, 1.0, centres, pc, 0.5, True, start, out, False)
         if kappa >= 0.0:
             served += 1
             start = out
