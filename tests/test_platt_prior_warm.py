@@ -206,3 +206,20 @@ def test_a_state_saved_before_the_warm_start_loads_and_continues():
     a, _ = cal.prequential(scores[500:], labels[500:])
     b, _ = older.prequential(scores[500:], labels[500:])
     assert float(np.max(np.abs(a - b))) <= TOL
+
+
+@pytest.mark.parametrize("cls", [PlattCalibrator, GEVCalibrator])
+def test_the_interpreted_and_compiled_tiers_give_the_same_bits_while_the_prior_holds(cls):
+    from streamcal._kernels import _config
+
+    rng = np.random.default_rng(8)
+    z = rng.normal(-2.0, 1.5, 300)
+    scores, labels = 1 / (1 + np.exp(-z)), rng.uniform(size=300) < 1 / (1 + np.exp(-z))
+    _config.use_compiled_kernels()
+    cal = cls()
+    compiled = cal.prequential(scores, labels)
+    assert cal.prior_strength > 0.0
+    with _config.interpreting():
+        interpreted = cls().prequential(scores, labels)
+    assert np.array_equal(compiled[0], interpreted[0])
+    assert np.array_equal(compiled[1], interpreted[1])

@@ -312,6 +312,10 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         status = entry_call("refit", _g.glm_refit_inplace, args)
         if status != 0:
             self._glm_complete_refit(a)
+        if getattr(self, "refit_every", None) is not None:
+            # nor does the refit leave the prior's predicted start to track (the state stays the
+            # same whichever face learns)
+            self._glm_prior_start[_g.PRIOR_STEP_VALID] = 0.0
         self._glm_state_out(a)
 
     def _glm_shape_arrays(self, a: SimpleNamespace) -> tuple:
