@@ -494,9 +494,9 @@ def _prior_pass(h, h0, B, unit, cen, pc, identity, raw, m0, s0, a, b):
     h11 = 0.0
     off, lr, l1mr = raw
     for j in range(B):
-        p = h[h0 + j] / unit
-        n = h[h0 + B + j] / unit
-        if p + n > 0.0:
+        if h[h0 + j] + h[h0 + B + j] > 0.0:  # stored weights: no division for an empty bucket
+            p = h[h0 + j] / unit
+            n = h[h0 + B + j] / unit
             if identity:
                 off = pc[PC_OFF, j]
                 x = off
