@@ -26,6 +26,7 @@ from streamcal import GEVCalibrator, PlattCalibrator
 from streamcal._kernels import glm_refit as _g
 from streamcal._kernels import prior as _kp
 from streamcal.buckets import LogitGrid
+from streamcal.exceptions import StateFileError
 
 
 def naive_prior_strength(centres, pos, neg, identity, base_rate):
@@ -200,12 +201,19 @@ def test_a_state_saved_before_the_warm_start_loads_and_continues():
     cal = PlattCalibrator()
     cal.prequential(scores[:500], labels[:500])
     state = cal.__getstate__()
-    del state["_glm_prior_start"]
+    del state["_glm_prior_start"], state["_glm_prior_start_size"]
     older = PlattCalibrator.__new__(PlattCalibrator)
     older.__setstate__(state)
+    assert older._glm_prior_start[_g.PRIOR_VALID] == 0.0
     a, _ = cal.prequential(scores[500:], labels[500:])
     b, _ = older.prequential(scores[500:], labels[500:])
     assert float(np.max(np.abs(a - b))) <= TOL
+    # one of the two alone is refused
+    for name in ("_glm_prior_start", "_glm_prior_start_size"):
+        state = cal.__getstate__()
+        del state[name]
+        with pytest.raises(StateFileError, match=name):
+            PlattCalibrator.__new__(PlattCalibrator).__setstate__(state)
 
 
 @pytest.mark.parametrize("cls", [PlattCalibrator, GEVCalibrator])

@@ -60,7 +60,9 @@ Arrays (no validation; see ``streamcal.gev.calibrator`` for their owner):
 - ``pc`` (5, B): per bucket, the prior's log-odds ``logit(r_b)``, ``log r_b``, ``log(1 - r_b)``
   and the anchor's log-likelihood terms ``log sigma(z_b)``, ``log sigma(-z_b)``;
 - ``anchor`` (``ANCHOR_SIZE``): ``[valid, a, b, A, B]``, ``D``'s fit in its standardised and raw
-  coefficients, then the certificate's running sums at the ``ANCHOR_*`` indices;
+  coefficients, then the certificate's running sums at the ``ANCHOR_*`` indices, then the prior
+  fit's warm start at ``ANCHOR_PRIOR`` (``PRIOR_*``; state, the calibrator's ``_glm_prior_start``)
+  and this refit's scratch of the same layout at ``ANCHOR_PRIOR_NEXT``;
 - ``table`` (``MOM_K + 1``, ``MOM_K + 2``): :func:`logistic_taylor_table`; ``mom`` (``MOM_SIZE``): the
   Taylor moments at the ``MOM_*`` indices; ``pw`` (``2 (MOM_K + 1)``): scratch.
 """

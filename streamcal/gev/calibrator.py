@@ -83,6 +83,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         # the score prior's last fit of its recalibration, the warm start of the next (state, as
         # the moments are; ``glm_refit.ANCHOR_PRIOR``)
         self._glm_prior_start = np.zeros(_g.PRIOR_SIZE)
+        self._glm_prior_start_size = _g.PRIOR_SIZE  # the layout it is saved in
 
     def __setstate__(self, state):
         # a state saved before the Taylor moments existed (neither the moments nor their order)
@@ -93,9 +94,10 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         # likewise a state saved before GEV's predicted starts (neither the array nor its layout)
         if "_beta" in state and "_glm_steps" not in state and "_glm_steps_block" not in state:
             state = {**state, "_glm_steps": np.zeros(0), "_glm_steps_block": _g.STEP_BLOCK}
-        # and before the prior's warm start: its first refit runs the prior kernel from its cold start
-        if "_beta" in state and "_glm_prior_start" not in state:
-            state = {**state, "_glm_prior_start": np.zeros(_g.PRIOR_SIZE)}
+        # and before the prior's warm start (neither it nor its size): its first refit runs the
+        # prior kernel from its cold start
+        if "_beta" in state and "_glm_prior_start" not in state and "_glm_prior_start_size" not in state:
+            state = {**state, "_glm_prior_start": np.zeros(_g.PRIOR_SIZE), "_glm_prior_start_size": _g.PRIOR_SIZE}
         super().__setstate__(state)
 
     def _candidate_xis(self) -> tuple[float, ...]:
@@ -460,6 +462,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             c.fail(f"`_glm_moments`: expected 0.0 or 1.0 at index 0; found {c.brief(self._glm_moments[0])}.")
         if self._glm_moments[_g.MOM_VALID] == 1.0:
             c.need_finite(self._glm_moments, "_glm_moments")
+        c.need_int(self._glm_prior_start_size, "_glm_prior_start_size", _g.PRIOR_SIZE, _g.PRIOR_SIZE)
         start = c.need_array(self._glm_prior_start, "_glm_prior_start", np.float64, size=_g.PRIOR_SIZE)
         if start[0] not in (0.0, 1.0):
             c.fail(f"`_glm_prior_start`: expected 0.0 or 1.0 at index 0; found {c.brief(start[0])}.")
