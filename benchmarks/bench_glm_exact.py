@@ -3,7 +3,7 @@
 Run from the repository root::
 
     PYTHONPATH=. python benchmarks/bench_glm_exact.py                 # 3 alternating rounds
-    PYTHONPATH=. python benchmarks/bench_glm_exact.py --rounds 5 --n 4000
+    PYTHONPATH=. python benchmarks/bench_glm_exact.py --rounds 5 --n 4000 --old 029de32
 
 ``PlattCalibrator()`` and ``GEVCalibrator()`` (``xi="auto"``: six shapes) at their defaults
 (``LogitGrid()``, unbounded window, ``prior="auto"``, ``refit_every=None``: a refit before every
@@ -24,10 +24,10 @@ Baselines, in the same process, in alternating rounds, by CPU time (``process_ti
   fit and a numpy Brier score.
 
 - ``code before`` (with ``--old REV``): ``PlattCalibrator`` and ``GEVCalibrator`` as they were at
-  git revision ``REV`` (that revision's ``streamcal/gev/calibrator.py``,
+  git revision ``REV`` (that revision's ``streamcal/gev/calibrator.py``, ``streamcal/gev/_river.py``,
   ``streamcal/_kernels/glm_refit.py`` and ``streamcal/_kernels/gev.py``, loaded from a temporary
-  directory on this tree's other modules), e.g. ``--old 911db6b``: before the river face's
-  inline checks and packed call and GEV's predicted starts.
+  directory on this tree's other modules, with their own compiled entry points), e.g.
+  ``--old 029de32``: before the prior's warm refit.
 
 The largest difference of the served probabilities from the python engine's is printed (the
 tests compare both with a converged full refit: within 1e-9), and from the code before's.
@@ -90,9 +90,10 @@ def full_refit(cls):
 
 def calibrators_at(rev: str) -> dict:
     """``{name: class}`` of the two calibrators at git revision ``rev`` (see the module notes):
-    the revision's GEV and GLM-refit kernel modules and calibrator module written to a temporary
-    directory (numba caches the kernels next to them) and imported from there, each reading the
-    others at that revision."""
+    the revision's GEV and GLM-refit kernel modules, river face and calibrator module written to a
+    temporary directory (numba caches the kernels next to them) and imported from there, each
+    reading the others at that revision (the river face's cache of compiled entry points too:
+    the revisions' packed buffers may be laid out differently)."""
     root = Path(__file__).resolve().parent.parent
     where = Path(tempfile.mkdtemp(prefix="bench-glm-exact-"))
     atexit.register(shutil.rmtree, where, ignore_errors=True)
@@ -100,6 +101,7 @@ def calibrators_at(rev: str) -> dict:
     files = (
         ("gev", "streamcal/_kernels/gev.py"),
         ("glm_refit", "streamcal/_kernels/glm_refit.py"),
+        ("river", "streamcal/gev/_river.py"),
         ("calibrator", "streamcal/gev/calibrator.py"),
     )
     for name, path in files:
@@ -108,6 +110,9 @@ def calibrators_at(rev: str) -> dict:
         ).stdout
         source = source.replace("from ._config import", "from streamcal._kernels._config import")
         source = source.replace("from streamcal._kernels.gev import", f"from gev_at_{rev} import")
+        source = source.replace("from streamcal._kernels import gev as _k", f"import gev_at_{rev} as _k")
+        source = source.replace("from streamcal._kernels import glm_refit as _g", f"import glm_refit_at_{rev} as _g")
+        source = source.replace("from streamcal.gev._river import", f"from river_at_{rev} import")
         file = where / f"{name}_at_{rev}.py"
         file.write_text(source)
         spec = importlib.util.spec_from_file_location(file.stem, file)

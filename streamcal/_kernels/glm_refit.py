@@ -24,8 +24,10 @@ there, so ``log kappa <= log_s - (L(A, B) - penalty) + (k / 2) log(n + 1)``. ``(
 anchor: ``D``'s fit at the last time the kernel ran, whose per-bucket log-likelihood terms are
 kept, so the bound costs one pass of multiply-adds over the buckets. When the bound is below
 ``log(KAPPA_MIN)`` by ``CERTIFICATE_MARGIN`` (plus a relative margin for the kernel's stopping
-rule and for rounding) the strength is 0 exactly as the kernel would find it; otherwise the
-kernel runs from its cold start, as the full refit does, and its fit becomes the new anchor.
+rule and for rounding) the strength is 0 exactly as the kernel would find it; otherwise ``D`` is
+refitted (:func:`score_prior_strength`: from its last fit by :func:`prior_strength_warm`, which
+certifies its answer, or by the kernel from its cold start), and where it finds 0 its fit becomes
+the new anchor. The warm start is state and the anchor is not.
 
 Platt's refit from Taylor moments. One event changes one bucket, and Platt's optimum moves by
 about ``1 / T`` of a window of weight ``T``; a pass over the buckets per refit costs more than
@@ -58,7 +60,9 @@ Arrays (no validation; see ``streamcal.gev.calibrator`` for their owner):
 - ``pc`` (5, B): per bucket, the prior's log-odds ``logit(r_b)``, ``log r_b``, ``log(1 - r_b)``
   and the anchor's log-likelihood terms ``log sigma(z_b)``, ``log sigma(-z_b)``;
 - ``anchor`` (``ANCHOR_SIZE``): ``[valid, a, b, A, B]``, ``D``'s fit in its standardised and raw
-  coefficients, then the certificate's running sums at the ``ANCHOR_*`` indices;
+  coefficients, then the certificate's running sums at the ``ANCHOR_*`` indices, then the prior
+  fit's warm start at ``ANCHOR_PRIOR`` (``PRIOR_*``; state, the calibrator's ``_glm_prior_start``)
+  and this refit's scratch of the same layout at ``ANCHOR_PRIOR_NEXT``;
 - ``table`` (``MOM_K + 1``, ``MOM_K + 2``): :func:`logistic_taylor_table`; ``mom`` (``MOM_SIZE``): the
   Taylor moments at the ``MOM_*`` indices; ``pw`` (``2 (MOM_K + 1)``): scratch.
 """
@@ -98,7 +102,22 @@ ANCHOR_SXX = 11
 ANCHOR_LS = 12
 ANCHOR_LL = 13
 ANCHOR_UPDATES = 14
-ANCHOR_SIZE = 15
+# then the prior fit's warm start (state, see ``prior_strength_warm``), ``PRIOR_SIZE`` values:
+PRIOR_VALID = 0  # 1.0 once D has a fit
+PRIOR_A = 1  # D's standardised coefficients and the standardisation ``v = (x - mean) scale``
+PRIOR_B = 2
+PRIOR_MEAN = 3
+PRIOR_SCALE = 4
+PRIOR_STEP_VALID = 5  # 1.0 while the change since the fit is tracked (the fingerprint agrees)
+PRIOR_N_LEARNED = 6  # the histogram's fingerprint at the last update
+PRIOR_T_POS = 7
+PRIOR_T_NEG = 8
+PRIOR_H = 9  # D's data Hessian at the fit (3 values, stored units)
+PRIOR_DG = 12  # the data gradient's change there since the fit (2 values, stored units)
+PRIOR_SIZE = 14
+ANCHOR_PRIOR = 15
+ANCHOR_PRIOR_NEXT = ANCHOR_PRIOR + PRIOR_SIZE  # scratch: this refit's prior fit, in the same layout
+ANCHOR_SIZE = ANCHOR_PRIOR_NEXT + PRIOR_SIZE
 ANCHOR_MAX_UPDATES = 4096.0  # the running sums are recomputed by a pass after this many events
 
 PC_OFF = 0
@@ -359,20 +378,266 @@ def set_anchor(h, h0, B, unit, pc, anchor):
 
 
 @jit_noalloc
+def _prior_standardisation(h, h0, B, unit, cen, pc, identity):
+    """``(mean, scale)`` of the prior kernel's covariate on the row ``h[h0 : h0 + 2B]``, as that
+    kernel computes them (``scale`` 0 where the covariate has no spread)."""
+    n_all = 0.0
+    sx = 0.0
+    sxx = 0.0
+    for j in range(B):
+        w = h[h0 + j] / unit + h[h0 + B + j] / unit
+        if w > 0.0:
+            x = pc[PC_OFF, j] if identity else cen[j]
+            n_all += w
+            sx += w * x
+            sxx += w * x * x
+    if not n_all > 0.0:
+        return 0.0, 0.0
+    mean = sx / n_all
+    var = sxx / n_all - mean * mean
+    sd = math.sqrt(var) if var > 0.0 else 0.0
+    return mean, (1.0 / sd if sd > 0.0 else 0.0)
+
+
+@jit_noalloc
 def score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor):
     """The score prior's strength on the histogram (stored units of ``u``; class totals
     ``t_pos``, ``t_neg`` in real units), as ``streamcal._prior.score_prior`` computes it;
-    certified 0 without the prior kernel where the anchor allows (probability inputs)."""
+    certified 0 without the prior kernel where the anchor allows (probability inputs).
+
+    Where the prior fit's warm start is valid, :func:`prior_strength_warm` refits ``D`` from it
+    and certifies its answer; otherwise (or where it cannot certify) the prior kernel runs from
+    its cold start. The warm start becomes this refit's fit where the strength is above 0 (for
+    raw scores, at every refit): a refit whose strength is certified 0 without the kernel leaves
+    it as it is, so that the warm start, which is state, follows the same path whether or not
+    the anchor (which is not state) certified. The anchor is set where the strength is 0."""
     B = si[_h.SI_B]
     if identity and prior_strength_is_zero_running(sf, B, u, pc, anchor):
         return 0.0
     base_rate = (t_pos + c) / ((t_pos + t_neg) + 2.0 * c)
-    anchor[1] = 0.0  # the kernel's cold start (0, 0); its fit is written back there
-    anchor[2] = 0.0
-    kappa = _p.prior_strength_from(sf, _h.SF_HEADER, B, u, centres, 0, 1, base_rate, identity, anchor[1:3])
-    if identity:
-        set_anchor(sf, _h.SF_HEADER, B, u, pc, anchor)
+    start = anchor[ANCHOR_PRIOR : ANCHOR_PRIOR + PRIOR_SIZE]
+    nxt = anchor[ANCHOR_PRIOR_NEXT : ANCHOR_PRIOR_NEXT + PRIOR_SIZE]
+    kappa = -1.0
+    if start[PRIOR_VALID] == 1.0:
+        predict = identity and _prior_step_current(start, sf)
+        kappa = prior_strength_warm(sf, _h.SF_HEADER, B, u, centres, pc, base_rate, identity, start, nxt, predict)
+    if kappa < 0.0:
+        anchor[1] = 0.0  # the kernel's cold start (0, 0); its fit is written back there
+        anchor[2] = 0.0
+        kappa = _p.prior_strength_from(sf, _h.SF_HEADER, B, u, centres, 0, 1, base_rate, identity, anchor[1:3])
+        mean, scale = _prior_standardisation(sf, _h.SF_HEADER, B, u, centres, pc, identity)
+        nxt[PRIOR_VALID] = 1.0 if scale > 0.0 else 0.0
+        nxt[PRIOR_A] = anchor[1]
+        nxt[PRIOR_B] = anchor[2]
+        nxt[PRIOR_MEAN] = mean
+        nxt[PRIOR_SCALE] = scale
+        nxt[PRIOR_STEP_VALID] = 0.0  # no Hessian at the fit: no predicted start
+    if kappa > 0.0 or not identity:
+        for i in range(PRIOR_SIZE):
+            start[i] = nxt[i]
+        start[PRIOR_N_LEARNED] = sf[_h.SF_N_LEARNED]
+        start[PRIOR_T_POS] = sf[_h.SF_T_POS]
+        start[PRIOR_T_NEG] = sf[_h.SF_T_NEG]
+    if identity and kappa == 0.0:
+        anchor[0] = 0.0
+        if nxt[PRIOR_VALID] == 1.0:
+            anchor[1] = nxt[PRIOR_A]
+            anchor[2] = nxt[PRIOR_B]
+            set_anchor(sf, _h.SF_HEADER, B, u, pc, anchor)
     return kappa
+
+
+@jit_noalloc(forceinline=True)
+def _prior_step_current(start, sf):
+    """True when the warm start's change since its fit describes the histogram ``sf``."""
+    return (
+        start[PRIOR_STEP_VALID] == 1.0
+        and start[PRIOR_N_LEARNED] == sf[_h.SF_N_LEARNED]
+        and start[PRIOR_T_POS] == sf[_h.SF_T_POS]
+        and start[PRIOR_T_NEG] == sf[_h.SF_T_NEG]
+    )
+
+
+@jit_noalloc(forceinline=True)
+def _prior_step_add(start, pc, b, pos_part, ws):
+    """One event's stored weight ``ws`` (negative: leaving) at bucket ``b``, ``pos_part`` of it
+    positive, in the change of ``D``'s data gradient at the warm start's fit (probability inputs)."""
+    v = (pc[PC_OFF, b] - start[PRIOR_MEAN]) * start[PRIOR_SCALE]
+    z = pc[PC_OFF, b] + start[PRIOR_A] + start[PRIOR_B] * v
+    res = pos_part - ws * _logistic(z)
+    start[PRIOR_DG] += res
+    start[PRIOR_DG + 1] += res * v
+
+
+#: the warm refit of the prior's ``D`` stops once its estimate of ``D``'s maximum
+#: log-likelihood is certified within this many nats (``log kappa`` moves by as much)
+PRIOR_WARM_TOL = 1e-11
+PRIOR_WARM_STEPS = 4  # Newton steps before the warm refit gives way to the prior kernel
+
+
+@jit_noalloc
+def _prior_pass(h, h0, B, unit, cen, pc, identity, raw, m0, s0, a, b):
+    """One pass over the row for :func:`prior_strength_warm`: the covariate's sums (weight,
+    sum, sum of squares), the prior's log-likelihood ``log_s`` (as the prior kernel sums it),
+    the range of ``v = (x - m0) s0`` over the non-empty buckets, and ``D``'s log-likelihood,
+    gradient and Hessian (without the ridge) at ``(a, b)`` in that standardisation.
+    ``raw``: the raw scores' prior ``(logit r, log r, log(1 - r))`` (unused for probability inputs)."""
+    n_all = 0.0
+    sx = 0.0
+    sxx = 0.0
+    log_s = 0.0
+    v_lo = np.inf
+    v_hi = -np.inf
+    ll = 0.0
+    g0 = 0.0
+    g1 = 0.0
+    h00 = 0.0
+    h01 = 0.0
+    h11 = 0.0
+    off, lr, l1mr = raw
+    for j in range(B):
+        if h[h0 + j] + h[h0 + B + j] > 0.0:  # stored weights: no division for an empty bucket
+            p = h[h0 + j] / unit
+            n = h[h0 + B + j] / unit
+            if identity:
+                off = pc[PC_OFF, j]
+                x = off
+                lr = pc[PC_LOG_R, j]
+                l1mr = pc[PC_LOG_1MR, j]
+            else:
+                x = cen[j]
+            n_all += p + n
+            sx += (p + n) * x
+            sxx += (p + n) * x * x
+            if p > 0.0:
+                log_s += p * lr
+            if n > 0.0:
+                log_s += n * l1mr
+            v = (x - m0) * s0
+            v_lo = min(v_lo, v)
+            v_hi = max(v_hi, v)
+            z = off + a + b * v
+            if z >= 0.0:
+                e = math.exp(-z)
+                l1 = math.log1p(e)
+                ll += -p * l1 + n * (-z - l1)
+                q = 1.0 / (1.0 + e)
+            else:
+                e = math.exp(z)
+                l1 = math.log1p(e)
+                ll += p * (z - l1) - n * l1
+                q = e / (1.0 + e)
+            res = p - (p + n) * q
+            wq = (p + n) * q * (1.0 - q)
+            g0 += res
+            g1 += res * v
+            h00 += wq
+            h01 += wq * v
+            h11 += wq * v * v
+    return n_all, sx, sxx, log_s, v_lo, v_hi, ll, g0, g1, h00, h01, h11
+
+
+@jit_noalloc
+def prior_strength_warm(h, h0, B, unit, cen, pc, base_rate, identity, start, out, predict):
+    """The prior kernel's ``kappa`` by Newton's method from the warm start ``start`` (layout
+    ``PRIOR_*``), or -1.0 where it cannot certify it within ``PRIOR_WARM_TOL`` in
+    ``PRIOR_WARM_STEPS`` steps (then the prior kernel runs). With ``predict`` (the change of the
+    data gradient since the fit is tracked) the iteration starts from the predicted optimum
+    ``fit + H^-1 dg``, ``H`` the data Hessian at the fit plus the ridge: one pass then usually
+    certifies.
+
+    The iteration runs in the start's standardisation, with the ridge on the coefficients of
+    the row's own (a linear map of them), one pass per step. The logistic loss's third
+    derivative is bounded by its second, so ``D``'s negative log-likelihood is generalised
+    self-concordant (Bach, "Self-concordant analysis for logistic regression", 2010): along
+    ``d`` its Hessian changes by a factor within ``exp(+-kk ||d||_H)``, ``kk = max_b ||(1,
+    v_b)||_{H^-1}``. With ``nu`` the Newton decrement, the optimum lies within ``r <= 2 nu /
+    (1 - kk nu)`` in the ``H``-norm, and the maximum is ``f + nu^2 / 2`` within
+    ``kk max(r^3, nu^3 exp(kk nu)) / 6``. The fit after the last step, in the row's
+    standardisation, and the data Hessian there are written to ``out``."""
+    if not (start[PRIOR_VALID] == 1.0 and start[PRIOR_SCALE] > 0.0):
+        return -1.0
+    m0 = start[PRIOR_MEAN]
+    s0 = start[PRIOR_SCALE]
+    a = start[PRIOR_A]
+    b = start[PRIOR_B]
+    ridge = _p.RIDGE
+    if predict:
+        p00 = start[PRIOR_H] / unit + ridge
+        p01 = start[PRIOR_H + 1] / unit
+        p11 = start[PRIOR_H + 2] / unit + ridge
+        pdet = p00 * p11 - p01 * p01
+        if pdet > 0.0 and p00 > 0.0:
+            dg0 = start[PRIOR_DG] / unit
+            dg1 = start[PRIOR_DG + 1] / unit
+            a += (p11 * dg0 - p01 * dg1) / pdet
+            b += (p00 * dg1 - p01 * dg0) / pdet
+    raw = (0.0, 0.0, 0.0)
+    if not identity:
+        lr = math.log(base_rate)
+        l1mr = math.log1p(-base_rate)
+        raw = (lr - l1mr, lr, l1mr)
+    f_prev = -np.inf
+    for _ in range(PRIOR_WARM_STEPS):
+        n_all, sx, sxx, log_s, v_lo, v_hi, f, g0, g1, h00, h01, h11 = _prior_pass(
+            h, h0, B, unit, cen, pc, identity, raw, m0, s0, a, b
+        )
+        if not n_all > 0.0:
+            return -1.0
+        mean = sx / n_all
+        var = sxx / n_all - mean * mean
+        if not var > 0.0:
+            return -1.0
+        scale = 1.0 / math.sqrt(var)
+        # the row's standardised coefficients (ac, bc) = J (a, b), and the ridge on them
+        j01 = s0 * (mean - m0)
+        j11 = s0 / scale
+        ac = a + b * j01
+        bc = b * j11
+        f -= 0.5 * ridge * (ac * ac + bc * bc)
+        d00 = h00  # the data Hessian, kept for the next predicted start
+        d01 = h01
+        d11 = h11
+        g0 -= ridge * ac
+        g1 -= ridge * (j01 * ac + j11 * bc)
+        h00 += ridge
+        h01 += ridge * j01
+        h11 += ridge * (j01 * j01 + j11 * j11)
+        det = h00 * h11 - h01 * h01
+        if not (det > 0.0 and h00 > 0.0 and f >= f_prev - 1e-12 * (1.0 + abs(f))):
+            return -1.0
+        da = (h11 * g0 - h01 * g1) / det
+        db = (h00 * g1 - h01 * g0) / det
+        nu2 = max(g0 * da + g1 * db, 0.0)
+        nu = math.sqrt(nu2)
+        kk = math.sqrt(max(_quad_inv(h00, h01, h11, det, 1.0, v_lo), _quad_inv(h00, h01, h11, det, 1.0, v_hi)))
+        t = kk * nu
+        if not t < 0.5:
+            return -1.0
+        r = 2.0 * nu / (1.0 - t)
+        a += da
+        b += db
+        if kk * max(r * r * r, nu2 * nu * math.exp(t)) / 6.0 <= PRIOR_WARM_TOL:
+            out[PRIOR_VALID] = 1.0
+            out[PRIOR_A] = a + b * j01
+            out[PRIOR_B] = b * j11
+            out[PRIOR_MEAN] = mean
+            out[PRIOR_SCALE] = scale
+            out[PRIOR_STEP_VALID] = 1.0 if identity else 0.0  # raw scores: the offset moves per event
+            # in the fit's standardisation: v = (x - mean) scale = (v0 + s0 (m0 - mean)) / j11
+            out[PRIOR_H] = d00 * unit
+            out[PRIOR_H + 1] = (d01 - d00 * j01) / j11 * unit
+            out[PRIOR_H + 2] = (d11 - 2.0 * d01 * j01 + d00 * j01 * j01) / (j11 * j11) * unit
+            out[PRIOR_DG] = 0.0
+            out[PRIOR_DG + 1] = 0.0
+            k = 2.0 if identity else 1.0
+            log_kappa = log_s - (f + 0.5 * nu2) + 0.5 * k * math.log(n_all + 1.0)
+            if log_kappa >= math.log(_p.KAPPA_MAX):
+                return _p.KAPPA_MAX
+            kappa = math.exp(log_kappa)
+            return kappa if kappa >= _p.KAPPA_MIN else 0.0
+        f_prev = f
+    return -1.0
 
 
 @jit_noalloc
@@ -753,13 +1018,15 @@ def _steps_keep(steps, sf, u, xis, betas):
 @jit_noalloc
 def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps):
     """Learn one event into the histogram (``histogram_learn_one_inplace``) and, while they are
-    current, into the moments and the prior certificate's running sums: the events leaving the
-    window out, the new one in."""
+    current, into the moments, the prior certificate's running sums, GEV's predicted starts and
+    the prior's: the events leaving the window out, the new one in."""
     kind = sf[_h.SF_KIND]
     clock = _h.window_clock(sf, t, kind)
     track = moments_current(mom, sf)
     sums = _running_sums_current(anchor, sf)
     shapes = _steps_current(steps, sf)
+    start = anchor[ANCHOR_PRIOR : ANCHOR_PRIOR + PRIOR_SIZE]
+    prior_step = _prior_step_current(start, sf)
     B = si[_h.SI_B]
     W = si[_h.SI_W]
     ring = _h.SF_HEADER + 2 * B
@@ -780,7 +1047,17 @@ def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps):
             _running_sums_add(anchor, pc, rb, -rw if ry > 0.5 else 0.0, -rw)
         if shapes:
             _steps_add(steps, x[rb], -rw if ry > 0.5 else 0.0, -rw)
+        if prior_step:
+            _prior_step_add(start, pc, rb, -rw if ry > 0.5 else 0.0, -rw)
     renormalised = _h.window_add_inplace(sf, si, b, y, w, clock, kind)
+    if prior_step and not renormalised:
+        ws = w * _h.stored_unit(sf, kind)
+        _prior_step_add(start, pc, b, ws if y > 0.5 else 0.0, ws)
+        start[PRIOR_N_LEARNED] = sf[_h.SF_N_LEARNED]
+        start[PRIOR_T_POS] = sf[_h.SF_T_POS]
+        start[PRIOR_T_NEG] = sf[_h.SF_T_NEG]
+    else:
+        start[PRIOR_STEP_VALID] = 0.0
     if shapes:
         if renormalised:
             steps[STEP_VALID] = 0.0

@@ -80,6 +80,10 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         # a restored calibrator refits as the original); sized at the first compiled refit
         self._glm_steps = np.zeros(0)
         self._glm_steps_block = _g.STEP_BLOCK  # the values per shape it is laid out for
+        # the score prior's last fit of its recalibration, the warm start of the next (state, as
+        # the moments are; ``glm_refit.ANCHOR_PRIOR``)
+        self._glm_prior_start = np.zeros(_g.PRIOR_SIZE)
+        self._glm_prior_start_size = _g.PRIOR_SIZE  # the layout it is saved in
 
     def __setstate__(self, state):
         # a state saved before the Taylor moments existed (neither the moments nor their order)
@@ -90,6 +94,10 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         # likewise a state saved before GEV's predicted starts (neither the array nor its layout)
         if "_beta" in state and "_glm_steps" not in state and "_glm_steps_block" not in state:
             state = {**state, "_glm_steps": np.zeros(0), "_glm_steps_block": _g.STEP_BLOCK}
+        # and before the prior's warm start (neither it nor its size): its first refit runs the
+        # prior kernel from its cold start
+        if "_beta" in state and "_glm_prior_start" not in state and "_glm_prior_start_size" not in state:
+            state = {**state, "_glm_prior_start": np.zeros(_g.PRIOR_SIZE), "_glm_prior_start_size": _g.PRIOR_SIZE}
         super().__setstate__(state)
 
     def _candidate_xis(self) -> tuple[float, ...]:
@@ -142,6 +150,9 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         moments = buf[_g.BUF_MOM : _g.BUF_PW]
         moments[:] = self._glm_moments
         self._glm_moments = moments
+        prior_start = buf[_g.BUF_ANCHOR + _g.ANCHOR_PRIOR : _g.BUF_ANCHOR + _g.ANCHOR_PRIOR + _g.PRIOR_SIZE]
+        prior_start[:] = self._glm_prior_start
+        self._glm_prior_start = prior_start
         n_steps = _g.steps_size(S) if self._link == "gev" else 0
         if self._glm_steps.size != n_steps:
             self._glm_steps = np.zeros(n_steps)
@@ -276,6 +287,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         if "histogram" not in self.__dict__:
             return False
         self._glm_moments[_g.MOM_VALID] = 0.0
+        self._glm_prior_start[_g.PRIOR_STEP_VALID] = 0.0
         if self._glm_steps.size:
             self._glm_steps[_g.STEP_VALID] = 0.0
         return True
@@ -291,9 +303,10 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         a = self._glm_arrays()
         self._glm_state_in(a)
         if getattr(self, "refit_every", None) is not None:
-            # the array face learns between refits without the moments (and GEV's predicted
-            # starts): both faces refit by passes from the previous fits
+            # the array face learns between refits without the moments (and the predicted
+            # starts of GEV and of the prior): both faces refit by passes from the previous fits
             self._glm_moments[_g.MOM_VALID] = 0.0
+            self._glm_prior_start[_g.PRIOR_STEP_VALID] = 0.0
             if self._glm_steps.size:
                 self._glm_steps[_g.STEP_VALID] = 0.0
         sf, si = self._hist.live_arrays()
@@ -301,6 +314,10 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         status = entry_call("refit", _g.glm_refit_inplace, args)
         if status != 0:
             self._glm_complete_refit(a)
+        if getattr(self, "refit_every", None) is not None:
+            # nor does the refit leave the prior's predicted start to track (the state stays the
+            # same whichever face learns)
+            self._glm_prior_start[_g.PRIOR_STEP_VALID] = 0.0
         self._glm_state_out(a)
 
     def _glm_shape_arrays(self, a: SimpleNamespace) -> tuple:
@@ -445,6 +462,16 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             c.fail(f"`_glm_moments`: expected 0.0 or 1.0 at index 0; found {c.brief(self._glm_moments[0])}.")
         if self._glm_moments[_g.MOM_VALID] == 1.0:
             c.need_finite(self._glm_moments, "_glm_moments")
+        c.need_int(self._glm_prior_start_size, "_glm_prior_start_size", _g.PRIOR_SIZE, _g.PRIOR_SIZE)
+        start = c.need_array(self._glm_prior_start, "_glm_prior_start", np.float64, size=_g.PRIOR_SIZE)
+        if start[0] not in (0.0, 1.0):
+            c.fail(f"`_glm_prior_start`: expected 0.0 or 1.0 at index 0; found {c.brief(start[0])}.")
+        if start[_g.PRIOR_STEP_VALID] not in (0.0, 1.0):
+            c.fail(f"`_glm_prior_start`: expected 0.0 or 1.0 at index 5; found {c.brief(start[_g.PRIOR_STEP_VALID])}.")
+        if start[0] == 1.0:
+            c.need_finite(start, "_glm_prior_start")
+            if not start[_g.PRIOR_SCALE] > 0.0:
+                c.fail(f"`_glm_prior_start`: expected a positive scale at index 4; found {c.brief(start[4])}.")
         c.need_int(self._glm_steps_block, "_glm_steps_block", _g.STEP_BLOCK, _g.STEP_BLOCK)
         steps = c.need_array(self._glm_steps, "_glm_steps", np.float64)
         n_steps = _g.steps_size(len(candidates)) if self._link == "gev" else 0
