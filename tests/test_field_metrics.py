@@ -31,7 +31,8 @@ def naive_field_rce(keys, y, p, w):
     rows = [r for r in naive_per_key(keys, y, p, w).values() if r[2] > 0]
     if not rows:
         return math.nan
-    return sum(r[1] * abs(r[2] - r[3]) / r[2] for r in rows) / sum(r[1] for r in rows)
+    # the relative error first: a tiny weight times a tiny difference would underflow to 0
+    return sum(r[1] * (abs(r[2] - r[3]) / r[2]) for r in rows) / sum(r[1] for r in rows)
 
 
 def naive_field_ece(keys, y, p, w):
