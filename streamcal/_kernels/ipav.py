@@ -738,11 +738,18 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
             if checkpoints:
                 if j > region_end and pi[OWNER + _PI_RECORD * j] == j:
                     r_end, r_p, r_n = pi[BEND + _PI_RECORD * j], pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j]
+                # the records (``_set_record``) and the pooling tests (``_violates``) of this
+                # loop are written out: the interpreted tier runs them per knot, where a call
+                # costs more than its body
                 if has_top:
-                    _set_record(pf, pi, j, tf, tp, tn)
+                    pi[BEND + _PI_RECORD * j] = tf
+                    pf[BPOS + _PF_RECORD * j] = tp
+                    pf[BNEG + _PF_RECORD * j] = tn
                 elif chain != -1 and j != deferred:
-                    _set_record(pf, pi, j, chain, c0p, c0n)
-            if has_top and _violates(tp, tn, pj, nj):  # pool the new knot into the top
+                    pi[BEND + _PI_RECORD * j] = chain
+                    pf[BPOS + _PF_RECORD * j] = c0p
+                    pf[BNEG + _PF_RECORD * j] = c0n
+            if has_top and tp * (pj + nj) >= pj * (tp + tn):  # pool the new knot into the top
                 tl = j
                 tp = tp + pj
                 tn = tn + nj
@@ -762,7 +769,7 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
                 if sp >= 1:
                     p1 = pf[SPOS + _STACK_RECORD * (sp - 1)]
                     n1 = pf[SNEG + _STACK_RECORD * (sp - 1)]
-                    if _violates(p1, n1, tp, tn):
+                    if p1 * (tp + tn) >= tp * (p1 + n1):
                         tf = pi[SFIRST + _STACK_RECORD * (sp - 1)]
                         tp = p1 + tp
                         tn = n1 + tn
@@ -771,7 +778,7 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
                 elif chain != -1:
                     p1 = pf[BPOS + _PF_RECORD * chain]
                     n1 = pf[BNEG + _PF_RECORD * chain]
-                    if _violates(p1, n1, tp, tn):
+                    if p1 * (tp + tn) >= tp * (p1 + n1):
                         tf = chain
                         tp = p1 + tp
                         tn = n1 + tn
@@ -876,7 +883,7 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
         else:
             rate_p = pf[SPOS + _STACK_RECORD * i]
             v = rate_p / (rate_p + pf[SNEG + _STACK_RECORD * i])
-        if left_knot != -1:  # the gap before this block, owned by the block on its left
+        if left_knot != -1 and f > left_knot + 1:  # the gap before this block, owned by the block on its left
             lo_owner = chain if i == 0 else pi[SFIRST + _STACK_RECORD * (i - 1)]
             if not _gap_owned(pi, pf, old_head, old_last, left_knot + 1, f - 1, lo_owner):
                 for g in range(left_knot + 1, f):
@@ -993,10 +1000,12 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     while nxt != -1:
         if nxt <= chg_lo:
             cg, cp, cn = nxt, lp, ln
-        if not _violates(lp, ln, pf[BPOS + _PF_RECORD * nxt], pf[BNEG + _PF_RECORD * nxt]):
+        p = pf[BPOS + _PF_RECORD * nxt]
+        n = pf[BNEG + _PF_RECORD * nxt]
+        if not lp * (p + n) >= p * (lp + ln):  # ``_violates``, written out (a call per block)
             break
-        lp = lp + pf[BPOS + _PF_RECORD * nxt]
-        ln = ln + pf[BNEG + _PF_RECORD * nxt]
+        lp = lp + p
+        ln = ln + n
         left_last = nxt
         nxt = pi[BNEXT + _PI_RECORD * nxt]
     if keep and cg != -1:
@@ -1023,10 +1032,12 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     while prv != left_last:
         if prv >= chg_hi:
             cg, cp, cn = prv, rp, rn
-        if not _violates(pf[BPOS + _PF_RECORD * prv], pf[BNEG + _PF_RECORD * prv], rp, rn):
+        p = pf[BPOS + _PF_RECORD * prv]
+        n = pf[BNEG + _PF_RECORD * prv]
+        if not p * (rp + rn) >= rp * (p + n):
             break
-        rp = pf[BPOS + _PF_RECORD * prv] + rp
-        rn = pf[BNEG + _PF_RECORD * prv] + rn
+        rp = p + rp
+        rn = n + rn
         prv = pi[BPREV + _PI_RECORD * prv]
     if keep and cg != -1:
         runs[RUN_RIGHT] = cg
@@ -1232,8 +1243,20 @@ def _augment_bucket_inplace(sf, pf, o, B, k):
 
 @jit_noalloc
 def _augment_all_inplace(sf, pf, o, B):
+    """:func:`_augment_bucket_inplace` for every bucket, written out with the prior's header read
+    once (the loop writes only the row): the interpreted tier runs it per bucket, where a call
+    costs more than its body."""
+    rate = pf[o + PR_RATE]
+    probability_inputs = pf[o + PR_MODE] == 1.0
+    kappa = pf[o + PR_KAPPA]
+    floor = pf[o + PR_FLOOR]
     for k in range(B):
-        _augment_bucket_inplace(sf, pf, o, B, k)
+        p = sf[SF_HEADER + k]
+        n = sf[SF_HEADER + B + k]
+        r = prior_rate(pf[CEN + _PF_RECORD * k], rate, probability_inputs)
+        m = kappa * ((p + n) + floor)
+        pf[o + PR_HEADER + k] = p + m * r
+        pf[o + PR_HEADER + B + k] = n + m * (1.0 - r)
 
 
 @jit_noalloc
