@@ -933,21 +933,6 @@ def unset_runs() -> np.ndarray:
     return runs
 
 
-@jit_noalloc(forceinline=True)
-def _runs_start_inplace(sf, runs):
-    """Before a learned event: drop the resume points unless they are current (see above)."""
-    if runs.shape[0] >= RUNS_SIZE and runs[RUN_STAMP] != sf[SF_N_LEARNED]:
-        runs[RUN_LEFT] = -1.0
-        runs[RUN_RIGHT] = -1.0
-
-
-@jit_noalloc(forceinline=True)
-def _runs_done_inplace(sf, runs):
-    """After a learned event or a rebuild that kept the resume points: they are current."""
-    if runs.shape[0] >= RUNS_SIZE:
-        runs[RUN_STAMP] = sf[SF_N_LEARNED]
-
-
 @jit_noalloc
 def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     """Recompute the finite-LLR clip values and the inverse prior odds (BOSARIS pseudo-counts).
@@ -1074,6 +1059,8 @@ def pav_update_extremes_inplace(sf, pf, pi, kind, runs):
         pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
     else:
         pav_refresh_extremes_inplace(sf, pf, pi, runs)
+    if runs.shape[0] >= RUNS_SIZE:
+        runs[RUN_STAMP] = sf[SF_N_LEARNED]  # the end runs' resume points are current
 
 
 @jit_noalloc(forceinline=True)
@@ -1163,7 +1150,11 @@ def pav_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, t, kind):
     ``kind`` is ``sf[SF_KIND]`` (read once by a loop of events: see ``histogram.stored_unit``);
     ``runs`` the end runs' scratch (see "the end runs' resume points"; ``pf[:0]``: none).
     """
-    _runs_start_inplace(sf, runs)
+    # the end runs' resume points are dropped unless current (``pav_update_extremes_inplace``
+    # stamps them; written out: a helper would be one more kernel to compile)
+    if runs.shape[0] >= RUNS_SIZE and runs[RUN_STAMP] != sf[SF_N_LEARNED]:
+        runs[RUN_LEFT] = -1.0
+        runs[RUN_RIGHT] = -1.0
     clock = window_clock(sf, t, kind)
     if pi[PI_INTEGRAL] == 1 and (w != np.floor(w) or (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME)):
         pi[PI_INTEGRAL] = 0
@@ -1172,7 +1163,6 @@ def pav_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, t, kind):
     o = _prior_offset(B)
     if pf[o + PR_KAPPA] > 0.0:
         _prior_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, clock, kind, o)
-        _runs_done_inplace(sf, runs)
         return
     total = sf[SF_T_POS] + sf[SF_T_NEG] + w  # an upper bound of the total during this update
     pi[PI_EXACT] = 1 if pi[PI_INTEGRAL] == 1 and total < EXACT_TOTAL else 0
@@ -1194,7 +1184,6 @@ def pav_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, t, kind):
     if sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:
         pav_prior_refresh_inplace(sf, pf, pi, kind)
     pav_update_extremes_inplace(sf, pf, pi, kind, runs)
-    _runs_done_inplace(sf, runs)
 
 
 @jit_noalloc(forceinline=True)
@@ -1323,7 +1312,8 @@ def pav_rebuild_runs_inplace(sf, si, pf, pi, runs):
         runs[RUN_LEFT] = -1.0
         runs[RUN_RIGHT] = -1.0
     pav_refresh_extremes_inplace(sf, pf, pi, runs)
-    _runs_done_inplace(sf, runs)
+    if runs.shape[0] >= RUNS_SIZE:
+        runs[RUN_STAMP] = sf[SF_N_LEARNED]  # the points are current
 
 
 @jit_noalloc
