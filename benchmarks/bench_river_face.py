@@ -99,7 +99,8 @@ def _learn_packed_unmarked(packed, s, y, w, t):
     o_pi, end = int(packed[_k.PACK_O_PI]), int(packed[_k.PACK_END])
     sf, si = packed[_k.PACK_HEADER : o_si], packed[o_si:o_pf].view(np.int64)
     pf, pi = packed[o_pf:o_pi], packed[o_pi:end].view(np.int64)
-    _k.pav_learn_one_inplace(sf, si, pf, pi, _k.pav_bucket_of(pf, s), y, w, t, sf[_k.SF_KIND])
+    runs = packed[end : end + _k.RUNS_SIZE]
+    _k.pav_learn_one_inplace(sf, si, pf, pi, runs, _k.pav_bucket_of(pf, s), y, w, t, sf[_k.SF_KIND])
     return True
 
 

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from naive import naive_pav_bucket_blocks, naive_pav_bucket_fit, naive_pav_textbook
 
-from streamcal import PAVCalibrator
+from streamcal import PAVCalibrator, persist
 from streamcal._kernels import ipav as K
 from streamcal.buckets import Edges, LogitGrid
-from streamcal.windows import CountWindow, Decay, TimeWindow
+from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
 
 NASTY = [0.1, 0.2, 0.3, 0.7, 1.0 / 3.0, 2.5, 1e-3, 1.0, 2.0, 3.0, 0.6, 0.9]
 
@@ -238,3 +238,98 @@ def test_whole_weights_turning_fractional_keep_the_blocks_bit_for_bit():
     B = 64
     pos, neg = sf[12 : 12 + B], sf[12 + B : 12 + 2 * B]
     assert blocks_of(*a.map_arrays())[0] == naive_pav_bucket_blocks(pos, neg)
+
+
+# ------------------------------------------------------------------ the end runs' resume points
+def click_stream(n, seed):
+    """Ad clicks: low, over-confident scores (as ``generate``'s), some fractional weights."""
+    rng = np.random.default_rng(seed)
+    m = rng.normal(-3.2, 1.2, size=n)
+    s = 1.0 / (1.0 + np.exp(-m))
+    y = rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(0.7 * m - 2.0)))
+    w = np.where(rng.uniform(size=n) < 0.3, rng.choice(NASTY, size=n), 1.0)
+    t = np.cumsum(rng.exponential(1.0, size=n))
+    return s, y, w, t
+
+
+def refreshed_from_the_ends(cal):
+    """The clip values and prior odds of a refresh that starts both end runs at their ends."""
+    pf, pi = (a.copy() for a in cal.map_arrays())
+    K.pav_refresh_extremes_inplace(cal.window_histogram.arrays()[0], pf, pi, K.unset_runs())
+    return pf[[K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]].view(np.int64).tolist()
+
+
+def resume_points_set(cal):
+    """How many of the two end runs have a resume point in the calibrator's scratch."""
+    runs = K.packed_runs(cal.packed_state())
+    return int(runs[K.RUN_LEFT] >= 0.0) + int(runs[K.RUN_RIGHT] >= 0.0)
+
+
+@pytest.mark.parametrize("prior", ["auto", None])
+@pytest.mark.parametrize(
+    "window", [Unbounded(), CountWindow(300), TimeWindow(seconds=250.0), Decay(half_life=300.0)], ids=repr
+)
+@pytest.mark.parametrize("n_buckets", [3, 6, 256])
+def test_end_runs_resumed_at_their_points_equal_a_refresh_from_the_ends(prior, window, n_buckets):
+    """After every learned event the finite-LLR values the kernels keep (each end run resumed at
+    its point where the blocks it summed are unchanged) equal, bit for bit, those of a refresh
+    that sums both runs from their ends."""
+    s, y, w, t = click_stream(800, n_buckets)
+    cal = PAVCalibrator(buckets=LogitGrid(n_buckets), window=window, prior=prior)
+    kept = [K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]
+    set_after = 0
+    for i in range(s.size):
+        cal.prequential(s[i : i + 1], y[i : i + 1], weights=w[i : i + 1], times=t[i : i + 1])
+        pf, _ = cal.map_arrays()
+        assert pf[kept].view(np.int64).tolist() == refreshed_from_the_ends(cal), i
+        set_after += resume_points_set(cal)
+    if n_buckets > 64:
+        assert set_after > s.size // 2  # the points are kept (and, by the comparison, right)
+
+
+def test_a_restored_calibrator_saves_the_same_bytes_and_continues_bit_for_bit():
+    """The resume points are not part of the state: a calibrator saved and loaded mid-stream
+    (its scratch made afresh, unset) saves the bytes of the original, and both continue with the
+    same outputs and again save the same bytes, whatever points each kept meanwhile."""
+    s, y, w, _ = click_stream(3000, 7)
+    cal = PAVCalibrator(buckets=LogitGrid(256), window=CountWindow(1000))
+    cal.prequential(s[:1500], y[:1500], weights=w[:1500])
+    assert resume_points_set(cal) >= 1  # the stream keeps them
+    back = persist.from_bytes(persist.to_bytes(cal))
+    assert resume_points_set(back) == 0
+    assert persist.to_bytes(back) == persist.to_bytes(cal)
+    a = cal.prequential(s[1500:], y[1500:], weights=w[1500:])
+    b = back.prequential(s[1500:], y[1500:], weights=w[1500:])
+    assert a[0].tobytes() == b[0].tobytes()
+    assert a[1].tobytes() == b[1].tobytes()
+    assert persist.to_bytes(back) == persist.to_bytes(cal)
+
+
+def test_events_learned_without_the_scratch_drop_the_resume_points():
+    """A composite's kernels learn into a calibrator's packed state without its scratch (their
+    refreshes keep no points): the calibrator's next event notices the learned-event count and
+    starts both runs from their ends, so it continues with the outputs of a calibrator that
+    learned every event itself, bit for bit."""
+    s, y, w, _ = click_stream(3000, 11)
+    cal = PAVCalibrator(buckets=LogitGrid(256), window=CountWindow(500))
+    twin = PAVCalibrator(buckets=LogitGrid(256), window=CountWindow(500))
+    kept = 0
+    for lo in range(0, 3000, 300):
+        part = slice(lo, lo + 200)
+        cal.prequential(s[part], y[part], weights=w[part])
+        twin.prequential(s[part], y[part], weights=w[part])
+        kept += resume_points_set(cal)
+        packed = cal.packed_state()
+        ends = packed[K.PACK_O_SI : K.PACK_END + 1].astype(np.intp)
+        sf, si = packed[K.PACK_HEADER : ends[0]], packed[ends[0] : ends[1]].view(np.int64)
+        pf, pi = packed[ends[1] : ends[2]], packed[ends[2] : ends[3]].view(np.int64)
+        for i in range(lo + 200, lo + 300):
+            b = cal.window_histogram.layout.bucket_of(float(s[i]))
+            K.pav_learn_one_inplace(sf, si, pf, pi, pf[:0], b, float(y[i]), float(w[i]), 0.0, sf[K.SF_KIND])
+            twin.learn_one({"score": float(s[i])}, bool(y[i]), w=float(w[i]))
+        assert cal.map_arrays()[0].tobytes() == twin.map_arrays()[0].tobytes()
+    assert kept >= 10  # the stream keeps points before most of the runs without the scratch
+    a = cal.prequential(s, y, weights=w)
+    b = twin.prequential(s, y, weights=w)
+    assert a[0].tobytes() == b[0].tobytes()
+    assert a[1].tobytes() == b[1].tobytes()

@@ -201,7 +201,7 @@ def assert_extremes_are_fresh(cal):
     """The finite-LLR clip values and prior equal a from-scratch refresh, bit for bit."""
     kept, pi = cal.map_arrays()
     pf = kept.copy()
-    K.pav_refresh_extremes_inplace(cal.window_histogram.arrays()[0], pf, pi)
+    K.pav_refresh_extremes_inplace(cal.window_histogram.arrays()[0], pf, pi, K.unset_runs())
     fields = [K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]
     assert kept[fields].tolist() == pf[fields].tolist()
 
@@ -363,7 +363,7 @@ def test_finite_llr_values_kept_up_to_date_equal_a_refresh_after_every_learn(kin
             cal.learn_one({"s": float(s[i])}, bool(y[i]))
             kept, pi = cal.map_arrays()
             pf = kept.copy()
-            K.pav_refresh_extremes_inplace(cal.window_histogram.arrays()[0], pf, pi)
+            K.pav_refresh_extremes_inplace(cal.window_histogram.arrays()[0], pf, pi, K.unset_runs())
             assert [kept[j] for j in fields] == [pf[j] for j in fields], (kind, trial, i)
 
 

@@ -79,7 +79,9 @@ blocks at each end and leaves the middle alone; its fitted value at any score is
 learned event; the LLR is ``log(q r / (1 - q))`` with ``q = clip(p, lo, hi)``, i.e.
 ``logit(q) - logit(prior)`` in one logarithm: finite, and monotone in the score (it never
 reorders scores). The two end runs are recomputed only when a repair changed a block they
-read (``PI_CHG_*`` against ``PI_DEP_*``) or under decay (the pseudo-count's stored units move).
+read (``PI_CHG_*`` against ``PI_DEP_*``) or under decay (the pseudo-count's stored units move),
+and then each from a resume point inside it when the blocks before that point are unchanged
+(see "the end runs' resume points" below).
 
 Cost per event. Kernels index the flat state arrays by offsets rather than slicing views.
 The per-event helpers (learning an event, the O(1) block update, the window's expiry and
@@ -736,11 +738,18 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
             if checkpoints:
                 if j > region_end and pi[OWNER + _PI_RECORD * j] == j:
                     r_end, r_p, r_n = pi[BEND + _PI_RECORD * j], pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j]
+                # the records (``_set_record``) and the pooling tests (``_violates``) of this
+                # loop are written out: the interpreted tier runs them per knot, where a call
+                # costs more than its body
                 if has_top:
-                    _set_record(pf, pi, j, tf, tp, tn)
+                    pi[BEND + _PI_RECORD * j] = tf
+                    pf[BPOS + _PF_RECORD * j] = tp
+                    pf[BNEG + _PF_RECORD * j] = tn
                 elif chain != -1 and j != deferred:
-                    _set_record(pf, pi, j, chain, c0p, c0n)
-            if has_top and _violates(tp, tn, pj, nj):  # pool the new knot into the top
+                    pi[BEND + _PI_RECORD * j] = chain
+                    pf[BPOS + _PF_RECORD * j] = c0p
+                    pf[BNEG + _PF_RECORD * j] = c0n
+            if has_top and tp * (pj + nj) >= pj * (tp + tn):  # pool the new knot into the top
                 tl = j
                 tp = tp + pj
                 tn = tn + nj
@@ -760,7 +769,7 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
                 if sp >= 1:
                     p1 = pf[SPOS + _STACK_RECORD * (sp - 1)]
                     n1 = pf[SNEG + _STACK_RECORD * (sp - 1)]
-                    if _violates(p1, n1, tp, tn):
+                    if p1 * (tp + tn) >= tp * (p1 + n1):
                         tf = pi[SFIRST + _STACK_RECORD * (sp - 1)]
                         tp = p1 + tp
                         tn = n1 + tn
@@ -769,7 +778,7 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
                 elif chain != -1:
                     p1 = pf[BPOS + _PF_RECORD * chain]
                     n1 = pf[BNEG + _PF_RECORD * chain]
-                    if _violates(p1, n1, tp, tn):
+                    if p1 * (tp + tn) >= tp * (p1 + n1):
                         tf = chain
                         tp = p1 + tp
                         tn = n1 + tn
@@ -874,7 +883,7 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
         else:
             rate_p = pf[SPOS + _STACK_RECORD * i]
             v = rate_p / (rate_p + pf[SNEG + _STACK_RECORD * i])
-        if left_knot != -1:  # the gap before this block, owned by the block on its left
+        if left_knot != -1 and f > left_knot + 1:  # the gap before this block, owned by the block on its left
             lo_owner = chain if i == 0 else pi[SFIRST + _STACK_RECORD * (i - 1)]
             if not _gap_owned(pi, pf, old_head, old_last, left_knot + 1, f - 1, lo_owner):
                 for g in range(left_knot + 1, f):
@@ -889,45 +898,136 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
         left_value = v
 
 
+# The end runs' resume points. Over the prior's augmented row every bucket is a knot, and the
+# buckets where no data fall form hundreds of light blocks that each end run pools; the events
+# change blocks inside the runs, so nearly every learned event refreshes them. A refresh
+# therefore keeps, for each run, the run's sums as it reaches one of its blocks ``g`` (before
+# the pooling test of ``g``): they are a function of the blocks on ``g``'s run side and of the
+# pseudo-count, so while neither changed (``PI_CHG_LO`` / ``PI_CHG_HI`` since the last refresh,
+# a window without decay) the next refresh resumes at ``g`` with the same numbers and repeats
+# the from-the-end refresh's additions and tests from there on, in the same order: the same
+# bits. Each run keeps the block it reached nearest to the lowest (highest) change since the
+# last refresh, whether it resumed or started from its end, where the next event's change is
+# likely to fall again.
+#
+# They live in ``runs``, a small float64 scratch apart from the state arrays (never saved,
+# compared or merged; a calibrator makes it afresh, unset, whenever it packs its state):
+# RUN_STAMP is ``sf[SF_N_LEARNED]`` when a learn or a rebuild that keeps them last finished, so a
+# learned event that reached the state through kernels without the scratch (whose refreshes
+# do not keep the points) is noticed by the count and the points are dropped. A ``runs`` shorter
+# than RUNS_SIZE (``pf[:0]``) keeps none: every refresh starts both runs from their ends.
+RUN_STAMP = 0  # the learned-event count the points are current at (-1: none)
+RUN_LEFT = 1  # the left run's block (-1: unset), then its two sums
+RUN_LEFT_P = 2
+RUN_LEFT_N = 3
+RUN_RIGHT = 4  # the right run's, likewise
+RUN_RIGHT_P = 5
+RUN_RIGHT_N = 6
+RUNS_SIZE = 8
+
+
+def unset_runs() -> np.ndarray:
+    """A fresh end-run scratch with no resume point (see "the end runs' resume points")."""
+    runs = np.zeros(RUNS_SIZE)
+    runs[RUN_STAMP] = runs[RUN_LEFT] = runs[RUN_RIGHT] = -1.0
+    return runs
+
+
 @jit_noalloc
-def pav_refresh_extremes_inplace(sf, pf, pi):
-    """Recompute the finite-LLR clip values and the inverse prior odds (BOSARIS pseudo-counts)."""
+def pav_refresh_extremes_inplace(sf, pf, pi, runs):
+    """Recompute the finite-LLR clip values and the inverse prior odds (BOSARIS pseudo-counts).
+
+    Each end run resumes at its point in ``runs`` when the blocks it summed are unchanged (see
+    above), else starts from its end; either way the values are those of a refresh from the
+    ends, bit for bit. (The points are read and written out here: helpers would be kernels of
+    their own to compile.)"""
     B = pi[PI_B]
-    c = pf[PF_PSEUDO] * stored_unit(sf, sf[SF_KIND])
+    kind = sf[SF_KIND]
+    c = pf[PF_PSEUDO] * stored_unit(sf, kind)
     pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
     head = pi[PI_HEAD]
+    chg_lo = pi[PI_CHG_LO]
+    chg_hi = pi[PI_CHG_HI]
     pi[PI_CHG_LO] = B  # the values are now current: no pending change
     pi[PI_CHG_HI] = -1
     pi[PI_DEP_LO] = B  # until shown otherwise, any change may move the clip values
     pi[PI_DEP_HI] = -1
+    # the points (-1: unset); with decay the pseudo-count moves in stored units, and the
+    # runs' sums with it: not used
+    keep = runs.shape[0] >= RUNS_SIZE
+    g_left = np.int64(-1)
+    g_right = np.int64(-1)
+    if keep and (kind != KIND_DECAY_EVENTS) & (kind != KIND_DECAY_TIME):
+        if 0.0 <= runs[RUN_LEFT] < B:
+            g_left = np.int64(runs[RUN_LEFT])
+        if 0.0 <= runs[RUN_RIGHT] < B:
+            g_right = np.int64(runs[RUN_RIGHT])
+    if keep:
+        runs[RUN_LEFT] = -1.0
+        runs[RUN_RIGHT] = -1.0
     if head == -1:
         pf[PF_LO] = 0.5
         pf[PF_HI] = 0.5
         return
-    # left run: the first block plus the pseudo-positive, pooled rightwards while violating
-    lp = pf[BPOS + _PF_RECORD * head] + c
-    ln = pf[BNEG + _PF_RECORD * head]
-    left_last = head
-    nxt = pi[BNEXT + _PI_RECORD * head]
-    while nxt != -1 and _violates(lp, ln, pf[BPOS + _PF_RECORD * nxt], pf[BNEG + _PF_RECORD * nxt]):
-        lp = lp + pf[BPOS + _PF_RECORD * nxt]
-        ln = ln + pf[BNEG + _PF_RECORD * nxt]
+    # left run: the first block plus the pseudo-positive, pooled rightwards while violating; it
+    # resumes at g_left when no block before g_left changed and g_left still starts a block
+    if head < g_left <= chg_lo and g_left <= pi[PI_LAST] and pi[OWNER + _PI_RECORD * g_left] == g_left:
+        lp = runs[RUN_LEFT_P]
+        ln = runs[RUN_LEFT_N]
+        left_last = pi[BPREV + _PI_RECORD * g_left]
+        nxt = g_left
+    else:
+        lp = pf[BPOS + _PF_RECORD * head] + c
+        ln = pf[BNEG + _PF_RECORD * head]
+        left_last = head
+        nxt = pi[BNEXT + _PI_RECORD * head]
+    cg, cp, cn = np.int64(-1), 0.0, 0.0  # the new point: the last block reached at or before chg_lo
+    while nxt != -1:
+        if nxt <= chg_lo:
+            cg, cp, cn = nxt, lp, ln
+        p = pf[BPOS + _PF_RECORD * nxt]
+        n = pf[BNEG + _PF_RECORD * nxt]
+        if not lp * (p + n) >= p * (lp + ln):  # ``_violates``, written out (a call per block)
+            break
+        lp = lp + p
+        ln = ln + n
         left_last = nxt
         nxt = pi[BNEXT + _PI_RECORD * nxt]
+    if keep and cg != -1:
+        runs[RUN_LEFT] = cg
+        runs[RUN_LEFT_P] = cp
+        runs[RUN_LEFT_N] = cn
     if nxt == -1:  # everything pooled with the pseudo-positive; add the pseudo-negative
         v = lp / (lp + (ln + c))  # the rate P / (P + N) of (lp, ln + c)
         pf[PF_LO] = v
         pf[PF_HI] = v
         return
-    # right run: the last block plus the pseudo-negative, pooled leftwards while violating
+    # right run: the last block plus the pseudo-negative, pooled leftwards while violating; it
+    # resumes at g_right when no block after g_right changed, as the left run
     tail = pi[PI_TAIL]
-    rp = pf[BPOS + _PF_RECORD * tail]
-    rn = pf[BNEG + _PF_RECORD * tail] + c
-    prv = pi[BPREV + _PI_RECORD * tail]
-    while prv != left_last and _violates(pf[BPOS + _PF_RECORD * prv], pf[BNEG + _PF_RECORD * prv], rp, rn):
-        rp = pf[BPOS + _PF_RECORD * prv] + rp
-        rn = pf[BNEG + _PF_RECORD * prv] + rn
+    if left_last < g_right < tail and chg_hi <= g_right and pi[OWNER + _PI_RECORD * g_right] == g_right:
+        rp = runs[RUN_RIGHT_P]
+        rn = runs[RUN_RIGHT_N]
+        prv = g_right
+    else:
+        rp = pf[BPOS + _PF_RECORD * tail]
+        rn = pf[BNEG + _PF_RECORD * tail] + c
+        prv = pi[BPREV + _PI_RECORD * tail]
+    cg, cp, cn = np.int64(-1), 0.0, 0.0  # the new point: the last block reached at or after chg_hi
+    while prv != left_last:
+        if prv >= chg_hi:
+            cg, cp, cn = prv, rp, rn
+        p = pf[BPOS + _PF_RECORD * prv]
+        n = pf[BNEG + _PF_RECORD * prv]
+        if not p * (rp + rn) >= rp * (p + n):
+            break
+        rp = p + rp
+        rn = n + rn
         prv = pi[BPREV + _PI_RECORD * prv]
+    if keep and cg != -1:
+        runs[RUN_RIGHT] = cg
+        runs[RUN_RIGHT_P] = cp
+        runs[RUN_RIGHT_N] = cn
     lo = lp / (lp + ln)
     hi = rp / (rp + rn)
     if prv == left_last and _violates(lp, ln, rp, rn):  # the two runs meet and violate: one block
@@ -942,7 +1042,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi):
 
 
 @jit_noalloc(forceinline=True)
-def pav_update_extremes_inplace(sf, pf, pi, kind):
+def pav_update_extremes_inplace(sf, pf, pi, kind, runs):
     """After learning: the finite-LLR values, recomputed only when their inputs may have changed.
 
     Without decay the pseudo-count is constant in stored units, so the clip values depend only
@@ -958,7 +1058,9 @@ def pav_update_extremes_inplace(sf, pf, pi, kind):
         c = pf[PF_PSEUDO] * stored_unit(sf, kind)
         pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
     else:
-        pav_refresh_extremes_inplace(sf, pf, pi)
+        pav_refresh_extremes_inplace(sf, pf, pi, runs)
+    if runs.shape[0] >= RUNS_SIZE:
+        runs[RUN_STAMP] = sf[SF_N_LEARNED]  # the end runs' resume points are current
 
 
 @jit_noalloc(forceinline=True)
@@ -1042,11 +1144,17 @@ def pav_llr_from_proba(pf, p):
 
 
 @jit_noalloc(forceinline=True)
-def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
+def pav_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, t, kind):
     """Learn one event: expire what leaves the window, add the event, repair the blocks.
 
-    ``kind`` is ``sf[SF_KIND]`` (read once by a loop of events: see ``histogram.stored_unit``).
+    ``kind`` is ``sf[SF_KIND]`` (read once by a loop of events: see ``histogram.stored_unit``);
+    ``runs`` the end runs' scratch (see "the end runs' resume points"; ``pf[:0]``: none).
     """
+    # the end runs' resume points are dropped unless current (``pav_update_extremes_inplace``
+    # stamps them; written out: a helper would be one more kernel to compile)
+    if runs.shape[0] >= RUNS_SIZE and runs[RUN_STAMP] != sf[SF_N_LEARNED]:
+        runs[RUN_LEFT] = -1.0
+        runs[RUN_RIGHT] = -1.0
     clock = window_clock(sf, t, kind)
     if pi[PI_INTEGRAL] == 1 and (w != np.floor(w) or (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME)):
         pi[PI_INTEGRAL] = 0
@@ -1054,7 +1162,7 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
     B = pi[PI_B]
     o = _prior_offset(B)
     if pf[o + PR_KAPPA] > 0.0:
-        _prior_learn_one_inplace(sf, si, pf, pi, b, y, w, clock, kind, o)
+        _prior_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, clock, kind, o)
         return
     total = sf[SF_T_POS] + sf[SF_T_NEG] + w  # an upper bound of the total during this update
     pi[PI_EXACT] = 1 if pi[PI_INTEGRAL] == 1 and total < EXACT_TOTAL else 0
@@ -1075,11 +1183,11 @@ def pav_learn_one_inplace(sf, si, pf, pi, b, y, w, t, kind):
         pav_bucket_delta_inplace(sf, _H0, pf, pi, b, old_p, old_n)
     if sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:
         pav_prior_refresh_inplace(sf, pf, pi, kind)
-    pav_update_extremes_inplace(sf, pf, pi, kind)
+    pav_update_extremes_inplace(sf, pf, pi, kind, runs)
 
 
 @jit_noalloc(forceinline=True)
-def _prior_learn_one_inplace(sf, si, pf, pi, b, y, w, clock, kind, o):
+def _prior_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, clock, kind, o):
     """:func:`pav_learn_one_inplace` with a prior of strength above 0: the blocks are repaired
     over the augmented row (never whole numbers: the sweep resumes, without the exact
     shortcuts), whose touched buckets are recomputed from the histogram first."""
@@ -1107,7 +1215,7 @@ def _prior_learn_one_inplace(sf, si, pf, pi, b, y, w, clock, kind, o):
     else:
         _augment_bucket_inplace(sf, pf, o, B, b)
         _bucket_delta_inplace(pf, h0, pf, pi, b, old_p, old_n, _DENSE)
-    pav_update_extremes_inplace(sf, pf, pi, kind)
+    pav_update_extremes_inplace(sf, pf, pi, kind, runs)
 
 
 @jit_noalloc(forceinline=True)
@@ -1124,8 +1232,20 @@ def _augment_bucket_inplace(sf, pf, o, B, k):
 
 @jit_noalloc
 def _augment_all_inplace(sf, pf, o, B):
+    """:func:`_augment_bucket_inplace` for every bucket, written out with the prior's header read
+    once (the loop writes only the row): the interpreted tier runs it per bucket, where a call
+    costs more than its body."""
+    rate = pf[o + PR_RATE]
+    probability_inputs = pf[o + PR_MODE] == 1.0
+    kappa = pf[o + PR_KAPPA]
+    floor = pf[o + PR_FLOOR]
     for k in range(B):
-        _augment_bucket_inplace(sf, pf, o, B, k)
+        p = sf[SF_HEADER + k]
+        n = sf[SF_HEADER + B + k]
+        r = prior_rate(pf[CEN + _PF_RECORD * k], rate, probability_inputs)
+        m = kappa * ((p + n) + floor)
+        pf[o + PR_HEADER + k] = p + m * r
+        pf[o + PR_HEADER + B + k] = n + m * (1.0 - r)
 
 
 @jit_noalloc
@@ -1179,17 +1299,29 @@ def _rebuild_blocks_inplace(sf, pf, pi):
 @jit_noalloc
 def pav_rebuild_inplace(sf, si, pf, pi):
     """Rebuild the blocks from scratch from the current histogram (a full sweep over it plus the
-    prior's pseudo-counts at the current strength)."""
-    _rebuild_blocks_inplace(sf, pf, pi)
-    pav_refresh_extremes_inplace(sf, pf, pi)
+    prior's pseudo-counts at the current strength), without the end runs' scratch."""
+    pav_rebuild_runs_inplace(sf, si, pf, pi, pf[:0])
 
 
 @jit_noalloc
-def pav_refit_prior_and_rebuild_inplace(sf, si, pf, pi):
-    """:func:`pav_rebuild_inplace`, after refitting the prior's strength if a refresh is due."""
+def pav_rebuild_runs_inplace(sf, si, pf, pi, runs):
+    """:func:`pav_rebuild_inplace`; the end runs' scratch ``runs`` is dropped, then holds the
+    refresh's resume points."""
+    _rebuild_blocks_inplace(sf, pf, pi)
+    if runs.shape[0] >= RUNS_SIZE:
+        runs[RUN_LEFT] = -1.0
+        runs[RUN_RIGHT] = -1.0
+    pav_refresh_extremes_inplace(sf, pf, pi, runs)
+    if runs.shape[0] >= RUNS_SIZE:
+        runs[RUN_STAMP] = sf[SF_N_LEARNED]  # the points are current
+
+
+@jit_noalloc
+def pav_refit_prior_and_rebuild_inplace(sf, si, pf, pi, runs):
+    """:func:`pav_rebuild_runs_inplace`, after refitting the prior's strength if a refresh is due."""
     if sf[SF_N_LEARNED] >= pf[_prior_offset(pi[PI_B]) + PR_NEXT]:
         _prior_strength_inplace(sf, pf, sf[SF_KIND])
-    pav_rebuild_inplace(sf, si, pf, pi)
+    pav_rebuild_runs_inplace(sf, si, pf, pi, runs)
 
 
 # A run of at least this many learn-only operations is learned into the histogram alone, then
@@ -1198,7 +1330,7 @@ LEARN_RUN_REBUILD = 64
 
 
 @jit_noalloc
-def pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, start, stop):
+def pav_learn_run_inplace(sf, si, pf, pi, runs, buckets, labels, weights, times, ops, start, stop):
     """Learn the labels among ``start..stop-1`` (``ops & 1``) into the histogram, rebuild once.
 
     The same state as learning them one by one: the window's bookkeeping is the same calls
@@ -1221,11 +1353,11 @@ def pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, 
             if sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:  # the strength as the event-by-event loop sets it
                 _prior_strength_inplace(sf, pf, kind)
     pi[PI_EXACT] = 0  # set again by the next learned event
-    pav_rebuild_inplace(sf, si, pf, pi)
+    pav_rebuild_runs_inplace(sf, si, pf, pi, runs)
 
 
 @jit_noalloc
-def pav_process_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times, ops, out_p, out_llr):
+def pav_process_inplace(sf, si, pf, pi, runs, buckets, scores, labels, weights, times, ops, out_p, out_llr):
     """Run an ordered sequence of operations; ``ops[i]``: 1 learn, 2 predict, 3 predict then learn.
 
     Predictions use the state before the event's own label; outputs of learn-only positions
@@ -1245,7 +1377,7 @@ def pav_process_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times,
             if j - i >= LEARN_RUN_REBUILD:
                 while j < n and ops[j] == 1:
                     j += 1
-                pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, i, j)
+                pav_learn_run_inplace(sf, si, pf, pi, runs, buckets, labels, weights, times, ops, i, j)
                 i = j
                 continue
             short_run_end = j
@@ -1254,12 +1386,12 @@ def pav_process_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times,
             out_p[i] = pav_proba_out(pf, p)
             out_llr[i] = pav_llr_from_proba(pf, p)
         if op & 1:
-            pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i], kind)
+            pav_learn_one_inplace(sf, si, pf, pi, runs, buckets[i], labels[i], weights[i], times[i], kind)
         i += 1
 
 
 @jit_noalloc
-def pav_prequential_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times, out_p, out_llr):
+def pav_prequential_inplace(sf, si, pf, pi, runs, buckets, scores, labels, weights, times, out_p, out_llr):
     """Predict each event with the state before its label, then learn it (``prequential``).
 
     :func:`pav_process_inplace` with every operation 3: the same calls in the same order, so
@@ -1271,11 +1403,13 @@ def pav_prequential_inplace(sf, si, pf, pi, buckets, scores, labels, weights, ti
         p = pav_predict_one(pf, buckets[i], scores[i])
         out_p[i] = pav_proba_out(pf, p)
         out_llr[i] = pav_llr_from_proba(pf, p)
-        pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i], kind)
+        pav_learn_one_inplace(sf, si, pf, pi, runs, buckets[i], labels[i], weights[i], times[i], kind)
 
 
 @jit_noalloc
-def pav_process_from_inplace(sf, si, pf, pi, buckets, scores, labels, weights, times, ops, out_p, out_llr, start, stop):
+def pav_process_from_inplace(
+    sf, si, pf, pi, runs, buckets, scores, labels, weights, times, ops, out_p, out_llr, start, stop
+):
     """``pav_process_inplace`` on ``start..stop-1``, from the state before ``ops[0]``.
 
     The labels learned before ``start`` go into the histogram alone and the blocks are rebuilt
@@ -1283,9 +1417,9 @@ def pav_process_from_inplace(sf, si, pf, pi, buckets, scores, labels, weights, t
     would: the operations from ``start`` on then produce the same outputs, bit for bit. Chunks
     of one sequence can so run on several threads, each from a copy of the initial state.
     """
-    pav_learn_run_inplace(sf, si, pf, pi, buckets, labels, weights, times, ops, 0, start)
+    pav_learn_run_inplace(sf, si, pf, pi, runs, buckets, labels, weights, times, ops, 0, start)
     pav_process_inplace(
-        sf, si, pf, pi, buckets[start:stop], scores[start:stop], labels[start:stop], weights[start:stop],
+        sf, si, pf, pi, runs, buckets[start:stop], scores[start:stop], labels[start:stop], weights[start:stop],
         times[start:stop], ops[start:stop], out_p[start:stop], out_llr[start:stop],
     )
 
@@ -1307,8 +1441,9 @@ def pav_predict_many(pf, buckets, scores, out_p, out_llr):
 # river-face call. So the river face keeps ``sf``, ``si``, ``pf``
 # and ``pi`` as views of one float64 buffer (the int64 ones reinterpret their bytes) and its
 # entry points take that buffer alone: a header (the sections' offsets as floats, and the
-# range of valid scores), then the four sections. The entry points also check the score
-# and the weight, which the river face's fast path would otherwise compare in Python.
+# range of valid scores), then the four sections, then the end runs' scratch (``RUNS_SIZE``
+# values, :func:`packed_runs`). The entry points also check the score and the weight, which the
+# river face's fast path would otherwise compare in Python.
 #
 # Busy mark. The entry points hold the GIL (``nogil=False``), so among Python threads each call
 # is atomic. ``PACK_BUSY`` is nonzero while the calibrator's lock is held by code that changes
@@ -1329,7 +1464,7 @@ def pack_state(sf, si, pf, pi, score_low: float, score_high: float):
     outside ``[score_low, score_high]`` are refused by the packed entry points.
     """
     ends = np.cumsum([PACK_HEADER, sf.size, si.size, pf.size, pi.size])
-    packed = np.zeros(int(ends[-1]), dtype=np.float64)
+    packed = np.zeros(int(ends[-1]) + RUNS_SIZE, dtype=np.float64)
     packed[PACK_O_SI : PACK_END + 1] = ends[1:]
     packed[PACK_SCORE_LOW] = score_low
     packed[PACK_SCORE_HIGH] = score_high
@@ -1341,7 +1476,14 @@ def pack_state(sf, si, pf, pi, score_low: float, score_high: float):
     )
     for view, array in zip(views, (sf, si, pf, pi), strict=True):
         view[:] = array
+    packed[int(ends[-1]) :] = unset_runs()
     return (packed, *views)
+
+
+def packed_runs(packed: np.ndarray) -> np.ndarray:
+    """The end runs' scratch of a buffer packed by :func:`pack_state` (a view of its tail)."""
+    end = int(packed[PACK_END])
+    return packed[end : end + RUNS_SIZE]
 
 
 @jit_noalloc(inline="always")  # returns a view: numba inlines it (see ``_config``)
@@ -1379,7 +1521,8 @@ def pav_learn_packed_inplace(packed, s, y, w, t):
     o_pi, end = int(packed[PACK_O_PI]), int(packed[PACK_END])
     sf, si = packed[PACK_HEADER:o_si], packed[o_si:o_pf].view(np.int64)
     pf, pi = packed[o_pf:o_pi], packed[o_pi:end].view(np.int64)
-    pav_learn_one_inplace(sf, si, pf, pi, pav_bucket_of(pf, s), y, w, t, sf[SF_KIND])
+    runs = packed[end : end + RUNS_SIZE]
+    pav_learn_one_inplace(sf, si, pf, pi, runs, pav_bucket_of(pf, s), y, w, t, sf[SF_KIND])
     return True
 
 

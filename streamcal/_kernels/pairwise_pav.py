@@ -35,6 +35,7 @@ from streamcal._kernels.ipav import (
     PACK_O_PF,
     PACK_O_PI,
     PACK_O_SI,
+    RUNS_SIZE,
     pav_bucket_of,
     pav_learn_one_inplace,
     pav_predict_one,
@@ -81,7 +82,8 @@ def _pair_learn(packed, s, label, w, t):
     o_pi, end = np.int64(packed[PACK_O_PI]), np.int64(packed[PACK_END])
     sf, si = packed[PACK_HEADER:o_si], packed[o_si:o_pf].view(np.int64)
     pf, pi = packed[o_pf:o_pi], packed[o_pi:end].view(np.int64)
-    pav_learn_one_inplace(sf, si, pf, pi, pav_bucket_of(pf, s), label, w, t, sf[SF_KIND])
+    runs = packed[end : end + RUNS_SIZE]  # the end runs' scratch (``ipav.packed_runs``)
+    pav_learn_one_inplace(sf, si, pf, pi, runs, pav_bucket_of(pf, s), label, w, t, sf[SF_KIND])
 
 
 @jit_noalloc

@@ -60,10 +60,11 @@ def _log_sigmoid(z):
 
 
 @jit_noalloc
-def _recalibrated_loglik(h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a, b):
-    """The penalised log-likelihood of ``D`` with parameters ``(a, b)``."""
+def _recalibrated_loglik(h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a, b):
+    """The penalised log-likelihood of ``D`` with parameters ``(a, b)``; the buckets with data lie
+    in ``lo..hi``."""
     total = -0.5 * RIDGE * (a * a + b * b)
-    for j in range(B):
+    for j in range(lo, hi + 1):
         p = h[h0 + j] / unit
         n = h[h0 + B + j] / unit
         if p + n > 0.0:
@@ -86,11 +87,19 @@ def prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_i
     """:func:`prior_strength`, with Newton's method started from ``start[0], start[1]`` (and
     the fitted ``(a, b)`` written back there) when ``start`` has two elements, from ``(0, 0)``
     otherwise: a refit whose row changed little converges in a step or two."""
+    # the sums run over the span of the buckets with data (the others add nothing): a window's
+    # data often fill a small part of the buckets
+    lo = 0
+    while lo < B and not (h[h0 + lo] / unit + h[h0 + B + lo] / unit > 0.0):
+        lo += 1
+    hi = B - 1
+    while hi > lo and not (h[h0 + hi] / unit + h[h0 + B + hi] / unit > 0.0):
+        hi -= 1
     n_all = 0.0
     log_s = 0.0
     sx = 0.0
     sxx = 0.0
-    for j in range(B):
+    for j in range(lo, hi + 1):
         p = h[h0 + j] / unit
         n = h[h0 + B + j] / unit
         if p + n > 0.0:
@@ -113,14 +122,14 @@ def prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_i
     warm = start.shape[0] == 2
     a = start[0] if warm else 0.0
     b = start[1] if warm else 0.0
-    f = _recalibrated_loglik(h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a, b)
+    f = _recalibrated_loglik(h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a, b)
     for _ in range(NEWTON_STEPS):
         ga = -RIDGE * a
         gb = -RIDGE * b
         haa = RIDGE
         hab = 0.0
         hbb = RIDGE
-        for j in range(B):
+        for j in range(lo, hi + 1):
             p = h[h0 + j] / unit
             n = h[h0 + B + j] / unit
             if p + n > 0.0:
@@ -146,7 +155,8 @@ def prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_i
         f_new = f
         while step > 1e-8:
             f_new = _recalibrated_loglik(
-                h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a + step * da, b + step * db
+                h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a + step * da,
+                b + step * db,
             )
             if f_new >= f:
                 improved = True

@@ -268,7 +268,7 @@ def va_process_inplace(
             unit = va_test_weight(sf, kind)
             _va_one(sf, pf, pi, st, buckets[i], unit, merge_log, finite, i, out_p0, out_p1, out_p, out_llr)
         if op & 1:
-            pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i], kind)
+            pav_learn_one_inplace(sf, si, pf, pi, pf[:0], buckets[i], labels[i], weights[i], times[i], kind)
 
 
 @jit_noalloc
@@ -281,7 +281,7 @@ def va_prequential_inplace(
     for i in range(buckets.shape[0]):
         unit = va_test_weight(sf, kind)
         _va_one(sf, pf, pi, st, buckets[i], unit, merge_log, finite, i, out_p0, out_p1, out_p, out_llr)
-        pav_learn_one_inplace(sf, si, pf, pi, buckets[i], labels[i], weights[i], times[i], kind)
+        pav_learn_one_inplace(sf, si, pf, pi, pf[:0], buckets[i], labels[i], weights[i], times[i], kind)
 
 
 @jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves

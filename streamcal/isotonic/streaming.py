@@ -45,15 +45,16 @@ def chunk_bounds(n: int, threads: int, share: float = _HISTOGRAM_SHARE) -> list[
     return [*cuts, n]
 
 
-def _prequential_from(sf, si, pf, pi, b, s, y, w, t, ops, out_p, out_llr, start, stop) -> None:
+def _prequential_from(sf, si, pf, pi, runs, b, s, y, w, t, ops, out_p, out_llr, start, stop) -> None:
     """``pav_process_from_inplace`` for prequential operations, in the faster prequential loop.
 
     The labels before ``start`` go into the histogram alone, the blocks are rebuilt once, and
     ``start..stop-1`` runs from there: the outputs of running everything, bit for bit.
     """
-    _k.pav_learn_run_inplace(sf, si, pf, pi, b, y, w, t, ops, 0, start)
+    _k.pav_learn_run_inplace(sf, si, pf, pi, runs, b, y, w, t, ops, 0, start)
     part = slice(start, stop)
-    _k.pav_prequential_inplace(sf, si, pf, pi, b[part], s[part], y[part], w[part], t[part], out_p[part], out_llr[part])
+    state = (sf, si, pf, pi, runs)
+    _k.pav_prequential_inplace(*state, b[part], s[part], y[part], w[part], t[part], out_p[part], out_llr[part])
 
 
 class _MarkingLock:
@@ -454,7 +455,7 @@ class PAVCalibrator(OutArrays, StreamingCalibrator):
         self._init_map_state_arrays()
         self._pack()
         sf, _ = self._hist.live_arrays()
-        _config.run(_k.pav_refresh_extremes_inplace, 0, sf, self._blocks_floats, self._blocks_ints)
+        _config.run(_k.pav_refresh_extremes_inplace, 0, sf, self._blocks_floats, self._blocks_ints, self._runs)
 
     def _init_map_state_arrays(self) -> None:
         self._linear = self.interpolation == "linear"
@@ -485,7 +486,7 @@ class PAVCalibrator(OutArrays, StreamingCalibrator):
         state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints)
         packed, sf, si, pf, pi = _k.pack_state(*state, self._score_low, self._score_high)
         packed[_k.PACK_BUSY] = 1.0 if self._lock.marking else 0.0
-        self._packed, self._blocks_floats, self._blocks_ints = packed, pf, pi
+        self._packed, self._blocks_floats, self._blocks_ints, self._runs = packed, pf, pi, _k.packed_runs(packed)
         self._hist.adopt_arrays(sf, si)
         fast = _gil_enabled()  # the lock-free calls rely on the GIL
         self._fast_learn = fast and self.score_key is None and not self._hist.uses_times
@@ -503,7 +504,7 @@ class PAVCalibrator(OutArrays, StreamingCalibrator):
         self._rebuild_blocks()  # the prior's strength refitted to the merged histogram
 
     # derived from the state and the parameters: not saved, rebuilt by ``_pack`` on loading
-    _CACHES = (*StreamingCalibrator._CACHES, "_packed", "_fast_learn", "_fast_predict")
+    _CACHES = (*StreamingCalibrator._CACHES, "_packed", "_runs", "_fast_learn", "_fast_predict")
 
     # The compiled single-score kernels of the river face, called without numba's per-call type
     # dispatch (``entry_point``). The same for every instance, so they are class attributes, each
@@ -681,7 +682,7 @@ class PAVCalibrator(OutArrays, StreamingCalibrator):
             self._blocks_ints = _with_knot_list(self._blocks_ints, B)
             if self._blocks_floats.size == _k.pav_state_sizes(B)[0]:
                 state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints)
-                _config.run(_k.pav_rebuild_inplace, 0, *state)
+                _config.run(_k.pav_rebuild_inplace, 0, *state)  # packed afterwards: no end runs' scratch yet
                 return
         if self._blocks_floats.size == _k.pav_state_sizes(B)[0]:
             return
@@ -694,13 +695,15 @@ class PAVCalibrator(OutArrays, StreamingCalibrator):
         """The blocks from a full sweep of the histogram (O(buckets): it states no events), after
         refitting the prior's strength when a refresh is due (fresh blocks over a histogram that
         holds events: a merge, an upgraded state)."""
-        state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints)
+        runs = self.__dict__.get("_runs", _k.unset_runs())  # none yet while a loaded state is upgraded
+        state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints, runs)
         _config.run(_k.pav_refit_prior_and_rebuild_inplace, 0, *state)
 
     def _learn_bucket(self, b: int, s: float, y: float, w: float, t: float) -> None:
         sf, si = self._hist.live_arrays()
         kind = sf[_h.SF_KIND]
-        _config.run(_k.pav_learn_one_inplace, 1, sf, si, self._blocks_floats, self._blocks_ints, b, y, w, t, kind)
+        state = (sf, si, self._blocks_floats, self._blocks_ints, self._runs)
+        _config.run(_k.pav_learn_one_inplace, 1, *state, b, y, w, t, kind)
 
     # one score through the array face's kernel, which a marked section may call (the river face
     # calls the packed entry points itself)
@@ -730,7 +733,7 @@ class PAVCalibrator(OutArrays, StreamingCalibrator):
         return b, -1
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
-        state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints)
+        state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints, self._runs)
         threads = self._threads(b.size)
         prequential = isinstance(ops, int) and ops == OP_PREQUENTIAL
         if threads < 2 and prequential:
