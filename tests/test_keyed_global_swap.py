@@ -10,19 +10,15 @@ import copy
 
 import numpy as np
 import pytest
+from test_keyed import TEMPLATES as KEYED_TEMPLATES
 
 from streamcal import ISplineCalibrator, KeyedCalibrator, PAVCalibrator, PlattCalibrator
 from streamcal.exceptions import StateFileError
 from streamcal.persist import from_bytes, to_bytes
-from streamcal.windows import CountWindow, Decay, TimeWindow
+from streamcal.windows import CountWindow, Decay
 
 TEMPLATES = {
-    "unbounded": PAVCalibrator(prior=None),
-    "count": PAVCalibrator(window=CountWindow(40), prior=None),
-    "decay": PAVCalibrator(window=Decay(25), prior=None),
-    "time": PAVCalibrator(window=TimeWindow(30.0), prior=None),
-    "decay-time": PAVCalibrator(window=Decay(15.0, by="time"), prior=None),
-    "step-exact": PAVCalibrator(buckets=64, interpolation="step", finite_proba=False),
+    **KEYED_TEMPLATES,  # the sparse-row PAV templates of every window kind
     "ispline": ISplineCalibrator(prior=None),  # one template clone per key
     "platt-decay": PlattCalibrator(window=Decay(25), prior=None),
 }
