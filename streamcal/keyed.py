@@ -334,8 +334,10 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
 
             * a ``KeyedCalibrator`` of this template and ``prior_strength`` (its keys are not read):
               its global map, its learned count and its prior are taken **as they stand** (the
-              prior follows a global map on a schedule, so it may lag it), and the prior refreshes
-              on the source's schedule from then on. Each key takes the new prior as at a refresh
+              prior follows a global map on a schedule, so it may lag it); the prior next
+              refreshes when the source's would, and the spacing after that counts this
+              calibrator's keys (every 16,384 learned events or two per key that has learned,
+              whichever is longer). Each key takes the new prior as at a refresh
               of the prior (under ``"auto"`` its odds multiplier from the source's between-key
               shift and its own evidence, until the next refresh estimates the shift again from
               this calibrator's keys). With a fixed-edge ``PAVCalibrator`` template (sparse rows)
