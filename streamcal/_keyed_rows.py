@@ -9,6 +9,7 @@ conversions between a key's row, its exported values and a template calibrator.
 from __future__ import annotations
 
 import heapq
+import itertools
 
 import numpy as np
 
@@ -90,6 +91,10 @@ class KeyedRows:
         out[i:] = np.arange(start, stop)
         return out
 
+    def _slot_table(self, keys: list) -> np.ndarray:
+        """The slot of each of ``keys`` (-1: the key has no state)."""
+        return np.fromiter(map(self._slot_of.get, keys, itertools.repeat(-1)), dtype=np.int64, count=len(keys))
+
     def _admit_all(self, run, learn: np.ndarray) -> None:
         """Without ``max_keys`` (no eviction): a slot for every key without a state that learns in
         this call, in the order of their first learned events (as :meth:`_admit_keys` gives them
@@ -131,7 +136,7 @@ class KeyedRows:
                     end = heap[0][0]  # run up to the arrival, then evict
                     break
                 evicted = self._evict_lru()
-                code = run.code_of.get(evicted, -1)
+                code = run.kc.code(evicted)
                 if code >= 0:
                     run.table[code] = -1
                     push_next(code, pos)

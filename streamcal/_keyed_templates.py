@@ -681,7 +681,6 @@ class _Run:
         self.learn = learn
         self.table = table
         self.arrive = np.full(len(kc.keys), -1, dtype=np.int64)  # a key's first event with its state
-        self.code_of = {key: i for i, key in enumerate(kc.keys)}
         self.arrivals = _Arrivals(kc.codes, len(kc.keys), learn, table)
 
 

@@ -8,6 +8,7 @@ filed under a key its sender did not mean.
 
 from __future__ import annotations
 
+import bisect
 import numbers
 
 import numpy as np
@@ -31,6 +32,12 @@ class KeyColumn:
 
     def __len__(self) -> int:
         return int(self.codes.size)
+
+    def code(self, key) -> int:
+        """The position of ``key`` in ``keys`` (-1: not in the column); ``key`` is of the column's
+        kind (an int or a str, as its keys are)."""
+        i = bisect.bisect_left(self.keys, key)
+        return i if i < len(self.keys) and self.keys[i] == key else -1
 
 
 def _refuse(name: str, value, i: int, why: str):

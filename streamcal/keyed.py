@@ -515,8 +515,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
     def _predict(self, keys, scores):
         s, b = self._scores(scores)
         kc = self._codes(keys, s.size)
-        slots = np.array([self._slot_of.get(key, -1) for key in kc.keys], dtype=np.int64)[kc.codes] if s.size else (
-            np.zeros(0, dtype=np.int64))
+        slots = self._slot_table(kc.keys)[kc.codes] if s.size else np.zeros(0, dtype=np.int64)
         g_p = self._global.predict_proba(s)
         g_llr = self._global.predict_llr(s)
         out_p = np.empty(s.size)
@@ -539,7 +538,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         # the global learned count after each event (the keys' stamps), and the prior's refreshes
         counts = self._n_learned + np.cumsum(learn)
         run = _Run(kc, ops, s, b, y, w, t, out_p, out_llr, counts)
-        run.table = np.array([self._slot_of.get(key, -1) for key in kc.keys], dtype=np.int64)
+        run.table = self._slot_table(kc.keys)
         if self.max_keys is None:
             self._admit_all(run, learn)  # no eviction: every slot at once
         else:
@@ -673,7 +672,6 @@ class _Run:
         self.slots = np.full(n, -1, dtype=np.int64)
         self.g_p = np.empty(n)
         self.g_llr = np.empty(n)
-        self.code_of = {key: i for i, key in enumerate(kc.keys)}
         self.b = np.ascontiguousarray(b, dtype=np.int64)
         self.heap = None  # the arrivals of new keys when they may evict (``arrivals``)
 
