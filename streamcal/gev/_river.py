@@ -42,11 +42,15 @@ def entry_call(name: str, kernel, args):
 class GLMRiverFace:
     """Mixin: the inline river face of ``_HistogramGLMCalibrator`` (see the module notes).
 
-    It relies on the calibrator's ``_glm_cache`` (``river_learn``: the window needs no event
-    times; ``learn_tail``: the learn kernel's arguments after the event), on ``_river_proba``
-    (the compiled refit-and-serve call of Platt's river face, -1.0 where it cannot serve) and on
-    ``_generic_proba_of`` (the generic engine's served probability, with the full refit).
+    It relies on the calibrator's ``_glm_cache`` (None until the compiled refit's arrays exist;
+    ``river_learn``: the window needs no event times; ``learn_tail``: the learn kernel's
+    arguments after the event; ``cuts``: the layout's interior cuts; ``river_ready``: Platt's
+    one-call refit can serve), on ``_river_scalars_out`` (the map's scalars after that call's
+    refit) and on ``_generic_proba_of`` (the generic engine's served probability, with the full
+    refit).
     """
+
+    _glm_cache = None  # the compiled refit's arrays (``_glm_arrays``); an instance's own once built
 
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
         if (
@@ -55,46 +59,55 @@ class GLMRiverFace:
             and (y is True or y is False)
             and type(w) is float
             and len(x) == 1
-            and self.score_key is None
             and 0.0 <= w <= _MAX_WEIGHT
         ):
             (s,) = x.values()
-            if type(s) is float and self._score_low <= s <= self._score_high:
+            if type(s) is float and self._score_low <= s <= self._score_high and self.score_key is None:
                 lock = self._lock
                 lock.acquire()
                 try:
-                    if self._river_learn(s, 1.0 if y else 0.0, w):
+                    # under the lock: a reset or a load replaces the cache
+                    a = self._glm_cache
+                    if (
+                        a is not None
+                        and a.river_learn
+                        and self.refit_every is None
+                        and "histogram" not in self.__dict__
+                    ):
+                        hist = self._hist
+                        args = (hist.floats, hist.ints, bucket_of_score(a.cuts, s), 1.0 if y else 0.0, w, 0.0)
+                        learn = ENTRIES.get("learn")
+                        if learn is None:
+                            entry_call("learn", _g.glm_learn_one_inplace, (*args, *a.learn_tail))
+                        else:
+                            learn(*args, *a.learn_tail)
+                        self._dirty = True
                         return
                 finally:
                     lock.release()
         super().learn_one(x, y, w, t)
 
-    def _river_learn(self, s: float, y: float, w: float) -> bool:
-        """Learn the checked event in one compiled call, under the lock; False (nothing
-        changed) where the generic path must run: no compiled refit's arrays yet, event times,
-        ``refit_every``, or an outside histogram."""
-        a = self.__dict__.get("_glm_cache")
-        if a is None or not (a.river_learn and self.refit_every is None) or "histogram" in self.__dict__:
-            return False
-        hist = self._hist
-        sf, si = hist.live_arrays()
-        args = (sf, si, bucket_of_score(hist.layout.cuts_list, s), y, w, 0.0, *a.learn_tail)
-        learn = ENTRIES.get("learn")
-        if learn is None:
-            entry_call("learn", _g.glm_learn_one_inplace, args)
-        else:
-            learn(*args)
-        self._dirty = True
-        return True
-
     def predict_proba_one(self, x: dict) -> dict:
-        if type(x) is dict and len(x) == 1 and self.score_key is None:
+        if type(x) is dict and len(x) == 1:
             (s,) = x.values()
-            if type(s) is float and self._score_low <= s <= self._score_high:
+            if type(s) is float and self._score_low <= s <= self._score_high and self.score_key is None:
                 lock = self._lock
                 lock.acquire()
                 try:
-                    p = self._river_proba(s)
+                    a = self._glm_cache
+                    if a is not None and a.river_ready and self.refit_every is None:
+                        hist = self._hist
+                        river = ENTRIES.get("river")
+                        if not self._dirty:  # the current map serves
+                            args = (hist.floats, hist.ints, a.pc, a.buf, s, 0.0)
+                            p = entry_call("river", _g.glm_river_proba, args) if river is None else river(*args)
+                        else:  # the refit from the moments, then the map
+                            args = (hist.floats, hist.ints, a.pc, a.buf, s, 1.0)
+                            p = entry_call("river", _g.glm_river_proba, args) if river is None else river(*args)
+                            if p >= 0.0:
+                                self._river_scalars_out(a)
+                    else:
+                        p = -1.0
                     if p < 0.0:
                         p = self._warm_proba() if not self._hist.built else self._generic_proba_of(s)
                 finally:

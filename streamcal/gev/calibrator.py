@@ -185,6 +185,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             river=code == 1 and S == 1,
             river_ready=False,  # ``river`` with a previous fit and the scalars in sync
             river_learn=not (hist.uses_times or hist.grows_ring),  # no event times, no ring growth
+            cuts=hist.layout.cuts_list,  # the river face's bucket search (the layout is fixed by now)
             table=_taylor_table(),
             pw=buf[_g.BUF_PW : _g.BUF_FIT],
             # the refit's fixed arguments after the histogram's arrays
@@ -249,14 +250,18 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         args = (sf, si, a.pc, a.buf, s, 1.0 if dirty else 0.0)
         river = ENTRIES.get("river")
         p = entry_call("river", _g.glm_river_proba, args) if river is None else river(*args)
-        if p >= 0.0 and dirty:  # refitted from the moments: the scalars that changed
-            fit = a.fit.tolist()
-            self._dirty = False
-            self._prior_strength = fit[_g.FIT_KAPPA]
-            self._prior_logodds = fit[_g.FIT_LOGODDS]
-            self._proba_low = fit[_g.FIT_LOW]
-            self._proba_high = fit[_g.FIT_HIGH]
+        if p >= 0.0 and dirty:
+            self._river_scalars_out(a)
         return p
+
+    def _river_scalars_out(self, a: SimpleNamespace) -> None:
+        """The map's scalars that a refit from the moments (``_river_proba``) changes."""
+        fit = a.fit.tolist()
+        self._dirty = False
+        self._prior_strength = fit[_g.FIT_KAPPA]
+        self._prior_logodds = fit[_g.FIT_LOGODDS]
+        self._proba_low = fit[_g.FIT_LOW]
+        self._proba_high = fit[_g.FIT_HIGH]
 
     def _proba_of(self, s: float) -> float:
         p = self._river_proba(s)
