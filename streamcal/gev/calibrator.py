@@ -14,7 +14,7 @@ from streamcal._kernels._config import entry_point
 from streamcal._refit import RefitCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
-from streamcal.gev._river import ENTRIES, GLMRiverFace, entry_call
+from streamcal.gev._river import ENTRIES, NO_EVENT, GLMRiverFace, entry_call
 from streamcal.gev.histfit import fit_glm_on_histogram
 from streamcal.windows import Window
 
@@ -208,6 +208,11 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         # the learn kernel's arguments after the event (the moments are replaced only with the
         # map state, which drops this cache)
         cache.learn_tail = (x, cache.table, moments, cache.pc, cache.anchor, self._glm_steps)
+        # Platt's river face: the one-call kernel's arguments after the kept event, and the
+        # deferred work (``streamcal.gev._river``): none yet
+        cache.river_tail = (x, cache.table, self._glm_steps)
+        cache.live = False
+        cache.pending = NO_EVENT
         self._glm_cache = cache
         return cache
 
@@ -255,9 +260,10 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         return p
 
     def _river_scalars_out(self, a: SimpleNamespace) -> None:
-        """The map's scalars that a refit from the moments (``_river_proba``) changes."""
+        """The map's scalars that a refit from the moments (``_river_proba``) changes, from the
+        compiled fit's array."""
         fit = a.fit.tolist()
-        self._dirty = False
+        self._dirty = fit[_g.FIT_DIRTY] != 0.0
         self._prior_strength = fit[_g.FIT_KAPPA]
         self._prior_logodds = fit[_g.FIT_LOGODDS]
         self._proba_low = fit[_g.FIT_LOW]
