@@ -6,7 +6,9 @@ river-face loop within 1e-9 of a converged full refit of the histogram before th
 score prior on and off, zero and fractional weights, windows with and without event times),
 equal bit for bit to ``prequential`` and to the generic methods' loop; calls the inline path
 does not take (integer labels and weights, extra keys, a ``score_key``) give the same bits; a
-rejected call raises the generic error and changes nothing.
+rejected call raises the generic error and changes nothing. Platt's deferred work (the kept
+event, the scalars in the compiled fit): every reader between the river face's calls sees what
+the generic methods give, the state saved equals theirs, and threads lose nothing.
 """
 
 from __future__ import annotations
@@ -172,3 +174,155 @@ def test_a_rejected_call_raises_and_changes_nothing(cls, x, y, w, match):
     assert pickle.dumps(cal) == before
     probe = {"score": 0.2}
     assert cal.predict_proba_one(probe) == twin.predict_proba_one(probe)
+
+
+# ---------------------------------------------------------------------------------------- deferred work
+# Platt's river face keeps the last learned event for the next prediction's compiled call and
+# the map's scalars in the compiled fit meanwhile; every other reader settles them first. Each
+# reader below, called anywhere between the river face's calls, must see what the generic
+# methods (which defer nothing) give, and the loop must continue with the same bits.
+READERS = (
+    "pair",
+    "learn",
+    "learn",
+    "predict",
+    "predict_one",
+    "llr",
+    "array",
+    "coef",
+    "strength",
+    "row",
+    "n_learned",
+    "state",
+    "copy",
+    "pickle",
+    "update",
+    "int label",
+)
+GenericPlattCalibrator = generic(PlattCalibrator)  # at module level: pickle finds the class by its name
+GenericPlattCalibrator.__module__ = __name__
+
+
+def _apply(cal, op, s, label, extra):
+    """Run ``op`` on ``cal``; returns ``(cal, result)`` (a copy replaces ``cal``)."""
+    x = {"score": s}
+    if op == "pair":
+        p = cal.predict_proba_one(x)
+        cal.learn_one(x, label)
+        return cal, p
+    if op == "learn":
+        return cal, cal.learn_one(x, label)
+    if op == "predict":
+        return cal, cal.predict_proba_one(x)
+    if op == "predict_one":
+        return cal, cal.predict_one(x)
+    if op == "llr":
+        return cal, cal.predict_llr_one(x)
+    if op == "array":
+        return cal, (cal.predict_proba(extra).tolist(), cal.predict_llr(extra).tolist())
+    if op == "coef":
+        return cal, cal.coef_
+    if op == "strength":
+        return cal, cal.prior_strength
+    if op == "row":
+        row = cal.window_histogram.row()
+        return cal, (row.pos.tolist(), row.neg.tolist())
+    if op == "n_learned":
+        return cal, (cal.n_learned, cal.window_weight)
+    if op == "state":
+        return cal, _state_values(cal)
+    if op == "copy":
+        return copy.deepcopy(cal), None
+    if op == "pickle":
+        return pickle.loads(pickle.dumps(cal)), None
+    if op == "update":
+        return cal.update(extra[:2], [label, not label]), None
+    cal.learn_one(x, int(label), w=1)  # "int label": the generic path, right after kept events
+    return cal, None
+
+
+def _state_values(cal):
+    """The saved state as comparable values (arrays as lists, parameter objects by their repr)."""
+    out = {}
+    for k, v in cal.__getstate__().items():
+        if isinstance(v, np.ndarray):
+            out[k] = v.tolist()
+        elif isinstance(v, dict):  # ``_beta``: shape -> [slope, intercept]
+            out[k] = {xi: np.asarray(b).tolist() for xi, b in v.items()}
+        elif v is None or isinstance(v, (bool, int, float, str)):
+            out[k] = v
+        else:
+            out[k] = repr(v)
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(["unbounded", "count 9", "count 60", "decay 6 events"]),
+    st.sampled_from(["auto", None]),
+    st.lists(st.sampled_from(READERS), min_size=1, max_size=60),
+)
+def test_platt_deferred_river_face_equals_the_generic_methods_around_every_reader(seed, window, prior, ops):
+    scores, labels = _long(400, seed % 1000)
+    rng = np.random.default_rng(seed)
+    inline = PlattCalibrator(window=WINDOWS[window](), prior=prior)
+    plain = GenericPlattCalibrator(window=WINDOWS[window](), prior=prior)
+    for i in range(120):  # past the first fits: the deferred path is on
+        for cal in (inline, plain):
+            cal.predict_proba_one({"score": float(scores[i])})
+            cal.learn_one({"score": float(scores[i])}, bool(labels[i]))
+    for k, op in enumerate(ops):
+        i = 120 + k
+        s, label = float(scores[i]), bool(labels[i])
+        extra = rng.uniform(0.0, 1.0, 3)
+        inline, got = _apply(inline, op, s, label, extra)
+        plain, want = _apply(plain, op, s, label, extra)
+        assert got == want, (k, op)
+    assert _state_values(inline) == _state_values(plain)
+    probe = {"score": 0.3}
+    assert inline.predict_proba_one(probe) == plain.predict_proba_one(probe)
+
+
+def test_platt_deferred_river_face_under_threads():
+    # two river-face loops, an array learner and a reader on one Platt calibrator: nothing lost,
+    # the histogram the serial run's (an unbounded window does not depend on the order)
+    import threading
+
+    scores, labels = _long(6000, 4)
+    cal = PlattCalibrator()
+    cal.update(scores[:500], labels[:500])
+    cal.predict_proba_one({"score": 0.5})
+    errors = []
+
+    def river(part):
+        def job():
+            try:
+                for i in range(500 + part, 5000, 2):
+                    x = {"score": float(scores[i])}
+                    p = cal.predict_proba_one(x)[True]
+                    assert 0.0 <= p <= 1.0
+                    cal.learn_one(x, bool(labels[i]))
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        return job
+
+    def array_job():
+        try:
+            for lo in range(5000, 6000, 100):
+                cal.update(scores[lo : lo + 100], labels[lo : lo + 100])
+                assert cal.n_learned <= 6000
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=job) for job in (river(0), river(1), array_job)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    serial = PlattCalibrator().update(scores, labels)
+    assert cal.n_learned == 6000
+    for got, want in zip(cal.histogram()[1:], serial.histogram()[1:], strict=True):
+        np.testing.assert_array_equal(got, want)

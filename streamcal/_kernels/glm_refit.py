@@ -1258,3 +1258,19 @@ def glm_river_proba(sf, si, pc, buf, s, dirty):
         glm_finish_refit(briers, fit, k[2])
     p = glm_map_one(s, identity, k[1], beta[0], beta[1], False, 0.0)
     return min(max(p, fit[FIT_LOW]), fit[FIT_HIGH])
+
+
+@jit_noalloc
+def glm_river_learn_proba(sf, si, pc, buf, s, b, y, w, x, table, steps):
+    """``glm_river_proba`` with an event learned first: Platt's river face folds the event of
+    the last ``learn_one`` into the next prediction's call. The event (bucket ``b``, label
+    ``y``, weight ``w``; none where ``b`` < 0) is learned as ``glm_learn_one_inplace`` learns
+    it and sets the fit's dirty flag; the refit and the served probability then follow that
+    flag. The same steps in the same order as the two calls, so the same bits."""
+    fit = buf[BUF_FIT:BUF_BETAS]
+    if b >= 0:
+        mom = buf[BUF_MOM:BUF_PW]
+        anchor = buf[BUF_ANCHOR:BUF_MOM]
+        glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, steps)
+        fit[FIT_DIRTY] = 1.0
+    return glm_river_proba(sf, si, pc, buf, s, fit[FIT_DIRTY])

@@ -10,9 +10,22 @@ bool label, a float weight in range, no time, a window without event times, the 
 (``refit_every=None``) with the compiled refit's arrays built. Anything else takes the generic
 methods, which raise the documented errors; both paths run the same kernels in the same order,
 so they give the same bits. Both hold the calibrator's lock, as the generic methods do.
+
+Platt's pairs in one compiled call. Once Platt has a fit its river face defers work that
+nothing reads until later: ``learn_one`` checks the event and keeps its bucket, label and
+weight (the cache's ``pending``), and the next ``predict_proba_one`` learns it and refits in
+the same compiled call that serves the score (``glm_refit.glm_river_learn_proba``); the map's
+scalars (``_dirty``, the prior's strength and log-odds, the served bounds) stay in the
+compiled fit's array meanwhile (the cache's ``live``). Every other reader of the state holds
+the calibrator's lock (:class:`RiverLock`), whose first acquisition by a section settles that
+work first: the kept event learned, the scalars written back. The steps and their order are
+the ones the two calls per pair take, so the bits are too. A rejected call is rejected by the
+checks before anything is kept, as before.
 """
 
 from __future__ import annotations
+
+import threading
 
 from streamcal._kernels import _config
 from streamcal._kernels import glm_refit as _g
@@ -39,14 +52,85 @@ def entry_call(name: str, kernel, args):
     return found(*args)
 
 
+NO_EVENT = (-1, 0.0, 0.0)  # the cache's ``pending`` when no event is kept
+
+
+class RiverLock:
+    """The lock of a histogram GLM calibrator: re-entrant, and the first acquisition by a
+    section (``with cal._lock:``, ``acquire``) settles the river face's deferred work (see the
+    module notes) before the section reads the state. ``rlock`` alone is the river face's own:
+    its fast paths take it and settle nothing; ``depth`` counts the sections that hold it."""
+
+    __slots__ = ("_cal", "depth", "rlock")
+
+    def __init__(self, cal):
+        self._cal = cal
+        self.depth = 0
+        self.rlock = threading.RLock()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if not self.rlock.acquire(blocking, timeout):
+            return False
+        self.depth += 1
+        if self.depth == 1:
+            a = self._cal._glm_cache
+            if a is not None and a.live:
+                self._cal._river_settle(a)  # compiled calls and attribute writes: nothing raises
+        return True
+
+    def release(self) -> None:
+        self.depth -= 1
+        self.rlock.release()
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.release()
+
+
 class GLMRiverFace:
     """Mixin: the inline river face of ``_HistogramGLMCalibrator`` (see the module notes).
 
-    It relies on the calibrator's ``_glm_cache`` (``river_learn``: the window needs no event
-    times; ``learn_tail``: the learn kernel's arguments after the event), on ``_river_proba``
-    (the compiled refit-and-serve call of Platt's river face, -1.0 where it cannot serve) and on
-    ``_generic_proba_of`` (the generic engine's served probability, with the full refit).
+    It relies on the calibrator's ``_glm_cache`` (None until the compiled refit's arrays exist;
+    ``river_learn``: the window needs no event times; ``learn_tail``: the learn kernel's
+    arguments after the event; ``river_tail``: the one-call kernel's; ``cuts``: the layout's
+    interior cuts; ``river_ready``: Platt's one-call refit can serve; ``live`` and ``pending``:
+    the deferred work), on ``_glm_state_in`` and ``_river_scalars_out`` (the map's scalars into
+    and out of the compiled fit's array), on ``_river_proba`` and on ``_generic_proba_of`` (the
+    generic engine's served probability, with the full refit).
     """
+
+    _glm_cache = None  # the compiled refit's arrays (``_glm_arrays``); an instance's own once built
+
+    def _init_lock(self) -> None:
+        self._lock = RiverLock(self)
+
+    @property
+    def window_histogram(self):
+        """The windowed histogram this calibrator learns (:class:`streamcal._histogram.WindowedHistogram`),
+        for inspection: its ``row()``, ``ring()``, ``layout`` and counters. Read it, never change it."""
+        with self._lock:  # the river face's kept event learned first
+            return self._hist
+
+    def _river_settle(self, a) -> None:
+        """The deferred work done: the kept event learned, the scalars written back (under the lock)."""
+        if a.pending[0] >= 0:
+            self._river_learn_kept(a)
+        self._river_scalars_out(a)
+        a.live = False
+
+    def _river_learn_kept(self, a) -> None:
+        sf, si = self._hist.live_arrays()
+        args = (sf, si, *a.pending, 0.0, *a.learn_tail)
+        a.pending = NO_EVENT
+        learn = ENTRIES.get("learn")
+        if learn is None:
+            entry_call("learn", _g.glm_learn_one_inplace, args)
+        else:
+            learn(*args)
+        a.fit[_g.FIT_DIRTY] = 1.0
 
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
         if (
@@ -55,50 +139,80 @@ class GLMRiverFace:
             and (y is True or y is False)
             and type(w) is float
             and len(x) == 1
-            and self.score_key is None
             and 0.0 <= w <= _MAX_WEIGHT
         ):
             (s,) = x.values()
-            if type(s) is float and self._score_low <= s <= self._score_high:
+            if type(s) is float and self._score_low <= s <= self._score_high and self.score_key is None:
                 lock = self._lock
-                lock.acquire()
+                rlock = lock.rlock
+                rlock.acquire()
                 try:
-                    if self._river_learn(s, 1.0 if y else 0.0, w):
+                    # under the lock: a reset or a load replaces the cache
+                    a = self._glm_cache
+                    if (
+                        a is not None
+                        and a.river_learn
+                        and self.refit_every is None
+                        and "histogram" not in self.__dict__
+                    ):
+                        b = bucket_of_score(a.cuts, s)
+                        if a.river_ready and lock.depth == 0:  # kept for the next prediction's call
+                            if not a.live:
+                                self._glm_state_in(a)
+                                a.live = True
+                            elif a.pending[0] >= 0:
+                                self._river_learn_kept(a)
+                            a.pending = (b, 1.0 if y else 0.0, w)
+                            return
+                        if a.live:
+                            self._river_settle(a)
+                        sf, si = self._hist.live_arrays()
+                        args = (sf, si, b, 1.0 if y else 0.0, w, 0.0)
+                        learn = ENTRIES.get("learn")
+                        if learn is None:
+                            entry_call("learn", _g.glm_learn_one_inplace, (*args, *a.learn_tail))
+                        else:
+                            learn(*args, *a.learn_tail)
+                        self._dirty = True
                         return
+                    if a is not None and a.live:
+                        self._river_settle(a)
                 finally:
-                    lock.release()
+                    rlock.release()
         super().learn_one(x, y, w, t)
 
-    def _river_learn(self, s: float, y: float, w: float) -> bool:
-        """Learn the checked event in one compiled call, under the lock; False (nothing
-        changed) where the generic path must run: no compiled refit's arrays yet, event times,
-        ``refit_every``, or an outside histogram."""
-        a = self.__dict__.get("_glm_cache")
-        if a is None or not (a.river_learn and self.refit_every is None) or "histogram" in self.__dict__:
-            return False
-        hist = self._hist
-        sf, si = hist.live_arrays()
-        args = (sf, si, bucket_of_score(hist.layout.cuts_list, s), y, w, 0.0, *a.learn_tail)
-        learn = ENTRIES.get("learn")
-        if learn is None:
-            entry_call("learn", _g.glm_learn_one_inplace, args)
-        else:
-            learn(*args)
-        self._dirty = True
-        return True
-
     def predict_proba_one(self, x: dict) -> dict:
-        if type(x) is dict and len(x) == 1 and self.score_key is None:
+        if type(x) is dict and len(x) == 1:
             (s,) = x.values()
-            if type(s) is float and self._score_low <= s <= self._score_high:
+            if type(s) is float and self._score_low <= s <= self._score_high and self.score_key is None:
                 lock = self._lock
-                lock.acquire()
+                rlock = lock.rlock
+                rlock.acquire()
                 try:
-                    p = self._river_proba(s)
-                    if p < 0.0:
-                        p = self._warm_proba() if not self._hist.built else self._generic_proba_of(s)
+                    a = self._glm_cache
+                    if a is not None and a.river_ready and self.refit_every is None and lock.depth == 0:
+                        if not a.live:
+                            self._glm_state_in(a)
+                            a.live = True
+                        sf, si = self._hist.live_arrays()
+                        args = (sf, si, a.pc, a.buf, s, *a.pending, *a.river_tail)
+                        a.pending = NO_EVENT
+                        river = ENTRIES.get("river_learn")
+                        if river is None:
+                            p = entry_call("river_learn", _g.glm_river_learn_proba, args)
+                        else:
+                            p = river(*args)
+                        if p < 0.0:  # the refit takes more: the generic engine's, on the settled state
+                            self._river_settle(a)
+                            p = self._generic_proba_of(s)
+                    else:
+                        if a is not None and a.live:
+                            self._river_settle(a)
+                        p = self._river_proba(s)
+                        if p < 0.0:
+                            p = self._warm_proba() if not self._hist.built else self._generic_proba_of(s)
                 finally:
-                    lock.release()
+                    rlock.release()
                 return {False: 1.0 - p, True: p}
         return super().predict_proba_one(x)
 

@@ -14,7 +14,7 @@ from streamcal._kernels._config import entry_point
 from streamcal._refit import RefitCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
-from streamcal.gev._river import ENTRIES, GLMRiverFace, entry_call
+from streamcal.gev._river import ENTRIES, NO_EVENT, GLMRiverFace, entry_call
 from streamcal.gev.histfit import fit_glm_on_histogram
 from streamcal.windows import Window
 
@@ -185,6 +185,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             river=code == 1 and S == 1,
             river_ready=False,  # ``river`` with a previous fit and the scalars in sync
             river_learn=not (hist.uses_times or hist.grows_ring),  # no event times, no ring growth
+            cuts=hist.layout.cuts_list,  # the river face's bucket search (the layout is fixed by now)
             table=_taylor_table(),
             pw=buf[_g.BUF_PW : _g.BUF_FIT],
             # the refit's fixed arguments after the histogram's arrays
@@ -207,6 +208,11 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         # the learn kernel's arguments after the event (the moments are replaced only with the
         # map state, which drops this cache)
         cache.learn_tail = (x, cache.table, moments, cache.pc, cache.anchor, self._glm_steps)
+        # Platt's river face: the one-call kernel's arguments after the kept event, and the
+        # deferred work (``streamcal.gev._river``): none yet
+        cache.river_tail = (x, cache.table, self._glm_steps)
+        cache.live = False
+        cache.pending = NO_EVENT
         self._glm_cache = cache
         return cache
 
@@ -249,14 +255,19 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         args = (sf, si, a.pc, a.buf, s, 1.0 if dirty else 0.0)
         river = ENTRIES.get("river")
         p = entry_call("river", _g.glm_river_proba, args) if river is None else river(*args)
-        if p >= 0.0 and dirty:  # refitted from the moments: the scalars that changed
-            fit = a.fit.tolist()
-            self._dirty = False
-            self._prior_strength = fit[_g.FIT_KAPPA]
-            self._prior_logodds = fit[_g.FIT_LOGODDS]
-            self._proba_low = fit[_g.FIT_LOW]
-            self._proba_high = fit[_g.FIT_HIGH]
+        if p >= 0.0 and dirty:
+            self._river_scalars_out(a)
         return p
+
+    def _river_scalars_out(self, a: SimpleNamespace) -> None:
+        """The map's scalars that a refit from the moments (``_river_proba``) changes, from the
+        compiled fit's array."""
+        fit = a.fit.tolist()
+        self._dirty = fit[_g.FIT_DIRTY] != 0.0
+        self._prior_strength = fit[_g.FIT_KAPPA]
+        self._prior_logodds = fit[_g.FIT_LOGODDS]
+        self._proba_low = fit[_g.FIT_LOW]
+        self._proba_high = fit[_g.FIT_HIGH]
 
     def _proba_of(self, s: float) -> float:
         p = self._river_proba(s)
