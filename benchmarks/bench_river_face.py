@@ -28,7 +28,6 @@ import math
 import os
 import threading
 import time
-from bisect import bisect_right
 
 import numpy as np
 from bench_streaming_pav import click_stream
@@ -36,6 +35,7 @@ from bench_streaming_pav import click_stream
 from streamcal import GEVCalibrator, ISplineCalibrator, PAVCalibrator, PlattCalibrator
 from streamcal._kernels import ipav as _k
 from streamcal._kernels._config import entry_point, jit_noalloc
+from streamcal.buckets import bucket_of_score
 from streamcal.windows import CountWindow
 
 WARMUP = 10_000
@@ -77,16 +77,16 @@ class _UnlockedRiverFace:
         s = self._score_of(x)
         label, w, t = self._check_one(y, w, t)
         hist = self._hist
-        if hist.floats is None:  # the quantile warm-up
+        if not hist.built:  # the quantile warm-up
             self._warm_add(s, label, w, t)
             return
         if hist.grows_ring:
             self._ensure_ring(1)
-        self._learn_bucket(bisect_right(hist.cuts_list, s), s, label, w, t)
+        self._learn_bucket(bucket_of_score(hist.layout.cuts_list, s), s, label, w, t)
 
     def predict_proba_one(self, x):
         s = self._score_of(x)
-        p = self._warm_proba() if self._hist.floats is None else self._proba_of(s)
+        p = self._warm_proba() if not self._hist.built else self._proba_of(s)
         return {False: 1.0 - p, True: p}
 
 

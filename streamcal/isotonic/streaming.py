@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import numbers
 import os
 import sys
@@ -28,6 +29,11 @@ __all__ = ["PAVBlocks", "PAVCalibrator"]
 
 # Below this many events per thread, threads cost more than they save (``n_jobs``).
 MIN_EVENTS_PER_THREAD = 1 << 17
+# Every state buffer that ``PAVCalibrator._pack`` makes takes the next serial number, and the
+# latest is kept in ``PACK_SERIAL[0]``: a composite calibrator that bound the buffers of its
+# PAVCalibrator pairs (the multiclass river face) knows each still in place while it is unchanged.
+_PACK_SERIALS = itertools.count(1)
+PACK_SERIAL = [0]
 # Cost of learning an event into the histogram alone, relative to the per-event kernel
 # (prequential, count window, 1024 buckets; docs/benchmarks.md).
 _HISTOGRAM_SHARE = 0.14
@@ -487,6 +493,7 @@ class PAVCalibrator(OutArrays, StreamingCalibrator):
         packed, sf, si, pf, pi = _k.pack_state(*state, self._score_low, self._score_high)
         packed[_k.PACK_BUSY] = 1.0 if self._lock.marking else 0.0
         self._packed, self._blocks_floats, self._blocks_ints, self._runs = packed, pf, pi, _k.packed_runs(packed)
+        PACK_SERIAL[0] = next(_PACK_SERIALS)  # after the new buffer is in place (see PACK_SERIAL)
         self._hist.adopt_arrays(sf, si)
         fast = _gil_enabled()  # the lock-free calls rely on the GIL
         self._fast_learn = fast and self.score_key is None and not self._hist.uses_times

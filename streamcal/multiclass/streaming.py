@@ -40,6 +40,7 @@ from streamcal._validation import (
     check_scalar,
     is_real_number,
 )
+from streamcal.isotonic.streaming import PACK_SERIAL
 from streamcal.multiclass.coupling import MAX_ITER_LIMIT, NEWTON_AFTER_SWEEPS
 from streamcal.persist import Persistable
 from streamcal.windows import as_window
@@ -458,16 +459,27 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
 
     _EXTRA_PARAMS: tuple[str, ...] = ()
 
+    def _params_unchanged(self, before: tuple) -> bool:
+        """Whether each parameter read by :meth:`_params_now` into ``before`` is still the same
+        object: the own parameters and the prototype's tested one by one, in line (a C loop over
+        the pairs of two tuples costs several times as much per call); a class with
+        ``_EXTRA_PARAMS`` tests them in its own override, or here in a loop."""
+        calibrator = self.calibrator
+        if not (self.scores is before[0] and self.classes is before[1] and calibrator is before[2]):
+            return False
+        extra = self._EXTRA_PARAMS
+        if extra and not all(map(operator.is_, operator.attrgetter(*extra)(self), before[3 : 3 + len(extra)])):
+            return False
+        return _prototype_unchanged(calibrator, before)
+
     def _checked_params(self) -> types.SimpleNamespace:
         """:meth:`_check_params`, and what derives from the parameters, for the river face's
         every call: computed again only when a parameter is another object than at the last
         check (river estimators' parameters are replaced, not changed in place)."""
-        now = self._params_now()
         cached = self.__dict__.get("_checked")
-        if cached is not None:
-            before, derived = cached
-            if len(before) == len(now) and all(map(operator.is_, before, now)):
-                return derived
+        if cached is not None and self._params_unchanged(cached[0]):
+            return cached[1]
+        now = self._params_now()
         self._check_params()
         fixed = None if self.classes is None else list(self.classes)
         prototype = self._new_binary()
@@ -867,6 +879,19 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
 _PROTOTYPE_PARAMS = operator.attrgetter("window", "buckets", "score_key")
 
 
+def _prototype_unchanged(calibrator, before: tuple) -> bool:
+    """Whether the prototype ``calibrator`` (the same object as when ``before`` was read by
+    ``_params_now``) still holds the window, buckets and score key that ``before`` ends with."""
+    if calibrator is None:  # the default prototype: read as three Nones
+        return True
+    try:
+        window, buckets, key = calibrator.window, calibrator.buckets, calibrator.score_key
+    except AttributeError:  # a prototype without some of them: read with None in their place
+        now = tuple(getattr(calibrator, name, None) for name in ("window", "buckets", "score_key"))
+        return all(map(operator.is_, now, before[-3:]))
+    return window is before[-3] and buckets is before[-2] and key is before[-1]
+
+
 @functools.cache
 def _own_params(cls) -> operator.attrgetter:
     """A score-dict calibrator class's own parameters, read at once: ``scores``, ``classes``,
@@ -900,12 +925,14 @@ class _RiverCall:
         "predict_args",
         "present",
         "proba",
+        "serial",
         "states",
     )  # fmt: skip
 
     def __init__(self, params, classes: list, models: dict, pairs=None, buffers=None, proba: bool = True):
         self.params, self.classes, self.models, self.n_models = params, list(classes), models, len(models)
         self.predict_args = None
+        self.serial = -1  # ``isotonic.streaming.PACK_SERIAL`` when the buffers were last found in place
         if pairs is None:
             return
         from numba.typed import List
@@ -1079,6 +1106,19 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         self.max_iter = max_iter
 
     _EXTRA_PARAMS = ("method", "tol", "max_iter")
+
+    def _params_unchanged(self, before: tuple) -> bool:
+        # the base's tests with this class's extra parameters in line (after the own three)
+        calibrator = self.calibrator
+        return (
+            self.scores is before[0]
+            and self.classes is before[1]
+            and calibrator is before[2]
+            and self.method is before[3]
+            and self.tol is before[4]
+            and self.max_iter is before[5]
+            and _prototype_unchanged(calibrator, before)
+        )
 
     @property
     def pairs_(self) -> dict:
@@ -1259,7 +1299,12 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         if cache is not None and cache.same_pairs(params, classes, models):
             if cache.predict_args is None:  # remembered until the parameters or the pairs change
                 return None
+            # no buffer packed anywhere since the last look, or each pair's still the bound one
+            serial = PACK_SERIAL[0]
+            if cache.serial == serial:
+                return cache
             if cache.buffers_unchanged(cache.pairs, cache.buffers):
+                cache.serial = serial
                 return cache
         if not _config.is_compiled():
             return None
@@ -1267,6 +1312,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             self._river_pairs = _RiverCall(params, classes, models)
             return None
         k = len(classes)
+        serial = PACK_SERIAL[0]  # read before the buffers: a buffer packed meanwhile changes it
         pair_models = [models.get((classes[a], classes[b])) for a in range(k) for b in range(a + 1, k)]
         buffers = [None if model is None else model.packed_state() for model in pair_models]
         if any(model is not None and buffer is None for model, buffer in zip(pair_models, buffers, strict=True)):
@@ -1275,6 +1321,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         method = 0 if self.method == "ht" else 1  # pairwise_pav.METHOD_HT, METHOD_WLW
         river = _RiverCall(params, classes, models, pair_models, buffers, self.scores == "proba")
         river.bind(method, float(self.tol), int(self.max_iter))
+        river.serial = serial
         self._river_pairs = river
         return river
 
@@ -1295,7 +1342,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         except TypeError:  # unhashable: the full check names it
             return False
         held = None if c is None else river.holding[c]
-        if held is None or not river.buffers_unchanged(*held):
+        if held is None or not (river.serial == PACK_SERIAL[0] or river.buffers_unchanged(*held)):
             return False
         if s is None:
             if not river.read(x):
