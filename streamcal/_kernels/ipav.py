@@ -712,49 +712,28 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     stopped = False
     j = start
     if k < 0:
-        # A full sweep: the loop below without what it never meets here (no chain on the left,
-        # no old block to stop at, no list to follow): the same operations in the same order,
-        # fewer tests per knot (the prior's rebuilds sweep every bucket).
+        # A full sweep: the loop below without the chain, the stopping block and the list, which
+        # it never meets here; the same operations in the same order, fewer tests per knot.
         for j in range(B):
-            pj = hist[POS + j]
-            nj = hist[NEG + j]
+            pj, nj = hist[POS + j], hist[NEG + j]
             tj = pj + nj
             if not tj > 0.0:
                 continue
-            if not has_top:
-                tf = j
-                tl = j
-                tp = pj
-                tn = nj
-                has_top = True
-                continue
-            if checkpoints:
-                pi[BEND + _PI_RECORD * j] = tf
-                pf[BPOS + _PF_RECORD * j] = tp
-                pf[BNEG + _PF_RECORD * j] = tn
-            if tp * tj >= pj * (tp + tn):
-                tl = j
-                tp = tp + pj
-                tn = tn + nj
+            if has_top and checkpoints:
+                pi[BEND + _PI_RECORD * j], pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j] = tf, tp, tn
+            if has_top and tp * tj >= pj * (tp + tn):
+                tl, tp, tn = j, tp + pj, tn + nj
             else:
-                pi[SFIRST + _STACK_RECORD * sp] = tf
-                pi[SLAST + _STACK_RECORD * sp] = tl
-                pf[SPOS + _STACK_RECORD * sp] = tp
-                pf[SNEG + _STACK_RECORD * sp] = tn
-                sp += 1
-                tf = j
-                tl = j
-                tp = pj
-                tn = nj
+                if has_top:
+                    pi[SFIRST + _STACK_RECORD * sp], pi[SLAST + _STACK_RECORD * sp] = tf, tl
+                    pf[SPOS + _STACK_RECORD * sp], pf[SNEG + _STACK_RECORD * sp] = tp, tn
+                    sp += 1
+                tf, tl, tp, tn, has_top = j, j, pj, nj, True
             while sp >= 1:
-                p1 = pf[SPOS + _STACK_RECORD * (sp - 1)]
-                n1 = pf[SNEG + _STACK_RECORD * (sp - 1)]
+                p1, n1 = pf[SPOS + _STACK_RECORD * (sp - 1)], pf[SNEG + _STACK_RECORD * (sp - 1)]
                 if not p1 * (tp + tn) >= tp * (p1 + n1):
                     break
-                tf = pi[SFIRST + _STACK_RECORD * (sp - 1)]
-                tp = p1 + tp
-                tn = n1 + tn
-                sp -= 1
+                tf, tp, tn, sp = pi[SFIRST + _STACK_RECORD * (sp - 1)], p1 + tp, n1 + tn, sp - 1
         j = -1
     while j >= 0:
         pj = hist[POS + j]
