@@ -130,7 +130,7 @@ from streamcal._kernels.histogram import (
     window_clock,
     window_expire_next_inplace,
 )
-from streamcal._kernels.prior import prior_rate, prior_strength_from
+from streamcal._kernels.prior import RATE_HIGH, RATE_LOW, prior_rate, prior_strength_from
 
 PF_LO = 0  # augmented (finite-LLR) fitted value of the lowest pooled run
 PF_HI = 1  # augmented fitted value of the highest pooled run
@@ -711,6 +711,30 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
             start = c
     stopped = False
     j = start
+    if k < 0:
+        # A full sweep: the loop below without the chain, the stopping block and the list, which
+        # it never meets here; the same operations in the same order, fewer tests per knot.
+        for j in range(B):
+            pj, nj = hist[POS + j], hist[NEG + j]
+            tj = pj + nj
+            if not tj > 0.0:
+                continue
+            if has_top and checkpoints:
+                pi[BEND + _PI_RECORD * j], pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j] = tf, tp, tn
+            if has_top and tp * tj >= pj * (tp + tn):
+                tl, tp, tn = j, tp + pj, tn + nj
+            else:
+                if has_top:
+                    pi[SFIRST + _STACK_RECORD * sp], pi[SLAST + _STACK_RECORD * sp] = tf, tl
+                    pf[SPOS + _STACK_RECORD * sp], pf[SNEG + _STACK_RECORD * sp] = tp, tn
+                    sp += 1
+                tf, tl, tp, tn, has_top = j, j, pj, nj, True
+            while sp >= 1:
+                p1, n1 = pf[SPOS + _STACK_RECORD * (sp - 1)], pf[SNEG + _STACK_RECORD * (sp - 1)]
+                if not p1 * (tp + tn) >= tp * (p1 + n1):
+                    break
+                tf, tp, tn, sp = pi[SFIRST + _STACK_RECORD * (sp - 1)], p1 + tp, n1 + tn, sp - 1
+        j = -1
     while j >= 0:
         pj = hist[POS + j]
         nj = hist[NEG + j]
@@ -821,6 +845,47 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
     SNEG = PF_HEADER + _PF_RECORD * B + _SNEG
     SFIRST = PI_HEADER + _PI_RECORD * B + _SFIRST
     SLAST = PI_HEADER + _PI_RECORD * B + _SLAST
+    if k < 0:
+        # A full sweep: every block is new and none is kept, with no chain on the left and no
+        # stopping block, so steps 3 and 4 below write the same values; one pass over the
+        # blocks writes them (they write disjoint fields: a block's knots, its gap, its record).
+        prev = np.int64(-1)
+        left_knot = np.int64(-1)
+        left_value = 0.0
+        for i in range(sp):
+            f = pi[SFIRST + _STACK_RECORD * i]
+            last = pi[SLAST + _STACK_RECORD * i]
+            rate_p = pf[SPOS + _STACK_RECORD * i]
+            rate_n = pf[SNEG + _STACK_RECORD * i]
+            pi[BPREV + _PI_RECORD * f] = prev
+            if prev != -1:
+                pi[BNEXT + _PI_RECORD * prev] = f
+            for g in range(f, last + 1):
+                pi[OWNER + _PI_RECORD * g] = f
+                pf[FIT_OWNER + _PF_RECORD * g] = f
+            pi[BEND + _PI_RECORD * f] = last
+            pf[BPOS + _PF_RECORD * f] = rate_p
+            pf[BNEG + _PF_RECORD * f] = rate_n
+            v = rate_p / (rate_p + rate_n)
+            if left_knot != -1 and f > left_knot + 1:  # the gap before this block
+                for g in range(left_knot + 1, f):
+                    pi[OWNER + _PI_RECORD * g] = prev
+                    pf[FIT_OWNER + _PF_RECORD * g] = -1.0
+                _fill_gap(pf, left_knot, left_value, f, v)
+            pf[FIT + _PF_RECORD * f] = v
+            prev = f
+            left_knot = last
+            left_value = v
+        if prev != -1:
+            pi[BNEXT + _PI_RECORD * prev] = -1
+        pi[PI_HEAD] = pi[SFIRST] if sp > 0 else -1
+        pi[PI_TAIL] = prev
+        pi[PI_LAST] = left_knot
+        pf[PF_HEAD] = pi[PI_HEAD]
+        pf[PF_LAST] = pi[PI_LAST]
+        pi[PI_CHG_LO] = 0  # every block may have changed
+        pi[PI_CHG_HI] = B - 1
+        return
     # 3. write the new blocks back, and the owners of their buckets where a block's extent is new:
     #    an old block with the same first and last knot, inside the old span, has them already (a
     #    full sweep writes every owner: loading a saved state compares a full sweep's with it)
@@ -1232,20 +1297,31 @@ def _augment_bucket_inplace(sf, pf, o, B, k):
 
 @jit_noalloc
 def _augment_all_inplace(sf, pf, o, B):
-    """:func:`_augment_bucket_inplace` for every bucket, written out with the prior's header read
-    once (the loop writes only the row): the interpreted tier runs it per bucket, where a call
-    costs more than its body."""
-    rate = pf[o + PR_RATE]
-    probability_inputs = pf[o + PR_MODE] == 1.0
+    """:func:`_augment_bucket_inplace` for every bucket, as whole-row operations that write into
+    the row (and into the stack scratch, which every sweep writes before it reads): the same
+    operations as the per-bucket expression, each one correctly rounded elementwise, so the
+    same bits; the interpreted tier then runs a few numpy calls, not a Python loop per bucket.
+    """
     kappa = pf[o + PR_KAPPA]
     floor = pf[o + PR_FLOOR]
-    for k in range(B):
-        p = sf[SF_HEADER + k]
-        n = sf[SF_HEADER + B + k]
-        r = prior_rate(pf[CEN + _PF_RECORD * k], rate, probability_inputs)
-        m = kappa * ((p + n) + floor)
-        pf[o + PR_HEADER + k] = p + m * r
-        pf[o + PR_HEADER + B + k] = n + m * (1.0 - r)
+    pos = sf[SF_HEADER : SF_HEADER + B]
+    neg = sf[SF_HEADER + B : SF_HEADER + 2 * B]
+    row_pos = pf[o + PR_HEADER : o + PR_HEADER + B]
+    row_neg = pf[o + PR_HEADER + B : o + PR_HEADER + 2 * B]
+    rate = pf[PF_HEADER + _PF_RECORD * B : PF_HEADER + (_PF_RECORD + 1) * B]  # stack scratch
+    if pf[o + PR_MODE] == 1.0:  # ``prior_rate``: the centre, kept inside (RATE_LOW, RATE_HIGH)
+        np.maximum(pf[CEN : CEN + _PF_RECORD * B : _PF_RECORD], RATE_LOW, rate)
+        np.minimum(rate, RATE_HIGH, rate)
+    else:
+        rate[:] = pf[o + PR_RATE]
+    np.add(pos, neg, row_neg)  # m = kappa * ((p + n) + floor), in row_neg for now
+    np.add(row_neg, floor, row_neg)
+    np.multiply(row_neg, kappa, row_neg)
+    np.multiply(row_neg, rate, row_pos)  # p + m * r
+    np.add(pos, row_pos, row_pos)
+    np.subtract(1.0, rate, rate)  # n + m * (1 - r)
+    np.multiply(row_neg, rate, row_neg)
+    np.add(neg, row_neg, row_neg)
 
 
 @jit_noalloc
