@@ -115,6 +115,24 @@ def bench_speed(keys, scores, labels, window: str, strengths, rounds: int) -> di
     return {name: min(ts) for name, ts in times.items()}
 
 
+# key sizes for ``--by-size``: a key's events in the whole stream
+SIZE_CLASSES = (("< 1e3", 0, 1_000), ("1e3 to 1e4", 1_000, 10_000), (">= 1e4", 10_000, np.inf))
+
+
+def bench_by_size(keys, scores, labels, window: str) -> list[tuple]:
+    """CPU nanoseconds per event of the pooled keyed ``prequential`` on each size class's events
+    alone (each run over its own events, its own global map), then on all of them: where the cost
+    per event lies between light and heavy keys."""
+    sizes = np.bincount(keys)[keys]
+    rows = []
+    for name, lo, hi in (*SIZE_CLASSES, ("all", 0, np.inf)):
+        m = (sizes >= lo) & (sizes < hi)
+        k, s, y = keys[m], scores[m], labels[m]
+        seconds = cpu(make_keyed(window, "auto").prequential, k, s, y)
+        rows.append((name, int(m.sum()), int(np.unique(k).size), 1e9 * seconds / max(int(m.sum()), 1)))
+    return rows
+
+
 def rss(field: str) -> int:
     """``VmRSS`` (held now) or ``VmHWM`` (peak) of this process, in bytes, from ``/proc`` (Linux; 0 elsewhere).
 
@@ -181,6 +199,9 @@ def main(argv=None):
     parser.add_argument("--no-memory", action="store_true", help="skip the memory subprocesses")
     parser.add_argument("--no-speed", action="store_true", help="skip the timed rounds")
     parser.add_argument("--quick", action="store_true", help="--events 2e5 --keys 1e4 --rounds 1")
+    parser.add_argument(
+        "--by-size", action="store_true", help="also time the pooled keys by key size (events per key in the stream)"
+    )
     parser.add_argument("--child", nargs=2, metavar=("WINDOW", "STRENGTH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -216,6 +237,10 @@ def main(argv=None):
                     f"  keyed prior_strength={name}: {rate:,.0f} events/s, {rate / unkeyed:.3f}x unkeyed "
                     f"(best of {args.rounds})"
                 )
+            if args.by_size:
+                print("  pooled keys by size (events per key in the stream), each class's events alone:")
+                for name, events, n_class_keys, ns in bench_by_size(keys, scores, labels, window):
+                    print(f"    {name:>10}: {events:>11,} events of {n_class_keys:>7,} keys, {ns:,.0f} ns per event")
         del keys, scores, labels
     if not args.no_memory:
         alone = run_child(n, n_keys, "none", "auto")

@@ -61,3 +61,17 @@ def test_the_script_runs_small():
     assert "keyed prior_strength=0:" in out
     assert out.count("peak RSS") == 3
     assert "dense rows" in out
+
+
+def test_the_size_classes_split_the_events_and_keys_of_the_stream():
+    bench = _bench()
+    keys, scores, labels = bench.keyed_stream(60_000, 300)
+    rows = bench.bench_by_size(keys, scores, labels, "count")
+    classes, total = rows[:-1], rows[-1]
+    assert total[:3] == ("all", keys.size, np.unique(keys).size)
+    assert sum(r[1] for r in classes) == keys.size  # every event in exactly one class
+    assert sum(r[2] for r in classes) == np.unique(keys).size
+    sizes = np.bincount(keys)
+    assert classes[2][2] == int(np.sum(sizes >= 10_000))  # the heavy class: keys with >= 1e4 events
+    assert classes[2][2] >= 1
+    assert all(r[3] > 0.0 for r in rows if r[1] > 0)
