@@ -869,6 +869,22 @@ def _banded_factor_solve(red, rc, m, kb, v, y, dinv):
     False when a pivot is below ``1e-10`` of its diagonal (too close to singular to trust without
     the dense solve)."""
     for g in range(m):
+        if kb == 3 and g >= 3:
+            # cubic splines' rows unrolled, each multiplier L[g, h] = red[h, g - h] / D[h] formed
+            # once: the same operations in the same order as the general loop below
+            l3 = red[g - 3, 3] * dinv[g - 3]
+            l2 = red[g - 2, 2] * dinv[g - 2]
+            l1 = red[g - 1, 1] * dinv[g - 1]
+            acc = red[g, 0] - l3 * red[g - 3, 3] - l2 * red[g - 2, 2] - l1 * red[g - 1, 1]
+            if not acc > 1e-10 * red[g, 0]:
+                return False
+            red[g, 0] = acc
+            if g + 1 < m:
+                red[g, 1] = red[g, 1] - l2 * red[g - 2, 3] - l1 * red[g - 1, 2]
+            if g + 2 < m:
+                red[g, 2] = red[g, 2] - l1 * red[g - 1, 3]
+            dinv[g] = 1.0 / red[g, 0]
+            continue
         for d in range(kb + 1):
             if g + d >= m:
                 break
@@ -887,11 +903,20 @@ def _banded_factor_solve(red, rc, m, kb, v, y, dinv):
 def _banded_substitute(red, rc, m, kb, v, y, dinv):
     """``v = (L D L')^-1 rc[:m]`` for the factors in ``red`` and ``dinv`` (``y`` scratch)."""
     for g in range(m):
+        if kb == 3 and g >= 3:  # cubic splines unrolled, the general loop's operations and order
+            acc = rc[g] - red[g - 3, 3] * dinv[g - 3] * y[g - 3]
+            acc = acc - red[g - 2, 2] * dinv[g - 2] * y[g - 2]
+            y[g] = acc - red[g - 1, 1] * dinv[g - 1] * y[g - 1]
+            continue
         acc = rc[g]
         for h in range(max(0, g - kb), g):
             acc -= red[h, g - h] * dinv[h] * y[h]
         y[g] = acc
     for g in range(m - 1, -1, -1):
+        if kb == 3 and g + 3 < m:
+            acc = y[g] - red[g, 1] * v[g + 1] - red[g, 2] * v[g + 2] - red[g, 3] * v[g + 3]
+            v[g] = acc * dinv[g]
+            continue
         acc = y[g]
         for d in range(1, kb + 1):
             if g + d < m:
@@ -999,12 +1024,11 @@ def _accept_if_optimal(band, cross, p, k1, free, coef, beta, scale, vecs, starts
     # the multipliers: suffix sums of the gradient H beta - cross
     s = vecs[2]
     for i in range(p):
-        acc = -cross[i]
-        for d in range(k1):
-            if i + d < p:
-                acc += band[i, d] * b[i + d]
-            if d > 0 and i - d >= 0:
-                acc += band[i - d, d] * b[i - d]
+        acc = band[i, 0] * b[i] - cross[i]
+        for d in range(1, min(k1, p - i)):
+            acc += band[i, d] * b[i + d]
+        for d in range(1, min(k1, i + 1)):
+            acc += band[i - d, d] * b[i - d]
         s[i] = acc
     acc = 0.0
     for i in range(p - 1, -1, -1):
