@@ -13,16 +13,20 @@ incremental refit (the default), the compiled loop's full refit before every pre
 False``: the full refit, score prior included, before every prediction). Checked on every round:
 the full-refit loop equals the engine bit for bit, and the incremental refit is within 1e-9 of
 it, probabilities and LLRs. Prints events per second and the ratios. With ``--old REV``, also the
-calibrator of ``streamcal/spline/calibrator.py`` at git revision ``REV`` (read with ``git show``,
-run on today's kernels) in the same rounds, its outputs checked equal to today's bit for bit on
-both faces.
+calibrator of ``streamcal/spline/calibrator.py`` at git revision ``REV`` (read with ``git show``)
+on the I-spline kernels of that revision (``streamcal/_kernels/ispline.py`` and
+``ispline_stream.py``, loaded from a temporary folder where they differ from today's) in the
+same rounds, its outputs checked equal to today's bit for bit on both faces where the kernels
+are the same, else within 1e-9 (both within 1e-9 of the full refit).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from pathlib import Path
@@ -35,6 +39,8 @@ from bench_streaming_pav import click_stream
 
 import streamcal
 from streamcal import ISplineCalibrator
+from streamcal._kernels import ispline as _k
+from streamcal._kernels import ispline_stream as _ks
 
 GOAL_PREQUENTIAL = 300_000
 GOAL_RIVER = 200_000
@@ -56,13 +62,55 @@ class FullRefitLoop(ISplineCalibrator):
 TOL = 1e-9
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def source_at(rev: str, path: str) -> str:
+    return subprocess.run(["git", "show", f"{rev}:{path}"], check=True, capture_output=True, text=True, cwd=ROOT).stdout
+
+
+def kernels_at(rev: str):
+    """``(ispline, ispline_stream)``: the I-spline kernel modules at git revision ``rev``, each
+    today's module where its source is unchanged, else the old source loaded from a file in a
+    temporary folder (numba caches compiled functions by file), the stream kernels importing the
+    old ``ispline`` module. ``None`` for both when neither changed."""
+    names = {"ispline": "streamcal/_kernels/ispline.py", "ispline_stream": "streamcal/_kernels/ispline_stream.py"}
+    old = {name: source_at(rev, path) for name, path in names.items()}
+    changed = {name for name, path in names.items() if old[name] != (ROOT / path).read_text(encoding="utf-8")}
+    if not changed:
+        return None, None
+    folder = Path(tempfile.gettempdir()) / f"streamcal_bench_ispline_at_{rev}"
+    folder.mkdir(exist_ok=True)
+    modules = {"ispline": _k, "ispline_stream": _ks}
+    for name in ("ispline", "ispline_stream"):  # the stream kernels import the other module
+        text = old[name]
+        if name == "ispline_stream" and "ispline" in changed:
+            text = text.replace("from streamcal._kernels.ispline import", f"from ispline_at_{rev} import")
+        elif name not in changed:
+            continue
+        file = folder / f"{name}_at_{rev}.py"
+        if not file.exists() or file.read_text(encoding="utf-8") != text:
+            file.write_text(text, encoding="utf-8")
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
+        spec = importlib.util.spec_from_file_location(f"{name}_at_{rev}", file)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        modules[name] = module
+    return modules["ispline"], modules["ispline_stream"]
+
+
 def calibrator_at(rev: str):
-    """The ``ISplineCalibrator`` class of ``streamcal/spline/calibrator.py`` at git revision ``rev``."""
+    """The ``ISplineCalibrator`` class of ``streamcal/spline/calibrator.py`` at git revision ``rev``,
+    on the I-spline kernels of that revision (``kernels_at``); whether those differ from today's."""
     path = "streamcal/spline/calibrator.py"
-    source = subprocess.run(["git", "show", f"{rev}:{path}"], check=True, capture_output=True, text=True).stdout
     module = types.ModuleType(f"ispline_at_{rev}")
-    exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)
-    return module.ISplineCalibrator
+    exec(compile(source_at(rev, path), f"{rev}:{path}", "exec"), module.__dict__)
+    old_k, old_ks = kernels_at(rev)
+    if old_ks is not None:
+        module._k, module._ks = old_k, old_ks
+    return module.ISplineCalibrator, old_ks is not None
 
 
 def prepared(cls, s, y, warmup):
@@ -102,14 +150,17 @@ def main():
     n_old = max(1, args.n // 10)  # the engine's loop is slow: a tenth of the events
     n_river = max(1, args.n // 5)
     classes = {"incremental": ISplineCalibrator, "full": FullRefitLoop, "engine": EngineLoop}
+    kernels_differ = False
     if args.old:
-        classes["before"] = calibrator_at(args.old)
-    for cls in classes.values():  # compile and warm
+        classes["before"], kernels_differ = calibrator_at(args.old)
+    for cls in classes.values():  # compile and warm both faces
         time_prequential(prepared(cls, ws, wy, args.warmup), ts[:200], ty[:200])
+        time_river(prepared(cls, ws, wy, args.warmup), ts[:20], ty[:20])
     sizes = {"incremental": args.n, "full": args.n // 2, "engine": n_old, "before": args.n}
     rates = {name: [] for name in classes}
     river = {name: [] for name in classes}
     kappa = None
+    gap_before = 0.0
     for r in range(args.rounds):
         order = list(classes)[r % len(classes) :] + list(classes)[: r % len(classes)]
         outs = {}
@@ -119,8 +170,14 @@ def main():
             rates[name].append(sizes[name] / cpu)
             kappa = cal.prior_strength if name == "incremental" else kappa
         (p_new, l_new), (p_full, l_full), (p_old, l_old) = (outs[k] for k in ("incremental", "full", "engine"))
-        if args.old and not (np.array_equal(outs["before"][0], p_new) and np.array_equal(outs["before"][1], l_new)):
-            raise AssertionError(f"prequential differs from the code at {args.old}")
+        if args.old:
+            same = np.array_equal(outs["before"][0], p_new) and np.array_equal(outs["before"][1], l_new)
+            gap = max(np.abs(outs["before"][0] - p_new).max(), np.abs(outs["before"][1] - l_new).max())
+            # the code before on the same kernels gives the same bits; on its own kernels, the
+            # incremental refit's rounding: both within TOL of the full refit
+            if not (same or (kernels_differ and gap <= TOL)):
+                raise AssertionError(f"prequential differs from the code at {args.old} by {gap:.3g}")
+            gap_before = max(gap_before, gap)
         if not (np.array_equal(p_full[:n_old], p_old) and np.array_equal(l_full[:n_old], l_old)):
             raise AssertionError("the compiled loop's full refit and the engine's loop disagree")
         worst = max(np.abs(p_new[: p_full.size] - p_full).max(), np.abs(l_new[: l_full.size] - l_full).max())
@@ -134,8 +191,11 @@ def main():
             river[name].append(m / cpu)
         if faces["engine"] != faces["full"][:n_old]:
             raise AssertionError("the river face: the compiled loop's full refit and the engine's loop disagree")
-        if args.old and faces["before"] != faces["incremental"]:
-            raise AssertionError(f"the river face differs from the code at {args.old}")
+        if args.old:
+            gap = float(np.max(np.abs(np.array(faces["before"]) - np.array(faces["incremental"]))))
+            if not (faces["before"] == faces["incremental"] or (kernels_differ and gap <= TOL)):
+                raise AssertionError(f"the river face differs from the code at {args.old} by {gap:.3g}")
+            gap_before = max(gap_before, gap)
     new, full, old = (float(np.median(rates[k])) for k in ("incremental", "full", "engine"))
     r_new, r_full, r_old = (float(np.median(river[k])) for k in ("incremental", "full", "engine"))
     print(
@@ -152,11 +212,20 @@ def main():
     print(f"  river face, the engine's loop:     {r_old:12,.0f} pairs/s    ratio {r_new / r_old:6.1f}x")
     if args.old:
         before, r_before = float(np.median(rates["before"])), float(np.median(river["before"]))
+        # each round's own ratio: the two runs of a round are close in time, so a burst of other
+        # work on a shared machine moves them together more often than it moves the medians
+        paired = float(np.median(np.array(rates["incremental"]) / np.array(rates["before"])))
+        r_paired = float(np.median(np.array(river["incremental"]) / np.array(river["before"])))
+        same = "bit for bit" if gap_before == 0.0 else f"within {gap_before:.2g}"
+        kernels = "its own kernels" if kernels_differ else "today's kernels (the same source)"
+        print(f"  the code at {args.old}, on {kernels}:")
         print(
-            f"  prequential, the code at {args.old}: {before:12,.0f} events/s   ratio {new / before:6.2f}x (bit for bit)"
+            f"  prequential, the code at {args.old}: {before:12,.0f} events/s   ratio {new / before:6.2f}x, "
+            f"median of the rounds' ratios {paired:.2f}x ({same})"
         )
         print(
-            f"  river face, the code at {args.old}:  {r_before:12,.0f} pairs/s    ratio {r_new / r_before:6.2f}x (bit for bit)"
+            f"  river face, the code at {args.old}:  {r_before:12,.0f} pairs/s    ratio {r_new / r_before:6.2f}x, "
+            f"median of the rounds' ratios {r_paired:.2f}x ({same})"
         )
     print(
         f"  goals: prequential >= {GOAL_PREQUENTIAL:,} ({'met' if new >= GOAL_PREQUENTIAL else 'not met'}), "

@@ -93,7 +93,8 @@ ST_XX = 12
 ST_KEPT = 13  # the incremental refit's counts: banded solves kept, dense solves, full refits
 ST_DENSE = 14
 ST_FULL = 15
-ST_HEADER = 16
+ST_STEPPED = 16  # banded solves kept after active-set steps from the previous free set
+ST_HEADER = 17
 
 # ist (int64) scalars
 IS_NKNOTS = 0  # knots in use
@@ -868,6 +869,22 @@ def _banded_factor_solve(red, rc, m, kb, v, y, dinv):
     False when a pivot is below ``1e-10`` of its diagonal (too close to singular to trust without
     the dense solve)."""
     for g in range(m):
+        if kb == 3 and g >= 3:
+            # cubic splines' rows unrolled, each multiplier L[g, h] = red[h, g - h] / D[h] formed
+            # once: the same operations in the same order as the general loop below
+            l3 = red[g - 3, 3] * dinv[g - 3]
+            l2 = red[g - 2, 2] * dinv[g - 2]
+            l1 = red[g - 1, 1] * dinv[g - 1]
+            acc = red[g, 0] - l3 * red[g - 3, 3] - l2 * red[g - 2, 2] - l1 * red[g - 1, 1]
+            if not acc > 1e-10 * red[g, 0]:
+                return False
+            red[g, 0] = acc
+            if g + 1 < m:
+                red[g, 1] = red[g, 1] - l2 * red[g - 2, 3] - l1 * red[g - 1, 2]
+            if g + 2 < m:
+                red[g, 2] = red[g, 2] - l1 * red[g - 1, 3]
+            dinv[g] = 1.0 / red[g, 0]
+            continue
         for d in range(kb + 1):
             if g + d >= m:
                 break
@@ -886,11 +903,20 @@ def _banded_factor_solve(red, rc, m, kb, v, y, dinv):
 def _banded_substitute(red, rc, m, kb, v, y, dinv):
     """``v = (L D L')^-1 rc[:m]`` for the factors in ``red`` and ``dinv`` (``y`` scratch)."""
     for g in range(m):
+        if kb == 3 and g >= 3:  # cubic splines unrolled, the general loop's operations and order
+            acc = rc[g] - red[g - 3, 3] * dinv[g - 3] * y[g - 3]
+            acc = acc - red[g - 2, 2] * dinv[g - 2] * y[g - 2]
+            y[g] = acc - red[g - 1, 1] * dinv[g - 1] * y[g - 1]
+            continue
         acc = rc[g]
         for h in range(max(0, g - kb), g):
             acc -= red[h, g - h] * dinv[h] * y[h]
         y[g] = acc
     for g in range(m - 1, -1, -1):
+        if kb == 3 and g + 3 < m:
+            acc = y[g] - red[g, 1] * v[g + 1] - red[g, 2] * v[g + 2] - red[g, 3] * v[g + 3]
+            v[g] = acc * dinv[g]
+            continue
         acc = y[g]
         for d in range(1, kb + 1):
             if g + d < m:
@@ -898,15 +924,35 @@ def _banded_substitute(red, rc, m, kb, v, y, dinv):
         v[g] = acc * dinv[g]
 
 
+SOLVE_KEPT = 0  # ``banded_set_solve``: the optimum, written
+SOLVE_RETRY = 1  # not the optimum; ``free`` holds the next guess of the free set
+SOLVE_FAIL = 2  # not the optimum, no clear next guess (an ambiguous margin, a near-singular system)
+SET_TRIES = 4  # free sets tried by the banded solve before the dense solve
+
+
 @jit
 def banded_free_solve(band, cross, p, k1, coef, beta, scale, red, vecs, grp):
-    """The constrained solve kept on the free set ``coef[:p] > 0`` of the previous fit, in the
-    B-spline coefficients ``beta = cumsum(coef)``: each free coefficient starts a run of equal
-    ``beta`` (one unknown per run, the system banded). Without the cap, then with
-    ``sum(coef) = 1`` when the first exceeds it. Returns True, with ``coef`` and ``beta`` written,
-    when the result is the optimum: every free coefficient positive, the cap kept, and every
-    KKT multiplier (of a zero coefficient, of the cap) above ``AMBIGUOUS * scale``; False (and
-    nothing written) otherwise, or when the subproblem is close to singular.
+    """The constrained solve kept on the free set ``coef[:p] > 0`` of the previous fit
+    (``banded_set_solve`` on that set, once): True, with ``coef`` and ``beta`` written, when the
+    result is the optimum; False (and nothing written) otherwise."""
+    free = np.empty(p, dtype=np.bool_)
+    for i in range(p):
+        free[i] = coef[i] > 0.0
+    return banded_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp) == SOLVE_KEPT
+
+
+@jit
+def banded_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp):
+    """The constrained solve on the free set ``free[:p]``, in the B-spline coefficients
+    ``beta = cumsum(coef)``: each free coefficient starts a run of equal ``beta`` (one unknown per
+    run, the system banded). Without the cap, then with ``sum(coef) = 1`` when the first exceeds
+    it. ``SOLVE_KEPT``, with ``coef`` and ``beta`` written, when the result is the optimum: every
+    free coefficient positive, the cap kept, and every KKT multiplier (of a zero coefficient, of
+    the cap) above ``AMBIGUOUS * scale``. Otherwise nothing is written, and the result is
+    ``SOLVE_RETRY`` with ``free`` changed as an active-set step changes it (the free coefficients
+    that came out at or below 0 fixed at 0; else the zero coefficient of the most negative
+    multiplier freed), or ``SOLVE_FAIL`` where no step is clear (a margin within ``AMBIGUOUS``,
+    the cap's, the subproblem close to singular).
 
     ``red`` float64 ``(p, k1)``, ``vecs`` float64 ``(5, p)`` and ``grp`` int64 ``(2, p)``: scratch."""
     kb = k1 - 1
@@ -914,12 +960,12 @@ def banded_free_solve(band, cross, p, k1, coef, beta, scale, red, vecs, grp):
     gid = grp[1]
     m = 0
     for i in range(p):
-        if coef[i] > 0.0:
+        if free[i]:
             starts[m] = i
             m += 1
         gid[i] = m - 1
     if m == 0:
-        return False
+        return SOLVE_FAIL
     rc = vecs[0]
     v = vecs[1]
     y = vecs[2]
@@ -941,7 +987,7 @@ def banded_free_solve(band, cross, p, k1, coef, beta, scale, red, vecs, grp):
     for g in range(m):
         last[g] = red[g, m - 1 - g] if m - 1 - g <= kb else 0.0
     if not _banded_factor_solve(red, rc, m, kb, v, y, vecs[4]):
-        return False
+        return SOLVE_FAIL
     cap = False
     if v[m - 1] > 1.0:
         if m == 1:
@@ -952,31 +998,37 @@ def banded_free_solve(band, cross, p, k1, coef, beta, scale, red, vecs, grp):
             _banded_substitute(red, rc, m - 1, kb, v, y, vecs[4])
             v[m - 1] = 1.0
         cap = True
-    return _accept_if_optimal(band, cross, p, k1, coef, beta, scale, vecs, starts, gid, v, m, cap)
+    return _accept_if_optimal(band, cross, p, k1, free, coef, beta, scale, vecs, starts, gid, v, m, cap)
 
 
 @jit(inline="always")
-def _accept_if_optimal(band, cross, p, k1, coef, beta, scale, vecs, starts, gid, v, m, cap):
-    """The KKT check of ``banded_free_solve``'s run values ``v[:m]``; writes the fit if it holds."""
+def _accept_if_optimal(band, cross, p, k1, free, coef, beta, scale, vecs, starts, gid, v, m, cap):
+    """The KKT check of ``banded_set_solve``'s run values ``v[:m]``; writes the fit if it holds,
+    else the next free set when one is clear (``banded_set_solve``'s codes)."""
     prev = 0.0
+    dropped = False
     for g in range(m):
         if not v[g] - prev > AMBIGUOUS:
-            return False
+            if not v[g] - prev <= AMBIGUOUS:
+                return SOLVE_FAIL  # not a number
+            free[starts[g]] = False
+            dropped = True
         prev = v[g]
+    if dropped:
+        return SOLVE_RETRY
     if not cap and not v[m - 1] < 1.0 - AMBIGUOUS:
-        return False
+        return SOLVE_FAIL
     b = vecs[4]
     for i in range(p):
         b[i] = v[gid[i]] if gid[i] >= 0 else 0.0
     # the multipliers: suffix sums of the gradient H beta - cross
     s = vecs[2]
     for i in range(p):
-        acc = -cross[i]
-        for d in range(k1):
-            if i + d < p:
-                acc += band[i, d] * b[i + d]
-            if d > 0 and i - d >= 0:
-                acc += band[i - d, d] * b[i - d]
+        acc = band[i, 0] * b[i] - cross[i]
+        for d in range(1, min(k1, p - i)):
+            acc += band[i, d] * b[i + d]
+        for d in range(1, min(k1, i + 1)):
+            acc += band[i - d, d] * b[i - d]
         s[i] = acc
     acc = 0.0
     for i in range(p - 1, -1, -1):
@@ -985,15 +1037,26 @@ def _accept_if_optimal(band, cross, p, k1, coef, beta, scale, vecs, starts, gid,
     mu = -s[starts[m - 1]] if cap else 0.0
     tol = AMBIGUOUS * scale
     if cap and not mu > tol:
-        return False
+        return SOLVE_FAIL
     g = 0
+    worst = -1
+    ambiguous = False
     for i in range(p):
         if g < m and starts[g] == i:
             g += 1
-            if abs(s[i] + mu) > 1e3 * tol:  # the subproblem's own optimality, a sanity bound
-                return False
+            if not abs(s[i] + mu) <= 1e3 * tol:  # the subproblem's own optimality, a sanity bound
+                return SOLVE_FAIL
         elif not s[i] + mu > tol:
-            return False
+            if s[i] + mu < -tol:
+                if worst < 0 or s[i] < s[worst]:
+                    worst = i
+            else:
+                ambiguous = True
+    if ambiguous:
+        return SOLVE_FAIL
+    if worst >= 0:
+        free[worst] = True
+        return SOLVE_RETRY
     prev = 0.0
     acc = 0.0
     for i in range(p):
@@ -1001,7 +1064,7 @@ def _accept_if_optimal(band, cross, p, k1, coef, beta, scale, vecs, starts, gid,
         prev = b[i]
         acc += coef[i]
         beta[i] = min(acc, 1.0)
-    return True
+    return SOLVE_KEPT
 
 
 @jit
@@ -1055,8 +1118,18 @@ def incremental_refit(
         refresh_moved_knots(
             sf, B, centres, knots, scratch, nk, k1, rows, base, band, cross, ist[IS_STAMP], vals, lft, rgt
         )
-    if banded_free_solve(band, cross, p, k1, coef, beta, _tree_total(tree, B), red, vecs, grp):
-        st[ST_KEPT] += 1.0
+    # the previous fit's free set first; where its KKT check fails, a few active-set steps on
+    # the banded system, each certified by the same check, before the dense solve
+    for q in range(p):
+        free[q] = coef[q] > 0.0
+    scale = _tree_total(tree, B)
+    code = SOLVE_RETRY
+    tries = 0
+    while code == SOLVE_RETRY and tries < SET_TRIES:
+        code = banded_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp)
+        tries += 1
+    if code == SOLVE_KEPT:
+        st[ST_KEPT if tries == 1 else ST_STEPPED] += 1.0
     else:
         st[ST_DENSE] += 1.0
         for q in range(p):
