@@ -17,7 +17,20 @@ import copy
 import functools
 import threading
 
-__all__ = ["LockedState", "locked"]
+__all__ = ["LockedState", "SectionLock", "locked"]
+
+
+class SectionLock:
+    """Base of the calibrators' own locks (``acquire``/``release`` theirs): usable in ``with``."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.release()
 
 
 def locked(method):

@@ -31,6 +31,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import glm_refit as _g
 from streamcal._kernels import histogram as _h
 from streamcal._kernels._config import entry_point
+from streamcal._locking import SectionLock
 from streamcal._streaming import StreamingCalibrator
 from streamcal.buckets import bucket_of_score
 
@@ -55,7 +56,7 @@ def entry_call(name: str, kernel, args):
 NO_EVENT = (-1, 0.0, 0.0)  # the cache's ``pending`` when no event is kept
 
 
-class RiverLock:
+class RiverLock(SectionLock):
     """The lock of a histogram GLM calibrator: re-entrant, and the first acquisition by a
     section (``with cal._lock:``, ``acquire``) settles the river face's deferred work (see the
     module notes) before the section reads the state. ``rlock`` alone is the river face's own:
@@ -82,12 +83,6 @@ class RiverLock:
         self.depth -= 1
         self.rlock.release()
 
-    def __enter__(self):
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc_info):
-        self.release()
 
 
 class GLMRiverFace:

@@ -19,6 +19,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import ipav as _k
 from streamcal._kernels._config import entry_point
+from streamcal._locking import SectionLock
 from streamcal._streaming import OP_PREDICT, OP_PREQUENTIAL, StreamingCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
@@ -63,7 +64,7 @@ def _prequential_from(sf, si, pf, pi, runs, b, s, y, w, t, ops, out_p, out_llr, 
     _k.pav_prequential_inplace(*state, b[part], s[part], y[part], w[part], t[part], out_p[part], out_llr[part])
 
 
-class _MarkingLock:
+class _MarkingLock(SectionLock):
     """The lock of a :class:`PAVCalibrator`: a re-entrant lock that marks the packed state busy.
 
     Holding it (``with cal._lock:``) excludes every other holder, and, through the mark
@@ -103,12 +104,6 @@ class _MarkingLock:
                 packed[_k.PACK_BUSY] = 0.0
         self.rlock.release()
 
-    def __enter__(self):
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc_info):
-        self.release()
 
 
 def _gil_enabled() -> bool:
