@@ -84,7 +84,6 @@ class RiverLock(SectionLock):
         self.rlock.release()
 
 
-
 class GLMRiverFace:
     """Mixin: the inline river face of ``_HistogramGLMCalibrator`` (see the module notes).
 

@@ -105,7 +105,6 @@ class _MarkingLock(SectionLock):
         self.rlock.release()
 
 
-
 def _gil_enabled() -> bool:
     """False on a free-threaded Python running without the GIL (3.13+)."""
     check = getattr(sys, "_is_gil_enabled", None)
