@@ -26,7 +26,8 @@ class _Parser(argparse.ArgumentParser):
 def _run_demo(args: argparse.Namespace) -> int:
     from streamcal.demo import run_streaming_demo
     from streamcal.replay import replay_demo
-    from streamcal.replay._cli import _fail
+    from streamcal.replay._cli import REPLAY_FLAGS, _fail
+    from streamcal.replay._source import option_spelling
 
     plot = not args.no_plot
     if plot:
@@ -38,7 +39,8 @@ def _run_demo(args: argparse.Namespace) -> int:
             print(f"(matplotlib is not installed: no plot; `{install_hint('plot')}` adds it)")
             plot = False
     try:
-        replay_demo(args.dir, n=args.n, seed=args.seed, window=max(args.n // 4, 1_000), plot=plot)
+        with option_spelling(REPLAY_FLAGS):  # the summary's remarks name `streamcal replay`'s flags
+            replay_demo(args.dir, n=args.n, seed=args.seed, window=max(args.n // 4, 1_000), plot=plot)
     except (ValueError, OSError) as exc:
         return _fail(exc, {"directory": "--dir", "n": "--n", "seed": "--seed"})
     print()

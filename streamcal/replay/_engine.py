@@ -20,6 +20,7 @@ column needs no change here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -29,7 +30,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import plan as _plan
 from streamcal.replay._batch import EventBatch
 
-__all__ = ["InFlight", "Ops", "Planner", "plan_batch", "plan_flush"]
+__all__ = ["InFlight", "LabelDelays", "Ops", "Planner", "plan_batch", "plan_flush"]
 
 # the planned columns the kernel moves itself; the others travel by name in ``extra``
 _KERNEL_COLUMNS = ("s", "y", "w")
@@ -232,6 +233,81 @@ def plan_flush(flight: InFlight, clock: float) -> tuple[Ops, InFlight]:
     return ops, left
 
 
+class LabelDelays:
+    """Per class (negatives, positives), the labels with a label time and the sum and largest of
+    their delays (label time less event time): whether the two classes' labels arrive after
+    different delays, which biases every calibrator while one class's labels are in flight."""
+
+    def __init__(self):
+        self.n = np.zeros(2, dtype=np.int64)
+        self.total = np.zeros(2)
+        self.longest = 0.0
+
+    def add(self, t: np.ndarray, y: np.ndarray, label_t: np.ndarray) -> None:
+        delay = label_t - t
+        known = np.isfinite(delay)  # +inf: the label never arrives
+        positive = y[known] == 1.0
+        d = delay[known]
+        for c, mask in ((0, ~positive), (1, positive)):
+            self.n[c] += int(np.count_nonzero(mask))
+            self.total[c] += float(d[mask].sum())
+        if d.size:
+            self.longest = max(self.longest, float(d.max()))
+
+    def mean(self, c: int) -> float:
+        return self.total[c] / self.n[c] if self.n[c] else float("nan")
+
+    def note(self, n_events: int, span: float, timestamps: bool) -> str | None:
+        """A line for the summary when the classes' mean delays differ by half the shorter one or
+        more, and by at least 100 events' time at the stream's rate (``n_events`` over ``span``);
+        None otherwise. ``timestamps``: the times are seconds of a timestamp column."""
+        from streamcal.replay._source import opt
+
+        if min(self.n) < MIN_DELAY_LABELS or not span > 0.0:
+            return None
+        neg, pos = self.mean(0), self.mean(1)
+        short, long_ = sorted((neg, pos))
+        if not (long_ >= 1.5 * short and (long_ - short) * n_events / span >= 100.0):
+            return None
+        fmt = _duration if timestamps else (lambda x: f"{x:.4g}")
+        longest = _duration_up(self.longest) if timestamps else _up(self.longest, 6)
+        return (
+            f"Labels: positives' arrive after {fmt(pos)} on average, negatives' after {fmt(neg)}. Learned at "
+            f"different delays, they bias every calibrator while one class's labels are in flight and the "
+            f"other's are not (delayed-feedback bias). To learn every label after one delay, at the cost "
+            f"of learning later, give the longest delay seen ({fmt(self.longest)}): {opt('label_delay', longest)}."
+        )
+
+
+#: Labels of each class with a label time needed before the summary compares their delays.
+MIN_DELAY_LABELS = 30
+
+
+def _up(x: float, digits: int) -> float:
+    """``x`` rounded up to ``digits`` significant digits."""
+    if not x > 0.0:
+        return 0.0
+    scale = 10.0 ** (digits - 1 - math.floor(math.log10(x)))
+    return math.ceil(x * scale - 1e-9) / scale
+
+
+def _duration_up(seconds: float) -> str:
+    """``seconds`` as a duration the label delay option reads (``"1.01h"``), rounded up to three
+    significant digits in the largest unit that keeps it at 1 or more."""
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("m", 60.0)):
+        if seconds >= size:
+            return f"{_up(seconds / size, 3):g}{unit}"
+    return f"{_up(seconds, 3):g}s"
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` in the largest unit that keeps it at 1 or more (s, min, h, d)."""
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
 class Planner:
     """The planner stage: the replay clock over the whole stream.
 
@@ -248,6 +324,8 @@ class Planner:
         self.n_events = 0  # events planned so far: the stream index of the next batch's first
         self.n_learned = 0
         self.clock = -np.inf  # the last event time planned
+        self.start = np.inf  # the first event time planned
+        self.delays = LabelDelays()
 
     def plan(self, batch: EventBatch) -> Ops | None:
         ops = None
@@ -262,6 +340,9 @@ class Planner:
             )
             if not self.timed:
                 ops.t = None
+            elif len(batch):
+                self.delays.add(batch.t, batch.y, batch.label_t)
+                self.start = min(self.start, float(batch.t[0]))
         n = len(batch)
         self.n_events += n
         self.n_learned += n if ops is None else ops.n_learn

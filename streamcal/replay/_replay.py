@@ -299,12 +299,11 @@ def replay(
         metrics_output=targets.get("metrics_output"),
         plot=targets.get("plot"),
         time_col=prepared.time_col,
-        notes=list(prepared.notes) + (monitor_sink.lines(_time_kind(prepared)) if monitor_sink is not None else []),
+        notes=_notes(prepared, planner, monitor_sink),
         metrics_window=metrics_window,
         alarms=monitor_sink.alarms() if monitor_sink is not None else None,
         keyed=keyed_sink.finish(cals) if keyed_sink is not None else None,
     )
-
 
 
 def _finish_outputs(planner, runners, metrics_sink, prepared, bar, parquet_sink, files):
@@ -320,6 +319,7 @@ def _finish_outputs(planner, runners, metrics_sink, prepared, bar, parquet_sink,
     if "metrics_output" in files.tmp:
         write_metrics(table, files.tmp["metrics_output"])
     return table
+
 
 def _checked_options(on_unsorted, metrics_window, batch_size, threads, time_col, label_delay):
     """Check replay's scalar options; returns the label delay in seconds (None: none)."""
@@ -407,6 +407,20 @@ def _columns(time_col, score_col, label_col, label_time_col, weight_col, keep_co
         keep=None if keep_columns is None else tuple(keep_columns),
         key=group_col,
     )
+
+
+def _notes(prepared, planner, monitor_sink) -> list[str]:
+    """The summary's remarks: the input's, the label delays' (when the classes' differ) and the
+    monitors' alarms."""
+    notes = list(prepared.notes)
+    kind = _time_kind(prepared)
+    if prepared.label_mode == "column" and kind is not None:
+        note = planner.delays.note(planner.n_events, planner.clock - planner.start, kind == "timestamp")
+        if note is not None:
+            notes.append(note)
+    if monitor_sink is not None:
+        notes.extend(monitor_sink.lines(kind))
+    return notes
 
 
 def _time_kind(prepared) -> str | None:
