@@ -661,7 +661,7 @@ def to_bytes(obj, *, allow_pickle: bool = True) -> bytes:
         for name, data in [(_MANIFEST, text.encode("utf-8")), *members.items()]:
             info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
             info.external_attr = 0o644 << 16
-            zf.writestr(info, data)
+            zf.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
     return buf.getvalue()
 
 
