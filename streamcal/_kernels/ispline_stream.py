@@ -47,7 +47,7 @@ import math
 
 import numpy as np
 
-from streamcal._kernels._config import jit
+from streamcal._kernels._config import jit, jit_noalloc
 from streamcal._kernels.histogram import (
     SF_HEADER,
     SF_KIND,
@@ -106,6 +106,7 @@ IS_SINCE_SYNC = 5  # events since the sums were last recomputed
 IS_STAMP = 6  # the version of the knots the rows were computed for
 IS_INCR = 7  # 1: the incremental refit's state (tree, counts, band in stored units) is current
 IS_LEVELS = 8  # quantile levels whose bucket and cumulative weight the incremental refit keeps
+IS_HELD = 9  # runs of the reduced system kept in ``held`` for the free set in ``grp`` (0: none)
 IS_HEADER = 10
 
 PRIOR_MARGIN = 1.0  # log-units below log(KAPPA_MIN) the bound must reach
@@ -776,10 +777,11 @@ def _bucket_row(b, centres, knots, nk, k1, rows, base, stamp, vals, lft, rgt):
 
 @jit(inline="always")
 def _bucket_changed(
-    b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt, lvb, lvc
+    b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt, lvb, lvc, grp,
+    held,
 ):
     """Bucket ``b`` held ``p0``, ``n0`` (stored) before the event: the tree, the kept levels'
-    cumulative weights, the counts and the band follow."""
+    cumulative weights, the counts, the band and the held reduced system follow."""
     dp = sf[SF_HEADER + b] - p0
     dn = sf[SF_HEADER + B + b] - n0
     _tree_add(tree, B, b, dp + dn)
@@ -819,6 +821,8 @@ def _bucket_changed(
         cross[j0 + r] += dp * rows[b, r]
         for q in range(r, k1):
             band[j0 + r, q - r] += wr * rows[b, q]
+    if ist[IS_HELD] > 0:
+        _held_add(b, dp, dp + dn, rows, base, grp, held, ist[IS_HELD], k1)
 
 
 @jit
@@ -941,7 +945,7 @@ def banded_free_solve(band, cross, p, k1, coef, beta, scale, red, vecs, grp):
     return banded_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp) == SOLVE_KEPT
 
 
-@jit
+@jit_noalloc
 def banded_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp):
     """The constrained solve on the free set ``free[:p]``, in the B-spline coefficients
     ``beta = cumsum(coef)``: each free coefficient starts a run of equal ``beta`` (one unknown per
@@ -955,20 +959,33 @@ def banded_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp
     the cap's, the subproblem close to singular).
 
     ``red`` float64 ``(p, k1)``, ``vecs`` float64 ``(5, p)`` and ``grp`` int64 ``(2, p)``: scratch."""
-    kb = k1 - 1
     starts = grp[0]
     gid = grp[1]
+    m = _free_runs(free, p, starts, gid)
+    if m == 0:
+        return SOLVE_FAIL
+    _reduce_band(band, cross, p, k1, starts, gid, m, red, vecs[0])
+    return _solve_reduced(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m)
+
+
+@jit(inline="always")
+def _free_runs(free, p, starts, gid):
+    """The runs of equal ``beta`` of the free set ``free[:p]``: ``starts[g]`` the free coefficient
+    that starts run ``g``, ``gid[i]`` the run of coefficient ``i`` (-1 before the first); their
+    number."""
     m = 0
     for i in range(p):
         if free[i]:
             starts[m] = i
             m += 1
         gid[i] = m - 1
-    if m == 0:
-        return SOLVE_FAIL
-    rc = vecs[0]
-    v = vecs[1]
-    y = vecs[2]
+    return m
+
+
+@jit(inline="always")
+def _reduce_band(band, cross, p, k1, starts, gid, m, red, rc):
+    """The banded system of the runs' values: ``red[g, d]`` its row ``g`` (diagonal ``d``), ``rc``
+    its right-hand side, summed from ``band`` and ``cross``."""
     for g in range(m):
         rc[g] = 0.0
         for d in range(k1):
@@ -982,6 +999,15 @@ def banded_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp
                 break
             dd = gid[i + d] - gi
             red[gi, dd] += 2.0 * band[i, d] if dd == 0 else band[i, d]
+
+
+@jit(inline="always")
+def _solve_reduced(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m):
+    """``banded_set_solve`` from its reduced system (``red``, ``vecs[0]``, overwritten)."""
+    kb = k1 - 1
+    rc = vecs[0]
+    v = vecs[1]
+    y = vecs[2]
     # the last run's column, for the cap's right-hand side
     last = vecs[3]
     for g in range(m):
@@ -1025,6 +1051,15 @@ def _accept_if_optimal(band, cross, p, k1, free, coef, beta, scale, vecs, starts
     s = vecs[2]
     for i in range(p):
         acc = band[i, 0] * b[i] - cross[i]
+        if k1 == 4 and i >= 3 and i + 3 < p:
+            # cubic splines' rows unrolled: the general loop's operations in its order
+            acc += band[i, 1] * b[i + 1]
+            acc += band[i, 2] * b[i + 2]
+            acc += band[i, 3] * b[i + 3]
+            acc += band[i - 1, 1] * b[i - 1]
+            acc += band[i - 2, 2] * b[i - 2]
+            s[i] = acc + band[i - 3, 3] * b[i - 3]
+            continue
         for d in range(1, min(k1, p - i)):
             acc += band[i, d] * b[i + d]
         for d in range(1, min(k1, i + 1)):
@@ -1067,10 +1102,59 @@ def _accept_if_optimal(band, cross, p, k1, free, coef, beta, scale, vecs, starts
     return SOLVE_KEPT
 
 
+@jit_noalloc
+def held_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp, held, ist):
+    """``banded_set_solve`` that keeps its reduced system: the system of the runs in ``grp`` is
+    taken from ``held`` when ``ist[IS_HELD]`` says it holds it (the events since have added their
+    terms to it, ``_held_add``), else reduced from ``band`` and copied there. ``ist[IS_HELD]``
+    is the number of runs after ``SOLVE_KEPT`` (``free`` is then the set ``held`` is for), 0
+    otherwise. ``held`` float64 ``(p, k1 + 1)``: the rows, then the right-hand side."""
+    starts = grp[0]
+    gid = grp[1]
+    rc = vecs[0]
+    m = ist[IS_HELD]
+    if m > 0:
+        for g in range(m):
+            for d in range(k1):
+                red[g, d] = held[g, d]
+            rc[g] = held[g, k1]
+    else:
+        m = _free_runs(free, p, starts, gid)
+        if m == 0:
+            return SOLVE_FAIL
+        _reduce_band(band, cross, p, k1, starts, gid, m, red, rc)
+        for g in range(m):
+            for d in range(k1):
+                held[g, d] = red[g, d]
+            held[g, k1] = rc[g]
+    code = _solve_reduced(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m)
+    ist[IS_HELD] = m if code == SOLVE_KEPT else 0
+    return code
+
+
+@jit(inline="always")
+def _held_add(b, dp, dw, rows, base, grp, held, m, k1):
+    """Bucket ``b``'s change (``dp`` positive, ``dw`` all stored weight) in the held reduced
+    system of ``m`` runs: ``_reduce_band``'s sums of the band's change."""
+    starts = grp[0]
+    gid = grp[1]
+    j0 = base[0, b]
+    for r in range(k1):
+        i = j0 + r
+        if i >= starts[0]:
+            gi = gid[i]
+            held[gi, k1] += dp * rows[b, r]
+            wr = dw * rows[b, r]
+            held[gi, 0] += wr * rows[b, r]
+            for q in range(r + 1, k1):
+                dd = gid[j0 + q] - gi
+                held[gi, dd] += 2.0 * (wr * rows[b, q]) if dd == 0 else wr * rows[b, q]
+
+
 @jit
 def incremental_refit(
     sf, B, centres, order, wanted, inner, use_inner, st, ist, knots, scratch, rows, base, band, cross,
-    coef, beta, free, tree, red, vecs, grp, vals, lft, rgt,
+    coef, beta, free, tree, red, vecs, grp, held, vals, lft, rgt,
 ):  # fmt: skip
     """The refit before a prediction that follows labels (section notes): ``DONE``, or
     ``STOP_SCALE`` / ``STOP_PRIOR`` as ``stream_run_ops``."""
@@ -1098,6 +1182,7 @@ def incremental_refit(
     # unique, and only the full refit's own steps (in real units, as the engine's) give its one
     full = full or ist[IS_N] < p + k1
     if full or not same_size:
+        ist[IS_HELD] = 0
         for q in range(p):
             free[q] = same_size and coef[q] > 0.0
         for q in range(nk):
@@ -1115,6 +1200,7 @@ def incremental_refit(
         stream_solve(band, cross, p, k1, coef, beta, free)
         return DONE
     if moved:
+        ist[IS_HELD] = 0  # the band changed at many buckets: the runs' system is reduced anew
         refresh_moved_knots(
             sf, B, centres, knots, scratch, nk, k1, rows, base, band, cross, ist[IS_STAMP], vals, lft, rgt
         )
@@ -1126,7 +1212,7 @@ def incremental_refit(
     code = SOLVE_RETRY
     tries = 0
     while code == SOLVE_RETRY and tries < SET_TRIES:
-        code = banded_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp)
+        code = held_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp, held, ist)
         tries += 1
     if code == SOLVE_KEPT:
         st[ST_KEPT if tries == 1 else ST_STEPPED] += 1.0
@@ -1142,7 +1228,7 @@ def incremental_refit(
 def stream_run_incremental(
     ops, bk, s, y, w, t, start, sf, si, centres, order, wanted, inner, use_inner, st, ist, knots,
     scratch, rows, base, band, cross, coef, beta, free, lpos, lneg, spos, sneg, xcov, tree, red,
-    vecs, grp, out_p, out_llr, out_logodds,
+    vecs, grp, held, out_p, out_llr, out_logodds,
 ):  # fmt: skip
     """``stream_run_ops`` with the incremental refit (section notes): the same operations, stop
     codes and outputs, each prediction within rounding of the full refit's."""
@@ -1163,7 +1249,7 @@ def stream_run_incremental(
             if st[ST_DIRTY] != 0.0:
                 code = incremental_refit(
                     sf, B, centres, order, wanted, inner, use_inner, st, ist, knots, scratch, rows, base,
-                    band, cross, coef, beta, free, tree, red, vecs, grp, vals, lft, rgt,
+                    band, cross, coef, beta, free, tree, red, vecs, grp, held, vals, lft, rgt,
                 )  # fmt: skip
                 if code != DONE:
                     return i, code
@@ -1201,7 +1287,7 @@ def stream_run_incremental(
                 if incr:
                     _bucket_changed(
                         hb, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
-                        lvb, lvc,
+                        lvb, lvc, grp, held,
                     )  # fmt: skip
             b = bk[i]
             p0 = sf[SF_HEADER + b]
@@ -1216,7 +1302,7 @@ def stream_run_incremental(
             if incr:
                 _bucket_changed(
                     b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
-                    lvb, lvc,
+                    lvb, lvc, grp, held,
                 )  # fmt: skip
             ist[IS_SINCE_SYNC] += 1
             if ist[IS_SINCE_SYNC] >= RESYNC_EVENTS:
@@ -1239,7 +1325,7 @@ PK_INCREMENTAL = 3  # 1: the incremental refit; 0: the full refit before every p
 PK_F = 4  # the float sections' offsets (FLOAT_SECTIONS' order), then the float buffer's end
 FLOAT_SECTIONS = (
     "st", "knots", "scratch", "rows", "band", "cross", "coef", "beta", "lpos", "lneg", "spos", "sneg",
-    "xcov", "tree", "red", "vecs", "centres", "inner", "one_f",
+    "xcov", "tree", "red", "vecs", "centres", "inner", "held", "one_f",
 )  # fmt: skip
 PK_I = PK_F + len(FLOAT_SECTIONS) + 1  # the int sections' offsets (INT_SECTIONS' order), then the end
 INT_SECTIONS = ("ist", "base", "grp", "one_i")
@@ -1275,6 +1361,7 @@ def stream_packed_run(ops, bk, s, y, w, t, start, sf, si, fbuf, ibuf, free, out_
     sneg, xcov, tree = _fsec(fbuf, ibuf, 11), _fsec(fbuf, ibuf, 12), _fsec(fbuf, ibuf, 13)
     red, vecs = _fsec(fbuf, ibuf, 14).reshape((P, k1)), _fsec(fbuf, ibuf, 15).reshape((6, P))
     centres, inner = _fsec(fbuf, ibuf, 16), _fsec(fbuf, ibuf, 17)
+    held = _fsec(fbuf, ibuf, 18).reshape((P, k1 + 1))
     ist, base, grp = _isec(ibuf, 0), _isec(ibuf, 1).reshape((2, B)), _isec(ibuf, 2).reshape((3, P))
     wanted = ibuf[PK_WANTED]
     use_inner = ibuf[PK_USE_INNER] != 0
@@ -1282,7 +1369,7 @@ def stream_packed_run(ops, bk, s, y, w, t, start, sf, si, fbuf, ibuf, free, out_
         return stream_run_incremental(
             ops, bk, s, y, w, t, start, sf, si, centres, order, wanted, inner, use_inner, st, ist, knots,
             scratch, rows, base, band, cross, coef, beta, free, lpos, lneg, spos, sneg, xcov, tree, red,
-            vecs, grp, out_p, out_llr, out_logodds,
+            vecs, grp, held, out_p, out_llr, out_logodds,
         )  # fmt: skip
     return stream_run_ops(
         ops, bk, s, y, w, t, start, sf, si, centres, order, wanted, inner, use_inner, st, ist, knots,
