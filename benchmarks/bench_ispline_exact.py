@@ -104,7 +104,7 @@ def kernels_at(rev: str):
 def calibrator_at(rev: str):
     """The ``ISplineCalibrator`` class of ``streamcal/spline/calibrator.py`` at git revision ``rev``,
     on the I-spline kernels of that revision (``kernels_at``) and, where those differ, the packed
-state's layout of that revision; whether the kernels differ from today's."""
+    state's layout of that revision; whether the kernels differ from today's."""
     path = "streamcal/spline/calibrator.py"
     module = types.ModuleType(f"ispline_at_{rev}")
     exec(compile(source_at(rev, path), f"{rev}:{path}", "exec"), module.__dict__)

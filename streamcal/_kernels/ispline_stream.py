@@ -779,7 +779,7 @@ def _bucket_row(b, centres, knots, nk, k1, rows, base, stamp, vals, lft, rgt):
 def _bucket_changed(
     b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt, lvb, lvc, grp,
     held,
-):
+):  # fmt: skip
     """Bucket ``b`` held ``p0``, ``n0`` (stored) before the event: the tree, the kept levels'
     cumulative weights, the counts, the band and the held reduced system follow."""
     dp = sf[SF_HEADER + b] - p0
