@@ -94,7 +94,8 @@ ST_KEPT = 13  # the incremental refit's counts: banded solves kept, dense solves
 ST_DENSE = 14
 ST_FULL = 15
 ST_STEPPED = 16  # banded solves kept after active-set steps from the previous free set
-ST_HEADER = 17
+ST_UPDATED = 17  # of the kept ones, those solved on the held factors (updated per event, not refactored)
+ST_HEADER = 18
 
 # ist (int64) scalars
 IS_NKNOTS = 0  # knots in use
@@ -822,7 +823,7 @@ def _bucket_changed(
         for q in range(r, k1):
             band[j0 + r, q - r] += wr * rows[b, q]
     if ist[IS_HELD] > 0:
-        _held_add(b, dp, dp + dn, rows, base, grp, held, ist[IS_HELD], k1)
+        _held_add(b, dp, dp + dn, rows, base, grp, held, ist, k1)
 
 
 @jit
@@ -1005,15 +1006,25 @@ def _reduce_band(band, cross, p, k1, starts, gid, m, red, rc):
 def _solve_reduced(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m):
     """``banded_set_solve`` from its reduced system (``red``, ``vecs[0]``, overwritten)."""
     kb = k1 - 1
-    rc = vecs[0]
-    v = vecs[1]
-    y = vecs[2]
     # the last run's column, for the cap's right-hand side
     last = vecs[3]
     for g in range(m):
         last[g] = red[g, m - 1 - g] if m - 1 - g <= kb else 0.0
-    if not _banded_factor_solve(red, rc, m, kb, v, y, vecs[4]):
+    if not _banded_factor_solve(red, vecs[0], m, kb, vecs[1], vecs[2], vecs[4]):
         return SOLVE_FAIL
+    return _cap_and_accept(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m)
+
+
+@jit(inline="always")
+def _cap_and_accept(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m):
+    """``_solve_reduced`` after the factorisation: the runs' values ``vecs[1]`` without the cap
+    (``red``, ``vecs[4]`` the factors, ``vecs[3]`` the last run's column), then with it where the
+    first exceed it, and the KKT check."""
+    kb = k1 - 1
+    rc = vecs[0]
+    v = vecs[1]
+    y = vecs[2]
+    last = vecs[3]
     cap = False
     if v[m - 1] > 1.0:
         if m == 1:
@@ -1102,53 +1113,114 @@ def _accept_if_optimal(band, cross, p, k1, free, coef, beta, scale, vecs, starts
     return SOLVE_KEPT
 
 
+# columns of ``held`` after the factors' ``k1`` (the runs' system in ``_banded_factor_solve``'s form)
+H_RC = 0  # the right-hand side
+H_DINV = 1  # the pivots' reciprocals
+H_LAST = 2  # the system's column of the last run (the cap's right-hand side)
+H_DIAG = 3  # the system's diagonal (the pivots' bound)
+H_WORK = 4  # the rank-one update's vector
+H_COLUMNS = 5
+
+
 @jit_noalloc
 def held_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp, held, ist):
-    """``banded_set_solve`` that keeps its reduced system: the system of the runs in ``grp`` is
-    taken from ``held`` when ``ist[IS_HELD]`` says it holds it (the events since have added their
-    terms to it, ``_held_add``), else reduced from ``band`` and copied there. ``ist[IS_HELD]``
-    is the number of runs after ``SOLVE_KEPT`` (``free`` is then the set ``held`` is for), 0
-    otherwise. ``held`` float64 ``(p, k1 + 1)``: the rows, then the right-hand side."""
+    """``banded_set_solve`` that keeps the factors of its reduced system: when ``ist[IS_HELD]``
+    says that ``held`` holds them for the runs in ``grp`` (the events since have updated them,
+    ``_held_add``), only the substitutions run; else the system is reduced from ``band`` and
+    factored, and its factors copied there. ``ist[IS_HELD]`` is the number of runs after
+    ``SOLVE_KEPT`` (``free`` is then the set ``held`` is for), 0 otherwise. ``held`` float64
+    ``(p, k1 + H_COLUMNS)``: the factors, then the columns ``H_*``."""
+    kb = k1 - 1
     starts = grp[0]
     gid = grp[1]
     rc = vecs[0]
+    last = vecs[3]
+    dinv = vecs[4]
     m = ist[IS_HELD]
+    ist[IS_HELD] = 0
     if m > 0:
         for g in range(m):
             for d in range(k1):
                 red[g, d] = held[g, d]
-            rc[g] = held[g, k1]
+            rc[g] = held[g, k1 + H_RC]
+            dinv[g] = held[g, k1 + H_DINV]
+            last[g] = held[g, k1 + H_LAST]
+        _banded_substitute(red, rc, m, kb, vecs[1], vecs[2], dinv)
     else:
         m = _free_runs(free, p, starts, gid)
         if m == 0:
             return SOLVE_FAIL
         _reduce_band(band, cross, p, k1, starts, gid, m, red, rc)
         for g in range(m):
+            last[g] = red[g, m - 1 - g] if m - 1 - g <= kb else 0.0
+            held[g, k1 + H_RC] = rc[g]
+            held[g, k1 + H_LAST] = last[g]
+            held[g, k1 + H_DIAG] = red[g, 0]
+        if not _banded_factor_solve(red, rc, m, kb, vecs[1], vecs[2], dinv):
+            return SOLVE_FAIL
+        for g in range(m):
             for d in range(k1):
                 held[g, d] = red[g, d]
-            held[g, k1] = rc[g]
-    code = _solve_reduced(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m)
-    ist[IS_HELD] = m if code == SOLVE_KEPT else 0
+            held[g, k1 + H_DINV] = dinv[g]
+    code = _cap_and_accept(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m)
+    if code == SOLVE_KEPT:
+        ist[IS_HELD] = m
     return code
 
 
 @jit(inline="always")
-def _held_add(b, dp, dw, rows, base, grp, held, m, k1):
-    """Bucket ``b``'s change (``dp`` positive, ``dw`` all stored weight) in the held reduced
-    system of ``m`` runs: ``_reduce_band``'s sums of the band's change."""
+def _held_add(b, dp, dw, rows, base, grp, held, ist, k1):
+    """Bucket ``b``'s change (``dp`` positive, ``dw`` all stored weight) in the held factors of
+    the runs' system, which changes by ``dw a a'`` (``a``: the bucket's B-splines summed by run)
+    and its right-hand side by ``dp a``: the factors' rank-one update of Gill, Golub, Murray and
+    Saunders (*Methods for modifying matrix factorizations*, 1974, method C1), from the first run
+    ``a`` reaches. A pivot below the factorisation's bound drops the factors (``ist[IS_HELD]``
+    0: the next solve factors anew)."""
+    m = ist[IS_HELD]
+    kb = k1 - 1
     starts = grp[0]
     gid = grp[1]
+    w = k1 + H_WORK
     j0 = base[0, b]
+    g0 = -1
     for r in range(k1):
         i = j0 + r
         if i >= starts[0]:
             gi = gid[i]
-            held[gi, k1] += dp * rows[b, r]
-            wr = dw * rows[b, r]
-            held[gi, 0] += wr * rows[b, r]
-            for q in range(r + 1, k1):
-                dd = gid[j0 + q] - gi
-                held[gi, dd] += 2.0 * (wr * rows[b, q]) if dd == 0 else wr * rows[b, q]
+            if g0 < 0:
+                g0 = gi
+                for g in range(gi, min(gi + k1, m)):
+                    held[g, w] = 0.0
+            held[gi, w] += rows[b, r]
+            held[gi, k1 + H_RC] += dp * rows[b, r]
+    if g0 < 0 or dw == 0.0:
+        return
+    a_last = held[m - 1, w] if m - 1 <= g0 + kb else 0.0
+    for g in range(g0, min(g0 + k1, m)):
+        held[g, k1 + H_DIAG] += dw * held[g, w] * held[g, w]
+        if m - 1 - g <= kb:
+            held[g, k1 + H_LAST] += dw * held[g, w] * a_last
+    alpha = dw
+    for j in range(g0, m):
+        if j > g0 and j + kb < m:
+            held[j + kb, w] = 0.0
+        pj = held[j, w]
+        dj = held[j, 0]
+        dn = dj + alpha * pj * pj
+        if not dn > 1e-10 * held[j, k1 + H_DIAG]:
+            ist[IS_HELD] = 0
+            return
+        bj = pj * alpha / dn
+        alpha = dj * alpha / dn
+        for d in range(1, k1):
+            if j + d >= m:
+                break
+            lold = held[j, d] * held[j, k1 + H_DINV]
+            wr = held[j + d, w] - pj * lold
+            held[j + d, w] = wr
+            held[j, d] = dn * (lold + bj * wr)
+        held[j, 0] = dn
+        held[j, k1 + H_DINV] = 1.0 / dn
 
 
 @jit
@@ -1209,13 +1281,20 @@ def incremental_refit(
     for q in range(p):
         free[q] = coef[q] > 0.0
     scale = _tree_total(tree, B)
+    updated = ist[IS_HELD] > 0
     code = SOLVE_RETRY
     tries = 0
     while code == SOLVE_RETRY and tries < SET_TRIES:
+        from_held = ist[IS_HELD] > 0
         code = held_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp, held, ist)
+        if code == SOLVE_FAIL and from_held:
+            code = SOLVE_RETRY  # not certified on the updated factors: the same set factored anew
+            updated = False
+            continue
         tries += 1
     if code == SOLVE_KEPT:
         st[ST_KEPT if tries == 1 else ST_STEPPED] += 1.0
+        st[ST_UPDATED] += 1.0 if tries == 1 and updated else 0.0
     else:
         st[ST_DENSE] += 1.0
         for q in range(p):
@@ -1361,7 +1440,7 @@ def stream_packed_run(ops, bk, s, y, w, t, start, sf, si, fbuf, ibuf, free, out_
     sneg, xcov, tree = _fsec(fbuf, ibuf, 11), _fsec(fbuf, ibuf, 12), _fsec(fbuf, ibuf, 13)
     red, vecs = _fsec(fbuf, ibuf, 14).reshape((P, k1)), _fsec(fbuf, ibuf, 15).reshape((6, P))
     centres, inner = _fsec(fbuf, ibuf, 16), _fsec(fbuf, ibuf, 17)
-    held = _fsec(fbuf, ibuf, 18).reshape((P, k1 + 1))
+    held = _fsec(fbuf, ibuf, 18).reshape((P, k1 + H_COLUMNS))
     ist, base, grp = _isec(ibuf, 0), _isec(ibuf, 1).reshape((2, B)), _isec(ibuf, 2).reshape((3, P))
     wanted = ibuf[PK_WANTED]
     use_inner = ibuf[PK_USE_INNER] != 0
