@@ -723,8 +723,10 @@ def tree_knots(tree, sf, B, centres, order, wanted, inner, use_inner, ist, out, 
             k = min(min(want, B), max(0, n - order - 1))
             if k > 0 and n >= 3:
                 tol = AMBIGUOUS * stored_total
+                # the levels within an ulp or two of the exact pass's, far inside the margin ``tol``
+                step = stored_total / float(k + 1)
                 for q in range(k):
-                    level = stored_total * float(q + 1) / float(k + 1)
+                    level = step * float(q + 1)
                     b = lvb[q] if q < ist[IS_LEVELS] else B
                     w = sf[SF_HEADER + b] + sf[SF_HEADER + B + b] if b < B else 0.0
                     if not (w > 0.0 and level - (lvc[q] - w) >= tol and lvc[q] - level >= tol):
@@ -1058,9 +1060,10 @@ def _accept_if_optimal(band, cross, p, k1, free, coef, beta, scale, vecs, starts
     b = vecs[4]
     for i in range(p):
         b[i] = v[gid[i]] if gid[i] >= 0 else 0.0
-    # the multipliers: suffix sums of the gradient H beta - cross
+    # the multipliers: suffix sums of the gradient H beta - cross, in one backward pass
     s = vecs[2]
-    for i in range(p):
+    total = 0.0
+    for i in range(p - 1, -1, -1):
         acc = band[i, 0] * b[i] - cross[i]
         if k1 == 4 and i >= 3 and i + 3 < p:
             # cubic splines' rows unrolled: the general loop's operations in its order
@@ -1069,17 +1072,14 @@ def _accept_if_optimal(band, cross, p, k1, free, coef, beta, scale, vecs, starts
             acc += band[i, 3] * b[i + 3]
             acc += band[i - 1, 1] * b[i - 1]
             acc += band[i - 2, 2] * b[i - 2]
-            s[i] = acc + band[i - 3, 3] * b[i - 3]
-            continue
-        for d in range(1, min(k1, p - i)):
-            acc += band[i, d] * b[i + d]
-        for d in range(1, min(k1, i + 1)):
-            acc += band[i - d, d] * b[i - d]
-        s[i] = acc
-    acc = 0.0
-    for i in range(p - 1, -1, -1):
-        acc += s[i]
-        s[i] = acc
+            acc += band[i - 3, 3] * b[i - 3]
+        else:
+            for d in range(1, min(k1, p - i)):
+                acc += band[i, d] * b[i + d]
+            for d in range(1, min(k1, i + 1)):
+                acc += band[i - d, d] * b[i - d]
+        total += acc
+        s[i] = total
     mu = -s[starts[m - 1]] if cap else 0.0
     tol = AMBIGUOUS * scale
     if cap and not mu > tol:
@@ -1210,8 +1210,9 @@ def _held_add(b, dp, dw, rows, base, grp, held, ist, k1):
         if not dn > 1e-10 * held[j, k1 + H_DIAG]:
             ist[IS_HELD] = 0
             return
-        bj = pj * alpha / dn
-        alpha = dj * alpha / dn
+        inv = 1.0 / dn
+        bj = pj * alpha * inv
+        alpha = dj * alpha * inv
         for d in range(1, k1):
             if j + d >= m:
                 break
@@ -1220,7 +1221,7 @@ def _held_add(b, dp, dw, rows, base, grp, held, ist, k1):
             held[j + d, w] = wr
             held[j, d] = dn * (lold + bj * wr)
         held[j, 0] = dn
-        held[j, k1 + H_DINV] = 1.0 / dn
+        held[j, k1 + H_DINV] = inv
 
 
 @jit
