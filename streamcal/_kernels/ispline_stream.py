@@ -621,6 +621,9 @@ def stream_run_ops(
 # exact pass; a change of the knot count, a basis the non-empty buckets do not determine (whose
 # optimum need not be unique), or ``RESYNC_EVENTS`` events run the full refit from the histogram
 # (the same knots, band and solve as the bit-for-bit loop), so rounding drift never accumulates.
+# The free set's reduced system is held factored between events (``held``): a bucket's change is
+# a rank-one change of it, applied to its banded factors in place (``_held_add``), so a solve on
+# an unchanged free set runs the substitutions and the KKT check (on the band itself) only.
 
 AMBIGUOUS = 1e-9  # relative margin of a quantile's level, a coefficient or a multiplier from 0
 
