@@ -103,13 +103,21 @@ def kernels_at(rev: str):
 
 def calibrator_at(rev: str):
     """The ``ISplineCalibrator`` class of ``streamcal/spline/calibrator.py`` at git revision ``rev``,
-    on the I-spline kernels of that revision (``kernels_at``); whether those differ from today's."""
+    on the I-spline kernels of that revision (``kernels_at``) and, where those differ, the packed
+    state's layout of that revision; whether the kernels differ from today's."""
     path = "streamcal/spline/calibrator.py"
     module = types.ModuleType(f"ispline_at_{rev}")
     exec(compile(source_at(rev, path), f"{rev}:{path}", "exec"), module.__dict__)
     old_k, old_ks = kernels_at(rev)
     if old_ks is not None:
         module._k, module._ks = old_k, old_ks
+    if old_ks is not None and "packed_state" in module.__dict__:
+        # the packed state's layout at that revision, for its kernels' sections
+        state_path = "streamcal/spline/stream_state.py"
+        state = types.ModuleType(f"ispline_stream_state_at_{rev}")
+        exec(compile(source_at(rev, state_path), f"{rev}:{state_path}", "exec"), state.__dict__)
+        state._ks = old_ks
+        module.packed_state = state.packed_state
     return module.ISplineCalibrator, old_ks is not None
 
 

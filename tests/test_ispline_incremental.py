@@ -74,7 +74,9 @@ def drifting_stream(n, seed, weights="ones"):
 
 @pytest.mark.parametrize("weights", ["ones", "uniform"])
 @pytest.mark.parametrize(
-    "window", [Unbounded(), CountWindow(400), Decay(300.0), TimeWindow(300.0)], ids=["unbounded", "count", "decay", "time"]
+    "window",
+    [Unbounded(), CountWindow(400), Decay(300.0), TimeWindow(300.0)],
+    ids=["unbounded", "count", "decay", "time"],
 )
 def test_long_streams_keep_the_banded_solve_and_stay_within_1e9(window, weights):
     scores, labels, w, times = drifting_stream(4000, 5, weights)
@@ -87,6 +89,8 @@ def test_long_streams_keep_the_banded_solve_and_stay_within_1e9(window, weights)
     # the loop ran, most refits kept the previous active set, and some had to change it
     assert counts["kept"] > 10 * counts["full"]
     assert counts["kept"] > counts["stepped"] + counts["dense"] > 0
+    # most kept solves ran on the factors updated per event, not factored anew
+    assert counts["updated"] > counts["kept"] // 2
 
 
 def test_the_river_face_runs_the_incremental_refit():
@@ -237,6 +241,114 @@ def test_banded_active_set_steps_find_a_changed_free_set():
             np.testing.assert_allclose(coef, optimum, rtol=0.0, atol=1e-9)
             found += 1
     assert found >= 20
+
+
+def bucket_rows(x, t, k1, p):
+    """Each point's ``k1`` B-splines from the first of its window, and that first index."""
+    basis = np.zeros((x.size, p))
+    _k.bspline_dense_clamped(x, t, k1, basis)
+    base = np.zeros((2, x.size), dtype=np.int64)
+    rows = np.zeros((x.size, k1))
+    for b in range(x.size):
+        j0 = min(int(np.flatnonzero(basis[b])[0]), p - k1)
+        base[0, b] = j0
+        rows[b] = basis[b, j0 : j0 + k1]
+    return rows, base
+
+
+def add_bucket_term(band, cross, rows, base, b, dp, dw, k1):
+    """The band's change for a bucket's change, as the loop makes it (reference: plain loops)."""
+    j0 = base[0, b]
+    for r in range(k1):
+        cross[j0 + r] += dp * rows[b, r]
+        for q in range(r, k1):
+            band[j0 + r, q - r] += dw * rows[b, r] * rows[b, q]
+
+
+def held_state(p, k1):
+    red, vecs = np.zeros((p, k1)), np.zeros((6, p))
+    grp, held = np.zeros((3, p), dtype=np.int64), np.zeros((p, k1 + _ks.H_COLUMNS))
+    return red, vecs, grp, held, np.zeros(_ks.IS_HEADER, dtype=np.int64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(6, 24), st.sampled_from([2, 3, 4]), st.integers(1, 40))
+def test_held_factors_updated_per_bucket_equal_a_fresh_factorisation(seed, p, k1, events):
+    # buckets' weights added and taken out one at a time: the factors of the runs' system
+    # updated in place (rank one per bucket) give the runs' values and the result of the solve
+    # factored anew from the changed band, and the same acceptance
+    rng = np.random.default_rng(seed)
+    interior = np.sort(rng.uniform(0.05, 0.95, p - k1))
+    t = np.concatenate([np.zeros(k1), interior, np.ones(k1)])
+    x = np.sort(rng.uniform(0.0, 1.0, 30 * p))
+    rows, base = bucket_rows(x, t, k1, p)
+    pos = rng.uniform(0.0, 3.0, x.size)
+    neg = rng.uniform(0.5, 3.0, x.size)
+    band, cross = np.zeros((p, k1)), np.zeros(p)
+    for b in range(x.size):
+        add_bucket_term(band, cross, rows, base, b, pos[b], pos[b] + neg[b], k1)
+    total = float(pos.sum() + neg.sum())
+    free = rng.uniform(size=p) < 0.6
+    free[rng.integers(p)] = True
+    coef, beta = np.zeros(p), np.zeros(p)
+    red, vecs, grp, held, ist = held_state(p, k1)
+    _ks.held_set_solve(band, cross, p, k1, free.copy(), coef, beta, total, red, vecs, grp, held, ist)
+    m = int(free.sum())
+    ist[_ks.IS_HELD] = m  # whatever the check said: the factors are held for this free set
+    for _ in range(events):
+        b = int(rng.integers(x.size))
+        dp = rng.uniform(-pos[b], 2.0)  # a bucket's weight may leave, never below 0
+        dn = rng.uniform(-neg[b] * 0.9, 2.0)
+        pos[b] += dp
+        neg[b] += dn
+        add_bucket_term(band, cross, rows, base, b, dp, dp + dn, k1)
+        if ist[_ks.IS_HELD] > 0:
+            _ks._held_add(b, dp, dp + dn, rows, base, grp, held, ist, k1)
+    assert ist[_ks.IS_HELD] == m  # no pivot near 0 here: every update kept
+    got = [np.zeros(p), np.zeros(p)]
+    ref = [np.zeros(p), np.zeros(p)]
+    code = _ks.held_set_solve(band, cross, p, k1, free.copy(), *got, total, red, vecs, grp, held, ist)
+    v_got = vecs[1, :m].copy()
+    r_red, r_vecs, r_grp, r_held, r_ist = held_state(p, k1)
+    ref_code = _ks.held_set_solve(band, cross, p, k1, free.copy(), *ref, total, r_red, r_vecs, r_grp, r_held, r_ist)
+    np.testing.assert_allclose(v_got, r_vecs[1, :m], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(held[:m, :k1], r_held[:m, :k1], rtol=1e-9, atol=1e-9 * np.abs(r_held[:m, 0]).max())
+    assert code == ref_code
+    np.testing.assert_allclose(got[0], ref[0], rtol=0.0, atol=1e-12)
+
+
+def test_held_factors_are_dropped_where_an_update_would_make_a_pivot_vanish():
+    # linear B-splines at their knots: each bucket carries one basis function alone, so taking
+    # one bucket's whole weight out makes the runs' system singular: the update is rejected, the
+    # factors dropped, and the next solve factors the band anew (and fails as that solve does)
+    p, k1 = 6, 2
+    t = np.concatenate([np.zeros(k1), np.linspace(0.0, 1.0, p - k1 + 2)[1:-1], np.ones(k1)])
+    x = t[k1 - 1 : p + 1].copy()  # the knots themselves: one B-spline at 1, the others 0
+    rows, base = bucket_rows(x, t, k1, p)
+    assert np.all(np.sort(rows, axis=1)[:, -1] == 1.0)
+    assert np.all(np.sort(rows, axis=1)[:, 0] == 0.0)
+    pos, neg = np.full(p, 2.0), np.full(p, 3.0)
+    band, cross = np.zeros((p, k1)), np.zeros(p)
+    for b in range(p):
+        add_bucket_term(band, cross, rows, base, b, pos[b], pos[b] + neg[b], k1)
+    free = np.ones(p, dtype=bool)
+    red, vecs, grp, held, ist = held_state(p, k1)
+    coef, beta = np.zeros(p), np.zeros(p)
+    _ks.held_set_solve(band, cross, p, k1, free.copy(), coef, beta, 30.0, red, vecs, grp, held, ist)
+    ist[_ks.IS_HELD] = p
+    _ks._held_add(1, 0.5, 1.0, rows, base, grp, held, ist, k1)  # an update that keeps the pivots
+    assert ist[_ks.IS_HELD] == p
+    add_bucket_term(band, cross, rows, base, 1, 0.5, 1.0, k1)
+    _ks._held_add(3, -pos[3], -pos[3] - neg[3], rows, base, grp, held, ist, k1)  # bucket 3 emptied
+    assert ist[_ks.IS_HELD] == 0
+    add_bucket_term(band, cross, rows, base, 3, -pos[3], -pos[3] - neg[3], k1)
+    got, ref = (np.zeros(p), np.zeros(p)), (np.zeros(p), np.zeros(p))
+    code = _ks.held_set_solve(band, cross, p, k1, free.copy(), *got, 30.0, red, vecs, grp, held, ist)
+    ref_code = _ks.banded_set_solve(
+        band, cross, p, k1, free.copy(), *ref, 30.0, *held_state(p, k1)[:2], np.zeros((2, p), dtype=np.int64)
+    )
+    assert code == ref_code == _ks.SOLVE_FAIL
+    np.testing.assert_array_equal(got[0], 0.0)  # nothing written
 
 
 @settings(max_examples=60, deadline=None)

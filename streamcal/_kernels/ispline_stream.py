@@ -47,7 +47,7 @@ import math
 
 import numpy as np
 
-from streamcal._kernels._config import jit
+from streamcal._kernels._config import jit, jit_noalloc
 from streamcal._kernels.histogram import (
     SF_HEADER,
     SF_KIND,
@@ -94,7 +94,8 @@ ST_KEPT = 13  # the incremental refit's counts: banded solves kept, dense solves
 ST_DENSE = 14
 ST_FULL = 15
 ST_STEPPED = 16  # banded solves kept after active-set steps from the previous free set
-ST_HEADER = 17
+ST_UPDATED = 17  # of the kept ones, those solved on the held factors (updated per event, not refactored)
+ST_HEADER = 18
 
 # ist (int64) scalars
 IS_NKNOTS = 0  # knots in use
@@ -106,6 +107,7 @@ IS_SINCE_SYNC = 5  # events since the sums were last recomputed
 IS_STAMP = 6  # the version of the knots the rows were computed for
 IS_INCR = 7  # 1: the incremental refit's state (tree, counts, band in stored units) is current
 IS_LEVELS = 8  # quantile levels whose bucket and cumulative weight the incremental refit keeps
+IS_HELD = 9  # runs of the reduced system kept in ``held`` for the free set in ``grp`` (0: none)
 IS_HEADER = 10
 
 PRIOR_MARGIN = 1.0  # log-units below log(KAPPA_MIN) the bound must reach
@@ -619,6 +621,9 @@ def stream_run_ops(
 # exact pass; a change of the knot count, a basis the non-empty buckets do not determine (whose
 # optimum need not be unique), or ``RESYNC_EVENTS`` events run the full refit from the histogram
 # (the same knots, band and solve as the bit-for-bit loop), so rounding drift never accumulates.
+# The free set's reduced system is held factored between events (``held``): a bucket's change is
+# a rank-one change of it, applied to its banded factors in place (``_held_add``), so a solve on
+# an unchanged free set runs the substitutions and the KKT check (on the band itself) only.
 
 AMBIGUOUS = 1e-9  # relative margin of a quantile's level, a coefficient or a multiplier from 0
 
@@ -721,8 +726,10 @@ def tree_knots(tree, sf, B, centres, order, wanted, inner, use_inner, ist, out, 
             k = min(min(want, B), max(0, n - order - 1))
             if k > 0 and n >= 3:
                 tol = AMBIGUOUS * stored_total
+                # the levels within an ulp or two of the exact pass's, far inside the margin ``tol``
+                step = stored_total / float(k + 1)
                 for q in range(k):
-                    level = stored_total * float(q + 1) / float(k + 1)
+                    level = step * float(q + 1)
                     b = lvb[q] if q < ist[IS_LEVELS] else B
                     w = sf[SF_HEADER + b] + sf[SF_HEADER + B + b] if b < B else 0.0
                     if not (w > 0.0 and level - (lvc[q] - w) >= tol and lvc[q] - level >= tol):
@@ -776,10 +783,11 @@ def _bucket_row(b, centres, knots, nk, k1, rows, base, stamp, vals, lft, rgt):
 
 @jit(inline="always")
 def _bucket_changed(
-    b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt, lvb, lvc
-):
+    b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt, lvb, lvc, grp,
+    held,
+):  # fmt: skip
     """Bucket ``b`` held ``p0``, ``n0`` (stored) before the event: the tree, the kept levels'
-    cumulative weights, the counts and the band follow."""
+    cumulative weights, the counts, the band and the held reduced system follow."""
     dp = sf[SF_HEADER + b] - p0
     dn = sf[SF_HEADER + B + b] - n0
     _tree_add(tree, B, b, dp + dn)
@@ -819,6 +827,8 @@ def _bucket_changed(
         cross[j0 + r] += dp * rows[b, r]
         for q in range(r, k1):
             band[j0 + r, q - r] += wr * rows[b, q]
+    if ist[IS_HELD] > 0:
+        _held_add(b, dp, dp + dn, rows, base, grp, held, ist, k1)
 
 
 @jit
@@ -941,7 +951,7 @@ def banded_free_solve(band, cross, p, k1, coef, beta, scale, red, vecs, grp):
     return banded_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp) == SOLVE_KEPT
 
 
-@jit
+@jit_noalloc
 def banded_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp):
     """The constrained solve on the free set ``free[:p]``, in the B-spline coefficients
     ``beta = cumsum(coef)``: each free coefficient starts a run of equal ``beta`` (one unknown per
@@ -955,20 +965,33 @@ def banded_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp
     the cap's, the subproblem close to singular).
 
     ``red`` float64 ``(p, k1)``, ``vecs`` float64 ``(5, p)`` and ``grp`` int64 ``(2, p)``: scratch."""
-    kb = k1 - 1
     starts = grp[0]
     gid = grp[1]
+    m = _free_runs(free, p, starts, gid)
+    if m == 0:
+        return SOLVE_FAIL
+    _reduce_band(band, cross, p, k1, starts, gid, m, red, vecs[0])
+    return _solve_reduced(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m)
+
+
+@jit(inline="always")
+def _free_runs(free, p, starts, gid):
+    """The runs of equal ``beta`` of the free set ``free[:p]``: ``starts[g]`` the free coefficient
+    that starts run ``g``, ``gid[i]`` the run of coefficient ``i`` (-1 before the first); their
+    number."""
     m = 0
     for i in range(p):
         if free[i]:
             starts[m] = i
             m += 1
         gid[i] = m - 1
-    if m == 0:
-        return SOLVE_FAIL
-    rc = vecs[0]
-    v = vecs[1]
-    y = vecs[2]
+    return m
+
+
+@jit(inline="always")
+def _reduce_band(band, cross, p, k1, starts, gid, m, red, rc):
+    """The banded system of the runs' values: ``red[g, d]`` its row ``g`` (diagonal ``d``), ``rc``
+    its right-hand side, summed from ``band`` and ``cross``."""
     for g in range(m):
         rc[g] = 0.0
         for d in range(k1):
@@ -982,12 +1005,31 @@ def banded_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp
                 break
             dd = gid[i + d] - gi
             red[gi, dd] += 2.0 * band[i, d] if dd == 0 else band[i, d]
+
+
+@jit(inline="always")
+def _solve_reduced(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m):
+    """``banded_set_solve`` from its reduced system (``red``, ``vecs[0]``, overwritten)."""
+    kb = k1 - 1
     # the last run's column, for the cap's right-hand side
     last = vecs[3]
     for g in range(m):
         last[g] = red[g, m - 1 - g] if m - 1 - g <= kb else 0.0
-    if not _banded_factor_solve(red, rc, m, kb, v, y, vecs[4]):
+    if not _banded_factor_solve(red, vecs[0], m, kb, vecs[1], vecs[2], vecs[4]):
         return SOLVE_FAIL
+    return _cap_and_accept(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m)
+
+
+@jit(inline="always")
+def _cap_and_accept(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m):
+    """``_solve_reduced`` after the factorisation: the runs' values ``vecs[1]`` without the cap
+    (``red``, ``vecs[4]`` the factors, ``vecs[3]`` the last run's column), then with it where the
+    first exceed it, and the KKT check."""
+    kb = k1 - 1
+    rc = vecs[0]
+    v = vecs[1]
+    y = vecs[2]
+    last = vecs[3]
     cap = False
     if v[m - 1] > 1.0:
         if m == 1:
@@ -1021,19 +1063,26 @@ def _accept_if_optimal(band, cross, p, k1, free, coef, beta, scale, vecs, starts
     b = vecs[4]
     for i in range(p):
         b[i] = v[gid[i]] if gid[i] >= 0 else 0.0
-    # the multipliers: suffix sums of the gradient H beta - cross
+    # the multipliers: suffix sums of the gradient H beta - cross, in one backward pass
     s = vecs[2]
-    for i in range(p):
-        acc = band[i, 0] * b[i] - cross[i]
-        for d in range(1, min(k1, p - i)):
-            acc += band[i, d] * b[i + d]
-        for d in range(1, min(k1, i + 1)):
-            acc += band[i - d, d] * b[i - d]
-        s[i] = acc
-    acc = 0.0
+    total = 0.0
     for i in range(p - 1, -1, -1):
-        acc += s[i]
-        s[i] = acc
+        acc = band[i, 0] * b[i] - cross[i]
+        if k1 == 4 and i >= 3 and i + 3 < p:
+            # cubic splines' rows unrolled: the general loop's operations in its order
+            acc += band[i, 1] * b[i + 1]
+            acc += band[i, 2] * b[i + 2]
+            acc += band[i, 3] * b[i + 3]
+            acc += band[i - 1, 1] * b[i - 1]
+            acc += band[i - 2, 2] * b[i - 2]
+            acc += band[i - 3, 3] * b[i - 3]
+        else:
+            for d in range(1, min(k1, p - i)):
+                acc += band[i, d] * b[i + d]
+            for d in range(1, min(k1, i + 1)):
+                acc += band[i - d, d] * b[i - d]
+        total += acc
+        s[i] = total
     mu = -s[starts[m - 1]] if cap else 0.0
     tol = AMBIGUOUS * scale
     if cap and not mu > tol:
@@ -1067,10 +1116,121 @@ def _accept_if_optimal(band, cross, p, k1, free, coef, beta, scale, vecs, starts
     return SOLVE_KEPT
 
 
+# columns of ``held`` after the factors' ``k1`` (the runs' system in ``_banded_factor_solve``'s form)
+H_RC = 0  # the right-hand side
+H_DINV = 1  # the pivots' reciprocals
+H_LAST = 2  # the system's column of the last run (the cap's right-hand side)
+H_DIAG = 3  # the system's diagonal (the pivots' bound)
+H_WORK = 4  # the rank-one update's vector
+H_COLUMNS = 5
+
+
+@jit_noalloc
+def held_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp, held, ist):
+    """``banded_set_solve`` that keeps the factors of its reduced system: when ``ist[IS_HELD]``
+    says that ``held`` holds them for the runs in ``grp`` (the events since have updated them,
+    ``_held_add``), only the substitutions run; else the system is reduced from ``band`` and
+    factored, and its factors copied there. ``ist[IS_HELD]`` is the number of runs after
+    ``SOLVE_KEPT`` (``free`` is then the set ``held`` is for), 0 otherwise. ``held`` float64
+    ``(p, k1 + H_COLUMNS)``: the factors, then the columns ``H_*``."""
+    kb = k1 - 1
+    starts = grp[0]
+    gid = grp[1]
+    rc = vecs[0]
+    last = vecs[3]
+    dinv = vecs[4]
+    m = ist[IS_HELD]
+    ist[IS_HELD] = 0
+    if m > 0:
+        for g in range(m):
+            for d in range(k1):
+                red[g, d] = held[g, d]
+            rc[g] = held[g, k1 + H_RC]
+            dinv[g] = held[g, k1 + H_DINV]
+            last[g] = held[g, k1 + H_LAST]
+        _banded_substitute(red, rc, m, kb, vecs[1], vecs[2], dinv)
+    else:
+        m = _free_runs(free, p, starts, gid)
+        if m == 0:
+            return SOLVE_FAIL
+        _reduce_band(band, cross, p, k1, starts, gid, m, red, rc)
+        for g in range(m):
+            last[g] = red[g, m - 1 - g] if m - 1 - g <= kb else 0.0
+            held[g, k1 + H_RC] = rc[g]
+            held[g, k1 + H_LAST] = last[g]
+            held[g, k1 + H_DIAG] = red[g, 0]
+        if not _banded_factor_solve(red, rc, m, kb, vecs[1], vecs[2], dinv):
+            return SOLVE_FAIL
+        for g in range(m):
+            for d in range(k1):
+                held[g, d] = red[g, d]
+            held[g, k1 + H_DINV] = dinv[g]
+    code = _cap_and_accept(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m)
+    if code == SOLVE_KEPT:
+        ist[IS_HELD] = m
+    return code
+
+
+@jit(inline="always")
+def _held_add(b, dp, dw, rows, base, grp, held, ist, k1):
+    """Bucket ``b``'s change (``dp`` positive, ``dw`` all stored weight) in the held factors of
+    the runs' system, which changes by ``dw a a'`` (``a``: the bucket's B-splines summed by run)
+    and its right-hand side by ``dp a``: the factors' rank-one update of Gill, Golub, Murray and
+    Saunders (*Methods for modifying matrix factorizations*, 1974, method C1), from the first run
+    ``a`` reaches. A pivot below the factorisation's bound drops the factors (``ist[IS_HELD]``
+    0: the next solve factors anew)."""
+    m = ist[IS_HELD]
+    kb = k1 - 1
+    starts = grp[0]
+    gid = grp[1]
+    w = k1 + H_WORK
+    j0 = base[0, b]
+    g0 = -1
+    for r in range(k1):
+        i = j0 + r
+        if i >= starts[0]:
+            gi = gid[i]
+            if g0 < 0:
+                g0 = gi
+                for g in range(gi, min(gi + k1, m)):
+                    held[g, w] = 0.0
+            held[gi, w] += rows[b, r]
+            held[gi, k1 + H_RC] += dp * rows[b, r]
+    if g0 < 0 or dw == 0.0:
+        return
+    a_last = held[m - 1, w] if m - 1 <= g0 + kb else 0.0
+    for g in range(g0, min(g0 + k1, m)):
+        held[g, k1 + H_DIAG] += dw * held[g, w] * held[g, w]
+        if m - 1 - g <= kb:
+            held[g, k1 + H_LAST] += dw * held[g, w] * a_last
+    alpha = dw
+    for j in range(g0, m):
+        if j > g0 and j + kb < m:
+            held[j + kb, w] = 0.0
+        pj = held[j, w]
+        dj = held[j, 0]
+        dn = dj + alpha * pj * pj
+        if not dn > 1e-10 * held[j, k1 + H_DIAG]:
+            ist[IS_HELD] = 0
+            return
+        inv = 1.0 / dn
+        bj = pj * alpha * inv
+        alpha = dj * alpha * inv
+        for d in range(1, k1):
+            if j + d >= m:
+                break
+            lold = held[j, d] * held[j, k1 + H_DINV]
+            wr = held[j + d, w] - pj * lold
+            held[j + d, w] = wr
+            held[j, d] = dn * (lold + bj * wr)
+        held[j, 0] = dn
+        held[j, k1 + H_DINV] = inv
+
+
 @jit
 def incremental_refit(
     sf, B, centres, order, wanted, inner, use_inner, st, ist, knots, scratch, rows, base, band, cross,
-    coef, beta, free, tree, red, vecs, grp, vals, lft, rgt,
+    coef, beta, free, tree, red, vecs, grp, held, vals, lft, rgt,
 ):  # fmt: skip
     """The refit before a prediction that follows labels (section notes): ``DONE``, or
     ``STOP_SCALE`` / ``STOP_PRIOR`` as ``stream_run_ops``."""
@@ -1098,6 +1258,7 @@ def incremental_refit(
     # unique, and only the full refit's own steps (in real units, as the engine's) give its one
     full = full or ist[IS_N] < p + k1
     if full or not same_size:
+        ist[IS_HELD] = 0
         for q in range(p):
             free[q] = same_size and coef[q] > 0.0
         for q in range(nk):
@@ -1115,6 +1276,7 @@ def incremental_refit(
         stream_solve(band, cross, p, k1, coef, beta, free)
         return DONE
     if moved:
+        ist[IS_HELD] = 0  # the band changed at many buckets: the runs' system is reduced anew
         refresh_moved_knots(
             sf, B, centres, knots, scratch, nk, k1, rows, base, band, cross, ist[IS_STAMP], vals, lft, rgt
         )
@@ -1123,13 +1285,20 @@ def incremental_refit(
     for q in range(p):
         free[q] = coef[q] > 0.0
     scale = _tree_total(tree, B)
+    updated = ist[IS_HELD] > 0
     code = SOLVE_RETRY
     tries = 0
     while code == SOLVE_RETRY and tries < SET_TRIES:
-        code = banded_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp)
+        from_held = ist[IS_HELD] > 0
+        code = held_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp, held, ist)
+        if code == SOLVE_FAIL and from_held:
+            code = SOLVE_RETRY  # not certified on the updated factors: the same set factored anew
+            updated = False
+            continue
         tries += 1
     if code == SOLVE_KEPT:
         st[ST_KEPT if tries == 1 else ST_STEPPED] += 1.0
+        st[ST_UPDATED] += 1.0 if tries == 1 and updated else 0.0
     else:
         st[ST_DENSE] += 1.0
         for q in range(p):
@@ -1142,7 +1311,7 @@ def incremental_refit(
 def stream_run_incremental(
     ops, bk, s, y, w, t, start, sf, si, centres, order, wanted, inner, use_inner, st, ist, knots,
     scratch, rows, base, band, cross, coef, beta, free, lpos, lneg, spos, sneg, xcov, tree, red,
-    vecs, grp, out_p, out_llr, out_logodds,
+    vecs, grp, held, out_p, out_llr, out_logodds,
 ):  # fmt: skip
     """``stream_run_ops`` with the incremental refit (section notes): the same operations, stop
     codes and outputs, each prediction within rounding of the full refit's."""
@@ -1163,7 +1332,7 @@ def stream_run_incremental(
             if st[ST_DIRTY] != 0.0:
                 code = incremental_refit(
                     sf, B, centres, order, wanted, inner, use_inner, st, ist, knots, scratch, rows, base,
-                    band, cross, coef, beta, free, tree, red, vecs, grp, vals, lft, rgt,
+                    band, cross, coef, beta, free, tree, red, vecs, grp, held, vals, lft, rgt,
                 )  # fmt: skip
                 if code != DONE:
                     return i, code
@@ -1201,7 +1370,7 @@ def stream_run_incremental(
                 if incr:
                     _bucket_changed(
                         hb, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
-                        lvb, lvc,
+                        lvb, lvc, grp, held,
                     )  # fmt: skip
             b = bk[i]
             p0 = sf[SF_HEADER + b]
@@ -1216,7 +1385,7 @@ def stream_run_incremental(
             if incr:
                 _bucket_changed(
                     b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
-                    lvb, lvc,
+                    lvb, lvc, grp, held,
                 )  # fmt: skip
             ist[IS_SINCE_SYNC] += 1
             if ist[IS_SINCE_SYNC] >= RESYNC_EVENTS:
@@ -1239,7 +1408,7 @@ PK_INCREMENTAL = 3  # 1: the incremental refit; 0: the full refit before every p
 PK_F = 4  # the float sections' offsets (FLOAT_SECTIONS' order), then the float buffer's end
 FLOAT_SECTIONS = (
     "st", "knots", "scratch", "rows", "band", "cross", "coef", "beta", "lpos", "lneg", "spos", "sneg",
-    "xcov", "tree", "red", "vecs", "centres", "inner", "one_f",
+    "xcov", "tree", "red", "vecs", "centres", "inner", "held", "one_f",
 )  # fmt: skip
 PK_I = PK_F + len(FLOAT_SECTIONS) + 1  # the int sections' offsets (INT_SECTIONS' order), then the end
 INT_SECTIONS = ("ist", "base", "grp", "one_i")
@@ -1275,6 +1444,7 @@ def stream_packed_run(ops, bk, s, y, w, t, start, sf, si, fbuf, ibuf, free, out_
     sneg, xcov, tree = _fsec(fbuf, ibuf, 11), _fsec(fbuf, ibuf, 12), _fsec(fbuf, ibuf, 13)
     red, vecs = _fsec(fbuf, ibuf, 14).reshape((P, k1)), _fsec(fbuf, ibuf, 15).reshape((6, P))
     centres, inner = _fsec(fbuf, ibuf, 16), _fsec(fbuf, ibuf, 17)
+    held = _fsec(fbuf, ibuf, 18).reshape((P, k1 + H_COLUMNS))
     ist, base, grp = _isec(ibuf, 0), _isec(ibuf, 1).reshape((2, B)), _isec(ibuf, 2).reshape((3, P))
     wanted = ibuf[PK_WANTED]
     use_inner = ibuf[PK_USE_INNER] != 0
@@ -1282,7 +1452,7 @@ def stream_packed_run(ops, bk, s, y, w, t, start, sf, si, fbuf, ibuf, free, out_
         return stream_run_incremental(
             ops, bk, s, y, w, t, start, sf, si, centres, order, wanted, inner, use_inner, st, ist, knots,
             scratch, rows, base, band, cross, coef, beta, free, lpos, lneg, spos, sneg, xcov, tree, red,
-            vecs, grp, out_p, out_llr, out_logodds,
+            vecs, grp, held, out_p, out_llr, out_logodds,
         )  # fmt: skip
     return stream_run_ops(
         ops, bk, s, y, w, t, start, sf, si, centres, order, wanted, inner, use_inner, st, ist, knots,

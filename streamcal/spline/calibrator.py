@@ -300,13 +300,15 @@ class ISplineCalibrator(RefitCalibrator):
     @property
     def exact_refits(self) -> dict:
         """How the compiled loop refitted the exact default since it last started: ``kept`` (the
-        previous active set, solved again banded), ``stepped`` (banded, after active-set steps
-        from the previous one), ``dense`` (the warm-started dense solver) and ``full`` (a refit
-        from the histogram); all 0 while the loop has not run."""
+        previous active set, solved again banded; ``updated`` of them on factors updated per event
+        rather than factored anew), ``stepped`` (banded, after active-set steps from the previous
+        one), ``dense`` (the warm-started dense solver) and ``full`` (a refit from the histogram);
+        all 0 while the loop has not run."""
         with self._lock:
             st = getattr(self, "_stream", None)
             counts = st["st"] if st is not None else None
-            names = {"kept": _ks.ST_KEPT, "stepped": _ks.ST_STEPPED, "dense": _ks.ST_DENSE, "full": _ks.ST_FULL}
+            names = {"kept": _ks.ST_KEPT, "updated": _ks.ST_UPDATED, "stepped": _ks.ST_STEPPED}
+            names.update(dense=_ks.ST_DENSE, full=_ks.ST_FULL)
             return {name: 0 if counts is None else int(counts[i]) for name, i in names.items()}
 
     # ------------------------------------------------------------------ batch fit
