@@ -45,6 +45,10 @@ def local_session(app_name: str = "streamcal", master: str = "local[2]", **conf)
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     settings = {
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+        # a micro-batch's commit writes the changed values to a changelog instead of snapshotting
+        # the store (snapshots follow in the background): each shard rewrites its whole state row
+        # every micro-batch, and the commit took 0.4-0.6 s per micro-batch at 1e4 keys without it
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.shuffle.partitions": "2",
         "spark.ui.enabled": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
