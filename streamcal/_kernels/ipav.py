@@ -1060,12 +1060,15 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     ok = True  # (decay) every step so far allows a point: binade, no tie, margin
     top = 0.0
     half_u = 0.0
+    room = math.inf  # (decay) a point's sum stays within half the binade's room above base
     if decay:
         ok = _SAFE_LOW <= base <= _SAFE_HIGH
         if ok:
-            e = math.frexp(base)[1]
-            top = math.ldexp(1.0, e)  # base in [top / 2, top), spacing 2**(e - 53)
-            half_u = math.ldexp(1.0, e - 54)
+            top = runs[RUN_LEFT_TOP] if keep else 0.0  # the kept point's binade, if base is in it
+            if not 0.5 * top <= base < top:
+                top = math.ldexp(1.0, math.frexp(base)[1])  # base in [top / 2, top)
+            half_u = top * 2.0**-54  # half the binade's spacing 2**-53 top
+            room = base + 0.5 * (top - base)
     lp = base
     resume = head < g_left <= chg_lo and g_left <= pi[PI_LAST] and pi[OWNER + _PI_RECORD * g_left] == g_left
     if resume and decay:
@@ -1084,7 +1087,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         nxt = pi[BNEXT + _PI_RECORD * head]
     cg, cp, cn = np.int64(-1), 0.0, 0.0  # the new point: the last block reached at or before chg_lo
     while nxt != -1:
-        if nxt <= chg_lo and ok:
+        if nxt <= chg_lo and ok and (lp <= room or cg == -1):
             cg, cp, cn = nxt, lp, ln
         p = pf[BPOS + _PF_RECORD * nxt]
         n = pf[BNEG + _PF_RECORD * nxt]
@@ -1118,12 +1121,15 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     tail = pi[PI_TAIL]
     base = pf[BNEG + _PF_RECORD * tail] + c
     ok = True
+    room = math.inf
     if decay:
         ok = _SAFE_LOW <= base <= _SAFE_HIGH
         if ok:
-            e = math.frexp(base)[1]
-            top = math.ldexp(1.0, e)
-            half_u = math.ldexp(1.0, e - 54)
+            top = runs[RUN_RIGHT_TOP] if keep else 0.0
+            if not 0.5 * top <= base < top:
+                top = math.ldexp(1.0, math.frexp(base)[1])
+            half_u = top * 2.0**-54
+            room = base + 0.5 * (top - base)
     rn = base
     resume = left_last < g_right < tail and chg_hi <= g_right and pi[OWNER + _PI_RECORD * g_right] == g_right
     if resume and decay:
@@ -1140,7 +1146,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         prv = pi[BPREV + _PI_RECORD * tail]
     cg, cp, cn = np.int64(-1), 0.0, 0.0  # the new point: the last block reached at or after chg_hi
     while prv != left_last:
-        if prv >= chg_hi and ok:
+        if prv >= chg_hi and ok and (rn <= room or cg == -1):
             cg, cp, cn = prv, rp, rn
         p = pf[BPOS + _PF_RECORD * prv]
         n = pf[BNEG + _PF_RECORD * prv]
