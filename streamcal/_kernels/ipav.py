@@ -1159,7 +1159,8 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
             s = n + rn
             ok = s < top and abs(n - (s - rn)) != half_u
             if ok and rp != 0.0 and p != 0.0:
-                ok = rp >= _SAFE_LOW and p >= _SAFE_LOW and a <= _SAFE_HIGH and rp + rn <= _SAFE_HIGH and x >= t * _MARGIN_UP
+                ok = rp >= _SAFE_LOW and p >= _SAFE_LOW and a <= _SAFE_HIGH and rp + rn <= _SAFE_HIGH
+                ok = ok and x >= t * _MARGIN_UP
         rp = p + rp
         rn = n + rn
         prv = pi[BPREV + _PI_RECORD * prv]
