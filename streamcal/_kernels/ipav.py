@@ -81,7 +81,8 @@ learned event; the LLR is ``log(q r / (1 - q))`` with ``q = clip(p, lo, hi)``, i
 reorders scores). The two end runs are recomputed only when a repair changed a block they
 read (``PI_CHG_*`` against ``PI_DEP_*``) or under decay (the pseudo-count's stored units move),
 and then each from a resume point inside it when the blocks before that point are unchanged
-(see "the end runs' resume points" below).
+(under decay, also when the pseudo-count's growth leaves the run's rounding as it was: see
+"the end runs' resume points" below).
 
 Cost per event. Kernels index the flat state arrays by offsets rather than slicing views.
 The per-event helpers (learning an event, the O(1) block update, the window's expiry and
@@ -990,7 +991,10 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
 # passes by that margin passes again, rounded, at any larger sum: see :func:`_stays_below` for
 # the bounds (every operand in ``[2**-300, 2**300]``, or a zero that decides the test alone). A
 # run keeps a point only while every step before it met these conditions (the binade, no tie,
-# the margin); otherwise it starts from its end, as without a point.
+# the margin); otherwise it starts from its end, as without a point. And it keeps the block
+# nearest the change among those whose sum is within half the binade's room above ``S0``
+# (``S_g <= S0 + (top - S0) / 2``; the first it may keep if none is): the pseudo-count grows at
+# every event, and a point with room left still serves the next events once ``S0`` nears ``top``.
 #
 # They live in ``runs``, a small float64 scratch apart from the state arrays (never saved,
 # compared or merged; a calibrator makes it afresh, unset, whenever it packs its state):
@@ -1005,7 +1009,7 @@ RUN_LEFT_N = 3
 RUN_RIGHT = 4  # the right run's, likewise (under decay, N less S0)
 RUN_RIGHT_P = 5
 RUN_RIGHT_N = 6
-RUN_LEFT_BASE = 7  # under decay: the left run's S0 when its point was kept, and its binade's top
+RUN_LEFT_BASE = 7  # under decay: the left run's S0 when its point was kept, and the binade's top
 RUN_LEFT_TOP = 8
 RUN_RIGHT_BASE = 9  # the right run's, likewise
 RUN_RIGHT_TOP = 10
@@ -1064,7 +1068,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     if decay:
         ok = _SAFE_LOW <= base <= _SAFE_HIGH
         if ok:
-            top = runs[RUN_LEFT_TOP] if keep else 0.0  # the kept point's binade, if base is in it
+            top = runs[RUN_LEFT_TOP] if keep else 0.0  # the last refresh's binade, if base is in it
             if not 0.5 * top <= base < top:
                 top = math.ldexp(1.0, math.frexp(base)[1])  # base in [top / 2, top)
             half_u = top * 2.0**-54  # half the binade's spacing 2**-53 top
@@ -1110,7 +1114,8 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         runs[RUN_LEFT_P] = cp - base if decay else cp  # exact under decay: cp and base share a binade
         runs[RUN_LEFT_N] = cn
         runs[RUN_LEFT_BASE] = base
-        runs[RUN_LEFT_TOP] = top
+    if keep:
+        runs[RUN_LEFT_TOP] = top  # kept with or without a point: the next refresh starts from it
     if nxt == -1:  # everything pooled with the pseudo-positive; add the pseudo-negative
         v = lp / (lp + (ln + c))  # the rate P / (P + N) of (lp, ln + c)
         pf[PF_LO] = v
@@ -1169,6 +1174,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         runs[RUN_RIGHT_P] = cp
         runs[RUN_RIGHT_N] = cn - base if decay else cn
         runs[RUN_RIGHT_BASE] = base
+    if keep:
         runs[RUN_RIGHT_TOP] = top
     lo = lp / (lp + ln)
     hi = rp / (rp + rn)
