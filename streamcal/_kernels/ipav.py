@@ -1100,7 +1100,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         t = p * (lp + ln)
         if not x >= t:  # ``_violates``, written out (a call per block)
             break
-        if decay and ok:
+        if decay and ok and nxt < chg_lo and (lp <= room or cg == -1):  # (else no later point)
             s = lp + p
             ok = s < top and abs(p - (s - lp)) != half_u
             if ok and p != 0.0:
@@ -1160,7 +1160,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         t = rp * a
         if not x >= t:
             break
-        if decay and ok:
+        if decay and ok and prv > chg_hi and (rn <= room or cg == -1):
             s = n + rn
             ok = s < top and abs(n - (s - rn)) != half_u
             if ok and rp != 0.0 and p != 0.0:
