@@ -81,7 +81,8 @@ learned event; the LLR is ``log(q r / (1 - q))`` with ``q = clip(p, lo, hi)``, i
 reorders scores). The two end runs are recomputed only when a repair changed a block they
 read (``PI_CHG_*`` against ``PI_DEP_*``) or under decay (the pseudo-count's stored units move),
 and then each from a resume point inside it when the blocks before that point are unchanged
-(see "the end runs' resume points" below).
+(under decay, also when the pseudo-count's growth leaves the run's rounding as it was: see
+"the end runs' resume points" below).
 
 Cost per event. Kernels index the flat state arrays by offsets rather than slicing views.
 The per-event helpers (learning an event, the O(1) block update, the window's expiry and
@@ -975,6 +976,26 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
 # last refresh, whether it resumed or started from its end, where the next event's change is
 # likely to fall again.
 #
+# Under decay the pseudo-count ``c`` grows in stored units with every event, and the sum that
+# carries it (the left run's P, the right run's N) starts at ``S0 = first + c``, then adds one
+# block at a time: ``S_k = fl(S_{k-1} + x_k)``. While every ``S_k`` up to ``g`` lies in the binade
+# ``[top / 2, top)`` of ``S0``, every one is a multiple of that binade's spacing ``u`` and each
+# addition rounds ``x_k`` alone to a multiple of ``u`` (unless ``x_k`` is an odd multiple of
+# ``u / 2``, a tie that rounds to even by the sum's own last bit): so ``S_g = S0 + Q``, where
+# ``Q = S_g - S0`` (exact) depends on the blocks and on ``u`` only. A point therefore keeps ``Q``,
+# ``S0`` and ``top``; a later refresh whose own ``S0'`` is in the same binade, at least the kept
+# one, with ``S0' + Q < top``, has ``S0' + Q`` (exact) as its sum at ``g``, bit for bit. The
+# pooling tests before ``g`` also repeat: each passed, when the point was kept, by a relative
+# margin of ``2**-20`` (the ratio of its two sides, ``lp (p + n) / (p (lp + ln))`` for the left
+# run, grows with ``lp``, and so with ``c``; likewise the right run's with ``rn``), and a test that
+# passes by that margin passes again, rounded, at any larger sum: see :func:`_stays_below` for
+# the bounds (every operand in ``[2**-300, 2**300]``, or a zero that decides the test alone). A
+# run keeps a point only while every step before it met these conditions (the binade, no tie,
+# the margin); otherwise it starts from its end, as without a point. And it keeps the block
+# nearest the change among those whose sum is within half the binade's room above ``S0``
+# (``S_g <= S0 + (top - S0) / 2``; the first it may keep if none is): the pseudo-count grows at
+# every event, and a point with room left still serves the next events once ``S0`` nears ``top``.
+#
 # They live in ``runs``, a small float64 scratch apart from the state arrays (never saved,
 # compared or merged; a calibrator makes it afresh, unset, whenever it packs its state):
 # RUN_STAMP is ``sf[SF_N_LEARNED]`` when a learn or a rebuild that keeps them last finished, so a
@@ -982,13 +1003,18 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
 # do not keep the points) is noticed by the count and the points are dropped. A ``runs`` shorter
 # than RUNS_SIZE (``pf[:0]``) keeps none: every refresh starts both runs from their ends.
 RUN_STAMP = 0  # the learned-event count the points are current at (-1: none)
-RUN_LEFT = 1  # the left run's block (-1: unset), then its two sums
+RUN_LEFT = 1  # the left run's block (-1: unset), then its two sums (under decay, P less S0)
 RUN_LEFT_P = 2
 RUN_LEFT_N = 3
-RUN_RIGHT = 4  # the right run's, likewise
+RUN_RIGHT = 4  # the right run's, likewise (under decay, N less S0)
 RUN_RIGHT_P = 5
 RUN_RIGHT_N = 6
-RUNS_SIZE = 8
+RUN_LEFT_BASE = 7  # under decay: the left run's S0 when its point was kept, and the binade's top
+RUN_LEFT_TOP = 8
+RUN_RIGHT_BASE = 9  # the right run's, likewise
+RUN_RIGHT_TOP = 10
+RUNS_SIZE = 12
+_MARGIN_UP = 1.0 + _BELOW_MARGIN  # a pooling test passed by the margin: one side >= the other times this
 
 
 def unset_runs() -> np.ndarray:
@@ -1002,12 +1028,13 @@ def unset_runs() -> np.ndarray:
 def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     """Recompute the finite-LLR clip values and the inverse prior odds (BOSARIS pseudo-counts).
 
-    Each end run resumes at its point in ``runs`` when the blocks it summed are unchanged (see
-    above), else starts from its end; either way the values are those of a refresh from the
-    ends, bit for bit. (The points are read and written out here: helpers would be kernels of
-    their own to compile.)"""
+    Each end run resumes at its point in ``runs`` when the blocks it summed are unchanged (and,
+    under decay, the pseudo-count's sum allows it: see above), else starts from its end; either
+    way the values are those of a refresh from the ends, bit for bit. (The points are read and
+    written out here: helpers would be kernels of their own to compile.)"""
     B = pi[PI_B]
     kind = sf[SF_KIND]
+    decay = (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME)
     c = pf[PF_PSEUDO] * stored_unit(sf, kind)
     pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
     head = pi[PI_HEAD]
@@ -1017,17 +1044,14 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     pi[PI_CHG_HI] = -1
     pi[PI_DEP_LO] = B  # until shown otherwise, any change may move the clip values
     pi[PI_DEP_HI] = -1
-    # the points (-1: unset); with decay the pseudo-count moves in stored units, and the
-    # runs' sums with it: not used
     keep = runs.shape[0] >= RUNS_SIZE
-    g_left = np.int64(-1)
+    g_left = np.int64(-1)  # the points (-1: unset)
     g_right = np.int64(-1)
-    if keep and (kind != KIND_DECAY_EVENTS) & (kind != KIND_DECAY_TIME):
+    if keep:
         if 0.0 <= runs[RUN_LEFT] < B:
             g_left = np.int64(runs[RUN_LEFT])
         if 0.0 <= runs[RUN_RIGHT] < B:
             g_right = np.int64(runs[RUN_RIGHT])
-    if keep:
         runs[RUN_LEFT] = -1.0
         runs[RUN_RIGHT] = -1.0
     if head == -1:
@@ -1036,32 +1060,62 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         return
     # left run: the first block plus the pseudo-positive, pooled rightwards while violating; it
     # resumes at g_left when no block before g_left changed and g_left still starts a block
-    if head < g_left <= chg_lo and g_left <= pi[PI_LAST] and pi[OWNER + _PI_RECORD * g_left] == g_left:
-        lp = runs[RUN_LEFT_P]
+    base = pf[BPOS + _PF_RECORD * head] + c
+    ok = True  # (decay) every step so far allows a point: binade, no tie, margin
+    top = 0.0
+    half_u = 0.0
+    room = math.inf  # (decay) a point's sum stays within half the binade's room above base
+    if decay:
+        ok = _SAFE_LOW <= base <= _SAFE_HIGH
+        if ok:
+            top = runs[RUN_LEFT_TOP] if keep else 0.0  # the last refresh's binade, if base is in it
+            if not 0.5 * top <= base < top:
+                top = math.ldexp(1.0, math.frexp(base)[1])  # base in [top / 2, top)
+            half_u = top * 2.0**-54  # half the binade's spacing 2**-53 top
+            room = base + 0.5 * (top - base)
+    lp = base
+    resume = head < g_left <= chg_lo and g_left <= pi[PI_LAST] and pi[OWNER + _PI_RECORD * g_left] == g_left
+    if resume and decay:
+        lp = base + runs[RUN_LEFT_P]
+        resume = ok and runs[RUN_LEFT_BASE] <= base and runs[RUN_LEFT_TOP] == top and lp < top
+    if resume:
+        if not decay:
+            lp = runs[RUN_LEFT_P]
         ln = runs[RUN_LEFT_N]
         left_last = pi[BPREV + _PI_RECORD * g_left]
         nxt = g_left
     else:
-        lp = pf[BPOS + _PF_RECORD * head] + c
+        lp = base
         ln = pf[BNEG + _PF_RECORD * head]
         left_last = head
         nxt = pi[BNEXT + _PI_RECORD * head]
     cg, cp, cn = np.int64(-1), 0.0, 0.0  # the new point: the last block reached at or before chg_lo
     while nxt != -1:
-        if nxt <= chg_lo:
+        if nxt <= chg_lo and ok and (lp <= room or cg == -1):
             cg, cp, cn = nxt, lp, ln
         p = pf[BPOS + _PF_RECORD * nxt]
         n = pf[BNEG + _PF_RECORD * nxt]
-        if not lp * (p + n) >= p * (lp + ln):  # ``_violates``, written out (a call per block)
+        a = p + n
+        x = lp * a
+        t = p * (lp + ln)
+        if not x >= t:  # ``_violates``, written out (a call per block)
             break
+        if decay and ok and nxt < chg_lo and (lp <= room or cg == -1):  # (else no later point)
+            s = lp + p
+            ok = s < top and abs(p - (s - lp)) != half_u
+            if ok and p != 0.0:
+                ok = p >= _SAFE_LOW and a <= _SAFE_HIGH and lp + ln <= _SAFE_HIGH and x >= t * _MARGIN_UP
         lp = lp + p
         ln = ln + n
         left_last = nxt
         nxt = pi[BNEXT + _PI_RECORD * nxt]
     if keep and cg != -1:
         runs[RUN_LEFT] = cg
-        runs[RUN_LEFT_P] = cp
+        runs[RUN_LEFT_P] = cp - base if decay else cp  # exact under decay: cp and base share a binade
         runs[RUN_LEFT_N] = cn
+        runs[RUN_LEFT_BASE] = base
+    if keep:
+        runs[RUN_LEFT_TOP] = top  # kept with or without a point: the next refresh starts from it
     if nxt == -1:  # everything pooled with the pseudo-positive; add the pseudo-negative
         v = lp / (lp + (ln + c))  # the rate P / (P + N) of (lp, ln + c)
         pf[PF_LO] = v
@@ -1070,29 +1124,58 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     # right run: the last block plus the pseudo-negative, pooled leftwards while violating; it
     # resumes at g_right when no block after g_right changed, as the left run
     tail = pi[PI_TAIL]
-    if left_last < g_right < tail and chg_hi <= g_right and pi[OWNER + _PI_RECORD * g_right] == g_right:
+    base = pf[BNEG + _PF_RECORD * tail] + c
+    ok = True
+    room = math.inf
+    if decay:
+        ok = _SAFE_LOW <= base <= _SAFE_HIGH
+        if ok:
+            top = runs[RUN_RIGHT_TOP] if keep else 0.0
+            if not 0.5 * top <= base < top:
+                top = math.ldexp(1.0, math.frexp(base)[1])
+            half_u = top * 2.0**-54
+            room = base + 0.5 * (top - base)
+    rn = base
+    resume = left_last < g_right < tail and chg_hi <= g_right and pi[OWNER + _PI_RECORD * g_right] == g_right
+    if resume and decay:
+        rn = base + runs[RUN_RIGHT_N]
+        resume = ok and runs[RUN_RIGHT_BASE] <= base and runs[RUN_RIGHT_TOP] == top and rn < top
+    if resume:
         rp = runs[RUN_RIGHT_P]
-        rn = runs[RUN_RIGHT_N]
+        if not decay:
+            rn = runs[RUN_RIGHT_N]
         prv = g_right
     else:
         rp = pf[BPOS + _PF_RECORD * tail]
-        rn = pf[BNEG + _PF_RECORD * tail] + c
+        rn = base
         prv = pi[BPREV + _PI_RECORD * tail]
     cg, cp, cn = np.int64(-1), 0.0, 0.0  # the new point: the last block reached at or after chg_hi
     while prv != left_last:
-        if prv >= chg_hi:
+        if prv >= chg_hi and ok and (rn <= room or cg == -1):
             cg, cp, cn = prv, rp, rn
         p = pf[BPOS + _PF_RECORD * prv]
         n = pf[BNEG + _PF_RECORD * prv]
-        if not p * (rp + rn) >= rp * (p + n):
+        a = p + n
+        x = p * (rp + rn)
+        t = rp * a
+        if not x >= t:
             break
+        if decay and ok and prv > chg_hi and (rn <= room or cg == -1):
+            s = n + rn
+            ok = s < top and abs(n - (s - rn)) != half_u
+            if ok and rp != 0.0 and p != 0.0:
+                ok = rp >= _SAFE_LOW and p >= _SAFE_LOW and a <= _SAFE_HIGH and rp + rn <= _SAFE_HIGH
+                ok = ok and x >= t * _MARGIN_UP
         rp = p + rp
         rn = n + rn
         prv = pi[BPREV + _PI_RECORD * prv]
     if keep and cg != -1:
         runs[RUN_RIGHT] = cg
         runs[RUN_RIGHT_P] = cp
-        runs[RUN_RIGHT_N] = cn
+        runs[RUN_RIGHT_N] = cn - base if decay else cn
+        runs[RUN_RIGHT_BASE] = base
+    if keep:
+        runs[RUN_RIGHT_TOP] = top
     lo = lp / (lp + ln)
     hi = rp / (rp + rn)
     if prv == left_last and _violates(lp, ln, rp, rn):  # the two runs meet and violate: one block
