@@ -1484,3 +1484,23 @@ def stream_packed_one(op, b, s, y, w, t, sf, si, fbuf, ibuf, free):
     if code != DONE:
         return -float(code)
     return one_f[ONE_P] if op & OP_PREDICT else 0.0
+
+
+NOT_DIRTY = 4  # ``stream_packed_pair``: no event kept and no label since the last fit, nothing run
+
+
+@jit
+def stream_packed_pair(b, sl, y, w, s, sf, si, fbuf, ibuf, free):
+    """A kept label (bucket ``b``, score ``sl``, label ``y``, weight ``w``; none when ``b`` is
+    negative) then a prediction of ``s``: the two ``stream_packed_one`` calls the river face
+    makes for them, in that order, in one call. Returns the served probability, else ``-code``:
+    ``STOP_RENORM`` (the label learned with a decay renormalisation, the prediction not run),
+    ``STOP_PRIOR`` / ``STOP_SCALE`` (the label learned, the prediction not run), ``NOT_DIRTY``
+    (nothing kept, the fit up to date: nothing run)."""
+    if b >= 0:
+        r = stream_packed_one(OP_LEARN, b, sl, y, w, 0.0, sf, si, fbuf, ibuf, free)
+        if r != 0.0:
+            return r
+    elif _fsec(fbuf, ibuf, 0)[ST_DIRTY] == 0.0:
+        return -float(NOT_DIRTY)
+    return stream_packed_one(OP_PREDICT, 0, s, 0.0, 1.0, 0.0, sf, si, fbuf, ibuf, free)
