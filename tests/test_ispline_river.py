@@ -161,7 +161,9 @@ def test_river_loop_equals_prequential_and_the_generic_methods(window, prior):
     weights = np.random.default_rng(7).choice([0.0, 0.5, 1.0, 1.0, 2.0], scores.size)
     times = np.arange(scores.size, dtype=float)
     ref = ISplineCalibrator(window=WINDOWS[window](), prior=prior)
-    want_p, _ = ref.prequential(scores, labels, weights=weights, times=times if ref.window_histogram.uses_times else None)
+    want_p, _ = ref.prequential(
+        scores, labels, weights=weights, times=times if ref.window_histogram.uses_times else None
+    )
     faces = {}
     for cls in (ISplineCalibrator, GenericISplineCalibrator):
         cal = cls(window=WINDOWS[window](), prior=prior)
