@@ -1,4 +1,4 @@
-"""The river face of ISplineCalibrator at its exact default (``streamcal.spline.river_face``).
+"""The river face of ISplineCalibrator at its exact default (``streamcal.spline._river``).
 
 ``learn_one`` keeps the checked event; the next ``predict_proba_one`` learns it and predicts in
 one compiled call, and the map stays in the loop's state until something reads it. Checked

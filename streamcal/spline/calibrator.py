@@ -24,9 +24,9 @@ from streamcal._validation import (
     check_scalar,
 )
 from streamcal.buckets import Buckets, LogitGrid, as_buckets
+from streamcal.spline._river import ISplineRiverFace
 from streamcal.spline.basis import default_n_knots
 from streamcal.spline.fit import aggregate_sorted, evaluate_map, fit_distinct, unit_scaled
-from streamcal.spline.river_face import ISplineRiverFace
 from streamcal.spline.stream_state import packed_state
 from streamcal.windows import Window
 

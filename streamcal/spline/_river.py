@@ -106,7 +106,7 @@ class ISplineRiverFace:
             st["n_learned"] = sf[_h.SF_N_LEARNED]
         if a.stale:
             a.stale = False
-            self._publish_fit(self._stream)
+            self._stream_publish()  # the map, and the learned count the loop's state is checked by
 
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
         if (
@@ -173,7 +173,7 @@ class ISplineRiverFace:
         if code == _ks.NOT_DIRTY:  # nothing ran
             if a.stale:
                 a.stale = False
-                self._publish_fit(self._stream)
+                self._stream_publish()
             return
         a.stale = False
         if code == _ks.STOP_RENORM:  # learned, then a decay renormalisation: the state is rebuilt
