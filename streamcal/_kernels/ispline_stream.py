@@ -1413,10 +1413,11 @@ FLOAT_SECTIONS = (
 PK_I = PK_F + len(FLOAT_SECTIONS) + 1  # the int sections' offsets (INT_SECTIONS' order), then the end
 INT_SECTIONS = ("ist", "base", "grp", "one_i")
 PK_HEADER = PK_I + len(INT_SECTIONS) + 1
-# the one event of a river-face call, in the ``one_f`` and ``one_i`` sections: score, label,
-# weight, time and the three outputs; operation and bucket
-ONE_S, ONE_Y, ONE_W, ONE_T, ONE_P, ONE_LLR, ONE_LOGODDS, ONE_F = 0, 1, 2, 3, 4, 5, 6, 7
-ONE_OP, ONE_B, ONE_I = 0, 1, 2
+# the events of a river-face call (one, or a label and a prediction), in the ``one_f`` and
+# ``one_i`` sections, two slots each: score, label, weight, time and the three outputs;
+# operation and bucket
+ONE_S, ONE_Y, ONE_W, ONE_T, ONE_P, ONE_LLR, ONE_LOGODDS, ONE_F = 0, 2, 4, 6, 8, 10, 12, 14
+ONE_OP, ONE_B, ONE_I = 0, 2, 4
 
 
 @jit(inline="always")
@@ -1484,3 +1485,41 @@ def stream_packed_one(op, b, s, y, w, t, sf, si, fbuf, ibuf, free):
     if code != DONE:
         return -float(code)
     return one_f[ONE_P] if op & OP_PREDICT else 0.0
+
+
+NOT_DIRTY = 4  # ``stream_packed_pair``: no event kept and no label since the last fit, nothing run
+
+
+@jit
+def stream_packed_pair(b, sl, y, w, s, sf, si, fbuf, ibuf, free):
+    """A kept label (bucket ``b``, score ``sl``, label ``y``, weight ``w``; none when ``b`` is
+    negative) then a prediction of ``s``: the two operations the river face's calls make, in
+    that order, in one ``stream_packed_run`` (which runs consecutive operations as one call per
+    operation does). Returns the served probability, else ``-code``: ``STOP_RENORM`` (the label
+    learned with a decay renormalisation, the prediction not run), ``STOP_PRIOR`` /
+    ``STOP_SCALE`` (the label learned, the prediction not run), ``NOT_DIRTY`` (nothing kept,
+    the fit up to date: nothing run)."""
+    if b < 0 and _fsec(fbuf, ibuf, 0)[ST_DIRTY] == 0.0:
+        return -float(NOT_DIRTY)
+    one_f = _fsec(fbuf, ibuf, len(FLOAT_SECTIONS) - 1)
+    one_i = _isec(ibuf, len(INT_SECTIONS) - 1)
+    one_f[ONE_S] = sl
+    one_f[ONE_Y] = y
+    one_f[ONE_W] = w
+    one_f[ONE_T] = 0.0
+    one_i[ONE_OP] = OP_LEARN
+    one_i[ONE_B] = b
+    one_f[ONE_S + 1] = s
+    one_f[ONE_Y + 1] = 0.0
+    one_f[ONE_W + 1] = 1.0
+    one_f[ONE_T + 1] = 0.0
+    one_i[ONE_OP + 1] = OP_PREDICT
+    one_i[ONE_B + 1] = 0
+    _, code = stream_packed_run(
+        one_i[ONE_OP : ONE_OP + 2], one_i[ONE_B : ONE_B + 2], one_f[ONE_S : ONE_S + 2], one_f[ONE_Y : ONE_Y + 2],
+        one_f[ONE_W : ONE_W + 2], one_f[ONE_T : ONE_T + 2], 0 if b >= 0 else 1, sf, si, fbuf, ibuf, free,
+        one_f[ONE_P : ONE_P + 2], one_f[ONE_LLR : ONE_LLR + 2], one_f[ONE_LOGODDS : ONE_LOGODDS + 2],
+    )  # fmt: skip
+    if code != DONE:
+        return -float(code)
+    return one_f[ONE_P + 1]

@@ -24,6 +24,7 @@ from streamcal._validation import (
     check_scalar,
 )
 from streamcal.buckets import Buckets, LogitGrid, as_buckets
+from streamcal.spline._river import ISplineRiverFace
 from streamcal.spline.basis import default_n_knots
 from streamcal.spline.fit import aggregate_sorted, evaluate_map, fit_distinct, unit_scaled
 from streamcal.spline.stream_state import packed_state
@@ -72,7 +73,7 @@ def _check_spline_params(order, n_knots, knots):
     return inner
 
 
-class ISplineCalibrator(RefitCalibrator):
+class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
     """Smooth, monotone calibration of scores by I-spline least squares (Wu et al. 2012).
 
     The calibrated probability is ``f(s) = alpha_0 + sum_i alpha_i I_i(s)`` with I-splines
@@ -217,7 +218,7 @@ class ISplineCalibrator(RefitCalibrator):
         }
 
     # ------------------------------------------------------------------ fitted map
-    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream")
+    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream", "_glm_cache")
 
     def _init_map_state(self) -> None:
         super()._init_map_state()

@@ -1,0 +1,276 @@
+"""The river face of ISplineCalibrator at its exact default (``streamcal.spline._river``).
+
+``learn_one`` keeps the checked event; the next ``predict_proba_one`` learns it and predicts in
+one compiled call, and the map stays in the loop's state until something reads it. Checked
+here: every reader called anywhere between the river face's calls sees what the generic methods
+(which defer nothing) give, bit for bit, and the loop continues with the same bits; a river
+loop equals ``prequential``; a rejected call raises and changes nothing; threads lose nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamcal import ISplineCalibrator
+from streamcal._streaming import StreamingCalibrator
+from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
+
+WINDOWS = {
+    "unbounded": Unbounded,
+    "count 9": lambda: CountWindow(9),
+    "count 60": lambda: CountWindow(60),
+    "decay 6 events": lambda: Decay(6.0),
+    "time 15": lambda: TimeWindow(15.0),
+}
+
+
+class GenericISplineCalibrator(ISplineCalibrator):
+    """ISplineCalibrator with the generic river methods of the base class (nothing deferred)."""
+
+    learn_one = StreamingCalibrator.learn_one
+    predict_proba_one = StreamingCalibrator.predict_proba_one
+
+
+def _long(n, seed):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(-1.0, 1.5, n)
+    return 1 / (1 + np.exp(-z)), rng.uniform(size=n) < 1 / (1 + np.exp(-(0.8 * z - 1.0)))
+
+
+READERS = (
+    "pair",
+    "pair",
+    "pair",
+    "learn",
+    "learn",
+    "predict",
+    "predict",
+    "predict_one",
+    "llr",
+    "array",
+    "coef",
+    "refits",
+    "strength",
+    "row",
+    "n_learned",
+    "state",
+    "copy",
+    "pickle",
+    "update",
+    "int label",
+    "zero weight",
+)
+
+
+def _apply(cal, op, s, label, extra):
+    """Run ``op`` on ``cal``; returns ``(cal, result)`` (a copy replaces ``cal``)."""
+    x = {"score": s}
+    if op == "pair":
+        p = cal.predict_proba_one(x)
+        cal.learn_one(x, label)
+        return cal, p
+    if op == "learn":
+        return cal, cal.learn_one(x, label)
+    if op == "zero weight":
+        return cal, cal.learn_one(x, label, w=0.0)
+    if op == "predict":
+        return cal, cal.predict_proba_one(x)
+    if op == "predict_one":
+        return cal, cal.predict_one(x)
+    if op == "llr":
+        return cal, cal.predict_llr_one(x)
+    if op == "array":
+        return cal, (cal.predict_proba(extra).tolist(), cal.predict_llr(extra).tolist())
+    if op == "coef":
+        knots, coef = cal.knots_, cal.coef_
+        return cal, (None if knots is None else knots.tolist(), None if coef is None else coef.tolist())
+    if op == "refits":
+        return cal, cal.exact_refits
+    if op == "strength":
+        return cal, cal.prior_strength
+    if op == "row":
+        row = cal.window_histogram.row()
+        return cal, (row.pos.tolist(), row.neg.tolist())
+    if op == "n_learned":
+        return cal, (cal.n_learned, cal.window_weight)
+    if op == "state":
+        return cal, _state_values(cal)
+    if op == "copy":
+        return copy.deepcopy(cal), None
+    if op == "pickle":
+        return pickle.loads(pickle.dumps(cal)), None
+    if op == "update":
+        return cal.update(extra[:2], [label, not label]), None
+    cal.learn_one(x, int(label), w=1)  # "int label": the generic path, right after kept events
+    return cal, None
+
+
+def _state_values(cal):
+    """The saved state as comparable values (arrays as lists, parameter objects by their repr)."""
+    out = {}
+    for k, v in cal.__getstate__().items():
+        if isinstance(v, np.ndarray):
+            out[k] = v.tolist()
+        elif v is None or isinstance(v, (bool, int, float, str)):
+            out[k] = v
+        else:
+            out[k] = repr(v)
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(sorted(set(WINDOWS) - {"time 15"})),
+    st.sampled_from(["auto", None]),
+    st.sampled_from([None, 2]),
+    st.lists(st.sampled_from(READERS), min_size=1, max_size=60),
+)
+def test_deferred_river_face_equals_the_generic_methods_around_every_reader(seed, window, prior, n_knots, ops):
+    scores, labels = _long(400, seed % 1000)
+    rng = np.random.default_rng(seed)
+    inline = ISplineCalibrator(window=WINDOWS[window](), prior=prior, n_knots=n_knots)
+    plain = GenericISplineCalibrator(window=WINDOWS[window](), prior=prior, n_knots=n_knots)
+    for i in range(120):  # past the first fits: the deferred path is on where the loop serves
+        for cal in (inline, plain):
+            cal.predict_proba_one({"score": float(scores[i])})
+            cal.learn_one({"score": float(scores[i])}, bool(labels[i]))
+    for k, op in enumerate(ops):
+        i = 120 + k
+        s, label = float(scores[i]), bool(labels[i])
+        extra = rng.uniform(0.0, 1.0, 3)
+        inline, got = _apply(inline, op, s, label, extra)
+        plain, want = _apply(plain, op, s, label, extra)
+        assert got == want, (k, op)
+    assert _state_values(inline) == _state_values(plain)
+    probe = {"score": 0.3}
+    assert inline.predict_proba_one(probe) == plain.predict_proba_one(probe)
+
+
+@pytest.mark.parametrize("window", sorted(WINDOWS))
+@pytest.mark.parametrize("prior", ["auto", None])
+def test_river_loop_equals_prequential_and_the_generic_methods(window, prior):
+    scores, labels = _long(1500, 7)
+    weights = np.random.default_rng(7).choice([0.0, 0.5, 1.0, 1.0, 2.0], scores.size)
+    times = np.arange(scores.size, dtype=float)
+    ref = ISplineCalibrator(window=WINDOWS[window](), prior=prior)
+    want_p, _ = ref.prequential(
+        scores, labels, weights=weights, times=times if ref.window_histogram.uses_times else None
+    )
+    faces = {}
+    for cls in (ISplineCalibrator, GenericISplineCalibrator):
+        cal = cls(window=WINDOWS[window](), prior=prior)
+        uses_times = cal.window_histogram.uses_times
+        out = np.empty(scores.size)
+        for i in range(scores.size):
+            x = {"score": float(scores[i])}
+            out[i] = cal.predict_proba_one(x)[True]
+            cal.learn_one(x, bool(labels[i]), w=float(weights[i]), t=float(times[i]) if uses_times else None)
+        faces[cls] = (out, _state_values(cal))
+    np.testing.assert_array_equal(faces[ISplineCalibrator][0], faces[GenericISplineCalibrator][0])
+    assert faces[ISplineCalibrator][1] == faces[GenericISplineCalibrator][1]
+    # prequential equals the river loop bit for bit but where the score prior holds weight (its
+    # 64-event chunks of full refits): within 1e-9 there
+    np.testing.assert_allclose(faces[ISplineCalibrator][0], want_p, rtol=0.0, atol=1e-9)
+    if prior is None:
+        np.testing.assert_array_equal(faces[ISplineCalibrator][0], want_p)
+
+
+def test_the_deferred_path_runs_on_the_default_stream():
+    # not vacuous: past the prior's first events the river face keeps its labels for the next
+    # prediction's one compiled call
+    scores, labels = _long(3000, 2)
+    cal = ISplineCalibrator()
+    cal.prequential(scores[:2000], labels[:2000])
+    kept = 0
+    for i in range(2000, 3000):
+        x = {"score": float(scores[i])}
+        cal.predict_proba_one(x)
+        cal.learn_one(x, bool(labels[i]))
+        kept += cal._glm_cache is not None and cal._glm_cache.pending[0] >= 0
+    assert kept > 900
+    assert cal.n_learned == 3000  # a reader settles the kept event
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "w", "match"),
+    [
+        ({"score": 0.3}, True, -1.0, "w"),
+        ({"score": 0.3}, True, float("nan"), "w"),
+        ({"score": 0.3}, 2, 1.0, "y"),
+        ({"score": 1.5}, True, 1.0, "score"),
+        ({"a": 0.3, "b": 0.4}, True, 1.0, "score"),
+    ],
+)
+def test_a_rejected_call_raises_and_changes_nothing(x, y, w, match):
+    scores, labels = _long(400, 3)
+    cal = ISplineCalibrator(window=100, prior=None)
+    plain = GenericISplineCalibrator(window=100, prior=None)  # the same calls, nothing deferred
+    for i in range(400):
+        for c in (cal, plain):
+            c.predict_proba_one({"score": float(scores[i])})
+            c.learn_one({"score": float(scores[i])}, bool(labels[i]))
+    assert cal._glm_cache.pending[0] >= 0  # an event kept when the call comes
+    for c in (cal, plain):
+        with pytest.raises((ValueError, TypeError), match=match):
+            c.learn_one(x, y, w=w)
+        if match == "score":
+            with pytest.raises((ValueError, TypeError), match=match):
+                c.predict_proba_one(x)
+    assert _state_values(cal) == _state_values(plain)
+    assert cal.n_learned == 400  # the kept event learned, the rejected one not
+    probe = {"score": 0.2}
+    assert cal.predict_proba_one(probe) == plain.predict_proba_one(probe)
+
+
+def test_deferred_river_face_under_threads():
+    # two river-face loops, an array learner and a reader on one calibrator: nothing lost, the
+    # histogram the serial run's (an unbounded window does not depend on the order), and the
+    # map the one a refit of that histogram gives
+    scores, labels = _long(6000, 4)
+    cal = ISplineCalibrator(prior=None)
+    cal.update(scores[:500], labels[:500])
+    cal.predict_proba_one({"score": 0.5})
+    errors = []
+
+    def river(part):
+        def job():
+            try:
+                for i in range(500 + part, 5000, 2):
+                    x = {"score": float(scores[i])}
+                    p = cal.predict_proba_one(x)[True]
+                    assert 0.0 <= p <= 1.0
+                    cal.learn_one(x, bool(labels[i]))
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        return job
+
+    def array_job():
+        try:
+            for lo in range(5000, 6000, 100):
+                cal.update(scores[lo : lo + 100], labels[lo : lo + 100])
+                assert cal.n_learned <= 6000
+                cal.knots_
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=job) for job in (river(0), river(1), array_job)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    serial = ISplineCalibrator(prior=None).update(scores, labels)
+    assert cal.n_learned == 6000
+    for got, want in zip(cal.histogram()[1:], serial.histogram()[1:], strict=True):
+        np.testing.assert_array_equal(got, want)
+    probe = np.linspace(0.01, 0.99, 7)
+    np.testing.assert_allclose(cal.predict_proba(probe), serial.predict_proba(probe), rtol=0.0, atol=1e-9)
