@@ -9,6 +9,7 @@ loop equals ``prequential``; a rejected call raises and changes nothing; threads
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import pickle
 import threading
@@ -18,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import streamcal.spline._river as river_face
 from streamcal import ISplineCalibrator
 from streamcal._streaming import StreamingCalibrator
 from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
@@ -36,6 +38,23 @@ class GenericISplineCalibrator(ISplineCalibrator):
 
     learn_one = StreamingCalibrator.learn_one
     predict_proba_one = StreamingCalibrator.predict_proba_one
+
+
+@contextlib.contextmanager
+def _pair_calls():
+    """Counts the river face's one-call pairs (a prediction that learns the kept event)."""
+    real = river_face.entry_call
+    count = [0]
+
+    def counting(name, kernel, args):
+        count[0] += name == "ispline_pair"
+        return real(name, kernel, args)
+
+    river_face.entry_call = counting
+    try:
+        yield count
+    finally:
+        river_face.entry_call = real
 
 
 def _long(n, seed):
@@ -189,13 +208,12 @@ def test_the_deferred_path_runs_on_the_default_stream():
     scores, labels = _long(3000, 2)
     cal = ISplineCalibrator()
     cal.prequential(scores[:2000], labels[:2000])
-    kept = 0
-    for i in range(2000, 3000):
-        x = {"score": float(scores[i])}
-        cal.predict_proba_one(x)
-        cal.learn_one(x, bool(labels[i]))
-        kept += cal._glm_cache is not None and cal._glm_cache.pending[0] >= 0
-    assert kept > 900
+    with _pair_calls() as pairs:  # a prediction that learns the kept event in the same call
+        for i in range(2000, 3000):
+            x = {"score": float(scores[i])}
+            cal.predict_proba_one(x)
+            cal.learn_one(x, bool(labels[i]))
+    assert pairs[0] > 900
     assert cal.n_learned == 3000  # a reader settles the kept event
 
 
@@ -214,10 +232,12 @@ def test_a_rejected_call_raises_and_changes_nothing(x, y, w, match):
     cal = ISplineCalibrator(window=100, prior=None)
     plain = GenericISplineCalibrator(window=100, prior=None)  # the same calls, nothing deferred
     for i in range(400):
+        with _pair_calls() as pairs:
+            for c in (cal, plain):
+                c.predict_proba_one({"score": float(scores[i])})
         for c in (cal, plain):
-            c.predict_proba_one({"score": float(scores[i])})
             c.learn_one({"score": float(scores[i])}, bool(labels[i]))
-    assert cal._glm_cache.pending[0] >= 0  # an event kept when the call comes
+    assert pairs[0] == 1  # the face keeps each learned event for the next prediction: one is kept now
     for c in (cal, plain):
         with pytest.raises((ValueError, TypeError), match=match):
             c.learn_one(x, y, w=w)
