@@ -84,19 +84,12 @@ class RiverLock(SectionLock):
         self.rlock.release()
 
 
-class GLMRiverFace:
-    """Mixin: the inline river face of ``_HistogramGLMCalibrator`` (see the module notes).
+class DeferredRiverFace:
+    """Mixin: a calibrator whose river face defers work to the next call, kept in ``_glm_cache``
+    (an object with ``live``; None until the face goes live) and settled by the calibrator's
+    :class:`RiverLock` (through its ``_river_settle``) before any other reader of the state."""
 
-    It relies on the calibrator's ``_glm_cache`` (None until the compiled refit's arrays exist;
-    ``river_learn``: the window needs no event times; ``learn_tail``: the learn kernel's
-    arguments after the event; ``river_tail``: the one-call kernel's; ``cuts``: the layout's
-    interior cuts; ``river_ready``: Platt's one-call refit can serve; ``live`` and ``pending``:
-    the deferred work), on ``_glm_state_in`` and ``_river_scalars_out`` (the map's scalars into
-    and out of the compiled fit's array), on ``_river_proba`` and on ``_generic_proba_of`` (the
-    generic engine's served probability, with the full refit).
-    """
-
-    _glm_cache = None  # the compiled refit's arrays (``_glm_arrays``); an instance's own once built
+    _glm_cache = None  # the face's deferred state; an instance's own once built, never saved
 
     def _init_lock(self) -> None:
         self._lock = RiverLock(self)
@@ -107,6 +100,19 @@ class GLMRiverFace:
         for inspection: its ``row()``, ``ring()``, ``layout`` and counters. Read it, never change it."""
         with self._lock:  # the river face's kept event learned first
             return self._hist
+
+
+class GLMRiverFace(DeferredRiverFace):
+    """Mixin: the inline river face of ``_HistogramGLMCalibrator`` (see the module notes).
+
+    It relies on the calibrator's ``_glm_cache`` (None until the compiled refit's arrays exist;
+    ``river_learn``: the window needs no event times; ``learn_tail``: the learn kernel's
+    arguments after the event; ``river_tail``: the one-call kernel's; ``cuts``: the layout's
+    interior cuts; ``river_ready``: Platt's one-call refit can serve; ``live`` and ``pending``:
+    the deferred work), on ``_glm_state_in`` and ``_river_scalars_out`` (the map's scalars into
+    and out of the compiled fit's array), on ``_river_proba`` and on ``_generic_proba_of`` (the
+    generic engine's served probability, with the full refit).
+    """
 
     def _river_settle(self, a) -> None:
         """The deferred work done: the kept event learned, the scalars written back (under the lock)."""

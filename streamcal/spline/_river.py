@@ -25,7 +25,7 @@ from streamcal._kernels import ispline_stream as _ks
 from streamcal._refit import RefitCalibrator
 from streamcal._streaming import OP_LEARN, StreamingCalibrator
 from streamcal.buckets import bucket_of_score
-from streamcal.gev._river import RiverLock, entry_call
+from streamcal.gev._river import DeferredRiverFace, entry_call
 
 __all__ = ["ISplineRiverFace"]
 
@@ -48,25 +48,13 @@ class RiverState:
         self.stale = False
 
 
-class ISplineRiverFace:
+class ISplineRiverFace(DeferredRiverFace):
     """Mixin: the river face of ``ISplineCalibrator`` (see the module notes).
 
     It relies on the calibrator's compiled loop (``_loop_serves``, ``_stream_ready``, ``_stream``,
     ``_river_step``, ``_stream_publish``) and keeps its deferred work in ``_glm_cache`` (the name
     :class:`streamcal.gev._river.RiverLock` reads; None until the face goes live).
     """
-
-    _glm_cache = None  # a RiverState once the face has gone live; not saved (a cache)
-
-    def _init_lock(self) -> None:
-        self._lock = RiverLock(self)
-
-    @property
-    def window_histogram(self):
-        """The windowed histogram this calibrator learns (:class:`streamcal._histogram.WindowedHistogram`),
-        for inspection: its ``row()``, ``ring()``, ``layout`` and counters. Read it, never change it."""
-        with self._lock:  # the river face's kept event learned first
-            return self._hist
 
     def _go_live(self):
         """The river state, live, when the compiled loop can serve the face; else None (under the lock)."""
