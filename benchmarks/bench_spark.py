@@ -199,13 +199,17 @@ def quality(events: int, batch: int, strengths: list[float], seed: int = 0) -> N
 
 def processor_at(rev: str):
     """The ``KeyedCalibrationProcessor`` class of ``streamcal/spark/_processor.py`` at git revision
-    ``rev`` (read with ``git show``, run on today's streamcal)."""
-    source = subprocess.run(
-        ["git", "show", f"{rev}:streamcal/spark/_processor.py"], check=True, capture_output=True, text=True
-    ).stdout
-    module = types.ModuleType(f"processor_at_{rev}")
-    exec(compile(source, f"{rev}:streamcal/spark/_processor.py", "exec"), module.__dict__)
-    return module.KeyedCalibrationProcessor
+    ``rev``, with that revision's ``_rows.py`` (read with ``git show``, run on today's streamcal)."""
+    modules = {}
+    for name in ("_rows", "_processor"):
+        path = f"streamcal/spark/{name}.py"
+        source = subprocess.run(["git", "show", f"{rev}:{path}"], check=True, capture_output=True, text=True).stdout
+        module = types.ModuleType(f"{name}_at_{rev}")
+        exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)
+        modules[name] = module
+    for name in ("OUTPUT_COLUMNS", "KeyState", "run_rows"):  # the processor's imports from _rows
+        setattr(modules["_processor"], name, getattr(modules["_rows"], name))
+    return modules["_processor"].KeyedCalibrationProcessor
 
 
 def tws_cpu(args, template) -> None:
@@ -236,6 +240,10 @@ def tws_cpu(args, template) -> None:
         alone = "keys on their own"  # this code at prior_strength=0, for scale (other outputs)
         versions[alone] = KeyedCalibrationProcessor
         testers[alone] = TwsTester(KeyedCalibrationProcessor(template))
+        alone_old = f"on their own, code at {args.old}"
+        if args.old:
+            versions[alone_old] = versions[f"code at {args.old}"]
+            testers[alone_old] = TwsTester(versions[alone_old](template))
         cpu = {name: [] for name in versions}
         merges = {name: [] for name in versions}  # the sink's merge of the partial maps (driver)
         print(f"TwsTester, pooled (prior_strength={DEFAULT_STRENGTH:g}), {keys:,} Zipf keys, {len(tables)} "
@@ -249,7 +257,7 @@ def tws_cpu(args, template) -> None:
                 "time": np.nan, "order": frame["seq"].to_numpy(np.float64), "batch_ms": 1000 * (b + 1),
             })
             parts = [(shard, rows[shards == shard].reset_index(drop=True)) for shard in range(args.shards)]
-            outputs = {}
+            outputs, outputs_alone = {}, {}
             names = list(versions) if b % 2 == 0 else list(versions)[::-1]
             for name in names:
                 tester = testers[name]
@@ -257,17 +265,22 @@ def tws_cpu(args, template) -> None:
                 got = [tester.testInPandas(shard, part) for shard, part in parts if len(part)]
                 cpu[name].append(time.process_time() - start)
                 out = pd.concat(got, ignore_index=True)
-                if name == alone:
+                if name in (alone, alone_old):
+                    outputs_alone[name] = out
                     continue
                 partial = out[out["status"] == "partial"]
                 start = time.process_time()
                 merge_partials(dirs[name], 1000 * (b + 1), b, [(int(r.event_id), r.partial) for r in partial.itertuples()])
                 merges[name].append(time.process_time() - start)
                 outputs[name] = out[out["status"] != "partial"]  # both emit the rows in the same order
-            if len(outputs) > 1:
-                first, *rest = outputs.values()
+            for group in (outputs, outputs_alone):
+                if len(group) < 2:
+                    continue
+                first, *rest = group.values()
                 for other in rest:
-                    same = np.array_equal(first["proba"].to_numpy(), other["proba"].to_numpy(), equal_nan=True)
+                    same = all(
+                        np.array_equal(first[c].to_numpy(), other[c].to_numpy(), equal_nan=True) for c in ("proba", "llr")
+                    ) and first["status"].tolist() == other["status"].tolist()
                     if not same:
                         msg = f"micro-batch {b}: the two processors' outputs differ"
                         raise AssertionError(msg)
@@ -280,8 +293,10 @@ def tws_cpu(args, template) -> None:
               f"{np.median(merges['this code'][1:]):.3f} s of CPU per micro-batch")
         if args.old:
             new, old = (np.array(cpu[name][1:]) for name in list(versions)[:2])
-            print(f"ratio this code / code at {args.old} (median of the micro-batches after the first): "
-                  f"{np.median(new / old):.3f}; outputs equal: yes")
+            new_alone, old_alone = (np.array(cpu[name][1:]) for name in (alone, alone_old))
+            print(f"ratio this code / code at {args.old} (median of the micro-batches after the first): pooled "
+                  f"{np.median(new / old):.3f}, keys on their own {np.median(new_alone / old_alone):.3f}; "
+                  "outputs equal: yes")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -378,7 +378,13 @@ def replace_global(obj, source, keyed_class) -> None:
         raise ValueError(msg) from None
     # the copy shares this calibrator's bucket layout (built once, never changed; equal edges)
     mine, theirs = obj._global.window_histogram.layout, glob.window_histogram.layout
-    memo = {id(theirs): mine} if np.array_equal(mine.edges, theirs.edges) else {}
+    memo = {}
+    if np.array_equal(mine.edges, theirs.edges):
+        # the layout and its parts, which a calibrator's state also names on their own (its cuts
+        # and centres as lists, a Python object per bucket to copy otherwise)
+        memo = {id(theirs): mine}
+        for name in ("edges", "cuts", "cuts_list", "guide", "centres", "centres_list"):
+            memo[id(getattr(theirs, name))] = getattr(mine, name)
     if keyed:
         with source._lock:
             adopted = {name: copy.deepcopy(getattr(source, name), memo) for name in obj._GLOBAL_STATE}

@@ -19,6 +19,8 @@ import threading
 
 __all__ = ["LockedState", "SectionLock", "locked"]
 
+_PLAIN = frozenset({int, float, bool, str, type(None)})  # immutable values: a copy may share them
+
 
 class SectionLock:
     """Base of the calibrators' own locks (``acquire``/``release`` theirs): usable in ``with``."""
@@ -85,7 +87,13 @@ class LockedState:
             cls = type(self)
             new = cls.__new__(cls)
             memo[id(self)] = new
-            new.__setstate__(copy.deepcopy(self.__getstate__(), memo))
+            state = self.__getstate__()
+            for value in state.values():
+                # a list of numbers (a layout's cuts and centres, a bucket per element) copied in
+                # one C call: its elements are immutable, so the copy is as deep as deepcopy's
+                if type(value) is list and id(value) not in memo and _PLAIN.issuperset(map(type, value)):
+                    memo[id(value)] = value.copy()
+            new.__setstate__(copy.deepcopy(state, memo))
         return new
 
     def __reduce_ex__(self, protocol):

@@ -122,6 +122,9 @@ def _is_tagged(key: str) -> bool:
 
 
 # mutable containers whose identity is kept when they are reachable twice
+_SCALAR_TYPES = frozenset({int, float, bool, str, type(None)})
+_AS_IS_TYPES = frozenset({int, bool, str, type(None)})  # values ``_Encoder.encode`` returns unchanged
+_FLOAT_ONLY = {float}
 _CONTAINERS = frozenset(
     {
         list,
@@ -166,8 +169,8 @@ class _Encoder:
                 seen.add(id(value))
                 if t in (dict, collections.OrderedDict, collections.Counter, collections.defaultdict):
                     stack.extend(value.values())
-                elif t is not np.ndarray:
-                    stack.extend(value)
+                elif t is not np.ndarray and not (t is list and _SCALAR_TYPES.issuperset(map(type, value))):
+                    stack.extend(value)  # (a list of plain scalars, e.g. bucket cuts, holds nothing to mark)
             elif t is tuple:
                 stack.extend(value)
             elif hasattr(value, "__dict__") and (_is_streamcal(t) or _is_river_estimator(t)):
@@ -210,10 +213,13 @@ class _Encoder:
             self.arrays[name] = np.asarray(value)
             return {"__npscalar__": name}
         if t is list:
-            if len(value) >= 8 and all(type(v) is float for v in value):  # e.g. bucket cuts kept as a list
+            types = set(map(type, value))
+            if len(value) >= 8 and types == _FLOAT_ONLY:  # e.g. bucket cuts kept as a list
                 name = f"a{len(self.arrays)}"
                 self.arrays[name] = np.array(value, dtype=np.float64)
                 return {"__floatlist__": name}
+            if _AS_IS_TYPES.issuperset(types):  # e.g. a keyed calibrator's keys: each element encodes as itself
+                return list(value)
             return [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
         if t is tuple:
             return {"__tuple__": [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]}
@@ -619,11 +625,13 @@ def _resolve_class(qualname: str, *, allow_builtins: bool = False) -> type:
 
 
 # ---------------------------------------------------------------------------------------- the file
-def to_bytes(obj, *, allow_pickle: bool = True) -> bytes:
+def to_bytes(obj, *, allow_pickle: bool = True, compress: bool = True) -> bytes:
     """The state file of ``obj`` as bytes (what :func:`save` writes).
 
     Useful to keep checkpoints in a key-value store or a message; read back with
-    :func:`from_bytes`.
+    :func:`from_bytes`. ``compress=False`` stores the members without deflating them: the same
+    file, larger and several times faster to write, for a store that compresses what it keeps
+    (Spark's state store does, with LZ4).
     """
     from streamcal import __version__
 
@@ -657,11 +665,12 @@ def to_bytes(obj, *, allow_pickle: bool = True) -> bytes:
     }
     text = json.dumps(manifest, allow_nan=False, separators=(",", ":"), sort_keys=False)
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+    how = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    with zipfile.ZipFile(buf, "w", compression=how, compresslevel=1 if compress else None) as zf:
         for name, data in [(_MANIFEST, text.encode("utf-8")), *members.items()]:
             info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
             info.external_attr = 0o644 << 16
-            zf.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
+            zf.writestr(info, data, compress_type=how, compresslevel=1 if compress else None)
     return buf.getvalue()
 
 

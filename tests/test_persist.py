@@ -647,3 +647,42 @@ def test_every_savable_streamcal_class_checks_its_restored_state():
             continue
         unchecked.append(f"{cls.__module__}.{cls.__qualname__}")
     assert not unchecked, unchecked
+
+
+def test_members_are_deflated_or_stored_as_asked_and_load_the_same():
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, 40, 3_000)
+    s = rng.uniform(size=keys.size)
+    y = rng.uniform(size=keys.size) < s
+    from streamcal import KeyedCalibrator
+
+    cal = KeyedCalibrator(PAVCalibrator(prior=None), prior_strength=0)
+    cal.update(keys, s, y)
+    deflated, stored = persist.to_bytes(cal), persist.to_bytes(cal, compress=False)
+    kinds = {
+        data: {info.compress_type for info in zipfile.ZipFile(io.BytesIO(data)).infolist()}
+        for data in (deflated, stored)
+    }
+    assert kinds[deflated] == {zipfile.ZIP_DEFLATED}
+    assert kinds[stored] == {zipfile.ZIP_STORED}
+    assert len(stored) > 2 * len(deflated)
+    probe = rng.uniform(size=50)
+    want = cal.predict_proba(keys[:50], probe)
+    for data in (deflated, stored):
+        back = persist.from_bytes(data)
+        assert back.keys() == cal.keys()
+        np.testing.assert_array_equal(back.predict_proba(keys[:50], probe), want)
+        assert persist.to_bytes(back, compress=False) == stored  # the same state, member for member
+
+
+def test_lists_of_plain_values_are_written_as_they_are():
+    values = [3, "a", None, True, -7, "b", 0, 12, False]
+    enc = persist._Encoder(allow_pickle=False)
+    enc.find_shared(values)
+    assert enc.encode(values, "x") == values
+    nested = [[1.0] * 8, [1, 2], {"k": [None, "z"]}]
+    enc = persist._Encoder(allow_pickle=False)
+    enc.find_shared(nested)
+    encoded = enc.encode(nested, "x")
+    assert encoded[0] == {"__floatlist__": "a0"}
+    assert encoded[1:] == [[1, 2], {"k": [None, "z"]}]

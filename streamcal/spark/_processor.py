@@ -168,7 +168,8 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         columns = [list(c) for c in zip(*pending, strict=True)] if pending else [[], [], [], [], []]
         self.state.update(
             (
-                to_bytes(engine, allow_pickle=False) if engine.n_keys else None,
+                # stored, not deflated: the state store compresses what it keeps (LZ4 by default)
+                to_bytes(engine, allow_pickle=False, compress=False) if engine.n_keys else None,
                 list(states),
                 [state.number for state in states.values()],
                 [state.n_learned for state in states.values()],
@@ -188,7 +189,7 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         now_ms = timerValues.getCurrentProcessingTimeInMs()
         engine, states = self._load()
-        names = frame["key"].dropna().unique()
+        names = frame["key"].dropna().unique().tolist()
         number = max((state.number for state in states.values()), default=-1)
         for name in names:
             if name not in states:

@@ -59,21 +59,23 @@ class KeyState:
         self.pending = Pending() if pending is None else pending
 
 
-def _errors(key_is_null: np.ndarray, ids: np.ndarray, s: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Why each row cannot be used (the first reason that applies), or None."""
+def _errors(key_is_null: np.ndarray, no_id: np.ndarray, s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Why each row cannot be used (the first reason that applies), or None; and whether it can."""
     no_score, no_label = np.isnan(s), np.isnan(y)
     checks = [
         (key_is_null, lambda i: "the key is null"),
         (~no_score & ~np.isfinite(s), lambda i: f"score must be finite; got {float(s[i])!r}"),
         (~no_label & (y != 0.0) & (y != 1.0), lambda i: f"label must be 0 or 1; got {float(y[i])!r}"),
         (no_score & no_label, lambda i: "the row has neither a score nor a label (a NaN score counts as none)"),
-        (no_score & pd.isna(ids), lambda i: "a label row without score needs an event id to find its score"),
+        (no_score & no_id, lambda i: "a label row without score needs an event id to find its score"),
     ]
     errors = np.full(s.size, None, dtype=object)
+    unset = np.ones(s.size, dtype=bool)
     for mask, reason in checks:
-        for i in np.flatnonzero(mask & pd.isna(errors)):
+        for i in np.flatnonzero(mask & unset):
             errors[i] = reason(i)
-    return errors
+            unset[i] = False
+    return errors, unset
 
 
 def run_rows(template, engine, frame: pd.DataFrame, states: dict, *, remember: bool, max_pending: int):
@@ -99,16 +101,17 @@ def run_rows(template, engine, frame: pd.DataFrame, states: dict, *, remember: b
     s = frame["score"].to_numpy(dtype=np.float64, na_value=np.nan)
     y = frame["label"].to_numpy(dtype=np.float64, na_value=np.nan)
     t = frame["time"].to_numpy(dtype=np.float64, na_value=np.nan)
-    null_key = pd.isna(keys)
-    codes, uniques = pd.factorize(keys)  # -1 for a null key
+    # the columns' own null tests and codes (for Arrow-backed strings, without a Python object per row)
+    null_key, no_id = frame["key"].isna().to_numpy(), frame["event_id"].isna().to_numpy()
+    codes, uniques = frame["key"].factorize()  # -1 for a null key
+    uniques = uniques.tolist()
     touched = [states[key] for key in uniques]
-    errors = _errors(null_key, ids, s, y)
-    ok = pd.isna(errors)
+    errors, ok = _errors(null_key, no_id, s, y)
     has_score = ok & ~np.isnan(s)
     both = has_score & ~np.isnan(y)
     label_only = ok & np.isnan(s)
     score, time, joined = s.copy(), t.copy(), np.zeros(s.size, dtype=bool)
-    waits = has_score & ~both & ~pd.isna(ids) if remember else np.zeros(s.size, dtype=bool)
+    waits = has_score & ~both & ~no_id if remember else np.zeros(s.size, dtype=bool)
     orders = frame["order"].to_numpy(dtype=np.float64, na_value=np.nan)
     for i in np.flatnonzero(waits | label_only):  # in order: a label may join a score of this batch
         rows = touched[codes[i]].pending.rows
@@ -139,9 +142,10 @@ def run_rows(template, engine, frame: pd.DataFrame, states: dict, *, remember: b
         taught = (score[op_row][op_learn], labels[op_learn], None if times is None else times[op_learn])
         # a key with no state yet answers as a fresh calibrator until its first learn (the engine's
         # global map, which has learned the other keys' events, would answer it otherwise)
-        learned_before = pd.Series(op_learn).groupby(op_code).cumsum().to_numpy() - op_learn
-        fresh = ~op_learn & ~has_state[op_code] & (learned_before == 0)
-        if fresh.any() and engine.prior_strength == 0:  # pooled keys answer from the global map
+        fresh = ~op_learn & ~has_state[op_code]
+        if engine.prior_strength == 0 and fresh.any():  # pooled keys answer from the global map
+            learned_before = pd.Series(op_learn).groupby(op_code).cumsum().to_numpy() - op_learn
+            fresh &= learned_before == 0
             cold = template.clone()
             op_proba[fresh], op_llr[fresh] = (
                 cold.predict_proba(score[op_row][fresh]),
@@ -152,7 +156,7 @@ def run_rows(template, engine, frame: pd.DataFrame, states: dict, *, remember: b
     dropped = []
     for code, state in enumerate(touched):
         state.n_learned += int(learned[code])
-        if len(state.pending) > max_pending:
+        if len(state.pending.rows) > max_pending:
             dropped.extend((uniques[code], *row) for row in state.pending.drop_oldest(max_pending))
 
     unmatched = label_only & ~joined
@@ -161,7 +165,7 @@ def run_rows(template, engine, frame: pd.DataFrame, states: dict, *, remember: b
         [~ok, both, has_score, joined], ["rejected", "scored_learned", "scored", "learned"], default="unmatched"
     )
     n_learned = np.array([state.n_learned for state in touched] + [0], dtype=np.int64)
-    n_pending = np.array([len(state.pending) for state in touched] + [0], dtype=np.int64)
+    n_pending = np.array([len(state.pending.rows) for state in touched] + [0], dtype=np.int64)
     out = {
         "key": keys,
         "event_id": ids,
