@@ -496,6 +496,26 @@ def test_keyed_batch_equals_a_loop_and_finds_the_bad_key(rng):
     assert batch.first_alarm_key == 2
 
 
+@pytest.mark.parametrize(
+    "prototype",
+    [MeanBiasCS(), MeanBiasCS(grid=[-0.5, 0.0, 0.5], max_bet=0.9, restart=True), IsotonicEProcess(buckets=16)],
+)
+def test_each_key_starts_as_a_fresh_monitor_at_its_share(rng, prototype):
+    from streamcal import persist
+
+    keys = rng.integers(0, 6, size=3_000)
+    p = rng.uniform(0.05, 0.5, size=keys.size)
+    y = (rng.uniform(size=keys.size) < np.where(keys == 4, 0.5 * p, p)).astype(float)
+    keyed = KeyedMonitor(prototype, alpha=0.05)
+    keyed.update_many(keys, y, p)
+    seen = keyed.keys()
+    assert sorted(seen) == list(range(6))
+    for key in seen:
+        alone = prototype.clone({"alpha": keyed.alpha_of(key)})
+        alone.update_many(y[keys == key], p[keys == key])
+        assert persist.to_bytes(keyed[key]) == persist.to_bytes(alone)  # the same state, bit for bit
+
+
 def test_keyed_refuses_a_key_beyond_n_keys_and_changes_nothing():
     keyed = KeyedMonitor(MeanBiasCS(), n_keys=2)
     keyed.update_many(["a", "b"], [1, 0], [0.5, 0.5])

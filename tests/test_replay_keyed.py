@@ -287,8 +287,6 @@ def test_unsupported_methods_and_options_are_refused_before_anything_is_written(
         replay(campaigns, "pav", group_col="key", buckets="quantile:64", output=out)
     with pytest.raises(ValueError, match=r"max_keys=10 needs a group column"):
         replay(campaigns, "pav", max_keys=10, output=out)
-    with pytest.raises(ValueError, match=r"`monitor` watches the whole stream"):
-        replay(campaigns, "pav", group_col="key", monitor=True, output=out)
     with pytest.raises(ValueError, match=r"prior_strength"):
         replay(campaigns, "pav", group_col="key", prior_strength=-1.0, output=out)
     with pytest.raises(ReplayInputError, match=r"the key column 'campaign' is missing.*--group-col|group_col"):
@@ -303,7 +301,6 @@ def test_unsupported_methods_and_options_are_refused_before_anything_is_written(
             ["--method", "venn-abers", "--group-col", "key"],
             "method 'venn-abers' (VennAbersCalibrator) cannot run keyed: keyed replay (--group-col) writes",
         ),
-        (["--group-col", "key", "--monitor"], "--monitor watches the whole stream"),
         (["--prior-strength", "5"], "--prior-strength 5.0 needs a group column; give it with --group-col NAME"),
     ):
         assert main(["replay", str(campaigns), "-o", str(out), "-q", *argv]) == 2
@@ -324,3 +321,43 @@ def test_command_line_prints_the_keyed_summary(tmp_path, campaigns, capsys):
     assert "largest keys:" in printed
     assert "100 keys held" in printed
     assert pq.read_table(out).column_names[-2:] == ["proba_pav", "llr_pav"]
+
+
+def test_monitors_watch_the_whole_stream_and_each_key(tmp_path, campaigns, capsys):
+    import pandas as pd
+
+    from streamcal.monitor import KeyedMonitor, MeanBiasCS
+
+    # ten keys; the score of key 3 states twice its rate, the others' are right
+    rng = np.random.default_rng(11)
+    keys = rng.integers(0, 10, size=30_000)
+    score = rng.uniform(0.02, 0.3, size=keys.size)
+    label = rng.uniform(size=keys.size) < np.where(keys == 3, 0.5 * score, score)
+    events = pd.DataFrame({"key": keys, "score": score, "label": label})
+    out = tmp_path / "out.parquet"
+    summary = replay(events, "pav", group_col="key", monitor=True, output=out, batch_size=3_000)
+    # the whole stream, as without keys
+    assert set(summary.alarms) == {"pav", "score"}
+    # each key on its own: the same as a keyed monitor run on the outputs in event order
+    table = pq.read_table(out)
+    y = table["label"].to_numpy().astype(float)
+    watched = summary.keyed["monitors"]
+    assert set(watched) == {"pav", "score"}
+    for name, p in (("pav", table["proba_pav"].to_numpy()), ("score", table["score"].to_numpy())):
+        reference = KeyedMonitor(MeanBiasCS(), alpha=0.05)
+        reference.update_many(table["key"].to_numpy(), y, p)
+        got = watched[name]["mean bias"]
+        assert got["keys_watched"] == len(reference.keys()) == 10
+        assert got["keys_flagged"] == len(reference.alarmed_keys())
+        if reference.first_alarm_at is None:
+            assert got["first"] is None
+        else:
+            assert got["first"]["event"] == reference.first_alarm_at - 1
+            assert got["first"]["key"] == reference.first_alarm_key
+    assert watched["score"]["mean bias"]["first"]["key"] == 3  # the one key whose score is wrong
+    assert watched["score"]["mean bias"]["keys_flagged"] == 1
+    text = summary.to_text()
+    assert "Per key (each key's mean bias on its own; alpha = 0.05 per stream over all keys" in text
+    assert "input score: mean bias: 1 of 10 keys flagged, the first 3 at event" in text
+    assert main(["replay", str(campaigns), "-q", "--group-col", "key", "--monitor", "--metrics", "none"]) == 0
+    assert "Per key (each key's mean bias on its own" in capsys.readouterr().out

@@ -42,6 +42,11 @@ class _Monitor(LockedState, metrics.base.BinaryMetric):
     # parameters' derived values a restored monitor must hold exactly as a fresh one does
     _DERIVED: tuple[str, ...] = ("_threshold",)
 
+    def _fresh_at(self, alpha: float):
+        """A fresh monitor of this one's parameters at level ``alpha`` (checked by the caller);
+        this one must be fresh itself (a keyed monitor makes one per key from a fresh clone)."""
+        return self.clone({"alpha": alpha})
+
     def _check_loaded_state(self) -> None:
         """Check a restored monitor (:mod:`streamcal.persist`) before a kernel reads it: the
         attributes of a fresh monitor with these parameters, of the same types; the values derived

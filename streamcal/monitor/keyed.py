@@ -54,6 +54,8 @@ class KeyedMonitor(LockedState):
     0.016666666666666666
     """
 
+    _UNSAVED = (*LockedState._UNSAVED, "_fresh")  # a cache: made again when first needed
+
     def __init__(self, monitor: _Monitor, alpha: float = 0.05, n_keys: int | None = None):
         if not isinstance(monitor, _Monitor):
             msg = f"`monitor` must be a streamcal.monitor monitor (IsotonicEProcess, MeanBiasCS); got {monitor!r}."
@@ -116,7 +118,10 @@ class KeyedMonitor(LockedState):
         monitor = self._monitors.get(key)
         if monitor is None:
             alpha = self._share(len(self._monitors) + 1)
-            monitor = self.monitor.clone({"alpha": alpha})
+            fresh = self.__dict__.get("_fresh")  # a fresh clone of the prototype, copied per key
+            if fresh is None:
+                fresh = self._fresh = self.monitor.clone()
+            monitor = fresh._fresh_at(alpha)
             self._monitors[key] = monitor
             self._alpha_of[key] = alpha
         return monitor

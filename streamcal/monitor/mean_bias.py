@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 
@@ -131,6 +132,25 @@ class MeanBiasCS(_Monitor):
         self._bounds = np.array([-1.0, float(g)])  # excluded: <= lo from below, >= hi from above
 
     _DERIVED = ("_threshold", "_grid", "_zero", "_scales", "_cap", "_log_term")
+
+    def _fresh_at(self, alpha: float):
+        # a copy of this fresh monitor with the values the constructor derives from ``alpha``:
+        # its arrays copied, its numbers shared, where a clone runs the constructor's checks and
+        # builds the grid again
+        new = type(self).__new__(type(self))
+        for name, value in vars(self).items():
+            if name == "_lock":
+                continue
+            if type(value) is np.ndarray:
+                value = value.copy()
+            elif not isinstance(value, (int, float, str, type(None))):
+                value = copy.deepcopy(value)  # a parameter given as a list, say
+            new.__dict__[name] = value
+        new._init_lock()
+        new.alpha = alpha
+        new._threshold = 1.0 / float(alpha)
+        new._log_term = 2.0 * math.log(2.0 / float(alpha))
+        return new
 
     def _check_loaded_wealth(self) -> None:
         from streamcal import _state_check as c

@@ -73,19 +73,13 @@ def keyed_calibrators(calibrators: dict, group_col, prior_strength, max_keys) ->
     return out
 
 
-def check_keyed_options(group_col, prior_strength, max_keys, monitor) -> None:
-    """Refuse the keyed options without ``group_col``, and ``monitor`` with it."""
+def check_keyed_options(group_col, prior_strength, max_keys) -> None:
+    """Refuse the keyed options without ``group_col``."""
     if group_col is None:
         for name, value in (("prior_strength", prior_strength), ("max_keys", max_keys)):
             if value is not None:
                 msg = f"{opt(name, value)} needs a group column; give it with {opt('group_col', 'NAME')}."
                 raise ValueError(msg)
-    elif monitor:
-        msg = (
-            f"{opt('monitor')} watches the whole stream and has no per-key form in replay yet; "
-            f"run it without {opt('group_col', group_col)}, or watch keys with streamcal.monitor.KeyedMonitor."
-        )
-        raise ValueError(msg)
 
 
 def keyed_step(cal, batch: EventBatch, ops, times):

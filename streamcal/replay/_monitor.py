@@ -6,30 +6,48 @@ an :class:`~streamcal.monitor.IsotonicEProcess` and a :class:`~streamcal.monitor
 level ``alpha``, each event with its label and the probability served for it, in event order.
 An alarm is reported at the event whose label raised it (its position and event time); in a
 live service it rises when that label arrives.
+
+In a keyed replay (``--group-col``) the same monitors watch the whole stream, every key's events
+together (if each key's probabilities are calibrated, so are all of them together), and a
+:class:`~streamcal.monitor.KeyedMonitor` of mean-bias sequences watches every key on its own, with
+the level spent over the keys as they appear (the ``k``-th key gets ``alpha / (k (k + 1))``): the
+chance that any key of a calibrated stream ever alarms stays at most ``alpha`` per stream.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from streamcal.monitor import IsotonicEProcess, MeanBiasCS
+from streamcal.monitor import IsotonicEProcess, KeyedMonitor, MeanBiasCS
 from streamcal.replay._batch import EventBatch
 
-__all__ = ["MONITORS", "MonitorSink", "mark_alarms"]
+__all__ = ["KEY_MONITORS", "MONITORS", "MonitorSink", "mark_alarms"]
 
 MONITORS = {"isotonic": IsotonicEProcess, "mean bias": MeanBiasCS}
+#: The monitors of each key on its own (keyed): calibration in the large, a few numbers per key.
+#: The isotonic test keeps a PAV state per key and needs more events than most keys hold to
+#: find a shape; it watches the whole stream.
+KEY_MONITORS = ("mean bias",)
 
 
 class MonitorSink:
     """The monitors of each method's output and of the input score; :meth:`alarms` reads them."""
 
-    def __init__(self, names: list[str], alpha: float = 0.05):
+    def __init__(self, names: list[str], alpha: float = 0.05, keyed: bool = False):
         self.names = list(names)
         self.alpha = alpha
         self.monitors = {
             name: {kind: make(alpha=alpha) for kind, make in MONITORS.items()} for name in [*names, "score"]
         }
         self.first = {name: dict.fromkeys(MONITORS) for name in self.monitors}  # (event, time) of the first alarm
+        # keyed: every key on its own, and (event, time, key) of the first key's alarm
+        self.per_key = None
+        if keyed:
+            self.per_key = {
+                name: {kind: KeyedMonitor(MONITORS[kind](), alpha=alpha) for kind in KEY_MONITORS}
+                for name in self.monitors
+            }
+        self.first_key = {name: dict.fromkeys(KEY_MONITORS) for name in self.monitors}
         self.watch_score = True
         self._n = 0
 
@@ -42,12 +60,41 @@ class MonitorSink:
         for name, p in streams.items():
             for kind, monitor in self.monitors[name].items():
                 monitor.update_many(batch.y, p)
-                at = monitor.first_alarm_at
-                if at is not None and self.first[name][kind] is None:
-                    i = at - 1 - self._n  # its position in this batch
-                    when = None if batch.t is None else float(batch.t[i])
-                    self.first[name][kind] = (at - 1, when)
+                if monitor.first_alarm_at is not None and self.first[name][kind] is None:
+                    self.first[name][kind] = self._where(batch, monitor.first_alarm_at)
+            if self.per_key is None:
+                continue
+            for kind, monitors in self.per_key[name].items():
+                monitors.update_many(batch.key, batch.y, p)
+                at = monitors.first_alarm_at
+                if at is not None and self.first_key[name][kind] is None:
+                    self.first_key[name][kind] = (*self._where(batch, at), monitors.first_alarm_key)
         self._n += len(batch)
+
+    def _where(self, batch: EventBatch, at: int) -> tuple:
+        """``(event index, event time)`` of the alarm raised by the ``at``-th event (this batch's)."""
+        i = at - 1 - self._n  # its position in this batch
+        return at - 1, None if batch.t is None else float(batch.t[i])
+
+    def key_alarms(self) -> dict | None:
+        """Keyed: ``{stream: {monitor: {"keys_watched", "keys_flagged", "first"}}}`` (plain values,
+        ready for JSON), ``first`` the ``{"event", "time", "key"}`` of the first key's alarm or
+        None; the input score as ``"score"`` (left out if a score was not a probability). None
+        when not keyed."""
+        if self.per_key is None:
+            return None
+        shown = self.names + (["score"] if self.watch_score else [])
+        out = {}
+        for name in shown:
+            out[name] = {}
+            for kind, monitors in self.per_key[name].items():
+                hit = self.first_key[name][kind]
+                out[name][kind] = {
+                    "keys_watched": len(monitors.keys()),
+                    "keys_flagged": len(monitors.alarmed_keys()),
+                    "first": None if hit is None else {"event": hit[0], "time": hit[1], "key": hit[2]},
+                }
+        return out
 
     def alarms(self) -> dict:
         """``{stream: {monitor: (event index, event time) or None}}``; the input score as ``"score"``
@@ -70,6 +117,30 @@ class MonitorSink:
                     event, t = hit
                     when = "" if t is None or time_kind is None else f" ({_when(t, time_kind)})"
                     parts.append(f"{kind}: flagged at event {event:,}{when}")
+            out.append(f"  {shown}: " + "; ".join(parts))
+        if self.per_key is not None:
+            out.extend(self._key_lines(time_kind))
+        return out
+
+    def _key_lines(self, time_kind: str | None) -> list[str]:
+        out = [
+            f"Per key (each key's mean bias on its own; alpha = {self.alpha} per stream over all keys, the k-th "
+            "key seen given alpha / (k (k + 1))):"
+        ]
+        for name, found in self.key_alarms().items():
+            shown = "input score" if name == "score" else name
+            parts = []
+            for kind, got in found.items():
+                hit = got["first"]
+                if hit is None:
+                    parts.append(f"{kind}: no key flagged of {got['keys_watched']:,}")
+                    continue
+                t = hit["time"]
+                when = "" if t is None or time_kind is None else f" ({_when(t, time_kind)})"
+                parts.append(
+                    f"{kind}: {got['keys_flagged']:,} of {got['keys_watched']:,} keys flagged, the first "
+                    f"{hit['key']!r} at event {hit['event']:,}{when}"
+                )
             out.append(f"  {shown}: " + "; ".join(parts))
         return out
 

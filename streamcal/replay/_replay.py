@@ -175,7 +175,8 @@ def replay(
         runs keyed, as a ``streamcal.KeyedCalibrator`` over the method as its template (pav
         only), each event calibrated with its key's map; the outputs are as without it, and the
         summary (``summary.keyed``) adds the field-level errors and the worst and largest keys.
-        A null key is an error naming its row. Not with ``monitor``.
+        A null key is an error naming its row. With ``monitor``, the monitors also watch each
+        key on its own (``summary.keyed["monitors"]``).
     prior_strength : float or "auto", optional
         With ``group_col``: the keyed calibrators' ``prior_strength`` (default ``"auto"``).
     max_keys : int, optional
@@ -218,7 +219,7 @@ def replay(
     """
     delay = _checked_options(on_unsorted, metrics_window, batch_size, threads, time_col, label_delay)
     columns = _columns(time_col, score_col, label_col, label_time_col, weight_col, keep_columns, group_col)
-    check_keyed_options(group_col, prior_strength, max_keys, monitor)
+    check_keyed_options(group_col, prior_strength, max_keys)
     cals = resolve_calibrators(calibrators, buckets, window, decay, method_options)
     cals = keyed_calibrators(cals, group_col, prior_strength, max_keys)
     names = list(cals)
@@ -240,7 +241,7 @@ def replay(
     planner = Planner(weighted=weight_col is not None, timed=timed)
     metrics_sink = MetricsSink(names, metrics_window, metric_fns)
     plot_sink = PlotSink(names) if plot is not None else None
-    monitor_sink = _monitor_sink(names) if monitor else None
+    monitor_sink = _monitor_sink(names, keyed=group_col is not None) if monitor else None
     keyed_sink = KeyedSink(names, group_col) if group_col is not None else None
     parquet_sink = None
     source = runners = None
@@ -302,8 +303,18 @@ def replay(
         notes=_notes(prepared, planner, monitor_sink),
         metrics_window=metrics_window,
         alarms=monitor_sink.alarms() if monitor_sink is not None else None,
-        keyed=keyed_sink.finish(cals) if keyed_sink is not None else None,
+        keyed=_keyed_summary(keyed_sink, cals, monitor_sink),
     )
+
+
+def _keyed_summary(keyed_sink, cals, monitor_sink) -> dict | None:
+    """The summary's keyed part, with the per-key monitors' alarms (``"monitors"``) when watched."""
+    if keyed_sink is None:
+        return None
+    keyed = keyed_sink.finish(cals)
+    if monitor_sink is not None:
+        keyed["monitors"] = monitor_sink.key_alarms()
+    return keyed
 
 
 def _finish_outputs(planner, runners, metrics_sink, prepared, bar, parquet_sink, files):
@@ -353,11 +364,11 @@ def _checked_targets(input, sources, *, output, metrics_output, plot) -> dict:
     return targets
 
 
-def _monitor_sink(names):
+def _monitor_sink(names, keyed: bool):
     """The sink of ``monitor=True`` (imported only then)."""
     from streamcal.replay._monitor import MonitorSink
 
-    return MonitorSink(names)
+    return MonitorSink(names, keyed=keyed)
 
 
 def _run_batches(source, planner, runners, deliver) -> int:
