@@ -638,6 +638,14 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     A full sweep (``k = -1``) links the knot list when ``sparse`` (``hist`` is the histogram) and
     drops it otherwise (the augmented row). A resumed sweep walks the list when ``sparse``, else
     the buckets one by one (the augmented row, or a histogram whose knots are dense).
+
+    A full sweep writes a knot's checkpoint (the top just before it) once the knot is inside a
+    block: when it pools into the top, or when the block it starts pools into the stack entry
+    below, which is still the top it was pushed over. A knot that stays a block's first knot gets
+    its block's record in the write-back, so the records are those of writing every knot's
+    checkpoint as the sweep passes it, with fewer writes. And a knot pushed as a new top is not
+    tested against the entry below it: that entry is the old top, and the test is the pooling test
+    the knot has just failed (the same operands in the same order).
     """
     B = pi[PI_B]
     KN = PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B
@@ -713,13 +721,8 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     stopped = False
     j = start
     if k < 0:
-        # A full sweep: the loop below without the chain, the stopping block and the list, which
-        # it never meets here; the same operations in the same order, fewer tests per knot.
-        # A knot's checkpoint (the top just before it) is written once the knot is inside a
-        # block: when it pools into the top, or when the block it starts pools into the stack
-        # entry below, which is still the top it was pushed over. A knot that stays a block's
-        # first knot gets its block's record in the write-back, so the records are those of
-        # writing every knot's checkpoint as the sweep passes it, with fewer writes.
+        # A full sweep: the loop below without the chain, the stopping block and the list, which it
+        # never meets here; the same operations in the same order, fewer tests and writes per knot.
         for j in range(B):
             pj, nj = hist[POS + j], hist[NEG + j]
             tj = pj + nj
@@ -729,20 +732,21 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
                 if checkpoints:
                     pi[BEND + _PI_RECORD * j], pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j] = tf, tp, tn
                 tl, tp, tn = j, tp + pj, tn + nj
+                while sp >= 1:
+                    p1, n1 = pf[SPOS + _STACK_RECORD * (sp - 1)], pf[SNEG + _STACK_RECORD * (sp - 1)]
+                    if not p1 * (tp + tn) >= tp * (p1 + n1):
+                        break
+                    below = pi[SFIRST + _STACK_RECORD * (sp - 1)]
+                    if checkpoints:
+                        pi[BEND + _PI_RECORD * tf] = below
+                        pf[BPOS + _PF_RECORD * tf], pf[BNEG + _PF_RECORD * tf] = p1, n1
+                    tf, tp, tn, sp = below, p1 + tp, n1 + tn, sp - 1
             else:
                 if has_top:
                     pi[SFIRST + _STACK_RECORD * sp], pi[SLAST + _STACK_RECORD * sp] = tf, tl
                     pf[SPOS + _STACK_RECORD * sp], pf[SNEG + _STACK_RECORD * sp] = tp, tn
                     sp += 1
                 tf, tl, tp, tn, has_top = j, j, pj, nj, True
-            while sp >= 1:
-                p1, n1 = pf[SPOS + _STACK_RECORD * (sp - 1)], pf[SNEG + _STACK_RECORD * (sp - 1)]
-                if not p1 * (tp + tn) >= tp * (p1 + n1):
-                    break
-                below = pi[SFIRST + _STACK_RECORD * (sp - 1)]
-                if checkpoints:
-                    pi[BEND + _PI_RECORD * tf], pf[BPOS + _PF_RECORD * tf], pf[BNEG + _PF_RECORD * tf] = below, p1, n1
-                tf, tp, tn, sp = below, p1 + tp, n1 + tn, sp - 1
         j = -1
     while j >= 0:
         pj = hist[POS + j]
