@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from streamcal.replay._cli import (
     add_generate_arguments,
@@ -34,6 +35,9 @@ from streamcal.replay.methods import (
     available_methods,
     register_method,
 )
+
+if TYPE_CHECKING:  # imported at first use (``__getattr__`` below); named here for the API pages
+    from streamcal.replay.demo import replay_demo
 
 __all__ = [
     "METRIC_NAMES",
