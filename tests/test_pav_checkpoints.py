@@ -260,9 +260,26 @@ def refreshed_from_the_ends(cal):
 
 
 def resume_points_set(cal):
-    """How many of the two end runs have a resume point in the calibrator's scratch."""
+    """How many of the two end runs have a resume point in the calibrator's scratch: a single
+    point, or records of the blocks it reached (without decay, where the scratch keeps them)."""
     runs = K.packed_runs(cal.packed_state())
-    return int(runs[K.RUN_LEFT] >= 0.0) + int(runs[K.RUN_RIGHT] >= 0.0)
+    _, pi = cal.map_arrays()
+    left = runs[K.RUN_LEFT] >= 0.0 or runs[K.REC_LEFT_LIM] > pi[K.PI_HEAD]
+    right = runs[K.RUN_RIGHT] >= 0.0 or runs[K.REC_RIGHT_LIM] < pi[K.PI_TAIL]
+    return int(left) + int(right)
+
+
+def test_the_calibrators_scratch_keeps_a_record_of_every_block():
+    """The array face's scratch has room for a record per block and per run; the river face's
+    entry points and a fresh scratch of ``unset_runs()`` keep the single points alone."""
+    cal = PAVCalibrator(buckets=LogitGrid(256), window=CountWindow(300))
+    s, y, w, _ = click_stream(400, 3)
+    cal.prequential(s, y, weights=w)
+    assert K.packed_runs(cal.packed_state()).size == K.runs_size(256)
+    assert K.unset_runs().size == K.RUNS_SIZE
+    fresh = K.unset_runs(256)
+    assert fresh.size == K.runs_size(256)
+    assert (fresh[K.REC_LEFT_LIM], fresh[K.REC_RIGHT_LIM]) == (-1.0, 256.0)
 
 
 @pytest.mark.parametrize("prior", ["auto", None])
@@ -305,11 +322,13 @@ def test_a_restored_calibrator_saves_the_same_bytes_and_continues_bit_for_bit():
     assert persist.to_bytes(back) == persist.to_bytes(cal)
 
 
-def test_events_learned_without_the_scratch_drop_the_resume_points():
+@pytest.mark.parametrize("scratch", ["none", "points"])
+def test_events_learned_without_the_scratch_drop_the_resume_points(scratch):
     """A composite's kernels learn into a calibrator's packed state without its scratch (their
-    refreshes keep no points): the calibrator's next event notices the learned-event count and
-    starts both runs from their ends, so it continues with the outputs of a calibrator that
-    learned every event itself, bit for bit."""
+    refreshes keep no points), or with its first ``RUNS_SIZE`` values alone (the river face's
+    entry points: single points, no records): the calibrator's next event notices the
+    learned-event count and drops what it can no longer trust, so it continues with the outputs
+    of a calibrator that learned every event itself, bit for bit."""
     s, y, w, _ = click_stream(3000, 11)
     cal = PAVCalibrator(buckets=LogitGrid(256), window=CountWindow(500))
     twin = PAVCalibrator(buckets=LogitGrid(256), window=CountWindow(500))
@@ -323,9 +342,10 @@ def test_events_learned_without_the_scratch_drop_the_resume_points():
         ends = packed[K.PACK_O_SI : K.PACK_END + 1].astype(np.intp)
         sf, si = packed[K.PACK_HEADER : ends[0]], packed[ends[0] : ends[1]].view(np.int64)
         pf, pi = packed[ends[1] : ends[2]], packed[ends[2] : ends[3]].view(np.int64)
+        runs = pf[:0] if scratch == "none" else K.packed_runs(packed)[: K.RUNS_SIZE]
         for i in range(lo + 200, lo + 300):
             b = cal.window_histogram.layout.bucket_of(float(s[i]))
-            K.pav_learn_one_inplace(sf, si, pf, pi, pf[:0], b, float(y[i]), float(w[i]), 0.0, sf[K.SF_KIND])
+            K.pav_learn_one_inplace(sf, si, pf, pi, runs, b, float(y[i]), float(w[i]), 0.0, sf[K.SF_KIND])
             twin.learn_one({"score": float(s[i])}, bool(y[i]), w=float(w[i]))
         assert cal.map_arrays()[0].tobytes() == twin.map_arrays()[0].tobytes()
     assert kept >= 10  # the stream keeps points before most of the runs without the scratch

@@ -638,6 +638,14 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     A full sweep (``k = -1``) links the knot list when ``sparse`` (``hist`` is the histogram) and
     drops it otherwise (the augmented row). A resumed sweep walks the list when ``sparse``, else
     the buckets one by one (the augmented row, or a histogram whose knots are dense).
+
+    A full sweep writes a knot's checkpoint (the top just before it) once the knot is inside a
+    block: when it pools into the top, or when the block it starts pools into the stack entry
+    below, which is still the top it was pushed over. A knot that stays a block's first knot gets
+    its block's record in the write-back, so the records are those of writing every knot's
+    checkpoint as the sweep passes it, with fewer writes. And a knot pushed as a new top is not
+    tested against the entry below it: that entry is the old top, and the test is the pooling test
+    the knot has just failed (the same operands in the same order).
     """
     B = pi[PI_B]
     KN = PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B
@@ -713,28 +721,32 @@ def _resweep_inplace(hist, h0, pf, pi, k, sparse):
     stopped = False
     j = start
     if k < 0:
-        # A full sweep: the loop below without the chain, the stopping block and the list, which
-        # it never meets here; the same operations in the same order, fewer tests per knot.
+        # A full sweep: the loop below without the chain, the stopping block and the list, which it
+        # never meets here; the same operations in the same order, fewer tests and writes per knot.
         for j in range(B):
             pj, nj = hist[POS + j], hist[NEG + j]
             tj = pj + nj
             if not tj > 0.0:
                 continue
-            if has_top and checkpoints:
-                pi[BEND + _PI_RECORD * j], pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j] = tf, tp, tn
             if has_top and tp * tj >= pj * (tp + tn):
+                if checkpoints:
+                    pi[BEND + _PI_RECORD * j], pf[BPOS + _PF_RECORD * j], pf[BNEG + _PF_RECORD * j] = tf, tp, tn
                 tl, tp, tn = j, tp + pj, tn + nj
+                while sp >= 1:
+                    p1, n1 = pf[SPOS + _STACK_RECORD * (sp - 1)], pf[SNEG + _STACK_RECORD * (sp - 1)]
+                    if not p1 * (tp + tn) >= tp * (p1 + n1):
+                        break
+                    below = pi[SFIRST + _STACK_RECORD * (sp - 1)]
+                    if checkpoints:
+                        pi[BEND + _PI_RECORD * tf] = below
+                        pf[BPOS + _PF_RECORD * tf], pf[BNEG + _PF_RECORD * tf] = p1, n1
+                    tf, tp, tn, sp = below, p1 + tp, n1 + tn, sp - 1
             else:
                 if has_top:
                     pi[SFIRST + _STACK_RECORD * sp], pi[SLAST + _STACK_RECORD * sp] = tf, tl
                     pf[SPOS + _STACK_RECORD * sp], pf[SNEG + _STACK_RECORD * sp] = tp, tn
                     sp += 1
                 tf, tl, tp, tn, has_top = j, j, pj, nj, True
-            while sp >= 1:
-                p1, n1 = pf[SPOS + _STACK_RECORD * (sp - 1)], pf[SNEG + _STACK_RECORD * (sp - 1)]
-                if not p1 * (tp + tn) >= tp * (p1 + n1):
-                    break
-                tf, tp, tn, sp = pi[SFIRST + _STACK_RECORD * (sp - 1)], p1 + tp, n1 + tn, sp - 1
         j = -1
     while j >= 0:
         pj = hist[POS + j]
@@ -850,7 +862,9 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
         # A full sweep: every block is new and none is kept, with no chain on the left and no
         # stopping block, so steps 3 and 4 below write the same values; one pass over the
         # blocks writes them (they write disjoint fields: a block's knots, its gap, its record).
+        # (each block's record offsets are formed once: the interpreted tier runs this per block)
         prev = np.int64(-1)
+        prev_at = np.int64(-1)  # the previous block's offset in pi
         left_knot = np.int64(-1)
         left_value = 0.0
         for i in range(sp):
@@ -858,23 +872,30 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
             last = pi[SLAST + _STACK_RECORD * i]
             rate_p = pf[SPOS + _STACK_RECORD * i]
             rate_n = pf[SNEG + _STACK_RECORD * i]
-            pi[BPREV + _PI_RECORD * f] = prev
+            at = _PI_RECORD * f
+            fat = _PF_RECORD * f
+            pi[BPREV + at] = prev
             if prev != -1:
-                pi[BNEXT + _PI_RECORD * prev] = f
-            for g in range(f, last + 1):
-                pi[OWNER + _PI_RECORD * g] = f
-                pf[FIT_OWNER + _PF_RECORD * g] = f
-            pi[BEND + _PI_RECORD * f] = last
-            pf[BPOS + _PF_RECORD * f] = rate_p
-            pf[BNEG + _PF_RECORD * f] = rate_n
+                pi[BNEXT + prev_at] = f
+            if last == f:  # a block of one knot (most, over the prior's augmented row)
+                pi[OWNER + at] = f
+                pf[FIT_OWNER + fat] = f
+            else:
+                for g in range(f, last + 1):
+                    pi[OWNER + _PI_RECORD * g] = f
+                    pf[FIT_OWNER + _PF_RECORD * g] = f
+            pi[BEND + at] = last
+            pf[BPOS + fat] = rate_p
+            pf[BNEG + fat] = rate_n
             v = rate_p / (rate_p + rate_n)
             if left_knot != -1 and f > left_knot + 1:  # the gap before this block
                 for g in range(left_knot + 1, f):
                     pi[OWNER + _PI_RECORD * g] = prev
                     pf[FIT_OWNER + _PF_RECORD * g] = -1.0
                 _fill_gap(pf, left_knot, left_value, f, v)
-            pf[FIT + _PF_RECORD * f] = v
+            pf[FIT + fat] = v
             prev = f
+            prev_at = at
             left_knot = last
             left_value = v
         if prev != -1:
@@ -1016,11 +1037,38 @@ RUN_RIGHT_TOP = 10
 RUNS_SIZE = 12
 _MARGIN_UP = 1.0 + _BELOW_MARGIN  # a pooling test passed by the margin: one side >= the other times this
 
+# A scratch of ``runs_size(B)`` values keeps, without decay, a resume point at *every* block a
+# run reached rather than one: the run's two sums as it reached the block (before its pooling
+# test), at ``REC_HEADER + 2 g`` for the left run and ``REC_HEADER + 2 B + 2 g`` for the right one.
+# The left run's records hold at every block first knot in ``head < g <= REC_LEFT_LIM``, the right
+# run's at every one in ``REC_RIGHT_LIM <= g < tail``: a refresh first narrows both ranges to the
+# blocks left of the lowest change (right of the highest) since the last refresh, whose first
+# knots and sums are those the records were taken over, then resumes each run at the recorded
+# block nearest the change and records every block it reaches from there. Any point is as good
+# as the single one above (the same numbers, then the same additions and tests), and the nearest
+# one is always at hand, where a single point is often right of the next change. REC_STAMP is the
+# learned-event count the records are current at, as RUN_STAMP for the points: events learned
+# through a shorter scratch (the river face's and the composites' kernels keep the single points
+# alone) drop the records. Under decay only the single points are kept.
+REC_STAMP = 12
+REC_LEFT_LIM = 13  # the last left-run block with a record (-1: none)
+REC_RIGHT_LIM = 14  # the first right-run block with a record (B: none)
+REC_HEADER = 16
 
-def unset_runs() -> np.ndarray:
-    """A fresh end-run scratch with no resume point (see "the end runs' resume points")."""
-    runs = np.zeros(RUNS_SIZE)
+
+def runs_size(n_buckets: int) -> int:
+    """The size of an end-run scratch that keeps a resume point at every block (see above)."""
+    return REC_HEADER + 4 * n_buckets
+
+
+def unset_runs(n_buckets: int = 0) -> np.ndarray:
+    """A fresh end-run scratch with no resume point (see "the end runs' resume points"); with
+    ``n_buckets``, one that keeps a point at every block a run reaches."""
+    runs = np.zeros(runs_size(n_buckets) if n_buckets > 0 else RUNS_SIZE)
     runs[RUN_STAMP] = runs[RUN_LEFT] = runs[RUN_RIGHT] = -1.0
+    if n_buckets > 0:
+        runs[REC_STAMP] = runs[REC_LEFT_LIM] = -1.0
+        runs[REC_RIGHT_LIM] = n_buckets
     return runs
 
 
@@ -1045,6 +1093,9 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     pi[PI_DEP_LO] = B  # until shown otherwise, any change may move the clip values
     pi[PI_DEP_HI] = -1
     keep = runs.shape[0] >= RUNS_SIZE
+    rec = not decay and runs.shape[0] >= REC_HEADER + 4 * B  # a record at every block reached
+    RL = REC_HEADER
+    RR = REC_HEADER + 2 * B
     g_left = np.int64(-1)  # the points (-1: unset)
     g_right = np.int64(-1)
     if keep:
@@ -1054,6 +1105,22 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
             g_right = np.int64(runs[RUN_RIGHT])
         runs[RUN_LEFT] = -1.0
         runs[RUN_RIGHT] = -1.0
+    lim_left = np.int64(-1)  # the records kept: left of the lowest change, right of the highest
+    lim_right = B
+    if rec and runs[REC_STAMP] == sf[SF_N_LEARNED]:  # (else events were learned without them)
+        lim_left = np.int64(runs[REC_LEFT_LIM])
+        lim_right = np.int64(runs[REC_RIGHT_LIM])
+        if chg_lo - 1 < lim_left:
+            lim_left = chg_lo - 1
+        if chg_hi + 1 > lim_right:
+            lim_right = chg_hi + 1
+    if rec:
+        runs[REC_LEFT_LIM] = -1.0  # written again below, where the runs are known
+        runs[REC_RIGHT_LIM] = B
+        runs[REC_STAMP] = sf[SF_N_LEARNED]
+    elif runs.shape[0] >= REC_HEADER:  # a record-keeping scratch under decay keeps none
+        runs[REC_LEFT_LIM] = -1.0
+        runs[REC_RIGHT_LIM] = B
     if head == -1:
         pf[PF_LO] = 0.5
         pf[PF_HI] = 0.5
@@ -1074,8 +1141,13 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
             half_u = top * 2.0**-54  # half the binade's spacing 2**-53 top
             room = base + 0.5 * (top - base)
     lp = base
+    if rec:  # the recorded block nearest the lowest change: the block holding bucket lim_left
+        g_left = pi[OWNER + _PI_RECORD * lim_left] if head < lim_left <= pi[PI_LAST] else np.int64(-1)
     resume = head < g_left <= chg_lo and g_left <= pi[PI_LAST] and pi[OWNER + _PI_RECORD * g_left] == g_left
-    if resume and decay:
+    if resume and rec:  # read below as a single point's
+        runs[RUN_LEFT_P] = runs[RL + 2 * g_left]
+        runs[RUN_LEFT_N] = runs[RL + 2 * g_left + 1]
+    elif resume and decay:
         lp = base + runs[RUN_LEFT_P]
         resume = ok and runs[RUN_LEFT_BASE] <= base and runs[RUN_LEFT_TOP] == top and lp < top
     if resume:
@@ -1091,7 +1163,9 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         nxt = pi[BNEXT + _PI_RECORD * head]
     cg, cp, cn = np.int64(-1), 0.0, 0.0  # the new point: the last block reached at or before chg_lo
     while nxt != -1:
-        if nxt <= chg_lo and ok and (lp <= room or cg == -1):
+        if rec:
+            runs[RL + 2 * nxt], runs[RL + 2 * nxt + 1] = lp, ln
+        elif nxt <= chg_lo and ok and (lp <= room or cg == -1):
             cg, cp, cn = nxt, lp, ln
         p = pf[BPOS + _PF_RECORD * nxt]
         n = pf[BNEG + _PF_RECORD * nxt]
@@ -1116,6 +1190,8 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         runs[RUN_LEFT_BASE] = base
     if keep:
         runs[RUN_LEFT_TOP] = top  # kept with or without a point: the next refresh starts from it
+    if rec:  # the last block reached has its record (the loop writes it before its test)
+        runs[REC_LEFT_LIM] = nxt if nxt != -1 else left_last
     if nxt == -1:  # everything pooled with the pseudo-positive; add the pseudo-negative
         v = lp / (lp + (ln + c))  # the rate P / (P + N) of (lp, ln + c)
         pf[PF_LO] = v
@@ -1136,8 +1212,17 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
             half_u = top * 2.0**-54
             room = base + 0.5 * (top - base)
     rn = base
+    if rec:  # the recorded block nearest the highest change: the first at or after lim_right
+        g_right = np.int64(-1)
+        if left_last < lim_right < tail:
+            g_right = pi[OWNER + _PI_RECORD * lim_right]
+            if g_right != lim_right:
+                g_right = pi[BNEXT + _PI_RECORD * g_right]
     resume = left_last < g_right < tail and chg_hi <= g_right and pi[OWNER + _PI_RECORD * g_right] == g_right
-    if resume and decay:
+    if resume and rec:  # read below as a single point's
+        runs[RUN_RIGHT_P] = runs[RR + 2 * g_right]
+        runs[RUN_RIGHT_N] = runs[RR + 2 * g_right + 1]
+    elif resume and decay:
         rn = base + runs[RUN_RIGHT_N]
         resume = ok and runs[RUN_RIGHT_BASE] <= base and runs[RUN_RIGHT_TOP] == top and rn < top
     if resume:
@@ -1151,7 +1236,9 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         prv = pi[BPREV + _PI_RECORD * tail]
     cg, cp, cn = np.int64(-1), 0.0, 0.0  # the new point: the last block reached at or after chg_hi
     while prv != left_last:
-        if prv >= chg_hi and ok and (rn <= room or cg == -1):
+        if rec:
+            runs[RR + 2 * prv], runs[RR + 2 * prv + 1] = rp, rn
+        elif prv >= chg_hi and ok and (rn <= room or cg == -1):
             cg, cp, cn = prv, rp, rn
         p = pf[BPOS + _PF_RECORD * prv]
         n = pf[BNEG + _PF_RECORD * prv]
@@ -1176,6 +1263,8 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         runs[RUN_RIGHT_BASE] = base
     if keep:
         runs[RUN_RIGHT_TOP] = top
+    if rec:  # the last block reached with its record: where the loop broke, or the one after left_last
+        runs[REC_RIGHT_LIM] = prv if prv != left_last else pi[BNEXT + _PI_RECORD * left_last]
     lo = lp / (lp + ln)
     hi = rp / (rp + rn)
     if prv == left_last and _violates(lp, ln, rp, rn):  # the two runs meet and violate: one block
@@ -1209,6 +1298,8 @@ def pav_update_extremes_inplace(sf, pf, pi, kind, runs):
         pav_refresh_extremes_inplace(sf, pf, pi, runs)
     if runs.shape[0] >= RUNS_SIZE:
         runs[RUN_STAMP] = sf[SF_N_LEARNED]  # the end runs' resume points are current
+    if runs.shape[0] >= REC_HEADER:
+        runs[REC_STAMP] = sf[SF_N_LEARNED]
 
 
 @jit_noalloc(forceinline=True)
@@ -1303,6 +1394,11 @@ def pav_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, t, kind):
     if runs.shape[0] >= RUNS_SIZE and runs[RUN_STAMP] != sf[SF_N_LEARNED]:
         runs[RUN_LEFT] = -1.0
         runs[RUN_RIGHT] = -1.0
+    if runs.shape[0] >= REC_HEADER:
+        if runs[REC_STAMP] != sf[SF_N_LEARNED]:
+            runs[REC_LEFT_LIM] = -1.0
+            runs[REC_RIGHT_LIM] = pi[PI_B]
+        runs[REC_STAMP] = sf[SF_N_LEARNED] + 1.0  # the count after this event: its refresh finds them current
     clock = window_clock(sf, t, kind)
     if pi[PI_INTEGRAL] == 1 and (w != np.floor(w) or (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME)):
         pi[PI_INTEGRAL] = 0
@@ -1473,6 +1569,8 @@ def pav_rebuild_runs_inplace(sf, si, pf, pi, runs):
     pav_refresh_extremes_inplace(sf, pf, pi, runs)
     if runs.shape[0] >= RUNS_SIZE:
         runs[RUN_STAMP] = sf[SF_N_LEARNED]  # the points are current
+    if runs.shape[0] >= REC_HEADER:
+        runs[REC_STAMP] = sf[SF_N_LEARNED]
 
 
 @jit_noalloc
@@ -1600,8 +1698,9 @@ def pav_predict_many(pf, buckets, scores, out_p, out_llr):
 # river-face call. So the river face keeps ``sf``, ``si``, ``pf``
 # and ``pi`` as views of one float64 buffer (the int64 ones reinterpret their bytes) and its
 # entry points take that buffer alone: a header (the sections' offsets as floats, and the
-# range of valid scores), then the four sections, then the end runs' scratch (``RUNS_SIZE``
-# values, :func:`packed_runs`). The entry points also check the score and the weight, which the
+# range of valid scores), then the four sections, then the end runs' scratch (``runs_size(B)``
+# values, :func:`packed_runs`; the entry points keep the single points in its first ``RUNS_SIZE``).
+# The entry points also check the score and the weight, which the
 # river face's fast path would otherwise compare in Python.
 #
 # Busy mark. The entry points hold the GIL (``nogil=False``), so among Python threads each call
@@ -1623,7 +1722,8 @@ def pack_state(sf, si, pf, pi, score_low: float, score_high: float):
     outside ``[score_low, score_high]`` are refused by the packed entry points.
     """
     ends = np.cumsum([PACK_HEADER, sf.size, si.size, pf.size, pi.size])
-    packed = np.zeros(int(ends[-1]) + RUNS_SIZE, dtype=np.float64)
+    n_buckets = int(pi[PI_B])
+    packed = np.zeros(int(ends[-1]) + runs_size(n_buckets), dtype=np.float64)
     packed[PACK_O_SI : PACK_END + 1] = ends[1:]
     packed[PACK_SCORE_LOW] = score_low
     packed[PACK_SCORE_HIGH] = score_high
@@ -1635,14 +1735,15 @@ def pack_state(sf, si, pf, pi, score_low: float, score_high: float):
     )
     for view, array in zip(views, (sf, si, pf, pi), strict=True):
         view[:] = array
-    packed[int(ends[-1]) :] = unset_runs()
+    packed[int(ends[-1]) :] = unset_runs(n_buckets)
     return (packed, *views)
 
 
 def packed_runs(packed: np.ndarray) -> np.ndarray:
-    """The end runs' scratch of a buffer packed by :func:`pack_state` (a view of its tail)."""
+    """The end runs' scratch of a buffer packed by :func:`pack_state` (a view of its tail), with
+    the records of every block (the per-event entry points use its first ``RUNS_SIZE`` values)."""
     end = int(packed[PACK_END])
-    return packed[end : end + RUNS_SIZE]
+    return packed[end:]
 
 
 @jit_noalloc(inline="always")  # returns a view: numba inlines it (see ``_config``)

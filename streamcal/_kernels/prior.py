@@ -60,10 +60,15 @@ def _log_sigmoid(z):
 
 
 @jit_noalloc
-def _recalibrated_loglik(h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a, b):
-    """The penalised log-likelihood of ``D`` with parameters ``(a, b)``; the buckets with data lie
-    in ``lo..hi``."""
+def _recalibrated_fit_terms(h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a, b):
+    """The penalised log-likelihood of ``D`` with parameters ``(a, b)``, its gradient and its
+    Hessian there (the buckets with data lie in ``lo..hi``), in one pass over the buckets."""
     total = -0.5 * RIDGE * (a * a + b * b)
+    ga = -RIDGE * a
+    gb = -RIDGE * b
+    haa = RIDGE
+    hab = 0.0
+    hbb = RIDGE
     for j in range(lo, hi + 1):
         p = h[h0 + j] / unit
         n = h[h0 + B + j] / unit
@@ -71,9 +76,19 @@ def _recalibrated_loglik(h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, prob
             r = prior_rate(cen[c0 + cstep * j], base_rate, probability_inputs)
             off = math.log(r) - math.log1p(-r)
             x = off if probability_inputs else cen[c0 + cstep * j]
-            z = off + a + b * ((x - mean) * scale)
-            total += p * _log_sigmoid(z) + n * _log_sigmoid(-z)
-    return total
+            v = (x - mean) * scale
+            z = off + a + b * v
+            log_q = _log_sigmoid(z)
+            total += p * log_q + n * _log_sigmoid(-z)
+            q = math.exp(log_q)
+            res = p - (p + n) * q
+            wq = (p + n) * q * (1.0 - q)
+            ga += res
+            gb += res * v
+            haa += wq
+            hab += wq * v
+            hbb += wq * v * v
+    return total, ga, gb, haa, hab, hbb
 
 
 @jit_noalloc
@@ -118,33 +133,16 @@ def prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_i
     var = sxx / n_all - mean * mean
     sd = math.sqrt(var) if var > 0.0 else 0.0
     scale = 1.0 / sd if sd > 0.0 else 0.0
-    # Newton's method with step halving on the penalised log-likelihood of D, from S (a = b = 0)
+    # Newton's method with step halving on the penalised log-likelihood of D, from S (a = b = 0).
+    # Each trial point's pass also sums the gradient and Hessian there, which the next step
+    # reads when the trial is accepted (the sums a pass at the accepted point would form).
     warm = start.shape[0] == 2
     a = start[0] if warm else 0.0
     b = start[1] if warm else 0.0
-    f = _recalibrated_loglik(h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a, b)
+    f, ga, gb, haa, hab, hbb = _recalibrated_fit_terms(
+        h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a, b
+    )
     for _ in range(NEWTON_STEPS):
-        ga = -RIDGE * a
-        gb = -RIDGE * b
-        haa = RIDGE
-        hab = 0.0
-        hbb = RIDGE
-        for j in range(lo, hi + 1):
-            p = h[h0 + j] / unit
-            n = h[h0 + B + j] / unit
-            if p + n > 0.0:
-                r = prior_rate(cen[c0 + cstep * j], base_rate, probability_inputs)
-                off = math.log(r) - math.log1p(-r)
-                x = off if probability_inputs else cen[c0 + cstep * j]
-                v = (x - mean) * scale
-                q = math.exp(_log_sigmoid(off + a + b * v))
-                res = p - (p + n) * q
-                wq = (p + n) * q * (1.0 - q)
-                ga += res
-                gb += res * v
-                haa += wq
-                hab += wq * v
-                hbb += wq * v * v
         det = haa * hbb - hab * hab
         if not det > 0.0:
             break
@@ -152,9 +150,9 @@ def prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_i
         db = (haa * gb - hab * ga) / det
         step = 1.0
         improved = False
-        f_new = f
+        f_new, ga_new, gb_new, haa_new, hab_new, hbb_new = f, ga, gb, haa, hab, hbb
         while step > 1e-8:
-            f_new = _recalibrated_loglik(
+            f_new, ga_new, gb_new, haa_new, hab_new, hbb_new = _recalibrated_fit_terms(
                 h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a + step * da,
                 b + step * db,
             )
@@ -168,6 +166,7 @@ def prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_i
         b += step * db
         gain = f_new - f
         f = f_new
+        ga, gb, haa, hab, hbb = ga_new, gb_new, haa_new, hab_new, hbb_new
         if gain <= 1e-10 * (1.0 + abs(f)):
             break
     if warm:

@@ -16,6 +16,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
 from streamcal.replay._cli import (
     add_generate_arguments,
     add_replay_arguments,
@@ -25,7 +28,6 @@ from streamcal.replay._cli import (
 from streamcal.replay._evaluate import METRIC_NAMES, default_metrics
 from streamcal.replay._replay import ReplaySummary, replay
 from streamcal.replay._source import ReplayInputError
-from streamcal.replay.demo import replay_demo
 from streamcal.replay.generate import SCENARIOS, generate
 from streamcal.replay.methods import (
     RawScoreCalibrator,
@@ -33,6 +35,9 @@ from streamcal.replay.methods import (
     available_methods,
     register_method,
 )
+
+if TYPE_CHECKING:  # imported at first use (``__getattr__`` below); named here for the API pages
+    from streamcal.replay.demo import replay_demo
 
 __all__ = [
     "METRIC_NAMES",
@@ -52,3 +57,18 @@ __all__ = [
     "run_generate",
     "run_replay",
 ]
+
+
+def __getattr__(name: str):
+    # ``replay_demo`` is imported at first use: its module loads ``subprocess`` and ``tempfile``,
+    # which a replay does not need
+    if name == "replay_demo":
+        value = importlib.import_module("streamcal.replay.demo").replay_demo
+        globals()[name] = value
+        return value
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def __dir__():
+    return sorted({*globals(), *__all__})

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from pathlib import Path
 
 from streamcal.replay._source import Source, opt
@@ -66,7 +65,7 @@ def reserve_tmp(name: str, final: Path) -> Path:
     listing of inputs skips it) and with ``final``'s suffix (matplotlib picks the format by it)."""
     real = Path(os.path.realpath(final))
     while True:
-        tmp = real.with_name(f".{real.name}.{secrets.token_hex(4)}.tmp{real.suffix}")
+        tmp = real.with_name(f".{real.name}.{os.urandom(4).hex()}.tmp{real.suffix}")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except FileExistsError:

@@ -3,6 +3,7 @@ plain-text table or, when rich is installed, a rich one."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,7 +97,7 @@ class ReplaySummary:
         return self.to_text()
 
     def print(self, file=None) -> None:
-        """Print the summary: a rich table if rich is installed, plain text otherwise."""
+        """Print the summary: a rich table on a terminal if rich is installed, plain text otherwise."""
         print_summary(self, file)
 
 
@@ -169,7 +170,16 @@ def render_text(summary: ReplaySummary) -> str:
 
 
 def print_summary(summary: ReplaySummary, file=None) -> None:
-    """Print the summary: a rich table if rich is installed, plain text otherwise."""
+    """Print the summary: a rich table on a terminal if rich is installed, plain text otherwise.
+
+    Written to a file or a pipe (not a terminal), the summary is the plain text of
+    :func:`render_text`: a script reads it as easily, and the process does not import rich (a
+    tenth of a second of CPU, most of a short replay's work beyond reading and writing).
+    """
+    stream = sys.stdout if file is None else file
+    if not getattr(stream, "isatty", lambda: False)():
+        print(render_text(summary), file=file)
+        return
     try:
         from rich.console import Console
         from rich.table import Table

@@ -1,0 +1,97 @@
+"""A short ``streamcal replay`` loads only what it uses, and prints its summary to a pipe as text."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streamcal.replay import generate
+from streamcal.replay._summary import ReplaySummary, print_summary, render_text
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# runs the command line in a process of its own, stdout a pipe, and reports the modules it loaded
+CHILD = """
+import json, runpy, sys
+sys.argv = ["streamcal", "replay", sys.argv[1], "-q", "-o", sys.argv[2]]
+try:
+    runpy.run_module("streamcal.cli", run_name="__main__")
+except SystemExit as exc:
+    code = exc.code
+sys.stderr.write(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def summary() -> ReplaySummary:
+    return ReplaySummary(
+        files=["<pyarrow Table>"],
+        methods=["pav"],
+        n_events=1_000,
+        n_positive=20,
+        n_learned=990,
+        n_in_flight=10,
+        label_mode="column",
+        seconds=2.0,
+        metrics={"pav": {"brier": 0.01, "cllr": 0.5}},
+        metrics_table=None,
+        calibrators={},
+        notes=["a note"],
+    )
+
+
+def test_a_short_replay_loads_neither_rich_nor_numba_nor_the_demo(tmp_path):
+    src = tmp_path / "clicks.parquet"
+    generate(src, "click", n=1_000, seed=1)
+    env = {k: v for k, v in os.environ.items() if k != "STREAMCAL_INTERPRETED_EVENTS"}
+    env["PYTHONPATH"] = str(ROOT)
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, str(src), str(tmp_path / "out.parquet")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        check=True,
+    )
+    report = json.loads(child.stderr.strip().splitlines()[-1])
+    assert report["code"] in (0, None)
+    loaded = set(report["modules"])
+    assert "streamcal.replay._replay" in loaded  # the replay ran in this process
+    for name in ("rich", "numba", "streamcal.replay.demo"):
+        assert name not in loaded, name
+    assert child.stdout.split()[:2] == ["method", "Brier"]  # the summary, as plain text
+    assert "┃" not in child.stdout
+    assert (tmp_path / "out.parquet").exists()
+
+
+def test_the_summary_is_plain_text_off_a_terminal():
+    out = io.StringIO()
+    print_summary(summary(), out)
+    assert out.getvalue() == render_text(summary()) + "\n"
+
+
+def test_the_summary_is_a_rich_table_on_a_terminal():
+    pytest.importorskip("rich")
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Terminal()
+    print_summary(summary(), out)
+    assert "streamcal replay" in out.getvalue()  # the table's title, which the plain text has not
+    assert "streamcal replay" not in render_text(summary())
+
+
+def test_replay_demo_is_still_a_public_name():
+    import streamcal.replay
+
+    assert callable(streamcal.replay.replay_demo)
+    assert "replay_demo" in dir(streamcal.replay)
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        _ = streamcal.replay.nonexistent
