@@ -1227,6 +1227,14 @@ def _held_add(b, dp, dw, rows, base, grp, held, ist, k1):
         held[j, k1 + H_DINV] = inv
 
 
+# The river face's pair without reference counts. ``incremental_refit`` and the label of
+# ``stream_run_incremental`` again, as helpers that allocate nothing (``_refit_middle``,
+# ``_learn_event``, ``_refit_scalars``, ``_served``) around the steps that do (``refit_full``,
+# ``refit_dense``, ``stream_knots``): ``pair_fast`` runs a pair through them compiled without
+# reference counts, ``pair_resume`` the allocating steps. The statements and their order are
+# the loop's, so the bits are. The loop keeps its own text: in a kernel that counts references,
+# each array argument of an inlined helper is a count taken and dropped per call.
+
 NEED_FULL = 5  # ``_refit_middle``: the full rebuild and solve next (nothing changed yet)
 NEED_DENSE = 6  # ``_refit_middle``: the dense solve next (the banded ones not certified)
 
@@ -1343,15 +1351,77 @@ def incremental_refit(
 ):  # fmt: skip
     """The refit before a prediction that follows labels (section notes): ``DONE``, or
     ``STOP_SCALE`` / ``STOP_PRIOR`` as ``stream_run_ops``."""
+    k1 = order + 1
+    full = ist[IS_INCR] == 0
     nk = -2
-    if ist[IS_INCR] != 0:
+    if not full:
         nk = tree_knots(tree, sf, B, centres, order, wanted, inner, use_inner, ist, scratch, grp[2], vecs[5])
     if nk == -2:
         nk = stream_knots(sf, B, centres, order, wanted, inner, use_inner, scratch)
-    return refit_with_knots(
-        nk, sf, B, order + 1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, red,
-        vecs, grp, held, centres, vals, lft, rgt,
-    )  # fmt: skip
+    if nk < 0:
+        return STOP_SCALE
+    kind_prior = ist[IS_PRIOR]
+    if kind_prior != 0 and not _prior_is_zero(sf, st, kind_prior, st[ST_C]):
+        return STOP_PRIOR
+    same_size = nk == ist[IS_NKNOTS]
+    moved = not same_size
+    if same_size:
+        for q in range(nk):
+            if scratch[q] != knots[q]:
+                moved = True
+                break
+    p = nk - k1
+    # fewer non-empty buckets than the basis needs to be determined: the optimum need not be
+    # unique, and only the full refit's own steps (in real units, as the engine's) give its one
+    full = full or ist[IS_N] < p + k1
+    if full or not same_size:
+        ist[IS_HELD] = 0
+        for q in range(p):
+            free[q] = same_size and coef[q] > 0.0
+        for q in range(nk):
+            knots[q] = scratch[q]
+        ist[IS_NKNOTS] = nk
+        ist[IS_STAMP] += 1
+        _tree_build(tree, sf, B)
+        ist[IS_LEVELS] = 0
+        _count_ends(sf, B, stored_unit(sf, sf[SF_KIND]), ist)
+        determined = ist[IS_N] >= p + k1
+        stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, ist[IS_STAMP], determined)
+        ist[IS_INCR] = 1 if determined else 0
+        ist[IS_SINCE_SYNC] = 0
+        st[ST_FULL] += 1.0
+        stream_solve(band, cross, p, k1, coef, beta, free)
+        return DONE
+    if moved:
+        ist[IS_HELD] = 0  # the band changed at many buckets: the runs' system is reduced anew
+        refresh_moved_knots(
+            sf, B, centres, knots, scratch, nk, k1, rows, base, band, cross, ist[IS_STAMP], vals, lft, rgt
+        )
+    # the previous fit's free set first; where its KKT check fails, a few active-set steps on
+    # the banded system, each certified by the same check, before the dense solve
+    for q in range(p):
+        free[q] = coef[q] > 0.0
+    scale = _tree_total(tree, B)
+    updated = ist[IS_HELD] > 0
+    code = SOLVE_RETRY
+    tries = 0
+    while code == SOLVE_RETRY and tries < SET_TRIES:
+        from_held = ist[IS_HELD] > 0
+        code = held_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp, held, ist)
+        if code == SOLVE_FAIL and from_held:
+            code = SOLVE_RETRY  # not certified on the updated factors: the same set factored anew
+            updated = False
+            continue
+        tries += 1
+    if code == SOLVE_KEPT:
+        st[ST_KEPT if tries == 1 else ST_STEPPED] += 1.0
+        st[ST_UPDATED] += 1.0 if tries == 1 and updated else 0.0
+    else:
+        st[ST_DENSE] += 1.0
+        for q in range(p):
+            free[q] = coef[q] > 0.0
+        stream_solve(band, cross, p, k1, coef, beta, free)
+    return DONE
 
 
 @jit(inline="always")
@@ -1444,6 +1514,10 @@ def stream_run_incremental(
     lvb = grp[2]
     lvc = vecs[5]
     k1 = order + 1
+    kind = sf[SF_KIND]
+    kind_prior = ist[IS_PRIOR]
+    c = st[ST_C]
+    W = si[SI_W]
     vals = np.empty(k1)
     lft = np.empty(k1)
     rgt = np.empty(k1)
@@ -1457,15 +1531,63 @@ def stream_run_incremental(
                 )  # fmt: skip
                 if code != DONE:
                     return i, code
-                _refit_scalars(sf, st)
-            out_p[i] = _served(s[i], st, ist, knots, k1, beta, vals, lft, rgt)
+                u = stored_unit(sf, kind)
+                t_pos = _real(sf[SF_T_POS], u)
+                t_neg = _real(sf[SF_T_NEG], u)
+                total = t_pos + t_neg
+                st[ST_FIT_WEIGHT] = total
+                st[ST_LOGODDS] = math.log(t_pos + c) - math.log(t_neg + c)
+                st[ST_LOW] = c / (total + 2.0 * c)
+                st[ST_HIGH] = (total + c) / (total + 2.0 * c)
+                st[ST_DIRTY] = 0.0
+            nk = ist[IS_NKNOTS]
+            tk = knots[:nk]
+            lo, hi = clamped_span_bounds(tk, k1)
+            v = _combination_at(s[i], tk, k1, beta, lo, hi, vals, lft, rgt)
+            v = min(max(v, 0.0), 1.0)
+            out_p[i] = min(max(v, st[ST_LOW]), st[ST_HIGH])
             out_llr[i] = st[ST_FIT_WEIGHT]
             out_logodds[i] = st[ST_LOGODDS]
-        if op & OP_LEARN and _learn_event(
-            bk[i], y[i], w[i], t[i], sf, si, B, k1, st, ist, knots, rows, base, band, cross, lpos, lneg, spos,
-            sneg, xcov, tree, centres, vals, lft, rgt, lvb, lvc, grp, held,
-        ):  # fmt: skip
-            return i + 1, STOP_RENORM
+        if op & OP_LEARN:
+            incr = ist[IS_INCR] != 0
+            u = stored_unit(sf, kind)
+            clock = window_clock(sf, t[i], kind)
+            while si[SI_RING_COUNT] > 0:
+                head = si[SI_RING_HEAD]
+                hb = si[SI_HEADER + 2 * B + head] if W > 0 else 0
+                p0 = sf[SF_HEADER + hb]
+                n0 = sf[SF_HEADER + B + hb]
+                if window_expire_next_inplace(sf, si, clock, kind) < 0:
+                    break
+                if kind_prior != 0:
+                    dp = sf[SF_HEADER + hb] - p0
+                    _prior_delta(hb, dp, sf[SF_HEADER + B + hb] - n0, st, lpos, lneg, spos, sneg, xcov)
+                if incr:
+                    _bucket_changed(
+                        hb, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
+                        lvb, lvc, grp, held,
+                    )  # fmt: skip
+            b = bk[i]
+            p0 = sf[SF_HEADER + b]
+            n0 = sf[SF_HEADER + B + b]
+            renormalised = window_add_inplace(sf, si, b, y[i], w[i], clock, kind)
+            st[ST_DIRTY] = 1.0
+            if renormalised:
+                return i + 1, STOP_RENORM
+            u = stored_unit(sf, kind)
+            if kind_prior != 0:
+                _prior_delta(b, sf[SF_HEADER + b] - p0, sf[SF_HEADER + B + b] - n0, st, lpos, lneg, spos, sneg, xcov)
+            if incr:
+                _bucket_changed(
+                    b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
+                    lvb, lvc, grp, held,
+                )  # fmt: skip
+            ist[IS_SINCE_SYNC] += 1
+            if ist[IS_SINCE_SYNC] >= RESYNC_EVENTS:
+                ist[IS_SINCE_SYNC] = 0
+                ist[IS_INCR] = 0  # the next refit is the full one: no drift accumulates
+                if kind_prior != 0:
+                    stream_prior_sums(sf, B, st, lpos, lneg, spos, sneg, xcov)
     return ops.shape[0], DONE
 
 
@@ -1571,7 +1693,7 @@ AT_DENSE = 7  # ``pair_fast``: the dense solve (``refit_dense``), then the predi
 def pair_fast(b, sl, y, w, s, sf, si, fbuf, ibuf, free):
     """``stream_packed_pair`` up to the refit's steps that allocate (the knots' exact pass, the
     full rebuild, the dense solve), compiled without reference counts: the statements of
-    ``stream_run_incremental`` (through the same inlined helpers), in its order. Returns the
+    ``stream_run_incremental`` and ``incremental_refit``, in their order. Returns the
     served probability or ``-code`` as ``stream_packed_pair``, or ``-AT_*``: the label learned
     and the refit stopped at that step, the knot count in ``one_i[ONE_NK]``."""
     st = _fsec(fbuf, ibuf, 0)
@@ -1681,7 +1803,8 @@ def stream_packed_pair(b, sl, y, w, s, sf, si, fbuf, ibuf, free):
 
 @jit
 def _pair_by_run(b, sl, y, w, s, sf, si, fbuf, ibuf, free):
-    """``stream_packed_pair`` through ``stream_packed_run`` (the loop's full refit)."""
+    """``stream_packed_pair`` through ``stream_packed_run``: the loop's two operations (its full
+    refit's when ``ibuf[PK_INCREMENTAL]`` is 0)."""
     if b < 0 and _fsec(fbuf, ibuf, 0)[ST_DIRTY] == 0.0:
         return -float(NOT_DIRTY)
     one_f = _fsec(fbuf, ibuf, len(FLOAT_SECTIONS) - 1)
