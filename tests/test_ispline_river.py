@@ -311,7 +311,7 @@ def _sections_outside(buf, offsets, names, skip):
 def test_the_pair_kernel_equals_the_loop_at_every_step_it_stops_at(window, n_knots):
     # ``stream_packed_pair`` runs the pair in a kernel without reference counts (``pair_fast``)
     # and hands the refit's allocating steps (the knots' exact pass, the full rebuild, the dense
-    # solve) to ``pair_resume``; every pair equals the loop's two operations (``_pair_by_run``)
+    # solve) to ``pair_resume``; every pair equals the loop's two operations (``pair_by_run``)
     # bit for bit, the returned value and the whole state, and each step is reached
     ks = river_face._ks
     scores, labels = _long(1500, 11)
@@ -337,7 +337,7 @@ def test_the_pair_kernel_equals_the_loop_at_every_step_it_stops_at(window, n_kno
             p = ks.pair_resume(int(-p), event[-1], *ours)
         else:
             steps["served"] += p >= 0.0
-        assert p == entry == ks._pair_by_run(*event, *loop), i
+        assert p == entry == ks.pair_by_run(*event, *loop), i
         for k in (0, 1, 4):
             np.testing.assert_array_equal(ours[k], loop[k])
         np.testing.assert_array_equal(

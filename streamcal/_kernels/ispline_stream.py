@@ -1687,6 +1687,7 @@ NOT_DIRTY = 4  # ``stream_packed_pair``: no event kept and no label since the la
 AT_KNOTS = 5  # ``pair_fast``: the knots' exact pass, then the rest of the refit, is the caller's
 AT_FULL = 6  # ``pair_fast``: the full rebuild (``refit_full``), then the prediction, is the caller's
 AT_DENSE = 7  # ``pair_fast``: the dense solve (``refit_dense``), then the prediction, is the caller's
+AT_RUN = 8  # ``pair_fast``: nothing run, the loop's full refit serves (``pair_by_run``)
 
 
 @jit_noalloc
@@ -1695,7 +1696,10 @@ def pair_fast(b, sl, y, w, s, sf, si, fbuf, ibuf, free):
     full rebuild, the dense solve), compiled without reference counts: the statements of
     ``stream_run_incremental`` and ``incremental_refit``, in their order. Returns the
     served probability or ``-code`` as ``stream_packed_pair``, or ``-AT_*``: the label learned
-    and the refit stopped at that step, the knot count in ``one_i[ONE_NK]``."""
+    and the refit stopped at that step, the knot count in ``one_i[ONE_NK]``; ``-AT_RUN`` when
+    the loop refits in full before every prediction (``ibuf[PK_INCREMENTAL]`` 0: nothing run)."""
+    if ibuf[PK_INCREMENTAL] == 0:
+        return -float(AT_RUN)
     st = _fsec(fbuf, ibuf, 0)
     if b < 0 and st[ST_DIRTY] == 0.0:
         return -float(NOT_DIRTY)
@@ -1788,21 +1792,23 @@ def stream_packed_pair(b, sl, y, w, s, sf, si, fbuf, ibuf, free):
     """A kept label (bucket ``b``, score ``sl``, label ``y``, weight ``w``; none when ``b`` is
     negative) then a prediction of ``s``: the two operations the river face's calls make, in
     that order, as ``stream_packed_run`` runs them (the same statements, so the same bits), by
-    ``pair_fast`` and, where its refit takes a step that allocates, ``pair_resume``. Returns the
+    ``pair_fast`` and, where its refit takes a step that allocates, ``pair_resume`` (the river
+    face makes these calls itself: a call into a kernel without reference counts takes its
+    arrays for less). Returns the
     served probability, else ``-code``: ``STOP_RENORM`` (the label learned with a decay
     renormalisation, the prediction not run), ``STOP_PRIOR`` / ``STOP_SCALE`` (the label
     learned, the prediction not run), ``NOT_DIRTY`` (nothing kept, the fit up to date: nothing
     run)."""
-    if ibuf[PK_INCREMENTAL] == 0:
-        return _pair_by_run(b, sl, y, w, s, sf, si, fbuf, ibuf, free)
     p = pair_fast(b, sl, y, w, s, sf, si, fbuf, ibuf, free)
     if p >= -float(NOT_DIRTY):
         return p
+    if p == -float(AT_RUN):
+        return pair_by_run(b, sl, y, w, s, sf, si, fbuf, ibuf, free)
     return pair_resume(int(-p), s, sf, si, fbuf, ibuf, free)
 
 
 @jit
-def _pair_by_run(b, sl, y, w, s, sf, si, fbuf, ibuf, free):
+def pair_by_run(b, sl, y, w, s, sf, si, fbuf, ibuf, free):
     """``stream_packed_pair`` through ``stream_packed_run``: the loop's two operations (its full
     refit's when ``ibuf[PK_INCREMENTAL]`` is 0)."""
     if b < 0 and _fsec(fbuf, ibuf, 0)[ST_DIRTY] == 0.0:

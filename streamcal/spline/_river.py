@@ -34,21 +34,30 @@ __all__ = ["ISplineRiverFace"]
 _MAX_WEIGHT = _h.MAX_WEIGHT
 _OP_LEARN = int(OP_LEARN)
 KEPT_B, KEPT_S, KEPT_Y, KEPT_W, SCORE = 0, 1, 2, 3, 4  # the kept event and the score, in ``args``
+_PAIR_DONE = -float(_ks.NOT_DIRTY)  # ``pair_fast`` returned the pair's result (else ``_pair_rest``)
 
 
 def _pair_first_call(*args):
-    """``stream_packed_pair(*args)``: interpreted while the process's allowance lasts, then by its
-    compiled entry point, which then takes this function's place as ``pair_call`` (later calls
-    skip the entry point's table)."""
+    """``pair_fast(*args)``: interpreted while the process's allowance lasts, then by its compiled
+    entry point, which then takes this function's place as ``pair_call`` (later calls skip the
+    entry points' table)."""
     global pair_call
-    p = entry_call("ispline_pair", _ks.stream_packed_pair, args)
-    compiled = ENTRIES.get("ispline_pair")
+    p = entry_call("ispline_pair_fast", _ks.pair_fast, args)
+    compiled = ENTRIES.get("ispline_pair_fast")
     if compiled is not None and pair_call is _pair_first_call:
         pair_call = compiled
     return p
 
 
-pair_call = _pair_first_call  # the river face's one call per pair
+pair_call = _pair_first_call  # the river face's one call per pair (``stream_packed_pair``'s first)
+
+
+def _pair_rest(p: float, args) -> float:
+    """``stream_packed_pair(*args)`` after its first call ``pair_fast`` returned ``p < -NOT_DIRTY``:
+    the refit's step it stopped at (``pair_resume``), or the loop's two operations (``AT_RUN``)."""
+    if p == -_ks.AT_RUN:
+        return entry_call("ispline_pair_run", _ks.pair_by_run, tuple(args))
+    return entry_call("ispline_pair_resume", _ks.pair_resume, (int(-p), *args[SCORE:]))
 
 
 class RiverState:
@@ -164,6 +173,8 @@ class ISplineRiverFace(DeferredRiverFace):
                             b = args[KEPT_B]
                             args[SCORE] = s
                             p = pair_call(*args)
+                            if p < _PAIR_DONE:
+                                p = _pair_rest(p, args)
                             args[KEPT_B] = -1
                             if p >= 0.0:
                                 a.stale = True
