@@ -39,6 +39,7 @@ from bench_streaming_pav import click_stream
 
 import streamcal
 from streamcal import ISplineCalibrator
+from streamcal._kernels import _config
 from streamcal._kernels import ispline as _k
 from streamcal._kernels import ispline_stream as _ks
 
@@ -101,14 +102,47 @@ def kernels_at(rev: str):
     return modules["ispline"], modules["ispline_stream"]
 
 
+def river_face_at(rev: str, old_ks):
+    """The module ``streamcal/spline/_river.py`` at git revision ``rev`` (None where it has
+    none), on that revision's stream kernels (``old_ks``, when they differ from today's), with
+    its own table of compiled entry points (the one it imports is shared by name with today's
+    face, whose kernels may differ)."""
+    path = "streamcal/spline/_river.py"
+    try:
+        text = source_at(rev, path)
+    except subprocess.CalledProcessError:
+        return None
+    module = types.ModuleType(f"ispline_river_at_{rev}")
+    exec(compile(text, f"{rev}:{path}", "exec"), module.__dict__)
+    if old_ks is not None:
+        module._ks = old_ks
+    entries = {}
+
+    def entry_call(name, kernel, args):
+        found = entries.get(name)
+        if found is None:
+            found = entries[name] = _config.entry_point(kernel, *args)
+        return found(*args)
+
+    module.entry_call = entry_call
+    return module
+
+
 def calibrator_at(rev: str):
     """The ``ISplineCalibrator`` class of ``streamcal/spline/calibrator.py`` at git revision ``rev``,
     on the I-spline kernels of that revision (``kernels_at``) and, where those differ, the packed
     state's layout of that revision; whether the kernels differ from today's."""
     path = "streamcal/spline/calibrator.py"
     module = types.ModuleType(f"ispline_at_{rev}")
-    exec(compile(source_at(rev, path), f"{rev}:{path}", "exec"), module.__dict__)
     old_k, old_ks = kernels_at(rev)
+    face = river_face_at(rev, old_ks)
+    today = sys.modules.get("streamcal.spline._river")
+    if face is not None:  # the calibrator of that revision imports its own river face
+        sys.modules["streamcal.spline._river"] = face
+    try:
+        exec(compile(source_at(rev, path), f"{rev}:{path}", "exec"), module.__dict__)
+    finally:
+        sys.modules["streamcal.spline._river"] = today
     if old_ks is not None:
         module._k, module._ks = old_k, old_ks
     if old_ks is not None and "packed_state" in module.__dict__:

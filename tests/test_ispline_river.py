@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import streamcal.spline._river as river_face
 from streamcal import ISplineCalibrator
 from streamcal._streaming import StreamingCalibrator
+from streamcal.buckets import bucket_of_score
 from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
 
 WINDOWS = {
@@ -43,18 +44,18 @@ class GenericISplineCalibrator(ISplineCalibrator):
 @contextlib.contextmanager
 def _pair_calls():
     """Counts the river face's one-call pairs (a prediction that learns the kept event)."""
-    real = river_face.entry_call
+    real = river_face.pair_call
     count = [0]
 
-    def counting(name, kernel, args):
-        count[0] += name == "ispline_pair"
-        return real(name, kernel, args)
+    def counting(*args):
+        count[0] += 1
+        return real(*args)
 
-    river_face.entry_call = counting
+    river_face.pair_call = counting
     try:
         yield count
     finally:
-        river_face.entry_call = real
+        river_face.pair_call = real
 
 
 def _long(n, seed):
@@ -294,3 +295,62 @@ def test_deferred_river_face_under_threads():
         np.testing.assert_array_equal(got, want)
     probe = np.linspace(0.01, 0.99, 7)
     np.testing.assert_allclose(cal.predict_proba(probe), serial.predict_proba(probe), rtol=0.0, atol=1e-9)
+
+
+def _sections_outside(buf, offsets, names, skip):
+    """``buf`` with the packed sections named in ``skip`` left out (scratch the two paths use
+    differently)."""
+    keep = np.ones(buf.size, dtype=bool)
+    for k, name in enumerate(names):
+        if name in skip:
+            keep[offsets[k] : offsets[k + 1]] = False
+    return buf[keep]
+
+
+@pytest.mark.parametrize(("window", "n_knots"), [("unbounded", None), ("count 9", None), ("count 60", 4)])
+def test_the_pair_kernel_equals_the_loop_at_every_step_it_stops_at(window, n_knots):
+    # ``stream_packed_pair`` runs the pair in a kernel without reference counts (``pair_fast``)
+    # and hands the refit's allocating steps (the knots' exact pass, the full rebuild, the dense
+    # solve) to ``pair_resume``; every pair equals the loop's two operations (``pair_by_run``)
+    # bit for bit, the returned value and the whole state, and each step is reached
+    ks = river_face._ks
+    scores, labels = _long(1500, 11)
+    cal = ISplineCalibrator(window=WINDOWS[window](), prior=None, n_knots=n_knots)
+    cal.prequential(scores[:200], labels[:200])
+    cal.predict_proba_one({"score": float(scores[200])})
+    st = cal._stream
+    sf, si = cal._hist.live_arrays()
+    cuts = cal._hist.layout.cuts_list
+    ours = [a.copy() for a in (sf, si, st["fbuf"], st["ibuf"], st["free"])]
+    loop = [a.copy() for a in ours]
+    steps = dict.fromkeys(("served", ks.AT_KNOTS, ks.AT_FULL, ks.AT_DENSE), 0)
+    ibuf = ours[3]
+    f_ends = ibuf[ks.PK_F : ks.PK_F + len(ks.FLOAT_SECTIONS) + 1]
+    i_ends = ibuf[ks.PK_I : ks.PK_I + len(ks.INT_SECTIONS) + 1]
+    for i in range(201, scores.size - 1):
+        b = bucket_of_score(cuts, float(scores[i]))
+        event = (b, float(scores[i]), 1.0 if labels[i] else 0.0, 1.0, float(scores[i + 1]))
+        entry = ks.stream_packed_pair(*event, *[a.copy() for a in ours])
+        p = ks.pair_fast(*event, *ours)
+        if p < -ks.NOT_DIRTY:
+            steps[int(-p)] += 1
+            p = ks.pair_resume(int(-p), event[-1], *ours)
+        else:
+            steps["served"] += p >= 0.0
+        assert p == entry == ks.pair_by_run(*event, *loop), i
+        for k in (0, 1, 4):
+            np.testing.assert_array_equal(ours[k], loop[k])
+        np.testing.assert_array_equal(
+            _sections_outside(ours[2], f_ends, ks.FLOAT_SECTIONS, ("kv", "one_f")),
+            _sections_outside(loop[2], f_ends, ks.FLOAT_SECTIONS, ("kv", "one_f")),
+        )
+        np.testing.assert_array_equal(
+            _sections_outside(ours[3][ks.PK_HEADER :], i_ends - ks.PK_HEADER, ks.INT_SECTIONS, ("one_i",)),
+            _sections_outside(loop[3][ks.PK_HEADER :], i_ends - ks.PK_HEADER, ks.INT_SECTIONS, ("one_i",)),
+        )
+        assert p >= 0.0
+    assert steps["served"] > 0
+    assert steps[ks.AT_KNOTS] > 0
+    if window == "count 9":
+        assert steps[ks.AT_FULL] > 0
+        assert steps[ks.AT_DENSE] > 0

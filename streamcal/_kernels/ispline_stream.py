@@ -1227,6 +1227,123 @@ def _held_add(b, dp, dw, rows, base, grp, held, ist, k1):
         held[j, k1 + H_DINV] = inv
 
 
+# The river face's pair without reference counts. ``incremental_refit`` and the label of
+# ``stream_run_incremental`` again, as helpers that allocate nothing (``_refit_middle``,
+# ``_learn_event``, ``_refit_scalars``, ``_served``) around the steps that do (``refit_full``,
+# ``refit_dense``, ``stream_knots``): ``pair_fast`` runs a pair through them compiled without
+# reference counts, ``pair_resume`` the allocating steps. The statements and their order are
+# the loop's, so the bits are. The loop keeps its own text: in a kernel that counts references,
+# each array argument of an inlined helper is a count taken and dropped per call.
+
+NEED_FULL = 5  # ``_refit_middle``: the full rebuild and solve next (nothing changed yet)
+NEED_DENSE = 6  # ``_refit_middle``: the dense solve next (the banded ones not certified)
+
+
+@jit(inline="always")
+def _refit_middle(
+    nk, sf, B, k1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, red, vecs, grp,
+    held, centres, vals, lft, rgt,
+):  # fmt: skip
+    """The incremental refit once the new knots ``scratch[:nk]`` are known: ``STOP_PRIOR``,
+    ``NEED_FULL`` (before any change), ``DONE`` (the banded solve kept), or ``NEED_DENSE``.
+    Allocates nothing: the river face's pair runs it without reference counts."""
+    kind_prior = ist[IS_PRIOR]
+    if kind_prior != 0 and not _prior_is_zero(sf, st, kind_prior, st[ST_C]):
+        return STOP_PRIOR
+    same_size = nk == ist[IS_NKNOTS]
+    moved = not same_size
+    if same_size:
+        for q in range(nk):
+            if scratch[q] != knots[q]:
+                moved = True
+                break
+    p = nk - k1
+    # fewer non-empty buckets than the basis needs to be determined: the optimum need not be
+    # unique, and only the full refit's own steps (in real units, as the engine's) give its one
+    if ist[IS_INCR] == 0 or ist[IS_N] < p + k1 or not same_size:
+        return NEED_FULL
+    if moved:
+        ist[IS_HELD] = 0  # the band changed at many buckets: the runs' system is reduced anew
+        refresh_moved_knots(
+            sf, B, centres, knots, scratch, nk, k1, rows, base, band, cross, ist[IS_STAMP], vals, lft, rgt
+        )
+    # the previous fit's free set first; where its KKT check fails, a few active-set steps on
+    # the banded system, each certified by the same check, before the dense solve
+    for q in range(p):
+        free[q] = coef[q] > 0.0
+    scale = _tree_total(tree, B)
+    updated = ist[IS_HELD] > 0
+    code = SOLVE_RETRY
+    tries = 0
+    while code == SOLVE_RETRY and tries < SET_TRIES:
+        from_held = ist[IS_HELD] > 0
+        code = held_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp, held, ist)
+        if code == SOLVE_FAIL and from_held:
+            code = SOLVE_RETRY  # not certified on the updated factors: the same set factored anew
+            updated = False
+            continue
+        tries += 1
+    if code == SOLVE_KEPT:
+        st[ST_KEPT if tries == 1 else ST_STEPPED] += 1.0
+        st[ST_UPDATED] += 1.0 if tries == 1 and updated else 0.0
+        return DONE
+    return NEED_DENSE
+
+
+@jit
+def refit_full(nk, sf, B, k1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, centres):
+    """The incremental refit's full rebuild for the knots ``scratch[:nk]`` (``NEED_FULL``)."""
+    same_size = nk == ist[IS_NKNOTS]
+    p = nk - k1
+    ist[IS_HELD] = 0
+    for q in range(p):
+        free[q] = same_size and coef[q] > 0.0
+    for q in range(nk):
+        knots[q] = scratch[q]
+    ist[IS_NKNOTS] = nk
+    ist[IS_STAMP] += 1
+    _tree_build(tree, sf, B)
+    ist[IS_LEVELS] = 0
+    _count_ends(sf, B, stored_unit(sf, sf[SF_KIND]), ist)
+    determined = ist[IS_N] >= p + k1
+    stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, ist[IS_STAMP], determined)
+    ist[IS_INCR] = 1 if determined else 0
+    ist[IS_SINCE_SYNC] = 0
+    st[ST_FULL] += 1.0
+    stream_solve(band, cross, p, k1, coef, beta, free)
+
+
+@jit
+def refit_dense(p, k1, st, band, cross, coef, beta, free):
+    """The incremental refit's dense solve (``NEED_DENSE``)."""
+    st[ST_DENSE] += 1.0
+    for q in range(p):
+        free[q] = coef[q] > 0.0
+    stream_solve(band, cross, p, k1, coef, beta, free)
+
+
+@jit
+def refit_with_knots(
+    nk, sf, B, k1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, red, vecs, grp,
+    held, centres, vals, lft, rgt,
+):  # fmt: skip
+    """The incremental refit once ``nk`` (``scratch[:nk]``, or -1) is known: ``DONE``, or
+    ``STOP_SCALE`` / ``STOP_PRIOR``."""
+    if nk < 0:
+        return STOP_SCALE
+    code = _refit_middle(
+        nk, sf, B, k1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, red, vecs, grp,
+        held, centres, vals, lft, rgt,
+    )  # fmt: skip
+    if code == NEED_FULL:
+        refit_full(nk, sf, B, k1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, centres)
+        return DONE
+    if code == NEED_DENSE:
+        refit_dense(nk - k1, k1, st, band, cross, coef, beta, free)
+        return DONE
+    return code
+
+
 @jit
 def incremental_refit(
     sf, B, centres, order, wanted, inner, use_inner, st, ist, knots, scratch, rows, base, band, cross,
@@ -1305,6 +1422,84 @@ def incremental_refit(
             free[q] = coef[q] > 0.0
         stream_solve(band, cross, p, k1, coef, beta, free)
     return DONE
+
+
+@jit(inline="always")
+def _refit_scalars(sf, st):
+    """The fit's weight, prior log-odds and served bounds after a refit; the fit clean."""
+    c = st[ST_C]
+    u = stored_unit(sf, sf[SF_KIND])
+    t_pos = _real(sf[SF_T_POS], u)
+    t_neg = _real(sf[SF_T_NEG], u)
+    total = t_pos + t_neg
+    st[ST_FIT_WEIGHT] = total
+    st[ST_LOGODDS] = math.log(t_pos + c) - math.log(t_neg + c)
+    st[ST_LOW] = c / (total + 2.0 * c)
+    st[ST_HIGH] = (total + c) / (total + 2.0 * c)
+    st[ST_DIRTY] = 0.0
+
+
+@jit(inline="always")
+def _served(x, st, ist, knots, k1, beta, vals, lft, rgt):
+    """The served probability of score ``x`` from the current fit."""
+    nk = ist[IS_NKNOTS]
+    tk = knots[:nk]
+    lo, hi = clamped_span_bounds(tk, k1)
+    v = _combination_at(x, tk, k1, beta, lo, hi, vals, lft, rgt)
+    v = min(max(v, 0.0), 1.0)
+    return min(max(v, st[ST_LOW]), st[ST_HIGH])
+
+
+@jit(inline="always")
+def _learn_event(
+    b, y, w, t, sf, si, B, k1, st, ist, knots, rows, base, band, cross, lpos, lneg, spos, sneg, xcov, tree,
+    centres, vals, lft, rgt, lvb, lvc, grp, held,
+):  # fmt: skip
+    """One label: the window's expiries and the event added, the prior's sums and the
+    incremental refit's state following each changed bucket; whether a decay renormalisation
+    ran (then the state is to be rebuilt). Allocates nothing."""
+    kind = sf[SF_KIND]
+    kind_prior = ist[IS_PRIOR]
+    W = si[SI_W]
+    incr = ist[IS_INCR] != 0
+    u = stored_unit(sf, kind)
+    clock = window_clock(sf, t, kind)
+    while si[SI_RING_COUNT] > 0:
+        head = si[SI_RING_HEAD]
+        hb = si[SI_HEADER + 2 * B + head] if W > 0 else 0
+        p0 = sf[SF_HEADER + hb]
+        n0 = sf[SF_HEADER + B + hb]
+        if window_expire_next_inplace(sf, si, clock, kind) < 0:
+            break
+        if kind_prior != 0:
+            dp = sf[SF_HEADER + hb] - p0
+            _prior_delta(hb, dp, sf[SF_HEADER + B + hb] - n0, st, lpos, lneg, spos, sneg, xcov)
+        if incr:
+            _bucket_changed(
+                hb, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
+                lvb, lvc, grp, held,
+            )  # fmt: skip
+    p0 = sf[SF_HEADER + b]
+    n0 = sf[SF_HEADER + B + b]
+    renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
+    st[ST_DIRTY] = 1.0
+    if renormalised:
+        return True
+    u = stored_unit(sf, kind)
+    if kind_prior != 0:
+        _prior_delta(b, sf[SF_HEADER + b] - p0, sf[SF_HEADER + B + b] - n0, st, lpos, lneg, spos, sneg, xcov)
+    if incr:
+        _bucket_changed(
+            b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
+            lvb, lvc, grp, held,
+        )  # fmt: skip
+    ist[IS_SINCE_SYNC] += 1
+    if ist[IS_SINCE_SYNC] >= RESYNC_EVENTS:
+        ist[IS_SINCE_SYNC] = 0
+        ist[IS_INCR] = 0  # the next refit is the full one: no drift accumulates
+        if kind_prior != 0:
+            stream_prior_sums(sf, B, st, lpos, lneg, spos, sneg, xcov)
+    return False
 
 
 @jit
@@ -1408,16 +1603,17 @@ PK_INCREMENTAL = 3  # 1: the incremental refit; 0: the full refit before every p
 PK_F = 4  # the float sections' offsets (FLOAT_SECTIONS' order), then the float buffer's end
 FLOAT_SECTIONS = (
     "st", "knots", "scratch", "rows", "band", "cross", "coef", "beta", "lpos", "lneg", "spos", "sneg",
-    "xcov", "tree", "red", "vecs", "centres", "inner", "held", "one_f",
+    "xcov", "tree", "red", "vecs", "centres", "inner", "held", "kv", "one_f",
 )  # fmt: skip
 PK_I = PK_F + len(FLOAT_SECTIONS) + 1  # the int sections' offsets (INT_SECTIONS' order), then the end
 INT_SECTIONS = ("ist", "base", "grp", "one_i")
 PK_HEADER = PK_I + len(INT_SECTIONS) + 1
 # the events of a river-face call (one, or a label and a prediction), in the ``one_f`` and
 # ``one_i`` sections, two slots each: score, label, weight, time and the three outputs;
-# operation and bucket
+# operation and bucket; then the knot count a pair's refit hands over (``stream_packed_pair``).
+# ``kv``: the B-spline values and de Boor's scratch, ``(3, order + 1)``
 ONE_S, ONE_Y, ONE_W, ONE_T, ONE_P, ONE_LLR, ONE_LOGODDS, ONE_F = 0, 2, 4, 6, 8, 10, 12, 14
-ONE_OP, ONE_B, ONE_I = 0, 2, 4
+ONE_OP, ONE_B, ONE_NK, ONE_I = 0, 2, 4, 5
 
 
 @jit(inline="always")
@@ -1488,17 +1684,133 @@ def stream_packed_one(op, b, s, y, w, t, sf, si, fbuf, ibuf, free):
 
 
 NOT_DIRTY = 4  # ``stream_packed_pair``: no event kept and no label since the last fit, nothing run
+AT_KNOTS = 5  # ``pair_fast``: the knots' exact pass, then the rest of the refit, is the caller's
+AT_FULL = 6  # ``pair_fast``: the full rebuild (``refit_full``), then the prediction, is the caller's
+AT_DENSE = 7  # ``pair_fast``: the dense solve (``refit_dense``), then the prediction, is the caller's
+AT_RUN = 8  # ``pair_fast``: nothing run, the loop's full refit serves (``pair_by_run``)
+
+
+@jit_noalloc
+def pair_fast(b, sl, y, w, s, sf, si, fbuf, ibuf, free):
+    """``stream_packed_pair`` up to the refit's steps that allocate (the knots' exact pass, the
+    full rebuild, the dense solve), compiled without reference counts: the statements of
+    ``stream_run_incremental`` and ``incremental_refit``, in their order. Returns the
+    served probability or ``-code`` as ``stream_packed_pair``, or ``-AT_*``: the label learned
+    and the refit stopped at that step, the knot count in ``one_i[ONE_NK]``; ``-AT_RUN`` when
+    the loop refits in full before every prediction (``ibuf[PK_INCREMENTAL]`` 0: nothing run)."""
+    if ibuf[PK_INCREMENTAL] == 0:
+        return -float(AT_RUN)
+    st = _fsec(fbuf, ibuf, 0)
+    if b < 0 and st[ST_DIRTY] == 0.0:
+        return -float(NOT_DIRTY)
+    B = si[SI_B]
+    k1 = ibuf[PK_ORDER] + 1
+    P = B + k1 + 1
+    knots, scratch = _fsec(fbuf, ibuf, 1), _fsec(fbuf, ibuf, 2)
+    rows, band = _fsec(fbuf, ibuf, 3).reshape((B, k1)), _fsec(fbuf, ibuf, 4).reshape((P, k1))
+    cross, coef, beta = _fsec(fbuf, ibuf, 5), _fsec(fbuf, ibuf, 6), _fsec(fbuf, ibuf, 7)
+    tree, red = _fsec(fbuf, ibuf, 13), _fsec(fbuf, ibuf, 14).reshape((P, k1))
+    vecs = _fsec(fbuf, ibuf, 15).reshape((6, P))
+    centres, held = _fsec(fbuf, ibuf, 16), _fsec(fbuf, ibuf, 18).reshape((P, k1 + H_COLUMNS))
+    kv = _fsec(fbuf, ibuf, 19).reshape((3, k1))
+    vals, lft, rgt = kv[0], kv[1], kv[2]
+    ist, base, grp = _isec(ibuf, 0), _isec(ibuf, 1).reshape((2, B)), _isec(ibuf, 2).reshape((3, P))
+    if b >= 0:
+        lpos, lneg, spos = _fsec(fbuf, ibuf, 8), _fsec(fbuf, ibuf, 9), _fsec(fbuf, ibuf, 10)
+        sneg, xcov = _fsec(fbuf, ibuf, 11), _fsec(fbuf, ibuf, 12)
+        if _learn_event(
+            b, y, w, 0.0, sf, si, B, k1, st, ist, knots, rows, base, band, cross, lpos, lneg, spos, sneg,
+            xcov, tree, centres, vals, lft, rgt, grp[2], vecs[5], grp, held,
+        ):  # fmt: skip
+            return -float(STOP_RENORM)
+    if st[ST_DIRTY] != 0.0:
+        one_i = _isec(ibuf, len(INT_SECTIONS) - 1)
+        nk = -2
+        if ist[IS_INCR] != 0:
+            inner = _fsec(fbuf, ibuf, 17)
+            nk = tree_knots(
+                tree, sf, B, centres, k1 - 1, ibuf[PK_WANTED], inner, ibuf[PK_USE_INNER] != 0, ist, scratch,
+                grp[2], vecs[5],
+            )  # fmt: skip
+        one_i[ONE_NK] = nk
+        if nk == -2:
+            return -float(AT_KNOTS)
+        if nk < 0:
+            return -float(STOP_SCALE)
+        code = _refit_middle(
+            nk, sf, B, k1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, red, vecs,
+            grp, held, centres, vals, lft, rgt,
+        )  # fmt: skip
+        if code == NEED_FULL:
+            return -float(AT_FULL)
+        if code == NEED_DENSE:
+            return -float(AT_DENSE)
+        if code != DONE:
+            return -float(code)
+        _refit_scalars(sf, st)
+    return _served(s, st, ist, knots, k1, beta, vals, lft, rgt)
+
+
+@jit
+def pair_resume(at, s, sf, si, fbuf, ibuf, free):
+    """The rest of a pair that ``pair_fast`` stopped at step ``at`` (``AT_*``): the refit's
+    remaining steps as ``incremental_refit`` runs them, then the prediction of ``s``; returns
+    the served probability, else ``-code`` (``STOP_SCALE`` / ``STOP_PRIOR``)."""
+    B = si[SI_B]
+    order = ibuf[PK_ORDER]
+    k1 = order + 1
+    P = B + k1 + 1
+    st, knots, scratch = _fsec(fbuf, ibuf, 0), _fsec(fbuf, ibuf, 1), _fsec(fbuf, ibuf, 2)
+    rows, band = _fsec(fbuf, ibuf, 3).reshape((B, k1)), _fsec(fbuf, ibuf, 4).reshape((P, k1))
+    cross, coef, beta = _fsec(fbuf, ibuf, 5), _fsec(fbuf, ibuf, 6), _fsec(fbuf, ibuf, 7)
+    tree, red = _fsec(fbuf, ibuf, 13), _fsec(fbuf, ibuf, 14).reshape((P, k1))
+    vecs = _fsec(fbuf, ibuf, 15).reshape((6, P))
+    centres, inner = _fsec(fbuf, ibuf, 16), _fsec(fbuf, ibuf, 17)
+    held = _fsec(fbuf, ibuf, 18).reshape((P, k1 + H_COLUMNS))
+    kv = _fsec(fbuf, ibuf, 19).reshape((3, k1))
+    vals, lft, rgt = kv[0], kv[1], kv[2]
+    ist, base, grp = _isec(ibuf, 0), _isec(ibuf, 1).reshape((2, B)), _isec(ibuf, 2).reshape((3, P))
+    nk = _isec(ibuf, len(INT_SECTIONS) - 1)[ONE_NK]
+    if at == AT_KNOTS:
+        nk = stream_knots(sf, B, centres, order, ibuf[PK_WANTED], inner, ibuf[PK_USE_INNER] != 0, scratch)
+        code = refit_with_knots(
+            nk, sf, B, k1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, red, vecs,
+            grp, held, centres, vals, lft, rgt,
+        )  # fmt: skip
+        if code != DONE:
+            return -float(code)
+    elif at == AT_FULL:
+        refit_full(nk, sf, B, k1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, centres)
+    else:
+        refit_dense(nk - k1, k1, st, band, cross, coef, beta, free)
+    _refit_scalars(sf, st)
+    return _served(s, st, ist, knots, k1, beta, vals, lft, rgt)
 
 
 @jit
 def stream_packed_pair(b, sl, y, w, s, sf, si, fbuf, ibuf, free):
     """A kept label (bucket ``b``, score ``sl``, label ``y``, weight ``w``; none when ``b`` is
     negative) then a prediction of ``s``: the two operations the river face's calls make, in
-    that order, in one ``stream_packed_run`` (which runs consecutive operations as one call per
-    operation does). Returns the served probability, else ``-code``: ``STOP_RENORM`` (the label
-    learned with a decay renormalisation, the prediction not run), ``STOP_PRIOR`` /
-    ``STOP_SCALE`` (the label learned, the prediction not run), ``NOT_DIRTY`` (nothing kept,
-    the fit up to date: nothing run)."""
+    that order, as ``stream_packed_run`` runs them (the same statements, so the same bits), by
+    ``pair_fast`` and, where its refit takes a step that allocates, ``pair_resume`` (the river
+    face makes these calls itself: a call into a kernel without reference counts takes its
+    arrays for less). Returns the
+    served probability, else ``-code``: ``STOP_RENORM`` (the label learned with a decay
+    renormalisation, the prediction not run), ``STOP_PRIOR`` / ``STOP_SCALE`` (the label
+    learned, the prediction not run), ``NOT_DIRTY`` (nothing kept, the fit up to date: nothing
+    run)."""
+    p = pair_fast(b, sl, y, w, s, sf, si, fbuf, ibuf, free)
+    if p >= -float(NOT_DIRTY):
+        return p
+    if p == -float(AT_RUN):
+        return pair_by_run(b, sl, y, w, s, sf, si, fbuf, ibuf, free)
+    return pair_resume(int(-p), s, sf, si, fbuf, ibuf, free)
+
+
+@jit
+def pair_by_run(b, sl, y, w, s, sf, si, fbuf, ibuf, free):
+    """``stream_packed_pair`` through ``stream_packed_run``: the loop's two operations (its full
+    refit's when ``ibuf[PK_INCREMENTAL]`` is 0)."""
     if b < 0 and _fsec(fbuf, ibuf, 0)[ST_DIRTY] == 0.0:
         return -float(NOT_DIRTY)
     one_f = _fsec(fbuf, ibuf, len(FLOAT_SECTIONS) - 1)

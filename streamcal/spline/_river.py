@@ -5,17 +5,19 @@ At the lazy default (``refit_every=None``) a pair of river calls, ``predict_prob
 them, the generic methods' checks by function, the loop's readiness test and the fitted map's
 arrays copied out after every prediction: most of a pair's time. Once the loop runs, this face
 defers what nothing reads until later, as Platt's does (:mod:`streamcal.gev._river`):
-``learn_one`` checks the event inline and keeps its bucket, score, label and weight (``pending``);
-the next ``predict_proba_one`` learns it and predicts in one compiled call
-(``ispline_stream.stream_packed_pair``: the same two calls, in the same order, so the same bits),
-and the map stays in the loop's packed state (``stale``) until something reads it. Every other
-reader of the state holds the calibrator's lock (:class:`streamcal.gev._river.RiverLock`), whose
-first acquisition by a section settles that work first: the kept event learned and the map, its
-weight, prior log-odds, bounds and ``_dirty`` written back as the two calls per pair leave them.
-The common case is checked inline: ``x`` a one-key dict holding a float score in range (no
-``score_key``), a bool label, a float weight in range, no time, a window without event times or
-a growing ring. Anything else settles and takes the generic methods, which raise the documented
-errors; a rejected call is rejected before anything is kept.
+``learn_one`` checks the event inline and keeps its bucket, score, label and weight (the first
+slots of the river state's ``args``, the compiled call's arguments, whose tail holds the
+histogram's arrays and the loop's packed state while the face is live); the next
+``predict_proba_one`` learns it and predicts in one compiled call
+(``ispline_stream.stream_packed_pair``: the same two operations, in the same order, so the same
+bits), and the map stays in the loop's packed state (``stale``) until something reads it. Every
+other reader of the state holds the calibrator's lock (:class:`streamcal.gev._river.RiverLock`),
+whose first acquisition by a section settles that work first: the kept event learned and the
+map, its weight, prior log-odds, bounds and ``_dirty`` written back as the two calls per pair
+leave them. The common case is checked inline: ``x`` a one-key dict holding a float score in
+range (no ``score_key``), a bool label, a float weight in range, no time, a window without event
+times or a growing ring. Anything else settles and takes the generic methods, which raise the
+documented errors; a rejected call is rejected before anything is kept.
 """
 
 from __future__ import annotations
@@ -25,26 +27,51 @@ from streamcal._kernels import ispline_stream as _ks
 from streamcal._refit import RefitCalibrator
 from streamcal._streaming import OP_LEARN, StreamingCalibrator
 from streamcal.buckets import bucket_of_score
-from streamcal.gev._river import DeferredRiverFace, entry_call
+from streamcal.gev._river import ENTRIES, DeferredRiverFace, entry_call
 
 __all__ = ["ISplineRiverFace"]
 
 _MAX_WEIGHT = _h.MAX_WEIGHT
 _OP_LEARN = int(OP_LEARN)
-NO_EVENT = (-1, 0.0, 0.0, 0.0)  # ``pending`` when no event is kept: bucket, score, label, weight
+KEPT_B, KEPT_S, KEPT_Y, KEPT_W, SCORE = 0, 1, 2, 3, 4  # the kept event and the score, in ``args``
+_PAIR_DONE = -float(_ks.NOT_DIRTY)  # ``pair_fast`` returned the pair's result (else ``_pair_rest``)
+
+
+def _pair_first_call(*args):
+    """``pair_fast(*args)``: interpreted while the process's allowance lasts, then by its compiled
+    entry point, which then takes this function's place as ``pair_call`` (later calls skip the
+    entry points' table)."""
+    global pair_call
+    p = entry_call("ispline_pair_fast", _ks.pair_fast, args)
+    compiled = ENTRIES.get("ispline_pair_fast")
+    if compiled is not None and pair_call is _pair_first_call:
+        pair_call = compiled
+    return p
+
+
+pair_call = _pair_first_call  # the river face's one call per pair (``stream_packed_pair``'s first)
+
+
+def _pair_rest(p: float, args) -> float:
+    """``stream_packed_pair(*args)`` after its first call ``pair_fast`` returned ``p < -NOT_DIRTY``:
+    the refit's step it stopped at (``pair_resume``), or the loop's two operations (``AT_RUN``)."""
+    if p == -_ks.AT_RUN:
+        return entry_call("ispline_pair_run", _ks.pair_by_run, tuple(args))
+    return entry_call("ispline_pair_resume", _ks.pair_resume, (int(-p), *args[SCORE:]))
 
 
 class RiverState:
     """The deferred work of the river face: ``live`` (the loop's state is current and serves the
-    face), ``pending`` (the kept event), ``stale`` (a prediction's map not yet written back),
-    ``cuts`` (the layout's interior cuts, for the bucket)."""
+    face), ``args`` (while live, the pair's call: the kept event, bucket -1 when none, the
+    score, then the histogram's arrays and the packed state), ``stale`` (a prediction's map not
+    yet written back), ``cuts`` (the layout's interior cuts, for the bucket)."""
 
-    __slots__ = ("cuts", "live", "pending", "stale")
+    __slots__ = ("args", "cuts", "live", "stale")
 
     def __init__(self, cuts):
         self.cuts = cuts
         self.live = False
-        self.pending = NO_EVENT
+        self.args = None
         self.stale = False
 
 
@@ -73,17 +100,22 @@ class ISplineRiverFace(DeferredRiverFace):
         a = self._glm_cache
         if a is None or a.cuts is not hist.layout.cuts_list:
             a = self._glm_cache = RiverState(hist.layout.cuts_list)
+        st = self._stream
+        sf, si = hist.live_arrays()  # the same arrays until a reader settles (no growing ring)
+        a.args = [-1, 0.0, 0.0, 0.0, 0.0, sf, si, st["fbuf"], st["ibuf"], st["free"]]
         a.live = True
         return a
 
     def _river_settle(self, a) -> None:
         """The deferred work done: the kept event learned, the map written back (under the lock)."""
         a.live = False
-        b, s, y, w = a.pending
+        args = a.args
+        b = args[KEPT_B]
         if b >= 0:
-            a.pending = NO_EVENT
+            args[KEPT_B] = -1
             st = self._stream
             sf, si = self._hist.live_arrays()
+            s, y, w = args[KEPT_S], args[KEPT_Y], args[KEPT_W]
             code = self._river_step(_OP_LEARN, b, s, y, w, 0.0, sf, si, st["fbuf"], st["ibuf"], st["free"])
             if code != 0.0:  # learned, then a decay renormalisation: the state is rebuilt
                 self._stream_publish()
@@ -108,24 +140,24 @@ class ISplineRiverFace(DeferredRiverFace):
             (s,) = x.values()
             if type(s) is float and self._score_low <= s <= self._score_high and self.score_key is None:
                 lock = self._lock
-                rlock = lock.rlock
-                rlock.acquire()
-                try:
+                with lock.rlock:
                     if lock.depth == 0 and "histogram" not in self.__dict__:
                         a = self._glm_cache
                         if a is None or not a.live:
                             a = self._go_live()
-                        if a is not None and a.pending[0] >= 0:  # two labels in a row: learn the first
+                        elif a.args[KEPT_B] >= 0:  # two labels in a row: learn the first
                             self._river_settle(a)
                             a = self._go_live()
                         if a is not None:
-                            a.pending = (bucket_of_score(a.cuts, s), s, 1.0 if y else 0.0, w)
+                            args = a.args
+                            args[KEPT_B] = bucket_of_score(a.cuts, s)
+                            args[KEPT_S] = s
+                            args[KEPT_Y] = 1.0 if y else 0.0
+                            args[KEPT_W] = w
                             return
                     a = self._glm_cache
                     if a is not None and a.live:
                         self._river_settle(a)
-                finally:
-                    rlock.release()
         super().learn_one(x, y, w, t)
 
     def predict_proba_one(self, x: dict) -> dict:
@@ -133,25 +165,23 @@ class ISplineRiverFace(DeferredRiverFace):
             (s,) = x.values()
             if type(s) is float and self._score_low <= s <= self._score_high and self.score_key is None:
                 lock = self._lock
-                rlock = lock.rlock
-                rlock.acquire()
-                try:
+                with lock.rlock:
                     a = self._glm_cache
-                    if lock.depth == 0 and a is not None and a.live:
-                        st = self._stream
-                        sf, si = self._hist.live_arrays()
-                        args = (*a.pending, s, sf, si, st["fbuf"], st["ibuf"], st["free"])
-                        b = a.pending[0]
-                        a.pending = NO_EVENT
-                        p = entry_call("ispline_pair", _ks.stream_packed_pair, args)
-                        if p >= 0.0:
-                            a.stale = True
-                            return {False: 1.0 - p, True: p}
-                        self._river_pair_stopped(a, b, -p)
-                    elif a is not None and a.live:
-                        self._river_settle(a)
-                finally:
-                    rlock.release()
+                    if a is not None and a.live:
+                        if lock.depth == 0:
+                            args = a.args
+                            b = args[KEPT_B]
+                            args[SCORE] = s
+                            p = pair_call(*args)
+                            if p < _PAIR_DONE:
+                                p = _pair_rest(p, args)
+                            args[KEPT_B] = -1
+                            if p >= 0.0:
+                                a.stale = True
+                                return {False: 1.0 - p, True: p}
+                            self._river_pair_stopped(a, b, -p)
+                        else:
+                            self._river_settle(a)
         return super().predict_proba_one(x)
 
     def _river_pair_stopped(self, a, b: int, code: float) -> None:

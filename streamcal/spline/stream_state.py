@@ -41,6 +41,7 @@ def packed_state(centres: np.ndarray, order: int, wanted: int, inner: np.ndarray
         "centres": (B,),
         "inner": (inner.size,),
         "held": (P, k1 + _ks.H_COLUMNS),
+        "kv": (3, k1),
         "one_f": (_ks.ONE_F,),
         "ist": (_ks.IS_HEADER,),
         "base": (2, B),
