@@ -1489,8 +1489,10 @@ def _augment_all_inplace(sf, pf, o, B):
     row_neg = pf[o + PR_HEADER + B : o + PR_HEADER + 2 * B]
     rate = pf[PF_HEADER + _PF_RECORD * B : PF_HEADER + (_PF_RECORD + 1) * B]  # stack scratch
     if pf[o + PR_MODE] == 1.0:  # ``prior_rate``: the centre, kept inside (RATE_LOW, RATE_HIGH)
-        np.maximum(pf[CEN : CEN + _PF_RECORD * B : _PF_RECORD], RATE_LOW, rate)
-        np.minimum(rate, RATE_HIGH, rate)
+        # fmax / fmin: maximum / minimum for these finite centres, with the output passed by
+        # position as numba needs it (numpy deprecates that for maximum and minimum only)
+        np.fmax(pf[CEN : CEN + _PF_RECORD * B : _PF_RECORD], RATE_LOW, rate)
+        np.fmin(rate, RATE_HIGH, rate)
     else:
         rate[:] = pf[o + PR_RATE]
     np.add(pos, neg, row_neg)  # m = kappa * ((p + n) + floor), in row_neg for now
