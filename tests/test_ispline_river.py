@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import streamcal.spline._river as river_face
 from streamcal import ISplineCalibrator
+from streamcal._kernels import ispline_stream as ks
 from streamcal._streaming import StreamingCalibrator
 from streamcal.buckets import bucket_of_score
 from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
@@ -313,14 +314,14 @@ def test_the_pair_kernel_equals_the_loop_at_every_step_it_stops_at(window, n_kno
     # and hands the refit's allocating steps (the knots' exact pass, the full rebuild, the dense
     # solve) to ``pair_resume``; every pair equals the loop's two operations (``pair_by_run``)
     # bit for bit, the returned value and the whole state, and each step is reached
-    ks = river_face._ks
     scores, labels = _long(1500, 11)
     cal = ISplineCalibrator(window=WINDOWS[window](), prior=None, n_knots=n_knots)
     cal.prequential(scores[:200], labels[:200])
     cal.predict_proba_one({"score": float(scores[200])})
-    st = cal._stream
-    sf, si = cal._hist.live_arrays()
-    cuts = cal._hist.layout.cuts_list
+    hist = cal.window_histogram  # (settles the face's deferred work first)
+    sf, si = hist.live_arrays()
+    cuts = hist.layout.cuts_list
+    st = cal._stream  # the compiled loop's packed state
     ours = [a.copy() for a in (sf, si, st["fbuf"], st["ibuf"], st["free"])]
     loop = [a.copy() for a in ours]
     steps = dict.fromkeys(("served", ks.AT_KNOTS, ks.AT_FULL, ks.AT_DENSE), 0)
