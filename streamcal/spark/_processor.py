@@ -168,8 +168,7 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         columns = [list(c) for c in zip(*pending, strict=True)] if pending else [[], [], [], [], []]
         self.state.update(
             (
-                # stored, not deflated: the state store compresses what it keeps (LZ4 by default)
-                to_bytes(engine, allow_pickle=False, compress=False) if engine.n_keys else None,
+                to_bytes(engine, allow_pickle=False) if engine.n_keys else None,
                 list(states),
                 [state.number for state in states.values()],
                 [state.n_learned for state in states.values()],
