@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import keyed as _kk
 from streamcal._kernels import pav as _pav
+from streamcal._kernels import prior as _kp
 from streamcal.isotonic.streaming import PAVCalibrator
 
 __all__ = ["KeyedRows", "auto_strength", "calibrator_to_row", "ring_rows", "row_to_calibrator"]
@@ -27,6 +29,11 @@ __all__ = ["KeyedRows", "auto_strength", "calibrator_to_row", "ring_rows", "row_
 # spacing in proportion to the keys bounds that cost per event whatever the number of keys.
 PRIOR_EVERY = 1 << 14
 PRIOR_PER_KEY = 2
+# While the score prior holds, the prior's source is read in runs (KeyedRows._take_prior_source):
+# at most RUN_FINE in log-odds wide where a run holds 1 / RUN_SHARE of the weight, RUN_COARSE elsewhere.
+RUN_FINE = 0.2
+RUN_COARSE = 1.0
+RUN_SHARE = 64
 _SCALARS = ("t_pos", "t_neg", "last_t", "n_learned", "t0", "n_renorm", "stamp", "observed", "expected")
 _KF_OF = dict(zip(_SCALARS, (_kk.KF_T_POS, _kk.KF_T_NEG, _kk.KF_LAST_T, _kk.KF_N_LEARNED, _kk.KF_T0,
                              _kk.KF_N_RENORM, _kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP), strict=True))
@@ -217,11 +224,12 @@ class KeyedRows:
 
     # ------------------------------------------------------------------ the prior
     def _strength_now(self) -> float:
-        """The prior strength: the parameter, or under ``"auto"`` the global window's weight, with
-        the keys' shift set from the between-key estimate (see "Shifted prior" in the kernels)."""
+        """The prior strength: the parameter, or under ``"auto"`` the weight the global map rests on
+        (:meth:`_source_mass`) or less by the between-key estimate, with the keys' shift set from
+        that estimate (see "Shifted prior" in the kernels). Reads the source just taken."""
         if self.prior_strength != "auto":
             return float(self.prior_strength)
-        total = self._global.window_weight
+        total = self._source_mass()
         k, s_o, s_e, s_e2, s_o2e = _moments(self._kf, len(self._slot_keys))
         rate = self._global_rate()
         self._shift_a = auto_strength(k, s_o, s_e, s_e2, s_o2e, rate, total) * rate
@@ -261,8 +269,8 @@ class KeyedRows:
         """Take the prior from the global map as it is now; schedule the next refresh."""
         n = self._n_learned
         self._next_refresh = 2 * n if n < PRIOR_EVERY else n + self._refresh_interval()
-        self._strength = self._strength_now()
         self._take_prior_source()
+        self._strength = self._strength_now()
         self._prior_ver += 1
         self._build_prior()
 
@@ -276,14 +284,34 @@ class KeyedRows:
         learned = int(np.count_nonzero(self._kf[:n, _kk.KF_STAMP] > 0.0))
         return max(PRIOR_EVERY, PRIOR_PER_KEY * learned)
 
+    def _source_mass(self) -> float:
+        """The weight the global map rests on: its window's, plus the score prior's pseudo-events
+        while that holds (the source then carries them, :meth:`_take_prior_source`)."""
+        if self._global.prior_strength > 0.0:
+            return float(self._src_weight.sum())
+        return self._global.window_weight
+
     def _take_prior_source(self) -> None:
-        """Keep what the prior reads of the global window as it is now: the weight per bucket and
-        its isotonic fit (state: the prior lags the global map). The fit is the window's own PAV,
-        without the template's score prior: where the global window holds evidence (the only
-        buckets the prior weighs) the two agree but for the score prior's pull, and the exact fit
-        has few blocks, which bounds the prior's runs that every key's map visits."""
-        row = self._global.window_histogram.row()
-        weight = np.ascontiguousarray(row.pos + row.neg)
+        """Keep what the prior reads of the global map as it is now (state: the prior lags the
+        global map): the weight per bucket and the isotonic fit of the row the global map fits.
+
+        Without a score prior (its strength 0: ``prior=None``, or refuted by the data) that row is
+        the global window's, and its exact fit has few blocks. While the score prior holds, it is
+        the window plus the score prior's pseudo-events, ``kappa (n_b + 1)`` per bucket at the
+        prior's rate (:mod:`streamcal._kernels.prior`): the prior then follows the score where
+        the global window has few events or none, as the global map does, and keys lean on it
+        from their first event. That fit follows the score bucket by bucket, so its blocks are
+        read in runs (:func:`streamcal._kernels.keyed.prior_runs`, rate: the run's pooled rate):
+        each spans at most ``RUN_FINE`` in log-odds where the traffic is (runs holding at least
+        ``1 / RUN_SHARE`` of the weight), at most ``RUN_COARSE`` elsewhere. A key's map visits
+        one run per block of the source, so its work stays in proportion to its own evidence."""
+        glob = self._global
+        row = glob.window_histogram.row()
+        pos, neg = row.pos, row.neg
+        kappa = glob.prior_strength
+        if kappa > 0.0:
+            pos, neg = _with_score_prior(glob, pos, neg, kappa)
+        weight = np.ascontiguousarray(pos + neg)
         B = weight.size
         has = np.flatnonzero(weight > 0.0)
         fitted = np.zeros(B)
@@ -292,8 +320,10 @@ class KeyedRows:
             ends = np.zeros(has.size, dtype=np.int64)
             values = np.zeros(has.size)
             sums = np.zeros(has.size)
-            n = _config.run(_pav.pav_blocks_sorted, has.size, row.pos[has] / weight[has], weight[has], ends, values,
+            n = _config.run(_pav.pav_blocks_sorted, has.size, pos[has] / weight[has], weight[has], ends, values,
                             sums)
+            if kappa > 0.0:
+                n, ends, values = _runs_of(n, ends, values, sums, pos[has], weight[has])
             starts = np.concatenate([[0], ends[: n - 1]])
             first, last = has[starts], has[ends[:n] - 1]
             owner = np.repeat(np.arange(n), np.diff(np.concatenate([first, [B]])))
@@ -439,15 +469,48 @@ def _moments(kf: np.ndarray, n: int) -> tuple[float, ...]:
     return tuple(float(v) for v in out)
 
 
+def _with_score_prior(glob, pos: np.ndarray, neg: np.ndarray, kappa: float) -> tuple[np.ndarray, np.ndarray]:
+    """A row (real units) plus the global calibrator's score prior of strength ``kappa``:
+    ``kappa (n_b + 1)`` pseudo-events per bucket at the prior's rate, the bucket centre for
+    probability inputs, else the base rate ``(T1 + c) / (T + 2c)`` (as its kernels add them)."""
+    layout = glob.window_histogram.layout
+    if layout.probability_inputs:
+        rate = np.minimum(np.maximum(layout.centres, _kp.RATE_LOW), _kp.RATE_HIGH)
+    else:
+        c = float(glob.llr_pseudo_count)
+        rate = (float(pos.sum()) + c) / (float(pos.sum() + neg.sum()) + 2.0 * c)
+    m = kappa * (pos + neg + 1.0)
+    return pos + m * rate, neg + m * (1.0 - rate)
+
+
+def _runs_of(n: int, ends: np.ndarray, values: np.ndarray, weights: np.ndarray, pos: np.ndarray,
+             weight: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    """The ``n`` blocks of a fit (``ends``, ``values``, ``weights`` as ``pav_blocks_sorted`` gives
+    them, over the points ``pos``, ``weight``) read in runs (``prior_runs``): the runs' ends and
+    pooled rates, increasing as the blocks' are."""
+    starts = np.zeros(max(n, 1), dtype=np.int64)
+    runs = _config.run(_kk.prior_runs, n, values, weights, n, RUN_FINE, RUN_COARSE, 1.0 / RUN_SHARE, starts)
+    block_start = np.concatenate([[0], ends[: n - 1]])
+    at = block_start[starts[:runs]]
+    run_ends = np.concatenate([at[1:], [ends[n - 1]]]).astype(np.int64)
+    rates = np.add.reduceat(pos, at) / np.add.reduceat(weight, at)
+    return runs, run_ends, rates
+
+
 def auto_strength(k: float, s_o: float, s_e: float, s_e2: float, s_o2e: float, rate: float, total: float) -> float:
     """The prior strength (pseudo-events) from the keys' observed ``O`` and expected ``E`` positives.
 
     A gamma-Poisson model: ``O_k ~ Poisson(E_k rho_k)``, ``rho_k`` of mean ``rho`` and variance
     ``tau2`` between keys. The DerSimonian–Laird moment estimate
-    ``tau2 = max(0, (Q - rho (K - 1)) / (sum E - sum E^2 / sum E))``, ``Q = sum (O - rho E)^2 / E``,
-    gives the gamma prior's shape ``rho^2 / tau2`` pseudo-positives, that is ``rho^2 / (tau2 * rate)``
-    pseudo-events at the global base rate ``rate``. No between-key variance seen yet (``tau2 = 0``, or
-    fewer than two keys): the global map's own weight ``total`` (the keys follow the global map).
+    ``tau2 = (Q - rho (K - 1)) / (sum E - sum E^2 / sum E)``, ``Q = sum (O - rho E)^2 / E``, with
+    the excess of ``Q`` over its mean without between-key variance counted only beyond one standard
+    deviation of ``Q`` there, ``sqrt((K - 1) (rho + 2 rho^2))`` (a Poisson count ``O`` of mean
+    ``mu = rho E`` has ``Var((O - mu)^2 / E) = (mu + 2 mu^2) / E^2``, at most ``rho + 2 rho^2``
+    for the keys counted, ``E >= 1``): with few keys and few positives, ``Q``'s noise alone would
+    give the keys large shifts. ``tau2`` gives the gamma prior's shape ``rho^2 / tau2``
+    pseudo-positives, that is ``rho^2 / (tau2 * rate)`` pseudo-events at the global base rate
+    ``rate``. No between-key variance seen (``tau2 <= 0``, or fewer than two keys): ``total``, the
+    weight the global map rests on (the keys follow the global map).
     """
     cap = max(total, 0.0)
     if k < 2 or s_e <= 0.0 or rate <= 0.0:
@@ -455,7 +518,8 @@ def auto_strength(k: float, s_o: float, s_e: float, s_e2: float, s_o2e: float, r
     rho = s_o / s_e
     q = s_o2e - rho * s_o
     denom = s_e - s_e2 / s_e
-    tau2 = (q - rho * (k - 1.0)) / denom if denom > 0.0 else 0.0
+    excess = q - rho * (k - 1.0) - math.sqrt((k - 1.0) * (rho + 2.0 * rho * rho))
+    tau2 = excess / denom if denom > 0.0 else 0.0
     if not tau2 > 0.0 or rho <= 0.0:
         return cap
     return min(cap, rho * rho / (tau2 * rate))

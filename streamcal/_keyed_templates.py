@@ -284,6 +284,10 @@ class TemplateKeys:
         self._cals[k] = None
 
     # ------------------------------------------------------------------ the prior
+    def _source_mass(self) -> float:
+        """The global window's weight: the source is the window's weight per bucket."""
+        return self._global.window_weight
+
     def _take_prior_source(self) -> None:
         """Keep what the prior reads of the global map as it is now: the window's weight per
         bucket and the served map at the bucket centres (read from a copy, so that the global

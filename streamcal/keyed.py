@@ -59,7 +59,8 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
     a clone of ``calibrator``'s (streaming PAV by default), and one more state learns every event:
     the global map. A key with little evidence leans on the global map, a key with much evidence
     uses its own: the key's map is PAV over its window's histogram plus ``m`` pseudo-events spread
-    over the buckets like the global traffic, positives at the global map's fitted rate. Pooling
+    over the buckets like the weight the global map rests on, positives at the global map's fitted
+    rate (read in runs of bounded width in log-odds while the score prior holds). Pooling
     inside the fit keeps every key's map monotone in the score after every event.
 
     A key's memory grows with the evidence it holds: its row stores only the buckets its window
@@ -87,7 +88,8 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         ``"auto"`` (default): each key's prior is the global map with its odds multiplied by the
         key's own rate ratio, shrunk by empirical Bayes (observed against expected positives,
         gamma–Poisson with a DerSimonian–Laird between-key variance; see :attr:`key_shift`), at
-        the weight of the global window: a key takes the global map's
+        the weight the global map rests on (its window, plus the score prior's pseudo-events
+        while the template's score prior holds): a key takes the global map's
         shape at its own level, and its own evidence corrects that shape as it grows (the docs'
         keyed page says how).
     max_keys

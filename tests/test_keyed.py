@@ -378,7 +378,8 @@ def test_repaired_blocks_equal_a_fresh_sweep(name, strength):
 def test_auto_prior_is_the_global_map_shifted_by_each_keys_shrunk_rate_ratio():
     # a naive rebuild of the default prior from public values: the global map's prequential
     # predictions give each key's observed O and expected E positives; a DerSimonian–Laird
-    # estimate gives the between-key shape a; each key's prior is the global map with its odds
+    # estimate (its excess over the noise counted beyond one standard deviation) gives the
+    # between-key shape a; each key's prior is the global map with its odds
     # times (O + a) / (rho E + a), at the global window's weight; the key's map is PAV over its
     # row plus that prior. 4,096 events: the prior has just followed the global map.
     from naive import naive_pav_bucket_blocks, naive_pav_bucket_fit
@@ -402,7 +403,9 @@ def test_auto_prior_is_the_global_map_shifted_by_each_keys_shrunk_rate_ratio():
     use = exp >= 1.0
     o, e = obs[use], exp[use]
     rho = o.sum() / e.sum()
-    tau2 = ((o * o / e).sum() - rho * o.sum() - rho * (use.sum() - 1)) / (e.sum() - (e * e).sum() / e.sum())
+    k = use.sum()
+    noise = np.sqrt((k - 1) * (rho + 2 * rho * rho))  # one standard deviation of Q without between-key variance
+    tau2 = ((o * o / e).sum() - rho * o.sum() - rho * (k - 1) - noise) / (e.sum() - (e * e).sum() / e.sum())
     assert tau2 > 0.0  # the keys differ: the shift is on
     a = min(total, rho * rho / (tau2 * rate)) * rate
     assert cal.strength == total

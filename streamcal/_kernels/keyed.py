@@ -917,3 +917,40 @@ def between_key_moments(kf, n_keys, out):
             out[2] += e
             out[3] += e * e
             out[4] += o * o / e
+
+
+@jit_noalloc(forceinline=True)
+def _log_odds(p):
+    """``log(p / (1 - p))`` with ``p`` kept within ``[2**-53, 1 - 2**-53]``: finite."""
+    q = _NOT_SURE_LOW if p < _NOT_SURE_LOW else (_ONE_BELOW if p > _ONE_BELOW else p)
+    return math.log(q) - math.log1p(-q)
+
+
+@jit_noalloc
+def prior_runs(values, weights, n, fine, coarse, share, starts):
+    """The runs a prior of ``n`` increasing block rates ``values`` (weights ``weights``) is read in:
+    block ``i`` opens a new run when its log-odds are more than ``coarse`` above the run's first
+    block's, or more than ``fine`` above them once the run holds ``share`` of the total weight.
+    Writes the first block of each run to ``starts``; returns the number of runs. A run spans at
+    most ``coarse`` in log-odds, and at most ``fine`` unless it holds less than ``share`` of the
+    weight: runs stay few however many blocks the map has, and narrow where the traffic is."""
+    if n == 0:
+        return 0
+    total = 0.0
+    for i in range(n):
+        total += weights[i]
+    need = share * total
+    runs = 1
+    starts[0] = 0
+    first = _log_odds(values[0])
+    held = weights[0]
+    for i in range(1, n):
+        lo = _log_odds(values[i])
+        span = lo - first
+        if span > coarse or (span > fine and held >= need):
+            starts[runs] = i
+            runs += 1
+            first = lo
+            held = 0.0
+        held += weights[i]
+    return runs
