@@ -485,12 +485,17 @@ class TemplateKeys:
         n = s.size
         out_p = np.full(n, np.nan)
         out_llr = np.full(n, np.nan)
+        wanted = self.__dict__.get("_intervals")  # a call that keeps Venn–Abers intervals
+        if wanted is not None:
+            wanted.append((np.full(n, np.nan), np.full(n, np.nan)))
         if n == 0:
             return out_p, out_llr
         learn = (ops & OP_LEARN) != 0
         counts = self._n_learned + np.cumsum(learn)  # the global learned count after each event
         table = np.array([self._slot_of.get(key, -1) for key in kc.keys], dtype=np.int64)
         run = _Run(kc, ops, s, b, y, w, t, out_p, out_llr, counts, table, learn)
+        if wanted is not None:
+            run.p0, run.p1 = wanted[-1]
         if not self._prior_used:  # no prior to follow: one chunk, the refresh schedule kept as it goes
             self._run_chunk(run, 0, n)
             learned = self._n_learned
@@ -529,12 +534,7 @@ class TemplateKeys:
         key_ops = np.where(arrive == at_pos, ops & OP_LEARN, ops)
         g_at = np.flatnonzero(g_ops) + pos
         if g_at.size:
-            p, llr = self._global._run(
-                g_ops[g_at - pos], run.s[g_at], run.y[g_at], run.w[g_at], run.t[g_at], _take(run.b, g_at)
-            )
-            shown = alone[g_at - pos]
-            run.out_p[g_at[shown]] = p[shown]
-            run.out_llr[g_at[shown]] = llr[shown]
+            _through(self._global, run, g_at, g_ops[g_at - pos], alone[g_at - pos])
         for k, at in _groups(slots):
             self._run_key(k, run, at + pos, key_ops[at])
         # the keys' sums, event by event in order (np.*.at), as the river face adds them
@@ -575,10 +575,7 @@ class TemplateKeys:
         if not at.size:
             return
         with pooled_histogram(cal, *self._key_prior(k)):
-            p, llr = cal._run(ops, run.s[at], run.y[at], run.w[at], run.t[at], _take(run.b, at))
-        shown = (ops & OP_PREDICT) != 0
-        run.out_p[at[shown]] = p[shown]
-        run.out_llr[at[shown]] = llr[shown]
+            _through(cal, run, at, ops, (ops & OP_PREDICT) != 0)
 
     # ------------------------------------------------------------------ merge
     def _merged_with(self, other):
@@ -686,10 +683,25 @@ class _Run:
         self.table = table
         self.arrive = np.full(len(kc.keys), -1, dtype=np.int64)  # a key's first event with its state
         self.arrivals = _Arrivals(kc.codes, len(kc.keys), learn, table)
+        self.p0 = self.p1 = None  # a Venn–Abers template's intervals, when the call keeps them
 
 
 def _take(b, at):
     return None if b is None else b[at]
+
+
+def _through(cal, run, at: np.ndarray, ops: np.ndarray, shown: np.ndarray) -> None:
+    """``cal`` runs ``ops`` on the run's events ``at``; the outputs of the events ``shown`` (a mask
+    over ``at``) go to the run's outputs, with the interval when the run keeps one."""
+    args = (ops, run.s[at], run.y[at], run.w[at], run.t[at], _take(run.b, at))
+    if run.p0 is None:
+        p, llr = cal._run(*args)
+    else:
+        p, llr, p0, p1 = cal._run_with_interval(*args)
+        run.p0[at[shown]] = p0[shown]
+        run.p1[at[shown]] = p1[shown]
+    run.out_p[at[shown]] = p[shown]
+    run.out_llr[at[shown]] = llr[shown]
 
 
 def _groups(slots: np.ndarray):

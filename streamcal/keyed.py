@@ -660,7 +660,57 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
 
 class TemplateKeyedCalibrator(TemplateKeys, KeyedCalibrator):
     """:class:`KeyedCalibrator` over any other streaming binary calibrator: one template clone per
-    key (:class:`streamcal._keyed_templates.TemplateKeys`); ``KeyedCalibrator(template)`` makes it."""
+    key (:class:`streamcal._keyed_templates.TemplateKeys`); ``KeyedCalibrator(template)`` makes it.
+
+    Over a :class:`streamcal.VennAbersCalibrator` template it also gives the Venn–Abers interval
+    of every prediction, each key's from its own calibrator (the global calibrator's for a key
+    without a state): ``predict_interval``, ``prequential_with_interval`` and
+    ``process_with_interval``. The last two exist only then (``hasattr`` tells), as on the
+    unkeyed calibrators.
+    """
+
+    @property
+    def prequential_with_interval(self):
+        """``prequential(keys, scores, labels, *, weights=None, times=None)`` with the interval:
+        ``(proba, llr, p0, p1)`` (a Venn–Abers template only)."""
+        self._need_intervals("prequential_with_interval")
+
+        def prequential_with_interval(keys, scores, labels, *, weights=None, times=None):
+            return self._with_interval(keys, scores, labels, None, weights, times, _OP_BOTH)
+
+        return prequential_with_interval
+
+    @property
+    def process_with_interval(self):
+        """``process(keys, scores, labels, learn_mask, *, weights=None, times=None)`` with the
+        interval: ``(proba, llr, p0, p1)``, NaN at the learn positions (a Venn–Abers template only)."""
+        self._need_intervals("process_with_interval")
+
+        def process_with_interval(keys, scores, labels, learn_mask, *, weights=None, times=None):
+            return self._with_interval(keys, scores, labels, learn_mask, weights, times, None)
+
+        return process_with_interval
+
+    def _need_intervals(self, name: str) -> None:
+        from streamcal.isotonic.venn_abers import VennAbersCalibrator
+
+        if not isinstance(self.__dict__.get("_global"), VennAbersCalibrator):
+            kind = type(self.__dict__.get("_global")).__name__
+            msg = f"`{name}` needs a VennAbersCalibrator template; this one is a {kind}."
+            raise AttributeError(msg)
+
+    def _with_interval(self, keys, scores, labels, learn_mask, weights, times, op):
+        """The call, with each run's intervals kept (``_run_checked`` appends one pair per run)."""
+        with self._lock:
+            self._intervals = []
+            try:
+                p, llr = self._apply(keys, scores, labels, learn_mask, weights, times, op)
+                parts = self._intervals
+            finally:
+                del self._intervals
+        p0 = np.concatenate([a for a, _ in parts]) if parts else np.full(p.size, np.nan)
+        p1 = np.concatenate([b for _, b in parts]) if parts else np.full(p.size, np.nan)
+        return p, llr, p0, p1
 
 
 class _Run:

@@ -477,3 +477,69 @@ def test_venn_abers_keys_give_their_own_intervals():
     assert np.array_equal(g1, want1)
     with pytest.raises(TypeError, match="VennAbersCalibrator template"):
         KeyedCalibrator(TEMPLATES["platt"]).predict_interval([0], [0.5])
+
+
+@pytest.mark.parametrize("name", ["venn-abers", "venn-abers-count"])
+def test_venn_abers_keys_give_the_interval_of_every_prediction(monkeypatch, name):
+    # prequential_with_interval / process_with_interval: each key's (proba, llr, p0, p1) are its own
+    # calibrator's, event by event, bit for bit; a key's first event (no state yet) gets the
+    # global calibrator's, which has learned every event before; chunked calls give the same bits
+    import streamcal.keyed as keyed_module
+
+    keys, s, y, w, t = stream(n=700, n_keys=4, seed=37)
+    template = TEMPLATES[name]
+    got = KeyedCalibrator(template, prior_strength=0).prequential_with_interval(keys, s, y, weights=w, times=t)
+    everything = template.clone().prequential_with_interval(s, y, weights=w, times=t)
+    first = np.array([np.flatnonzero(keys == key)[0] for key in np.unique(keys)])
+    for key in np.unique(keys):
+        at = np.flatnonzero(keys == key)
+        own = template.clone().prequential_with_interval(s[at], y[at], weights=w[at], times=t[at])
+        for a, b in zip(got, own, strict=True):
+            assert a[at[1:]].tobytes() == b[1:].tobytes()
+    for a, b in zip(got, everything, strict=True):
+        assert a[first].tobytes() == b[first].tobytes()
+    assert (got[2] <= got[0]).all()
+    assert (got[0] <= got[3]).all()
+    # process: NaN at the learn positions, the predictions as a loop of the river face's parts
+    learn = np.random.default_rng(3).uniform(size=s.size) < 0.6
+    cal = KeyedCalibrator(template, prior_strength=0)
+    proc = cal.process_with_interval(keys, s, y, learn, weights=w, times=t)
+    loop = KeyedCalibrator(template, prior_strength=0)
+    for i in range(s.size):
+        if learn[i]:
+            loop.update([keys[i]], [s[i]], [y[i]], weights=[w[i]], times=[t[i]])
+            assert all(np.isnan(a[i]) for a in proc)
+        else:
+            p0, p1 = loop.predict_interval([keys[i]], [s[i]])
+            want = (loop.predict_proba([keys[i]], [s[i]])[0], loop.predict_llr([keys[i]], [s[i]])[0], p0[0], p1[0])
+            assert [a[i] for a in proc] == list(want)
+    grid = np.linspace(0.02, 0.98, 25)
+    for key in range(5):  # key 4 has no state: the global calibrator's
+        k = np.full(grid.size, key)
+        assert np.array_equal(cal.predict_proba(k, grid), loop.predict_proba(k, grid))
+        for a, b in zip(cal.predict_interval(k, grid), loop.predict_interval(k, grid), strict=True):
+            assert np.array_equal(a, b)
+    monkeypatch.setattr(keyed_module, "_CHUNK", 97)
+    chunked = KeyedCalibrator(template, prior_strength=0).prequential_with_interval(keys, s, y, weights=w, times=t)
+    for a, b in zip(got, chunked, strict=True):
+        assert a.tobytes() == b.tobytes()
+
+
+def test_only_venn_abers_keys_have_the_interval_methods_and_a_refused_call_changes_nothing():
+    keys, s, y, w, t = stream(n=200, n_keys=3, seed=41)
+    for cal in (KeyedCalibrator(), KeyedCalibrator(TEMPLATES["platt"])):
+        for method in ("prequential_with_interval", "process_with_interval"):
+            assert not hasattr(cal, method)
+            with pytest.raises(AttributeError, match=method):
+                getattr(cal, method)
+    cal = KeyedCalibrator(TEMPLATES["venn-abers"], prior_strength=0).update(keys, s, y, weights=w, times=t)
+    before = to_bytes(cal)
+    bad = s[:10].copy()
+    bad[7] = np.nan
+    with pytest.raises(ValueError, match="position 7"):
+        cal.prequential_with_interval(keys[:10], bad, y[:10], times=t[:10] + t[-1])
+    with pytest.raises(ValueError, match="learn_mask"):
+        cal.process_with_interval(keys[:10], s[:10], y[:10], [1, 0], times=t[:10] + t[-1])
+    assert to_bytes(cal) == before
+    empty = cal.prequential_with_interval([], [], [])
+    assert [a.size for a in empty] == [0, 0, 0, 0]

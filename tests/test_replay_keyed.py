@@ -114,6 +114,37 @@ def test_refit_templates_run_keyed_equal_to_their_keyed_calibrator(tmp_path, cam
     assert type(summary.calibrators["platt"].calibrator) is PlattCalibrator
 
 
+@pytest.mark.parametrize("late", [False, True], ids=["at-once", "late-labels"])
+def test_venn_abers_runs_keyed_and_writes_each_keys_interval(tmp_path, campaigns, late):
+    # Venn–Abers keys are independent (strength 0): the output's probability, LLR and interval
+    # equal the keyed calibrator's own, bit for bit, with labels at once and on the replay clock
+    from streamcal import VennAbersCalibrator
+
+    keys, s, y, t, label_t = columns(campaigns)
+    out = tmp_path / "out.parquet"
+    summary = replay(
+        campaigns, "pav,venn-abers", group_col="key", label_time_col="label_time" if late else None, output=out,
+        batch_size=700,
+    )
+    proba, llr, table = outputs(out, "venn-abers")
+    reference = KeyedCalibrator(VennAbersCalibrator(), prior_strength=0)
+    if late:
+        ops = naive_operations(t, label_t)
+        idx = np.array([i for _, i in ops])
+        learn = np.array([kind == "learn" for kind, _ in ops])
+        times = np.where(learn, label_t[idx], t[idx])
+        want = [a[~learn] for a in reference.process_with_interval(keys[idx], s[idx], y[idx], learn, times=times)]
+    else:
+        want = reference.prequential_with_interval(keys, s, y, times=t)
+    for got, expected in zip((proba, llr, table["p0_venn-abers"], table["p1_venn-abers"]), want, strict=True):
+        assert same_bits(got, expected)
+    p0, p1 = table["p0_venn-abers"].to_numpy(), table["p1_venn-abers"].to_numpy()
+    assert (p0 <= proba).all()
+    assert (proba <= p1).all()
+    assert "p0_pav" not in table.column_names  # PAV gives no interval
+    assert summary.calibrators["venn-abers"].strength == 0
+
+
 @pytest.mark.parametrize(
     "window",
     [None, CountWindow(200), Decay(300), TimeWindow(6 * 3600.0)],
@@ -279,10 +310,8 @@ def test_null_key_is_refused_naming_its_row_and_nothing_is_written(tmp_path, cam
 
 def test_unsupported_methods_and_options_are_refused_before_anything_is_written(tmp_path, campaigns, capsys):
     out = tmp_path / "out.parquet"
-    with pytest.raises(ValueError, match=r"method 'venn-abers' \(VennAbersCalibrator\) cannot run keyed.*intervals"):
-        replay(campaigns, "pav,venn-abers", group_col="key", output=out)
-    with pytest.raises(ValueError, match=r"'venn-abers'.*choose pav, ispline, platt or gev"):
-        replay(campaigns, "venn-abers", group_col="key", output=out)
+    with pytest.raises(ValueError, match=r"method 'venn-abers' \(VennAbersCalibrator\) runs its keys independently"):
+        replay(campaigns, "pav,venn-abers", group_col="key", prior_strength=5.0, output=out)
     with pytest.raises(ValueError, match=r"method 'pav' cannot run keyed: .*bucket edges fixed.*buckets='logit:1024'"):
         replay(campaigns, "pav", group_col="key", buckets="quantile:64", output=out)
     with pytest.raises(ValueError, match=r"max_keys=10 needs a group column"):
@@ -298,8 +327,9 @@ def test_unsupported_methods_and_options_are_refused_before_anything_is_written(
     # the command line: one line naming the flags, status 2
     for argv, said in (
         (
-            ["--method", "venn-abers", "--group-col", "key"],
-            "method 'venn-abers' (VennAbersCalibrator) cannot run keyed: keyed replay (--group-col) writes",
+            ["--method", "venn-abers", "--group-col", "key", "--prior-strength", "5"],
+            "method 'venn-abers' (VennAbersCalibrator) runs its keys independently (each key's interval is its own "
+            "evidence), so --prior-strength 5.0 does not apply to it",
         ),
         (["--prior-strength", "5"], "--prior-strength 5.0 needs a group column; give it with --group-col NAME"),
     ):

@@ -38,8 +38,9 @@ TOP_KEYS = 5
 def keyed_calibrators(calibrators: dict, group_col, prior_strength, max_keys) -> dict:
     """With a group column, each method as a ``streamcal.KeyedCalibrator``: a calibrator with fixed
     bucket edges becomes the template of a new one (``prior_strength`` None: ``"auto"``), a
-    ``KeyedCalibrator`` given as such runs as it is; Venn–Abers (whose intervals replay writes)
-    and learned edges are refused, naming the method.
+    ``KeyedCalibrator`` given as such runs as it is; Venn–Abers keys are independent (its interval
+    is the key's own evidence: ``prior_strength`` 0, any other refused) and write their intervals;
+    learned edges are refused, naming the method.
     Without one, the methods as they are, a ``KeyedCalibrator`` among them refused."""
     from streamcal import KeyedCalibrator, VennAbersCalibrator
 
@@ -54,13 +55,16 @@ def keyed_calibrators(calibrators: dict, group_col, prior_strength, max_keys) ->
         if isinstance(cal, KeyedCalibrator):
             out[name] = cal
             continue
+        strength = "auto" if prior_strength is None else prior_strength
         if isinstance(cal, VennAbersCalibrator):
-            msg = (
-                f"method {name!r} ({type(cal).__name__}) cannot run keyed: keyed replay ({opt('group_col')}) writes "
-                "one probability per method, and Venn-Abers' intervals per key are not offered; choose pav, "
-                "ispline, platt or gev."
-            )
-            raise ValueError(msg)
+            if prior_strength not in (None, 0):
+                msg = (
+                    f"method {name!r} ({type(cal).__name__}) runs its keys independently (each key's interval is "
+                    f"its own evidence), so {opt('prior_strength', prior_strength)} does not apply to it: leave "
+                    f"it out, or give 0."
+                )
+                raise ValueError(msg)
+            strength = 0
         if not cal.window_histogram.built:
             msg = (
                 f"method {name!r} cannot run keyed: keyed replay ({opt('group_col')}) needs bucket edges fixed "
@@ -68,7 +72,6 @@ def keyed_calibrators(calibrators: dict, group_col, prior_strength, max_keys) ->
                 f"{opt('buckets', 'logit:1024')} (or a number, or uniform:N)."
             )
             raise ValueError(msg)
-        strength = "auto" if prior_strength is None else prior_strength
         out[name] = KeyedCalibrator(cal, prior_strength=strength, max_keys=max_keys)
     return out
 
@@ -84,8 +87,16 @@ def check_keyed_options(group_col, prior_strength, max_keys) -> None:
 
 def keyed_step(cal, batch: EventBatch, ops, times):
     """One keyed method on one batch: ``(proba, llr)`` per event, or the exception it raised on
-    input (as the unkeyed runner's step). ``ops`` None: ``prequential`` on the batch."""
+    input (as the unkeyed runner's step). ``ops`` None: ``prequential`` on the batch. A keyed
+    Venn–Abers method gives ``(proba, llr, p0, p1)``."""
     try:
+        with_interval = getattr(cal, "process_with_interval", None)
+        if with_interval is not None:
+            if ops is None:
+                out = cal.prequential_with_interval(batch.key, batch.s, batch.y, weights=batch.w, times=times)
+                return tuple(np.asarray(a) for a in out)
+            out = with_interval(ops.extra["key"], ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t)
+            return tuple(np.asarray(a)[ops.pred_pos] for a in out)
         if ops is None:
             proba, llr = cal.prequential(batch.key, batch.s, batch.y, weights=batch.w, times=times)
             return np.asarray(proba), np.asarray(llr)
