@@ -25,6 +25,7 @@ _LOGIT_CLIP = 1e-12  # probability scores are clipped into [1e-12, 1 - 1e-12] be
 # the warm-started refit stops where its map is within this of the exact optimum's (Platt: a
 # certified bound on every probability; GEV: the last Newton step's move of the linear predictor)
 _REFIT_PROBA_TOL = 1e-10
+_OLDER_STEP_BLOCK = 15  # the predicted starts' values per shape before the lazy shapes
 _REFIT_STEP_TOL = 1e-7  # GEV: the last Newton step's largest move of v; the error left is its square
 _REFIT_MAX_PASSES = 50
 _LINK_CODES = {"gev": 0, "logit": 1}
@@ -93,6 +94,9 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             state = {**state, "_glm_moments": np.zeros(_g.MOM_SIZE), "_glm_moments_order": _g.MOM_K}
         # likewise a state saved before GEV's predicted starts (neither the array nor its layout)
         if "_beta" in state and "_glm_steps" not in state and "_glm_steps_block" not in state:
+            state = {**state, "_glm_steps": np.zeros(0), "_glm_steps_block": _g.STEP_BLOCK}
+        # or in their layout before the lazy shapes (15 values per shape): rebuilt the same way
+        if state.get("_glm_steps_block") == _OLDER_STEP_BLOCK and "_glm_steps" in state:
             state = {**state, "_glm_steps": np.zeros(0), "_glm_steps_block": _g.STEP_BLOCK}
         # and before the prior's warm start (neither it nor its size): its first refit runs the
         # prior kernel from its cold start
@@ -656,7 +660,8 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     def shape_scores_(self) -> dict[float, float]:
         """Each candidate shape's squared error summed over the window (its Brier score times the
         window's weight) at the last fit; the lowest picks the served shape ``xi_`` ({} before
-        the first fit)."""
+        the first fit). A shape whose refit waits (its score is certified above the served
+        shape's, see :class:`GEVCalibrator`) holds that certified lower bound instead."""
         with self._lock:
             self._ensure_fitted()
             if not self._fitted:
