@@ -752,6 +752,8 @@ def glm_refit_inplace(
                 return 0
     t_pos = 0.0
     t_neg = 0.0
+    x_lo_now = np.inf  # the non-empty buckets' features
+    x_hi_now = -np.inf
     for j in range(B):
         p = sf[_h.SF_HEADER + j] / u
         n = sf[_h.SF_HEADER + B + j] / u
@@ -759,6 +761,9 @@ def glm_refit_inplace(
         neg_w[j] = n
         t_pos += p
         t_neg += n
+        if p + n > 0.0:
+            x_lo_now = min(x_lo_now, x[j])
+            x_hi_now = max(x_hi_now, x[j])
     fit[FIT_DIRTY] = 0.0
     if not t_pos + t_neg > 0.0:
         fit[FIT_FITTED] = 0.0
@@ -793,13 +798,6 @@ def glm_refit_inplace(
         lazy = False
     served_bar = np.inf  # the served shape's Brier score plus both refits' error
     n_total = s_pos + s_neg
-    x_lo_now = np.inf  # the non-empty buckets' features
-    x_hi_now = -np.inf
-    if keep:
-        for j in range(B):
-            if pos_w[j] + neg_w[j] > 0.0:
-                x_lo_now = min(x_lo_now, x[j])
-                x_hi_now = max(x_hi_now, x[j])
     for j in range(S):
         k = (first + j) % S
         ok[k] = 0
