@@ -50,12 +50,22 @@ far below it: the moments are rebuilt after at most ``MOM_MAX_UPDATES`` events).
 state (a calibrator restored from them refits exactly as the original did); the prior's anchor
 is not (it decides only whether the prior kernel runs, not what the refit returns).
 
+GEV's lazy shapes. With ``xi="auto"`` only the served shape's fit reaches a prediction; the
+other shapes decide only which shape is served. Where the predicted starts are current and the
+prior adds nothing, the refit refits the served shape first, then each other shape only where
+:func:`_shape_brier_lower_bound` (a lower bound on the Brier score its refit would find, from
+the values its block of ``steps`` keeps current, without a pass) does not lie above the served
+shape's score plus both refits' error (:func:`_served_bar`); the others wait (``ok[k] == 2``),
+their blocks following their last fit, and their bound stands in their Brier score, so the
+lowest score still picks the shape that refitting all of them would pick.
+
 Arrays (no validation; see ``streamcal.gev.calibrator`` for their owner):
 
 - ``fit`` (float64, ``FIT_SIZE``): the served fit's scalars, at the ``FIT_*`` indices;
 - ``betas`` (S, 2), ``xis`` (S), ``has_warm`` (S, int64), ``briers`` (S), ``ok`` (S, int64):
   per candidate shape, its coefficients, shape, whether it has a previous fit, its Brier score
-  and whether this refit's Newton iteration succeeded;
+  (or the bound of a shape that waited) and whether this refit's Newton iteration succeeded
+  (1; 2 where the shape waited, 0 where it needs the damped full refit);
 - ``pos_w``, ``neg_w`` (B): the fitted histogram in real units, prior pseudo-counts included;
 - ``pc`` (5, B): per bucket, the prior's log-odds ``logit(r_b)``, ``log r_b``, ``log(1 - r_b)``
   and the anchor's log-likelihood terms ``log sigma(z_b)``, ``log sigma(-z_b)``;
@@ -1506,3 +1516,29 @@ def glm_river_learn_proba(sf, si, pc, buf, s, b, y, w, x, table, steps):
         glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, steps)
         fit[FIT_DIRTY] = 1.0
     return glm_river_proba(sf, si, pc, buf, s, fit[FIT_DIRTY])
+
+
+@jit_noalloc
+def glm_river_gev_proba(
+    sf, si, s, b, y, w,
+    x, x_lo, x_hi, centres, identity, clip, c, prior_on, floor_kind, code, l2, tol, max_passes,
+    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
+):  # fmt: skip
+    """GEV's river face in one call: the event of the last ``learn_one`` (bucket ``b``, label
+    ``y``, weight ``w``; none where ``b`` < 0) learned as ``glm_learn_one_inplace`` learns it,
+    the refit (:func:`glm_refit_inplace`) if labels came, then the served probability of score
+    ``s``. -1.0 where a shape needs the damped full refit: the refit's partial fit is left for
+    the caller to complete (as after :func:`glm_refit_inplace`). The same steps in the same
+    order as ``learn_one``'s call and ``predict_proba_one``'s refit and map, so the same bits."""
+    if b >= 0:
+        glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, steps)
+        fit[FIT_DIRTY] = 1.0
+    if fit[FIT_DIRTY] != 0.0:
+        status = glm_refit_inplace(
+            sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, floor_kind, code, l2, tol, max_passes,
+            xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
+        )  # fmt: skip
+        if status != 0:
+            return -1.0
+    p, _ = glm_served_one(s, identity, clip, code, xis, betas, fit)
+    return p

@@ -121,6 +121,13 @@ class GLMRiverFace(DeferredRiverFace):
         self._river_scalars_out(a)
         a.live = False
 
+    def _river_gev_complete(self, a) -> None:
+        """After GEV's one call left a shape to the damped full refit: the refit completed and
+        the scalars written back, as the generic path's refit does (under the lock)."""
+        self._glm_complete_refit(a)
+        self._glm_state_out(a)
+        a.live = False
+
     def _river_learn_kept(self, a) -> None:
         sf, si = self._hist.live_arrays()
         args = (sf, si, *a.pending, 0.0, *a.learn_tail)
@@ -190,21 +197,39 @@ class GLMRiverFace(DeferredRiverFace):
                 rlock.acquire()
                 try:
                     a = self._glm_cache
-                    if a is not None and a.river_ready and self.refit_every is None and lock.depth == 0:
+                    if (
+                        a is not None
+                        and a.river_ready
+                        and self.refit_every is None
+                        and lock.depth == 0
+                        and (a.river or "histogram" not in self.__dict__)
+                    ):
                         if not a.live:
                             self._glm_state_in(a)
                             a.live = True
                         sf, si = self._hist.live_arrays()
-                        args = (sf, si, a.pc, a.buf, s, *a.pending, *a.river_tail)
-                        a.pending = NO_EVENT
-                        river = ENTRIES.get("river_learn")
-                        if river is None:
-                            p = entry_call("river_learn", _g.glm_river_learn_proba, args)
+                        if a.river:
+                            args = (sf, si, a.pc, a.buf, s, *a.pending, *a.river_tail)
+                            a.pending = NO_EVENT
+                            river = ENTRIES.get("river_learn")
+                            if river is None:
+                                p = entry_call("river_learn", _g.glm_river_learn_proba, args)
+                            else:
+                                p = river(*args)
+                            if p < 0.0:  # the refit takes more: the generic engine's, on the settled state
+                                self._river_settle(a)
+                                p = self._generic_proba_of(s)
                         else:
-                            p = river(*args)
-                        if p < 0.0:  # the refit takes more: the generic engine's, on the settled state
-                            self._river_settle(a)
-                            p = self._generic_proba_of(s)
+                            args = (sf, si, s, *a.pending, *a.gev_tail)
+                            a.pending = NO_EVENT
+                            river = ENTRIES.get("river_gev")
+                            if river is None:
+                                p = entry_call("river_gev", _g.glm_river_gev_proba, args)
+                            else:
+                                p = river(*args)
+                            if p < 0.0:  # a shape needs the damped full refit: completed as the refit does
+                                self._river_gev_complete(a)
+                                p = min(max(self._fitted_proba_one(s), self._proba_low), self._proba_high)
                     else:
                         if a is not None and a.live:
                             self._river_settle(a)
