@@ -125,7 +125,9 @@ def _shifting_stream(n, seed):
     return 1 / (1 + np.exp(-z)), rng.uniform(size=n) < truth
 
 
-@pytest.mark.parametrize(("window", "prior"), [(Unbounded(), None), (CountWindow(400), None), (CountWindow(400), "auto")])
+@pytest.mark.parametrize(
+    ("window", "prior"), [(Unbounded(), None), (CountWindow(400), None), (CountWindow(400), "auto")]
+)
 def test_every_prediction_stays_within_the_tolerance_while_the_best_shape_changes(window, prior):
     scores, labels = _shifting_stream(2400, 11)
     cal = GEVCalibrator(window=window, prior=prior, buckets=LogitGrid(256))
