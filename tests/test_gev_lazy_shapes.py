@@ -10,7 +10,9 @@ it separates the shapes on a long stream (most shapes wait); every prediction st
 shapes are refitted when the bound no longer separates them, and served); hypothesis streams
 serve what the Python engine's six-shape refit serves (where the shapes differ, their Brier
 scores tie within 1e-9); copies continue bit for bit while shapes wait; a state saved in the
-layout before the lazy shapes loads and continues.
+layout before the lazy shapes loads and continues; the river face's one compiled call per pair
+equals ``prequential`` bit for bit, also where a shape needs the damped full refit and readers
+come between the pairs.
 """
 
 from __future__ import annotations
@@ -220,3 +222,27 @@ def test_a_state_in_the_layout_before_the_lazy_shapes_loads_and_continues():
     a, _ = cal.prequential(scores[800:], labels[800:])
     b, _ = older.prequential(scores[800:], labels[800:])
     assert float(np.max(np.abs(a - b))) <= TOL
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_one_call_river_face_equals_prequential_where_shapes_need_the_damped_refit(seed, monkeypatch):
+    # three buckets and a window of five events: some refits leave a shape to the damped full
+    # refit, which the river face's one call hands back to Python; readers between the pairs
+    # settle the deferred work. Both faces give the same bits.
+    rng = np.random.default_rng(seed)
+    scores = rng.choice([0.02, 0.4, 0.9], 700)
+    labels = rng.uniform(size=700) < np.where(scores > 0.5, 0.7, 0.05)
+    completed = []
+    complete = GEVCalibrator._river_gev_complete
+    monkeypatch.setattr(GEVCalibrator, "_river_gev_complete", lambda self, a: completed.append(complete(self, a)))
+    make = lambda: GEVCalibrator(window=CountWindow(5), prior=None, buckets=LogitGrid(64))  # noqa: E731
+    want, _ = make().prequential(scores, labels)
+    cal, got, served = make(), [], []
+    for i, (s, y) in enumerate(zip(scores, labels, strict=True)):
+        got.append(cal.predict_proba_one({"score": float(s)})[True])
+        if i % 7 == 0:
+            served.append(cal.xi_)  # a reader: settles the kept scalars
+        cal.learn_one({"score": float(s)}, bool(y))
+    assert np.array_equal(np.array(got), want)
+    assert len(completed) > 10
+    assert len(set(served)) >= 2

@@ -21,6 +21,11 @@ the calibrator's lock (:class:`RiverLock`), whose first acquisition by a section
 work first: the kept event learned, the scalars written back. The steps and their order are
 the ones the two calls per pair take, so the bits are too. A rejected call is rejected by the
 checks before anything is kept, as before.
+
+GEV's pairs likewise, once every shape has a fit: the call (``glm_refit.glm_river_gev_proba``)
+learns the kept event, runs the whole compiled refit if labels came (the served shape among the
+scalars it leaves in the compiled fit) and serves the score; where a shape needs the damped full
+refit it returns -1.0 and the refit is completed in Python as the generic path completes it.
 """
 
 from __future__ import annotations
@@ -108,7 +113,8 @@ class GLMRiverFace(DeferredRiverFace):
     It relies on the calibrator's ``_glm_cache`` (None until the compiled refit's arrays exist;
     ``river_learn``: the window needs no event times; ``learn_tail``: the learn kernel's
     arguments after the event; ``river_tail``: the one-call kernel's; ``cuts``: the layout's
-    interior cuts; ``river_ready``: Platt's one-call refit can serve; ``live`` and ``pending``:
+    interior cuts; ``river_ready``: the one-call refit can serve (Platt's ``river``, GEV's
+    ``gev_river`` with ``gev_tail``, its kernel's arguments after the event); ``live`` and ``pending``:
     the deferred work), on ``_glm_state_in`` and ``_river_scalars_out`` (the map's scalars into
     and out of the compiled fit's array), on ``_river_proba`` and on ``_generic_proba_of`` (the
     generic engine's served probability, with the full refit).
