@@ -246,3 +246,25 @@ def test_the_one_call_river_face_equals_prequential_where_shapes_need_the_damped
     assert np.array_equal(np.array(got), want)
     assert len(completed) > 10
     assert len(set(served)) >= 2
+
+
+def test_the_interpreted_and_compiled_tiers_give_the_same_bits_while_shapes_wait():
+    from streamcal._kernels import _config
+
+    scores, labels = _shifting_stream(900, 15)
+    make = lambda: GEVCalibrator(prior=None, buckets=LogitGrid(128))  # noqa: E731
+    _config.use_compiled_kernels()
+    compiled = make()
+    want = compiled.prequential(scores, labels)
+    with _config.interpreting():
+        interpreted = make().prequential(scores, labels)
+        river = make()
+        got, waits = [], 0
+        for s, y in zip(scores, labels, strict=True):
+            got.append(river.predict_proba_one({"score": float(s)})[True])
+            waits += waiting_shapes(river)
+            river.learn_one({"score": float(s)}, bool(y))
+    assert np.array_equal(interpreted[0], want[0])
+    assert np.array_equal(interpreted[1], want[1])
+    assert np.array_equal(np.array(got), want[0])
+    assert waits > scores.size  # shapes waited at most refits
