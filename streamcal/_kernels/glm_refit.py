@@ -183,7 +183,7 @@ STEP_VALID = 0  # 1.0 while the blocks describe the histogram (the fingerprint a
 STEP_N_LEARNED = 1
 STEP_T_POS = 2
 STEP_T_NEG = 3
-STEP_X_LO = 4  # a range of features holding every non-empty bucket's (it only widens between refits)
+STEP_X_LO = 4  # a range of features holding every bucket a block follows (it widens with the events)
 STEP_X_HI = 5
 STEP_HEADER = 6
 STEP_B0 = 0  # in a block: the shape's fit at its last refit, and its shape
@@ -1097,7 +1097,8 @@ def _steps_keep(steps, sf, u, xis, betas, ok, x_lo, x_hi):
     """After a refit whose passes wrote the curvature and Brier score of each shape refitted
     (``ok[k] == 1``; real units): their fits, those values in stored units, no change yet; the
     histogram's fingerprint and its non-empty features' range ``[x_lo, x_hi]``. The blocks of
-    shapes whose refit waits (``ok[k] == 2``) keep following their last fit."""
+    shapes whose refit waits (``ok[k] == 2``) keep following their last fit, and the range then
+    keeps what it held (it covers every event such a block has followed, gone ones included)."""
     for k in range(xis.shape[0]):
         if ok[k] != 1:
             continue
@@ -1109,6 +1110,12 @@ def _steps_keep(steps, sf, u, xis, betas, ok, x_lo, x_hi):
             steps[o + STEP_CURV + j] *= u
         for j in range(STEP_DG, STEP_BLOCK):
             steps[o + j] = 0.0
+    waiting = False
+    for k in range(xis.shape[0]):
+        waiting = waiting or ok[k] == 2
+    if waiting and steps[STEP_VALID] == 1.0:  # the events a waiting shape follows may have left it
+        x_lo = min(x_lo, steps[STEP_X_LO])
+        x_hi = max(x_hi, steps[STEP_X_HI])
     steps[STEP_X_LO] = x_lo
     steps[STEP_X_HI] = x_hi
     _steps_fingerprint(steps, sf)
@@ -1166,9 +1173,10 @@ def _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol):
     events that left the window are not taken out of it), ``theta = tr(A^-1 S)``; ``[vg_lo,
     vg_hi]`` the range of ``v`` over the other buckets; ``g`` the data gradient's change at
     ``beta0``; ``B0`` and ``G`` the Brier score and its gradient there (the last pass's, plus
-    the events' terms); ``K = max |z|_{A^-1}`` over the non-empty features ``[lo, hi]``;
-    ``N`` the window's weight, ``N'`` that plus twice the weight that left it; ``tol`` the
-    refit's stopping rule (its last step moved ``v`` by at most ``tol`` at every feature).
+    the events' terms); ``K = max |z|_{A^-1}`` over the features ``[lo, hi]`` (``STEP_X_LO``,
+    ``STEP_X_HI``: every bucket the block follows, events that left the window included); ``N``
+    the window's weight, ``N'`` that plus twice the weight that left it; ``tol`` the refit's
+    stopping rule (its last step moved ``v`` by at most ``tol`` at every feature).
 
     1. Within ``R`` (``reach``) of ``[vg_lo, vg_hi]`` the density's log-derivative is at most
        ``lam`` (:func:`_log_slope_bound`), so there moving ``v`` by at most ``R`` scales ``f``
