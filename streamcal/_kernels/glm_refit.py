@@ -760,20 +760,7 @@ def glm_refit_inplace(
                 fit[FIT_TOTAL] = t_pos + t_neg
                 glm_finish_refit(briers, fit, c)
                 return 0
-    t_pos = 0.0
-    t_neg = 0.0
-    x_lo_now = np.inf  # the non-empty buckets' features
-    x_hi_now = -np.inf
-    for j in range(B):
-        p = sf[_h.SF_HEADER + j] / u
-        n = sf[_h.SF_HEADER + B + j] / u
-        pos_w[j] = p
-        neg_w[j] = n
-        t_pos += p
-        t_neg += n
-        if p + n > 0.0:
-            x_lo_now = min(x_lo_now, x[j])
-            x_hi_now = max(x_hi_now, x[j])
+    t_pos, t_neg, x_lo_now, x_hi_now = _real_units(sf, B, u, x, pos_w, neg_w)
     fit[FIT_DIRTY] = 0.0
     if not t_pos + t_neg > 0.0:
         fit[FIT_FITTED] = 0.0
@@ -854,6 +841,40 @@ def glm_refit_inplace(
     if taylor and kappa == 0.0:
         moments_rebuild(sf, si, x, table, mom, betas[0, 0], betas[0, 1])
     return 0
+
+
+@jit_noalloc(forceinline=True)
+def _real_units(sf, B, u, x, pos_w, neg_w):
+    """The histogram ``sf`` in real units into ``pos_w``/``neg_w``; returns the class totals
+    and the non-empty buckets' features' range. Without decay the unit is 1 and the division is
+    left out (the same values)."""
+    t_pos = 0.0
+    t_neg = 0.0
+    lo = np.inf
+    hi = -np.inf
+    if u == 1.0:
+        for j in range(B):
+            p = sf[_h.SF_HEADER + j]
+            n = sf[_h.SF_HEADER + B + j]
+            pos_w[j] = p
+            neg_w[j] = n
+            t_pos += p
+            t_neg += n
+            if p + n > 0.0:
+                lo = min(lo, x[j])
+                hi = max(hi, x[j])
+        return t_pos, t_neg, lo, hi
+    for j in range(B):
+        p = sf[_h.SF_HEADER + j] / u
+        n = sf[_h.SF_HEADER + B + j] / u
+        pos_w[j] = p
+        neg_w[j] = n
+        t_pos += p
+        t_neg += n
+        if p + n > 0.0:
+            lo = min(lo, x[j])
+            hi = max(hi, x[j])
+    return t_pos, t_neg, lo, hi
 
 
 @jit_noalloc
