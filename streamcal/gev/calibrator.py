@@ -25,10 +25,10 @@ _LOGIT_CLIP = 1e-12  # probability scores are clipped into [1e-12, 1 - 1e-12] be
 # the warm-started refit stops where its map is within this of the exact optimum's (Platt: a
 # certified bound on every probability; GEV: the last Newton step's move of the linear predictor)
 _REFIT_PROBA_TOL = 1e-10
-_OLDER_STEP_BLOCK = 15  # the predicted starts' values per shape before the lazy shapes
 _REFIT_STEP_TOL = 1e-7  # GEV: the last Newton step's largest move of v; the error left is its square
 _REFIT_MAX_PASSES = 50
 _LINK_CODES = {"gev": 0, "logit": 1}
+_OLDER_STEP_BLOCK = 15  # GEV's predicted starts: the values per shape before the lazy shapes
 _FLOOR_CODES = {"thinned": _g.FLOOR_THINNED, "span": _g.FLOOR_SPAN, "traffic": _g.FLOOR_TRAFFIC}
 
 
