@@ -625,6 +625,11 @@ def _canonical_cdf_pdf_slope(v, link_code, xi):
     return big_f, dens, dens * (t - 1.0 - xi) / u
 
 
+#: buckets whose density's log-derivative ``|f'/f| = |t - 1 - xi| / u`` exceeds this (near an end
+#: of the support, or far in the tails) are kept apart in the refit's curvature (see ``curv``)
+GOOD_LOG_SLOPE = 16.0
+
+
 @jit(inline="always")
 def _quad_inv(h00, h01, h11, det, a, b):
     """``(a, b) H^-1 (a, b)'`` for the 2 x 2 matrix ``H`` with determinant ``det > 0``."""
@@ -668,12 +673,18 @@ def glm_refit_histogram_inplace(
     neg_b p_b^2``) at the returned ``beta``, from the last pass to first order in the last step
     (the error is of the order of the total weight times that step squared).
 
-    ``curv`` (unless empty, else 7 values) receives the data's curvature at the last pass's
+    ``curv`` (unless empty, else 7 or 10 values) receives the data's curvature at the last pass's
     point, ridge excluded: the Hessian ``sum_b n_b w_b z_b z_b'`` (``h00, h01, h11``, the weights
     ``w_b`` floored as in the iteration) and the third derivatives ``sum_b n_b f'(v_b) x_b^(3-j)``
     (``j = 0 .. 3``): the predicted start of the next refit (``streamcal._kernels.glm_refit``).
+    With 15 values and a Brier score wanted, it also receives that Brier score, the Brier
+    score's gradient at the last pass's point, the Hessian's part from the buckets where the
+    density's log-derivative ``|f'/f|`` exceeds ``GOOD_LOG_SLOPE`` (or ``f`` is 0), and the range
+    of ``v`` over the other non-empty buckets: what lets a shape's refit wait
+    (``streamcal._kernels.glm_refit._shape_brier_lower_bound``).
     """
     want_curv = curv.shape[0] > 0
+    want_lazy = curv.shape[0] >= 15 and brier.shape[0] > 0
     b0 = beta[0]
     b1 = beta[1]
     want_brier = brier.shape[0] > 0  # an empty ``brier``: the caller needs no Brier score
@@ -696,6 +707,11 @@ def glm_refit_histogram_inplace(
         t1 = 0.0
         t2 = 0.0
         t3 = 0.0
+        a0 = 0.0  # the Hessian's part from the steep buckets, and the others' range of v
+        a1 = 0.0
+        a2 = 0.0
+        vg_lo = np.inf
+        vg_hi = -np.inf
         for i in range(x.shape[0]):
             n = pos[i] + neg[i]
             if n == 0.0:
@@ -717,6 +733,15 @@ def glm_refit_histogram_inplace(
                 ts *= xv
                 t1 += ts
                 t0 += ts * xv
+                if want_lazy:
+                    if dens > 0.0 and abs(slope) <= GOOD_LOG_SLOPE * dens:
+                        vg_lo = min(vg_lo, v)
+                        vg_hi = max(vg_hi, v)
+                    else:
+                        aw = n * max(dens, floor)
+                        a0 += aw * xv * xv
+                        a1 += aw * xv
+                        a2 += aw
             else:
                 p, dens = _canonical_cdf_pdf_once(v, link_code, xi)
             r = n * p - pos[i]
@@ -769,6 +794,15 @@ def glm_refit_histogram_inplace(
                 brier[0] = sq + sq0 * d0 + sq1 * d1
             if want_curv:
                 _curvature_out(curv, h00 - l2, h01, h11 - l2, t0, t1, t2, t3)
+                if want_lazy:
+                    curv[7] = brier[0]
+                    curv[8] = sq0
+                    curv[9] = sq1
+                    curv[10] = a0
+                    curv[11] = a1
+                    curv[12] = a2
+                    curv[13] = vg_lo
+                    curv[14] = vg_hi
             return it + 1
         if not slope0 < 0.0:
             return -1

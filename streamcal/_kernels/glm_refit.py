@@ -50,12 +50,22 @@ far below it: the moments are rebuilt after at most ``MOM_MAX_UPDATES`` events).
 state (a calibrator restored from them refits exactly as the original did); the prior's anchor
 is not (it decides only whether the prior kernel runs, not what the refit returns).
 
+GEV's lazy shapes. With ``xi="auto"`` only the served shape's fit reaches a prediction; the
+other shapes decide only which shape is served. Where the predicted starts are current and the
+prior adds nothing, the refit refits the served shape first, then each other shape only where
+:func:`_shape_brier_lower_bound` (a lower bound on the Brier score its refit would find, from
+the values its block of ``steps`` keeps current, without a pass) does not lie above the served
+shape's score plus both refits' error (:func:`_served_bar`); the others wait (``ok[k] == 2``),
+their blocks following their last fit, and their bound stands in their Brier score, so the
+lowest score still picks the shape that refitting all of them would pick.
+
 Arrays (no validation; see ``streamcal.gev.calibrator`` for their owner):
 
 - ``fit`` (float64, ``FIT_SIZE``): the served fit's scalars, at the ``FIT_*`` indices;
 - ``betas`` (S, 2), ``xis`` (S), ``has_warm`` (S, int64), ``briers`` (S), ``ok`` (S, int64):
   per candidate shape, its coefficients, shape, whether it has a previous fit, its Brier score
-  and whether this refit's Newton iteration succeeded;
+  (or the bound of a shape that waited) and whether this refit's Newton iteration succeeded
+  (1; 2 where the shape waited, 0 where it needs the damped full refit);
 - ``pos_w``, ``neg_w`` (B): the fitted histogram in real units, prior pseudo-counts included;
 - ``pc`` (5, B): per bucket, the prior's log-odds ``logit(r_b)``, ``log r_b``, ``log(1 - r_b)``
   and the anchor's log-likelihood terms ``log sigma(z_b)``, ``log sigma(-z_b)``;
@@ -76,7 +86,16 @@ import numpy as np
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import prior as _p
 from streamcal._kernels._config import jit_noalloc
-from streamcal._kernels.gev import _canonical_cdf_pdf_once, _quad_inv, glm_map_one, glm_refit_histogram_inplace
+from streamcal._kernels.gev import (
+    GOOD_LOG_SLOPE,
+    _canonical_cdf_pdf_slope,
+    _quad_inv,
+    gev_lower,
+    gev_t_u,
+    gev_upper,
+    glm_map_one,
+    glm_refit_histogram_inplace,
+)
 
 FIT_FITTED = 0  # 1.0 once a map is fitted (the window holds weight)
 FIT_DIRTY = 1  # 1.0 when labels came after the last refit (lazy refits)
@@ -157,22 +176,37 @@ MOM_MAX_UPDATES = 512
 MOM_MAX_RHO = 0.25
 TWO_OVER_PI = 0.6366197723675814
 
-# GEV's predicted start (see the module notes): ``steps`` (float64, ``steps_size(S)``; empty for
-# Platt), a fingerprint of the histogram as in ``mom``, then one block per candidate shape
+# GEV's predicted start and lazy shapes (see the module notes): ``steps`` (float64,
+# ``steps_size(S)``; empty for Platt), a fingerprint of the histogram as in ``mom`` and the range
+# of the non-empty buckets' features, then one block per candidate shape
 STEP_VALID = 0  # 1.0 while the blocks describe the histogram (the fingerprint agrees)
 STEP_N_LEARNED = 1
 STEP_T_POS = 2
 STEP_T_NEG = 3
-STEP_HEADER = 4
-STEP_B0 = 0  # in a block: the shape's fit at the last refit, and its shape
+STEP_X_LO = 4  # a range of features holding every bucket a block follows (it widens with the events)
+STEP_X_HI = 5
+STEP_HEADER = 6
+STEP_B0 = 0  # in a block: the shape's fit at its last refit, and its shape
 STEP_B1 = 1
 STEP_XI = 2
 STEP_CURV = 3  # the curvature there (``glm_refit_histogram_inplace``'s ``curv``, stored units)
-STEP_DG = 10  # the data gradient's change at that fit since then (2 values, stored units)
-STEP_DH = 12  # the data Hessian's change (3 values)
-STEP_BLOCK = 15
+STEP_BRIER = 10  # the Brier score at the fit, and its gradient, kept current by the events since
+STEP_BG = 11
+STEP_STEEP = 13  # the Hessian's part from the steep buckets (3 values; events leaving do not count)
+STEP_V_LO = 16  # the range of v over the other buckets (it only widens between refits)
+STEP_V_HI = 17
+STEP_LAZY = 15  # the values of ``glm_refit_histogram_inplace``'s ``curv`` (from STEP_CURV)
+STEP_SCALED = 13  # of which those in stored units (the rest: values of v)
+STEP_DG = 18  # the data gradient's change at that fit since then (2 values, stored units)
+STEP_DH = 20  # the data Hessian's change (3 values)
+STEP_SINCE = 23  # events since the shape's last refit
+STEP_GONE = 24  # the stored weight of the events that left the window since then
+STEP_BLOCK = 25
 STEP_MAX_DV = 0.1  # a predicted step moving v by more than this at the feature range is not taken
 STEP_FLOOR = 1e-12  # the Hessian weights' floor (``glm_refit_histogram_inplace``'s ``floor``)
+#: a shape waits at most this many events for its refit (the running sums' rounding stays far
+#: below the bound's margin)
+STEP_MAX_SINCE = 4096.0
 
 
 def steps_size(shapes: int) -> int:
@@ -726,15 +760,7 @@ def glm_refit_inplace(
                 fit[FIT_TOTAL] = t_pos + t_neg
                 glm_finish_refit(briers, fit, c)
                 return 0
-    t_pos = 0.0
-    t_neg = 0.0
-    for j in range(B):
-        p = sf[_h.SF_HEADER + j] / u
-        n = sf[_h.SF_HEADER + B + j] / u
-        pos_w[j] = p
-        neg_w[j] = n
-        t_pos += p
-        t_neg += n
+    t_pos, t_neg, x_lo_now, x_hi_now = _real_units(sf, B, u, x, pos_w, neg_w)
     fit[FIT_DIRTY] = 0.0
     if not t_pos + t_neg > 0.0:
         fit[FIT_FITTED] = 0.0
@@ -760,13 +786,29 @@ def glm_refit_inplace(
     need_full = 0
     S = xis.shape[0]
     keep = code == 0 and kappa == 0.0 and steps.shape[0] > 0  # the curvature for the next refit
-    for k in range(S):
+    # lazy shapes: the served shape first, then each other shape whose Brier score is not
+    # certified above the served one's (``_shape_brier_lower_bound``); the rest wait
+    lazy = predict and kappa == 0.0 and S > 1
+    first = int(fit[FIT_SERVED]) if lazy else 0
+    if not 0 <= first < S:
+        first = 0
+        lazy = False
+    served_bar = np.inf  # the served shape's Brier score plus both refits' error
+    n_total = s_pos + s_neg
+    for j in range(S):
+        k = (first + j) % S
         ok[k] = 0
+        if j > 0 and lazy:
+            bound = _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol)
+            if bound > served_bar:
+                ok[k] = 2
+                briers[k] = bound
+                continue
         if has_warm[k] != 0:
             # one shape is served without comparing Brier scores: none is computed
             brier = briers[k : k + 1] if S > 1 else briers[:0]
             o = STEP_HEADER + k * STEP_BLOCK + STEP_CURV
-            curv = steps[o : o + 7] if keep else steps[:0]
+            curv = steps[o : o + STEP_LAZY] if keep else steps[:0]
             start = betas[k]  # betas[k] stays the previous fit until the iteration succeeds
             if predict and kappa == 0.0:
                 start = pw[0:2]
@@ -782,6 +824,9 @@ def glm_refit_inplace(
                 betas[k, 1] = start[1]
         if ok[k] == 0:
             need_full = 1
+            lazy = False
+        elif j == 0 and lazy:
+            served_bar = _served_bar(xis[k], betas[k, 0], betas[k, 1], x_lo_now, x_hi_now, briers[k], n_total, tol)
     if need_full:
         fit[FIT_DIRTY] = 1.0  # until the caller completes the fit
         mom[MOM_VALID] = 0.0
@@ -790,12 +835,61 @@ def glm_refit_inplace(
         return 1
     glm_finish_refit(briers, fit, c)
     if keep:
-        _steps_keep(steps, sf, u, xis, betas)
+        _steps_keep(steps, sf, u, xis, betas, ok, x_lo_now, x_hi_now)
     elif steps.shape[0] > 0:
         steps[STEP_VALID] = 0.0
     if taylor and kappa == 0.0:
         moments_rebuild(sf, si, x, table, mom, betas[0, 0], betas[0, 1])
     return 0
+
+
+@jit_noalloc(forceinline=True)
+def _real_units(sf, B, u, x, pos_w, neg_w):
+    """The histogram ``sf`` in real units into ``pos_w``/``neg_w``; returns the class totals
+    and the non-empty buckets' features' range. Without decay the unit is 1 and the division is
+    left out (the same values)."""
+    t_pos = 0.0
+    t_neg = 0.0
+    lo = np.inf
+    hi = -np.inf
+    if u == 1.0:
+        for j in range(B):
+            p = sf[_h.SF_HEADER + j]
+            n = sf[_h.SF_HEADER + B + j]
+            pos_w[j] = p
+            neg_w[j] = n
+            t_pos += p
+            t_neg += n
+            if p + n > 0.0:
+                lo = min(lo, x[j])
+                hi = max(hi, x[j])
+        return t_pos, t_neg, lo, hi
+    for j in range(B):
+        p = sf[_h.SF_HEADER + j] / u
+        n = sf[_h.SF_HEADER + B + j] / u
+        pos_w[j] = p
+        neg_w[j] = n
+        t_pos += p
+        t_neg += n
+        if p + n > 0.0:
+            lo = min(lo, x[j])
+            hi = max(hi, x[j])
+    return t_pos, t_neg, lo, hi
+
+
+@jit_noalloc
+def _served_bar(xi, b0, b1, lo, hi, brier, n_total, tol):
+    """The served shape's Brier score from its refit plus that refit's error (step 4 of
+    :func:`_shape_brier_lower_bound`) and a relative ``1e-9``: a shape whose bound lies above
+    it cannot be served; ``inf`` where the density's bounds are not finite (every shape is
+    then refitted)."""
+    va = b0 * lo + b1
+    vb = b0 * hi + b1
+    f_sup, f1_sup = _density_bounds(xi, min(va, vb) - 2.0 * tol, max(va, vb) + 2.0 * tol)
+    if not (hi >= lo and f_sup < np.inf and f1_sup < np.inf):
+        return np.inf
+    c_b = 2.0 * f_sup * f_sup + 2.0 * f1_sup
+    return brier + 4.0 * f_sup * n_total * tol + 0.5 * c_b * n_total * tol * tol + 1e-9 * (1.0 + abs(brier))
 
 
 @jit_noalloc(forceinline=True)
@@ -949,11 +1043,17 @@ def _steps_fingerprint(steps, sf):
 @jit_noalloc
 def _steps_add(steps, xb, pos_part, ws):
     """Add stored weight ``ws`` (negative: remove) at feature ``xb``, ``pos_part`` of it
-    positive, to every shape's gradient and Hessian change at its last fit."""
+    positive, to every shape's gradient and Hessian change at its last fit, and to its Brier
+    score, the Brier score's gradient, its steep buckets' Hessian and the others' range of ``v``
+    there (see ``_shape_brier_lower_bound``)."""
     S = (steps.shape[0] - STEP_HEADER) // STEP_BLOCK
+    if ws > 0.0:
+        steps[STEP_X_LO] = min(steps[STEP_X_LO], xb)
+        steps[STEP_X_HI] = max(steps[STEP_X_HI], xb)
     for k in range(S):
         o = STEP_HEADER + k * STEP_BLOCK
-        p, dens = _canonical_cdf_pdf_once(steps[o + STEP_B0] * xb + steps[o + STEP_B1], 0, steps[o + STEP_XI])
+        v = steps[o + STEP_B0] * xb + steps[o + STEP_B1]
+        p, dens, slope = _canonical_cdf_pdf_slope(v, 0, steps[o + STEP_XI])
         r = ws * p - pos_part
         steps[o + STEP_DG] += r * xb
         steps[o + STEP_DG + 1] += r
@@ -961,6 +1061,21 @@ def _steps_add(steps, xb, pos_part, ws):
         steps[o + STEP_DH] += hw * xb * xb
         steps[o + STEP_DH + 1] += hw * xb
         steps[o + STEP_DH + 2] += hw
+        q = 1.0 - p
+        steps[o + STEP_BRIER] += pos_part * q * q + (ws - pos_part) * p * p
+        bg = 2.0 * dens * r
+        steps[o + STEP_BG] += bg * xb
+        steps[o + STEP_BG + 1] += bg
+        steps[o + STEP_SINCE] += 1.0
+        if ws < 0.0:
+            steps[o + STEP_GONE] -= ws
+        elif dens > 0.0 and abs(slope) <= GOOD_LOG_SLOPE * dens:
+            steps[o + STEP_V_LO] = min(steps[o + STEP_V_LO], v)
+            steps[o + STEP_V_HI] = max(steps[o + STEP_V_HI], v)
+        else:
+            steps[o + STEP_STEEP] += hw * xb * xb
+            steps[o + STEP_STEEP + 1] += hw * xb
+            steps[o + STEP_STEEP + 2] += hw
 
 
 @jit_noalloc
@@ -999,20 +1114,176 @@ def _steps_start(steps, k, u, l2, x_lo, x_hi, beta):
 
 
 @jit_noalloc
-def _steps_keep(steps, sf, u, xis, betas):
-    """After a refit whose passes wrote each shape's curvature (real units): the fits, the
-    curvature in stored units, no change yet, the histogram's fingerprint."""
+def _steps_keep(steps, sf, u, xis, betas, ok, x_lo, x_hi):
+    """After a refit whose passes wrote the curvature and Brier score of each shape refitted
+    (``ok[k] == 1``; real units): their fits, those values in stored units, no change yet; the
+    histogram's fingerprint and its non-empty features' range ``[x_lo, x_hi]``. The blocks of
+    shapes whose refit waits (``ok[k] == 2``) keep following their last fit, and the range then
+    keeps what it held (it covers every event such a block has followed, gone ones included)."""
     for k in range(xis.shape[0]):
+        if ok[k] != 1:
+            continue
         o = STEP_HEADER + k * STEP_BLOCK
         steps[o + STEP_B0] = betas[k, 0]
         steps[o + STEP_B1] = betas[k, 1]
         steps[o + STEP_XI] = xis[k]
-        for j in range(7):
+        for j in range(STEP_SCALED):
             steps[o + STEP_CURV + j] *= u
-        for j in range(5):
-            steps[o + STEP_DG + j] = 0.0
+        for j in range(STEP_DG, STEP_BLOCK):
+            steps[o + j] = 0.0
+    waiting = False
+    for k in range(xis.shape[0]):
+        waiting = waiting or ok[k] == 2
+    if waiting and steps[STEP_VALID] == 1.0:  # the events a waiting shape follows may have left it
+        x_lo = min(x_lo, steps[STEP_X_LO])
+        x_hi = max(x_hi, steps[STEP_X_HI])
+    steps[STEP_X_LO] = x_lo
+    steps[STEP_X_HI] = x_hi
     _steps_fingerprint(steps, sf)
     steps[STEP_VALID] = 1.0
+
+
+@jit_noalloc(forceinline=True)
+def _exp_power_sup(a, t_lo, t_hi):
+    """``sup e^{-t} t^a`` over ``t`` in ``[t_lo, t_hi]`` (``0 <= t_lo``, ``t_hi`` may be inf;
+    unimodal with its mode at ``t = a`` for ``a > 0``, decreasing otherwise)."""
+    if a > 0.0:
+        t = min(max(a, t_lo), t_hi)
+        if t == 0.0 or t == np.inf:
+            return 0.0
+        return math.exp(-t + a * math.log(t))
+    if t_lo == 0.0:
+        return 1.0 if a == 0.0 else np.inf
+    return math.exp(-t_lo + a * math.log(t_lo)) if t_lo < np.inf else 0.0
+
+
+@jit_noalloc(forceinline=True)
+def _density_bounds(xi, v_lo, v_hi):
+    """``(f_sup, f1_sup)``: the GEV density ``f = e^{-t} t^(1 + xi)`` and its derivative
+    ``f' = f (t - 1 - xi) / u`` at most in size over ``v`` in ``[v_lo, v_hi]`` (0 beyond the
+    support's ends). With ``1 / u = t^xi``, ``|f'| <= e^{-t} (t^(2 + 2 xi) + |1 + xi| t^(1 + 2 xi))``."""
+    t_hi, _ = gev_t_u(v_lo, xi)  # t falls with v
+    t_lo, _ = gev_t_u(v_hi, xi)
+    f_sup = _exp_power_sup(1.0 + xi, t_lo, t_hi)
+    f1_sup = _exp_power_sup(2.0 + 2.0 * xi, t_lo, t_hi) + abs(1.0 + xi) * _exp_power_sup(1.0 + 2.0 * xi, t_lo, t_hi)
+    return f_sup, f1_sup
+
+
+@jit_noalloc(forceinline=True)
+def _log_slope_bound(xi, v_lo, v_hi):
+    """A bound on ``|f'/f| = |t - 1 - xi| / u`` over ``v`` in ``[v_lo, v_hi]``, or -1.0 where
+    that interval leaves the support R_xi (``t`` falls with ``v``, and ``u`` is linear in it)."""
+    if not (gev_lower(xi) < v_lo and v_hi < gev_upper(xi)):
+        return -1.0
+    t_max, u_a = gev_t_u(v_lo, xi)
+    _, u_b = gev_t_u(v_hi, xi)
+    u_min = min(u_a, u_b)
+    if not (u_min > 0.0 and t_max < np.inf):
+        return -1.0
+    return (t_max + abs(1.0 + xi)) / u_min
+
+
+@jit_noalloc
+def _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol):
+    """A lower bound on the Brier score that shape ``k``'s refit would find now, less the
+    refit's own error, without a pass over the buckets (``-inf`` where none is certified).
+
+    Notation: ``beta0`` the shape's last fit; ``A`` the data Hessian there (its last pass's
+    curvature plus the events' terms since, weights floored at ``1e-12``) plus the ridge; ``S``
+    the part of ``A`` from the steep buckets (``|f'/f| > GOOD_LOG_SLOPE``, or ``f = 0``; the
+    events that left the window are not taken out of it), ``theta = tr(A^-1 S)``; ``[vg_lo,
+    vg_hi]`` the range of ``v`` over the other buckets; ``g`` the data gradient's change at
+    ``beta0``; ``B0`` and ``G`` the Brier score and its gradient there (the last pass's, plus
+    the events' terms); ``K = max |z|_{A^-1}`` over the features ``[lo, hi]`` (``STEP_X_LO``,
+    ``STEP_X_HI``: every bucket the block follows, events that left the window included); ``N``
+    the window's weight, ``N'`` that plus twice the weight that left it; ``tol`` the refit's
+    stopping rule (its last step moved ``v`` by at most ``tol`` at every feature).
+
+    1. Within ``R`` (``reach``) of ``[vg_lo, vg_hi]`` the density's log-derivative is at most
+       ``lam`` (:func:`_log_slope_bound`), so there moving ``v`` by at most ``R`` scales ``f``
+       by a factor in ``[e^{-R lam}, e^{R lam}]``; the steep buckets' curvature is at least 0
+       and grows by at most ``f1_sup R`` per unit weight (``f1_sup`` bounds ``|f'|`` over every
+       bucket's band, :func:`_density_bounds`). With ``z z' <= K^2 A`` for the floors and for
+       the last pass's point (``tol`` from ``beta0`` in ``v``), the data Hessian plus the ridge
+       ``H(beta)`` lies within ``[c, C] A`` wherever ``v`` moves by at most ``R - tol``:
+       ``c = e^{-R lam} (1 - theta - eps)``, ``C = e^{R lam} (1 + eps) + theta + f1_sup R N' K^2``,
+       ``eps = (f1_sup tol + 1e-12) N' K^2``.
+    2. The risk's gradient at ``beta0`` is ``g`` plus the residual of the last refit's final
+       Newton step ``d``: ``|g_res|_{A^-1} <= eps_res |d|_A =: nu_res`` with
+       ``eps_res = (expm1(tol lam) f_sup + f1_sup tol + 1e-12) N' K^2`` and
+       ``|d|_A <= sqrt(N' f_sup tol^2 + l2 |d|^2)``. With ``nu = |g|_{A^-1} + nu_res`` the
+       optimum ``beta*`` lies within ``r = nu / c`` of ``beta0`` in the ``A``-norm (along any ray
+       the gradient grows by at least ``c`` per unit), so ``v`` moves by at most ``rho = r K``
+       (checked: ``rho + 2 tol <= R``). From ``0 = g + g_res + Hbar delta`` (``Hbar`` the mean
+       Hessian on the segment) the step ``delta = beta* - beta0`` lies within
+       ``e = max(1 / c - 1, 1 - 1 / C) |g|_{A^-1} + nu_res / c`` of ``dhat = -A^-1 g``.
+    3. Each bucket's squared error ``pos (1 - F)^2 + neg F^2`` has second derivative
+       ``2 n f^2 + 2 f' (n F - pos)`` in ``v``, at most ``n C_B`` in size with
+       ``C_B = 2 f_sup^2 + 2 f1_sup``, so
+       ``Brier(beta*) >= B0 + G . dhat - |G|_{A^-1} e - C_B N' (rho + tol)^2 / 2`` (the last
+       pass's value and gradient are at a point ``tol`` from ``beta0`` in ``v``).
+    4. The refit's own Brier score (at a point within about ``tol`` of the optimum in ``v``, to
+       first order from its last pass) is within ``4 f_sup N tol + C_B N tol^2 / 2`` of the
+       exact one: that is subtracted too.
+    """
+    o = STEP_HEADER + k * STEP_BLOCK
+    if not steps[o + STEP_SINCE] < STEP_MAX_SINCE:
+        return -np.inf
+    lo = steps[STEP_X_LO]
+    hi = steps[STEP_X_HI]
+    vg_lo = steps[o + STEP_V_LO]
+    vg_hi = steps[o + STEP_V_HI]
+    if not (hi >= lo and x_hi > x_lo and n_total > 0.0 and vg_hi >= vg_lo):
+        return -np.inf
+    xi = steps[o + STEP_XI]
+    b0 = steps[o + STEP_B0]
+    b1 = steps[o + STEP_B1]
+    c = o + STEP_CURV
+    a00 = (steps[c] + steps[o + STEP_DH]) / u + l2
+    a01 = (steps[c + 1] + steps[o + STEP_DH + 1]) / u
+    a11 = (steps[c + 2] + steps[o + STEP_DH + 2]) / u + l2
+    det = a00 * a11 - a01 * a01
+    if not (det > 0.0 and a00 > 0.0):
+        return -np.inf
+    g0 = steps[o + STEP_DG] / u
+    g1 = steps[o + STEP_DG + 1] / u
+    nu_g = math.sqrt(_quad_inv(a00, a01, a11, det, g0, g1))
+    kk2 = max(_quad_inv(a00, a01, a11, det, lo, 1.0), _quad_inv(a00, a01, a11, det, hi, 1.0))
+    kk = math.sqrt(kk2)
+    n_all = n_total + 2.0 * steps[o + STEP_GONE] / u
+    s00 = steps[o + STEP_STEEP] / u
+    s01 = steps[o + STEP_STEEP + 1] / u
+    s11 = steps[o + STEP_STEEP + 2] / u
+    theta = max((a11 * s00 - 2.0 * a01 * s01 + a00 * s11) / det, 0.0)
+    reach = 2.02 * nu_g * kk + 3.0 * tol
+    va = b0 * lo + b1
+    vb = b0 * hi + b1
+    f_sup, f1_sup = _density_bounds(xi, min(va, vb) - reach, max(va, vb) + reach)
+    lam = _log_slope_bound(xi, vg_lo - reach, vg_hi + reach)
+    if not (lam >= 0.0 and f_sup < np.inf and f1_sup < np.inf):
+        return -np.inf
+    eps = (f1_sup * tol + STEP_FLOOR) * n_all * kk2
+    low = math.exp(-reach * lam) * (1.0 - theta - eps)
+    if not low >= 0.5:
+        return -np.inf
+    high = math.exp(reach * lam) * (1.0 + eps) + theta + f1_sup * reach * n_all * kk2
+    d0m = 2.0 * tol / (x_hi - x_lo)
+    d1m = tol + d0m * max(abs(x_lo), abs(x_hi))
+    eps_res = (math.expm1(tol * lam) * f_sup + f1_sup * tol + STEP_FLOOR) * n_all * kk2
+    nu_res = eps_res * math.sqrt(n_all * max(f_sup, STEP_FLOOR) * tol * tol + l2 * (d0m * d0m + d1m * d1m))
+    rho = (nu_g + nu_res) / low * kk
+    if not rho + 2.0 * tol <= reach:
+        return -np.inf
+    dh0 = -(a11 * g0 - a01 * g1) / det
+    dh1 = -(-a01 * g0 + a00 * g1) / det
+    big_g0 = steps[o + STEP_BG] / u
+    big_g1 = steps[o + STEP_BG + 1] / u
+    g_norm = math.sqrt(_quad_inv(a00, a01, a11, det, big_g0, big_g1))
+    err = max(1.0 / low - 1.0, 1.0 - 1.0 / high) * nu_g + nu_res / low
+    c_b = 2.0 * f_sup * f_sup + 2.0 * f1_sup
+    bound = steps[o + STEP_BRIER] / u + big_g0 * dh0 + big_g1 * dh1 - g_norm * err
+    bound -= 0.5 * c_b * n_all * (rho + tol) * (rho + tol)
+    return bound - (4.0 * f_sup * n_total * tol + 0.5 * c_b * n_total * tol * tol)
 
 
 @jit_noalloc
@@ -1274,3 +1545,29 @@ def glm_river_learn_proba(sf, si, pc, buf, s, b, y, w, x, table, steps):
         glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, steps)
         fit[FIT_DIRTY] = 1.0
     return glm_river_proba(sf, si, pc, buf, s, fit[FIT_DIRTY])
+
+
+@jit_noalloc
+def glm_river_gev_proba(
+    sf, si, s, b, y, w,
+    x, x_lo, x_hi, centres, identity, clip, c, prior_on, floor_kind, code, l2, tol, max_passes,
+    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
+):  # fmt: skip
+    """GEV's river face in one call: the event of the last ``learn_one`` (bucket ``b``, label
+    ``y``, weight ``w``; none where ``b`` < 0) learned as ``glm_learn_one_inplace`` learns it,
+    the refit (:func:`glm_refit_inplace`) if labels came, then the served probability of score
+    ``s``. -1.0 where a shape needs the damped full refit: the refit's partial fit is left for
+    the caller to complete (as after :func:`glm_refit_inplace`). The same steps in the same
+    order as ``learn_one``'s call and ``predict_proba_one``'s refit and map, so the same bits."""
+    if b >= 0:
+        glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, steps)
+        fit[FIT_DIRTY] = 1.0
+    if fit[FIT_DIRTY] != 0.0:
+        status = glm_refit_inplace(
+            sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, floor_kind, code, l2, tol, max_passes,
+            xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
+        )  # fmt: skip
+        if status != 0:
+            return -1.0
+    p, _ = glm_served_one(s, identity, clip, code, xis, betas, fit)
+    return p

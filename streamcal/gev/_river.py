@@ -21,6 +21,11 @@ the calibrator's lock (:class:`RiverLock`), whose first acquisition by a section
 work first: the kept event learned, the scalars written back. The steps and their order are
 the ones the two calls per pair take, so the bits are too. A rejected call is rejected by the
 checks before anything is kept, as before.
+
+GEV's pairs likewise, once every shape has a fit: the call (``glm_refit.glm_river_gev_proba``)
+learns the kept event, runs the whole compiled refit if labels came (the served shape among the
+scalars it leaves in the compiled fit) and serves the score; where a shape needs the damped full
+refit it returns -1.0 and the refit is completed in Python as the generic path completes it.
 """
 
 from __future__ import annotations
@@ -108,7 +113,8 @@ class GLMRiverFace(DeferredRiverFace):
     It relies on the calibrator's ``_glm_cache`` (None until the compiled refit's arrays exist;
     ``river_learn``: the window needs no event times; ``learn_tail``: the learn kernel's
     arguments after the event; ``river_tail``: the one-call kernel's; ``cuts``: the layout's
-    interior cuts; ``river_ready``: Platt's one-call refit can serve; ``live`` and ``pending``:
+    interior cuts; ``river_ready``: the one-call refit can serve (Platt's ``river``, GEV's
+    ``gev_river`` with ``gev_tail``, its kernel's arguments after the event); ``live`` and ``pending``:
     the deferred work), on ``_glm_state_in`` and ``_river_scalars_out`` (the map's scalars into
     and out of the compiled fit's array), on ``_river_proba`` and on ``_generic_proba_of`` (the
     generic engine's served probability, with the full refit).
@@ -119,6 +125,13 @@ class GLMRiverFace(DeferredRiverFace):
         if a.pending[0] >= 0:
             self._river_learn_kept(a)
         self._river_scalars_out(a)
+        a.live = False
+
+    def _river_gev_complete(self, a) -> None:
+        """After GEV's one call left a shape to the damped full refit: the refit completed and
+        the scalars written back, as the generic path's refit does (under the lock)."""
+        self._glm_complete_refit(a)
+        self._glm_state_out(a)
         a.live = False
 
     def _river_learn_kept(self, a) -> None:
@@ -190,21 +203,39 @@ class GLMRiverFace(DeferredRiverFace):
                 rlock.acquire()
                 try:
                     a = self._glm_cache
-                    if a is not None and a.river_ready and self.refit_every is None and lock.depth == 0:
+                    if (
+                        a is not None
+                        and a.river_ready
+                        and self.refit_every is None
+                        and lock.depth == 0
+                        and (a.river or "histogram" not in self.__dict__)
+                    ):
                         if not a.live:
                             self._glm_state_in(a)
                             a.live = True
                         sf, si = self._hist.live_arrays()
-                        args = (sf, si, a.pc, a.buf, s, *a.pending, *a.river_tail)
-                        a.pending = NO_EVENT
-                        river = ENTRIES.get("river_learn")
-                        if river is None:
-                            p = entry_call("river_learn", _g.glm_river_learn_proba, args)
+                        if a.river:
+                            args = (sf, si, a.pc, a.buf, s, *a.pending, *a.river_tail)
+                            a.pending = NO_EVENT
+                            river = ENTRIES.get("river_learn")
+                            if river is None:
+                                p = entry_call("river_learn", _g.glm_river_learn_proba, args)
+                            else:
+                                p = river(*args)
+                            if p < 0.0:  # the refit takes more: the generic engine's, on the settled state
+                                self._river_settle(a)
+                                p = self._generic_proba_of(s)
                         else:
-                            p = river(*args)
-                        if p < 0.0:  # the refit takes more: the generic engine's, on the settled state
-                            self._river_settle(a)
-                            p = self._generic_proba_of(s)
+                            args = (sf, si, s, *a.pending, *a.gev_tail)
+                            a.pending = NO_EVENT
+                            river = ENTRIES.get("river_gev")
+                            if river is None:
+                                p = entry_call("river_gev", _g.glm_river_gev_proba, args)
+                            else:
+                                p = river(*args)
+                            if p < 0.0:  # a shape needs the damped full refit: completed as the refit does
+                                self._river_gev_complete(a)
+                                p = min(max(self._fitted_proba_one(s), self._proba_low), self._proba_high)
                     else:
                         if a is not None and a.live:
                             self._river_settle(a)

@@ -28,6 +28,7 @@ _REFIT_PROBA_TOL = 1e-10
 _REFIT_STEP_TOL = 1e-7  # GEV: the last Newton step's largest move of v; the error left is its square
 _REFIT_MAX_PASSES = 50
 _LINK_CODES = {"gev": 0, "logit": 1}
+_OLDER_STEP_BLOCK = 15  # GEV's predicted starts: the values per shape before the lazy shapes
 _FLOOR_CODES = {"thinned": _g.FLOOR_THINNED, "span": _g.FLOOR_SPAN, "traffic": _g.FLOOR_TRAFFIC}
 
 
@@ -93,6 +94,9 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             state = {**state, "_glm_moments": np.zeros(_g.MOM_SIZE), "_glm_moments_order": _g.MOM_K}
         # likewise a state saved before GEV's predicted starts (neither the array nor its layout)
         if "_beta" in state and "_glm_steps" not in state and "_glm_steps_block" not in state:
+            state = {**state, "_glm_steps": np.zeros(0), "_glm_steps_block": _g.STEP_BLOCK}
+        # or in their layout before the lazy shapes (15 values per shape): rebuilt the same way
+        if state.get("_glm_steps_block") == _OLDER_STEP_BLOCK and "_glm_steps" in state:
             state = {**state, "_glm_steps": np.zeros(0), "_glm_steps_block": _g.STEP_BLOCK}
         # and before the prior's warm start (neither it nor its size): its first refit runs the
         # prior kernel from its cold start
@@ -183,7 +187,8 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             fit=buf[_g.BUF_FIT : _g.BUF_BETAS],
             # the river face: Platt's one call (one logistic shape), once it has a fit
             river=code == 1 and S == 1,
-            river_ready=False,  # ``river`` with a previous fit and the scalars in sync
+            gev_river=code == 0,  # GEV's one call per pair: the kept event, the refit, the map
+            river_ready=False,  # ``river`` or ``gev_river`` with a previous fit and the scalars in sync
             river_learn=not (hist.uses_times or hist.grows_ring),  # no event times, no ring growth
             cuts=hist.layout.cuts_list,  # the river face's bucket search (the layout is fixed by now)
             table=_taylor_table(),
@@ -211,6 +216,8 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         # Platt's river face: the one-call kernel's arguments after the kept event, and the
         # deferred work (``streamcal.gev._river``): none yet
         cache.river_tail = (x, cache.table, self._glm_steps)
+        # GEV's river face: the one-call kernel's arguments after the kept event
+        cache.gev_tail = (*cache.args[:5], _LOGIT_CLIP, *cache.args[5:], *self._glm_shape_arrays(cache))
         cache.live = False
         cache.pending = NO_EVENT
         self._glm_cache = cache
@@ -240,7 +247,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             self._xi_served = a.shapes[int(fit[_g.FIT_SERVED])]
         if len(self._beta) < len(a.shapes):
             self._beta = {xi: a.betas[k] for k, xi in enumerate(a.shapes) if a.has_warm[k]}
-        a.river_ready = a.river and bool(a.has_warm[0])
+        a.river_ready = bool(a.has_warm[0]) if a.river else a.gev_river and self._fitted and bool(a.has_warm.all())
 
     def _river_proba(self, s: float) -> float:
         """Platt's river face in one compiled call, under the lock: the refit from the Taylor
@@ -248,7 +255,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         (``streamcal._kernels.glm_refit.glm_river_proba``); -1.0 where that takes more (then
         the generic ``_proba_of`` runs the full refit, which takes the same steps first)."""
         a = self.__dict__.get("_glm_cache")
-        if a is None or not (a.river_ready and self.refit_every is None):
+        if a is None or not (a.river and a.river_ready and self.refit_every is None):
             return -1.0
         dirty = self._dirty
         sf, si = self._hist.live_arrays()
@@ -264,6 +271,9 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         compiled fit's array."""
         fit = a.fit.tolist()
         self._dirty = fit[_g.FIT_DIRTY] != 0.0
+        if a.gev_river:  # GEV's one call may refit from the histogram and change the served shape
+            self._fitted = fit[_g.FIT_FITTED] != 0.0
+            self._xi_served = a.shapes[int(fit[_g.FIT_SERVED])] if self._fitted else None
         self._prior_strength = fit[_g.FIT_KAPPA]
         self._prior_logodds = fit[_g.FIT_LOGODDS]
         self._proba_low = fit[_g.FIT_LOW]
@@ -656,7 +666,8 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     def shape_scores_(self) -> dict[float, float]:
         """Each candidate shape's squared error summed over the window (its Brier score times the
         window's weight) at the last fit; the lowest picks the served shape ``xi_`` ({} before
-        the first fit)."""
+        the first fit). A shape whose refit waited at the last fit (its score certified above
+        the served shape's, ``streamcal._kernels.glm_refit``) holds that lower bound instead."""
         with self._lock:
             self._ensure_fitted()
             if not self._fitted:
