@@ -15,23 +15,36 @@ Cases:
 - ``strong+2``, ``overconfident``: a score off by 2 in log-odds, a score with twice the log-odds
   it should have: the gains of the calibrators without the prior should stay.
 - ``logistic-3.3%``: a logistic regression fitted on a third of a 3.3 %-base-rate problem (two
-  features, a nonlinearity it does not model), the rest streamed (10 splits averaged): a stand-in
-  for the ISLR ``Default`` credit data, which this benchmark does not download.
+  features, a nonlinearity it does not model), the rest streamed (10 splits averaged): a
+  simulated counterpart of the ISLR ``Default`` case below.
 - ``naive-bayes``: a very bad score (log-odds 25 times too spread and noisy, raw log loss about
-  12), a stand-in for naive Bayes on the ISLR ``Caravan`` data.
+  12), a simulated counterpart of the ISLR ``Caravan`` case below.
+- ``Default`` and ``Caravan`` (with ``--islr``): the data sets of James, Witten, Hastie and
+  Tibshirani, "An Introduction to Statistical Learning" (Springer, 2013), as the authors publish
+  them in their Python package ``ISLP`` on PyPI (``--islr`` downloads its wheel with pip into
+  ``--islr-dir``, or reads ``Default.csv`` and ``Caravan.csv`` found there). ``Default``: 10,000
+  credit card holders, 3.3 % defaults; a logistic regression on student, balance and income
+  fitted on a random third, the other two thirds streamed in random order (10 splits).
+  ``Caravan``: 5,822 customers, 6 % caravan insurance buyers, 85 features; Gaussian naive Bayes
+  fitted on a random third, the rest streamed (10 splits).
 - ``drift``: the ``drift`` scenario of ``streamcal generate`` (abrupt, then gradual), count window.
 - ``click``: the ``click`` scenario; the goal is PAV's first 5,000-event window within 10 % of
   the I-spline's.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_prior.py`` (``--quick`` for fewer seeds and shorter
-streams; ``--speed`` for PAV's prequential speed with and without the prior).
+streams; ``--speed`` for PAV's prequential speed with and without the prior; ``--islr`` adds the
+ISLR cases, ``--only-islr`` runs them alone).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 import tempfile
 import time
+import zipfile
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -90,6 +103,71 @@ def naive_bayes_stream(n, seed):
     z = rng.normal(-3.0, 1.0, n)
     y = rng.uniform(size=n) < sigmoid(z)
     return sigmoid(25.0 * (z + 3.0 + rng.normal(size=n))), y
+
+
+ISLP_WHEEL = "ISLP==0.6.0"  # the ISLR data sets' published copy (its data/ folder)
+
+
+def islr_table(name: str, folder: str) -> np.ndarray:
+    """The ISLR data set ``name`` (``Default`` or ``Caravan``) as a structured array: read from
+    ``folder/name.csv``, else from the ``ISLP`` wheel in ``folder``, downloaded with pip if absent."""
+    path = os.path.join(folder, f"{name}.csv")
+    if not os.path.exists(path):
+        os.makedirs(folder, exist_ok=True)
+        wheels = [f for f in os.listdir(folder) if f.lower().startswith("islp-") and f.endswith(".whl")]
+        if not wheels:
+            cmd = [sys.executable, "-m", "pip", "download", ISLP_WHEEL, "--no-deps", "-q", "-d", folder]
+            subprocess.run(cmd, check=True)
+            wheels = [f for f in os.listdir(folder) if f.lower().startswith("islp-") and f.endswith(".whl")]
+        with zipfile.ZipFile(os.path.join(folder, wheels[0])) as whl, open(path, "wb") as out:
+            out.write(whl.read(f"ISLP/data/{name}.csv"))
+    return np.genfromtxt(path, delimiter=",", names=True, dtype=None, encoding="utf-8")
+
+
+def _logistic_fit(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Maximum-likelihood logistic regression (Newton's method) of ``y`` on ``[1, x]``."""
+    design = np.column_stack([np.ones(len(x)), x])
+    beta = np.zeros(design.shape[1])
+    for _ in range(50):
+        p = sigmoid(design @ beta)
+        grad = design.T @ (y - p)
+        hess = (design * (p * (1 - p))[:, None]).T @ design + 1e-9 * np.eye(design.shape[1])
+        step = np.linalg.solve(hess, grad)
+        beta += step
+        if np.abs(step).max() < 1e-12:
+            break
+    return beta
+
+
+def default_stream(table: np.ndarray, seed: int):
+    """ISLR ``Default``: a logistic regression on student, balance and income (standardised)
+    fitted on a random third, its probabilities on the other two thirds in random order."""
+    y = table["default"] == "Yes"
+    x = np.column_stack([table["student"] == "Yes", table["balance"], table["income"]]).astype(np.float64)
+    x = (x - x.mean(axis=0)) / x.std(axis=0)
+    order = np.random.default_rng(seed).permutation(len(y))
+    fit, rest = order[: len(y) // 3], order[len(y) // 3 :]
+    beta = _logistic_fit(x[fit], y[fit].astype(np.float64))
+    return sigmoid(beta[0] + x[rest] @ beta[1:]), y[rest]
+
+
+def caravan_stream(table: np.ndarray, seed: int):
+    """ISLR ``Caravan``: Gaussian naive Bayes on the 85 features (per class means and variances,
+    each variance plus 1e-9 times the largest feature variance, class shares as the prior) fitted
+    on a random third, its posterior probabilities of a purchase on the rest in random order."""
+    names = [n for n in table.dtype.names if n != "Purchase"]
+    x = np.column_stack([table[n] for n in names]).astype(np.float64)
+    y = table["Purchase"] == "Yes"
+    order = np.random.default_rng(seed).permutation(len(y))
+    fit, rest = order[: len(y) // 3], order[len(y) // 3 :]
+    eps = 1e-9 * x[fit].var(axis=0).max()
+    joint = []
+    for cls in (False, True):
+        part = x[fit][y[fit] == cls]
+        mean, var = part.mean(axis=0), part.var(axis=0) + eps
+        ll = -0.5 * (np.log(2 * np.pi * var) + (x[rest] - mean) ** 2 / var).sum(axis=1)
+        joint.append(ll + np.log(part.shape[0] / len(fit)))
+    return sigmoid(joint[1] - joint[0]), y[rest]
 
 
 def scenario_stream(name, n, seed):
@@ -162,11 +240,34 @@ def speed(rounds: int, n: int) -> None:
         print(f"speed, {k}: {cells}{ratio}")
 
 
+def islr(folder: str, splits) -> None:
+    """The ISLR cases and their goals: ``Default`` within 1 % of the raw score in every window
+    from the first event on; ``Caravan``: the gains of the maps without the prior kept."""
+    default = islr_table("Default", folder)
+    _, _, worst = run_case(
+        "Default (ISLR)", [default_stream(default, seed) for seed in splits], [100, 500, 2_000, 6_667]
+    )
+    caravan = islr_table("Caravan", folder)
+    sums, _, _ = run_case(
+        "Caravan (ISLR)", [caravan_stream(caravan, seed) for seed in splits], [100, 500, 2_000, 3_881]
+    )
+    print("\nGoals (ISLR)")
+    cells = ", ".join(f"{c} {worst[c]:.3f}" for c in CALIBRATORS)
+    print(f"  Default: worst window's log loss over the raw score's (goal <= 1.010): {cells}")
+    k = 1  # [0, 500)
+    cells = ", ".join(f"{c} {sums[c, 'auto'][k] / sums[c, None][k]:.3f}" for c in CALIBRATORS)
+    print(f"  Caravan: [0,500) log loss with the prior over without it (goal: about 1): {cells}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--speed", action="store_true", help="PAV's prequential speed only")
     parser.add_argument("--only", choices=list(CALIBRATORS), help="one calibrator only")
+    parser.add_argument("--islr", action="store_true", help="add the ISLR Default and Caravan cases")
+    parser.add_argument("--only-islr", action="store_true", help="the ISLR cases alone")
+    parser.add_argument("--islr-dir", default=os.path.join(tempfile.gettempdir(), "streamcal-islr"),
+                        help="where the ISLR data (or the ISLP wheel holding it) is kept")
     args = parser.parse_args()
     if args.only:
         for name in [c for c in CALIBRATORS if c != args.only]:
@@ -174,6 +275,11 @@ def main() -> None:
     if args.speed:
         speed(rounds=3 if args.quick else 7, n=1_000_000 if args.quick else 4_000_000)
         return
+    splits = range(3) if args.quick else range(10)
+    if args.islr or args.only_islr:
+        islr(args.islr_dir, splits)
+        if args.only_islr:
+            return
     seeds = range(2) if args.quick else range(4)
     n = 10_000 if args.quick else 30_000
     windows = [w for w in (300, 1_000, 3_000, 10_000, 30_000) if w <= n]
@@ -187,7 +293,6 @@ def main() -> None:
     ):
         _, _, worst = run_case(name, [rare_stream(n, seed, shift, scale) for seed in seeds], windows)
         summary[name] = worst
-    splits = range(3) if args.quick else range(10)
     _, _, summary["logistic-3.3%"] = run_case(
         "logistic-3.3%", [logistic_stream(4_000, seed) for seed in splits], [100, 500, 2_000, 4_000]
     )
