@@ -501,7 +501,11 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         if steps.size and steps[_g.STEP_VALID] not in (0.0, 1.0):
             c.fail(f"`_glm_steps`: expected 0.0 or 1.0 at index 0; found {c.brief(steps[0])}.")
         if steps.size and steps[_g.STEP_VALID] == 1.0:
-            c.need_finite(steps, "_glm_steps")
+            # a shape's range of v over its other buckets is (inf, -inf) while it holds none
+            ranges = np.zeros(steps.size, dtype=bool)
+            for j in (_g.STEP_V_LO, _g.STEP_V_HI):
+                ranges[_g.STEP_HEADER + j :: _g.STEP_BLOCK] = True
+            c.need_finite(np.where(ranges & np.isinf(steps), 0.0, steps), "_glm_steps")
         served = self._xi_served
         if served is None:
             if self._fitted:
