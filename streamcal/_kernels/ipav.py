@@ -131,7 +131,7 @@ from streamcal._kernels.histogram import (
     window_clock,
     window_expire_next_inplace,
 )
-from streamcal._kernels.prior import RATE_HIGH, RATE_LOW, prior_rate, prior_strength_from
+from streamcal._kernels.prior import RATE_HIGH, RATE_LOW, prior_rate, prior_strength_listed
 
 PF_LO = 0  # augmented (finite-LLR) fitted value of the lowest pooled run
 PF_HI = 1  # augmented fitted value of the highest pooled run
@@ -1516,8 +1516,11 @@ def _prior_strength_inplace(sf, pf, kind):
     base_rate = (sf[SF_T_POS] + c) / ((sf[SF_T_POS] + sf[SF_T_NEG]) + 2.0 * c)
     probability_inputs = pf[o + PR_MODE] == 1.0
     start = pf[o + PR_A : o + PR_B + 1]
-    kappa = prior_strength_from(
-        sf, _H0, B, unit, pf, np.int64(CEN), np.int64(_PF_RECORD), base_rate, probability_inputs, start
+    # the stack scratch (written before it is read by every sweep) lists the buckets with data
+    # for the fit's passes when they fit in it
+    listed = pf[PF_HEADER + _PF_RECORD * B : PF_HEADER + (_PF_RECORD + _STACK_RECORD) * B]
+    kappa = prior_strength_listed(
+        sf, _H0, B, unit, pf, np.int64(CEN), np.int64(_PF_RECORD), base_rate, probability_inputs, start, listed
     )
     pf[o + PR_KAPPA] = kappa
     if kappa == 0.0:  # the augmented row is not read: kept at zeros, a function of the state
