@@ -914,6 +914,9 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
     n_rewrite = sp - 1 if stopped else sp
     old_head = head if k >= 0 else np.int64(-1)
     old_last = pi[PI_LAST]
+    # without checkpoints the sweep leaves the old blocks' ends in place: a new block that starts
+    # where an old one started has that block's owners already (its buckets up to the old end)
+    ends_kept = pi[PI_INTEGRAL] == 1 and pi[PI_KNOTS] == 1
     if chain != -1:
         pi[BNEXT + _PI_RECORD * chain] = pi[SFIRST] if sp > 0 else -1
     else:
@@ -925,7 +928,10 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
             last = pi[SLAST + _STACK_RECORD * i]
             kept = old_head != -1 and old_head <= f and last <= old_last
             if not (kept and pi[OWNER + _PI_RECORD * f] == f and pi[BEND + _PI_RECORD * f] == last):
-                for g in range(f, last + 1):
+                g0 = f
+                if ends_kept and old_head != -1 and old_head <= f <= old_last and pi[OWNER + _PI_RECORD * f] == f:
+                    g0 = pi[BEND + _PI_RECORD * f] + 1  # past the old block's end
+                for g in range(g0, last + 1):
                     pi[OWNER + _PI_RECORD * g] = f
                     pf[FIT_OWNER + _PF_RECORD * g] = f
             pi[BNEXT + _PI_RECORD * f] = pi[SFIRST + _STACK_RECORD * (i + 1)] if i < sp - 1 else -1
