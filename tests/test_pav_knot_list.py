@@ -64,6 +64,44 @@ def test_knot_list_links_the_non_empty_buckets_after_each_update(exact):
         np.testing.assert_array_equal(knot_links(pi)[0], knot_links(again_i)[0])
 
 
+def test_owners_equal_a_full_sweeps_after_each_whole_number_update():
+    """Whole numbers over a sparse histogram: a resweep rewrites the owners of a new block only
+    past the end of the old block that started at the same knot; after every update the owners,
+    the blocks' fit owners and every fitted value over the knots' span equal a full sweep's."""
+    rng = np.random.default_rng(11)
+    B = 300
+    centres = np.linspace(0.0, 1.0, B)
+    pf, pi = K.empty_pav_state(centres, 1.0, True, False)
+    hist = np.zeros(2 * B)
+    live = []
+    resweeps = 0
+    for _ in range(4000):
+        pi[K.PI_EXACT] = 1
+        if live and rng.uniform() < 0.5:
+            b, c = live.pop(int(rng.integers(len(live))))
+            old = hist[b], hist[B + b]
+            hist[c * B + b] -= 1.0
+        else:
+            b, c = int(rng.integers(20, 80)) if rng.uniform() < 0.8 else int(rng.integers(B)), int(rng.integers(2))
+            live.append((b, c))
+            old = hist[b], hist[B + b]
+            hist[c * B + b] += 1.0
+        before = K.pav_blocks_view(pf, pi)["owner"].copy()
+        K.pav_bucket_delta_inplace(hist, 0, pf, pi, b, *old)
+        again_f, again_i = K.empty_pav_state(centres, 1.0, True, False)
+        K.pav_bucket_changed_inplace(hist, 0, again_f, again_i, -1)  # a full sweep
+        head, last = int(again_i[K.PI_HEAD]), int(again_i[K.PI_LAST])
+        assert (int(pi[K.PI_HEAD]), int(pi[K.PI_LAST])) == (head, last)
+        if head == -1:
+            continue
+        got, want = K.pav_blocks_view(pf, pi), K.pav_blocks_view(again_f, again_i)
+        span = slice(head, last + 1)
+        resweeps += not np.array_equal(before[span], got["owner"][span])
+        for field in ("owner", "fit_owner", "fit"):
+            assert got[field][span].tolist() == want[field][span].tolist(), field
+    assert resweeps > 100  # the blocks did split and merge
+
+
 @pytest.mark.parametrize("window", [CountWindow(50), CountWindow(400), Decay(half_life=100.0)])
 @pytest.mark.parametrize("weights", ["whole", "fractional"])
 def test_sparse_histogram_blocks_equal_a_rebuild_bit_for_bit(window, weights):

@@ -131,7 +131,7 @@ from streamcal._kernels.histogram import (
     window_clock,
     window_expire_next_inplace,
 )
-from streamcal._kernels.prior import RATE_HIGH, RATE_LOW, prior_rate, prior_strength_from
+from streamcal._kernels.prior import RATE_HIGH, RATE_LOW, prior_rate, prior_strength_listed
 
 PF_LO = 0  # augmented (finite-LLR) fitted value of the lowest pooled run
 PF_HI = 1  # augmented fitted value of the highest pooled run
@@ -914,6 +914,9 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
     n_rewrite = sp - 1 if stopped else sp
     old_head = head if k >= 0 else np.int64(-1)
     old_last = pi[PI_LAST]
+    # without checkpoints the sweep leaves the old blocks' ends in place: a new block that starts
+    # where an old one started has that block's owners already (its buckets up to the old end)
+    ends_kept = pi[PI_INTEGRAL] == 1 and pi[PI_KNOTS] == 1
     if chain != -1:
         pi[BNEXT + _PI_RECORD * chain] = pi[SFIRST] if sp > 0 else -1
     else:
@@ -925,7 +928,10 @@ def _write_blocks_inplace(pf, pi, k, start, chain, sp, stopped, head):
             last = pi[SLAST + _STACK_RECORD * i]
             kept = old_head != -1 and old_head <= f and last <= old_last
             if not (kept and pi[OWNER + _PI_RECORD * f] == f and pi[BEND + _PI_RECORD * f] == last):
-                for g in range(f, last + 1):
+                g0 = f
+                if ends_kept and old_head != -1 and old_head <= f <= old_last and pi[OWNER + _PI_RECORD * f] == f:
+                    g0 = pi[BEND + _PI_RECORD * f] + 1  # past the old block's end
+                for g in range(g0, last + 1):
                     pi[OWNER + _PI_RECORD * g] = f
                     pf[FIT_OWNER + _PF_RECORD * g] = f
             pi[BNEXT + _PI_RECORD * f] = pi[SFIRST + _STACK_RECORD * (i + 1)] if i < sp - 1 else -1
@@ -1516,8 +1522,11 @@ def _prior_strength_inplace(sf, pf, kind):
     base_rate = (sf[SF_T_POS] + c) / ((sf[SF_T_POS] + sf[SF_T_NEG]) + 2.0 * c)
     probability_inputs = pf[o + PR_MODE] == 1.0
     start = pf[o + PR_A : o + PR_B + 1]
-    kappa = prior_strength_from(
-        sf, _H0, B, unit, pf, np.int64(CEN), np.int64(_PF_RECORD), base_rate, probability_inputs, start
+    # the stack scratch (written before it is read by every sweep) lists the buckets with data
+    # for the fit's passes when they fit in it
+    listed = pf[PF_HEADER + _PF_RECORD * B : PF_HEADER + (_PF_RECORD + _STACK_RECORD) * B]
+    kappa = prior_strength_listed(
+        sf, _H0, B, unit, pf, np.int64(CEN), np.int64(_PF_RECORD), base_rate, probability_inputs, start, listed
     )
     pf[o + PR_KAPPA] = kappa
     if kappa == 0.0:  # the augmented row is not read: kept at zeros, a function of the state

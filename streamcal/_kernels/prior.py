@@ -59,6 +59,24 @@ def _log_sigmoid(z):
     return z - math.log1p(math.exp(z))
 
 
+@jit_noalloc(forceinline=True)
+def _fit_term(p, n, off, v, a, b):
+    """Bucket ``(p, n)``'s terms of :func:`_recalibrated_fit_terms` at ``(a, b)``: its
+    log-likelihood ``p log q + n log(1 - q)``, with ``q = sigmoid(off + a + b v)``, and ``q``.
+    ``log q`` and ``log(1 - q)`` are :func:`_log_sigmoid` at ``z`` and ``-z``, which share their
+    ``exp`` and ``log1p``: each is formed once, the same operations on the same operands."""
+    z = off + a + b * v
+    if z >= 0.0:
+        l1 = math.log1p(math.exp(-z))
+        log_q = -l1
+        log_1mq = -z - l1
+    else:
+        l1 = math.log1p(math.exp(z))
+        log_q = z - l1
+        log_1mq = -l1
+    return p * log_q + n * log_1mq, math.exp(log_q)
+
+
 @jit_noalloc
 def _recalibrated_fit_terms(h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a, b):
     """The penalised log-likelihood of ``D`` with parameters ``(a, b)``, its gradient and its
@@ -70,6 +88,8 @@ def _recalibrated_fit_terms(h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, p
     hab = 0.0
     hbb = RIDGE
     for j in range(lo, hi + 1):
+        if not h[h0 + j] + h[h0 + B + j] > 0.0:  # stored weights: no division for an empty bucket
+            continue
         p = h[h0 + j] / unit
         n = h[h0 + B + j] / unit
         if p + n > 0.0:
@@ -77,10 +97,8 @@ def _recalibrated_fit_terms(h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, p
             off = math.log(r) - math.log1p(-r)
             x = off if probability_inputs else cen[c0 + cstep * j]
             v = (x - mean) * scale
-            z = off + a + b * v
-            log_q = _log_sigmoid(z)
-            total += p * log_q + n * _log_sigmoid(-z)
-            q = math.exp(log_q)
+            term, q = _fit_term(p, n, off, v, a, b)
+            total += term
             res = p - (p + n) * q
             wq = (p + n) * q * (1.0 - q)
             ga += res
@@ -88,6 +106,36 @@ def _recalibrated_fit_terms(h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, p
             haa += wq
             hab += wq * v
             hbb += wq * v * v
+    return total, ga, gb, haa, hab, hbb
+
+
+@jit_noalloc
+def _listed_fit_terms(listed, m, off_raw, probability_inputs, mean, scale, a, b):
+    """:func:`_recalibrated_fit_terms` over the ``m`` buckets with data listed in ``listed``
+    (``p``, ``n`` and the covariate ``x`` of each, in bucket order; for probability inputs
+    ``x`` is the offset itself, for raw scores the offset is ``off_raw``): the same terms in the
+    same order, so the same sums."""
+    total = -0.5 * RIDGE * (a * a + b * b)
+    ga = -RIDGE * a
+    gb = -RIDGE * b
+    haa = RIDGE
+    hab = 0.0
+    hbb = RIDGE
+    for i in range(m):
+        p = listed[3 * i]
+        n = listed[3 * i + 1]
+        x = listed[3 * i + 2]
+        off = x if probability_inputs else off_raw
+        v = (x - mean) * scale
+        term, q = _fit_term(p, n, off, v, a, b)
+        total += term
+        res = p - (p + n) * q
+        wq = (p + n) * q * (1.0 - q)
+        ga += res
+        gb += res * v
+        haa += wq
+        hab += wq * v
+        hbb += wq * v * v
     return total, ga, gb, haa, hab, hbb
 
 
@@ -102,19 +150,33 @@ def prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_i
     """:func:`prior_strength`, with Newton's method started from ``start[0], start[1]`` (and
     the fitted ``(a, b)`` written back there) when ``start`` has two elements, from ``(0, 0)``
     otherwise: a refit whose row changed little converges in a step or two."""
+    return prior_strength_listed(h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs, start, cen[:0])
+
+
+@jit_noalloc
+def prior_strength_listed(h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs, start, listed):
+    """:func:`prior_strength_from`, the same ``kappa`` bit for bit, with a scratch ``listed``:
+    when it holds three values per bucket with data, the first pass lists them there (``p``,
+    ``n`` and the covariate), and each Newton pass reads the list instead of the row: no scan of
+    the empty buckets between them, no division and no prior rate's logarithms per pass."""
     # the sums run over the span of the buckets with data (the others add nothing): a window's
-    # data often fill a small part of the buckets
+    # data often fill a small part of the buckets. A bucket whose stored weights do not sum
+    # above 0 has ``p + n`` not above 0 either (the division by ``unit > 0`` is monotone).
     lo = 0
-    while lo < B and not (h[h0 + lo] / unit + h[h0 + B + lo] / unit > 0.0):
+    while lo < B and not (h[h0 + lo] + h[h0 + B + lo] > 0.0 and h[h0 + lo] / unit + h[h0 + B + lo] / unit > 0.0):
         lo += 1
     hi = B - 1
-    while hi > lo and not (h[h0 + hi] / unit + h[h0 + B + hi] / unit > 0.0):
+    while hi > lo and not (h[h0 + hi] + h[h0 + B + hi] > 0.0 and h[h0 + hi] / unit + h[h0 + B + hi] / unit > 0.0):
         hi -= 1
     n_all = 0.0
     log_s = 0.0
     sx = 0.0
     sxx = 0.0
+    m = 0  # the buckets listed
+    room = listed.shape[0] // 3
     for j in range(lo, hi + 1):
+        if not h[h0 + j] + h[h0 + B + j] > 0.0:
+            continue
         p = h[h0 + j] / unit
         n = h[h0 + B + j] / unit
         if p + n > 0.0:
@@ -127,6 +189,14 @@ def prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_i
                 log_s += p * math.log(r)
             if n > 0.0:
                 log_s += n * math.log1p(-r)
+            if m < room:
+                listed[3 * m] = p
+                listed[3 * m + 1] = n
+                listed[3 * m + 2] = x
+            m += 1
+    if m > room:  # the list does not hold them all: the passes read the row
+        m = -1
+    off_raw = math.log(base_rate) - math.log1p(-base_rate)  # the offset of raw scores (every bucket's)
     if not n_all > 0.0:
         return KAPPA_MAX
     mean = sx / n_all
@@ -139,9 +209,12 @@ def prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_i
     warm = start.shape[0] == 2
     a = start[0] if warm else 0.0
     b = start[1] if warm else 0.0
-    f, ga, gb, haa, hab, hbb = _recalibrated_fit_terms(
-        h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a, b
-    )
+    if m >= 0:
+        f, ga, gb, haa, hab, hbb = _listed_fit_terms(listed, m, off_raw, probability_inputs, mean, scale, a, b)
+    else:
+        f, ga, gb, haa, hab, hbb = _recalibrated_fit_terms(
+            h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a, b
+        )
     for _ in range(NEWTON_STEPS):
         det = haa * hbb - hab * hab
         if not det > 0.0:
@@ -152,10 +225,15 @@ def prior_strength_from(h, h0, B, unit, cen, c0, cstep, base_rate, probability_i
         improved = False
         f_new, ga_new, gb_new, haa_new, hab_new, hbb_new = f, ga, gb, haa, hab, hbb
         while step > 1e-8:
-            f_new, ga_new, gb_new, haa_new, hab_new, hbb_new = _recalibrated_fit_terms(
-                h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale, a + step * da,
-                b + step * db,
-            )
+            if m >= 0:
+                f_new, ga_new, gb_new, haa_new, hab_new, hbb_new = _listed_fit_terms(
+                    listed, m, off_raw, probability_inputs, mean, scale, a + step * da, b + step * db
+                )
+            else:
+                f_new, ga_new, gb_new, haa_new, hab_new, hbb_new = _recalibrated_fit_terms(
+                    h, h0, B, lo, hi, unit, cen, c0, cstep, base_rate, probability_inputs, mean, scale,
+                    a + step * da, b + step * db,
+                )
             if f_new >= f:
                 improved = True
                 break
