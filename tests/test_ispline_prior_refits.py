@@ -13,10 +13,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.interpolate import BSpline
 
 import streamcal.spline.calibrator as spline_calibrator
 from streamcal import ISplineCalibrator, _prior
-from streamcal._kernels.ispline import ispline_refit_histogram, warm_free_set
+from streamcal._kernels.ispline import (
+    free_set_band_solve,
+    ispline_refit_histogram,
+    nnls_sum_capped_gram,
+    warm_free_set,
+)
 from streamcal.spline.fit import evaluate_map
 
 TOL = 1e-9
@@ -108,3 +114,54 @@ def test_refits_under_the_prior_stay_warm_when_the_basis_changes_size(monkeypatc
     # warm: a few subproblem solves each, resized or not
     assert max(r[2] for r in refits) <= 4
     assert sum(r[2] for r in refits) <= 2 * len(refits)
+
+
+def naive_normal_equations(x, w, y, t, order):
+    """The banded ``B' W B`` (``band[j, d] = (B' W B)[j, j + d]``), ``B' W y`` and the I-spline
+    normal equations ``T' B' W B T``, ``T' B' W y`` (``T`` lower-triangular ones), by scipy's
+    B-spline design matrix."""
+    design = BSpline.design_matrix(x, t, order).toarray()
+    k = design.T @ (design * w[:, None])
+    c = design.T @ (w * y)
+    p = k.shape[0]
+    band = np.zeros((p, order + 1))
+    for d in range(order + 1):
+        band[: p - d, d] = np.diagonal(k, d)
+    tri = np.tril(np.ones((p, p)))
+    return band, c, tri.T @ k @ tri, tri.T @ c
+
+
+@pytest.mark.parametrize("order", [1, 2, 3])
+def test_free_set_band_solve_keeps_only_the_solvers_optimum(order):
+    rng = np.random.default_rng(10 + order)
+    kept_right = 0
+    for case in range(40):
+        n = int(rng.integers(order + 8, 60))
+        x = np.sort(rng.uniform(0.0, 1.0, n))
+        w = rng.uniform(0.5, 3.0, n)
+        slope = rng.uniform(-1.0, 3.0)
+        y = np.clip(0.3 + slope * (x - 0.5) + rng.normal(0.0, 0.2, n), 0.0, 1.0)
+        if case % 10 == 9:
+            y[:] = 1.0  # the cap in force: the banded try must step aside
+        inner = np.sort(rng.uniform(x[0], x[-1], int(rng.integers(1, 6))))
+        t = np.concatenate([np.full(order + 1, x[0]), inner, np.full(order + 1, x[-1])])
+        band, cross, gram, rhs = naive_normal_equations(x, w, y, t, order)
+        p = gram.shape[0]
+        best = np.empty(p)
+        nnls_sum_capped_gram(gram, rhs, 1.0, best)
+        hints = [best > 0.0, np.ones(p, dtype=bool)] + [rng.uniform(size=p) < 0.7 for _ in range(4)]
+        for h, hint in enumerate(hints):
+            free = hint.copy()
+            out = np.empty(p)
+            kept = free_set_band_solve(band, cross, gram, rhs, p, order, free, 1.0, out)
+            np.testing.assert_array_equal(free, hint)  # the guess is not changed
+            if kept:
+                np.testing.assert_allclose(out, best, rtol=0.0, atol=1e-10)
+                assert out.min() >= 0.0
+                assert out.sum() <= 1.0
+            if abs(best.sum() - 1.0) < 1e-12:
+                assert not kept  # the cap in force: the solver's own steps
+            elif h == 0 and np.linalg.cond(gram) < 1e10 and best[best > 0.0].min() > 1e-9:
+                assert kept  # the optimum's own free set, off the cap, determined: solved banded
+                kept_right += 1
+    assert kept_right >= 10

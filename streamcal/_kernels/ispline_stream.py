@@ -69,6 +69,7 @@ from streamcal._kernels.ispline import (
     bspline_nonzero_inplace,
     clamped_span,
     clamped_span_bounds,
+    free_set_band_solve,
     nnls_sum_capped_gram_warm,
     warm_free_set,
 )
@@ -476,7 +477,10 @@ def stream_solve(band, cross, p, k1, coef, beta, free):
     passive = np.empty(p, dtype=np.bool_)
     for j in range(p):
         passive[j] = free[j]
-    n_iter = nnls_sum_capped_gram_warm(gram, rhs, 1.0, x, passive)
+    if free_set_band_solve(band, cr, gram, rhs, p, k1 - 1, passive, 1.0, x):
+        n_iter = 1
+    else:
+        n_iter = nnls_sum_capped_gram_warm(gram, rhs, 1.0, x, passive)
     acc = 0.0
     for j in range(p):
         free[j] = passive[j]
