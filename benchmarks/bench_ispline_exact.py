@@ -18,11 +18,24 @@ on the I-spline kernels of that revision (``streamcal/_kernels/ispline.py`` and
 ``ispline_stream.py``, loaded from a temporary folder where they differ from today's) in the
 same rounds, its outputs checked equal to today's bit for bit on both faces where the kernels
 are the same, else within 1e-9 (both within 1e-9 of the full refit).
+
+``--state prior`` times a state where the score prior is in force instead (every refit the
+engine's full refit, the prior's pseudo-counts in every bucket and over 100 knots):
+
+    PYTHONPATH=. python benchmarks/bench_ispline_exact.py --state prior [--rounds 3] [--n 400] [--old REV]
+
+A calibrated stream (labels drawn with the score as their probability, rare positives, so the
+prior's strength is in the thousands); each calibrator learns ``--warmup`` events (default
+4,000) with ``refit_every=50``, then runs ``prequential`` and, apart, the river face on the next
+``n`` events at the exact default. With ``--old REV`` the code of that revision runs in the same
+rounds from the same warmed state, its probabilities checked within 1e-9 of today's (both are
+exact solves of the same system from different warm starts), the largest gap printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib.util
 import subprocess
 import sys
@@ -178,14 +191,96 @@ def time_river(cal, s, y):
     return time.process_time() - t0, out
 
 
+def calibrated_stream(n, seed):
+    """Scores of a logistic model and labels drawn with the score as their probability (about 8 %
+    positive): the score prior holds."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(-3.0, 1.5, n)
+    scores = 1.0 / (1.0 + np.exp(-z))
+    return scores, rng.uniform(size=n) < scores
+
+
+def main_prior(args):
+    """``--state prior``: today's exact default (and the code at ``--old``) where the prior holds."""
+    n = 400 if args.n is None else args.n
+    warmup = 4_000 if args.warmup is None else args.warmup
+    s, y = calibrated_stream(warmup + n, seed=3)
+    ts, ty = s[warmup:], y[warmup:]
+    n_river = max(1, n // 4)
+    classes = {"today": ISplineCalibrator}
+    kernels_differ = False
+    if args.old:
+        classes["before"], kernels_differ = calibrator_at(args.old)
+    warmed = {}
+    for name, cls in classes.items():  # the warm-up once (refit every 50 events), then copies
+        cal = cls(refit_every=50)
+        cal.prequential(s[:warmup], y[:warmup])
+        cal.refit_every = None
+        warmed[name] = cal
+        time_prequential(copy.deepcopy(cal), ts[:5], ty[:5])  # compile both faces
+        time_river(copy.deepcopy(cal), ts[:5], ty[:5])
+    rates = {name: [] for name in classes}
+    river = {name: [] for name in classes}
+    gap, gap_llr, kappa = 0.0, 0.0, None
+    for r in range(args.rounds):
+        order = list(classes)[r % len(classes) :] + list(classes)[: r % len(classes)]
+        outs, faces = {}, {}
+        for name in order:
+            cal = copy.deepcopy(warmed[name])
+            cpu, outs[name] = time_prequential(cal, ts, ty)
+            rates[name].append(n / cpu)
+            kappa = cal.prior_strength if name == "today" else kappa
+        for name in order:
+            cpu, faces[name] = time_river(copy.deepcopy(warmed[name]), ts[:n_river], ty[:n_river])
+            river[name].append(n_river / cpu)
+        if args.old:
+            gap = max(gap, float(np.abs(outs["before"][0] - outs["today"][0]).max()))
+            gap = max(gap, float(np.max(np.abs(np.array(faces["before"]) - np.array(faces["today"])))))
+            gap_llr = max(gap_llr, float(np.abs(outs["before"][1] - outs["today"][1]).max()))
+            if not gap <= TOL:
+                raise AssertionError(f"the probabilities differ from the code at {args.old} by {gap:.3g}")
+    new, r_new = float(np.median(rates["today"])), float(np.median(river["today"]))
+    print(
+        f"ISplineCalibrator exact default, score prior in force (calibrated stream, warm-up {warmup:,} "
+        f"refitting every 50), {n:,} events, {args.rounds} rounds, CPU time (median); prior strength {kappa:.0f}"
+    )
+    print(f"  prequential:              {new:10,.0f} events/s")
+    print(f"  river face:               {r_new:10,.0f} pairs/s")
+    if args.old:
+        before, r_before = float(np.median(rates["before"])), float(np.median(river["before"]))
+        paired = float(np.median(np.array(rates["today"]) / np.array(rates["before"])))
+        r_paired = float(np.median(np.array(river["today"]) / np.array(river["before"])))
+        kernels = "its own kernels" if kernels_differ else "today's kernels (the same source)"
+        print(f"  the code at {args.old}, on {kernels}:")
+        print(
+            f"  prequential, at {args.old}: {before:10,.0f} events/s   ratio {new / before:6.2f}x, "
+            f"median of the rounds' ratios {paired:.2f}x"
+        )
+        print(
+            f"  river face, at {args.old}:  {r_before:10,.0f} pairs/s    ratio {r_new / r_before:6.2f}x, "
+            f"median of the rounds' ratios {r_paired:.2f}x"
+        )
+        print(f"  probabilities within {gap:.2g} of the code before (LLRs within {gap_llr:.2g})")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--n", type=int, default=20_000)
-    parser.add_argument("--warmup", type=int, default=20_000)
+    parser.add_argument("--n", type=int, default=None, help="events timed (20,000; 400 with --state prior)")
+    parser.add_argument(
+        "--warmup", type=int, default=None, help="events learned first (20,000; 4,000 with --state prior)"
+    )
     parser.add_argument("--old", metavar="REV", help="also time the calibrator of this git revision")
+    parser.add_argument(
+        "--state", choices=("click", "prior"), default="click", help="the click-like stream, or the prior in force"
+    )
     args = parser.parse_args()
     streamcal.use_compiled_kernels()
+    if args.state == "prior":
+        main_prior(args)
+        return
+    args.n = 20_000 if args.n is None else args.n
+    args.warmup = 20_000 if args.warmup is None else args.warmup
     s, y = click_stream(args.warmup + args.n, seed=3)
     ws, wy = s[: args.warmup], y[: args.warmup]
     ts, ty = s[args.warmup :], y[args.warmup :]

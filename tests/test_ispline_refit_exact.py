@@ -186,6 +186,7 @@ def test_compiled_refit_equals_fit_distinct(order, knots):
                 np.empty(0) if inner is None else inner,
                 inner is not None,
                 hint,
+                ref.knots,
                 previous,
                 cache,
             )

@@ -457,12 +457,176 @@ def nnls_sum_capped_gram_warm(gram, rhs, cap, x, passive):
     return it
 
 
+@jit
+def free_set_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
+    """The first subproblem of ``nnls_sum_capped_gram_warm(gram, rhs, cap, x, free)`` solved on the
+    banded system, kept when it is that solver's answer; returns whether it is.
+
+    ``gram`` and ``rhs`` are the I-spline normal equations of ``band`` (``band[j, d] = (B' W B)[j,
+    j + d]`` for ``d <= order``) and ``cross`` (``B' W y``). With the coefficients outside ``free``
+    at 0 the B-spline coefficients ``cumsum(x)`` are constant on runs (one per free coefficient,
+    0 before the first), so the subproblem is the banded ``S' K S v = S' B' W y`` in the runs'
+    values ``v``: ``O(p order^2)`` where the dense one is ``O(m^3)``. Its solution is kept (in
+    ``x``) when the solver would stop there: every free coefficient positive, the exact sum below
+    ``cap`` (its ulp margin), every bound's multiplier (the gradient's suffix sums) at least
+    ``-1e-12`` of the solver's scale. Otherwise, or at a pivot below ``1e-13`` of the largest
+    diagonal (a basis the data do not determine), ``x`` is scratch and the caller runs the solver.
+    Allocates its scratch.
+    """
+    m = 0
+    for i in range(p):
+        if free[i]:
+            m += 1
+    if m == 0:
+        return False
+    k1 = order + 1
+    run = np.empty(p, dtype=np.intp)  # each B-spline coefficient's run, -1 before the first
+    r = -1
+    for j in range(p):
+        if free[j]:
+            r += 1
+        run[j] = r
+    red = np.zeros((m, k1))  # red[a, e] = (S' K S)[a, a + e]
+    rc = np.zeros(m)
+    for j in range(p):
+        a = run[j]
+        if a < 0:
+            continue
+        rc[a] += cross[j]
+        red[a, 0] += band[j, 0]
+        for d in range(1, k1):
+            if j + d >= p:
+                break
+            b = run[j + d]
+            if b == a:
+                red[a, 0] += 2.0 * band[j, d]
+            else:
+                red[a, b - a] += band[j, d]
+    # banded Cholesky, the factor over the upper band: red[a, e] = L[a + e, a] (e > 0), red[a, 0] = L[a, a]
+    dmax = 0.0
+    for a in range(m):
+        if red[a, 0] > dmax:
+            dmax = red[a, 0]
+    floor = 1e-13 * dmax
+    for a in range(m):
+        d = red[a, 0]
+        for e in range(1, k1):
+            if a - e < 0:
+                break
+            d -= red[a - e, e] * red[a - e, e]
+        if not d > floor:
+            return False
+        d = np.sqrt(d)
+        red[a, 0] = d
+        for e in range(1, k1):
+            b = a + e
+            if b >= m:
+                break
+            acc = red[a, e]
+            for f in range(1, k1 - e):
+                if a - f < 0:
+                    break
+                acc -= red[a - f, f] * red[a - f, f + e]
+            red[a, e] = acc / d
+    v = np.empty(m)
+    for a in range(m):
+        acc = rc[a]
+        for e in range(1, k1):
+            if a - e < 0:
+                break
+            acc -= red[a - e, e] * v[a - e]
+        v[a] = acc / red[a, 0]
+    for a in range(m - 1, -1, -1):
+        acc = v[a]
+        for e in range(1, k1):
+            if a + e >= m:
+                break
+            acc -= red[a, e] * v[a + e]
+        v[a] = acc / red[a, 0]
+    # the coefficients: each free one the step between its run and the previous one
+    prev = 0.0
+    total = 0.0
+    for j in range(p):
+        if free[j]:
+            x[j] = v[run[j]] - prev
+            prev = v[run[j]]
+            if not x[j] > 0.0:
+                return False
+        else:
+            x[j] = 0.0
+        total += x[j]
+    if total > cap * (1.0 - (p + 1) * 2.0**-52):
+        return False
+    # the multipliers of the bounds: gradient G x - b = suffix sums of K beta - B' W y
+    scale = 0.0
+    for i in range(p):
+        if gram[i, i] > scale:
+            scale = gram[i, i]
+        if abs(rhs[i]) > scale:
+            scale = abs(rhs[i])
+    if scale == 0.0:
+        scale = 1.0
+    tol = 1e-12 * scale
+    grad = 0.0
+    for j in range(p - 1, -1, -1):
+        bj = v[run[j]] if run[j] >= 0 else 0.0
+        acc = band[j, 0] * bj - cross[j]
+        for d in range(1, k1):
+            if j + d < p:
+                acc += band[j, d] * (v[run[j + d]] if run[j + d] >= 0 else 0.0)
+            if j - d >= 0:
+                acc += band[j - d, d] * (v[run[j - d]] if run[j - d] >= 0 else 0.0)
+        grad += acc
+        if not free[j] and grad < -tol:
+            return False
+    return True
+
+
 # --------------------------------------------------------------------------------------------
 # the streaming calibrator's refit from its bucket histogram, in one call
 
 
 @jit
-def ispline_refit_histogram(centres, pos, neg, order, wanted, inner, use_inner, hint, previous_knots, cache):
+def warm_free_set(old_knots, old_coef, old_p, new_knots, new_p, order, free):
+    """The warm start of a solve whose basis changed size: ``free[:new_p]`` from the previous fit.
+
+    The previous fit (knots ``old_knots``, coefficients ``old_coef[:old_p]``) has a free set for
+    another basis. Each new coefficient takes the state (``old_coef > 0``) of the old one whose
+    B-spline's Greville abscissa (the mean of its ``order`` inner knots) is nearest its own: a
+    knot inserted or dropped shifts the indices past it, and the knots that stay keep their
+    coefficients' states. Without a previous fit (``old_p == 0``) every bound starts in the
+    working set (the cold start). Any guess gives the same optimum; this one is a few steps from
+    it where the old guess would cost about one step per free coefficient.
+    """
+    if old_p == 0:
+        for q in range(new_p):
+            free[q] = False
+        return
+    j = 0
+    gj = _greville(old_knots, 0, order)
+    for q in range(new_p):
+        g = _greville(new_knots, q, order)
+        while j + 1 < old_p:
+            gn = _greville(old_knots, j + 1, order)
+            if abs(gn - g) > abs(gj - g):
+                break
+            j += 1
+            gj = gn
+        free[q] = old_coef[j] > 0.0
+
+
+@jit(inline="always")
+def _greville(t, q, order):
+    acc = 0.0
+    for r in range(1, order + 1):
+        acc += t[q + r]
+    return acc / order
+
+
+@jit
+def ispline_refit_histogram(
+    centres, pos, neg, order, wanted, inner, use_inner, hint, hint_knots, previous_knots, cache
+):
     """The I-spline fit of a bucket histogram: ``(knots, coef, bspline_coef, n_iter)``.
 
     The steps and floating-point operations of ``streamcal.spline.fit.fit_distinct`` on the
@@ -471,7 +635,10 @@ def ispline_refit_histogram(centres, pos, neg, order, wanted, inner, use_inner, 
     weighted quantiles (``wanted`` interior knots, capped by the non-empty buckets) or, with
     ``use_inner``, the given interior ``inner`` inside the score range; the Gram system; its
     exact constrained solve, warm-started from ``hint`` (the free coefficients of the previous
-    fit; ignored if its size differs). ``bspline_coef`` is ``min(cumsum(coef), 1)``.
+    fit, whose knots are ``hint_knots``; where the basis changed size, mapped onto the new one
+    by :func:`warm_free_set`), its first subproblem solved banded (:func:`free_set_band_solve`) and
+    kept when it is the optimum, else the dense solver's steps. ``bspline_coef`` is
+    ``min(cumsum(coef), 1)``.
 
     ``cache`` (float64, ``(n_buckets + 1, order + 3)``, in/out; a new one: ``cache[0, 0] = 0``,
     every other entry -1) keeps each bucket's non-zero B-splines at its centre for the knots
@@ -539,13 +706,23 @@ def ispline_refit_histogram(centres, pos, neg, order, wanted, inner, use_inner, 
     p = t.shape[0] - order - 1
     gram = np.empty((p, p))
     rhs = np.empty(p)
-    _gram_cached(which, values, weights, means, t, order, previous_knots, cache, gram, rhs)
+    compact = np.empty((p, order + 1))
+    cross = np.empty(p)
+    _gram_cached(which, values, weights, means, t, order, previous_knots, cache, gram, rhs, compact, cross)
     coef = np.empty(p)
     passive = np.zeros(p, dtype=np.bool_)
     if hint.shape[0] == p:
         for q in range(p):
             passive[q] = hint[q]
-    n_iter = nnls_sum_capped_gram_warm(gram, rhs, 1.0, coef, passive)
+    elif hint.shape[0] > 0 and hint_knots.shape[0] == hint.shape[0] + order + 1:
+        old = np.empty(hint.shape[0])
+        for q in range(hint.shape[0]):
+            old[q] = 1.0 if hint[q] else 0.0
+        warm_free_set(hint_knots, old, hint.shape[0], t, p, order, passive)
+    if free_set_band_solve(compact, cross, gram, rhs, p, order, passive, 1.0, coef):
+        n_iter = 1
+    else:
+        n_iter = nnls_sum_capped_gram_warm(gram, rhs, 1.0, coef, passive)
     beta = np.empty(p)
     acc = 0.0
     for q in range(p):
@@ -555,9 +732,11 @@ def ispline_refit_histogram(centres, pos, neg, order, wanted, inner, use_inner, 
 
 
 @jit(inline="always")
-def _gram_cached(which, x, w, y, t, order, previous_knots, cache, gram, rhs):
+def _gram_cached(which, x, w, y, t, order, previous_knots, cache, gram, rhs, compact, cross_out):
     """``ispline_gram_clamped(x, w, y, t, order, gram, rhs)`` with each bucket's B-splines read
-    from ``cache`` (see :func:`ispline_refit_histogram`; ``which`` the buckets of ``x``)."""
+    from ``cache`` (see :func:`ispline_refit_histogram`; ``which`` the buckets of ``x``); the band
+    of ``B' W B`` into ``compact`` (``compact[j, d] = (B' W B)[j, j + d]``), ``B' W y`` into
+    ``cross_out``."""
     k1 = order + 1
     nb = t.shape[0] - k1
     same = previous_knots.shape[0] == t.shape[0]
@@ -594,4 +773,8 @@ def _gram_cached(which, x, w, y, t, order, previous_knots, cache, gram, rhs):
             cross[base + r] += wr * y[n]
             for s in range(r, k1):
                 band[base + r, base + s] += wr * cache[row, 2 + s]
+    for j in range(nb):
+        cross_out[j] = cross[j]
+        for d in range(k1):
+            compact[j, d] = band[j, j + d] if j + d < nb else 0.0
     _gram_from_band(band, cross, gram, rhs)

@@ -69,7 +69,9 @@ from streamcal._kernels.ispline import (
     bspline_nonzero_inplace,
     clamped_span,
     clamped_span_bounds,
+    free_set_band_solve,
     nnls_sum_capped_gram_warm,
+    warm_free_set,
 )
 from streamcal._kernels.prior import KAPPA_MIN, RIDGE, prior_rate
 
@@ -443,6 +445,19 @@ def stream_anchor(sf, B, centres, kind_prior, c, a, b, st, lpos, lneg, spos, sne
     stream_prior_sums(sf, B, st, lpos, lneg, spos, sneg, xcov)
 
 
+@jit(inline="always")
+def _warm_start(knots, coef, old_nk, scratch, nk, k1, free):
+    """``free[:nk - k1]``: the full refit's warm start for the knots ``scratch[:nk]``, as the
+    engine's refit takes it from the previous fit (knots ``knots[:old_nk]``, ``coef``): its
+    positive coefficients when the basis keeps its size, else those mapped by ``warm_free_set``."""
+    p = nk - k1
+    if nk == old_nk:
+        for q in range(p):
+            free[q] = coef[q] > 0.0
+    else:
+        warm_free_set(knots, coef, max(old_nk - k1, 0), scratch, p, k1 - 1, free)
+
+
 @jit
 def stream_solve(band, cross, p, k1, coef, beta, free):
     """The exact constrained solve on the Gram system of ``band`` and ``cross`` (basis ``p``),
@@ -462,7 +477,10 @@ def stream_solve(band, cross, p, k1, coef, beta, free):
     passive = np.empty(p, dtype=np.bool_)
     for j in range(p):
         passive[j] = free[j]
-    n_iter = nnls_sum_capped_gram_warm(gram, rhs, 1.0, x, passive)
+    if free_set_band_solve(band, cr, gram, rhs, p, k1 - 1, passive, 1.0, x):
+        n_iter = 1
+    else:
+        n_iter = nnls_sum_capped_gram_warm(gram, rhs, 1.0, x, passive)
     acc = 0.0
     for j in range(p):
         free[j] = passive[j]
@@ -542,10 +560,9 @@ def stream_run_ops(
                             same = False
                             break
                 p = nk - k1
-                # the warm start of the full refit: the previous coefficients' positive ones
-                # when the basis keeps its size
-                for q in range(p):
-                    free[q] = nk == ist[IS_NKNOTS] and coef[q] > 0.0
+                # the warm start of the full refit: the previous coefficients' positive ones,
+                # mapped onto the new basis when it changes size
+                _warm_start(knots, coef, ist[IS_NKNOTS], scratch, nk, k1, free)
                 if not same:
                     for q in range(nk):
                         knots[q] = scratch[q]
@@ -1293,11 +1310,9 @@ def _refit_middle(
 @jit
 def refit_full(nk, sf, B, k1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, centres):
     """The incremental refit's full rebuild for the knots ``scratch[:nk]`` (``NEED_FULL``)."""
-    same_size = nk == ist[IS_NKNOTS]
     p = nk - k1
     ist[IS_HELD] = 0
-    for q in range(p):
-        free[q] = same_size and coef[q] > 0.0
+    _warm_start(knots, coef, ist[IS_NKNOTS], scratch, nk, k1, free)
     for q in range(nk):
         knots[q] = scratch[q]
     ist[IS_NKNOTS] = nk
@@ -1376,8 +1391,7 @@ def incremental_refit(
     full = full or ist[IS_N] < p + k1
     if full or not same_size:
         ist[IS_HELD] = 0
-        for q in range(p):
-            free[q] = same_size and coef[q] > 0.0
+        _warm_start(knots, coef, ist[IS_NKNOTS], scratch, nk, k1, free)
         for q in range(nk):
             knots[q] = scratch[q]
         ist[IS_NKNOTS] = nk

@@ -270,6 +270,7 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
             inner,
             self._inner_knots is not None,
             hint,
+            _NO_KNOTS if self._knots is None else self._knots,
             basis_knots,
             basis,
         )
