@@ -14,11 +14,11 @@ import math
 
 import numpy as np
 
+from streamcal import _prior
 from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import keyed as _kk
 from streamcal._kernels import pav as _pav
-from streamcal._kernels import prior as _kp
 from streamcal.isotonic.streaming import PAVCalibrator
 
 __all__ = ["KeyedRows", "auto_strength", "calibrator_to_row", "ring_rows", "row_to_calibrator"]
@@ -223,13 +223,12 @@ class KeyedRows:
             self._blocks_f = np.zeros((2, 0))
 
     # ------------------------------------------------------------------ the prior
-    def _strength_now(self) -> float:
-        """The prior strength: the parameter, or under ``"auto"`` the weight the global map rests on
-        (:meth:`_source_mass`) or less by the between-key estimate, with the keys' shift set from
-        that estimate (see "Shifted prior" in the kernels). Reads the source just taken."""
+    def _strength_now(self, total: float) -> float:
+        """The prior strength: the parameter, or under ``"auto"`` ``total``, the weight the global
+        map rests on (as :meth:`_take_prior_source` returns it), or less by the between-key estimate,
+        with the keys' shift set from that estimate (see "Shifted prior" in the kernels)."""
         if self.prior_strength != "auto":
             return float(self.prior_strength)
-        total = self._source_mass()
         k, s_o, s_e, s_e2, s_o2e = _moments(self._kf, len(self._slot_keys))
         rate = self._global_rate()
         self._shift_a = auto_strength(k, s_o, s_e, s_e2, s_o2e, rate, total) * rate
@@ -269,8 +268,7 @@ class KeyedRows:
         """Take the prior from the global map as it is now; schedule the next refresh."""
         n = self._n_learned
         self._next_refresh = 2 * n if n < PRIOR_EVERY else n + self._refresh_interval()
-        self._take_prior_source()
-        self._strength = self._strength_now()
+        self._strength = self._strength_now(self._take_prior_source())
         self._prior_ver += 1
         self._build_prior()
 
@@ -284,16 +282,11 @@ class KeyedRows:
         learned = int(np.count_nonzero(self._kf[:n, _kk.KF_STAMP] > 0.0))
         return max(PRIOR_EVERY, PRIOR_PER_KEY * learned)
 
-    def _source_mass(self) -> float:
-        """The weight the global map rests on: its window's, plus the score prior's pseudo-events
-        while that holds (the source then carries them, :meth:`_take_prior_source`)."""
-        if self._global.prior_strength > 0.0:
-            return float(self._src_weight.sum())
-        return self._global.window_weight
-
-    def _take_prior_source(self) -> None:
+    def _take_prior_source(self) -> float:
         """Keep what the prior reads of the global map as it is now (state: the prior lags the
         global map): the weight per bucket and the isotonic fit of the row the global map fits.
+        Returns the weight the global map rests on: its window's, plus the score prior's
+        pseudo-events while that holds.
 
         Without a score prior (its strength 0: ``prior=None``, or refuted by the data) that row is
         the global window's, and its exact fit has few blocks. While the score prior holds, it is
@@ -331,6 +324,7 @@ class KeyedRows:
         self._src_weight = weight
         self._src_fitted = fitted
         self._src_blocks = np.ascontiguousarray(np.stack([first, last]).astype(np.int64))
+        return float(weight.sum()) if kappa > 0.0 else glob.window_weight
 
     def _build_prior(self) -> None:
         """The kernels' prior arrays, of strength ``_strength``, from the kept source."""
@@ -470,17 +464,12 @@ def _moments(kf: np.ndarray, n: int) -> tuple[float, ...]:
 
 
 def _with_score_prior(glob, pos: np.ndarray, neg: np.ndarray, kappa: float) -> tuple[np.ndarray, np.ndarray]:
-    """A row (real units) plus the global calibrator's score prior of strength ``kappa``:
-    ``kappa (n_b + 1)`` pseudo-events per bucket at the prior's rate, the bucket centre for
-    probability inputs, else the base rate ``(T1 + c) / (T + 2c)`` (as its kernels add them)."""
+    """A row (real units) plus the global calibrator's score prior of strength ``kappa``, as its
+    kernels add it (:func:`streamcal._prior.pseudo_counts`, one floor event in every bucket)."""
     layout = glob.window_histogram.layout
-    if layout.probability_inputs:
-        rate = np.minimum(np.maximum(layout.centres, _kp.RATE_LOW), _kp.RATE_HIGH)
-    else:
-        c = float(glob.llr_pseudo_count)
-        rate = (float(pos.sum()) + c) / (float(pos.sum() + neg.sum()) + 2.0 * c)
-    m = kappa * (pos + neg + 1.0)
-    return pos + m * rate, neg + m * (1.0 - rate)
+    prior_pos, prior_neg = _prior.pseudo_counts(layout.centres, pos, neg, kappa, layout.probability_inputs,
+                                                float(glob.llr_pseudo_count))
+    return pos + prior_pos, neg + prior_neg
 
 
 def _runs_of(n: int, ends: np.ndarray, values: np.ndarray, weights: np.ndarray, pos: np.ndarray,

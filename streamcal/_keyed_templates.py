@@ -284,22 +284,20 @@ class TemplateKeys:
         self._cals[k] = None
 
     # ------------------------------------------------------------------ the prior
-    def _source_mass(self) -> float:
-        """The global window's weight: the source is the window's weight per bucket."""
-        return self._global.window_weight
-
-    def _take_prior_source(self) -> None:
+    def _take_prior_source(self) -> float:
         """Keep what the prior reads of the global map as it is now: the window's weight per
         bucket and the served map at the bucket centres (read from a copy, so that the global
-        calibrator's own refits are those of the template alone)."""
+        calibrator's own refits are those of the template alone). Returns the global window's
+        weight, which the source rests on."""
         glob = self._global
         if not (_pools(glob) and self.prior_strength != 0):
             self._src_weight = np.zeros(0)
             self._src_fitted = np.zeros(0)
-            return
+            return glob.window_weight
         centres, pos, neg = glob.histogram()
         self._src_weight = np.ascontiguousarray(pos + neg)
         self._src_fitted = np.ascontiguousarray(copy.deepcopy(glob).predict_proba(centres), dtype=np.float64)
+        return glob.window_weight
 
     def _build_prior(self) -> None:
         """The prior's pseudo-counts (real units), of strength ``_strength``, from the kept source."""

@@ -124,9 +124,27 @@ def score_prior(
     kappa = float(
         _config.run(_kernel.prior_strength, 0, row, 0, B, 1.0, centres, 0, 1, base_rate, bool(probability_inputs))
     )
+    prior_pos, prior_neg = pseudo_counts(centres, pos, neg, kappa, probability_inputs, c, floor=floor)
+    return kappa, prior_pos, prior_neg
+
+
+def pseudo_counts(
+    centres: np.ndarray,
+    pos: np.ndarray,
+    neg: np.ndarray,
+    kappa: float,
+    probability_inputs: bool,
+    c: float,
+    *,
+    floor: str = "every",
+) -> tuple[np.ndarray, np.ndarray]:
+    """The score prior's pseudo-counts ``(prior_pos, prior_neg)`` of a given strength ``kappa`` for a
+    row (real units), by the per-bucket rule and ``floor`` of :func:`score_prior`."""
+    B = int(centres.size)
     if probability_inputs:
         rate = np.minimum(np.maximum(centres, _kernel.RATE_LOW), _kernel.RATE_HIGH)
     else:
+        base_rate = (float(pos.sum()) + c) / (float(pos.sum() + neg.sum()) + 2.0 * c)
         rate = np.full(B, base_rate)
     n = pos + neg
     if floor == "every":
@@ -147,4 +165,4 @@ def score_prior(
         m = kappa * (n + np.maximum(thinned, (n > 0.0) * 1.0))
     else:
         m = kappa * (n + (n > 0.0))
-    return kappa, m * rate, m * (1.0 - rate)
+    return m * rate, m * (1.0 - rate)
