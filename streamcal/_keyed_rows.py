@@ -137,8 +137,9 @@ class KeyedRows:
         needs an eviction after ``pos`` ends them), and the ``(position, code)`` admitted."""
         end = stop
         admitted = []
+        limit = self._key_limit()
         while heap and heap[0][0] < end:
-            if self.max_keys is not None and self.n_keys >= self.max_keys:
+            if limit is not None and self.n_keys >= limit:
                 if heap[0][0] > pos:
                     end = heap[0][0]  # run up to the arrival, then evict
                     break
@@ -152,10 +153,14 @@ class KeyedRows:
             admitted.append((at, code))
         return end, admitted
 
+    def _key_limit(self) -> int | None:
+        """The most keys that keep a state (None: no limit): ``max_keys``."""
+        return self.max_keys
+
     def _evict_lru(self):
         """Evict the least recently updated key; returns it."""
-        live = np.array([key is not None for key in self._slot_keys])
-        stamps = np.where(live, self._kf[: live.size, _kk.KF_STAMP], np.inf)
+        stamps = self._kf[: len(self._slot_keys), _kk.KF_STAMP].copy()
+        stamps[self._free] = np.inf  # free slots hold no key
         k = int(np.argmin(stamps))
         key = self._slot_keys[k]
         self._drop(k)

@@ -27,6 +27,8 @@ import contextlib
 import copy
 import heapq
 import numbers
+import os
+import warnings
 
 import numpy as np
 
@@ -225,9 +227,13 @@ class TemplateKeys:
         self._shared_edges = self._new_key.window_histogram.built
         self._slot_of = {key: k for k, key in enumerate(self._slot_keys) if key is not None}
         self._free = [k for k, key in enumerate(self._slot_keys) if key is None]
+        self._per_key_bytes = int(KEY_GROWTH * _array_bytes(self._new_key))
+        self._memory_warned = False
         self._build_prior()
 
     _CACHES = (
+        "_per_key_bytes",
+        "_memory_warned",
         "_pooling",
         "_prior_used",
         "_shared_edges",
@@ -282,6 +288,20 @@ class TemplateKeys:
     def _drop(self, k: int) -> None:
         super()._drop(k)
         self._cals[k] = None
+
+    def _key_limit(self) -> int | None:
+        """``max_keys``, or without it the keys whose clones fill ``MEMORY_SHARE`` of the machine's
+        memory (None where the memory is unknown)."""
+        if self.max_keys is not None:
+            return self.max_keys
+        memory = machine_memory()
+        return None if memory is None else max(1, int(MEMORY_SHARE * memory) // max(self._per_key_bytes, 1))
+
+    def _evict_lru(self):
+        if self.max_keys is None and not self._memory_warned:
+            self._memory_warned = True
+            warnings.warn(_memory_message(self.n_keys, self._new_key, self._per_key_bytes), ResourceWarning, 2)
+        return super()._evict_lru()
 
     # ------------------------------------------------------------------ the prior
     def _take_prior_source(self) -> float:
@@ -398,7 +418,7 @@ class TemplateKeys:
                 raise TypeError(msg)
             k = self._slot_of.get(key)
             if k is None:
-                if self.max_keys is not None and self.n_keys >= self.max_keys:
+                if self._key_limit() is not None and self.n_keys >= self._key_limit():
                     self._evict_lru()
                 k = self._new_slot(key)
             self._cals[k] = cal
@@ -588,7 +608,7 @@ class TemplateKeys:
             stats = other._kf[ko]
             k = self._slot_of.get(key)
             if k is None:
-                if self.max_keys is not None and self.n_keys >= self.max_keys:
+                if self._key_limit() is not None and self.n_keys >= self._key_limit():
                     self._evict_lru()
                 k = self._new_slot(key)
                 self._cals[k] = copy.deepcopy(theirs)
@@ -606,6 +626,69 @@ class TemplateKeys:
             if key is not None and self._pver[k] == -2:
                 self._follow_prior(k, lazy_only=False)
         return self
+
+
+# Without ``max_keys``, the keys' clones may fill at most this share of the machine's memory
+# (``machine_memory``): past it the least recently updated keys are evicted, with a warning, rather
+# than the process running out of memory. A key takes more than a fresh clone's arrays: a refitted
+# map's fit and a time window's ring grow after its first events (up to 1.5x), and the Python
+# objects and the allocator's slack add to it (a PAV clone with a count window measured 1.18 MB in
+# the process for 0.68 MB of arrays), so a key is counted at KEY_GROWTH times a fresh clone's arrays.
+MEMORY_SHARE = 0.5
+KEY_GROWTH = 2.0
+
+
+def machine_memory() -> int | None:
+    """The bytes of physical memory this process may use: the machine's, or its control group's
+    limit where lower (a container); None where unknown."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as f:
+                limit = f.read().strip()
+        except OSError:
+            continue
+        if limit.isdigit():
+            memory = min(memory, int(limit))
+    return memory if memory > 0 else None
+
+
+def _memory_message(n_keys: int, clone, per_key: int) -> str:
+    return (
+        f"KeyedCalibrator: {n_keys:,} keys, each a {type(clone).__name__} clone of about {per_key / 1e6:.2f} MB, "
+        f"fill {MEMORY_SHARE:.0%} of this machine's memory; the least recently updated keys are evicted from "
+        "now on (served the global map, counted in `evictions`). Set `max_keys` to choose the bound."
+    )
+
+
+def _array_bytes(obj) -> int:
+    """The bytes of the numpy arrays reachable from ``obj`` through attributes, lists, tuples and
+    dicts, each buffer once."""
+    seen: set = set()
+    total = 0
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        if isinstance(o, np.ndarray):
+            base = o
+            while isinstance(base.base, np.ndarray):
+                base = base.base
+            if base is o or id(base) not in seen:
+                seen.add(id(base))
+                total += base.nbytes
+        elif isinstance(o, (list, tuple)):
+            stack.extend(o)
+        elif isinstance(o, dict):
+            stack.extend(o.values())
+        elif hasattr(o, "__dict__") and not isinstance(o, type):
+            stack.extend(vars(o).values())
+    return total
 
 
 def check_template_keyed_state(obj) -> None:

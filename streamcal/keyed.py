@@ -94,14 +94,20 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         keyed page says how).
     max_keys
         At most this many keys keep a state: the least recently updated key is evicted when a new
-        one arrives, counted in ``evictions``, and falls back to the global map. ``None``: no limit.
+        one arrives, counted in ``evictions``, and falls back to the global map. ``None``: no limit
+        over the sparse rows; with a template clone per key, the memory bound of ``key_limit``.
 
     Attributes
     ----------
     n_keys : int
         Keys with a state.
     evictions : int
-        Keys evicted by ``max_keys`` so far.
+        Keys evicted by ``max_keys`` (or, for template clones, the memory bound) so far.
+    key_limit : int or None
+        The most keys that keep a state: ``max_keys``; without it ``None`` (no limit) over the
+        sparse rows, and for a template clone per key (``TemplateKeyedCalibrator``) the keys whose
+        clones fill half the machine's memory, past which the least recently updated are evicted
+        with a ``ResourceWarning``.
     strength : float
         The prior strength ``m`` in use (pseudo-events).
     key_shift(key) : float
@@ -271,6 +277,10 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
     @property
     def evictions(self) -> int:
         return self._evictions
+
+    @property
+    def key_limit(self) -> int | None:
+        return self._key_limit()
 
     @property
     def strength(self) -> float:
