@@ -40,7 +40,7 @@ from streamcal._operations import OP_LEARN, OP_PREDICT
 from streamcal._refit import RefitCalibrator
 from streamcal._streaming import StreamingCalibrator
 from streamcal._validation import as_1d_float
-from streamcal.exceptions import StateFileError
+from streamcal.exceptions import MemoryBoundWarning, StateFileError
 
 __all__ = ["TemplateKeys", "check_template_keyed_state", "pooled_histogram"]
 
@@ -300,7 +300,7 @@ class TemplateKeys:
     def _evict_lru(self):
         if self.max_keys is None and not self._memory_warned:
             self._memory_warned = True
-            warnings.warn(_memory_message(self.n_keys, self._new_key, self._per_key_bytes), ResourceWarning, 2)
+            warnings.warn(_memory_message(self.n_keys, self._new_key, self._per_key_bytes), MemoryBoundWarning, 2)
         return super()._evict_lru()
 
     # ------------------------------------------------------------------ the prior

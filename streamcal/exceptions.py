@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["ConvergenceWarning", "NameClashWarning", "StateFileError", "StatePickleError", "StateVersionError"]
+__all__ = [
+    "ConvergenceWarning",
+    "MemoryBoundWarning",
+    "NameClashWarning",
+    "StateFileError",
+    "StatePickleError",
+    "StateVersionError",
+]
 
 
 class ConvergenceWarning(RuntimeWarning):
@@ -17,6 +24,22 @@ class ConvergenceWarning(RuntimeWarning):
     ...     warnings.warn("stopped early", ConvergenceWarning)
     >>> caught[0].category.__name__
     'ConvergenceWarning'
+    """
+
+
+class MemoryBoundWarning(RuntimeWarning):
+    """A keyed calibrator with a template clone per key and no ``max_keys`` reached its memory bound
+    (``key_limit``: the keys whose clones fill half the machine's memory): from then on it evicts the
+    least recently updated keys, counted in ``evictions``. Shown by default, once per calibrator.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from streamcal.exceptions import MemoryBoundWarning
+    >>> warnings.simplefilter("error", MemoryBoundWarning)  # make reaching the bound an error instead
+    >>> warnings.resetwarnings()
+    >>> issubclass(MemoryBoundWarning, RuntimeWarning)
+    True
     """
 
 

@@ -107,7 +107,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         The most keys that keep a state: ``max_keys``; without it ``None`` (no limit) over the
         sparse rows, and for a template clone per key (``TemplateKeyedCalibrator``) the keys whose
         clones fill half the machine's memory, past which the least recently updated are evicted
-        with a ``ResourceWarning``.
+        with a ``MemoryBoundWarning``.
     strength : float
         The prior strength ``m`` in use (pseudo-events).
     key_shift(key) : float

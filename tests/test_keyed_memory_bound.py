@@ -1,5 +1,5 @@
 """A template clone per key without ``max_keys``: the keys' clones fill at most half the machine's
-memory, past which the least recently updated keys are evicted with one ResourceWarning, exactly as
+memory, past which the least recently updated keys are evicted with one MemoryBoundWarning, exactly as
 with ``max_keys`` at that bound; the sparse rows keep no bound."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 from streamcal import KeyedCalibrator, PAVCalibrator, VennAbersCalibrator
 from streamcal.buckets import LogitGrid
+from streamcal.exceptions import MemoryBoundWarning
 
 
 def _stream(n=600, keys=40, seed=0):
@@ -49,9 +50,9 @@ def test_the_bound_is_half_the_memory_over_a_clone_and_evicts_as_max_keys_would(
     cal = KeyedCalibrator(_template(), prior_strength=0)
     limit = cal.key_limit
     assert 1 <= limit < 40  # the stream's 40 keys do not fit
-    with pytest.warns(ResourceWarning, match="max_keys") as caught:
+    with pytest.warns(MemoryBoundWarning, match="max_keys") as caught:
         proba, llr = cal.prequential(keys, scores, labels)
-    assert sum(issubclass(w.category, ResourceWarning) for w in caught) == 1  # one warning, not one per eviction
+    assert sum(issubclass(w.category, MemoryBoundWarning) for w in caught) == 1  # one warning, not one per eviction
     assert cal.n_keys == limit
     assert cal.evictions > 0
     bounded = KeyedCalibrator(_template(), prior_strength=0, max_keys=limit)
@@ -68,7 +69,7 @@ def test_max_keys_overrides_the_memory_bound_and_warns_nothing(monkeypatch):
     cal = KeyedCalibrator(_template(), prior_strength=0, max_keys=30)
     assert cal.key_limit == 30
     with warnings.catch_warnings():
-        warnings.simplefilter("error", ResourceWarning)
+        warnings.simplefilter("error", MemoryBoundWarning)
         cal.prequential(keys, scores, labels)
     assert cal.n_keys == 30
 
