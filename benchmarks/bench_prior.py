@@ -33,7 +33,8 @@ Cases:
 
 Run: ``PYTHONPATH=. python benchmarks/bench_prior.py`` (``--quick`` for fewer seeds and shorter
 streams; ``--speed`` for PAV's prequential speed with and without the prior; ``--islr`` adds the
-ISLR cases, ``--only-islr`` runs them alone).
+ISLR cases, ``--only-islr`` runs them alone; ``--exact`` runs I-spline, Platt and GEV at their exact
+defaults, a refit before every prediction that follows a label, instead of every 50 labels).
 """
 
 from __future__ import annotations
