@@ -33,7 +33,8 @@ Cases:
 
 Run: ``PYTHONPATH=. python benchmarks/bench_prior.py`` (``--quick`` for fewer seeds and shorter
 streams; ``--speed`` for PAV's prequential speed with and without the prior; ``--islr`` adds the
-ISLR cases, ``--only-islr`` runs them alone).
+ISLR cases, ``--only-islr`` runs them alone; ``--exact`` runs I-spline, Platt and GEV at their exact
+defaults, a refit before every prediction that follows a label, instead of every 50 labels).
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ CALIBRATORS = {
     "I-spline": lambda **kw: ISplineCalibrator(refit_every=REFIT_EVERY, **kw),
     "Platt": lambda **kw: PlattCalibrator(refit_every=REFIT_EVERY, **kw),
     "GEV": lambda **kw: GEVCalibrator(refit_every=REFIT_EVERY, **kw),
+}
+#: ``--exact``: the refitted maps at their exact defaults (``refit_every=None``)
+EXACT = {
+    "I-spline": lambda **kw: ISplineCalibrator(**kw),
+    "Platt": lambda **kw: PlattCalibrator(**kw),
+    "GEV": lambda **kw: GEVCalibrator(**kw),
 }
 
 
@@ -266,9 +273,14 @@ def main() -> None:
     parser.add_argument("--only", choices=list(CALIBRATORS), help="one calibrator only")
     parser.add_argument("--islr", action="store_true", help="add the ISLR Default and Caravan cases")
     parser.add_argument("--only-islr", action="store_true", help="the ISLR cases alone")
+    parser.add_argument("--exact", action="store_true",
+                        help="the refitted maps at their exact defaults (a refit before every prediction that follows a label)")
     parser.add_argument("--islr-dir", default=os.path.join(tempfile.gettempdir(), "streamcal-islr"),
                         help="where the ISLR data (or the ISLP wheel holding it) is kept")
     args = parser.parse_args()
+    if args.exact:
+        for name in ("I-spline", "Platt", "GEV"):
+            CALIBRATORS[name] = EXACT[name]
     if args.only:
         for name in [c for c in CALIBRATORS if c != args.only]:
             del CALIBRATORS[name]

@@ -113,7 +113,10 @@ def score_prior(
     on one bucket in ``B // 64`` (with that many events' weight), ``floor="span"`` does so only
     within ``B // 16`` buckets of the data and adds one event's weight to every bucket that holds
     data, ``floor="traffic"`` only to the buckets that hold data (the prior then spreads like the
-    traffic).
+    traffic), ``floor="spread"`` as ``"traffic"`` plus ``SPREAD_EVENTS`` events' weight (32) over
+    the whole grid, in one bucket in ``B // 64``: while the data hold few buckets, that weight
+    keeps a parametric map that cannot represent the prior from extrapolating far from it, and
+    as the data grow the traffic's floor outweighs it.
     """
     centres = np.ascontiguousarray(centres, dtype=np.float64)
     pos = np.asarray(pos, dtype=np.float64)
@@ -163,6 +166,11 @@ def pseudo_counts(
         if held.size:
             thinned[(at < held[0] - margin) | (at > held[-1] + margin)] = 0.0
         m = kappa * (n + np.maximum(thinned, (n > 0.0) * 1.0))
+    elif floor == "spread":
+        # the traffic's floor, plus SPREAD_EVENTS events' weight over one bucket in B // 64
+        step = max(1, B // 64)
+        thinned = np.where(np.arange(B) % step == step // 2, float(step), 0.0)
+        m = kappa * (n + (n > 0.0) + thinned * _kernel.SPREAD_EVENTS / B)
     else:
         m = kappa * (n + (n > 0.0))
     return m * rate, m * (1.0 - rate)

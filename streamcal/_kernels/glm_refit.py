@@ -148,6 +148,7 @@ PC_L0 = 4
 FLOOR_THINNED = 0  # the score prior's floors (``streamcal._prior.score_prior``)
 FLOOR_SPAN = 1
 FLOOR_TRAFFIC = 2
+FLOOR_SPREAD = 3
 
 OP_LEARN = 1  # ``streamcal._operations.OP_*``
 OP_PREDICT = 2
@@ -697,6 +698,8 @@ def add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, base_rate, f
             if first >= 0 and (j < first - margin or j > last + margin):
                 thinned = 0.0
             m = kappa * (n + max(thinned, held))
+        elif floor_kind == FLOOR_SPREAD:
+            m = kappa * (n + held + thinned * _p.SPREAD_EVENTS / B)
         else:
             m = kappa * (n + held)
         rate = _p.prior_rate(centres[j], base_rate, True) if identity else base_rate

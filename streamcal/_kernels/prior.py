@@ -39,6 +39,12 @@ RIDGE = 1.0e-2
 NEWTON_STEPS = 40
 RATE_LOW = 1.0e-15  # prior rates are kept inside (RATE_LOW, 1 - RATE_LOW): finite log-odds
 RATE_HIGH = 1.0 - 1.0e-15
+# the ``"spread"`` floor (``streamcal._prior.score_prior``): the events' weight of the prior spread
+# over the whole grid besides the traffic's floor. Chosen by measurement (GEV on the ISLR
+# ``Default`` case and the simulated rare-event cases of ``benchmarks/bench_prior.py``; 1 to 256
+# tried): less leaves few buckets of data free to extrapolate, more pulls the map towards the
+# prior far from the traffic, where a link that cannot represent it pays
+SPREAD_EVENTS = 32.0
 
 
 @jit_noalloc(forceinline=True)

@@ -29,7 +29,12 @@ _REFIT_STEP_TOL = 1e-7  # GEV: the last Newton step's largest move of v; the err
 _REFIT_MAX_PASSES = 50
 _LINK_CODES = {"gev": 0, "logit": 1}
 _OLDER_STEP_BLOCK = 15  # GEV's predicted starts: the values per shape before the lazy shapes
-_FLOOR_CODES = {"thinned": _g.FLOOR_THINNED, "span": _g.FLOOR_SPAN, "traffic": _g.FLOOR_TRAFFIC}
+_FLOOR_CODES = {
+    "thinned": _g.FLOOR_THINNED,
+    "span": _g.FLOOR_SPAN,
+    "traffic": _g.FLOOR_TRAFFIC,
+    "spread": _g.FLOOR_SPREAD,
+}
 
 
 @functools.cache
@@ -615,8 +620,10 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     """
 
     _link = "gev"
-    # the GEV links do not hold the identity over the logit grid: the prior spreads like the data
-    _PRIOR_FLOOR = "traffic"
+    # the GEV links do not hold the identity over the logit grid: the prior spreads like the data,
+    # plus a few events' weight over the whole grid, so that few buckets of data do not leave
+    # the fit free to extrapolate far from the prior (``streamcal._prior.score_prior``)
+    _PRIOR_FLOOR = "spread"
 
     def __init__(
         self,
