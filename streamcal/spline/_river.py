@@ -140,7 +140,9 @@ class ISplineRiverFace(DeferredRiverFace):
             (s,) = x.values()
             if type(s) is float and self._score_low <= s <= self._score_high and self.score_key is None:
                 lock = self._lock
-                with lock.rlock:
+                rlock = lock.rlock
+                rlock.acquire()  # explicitly: half the cost of a ``with`` statement per call
+                try:
                     if lock.depth == 0 and "histogram" not in self.__dict__:
                         a = self._glm_cache
                         if a is None or not a.live:
@@ -158,6 +160,8 @@ class ISplineRiverFace(DeferredRiverFace):
                     a = self._glm_cache
                     if a is not None and a.live:
                         self._river_settle(a)
+                finally:
+                    rlock.release()
         super().learn_one(x, y, w, t)
 
     def predict_proba_one(self, x: dict) -> dict:
@@ -165,7 +169,9 @@ class ISplineRiverFace(DeferredRiverFace):
             (s,) = x.values()
             if type(s) is float and self._score_low <= s <= self._score_high and self.score_key is None:
                 lock = self._lock
-                with lock.rlock:
+                rlock = lock.rlock
+                rlock.acquire()
+                try:
                     a = self._glm_cache
                     if a is not None and a.live:
                         if lock.depth == 0:
@@ -182,6 +188,8 @@ class ISplineRiverFace(DeferredRiverFace):
                             self._river_pair_stopped(a, b, -p)
                         else:
                             self._river_settle(a)
+                finally:
+                    rlock.release()
         return super().predict_proba_one(x)
 
     def _river_pair_stopped(self, a, b: int, code: float) -> None:
