@@ -129,8 +129,11 @@ class ISplineRiverFace(DeferredRiverFace):
             self._stream_publish()  # the map, and the learned count the loop's state is checked by
 
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
+        # ``refit_every`` set: the generic method at once (it is right in every state, so
+        # choosing it needs no lock)
         if (
-            type(x) is dict
+            self.refit_every is None
+            and type(x) is dict
             and t is None
             and (y is True or y is False)
             and type(w) is float
@@ -165,7 +168,7 @@ class ISplineRiverFace(DeferredRiverFace):
         super().learn_one(x, y, w, t)
 
     def predict_proba_one(self, x: dict) -> dict:
-        if type(x) is dict and len(x) == 1:
+        if self.refit_every is None and type(x) is dict and len(x) == 1:
             (s,) = x.values()
             if type(s) is float and self._score_low <= s <= self._score_high and self.score_key is None:
                 lock = self._lock
