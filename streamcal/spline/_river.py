@@ -14,10 +14,12 @@ bits), and the map stays in the loop's packed state (``stale``) until something 
 other reader of the state holds the calibrator's lock (:class:`streamcal.gev._river.RiverLock`),
 whose first acquisition by a section settles that work first: the kept event learned and the
 map, its weight, prior log-odds, bounds and ``_dirty`` written back as the two calls per pair
-leave them. The common case is checked inline: ``x`` a one-key dict holding a float score in
-range (no ``score_key``), a bool label, a float weight in range, no time, a window without event
-times or a growing ring. Anything else settles and takes the generic methods, which raise the
-documented errors; a rejected call is rejected before anything is kept.
+leave them. The common case is checked inline: the lazy default (``refit_every=None``, read
+before the lock: the generic methods are right in every state, so handing a call to them needs
+none), ``x`` a one-key dict holding a float score in range (no ``score_key``), a bool label, a
+float weight in range, no time, a window without event times or a growing ring. Anything else
+settles and takes the generic methods, which raise the documented errors; a rejected call is
+rejected before anything is kept.
 """
 
 from __future__ import annotations
