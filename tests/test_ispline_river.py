@@ -252,6 +252,32 @@ def test_a_rejected_call_raises_and_changes_nothing(x, y, w, match):
     assert cal.predict_proba_one(probe) == plain.predict_proba_one(probe)
 
 
+def test_a_refit_policy_takes_the_generic_methods_even_after_the_face_went_live():
+    # ``refit_every`` set on a calibrator whose face is live and keeps a label: from then on no
+    # call is a pair, and both faces give the generic methods' bits (refits every 50 labels)
+    scores, labels = _long(1200, 5)
+    cal = ISplineCalibrator(prior=None)
+    plain = GenericISplineCalibrator(prior=None)
+    for c in (cal, plain):
+        c.update(scores[:400], labels[:400])
+
+    def pairs_from(start, stop):
+        with _pair_calls() as pairs:
+            for i in range(start, stop):
+                x = {"score": float(scores[i])}
+                assert cal.predict_proba_one(x) == plain.predict_proba_one(x)
+                for c in (cal, plain):
+                    c.learn_one(x, bool(labels[i]))
+        return pairs[0]
+
+    assert pairs_from(400, 800) > 300  # the face went live; it keeps the last label
+    for c in (cal, plain):
+        c.refit_every = 50
+    assert pairs_from(800, 1200) == 0
+    assert _state_values(cal) == _state_values(plain)
+    probe = np.linspace(0.01, 0.99, 7)
+    np.testing.assert_array_equal(cal.predict_proba(probe), plain.predict_proba(probe))
+
 def test_deferred_river_face_under_threads():
     # two river-face loops, an array learner and a reader on one calibrator: nothing lost, the
     # histogram the serial run's (an unbounded window does not depend on the order), and the
