@@ -185,6 +185,30 @@ def run_child(n: int, n_keys: int, window: str, strength: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def bench_evictions(n: int, n_keys: int, rounds: int) -> None:
+    """The pooled count-window keys with ``max_keys`` at a tenth of the keys against the same keys
+    without a bound, alternating in this process: CPU seconds, and the difference per eviction."""
+    from streamcal import KeyedCalibrator, PAVCalibrator
+
+    keys, scores, labels = keyed_stream(n, n_keys)
+    bound = max(1, n_keys // 10)
+    best = {None: np.inf, bound: np.inf}
+    evictions = 0
+    for _ in range(rounds):
+        for max_keys in best:
+            cal = KeyedCalibrator(PAVCalibrator(window=WINDOWS["count"]()), max_keys=max_keys)
+            cal.prequential(keys[:1000], scores[:1000], labels[:1000])  # kernels loaded
+            start = time.process_time()
+            cal.prequential(keys[1000:], scores[1000:], labels[1000:])
+            best[max_keys] = min(best[max_keys], time.process_time() - start)
+            evictions = max(evictions, cal.evictions)
+    extra = best[bound] - best[None]
+    print(
+        f"max_keys={bound:,}: {best[bound]:.2f} s CPU, {evictions:,} evictions; no bound: {best[None]:.2f} s "
+        f"({best[bound] / best[None]:.2f}x); {extra / max(evictions, 1) * 1e6:,.1f} us more per eviction (best of {rounds})"
+    )
+
+
 def mb(x: float) -> str:
     return f"{x / 1e6:,.1f} MB"
 
@@ -202,6 +226,11 @@ def main(argv=None):
     parser.add_argument(
         "--by-size", action="store_true", help="also time the pooled keys by key size (events per key in the stream)"
     )
+    parser.add_argument(
+        "--evictions",
+        action="store_true",
+        help="only: the pooled count-window keys with max_keys at a tenth of the keys against no bound (CPU per eviction)",
+    )
     parser.add_argument("--child", nargs=2, metavar=("WINDOW", "STRENGTH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -217,6 +246,9 @@ def main(argv=None):
             parser.error(f"unknown window or strength {name!r}")
 
     print(f"{n:,} events, {n_keys:,} keys (Zipf 1.1), 1024 logit buckets, windows of {WINDOW_EVENTS:,} per key")
+    if args.evictions:
+        bench_evictions(n, n_keys, args.rounds)
+        return
     if not args.no_speed:
         keys, scores, labels = keyed_stream(n, n_keys)
         print(f"keys seen: {np.unique(keys).size:,}; events of the busiest key: {np.bincount(keys).max():,}")
