@@ -915,6 +915,8 @@ class _RiverCall:
 
     __slots__ = (
         "addresses",
+        "before",
+        "bound",
         "buffers",
         "classes",
         "column",
@@ -936,6 +938,7 @@ class _RiverCall:
     def __init__(self, params, classes: list, models: dict, pairs=None, buffers=None, proba: bool = True):
         self.params, self.classes, self.models, self.n_models = params, list(classes), models, len(models)
         self.predict = None
+        self.before = None  # the parameters read when ``params`` was derived (``_params_now``)
         self.serial = -1  # ``isotonic.streaming.PACK_SERIAL`` when the buffers were last found in place
         if pairs is None:
             return
@@ -965,6 +968,7 @@ class _RiverCall:
                 self.addresses[2 * q : 2 * q + 2] = buffer.ctypes.data, buffer.size
         self.frame = np.zeros(_one_call.frame_size(k))
         self.out = self.frame[_one_call.output_slice(k)]
+        self.bound = (self.addresses, self.frame)  # the kernels' first two arguments
 
     def bind(self, method: int, tol: float, max_iter: int) -> None:
         """Write the parameters into the frame and find the compiled kernels for K classes."""
@@ -1184,8 +1188,20 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         lock = self._lock
         lock.acquire()  # explicitly: half the cost of a `with` statement per call
         try:
+            # the common event first, checked in line: known classes, a dict of float scores for
+            # every class in their order, a float weight, no time, in one call
+            if t is None and w.__class__ is float and 0.0 <= w <= MAX_WEIGHT:
+                river = self._bound_river()
+                if river is not None and x.__class__ is dict and tuple(x) == river.keys:
+                    scores = tuple(x.values())
+                    if tuple(map(type, scores)) == river.types:
+                        try:
+                            c = river.column.get(y)
+                        except TypeError:  # unhashable: the full check names it
+                            c = None
+                        if c is not None and river.learn(*river.bound, scores, True, c, w) > 0:
+                            return
             params = self._checked_params()
-            # the common event first: known classes, float scores and weight, no time, in one call
             if (
                 t is None
                 and w.__class__ is float
@@ -1350,7 +1366,37 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         river = _RiverCall(params, classes, models, pair_models, buffers, self.scores == "proba")
         river.bind(method, float(self.tol), int(self.max_iter))
         river.serial = serial
+        checked = self.__dict__.get("_checked")
+        if checked is not None and checked[1] is params:
+            river.before = checked[0]
         self._river_pairs = river
+        return river
+
+    def _bound_river(self) -> _RiverCall | None:
+        """The bound one-call kernels, if the parameters, the classes, the pairs and their state
+        buffers are still those they were bound to, checked in line for the common event (no
+        buffer packed anywhere since the last look); None otherwise (the general path then
+        checks each, and binds anew where needed)."""
+        river = self.__dict__.get("_river_pairs")
+        if river is None or river.before is None:
+            return None
+        before = river.before
+        calibrator = self.calibrator
+        if not (
+            self.scores is before[0]
+            and self.classes is before[1]
+            and calibrator is before[2]
+            and self.method is before[3]
+            and self.tol is before[4]
+            and self.max_iter is before[5]
+            and (calibrator is None or _prototype_unchanged(calibrator, before))
+        ):
+            return None
+        models = self._models
+        if not (river.models is models and river.n_models == len(models) and river.serial == PACK_SERIAL[0]):
+            return None
+        if before[1] is None and river.classes != self._classes:  # fixed classes: bound as given
+            return None
         return river
 
     def _learn_in_one_call(self, x, y, w: float, params, s: dict | None = None) -> bool:
@@ -1413,6 +1459,14 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         lock = self._lock
         lock.acquire()  # explicitly: half the cost of a `with` statement per call
         try:
+            # the common event first, checked in line: a dict of float scores for every known
+            # class in their order (a score out of range: the general path names it)
+            river = self._bound_river()
+            if river is not None and x.__class__ is dict and tuple(x) == river.keys:
+                scores = tuple(x.values())
+                if tuple(map(type, scores)) == river.types and river.predict(*river.bound, scores, True) > 0:
+                    # K keys and K values by construction; ``strict=`` would cost a third of the call
+                    return dict(zip(river.keys, river.out.tolist()))  # noqa: B905
             fast = self._predict_in_one_call(x)
             if fast is not None:
                 return fast
