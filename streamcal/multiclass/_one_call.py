@@ -1,6 +1,6 @@
 """The river face's one-call kernels of :class:`~streamcal.multiclass.PairwiseCouplingCalibrator`.
 
-One event, every pair, one compiled call, with three arguments besides the event's scores:
+One event, every pair, one compiled call. The arguments:
 
 - ``addresses``: int64 (2P,), P = K(K-1)/2 pairs in the order of ``numpy.triu_indices(K, 1)``;
   ``addresses[2q]`` is the address of pair q's packed PAV state buffer
