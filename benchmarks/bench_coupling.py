@@ -283,12 +283,38 @@ def bench_array_face(k, n_events, batch, repeat):
     print()
 
 
+def _source_at(rev: str, path: str) -> str:
+    return subprocess.run(["git", "show", f"{rev}:{path}"], check=True, capture_output=True, text=True).stdout
+
+
+_PAIR_KERNELS = "streamcal/_kernels/pairwise_pav.py"
+_PAIR_KERNELS_IMPORT = "from streamcal._kernels import pairwise_pav as _pp"
+
+
 def streaming_at(rev: str) -> types.ModuleType:
-    """The module ``streamcal/multiclass/streaming.py`` as it was at git revision ``rev``."""
-    source = subprocess.run(
-        ["git", "show", f"{rev}:streamcal/multiclass/streaming.py"], check=True, capture_output=True, text=True
-    ).stdout
+    """The module ``streamcal/multiclass/streaming.py`` as it was at git revision ``rev``.
+
+    Where that revision's pair kernels (``streamcal/_kernels/pairwise_pav.py``, which its river
+    face and pair loop call) differ from this checkout's, they are loaded too, from a file in a
+    temporary directory (numba caches compiled kernels next to their source file), and the old
+    module calls them."""
+    source = _source_at(rev, "streamcal/multiclass/streaming.py")
     module = types.ModuleType(f"streaming_at_{rev}")
+    kernels = _source_at(rev, _PAIR_KERNELS)
+    with open(_PAIR_KERNELS, encoding="utf-8") as f:
+        same_kernels = f.read() == kernels
+    if not same_kernels and _PAIR_KERNELS_IMPORT in source:
+        import importlib.util
+
+        name = f"pairwise_pav_at_{rev.replace('-', '_').replace('~', '_').replace('^', '_')}"
+        path = os.path.join(tempfile.mkdtemp(prefix="bench_coupling_"), f"{name}.py")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(kernels)
+        spec = importlib.util.spec_from_file_location(name, path)
+        old_kernels = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(old_kernels)
+        module.__dict__["_PAIR_KERNELS_AT_REV"] = old_kernels
+        source = source.replace(_PAIR_KERNELS_IMPORT, "_pp = _PAIR_KERNELS_AT_REV")
     exec(compile(source, f"{rev}:streamcal/multiclass/streaming.py", "exec"), module.__dict__)
     return module
 

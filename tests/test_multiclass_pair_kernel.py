@@ -332,3 +332,49 @@ def test_river_face_rejects_bad_events_on_the_one_call_path_changing_nothing(rng
             cal.predict_proba_one(x)
     assert cal.predict_proba_one(probe) == before
     assert pickle.dumps(cal) == state
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")])
+def test_river_face_rejects_logits_out_of_range_in_the_classes_order_changing_nothing(rng, bad):
+    cal = PairwiseCouplingCalibrator(scores="logit", classes=(0, 1, 2))
+    for row, label in zip(rng.normal(0.0, 2.0, size=(150, 3)), rng.integers(0, 3, size=150).tolist(), strict=True):
+        cal.learn_one({c: float(v) for c, v in enumerate(row)}, label)
+    assert cal.river_in_one_call
+    probe = {0: 0.2, 1: -1.3, 2: 0.5}
+    before, state = cal.predict_proba_one(probe), pickle.dumps(cal)
+    x = {0: 0.5, 1: bad, 2: -0.5}  # every class, in order: the kernels read it and refuse
+    with pytest.raises(ValueError, match="finite logits"):
+        cal.learn_one(x, 1)
+    with pytest.raises(ValueError, match="finite logits"):
+        cal.predict_proba_one(x)
+    assert cal.predict_proba_one(probe) == before
+    assert pickle.dumps(cal) == state
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("method", "wlw"), ("tol", 1e-3), ("max_iter", 0), ("scores", "logit"), ("calibrator", PAVCalibrator(window=50))],
+)
+def test_river_face_follows_parameters_replaced_after_its_kernels_were_bound(rng, name, value):
+    """A parameter replaced between events (river's parameters are replaced, not changed in
+    place) reaches the next event on the one-call path, as on the per-pair calls."""
+    p, y = stream(rng, 120, 4)
+    xs = [{c: float(v) for c, v in enumerate(row)} for row in p]
+    labels = y.tolist()
+
+    def run(cal):
+        out = []
+        for e, (x, label) in enumerate(zip(xs, labels, strict=True)):
+            if e == 60:
+                setattr(cal, name, value)  # a new prototype: the pairs made before keep theirs
+            out.append(list(cal.predict_proba_one(x).items()))
+            cal.learn_one(x, label)
+        return out
+
+    fast = PairwiseCouplingCalibrator(classes=(0, 1, 2, 3))
+    got = run(fast)
+    with pytest.MonkeyPatch.context() as mp:
+        per_pair_river(mp)
+        expected = run(PairwiseCouplingCalibrator(classes=(0, 1, 2, 3)))
+    assert got == expected
+    assert fast.river_in_one_call

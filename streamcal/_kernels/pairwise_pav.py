@@ -8,7 +8,9 @@ call's events in one loop (:func:`pair_pav_run`, its state hot in cache), writin
 inputs; the coupling kernels then run over all predicted events. The loop works on the pair's
 packed PAV state (:func:`streamcal._kernels.ipav.pack_state`: the live state, written in place)
 and calls the same per-state functions as PAV's own kernels, in the same order: the same bits
-as the pair's own array and river faces.
+as the pair's own array and river faces. The calibrator's river face
+(:mod:`streamcal.multiclass._one_call`) runs one event through every pair with the same per-pair
+functions (``_pair_predict``, ``_pair_learn``).
 
 Preconditions (the caller checks them): the state has a bucket layout, a window that neither
 decays nor keeps times (its stored unit is 1, so its window weight is ``T_POS + T_NEG``) and a
@@ -25,11 +27,9 @@ import math
 
 import numpy as np
 
-from streamcal._kernels._config import jit, jit_noalloc
-from streamcal._kernels.coupling import ht_couple_newton_one, wlw_couple_one
+from streamcal._kernels._config import jit_noalloc
 from streamcal._kernels.histogram import SF_KIND, SF_T_NEG, SF_T_POS
 from streamcal._kernels.ipav import (
-    PACK_BUSY,
     PACK_END,
     PACK_HEADER,
     PACK_O_PF,
@@ -127,95 +127,3 @@ def pair_pav_run(packed, logs, a, b, y, ops, w, t, probabilities, limit, unseen_
             j += 1
         if learns:
             _pair_learn(packed, s, 1.0 if c == a else 0.0, w[e], t[e])
-
-
-# ---------------------------------------------------------------- the river face's one-call kernels
-# One event, every pair, one call: ``states`` is a typed list of the pairs' packed buffers (pairs
-# in the order of ``numpy.triu_indices(K, 1)``, an empty array where ``present`` is False) and
-# ``logs`` the event's log-scores as a (1, K) array. Like PAV's packed entry points these hold
-# the GIL (``nogil=False``), so among Python threads each call is atomic, and they refuse,
-# changing nothing, when a state they would read or write is marked busy (``PACK_BUSY``: its
-# calibrator's lock is held by a section that works in several steps); the caller then takes the
-# slow path, under the pairs' locks.
-
-METHOD_HT = 0
-METHOD_WLW = 1
-
-
-@jit(nogil=False)
-def pairs_predict_packed(
-    states, present, logs, probabilities, limit, unseen_weight, method, tol, max_iter, newton_after, out
-):
-    """The coupled distribution of one event, written to ``out`` (K,): each pair's r and n as
-    :func:`pair_pav_run` gives them, coupled by Hastie–Tibshirani (``method`` 0, ``tol``,
-    ``max_iter`` and ``newton_after`` as for ``coupling.ht_couple_newton_one``), Wu–Lin–Weng (1), or for
-    K = 2 ``(r_0, 1 - r_0)``. Returns False, writing nothing, if a present state is busy."""
-    k = logs.shape[1]
-    for q in range(len(states)):
-        if present[q] and states[q][PACK_BUSY] != 0.0:
-            return False
-    r = np.zeros((k, k))
-    n = np.zeros((k, k))
-    q = 0
-    for a in range(k):
-        for b in range(a + 1, k):
-            d = _pair_score(logs, 0, a, b, limit)
-            unseen = _sigmoid(d)
-            weight = 0.0
-            v = 0.5
-            if present[q]:
-                weight, v = _pair_predict(states[q], unseen if probabilities else d)
-            if weight > 0.0:
-                bound = 1.0 / (weight + 2.0)
-                v = bound if bound > v else v
-                hi = 1.0 - bound
-                rq = hi if hi < v else v
-                nq = weight
-            else:
-                rq = unseen
-                nq = unseen_weight
-            r[a, b] = rq
-            r[b, a] = 1.0 - rq
-            n[a, b] = nq
-            n[b, a] = nq
-            q += 1
-    if k == 2:
-        out[0] = r[0, 1]
-        out[1] = 1.0 - r[0, 1]
-    elif method == METHOD_HT:
-        scratch = (
-            np.empty(k),
-            np.empty(k),
-            np.empty(k, dtype=np.bool_),
-            np.empty(k, dtype=np.intp),
-            np.empty((k + 1, k + 1)),
-            np.empty(k + 1),
-        )
-        ht_couple_newton_one(
-            r, n, tol, max_iter, newton_after, out, np.empty(k), np.empty(k), scratch, np.empty((k, k)), np.empty(k)
-        )
-    else:
-        wlw_couple_one(r, n, out, np.empty((k + 1, k + 1)), np.empty(k + 1), np.empty((k, k)))
-    return True
-
-
-@jit(nogil=False)
-def pairs_learn_packed(states, present, logs, c, probabilities, limit, w, t):
-    """Learn one event of label column ``c`` into every pair (a, b) holding c, with label
-    ``c == a``, as :func:`pair_pav_run` learns it. Returns False, changing nothing, if one of
-    those pairs is absent or its state busy."""
-    k = logs.shape[1]
-    q = 0
-    for a in range(k):
-        for b in range(a + 1, k):
-            if ((a == c) | (b == c)) and not (present[q] and states[q][PACK_BUSY] == 0.0):
-                return False
-            q += 1
-    q = 0
-    for a in range(k):
-        for b in range(a + 1, k):
-            if (a == c) | (b == c):
-                d = _pair_score(logs, 0, a, b, limit)
-                _pair_learn(states[q], _sigmoid(d) if probabilities else d, 1.0 if c == a else 0.0, w, t)
-            q += 1
-    return True

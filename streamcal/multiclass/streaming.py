@@ -57,8 +57,9 @@ UNSEEN_PAIR_WEIGHT = 1e-6
 
 _SCORE_KINDS = ("proba", "logit")
 
-# The river face's one-call kernels (``pairwise_pav.pairs_*_packed``), compiled for their
-# argument types by their first call and then called without numba's per-call type dispatch.
+# The river face's one-call kernels (``_one_call.pairs_predict`` and ``pairs_learn``) per number
+# of classes K, compiled for their argument types by their first call and then called without
+# numba's per-call type dispatch.
 _RIVER_KERNELS: dict = {}
 
 
@@ -903,39 +904,45 @@ _PACKED = itertools.repeat("_packed")  # the key of a PAVCalibrator's packed sta
 
 
 class _RiverCall:
-    """The river face's one-call kernels (``pairwise_pav.pairs_*_packed``) bound to the pairs of
-    a :class:`PairwiseCouplingCalibrator`: the pairs' packed states in a typed list (pairs in
-    the order of ``numpy.triu_indices(K, 1)``, an empty array for a pair without a calibrator),
-    the event's log-scores as a (1, K) array, the output and the prediction's arguments, made
-    once and valid while the parameters, the classes, the register and every pair's state
-    buffer stay the same objects. Without ``pairs`` (the kernels do not apply) it only
-    remembers that, for the same parameters and pairs."""
+    """The river face's one-call kernels (:mod:`streamcal.multiclass._one_call`) bound to the
+    pairs of a :class:`PairwiseCouplingCalibrator`: the addresses of the pairs' packed states
+    (pairs in the order of ``numpy.triu_indices(K, 1)``, 0 for a pair without a calibrator), the
+    frame of the bound parameters, log-scores, output and scratch, and the two compiled
+    functions, made once and valid while the parameters, the classes, the register and every
+    pair's state buffer stay the same objects (the buffers are held here, so their addresses stay
+    valid). Without ``pairs`` (the kernels do not apply) it only remembers that, for the same
+    parameters and pairs."""
 
     __slots__ = (
+        "addresses",
+        "before",
+        "bound",
         "buffers",
         "classes",
         "column",
+        "frame",
         "holding",
-        "logs",
+        "keys",
+        "learn",
         "models",
         "n_models",
         "out",
         "pairs",
         "params",
-        "predict_args",
-        "present",
+        "predict",
         "proba",
         "serial",
-        "states",
+        "types",
     )  # fmt: skip
 
     def __init__(self, params, classes: list, models: dict, pairs=None, buffers=None, proba: bool = True):
         self.params, self.classes, self.models, self.n_models = params, list(classes), models, len(models)
-        self.predict_args = None
+        self.predict = None
+        self.before = None  # the parameters read when ``params`` was derived (``_params_now``)
         self.serial = -1  # ``isotonic.streaming.PACK_SERIAL`` when the buffers were last found in place
         if pairs is None:
             return
-        from numba.typed import List
+        from streamcal.multiclass import _one_call
 
         k = len(classes)
         held = [model is not None for model in pairs]
@@ -945,6 +952,8 @@ class _RiverCall:
         self.buffers = tuple(buffer for buffer in buffers if buffer is not None)
         self.proba = proba
         self.column = {c: i for i, c in enumerate(classes)}
+        self.keys = tuple(classes)  # a score dict's keys in this order: its values are the scores' tuple
+        self.types = (float,) * k
         # per class column: the calibrators of its K - 1 pairs and their buffers (None when one
         # of them has none yet: learning then creates it, through the per-pair calls)
         self.holding = []
@@ -953,18 +962,31 @@ class _RiverCall:
             ok = all(held[q] for q in mine)
             mine = (tuple(pairs[q].__dict__ for q in mine), tuple(buffers[q] for q in mine)) if ok else None
             self.holding.append(mine)
-        self.states = List()
-        for buffer in buffers:
-            self.states.append(np.empty(0) if buffer is None else buffer)
-        self.present = np.array(held, dtype=np.bool_)
-        self.logs = np.empty((1, k))
-        self.out = np.empty(k)
+        self.addresses = np.zeros(2 * len(buffers), dtype=np.int64)
+        for q, buffer in enumerate(buffers):
+            if buffer is not None:
+                self.addresses[2 * q : 2 * q + 2] = buffer.ctypes.data, buffer.size
+        self.frame = np.zeros(_one_call.frame_size(k))
+        self.out = self.frame[_one_call.output_slice(k)]
+        self.bound = (self.addresses, self.frame)  # the kernels' first two arguments
 
     def bind(self, method: int, tol: float, max_iter: int) -> None:
-        self.predict_args = (
-            self.states, self.present, self.logs, self.params.probabilities, MAX_LOG_ODDS, UNSEEN_PAIR_WEIGHT,
-            method, tol, max_iter, NEWTON_AFTER_SWEEPS, self.out,
+        """Write the parameters into the frame and find the compiled kernels for K classes."""
+        from streamcal.multiclass import _one_call
+
+        self.frame[: _one_call.FRAME_HEADER] = (
+            1.0 if self.params.probabilities else 0.0, MAX_LOG_ODDS, UNSEEN_PAIR_WEIGHT,
+            float(method), tol, float(max_iter), float(NEWTON_AFTER_SWEEPS), 1.0 if self.proba else 0.0,
         )  # fmt: skip
+        k = len(self.classes)
+        kernels = _RIVER_KERNELS.get(k)
+        if kernels is None:
+            example = (self.addresses, self.frame, (0.5,) * k, True)
+            kernels = _RIVER_KERNELS[k] = (
+                entry_point(_one_call.pairs_predict, *example),
+                entry_point(_one_call.pairs_learn, *example, 0, 1.0),
+            )
+        self.predict, self.learn = kernels
 
     @staticmethod
     def buffers_unchanged(states: tuple, buffers: tuple) -> bool:
@@ -978,12 +1000,22 @@ class _RiverCall:
             self.params is params and self.models is models and self.n_models == len(models) and self.classes == classes
         )
 
-    def read(self, x) -> bool:
-        """Write the log-scores of ``x`` to ``logs`` if it is a dict of floats for known classes,
-        probabilities in [0, 1] (``scores="proba"``) or finite logits, exactly as the full
-        check of a score dict reads them; False, writing nothing, otherwise."""
+    def scores_of(self, x) -> tuple | None:
+        """The scores of ``x`` for the kernels: ``(scores, raw)``, the tuple of K floats and
+        whether they are the raw values (checked by the kernel); None if ``x`` is not a dict of
+        floats for known classes (the full checks then judge it).
+
+        A dict holding every class in the classes' order gives its values as they are; any other
+        is read here into log-scores (a class it lacks at ``-inf``), probabilities in [0, 1]
+        (``scores="proba"``) or finite logits, exactly as the full check of a score dict reads them.
+        """
         if x.__class__ is not dict:
-            return False
+            return None
+        if tuple(x) == self.keys:
+            scores = tuple(x.values())
+            if tuple(map(type, scores)) == self.types:
+                return scores, True
+            return None
         column = self.column
         neg_inf = -math.inf
         row = [neg_inf] * len(column)
@@ -992,16 +1024,15 @@ class _RiverCall:
             for c, v in x.items():
                 i = column.get(c)
                 if i is None or v.__class__ is not float or not 0.0 <= v <= 1.0:
-                    return False
+                    return None
                 row[i] = log(v) if v > 0.0 else neg_inf
         else:
             for c, v in x.items():
                 i = column.get(c)
                 if i is None or v.__class__ is not float or not neg_inf < v < math.inf:
-                    return False
+                    return None
                 row[i] = v
-        self.logs[0] = row
-        return True
+        return tuple(row), False
 
 
 class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
@@ -1157,8 +1188,20 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         lock = self._lock
         lock.acquire()  # explicitly: half the cost of a `with` statement per call
         try:
+            # the common event first, checked in line: known classes, a dict of float scores for
+            # every class in their order, a float weight, no time, in one call
+            if t is None and w.__class__ is float and 0.0 <= w <= MAX_WEIGHT:
+                river = self._bound_river()
+                if river is not None and x.__class__ is dict and tuple(x) == river.keys:
+                    scores = tuple(x.values())
+                    if tuple(map(type, scores)) == river.types:
+                        try:
+                            c = river.column.get(y)
+                        except TypeError:  # unhashable: the full check names it
+                            c = None
+                        if c is not None and river.learn(*river.bound, scores, True, c, w) > 0:
+                            return
             params = self._checked_params()
-            # the common event first: known classes, float scores and weight, no time, in one call
             if (
                 t is None
                 and w.__class__ is float
@@ -1281,9 +1324,10 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     # -- the river face in one kernel call per event ----------------------------------------
     # Over PAVCalibrator pairs (as the array face's pair loop: :meth:`_fused_pav_pairs`), an event
     # that scores known classes only runs through every pair and the coupling in one compiled call
-    # (``pairwise_pav.pairs_predict_packed`` / ``pairs_learn_packed``) on the pairs' packed states,
-    # which are kept in a typed list (``_river_pairs``, rebuilt whenever a pair's calibrator or
-    # its buffer is another object). The kernels give the bits of the per-pair calls they replace.
+    # (``_one_call.pairs_predict`` / ``pairs_learn``) on the pairs' packed states, addressed by a
+    # small array made once per set of pairs (``_river_pairs``, rebuilt whenever a pair's
+    # calibrator or its buffer is another object). The kernels give the bits of the per-pair
+    # calls they replace.
 
     _UNSAVED = (*_ScoreDictCalibrator._UNSAVED, "_river_pairs")
 
@@ -1297,7 +1341,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         # back array call puts another dict in place) and each calibrator's state is the buffer
         # it was (a pair refitted, merged or loaded holds a new one)
         if cache is not None and cache.same_pairs(params, classes, models):
-            if cache.predict_args is None:  # remembered until the parameters or the pairs change
+            if cache.predict is None:  # remembered until the parameters or the pairs change
                 return None
             # no buffer packed anywhere since the last look, or each pair's still the bound one
             serial = PACK_SERIAL[0]
@@ -1318,11 +1362,41 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         if any(model is not None and buffer is None for model, buffer in zip(pair_models, buffers, strict=True)):
             self._river_pairs = None
             return None
-        method = 0 if self.method == "ht" else 1  # pairwise_pav.METHOD_HT, METHOD_WLW
+        method = 0 if self.method == "ht" else 1
         river = _RiverCall(params, classes, models, pair_models, buffers, self.scores == "proba")
         river.bind(method, float(self.tol), int(self.max_iter))
         river.serial = serial
+        checked = self.__dict__.get("_checked")
+        if checked is not None and checked[1] is params:
+            river.before = checked[0]
         self._river_pairs = river
+        return river
+
+    def _bound_river(self) -> _RiverCall | None:
+        """The bound one-call kernels, if the parameters, the classes, the pairs and their state
+        buffers are still those they were bound to, checked in line for the common event (no
+        buffer packed anywhere since the last look); None otherwise (the general path then
+        checks each, and binds anew where needed)."""
+        river = self.__dict__.get("_river_pairs")
+        if river is None or river.before is None:
+            return None
+        before = river.before
+        calibrator = self.calibrator
+        if not (
+            self.scores is before[0]
+            and self.classes is before[1]
+            and calibrator is before[2]
+            and self.method is before[3]
+            and self.tol is before[4]
+            and self.max_iter is before[5]
+            and (calibrator is None or _prototype_unchanged(calibrator, before))
+        ):
+            return None
+        models = self._models
+        if not (river.models is models and river.n_models == len(models) and river.serial == PACK_SERIAL[0]):
+            return None
+        if before[1] is None and river.classes != self._classes:  # fixed classes: bound as given
+            return None
         return river
 
     def _learn_in_one_call(self, x, y, w: float, params, s: dict | None = None) -> bool:
@@ -1332,7 +1406,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         given ``s``, ``x``'s checked log-scores, of known classes); False, having changed
         nothing, otherwise (the full checks then judge the event)."""
         river = self.__dict__.get("_river_pairs")
-        if river is None or river.predict_args is None:
+        if river is None or river.predict is None:
             return False
         known = self._classes if params.fixed is None else params.fixed
         if len(known) < 2 or not river.same_pairs(params, known, self._models):
@@ -1345,19 +1419,15 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         if held is None or not (river.serial == PACK_SERIAL[0] or river.buffers_unchanged(*held)):
             return False
         if s is None:
-            if not river.read(x):
+            read = river.scores_of(x)
+            if read is None:
                 return False
+            scores, raw = read
         elif params.fixed is None and any(c not in river.column for c in s):
             return False
         else:
-            river.logs[0] = [s.get(c, -math.inf) for c in river.classes]
-        kernel = _RIVER_KERNELS.get("learn")
-        args = (river.states, river.present, river.logs, c, params.probabilities, MAX_LOG_ODDS, w, 0.0)
-        if kernel is None:
-            from streamcal._kernels import pairwise_pav as _pp
-
-            kernel = _RIVER_KERNELS["learn"] = entry_point(_pp.pairs_learn_packed, *args)
-        return kernel(*args)
+            scores, raw = tuple([s.get(c, -math.inf) for c in river.classes]), False
+        return river.learn(river.addresses, river.frame, scores, raw, c, w) > 0
 
     def _predict_in_one_call(self, x) -> dict | None:
         """:meth:`predict_proba_one` in one kernel call, if every class scored in ``x`` is known
@@ -1369,17 +1439,18 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         river = self._river_states(known, params)
         if river is None:
             return None
-        if not river.read(x):  # not the common case: the full checks judge (and raise), then read
+        read = river.scores_of(x)
+        if read is None:  # not the common case: the full checks judge (and raise), then read
             s = self._check_x(x, params)
             if params.fixed is None and any(c not in river.column for c in s):
                 return None
-            river.logs[0] = [s.get(c, -math.inf) for c in river.classes]
-        kernel = _RIVER_KERNELS.get("predict")
-        if kernel is None:
-            from streamcal._kernels import pairwise_pav as _pp
-
-            kernel = _RIVER_KERNELS["predict"] = entry_point(_pp.pairs_predict_packed, *river.predict_args)
-        if not kernel(*river.predict_args):
+            scores, raw = tuple([s.get(c, -math.inf) for c in river.classes]), False
+        else:
+            scores, raw = read
+        done = river.predict(river.addresses, river.frame, scores, raw)
+        if done <= 0:
+            if done == 0:  # a raw score out of range: the full checks name it
+                self._check_x(x, params)
             return None
         return dict(zip(river.classes, river.out.tolist(), strict=True))
 
@@ -1388,6 +1459,14 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         lock = self._lock
         lock.acquire()  # explicitly: half the cost of a `with` statement per call
         try:
+            # the common event first, checked in line: a dict of float scores for every known
+            # class in their order (a score out of range: the general path names it)
+            river = self._bound_river()
+            if river is not None and x.__class__ is dict and tuple(x) == river.keys:
+                scores = tuple(x.values())
+                if tuple(map(type, scores)) == river.types and river.predict(*river.bound, scores, True) > 0:
+                    # K keys and K values by construction; ``strict=`` would cost a third of the call
+                    return dict(zip(river.keys, river.out.tolist()))  # noqa: B905
             fast = self._predict_in_one_call(x)
             if fast is not None:
                 return fast

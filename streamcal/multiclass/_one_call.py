@@ -1,0 +1,217 @@
+"""The river face's one-call kernels of :class:`~streamcal.multiclass.PairwiseCouplingCalibrator`.
+
+One event, every pair, one compiled call. The arguments:
+
+- ``addresses``: int64 (2P,), P = K(K-1)/2 pairs in the order of ``numpy.triu_indices(K, 1)``;
+  ``addresses[2q]`` is the address of pair q's packed PAV state buffer
+  (:func:`streamcal._kernels.ipav.pack_state`), 0 for a pair without a calibrator, and
+  ``addresses[2q + 1]`` its length. The caller holds a reference to every buffer for as long as
+  it passes its address (numba then unboxes one small array per call, not a list of P arrays).
+- ``frame``: float64, laid out by :func:`frame_size`: the bound parameters (``FRAME_HEADER``
+  values), then the event's log-scores, the output and the coupling's scratch, made once per set
+  of pairs (no array is allocated per call).
+- ``scores``: a tuple of K floats, the event's scores in the column order of the classes; with
+  ``raw`` the values as given (probabilities or logits: checked, and logged for probabilities,
+  here), else log-scores already checked by the caller.
+
+Like PAV's packed entry points these hold the GIL (``nogil=False``), so among Python threads each
+call is atomic, and they refuse, changing nothing, when a state they would read or write is
+marked busy (``PACK_BUSY``: its calibrator's lock is held by a section that works in several
+steps); the caller then takes the slow path, under the pairs' locks. They compute what
+:func:`streamcal._kernels.pairwise_pav.pair_pav_run` computes per event, with the same per-pair
+functions in the same order: the same bits as the per-pair calls.
+
+This module imports numba (its one helper is a numba intrinsic); it is imported only once the
+process runs compiled kernels.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import types
+from numba.extending import intrinsic
+from numba.np.arrayobj import populate_array
+
+from streamcal._kernels._config import jit_noalloc
+from streamcal._kernels.coupling import ht_couple_newton_one, wlw_couple_one
+from streamcal._kernels.ipav import PACK_BUSY
+from streamcal._kernels.pairwise_pav import _pair_learn, _pair_predict, _sigmoid
+
+#: ``frame[0:FRAME_HEADER]``: whether the pairs take probabilities (``sigmoid(d)``, 1.0, else the
+#: log-odds d, 0.0), the log-odds limit, the unseen pairs' weight, the method (0 HT, 1 WLW), tol,
+#: max_iter, newton_after, and whether raw scores are probabilities (1.0, else logits, 0.0).
+FRAME_HEADER = 8
+
+#: The kernels' return values.
+DONE = 1
+BAD_SCORE = 0  # a raw score out of range: nothing changed (the full checks name it)
+REFUSED = -1  # a state busy, or a pair the label reaches without a calibrator: nothing changed
+
+_STATE = types.Array(types.float64, 1, "C")
+
+
+@intrinsic
+def _state_at(typingctx, address, size):
+    """The float64 buffer of ``size`` elements at ``address`` as an array (no reference count:
+    the caller keeps the buffer alive)."""
+    sig = _STATE(types.int64, types.int64)
+
+    def codegen(context, builder, signature, args):
+        addr, length = args
+        ary = context.make_array(_STATE)(context, builder)
+        data = builder.inttoptr(addr, context.get_value_type(types.CPointer(types.float64)))
+        itemsize = context.get_constant(types.intp, 8)
+        populate_array(ary, data=data, shape=[length], strides=[itemsize], itemsize=itemsize, meminfo=None)
+        return ary._getvalue()
+
+    return sig, codegen
+
+
+def frame_size(k: int) -> int:
+    """The length of a frame for K classes: header, log-scores, output, and the scratch of
+    ``r`` and ``n`` (K x K each) and of the HT and WLW couplings."""
+    return FRAME_HEADER + 2 * k + 4 * k * k + 7 * k + (k + 1) * (k + 1) + (k + 1)
+
+
+def output_slice(k: int) -> slice:
+    """Where a frame holds the coupled distribution."""
+    return slice(FRAME_HEADER + k, FRAME_HEADER + 2 * k)
+
+
+@jit_noalloc(forceinline=True)
+def _read_scores(frame, scores, raw):
+    # the event's log-scores into the frame; False (the frame's scratch alone written) if a raw
+    # score is out of range: a probability outside [0, 1] (NaN too), a logit not finite
+    k = len(scores)
+    raw_probabilities = frame[7] != 0.0
+    for i in range(k):
+        v = scores[i]
+        if raw:
+            if raw_probabilities:
+                if not (0.0 <= v <= 1.0):
+                    return False
+                v = math.log(v) if v > 0.0 else -math.inf
+            elif not (-math.inf < v < math.inf):
+                return False
+        frame[FRAME_HEADER + i] = v
+    return True
+
+
+@jit_noalloc(forceinline=True)
+def _pair_log_odds(frame, a, b, limit):
+    # d = s_a - s_b: 0 where NaN (both classes at -inf), else clipped to [-limit, limit]
+    d = frame[FRAME_HEADER + a] - frame[FRAME_HEADER + b]
+    if d != d:
+        return 0.0
+    if d > limit:
+        return limit
+    if d < -limit:
+        return -limit
+    return d
+
+
+@jit_noalloc(nogil=False)
+def pairs_predict(addresses, frame, scores, raw):
+    """The coupled distribution of one event, written to the frame's output (K,): each pair's r
+    and n as ``pair_pav_run`` gives them, coupled by Hastie–Tibshirani (method 0, with the
+    frame's tol, max_iter and newton_after, as ``coupling.ht_couple_newton_one``), Wu–Lin–Weng
+    (1), or for K = 2 ``(r_0, 1 - r_0)``. Returns ``DONE``, ``BAD_SCORE`` or ``REFUSED``."""
+    k = len(scores)
+    n_pairs = addresses.shape[0] // 2
+    for q in range(n_pairs):
+        if addresses[2 * q] != 0 and _state_at(addresses[2 * q], addresses[2 * q + 1])[PACK_BUSY] != 0.0:
+            return REFUSED
+    if not _read_scores(frame, scores, raw):
+        return BAD_SCORE
+    probabilities = frame[0] != 0.0
+    limit = frame[1]
+    unseen_weight = frame[2]
+    o = FRAME_HEADER + k
+    out = frame[o : o + k]
+    o += k
+    r = frame[o : o + k * k].reshape((k, k))
+    o += k * k
+    n = frame[o : o + k * k].reshape((k, k))
+    o += k * k
+    q = 0
+    for a in range(k):
+        r[a, a] = 0.0
+        n[a, a] = 0.0
+        for b in range(a + 1, k):
+            d = _pair_log_odds(frame, a, b, limit)
+            unseen = _sigmoid(d)
+            weight = 0.0
+            v = 0.5
+            if addresses[2 * q] != 0:
+                state = _state_at(addresses[2 * q], addresses[2 * q + 1])
+                weight, v = _pair_predict(state, unseen if probabilities else d)
+            if weight > 0.0:
+                bound = 1.0 / (weight + 2.0)
+                v = bound if bound > v else v
+                hi = 1.0 - bound
+                rq = hi if hi < v else v
+                nq = weight
+            else:
+                rq = unseen
+                nq = unseen_weight
+            r[a, b] = rq
+            r[b, a] = 1.0 - rq
+            n[a, b] = nq
+            n[b, a] = nq
+            q += 1
+    if k == 2:
+        out[0] = r[0, 1]
+        out[1] = 1.0 - r[0, 1]
+        return DONE
+    a_sys = frame[o : o + (k + 1) * (k + 1)].reshape((k + 1, k + 1))
+    o += (k + 1) * (k + 1)
+    rhs = frame[o : o + k + 1]
+    o += k + 1
+    work = frame[o : o + k * k].reshape((k, k))  # HT: the Laplacian's weights; WLW: n's fill-in
+    o += k * k
+    if frame[3] == 0.0:
+        target = frame[o : o + k]
+        total_weight = frame[o + k : o + 2 * k]
+        theta = frame[o + 2 * k : o + 3 * k]
+        trial = frame[o + 3 * k : o + 4 * k]
+        active = frame[o + 4 * k : o + 5 * k].view(np.bool_)
+        idx = frame[o + 5 * k : o + 6 * k].view(np.int64)
+        scale = frame[o + 6 * k : o + 7 * k]
+        scratch = (theta, trial, active[:k], idx, a_sys, rhs)
+        max_iter = int(frame[5])
+        newton_after = int(frame[6])
+        ht_couple_newton_one(r, n, frame[4], max_iter, newton_after, out, target, total_weight, scratch, work, scale)
+    else:
+        wlw_couple_one(r, n, out, a_sys, rhs, work)
+    return DONE
+
+
+@jit_noalloc(nogil=False)
+def pairs_learn(addresses, frame, scores, raw, c, w):
+    """Learn one event of label column ``c`` and weight ``w`` into every pair (a, b) holding c,
+    with label ``c == a``, as ``pair_pav_run`` learns it. Returns ``DONE``, or, having changed
+    nothing, ``BAD_SCORE`` or ``REFUSED`` (a pair holding c absent or its state busy)."""
+    k = len(scores)
+    q = 0
+    for a in range(k):
+        for b in range(a + 1, k):
+            if (a == c) | (b == c):
+                address = addresses[2 * q]
+                if address == 0 or _state_at(address, addresses[2 * q + 1])[PACK_BUSY] != 0.0:
+                    return REFUSED
+            q += 1
+    if not _read_scores(frame, scores, raw):
+        return BAD_SCORE
+    probabilities = frame[0] != 0.0
+    limit = frame[1]
+    q = 0
+    for a in range(k):
+        for b in range(a + 1, k):
+            if (a == c) | (b == c):
+                d = _pair_log_odds(frame, a, b, limit)
+                state = _state_at(addresses[2 * q], addresses[2 * q + 1])
+                _pair_learn(state, _sigmoid(d) if probabilities else d, 1.0 if c == a else 0.0, w, 0.0)
+            q += 1
+    return DONE
