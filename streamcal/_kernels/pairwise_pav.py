@@ -44,9 +44,9 @@ from streamcal._kernels.ipav import (
 
 
 @jit_noalloc(forceinline=True)
-def _pair_score(logs, e, a, b, limit):
-    # the pairwise log-odds d = s_a - s_b: 0 where NaN (both classes at -inf), else clipped
-    d = logs[e, a] - logs[e, b]
+def clipped_log_odds(d, limit):
+    """A pairwise log-odds ``d = s_a - s_b``: 0 where NaN (both classes at -inf), else clipped to
+    ``[-limit, limit]``."""
     if d != d:
         return 0.0
     if d > limit:
@@ -54,6 +54,11 @@ def _pair_score(logs, e, a, b, limit):
     if d < -limit:
         return -limit
     return d
+
+
+@jit_noalloc(forceinline=True)
+def _pair_score(logs, e, a, b, limit):
+    return clipped_log_odds(logs[e, a] - logs[e, b], limit)
 
 
 @jit_noalloc(forceinline=True)

@@ -37,7 +37,7 @@ from numba.np.arrayobj import populate_array
 from streamcal._kernels._config import jit_noalloc
 from streamcal._kernels.coupling import ht_couple_newton_one, wlw_couple_one
 from streamcal._kernels.ipav import PACK_BUSY
-from streamcal._kernels.pairwise_pav import _pair_learn, _pair_predict, _sigmoid
+from streamcal._kernels.pairwise_pav import _pair_learn, _pair_predict, _sigmoid, clipped_log_odds
 
 #: ``frame[0:FRAME_HEADER]``: whether the pairs take probabilities (``sigmoid(d)``, 1.0, else the
 #: log-odds d, 0.0), the log-odds limit, the unseen pairs' weight, the method (0 HT, 1 WLW), tol,
@@ -101,15 +101,7 @@ def _read_scores(frame, scores, raw):
 
 @jit_noalloc(forceinline=True)
 def _pair_log_odds(frame, a, b, limit):
-    # d = s_a - s_b: 0 where NaN (both classes at -inf), else clipped to [-limit, limit]
-    d = frame[FRAME_HEADER + a] - frame[FRAME_HEADER + b]
-    if d != d:
-        return 0.0
-    if d > limit:
-        return limit
-    if d < -limit:
-        return -limit
-    return d
+    return clipped_log_odds(frame[FRAME_HEADER + a] - frame[FRAME_HEADER + b], limit)
 
 
 @jit_noalloc(nogil=False)

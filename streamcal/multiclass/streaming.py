@@ -1381,16 +1381,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         if river is None or river.before is None:
             return None
         before = river.before
-        calibrator = self.calibrator
-        if not (
-            self.scores is before[0]
-            and self.classes is before[1]
-            and calibrator is before[2]
-            and self.method is before[3]
-            and self.tol is before[4]
-            and self.max_iter is before[5]
-            and (calibrator is None or _prototype_unchanged(calibrator, before))
-        ):
+        if not self._params_unchanged(before):
             return None
         models = self._models
         if not (river.models is models and river.n_models == len(models) and river.serial == PACK_SERIAL[0]):
