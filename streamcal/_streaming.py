@@ -269,28 +269,36 @@ class StreamingCalibrator(CalibratorState, OperationLoop, LockedState, Persistab
         lock = self._lock
         lock.acquire()
         try:
-            s = self._score_of(x)
-            label, w, t = self._check_one(y, w, t)
-            hist = self._hist
-            if not hist.built:  # the quantile warm-up
-                self._warm_add(s, label, w, t)
-                return
-            if hist.grows_ring:
-                self._ensure_ring(1)
-            self._learn_bucket(bucket_of_score(hist.layout.cuts_list, s), s, label, w, t)
+            self._learn_one_held(x, y, w, t)
         finally:
             lock.release()
+
+    def _learn_one_held(self, x: dict, y, w: float, t: float | None) -> None:
+        """:meth:`learn_one`'s work, the caller holding the lock (a river face's own section takes it)."""
+        s = self._score_of(x)
+        label, w, t = self._check_one(y, w, t)
+        hist = self._hist
+        if not hist.built:  # the quantile warm-up
+            self._warm_add(s, label, w, t)
+            return
+        if hist.grows_ring:
+            self._ensure_ring(1)
+        self._learn_bucket(bucket_of_score(hist.layout.cuts_list, s), s, label, w, t)
 
     def predict_proba_one(self, x: dict) -> dict:
         """``{False: 1 - p, True: p}`` with ``p`` the calibrated probability of the score."""
         lock = self._lock
         lock.acquire()
         try:
-            s = self._score_of(x)
-            p = self._warm_proba() if not self._hist.built else self._proba_of(s)
+            p = self._proba_one_held(x)
         finally:
             lock.release()
         return {False: 1.0 - p, True: p}
+
+    def _proba_one_held(self, x: dict) -> float:
+        """:meth:`predict_proba_one`'s probability, the caller holding the lock."""
+        s = self._score_of(x)
+        return self._warm_proba() if not self._hist.built else self._proba_of(s)
 
     def predict_one(self, x: dict) -> bool:
         """True when the calibrated probability exceeds 0.5."""

@@ -99,6 +99,53 @@ class DeferredRiverFace:
     def _init_lock(self) -> None:
         self._lock = RiverLock(self)
 
+    # The generic methods (their shared bodies, ``_learn_one_held`` and ``_proba_one_held``) in a
+    # section of the river lock taken inline: the lock's Python ``acquire`` and ``release`` around
+    # them cost as much again as the bare lock. The section's first acquisition (``depth`` 0)
+    # settles the deferred work and marks ``depth`` while it holds the lock, as ``RiverLock`` does;
+    # inside another section (``depth`` above 0) the work is settled and the mark is that section's.
+    def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
+        lock = self._lock
+        rlock = lock.rlock
+        rlock.acquire()
+        try:
+            if lock.depth:
+                self._learn_one_held(x, y, w, t)
+            else:
+                lock.depth = 1
+                try:
+                    a = self._glm_cache
+                    if a is not None and a.live:
+                        self._river_settle(a)
+                    self._learn_one_held(x, y, w, t)
+                finally:
+                    lock.depth = 0
+        finally:
+            rlock.release()
+
+    def predict_proba_one(self, x: dict) -> dict:
+        lock = self._lock
+        rlock = lock.rlock
+        rlock.acquire()
+        try:
+            if lock.depth:
+                p = self._proba_one_held(x)
+            else:
+                lock.depth = 1
+                try:
+                    a = self._glm_cache
+                    if a is not None and a.live:
+                        self._river_settle(a)
+                    p = self._proba_one_held(x)
+                finally:
+                    lock.depth = 0
+        finally:
+            rlock.release()
+        return {False: 1.0 - p, True: p}
+
+    learn_one.__doc__ = StreamingCalibrator.learn_one.__doc__
+    predict_proba_one.__doc__ = StreamingCalibrator.predict_proba_one.__doc__
+
     @property
     def window_histogram(self):
         """The windowed histogram this calibrator learns (:class:`streamcal._histogram.WindowedHistogram`),
@@ -146,6 +193,9 @@ class GLMRiverFace(DeferredRiverFace):
         a.fit[_g.FIT_DIRTY] = 1.0
 
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
+        if self.refit_every is not None:  # the generic method at once (right in every state: no lock to choose it)
+            DeferredRiverFace.learn_one(self, x, y, w, t)
+            return
         if (
             type(x) is dict
             and t is None
@@ -195,6 +245,8 @@ class GLMRiverFace(DeferredRiverFace):
         super().learn_one(x, y, w, t)
 
     def predict_proba_one(self, x: dict) -> dict:
+        if self.refit_every is not None:  # as in ``learn_one``
+            return DeferredRiverFace.predict_proba_one(self, x)
         if type(x) is dict and len(x) == 1:
             (s,) = x.values()
             if type(s) is float and self._score_low <= s <= self._score_high and self.score_key is None:

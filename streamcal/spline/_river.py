@@ -131,11 +131,11 @@ class ISplineRiverFace(DeferredRiverFace):
             self._stream_publish()  # the map, and the learned count the loop's state is checked by
 
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
-        # ``refit_every`` set: the generic method at once (it is right in every state, so
-        # choosing it needs no lock)
+        if self.refit_every is not None:  # the generic method at once (right in every state: no lock to choose it)
+            DeferredRiverFace.learn_one(self, x, y, w, t)
+            return
         if (
-            self.refit_every is None
-            and type(x) is dict
+            type(x) is dict
             and t is None
             and (y is True or y is False)
             and type(w) is float
@@ -170,7 +170,9 @@ class ISplineRiverFace(DeferredRiverFace):
         super().learn_one(x, y, w, t)
 
     def predict_proba_one(self, x: dict) -> dict:
-        if self.refit_every is None and type(x) is dict and len(x) == 1:
+        if self.refit_every is not None:  # as in ``learn_one``
+            return DeferredRiverFace.predict_proba_one(self, x)
+        if type(x) is dict and len(x) == 1:
             (s,) = x.values()
             if type(s) is float and self._score_low <= s <= self._score_high and self.score_key is None:
                 lock = self._lock
