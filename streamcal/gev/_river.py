@@ -99,52 +99,13 @@ class DeferredRiverFace:
     def _init_lock(self) -> None:
         self._lock = RiverLock(self)
 
-    # The generic methods (their shared bodies, ``_learn_one_held`` and ``_proba_one_held``) in a
-    # section of the river lock taken inline: the lock's Python ``acquire`` and ``release`` around
-    # them cost as much again as the bare lock. The section's first acquisition (``depth`` 0)
-    # settles the deferred work and marks ``depth`` while it holds the lock, as ``RiverLock`` does;
-    # inside another section (``depth`` above 0) the work is settled and the mark is that section's.
-    def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
-        lock = self._lock
-        rlock = lock.rlock
-        rlock.acquire()
-        try:
-            if lock.depth:
-                self._learn_one_held(x, y, w, t)
-            else:
-                lock.depth = 1
-                try:
-                    a = self._glm_cache
-                    if a is not None and a.live:
-                        self._river_settle(a)
-                    self._learn_one_held(x, y, w, t)
-                finally:
-                    lock.depth = 0
-        finally:
-            rlock.release()
-
-    def predict_proba_one(self, x: dict) -> dict:
-        lock = self._lock
-        rlock = lock.rlock
-        rlock.acquire()
-        try:
-            if lock.depth:
-                p = self._proba_one_held(x)
-            else:
-                lock.depth = 1
-                try:
-                    a = self._glm_cache
-                    if a is not None and a.live:
-                        self._river_settle(a)
-                    p = self._proba_one_held(x)
-                finally:
-                    lock.depth = 0
-        finally:
-            rlock.release()
-        return {False: 1.0 - p, True: p}
-
-    learn_one.__doc__ = StreamingCalibrator.learn_one.__doc__
-    predict_proba_one.__doc__ = StreamingCalibrator.predict_proba_one.__doc__
+    # The faces' generic path: the generic methods' shared bodies (``_learn_one_held``,
+    # ``_proba_one_held``) in a section of the river lock taken inline, in each face's methods (a
+    # call more per event would cost a third of the lock's; ``RiverLock.acquire`` and ``release``
+    # as Python calls cost as much again as the bare lock). The section's first acquisition
+    # (``depth`` 0) settles the deferred work and marks ``depth`` while it holds the lock, as
+    # ``RiverLock`` does; inside another section (``depth`` above 0) the work is settled and the
+    # mark is that section's.
 
     @property
     def window_histogram(self):
@@ -193,11 +154,9 @@ class GLMRiverFace(DeferredRiverFace):
         a.fit[_g.FIT_DIRTY] = 1.0
 
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
-        if self.refit_every is not None:  # the generic method at once (right in every state: no lock to choose it)
-            DeferredRiverFace.learn_one(self, x, y, w, t)
-            return
         if (
-            type(x) is dict
+            self.refit_every is None  # else the generic path at once (right in every state: no lock to choose it)
+            and type(x) is dict
             and t is None
             and (y is True or y is False)
             and type(w) is float
@@ -242,12 +201,27 @@ class GLMRiverFace(DeferredRiverFace):
                         self._river_settle(a)
                 finally:
                     rlock.release()
-        super().learn_one(x, y, w, t)
+        # the generic path (see ``DeferredRiverFace``)
+        lock = self._lock
+        rlock = lock.rlock
+        rlock.acquire()
+        try:
+            if lock.depth:
+                self._learn_one_held(x, y, w, t)
+            else:
+                lock.depth = 1
+                try:
+                    a = self._glm_cache
+                    if a is not None and a.live:
+                        self._river_settle(a)
+                    self._learn_one_held(x, y, w, t)
+                finally:
+                    lock.depth = 0
+        finally:
+            rlock.release()
 
     def predict_proba_one(self, x: dict) -> dict:
-        if self.refit_every is not None:  # as in ``learn_one``
-            return DeferredRiverFace.predict_proba_one(self, x)
-        if type(x) is dict and len(x) == 1:
+        if self.refit_every is None and type(x) is dict and len(x) == 1:  # else as in ``learn_one``
             (s,) = x.values()
             if type(s) is float and self._score_low <= s <= self._score_high and self.score_key is None:
                 lock = self._lock
@@ -297,7 +271,25 @@ class GLMRiverFace(DeferredRiverFace):
                 finally:
                     rlock.release()
                 return {False: 1.0 - p, True: p}
-        return super().predict_proba_one(x)
+        # the generic path (see ``DeferredRiverFace``)
+        lock = self._lock
+        rlock = lock.rlock
+        rlock.acquire()
+        try:
+            if lock.depth:
+                p = self._proba_one_held(x)
+            else:
+                lock.depth = 1
+                try:
+                    a = self._glm_cache
+                    if a is not None and a.live:
+                        self._river_settle(a)
+                    p = self._proba_one_held(x)
+                finally:
+                    lock.depth = 0
+        finally:
+            rlock.release()
+        return {False: 1.0 - p, True: p}
 
     learn_one.__doc__ = StreamingCalibrator.learn_one.__doc__
     predict_proba_one.__doc__ = StreamingCalibrator.predict_proba_one.__doc__

@@ -131,11 +131,9 @@ class ISplineRiverFace(DeferredRiverFace):
             self._stream_publish()  # the map, and the learned count the loop's state is checked by
 
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
-        if self.refit_every is not None:  # the generic method at once (right in every state: no lock to choose it)
-            DeferredRiverFace.learn_one(self, x, y, w, t)
-            return
         if (
-            type(x) is dict
+            self.refit_every is None  # else the generic path at once (right in every state: no lock to choose it)
+            and type(x) is dict
             and t is None
             and (y is True or y is False)
             and type(w) is float
@@ -167,12 +165,27 @@ class ISplineRiverFace(DeferredRiverFace):
                         self._river_settle(a)
                 finally:
                     rlock.release()
-        super().learn_one(x, y, w, t)
+        # the generic path (see ``streamcal.gev._river.DeferredRiverFace``)
+        lock = self._lock
+        rlock = lock.rlock
+        rlock.acquire()
+        try:
+            if lock.depth:
+                self._learn_one_held(x, y, w, t)
+            else:
+                lock.depth = 1
+                try:
+                    a = self._glm_cache
+                    if a is not None and a.live:
+                        self._river_settle(a)
+                    self._learn_one_held(x, y, w, t)
+                finally:
+                    lock.depth = 0
+        finally:
+            rlock.release()
 
     def predict_proba_one(self, x: dict) -> dict:
-        if self.refit_every is not None:  # as in ``learn_one``
-            return DeferredRiverFace.predict_proba_one(self, x)
-        if type(x) is dict and len(x) == 1:
+        if self.refit_every is None and type(x) is dict and len(x) == 1:  # else as in ``learn_one``
             (s,) = x.values()
             if type(s) is float and self._score_low <= s <= self._score_high and self.score_key is None:
                 lock = self._lock
@@ -197,7 +210,25 @@ class ISplineRiverFace(DeferredRiverFace):
                             self._river_settle(a)
                 finally:
                     rlock.release()
-        return super().predict_proba_one(x)
+        # the generic path (see ``streamcal.gev._river.DeferredRiverFace``)
+        lock = self._lock
+        rlock = lock.rlock
+        rlock.acquire()
+        try:
+            if lock.depth:
+                p = self._proba_one_held(x)
+            else:
+                lock.depth = 1
+                try:
+                    a = self._glm_cache
+                    if a is not None and a.live:
+                        self._river_settle(a)
+                    p = self._proba_one_held(x)
+                finally:
+                    lock.depth = 0
+        finally:
+            rlock.release()
+        return {False: 1.0 - p, True: p}
 
     def _river_pair_stopped(self, a, b: int, code: float) -> None:
         """What the two calls per pair leave when the one call stopped with ``code``; the
