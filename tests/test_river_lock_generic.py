@@ -1,0 +1,160 @@
+"""The deferred river faces' generic path (``refit_every`` set, or a call off the inline path).
+
+The faces of I-spline, GEV and Platt take their river lock's section inline around the generic
+methods' bodies: the section's first acquisition settles the deferred work and marks the lock
+held by a section, so that no call inside it defers work; the mark is cleared when the section
+ends, also when its call is rejected. Checked here through what the calls give: the generic
+methods' bits inside and outside a held section, the face deferring again afterwards, the lock
+released after a rejected call, and nothing lost under threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import numpy as np
+import pytest
+from river_cases import lock_of
+
+import streamcal.spline._river as ispline_face
+from streamcal import GEVCalibrator, ISplineCalibrator, PlattCalibrator
+from streamcal._streaming import StreamingCalibrator
+
+CLASSES = {"ispline": ISplineCalibrator, "gev": GEVCalibrator, "platt": PlattCalibrator}
+PROBE = np.linspace(0.01, 0.99, 7)
+JOIN_TIMEOUT = 120.0
+
+
+def generic(cls):
+    """``cls`` with the generic river methods of the base class (no inline path)."""
+    methods = {"learn_one": StreamingCalibrator.learn_one, "predict_proba_one": StreamingCalibrator.predict_proba_one}
+    return type(f"Generic{cls.__name__}", (cls,), methods)
+
+
+def _long(n, seed):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(-1.0, 1.5, n)
+    return 1 / (1 + np.exp(-z)), rng.uniform(size=n) < 1 / (1 + np.exp(-(0.8 * z - 1.0)))
+
+
+@contextlib.contextmanager
+def _ispline_pairs():
+    """Counts I-spline's one-call pairs (the face deferring a label to the next prediction)."""
+    real = ispline_face.pair_call
+    count = [0]
+
+    def counting(*args):
+        count[0] += 1
+        return real(*args)
+
+    ispline_face.pair_call = counting
+    try:
+        yield count
+    finally:
+        ispline_face.pair_call = real
+
+
+def _pairs(cal, plain, scores, labels, start, stop):
+    for i in range(start, stop):
+        x = {"score": float(scores[i])}
+        assert cal.predict_proba_one(x) == plain.predict_proba_one(x)
+        for c in (cal, plain):
+            c.learn_one(x, bool(labels[i]))
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_generic_calls_inside_a_held_section_then_the_face_defers_again(name):
+    cls = CLASSES[name]
+    scores, labels = _long(1400, 8)
+    cal, plain = cls(prior=None), generic(cls)(prior=None)
+    for c in (cal, plain):
+        c.update(scores[:400], labels[:400])
+    _pairs(cal, plain, scores, labels, 400, 600)  # the face goes live and keeps the last label
+    for c in (cal, plain):
+        c.refit_every = 50
+    with lock_of(cal):  # a section: the kept label learned; the generic calls inside it re-enter
+        _pairs(cal, plain, scores, labels, 600, 700)
+        np.testing.assert_array_equal(cal.predict_proba(PROBE), plain.predict_proba(PROBE))
+    _pairs(cal, plain, scores, labels, 700, 900)
+    for c in (cal, plain):
+        c.refit_every = None
+    with _ispline_pairs() as pairs:
+        _pairs(cal, plain, scores, labels, 900, 1400)
+    if name == "ispline":  # the section's mark is cleared: the face defers again
+        assert pairs[0] > 400
+    assert cal.n_learned == plain.n_learned == 1400
+    np.testing.assert_array_equal(cal.predict_proba(PROBE), plain.predict_proba(PROBE))
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_a_rejected_generic_call_leaves_no_section_behind(name):
+    cls = CLASSES[name]
+    scores, labels = _long(900, 9)
+    cal, plain = cls(prior=None, refit_every=50), generic(cls)(prior=None, refit_every=50)
+    for c in (cal, plain):
+        c.update(scores[:400], labels[:400])
+        with pytest.raises(ValueError, match="score"):
+            c.learn_one({"score": 2.0}, True)
+        with pytest.raises(ValueError, match="score"):
+            c.predict_proba_one({"score": -1.0})
+    done = []
+    worker = threading.Thread(target=lambda: done.append(cal.update(scores[400:401], labels[400:401]).n_learned))
+    worker.start()
+    worker.join(JOIN_TIMEOUT)
+    assert done == [401]  # the lock was released
+    plain.update(scores[400:401], labels[400:401])
+    for c in (cal, plain):
+        c.refit_every = None
+    with _ispline_pairs() as pairs:
+        _pairs(cal, plain, scores, labels, 401, 900)
+    if name == "ispline":
+        assert pairs[0] > 400
+    np.testing.assert_array_equal(cal.predict_proba(PROBE), plain.predict_proba(PROBE))
+
+
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_generic_path_after_the_face_went_live_under_threads(name):
+    # the face went live, then a refit policy: two river loops and an array learner on the
+    # generic path lose nothing, and the histogram is the serial run's (an unbounded window)
+    cls = CLASSES[name]
+    scores, labels = _long(4000, 10)
+    cal = cls(prior=None)
+    cal.update(scores[:400], labels[:400])
+    for i in range(400, 500):
+        x = {"score": float(scores[i])}
+        cal.predict_proba_one(x)
+        cal.learn_one(x, bool(labels[i]))
+    cal.refit_every = 100
+    errors = []
+
+    def river(part):
+        def job():
+            try:
+                for i in range(500 + part, 3500, 2):
+                    x = {"score": float(scores[i])}
+                    p = cal.predict_proba_one(x)[True]
+                    assert 0.0 <= p <= 1.0
+                    cal.learn_one(x, bool(labels[i]))
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        return job
+
+    def array_job():
+        try:
+            for lo in range(3500, 4000, 50):
+                cal.update(scores[lo : lo + 50], labels[lo : lo + 50])
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=job) for job in (river(0), river(1), array_job)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(JOIN_TIMEOUT)
+    assert not errors, errors
+    assert cal.n_learned == 4000
+    serial = cls(prior=None).update(scores, labels)
+    for got, want in zip(cal.histogram()[1:], serial.histogram()[1:], strict=True):
+        np.testing.assert_array_equal(got, want)
