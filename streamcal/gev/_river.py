@@ -65,7 +65,9 @@ class RiverLock(SectionLock):
     """The lock of a histogram GLM calibrator: re-entrant, and the first acquisition by a
     section (``with cal._lock:``, ``acquire``) settles the river face's deferred work (see the
     module notes) before the section reads the state. ``rlock`` alone is the river face's own:
-    its fast paths take it and settle nothing; ``depth`` counts the sections that hold it."""
+    its fast paths take it and settle nothing; ``depth`` counts the sections that hold it (above
+    0 while any does; the faces' generic path, which takes ``rlock`` inline, counts as one, see
+    :class:`DeferredRiverFace`)."""
 
     __slots__ = ("_cal", "depth", "rlock")
 
@@ -100,9 +102,10 @@ class DeferredRiverFace:
         self._lock = RiverLock(self)
 
     # The faces' generic path: the generic methods' shared bodies (``_learn_one_held``,
-    # ``_proba_one_held``) in a section of the river lock taken inline, in each face's methods (a
-    # call more per event would cost a third of the lock's; ``RiverLock.acquire`` and ``release``
-    # as Python calls cost as much again as the bare lock). The section's first acquisition
+    # ``_proba_one_held``) in a section of the river lock taken inline, in each face's methods: a
+    # call more per event adds about 0.03 to the lock's cost ratio (``bench_river_face.py``), and
+    # ``RiverLock.acquire`` and ``release`` as Python calls about as much again as the bare lock
+    # (docs/benchmarks.md, "Thread safety: cost of the locks"). The section's first acquisition
     # (``depth`` 0) settles the deferred work and marks ``depth`` while it holds the lock, as
     # ``RiverLock`` does; inside another section (``depth`` above 0) the work is settled and the
     # mark is that section's.
