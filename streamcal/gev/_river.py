@@ -102,13 +102,48 @@ class DeferredRiverFace:
         self._lock = RiverLock(self)
 
     # The faces' generic path: the generic methods' shared bodies (``_learn_one_held``,
-    # ``_proba_one_held``) in a section of the river lock taken inline, in each face's methods: a
-    # call more per event adds about 0.03 to the lock's cost ratio (``bench_river_face.py``), and
-    # ``RiverLock.acquire`` and ``release`` as Python calls about as much again as the bare lock
-    # (docs/benchmarks.md, "Thread safety: cost of the locks"). The section's first acquisition
-    # (``depth`` 0) settles the deferred work and marks ``depth`` while it holds the lock, as
-    # ``RiverLock`` does; inside another section (``depth`` above 0) the work is settled and the
-    # mark is that section's.
+    # ``_proba_one_held``) in a section of the river lock taken inline. ``RiverLock.acquire`` and
+    # ``release`` as Python calls cost about as much again as the bare lock, and a body passed as
+    # an argument a tenth of the pair (docs/benchmarks.md, "Thread safety: cost of the locks"). The
+    # section's first acquisition (``depth`` 0) settles the deferred work and marks ``depth`` while
+    # it holds the lock, as ``RiverLock`` does; inside another section (``depth`` above 0) the work
+    # is settled and the mark is that section's.
+    def _learn_in_section(self, x, y, w, t) -> None:
+        lock = self._lock
+        rlock = lock.rlock
+        rlock.acquire()
+        try:
+            if lock.depth:
+                return self._learn_one_held(x, y, w, t)
+            lock.depth = 1
+            try:
+                self._settle_deferred()
+                return self._learn_one_held(x, y, w, t)
+            finally:
+                lock.depth = 0
+        finally:
+            rlock.release()
+
+    def _proba_in_section(self, x) -> float:
+        lock = self._lock
+        rlock = lock.rlock
+        rlock.acquire()
+        try:
+            if lock.depth:
+                return self._proba_one_held(x)
+            lock.depth = 1
+            try:
+                self._settle_deferred()
+                return self._proba_one_held(x)
+            finally:
+                lock.depth = 0
+        finally:
+            rlock.release()
+
+    def _settle_deferred(self) -> None:
+        a = self._glm_cache
+        if a is not None and a.live:
+            self._river_settle(a)
 
     @property
     def window_histogram(self):
@@ -205,23 +240,7 @@ class GLMRiverFace(DeferredRiverFace):
                 finally:
                     rlock.release()
         # the generic path (see ``DeferredRiverFace``)
-        lock = self._lock
-        rlock = lock.rlock
-        rlock.acquire()
-        try:
-            if lock.depth:
-                self._learn_one_held(x, y, w, t)
-            else:
-                lock.depth = 1
-                try:
-                    a = self._glm_cache
-                    if a is not None and a.live:
-                        self._river_settle(a)
-                    self._learn_one_held(x, y, w, t)
-                finally:
-                    lock.depth = 0
-        finally:
-            rlock.release()
+        self._learn_in_section(x, y, w, t)
 
     def predict_proba_one(self, x: dict) -> dict:
         if self.refit_every is None and type(x) is dict and len(x) == 1:  # else as in ``learn_one``
@@ -275,23 +294,7 @@ class GLMRiverFace(DeferredRiverFace):
                     rlock.release()
                 return {False: 1.0 - p, True: p}
         # the generic path (see ``DeferredRiverFace``)
-        lock = self._lock
-        rlock = lock.rlock
-        rlock.acquire()
-        try:
-            if lock.depth:
-                p = self._proba_one_held(x)
-            else:
-                lock.depth = 1
-                try:
-                    a = self._glm_cache
-                    if a is not None and a.live:
-                        self._river_settle(a)
-                    p = self._proba_one_held(x)
-                finally:
-                    lock.depth = 0
-        finally:
-            rlock.release()
+        p = self._proba_in_section(x)
         return {False: 1.0 - p, True: p}
 
     learn_one.__doc__ = StreamingCalibrator.learn_one.__doc__

@@ -166,23 +166,7 @@ class ISplineRiverFace(DeferredRiverFace):
                 finally:
                     rlock.release()
         # the generic path (see ``streamcal.gev._river.DeferredRiverFace``)
-        lock = self._lock
-        rlock = lock.rlock
-        rlock.acquire()
-        try:
-            if lock.depth:
-                self._learn_one_held(x, y, w, t)
-            else:
-                lock.depth = 1
-                try:
-                    a = self._glm_cache
-                    if a is not None and a.live:
-                        self._river_settle(a)
-                    self._learn_one_held(x, y, w, t)
-                finally:
-                    lock.depth = 0
-        finally:
-            rlock.release()
+        self._learn_in_section(x, y, w, t)
 
     def predict_proba_one(self, x: dict) -> dict:
         if self.refit_every is None and type(x) is dict and len(x) == 1:  # else as in ``learn_one``
@@ -211,23 +195,7 @@ class ISplineRiverFace(DeferredRiverFace):
                 finally:
                     rlock.release()
         # the generic path (see ``streamcal.gev._river.DeferredRiverFace``)
-        lock = self._lock
-        rlock = lock.rlock
-        rlock.acquire()
-        try:
-            if lock.depth:
-                p = self._proba_one_held(x)
-            else:
-                lock.depth = 1
-                try:
-                    a = self._glm_cache
-                    if a is not None and a.live:
-                        self._river_settle(a)
-                    p = self._proba_one_held(x)
-                finally:
-                    lock.depth = 0
-        finally:
-            rlock.release()
+        p = self._proba_in_section(x)
         return {False: 1.0 - p, True: p}
 
     def _river_pair_stopped(self, a, b: int, code: float) -> None:
