@@ -7,6 +7,7 @@ import importlib
 import inspect
 import math
 import pkgutil
+import threading
 
 import numpy as np
 from river import base
@@ -193,3 +194,40 @@ def river_face_buffer(cal):
     """The packed buffer of a :class:`~streamcal.PAVCalibrator`'s state that its lock-free river
     face reads (``streamcal._kernels.ipav.PACK_BUSY`` is its busy mark)."""
     return cal.packed_state()
+
+
+def river_pairs_beside_an_array_learner(cal, scores, labels, start: int, split: int, block: int, check=None):
+    """Two threads run river pairs (``predict_proba_one``, then ``learn_one``) over events
+    ``start .. split - 1`` of ``scores``/``labels``, one each on alternate events, while a third
+    learns the events from ``split`` on by the array face in blocks of ``block`` (calling ``check(cal)``
+    after each block); returns the exceptions any of them raised (none on a thread-safe calibrator)."""
+    errors = []
+
+    def river(part):
+        def job():
+            try:
+                for i in range(start + part, split, 2):
+                    x = {"score": float(scores[i])}
+                    p = cal.predict_proba_one(x)[True]
+                    assert 0.0 <= p <= 1.0
+                    cal.learn_one(x, bool(labels[i]))
+            except BaseException as exc:  # reported by the caller
+                errors.append(exc)
+
+        return job
+
+    def array_job():
+        try:
+            for lo in range(split, len(scores), block):
+                cal.update(scores[lo : lo + block], labels[lo : lo + block])
+                if check is not None:
+                    check(cal)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=job) for job in (river(0), river(1), array_job)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120.0)
+    return errors

@@ -12,12 +12,12 @@ from __future__ import annotations
 import contextlib
 import copy
 import pickle
-import threading
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from river_cases import river_pairs_beside_an_array_learner
 
 import streamcal.spline._river as river_face
 from streamcal import ISplineCalibrator
@@ -286,35 +286,12 @@ def test_deferred_river_face_under_threads():
     cal = ISplineCalibrator(prior=None)
     cal.update(scores[:500], labels[:500])
     cal.predict_proba_one({"score": 0.5})
-    errors = []
 
-    def river(part):
-        def job():
-            try:
-                for i in range(500 + part, 5000, 2):
-                    x = {"score": float(scores[i])}
-                    p = cal.predict_proba_one(x)[True]
-                    assert 0.0 <= p <= 1.0
-                    cal.learn_one(x, bool(labels[i]))
-            except BaseException as exc:  # reported below
-                errors.append(exc)
+    def check(c):
+        assert c.n_learned <= 6000
+        c.knots_  # a reader of the map between blocks
 
-        return job
-
-    def array_job():
-        try:
-            for lo in range(5000, 6000, 100):
-                cal.update(scores[lo : lo + 100], labels[lo : lo + 100])
-                assert cal.n_learned <= 6000
-                cal.knots_
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=job) for job in (river(0), river(1), array_job)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    errors = river_pairs_beside_an_array_learner(cal, scores, labels, 500, 5000, 100, check)
     assert not errors, errors
     serial = ISplineCalibrator(prior=None).update(scores, labels)
     assert cal.n_learned == 6000

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from river_cases import river_pairs_beside_an_array_learner
 from test_gev_compiled_refit import naive_prior_refit_proba
 
 from streamcal import GEVCalibrator, PlattCalibrator
@@ -287,40 +288,15 @@ def test_platt_deferred_river_face_equals_the_generic_methods_around_every_reade
 def test_platt_deferred_river_face_under_threads():
     # two river-face loops, an array learner and a reader on one Platt calibrator: nothing lost,
     # the histogram the serial run's (an unbounded window does not depend on the order)
-    import threading
-
     scores, labels = _long(6000, 4)
     cal = PlattCalibrator()
     cal.update(scores[:500], labels[:500])
     cal.predict_proba_one({"score": 0.5})
-    errors = []
 
-    def river(part):
-        def job():
-            try:
-                for i in range(500 + part, 5000, 2):
-                    x = {"score": float(scores[i])}
-                    p = cal.predict_proba_one(x)[True]
-                    assert 0.0 <= p <= 1.0
-                    cal.learn_one(x, bool(labels[i]))
-            except BaseException as exc:  # reported below
-                errors.append(exc)
+    def check(c):
+        assert c.n_learned <= 6000
 
-        return job
-
-    def array_job():
-        try:
-            for lo in range(5000, 6000, 100):
-                cal.update(scores[lo : lo + 100], labels[lo : lo + 100])
-                assert cal.n_learned <= 6000
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=job) for job in (river(0), river(1), array_job)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    errors = river_pairs_beside_an_array_learner(cal, scores, labels, 500, 5000, 100, check)
     assert not errors, errors
     serial = PlattCalibrator().update(scores, labels)
     assert cal.n_learned == 6000

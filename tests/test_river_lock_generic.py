@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 import pytest
-from river_cases import lock_of
+from river_cases import lock_of, river_pairs_beside_an_array_learner
 
 import streamcal.spline._river as ispline_face
 from streamcal import GEVCalibrator, ISplineCalibrator, PlattCalibrator
@@ -126,33 +126,7 @@ def test_generic_path_after_the_face_went_live_under_threads(name):
         cal.predict_proba_one(x)
         cal.learn_one(x, bool(labels[i]))
     cal.refit_every = 100
-    errors = []
-
-    def river(part):
-        def job():
-            try:
-                for i in range(500 + part, 3500, 2):
-                    x = {"score": float(scores[i])}
-                    p = cal.predict_proba_one(x)[True]
-                    assert 0.0 <= p <= 1.0
-                    cal.learn_one(x, bool(labels[i]))
-            except BaseException as exc:  # reported below
-                errors.append(exc)
-
-        return job
-
-    def array_job():
-        try:
-            for lo in range(3500, 4000, 50):
-                cal.update(scores[lo : lo + 50], labels[lo : lo + 50])
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=job) for job in (river(0), river(1), array_job)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(JOIN_TIMEOUT)
+    errors = river_pairs_beside_an_array_learner(cal, scores, labels, 500, 3500, 50)
     assert not errors, errors
     assert cal.n_learned == 4000
     serial = cls(prior=None).update(scores, labels)
