@@ -245,18 +245,10 @@ class StreamingCalibrator(CalibratorState, OperationLoop, LockedState, Persistab
     ):
         """Validate labels, weights and times at the learn positions; return full-length arrays
         (:func:`streamcal._validation.check_learn_arrays` with this calibrator's window)."""
-        return check_learn_arrays(
-            n,
-            labels,
-            weights,
-            times,
-            learn,
-            max_weight=_MAX_WEIGHT,
-            needs_times=self._hist.uses_times,
-            last_time=self._last_time(),
-            window_name=self._window_name(),
-            weights_name=weights_name,
-        )
+        hist = self._hist
+        return check_learn_arrays(n, labels, weights, times, learn, max_weight=_MAX_WEIGHT, needs_times=hist.uses_times,
+                                  last_time=self._last_time(), window_name=self._window_name(),
+                                  weights_name=weights_name)
 
     # ------------------------------------------------------------------ river face
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
@@ -305,8 +297,7 @@ class StreamingCalibrator(CalibratorState, OperationLoop, LockedState, Persistab
         lock = self._lock
         lock.acquire()
         try:
-            s = self._score_of(x)
-            p = self._warm_proba() if not self._hist.built else self._proba_of(s)
+            p = self._proba_one_held(x)
         finally:
             lock.release()
         return p > 0.5
