@@ -80,9 +80,6 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
     """
 
     _link = "logit"
-    # GEV: the rates of the fitted histogram's end runs, which bound the map past its support's end
-    # (``glm_refit.end_run_bounds``; set by every refit); 0 and 1 for Platt and a state saved before
-    _run_low, _run_high = 0.0, 1.0
     # the score prior's floor stays near the data (``streamcal._prior.score_prior``): a floor far
     # from it would pull a two-parameter link towards the prior there
     _PRIOR_FLOOR = "span"
@@ -117,6 +114,9 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         # the moments are; ``glm_refit.ANCHOR_PRIOR``)
         self._glm_prior_start = np.zeros(_g.PRIOR_SIZE)
         self._glm_prior_start_size = _g.PRIOR_SIZE  # the layout it is saved in
+        # GEV: the rates of the fitted histogram's end runs, which bound the map past its support's
+        # end (``glm_refit.end_run_bounds``, set by every refit); 0 and 1 for Platt
+        self._run_low, self._run_high = 0.0, 1.0
 
     def __setstate__(self, state):
         # a state saved before the Taylor moments existed (neither the moments nor their order)
@@ -134,6 +134,8 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         # prior kernel from its cold start
         if "_beta" in state and "_glm_prior_start" not in state and "_glm_prior_start_size" not in state:
             state = {**state, "_glm_prior_start": np.zeros(_g.PRIOR_SIZE), "_glm_prior_start_size": _g.PRIOR_SIZE}
+        if "_beta" in state and "_run_low" not in state and "_run_high" not in state:  # and before the end runs
+            state = {**state, "_run_low": 0.0, "_run_high": 1.0}  # served as saved until the next refit
         super().__setstate__(state)
 
     def _candidate_xis(self) -> tuple[float, ...]:
