@@ -41,6 +41,27 @@ def glm_moments(cal):
     return cal._glm_moments
 
 
+def naive_end_runs(pos, neg, c):
+    """``(low, high)``: the rates of the lowest and highest PAV blocks of the histogram plus one
+    pseudo-positive of weight ``c`` below every score and one pseudo-negative above (the extreme
+    prefix and suffix rates, and the whole row's)."""
+    pos, neg = np.asarray(pos, dtype=float), np.asarray(neg, dtype=float)
+    whole = (pos.sum() + c) / (pos.sum() + neg.sum() + 2 * c)
+    prefix_p, prefix_w = np.cumsum(pos), np.cumsum(pos + neg)
+    suffix_p, suffix_w = np.cumsum(pos[::-1]), np.cumsum((pos + neg)[::-1])
+    low = min(whole, float(np.min((c + prefix_p) / (c + prefix_w))))
+    high = max(whole, float(np.max(suffix_p / (suffix_w + c))))
+    return low, high
+
+
+def end_run_bounded(p, xi, pos, neg, c):
+    """GEV's served map past its support's end: no surer than the end run's rate there."""
+    low, high = naive_end_runs(pos, neg, c)
+    if xi < 0:
+        return np.minimum(p, high)
+    return np.maximum(p, low) if xi > 0 else p
+
+
 def naive_prior_refit_proba(cal, scores):
     """The served probabilities at ``scores`` of a converged cold full refit of ``cal``'s
     histogram, with the score prior (``cal.prior == "auto"``) as the Python full refit adds it."""
@@ -73,7 +94,7 @@ def naive_prior_refit_proba(cal, scores):
             best = (brier, xi, beta)
     _, xi, beta = best
     low, high = _prior.proba_bounds(float(pos.sum()) + float(neg.sum()), c)
-    return np.clip(proba(beta, xi, xs), low, high)
+    return np.clip(end_run_bounded(proba(beta, xi, xs), xi, pos, neg, c), low, high)
 
 
 def assert_same_or_tied(ours, python, p, ref, i, relative=False):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_gev_compiled_refit import end_run_bounded
 
 from streamcal import GEVCalibrator, PlattCalibrator, _prior
 from streamcal.buckets import LogitGrid, UniformGrid
@@ -42,6 +43,7 @@ def naive_glm_refit_proba(cal, centres, pos, neg, scores):
     _, xi, beta = best
     v = beta[0] * xs + beta[1]
     p = 1 / (1 + np.exp(-v)) if link == "logit" else gev_cdf(v, xi)
+    p = end_run_bounded(p, xi, pos, neg, float(cal.llr_pseudo_count))
     low, high = _prior.proba_bounds(float(pos.sum() + neg.sum()), float(cal.llr_pseudo_count))
     return np.clip(p, low, high), best
 

@@ -171,10 +171,11 @@ def test_pooled_process_equals_its_operations_one_call_at_a_time(name):
 # rates against its own thousand events, so its map is the template's fit to the global map's
 # values at the bucket centres, which returns the global map (a map of the family fitted to its own
 # values) up to the fit's tolerance: I-spline's active-set solve to 1e-5 here, Platt's certified
-# refit to 1e-8. The global GEV map reaches 0 beyond its link's support, where the global serves
-# its floor c / (W + 2c) (W = 4096 events, c = 1) and the key, fitted on 1e12 pseudo-events, its
-# own: the gap is that floor.
-LIMIT_TOLERANCE = {"ispline": 1e-5, "platt": 1e-8, "gev": 1.0 / 4098 + 1e-6}
+# refit to 1e-8. The global GEV map here (xi = -0.5) reaches 1 past its link's support, where it
+# serves the rate of its data's highest end run (0.990; ``glm_refit.end_run_bounds``), a value
+# outside the family: the key's map, the family fitted to those served values, differs from the
+# global map by that misfit (measured 1.74e-3, at score 0.874).
+LIMIT_TOLERANCE = {"ispline": 1e-5, "platt": 1e-8, "gev": 2.5e-3}
 
 
 @pytest.mark.parametrize("name", list(LIMIT_TOLERANCE))

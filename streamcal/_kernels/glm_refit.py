@@ -107,7 +107,9 @@ FIT_SERVED = 6  # the index of the served shape
 FIT_T_POS = 7  # the data's class totals and the fitted total (prior included), real units
 FIT_T_NEG = 8
 FIT_TOTAL = 9
-FIT_SIZE = 10
+FIT_RUN_LOW = 10  # GEV: the rates of the fitted histogram's two end runs (:func:`end_run_bounds`)
+FIT_RUN_HIGH = 11
+FIT_SIZE = 12
 
 # ``anchor``: D's fit, then the running sums of the certificate (stored units), kept by the
 # learn kernel while the histogram's fingerprint agrees
@@ -708,6 +710,42 @@ def add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, base_rate, f
 
 
 @jit_noalloc
+def end_run_bounds(pos_w, neg_w, c, fit):
+    """The rates of the two end runs of the histogram ``pos_w``/``neg_w`` among the pseudo-events
+    of the finite rule into ``fit[FIT_RUN_LOW]``/``fit[FIT_RUN_HIGH]``: the PAV of the histogram
+    plus one pseudo-positive of weight ``c`` below every score and one pseudo-negative above
+    gives its lowest block the rate ``min_j (c + P_{<=j}) / (c + W_{<=j})`` and its highest
+    ``max_j P_{>=j} / (W_{>=j} + c)`` (prefix and suffix sums of the positive weight ``P`` and
+    of all weight ``W``), each bounded by the rate of the whole augmented row,
+    ``(T1 + c) / (T + 2c)``, which one block covering it all has (so that low <= high). A GEV
+    shape whose support ends above (``xi < 0``: ``F = 1`` past ``v = -1/xi``) serves no
+    probability above the high rate, one whose support ends below (``xi > 0``) none below the
+    low rate (:func:`glm_served_one`): past its support's end the map would otherwise serve the
+    add-``c`` bound, about ``1/T`` from certainty, where the data hold the other class."""
+    B = pos_w.shape[0]
+    p = 0.0
+    n = 0.0
+    low = 1.0
+    for j in range(B):
+        if pos_w[j] + neg_w[j] > 0.0:
+            p += pos_w[j]
+            n += neg_w[j]
+            low = min(low, (c + p) / (c + (p + n)))
+    whole = (p + c) / ((p + n) + 2.0 * c)  # the prefix sums end at the totals
+    low = min(low, whole)
+    p = 0.0
+    n = 0.0
+    high = whole
+    for j in range(B - 1, -1, -1):
+        if pos_w[j] + neg_w[j] > 0.0:
+            p += pos_w[j]
+            n += neg_w[j]
+            high = max(high, p / ((p + n) + c))
+    fit[FIT_RUN_LOW] = low
+    fit[FIT_RUN_HIGH] = high
+
+
+@jit_noalloc
 def glm_finish_refit(briers, fit, c):
     """The served shape (lowest Brier score, the first of equals), the prior log-odds and the
     served bounds, from the totals in ``fit``: the fit is complete."""
@@ -786,6 +824,11 @@ def glm_refit_inplace(
     fit[FIT_T_POS] = t_pos
     fit[FIT_T_NEG] = t_neg
     fit[FIT_TOTAL] = s_pos + s_neg
+    if code == 0:  # GEV's map saturates past its support's end: bounded by the data's end runs
+        end_run_bounds(pos_w, neg_w, c, fit)
+    else:
+        fit[FIT_RUN_LOW] = 0.0
+        fit[FIT_RUN_HIGH] = 1.0
     need_full = 0
     S = xis.shape[0]
     keep = code == 0 and kappa == 0.0 and steps.shape[0] > 0  # the curvature for the next refit
@@ -905,6 +948,12 @@ def glm_served_one(s, identity, clip, code, xis, betas, fit):
         return 0.5, 0.0
     k = int(fit[FIT_SERVED])
     p = glm_map_one(s, identity, clip, betas[k, 0], betas[k, 1], code == 0, xis[k])
+    # a GEV shape whose support ends (above for xi < 0, below for xi > 0) is bounded there by
+    # the rate of the data's end run (``end_run_bounds``)
+    if xis[k] < 0.0:
+        p = min(p, fit[FIT_RUN_HIGH])
+    elif xis[k] > 0.0:
+        p = max(p, fit[FIT_RUN_LOW])
     p = min(max(p, fit[FIT_LOW]), fit[FIT_HIGH])
     q = min(max(p, TINY), ONE_BELOW)
     return p, (math.log(q) - math.log1p(-q)) - fit[FIT_LOGODDS]

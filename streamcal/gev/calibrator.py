@@ -48,6 +48,30 @@ def _taylor_table() -> np.ndarray:
     return _g.logistic_taylor_table()
 
 
+def _end_runs(pos: np.ndarray, neg: np.ndarray, c: float) -> tuple[float, float]:
+    """The rates of the histogram's end runs by the kernels' own arithmetic
+    (``glm_refit.end_run_bounds``)."""
+    fit = np.zeros(_g.FIT_SIZE)
+    _g.end_run_bounds(np.ascontiguousarray(pos, dtype=np.float64), np.ascontiguousarray(neg, dtype=np.float64), c, fit)
+    return float(fit[_g.FIT_RUN_LOW]), float(fit[_g.FIT_RUN_HIGH])
+
+
+def _past_support(p, xi: float, low: float, high: float):
+    """The map's probabilities ``p`` of shape ``xi`` no surer than the end run's rate past its
+    support's end (above for ``xi < 0``, below for ``xi > 0``), as ``glm_refit.glm_served_one``."""
+    if xi < 0.0:
+        return np.minimum(p, high)
+    return np.maximum(p, low) if xi > 0.0 else p
+
+
+def _check_end_runs(c, low: float, high: float) -> None:
+    """A restored state's end-run rates: within [0, 1], the low one not above the high one."""
+    low = c.need_float(low, "_run_low", low=0.0, high=1.0)
+    high = c.need_float(high, "_run_high", low=0.0, high=1.0)
+    if not low <= high:
+        c.fail(f"`_run_low`/`_run_high`: expected low <= high; found {low!r} and {high!r}.")
+
+
 class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
     """A two-parameter link model ``P(y=1 | s) = F(slope * x(s) + intercept)`` refitted from the histogram.
 
@@ -90,6 +114,9 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         # the moments are; ``glm_refit.ANCHOR_PRIOR``)
         self._glm_prior_start = np.zeros(_g.PRIOR_SIZE)
         self._glm_prior_start_size = _g.PRIOR_SIZE  # the layout it is saved in
+        # GEV: the rates of the fitted histogram's end runs, which bound the map past its support's
+        # end (``glm_refit.end_run_bounds``, set by every refit); 0 and 1 for Platt
+        self._run_low, self._run_high = 0.0, 1.0
 
     def __setstate__(self, state):
         # a state saved before the Taylor moments existed (neither the moments nor their order)
@@ -107,6 +134,8 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         # prior kernel from its cold start
         if "_beta" in state and "_glm_prior_start" not in state and "_glm_prior_start_size" not in state:
             state = {**state, "_glm_prior_start": np.zeros(_g.PRIOR_SIZE), "_glm_prior_start_size": _g.PRIOR_SIZE}
+        if "_beta" in state and "_run_low" not in state and "_run_high" not in state:  # and before the end runs
+            state = {**state, "_run_low": 0.0, "_run_high": 1.0}  # served as saved until the next refit
         super().__setstate__(state)
 
     def _candidate_xis(self) -> tuple[float, ...]:
@@ -237,6 +266,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         fit[_g.FIT_LOGODDS] = self._prior_logodds
         fit[_g.FIT_LOW] = self._proba_low
         fit[_g.FIT_HIGH] = self._proba_high
+        fit[_g.FIT_RUN_LOW : _g.FIT_RUN_HIGH + 1] = self._run_low, self._run_high
         fit[_g.FIT_SERVED] = 0.0 if self._xi_served is None else float(a.index[self._xi_served])
 
     def _glm_state_out(self, a: SimpleNamespace) -> None:
@@ -249,6 +279,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             self._prior_logodds = fit[_g.FIT_LOGODDS]
             self._proba_low = fit[_g.FIT_LOW]
             self._proba_high = fit[_g.FIT_HIGH]
+            self._run_low, self._run_high = fit[_g.FIT_RUN_LOW], fit[_g.FIT_RUN_HIGH]
             self._xi_served = a.shapes[int(fit[_g.FIT_SERVED])]
         if len(self._beta) < len(a.shapes):
             self._beta = {xi: a.betas[k] for k, xi in enumerate(a.shapes) if a.has_warm[k]}
@@ -283,6 +314,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         self._prior_logodds = fit[_g.FIT_LOGODDS]
         self._proba_low = fit[_g.FIT_LOW]
         self._proba_high = fit[_g.FIT_HIGH]
+        self._run_low, self._run_high = fit[_g.FIT_RUN_LOW], fit[_g.FIT_RUN_HIGH]
 
     def _proba_of(self, s: float) -> float:
         p = self._river_proba(s)
@@ -417,6 +449,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             if best is None or brier < best[0]:
                 best = (brier, xi)
         self._xi_served = best[1]
+        self._run_low, self._run_high = _end_runs(pos, neg, float(self.llr_pseudo_count)) if code == 0 else (0.0, 1.0)
 
     def _refit_one(self, x, pos, neg, code: int, xi: float, x_lo: float, x_hi: float):
         """``(beta, brier)``: the optimum of one shape and its Brier score over the histogram.
@@ -460,14 +493,16 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
 
     def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
         xi = self._xi_served
-        return self._map(np.ascontiguousarray(scores, dtype=np.float64), self._identity, self._beta[xi], xi)
+        p = self._map(np.ascontiguousarray(scores, dtype=np.float64), self._identity, self._beta[xi], xi)
+        return _past_support(p, xi, self._run_low, self._run_high)
 
     def _fitted_proba_one(self, s: float) -> float:
         # the array face's map (the same scalar kernel), called once
         xi = self._xi_served
         slope, intercept = self._beta[xi]
         gev_link = self._link != "logit"
-        return _map_score()(s, self._identity, _LOGIT_CLIP, float(slope), float(intercept), gev_link, float(xi))
+        p = _map_score()(s, self._identity, _LOGIT_CLIP, float(slope), float(intercept), gev_link, float(xi))
+        return float(_past_support(p, xi, self._run_low, self._run_high))
 
     def _check_loaded_map(self) -> None:
         """The fits of a restored calibrator: ``_beta`` maps candidate shapes to finite
@@ -498,6 +533,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             c.need_finite(start, "_glm_prior_start")
             if not start[_g.PRIOR_SCALE] > 0.0:
                 c.fail(f"`_glm_prior_start`: expected a positive scale at index 4; found {c.brief(start[4])}.")
+        _check_end_runs(c, self._run_low, self._run_high)
         c.need_int(self._glm_steps_block, "_glm_steps_block", _g.STEP_BLOCK, _g.STEP_BLOCK)
         steps = c.need_array(self._glm_steps, "_glm_steps", np.float64)
         n_steps = _g.steps_size(len(candidates)) if self._link == "gev" else 0
@@ -547,6 +583,11 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     ``refit_every``-th label. With ``xi="auto"`` every shape in ``xi_grid`` is refitted and the
     one with the lowest Brier score over the histogram is served (two parameters against
     hundreds of buckets: the in-sample choice barely overfits). ``xi_`` tells which.
+
+    A shape whose support ends (``F = 1`` past ``v = -1/xi`` for ``xi < 0``, ``F = 0`` below it
+    for ``xi > 0``) serves no surer than the rate of the data's end run there: the highest (lowest)
+    block of the PAV of the fitted histogram plus the finite rule's pseudo-negative above every
+    score (pseudo-positive below), as ``PAVCalibrator``'s finite probabilities.
 
     Parameters
     ----------
@@ -611,7 +652,7 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     >>> from streamcal.metrics import Brier
     >>> events = stream.iter_array(scores[:2000, None], labels[:2000], feature_names=["score"])
     >>> evaluate.progressive_val_score(events, GEVCalibrator(refit_every=100), Brier())
-    Brier: 0.0313
+    Brier: 0.031045
 
     References
     ----------
