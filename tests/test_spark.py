@@ -333,7 +333,17 @@ def test_a_query_restarted_from_its_checkpoint_gives_the_uninterrupted_output(sp
 
     whole_out, parts_out = _read(spark, tmp_path / "whole"), _read(spark, tmp_path / "parts")
     assert len(whole_out) == len(frame)
-    pd.testing.assert_frame_equal(parts_out, whole_out)  # bit for bit, every column
+    # keys on their own: every output but the keys' counts is the same bits, whatever the
+    # micro-batches. Spark's file source may give the first micro-batch after a restart two files
+    # (see the pooled test below); the counts, taken at the end of each micro-batch, then follow it
+    per_batch = ["n_learned", "n_pending"]
+    pd.testing.assert_frame_equal(parts_out.drop(columns=per_batch), whole_out.drop(columns=per_batch))
+    for out in (whole_out, parts_out):
+        learned = (out["status"] == "learned").groupby(out["campaign"]).sum()
+        assert out.groupby("campaign")["n_learned"].max().equals(learned)  # each key's count after its last micro-batch
+        assert (out["n_pending"] >= 0).all()
+    if parts_out["n_learned"].equals(whole_out["n_learned"]):  # the same micro-batches: the same bits
+        pd.testing.assert_frame_equal(parts_out, whole_out)
     assert whole_out["status"].value_counts().to_dict() == {"scored": 1200, "learned": 1200}
     whole_out = whole_out.rename(columns={"campaign": "key"})
     for key in keys:
