@@ -227,12 +227,15 @@ class TemplateKeys:
         self._shared_edges = self._new_key.window_histogram.built
         self._slot_of = {key: k for k, key in enumerate(self._slot_keys) if key is not None}
         self._free = [k for k, key in enumerate(self._slot_keys) if key is None]
-        self._per_key_bytes = int(KEY_GROWTH * _array_bytes(self._new_key))
+        self._per_key_bytes = max(1, int(KEY_GROWTH * _array_bytes(self._new_key)))
+        memory = machine_memory()  # read once: the bound is checked at every admission of keys
+        self._memory_keys = None if memory is None else max(1, int(MEMORY_SHARE * memory) // self._per_key_bytes)
         self._memory_warned = False
         self._build_prior()
 
     _CACHES = (
         "_per_key_bytes",
+        "_memory_keys",
         "_memory_warned",
         "_pooling",
         "_prior_used",
@@ -291,11 +294,8 @@ class TemplateKeys:
 
     def _key_limit(self) -> int | None:
         """``max_keys``, or without it the keys whose clones fill ``MEMORY_SHARE`` of the machine's
-        memory (None where the memory is unknown)."""
-        if self.max_keys is not None:
-            return self.max_keys
-        memory = machine_memory()
-        return None if memory is None else max(1, int(MEMORY_SHARE * memory) // max(self._per_key_bytes, 1))
+        memory, read when the calibrator was made or loaded (None where the memory is unknown)."""
+        return self.max_keys if self.max_keys is not None else self._memory_keys
 
     def _evict_lru(self):
         if self.max_keys is None and not self._memory_warned:
