@@ -66,32 +66,30 @@ def test_the_density_derivative_bounds_hold_on_their_interval(xi, v_lo, width):
         assert abs(fd3) <= f3 * (1 + 1e-6) + 1e-6
 
 
-@settings(max_examples=40, deadline=None)
-@given(
-    st.integers(0, 2**32 - 1),
-    st.sampled_from(["logistic", "rare", "gev heavy", "gev light"]),
-    st.integers(200, 1500),
-    st.integers(1, 40),
-    st.sampled_from(["unbounded", "count 300"]),
-    st.booleans(),
-)
-def test_a_certified_answer_lies_within_the_tolerance_of_a_converged_refit(seed, kind, warmup, since, window, weighted):
+def certified_against_converged(seed, kind, warmup, since, window, weighted) -> int:
+    """Check every shape's certified answer (where certified) after ``since`` events past two
+    refits against a converged refit; return how many shapes were certified."""
     rng = np.random.default_rng(seed)
-    scores, labels = _stream(rng, warmup + since, kind)
-    weights = rng.choice([0.0, 0.5, 1.0, 2.0], warmup + since) if weighted else np.ones(warmup + since)
-    cal = GEVCalibrator(prior=None, window=Unbounded() if window == "unbounded" else CountWindow(300))
+    n = warmup + 1 + since
+    scores, labels = _stream(rng, n, kind)
+    weights = rng.choice([0.0, 0.5, 1.0, 2.0], n) if weighted else np.ones(n)
+    cal = GEVCalibrator(prior=None, window=Unbounded() if window == "unbounded" else CountWindow(4000))
     cal.update(scores[:warmup], labels[:warmup], weights=weights[:warmup])
-    cal.predict_proba(scores[:1])  # a refit: every shape's block describes the histogram
-    for i in range(warmup, warmup + since):
-        cal.learn_one({"score": float(scores[i])}, bool(labels[i]), w=float(weights[i]))
+    cal.predict_proba(scores[:1])  # a cold refit, by the damped full refit
+    cal.update(scores[warmup : warmup + 1], labels[warmup : warmup + 1], weights=weights[warmup : warmup + 1])
+    cal.predict_proba(scores[:1])  # a warm refit: the blocks describe the histogram
+    for i in range(warmup + 1, n):  # one at a time: through the learn kernel
+        cal.update(scores[i : i + 1], labels[i : i + 1], weights=weights[i : i + 1])
     a = glm_arrays(cal)
     steps = steps_of(cal)
     if not (steps.size and steps[_g.STEP_VALID] == 1.0 and cal.window_weight > 0.0):
-        return
+        return 0
     x_lo, x_hi = a.args[1], a.args[2]
     centres, pos, neg = cal.histogram()
-    x = np.log(np.clip(centres, 1e-12, 1 - 1e-12)) - np.log1p(-np.clip(centres, 1e-12, 1 - 1e-12))
+    q = np.clip(centres, 1e-12, 1 - 1e-12)
+    x = np.log(q) - np.log1p(-q)
     grid = np.linspace(x_lo, x_hi, 2001)
+    certified = 0
     for k, xi in enumerate(cal.xi_grid):
         beta = np.zeros(2)
         done, brier, high = _g._served_certified(
@@ -99,6 +97,7 @@ def test_a_certified_answer_lies_within_the_tolerance_of_a_converged_refit(seed,
         )
         if not done:
             continue
+        certified += 1
         exact = fit_glm_on_histogram(x, pos, neg, link="gev", xi=float(xi), l2=cal.l2, tol=1e-16, max_iter=2000)
         got = gev_cdf(beta[0] * grid + beta[1], float(xi))
         want = gev_cdf(exact[0] * grid + exact[1], float(xi))
@@ -107,6 +106,31 @@ def test_a_certified_answer_lies_within_the_tolerance_of_a_converged_refit(seed,
         exact_brier = float(np.dot(pos, (1 - p) ** 2) + np.dot(neg, p**2))
         assert high >= exact_brier - 1e-9 * (1 + exact_brier)
         assert abs(brier - exact_brier) <= high - exact_brier + 1e-9 * (1 + exact_brier)
+    return certified
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(["logistic", "rare", "gev heavy", "gev light"]),
+    st.integers(3000, 9000),
+    st.integers(1, 6),
+    st.sampled_from(["unbounded", "count 4000"]),
+    st.booleans(),
+)
+def test_a_certified_answer_lies_within_the_tolerance_of_a_converged_refit(seed, kind, warmup, since, window, weighted):
+    certified_against_converged(seed, kind, warmup, since, window, weighted)
+
+
+def test_the_certificate_serves_on_fixed_streams():
+    # the hypothesis cases above, on fixed seeds: answers are certified there (about 3 shapes
+    # in 10; the others' optimum moved too far for the bound, which then refuses)
+    kinds = ["logistic", "rare", "gev heavy", "gev light"]
+    certified = sum(
+        certified_against_converged(seed, kinds[seed % 4], 6000, 1 + seed % 3, ["unbounded", "count 4000"][seed % 2], False)
+        for seed in range(8)
+    )
+    assert certified >= 6
 
 
 def _long_stream(n, seed, xi_true=-0.25):
