@@ -16,6 +16,7 @@ import copy
 import pickle
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_gev_compiled_refit import glm_arrays, naive_prior_refit_proba
@@ -27,7 +28,7 @@ from streamcal._kernels import glm_refit as _g
 from streamcal.buckets import LogitGrid
 from streamcal.gev import fit_glm_on_histogram, gev_cdf, gev_pdf
 from streamcal.gev.calibrator import _REFIT_STEP_TOL
-from streamcal.windows import CountWindow, Unbounded
+from streamcal.windows import CountWindow, Decay, Unbounded
 
 TOL = 1e-9
 SERVED, FELL_BACK = 3, 1  # ``ok`` of the served shape: certified without a pass, refitted by passes
@@ -139,9 +140,12 @@ def _long_stream(n, seed, xi_true=-0.25):
     return 1 / (1 + np.exp(-z)), rng.uniform(size=n) < gev_cdf(0.9 * z - 0.4, xi_true)
 
 
-def test_every_prediction_stays_within_the_tolerance_where_the_certificate_serves_and_falls_back():
+@pytest.mark.parametrize("window", [Unbounded(), CountWindow(4000), Decay(3000.0)])
+def test_every_prediction_stays_within_the_tolerance_where_the_certificate_serves_and_falls_back(window):
+    # a decaying window moves the stored unit at every event: the ridge's share of the gradient
+    # grows with it (``_served_certified``'s ``g``)
     scores, labels = _long_stream(6600, 21)
-    cal = GEVCalibrator(prior=None)
+    cal = GEVCalibrator(prior=None, window=window)
     cal.prequential(scores[:6000], labels[:6000])
     worst, states = 0.0, []
     for i in range(6000, scores.size):
@@ -153,7 +157,7 @@ def test_every_prediction_stays_within_the_tolerance_where_the_certificate_serve
         cal.learn_one(x, bool(labels[i]), w=w)
     states = np.array(states)
     assert worst <= TOL
-    assert np.mean(states == SERVED) >= 0.5  # the certificate serves most refits
+    assert np.mean(states == SERVED) >= 0.3  # the certificate serves many refits (most but on the count window)
     assert np.sum(states == FELL_BACK) >= 6  # and the passes serve where it does not
     assert np.all(np.isin(states, (SERVED, FELL_BACK)))
 
