@@ -625,6 +625,24 @@ def _canonical_cdf_pdf_slope(v, link_code, xi):
     return big_f, dens, dens * (t - 1.0 - xi) / u
 
 
+@jit(inline="always")
+def _canonical_cdf_pdf_slopes(v, link_code, xi):
+    """``_canonical_cdf_pdf_slope`` and the density's second derivative ``f''(v)``: ``f ((1 -
+    2F)^2 - 2 f)`` for the logistic link, ``f ((t - 1 - xi)^2 - t - xi (t - 1 - xi)) / u^2`` for
+    the GEV link."""
+    if link_code == 1:
+        p, dens = _canonical_cdf_pdf(v, 1, xi)
+        q = 1.0 - 2.0 * p
+        return p, dens, dens * q, dens * (q * q - 2.0 * dens)
+    t, u = gev_t_u(v, xi)
+    big_f = math.exp(-t)
+    if u == 0.0 or big_f == 0.0:
+        return big_f, 0.0, 0.0, 0.0
+    dens = big_f * t / u
+    w = t - 1.0 - xi
+    return big_f, dens, dens * w / u, dens * (w * w - t - xi * w) / (u * u)
+
+
 #: buckets whose density's log-derivative ``|f'/f| = |t - 1 - xi| / u`` exceeds this (near an end
 #: of the support, or far in the tails) are kept apart in the refit's curvature (see ``curv``)
 GOOD_LOG_SLOPE = 16.0
@@ -673,18 +691,26 @@ def glm_refit_histogram_inplace(
     neg_b p_b^2``) at the returned ``beta``, from the last pass to first order in the last step
     (the error is of the order of the total weight times that step squared).
 
-    ``curv`` (unless empty, else 7 or 10 values) receives the data's curvature at the last pass's
-    point, ridge excluded: the Hessian ``sum_b n_b w_b z_b z_b'`` (``h00, h01, h11``, the weights
-    ``w_b`` floored as in the iteration) and the third derivatives ``sum_b n_b f'(v_b) x_b^(3-j)``
-    (``j = 0 .. 3``): the predicted start of the next refit (``streamcal._kernels.glm_refit``).
+    ``curv`` (unless empty, else 7 or 10 values) receives the data's curvature, ridge excluded:
+    the third derivatives ``T = sum_b n_b f'(v_b) x_b^(3-j)`` (``j = 0 .. 3``) at the last pass's
+    point and the Hessian ``sum_b n_b w_b z_b z_b'`` (``h00, h01, h11``, the weights ``w_b``
+    floored as in the iteration) there, carried to the returned point to first order (plus
+    ``T[d]`` for the last step ``d``; GEV link): the predicted start of the next refit and the
+    served shape's certified refit without a pass (``streamcal._kernels.glm_refit``).
     With 15 values and a Brier score wanted, it also receives that Brier score, the Brier
     score's gradient at the last pass's point, the Hessian's part from the buckets where the
     density's log-derivative ``|f'/f|`` exceeds ``GOOD_LOG_SLOPE`` (or ``f`` is 0), and the range
     of ``v`` over the other non-empty buckets: what lets a shape's refit wait
-    (``streamcal._kernels.glm_refit._shape_brier_lower_bound``).
+    (``streamcal._kernels.glm_refit._shape_brier_lower_bound``). With 18 values, also the range
+    of ``v`` over the non-empty buckets inside the support and the ``v`` nearest to the support's
+    end past it (its least for ``xi < 0``, its most for ``xi > 0``; infinite where none is):
+    where the link's derivatives are bounded (``streamcal._kernels.glm_refit._served_certified``);
+    with 23 values, also the fourth derivatives ``sum_b n_b f''(v_b) x_b^(4-j)`` (``j = 0 .. 4``)
+    at the last pass's point, which then carry the third derivatives to the returned point too.
     """
     want_curv = curv.shape[0] > 0
     want_lazy = curv.shape[0] >= 15 and brier.shape[0] > 0
+    want_q = curv.shape[0] >= 23
     b0 = beta[0]
     b1 = beta[1]
     want_brier = brier.shape[0] > 0  # an empty ``brier``: the caller needs no Brier score
@@ -712,6 +738,14 @@ def glm_refit_histogram_inplace(
         a2 = 0.0
         vg_lo = np.inf
         vg_hi = -np.inf
+        vi_lo = np.inf  # the range of v inside the support, and the nearest v past its end
+        vi_hi = -np.inf
+        v_out = np.inf if xi < 0.0 else -np.inf
+        q0 = 0.0  # the fourth derivatives (``curv``, 23 values)
+        q1 = 0.0
+        q2 = 0.0
+        q3 = 0.0
+        q4 = 0.0
         for i in range(x.shape[0]):
             n = pos[i] + neg[i]
             if n == 0.0:
@@ -725,7 +759,9 @@ def glm_refit_histogram_inplace(
             if not inside and support_lo < v < support_hi:
                 inside = True
             if want_curv:
-                p, dens, slope = _canonical_cdf_pdf_slope(v, link_code, xi)
+                p, dens, slope, curve = _canonical_cdf_pdf_slopes(v, link_code, xi)
+                if want_q:
+                    q0, q1, q2, q3, q4 = _add_powers4(q0, q1, q2, q3, q4, n * curve, xv)
                 ts = n * slope
                 t3 += ts
                 ts *= xv
@@ -734,6 +770,7 @@ def glm_refit_histogram_inplace(
                 t1 += ts
                 t0 += ts * xv
                 if want_lazy:
+                    vi_lo, vi_hi, v_out = _support_ranges(vi_lo, vi_hi, v_out, v, xi, support_lo, support_hi)
                     if dens > 0.0 and abs(slope) <= GOOD_LOG_SLOPE * dens:
                         vg_lo = min(vg_lo, v)
                         vg_hi = max(vg_hi, v)
@@ -792,7 +829,16 @@ def glm_refit_histogram_inplace(
             beta[1] = b1 + d1
             if want_brier:
                 brier[0] = sq + sq0 * d0 + sq1 * d1
-            if want_curv:
+            if want_curv:  # the Hessian carried to the returned point to first order: + T[d]
+                h00 += t0 * d0 + t1 * d1
+                h01 += t1 * d0 + t2 * d1
+                h11 += t2 * d0 + t3 * d1
+                if want_q:  # and the third derivatives: + Q[d]
+                    t0 += q0 * d0 + q1 * d1
+                    t1 += q1 * d0 + q2 * d1
+                    t2 += q2 * d0 + q3 * d1
+                    t3 += q3 * d0 + q4 * d1
+                    _fourth_out(curv, q0, q1, q2, q3, q4)
                 _curvature_out(curv, h00 - l2, h01, h11 - l2, t0, t1, t2, t3)
                 if want_lazy:
                     curv[7] = brier[0]
@@ -803,6 +849,10 @@ def glm_refit_histogram_inplace(
                     curv[12] = a2
                     curv[13] = vg_lo
                     curv[14] = vg_hi
+                    if curv.shape[0] >= 18:
+                        curv[15] = vi_lo
+                        curv[16] = vi_hi
+                        curv[17] = v_out
             return it + 1
         if not slope0 < 0.0:
             return -1
@@ -844,6 +894,39 @@ def glm_refit_histogram_inplace(
         b0 += alpha * d0
         b1 += alpha * d1
     return -1
+
+
+@jit(inline="always")
+def _add_powers4(q0, q1, q2, q3, q4, a, xv):
+    """``q_j + a xv^(4-j)`` (``j = 0 .. 4``)."""
+    q4 += a
+    a *= xv
+    q3 += a
+    a *= xv
+    q2 += a
+    a *= xv
+    q1 += a
+    return q0 + a * xv, q1, q2, q3, q4
+
+
+@jit(inline="always")
+def _support_ranges(vi_lo, vi_hi, v_out, v, xi, support_lo, support_hi):
+    """The range of ``v`` inside the support widened by ``v`` there, or the ``v`` past its end
+    nearest to it (``xi < 0``: the least, ``xi > 0``: the most) updated by ``v`` past it."""
+    if support_lo < v < support_hi:
+        return min(vi_lo, v), max(vi_hi, v), v_out
+    if xi < 0.0:
+        return vi_lo, vi_hi, min(v_out, v)
+    return vi_lo, vi_hi, max(v_out, v)
+
+
+@jit(inline="always")
+def _fourth_out(curv, q0, q1, q2, q3, q4):
+    curv[18] = q0
+    curv[19] = q1
+    curv[20] = q2
+    curv[21] = q3
+    curv[22] = q4
 
 
 @jit(inline="always")

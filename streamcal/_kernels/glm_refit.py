@@ -59,13 +59,26 @@ shape's score plus both refits' error (:func:`_served_bar`); the others wait (``
 their blocks following their last fit, and their bound stands in their Brier score, so the
 lowest score still picks the shape that refitting all of them would pick.
 
+GEV's served shape without a pass. One event moves the served shape's optimum by about ``1/N``
+of a window of weight ``N``, and its block keeps the risk's gradient, Hessian, third and fourth
+derivatives at its last fit current through the events since. Where every other shape waits,
+the refit first solves that fourth-order model of the served shape's risk
+(:func:`_served_certified`) and serves its answer without a pass where a bound certifies every
+served probability within ``SERVE_TOL`` of the optimum's (the model's error from the bounds on
+the GEV density's second and third derivatives over every bucket's band of ``v``, the optimum's
+distance from the curvature's lower bound of :func:`_shape_brier_lower_bound`) and the other
+shapes' Brier bounds lie above the served shape's certified upper bound (``ok`` 3 for the served
+shape; its block keeps following its last fit, so the next refit's model covers every event
+since). Otherwise the refit runs as before: the served shape's passes from its predicted start.
+
 Arrays (no validation; see ``streamcal.gev.calibrator`` for their owner):
 
 - ``fit`` (float64, ``FIT_SIZE``): the served fit's scalars, at the ``FIT_*`` indices;
 - ``betas`` (S, 2), ``xis`` (S), ``has_warm`` (S, int64), ``briers`` (S), ``ok`` (S, int64):
   per candidate shape, its coefficients, shape, whether it has a previous fit, its Brier score
   (or the bound of a shape that waited) and whether this refit's Newton iteration succeeded
-  (1; 2 where the shape waited, 0 where it needs the damped full refit);
+  (1; 2 where the shape waited, 3 where the served shape's refit was certified without a pass,
+  0 where it needs the damped full refit);
 - ``pos_w``, ``neg_w`` (B): the fitted histogram in real units, prior pseudo-counts included;
 - ``pc`` (5, B): per bucket, the prior's log-odds ``logit(r_b)``, ``log r_b``, ``log(1 - r_b)``
   and the anchor's log-likelihood terms ``log sigma(z_b)``, ``log sigma(-z_b)``;
@@ -88,8 +101,10 @@ from streamcal._kernels import prior as _p
 from streamcal._kernels._config import jit_noalloc
 from streamcal._kernels.gev import (
     GOOD_LOG_SLOPE,
-    _canonical_cdf_pdf_slope,
+    _add_powers4,
+    _canonical_cdf_pdf_slopes,
     _quad_inv,
+    _support_ranges,
     gev_lower,
     gev_t_u,
     gev_upper,
@@ -198,14 +213,24 @@ STEP_BG = 11
 STEP_STEEP = 13  # the Hessian's part from the steep buckets (3 values; events leaving do not count)
 STEP_V_LO = 16  # the range of v over the other buckets (it only widens between refits)
 STEP_V_HI = 17
-STEP_LAZY = 15  # the values of ``glm_refit_histogram_inplace``'s ``curv`` (from STEP_CURV)
-STEP_SCALED = 13  # of which those in stored units (the rest: values of v)
-STEP_DG = 18  # the data gradient's change at that fit since then (2 values, stored units)
-STEP_DH = 20  # the data Hessian's change (3 values)
-STEP_SINCE = 23  # events since the shape's last refit
-STEP_GONE = 24  # the stored weight of the events that left the window since then
-STEP_BLOCK = 25
+STEP_VI_LO = 18  # the range of v over the buckets inside the support R_xi (it only widens)
+STEP_VI_HI = 19
+STEP_V_OUT = 20  # the v of the bucket past the support's end nearest to it (xi < 0: its least, xi > 0: its most)
+STEP_Q = 21  # the fourth derivatives at the last pass's point (5 values, stored units)
+STEP_LAZY = 23  # the values of ``glm_refit_histogram_inplace``'s ``curv`` (from STEP_CURV)
+STEP_SCALED = 13  # of which the first in stored units (then values of v, then STEP_Q's, stored units)
+STEP_DG = 26  # the data gradient's change at that fit since then (2 values, stored units)
+STEP_DH = 28  # the data Hessian's change (3 values)
+STEP_SINCE = 31  # events since the shape's last refit
+STEP_GONE = 32  # the stored weight of the events that left the window since then
+STEP_DT = 33  # the third derivatives' change at that fit (4 values, as ``STEP_CURV + 3``)
+STEP_DQ = 37  # the fourth derivatives' change (5 values, as ``STEP_Q``)
+STEP_UNIT = 42  # the histogram's stored unit at the shape's last refit
+STEP_BLOCK = 43
 STEP_MAX_DV = 0.1  # a predicted step moving v by more than this at the feature range is not taken
+#: the served shape's refit without a pass (:func:`_served_certified`) stands where its served
+#: probabilities are certified within this of the optimum's
+SERVE_TOL = 1e-10
 STEP_FLOOR = 1e-12  # the Hessian weights' floor (``glm_refit_histogram_inplace``'s ``floor``)
 #: a shape waits at most this many events for its refit (the running sums' rounding stays far
 #: below the bound's margin)
@@ -841,6 +866,17 @@ def glm_refit_inplace(
         lazy = False
     served_bar = np.inf  # the served shape's Brier score plus both refits' error
     n_total = s_pos + s_neg
+    # the served shape's refit without a pass, where certified (every other shape waiting)
+    ranges = (x_lo, x_hi, x_lo_now, x_hi_now)
+    if (
+        (lazy or (predict and S == 1))
+        and keep
+        and has_warm[first] != 0
+        and _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw)
+    ):
+        glm_finish_refit(briers, fit, c)
+        _steps_keep(steps, sf, u, xis, betas, ok, x_lo_now, x_hi_now)
+        return 0
     for j in range(S):
         k = (first + j) % S
         ok[k] = 0
@@ -851,8 +887,9 @@ def glm_refit_inplace(
                 briers[k] = bound
                 continue
         if has_warm[k] != 0:
-            # one shape is served without comparing Brier scores: none is computed
-            brier = briers[k : k + 1] if S > 1 else briers[:0]
+            # one shape is served without comparing Brier scores: none is computed, but where its
+            # block is kept (its certified refit without a pass needs the values that come with it)
+            brier = briers[k : k + 1] if S > 1 or keep else briers[:0]
             o = STEP_HEADER + k * STEP_BLOCK + STEP_CURV
             curv = steps[o : o + STEP_LAZY] if keep else steps[:0]
             start = betas[k]  # betas[k] stays the previous fit until the iteration succeeds
@@ -887,6 +924,35 @@ def glm_refit_inplace(
     if taylor and kappa == 0.0:
         moments_rebuild(sf, si, x, table, mom, betas[0, 0], betas[0, 1])
     return 0
+
+
+@jit_noalloc
+def _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw):
+    """The refit without a pass over the buckets, where it is certified: the served shape
+    ``first`` from :func:`_served_certified` (``ok[first]`` 3: its block keeps following its
+    last fit) and every other shape waiting, its Brier score's lower bound above the served
+    shape's upper bound plus both refits' error (:func:`_served_bar`). Returns False, changing
+    nothing the refit reads but scratch, where any of that is not certified. ``ranges``: the
+    served features' range and the non-empty buckets' now."""
+    x_lo, x_hi, x_lo_now, x_hi_now = ranges
+    beta = pw[0:2]
+    done, brier, high = _served_certified(steps, first, u, l2, n_total, x_lo, x_hi, tol, beta)
+    if not done:
+        return False
+    S = xis.shape[0]
+    bar = _served_bar(xis[first], beta[0], beta[1], x_lo_now, x_hi_now, high, n_total, tol)
+    for k in range(S):
+        if k != first:
+            briers[k] = _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol)
+            if not briers[k] > bar:
+                return False  # the refit's loop sets every shape's score
+    for k in range(S):
+        ok[k] = 2
+    ok[first] = 3
+    briers[first] = brier
+    betas[first, 0] = beta[0]
+    betas[first, 1] = beta[1]
+    return True
 
 
 @jit_noalloc(forceinline=True)
@@ -1095,9 +1161,10 @@ def _steps_fingerprint(steps, sf):
 @jit_noalloc
 def _steps_add(steps, xb, pos_part, ws):
     """Add stored weight ``ws`` (negative: remove) at feature ``xb``, ``pos_part`` of it
-    positive, to every shape's gradient and Hessian change at its last fit, and to its Brier
-    score, the Brier score's gradient, its steep buckets' Hessian and the others' range of ``v``
-    there (see ``_shape_brier_lower_bound``)."""
+    positive, to every shape's gradient, Hessian, third and fourth derivatives' change at its
+    last fit, and to its Brier score, the Brier score's gradient, its steep buckets' Hessian,
+    the others' range of ``v``, the range of ``v`` inside the support and the nearest ``v`` past
+    its end there (see ``_shape_brier_lower_bound`` and ``_served_certified``)."""
     S = (steps.shape[0] - STEP_HEADER) // STEP_BLOCK
     if ws > 0.0:
         steps[STEP_X_LO] = min(steps[STEP_X_LO], xb)
@@ -1105,7 +1172,7 @@ def _steps_add(steps, xb, pos_part, ws):
     for k in range(S):
         o = STEP_HEADER + k * STEP_BLOCK
         v = steps[o + STEP_B0] * xb + steps[o + STEP_B1]
-        p, dens, slope = _canonical_cdf_pdf_slope(v, 0, steps[o + STEP_XI])
+        p, dens, slope, curve = _canonical_cdf_pdf_slopes(v, 0, steps[o + STEP_XI])
         r = ws * p - pos_part
         steps[o + STEP_DG] += r * xb
         steps[o + STEP_DG + 1] += r
@@ -1118,10 +1185,26 @@ def _steps_add(steps, xb, pos_part, ws):
         bg = 2.0 * dens * r
         steps[o + STEP_BG] += bg * xb
         steps[o + STEP_BG + 1] += bg
+        ts = ws * slope
+        steps[o + STEP_DT + 3] += ts
+        ts *= xb
+        steps[o + STEP_DT + 2] += ts
+        ts *= xb
+        steps[o + STEP_DT + 1] += ts
+        steps[o + STEP_DT] += ts * xb
+        e = o + STEP_DQ
+        steps[e], steps[e + 1], steps[e + 2], steps[e + 3], steps[e + 4] = _add_powers4(
+            steps[e], steps[e + 1], steps[e + 2], steps[e + 3], steps[e + 4], ws * curve, xb
+        )
         steps[o + STEP_SINCE] += 1.0
         if ws < 0.0:
             steps[o + STEP_GONE] -= ws
-        elif dens > 0.0 and abs(slope) <= GOOD_LOG_SLOPE * dens:
+            continue
+        xi = steps[o + STEP_XI]
+        steps[o + STEP_VI_LO], steps[o + STEP_VI_HI], steps[o + STEP_V_OUT] = _support_ranges(
+            steps[o + STEP_VI_LO], steps[o + STEP_VI_HI], steps[o + STEP_V_OUT], v, xi, gev_lower(xi), gev_upper(xi)
+        )
+        if dens > 0.0 and abs(slope) <= GOOD_LOG_SLOPE * dens:
             steps[o + STEP_V_LO] = min(steps[o + STEP_V_LO], v)
             steps[o + STEP_V_HI] = max(steps[o + STEP_V_HI], v)
         else:
@@ -1170,7 +1253,8 @@ def _steps_keep(steps, sf, u, xis, betas, ok, x_lo, x_hi):
     """After a refit whose passes wrote the curvature and Brier score of each shape refitted
     (``ok[k] == 1``; real units): their fits, those values in stored units, no change yet; the
     histogram's fingerprint and its non-empty features' range ``[x_lo, x_hi]``. The blocks of
-    shapes whose refit waits (``ok[k] == 2``) keep following their last fit, and the range then
+    shapes whose refit waits (``ok[k] == 2``) or was certified without a pass (3) keep
+    following their last fit, and the range then
     keeps what it held (it covers every event such a block has followed, gone ones included)."""
     for k in range(xis.shape[0]):
         if ok[k] != 1:
@@ -1181,11 +1265,14 @@ def _steps_keep(steps, sf, u, xis, betas, ok, x_lo, x_hi):
         steps[o + STEP_XI] = xis[k]
         for j in range(STEP_SCALED):
             steps[o + STEP_CURV + j] *= u
-        for j in range(STEP_DG, STEP_BLOCK):
+        for j in range(5):
+            steps[o + STEP_Q + j] *= u
+        for j in range(STEP_DG, STEP_UNIT):
             steps[o + j] = 0.0
+        steps[o + STEP_UNIT] = u
     waiting = False
     for k in range(xis.shape[0]):
-        waiting = waiting or ok[k] == 2
+        waiting = waiting or ok[k] >= 2
     if waiting and steps[STEP_VALID] == 1.0:  # the events a waiting shape follows may have left it
         x_lo = min(x_lo, steps[STEP_X_LO])
         x_hi = max(x_hi, steps[STEP_X_HI])
@@ -1233,6 +1320,221 @@ def _log_slope_bound(xi, v_lo, v_hi):
     if not (u_min > 0.0 and t_max < np.inf):
         return -1.0
     return (t_max + abs(1.0 + xi)) / u_min
+
+
+@jit_noalloc(forceinline=True)
+def _exp_power_term(coef, a, t_lo, t_hi):
+    """``|coef| sup e^{-t} t^a`` over ``[t_lo, t_hi]``, 0 where ``coef`` is 0 (the term is absent,
+    also where its power is unbounded)."""
+    if coef == 0.0:
+        return 0.0
+    return abs(coef) * _exp_power_sup(a, t_lo, t_hi)
+
+
+@jit_noalloc(forceinline=True)
+def _density_slope_sup(xi, v_lo, v_hi):
+    """A bound on the GEV density's second derivative ``|f''|`` over ``v`` in ``[v_lo, v_hi]``:
+    ``f'' = f ((t - 1 - xi)^2 - t - xi (t - 1 - xi)) / u^2 = e^{-t} t^(1 + 3 xi) (t^2 - 3 (1 + xi) t
+    + (1 + xi) (1 + 2 xi))`` with ``1 / u = t^xi``, so ``|f''| <= e^{-t} (t^(3 + 3 xi)
+    + 3 |1 + xi| t^(2 + 3 xi) + |(1 + xi) (1 + 2 xi)| t^(1 + 3 xi))``."""
+    t_hi, _ = gev_t_u(v_lo, xi)
+    t_lo, _ = gev_t_u(v_hi, xi)
+    a = 1.0 + xi
+    return (
+        _exp_power_sup(3.0 * a, t_lo, t_hi)
+        + _exp_power_term(3.0 * a, 2.0 + 3.0 * xi, t_lo, t_hi)
+        + _exp_power_term(a * (1.0 + 2.0 * xi), 1.0 + 3.0 * xi, t_lo, t_hi)
+    )
+
+
+@jit_noalloc(forceinline=True)
+def _density_curve_sup(xi, v_lo, v_hi):
+    """A bound on the GEV density's third derivative ``|f^(3)|`` over ``v`` in ``[v_lo, v_hi]``:
+    with ``f^(k) = e^{-t} t^(1 + (k + 1) xi) P_k(t)``, ``P_0 = 1`` and ``P_(k+1) = (t - 1 - (k + 1)
+    xi) P_k - t P_k'`` (``dt/dv = -t^(1 + xi)``), ``P_3 = t^3 - 6 (1 + xi) t^2 + (1 + xi) (7 +
+    11 xi) t - (1 + xi) (1 + 2 xi) (1 + 3 xi)``; each term is bounded by :func:`_exp_power_sup`."""
+    t_hi, _ = gev_t_u(v_lo, xi)
+    t_lo, _ = gev_t_u(v_hi, xi)
+    a = 1.0 + xi
+    return (
+        _exp_power_sup(4.0 * a, t_lo, t_hi)
+        + _exp_power_term(6.0 * a, 3.0 + 4.0 * xi, t_lo, t_hi)
+        + _exp_power_term(a * (7.0 + 11.0 * xi), 2.0 + 4.0 * xi, t_lo, t_hi)
+        + _exp_power_term(a * (1.0 + 2.0 * xi) * (1.0 + 3.0 * xi), 1.0 + 4.0 * xi, t_lo, t_hi)
+    )
+
+
+@jit_noalloc(forceinline=True)
+def _box_inv_norm(p00, p01, p11, e0, e1):
+    """``sup |e|_P`` over the vectors with ``|e_0| <= e0``, ``|e_1| <= e1`` (``P`` = A^-1)."""
+    return math.sqrt(max(p00 * e0 * e0 + 2.0 * abs(p01) * e0 * e1 + p11 * e1 * e1, 0.0))
+
+
+@jit_noalloc(forceinline=True)
+def _model_gradient(g0, g1, a00, a01, a11, t0, t1, t2, t3, q0, q1, q2, q3, q4, d0, d1):
+    """``g + A d + T[d, d] / 2 + Q[d, d, d] / 6`` (``T``, ``Q`` as the sums over the buckets of
+    ``n f' (d . z)^2 z`` and ``n f'' (d . z)^3 z`` take them: ``t_j`` the moment of ``x^(3-j)``,
+    ``q_j`` of ``x^(4-j)``)."""
+    r0 = t0 * d0 * d0 + 2.0 * t1 * d0 * d1 + t2 * d1 * d1
+    r1 = t1 * d0 * d0 + 2.0 * t2 * d0 * d1 + t3 * d1 * d1
+    c0 = q0 * d0 * d0 * d0 + 3.0 * q1 * d0 * d0 * d1 + 3.0 * q2 * d0 * d1 * d1 + q3 * d1 * d1 * d1
+    c1 = q1 * d0 * d0 * d0 + 3.0 * q2 * d0 * d0 * d1 + 3.0 * q3 * d0 * d1 * d1 + q4 * d1 * d1 * d1
+    m0 = g0 + a00 * d0 + a01 * d1 + 0.5 * r0 + c0 / 6.0
+    m1 = g1 + a01 * d0 + a11 * d1 + 0.5 * r1 + c1 / 6.0
+    return m0, m1
+
+
+@jit_noalloc
+def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta):
+    """Shape ``k``'s optimum for the histogram now without a pass over the buckets, certified:
+    returns ``(ok, brier, brier_high)``; where ``ok``, ``beta`` receives a point whose served
+    probabilities at every feature in ``[x_lo, x_hi]`` lie within ``SERVE_TOL`` of the
+    optimum's, ``brier`` the Brier score there to first order and ``brier_high`` an upper bound
+    on the optimum's Brier score.
+
+    Notation as in :func:`_shape_brier_lower_bound`: ``beta0`` the shape's last fit (its
+    refit's last Newton point, ``tol`` from that refit's last pass in ``v``), ``A`` the data
+    Hessian there (the last pass's, carried to ``beta0`` to first order, plus the events'
+    terms since) plus the ridge, ``g`` the risk's gradient's change there (the data's, and the
+    ridge's ``l2 (1 - u0 / u) beta0`` where the stored unit moved from ``u0`` to ``u``), ``T`` the third
+    derivatives (the last pass's plus the events' terms since), ``[lo, hi]`` every feature the
+    block follows, ``K = max |z|_{A^-1}`` there, ``N'`` the window's weight plus twice the
+    weight that left it.
+
+    1. The model ``m(d) = g + A d + T[d, d] / 2`` (the risk's gradient at ``beta0 + d`` to
+       second order) is solved by Newton's method from ``-A^-1 g``; ``delta = max |d . z|``
+       over ``[lo, hi]``.
+    2. The risk's gradient at ``beta0 + d`` differs from ``m(d)`` by at most
+       ``E |z_a|`` in component ``a`` (``|z_0| <= max(|lo|, |hi|)``, ``|z_1| = 1``), ``E = N'
+       (f1 tol^2 / 2 + 1e-12 tol + (f2 tol^2 / 2 + 1e-12) delta + f2 tol delta^2 / 2 + f2
+       delta^3 / 6)``: the last refit's residual at ``beta0`` (its final step of at most
+       ``tol`` in ``v``, the weights' floor), the Hessian's and the third derivatives' error at
+       ``beta0`` (their pass lay ``tol`` away), and Taylor's remainder, with ``f1``, ``f2``
+       bounds on ``|f'|``, ``|f''|`` over every bucket's band of ``v`` (``R`` about its ``v``;
+       :func:`_density_bounds`, :func:`_density_slope_sup`). A band crossing the support's end
+       is refused (``f'`` may jump there); the buckets whose band lies past it, where ``F`` is
+       constant, add nothing, so ``f2`` bounds ``|f''|`` over the bands of the others
+       (``STEP_VI_LO``, ``STEP_VI_HI``, ``STEP_V_OUT``).
+    3. With ``c`` of step 1 of :func:`_shape_brier_lower_bound` (the Hessian is at least
+       ``c A`` wherever ``v`` moves by at most ``R - tol``), the optimum lies within ``r = nu /
+       c`` of ``beta0 + d`` in the ``A``-norm, ``nu`` the gradient's ``A^-1``-norm at most
+       (checked: ``delta + r K + tol <= R``); a served ``v`` moves by at most ``r Z`` (``Z =
+       max |z|_{A^-1}`` at ``x_lo``, ``x_hi``) and its probability by ``f_max r Z``
+       (``f_max`` the density's maximum).
+    4. As in step 3 there, the optimum's Brier score is at most ``B0 + G . d + |G|_{A^-1} r +
+       C_B N' (tol + delta + r K)^2 / 2``.
+
+    Not certified (``ok`` False) where the block is not usable, any bound is not finite, or
+    the probability's bound exceeds ``SERVE_TOL``."""
+    o = STEP_HEADER + k * STEP_BLOCK
+    if not steps[o + STEP_SINCE] < STEP_MAX_SINCE:
+        return False, 0.0, 0.0
+    lo = steps[STEP_X_LO]
+    hi = steps[STEP_X_HI]
+    vg_lo = steps[o + STEP_V_LO]
+    vg_hi = steps[o + STEP_V_HI]
+    if not (hi >= lo and x_hi > x_lo and n_total > 0.0 and vg_hi >= vg_lo):
+        return False, 0.0, 0.0
+    xi = steps[o + STEP_XI]
+    b0 = steps[o + STEP_B0]
+    b1 = steps[o + STEP_B1]
+    c = o + STEP_CURV
+    a00 = (steps[c] + steps[o + STEP_DH]) / u + l2
+    a01 = (steps[c + 1] + steps[o + STEP_DH + 1]) / u
+    a11 = (steps[c + 2] + steps[o + STEP_DH + 2]) / u + l2
+    det = a00 * a11 - a01 * a01
+    if not (det > 0.0 and a00 > 0.0):
+        return False, 0.0, 0.0
+    # the data gradient at the fit balanced the ridge's in the unit of then: with decay, the
+    # ridge's share has grown since
+    ridge = l2 * (1.0 - steps[o + STEP_UNIT] / u)
+    g0 = steps[o + STEP_DG] / u + ridge * b0
+    g1 = steps[o + STEP_DG + 1] / u + ridge * b1
+    t0 = (steps[c + 3] + steps[o + STEP_DT]) / u
+    t1 = (steps[c + 4] + steps[o + STEP_DT + 1]) / u
+    t2 = (steps[c + 5] + steps[o + STEP_DT + 2]) / u
+    t3 = (steps[c + 6] + steps[o + STEP_DT + 3]) / u
+    q = o + STEP_Q
+    e = o + STEP_DQ
+    q0 = (steps[q] + steps[e]) / u
+    q1 = (steps[q + 1] + steps[e + 1]) / u
+    q2 = (steps[q + 2] + steps[e + 2]) / u
+    q3 = (steps[q + 3] + steps[e + 3]) / u
+    q4 = (steps[q + 4] + steps[e + 4]) / u
+    # 1. Newton's method on the model
+    d0 = -(a11 * g0 - a01 * g1) / det
+    d1 = -(-a01 * g0 + a00 * g1) / det
+    m0, m1 = _model_gradient(g0, g1, a00, a01, a11, t0, t1, t2, t3, q0, q1, q2, q3, q4, d0, d1)
+    for _ in range(4):
+        # the model's Hessian A + T[d] + Q[d, d] / 2
+        j00 = a00 + t0 * d0 + t1 * d1 + 0.5 * (q0 * d0 * d0 + 2.0 * q1 * d0 * d1 + q2 * d1 * d1)
+        j01 = a01 + t1 * d0 + t2 * d1 + 0.5 * (q1 * d0 * d0 + 2.0 * q2 * d0 * d1 + q3 * d1 * d1)
+        j11 = a11 + t2 * d0 + t3 * d1 + 0.5 * (q2 * d0 * d0 + 2.0 * q3 * d0 * d1 + q4 * d1 * d1)
+        jd = j00 * j11 - j01 * j01
+        if not (jd > 0.0 and j00 > 0.0):
+            return False, 0.0, 0.0
+        d0 -= (j11 * m0 - j01 * m1) / jd
+        d1 -= (-j01 * m0 + j00 * m1) / jd
+        m0, m1 = _model_gradient(g0, g1, a00, a01, a11, t0, t1, t2, t3, q0, q1, q2, q3, q4, d0, d1)
+    delta = max(abs(d0 * lo + d1), abs(d0 * hi + d1))
+    # 2. the gradient's error, over the band of v within ``reach`` of every bucket's
+    p00 = a11 / det
+    p01 = -a01 / det
+    p11 = a00 / det
+    kk2 = max(_quad_inv(a00, a01, a11, det, lo, 1.0), _quad_inv(a00, a01, a11, det, hi, 1.0))
+    kk = math.sqrt(kk2)
+    zz = math.sqrt(max(_quad_inv(a00, a01, a11, det, x_lo, 1.0), _quad_inv(a00, a01, a11, det, x_hi, 1.0)))
+    n_all = n_total + 2.0 * steps[o + STEP_GONE] / u
+    reach = 1.01 * delta + 3.0 * tol + 1e-9
+    va = b0 * lo + b1
+    vb = b0 * hi + b1
+    v_lo = min(va, vb) - reach
+    v_hi = max(va, vb) + reach
+    f_sup, f1_sup = _density_bounds(xi, v_lo, v_hi)
+    # f'' over the buckets inside the support; those past its end stay there (F constant)
+    vi_lo = steps[o + STEP_VI_LO] - reach
+    vi_hi = steps[o + STEP_VI_HI] + reach
+    v_out = steps[o + STEP_V_OUT]
+    if not (gev_lower(xi) < vi_lo <= vi_hi < gev_upper(xi)):
+        return False, 0.0, 0.0
+    if (xi < 0.0 and not v_out - reach >= gev_upper(xi)) or (xi > 0.0 and not v_out + reach <= gev_lower(xi)):
+        return False, 0.0, 0.0
+    f2_sup = _density_slope_sup(xi, vi_lo, vi_hi)
+    f3_sup = _density_curve_sup(xi, vi_lo, vi_hi)
+    lam = _log_slope_bound(xi, vg_lo - reach, vg_hi + reach)
+    if not (lam >= 0.0 and f_sup < np.inf and f1_sup < np.inf and f2_sup < np.inf and f3_sup < np.inf):
+        return False, 0.0, 0.0
+    err = n_all * (
+        0.5 * f1_sup * tol * tol
+        + STEP_FLOOR * tol
+        + (0.5 * f2_sup * tol * tol + STEP_FLOOR) * delta
+        + 0.25 * f3_sup * tol * tol * delta * delta
+        + f3_sup * tol * delta * delta * delta / 6.0
+        + f3_sup * delta * delta * delta * delta / 24.0
+    )
+    nu = _box_inv_norm(p00, p01, p11, abs(m0) + err * max(abs(lo), abs(hi)), abs(m1) + err)
+    # 3. the optimum's distance
+    s00 = steps[o + STEP_STEEP] / u
+    s01 = steps[o + STEP_STEEP + 1] / u
+    s11 = steps[o + STEP_STEEP + 2] / u
+    theta = max((a11 * s00 - 2.0 * a01 * s01 + a00 * s11) / det, 0.0)
+    eps = (f1_sup * tol + STEP_FLOOR) * n_all * kk2
+    low = math.exp(-reach * lam) * (1.0 - theta - eps)
+    if not low >= 0.5:
+        return False, 0.0, 0.0
+    r = nu / low
+    if not (delta + r * kk + tol <= reach and r * zz * _exp_power_sup(1.0 + xi, 0.0, np.inf) <= SERVE_TOL):
+        return False, 0.0, 0.0
+    # 4. the Brier score
+    big_g0 = steps[o + STEP_BG] / u
+    big_g1 = steps[o + STEP_BG + 1] / u
+    brier = steps[o + STEP_BRIER] / u + big_g0 * d0 + big_g1 * d1
+    c_b = 2.0 * f_sup * f_sup + 2.0 * f1_sup
+    move = tol + delta + r * kk
+    high = brier + math.sqrt(_quad_inv(a00, a01, a11, det, big_g0, big_g1)) * r + 0.5 * c_b * n_all * move * move
+    beta[0] = b0 + d0
+    beta[1] = b1 + d1
+    return True, brier, high
 
 
 @jit_noalloc

@@ -28,7 +28,9 @@ _REFIT_PROBA_TOL = 1e-10
 _REFIT_STEP_TOL = 1e-7  # GEV: the last Newton step's largest move of v; the error left is its square
 _REFIT_MAX_PASSES = 50
 _LINK_CODES = {"gev": 0, "logit": 1}
-_OLDER_STEP_BLOCK = 15  # GEV's predicted starts: the values per shape before the lazy shapes
+#: GEV's predicted starts: the values per shape before the lazy shapes (15) and before the
+#: third derivatives' change (25, before the served shape's certified refit without a pass)
+_OLDER_STEP_BLOCKS = (15, 25)
 _FLOOR_CODES = {
     "thinned": _g.FLOOR_THINNED,
     "span": _g.FLOOR_SPAN,
@@ -127,8 +129,8 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         # likewise a state saved before GEV's predicted starts (neither the array nor its layout)
         if "_beta" in state and "_glm_steps" not in state and "_glm_steps_block" not in state:
             state = {**state, "_glm_steps": np.zeros(0), "_glm_steps_block": _g.STEP_BLOCK}
-        # or in their layout before the lazy shapes (15 values per shape): rebuilt the same way
-        if state.get("_glm_steps_block") == _OLDER_STEP_BLOCK and "_glm_steps" in state:
+        # or in an older layout (15 or 25 values per shape): rebuilt the same way
+        if state.get("_glm_steps_block") in _OLDER_STEP_BLOCKS and "_glm_steps" in state:
             state = {**state, "_glm_steps": np.zeros(0), "_glm_steps_block": _g.STEP_BLOCK}
         # and before the prior's warm start (neither it nor its size): its first refit runs the
         # prior kernel from its cold start
@@ -542,9 +544,10 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         if steps.size and steps[_g.STEP_VALID] not in (0.0, 1.0):
             c.fail(f"`_glm_steps`: expected 0.0 or 1.0 at index 0; found {c.brief(steps[0])}.")
         if steps.size and steps[_g.STEP_VALID] == 1.0:
-            # a shape's range of v over its other buckets is (inf, -inf) while it holds none
+            # a shape's ranges of v are (inf, -inf) while they hold no bucket, and the v past the
+            # support's end infinite while no bucket lies there
             ranges = np.zeros(steps.size, dtype=bool)
-            for j in (_g.STEP_V_LO, _g.STEP_V_HI):
+            for j in (_g.STEP_V_LO, _g.STEP_V_HI, _g.STEP_VI_LO, _g.STEP_VI_HI, _g.STEP_V_OUT):
                 ranges[_g.STEP_HEADER + j :: _g.STEP_BLOCK] = True
             c.need_finite(np.where(ranges & np.isinf(steps), 0.0, steps), "_glm_steps")
         served = self._xi_served
