@@ -80,13 +80,18 @@ def test_the_bound_never_exceeds_a_converged_refits_brier_score(seed, kind, warm
     scores, labels = _stream(rng, warmup + since, kind)
     weights = rng.choice([0.0, 0.5, 1.0, 2.0], warmup + since) if weighted else np.ones(warmup + since)
     cal = GEVCalibrator(prior=None, window=Unbounded() if window == "unbounded" else CountWindow(150))
-    cal.update(scores[:warmup], labels[:warmup], weights=weights[:warmup])
-    cal.predict_proba(scores[:1])  # a refit: every shape's block describes the histogram
+    # a bulk update leaves the shapes' blocks to the next warm refit: a cold refit, one more event
+    # and a warm refit, after which every shape's block describes the histogram
+    cal.update(scores[: warmup - 1], labels[: warmup - 1], weights=weights[: warmup - 1])
+    cal.predict_proba(scores[:1])
+    cal.update(scores[warmup - 1 : warmup], labels[warmup - 1 : warmup], weights=weights[warmup - 1 : warmup])
+    cal.predict_proba(scores[:1])
     for i in range(warmup, warmup + since):
         cal.learn_one({"score": float(scores[i])}, bool(labels[i]), w=float(weights[i]))
     a = glm_arrays(cal)
     steps = cal._glm_steps
-    if not (steps.size and steps[_g.STEP_VALID] == 1.0 and cal.window_weight > 0.0):
+    assert steps.size and steps[_g.STEP_VALID] == 1.0  # the bound is checked on every example
+    if cal.window_weight == 0.0:  # weights of 0 only: no Brier score to bound
         return
     exact = naive_shape_briers(cal)
     x_lo, x_hi = a.args[1], a.args[2]
