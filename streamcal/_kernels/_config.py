@@ -267,6 +267,8 @@ def use_compiled_kernels() -> None:
     with _SWITCH:
         if _compiled:
             return
+        import streamcal._kernels._prefetch_compiled  # noqa: F401  (the hints' compiled forms, before any compile)
+
         for kernel in _KERNELS:
             _dispatcher_of(kernel)
         for name, module in list(sys.modules.items()):
