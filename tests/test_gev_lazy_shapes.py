@@ -90,7 +90,8 @@ def test_the_bound_never_exceeds_a_converged_refits_brier_score(seed, kind, warm
         cal.learn_one({"score": float(scores[i])}, bool(labels[i]), w=float(weights[i]))
     a = glm_arrays(cal)
     steps = cal._glm_steps
-    assert steps.size and steps[_g.STEP_VALID] == 1.0  # the bound is checked on every example
+    assert steps.size  # the bound is checked on every example
+    assert steps[_g.STEP_VALID] == 1.0
     if cal.window_weight == 0.0:  # weights of 0 only: no Brier score to bound
         return
     exact = naive_shape_briers(cal)
