@@ -134,7 +134,7 @@ def va_fit_with(sf, pf, pi, st, b, y, w):
     if kappa > 0.0:
         r = prior_rate(pf[CEN + _PF_RECORD * b], pf[o + PR_RATE], pf[o + PR_MODE] == 1.0)
         return _fit_on_row(pf, o + PR_HEADER, pf, pi, st, b, y, wp + kappa * w * r, wn + kappa * w * (1.0 - r))
-    return _fit_on_row(sf, SF_HEADER, pf, pi, st, b, y, wp, wn)
+    return _fit_on_row(sf, np.int64(SF_HEADER), pf, pi, st, b, y, wp, wn)
 
 
 @jit_noalloc(forceinline=True)
