@@ -10,9 +10,11 @@ way against ``PAVCalibrator``.
 
 ``--log-loss`` prints instead two tables of prequential log losses on rare-event streams (4
 seeds of 40,000 events each): the defaults, ``VennAbersCalibrator()`` against ``PAVCalibrator()``
-(with the score prior; also Venn–Abers without the finite rule, and the midpoint), and the maps
-without the prior, ``VennAbersCalibrator(prior=None)`` (the exact pair, and with
-``finite_rule=True``) against ``PAVCalibrator(prior=None)`` (the finite PAV map).
+(with the score prior; also Venn–Abers without the finite rule, the midpoint and the consistent
+merge ``p0 / (1 - p1 + p0)``), and the maps without the prior, ``VennAbersCalibrator(prior=None)``
+(the exact pair, with ``finite_rule=True``, and with the consistent merge, which takes the finite
+rule) against ``PAVCalibrator(prior=None)`` (the finite PAV map). Each table ends with the count of
+rows at or below PAV and the largest ratio, per Venn–Abers column.
 
 Stream: click-like scores ``s = expit(z)``, ``z ~ N(-3, 1.5)``, labels from a miscalibrated
 truth ``P(y = 1 | z) = expit(1.3 z + 0.5)`` (as ``bench_streaming_pav.py``). The calibrators, each
@@ -152,9 +154,11 @@ def log_loss_table(seeds: int = 4) -> None:
         "va": lambda w: VennAbersCalibrator(window=w),
         "va_exact_ends": lambda w: VennAbersCalibrator(window=w, finite_rule=False),
         "va_mean": lambda w: VennAbersCalibrator(window=w, merge_rule="mean"),
+        "va_consistent": lambda w: VennAbersCalibrator(window=w, merge_rule="consistent"),
         "pav": lambda w: PAVCalibrator(window=w),
         "va_none": lambda w: VennAbersCalibrator(window=w, prior=None),
         "va_none_finite": lambda w: VennAbersCalibrator(window=w, prior=None, finite_rule=True),
+        "va_none_consistent": lambda w: VennAbersCalibrator(window=w, prior=None, merge_rule="consistent"),
         "pav_none": lambda w: PAVCalibrator(window=w, prior=None),
     }
     results = []
@@ -172,30 +176,39 @@ def log_loss_table(seeds: int = 4) -> None:
     tables = (
         (
             "Defaults, with the score prior: `VennAbersCalibrator()` (finite rule on the pair) against "
-            "`PAVCalibrator()`; also the pair without the finite rule (`finite_rule=False`) and the midpoint",
-            ("va", "va_exact_ends", "va_mean", "pav"),
-            "| VA | VA `finite_rule=False` | VA `mean` | PAV | VA / PAV |",
-            ("va", "pav"),
+            "`PAVCalibrator()`; also the pair without the finite rule (`finite_rule=False`), the midpoint "
+            "and the consistent merge",
+            ("va", "va_exact_ends", "va_mean", "va_consistent", "pav"),
+            "| VA | VA `finite_rule=False` | VA `mean` | VA `consistent` | PAV | VA / PAV | `consistent` / PAV |",
+            ("pav", "va", "va_consistent"),
         ),
         (
             "Without the score prior: `VennAbersCalibrator(prior=None)` (the exact pair) against "
-            "`PAVCalibrator(prior=None)` (the finite PAV map); also the pair with PAV's finite rule",
-            ("va_none", "va_none_finite", "pav_none"),
-            "| VA `prior=None` | VA `prior=None, finite_rule=True` | PAV `prior=None` | exact VA / PAV | finite VA / PAV |",
-            ("va_none", "pav_none", "va_none_finite"),
+            "`PAVCalibrator(prior=None)` (the finite PAV map); also the pair with PAV's finite rule, and "
+            "the consistent merge (which takes it)",
+            ("va_none", "va_none_finite", "va_none_consistent", "pav_none"),
+            "| VA `prior=None` | VA `prior=None, finite_rule=True` | VA `prior=None, consistent` | PAV `prior=None` "
+            "| exact VA / PAV | finite VA / PAV | `consistent` / PAV |",
+            ("pav_none", "va_none", "va_none_finite", "va_none_consistent"),
         ),
     )
     for title, columns, header, ratio in tables:
         print(f"\n{title} ({seeds} seeds x 40,000 events, 1,024 logit buckets)\n")
         print("| window | scores | base rate | slope / shift " + header)
         print("|---|---|---:|---:|" + "---:|" * (header.count("|") - 1))
-        at_or_below = 0
+        base, *vas = ratio
+        all_ratios = {va: [] for va in vas}
         for lead, m in results:
-            ratios = [m[ratio[0]] / m[ratio[1]]] + ([m[ratio[2]] / m[ratio[1]]] if len(ratio) > 2 else [])
-            at_or_below += ratios[0] <= 1.0
+            ratios = [m[va] / m[base] for va in vas]
+            for va, r in zip(vas, ratios, strict=True):
+                all_ratios[va].append(r)
             cells = " | ".join(f"{m[c]:.5f}" for c in columns) + " | " + " | ".join(f"{r:.4f}" for r in ratios)
             print(f"{lead} {cells} |")
-        print(f"\nVenn-Abers at or below PAV (first ratio) in {at_or_below} of {len(results)} rows", flush=True)
+        print()
+        for va, rs in all_ratios.items():
+            rs = np.array(rs)
+            print(f"{va} / {base}: at or below in {int(np.sum(rs <= 1.0))} of {rs.size} rows, largest {rs.max():.4f}")
+        print(flush=True)
 
 
 if __name__ == "__main__":

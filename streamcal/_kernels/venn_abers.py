@@ -30,9 +30,17 @@ pair only in the window's two end runs; there the interval narrows, to zero widt
 fits leave them (``p0 = p1`` at the clip value). An empty window has no end runs: the pair is
 then the test event's alone, ``(0, 1)``.
 
-Merged probability. ``p1 / (1 - p0 + p1)`` (``merge_log`` true: minimises the worst-case log
-loss over the two, Vovk & Petej 2014) or the midpoint ``(p0 + p1) / 2``. Both lie strictly in
-(0, 1): the test event's own label keeps ``p1 > 0`` and ``p0 < 1``. The LLR is
+Merged probability (``merge``, one of the ``MERGE_*`` codes). ``MERGE_LOG``: ``p1 / (1 - p0 +
+p1)``, which minimises the worst-case log loss over the two (Vovk & Petej 2014); ``MERGE_MEAN``:
+the midpoint ``(p0 + p1) / 2``; both lie strictly in (0, 1), the test event's own label keeping
+``p1 > 0`` and ``p0 < 1``. ``MERGE_CONSISTENT``: ``p0 / (1 - p1 + p0)``, the one ``p`` with
+``p = p p1 + (1 - p) p0``: the probability of a positive equals the expected fit of the label that
+comes, ``p1`` with probability ``p`` and ``p0`` otherwise. Inside a block that neither what-if
+makes pool (``p0 = k / (n + 1)``, ``p1 = (k + 1) / (n + 1)``) it is the block's own rate
+``k / n``. It is 0 where ``p0`` is, so the API uses it only under the finite rule (``p0 >= lo >
+0``). The pair ``(0, 1)`` of an empty window leaves ``p`` free (every ``p`` solves the equation):
+it then serves what PAV serves before any weight, the bucket centre for probability inputs (kept
+inside (0, 1) as the score prior's rate), 1/2 otherwise. The LLR is
 ``logit(p) - logit(prior)`` with the finite prior ``(T1 + c) / (T + 2c)`` kept by the PAV
 kernels (``PF_PRIOR_ODDS_INV``).
 """
@@ -65,6 +73,7 @@ from streamcal._kernels.ipav import (
     PF_HI,
     PF_LO,
     PF_PRIOR_ODDS_INV,
+    PF_PROBABILITY_INPUTS,
     PI_B,
     PI_HEAD,
     PI_LAST,
@@ -197,11 +206,27 @@ def va_test_weight(sf, kind):
     return unit if unit > 0.0 else 1.0
 
 
+MERGE_MEAN = 0
+MERGE_LOG = 1
+MERGE_CONSISTENT = 2
+
+
 @jit_noalloc(forceinline=True)
-def va_merged(p0, p1, merge_log):
-    """The merged probability of the pair: ``p1 / (1 - p0 + p1)`` or ``(p0 + p1) / 2``."""
-    if merge_log:
+def va_merged(pf, b, p0, p1, merge):
+    """The merged probability of the pair ``p0 <= p1`` at bucket ``b`` under the rule ``merge``
+    (a ``MERGE_*`` code): ``p1 / (1 - p0 + p1)``, ``(p0 + p1) / 2`` or ``p0 / (1 - p1 + p0)``."""
+    if merge == MERGE_LOG:
         return p1 / ((1.0 - p0) + p1)
+    if merge == MERGE_CONSISTENT:
+        d = (1.0 - p1) + p0
+        if d <= 0.0:  # the pair (0, 1) leaves p free: PAV's value before any weight
+            if pf[PF_PROBABILITY_INPUTS] > 0.5:
+                return prior_rate(pf[CEN + _PF_RECORD * b], 0.5, True)
+            return 0.5
+        p = p0 / d
+        # within [p0, p1] in exact arithmetic; the clamp keeps it there after rounding
+        p = p0 if p < p0 else p
+        return p1 if p > p1 else p
     return 0.5 * (p0 + p1)
 
 
@@ -235,9 +260,9 @@ def va_pair(sf, pf, pi, st, b, unit, finite):
 
 
 @jit_noalloc(forceinline=True)
-def _va_one(sf, pf, pi, st, b, unit, merge_log, finite, i, out_p0, out_p1, out_p, out_llr):
+def _va_one(sf, pf, pi, st, b, unit, merge, finite, i, out_p0, out_p1, out_p, out_llr):
     p0, p1 = va_pair(sf, pf, pi, st, b, unit, finite)
-    p = va_merged(p0, p1, merge_log)
+    p = va_merged(pf, b, p0, p1, merge)
     out_p0[i] = p0
     out_p1[i] = p1
     out_p[i] = p
@@ -245,16 +270,16 @@ def _va_one(sf, pf, pi, st, b, unit, merge_log, finite, i, out_p0, out_p1, out_p
 
 
 @jit_noalloc
-def va_predict_many(sf, pf, pi, st, buckets, merge_log, finite, out_p0, out_p1, out_p, out_llr):
+def va_predict_many(sf, pf, pi, st, buckets, merge, finite, out_p0, out_p1, out_p, out_llr):
     """``(p0, p1)``, the merged probability and its LLR for each bucket, with the current state."""
     unit = va_test_weight(sf, sf[SF_KIND])
     for i in range(buckets.shape[0]):
-        _va_one(sf, pf, pi, st, buckets[i], unit, merge_log, finite, i, out_p0, out_p1, out_p, out_llr)
+        _va_one(sf, pf, pi, st, buckets[i], unit, merge, finite, i, out_p0, out_p1, out_p, out_llr)
 
 
 @jit_noalloc
 def va_process_inplace(
-    sf, si, pf, pi, st, buckets, labels, weights, times, ops, merge_log, finite, out_p0, out_p1, out_p, out_llr
+    sf, si, pf, pi, st, buckets, labels, weights, times, ops, merge, finite, out_p0, out_p1, out_p, out_llr
 ):
     """Run operations in order; ``ops[i]``: 1 learn, 2 predict, 3 predict then learn.
 
@@ -266,28 +291,29 @@ def va_process_inplace(
         op = ops[i]
         if op & 2:
             unit = va_test_weight(sf, kind)
-            _va_one(sf, pf, pi, st, buckets[i], unit, merge_log, finite, i, out_p0, out_p1, out_p, out_llr)
+            _va_one(sf, pf, pi, st, buckets[i], unit, merge, finite, i, out_p0, out_p1, out_p, out_llr)
         if op & 1:
             pav_learn_one_inplace(sf, si, pf, pi, pf[:0], buckets[i], labels[i], weights[i], times[i], kind)
 
 
 @jit_noalloc
 def va_prequential_inplace(
-    sf, si, pf, pi, st, buckets, labels, weights, times, merge_log, finite, out_p0, out_p1, out_p, out_llr
+    sf, si, pf, pi, st, buckets, labels, weights, times, merge, finite, out_p0, out_p1, out_p, out_llr
 ):
     """Predict each event with the state before its label, then learn it: :func:`va_process_inplace`
     with every operation 3, in a shorter loop."""
     kind = sf[SF_KIND]  # constant: read once
     for i in range(buckets.shape[0]):
         unit = va_test_weight(sf, kind)
-        _va_one(sf, pf, pi, st, buckets[i], unit, merge_log, finite, i, out_p0, out_p1, out_p, out_llr)
+        _va_one(sf, pf, pi, st, buckets[i], unit, merge, finite, i, out_p0, out_p1, out_p, out_llr)
         pav_learn_one_inplace(sf, si, pf, pi, pf[:0], buckets[i], labels[i], weights[i], times[i], kind)
 
 
 @jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
-def va_predict_packed(packed, st, s, merge_log, finite):
+def va_predict_packed(packed, st, s, merge, finite):
     """``(p0, p1, merged, llr)`` of one checked score ``s`` on the state packed by
-    :func:`ipav.pack_state` (the river face; ``merge_log`` and ``finite`` 1.0 or 0.0). The caller holds the
+    :func:`ipav.pack_state` (the river face; ``merge`` a ``MERGE_*`` code as a float, ``finite`` 1.0
+    or 0.0). The caller holds the
     calibrator's lock, so it ignores the busy mark; it holds the GIL, so no lock-free learning
     runs meanwhile."""
     o_si, o_pf = int(packed[PACK_O_SI]), int(packed[PACK_O_PF])
@@ -298,5 +324,5 @@ def va_predict_packed(packed, st, s, merge_log, finite):
     b = pav_bucket_of(pf, s)
     unit = va_test_weight(sf, sf[SF_KIND])
     p0, p1 = va_pair(sf, pf, pi, st, b, unit, finite != 0.0)
-    p = va_merged(p0, p1, merge_log != 0.0)
+    p = va_merged(pf, b, p0, p1, int(merge))
     return p0, p1, p, va_llr(pf, p)

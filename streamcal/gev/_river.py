@@ -117,7 +117,9 @@ class DeferredRiverFace:
                 return self._learn_one_held(x, y, w, t)
             lock.depth = 1
             try:
-                self._settle_deferred()
+                a = self._glm_cache
+                if a is not None and a.live:
+                    self._river_settle(a)
                 return self._learn_one_held(x, y, w, t)
             finally:
                 lock.depth = 0
@@ -133,17 +135,14 @@ class DeferredRiverFace:
                 return self._proba_one_held(x)
             lock.depth = 1
             try:
-                self._settle_deferred()
+                a = self._glm_cache
+                if a is not None and a.live:
+                    self._river_settle(a)
                 return self._proba_one_held(x)
             finally:
                 lock.depth = 0
         finally:
             rlock.release()
-
-    def _settle_deferred(self) -> None:
-        a = self._glm_cache
-        if a is not None and a.live:
-            self._river_settle(a)
 
     @property
     def window_histogram(self):

@@ -15,6 +15,9 @@ from streamcal.windows import Window
 
 __all__ = ["VennAbersCalibrator"]
 
+# ``merge_rule`` -> the kernels' code
+_MERGE_CODES = {"mean": _va.MERGE_MEAN, "log": _va.MERGE_LOG, "consistent": _va.MERGE_CONSISTENT}
+
 
 class VennAbersCalibrator(PAVCalibrator):
     """Streaming Venn–Abers calibrator: for each score the pair ``(p0, p1)`` and a merged probability.
@@ -46,8 +49,9 @@ class VennAbersCalibrator(PAVCalibrator):
     probability, and leaves the pair alone at every score outside the two end runs.
 
     ``predict_proba`` serves the merged probability ``p1 / (1 - p0 + p1)`` (``merge_rule="log"``,
-    optimal for the log loss among the two, Vovk & Petej 2014) or the midpoint (``"mean"``);
-    it lies strictly in (0, 1), so the log loss stays finite without pseudo-counts. The LLR is
+    optimal for the log loss among the two, Vovk & Petej 2014), the midpoint (``"mean"``) or
+    ``p0 / (1 - p1 + p0)`` (``"consistent"``, under the finite rule); it lies strictly in (0, 1),
+    so the log loss stays finite without pseudo-counts. The LLR is
     ``logit(p) - logit(prior)`` with the window's finite prior ``(T1 + c) / (T + 2c)``.
     Before the bucket edges are known (a quantile warm-up), predictions are the finite prior
     of the buffered events and the interval is that prior at both ends.
@@ -60,8 +64,11 @@ class VennAbersCalibrator(PAVCalibrator):
     window
         Window strategy (:mod:`streamcal.windows`); default ``Unbounded()``.
     merge_rule
-        How ``predict_proba`` merges the pair: ``"log"`` (``p1 / (1 - p0 + p1)``) or ``"mean"``.
-        (Not named ``merge``: that is the method merging calibrators.)
+        How ``predict_proba`` merges the pair: ``"log"`` (``p1 / (1 - p0 + p1)``), ``"mean"``, or
+        ``"consistent"`` (``p0 / (1 - p1 + p0)``, the ``p`` with ``p = p p1 + (1 - p) p0``; inside
+        a block neither what-if makes pool, the block's own rate ``k / n``). ``"consistent"`` is 0
+        where ``p0`` is, so it takes the finite rule (``finite_rule=None`` turns it on, ``False``
+        is refused). (Not named ``merge``: that is the method merging calibrators.)
     score_key
         Key of the score in ``x``; ``None``: ``x`` holds exactly one value.
     llr_pseudo_count
@@ -78,7 +85,8 @@ class VennAbersCalibrator(PAVCalibrator):
         and one pseudo-negative above: PAV's finite rule (``PAVCalibrator(finite_proba=True)``
         clips its own fit so), applied to the two what-if fits. It changes the pair only at
         scores in those end runs, where it lowers an unsupported top and raises a bottom of 0.
-        ``None`` (default): on with the score prior, off with ``prior=None`` (the exact pair).
+        ``None`` (default): on with the score prior or ``merge_rule="consistent"``, off with
+        ``prior=None`` otherwise (the exact pair).
 
     Attributes
     ----------
@@ -131,8 +139,14 @@ class VennAbersCalibrator(PAVCalibrator):
         prior: str | None = "auto",
         finite_rule: bool | None = None,
     ):
-        check_scalar(merge_rule, "merge_rule", choices=("log", "mean"))
+        check_scalar(merge_rule, "merge_rule", choices=("log", "mean", "consistent"))
         check_scalar(finite_rule, "finite_rule", choices=(None, True, False))
+        if merge_rule == "consistent" and finite_rule is False:
+            msg = (
+                "`merge_rule` 'consistent' needs the finite rule (it merges p0 = 0 to 0); "
+                "got finite_rule=False. Use finite_rule=None or True."
+            )
+            raise ValueError(msg)
         self.merge_rule = merge_rule
         super().__init__(
             buckets=buckets,
@@ -154,13 +168,13 @@ class VennAbersCalibrator(PAVCalibrator):
     # The compiled single-score kernel of the river face, called without numba's type dispatch;
     # a class attribute compiled by its first call (as PAVCalibrator's packed kernels).
     @staticmethod
-    def _predict_packed(packed, scratch, s, merge_log, finite):
-        result = _config.try_entry_point(_va.va_predict_packed, packed, scratch, s, merge_log, finite)
+    def _predict_packed(packed, scratch, s, merge, finite):
+        result = _config.try_entry_point(_va.va_predict_packed, packed, scratch, s, merge, finite)
         if result is not _config.NOT_RUN:
             return result
         compiled = _config.entry_point(_va.va_predict_packed, packed, scratch, 0.5, 0.5, 0.5)
         VennAbersCalibrator._predict_packed = staticmethod(compiled)
-        return compiled(packed, scratch, s, merge_log, finite)
+        return compiled(packed, scratch, s, merge, finite)
 
     # ------------------------------------------------------------------ intervals
     def predict_interval(self, scores) -> tuple[np.ndarray, np.ndarray]:
@@ -239,9 +253,8 @@ class VennAbersCalibrator(PAVCalibrator):
                 return p, p, p, 0.0
             if self._lock.marking:
                 return tuple(float(a[0]) for a in self._intervals(np.array([self._hist.layout.bucket_of(s)])))
-            merge_log = 1.0 if self.merge_rule == "log" else 0.0
             finite = 1.0 if self._finite_rule() else 0.0
-            return self._predict_packed(self._packed, self._sweep_scratch, s, merge_log, finite)
+            return self._predict_packed(self._packed, self._sweep_scratch, s, float(self._merge_code()), finite)
 
     def predict_proba_one(self, x: dict) -> dict:
         p = self._predict_one(x)[2]
@@ -264,10 +277,15 @@ class VennAbersCalibrator(PAVCalibrator):
 
     def _finite_rule(self) -> bool:
         """Whether the pair is fitted under the finite rule: ``finite_rule``, or where it is
-        ``None``, with the score prior (``prior="auto"``) and not with ``prior=None``."""
+        ``None``, with the score prior (``prior="auto"``) or the consistent merge, and not with
+        ``prior=None`` and another merge."""
         if self.finite_rule is None:
-            return self.prior is not None
+            return self.prior is not None or self.merge_rule == "consistent"
         return bool(self.finite_rule)
+
+    def _merge_code(self) -> int:
+        """The kernels' code of ``merge_rule``."""
+        return _MERGE_CODES[self.merge_rule]
 
     def _prior_mode(self) -> int:
         # the pair reads the exact fit (``finite_proba=False``: no clipped ends), on the row plus
@@ -297,7 +315,7 @@ class VennAbersCalibrator(PAVCalibrator):
         out = tuple(np.empty(n) for _ in range(4))
         sf, _ = self._hist.live_arrays()
         state = (sf, self._blocks_floats, self._blocks_ints, self._sweep_scratch)
-        _config.run(_va.va_predict_many, n, *state, b, self.merge_rule == "log", self._finite_rule(), *out)
+        _config.run(_va.va_predict_many, n, *state, b, self._merge_code(), self._finite_rule(), *out)
         return out
 
     def _proba_of(self, s: float) -> float:
@@ -317,7 +335,7 @@ class VennAbersCalibrator(PAVCalibrator):
         intervals = self.__dict__.get("_interval_out")
         out_p0, out_p1 = (intervals[0][-n:], intervals[1][-n:]) if intervals is not None else (np.empty(n), np.empty(n))
         state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints, self._sweep_scratch)
-        rules = (self.merge_rule == "log", self._finite_rule())
+        rules = (self._merge_code(), self._finite_rule())
         if isinstance(ops, int):
             _config.run(_va.va_prequential_inplace, n, *state, b, y, w, t, *rules, out_p0, out_p1, out_p, out_llr)
         else:
