@@ -221,7 +221,7 @@ def va_merged(pf, b, p0, p1, merge):
         d = (1.0 - p1) + p0
         if d <= 0.0:  # the pair (0, 1) leaves p free: PAV's value before any weight
             if pf[PF_PROBABILITY_INPUTS] > 0.5:
-                return prior_rate(pf[CEN + _PF_RECORD * b], 0.5, True)
+                return prior_rate(pf[CEN + _PF_RECORD * b], 0.5, np.bool_(True))
             return 0.5
         p = p0 / d
         # within [p0, p1] in exact arithmetic; the clamp keeps it there after rounding
