@@ -70,20 +70,54 @@ print(json.dumps({"prequential": after_prequential, "river": compiled(), "inline
 """
 
 
+# Every built-in method once, as ``streamcal demo`` loads them: a small replay (all in this process).
+DEMO_PROBE = """
+import importlib
+import json
+import pkgutil
+import tempfile
+from pathlib import Path
+
+import numba
+
+import streamcal
+import streamcal._kernels
+from streamcal.replay import generate, replay
+from streamcal.replay.methods import available_methods
+
+streamcal.use_compiled_kernels()
+with tempfile.TemporaryDirectory() as tmp:
+    stream = generate(Path(tmp) / "s.parquet", scenario="drift", n=2_000, seed=0)
+    replay(stream, available_methods(), window=50_000, method_options={"refit_every": 1_000}, metrics_window=1_000)
+counts = {}
+for info in pkgutil.iter_modules(streamcal._kernels.__path__):
+    mod = importlib.import_module(f"streamcal._kernels.{info.name}")
+    for name, obj in vars(mod).items():
+        if isinstance(obj, numba.core.registry.CPUDispatcher) and obj.py_func.__module__ == mod.__name__:
+            if obj.signatures:
+                counts[f"{info.name}.{name}"] = [str(s) for s in obj.signatures]
+print(json.dumps(counts))
+"""
+
+
+def _probe(code: str, cache_dir) -> dict:
+    root = str(Path(streamcal.__file__).resolve().parents[1])
+    # allowance 0: the first call compiles (``_config``; ``test_tiers.py`` covers the interpreted tier)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache_dir), "STREAMCAL_INTERPRETED_EVENTS": "0"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
 @pytest.fixture(scope="module")
 def first_calls(tmp_path_factory):
     """Kernel -> number of compiled signatures in a fresh process with an empty numba cache,
     after a first ``prequential``, then after a first river-face ``learn_one`` and
     ``predict_proba_one``; and the kernels compiled for LLVM to inline (``alwaysinline``)."""
-    root = str(Path(streamcal.__file__).resolve().parents[1])
-    # allowance 0: the first call compiles (``_config``; ``test_tiers.py`` covers the interpreted tier)
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path_factory.mktemp("numba_cache")), "STREAMCAL_INTERPRETED_EVENTS": "0"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE], env=env, cwd=root, capture_output=True, text=True, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.splitlines()[-1])
+    return _probe(PROBE, tmp_path_factory.mktemp("numba_cache"))
 
 
 def test_a_first_prequential_compiles_no_river_face_kernel(first_calls):
@@ -110,6 +144,16 @@ def test_every_kernel_is_compiled_once(first_calls):
     """One signature per kernel: no version per literal argument, per int/float or per array
     layout."""
     twice = {name: n for name, n in first_calls["river"].items() if n != 1}
+    assert not twice
+
+
+def test_every_method_compiles_each_kernel_once(tmp_path_factory):
+    """A replay of every built-in method (what ``streamcal demo`` loads) compiles each kernel for
+    one signature: no callee compiled again for a literal argument (``f(x, 0)``, ``True``) or for
+    a loop counter's literal start, which a first typing pass sees alone (``_config``)."""
+    compiled = _probe(DEMO_PROBE, tmp_path_factory.mktemp("numba_cache_demo"))
+    assert {"ipav.pav_process_inplace", "glm_refit.moments_solve", "ispline.nnls_sum_capped_gram_warm"} <= compiled.keys()
+    twice = {name: sigs for name, sigs in compiled.items() if len(sigs) != 1}
     assert not twice
 
 

@@ -80,8 +80,12 @@ JIT_OPTIONS = {
 # per argument types: the kernels on the first-call path write one-line helpers out and use
 # comparisons and ``np.int64`` casts instead (``test_cold_start.py`` pins the count).
 #
-# The kernels pass their callees no literal integers where they could pass a variable: numba
-# compiles a callee once per literal value (see ``ipav._H0``).
+# The kernels pass their callees no literal integers or booleans where they could pass a
+# variable: numba compiles a callee once per literal value (see ``ipav._H0``). A variable a loop
+# updates and a call reads starts from a NumPy value (``i = np.int64(0)``, not ``i = 0``): numba's
+# first typing pass reaches the call before the loop's other assignments and would compile the
+# callee for the literal start as well (``test_cold_start.py`` checks that the kernels of every
+# method compile once).
 #
 # Developers: numba's on-disk cache of a kernel is invalidated by changes to the kernel's own
 # source file only, not to the helpers it calls (inlined or not) in other modules. After

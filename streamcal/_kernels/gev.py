@@ -602,7 +602,7 @@ def _canonical_cdf_pdf_once(v, link_code, xi):
     """``_canonical_cdf_pdf`` with one ``t`` for both values (``gev_cdf`` and ``gev_pdf`` each
     compute it): the same floating-point operations, so the same values."""
     if link_code == 1:
-        return _canonical_cdf_pdf(v, 1, xi)
+        return _canonical_cdf_pdf(v, np.int64(1), xi)
     t, u = gev_t_u(v, xi)
     big_f = math.exp(-t)
     if u == 0.0 or big_f == 0.0:
@@ -615,7 +615,7 @@ def _canonical_cdf_pdf_slope(v, link_code, xi):
     """``_canonical_cdf_pdf_once`` and the density's derivative ``f'(v)``: ``f (1 - 2F)`` for the
     logistic link, ``f (t - 1 - xi) / u`` for the GEV link (``t``, ``u`` of :func:`gev_t_u`)."""
     if link_code == 1:
-        p, dens = _canonical_cdf_pdf(v, 1, xi)
+        p, dens = _canonical_cdf_pdf(v, np.int64(1), xi)
         return p, dens, dens * (1.0 - 2.0 * p)
     t, u = gev_t_u(v, xi)
     big_f = math.exp(-t)

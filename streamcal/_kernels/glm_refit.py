@@ -305,7 +305,7 @@ def prior_cache_fill(centres, pc):
     """``pc``'s fixed rows for probability inputs: ``logit(r_b)``, ``log r_b``, ``log(1 - r_b)``
     with ``r_b`` the prior's rate at bucket ``b`` (its centre, kept inside (0, 1))."""
     for j in range(centres.shape[0]):
-        r = _p.prior_rate(centres[j], 0.5, True)
+        r = _p.prior_rate(centres[j], 0.5, np.bool_(True))
         pc[PC_LOG_R, j] = math.log(r)
         pc[PC_LOG_1MR, j] = math.log1p(-r)
         pc[PC_OFF, j] = math.log(r) - math.log1p(-r)
@@ -486,7 +486,9 @@ def score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anch
     if kappa < 0.0:
         anchor[1] = 0.0  # the kernel's cold start (0, 0); its fit is written back there
         anchor[2] = 0.0
-        kappa = _p.prior_strength_from(sf, _h.SF_HEADER, B, u, centres, 0, 1, base_rate, identity, anchor[1:3])
+        kappa = _p.prior_strength_from(
+            sf, _h.SF_HEADER, B, u, centres, np.int64(0), np.int64(1), base_rate, identity, anchor[1:3]
+        )
         mean, scale = _prior_standardisation(sf, _h.SF_HEADER, B, u, centres, pc, identity)
         nxt[PRIOR_VALID] = 1.0 if scale > 0.0 else 0.0
         nxt[PRIOR_A] = anchor[1]
@@ -729,7 +731,7 @@ def add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, base_rate, f
             m = kappa * (n + held + thinned * _p.SPREAD_EVENTS / B)
         else:
             m = kappa * (n + held)
-        rate = _p.prior_rate(centres[j], base_rate, True) if identity else base_rate
+        rate = _p.prior_rate(centres[j], base_rate, identity) if identity else base_rate
         pos_w[j] = pos_w[j] + m * rate
         neg_w[j] = neg_w[j] + m * (1.0 - rate)
 
@@ -1810,12 +1812,12 @@ def moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta):
     # the Taylor tails (Cauchy's estimate: |sigma^(n)| <= n! (2 / pi)^n on the real line)
     k1 = MOM_K + 1
     grad_factor = TWO_OVER_PI**k1 / (1.0 - rho) / u
-    e_s = grad_factor * _tail_sum(mom, a, c, k1, 1)
-    e_i = grad_factor * _tail_sum(mom, a, c, k1, 0)
+    e_s = grad_factor * _tail_sum(mom, a, c, k1, np.int64(1))
+    e_i = grad_factor * _tail_sum(mom, a, c, k1, np.int64(0))
     hess_factor = TWO_OVER_PI**k1 * (k1 / (1.0 - rho) + rho / ((1.0 - rho) * (1.0 - rho))) / u
-    e_ss = hess_factor * _tail_sum(mom, a, c, MOM_K, 2)
-    e_si = hess_factor * _tail_sum(mom, a, c, MOM_K, 1)
-    e_ii = hess_factor * _tail_sum(mom, a, c, MOM_K, 0)
+    e_ss = hess_factor * _tail_sum(mom, a, c, np.int64(MOM_K), np.int64(2))
+    e_si = hess_factor * _tail_sum(mom, a, c, np.int64(MOM_K), np.int64(1))
+    e_ii = hess_factor * _tail_sum(mom, a, c, np.int64(MOM_K), np.int64(0))
     # the Hessian's smallest eigenvalue, and how far the tail may lower it
     half_gap = math.sqrt(0.25 * (hss - hii) * (hss - hii) + hsi * hsi)
     lam_max = 0.5 * (hss + hii) + half_gap

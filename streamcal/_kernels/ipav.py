@@ -1634,7 +1634,9 @@ def pav_process_inplace(sf, si, pf, pi, runs, buckets, scores, labels, weights, 
     """
     n = buckets.shape[0]
     kind = sf[SF_KIND]  # constant: read once (see ``histogram.stored_unit``)
-    i = 0
+    # a NumPy zero, not ``0``: a first typing of the loop's ``pav_learn_run_inplace`` call would see
+    # the literal alone and compile that kernel once more for it (``_H0``)
+    i = np.int64(0)
     short_run_end = 0  # a run of learn-only operations too short to rebuild ends here
     while i < n:
         op = ops[i]
@@ -1685,7 +1687,7 @@ def pav_process_from_inplace(
     would: the operations from ``start`` on then produce the same outputs, bit for bit. Chunks
     of one sequence can so run on several threads, each from a copy of the initial state.
     """
-    pav_learn_run_inplace(sf, si, pf, pi, runs, buckets, labels, weights, times, ops, 0, start)
+    pav_learn_run_inplace(sf, si, pf, pi, runs, buckets, labels, weights, times, ops, np.int64(0), start)
     pav_process_inplace(
         sf, si, pf, pi, runs, buckets[start:stop], scores[start:stop], labels[start:stop], weights[start:stop],
         times[start:stop], ops[start:stop], out_p[start:stop], out_llr[start:stop],

@@ -225,6 +225,12 @@ def bspline_combination_score(x, t, order, coef):
 # --------------------------------------------------------------------------------------------
 # min 1/2 a'Ga - b'a  subject to  a >= 0,  sum(a) <= cap   (Lawson-Hanson style primal active set)
 
+# The solver's cap flag and free count start from NumPy values, not ``False`` or ``0``: numba types
+# a literal as its own type, and a call typed before the loop's other assignments reach it compiles
+# ``_solve_reduced_floor`` once more for the literal (``_config``).
+_OFF = np.bool_(False)
+_ON = np.bool_(True)
+
 
 @jit
 def _solve_reduced_floor(gram, rhs, passive_idx, m, sum_active, cap, z, work, u, v):
@@ -335,7 +341,7 @@ def nnls_sum_capped_gram_warm(gram, rhs, cap, x, passive):
     u = np.empty(p)
     v = np.empty(p)
     x[:] = 0.0
-    sum_active = False
+    sum_active = _OFF
     mu = 0.0
     max_iter = 12 * (p + 1) + 30
     it = 0
@@ -367,19 +373,19 @@ def nnls_sum_capped_gram_warm(gram, rhs, cap, x, passive):
             if enter >= 0:
                 passive[enter] = True
             else:
-                sum_active = False
+                sum_active = _OFF
         first = True
         while True:
             it += 1
             if it > max_iter:
                 return -1
-            m = 0
+            m = np.int64(0)
             for i in range(p):
                 if passive[i]:
                     idx[m] = i
                     m += 1
             if m == 0:
-                sum_active = False
+                sum_active = _OFF
             mu_new = _solve_reduced_floor(gram, rhs, idx, m, sum_active, cap, z, work, u, v)
             zsum = 0.0
             for r in range(m):
@@ -393,7 +399,7 @@ def nnls_sum_capped_gram_warm(gram, rhs, cap, x, passive):
                     rejected[enter] = True
                     break
                 if enter == -2 and zsum >= cap:
-                    sum_active = True
+                    sum_active = _ON
                     reject_cap = True
                     break
             feasible = True
@@ -432,7 +438,7 @@ def nnls_sum_capped_gram_warm(gram, rhs, cap, x, passive):
                 i = idx[r]
                 x[i] += step * (z[i] - x[i])
             if block == -2:
-                sum_active = True
+                sum_active = _ON
             for r in range(m):
                 i = idx[r]
                 if i == block or x[i] <= 0.0:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from streamcal._kernels._config import jit_noalloc
 
 #: steps of the forward scan from a table cell before a binary search takes over
@@ -199,8 +201,10 @@ def pav_blocks_of_sorted(ordered, ordered_pos, lowest, value, weight, block_pos,
     """
     n = ordered.shape[0]
     k = -1
-    i = 0
-    j = 0
+    # NumPy zeros, not ``0``: a first typing of the loop's ``_group_end`` call would see the literal
+    # alone and compile it once more for it (``_config``)
+    i = np.int64(0)
+    j = np.int64(0)
     ahead_e = -1  # the ends of the next distinct value's run, when already read
     ahead_c = -1
     while i < n:

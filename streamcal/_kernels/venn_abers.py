@@ -143,7 +143,7 @@ def va_fit_with(sf, pf, pi, st, b, y, w):
     if kappa > 0.0:
         r = prior_rate(pf[CEN + _PF_RECORD * b], pf[o + PR_RATE], pf[o + PR_MODE] == 1.0)
         return _fit_on_row(pf, o + PR_HEADER, pf, pi, st, b, y, wp + kappa * w * r, wn + kappa * w * (1.0 - r))
-    return _fit_on_row(sf, SF_HEADER, pf, pi, st, b, y, wp, wn)
+    return _fit_on_row(sf, np.int64(SF_HEADER), pf, pi, st, b, y, wp, wn)
 
 
 @jit_noalloc(forceinline=True)
@@ -221,7 +221,7 @@ def va_merged(pf, b, p0, p1, merge):
         d = (1.0 - p1) + p0
         if d <= 0.0:  # the pair (0, 1) leaves p free: PAV's value before any weight
             if pf[PF_PROBABILITY_INPUTS] > 0.5:
-                return prior_rate(pf[CEN + _PF_RECORD * b], 0.5, True)
+                return prior_rate(pf[CEN + _PF_RECORD * b], 0.5, np.bool_(True))
             return 0.5
         p = p0 / d
         # within [p0, p1] in exact arithmetic; the clamp keeps it there after rounding
