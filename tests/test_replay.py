@@ -164,12 +164,27 @@ def clicks(click_stream):
     batch=st.lists(st.sampled_from([0.0, 1.0, 2.5, 3.0, 7.0, np.inf]), max_size=30),
 )
 def test_merged_order_is_the_stable_sort_of_flight_then_batch(flight, batch):
-    from streamcal.replay._engine import _merged_order
+    from streamcal.replay._engine import _merged_order, _merged_order_kernels
 
     flight_t = np.sort(np.asarray(flight, dtype=np.float64))
     label_t = np.asarray(batch, dtype=np.float64)
     want = np.argsort(np.concatenate((flight_t, label_t)), kind="stable")
     np.testing.assert_array_equal(_merged_order(flight_t, label_t), want)
+    np.testing.assert_array_equal(_merged_order_kernels(flight_t, label_t), want)
+
+
+def test_merged_order_kernels_on_late_labels_of_two_delays():
+    """Labels after one fixed delay (rising) mixed with sooner, shuffled ones (the rest), with
+    ties across the labels in flight, the rising run and the rest: numpy's stable sort."""
+    from streamcal.replay._engine import _merged_order_kernels
+
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.integers(0, 400, 5_000)).astype(np.float64)
+    soon = rng.random(t.size) < 0.1
+    label_t = np.where(soon, t + rng.integers(0, 30, t.size), t + 60.0)
+    flight_t = np.sort(rng.integers(0, 500, 3_000)).astype(np.float64)
+    want = np.argsort(np.concatenate((flight_t, label_t)), kind="stable")
+    np.testing.assert_array_equal(_merged_order_kernels(flight_t, label_t), want)
 
 
 @given(

@@ -89,3 +89,60 @@ def plan_gather_flight(
         if weighted:
             out_w[r] = cw
         out_i[r] = ci
+
+
+@jit_noalloc
+def plan_split_rising(label_t, rising, rest):
+    """Split the batch's labels by event: into ``rising`` those at or above every earlier label
+    time of the batch (so already in (label time, event) order), into ``rest`` the others, each
+    in event order. Returns the number in ``rising``; ``rest`` gets the other ones.
+
+    Labels known after one fixed delay (the click scenario's negatives) are all rising; only the
+    others (say the positives, known sooner) need a sort.
+    """
+    n = label_t.shape[0]
+    k = 0
+    if n == 0:
+        return k
+    top = label_t[0]
+    for i in range(n):
+        x = label_t[i]
+        if x >= top:
+            top = x
+            rising[k] = i
+            k += 1
+        else:
+            rest[i - k] = i
+    return k
+
+
+@jit_noalloc
+def plan_merge_order(flight_t, label_t, rising, n_rising, rest, n_rest, order):
+    """Merge into ``order`` the labels in flight (``0 .. f - 1``, in order) and the batch's two
+    sorted runs ``rising[:n_rising]`` and ``rest[:n_rest]`` (batch events ``b``, written as
+    ``f + b``): the stable sorting permutation of ``concatenate((flight_t, label_t))``. Ties go
+    to the labels in flight first, then by event.
+    """
+    f = flight_t.shape[0]
+    a = 0
+    r = 0
+    q = 0
+    for c in range(order.shape[0]):
+        b = -1
+        from_rest = False
+        if r < n_rising:
+            b = rising[r]
+        if q < n_rest:
+            bq = rest[q]
+            if b < 0 or label_t[bq] < label_t[b] or (label_t[bq] == label_t[b] and bq < b):
+                b = bq
+                from_rest = True
+        if a < f and (b < 0 or flight_t[a] <= label_t[b]):
+            order[c] = a
+            a += 1
+        else:
+            order[c] = f + b
+            if from_rest:
+                q += 1
+            else:
+                r += 1

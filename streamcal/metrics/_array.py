@@ -267,9 +267,11 @@ def _min_cllr_unit(y: np.ndarray, s: np.ndarray, work=None) -> float:
         return np.empty(n) if work is None else work.array(name, n)
 
     ordered = array("sorted")
-    ordered[:] = s
-    ordered.sort()  # as ``numpy.sort``, in place
     costs = array("costs")
+    # the compiled radix sort (``costs`` its work until written below), else numpy's, in place
+    if not (n >= _RADIX_MIN and _config.is_compiled() and _radix_sort(s, ordered, costs, work)):
+        ordered[:] = s
+        ordered.sort()
     ordered_pos = np.sort(costs[: _config.run(_k.positives, n, s, y, costs)])
     # per PAV block (the runs of equal fitted values: adjacent blocks' values differ); the
     # arrays are written only as far as the blocks go
@@ -289,6 +291,21 @@ def _min_cllr_unit(y: np.ndarray, s: np.ndarray, work=None) -> float:
     pos_sum = float(np.sum(costs[:k]))
     neg_sum = float(np.sum(costs[k:]))
     return 0.5 * (pos_sum / t1 + neg_sum / t0)
+
+
+#: scores from which the radix sort replaces numpy's (below, its passes over the digits' buckets
+#: cost more than the scores' own)
+_RADIX_MIN = 4096
+
+
+def _radix_sort(s: np.ndarray, out: np.ndarray, tmp: np.ndarray, work) -> bool:
+    """``s`` (contiguous float64) sorted into ``out`` by the compiled radix sort (``tmp``: work of
+    the same length); False, ``out`` unwritten, if ``s`` holds a NaN."""
+    from streamcal._kernels import metrics as _k
+
+    size = _k.RADIX_COUNTS
+    counts = np.empty(size, dtype=np.int64) if work is None else work.array("radix", size, np.int64)
+    return bool(_k.sort_float_bits(s.view(np.uint64), out.view(np.uint64), tmp.view(np.uint64), counts))
 
 
 # up to this many bins, an event's bin is found by counting the bins' lower edges at or below its

@@ -107,6 +107,24 @@ def _merged_order(flight_t: np.ndarray, label_t: np.ndarray) -> np.ndarray:
     return order
 
 
+def _merged_order_kernels(flight_t: np.ndarray, label_t: np.ndarray) -> np.ndarray:
+    """:func:`_merged_order` by the compiled kernels: the batch's labels are split in one pass
+    into those rising over every earlier one (in order already) and the others, only the others
+    are sorted (stably), and one pass merges the labels in flight and the two runs. Linear in
+    the labels in flight and the batch's, plus the sort of the labels that come out of order."""
+    b = label_t.size
+    rising = np.empty(b, dtype=np.int64)
+    rest = np.empty(b, dtype=np.int64)
+    n_rising = _plan.plan_split_rising(label_t, rising, rest)
+    n_rest = b - n_rising
+    if n_rest:
+        rest = rest[:n_rest]
+        rest = rest[np.argsort(label_t[rest], kind="stable")]
+    order = np.empty(flight_t.size + b, dtype=np.int64)
+    _plan.plan_merge_order(flight_t, label_t, rising, n_rising, rest, n_rest, order)
+    return order
+
+
 def _f64(a: np.ndarray | None) -> np.ndarray:
     return _EMPTY if a is None else np.ascontiguousarray(a, dtype=np.float64)
 
@@ -144,7 +162,8 @@ def plan_batch(
     m_flight = len(flight)
     weighted = w is not None
     t, s, y, label_t, w = _f64(t), _f64(s), _f64(y), _f64(label_t), _f64(w)
-    order = _merged_order(flight.label_t, label_t)
+    # the kernels once the process runs compiled ones; before, numpy's sort and merge
+    order = (_merged_order_kernels if _config.is_compiled() else _merged_order)(flight.label_t, label_t)
     m = order.size
     fw = _f64(flight.w)
     # a label learned in this batch goes before one of its events, so its label time is at most
@@ -244,12 +263,14 @@ class LabelDelays:
         self.longest = 0.0
 
     def add(self, t: np.ndarray, y: np.ndarray, label_t: np.ndarray) -> None:
-        delay = label_t - t
-        known = np.isfinite(delay)  # +inf: the label never arrives
-        positive = y[known] == 1.0
-        d = delay[known]
-        for c, mask in ((0, ~positive), (1, positive)):
-            self.n[c] += int(np.count_nonzero(mask))
+        d = label_t - t
+        positive = y == 1.0
+        known = np.isfinite(d)  # +inf: the label never arrives
+        if not known.all():
+            d, positive = d[known], positive[known]
+        n_pos = int(np.count_nonzero(positive))
+        for c, count, mask in ((0, d.size - n_pos, ~positive), (1, n_pos, positive)):
+            self.n[c] += count
             self.total[c] += float(d[mask].sum())
         if d.size:
             self.longest = max(self.longest, float(d.max()))
