@@ -631,7 +631,7 @@ def _canonical_cdf_pdf_slopes(v, link_code, xi):
     2F)^2 - 2 f)`` for the logistic link, ``f ((t - 1 - xi)^2 - t - xi (t - 1 - xi)) / u^2`` for
     the GEV link."""
     if link_code == 1:
-        p, dens = _canonical_cdf_pdf(v, 1, xi)
+        p, dens = _canonical_cdf_pdf(v, np.int64(1), xi)
         q = 1.0 - 2.0 * p
         return p, dens, dens * q, dens * (q * q - 2.0 * dens)
     t, u = gev_t_u(v, xi)
