@@ -273,10 +273,12 @@ class GLMRiverFace(DeferredRiverFace):
                                 self._river_settle(a)
                                 p = self._generic_proba_of(s)
                         else:
-                            args = (sf, si, s, *a.pending, *a.gev_tail)
+                            # two tuple concatenations: cheaper than a display that star-unpacks both
+                            args = (sf, si, s) + a.pending + a.gev_tail  # noqa: RUF005
                             a.pending = NO_EVENT
-                            river = ENTRIES.get("river_gev")
-                            if river is None:
+                            try:
+                                river = ENTRIES["river_gev"]
+                            except KeyError:  # the interpreted tier, or before the first compiled call
                                 p = entry_call("river_gev", _g.glm_river_gev_proba, args)
                             else:
                                 p = river(*args)
