@@ -1223,10 +1223,7 @@ def _steps_start(steps, k, u, l2, x_lo, x_hi, beta):
     Hessian is not positive definite or the step moves ``v`` by more than ``STEP_MAX_DV``."""
     o = STEP_HEADER + k * STEP_BLOCK
     c = o + STEP_CURV
-    h00 = (steps[c] + steps[o + STEP_DH]) / u + l2
-    h01 = (steps[c + 1] + steps[o + STEP_DH + 1]) / u
-    h11 = (steps[c + 2] + steps[o + STEP_DH + 2]) / u + l2
-    det = h00 * h11 - h01 * h01
+    h00, h01, h11, det = _block_hessian(steps, o, u, l2)
     if not (det > 0.0 and h00 > 0.0):
         return
     g0 = steps[o + STEP_DG] / u
@@ -1386,6 +1383,38 @@ def _model_gradient(g0, g1, a00, a01, a11, t0, t1, t2, t3, q0, q1, q2, q3, q4, d
     return m0, m1
 
 
+@jit_noalloc(forceinline=True)
+def _block_model(steps, o, u, l2, n_total, x_lo, x_hi):
+    """Whether the shape block at ``o`` of ``steps`` can bound a refit without a pass (fitted
+    recently enough, a feature range, weight and ``v`` range to work on, a positive definite
+    Hessian), and that Hessian ``A`` in real units (``u`` stored units per real one): the last
+    pass's curvature plus the events' terms since, plus the ridge ``l2``. Returns ``(usable, a00,
+    a01, a11, det)``."""
+    if not steps[o + STEP_SINCE] < STEP_MAX_SINCE:
+        return False, 0.0, 0.0, 0.0, 0.0
+    if not (
+        steps[STEP_X_HI] >= steps[STEP_X_LO]
+        and x_hi > x_lo
+        and n_total > 0.0
+        and steps[o + STEP_V_HI] >= steps[o + STEP_V_LO]
+    ):
+        return False, 0.0, 0.0, 0.0, 0.0
+    a00, a01, a11, det = _block_hessian(steps, o, u, l2)
+    return det > 0.0 and a00 > 0.0, a00, a01, a11, det
+
+
+@jit_noalloc(forceinline=True)
+def _block_hessian(steps, o, u, l2):
+    """The Hessian ``A`` of the shape block at ``o`` of ``steps`` in real units (``u`` stored
+    units per real one): the last pass's curvature plus the events' terms since, plus the ridge
+    ``l2``. Returns ``(a00, a01, a11, det)``."""
+    c = o + STEP_CURV
+    a00 = (steps[c] + steps[o + STEP_DH]) / u + l2
+    a01 = (steps[c + 1] + steps[o + STEP_DH + 1]) / u
+    a11 = (steps[c + 2] + steps[o + STEP_DH + 2]) / u + l2
+    return a00, a01, a11, a00 * a11 - a01 * a01
+
+
 @jit_noalloc
 def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta):
     """Shape ``k``'s optimum for the histogram now without a pass over the buckets, certified:
@@ -1429,24 +1458,17 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta):
     Not certified (``ok`` False) where the block is not usable, any bound is not finite, or
     the probability's bound exceeds ``SERVE_TOL``."""
     o = STEP_HEADER + k * STEP_BLOCK
-    if not steps[o + STEP_SINCE] < STEP_MAX_SINCE:
+    usable, a00, a01, a11, det = _block_model(steps, o, u, l2, n_total, x_lo, x_hi)
+    if not usable:
         return False, 0.0, 0.0
     lo = steps[STEP_X_LO]
     hi = steps[STEP_X_HI]
     vg_lo = steps[o + STEP_V_LO]
     vg_hi = steps[o + STEP_V_HI]
-    if not (hi >= lo and x_hi > x_lo and n_total > 0.0 and vg_hi >= vg_lo):
-        return False, 0.0, 0.0
     xi = steps[o + STEP_XI]
     b0 = steps[o + STEP_B0]
     b1 = steps[o + STEP_B1]
     c = o + STEP_CURV
-    a00 = (steps[c] + steps[o + STEP_DH]) / u + l2
-    a01 = (steps[c + 1] + steps[o + STEP_DH + 1]) / u
-    a11 = (steps[c + 2] + steps[o + STEP_DH + 2]) / u + l2
-    det = a00 * a11 - a01 * a01
-    if not (det > 0.0 and a00 > 0.0):
-        return False, 0.0, 0.0
     # the data gradient at the fit balanced the ridge's in the unit of then: with decay, the
     # ridge's share has grown since
     ridge = l2 * (1.0 - steps[o + STEP_UNIT] / u)
@@ -1583,24 +1605,16 @@ def _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol):
        exact one: that is subtracted too.
     """
     o = STEP_HEADER + k * STEP_BLOCK
-    if not steps[o + STEP_SINCE] < STEP_MAX_SINCE:
+    usable, a00, a01, a11, det = _block_model(steps, o, u, l2, n_total, x_lo, x_hi)
+    if not usable:
         return -np.inf
     lo = steps[STEP_X_LO]
     hi = steps[STEP_X_HI]
     vg_lo = steps[o + STEP_V_LO]
     vg_hi = steps[o + STEP_V_HI]
-    if not (hi >= lo and x_hi > x_lo and n_total > 0.0 and vg_hi >= vg_lo):
-        return -np.inf
     xi = steps[o + STEP_XI]
     b0 = steps[o + STEP_B0]
     b1 = steps[o + STEP_B1]
-    c = o + STEP_CURV
-    a00 = (steps[c] + steps[o + STEP_DH]) / u + l2
-    a01 = (steps[c + 1] + steps[o + STEP_DH + 1]) / u
-    a11 = (steps[c + 2] + steps[o + STEP_DH + 2]) / u + l2
-    det = a00 * a11 - a01 * a01
-    if not (det > 0.0 and a00 > 0.0):
-        return -np.inf
     g0 = steps[o + STEP_DG] / u
     g1 = steps[o + STEP_DG + 1] / u
     nu_g = math.sqrt(_quad_inv(a00, a01, a11, det, g0, g1))
