@@ -216,18 +216,25 @@ def test_a_copy_and_a_pickle_continue_bit_for_bit_while_shapes_wait():
         assert np.array_equal(got[1], want[1])
 
 
+def assert_an_older_layout_continues(cal, scores, labels, split, header, block):
+    """``cal``, having learned ``[:split]``, saved with its shapes' blocks in an older layout
+    (``header`` values, then ``block`` per shape, all zero: nothing to resume from), loads and
+    continues within ``TOL`` of ``cal`` itself."""
+    state = cal.__getstate__()
+    state["_glm_steps"] = np.zeros(header + block * len(cal.xi_grid))
+    state["_glm_steps_block"] = block
+    older = GEVCalibrator.__new__(GEVCalibrator)
+    older.__setstate__(state)
+    a, _ = cal.prequential(scores[split:], labels[split:])
+    b, _ = older.prequential(scores[split:], labels[split:])
+    assert float(np.max(np.abs(a - b))) <= TOL
+
+
 def test_a_state_in_the_layout_before_the_lazy_shapes_loads_and_continues():
     scores, labels = _shifting_stream(1200, 14)
     cal = GEVCalibrator()
     cal.prequential(scores[:800], labels[:800])
-    state = cal.__getstate__()
-    state["_glm_steps"] = np.zeros(4 + 15 * len(cal.xi_grid))  # the older layout: 15 values per shape
-    state["_glm_steps_block"] = 15
-    older = GEVCalibrator.__new__(GEVCalibrator)
-    older.__setstate__(state)
-    a, _ = cal.prequential(scores[800:], labels[800:])
-    b, _ = older.prequential(scores[800:], labels[800:])
-    assert float(np.max(np.abs(a - b))) <= TOL
+    assert_an_older_layout_continues(cal, scores, labels, 800, 4, 15)  # 15 values per shape
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_gev_compiled_refit import glm_arrays, naive_prior_refit_proba
-from test_gev_lazy_shapes import _stream
+from test_gev_lazy_shapes import _stream, assert_an_older_layout_continues
 
 from streamcal import GEVCalibrator
 from streamcal._kernels import gev as _k
@@ -221,11 +221,4 @@ def test_a_state_in_the_layout_before_the_certificate_loads_and_continues():
     scores, labels = _long_stream(2400, 25)
     cal = GEVCalibrator(buckets=LogitGrid(256))
     cal.prequential(scores[:2000], labels[:2000])
-    state = cal.__getstate__()
-    state["_glm_steps"] = np.zeros(6 + 25 * len(cal.xi_grid))  # the layout before: 25 values per shape
-    state["_glm_steps_block"] = 25
-    older = GEVCalibrator.__new__(GEVCalibrator)
-    older.__setstate__(state)
-    a, _ = cal.prequential(scores[2000:], labels[2000:])
-    b, _ = older.prequential(scores[2000:], labels[2000:])
-    assert float(np.max(np.abs(a - b))) <= TOL
+    assert_an_older_layout_continues(cal, scores, labels, 2000, 6, 25)  # 25 values per shape
