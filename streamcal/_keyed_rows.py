@@ -34,6 +34,10 @@ PRIOR_PER_KEY = 2
 RUN_FINE = 0.2
 RUN_COARSE = 1.0
 RUN_SHARE = 64
+# A sweep into the scratch writes the prior's runs outside a key's atoms instead of sweeping them
+# where their rates allow (see "Whole runs" in streamcal._kernels.keyed): the same bits; off only
+# to compare the two.
+WHOLE_RUNS = True
 _SCALARS = ("t_pos", "t_neg", "last_t", "n_learned", "t0", "n_renorm", "stamp", "observed", "expected")
 _KF_OF = dict(zip(_SCALARS, (_kk.KF_T_POS, _kk.KF_T_NEG, _kk.KF_LAST_T, _kk.KF_N_LEARNED, _kk.KF_T0,
                              _kk.KF_N_RENORM, _kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP), strict=True))
@@ -340,12 +344,14 @@ class KeyedRows:
         total = float(weight.sum())
         cfg = self._cfg
         runs = self._src_blocks.shape[1] if m > 0.0 and total > 0.0 else 0
-        self._prior = np.zeros(3 * B + 3 + 2 * runs)
-        self._pri = np.empty((4, B), dtype=np.int64)
+        self._prior = np.zeros(3 * B + 3 + 5 * runs)  # see _whole_runs for the last 3 * runs
+        self._pri = np.empty((_kk.PR_N, B), dtype=np.int64)
         self._pri[_kk.PR_SEG] = -1
         self._pri[_kk.PR_BLK_LAST] = 0
         self._pri[_kk.PR_NZ_NEXT] = B
         self._pri[_kk.PR_NZ_PREV] = -1
+        self._pri[_kk.PR_RUN_LO :] = 0
+        cfg[_kk.CFG_FILL : _kk.CFG_FILL_ODDS + 1] = 0.0
         cfg[_kk.CFG_PRIOR_ON] = 0.0
         cfg[_kk.CFG_PRIOR_T_POS] = cfg[_kk.CFG_PRIOR_T_NEG] = cfg[_kk.CFG_PRIOR_PSEUDO] = 0.0
         cfg[_kk.CFG_PRIOR_VER] = float(self._prior_ver)
@@ -362,7 +368,7 @@ class KeyedRows:
         first, last = self._src_blocks
         self._prior[3 * B + 3 : 3 * B + 3 + runs] = fitted[first]
         cw = self._prior[2 * B + 2 : 3 * B + 3]
-        self._prior[3 * B + 3 + runs :] = cw[last + 1] - cw[first]
+        self._prior[3 * B + 3 + runs : 3 * B + 3 + 2 * runs] = cw[last + 1] - cw[first]
         for i, (f, end) in enumerate(zip(first, last, strict=True)):
             self._pri[_kk.PR_SEG, f : end + 1] = i
         self._pri[_kk.PR_BLK_LAST, : last.size] = last
@@ -378,6 +384,51 @@ class KeyedRows:
         if self.prior_strength == "auto":
             cfg[_kk.CFG_SHIFT_A] = self._shift_a
             cfg[_kk.CFG_SHIFT_RHO] = self._shift_rho
+        self._whole_runs(first, last)
+
+    def _whole_runs(self, first: np.ndarray, last: np.ndarray) -> None:
+        """The prior's runs read whole (see "Whole runs" in :mod:`streamcal._kernels.keyed`): each
+        run's first and last bucket with prior weight (``pri``), its pseudo-positives,
+        pseudo-negatives and weight over them as the sweep subtracts them (the end of ``prior``),
+        and the margins that allow a sweep to write them instead of sweeping them (``cfg``)."""
+        B = int(self._cfg[_kk.CFG_B])
+        cfg, prior, pri = self._cfg, self._prior, self._pri
+        runs = last.size
+        if runs == 0:
+            return
+        start = np.concatenate([[0], last[:-1] + 1])
+        lo = pri[_kk.PR_NZ_NEXT, start]
+        top = pri[_kk.PR_NZ_PREV, last]
+        inside = (lo >= first) & (lo <= last) & (top >= lo)
+        lo = np.where(inside, lo, 0)
+        top = np.where(inside, top, 0)
+        pri[_kk.PR_RUN_LO, :runs] = lo
+        pri[_kk.PR_RUN_TOP, :runs] = top
+        whole = 3 * B + 3 + 2 * runs
+        pos = prior[top + 1] - prior[lo]
+        neg = prior[B + 1 + top + 1] - prior[B + 1 + lo]
+        weight = prior[2 * B + 2 + top + 1] - prior[2 * B + 2 + lo]
+        prior[whole : whole + runs] = pos
+        prior[whole + runs : whole + 2 * runs] = neg
+        prior[whole + 2 * runs : whole + 3 * runs] = weight
+        tiny = 1e-200  # far from underflow at any unit the kernel fills at (1e-100 .. 1e100)
+        if not (WHOLE_RUNS and inside.all() and (weight > tiny).all() and (pos + neg > tiny).all()):
+            return
+        cfg[_kk.CFG_FILL] = 1.0
+        rate = pos / (pos + neg)
+        margin = _kk.FILL_MARGIN
+        cfg[_kk.CFG_FILL_PLAIN] = 1.0 if bool(np.all(rate[1:] - rate[:-1] > margin * rate[1:])) else 0.0
+        q = prior[3 * B + 3 : 3 * B + 3 + runs]
+        if runs >= 2 and bool(np.all(q[1:] > q[:-1])) and q[1] > 1e-100 and q[-2] < 1.0:
+            odds = q[:-1] / (1.0 - q[:-1])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                next_odds = q[1:] / (1.0 - q[1:])
+                gap = np.where(next_odds == np.inf, 1.0, 1.0 - odds / next_odds)
+            # the figures rounded toward safety: the gap down, the odds up, by far more than their error
+            cfg[_kk.CFG_FILL_GAP] = max(float(gap.min()) * (1.0 - 1e-6), 0.0)
+            cfg[_kk.CFG_FILL_ODDS] = float(odds.max()) * (1.0 + 1e-6)
+        elif runs == 1:
+            cfg[_kk.CFG_FILL_GAP] = 1.0
 
     # ------------------------------------------------------------------ one key as values
     def _export(self, k: int) -> dict:

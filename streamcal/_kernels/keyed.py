@@ -47,6 +47,18 @@ the prior at its stored unit of the moment (``KF_PU``) the first time it is read
 the prior changed (``KI_PVER`` against ``CFG_PRIOR_VER``); between two such moments the prior decays
 with the key's row, so that one event changes one bucket and the blocks repair locally. Without
 decay the unit is 1.
+
+Whole runs. A sweep into the scratch (a key without cached blocks) visits every run of the prior,
+though a key with a few atoms changes few of them: the runs left of its first atom and right of
+the first run after its last atom that the sweep pushes alone are pushed one after the other, never
+pooled, when their rates, as the sweep computes them, increase with a margin. The sweep writes
+those runs straight to the scratch (the same values by the same operations, from ``prior``'s table
+of the runs read whole) and runs the stack only between them: the same blocks, bit for bit. The
+margin (``FILL_MARGIN``, relative, against a rounding error of a few units in the last place) is
+checked once per prior for the unshifted rates (``CFG_FILL_PLAIN``) and per key for a shift ``e``
+from two figures of the prior: adjacent runs' rates shifted by ``e`` differ relatively by
+``(1 - o_g / o_{g+1}) / (1 + e o_g)`` (``o``: the odds), at least ``CFG_FILL_GAP / (1 + e
+CFG_FILL_ODDS)``.
 """
 
 from __future__ import annotations
@@ -119,13 +131,20 @@ CFG_PRIOR_VER = 13  # the prior's version (changes at each refresh)
 CFG_PRIOR_RUNS = 14  # the global map's number of blocks (bounds a key's prior runs)
 CFG_SHIFT_A = 15  # the shifted prior's gamma shape in pseudo-positives (0: no shift)
 CFG_SHIFT_RHO = 16  # the keys' mean observed / expected ratio
-CFG_N = 17
+CFG_FILL = 17  # 1.0: every run of the prior holds weight inside its block (see "Whole runs")
+CFG_FILL_PLAIN = 18  # 1.0: the whole runs' rates increase by more than FILL_MARGIN (no shift)
+CFG_FILL_GAP = 19  # min over adjacent runs of 1 - odds / next odds (the shifted prior's margin)
+CFG_FILL_ODDS = 20  # max odds of a run below the last (the shifted prior's margin)
+CFG_N = 21
 
 # pri: the prior's int arrays (rows)
 PR_SEG = 0  # the global block holding each bucket (-1: a gap of the global map)
 PR_BLK_LAST = 1  # each global block's last bucket
 PR_NZ_NEXT = 2  # the first bucket at or after each with prior weight (B: none)
 PR_NZ_PREV = 3  # the last bucket at or before each with prior weight (-1: none)
+PR_RUN_LO = 4  # each run's first and last bucket with prior weight (the run read whole)
+PR_RUN_TOP = 5
+PR_N = 6
 
 # arena: used slots of the atom, ring and block arenas
 AR_ATOMS = 0
@@ -134,6 +153,7 @@ AR_BLOCKS = 2
 
 FIRST_CAP = 4
 CACHE_MIN_ATOMS = 48  # keys with this many atoms keep their blocks
+FILL_MARGIN = 1e-9  # the whole runs' least relative rate increase (see "Whole runs")
 
 _ONE_BELOW = 1.0 - 2.0**-53
 _NOT_SURE_LOW = 2.0**-53
@@ -501,22 +521,85 @@ def _next_unit(cfg, prior, pri, ab, af, off, end, x, q, u, e):
 
 
 @jit_noalloc(forceinline=True)
+def _whole_run(cfg, prior, pri, g, u, e):
+    """Run ``g`` of the prior read whole, ``(first, last, pos, neg)``, as ``_next_unit`` gives it
+    between key atoms outside it."""
+    B = pri.shape[1]
+    runs = np.int64(cfg[CFG_PRIOR_RUNS])
+    whole = 3 * B + 3 + 2 * runs
+    if e == 1.0:
+        p = prior[whole + g] * u
+        n = prior[whole + runs + g] * u
+    else:
+        wsum = prior[whole + 2 * runs + g] * u
+        p = wsum * _shifted_rate(prior[3 * B + 3 + g], e)
+        n = wsum - p
+    return pri[PR_RUN_LO, g], pri[PR_RUN_TOP, g], p, n
+
+
+@jit_noalloc(forceinline=True)
+def _runs_increase(cfg, u, e):
+    """Whether the prior's whole runs, at unit ``u`` and shift ``e``, increase with the margin
+    (see "Whole runs")."""
+    if cfg[CFG_FILL] < 0.5 or not (1e-100 < u < 1e100):
+        return False
+    if e == 1.0:
+        return cfg[CFG_FILL_PLAIN] > 0.5
+    return cfg[CFG_FILL_GAP] / (1.0 + e * cfg[CFG_FILL_ODDS]) > FILL_MARGIN
+
+
+@jit_noalloc(forceinline=True)
+def _run_at_or_after(pri, b, runs):
+    """The first run of the prior that ends at or after bucket ``b`` (``runs``: none); the runs
+    before it end before ``b``. Whole runs only (a gap holds no prior weight)."""
+    g = pri[PR_SEG, b]
+    if g < 0:  # a gap: the run of the next bucket with prior weight
+        nx = pri[PR_NZ_NEXT, b]
+        g = pri[PR_SEG, nx] if nx < pri.shape[1] else runs
+    return g
+
+
+@jit_noalloc(forceinline=True)
+def _fill_runs(cfg, prior, pri, sb, sw, sp, g_from, g_to, u, e):
+    """Push the whole runs ``g_from .. g_to - 1`` on the scratch stack at ``sp`` (none pools);
+    returns the new depth."""
+    for g in range(g_from, g_to):
+        f, last, p, n = _whole_run(cfg, prior, pri, g, u, e)
+        sb[0, sp] = f
+        sb[1, sp] = last
+        sw[0, sp] = p
+        sw[1, sp] = n
+        sp += 1
+    return sp
+
+
+@jit_noalloc(forceinline=True)
 def _sweep_scratch(cfg, ki, ab, af, prior, pri, sb, sw, k, u, e):
     """PAV from scratch over key ``k``'s units into the scratch stack (``sb``: first, last;
-    ``sw``: weights); returns the number of blocks."""
+    ``sw``: weights); returns the number of blocks. The whole runs outside the key's atoms are
+    written, not swept, where their rates allow it (see "Whole runs")."""
     off = ki[k, KI_A_OFF]
     end = off + ki[k, KI_A_LEN]
     x = 0
     q = off
     sp = 0
+    runs = np.int64(cfg[CFG_PRIOR_RUNS])
+    fill = end > off and cfg[CFG_PRIOR_ON] > 0.5 and _runs_increase(cfg, u, e)
+    if fill:  # the runs wholly left of the first atom
+        g0 = _run_at_or_after(pri, ab[off], runs)
+        sp = _fill_runs(cfg, prior, pri, sb, sw, 0, 0, g0, u, e)
+        x = pri[PR_BLK_LAST, g0 - 1] + 1 if g0 > 0 else 0
     while True:
+        q_before = q
         f, last, p, n, x, q = _next_unit(cfg, prior, pri, ab, af, off, end, x, q, u, e)
         if f < 0:
             return sp
+        pooled = False
         if sp > 0 and _violates(sw[0, sp - 1], sw[1, sp - 1], p, n):
             sb[1, sp - 1] = last
             sw[0, sp - 1] = sw[0, sp - 1] + p
             sw[1, sp - 1] = sw[1, sp - 1] + n
+            pooled = True
         else:
             sb[0, sp] = f
             sb[1, sp] = last
@@ -528,6 +611,18 @@ def _sweep_scratch(cfg, ki, ab, af, prior, pri, sb, sw, k, u, e):
             sw[0, sp - 2] = sw[0, sp - 2] + sw[0, sp - 1]
             sw[1, sp - 2] = sw[1, sp - 2] + sw[1, sp - 1]
             sp -= 1
+            pooled = True
+        if fill and not pooled and q_before == q:
+            # a run of the prior pushed alone: if it is run g read whole, the whole runs after it,
+            # up to the next atom's, are pushed alone too
+            g = pri[PR_SEG, f]
+            if g >= 0 and f == pri[PR_RUN_LO, g] and last == pri[PR_RUN_TOP, g]:
+                g_next = _run_at_or_after(pri, ab[q], runs) if q < end else runs
+                if g_next > g + 1:
+                    sp = _fill_runs(cfg, prior, pri, sb, sw, sp, g + 1, g_next, u, e)
+                    x = pri[PR_BLK_LAST, g_next - 1] + 1
+                if q == end:
+                    return sp
 
 
 @jit_noalloc(forceinline=True)
