@@ -967,7 +967,7 @@ def glm_refit_inplace(
         steps[STEP_VALID] = 0.0
     if taylor:
         moments_rebuild(sf, si, x, table, mom, betas[0, 0], betas[0, 1])
-        if prior_on and identity:
+        if prior_on and identity and kappa > 0.0:  # (where the prior adds nothing the events skip them)
             floor_rebuild(sf, si, x, table, mom, pc, floor_kind)
     return 0
 
