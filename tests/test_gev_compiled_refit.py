@@ -303,7 +303,10 @@ def test_compiled_refit_agrees_with_the_python_engine(cls, window):
     times = np.cumsum(rng.exponential(1.0, n)) if WINDOWS[window].uses_times else None
     ours = cls(window=WINDOWS[window]).prequential(scores, labels, weights=weights, times=times)
     python = _python_engine(cls)(window=WINDOWS[window]).prequential(scores, labels, weights=weights, times=times)
-    np.testing.assert_allclose(ours[0], python[0], rtol=0.0, atol=1e-12)
+    # Platt's refit from the data's and the score prior's moments is certified within the refit's
+    # tolerance (1e-10) of the optimum; the python engine's Newton iteration stops about 1e-12
+    # from it (both within 1e-9 of a converged refit: ``test_platt_prior_moments.py``)
+    np.testing.assert_allclose(ours[0], python[0], rtol=0.0, atol=1e-12 if cls is GEVCalibrator else 1e-10)
     np.testing.assert_allclose(ours[1], python[1], rtol=1e-9, atol=1e-9)
 
 

@@ -43,12 +43,24 @@ self-concordant bound of ``glm_refit_histogram_inplace`` with the model's errors
 point, so by Cauchy's estimate ``|c_k| <= (2 / pi)^k``, and the tails beyond ``MOM_K`` are bounded
 through the absolute moments ``S_m = sum_b n_b |x_b|^m`` (the gradient's error ``e``, the Hessian's
 ``E``; ``H >= (1 - ||E|| / lambda_min) Hhat`` widens every ``H^-1``-norm). Where the bound does
-not certify ``proba_tol`` (the optimum moved too far from the anchor, the prior holds pseudo-counts,
-``MOM_MAX_UPDATES`` events since the anchor), the refit runs its passes and rebuilds the moments
-about their answer. As in the passes, the rounding of the sums is not part of the bound (it is
-far below it: the moments are rebuilt after at most ``MOM_MAX_UPDATES`` events). The moments are
+not certify ``proba_tol`` (the optimum moved too far from the anchor, ``MOM_MAX_UPDATES`` events
+since the anchor), the refit runs its passes and rebuilds the moments about their answer. As in
+the passes, the rounding of the sums is not part of the bound (it is far below it: the moments are
+rebuilt after at most ``MOM_MAX_UPDATES`` events). The moments are
 state (a calibrator restored from them refits exactly as the original did); the prior's anchor
 is not (it decides only whether the prior kernel runs, not what the refit returns).
+
+Platt's moments while the prior holds. The pseudo-counts are ``m_b = kappa (n_b + f_b)`` at rate
+``r_b`` (probability inputs), ``f_b`` the floor's weight (:func:`add_prior_pseudo_counts`), so the
+risk is ``R_data + kappa R_prior`` and, about the same anchor, the moments of the fitted histogram
+are ``(1 + kappa) M + kappa F`` with ``F[k, m] = sum_b f_b c_k(v_b) x_b^m``, and ``kappa (sum_b n_b
+r_b x_b^j + sum_b f_b r_b x_b^j)`` more positive weight. ``mom`` keeps ``F``, the floor's absolute
+moments and those rate sums after the data's (``MOM_FL_*``): an event adds to the rate sums, and
+where its bucket starts or stops holding data its floor weight changes (:func:`_floor_event`); a
+move of ``FLOOR_SPAN``'s span marks them stale. With the strength of the refit,
+:func:`prior_moments_solve` forms the combined moments and runs :func:`moments_solve` on them; where
+it does not certify, or the floor moments are stale, the passes run and both are rebuilt about their
+answer (:func:`floor_rebuild`). They are state with the data's moments.
 
 GEV's lazy shapes. With ``xi="auto"`` only the served shape's fit reaches a prediction; the
 other shapes decide only which shape is served. Where the predicted starts are current and the
@@ -187,7 +199,24 @@ MOM_S = 11  # S_m = sum_b n_b |x_b|^m, m = 0 .. MOM_K + 2 (stored units)
 MOM_NS = MOM_K + 3
 MOM_M = MOM_S + MOM_NS  # M[k, m] = sum_b n_b c_k(v_b) x_b^m, k = 0 .. MOM_K, m = 0 .. MOM_K + 1
 MOM_NCOL = MOM_K + 2
-MOM_SIZE = MOM_M + (MOM_K + 1) * MOM_NCOL
+MOM_DATA_SIZE = MOM_M + (MOM_K + 1) * MOM_NCOL  # the data's moments end here; the prior's follow
+# the score prior's floor moments (see the module notes), kept about the same anchor: while valid
+# (and the data's moments current) the floor weights ``f_b`` of the pseudo-counts
+# ``m_b = kappa (n_b + f_b)`` are those of the histogram the moments describe
+MOM_FL_VALID = MOM_DATA_SIZE  # 1.0 while the floor moments describe the histogram
+MOM_FL_KIND = MOM_DATA_SIZE + 1  # the floor's rule (``FLOOR_*``)
+MOM_FL_FIRST = MOM_DATA_SIZE + 2  # the first and last buckets holding data (``FLOOR_SPAN``'s span)
+MOM_FL_LAST = MOM_DATA_SIZE + 3
+MOM_FL_X_LO = MOM_DATA_SIZE + 4  # a range of features holding every bucket with floor weight
+MOM_FL_X_HI = MOM_DATA_SIZE + 5
+MOM_FL_R0 = MOM_DATA_SIZE + 6  # sum_b n_b r_b and sum_b n_b r_b x_b (the data's weight, stored units)
+MOM_FL_R1 = MOM_DATA_SIZE + 7
+MOM_FL_F = MOM_DATA_SIZE + 8  # sum_b f_b, sum_b f_b r_b, sum_b f_b r_b x_b (real units)
+MOM_FL_FR0 = MOM_DATA_SIZE + 9
+MOM_FL_FR1 = MOM_DATA_SIZE + 10
+MOM_FL_S = MOM_DATA_SIZE + 11  # sum_b f_b |x_b|^m, m = 0 .. MOM_K + 2
+MOM_FL_M = MOM_FL_S + MOM_NS  # sum_b f_b c_k(v_b) x_b^m, as ``MOM_M``
+MOM_SIZE = MOM_FL_M + (MOM_K + 1) * MOM_NCOL
 #: the moments are rebuilt after this many events, and the solve refused beyond this bound of
 #: ``2 |delta . z_b| / pi`` (the Taylor tail's ratio)
 MOM_MAX_UPDATES = 512
@@ -828,6 +857,19 @@ def glm_refit_inplace(
                 fit[FIT_TOTAL] = t_pos + t_neg
                 glm_finish_refit(briers, fit, c)
                 return 0
+            # the prior holds: the same solve on the data's and the floor's moments
+            solved = kappa > 0.0 and identity
+            if solved and prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, tol, betas[0], pw, pos_w):
+                fit[FIT_DIRTY] = 0.0
+                fit[FIT_KAPPA] = kappa
+                fit[FIT_T_POS] = t_pos
+                fit[FIT_T_NEG] = t_neg
+                total = t_pos + t_neg
+                fit[FIT_TOTAL] = total + kappa * (total + mom[MOM_FL_F])
+                fit[FIT_RUN_LOW] = 0.0
+                fit[FIT_RUN_HIGH] = 1.0
+                glm_finish_refit(briers, fit, c)
+                return 0
     t_pos, t_neg, x_lo_now, x_hi_now = _real_units(sf, B, u, x, pos_w, neg_w)
     fit[FIT_DIRTY] = 0.0
     if not t_pos + t_neg > 0.0:
@@ -923,8 +965,10 @@ def glm_refit_inplace(
         _steps_keep(steps, sf, u, xis, betas, ok, x_lo_now, x_hi_now)
     elif steps.shape[0] > 0:
         steps[STEP_VALID] = 0.0
-    if taylor and kappa == 0.0:
+    if taylor:
         moments_rebuild(sf, si, x, table, mom, betas[0, 0], betas[0, 1])
+        if prior_on and identity and kappa > 0.0:  # (where the prior adds nothing the events skip them)
+            floor_rebuild(sf, si, x, table, mom, pc, floor_kind)
     return 0
 
 
@@ -1139,6 +1183,139 @@ def moments_rebuild(sf, si, x, table, mom, b0, b1):
     mom[MOM_UPDATES] = 0.0
     _moments_fingerprint(mom, sf)
     mom[MOM_VALID] = 1.0
+
+
+@jit_noalloc(forceinline=True)
+def _floor_weight(kind, j, B, held, first, last):
+    """The floor weight ``f_j`` of bucket ``j`` (real units) in the pseudo-counts
+    ``m_j = kappa (n_j + f_j)``, as :func:`add_prior_pseudo_counts` forms it; ``held`` 1.0
+    where the bucket holds data, ``first`` and ``last`` the first and last such buckets
+    (``first`` < 0 where none does)."""
+    step = max(1, B // 64)
+    margin = max(1, B // 16)
+    thinned = float(step) if j % step == step // 2 else 0.0
+    if kind == FLOOR_THINNED:
+        return thinned
+    if kind == FLOOR_SPAN:
+        if first >= 0 and (j < first - margin or j > last + margin):
+            thinned = 0.0
+        return max(thinned, held)
+    if kind == FLOOR_SPREAD:
+        return held + thinned * _p.SPREAD_EVENTS / B
+    return held
+
+
+@jit_noalloc(forceinline=True)
+def _floor_add(mom, table, xb, r, f):
+    """Add floor weight ``f`` (negative: remove) at feature ``xb``, prior rate ``r``, to the
+    floor moments (about the data moments' anchor)."""
+    p = _logistic(mom[MOM_B0] * xb + mom[MOM_B1])
+    ax = abs(xb)
+    t = f
+    for m in range(MOM_NS):
+        mom[MOM_FL_S + m] += t
+        t *= ax
+    mom[MOM_FL_F] += f
+    mom[MOM_FL_FR0] += f * r
+    mom[MOM_FL_FR1] += f * r * xb
+    for k in range(MOM_K + 1):
+        acc = 0.0
+        for d in range(k + 1, -1, -1):
+            acc = acc * p + table[k, d]
+        t = f * acc
+        base = MOM_FL_M + k * MOM_NCOL
+        for m in range(MOM_NCOL):
+            mom[base + m] += t
+            t *= xb
+
+
+@jit_noalloc
+def floor_rebuild(sf, si, x, table, mom, pc, floor_kind):
+    """Build the score prior's floor moments of the histogram about the data moments' anchor
+    (probability inputs: ``pc`` holds the prior's rates; the data moments just rebuilt)."""
+    for i in range(MOM_DATA_SIZE, MOM_SIZE):
+        mom[i] = 0.0
+    B = si[_h.SI_B]
+    H = _h.SF_HEADER
+    first = np.int64(-1)
+    last = np.int64(-1)
+    for j in range(B):
+        if sf[H + j] + sf[H + B + j] > 0.0:
+            if first < 0:
+                first = j
+            last = j
+    lo = np.inf
+    hi = -np.inf
+    for j in range(B):
+        n = sf[H + j] + sf[H + B + j]
+        held = 1.0 if n > 0.0 else 0.0
+        r = math.exp(pc[PC_LOG_R, j])
+        if n > 0.0:
+            mom[MOM_FL_R0] += n * r
+            mom[MOM_FL_R1] += n * r * x[j]
+        f = _floor_weight(floor_kind, j, B, held, first, last)
+        if f > 0.0:
+            _floor_add(mom, table, x[j], r, f)
+            lo = min(lo, x[j])
+            hi = max(hi, x[j])
+    mom[MOM_FL_KIND] = float(floor_kind)
+    mom[MOM_FL_FIRST] = float(first)
+    mom[MOM_FL_LAST] = float(last)
+    mom[MOM_FL_X_LO] = lo
+    mom[MOM_FL_X_HI] = hi
+    mom[MOM_FL_VALID] = 1.0
+
+
+@jit_noalloc(forceinline=True)
+def _floor_event(mom, table, x, pc, B, b, ws, was_held, now_held):
+    """One event's stored weight ``ws`` (negative: leaving) at bucket ``b`` in the floor moments:
+    the data's rate sums, and the bucket's floor weight where it starts or stops holding data.
+    A change of ``FLOOR_SPAN``'s span (the first or last bucket with data) is not followed: the
+    floor moments are then marked stale and the next refit that needs them rebuilds them."""
+    r = math.exp(pc[PC_LOG_R, b])
+    xb = x[b]
+    mom[MOM_FL_R0] += ws * r
+    mom[MOM_FL_R1] += ws * r * xb
+    if was_held == now_held:
+        return
+    kind = int(mom[MOM_FL_KIND])
+    first = int(mom[MOM_FL_FIRST])
+    last = int(mom[MOM_FL_LAST])
+    if kind == FLOOR_SPAN and not (first < b < last):
+        mom[MOM_FL_VALID] = 0.0
+        return
+    d = _floor_weight(kind, b, B, 1.0, first, last) - _floor_weight(kind, b, B, 0.0, first, last)
+    if d != 0.0:
+        _floor_add(mom, table, xb, r, d if now_held else -d)
+        mom[MOM_FL_X_LO] = min(mom[MOM_FL_X_LO], xb)
+        mom[MOM_FL_X_HI] = max(mom[MOM_FL_X_HI], xb)
+
+
+@jit_noalloc
+def prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb):
+    """:func:`moments_solve` on the risk of the histogram with the score prior's pseudo-counts
+    of strength ``kappa`` (``R_data + kappa R_prior``): the moments of the combined weights,
+    ``(1 + kappa) n_b + kappa f_b`` per bucket with ``kappa (n_b + f_b) r_b`` more positive
+    weight, formed in the scratch ``comb`` (at least ``MOM_DATA_SIZE`` values) from the data's
+    and the floor's moments; False where the floor moments are stale or the solve is not
+    certified."""
+    if not (mom[MOM_FL_VALID] == 1.0 and comb.shape[0] >= MOM_DATA_SIZE):
+        return False
+    c1 = 1.0 + kappa
+    cu = kappa * u
+    comb[MOM_VALID] = 1.0
+    comb[MOM_B0] = mom[MOM_B0]
+    comb[MOM_B1] = mom[MOM_B1]
+    comb[MOM_X_LO] = min(mom[MOM_X_LO], mom[MOM_FL_X_LO])
+    comb[MOM_X_HI] = max(mom[MOM_X_HI], mom[MOM_FL_X_HI])
+    comb[MOM_UPDATES] = mom[MOM_UPDATES]
+    comb[MOM_P0] = mom[MOM_P0] + kappa * (mom[MOM_FL_R0] + u * mom[MOM_FL_FR0])
+    comb[MOM_P1] = mom[MOM_P1] + kappa * (mom[MOM_FL_R1] + u * mom[MOM_FL_FR1])
+    for m in range(MOM_NS):
+        comb[MOM_S + m] = c1 * mom[MOM_S + m] + cu * mom[MOM_FL_S + m]
+    for i in range((MOM_K + 1) * MOM_NCOL):
+        comb[MOM_M + i] = c1 * mom[MOM_M + i] + cu * mom[MOM_FL_M + i]
+    return moments_solve(comb, pw, u, l2, x_lo, x_hi, proba_tol, beta)
 
 
 @jit_noalloc(forceinline=True)
@@ -1664,6 +1841,7 @@ def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps):
     kind = sf[_h.SF_KIND]
     clock = _h.window_clock(sf, t, kind)
     track = moments_current(mom, sf)
+    floor = track and mom[MOM_FL_VALID] == 1.0
     sums = _running_sums_current(anchor, sf)
     shapes = _steps_current(steps, sf)
     start = anchor[ANCHOR_PRIOR : ANCHOR_PRIOR + PRIOR_SIZE]
@@ -1680,16 +1858,21 @@ def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps):
             rb = si[_h.SI_HEADER + 2 * B + head]
             rw = sf[ring + head]
             ry = sf[ring + W + head]
+        was = sf[_h.SF_HEADER + rb] + sf[_h.SF_HEADER + B + rb] > 0.0
         if _h.window_expire_next_inplace(sf, si, clock, kind) < 0:
             break
         if track:
             _moments_add(mom, table, x[rb], -rw if ry > 0.5 else 0.0, -rw)
+        if floor:
+            held = sf[_h.SF_HEADER + rb] + sf[_h.SF_HEADER + B + rb] > 0.0
+            _floor_event(mom, table, x, pc, B, rb, -rw, was, held)
         if sums:
             _running_sums_add(anchor, pc, rb, -rw if ry > 0.5 else 0.0, -rw)
         if shapes:
             _steps_add(steps, x[rb], -rw if ry > 0.5 else 0.0, -rw)
         if prior_step:
             _prior_step_add(start, pc, rb, -rw if ry > 0.5 else 0.0, -rw)
+    was_held = sf[_h.SF_HEADER + b] + sf[_h.SF_HEADER + B + b] > 0.0
     renormalised = _h.window_add_inplace(sf, si, b, y, w, clock, kind)
     if prior_step and not renormalised:
         ws = w * _h.stored_unit(sf, kind)
@@ -1724,6 +1907,9 @@ def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps):
         ws = w * _h.stored_unit(sf, kind)  # the stored weight, as the histogram computed it
         xb = x[b]
         _moments_add(mom, table, xb, ws if y > 0.5 else 0.0, ws)
+        if floor:
+            held = sf[_h.SF_HEADER + b] + sf[_h.SF_HEADER + B + b] > 0.0
+            _floor_event(mom, table, x, pc, B, b, ws, was_held, held)
         mom[MOM_X_LO] = min(mom[MOM_X_LO], xb)
         mom[MOM_X_HI] = max(mom[MOM_X_HI], xb)
         _moments_fingerprint(mom, sf)

@@ -45,6 +45,16 @@ def _map_score():
     return entry_point(_k.glm_map_score, 0.5, True, 0.5, 0.5, 0.5, True, 0.5)
 
 
+def _with_floor_moments(state: dict) -> dict:
+    """``state`` with its Taylor moments in the current layout: a state saved before the score
+    prior's floor moments (the data's moments alone) gets them stale, and the next refit that
+    needs them builds them."""
+    moments = state.get("_glm_moments")
+    if isinstance(moments, np.ndarray) and moments.shape == (_g.MOM_DATA_SIZE,):
+        return {**state, "_glm_moments": np.concatenate((moments, np.zeros(_g.MOM_SIZE - _g.MOM_DATA_SIZE)))}
+    return state
+
+
 @functools.cache
 def _taylor_table() -> np.ndarray:
     return _g.logistic_taylor_table()
@@ -126,6 +136,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         # hold both.
         if "_beta" in state and "_glm_moments" not in state and "_glm_moments_order" not in state:
             state = {**state, "_glm_moments": np.zeros(_g.MOM_SIZE), "_glm_moments_order": _g.MOM_K}
+        state = _with_floor_moments(state)
         # likewise a state saved before GEV's predicted starts (neither the array nor its layout)
         if "_beta" in state and "_glm_steps" not in state and "_glm_steps_block" not in state:
             state = {**state, "_glm_steps": np.zeros(0), "_glm_steps_block": _g.STEP_BLOCK}
@@ -375,9 +386,9 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         if status != 0:
             self._glm_complete_refit(a)
         if getattr(self, "refit_every", None) is not None:
-            # nor does the refit leave the prior's predicted start to track (the state stays the
-            # same whichever face learns)
+            # nor does the refit leave the prior's predicted start or the moments to track: one state for both faces
             self._glm_prior_start[_g.PRIOR_STEP_VALID] = 0.0
+            self._glm_moments[_g.MOM_VALID] = 0.0
         self._glm_state_out(a)
 
     def _glm_shape_arrays(self, a: SimpleNamespace) -> tuple:
