@@ -227,6 +227,48 @@ def test_river_face_follows_pairs_replaced_or_reloaded(rng):
     assert [twin.predict_proba_one(x) for x in xs[100:]] == expected
 
 
+def test_river_face_follows_pairs_refitted_one_after_another_between_events(rng):
+    # each refit gives one pair a new state buffer while the other pairs keep theirs: the river
+    # face binds it and answers as the per-pair calls do, event after event
+    p, y = stream(rng, 400, 4)
+    xs = [{c: float(v) for c, v in enumerate(row)} for row in p]
+    labels = y.tolist()
+    refits = {100: (0, 1), 180: (2, 3), 181: (0, 3), 300: (0, 1)}
+    fast, reference = PairwiseCouplingCalibrator(classes=(0, 1, 2, 3)), PairwiseCouplingCalibrator(classes=(0, 1, 2, 3))
+
+    def run(cal):
+        out = []
+        for e, (x, label) in enumerate(zip(xs, labels, strict=True)):
+            if e in refits:
+                cal.pairs_[refits[e]].fit([0.1, 0.3, 0.5, 0.7, 0.9][: 2 + e % 3], [0, 1, 0, 1, 1][: 2 + e % 3])
+            out.append(cal.predict_proba_one(x))
+            cal.learn_one(x, label)
+        return out
+
+    got = run(fast)
+    assert fast.river_in_one_call  # still one call per event after the refits
+    with pytest.MonkeyPatch.context() as mp:
+        per_pair_river(mp)
+        expected = run(reference)
+    assert got == expected
+    assert_same_pairs(fast, reference)
+
+
+def test_default_pairs_equal_explicit_pav_pairs_bit_for_bit(rng):
+    # the default binary calibrator's facts are read once per process; a prototype given
+    # explicitly is read from its clone: the same pairs, the same bits
+    p, y = stream(rng, 300, 3)
+    default = PairwiseCouplingCalibrator(classes=(0, 1, 2))
+    explicit = PairwiseCouplingCalibrator(PAVCalibrator(), classes=(0, 1, 2))
+    np.testing.assert_array_equal(default.prequential(p, y), explicit.prequential(p, y))
+    xs = [{c: float(v) for c, v in enumerate(row)} for row in p[:50]]
+    for x, label in zip(xs, y[:50].tolist(), strict=True):
+        assert default.predict_proba_one(x) == explicit.predict_proba_one(x)
+        default.learn_one(x, label)
+        explicit.learn_one(x, label)
+    assert_same_pairs(default, explicit)
+
+
 def test_river_face_with_a_pair_marked_busy_takes_the_per_pair_calls(rng):
     p, y = stream(rng, 200, 3)
     cal = PairwiseCouplingCalibrator(classes=(0, 1, 2))

@@ -483,16 +483,18 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
         now = self._params_now()
         self._check_params()
         fixed = None if self.classes is None else list(self.classes)
-        prototype = self._new_binary()
-        key = getattr(prototype, "score_key", None)
+        if self.calibrator is None:
+            probabilities, takes_any_score, key = _default_prototype_facts()
+        else:
+            probabilities, takes_any_score, key = _prototype_facts(self._new_binary())
         derived = types.SimpleNamespace(
             window=self._window(),
             fixed=fixed,
             fixed_set=None if fixed is None else set(fixed),
             rank=None if fixed is None else {c: i for i, c in enumerate(fixed)},
-            probabilities=self._takes_probabilities(prototype),
-            takes_any_score=_takes_any_score(prototype),
-            score_key=key if key is not None else "score",
+            probabilities=probabilities,
+            takes_any_score=takes_any_score,
+            score_key=key,
         )
         self._checked = (now, derived)
         return derived
@@ -880,6 +882,28 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
 _PROTOTYPE_PARAMS = operator.attrgetter("window", "buckets", "score_key")
 
 
+def _prototype_facts(prototype) -> tuple[bool, bool, str]:
+    """What the multiclass calibrators read from a fresh binary calibrator: whether it takes
+    probabilities, whether it learns every score it is given (``_takes_any_score``), and the key
+    of its score dicts."""
+    key = getattr(prototype, "score_key", None)
+    return (
+        _ScoreDictCalibrator._takes_probabilities(prototype),
+        _takes_any_score(prototype),
+        key if key is not None else "score",
+    )
+
+
+@functools.cache
+def _default_prototype_facts() -> tuple[bool, bool, str]:
+    """:func:`_prototype_facts` of the default binary calibrator, ``PAVCalibrator()``: the same
+    for every multiclass calibrator, read once per process rather than from a calibrator built
+    at each one's first call (a few hundred microseconds)."""
+    from streamcal import PAVCalibrator
+
+    return _prototype_facts(PAVCalibrator())
+
+
 def _prototype_unchanged(calibrator, before: tuple) -> bool:
     """Whether the prototype ``calibrator`` (the same object as when ``before`` was read by
     ``_params_now``) still holds the window, buckets and score key that ``before`` ends with."""
@@ -908,10 +932,10 @@ class _RiverCall:
     pairs of a :class:`PairwiseCouplingCalibrator`: the addresses of the pairs' packed states
     (pairs in the order of ``numpy.triu_indices(K, 1)``, 0 for a pair without a calibrator), the
     frame of the bound parameters, log-scores, output and scratch, and the two compiled
-    functions, made once and valid while the parameters, the classes, the register and every
-    pair's state buffer stay the same objects (the buffers are held here, so their addresses stay
-    valid). Without ``pairs`` (the kernels do not apply) it only remembers that, for the same
-    parameters and pairs."""
+    functions, made once and valid while the parameters, the classes and the register stay the
+    same objects; a pair's new state buffer is bound in place (:meth:`hold_again`; the buffers
+    are held here, so their addresses stay valid). Without ``pairs`` (the kernels do not apply)
+    it only remembers that, for the same parameters and pairs."""
 
     __slots__ = (
         "addresses",
@@ -927,6 +951,7 @@ class _RiverCall:
         "models",
         "n_models",
         "out",
+        "pair_models",
         "pairs",
         "params",
         "predict",
@@ -945,30 +970,49 @@ class _RiverCall:
         from streamcal.multiclass import _one_call
 
         k = len(classes)
-        held = [model is not None for model in pairs]
-        # each present pair's attribute dict (where its ``packed_state`` reads the buffer) and
-        # the buffer it gave
-        self.pairs = tuple(model.__dict__ for model in pairs if model is not None)
-        self.buffers = tuple(buffer for buffer in buffers if buffer is not None)
         self.proba = proba
         self.column = {c: i for i, c in enumerate(classes)}
         self.keys = tuple(classes)  # a score dict's keys in this order: its values are the scores' tuple
         self.types = (float,) * k
+        self.pair_models = tuple(pairs)
+        self.addresses = np.zeros(2 * len(buffers), dtype=np.int64)
+        self.hold(buffers)
+        self.frame = np.zeros(_one_call.frame_size(k))
+        self.out = self.frame[_one_call.output_slice(k)]
+        self.bound = (self.addresses, self.frame)  # the kernels' first two arguments
+
+    def hold(self, buffers: list) -> None:
+        """Bind the pairs' state buffers (one per pair of ``pair_models``, None for a pair
+        without a calibrator): their addresses, and what ``buffers_unchanged`` compares."""
+        pairs = self.pair_models
+        k = len(self.classes)
+        # each present pair's attribute dict (where its ``packed_state`` reads the buffer) and
+        # the buffer it gave
+        self.pairs = tuple(model.__dict__ for model in pairs if model is not None)
+        self.buffers = tuple(buffer for buffer in buffers if buffer is not None)
         # per class column: the calibrators of its K - 1 pairs and their buffers (None when one
         # of them has none yet: learning then creates it, through the per-pair calls)
         self.holding = []
         for c in range(k):
             mine = [q for q, (a, b) in enumerate(itertools.combinations(range(k), 2)) if c in (a, b)]
-            ok = all(held[q] for q in mine)
+            ok = all(pairs[q] is not None for q in mine)
             mine = (tuple(pairs[q].__dict__ for q in mine), tuple(buffers[q] for q in mine)) if ok else None
             self.holding.append(mine)
-        self.addresses = np.zeros(2 * len(buffers), dtype=np.int64)
+        addresses = self.addresses
+        addresses[:] = 0
         for q, buffer in enumerate(buffers):
             if buffer is not None:
-                self.addresses[2 * q : 2 * q + 2] = buffer.ctypes.data, buffer.size
-        self.frame = np.zeros(_one_call.frame_size(k))
-        self.out = self.frame[_one_call.output_slice(k)]
-        self.bound = (self.addresses, self.frame)  # the kernels' first two arguments
+                addresses[2 * q : 2 * q + 2] = buffer.ctypes.data, buffer.size
+
+    def hold_again(self) -> bool:
+        """Bind each pair's current state buffer in place of the one bound (the same calibrators,
+        one or more holding a new buffer: refitted, merged or loaded); False, having changed
+        nothing, if a calibrator holds none."""
+        buffers = [None if model is None else model.packed_state() for model in self.pair_models]
+        if any(model is not None and buffer is None for model, buffer in zip(self.pair_models, buffers, strict=True)):
+            return False
+        self.hold(buffers)
+        return True
 
     def bind(self, method: int, tol: float, max_iter: int) -> None:
         """Write the parameters into the frame and find the compiled kernels for K classes."""
@@ -1326,7 +1370,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     # that scores known classes only runs through every pair and the coupling in one compiled call
     # (``_one_call.pairs_predict`` / ``pairs_learn``) on the pairs' packed states, addressed by a
     # small array made once per set of pairs (``_river_pairs``, rebuilt whenever a pair's
-    # calibrator or its buffer is another object). The kernels give the bits of the per-pair
+    # calibrator is another object; a pair's new buffer is bound in place). The kernels give the bits of the per-pair
     # calls they replace.
 
     _UNSAVED = (*_ScoreDictCalibrator._UNSAVED, "_river_pairs")
@@ -1338,8 +1382,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         models = self._models
         # still valid while the parameters, the classes and the pairs' calibrators are the same
         # objects (the register only adds pairs, or removes those a refused event added; a rolled
-        # back array call puts another dict in place) and each calibrator's state is the buffer
-        # it was (a pair refitted, merged or loaded holds a new one)
+        # back array call puts another dict in place); a calibrator refitted, merged or loaded
+        # holds a new state buffer, bound in place
         if cache is not None and cache.same_pairs(params, classes, models):
             if cache.predict is None:  # remembered until the parameters or the pairs change
                 return None
@@ -1347,7 +1391,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             serial = PACK_SERIAL[0]
             if cache.serial == serial:
                 return cache
-            if cache.buffers_unchanged(cache.pairs, cache.buffers):
+            if cache.buffers_unchanged(cache.pairs, cache.buffers) or cache.hold_again():
                 cache.serial = serial
                 return cache
         if not _config.is_compiled():
@@ -1378,10 +1422,22 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         buffer packed anywhere since the last look); None otherwise (the general path then
         checks each, and binds anew where needed)."""
         river = self.__dict__.get("_river_pairs")
-        if river is None or river.before is None:
+        if river is None:
             return None
         before = river.before
-        if not self._params_unchanged(before):
+        if before is None:
+            return None
+        # ``_params_unchanged`` in line (a method and a function call less per event)
+        calibrator = self.calibrator
+        if not (
+            self.scores is before[0]
+            and self.classes is before[1]
+            and calibrator is before[2]
+            and self.method is before[3]
+            and self.tol is before[4]
+            and self.max_iter is before[5]
+            and (calibrator is None or _prototype_unchanged(calibrator, before))
+        ):
             return None
         models = self._models
         if not (river.models is models and river.n_models == len(models) and river.serial == PACK_SERIAL[0]):
