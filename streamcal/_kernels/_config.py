@@ -179,6 +179,10 @@ INTERPRETER_LOCK = threading.RLock()
 _KERNELS: list[Kernel] = []
 _KERNEL_OF_DISPATCHER: dict[int, Kernel] = {}  # id(numba dispatcher) -> its Kernel
 
+#: Functions :func:`use_compiled_kernels` calls, in order and without arguments, before it
+#: imports numba (a process that owns its start-up prepares it there: the command line).
+BEFORE_SWITCH: list = []
+
 
 class Kernel:
     """A kernel before the process compiles: its Python function and its JIT options.
@@ -271,6 +275,8 @@ def use_compiled_kernels() -> None:
     with _SWITCH:
         if _compiled:
             return
+        for prepare in BEFORE_SWITCH:
+            prepare()
         import streamcal._kernels._prefetch_compiled  # noqa: F401  (the hints' compiled forms, before any compile)
 
         for kernel in _KERNELS:
