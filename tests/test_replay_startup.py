@@ -139,6 +139,9 @@ def test_the_command_line_pauses_the_cyclic_collector_during_the_replay(tmp_path
         return real(*args, **kwargs)
 
     monkeypatch.setattr(replay_module, "replay", watched)
+    from streamcal._kernels import _config
+
+    steps = list(_config.BEFORE_SWITCH)
     assert gc.isenabled()
     try:
         assert main(["replay", str(src), "-q", "-o", str(tmp_path / "a.parquet")]) == 0
@@ -146,6 +149,7 @@ def test_the_command_line_pauses_the_cyclic_collector_during_the_replay(tmp_path
         gc.unfreeze()  # the survivors the command line froze: this process goes on
     assert seen == [False]  # no automatic collections while the replay ran
     assert gc.isenabled()  # and the collector back on after it
+    assert steps == _config.BEFORE_SWITCH  # the BLAS step was for that replay only
     monkeypatch.setattr(replay_module, "replay", real)
     expected = real(src, "pav", output=tmp_path / "b.parquet", metrics_window=1_000)
     assert pq.read_table(tmp_path / "a.parquet").equals(pq.read_table(tmp_path / "b.parquet"))

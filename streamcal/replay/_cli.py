@@ -433,8 +433,7 @@ def run_replay(args: argparse.Namespace) -> int:
     _keep_freed_memory()
     from streamcal._kernels import _config
 
-    if _blas_module_alone not in _config.BEFORE_SWITCH:
-        _config.BEFORE_SWITCH.append(_blas_module_alone)
+    _config.BEFORE_SWITCH.append(_blas_module_alone)  # for this replay only
     try:
         with option_spelling(REPLAY_FLAGS), _no_cyclic_collections():
             summary = replay(
@@ -469,6 +468,8 @@ def run_replay(args: argparse.Namespace) -> int:
             )
     except (ValueError, TypeError, ImportError, OSError, pa.ArrowException) as exc:
         return _fail(exc, REPLAY_FLAGS)
+    finally:
+        _config.BEFORE_SWITCH.remove(_blas_module_alone)
     summary.print()
     return 0
 
