@@ -154,3 +154,28 @@ def test_the_command_line_pauses_the_cyclic_collector_during_the_replay(tmp_path
     expected = real(src, "pav", output=tmp_path / "b.parquet", metrics_window=1_000)
     assert pq.read_table(tmp_path / "a.parquet").equals(pq.read_table(tmp_path / "b.parquet"))
     assert expected.n_events == 2_000
+
+
+SWITCH_AHEAD = """
+import json, sys
+from streamcal._kernels import _config
+calls = []
+within = _config.switch_ahead(10, lambda: calls.append("within"))
+before = _config.is_compiled()
+thread = _config.switch_ahead(10**9, lambda: calls.append("beyond"))
+thread.join()
+sys.stderr.write(json.dumps({"within": within is None, "before": before, "after": _config.is_compiled(),
+                             "calls": calls, "numba": "numba" in sys.modules}))
+"""
+
+
+def test_switch_ahead_starts_only_beyond_the_allowance():
+    # a long replay switches to compiled kernels on a worker thread while it opens its input;
+    # a call the interpreted tier would still cover starts nothing
+    env = {k: v for k, v in os.environ.items() if k != "STREAMCAL_INTERPRETED_EVENTS"}
+    env["PYTHONPATH"] = str(ROOT)
+    child = subprocess.run(
+        [sys.executable, "-c", SWITCH_AHEAD], capture_output=True, text=True, env=env, cwd=ROOT, check=True
+    )
+    report = json.loads(child.stderr.strip().splitlines()[-1])
+    assert report == {"within": True, "before": False, "after": True, "calls": ["beyond"], "numba": True}

@@ -310,6 +310,34 @@ def is_cached(kernel) -> bool:
         return False
 
 
+def switch_ahead(events: int, first_call=None) -> threading.Thread | None:
+    """Start switching to compiled kernels on a worker thread, when a call handing kernels
+    ``events`` events would not run interpreted; the started thread, or None.
+
+    The thread switches (:func:`use_compiled_kernels`: numba's import) and then runs
+    ``first_call`` (no arguments), a small call of a kernel the caller is about to use: numba's
+    first compiled call, even of a kernel in its cache, loads numba's compiler registries (most
+    of its start-up). A caller that knows it will stream many events starts it while it still
+    opens its input, so that this start-up overlaps that work. A failure there is left to the
+    caller's own first compiled call, which meets it again.
+    """
+    with _SWITCH:
+        if _compiled or _force_interpreted or events <= _allowance:
+            return None
+
+    def switch() -> None:
+        try:
+            use_compiled_kernels()
+            if first_call is not None:
+                first_call()
+        except Exception:  # the caller's own compiled call raises it again
+            pass
+
+    thread = threading.Thread(target=switch, name="streamcal-switch-ahead", daemon=True)
+    thread.start()
+    return thread
+
+
 def may_interpret(events: int) -> bool:
     """Whether a call handing kernels ``events`` events runs interpreted; if so, its events
     are taken from the allowance."""

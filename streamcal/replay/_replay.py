@@ -16,7 +16,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from streamcal.replay._engine import Planner
+from streamcal._kernels._config import switch_ahead
+from streamcal.replay._engine import Planner, first_plan_call
 from streamcal.replay._evaluate import default_metrics
 from streamcal.replay._keyed import KeyedSink, check_keyed_options, keyed_calibrators
 from streamcal.replay._outputs import OutputFiles, check_outputs, reserve_tmp
@@ -235,6 +236,8 @@ def replay(
 
     start = time.perf_counter()
     total = _count_rows(sources) if progress or metrics_window is None else None
+    if total is not None:  # a long input: numba's start-up overlaps the opening of the input
+        switch_ahead(total, first_plan_call)
     bar = Progress(total if progress else None, enabled=progress)
     if metrics_window is None:
         metrics_window = auto_metrics_window(total)
