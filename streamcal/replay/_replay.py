@@ -236,8 +236,7 @@ def replay(
 
     start = time.perf_counter()
     total = _count_rows(sources) if progress or metrics_window is None else None
-    if total is not None:  # a long input: numba's start-up overlaps the opening of the input
-        switch_ahead(total, first_plan_call)
+    _start_compiled_tier(total)
     bar = Progress(total if progress else None, enabled=progress)
     if metrics_window is None:
         metrics_window = auto_metrics_window(total)
@@ -308,6 +307,14 @@ def replay(
         alarms=monitor_sink.alarms() if monitor_sink is not None else None,
         keyed=_keyed_summary(keyed_sink, cals, monitor_sink),
     )
+
+
+def _start_compiled_tier(total: int | None) -> None:
+    """For an input of ``total`` events (None: not known before reading), beyond what the
+    interpreted tier covers: numba's start-up and the planner's first compiled call begin on a
+    worker thread, overlapping the opening of the input and the first batches' reading."""
+    if total is not None:
+        switch_ahead(total, first_plan_call)
 
 
 def _keyed_summary(keyed_sink, cals, monitor_sink) -> dict | None:
