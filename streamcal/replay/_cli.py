@@ -7,6 +7,8 @@ command line (``--time-col ts``, never Python's ``time_col='ts'``), and exit sta
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import math
 import sys
 from pathlib import Path
@@ -429,8 +431,11 @@ def run_replay(args: argparse.Namespace) -> int:
     time_col = DEFAULT_TIME_COL if args.time_col is None else (args.time_col or None)
     label_time_col = DEFAULT_LABEL_TIME_COL if args.label_time_col is None else (args.label_time_col or None)
     _keep_freed_memory()
+    from streamcal._kernels import _config
+
+    _config.BEFORE_SWITCH.append(_blas_module_alone)  # for this replay only
     try:
-        with option_spelling(REPLAY_FLAGS):
+        with option_spelling(REPLAY_FLAGS), _no_cyclic_collections():
             summary = replay(
                 args.input[0] if len(args.input) == 1 else list(args.input),
                 args.method,
@@ -463,6 +468,8 @@ def run_replay(args: argparse.Namespace) -> int:
             )
     except (ValueError, TypeError, ImportError, OSError, pa.ArrowException) as exc:
         return _fail(exc, REPLAY_FLAGS)
+    finally:
+        _config.BEFORE_SWITCH.remove(_blas_module_alone)
     summary.print()
     return 0
 
@@ -487,6 +494,69 @@ def _keep_freed_memory() -> None:
     m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
     mallopt(m_mmap_threshold, 32 << 20)
     mallopt(m_trim_threshold, 128 << 20)
+
+
+def _blas_module_alone() -> None:
+    """Load ``scipy.linalg.cython_blas`` on its own, without the ``scipy.linalg`` package around it.
+
+    Called before the switch to compiled kernels. numba's first compiled call (even of a kernel
+    loaded from its cache) imports its array functions, which check for BLAS by importing
+    ``scipy.linalg.cython_blas``; an import of it runs ``scipy.linalg``'s ``__init__`` first,
+    which loads all of ``scipy.linalg`` and through it ``numpy.f2py``: about 0.12 s of a
+    replay's start-up, before any batch can be calibrated. No kernel calls BLAS, and the module
+    needs nothing of its package: loaded from its file under its own name, it is the same module,
+    and numba finds it in ``sys.modules``. The command line only: the package, imported later,
+    has no ``cython_blas`` attribute (``import scipy.linalg.cython_blas`` finds the module
+    already loaded and does not set it), which nothing in the replay reads but a library's
+    caller might. Where the file is not found, or loading it fails, nothing changes.
+    """
+    import importlib.machinery
+    import importlib.util
+
+    name = "scipy.linalg.cython_blas"
+    if name in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    try:
+        scipy_spec = importlib.util.find_spec("scipy")
+        folders = [] if scipy_spec is None else list(scipy_spec.submodule_search_locations or [])
+        paths = [
+            Path(folder, "linalg", f"cython_blas{suffix}")
+            for folder in folders
+            for suffix in importlib.machinery.EXTENSION_SUFFIXES
+        ]
+        path = next((p for p in paths if p.is_file()), None)
+        if path is None:
+            return
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    except Exception:  # any failure: numba imports the package as it would
+        sys.modules.pop(name, None)
+
+
+@contextlib.contextmanager
+def _no_cyclic_collections():
+    """Within the block, no automatic collections of Python's cyclic garbage collector.
+
+    A replay makes almost no reference cycles (a 1e7-event default replay leaves about 1,400
+    objects to the collector, a few KB), but its allocations set off a collection every 700
+    container objects, and every tenth of the oldest generation's walks the objects of every
+    module loaded (numba's compiler and pyarrow's are hundreds of thousands): 0.13-0.25 s of the
+    main thread, holding the interpreter lock, in a 1e7-event replay. Freed arrays go back at
+    once by their reference counts either way. At the end the objects still alive (the loaded
+    modules' among them) are moved out of the collector's generations (``gc.freeze``): else
+    the first collection after the block walks all of them (about 70 ms). The command line
+    only: a library call leaves its caller's collector alone.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def _option(text: str | None, option: str):

@@ -30,7 +30,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import plan as _plan
 from streamcal.replay._batch import EventBatch
 
-__all__ = ["InFlight", "LabelDelays", "Ops", "Planner", "plan_batch", "plan_flush"]
+__all__ = ["InFlight", "LabelDelays", "Ops", "Planner", "first_plan_call", "plan_batch", "plan_flush"]
 
 # the planned columns the kernel moves itself; the others travel by name in ``extra``
 _KERNEL_COLUMNS = ("s", "y", "w")
@@ -123,6 +123,13 @@ def _merged_order_kernels(flight_t: np.ndarray, label_t: np.ndarray) -> np.ndarr
     order = np.empty(flight_t.size + b, dtype=np.int64)
     _plan.plan_merge_order(flight_t, label_t, rising, n_rising, rest, n_rest, order)
     return order
+
+
+def first_plan_call() -> None:
+    """A first call of the planner's compiled kernels on empty arrays (of the types
+    :func:`plan_batch` passes them), for :func:`streamcal._kernels._config.switch_ahead`."""
+    f, i = np.empty(0), np.empty(0, dtype=np.int64)
+    _plan.plan_split_rising(f, i, i)
 
 
 def _f64(a: np.ndarray | None) -> np.ndarray:

@@ -16,7 +16,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from streamcal.replay._engine import Planner
+from streamcal._kernels._config import switch_ahead
+from streamcal.replay._engine import Planner, first_plan_call
 from streamcal.replay._evaluate import default_metrics
 from streamcal.replay._keyed import KeyedSink, check_keyed_options, keyed_calibrators
 from streamcal.replay._outputs import OutputFiles, check_outputs, reserve_tmp
@@ -235,6 +236,7 @@ def replay(
 
     start = time.perf_counter()
     total = _count_rows(sources) if progress or metrics_window is None else None
+    _start_compiled_tier(total)
     bar = Progress(total if progress else None, enabled=progress)
     if metrics_window is None:
         metrics_window = auto_metrics_window(total)
@@ -305,6 +307,14 @@ def replay(
         alarms=monitor_sink.alarms() if monitor_sink is not None else None,
         keyed=_keyed_summary(keyed_sink, cals, monitor_sink),
     )
+
+
+def _start_compiled_tier(total: int | None) -> None:
+    """For an input of ``total`` events (None: not known before reading), beyond what the
+    interpreted tier covers: numba's start-up and the planner's first compiled call begin on a
+    worker thread, overlapping the opening of the input and the first batches' reading."""
+    if total is not None:
+        switch_ahead(total, first_plan_call)
 
 
 def _keyed_summary(keyed_sink, cals, monitor_sink) -> dict | None:
