@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from state_files import array_of, objects, pack, run_batch, unpack
 
 from streamcal import persist
+from streamcal._kernels.glm_refit import MOM_DATA_SIZE
 from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid
 from streamcal.windows import CountWindow, Decay, TimeWindow
 
@@ -272,6 +273,12 @@ _KERNEL_STATE = {"_sf", "_si", "_pf", "_pi", "_warm", "_kf", "_ki", "_atoms_b", 
                  "_ring_f", "_arena", "_src_weight", "_src_fitted", "_src_blocks"}
 
 
+# arrays whose older layouts were a prefix of today's, of these sizes: a file cut to one of them is a
+# file of that older format, which loads as such (the refitted maps' Taylor moments before the score
+# prior's floor moments: tests/test_platt_prior_moments.py checks that such a file refits as it should)
+_OLDER_LAYOUT_SIZES = {"_glm_moments": {MOM_DATA_SIZE}}
+
+
 def _array_variants(arr: np.ndarray, indices: str, attr: str) -> list[tuple[str, np.ndarray]]:
     """Sizes, dtypes, dimensions, then values index by index: at every index (``indices="all"``),
     at the first 12 and a few more for the kernels' state arrays and at both ends and the middle
@@ -280,7 +287,8 @@ def _array_variants(arr: np.ndarray, indices: str, attr: str) -> list[tuple[str,
     n = flat.size
     out = []
     if arr.ndim == 1:
-        out += [(f"size {k}", flat[:k].copy()) for k in sorted({0, 1, n // 2, n - 1}) if 0 <= k < n]
+        older = _OLDER_LAYOUT_SIZES.get(attr, set())
+        out += [(f"size {k}", flat[:k].copy()) for k in sorted({0, 1, n // 2, n - 1} - older) if 0 <= k < n]
         out.append((f"size {n + 1}", np.concatenate([flat, flat[-1:] if n else np.zeros(1, arr.dtype)])))
     else:
         out.append(("one row fewer", arr[:-1].copy()))
