@@ -28,6 +28,29 @@ sys.stderr.write(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
+def _modules_of_a_replay(tmp_path, allowance: str | None) -> tuple[set[str], str]:
+    """The modules a ``streamcal replay`` of 1,000 click events loaded, and what it printed, run in a
+    process of its own with ``STREAMCAL_INTERPRETED_EVENTS`` set to ``allowance`` (``None``: unset, the
+    default)."""
+    src = tmp_path / "clicks.parquet"
+    generate(src, "click", n=1_000, seed=1)
+    env = {k: v for k, v in os.environ.items() if k != "STREAMCAL_INTERPRETED_EVENTS"}
+    env["PYTHONPATH"] = str(ROOT)
+    if allowance is not None:
+        env["STREAMCAL_INTERPRETED_EVENTS"] = allowance
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, str(src), str(tmp_path / "out.parquet")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        check=True,
+    )
+    report = json.loads(child.stderr.strip().splitlines()[-1])
+    assert report["code"] in (0, None)
+    return set(report["modules"]), child.stdout
+
+
 def summary() -> ReplaySummary:
     return ReplaySummary(
         files=["<pyarrow Table>"],
@@ -46,26 +69,12 @@ def summary() -> ReplaySummary:
 
 
 def test_a_short_replay_loads_neither_rich_nor_numba_nor_the_demo(tmp_path):
-    src = tmp_path / "clicks.parquet"
-    generate(src, "click", n=1_000, seed=1)
-    env = {k: v for k, v in os.environ.items() if k != "STREAMCAL_INTERPRETED_EVENTS"}
-    env["PYTHONPATH"] = str(ROOT)
-    child = subprocess.run(
-        [sys.executable, "-c", CHILD, str(src), str(tmp_path / "out.parquet")],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        check=True,
-    )
-    report = json.loads(child.stderr.strip().splitlines()[-1])
-    assert report["code"] in (0, None)
-    loaded = set(report["modules"])
+    loaded, printed = _modules_of_a_replay(tmp_path, None)
     assert "streamcal.replay._replay" in loaded  # the replay ran in this process
     for name in ("rich", "numba", "streamcal.replay.demo"):
         assert name not in loaded, name
-    assert child.stdout.split()[:2] == ["method", "Brier"]  # the summary, as plain text
-    assert "┃" not in child.stdout
+    assert printed.split()[:2] == ["method", "Brier"]  # the summary, as plain text
+    assert "┃" not in printed
     assert (tmp_path / "out.parquet").exists()
 
 
@@ -101,20 +110,7 @@ def test_a_compiled_replay_loads_blas_without_scipy_linalg(tmp_path):
     # the switch to compiled kernels checks for BLAS through scipy.linalg.cython_blas, which the
     # command line loads alone: scipy.linalg's package (and numpy.f2py behind it) stays unloaded
     pytest.importorskip("scipy")
-    src = tmp_path / "clicks.parquet"
-    generate(src, "click", n=1_000, seed=1)
-    env = dict(os.environ, STREAMCAL_INTERPRETED_EVENTS="0", PYTHONPATH=str(ROOT))
-    child = subprocess.run(
-        [sys.executable, "-c", CHILD, str(src), str(tmp_path / "out.parquet")],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        check=True,
-    )
-    report = json.loads(child.stderr.strip().splitlines()[-1])
-    assert report["code"] in (0, None)
-    loaded = set(report["modules"])
+    loaded, _ = _modules_of_a_replay(tmp_path, "0")
     assert "numba" in loaded  # the kernels ran compiled
     assert "scipy.linalg.cython_blas" in loaded
     assert "scipy.linalg" not in loaded

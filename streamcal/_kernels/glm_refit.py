@@ -1119,6 +1119,26 @@ def _logistic(v):
     return e / (1.0 + e)
 
 
+_MOM_M = np.int64(MOM_M)  # NumPy integers, not literals: one compiled ``_taylor_rows_add``
+_MOM_FL_M = np.int64(MOM_FL_M)
+
+
+@jit_noalloc(forceinline=True)
+def _taylor_rows_add(mom, base0, table, p, w, xb):
+    """Add weight ``w`` at feature ``xb`` to the Taylor rows starting at ``mom[base0]``: row ``k``
+    gains ``w * sum_d table[k, d] p**d`` (Horner's rule in the logistic ``p`` at ``xb``) times
+    ``xb**m`` in its column ``m``."""
+    for k in range(MOM_K + 1):
+        acc = 0.0
+        for d in range(k + 1, -1, -1):
+            acc = acc * p + table[k, d]
+        t = w * acc
+        base = base0 + k * MOM_NCOL
+        for m in range(MOM_NCOL):
+            mom[base + m] += t
+            t *= xb
+
+
 @jit_noalloc(forceinline=True)
 def _moments_add(mom, table, xb, pos_part, ws):
     """Add stored weight ``ws`` (negative: remove) at feature ``xb``, ``pos_part`` of it positive."""
@@ -1130,15 +1150,7 @@ def _moments_add(mom, table, xb, pos_part, ws):
         t *= ax
     mom[MOM_P0] += pos_part
     mom[MOM_P1] += pos_part * xb
-    for k in range(MOM_K + 1):
-        acc = 0.0
-        for d in range(k + 1, -1, -1):
-            acc = acc * p + table[k, d]
-        t = ws * acc
-        base = MOM_M + k * MOM_NCOL
-        for m in range(MOM_NCOL):
-            mom[base + m] += t
-            t *= xb
+    _taylor_rows_add(mom, _MOM_M, table, p, ws, xb)
     mom[MOM_UPDATES] += 1.0
 
 
@@ -1218,15 +1230,7 @@ def _floor_add(mom, table, xb, r, f):
     mom[MOM_FL_F] += f
     mom[MOM_FL_FR0] += f * r
     mom[MOM_FL_FR1] += f * r * xb
-    for k in range(MOM_K + 1):
-        acc = 0.0
-        for d in range(k + 1, -1, -1):
-            acc = acc * p + table[k, d]
-        t = f * acc
-        base = MOM_FL_M + k * MOM_NCOL
-        for m in range(MOM_NCOL):
-            mom[base + m] += t
-            t *= xb
+    _taylor_rows_add(mom, _MOM_FL_M, table, p, f, xb)
 
 
 @jit_noalloc
