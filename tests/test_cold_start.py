@@ -21,13 +21,12 @@ import streamcal
 from streamcal._kernels import _config, histogram, ipav
 
 # What a first ``prequential`` compiles today: the array kernels (bucket search, prequential
-# loop and its kernel for the events that skip the prior's tests, finite-LLR refresh, the score
-# prior's strength and augmented row, the resumed sweep's checkpoints for fractional weights) and
-# the helpers they call. A little room for a new helper; a
+# loop, finite-LLR refresh, the score prior's strength and augmented row, the resumed sweep's
+# checkpoints for fractional weights) and the helpers they call. A little room for a new helper; a
 # regression (numba's ``inline="always"``, which compiles nothing here but re-types a helper at
 # every call site, or kernels compiled once per literal argument, or the river face compiled
 # eagerly) lands well outside it.
-MAX_FIRST_PREQUENTIAL = 38
+MAX_FIRST_PREQUENTIAL = 36
 # What a first ``learn_one`` and ``predict_proba_one`` then add: two entry points and the few
 # helpers only they call (the single-score bucket search).
 MAX_RIVER_FACE_EXTRA = 10

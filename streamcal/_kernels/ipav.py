@@ -1395,20 +1395,6 @@ def pav_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, t, kind):
     ``kind`` is ``sf[SF_KIND]`` (read once by a loop of events: see ``histogram.stored_unit``);
     ``runs`` the end runs' scratch (see "the end runs' resume points"; ``pf[:0]``: none).
     """
-    _learn_one_inplace(sf, si, pf, pi, runs, b, y, w, t, kind, _PRIOR_HOOKS)
-
-
-# ``hooks`` of :func:`_learn_one_inplace`: whether the event tests the prior's strength and
-# whether its refresh is due (``_NO_PRIOR_HOOKS``: the caller knows that neither applies)
-_PRIOR_HOOKS = np.int64(1)
-_NO_PRIOR_HOOKS = np.int64(0)
-
-
-@jit_noalloc(forceinline=True)
-def _learn_one_inplace(sf, si, pf, pi, runs, b, y, w, t, kind, hooks):
-    """:func:`pav_learn_one_inplace`; with ``hooks`` 0 (for an event that finds the prior's
-    strength at 0 and leaves the learned count below its next refresh) the same operations
-    without the prior's two tests."""
     # the end runs' resume points are dropped unless current (``pav_update_extremes_inplace``
     # stamps them; written out: a helper would be one more kernel to compile)
     if runs.shape[0] >= RUNS_SIZE and runs[RUN_STAMP] != sf[SF_N_LEARNED]:
@@ -1425,7 +1411,7 @@ def _learn_one_inplace(sf, si, pf, pi, runs, b, y, w, t, kind, hooks):
         _rebuild_blocks_inplace(sf, pf, pi)  # the same blocks, and checkpoints (kept from now on)
     B = pi[PI_B]
     o = _prior_offset(B)
-    if hooks == 1 and pf[o + PR_KAPPA] > 0.0:
+    if pf[o + PR_KAPPA] > 0.0:
         _prior_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, clock, kind, o)
         return
     total = sf[SF_T_POS] + sf[SF_T_NEG] + w  # an upper bound of the total during this update
@@ -1445,7 +1431,7 @@ def _learn_one_inplace(sf, si, pf, pi, runs, b, y, w, t, kind, hooks):
         _resweep_inplace(sf, _H0, pf, pi, _ALL, _SPARSE)  # renormalised: rebuild everything
     else:
         pav_bucket_delta_inplace(sf, _H0, pf, pi, b, old_p, old_n)
-    if hooks == 1 and sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:
+    if sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:
         pav_prior_refresh_inplace(sf, pf, pi, kind)
     pav_update_extremes_inplace(sf, pf, pi, kind, runs)
 
@@ -1683,40 +1669,11 @@ def pav_prequential_inplace(sf, si, pf, pi, runs, buckets, scores, labels, weigh
     runs of labels, the loop is shorter and compiles to faster code.
     """
     kind = sf[SF_KIND]  # constant: read once (see ``histogram.stored_unit``)
-    o = _prior_offset(pi[PI_B])
-    n = buckets.shape[0]
-    i = np.int64(0)
-    while i < n:
-        # While the prior's strength is 0 (nothing but its refresh sets it), the events that
-        # leave the learned count below its next refresh skip its tests: one call for all.
-        if not pf[o + PR_KAPPA] > 0.0:
-            room = pf[o + PR_NEXT] - sf[SF_N_LEARNED] - 1.0  # inf without a prior
-            stop = n if room >= n - i else (i + np.int64(room) if room >= 1.0 else i)
-            if stop > i:
-                _prequential_span_inplace(
-                    sf, si, pf, pi, runs, buckets, scores, labels, weights, times, out_p, out_llr, i, stop, kind
-                )
-                i = stop
-                continue
+    for i in range(buckets.shape[0]):
         p = pav_predict_one(pf, buckets[i], scores[i])
         out_p[i] = pav_proba_out(pf, p)
         out_llr[i] = pav_llr_from_proba(pf, p)
         pav_learn_one_inplace(sf, si, pf, pi, runs, buckets[i], labels[i], weights[i], times[i], kind)
-        i += 1
-
-
-@jit_noalloc
-def _prequential_span_inplace(
-    sf, si, pf, pi, runs, buckets, scores, labels, weights, times, out_p, out_llr, start, stop, kind
-):
-    """:func:`pav_prequential_inplace` on the events ``start..stop-1``, which find the prior's
-    strength at 0 and no refresh due: learned without the prior's tests, in a kernel of its own
-    (the loop compiles to faster code without the prior's path beside it)."""
-    for i in range(start, stop):
-        p = pav_predict_one(pf, buckets[i], scores[i])
-        out_p[i] = pav_proba_out(pf, p)
-        out_llr[i] = pav_llr_from_proba(pf, p)
-        _learn_one_inplace(sf, si, pf, pi, runs, buckets[i], labels[i], weights[i], times[i], kind, _NO_PRIOR_HOOKS)
 
 
 @jit_noalloc
