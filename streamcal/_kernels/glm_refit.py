@@ -1119,21 +1119,30 @@ def _logistic(v):
     return e / (1.0 + e)
 
 
-_MOM_M = np.int64(MOM_M)  # NumPy integers, not literals: one compiled ``_taylor_rows_add``
+_MOM_S = np.int64(MOM_S)  # NumPy integers, not literals: one compiled ``_weight_add``
+_MOM_M = np.int64(MOM_M)
+_MOM_FL_S = np.int64(MOM_FL_S)
 _MOM_FL_M = np.int64(MOM_FL_M)
 
 
 @jit_noalloc(forceinline=True)
-def _taylor_rows_add(mom, base0, table, p, w, xb):
-    """Add weight ``w`` at feature ``xb`` to the Taylor rows starting at ``mom[base0]``: row ``k``
-    gains ``w * sum_d table[k, d] p**d`` (Horner's rule in the logistic ``p`` at ``xb``) times
+def _weight_add(mom, s0, m0, table, xb, w):
+    """Add weight ``w`` at feature ``xb`` to the power sums starting at ``mom[s0]`` (``|xb|**m``,
+    m = 0 .. ``MOM_NS - 1``) and to the Taylor rows starting at ``mom[m0]``: row ``k`` gains
+    ``w * sum_d table[k, d] p**d`` (Horner's rule in the anchor's logistic ``p`` at ``xb``) times
     ``xb**m`` in its column ``m``."""
+    p = _logistic(mom[MOM_B0] * xb + mom[MOM_B1])
+    ax = abs(xb)
+    t = w
+    for m in range(MOM_NS):
+        mom[s0 + m] += t
+        t *= ax
     for k in range(MOM_K + 1):
         acc = 0.0
         for d in range(k + 1, -1, -1):
             acc = acc * p + table[k, d]
         t = w * acc
-        base = base0 + k * MOM_NCOL
+        base = m0 + k * MOM_NCOL
         for m in range(MOM_NCOL):
             mom[base + m] += t
             t *= xb
@@ -1142,15 +1151,9 @@ def _taylor_rows_add(mom, base0, table, p, w, xb):
 @jit_noalloc(forceinline=True)
 def _moments_add(mom, table, xb, pos_part, ws):
     """Add stored weight ``ws`` (negative: remove) at feature ``xb``, ``pos_part`` of it positive."""
-    p = _logistic(mom[MOM_B0] * xb + mom[MOM_B1])
-    ax = abs(xb)
-    t = ws
-    for m in range(MOM_NS):
-        mom[MOM_S + m] += t
-        t *= ax
+    _weight_add(mom, _MOM_S, _MOM_M, table, xb, ws)
     mom[MOM_P0] += pos_part
     mom[MOM_P1] += pos_part * xb
-    _taylor_rows_add(mom, _MOM_M, table, p, ws, xb)
     mom[MOM_UPDATES] += 1.0
 
 
@@ -1221,16 +1224,10 @@ def _floor_weight(kind, j, B, held, first, last):
 def _floor_add(mom, table, xb, r, f):
     """Add floor weight ``f`` (negative: remove) at feature ``xb``, prior rate ``r``, to the
     floor moments (about the data moments' anchor)."""
-    p = _logistic(mom[MOM_B0] * xb + mom[MOM_B1])
-    ax = abs(xb)
-    t = f
-    for m in range(MOM_NS):
-        mom[MOM_FL_S + m] += t
-        t *= ax
+    _weight_add(mom, _MOM_FL_S, _MOM_FL_M, table, xb, f)
     mom[MOM_FL_F] += f
     mom[MOM_FL_FR0] += f * r
     mom[MOM_FL_FR1] += f * r * xb
-    _taylor_rows_add(mom, _MOM_FL_M, table, p, f, xb)
 
 
 @jit_noalloc
