@@ -502,8 +502,8 @@ def _blas_module_alone() -> None:
     Called before the switch to compiled kernels. numba's first compiled call (even of a kernel
     loaded from its cache) imports its array functions, which check for BLAS by importing
     ``scipy.linalg.cython_blas``; an import of it runs ``scipy.linalg``'s ``__init__`` first,
-    which loads all of ``scipy.linalg`` and through it ``numpy.f2py``: about 0.12 s of a
-    replay's start-up, before any batch can be calibrated. No kernel calls BLAS, and the module
+    which loads all of ``scipy.linalg`` and through it ``numpy.f2py``: start-up work before any
+    batch can be calibrated (docs/benchmarks.md gives its cost). No kernel calls BLAS, and the module
     needs nothing of its package: loaded from its file under its own name, it is the same module,
     and numba finds it in ``sys.modules``. The command line only: the package, imported later,
     has no ``cython_blas`` attribute (``import scipy.linalg.cython_blas`` finds the module
@@ -539,15 +539,14 @@ def _blas_module_alone() -> None:
 def _no_cyclic_collections():
     """Within the block, no automatic collections of Python's cyclic garbage collector.
 
-    A replay makes almost no reference cycles (a 1e7-event default replay leaves about 1,400
-    objects to the collector, a few KB), but its allocations set off a collection every 700
-    container objects, and every tenth of the oldest generation's walks the objects of every
-    module loaded (numba's compiler and pyarrow's are hundreds of thousands): 0.13-0.25 s of the
-    main thread, holding the interpreter lock, in a 1e7-event replay. Freed arrays go back at
-    once by their reference counts either way. At the end the objects still alive (the loaded
-    modules' among them) are moved out of the collector's generations (``gc.freeze``): else
-    the first collection after the block walks all of them (about 70 ms). The command line
-    only: a library call leaves its caller's collector alone.
+    A replay makes almost no reference cycles (a long replay leaves the collector a few KB), but
+    its allocations set off a collection every 700 container objects, and every tenth of the
+    oldest generation's walks the objects of every module loaded (numba's compiler and pyarrow's
+    are hundreds of thousands) on the main thread, holding the interpreter lock
+    (docs/benchmarks.md gives its cost). Freed arrays go back at once by their reference counts
+    either way. At the end the objects still alive (the loaded modules' among them) are moved out
+    of the collector's generations (``gc.freeze``): else the first collection after the block
+    walks all of them. The command line only: a library call leaves its caller's collector alone.
     """
     enabled = gc.isenabled()
     gc.disable()
