@@ -181,16 +181,27 @@ class KeyedRows:
 
     # ------------------------------------------------------------------ arenas
     def _make_room(self, k: int) -> None:
-        """Compact the arenas that lack room for key ``k``'s next event, then leave each of them free
-        room for a quarter of what it uses plus that event's need (so that compactions stay rare:
-        each one is paid for by the quarter's worth of events that fill the room it leaves). An
-        arena with room is left as it is: a compaction moves every segment of its arena."""
-        needs = [int(v) for v in _config.run(_kk.room_needed, 0, self._ki, self._cfg, k)]
+        """Make room in the arenas that lack it for key ``k``'s next event, then leave each of them
+        free room for a quarter of what it uses plus that event's need (so that stops stay rare: each
+        one is paid for by the quarter's worth of events that fill the room it leaves). An arena with
+        room is left as it is. A short arena is compacted first (every segment of it moves) only
+        where its gaps hold more than an eighth of what it uses: the atom and ring arenas reuse a
+        key's old segment as a hole of its size class (see ``_kernels.keyed``), so their gaps stay
+        small and growing them alone is the cheaper way to room; the block arena has no holes."""
+        needs = [int(v) for v in _config.run(_kk.room_needed, 0, self._ki, self._cfg, self._holes, k)]
         short = tuple(i for i, prefix in enumerate(("_atoms", "_ring", "_blocks"))
                       if int(self._arena[i]) + needs[i] > getattr(self, prefix + "_b").shape[-1])
-        self._compact(short)
+        self._compact(tuple(i for i in short if self._gaps(i) > int(self._arena[i]) >> 3))
         used = self._arena
         self._reserve(*(needs[i] + (int(used[i]) >> 2) if i in short else needs[i] for i in range(3)))
+
+    def _gaps(self, arena: int) -> int:
+        """Slots of ``arena`` (``AR_ATOMS``, ``AR_RING``, ``AR_BLOCKS``) below its used end that no
+        live key's segment holds: holes and the segments of dropped keys."""
+        if arena == _kk.AR_BLOCKS:
+            return int(self._arena[arena])  # always compacted: its segments have no size classes
+        cap = _kk.KI_A_CAP if arena == _kk.AR_ATOMS else _kk.KI_R_CAP
+        return int(self._arena[arena]) - int(self._ki[: len(self._slot_keys), cap].sum())
 
     def _has_ring(self) -> bool:
         kind = self._cfg[_kk.CFG_KIND]
@@ -223,6 +234,8 @@ class KeyedRows:
             ki[order, off] = dst
             ki[:n, off][ki[:n, cap] == 0] = 0
             self._arena[used] = total
+            if used != _kk.AR_BLOCKS:
+                self._holes[used] = -1  # the holes were closed
 
     def _drop_block_caches(self) -> None:
         self._ki[:, list(_kk.KI_CACHE)] = 0

@@ -218,11 +218,12 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         self._free = [k for k, key in enumerate(self._slot_keys) if key is None]
         self._scratch_b = np.zeros((2, 2 * B + 4), dtype=np.int64)
         self._scratch_w = np.zeros((2, 2 * B + 4))
+        self._holes = np.full((2, _kk.HOLE_CLASSES), -1, dtype=np.int64)  # no segment is free yet
         if "_blocks_b" not in self.__dict__:  # the block cache starts empty (a restored state)
             self._drop_block_caches()
 
     _CACHES = ("_cfg", "_cen", "_prior", "_pri", "_slot_of", "_free", "_scratch_b", "_scratch_w", "_blocks_b",
-               "_blocks_f")
+               "_blocks_f", "_holes")
     _UNSAVED = ("_lock", *_CACHES)
     # what replace_global takes from a keyed source: the global map and the prior it gives
     _GLOBAL_STATE = ("_global", "_n_learned", "_next_refresh", "_strength", "_src_weight", "_src_fitted", "_src_blocks",
@@ -579,9 +580,9 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         while True:
             stopped = _config.run(
                 _kk.run_ops, end - pos, self._cfg, self._cen, self._kf, self._ki, self._atoms_b, self._atoms_f,
-                self._atoms_n, self._ring_b, self._ring_f, self._blocks_b, self._blocks_f, self._arena, self._prior,
-                self._pri, self._scratch_b, self._scratch_w, run.slots, run.b, run.s, run.y, run.w, run.t, run.ops,
-                run.g_p, run.g_llr, run.stamps, run.out_p, run.out_llr, pos, end,
+                self._atoms_n, self._ring_b, self._ring_f, self._blocks_b, self._blocks_f, self._arena, self._holes,
+                self._prior, self._pri, self._scratch_b, self._scratch_w, run.slots, run.b, run.s, run.y, run.w, run.t,
+                run.ops, run.g_p, run.g_llr, run.stamps, run.out_p, run.out_llr, pos, end,
             )
             if stopped == _kk.DONE:
                 return end

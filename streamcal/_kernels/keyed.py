@@ -7,9 +7,13 @@ time window keeps the key's events in a ring segment of the ring arena that grow
 window: ``rb`` (int32) holds ``2 * bucket + label`` per event, ``rf`` its weight (stored units) and,
 for time windows only, its clock (a count window's clocks are the key's last event numbers, so the
 ring does not keep them: 12 bytes per event under a count window, 20 under a time window).
-Segments move to the end of their arena when they grow; the caller compacts the arenas
-(``KeyedRows._compact``) and enlarges them when a kernel stops for room (it returns the position of
-the event it could not place, before touching it).
+A segment that grows moves to a *hole* of its new size (the capacities ``_grown`` gives from
+``FIRST_CAP`` are the size classes; ``holes`` holds, per arena and class, the first of a chain of
+free segments linked through their first slot), else to the end of its arena, and leaves its old
+segment as a hole of its class: keys that grow later take the segments earlier keys outgrew, so an
+arena's gaps stay a few per cent of it. The caller enlarges the arenas when a kernel stops for room
+(it returns the position of the event it could not place, before touching it) and compacts one
+(``KeyedRows._compact``, which closes its holes) only where its gaps are large.
 
 Per key scalars (``kf`` float64 and ``ki`` int64, one row per key slot): the window's totals,
 clock, decay frame and counts, exactly the fields of the unkeyed histogram
@@ -152,6 +156,12 @@ AR_RING = 1
 AR_BLOCKS = 2
 
 FIRST_CAP = 4
+# holes: the free segments of the atom and ring arenas (rows AR_ATOMS, AR_RING), one list per size
+# class (the capacities ``_grown`` gives from FIRST_CAP), each a chain through its segments' first slot
+HOLE_CLASSES = 64
+NO_HOLE = np.int64(-1)
+_HOLE_ATOMS = np.int64(AR_ATOMS)
+_HOLE_RING = np.int64(AR_RING)
 CACHE_MIN_ATOMS = 48  # keys with this many atoms keep their blocks
 FILL_MARGIN = 1e-9  # the whole runs' least relative rate increase (see "Whole runs")
 
@@ -230,12 +240,14 @@ def move_segments(arr, src, dst, length, n):
 
 
 @jit_noalloc(forceinline=True)
-def room_needed(ki, cfg, k):
-    """``(atoms, ring, blocks)``: free slots a learned event of key ``k`` may need in the arenas."""
+def room_needed(ki, cfg, holes, k):
+    """``(atoms, ring, blocks)``: free slots a learned event of key ``k`` may need at the arenas' ends
+    (none for a segment a hole of its size class gives)."""
     atoms = 0
     if ki[k, KI_A_LEN] == ki[k, KI_A_CAP]:
-        cap = ki[k, KI_A_CAP]
-        atoms = _grown(cap)
+        atoms = _grown(ki[k, KI_A_CAP])
+        if _has_hole(holes, _HOLE_ATOMS, atoms):
+            atoms = 0
     ring = 0
     kind = cfg[CFG_KIND]
     if (kind == KIND_COUNT) | (kind == KIND_TIME):
@@ -245,6 +257,8 @@ def room_needed(ki, cfg, k):
             ring = _grown(cap)
             if kind == KIND_COUNT and ring > cfg[CFG_WINDOW_N]:
                 ring = np.int64(cfg[CFG_WINDOW_N])
+            if _has_hole(holes, _HOLE_RING, ring):
+                ring = 0
     blocks = 0
     if ki[k, KI_A_LEN] + 1 >= CACHE_MIN_ATOMS or ki[k, KI_B_CAP] > 0:
         bound = _block_bound(cfg, ki, k) + 2  # the bound after a new atom
@@ -303,41 +317,108 @@ def _expire_next(cfg, kf, ki, ab, af, an, rb, rf, k, clock):
 
 
 @jit_noalloc(forceinline=True)
-def _grow_atoms(ab, af, an, ki, arena, k):
-    """Move the key's atoms to a larger segment (``_grown``) at the end of the arena (room checked)."""
-    cap = ki[k, KI_A_CAP]
-    new_cap = _grown(cap)
-    new_off = arena[AR_ATOMS]
-    off = ki[k, KI_A_OFF]
-    for q in range(ki[k, KI_A_LEN]):
-        _move_atom(ab, af, an, new_off + q, off + q)
-    ki[k, KI_A_OFF] = new_off
-    ki[k, KI_A_CAP] = new_cap
-    arena[AR_ATOMS] = new_off + new_cap
+def _size_class(cap):
+    """The size class of a segment of ``cap`` slots: how many ``_grown`` steps lead to it from
+    ``FIRST_CAP``; -1 for a capacity outside that sequence (a restored row's, a count window's full
+    ring) or beyond the last class: such a segment is left as a gap until a compaction."""
+    c = FIRST_CAP
+    i = 0
+    while c < cap:
+        c = _grown(c)
+        i += 1
+    return i if c == cap and i < HOLE_CLASSES else -1
 
 
 @jit_noalloc(forceinline=True)
-def _grow_ring(rb, rf, ki, arena, k, new_cap):
-    """Move the key's ring, oldest first, to a segment of ``new_cap`` slots at the end of the arena."""
+def _has_hole(holes, row, cap):
+    cls = _size_class(cap)
+    return cls >= 0 and holes[row, cls] >= 0
+
+
+@jit_noalloc(forceinline=True)
+def _hole_next(ab, rf, row, off):
+    return ab[off] if row == AR_ATOMS else np.int64(rf[0, off])
+
+
+@jit_noalloc(forceinline=True)
+def _take_segment(holes, ab, rf, arena, row, cap):
+    """The offset of a segment of ``cap`` slots: a hole of its size class, else the arena's end."""
+    cls = _size_class(cap)
+    if cls >= 0:
+        off = holes[row, cls]
+        if off >= 0:
+            holes[row, cls] = _hole_next(ab, rf, row, off)
+            return off
+    off = arena[row]
+    arena[row] = off + cap
+    return off
+
+
+@jit_noalloc(forceinline=True)
+def _give_segment(holes, ab, rf, row, off, cap):
+    """Make the segment at ``off`` (``cap`` slots, no longer a key's) a hole of its size class."""
+    cls = _size_class(cap)
+    if cls < 0:
+        return
+    if row == AR_ATOMS:
+        ab[off] = holes[row, cls]
+    else:
+        rf[0, off] = holes[row, cls]
+    holes[row, cls] = off
+
+
+@jit_noalloc(forceinline=True)
+def _grow_atoms(ab, af, an, rf, ki, arena, holes, k):
+    """Move the key's atoms to a larger segment (``_grown``): a hole of its size, else the arena's
+    end (room checked); the slots past the atoms are zero, as at the arena's end."""
+    cap = ki[k, KI_A_CAP]
+    new_cap = _grown(cap)
+    new_off = _take_segment(holes, ab, rf, arena, _HOLE_ATOMS, new_cap)
+    off = ki[k, KI_A_OFF]
+    n = ki[k, KI_A_LEN]
+    for q in range(n):
+        _move_atom(ab, af, an, new_off + q, off + q)
+    for q in range(new_off + n, new_off + new_cap):
+        ab[q] = 0
+        af[0, q] = 0.0
+        af[1, q] = 0.0
+        an[0, q] = 0
+        an[1, q] = 0
+    if cap > 0:
+        _give_segment(holes, ab, rf, _HOLE_ATOMS, off, cap)
+    ki[k, KI_A_OFF] = new_off
+    ki[k, KI_A_CAP] = new_cap
+
+
+@jit_noalloc(forceinline=True)
+def _grow_ring(ab, rb, rf, ki, arena, holes, k, new_cap):
+    """Move the key's ring, oldest first, to a segment of ``new_cap`` slots: a hole of its size,
+    else the arena's end (room checked); the slots past its events are zero."""
     cap = ki[k, KI_R_CAP]
     off = ki[k, KI_R_OFF]
     head = ki[k, KI_R_HEAD]
-    new_off = arena[AR_RING]
-    for q in range(ki[k, KI_R_COUNT]):
+    count = ki[k, KI_R_COUNT]
+    new_off = _take_segment(holes, ab, rf, arena, _HOLE_RING, new_cap)
+    for q in range(count):
         src = head + q
         if src >= cap:
             src -= cap
         rb[new_off + q] = rb[off + src]
         for r in range(rf.shape[0]):
             rf[r, new_off + q] = rf[r, off + src]
+    for q in range(new_off + count, new_off + new_cap):
+        rb[q] = 0
+        for r in range(rf.shape[0]):
+            rf[r, q] = 0.0
+    if cap > 0:
+        _give_segment(holes, ab, rf, _HOLE_RING, off, cap)
     ki[k, KI_R_OFF] = new_off
     ki[k, KI_R_CAP] = new_cap
     ki[k, KI_R_HEAD] = 0
-    arena[AR_RING] = new_off + new_cap
 
 
 @jit_noalloc(forceinline=True)
-def _add(cfg, kf, ki, ab, af, an, rb, rf, arena, k, b, y, w, clock):
+def _add(cfg, kf, ki, ab, af, an, rb, rf, arena, holes, k, b, y, w, clock):
     """Add one event to key ``k``'s row (as ``histogram.window_add_inplace``); returns True if a
     decay renormalisation ran (every atom changed)."""
     kind = cfg[CFG_KIND]
@@ -377,7 +458,7 @@ def _add(cfg, kf, ki, ab, af, an, rb, rf, arena, k, b, y, w, clock):
     j = _find_atom(ab, off, n, b)
     if j == off + n or ab[j] != b:  # a new atom: shift the ones above it
         if n == ki[k, KI_A_CAP]:
-            _grow_atoms(ab, af, an, ki, arena, k)
+            _grow_atoms(ab, af, an, rf, ki, arena, holes, k)
             j = j - off + ki[k, KI_A_OFF]
             off = ki[k, KI_A_OFF]
         q = off + n
@@ -407,7 +488,7 @@ def _add(cfg, kf, ki, ab, af, an, rb, rf, arena, k, b, y, w, clock):
             new_cap = _grown(cap)
             if kind == KIND_COUNT and new_cap > cfg[CFG_WINDOW_N]:
                 new_cap = np.int64(cfg[CFG_WINDOW_N])
-            _grow_ring(rb, rf, ki, arena, k, new_cap)
+            _grow_ring(ab, rb, rf, ki, arena, holes, k, new_cap)
             cap = new_cap
         roff = ki[k, KI_R_OFF]
         tail = ki[k, KI_R_HEAD] + count
@@ -789,7 +870,8 @@ def _ensure_blocks(cfg, ki, arena, qb, qf, k):
 
 
 @jit_noalloc(forceinline=True)
-def learn_one(cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, prior, pri, sb, sw, k, b, y, w, t, p_global, stamp):
+def learn_one(cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, holes, prior, pri, sb, sw, k, b, y, w, t, p_global,
+              stamp):
     """Learn one event of key ``k`` (expiry, then the event) and repair its blocks; room checked."""
     _sync_prior(cfg, kf, ki, prior, k)
     kind = cfg[CFG_KIND]
@@ -802,7 +884,7 @@ def learn_one(cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, prior, pri, sb, sw
             break
         if cached:
             _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], gone)
-    if _add(cfg, kf, ki, ab, af, an, rb, rf, arena, k, b, y, w, clock):
+    if _add(cfg, kf, ki, ab, af, an, rb, rf, arena, holes, k, b, y, w, clock):
         ki[k, KI_B_VALID] = 0
         cached = False
     if ki[k, KI_A_LEN] >= CACHE_MIN_ATOMS or ki[k, KI_B_CAP] > 0:
@@ -1006,8 +1088,8 @@ def _prefetch_ahead(kf, ki, ab, af, an, rb, rf, qb, qf, slots, i, stop):
 
 @jit_noalloc
 def run_ops(
-    cfg, cen, kf, ki, ab, af, an, rb, rf, qb, qf, arena, prior, pri, sb, sw, slots, buckets, scores, labels,
-    weights, times, ops, g_p, g_llr, stamps, out_p, out_llr, start, stop,
+    cfg, cen, kf, ki, ab, af, an, rb, rf, qb, qf, arena, holes, prior, pri, sb, sw, slots, buckets, scores,
+    labels, weights, times, ops, g_p, g_llr, stamps, out_p, out_llr, start, stop,
 ):
     """Run operations ``start .. stop - 1`` (``ops``: 1 learn, 2 predict, 3 predict then learn) on the
     keys' rows; ``slots[i]`` the key's slot (-1: the key has no row: the global map's ``g_p``,
@@ -1020,7 +1102,7 @@ def run_ops(
         k = slots[i]
         op = ops[i]
         if op & 1:
-            atoms, ring, blocks = room_needed(ki, cfg, k)
+            atoms, ring, blocks = room_needed(ki, cfg, holes, k)
             if (
                 arena[AR_ATOMS] + atoms > ab.shape[0]
                 or arena[AR_RING] + ring > rb.shape[0]
@@ -1032,7 +1114,7 @@ def run_ops(
                     out_llr, i)
         if op & 1:
             learn_one(
-                cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, prior, pri, sb, sw, k, buckets[i], labels[i],
+                cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, holes, prior, pri, sb, sw, k, buckets[i], labels[i],
                 weights[i], times[i], g_p[i], stamps[i],
             )
     return DONE
