@@ -67,11 +67,8 @@ def test_keys_growing_through_reused_segments_stay_independent_copies(name):
 @pytest.mark.parametrize("strength", ["auto", 30.0])
 def test_pooled_keys_give_the_same_bits_whatever_the_holes(name, strength):
     # one long call against calls with a save and restore between them (a restored state starts
-    # compacted, without holes, so the segments lie elsewhere): the same outputs. A restored time
-    # window's pooled keys differ from an unbroken run by one unit in the last place at a few events
-    # (3 of these 8,000, the code before the holes as well: not this test's subject), so the time
-    # window's calls run without the restore
-    restore = name != "time"
+    # compacted, without holes and without block caches, so the segments lie elsewhere and every
+    # cached key rebuilds its blocks from scratch): the same outputs
     keys, s, y, w, t = zipf_stream(8000, 400, seed=5)
     template = TEMPLATES[name]
     whole = KeyedCalibrator(template, prior_strength=strength)
@@ -82,11 +79,26 @@ def test_pooled_keys_give_the_same_bits_whatever_the_holes(name, strength):
         p, llr = cal.prequential(keys[a], s[a], y[a], weights=w[a], times=t[a])
         p_parts.append(p)
         llr_parts.append(llr)
-        if restore:
-            cal = pickle.loads(pickle.dumps(cal))
+        cal = pickle.loads(pickle.dumps(cal))
     assert np.array_equal(np.concatenate(p_parts), p_whole, equal_nan=True)
     assert np.array_equal(np.concatenate(llr_parts), llr_whole, equal_nan=True)
     grid = np.linspace(0.01, 0.99, 33)
     for key in range(0, 400, 7):
         k = np.full(grid.size, key)
         assert np.array_equal(cal.predict_proba(k, grid), whole.predict_proba(k, grid))
+
+
+@pytest.mark.parametrize("window", [TimeWindow(30.0), CountWindow(400)])
+def test_cached_blocks_equal_a_rebuild_where_atoms_leave_the_window(window):
+    # keys past the block cache's threshold whose buckets leave the window (an atom dropped joins
+    # the prior's runs on both sides of it into one unit): after every chunk each key's map equals
+    # that of a restored copy, which rebuilds its blocks from scratch
+    keys, s, y, w, t = zipf_stream(8000, 400, seed=5)
+    cal = KeyedCalibrator(PAVCalibrator(window=window, prior=None), prior_strength=30.0)
+    grid = np.linspace(0.01, 0.99, 257)
+    for a in np.array_split(np.arange(s.size), 80):
+        cal.prequential(keys[a], s[a], y[a], weights=w[a], times=t[a])
+        fresh = pickle.loads(pickle.dumps(cal))
+        for key in range(8):
+            k = np.full(grid.size, key)
+            assert np.array_equal(cal.predict_proba(k, grid), fresh.predict_proba(k, grid))

@@ -33,7 +33,9 @@ finite-LLR rule and outputs are the unkeyed calibrator's, bit for bit (tested).
 Block cache. A key with at least ``CACHE_MIN_ATOMS`` atoms keeps its blocks (first and last bucket,
 weights) in a segment of the block arena (``qb``, ``qf``) and repairs them after each change of its
 row as :mod:`streamcal._kernels.ipav` does: the sweep resumes at the block holding the changed
-bucket (the blocks on its left are the sweep's stack there) and stops at the end of the first old
+bucket (the blocks on its left are the sweep's stack there; where the bucket's atom left the
+window, at the block holding the bucket before it, since the prior's runs on both sides of it now
+form one unit) and stops at the end of the first old
 block it rebuilds without pooling it into the stack below, from where it would repeat what it did
 before; the result equals a from-scratch sweep bit for bit. A key with fewer atoms sweeps its few
 atoms and the prior's runs per prediction.
@@ -716,6 +718,20 @@ def _push(sb, sw, sp, first, last, p, n):
     return sp + 1
 
 
+@jit_noalloc(forceinline=True)
+def _block_at(qb, boff, blen, c):
+    """The last of the blocks ``0 .. blen - 1`` (segment ``boff``) starting at or before bucket ``c``; -1 if none."""
+    lo = 0
+    hi = blen
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if qb[0, boff + mid] <= c:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1
+
+
 @jit_noalloc
 def _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, e, c):
     """Repair key ``k``'s cached blocks after bucket ``c`` changed (``c = -1``: rebuild them all);
@@ -726,28 +742,26 @@ def _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, e, c):
     off = ki[k, KI_A_OFF]
     end = off + ki[k, KI_A_LEN]
     full = c < 0 or ki[k, KI_B_VALID] == 0
+    region_end = B
     if full:
         r = -1
         blen = 0
     else:  # the last old block starting at or before c
-        lo = 0
-        hi = blen
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if qb[0, boff + mid] <= c:
-                lo = mid + 1
-            else:
-                hi = mid
-        r = lo - 1
+        r = _block_at(qb, boff, blen, c)
+        # the old blocks up to the one holding c are the region the change reaches
+        region_end = c if r < 0 or qb[1, boff + r] <= c else qb[1, boff + r]
+        j = _find_atom(ab, off, end - off, c)
+        if c > 0 and (j == end or ab[j] != c):
+            # c's atom left the window: the prior's run on its left, in the same global block,
+            # now runs on through c as one unit, so the sweep resumes at the block holding c - 1
+            r = _block_at(qb, boff, r + 1, c - 1)
     if r < 0:
         x = 0
         chain = -1
-        region_end = B if full else c
         qold = 0
     else:
         x = qb[0, boff + r]
         chain = r - 1
-        region_end = qb[1, boff + r] if qb[1, boff + r] > c else c
         qold = r
     q = _find_atom(ab, off, end - off, x)
     sp = 0
