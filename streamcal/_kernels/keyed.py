@@ -733,9 +733,11 @@ def _block_at(qb, boff, blen, c):
 
 
 @jit_noalloc
-def _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, e, c):
-    """Repair key ``k``'s cached blocks after bucket ``c`` changed (``c = -1``: rebuild them all);
-    see "Block cache". The segment has room for every block (``_block_bound``)."""
+def _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, e, c, a):
+    """Repair key ``k``'s cached blocks after bucket ``c`` changed (``c = -1``: rebuild them all),
+    resuming the sweep at the block holding bucket ``a``: ``c``, or ``c - 1`` where ``c``'s atom left
+    the window (the prior's runs on both sides of it now form one unit); see "Block cache". The
+    segment has room for every block (``_block_bound``)."""
     B = pri.shape[1]
     boff = ki[k, KI_B_OFF]
     blen = ki[k, KI_B_LEN]
@@ -750,11 +752,8 @@ def _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, e, c):
         r = _block_at(qb, boff, blen, c)
         # the old blocks up to the one holding c are the region the change reaches
         region_end = c if r < 0 or qb[1, boff + r] <= c else qb[1, boff + r]
-        j = _find_atom(ab, off, end - off, c)
-        if c > 0 and (j == end or ab[j] != c):
-            # c's atom left the window: the prior's run on its left, in the same global block,
-            # now runs on through c as one unit, so the sweep resumes at the block holding c - 1
-            r = _block_at(qb, boff, r + 1, c - 1)
+        if a < c:
+            r = _block_at(qb, boff, r + 1, a)
     if r < 0:
         x = 0
         chain = -1
@@ -893,11 +892,13 @@ def learn_one(cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, holes, prior, pri,
     cached = ki[k, KI_B_CAP] > 0 and ki[k, KI_B_VALID] == 1
     u = kf[k, KF_PU]
     while True:
+        atoms = ki[k, KI_A_LEN]
         gone = _expire_next(cfg, kf, ki, ab, af, an, rb, rf, k, clock)
         if gone < 0:
             break
         if cached:
-            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], gone)
+            at = gone - 1 if ki[k, KI_A_LEN] < atoms and gone > 0 else gone  # its atom left
+            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], gone, at)
     if _add(cfg, kf, ki, ab, af, an, rb, rf, arena, holes, k, b, y, w, clock):
         ki[k, KI_B_VALID] = 0
         cached = False
@@ -905,9 +906,9 @@ def learn_one(cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, holes, prior, pri,
         u = kf[k, KF_PU]
         _ensure_blocks(cfg, ki, arena, qb, qf, k)
         if cached:
-            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], b)
+            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], b, b)
         else:
-            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], -1)
+            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], -1, -1)
     kf[k, KF_STAMP] = stamp
     kf[k, KF_OBS] += w * y
     kf[k, KF_EXP] += w * p_global
@@ -1007,7 +1008,7 @@ def predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, b, s):
     if ki[k, KI_B_CAP] > 0 and ki[k, KI_B_VALID] == 0 and ki[k, KI_B_CAP] >= _block_bound(cfg, ki, k):
         # a key that keeps blocks, invalidated by a new prior or a decay renormalisation: rebuild
         # them here (the same sweep as into the scratch), so its next reads and repairs use them
-        _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], -1)
+        _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], -1, -1)
     if ki[k, KI_B_CAP] > 0 and ki[k, KI_B_VALID] == 1:
         bb = qb
         bw = qf
