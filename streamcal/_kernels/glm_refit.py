@@ -62,6 +62,12 @@ move of ``FLOOR_SPAN``'s span marks them stale. With the strength of the refit,
 it does not certify, or the floor moments are stale, the passes run and both are rebuilt about their
 answer (:func:`floor_rebuild`). They are state with the data's moments.
 
+Platt's prior strength from ``D``'s block. For probability inputs ``D`` is a logistic regression
+on ``x_b = logit(r_b)``, the map's own kind of model, so ``mom`` also keeps Taylor moments of ``D``'s
+risk about ``D``'s last fit (``MOM_D``), current per event like the map's; the refit solves ``D`` on
+them and certifies its maximum within ``PRIOR_D_TOL`` (:func:`prior_strength_moments`,
+:func:`platt_prior_strength`), the passes of :func:`score_prior_strength` running where it cannot.
+
 GEV's lazy shapes. With ``xi="auto"`` only the served shape's fit reaches a prediction; the
 other shapes decide only which shape is served. Where the predicted starts are current and the
 prior adds nothing, the refit refits the served shape first, then each other shape only where
