@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from state_files import array_of, objects, pack, run_batch, unpack
 
 from streamcal import persist
-from streamcal._kernels.glm_refit import MOM_DATA_SIZE
+from streamcal._kernels.glm_refit import MOM_DATA_SIZE, MOM_SIZE_BEFORE_D
 from streamcal.buckets import Edges, LogitGrid, QuantileEdges, UniformGrid
 from streamcal.windows import CountWindow, Decay, TimeWindow
 
@@ -275,8 +275,9 @@ _KERNEL_STATE = {"_sf", "_si", "_pf", "_pi", "_warm", "_kf", "_ki", "_atoms_b", 
 
 # arrays whose older layouts were a prefix of today's, of these sizes: a file cut to one of them is a
 # file of that older format, which loads as such (the refitted maps' Taylor moments before the score
-# prior's floor moments: tests/test_platt_prior_moments.py checks that such a file refits as it should)
-_OLDER_LAYOUT_SIZES = {"_glm_moments": {MOM_DATA_SIZE}}
+# prior's floor moments, and before the prior's D block: tests/test_platt_prior_moments.py and
+# tests/test_platt_prior_d.py check that such files refit as they should)
+_OLDER_LAYOUT_SIZES = {"_glm_moments": {MOM_DATA_SIZE, MOM_SIZE_BEFORE_D}}
 
 
 def _array_variants(arr: np.ndarray, indices: str, attr: str) -> list[tuple[str, np.ndarray]]:

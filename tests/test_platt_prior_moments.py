@@ -93,8 +93,8 @@ def test_the_floor_moments_follow_the_histogram(B, floor, window, seed):
         # the sums equal the rebuild's; the features' range holds the rebuild's (it only widens);
         # the span is followed where the floor depends on it
         # (within the rounding of the running sums: each power of the feature to its own scale)
-        err = np.abs(mom[_g.MOM_FL_R0 :] - fresh[_g.MOM_FL_R0 :])
-        assert np.all(err <= 1e-9 * np.abs(fresh[_g.MOM_FL_R0 :]) + 1e-11 * scale)
+        err = np.abs(mom[_g.MOM_FL_R0 : _g.MOM_D] - fresh[_g.MOM_FL_R0 : _g.MOM_D])
+        assert np.all(err <= 1e-9 * np.abs(fresh[_g.MOM_FL_R0 : _g.MOM_D]) + 1e-11 * scale)
         assert mom[_g.MOM_FL_X_LO] <= fresh[_g.MOM_FL_X_LO]
         assert mom[_g.MOM_FL_X_HI] >= fresh[_g.MOM_FL_X_HI]
         if floor == _g.FLOOR_SPAN:

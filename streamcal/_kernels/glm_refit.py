@@ -62,6 +62,12 @@ move of ``FLOOR_SPAN``'s span marks them stale. With the strength of the refit,
 it does not certify, or the floor moments are stale, the passes run and both are rebuilt about their
 answer (:func:`floor_rebuild`). They are state with the data's moments.
 
+Platt's prior strength from ``D``'s block. For probability inputs ``D`` is a logistic regression
+on ``x_b = logit(r_b)``, the map's own kind of model, so ``mom`` also keeps Taylor moments of ``D``'s
+risk about ``D``'s last fit (``MOM_D``), current per event like the map's; the refit solves ``D`` on
+them and certifies its maximum within ``PRIOR_D_TOL`` (:func:`prior_strength_moments`,
+:func:`platt_prior_strength`), the passes of :func:`score_prior_strength` running where it cannot.
+
 GEV's lazy shapes. With ``xi="auto"`` only the served shape's fit reaches a prediction; the
 other shapes decide only which shape is served. Where the predicted starts are current and the
 prior adds nothing, the refit refits the served shape first, then each other shape only where
@@ -216,7 +222,18 @@ MOM_FL_FR0 = MOM_DATA_SIZE + 9
 MOM_FL_FR1 = MOM_DATA_SIZE + 10
 MOM_FL_S = MOM_DATA_SIZE + 11  # sum_b f_b |x_b|^m, m = 0 .. MOM_K + 2
 MOM_FL_M = MOM_FL_S + MOM_NS  # sum_b f_b c_k(v_b) x_b^m, as ``MOM_M``
-MOM_SIZE = MOM_FL_M + (MOM_K + 1) * MOM_NCOL
+MOM_D = MOM_FL_M + (MOM_K + 1) * MOM_NCOL
+# then the score prior's ``D`` (:func:`prior_strength_moments`): a block in the data moments' layout,
+# with the feature ``x_b = logit(r_b)`` and about ``D``'s fit in raw coefficients (slope, intercept
+# of ``z_b = slope x_b + intercept``), then, at these offsets in the block, ``sum_b n_b x_b``, the
+# prior's log-likelihood ``sum_b (pos_b log r_b + neg_b log(1 - r_b))`` and ``sum_b n_b softplus(z_b)``
+# at the block's anchor (stored units)
+D_SX = MOM_DATA_SIZE
+D_LS = MOM_DATA_SIZE + 1
+D_SP = MOM_DATA_SIZE + 2
+D_SIZE = MOM_DATA_SIZE + 3
+MOM_SIZE = MOM_D + D_SIZE
+MOM_SIZE_BEFORE_D = MOM_D  # the layout of states saved before the block
 #: the moments are rebuilt after this many events, and the solve refused beyond this bound of
 #: ``2 |delta . z_b| / pi`` (the Taylor tail's ratio)
 MOM_MAX_UPDATES = 512
@@ -285,8 +302,9 @@ BUF_BETAS = BUF_FIT + FIT_SIZE
 
 
 def buf_size(shapes: int) -> int:
-    """The packed buffer's length for ``shapes`` candidate shapes (its briers end it)."""
-    return BUF_BETAS + 3 * shapes
+    """The packed buffer's length for ``shapes`` candidate shapes: its briers, then the scratch
+    of Platt's solve with the score prior (``MOM_DATA_SIZE`` values, :func:`prior_moments_solve`)."""
+    return BUF_BETAS + 3 * shapes + MOM_DATA_SIZE
 
 
 #: nats between the certified bound of ``log kappa`` and ``log(KAPPA_MIN)``, on top of a margin
@@ -525,6 +543,17 @@ def score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anch
         nxt[PRIOR_MEAN] = mean
         nxt[PRIOR_SCALE] = scale
         nxt[PRIOR_STEP_VALID] = 0.0  # no Hessian at the fit: no predicted start
+    _prior_keep(sf, B, u, pc, anchor, kappa, identity)
+    return kappa
+
+
+@jit_noalloc
+def _prior_keep(sf, B, u, pc, anchor, kappa, identity):
+    """Keep the fit of ``D`` in ``anchor``'s scratch (``ANCHOR_PRIOR_NEXT``) that found ``kappa``:
+    the warm start becomes it where ``kappa`` is above 0 (for raw scores, always), the anchor
+    where ``kappa`` is 0 (see :func:`score_prior_strength`)."""
+    start = anchor[ANCHOR_PRIOR : ANCHOR_PRIOR + PRIOR_SIZE]
+    nxt = anchor[ANCHOR_PRIOR_NEXT : ANCHOR_PRIOR_NEXT + PRIOR_SIZE]
     if kappa > 0.0 or not identity:
         for i in range(PRIOR_SIZE):
             start[i] = nxt[i]
@@ -537,7 +566,6 @@ def score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anch
             anchor[1] = nxt[PRIOR_A]
             anchor[2] = nxt[PRIOR_B]
             set_anchor(sf, _h.SF_HEADER, B, u, pc, anchor)
-    return kappa
 
 
 @jit_noalloc(forceinline=True)
@@ -846,7 +874,7 @@ def glm_refit_inplace(
         t_neg = sf[_h.SF_T_NEG] / u
         if t_pos + t_neg > 0.0:
             if prior_on:
-                kappa = score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor)
+                kappa = platt_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor, table, mom, pw)
                 known = True
             if kappa == 0.0 and moments_solve(mom, pw, u, l2, x_lo, x_hi, tol, betas[0]):
                 fit[FIT_DIRTY] = 0.0
@@ -876,7 +904,9 @@ def glm_refit_inplace(
         fit[FIT_FITTED] = 0.0
         return 0
     if prior_on:
-        if not known:
+        if not known and taylor:
+            kappa = platt_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor, table, mom, pw)
+        elif not known:
             kappa = score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor)
         fit[FIT_KAPPA] = kappa
         if kappa > 0.0:
@@ -1178,7 +1208,7 @@ def moments_current(mom, sf):
 @jit_noalloc
 def moments_rebuild(sf, si, x, table, mom, b0, b1):
     """Build the moments of the histogram about the anchor ``(b0, b1)``."""
-    for i in range(MOM_SIZE):
+    for i in range(MOM_D):  # (not the prior's D block, which keeps its own anchor)
         mom[i] = 0.0
     mom[MOM_B0] = b0
     mom[MOM_B1] = b1
@@ -1234,7 +1264,7 @@ def _floor_add(mom, table, xb, r, f):
 def floor_rebuild(sf, si, x, table, mom, pc, floor_kind):
     """Build the score prior's floor moments of the histogram about the data moments' anchor
     (probability inputs: ``pc`` holds the prior's rates; the data moments just rebuilt)."""
-    for i in range(MOM_DATA_SIZE, MOM_SIZE):
+    for i in range(MOM_DATA_SIZE, MOM_D):
         mom[i] = 0.0
     B = si[_h.SI_B]
     H = _h.SF_HEADER
@@ -1847,6 +1877,8 @@ def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps):
     shapes = _steps_current(steps, sf)
     start = anchor[ANCHOR_PRIOR : ANCHOR_PRIOR + PRIOR_SIZE]
     prior_step = _prior_step_current(start, sf)
+    dm = mom[MOM_D : MOM_D + D_SIZE]
+    prior_d = moments_current(dm, sf)
     B = si[_h.SI_B]
     W = si[_h.SI_W]
     ring = _h.SF_HEADER + 2 * B
@@ -1873,6 +1905,8 @@ def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps):
             _steps_add(steps, x[rb], -rw if ry > 0.5 else 0.0, -rw)
         if prior_step:
             _prior_step_add(start, pc, rb, -rw if ry > 0.5 else 0.0, -rw)
+        if prior_d:
+            _prior_d_add(dm, table, pc, rb, -rw if ry > 0.5 else 0.0, -rw)
     was_held = sf[_h.SF_HEADER + b] + sf[_h.SF_HEADER + B + b] > 0.0
     renormalised = _h.window_add_inplace(sf, si, b, y, w, clock, kind)
     if prior_step and not renormalised:
@@ -1883,6 +1917,13 @@ def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps):
         start[PRIOR_T_NEG] = sf[_h.SF_T_NEG]
     else:
         start[PRIOR_STEP_VALID] = 0.0
+    if prior_d:
+        if renormalised:
+            dm[MOM_VALID] = 0.0
+        else:
+            ws = w * _h.stored_unit(sf, kind)
+            _prior_d_add(dm, table, pc, b, ws if y > 0.5 else 0.0, ws)
+            _moments_fingerprint(dm, sf)
     if shapes:
         if renormalised:
             steps[STEP_VALID] = 0.0
@@ -2044,14 +2085,265 @@ def moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta):
     return True
 
 
+# ----------------------------------------------------------------------------------------------
+# The score prior's strength from ``D``'s Taylor moments (Platt, probability inputs)
+
+#: :func:`prior_strength_moments` certifies ``D``'s maximum log-likelihood (so ``log kappa``) within
+#: this many nats: ``kappa`` within a relative 1e-10 of the prior kernel's, which moves a served
+#: probability by at most about as much
+PRIOR_D_TOL = 1e-10
+#: the Hessian's smallest eigenvalue over its largest below which it gives way
+PRIOR_D_CONDITION = 1e-8
+PRIOR_D_STEPS = 6  # model evaluations before :func:`prior_strength_moments` gives way
+#: its Newton iteration stops at this squared decrement of the model (the certificate bounds the rest)
+PRIOR_D_NU2 = 1e-14
+
+
+@jit_noalloc(forceinline=True)
+def _softplus(z):
+    """``log(1 + exp(z))`` without overflow."""
+    if z >= 0.0:
+        return z + math.log1p(math.exp(-z))
+    return math.log1p(math.exp(z))
+
+
+@jit_noalloc(forceinline=True)
+def _prior_d_add(dm, table, pc, b, pos_part, ws):
+    """One event's stored weight ``ws`` (negative: leaving) at bucket ``b``, ``pos_part`` of it
+    positive, in ``D``'s block ``dm`` (``MOM_D``'s layout)."""
+    xb = pc[PC_OFF, b]
+    _moments_add(dm, table, xb, pos_part, ws)
+    dm[D_SX] += ws * xb
+    dm[D_LS] += pos_part * pc[PC_LOG_R, b] + (ws - pos_part) * pc[PC_LOG_1MR, b]
+    dm[D_SP] += ws * _softplus(dm[MOM_B0] * xb + dm[MOM_B1])
+    dm[MOM_X_LO] = min(dm[MOM_X_LO], xb)
+    dm[MOM_X_HI] = max(dm[MOM_X_HI], xb)
+
+
+@jit_noalloc
+def prior_d_rebuild(sf, si, table, pc, dm, slope, intercept):
+    """Build ``D``'s block ``dm`` of the histogram ``sf`` about ``D``'s fit ``z = slope x + intercept``."""
+    for i in range(D_SIZE):
+        dm[i] = 0.0
+    dm[MOM_B0] = slope
+    dm[MOM_B1] = intercept
+    dm[MOM_X_LO] = np.inf
+    dm[MOM_X_HI] = -np.inf
+    B = si[_h.SI_B]
+    for j in range(B):
+        p = sf[_h.SF_HEADER + j]
+        n = p + sf[_h.SF_HEADER + B + j]
+        if n > 0.0:
+            _prior_d_add(dm, table, pc, j, p, n)
+    dm[MOM_UPDATES] = 0.0
+    _moments_fingerprint(dm, sf)
+    dm[MOM_VALID] = 1.0
+
+
+@jit_noalloc(forceinline=True)
+def _moments_value(dm, d0, d1, pw):
+    """``sum_b n_b (softplus(z_b + u_b) - softplus(z_b))`` to order ``MOM_K + 1`` in ``u_b = d0 x_b
+    + d1`` (stored units), from the Taylor rows (``softplus' = sigma``: row ``k`` gives the term
+    ``c_k u^(k + 1) / (k + 1)``); ``pw`` holds the powers of ``d0`` and ``d1`` that
+    :func:`_moments_eval` left there."""
+    top0 = pw[MOM_K] * d0
+    top1 = pw[2 * MOM_K + 1] * d1
+    acc = 0.0
+    for k in range(MOM_K + 1):
+        base = MOM_M + k * MOM_NCOL
+        coef = 1.0
+        t = 0.0
+        for i in range(k + 2):
+            j = k + 1 - i
+            p0 = pw[i] if i <= MOM_K else top0
+            p1 = pw[MOM_K + 1 + j] if j <= MOM_K else top1
+            t += coef * p0 * p1 * dm[base + i]
+            coef = coef * j / (i + 1)
+        acc += t / (k + 1)
+    return acc
+
+
+@jit_noalloc(forceinline=True)
+def _prior_start_raw(start, sf, u):
+    """The warm start's fit of ``D`` (valid, with a positive scale) as ``(slope, intercept)`` of
+    ``z = slope x + intercept``: its predicted optimum, as :func:`prior_strength_warm` forms it,
+    where its change since the fit is tracked (stored units of ``u``)."""
+    ridge = _p.RIDGE
+    sa = start[PRIOR_A]
+    sb = start[PRIOR_B]
+    if _prior_step_current(start, sf):
+        p00 = start[PRIOR_H] / u + ridge
+        p01 = start[PRIOR_H + 1] / u
+        p11 = start[PRIOR_H + 2] / u + ridge
+        pdet = p00 * p11 - p01 * p01
+        if pdet > 0.0 and p00 > 0.0:
+            dg0 = start[PRIOR_DG] / u
+            dg1 = start[PRIOR_DG + 1] / u
+            sa += (p11 * dg0 - p01 * dg1) / pdet
+            sb += (p00 * dg1 - p01 * dg0) / pdet
+    sb *= start[PRIOR_SCALE]
+    return 1.0 + sb, sa - sb * start[PRIOR_MEAN]
+
+
+@jit_noalloc
+def prior_strength_moments(dm, sf, u, pw, start, out):
+    """The prior kernel's ``kappa`` (probability inputs) from ``D``'s block ``dm``, without a pass,
+    or -1.0 where the block does not describe ``sf`` or cannot certify ``D``'s maximum within
+    ``PRIOR_D_TOL``.
+
+    ``D`` is ``z_b = slope x_b + intercept`` on ``x_b = logit(r_b)`` (the prior kernel's ``x_b + a
+    + b v_b``, ``v_b`` standardised), its ridge on the row's standardised ``(a, b)``, which the
+    block's running sums give. Newton's method runs on the Taylor model of ``D``'s risk about the
+    block's anchor, as :func:`moments_solve` does for the map, from the warm start ``start``
+    (its predicted optimum where its change is tracked) until the model's squared decrement is
+    at most ``PRIOR_D_NU2``; the model's value adds the anchor's ``softplus`` and the positive
+    weight's linear term. The certificate: the Taylor tails of the value (``e_f``), gradient and
+    Hessian (Cauchy's estimate) put the true Newton decrement in ``[nu_low, nu]`` about the
+    model's ``nu_model``; the self-concordant bound of :func:`prior_strength_warm` then puts the
+    maximum at the model's ``f + nu_model^2 / 2`` within ``e_f + max(nu^2 - nu_model^2, nu_model^2
+    - nu_low^2) / 2 + kk max(r^3, nu^3 exp(kk nu)) / 6``. The fit, in the row's standardisation,
+    and ``D``'s data Hessian there (stored units) are written to ``out`` (``PRIOR_*``)."""
+    if not (moments_current(dm, sf) and dm[MOM_UPDATES] <= MOM_MAX_UPDATES and dm[MOM_S] > 0.0):
+        return -1.0
+    mean = dm[D_SX] / dm[MOM_S]
+    var = dm[MOM_S + 2] / dm[MOM_S] - mean * mean
+    if not var > 0.0:
+        return -1.0
+    ridge = _p.RIDGE
+    a0 = dm[MOM_B0]
+    a1 = dm[MOM_B1]
+    d0 = 0.0
+    d1 = 0.0
+    if start[PRIOR_VALID] == 1.0 and start[PRIOR_SCALE] > 0.0:  # from the warm start's fit
+        slope, intercept = _prior_start_raw(start, sf, u)
+        d0 = slope - a0
+        d1 = intercept - a1
+    for it in range(PRIOR_D_STEPS):
+        g0, g1, h0, h1, h2 = _moments_eval(dm, d0, d1, pw, u)
+        s1 = a0 + d0 - 1.0  # the ridge's (a, b) = (intercept + s1 mean, s1 sd)
+        ra = a1 + d1 + s1 * mean
+        gs = g1 + ridge * (ra * mean + s1 * var)
+        gi = g0 + ridge * ra
+        hss = h2 + ridge * (mean * mean + var)
+        hsi = h1 + ridge * mean
+        hii = h0 + ridge
+        det = hss * hii - hsi * hsi
+        if not (det > 0.0 and hss > 0.0):
+            return -1.0
+        nu2_model = max(_quad_inv(hss, hsi, hii, det, gs, gi), 0.0)
+        if nu2_model <= PRIOR_D_NU2:
+            break
+        if it == PRIOR_D_STEPS - 1:
+            return -1.0
+        d0 -= (hii * gs - hsi * gi) / det
+        d1 -= (hss * gi - hsi * gs) / det
+    lo = dm[MOM_X_LO]
+    hi = dm[MOM_X_HI]
+    a = abs(d0)
+    c = abs(d1)
+    rho = TWO_OVER_PI * (a * max(abs(lo), abs(hi)) + c)
+    if not rho <= MOM_MAX_RHO:
+        return -1.0
+    k1 = MOM_K + 1
+    grad_factor = TWO_OVER_PI**k1 / (1.0 - rho) / u
+    e_s = grad_factor * _tail_sum(dm, a, c, k1, np.int64(1))
+    e_i = grad_factor * _tail_sum(dm, a, c, k1, np.int64(0))
+    hess_factor = TWO_OVER_PI**k1 * (k1 / (1.0 - rho) + rho / ((1.0 - rho) * (1.0 - rho))) / u
+    e_ss = hess_factor * _tail_sum(dm, a, c, np.int64(MOM_K), np.int64(2))
+    e_si = hess_factor * _tail_sum(dm, a, c, np.int64(MOM_K), np.int64(1))
+    e_ii = hess_factor * _tail_sum(dm, a, c, np.int64(MOM_K), np.int64(0))
+    e_f = TWO_OVER_PI**k1 / ((k1 + 1) * (1.0 - rho)) * _tail_sum(dm, a, c, np.int64(MOM_K + 2), np.int64(0)) / u
+    half_gap = math.sqrt(0.25 * (hss - hii) * (hss - hii) + hsi * hsi)
+    lam_max = 0.5 * (hss + hii) + half_gap
+    lam_min = det / lam_max
+    eps = math.sqrt(e_ss * e_ss + 2.0 * e_si * e_si + e_ii * e_ii) / lam_min
+    # (raw coefficients: where the covariate hardly spreads, the slope's ridge ``RIDGE var`` is
+    # all that pins it, and the prior kernel's standardised fit is left to that kernel)
+    if not (eps <= 0.5 and lam_min >= PRIOR_D_CONDITION * lam_max):
+        return -1.0
+    widen = 1.0 / math.sqrt(1.0 - eps)
+    nu_model = math.sqrt(nu2_model)
+    g_err = math.sqrt(e_s * e_s + e_i * e_i) / math.sqrt(lam_min)
+    nu = (nu_model + g_err) * widen  # the true decrement lies in [nu_low, nu]
+    nu_low = max(nu_model - g_err, 0.0) / math.sqrt(1.0 + eps)
+    kk = math.sqrt(max(_quad_inv(hss, hsi, hii, det, lo, 1.0), _quad_inv(hss, hsi, hii, det, hi, 1.0))) * widen
+    t = kk * nu
+    if not t < 0.5:
+        return -1.0
+    r = 2.0 * nu / (1.0 - t)
+    err_nu = 0.5 * max(nu * nu - nu2_model, nu2_model - nu_low * nu_low)
+    if not e_f + err_nu + kk * max(r * r * r, nu * nu * nu * math.exp(t)) / 6.0 <= PRIOR_D_TOL:
+        return -1.0
+    slope = a0 + d0
+    intercept = a1 + d1
+    s1 = slope - 1.0
+    ra = intercept + s1 * mean
+    risk = (dm[D_SP] + _moments_value(dm, d0, d1, pw) - slope * dm[MOM_P1] - intercept * dm[MOM_P0]) / u
+    f = -(risk + 0.5 * ridge * (ra * ra + s1 * s1 * var)) + 0.5 * nu2_model
+    sd = math.sqrt(var)
+    scale = 1.0 / sd
+    out[PRIOR_VALID] = 1.0
+    out[PRIOR_A] = ra
+    out[PRIOR_B] = s1 * sd
+    out[PRIOR_MEAN] = mean
+    out[PRIOR_SCALE] = scale
+    out[PRIOR_STEP_VALID] = 1.0
+    # D's data Hessian in the fit's standardisation (v = (x - mean) scale), stored units
+    out[PRIOR_H] = h0 * u
+    out[PRIOR_H + 1] = scale * (h1 - mean * h0) * u
+    out[PRIOR_H + 2] = scale * scale * (h2 - 2.0 * mean * h1 + mean * mean * h0) * u
+    out[PRIOR_DG] = 0.0
+    out[PRIOR_DG + 1] = 0.0
+    log_kappa = dm[D_LS] / u - f + math.log(dm[MOM_S] / u + 1.0)  # k / 2 = 1 for probability inputs
+    if log_kappa >= math.log(_p.KAPPA_MAX):
+        return _p.KAPPA_MAX
+    kappa = math.exp(log_kappa)
+    return kappa if kappa >= _p.KAPPA_MIN else 0.0
+
+
+@jit_noalloc
+def platt_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor, table, mom, pw):
+    """Platt's score prior strength (probability inputs; raw scores: :func:`score_prior_strength`).
+
+    From ``D``'s block where it certifies (:func:`prior_strength_moments`). Where it does not
+    but the block was built, the block is rebuilt about the warm start's (predicted) fit and
+    solved again; otherwise :func:`score_prior_strength` runs, and the block is rebuilt about its
+    fit where the strength is above 0. A strength of 0 marks the block stale: while the prior
+    adds nothing the anchor's certificate serves. Every choice here reads state alone (the block
+    and the warm start), so a restored calibrator takes the same path."""
+    if not identity:
+        return score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor)
+    B = si[_h.SI_B]
+    dm = mom[MOM_D : MOM_D + D_SIZE]
+    nxt = anchor[ANCHOR_PRIOR_NEXT : ANCHOR_PRIOR_NEXT + PRIOR_SIZE]
+    start = anchor[ANCHOR_PRIOR : ANCHOR_PRIOR + PRIOR_SIZE]
+    kappa = prior_strength_moments(dm, sf, u, pw, start, nxt)
+    if kappa < 0.0 and dm[MOM_VALID] == 1.0 and start[PRIOR_VALID] == 1.0 and start[PRIOR_SCALE] > 0.0:
+        slope, intercept = _prior_start_raw(start, sf, u)
+        prior_d_rebuild(sf, si, table, pc, dm, slope, intercept)
+        kappa = prior_strength_moments(dm, sf, u, pw, start, nxt)
+    if kappa >= 0.0:
+        _prior_keep(sf, B, u, pc, anchor, kappa, identity)
+    else:
+        kappa = score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor)
+        if kappa > 0.0 and start[PRIOR_VALID] == 1.0 and start[PRIOR_SCALE] > 0.0:
+            slope, intercept = _prior_start_raw(start, sf, u)
+            prior_d_rebuild(sf, si, table, pc, dm, slope, intercept)
+            return kappa
+    if kappa == 0.0:
+        dm[MOM_VALID] = 0.0
+    return kappa
+
+
 @jit_noalloc
 def glm_river_proba(sf, si, pc, buf, s, dirty):
     """Platt's river face in one call: the refit from the Taylor moments if labels came
     (``dirty`` 1.0, written to the fit's ``FIT_DIRTY``), then the served probability of score
-    ``s``; -1.0 where that takes more (no fit yet, moments not current, the prior not certified
-    0, the solve not certified), and then the caller runs the full refit, which takes the same
-    steps first. ``buf`` is the packed buffer of one shape (``BUF_*``); its constants are
-    ``[identity, clip, c, prior_on, l2, x_lo, x_hi, proba_tol]``."""
+    ``s``; -1.0 where that takes more (no fit yet, moments not current, the prior's strength
+    neither certified from its ``D`` block nor certified 0, the solve not certified), and then
+    the caller runs the full refit, which takes the same steps first. ``buf`` is the packed
+    buffer of one shape (``BUF_*``); its constants are ``[identity, clip, c, prior_on, l2, x_lo,
+    x_hi, proba_tol]``."""
     k = buf[BUF_CONSTS:BUF_ANCHOR]
     anchor = buf[BUF_ANCHOR:BUF_MOM]
     mom = buf[BUF_MOM:BUF_PW]
@@ -2073,16 +2365,37 @@ def glm_river_proba(sf, si, pc, buf, s, dirty):
         if not t_pos + t_neg > 0.0:
             return -1.0
         prior_on = k[3] != 0.0
-        if prior_on and not (identity and prior_strength_is_zero_running(sf, B, u, pc, anchor)):
+        # the score prior's strength as glm_refit_inplace finds it first: from D's block where it
+        # is current (nothing is kept before the map's solve is certified too), else 0 where the
+        # anchor certifies it
+        kappa = 0.0
+        dm = mom[MOM_D : MOM_D + D_SIZE]
+        d_block = prior_on and identity and moments_current(dm, sf)
+        if d_block:
+            start = anchor[ANCHOR_PRIOR : ANCHOR_PRIOR + PRIOR_SIZE]
+            nxt = anchor[ANCHOR_PRIOR_NEXT : ANCHOR_PRIOR_NEXT + PRIOR_SIZE]
+            kappa = prior_strength_moments(dm, sf, u, pw, start, nxt)
+            if kappa < 0.0:
+                return -1.0
+        elif prior_on and not (identity and prior_strength_is_zero_running(sf, B, u, pc, anchor)):
             return -1.0
-        if not moments_solve(mom, pw, u, k[4], k[5], k[6], k[7], beta):
+        if kappa > 0.0:
+            comb = buf[buf.shape[0] - MOM_DATA_SIZE :]
+            if not prior_moments_solve(mom, kappa, u, k[4], k[5], k[6], k[7], beta, pw, comb):
+                return -1.0
+        elif not moments_solve(mom, pw, u, k[4], k[5], k[6], k[7], beta):
             return -1.0
+        if d_block:
+            _prior_keep(sf, B, u, pc, anchor, kappa, identity)
+            if kappa == 0.0:
+                dm[MOM_VALID] = 0.0
         fit[FIT_DIRTY] = 0.0
         if prior_on:
-            fit[FIT_KAPPA] = 0.0
+            fit[FIT_KAPPA] = kappa
         fit[FIT_T_POS] = t_pos
         fit[FIT_T_NEG] = t_neg
-        fit[FIT_TOTAL] = t_pos + t_neg
+        total = t_pos + t_neg
+        fit[FIT_TOTAL] = total + kappa * (total + mom[MOM_FL_F]) if kappa > 0.0 else total
         glm_finish_refit(briers, fit, k[2])
     p = glm_map_one(s, identity, k[1], beta[0], beta[1], False, 0.0)
     return min(max(p, fit[FIT_LOW]), fit[FIT_HIGH])

@@ -47,12 +47,30 @@ def _map_score():
 
 def _with_floor_moments(state: dict) -> dict:
     """``state`` with its Taylor moments in the current layout: a state saved before the score
-    prior's floor moments (the data's moments alone) gets them stale, and the next refit that
-    needs them builds them."""
+    prior's floor moments (the data's moments alone) or before the prior's ``D`` block gets them
+    stale, and the next refit that needs them builds them."""
     moments = state.get("_glm_moments")
-    if isinstance(moments, np.ndarray) and moments.shape == (_g.MOM_DATA_SIZE,):
-        return {**state, "_glm_moments": np.concatenate((moments, np.zeros(_g.MOM_SIZE - _g.MOM_DATA_SIZE)))}
+    if isinstance(moments, np.ndarray) and moments.shape in ((_g.MOM_DATA_SIZE,), (_g.MOM_SIZE_BEFORE_D,)):
+        return {**state, "_glm_moments": np.concatenate((moments, np.zeros(_g.MOM_SIZE - moments.shape[0])))}
     return state
+
+
+def _moments_stale(moments: np.ndarray) -> None:
+    """Mark the Taylor moments stale, the map's and the score prior's ``D`` block: the next refit
+    that needs them builds them."""
+    moments[_g.MOM_VALID] = 0.0
+    moments[_g.MOM_D + _g.MOM_VALID] = 0.0
+
+
+def _check_moments(c, moments) -> None:
+    """The loaded Taylor moments' checks: the layout, each part's valid flag, finite values where
+    a part is valid (``c``: ``streamcal._state_check``)."""
+    c.need_array(moments, "_glm_moments", np.float64, size=_g.MOM_SIZE)
+    for at, end in ((_g.MOM_VALID, _g.MOM_SIZE), (_g.MOM_D + _g.MOM_VALID, _g.MOM_SIZE)):
+        if moments[at] not in (0.0, 1.0):
+            c.fail(f"`_glm_moments`: expected 0.0 or 1.0 at index {at}; found {c.brief(moments[at])}.")
+        if moments[at] == 1.0:
+            c.need_finite(moments[at:end], "_glm_moments")
 
 
 @functools.cache
@@ -357,7 +375,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         engine then refits from it, and the Taylor moments (of the window alone) stop serving."""
         if "histogram" not in self.__dict__:
             return False
-        self._glm_moments[_g.MOM_VALID] = 0.0
+        _moments_stale(self._glm_moments)
         self._glm_prior_start[_g.PRIOR_STEP_VALID] = 0.0
         if self._glm_steps.size:
             self._glm_steps[_g.STEP_VALID] = 0.0
@@ -376,7 +394,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         if getattr(self, "refit_every", None) is not None:
             # the array face learns between refits without the moments (and the predicted
             # starts of GEV and of the prior): both faces refit by passes from the previous fits
-            self._glm_moments[_g.MOM_VALID] = 0.0
+            _moments_stale(self._glm_moments)
             self._glm_prior_start[_g.PRIOR_STEP_VALID] = 0.0
             if self._glm_steps.size:
                 self._glm_steps[_g.STEP_VALID] = 0.0
@@ -388,7 +406,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         if getattr(self, "refit_every", None) is not None:
             # nor does the refit leave the prior's predicted start or the moments to track: one state for both faces
             self._glm_prior_start[_g.PRIOR_STEP_VALID] = 0.0
-            self._glm_moments[_g.MOM_VALID] = 0.0
+            _moments_stale(self._glm_moments)
         self._glm_state_out(a)
 
     def _glm_shape_arrays(self, a: SimpleNamespace) -> tuple:
@@ -531,11 +549,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             c.need_array(beta, f"_beta[{xi!r}]", np.float64, size=2)
             c.need_finite(beta, f"_beta[{xi!r}]")
         c.need_int(self._glm_moments_order, "_glm_moments_order", _g.MOM_K, _g.MOM_K)
-        c.need_array(self._glm_moments, "_glm_moments", np.float64, size=_g.MOM_SIZE)
-        if self._glm_moments[_g.MOM_VALID] not in (0.0, 1.0):
-            c.fail(f"`_glm_moments`: expected 0.0 or 1.0 at index 0; found {c.brief(self._glm_moments[0])}.")
-        if self._glm_moments[_g.MOM_VALID] == 1.0:
-            c.need_finite(self._glm_moments, "_glm_moments")
+        _check_moments(c, self._glm_moments)
         c.need_int(self._glm_prior_start_size, "_glm_prior_start_size", _g.PRIOR_SIZE, _g.PRIOR_SIZE)
         start = c.need_array(self._glm_prior_start, "_glm_prior_start", np.float64, size=_g.PRIOR_SIZE)
         if start[0] not in (0.0, 1.0):
