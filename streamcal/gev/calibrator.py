@@ -29,8 +29,9 @@ _REFIT_STEP_TOL = 1e-7  # GEV: the last Newton step's largest move of v; the err
 _REFIT_MAX_PASSES = 50
 _LINK_CODES = {"gev": 0, "logit": 1}
 #: GEV's predicted starts: the values per shape before the lazy shapes (15) and before the
-#: third derivatives' change (25, before the served shape's certified refit without a pass)
-_OLDER_STEP_BLOCKS = (15, 25)
+#: third derivatives' change (25, before the served shape's certified refit without a pass) and
+#: before the prior pattern's sums (43)
+_OLDER_STEP_BLOCKS = (15, 25, 43)
 _FLOOR_CODES = {
     "thinned": _g.FLOOR_THINNED,
     "span": _g.FLOOR_SPAN,
@@ -478,9 +479,8 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         brier = np.zeros(1)
 
         def newton(beta):  # True when it stopped by its rule; ``beta`` and ``brier`` updated
-            passes = _k.glm_refit_histogram_inplace(
-                x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, _REFIT_MAX_PASSES, brier, brier[:0]
-            )
+            args = (x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, _REFIT_MAX_PASSES, brier)
+            passes = _k.glm_refit_histogram_inplace(*args, *(brier[:0],) * 3)
             return passes >= 0
 
         if warm is not None:
