@@ -358,11 +358,15 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         engine then refits from it, and the Taylor moments (of the window alone) stop serving."""
         if "histogram" not in self.__dict__:
             return False
+        self._glm_untracked()
+        return True
+
+    def _glm_untracked(self) -> None:
+        """The moments, the prior's predicted start and GEV's blocks stop following the events."""
         self._glm_moments[_g.MOM_VALID] = 0.0
         self._glm_prior_start[_g.PRIOR_STEP_VALID] = 0.0
         if self._glm_steps.size:
             self._glm_steps[_g.STEP_VALID] = 0.0
-        return True
 
     def _refit(self) -> None:
         """Refit the map from the histogram in compiled code (``streamcal._kernels.glm_refit``):
@@ -377,19 +381,15 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         if getattr(self, "refit_every", None) is not None:
             # the array face learns between refits without the moments (and the predicted
             # starts of GEV and of the prior): both faces refit by passes from the previous fits
-            self._glm_moments[_g.MOM_VALID] = 0.0
-            self._glm_prior_start[_g.PRIOR_STEP_VALID] = 0.0
-            if self._glm_steps.size:
-                self._glm_steps[_g.STEP_VALID] = 0.0
+            self._glm_untracked()
         sf, si = self._hist.live_arrays()
         args = (sf, si, *a.args, *self._glm_shape_arrays(a))
         status = entry_call("refit", _g.glm_refit_inplace, args)
         if status != 0:
             self._glm_complete_refit(a)
         if getattr(self, "refit_every", None) is not None:
-            # nor does the refit leave the prior's predicted start or the moments to track: one state for both faces
-            self._glm_prior_start[_g.PRIOR_STEP_VALID] = 0.0
-            self._glm_moments[_g.MOM_VALID] = 0.0
+            # nor does the refit leave them to track: one state for both faces
+            self._glm_untracked()
         self._glm_state_out(a)
 
     def _glm_shape_arrays(self, a: SimpleNamespace) -> tuple:
