@@ -656,7 +656,7 @@ def _quad_inv(h00, h01, h11, det, a, b):
 
 @jit
 def glm_refit_histogram_inplace(
-    x, pos, neg, link_code, xi, l2, floor, x_lo, x_hi, proba_tol, beta, max_iter, brier, curv
+    x, pos, neg, link_code, xi, l2, floor, x_lo, x_hi, proba_tol, beta, max_iter, brier, curv, dw, dsums
 ):  # fmt: skip
     """Refit ``v = beta[0] x + beta[1]`` on a histogram by Newton's method from ``beta`` (in place).
 
@@ -707,10 +707,19 @@ def glm_refit_histogram_inplace(
     where the link's derivatives are bounded (``streamcal._kernels.glm_refit._served_certified``);
     with 23 values, also the fourth derivatives ``sum_b n_b f''(v_b) x_b^(4-j)`` (``j = 0 .. 4``)
     at the last pass's point, which then carry the third derivatives to the returned point too.
+
+    ``dw`` (unless empty, else ``2 B`` values: a part of the histogram's positive then negative
+    weights, such as the data under a score prior's pseudo-counts; GEV link with 23 values of
+    ``curv`` and a Brier score) makes ``dsums`` (20 values) receive that part's share of what
+    ``curv`` receives, computed and carried the same way: its gradient at the returned point (to
+    first order; ridge excluded), Hessian, third and fourth derivatives, Brier score and the
+    Brier score's gradient, and the Hessian's part from the steep buckets.
     """
     want_curv = curv.shape[0] > 0
     want_lazy = curv.shape[0] >= 15 and brier.shape[0] > 0
     want_q = curv.shape[0] >= 23
+    want_part = dw.shape[0] > 0 and want_q and want_lazy
+    nb = x.shape[0]
     b0 = beta[0]
     b1 = beta[1]
     want_brier = brier.shape[0] > 0  # an empty ``brier``: the caller needs no Brier score
@@ -746,6 +755,8 @@ def glm_refit_histogram_inplace(
         q2 = 0.0
         q3 = 0.0
         q4 = 0.0
+        if want_part:  # the part ``dw``'s sums (``dsums``)
+            dsums[:] = 0.0
         for i in range(x.shape[0]):
             n = pos[i] + neg[i]
             if n == 0.0:
@@ -769,6 +780,8 @@ def glm_refit_histogram_inplace(
                 ts *= xv
                 t1 += ts
                 t0 += ts * xv
+                if want_part and dw[i] + dw[nb + i] > 0.0:
+                    _part_add(dsums, dw[i], dw[nb + i], xv, p, dens, slope, curve, floor)
                 if want_lazy:
                     vi_lo, vi_hi, v_out = _support_ranges(vi_lo, vi_hi, v_out, v, xi, support_lo, support_hi)
                     if dens > 0.0 and abs(slope) <= GOOD_LOG_SLOPE * dens:
@@ -829,6 +842,8 @@ def glm_refit_histogram_inplace(
             beta[1] = b1 + d1
             if want_brier:
                 brier[0] = sq + sq0 * d0 + sq1 * d1
+            if want_part:  # as the whole row's below
+                _part_carry(dsums, d0, d1)
             if want_curv:  # the Hessian carried to the returned point to first order: + T[d]
                 h00 += t0 * d0 + t1 * d1
                 h01 += t1 * d0 + t2 * d1
@@ -918,6 +933,55 @@ def _support_ranges(vi_lo, vi_hi, v_out, v, xi, support_lo, support_hi):
     if xi < 0.0:
         return vi_lo, vi_hi, min(v_out, v)
     return vi_lo, vi_hi, max(v_out, v)
+
+
+@jit(inline="always")
+def _part_add(dsums, pos, neg, xv, p, dens, slope, curve, floor):
+    """A bucket of the part (``pos``, ``neg`` at feature ``xv``, where the map has ``F = p``,
+    ``f = dens``, ``f' = slope``, ``f'' = curve``) in its sums ``dsums``: the gradient (0, 1),
+    Hessian (2-4), third (5-8) and fourth (9-13) derivatives, Brier score (14) and its gradient
+    (15, 16), and the Hessian's part from the steep buckets (17-19)."""
+    n = pos + neg
+    r = n * p - pos
+    dsums[0] += r * xv
+    dsums[1] += r
+    hw = n * max(dens, floor)
+    dsums[2] += hw * xv * xv
+    dsums[3] += hw * xv
+    dsums[4] += hw
+    ts = n * slope
+    dsums[8] += ts
+    ts *= xv
+    dsums[7] += ts
+    ts *= xv
+    dsums[6] += ts
+    dsums[5] += ts * xv
+    dsums[9], dsums[10], dsums[11], dsums[12], dsums[13] = _add_powers4(
+        dsums[9], dsums[10], dsums[11], dsums[12], dsums[13], n * curve, xv
+    )
+    dsums[14] += pos * (1.0 - p) * (1.0 - p) + neg * p * p
+    dsums[15] += 2.0 * dens * r * xv
+    dsums[16] += 2.0 * dens * r
+    if not (dens > 0.0 and abs(slope) <= GOOD_LOG_SLOPE * dens):
+        dsums[17] += hw * xv * xv
+        dsums[18] += hw * xv
+        dsums[19] += hw
+
+
+@jit(inline="always")
+def _part_carry(dsums, d0, d1):
+    """The part's sums at the returned point, carried from the last pass's by the step ``d`` as
+    the whole row's are: the gradient by the Hessian, the Hessian by the third derivatives, the
+    third by the fourth, the Brier score by its gradient (to first order)."""
+    g0 = dsums[0] + dsums[2] * d0 + dsums[3] * d1
+    g1 = dsums[1] + dsums[3] * d0 + dsums[4] * d1
+    dsums[0] = g0
+    dsums[1] = g1
+    for j in range(3):
+        dsums[2 + j] += dsums[5 + j] * d0 + dsums[6 + j] * d1
+    for j in range(4):
+        dsums[5 + j] += dsums[9 + j] * d0 + dsums[10 + j] * d1
+    dsums[14] += dsums[15] * d0 + dsums[16] * d1
 
 
 @jit(inline="always")

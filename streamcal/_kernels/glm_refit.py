@@ -69,8 +69,8 @@ them and certifies its maximum within ``PRIOR_D_TOL`` (:func:`prior_strength_mom
 :func:`platt_prior_strength`), the passes of :func:`score_prior_strength` running where it cannot.
 
 GEV's lazy shapes. With ``xi="auto"`` only the served shape's fit reaches a prediction; the
-other shapes decide only which shape is served. Where the predicted starts are current and the
-prior adds nothing, the refit refits the served shape first, then each other shape only where
+other shapes decide only which shape is served. Where the predicted starts are current (and
+follow the prior's strength: below), the refit refits the served shape first, then each other shape only where
 :func:`_shape_brier_lower_bound` (a lower bound on the Brier score its refit would find, from
 the values its block of ``steps`` keeps current, without a pass) does not lie above the served
 shape's score plus both refits' error (:func:`_served_bar`); the others wait (``ok[k] == 2``),
@@ -88,6 +88,16 @@ distance from the curvature's lower bound of :func:`_shape_brier_lower_bound`) a
 shapes' Brier bounds lie above the served shape's certified upper bound (``ok`` 3 for the served
 shape; its block keeps following its last fit, so the next refit's model covers every event
 since). Otherwise the refit runs as before: the served shape's passes from its predicted start.
+
+GEV's shapes while the prior holds. The fitted row is the data plus ``kappa`` times the prior's
+pattern ``(n_b + f_b) (r_b, 1 - r_b)``, so every value a block keeps is the data's plus ``kappa``
+times the pattern's. Where the prior holds (probability inputs, unit 1, a floor that changes only
+where a bucket starts or stops holding data), the passes also sum the data's part
+(``glm_refit_histogram_inplace``'s ``dw``), each block keeps the pattern's values at its fit (the
+row's less the data's, over ``kappa_0``) and their change by the events (:func:`_pattern_add`), and
+the predicted start, the lazy shapes' bound and the served shape's certificate read a scratch
+block whose change since the fit adds ``kappa`` times the pattern's change plus ``kappa - kappa_0``
+times its value at the fit (:func:`_steps_effective`, with the bounds' widenings there).
 
 Arrays (no validation; see ``streamcal.gev.calibrator`` for their owner):
 
@@ -272,7 +282,30 @@ STEP_GONE = 32  # the stored weight of the events that left the window since the
 STEP_DT = 33  # the third derivatives' change at that fit (4 values, as ``STEP_CURV + 3``)
 STEP_DQ = 37  # the fourth derivatives' change (5 values, as ``STEP_Q``)
 STEP_UNIT = 42  # the histogram's stored unit at the shape's last refit
-STEP_BLOCK = 43
+# while the score prior holds (probability inputs, unit 1): the fitted row is the data plus
+# ``kappa`` times the prior's pattern ``(n_b + f_b) (r_b, 1 - r_b)``, whose values at the fit
+# and their change by the events are kept apart, so that the model follows ``kappa``
+# (:func:`_steps_effective`)
+STEP_KAPPA = 43  # the prior's strength at the shape's last refit (0: the prior added nothing)
+STEP_P_VALID = 44  # 1.0 where the prior pattern's values below are kept (the strength above 0)
+STEP_P_FLIP = 45  # the floor weight a bucket gains when it starts holding data (real units)
+STEP_NFIT = 46  # the fitted row's weight at the fit
+STEP_MP0 = 47  # the prior pattern's weight at the fit
+STEP_PGONE = 48  # the prior pattern's weight that left with the events since
+# the prior pattern's gradient, Hessian, third and fourth derivatives, Brier score and its
+# gradient at the fit (``P_*`` offsets), then their change by the events since
+P_G = 0
+P_H = 2
+P_T = 5
+P_Q = 9
+P_B = 14
+P_BG = 15
+P_SIZE = 17
+STEP_PX0 = 49
+STEP_DPX = STEP_PX0 + P_SIZE
+STEP_PS0 = STEP_DPX + P_SIZE  # its Hessian's part from the steep buckets at the fit (3 values)
+STEP_PSP = STEP_PS0 + 3  # that part's growth by the events since (events leaving do not count)
+STEP_BLOCK = STEP_PSP + 3
 STEP_MAX_DV = 0.1  # a predicted step moving v by more than this at the feature range is not taken
 #: the served shape's refit without a pass (:func:`_served_certified`) stands where its served
 #: probabilities are certified within this of the optimum's
@@ -284,8 +317,10 @@ STEP_MAX_SINCE = 4096.0
 
 
 def steps_size(shapes: int) -> int:
-    """The length of ``steps`` for ``shapes`` candidate GEV shapes."""
-    return STEP_HEADER + STEP_BLOCK * shapes
+    """The length of ``steps`` for ``shapes`` candidate GEV shapes: the header, one block per
+    shape and a scratch block (:func:`_steps_effective`; the data's part of a pass after
+    ``STEP_PX0`` there)."""
+    return STEP_HEADER + STEP_BLOCK * (shapes + 1)
 
 
 # The river face's packed buffer (float64, ``buf_size(S)`` for ``S`` shapes): the per-call
@@ -930,10 +965,16 @@ def glm_refit_inplace(
         fit[FIT_RUN_HIGH] = 1.0
     need_full = 0
     S = xis.shape[0]
-    keep = code == 0 and kappa == 0.0 and steps.shape[0] > 0  # the curvature for the next refit
+    # the curvature for the next refit; while the prior holds, with the data's part apart, where
+    # the prior's pattern follows the events (probability inputs, unit 1, a floor that changes
+    # only where a bucket starts or stops holding data)
+    pattern = kappa > 0.0 and identity and u == 1.0 and floor_kind != FLOOR_SPAN
+    keep = code == 0 and (kappa == 0.0 or pattern) and steps.shape[0] > 0
+    # the blocks describe the risk now (:func:`_steps_effective`)
+    modeled = predict and _steps_modeled(steps, S, kappa, u)
     # lazy shapes: the served shape first, then each other shape whose Brier score is not
     # certified above the served one's (``_shape_brier_lower_bound``); the rest wait
-    lazy = predict and kappa == 0.0 and S > 1
+    lazy = modeled and S > 1
     first = int(fit[FIT_SERVED]) if lazy else 0
     if not 0 <= first < S:
         first = 0
@@ -943,10 +984,10 @@ def glm_refit_inplace(
     # the served shape's refit without a pass, where certified (every other shape waiting)
     ranges = (x_lo, x_hi, x_lo_now, x_hi_now)
     if (
-        (lazy or (predict and S == 1))
+        (lazy or (modeled and S == 1))
         and keep
         and has_warm[first] != 0
-        and _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw)
+        and _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw, kappa)
     ):
         glm_finish_refit(briers, fit, c)
         _steps_keep(steps, sf, u, xis, betas, ok, x_lo_now, x_hi_now)
@@ -955,7 +996,8 @@ def glm_refit_inplace(
         k = (first + j) % S
         ok[k] = 0
         if j > 0 and lazy:
-            bound = _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol)
+            e = _steps_effective(steps, k, kappa)
+            bound = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol)
             if bound > served_bar:
                 ok[k] = 2
                 briers[k] = bound
@@ -967,18 +1009,24 @@ def glm_refit_inplace(
             o = STEP_HEADER + k * STEP_BLOCK + STEP_CURV
             curv = steps[o : o + STEP_LAZY] if keep else steps[:0]
             start = betas[k]  # betas[k] stays the previous fit until the iteration succeeds
-            if predict and kappa == 0.0:
+            if modeled:
                 start = pw[0:2]
                 start[0] = betas[k, 0]
                 start[1] = betas[k, 1]
-                _steps_start(steps, k, u, l2, x_lo, x_hi, start)
+                _steps_start(steps, _steps_effective(steps, k, kappa), u, l2, x_lo, x_hi, start)
+            # the data's part (the histogram in stored units, unit 1) while the prior holds
+            dw = sf[_h.SF_HEADER : _h.SF_HEADER + 2 * B] if keep and pattern else sf[:0]
+            dsums = steps[steps.shape[0] - STEP_BLOCK + STEP_PX0 : steps.shape[0]] if keep else steps[:0]
             passes = glm_refit_histogram_inplace(
-                x, pos_w, neg_w, code, xis[k], l2, 1e-12, x_lo, x_hi, tol, start, max_passes, brier, curv
+                x, pos_w, neg_w, code, xis[k], l2, 1e-12, x_lo, x_hi, tol, start, max_passes, brier, curv, dw, dsums
             )
             if passes >= 0:
                 ok[k] = 1
                 betas[k, 0] = start[0]
                 betas[k, 1] = start[1]
+                if keep:
+                    totals = (n_total, t_pos + t_neg)
+                    _steps_prior_fit(steps, k, kappa, l2, betas[k], dsums, pattern, floor_kind, totals)
         if ok[k] == 0:
             need_full = 1
             lazy = False
@@ -1002,8 +1050,56 @@ def glm_refit_inplace(
     return 0
 
 
+@jit_noalloc(forceinline=True)
+def _steps_modeled(steps, S, kappa, u):
+    """True where every shape's block describes its risk under the prior's strength ``kappa``
+    (:func:`_steps_effective`): it keeps the prior pattern's values (unit 1), or neither its fit
+    nor now has the prior."""
+    modeled = True
+    for k in range(S):
+        o = STEP_HEADER + k * STEP_BLOCK
+        pattern = steps[o + STEP_P_VALID] == 1.0 and u == 1.0
+        modeled = modeled and (pattern or (kappa == 0.0 and steps[o + STEP_KAPPA] == 0.0))
+    return modeled
+
+
 @jit_noalloc
-def _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw):
+def _steps_prior_fit(steps, k, kappa, l2, beta, dsums, pattern, floor_kind, totals):
+    """After shape ``k``'s passes at the prior's strength ``kappa`` (its values in its block,
+    unit 1 where ``pattern``; ``dsums`` the data's part of them, ``totals`` the fitted row's and
+    the data's weight): the prior pattern's values at the fit, the fitted row's (its gradient
+    ``-l2 beta`` at the optimum) less the data's, divided by ``kappa``; no change yet."""
+    o = STEP_HEADER + k * STEP_BLOCK
+    steps[o + STEP_KAPPA] = kappa
+    if not pattern:
+        steps[o + STEP_P_VALID] = 0.0
+        return
+    n_fit, d_total = totals
+    c = o + STEP_CURV
+    p = o + STEP_PX0
+    steps[p + P_G] = (-l2 * beta[0] - dsums[0]) / kappa
+    steps[p + P_G + 1] = (-l2 * beta[1] - dsums[1]) / kappa
+    for j in range(7):  # the Hessian and the third derivatives
+        steps[p + P_H + j] = (steps[c + j] - dsums[2 + j]) / kappa
+    for j in range(5):
+        steps[p + P_Q + j] = (steps[o + STEP_Q + j] - dsums[9 + j]) / kappa
+    steps[p + P_B] = (steps[o + STEP_BRIER] - dsums[14]) / kappa
+    steps[p + P_BG] = (steps[o + STEP_BG] - dsums[15]) / kappa
+    steps[p + P_BG + 1] = (steps[o + STEP_BG + 1] - dsums[16]) / kappa
+    for j in range(3):
+        steps[o + STEP_PS0 + j] = (steps[o + STEP_STEEP + j] - dsums[17 + j]) / kappa
+        steps[o + STEP_PSP + j] = 0.0
+    for j in range(P_SIZE):
+        steps[o + STEP_DPX + j] = 0.0
+    steps[o + STEP_PGONE] = 0.0
+    steps[o + STEP_NFIT] = n_fit
+    steps[o + STEP_MP0] = (n_fit - d_total) / kappa
+    steps[o + STEP_P_FLIP] = 0.0 if floor_kind == FLOOR_THINNED else 1.0  # (``_floor_weight``)
+    steps[o + STEP_P_VALID] = 1.0
+
+
+@jit_noalloc
+def _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw, kappa):
     """The refit without a pass over the buckets, where it is certified: the served shape
     ``first`` from :func:`_served_certified` (``ok[first]`` 3: its block keeps following its
     last fit) and every other shape waiting, its Brier score's lower bound above the served
@@ -1012,14 +1108,16 @@ def _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, beta
     served features' range and the non-empty buckets' now."""
     x_lo, x_hi, x_lo_now, x_hi_now = ranges
     beta = pw[0:2]
-    done, brier, high = _served_certified(steps, first, u, l2, n_total, x_lo, x_hi, tol, beta)
+    served = _steps_effective(steps, first, kappa)
+    done, brier, high = _served_certified(steps, served, u, l2, n_total, x_lo, x_hi, tol, beta)
     if not done:
         return False
     S = xis.shape[0]
     bar = _served_bar(xis[first], beta[0], beta[1], x_lo_now, x_hi_now, high, n_total, tol)
     for k in range(S):
         if k != first:
-            briers[k] = _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol)
+            e = _steps_effective(steps, k, kappa)
+            briers[k] = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol)
             if not briers[k] > bar:
                 return False  # the refit's loop sets every shape's score
     for k in range(S):
@@ -1369,13 +1467,16 @@ def _steps_fingerprint(steps, sf):
 
 
 @jit_noalloc
-def _steps_add(steps, xb, pos_part, ws):
+def _steps_add(steps, xb, pos_part, ws, rate, flip):
     """Add stored weight ``ws`` (negative: remove) at feature ``xb``, ``pos_part`` of it
     positive, to every shape's gradient, Hessian, third and fourth derivatives' change at its
     last fit, and to its Brier score, the Brier score's gradient, its steep buckets' Hessian,
     the others' range of ``v``, the range of ``v`` inside the support and the nearest ``v`` past
-    its end there (see ``_shape_brier_lower_bound`` and ``_served_certified``)."""
-    S = (steps.shape[0] - STEP_HEADER) // STEP_BLOCK
+    its end there (see ``_shape_brier_lower_bound`` and ``_served_certified``); where a block
+    keeps the prior pattern's sums, also ``ws`` plus ``flip`` times its floor weight (``flip``
+    1 where the bucket starts holding data, -1 where it stops, else 0) at the prior's rate
+    ``rate`` to them."""
+    S = (steps.shape[0] - STEP_HEADER) // STEP_BLOCK - 1  # (the scratch block last)
     if ws > 0.0:
         steps[STEP_X_LO] = min(steps[STEP_X_LO], xb)
         steps[STEP_X_HI] = max(steps[STEP_X_HI], xb)
@@ -1386,6 +1487,8 @@ def _steps_add(steps, xb, pos_part, ws):
         r = ws * p - pos_part
         steps[o + STEP_DG] += r * xb
         steps[o + STEP_DG + 1] += r
+        if steps[o + STEP_P_VALID] == 1.0:
+            _pattern_add(steps, o, xb, ws + flip * steps[o + STEP_P_FLIP], rate, p, dens, slope, curve)
         hw = ws * max(dens, STEP_FLOOR)
         steps[o + STEP_DH] += hw * xb * xb
         steps[o + STEP_DH + 1] += hw * xb
@@ -1421,6 +1524,83 @@ def _steps_add(steps, xb, pos_part, ws):
             steps[o + STEP_STEEP] += hw * xb * xb
             steps[o + STEP_STEEP + 1] += hw * xb
             steps[o + STEP_STEEP + 2] += hw
+
+
+@jit_noalloc(forceinline=True)
+def _pattern_add(steps, o, xb, dm, rate, p, dens, slope, curve):
+    """The prior pattern's weight change ``dm`` (negative: leaving) at feature ``xb``, where
+    the shape block at ``o`` has ``F = p``, ``f = dens``, ``f' = slope``, ``f'' = curve``, in
+    its change since the fit (the data's terms of :func:`_steps_add` at rate ``rate``)."""
+    e = o + STEP_DPX
+    r = dm * (p - rate)
+    steps[e + P_G] += r * xb
+    steps[e + P_G + 1] += r
+    hw = dm * max(dens, STEP_FLOOR)
+    steps[e + P_H] += hw * xb * xb
+    steps[e + P_H + 1] += hw * xb
+    steps[e + P_H + 2] += hw
+    ts = dm * slope
+    steps[e + P_T + 3] += ts
+    ts *= xb
+    steps[e + P_T + 2] += ts
+    ts *= xb
+    steps[e + P_T + 1] += ts
+    steps[e + P_T] += ts * xb
+    q = e + P_Q
+    steps[q], steps[q + 1], steps[q + 2], steps[q + 3], steps[q + 4] = _add_powers4(
+        steps[q], steps[q + 1], steps[q + 2], steps[q + 3], steps[q + 4], dm * curve, xb
+    )
+    steps[e + P_B] += dm * (rate * (1.0 - p) * (1.0 - p) + (1.0 - rate) * p * p)
+    bg = 2.0 * dens * r
+    steps[e + P_BG] += bg * xb
+    steps[e + P_BG + 1] += bg
+    if dm < 0.0:
+        steps[o + STEP_PGONE] -= dm
+    elif not (dens > 0.0 and abs(slope) <= GOOD_LOG_SLOPE * dens):
+        steps[o + STEP_PSP] += hw * xb * xb
+        steps[o + STEP_PSP + 1] += hw * xb
+        steps[o + STEP_PSP + 2] += hw
+
+
+@jit_noalloc
+def _steps_effective(steps, k, kappa):
+    """The index of a block that describes shape ``k``'s risk now under the prior's strength
+    ``kappa``: ``k`` where its block keeps no prior pattern, else the scratch block (the last),
+    filled with block ``k``'s values and, for the change since the fit, the data's plus the
+    prior pattern's share: ``kappa`` times its change plus ``kappa - kappa_0`` times its value
+    at the fit (``kappa_0`` the fit's strength). Its steep Hessian part grows by the pattern's
+    where ``kappa`` grew (a part that shrinks is kept: an upper bound, as for the events that
+    left); the weight that left counts the pattern's that left, ``kappa_0 - kappa`` of the fit's
+    pattern where ``kappa`` fell, and ``|kappa - kappa_0| / kappa_0`` times the fit's whole row
+    (the bound on the error of its values at the fit, split between the data and the pattern)."""
+    o = STEP_HEADER + k * STEP_BLOCK
+    if steps[o + STEP_P_VALID] != 1.0:
+        return k
+    S = (steps.shape[0] - STEP_HEADER) // STEP_BLOCK - 1
+    e = STEP_HEADER + S * STEP_BLOCK
+    for j in range(STEP_UNIT + 1):
+        steps[e + j] = steps[o + j]
+    kappa0 = steps[o + STEP_KAPPA]
+    d = kappa - kappa0
+    for j in range(P_SIZE):
+        c = kappa * steps[o + STEP_DPX + j] + d * steps[o + STEP_PX0 + j]
+        if j < P_H:
+            steps[e + STEP_DG + j] += c
+        elif j < P_T:
+            steps[e + STEP_DH + j - P_H] += c
+        elif j < P_Q:
+            steps[e + STEP_DT + j - P_T] += c
+        elif j < P_B:
+            steps[e + STEP_DQ + j - P_Q] += c
+        elif j == P_B:
+            steps[e + STEP_BRIER] += c
+        else:
+            steps[e + STEP_BG + j - P_BG] += c
+    for j in range(3):
+        steps[e + STEP_STEEP + j] += max(d, 0.0) * steps[o + STEP_PS0 + j] + kappa * steps[o + STEP_PSP + j]
+    gone = kappa * steps[o + STEP_PGONE] + max(-d, 0.0) * steps[o + STEP_MP0]
+    steps[e + STEP_GONE] += gone + abs(d) / kappa0 * steps[o + STEP_NFIT]
+    return S
 
 
 @jit_noalloc
@@ -1864,6 +2044,20 @@ def _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol):
     return bound - (4.0 * f_sup * n_total * tol + 0.5 * c_b * n_total * tol * tol)
 
 
+@jit_noalloc(forceinline=True)
+def _held_flip(was_held, now_held):
+    """1.0 where a bucket starts holding data, -1.0 where it stops, else 0.0."""
+    if was_held == now_held:
+        return 0.0
+    return 1.0 if now_held else -1.0
+
+
+@jit_noalloc(forceinline=True)
+def _pattern_rate(pc, b):
+    """The score prior's rate at bucket ``b`` (probability inputs; ``pc`` as the refit's)."""
+    return math.exp(pc[PC_LOG_R, b])
+
+
 @jit_noalloc
 def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps):
     """Learn one event into the histogram (``histogram_learn_one_inplace``) and, while they are
@@ -1902,7 +2096,8 @@ def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps):
         if sums:
             _running_sums_add(anchor, pc, rb, -rw if ry > 0.5 else 0.0, -rw)
         if shapes:
-            _steps_add(steps, x[rb], -rw if ry > 0.5 else 0.0, -rw)
+            flip = _held_flip(was, sf[_h.SF_HEADER + rb] + sf[_h.SF_HEADER + B + rb] > 0.0)
+            _steps_add(steps, x[rb], -rw if ry > 0.5 else 0.0, -rw, _pattern_rate(pc, rb), flip)
         if prior_step:
             _prior_step_add(start, pc, rb, -rw if ry > 0.5 else 0.0, -rw)
         if prior_d:
@@ -1929,7 +2124,8 @@ def glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps):
             steps[STEP_VALID] = 0.0
         else:
             ws = w * _h.stored_unit(sf, kind)
-            _steps_add(steps, x[b], ws if y > 0.5 else 0.0, ws)
+            flip = _held_flip(was_held, sf[_h.SF_HEADER + b] + sf[_h.SF_HEADER + B + b] > 0.0)
+            _steps_add(steps, x[b], ws if y > 0.5 else 0.0, ws, _pattern_rate(pc, b), flip)
             _steps_fingerprint(steps, sf)
     elif steps.shape[0] > 0:
         steps[STEP_VALID] = 0.0

@@ -29,8 +29,9 @@ _REFIT_STEP_TOL = 1e-7  # GEV: the last Newton step's largest move of v; the err
 _REFIT_MAX_PASSES = 50
 _LINK_CODES = {"gev": 0, "logit": 1}
 #: GEV's predicted starts: the values per shape before the lazy shapes (15) and before the
-#: third derivatives' change (25, before the served shape's certified refit without a pass)
-_OLDER_STEP_BLOCKS = (15, 25)
+#: third derivatives' change (25, before the served shape's certified refit without a pass) and
+#: before the prior pattern's sums (43)
+_OLDER_STEP_BLOCKS = (15, 25, 43)
 _FLOOR_CODES = {
     "thinned": _g.FLOOR_THINNED,
     "span": _g.FLOOR_SPAN,
@@ -375,11 +376,15 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         engine then refits from it, and the Taylor moments (of the window alone) stop serving."""
         if "histogram" not in self.__dict__:
             return False
+        self._glm_untracked()
+        return True
+
+    def _glm_untracked(self) -> None:
+        """The moments, the prior's predicted start and GEV's blocks stop following the events."""
         _moments_stale(self._glm_moments)
         self._glm_prior_start[_g.PRIOR_STEP_VALID] = 0.0
         if self._glm_steps.size:
             self._glm_steps[_g.STEP_VALID] = 0.0
-        return True
 
     def _refit(self) -> None:
         """Refit the map from the histogram in compiled code (``streamcal._kernels.glm_refit``):
@@ -394,19 +399,15 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         if getattr(self, "refit_every", None) is not None:
             # the array face learns between refits without the moments (and the predicted
             # starts of GEV and of the prior): both faces refit by passes from the previous fits
-            _moments_stale(self._glm_moments)
-            self._glm_prior_start[_g.PRIOR_STEP_VALID] = 0.0
-            if self._glm_steps.size:
-                self._glm_steps[_g.STEP_VALID] = 0.0
+            self._glm_untracked()
         sf, si = self._hist.live_arrays()
         args = (sf, si, *a.args, *self._glm_shape_arrays(a))
         status = entry_call("refit", _g.glm_refit_inplace, args)
         if status != 0:
             self._glm_complete_refit(a)
         if getattr(self, "refit_every", None) is not None:
-            # nor does the refit leave the prior's predicted start or the moments to track: one state for both faces
-            self._glm_prior_start[_g.PRIOR_STEP_VALID] = 0.0
-            _moments_stale(self._glm_moments)
+            # nor does the refit leave them to track: one state for both faces
+            self._glm_untracked()
         self._glm_state_out(a)
 
     def _glm_shape_arrays(self, a: SimpleNamespace) -> tuple:
@@ -496,9 +497,8 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         brier = np.zeros(1)
 
         def newton(beta):  # True when it stopped by its rule; ``beta`` and ``brier`` updated
-            passes = _k.glm_refit_histogram_inplace(
-                x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, _REFIT_MAX_PASSES, brier, brier[:0]
-            )
+            args = (x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, _REFIT_MAX_PASSES, brier)
+            passes = _k.glm_refit_histogram_inplace(*args, *(brier[:0],) * 3)
             return passes >= 0
 
         if warm is not None:
