@@ -377,9 +377,9 @@ def end_run_records(pf, pi, runs):
 @pytest.mark.parametrize("prior", ["auto", None])
 def test_whole_weights_end_runs_keep_the_records_of_a_refresh_from_the_ends(prior):
     """Whole-number weights in a count window, most events in the low end run or the block after
-    it: a change left of the high run's last read block is taken without the refresh's call
-    (the low run walked from its record, the high run read from its own). After every event the
-    clip values, the prior odds, the ranges read and every record equal, bit for bit, those of a
+    it: each refresh resumes both runs at their records, left of the lowest change and right of
+    the highest, and rewrites the records from there. After every event the clip values, the
+    prior odds, the ranges read and every record within the limits equal, bit for bit, those of a
     refresh with a fresh scratch, which sums both runs from their ends."""
     B = 256
     rng = np.random.default_rng(12)
@@ -401,5 +401,5 @@ def test_whole_weights_end_runs_keep_the_records_of_a_refresh_from_the_ends(prio
         assert got == end_run_records(again_f, again_i, fresh), i
         low_moved += before is not None and pf[K.PF_LO] != before
         before = pf[K.PF_LO]
-    # the low run's clip value moves often (less where the prior holds): the path without the call
+    # the low run's clip value moves often (less where the prior holds): its records are rewritten
     assert low_moved > (100 if prior is None else 20)

@@ -1293,85 +1293,14 @@ def pav_update_extremes_inplace(sf, pf, pi, kind, runs):
     repairs since then (``PI_CHG_LO``..``PI_CHG_HI``) changed none of them, a refresh would read
     the same numbers and return the same values. Only the prior moves; it is recomputed by
     the same expression as in :func:`pav_refresh_extremes_inplace`.
-
-    When they changed only blocks left of ``PI_DEP_HI`` (a scratch with every block's records,
-    no decay), the refresh would resume its high run at the record of ``PI_DEP_HI``, the block
-    whose test stopped that run last time: its blocks from there on are unchanged, so the test
-    fails again on the same numbers and the run's sums are the record's. The low run is walked
-    here as the refresh walks it (from its resume point, writing its records); when it stops
-    before ``PI_DEP_HI`` and that test still fails, the values and every field of the scratch
-    are those the refresh writes, computed without its call (a call per change in the low run,
-    the common case, cost more than the walk). Otherwise the refresh runs, from the same
-    records: the walk here wrote the values it writes again.
     """
-    decay = (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME)
     unchanged = pi[PI_CHG_LO] > pi[PI_DEP_LO] and pi[PI_CHG_HI] < pi[PI_DEP_HI]
-    B = pi[PI_B]
-    c = pf[PF_PSEUDO]  # the pseudo-count in stored units without decay (``stored_unit`` is 1.0)
-    done = False
-    if unchanged and not decay:
-        pi[PI_CHG_LO] = B
+    if unchanged and kind != KIND_DECAY_EVENTS and kind != KIND_DECAY_TIME:
+        pi[PI_CHG_LO] = pi[PI_B]
         pi[PI_CHG_HI] = -1
+        c = pf[PF_PSEUDO] * stored_unit(sf, kind)
         pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
-        done = True
-    elif not decay and runs.shape[0] >= REC_HEADER + 4 * B and runs[REC_STAMP] == sf[SF_N_LEARNED]:
-        head = pi[PI_HEAD]
-        chg_lo = pi[PI_CHG_LO]
-        dep_hi = pi[PI_DEP_HI]  # the high run's last block read, whose record the refresh resumes at
-        if (
-            head != -1
-            and pi[PI_CHG_HI] < dep_hi < pi[PI_TAIL]
-            and runs[REC_RIGHT_LIM] == dep_hi
-            and pi[OWNER + _PI_RECORD * dep_hi] == dep_hi
-        ):
-            RL = REC_HEADER
-            lim = np.int64(runs[REC_LEFT_LIM])  # the refresh's resume point for the low run
-            if chg_lo - 1 < lim:
-                lim = chg_lo - 1
-            g = pi[OWNER + _PI_RECORD * lim] if head < lim <= pi[PI_LAST] else np.int64(-1)
-            resume = head < g <= chg_lo and g <= pi[PI_LAST] and pi[OWNER + _PI_RECORD * g] == g
-            if resume:
-                lp = runs[RL + 2 * g]
-                ln = runs[RL + 2 * g + 1]
-                nxt = g
-            else:
-                lp = pf[BPOS + _PF_RECORD * head] + c
-                ln = pf[BNEG + _PF_RECORD * head]
-                nxt = pi[BNEXT + _PI_RECORD * head]
-            lp0, ln0 = lp, ln
-            while -1 < nxt < dep_hi:  # the refresh's loop over the low run (its records written)
-                runs[RL + 2 * nxt], runs[RL + 2 * nxt + 1] = lp, ln
-                p = pf[BPOS + _PF_RECORD * nxt]
-                n = pf[BNEG + _PF_RECORD * nxt]
-                if not lp * (p + n) >= p * (lp + ln):
-                    break
-                lp = lp + p
-                ln = ln + n
-                nxt = pi[BNEXT + _PI_RECORD * nxt]
-            rp = runs[RL + 2 * B + 2 * dep_hi]
-            rn = runs[RL + 2 * B + 2 * dep_hi + 1]
-            p = pf[BPOS + _PF_RECORD * dep_hi]
-            n = pf[BNEG + _PF_RECORD * dep_hi]
-            # the low run stopped before dep_hi, and the high run's test at dep_hi still fails
-            if -1 < nxt < dep_hi and not p * (rp + rn) >= rp * (p + n):
-                pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
-                pi[PI_CHG_LO] = B
-                pi[PI_CHG_HI] = -1
-                runs[RUN_LEFT] = -1.0
-                runs[RUN_RIGHT] = -1.0
-                if resume:
-                    runs[RUN_LEFT_P] = lp0
-                    runs[RUN_LEFT_N] = ln0
-                runs[RUN_RIGHT_P] = rp
-                runs[RUN_RIGHT_N] = rn
-                runs[RUN_LEFT_TOP] = 0.0
-                runs[RUN_RIGHT_TOP] = 0.0
-                runs[REC_LEFT_LIM] = nxt
-                pf[PF_LO] = lp / (lp + ln)
-                pf[PF_HI] = rp / (rp + rn)
-                pi[PI_DEP_LO] = pi[BEND + _PI_RECORD * nxt]
-                done = True
-    if not done:
+    else:
         pav_refresh_extremes_inplace(sf, pf, pi, runs)
     if runs.shape[0] >= RUNS_SIZE:
         runs[RUN_STAMP] = sf[SF_N_LEARNED]  # the end runs' resume points are current
