@@ -353,3 +353,53 @@ def test_events_learned_without_the_scratch_drop_the_resume_points(scratch):
     b = twin.prequential(s, y, weights=w)
     assert a[0].tobytes() == b[0].tobytes()
     assert a[1].tobytes() == b[1].tobytes()
+
+
+def end_run_records(pf, pi, runs):
+    """The end runs' scratch as a refresh leaves it: the limits of the records, the records of
+    the blocks within them (the low run's after its first block up to its limit, the high run's
+    from its limit to its last block), and the two ranges of blocks the clip values read."""
+    B = int(pi[K.PI_B])
+    view = K.pav_blocks_view(pf, pi)
+    left, right = int(runs[K.REC_LEFT_LIM]), int(runs[K.REC_RIGHT_LIM])
+    records = []
+    f = int(pi[K.PI_HEAD])
+    while f != -1:
+        if int(pi[K.PI_HEAD]) < f <= left:
+            records.append(("low", f, *runs[K.REC_HEADER + 2 * f : K.REC_HEADER + 2 * f + 2].tolist()))
+        if right <= f < int(pi[K.PI_TAIL]):
+            at = K.REC_HEADER + 2 * B + 2 * f
+            records.append(("high", f, *runs[at : at + 2].tolist()))
+        f = int(view["bnext"][f])
+    return left, right, int(pi[K.PI_DEP_LO]), int(pi[K.PI_DEP_HI]), records
+
+
+@pytest.mark.parametrize("prior", ["auto", None])
+def test_whole_weights_end_runs_keep_the_records_of_a_refresh_from_the_ends(prior):
+    """Whole-number weights in a count window, most events in the low end run or the block after
+    it: each refresh resumes both runs at their records, left of the lowest change and right of
+    the highest, and rewrites the records from there. After every event the clip values, the
+    prior odds, the ranges read and every record within the limits equal, bit for bit, those of a
+    refresh with a fresh scratch, which sums both runs from their ends."""
+    B = 256
+    rng = np.random.default_rng(12)
+    n = 2500
+    z = rng.normal(-3.0, 1.5, size=n)
+    s = 1.0 / (1.0 + np.exp(-z))
+    y = rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-(1.3 * z + 0.5)))
+    cal = PAVCalibrator(buckets=LogitGrid(B), window=CountWindow(1500), prior=prior)
+    kept = [K.PF_LO, K.PF_HI, K.PF_PRIOR_ODDS_INV]
+    low_moved = 0
+    before = None
+    for i in range(n):
+        cal.prequential(s[i : i + 1], y[i : i + 1])
+        pf, pi = cal.map_arrays()
+        again_f, again_i, fresh = pf.copy(), pi.copy(), K.unset_runs(B)
+        K.pav_refresh_extremes_inplace(cal.window_histogram.arrays()[0], again_f, again_i, fresh)
+        assert pf[kept].view(np.int64).tolist() == again_f[kept].view(np.int64).tolist(), i
+        got = end_run_records(pf, pi, K.packed_runs(cal.packed_state()))
+        assert got == end_run_records(again_f, again_i, fresh), i
+        low_moved += before is not None and pf[K.PF_LO] != before
+        before = pf[K.PF_LO]
+    # the low run's clip value moves often (less where the prior holds): its records are rewritten
+    assert low_moved > (100 if prior is None else 20)
