@@ -20,6 +20,7 @@ import copy
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_gev_compiled_refit import TOL, WINDOWS, naive_prior_refit_proba
@@ -285,3 +286,23 @@ def test_a_state_saved_before_the_block_loads_and_refits():
     b, _ = older.prequential(scores[1000:], labels[1000:])
     assert float(np.max(np.abs(a - b))) <= TOL
     assert np.asarray(older.__getstate__()["_glm_moments"]).shape == (_g.MOM_SIZE,)
+
+
+@pytest.mark.parametrize("n_buckets", [64, 1024])
+def test_the_river_face_equals_prequential_while_the_prior_holds_at_any_bucket_count(n_buckets):
+    # fewer buckets than the moments' size: the array face's refit has no room to combine the
+    # moments and runs the passes, and the river face must take the same route for the same bits
+    from streamcal.buckets import LogitGrid
+
+    rng = np.random.default_rng(1)
+    s = 1 / (1 + np.exp(-rng.normal(-3, 1.2, 400)))
+    y = rng.uniform(size=400) < s
+    make = lambda: PlattCalibrator(buckets=LogitGrid(n_buckets=n_buckets))  # noqa: E731
+    river = make()
+    got = []
+    for i in range(s.size):
+        got.append(river.predict_proba_one({"score": float(s[i])})[True])
+        river.learn_one({"score": float(s[i])}, bool(y[i]))
+    want, _ = make().prequential(s, y)
+    assert river.prior_strength > 0.0
+    assert np.array_equal(np.array(got), want)

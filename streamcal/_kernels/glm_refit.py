@@ -2576,6 +2576,10 @@ def glm_river_proba(sf, si, pc, buf, s, dirty):
         elif prior_on and not (identity and prior_strength_is_zero_running(sf, B, u, pc, anchor)):
             return -1.0
         if kappa > 0.0:
+            if B < MOM_DATA_SIZE:
+                # the full refit forms the combined moments in its bucket-sized scratch, too short
+                # here, and runs the passes: so does this face, for the same bits
+                return -1.0
             comb = buf[buf.shape[0] - MOM_DATA_SIZE :]
             if not prior_moments_solve(mom, kappa, u, k[4], k[5], k[6], k[7], beta, pw, comb):
                 return -1.0
