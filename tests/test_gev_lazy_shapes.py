@@ -208,12 +208,7 @@ def test_a_copy_and_a_pickle_continue_bit_for_bit_while_shapes_wait():
         cal.learn_one({"score": float(scores[i])}, bool(labels[i]))
         i += 1
     assert i < 1000
-    twins = [copy.deepcopy(cal), pickle.loads(pickle.dumps(cal))]
-    want = cal.prequential(scores[i:], labels[i:])
-    for twin in twins:
-        got = twin.prequential(scores[i:], labels[i:])
-        assert np.array_equal(got[0], want[0])
-        assert np.array_equal(got[1], want[1])
+    assert_copies_continue(cal, scores[i:], labels[i:])
 
 
 def assert_an_older_layout_continues(cal, scores, labels, split, header, block):
@@ -281,3 +276,13 @@ def test_the_interpreted_and_compiled_tiers_give_the_same_bits_while_shapes_wait
     assert np.array_equal(interpreted[1], want[1])
     assert np.array_equal(np.array(got), want[0])
     assert waits > scores.size  # shapes waited at most refits
+
+
+def assert_copies_continue(cal, scores, labels):
+    """A deep copy and a pickle of ``cal`` continue on ``scores``/``labels`` bit for bit as ``cal`` does."""
+    twins = [copy.deepcopy(cal), pickle.loads(pickle.dumps(cal))]
+    want = cal.prequential(scores, labels)
+    for twin in twins:
+        got = twin.prequential(scores, labels)
+        assert np.array_equal(got[0], want[0])
+        assert np.array_equal(got[1], want[1])

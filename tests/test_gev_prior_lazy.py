@@ -11,14 +11,13 @@ plus the prior's pseudo-counts (as the Python engine adds them).
 from __future__ import annotations
 
 import copy
-import pickle
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_gev_compiled_refit import glm_arrays, naive_prior_refit_proba
-from test_gev_lazy_shapes import assert_an_older_layout_continues
+from test_gev_lazy_shapes import assert_an_older_layout_continues, assert_copies_continue
 
 from streamcal import GEVCalibrator
 from streamcal.buckets import LogitGrid
@@ -92,12 +91,7 @@ def test_a_copy_and_a_pickle_continue_bit_for_bit_while_the_prior_holds():
         cal.predict_proba_one({"score": float(scores[i])})
         cal.learn_one({"score": float(scores[i])}, bool(labels[i]))
         i += 1
-    twins = [copy.deepcopy(cal), pickle.loads(pickle.dumps(cal))]
-    want = cal.prequential(scores[i:], labels[i:])
-    for twin in twins:
-        got = twin.prequential(scores[i:], labels[i:])
-        assert np.array_equal(got[0], want[0])
-        assert np.array_equal(got[1], want[1])
+    assert_copies_continue(cal, scores[i:], labels[i:])
 
 
 def test_a_state_in_the_layout_before_the_prior_pattern_loads_and_continues():

@@ -8,6 +8,7 @@ import pickle
 
 import numpy as np
 import pytest
+from test_keyed import independent
 
 from streamcal import KeyedCalibrator, PAVCalibrator
 from streamcal.windows import CountWindow, Decay, TimeWindow
@@ -32,20 +33,6 @@ def zipf_stream(n, n_keys, seed):
     return keys, s, y, w, t
 
 
-def independent(template, keys, s, y, w, t):
-    """One template copy per key: each event's prediction before its label (NaN before the key's first)."""
-    cals = {}
-    p = np.full(s.size, np.nan)
-    for i in range(s.size):
-        cal = cals.get(keys[i])
-        if cal is None:
-            cal = cals[keys[i]] = template.clone()
-        else:
-            p[i] = cal.predict_proba([s[i]])[0]
-        cal.update([s[i]], [y[i]], weights=[w[i]], times=[t[i]])
-    return p, cals
-
-
 @pytest.mark.parametrize("name", list(TEMPLATES))
 def test_keys_growing_through_reused_segments_stay_independent_copies(name):
     template = TEMPLATES[name]
@@ -54,7 +41,7 @@ def test_keys_growing_through_reused_segments_stay_independent_copies(name):
     parts = [cal.prequential(keys[a], s[a], y[a], weights=w[a], times=t[a])[0]
              for a in np.array_split(np.arange(s.size), 3)]
     p = np.concatenate(parts)
-    ref, cals = independent(template, keys, s, y, w, t)
+    ref, _, cals = independent(template, keys, s, y, w, t)
     seen = ~np.isnan(ref)
     assert seen.sum() > 5000
     assert np.array_equal(p[seen], ref[seen])

@@ -10,20 +10,20 @@ the histogram; the strength from the block against the prior kernel's on random 
 anchors (within 1e-9 in ``log kappa``, where it certifies) and its refusals (a stale block, a far
 anchor, a covariate without spread); streams replayed event by event through the kernels, where
 the block serves most refits and every strength agrees with the prior kernel's; every prediction
-of streams where the prior holds within 1e-9 of a converged full refit; a state saved before the
-block loads and refits within that tolerance.
+of streams where the prior holds within 1e-9 of a converged full refit is checked on hypothesis
+streams in ``test_platt_prior_moments.py``; here, a state saved before the block loads and refits
+within that tolerance, and the river face equals ``prequential`` at any bucket count.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_gev_compiled_refit import TOL, WINDOWS, naive_prior_refit_proba
+from test_platt_prior_moments import assert_older_moments_continue
 from test_platt_prior_warm import cold_fit, histograms, naive_prior_strength
 
 from streamcal import PlattCalibrator
@@ -60,6 +60,17 @@ def unit_of(sf):
     return _hk.stored_unit(sf, sf[_hk.SF_KIND]) if sf[_hk.SF_N_LEARNED] > 0.0 else 1.0
 
 
+def kernel_state(centres, window):
+    """The learn kernel's arrays for buckets at ``centres`` and a count window of ``window``
+    events (0: unbounded): features, prior cache, histogram, Taylor table, moments, anchor."""
+    B = centres.size
+    pc = np.zeros((5, B))
+    _g.prior_cache_fill(centres, pc)
+    kind = (_hk.KIND_COUNT, float(window), 0.0, 0.0) if window else (_hk.KIND_UNBOUNDED, 0.0, 0.0, 0.0)
+    sf, si = _hk.empty_state(B, window, kind)
+    return logit(centres), pc, sf, si, _g.logistic_taylor_table(), np.zeros(_g.MOM_SIZE), np.zeros(_g.ANCHOR_SIZE)
+
+
 def histogram_of(pos, neg):
     B = pos.size
     sf, si = _hk.empty_state(B, 0, (_hk.KIND_UNBOUNDED, 0.0, 0.0, 0.0))
@@ -78,14 +89,7 @@ def test_the_block_follows_the_histogram(B, window, seed):
     # rounding of the running sums: each power of the feature to its own scale)
     rng = np.random.default_rng(seed)
     centres = np.sort(rng.uniform(1e-4, 1 - 1e-4, B))
-    x = logit(centres)
-    pc = np.zeros((5, B))
-    _g.prior_cache_fill(centres, pc)
-    kind = (_hk.KIND_COUNT, float(window), 0.0, 0.0) if window else (_hk.KIND_UNBOUNDED, 0.0, 0.0, 0.0)
-    sf, si = _hk.empty_state(B, window, kind)
-    table = _g.logistic_taylor_table()
-    mom = np.zeros(_g.MOM_SIZE)
-    anchor = np.zeros(_g.ANCHOR_SIZE)
+    x, pc, sf, si, table, mom, anchor = kernel_state(centres, window)
     steps = np.zeros(0)
     centre = int(rng.integers(0, B))
     _g.glm_learn_one_inplace(sf, si, centre, 1.0, 1.0, 0.0, x, table, mom, pc, anchor, steps)
@@ -185,14 +189,7 @@ def _replay(scores, labels, weights, B, window):
     (``platt_prior_strength``) next to the prior kernel's on the same histogram. Returns the
     refits served by the block (the solve certified without a rebuild) and the refits."""
     centres = (np.arange(B) + 0.5) / B
-    x = logit(centres)
-    pc = np.zeros((5, B))
-    _g.prior_cache_fill(centres, pc)
-    kind = (_hk.KIND_COUNT, float(window), 0.0, 0.0) if window else (_hk.KIND_UNBOUNDED, 0.0, 0.0, 0.0)
-    sf, si = _hk.empty_state(B, window, kind)
-    table = _g.logistic_taylor_table()
-    mom = np.zeros(_g.MOM_SIZE)
-    anchor = np.zeros(_g.ANCHOR_SIZE)
+    x, pc, sf, si, table, mom, anchor = kernel_state(centres, window)
     pw = np.zeros(2 * (_g.MOM_K + 1))
     steps = np.zeros(0)
     served = refits = 0
@@ -240,36 +237,6 @@ def test_the_block_serves_most_refits_of_a_long_calibrated_stream():
     assert served >= 0.9 * refits  # measured: 96 % (2,879 of 2,999)
 
 
-@st.composite
-def calibrated_streams(draw):
-    """Streams whose scores are close to calibrated: the score prior holds from the first event."""
-    n = draw(st.integers(50, 500))
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    z = rng.normal(draw(st.floats(-4.0, 0.5)), draw(st.floats(0.5, 2.5)), n)
-    labels = rng.uniform(size=n) < 1 / (1 + np.exp(-(draw(st.floats(0.9, 1.1)) * z + draw(st.floats(-0.1, 0.1)))))
-    weights = rng.choice([0.0, 0.5, 1.0, 1.0, 2.0], n) if draw(st.booleans()) else np.ones(n)
-    times = np.cumsum(rng.exponential(1.0, n))
-    return 1 / (1 + np.exp(-z)), labels, weights, times, draw(st.sampled_from(sorted(WINDOWS)))
-
-
-@settings(max_examples=25, deadline=None)
-@given(calibrated_streams())
-def test_every_prediction_while_the_prior_holds_matches_a_converged_refit(stream):
-    scores, labels, weights, times, window = stream
-    uses_times = WINDOWS[window].uses_times
-    cal = PlattCalibrator(window=copy.deepcopy(WINDOWS[window]))
-    proba, _ = cal.prequential(scores, labels, weights=weights, times=times if uses_times else None)
-    ref = PlattCalibrator(window=copy.deepcopy(WINDOWS[window]))
-    worst = 0.0
-    for i in range(scores.size):
-        if ref.n_learned and ref.window_weight > 0.0:
-            worst = max(worst, abs(proba[i] - float(naive_prior_refit_proba(ref, scores[i : i + 1])[0])))
-        ref.learn_one(
-            {"score": float(scores[i])}, bool(labels[i]), w=float(weights[i]), t=float(times[i]) if uses_times else None
-        )
-    assert worst <= TOL
-
-
 def test_a_state_saved_before_the_block_loads_and_refits():
     rng = np.random.default_rng(23)
     z = rng.normal(-2.0, 1.5, 2000)
@@ -278,14 +245,7 @@ def test_a_state_saved_before_the_block_loads_and_refits():
     cal = PlattCalibrator()
     cal.prequential(scores[:1000], labels[:1000])
     assert cal.prior_strength > 0.0
-    state = copy.deepcopy(cal.__getstate__())  # (its arrays may be views of the calibrator's)
-    state["_glm_moments"] = state["_glm_moments"][: _g.MOM_SIZE_BEFORE_D].copy()  # the older layout
-    older = PlattCalibrator.__new__(PlattCalibrator)
-    older.__setstate__(state)
-    a, _ = cal.prequential(scores[1000:], labels[1000:])
-    b, _ = older.prequential(scores[1000:], labels[1000:])
-    assert float(np.max(np.abs(a - b))) <= TOL
-    assert np.asarray(older.__getstate__()["_glm_moments"]).shape == (_g.MOM_SIZE,)
+    assert_older_moments_continue(cal, scores[1000:], labels[1000:], _g.MOM_SIZE_BEFORE_D)
 
 
 @pytest.mark.parametrize("n_buckets", [64, 1024])
