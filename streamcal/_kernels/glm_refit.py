@@ -1466,6 +1466,34 @@ def _steps_fingerprint(steps, sf):
     steps[STEP_T_NEG] = sf[_h.SF_T_NEG]
 
 
+@jit_noalloc(forceinline=True)
+def _hessian_add(steps, h, hw, xb):
+    """Add Hessian weight ``hw`` at feature ``xb`` to the three sums at ``h``: ``x^2``, ``x``, 1."""
+    steps[h] += hw * xb * xb
+    steps[h + 1] += hw * xb
+    steps[h + 2] += hw
+
+
+@jit_noalloc(forceinline=True)
+def _derivatives_add(steps, h, t, q, w, xb, dens, slope, curve):
+    """Add weight ``w`` at feature ``xb`` (where ``f = dens``, ``f' = slope``, ``f'' = curve``) to a
+    block's Hessian (at ``h``), third (``t``) and fourth (``q``) derivatives' sums, as the data's
+    and the prior pattern's changes since a fit both keep them; returns the Hessian weight."""
+    hw = w * max(dens, STEP_FLOOR)
+    _hessian_add(steps, h, hw, xb)
+    ts = w * slope
+    steps[t + 3] += ts
+    ts *= xb
+    steps[t + 2] += ts
+    ts *= xb
+    steps[t + 1] += ts
+    steps[t] += ts * xb
+    steps[q], steps[q + 1], steps[q + 2], steps[q + 3], steps[q + 4] = _add_powers4(
+        steps[q], steps[q + 1], steps[q + 2], steps[q + 3], steps[q + 4], w * curve, xb
+    )
+    return hw
+
+
 @jit_noalloc
 def _steps_add(steps, xb, pos_part, ws, rate, flip):
     """Add stored weight ``ws`` (negative: remove) at feature ``xb``, ``pos_part`` of it
@@ -1489,26 +1517,12 @@ def _steps_add(steps, xb, pos_part, ws, rate, flip):
         steps[o + STEP_DG + 1] += r
         if steps[o + STEP_P_VALID] == 1.0:
             _pattern_add(steps, o, xb, ws + flip * steps[o + STEP_P_FLIP], rate, p, dens, slope, curve)
-        hw = ws * max(dens, STEP_FLOOR)
-        steps[o + STEP_DH] += hw * xb * xb
-        steps[o + STEP_DH + 1] += hw * xb
-        steps[o + STEP_DH + 2] += hw
+        hw = _derivatives_add(steps, o + STEP_DH, o + STEP_DT, o + STEP_DQ, ws, xb, dens, slope, curve)
         q = 1.0 - p
         steps[o + STEP_BRIER] += pos_part * q * q + (ws - pos_part) * p * p
         bg = 2.0 * dens * r
         steps[o + STEP_BG] += bg * xb
         steps[o + STEP_BG + 1] += bg
-        ts = ws * slope
-        steps[o + STEP_DT + 3] += ts
-        ts *= xb
-        steps[o + STEP_DT + 2] += ts
-        ts *= xb
-        steps[o + STEP_DT + 1] += ts
-        steps[o + STEP_DT] += ts * xb
-        e = o + STEP_DQ
-        steps[e], steps[e + 1], steps[e + 2], steps[e + 3], steps[e + 4] = _add_powers4(
-            steps[e], steps[e + 1], steps[e + 2], steps[e + 3], steps[e + 4], ws * curve, xb
-        )
         steps[o + STEP_SINCE] += 1.0
         if ws < 0.0:
             steps[o + STEP_GONE] -= ws
@@ -1521,9 +1535,7 @@ def _steps_add(steps, xb, pos_part, ws, rate, flip):
             steps[o + STEP_V_LO] = min(steps[o + STEP_V_LO], v)
             steps[o + STEP_V_HI] = max(steps[o + STEP_V_HI], v)
         else:
-            steps[o + STEP_STEEP] += hw * xb * xb
-            steps[o + STEP_STEEP + 1] += hw * xb
-            steps[o + STEP_STEEP + 2] += hw
+            _hessian_add(steps, o + STEP_STEEP, hw, xb)
 
 
 @jit_noalloc(forceinline=True)
@@ -1535,21 +1547,7 @@ def _pattern_add(steps, o, xb, dm, rate, p, dens, slope, curve):
     r = dm * (p - rate)
     steps[e + P_G] += r * xb
     steps[e + P_G + 1] += r
-    hw = dm * max(dens, STEP_FLOOR)
-    steps[e + P_H] += hw * xb * xb
-    steps[e + P_H + 1] += hw * xb
-    steps[e + P_H + 2] += hw
-    ts = dm * slope
-    steps[e + P_T + 3] += ts
-    ts *= xb
-    steps[e + P_T + 2] += ts
-    ts *= xb
-    steps[e + P_T + 1] += ts
-    steps[e + P_T] += ts * xb
-    q = e + P_Q
-    steps[q], steps[q + 1], steps[q + 2], steps[q + 3], steps[q + 4] = _add_powers4(
-        steps[q], steps[q + 1], steps[q + 2], steps[q + 3], steps[q + 4], dm * curve, xb
-    )
+    hw = _derivatives_add(steps, e + P_H, e + P_T, e + P_Q, dm, xb, dens, slope, curve)
     steps[e + P_B] += dm * (rate * (1.0 - p) * (1.0 - p) + (1.0 - rate) * p * p)
     bg = 2.0 * dens * r
     steps[e + P_BG] += bg * xb
@@ -1557,9 +1555,7 @@ def _pattern_add(steps, o, xb, dm, rate, p, dens, slope, curve):
     if dm < 0.0:
         steps[o + STEP_PGONE] -= dm
     elif not (dens > 0.0 and abs(slope) <= GOOD_LOG_SLOPE * dens):
-        steps[o + STEP_PSP] += hw * xb * xb
-        steps[o + STEP_PSP + 1] += hw * xb
-        steps[o + STEP_PSP + 2] += hw
+        _hessian_add(steps, o + STEP_PSP, hw, xb)
 
 
 @jit_noalloc
