@@ -693,6 +693,25 @@ def _prior_pass(h, h0, B, unit, cen, pc, identity, raw, m0, s0, a, b):
     return n_all, sx, sxx, log_s, v_lo, v_hi, ll, g0, g1, h00, h01, h11
 
 
+@jit_noalloc(forceinline=True)
+def _start_predicted(start, unit):
+    """The warm start's ``(a, b)`` moved by one Newton step on its tracked change since its fit
+    (stored units of ``unit``): its predicted optimum, or the start where the step is singular."""
+    a = start[PRIOR_A]
+    b = start[PRIOR_B]
+    ridge = _p.RIDGE
+    p00 = start[PRIOR_H] / unit + ridge
+    p01 = start[PRIOR_H + 1] / unit
+    p11 = start[PRIOR_H + 2] / unit + ridge
+    pdet = p00 * p11 - p01 * p01
+    if pdet > 0.0 and p00 > 0.0:
+        dg0 = start[PRIOR_DG] / unit
+        dg1 = start[PRIOR_DG + 1] / unit
+        a += (p11 * dg0 - p01 * dg1) / pdet
+        b += (p00 * dg1 - p01 * dg0) / pdet
+    return a, b
+
+
 @jit_noalloc
 def prior_strength_warm(h, h0, B, unit, cen, pc, base_rate, identity, start, out, predict):
     """The prior kernel's ``kappa`` by Newton's method from the warm start ``start`` (layout
@@ -717,17 +736,9 @@ def prior_strength_warm(h, h0, B, unit, cen, pc, base_rate, identity, start, out
     s0 = start[PRIOR_SCALE]
     a = start[PRIOR_A]
     b = start[PRIOR_B]
-    ridge = _p.RIDGE
     if predict:
-        p00 = start[PRIOR_H] / unit + ridge
-        p01 = start[PRIOR_H + 1] / unit
-        p11 = start[PRIOR_H + 2] / unit + ridge
-        pdet = p00 * p11 - p01 * p01
-        if pdet > 0.0 and p00 > 0.0:
-            dg0 = start[PRIOR_DG] / unit
-            dg1 = start[PRIOR_DG + 1] / unit
-            a += (p11 * dg0 - p01 * dg1) / pdet
-            b += (p00 * dg1 - p01 * dg0) / pdet
+        a, b = _start_predicted(start, unit)
+    ridge = _p.RIDGE
     raw = (0.0, 0.0, 0.0)
     if not identity:
         lr = math.log(base_rate)
@@ -2360,19 +2371,10 @@ def _prior_start_raw(start, sf, u):
     """The warm start's fit of ``D`` (valid, with a positive scale) as ``(slope, intercept)`` of
     ``z = slope x + intercept``: its predicted optimum, as :func:`prior_strength_warm` forms it,
     where its change since the fit is tracked (stored units of ``u``)."""
-    ridge = _p.RIDGE
     sa = start[PRIOR_A]
     sb = start[PRIOR_B]
     if _prior_step_current(start, sf):
-        p00 = start[PRIOR_H] / u + ridge
-        p01 = start[PRIOR_H + 1] / u
-        p11 = start[PRIOR_H + 2] / u + ridge
-        pdet = p00 * p11 - p01 * p01
-        if pdet > 0.0 and p00 > 0.0:
-            dg0 = start[PRIOR_DG] / u
-            dg1 = start[PRIOR_DG + 1] / u
-            sa += (p11 * dg0 - p01 * dg1) / pdet
-            sb += (p00 * dg1 - p01 * dg0) / pdet
+        sa, sb = _start_predicted(start, u)
     sb *= start[PRIOR_SCALE]
     return 1.0 + sb, sa - sb * start[PRIOR_MEAN]
 
