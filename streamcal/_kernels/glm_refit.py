@@ -2201,6 +2201,22 @@ def _moments_eval(mom, d0, d1, pw, u):
 
 
 @jit_noalloc(forceinline=True)
+def _tail_bounds(mom, a, c, rho, u):
+    """Cauchy's bounds on the Taylor tails of the gradient (``e_s``, ``e_i``) and the Hessian
+    (``e_ss``, ``e_si``, ``e_ii``) of a block of moments ``mom`` for a step ``(a, c)`` in absolute
+    value, ``rho`` the step's reach in the logistic's radius (below 1), ``u`` the stored unit."""
+    k1 = MOM_K + 1
+    grad_factor = TWO_OVER_PI**k1 / (1.0 - rho) / u
+    e_s = grad_factor * _tail_sum(mom, a, c, k1, np.int64(1))
+    e_i = grad_factor * _tail_sum(mom, a, c, k1, np.int64(0))
+    hess_factor = TWO_OVER_PI**k1 * (k1 / (1.0 - rho) + rho / ((1.0 - rho) * (1.0 - rho))) / u
+    e_ss = hess_factor * _tail_sum(mom, a, c, np.int64(MOM_K), np.int64(2))
+    e_si = hess_factor * _tail_sum(mom, a, c, np.int64(MOM_K), np.int64(1))
+    e_ii = hess_factor * _tail_sum(mom, a, c, np.int64(MOM_K), np.int64(0))
+    return e_s, e_i, e_ss, e_si, e_ii
+
+
+@jit_noalloc(forceinline=True)
 def _tail_sum(mom, a, c, order, shift):
     """``sum_i C(order, i) a^i c^(order - i) S_(i + shift)`` (stored units)."""
     acc = 0.0
@@ -2255,14 +2271,7 @@ def moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta):
     if not rho <= MOM_MAX_RHO:
         return False
     # the Taylor tails (Cauchy's estimate: |sigma^(n)| <= n! (2 / pi)^n on the real line)
-    k1 = MOM_K + 1
-    grad_factor = TWO_OVER_PI**k1 / (1.0 - rho) / u
-    e_s = grad_factor * _tail_sum(mom, a, c, k1, np.int64(1))
-    e_i = grad_factor * _tail_sum(mom, a, c, k1, np.int64(0))
-    hess_factor = TWO_OVER_PI**k1 * (k1 / (1.0 - rho) + rho / ((1.0 - rho) * (1.0 - rho))) / u
-    e_ss = hess_factor * _tail_sum(mom, a, c, np.int64(MOM_K), np.int64(2))
-    e_si = hess_factor * _tail_sum(mom, a, c, np.int64(MOM_K), np.int64(1))
-    e_ii = hess_factor * _tail_sum(mom, a, c, np.int64(MOM_K), np.int64(0))
+    e_s, e_i, e_ss, e_si, e_ii = _tail_bounds(mom, a, c, rho, u)
     # the Hessian's smallest eigenvalue, and how far the tail may lower it
     half_gap = math.sqrt(0.25 * (hss - hii) * (hss - hii) + hsi * hsi)
     lam_max = 0.5 * (hss + hii) + half_gap
@@ -2439,13 +2448,7 @@ def prior_strength_moments(dm, sf, u, pw, start, out):
     if not rho <= MOM_MAX_RHO:
         return -1.0
     k1 = MOM_K + 1
-    grad_factor = TWO_OVER_PI**k1 / (1.0 - rho) / u
-    e_s = grad_factor * _tail_sum(dm, a, c, k1, np.int64(1))
-    e_i = grad_factor * _tail_sum(dm, a, c, k1, np.int64(0))
-    hess_factor = TWO_OVER_PI**k1 * (k1 / (1.0 - rho) + rho / ((1.0 - rho) * (1.0 - rho))) / u
-    e_ss = hess_factor * _tail_sum(dm, a, c, np.int64(MOM_K), np.int64(2))
-    e_si = hess_factor * _tail_sum(dm, a, c, np.int64(MOM_K), np.int64(1))
-    e_ii = hess_factor * _tail_sum(dm, a, c, np.int64(MOM_K), np.int64(0))
+    e_s, e_i, e_ss, e_si, e_ii = _tail_bounds(dm, a, c, rho, u)
     e_f = TWO_OVER_PI**k1 / ((k1 + 1) * (1.0 - rho)) * _tail_sum(dm, a, c, np.int64(MOM_K + 2), np.int64(0)) / u
     half_gap = math.sqrt(0.25 * (hss - hii) * (hss - hii) + hsi * hsi)
     lam_max = 0.5 * (hss + hii) + half_gap
