@@ -249,6 +249,16 @@ MOM_SIZE_BEFORE_D = MOM_D  # the layout of states saved before the block
 MOM_MAX_UPDATES = 512
 MOM_MAX_RHO = 0.25
 TWO_OVER_PI = 0.6366197723675814
+#: the prior's paths (:func:`prior_moments_solve`, :func:`prior_strength_moments`) bound the Taylor
+#: tails by Cauchy's estimate on discs of radius ``WIDE_RADIUS`` about a real point: inside ``pi``
+#: (the logistic's poles lie at ``(2 j + 1) pi i``), where ``|sigma| <= 1 / sin(WIDE_RADIUS)``
+#: (on ``|Im z| = y > pi / 2``, ``|1 + exp(-z)| >= sin(y)``), so ``|c_k| <= WIDE_SUP
+#: WIDE_INV_R^k``: at order 9 about 60 times below ``(2 / pi)^9``
+WIDE_RADIUS = 2.8
+WIDE_INV_R = 1.0 / WIDE_RADIUS
+WIDE_SUP = 1.0 / math.sin(WIDE_RADIUS)
+_NARROW = np.bool_(False)  # NumPy booleans, not literals (one compiled ``_moments_solve``)
+_WIDE = np.bool_(True)
 
 # GEV's predicted start and lazy shapes (see the module notes): ``steps`` (float64,
 # ``steps_size(S)``; empty for Platt), a fingerprint of the histogram as in ``mom`` and the range
@@ -1262,6 +1272,9 @@ _MOM_S = np.int64(MOM_S)  # NumPy integers, not literals: one compiled ``_weight
 _MOM_M = np.int64(MOM_M)
 _MOM_FL_S = np.int64(MOM_FL_S)
 _MOM_FL_M = np.int64(MOM_FL_M)
+#: ``BINOM[n, i] = C(n, i)`` (exact in floating point): the Taylor models' coefficients, read
+#: rather than formed by a chain of divisions in each evaluation
+BINOM = np.array([[math.comb(n, i) for i in range(MOM_K + 3)] for n in range(MOM_K + 3)], dtype=np.float64)
 
 
 @jit_noalloc(forceinline=True)
@@ -1455,7 +1468,7 @@ def prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb
         comb[MOM_S + m] = c1 * mom[MOM_S + m] + cu * mom[MOM_FL_S + m]
     for i in range((MOM_K + 1) * MOM_NCOL):
         comb[MOM_M + i] = c1 * mom[MOM_M + i] + cu * mom[MOM_FL_M + i]
-    return moments_solve(comb, pw, u, l2, x_lo, x_hi, proba_tol, beta)
+    return _moments_solve(comb, pw, u, l2, x_lo, x_hi, proba_tol, beta, _WIDE)
 
 
 @jit_noalloc(forceinline=True)
@@ -2179,9 +2192,8 @@ def _moments_eval(mom, d0, d1, pw, u):
     h2 = 0.0
     for k in range(MOM_K + 1):
         base = MOM_M + k * MOM_NCOL
-        coef = 1.0
         for i in range(k + 1):
-            term = coef * pw[i] * pw[MOM_K + 1 + k - i]
+            term = BINOM[k, i] * pw[i] * pw[MOM_K + 1 + k - i]
             g0 += term * mom[base + i]
             g1 += term * mom[base + i + 1]
             if k < MOM_K:  # sigma' from c_{k+1}: (k + 1) c_{k+1} u^k
@@ -2190,7 +2202,6 @@ def _moments_eval(mom, d0, d1, pw, u):
                 h0 += f * mom[nb + i]
                 h1 += f * mom[nb + i + 1]
                 h2 += f * mom[nb + i + 2]
-            coef = coef * (k - i) / (i + 1)
     return (
         (g0 - mom[MOM_P0]) / u,
         (g1 - mom[MOM_P1]) / u,
@@ -2217,13 +2228,27 @@ def _tail_bounds(mom, a, c, rho, u):
 
 
 @jit_noalloc(forceinline=True)
+def _tail_bounds_wide(mom, a, c, rho, u):
+    """:func:`_tail_bounds` by Cauchy's estimate on discs of radius ``WIDE_RADIUS`` (``|c_k| <=
+    WIDE_SUP WIDE_INV_R^k``), ``rho`` the step's reach over ``WIDE_RADIUS`` (below 1)."""
+    k1 = MOM_K + 1
+    lead = WIDE_SUP * WIDE_INV_R**k1 / u
+    grad_factor = lead / (1.0 - rho)
+    e_s = grad_factor * _tail_sum(mom, a, c, k1, np.int64(1))
+    e_i = grad_factor * _tail_sum(mom, a, c, k1, np.int64(0))
+    hess_factor = lead * (k1 / (1.0 - rho) + rho / ((1.0 - rho) * (1.0 - rho)))
+    e_ss = hess_factor * _tail_sum(mom, a, c, np.int64(MOM_K), np.int64(2))
+    e_si = hess_factor * _tail_sum(mom, a, c, np.int64(MOM_K), np.int64(1))
+    e_ii = hess_factor * _tail_sum(mom, a, c, np.int64(MOM_K), np.int64(0))
+    return e_s, e_i, e_ss, e_si, e_ii
+
+
+@jit_noalloc(forceinline=True)
 def _tail_sum(mom, a, c, order, shift):
     """``sum_i C(order, i) a^i c^(order - i) S_(i + shift)`` (stored units)."""
     acc = 0.0
-    coef = 1.0
     for i in range(order + 1):
-        acc += coef * (a**i) * (c ** (order - i)) * mom[MOM_S + i + shift]
-        coef = coef * (order - i) / (i + 1)
+        acc += BINOM[order, i] * (a**i) * (c ** (order - i)) * mom[MOM_S + i + shift]
     return acc
 
 
@@ -2232,6 +2257,13 @@ def moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta):
     """Newton's method on the Taylor model of the risk from ``beta``; True (``beta`` updated)
     when the optimum is certified: every served probability within ``proba_tol`` of the exact
     optimum's, the Taylor tail and the moments' reach included (see the module notes)."""
+    return _moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta, _NARROW)
+
+
+@jit_noalloc
+def _moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta, wide):
+    """:func:`moments_solve`, its tails bounded on discs of radius ``pi / 2`` or, with ``wide``,
+    ``WIDE_RADIUS`` (:func:`_tail_bounds_wide`)."""
     if mom[MOM_UPDATES] > MOM_MAX_UPDATES:
         return False
     a0 = mom[MOM_B0]
@@ -2267,11 +2299,17 @@ def moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta):
     hi = mom[MOM_X_HI]
     a = abs(d0)
     c = abs(d1)
-    rho = TWO_OVER_PI * (a * max(abs(lo), abs(hi)) + c)
-    if not rho <= MOM_MAX_RHO:
-        return False
-    # the Taylor tails (Cauchy's estimate: |sigma^(n)| <= n! (2 / pi)^n on the real line)
-    e_s, e_i, e_ss, e_si, e_ii = _tail_bounds(mom, a, c, rho, u)
+    if wide:
+        rho = WIDE_INV_R * (a * max(abs(lo), abs(hi)) + c)
+        if not rho <= MOM_MAX_RHO:
+            return False
+        e_s, e_i, e_ss, e_si, e_ii = _tail_bounds_wide(mom, a, c, rho, u)
+    else:
+        rho = TWO_OVER_PI * (a * max(abs(lo), abs(hi)) + c)
+        if not rho <= MOM_MAX_RHO:
+            return False
+        # the Taylor tails (Cauchy's estimate: |sigma^(n)| <= n! (2 / pi)^n on the real line)
+        e_s, e_i, e_ss, e_si, e_ii = _tail_bounds(mom, a, c, rho, u)
     # the Hessian's smallest eigenvalue, and how far the tail may lower it
     half_gap = math.sqrt(0.25 * (hss - hii) * (hss - hii) + hsi * hsi)
     lam_max = 0.5 * (hss + hii) + half_gap
@@ -2363,14 +2401,12 @@ def _moments_value(dm, d0, d1, pw):
     acc = 0.0
     for k in range(MOM_K + 1):
         base = MOM_M + k * MOM_NCOL
-        coef = 1.0
         t = 0.0
         for i in range(k + 2):
             j = k + 1 - i
             p0 = pw[i] if i <= MOM_K else top0
             p1 = pw[MOM_K + 1 + j] if j <= MOM_K else top1
-            t += coef * p0 * p1 * dm[base + i]
-            coef = coef * j / (i + 1)
+            t += BINOM[k + 1, i] * p0 * p1 * dm[base + i]
         acc += t / (k + 1)
     return acc
 
@@ -2444,12 +2480,13 @@ def prior_strength_moments(dm, sf, u, pw, start, out):
     hi = dm[MOM_X_HI]
     a = abs(d0)
     c = abs(d1)
-    rho = TWO_OVER_PI * (a * max(abs(lo), abs(hi)) + c)
+    rho = WIDE_INV_R * (a * max(abs(lo), abs(hi)) + c)
     if not rho <= MOM_MAX_RHO:
         return -1.0
     k1 = MOM_K + 1
-    e_s, e_i, e_ss, e_si, e_ii = _tail_bounds(dm, a, c, rho, u)
-    e_f = TWO_OVER_PI**k1 / ((k1 + 1) * (1.0 - rho)) * _tail_sum(dm, a, c, np.int64(MOM_K + 2), np.int64(0)) / u
+    e_s, e_i, e_ss, e_si, e_ii = _tail_bounds_wide(dm, a, c, rho, u)
+    f_factor = WIDE_SUP * WIDE_INV_R**k1 / ((k1 + 1) * (1.0 - rho))
+    e_f = f_factor * _tail_sum(dm, a, c, np.int64(MOM_K + 2), np.int64(0)) / u
     half_gap = math.sqrt(0.25 * (hss - hii) * (hss - hii) + hsi * hsi)
     lam_max = 0.5 * (hss + hii) + half_gap
     lam_min = det / lam_max
