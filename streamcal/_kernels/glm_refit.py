@@ -1402,11 +1402,13 @@ def floor_rebuild(sf, si, x, table, mom, pc, floor_kind):
     for j in range(B):
         n = sf[H + j] + sf[H + B + j]
         held = 1.0 if n > 0.0 else 0.0
+        f = _floor_weight(floor_kind, j, B, held, first, last)
+        if not (n > 0.0 or f > 0.0):
+            continue  # (the rate only where a term needs it)
         r = math.exp(pc[PC_LOG_R, j])
         if n > 0.0:
             mom[MOM_FL_R0] += n * r
             mom[MOM_FL_R1] += n * r * x[j]
-        f = _floor_weight(floor_kind, j, B, held, first, last)
         if f > 0.0:
             _floor_add(mom, table, x[j], r, f)
             lo = min(lo, x[j])
