@@ -943,7 +943,8 @@ def glm_refit_inplace(
                 return 0
             # the prior holds: the same solve on the data's and the floor's moments
             solved = kappa > 0.0 and identity
-            if solved and prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, tol, betas[0], pw, pos_w):
+            prior_args = (pc, floor_kind, kappa, u, l2, (x_lo, x_hi), tol, betas[0], pw, pos_w)
+            if solved and _prior_moments_refit(sf, si, x, table, mom, *prior_args):
                 fit[FIT_DIRTY] = 0.0
                 fit[FIT_KAPPA] = kappa
                 fit[FIT_T_POS] = t_pos
@@ -1471,6 +1472,24 @@ def prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb
     for i in range((MOM_K + 1) * MOM_NCOL):
         comb[MOM_M + i] = c1 * mom[MOM_M + i] + cu * mom[MOM_FL_M + i]
     return _moments_solve(comb, pw, u, l2, x_lo, x_hi, proba_tol, beta, _WIDE)
+
+
+@jit_noalloc
+def _prior_moments_refit(sf, si, x, table, mom, pc, floor_kind, kappa, u, l2, x_range, proba_tol, beta, pw, comb):
+    """:func:`prior_moments_solve`; where it does not certify (the optimum has moved too far from
+    the moments' anchor, the floor moments are stale, ``MOM_MAX_UPDATES`` events since the
+    anchor), the data's and the floor's moments are rebuilt about the last fit ``beta`` (an
+    event or so from the optimum) and solved again, before any pass. False where that does not
+    certify either (the caller's passes then rebuild them about their answer) or ``comb`` is
+    too short to combine the moments."""
+    x_lo, x_hi = x_range
+    if prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb):
+        return True
+    if comb.shape[0] < MOM_DATA_SIZE:
+        return False
+    moments_rebuild(sf, si, x, table, mom, beta[0], beta[1])
+    floor_rebuild(sf, si, x, table, mom, pc, floor_kind)
+    return prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb)
 
 
 @jit_noalloc(forceinline=True)
