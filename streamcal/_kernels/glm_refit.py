@@ -1066,9 +1066,10 @@ def glm_refit_inplace(
     elif steps.shape[0] > 0:
         steps[STEP_VALID] = 0.0
     if taylor:
-        moments_rebuild(sf, si, x, table, mom, betas[0, 0], betas[0, 1])
         if prior_on and identity and kappa > 0.0:  # (where the prior adds nothing the events skip them)
-            floor_rebuild(sf, si, x, table, mom, pc, floor_kind)
+            moments_floor_rebuild(sf, si, x, table, mom, pc, floor_kind, betas[0, 0], betas[0, 1])
+        else:
+            moments_rebuild(sf, si, x, table, mom, betas[0, 0], betas[0, 1])
     return 0
 
 
@@ -1423,6 +1424,97 @@ def floor_rebuild(sf, si, x, table, mom, pc, floor_kind):
 
 
 @jit_noalloc(forceinline=True)
+def _weight_add_pair(mom, table, xb, w, f):
+    """:func:`_weight_add` of weight ``w`` to the data's moments and ``f`` to the floor's at one
+    feature ``xb``, Horner's rule run once for both (each sum takes the same steps)."""
+    p = _logistic(mom[MOM_B0] * xb + mom[MOM_B1])
+    ax = abs(xb)
+    t = w
+    t2 = f
+    for m in range(MOM_NS):
+        mom[MOM_S + m] += t
+        mom[MOM_FL_S + m] += t2
+        t *= ax
+        t2 *= ax
+    for k in range(MOM_K + 1):
+        acc = 0.0
+        for d in range(k + 1, -1, -1):
+            acc = acc * p + table[k, d]
+        t = w * acc
+        t2 = f * acc
+        base = MOM_M + k * MOM_NCOL
+        fbase = MOM_FL_M + k * MOM_NCOL
+        for m in range(MOM_NCOL):
+            mom[base + m] += t
+            mom[fbase + m] += t2
+            t *= xb
+            t2 *= xb
+
+
+@jit_noalloc
+def moments_floor_rebuild(sf, si, x, table, mom, pc, floor_kind, b0, b1):
+    """:func:`moments_rebuild` about ``(b0, b1)`` then :func:`floor_rebuild`, in one loop over the
+    buckets (the same sums, the same bits): a bucket with data and floor weight takes the
+    logistic's Taylor rows once for both."""
+    for i in range(MOM_D):
+        mom[i] = 0.0
+    mom[MOM_B0] = b0
+    mom[MOM_B1] = b1
+    B = si[_h.SI_B]
+    H = _h.SF_HEADER
+    first = np.int64(-1)
+    last = np.int64(-1)
+    for j in range(B):
+        if sf[H + j] + sf[H + B + j] > 0.0:
+            if first < 0:
+                first = j
+            last = j
+    lo = np.inf
+    hi = -np.inf
+    flo = np.inf
+    fhi = -np.inf
+    for j in range(B):
+        pos = sf[H + j]
+        n = pos + sf[H + B + j]
+        held = 1.0 if n > 0.0 else 0.0
+        f = _floor_weight(floor_kind, j, B, held, first, last)
+        if not (n > 0.0 or f > 0.0):
+            continue
+        xb = x[j]
+        r = math.exp(pc[PC_LOG_R, j])
+        if n > 0.0:
+            lo = min(lo, xb)
+            hi = max(hi, xb)
+            mom[MOM_FL_R0] += n * r
+            mom[MOM_FL_R1] += n * r * xb
+        if f > 0.0:
+            flo = min(flo, xb)
+            fhi = max(fhi, xb)
+        if n > 0.0 and f > 0.0:
+            _weight_add_pair(mom, table, xb, n, f)
+            mom[MOM_P0] += pos
+            mom[MOM_P1] += pos * xb
+            mom[MOM_FL_F] += f
+            mom[MOM_FL_FR0] += f * r
+            mom[MOM_FL_FR1] += f * r * xb
+        elif n > 0.0:
+            _moments_add(mom, table, xb, pos, n)
+        else:
+            _floor_add(mom, table, xb, r, f)
+    mom[MOM_X_LO] = lo
+    mom[MOM_X_HI] = hi
+    mom[MOM_UPDATES] = 0.0
+    _moments_fingerprint(mom, sf)
+    mom[MOM_VALID] = 1.0
+    mom[MOM_FL_KIND] = float(floor_kind)
+    mom[MOM_FL_FIRST] = float(first)
+    mom[MOM_FL_LAST] = float(last)
+    mom[MOM_FL_X_LO] = flo
+    mom[MOM_FL_X_HI] = fhi
+    mom[MOM_FL_VALID] = 1.0
+
+
+@jit_noalloc(forceinline=True)
 def _floor_event(mom, table, x, pc, B, b, ws, was_held, now_held):
     """One event's stored weight ``ws`` (negative: leaving) at bucket ``b`` in the floor moments:
     the data's rate sums, and the bucket's floor weight where it starts or stops holding data.
@@ -1487,8 +1579,7 @@ def _prior_moments_refit(sf, si, x, table, mom, pc, floor_kind, kappa, u, l2, x_
         return True
     if comb.shape[0] < MOM_DATA_SIZE:
         return False
-    moments_rebuild(sf, si, x, table, mom, beta[0], beta[1])
-    floor_rebuild(sf, si, x, table, mom, pc, floor_kind)
+    moments_floor_rebuild(sf, si, x, table, mom, pc, floor_kind, beta[0], beta[1])
     return prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb)
 
 
