@@ -944,7 +944,7 @@ def glm_refit_inplace(
             # the prior holds: the same solve on the data's and the floor's moments
             solved = kappa > 0.0 and identity
             prior_args = (pc, floor_kind, kappa, u, l2, (x_lo, x_hi), tol, betas[0], pw, pos_w)
-            if solved and _prior_moments_refit(sf, si, x, table, mom, *prior_args):
+            if solved and prior_moments_refit(sf, si, x, table, mom, *prior_args):
                 fit[FIT_DIRTY] = 0.0
                 fit[FIT_KAPPA] = kappa
                 fit[FIT_T_POS] = t_pos
@@ -1567,7 +1567,7 @@ def prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb
 
 
 @jit_noalloc
-def _prior_moments_refit(sf, si, x, table, mom, pc, floor_kind, kappa, u, l2, x_range, proba_tol, beta, pw, comb):
+def prior_moments_refit(sf, si, x, table, mom, pc, floor_kind, kappa, u, l2, x_range, proba_tol, beta, pw, comb):
     """:func:`prior_moments_solve`; where it does not certify (the optimum has moved too far from
     the moments' anchor, the floor moments are stale, ``MOM_MAX_UPDATES`` events since the
     anchor), the data's and the floor's moments are rebuilt about the last fit ``beta`` (an
