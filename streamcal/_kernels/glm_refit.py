@@ -58,9 +58,15 @@ r_b x_b^j + sum_b f_b r_b x_b^j)`` more positive weight. ``mom`` keeps ``F``, th
 moments and those rate sums after the data's (``MOM_FL_*``): an event adds to the rate sums, and
 where its bucket starts or stops holding data its floor weight changes (:func:`_floor_event`); a
 move of ``FLOOR_SPAN``'s span marks them stale. With the strength of the refit,
-:func:`prior_moments_solve` forms the combined moments and runs :func:`moments_solve` on them; where
-it does not certify, or the floor moments are stale, the passes run and both are rebuilt about their
-answer (:func:`floor_rebuild`). They are state with the data's moments.
+:func:`prior_moments_solve` forms the combined moments and runs :func:`moments_solve`'s Newton
+method and certificate on them, the tails bounded on discs of radius ``WIDE_RADIUS`` (2.8, inside
+the poles at ``+-i pi``, where ``|sigma| <= 1 / sin 2.8``: ``|c_9|`` bounded about 60 times below
+``(2 / pi)^9``; the prior's ``D`` block likewise). Where it does not certify, or the floor moments
+are stale, :func:`prior_moments_refit` rebuilds the data's and the floor's moments about the last
+fit, an event or so from the optimum (:func:`moments_floor_rebuild`, one loop for both), and solves
+again; only where that does not certify either do the passes run and rebuild both about their
+answer. They are state with the data's moments. (The map's solve where the prior adds nothing keeps
+the ``pi / 2`` disc, and so its bits.)
 
 Platt's prior strength from ``D``'s block. For probability inputs ``D`` is a logistic regression
 on ``x_b = logit(r_b)``, the map's own kind of model, so ``mom`` also keeps Taylor moments of ``D``'s
@@ -2682,14 +2688,17 @@ def platt_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anch
 
 
 @jit_noalloc
-def glm_river_proba(sf, si, pc, buf, s, dirty):
+def glm_river_proba(sf, si, pc, buf, s, dirty, x, table, floor_kind):
     """Platt's river face in one call: the refit from the Taylor moments if labels came
     (``dirty`` 1.0, written to the fit's ``FIT_DIRTY``), then the served probability of score
     ``s``; -1.0 where that takes more (no fit yet, moments not current, the prior's strength
-    neither certified from its ``D`` block nor certified 0, the solve not certified), and then
-    the caller runs the full refit, which takes the same steps first. ``buf`` is the packed
-    buffer of one shape (``BUF_*``); its constants are ``[identity, clip, c, prior_on, l2, x_lo,
-    x_hi, proba_tol]``."""
+    neither certified from its ``D`` block, rebuilt where :func:`platt_prior_strength` rebuilds
+    it, nor certified 0, the solve not certified by :func:`prior_moments_refit` or
+    :func:`moments_solve`), and then the caller runs the full refit, which takes the same steps
+    first (a rebuild here leaves the state that refit's rebuild leaves, so its repeat changes
+    nothing). ``buf`` is the packed buffer of one shape (``BUF_*``); its constants are
+    ``[identity, clip, c, prior_on, l2, x_lo, x_hi, proba_tol]``; ``x``, ``table`` and
+    ``floor_kind`` are the full refit's."""
     k = buf[BUF_CONSTS:BUF_ANCHOR]
     anchor = buf[BUF_ANCHOR:BUF_MOM]
     mom = buf[BUF_MOM:BUF_PW]
@@ -2721,6 +2730,10 @@ def glm_river_proba(sf, si, pc, buf, s, dirty):
             start = anchor[ANCHOR_PRIOR : ANCHOR_PRIOR + PRIOR_SIZE]
             nxt = anchor[ANCHOR_PRIOR_NEXT : ANCHOR_PRIOR_NEXT + PRIOR_SIZE]
             kappa = prior_strength_moments(dm, sf, u, pw, start, nxt)
+            if kappa < 0.0 and start[PRIOR_VALID] == 1.0 and start[PRIOR_SCALE] > 0.0:
+                slope, intercept = _prior_start_raw(start, sf, u)
+                prior_d_rebuild(sf, si, table, pc, dm, slope, intercept)
+                kappa = prior_strength_moments(dm, sf, u, pw, start, nxt)
             if kappa < 0.0:
                 return -1.0
         elif prior_on and not (identity and prior_strength_is_zero_running(sf, B, u, pc, anchor)):
@@ -2731,7 +2744,8 @@ def glm_river_proba(sf, si, pc, buf, s, dirty):
                 # here, and runs the passes: so does this face, for the same bits
                 return -1.0
             comb = buf[buf.shape[0] - MOM_DATA_SIZE :]
-            if not prior_moments_solve(mom, kappa, u, k[4], k[5], k[6], k[7], beta, pw, comb):
+            prior_args = (pc, floor_kind, kappa, u, k[4], (k[5], k[6]), k[7], beta, pw, comb)
+            if not prior_moments_refit(sf, si, x, table, mom, *prior_args):
                 return -1.0
         elif not moments_solve(mom, pw, u, k[4], k[5], k[6], k[7], beta):
             return -1.0
@@ -2752,7 +2766,7 @@ def glm_river_proba(sf, si, pc, buf, s, dirty):
 
 
 @jit_noalloc
-def glm_river_learn_proba(sf, si, pc, buf, s, b, y, w, x, table, steps):
+def glm_river_learn_proba(sf, si, pc, buf, s, b, y, w, x, table, steps, floor_kind):
     """``glm_river_proba`` with an event learned first: Platt's river face folds the event of
     the last ``learn_one`` into the next prediction's call. The event (bucket ``b``, label
     ``y``, weight ``w``; none where ``b`` < 0) is learned as ``glm_learn_one_inplace`` learns
@@ -2764,7 +2778,7 @@ def glm_river_learn_proba(sf, si, pc, buf, s, b, y, w, x, table, steps):
         anchor = buf[BUF_ANCHOR:BUF_MOM]
         glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, steps)
         fit[FIT_DIRTY] = 1.0
-    return glm_river_proba(sf, si, pc, buf, s, fit[FIT_DIRTY])
+    return glm_river_proba(sf, si, pc, buf, s, fit[FIT_DIRTY], x, table, floor_kind)
 
 
 @jit_noalloc

@@ -281,7 +281,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         cache.learn_tail = (x, cache.table, moments, cache.pc, cache.anchor, self._glm_steps)
         # Platt's river face: the one-call kernel's arguments after the kept event, and the
         # deferred work (``streamcal.gev._river``): none yet
-        cache.river_tail = (x, cache.table, self._glm_steps)
+        cache.river_tail = (x, cache.table, self._glm_steps, _FLOOR_CODES[self._PRIOR_FLOOR])
         # GEV's river face: the one-call kernel's arguments after the kept event
         cache.gev_tail = (*cache.args[:5], _LOGIT_CLIP, *cache.args[5:], *self._glm_shape_arrays(cache))
         cache.live = False
@@ -327,7 +327,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             return -1.0
         dirty = self._dirty
         sf, si = self._hist.live_arrays()
-        args = (sf, si, a.pc, a.buf, s, 1.0 if dirty else 0.0)
+        args = (sf, si, a.pc, a.buf, s, 1.0 if dirty else 0.0, *a.river_tail[:2], a.river_tail[3])
         river = ENTRIES.get("river")
         p = entry_call("river", _g.glm_river_proba, args) if river is None else river(*args)
         if p >= 0.0 and dirty:
