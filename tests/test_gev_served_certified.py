@@ -72,8 +72,8 @@ def test_the_density_derivative_bounds_hold_on_their_interval(xi, v_lo, width):
 def test_the_tight_log_slope_bound_holds_and_lies_below_the_loose_one(xi, v_lo, width):
     # |f'/f| = |t - 1 - xi| / u on a fine grid of the interval (its stationary point included)
     v_hi = v_lo + width
-    tight = _g._log_slope_bound(xi, v_lo, v_hi, 1.0 > 0.0)
-    loose = _g._log_slope_bound(xi, v_lo, v_hi, 1.0 < 0.0)
+    tight = _g._log_slope_bound(xi, v_lo, v_hi, True)
+    loose = _g._log_slope_bound(xi, v_lo, v_hi, False)
     if loose < 0.0:  # the interval leaves the support: both refuse it
         assert tight < 0.0
         return
