@@ -120,3 +120,19 @@ def test_the_array_face_equals_a_loop_of_the_river_face_while_the_prior_holds():
         got.append(river.predict_proba_one({"score": float(s)})[True])
         river.learn_one({"score": float(s)}, bool(y))
     assert np.array_equal(np.array(got), want)
+
+
+@settings(max_examples=10, deadline=None)
+@given(streams())
+def test_hypothesis_streams_give_the_river_face_the_bits_of_prequential(stream):
+    # while the prior holds, with the served shape certified while other shapes run their passes
+    scores, labels, weights, window = stream
+    cal = GEVCalibrator(buckets=LogitGrid(128), window=Unbounded() if window == "unbounded" else CountWindow(150))
+    river = copy.deepcopy(cal)
+    w = np.ones(scores.size) if weights is None else weights
+    want, _ = cal.prequential(scores, labels, weights=w)
+    got = []
+    for s, y, v in zip(scores, labels, w, strict=True):
+        got.append(river.predict_proba_one({"score": float(s)})[True])
+        river.learn_one({"score": float(s)}, bool(y), w=float(v))
+    assert np.array_equal(np.array(got), want)
