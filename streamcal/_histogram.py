@@ -341,12 +341,19 @@ class WindowedHistogram:
         self.floats, self.ints = floats, ints
 
     # the ring of a time window ----------------------------------------------------------------
-    def ensure_ring(self, extra: int) -> bool:
-        """Grow the ring to hold ``extra`` more events; True if the arrays were replaced."""
+    def ensure_ring(self, extra: int, times: np.ndarray | None = None) -> bool:
+        """Grow the ring to hold ``extra`` more events; True if the arrays were replaced.
+
+        ``times``: the clocks of those ``extra`` learned events, when known; then the ring grows
+        to the events the window holds at once (:func:`ring_peak_bound`), not to all of them."""
         W = int(self.ints[_h.SI_W])
         need = int(self.ints[_h.SI_RING_COUNT]) + extra
         if need <= W:
             return False
+        if times is not None:
+            need = _h.ring_peak_bound(self.floats, self.ints, times)
+            if need <= W:
+                return False
         self.floats, self.ints = _h.grow_ring(self.floats, self.ints, max(2 * W, 1 << (need - 1).bit_length()))
         return True
 

@@ -58,9 +58,10 @@ class OperationLoop:
             b = self._buckets_of(s) if b is None else b[i:]
             if self._hist.grows_ring:
                 if uniform:
-                    self._ensure_ring(s.size if ops & OP_LEARN else 0)
+                    self._ensure_ring(s.size if ops & OP_LEARN else 0, t if ops & OP_LEARN else None)
                 else:
-                    self._ensure_ring(int(np.count_nonzero(ops & OP_LEARN)))
+                    learned = t[(ops & OP_LEARN) != 0]
+                    self._ensure_ring(learned.size, learned)
             self._run_ops(ops, b, s, y, w, t, out_p[i:], out_llr[i:])
             if self._hist.grows_ring:
                 self._shrink_ring()
@@ -99,8 +100,8 @@ class OperationLoop:
             raise ValueError(msg)
         return s, b
 
-    def _ensure_ring(self, extra: int) -> None:
-        if self._hist.ensure_ring(extra):
+    def _ensure_ring(self, extra: int, times: np.ndarray | None = None) -> None:
+        if self._hist.ensure_ring(extra, times):
             self._histogram_replaced()
 
     def _shrink_ring(self) -> None:

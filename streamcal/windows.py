@@ -230,6 +230,10 @@ class TimeWindow(Window):
     not go backwards. An event at ``t_i`` leaves once an event at ``t_now`` with
     ``t_now - t_i >= seconds`` is learned.
 
+    The ring of the window's events (about 32 bytes an event) grows and shrinks with them: before
+    an array call it grows to the most events the window will hold at once during the call (read
+    from the call's times, at most 256 above), never to the call's length.
+
     Parameters
     ----------
     seconds

@@ -97,8 +97,12 @@ def test_the_bound_never_exceeds_a_converged_refits_brier_score(seed, kind, warm
     exact = naive_shape_briers(cal)
     x_lo, x_hi = a.args[1], a.args[2]
     for k in range(len(cal.xi_grid)):
-        bound = _g._shape_brier_lower_bound(steps, k, 1.0, cal.l2, cal.window_weight, x_lo, x_hi, _REFIT_STEP_TOL)
-        assert bound <= exact[k], (k, bound, exact[k])
+        # the last argument, a prior's strength above 0, takes the tight bound on |f'/f|
+        for kappa in (0.0, 1.0):
+            bound = _g._shape_brier_lower_bound(
+                steps, k, 1.0, cal.l2, cal.window_weight, x_lo, x_hi, _REFIT_STEP_TOL, kappa
+            )
+            assert bound <= exact[k], (k, kappa, bound, exact[k])
 
 
 def test_the_bound_separates_the_shapes_on_a_long_stream():

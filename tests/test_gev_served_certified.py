@@ -67,6 +67,25 @@ def test_the_density_derivative_bounds_hold_on_their_interval(xi, v_lo, width):
         assert abs(fd3) <= f3 * (1 + 1e-6) + 1e-6
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.floats(-0.9, 1.5), st.floats(-8.0, 8.0), st.floats(1e-4, 4.0))
+def test_the_tight_log_slope_bound_holds_and_lies_below_the_loose_one(xi, v_lo, width):
+    # |f'/f| = |t - 1 - xi| / u on a fine grid of the interval (its stationary point included)
+    v_hi = v_lo + width
+    tight = _g._log_slope_bound(xi, v_lo, v_hi, True)
+    loose = _g._log_slope_bound(xi, v_lo, v_hi, False)
+    if loose < 0.0:  # the interval leaves the support: both refuse it
+        assert tight < 0.0
+        return
+    v = np.linspace(v_lo, v_hi, 4001)
+    if xi > 0.0:  # t = xi where v = (xi^-xi - 1) / xi
+        v = np.append(v, np.clip((xi**-xi - 1.0) / xi, v_lo, v_hi))
+    t_u = [_k.gev_t_u.py_func(float(w), xi) for w in v]
+    ratio = np.array([abs(t - 1.0 - xi) / u for t, u in t_u])
+    assert 0.0 <= float(np.max(ratio)) <= tight <= loose * (1.0 + 1e-9)
+    assert tight <= float(np.max(ratio)) * (1.0 + 1e-9) + 1e-9 * (1.0 + loose)
+
+
 def certified_against_converged(seed, kind, warmup, since, window, weighted) -> int:
     """Check every shape's certified answer (where certified) after ``since`` events past two
     refits against a converged refit; return how many shapes were certified."""
@@ -91,14 +110,16 @@ def certified_against_converged(seed, kind, warmup, since, window, weighted) -> 
     x = np.log(q) - np.log1p(-q)
     grid = np.linspace(x_lo, x_hi, 2001)
     certified = 0
-    for k, xi in enumerate(cal.xi_grid):
+    # each shape twice: a prior's strength above 0 (the last argument) takes the tight bound on
+    # |f'/f|; the count is of the first
+    for kappa, (k, xi) in [(kappa, shape) for shape in enumerate(cal.xi_grid) for kappa in (0.0, 1.0)]:
         beta = np.zeros(2)
         done, brier, high = _g._served_certified(
-            steps, k, 1.0, cal.l2, cal.window_weight, x_lo, x_hi, _REFIT_STEP_TOL, beta
+            steps, k, 1.0, cal.l2, cal.window_weight, x_lo, x_hi, _REFIT_STEP_TOL, beta, kappa
         )
         if not done:
             continue
-        certified += 1
+        certified += int(kappa == 0.0)
         exact = fit_glm_on_histogram(x, pos, neg, link="gev", xi=float(xi), l2=cal.l2, tol=1e-16, max_iter=2000)
         got = gev_cdf(beta[0] * grid + beta[1], float(xi))
         want = gev_cdf(exact[0] * grid + exact[1], float(xi))

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import scipy.stats
 
 from streamcal import KeyedCalibrator, PAVCalibrator
 from streamcal.cli import main
@@ -186,14 +187,22 @@ def test_summary_holds_the_field_level_errors_of_the_outputs(tmp_path, campaigns
     # the largest keys: most events first, each with the per-key table's figures
     events = np.asarray(table["events"])
     assert [e["events"] for e in got["largest"]] == sorted(events.tolist(), reverse=True)[:5]
-    # the worst keys: the largest |ratio - 1| among keys of at least 100 events
+    # the worst keys: the largest Poisson deviance of positives against the sum of p, among keys
+    # of at least 100 events (scipy's Poisson log-pmf: deviance = 2 (logpmf(y; y) - logpmf(y; sum p)))
     ratio = np.asarray(table["ratio"])
+    pos, pred = np.asarray(table["positives"], float), np.asarray(table["predicted"], float)
+    dev = 2.0 * (scipy.stats.poisson.logpmf(pos, pos) - scipy.stats.poisson.logpmf(pos, pred))
     ranked = np.flatnonzero((events >= keyed["min_events"]) & ~np.isnan(ratio))
-    miss = np.abs(np.asarray(table["positives"]) - np.asarray(table["predicted"]))
-    order = sorted(ranked, key=lambda i: (-abs(ratio[i] - 1), -miss[i]))  # ratio inf: the larger miss first
+    miss = np.abs(pos - pred)
+    order = sorted(ranked, key=lambda i: (-dev[i], -miss[i]))
     want = [table["key"][i] for i in order[:5]]
     assert len(want) >= 3  # enough ranked keys for the order to mean something
     assert [e["key"] for e in got["worst"]] == want
+    for entry in got["worst"]:
+        assert entry["deviance"] == pytest.approx(dev[by_key[entry["key"]]], rel=1e-9, abs=1e-9)
+    # a surer miss outranks a larger ratio: the ranked keys' deviances fall down the list
+    devs = [e["deviance"] for e in got["worst"]]
+    assert devs == sorted(devs, reverse=True)
     for entry in got["worst"] + got["largest"]:
         i = by_key[entry["key"]]
         assert entry["events"] == events[i]

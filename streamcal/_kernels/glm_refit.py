@@ -1011,21 +1011,33 @@ def glm_refit_inplace(
     n_total = s_pos + s_neg
     # the served shape's refit without a pass, where certified (every other shape waiting)
     ranges = (x_lo, x_hi, x_lo_now, x_hi_now)
-    if (
-        (lazy or (modeled and S == 1))
-        and keep
-        and has_warm[first] != 0
-        and _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw, kappa)
-    ):
-        glm_finish_refit(briers, fit, c)
-        _steps_keep(steps, sf, u, xis, betas, ok, x_lo_now, x_hi_now)
-        return 0
-    for j in range(S):
+    cert = 0  # 1: served without a pass; 2: served shape certified, some others refitted
+    if (lazy or (modeled and S == 1)) and keep and has_warm[first] != 0:
+        cert, served_bar = _refit_served_certified(
+            steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw, kappa, has_warm
+        )
+        if cert == 1:
+            glm_finish_refit(briers, fit, c)
+            _steps_keep(steps, sf, u, xis, betas, ok, x_lo_now, x_hi_now)
+            return 0
+    # with ``cert`` 2 the shapes whose bound did not clear the certified served shape's are
+    # refitted, then (j == S) the served shape by its passes where any of them does not lie
+    # above it (:func:`_refitted_above`) or needs the damped full refit
+    for j in range(S + 1):
         k = (first + j) % S
+        if j == S:
+            if cert != 2:
+                break
+            now = (x_lo_now, x_hi_now)
+            if need_full == 0 and _refitted_above(xis, betas, briers, ok, first, now, n_total, tol, served_bar):
+                break
+            cert = 0
+        elif cert == 2 and ok[k] != 0:
+            continue
         ok[k] = 0
-        if j > 0 and lazy:
+        if 0 < j < S and lazy and cert == 0:
             e = _steps_effective(steps, k, kappa)
-            bound = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol)
+            bound = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol, kappa)
             if bound > served_bar:
                 ok[k] = 2
                 briers[k] = bound
@@ -1060,6 +1072,9 @@ def glm_refit_inplace(
             lazy = False
         elif j == 0 and lazy:
             served_bar = _served_bar(xis[k], betas[k, 0], betas[k, 1], x_lo_now, x_hi_now, briers[k], n_total, tol)
+    if cert == 2:  # the certified served shape stands
+        betas[first, 0] = pw[2]
+        betas[first, 1] = pw[3]
     if need_full:
         fit[FIT_DIRTY] = 1.0  # until the caller completes the fit
         mom[MOM_VALID] = 0.0
@@ -1128,33 +1143,68 @@ def _steps_prior_fit(steps, k, kappa, l2, beta, dsums, pattern, floor_kind, tota
 
 
 @jit_noalloc
-def _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw, kappa):
+def _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw, kappa, has_warm):
     """The refit without a pass over the buckets, where it is certified: the served shape
     ``first`` from :func:`_served_certified` (``ok[first]`` 3: its block keeps following its
     last fit) and every other shape waiting, its Brier score's lower bound above the served
-    shape's upper bound plus both refits' error (:func:`_served_bar`). Returns False, changing
-    nothing the refit reads but scratch, where any of that is not certified. ``ranges``: the
-    served features' range and the non-empty buckets' now."""
+    shape's upper bound plus both refits' error (:func:`_served_bar`). Returns ``(status,
+    bar)``, ``bar`` that upper bound: status 1 where all of that is certified; 0, changing
+    nothing the refit reads but scratch, where the served shape is not certified, or some other
+    shape's bound does not clear it and the prior adds nothing (``kappa`` 0) or the shape has no
+    previous fit. Status 2 where the served shape is certified, the prior holds and the shapes
+    whose bound does not clear it have a previous fit: those get ``ok[k]`` 0 (the refit's loop
+    refits them), the others 2, and the served shape's certified point waits in ``pw[2:4]``
+    (``betas[first]`` keeps the previous fit until the refit's loop settles the choice)."""
     x_lo, x_hi, x_lo_now, x_hi_now = ranges
     beta = pw[0:2]
     served = _steps_effective(steps, first, kappa)
-    done, brier, high = _served_certified(steps, served, u, l2, n_total, x_lo, x_hi, tol, beta)
+    done, brier, high = _served_certified(steps, served, u, l2, n_total, x_lo, x_hi, tol, beta, kappa)
     if not done:
-        return False
+        return 0, np.inf
     S = xis.shape[0]
     bar = _served_bar(xis[first], beta[0], beta[1], x_lo_now, x_hi_now, high, n_total, tol)
+    waiting = True
     for k in range(S):
         if k != first:
             e = _steps_effective(steps, k, kappa)
-            briers[k] = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol)
+            briers[k] = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol, kappa)
             if not briers[k] > bar:
-                return False  # the refit's loop sets every shape's score
+                if not (kappa > 0.0 and has_warm[k] != 0):
+                    return 0, np.inf  # the refit's loop sets every shape's score
+                waiting = False
     for k in range(S):
-        ok[k] = 2
+        ok[k] = 2 if briers[k] > bar else 0
     ok[first] = 3
     briers[first] = brier
+    if not waiting:
+        pw[2] = beta[0]
+        pw[3] = beta[1]
+        return 2, bar
     betas[first, 0] = beta[0]
     betas[first, 1] = beta[1]
+    return 1, bar
+
+
+@jit_noalloc
+def _refitted_above(xis, betas, briers, ok, first, now, n_total, tol, bar):
+    """Whether every shape refitted by its passes (``ok[k]`` 1, ``k != first``) has a Brier
+    score that, less twice a refit's error (``4 f_sup N tol + C_B N tol^2 / 2`` as in
+    :func:`_served_bar`, over the band of ``v`` within ``2 tol`` of its fit's at the non-empty
+    features ``now`` = ``(lo, hi)``: this refit's from the optimum, and any other refit's),
+    lies above ``bar``, the served shape's upper bound plus its refit's error: the shapes' full
+    refits then choose the served shape."""
+    lo, hi = now
+    for k in range(xis.shape[0]):
+        if k == first or ok[k] != 1:
+            continue
+        va = betas[k, 0] * lo + betas[k, 1]
+        vb = betas[k, 0] * hi + betas[k, 1]
+        f_sup, f1_sup = _density_bounds(xis[k], min(va, vb) - 2.0 * tol, max(va, vb) + 2.0 * tol)
+        if not (hi >= lo and f_sup < np.inf and f1_sup < np.inf):
+            return False
+        c_b = 2.0 * f_sup * f_sup + 2.0 * f1_sup
+        if not briers[k] - 2.0 * (4.0 * f_sup * n_total * tol + 0.5 * c_b * n_total * tol * tol) > bar:
+            return False
     return True
 
 
@@ -1834,17 +1884,28 @@ def _density_bounds(xi, v_lo, v_hi):
 
 
 @jit_noalloc(forceinline=True)
-def _log_slope_bound(xi, v_lo, v_hi):
+def _log_slope_bound(xi, v_lo, v_hi, tight):
     """A bound on ``|f'/f| = |t - 1 - xi| / u`` over ``v`` in ``[v_lo, v_hi]``, or -1.0 where
-    that interval leaves the support R_xi (``t`` falls with ``v``, and ``u`` is linear in it)."""
+    that interval leaves the support R_xi (``t`` falls with ``v``, and ``u`` is linear in it).
+    Where ``tight`` (while the score prior holds), its largest value, at the ends or at its one
+    stationary point inside; else ``(t_max + |1 + xi|) / u_min`` (the long window's refits keep
+    the bits they had with it)."""
     if not (gev_lower(xi) < v_lo and v_hi < gev_upper(xi)):
         return -1.0
     t_max, u_a = gev_t_u(v_lo, xi)
-    _, u_b = gev_t_u(v_hi, xi)
+    t_min, u_b = gev_t_u(v_hi, xi)
     u_min = min(u_a, u_b)
-    if not (u_min > 0.0 and t_max < np.inf):
+    if not (u_min > 0.0 and t_max < np.inf and max(u_a, u_b) < np.inf):
         return -1.0
-    return (t_max + abs(1.0 + xi)) / u_min
+    if not tight:
+        return (t_max + abs(1.0 + xi)) / u_min
+    # h = (t - 1 - xi) / u = u^(-1 - 1/xi) - (1 + xi) / u is monotone in u but where dh/du = 0,
+    # at t = xi (xi > 0 only), where |h| = xi^xi; so |h| is largest at an end or there. The
+    # relative and absolute cushions cover the rounding of t and u.
+    lam = max(abs(t_max - 1.0 - xi) / u_a, abs(t_min - 1.0 - xi) / u_b)
+    if xi > 0.0 and t_min <= xi <= t_max:
+        lam = max(lam, math.exp(xi * math.log(xi)))
+    return lam * (1.0 + 1e-12) + 1e-12 * (t_max + abs(1.0 + xi)) / u_min
 
 
 @jit_noalloc(forceinline=True)
@@ -1942,7 +2003,7 @@ def _block_hessian(steps, o, u, l2):
 
 
 @jit_noalloc
-def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta):
+def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa):
     """Shape ``k``'s optimum for the histogram now without a pass over the buckets, certified:
     returns ``(ok, brier, brier_high)``; where ``ok``, ``beta`` receives a point whose served
     probabilities at every feature in ``[x_lo, x_hi]`` lie within ``SERVE_TOL`` of the
@@ -2051,7 +2112,7 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta):
         return False, 0.0, 0.0
     f2_sup = _density_slope_sup(xi, vi_lo, vi_hi)
     f3_sup = _density_curve_sup(xi, vi_lo, vi_hi)
-    lam = _log_slope_bound(xi, vg_lo - reach, vg_hi + reach)
+    lam = _log_slope_bound(xi, vg_lo - reach, vg_hi + reach, kappa > 0.0)
     if not (lam >= 0.0 and f_sup < np.inf and f1_sup < np.inf and f2_sup < np.inf and f3_sup < np.inf):
         return False, 0.0, 0.0
     err = n_all * (
@@ -2088,7 +2149,7 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta):
 
 
 @jit_noalloc
-def _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol):
+def _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol, kappa):
     """A lower bound on the Brier score that shape ``k``'s refit would find now, less the
     refit's own error, without a pass over the buckets (``-inf`` where none is certified).
 
@@ -2155,7 +2216,7 @@ def _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol):
     va = b0 * lo + b1
     vb = b0 * hi + b1
     f_sup, f1_sup = _density_bounds(xi, min(va, vb) - reach, max(va, vb) + reach)
-    lam = _log_slope_bound(xi, vg_lo - reach, vg_hi + reach)
+    lam = _log_slope_bound(xi, vg_lo - reach, vg_hi + reach, kappa > 0.0)
     if not (lam >= 0.0 and f_sup < np.inf and f1_sup < np.inf):
         return -np.inf
     eps = (f1_sup * tol + STEP_FLOOR) * n_all * kk2

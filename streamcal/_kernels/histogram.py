@@ -488,6 +488,46 @@ def empty_state(n_buckets: int, ring_capacity: int, window_code: tuple[int, floa
     return sf, si
 
 
+#: Learned events per binary search of :func:`ring_peak_bound`.
+RING_BOUND_STRIDE = 256
+
+
+def ring_peak_bound(sf: np.ndarray, si: np.ndarray, times: np.ndarray, stride: int = RING_BOUND_STRIDE) -> int:
+    """An upper bound on the events a time window's ring holds while it learns events at
+    ``times`` (non-decreasing, none before the ring's last clock), read from one binary search per
+    ``stride`` learned events: above the true peak by at most ``stride`` and the events within
+    ``margin`` of leaving.
+
+    After the event at ``t_i`` the ring holds the events at clocks ``c`` with
+    ``t_i - c < seconds``, the ring's own and the call's up to ``i``: a suffix of each, since the
+    clocks never decrease. For the ``stride`` events from ``a`` on, every clock below
+    ``t_a - seconds - margin`` has left (``margin`` above the rounding of the subtractions, so
+    the kernel's test in floating point agrees), so the old ring's events at or above it and the
+    call's events at or above it up to the block's end bound each of them."""
+    k = times.size
+    W = int(si[SI_W])
+    count = int(si[SI_RING_COUNT])
+    if k == 0:
+        return count
+    head = int(si[SI_RING_HEAD])
+    B = int(si[SI_B])
+    clocks = sf[SF_HEADER + 2 * B + 2 * W : SF_HEADER + 2 * B + 3 * W]
+    end = head + count
+    first = clocks[head : min(end, W)]  # the ring's two sorted runs, oldest first
+    second = clocks[: max(end - W, 0)]
+    seconds = float(sf[SF_SECONDS])
+    scale = float(np.abs(times).max()) + seconds
+    if count:
+        scale += max(abs(float(first[0])), abs(float(times[0])))
+    margin = 1e-9 * scale
+    starts = np.arange(0, k, stride)
+    th = times[starts] - seconds - margin
+    old = first.size - np.searchsorted(first, th, side="left")
+    old += second.size - np.searchsorted(second, th, side="left")
+    new = np.minimum(starts + stride, k) - np.searchsorted(times, th, side="left")
+    return int(min(count + k, int(np.max(old + new))))
+
+
 def grow_ring(sf: np.ndarray, si: np.ndarray, new_capacity: int) -> tuple[np.ndarray, np.ndarray]:
     """Copy the state into arrays with a larger ring, unrolled so that the oldest event is first."""
     B = int(si[SI_B])

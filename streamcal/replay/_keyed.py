@@ -7,7 +7,7 @@ planner carries each label's key with it through the labels in flight (``ops.ext
 :func:`keyed_step` hands the keys to the calibrator's ``prequential`` / ``process``, and
 :class:`KeyedSink` counts each key's events, positives and predicted positives per method for the
 summary: the field-level errors (:func:`streamcal.metrics.field_ece`,
-:func:`streamcal.metrics.field_rce`), the keys furthest from calibrated and the largest keys.
+:func:`streamcal.metrics.field_rce`), the keys surest to be miscalibrated and the largest keys.
 """
 
 from __future__ import annotations
@@ -157,9 +157,10 @@ class KeyedSink:
         """The summary's keyed part (plain numbers and strings): the group column, the keys seen,
         the minimum events of a ranked key, and per method ``field_ece``, ``field_rce``, the
         calibrator's keys held, evictions and prior strength, ``worst`` (the keys of at least
-        :data:`MIN_KEY_EVENTS` events furthest from ratio 1, ties by the larger miss) and
+        :data:`MIN_KEY_EVENTS` events whose miss is surest: the largest Poisson deviance of their
+        positives against the sum of their probabilities, ties by the larger miss) and
         ``largest`` (most events), each key as ``{"key", "events", "positives", "predicted",
-        "ratio"}``."""
+        "ratio", "deviance"}``."""
         events, pos = self._events, self._pos
         methods = {}
         for name in self.names:
@@ -184,13 +185,13 @@ class KeyedSink:
         }
 
     def _worst(self, events, pos, pred, ratio) -> list[dict]:
-        off = np.abs(ratio - 1.0)
-        ranked = (events >= MIN_KEY_EVENTS) & ~np.isnan(off)
+        dev = _deviance(pos, pred)
+        ranked = (events >= MIN_KEY_EVENTS) & ~np.isnan(ratio) & ~np.isnan(dev)
         candidates = np.flatnonzero(ranked)
-        # furthest first; ties (keys with predictions and no positive: ratio inf) by the larger
-        # miss |positives - sum of p|, then first seen
+        # the surest misses first (the largest deviance: a large key's modest miss outranks a
+        # small key's ratio that its noise explains); ties by the larger miss, then first seen
         miss = np.abs(pos - pred)
-        order = np.lexsort((candidates, -miss[candidates], -off[candidates]))
+        order = np.lexsort((candidates, -miss[candidates], -dev[candidates]))
         return [self._entry(i, events, pos, pred, ratio) for i in candidates[order][:TOP_KEYS]]
 
     def _entry(self, i, events, pos, pred, ratio) -> dict:
@@ -200,6 +201,7 @@ class KeyedSink:
             "positives": int(pos[i]),
             "predicted": float(pred[i]),
             "ratio": float(ratio[i]),
+            "deviance": float(_deviance(pos[i : i + 1], pred[i : i + 1])[0]),
         }
 
 
@@ -223,6 +225,15 @@ def _field_rce(events, pos, pred) -> float:
     return float(np.sum(events[has] * rel) / np.sum(events[has]))
 
 
+def _deviance(pos: np.ndarray, pred: np.ndarray) -> np.ndarray:
+    """Per key the Poisson deviance of the positives seen against the sum of the served
+    probabilities, ``2 (y log(y / p) - (y - p))``: how much evidence the key's events give that
+    its probabilities are off (0 where they match; ``2 p`` for a key with no positive)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term = np.where(pos > 0.0, pos * np.log(pos / pred), 0.0)
+    return 2.0 * (term - (pos - pred))
+
+
 def _ratio(x: float) -> str:
     return "inf" if math.isinf(x) else ("nan" if math.isnan(x) else f"{x:.3f}")
 
@@ -230,7 +241,7 @@ def _ratio(x: float) -> str:
 def _key_rows(entries: list[dict]) -> list[str]:
     return [
         f"      {e['key']!s}: {e['events']:,} events, {e['positives']:,} positives, "
-        f"sum of p {e['predicted']:,.1f}, ratio {_ratio(e['ratio'])}"
+        f"sum of p {e['predicted']:,.1f}, ratio {_ratio(e['ratio'])}, deviance {e['deviance']:,.1f}"
         for e in entries
     ]
 
@@ -248,7 +259,7 @@ def summary_lines(keyed: dict | None) -> list[str]:
             f"  {name}: field ECE {m['field_ece']:.4f}, field RCE {m['field_rce']:.4f}; "
             f"{m['keys_held']:,} keys held, {m['evictions']:,} evicted, prior strength {m['prior_strength']:.4g}"
         )
-        lines.append(f"    worst keys (at least {keyed['min_events']:,} events):")
+        lines.append(f"    worst keys (at least {keyed['min_events']:,} events; surest miss first, by deviance):")
         lines.extend(_key_rows(m["worst"]) or ["      none"])
         lines.append("    largest keys:")
         lines.extend(_key_rows(m["largest"]))

@@ -58,7 +58,8 @@ class ReplaySummary:
         :meth:`streamcal.replay._keyed.KeyedSink.finish`: ``group_col``, ``n_keys``,
         ``min_events`` and per method (``keyed["methods"][method]``) ``field_ece``,
         ``field_rce``, ``keys_held``, ``evictions``, ``prior_strength``, and the ``worst`` and
-        ``largest`` keys, each with its events, positives, predicted positives and ratio. With
+        ``largest`` keys, each with its events, positives, predicted positives, ratio and
+        Poisson deviance (the worst: the largest deviance first). With
         ``monitor=True`` also ``monitors``: per stream (each method, and ``"score"``) the mean-bias
         monitors of every key on its own, ``{"mean bias": {"keys_watched", "keys_flagged",
         "first"}}``, ``first`` the ``{"event", "time", "key"}`` of the first key's alarm or None.
