@@ -345,7 +345,8 @@ class WindowedHistogram:
         """Grow the ring to hold ``extra`` more events; True if the arrays were replaced.
 
         ``times``: the clocks of those ``extra`` learned events, when known; then the ring grows
-        to the events the window holds at once (:func:`ring_peak_bound`), not to all of them."""
+        to the events the window holds at once
+        (:func:`streamcal._kernels.histogram.ring_peak_bound`), not to all of them."""
         W = int(self.ints[_h.SI_W])
         need = int(self.ints[_h.SI_RING_COUNT]) + extra
         if need <= W:
