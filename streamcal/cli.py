@@ -9,7 +9,9 @@ its traceback).
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import sys
 
 __all__ = ["build_parser", "main"]
@@ -91,14 +93,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     stream = commands.add_parser("stream", help="calibrate a directory of Parquet files per key in Spark (extra spark)")
     add_stream_arguments(stream).set_defaults(handler=run_stream)
+    parser.set_defaults(command_parsers={"demo": demo, "generate": generate, "replay": replay, "stream": stream})
     return parser
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse ``argv``; an unknown option is refused by its command's parser, which names that command's help."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        command = args.command_parsers.get(args.command, parser)
+        known = re.findall(r"(?<![\w-])--?[A-Za-z][\w-]*", command.format_help())  # the options its help names
+        unknown = " ".join(extra)
+        close = [m for w in extra if w.startswith("-") for m in difflib.get_close_matches(w, known, n=1, cutoff=0.75)]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        command.error(f"unrecognized arguments: {unknown}{hint}")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line on ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = _parse(parser, argv)
     except SystemExit as exc:  # --help / --version (0), or a usage error already printed (2)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     if getattr(args, "handler", None) is None:

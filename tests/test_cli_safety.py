@@ -289,7 +289,8 @@ def test_cli_errors_are_one_line_naming_the_option_and_value(work, capsys, monke
         (["in.parquet", "--keep-columns", "nope"], "column 'nope': column to keep is missing", "--keep-columns"),
         (["in.parquet", "--format", "xls"], "argument --format: invalid choice: 'xls'"),
         (["in.parquet", "--no-output", "-o", "r.parquet"], "--no-output contradicts --output"),
-        (["in.parquet", "--bogus"], "unrecognized arguments: --bogus"),
+        (["in.parquet", "--bogus"], "unrecognized arguments: --bogus (see 'streamcal replay --help')"),
+        (["in.parquet", "--methd", "pav"], "unrecognized arguments: --methd pav; did you mean --method?"),
     ]
     for args, *parts in cases:
         refused(capsys, monkeypatch, work, args, *parts)
@@ -322,6 +323,9 @@ def test_generate_and_demo_errors_are_one_line(work, capsys):
         (["generate", "adir_missing/g.parquet", "--format", "csv", "--parts", "0"], "argument --parts:"),
         (["demo", "--n", "0"], "argument --n:"),
         (["nope"], "invalid choice: 'nope'"),
+        (["--bogus"], "unrecognized arguments: --bogus (see 'streamcal --help')"),
+        (["demo", "--nplot"], "unrecognized arguments: --nplot; did you mean --no-plot? (see 'streamcal demo --help')"),
+        (["generate", "g.parquet", "--out", "x"], "unrecognized arguments: --out x (see 'streamcal generate --help')"),
     ):
         code, _, err = cli(capsys, *args)
         assert_one_line_error(code, err, part)
