@@ -826,20 +826,33 @@ def prior_strength_warm(h, h0, B, unit, cen, pc, base_rate, identity, start, out
 @jit_noalloc
 def add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, base_rate, floor_kind, B):
     """Add the score prior's pseudo-counts of strength ``kappa`` to ``pos_w``/``neg_w``, bucket
-    by bucket as ``streamcal._prior.score_prior`` computes them."""
+    by bucket as ``streamcal._prior.score_prior`` computes them.
+
+    A bucket without weight off the thinned grid gets no floor weight under any floor (its
+    pseudo-count ``kappa * 0`` would add 0 to 0): it is skipped, the same values. The thinned
+    grid (``j % step == step // 2``) is followed by a counter."""
     step = max(1, B // 64)
     margin = max(1, B // 16)
+    half = step // 2
     first = -1
     last = -1
+    if floor_kind == FLOOR_SPAN:  # the span's ends (the only floor that reads them)
+        for j in range(B):
+            if pos_w[j] + neg_w[j] > 0.0:
+                if first < 0:
+                    first = j
+                last = j
+    phase = 0  # ``j % step``
     for j in range(B):
-        if pos_w[j] + neg_w[j] > 0.0:
-            if first < 0:
-                first = j
-            last = j
-    for j in range(B):
+        on_grid = phase == half
+        phase += 1
+        if phase == step:
+            phase = 0
         n = pos_w[j] + neg_w[j]
+        if n == 0.0 and not on_grid:
+            continue
         held = 1.0 if n > 0.0 else 0.0
-        thinned = float(step) if j % step == step // 2 else 0.0
+        thinned = float(step) if on_grid else 0.0
         if floor_kind == FLOOR_THINNED:
             m = kappa * (n + thinned)
         elif floor_kind == FLOOR_SPAN:
