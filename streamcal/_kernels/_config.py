@@ -277,6 +277,7 @@ def use_compiled_kernels() -> None:
             return
         for prepare in BEFORE_SWITCH:
             prepare()
+        import streamcal._kernels._indexing_compiled  # the PAV kernels' indexing, before any compile
         import streamcal._kernels._prefetch_compiled  # noqa: F401  (the hints' compiled forms, before any compile)
 
         for kernel in _KERNELS:

@@ -18,7 +18,9 @@ kernel call passes few arguments (numba's dispatch cost grows with each array ar
     ring_b (W)                           bucket of each event in the window
 
 ``B`` is the number of buckets and ``W`` the ring capacity (0 for unbounded and decay windows).
-The index constants are compile-time constants, not state.
+The index constants are compile-time constants, not state. Every index into these arrays is at
+or above 0: the kernels here are compiled without numba's negative-index fix-up
+(:mod:`streamcal._kernels._indexing_compiled`).
 
 Stored units. A decay window never touches old events: an event learned at clock ``t`` is
 stored with weight ``w * 2**((t - t0) / half_life)``; its real weight now is the stored one times

@@ -93,7 +93,9 @@ still compiled once, whichever kernels inline it. The rare paths (the resumed sw
 finite-LLR refresh, a long run of labels) stay calls. Every kernel here is compiled without array
 reference counts (``jit_noalloc``: they allocate nothing): numba would otherwise take and drop a
 reference to each array argument of each inlined helper, with an atomic operation, and could
-prune few of them.
+prune few of them. Their array indexing is compiled without numba's negative-index fix-up
+(:mod:`streamcal._kernels._indexing_compiled`): every index here is an offset at or above 0, and a
+sentinel such as -1 is tested before it is used as one.
 
 Layout of the PAV state (see :mod:`streamcal._kernels.histogram` for the histogram itself):
 ``pf`` float64 = header (PF_*), then per bucket the record (fit, bpos, bneg, centre, fit_owner), then the
