@@ -28,3 +28,30 @@ def test_a_numba_function_outside_the_pav_kernels_still_wraps_negative_indices()
     put(a, -2, 9.0)
     assert a.tolist() == [0.0, 1.0, 2.0, 9.0, 4.0]
 
+
+
+def test_the_pav_kernels_indexing_is_in_place_after_the_switch():
+    """With the numba this runs on (whose ``fix_integer_index`` has the expected parameters) the
+    replacement is installed once the process switches to compiled kernels."""
+    import importlib
+
+    import numba
+    from numba.np import arrayobj
+
+    from streamcal._kernels import _indexing_compiled as indexing
+
+    _config.use_compiled_kernels()
+    if indexing.NUMBA_FIX_INTEGER_INDEX is None or not indexing.replaceable(indexing.NUMBA_FIX_INTEGER_INDEX):
+        return  # another numba: the kernels keep the fix-up (the same values), nothing is replaced
+    assert arrayobj.fix_integer_index is indexing.fix_integer_index
+    assert not indexing.replaceable(indexing.fix_integer_index)  # never wraps itself
+    importlib.reload(indexing)  # a second import installs its own copy over numba's function, not over itself
+    assert arrayobj.fix_integer_index is indexing.fix_integer_index
+    assert indexing.fix_integer_index.numba_own is indexing.NUMBA_FIX_INTEGER_INDEX
+    assert indexing.replaceable(indexing.NUMBA_FIX_INTEGER_INDEX)
+
+    @numba.njit
+    def item(a, i):
+        return a[i]
+
+    assert item(np.arange(3.0), -1) == 2.0

@@ -16,6 +16,8 @@ address the same elements.
 
 from __future__ import annotations
 
+import inspect
+
 from numba.core import types
 from numba.np import arrayobj
 
@@ -23,17 +25,29 @@ from numba.np import arrayobj
 # Itanium-style mangling of ``streamcal._kernels.<module>``)
 _MODULES = ("_ZN9streamcal8_kernels4ipav", "_ZN9streamcal8_kernels9histogram")
 
-# numba's function (where a numba has none by this name, nothing is replaced and the kernels
-# compile with the fix-up, giving the same values)
-_numba_fix_integer_index = getattr(arrayobj, "fix_integer_index", None)
+# numba's function (where a numba has none by this name, or one with other parameters, nothing is
+# replaced and the kernels compile with the fix-up, giving the same values); a second import of
+# this module (a reload) finds its own replacement installed and reads numba's function from it
+_INSTALLED = getattr(arrayobj, "fix_integer_index", None)
+NUMBA_FIX_INTEGER_INDEX = getattr(_INSTALLED, "numba_own", _INSTALLED)
 
 
-def _fix_integer_index(context, builder, idxty, idx, size):
+def fix_integer_index(context, builder, idxty, idx, size):
     """numba's ``fix_integer_index``, without the fix-up in the functions of ``_MODULES``."""
     if idxty.signed and builder.function.name.startswith(_MODULES):
         return context.cast(builder, idx, idxty, types.intp)
-    return _numba_fix_integer_index(context, builder, idxty, idx, size)
+    return NUMBA_FIX_INTEGER_INDEX(context, builder, idxty, idx, size)
 
 
-if _numba_fix_integer_index is not None and _numba_fix_integer_index.__module__ != __name__:
-    arrayobj.fix_integer_index = _fix_integer_index
+def replaceable(function) -> bool:
+    """Whether ``function`` is numba's ``fix_integer_index`` with the parameters this module calls it with."""
+    try:
+        names = tuple(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return False
+    return function.__module__ == arrayobj.__name__ and names == ("context", "builder", "idxty", "idx", "size")
+
+
+if NUMBA_FIX_INTEGER_INDEX is not None and replaceable(NUMBA_FIX_INTEGER_INDEX):
+    fix_integer_index.numba_own = NUMBA_FIX_INTEGER_INDEX
+    arrayobj.fix_integer_index = fix_integer_index
