@@ -202,6 +202,45 @@ def test_threads_lose_no_event_in_the_interpreted_tier_or_at_the_switch(tmp_path
     assert numba_loaded == (allowance < 10_000)
 
 
+@pytest.mark.parametrize("first_call", ["learn_one", "predict_proba_one", "prequential", "warmup"])
+def test_numba_is_first_imported_under_the_switchs_lock(tmp_path, first_call):
+    """Two threads importing numba at once can each meet the other's half-initialised modules
+    (an ``AttributeError`` that kills a learning thread at the switch), so every route to the
+    compiled tier imports numba first inside the switch's lock, where one thread at a time runs."""
+    code = f"""
+    import importlib.abc, json, sys
+    from streamcal._kernels import _config
+
+    seen = []
+
+    class Watch(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "numba":
+                seen.append(_config._SWITCH.locked())
+            return None
+
+    sys.meta_path.insert(0, Watch())
+    import numpy as np
+    import streamcal
+    from streamcal import PAVCalibrator
+
+    cal = PAVCalibrator()
+    call = {first_call!r}
+    if call == "learn_one":
+        cal.learn_one({{"score": 0.3}}, True)
+    elif call == "predict_proba_one":
+        cal.predict_proba_one({{"score": 0.3}})
+    elif call == "prequential":
+        cal.prequential(np.linspace(0.01, 0.99, 50), np.arange(50) % 2 == 0)
+    else:
+        streamcal.warmup("pav")
+    print(json.dumps([seen, _config.is_compiled()]))
+    """
+    seen, compiled = _python(code, tmp_path, allowance="0")
+    assert compiled
+    assert seen == [True]
+
+
 def test_a_bad_allowance_is_refused_with_its_name(tmp_path):
     env = {**os.environ, "STREAMCAL_INTERPRETED_EVENTS": "lots", "PYTHONPATH": ROOT}
     code = "import numpy as np; from streamcal import PAVCalibrator; PAVCalibrator().predict_proba([0.5])"

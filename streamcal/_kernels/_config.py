@@ -134,9 +134,12 @@ def entry_point(kernel, *example_args):
     exactly the types of ``example_args`` (same dtypes, contiguous arrays, Python floats).
     Switches the process to compiled kernels.
     """
+    # the switch first: numba's first import then runs under the switch's lock, in one thread
+    # (two threads importing numba at once can each see the other's half-initialised modules)
+    dispatcher = compiled(kernel)
     import numba
 
-    return compiled(kernel).compile(tuple(numba.typeof(a) for a in example_args))
+    return dispatcher.compile(tuple(numba.typeof(a) for a in example_args))
 
 
 # --- the two tiers ---------------------------------------------------------------------------
@@ -166,7 +169,7 @@ def _allowance_from_environment() -> int:
     return value
 
 
-_SWITCH = threading.Lock()  # guards the switch and the allowance
+_SWITCH = threading.Lock()  # guards the switch and the allowance; numba is first imported under it
 _compiled = False  # True once the process runs compiled kernels (never False again)
 _allowance = _allowance_from_environment()
 _force_interpreted = False  # tests: interpret every call that states its events
