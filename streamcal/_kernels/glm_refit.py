@@ -1626,17 +1626,39 @@ def prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb
 def prior_moments_refit(sf, si, x, table, mom, pc, floor_kind, kappa, u, l2, x_range, proba_tol, beta, pw, comb):
     """:func:`prior_moments_solve`; where it does not certify (the optimum has moved too far from
     the moments' anchor, the floor moments are stale, ``MOM_MAX_UPDATES`` events since the
-    anchor), the data's and the floor's moments are rebuilt about the last fit ``beta`` (an
-    event or so from the optimum) and solved again, before any pass. False where that does not
-    certify either (the caller's passes then rebuild them about their answer) or ``comb`` is
-    too short to combine the moments."""
+    anchor), the data's and the floor's moments are rebuilt about :func:`prior_rebuild_anchor`'s
+    point (the combined model's uncertified optimum, else the last fit ``beta``) and solved
+    again, before any pass. False where that does not certify either (the caller's passes then
+    rebuild them about their answer) or ``comb`` is too short to combine the moments."""
     x_lo, x_hi = x_range
     if prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb):
         return True
     if comb.shape[0] < MOM_DATA_SIZE:
         return False
-    moments_floor_rebuild(sf, si, x, table, mom, pc, floor_kind, beta[0], beta[1])
+    b0, b1 = prior_rebuild_anchor(mom, u, l2, beta, pw, comb)
+    moments_floor_rebuild(sf, si, x, table, mom, pc, floor_kind, b0, b1)
     return prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb)
+
+
+@jit_noalloc
+def prior_rebuild_anchor(mom, u, l2, beta, pw, comb):
+    """Where :func:`prior_moments_refit` rebuilds the moments after :func:`prior_moments_solve`
+    refused: the optimum of the combined Taylor model that solve formed in ``comb``, found by
+    Newton's method from the last fit ``beta`` and not certified, where it lies within the
+    moments' reach of their anchor (``MOM_MAX_RHO`` of ``WIDE_RADIUS`` at the features' range);
+    else the last fit. The model's optimum is close to the exact one (the tails it leaves out are
+    small there), so the solve about it certifies; the last fit is an event's change of the
+    prior's strength away, which can move the optimum past the certificate's reach (a slope step
+    of a few 1e-2 while the strength is of order 1)."""
+    if not (mom[MOM_FL_VALID] == 1.0 and comb.shape[0] >= MOM_DATA_SIZE):
+        return beta[0], beta[1]  # (``comb`` not formed)
+    a0 = comb[MOM_B0]
+    a1 = comb[MOM_B1]
+    ok, d0, d1 = _moments_newton(comb, pw, u, l2, a0, a1, beta[0] - a0, beta[1] - a1)
+    reach = WIDE_INV_R * (abs(d0) * max(abs(comb[MOM_X_LO]), abs(comb[MOM_X_HI])) + abs(d1))
+    if not (ok and reach <= MOM_MAX_RHO):  # (also where the model's optimum is not finite)
+        return beta[0], beta[1]
+    return a0 + d0, a1 + d1
 
 
 @jit_noalloc(forceinline=True)
@@ -2431,6 +2453,30 @@ def _tail_sum(mom, a, c, order, shift):
     return acc
 
 
+@jit_noalloc(forceinline=True)
+def _moments_newton(mom, pw, u, l2, a0, a1, d0, d1):
+    """Newton's method on the Taylor model of the risk about the anchor ``(a0, a1)``, from the
+    step ``(d0, d1)``: ``(ok, d0, d1)``, the model's optimum as a step from the anchor (not
+    certified); ok False where the model's Hessian is not positive definite on the way."""
+    for _ in range(8):
+        g0, g1, h0, h1, h2 = _moments_eval(mom, d0, d1, pw, u)
+        gs = g1 + l2 * (a0 + d0)  # slope
+        gi = g0 + l2 * (a1 + d1)  # intercept
+        hss = h2 + l2
+        hsi = h1
+        hii = h0 + l2
+        det = hss * hii - hsi * hsi
+        if not (det > 0.0 and hss > 0.0):
+            return False, d0, d1
+        s0 = -(hii * gs - hsi * gi) / det
+        s1 = -(-hsi * gs + hss * gi) / det
+        d0 += s0
+        d1 += s1
+        if abs(s0) + abs(s1) <= 1e-15 * (1.0 + abs(a0 + d0) + abs(a1 + d1)):
+            break
+    return True, d0, d1
+
+
 @jit_noalloc
 def moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta):
     """Newton's method on the Taylor model of the risk from ``beta``; True (``beta`` updated)
@@ -2447,24 +2493,9 @@ def _moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta, wide):
         return False
     a0 = mom[MOM_B0]
     a1 = mom[MOM_B1]
-    d0 = beta[0] - a0
-    d1 = beta[1] - a1
-    for _ in range(8):
-        g0, g1, h0, h1, h2 = _moments_eval(mom, d0, d1, pw, u)
-        gs = g1 + l2 * (a0 + d0)  # slope
-        gi = g0 + l2 * (a1 + d1)  # intercept
-        hss = h2 + l2
-        hsi = h1
-        hii = h0 + l2
-        det = hss * hii - hsi * hsi
-        if not (det > 0.0 and hss > 0.0):
-            return False
-        s0 = -(hii * gs - hsi * gi) / det
-        s1 = -(-hsi * gs + hss * gi) / det
-        d0 += s0
-        d1 += s1
-        if abs(s0) + abs(s1) <= 1e-15 * (1.0 + abs(a0 + d0) + abs(a1 + d1)):
-            break
+    ok, d0, d1 = _moments_newton(mom, pw, u, l2, a0, a1, beta[0] - a0, beta[1] - a1)
+    if not ok:
+        return False
     g0, g1, h0, h1, h2 = _moments_eval(mom, d0, d1, pw, u)
     gs = g1 + l2 * (a0 + d0)
     gi = g0 + l2 * (a1 + d1)
