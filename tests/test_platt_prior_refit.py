@@ -151,7 +151,16 @@ def test_the_refit_rebuilds_about_the_models_optimum_before_a_pass(B, kappa, far
     if not first:
         fresh = np.zeros(_g.MOM_SIZE)
         _g.moments_floor_rebuild(sf, si, x, table, fresh, pc, floor, b0, b1)
+        if not done:  # marked until the caller's passes rebuild them
+            fresh[_g.MOM_FL_VALID] = _g.MOM_REFUSED
         np.testing.assert_array_equal(mom[: _g.MOM_D], fresh[: _g.MOM_D])
+    if not done:
+        # a repeat on the same state (the river face's hand-over to the full refit) refuses
+        # at once and changes nothing, as the first call's passes expect
+        kept = mom.copy()
+        assert not _g.prior_moments_refit(sf, si, x, table, mom, pc, floor, kappa, 1.0, l2, (x_lo, x_hi), 1e-10, got, pw, comb)
+        np.testing.assert_array_equal(mom, kept)
+        np.testing.assert_array_equal(got, last)
         if near == 0.0 and (b0, b1) == (last[0], last[1]):
             assert done  # rebuilt about the optimum's own fit, the solve certifies
         if far <= 0.1 and kappa >= 0.1:

@@ -225,7 +225,7 @@ MOM_DATA_SIZE = MOM_M + (MOM_K + 1) * MOM_NCOL  # the data's moments end here; t
 # the score prior's floor moments (see the module notes), kept about the same anchor: while valid
 # (and the data's moments current) the floor weights ``f_b`` of the pseudo-counts
 # ``m_b = kappa (n_b + f_b)`` are those of the histogram the moments describe
-MOM_FL_VALID = MOM_DATA_SIZE  # 1.0 while the floor moments describe the histogram
+MOM_FL_VALID = MOM_DATA_SIZE  # 1.0 while the floor moments describe the histogram (``MOM_REFUSED``: see there)
 MOM_FL_KIND = MOM_DATA_SIZE + 1  # the floor's rule (``FLOOR_*``)
 MOM_FL_FIRST = MOM_DATA_SIZE + 2  # the first and last buckets holding data (``FLOOR_SPAN``'s span)
 MOM_FL_LAST = MOM_DATA_SIZE + 3
@@ -250,6 +250,13 @@ D_SP = MOM_DATA_SIZE + 2
 D_SIZE = MOM_DATA_SIZE + 3
 MOM_SIZE = MOM_D + D_SIZE
 MOM_SIZE_BEFORE_D = MOM_D  # the layout of states saved before the block
+#: ``mom[MOM_FL_VALID]`` after :func:`prior_moments_refit` rebuilt the moments for this histogram
+#: and the solve on them refused: the refit's passes follow and rebuild them about their answer.
+#: A repeat of that refit on the same state (the river face's one call hands such a refit to the
+#: full refit, which runs the same first steps) then goes to the passes at once, as the first
+#: did, rather than rebuilding about another anchor: so the two faces keep the same bits. Every
+#: reader other than :func:`prior_moments_refit` takes it as stale.
+MOM_REFUSED = 2.0
 #: the moments are rebuilt after this many events, and the solve refused beyond this bound of
 #: ``2 |delta . z_b| / pi`` (the Taylor tail's ratio)
 MOM_MAX_UPDATES = 512
@@ -1629,15 +1636,20 @@ def prior_moments_refit(sf, si, x, table, mom, pc, floor_kind, kappa, u, l2, x_r
     anchor), the data's and the floor's moments are rebuilt about :func:`prior_rebuild_anchor`'s
     point (the combined model's uncertified optimum, else the last fit ``beta``) and solved
     again, before any pass. False where that does not certify either (the caller's passes then
-    rebuild them about their answer) or ``comb`` is too short to combine the moments."""
+    rebuild them about their answer; the moments are marked ``MOM_REFUSED`` meanwhile) or
+    ``comb`` is too short to combine the moments."""
     x_lo, x_hi = x_range
     if prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb):
         return True
-    if comb.shape[0] < MOM_DATA_SIZE:
+    if comb.shape[0] < MOM_DATA_SIZE or (mom[MOM_FL_VALID] == MOM_REFUSED and mom[MOM_UPDATES] == 0.0):
         return False
     b0, b1 = prior_rebuild_anchor(mom, u, l2, beta, pw, comb)
     moments_floor_rebuild(sf, si, x, table, mom, pc, floor_kind, b0, b1)
-    return prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb)
+    if prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb):
+        return True
+    mom[MOM_FL_VALID] = MOM_REFUSED
+    return False
+
 
 
 @jit_noalloc
@@ -2864,17 +2876,22 @@ def glm_river_proba(sf, si, pc, buf, s, dirty, x, table, floor_kind):
 
 
 @jit_noalloc
-def glm_river_learn_proba(sf, si, pc, buf, s, b, y, w, x, table, steps, floor_kind):
+def glm_river_learn_proba(sf, si, pc, buf, s, ls, y, w, x, table, cuts, guide, floor_kind):
     """``glm_river_proba`` with an event learned first: Platt's river face folds the event of
-    the last ``learn_one`` into the next prediction's call. The event (bucket ``b``, label
-    ``y``, weight ``w``; none where ``b`` < 0) is learned as ``glm_learn_one_inplace`` learns
-    it and sets the fit's dirty flag; the refit and the served probability then follow that
-    flag. The same steps in the same order as the two calls, so the same bits."""
+    the last ``learn_one`` into the next prediction's call. The event (checked score ``ls``,
+    label ``y``, weight ``w``; none where ``y`` < 0) goes to its bucket among the layout's
+    interior ``cuts`` (the guided search of ``cuts``' :func:`streamcal._kernels.histogram.bucket_guide`
+    ``guide``, which the array face's bucket search runs too) and is learned as
+    ``glm_learn_one_inplace`` learns it (Platt keeps no GEV blocks), setting the fit's dirty
+    flag; the refit and the served probability then follow that flag. The same steps in the
+    same order as the two calls, so the same bits."""
     fit = buf[BUF_FIT:BUF_BETAS]
-    if b >= 0:
+    if y >= 0.0:
+        m = cuts.shape[0]
+        b = _h.bucket_of(cuts, 0, m, guide, ls, _h.guide_scale(cuts, 0, m, guide))
         mom = buf[BUF_MOM:BUF_PW]
         anchor = buf[BUF_ANCHOR:BUF_MOM]
-        glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, steps)
+        glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, x[:0])
         fit[FIT_DIRTY] = 1.0
     return glm_river_proba(sf, si, pc, buf, s, fit[FIT_DIRTY], x, table, floor_kind)
 
