@@ -267,10 +267,12 @@ class GLMRiverFace(DeferredRiverFace):
                             a.live = True
                         sf, si = self._hist.live_arrays()
                         if a.river:
-                            args = (sf, si, a.pc, a.buf, s, *a.pending, *a.river_tail)
+                            # tuple concatenations and a subscript: cheaper than the display and ``get``
+                            args = (sf, si, a.pc, a.buf, s) + a.pending + a.river_tail  # noqa: RUF005
                             a.pending = a.no_event
-                            river = ENTRIES.get("river_learn")
-                            if river is None:
+                            try:
+                                river = ENTRIES["river_learn"]
+                            except KeyError:  # the interpreted tier, or before the first compiled call
                                 p = entry_call("river_learn", _g.glm_river_learn_proba, args)
                             else:
                                 p = river(*args)
