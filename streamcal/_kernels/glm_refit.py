@@ -1651,7 +1651,6 @@ def prior_moments_refit(sf, si, x, table, mom, pc, floor_kind, kappa, u, l2, x_r
     return False
 
 
-
 @jit_noalloc
 def prior_rebuild_anchor(mom, u, l2, beta, pw, comb):
     """Where :func:`prior_moments_refit` rebuilds the moments after :func:`prior_moments_solve`
