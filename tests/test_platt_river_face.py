@@ -26,6 +26,7 @@ from test_gev_compiled_refit import naive_prior_refit_proba
 
 from streamcal import GEVCalibrator, PlattCalibrator
 from streamcal._streaming import StreamingCalibrator
+from streamcal.buckets import Edges
 from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
 
 TOL = 1e-9
@@ -129,11 +130,15 @@ def test_platt_river_face_on_a_long_window_serves_from_the_moments_within_the_to
     assert spy.call_count < 100
 
 
-@pytest.mark.parametrize("buckets", [None, "uniform:37", 16])
+UNEVEN = np.concatenate([[0.0], np.unique(np.random.default_rng(1).uniform(0.0, 1.0, 40) ** 3), [1.0]])
+
+
+@pytest.mark.parametrize("buckets", [None, "uniform:37", 16, Edges(edges=UNEVEN, probability_inputs=True)])
 def test_platt_kept_scores_at_the_cuts_go_to_the_buckets_bisect_finds(buckets):
-    # Platt's kept event finds its bucket in the compiled call (the guided search): scores at
-    # the cuts, a float beside them, the domain's ends; the histogram and every served bit as
-    # the generic methods' (Python's bisect) and prequential's
+    # Platt's kept event finds its bucket in the compiled call (an arithmetic guess on logit and
+    # uniform grids, a binary search on uneven cuts): scores at the cuts, a float beside them,
+    # the domain's ends; the histogram and every served bit as the generic methods' (Python's
+    # bisect) and prequential's
     rng = np.random.default_rng(5)
     cuts = PlattCalibrator(buckets=buckets).window_histogram.layout.cuts
     at = np.concatenate([cuts, np.nextafter(cuts, 0.0), np.nextafter(cuts, 1.0), [0.0, 1.0, 0.5]])

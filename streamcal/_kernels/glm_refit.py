@@ -2875,19 +2875,19 @@ def glm_river_proba(sf, si, pc, buf, s, dirty, x, table, floor_kind):
 
 
 @jit_noalloc
-def glm_river_learn_proba(sf, si, pc, buf, s, ls, y, w, x, table, cuts, guide, floor_kind):
+def glm_river_learn_proba(sf, si, pc, buf, s, ls, y, w, x, table, cuts, grid, floor_kind):
     """``glm_river_proba`` with an event learned first: Platt's river face folds the event of
     the last ``learn_one`` into the next prediction's call. The event (checked score ``ls``,
     label ``y``, weight ``w``; none where ``y`` < 0) goes to its bucket among the layout's
-    interior ``cuts`` (the guided search of ``cuts``' :func:`streamcal._kernels.histogram.bucket_guide`
-    ``guide``, which the array face's bucket search runs too) and is learned as
+    interior ``cuts`` (:func:`streamcal._kernels.histogram.bucket_of_guessed`, ``grid`` the
+    cuts' ``(kind, z0, inv_step)`` of :func:`streamcal._kernels.histogram.grid_of_sorted`: the
+    bucket every search finds, from an arithmetic guess that reads no guide) and is learned as
     ``glm_learn_one_inplace`` learns it (Platt keeps no GEV blocks), setting the fit's dirty
     flag; the refit and the served probability then follow that flag. The same steps in the
     same order as the two calls, so the same bits."""
     fit = buf[BUF_FIT:BUF_BETAS]
     if y >= 0.0:
-        m = cuts.shape[0]
-        b = _h.bucket_of(cuts, 0, m, guide, ls, _h.guide_scale(cuts, 0, m, guide))
+        b = _h.bucket_of_guessed(cuts, 0, cuts.shape[0], ls, grid[0], grid[1], grid[2])
         mom = buf[BUF_MOM:BUF_PW]
         anchor = buf[BUF_ANCHOR:BUF_MOM]
         glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, x[:0])

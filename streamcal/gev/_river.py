@@ -15,7 +15,8 @@ Platt's pairs in one compiled call. Once Platt has a fit its river face defers w
 nothing reads until later: ``learn_one`` checks the event and keeps its score, label and
 weight (the cache's ``pending``), and the next ``predict_proba_one`` finds its bucket, learns it
 and refits in the same compiled call that serves the score (``glm_refit.glm_river_learn_proba``,
-whose guided bucket search costs a fraction of Python's ``bisect`` over the cuts); the map's
+whose bucket search, an arithmetic guess on a grid of cuts, costs a fraction of Python's ``bisect``
+over the cuts); the map's
 scalars (``_dirty``, the prior's strength and log-odds, the served bounds) stay in the
 compiled fit's array meanwhile (the cache's ``live``). Every other reader of the state holds
 the calibrator's lock (:class:`RiverLock`), whose first acquisition by a section settles that

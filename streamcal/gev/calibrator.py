@@ -10,6 +10,7 @@ import numpy as np
 from streamcal._kernels import _config
 from streamcal._kernels import gev as _k
 from streamcal._kernels import glm_refit as _g
+from streamcal._kernels import histogram as _h
 from streamcal._kernels._config import entry_point
 from streamcal._refit import RefitCalibrator
 from streamcal._validation import check_scalar
@@ -281,7 +282,8 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         cache.learn_tail = (x, cache.table, moments, cache.pc, cache.anchor, self._glm_steps)
         # Platt's river face: the one-call kernel's arguments after the kept event, and the
         # deferred work (``streamcal.gev._river``): none yet
-        cache.river_tail = (x, cache.table, hist.layout.cuts, hist.layout.guide, _FLOOR_CODES[self._PRIOR_FLOOR])
+        grid = np.array(_h.grid_of_sorted(hist.layout.cuts))  # its call's bucket search (an arithmetic guess)
+        cache.river_tail = (x, cache.table, hist.layout.cuts, grid, _FLOOR_CODES[self._PRIOR_FLOOR])
         # GEV's river face: the one-call kernel's arguments after the kept event
         cache.gev_tail = (*cache.args[:5], _LOGIT_CLIP, *cache.args[5:], *self._glm_shape_arrays(cache))
         cache.live = False
