@@ -3,12 +3,14 @@
 The prior's paths (``glm_refit.prior_moments_solve``, ``glm_refit.prior_strength_moments``) bound
 the Taylor tails by Cauchy's estimate on discs of radius ``WIDE_RADIUS`` (``|sigma| <= WIDE_SUP``
 there); where the map's solve on the moments refuses, ``glm_refit.prior_moments_refit`` rebuilds
-the data's and the floor's moments about the last fit (``glm_refit.moments_floor_rebuild``, one
-loop for both) and solves again before any pass. Checked here: the coefficients and the tails of
-the logistic against the bound; the one-loop rebuild against the two rebuilds, bit for bit; the
-refit against a converged refit of the histogram with its pseudo-counts (within 2e-10 on the
-feature range) where it certifies, the moments left as a rebuild about the last fit leaves them,
-and no rebuild where the scratch cannot combine the moments; a long calibrated stream whose
+the data's and the floor's moments about the combined model's uncertified optimum, else the last
+fit (``glm_refit.prior_rebuild_anchor``; ``glm_refit.moments_floor_rebuild``, one loop for both)
+and solves again before any pass. Checked here: the coefficients and the tails of the logistic
+against the bound; the one-loop rebuild against the two rebuilds, bit for bit; the refit against a
+converged refit of the histogram with its pseudo-counts (within 2e-10 on the feature range) where
+it certifies, the moments left as a rebuild about that anchor leaves them, the anchor the model's
+optimum near the converged refit's (and then the solve certifies) wherever the moments' anchor
+is near the optimum, and no rebuild where the scratch cannot combine the moments; a long calibrated stream whose
 strength falls through 1 (a miscalibrated stream), every prediction within 1e-9 of a converged full refit, and the river
 face equal to ``prequential`` bit for bit.
 """
@@ -112,11 +114,12 @@ def _combined(centres, pos, neg, kappa, floor):
     st.sampled_from(FLOORS),
     st.integers(0, 2**32 - 1),
 )
-def test_the_refit_rebuilds_about_the_last_fit_before_a_pass(B, kappa, far, near, floor, seed):
+def test_the_refit_rebuilds_about_the_models_optimum_before_a_pass(B, kappa, far, near, floor, seed):
     # the moments are built about the fit of a histogram up to ``far`` away per bucket, the last
     # fit is that of one up to ``near`` away: where the refit certifies, within 2e-10 of a
     # converged refit on the feature range; where the first solve refuses, the moments are then
-    # those of a rebuild about the last fit
+    # those of a rebuild about the anchor ``prior_rebuild_anchor`` picks: the combined model's
+    # optimum (near the converged refit's where the moments' anchor is) or the last fit
     rng = np.random.default_rng(seed)
     centres, x, pc, pos, neg, sf, si = _histogram(rng, B)
     if not (pos + neg).sum() > 0.0:
@@ -137,6 +140,7 @@ def test_the_refit_rebuilds_about_the_last_fit_before_a_pass(B, kappa, far, near
     pw = np.zeros(2 * (_g.MOM_K + 1))
     comb = np.zeros(_g.MOM_DATA_SIZE)
     first = _g.prior_moments_solve(mom.copy(), kappa, 1.0, l2, x_lo, x_hi, 1e-10, last.copy(), pw, comb)
+    b0, b1 = _g.prior_rebuild_anchor(mom, 1.0, l2, last.copy(), pw, comb)  # from the ``comb`` just formed
     # a scratch too short to combine the moments: nothing is rebuilt
     kept = mom.copy()
     got = last.copy()
@@ -146,10 +150,25 @@ def test_the_refit_rebuilds_about_the_last_fit_before_a_pass(B, kappa, far, near
     done = _g.prior_moments_refit(sf, si, x, table, mom, pc, floor, kappa, 1.0, l2, (x_lo, x_hi), 1e-10, got, pw, comb)
     if not first:
         fresh = np.zeros(_g.MOM_SIZE)
-        _g.moments_floor_rebuild(sf, si, x, table, fresh, pc, floor, float(last[0]), float(last[1]))
+        _g.moments_floor_rebuild(sf, si, x, table, fresh, pc, floor, b0, b1)
+        if not done:  # marked until the caller's passes rebuild them
+            fresh[_g.MOM_FL_VALID] = _g.MOM_REFUSED
         np.testing.assert_array_equal(mom[: _g.MOM_D], fresh[: _g.MOM_D])
-        if near == 0.0:
+    if not done:
+        # a repeat on the same state (the river face's hand-over to the full refit) refuses
+        # at once and changes nothing, as the first call's passes expect
+        kept = mom.copy()
+        assert not _g.prior_moments_refit(sf, si, x, table, mom, pc, floor, kappa, 1.0, l2, (x_lo, x_hi), 1e-10, got, pw, comb)
+        np.testing.assert_array_equal(mom, kept)
+        np.testing.assert_array_equal(got, last)
+        if near == 0.0 and (b0, b1) == (last[0], last[1]):
             assert done  # rebuilt about the optimum's own fit, the solve certifies
+        if far <= 0.1 and kappa >= 0.1:
+            # moments about a fit near the optimum: the model's optimum is the anchor, near the
+            # converged refit's, and the solve about it certifies
+            assert (b0, b1) != (last[0], last[1])
+            assert abs(b0 - ref[0]) + abs(b1 - ref[1]) <= 1e-6
+            assert done
     if done:
         grid = np.linspace(x_lo, x_hi, 201)
         p_got = 1 / (1 + np.exp(-(got[0] * grid + got[1])))
@@ -180,3 +199,47 @@ def test_a_stream_whose_strength_falls_through_one_stays_within_the_tolerance():
             strengths.append(cal.prior_strength)
             assert abs(p[0] - ref) <= TOL
     assert max(strengths) > 1.0 > min(strengths) > 0.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(8, 200),
+    st.floats(1e-2, 20.0),
+    st.floats(0.02, 0.5),
+    st.floats(0.005, 0.1),
+    st.sampled_from(FLOORS),
+    st.integers(0, 2**32 - 1),
+)
+def test_the_rebuild_anchor_is_the_models_optimum(B, kappa, far, step, floor, seed):
+    # the moments are built about the fit of a histogram up to ``far`` away per bucket, the last
+    # fit lies ``step`` from the optimum in both coefficients (as where the prior's strength moved
+    # at the last event): where the anchor is not the last fit it is the model's optimum, near the
+    # converged refit's, and the refit about it certifies within 2e-10 on the feature range
+    rng = np.random.default_rng(seed)
+    centres, x, pc, pos, neg, sf, si = _histogram(rng, B)
+    if not (pos + neg).sum() > 0.0:
+        return
+    l2 = 1e-6
+    x_lo, x_hi = float(x.min()), float(x.max())
+    p0 = pos * (1 + far * rng.uniform(-1, 1, B))
+    n0 = neg * (1 + far * rng.uniform(-1, 1, B))
+    anchor = fit_glm_on_histogram(x, *_combined(centres, p0, n0, kappa, floor), link="logit", l2=l2, tol=1e-16, max_iter=2000)
+    ref = fit_glm_on_histogram(x, *_combined(centres, pos, neg, kappa, floor), link="logit", l2=l2, tol=1e-16, max_iter=2000)
+    last = np.array([ref[0] + step * rng.choice([-1.0, 1.0]), ref[1] + step * rng.choice([-1.0, 1.0])])
+    table = _g.logistic_taylor_table()
+    mom = np.zeros(_g.MOM_SIZE)
+    _g.moments_floor_rebuild(sf, si, x, table, mom, pc, floor, float(anchor[0]), float(anchor[1]))
+    pw = np.zeros(2 * (_g.MOM_K + 1))
+    comb = np.zeros(_g.MOM_DATA_SIZE)
+    _g.prior_moments_solve(mom.copy(), kappa, 1.0, l2, x_lo, x_hi, 1e-10, last.copy(), pw, comb)  # forms ``comb``
+    b0, b1 = _g.prior_rebuild_anchor(mom, 1.0, l2, last.copy(), pw, comb)
+    got = last.copy()
+    done = _g.prior_moments_refit(sf, si, x, table, mom, pc, floor, kappa, 1.0, l2, (x_lo, x_hi), 1e-10, got, pw, comb)
+    if (b0, b1) != (last[0], last[1]):
+        assert abs(b0 - ref[0]) + abs(b1 - ref[1]) <= 1e-5 * (1.0 + abs(ref[0]) + abs(ref[1]))
+        assert done
+    if done:
+        grid = np.linspace(x_lo, x_hi, 201)
+        p_got = 1 / (1 + np.exp(-(got[0] * grid + got[1])))
+        p_ref = 1 / (1 + np.exp(-(ref[0] * grid + ref[1])))
+        assert float(np.max(np.abs(p_got - p_ref))) <= 2e-10

@@ -26,6 +26,7 @@ from test_gev_compiled_refit import naive_prior_refit_proba
 
 from streamcal import GEVCalibrator, PlattCalibrator
 from streamcal._streaming import StreamingCalibrator
+from streamcal.buckets import Edges
 from streamcal.windows import CountWindow, Decay, TimeWindow, Unbounded
 
 TOL = 1e-9
@@ -127,6 +128,46 @@ def test_platt_river_face_on_a_long_window_serves_from_the_moments_within_the_to
             cal.learn_one(x, bool(labels[i]))
     assert worst <= TOL
     assert spy.call_count < 100
+
+
+UNEVEN = np.concatenate([[0.0], np.unique(np.random.default_rng(1).uniform(0.0, 1.0, 40) ** 3), [1.0]])
+
+
+@pytest.mark.parametrize("buckets", [None, "uniform:37", 16, Edges(edges=UNEVEN, probability_inputs=True)])
+def test_platt_kept_scores_at_the_cuts_go_to_the_buckets_bisect_finds(buckets):
+    # Platt's kept event finds its bucket in the compiled call (an arithmetic guess on logit and
+    # uniform grids, a binary search on uneven cuts): scores at the cuts, a float beside them,
+    # the domain's ends; the histogram and every served bit as the generic methods' (Python's
+    # bisect) and prequential's
+    rng = np.random.default_rng(5)
+    cuts = PlattCalibrator(buckets=buckets).window_histogram.layout.cuts
+    at = np.concatenate([cuts, np.nextafter(cuts, 0.0), np.nextafter(cuts, 1.0), [0.0, 1.0, 0.5]])
+    scores = np.concatenate([rng.uniform(0.05, 0.95, 300), rng.choice(at, 1200)])
+    labels = rng.uniform(size=scores.size) < scores
+    inline, plain = PlattCalibrator(buckets=buckets), generic(PlattCalibrator)(buckets=buckets)
+    got = river_loop(inline, scores, labels, np.ones(scores.size), None)
+    ref = river_loop(plain, scores, labels, np.ones(scores.size), None)
+    assert np.array_equal(got, ref)
+    proba, _ = PlattCalibrator(buckets=buckets).prequential(scores, labels)
+    assert np.array_equal(got, proba)
+    for a, b in zip(inline.window_histogram.row(), plain.window_histogram.row(), strict=True):
+        assert np.array_equal(a, b)
+
+
+def test_platt_river_face_while_the_prior_holds_equals_prequential():
+    # a calibrated stream from the first event (the prior holds throughout): the one call refits
+    # from the moments, rebuilt about the model's optimum where the first solve refuses, and
+    # hands the refits that need the passes to the full refit, which repeats none of its work
+    # (``glm_refit.MOM_REFUSED``): every served bit as prequential's
+    rng = np.random.default_rng(3)
+    z = rng.normal(-1.0, 1.5, 3000)
+    scores = 1 / (1 + np.exp(-z))
+    labels = rng.uniform(size=z.size) < scores
+    cal = PlattCalibrator()
+    got = river_loop(cal, scores, labels, np.ones(scores.size), None)
+    proba, _ = PlattCalibrator().prequential(scores, labels)
+    assert np.array_equal(got, proba)
+    assert cal.prior_strength > 0.0
 
 
 @pytest.mark.parametrize("cls", [PlattCalibrator, GEVCalibrator])

@@ -225,7 +225,7 @@ MOM_DATA_SIZE = MOM_M + (MOM_K + 1) * MOM_NCOL  # the data's moments end here; t
 # the score prior's floor moments (see the module notes), kept about the same anchor: while valid
 # (and the data's moments current) the floor weights ``f_b`` of the pseudo-counts
 # ``m_b = kappa (n_b + f_b)`` are those of the histogram the moments describe
-MOM_FL_VALID = MOM_DATA_SIZE  # 1.0 while the floor moments describe the histogram
+MOM_FL_VALID = MOM_DATA_SIZE  # 1.0 while the floor moments describe the histogram (``MOM_REFUSED``: see there)
 MOM_FL_KIND = MOM_DATA_SIZE + 1  # the floor's rule (``FLOOR_*``)
 MOM_FL_FIRST = MOM_DATA_SIZE + 2  # the first and last buckets holding data (``FLOOR_SPAN``'s span)
 MOM_FL_LAST = MOM_DATA_SIZE + 3
@@ -250,6 +250,13 @@ D_SP = MOM_DATA_SIZE + 2
 D_SIZE = MOM_DATA_SIZE + 3
 MOM_SIZE = MOM_D + D_SIZE
 MOM_SIZE_BEFORE_D = MOM_D  # the layout of states saved before the block
+#: ``mom[MOM_FL_VALID]`` after :func:`prior_moments_refit` rebuilt the moments for this histogram
+#: and the solve on them refused: the refit's passes follow and rebuild them about their answer.
+#: A repeat of that refit on the same state (the river face's one call hands such a refit to the
+#: full refit, which runs the same first steps) then goes to the passes at once, as the first
+#: did, rather than rebuilding about another anchor: so the two faces keep the same bits. Every
+#: reader other than :func:`prior_moments_refit` takes it as stale.
+MOM_REFUSED = 2.0
 #: the moments are rebuilt after this many events, and the solve refused beyond this bound of
 #: ``2 |delta . z_b| / pi`` (the Taylor tail's ratio)
 MOM_MAX_UPDATES = 512
@@ -1639,17 +1646,43 @@ def prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb
 def prior_moments_refit(sf, si, x, table, mom, pc, floor_kind, kappa, u, l2, x_range, proba_tol, beta, pw, comb):
     """:func:`prior_moments_solve`; where it does not certify (the optimum has moved too far from
     the moments' anchor, the floor moments are stale, ``MOM_MAX_UPDATES`` events since the
-    anchor), the data's and the floor's moments are rebuilt about the last fit ``beta`` (an
-    event or so from the optimum) and solved again, before any pass. False where that does not
-    certify either (the caller's passes then rebuild them about their answer) or ``comb`` is
-    too short to combine the moments."""
+    anchor), the data's and the floor's moments are rebuilt about :func:`prior_rebuild_anchor`'s
+    point (the combined model's uncertified optimum, else the last fit ``beta``) and solved
+    again, before any pass. False where that does not certify either (the caller's passes then
+    rebuild them about their answer; the moments are marked ``MOM_REFUSED`` meanwhile) or
+    ``comb`` is too short to combine the moments."""
     x_lo, x_hi = x_range
     if prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb):
         return True
-    if comb.shape[0] < MOM_DATA_SIZE:
+    if comb.shape[0] < MOM_DATA_SIZE or (mom[MOM_FL_VALID] == MOM_REFUSED and mom[MOM_UPDATES] == 0.0):
         return False
-    moments_floor_rebuild(sf, si, x, table, mom, pc, floor_kind, beta[0], beta[1])
-    return prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb)
+    b0, b1 = prior_rebuild_anchor(mom, u, l2, beta, pw, comb)
+    moments_floor_rebuild(sf, si, x, table, mom, pc, floor_kind, b0, b1)
+    if prior_moments_solve(mom, kappa, u, l2, x_lo, x_hi, proba_tol, beta, pw, comb):
+        return True
+    mom[MOM_FL_VALID] = MOM_REFUSED
+    return False
+
+
+@jit_noalloc
+def prior_rebuild_anchor(mom, u, l2, beta, pw, comb):
+    """Where :func:`prior_moments_refit` rebuilds the moments after :func:`prior_moments_solve`
+    refused: the optimum of the combined Taylor model that solve formed in ``comb``, found by
+    Newton's method from the last fit ``beta`` and not certified, where it lies within the
+    moments' reach of their anchor (``MOM_MAX_RHO`` of ``WIDE_RADIUS`` at the features' range);
+    else the last fit. The model's optimum is close to the exact one (the tails it leaves out are
+    small there), so the solve about it certifies; the last fit is an event's change of the
+    prior's strength away, which can move the optimum past the certificate's reach (a slope step
+    of a few 1e-2 while the strength is of order 1)."""
+    if not (mom[MOM_FL_VALID] == 1.0 and comb.shape[0] >= MOM_DATA_SIZE):
+        return beta[0], beta[1]  # (``comb`` not formed)
+    a0 = comb[MOM_B0]
+    a1 = comb[MOM_B1]
+    ok, d0, d1 = _moments_newton(comb, pw, u, l2, a0, a1, beta[0] - a0, beta[1] - a1)
+    reach = WIDE_INV_R * (abs(d0) * max(abs(comb[MOM_X_LO]), abs(comb[MOM_X_HI])) + abs(d1))
+    if not (ok and reach <= MOM_MAX_RHO):  # (also where the model's optimum is not finite)
+        return beta[0], beta[1]
+    return a0 + d0, a1 + d1
 
 
 @jit_noalloc(forceinline=True)
@@ -2444,6 +2477,30 @@ def _tail_sum(mom, a, c, order, shift):
     return acc
 
 
+@jit_noalloc(forceinline=True)
+def _moments_newton(mom, pw, u, l2, a0, a1, d0, d1):
+    """Newton's method on the Taylor model of the risk about the anchor ``(a0, a1)``, from the
+    step ``(d0, d1)``: ``(ok, d0, d1)``, the model's optimum as a step from the anchor (not
+    certified); ok False where the model's Hessian is not positive definite on the way."""
+    for _ in range(8):
+        g0, g1, h0, h1, h2 = _moments_eval(mom, d0, d1, pw, u)
+        gs = g1 + l2 * (a0 + d0)  # slope
+        gi = g0 + l2 * (a1 + d1)  # intercept
+        hss = h2 + l2
+        hsi = h1
+        hii = h0 + l2
+        det = hss * hii - hsi * hsi
+        if not (det > 0.0 and hss > 0.0):
+            return False, d0, d1
+        s0 = -(hii * gs - hsi * gi) / det
+        s1 = -(-hsi * gs + hss * gi) / det
+        d0 += s0
+        d1 += s1
+        if abs(s0) + abs(s1) <= 1e-15 * (1.0 + abs(a0 + d0) + abs(a1 + d1)):
+            break
+    return True, d0, d1
+
+
 @jit_noalloc
 def moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta):
     """Newton's method on the Taylor model of the risk from ``beta``; True (``beta`` updated)
@@ -2460,24 +2517,9 @@ def _moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta, wide):
         return False
     a0 = mom[MOM_B0]
     a1 = mom[MOM_B1]
-    d0 = beta[0] - a0
-    d1 = beta[1] - a1
-    for _ in range(8):
-        g0, g1, h0, h1, h2 = _moments_eval(mom, d0, d1, pw, u)
-        gs = g1 + l2 * (a0 + d0)  # slope
-        gi = g0 + l2 * (a1 + d1)  # intercept
-        hss = h2 + l2
-        hsi = h1
-        hii = h0 + l2
-        det = hss * hii - hsi * hsi
-        if not (det > 0.0 and hss > 0.0):
-            return False
-        s0 = -(hii * gs - hsi * gi) / det
-        s1 = -(-hsi * gs + hss * gi) / det
-        d0 += s0
-        d1 += s1
-        if abs(s0) + abs(s1) <= 1e-15 * (1.0 + abs(a0 + d0) + abs(a1 + d1)):
-            break
+    ok, d0, d1 = _moments_newton(mom, pw, u, l2, a0, a1, beta[0] - a0, beta[1] - a1)
+    if not ok:
+        return False
     g0, g1, h0, h1, h2 = _moments_eval(mom, d0, d1, pw, u)
     gs = g1 + l2 * (a0 + d0)
     gi = g0 + l2 * (a1 + d1)
@@ -2846,17 +2888,22 @@ def glm_river_proba(sf, si, pc, buf, s, dirty, x, table, floor_kind):
 
 
 @jit_noalloc
-def glm_river_learn_proba(sf, si, pc, buf, s, b, y, w, x, table, steps, floor_kind):
+def glm_river_learn_proba(sf, si, pc, buf, s, ls, y, w, x, table, cuts, grid, floor_kind):
     """``glm_river_proba`` with an event learned first: Platt's river face folds the event of
-    the last ``learn_one`` into the next prediction's call. The event (bucket ``b``, label
-    ``y``, weight ``w``; none where ``b`` < 0) is learned as ``glm_learn_one_inplace`` learns
-    it and sets the fit's dirty flag; the refit and the served probability then follow that
-    flag. The same steps in the same order as the two calls, so the same bits."""
+    the last ``learn_one`` into the next prediction's call. The event (checked score ``ls``,
+    label ``y``, weight ``w``; none where ``y`` < 0) goes to its bucket among the layout's
+    interior ``cuts`` (:func:`streamcal._kernels.histogram.bucket_of_guessed`, ``grid`` the
+    cuts' ``(kind, z0, inv_step)`` of :func:`streamcal._kernels.histogram.grid_of_sorted`: the
+    bucket every search finds, from an arithmetic guess that reads no guide) and is learned as
+    ``glm_learn_one_inplace`` learns it (Platt keeps no GEV blocks), setting the fit's dirty
+    flag; the refit and the served probability then follow that flag. The same steps in the
+    same order as the two calls, so the same bits."""
     fit = buf[BUF_FIT:BUF_BETAS]
-    if b >= 0:
+    if y >= 0.0:
+        b = _h.bucket_of_guessed(cuts, 0, cuts.shape[0], ls, grid[0], grid[1], grid[2])
         mom = buf[BUF_MOM:BUF_PW]
         anchor = buf[BUF_ANCHOR:BUF_MOM]
-        glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, steps)
+        glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, x[:0])
         fit[FIT_DIRTY] = 1.0
     return glm_river_proba(sf, si, pc, buf, s, fit[FIT_DIRTY], x, table, floor_kind)
 

@@ -12,9 +12,11 @@ methods, which raise the documented errors; both paths run the same kernels in t
 so they give the same bits. Both hold the calibrator's lock, as the generic methods do.
 
 Platt's pairs in one compiled call. Once Platt has a fit its river face defers work that
-nothing reads until later: ``learn_one`` checks the event and keeps its bucket, label and
-weight (the cache's ``pending``), and the next ``predict_proba_one`` learns it and refits in
-the same compiled call that serves the score (``glm_refit.glm_river_learn_proba``); the map's
+nothing reads until later: ``learn_one`` checks the event and keeps its score, label and
+weight (the cache's ``pending``), and the next ``predict_proba_one`` finds its bucket, learns it
+and refits in the same compiled call that serves the score (``glm_refit.glm_river_learn_proba``,
+whose bucket search, an arithmetic guess on a grid of cuts, costs a fraction of Python's ``bisect``
+over the cuts); the map's
 scalars (``_dirty``, the prior's strength and log-odds, the served bounds) stay in the
 compiled fit's array meanwhile (the cache's ``live``). Every other reader of the state holds
 the calibrator's lock (:class:`RiverLock`), whose first acquisition by a section settles that
@@ -22,10 +24,11 @@ work first: the kept event learned, the scalars written back. The steps and thei
 the ones the two calls per pair take, so the bits are too. A rejected call is rejected by the
 checks before anything is kept, as before.
 
-GEV's pairs likewise, once every shape has a fit: the call (``glm_refit.glm_river_gev_proba``)
-learns the kept event, runs the whole compiled refit if labels came (the served shape among the
-scalars it leaves in the compiled fit) and serves the score; where a shape needs the damped full
-refit it returns -1.0 and the refit is completed in Python as the generic path completes it.
+GEV's pairs likewise, once every shape has a fit (its kept event by its bucket): the call
+(``glm_refit.glm_river_gev_proba``) learns the kept event, runs the whole compiled refit if labels
+came (the served shape among the scalars it leaves in the compiled fit) and serves the score;
+where a shape needs the damped full refit it returns -1.0 and the refit is completed in Python as
+the generic path completes it.
 """
 
 from __future__ import annotations
@@ -58,7 +61,8 @@ def entry_call(name: str, kernel, args):
     return found(*args)
 
 
-NO_EVENT = (-1, 0.0, 0.0)  # the cache's ``pending`` when no event is kept
+NO_EVENT = (-1, 0.0, 0.0)  # GEV's ``pending`` when no event is kept (else bucket, label, weight)
+NO_SCORE = (0.0, -1.0, 0.0)  # Platt's (else score, label, weight: its call finds the bucket)
 
 
 class RiverLock(SectionLock):
@@ -160,14 +164,15 @@ class GLMRiverFace(DeferredRiverFace):
     arguments after the event; ``river_tail``: the one-call kernel's; ``cuts``: the layout's
     interior cuts; ``river_ready``: the one-call refit can serve (Platt's ``river``, GEV's
     ``gev_river`` with ``gev_tail``, its kernel's arguments after the event); ``live`` and ``pending``:
-    the deferred work), on ``_glm_state_in`` and ``_river_scalars_out`` (the map's scalars into
+    the deferred work, ``pending`` being ``no_event`` (``NO_SCORE`` for Platt, ``NO_EVENT`` for
+    GEV) while none is kept), on ``_glm_state_in`` and ``_river_scalars_out`` (the map's scalars into
     and out of the compiled fit's array), on ``_river_proba`` and on ``_generic_proba_of`` (the
     generic engine's served probability, with the full refit).
     """
 
     def _river_settle(self, a) -> None:
         """The deferred work done: the kept event learned, the scalars written back (under the lock)."""
-        if a.pending[0] >= 0:
+        if a.pending is not a.no_event:
             self._river_learn_kept(a)
         self._river_scalars_out(a)
         a.live = False
@@ -181,8 +186,9 @@ class GLMRiverFace(DeferredRiverFace):
 
     def _river_learn_kept(self, a) -> None:
         sf, si = self._hist.live_arrays()
-        args = (sf, si, *a.pending, 0.0, *a.learn_tail)
-        a.pending = NO_EVENT
+        e, y, w = a.pending
+        args = (sf, si, bucket_of_score(a.cuts, e) if a.river else e, y, w, 0.0, *a.learn_tail)
+        a.pending = a.no_event
         learn = ENTRIES.get("learn")
         if learn is None:
             entry_call("learn", _g.glm_learn_one_inplace, args)
@@ -214,19 +220,19 @@ class GLMRiverFace(DeferredRiverFace):
                         and self.refit_every is None
                         and "histogram" not in self.__dict__
                     ):
-                        b = bucket_of_score(a.cuts, s)
                         if a.river_ready and lock.depth == 0:  # kept for the next prediction's call
                             if not a.live:
                                 self._glm_state_in(a)
                                 a.live = True
-                            elif a.pending[0] >= 0:
+                            elif a.pending is not a.no_event:
                                 self._river_learn_kept(a)
-                            a.pending = (b, 1.0 if y else 0.0, w)
+                            # Platt's call finds the bucket itself, GEV's is given it
+                            a.pending = (s if a.river else bucket_of_score(a.cuts, s), 1.0 if y else 0.0, w)
                             return
                         if a.live:
                             self._river_settle(a)
                         sf, si = self._hist.live_arrays()
-                        args = (sf, si, b, 1.0 if y else 0.0, w, 0.0)
+                        args = (sf, si, bucket_of_score(a.cuts, s), 1.0 if y else 0.0, w, 0.0)
                         learn = ENTRIES.get("learn")
                         if learn is None:
                             entry_call("learn", _g.glm_learn_one_inplace, (*args, *a.learn_tail))
@@ -262,10 +268,12 @@ class GLMRiverFace(DeferredRiverFace):
                             a.live = True
                         sf, si = self._hist.live_arrays()
                         if a.river:
-                            args = (sf, si, a.pc, a.buf, s, *a.pending, *a.river_tail)
-                            a.pending = NO_EVENT
-                            river = ENTRIES.get("river_learn")
-                            if river is None:
+                            # tuple concatenations and a subscript: cheaper than the display and ``get``
+                            args = (sf, si, a.pc, a.buf, s) + a.pending + a.river_tail  # noqa: RUF005
+                            a.pending = a.no_event
+                            try:
+                                river = ENTRIES["river_learn"]
+                            except KeyError:  # the interpreted tier, or before the first compiled call
                                 p = entry_call("river_learn", _g.glm_river_learn_proba, args)
                             else:
                                 p = river(*args)
@@ -275,7 +283,7 @@ class GLMRiverFace(DeferredRiverFace):
                         else:
                             # two tuple concatenations: cheaper than a display that star-unpacks both
                             args = (sf, si, s) + a.pending + a.gev_tail  # noqa: RUF005
-                            a.pending = NO_EVENT
+                            a.pending = a.no_event
                             try:
                                 river = ENTRIES["river_gev"]
                             except KeyError:  # the interpreted tier, or before the first compiled call

@@ -10,11 +10,12 @@ import numpy as np
 from streamcal._kernels import _config
 from streamcal._kernels import gev as _k
 from streamcal._kernels import glm_refit as _g
+from streamcal._kernels import histogram as _h
 from streamcal._kernels._config import entry_point
 from streamcal._refit import RefitCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
-from streamcal.gev._river import ENTRIES, NO_EVENT, GLMRiverFace, entry_call
+from streamcal.gev._river import ENTRIES, NO_EVENT, NO_SCORE, GLMRiverFace, entry_call
 from streamcal.gev.histfit import fit_glm_on_histogram
 from streamcal.windows import Window
 
@@ -281,11 +282,12 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         cache.learn_tail = (x, cache.table, moments, cache.pc, cache.anchor, self._glm_steps)
         # Platt's river face: the one-call kernel's arguments after the kept event, and the
         # deferred work (``streamcal.gev._river``): none yet
-        cache.river_tail = (x, cache.table, self._glm_steps, _FLOOR_CODES[self._PRIOR_FLOOR])
+        grid = np.array(_h.grid_of_sorted(hist.layout.cuts))  # its call's bucket search (an arithmetic guess)
+        cache.river_tail = (x, cache.table, hist.layout.cuts, grid, _FLOOR_CODES[self._PRIOR_FLOOR])
         # GEV's river face: the one-call kernel's arguments after the kept event
         cache.gev_tail = (*cache.args[:5], _LOGIT_CLIP, *cache.args[5:], *self._glm_shape_arrays(cache))
         cache.live = False
-        cache.pending = NO_EVENT
+        cache.pending = cache.no_event = NO_SCORE if cache.river else NO_EVENT
         self._glm_cache = cache
         return cache
 
@@ -327,7 +329,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             return -1.0
         dirty = self._dirty
         sf, si = self._hist.live_arrays()
-        args = (sf, si, a.pc, a.buf, s, 1.0 if dirty else 0.0, *a.river_tail[:2], a.river_tail[3])
+        args = (sf, si, a.pc, a.buf, s, 1.0 if dirty else 0.0, *a.river_tail[:2], a.river_tail[4])
         river = ENTRIES.get("river")
         p = entry_call("river", _g.glm_river_proba, args) if river is None else river(*args)
         if p >= 0.0 and dirty:
