@@ -105,6 +105,27 @@ def _combined(centres, pos, neg, kappa, floor):
     return pw, nw
 
 
+def _converged(x, centres, pos, neg, kappa, floor, l2):
+    """The converged refit of the histogram with its pseudo-counts."""
+    return fit_glm_on_histogram(x, *_combined(centres, pos, neg, kappa, floor), link="logit", l2=l2, tol=1e-16, max_iter=2000)
+
+
+def _moments_about(sf, si, x, pc, floor, anchor):
+    """The Taylor table, the data's and the floor's moments about ``anchor``, and the solve's scratch."""
+    table = _g.logistic_taylor_table()
+    mom = np.zeros(_g.MOM_SIZE)
+    _g.moments_floor_rebuild(sf, si, x, table, mom, pc, floor, float(anchor[0]), float(anchor[1]))
+    return table, mom, np.zeros(2 * (_g.MOM_K + 1)), np.zeros(_g.MOM_DATA_SIZE)
+
+
+def _assert_within_on_range(got, ref, x_lo, x_hi, tol=2e-10):
+    """The two fits' probabilities within ``tol`` on the feature range."""
+    grid = np.linspace(x_lo, x_hi, 201)
+    p_got = 1 / (1 + np.exp(-(got[0] * grid + got[1])))
+    p_ref = 1 / (1 + np.exp(-(ref[0] * grid + ref[1])))
+    assert float(np.max(np.abs(p_got - p_ref))) <= tol
+
+
 @settings(max_examples=120, deadline=None)
 @given(
     st.integers(8, 200),
@@ -130,15 +151,11 @@ def test_the_refit_rebuilds_about_the_models_optimum_before_a_pass(B, kappa, far
     def fit_of(change):
         p0 = pos * (1 + change * rng.uniform(-1, 1, B))
         n0 = neg * (1 + change * rng.uniform(-1, 1, B))
-        return fit_glm_on_histogram(x, *_combined(centres, p0, n0, kappa, floor), link="logit", l2=l2, tol=1e-16, max_iter=2000)
+        return _converged(x, centres, p0, n0, kappa, floor, l2)
 
     anchor, last = fit_of(far), fit_of(near)
-    ref = fit_glm_on_histogram(x, *_combined(centres, pos, neg, kappa, floor), link="logit", l2=l2, tol=1e-16, max_iter=2000)
-    table = _g.logistic_taylor_table()
-    mom = np.zeros(_g.MOM_SIZE)
-    _g.moments_floor_rebuild(sf, si, x, table, mom, pc, floor, float(anchor[0]), float(anchor[1]))
-    pw = np.zeros(2 * (_g.MOM_K + 1))
-    comb = np.zeros(_g.MOM_DATA_SIZE)
+    ref = _converged(x, centres, pos, neg, kappa, floor, l2)
+    table, mom, pw, comb = _moments_about(sf, si, x, pc, floor, anchor)
     first = _g.prior_moments_solve(mom.copy(), kappa, 1.0, l2, x_lo, x_hi, 1e-10, last.copy(), pw, comb)
     b0, b1 = _g.prior_rebuild_anchor(mom, 1.0, l2, last.copy(), pw, comb)  # from the ``comb`` just formed
     # a scratch too short to combine the moments: nothing is rebuilt
@@ -170,10 +187,7 @@ def test_the_refit_rebuilds_about_the_models_optimum_before_a_pass(B, kappa, far
             assert abs(b0 - ref[0]) + abs(b1 - ref[1]) <= 1e-6
             assert done
     if done:
-        grid = np.linspace(x_lo, x_hi, 201)
-        p_got = 1 / (1 + np.exp(-(got[0] * grid + got[1])))
-        p_ref = 1 / (1 + np.exp(-(ref[0] * grid + ref[1])))
-        assert float(np.max(np.abs(p_got - p_ref))) <= 2e-10
+        _assert_within_on_range(got, ref, x_lo, x_hi)
     else:
         np.testing.assert_array_equal(got, last)  # left as it was
 
@@ -223,14 +237,10 @@ def test_the_rebuild_anchor_is_the_models_optimum(B, kappa, far, step, floor, se
     x_lo, x_hi = float(x.min()), float(x.max())
     p0 = pos * (1 + far * rng.uniform(-1, 1, B))
     n0 = neg * (1 + far * rng.uniform(-1, 1, B))
-    anchor = fit_glm_on_histogram(x, *_combined(centres, p0, n0, kappa, floor), link="logit", l2=l2, tol=1e-16, max_iter=2000)
-    ref = fit_glm_on_histogram(x, *_combined(centres, pos, neg, kappa, floor), link="logit", l2=l2, tol=1e-16, max_iter=2000)
+    anchor = _converged(x, centres, p0, n0, kappa, floor, l2)
+    ref = _converged(x, centres, pos, neg, kappa, floor, l2)
     last = np.array([ref[0] + step * rng.choice([-1.0, 1.0]), ref[1] + step * rng.choice([-1.0, 1.0])])
-    table = _g.logistic_taylor_table()
-    mom = np.zeros(_g.MOM_SIZE)
-    _g.moments_floor_rebuild(sf, si, x, table, mom, pc, floor, float(anchor[0]), float(anchor[1]))
-    pw = np.zeros(2 * (_g.MOM_K + 1))
-    comb = np.zeros(_g.MOM_DATA_SIZE)
+    table, mom, pw, comb = _moments_about(sf, si, x, pc, floor, anchor)
     _g.prior_moments_solve(mom.copy(), kappa, 1.0, l2, x_lo, x_hi, 1e-10, last.copy(), pw, comb)  # forms ``comb``
     b0, b1 = _g.prior_rebuild_anchor(mom, 1.0, l2, last.copy(), pw, comb)
     got = last.copy()
@@ -239,7 +249,4 @@ def test_the_rebuild_anchor_is_the_models_optimum(B, kappa, far, step, floor, se
         assert abs(b0 - ref[0]) + abs(b1 - ref[1]) <= 1e-5 * (1.0 + abs(ref[0]) + abs(ref[1]))
         assert done
     if done:
-        grid = np.linspace(x_lo, x_hi, 201)
-        p_got = 1 / (1 + np.exp(-(got[0] * grid + got[1])))
-        p_ref = 1 / (1 + np.exp(-(ref[0] * grid + ref[1])))
-        assert float(np.max(np.abs(p_got - p_ref))) <= 2e-10
+        _assert_within_on_range(got, ref, x_lo, x_hi)
