@@ -77,12 +77,17 @@ def _histogram(rng, B, window=0):
     n = rng.exponential(50.0, B) * (rng.uniform(size=B) < 0.6)
     rate = 1 / (1 + np.exp(-(rng.uniform(0.6, 1.3) * x + rng.uniform(-0.5, 0.5))))
     pos, neg = np.round(n * rate), np.round(n * (1 - rate))
-    sf, si = _hk.empty_state(B, 0, (_hk.KIND_UNBOUNDED, 0.0, 0.0, 0.0))
-    for b in range(B):
+    return (centres, x, pc, pos, neg, *_state_of(pos, neg))
+
+
+def _state_of(pos, neg):
+    """An unbounded window's histogram state holding ``pos`` and ``neg`` per bucket."""
+    sf, si = _hk.empty_state(pos.size, 0, (_hk.KIND_UNBOUNDED, 0.0, 0.0, 0.0))
+    for b in range(pos.size):
         for label, count in ((1.0, pos[b]), (0.0, neg[b])):
             if count > 0.0:
                 _hk.histogram_learn_one_inplace(sf, si, b, label, count, 0.0)
-    return centres, x, pc, pos, neg, sf, si
+    return sf, si
 
 
 @settings(max_examples=80, deadline=None)
@@ -108,6 +113,13 @@ def _combined(centres, pos, neg, kappa, floor):
 def _converged(x, centres, pos, neg, kappa, floor, l2):
     """The converged refit of the histogram with its pseudo-counts."""
     return fit_glm_on_histogram(x, *_combined(centres, pos, neg, kappa, floor), link="logit", l2=l2, tol=1e-16, max_iter=2000)
+
+
+def _perturbed_fit(rng, x, centres, pos, neg, change, kappa, floor, l2):
+    """The converged refit of a histogram up to ``change`` away per bucket (relative)."""
+    p0 = pos * (1 + change * rng.uniform(-1, 1, pos.size))
+    n0 = neg * (1 + change * rng.uniform(-1, 1, pos.size))
+    return _converged(x, centres, p0, n0, kappa, floor, l2)
 
 
 def _moments_about(sf, si, x, pc, floor, anchor):
@@ -148,12 +160,8 @@ def test_the_refit_rebuilds_about_the_models_optimum_before_a_pass(B, kappa, far
     l2 = 1e-6
     x_lo, x_hi = float(x.min()), float(x.max())
 
-    def fit_of(change):
-        p0 = pos * (1 + change * rng.uniform(-1, 1, B))
-        n0 = neg * (1 + change * rng.uniform(-1, 1, B))
-        return _converged(x, centres, p0, n0, kappa, floor, l2)
-
-    anchor, last = fit_of(far), fit_of(near)
+    anchor = _perturbed_fit(rng, x, centres, pos, neg, far, kappa, floor, l2)
+    last = _perturbed_fit(rng, x, centres, pos, neg, near, kappa, floor, l2)
     ref = _converged(x, centres, pos, neg, kappa, floor, l2)
     table, mom, pw, comb = _moments_about(sf, si, x, pc, floor, anchor)
     first = _g.prior_moments_solve(mom.copy(), kappa, 1.0, l2, x_lo, x_hi, 1e-10, last.copy(), pw, comb)
@@ -235,9 +243,7 @@ def test_the_rebuild_anchor_is_the_models_optimum(B, kappa, far, step, floor, se
         return
     l2 = 1e-6
     x_lo, x_hi = float(x.min()), float(x.max())
-    p0 = pos * (1 + far * rng.uniform(-1, 1, B))
-    n0 = neg * (1 + far * rng.uniform(-1, 1, B))
-    anchor = _converged(x, centres, p0, n0, kappa, floor, l2)
+    anchor = _perturbed_fit(rng, x, centres, pos, neg, far, kappa, floor, l2)
     ref = _converged(x, centres, pos, neg, kappa, floor, l2)
     last = np.array([ref[0] + step * rng.choice([-1.0, 1.0]), ref[1] + step * rng.choice([-1.0, 1.0])])
     table, mom, pw, comb = _moments_about(sf, si, x, pc, floor, anchor)
@@ -276,16 +282,10 @@ def test_one_bucket_of_weight_fixes_the_fit_at_that_bucket_only(B, kappa, k, n, 
     b = int(rng.integers(0, B))
     pos, neg = np.zeros(B), np.zeros(B)
     pos[b], neg[b] = float(k), float(n)
-    sf, si = _hk.empty_state(B, 0, (_hk.KIND_UNBOUNDED, 0.0, 0.0, 0.0))
-    for label, count in ((1.0, pos[b]), (0.0, neg[b])):
-        if count > 0.0:
-            _hk.histogram_learn_one_inplace(sf, si, b, label, count, 0.0)
+    sf, si = _state_of(pos, neg)
     floor, l2 = _g.FLOOR_TRAFFIC, 1e-6
-
-    def fit_of(change):
-        return _converged(x, centres, pos * (1 + change * rng.uniform(-1, 1, B)), neg * (1 + change * rng.uniform(-1, 1, B)), kappa, floor, l2)
-
-    anchor, last = fit_of(far), fit_of(near)
+    anchor = _perturbed_fit(rng, x, centres, pos, neg, far, kappa, floor, l2)
+    last = _perturbed_fit(rng, x, centres, pos, neg, near, kappa, floor, l2)
     ref = _converged(x, centres, pos, neg, kappa, floor, l2)
     table, mom, pw, comb = _moments_about(sf, si, x, pc, floor, anchor)
     x_lo, x_hi = float(x.min()), float(x.max())
