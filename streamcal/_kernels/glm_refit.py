@@ -330,6 +330,7 @@ STEP_PS0 = STEP_DPX + P_SIZE  # its Hessian's part from the steep buckets at the
 STEP_PSP = STEP_PS0 + 3  # that part's growth by the events since (events leaving do not count)
 STEP_BLOCK = STEP_PSP + 3
 STEP_MAX_DV = 0.1  # a predicted step moving v by more than this at the feature range is not taken
+STEP_MODEL_MAX_DV = 1.0  # the same for the fourth-order model's root (:func:`_steps_start`)
 #: the served shape's refit without a pass (:func:`_served_certified`) stands where its served
 #: probabilities are certified within this of the optimum's
 SERVE_TOL = 1e-10
@@ -1073,7 +1074,7 @@ def glm_refit_inplace(
                 start = pw[0:2]
                 start[0] = betas[k, 0]
                 start[1] = betas[k, 1]
-                _steps_start(steps, _steps_effective(steps, k, kappa), u, l2, x_lo, x_hi, start)
+                _steps_start(steps, _steps_effective(steps, k, kappa), u, l2, x_lo, x_hi, start, kappa > 0.0)
             # the data's part (the histogram in stored units, unit 1) while the prior holds
             dw = sf[_h.SF_HEADER : _h.SF_HEADER + 2 * B] if keep and pattern else sf[:0]
             dsums = steps[steps.shape[0] - STEP_BLOCK + STEP_PX0 : steps.shape[0]] if keep else steps[:0]
@@ -1838,15 +1839,25 @@ def _steps_effective(steps, k, kappa):
 
 
 @jit_noalloc
-def _steps_start(steps, k, u, l2, x_lo, x_hi, beta):
+def _steps_start(steps, k, u, l2, x_lo, x_hi, beta, model):
     """Shape ``k``'s predicted optimum for the histogram now, into ``beta``: from its fit at the
     last refit, a Newton step on the data's change with the curvature's second-order term
-    (``H d = -(dg + T[d0, d0] / 2)``, ``d0 = -H^-1 dg``); ``beta`` is left as it is where the
-    Hessian is not positive definite or the step moves ``v`` by more than ``STEP_MAX_DV``."""
+    (``H d = -(dg + T[d0, d0] / 2)``, ``d0 = -H^-1 dg``), or where ``model`` (while the score
+    prior holds) the root of the block's fourth-order model of the gradient
+    (:func:`_block_model_root`), whose error is of the order of the move of ``v`` to the fourth
+    power, so that the refit's first pass usually finds a Newton step within its stopping rule
+    and stops there; ``beta`` is left as it is where the Hessian is not positive definite or
+    the step moves ``v`` by more than ``STEP_MAX_DV``."""
     o = STEP_HEADER + k * STEP_BLOCK
     c = o + STEP_CURV
     h00, h01, h11, det = _block_hessian(steps, o, u, l2)
     if not (det > 0.0 and h00 > 0.0):
+        return
+    if model:
+        solved, d0, d1, _, _ = _block_model_root(steps, o, u, l2, h00, h01, h11, det)
+        if solved and max(abs(d0 * x_lo + d1), abs(d0 * x_hi + d1)) <= STEP_MODEL_MAX_DV:
+            beta[0] = steps[o + STEP_B0] + d0
+            beta[1] = steps[o + STEP_B1] + d1
         return
     g0 = steps[o + STEP_DG] / u
     g1 = steps[o + STEP_DG + 1] / u
@@ -2048,6 +2059,51 @@ def _block_hessian(steps, o, u, l2):
     return a00, a01, a11, a00 * a11 - a01 * a01
 
 
+@jit_noalloc(forceinline=True)
+def _block_model_root(steps, o, u, l2, a00, a01, a11, det):
+    """The root of the shape block at ``o``'s model of the risk's gradient at its fit plus
+    ``d``, ``m(d) = g + A d + T[d, d] / 2 + Q[d, d, d] / 6`` (``A`` its Hessian ``(a00, a01,
+    a11)`` with determinant ``det > 0``; ``g`` the gradient's change, with the ridge's share
+    grown where the stored unit moved; ``T``, ``Q`` the last pass's third and fourth derivatives
+    plus the events' terms since), by four Newton steps from ``-A^-1 g``. Returns ``(solved, d0,
+    d1, m0, m1)``, ``m`` the model's gradient at ``d``; not solved where the model's Hessian
+    ``A + T[d] + Q[d, d] / 2`` is not positive definite on the way."""
+    b0 = steps[o + STEP_B0]
+    b1 = steps[o + STEP_B1]
+    c = o + STEP_CURV
+    # the data gradient at the fit balanced the ridge's in the unit of then: with decay, the
+    # ridge's share has grown since
+    ridge = l2 * (1.0 - steps[o + STEP_UNIT] / u)
+    g0 = steps[o + STEP_DG] / u + ridge * b0
+    g1 = steps[o + STEP_DG + 1] / u + ridge * b1
+    t0 = (steps[c + 3] + steps[o + STEP_DT]) / u
+    t1 = (steps[c + 4] + steps[o + STEP_DT + 1]) / u
+    t2 = (steps[c + 5] + steps[o + STEP_DT + 2]) / u
+    t3 = (steps[c + 6] + steps[o + STEP_DT + 3]) / u
+    q = o + STEP_Q
+    e = o + STEP_DQ
+    q0 = (steps[q] + steps[e]) / u
+    q1 = (steps[q + 1] + steps[e + 1]) / u
+    q2 = (steps[q + 2] + steps[e + 2]) / u
+    q3 = (steps[q + 3] + steps[e + 3]) / u
+    q4 = (steps[q + 4] + steps[e + 4]) / u
+    d0 = -(a11 * g0 - a01 * g1) / det
+    d1 = -(-a01 * g0 + a00 * g1) / det
+    m0, m1 = _model_gradient(g0, g1, a00, a01, a11, t0, t1, t2, t3, q0, q1, q2, q3, q4, d0, d1)
+    for _ in range(4):
+        # the model's Hessian A + T[d] + Q[d, d] / 2
+        j00 = a00 + t0 * d0 + t1 * d1 + 0.5 * (q0 * d0 * d0 + 2.0 * q1 * d0 * d1 + q2 * d1 * d1)
+        j01 = a01 + t1 * d0 + t2 * d1 + 0.5 * (q1 * d0 * d0 + 2.0 * q2 * d0 * d1 + q3 * d1 * d1)
+        j11 = a11 + t2 * d0 + t3 * d1 + 0.5 * (q2 * d0 * d0 + 2.0 * q3 * d0 * d1 + q4 * d1 * d1)
+        jd = j00 * j11 - j01 * j01
+        if not (jd > 0.0 and j00 > 0.0):
+            return False, d0, d1, m0, m1
+        d0 -= (j11 * m0 - j01 * m1) / jd
+        d1 -= (-j01 * m0 + j00 * m1) / jd
+        m0, m1 = _model_gradient(g0, g1, a00, a01, a11, t0, t1, t2, t3, q0, q1, q2, q3, q4, d0, d1)
+    return True, d0, d1, m0, m1
+
+
 @jit_noalloc
 def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa):
     """Shape ``k``'s optimum for the histogram now without a pass over the buckets, certified:
@@ -2101,38 +2157,10 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa):
     xi = steps[o + STEP_XI]
     b0 = steps[o + STEP_B0]
     b1 = steps[o + STEP_B1]
-    c = o + STEP_CURV
-    # the data gradient at the fit balanced the ridge's in the unit of then: with decay, the
-    # ridge's share has grown since
-    ridge = l2 * (1.0 - steps[o + STEP_UNIT] / u)
-    g0 = steps[o + STEP_DG] / u + ridge * b0
-    g1 = steps[o + STEP_DG + 1] / u + ridge * b1
-    t0 = (steps[c + 3] + steps[o + STEP_DT]) / u
-    t1 = (steps[c + 4] + steps[o + STEP_DT + 1]) / u
-    t2 = (steps[c + 5] + steps[o + STEP_DT + 2]) / u
-    t3 = (steps[c + 6] + steps[o + STEP_DT + 3]) / u
-    q = o + STEP_Q
-    e = o + STEP_DQ
-    q0 = (steps[q] + steps[e]) / u
-    q1 = (steps[q + 1] + steps[e + 1]) / u
-    q2 = (steps[q + 2] + steps[e + 2]) / u
-    q3 = (steps[q + 3] + steps[e + 3]) / u
-    q4 = (steps[q + 4] + steps[e + 4]) / u
     # 1. Newton's method on the model
-    d0 = -(a11 * g0 - a01 * g1) / det
-    d1 = -(-a01 * g0 + a00 * g1) / det
-    m0, m1 = _model_gradient(g0, g1, a00, a01, a11, t0, t1, t2, t3, q0, q1, q2, q3, q4, d0, d1)
-    for _ in range(4):
-        # the model's Hessian A + T[d] + Q[d, d] / 2
-        j00 = a00 + t0 * d0 + t1 * d1 + 0.5 * (q0 * d0 * d0 + 2.0 * q1 * d0 * d1 + q2 * d1 * d1)
-        j01 = a01 + t1 * d0 + t2 * d1 + 0.5 * (q1 * d0 * d0 + 2.0 * q2 * d0 * d1 + q3 * d1 * d1)
-        j11 = a11 + t2 * d0 + t3 * d1 + 0.5 * (q2 * d0 * d0 + 2.0 * q3 * d0 * d1 + q4 * d1 * d1)
-        jd = j00 * j11 - j01 * j01
-        if not (jd > 0.0 and j00 > 0.0):
-            return False, 0.0, 0.0
-        d0 -= (j11 * m0 - j01 * m1) / jd
-        d1 -= (-j01 * m0 + j00 * m1) / jd
-        m0, m1 = _model_gradient(g0, g1, a00, a01, a11, t0, t1, t2, t3, q0, q1, q2, q3, q4, d0, d1)
+    solved, d0, d1, m0, m1 = _block_model_root(steps, o, u, l2, a00, a01, a11, det)
+    if not solved:
+        return False, 0.0, 0.0
     delta = max(abs(d0 * lo + d1), abs(d0 * hi + d1))
     # 2. the gradient's error, over the band of v within ``reach`` of every bucket's
     p00 = a11 / det
