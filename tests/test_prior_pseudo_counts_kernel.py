@@ -1,7 +1,9 @@
 """The refit's pseudo-counts kernel (``glm_refit.add_prior_pseudo_counts``) against the score
 prior's Python rule (``streamcal._prior.pseudo_counts``), bit for bit, on hypothesis-generated
 sparse rows under every floor: the kernel skips the buckets without weight off the thinned grid
-(their pseudo-count is ``kappa * 0``) and follows the thinned grid by a counter."""
+(their pseudo-count is ``kappa * 0``) and follows the thinned grid by a counter. Its sums
+(``add_prior_pseudo_counts_sums``: the fitted row's totals and the prefix half of the end runs,
+which GEV's refit takes from it) against the loops over the buckets they replace, bit for bit."""
 
 from __future__ import annotations
 
@@ -42,6 +44,29 @@ def test_pseudo_counts_kernel_equals_the_python_rule(case):
     G.add_prior_pseudo_counts(kp, kn, kappa, centres, identity, base_rate, FLOORS[floor], np.int64(pos.size))
     np.testing.assert_array_equal(kp, pos + prior_pos)
     np.testing.assert_array_equal(kn, neg + prior_neg)
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows(), st.sampled_from([0.0, 1.0, 2.5]))
+def test_the_sums_equal_the_loops_they_replace(case, c):
+    pos, neg, centres, kappa, identity, floor = case
+    base_rate = (float(pos.sum()) + 1.0) / (float(pos.sum() + neg.sum()) + 2.0)
+    kp, kn = pos.copy(), neg.copy()
+    B = np.int64(pos.size)
+    s_pos, s_neg, low, r_pos, r_neg = G.add_prior_pseudo_counts_sums(
+        kp, kn, kappa, centres, identity, base_rate, FLOORS[floor], B, c, pos.size > 0
+    )
+    t_pos, t_neg = 0.0, 0.0  # the refit's totals loop, over every bucket
+    for j in range(pos.size):
+        t_pos += kp[j]
+        t_neg += kn[j]
+    assert (s_pos, s_neg) == (t_pos, t_neg)
+    fit, fit_from = np.zeros(G.FIT_RUN_HIGH + 1), np.zeros(G.FIT_RUN_HIGH + 1)
+    G.end_run_bounds(kp, kn, c, fit)
+    G.end_run_bounds_from(kp, kn, c, fit_from, low, r_pos, r_neg)
+    np.testing.assert_array_equal(fit_from, fit)
+    if np.any(kp + kn > 0.0):  # the row holds weight after the floors: the prefix half ran
+        assert r_pos + r_neg > 0.0
 
 
 def test_the_floor_reaches_empty_buckets_on_the_thinned_grid():

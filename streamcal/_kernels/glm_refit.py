@@ -833,12 +833,24 @@ def prior_strength_warm(h, h0, B, unit, cen, pc, base_rate, identity, start, out
 
 @jit_noalloc
 def add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, base_rate, floor_kind, B):
+    """Add the score prior's pseudo-counts of strength ``kappa`` to ``pos_w``/``neg_w``
+    (:func:`add_prior_pseudo_counts_sums` without its sums)."""
+    add_prior_pseudo_counts_sums(pos_w, neg_w, kappa, centres, identity, base_rate, floor_kind, B, 0.0, B < 0)
+
+
+@jit_noalloc
+def add_prior_pseudo_counts_sums(pos_w, neg_w, kappa, centres, identity, base_rate, floor_kind, B, c, runs):
     """Add the score prior's pseudo-counts of strength ``kappa`` to ``pos_w``/``neg_w``, bucket
-    by bucket as ``streamcal._prior.score_prior`` computes them.
+    by bucket as ``streamcal._prior.score_prior`` computes them. Returns the fitted row's class
+    totals ``(s_pos, s_neg)`` (summed over every bucket in order) and, where ``runs``, the
+    prefix half of :func:`end_run_bounds` on it: the least ``(c + P_<=j) / (c + W_<=j)`` over
+    its non-empty buckets and the prefix sums' ends ``P``, ``W - P`` (else 1.0, 0.0, 0.0).
 
     A bucket without weight off the thinned grid gets no floor weight under any floor (its
     pseudo-count ``kappa * 0`` would add 0 to 0): it is skipped, the same values. The thinned
-    grid (``j % step == step // 2``) is followed by a counter."""
+    grid (``j % step == step // 2``) is followed by a counter. The totals add the skipped
+    buckets' weights too (0, or two that cancel), the prefix sums only those of the buckets
+    that hold weight, as :func:`end_run_bounds` does: the same values as the loops they replace."""
     step = max(1, B // 64)
     margin = max(1, B // 16)
     half = step // 2
@@ -851,6 +863,11 @@ def add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, base_rate, f
                     first = j
                 last = j
     phase = 0  # ``j % step``
+    s_pos = 0.0
+    s_neg = 0.0
+    low = 1.0
+    r_pos = 0.0  # the prefix sums of the buckets that hold weight
+    r_neg = 0.0
     for j in range(B):
         on_grid = phase == half
         phase += 1
@@ -858,6 +875,8 @@ def add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, base_rate, f
             phase = 0
         n = pos_w[j] + neg_w[j]
         if n == 0.0 and not on_grid:
+            s_pos += pos_w[j]  # 0, or weights that cancel (a window's round-off): the totals hold them
+            s_neg += neg_w[j]
             continue
         held = 1.0 if n > 0.0 else 0.0
         thinned = float(step) if on_grid else 0.0
@@ -872,8 +891,17 @@ def add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, base_rate, f
         else:
             m = kappa * (n + held)
         rate = _p.prior_rate(centres[j], base_rate, identity) if identity else base_rate
-        pos_w[j] = pos_w[j] + m * rate
-        neg_w[j] = neg_w[j] + m * (1.0 - rate)
+        p = pos_w[j] + m * rate
+        q = neg_w[j] + m * (1.0 - rate)
+        pos_w[j] = p
+        neg_w[j] = q
+        s_pos += p
+        s_neg += q
+        if runs and p + q > 0.0:
+            r_pos += p
+            r_neg += q
+            low = min(low, (c + r_pos) / (c + (r_pos + r_neg)))
+    return s_pos, s_neg, low, r_pos, r_neg
 
 
 @jit_noalloc
@@ -898,7 +926,16 @@ def end_run_bounds(pos_w, neg_w, c, fit):
             p += pos_w[j]
             n += neg_w[j]
             low = min(low, (c + p) / (c + (p + n)))
-    whole = (p + c) / ((p + n) + 2.0 * c)  # the prefix sums end at the totals
+    end_run_bounds_from(pos_w, neg_w, c, fit, low, p, n)
+
+
+@jit_noalloc(forceinline=True)
+def end_run_bounds_from(pos_w, neg_w, c, fit, low, t_pos, t_neg):
+    """:func:`end_run_bounds` from its prefix half: ``low`` the least prefix rate, ``t_pos``,
+    ``t_neg`` where the prefix sums end (the non-empty buckets' totals); the suffix half runs
+    here."""
+    B = pos_w.shape[0]
+    whole = (t_pos + c) / ((t_pos + t_neg) + 2.0 * c)
     low = min(low, whole)
     p = 0.0
     n = 0.0
@@ -993,21 +1030,20 @@ def glm_refit_inplace(
         elif not known:
             kappa = score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor)
         fit[FIT_KAPPA] = kappa
-        if kappa > 0.0:
-            base_rate = (t_pos + c) / ((t_pos + t_neg) + 2.0 * c)
-            add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, base_rate, floor_kind, B)
     s_pos = t_pos
     s_neg = t_neg
-    if kappa > 0.0:  # the fitted totals, pseudo-counts included
-        s_pos = 0.0
-        s_neg = 0.0
-        for j in range(B):
-            s_pos += pos_w[j]
-            s_neg += neg_w[j]
+    low = 1.0
+    if kappa > 0.0:  # the fitted totals, pseudo-counts included, and (GEV) its end runs' prefix half
+        base_rate = (t_pos + c) / ((t_pos + t_neg) + 2.0 * c)
+        s_pos, s_neg, low, r_pos, r_neg = add_prior_pseudo_counts_sums(
+            pos_w, neg_w, kappa, centres, identity, base_rate, floor_kind, B, c, code == 0
+        )
     fit[FIT_T_POS] = t_pos
     fit[FIT_T_NEG] = t_neg
     fit[FIT_TOTAL] = s_pos + s_neg
-    if code == 0:  # GEV's map saturates past its support's end: bounded by the data's end runs
+    if code == 0 and kappa > 0.0:  # GEV's map saturates past its support's end: bounded by the end runs
+        end_run_bounds_from(pos_w, neg_w, c, fit, low, r_pos, r_neg)
+    elif code == 0:
         end_run_bounds(pos_w, neg_w, c, fit)
     else:
         fit[FIT_RUN_LOW] = 0.0
