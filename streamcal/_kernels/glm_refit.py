@@ -1500,38 +1500,55 @@ def floor_rebuild(sf, si, x, table, mom, pc, floor_kind):
 
 
 @jit_noalloc(forceinline=True)
-def _weight_add_pair(mom, table, xb, w, f):
-    """:func:`_weight_add` of weight ``w`` to the data's moments and ``f`` to the floor's at one
-    feature ``xb``, Horner's rule run once for both (each sum takes the same steps)."""
-    p = _logistic(mom[MOM_B0] * xb + mom[MOM_B1])
-    ax = abs(xb)
-    t = w
-    t2 = f
+def _weight_add_two(mom, table, xa, wa, fa, xb, wb, fb):
+    """:func:`_weight_add` of two buckets at once, data weight ``wa`` and floor weight ``fa`` at
+    feature ``xa`` then ``wb`` and ``fb`` at ``xb``, to the data's and the floor's moments: each
+    sum gains ``a``'s term then ``b``'s, each term formed by the same steps as alone (Horner's
+    rule run once per bucket for both weights), so the same bits as the buckets one by one. The
+    two buckets' independent chains of multiplications interleave. A zero weight adds zeros,
+    which leave every sum as it is (none of them is ever -0.0: they start at +0.0)."""
+    pa = _logistic(mom[MOM_B0] * xa + mom[MOM_B1])
+    pb = _logistic(mom[MOM_B0] * xb + mom[MOM_B1])
+    axa = abs(xa)
+    axb = abs(xb)
+    ta = wa
+    fta = fa
+    tb = wb
+    ftb = fb
     for m in range(MOM_NS):
-        mom[MOM_S + m] += t
-        mom[MOM_FL_S + m] += t2
-        t *= ax
-        t2 *= ax
+        mom[MOM_S + m] = (mom[MOM_S + m] + ta) + tb
+        mom[MOM_FL_S + m] = (mom[MOM_FL_S + m] + fta) + ftb
+        ta *= axa
+        fta *= axa
+        tb *= axb
+        ftb *= axb
     for k in range(MOM_K + 1):
-        acc = 0.0
+        acca = 0.0
+        accb = 0.0
         for d in range(k + 1, -1, -1):
-            acc = acc * p + table[k, d]
-        t = w * acc
-        t2 = f * acc
+            acca = acca * pa + table[k, d]
+            accb = accb * pb + table[k, d]
+        ta = wa * acca
+        fta = fa * acca
+        tb = wb * accb
+        ftb = fb * accb
         base = MOM_M + k * MOM_NCOL
         fbase = MOM_FL_M + k * MOM_NCOL
         for m in range(MOM_NCOL):
-            mom[base + m] += t
-            mom[fbase + m] += t2
-            t *= xb
-            t2 *= xb
+            mom[base + m] = (mom[base + m] + ta) + tb
+            mom[fbase + m] = (mom[fbase + m] + fta) + ftb
+            ta *= xa
+            fta *= xa
+            tb *= xb
+            ftb *= xb
 
 
 @jit_noalloc
 def moments_floor_rebuild(sf, si, x, table, mom, pc, floor_kind, b0, b1):
     """:func:`moments_rebuild` about ``(b0, b1)`` then :func:`floor_rebuild`, in one loop over the
     buckets (the same sums, the same bits): a bucket with data and floor weight takes the
-    logistic's Taylor rows once for both."""
+    logistic's Taylor rows once for both, and the buckets go to them two at a time
+    (:func:`_weight_add_two`: the same bits again, with more work in flight)."""
     for i in range(MOM_D):
         mom[i] = 0.0
     mom[MOM_B0] = b0
@@ -1549,6 +1566,11 @@ def moments_floor_rebuild(sf, si, x, table, mom, pc, floor_kind, b0, b1):
     hi = -np.inf
     flo = np.inf
     fhi = -np.inf
+    # the Taylor rows two buckets at a time (:func:`_weight_add_two`): a bucket waits for the next
+    held_x = 0.0  # the waiting bucket's feature, data weight and floor weight
+    held_n = 0.0
+    held_f = 0.0
+    waiting = False
     for j in range(B):
         pos = sf[H + j]
         n = pos + sf[H + B + j]
@@ -1563,20 +1585,23 @@ def moments_floor_rebuild(sf, si, x, table, mom, pc, floor_kind, b0, b1):
             hi = max(hi, xb)
             mom[MOM_FL_R0] += n * r
             mom[MOM_FL_R1] += n * r * xb
+            mom[MOM_P0] += pos
+            mom[MOM_P1] += pos * xb
         if f > 0.0:
             flo = min(flo, xb)
             fhi = max(fhi, xb)
-        if n > 0.0 and f > 0.0:
-            _weight_add_pair(mom, table, xb, n, f)
-            mom[MOM_P0] += pos
-            mom[MOM_P1] += pos * xb
             mom[MOM_FL_F] += f
             mom[MOM_FL_FR0] += f * r
             mom[MOM_FL_FR1] += f * r * xb
-        elif n > 0.0:
-            _moments_add(mom, table, xb, pos, n)
+        if waiting:
+            _weight_add_two(mom, table, held_x, held_n, held_f, xb, n, f)
         else:
-            _floor_add(mom, table, xb, r, f)
+            held_x = xb
+            held_n = n
+            held_f = f
+        waiting = not waiting
+    if waiting:  # the last bucket alone, with a partner of no weight
+        _weight_add_two(mom, table, held_x, held_n, held_f, held_x, 0.0, 0.0)
     mom[MOM_X_LO] = lo
     mom[MOM_X_HI] = hi
     mom[MOM_UPDATES] = 0.0
