@@ -32,6 +32,7 @@ from streamcal._kernels import histogram as _hk
 from streamcal._kernels import prior as _kp
 
 LOG_KAPPA_TOL = 1e-9  # PRIOR_D_TOL (1e-10) plus the prior kernel's own stopping rule, with room
+SCRATCH = np.zeros(2 * (_g.MOM_K + 1))  # the rebuild's scratch (``pw``)
 
 
 def logit(c):
@@ -82,6 +83,36 @@ def histogram_of(pos, neg):
 
 
 @settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.floats(-3.0, 3.0), st.floats(-3.0, 3.0), st.integers(0, 2**32 - 1))
+def test_the_rebuild_equals_the_buckets_one_by_one(B, slope, intercept, seed):
+    # the rebuild takes the Taylor rows four buckets at a time (any count of them: the last with
+    # partners of no weight); the learn kernel's step adds one bucket at a time: the same bits
+    rng = np.random.default_rng(seed)
+    centres = np.sort(rng.uniform(1e-4, 1 - 1e-4, B))
+    pc = np.zeros((5, B))
+    _g.prior_cache_fill(centres, pc)
+    n = rng.exponential(20.0, B) * (rng.uniform(size=B) < 0.6)
+    pos = np.round(n * rng.uniform(size=B))
+    sf, si = histogram_of(pos, np.round(n) - np.minimum(pos, np.round(n)))
+    table = _g.logistic_taylor_table()
+    one = rng.normal(size=_g.D_SIZE)  # whatever the arrays held before
+    _g.prior_d_rebuild(sf, si, table, pc, one, slope, intercept, rng.normal(size=SCRATCH.size))
+    ref = np.zeros(_g.D_SIZE)
+    ref[_g.MOM_B0], ref[_g.MOM_B1] = slope, intercept
+    ref[_g.MOM_X_LO], ref[_g.MOM_X_HI] = np.inf, -np.inf
+    for j in range(B):
+        p = sf[_hk.SF_HEADER + j]
+        w = p + sf[_hk.SF_HEADER + B + j]
+        if w > 0.0:
+            _g._prior_d_add(ref, table, pc, j, p, w)
+    ref[_g.MOM_UPDATES] = 0.0
+    ref[[_g.MOM_VALID, _g.MOM_N_LEARNED, _g.MOM_T_POS, _g.MOM_T_NEG]] = (
+        1.0, sf[_hk.SF_N_LEARNED], sf[_hk.SF_T_POS], sf[_hk.SF_T_NEG]
+    )
+    np.testing.assert_array_equal(one, ref)
+
+
+@settings(max_examples=60, deadline=None)
 @given(st.integers(2, 300), st.sampled_from([0, 5, 30]), st.integers(0, 2**32 - 1))
 def test_the_block_follows_the_histogram(B, window, seed):
     # events (some of weight 0) learned through the learn kernel into an unbounded or a count
@@ -94,7 +125,7 @@ def test_the_block_follows_the_histogram(B, window, seed):
     centre = int(rng.integers(0, B))
     _g.glm_learn_one_inplace(sf, si, centre, 1.0, 1.0, 0.0, x, table, mom, pc, anchor, steps)
     dm = block(mom)
-    _g.prior_d_rebuild(sf, si, table, pc, dm, 0.9, -0.2)
+    _g.prior_d_rebuild(sf, si, table, pc, dm, 0.9, -0.2, SCRATCH)
     xm = max(1.0, float(np.max(np.abs(x))))
     powers = xm ** np.arange(_g.MOM_NCOL + 1)
     scale = np.zeros(_g.D_SIZE)
@@ -108,7 +139,7 @@ def test_the_block_follows_the_histogram(B, window, seed):
         _g.glm_learn_one_inplace(sf, si, b, float(rng.uniform() < 0.3), w, 0.0, x, table, mom, pc, anchor, steps)
         assert _g.moments_current(dm, sf)
         fresh = dm.copy()
-        _g.prior_d_rebuild(sf, si, table, pc, fresh, dm[_g.MOM_B0], dm[_g.MOM_B1])
+        _g.prior_d_rebuild(sf, si, table, pc, fresh, dm[_g.MOM_B0], dm[_g.MOM_B1], SCRATCH)
         sums = np.ones(_g.D_SIZE, dtype=bool)
         sums[[_g.MOM_VALID, _g.MOM_X_LO, _g.MOM_X_HI, _g.MOM_UPDATES]] = False
         err = np.abs(dm - fresh)[sums]
@@ -145,7 +176,7 @@ def test_the_strength_from_the_block_matches_the_prior_kernel(h, change, seed):
     sf, si = histogram_of(pos, neg)
     u = unit_of(sf)
     dm = np.zeros(_g.D_SIZE)
-    _g.prior_d_rebuild(sf, si, _g.logistic_taylor_table(), pc, dm, *raw_fit(start))
+    _g.prior_d_rebuild(sf, si, _g.logistic_taylor_table(), pc, dm, *raw_fit(start), SCRATCH)
     out = np.zeros(_g.PRIOR_SIZE)
     pw = np.zeros(2 * (_g.MOM_K + 1))
     kappa = _g.prior_strength_moments(dm, sf, u, pw, start, out)
@@ -159,7 +190,7 @@ def test_the_strength_from_the_block_matches_the_prior_kernel(h, change, seed):
     assert out[_g.PRIOR_SCALE] > 0.0
     # a far anchor (the slope off by 1): refused, or, where the model still reaches, the same strength
     slope, intercept = raw_fit(start)
-    _g.prior_d_rebuild(sf, si, _g.logistic_taylor_table(), pc, dm, slope + 1.0, intercept)
+    _g.prior_d_rebuild(sf, si, _g.logistic_taylor_table(), pc, dm, slope + 1.0, intercept, SCRATCH)
     far = _g.prior_strength_moments(dm, sf, u, pw, start, out)
     if far >= 0.0:
         assert_same_strength(far, ref)
@@ -179,7 +210,7 @@ def test_a_covariate_without_spread_is_left_to_the_kernel():
     pc = np.zeros((5, B))
     _g.prior_cache_fill(centres, pc)
     dm = np.zeros(_g.D_SIZE)
-    _g.prior_d_rebuild(sf, si, _g.logistic_taylor_table(), pc, dm, 1.0, -0.3)
+    _g.prior_d_rebuild(sf, si, _g.logistic_taylor_table(), pc, dm, 1.0, -0.3, SCRATCH)
     start = np.zeros(_g.PRIOR_SIZE)
     assert _g.prior_strength_moments(dm, sf, 1.0, np.zeros(2 * (_g.MOM_K + 1)), start, start.copy()) == -1.0
 

@@ -93,6 +93,8 @@ def _state_of(pos, neg):
 @settings(max_examples=80, deadline=None)
 @given(st.integers(2, 300), st.sampled_from(FLOORS), st.floats(-3.0, 3.0), st.floats(-3.0, 3.0), st.integers(0, 2**32 - 1))
 def test_the_one_loop_rebuild_equals_the_two_rebuilds(B, floor, b0, b1, seed):
+    # the one loop takes the buckets four at a time (any count of them: the last with partners
+    # of no weight), the two rebuilds one at a time: the same bits
     rng = np.random.default_rng(seed)
     _, x, pc, _, _, sf, si = _histogram(rng, B)
     table = _g.logistic_taylor_table()
@@ -100,7 +102,8 @@ def test_the_one_loop_rebuild_equals_the_two_rebuilds(B, floor, b0, b1, seed):
     one = two.copy()
     _g.moments_rebuild(sf, si, x, table, two, b0, b1)
     _g.floor_rebuild(sf, si, x, table, two, pc, floor)
-    _g.moments_floor_rebuild(sf, si, x, table, one, pc, floor, b0, b1)
+    scratch = rng.normal(size=2 * (_g.MOM_K + 1))  # the waiting buckets' scratch: whatever it held
+    _g.moments_floor_rebuild(sf, si, x, table, one, pc, floor, b0, b1, scratch)
     np.testing.assert_array_equal(one, two)
 
 
@@ -126,7 +129,7 @@ def _moments_about(sf, si, x, pc, floor, anchor):
     """The Taylor table, the data's and the floor's moments about ``anchor``, and the solve's scratch."""
     table = _g.logistic_taylor_table()
     mom = np.zeros(_g.MOM_SIZE)
-    _g.moments_floor_rebuild(sf, si, x, table, mom, pc, floor, float(anchor[0]), float(anchor[1]))
+    _g.moments_floor_rebuild(sf, si, x, table, mom, pc, floor, float(anchor[0]), float(anchor[1]), np.zeros(2 * (_g.MOM_K + 1)))
     return table, mom, np.zeros(2 * (_g.MOM_K + 1)), np.zeros(_g.MOM_DATA_SIZE)
 
 
@@ -175,7 +178,7 @@ def test_the_refit_rebuilds_about_the_models_optimum_before_a_pass(B, kappa, far
     done = _g.prior_moments_refit(sf, si, x, table, mom, pc, floor, kappa, 1.0, l2, (x_lo, x_hi), 1e-10, got, pw, comb)
     if not first:
         fresh = np.zeros(_g.MOM_SIZE)
-        _g.moments_floor_rebuild(sf, si, x, table, fresh, pc, floor, b0, b1)
+        _g.moments_floor_rebuild(sf, si, x, table, fresh, pc, floor, b0, b1, np.zeros(2 * (_g.MOM_K + 1)))
         if not done:  # marked until the caller's passes rebuild them
             fresh[_g.MOM_FL_VALID] = _g.MOM_REFUSED
         np.testing.assert_array_equal(mom[: _g.MOM_D], fresh[: _g.MOM_D])

@@ -399,6 +399,31 @@ def test_prequential_and_process_equal_a_loop_of_river_methods(make, rng):
     np.testing.assert_array_equal(cal.predict_proba(scores), [cal.predict_proba_one({"s": s})[True] for s in scores])
 
 
+@pytest.mark.parametrize("prior", ["auto", None])
+def test_prequential_llrs_equal_process_across_chunks_of_logarithms(prior, rng):
+    """``prequential`` takes its LLRs' logarithms in chunks of events (``K.LOG_CHUNK``); an LLR
+    that is its own value (the finite fallback, where the probability rounds to 1) comes
+    between the ratios of a chunk. ``process``, predicting then learning each event, takes each
+    event's logarithm at once: the two must give the same bits at every event."""
+    n = 3 * K.LOG_CHUNK + 37
+    s = rng.uniform(size=n)
+    y = rng.uniform(size=n) < s
+    w = np.where(rng.uniform(size=n) < 0.3, 1e17, 1.0)  # the window's weight dwarfs the pseudo-count
+    w[: K.LOG_CHUNK // 2] = 1.0
+    p, llr = PAVCalibrator(window=CountWindow(700), prior=prior).prequential(s, y, weights=w)
+    mask = np.tile([False, True], n)  # predict event i, then learn it
+    twice = np.repeat
+    p2, llr2 = PAVCalibrator(window=CountWindow(700), prior=prior).process(
+        twice(s, 2), twice(y, 2), mask, weights=twice(w, 2)
+    )
+    np.testing.assert_array_equal(p, p2[~mask])
+    np.testing.assert_array_equal(llr, llr2[~mask])
+    fallback = p == 1.0  # the probability rounded to 1: the LLR's sum of logarithms
+    assert 0 < fallback.sum() < n // 2
+    assert np.isfinite(llr).all()
+    assert np.unique(np.flatnonzero(fallback) // K.LOG_CHUNK).size >= 2  # in several chunks
+
+
 def test_predictions_are_monotone_and_llr_finite(rng):
     cal = PAVCalibrator(prior=None, window=CountWindow(300))
     s = rng.uniform(size=2000)

@@ -1377,17 +1377,32 @@ def pav_llr_from_proba(pf, p):
     by 2**53, or a product beyond the double range with extreme weights), the same value as a
     sum of logarithms with ``q`` kept below 1: finite for every accepted input.
     """
+    v, ratio = _llr_ratio_or_value(pf, p)
+    return math.log(v) if ratio else v
+
+
+@jit_noalloc(forceinline=True)
+def _llr_ratio_or_value(pf, p):
+    """:func:`pav_llr_from_proba` up to its last logarithm: ``(r, True)`` where the LLR is
+    ``log(r)``, else ``(llr, False)`` (0 before any weight, or the sum of logarithms)."""
     if pf[PF_HEAD] == -1.0:
-        return 0.0
+        return 0.0, False
     lo = pf[PF_LO]
     hi = pf[PF_HI]
     q = lo if lo > p else p  # min(max(p, lo), hi), as pav_proba_out
     q = hi if hi < q else q
     r = (q * pf[PF_PRIOR_ODDS_INV]) / (1.0 - q)
     if 0.0 < r < math.inf:
-        return math.log(r)
+        return r, True
     q = _ONE_BELOW if q > _ONE_BELOW else q
-    return (math.log(q) - math.log1p(-q)) + math.log(pf[PF_PRIOR_ODDS_INV])
+    return (math.log(q) - math.log1p(-q)) + math.log(pf[PF_PRIOR_ODDS_INV]), False
+
+
+# The logarithms of a prequential loop's LLRs. The loop stores each event's ratio ``r`` in
+# ``out_llr`` and takes the logarithms of up to LOG_CHUNK stored ratios in one tight loop, whose
+# calls to ``log`` run back to back, out of the per-event loop and its learning. Each output is
+# ``log(r)`` of the same ``r``: the same bits.
+LOG_CHUNK = 1024
 
 
 @jit_noalloc(forceinline=True)
@@ -1667,14 +1682,29 @@ def pav_prequential_inplace(sf, si, pf, pi, runs, buckets, scores, labels, weigh
     """Predict each event with the state before its label, then learn it (``prequential``).
 
     :func:`pav_process_inplace` with every operation 3: the same calls in the same order, so
-    the same outputs and state, bit for bit. Without the operation codes and the search for
-    runs of labels, the loop is shorter and compiles to faster code.
+    the same outputs and state, bit for bit (the LLRs' logarithms run in chunks of events: see
+    LOG_CHUNK). Without the operation codes and the search for runs of labels, the loop is
+    shorter and compiles to faster code.
     """
     kind = sf[SF_KIND]  # constant: read once (see ``histogram.stored_unit``)
-    for i in range(buckets.shape[0]):
+    n = buckets.shape[0]
+    start = np.int64(0)  # the first event whose LLR is still its ratio (see LOG_CHUNK)
+    for i in range(n):
         p = pav_predict_one(pf, buckets[i], scores[i])
         out_p[i] = pav_proba_out(pf, p)
-        out_llr[i] = pav_llr_from_proba(pf, p)
+        v, ratio = _llr_ratio_or_value(pf, p)
+        out_llr[i] = v
+        if not ratio or i + 1 - start >= LOG_CHUNK or i + 1 == n:
+            # the waiting ratios get their logarithms (before an LLR stored as itself)
+            for j in range(start, i + 1 if ratio else i):
+                r = out_llr[j]
+                # never taken: an exit from a loop that stores keeps compilers from vectorising
+                # it, whose vector ``log`` (numba's SVML, where installed) may round unlike the
+                # scalar one
+                if not r > 0.0:
+                    break
+                out_llr[j] = math.log(r)
+            start = i + 1
         pav_learn_one_inplace(sf, si, pf, pi, runs, buckets[i], labels[i], weights[i], times[i], kind)
 
 
