@@ -1025,7 +1025,7 @@ def glm_refit_inplace(
         fit[FIT_FITTED] = 0.0
         return 0
     if prior_on:
-        if not known and taylor:
+        if not known and (taylor or code == 0):
             kappa = platt_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor, table, mom, pw)
         elif not known:
             kappa = score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor)
