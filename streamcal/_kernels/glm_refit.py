@@ -68,11 +68,13 @@ again; only where that does not certify either do the passes run and rebuild bot
 answer. They are state with the data's moments. (The map's solve where the prior adds nothing keeps
 the ``pi / 2`` disc, and so its bits.)
 
-Platt's prior strength from ``D``'s block. For probability inputs ``D`` is a logistic regression
-on ``x_b = logit(r_b)``, the map's own kind of model, so ``mom`` also keeps Taylor moments of ``D``'s
-risk about ``D``'s last fit (``MOM_D``), current per event like the map's; the refit solves ``D`` on
-them and certifies its maximum within ``PRIOR_D_TOL`` (:func:`prior_strength_moments`,
+Platt's and GEV's prior strength from ``D``'s block. For probability inputs ``D`` is a logistic
+regression on ``x_b = logit(r_b)``, Platt's own kind of model, so ``mom`` also keeps Taylor moments of
+``D``'s risk about ``D``'s last fit (``MOM_D``), current per event like the map's; the refit solves
+``D`` on them and certifies its maximum within ``PRIOR_D_TOL`` (:func:`prior_strength_moments`,
 :func:`platt_prior_strength`), the passes of :func:`score_prior_strength` running where it cannot.
+GEV's refit takes its strength the same way (the block depends on the histogram alone, not on
+the map's link).
 
 GEV's lazy shapes. With ``xi="auto"`` only the served shape's fit reaches a prediction; the
 other shapes decide only which shape is served. Where the predicted starts are current (and
@@ -981,7 +983,8 @@ def glm_refit_inplace(
     the buckets run only where that is not certified, and rebuild the moments about their
     answer. GEV starts each shape's Newton iteration from its predicted optimum where
     ``steps`` describes the histogram and the prior adds nothing (:func:`_steps_start`), and
-    keeps the curvature of its last pass for the next refit."""
+    keeps the curvature of its last pass for the next refit. Both take the score prior's strength
+    from ``D``'s block where it certifies (:func:`platt_prior_strength`)."""
     B = si[_h.SI_B]
     kind = sf[_h.SF_KIND]
     u = _unit_of(sf, kind)
