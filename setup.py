@@ -1,0 +1,63 @@
+"""setuptools' build, with streamcal's kernels compiled into the wheel (the rest is in pyproject.toml).
+
+After ``build_py`` copies the package into the build folder, a subprocess imports it from there
+and compiles the kernels of ``streamcal demo`` and of the built-in calibrators into numba's cache
+beside their sources (``streamcal/_precompile.py``, two processes at once), so the wheel carries
+them and an installed streamcal's first run loads them (docs/first_calls.md). Best effort: if the
+compile fails, the build goes on and the kernels compile at their first use, as without it.
+``STREAMCAL_NO_PRECOMPILE=1`` skips it; an editable install (``pip install -e .``) skips it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+SKIP = "STREAMCAL_NO_PRECOMPILE"
+TIMEOUT_S = 900  # a compile that hangs must not hang the install
+
+
+def _remove_caches(package: Path) -> None:
+    """Delete numba's cache files under ``package`` (a build folder's, from an earlier build)."""
+    for pattern in ("*.nbi", "*.nbc"):
+        for path in package.rglob(pattern):
+            path.unlink()
+
+
+def precompile(build_lib: str) -> bool:
+    """Compile the kernels of the streamcal in ``build_lib`` into numba's cache there; whether
+    every part compiled."""
+    package = Path(build_lib) / "streamcal"
+    _remove_caches(package)
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "NUMBA_DISABLE_JIT")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(build_lib).resolve()), env.get("PYTHONPATH")]))
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # numba's caches only, no .pyc, go into the wheel
+    print(f"streamcal: compiling the kernels into the wheel (a minute or so; {SKIP}=1 skips it)", flush=True)
+    try:
+        done = subprocess.run(  # in the build folder: ``-m`` puts the working folder first on the path
+            [sys.executable, "-m", "streamcal._precompile"], cwd=build_lib, env=env, timeout=TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        print(f"streamcal: the kernels were not compiled ({exc}); they compile at their first use", flush=True)
+        return False
+    if done.returncode != 0:
+        print("streamcal: not every kernel was compiled; the others compile at their first use", flush=True)
+    return done.returncode == 0
+
+
+class BuildPyWithKernels(build_py):
+    """``build_py``, then :func:`precompile` on the build folder (not for an editable install)."""
+
+    def run(self):
+        super().run()
+        if getattr(self, "editable_mode", False) or os.environ.get(SKIP, "").strip() not in ("", "0"):
+            return
+        precompile(self.build_lib)
+
+
+setup(cmdclass={"build_py": BuildPyWithKernels})
