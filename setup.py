@@ -5,12 +5,15 @@ and compiles the kernels of ``streamcal demo`` and of the built-in calibrators i
 beside their sources (``streamcal/_precompile.py``, two processes at once), so the wheel carries
 them and an installed streamcal's first run loads them (docs/first_calls.md). Best effort: if the
 compile fails, the build goes on and the kernels compile at their first use, as without it.
-``STREAMCAL_NO_PRECOMPILE=1`` skips it; an editable install (``pip install -e .``) skips it.
+Built from a clone (pip builds it in place), the clone's own package gets the compiled kernels too,
+so that tests run from the clone load them. ``STREAMCAL_NO_PRECOMPILE=1`` skips all this; an
+editable install (``pip install -e .``) skips it.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,14 +53,53 @@ def precompile(build_lib: str) -> bool:
     return done.returncode == 0
 
 
+def _copy(source: Path, target: Path) -> None:
+    temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    shutil.copyfile(source, temporary)
+    os.replace(temporary, target)
+
+
+def share_with_source_tree(build_lib: str, root: Path) -> int:
+    """Copy the caches compiled in ``build_lib`` into the package of the source tree ``root`` (a
+    clone that pip builds in place), beside the same sources, so that tests run from the clone load
+    them too; the number of kernels copied. A kernel whose source differs, or that the tree
+    already caches, is left alone; its data files are copied before its index."""
+    built, tree = Path(build_lib) / "streamcal", root / "streamcal"
+    if not tree.is_dir() or tree.resolve() == built.resolve():
+        return 0
+    copied = 0
+    for index in built.rglob("__pycache__/*.nbi"):
+        folder = tree / index.parent.parent.relative_to(built)
+        source = index.name.split(".", 1)[0] + ".py"
+        base = index.name[: -len(".nbi")]
+        data = sorted(index.parent.glob(f"{base}.*.nbc"))
+        try:
+            if (folder / source).read_bytes() != (index.parent.parent / source).read_bytes():
+                continue
+            cache = folder / "__pycache__"
+            if any(cache.glob(f"{base}.*")):
+                continue
+            cache.mkdir(exist_ok=True)
+            for path in data:
+                _copy(path, cache / path.name)
+            _copy(index, cache / index.name)
+        except OSError:
+            continue
+        copied += 1
+    return copied
+
+
 class BuildPyWithKernels(build_py):
-    """``build_py``, then :func:`precompile` on the build folder (not for an editable install)."""
+    """``build_py``, then :func:`precompile` on the build folder (not for an editable install),
+    and the caches shared with the source tree it builds from."""
 
     def run(self):
         super().run()
         if getattr(self, "editable_mode", False) or os.environ.get(SKIP, "").strip() not in ("", "0"):
             return
-        precompile(self.build_lib)
+        if precompile(self.build_lib):
+            share_with_source_tree(self.build_lib, Path(__file__).resolve().parent)
 
 
-setup(cmdclass={"build_py": BuildPyWithKernels})
+if __name__ == "__main__":  # as setuptools' build backend runs it (imported, it only defines)
+    setup(cmdclass={"build_py": BuildPyWithKernels})
