@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -26,8 +27,9 @@ TIMEOUT_S = 900  # a compile that hangs must not hang the install
 
 
 def _remove_caches(package: Path) -> None:
-    """Delete numba's cache files under ``package`` (a build folder's, from an earlier build)."""
-    for pattern in ("*.nbi", "*.nbc"):
+    """Delete numba's cache files under ``package`` (a build folder's, from an earlier build or a
+    stopped compile)."""
+    for pattern in ("*.nbi", "*.nbc", "*.nb?.tmp.*"):  # the last: numba's files being written
         for path in package.rglob(pattern):
             path.unlink()
 
@@ -40,17 +42,32 @@ def precompile(build_lib: str) -> bool:
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "NUMBA_DISABLE_JIT")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(build_lib).resolve()), env.get("PYTHONPATH")]))
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # numba's caches only, no .pyc, go into the wheel
-    print(f"streamcal: compiling the kernels into the wheel (a minute or so; {SKIP}=1 skips it)", flush=True)
+    print(f"streamcal: compiling the kernels into the wheel (a minute or more; {SKIP}=1 skips it)", flush=True)
     try:
-        done = subprocess.run(  # in the build folder: ``-m`` puts the working folder first on the path
-            [sys.executable, "-m", "streamcal._precompile"], cwd=build_lib, env=env, timeout=TIMEOUT_S, check=False
+        # in the build folder: ``-m`` puts the working folder first on the path; a session of its
+        # own, so that a compile past the time limit is stopped with the processes it started
+        compiling = subprocess.Popen(
+            [sys.executable, "-m", "streamcal._precompile"],
+            cwd=build_lib,
+            env=env,
+            start_new_session=os.name == "posix",
         )
-    except (OSError, subprocess.SubprocessError) as exc:
+    except OSError as exc:
         print(f"streamcal: the kernels were not compiled ({exc}); they compile at their first use", flush=True)
         return False
-    if done.returncode != 0:
+    try:
+        status = compiling.wait(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        if os.name == "posix":
+            os.killpg(compiling.pid, signal.SIGKILL)
+        compiling.kill()
+        compiling.wait()
+        _remove_caches(package)
+        print(f"streamcal: the compile took over {TIMEOUT_S} s and was stopped; the kernels compile at their first use")
+        return False
+    if status != 0:
         print("streamcal: not every kernel was compiled; the others compile at their first use", flush=True)
-    return done.returncode == 0
+    return status == 0
 
 
 def _copy(source: Path, target: Path) -> None:
