@@ -87,6 +87,9 @@ JIT_OPTIONS = {
 # callee for the literal start as well (``test_cold_start.py`` checks that the kernels of every
 # method compile once).
 #
+# numba's on-disk cache of streamcal's kernels is stamped by the contents of their source files
+# (``_cache_locator``), so that the caches ``pip install`` compiles into the wheel load after it.
+#
 # Developers: numba's on-disk cache of a kernel is invalidated by changes to the kernel's own
 # source file only, not to the helpers it calls (inlined or not) in other modules. After
 # editing ``histogram.py``, clear the cached kernels of the modules that call it:
@@ -280,6 +283,9 @@ def use_compiled_kernels() -> None:
             return
         for prepare in BEFORE_SWITCH:
             prepare()
+        from streamcal._kernels import _cache_locator
+
+        _cache_locator.install()  # the kernels' caches stamped by their sources' contents, before any is made
         import streamcal._kernels._indexing_compiled  # the PAV kernels' indexing, before any compile
         import streamcal._kernels._prefetch_compiled  # noqa: F401  (the hints' compiled forms, before any compile)
 

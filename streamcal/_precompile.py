@@ -1,0 +1,65 @@
+"""Compile the kernels of ``streamcal demo`` and of the built-in calibrators into numba's cache.
+
+``pip install .`` runs this while it builds the wheel (``setup.py``), on the package copied into
+the build folder, so that the wheel carries the compiled kernels beside their sources and the
+installed package's first run loads them instead of compiling (docs/first_calls.md). It runs in
+two processes at once, as ``streamcal demo`` does on an empty cache: numba compiles one kernel
+at a time per process. ``python -m streamcal._precompile`` runs it on the streamcal it imports
+(an editable install, say); it exits with status 0 when both parts compiled.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+__all__ = ["PARTS", "compile_part", "main"]
+
+#: The two halves of the work, about equally long on an empty cache: PAV, Venn-ABERS and the
+#: replay's own kernels (the demo's streaming comparison included); the map-fitting methods.
+PARTS = {
+    "replay": ("pav", "venn-abers", "raw"),
+    "maps": ("ispline", "gev", "platt"),
+}
+
+
+def compile_part(part: str) -> None:
+    """Compile (or load) the kernels of ``part`` (a key of :data:`PARTS`) in this process: a tiny
+    replay through its methods as ``streamcal demo`` runs it first, and :func:`streamcal.warmup`
+    of its calibrators (every face, a count window and a time window)."""
+    import streamcal
+    from streamcal.replay.demo import _replay_tiny
+    from streamcal.replay.methods import available_methods
+
+    streamcal.use_compiled_kernels()
+    methods = [m for m in PARTS[part] if m in available_methods()]
+    _replay_tiny(methods, "drift", 0, 1_000)
+    calibrators = [m for m in methods if m in ("pav", "ispline", "gev", "platt")]
+    streamcal.warmup(calibrators)
+    if part == "replay":
+        from streamcal.demo import run_streaming_demo
+
+        run_streaming_demo(n=4_000, window=1_000, out=None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m streamcal._precompile [PART]``: one part in this process, or (no argument)
+    every part, each in a process of its own, at once; the exit status (0: all compiled)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv:
+        compile_part(argv[0])
+        return 0
+    start = time.perf_counter()
+    code = "import sys; from streamcal._precompile import main; sys.exit(main(sys.argv[1:]))"
+    workers = [subprocess.Popen([sys.executable, "-c", code, part]) for part in PARTS]
+    status = 0
+    for worker in workers:
+        status = status or worker.wait()
+    outcome = "compiled" if status == 0 else "not all compiled (they compile at their first use)"
+    print(f"streamcal: kernels {outcome} in {time.perf_counter() - start:.1f} s", flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
