@@ -46,13 +46,14 @@ def replay_demo(
     """
     out_dir = Path(tempfile.mkdtemp(prefix="streamcal-demo-")) if directory is None else Path(directory)
     out_dir.mkdir(parents=True, exist_ok=True)
-    # load (on the very first run: compile) every method's kernels on a tiny stream first, so that
-    # the summary's events/s is the steady state and the one-off cost is reported apart
+    # load every method's kernels on a tiny stream first (compiling those that neither the install
+    # nor an earlier run compiled), so that the summary's events/s is the steady state and the
+    # one-off cost is reported apart
     start = time.perf_counter()
     _load_kernels(available_methods(), scenario, seed, window)
     print(
-        f"(kernels loaded in {time.perf_counter() - start:.1f} s: numba compiles them on the first run "
-        "and caches them for the next ones)",
+        f"(kernels loaded in {time.perf_counter() - start:.1f} s: numba compiles them once, "
+        "when the package is installed or else on the first run, and caches them)",
         file=file,
     )
     stream = generate(out_dir / f"{scenario}.parquet", scenario=scenario, n=n, seed=seed)
