@@ -1540,6 +1540,37 @@ def floor_rebuild(sf, si, x, table, mom, pc, floor_kind):
 
 
 @jit_noalloc(forceinline=True)
+def _logistic_four(mom, xa, xb, xc, xd):
+    """The logistic of the moments' fit ``b0 x + b1`` at four features (the four buckets of
+    :func:`_weight_add_four` and :func:`_weight_add_four_one`)."""
+    b0 = mom[MOM_B0]
+    b1 = mom[MOM_B1]
+    return (
+        _logistic(b0 * xa + b1),
+        _logistic(b0 * xb + b1),
+        _logistic(b0 * xc + b1),
+        _logistic(b0 * xd + b1),
+    )
+
+
+@jit_noalloc(forceinline=True)
+def _taylor_row_four(table, k, pa, pb, pc, pd):
+    """Row ``k`` of the logistic's Taylor table by Horner's rule at four probabilities, each by
+    the same steps as alone (the four chains interleave)."""
+    acca = 0.0
+    accb = 0.0
+    accc = 0.0
+    accd = 0.0
+    for d in range(k + 1, -1, -1):
+        coef = table[k, d]
+        acca = acca * pa + coef
+        accb = accb * pb + coef
+        accc = accc * pc + coef
+        accd = accd * pd + coef
+    return acca, accb, accc, accd
+
+
+@jit_noalloc(forceinline=True)
 def _weight_add_four(mom, table, xa, wa, fa, xb, wb, fb, xc, wc, fc, xd, wd, fd):
     """:func:`_weight_add` of four buckets at once, data weight ``wa`` and floor weight ``fa`` at
     feature ``xa``, then ``b``'s, ``c``'s and ``d``'s, to the data's and the floor's moments: each
@@ -1547,12 +1578,7 @@ def _weight_add_four(mom, table, xa, wa, fa, xb, wb, fb, xc, wc, fc, xd, wd, fd)
     as alone (Horner's rule run once per bucket for both weights), so the same bits as the
     buckets one by one. The buckets' independent chains of multiplications interleave. A zero
     weight adds zeros, which leave every sum as it is (none is ever -0.0: they start at +0.0)."""
-    b0 = mom[MOM_B0]
-    b1 = mom[MOM_B1]
-    pa = _logistic(b0 * xa + b1)
-    pb = _logistic(b0 * xb + b1)
-    pcc = _logistic(b0 * xc + b1)
-    pd = _logistic(b0 * xd + b1)
+    pa, pb, pcc, pd = _logistic_four(mom, xa, xb, xc, xd)
     axa = abs(xa)
     axb = abs(xb)
     axc = abs(xc)
@@ -1577,16 +1603,7 @@ def _weight_add_four(mom, table, xa, wa, fa, xb, wb, fb, xc, wc, fc, xd, wd, fd)
         ftc *= axc
         ftd *= axd
     for k in range(MOM_K + 1):
-        acca = 0.0
-        accb = 0.0
-        accc = 0.0
-        accd = 0.0
-        for d in range(k + 1, -1, -1):
-            coef = table[k, d]
-            acca = acca * pa + coef
-            accb = accb * pb + coef
-            accc = accc * pcc + coef
-            accd = accd * pd + coef
+        acca, accb, accc, accd = _taylor_row_four(table, k, pa, pb, pcc, pd)
         ta = wa * acca
         tb = wb * accb
         tc = wc * accc
@@ -2737,12 +2754,7 @@ def _weight_add_four_one(mom, table, xa, wa, xb, wb, xc, wc, xd, wd):
     """:func:`_weight_add` of four buckets at once to the moments at ``MOM_S`` and ``MOM_M``:
     weight ``wa`` at feature ``xa``, then ``b``'s, ``c``'s and ``d``'s, as
     :func:`_weight_add_four` (the same bits as the buckets one by one; zero weights add zeros)."""
-    b0 = mom[MOM_B0]
-    b1 = mom[MOM_B1]
-    pa = _logistic(b0 * xa + b1)
-    pb = _logistic(b0 * xb + b1)
-    pcc = _logistic(b0 * xc + b1)
-    pd = _logistic(b0 * xd + b1)
+    pa, pb, pcc, pd = _logistic_four(mom, xa, xb, xc, xd)
     axa = abs(xa)
     axb = abs(xb)
     axc = abs(xc)
@@ -2758,16 +2770,7 @@ def _weight_add_four_one(mom, table, xa, wa, xb, wb, xc, wc, xd, wd):
         tc *= axc
         td *= axd
     for k in range(MOM_K + 1):
-        acca = 0.0
-        accb = 0.0
-        accc = 0.0
-        accd = 0.0
-        for d in range(k + 1, -1, -1):
-            coef = table[k, d]
-            acca = acca * pa + coef
-            accb = accb * pb + coef
-            accc = accc * pcc + coef
-            accd = accd * pd + coef
+        acca, accb, accc, accd = _taylor_row_four(table, k, pa, pb, pcc, pd)
         ta = wa * acca
         tb = wb * accb
         tc = wc * accc
