@@ -459,7 +459,7 @@ def _newton_couple(r, n, tol=1e-8, max_iter=200):
     scratch = _coupling_scratch(k)
     steps = ht_couple_newton_one(
         np.ascontiguousarray(r), np.ascontiguousarray(n), tol, max_iter, 8, p, np.empty(k), np.empty(k), scratch,
-        np.empty((k, k)), np.empty(k),
+        np.empty((k, k)),
     )  # fmt: skip
     return p, steps
 
@@ -503,6 +503,45 @@ def test_full_newton_equals_the_paper_iterations_fixed_point_to_1e_12(rng, case)
         tested += 1
         np.testing.assert_allclose(p, reference, rtol=0, atol=1e-12)
         assert naive_score_residual(r.tolist(), n.tolist(), p) <= 1e-8
+    assert tested >= 30
+
+
+def test_full_newton_starts_at_the_solution_when_the_pairs_are_consistent(rng):
+    """Pairs consistent with one distribution (r_ij = p_i / (p_i + p_j)), any weights: the mean
+    pairwise log-odds start is that distribution, and no step is taken."""
+    for _ in range(20):
+        k = int(rng.integers(3, 9))
+        p = rng.dirichlet(np.ones(k))
+        r = consistent_r(p)
+        n = random_n(rng, k) * 10.0 ** rng.integers(-6, 4)
+        got, steps = _newton_couple(r, n)
+        assert steps == 0
+        np.testing.assert_allclose(got, p, rtol=1e-13, atol=0)
+
+
+@pytest.mark.parametrize("noise", [0.3, 1.5])
+def test_full_newton_from_either_start_reaches_the_fixed_point_on_inconsistent_pairs(rng, noise):
+    """Pairs far from consistent, weights spanning ten orders of magnitude: where steps from the
+    mean log-odds start fail, they start again from the row average; either way the result is
+    the paper's fixed point within 1e-12, by full Newton steps (no fall-back)."""
+    tested = 0
+    for _ in range(60):
+        k = int(rng.integers(3, 8))
+        p = rng.dirichlet(np.full(k, 0.7)).clip(1e-4)
+        log_odds = np.log(p)[:, None] - np.log(p)[None, :] + np.triu(rng.normal(0.0, noise, (k, k)), 1)
+        log_odds = np.triu(log_odds, 1) - np.triu(log_odds, 1).T
+        r = np.where(np.eye(k, dtype=bool), 0.0, 1.0 / (1.0 + np.exp(-log_odds)))
+        r = np.triu(r, 1) + np.tril(1.0 - np.triu(r, 1).T, -1)
+        f = np.exp(rng.uniform(0.0, np.log(1e10), k))
+        n = np.triu((f[:, None] + f[None, :]) * rng.uniform(0.5, 1.5, (k, k)), 1)
+        n = n + n.T
+        got, steps = _newton_couple(r, n)
+        assert 0 < steps <= 30
+        reference = naive_ht_couple(r.tolist(), n.tolist(), 1e-15, 100_000)
+        if naive_score_residual(r.tolist(), n.tolist(), reference) > 1e-14:
+            continue  # the plain iteration has not reached its fixed point: no reference
+        tested += 1
+        np.testing.assert_allclose(got, reference, rtol=0, atol=1e-12)
     assert tested >= 30
 
 

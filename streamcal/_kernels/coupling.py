@@ -233,38 +233,34 @@ def ht_couple_one(r, n, tol, max_iter, newton_after, p, target, total_weight, sc
             check_exact = seen <= tol or sweeps == max_iter
 
 
-#: Most full Newton steps of :func:`ht_couple_newton_one` before it hands the event to
-#: :func:`ht_couple_one`; from the row-average start five to seven are typical.
+#: Most full Newton steps of :func:`ht_couple_newton_one` (over both of its starts) before it hands
+#: the event to :func:`ht_couple_one`; from the mean log-odds start three or four are typical.
 NEWTON_FULL_STEPS = 30
+_FULL_STEPS = np.int64(NEWTON_FULL_STEPS)  # passed to a callee: typed int64, not a literal (``_config``)
 
 
 @jit_noalloc
-def ht_couple_newton_one(r, n, tol, max_iter, newton_after, p, target, total_weight, scratch, weights, scale):
+def ht_couple_newton_one(r, n, tol, max_iter, newton_after, p, target, total_weight, scratch, weights):
     """The Hastie–Tibshirani fixed point for one event by full Newton steps; writes ``p`` (K,).
 
     The criterion (:func:`ht_criterion_log`) is concave in ``theta = log p``; where every
     off-diagonal ``r_ij`` lies strictly inside (0, 1) and every ``n_ij`` is positive its maximum
-    is interior and unique, and Newton's method converges to it quadratically once near. From the
-    row-average start (paper eq. 3.7) each step solves the Laplacian system of
-    :func:`ht_newton_step_inplace` and is taken whole, as long as it lowers the largest row
-    residual (:func:`ht_score_residual`, here evaluated in ``theta``). Once that residual is at
-    most ``tol`` the steps go on while each lowers it to a quarter or less, until it is at the
-    rounding level (1e-15), and the point of the lowest residual is the result: quadratic
-    convergence takes it from ``tol`` to the rounding level in one step where the system is well
-    conditioned, and a few more steps where pair weights span many orders of magnitude (the
-    solve's error then limits each step's gain).
+    is interior and unique, and Newton's method converges to it quadratically once near
+    (:func:`ht_newton_full_steps`). The first start is each class's mean pairwise log-odds,
+    ``theta_i = (1/K) sum_j log(r_ij / r_ji)``: the least-squares fit of ``theta_i - theta_j`` to
+    the pairs' log-odds with equal weights, the exact solution where the r_ij are consistent, and
+    within a step or two of the optimum where they nearly are. Where the steps from there fail,
+    they start again from the row average (paper eq. 3.7).
 
     Anything else goes to :func:`ht_couple_one` (the paper's sweeps, then safeguarded Newton
     steps, with the same arguments) from the start: an ``r_ij`` of exactly 0 or 1 or an
     ``n_ij`` of 0 (the maximum may sit on the boundary), ``max_iter = 0`` (the start estimate),
-    a step that does not lower the residual before it is within ``tol``, a singular system, or
-    more than ``NEWTON_FULL_STEPS`` steps. ``weights`` ((K, K)) and ``scale`` ((K,)) are
-    scratch, as are ``target``, ``total_weight`` and ``scratch`` (those of
-    :func:`ht_couple_one`). Returns the number of steps taken here, or what
-    :func:`ht_couple_one` returns.
+    or steps failing from both starts. ``weights`` ((K, K)) is scratch, as
+    are ``target``, ``total_weight`` and ``scratch`` (those of :func:`ht_couple_one`). Returns
+    the number of steps taken here (from both starts), or what :func:`ht_couple_one` returns.
     """
     k = p.shape[0]
-    theta, previous, _, idx, a, rhs = scratch
+    theta = scratch[0]
     interior = max_iter > 0
     for i in range(k):
         for j in range(k):
@@ -272,16 +268,77 @@ def ht_couple_newton_one(r, n, tol, max_iter, newton_after, p, target, total_wei
                 interior = False
     if not interior:
         return ht_couple_one(r, n, tol, max_iter, newton_after, p, target, total_weight, scratch)
+    # theta_i = log(prod_j r_ij / prod_j r_ji) / K: K logarithms, not K(K-1)/2 (each product
+    # at least the smallest r_ij to the power K - 1; where one underflows, the row average)
+    inverse_k = 1.0 / k
+    finite = True
+    for i in range(k):
+        tot = 0.0
+        num = 1.0
+        den = 1.0
+        for j in range(k):
+            if j != i:
+                tot += n[i, j]
+                num *= r[i, j]
+                den *= r[j, i]
+        total_weight[i] = tot
+        theta[i] = np.log(num / den) * inverse_k
+        finite = finite and -np.inf < theta[i] < np.inf
+    first = -1
+    if finite:
+        first = ht_newton_full_steps(r, n, tol, _FULL_STEPS, p, target, total_weight, scratch, weights)
+    if first >= 0:
+        return ht_distribution_of(theta, p, first)
+    used = -1 - first
     average = 2.0 / (k * (k - 1.0))
     for i in range(k):
         acc = 0.0
-        tot = 0.0
         for j in range(k):
             if j != i:
                 acc += r[i, j]
-                tot += n[i, j]
         theta[i] = np.log(average * acc)  # the normalisation is a shift of theta: left out
-        total_weight[i] = tot
+    budget = _FULL_STEPS - used
+    steps = ht_newton_full_steps(r, n, tol, budget, p, target, total_weight, scratch, weights)
+    if steps < 0:
+        return ht_couple_one(r, n, tol, max_iter, newton_after, p, target, total_weight, scratch)
+    return ht_distribution_of(theta, p, used + steps)
+
+
+@jit_noalloc(forceinline=True)
+def ht_distribution_of(theta, p, steps):
+    """``p = softmax(theta)``; returns ``steps``."""
+    k = p.shape[0]
+    top = -np.inf
+    for i in range(k):
+        if theta[i] > top:
+            top = theta[i]
+    total = 0.0
+    for i in range(k):
+        p[i] = np.exp(theta[i] - top)
+        total += p[i]
+    for i in range(k):
+        p[i] /= total
+    return steps
+
+
+@jit_noalloc
+def ht_newton_full_steps(r, n, tol, budget, p, target, total_weight, scratch, weights):
+    """Full Newton steps on ``theta = log p`` (``scratch[0]``, the start on entry, up to a shift)
+    for one interior event of :func:`ht_couple_newton_one`; ``total_weight`` holds each row's
+    weight sum.
+
+    Each step solves the Laplacian system of :func:`ht_newton_step_inplace` and is taken whole,
+    as long as it lowers the largest row residual (:func:`ht_score_residual`, here evaluated in
+    ``theta``). Once that residual is at most ``tol`` the steps go on while each lowers it to a
+    quarter or less, until it is at the rounding level (1e-15), and the point of the lowest
+    residual is left in ``theta``: quadratic convergence takes it from ``tol`` to the rounding
+    level in one step where the system is well conditioned, and a few more steps where pair
+    weights span many orders of magnitude (the solve's error then limits each step's gain).
+    Returns the number of steps, or ``-1 - steps`` if they failed before the residual was within
+    ``tol`` (a step that does not lower it, a singular system, or more than ``budget`` steps).
+    """
+    k = p.shape[0]
+    theta, previous, _, idx, a, rhs = scratch
     best = np.inf
     steps = 0
     size = k - 1
@@ -320,56 +377,61 @@ def ht_couple_newton_one(r, n, tol, max_iter, newton_after, p, target, total_wei
             if best <= tol:  # the point before it had converged: keep that one
                 for i in range(k):
                     theta[i] = previous[i]
-                break
-            return ht_couple_one(r, n, tol, max_iter, newton_after, p, target, total_weight, scratch)
+                return steps
+            return -1 - steps
         converged = worst <= tol
         if converged and (worst <= 1e-15 or worst > 0.25 * best):  # within tol, at the rounding level or stalled
-            break
+            return steps
         # The Newton step solves L delta = g up to a constant shift: theta_ref is held fixed (ref
-        # the class of the largest diagonal) and the other K - 1 equations are solved with the
-        # diagonal scaled to 1 (entries L_ij / sqrt(L_ii L_jj)), so that pairs weighted 1e-6
-        # beside pairs weighted 1e4 still give a well-conditioned system.
-        solvable = True
+        # the class of the largest diagonal) and the other K - 1 equations, a symmetric diagonally
+        # dominant M-matrix, are solved by Gaussian elimination without pivoting (stable for such
+        # matrices, and its error bound does not depend on how the rows are scaled: pairs weighted
+        # 1e-6 beside pairs weighted 1e4 need no rescaling); a pivot at most 1e-13 of its row's
+        # diagonal counts as singular.
+        if steps == budget:
+            return steps if converged else -1 - steps
         u = 0
         for i in range(k):
             if i != ref:
                 idx[u] = i
                 u += 1
-            if weights[i, i] > 0.0:
-                scale[i] = 1.0 / np.sqrt(weights[i, i])
-            else:
-                solvable = False
-        if steps == NEWTON_FULL_STEPS or not solvable:
-            if converged:
-                break
-            return ht_couple_one(r, n, tol, max_iter, newton_after, p, target, total_weight, scratch)
         for u in range(size):
             i = idx[u]
-            rhs[u] = target[i] * scale[i]
+            rhs[u] = target[i]
             for v in range(size):
-                a[u, v] = 1.0 if u == v else -weights[i, idx[v]] * scale[i] * scale[idx[v]]
-        if not solve_inplace_partial_pivot(a, rhs, size, 1e-13):
-            if converged:
-                break
-            return ht_couple_one(r, n, tol, max_iter, newton_after, p, target, total_weight, scratch)
+                a[u, v] = weights[i, i] if u == v else -weights[i, idx[v]]
+        if not _solve_without_pivoting(a, rhs, size, weights, idx):
+            return steps if converged else -1 - steps
         best = worst
         for i in range(k):
             previous[i] = theta[i]
         for u in range(size):
-            i = idx[u]
-            theta[i] += rhs[u] * scale[i]
+            theta[idx[u]] += rhs[u]
         steps += 1
-    top = -np.inf
-    for i in range(k):
-        if theta[i] > top:
-            top = theta[i]
-    total = 0.0
-    for i in range(k):
-        p[i] = np.exp(theta[i] - top)
-        total += p[i]
-    for i in range(k):
-        p[i] /= total
-    return steps
+
+
+@jit_noalloc(forceinline=True)
+def _solve_without_pivoting(a, b, size, weights, idx):
+    """Solve ``a x = b`` on the leading ``size`` rows by Gaussian elimination without pivoting;
+    ``b[:size]`` becomes ``x``, ``a`` is destroyed. False (``b`` undefined) where a pivot is not
+    above 1e-13 times its row's diagonal ``weights[idx[c], idx[c]]``."""
+    for c in range(size):
+        pivot = a[c, c]
+        if not pivot > 1e-13 * weights[idx[c], idx[c]]:
+            return False
+        inv = 1.0 / pivot
+        for i in range(c + 1, size):
+            f = a[i, c] * inv
+            if f != 0.0:
+                for j in range(c + 1, size):
+                    a[i, j] -= f * a[c, j]
+                b[i] -= f * b[c]
+    for c in range(size - 1, -1, -1):
+        acc = b[c]
+        for j in range(c + 1, size):
+            acc -= a[c, j] * b[j]
+        b[c] = acc / a[c, c]
+    return True
 
 
 @jit
@@ -638,10 +700,9 @@ def ht_couple_upper(r_up, n_up, tol, max_iter, newton_after, p_out):
         np.empty(k + 1),
     )
     weights = np.empty((k, k))
-    scale = np.empty(k)
     for e in range(m):
         _fill_pairs(r_up, n_up, e, r, n)
-        ht_couple_newton_one(r, n, tol, max_iter, newton_after, p_out[e], target, total_weight, scratch, weights, scale)
+        ht_couple_newton_one(r, n, tol, max_iter, newton_after, p_out[e], target, total_weight, scratch, weights)
 
 
 @jit

@@ -72,7 +72,7 @@ def _state_at(typingctx, address, size):
 def frame_size(k: int) -> int:
     """The length of a frame for K classes: header, log-scores, output, and the scratch of
     ``r`` and ``n`` (K x K each) and of the HT and WLW couplings."""
-    return FRAME_HEADER + 2 * k + 4 * k * k + 7 * k + (k + 1) * (k + 1) + (k + 1)
+    return FRAME_HEADER + 2 * k + 4 * k * k + 6 * k + (k + 1) * (k + 1) + (k + 1)
 
 
 def output_slice(k: int) -> slice:
@@ -170,11 +170,10 @@ def pairs_predict(addresses, frame, scores, raw):
         trial = frame[o + 3 * k : o + 4 * k]
         active = frame[o + 4 * k : o + 5 * k].view(np.bool_)
         idx = frame[o + 5 * k : o + 6 * k].view(np.int64)
-        scale = frame[o + 6 * k : o + 7 * k]
         scratch = (theta, trial, active[:k], idx, a_sys, rhs)
         max_iter = int(frame[5])
         newton_after = int(frame[6])
-        ht_couple_newton_one(r, n, frame[4], max_iter, newton_after, out, target, total_weight, scratch, work, scale)
+        ht_couple_newton_one(r, n, frame[4], max_iter, newton_after, out, target, total_weight, scratch, work)
     else:
         wlw_couple_one(r, n, out, a_sys, rhs, work)
     return DONE

@@ -1115,12 +1115,12 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         Pairwise log-odds are clipped to ``[-MAX_LOG_ODDS, MAX_LOG_ODDS]`` (50).
     method
         Coupling method of :func:`streamcal.pairwise_couple`: ``"ht"`` or ``"wlw"``. ``"ht"``
-        finds the Hastie–Tibshirani fixed point by full Newton steps on ``log p`` from the
-        row-average start (every pair's r_ij lies strictly inside (0, 1) and its weight is
-        positive, so the optimum is interior), stepping on past ``tol`` while the steps still
-        gain: the result is the fixed point to about 1e-12, the one that ``pairwise_couple``
-        approaches to within ``tol``. Where full steps stall it falls back to
-        ``pairwise_couple``'s scheme.
+        finds the Hastie–Tibshirani fixed point by full Newton steps on ``log p`` from each
+        class's mean pairwise log-odds, else from the row averages (every pair's r_ij lies
+        strictly inside (0, 1) and its weight is positive, so the optimum is interior), stepping
+        on past ``tol`` while the steps still gain: the result is the fixed point to about
+        1e-12, the one that ``pairwise_couple`` approaches to within ``tol``. Where full steps
+        stall it falls back to ``pairwise_couple``'s scheme.
     tol
         Coupling tolerance (``"ht"``): the largest row residual of the score equations at which
         the steps may stop.
