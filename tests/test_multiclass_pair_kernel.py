@@ -124,6 +124,27 @@ def test_pair_loop_equals_the_river_face(method, rng):
     assert_same_pairs(fused, river)
 
 
+@pytest.mark.parametrize("calibrator", [None, PAVCalibrator(buckets=500)])
+def test_pair_buckets_at_extreme_and_clipped_scores_equal_the_per_pair_path(calibrator, rng, monkeypatch):
+    """The pairs find a probability score's bucket from the log-odds it was made from, not from
+    its logarithm: the same buckets, so the same bits, at scores spread over the whole log-odds
+    range, on the cuts, and clipped at +-MAX_LOG_ODDS."""
+    k = 4
+    logits = rng.normal(0.0, 1.0, size=(600, k)) * rng.choice([0.1, 3.0, 20.0, 60.0], size=(600, 1))
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    p[rng.random(p.shape) < 0.03] = 0.0
+    p[p.sum(axis=1) == 0.0, 0] = 1.0
+    y = rng.integers(0, k, size=600)
+    kw = {"calibrator": calibrator, "method": "wlw", "classes": tuple(range(k))}
+    fused, river, reference = (PairwiseCouplingCalibrator(**kw) for _ in range(3))
+    got = fused.prequential(p, y)
+    np.testing.assert_array_equal(river_loop(river, p, y, None), got)
+    per_pair(monkeypatch)
+    np.testing.assert_array_equal(reference.prequential(p, y), got)
+    assert_same_pairs(fused, reference)
+
+
 def test_pairs_without_events_stay_absent_as_in_the_per_pair_path(rng, monkeypatch):
     p, _ = stream(rng, 60, 4)
     y = np.where(rng.random(60) < 0.5, 0, 1)  # only classes 0 and 1 are learned

@@ -7,8 +7,9 @@ holding the label learn it. The pairs' states are independent, so each pair runs
 call's events in one loop (:func:`pair_pav_run`, its state hot in cache), writing its coupling
 inputs; the coupling kernels then run over all predicted events. The loop works on the pair's
 packed PAV state (:func:`streamcal._kernels.ipav.pack_state`: the live state, written in place)
-and calls the same per-state functions as PAV's own kernels, in the same order: the same bits
-as the pair's own array and river faces. The calibrator's river face
+and calls the same per-state functions as PAV's own kernels, in the same order (the bucket
+search alone guessing from the pair's log-odds: :func:`_pair_bucket`, the same buckets): the same
+bits as the pair's own array and river faces. The calibrator's river face
 (:mod:`streamcal.multiclass._one_call`) runs one event through every pair with the same per-pair
 functions (``_pair_predict``, ``_pair_learn``).
 
@@ -28,14 +29,19 @@ import math
 import numpy as np
 
 from streamcal._kernels._config import jit_noalloc
-from streamcal._kernels.histogram import SF_KIND, SF_T_NEG, SF_T_POS
+from streamcal._kernels.histogram import GRID_LOGIT, SF_KIND, SF_T_NEG, SF_T_POS
 from streamcal._kernels.ipav import (
     PACK_END,
     PACK_HEADER,
     PACK_O_PF,
     PACK_O_PI,
     PACK_O_SI,
+    PF_GRID_INV_STEP,
+    PF_GRID_KIND,
+    PF_GRID_Z0,
     RUNS_SIZE,
+    _cuts_offset,
+    _n_buckets,
     pav_bucket_of,
     pav_learn_one_inplace,
     pav_predict_one,
@@ -70,25 +76,55 @@ def _sigmoid(d):
 
 
 @jit_noalloc(forceinline=True)
-def _pair_predict(packed, s):
-    """A present pair's window weight and calibrated probability of score ``s`` (NaN as 0.5)."""
+def _pair_bucket(pf, s, d, probabilities):
+    """The bucket of a pair's score ``s`` (``pav_bucket_of``'s, exactly). A probability score
+    ``s = sigmoid(d)`` over cuts evenly spaced in the log-odds guesses its bucket from ``d``, the
+    log-odds it was made from (within rounding of ``logit(s)``), rather than from the logarithm
+    that ``pav_bucket_of`` takes; the guess is checked against the cuts and moved at most two
+    steps, else the full search answers, so the bucket is the same."""
+    if probabilities and pf[PF_GRID_KIND] == GRID_LOGIT:
+        m = _n_buckets(pf) - 1
+        off = _cuts_offset(m + 1)
+        if m > 0:
+            t = (d - pf[PF_GRID_Z0]) * pf[PF_GRID_INV_STEP]
+            if t >= m - 1:
+                g = m
+            elif t >= 0.0:
+                g = np.int64(t) + 1
+            else:
+                g = np.int64(0)
+            for _ in range(3):
+                if g > 0 and pf[off + g - 1] > s:
+                    g -= 1
+                elif g < m and pf[off + g] <= s:
+                    g += 1
+                else:
+                    return g
+    return pav_bucket_of(pf, s)
+
+
+@jit_noalloc(forceinline=True)
+def _pair_predict(packed, s, d, probabilities):
+    """A present pair's window weight and calibrated probability of score ``s`` (NaN as 0.5);
+    ``d`` and ``probabilities`` as for :func:`_pair_bucket`."""
     o_pf, o_pi = np.int64(packed[PACK_O_PF]), np.int64(packed[PACK_O_PI])
     weight = packed[PACK_HEADER + SF_T_POS] + packed[PACK_HEADER + SF_T_NEG]
     if not weight > 0.0:
         return weight, 0.5
     pf = packed[o_pf:o_pi]
-    v = pav_proba_out(pf, pav_predict_one(pf, pav_bucket_of(pf, s), s))
+    v = pav_proba_out(pf, pav_predict_one(pf, _pair_bucket(pf, s, d, probabilities), s))
     return weight, (0.5 if v != v else v)
 
 
 @jit_noalloc(forceinline=True)
-def _pair_learn(packed, s, label, w, t):
+def _pair_learn(packed, s, d, probabilities, label, w, t):
     o_si, o_pf = np.int64(packed[PACK_O_SI]), np.int64(packed[PACK_O_PF])
     o_pi, end = np.int64(packed[PACK_O_PI]), np.int64(packed[PACK_END])
     sf, si = packed[PACK_HEADER:o_si], packed[o_si:o_pf].view(np.int64)
     pf, pi = packed[o_pf:o_pi], packed[o_pi:end].view(np.int64)
     runs = packed[end : end + RUNS_SIZE]  # the end runs' scratch (``ipav.packed_runs``)
-    pav_learn_one_inplace(sf, si, pf, pi, runs, pav_bucket_of(pf, s), label, w, t, sf[SF_KIND])
+    b = _pair_bucket(pf, s, d, probabilities)
+    pav_learn_one_inplace(sf, si, pf, pi, runs, b, label, w, t, sf[SF_KIND])
 
 
 @jit_noalloc
@@ -119,7 +155,7 @@ def pair_pav_run(packed, logs, a, b, y, ops, w, t, probabilities, limit, unseen_
             weight = 0.0
             v = 0.5
             if have:
-                weight, v = _pair_predict(packed, s)
+                weight, v = _pair_predict(packed, s, d, probabilities)
             if weight > 0.0:
                 bound = 1.0 / (weight + 2.0)
                 v = bound if bound > v else v  # max(v, bound), then min(v, 1 - bound)
@@ -131,4 +167,4 @@ def pair_pav_run(packed, logs, a, b, y, ops, w, t, probabilities, limit, unseen_
                 n_out[j] = unseen_weight
             j += 1
         if learns:
-            _pair_learn(packed, s, 1.0 if c == a else 0.0, w[e], t[e])
+            _pair_learn(packed, s, d, probabilities, 1.0 if c == a else 0.0, w[e], t[e])

@@ -138,7 +138,7 @@ def pairs_predict(addresses, frame, scores, raw):
             v = 0.5
             if addresses[2 * q] != 0:
                 state = _state_at(addresses[2 * q], addresses[2 * q + 1])
-                weight, v = _pair_predict(state, unseen if probabilities else d)
+                weight, v = _pair_predict(state, unseen if probabilities else d, d, probabilities)
             if weight > 0.0:
                 bound = 1.0 / (weight + 2.0)
                 v = bound if bound > v else v
@@ -203,6 +203,7 @@ def pairs_learn(addresses, frame, scores, raw, c, w):
             if (a == c) | (b == c):
                 d = _pair_log_odds(frame, a, b, limit)
                 state = _state_at(addresses[2 * q], addresses[2 * q + 1])
-                _pair_learn(state, _sigmoid(d) if probabilities else d, 1.0 if c == a else 0.0, w, 0.0)
+                s = _sigmoid(d) if probabilities else d
+                _pair_learn(state, s, d, probabilities, 1.0 if c == a else 0.0, w, 0.0)
             q += 1
     return DONE
