@@ -281,14 +281,14 @@ def ht_couple_newton_one(r, n, tol, max_iter, newton_after, p, target, total_wei
                 tot += n[i, j]
                 num *= r[i, j]
                 den *= r[j, i]
-        total_weight[i] = tot
+        total_weight[i] = 1.0 / tot  # the residual's row scale, multiplied at every step
         theta[i] = np.log(num / den) * inverse_k
         finite = finite and -np.inf < theta[i] < np.inf
     first = -1
     if finite:
         first = ht_newton_full_steps(r, n, tol, _FULL_STEPS, p, target, total_weight, scratch, weights)
     if first >= 0:
-        return ht_distribution_of(theta, p, first)
+        return ht_normalised(p, first)
     used = -1 - first
     average = 2.0 / (k * (k - 1.0))
     for i in range(k):
@@ -301,20 +301,27 @@ def ht_couple_newton_one(r, n, tol, max_iter, newton_after, p, target, total_wei
     steps = ht_newton_full_steps(r, n, tol, budget, p, target, total_weight, scratch, weights)
     if steps < 0:
         return ht_couple_one(r, n, tol, max_iter, newton_after, p, target, total_weight, scratch)
-    return ht_distribution_of(theta, p, used + steps)
+    return ht_normalised(p, used + steps)
 
 
 @jit_noalloc(forceinline=True)
-def ht_distribution_of(theta, p, steps):
-    """``p = softmax(theta)``; returns ``steps``."""
+def ht_exp_shifted(theta, p):
+    """``p_i = exp(theta_i - max(theta))``: the distribution of ``theta`` up to its sum."""
     k = p.shape[0]
-    top = -np.inf
+    top = theta[0]
     for i in range(k):
         if theta[i] > top:
             top = theta[i]
-    total = 0.0
     for i in range(k):
         p[i] = np.exp(theta[i] - top)
+
+
+@jit_noalloc(forceinline=True)
+def ht_normalised(p, steps):
+    """``p`` divided by its sum; returns ``steps``."""
+    k = p.shape[0]
+    total = 0.0
+    for i in range(k):
         total += p[i]
     for i in range(k):
         p[i] /= total
@@ -324,16 +331,17 @@ def ht_distribution_of(theta, p, steps):
 @jit_noalloc
 def ht_newton_full_steps(r, n, tol, budget, p, target, total_weight, scratch, weights):
     """Full Newton steps on ``theta = log p`` (``scratch[0]``, the start on entry, up to a shift)
-    for one interior event of :func:`ht_couple_newton_one`; ``total_weight`` holds each row's
-    weight sum.
+    for one interior event of :func:`ht_couple_newton_one`; ``total_weight`` holds the inverse
+    of each row's weight sum.
 
     Each step solves the Laplacian system of :func:`ht_newton_step_inplace` and is taken whole,
     as long as it lowers the largest row residual (:func:`ht_score_residual`, here evaluated in
     ``theta``). Once that residual is at most ``tol`` the steps go on while each lowers it to a
     quarter or less, until it is at the rounding level (1e-15), and the point of the lowest
-    residual is left in ``theta``: quadratic convergence takes it from ``tol`` to the rounding
-    level in one step where the system is well conditioned, and a few more steps where pair
-    weights span many orders of magnitude (the solve's error then limits each step's gain).
+    residual is left in ``theta`` (and ``exp(theta - max(theta))`` in ``p``): quadratic
+    convergence takes it from ``tol`` to the rounding level in one step where the system is well
+    conditioned, and a few more steps where pair weights span many orders of magnitude (the
+    solve's error then limits each step's gain).
     Returns the number of steps, or ``-1 - steps`` if they failed before the residual was within
     ``tol`` (a step that does not lower it, a singular system, or more than ``budget`` steps).
     """
@@ -345,14 +353,10 @@ def ht_newton_full_steps(r, n, tol, budget, p, target, total_weight, scratch, we
     while True:
         # the gradient (the score equations) in target, the Laplacian L of the weights
         # w_ij = n_ij mu_ij (1 - mu_ij) (minus the Hessian) in weights
-        top = theta[0]
         for i in range(k):
             target[i] = 0.0
             weights[i, i] = 0.0
-            if theta[i] > top:
-                top = theta[i]
-        for i in range(k):
-            p[i] = np.exp(theta[i] - top)  # mu_ij = p_i / (p_i + p_j): K exponentials, not K(K-1)/2
+        ht_exp_shifted(theta, p)  # mu_ij = p_i / (p_i + p_j): K exponentials, not K(K-1)/2
         for i in range(k):
             for j in range(i + 1, k):
                 nij = n[i, j]
@@ -368,7 +372,7 @@ def ht_newton_full_steps(r, n, tol, budget, p, target, total_weight, scratch, we
         worst = 0.0
         ref = 0
         for i in range(k):
-            res = abs(target[i]) / total_weight[i]
+            res = abs(target[i]) * total_weight[i]
             if res > worst:
                 worst = res
             if weights[i, i] > weights[ref, ref]:
@@ -377,6 +381,7 @@ def ht_newton_full_steps(r, n, tol, budget, p, target, total_weight, scratch, we
             if best <= tol:  # the point before it had converged: keep that one
                 for i in range(k):
                     theta[i] = previous[i]
+                ht_exp_shifted(theta, p)
                 return steps
             return -1 - steps
         converged = worst <= tol
