@@ -18,7 +18,7 @@ Run from the repository root:
    ``PAVCalibrator`` pairs one kernel call per event) and that loop through the per-pair calls it
    replaces, and the batched array face of section 2. With ``--old REV``, also the river face and
    ``prequential`` of the calibrators in ``streamcal/multiclass/streaming.py`` at git revision
-   ``REV`` (read with ``git show``, run on today's kernels) in the same rounds. CPU time
+   ``REV`` (read with ``git show``, with that revision's coupling and pair kernels) in the same rounds. CPU time
    (``time.process_time``), best of ``--repeat`` rounds.
 
 4. The HT coupling alone on the pairs' r and n of a ``prequential`` run (K = 5): the calibrator's
@@ -287,34 +287,54 @@ def _source_at(rev: str, path: str) -> str:
     return subprocess.run(["git", "show", f"{rev}:{path}"], check=True, capture_output=True, text=True).stdout
 
 
-_PAIR_KERNELS = "streamcal/_kernels/pairwise_pav.py"
-_PAIR_KERNELS_IMPORT = "from streamcal._kernels import pairwise_pav as _pp"
+# The kernel modules the calibrators' module uses, in the order they import one another: each
+# (path, module name, the statements that import it where it is used).
+_KERNEL_MODULES = (
+    ("streamcal/_kernels/coupling.py", "coupling", ("from streamcal._kernels import coupling as _k",)),
+    ("streamcal/_kernels/pairwise_pav.py", "pairwise_pav", ("from streamcal._kernels import pairwise_pav as _pp",)),
+    ("streamcal/multiclass/_one_call.py", "one_call", ("from streamcal.multiclass import _one_call",)),
+)
+# how the kernel modules import each other: the statement's module, as it is spelled there
+_KERNEL_IMPORTS = {
+    "coupling": "from streamcal._kernels.coupling import",
+    "pairwise_pav": "from streamcal._kernels.pairwise_pav import",
+}
 
 
 def streaming_at(rev: str) -> types.ModuleType:
     """The module ``streamcal/multiclass/streaming.py`` as it was at git revision ``rev``.
 
-    Where that revision's pair kernels (``streamcal/_kernels/pairwise_pav.py``, which its river
-    face and pair loop call) differ from this checkout's, they are loaded too, from a file in a
-    temporary directory (numba caches compiled kernels next to their source file), and the old
-    module calls them."""
+    Where that revision's kernels (``streamcal/_kernels/coupling.py``, ``pairwise_pav.py`` and
+    ``streamcal/multiclass/_one_call.py``, which its river face, pair loop and coupling call)
+    differ from this checkout's, they are loaded too, from files in a temporary directory (numba
+    caches compiled kernels next to their source file), and the old module calls them."""
+    import importlib.util
+
     source = _source_at(rev, "streamcal/multiclass/streaming.py")
     module = types.ModuleType(f"streaming_at_{rev}")
-    kernels = _source_at(rev, _PAIR_KERNELS)
-    with open(_PAIR_KERNELS, encoding="utf-8") as f:
-        same_kernels = f.read() == kernels
-    if not same_kernels and _PAIR_KERNELS_IMPORT in source:
-        import importlib.util
-
-        name = f"pairwise_pav_at_{rev.replace('-', '_').replace('~', '_').replace('^', '_')}"
-        path = os.path.join(tempfile.mkdtemp(prefix="bench_coupling_"), f"{name}.py")
-        with open(path, "w", encoding="utf-8") as f:
+    tag = rev.replace("-", "_").replace("~", "_").replace("^", "_").replace(".", "_")
+    folder = tempfile.mkdtemp(prefix="bench_coupling_")
+    loaded = {}  # module name -> the name of the revision's module, where it differs
+    for path, name, statements in _KERNEL_MODULES:
+        kernels = _source_at(rev, path)
+        with open(path, encoding="utf-8") as f:
+            if f.read() == kernels and not loaded:
+                continue
+        for other, at_rev in loaded.items():
+            kernels = kernels.replace(_KERNEL_IMPORTS[other], f"from {at_rev} import")
+        at_rev = f"{name}_at_{tag}"
+        file = os.path.join(folder, f"{at_rev}.py")
+        with open(file, "w", encoding="utf-8") as f:
             f.write(kernels)
-        spec = importlib.util.spec_from_file_location(name, path)
+        spec = importlib.util.spec_from_file_location(at_rev, file)
         old_kernels = importlib.util.module_from_spec(spec)
+        sys.modules[at_rev] = old_kernels  # for the revision's kernel modules that import it
         spec.loader.exec_module(old_kernels)
-        module.__dict__["_PAIR_KERNELS_AT_REV"] = old_kernels
-        source = source.replace(_PAIR_KERNELS_IMPORT, "_pp = _PAIR_KERNELS_AT_REV")
+        loaded[name] = at_rev
+        alias = statements[0].rsplit(" ", 1)[1]
+        module.__dict__[f"_{name.upper()}_AT_REV"] = old_kernels
+        for statement in statements:
+            source = source.replace(statement, f"{alias} = _{name.upper()}_AT_REV")
     exec(compile(source, f"{rev}:streamcal/multiclass/streaming.py", "exec"), module.__dict__)
     return module
 
