@@ -33,9 +33,14 @@ import numpy as np
 from bench_streaming_pav import click_stream
 
 from streamcal import GEVCalibrator, ISplineCalibrator, PAVCalibrator, PlattCalibrator
+from streamcal._kernels import deferred_face as _kd
+from streamcal._kernels import glm_refit as _g
+from streamcal._kernels import histogram as _h
 from streamcal._kernels import ipav as _k
-from streamcal._kernels._config import entry_point, jit_noalloc
+from streamcal._kernels import ispline as _ki
+from streamcal._kernels._config import entry_point, jit, jit_noalloc
 from streamcal.buckets import bucket_of_score
+from streamcal.gev import _river as _gev_river
 from streamcal.windows import CountWindow
 
 WARMUP = 10_000
@@ -113,6 +118,89 @@ def _proba_packed_unmarked(packed, s):
     return _k.pav_proba_out(pf, _k.pav_predict_one(pf, _k.pav_bucket_of(pf, s), s))
 
 
+# The deferring faces' lock-free entry points between refits without the section-number test
+# (``streamcal._kernels.deferred_face``), otherwise their code.
+@jit_noalloc(nogil=False)
+def _hist_learn_unmarked(marks, seen, s, y, w, t, every, score_low, score_high, sf, si, cuts, guide):
+    if not (marks[_kd.COUNT] + 1.0 < every and score_low <= s <= score_high and 0.0 <= w <= _kd.MAX_WEIGHT):
+        return False
+    m = cuts.shape[0]
+    b = _h.bucket_of(cuts, 0, m, guide, s, _h.guide_scale(cuts, 0, m, guide))
+    _h.histogram_learn_one_inplace(sf, si, b, y, w, t)
+    marks[_kd.COUNT] += 1.0
+    return True
+
+
+@jit_noalloc(nogil=False)
+def _glm_learn_unmarked(
+    marks, seen, s, y, w, t, every, score_low, score_high, sf, si, cuts, guide, x, table, mom, pc, anchor, steps
+):
+    if not (marks[_kd.COUNT] + 1.0 < every and score_low <= s <= score_high and 0.0 <= w <= _kd.MAX_WEIGHT):
+        return False
+    m = cuts.shape[0]
+    b = _h.bucket_of(cuts, 0, m, guide, s, _h.guide_scale(cuts, 0, m, guide))
+    _g.glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps)
+    marks[_kd.COUNT] += 1.0
+    return True
+
+
+@jit(nogil=False)
+def _ispline_proba_unmarked(marks, seen, s, score_low, score_high, knots, order, coef, low, high):
+    if not (score_low <= s <= score_high):
+        return -1.0
+    p = _ki.bspline_combination_score(s, knots, order, coef)
+    if low > p:
+        p = low
+    if high < p:
+        p = high
+    return p
+
+
+@jit(nogil=False)
+def _glm_proba_unmarked(
+    marks, seen, s, score_low, score_high, identity, clip, slope, intercept, gev_link, xi, run_low, run_high, low, high
+):
+    if not (score_low <= s <= score_high):
+        return -1.0
+    p = _kd._k.glm_map_score(s, identity, clip, slope, intercept, gev_link, xi)
+    if xi < 0.0:
+        if run_high < p:
+            p = run_high
+    elif xi > 0.0 and run_low > p:
+        p = run_low
+    if low > p:
+        p = low
+    if high < p:
+        p = high
+    return p
+
+
+_UNMARKED = {
+    "hist_learn_marked": ("bench_hist_learn_unmarked", _hist_learn_unmarked),
+    "glm_learn_marked": ("bench_glm_learn_unmarked", _glm_learn_unmarked),
+    "ispline_proba_marked": ("bench_ispline_proba_unmarked", _ispline_proba_unmarked),
+    "glm_proba_marked": ("bench_glm_proba_unmarked", _glm_proba_unmarked),
+}
+_UNMARKED_CALLS = {name: _gev_river._bound_on_first_call(name, kernel) for name, kernel in _UNMARKED.values()}
+
+
+def _unmarked(call):
+    """The unmarked entry point standing for the face's entry point ``call``."""
+    for marked, (name, _) in _UNMARKED.items():
+        if call is _gev_river.ENTRIES.get(marked) or call is _gev_river.FIRST_CALLS[marked]:
+            return _gev_river.ENTRIES.get(name) or _UNMARKED_CALLS[name]
+    return call
+
+
+class _UnmarkedBetweenRefits:
+    """The deferring faces between refits with the entry points that skip the section-number test."""
+
+    def _go_live_between_refits(self, lock):
+        super()._go_live_between_refits(lock)
+        lock.learn_call = _unmarked(lock.learn_call)
+        lock.proba_call = _unmarked(lock.proba_call)
+
+
 def unlocked_pav_class():
     packed = PAVCalibrator().update([0.5], [1])._packed
     s = 0.5
@@ -155,10 +243,18 @@ def lock_pairs():
         (GEVCalibrator, {"refit_every": 1000}),
         (PlattCalibrator, {"refit_every": 1000}),
     ):
+        unmarked_face = type(f"Unmarked{cls.__name__}", (_UnmarkedBetweenRefits, cls), {})
         unlocked = type(f"Unlocked{cls.__name__}", (_UnlockedRiverFace, cls), {})
         pairs.append(
             (
                 cls.__name__,
+                lambda cls=cls, kwargs=kwargs: cls(window=window, **kwargs),
+                lambda unmarked_face=unmarked_face, kwargs=kwargs: unmarked_face(window=window, **kwargs),
+            )
+        )
+        pairs.append(
+            (
+                f"{cls.__name__} against the generic face",
                 lambda cls=cls, kwargs=kwargs: cls(window=window, **kwargs),
                 lambda unlocked=unlocked, kwargs=kwargs: unlocked(window=window, **kwargs),
             )
@@ -229,6 +325,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="pairs measured per calibrator")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--locks", action="store_true", help="the thread-safety table alone")
     args = parser.parse_args(argv)
     from river import linear_model
 
@@ -237,10 +334,10 @@ def main(argv=None):
     ys = y.tolist()
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.n:,} pairs, best of {args.repeat}")
     rates = {}
-    for name, make in makers().items():
+    for name, make in () if args.locks else makers().items():
         rates[name] = pairs_per_second(make or linear_model.LogisticRegression, xs, ys, args.repeat)
-    lr = rates["river LogisticRegression"]
     for name, rate in rates.items():
+        lr = rates["river LogisticRegression"]
         print(f"  {name:40s} {rate:>12,.0f} pairs/s  ({rate / lr:.2f}x river's LR)")
     repeat = max(args.repeat, 5)
     print(f"thread safety: locked against unlocked river face, side by side in blocks of 1,000 pairs, best of {repeat}")

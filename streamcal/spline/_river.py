@@ -29,7 +29,7 @@ from streamcal._kernels import ispline_stream as _ks
 from streamcal._refit import RefitCalibrator
 from streamcal._streaming import OP_LEARN, StreamingCalibrator
 from streamcal.buckets import bucket_of_score
-from streamcal.gev._river import ENTRIES, DeferredRiverFace, entry_call
+from streamcal.gev._river import ENTRIES, DeferredRiverFace, entry_call, learn_lock_free, proba_lock_free
 
 __all__ = ["ISplineRiverFace"]
 
@@ -108,6 +108,17 @@ class ISplineRiverFace(DeferredRiverFace):
         a.live = True
         return a
 
+    def _between_refits_learn_tail(self):
+        """The learn kernel's arguments after the event's: none (the histogram's kernel)."""
+        return ()
+
+    def _between_refits_proba_args(self):
+        """The served probability's entry point and its arguments after the score (a fitted map)."""
+        return (
+            "ispline_proba_marked", self._score_low, self._score_high, self._knots, int(self.order) + 1,
+            self._bspline_coef, self._proba_low, self._proba_high,
+        )  # fmt: skip
+
     def _river_settle(self, a) -> None:
         """The deferred work done: the kept event learned, the map written back (under the lock)."""
         a.live = False
@@ -165,6 +176,8 @@ class ISplineRiverFace(DeferredRiverFace):
                         self._river_settle(a)
                 finally:
                     rlock.release()
+        if t is None and learn_lock_free(self._lock, x, y, w):  # between refits (see the generic path's notes)
+            return
         # the generic path (see ``streamcal.gev._river.DeferredRiverFace``)
         self._learn_in_section(x, y, w, t)
 
@@ -194,8 +207,9 @@ class ISplineRiverFace(DeferredRiverFace):
                             self._river_settle(a)
                 finally:
                     rlock.release()
-        # the generic path (see ``streamcal.gev._river.DeferredRiverFace``)
-        p = self._proba_in_section(x)
+        p = proba_lock_free(self._lock, x)  # between refits
+        if p < 0.0:  # the generic path (see ``streamcal.gev._river.DeferredRiverFace``)
+            p = self._proba_in_section(x)
         return {False: 1.0 - p, True: p}
 
     def _river_pair_stopped(self, a, b: int, code: float) -> None:
