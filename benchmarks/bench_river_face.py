@@ -121,7 +121,7 @@ def _proba_packed_unmarked(packed, s):
 # The deferring faces' lock-free entry points between refits without the section-number test
 # (``streamcal._kernels.deferred_face``), otherwise their code.
 @jit_noalloc(nogil=False)
-def _hist_learn_unmarked(marks, seen, s, y, w, t, every, score_low, score_high, sf, si, cuts, guide):
+def _hist_learn_unmarked(marks, seen, every, s, y, w, t, score_low, score_high, sf, si, cuts, guide):
     if not (marks[_kd.COUNT] + 1.0 < every and score_low <= s <= score_high and 0.0 <= w <= _kd.MAX_WEIGHT):
         return False
     m = cuts.shape[0]
@@ -133,7 +133,7 @@ def _hist_learn_unmarked(marks, seen, s, y, w, t, every, score_low, score_high, 
 
 @jit_noalloc(nogil=False)
 def _glm_learn_unmarked(
-    marks, seen, s, y, w, t, every, score_low, score_high, sf, si, cuts, guide, x, table, mom, pc, anchor, steps
+    marks, seen, every, s, y, w, t, score_low, score_high, sf, si, cuts, guide, x, table, mom, pc, anchor, steps
 ):
     if not (marks[_kd.COUNT] + 1.0 < every and score_low <= s <= score_high and 0.0 <= w <= _kd.MAX_WEIGHT):
         return False

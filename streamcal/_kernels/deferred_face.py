@@ -40,12 +40,13 @@ def _accepts(marks, seen, every, s, w, score_low, score_high):
 
 
 @jit_noalloc(nogil=False)  # a per-event call: atomic among Python threads (see the module notes)
-def hist_learn_marked(marks, seen, s, y, w, t, every, score_low, score_high, sf, si, cuts, guide):
+def hist_learn_marked(marks, seen, every, s, y, w, t, score_low, score_high, sf, si, cuts, guide):
     """Learn one event of score ``s`` into the windowed histogram (its bucket by
     ``histogram.bucket_of``, Python's ``bisect_right`` over ``cuts``), counted in ``marks``.
 
     Returns False, having changed nothing, when a section ran since ``seen``, the event would
-    make the refit due, or the score or the weight is out of range.
+    make the refit due (``every``: the calibrator's ``refit_every``), or the score or the weight
+    is out of range.
     """
     if not _accepts(marks, seen, every, s, w, score_low, score_high):
         return False
@@ -58,7 +59,7 @@ def hist_learn_marked(marks, seen, s, y, w, t, every, score_low, score_high, sf,
 
 @jit_noalloc(nogil=False)  # a per-event call: atomic among Python threads (see the module notes)
 def glm_learn_marked(
-    marks, seen, s, y, w, t, every, score_low, score_high, sf, si, cuts, guide, x, table, mom, pc, anchor, steps
+    marks, seen, every, s, y, w, t, score_low, score_high, sf, si, cuts, guide, x, table, mom, pc, anchor, steps
 ):
     """:func:`hist_learn_marked` through ``glm_refit.glm_learn_one_inplace`` (the histogram and,
     while they are current, the GLM calibrators' moments and running sums)."""

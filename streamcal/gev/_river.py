@@ -148,16 +148,16 @@ def entry(name: str):
     return ENTRIES.get(name) or FIRST_CALLS[name]
 
 
-def learn_lock_free(lock, x, y, w) -> bool:
-    """``learn_one(x, y, w)`` between refits without the lock, if its entry point takes it
-    (the common call, the face live, no section since its arguments were taken); else False,
-    having changed nothing. ``seen`` is read before everything it guards."""
+def learn_lock_free(lock, every: int, x, y, w) -> bool:
+    """``learn_one(x, y, w)`` between refits (every ``every`` labels) without the lock, if its
+    entry point takes it (the common call, the face live, no section since its arguments were
+    taken); else False, having changed nothing. ``seen`` is read before everything it guards."""
     seen = lock.seen
     args = lock.learn_args
     if args is None or type(x) is not dict or not (y is True or y is False) or type(w) is not float or len(x) != 1:
         return False
     (s,) = x.values()
-    return type(s) is float and lock.learn_call(lock.marks, seen, s, y, w, 0.0, *args)
+    return type(s) is float and lock.learn_call(lock.marks, seen, every, s, y, w, 0.0, *args)
 
 
 def proba_lock_free(lock, x) -> float:
@@ -270,7 +270,7 @@ class DeferredRiverFace:
             return
         layout = hist.layout
         sf, si = hist.live_arrays()
-        learn = (float(self.refit_every), self._score_low, self._score_high, sf, si, layout.cuts, layout.guide, *tail)
+        learn = (self._score_low, self._score_high, sf, si, layout.cuts, layout.guide, *tail)
         proba = self._between_refits_proba_args() if self._fitted and not self._dirty else None
         lock.marks[_kd.COUNT] = float(self._n_since_refit)
         lock.learn_call = entry("glm_learn_marked" if tail else "hist_learn_marked")
@@ -280,6 +280,10 @@ class DeferredRiverFace:
         lock.seen = float(lock.marks[_kd.SEQ])
         lock.proba_args = proba
         lock.learn_args = learn
+
+    def predict_one(self, x: dict) -> bool:
+        """True when the calibrated probability exceeds 0.5."""
+        return self.predict_proba_one(x)[True] > 0.5  # the face's own path: lock-free between refits
 
     @property
     def window_histogram(self):
@@ -372,6 +376,8 @@ class GLMRiverFace(DeferredRiverFace):
                     ):
                         if a.river_ready and lock.depth == 0:  # kept for the next prediction's call
                             if not a.live:
+                                if lock.learn_args is not None:  # live between refits until ``refit_every`` was cleared
+                                    self._settle_deferred(lock)
                                 self._glm_state_in(a)
                                 a.live = True
                             elif a.pending is not a.no_event:
@@ -379,8 +385,7 @@ class GLMRiverFace(DeferredRiverFace):
                             # Platt's call finds the bucket itself, GEV's is given it
                             a.pending = (s if a.river else bucket_of_score(a.cuts, s), 1.0 if y else 0.0, w)
                             return
-                        if a.live:
-                            self._river_settle(a)
+                        self._settle_deferred(lock)
                         sf, si = self._hist.live_arrays()
                         args = (sf, si, bucket_of_score(a.cuts, s), 1.0 if y else 0.0, w, 0.0)
                         learn = ENTRIES.get("learn")
@@ -394,7 +399,8 @@ class GLMRiverFace(DeferredRiverFace):
                         self._river_settle(a)
                 finally:
                     rlock.release()
-        if t is None and learn_lock_free(self._lock, x, y, w):  # between refits (see ``DeferredRiverFace``)
+        # between refits: lock-free while the face is live (see ``DeferredRiverFace._go_live_between_refits``)
+        if (every := self.refit_every) is not None and t is None and learn_lock_free(self._lock, every, x, y, w):
             return
         # the generic path (see ``DeferredRiverFace``)
         self._learn_in_section(x, y, w, t)
@@ -416,6 +422,8 @@ class GLMRiverFace(DeferredRiverFace):
                         and (a.river or "histogram" not in self.__dict__)
                     ):
                         if not a.live:
+                            if lock.learn_args is not None:  # live between refits until ``refit_every`` was cleared
+                                self._settle_deferred(lock)
                             self._glm_state_in(a)
                             a.live = True
                         sf, si = self._hist.live_arrays()
@@ -446,15 +454,14 @@ class GLMRiverFace(DeferredRiverFace):
                                 self._river_gev_complete(a)
                                 p = min(max(self._fitted_proba_one(s), self._proba_low), self._proba_high)
                     else:
-                        if a is not None and a.live:
-                            self._river_settle(a)
+                        self._settle_deferred(lock)
                         p = self._river_proba(s)
                         if p < 0.0:
                             p = self._warm_proba() if not self._hist.built else self._generic_proba_of(s)
                 finally:
                     rlock.release()
                 return {False: 1.0 - p, True: p}
-        p = proba_lock_free(self._lock, x)  # between refits
+        p = -1.0 if self.refit_every is None else proba_lock_free(self._lock, x)  # between refits
         if p < 0.0:  # the generic path (see ``DeferredRiverFace``)
             p = self._proba_in_section(x)
         return {False: 1.0 - p, True: p}

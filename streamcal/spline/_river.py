@@ -99,6 +99,8 @@ class ISplineRiverFace(DeferredRiverFace):
             or self._stream_ready() is not True
         ):
             return None
+        if self._lock.learn_args is not None:  # live between refits until ``refit_every`` was cleared
+            self._settle_deferred(self._lock)
         a = self._glm_cache
         if a is None or a.cuts is not hist.layout.cuts_list:
             a = self._glm_cache = RiverState(hist.layout.cuts_list)
@@ -176,7 +178,8 @@ class ISplineRiverFace(DeferredRiverFace):
                         self._river_settle(a)
                 finally:
                     rlock.release()
-        if t is None and learn_lock_free(self._lock, x, y, w):  # between refits (see the generic path's notes)
+        # between refits: lock-free while the face is live (see ``DeferredRiverFace._go_live_between_refits``)
+        if (every := self.refit_every) is not None and t is None and learn_lock_free(self._lock, every, x, y, w):
             return
         # the generic path (see ``streamcal.gev._river.DeferredRiverFace``)
         self._learn_in_section(x, y, w, t)
@@ -207,7 +210,7 @@ class ISplineRiverFace(DeferredRiverFace):
                             self._river_settle(a)
                 finally:
                     rlock.release()
-        p = proba_lock_free(self._lock, x)  # between refits
+        p = -1.0 if self.refit_every is None else proba_lock_free(self._lock, x)  # between refits
         if p < 0.0:  # the generic path (see ``streamcal.gev._river.DeferredRiverFace``)
             p = self._proba_in_section(x)
         return {False: 1.0 - p, True: p}
