@@ -4,6 +4,7 @@ Run from the repository root::
 
     PYTHONPATH=. python benchmarks/bench_river_face.py            # 100,000 pairs each
     PYTHONPATH=. python benchmarks/bench_river_face.py --n 20000  # quicker
+    PYTHONPATH=. python benchmarks/bench_river_face.py --n 20000 --locks  # the thread-safety table alone
 
 Stream: the click-like stream of ``bench_streaming_pav.py`` (scores ``expit(z)``,
 ``z ~ N(-3, 1.5)``), one ``{"score": s}`` dict per event. Calibrators: ``PAVCalibrator`` and the
@@ -15,10 +16,13 @@ loop. Figures are CPU time (``process_time``), best of ``--repeat`` runs.
 Cost of thread safety (the second table): each calibrator's river face against the same code
 without its lock, in the same process, the two runs alternating, best of ``--repeat`` each; the
 ratio is locked time over unlocked time (goal: at most 1.10). The baselines exist only here:
-for the map-fitting calibrators, the base class's ``learn_one`` / ``predict_proba_one`` without
-``with self._lock:``; for ``PAVCalibrator``, whose river face takes no lock, its packed kernels
-without the busy-mark test, and, for comparison, the same fast path under a Python lock. Each
-baseline is checked to give the calibrator's own outputs before it is timed.
+for ``PAVCalibrator``, whose river face takes no lock, its packed kernels without the busy-mark
+test, and, for comparison, the same fast path under a Python lock; for the map-fitting
+calibrators, whose faces between refits take no lock either, the same faces with entry points
+that skip the section-number test (``streamcal._kernels.deferred_face``), and, in the rows
+"against the generic face", the base class's ``learn_one`` / ``predict_proba_one`` without the
+lock. Each baseline is checked to give the calibrator's own outputs before it is timed.
+``--locks`` runs this table alone.
 """
 
 from __future__ import annotations
@@ -176,20 +180,12 @@ def _glm_proba_unmarked(
 
 
 _UNMARKED = {
-    "hist_learn_marked": ("bench_hist_learn_unmarked", _hist_learn_unmarked),
-    "glm_learn_marked": ("bench_glm_learn_unmarked", _glm_learn_unmarked),
-    "ispline_proba_marked": ("bench_ispline_proba_unmarked", _ispline_proba_unmarked),
-    "glm_proba_marked": ("bench_glm_proba_unmarked", _glm_proba_unmarked),
+    "hist_learn_marked": ("bench_hist_learn_unmarked", _hist_learn_unmarked, 4),
+    "glm_learn_marked": ("bench_glm_learn_unmarked", _glm_learn_unmarked, 4),
+    "ispline_proba_marked": ("bench_ispline_proba_unmarked", _ispline_proba_unmarked, -1),
+    "glm_proba_marked": ("bench_glm_proba_unmarked", _glm_proba_unmarked, -1),
 }
-_UNMARKED_CALLS = {name: _gev_river._bound_on_first_call(name, kernel) for name, kernel in _UNMARKED.values()}
-
-
-def _unmarked(call):
-    """The unmarked entry point standing for the face's entry point ``call``."""
-    for marked, (name, _) in _UNMARKED.items():
-        if call is _gev_river.ENTRIES.get(marked) or call is _gev_river.FIRST_CALLS[marked]:
-            return _gev_river.ENTRIES.get(name) or _UNMARKED_CALLS[name]
-    return call
+_gev_river.CALLS.update({entry[0]: _gev_river._bound_on_first_call(*entry) for entry in _UNMARKED.values()})
 
 
 class _UnmarkedBetweenRefits:
@@ -197,8 +193,9 @@ class _UnmarkedBetweenRefits:
 
     def _go_live_between_refits(self, lock):
         super()._go_live_between_refits(lock)
-        lock.learn_call = _unmarked(lock.learn_call)
-        lock.proba_call = _unmarked(lock.proba_call)
+        lock.learn_kind = _UNMARKED[lock.learn_kind][0]
+        if lock.proba_kind in _UNMARKED:  # (else unchanged since the last time: already replaced)
+            lock.proba_kind = _UNMARKED[lock.proba_kind][0]
 
 
 def unlocked_pav_class():

@@ -29,6 +29,11 @@ GEV's pairs likewise, once every shape has a fit (its kept event by its bucket):
 came (the served shape among the scalars it leaves in the compiled fit) and serves the score;
 where a shape needs the damped full refit it returns -1.0 and the refit is completed in Python as
 the generic path completes it.
+
+Between refits (``refit_every`` set) the faces of I-spline, GEV and Platt take no lock in the
+common case: each call is one entry point of :mod:`streamcal._kernels.deferred_face` that holds
+the GIL and tests the river lock's section number, as ``PAVCalibrator``'s kernels test their busy
+mark (see the notes above :meth:`DeferredRiverFace._go_live_between_refits`).
 """
 
 from __future__ import annotations
@@ -80,11 +85,12 @@ class RiverLock(SectionLock):
     Between refits (``refit_every`` set) the face's calls take no lock while it is live
     (``learn_args`` not None): ``marks`` (``deferred_face.SEQ``, ``COUNT``) holds the sections'
     number and the labels learned since the last refit, ``seen`` the number the arguments
-    (``learn_args``, ``proba_args``, for ``learn_call`` and ``proba_call``) were taken at. A section's
+    (``learn_args``, ``proba_args``, for the entry points named ``learn_kind`` and ``proba_kind`` in
+    ``CALLS``) were taken at. A section's
     first acquisition of a live lock changes the number (its entry points then refuse, see
     :mod:`streamcal._kernels.deferred_face`), writes the count back and ends the live state."""
 
-    __slots__ = ("_cal", "depth", "learn_args", "learn_call", "marks", "proba_args", "proba_call", "rlock", "seen")
+    __slots__ = ("_cal", "depth", "learn_args", "learn_kind", "marks", "proba_args", "proba_kind", "rlock", "seen")
 
     def __init__(self, cal):
         self._cal = cal
@@ -92,7 +98,7 @@ class RiverLock(SectionLock):
         self.rlock = threading.RLock()
         self.marks = np.zeros(_kd.MARKS_SIZE)
         self.seen = -1.0  # never a section number: nothing is live
-        self.learn_args = self.proba_args = self.learn_call = self.proba_call = None
+        self.learn_args = self.proba_args = self.learn_kind = self.proba_kind = None
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         if not self.rlock.acquire(blocking, timeout):
@@ -118,10 +124,12 @@ def _gil_enabled() -> bool:
     return True if check is None else bool(check())
 
 
-def _bound_on_first_call(name: str, kernel):
+def _bound_on_first_call(name: str, kernel, label_at: int):
     """A stand-in for the entry point ``kernel`` of :mod:`streamcal._kernels.deferred_face`:
-    interpreted while the process's allowance lasts, then compiled for its arguments (a bool
-    label typed as a float) and kept in ``ENTRIES``, which the face reads when it goes live."""
+    interpreted while the process's allowance lasts, then compiled for its arguments (the bool
+    label at ``label_at``, if any, typed as a float), which then takes the stand-in's place in
+    ``CALLS``. The faces name their entry points rather than hold them: an instance holding a
+    compiled function would lead river's memory walk (``_raw_memory_usage``) into numba's registries."""
 
     def first_call(*args):
         result = _config.try_entry_point(kernel, *args)
@@ -129,23 +137,24 @@ def _bound_on_first_call(name: str, kernel):
             return result
         compiled = ENTRIES.get(name)
         if compiled is None:
-            example = tuple(float(v) if type(v) is bool else v for v in args)
+            example = tuple(float(v) if i == label_at else v for i, v in enumerate(args))
             compiled = ENTRIES[name] = entry_point(kernel, *example)
+            CALLS[name] = compiled
         return compiled(*args)
 
     return first_call
 
 
-FIRST_CALLS = {
-    name: _bound_on_first_call(name, getattr(_kd, name))
-    for name in ("hist_learn_marked", "glm_learn_marked", "ispline_proba_marked", "glm_proba_marked")
+_LABEL_AT = 4  # the learn entry points' label: after ``marks``, ``seen``, ``every`` and the score
+CALLS = {  # the lock-free calls' entry points by name: stand-ins until compiled
+    name: _bound_on_first_call(name, getattr(_kd, name), label_at)
+    for name, label_at in (
+        ("hist_learn_marked", _LABEL_AT),
+        ("glm_learn_marked", _LABEL_AT),
+        ("ispline_proba_marked", -1),
+        ("glm_proba_marked", -1),
+    )
 }
-
-
-def entry(name: str):
-    """The entry point ``name`` of :mod:`streamcal._kernels.deferred_face`: compiled once the
-    process runs compiled kernels, else its stand-in."""
-    return ENTRIES.get(name) or FIRST_CALLS[name]
 
 
 def learn_lock_free(lock, every: int, x, y, w) -> bool:
@@ -157,7 +166,7 @@ def learn_lock_free(lock, every: int, x, y, w) -> bool:
     if args is None or type(x) is not dict or not (y is True or y is False) or type(w) is not float or len(x) != 1:
         return False
     (s,) = x.values()
-    return type(s) is float and lock.learn_call(lock.marks, seen, every, s, y, w, 0.0, *args)
+    return type(s) is float and CALLS[lock.learn_kind](lock.marks, seen, every, s, y, w, 0.0, *args)
 
 
 def proba_lock_free(lock, x) -> float:
@@ -168,7 +177,7 @@ def proba_lock_free(lock, x) -> float:
     if args is None or type(x) is not dict or len(x) != 1:
         return -1.0
     (s,) = x.values()
-    return lock.proba_call(lock.marks, seen, s, *args) if type(s) is float else -1.0
+    return CALLS[lock.proba_kind](lock.marks, seen, s, *args) if type(s) is float else -1.0
 
 
 class DeferredRiverFace:
@@ -273,9 +282,9 @@ class DeferredRiverFace:
         learn = (self._score_low, self._score_high, sf, si, layout.cuts, layout.guide, *tail)
         proba = self._between_refits_proba_args() if self._fitted and not self._dirty else None
         lock.marks[_kd.COUNT] = float(self._n_since_refit)
-        lock.learn_call = entry("glm_learn_marked" if tail else "hist_learn_marked")
+        lock.learn_kind = "glm_learn_marked" if tail else "hist_learn_marked"
         if proba is not None:
-            lock.proba_call = entry(proba[0])
+            lock.proba_kind = proba[0]
             proba = proba[1:]
         lock.seen = float(lock.marks[_kd.SEQ])
         lock.proba_args = proba

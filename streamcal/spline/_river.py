@@ -19,7 +19,8 @@ before the lock: the generic methods are right in every state, so handing a call
 none), ``x`` a one-key dict holding a float score in range (no ``score_key``), a bool label, a
 float weight in range, no time, a window without event times or a growing ring. Anything else
 settles and takes the generic methods, which raise the documented errors; a rejected call is
-rejected before anything is kept.
+rejected before anything is kept. Between refits (``refit_every`` set) the common calls take no
+lock (:class:`streamcal.gev._river.DeferredRiverFace`).
 """
 
 from __future__ import annotations
