@@ -193,8 +193,10 @@ class _UnmarkedBetweenRefits:
 
     def _go_live_between_refits(self, lock):
         super()._go_live_between_refits(lock)
-        lock.learn_kind = _UNMARKED[lock.learn_kind][0]
-        if lock.proba_kind in _UNMARKED:  # (else unchanged since the last time: already replaced)
+        # a name the face did not set here (it did not go live) is already replaced, or None
+        if lock.learn_kind in _UNMARKED:
+            lock.learn_kind = _UNMARKED[lock.learn_kind][0]
+        if lock.proba_kind in _UNMARKED:
             lock.proba_kind = _UNMARKED[lock.proba_kind][0]
 
 
