@@ -4,6 +4,7 @@ Run from the repository root::
 
     PYTHONPATH=. python benchmarks/bench_river_face.py            # 100,000 pairs each
     PYTHONPATH=. python benchmarks/bench_river_face.py --n 20000  # quicker
+    PYTHONPATH=. python benchmarks/bench_river_face.py --n 20000 --locks  # the thread-safety table alone
 
 Stream: the click-like stream of ``bench_streaming_pav.py`` (scores ``expit(z)``,
 ``z ~ N(-3, 1.5)``), one ``{"score": s}`` dict per event. Calibrators: ``PAVCalibrator`` and the
@@ -15,10 +16,13 @@ loop. Figures are CPU time (``process_time``), best of ``--repeat`` runs.
 Cost of thread safety (the second table): each calibrator's river face against the same code
 without its lock, in the same process, the two runs alternating, best of ``--repeat`` each; the
 ratio is locked time over unlocked time (goal: at most 1.10). The baselines exist only here:
-for the map-fitting calibrators, the base class's ``learn_one`` / ``predict_proba_one`` without
-``with self._lock:``; for ``PAVCalibrator``, whose river face takes no lock, its packed kernels
-without the busy-mark test, and, for comparison, the same fast path under a Python lock. Each
-baseline is checked to give the calibrator's own outputs before it is timed.
+for ``PAVCalibrator``, whose river face takes no lock, its packed kernels without the busy-mark
+test, and, for comparison, the same fast path under a Python lock; for the map-fitting
+calibrators, whose faces between refits take no lock either, the same faces with entry points
+that skip the section-number test (``streamcal._kernels.deferred_face``), and, in the rows
+"against the generic face", the base class's ``learn_one`` / ``predict_proba_one`` without the
+lock. Each baseline is checked to give the calibrator's own outputs before it is timed.
+``--locks`` runs this table alone.
 """
 
 from __future__ import annotations
@@ -33,9 +37,14 @@ import numpy as np
 from bench_streaming_pav import click_stream
 
 from streamcal import GEVCalibrator, ISplineCalibrator, PAVCalibrator, PlattCalibrator
+from streamcal._kernels import deferred_face as _kd
+from streamcal._kernels import glm_refit as _g
+from streamcal._kernels import histogram as _h
 from streamcal._kernels import ipav as _k
-from streamcal._kernels._config import entry_point, jit_noalloc
+from streamcal._kernels import ispline as _ki
+from streamcal._kernels._config import entry_point, jit, jit_noalloc
 from streamcal.buckets import bucket_of_score
+from streamcal.gev import _river as _gev_river
 from streamcal.windows import CountWindow
 
 WARMUP = 10_000
@@ -113,6 +122,84 @@ def _proba_packed_unmarked(packed, s):
     return _k.pav_proba_out(pf, _k.pav_predict_one(pf, _k.pav_bucket_of(pf, s), s))
 
 
+# The deferring faces' lock-free entry points between refits without the section-number test
+# (``streamcal._kernels.deferred_face``), otherwise their code.
+@jit_noalloc(nogil=False)
+def _hist_learn_unmarked(marks, seen, every, s, y, w, t, score_low, score_high, sf, si, cuts, guide):
+    if not (marks[_kd.COUNT] + 1.0 < every and score_low <= s <= score_high and 0.0 <= w <= _kd.MAX_WEIGHT):
+        return False
+    m = cuts.shape[0]
+    b = _h.bucket_of(cuts, 0, m, guide, s, _h.guide_scale(cuts, 0, m, guide))
+    _h.histogram_learn_one_inplace(sf, si, b, y, w, t)
+    marks[_kd.COUNT] += 1.0
+    return True
+
+
+@jit_noalloc(nogil=False)
+def _glm_learn_unmarked(
+    marks, seen, every, s, y, w, t, score_low, score_high, sf, si, cuts, guide, x, table, mom, pc, anchor, steps
+):
+    if not (marks[_kd.COUNT] + 1.0 < every and score_low <= s <= score_high and 0.0 <= w <= _kd.MAX_WEIGHT):
+        return False
+    m = cuts.shape[0]
+    b = _h.bucket_of(cuts, 0, m, guide, s, _h.guide_scale(cuts, 0, m, guide))
+    _g.glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps)
+    marks[_kd.COUNT] += 1.0
+    return True
+
+
+@jit(nogil=False)
+def _ispline_proba_unmarked(marks, seen, s, score_low, score_high, knots, order, coef, low, high):
+    if not (score_low <= s <= score_high):
+        return -1.0
+    p = _ki.bspline_combination_score(s, knots, order, coef)
+    if low > p:
+        p = low
+    if high < p:
+        p = high
+    return p
+
+
+@jit(nogil=False)
+def _glm_proba_unmarked(
+    marks, seen, s, score_low, score_high, identity, clip, slope, intercept, gev_link, xi, run_low, run_high, low, high
+):
+    if not (score_low <= s <= score_high):
+        return -1.0
+    p = _kd._k.glm_map_score(s, identity, clip, slope, intercept, gev_link, xi)
+    if xi < 0.0:
+        if run_high < p:
+            p = run_high
+    elif xi > 0.0 and run_low > p:
+        p = run_low
+    if low > p:
+        p = low
+    if high < p:
+        p = high
+    return p
+
+
+_UNMARKED = {
+    "hist_learn_marked": ("bench_hist_learn_unmarked", _hist_learn_unmarked, 4),
+    "glm_learn_marked": ("bench_glm_learn_unmarked", _glm_learn_unmarked, 4),
+    "ispline_proba_marked": ("bench_ispline_proba_unmarked", _ispline_proba_unmarked, -1),
+    "glm_proba_marked": ("bench_glm_proba_unmarked", _glm_proba_unmarked, -1),
+}
+_gev_river.CALLS.update({entry[0]: _gev_river._bound_on_first_call(*entry) for entry in _UNMARKED.values()})
+
+
+class _UnmarkedBetweenRefits:
+    """The deferring faces between refits with the entry points that skip the section-number test."""
+
+    def _go_live_between_refits(self, lock):
+        super()._go_live_between_refits(lock)
+        # a name the face did not set here (it did not go live) is already replaced, or None
+        if lock.learn_kind in _UNMARKED:
+            lock.learn_kind = _UNMARKED[lock.learn_kind][0]
+        if lock.proba_kind in _UNMARKED:
+            lock.proba_kind = _UNMARKED[lock.proba_kind][0]
+
+
 def unlocked_pav_class():
     packed = PAVCalibrator().update([0.5], [1])._packed
     s = 0.5
@@ -155,10 +242,18 @@ def lock_pairs():
         (GEVCalibrator, {"refit_every": 1000}),
         (PlattCalibrator, {"refit_every": 1000}),
     ):
+        unmarked_face = type(f"Unmarked{cls.__name__}", (_UnmarkedBetweenRefits, cls), {})
         unlocked = type(f"Unlocked{cls.__name__}", (_UnlockedRiverFace, cls), {})
         pairs.append(
             (
                 cls.__name__,
+                lambda cls=cls, kwargs=kwargs: cls(window=window, **kwargs),
+                lambda unmarked_face=unmarked_face, kwargs=kwargs: unmarked_face(window=window, **kwargs),
+            )
+        )
+        pairs.append(
+            (
+                f"{cls.__name__} against the generic face",
                 lambda cls=cls, kwargs=kwargs: cls(window=window, **kwargs),
                 lambda unlocked=unlocked, kwargs=kwargs: unlocked(window=window, **kwargs),
             )
@@ -229,6 +324,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="pairs measured per calibrator")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--locks", action="store_true", help="the thread-safety table alone")
     args = parser.parse_args(argv)
     from river import linear_model
 
@@ -237,10 +333,10 @@ def main(argv=None):
     ys = y.tolist()
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.n:,} pairs, best of {args.repeat}")
     rates = {}
-    for name, make in makers().items():
+    for name, make in () if args.locks else makers().items():
         rates[name] = pairs_per_second(make or linear_model.LogisticRegression, xs, ys, args.repeat)
-    lr = rates["river LogisticRegression"]
     for name, rate in rates.items():
+        lr = rates["river LogisticRegression"]
         print(f"  {name:40s} {rate:>12,.0f} pairs/s  ({rate / lr:.2f}x river's LR)")
     repeat = max(args.repeat, 5)
     print(f"thread safety: locked against unlocked river face, side by side in blocks of 1,000 pairs, best of {repeat}")

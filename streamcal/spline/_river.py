@@ -19,7 +19,8 @@ before the lock: the generic methods are right in every state, so handing a call
 none), ``x`` a one-key dict holding a float score in range (no ``score_key``), a bool label, a
 float weight in range, no time, a window without event times or a growing ring. Anything else
 settles and takes the generic methods, which raise the documented errors; a rejected call is
-rejected before anything is kept.
+rejected before anything is kept. Between refits (``refit_every`` set) the common calls take no
+lock (:class:`streamcal.gev._river.DeferredRiverFace`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from streamcal._kernels import ispline_stream as _ks
 from streamcal._refit import RefitCalibrator
 from streamcal._streaming import OP_LEARN, StreamingCalibrator
 from streamcal.buckets import bucket_of_score
-from streamcal.gev._river import ENTRIES, DeferredRiverFace, entry_call
+from streamcal.gev._river import ENTRIES, DeferredRiverFace, entry_call, learn_lock_free, proba_lock_free
 
 __all__ = ["ISplineRiverFace"]
 
@@ -99,6 +100,8 @@ class ISplineRiverFace(DeferredRiverFace):
             or self._stream_ready() is not True
         ):
             return None
+        if self._lock.learn_args is not None:  # live between refits until ``refit_every`` was cleared
+            self._settle_deferred(self._lock)
         a = self._glm_cache
         if a is None or a.cuts is not hist.layout.cuts_list:
             a = self._glm_cache = RiverState(hist.layout.cuts_list)
@@ -107,6 +110,17 @@ class ISplineRiverFace(DeferredRiverFace):
         a.args = [-1, 0.0, 0.0, 0.0, 0.0, sf, si, st["fbuf"], st["ibuf"], st["free"]]
         a.live = True
         return a
+
+    def _between_refits_learn_tail(self):
+        """The learn kernel's arguments after the event's: none (the histogram's kernel)."""
+        return ()
+
+    def _between_refits_proba_args(self):
+        """The served probability's entry point and its arguments after the score (a fitted map)."""
+        return (
+            "ispline_proba_marked", self._score_low, self._score_high, self._knots, int(self.order) + 1,
+            self._bspline_coef, self._proba_low, self._proba_high,
+        )  # fmt: skip
 
     def _river_settle(self, a) -> None:
         """The deferred work done: the kept event learned, the map written back (under the lock)."""
@@ -165,6 +179,9 @@ class ISplineRiverFace(DeferredRiverFace):
                         self._river_settle(a)
                 finally:
                     rlock.release()
+        # between refits: lock-free while the face is live (see ``DeferredRiverFace._go_live_between_refits``)
+        if (every := self.refit_every) is not None and t is None and learn_lock_free(self._lock, every, x, y, w):
+            return
         # the generic path (see ``streamcal.gev._river.DeferredRiverFace``)
         self._learn_in_section(x, y, w, t)
 
@@ -194,8 +211,9 @@ class ISplineRiverFace(DeferredRiverFace):
                             self._river_settle(a)
                 finally:
                     rlock.release()
-        # the generic path (see ``streamcal.gev._river.DeferredRiverFace``)
-        p = self._proba_in_section(x)
+        p = -1.0 if self.refit_every is None else proba_lock_free(self._lock, x)  # between refits
+        if p < 0.0:  # the generic path (see ``streamcal.gev._river.DeferredRiverFace``)
+            p = self._proba_in_section(x)
         return {False: 1.0 - p, True: p}
 
     def _river_pair_stopped(self, a, b: int, code: float) -> None:
