@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 
 __all__ = ["warmup"]
@@ -25,7 +26,9 @@ def warmup(methods="pav") -> float:
     A process's first small calls run interpreted and its first large call compiles or loads the
     kernels it needs (docs/first_calls.md). A service calls this at start-up so that no request
     waits for numba: it runs every face of each calibrator (``prequential``, ``update``, the array
-    predictions, the river face, with a count window and a time window) on a tiny stream.
+    predictions, the river face, with a count window and a time window) on a tiny stream, and
+    the river face of each calibrator that takes ``refit_every`` with it set (its lock-free calls
+    between refits).
 
     Parameters
     ----------
@@ -68,4 +71,17 @@ def warmup(methods="pav") -> float:
                 cal.predict_proba_one(x)
                 cal.predict_llr_one(x)
                 cal.learn_one(x, bool(y[i]), t=None if times is None else float(times[i]))
+        if "refit_every" in inspect.signature(calibrator_class).parameters:
+            _river_between_refits(calibrator_class(window=CountWindow(16), refit_every=8), s, y)
     return time.perf_counter() - start
+
+
+def _river_between_refits(cal, s, y) -> None:
+    """The river face with ``refit_every`` set: the lock-free learning and predictions between
+    refits (``streamcal._kernels.deferred_face``), the refits, and the LLR under the lock."""
+    for i in range(s.size):
+        x = {"score": float(s[i])}
+        cal.predict_proba_one(x)
+        if i % 16 == 0:
+            cal.predict_llr_one(x)
+        cal.learn_one(x, bool(y[i]))
