@@ -1098,6 +1098,9 @@ def glm_refit_inplace(
         if 0 < j < S and lazy and cert == 0:
             e = _steps_effective(steps, k, kappa)
             bound = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol, kappa)
+            if not bound > served_bar and kappa > 0.0:  # the model's bound, tighter where it holds
+                known, _, _, low = _served_certified(steps, e, u, l2, n_total, x_lo, x_hi, tol, pw[4:6], kappa, np.inf)
+                bound = max(bound, low) if known else bound
             if bound > served_bar:
                 ok[k] = 2
                 briers[k] = bound
@@ -1218,7 +1221,7 @@ def _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, beta
     x_lo, x_hi, x_lo_now, x_hi_now = ranges
     beta = pw[0:2]
     served = _steps_effective(steps, first, kappa)
-    done, brier, high = _served_certified(steps, served, u, l2, n_total, x_lo, x_hi, tol, beta, kappa)
+    done, brier, high, _ = _served_certified(steps, served, u, l2, n_total, x_lo, x_hi, tol, beta, kappa, SERVE_TOL)
     if not done:
         return 0, np.inf
     S = xis.shape[0]
@@ -1228,6 +1231,9 @@ def _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, beta
         if k != first:
             e = _steps_effective(steps, k, kappa)
             briers[k] = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol, kappa)
+            if not briers[k] > bar and kappa > 0.0:  # the model's bound, tighter where it holds
+                known, _, _, low = _served_certified(steps, e, u, l2, n_total, x_lo, x_hi, tol, pw[4:6], kappa, np.inf)
+                briers[k] = max(briers[k], low) if known else briers[k]
             if not briers[k] > bar:
                 if not (kappa > 0.0 and has_warm[k] != 0):
                     return 0, np.inf  # the refit's loop sets every shape's score
@@ -2218,12 +2224,14 @@ def _block_model_root(steps, o, u, l2, a00, a01, a11, det):
 
 
 @jit_noalloc
-def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa):
+def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa, serve_tol):
     """Shape ``k``'s optimum for the histogram now without a pass over the buckets, certified:
-    returns ``(ok, brier, brier_high)``; where ``ok``, ``beta`` receives a point whose served
-    probabilities at every feature in ``[x_lo, x_hi]`` lie within ``SERVE_TOL`` of the
-    optimum's, ``brier`` the Brier score there to first order and ``brier_high`` an upper bound
-    on the optimum's Brier score.
+    returns ``(ok, brier, brier_high, brier_low)``; where ``ok``, ``beta`` receives a point whose
+    served probabilities at every feature in ``[x_lo, x_hi]`` lie within ``serve_tol`` of the
+    optimum's (``SERVE_TOL`` for the served shape; ``inf`` where only the bounds are wanted),
+    ``brier`` the Brier score there to first order, ``brier_high`` an upper bound on the
+    optimum's Brier score and ``brier_low`` a lower bound on the Brier score the shape's refit
+    would find, less that refit's own error (step 5; ``-inf`` where not certified).
 
     Notation as in :func:`_shape_brier_lower_bound`: ``beta0`` the shape's last fit (its
     refit's last Newton point, ``tol`` from that refit's last pass in ``v``), ``A`` the data
@@ -2256,13 +2264,21 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa):
        (``f_max`` the density's maximum).
     4. As in step 3 there, the optimum's Brier score is at most ``B0 + G . d + |G|_{A^-1} r +
        C_B N' (tol + delta + r K)^2 / 2``.
+    5. Likewise it is at least ``B0 + G . d - |G|_{A^-1} r - C_B N' (tol + delta + r K)^2 / 2``
+       (``G . (beta* - beta0 - d) >= -|G|_{A^-1} |beta* - beta0 - d|_A``, and the second
+       derivative's bound as in step 4). The refit's own Brier score, at a point within about
+       ``tol`` of the optimum in ``v`` (so within ``delta + r K + 2 tol <= R`` of ``beta0``'s,
+       checked, where ``f_sup`` and ``C_B`` hold), is within ``4 f_sup N tol + C_B N tol^2 / 2``
+       of the exact one (step 4 of :func:`_shape_brier_lower_bound`): the lower bound subtracts
+       it too. Where the model is accurate this bound is far tighter than that function's,
+       whose step about ``beta0`` is the Newton step ``-A^-1 g`` with a first-order error.
 
     Not certified (``ok`` False) where the block is not usable, any bound is not finite, or
-    the probability's bound exceeds ``SERVE_TOL``."""
+    the probability's bound exceeds ``serve_tol``."""
     o = STEP_HEADER + k * STEP_BLOCK
     usable, a00, a01, a11, det = _block_model(steps, o, u, l2, n_total, x_lo, x_hi)
     if not usable:
-        return False, 0.0, 0.0
+        return False, 0.0, 0.0, -np.inf
     lo = steps[STEP_X_LO]
     hi = steps[STEP_X_HI]
     vg_lo = steps[o + STEP_V_LO]
@@ -2273,7 +2289,7 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa):
     # 1. Newton's method on the model
     solved, d0, d1, m0, m1 = _block_model_root(steps, o, u, l2, a00, a01, a11, det)
     if not solved:
-        return False, 0.0, 0.0
+        return False, 0.0, 0.0, -np.inf
     delta = max(abs(d0 * lo + d1), abs(d0 * hi + d1))
     # 2. the gradient's error, over the band of v within ``reach`` of every bucket's
     p00 = a11 / det
@@ -2294,14 +2310,14 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa):
     vi_hi = steps[o + STEP_VI_HI] + reach
     v_out = steps[o + STEP_V_OUT]
     if not (gev_lower(xi) < vi_lo <= vi_hi < gev_upper(xi)):
-        return False, 0.0, 0.0
+        return False, 0.0, 0.0, -np.inf
     if (xi < 0.0 and not v_out - reach >= gev_upper(xi)) or (xi > 0.0 and not v_out + reach <= gev_lower(xi)):
-        return False, 0.0, 0.0
+        return False, 0.0, 0.0, -np.inf
     f2_sup = _density_slope_sup(xi, vi_lo, vi_hi)
     f3_sup = _density_curve_sup(xi, vi_lo, vi_hi)
     lam = _log_slope_bound(xi, vg_lo - reach, vg_hi + reach, kappa > 0.0)
     if not (lam >= 0.0 and f_sup < np.inf and f1_sup < np.inf and f2_sup < np.inf and f3_sup < np.inf):
-        return False, 0.0, 0.0
+        return False, 0.0, 0.0, -np.inf
     err = n_all * (
         0.5 * f1_sup * tol * tol
         + STEP_FLOOR * tol
@@ -2319,20 +2335,26 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa):
     eps = (f1_sup * tol + STEP_FLOOR) * n_all * kk2
     low = math.exp(-reach * lam) * (1.0 - theta - eps)
     if not low >= 0.5:
-        return False, 0.0, 0.0
+        return False, 0.0, 0.0, -np.inf
     r = nu / low
-    if not (delta + r * kk + tol <= reach and r * zz * _exp_power_sup(1.0 + xi, 0.0, np.inf) <= SERVE_TOL):
-        return False, 0.0, 0.0
+    if not (delta + r * kk + tol <= reach and r * zz * _exp_power_sup(1.0 + xi, 0.0, np.inf) <= serve_tol):
+        return False, 0.0, 0.0, -np.inf
     # 4. the Brier score
     big_g0 = steps[o + STEP_BG] / u
     big_g1 = steps[o + STEP_BG + 1] / u
     brier = steps[o + STEP_BRIER] / u + big_g0 * d0 + big_g1 * d1
     c_b = 2.0 * f_sup * f_sup + 2.0 * f1_sup
     move = tol + delta + r * kk
-    high = brier + math.sqrt(_quad_inv(a00, a01, a11, det, big_g0, big_g1)) * r + 0.5 * c_b * n_all * move * move
+    g_r = math.sqrt(_quad_inv(a00, a01, a11, det, big_g0, big_g1)) * r
+    high = brier + g_r + 0.5 * c_b * n_all * move * move
+    # 5. the refit's Brier score less its own error
+    low = -np.inf
+    if move + tol <= reach:
+        low = brier - g_r - 0.5 * c_b * n_all * move * move
+        low -= 4.0 * f_sup * n_total * tol + 0.5 * c_b * n_total * tol * tol
     beta[0] = b0 + d0
     beta[1] = b1 + d1
-    return True, brier, high
+    return True, brier, high, low
 
 
 @jit_noalloc
