@@ -336,6 +336,9 @@ STEP_MODEL_MAX_DV = 1.0  # the same for the fourth-order model's root (:func:`_s
 #: the served shape's refit without a pass (:func:`_served_certified`) stands where its served
 #: probabilities are certified within this of the optimum's
 SERVE_TOL = 1e-10
+#: a waiting shape's model bound (:func:`_served_certified` without ``SERVE_TOL``) reaches this
+#: many times its move ``delta`` of ``v`` further (its model lies further from its optimum)
+MODEL_SPARE = 0.5
 STEP_FLOOR = 1e-12  # the Hessian weights' floor (``glm_refit_histogram_inplace``'s ``floor``)
 #: a shape waits at most this many events for its refit (the running sums' rounding stays far
 #: below the bound's margin)
@@ -1098,6 +1101,11 @@ def glm_refit_inplace(
         if 0 < j < S and lazy and cert == 0:
             e = _steps_effective(steps, k, kappa)
             bound = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol, kappa)
+            if not bound > served_bar and kappa > 0.0:  # the model's bound, tighter where it holds
+                known, _, _, low = _served_certified(
+                    steps, e, u, l2, n_total, x_lo, x_hi, tol, pw[4:6], kappa, np.inf, MODEL_SPARE
+                )
+                bound = max(bound, low) if known else bound
             if bound > served_bar:
                 ok[k] = 2
                 briers[k] = bound
@@ -1218,7 +1226,9 @@ def _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, beta
     x_lo, x_hi, x_lo_now, x_hi_now = ranges
     beta = pw[0:2]
     served = _steps_effective(steps, first, kappa)
-    done, brier, high = _served_certified(steps, served, u, l2, n_total, x_lo, x_hi, tol, beta, kappa)
+    done, brier, high, _ = _served_certified(
+        steps, served, u, l2, n_total, x_lo, x_hi, tol, beta, kappa, SERVE_TOL, 0.0
+    )
     if not done:
         return 0, np.inf
     S = xis.shape[0]
@@ -1228,6 +1238,11 @@ def _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, beta
         if k != first:
             e = _steps_effective(steps, k, kappa)
             briers[k] = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol, kappa)
+            if not briers[k] > bar and kappa > 0.0:  # the model's bound, tighter where it holds
+                known, _, _, low = _served_certified(
+                    steps, e, u, l2, n_total, x_lo, x_hi, tol, pw[4:6], kappa, np.inf, MODEL_SPARE
+                )
+                briers[k] = max(briers[k], low) if known else briers[k]
             if not briers[k] > bar:
                 if not (kappa > 0.0 and has_warm[k] != 0):
                     return 0, np.inf  # the refit's loop sets every shape's score
@@ -2218,12 +2233,15 @@ def _block_model_root(steps, o, u, l2, a00, a01, a11, det):
 
 
 @jit_noalloc
-def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa):
+def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa, serve_tol, spare):
     """Shape ``k``'s optimum for the histogram now without a pass over the buckets, certified:
-    returns ``(ok, brier, brier_high)``; where ``ok``, ``beta`` receives a point whose served
-    probabilities at every feature in ``[x_lo, x_hi]`` lie within ``SERVE_TOL`` of the
-    optimum's, ``brier`` the Brier score there to first order and ``brier_high`` an upper bound
-    on the optimum's Brier score.
+    returns ``(ok, brier, brier_high, brier_low)``; where ``ok``, ``beta`` receives a point whose
+    served probabilities at every feature in ``[x_lo, x_hi]`` lie within ``serve_tol`` of the
+    optimum's (``SERVE_TOL`` for the served shape; ``inf`` where only the bounds are wanted),
+    ``brier`` the Brier score there to first order, ``brier_high`` an upper bound on the
+    optimum's Brier score and ``brier_low`` a lower bound on the Brier score the shape's refit
+    would find, less that refit's own error (step 5; ``-inf`` where not certified). The bands'
+    reach ``R`` grows by ``spare`` times ``delta`` (0 for the served shape).
 
     Notation as in :func:`_shape_brier_lower_bound`: ``beta0`` the shape's last fit (its
     refit's last Newton point, ``tol`` from that refit's last pass in ``v``), ``A`` the data
@@ -2247,7 +2265,10 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa):
        :func:`_density_bounds`, :func:`_density_slope_sup`). A band crossing the support's end
        is refused (``f'`` may jump there); the buckets whose band lies past it, where ``F`` is
        constant, add nothing, so ``f2`` bounds ``|f''|`` over the bands of the others
-       (``STEP_VI_LO``, ``STEP_VI_HI``, ``STEP_V_OUT``).
+       (``STEP_VI_LO``, ``STEP_VI_HI``, ``STEP_V_OUT``). While the prior holds (``kappa > 0``),
+       a shape with ``xi > 0`` is not refused there: at its lower end ``t -> inf`` and ``F`` and
+       every derivative ``e^{-t} t^(1 + (k + 1) xi) P_k(t)`` tend to 0, so ``F`` (0 below it) is
+       smooth across it, and ``f2``, ``f3`` are taken over every band up to ``t = inf``.
     3. With ``c`` of step 1 of :func:`_shape_brier_lower_bound` (the Hessian is at least
        ``c A`` wherever ``v`` moves by at most ``R - tol``), the optimum lies within ``r = nu /
        c`` of ``beta0 + d`` in the ``A``-norm, ``nu`` the gradient's ``A^-1``-norm at most
@@ -2256,13 +2277,21 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa):
        (``f_max`` the density's maximum).
     4. As in step 3 there, the optimum's Brier score is at most ``B0 + G . d + |G|_{A^-1} r +
        C_B N' (tol + delta + r K)^2 / 2``.
+    5. Likewise it is at least ``B0 + G . d - |G|_{A^-1} r - C_B N' (tol + delta + r K)^2 / 2``
+       (``G . (beta* - beta0 - d) >= -|G|_{A^-1} |beta* - beta0 - d|_A``, and the second
+       derivative's bound as in step 4). The refit's own Brier score, at a point within about
+       ``tol`` of the optimum in ``v`` (so within ``delta + r K + 2 tol <= R`` of ``beta0``'s,
+       checked, where ``f_sup`` and ``C_B`` hold), is within ``4 f_sup N tol + C_B N tol^2 / 2``
+       of the exact one (step 4 of :func:`_shape_brier_lower_bound`): the lower bound subtracts
+       it too. Where the model is accurate this bound is far tighter than that function's,
+       whose step about ``beta0`` is the Newton step ``-A^-1 g`` with a first-order error.
 
     Not certified (``ok`` False) where the block is not usable, any bound is not finite, or
-    the probability's bound exceeds ``SERVE_TOL``."""
+    the probability's bound exceeds ``serve_tol``."""
     o = STEP_HEADER + k * STEP_BLOCK
     usable, a00, a01, a11, det = _block_model(steps, o, u, l2, n_total, x_lo, x_hi)
     if not usable:
-        return False, 0.0, 0.0
+        return False, 0.0, 0.0, -np.inf
     lo = steps[STEP_X_LO]
     hi = steps[STEP_X_HI]
     vg_lo = steps[o + STEP_V_LO]
@@ -2273,7 +2302,7 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa):
     # 1. Newton's method on the model
     solved, d0, d1, m0, m1 = _block_model_root(steps, o, u, l2, a00, a01, a11, det)
     if not solved:
-        return False, 0.0, 0.0
+        return False, 0.0, 0.0, -np.inf
     delta = max(abs(d0 * lo + d1), abs(d0 * hi + d1))
     # 2. the gradient's error, over the band of v within ``reach`` of every bucket's
     p00 = a11 / det
@@ -2283,7 +2312,7 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa):
     kk = math.sqrt(kk2)
     zz = math.sqrt(max(_quad_inv(a00, a01, a11, det, x_lo, 1.0), _quad_inv(a00, a01, a11, det, x_hi, 1.0)))
     n_all = n_total + 2.0 * steps[o + STEP_GONE] / u
-    reach = 1.01 * delta + 3.0 * tol + 1e-9
+    reach = 1.01 * delta + 3.0 * tol + 1e-9 + spare * delta
     va = b0 * lo + b1
     vb = b0 * hi + b1
     v_lo = min(va, vb) - reach
@@ -2293,15 +2322,23 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa):
     vi_lo = steps[o + STEP_VI_LO] - reach
     vi_hi = steps[o + STEP_VI_HI] + reach
     v_out = steps[o + STEP_V_OUT]
-    if not (gev_lower(xi) < vi_lo <= vi_hi < gev_upper(xi)):
-        return False, 0.0, 0.0
-    if (xi < 0.0 and not v_out - reach >= gev_upper(xi)) or (xi > 0.0 and not v_out + reach <= gev_lower(xi)):
-        return False, 0.0, 0.0
+    if xi > 0.0 and kappa > 0.0 and vi_lo <= vi_hi:
+        # F and each f^(k) = e^{-t} t^(1 + (k + 1) xi) P_k(t) tend to 0 at the lower end (t -> inf),
+        # so F (0 below it) is smooth there and a band may cross it: the bounds then run up to
+        # t = inf, and over the bands of the buckets past the end that may enter the support
+        if v_out + reach > gev_lower(xi):
+            vi_lo = min(vi_lo, gev_lower(xi))
+            vi_hi = max(vi_hi, v_out + reach)
+    else:
+        if not (gev_lower(xi) < vi_lo <= vi_hi < gev_upper(xi)):
+            return False, 0.0, 0.0, -np.inf
+        if (xi < 0.0 and not v_out - reach >= gev_upper(xi)) or (xi > 0.0 and not v_out + reach <= gev_lower(xi)):
+            return False, 0.0, 0.0, -np.inf
     f2_sup = _density_slope_sup(xi, vi_lo, vi_hi)
     f3_sup = _density_curve_sup(xi, vi_lo, vi_hi)
     lam = _log_slope_bound(xi, vg_lo - reach, vg_hi + reach, kappa > 0.0)
     if not (lam >= 0.0 and f_sup < np.inf and f1_sup < np.inf and f2_sup < np.inf and f3_sup < np.inf):
-        return False, 0.0, 0.0
+        return False, 0.0, 0.0, -np.inf
     err = n_all * (
         0.5 * f1_sup * tol * tol
         + STEP_FLOOR * tol
@@ -2319,20 +2356,26 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa):
     eps = (f1_sup * tol + STEP_FLOOR) * n_all * kk2
     low = math.exp(-reach * lam) * (1.0 - theta - eps)
     if not low >= 0.5:
-        return False, 0.0, 0.0
+        return False, 0.0, 0.0, -np.inf
     r = nu / low
-    if not (delta + r * kk + tol <= reach and r * zz * _exp_power_sup(1.0 + xi, 0.0, np.inf) <= SERVE_TOL):
-        return False, 0.0, 0.0
+    if not (delta + r * kk + tol <= reach and r * zz * _exp_power_sup(1.0 + xi, 0.0, np.inf) <= serve_tol):
+        return False, 0.0, 0.0, -np.inf
     # 4. the Brier score
     big_g0 = steps[o + STEP_BG] / u
     big_g1 = steps[o + STEP_BG + 1] / u
     brier = steps[o + STEP_BRIER] / u + big_g0 * d0 + big_g1 * d1
     c_b = 2.0 * f_sup * f_sup + 2.0 * f1_sup
     move = tol + delta + r * kk
-    high = brier + math.sqrt(_quad_inv(a00, a01, a11, det, big_g0, big_g1)) * r + 0.5 * c_b * n_all * move * move
+    g_r = math.sqrt(_quad_inv(a00, a01, a11, det, big_g0, big_g1)) * r
+    high = brier + g_r + 0.5 * c_b * n_all * move * move
+    # 5. the refit's Brier score less its own error
+    low = -np.inf
+    if move + tol <= reach:
+        low = brier - g_r - 0.5 * c_b * n_all * move * move
+        low -= 4.0 * f_sup * n_total * tol + 0.5 * c_b * n_total * tol * tol
     beta[0] = b0 + d0
     beta[1] = b1 + d1
-    return True, brier, high
+    return True, brier, high, low
 
 
 @jit_noalloc
