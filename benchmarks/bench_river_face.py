@@ -128,8 +128,7 @@ def _proba_packed_unmarked(packed, s):
 def _hist_learn_unmarked(marks, seen, every, s, y, w, t, score_low, score_high, sf, si, cuts, guide):
     if not (marks[_kd.COUNT] + 1.0 < every and score_low <= s <= score_high and 0.0 <= w <= _kd.MAX_WEIGHT):
         return False
-    m = cuts.shape[0]
-    b = _h.bucket_of(cuts, 0, m, guide, s, _h.guide_scale(cuts, 0, m, guide))
+    b = _kd.bucket_in(cuts, guide, s)
     _h.histogram_learn_one_inplace(sf, si, b, y, w, t)
     marks[_kd.COUNT] += 1.0
     return True
@@ -141,8 +140,7 @@ def _glm_learn_unmarked(
 ):
     if not (marks[_kd.COUNT] + 1.0 < every and score_low <= s <= score_high and 0.0 <= w <= _kd.MAX_WEIGHT):
         return False
-    m = cuts.shape[0]
-    b = _h.bucket_of(cuts, 0, m, guide, s, _h.guide_scale(cuts, 0, m, guide))
+    b = _kd.bucket_in(cuts, guide, s)
     _g.glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps)
     marks[_kd.COUNT] += 1.0
     return True
@@ -152,12 +150,7 @@ def _glm_learn_unmarked(
 def _ispline_proba_unmarked(marks, seen, s, score_low, score_high, knots, order, coef, low, high):
     if not (score_low <= s <= score_high):
         return -1.0
-    p = _ki.bspline_combination_score(s, knots, order, coef)
-    if low > p:
-        p = low
-    if high < p:
-        p = high
-    return p
+    return _kd.bounded(_ki.bspline_combination_score(s, knots, order, coef), low, high)
 
 
 @jit(nogil=False)
@@ -166,17 +159,7 @@ def _glm_proba_unmarked(
 ):
     if not (score_low <= s <= score_high):
         return -1.0
-    p = _kd._k.glm_map_score(s, identity, clip, slope, intercept, gev_link, xi)
-    if xi < 0.0:
-        if run_high < p:
-            p = run_high
-    elif xi > 0.0 and run_low > p:
-        p = run_low
-    if low > p:
-        p = low
-    if high < p:
-        p = high
-    return p
+    return _kd.glm_proba_at(s, identity, clip, slope, intercept, gev_link, xi, run_low, run_high, low, high)
 
 
 _UNMARKED = {

@@ -231,3 +231,30 @@ def river_pairs_beside_an_array_learner(cal, scores, labels, start: int, split: 
     for t in threads:
         t.join(120.0)
     return errors
+
+
+def generic_river(cls):
+    """``cls`` with the generic river methods of the base class (every call under the lock, no
+    inline or lock-free path): the reference the faces' own paths must equal."""
+    from streamcal._streaming import StreamingCalibrator
+
+    methods = {"learn_one": StreamingCalibrator.learn_one, "predict_proba_one": StreamingCalibrator.predict_proba_one}
+    return type(f"Generic{cls.__name__}", (cls,), methods)
+
+
+def finishes_while_held(lock, call, patience: float, join_timeout: float = 120.0) -> bool:
+    """Whether ``call()``, run by another thread, finishes within ``patience`` seconds while this
+    thread holds ``lock`` (it finishes after the release in any case)."""
+    done = threading.Event()
+
+    def job():
+        call()
+        done.set()
+
+    worker = threading.Thread(target=job, daemon=True)
+    with lock:
+        worker.start()
+        finished = done.wait(patience)
+    worker.join(join_timeout)
+    assert done.is_set()
+    return finished

@@ -18,23 +18,17 @@ import time
 
 import numpy as np
 import pytest
-from river_cases import lock_of
+from river_cases import finishes_while_held, lock_of, river_pairs_beside_an_array_learner
+from river_cases import generic_river as generic
 
 import streamcal.gev._river as river_module
 from streamcal import GEVCalibrator, ISplineCalibrator, PlattCalibrator
 from streamcal._kernels import _config
-from streamcal._streaming import StreamingCalibrator
 from streamcal.windows import CountWindow, Unbounded
 
 CLASSES = {"ispline": ISplineCalibrator, "gev": GEVCalibrator, "platt": PlattCalibrator}
 PROBE = np.linspace(0.01, 0.99, 7)
 JOIN_TIMEOUT = 120.0
-
-
-def generic(cls):
-    """``cls`` with the generic river methods of the base class (every call under the lock)."""
-    methods = {"learn_one": StreamingCalibrator.learn_one, "predict_proba_one": StreamingCalibrator.predict_proba_one}
-    return type(f"Generic{cls.__name__}", (cls,), methods)
 
 
 def _stream(n, seed):
@@ -125,32 +119,7 @@ def test_threads_lose_no_label_and_refit_on_the_same_events(name, fast_switching
     scores, labels = _stream(n + extra, 3)
     cal = cls(refit_every=every, prior=None)
     cal.update(scores[:300], labels[:300])
-    errors = []
-
-    def river(part):
-        def job():
-            try:
-                for i in range(300 + part, 3000, 2):
-                    x = {"score": float(scores[i])}
-                    assert 0.0 <= cal.predict_proba_one(x)[True] <= 1.0
-                    cal.learn_one(x, bool(labels[i]))
-            except BaseException as exc:  # reported below
-                errors.append(exc)
-
-        return job
-
-    def array_job():
-        try:
-            for lo in range(3000, n, 41):
-                cal.update(scores[lo : min(lo + 41, n)], labels[lo : min(lo + 41, n)])
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=job) for job in (river(0), river(1), array_job)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(JOIN_TIMEOUT)
+    errors = river_pairs_beside_an_array_learner(cal, scores[:n], labels[:n], 300, 3000, 41)
     assert not errors, errors
     assert cal.n_learned == n
     serial = cls(refit_every=every, prior=None).update(scores[:n], labels[:n])
@@ -166,19 +135,6 @@ def test_threads_lose_no_label_and_refit_on_the_same_events(name, fast_switching
             changes.append(i + 1 - n)
         served = p
     assert changes == list(range(every - n % every, extra + 1, every))
-
-
-def finishes_while_held(lock, call, patience: float) -> bool:
-    """Whether ``call()``, run by another thread, finishes within ``patience`` seconds while this
-    thread holds ``lock`` (it finishes after the release in any case)."""
-    done = threading.Event()
-    worker = threading.Thread(target=lambda: (call(), done.set()), daemon=True)
-    with lock:
-        worker.start()
-        finished = done.wait(patience)
-    worker.join(JOIN_TIMEOUT)
-    assert done.is_set()
-    return finished
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))

@@ -15,21 +15,15 @@ import threading
 
 import numpy as np
 import pytest
+from river_cases import generic_river as generic
 from river_cases import lock_of, river_pairs_beside_an_array_learner
 
 import streamcal.spline._river as ispline_face
 from streamcal import GEVCalibrator, ISplineCalibrator, PlattCalibrator
-from streamcal._streaming import StreamingCalibrator
 
 CLASSES = {"ispline": ISplineCalibrator, "gev": GEVCalibrator, "platt": PlattCalibrator}
 PROBE = np.linspace(0.01, 0.99, 7)
 JOIN_TIMEOUT = 120.0
-
-
-def generic(cls):
-    """``cls`` with the generic river methods of the base class (no inline path)."""
-    methods = {"learn_one": StreamingCalibrator.learn_one, "predict_proba_one": StreamingCalibrator.predict_proba_one}
-    return type(f"Generic{cls.__name__}", (cls,), methods)
 
 
 def _long(n, seed):

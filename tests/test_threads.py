@@ -20,7 +20,7 @@ import time
 import numpy as np
 import pytest
 from river import linear_model
-from river_cases import lock_of, river_face_buffer
+from river_cases import finishes_while_held, lock_of, river_face_buffer
 
 from streamcal import (
     CalibratedClassifier,
@@ -525,24 +525,6 @@ def test_a_buffer_replaced_during_a_section_stays_marked():
     assert not PAVCalibrator._learn_packed(old, 0.5, True, 1.0, 0.0)
     assert PAVCalibrator._proba_packed(old, 0.5) == -1.0
     assert cal.predict_proba_one({"s": 0.5})[True] == cal.predict_proba([0.5])[0]
-
-
-def finishes_while_held(lock, call, patience: float) -> bool:
-    """Whether ``call()``, run by another thread, finishes within ``patience`` seconds while this
-    thread holds ``lock`` (it finishes after the release in any case)."""
-    done = threading.Event()
-
-    def job():
-        call()
-        done.set()
-
-    worker = threading.Thread(target=job, daemon=True)
-    with lock:
-        worker.start()
-        finished = done.wait(patience)
-    worker.join(JOIN_TIMEOUT)
-    assert done.is_set()
-    return finished
 
 
 def test_without_a_gil_every_call_takes_the_lock(monkeypatch):

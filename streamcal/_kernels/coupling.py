@@ -416,6 +416,17 @@ def ht_newton_full_steps(r, n, tol, budget, p, target, total_weight, scratch, we
 
 
 @jit_noalloc(forceinline=True)
+def _back_substitute_inplace(a, b, size):
+    """``b`` := the solution of the upper triangle of ``a[:size, :size]`` for ``b[:size]``
+    (the eliminations' last step)."""
+    for c in range(size - 1, -1, -1):
+        acc = b[c]
+        for j in range(c + 1, size):
+            acc -= a[c, j] * b[j]
+        b[c] = acc / a[c, c]
+
+
+@jit_noalloc(forceinline=True)
 def _solve_without_pivoting(a, b, size, weights, idx):
     """Solve ``a x = b`` on the leading ``size`` rows by Gaussian elimination without pivoting;
     ``b[:size]`` becomes ``x``, ``a`` is destroyed. False (``b`` undefined) where a pivot is not
@@ -431,11 +442,7 @@ def _solve_without_pivoting(a, b, size, weights, idx):
                 for j in range(c + 1, size):
                     a[i, j] -= f * a[c, j]
                 b[i] -= f * b[c]
-    for c in range(size - 1, -1, -1):
-        acc = b[c]
-        for j in range(c + 1, size):
-            acc -= a[c, j] * b[j]
-        b[c] = acc / a[c, c]
+    _back_substitute_inplace(a, b, size)
     return True
 
 
@@ -522,11 +529,7 @@ def solve_inplace_partial_pivot(a, b, size, rel_pivot_tol):
                 for j in range(c, size):
                     a[i, j] -= f * a[c, j]
                 b[i] -= f * b[c]
-    for c in range(size - 1, -1, -1):
-        acc = b[c]
-        for j in range(c + 1, size):
-            acc -= a[c, j] * b[j]
-        b[c] = acc / a[c, c]
+    _back_substitute_inplace(a, b, size)
     return True
 
 

@@ -39,6 +39,36 @@ def _accepts(marks, seen, every, s, w, score_low, score_high):
     )
 
 
+@jit_noalloc(forceinline=True)
+def bucket_in(cuts, guide, s):
+    """Score ``s``'s bucket (``histogram.bucket_of``: Python's ``bisect_right`` over ``cuts``)."""
+    m = cuts.shape[0]
+    return _h.bucket_of(cuts, 0, m, guide, s, _h.guide_scale(cuts, 0, m, guide))
+
+
+@jit_noalloc(forceinline=True)
+def bounded(p, low, high):
+    """``p`` bounded to ``[low, high]`` as Python's ``min(max(p, low), high)``."""
+    if low > p:
+        p = low
+    if high < p:
+        p = high
+    return p
+
+
+@jit_noalloc(forceinline=True)
+def glm_proba_at(s, identity, clip, slope, intercept, gev_link, xi, run_low, run_high, low, high):
+    """A fitted GLM map's served probability at score ``s`` (``gev.glm_map_score``, no surer
+    than the end run's rate past the support's end, then :func:`bounded`)."""
+    p = _k.glm_map_score(s, identity, clip, slope, intercept, gev_link, xi)
+    if xi < 0.0:
+        if run_high < p:  # numpy's minimum: the smaller, NaN kept
+            p = run_high
+    elif xi > 0.0 and run_low > p:
+        p = run_low
+    return bounded(p, low, high)
+
+
 @jit_noalloc(nogil=False)  # a per-event call: atomic among Python threads (see the module notes)
 def hist_learn_marked(marks, seen, every, s, y, w, t, score_low, score_high, sf, si, cuts, guide):
     """Learn one event of score ``s`` into the windowed histogram (its bucket by
@@ -50,8 +80,7 @@ def hist_learn_marked(marks, seen, every, s, y, w, t, score_low, score_high, sf,
     """
     if not _accepts(marks, seen, every, s, w, score_low, score_high):
         return False
-    m = cuts.shape[0]
-    b = _h.bucket_of(cuts, 0, m, guide, s, _h.guide_scale(cuts, 0, m, guide))
+    b = bucket_in(cuts, guide, s)
     _h.histogram_learn_one_inplace(sf, si, b, y, w, t)
     marks[COUNT] += 1.0
     return True
@@ -65,8 +94,7 @@ def glm_learn_marked(
     while they are current, the GLM calibrators' moments and running sums)."""
     if not _accepts(marks, seen, every, s, w, score_low, score_high):
         return False
-    m = cuts.shape[0]
-    b = _h.bucket_of(cuts, 0, m, guide, s, _h.guide_scale(cuts, 0, m, guide))
+    b = bucket_in(cuts, guide, s)
     _g.glm_learn_one_inplace(sf, si, b, y, w, t, x, table, mom, pc, anchor, steps)
     marks[COUNT] += 1.0
     return True
@@ -79,12 +107,7 @@ def ispline_proba_marked(marks, seen, s, score_low, score_high, knots, order, co
     when a section ran since ``seen`` or the score is out of range."""
     if not (marks[SEQ] == seen and score_low <= s <= score_high):
         return -1.0
-    p = _ki.bspline_combination_score(s, knots, order, coef)
-    if low > p:
-        p = low
-    if high < p:
-        p = high
-    return p
+    return bounded(_ki.bspline_combination_score(s, knots, order, coef), low, high)
 
 
 @jit(nogil=False)  # a per-event call: atomic among Python threads (see the module notes)
@@ -96,14 +119,4 @@ def glm_proba_marked(
     section ran since ``seen`` or the score is out of range."""
     if not (marks[SEQ] == seen and score_low <= s <= score_high):
         return -1.0
-    p = _k.glm_map_score(s, identity, clip, slope, intercept, gev_link, xi)
-    if xi < 0.0:
-        if run_high < p:  # numpy's minimum: the smaller, NaN kept
-            p = run_high
-    elif xi > 0.0 and run_low > p:
-        p = run_low
-    if low > p:
-        p = low
-    if high < p:
-        p = high
-    return p
+    return glm_proba_at(s, identity, clip, slope, intercept, gev_link, xi, run_low, run_high, low, high)
