@@ -258,3 +258,27 @@ def finishes_while_held(lock, call, patience: float, join_timeout: float = 120.0
     worker.join(join_timeout)
     assert done.is_set()
     return finished
+
+
+def deferring_classes() -> dict:
+    """The calibrators whose river faces defer work (``streamcal.gev._river.DeferredRiverFace``),
+    by short name."""
+    return {"ispline": streamcal.ISplineCalibrator, "gev": streamcal.GEVCalibrator, "platt": streamcal.PlattCalibrator}
+
+
+def logistic_stream(n, seed):
+    """``n`` seeded click-like events: scores ``expit(z)``, ``z ~ N(-1, 1.5)``, labels from
+    ``expit(0.8 z - 1)`` (a miscalibrated score)."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(-1.0, 1.5, n)
+    return 1 / (1 + np.exp(-z)), rng.uniform(size=n) < 1 / (1 + np.exp(-(0.8 * z - 1.0)))
+
+
+def river_pairs_alike(cal, plain, scores, labels, start, stop):
+    """River pairs over events ``start .. stop - 1`` on ``cal`` and ``plain`` alike, asserting
+    that each prediction (made before the event's label) is the same dict on both."""
+    for i in range(start, stop):
+        x = {"score": float(scores[i])}
+        assert cal.predict_proba_one(x) == plain.predict_proba_one(x)
+        for c in (cal, plain):
+            c.learn_one(x, bool(labels[i]))

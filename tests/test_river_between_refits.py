@@ -18,31 +18,23 @@ import time
 
 import numpy as np
 import pytest
-from river_cases import finishes_while_held, lock_of, river_pairs_beside_an_array_learner
+from river_cases import (
+    deferring_classes,
+    finishes_while_held,
+    lock_of,
+    logistic_stream,
+    river_pairs_alike,
+    river_pairs_beside_an_array_learner,
+)
 from river_cases import generic_river as generic
 
 import streamcal.gev._river as river_module
-from streamcal import GEVCalibrator, ISplineCalibrator, PlattCalibrator
 from streamcal._kernels import _config
 from streamcal.windows import CountWindow, Unbounded
 
-CLASSES = {"ispline": ISplineCalibrator, "gev": GEVCalibrator, "platt": PlattCalibrator}
+CLASSES = deferring_classes()
 PROBE = np.linspace(0.01, 0.99, 7)
 JOIN_TIMEOUT = 120.0
-
-
-def _stream(n, seed):
-    rng = np.random.default_rng(seed)
-    z = rng.normal(-1.0, 1.5, n)
-    return 1 / (1 + np.exp(-z)), rng.uniform(size=n) < 1 / (1 + np.exp(-(0.8 * z - 1.0)))
-
-
-def _pairs(cal, plain, scores, labels, start, stop):
-    for i in range(start, stop):
-        x = {"score": float(scores[i])}
-        assert cal.predict_proba_one(x) == plain.predict_proba_one(x)
-        for c in (cal, plain):
-            c.learn_one(x, bool(labels[i]))
 
 
 def _same_state(cal, plain):
@@ -55,10 +47,10 @@ def _same_state(cal, plain):
 @pytest.mark.parametrize("name", sorted(CLASSES))
 def test_the_lock_free_face_gives_the_generic_bits(name):
     cls = CLASSES[name]
-    scores, labels = _stream(3000, 1)
+    scores, labels = logistic_stream(3000, 1)
     kwargs = {"window": CountWindow(800), "refit_every": 97}
     cal, plain = cls(**kwargs), generic(cls)(**kwargs)
-    _pairs(cal, plain, scores, labels, 0, 700)
+    river_pairs_alike(cal, plain, scores, labels, 0, 700)
     assert lock_of(cal).learn_args is not None  # live: the calls take no lock
     assert lock_of(cal).proba_args is not None
     for c in (cal, plain):  # rejected calls change nothing
@@ -68,24 +60,24 @@ def test_the_lock_free_face_gives_the_generic_bits(name):
             c.learn_one({"score": 0.5}, True, -1.0)
         with pytest.raises(ValueError, match="score"):
             c.predict_proba_one({"score": float("nan")})
-    _pairs(cal, plain, scores, labels, 700, 1000)
+    river_pairs_alike(cal, plain, scores, labels, 700, 1000)
     for c in (cal, plain):  # off the common call: an int label, an int weight
         c.learn_one({"score": 0.3}, 1)
         c.learn_one({"score": 0.4}, False, 2)
     assert cal.predict_one({"score": 0.6}) == plain.predict_one({"score": 0.6})
-    _pairs(cal, plain, scores, labels, 1000, 1250)
+    river_pairs_alike(cal, plain, scores, labels, 1000, 1250)
     # a copy mid-way between refits holds the count of labels since the last refit
     cal, plain = pickle.loads(pickle.dumps(cal)), copy.deepcopy(plain)  # (a class made here: no pickle)
-    _pairs(cal, plain, scores, labels, 1250, 1600)
+    river_pairs_alike(cal, plain, scores, labels, 1250, 1600)
     for c in (cal, plain):  # another policy, then lazy refits, then a policy again
         c.refit_every = 40
-    _pairs(cal, plain, scores, labels, 1600, 1900)
+    river_pairs_alike(cal, plain, scores, labels, 1600, 1900)
     for c in (cal, plain):
         c.refit_every = None
-    _pairs(cal, plain, scores, labels, 1900, 2300)
+    river_pairs_alike(cal, plain, scores, labels, 1900, 2300)
     for c in (cal, plain):
         c.refit_every = 61
-    _pairs(cal, plain, scores, labels, 2300, 3000)
+    river_pairs_alike(cal, plain, scores, labels, 2300, 3000)
     _same_state(cal, plain)
     assert cal.__getstate__().keys() == plain.__getstate__().keys()
 
@@ -93,11 +85,11 @@ def test_the_lock_free_face_gives_the_generic_bits(name):
 @pytest.mark.parametrize("name", sorted(CLASSES))
 def test_the_interpreted_tier_gives_the_same_bits(name):
     cls = CLASSES[name]
-    scores, labels = _stream(500, 2)
+    scores, labels = logistic_stream(500, 2)
     cal, plain = cls(refit_every=60), generic(cls)(refit_every=60)
     with _config.interpreting():
-        _pairs(cal, plain, scores, labels, 0, 300)
-    _pairs(cal, plain, scores, labels, 300, 500)
+        river_pairs_alike(cal, plain, scores, labels, 0, 300)
+    river_pairs_alike(cal, plain, scores, labels, 300, 500)
     _same_state(cal, plain)
 
 
@@ -116,7 +108,7 @@ def test_threads_lose_no_label_and_refit_on_the_same_events(name, fast_switching
     cls = CLASSES[name]
     every = 50
     n, extra = 4023, 200
-    scores, labels = _stream(n + extra, 3)
+    scores, labels = logistic_stream(n + extra, 3)
     cal = cls(refit_every=every, prior=None)
     cal.update(scores[:300], labels[:300])
     errors = river_pairs_beside_an_array_learner(cal, scores[:n], labels[:n], 300, 3000, 41)
@@ -140,9 +132,9 @@ def test_threads_lose_no_label_and_refit_on_the_same_events(name, fast_switching
 @pytest.mark.parametrize("name", sorted(CLASSES))
 def test_a_section_makes_the_lock_free_calls_wait(name):
     cls = CLASSES[name]
-    scores, labels = _stream(400, 4)
+    scores, labels = logistic_stream(400, 4)
     cal, plain = cls(refit_every=50), generic(cls)(refit_every=50)
-    _pairs(cal, plain, scores, labels, 0, 300)
+    river_pairs_alike(cal, plain, scores, labels, 0, 300)
     lock = lock_of(cal)
     # the bare lock alone is no section: the lock-free calls run while another thread holds it
     assert finishes_while_held(lock.rlock, lambda: cal.learn_one({"score": 0.5}, True), JOIN_TIMEOUT)
@@ -164,17 +156,17 @@ def test_a_section_makes_the_lock_free_calls_wait(name):
     worker.join(JOIN_TIMEOUT)
     plain.learn_one({"score": 0.5}, True)
     assert results[0][1] == plain.predict_proba_one({"score": 0.5})
-    _pairs(cal, plain, scores, labels, 300, 400)
+    river_pairs_alike(cal, plain, scores, labels, 300, 400)
     _same_state(cal, plain)
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
 def test_without_a_gil_every_call_takes_the_lock(name, monkeypatch):
     cls = CLASSES[name]
-    scores, labels = _stream(300, 5)
+    scores, labels = logistic_stream(300, 5)
     monkeypatch.setattr(river_module, "_gil_enabled", lambda: False)
     cal, plain = cls(refit_every=50, window=Unbounded()), generic(cls)(refit_every=50, window=Unbounded())
-    _pairs(cal, plain, scores, labels, 0, 300)
+    river_pairs_alike(cal, plain, scores, labels, 0, 300)
     assert lock_of(cal).learn_args is None  # never live
     assert not finishes_while_held(lock_of(cal).rlock, lambda: cal.learn_one({"score": 0.5}, True), 0.2)
     assert not finishes_while_held(lock_of(cal).rlock, lambda: cal.predict_proba_one({"score": 0.5}), 0.2)

@@ -15,25 +15,24 @@ import threading
 
 import numpy as np
 import pytest
+from river_cases import (
+    deferring_classes,
+    lock_of,
+    logistic_stream,
+    river_pairs_alike,
+    river_pairs_beside_an_array_learner,
+)
 from river_cases import generic_river as generic
-from river_cases import lock_of, river_pairs_beside_an_array_learner
 
 import streamcal.spline._river as ispline_face
-from streamcal import GEVCalibrator, ISplineCalibrator, PlattCalibrator
 
-CLASSES = {"ispline": ISplineCalibrator, "gev": GEVCalibrator, "platt": PlattCalibrator}
+CLASSES = deferring_classes()
 PROBE = np.linspace(0.01, 0.99, 7)
 JOIN_TIMEOUT = 120.0
 
 
-def _long(n, seed):
-    rng = np.random.default_rng(seed)
-    z = rng.normal(-1.0, 1.5, n)
-    return 1 / (1 + np.exp(-z)), rng.uniform(size=n) < 1 / (1 + np.exp(-(0.8 * z - 1.0)))
-
-
 @contextlib.contextmanager
-def _ispline_pairs():
+def _isplineriver_pairs_alike():
     """Counts I-spline's one-call pairs (the face deferring a label to the next prediction)."""
     real = ispline_face.pair_call
     count = [0]
@@ -49,32 +48,24 @@ def _ispline_pairs():
         ispline_face.pair_call = real
 
 
-def _pairs(cal, plain, scores, labels, start, stop):
-    for i in range(start, stop):
-        x = {"score": float(scores[i])}
-        assert cal.predict_proba_one(x) == plain.predict_proba_one(x)
-        for c in (cal, plain):
-            c.learn_one(x, bool(labels[i]))
-
-
 @pytest.mark.parametrize("name", sorted(CLASSES))
 def test_generic_calls_inside_a_held_section_then_the_face_defers_again(name):
     cls = CLASSES[name]
-    scores, labels = _long(1400, 8)
+    scores, labels = logistic_stream(1400, 8)
     cal, plain = cls(prior=None), generic(cls)(prior=None)
     for c in (cal, plain):
         c.update(scores[:400], labels[:400])
-    _pairs(cal, plain, scores, labels, 400, 600)  # the face goes live and keeps the last label
+    river_pairs_alike(cal, plain, scores, labels, 400, 600)  # the face goes live and keeps the last label
     for c in (cal, plain):
         c.refit_every = 50
     with lock_of(cal):  # a section: the kept label learned; the generic calls inside it re-enter
-        _pairs(cal, plain, scores, labels, 600, 700)
+        river_pairs_alike(cal, plain, scores, labels, 600, 700)
         np.testing.assert_array_equal(cal.predict_proba(PROBE), plain.predict_proba(PROBE))
-    _pairs(cal, plain, scores, labels, 700, 900)
+    river_pairs_alike(cal, plain, scores, labels, 700, 900)
     for c in (cal, plain):
         c.refit_every = None
-    with _ispline_pairs() as pairs:
-        _pairs(cal, plain, scores, labels, 900, 1400)
+    with _isplineriver_pairs_alike() as pairs:
+        river_pairs_alike(cal, plain, scores, labels, 900, 1400)
     if name == "ispline":  # the section's mark is cleared: the face defers again
         assert pairs[0] > 400
     assert cal.n_learned == plain.n_learned == 1400
@@ -84,7 +75,7 @@ def test_generic_calls_inside_a_held_section_then_the_face_defers_again(name):
 @pytest.mark.parametrize("name", sorted(CLASSES))
 def test_a_rejected_generic_call_leaves_no_section_behind(name):
     cls = CLASSES[name]
-    scores, labels = _long(900, 9)
+    scores, labels = logistic_stream(900, 9)
     cal, plain = cls(prior=None, refit_every=50), generic(cls)(prior=None, refit_every=50)
     for c in (cal, plain):
         c.update(scores[:400], labels[:400])
@@ -100,8 +91,8 @@ def test_a_rejected_generic_call_leaves_no_section_behind(name):
     plain.update(scores[400:401], labels[400:401])
     for c in (cal, plain):
         c.refit_every = None
-    with _ispline_pairs() as pairs:
-        _pairs(cal, plain, scores, labels, 401, 900)
+    with _isplineriver_pairs_alike() as pairs:
+        river_pairs_alike(cal, plain, scores, labels, 401, 900)
     if name == "ispline":
         assert pairs[0] > 400
     np.testing.assert_array_equal(cal.predict_proba(PROBE), plain.predict_proba(PROBE))
@@ -112,7 +103,7 @@ def test_generic_path_after_the_face_went_live_under_threads(name):
     # the face went live, then a refit policy: two river loops and an array learner on the
     # generic path lose nothing, and the histogram is the serial run's (an unbounded window)
     cls = CLASSES[name]
-    scores, labels = _long(4000, 10)
+    scores, labels = logistic_stream(4000, 10)
     cal = cls(prior=None)
     cal.update(scores[:400], labels[:400])
     for i in range(400, 500):
