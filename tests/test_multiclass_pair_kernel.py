@@ -441,3 +441,31 @@ def test_river_face_follows_parameters_replaced_after_its_kernels_were_bound(rng
         expected = run(PairwiseCouplingCalibrator(classes=(0, 1, 2, 3)))
     assert got == expected
     assert fast.river_in_one_call
+
+
+def test_river_face_reads_score_dicts_in_any_key_order_as_the_per_pair_calls_do(rng):
+    """A dict of float scores for every class in any key order (and with unfixed classes, once
+    all are learned) takes the one-call path; the result is bit for bit the per-pair calls', its
+    keys in the classes' order."""
+    p, y = stream(rng, 300, 4)
+    orders = [(0, 1, 2, 3), (3, 2, 1, 0), (2, 0, 3, 1)]
+    events = [({c: float(p[e, c]) for c in orders[e % 3]}, int(y[e])) for e in range(len(p))]
+
+    def run(cal):
+        out = []
+        for x, label in events:
+            out.append(list(cal.predict_proba_one(x).items()))
+            cal.learn_one(x, label)
+        return out
+
+    for classes in [(0, 1, 2, 3), None]:
+        fast = PairwiseCouplingCalibrator(classes=classes)
+        got = run(fast)
+        with pytest.MonkeyPatch.context() as mp:
+            per_pair_river(mp)
+            reference = PairwiseCouplingCalibrator(classes=classes)
+            expected = run(reference)
+        assert got == expected
+        assert [c for c, _ in got[-1]] == [0, 1, 2, 3]
+        assert fast.river_in_one_call
+        assert_same_pairs(fast, reference)

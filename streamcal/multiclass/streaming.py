@@ -944,6 +944,60 @@ def _dict_display(keys: tuple):
     return factory(*keys)
 
 
+_FAST_FACTORIES: dict = {}  # K -> the factory of ``_fast_calls``' two functions
+
+
+def _fast_calls(river: _RiverCall) -> tuple:
+    """The river face's common event for a bound :class:`_RiverCall` of K classes, as two
+    functions made once per set of pairs: ``predict(x)``, the result dict or None, and
+    ``learn(x, y, w)``, whether the event was learned. Each reads a plain dict holding exactly
+    the K classes (in any order: one C call reads the K values in the classes' order), checks
+    that every value is a float (the kernel checks its range), and calls its kernel once; None
+    or False, having changed nothing, where any of that fails (the full checks then judge the
+    event). The source depends on K alone (the checks and the result dict unrolled), made once
+    per K; the classes, kernels and arrays are bound as arguments, never part of the source."""
+    k = len(river.keys)
+    factory = _FAST_FACTORIES.get(k)
+    if factory is None:
+        names = ", ".join(f"k{i}" for i in range(k))
+        values = ", ".join(f"a{i}" for i in range(k))
+        floats = " and ".join(f"a{i}.__class__ is float" for i in range(k))
+        entries = ", ".join(f"k{i}: o[{i}]" for i in range(k))
+        source = f"""
+def factory(read, column, kernel_predict, kernel_learn, addresses, frame, out, {names}):
+    tolist = out.tolist
+
+    def predict(x):
+        if x.__class__ is dict and len(x) == {k}:
+            try:
+                {values} = v = read(x)
+            except KeyError:
+                return None
+            if {floats} and kernel_predict(addresses, frame, v, True) > 0:
+                o = tolist()
+                return {{{entries}}}
+        return None
+
+    def learn(x, y, w):
+        if x.__class__ is dict and len(x) == {k}:
+            try:
+                {values} = v = read(x)
+                c = column.get(y)
+            except (KeyError, TypeError):  # a class missing; an unhashable label
+                return False
+            if c is not None and {floats}:
+                return kernel_learn(addresses, frame, v, True, c, w) > 0
+        return False
+
+    return predict, learn
+"""
+        namespace: dict = {}
+        exec(compile(source, f"<river face, K = {k}>", "exec"), namespace)
+        factory = _FAST_FACTORIES[k] = namespace["factory"]
+    read = operator.itemgetter(*river.keys)
+    return factory(read, river.column, river.predict, river.learn, river.addresses, river.frame, river.out, *river.keys)
+
+
 class _RiverCall:
     """The river face's one-call kernels (:mod:`streamcal.multiclass._one_call`) bound to the
     pairs of a :class:`PairwiseCouplingCalibrator`: the addresses of the pairs' packed states
@@ -957,10 +1011,12 @@ class _RiverCall:
     __slots__ = (
         "addresses",
         "before",
-        "bound",
         "buffers",
         "classes",
         "column",
+        "fast_learn",
+        "fast_predict",
+        "fixed",
         "frame",
         "holding",
         "keys",
@@ -971,6 +1027,7 @@ class _RiverCall:
         "pair_models",
         "pairs",
         "params",
+        "plain",
         "predict",
         "proba",
         "result",
@@ -981,6 +1038,9 @@ class _RiverCall:
     def __init__(self, params, classes: list, models: dict, pairs=None, buffers=None, proba: bool = True):
         self.params, self.classes, self.models, self.n_models = params, list(classes), models, len(models)
         self.predict = None
+        self.fast_predict = self.fast_learn = None  # the common event's calls (``_fast_calls``), once bound
+        self.fixed = params.fixed is not None  # the classes fixed: bound as given
+        self.plain = False  # whether the kernels, once bound, apply while the register and buffers stay
         self.before = None  # the parameters read when ``params`` was derived (``_params_now``)
         self.serial = -1  # ``isotonic.streaming.PACK_SERIAL`` when the buffers were last found in place
         if pairs is None:
@@ -998,7 +1058,6 @@ class _RiverCall:
         self.hold(buffers)
         self.frame = np.zeros(_one_call.frame_size(k))
         self.out = self.frame[_one_call.output_slice(k)]
-        self.bound = (self.addresses, self.frame)  # the kernels' first two arguments
 
     def hold(self, buffers: list) -> None:
         """Bind the pairs' state buffers (one per pair of ``pair_models``, None for a pair
@@ -1050,6 +1109,7 @@ class _RiverCall:
                 entry_point(_one_call.pairs_learn, *example, 0, 1.0),
             )
         self.predict, self.learn = kernels
+        self.fast_predict, self.fast_learn = _fast_calls(self)
 
     @staticmethod
     def buffers_unchanged(states: tuple, buffers: tuple) -> bool:
@@ -1201,6 +1261,14 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
 
     _EXTRA_PARAMS = ("method", "tol", "max_iter")
 
+    def __setattr__(self, name: str, value) -> None:
+        # a parameter replaced (river estimators' parameters are replaced, not changed in place)
+        # unbinds the river face's kernels, bound again at the next call: their in-line check
+        # then compares the register and the buffers, not the parameters
+        if name[0] != "_":
+            self.__dict__.pop("_river_pairs", None)
+        object.__setattr__(self, name, value)
+
     def _params_unchanged(self, before: tuple) -> bool:
         # the base's tests with this class's extra parameters in line (after the own three)
         calibrator = self.calibrator
@@ -1254,16 +1322,16 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             # the common event first, checked in line: known classes, a dict of float scores for
             # every class in their order, a float weight, no time, in one call
             if t is None and w.__class__ is float and 0.0 <= w <= MAX_WEIGHT:
-                river = self._bound_river()
-                if river is not None and x.__class__ is dict and tuple(x) == river.keys:
-                    scores = tuple(x.values())
-                    if tuple(map(type, scores)) == river.types:
-                        try:
-                            c = river.column.get(y)
-                        except TypeError:  # unhashable: the full check names it
-                            c = None
-                        if c is not None and river.learn(*river.bound, scores, True, c, w) > 0:
-                            return
+                river = self.__dict__.get("_river_pairs")
+                if (
+                    river is not None
+                    and river.models is self._models
+                    and river.n_models == len(river.models)
+                    and river.serial == PACK_SERIAL[0]
+                    and (river.plain or self._river_current(river))
+                    and river.fast_learn(x, y, w)
+                ):
+                    return
             params = self._checked_params()
             if (
                 t is None
@@ -1432,38 +1500,23 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         checked = self.__dict__.get("_checked")
         if checked is not None and checked[1] is params:
             river.before = checked[0]
+            # the in-line check's common case: nothing but the register and the buffers to compare
+            river.plain = river.fixed and self.calibrator is None
         self._river_pairs = river
         return river
 
-    def _bound_river(self) -> _RiverCall | None:
-        """The bound one-call kernels, if the parameters, the classes, the pairs and their state
-        buffers are still those they were bound to, checked in line for the common event (no
-        buffer packed anywhere since the last look); None otherwise (the general path then
-        checks each, and binds anew where needed)."""
-        river = self.__dict__.get("_river_pairs")
-        if river is None:
-            return None
+    def _river_current(self, river: _RiverCall) -> bool:
+        """Whether the bound one-call kernels of ``river`` (the register and the buffers already
+        compared by the caller; a parameter replaced unbinds them: ``__setattr__``) still apply
+        where ``river.plain`` does not say so at once: a prototype's window, buckets and score
+        key the same objects, the learned classes those bound."""
         before = river.before
-        if before is None:
-            return None
-        # ``_params_unchanged`` in line (a method and a function call less per event)
+        if river.fast_predict is None or before is None:
+            return False
         calibrator = self.calibrator
-        if not (
-            self.scores is before[0]
-            and self.classes is before[1]
-            and calibrator is before[2]
-            and self.method is before[3]
-            and self.tol is before[4]
-            and self.max_iter is before[5]
-            and (calibrator is None or _prototype_unchanged(calibrator, before))
-        ):
-            return None
-        models = self._models
-        if not (river.models is models and river.n_models == len(models) and river.serial == PACK_SERIAL[0]):
-            return None
-        if before[1] is None and river.classes != self._classes:  # fixed classes: bound as given
-            return None
-        return river
+        if calibrator is not None and not _prototype_unchanged(calibrator, before):
+            return False
+        return river.fixed or river.classes == self._classes
 
     def _learn_in_one_call(self, x, y, w: float, params, s: dict | None = None) -> bool:
         """Learn an event in one kernel call (no time, a checked float weight ``w``), if ``y`` is
@@ -1527,11 +1580,17 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         try:
             # the common event first, checked in line: a dict of float scores for every known
             # class in their order (a score out of range: the general path names it)
-            river = self._bound_river()
-            if river is not None and x.__class__ is dict and tuple(x) == river.keys:
-                scores = tuple(x.values())
-                if tuple(map(type, scores)) == river.types and river.predict(*river.bound, scores, True) > 0:
-                    return river.result(river.out.tolist())
+            river = self.__dict__.get("_river_pairs")
+            if (
+                river is not None
+                and river.models is self._models
+                and river.n_models == len(river.models)
+                and river.serial == PACK_SERIAL[0]
+                and (river.plain or self._river_current(river))
+            ):
+                out = river.fast_predict(x)
+                if out is not None:
+                    return out
             fast = self._predict_in_one_call(x)
             if fast is not None:
                 return fast
