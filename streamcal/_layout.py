@@ -16,7 +16,7 @@ import numpy as np
 from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 from streamcal._validation import as_1d_float
-from streamcal.buckets import bucket_of_score, check_edges
+from streamcal.buckets import LogitGrid, UniformGrid, bucket_of_score, check_edges
 
 __all__ = ["BucketLayout", "check_layout", "finite_range"]
 
@@ -57,7 +57,16 @@ class BucketLayout:
         self.kind = type(buckets).__name__
         self.edges = self.cuts = self.centres = None
         if not buckets.warmup:
-            self.build(buckets.bucket_edges(), buckets.bucket_centres())
+            key = _grid_key(buckets)
+            built = _BUILT.get(key) if key is not None else None
+            if built is None:
+                self.build(buckets.bucket_edges(), buckets.bucket_centres())
+                if key is not None:
+                    if len(_BUILT) >= _BUILT_MAX:
+                        _BUILT.clear()
+                    _BUILT[key] = {name: self.__dict__[name] for name in _BUILT_NAMES}
+            else:
+                self.__dict__.update(built)
 
     def build(self, edges, centres) -> None:
         """Set the edges and centres (checked: :func:`check_layout`)."""
@@ -105,10 +114,11 @@ class BucketLayout:
     }
 
     def saved(self) -> dict:
-        """The edges, cuts and centres under their saved names (none before they are known)."""
+        """The edges, cuts and centres under their saved names (copies; none before they are known)."""
         if not self.built:
             return {}
-        return {key: self.__dict__[name] for key, name in self.SAVED_NAMES.items()}
+        # copies: layouts of equal grids share these (see _BUILT), a saved state holds its own
+        return {key: self.__dict__[name].copy() for key, name in self.SAVED_NAMES.items()}
 
     @classmethod
     def from_saved(cls, state: dict, buckets) -> BucketLayout:
@@ -191,5 +201,28 @@ def finite_range(score_range) -> tuple[float, float]:
     """A bucket strategy's score range with its infinite ends replaced by the largest floats, so
     that one comparison ``low <= s <= high`` rejects ±inf and NaN (both faces, and the kernels)."""
     low, high = (float(v) for v in score_range)
-    big = float(np.finfo(np.float64).max)
-    return max(low, -big), min(high, big)
+    return max(low, -_BIG), min(high, _BIG)
+
+
+_BIG = float(np.finfo(np.float64).max)
+
+# The built layouts of the fixed grids, shared between layouts of equal grids: a grid's edges,
+# centres and search guide are a function of its three parameters, and nothing writes into them
+# once built (a restored or rebuilt layout gets arrays of its own). Building them is most of a
+# calibrator's construction (pairwise coupling builds one per pair of classes, keyed templates
+# one per clone).
+_BUILT: dict = {}
+_BUILT_MAX = 64
+_BUILT_NAMES = ("edges", "cuts", "cuts_list", "guide", "centres", "centres_list")
+
+
+def _grid_key(buckets):
+    """The key of a fixed grid's built layout in :data:`_BUILT`, or None for other strategies
+    (and for parameters other than plain ints and floats, whose equality may not decide the edges)."""
+    kind = type(buckets)
+    if kind is not LogitGrid and kind is not UniformGrid:
+        return None
+    params = (buckets.n_buckets, buckets.low, buckets.high)
+    if any(type(v) is not float and type(v) is not int for v in params):
+        return None
+    return (kind, *((type(v), repr(v)) for v in params))  # repr: -0.0 is not 0.0 here

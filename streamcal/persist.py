@@ -177,7 +177,9 @@ class _Encoder:
                 if id(value) in seen:
                     continue
                 seen.add(id(value))
-                stack.extend((_object_state(value) or {}).values())
+                state = _object_state(value) or {}
+                self.keep.append(state)  # a state may hold fresh copies: alive, their ids stay unique
+                stack.extend(state.values())
 
     def encode(self, value, where: str):
         if value is None or isinstance(value, (bool, str)):

@@ -209,3 +209,32 @@ def test_a_calibrator_in_its_quantile_warmup_copies_pickles_and_saves(buckets, t
     assert back.n_learned == 20
     back.update(s[20:], y[20:])
     np.testing.assert_array_equal(back.predict_proba(s), cal.clone().update(s, y).predict_proba(s))
+
+
+def test_equal_fixed_grids_share_one_built_layout_and_each_saved_state_holds_its_own(tmp_path):
+    # building a grid's edges is most of a calibrator's construction: equal grids share them
+    a, b = PAVCalibrator(), PAVCalibrator(window=CountWindow(50))
+    la, lb = a.window_histogram.layout, b.window_histogram.layout
+    assert la is not lb
+    for name in ("edges", "cuts", "cuts_list", "centres", "centres_list"):
+        assert getattr(la, name) is getattr(lb, name)
+    # another grid, or the same grid given by other values, builds its own
+    assert PAVCalibrator(buckets=LogitGrid(512)).window_histogram.layout.edges is not la.edges
+    pos, neg = UniformGrid(4, 0.0, 1.0), UniformGrid(4, -0.0, 1.0)
+    e_pos, e_neg = (PAVCalibrator(buckets=g).edges for g in (pos, neg))
+    assert e_pos.tobytes() == pos.bucket_edges().tobytes()
+    assert e_neg.tobytes() == neg.bucket_edges().tobytes()
+    # a saved, pickled or copied calibrator's layout is its own, with the same values
+    rng = np.random.default_rng(0)
+    s, y = rng.uniform(size=500), rng.uniform(size=500) < 0.3
+    a.update(s, y)
+    save(a, tmp_path / "a.zip")
+    for back in (load(tmp_path / "a.zip"), pickle.loads(pickle.dumps(a)), copy.deepcopy(a)):
+        lc = back.window_histogram.layout
+        assert lc.edges is not la.edges
+        assert lc.cuts_list is not la.cuts_list
+        np.testing.assert_array_equal(lc.edges, la.edges)
+        assert lc.cuts_list == la.cuts_list
+        np.testing.assert_array_equal(back.predict_proba(s), a.predict_proba(s))
+    # and the grids' shared arrays are untouched by learning and saving
+    np.testing.assert_array_equal(la.edges, LogitGrid(1024).bucket_edges())
