@@ -1264,10 +1264,12 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     def __setattr__(self, name: str, value) -> None:
         # a parameter replaced (river estimators' parameters are replaced, not changed in place)
         # unbinds the river face's kernels, bound again at the next call: their in-line check
-        # then compares the register and the buffers, not the parameters
-        if name[0] != "_":
-            self.__dict__.pop("_river_pairs", None)
+        # then compares the register and the buffers, not the parameters. The value is written
+        # first: kernels bound meanwhile from the old value are either unbound here or found
+        # stale by the check that follows their binding (``_river_states``)
         object.__setattr__(self, name, value)
+        if name[:1] != "_":
+            self.__dict__.pop("_river_pairs", None)
 
     def _params_unchanged(self, before: tuple) -> bool:
         # the base's tests with this class's extra parameters in line (after the own three)
@@ -1503,6 +1505,9 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             # the in-line check's common case: nothing but the register and the buffers to compare
             river.plain = river.fixed and self.calibrator is None
         self._river_pairs = river
+        if river.before is not None and not self._params_unchanged(river.before):
+            self.__dict__.pop("_river_pairs", None)  # a parameter replaced meanwhile: bound again
+            return None
         return river
 
     def _river_current(self, river: _RiverCall) -> bool:
