@@ -118,9 +118,11 @@ from streamcal._kernels.histogram import (
     KIND_DECAY_EVENTS,
     KIND_DECAY_TIME,
     MAX_WEIGHT,
+    SF_HALF_LIFE,
     SF_HEADER,
     SF_KIND,
     SF_N_LEARNED,
+    SF_T0,
     SF_T_NEG,
     SF_T_POS,
     SI_HEADER,
@@ -1042,6 +1044,12 @@ RUN_LEFT_BASE = 7  # under decay: the left run's S0 when its point was kept, and
 RUN_LEFT_TOP = 8
 RUN_RIGHT_BASE = 9  # the right run's, likewise
 RUN_RIGHT_TOP = 10
+# Under decay, the stored unit at the clock of the event just learned, ``2**((clock - t0) /
+# half_life)``, as the learn kernel computes it (the power the window's addition computes too,
+# so one evaluation serves both) for the refresh that follows it, which reads it in place of
+# ``stored_unit`` (the same expression of the same numbers: the same bits) and clears it to 0
+# (absent: the refresh computes it).
+RUN_UNIT = 11
 RUNS_SIZE = 12
 _MARGIN_UP = 1.0 + _BELOW_MARGIN  # a pooling test passed by the margin: one side >= the other times this
 
@@ -1091,7 +1099,12 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     B = pi[PI_B]
     kind = sf[SF_KIND]
     decay = (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME)
-    c = pf[PF_PSEUDO] * stored_unit(sf, kind)
+    keep = runs.shape[0] >= RUNS_SIZE
+    if keep and runs[RUN_UNIT] > 0.0:  # the learn kernel's stored unit (see RUN_UNIT)
+        c = pf[PF_PSEUDO] * runs[RUN_UNIT]
+        runs[RUN_UNIT] = 0.0
+    else:
+        c = pf[PF_PSEUDO] * stored_unit(sf, kind)
     pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
     head = pi[PI_HEAD]
     chg_lo = pi[PI_CHG_LO]
@@ -1100,7 +1113,6 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     pi[PI_CHG_HI] = -1
     pi[PI_DEP_LO] = B  # until shown otherwise, any change may move the clip values
     pi[PI_DEP_HI] = -1
-    keep = runs.shape[0] >= RUNS_SIZE
     rec = not decay and runs.shape[0] >= REC_HEADER + 4 * B  # a record at every block reached
     RL = REC_HEADER
     RR = REC_HEADER + 2 * B
@@ -1444,8 +1456,17 @@ def pav_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, t, kind):
         pav_bucket_delta_inplace(sf, _H0, pf, pi, gone, old_p, old_n)
     old_p = sf[SF_HEADER + b]
     old_n = sf[NEG + b]
-    if window_add_inplace(sf, si, b, y, w, clock, kind):
-        _resweep_inplace(sf, _H0, pf, pi, _ALL, _SPARSE)  # renormalised: rebuild everything
+    if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
+        # the addition's own power, computed first in the same branch so that the compiler
+        # computes it once (see RUN_UNIT)
+        unit = 2.0 ** ((clock - sf[SF_T0]) / sf[SF_HALF_LIFE])
+        renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
+        if not renormalised and runs.shape[0] >= RUNS_SIZE:
+            runs[RUN_UNIT] = unit
+    else:
+        renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
+    if renormalised:
+        _resweep_inplace(sf, _H0, pf, pi, _ALL, _SPARSE)  # rebuild everything
     else:
         pav_bucket_delta_inplace(sf, _H0, pf, pi, b, old_p, old_n)
     if sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:
@@ -1473,7 +1494,13 @@ def _prior_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, clock, kind, o):
         _bucket_delta_inplace(pf, h0, pf, pi, gone, old_p, old_n, _DENSE)
     old_p = pf[AUG + b]
     old_n = pf[AUG + B + b]
-    renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
+    if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):  # as in ``pav_learn_one_inplace``
+        unit = 2.0 ** ((clock - sf[SF_T0]) / sf[SF_HALF_LIFE])
+        renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
+        if not renormalised and runs.shape[0] >= RUNS_SIZE:
+            runs[RUN_UNIT] = unit
+    else:
+        renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
     if sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:
         pav_prior_refresh_inplace(sf, pf, pi, kind)
     elif renormalised:
