@@ -404,26 +404,42 @@ def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
         pf[FIT + _PF_RECORD * g] = v_right if v_right < v else v
 
 
-@jit_noalloc(forceinline=True)
-def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
-    """Whole-number weights, bucket ``k`` changed by ``(dp, dn)``: the block updated in place.
+# The in-place repairs (:func:`_repair_block_inplace`) of the commonest change: a knot of a block
+# changes and the block keeps its extent, so only its sums, its rate and the gaps beside it
+# change.
+#
+# Whole-number weights (``PI_EXACT``), bucket ``k`` changed by ``(dp, dn)``. With exact sums the
+# block ``[f, l]`` stays a block when both end knots remain, every proper prefix keeps a rate >=
+# the block's new rate (then PAV of its knots is constant), and neither neighbour pools with it
+# (the block to the right then stays as it was, as in the sweep's early stop). The new sums are
+# the old ones plus the change (exact: whole numbers below ``EXACT_TOTAL``), and only the
+# prefixes that the change can push below the block's rate are tested. The old block had every
+# proper prefix at a rate >= its own. When its rate rises (``dp > 0`` or ``dn < 0``), a prefix
+# that holds ``k`` keeps that property: with ``a/c >= A/C`` and ``c <= C``, ``(a + w)(C + w) -
+# (A + w)(c + w) = (aC - Ac) + w (C - c - A + a) >= 0`` (``C - c - A + a`` is the negative weight
+# after the prefix), and likewise for a removed negative; only the prefixes ending before ``k``
+# are tested. When it falls, the prefixes ending before ``k`` are safe (their rates did not
+# move) and those ending at or after ``k`` are tested, as their complements: the suffix from
+# ``j + 1`` has a rate > the block's exactly when the prefix to ``j`` has a rate below it.
+#
+# Floating-point weights (checkpoints kept), knot ``k`` changed and still a knot: the resumed
+# sweep's commonest outcome, without its stack. When ``k`` is the block's first knot, or its
+# checkpoint's top starts there, the sweep resumes at ``k`` with one element on the stack above
+# the block on the left; it pools each knot up to ``l`` into that top and tests the top against
+# the left block after each pooling, then stops at the next block's first knot
+# (:func:`_stays_below`). These are :func:`_resweep_inplace`'s operations in its order, for as
+# long as every knot pools into the top and the top pools neither into the left block nor with
+# the next one; the block then keeps its extent and owners, and the records of the knots after
+# ``k`` are those the resumed sweep writes (the top before each).
 
-    With exact sums, the block ``[f, l]`` stays a block when both end knots remain, every
-    proper prefix keeps a rate >= the block's new rate (then PAV of its knots is constant),
-    and neither neighbour pools with it (the block to the right then stays as it was, as in
-    the sweep's early stop). Only the sums, the rate stored for ``[f, l]`` and the two gaps
-    beside it change. The new sums are the old ones plus the change (exact: whole numbers
-    below ``EXACT_TOTAL``), and only the prefixes that the change can push below the block's
-    rate are tested. The old block had every proper prefix at a rate >= its
-    own. When its rate rises (``dp > 0`` or ``dn < 0``), a prefix that holds ``k`` keeps that
-    property: with ``a/c >= A/C`` and ``c <= C``, ``(a + w)(C + w) - (A + w)(c + w) =
-    (aC - Ac) + w (C - c - A + a) >= 0`` (``C - c - A + a`` is the negative weight after the
-    prefix), and likewise for a removed negative; only the prefixes ending before ``k`` are
-    tested. When it falls, the prefixes ending before ``k`` are safe (their rates did not move)
-    and those ending at or after ``k`` are tested, as their complements: the suffix from
-    ``j + 1`` has a rate > the block's exactly when the prefix to ``j`` has a rate below it.
-    Returns False, having written nothing, when any condition fails. ``sparse``: the scans walk
-    the knot list (an empty bucket adds nothing to a prefix).
+
+@jit_noalloc(forceinline=True)
+def _repair_block_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
+    """Bucket ``k`` changed by ``(dp, dn)``: its block updated in place (see above).
+
+    Returns False at any other outcome, having written nothing but records of knots after
+    ``k`` (floating-point weights), which the resumed sweep that then runs writes again.
+    ``sparse``: the scans walk the knot list (an empty bucket adds nothing to a sum).
     """
     B = pi[PI_B]
     POS = h0
@@ -431,39 +447,76 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
     KN = PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B
     f = pi[OWNER + _PI_RECORD * k]
     last = pi[BEND + _PI_RECORD * f]
+    chain = pi[BPREV + _PI_RECORD * f]
+    nxt = pi[BNEXT + _PI_RECORD * f]
     if k > last:  # k was an empty bucket in a gap: a new knot
         return False
-    if ((k == f) | (k == last)) and not hist[POS + k] + hist[NEG + k] > 0.0:  # an end knot emptied
-        return False
-    p = pf[BPOS + _PF_RECORD * f] + dp
-    n = pf[BNEG + _PF_RECORD * f] + dn
-    t = p + n
-    if dp > 0.0 or dn < 0.0:  # the rate may rise: the prefixes ending before k
-        cp = 0.0
-        ct = 0.0
-        g = f
-        while g < k:  # a knot of the block lies at or after k: the walk ends there
-            cp += hist[POS + g]
-            ct += hist[POS + g] + hist[NEG + g]
-            if cp * t < p * ct:
+    if pi[PI_EXACT] == 1:
+        if ((k == f) | (k == last)) and not hist[POS + k] + hist[NEG + k] > 0.0:  # an end knot emptied
+            return False
+        p = pf[BPOS + _PF_RECORD * f] + dp
+        n = pf[BNEG + _PF_RECORD * f] + dn
+        t = p + n
+        if dp > 0.0 or dn < 0.0:  # the rate may rise: the prefixes ending before k
+            cp = 0.0
+            ct = 0.0
+            g = f
+            while g < k:  # a knot of the block lies at or after k: the walk ends there
+                cp += hist[POS + g]
+                ct += hist[POS + g] + hist[NEG + g]
+                if cp * t < p * ct:
+                    return False
+                g = pi[KN + _KNOT_RECORD * g + _KNEXT] if sparse else g + 1
+        if dp < 0.0 or dn > 0.0:  # the rate may fall: the suffixes starting after k
+            sp = 0.0
+            st = 0.0
+            g = last
+            while g > k:  # a knot of the block lies at or before k
+                sp += hist[POS + g]
+                st += hist[POS + g] + hist[NEG + g]
+                if sp * t > p * st:
+                    return False
+                g = pi[KN + _KNOT_RECORD * g + _KPREV] if sparse else g - 1
+        if chain != -1 and _violates(pf[BPOS + _PF_RECORD * chain], pf[BNEG + _PF_RECORD * chain], p, n):
+            return False
+        if nxt != -1 and _violates(p, n, pf[BPOS + _PF_RECORD * nxt], pf[BNEG + _PF_RECORD * nxt]):
+            return False
+        chg_hi = last
+    else:
+        if not (k == f or pi[BEND + _PI_RECORD * k] == f):  # the top before k starts after f
+            return False
+        cp = pf[BPOS + _PF_RECORD * chain] if chain != -1 else 0.0
+        cn = pf[BNEG + _PF_RECORD * chain] if chain != -1 else 0.0
+        j = k
+        if k == f:  # f alone is the top, tested against the left block
+            p = hist[POS + f]
+            n = hist[NEG + f]
+            if chain != -1 and cp * (p + n) >= p * (cp + cn):
                 return False
-            g = pi[KN + _KNOT_RECORD * g + _KNEXT] if sparse else g + 1
-    if dp < 0.0 or dn > 0.0:  # the rate may fall: the suffixes starting after k
-        sp = 0.0
-        st = 0.0
-        g = last
-        while g > k:  # a knot of the block lies at or before k
-            sp += hist[POS + g]
-            st += hist[POS + g] + hist[NEG + g]
-            if sp * t > p * st:
-                return False
-            g = pi[KN + _KNOT_RECORD * g + _KPREV] if sparse else g - 1
-    chain = pi[BPREV + _PI_RECORD * f]
-    if chain != -1 and _violates(pf[BPOS + _PF_RECORD * chain], pf[BNEG + _PF_RECORD * chain], p, n):
-        return False
-    nxt = pi[BNEXT + _PI_RECORD * f]
-    if nxt != -1 and _violates(p, n, pf[BPOS + _PF_RECORD * nxt], pf[BNEG + _PF_RECORD * nxt]):
-        return False
+            j = last if f == last else (pi[KN + _KNOT_RECORD * f + _KNEXT] if sparse else f + 1)
+        else:
+            p = pf[BPOS + _PF_RECORD * k]
+            n = pf[BNEG + _PF_RECORD * k]
+        while j != f:
+            pj = hist[POS + j]
+            nj = hist[NEG + j]
+            if pj + nj > 0.0:
+                if j > k:  # the top before j (k's record is as it was)
+                    _set_record(pf, pi, j, f, p, n)
+                if not p * (pj + nj) >= pj * (p + n):  # j would start an element of its own
+                    return False
+                p = p + pj
+                n = n + nj
+                if chain != -1 and cp * (p + n) >= p * (cp + cn):  # the top pools into the left block
+                    return False
+            if j == last:
+                break
+            j = pi[KN + _KNOT_RECORD * j + _KNEXT] if sparse else j + 1
+        if nxt != -1 and not _stays_below(
+            False, p, n, hist[POS + nxt] + hist[NEG + nxt], pf[BPOS + _PF_RECORD * nxt], pf[BNEG + _PF_RECORD * nxt]
+        ):
+            return False
+        chg_hi = nxt if nxt != -1 else B - 1  # as the resumed sweep marks it (it relinks nxt)
     pf[BPOS + _PF_RECORD * f] = p
     pf[BNEG + _PF_RECORD * f] = n
     v = p / (p + n)
@@ -477,8 +530,8 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
         _fill_gap(pf, last, v, nxt, pf[FIT + _PF_RECORD * nxt])
     if f < pi[PI_CHG_LO]:
         pi[PI_CHG_LO] = f
-    if last > pi[PI_CHG_HI]:
-        pi[PI_CHG_HI] = last
+    if chg_hi > pi[PI_CHG_HI]:
+        pi[PI_CHG_HI] = chg_hi
     return True
 
 
@@ -541,11 +594,13 @@ def _bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n, sparse):
     # walk the list where the knots are sparse (a walk follows one pointer per knot; the bucket
     # by bucket scan reads consecutive buckets, faster per bucket where most are knots)
     walk = _WALK if sparse == 1 and _KNOTS_SPARSE * pi[PI_N_KNOTS] < pi[PI_LAST] - head else _DENSE
+    # in place while the sums are exact, or (floating-point weights) where the checkpoints are
+    # kept and k stays a knot
     if not (
-        pi[PI_EXACT] == 1
+        (pi[PI_EXACT] == 1 or (was and now and (pi[PI_INTEGRAL] == 0 or pi[PI_KNOTS] == 0)))
         and head != -1
         and head <= k <= pi[PI_LAST]
-        and _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn, walk)
+        and _repair_block_inplace(hist, h0, pf, pi, k, dp, dn, walk)
     ):
         _resweep_inplace(hist, h0, pf, pi, k, walk)
     if was and not now:  # an emptied knot leaves the list once the sweep has walked past it
@@ -1100,11 +1155,10 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     kind = sf[SF_KIND]
     decay = (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME)
     keep = runs.shape[0] >= RUNS_SIZE
-    if keep and runs[RUN_UNIT] > 0.0:  # the learn kernel's stored unit (see RUN_UNIT)
-        c = pf[PF_PSEUDO] * runs[RUN_UNIT]
+    unit = runs[RUN_UNIT] if keep and runs[RUN_UNIT] > 0.0 else stored_unit(sf, kind)  # see RUN_UNIT
+    if keep:
         runs[RUN_UNIT] = 0.0
-    else:
-        c = pf[PF_PSEUDO] * stored_unit(sf, kind)
+    c = pf[PF_PSEUDO] * unit
     pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
     head = pi[PI_HEAD]
     chg_lo = pi[PI_CHG_LO]
