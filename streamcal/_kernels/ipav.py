@@ -517,8 +517,9 @@ def _repair_block_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
             if j == last:
                 break
             j = pi[KN + _KNOT_RECORD * j + _KNEXT] if sparse else j + 1
+        exact = pi[PI_EXACT] == 1  # False here: a variable, not a literal (one compiled version)
         if nxt != -1 and not _stays_below(
-            False, p, n, hist[POS + nxt] + hist[NEG + nxt], pf[BPOS + _PF_RECORD * nxt], pf[BNEG + _PF_RECORD * nxt]
+            exact, p, n, hist[POS + nxt] + hist[NEG + nxt], pf[BPOS + _PF_RECORD * nxt], pf[BNEG + _PF_RECORD * nxt]
         ):
             return False
         chg_hi = nxt if nxt != -1 else B - 1  # as the resumed sweep marks it (it relinks nxt)
