@@ -418,15 +418,18 @@ def window_add_inplace(sf, si, b, y, w, clock, kind):
             sf[SF_T_NEG] *= factor
             sf[SF_T0] = t0
             sf[SF_N_RENORM] += 1.0
-            exponent = rest
+            ws = w * 2.0**rest
             renormalised = True
         elif exponent < -DECAY_RENORM_EXPONENT:
             # only at the first event (``t0`` starts at 0 and never passes the last learned clock,
             # which later clocks do not precede): nothing is stored yet, the frame starts here
             sf[SF_T0] = clock
-            exponent = 0.0
+            ws = w * 2.0**0.0
             renormalised = True
-        ws = w * 2.0**exponent
+        else:
+            # the unit ``2**exponent`` of the frame as it stands: a caller that inlines this
+            # helper and computes the same power before it shares the one computation
+            ws = w * 2.0**exponent
     if y > 0.5:
         sf[SF_HEADER + b] += ws
         si[SI_HEADER + b] += 1

@@ -55,6 +55,11 @@ resumed sweep, exact as above, and shorten it at both ends:
   when its top's rate is below R's by a relative margin of ``2**-20`` (:func:`_stays_below`):
   rounding cannot then make it pool with any prefix R's own sweep formed, so the sweep would
   repeat R's operations bit for bit.
+- *In place.* When the sweep resumes at the changed knot itself with one element above the
+  block on the left (the knot is the block's first, or its checkpoint's top starts there), pools
+  every later knot of the block into that top and stops at the next block, the block keeps its
+  extent: :func:`_repair_block_inplace` runs those operations without the stack and writes the
+  block's sums, rate and gaps and the records it passes, as the sweep would.
 
 Whole-number weights. While every learned weight is a whole number (no decay) and the total
 weight is below ``EXACT_TOTAL``, every sum and every product of the pooling test is exact, so
@@ -118,9 +123,11 @@ from streamcal._kernels.histogram import (
     KIND_DECAY_EVENTS,
     KIND_DECAY_TIME,
     MAX_WEIGHT,
+    SF_HALF_LIFE,
     SF_HEADER,
     SF_KIND,
     SF_N_LEARNED,
+    SF_T0,
     SF_T_NEG,
     SF_T_POS,
     SI_HEADER,
@@ -402,26 +409,42 @@ def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
         pf[FIT + _PF_RECORD * g] = v_right if v_right < v else v
 
 
-@jit_noalloc(forceinline=True)
-def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
-    """Whole-number weights, bucket ``k`` changed by ``(dp, dn)``: the block updated in place.
+# The in-place repairs (:func:`_repair_block_inplace`) of the commonest change: a knot of a block
+# changes and the block keeps its extent, so only its sums, its rate and the gaps beside it
+# change.
+#
+# Whole-number weights (``PI_EXACT``), bucket ``k`` changed by ``(dp, dn)``. With exact sums the
+# block ``[f, l]`` stays a block when both end knots remain, every proper prefix keeps a rate >=
+# the block's new rate (then PAV of its knots is constant), and neither neighbour pools with it
+# (the block to the right then stays as it was, as in the sweep's early stop). The new sums are
+# the old ones plus the change (exact: whole numbers below ``EXACT_TOTAL``), and only the
+# prefixes that the change can push below the block's rate are tested. The old block had every
+# proper prefix at a rate >= its own. When its rate rises (``dp > 0`` or ``dn < 0``), a prefix
+# that holds ``k`` keeps that property: with ``a/c >= A/C`` and ``c <= C``, ``(a + w)(C + w) -
+# (A + w)(c + w) = (aC - Ac) + w (C - c - A + a) >= 0`` (``C - c - A + a`` is the negative weight
+# after the prefix), and likewise for a removed negative; only the prefixes ending before ``k``
+# are tested. When it falls, the prefixes ending before ``k`` are safe (their rates did not
+# move) and those ending at or after ``k`` are tested, as their complements: the suffix from
+# ``j + 1`` has a rate > the block's exactly when the prefix to ``j`` has a rate below it.
+#
+# Floating-point weights (checkpoints kept), knot ``k`` changed and still a knot: the resumed
+# sweep's commonest outcome, without its stack. When ``k`` is the block's first knot, or its
+# checkpoint's top starts there, the sweep resumes at ``k`` with one element on the stack above
+# the block on the left; it pools each knot up to ``l`` into that top and tests the top against
+# the left block after each pooling, then stops at the next block's first knot
+# (:func:`_stays_below`). These are :func:`_resweep_inplace`'s operations in its order, for as
+# long as every knot pools into the top and the top pools neither into the left block nor with
+# the next one; the block then keeps its extent and owners, and the records of the knots after
+# ``k`` are those the resumed sweep writes (the top before each).
 
-    With exact sums, the block ``[f, l]`` stays a block when both end knots remain, every
-    proper prefix keeps a rate >= the block's new rate (then PAV of its knots is constant),
-    and neither neighbour pools with it (the block to the right then stays as it was, as in
-    the sweep's early stop). Only the sums, the rate stored for ``[f, l]`` and the two gaps
-    beside it change. The new sums are the old ones plus the change (exact: whole numbers
-    below ``EXACT_TOTAL``), and only the prefixes that the change can push below the block's
-    rate are tested. The old block had every proper prefix at a rate >= its
-    own. When its rate rises (``dp > 0`` or ``dn < 0``), a prefix that holds ``k`` keeps that
-    property: with ``a/c >= A/C`` and ``c <= C``, ``(a + w)(C + w) - (A + w)(c + w) =
-    (aC - Ac) + w (C - c - A + a) >= 0`` (``C - c - A + a`` is the negative weight after the
-    prefix), and likewise for a removed negative; only the prefixes ending before ``k`` are
-    tested. When it falls, the prefixes ending before ``k`` are safe (their rates did not move)
-    and those ending at or after ``k`` are tested, as their complements: the suffix from
-    ``j + 1`` has a rate > the block's exactly when the prefix to ``j`` has a rate below it.
-    Returns False, having written nothing, when any condition fails. ``sparse``: the scans walk
-    the knot list (an empty bucket adds nothing to a prefix).
+
+@jit_noalloc(forceinline=True)
+def _repair_block_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
+    """Bucket ``k`` changed by ``(dp, dn)``: its block updated in place (see above).
+
+    Returns False at any other outcome, having written nothing but records of knots after
+    ``k`` (floating-point weights), which the resumed sweep that then runs writes again.
+    ``sparse``: the scans walk the knot list (an empty bucket adds nothing to a sum).
     """
     B = pi[PI_B]
     POS = h0
@@ -429,39 +452,77 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
     KN = PI_HEADER + (_PI_RECORD + _STACK_RECORD) * B
     f = pi[OWNER + _PI_RECORD * k]
     last = pi[BEND + _PI_RECORD * f]
+    chain = pi[BPREV + _PI_RECORD * f]
+    nxt = pi[BNEXT + _PI_RECORD * f]
     if k > last:  # k was an empty bucket in a gap: a new knot
         return False
-    if ((k == f) | (k == last)) and not hist[POS + k] + hist[NEG + k] > 0.0:  # an end knot emptied
-        return False
-    p = pf[BPOS + _PF_RECORD * f] + dp
-    n = pf[BNEG + _PF_RECORD * f] + dn
-    t = p + n
-    if dp > 0.0 or dn < 0.0:  # the rate may rise: the prefixes ending before k
-        cp = 0.0
-        ct = 0.0
-        g = f
-        while g < k:  # a knot of the block lies at or after k: the walk ends there
-            cp += hist[POS + g]
-            ct += hist[POS + g] + hist[NEG + g]
-            if cp * t < p * ct:
+    if pi[PI_EXACT] == 1:
+        if ((k == f) | (k == last)) and not hist[POS + k] + hist[NEG + k] > 0.0:  # an end knot emptied
+            return False
+        p = pf[BPOS + _PF_RECORD * f] + dp
+        n = pf[BNEG + _PF_RECORD * f] + dn
+        t = p + n
+        if dp > 0.0 or dn < 0.0:  # the rate may rise: the prefixes ending before k
+            cp = 0.0
+            ct = 0.0
+            g = f
+            while g < k:  # a knot of the block lies at or after k: the walk ends there
+                cp += hist[POS + g]
+                ct += hist[POS + g] + hist[NEG + g]
+                if cp * t < p * ct:
+                    return False
+                g = pi[KN + _KNOT_RECORD * g + _KNEXT] if sparse else g + 1
+        if dp < 0.0 or dn > 0.0:  # the rate may fall: the suffixes starting after k
+            sp = 0.0
+            st = 0.0
+            g = last
+            while g > k:  # a knot of the block lies at or before k
+                sp += hist[POS + g]
+                st += hist[POS + g] + hist[NEG + g]
+                if sp * t > p * st:
+                    return False
+                g = pi[KN + _KNOT_RECORD * g + _KPREV] if sparse else g - 1
+        if chain != -1 and _violates(pf[BPOS + _PF_RECORD * chain], pf[BNEG + _PF_RECORD * chain], p, n):
+            return False
+        if nxt != -1 and _violates(p, n, pf[BPOS + _PF_RECORD * nxt], pf[BNEG + _PF_RECORD * nxt]):
+            return False
+        chg_hi = last
+    else:
+        if not (k == f or pi[BEND + _PI_RECORD * k] == f):  # the top before k starts after f
+            return False
+        cp = pf[BPOS + _PF_RECORD * chain] if chain != -1 else 0.0
+        cn = pf[BNEG + _PF_RECORD * chain] if chain != -1 else 0.0
+        j = k
+        if k == f:  # f alone is the top, tested against the left block
+            p = hist[POS + f]
+            n = hist[NEG + f]
+            if chain != -1 and cp * (p + n) >= p * (cp + cn):
                 return False
-            g = pi[KN + _KNOT_RECORD * g + _KNEXT] if sparse else g + 1
-    if dp < 0.0 or dn > 0.0:  # the rate may fall: the suffixes starting after k
-        sp = 0.0
-        st = 0.0
-        g = last
-        while g > k:  # a knot of the block lies at or before k
-            sp += hist[POS + g]
-            st += hist[POS + g] + hist[NEG + g]
-            if sp * t > p * st:
-                return False
-            g = pi[KN + _KNOT_RECORD * g + _KPREV] if sparse else g - 1
-    chain = pi[BPREV + _PI_RECORD * f]
-    if chain != -1 and _violates(pf[BPOS + _PF_RECORD * chain], pf[BNEG + _PF_RECORD * chain], p, n):
-        return False
-    nxt = pi[BNEXT + _PI_RECORD * f]
-    if nxt != -1 and _violates(p, n, pf[BPOS + _PF_RECORD * nxt], pf[BNEG + _PF_RECORD * nxt]):
-        return False
+            j = last if f == last else (pi[KN + _KNOT_RECORD * f + _KNEXT] if sparse else f + 1)
+        else:
+            p = pf[BPOS + _PF_RECORD * k]
+            n = pf[BNEG + _PF_RECORD * k]
+        while j != f:
+            pj = hist[POS + j]
+            nj = hist[NEG + j]
+            if pj + nj > 0.0:
+                if j > k:  # the top before j (k's record is as it was)
+                    _set_record(pf, pi, j, f, p, n)
+                if not p * (pj + nj) >= pj * (p + n):  # j would start an element of its own
+                    return False
+                p = p + pj
+                n = n + nj
+                if chain != -1 and cp * (p + n) >= p * (cp + cn):  # the top pools into the left block
+                    return False
+            if j == last:
+                break
+            j = pi[KN + _KNOT_RECORD * j + _KNEXT] if sparse else j + 1
+        exact = pi[PI_EXACT] == 1  # False here: a variable, not a literal (one compiled version)
+        if nxt != -1 and not _stays_below(
+            exact, p, n, hist[POS + nxt] + hist[NEG + nxt], pf[BPOS + _PF_RECORD * nxt], pf[BNEG + _PF_RECORD * nxt]
+        ):
+            return False
+        chg_hi = nxt if nxt != -1 else B - 1  # as the resumed sweep marks it (it relinks nxt)
     pf[BPOS + _PF_RECORD * f] = p
     pf[BNEG + _PF_RECORD * f] = n
     v = p / (p + n)
@@ -475,8 +536,8 @@ def _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
         _fill_gap(pf, last, v, nxt, pf[FIT + _PF_RECORD * nxt])
     if f < pi[PI_CHG_LO]:
         pi[PI_CHG_LO] = f
-    if last > pi[PI_CHG_HI]:
-        pi[PI_CHG_HI] = last
+    if chg_hi > pi[PI_CHG_HI]:
+        pi[PI_CHG_HI] = chg_hi
     return True
 
 
@@ -539,11 +600,13 @@ def _bucket_delta_inplace(hist, h0, pf, pi, k, old_p, old_n, sparse):
     # walk the list where the knots are sparse (a walk follows one pointer per knot; the bucket
     # by bucket scan reads consecutive buckets, faster per bucket where most are knots)
     walk = _WALK if sparse == 1 and _KNOTS_SPARSE * pi[PI_N_KNOTS] < pi[PI_LAST] - head else _DENSE
+    # in place while the sums are exact, or (floating-point weights) where the checkpoints are
+    # kept and k stays a knot
     if not (
-        pi[PI_EXACT] == 1
+        (pi[PI_EXACT] == 1 or (was and now and (pi[PI_INTEGRAL] == 0 or pi[PI_KNOTS] == 0)))
         and head != -1
         and head <= k <= pi[PI_LAST]
-        and _repair_block_delta_inplace(hist, h0, pf, pi, k, dp, dn, walk)
+        and _repair_block_inplace(hist, h0, pf, pi, k, dp, dn, walk)
     ):
         _resweep_inplace(hist, h0, pf, pi, k, walk)
     if was and not now:  # an emptied knot leaves the list once the sweep has walked past it
@@ -1042,6 +1105,12 @@ RUN_LEFT_BASE = 7  # under decay: the left run's S0 when its point was kept, and
 RUN_LEFT_TOP = 8
 RUN_RIGHT_BASE = 9  # the right run's, likewise
 RUN_RIGHT_TOP = 10
+# Under decay, the stored unit at the clock of the event just learned, ``2**((clock - t0) /
+# half_life)``, as the learn kernel computes it (the power the window's addition computes too,
+# so one evaluation serves both) for the refresh that follows it, which reads it in place of
+# ``stored_unit`` (the same expression of the same numbers: the same bits) and clears it to 0
+# (absent: the refresh computes it).
+RUN_UNIT = 11
 RUNS_SIZE = 12
 _MARGIN_UP = 1.0 + _BELOW_MARGIN  # a pooling test passed by the margin: one side >= the other times this
 
@@ -1091,7 +1160,11 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     B = pi[PI_B]
     kind = sf[SF_KIND]
     decay = (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME)
-    c = pf[PF_PSEUDO] * stored_unit(sf, kind)
+    keep = runs.shape[0] >= RUNS_SIZE
+    unit = runs[RUN_UNIT] if keep and runs[RUN_UNIT] > 0.0 else stored_unit(sf, kind)  # see RUN_UNIT
+    if keep:
+        runs[RUN_UNIT] = 0.0
+    c = pf[PF_PSEUDO] * unit
     pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
     head = pi[PI_HEAD]
     chg_lo = pi[PI_CHG_LO]
@@ -1100,7 +1173,6 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     pi[PI_CHG_HI] = -1
     pi[PI_DEP_LO] = B  # until shown otherwise, any change may move the clip values
     pi[PI_DEP_HI] = -1
-    keep = runs.shape[0] >= RUNS_SIZE
     rec = not decay and runs.shape[0] >= REC_HEADER + 4 * B  # a record at every block reached
     RL = REC_HEADER
     RR = REC_HEADER + 2 * B
@@ -1444,8 +1516,17 @@ def pav_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, t, kind):
         pav_bucket_delta_inplace(sf, _H0, pf, pi, gone, old_p, old_n)
     old_p = sf[SF_HEADER + b]
     old_n = sf[NEG + b]
-    if window_add_inplace(sf, si, b, y, w, clock, kind):
-        _resweep_inplace(sf, _H0, pf, pi, _ALL, _SPARSE)  # renormalised: rebuild everything
+    if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
+        # the addition's own power, computed first in the same branch so that the compiler
+        # computes it once (see RUN_UNIT)
+        unit = 2.0 ** ((clock - sf[SF_T0]) / sf[SF_HALF_LIFE])
+        renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
+        if not renormalised and runs.shape[0] >= RUNS_SIZE:
+            runs[RUN_UNIT] = unit
+    else:
+        renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
+    if renormalised:
+        _resweep_inplace(sf, _H0, pf, pi, _ALL, _SPARSE)  # rebuild everything
     else:
         pav_bucket_delta_inplace(sf, _H0, pf, pi, b, old_p, old_n)
     if sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:
@@ -1473,7 +1554,13 @@ def _prior_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, clock, kind, o):
         _bucket_delta_inplace(pf, h0, pf, pi, gone, old_p, old_n, _DENSE)
     old_p = pf[AUG + b]
     old_n = pf[AUG + B + b]
-    renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
+    if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):  # as in ``pav_learn_one_inplace``
+        unit = 2.0 ** ((clock - sf[SF_T0]) / sf[SF_HALF_LIFE])
+        renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
+        if not renormalised and runs.shape[0] >= RUNS_SIZE:
+            runs[RUN_UNIT] = unit
+    else:
+        renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
     if sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:
         pav_prior_refresh_inplace(sf, pf, pi, kind)
     elif renormalised:
