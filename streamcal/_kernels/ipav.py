@@ -432,10 +432,15 @@ def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
 # checkpoint's top starts there, the sweep resumes at ``k`` with one element on the stack above
 # the block on the left; it pools each knot up to ``l`` into that top and tests the top against
 # the left block after each pooling, then stops at the next block's first knot
-# (:func:`_stays_below`). These are :func:`_resweep_inplace`'s operations in its order, for as
-# long as every knot pools into the top and the top pools neither into the left block nor with
-# the next one; the block then keeps its extent and owners, and the records of the knots after
-# ``k`` are those the resumed sweep writes (the top before each).
+# (:func:`_stays_below`). A knot that does not pool starts a second element above the first
+# (``f``'s); later knots pool into it, and after each pooling it is tested against ``f``'s
+# element and pooled into it when the test passes (``f``'s sums first, as the sweep adds the
+# entry below to the top), after which ``f``'s element is tested against the left block. These
+# are :func:`_resweep_inplace`'s operations in its order, for as long as the stack above the left
+# block holds at most these two elements, the second is pooled back into ``f``'s by ``l``, and
+# ``f``'s pools neither into the left block nor with the next one; the block then keeps its
+# extent and owners, and the records of the knots after ``k`` are those the resumed sweep writes
+# (the top before each, which starts at the second element's first knot while there is one).
 
 
 @jit_noalloc(forceinline=True)
@@ -502,21 +507,37 @@ def _repair_block_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
         else:
             p = pf[BPOS + _PF_RECORD * k]
             n = pf[BNEG + _PF_RECORD * k]
+        tf = f  # the top's first knot: f, or a knot that started an element above f's
+        bp = 0.0  # while tf > f: the element from f below the top
+        bn = 0.0
         while j != f:
             pj = hist[POS + j]
             nj = hist[NEG + j]
             if pj + nj > 0.0:
                 if j > k:  # the top before j (k's record is as it was)
-                    _set_record(pf, pi, j, f, p, n)
-                if not p * (pj + nj) >= pj * (p + n):  # j would start an element of its own
-                    return False
-                p = p + pj
-                n = n + nj
-                if chain != -1 and cp * (p + n) >= p * (cp + cn):  # the top pools into the left block
-                    return False
+                    _set_record(pf, pi, j, tf, p, n)
+                if not p * (pj + nj) >= pj * (p + n):  # j starts an element of its own
+                    if tf != f:  # a third element: the resumed sweep's stack
+                        return False
+                    tf = j
+                    bp = p
+                    bn = n
+                    p = pj
+                    n = nj
+                else:
+                    p = p + pj
+                    n = n + nj
+                    if tf != f and bp * (p + n) >= p * (bp + bn):  # the top pools into f's element
+                        tf = f
+                        p = bp + p
+                        n = bn + n
+                    if tf == f and chain != -1 and cp * (p + n) >= p * (cp + cn):  # into the left block
+                        return False
             if j == last:
                 break
             j = pi[KN + _KNOT_RECORD * j + _KNEXT] if sparse else j + 1
+        if tf != f:  # the block splits
+            return False
         exact = pi[PI_EXACT] == 1  # False here: a variable, not a literal (one compiled version)
         if nxt != -1 and not _stays_below(
             exact, p, n, hist[POS + nxt] + hist[NEG + nxt], pf[BPOS + _PF_RECORD * nxt], pf[BNEG + _PF_RECORD * nxt]
