@@ -44,9 +44,15 @@ def split_inside(hist, pi, k):
     return any(is_knot(hist, B, j) and int(pi[K.BEND + K._PI_RECORD * j]) != f for j in range(k + 1, last + 1))
 
 
+def resumes_inside(pi, k):
+    """Whether ``k``'s checkpoint (the top before it) starts after its block's first knot."""
+    f = int(pi[K.OWNER + K._PI_RECORD * k])
+    return k != f and int(pi[K.BEND + K._PI_RECORD * k]) != f
+
+
 def repair_against_resweep(hist, pf, pi, k, old_p, old_n, walk):
     """``_repair_block_inplace`` on copies of the state; where it repairs, the state equals the
-    resumed sweep's on other copies. Returns whether it repaired in place."""
+    resumed sweep's on other copies. Returns whether it repaired in place, and its state."""
     B = int(pi[K.PI_B])
     dp, dn = hist[k] - old_p, hist[B + k] - old_n
     af, ai = pf.copy(), pi.copy()
@@ -107,7 +113,7 @@ def test_long_stream_takes_the_new_path_and_equals_a_sweep_after_every_update():
     rng = np.random.default_rng(5)
     centres, pf, pi = fractional_state(B)
     hist = np.zeros(2 * B)
-    live, pushed = [], 0
+    live, pushed, inside = [], 0, 0
     for _ in range(3000):
         if len(live) > 120 or (live and rng.uniform() < 0.4):
             b, c, w = live.pop(0)
@@ -121,9 +127,12 @@ def test_long_stream_takes_the_new_path_and_equals_a_sweep_after_every_update():
         was = is_knot(hist, B, b)
         hist[c * B + b] = hist[c * B + b] + w if add else max(hist[c * B + b] - w, 0.0)
         if was and is_knot(hist, B, b):
+            resumed_inside = resumes_inside(pi, b)
             done, ai = repair_against_resweep(hist, pf, pi, b, old_p, old_n, np.int64(0))
             pushed += done and split_inside(hist, ai, b)
+            inside += done and resumed_inside
         K.pav_bucket_delta_inplace(hist, 0, pf, pi, b, old_p, old_n)
         assert_equals_sweep(hist, B, centres, pf, pi)
         assert_state_equals_rebuild(hist, pf, pi)
-    assert pushed >= 20  # the path this file is about is taken
+    assert pushed >= 20  # a knot pushed above the block's first element, and pooled back
+    assert inside >= 20  # a repair resumed at a checkpoint whose top starts inside the block

@@ -428,15 +428,20 @@ def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
 # ``j + 1`` has a rate > the block's exactly when the prefix to ``j`` has a rate below it.
 #
 # Floating-point weights (checkpoints kept), knot ``k`` changed and still a knot: the resumed
-# sweep's commonest outcome, without its stack. When ``k`` is the block's first knot, or its
+# sweep's commonest outcomes, without its stack. When ``k`` is the block's first knot, or its
 # checkpoint's top starts there, the sweep resumes at ``k`` with one element on the stack above
 # the block on the left; it pools each knot up to ``l`` into that top and tests the top against
 # the left block after each pooling, then stops at the next block's first knot
 # (:func:`_stays_below`). A knot that does not pool starts a second element above the first
 # (``f``'s); later knots pool into it, and after each pooling it is tested against ``f``'s
 # element and pooled into it when the test passes (``f``'s sums first, as the sweep adds the
-# entry below to the top), after which ``f``'s element is tested against the left block. These
-# are :func:`_resweep_inplace`'s operations in its order, for as long as the stack above the left
+# entry below to the top), after which ``f``'s element is tested against the left block. When
+# ``k``'s checkpoint's top starts at a knot ``g`` after ``f`` whose own checkpoint starts at
+# ``f``, the stack at ``k`` is known as well: ``f``'s element is ``g``'s checkpoint (the entry
+# below ``g``'s element is unchanged while that element is on the stack), and above it ``g``'s
+# element is ``k``'s checkpoint; the resumed sweep, which goes back to ``g`` and re-forms that
+# element from unchanged knots, reaches ``k`` with the same sums. These are
+# :func:`_resweep_inplace`'s operations in its order, for as long as the stack above the left
 # block holds at most these two elements, the second is pooled back into ``f``'s by ``l``, and
 # ``f``'s pools neither into the left block nor with the next one; the block then keeps its
 # extent and owners, and the records of the knots after ``k`` are those the resumed sweep writes
@@ -493,8 +498,16 @@ def _repair_block_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
             return False
         chg_hi = last
     else:
-        if not (k == f or pi[BEND + _PI_RECORD * k] == f):  # the top before k starts after f
-            return False
+        tf = f  # the top's first knot: f, or a knot that started an element above f's
+        bp = 0.0  # while tf > f: the element from f below the top
+        bn = 0.0
+        if k != f and pi[BEND + _PI_RECORD * k] != f:  # the top before k starts at a knot g after f
+            tf = pi[BEND + _PI_RECORD * k]
+            # the entry below g's element is g's checkpoint, the top before g: it must start at f
+            if not (f < tf < k and pi[BEND + _PI_RECORD * tf] == f and hist[POS + tf] + hist[NEG + tf] > 0.0):
+                return False
+            bp = pf[BPOS + _PF_RECORD * tf]
+            bn = pf[BNEG + _PF_RECORD * tf]
         cp = pf[BPOS + _PF_RECORD * chain] if chain != -1 else 0.0
         cn = pf[BNEG + _PF_RECORD * chain] if chain != -1 else 0.0
         j = k
@@ -507,9 +520,6 @@ def _repair_block_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
         else:
             p = pf[BPOS + _PF_RECORD * k]
             n = pf[BNEG + _PF_RECORD * k]
-        tf = f  # the top's first knot: f, or a knot that started an element above f's
-        bp = 0.0  # while tf > f: the element from f below the top
-        bn = 0.0
         while j != f:
             pj = hist[POS + j]
             nj = hist[NEG + j]
