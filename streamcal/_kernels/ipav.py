@@ -499,15 +499,29 @@ def _repair_block_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
         chg_hi = last
     else:
         tf = f  # the top's first knot: f, or a knot that started an element above f's
-        bp = 0.0  # while tf > f: the element from f below the top
+        bp = 0.0  # while tf > f: the element from f at the stack's bottom
         bn = 0.0
+        mf = np.int64(-1)  # the first knot of an element between f's and the top (-1: none)
+        mp = 0.0
+        mn = 0.0
         if k != f and pi[BEND + _PI_RECORD * k] != f:  # the top before k starts at a knot g after f
             tf = pi[BEND + _PI_RECORD * k]
-            # the entry below g's element is g's checkpoint, the top before g: it must start at f
-            if not (f < tf < k and pi[BEND + _PI_RECORD * tf] == f and hist[POS + tf] + hist[NEG + tf] > 0.0):
+            if not (f < tf < k and hist[POS + tf] + hist[NEG + tf] > 0.0):
                 return False
-            bp = pf[BPOS + _PF_RECORD * tf]
-            bn = pf[BNEG + _PF_RECORD * tf]
+            # the entry below g's element is g's checkpoint (the top before g): it starts at f,
+            # or at a knot h after f whose own checkpoint starts at f
+            h = pi[BEND + _PI_RECORD * tf]
+            if h == f:
+                bp = pf[BPOS + _PF_RECORD * tf]
+                bn = pf[BNEG + _PF_RECORD * tf]
+            else:
+                if not (f < h < tf and pi[BEND + _PI_RECORD * h] == f and hist[POS + h] + hist[NEG + h] > 0.0):
+                    return False
+                mf = h
+                mp = pf[BPOS + _PF_RECORD * tf]
+                mn = pf[BNEG + _PF_RECORD * tf]
+                bp = pf[BPOS + _PF_RECORD * h]
+                bn = pf[BNEG + _PF_RECORD * h]
         cp = pf[BPOS + _PF_RECORD * chain] if chain != -1 else 0.0
         cn = pf[BNEG + _PF_RECORD * chain] if chain != -1 else 0.0
         j = k
@@ -527,17 +541,27 @@ def _repair_block_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
                 if j > k:  # the top before j (k's record is as it was)
                     _set_record(pf, pi, j, tf, p, n)
                 if not p * (pj + nj) >= pj * (p + n):  # j starts an element of its own
-                    if tf != f:  # a third element: the resumed sweep's stack
+                    if mf != -1:  # a fourth element: the resumed sweep's stack
                         return False
+                    if tf != f:
+                        mf = tf
+                        mp = p
+                        mn = n
+                    else:
+                        bp = p
+                        bn = n
                     tf = j
-                    bp = p
-                    bn = n
                     p = pj
                     n = nj
                 else:
                     p = p + pj
                     n = n + nj
-                    if tf != f and bp * (p + n) >= p * (bp + bn):  # the top pools into f's element
+                    if mf != -1 and mp * (p + n) >= p * (mp + mn):  # the top pools into the middle element
+                        tf = mf
+                        p = mp + p
+                        n = mn + n
+                        mf = -1
+                    if mf == -1 and tf != f and bp * (p + n) >= p * (bp + bn):  # into f's element
                         tf = f
                         p = bp + p
                         n = bn + n
