@@ -428,24 +428,22 @@ def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
 # ``j + 1`` has a rate > the block's exactly when the prefix to ``j`` has a rate below it.
 #
 # Floating-point weights (checkpoints kept), knot ``k`` changed and still a knot: the resumed
-# sweep's commonest outcomes, without its stack. When ``k`` is the block's first knot, or its
-# checkpoint's top starts there, the sweep resumes at ``k`` with one element on the stack above
-# the block on the left; it pools each knot up to ``l`` into that top and tests the top against
-# the left block after each pooling, then stops at the next block's first knot
-# (:func:`_stays_below`). A knot that does not pool starts a second element above the first
-# (``f``'s); later knots pool into it, and after each pooling it is tested against ``f``'s
-# element and pooled into it when the test passes (``f``'s sums first, as the sweep adds the
-# entry below to the top), after which ``f``'s element is tested against the left block. When
-# ``k``'s checkpoint's top starts at a knot ``g`` after ``f`` whose own checkpoint starts at
-# ``f``, the stack at ``k`` is known as well: ``f``'s element is ``g``'s checkpoint (the entry
-# below ``g``'s element is unchanged while that element is on the stack), and above it ``g``'s
-# element is ``k``'s checkpoint; the resumed sweep, which goes back to ``g`` and re-forms that
-# element from unchanged knots, reaches ``k`` with the same sums. These are
-# :func:`_resweep_inplace`'s operations in its order, for as long as the stack above the left
-# block holds at most these two elements, the second is pooled back into ``f``'s by ``l``, and
-# ``f``'s pools neither into the left block nor with the next one; the block then keeps its
-# extent and owners, and the records of the knots after ``k`` are those the resumed sweep writes
-# (the top before each, which starts at the second element's first knot while there is one).
+# sweep's commonest outcomes, without its stack in memory. The sweep resumes at ``k`` with the
+# stack above the block on the left that ``k``'s checkpoint shows: when ``k`` is the block's first
+# knot, or its checkpoint's top starts there, one element (``f``'s); when the top starts at a knot
+# ``g`` after ``f``, the entry below ``g``'s element is ``g``'s own checkpoint (an entry below the
+# top is unchanged while it is there), which starts at ``f`` or at a knot ``h`` whose checkpoint
+# starts at ``f``: two or three elements, read from the records. (The resumed sweep goes back to
+# the last checkpoint that starts at ``f`` and re-forms these elements from unchanged knots: it
+# reaches ``k`` with the same sums.) It pools each knot up to ``l`` into the top, or pushes it as
+# a new element when the pooling test fails; after each pooling the top is tested against the
+# entry below and pooled into it while the test passes (the entry's sums first, as the sweep adds
+# them), and once it is ``f``'s element, against the left block; then it stops at the next
+# block's first knot (:func:`_stays_below`). These are :func:`_resweep_inplace`'s operations in
+# its order, for as long as the stack above the left block holds at most three elements, every
+# element is pooled back into ``f``'s by ``l``, and ``f``'s pools neither into the left block nor
+# with the next one; the block then keeps its extent and owners, and the records of the knots
+# after ``k`` are those the resumed sweep writes (the top before each).
 
 
 @jit_noalloc(forceinline=True)
