@@ -55,10 +55,11 @@ resumed sweep, exact as above, and shorten it at both ends:
   when its top's rate is below R's by a relative margin of ``2**-20`` (:func:`_stays_below`):
   rounding cannot then make it pool with any prefix R's own sweep formed, so the sweep would
   repeat R's operations bit for bit.
-- *In place.* When the sweep resumes at the changed knot itself with one element above the
-  block on the left (the knot is the block's first, or its checkpoint's top starts there), pools
-  every later knot of the block into that top and stops at the next block, the block keeps its
-  extent: :func:`_repair_block_inplace` runs those operations without the stack and writes the
+- *In place.* When the sweep resumes at the changed knot itself with at most three elements
+  above the block on the left (read from the knot's checkpoint and the checkpoints of the
+  elements' first knots), holds at most three as it goes, pools them all back into the block's
+  first element by its last knot and stops at the next block, the block keeps its extent:
+  :func:`_repair_block_inplace` runs those operations with the stack in registers and writes the
   block's sums, rate and gaps and the records it passes, as the sweep would.
 
 Whole-number weights. While every learned weight is a whole number (no decay) and the total
