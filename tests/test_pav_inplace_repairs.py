@@ -1,6 +1,6 @@
 """The in-place repair of a block under floating-point weights (``_repair_block_inplace``), where
-the resumed sweep pushes a knot as an element of its own above the block's first element and
-pools it back before the block ends: the block keeps its extent and the repair writes what the
+the resumed sweep pushes knots as elements of their own above the block's first element (a stack
+of any depth) and pools them back before the block ends: the block keeps its extent and the repair writes what the
 resumed sweep writes, bit for bit. The reference is the resumed sweep itself (``_resweep_inplace``)
 on a copy of the same state, and a from-scratch sweep (``naive_pav_bucket_blocks``) and a
 rebuild after every update."""
@@ -125,7 +125,7 @@ def test_long_stream_takes_the_new_path_and_equals_a_sweep_after_every_update():
     centres, pf, pi = fractional_state(B)
     hist = np.zeros(2 * B)
     live = []
-    pushed, resumed = [0, 0, 0], [0, 0, 0]  # in-place repairs by stack depth, above the first element
+    pushed, resumed = [0] * 5, [0] * 5  # in-place repairs by stack depth above the first element (4: 4 or more)
     for _ in range(3000):
         if len(live) > 120 or (live and rng.uniform() < 0.4):
             b, c, w = live.pop(0)
@@ -142,11 +142,11 @@ def test_long_stream_takes_the_new_path_and_equals_a_sweep_after_every_update():
             depth = resumed_depth(pi, b)
             done, ai = repair_against_resweep(hist, pf, pi, b, old_p, old_n, np.int64(0))
             if done:
-                pushed[min(depth_after(hist, ai, b), 2)] += 1
-                resumed[min(depth, 2)] += 1
+                pushed[min(depth_after(hist, ai, b), 4)] += 1
+                resumed[min(depth, 4)] += 1
         K.pav_bucket_delta_inplace(hist, 0, pf, pi, b, old_p, old_n)
         assert_equals_sweep(hist, B, centres, pf, pi)
         assert_state_equals_rebuild(hist, pf, pi)
-    # every path is taken: a second and a third element pushed, a repair resumed at one and two
-    # elements above the first
+    # every path is taken: one to four or more elements pushed above the first, and a repair
+    # resumed at each of those depths (the stack is held in the scratch at any depth)
     assert min(pushed[1:] + resumed[1:]) >= 10

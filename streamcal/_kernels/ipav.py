@@ -55,11 +55,11 @@ resumed sweep, exact as above, and shorten it at both ends:
   when its top's rate is below R's by a relative margin of ``2**-20`` (:func:`_stays_below`):
   rounding cannot then make it pool with any prefix R's own sweep formed, so the sweep would
   repeat R's operations bit for bit.
-- *In place.* When the sweep resumes at the changed knot itself with at most three elements
-  above the block on the left (read from the knot's checkpoint and the checkpoints of the
-  elements' first knots), holds at most three as it goes, pools them all back into the block's
-  first element by its last knot and stops at the next block, the block keeps its extent:
-  :func:`_repair_block_inplace` runs those operations with the stack in registers and writes the
+- *In place.* When the sweep resumes at the changed knot itself (the elements above the block
+  on the left read from the knot's checkpoint and the checkpoints of the elements' first knots),
+  pools every element it pushes back into the block's first element by its last knot and stops
+  at the next block, the block keeps its extent: :func:`_repair_block_inplace` runs those
+  operations, its top in registers and the entries below it in the stack scratch, and writes the
   block's sums, rate and gaps and the records it passes, as the sweep would.
 
 Whole-number weights. While every learned weight is a whole number (no decay) and the total
@@ -429,22 +429,23 @@ def _fill_gap(pf, left_knot, v_left, right_knot, v_right):
 # ``j + 1`` has a rate > the block's exactly when the prefix to ``j`` has a rate below it.
 #
 # Floating-point weights (checkpoints kept), knot ``k`` changed and still a knot: the resumed
-# sweep's commonest outcomes, without its stack in memory. The sweep resumes at ``k`` with the
-# stack above the block on the left that ``k``'s checkpoint shows: when ``k`` is the block's first
-# knot, or its checkpoint's top starts there, one element (``f``'s); when the top starts at a knot
-# ``g`` after ``f``, the entry below ``g``'s element is ``g``'s own checkpoint (an entry below the
-# top is unchanged while it is there), which starts at ``f`` or at a knot ``h`` whose checkpoint
-# starts at ``f``: two or three elements, read from the records. (The resumed sweep goes back to
-# the last checkpoint that starts at ``f`` and re-forms these elements from unchanged knots: it
-# reaches ``k`` with the same sums.) It pools each knot up to ``l`` into the top, or pushes it as
-# a new element when the pooling test fails; after each pooling the top is tested against the
-# entry below and pooled into it while the test passes (the entry's sums first, as the sweep adds
-# them), and once it is ``f``'s element, against the left block; then it stops at the next
-# block's first knot (:func:`_stays_below`). These are :func:`_resweep_inplace`'s operations in
-# its order, for as long as the stack above the left block holds at most three elements, every
-# element is pooled back into ``f``'s by ``l``, and ``f``'s pools neither into the left block nor
-# with the next one; the block then keeps its extent and owners, and the records of the knots
-# after ``k`` are those the resumed sweep writes (the top before each).
+# sweep's commonest outcomes, without a sweep. The sweep resumes at ``k`` with the stack above
+# the block on the left that ``k``'s checkpoint shows: when ``k`` is the block's first knot, or its
+# checkpoint's top starts there, one element (``f``'s); when the top starts at a knot ``g`` after
+# ``f``, the entry below ``g``'s element is ``g``'s own checkpoint (an entry below the top is
+# unchanged while it is there), which starts at ``f`` or at a knot ``h`` whose checkpoint gives
+# the entry below ``h``'s, and so on down to ``f``'s: the elements read from the records. (The
+# resumed sweep goes back to the last checkpoint that starts at ``f`` and re-forms these elements
+# from unchanged knots: it reaches ``k`` with the same sums.) It pools each knot up to ``l`` into
+# the top, or pushes it as a new element when the pooling test fails; after each pooling the top
+# is tested against the entry below and pooled into it while the test passes (the entry's sums
+# first, as the sweep adds them), and once it is ``f``'s element, against the left block; then it
+# stops at the next block's first knot (:func:`_stays_below`). These are :func:`_resweep_inplace`'s
+# operations in its order, with the top in registers and the entries below it in the stack
+# scratch (which every sweep writes before it reads), for as long as every element is pooled back
+# into ``f``'s by ``l`` and ``f``'s pools neither into the left block nor with the next one; the
+# block then keeps its extent and owners, and the records of the knots after ``k`` are those the
+# resumed sweep writes (the top before each).
 
 
 @jit_noalloc(forceinline=True)
@@ -452,7 +453,8 @@ def _repair_block_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
     """Bucket ``k`` changed by ``(dp, dn)``: its block updated in place (see above).
 
     Returns False at any other outcome, having written nothing but records of knots after
-    ``k`` (floating-point weights), which the resumed sweep that then runs writes again.
+    ``k`` and the stack scratch (floating-point weights), which the resumed sweep that then runs
+    writes again.
     ``sparse``: the scans walk the knot list (an empty bucket adds nothing to a sum).
     """
     B = pi[PI_B]
@@ -497,30 +499,35 @@ def _repair_block_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
             return False
         chg_hi = last
     else:
-        tf = f  # the top's first knot: f, or a knot that started an element above f's
-        bp = 0.0  # while tf > f: the element from f at the stack's bottom
-        bn = 0.0
-        mf = np.int64(-1)  # the first knot of an element between f's and the top (-1: none)
-        mp = 0.0
-        mn = 0.0
+        # the stack above the left block as the resumed sweep holds it: the top (first knot ``tf``,
+        # sums ``p``, ``n``) here, the ``d`` entries below it in the stack scratch, f's at slot 0
+        SPOS = PF_HEADER + _PF_RECORD * B + _SPOS
+        SNEG = PF_HEADER + _PF_RECORD * B + _SNEG
+        SFIRST = PI_HEADER + _PI_RECORD * B + _SFIRST
+        tf = f
+        d = np.int64(0)
         if k != f and pi[BEND + _PI_RECORD * k] != f:  # the top before k starts at a knot g after f
             tf = pi[BEND + _PI_RECORD * k]
             if not (f < tf < k and hist[POS + tf] + hist[NEG + tf] > 0.0):
                 return False
-            # the entry below g's element is g's checkpoint (the top before g): it starts at f,
-            # or at a knot h after f whose own checkpoint starts at f
-            h = pi[BEND + _PI_RECORD * tf]
-            if h == f:
-                bp = pf[BPOS + _PF_RECORD * tf]
-                bn = pf[BNEG + _PF_RECORD * tf]
-            else:
-                if not (f < h < tf and pi[BEND + _PI_RECORD * h] == f and hist[POS + h] + hist[NEG + h] > 0.0):
+            # the entry below g's element is g's checkpoint (the top before g), which starts at f
+            # or at a knot h after f, whose own checkpoint gives the entry below h's, down to f's
+            g = tf
+            while g != f:
+                h = pi[BEND + _PI_RECORD * g]
+                if not (f <= h < g and (h == f or hist[POS + h] + hist[NEG + h] > 0.0)):
                     return False
-                mf = h
-                mp = pf[BPOS + _PF_RECORD * tf]
-                mn = pf[BNEG + _PF_RECORD * tf]
-                bp = pf[BPOS + _PF_RECORD * h]
-                bn = pf[BNEG + _PF_RECORD * h]
+                d += 1
+                g = h
+            i = d - 1
+            g = tf
+            while g != f:
+                h = pi[BEND + _PI_RECORD * g]
+                pi[SFIRST + _STACK_RECORD * i] = h
+                pf[SPOS + _STACK_RECORD * i] = pf[BPOS + _PF_RECORD * g]
+                pf[SNEG + _STACK_RECORD * i] = pf[BNEG + _PF_RECORD * g]
+                i -= 1
+                g = h
         cp = pf[BPOS + _PF_RECORD * chain] if chain != -1 else 0.0
         cn = pf[BNEG + _PF_RECORD * chain] if chain != -1 else 0.0
         j = k
@@ -540,36 +547,31 @@ def _repair_block_inplace(hist, h0, pf, pi, k, dp, dn, sparse):
                 if j > k:  # the top before j (k's record is as it was)
                     _set_record(pf, pi, j, tf, p, n)
                 if not p * (pj + nj) >= pj * (p + n):  # j starts an element of its own
-                    if mf != -1:  # a fourth element: the resumed sweep's stack
-                        return False
-                    if tf != f:
-                        mf = tf
-                        mp = p
-                        mn = n
-                    else:
-                        bp = p
-                        bn = n
+                    pi[SFIRST + _STACK_RECORD * d] = tf
+                    pf[SPOS + _STACK_RECORD * d] = p
+                    pf[SNEG + _STACK_RECORD * d] = n
+                    d += 1
                     tf = j
                     p = pj
                     n = nj
                 else:
                     p = p + pj
                     n = n + nj
-                    if mf != -1 and mp * (p + n) >= p * (mp + mn):  # the top pools into the middle element
-                        tf = mf
-                        p = mp + p
-                        n = mn + n
-                        mf = -1
-                    if mf == -1 and tf != f and bp * (p + n) >= p * (bp + bn):  # into f's element
-                        tf = f
-                        p = bp + p
-                        n = bn + n
-                    if tf == f and chain != -1 and cp * (p + n) >= p * (cp + cn):  # into the left block
+                    while d > 0:  # the top pools into the entry below while their test passes
+                        ep = pf[SPOS + _STACK_RECORD * (d - 1)]
+                        en = pf[SNEG + _STACK_RECORD * (d - 1)]
+                        if not ep * (p + n) >= p * (ep + en):
+                            break
+                        d -= 1
+                        tf = pi[SFIRST + _STACK_RECORD * d]
+                        p = ep + p
+                        n = en + n
+                    if d == 0 and chain != -1 and cp * (p + n) >= p * (cp + cn):  # into the left block
                         return False
             if j == last:
                 break
             j = pi[KN + _KNOT_RECORD * j + _KNEXT] if sparse else j + 1
-        if tf != f:  # the block splits
+        if d != 0:  # the block splits
             return False
         exact = pi[PI_EXACT] == 1  # False here: a variable, not a literal (one compiled version)
         if nxt != -1 and not _stays_below(
