@@ -122,14 +122,19 @@ SIZE_CLASSES = (("< 1e3", 0, 1_000), ("1e3 to 1e4", 1_000, 10_000), (">= 1e4", 1
 def bench_by_size(keys, scores, labels, window: str) -> list[tuple]:
     """CPU nanoseconds per event of the pooled keyed ``prequential`` on each size class's events
     alone (each run over its own events, its own global map), then on all of them: where the cost
-    per event lies between light and heavy keys."""
+    per event lies between light and heavy keys. Beside it, per event, the pooled keys' ``update``
+    on the same events (learning alone: what ``prequential`` adds is the keys' predictions) and
+    one unkeyed ``PAVCalibrator``'s ``prequential`` on them."""
     sizes = np.bincount(keys)[keys]
     rows = []
     for name, lo, hi in (*SIZE_CLASSES, ("all", 0, np.inf)):
         m = (sizes >= lo) & (sizes < hi)
         k, s, y = keys[m], scores[m], labels[m]
+        per = 1e9 / max(int(m.sum()), 1)
         seconds = cpu(make_keyed(window, "auto").prequential, k, s, y)
-        rows.append((name, int(m.sum()), int(np.unique(k).size), 1e9 * seconds / max(int(m.sum()), 1)))
+        learning = cpu(make_keyed(window, "auto").update, k, s, y)
+        unkeyed = cpu(make_unkeyed(window).prequential, s, y)
+        rows.append((name, int(m.sum()), int(np.unique(k).size), seconds * per, learning * per, unkeyed * per))
     return rows
 
 
@@ -271,8 +276,11 @@ def main(argv=None):
                 )
             if args.by_size:
                 print("  pooled keys by size (events per key in the stream), each class's events alone:")
-                for name, events, n_class_keys, ns in bench_by_size(keys, scores, labels, window):
-                    print(f"    {name:>10}: {events:>11,} events of {n_class_keys:>7,} keys, {ns:,.0f} ns per event")
+                for name, events, n_class_keys, ns, learn_ns, unkeyed_ns in bench_by_size(keys, scores, labels, window):
+                    print(
+                        f"    {name:>10}: {events:>11,} events of {n_class_keys:>7,} keys, {ns:,.0f} ns per event "
+                        f"(update alone {learn_ns:,.0f} ns, unkeyed PAV {unkeyed_ns:,.0f} ns)"
+                    )
         del keys, scores, labels
     if not args.no_memory:
         alone = run_child(n, n_keys, "none", "auto")
