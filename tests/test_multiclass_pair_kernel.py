@@ -275,6 +275,38 @@ def test_river_face_follows_pairs_refitted_one_after_another_between_events(rng)
     assert_same_pairs(fast, reference)
 
 
+@pytest.mark.parametrize("fixed", [True, False])
+def test_river_face_binds_pairs_added_one_at_a_time_as_the_per_pair_calls_answer(fixed, rng):
+    # labels that reach one new class after another: each learn adds pairs, the next predict
+    # binds them beside the pairs already bound; one event also refits a bound pair (a new
+    # buffer) just before its learn adds pairs, and one predicts with a class not yet scored
+    k = 5
+    p, _ = stream(rng, 60, k)
+    xs = [{c: float(v) for c, v in enumerate(row)} for row in p]
+    xs[3] = {c: v for c, v in xs[3].items() if c != 4}
+    labels = [0, 1, 0, 2, 1, 3, 2, 4, *rng.integers(0, k, size=52).tolist()]
+    kw = {"classes": tuple(range(k)) if fixed else None}
+
+    def run(cal):
+        out = []
+        for e, (x, label) in enumerate(zip(xs, labels, strict=True)):
+            if e == 5:
+                cal.pairs_[(0, 1)].fit([0.2, 0.4, 0.6], [0, 1, 1])
+            out.append(list(cal.predict_proba_one(x).items()))
+            cal.learn_one(x, label)
+        out.append(list(cal.predict_proba_one(xs[0]).items()))
+        return out
+
+    fast, reference = PairwiseCouplingCalibrator(**kw), PairwiseCouplingCalibrator(**kw)
+    got = run(fast)
+    assert fast.river_in_one_call
+    with pytest.MonkeyPatch.context() as mp:
+        per_pair_river(mp)
+        expected = run(reference)
+    assert got == expected
+    assert_same_pairs(fast, reference)
+
+
 def test_default_pairs_equal_explicit_pav_pairs_bit_for_bit(rng):
     # the default binary calibrator's facts are read once per process; a prototype given
     # explicitly is read from its clone: the same pairs, the same bits

@@ -947,6 +947,14 @@ def _dict_display(keys: tuple):
 _FAST_FACTORIES: dict = {}  # K -> the factory of ``_fast_calls``' two functions
 
 
+@functools.cache
+def _class_pairs(k: int) -> tuple:
+    """Per class column of K, the indices of its K - 1 pairs among those of
+    ``numpy.triu_indices(K, 1)`` (in that order)."""
+    pairs = list(itertools.combinations(range(k), 2))
+    return tuple(tuple(q for q, (a, b) in enumerate(pairs) if c in (a, b)) for c in range(k))
+
+
 def _fast_calls(river: _RiverCall) -> tuple:
     """The river face's common event for a bound :class:`_RiverCall` of K classes, as two
     functions made once per set of pairs: ``predict(x)``, the result dict or None, and
@@ -1011,6 +1019,7 @@ class _RiverCall:
     __slots__ = (
         "addresses",
         "before",
+        "bound",
         "buffers",
         "classes",
         "column",
@@ -1055,6 +1064,7 @@ class _RiverCall:
         self.types = (float,) * k
         self.pair_models = tuple(pairs)
         self.addresses = np.zeros(2 * len(buffers), dtype=np.int64)
+        self.bound = [None] * len(buffers)  # the buffer whose address each pair's slot holds
         self.hold(buffers)
         self.frame = np.zeros(_one_call.frame_size(k))
         self.out = self.frame[_one_call.output_slice(k)]
@@ -1071,16 +1081,17 @@ class _RiverCall:
         # per class column: the calibrators of its K - 1 pairs and their buffers (None when one
         # of them has none yet: learning then creates it, through the per-pair calls)
         self.holding = []
-        for c in range(k):
-            mine = [q for q, (a, b) in enumerate(itertools.combinations(range(k), 2)) if c in (a, b)]
+        for mine in _class_pairs(k):
             ok = all(pairs[q] is not None for q in mine)
             mine = (tuple(pairs[q].__dict__ for q in mine), tuple(buffers[q] for q in mine)) if ok else None
             self.holding.append(mine)
+        # the addresses of the buffers not bound before (reading an address costs a microsecond or
+        # two; a set of pairs grows one pair at a time)
         addresses = self.addresses
-        addresses[:] = 0
         for q, buffer in enumerate(buffers):
-            if buffer is not None:
-                addresses[2 * q : 2 * q + 2] = buffer.ctypes.data, buffer.size
+            if buffer is not self.bound[q]:
+                addresses[2 * q : 2 * q + 2] = (0, 0) if buffer is None else (buffer.ctypes.data, buffer.size)
+        self.bound = list(buffers)
 
     def hold_again(self) -> bool:
         """Bind each pair's current state buffer in place of the one bound (the same calibrators,
@@ -1483,6 +1494,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             if cache.buffers_unchanged(cache.pairs, cache.buffers) or cache.hold_again():
                 cache.serial = serial
                 return cache
+        if cache is not None and cache.predict is not None and self._bind_added_pairs(cache, params, classes):
+            return cache
         if not _config.is_compiled():
             return None
         if not self._fused_pav_pairs():
@@ -1509,6 +1522,37 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             self.__dict__.pop("_river_pairs", None)  # a parameter replaced meanwhile: bound again
             return None
         return river
+
+    def _bind_added_pairs(self, river: _RiverCall, params, classes: list) -> bool:
+        """Bind, in place, the pairs the register added since ``river`` was bound (the same
+        parameters, classes and register, which holds more calibrators now; each bound one still
+        there): the kernels, frame and in-line calls stay, only the addresses change. True if
+        done; False, having changed nothing, where a full rebind is needed (a bound pair replaced
+        or gone, a new one not a ``PAVCalibrator`` taking every score, or no buffer)."""
+        models = self._models
+        if not (river.params is params and river.models is models and river.classes == classes):
+            return False
+        if river.n_models >= len(models):
+            return False
+        k = len(classes)
+        serial = PACK_SERIAL[0]  # read before the buffers: a buffer packed meanwhile changes it
+        from streamcal import PAVCalibrator
+
+        pair_models = [models.get((classes[a], classes[b])) for a in range(k) for b in range(a + 1, k)]
+        for old, model in zip(river.pair_models, pair_models, strict=True):
+            if old is None:
+                if model is not None and not (type(model) is PAVCalibrator and _takes_any_score(model)):
+                    return False
+            elif model is not old:
+                return False
+        buffers = [None if model is None else model.packed_state() for model in pair_models]
+        if any(model is not None and buffer is None for model, buffer in zip(pair_models, buffers, strict=True)):
+            return False
+        river.pair_models = tuple(pair_models)
+        river.n_models = len(models)
+        river.hold(buffers)
+        river.serial = serial
+        return True
 
     def _river_current(self, river: _RiverCall) -> bool:
         """Whether the bound one-call kernels of ``river`` (the register and the buffers already
