@@ -18,7 +18,8 @@ its refits read its window plus the keyed prior's pseudo-counts, ``m w_b q_b / W
 ``m w_b (1 - q_b) / W`` negatives in bucket ``b`` (the rule of the PAV path, with ``q_b`` the
 global map at the bucket centre). A map fitted in the PAV kernels (Venn–Abers, PAV over quantile
 edges) reads no histogram row to add them to, and a template with quantile edges learns its own
-edges per key, so these templates take ``prior_strength=0`` only: independent copies per key.
+edges per key, so these templates keep independent copies per key (``prior_strength`` ``"auto"``
+or ``0``).
 """
 
 from __future__ import annotations
@@ -128,7 +129,8 @@ class TemplateKeys:
         estimate of the PAV path, from each key's observed positives against those the prior's
         map expects). Templates refitted from the histogram with fixed bucket edges (I-spline,
         Platt, GEV) take any strength; the others (Venn–Abers, PAV-derived maps, quantile edges)
-        take ``0`` only: independent copies per key.
+        have nothing to pool into: ``"auto"`` and ``0`` give each key an independent copy of the
+        template, and any other strength is refused.
 
     Examples
     --------
@@ -184,7 +186,7 @@ class TemplateKeys:
     def _reset(self) -> None:
         template = self._template()
         self._global = template.clone()
-        if not _pools(template) and self.prior_strength != 0:
+        if not _pools(template) and self.prior_strength not in (0, "auto"):
             why = (
                 "its bucket edges are learned per key from a quantile warm-up, and pooling needs fixed bucket "
                 "edges (streamcal.buckets.Edges)"
@@ -215,9 +217,14 @@ class TemplateKeys:
         """A fresh key calibrator: the template without its score prior when the keyed prior takes
         its place, the template as it is (its score prior included) when keys do not pool."""
         template = self._template()
-        if self.prior_strength == 0 or "prior" not in template._get_params():
+        if self._independent() or "prior" not in template._get_params():
             return template.clone()
         return template.clone({"prior": None})
+
+    def _independent(self) -> bool:
+        """Whether every key is an independent copy of the template: ``prior_strength=0``, or
+        ``"auto"`` over a template the keyed prior cannot pool."""
+        return self.prior_strength == 0 or (self.prior_strength == "auto" and not _pools(self._template()))
 
     def _rebuild_caches(self) -> None:
         self._new_key = self._key_template()
@@ -330,6 +337,10 @@ class TemplateKeys:
             scale = m / total
             self._prior_pos = scale * weight * self._src_fitted
             self._prior_neg = scale * weight * (1.0 - self._src_fitted)
+
+    def _strength_now(self, total: float) -> float:
+        """As the PAV path's; 0 where keys are independent copies (nothing to pool into)."""
+        return 0.0 if self._independent() else super()._strength_now(total)
 
     def _refresh_prior(self) -> None:
         """As the PAV path's, and every key takes its prior's odds multiplier now (a key created

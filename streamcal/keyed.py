@@ -91,7 +91,8 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         the weight the global map rests on (its window, plus the score prior's pseudo-events
         while the template's score prior holds): a key takes the global map's
         shape at its own level, and its own evidence corrects that shape as it grows (the docs'
-        keyed page says how).
+        keyed page says how). A template the prior cannot pool into (Venn–Abers, quantile edges)
+        keeps independent keys under ``"auto"``, as under ``0``.
     max_keys
         At most this many keys keep a state: the least recently updated key is evicted when a new
         one arrives, counted in ``evictions``, and falls back to the global map. ``None``: no limit

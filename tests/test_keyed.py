@@ -306,7 +306,7 @@ def test_other_bad_input_changes_nothing():
         ({"max_keys": 2.5}, "max_keys"),
         ({"key_key": 3}, "key_key"),
         ({"calibrator": object()}, "calibrator"),
-        ({"calibrator": PAVCalibrator(buckets="quantile:16")}, "fixed bucket edges"),
+        ({"calibrator": PAVCalibrator(buckets="quantile:16"), "prior_strength": 2.0}, "fixed bucket edges"),
     ],
 )
 def test_bad_parameters(kwargs, words):

@@ -118,11 +118,32 @@ def test_strength_zero_process_is_independent_copies_bit_for_bit(name):
     assert np.isnan(p[mask]).all()
 
 
+@pytest.mark.parametrize("template", [VennAbersCalibrator(), TEMPLATES["venn-abers-count"], TEMPLATES["pav-quantile"]])
+def test_auto_strength_over_a_template_that_cannot_pool_is_independent_keys(template):
+    # the default strength works on every template: where the keyed prior has nothing to pool
+    # into, "auto" gives each key the template as it is (its score prior included), as 0 does
+    keys, s, y, w, t = stream(seed=6)
+    auto = KeyedCalibrator(template)
+    zero = KeyedCalibrator(template, prior_strength=0)
+    p, llr = auto.prequential(keys, s, y, weights=w, times=t)
+    zp, zllr = zero.prequential(keys, s, y, weights=w, times=t)
+    assert np.array_equal(p, zp, equal_nan=True)
+    assert np.array_equal(llr, zllr, equal_nan=True)
+    ref_p, _, cals = independent(template, keys, s, y, w, t)
+    seen = ~np.isnan(ref_p)
+    assert seen.sum() > s.size // 2
+    assert np.array_equal(p[seen], ref_p[seen])
+    for key, ref in cals.items():
+        assert to_bytes(auto.key_state(key)) == to_bytes(ref)
+    with pytest.raises(ValueError, match="prior_strength"):
+        KeyedCalibrator(template, prior_strength=1.0)
+
+
 @pytest.mark.parametrize("name", ["ispline", "ispline-count-every", "platt", "gev-time", "venn-abers"])
 @pytest.mark.parametrize("strength", [0, 30.0, "auto"])
 def test_array_face_equals_a_loop_of_the_river_face(name, strength):
-    if strength != 0 and name not in POOLED:
-        pytest.skip("a template that does not pool takes prior_strength=0 only")
+    if strength not in (0, "auto") and name not in POOLED:
+        pytest.skip("a template that does not pool takes prior_strength 0 or 'auto' only")
     keys, s, y, w, t = stream(n=300, seed=4)
     names = np.array(["a", "b", "c", "d"])[keys]
     arr = KeyedCalibrator(TEMPLATES[name], prior_strength=strength)
@@ -356,9 +377,8 @@ def test_bad_keys_and_input_are_refused_and_change_nothing(name):
 @pytest.mark.parametrize(
     ("kwargs", "words"),
     [
-        ({"calibrator": VennAbersCalibrator()}, "prior_strength"),
         ({"calibrator": VennAbersCalibrator(), "prior_strength": 5.0}, "prior_strength"),
-        ({"calibrator": PAVCalibrator(buckets="quantile:16")}, "quantile"),
+        ({"calibrator": PAVCalibrator(buckets="quantile:16"), "prior_strength": 2.0}, "quantile"),
         ({"calibrator": ISplineCalibrator(buckets="quantile:16"), "prior_strength": 1.0}, "quantile"),
         ({"calibrator": ISplineCalibrator(), "prior_strength": -1.0}, "prior_strength"),
         ({"calibrator": ISplineCalibrator(), "max_keys": 0}, "max_keys"),
