@@ -74,6 +74,12 @@ def _pools(template: StreamingCalibrator) -> bool:
     return isinstance(template, RefitCalibrator) and template.window_histogram.built
 
 
+def _independent(prior_strength, template: StreamingCalibrator) -> bool:
+    """Whether every key is an independent copy of ``template``: ``prior_strength=0``, or
+    ``"auto"`` over a template the keyed prior cannot pool."""
+    return prior_strength == 0 or (prior_strength == "auto" and not _pools(template))
+
+
 def _check_params(calibrator, key_key, prior_strength, max_keys) -> None:
     """The constructor's checks (the PAV path's, with any streaming binary calibrator as template)."""
     if calibrator is not None and not (isinstance(calibrator, StreamingCalibrator) and not calibrator._multiclass):
@@ -217,14 +223,9 @@ class TemplateKeys:
         """A fresh key calibrator: the template without its score prior when the keyed prior takes
         its place, the template as it is (its score prior included) when keys do not pool."""
         template = self._template()
-        if self._independent() or "prior" not in template._get_params():
+        if _independent(self.prior_strength, self._template()) or "prior" not in template._get_params():
             return template.clone()
         return template.clone({"prior": None})
-
-    def _independent(self) -> bool:
-        """Whether every key is an independent copy of the template: ``prior_strength=0``, or
-        ``"auto"`` over a template the keyed prior cannot pool."""
-        return self.prior_strength == 0 or (self.prior_strength == "auto" and not _pools(self._template()))
 
     def _rebuild_caches(self) -> None:
         self._new_key = self._key_template()
@@ -340,7 +341,7 @@ class TemplateKeys:
 
     def _strength_now(self, total: float) -> float:
         """As the PAV path's; 0 where keys are independent copies (nothing to pool into)."""
-        return 0.0 if self._independent() else super()._strength_now(total)
+        return 0.0 if _independent(self.prior_strength, self._template()) else super()._strength_now(total)
 
     def _refresh_prior(self) -> None:
         """As the PAV path's, and every key takes its prior's odds multiplier now (a key created
