@@ -200,8 +200,8 @@ class TemplateKeys:
                 else "its map is fitted in its own kernels, not refitted from a histogram row"
             )
             msg = (
-                f"`prior_strength` must be 0 for a {type(template).__name__} template ({why}: the keyed prior "
-                f"has nothing to pool into; each key is an independent copy); got {self.prior_strength!r}."
+                f"`prior_strength` must be \"auto\" or 0 for a {type(template).__name__} template ({why}: the "
+                f"keyed prior has nothing to pool into; each key is an independent copy); got {self.prior_strength!r}."
             )
             raise ValueError(msg)
         self._kf = np.zeros((0, _kk.KF_N))
