@@ -18,8 +18,9 @@ Run from the repository root:
    ``PAVCalibrator`` pairs one kernel call per event) and that loop through the per-pair calls it
    replaces, and the batched array face of section 2. With ``--old REV``, also the river face and
    ``prequential`` of the calibrators in ``streamcal/multiclass/streaming.py`` at git revision
-   ``REV`` (read with ``git show``, with that revision's coupling and pair kernels) in the same rounds. CPU time
-   (``time.process_time``), best of ``--repeat`` rounds.
+   ``REV`` (read with ``git show``, with that revision's coupling and pair kernels, which call this
+   checkout's ``_kernels/ipav.py``: a revision whose pair kernels call it with other arguments does not
+   compile) in the same rounds. CPU time (``time.process_time``), best of ``--repeat`` rounds.
 
 4. The HT coupling alone on the pairs' r and n of a ``prequential`` run (K = 5): the calibrator's
    full Newton steps against the previous scheme (the paper's sweeps, then safeguarded Newton
@@ -283,8 +284,14 @@ def bench_array_face(k, n_events, batch, repeat):
     print()
 
 
-def _source_at(rev: str, path: str) -> str:
-    return subprocess.run(["git", "show", f"{rev}:{path}"], check=True, capture_output=True, text=True).stdout
+def _source_at(rev: str, path: str) -> str | None:
+    """The file at ``path`` as it was at git revision ``rev``; ``None`` where it did not exist yet."""
+    done = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, text=True)
+    if done.returncode != 0:
+        if subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], capture_output=True).returncode:
+            raise SystemExit(f"--old: {rev!r} is not a git revision of this repository")
+        return None
+    return done.stdout
 
 
 # The kernel modules the calibrators' module uses, in the order they import one another: each
@@ -311,12 +318,16 @@ def streaming_at(rev: str) -> types.ModuleType:
     import importlib.util
 
     source = _source_at(rev, "streamcal/multiclass/streaming.py")
+    if source is None:
+        raise SystemExit(f"--old: {rev!r} has no streamcal/multiclass/streaming.py")
     module = types.ModuleType(f"streaming_at_{rev}")
     tag = rev.replace("-", "_").replace("~", "_").replace("^", "_").replace(".", "_")
     folder = tempfile.mkdtemp(prefix="bench_coupling_")
     loaded = {}  # module name -> the name of the revision's module, where it differs
     for path, name, statements in _KERNEL_MODULES:
         kernels = _source_at(rev, path)
+        if kernels is None:  # a module added after ``rev``: the revision's calibrators do not import it
+            continue
         with open(path, encoding="utf-8") as f:
             if f.read() == kernels and not loaded:
                 continue
@@ -530,7 +541,7 @@ def main():
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--prequential-k", type=int, default=5)
-    parser.add_argument("--only-prequential", action="store_true", help="run section 3 alone")
+    parser.add_argument("--only-prequential", action="store_true", help="run sections 3 and 4 alone")
     parser.add_argument("--old", metavar="REV", help="section 3: also time the calibrators of this git revision")
     args = parser.parse_args()
     old = (args.old, streaming_at(args.old)) if args.old else None
