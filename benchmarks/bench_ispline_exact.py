@@ -26,8 +26,8 @@ engine's full refit, the prior's pseudo-counts in every bucket and over 100 knot
 
 A calibrated stream (labels drawn with the score as their probability, rare positives, so the
 prior's strength is in the thousands); each calibrator learns ``--warmup`` events (default
-4,000) with ``refit_every=50``, then runs ``prequential`` and, apart, the river face on the next
-``n`` events at the exact default. With ``--old REV`` the code of that revision runs in the same
+4,000) with ``refit_every=50``, then runs ``prequential`` on the next ``n`` events and, apart, the
+river face on the next ``n // 4`` at the exact default. With ``--old REV`` the code of that revision runs in the same
 rounds from the same warmed state, its probabilities checked within 1e-9 of today's (both are
 exact solves of the same system from different warm starts), the largest gap printed.
 """

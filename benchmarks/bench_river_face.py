@@ -14,7 +14,7 @@ loop. Baseline, in the same process: river's ``linear_model.LogisticRegression``
 loop. Figures are CPU time (``process_time``), best of ``--repeat`` runs.
 
 Cost of thread safety (the second table): each calibrator's river face against the same code
-without its lock, in the same process, the two runs alternating, best of ``--repeat`` each; the
+without its lock, in the same process, the two runs alternating, best of ``max(--repeat, 5)`` each; the
 ratio is locked time over unlocked time (goal: at most 1.10). The baselines exist only here:
 for ``PAVCalibrator``, whose river face takes no lock, its packed kernels without the busy-mark
 test, and, for comparison, the same fast path under a Python lock; for the map-fitting
