@@ -400,3 +400,23 @@ def test_monitors_watch_the_whole_stream_and_each_key(tmp_path, campaigns, capsy
     assert "input score: mean bias: 1 of 10 keys flagged, the first 3 at event" in text
     assert main(["replay", str(campaigns), "-q", "--group-col", "key", "--monitor", "--metrics", "none"]) == 0
     assert "Per key (each key's mean bias on its own" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["at-once", "late-labels"])
+def test_the_raw_score_runs_unkeyed_beside_keyed_methods(tmp_path, campaigns, late):
+    # the score itself is one map for every key: it passes through, its field-level errors are
+    # those of the scores, and the keyed methods beside it are those of a replay without it
+    keys, s, y, _, _ = columns(campaigns)
+    label_col = {} if late else {"label_time_col": None}
+    out, alone = tmp_path / "out.parquet", tmp_path / "alone.parquet"
+    summary = replay(campaigns, "raw,pav", group_col="key", output=out, batch_size=900, monitor=True, **label_col)
+    replay(campaigns, "pav", group_col="key", output=alone, batch_size=900, **label_col)
+    raw_p, _, _ = outputs(out, "raw")
+    assert same_bits(raw_p, s)
+    assert same_bits(outputs(out)[0], outputs(alone)[0])
+    got = summary.keyed["methods"]["raw"]
+    assert got["field_ece"] == pytest.approx(field_ece(keys, y, s), rel=1e-12, abs=0)
+    assert got["keys_held"] is None
+    assert got["prior_strength"] is None
+    assert isinstance(summary.calibrators["pav"], KeyedCalibrator)
+    assert "raw: field ECE" in summary.to_text()

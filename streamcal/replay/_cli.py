@@ -213,7 +213,7 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         "-m",
         "--method",
         default="pav",
-        help="comma-separated methods: pav, ispline, gev, platt, venn-abers (if installed), raw (default pav); "
+        help="comma-separated methods: pav, ispline, gev, platt, venn-abers, raw (the score itself) (default pav); "
         "venn-abers also writes its interval, p0_venn-abers and p1_venn-abers",
     )
     _add_method_arguments(parser)
@@ -286,8 +286,8 @@ def _add_column_arguments(parser: argparse.ArgumentParser) -> None:
         "--group-col",
         default=None,
         help="key column (campaign, merchant, country: integers or strings): calibrate per key, pooled "
-        "toward the global map (pav, ispline, platt, gev); the summary adds field-level errors and the worst "
-        "and largest keys",
+        "toward the global map (pav, ispline, platt, gev; venn-abers keys are independent; raw stays the score); "
+        "the summary adds field-level errors and the worst and largest keys",
     )
     cols.add_argument(
         "--prior-strength",

@@ -41,6 +41,7 @@ def keyed_calibrators(calibrators: dict, group_col, prior_strength, max_keys) ->
     ``KeyedCalibrator`` given as such runs as it is; Venn–Abers keys are independent (its interval
     is the key's own evidence: ``prior_strength`` 0, any other refused) and write their intervals;
     learned edges are refused, naming the method.
+    The raw score (method ``raw``) stays as it is: the same score for every key.
     Without one, the methods as they are, a ``KeyedCalibrator`` among them refused."""
     from streamcal import KeyedCalibrator, VennAbersCalibrator
 
@@ -50,8 +51,13 @@ def keyed_calibrators(calibrators: dict, group_col, prior_strength, max_keys) ->
                 msg = f"calibrator {name!r} is keyed: name its key column with {opt('group_col', 'NAME')}."
                 raise ValueError(msg)
         return calibrators
+    from streamcal.replay.methods import RawScoreCalibrator
+
     out = {}
     for name, cal in calibrators.items():
+        if isinstance(cal, RawScoreCalibrator):  # the score itself: one for every key, unkeyed
+            out[name] = cal
+            continue
         if isinstance(cal, KeyedCalibrator):
             out[name] = cal
             continue
@@ -156,7 +162,7 @@ class KeyedSink:
     def finish(self, calibrators: dict) -> dict:
         """The summary's keyed part (plain numbers and strings): the group column, the keys seen,
         the minimum events of a ranked key, and per method ``field_ece``, ``field_rce``, the
-        calibrator's keys held, evictions and prior strength, ``worst`` (the keys of at least
+        calibrator's keys held, evictions and prior strength (None for the raw score), ``worst`` (the keys of at least
         :data:`MIN_KEY_EVENTS` events whose miss is surest: the largest Poisson deviance of their
         positives against the sum of their probabilities, ties by the larger miss) and
         ``largest`` (most events), each key as ``{"key", "events", "positives", "predicted",
@@ -168,12 +174,13 @@ class KeyedSink:
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = pred / pos
             cal = calibrators[name]
+            keyed = hasattr(cal, "n_keys")  # (else the raw score: one for every key, no state per key)
             methods[name] = {
                 "field_ece": _field_ece(events, pos, pred),
                 "field_rce": _field_rce(events, pos, pred),
-                "keys_held": int(cal.n_keys),
-                "evictions": int(cal.evictions),
-                "prior_strength": float(cal.strength),
+                "keys_held": int(cal.n_keys) if keyed else None,
+                "evictions": int(cal.evictions) if keyed else None,
+                "prior_strength": float(cal.strength) if keyed else None,
                 "worst": self._worst(events, pos, pred, ratio),
                 "largest": [self._entry(i, events, pos, pred, ratio) for i in _top(events, TOP_KEYS)],
             }
@@ -255,10 +262,12 @@ def summary_lines(keyed: dict | None) -> list[str]:
         "stream (per key |positives - sum of p|; ratio = sum of p / positives, above 1 over-predicts):"
     ]
     for name, m in keyed["methods"].items():
-        lines.append(
-            f"  {name}: field ECE {m['field_ece']:.4f}, field RCE {m['field_rce']:.4f}; "
-            f"{m['keys_held']:,} keys held, {m['evictions']:,} evicted, prior strength {m['prior_strength']:.4g}"
+        held = (
+            "the score itself, unkeyed"
+            if m["keys_held"] is None
+            else f"{m['keys_held']:,} keys held, {m['evictions']:,} evicted, prior strength {m['prior_strength']:.4g}"
         )
+        lines.append(f"  {name}: field ECE {m['field_ece']:.4f}, field RCE {m['field_rce']:.4f}; {held}")
         lines.append(f"    worst keys (at least {keyed['min_events']:,} events; surest miss first, by deviance):")
         lines.extend(_key_rows(m["worst"]) or ["      none"])
         lines.append("    largest keys:")

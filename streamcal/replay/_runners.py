@@ -19,7 +19,7 @@ from streamcal.replay._batch import EventBatch
 from streamcal.replay._engine import Ops
 from streamcal.replay._keyed import keyed_learn, keyed_step
 from streamcal.replay._source import ReplayInputError, opt
-from streamcal.replay.methods import UnavailableMethodError, make_calibrator
+from streamcal.replay.methods import RawScoreCalibrator, UnavailableMethodError, make_calibrator
 
 __all__ = ["Runners", "Submitted", "resolve_calibrators"]
 
@@ -124,7 +124,7 @@ class Runners:
         """Every method learns the labels of ``ops`` (the end of the stream), on the calling
         thread."""
         for cal in self.calibrators.values():
-            if "key" in ops.extra:
+            if "key" in ops.extra and not isinstance(cal, RawScoreCalibrator):
                 keyed_learn(cal, ops)
             else:
                 cal.process(ops.s, ops.y, ops.learn, weights=ops.w, times=ops.t)
@@ -167,7 +167,7 @@ def _step(cal, batch: EventBatch, ops: Ops | None, times, outs: _Outputs):
     operations are checked (finite scores, binary labels, finite times in order, finite
     non-negative weights), so a streamcal calibrator runs them through its checked entry.
     """
-    if batch.key is not None:
+    if batch.key is not None and not isinstance(cal, RawScoreCalibrator):
         return keyed_step(cal, batch, ops, times)
     try:
         # a calibrator that gives an interval per event (Venn–Abers) gives it in the same pass
