@@ -52,6 +52,26 @@ def _template_per_key(calibrator, prior_strength) -> bool:
     return independent and template.prior is not None and bool(template.finite_proba)
 
 
+def _check_key_kind(slot_of: dict, key) -> None:
+    """Refuse ``key`` where the calibrator holds keys of the other kind (ints, strings)."""
+    if slot_of and type(key) is not type(next(iter(slot_of))):
+        msg = f"`key` must be of the kind already learned ({type(next(iter(slot_of))).__name__}); got {key!r}."
+        raise TypeError(msg)
+
+
+def _check_merge_kinds(firsts: list) -> None:
+    """Refuse keyed calibrators to merge whose keys are of two kinds (``firsts``: each one's
+    first key, None where it holds none)."""
+    kinds = [(i, type(key)) for i, key in enumerate(firsts) if key is not None]
+    for i, kind in kinds:
+        if kind is not kinds[0][1]:
+            msg = (
+                f"`calibrators` must hold keys of one kind; got {kind.__name__} keys at position {i} and "
+                f"{kinds[0][1].__name__} keys at position {kinds[0][0]}."
+            )
+            raise TypeError(msg)
+
+
 class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mergeable, base.Classifier):
     """One streaming calibrator per key, pooled toward the global map.
 
@@ -325,6 +345,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
 
         with self._lock:
             key = self._checked_key(key, "key")
+            _check_key_kind(self._slot_of, key)
             row = check_exported(state, self._cfg)
             k = self._slot_of.get(key)
             if k is None:
@@ -640,6 +661,9 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         return float(p[0]), float(llr[0])
 
     # ------------------------------------------------------------------ merge
+    def _check_merge(self, items: list) -> None:
+        _check_merge_kinds([next(iter(cal._slot_of), None) for cal in items])
+
     def _merged_with(self, other):
         """Per key: the template's merge of both keys' windows (keys in one part are copied);
         the global maps merge; the other part's events count as learned after this one's."""

@@ -55,6 +55,10 @@ class Mergeable:
     class with equal parameters, copies the first and folds the others into the copy in order.
     """
 
+    def _check_merge(self, items: list) -> None:
+        """Refuse, before anything is copied, inputs of one class and parameters whose states
+        cannot merge (a class-specific check; none by default)."""
+
     def _merged_with(self, other):
         """The merge of ``self`` (a copy that this call may modify and return) and ``other`` (an
         input of the same class and parameters, read only, under its lock): the learner that
@@ -117,6 +121,7 @@ def merge(calibrators: Iterable, /):
             )
             raise TypeError(msg)
         _check_same_params(first, cal, i)
+    first._check_merge(items)
     out = copy.deepcopy(first)  # a consistent snapshot of ``first``; ``out`` is ours alone
     for cal in items[1:]:
         out = out._merged_with(cal)

@@ -550,3 +550,29 @@ def test_a_count_window_row_must_keep_its_event_numbers_as_clocks():
         cal.import_key(1, row)
     for name, value in cal.export_key(1).items():
         np.testing.assert_array_equal(value, before[name], err_msg=name)
+
+
+@pytest.mark.parametrize("template", [None, "ispline"])
+def test_keys_of_the_other_kind_are_refused_by_import_and_merge_and_change_nothing(template, tmp_path):
+    # a calibrator keeps one kind of key (ints or strings): a state of the other kind would save
+    # but not load, so import_key and merge refuse it before anything changes
+    from streamcal import ISplineCalibrator
+
+    def make():
+        return KeyedCalibrator() if template is None else KeyedCalibrator(ISplineCalibrator(refit_every=20))
+
+    ints = make().update([3, 7, 3, 9], [0.1, 0.2, 0.3, 0.6], [0, 1, 0, 1])
+    strs = make().update(["x", "y"], [0.1, 0.2], [0, 1])
+    before = streamcal.persist.to_bytes(ints)
+    with pytest.raises(TypeError, match="kind already learned"):
+        ints.import_key("x", strs.export_key("x"))
+    with pytest.raises(TypeError, match="position 1"):
+        streamcal.merge([ints, strs])
+    with pytest.raises(TypeError, match="position 2"):
+        streamcal.merge([make(), ints, strs])
+    assert streamcal.persist.to_bytes(ints) == before
+    # one kind, an empty calibrator among them: merged, saved and loaded
+    merged = streamcal.merge([make(), ints, make().update([5], [0.4], [1])])
+    assert sorted(merged.keys()) == [3, 5, 7, 9]
+    streamcal.save(merged, tmp_path / "m.sc")
+    assert sorted(streamcal.load(tmp_path / "m.sc").keys()) == [3, 5, 7, 9]
