@@ -70,14 +70,14 @@ def test_merge_dispatches_to_the_class_of_the_first_learner():
 
 
 def test_merge_and_dask_read_no_private_state_of_other_objects():
-    # the dispatcher calls the merge protocol (`_merged_with`) and river's parameter API
-    # (`_get_params`); everything else it reads of another object is public
+    # the dispatcher calls the merge protocol (`_check_merge`, `_merged_with`) and river's
+    # parameter API (`_get_params`); everything else it reads of another object is public
     import ast
     from pathlib import Path
 
     import streamcal
 
-    allowed = {"_merged_with", "_get_params"}
+    allowed = {"_check_merge", "_merged_with", "_get_params"}
     for name in ("merging.py", "dask.py"):
         tree = ast.parse((Path(streamcal.__file__).parent / name).read_text(encoding="utf-8"))
         private = sorted(
