@@ -14,6 +14,7 @@ from streamcal import PAVCalibrator
 from streamcal._kernels import _config
 from streamcal._kernels import monitor as _km
 from streamcal.monitor import IsotonicEProcess, KeyedMonitor, MeanBiasCS, default_grid
+from streamcal.windows import Decay
 
 # ----------------------------------------------------------------------------- slow references
 
@@ -401,6 +402,8 @@ def test_bad_parameters_are_refused(make, kwargs, match):
         ({"bets": ()}, "`bets`"),
         ({"bets": (0.5, 1.0)}, r"`bets` must hold fractions in \(0, 1\); got 1.0 at position 1"),
         ({"buckets": "uniform"}, "`buckets`"),
+        ({"window": "7d"}, "`window` must count events"),  # its events carry no time
+        ({"window": Decay(60.0, by="time")}, "`window` must count events"),
     ],
 )
 def test_bad_isotonic_parameters_are_refused(kwargs, match):

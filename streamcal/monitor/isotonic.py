@@ -13,6 +13,7 @@ from streamcal._validation import check_scalar
 from streamcal.buckets import as_buckets
 from streamcal.isotonic.streaming import PAVCalibrator
 from streamcal.monitor._base import _Monitor
+from streamcal.windows import as_window
 
 __all__ = ["IsotonicEProcess"]
 
@@ -54,7 +55,8 @@ class IsotonicEProcess(_Monitor):
         ``LogitGrid()``: 1024 logit-spaced buckets; an int ``n`` is ``LogitGrid(n)``).
     window : optional
         Window of the recalibration's history (``None``: every past label; an int ``n``: the
-        last ``n``). Any window keeps the guarantee (the alternative only has to be
+        last ``n``; a window by events, such as ``Decay(half_life)``: windows by time are refused,
+        the monitor's events carry no time). Any window keeps the guarantee (the alternative only has to be
         predictable); a window follows a drifting map faster.
     restart : bool, default False
         After an alarm, start the test again at once (see :meth:`reset`); the recalibration
@@ -126,6 +128,12 @@ class IsotonicEProcess(_Monitor):
             msg = (
                 f"`buckets` must be a strategy for probability inputs (such as LogitGrid): the "
                 f"monitor reads served probabilities; got {strategy!r}."
+            )
+            raise ValueError(msg)
+        if window is not None and as_window(window).uses_times:
+            msg = (
+                f"`window` must count events (an int, CountWindow or Decay by events): the monitor's "
+                f"update takes no event times; got {window!r}."
             )
             raise ValueError(msg)
         self._recalibration = PAVCalibrator(buckets=buckets, window=window)
