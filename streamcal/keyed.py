@@ -518,12 +518,12 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         if kc.keys and self._slot_of:
             first = next(iter(self._slot_of))
             if type(kc.keys[0]) is not type(first):
-                if kc.codes is None:  # checked only: code it for the error's position
+                if kc.codes is None:  # checked only: code it for the error's key
                     kc = as_key_column(keys, "keys", n)
-                i = int(np.flatnonzero(kc.codes == 0)[0])
+                # a column holds one kind of key, so its first event already has the other kind
                 msg = (
                     f"`keys` must be of the kind already learned ({type(first).__name__}); got "
-                    f"{kc.keys[0]!r} at position {i}."
+                    f"{kc.keys[kc.codes[0]]!r} at position 0."
                 )
                 raise TypeError(msg)
         return kc
