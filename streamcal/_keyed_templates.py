@@ -446,8 +446,7 @@ class TemplateKeys:
         bad = ~((s >= layout.score_low) & (s <= layout.score_high))  # NaN and infinities too
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            msg = f"`scores` must be finite and in the buckets' range; got {s[i]!r} at position {i}."
-            raise ValueError(msg)
+            raise ValueError(self._global._bad_score_message(float(s[i]), "scores", f" at position {i}"))
         return s, None
 
     def _predict(self, keys, scores):

@@ -508,8 +508,8 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
     def _scores(self, scores) -> tuple[np.ndarray, np.ndarray]:
         s = as_1d_float(scores, "scores", allow_empty=True, copy=False)
         b, bad = self._global.window_histogram.layout.buckets_checked(s)
-        if bad >= 0:
-            msg = f"`scores` must be finite and in the buckets' range; got {s[bad]!r} at position {bad}."
+        if bad >= 0:  # the unkeyed calibrator's message: the range, and the buckets for other scores
+            msg = self._global._bad_score_message(float(s[bad]), "scores", f" at position {bad}")
             raise ValueError(msg)
         return s, b
 
