@@ -83,9 +83,14 @@ def _independent(prior_strength, template: StreamingCalibrator) -> bool:
 def _check_params(calibrator, key_key, prior_strength, max_keys) -> None:
     """The constructor's checks (the PAV path's, with any streaming binary calibrator as template)."""
     if calibrator is not None and not (isinstance(calibrator, StreamingCalibrator) and not calibrator._multiclass):
+        got = (
+            f"the class {calibrator.__name__}: pass an instance, such as {calibrator.__name__}()"
+            if isinstance(calibrator, type)
+            else type(calibrator).__name__
+        )
         msg = (
             "`calibrator` must be a streamcal streaming binary calibrator (the template of every key's "
-            f"state) or None; got {type(calibrator).__name__}."
+            f"state) or None; got {got}."
         )
         raise TypeError(msg)
     check_key_params(key_key, prior_strength, max_keys)
@@ -200,7 +205,7 @@ class TemplateKeys:
                 else "its map is fitted in its own kernels, not refitted from a histogram row"
             )
             msg = (
-                f"`prior_strength` must be \"auto\" or 0 for a {type(template).__name__} template ({why}: the "
+                f"`prior_strength` must be \"auto\" or 0 for this template, {type(template).__name__} ({why}: the "
                 f"keyed prior has nothing to pool into; each key is an independent copy); got {self.prior_strength!r}."
             )
             raise ValueError(msg)
@@ -473,7 +478,7 @@ class TemplateKeys:
         from streamcal.isotonic.venn_abers import VennAbersCalibrator
 
         if not isinstance(self._global, VennAbersCalibrator):
-            msg = f"predict_interval needs a VennAbersCalibrator template; this one is a {type(self._global).__name__}."
+            msg = f"predict_interval needs a VennAbersCalibrator template; this one is {type(self._global).__name__}."
             raise TypeError(msg)
         with self._lock:
             s, _b = self._scores(scores)

@@ -383,6 +383,7 @@ def test_bad_keys_and_input_are_refused_and_change_nothing(name):
         ({"calibrator": ISplineCalibrator(), "prior_strength": -1.0}, "prior_strength"),
         ({"calibrator": ISplineCalibrator(), "max_keys": 0}, "max_keys"),
         ({"calibrator": ISplineCalibrator(), "key_key": 3}, "key_key"),
+        ({"calibrator": ISplineCalibrator}, r"the class ISplineCalibrator: pass an instance, such as ISplineCalibrator\(\)"),
     ],
 )
 def test_bad_parameters(kwargs, words):
