@@ -531,6 +531,29 @@ def test_keyed_refuses_a_key_beyond_n_keys_and_changes_nothing():
     assert keyed.alpha_of("a") == 0.025
 
 
+def test_keyed_takes_the_keys_a_keyed_calibrator_takes_and_changes_nothing_on_others():
+    # ints or strings, one kind per monitor; a missing key, a bool or a float (which a dict would
+    # merge with the int 1) is refused with its position
+    keyed = KeyedMonitor(MeanBiasCS(), n_keys=3)
+    keyed.update_many([1, 2], [1, 0], [0.5, 0.5])
+    before = pickle.dumps(keyed)
+    for keys, error, match in [
+        ([1, None], ValueError, "got None at position 1"),
+        ([True, 1], ValueError, "got True at position 0"),
+        (np.array([1.0, 2.0]), ValueError, "got 1.0 at position 0"),
+        (["a", "b"], TypeError, r"kind already seen \(int\); got 'a' at position 0"),
+        ([1, 5, 6], ValueError, "the first beyond it is 6 at position 2"),
+    ]:
+        with pytest.raises(error, match=match):
+            keyed.update_many(keys, [1] * len(keys), [0.5] * len(keys))
+    for key, error in [(None, ValueError), (1.0, ValueError), (False, ValueError), ("a", TypeError)]:
+        with pytest.raises(error, match="`key`"):
+            keyed.update(key, True, 0.5)
+    assert pickle.dumps(keyed) == before
+    keyed.update(np.int64(2), True, 0.5)  # numpy ints are ints
+    assert keyed.keys() == [1, 2]
+
+
 def test_keyed_family_wise_false_alarms_are_at_most_alpha():
     streams, alpha = 150, 0.1
     alarms = 0

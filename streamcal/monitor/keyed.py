@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
 
+from streamcal._keys import as_key_column
 from streamcal._locking import LockedState, locked
-from streamcal._validation import as_1d_array, check_scalar
+from streamcal._validation import check_scalar, fmt
 from streamcal.metrics._inputs import event_label, event_proba
 from streamcal.monitor._base import _Monitor, check_alpha, labels_and_proba
 
@@ -106,13 +106,25 @@ class KeyedMonitor(LockedState):
             return float(self.alpha) / self.n_keys
         return float(self.alpha) / (k * (k + 1))
 
-    def _check_room(self, new: int) -> None:
-        if self.n_keys is not None and len(self._monitors) + new > self.n_keys:
+    def _check_room(self, new: list, name: str = "keys") -> None:
+        """Refuse the new keys (``[(key, first position), ...]`` in order) beyond ``n_keys``."""
+        room = None if self.n_keys is None else self.n_keys - len(self._monitors)
+        if room is not None and len(new) > room:
+            key, i = new[room]
             msg = (
-                f"`keys` holds more distinct keys than `n_keys` = {self.n_keys}: "
-                f"{len(self._monitors)} seen and {new} new."
+                f"`{name}` holds more distinct keys than `n_keys` = {self.n_keys}: {len(self._monitors)} seen and "
+                f"{len(new)} new; the first beyond it is {fmt(key)} at position {i}."
+                if name == "keys"
+                else f"`key` is new and `n_keys` = {self.n_keys} keys are already seen; got {fmt(key)}."
             )
             raise ValueError(msg)
+
+    def _check_kind(self, key, name: str) -> None:
+        """One kind of key per monitor (ints or strings), as a keyed calibrator keeps them."""
+        if self._monitors and type(key) is not type(next(iter(self._monitors))):
+            kind = type(next(iter(self._monitors))).__name__
+            msg = f"`{name}` must be of the kind already seen ({kind}); got {fmt(key)} at position 0."
+            raise TypeError(msg)
 
     def _monitor_of(self, key) -> _Monitor:
         monitor = self._monitors.get(key)
@@ -128,11 +140,12 @@ class KeyedMonitor(LockedState):
 
     @locked
     def update(self, key, y_true, y_pred) -> None:
-        """Take one labelled event of ``key`` (a hashable value)."""
+        """Take one labelled event of ``key`` (an int or a string, of the kind seen before)."""
         y, p = event_label(y_true), event_proba(y_pred)
-        _check_hashable(key, 0)
+        (key,) = as_key_column([key], "key").keys
+        self._check_kind(key, "key")
         if key not in self._monitors:
-            self._check_room(1)
+            self._check_room([(key, 0)], "key")
         monitor = self._monitor_of(key)
         monitor.update(y, p)
         self._n_seen += 1
@@ -145,19 +158,11 @@ class KeyedMonitor(LockedState):
         Equal to a loop of :meth:`update`; new keys are numbered in the order they first appear.
         """
         y, p = labels_and_proba(labels, proba)
-        k = as_1d_array(keys, "keys")
-        if k.size != y.size:
-            msg = f"`keys` must have the same length as `labels` ({y.size}); got {k.size}."
-            raise ValueError(msg)
-        if k.dtype == object:
-            for i, key in enumerate(k):
-                _check_hashable(key, i)
-        if k.dtype.kind == "f" and np.isnan(k).any():
-            i = int(np.flatnonzero(np.isnan(k))[0])
-            msg = f"`keys` must not be NaN (NaN is not equal to itself); got nan at position {i}."
-            raise ValueError(msg)
-        groups = _groups(k)
-        self._check_room(sum(key not in self._monitors for key, _ in groups))
+        column = as_key_column(keys, "keys", y.size)
+        if column.keys:  # a column holds one kind of key: its first event has it
+            self._check_kind(column.keys[column.codes[0]], "keys")
+        groups = _groups(column)
+        self._check_room([(key, int(idx[0])) for key, idx in groups if key not in self._monitors])
         evalues = np.empty(y.size)
         before = self._n_seen
         alarms = []
@@ -229,27 +234,11 @@ class KeyedMonitor(LockedState):
         return f"KeyedMonitor({len(self)} keys, {len(alarmed)} alarmed: {alarmed[:5]!r})"
 
 
-def _groups(keys: np.ndarray) -> list:
-    """``[(key, positions), ...]`` in the order the keys first appear; keys as Python values."""
-    if keys.dtype == object:
-        found: dict = {}
-        for i, key in enumerate(keys):
-            found.setdefault(key, []).append(i)
-        return [(key, np.array(idx, dtype=np.intp)) for key, idx in found.items()]
-    uniques, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
+def _groups(column) -> list:
+    """``[(key, positions), ...]`` of a coded key column, in the order the keys first appear."""
+    codes = column.codes
+    _, first = np.unique(codes, return_index=True)  # every coded key appears in the column
     order = np.argsort(first, kind="stable")
-    by_group = np.argsort(inverse, kind="stable")
-    bounds = np.searchsorted(inverse[by_group], np.arange(uniques.size + 1))
-    return [(uniques[j].item(), by_group[bounds[j] : bounds[j + 1]]) for j in order]
-
-
-def _check_hashable(key, i: int) -> None:
-    try:
-        hash(key)
-    except TypeError:
-        msg = f"`keys` must hold hashable values; got {key!r} at position {i}."
-        raise TypeError(msg) from None
-    if isinstance(key, float) and math.isnan(key):
-        msg = f"`keys` must not be NaN (NaN is not equal to itself); got nan at position {i}."
-        raise ValueError(msg)
+    by_group = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[by_group], np.arange(len(column.keys) + 1))
+    return [(column.keys[j], by_group[bounds[j] : bounds[j + 1]]) for j in order]
