@@ -73,7 +73,8 @@ class MeanBiasCS(_Monitor):
         The confidence sequence for the mean bias now.
     e_value : float
         ``(K+(0) + K-(0)) / 2``, an e-process for "the bias is 0"; it is at least ``1 / alpha``
-        whenever the alarm has risen.
+        whenever the alarm has risen, and from then on (0 outside the interval, whose candidates
+        alone are updated) it stays as it was at the alarm until a reset.
 
     Notes
     -----
