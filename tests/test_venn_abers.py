@@ -458,7 +458,13 @@ def test_consistent_merge_takes_the_finite_rule():
     p = logit.predict_proba(test)
     assert np.all((logit.edges[b] <= p) & (p <= logit.edges[b + 1]))
     assert logit.predict_proba_one({"s": 0.01})[True] == p[1]
-    assert VennAbersCalibrator().predict_proba([0.01]).tolist() == [0.5]  # the log merge: 1/2
+    # so under every merge rule: an empty window serves PAV's value, not the log merge's 1/2
+    for rule in ("log", "mean"):
+        other = VennAbersCalibrator(merge_rule=rule)
+        assert other.predict_proba(test).tolist() == p.tolist()
+        assert other.predict_proba_one({"s": 0.01})[True] == p[1]
+        assert other.predict_llr(test).tolist() == logit.predict_llr(test).tolist()
+        assert other.prequential(test[:1], [False])[0].tolist() == p[:1].tolist()
     cal.fit(np.full(50, 0.3), np.zeros(50, dtype=bool))
     p0, _ = cal.predict_interval([0.3])
     assert p0[0] > 0.0

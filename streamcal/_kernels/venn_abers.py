@@ -212,17 +212,26 @@ MERGE_CONSISTENT = 2
 
 
 @jit_noalloc(forceinline=True)
+def _before_any_weight(pf, b):
+    """PAV's probability before any weight: the bucket centre for probability inputs, else 1/2."""
+    if pf[PF_PROBABILITY_INPUTS] > 0.5:
+        return prior_rate(pf[CEN + _PF_RECORD * b], 0.5, np.bool_(True))
+    return 0.5
+
+
+@jit_noalloc(forceinline=True)
 def va_merged(pf, b, p0, p1, merge):
     """The merged probability of the pair ``p0 <= p1`` at bucket ``b`` under the rule ``merge``
-    (a ``MERGE_*`` code): ``p1 / (1 - p0 + p1)``, ``(p0 + p1) / 2`` or ``p0 / (1 - p1 + p0)``."""
+    (a ``MERGE_*`` code): ``p1 / (1 - p0 + p1)``, ``(p0 + p1) / 2`` or ``p0 / (1 - p1 + p0)``; over
+    an empty window, whose pair is ``(0, 1)``, what PAV serves before any weight under every rule."""
+    if pf[PF_HEAD] == -1.0:  # the test event alone: any p in [0, 1] is as valid; not a coin flip
+        return _before_any_weight(pf, b)
     if merge == MERGE_LOG:
         return p1 / ((1.0 - p0) + p1)
     if merge == MERGE_CONSISTENT:
         d = (1.0 - p1) + p0
         if d <= 0.0:  # the pair (0, 1) leaves p free: PAV's value before any weight
-            if pf[PF_PROBABILITY_INPUTS] > 0.5:
-                return prior_rate(pf[CEN + _PF_RECORD * b], 0.5, np.bool_(True))
-            return 0.5
+            return _before_any_weight(pf, b)
         p = p0 / d
         # within [p0, p1] in exact arithmetic; the clamp keeps it there after rounding
         p = p0 if p < p0 else p

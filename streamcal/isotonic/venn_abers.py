@@ -51,7 +51,9 @@ class VennAbersCalibrator(PAVCalibrator):
     ``predict_proba`` serves the merged probability ``p1 / (1 - p0 + p1)`` (``merge_rule="log"``,
     optimal for the log loss among the two, Vovk & Petej 2014), the midpoint (``"mean"``) or
     ``p0 / (1 - p1 + p0)`` (``"consistent"``, under the finite rule); it lies strictly in (0, 1),
-    so the log loss stays finite without pseudo-counts. The LLR is
+    so the log loss stays finite without pseudo-counts. Over an empty window (the pair ``(0, 1)``)
+    every rule serves what PAV serves before any weight: the score's bucket centre for
+    probability inputs, 1/2 otherwise. The LLR is
     ``logit(p) - logit(prior)`` with the window's finite prior ``(T1 + c) / (T + 2c)``.
     Before the bucket edges are known (a quantile warm-up), predictions are the finite prior
     of the buffered events and the interval is that prior at both ends.
