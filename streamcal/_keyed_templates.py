@@ -228,7 +228,7 @@ class TemplateKeys:
         """A fresh key calibrator: the template without its score prior when the keyed prior takes
         its place, the template as it is (its score prior included) when keys do not pool."""
         template = self._template()
-        if _independent(self.prior_strength, self._template()) or "prior" not in template._get_params():
+        if _independent(self.prior_strength, template) or "prior" not in template._get_params():
             return template.clone()
         return template.clone({"prior": None})
 
