@@ -12,6 +12,7 @@ bit for bit, and as ``m`` grows each key's map tends to the global one.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import heapq
 import numbers
@@ -70,6 +71,22 @@ def _check_merge_kinds(firsts: list) -> None:
                 f"{kinds[0][1].__name__} keys at position {kinds[0][0]}."
             )
             raise TypeError(msg)
+
+
+@contextlib.contextmanager
+def _one_event(key_name, score_name):
+    """The river face's errors name its arguments (``x[...]``, ``y``, ``w``, ``t``), not the
+    array face's columns it runs through."""
+    try:
+        yield
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        if type(exc) not in (ValueError, TypeError) or " at position 0" not in msg:
+            raise
+        for column, one in (("keys", f"x[{key_name!r}]"), ("scores", f"x[{score_name!r}]"), ("labels", "y"),
+                            ("weights", "w"), ("times", "t")):
+            msg = msg.replace(f"`{column}`", f"`{one}`")
+        raise type(exc)(msg.replace(" at position 0", "")) from None
 
 
 class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mergeable, base.Classifier):
@@ -624,24 +641,24 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
             if self.score_key not in x:
                 msg = f"`x` must hold the score under {self.score_key!r}; got the keys {sorted(map(str, x))}."
                 raise ValueError(msg)
-            score = x[self.score_key]
+            name, score = self.score_key, x[self.score_key]
         else:
-            rest = [v for name, v in x.items() if name != self.key_key]
+            rest = [(name, v) for name, v in x.items() if name != self.key_key]
             if len(rest) != 1:
                 msg = (
                     f"`x` must hold one score besides the key {self.key_key!r} (or set score_key); got "
                     f"{len(rest)} other entries."
                 )
                 raise ValueError(msg)
-            score = rest[0]
+            ((name, score),) = rest
         if key is None or not (type(key) is str or (isinstance(key, numbers.Integral) and not isinstance(key, bool))):
             msg = f"`x[{self.key_key!r}]` must be an int or a string key; got {key!r}."
             raise TypeError(msg)
-        return [key], [score]
+        return [key], [score], name
 
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
-        keys, scores = self._split(x)
-        with self._lock:
+        keys, scores, name = self._split(x)
+        with self._lock, _one_event(self.key_key, name):
             self._run_checked(*self._checked(keys, scores, [y], None, [w], None if t is None else [t], _OP_LEARN))
 
     def predict_proba_one(self, x: dict) -> dict:
@@ -655,8 +672,8 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         return self._predict_one(x)[0] > 0.5
 
     def _predict_one(self, x: dict) -> tuple[float, float]:
-        keys, scores = self._split(x)
-        with self._lock:
+        keys, scores, name = self._split(x)
+        with self._lock, _one_event(self.key_key, name):
             p, llr = self._predict(keys, scores)
         return float(p[0]), float(llr[0])
 

@@ -576,3 +576,25 @@ def test_keys_of_the_other_kind_are_refused_by_import_and_merge_and_change_nothi
     assert sorted(merged.keys()) == [3, 5, 7, 9]
     streamcal.save(merged, tmp_path / "m.sc")
     assert sorted(streamcal.load(tmp_path / "m.sc").keys()) == [3, 5, 7, 9]
+
+
+@pytest.mark.parametrize("template", [None, "ispline"])
+def test_the_river_face_errors_name_its_own_arguments_and_change_nothing(template):
+    from streamcal import ISplineCalibrator
+
+    cal = KeyedCalibrator(key_key="c", score_key="s") if template is None else KeyedCalibrator(
+        ISplineCalibrator(refit_every=10), key_key="c", score_key="s"
+    )
+    cal.learn_one({"c": 1, "s": 0.5}, True)
+    before = streamcal.persist.to_bytes(cal)
+    for x, y, w, match in [
+        ({"c": 1, "s": 1.5}, True, 1.0, r"^`x\['s'\]` must hold probabilities in \[0, 1\].*got 1.5\."),
+        ({"c": 1, "s": 0.5}, 2, 1.0, r"^`y` must hold binary labels .*got 2\.$"),
+        ({"c": 1, "s": 0.5}, True, -1.0, r"^`w` must be finite and non-negative; got -1.0\.$"),
+        ({"c": "a", "s": 0.5}, True, 1.0, r"^`x\['c'\]` must be of the kind already learned \(int\); got 'a'\.$"),
+    ]:
+        with pytest.raises((ValueError, TypeError), match=match):
+            cal.learn_one(x, y, w)
+    with pytest.raises(ValueError, match=r"^`x\['s'\]` must be finite; got nan\.$"):
+        cal.predict_proba_one({"c": 1, "s": float("nan")})
+    assert streamcal.persist.to_bytes(cal) == before
