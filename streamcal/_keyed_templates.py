@@ -36,6 +36,7 @@ import numpy as np
 from streamcal import _state_check as c
 from streamcal._kernels import keyed as _kk
 from streamcal._keyed_state import check_counters, check_key_params, check_slot_keys
+from streamcal._keys import check_key_kind
 from streamcal._locking import LockedState
 from streamcal._operations import OP_LEARN, OP_PREDICT
 from streamcal._refit import RefitCalibrator
@@ -430,9 +431,7 @@ class TemplateKeys:
                     msg = f"`state[{name!r}]` must be a finite number >= 0; got {value!r}."
                     raise ValueError(msg)
                 sums.append(float(value))
-            if self._slot_of and type(key) is not type(next(iter(self._slot_of))):
-                msg = f"`key` must be of the kind already learned; got {key!r}."
-                raise TypeError(msg)
+            check_key_kind(self._slot_of, key)
             k = self._slot_of.get(key)
             if k is None:
                 if self._key_limit() is not None and self.n_keys >= self._key_limit():

@@ -15,7 +15,7 @@ import numpy as np
 
 from streamcal._validation import fmt
 
-__all__ = ["KeyColumn", "KeyedRiverChecks", "as_key_column"]
+__all__ = ["KeyColumn", "KeyedRiverChecks", "as_key_column", "check_key_kind"]
 
 
 class KeyColumn:
@@ -38,6 +38,13 @@ class KeyColumn:
         kind (an int or a str, as its keys are)."""
         i = bisect.bisect_left(self.keys, key)
         return i if i < len(self.keys) and self.keys[i] == key else -1
+
+
+def check_key_kind(slot_of: dict, key) -> None:
+    """Refuse ``key`` where a keyed calibrator holds keys of the other kind (ints, strings)."""
+    if slot_of and type(key) is not type(next(iter(slot_of))):
+        msg = f"`key` must be of the kind already learned ({type(next(iter(slot_of))).__name__}); got {fmt(key)}."
+        raise TypeError(msg)
 
 
 def _refuse(name: str, value, i: int, why: str):

@@ -26,7 +26,7 @@ from streamcal._kernels import keyed as _kk
 from streamcal._keyed_rows import KeyedRows, calibrator_to_row, ring_rows
 from streamcal._keyed_state import check_key_params
 from streamcal._keyed_templates import TemplateKeys
-from streamcal._keys import KeyedRiverChecks, as_key_column
+from streamcal._keys import KeyedRiverChecks, as_key_column, check_key_kind
 from streamcal._locking import LockedState
 from streamcal._validation import as_1d_float, as_binary_labels, check_learn_arrays, check_same_length
 from streamcal.isotonic.streaming import PAVCalibrator
@@ -51,13 +51,6 @@ def _template_per_key(calibrator, prior_strength) -> bool:
     independent = isinstance(prior_strength, numbers.Real) and not isinstance(prior_strength, bool)
     independent = independent and prior_strength == 0
     return independent and template.prior is not None and bool(template.finite_proba)
-
-
-def _check_key_kind(slot_of: dict, key) -> None:
-    """Refuse ``key`` where the calibrator holds keys of the other kind (ints, strings)."""
-    if slot_of and type(key) is not type(next(iter(slot_of))):
-        msg = f"`key` must be of the kind already learned ({type(next(iter(slot_of))).__name__}); got {key!r}."
-        raise TypeError(msg)
 
 
 def _check_merge_kinds(firsts: list) -> None:
@@ -362,7 +355,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
 
         with self._lock:
             key = self._checked_key(key, "key")
-            _check_key_kind(self._slot_of, key)
+            check_key_kind(self._slot_of, key)
             row = check_exported(state, self._cfg)
             k = self._slot_of.get(key)
             if k is None:
