@@ -46,7 +46,9 @@ def _run_demo(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         return _fail(exc, {"directory": "--dir", "n": "--n", "seed": "--seed"})
     print()
-    run_streaming_demo(seed=args.seed, n=args.n, window=max(args.n // 20, 1_000))
+    # a count window of a twentieth of the stream, at least 1,000 events, but at most an eighth, so that
+    # each of the drift table's three segments (a window to half the stream, a window, the rest) holds events
+    run_streaming_demo(seed=args.seed, n=args.n, window=max(min(max(args.n // 20, 1_000), args.n // 8), 1))
     return 0
 
 

@@ -38,7 +38,8 @@ def _metrics(y: np.ndarray, p: np.ndarray, llr: np.ndarray) -> dict[str, float]:
         "log loss": float(m.log_loss(y, p)),  # unclipped: PAV's default map is never exactly 0 or 1
         "Brier": float(m.brier_score(y, p)),
         "ECE": float(m.ece(y, p)),
-        "Cllr": float(m.cllr(y, llr)),
+        # Cllr weighs each class by its own count: NaN where a short segment holds one class only
+        "Cllr": float(m.cllr(y, llr)) if 0 < int(np.count_nonzero(y)) < y.size else float("nan"),
     }
 
 
@@ -71,6 +72,8 @@ def run_streaming_demo(
     }
     rows = []
     for seg, sl in segments.items():
+        if sl.start >= min(sl.stop, n):  # a stream too short for this segment
+            continue
         for name, (p, llr) in runs.items():
             rows.append({"segment": seg, "calibrator": name, **_metrics(labels[sl], p[sl], llr[sl])})
     if out is not None:

@@ -123,3 +123,21 @@ def test_replay_jobs_reaches_pav_only(tmp_path):
     result = run_cli("replay", str(data), "--jobs", "0", "--quiet")
     assert result.returncode == 2
     assert result.stderr.startswith("streamcal: error: --jobs must")
+
+
+@pytest.mark.parametrize("n", [1, 7, 50, 1000, 2000])
+def test_demo_runs_on_a_short_stream(tmp_path, capsys, n):
+    """A short demo (down to one event) prints its drift table without an error: the count window
+    shrinks to an eighth of the stream, segments without events are left out, and a segment of one
+    class gets a Cllr of NaN."""
+    from streamcal.cli import main
+
+    assert main(["demo", "--n", str(n), "--dir", str(tmp_path), "--no-plot"]) == 0
+    out = capsys.readouterr().out
+    assert "Streaming PAV on a drifting click stream" in out
+    assert "internal error" not in out
+    rows = [line for line in out.splitlines() if line.startswith(("before drift", "just after", "after drift"))]
+    assert rows  # at least one segment holds events
+    if n >= 1000:
+        assert len(rows) == 9  # three segments, three calibrators
+        assert "count window 125" in out or "count window 250" in out
