@@ -107,3 +107,13 @@ def test_a_pair_refitted_between_a_prediction_and_the_learning_is_followed(rng):
     # twin's cached buffers are dropped (a pickled copy) at each comparison: it rebinds from scratch
     for x in xs[:50]:
         assert cal.predict_proba_one(x) == pickle.loads(pickle.dumps(twin)).predict_proba_one(x)
+
+
+@pytest.mark.parametrize("cls", [OneVsRestCalibrator, PairwiseCouplingCalibrator])
+def test_a_calibrator_class_instead_of_an_instance_is_named_and_changes_nothing(cls):
+    cal = cls(PAVCalibrator)
+    before = pickle.dumps(cal)
+    for call in (lambda: cal.learn_one({"a": 0.3, "b": 0.7}, "a"), lambda: cal.predict_proba_one({"a": 0.3})):
+        with pytest.raises(TypeError, match=r"got the class PAVCalibrator: pass PAVCalibrator\(\)"):
+            call()
+    assert pickle.dumps(cal) == before

@@ -517,6 +517,7 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
                 msg = f"`classes` must not repeat a class; got {self.classes!r}."
                 raise ValueError(msg)
         calibrator = self.calibrator
+        _refuse_a_class(calibrator)
         if calibrator is not None:
             for name in ("learn_one", "predict_proba_one", "clone", "window_weight"):
                 if not hasattr(calibrator, name):
@@ -895,6 +896,15 @@ def _prototype_facts(prototype) -> tuple[bool, bool, str]:
 
 
 @functools.cache
+def _refuse_a_class(calibrator) -> None:
+    """A calibrator class passed where an instance goes (``PAVCalibrator`` for ``PAVCalibrator()``)
+    is named as such: its unbound methods would pass the checks and fail at the first event."""
+    if isinstance(calibrator, type):
+        name = calibrator.__name__
+        msg = f"`calibrator` must be a binary streaming calibrator instance; got the class {name}: pass {name}()."
+        raise TypeError(msg)
+
+
 def _default_prototype_facts() -> tuple[bool, bool, str]:
     """:func:`_prototype_facts` of the default binary calibrator, ``PAVCalibrator()``: the same
     for every multiclass calibrator, read once per process rather than from a calibrator built
