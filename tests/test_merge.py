@@ -405,6 +405,7 @@ def test_pav_score_prior_merges_its_window_exactly_and_refits_its_strength(kind)
             assert merged.prior_strength == single.prior_strength == 0.0
             np.testing.assert_allclose(merged.predict_proba(grid), single.predict_proba(grid), rtol=1e-9)
             continue
-        assert merged.prior_strength > 0.0 and single.prior_strength > 0.0
+        assert merged.prior_strength > 0.0
+        assert single.prior_strength > 0.0
         np.testing.assert_allclose(merged.predict_proba(grid), single.predict_proba(grid), rtol=0, atol=1e-3)
         np.testing.assert_allclose(merged.predict_llr(grid), single.predict_llr(grid), rtol=0, atol=2e-2)
