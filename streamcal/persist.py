@@ -996,7 +996,8 @@ def save(obj, path, *, allow_pickle: bool = True) -> Path:
     obj
         A streamcal learner (any object of the kinds listed in :mod:`streamcal.persist`).
     path
-        Destination file. Its directory must exist. The file is replaced atomically.
+        Destination file (a ``str`` or path-like; its directory must exist; the file is replaced
+        atomically), or a binary file object open for writing (the bytes are written at its position).
     allow_pickle
         Store values that have no portable form with pickle (True), or raise ``TypeError`` (False).
 
@@ -1010,10 +1011,33 @@ def save(obj, path, *, allow_pickle: bool = True) -> Path:
     >>> persist.load(path)
     {'weights': [1.0, 2.0]}
     """
+    if hasattr(path, "write"):  # a binary file object
+        data = to_bytes(obj, allow_pickle=allow_pickle)
+        try:
+            path.write(data)
+        except TypeError:
+            msg = f"`path` must be a file name or a binary file object; got a text file object {path!r}."
+            raise TypeError(msg) from None
+        return path
+    path = _as_path(path)
+    if path.is_dir():
+        msg = f"`path` must name a file, not a directory; got the directory {str(path)!r}."
+        raise IsADirectoryError(msg)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        msg = f"`path`'s directory {str(parent)!r} does not exist; got {str(path)!r}."
+        raise FileNotFoundError(msg)
     data = to_bytes(obj, allow_pickle=allow_pickle)
-    path = Path(path)
     _atomic_write(path, data)
     return path
+
+
+def _as_path(path) -> Path:
+    """``path`` as a ``Path``, or a ``TypeError`` naming it."""
+    if isinstance(path, (str, os.PathLike)):
+        return Path(path)
+    msg = f"`path` must be a file name (str or path-like) or a binary file object; got {type(path).__name__} {path!r}."
+    raise TypeError(msg)
 
 
 def load(path, *, allow_pickle: bool = False, max_bytes: int = MAX_STATE_BYTES):
@@ -1022,7 +1046,7 @@ def load(path, *, allow_pickle: bool = False, max_bytes: int = MAX_STATE_BYTES):
     Parameters
     ----------
     path
-        The state file.
+        The state file (a ``str`` or path-like), or a binary file object open for reading.
     allow_pickle
         Unpickle the parts stored with pickle (see :mod:`streamcal.persist`). Unpickling runs
         whatever code the file names: pass True only for files you trust.
@@ -1041,7 +1065,9 @@ def load(path, *, allow_pickle: bool = False, max_bytes: int = MAX_STATE_BYTES):
     StatePickleError
         The file holds pickles and ``allow_pickle`` is False.
     """
-    path = Path(path)
+    if hasattr(path, "read"):  # a binary file object
+        return _read_file_object(path, allow_pickle=allow_pickle, max_bytes=max_bytes)
+    path = _as_path(path)
     try:
         f = path.open("rb")
     except IsADirectoryError:
@@ -1049,6 +1075,28 @@ def load(path, *, allow_pickle: bool = False, max_bytes: int = MAX_STATE_BYTES):
         raise StateFileError(msg) from None
     with f:
         return _read_state(f, allow_pickle=allow_pickle, where=f"{str(path)!r}", max_bytes=max_bytes)
+
+
+def _read_file_object(f, *, allow_pickle: bool, max_bytes: int):
+    """:func:`load` from a binary file object: read as it is where it can seek, else its bytes read
+    first (at most the zip container's share of ``max_bytes`` more than the limit)."""
+    where = f"the file object {getattr(f, 'name', None) or type(f).__name__!r}"
+    try:
+        probe = f.read(0)
+    except Exception as exc:
+        msg = f"`path` must be a binary file object open for reading; reading {where} failed ({exc})."
+        raise TypeError(msg) from None
+    if not isinstance(probe, bytes):
+        msg = f"`path` must be a binary file object (open it with 'rb'); got a text file object {f!r}."
+        raise TypeError(msg)
+    seekable = getattr(f, "seekable", None)
+    if callable(seekable) and seekable():
+        return _read_state(f, allow_pickle=allow_pickle, where=where, max_bytes=max_bytes)
+    data = f.read(2 * max_bytes + 1)
+    if len(data) > 2 * max_bytes:
+        msg = f"{where} holds more than twice max_bytes ({max_bytes:,}) bytes: refused before reading it all."
+        raise StateFileError(msg)
+    return _read_state(io.BytesIO(data), allow_pickle=allow_pickle, where=where, max_bytes=max_bytes)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

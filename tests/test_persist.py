@@ -335,6 +335,49 @@ def test_load_of_a_directory_or_damaged_path_names_the_path(tmp_path):
         persist.load(tmp_path / "x.zip")
 
 
+
+def test_save_and_load_take_binary_file_objects(tmp_path):
+    cal = PAVCalibrator().update(np.array([0.1, 0.5, 0.9, 0.4]), np.array([0, 1, 1, 0]))
+    grid = np.linspace(0.0, 1.0, 33)
+    buffer = io.BytesIO()
+    assert persist.save(cal, buffer) is buffer
+    assert buffer.getvalue() == persist.to_bytes(cal)
+    buffer.seek(0)
+    np.testing.assert_array_equal(persist.load(buffer).predict_proba(grid), cal.predict_proba(grid))
+    persist.save(cal, tmp_path / "s.zip")
+    with (tmp_path / "s.zip").open("rb") as f:
+        np.testing.assert_array_equal(persist.load(f).predict_proba(grid), cal.predict_proba(grid))
+
+    class Stream:  # a file object that cannot seek: read whole first
+        def __init__(self, data):
+            self.data = io.BytesIO(data)
+
+        def read(self, n=-1):
+            return self.data.read(n)
+
+    loaded = persist.load(Stream(persist.to_bytes(cal)))
+    np.testing.assert_array_equal(loaded.predict_proba(grid), cal.predict_proba(grid))
+    with pytest.raises(persist.StateFileError, match=r"file object 'BytesIO' is not a streamcal state file"):
+        persist.load(io.BytesIO(b"junk"))
+
+
+def test_save_and_load_name_a_bad_path(tmp_path):
+    cal = PAVCalibrator()
+    for call in (lambda: persist.save(cal, 123), lambda: persist.load(123)):
+        with pytest.raises(TypeError, match=r"`path` must be a file name .* got int 123"):
+            call()
+    with pytest.raises(IsADirectoryError, match=r"not a directory; got the directory"):
+        persist.save(cal, tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"directory .*missing.* does not exist"):
+        persist.save(cal, tmp_path / "missing" / "s.zip")
+    (tmp_path / "t.txt").write_text("x")
+    with (tmp_path / "t.txt").open() as f, pytest.raises(TypeError, match="open it with 'rb'"):
+        persist.load(f)
+    with (tmp_path / "u.txt").open("w") as f, pytest.raises(TypeError, match="text file object"):
+        persist.save(cal, f)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.txt", "u.txt"]  # no temporary file left
+
+
 # --------------------------------------------------------------------------------------- atomicity
 def test_a_failed_write_leaves_the_old_checkpoint_and_no_temporary_file(tmp_path, monkeypatch):
     path = tmp_path / "state.zip"
