@@ -457,3 +457,31 @@ def test_a_state_saved_without_the_stream_clock_loads(cls, rng):
     timed = cls(calibrator=PAVCalibrator(window="10m"), classes=(0, 1, 2)).update(p, y, times=np.arange(p.shape[0]) * 1.0)
     manifest, _, _ = unpack(to_bytes(timed))
     assert next(objects(manifest["root"]))[1]["state"]["_last_time"] == p.shape[0] - 1.0
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+@pytest.mark.parametrize("template", ["platt", "gev", "ispline", "venn-abers"])
+def test_every_streamcal_binary_calibrator_serves_as_the_pairs(cls, template, rng):
+    """The refitted maps and Venn–Abers work as the binary calibrator: the array face equals the
+    river face, each part is a clone of the template, and the rows are probabilities summing to 1."""
+    from streamcal import GEVCalibrator, ISplineCalibrator, PlattCalibrator, VennAbersCalibrator
+
+    def new():
+        return {
+            "platt": lambda: PlattCalibrator(refit_every=25),
+            "gev": lambda: GEVCalibrator(refit_every=25),
+            "ispline": lambda: ISplineCalibrator(refit_every=25),
+            "venn-abers": VennAbersCalibrator,
+        }[template]()
+
+    classes = ("c", "a", "b")
+    fast, slow = cls(calibrator=new(), classes=classes), cls(calibrator=new(), classes=classes)
+    p, y, _ = stream(rng, 150, 3, zeros=False)
+    labels = [classes[i] for i in y]
+    out = fast.prequential(p, labels)
+    np.testing.assert_array_equal(out, river_loop(slow, classes, p, labels, None))
+    assert np.all((out > 0.0) & (out < 1.0))
+    np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    parts = binary_calibrators(fast)
+    assert len(parts) == 3
+    assert all(type(part) is type(new()) for part in parts.values())
