@@ -103,7 +103,11 @@ def merge(calibrators: Iterable, /):
     >>> merged.n_learned, bool((merged.predict_proba(scores) == whole.predict_proba(scores)).all())
     (3000, True)
     """
-    items = list(calibrators)
+    try:
+        items = list(calibrators)
+    except TypeError:
+        msg = f"`calibrators` must be an iterable of calibrators (a list or a tuple); got {calibrators!r}."
+        raise TypeError(msg) from None
     if not items:
         msg = "`calibrators` must hold at least one calibrator; got none."
         raise ValueError(msg)
@@ -111,12 +115,13 @@ def merge(calibrators: Iterable, /):
     for i, cal in enumerate(items):
         if not isinstance(cal, Mergeable):
             msg = (
-                f"`calibrators` must hold streamcal streaming calibrators; got a {type(cal).__name__} at position {i}."
+                "`calibrators` must hold streamcal streaming calibrators; "
+                f"got {_a(type(cal).__name__)} at position {i}."
             )
             raise TypeError(msg)
         if type(cal) is not type(first):
             msg = (
-                f"`calibrators` must all be {type(first).__name__} (one class); got a {type(cal).__name__} "
+                f"`calibrators` must all be {type(first).__name__} (one class); got {_a(type(cal).__name__)} "
                 f"at position {i}."
             )
             raise TypeError(msg)
@@ -129,6 +134,11 @@ def merge(calibrators: Iterable, /):
 
 
 # ---------------------------------------------------------------------------------------- checks
+def _a(name: str) -> str:
+    """``name`` with its indefinite article: "a float", "an ISplineCalibrator"."""
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 def _param_key(value):
     from river import base
 
@@ -146,23 +156,25 @@ _EXECUTION_PARAMS = frozenset({"n_jobs"})
 _STRATEGY_PARAMS = ("buckets", "window")
 
 
-def _strategy_keys(cal, params: dict) -> dict:
+def _strategies(cal, params: dict) -> dict:
     from streamcal.buckets import as_buckets
     from streamcal.windows import as_window
 
     parsers = {"buckets": as_buckets, "window": as_window}
     # a parameter is stored under its own name (river's convention)
-    return {name: _param_key(parsers[name](getattr(cal, name))) for name in _STRATEGY_PARAMS if name in params}
+    return {name: parsers[name](getattr(cal, name)) for name in _STRATEGY_PARAMS if name in params}
 
 
 def _check_same_params(a, b, position: int) -> None:
     pa, pb = a._get_params(), b._get_params()  # river's parameter API
-    ka, kb = _strategy_keys(a, pa), _strategy_keys(b, pb)
+    sa, sb = _strategies(a, pa), _strategies(b, pb)
     for name in pa:
-        same = ka[name] == kb.get(name) if name in ka else _param_key(pa[name]) == _param_key(pb.get(name))
+        if name in sa:  # compared, and named, as the strategies they mean (None: the default's)
+            va, vb = sa[name], sb.get(name)
+            same = _param_key(va) == _param_key(vb)
+        else:
+            va, vb = pa[name], pb.get(name)
+            same = _param_key(va) == _param_key(vb)
         if name not in _EXECUTION_PARAMS and not same:
-            msg = (
-                f"`calibrators` cannot be merged: different `{name}`, {pa[name]!r} and {pb.get(name)!r} "
-                f"(position {position})."
-            )
+            msg = f"`calibrators` cannot be merged: different `{name}`, {va!r} and {vb!r} (position {position})."
             raise ValueError(msg)

@@ -409,3 +409,16 @@ def test_pav_score_prior_merges_its_window_exactly_and_refits_its_strength(kind)
         assert single.prior_strength > 0.0
         np.testing.assert_allclose(merged.predict_proba(grid), single.predict_proba(grid), rtol=0, atol=1e-3)
         np.testing.assert_allclose(merged.predict_llr(grid), single.predict_llr(grid), rtol=0, atol=2e-2)
+
+
+def test_merge_errors_read_as_sentences_and_name_strategies_as_they_mean():
+    from streamcal import ISplineCalibrator
+
+    with pytest.raises(TypeError, match=r"must be an iterable of calibrators .* got None"):
+        merge(None)
+    with pytest.raises(TypeError, match=r"one class\); got an ISplineCalibrator at position 1"):
+        merge([PAVCalibrator(), ISplineCalibrator()])
+    with pytest.raises(TypeError, match=r"got an object at position 1"):
+        merge([PAVCalibrator(), object()])
+    with pytest.raises(ValueError, match=r"`buckets`, LogitGrid\(n_buckets=512\) and LogitGrid\(n_buckets=1024\)"):
+        merge([PAVCalibrator(buckets=512), PAVCalibrator()])
