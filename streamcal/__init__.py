@@ -77,4 +77,7 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted({*globals(), *_EXPORTS, *_SUBMODULES})
+    # the public names and the loaded public submodules: not the module's own imports (``importlib``)
+    own = globals()
+    loaded = (n for n, v in own.items() if not n.startswith("_") and getattr(v, "__name__", "") == f"streamcal.{n}")
+    return sorted({*(n for n in own if n.startswith("__")), *loaded, *_EXPORTS, *_SUBMODULES})

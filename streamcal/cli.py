@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         help="generate a drifting click stream, replay it through every calibrator, print the metrics",
         description="Generate a seeded synthetic click stream whose score-to-probability relation drifts, "
-        "replay it prequentially with late labels through every calibrator (PAV, I-spline, GEV, Platt and "
+        "replay it prequentially with late labels through every calibrator (PAV, I-spline, GEV, Platt, Venn–Abers and "
         "the raw score), print the summary and where the outputs are; then compare streaming PAV with a "
         "count window and an unbounded one before and after the drift.",
     )
@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     generate = commands.add_parser(
         "generate",
-        help="write a seeded synthetic event stream (click, fraud, drift) to Parquet, Arrow IPC or CSV",
+        help="write a seeded synthetic event stream (click, fraud, drift, campaigns) to Parquet, Arrow IPC or CSV",
     )
     add_generate_arguments(generate)
     generate.set_defaults(handler=run_generate)

@@ -141,3 +141,17 @@ def test_demo_runs_on_a_short_stream(tmp_path, capsys, n):
     if n >= 1000:
         assert len(rows) == 9  # three segments, three calibrators
         assert "count window 125" in out or "count window 250" in out
+
+
+def test_dir_of_the_package_lists_its_public_names_not_its_imports():
+    import streamcal
+
+    names = dir(streamcal)
+    assert set(streamcal.__all__) <= set(names)
+    assert {"importlib", "annotations"}.isdisjoint(names)
+    assert "exceptions" in names  # a loaded public submodule
+
+
+def test_help_lists_every_scenario():
+    result = run_cli("--help")
+    assert "(click, fraud, drift, campaigns)" in " ".join(result.stdout.split())

@@ -102,7 +102,7 @@ SCENARIOS: dict[str, Scenario] = {
     ),
     "fraud": Scenario(
         name="fraud",
-        description="card payments: base rate ~0.2 %, under-confident scores, labels days later",
+        description="card payments: base rate ~0.27 %, under-confident scores, labels days later",
         span_seconds=90 * DAY,
         logit_mean=-7.5,
         logit_sd=1.1,
