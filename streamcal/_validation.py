@@ -173,6 +173,8 @@ def as_real_array(x, name: str, *, allow_bool: bool = False, what: str = "an arr
     kind = {"b": "bools", "c": "complex numbers", "U": "strings", "S": "bytes", "M": "datetimes", "m": "timedeltas"}
     got = kind.get(arr.dtype.kind, f"values of dtype {arr.dtype}")
     msg = f"`{name}` must hold real numbers only; got {got} (dtype {arr.dtype})."
+    if arr.dtype.kind in "US" and arr.size:  # the first element, as for object arrays
+        msg = msg[:-1] + f", such as {fmt(arr.reshape(-1)[0].item())}{_where(0, arr.shape)}."
     if arr.dtype.kind == "b":
         msg += " Convert them with .astype(float) if they are meant as 0 / 1."
     raise TypeError(msg)
