@@ -232,3 +232,21 @@ print(a.n_events, b.n_events)
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, timeout=600)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == ["2000", "2"]
+
+
+@pytest.mark.parametrize("ending", ["\n", ""])
+def test_a_csv_file_gets_the_metric_windows_of_its_length(tmp_path, stream, ending):
+    """A CSV file's rows are counted before the replay, as Parquet's come from its metadata: the
+    default metric windows follow the stream's length (20 windows here), not the default for an
+    unknown length (100,000 events: one window)."""
+    import pyarrow.csv as pacsv
+
+    table = pq.read_table(stream)
+    csv = tmp_path / "events.csv"
+    pacsv.write_csv(table, csv)
+    text = csv.read_bytes()
+    csv.write_bytes(text.rstrip(b"\n") + ending.encode())
+    from_parquet = replay(stream, "raw", output=tmp_path / "a.parquet")
+    from_csv = replay(csv, "raw", output=tmp_path / "b.parquet")
+    assert from_parquet.n_events == from_csv.n_events == 6_000
+    assert from_csv.metrics_window == from_parquet.metrics_window == 1_000

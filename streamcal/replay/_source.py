@@ -221,7 +221,7 @@ class FileSource(Source):
         import pyarrow as pa
 
         if self.fmt == "csv":
-            return None
+            return _csv_lines(self.path)
         try:
             if self.fmt == "parquet":
                 with self._parquet() as pf:
@@ -232,6 +232,30 @@ class FileSource(Source):
 
 
 _FORMAT_NAMES = {"parquet": "Parquet", "ipc": "Arrow IPC", "csv": "CSV"}
+# a CSV file up to this size has its rows counted before the replay (its lines, header aside): a
+# second read of at most a few tenths of a second, for the metric windows' size and the progress;
+# a larger one gets the default for long inputs
+_CSV_COUNT_BYTES = 256 << 20
+
+
+def _csv_lines(path: str) -> int | None:
+    """The rows of an uncompressed CSV file of at most ``_CSV_COUNT_BYTES``, by its line breaks
+    (a quoted field holding a line break counts twice: the figure sizes windows, it is not a
+    check); None for a larger or compressed file, or one that cannot be read."""
+    if path.lower().endswith((".gz", ".bz2", ".zst", ".lz4", ".br", ".zip", ".xz")):
+        return None
+    try:
+        if os.path.getsize(path) > _CSV_COUNT_BYTES:
+            return None
+        lines, last = 0, b"\n"
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 23):
+                lines += chunk.count(b"\n")
+                last = chunk[-1:]
+    except OSError:
+        return None
+    lines += last != b"\n"  # a last line without its line break
+    return max(lines - 1, 0)  # the header line
 
 
 def _check_format(fmt: str | None) -> None:
