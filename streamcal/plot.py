@@ -438,8 +438,16 @@ def reliability_diagram_from_bins(
 
     for i, (name, (x, f)) in enumerate(points.items()):
         style = _style(i)
-        if scale == "logit":  # a bin with no positive (or only positives) sits on the edge
-            x, f = np.clip(x, lo, hi), np.clip(f, lo, hi)
+        if scale == "logit":
+            # a bin with no positive (or only positives) has no place on a logit axis: it is marked
+            # on the bottom (top) edge by a triangle pointing off the axis, apart from the line
+            x = np.clip(x, lo, hi)
+            inside = (f > 0.0) & (f < 1.0)
+            for edge, value, marker in ((f <= 0.0, lo, "v"), (f >= 1.0, hi, "^")):
+                if edge.any():
+                    ax.plot(x[edge], np.full(int(edge.sum()), value), linestyle="none", marker=marker,
+                            markersize=6, markerfacecolor="none", color=style["color"], clip_on=False)
+            x, f = x[inside], f[inside]
         ax.plot(x, f, label=name, markevery=_markevery(x.size, i), **style, clip_on=False)
     ax.plot([lo, hi], [lo, hi], label="perfectly calibrated", **_REFERENCE, zorder=2)
     ax.set_xscale(scale)

@@ -162,11 +162,18 @@ def test_reliability_logit_keeps_informative_bins_and_clips_empty_ones_to_the_ed
         "m": ([100, 1_000, 1_000, 100], [0.05, 5.0, 50.0, 25.0], [0, 0, 60, 30]),
     }
     ax, _ = plot.reliability_diagram_from_bins(edges, bins, scale="logit")
-    line = ax.get_lines()[0]
+    marker, line = ax.get_lines()[:2]
+    # the bin that saw none: a downward triangle on the bottom edge, in the line's colour, not joined
+    assert marker.get_marker() == "v"
+    assert marker.get_linestyle() == "None"
+    assert marker.get_color() == line.get_color()
+    np.testing.assert_allclose(marker.get_xdata(), [5e-3])
+    assert marker.get_ydata()[0] == ax.get_ylim()[0]  # on the edge
+    # the line joins the bins with positives and negatives only
     x, f = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
-    np.testing.assert_allclose(x, [5e-3, 5e-2, 0.25])
-    assert f[0] == ax.get_ylim()[0]  # on the edge
-    np.testing.assert_allclose(f[1:], [0.06, 0.3])
+    np.testing.assert_allclose(x, [5e-2, 0.25])
+    np.testing.assert_allclose(f, [0.06, 0.3])
+    assert line.get_label() == "m"
 
 
 def test_counts_break_over_an_empty_bin():
