@@ -1054,9 +1054,24 @@ def replay_figure(
     if n_panels:
         ncols = 1 if n_panels == 1 else 2
         grid = right.subgridspec(-(-n_panels // ncols), ncols)
+        panels = []
         for i, metric in enumerate(metric_names):
             ax = fig.add_subplot(grid[i // ncols, i % ncols])
             metrics_over_time(metrics, metric, methods=methods, ax=ax)
+            panels.append(ax)
     if title:
         fig.suptitle(title)
+    if n_panels > 1 or has_reliability:
+        _one_legend_for(panels[1:] if not has_reliability else panels)
     return fig
+
+
+def _one_legend_for(panels: list) -> None:
+    """No legend on ``panels``: every panel draws the methods alike, as the reliability diagram's
+    legend (or, without it, the first panel's) names them; six copies of one legend took the
+    panels' room and wrapped where the methods are many."""
+    for ax in panels:
+        legend = ax.get_legend()
+        if legend is not None:
+            legend.remove()
+        ax.set_title(ax.get_title(), pad=6.0)

@@ -509,7 +509,7 @@ def replay_bins():
     return edges, bins
 
 
-def test_replay_figure_every_panel_has_a_ylabel_and_a_legend(tmp_path):
+def test_replay_figure_every_panel_has_a_ylabel_and_one_legend_names_the_methods(tmp_path):
     edges, bins = replay_bins()
     fig = plot.replay_figure(pa.table(metrics_table()), edges=edges, bins=bins, title="a replay")
     axes = fig.axes
@@ -518,7 +518,21 @@ def test_replay_figure_every_panel_has_a_ylabel_and_a_legend(tmp_path):
     assert titles == ["reliability", "", "Brier score", "Cllr", "calibration loss"]  # the replay's order
     for ax in axes:
         assert ax.get_ylabel(), f"panel {ax.get_title()!r} has no y-label"
-        assert legend_texts(ax)
+    assert legend_texts(axes[0])
+    assert legend_texts(axes[1])
+    # the metric panels draw each method as the reliability diagram's legend shows it, with no
+    # legend of their own
+    shown = {ln.get_label(): ln for ln in axes[0].get_lines() if not ln.get_label().startswith("_")}
+    for ax in axes[2:]:
+        assert ax.get_legend() is None
+        for ln in ax.get_lines():
+            key = next(k for k in shown if k == ln.get_label() or k.startswith(ln.get_label() + " "))
+            assert ln.get_color() == shown[key].get_color()
+            assert ln.get_marker() == shown[key].get_marker()
+    # without the reliability diagram the first panel names them
+    bare = plot.replay_figure(metrics_table())
+    assert legend_texts(bare.axes[0])
+    assert all(ax.get_legend() is None for ax in bare.axes[1:])
     assert axes[0].get_xscale() == "logit"
     assert axes[3].get_yscale() == "linear"
     assert axes[4].get_yscale() == "log"
