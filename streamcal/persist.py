@@ -1011,7 +1011,7 @@ def save(obj, path, *, allow_pickle: bool = True) -> Path:
     >>> persist.load(path)
     {'weights': [1.0, 2.0]}
     """
-    if hasattr(path, "write"):  # a binary file object
+    if not isinstance(path, (str, os.PathLike)) and hasattr(path, "write"):  # a binary file object
         data = to_bytes(obj, allow_pickle=allow_pickle)
         try:
             path.write(data)
@@ -1065,7 +1065,7 @@ def load(path, *, allow_pickle: bool = False, max_bytes: int = MAX_STATE_BYTES):
     StatePickleError
         The file holds pickles and ``allow_pickle`` is False.
     """
-    if hasattr(path, "read"):  # a binary file object
+    if not isinstance(path, (str, os.PathLike)) and hasattr(path, "read"):  # a binary file object
         return _read_file_object(path, allow_pickle=allow_pickle, max_bytes=max_bytes)
     path = _as_path(path)
     try:
