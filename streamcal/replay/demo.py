@@ -18,6 +18,9 @@ __all__ = ["replay_demo"]
 # keeps the demo quick: the map-fitting methods (I-spline, GEV, Platt) refit every 1,000 labels,
 # not lazily before every prediction that follows a new label
 _DEMO_OPTIONS = {"refit_every": 1_000}
+# the click-like scenarios' attribution window: every label is known an hour after its event (the
+# fraud scenario's labels come at their own times)
+_DEMO_LABEL_DELAYS = {"click": "1h", "drift": "1h", "campaigns": "1h"}
 
 
 def replay_demo(
@@ -75,10 +78,19 @@ def replay_demo(
         metrics_window=max(n // 10, 1),
         plot=draw,
         progress=progress,
+        label_delay=_DEMO_LABEL_DELAYS.get(scenario),
+    )
+    delay = _DEMO_LABEL_DELAYS.get(scenario)
+    labels = (
+        "with late labels"
+        if delay is None
+        else f"with every label learned {delay} after its event (when the attribution window closes: "
+        "learning clicks within minutes and non-clicks after the hour would bias every calibrator while "
+        "non-clicks are in flight; `streamcal replay` without --label-delay shows that)"
     )
     print(
         f"streamcal demo: {n:,} synthetic '{scenario}' events (seed {seed}) replayed in event-time order "
-        f"with late labels through {', '.join(summary.methods)}",
+        f"through {', '.join(summary.methods)}, {labels}",
         file=file,
     )
     summary.print(file=file)
