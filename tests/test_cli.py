@@ -136,6 +136,9 @@ def test_demo_runs_on_a_short_stream(tmp_path, capsys, n):
     out = capsys.readouterr().out
     assert "Streaming PAV on a drifting click stream" in out
     assert "internal error" not in out
+    # the replay learns every label after the attribution hour: no delayed-feedback bias to show
+    assert "every label learned 1h after its event" in out
+    assert "labels: delay" in out
     rows = [line for line in out.splitlines() if line.startswith(("before drift", "just after", "after drift"))]
     assert rows  # at least one segment holds events
     if n >= 1000:
