@@ -249,7 +249,7 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
         # fit_distinct's steps on the non-empty buckets, in one compiled call; warm start: the
         # previous fit's positive coefficients (same basis size), usually the same set or close
         # to it, so the exact solve takes a few steps instead of ~basis size
-        wanted = default_n_knots(total) if self.n_knots is None else int(self.n_knots)
+        wanted = default_n_knots(self._knot_weight(total)) if self.n_knots is None else int(self.n_knots)
         wanted = min(wanted, centres.size)  # the kernel caps it below the non-empty buckets too
         inner = _NO_KNOTS if self._inner_knots is None else self._inner_knots
         hint = _NO_HINT if self._coef is None else self._coef > 0.0
@@ -276,6 +276,17 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
         )
         self._basis_cache = (basis, knots)
         self._set_map_arrays(knots, coef, beta, total, pos_total)
+
+    def _knot_weight(self, total: float) -> float:
+        """The weight the default knot count follows: the histogram's ``total`` (real units), or,
+        while the score prior holds weight in this refit, the histogram's weight before its
+        pseudo-counts. The pseudo-counts are no evidence for a more flexible map: counted, their
+        strength (in the thousands on a calibrated stream) would ask for about 200 coefficients
+        where the data give about 12, and move the count with the strength at every refit."""
+        if getattr(self, "prior", None) is None or not self._prior_strength > 0.0:
+            return total
+        _, pos, neg = self.histogram()  # what the refit reads, before the prior's pseudo-counts
+        return float(pos.sum() + neg.sum())
 
     def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
         return evaluate_map(scores, self._knots, int(self.order), self._bspline_coef)
