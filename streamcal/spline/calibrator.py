@@ -285,7 +285,11 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
         where the data give about 12, and move the count with the strength at every refit."""
         if getattr(self, "prior", None) is None or not self._prior_strength > 0.0:
             return total
-        _, pos, neg = self.histogram()  # what the refit reads, before the prior's pseudo-counts
+        if "histogram" not in self.__dict__:
+            # the window's running total: within rounding of the row's sum, which the count's
+            # margin (``default_n_knots``) absorbs
+            return self._hist.window_total()
+        _, pos, neg = self.histogram()  # an outside reader's row, before the prior's pseudo-counts
         return float(pos.sum() + neg.sum())
 
     def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
