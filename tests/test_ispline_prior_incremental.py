@@ -11,12 +11,17 @@ the served bounds and the LLR written out from the refit engine's rule.
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamcal import ISplineCalibrator
 from streamcal._prior import llr_from_proba, prior_logodds, proba_bounds, score_prior, smoothed
+from streamcal.exceptions import StateFileError
 from streamcal.spline.basis import default_n_knots
 from streamcal.spline.fit import evaluate_map, fit_scaled_histogram, unit_scaled
 from streamcal.windows import CountWindow
@@ -110,3 +115,33 @@ def test_the_knot_count_under_the_prior_follows_the_window_weight_not_the_pseudo
     assert interior == default_n_knots(cal.window_weight) == 10
     # the same fit with the pseudo-counts' total counted would have about 200 interior knots
     assert default_n_knots(cal.window_weight * (1.0 + cal.prior_strength)) > 100
+
+
+def test_the_strengths_warm_start_is_state_copies_and_saved_states_continue_bit_for_bit():
+    scores, labels = stream(8, 700, 0, 0.0, 0.0)
+    cal = ISplineCalibrator()
+    cal.prequential(scores[:400], labels[:400])
+    assert cal.prior_strength > 0.0
+    twins = (copy.deepcopy(cal), pickle.loads(pickle.dumps(cal)))
+    a = cal.prequential(scores[400:], labels[400:])
+    for twin in twins:
+        b = twin.prequential(scores[400:], labels[400:])
+        assert np.array_equal(a[0], b[0])
+        assert np.array_equal(a[1], b[1])
+
+
+def test_a_state_saved_before_the_warm_start_loads_and_continues_within_tolerance():
+    scores, labels = stream(9, 700, 0, 0.0, 0.0)
+    cal = ISplineCalibrator()
+    cal.prequential(scores[:400], labels[:400])
+    state = cal.__getstate__()
+    del state["_prior_start"]  # its first refit starts the strength's fit from (0, 0)
+    older = ISplineCalibrator.__new__(ISplineCalibrator)
+    older.__setstate__(state)
+    a, _ = cal.prequential(scores[400:], labels[400:])
+    b, _ = older.prequential(scores[400:], labels[400:])
+    assert float(np.max(np.abs(a - b))) <= TOL
+    state = cal.__getstate__()
+    state["_prior_start"] = np.array([0.0, np.nan])
+    with pytest.raises(StateFileError, match="_prior_start"):
+        ISplineCalibrator.__new__(ISplineCalibrator).__setstate__(state)
