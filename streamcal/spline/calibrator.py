@@ -292,7 +292,8 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
         instead of ``(0, 0)``, and its pseudo-counts added by their compiled rule
         (``glm_refit.add_prior_pseudo_counts``, bit for bit ``streamcal._prior.pseudo_counts``).
         The same maximum within rounding (the strength within about 1e-13 of the cold start's,
-        the map far within 1e-9) at about a third of the cost: one event moves ``(a, b)`` little.
+        the map far within 1e-9) at about half the cost: one event moves ``(a, b)`` little. A
+        refit that finds the strength 0 starts the next from ``(0, 0)``.
         """
         if getattr(self, "prior", None) is None or "histogram" in self.__dict__ or self._PRIOR_FLOOR != "thinned":
             super()._refit()
@@ -315,7 +316,11 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
                 np.empty(3 * B),
             )
         )  # fmt: skip
-        if kappa > 0.0:
+        if not kappa > 0.0:
+            # refuted: the next fit starts from (0, 0), as it does after events the compiled loop
+            # serves without fitting the prior (its refits do not depend on which path ran)
+            start[:] = 0.0
+        else:
             _config.run(
                 _glm.add_prior_pseudo_counts, 0, pos, neg, kappa, centres, bool(self._identity), base_rate,
                 _glm.FLOOR_THINNED, B,
