@@ -122,7 +122,8 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
     n_knots
         Number of interior knots, at weighted score quantiles. Default: the paper's
         ``max(1, floor(n^(1/3) - 4))`` for ``n`` events (the window weight when streaming, the
-        score prior's pseudo-counts not counted), capped so that the basis does not outnumber the distinct scores (non-empty buckets).
+        score prior's pseudo-counts not counted), capped so that the basis does not outnumber
+        the distinct scores (non-empty buckets).
         Refit cost grows with the cube of the basis size: fix ``n_knots`` for large windows.
     knots
         Explicit strictly increasing interior knots, overriding ``n_knots`` (knots outside the
