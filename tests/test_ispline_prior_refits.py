@@ -1,9 +1,10 @@
 """The exact I-spline refit while the score prior is in force: warm starts across basis sizes.
 
 With the score prior in force (calibrated scores: its strength in the thousands) the refit fits
-the histogram plus the prior's pseudo-counts, whose total moves with the prior's strength; the
-knot rule follows that total, so the basis gains or loses a coefficient on many refits. The
-active-set solve then starts from the previous free set mapped onto the new basis
+the histogram plus the prior's pseudo-counts, whose total moves with the prior's strength; a knot
+rule that follows that total (the default's before its count followed the data's weight alone, kept
+here in a subclass) makes the basis gain or lose a coefficient on many refits, as a basis does
+wherever the knot count changes between refits. The active-set solve then starts from the previous free set mapped onto the new basis
 (``warm_free_set``): a handful of subproblem solves, where a cold start takes about one per free
 coefficient. Each refit is checked against the cold solve of the same system (the reference) and
 counted in subproblem solves, never timed.
@@ -73,6 +74,13 @@ def calibrated_stream(n, seed):
     return scores, rng.uniform(size=n) < scores
 
 
+class PseudoCountKnots(ISplineCalibrator):
+    """The default knot count of the whole fitted weight, the prior's pseudo-counts included."""
+
+    def _knot_weight(self, total):
+        return total
+
+
 def test_refits_under_the_prior_stay_warm_when_the_basis_changes_size(monkeypatch):
     """Every prediction within 1e-9 of the cold solve's, and a few subproblem solves per refit.
 
@@ -82,7 +90,7 @@ def test_refits_under_the_prior_stay_warm_when_the_basis_changes_size(monkeypatc
     last digit but in the extreme coefficients only to about 1e-7, where the map lies below the
     served bound ``c / (W + 2c)`` or above its complement."""
     scores, labels = calibrated_stream(2000, 3)
-    cal = ISplineCalibrator(refit_every=50)  # the prior "auto"
+    cal = PseudoCountKnots(refit_every=50)  # the prior "auto"
     cal.prequential(scores[:1900], labels[:1900])
     cal.refit_every = None
     grid = 1.0 / (1.0 + np.exp(-np.linspace(-12.0, 6.0, 1001)))
