@@ -14,8 +14,13 @@ the ISLR ``Default`` and ``Caravan`` splits), for
   score's own, is fitted to the same histogram (window plus pseudo-counts) and served unless some
   GEV shape's log-likelihood of the window's labels at its fit is above the logistic's by more than
   ``--margin`` nats (both have two parameters, so a margin of 0 is the BIC comparison of the two);
-  where the prior is refuted (strength 0) the default's choice serves. Not in the package: the
-  exact default's compiled refit chooses by the Brier score (``streamcal._kernels.glm_refit``).
+  where the prior is refuted (strength 0) the default's choice serves. ``--margin inf`` serves the
+  logistic whenever the prior holds; ``--floor span`` puts the prior's pseudo-counts where Platt's
+  go (GEV's own floor is ``"spread"``). Not in the package: the exact default's compiled refit
+  chooses by the Brier score (``streamcal._kernels.glm_refit``).
+
+``--margin inf --floor span`` serves ``PlattCalibrator()``'s map while the prior holds (see
+docs/benchmarks.md, "GEV's shape choice under the prior").
 """
 
 from __future__ import annotations
@@ -79,9 +84,11 @@ class _EngineGEV(GEVCalibrator):
         return 1.0 / (1.0 + np.exp(-(beta[0] * z + beta[1])))
 
 
-def _engine(margin):
+def _engine(margin, floor=None):
+    cls = _EngineGEV if floor is None else type("_EngineGEVFloor", (_EngineGEV,), {"_PRIOR_FLOOR": floor})
+
     def make():
-        cal = _EngineGEV()
+        cal = cls()
         cal.margin = margin
         return cal
 
@@ -106,10 +113,12 @@ def run(name, streams, windows, variants):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=3_000, help="events of each rare stream")
-    parser.add_argument("--margin", type=float, default=0.0, help="the prototype's margin in nats")
+    parser.add_argument("--margin", type=float, default=0.0, help="the prototype's margin in nats (inf: always)")
+    parser.add_argument("--floor", choices=("spread", "span", "traffic", "thinned"), default=None,
+                        help="the prototype's floor for the prior's pseudo-counts (default: GEV's own)")
     parser.add_argument("--islr-dir", default=os.path.join(tempfile.gettempdir(), "streamcal-islr"))
     args = parser.parse_args()
-    variants = {"default": GEVCalibrator, "engine": _engine(None), "logistic": _engine(args.margin)}
+    variants = {"default": GEVCalibrator, "engine": _engine(None), "logistic": _engine(args.margin, args.floor)}
     n = args.events
     windows = [w for w in (300, 1_000, 3_000, 10_000, 30_000) if w <= n]
     for name, shift, scale in (
