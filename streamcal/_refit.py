@@ -106,16 +106,17 @@ class RefitCalibrator(StreamingCalibrator):
             return
         c = float(self.llr_pseudo_count)
         if getattr(self, "prior", None) is not None:
-            self._prior_strength, prior_pos, prior_neg = _prior.score_prior(
-                centres, pos, neg, self._identity, c, floor=self._PRIOR_FLOOR
-            )
-            if self._prior_strength > 0.0:
-                pos = pos + prior_pos
-                neg = neg + prior_neg
+            self._prior_strength, pos, neg = self._with_score_prior(centres, pos, neg, c)
         self._refit_from_histogram(centres, pos, neg)
         self._prior_logodds = _prior.prior_logodds(t_pos, t_neg, c)
         self._set_proba_bounds(float(pos.sum()) + float(neg.sum()))
         self._fitted = True
+
+    def _with_score_prior(self, centres, pos, neg, c: float):
+        """``(kappa, pos, neg)``: the score prior's strength for the row and the row with its
+        pseudo-counts added (the row itself where the strength is 0)."""
+        kappa, prior_pos, prior_neg = _prior.score_prior(centres, pos, neg, self._identity, c, floor=self._PRIOR_FLOOR)
+        return (kappa, pos + prior_pos, neg + prior_neg) if kappa > 0.0 else (kappa, pos, neg)
 
     @property
     def prior_strength(self) -> float:

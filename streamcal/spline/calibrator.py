@@ -287,64 +287,11 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
         self._basis_cache = (basis, knots)
         self._set_map_arrays(knots, coef, beta, total, pos_total)
 
-    def _refit(self) -> None:
-        """The engine's refit (``RefitCalibrator._refit``), the score prior's strength found by
-        Newton's method from the last refit's recalibration ``(a, b)`` (``prior_strength_listed``)
-        instead of ``(0, 0)``, and its pseudo-counts added by their compiled rule
-        (``glm_refit.add_prior_pseudo_counts``, bit for bit ``streamcal._prior.pseudo_counts``).
-        The same maximum within rounding (the strength within about 1e-13 of the cold start's,
-        the map far within 1e-9) at about half the cost: one event moves ``(a, b)`` little. A
-        refit that finds the strength 0 starts the next from ``(0, 0)``.
-        """
-        if getattr(self, "prior", None) is None or "histogram" in self.__dict__ or self._PRIOR_FLOOR != "thinned":
-            super()._refit()
-            return
-        self._n_since_refit = 0
-        self._dirty = False
-        centres, pos, neg = self.histogram()
-        t_pos, t_neg = float(pos.sum()), float(neg.sum())
-        if not t_pos + t_neg > 0.0:
-            self._fitted = False
-            return
-        c = float(self.llr_pseudo_count)
-        B = int(centres.size)
-        base_rate = (t_pos + c) / (float(pos.sum() + neg.sum()) + 2.0 * c)  # ``score_prior``'s
-        row = np.concatenate((pos, neg))
-        start = self._prior_start
-        self._prior_strength = kappa = float(
-            _config.run(
-                _kp.prior_strength_listed, 0, row, 0, B, 1.0, centres, 0, 1, base_rate, bool(self._identity), start,
-                np.empty(3 * B),
-            )
-        )  # fmt: skip
-        if not kappa > 0.0:
-            # refuted: the next fit starts from (0, 0), as it does after events the compiled loop
-            # serves without fitting the prior (its refits do not depend on which path ran)
-            start[:] = 0.0
-        else:
-            _config.run(
-                _glm.add_prior_pseudo_counts, 0, pos, neg, kappa, centres, bool(self._identity), base_rate,
-                _glm.FLOOR_THINNED, B,
-            )  # fmt: skip
-        self._refit_from_histogram(centres, pos, neg)
-        self._prior_logodds = _prior.prior_logodds(t_pos, t_neg, c)
-        self._set_proba_bounds(float(pos.sum()) + float(neg.sum()))
-        self._fitted = True
+    def _with_score_prior(self, centres, pos, neg, c: float):
+        return _warm_score_prior(self, centres, pos, neg, c)
 
     def _knot_weight(self, total: float) -> float:
-        """The weight the default knot count follows: the histogram's ``total`` (real units), or,
-        while the score prior holds weight in this refit, the histogram's weight before its
-        pseudo-counts. The pseudo-counts are no evidence for a more flexible map: counted, their
-        strength (in the thousands on a calibrated stream) would ask for about 200 coefficients
-        where the data give about 12, and move the count with the strength at every refit."""
-        if getattr(self, "prior", None) is None or not self._prior_strength > 0.0:
-            return total
-        if "histogram" not in self.__dict__:
-            # the window's running total: within rounding of the row's sum, which the count's
-            # margin (``default_n_knots``) absorbs
-            return self._hist.window_total()
-        _, pos, neg = self.histogram()  # an outside reader's row, before the prior's pseudo-counts
-        return float(pos.sum() + neg.sum())
+        return _knot_weight(self, total)
 
     def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
         return evaluate_map(scores, self._knots, int(self.order), self._bspline_coef)
@@ -692,3 +639,53 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
         self._dirty = dirty != 0.0
         self._prior_strength = 0.0
         st["map"] = self._coef
+
+
+def _warm_score_prior(cal, centres, pos, neg, c: float):
+    """``RefitCalibrator._with_score_prior`` for I-spline: the score prior's strength found by
+    Newton's method from the last refit's recalibration ``(a, b)`` (``prior_strength_listed``)
+    instead of ``(0, 0)``, and its pseudo-counts added by their compiled rule
+    (``glm_refit.add_prior_pseudo_counts``, bit for bit ``streamcal._prior.pseudo_counts``). The
+    same maximum within rounding (the strength within about 1e-13 of the cold start's, the map far
+    within 1e-9) at about half the cost: one event moves ``(a, b)`` little. A refit that finds the
+    strength 0 starts the next from ``(0, 0)``. A row read through an overridden ``histogram``
+    (keyed pooling) or another floor takes the engine's rule."""
+    if "histogram" in cal.__dict__ or cal._PRIOR_FLOOR != "thinned":
+        return RefitCalibrator._with_score_prior(cal, centres, pos, neg, c)
+    B = int(centres.size)
+    base_rate = (float(pos.sum()) + c) / (float(pos.sum() + neg.sum()) + 2.0 * c)  # ``score_prior``'s
+    row = np.concatenate((pos, neg))
+    start = cal._prior_start
+    kappa = float(
+        _config.run(
+            _kp.prior_strength_listed, 0, row, 0, B, 1.0, centres, 0, 1, base_rate, bool(cal._identity), start,
+            np.empty(3 * B),
+        )
+    )  # fmt: skip
+    if not kappa > 0.0:
+        # refuted: the next fit starts from (0, 0), as it does after events the compiled loop
+        # serves without fitting the prior (its refits do not depend on which path ran)
+        start[:] = 0.0
+        return kappa, pos, neg
+    pos, neg = pos.copy(), neg.copy()
+    _config.run(
+        _glm.add_prior_pseudo_counts, 0, pos, neg, kappa, centres, bool(cal._identity), base_rate,
+        _glm.FLOOR_THINNED, B,
+    )  # fmt: skip
+    return kappa, pos, neg
+
+
+def _knot_weight(cal, total: float) -> float:
+    """The weight the default knot count follows: the histogram's ``total`` (real units), or,
+    while the score prior holds weight in this refit, the histogram's weight before its
+    pseudo-counts. The pseudo-counts are no evidence for a more flexible map: counted, their
+    strength (in the thousands on a calibrated stream) would ask for about 200 coefficients
+    where the data give about 12, and move the count with the strength at every refit."""
+    if getattr(cal, "prior", None) is None or not cal._prior_strength > 0.0:
+        return total
+    if "histogram" not in cal.__dict__:
+        # the window's running total: within rounding of the row's sum, which the count's
+        # margin (``default_n_knots``) absorbs
+        return cal._hist.window_total()
+    _, pos, neg = cal.histogram()  # an outside reader's row, before the prior's pseudo-counts
+    return float(pos.sum() + neg.sum())
