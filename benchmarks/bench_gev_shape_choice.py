@@ -34,6 +34,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_prior import (
+    RARE_CASES,
     caravan_stream,
     default_stream,
     islr_table,
@@ -121,13 +122,7 @@ def main() -> None:
     variants = {"default": GEVCalibrator, "engine": _engine(None), "logistic": _engine(args.margin, args.floor)}
     n = args.events
     windows = [w for w in (300, 1_000, 3_000, 10_000, 30_000) if w <= n]
-    for name, shift, scale in (
-        ("calibrated", 0.0, 1.0),
-        ("mild+0.3", 0.3, 1.0),
-        ("mild-0.3", -0.3, 1.0),
-        ("strong+2", 2.0, 1.0),
-        ("overconfident", 0.0, 2.0),
-    ):
+    for name, shift, scale in RARE_CASES:
         streams = [tuple(a[:n] for a in rare_stream(30_000, seed, shift, scale)) for seed in range(4)]
         run(name, streams, windows, variants)
     run("logistic-3.3%", [logistic_stream(4_000, seed) for seed in range(10)], [100, 500, 2_000, 4_000], variants)

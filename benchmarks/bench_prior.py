@@ -67,6 +67,15 @@ EXACT = {
 }
 
 
+# the rare-event streams: (name, shift of the true log-odds, their scale against the score's)
+RARE_CASES = (
+    ("calibrated", 0.0, 1.0),
+    ("mild+0.3", 0.3, 1.0),
+    ("mild-0.3", -0.3, 1.0),
+    ("strong+2", 2.0, 1.0),
+    ("overconfident", 0.0, 2.0),
+)
+
 def sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
 
@@ -296,13 +305,7 @@ def main() -> None:
     n = 10_000 if args.quick else 30_000
     windows = [w for w in (300, 1_000, 3_000, 10_000, 30_000) if w <= n]
     summary = {}
-    for name, shift, scale in (
-        ("calibrated", 0.0, 1.0),
-        ("mild+0.3", 0.3, 1.0),
-        ("mild-0.3", -0.3, 1.0),
-        ("strong+2", 2.0, 1.0),
-        ("overconfident", 0.0, 2.0),
-    ):
+    for name, shift, scale in RARE_CASES:
         _, _, worst = run_case(name, [rare_stream(n, seed, shift, scale) for seed in seeds], windows)
         summary[name] = worst
     _, _, summary["logistic-3.3%"] = run_case(
