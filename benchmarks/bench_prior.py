@@ -76,6 +76,7 @@ RARE_CASES = (
     ("overconfident", 0.0, 2.0),
 )
 
+
 def sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
 
