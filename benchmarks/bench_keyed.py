@@ -138,6 +138,31 @@ def bench_by_size(keys, scores, labels, window: str) -> list[tuple]:
     return rows
 
 
+def bench_dense_bound(keys, scores, labels, window: str, min_events: int = 10_000) -> tuple:
+    """What a dense row per heavy key could cost at best (the "adaptive row form" of issue #22): the
+    events of the keys with at least ``min_events`` events in the stream, CPU nanoseconds per event of
+    the pooled keyed ``prequential`` on them, of one unkeyed ``PAVCalibrator(window=W)`` per key (the
+    dense incremental PAV with its score prior as the prior row; each key's events in one call, in
+    stream order, so no interleaving) and of one unkeyed calibrator on all of them (the global map a
+    keyed event also pays). A bound, not the same outputs: a dense row sums the prior per bucket where
+    the keys' sweep reads a run of the prior whole."""
+    m = np.bincount(keys)[keys] >= min_events
+    k, s, y = keys[m], scores[m], labels[m]
+    per = 1e9 / max(int(m.sum()), 1)
+    order = np.argsort(k, kind="stable")
+    cuts = np.flatnonzero(np.diff(k[order])) + 1
+    groups = np.split(order, cuts) if order.size else []
+
+    def per_key():
+        for g in groups:
+            make_unkeyed(window).prequential(s[g], y[g])
+
+    keyed = cpu(make_keyed(window, "auto").prequential, k, s, y)
+    dense = cpu(per_key)
+    unkeyed = cpu(make_unkeyed(window).prequential, s, y)
+    return int(m.sum()), len(groups), keyed * per, dense * per, unkeyed * per
+
+
 def rss(field: str) -> int:
     """``VmRSS`` (held now) or ``VmHWM`` (peak) of this process, in bytes, from ``/proc`` (Linux; 0 elsewhere).
 
@@ -232,6 +257,11 @@ def main(argv=None):
         "--by-size", action="store_true", help="also time the pooled keys by key size (events per key in the stream)"
     )
     parser.add_argument(
+        "--dense-bound",
+        action="store_true",
+        help="also time the heavy keys' events (>= 1e4 each) keyed against one unkeyed PAVCalibrator per key",
+    )
+    parser.add_argument(
         "--evictions",
         action="store_true",
         help="only: the pooled count-window keys with max_keys at a tenth of the keys against no bound (CPU per eviction)",
@@ -281,6 +311,12 @@ def main(argv=None):
                         f"    {name:>10}: {events:>11,} events of {n_class_keys:>7,} keys, {ns:,.0f} ns per event "
                         f"(update alone {learn_ns:,.0f} ns, unkeyed PAV {unkeyed_ns:,.0f} ns)"
                     )
+            if args.dense_bound:
+                events, n_heavy, ns, dense_ns, unkeyed_ns = bench_dense_bound(keys, scores, labels, window)
+                print(
+                    f"  heavy keys (>= 1e4 events): {events:,} events of {n_heavy:,} keys, keyed {ns:,.0f} ns per "
+                    f"event; one unkeyed PAV per key {dense_ns:,.0f} ns; one unkeyed PAV on them all {unkeyed_ns:,.0f} ns"
+                )
         del keys, scores, labels
     if not args.no_memory:
         alone = run_child(n, n_keys, "none", "auto")
