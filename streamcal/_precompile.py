@@ -26,21 +26,65 @@ PARTS = {
 
 def compile_part(part: str) -> None:
     """Compile (or load) the kernels of ``part`` (a key of :data:`PARTS`) in this process: a tiny
-    replay through its methods as ``streamcal demo`` runs it first, and :func:`streamcal.warmup`
-    of its calibrators (every face, a count window and a time window)."""
+    replay through its methods as ``streamcal demo`` runs it first, :func:`streamcal.warmup`
+    of its calibrators (every face, a count window and a time window), and the wrappers'
+    own kernels (keyed PAV, pairwise coupling) with the PAV half, the shorter one."""
     import streamcal
+    from streamcal._registry import BUILTIN_CALIBRATORS
     from streamcal.replay.demo import _replay_tiny
     from streamcal.replay.methods import available_methods
 
     streamcal.use_compiled_kernels()
     methods = [m for m in PARTS[part] if m in available_methods()]
     _replay_tiny(methods, "drift", 0, 1_000)
-    calibrators = [m for m in methods if m in ("pav", "ispline", "gev", "platt")]
+    calibrators = [m for m in methods if m in BUILTIN_CALIBRATORS]
     streamcal.warmup(calibrators)
     if part == "replay":
         from streamcal.demo import run_streaming_demo
 
         run_streaming_demo(n=4_000, window=1_000, out=None)
+        _keyed()
+        _coupling()  # here: the map-fitting methods' half takes longer
+
+
+def _keyed() -> None:
+    """``KeyedCalibrator`` over PAV (its default) on both faces, and a saved one loaded back."""
+    import pickle
+
+    import numpy as np
+
+    from streamcal import KeyedCalibrator, PAVCalibrator
+
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0.01, 0.99, size=2_000)
+    y = rng.uniform(size=s.size) < s
+    keys = [str(k) for k in rng.integers(0, 40, size=s.size)]
+    for window in (None, 100):
+        cal = KeyedCalibrator(PAVCalibrator(window=window))
+        cal.prequential(keys, s, y)
+        cal.update(keys, s, y)
+        for i in range(200):
+            x = {"key": keys[i], "score": float(s[i])}
+            cal.predict_proba_one(x)
+            cal.learn_one(x, bool(y[i]))
+        pickle.loads(pickle.dumps(cal)).predict_proba(keys, s)
+
+
+def _coupling() -> None:
+    """``PairwiseCouplingCalibrator`` at its defaults, four classes, on both faces."""
+    import numpy as np
+
+    from streamcal import PairwiseCouplingCalibrator
+
+    rng = np.random.default_rng(0)
+    scores = rng.dirichlet(np.ones(4), size=2_000)
+    labels = (scores.cumsum(axis=1) < rng.uniform(size=(scores.shape[0], 1))).sum(axis=1)
+    PairwiseCouplingCalibrator(classes=(0, 1, 2, 3)).prequential(scores, labels)
+    cal = PairwiseCouplingCalibrator()
+    for row, label in zip(scores[:200], labels[:200], strict=True):
+        x = dict(enumerate(row.tolist()))
+        cal.predict_proba_one(x)
+        cal.learn_one(x, int(label))
 
 
 def main(argv: list[str] | None = None) -> int:

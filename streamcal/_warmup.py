@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import pickle
 import time
 
 __all__ = ["warmup"]
@@ -28,7 +29,8 @@ def warmup(methods="pav") -> float:
     waits for numba: it runs every face of each calibrator (``prequential``, ``update``, the array
     predictions, the river face, with a count window and a time window) on a tiny stream, and
     the river face of each calibrator that takes ``refit_every`` with it set (its lock-free calls
-    between refits).
+    between refits), and every face of each calibrator at its defaults on a stream that holds the
+    score prior and on one that refutes it.
 
     Parameters
     ----------
@@ -58,6 +60,10 @@ def warmup(methods="pav") -> float:
     s = rng.uniform(0.01, 0.99, size=64)
     y = rng.uniform(size=64) < s
     t = np.arange(64, dtype=float)
+    # the defaults' streams: labels that hold the score (the prior stays) and labels that refute it
+    scores = rng.uniform(0.01, 0.99, size=400)
+    calibrated = rng.uniform(size=400) < scores
+    refuted = rng.uniform(size=400) < 1.0 - scores
     for name in names:
         calibrator_class = builtin_calibrator(name)
         for window, times in ((CountWindow(16), None), (TimeWindow(10.0), t)):
@@ -73,7 +79,38 @@ def warmup(methods="pav") -> float:
                 cal.learn_one(x, bool(y[i]), t=None if times is None else float(times[i]))
         if "refit_every" in inspect.signature(calibrator_class).parameters:
             _river_between_refits(calibrator_class(window=CountWindow(16), refit_every=8), s, y)
+            _river_between_refits(calibrator_class(refit_every=8), s, y)
+            between = calibrator_class(refit_every=8)
+            between.update(s, y)
+            between.predict_proba(s)
+        for labels in (calibrated, refuted):
+            _defaults(calibrator_class, scores, labels)
     return time.perf_counter() - start
+
+
+def _defaults(calibrator_class, s, y) -> None:
+    """Every face of a calibrator at its defaults over ``s``, ``y``: the score prior's paths
+    differ where the labels hold it and where they refute it (the I-spline and GLM maps' exact
+    refits switch kernels there)."""
+    cal = calibrator_class()
+    for i in range(s.size):
+        x = {"score": float(s[i])}
+        cal.predict_proba_one(x)
+        cal.learn_one(x, bool(y[i]))
+    cal.predict_llr_one(x)
+    named = calibrator_class(score_key="score")  # the score among other features: the generic path
+    for i in range(s.size):
+        features = {"score": float(s[i]), "other": 0.0}
+        named.predict_proba_one(features)
+        named.learn_one(features, bool(y[i]))
+    restored = pickle.loads(pickle.dumps(cal))  # a restored state rebuilds its map
+    restored.predict_proba_one(x)
+    restored.learn_one(x, bool(y[0]))
+    cal = calibrator_class()
+    cal.prequential(s, y)
+    cal.update(s, y)
+    cal.predict_proba(s)
+    cal.predict_llr(s)
 
 
 def _river_between_refits(cal, s, y) -> None:
