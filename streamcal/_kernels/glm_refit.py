@@ -1420,13 +1420,17 @@ def glm_run_ops_inplace(
 
 
 @jit_noalloc
-def member_kappa(sf, si, x, centres, identity, c, pc, anchor, table, mom, pw, pos_w, neg_w, m_has_warm):
+def member_kappa(sf, si, x, centres, identity, c, pc, anchor, table, mom, pw, pos_w, neg_w, m_has_warm, fit):
     """The score prior's strength as the logistic member's :func:`glm_refit_inplace` computes it
-    first (the same calls on the same state: Platt's bits); -1.0 where the window holds no weight."""
+    first (the same calls on the same state: Platt's bits); -1.0 where the window holds no weight.
+    Where the shapes served last (``fit``: fitted at strength 0) the class totals are the
+    histogram's running ones, as where the member's moments are current: the shapes' refit
+    then makes the one pass over the buckets."""
     B = si[_h.SI_B]
     u = _unit_of(sf, sf[_h.SF_KIND])
     taylor = m_has_warm[0] != 0
-    if taylor and moments_current(mom, sf):
+    shapes = fit[FIT_FITTED] != 0.0 and fit[FIT_KAPPA] == 0.0
+    if (taylor and moments_current(mom, sf)) or shapes:
         t_pos = sf[_h.SF_T_POS] / u
         t_neg = sf[_h.SF_T_NEG] / u
         if t_pos + t_neg > 0.0:
@@ -1450,7 +1454,7 @@ def gev_logistic_refit(
     Returns 0 when the fit is complete, 1 when the refitted part (the member where
     ``fit[FIT_KAPPA]`` is above 0, else the shapes) needs the damped full refit (``fit[FIT_DIRTY]``
     stays 1 until the caller completes it)."""
-    kappa = member_kappa(sf, si, x, centres, identity, c, pc, anchor, table, mom, pw, pos_w, neg_w, m_has_warm)
+    kappa = member_kappa(sf, si, x, centres, identity, c, pc, anchor, table, mom, pw, pos_w, neg_w, m_has_warm, fit)
     if kappa < 0.0:  # no weight: neither part is fitted
         fit[FIT_FITTED] = 0.0
         fit[FIT_DIRTY] = 0.0
@@ -1466,6 +1470,7 @@ def gev_logistic_refit(
         )  # fmt: skip
         fit[FIT_DIRTY] = m_fit[FIT_DIRTY]
         return status
+    mom[MOM_VALID] = 0.0  # the member's moments stop following the events while the shapes serve
     return glm_refit_known(
         sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, floor_kind, code, l2, tol, max_passes,
         xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, g_mom, pw, steps, kappa,
@@ -1518,6 +1523,31 @@ def gev_logistic_run_ops_inplace(
             glm_learn_one_inplace(sf, si, b[i], y[i], w[i], t[i], x, table, mom, pc, anchor, steps)
             fit[FIT_DIRTY] = 1.0
     return ops.shape[0]
+
+
+@jit_noalloc
+def gev_logistic_river_proba(
+    sf, si, s, b, y, w,
+    x, x_lo, x_hi, centres, identity, clip, c, prior_on, floor_kind, code, l2, tol, max_passes,
+    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
+    m_xis, m_betas, m_has_warm, m_briers, m_ok, m_fit, g_mom, m_floor, m_code, m_tol,
+):  # fmt: skip
+    """:func:`glm_river_gev_proba` with :func:`gev_logistic_refit` and its served map: the river
+    face of ``GEVCalibrator(xi="auto")`` with the score prior in one call (-1.0 where the refit
+    needs the damped full refit, left for the caller to complete)."""
+    if b >= 0:
+        glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, steps)
+        fit[FIT_DIRTY] = 1.0
+    if fit[FIT_DIRTY] != 0.0:
+        status = gev_logistic_refit(
+            sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, floor_kind, code, l2, tol, max_passes,
+            xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
+            m_xis, m_betas, m_has_warm, m_briers, m_ok, m_fit, g_mom, m_floor, m_code, m_tol,
+        )  # fmt: skip
+        if status != 0:
+            return -1.0
+    p, _ = gev_logistic_served_one(s, identity, clip, code, xis, betas, fit, m_code, m_xis, m_betas, m_fit)
+    return p
 
 
 # ----------------------------------------------------------------------------------------------

@@ -51,7 +51,8 @@ def add_member(a: SimpleNamespace, logit_beta, proba_tol: float) -> np.ndarray |
         a.m_xis, a.m_betas, a.m_has_warm, a.m_briers, np.zeros(1, dtype=np.int64), a.m_fit,
         np.zeros(_g.MOM_SIZE), floor, LOGIT_CODE, proba_tol,
     )  # fmt: skip
-    a.gev_river = False  # the river face takes the generic path (the refit below)
+    a.gev_tail = (*a.gev_tail, *a.member)  # the river face's one call (``gev_logistic_river_proba``)
+    a.gev_entry = ("river_gev_logistic", _g.gev_logistic_river_proba)
     return a.m_betas[0] if logit_beta is not None else None
 
 
@@ -83,7 +84,7 @@ def state_out(cal, a: SimpleNamespace) -> None:
         cal._beta = {xi: a.betas[k] for k, xi in enumerate(a.shapes) if a.has_warm[k]}
     if a.m_has_warm[0]:
         cal._logit_beta = a.m_betas[0]
-    a.river_ready = False
+    a.river_ready = a.gev_river and cal._fitted
 
 
 def complete(cal, a: SimpleNamespace) -> None:

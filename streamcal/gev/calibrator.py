@@ -287,6 +287,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         cache.river_tail = (x, cache.table, hist.layout.cuts, grid, _FLOOR_CODES[self._PRIOR_FLOOR])
         # GEV's river face: the one-call kernel's arguments after the kept event
         cache.gev_tail = (*cache.args[:5], _LOGIT_CLIP, *cache.args[5:], *self._glm_shape_arrays(cache))
+        cache.gev_entry = ("river_gev", _g.glm_river_gev_proba)
         cache.live = False
         cache.pending = cache.no_event = NO_SCORE if cache.river else NO_EVENT
         self._glm_cache = cache
@@ -785,6 +786,20 @@ class GEVCalibrator(_HistogramGLMCalibrator):
             _logistic.state_out(self, a)
         else:
             super()._glm_state_out(a)
+
+    def _river_scalars_out(self, a: SimpleNamespace) -> None:
+        if self._has_member():
+            _logistic.state_out(self, a)
+        else:
+            super()._river_scalars_out(a)
+
+    def _river_gev_complete(self, a: SimpleNamespace) -> None:
+        if not self._has_member():
+            super()._river_gev_complete(a)
+            return
+        _logistic.complete(self, a)
+        self._glm_state_out(a)
+        a.live = False
 
     def _refit(self) -> None:
         if self._has_member() and not self._engine_only():
