@@ -596,8 +596,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             self._ensure_fitted()
             if not self._fitted:
                 return None
-            served = self._logit_beta if self._logistic_served() else self._beta[self._xi_served]
-            slope, intercept = served
+            slope, intercept = self._logit_beta if self._logistic_served() else self._beta[self._xi_served]
         return float(slope), float(intercept)
 
 
@@ -618,7 +617,11 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     lazily when a prediction follows new labels (``refit_every=None``) or right after every
     ``refit_every``-th label. With ``xi="auto"`` every shape in ``xi_grid`` is refitted and the
     one with the lowest Brier score over the histogram is served (two parameters against
-    hundreds of buckets: the in-sample choice barely overfits). ``xi_`` tells which.
+    hundreds of buckets: the in-sample choice barely overfits). ``xi_`` tells which. While the
+    score prior holds (``prior="auto"``, its strength above 0), ``xi="auto"`` serves the logistic
+    link instead, ``PlattCalibrator()``'s map on the same histogram (the prior's pseudo-counts lie
+    at the score's own rate, which no GEV link follows; docs: "GEV-canonical regression"), and its
+    shapes are refitted once the data refute the prior; ``link_`` tells which link serves.
 
     A shape whose support ends (``F = 1`` past ``v = -1/xi`` for ``xi < 0``, ``F = 0`` below it
     for ``xi > 0``) serves no surer than the rate of the data's end run there: the highest (lowest)
@@ -659,7 +662,10 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     Attributes
     ----------
     xi_ : float or None
-        The shape of the served fit.
+        The shape of the served fit (None while the logistic link serves).
+    link_ : str or None
+        ``"logistic"`` while ``xi="auto"`` serves the logistic link under the score prior,
+        ``"gev"`` otherwise.
     coef_ : tuple or None
         ``(slope, intercept)`` of the served fit.
 
@@ -882,10 +888,12 @@ class GEVCalibrator(_HistogramGLMCalibrator):
         """Each candidate shape's squared error summed over the window (its Brier score times the
         window's weight) at the last fit; the lowest picks the served shape ``xi_`` ({} before
         the first fit). A shape whose refit waited at the last fit (its score certified above
-        the served shape's, ``streamcal._kernels.glm_refit``) holds that lower bound instead."""
+        the served shape's, ``streamcal._kernels.glm_refit``) holds that lower bound instead.
+        While the logistic link serves (``link_``) the shapes are not refitted: their scores are
+        those of their last fit ({} before it)."""
         with self._lock:
             self._ensure_fitted()
-            if not self._fitted:
+            if not self._fitted or self._xi_served is None:
                 return {}
             a = self._glm_arrays()
             return {float(xi): float(a.briers[k]) for xi, k in a.index.items()}
