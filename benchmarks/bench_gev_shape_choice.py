@@ -1,26 +1,29 @@
 """GEV's shape choice while the score prior holds: the default against a prototype rule.
 
 Command: ``PYTHONPATH=. python benchmarks/bench_gev_shape_choice.py [--events 3000] [--islr-dir DIR]``
-(about 10 minutes: the prototype runs in the generic Python engine, a refit per event).
+(about 10 minutes: the prototype runs in the generic Python engine, a refit per event);
+``--seeds 4-19 --events 1000 --variants default --rare-only``: the default alone on the rare
+streams of seeds 4 to 19 (a minute).
 
 Printed: log loss over ``[0, n)`` divided by the raw score's, on the streams of
 ``bench_prior.py`` (the first ``--events`` events of its rare streams, its ``logistic-3.3%`` splits and
 the ISLR ``Default`` and ``Caravan`` splits), for
 
-- ``default``: ``GEVCalibrator()`` at its exact default (the lowest Brier score of six GEV shapes
-  over the window plus the prior's pseudo-counts);
-- ``engine``: the same choice by the generic engine's full refit (a check of the prototype's path);
-- ``logistic``: the prototype. While the prior holds (strength above 0) the logistic link, the
-  score's own, is fitted to the same histogram (window plus pseudo-counts) and served unless some
-  GEV shape's log-likelihood of the window's labels at its fit is above the logistic's by more than
-  ``--margin`` nats (both have two parameters, so a margin of 0 is the BIC comparison of the two);
-  where the prior is refuted (strength 0) the default's choice serves. ``--margin inf`` serves the
-  logistic whenever the prior holds; ``--floor span`` puts the prior's pseudo-counts where Platt's
-  go (GEV's own floor is ``"spread"``). Not in the package: the exact default's compiled refit
-  chooses by the Brier score (``streamcal._kernels.glm_refit``).
+- ``default``: ``GEVCalibrator()`` at its exact default: since the logistic member, the logistic
+  link with Platt's floor while the prior holds (``PlattCalibrator()``'s map), the lowest Brier
+  score of six GEV shapes once the prior is refuted (``streamcal.gev._logistic``);
+- ``shapes``: the default before the member, by the generic engine (Python): the lowest Brier score
+  of the six shapes fitted to the window plus the prior's pseudo-counts (floor ``"spread"``);
+- ``logistic``: the prototype on the ``shapes`` engine. While the prior holds (strength above 0)
+  the logistic link, the score's own, is fitted to the same histogram (window plus pseudo-counts)
+  and served unless some GEV shape's log-likelihood of the window's labels at its fit is above the
+  logistic's by more than ``--margin`` nats (both have two parameters, so a margin of 0 is the BIC
+  comparison of the two); where the prior is refuted (strength 0) the shapes' choice serves.
+  ``--margin inf`` serves the logistic whenever the prior holds; ``--floor span`` puts the prior's
+  pseudo-counts where Platt's go (the shapes' own floor is ``"spread"``).
 
-``--margin inf --floor span`` serves ``PlattCalibrator()``'s map while the prior holds (see
-docs/benchmarks.md, "GEV's shape choice under the prior").
+``--margin inf --floor span`` serves ``PlattCalibrator()``'s map while the prior holds: the rule in
+the package since the member (docs/benchmarks.md, "GEV's shape choice under the prior").
 """
 
 from __future__ import annotations
@@ -53,9 +56,13 @@ def _loglik(pos, neg, p):
 
 
 class _EngineGEV(GEVCalibrator):
-    """``GEVCalibrator`` refitted by the generic engine (Python), with the prototype's rule."""
+    """``GEVCalibrator`` without its logistic member, refitted by the generic engine (Python),
+    with the prototype's rule."""
 
-    margin = None  # None: the default's choice (lowest Brier score); a float: the prototype
+    margin = None  # None: the shapes' choice (lowest Brier score); a float: the prototype
+
+    def _has_member(self):
+        return False
 
     def _engine_only(self):
         self._glm_untracked()
@@ -118,13 +125,20 @@ def main() -> None:
     parser.add_argument("--floor", choices=("spread", "span", "traffic", "thinned"), default=None,
                         help="the prototype's floor for the prior's pseudo-counts (default: GEV's own)")
     parser.add_argument("--islr-dir", default=os.path.join(tempfile.gettempdir(), "streamcal-islr"))
+    parser.add_argument("--seeds", default="0-3", help="the rare streams' seeds, FIRST-LAST")
+    parser.add_argument("--variants", default="default,shapes,logistic", help="comma-separated")
+    parser.add_argument("--rare-only", action="store_true", help="the rare streams alone")
     args = parser.parse_args()
-    variants = {"default": GEVCalibrator, "engine": _engine(None), "logistic": _engine(args.margin, args.floor)}
+    every = {"default": GEVCalibrator, "shapes": _engine(None), "logistic": _engine(args.margin, args.floor)}
+    variants = {k: every[k] for k in args.variants.split(",")}
+    first, last = (int(v) for v in args.seeds.split("-"))
     n = args.events
     windows = [w for w in (300, 1_000, 3_000, 10_000, 30_000) if w <= n]
     for name, shift, scale in RARE_CASES:
-        streams = [tuple(a[:n] for a in rare_stream(30_000, seed, shift, scale)) for seed in range(4)]
+        streams = [tuple(a[:n] for a in rare_stream(30_000, seed, shift, scale)) for seed in range(first, last + 1)]
         run(name, streams, windows, variants)
+    if args.rare_only:
+        return
     run("logistic-3.3%", [logistic_stream(4_000, seed) for seed in range(10)], [100, 500, 2_000, 4_000], variants)
     default = islr_table("Default", args.islr_dir)
     run("Default (ISLR)", [default_stream(default, seed) for seed in range(10)], [100, 500, 2_000, 6_667], variants)

@@ -73,6 +73,10 @@ def full_refit(cls):
 
     def _refit_from_histogram(self, centres, pos, neg):
         x = np.ascontiguousarray(self._feature(centres))
+        if getattr(self, "_has_member", bool)() and self._prior_strength > 0.0:  # GEV's logistic member
+            warm = self._logit_beta
+            self._logit_beta = fit_glm_on_histogram(x, pos, neg, link="logit", l2=float(self.l2), warm_start=warm)
+            return
         best = None
         for xi in self._candidate_xis():
             beta = fit_glm_on_histogram(

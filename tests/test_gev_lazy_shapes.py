@@ -222,7 +222,7 @@ def assert_an_older_layout_continues(cal, scores, labels, split, header, block):
     state = cal.__getstate__()
     state["_glm_steps"] = np.zeros(header + block * len(cal.xi_grid))
     state["_glm_steps_block"] = block
-    older = GEVCalibrator.__new__(GEVCalibrator)
+    older = type(cal).__new__(type(cal))
     older.__setstate__(state)
     a, _ = cal.prequential(scores[split:], labels[split:])
     b, _ = older.prequential(scores[split:], labels[split:])

@@ -5,7 +5,9 @@ pattern's values at its fit and their change by the events apart from the data's
 model follows ``kappa`` (``streamcal._kernels.glm_refit._steps_effective``): the predicted start,
 the lazy shapes' Brier bound and the served shape's certified refit without a pass then serve
 while the prior holds. Every prediction is compared with a converged full refit of the histogram
-plus the prior's pseudo-counts (as the Python engine adds them).
+plus the prior's pseudo-counts (as the Python engine adds them). ``GEVCalibrator(xi="auto")``
+serves its logistic member while the prior holds, so these run its shapes without the member
+(``ShapesUnderThePrior``), as a fixed ``xi`` runs its one shape.
 """
 
 from __future__ import annotations
@@ -16,10 +18,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_gev_compiled_refit import glm_arrays, naive_prior_refit_proba
+from test_gev_compiled_refit import ShapesUnderThePrior, glm_arrays, naive_prior_refit_proba
 from test_gev_lazy_shapes import assert_an_older_layout_continues, assert_copies_continue
 
-from streamcal import GEVCalibrator
 from streamcal.buckets import LogitGrid
 from streamcal.windows import CountWindow, Unbounded
 
@@ -59,7 +60,7 @@ def run_against_a_full_refit(cal, scores, labels, weights=None):
 @pytest.mark.parametrize("window", [Unbounded(), CountWindow(300)])
 def test_every_prediction_from_the_first_event_stays_within_the_tolerance(window):
     scores, labels = decent_stream(1300, 0)
-    cal = GEVCalibrator(window=window)
+    cal = ShapesUnderThePrior(window=window)
     worst, kinds, kappa, served = run_against_a_full_refit(cal, scores, labels)
     assert worst <= TOL
     assert kappa > 0.0  # the prior held at every refit
@@ -83,14 +84,14 @@ def streams(draw):
 @given(streams())
 def test_hypothesis_streams_where_the_prior_holds_stay_within_the_tolerance(stream):
     scores, labels, weights, window = stream
-    cal = GEVCalibrator(buckets=LogitGrid(128), window=Unbounded() if window == "unbounded" else CountWindow(150))
+    cal = ShapesUnderThePrior(buckets=LogitGrid(128), window=Unbounded() if window == "unbounded" else CountWindow(150))
     worst, _, _, _ = run_against_a_full_refit(cal, scores, labels, weights)
     assert worst <= TOL
 
 
 def test_a_copy_and_a_pickle_continue_bit_for_bit_while_the_prior_holds():
     scores, labels = decent_stream(900, 1)
-    cal = GEVCalibrator()
+    cal = ShapesUnderThePrior()
     cal.prequential(scores[:400], labels[:400])
     assert cal.prior_strength > 0.0
     i = 400
@@ -103,7 +104,7 @@ def test_a_copy_and_a_pickle_continue_bit_for_bit_while_the_prior_holds():
 
 def test_a_state_in_the_layout_before_the_prior_pattern_loads_and_continues():
     scores, labels = decent_stream(900, 2)
-    cal = GEVCalibrator()
+    cal = ShapesUnderThePrior()
     cal.prequential(scores[:500], labels[:500])
     twin = copy.deepcopy(cal)
     assert_an_older_layout_continues(cal, scores, labels, 500, 6, 43)  # 43 values per shape
@@ -112,7 +113,7 @@ def test_a_state_in_the_layout_before_the_prior_pattern_loads_and_continues():
 
 def test_the_array_face_equals_a_loop_of_the_river_face_while_the_prior_holds():
     scores, labels = decent_stream(700, 3)
-    cal = GEVCalibrator()
+    cal = ShapesUnderThePrior()
     river = copy.deepcopy(cal)
     want, _ = cal.prequential(scores, labels)
     got = []
@@ -127,7 +128,7 @@ def test_the_array_face_equals_a_loop_of_the_river_face_while_the_prior_holds():
 def test_hypothesis_streams_give_the_river_face_the_bits_of_prequential(stream):
     # while the prior holds, with the served shape certified while other shapes run their passes
     scores, labels, weights, window = stream
-    cal = GEVCalibrator(buckets=LogitGrid(128), window=Unbounded() if window == "unbounded" else CountWindow(150))
+    cal = ShapesUnderThePrior(buckets=LogitGrid(128), window=Unbounded() if window == "unbounded" else CountWindow(150))
     river = copy.deepcopy(cal)
     w = np.ones(scores.size) if weights is None else weights
     want, _ = cal.prequential(scores, labels, weights=w)

@@ -971,12 +971,29 @@ def glm_finish_refit(briers, fit, c):
     fit[FIT_DIRTY] = 0.0
 
 
+NO_KAPPA = -1.0  # :func:`glm_refit_known`'s strength where the refit computes it
+
+
 @jit_noalloc
 def glm_refit_inplace(
     sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, floor_kind, code, l2, tol, max_passes,
     xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
 ):  # fmt: skip
-    """Refit the map from the histogram (see the module notes). Returns 0 when the fit is
+    """:func:`glm_refit_known` with the score prior's strength computed by the refit."""
+    return glm_refit_known(
+        sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, floor_kind, code, l2, tol, max_passes,
+        xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps, NO_KAPPA,
+    )  # fmt: skip
+
+
+@jit_noalloc
+def glm_refit_known(
+    sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, floor_kind, code, l2, tol, max_passes,
+    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps, kappa_in,
+):  # fmt: skip
+    """Refit the map from the histogram (see the module notes), the score prior's strength
+    ``kappa_in`` where it is known (at least 0, with ``prior_on``: what the refit would compute,
+    as :func:`gev_logistic_refit` passes it), else ``NO_KAPPA``. Returns 0 when the fit is
     complete (or the window holds no weight: ``fit[FIT_FITTED]`` 0), 1 when some shape
     (``ok[k] == 0``) needs the damped full refit on ``pos_w``/``neg_w``, after which
     :func:`glm_finish_refit` completes it.
@@ -993,13 +1010,13 @@ def glm_refit_inplace(
     u = _unit_of(sf, kind)
     predict = code == 0 and _steps_current(steps, sf)
     taylor = code == 1 and xis.shape[0] == 1 and has_warm[0] != 0
-    known = False  # the prior's strength, once computed
-    kappa = 0.0
+    known = kappa_in >= 0.0  # the prior's strength, once computed
+    kappa = kappa_in if known else 0.0
     if taylor and moments_current(mom, sf):
         t_pos = sf[_h.SF_T_POS] / u
         t_neg = sf[_h.SF_T_NEG] / u
         if t_pos + t_neg > 0.0:
-            if prior_on:
+            if prior_on and not known:
                 kappa = platt_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor, table, mom, pw)
                 known = True
             if kappa == 0.0 and moments_solve(mom, pw, u, l2, x_lo, x_hi, tol, betas[0]):
@@ -1387,6 +1404,150 @@ def glm_run_ops_inplace(
             glm_learn_one_inplace(sf, si, b[i], y[i], w[i], t[i], x, table, mom, pc, anchor, steps)
             fit[FIT_DIRTY] = 1.0
     return ops.shape[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# GEV's logistic member while the score prior holds (``GEVCalibrator(xi="auto")`` with the prior)
+#
+# While the prior's strength is above 0 the calibrator serves the logistic link fitted with
+# Platt's floor (``FLOOR_SPAN``): ``PlattCalibrator()``'s map on the same histogram, by the same
+# steps (its moments, ``D`` block and anchor are the member's ``mom`` and ``anchor``), and the GEV
+# shapes are not refitted; at strength 0 the GEV shapes are refitted (the strength passed as
+# known) and the lowest Brier score serves, as without the member. The member's arrays are those
+# of a one-shape Platt refit: ``m_xis`` ([0.0]), ``m_betas``, ``m_has_warm``, ``m_briers``,
+# ``m_ok``, ``m_fit``; the GEV shapes' refit gets ``g_mom``, a scratch of ``MOM_SIZE`` (it reads
+# no moments once the strength is known). The served map follows ``fit[FIT_KAPPA]``.
+
+
+@jit_noalloc
+def member_kappa(sf, si, x, centres, identity, c, pc, anchor, table, mom, pw, pos_w, neg_w, m_has_warm, fit):
+    """The score prior's strength as the logistic member's :func:`glm_refit_inplace` computes it
+    first (the same calls on the same state: Platt's bits); -1.0 where the window holds no weight.
+    Where the shapes served last (``fit``: fitted at strength 0) the class totals are the
+    histogram's running ones, as where the member's moments are current: the shapes' refit
+    then makes the one pass over the buckets."""
+    B = si[_h.SI_B]
+    u = _unit_of(sf, sf[_h.SF_KIND])
+    taylor = m_has_warm[0] != 0
+    shapes = fit[FIT_FITTED] != 0.0 and fit[FIT_KAPPA] == 0.0
+    if (taylor and moments_current(mom, sf)) or shapes:
+        t_pos = sf[_h.SF_T_POS] / u
+        t_neg = sf[_h.SF_T_NEG] / u
+        if t_pos + t_neg > 0.0:
+            return platt_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor, table, mom, pw)
+    t_pos, t_neg, _, _ = _real_units(sf, B, u, x, pos_w, neg_w)
+    if not t_pos + t_neg > 0.0:
+        return -1.0
+    if taylor:
+        return platt_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor, table, mom, pw)
+    return score_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor)
+
+
+@jit_noalloc
+def gev_logistic_refit(
+    sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, floor_kind, code, l2, tol, max_passes,
+    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
+    m_xis, m_betas, m_has_warm, m_briers, m_ok, m_fit, g_mom, m_floor, m_code, m_tol,
+):  # fmt: skip
+    """The refit of ``GEVCalibrator(xi="auto")`` with the score prior (see the notes above):
+    the strength, then the logistic member's refit where it is above 0, else the GEV shapes'.
+    Returns 0 when the fit is complete, 1 when the refitted part (the member where
+    ``fit[FIT_KAPPA]`` is above 0, else the shapes) needs the damped full refit (``fit[FIT_DIRTY]``
+    stays 1 until the caller completes it)."""
+    kappa = member_kappa(sf, si, x, centres, identity, c, pc, anchor, table, mom, pw, pos_w, neg_w, m_has_warm, fit)
+    if kappa < 0.0:  # no weight: neither part is fitted
+        fit[FIT_FITTED] = 0.0
+        fit[FIT_DIRTY] = 0.0
+        fit[FIT_KAPPA] = 0.0
+        m_fit[FIT_FITTED] = 0.0
+        return 0
+    fit[FIT_KAPPA] = kappa
+    if kappa > 0.0:
+        status = glm_refit_known(
+            sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, m_floor, m_code, l2, m_tol, max_passes,
+            m_xis, m_betas, m_has_warm, m_briers, m_ok, pos_w, neg_w, pc, anchor, m_fit, table, mom, pw, x[:0],
+            kappa,
+        )  # fmt: skip
+        fit[FIT_DIRTY] = m_fit[FIT_DIRTY]
+        return status
+    mom[MOM_VALID] = 0.0  # the member's moments stop following the events while the shapes serve
+    return glm_refit_known(
+        sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, floor_kind, code, l2, tol, max_passes,
+        xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, g_mom, pw, steps, kappa,
+    )  # fmt: skip
+
+
+@jit_noalloc(forceinline=True)
+def gev_logistic_served_one(s, identity, clip, code, xis, betas, fit, m_code, m_xis, m_betas, m_fit):
+    """:func:`glm_served_one` of the served part: the logistic member while ``fit[FIT_KAPPA]``
+    is above 0, else the GEV shapes."""
+    if fit[FIT_KAPPA] > 0.0:
+        return glm_served_one(s, identity, clip, m_code, m_xis, m_betas, m_fit)
+    return glm_served_one(s, identity, clip, code, xis, betas, fit)
+
+
+@jit_noalloc
+def gev_logistic_served_array(s, identity, clip, code, xis, betas, fit, m_code, m_xis, m_betas, m_fit, out_p, out_llr):
+    """:func:`gev_logistic_served_one` at every score."""
+    for i in range(s.shape[0]):
+        out_p[i], out_llr[i] = gev_logistic_served_one(
+            s[i], identity, clip, code, xis, betas, fit, m_code, m_xis, m_betas, m_fit
+        )
+
+
+@jit_noalloc
+def gev_logistic_run_ops_inplace(
+    ops, b, s, y, w, t, out_p, out_llr, start,
+    sf, si, x, x_lo, x_hi, centres, identity, clip, c, prior_on, floor_kind, code, l2, tol, max_passes,
+    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
+    m_xis, m_betas, m_has_warm, m_briers, m_ok, m_fit, g_mom, m_floor, m_code, m_tol,
+):  # fmt: skip
+    """:func:`glm_run_ops_inplace` with :func:`gev_logistic_refit` and its served map: the events
+    learned into the member's moments and ``D`` block and the shapes' blocks. Returns the index
+    of the first operation not run (a refit that needs the damped full refit, as there)."""
+    for i in range(start, ops.shape[0]):
+        op = ops[i]
+        if op & OP_PREDICT:
+            if fit[FIT_DIRTY] != 0.0:
+                status = gev_logistic_refit(
+                    sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, floor_kind, code, l2, tol, max_passes,
+                    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
+                    m_xis, m_betas, m_has_warm, m_briers, m_ok, m_fit, g_mom, m_floor, m_code, m_tol,
+                )  # fmt: skip
+                if status != 0:
+                    return i
+            out_p[i], out_llr[i] = gev_logistic_served_one(
+                s[i], identity, clip, code, xis, betas, fit, m_code, m_xis, m_betas, m_fit
+            )
+        if op & OP_LEARN:
+            glm_learn_one_inplace(sf, si, b[i], y[i], w[i], t[i], x, table, mom, pc, anchor, steps)
+            fit[FIT_DIRTY] = 1.0
+    return ops.shape[0]
+
+
+@jit_noalloc
+def gev_logistic_river_proba(
+    sf, si, s, b, y, w,
+    x, x_lo, x_hi, centres, identity, clip, c, prior_on, floor_kind, code, l2, tol, max_passes,
+    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
+    m_xis, m_betas, m_has_warm, m_briers, m_ok, m_fit, g_mom, m_floor, m_code, m_tol,
+):  # fmt: skip
+    """:func:`glm_river_gev_proba` with :func:`gev_logistic_refit` and its served map: the river
+    face of ``GEVCalibrator(xi="auto")`` with the score prior in one call (-1.0 where the refit
+    needs the damped full refit, left for the caller to complete)."""
+    if b >= 0:
+        glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, steps)
+        fit[FIT_DIRTY] = 1.0
+    if fit[FIT_DIRTY] != 0.0:
+        status = gev_logistic_refit(
+            sf, si, x, x_lo, x_hi, centres, identity, c, prior_on, floor_kind, code, l2, tol, max_passes,
+            xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
+            m_xis, m_betas, m_has_warm, m_briers, m_ok, m_fit, g_mom, m_floor, m_code, m_tol,
+        )  # fmt: skip
+        if status != 0:
+            return -1.0
+    p, _ = gev_logistic_served_one(s, identity, clip, code, xis, betas, fit, m_code, m_xis, m_betas, m_fit)
+    return p
 
 
 # ----------------------------------------------------------------------------------------------

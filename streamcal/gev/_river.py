@@ -453,10 +453,11 @@ class GLMRiverFace(DeferredRiverFace):
                             # two tuple concatenations: cheaper than a display that star-unpacks both
                             args = (sf, si, s) + a.pending + a.gev_tail  # noqa: RUF005
                             a.pending = a.no_event
+                            name, kernel = a.gev_entry  # the shapes' call, or with the logistic member
                             try:
-                                river = ENTRIES["river_gev"]
+                                river = ENTRIES[name]
                             except KeyError:  # the interpreted tier, or before the first compiled call
-                                p = entry_call("river_gev", _g.glm_river_gev_proba, args)
+                                p = entry_call(name, kernel, args)
                             else:
                                 p = river(*args)
                             if p < 0.0:  # a shape needs the damped full refit: completed as the refit does

@@ -15,6 +15,7 @@ from streamcal._kernels._config import entry_point
 from streamcal._refit import RefitCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
+from streamcal.gev import _logistic
 from streamcal.gev._river import ENTRIES, NO_EVENT, NO_SCORE, GLMRiverFace, entry_call
 from streamcal.gev.histfit import fit_glm_on_histogram
 from streamcal.windows import Window
@@ -286,6 +287,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         cache.river_tail = (x, cache.table, hist.layout.cuts, grid, _FLOOR_CODES[self._PRIOR_FLOOR])
         # GEV's river face: the one-call kernel's arguments after the kept event
         cache.gev_tail = (*cache.args[:5], _LOGIT_CLIP, *cache.args[5:], *self._glm_shape_arrays(cache))
+        cache.gev_entry = ("river_gev", _g.glm_river_gev_proba)
         cache.live = False
         cache.pending = cache.no_event = NO_SCORE if cache.river else NO_EVENT
         self._glm_cache = cache
@@ -579,10 +581,13 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             c.need_finite(np.where(ranges & np.isinf(steps), 0.0, steps), "_glm_steps")
         served = self._xi_served
         if served is None:
-            if self._fitted:
+            if self._fitted and not self._logistic_served():
                 c.fail("`_xi_served`: expected the served shape since `_fitted` is True; found None.")
         elif type(served) is not float or served not in self._beta:
             c.fail(f"`_xi_served`: expected one of the fitted shapes {sorted(self._beta)}; found {c.brief(served)}.")
+
+    def _logistic_served(self) -> bool:
+        return False
 
     @property
     def coef_(self) -> tuple[float, float] | None:
@@ -591,7 +596,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             self._ensure_fitted()
             if not self._fitted:
                 return None
-            slope, intercept = self._beta[self._xi_served]
+            slope, intercept = self._logit_beta if self._logistic_served() else self._beta[self._xi_served]
         return float(slope), float(intercept)
 
 
@@ -612,7 +617,11 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     lazily when a prediction follows new labels (``refit_every=None``) or right after every
     ``refit_every``-th label. With ``xi="auto"`` every shape in ``xi_grid`` is refitted and the
     one with the lowest Brier score over the histogram is served (two parameters against
-    hundreds of buckets: the in-sample choice barely overfits). ``xi_`` tells which.
+    hundreds of buckets: the in-sample choice barely overfits). ``xi_`` tells which. While the
+    score prior holds (``prior="auto"``, its strength above 0), ``xi="auto"`` serves the logistic
+    link instead, ``PlattCalibrator()``'s map on the same histogram (the prior's pseudo-counts lie
+    at the score's own rate, which no GEV link follows; docs: "GEV-canonical regression"), and its
+    shapes are refitted once the data refute the prior; ``link_`` tells which link serves.
 
     A shape whose support ends (``F = 1`` past ``v = -1/xi`` for ``xi < 0``, ``F = 0`` below it
     for ``xi > 0``) serves no surer than the rate of the data's end run there: the highest (lowest)
@@ -653,7 +662,10 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     Attributes
     ----------
     xi_ : float or None
-        The shape of the served fit.
+        The shape of the served fit (None while the logistic link serves).
+    link_ : str or None
+        ``"logistic"`` while ``xi="auto"`` serves the logistic link under the score prior,
+        ``"gev"`` otherwise.
     coef_ : tuple or None
         ``(slope, intercept)`` of the served fit.
 
@@ -691,10 +703,6 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     """
 
     _link = "gev"
-    # the GEV links do not hold the identity over the logit grid: the prior spreads like the data,
-    # plus a few events' weight over the whole grid, so that few buckets of data do not leave
-    # the fit free to extrapolate far from the prior (``streamcal._prior.score_prior``)
-    _PRIOR_FLOOR = "spread"
 
     def __init__(
         self,
@@ -737,22 +745,155 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     def _candidate_xis(self) -> tuple[float, ...]:
         return tuple(float(v) for v in self.xi_grid) if self.xi == "auto" else (float(self.xi),)
 
+    # the logistic member while the score prior holds (``streamcal.gev._logistic``) -------------
+    def _has_member(self) -> bool:
+        """Whether the logistic member serves while the prior holds: ``xi="auto"`` with the prior."""
+        return self.xi == "auto" and getattr(self, "prior", None) is not None
+
     @property
-    def xi_(self) -> float | None:
-        """The GEV shape of the served fit (None before the first fit)."""
+    def _PRIOR_FLOOR(self) -> str:
+        # the member's pseudo-counts go where Platt's go. A fixed ``xi``'s GEV link does not hold
+        # the identity over the logit grid: its prior spreads like the data, plus a few events'
+        # weight over the whole grid, so that few buckets of data do not leave the fit free to
+        # extrapolate far from the prior (``streamcal._prior.score_prior``)
+        return "span" if self._has_member() else "spread"
+
+    def _logistic_served(self) -> bool:
+        return self._has_member() and self._fitted and self._prior_strength > 0.0
+
+    def _init_map_state(self) -> None:
+        super()._init_map_state()
+        self._logit_beta = None  # the member's last fit [slope, intercept] (None before its first)
+
+    def __setstate__(self, state):
+        if "_beta" in state and "_logit_beta" not in state:
+            # a state saved before the member: where its prior held, the GEV shape it served is
+            # refitted at the next prediction (as the member)
+            state = {**state, "_logit_beta": None}
+            if state.get("_fitted") and state.get("_prior_strength", 0.0) > 0.0:
+                state["_dirty"] = True
+        super().__setstate__(state)
+
+    def _glm_arrays(self) -> SimpleNamespace:
+        cache = getattr(self, "_glm_cache", None)
+        if cache is not None or not self._has_member():
+            return super()._glm_arrays()
+        cache = super()._glm_arrays()
+        self._logit_beta = _logistic.add_member(cache, self._logit_beta, _REFIT_PROBA_TOL)
+        return cache
+
+    def _glm_state_in(self, a: SimpleNamespace) -> None:
+        super()._glm_state_in(a)
+        if self._has_member():
+            _logistic.state_in(self, a)
+
+    def _glm_state_out(self, a: SimpleNamespace) -> None:
+        if self._has_member():
+            _logistic.state_out(self, a)
+        else:
+            super()._glm_state_out(a)
+
+    def _river_scalars_out(self, a: SimpleNamespace) -> None:
+        if self._has_member():
+            _logistic.state_out(self, a)
+        else:
+            super()._river_scalars_out(a)
+
+    def _river_gev_complete(self, a: SimpleNamespace) -> None:
+        if not self._has_member():
+            super()._river_gev_complete(a)
+            return
+        _logistic.complete(self, a)
+        self._glm_state_out(a)
+        a.live = False
+
+    def _refit(self) -> None:
+        if self._has_member() and not self._engine_only():
+            _logistic.refit(self)
+        else:
+            super()._refit()
+
+    def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
+        if self._has_member() and self.refit_every is None and not self._engine_only():
+            _logistic.run_ops(self, ops, b, s, y, w, t, out_p, out_llr, _LOGIT_CLIP)
+        else:
+            super()._run_ops(ops, b, s, y, w, t, out_p, out_llr)
+
+    def _predict_arrays(self, b, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not self._has_member() or self._engine_only():
+            return super()._predict_arrays(b, s)
+        self._ensure_fitted()
+        return _logistic.served_arrays(self, s, _LOGIT_CLIP)
+
+    def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
+        if not (self._has_member() and self._prior_strength > 0.0):
+            super()._refit_from_histogram(centres, pos, neg)
+            return
+        self._glm_cache = None  # the member's fit is replaced: the compiled refit rebuilds its arrays
+        x, x_lo, x_hi = self._features_of(centres)
+        self._logit_beta, _ = _logistic.refit_logit(x, pos, neg, self._logit_beta, float(self.l2), x_lo, x_hi)
+
+    def _predict_fitted(self, scores: np.ndarray) -> np.ndarray:
+        if not self._logistic_served():
+            return super()._predict_fitted(scores)
+        values = np.ascontiguousarray(scores, dtype=np.float64)
+        return _logistic.map_logit(values, self._identity, self._logit_beta, _LOGIT_CLIP)
+
+    def _fitted_proba_one(self, s: float) -> float:
+        if not self._logistic_served():
+            return super()._fitted_proba_one(s)
+        slope, intercept = self._logit_beta
+        return _map_score()(s, self._identity, _LOGIT_CLIP, float(slope), float(intercept), False, 0.0)
+
+    def _between_refits_proba_args(self):
+        if not self._logistic_served():
+            return super()._between_refits_proba_args()
+        clip = float(self._glm_cache.buf[_g.BUF_CONSTS + 1])
+        slope, intercept = self._logit_beta
+        return (
+            "glm_proba_marked", self._score_low, self._score_high, bool(self._identity), clip, float(slope),
+            float(intercept), False, 0.0, 0.0, 1.0, self._proba_low, self._proba_high,
+        )  # fmt: skip
+
+    def _check_loaded_map(self) -> None:
+        from streamcal import _state_check as c
+
+        super()._check_loaded_map()
+        if self._logit_beta is not None:
+            c.need_array(self._logit_beta, "_logit_beta", np.float64, size=2)
+            c.need_finite(self._logit_beta, "_logit_beta")
+        elif self._logistic_served() and not self._dirty:
+            c.fail("`_logit_beta`: expected the served logistic fit since `_prior_strength` is above 0; found None.")
+
+    @property
+    def link_(self) -> str | None:
+        """The served link: ``"logistic"`` while the score prior holds (``xi="auto"``: the
+        logistic member), ``"gev"`` otherwise (None before the first fit)."""
         with self._lock:
             self._ensure_fitted()
-            return self._xi_served if self._fitted else None
+            if not self._fitted:
+                return None
+            return "logistic" if self._logistic_served() else "gev"
+
+    @property
+    def xi_(self) -> float | None:
+        """The GEV shape of the served fit (None before the first fit, and while the logistic
+        member serves: ``link_``)."""
+        with self._lock:
+            self._ensure_fitted()
+            return self._xi_served if self._fitted and not self._logistic_served() else None
 
     @property
     def shape_scores_(self) -> dict[float, float]:
         """Each candidate shape's squared error summed over the window (its Brier score times the
         window's weight) at the last fit; the lowest picks the served shape ``xi_`` ({} before
         the first fit). A shape whose refit waited at the last fit (its score certified above
-        the served shape's, ``streamcal._kernels.glm_refit``) holds that lower bound instead."""
+        the served shape's, ``streamcal._kernels.glm_refit``) holds that lower bound instead.
+        While the logistic link serves (``link_``) the shapes are not refitted: their scores are
+        those of their last fit ({} before it)."""
         with self._lock:
             self._ensure_fitted()
-            if not self._fitted:
+            if not self._fitted or self._xi_served is None:
                 return {}
             a = self._glm_arrays()
             return {float(xi): float(a.briers[k]) for xi, k in a.index.items()}
