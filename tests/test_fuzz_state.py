@@ -321,8 +321,10 @@ def _array_variants(arr: np.ndarray, indices: str, attr: str) -> list[tuple[str,
 # with the older behaviour (``VennAbersCalibrator``'s ``finite_rule``: False; tests/test_venn_abers.py
 # checks that such a file predicts as it was saved; ``ISplineCalibrator``'s ``_prior_start``, the score
 # prior's warm start: (0, 0), within 1e-9 of the saved calibrator,
-# tests/test_ispline_prior_incremental.py), so removing one is not a damage to refuse
-_OLDER_FORMATS_LACK = {"finite_rule", "_prior_start"}
+# tests/test_ispline_prior_incremental.py; ``GEVCalibrator``'s ``_logit_beta``, the logistic member
+# it serves while the score prior holds: refitted at the next prediction,
+# tests/test_gev_logistic_prior.py), so removing one is not a damage to refuse
+_OLDER_FORMATS_LACK = {"finite_rule", "_prior_start", "_logit_beta"}
 
 
 def mutations(name: str, *, indices: str):
