@@ -12,6 +12,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import glm_refit as _glm
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import ispline as _k
+from streamcal._kernels import ispline_prior as _kip
 from streamcal._kernels import ispline_stream as _ks
 from streamcal._kernels import prior as _kp
 from streamcal._kernels._config import entry_point
@@ -220,7 +221,7 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
         }
 
     # ------------------------------------------------------------------ fitted map
-    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream", "_glm_cache")
+    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream", "_glm_cache", "_prior_grid")
 
     def _init_map_state(self) -> None:
         super()._init_map_state()
@@ -656,12 +657,23 @@ def _warm_score_prior(cal, centres, pos, neg, c: float):
     base_rate = (float(pos.sum()) + c) / (float(pos.sum() + neg.sum()) + 2.0 * c)  # ``score_prior``'s
     row = np.concatenate((pos, neg))
     start = cal._prior_start
-    kappa = float(
-        _config.run(
-            _kp.prior_strength_listed, 0, row, 0, B, 1.0, centres, 0, 1, base_rate, bool(cal._identity), start,
-            np.empty(3 * B),
-        )
-    )  # fmt: skip
+    if cal._identity:
+        # from the Taylor moments at the start (``ispline_prior``), the exact kernel where they
+        # do not bound the move
+        grid, scratch = _prior_scratch(cal, centres)
+        kappa = float(
+            _config.run(
+                _kip.prior_strength_taylor, 0, row, 0, B, 1.0, centres, 0, 1, base_rate, grid, start,
+                scratch[0], scratch[1],
+            )[0]
+        )  # fmt: skip
+    else:
+        kappa = float(
+            _config.run(
+                _kp.prior_strength_listed, 0, row, 0, B, 1.0, centres, 0, 1, base_rate, False, start,
+                np.empty(3 * B),
+            )
+        )  # fmt: skip
     if not kappa > 0.0:
         # refuted: the next fit starts from (0, 0), as it does after events the compiled loop
         # serves without fitting the prior (its refits do not depend on which path ran)
@@ -673,6 +685,20 @@ def _warm_score_prior(cal, centres, pos, neg, c: float):
         _glm.FLOOR_THINNED, B,
     )  # fmt: skip
     return kappa, pos, neg
+
+
+def _prior_scratch(cal, centres):
+    """The grid's prior constants (``ispline_prior.prior_grid_constants``) and the strength's
+    scratch arrays, kept while the histogram's layout keeps its centres (``centres`` a copy)."""
+    key = cal._hist.layout.centres
+    cache = getattr(cal, "_prior_grid", None)
+    if cache is None or cache[0] is not key or key.size != centres.size:
+        B = int(centres.size)
+        grid = np.empty(3 * B)
+        _config.run(_kip.prior_grid_constants, 0, centres, B, 0.5, grid)
+        scratch = (np.empty(3 * B), np.empty((_kip.ORDER + 1, _kip.ORDER + 1)))
+        cache = cal._prior_grid = (key, grid, scratch)
+    return cache[1], cache[2]
 
 
 def _knot_weight(cal, total: float) -> float:
