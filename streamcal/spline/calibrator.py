@@ -513,7 +513,11 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
         if not self._loop_serves():
             super()._learn_bucket(b, s, y, w, t)
             return
-        if not self._in_loop and self._stream_ready() is True:
+        ready = None if self._in_loop else self._stream_ready()
+        if ready == "prior":  # the score prior holds: the engine's label, without the loop's arrays
+            super()._learn_bucket(b, s, y, w, t)
+            return
+        if ready is True:
             st = self._stream
             sf, si = self._hist.live_arrays()
             code = self._river_step(_OP_LEARN, b, s, y, w, t, sf, si, st["fbuf"], st["ibuf"], st["free"])
@@ -654,7 +658,8 @@ def _warm_score_prior(cal, centres, pos, neg, c: float):
     if "histogram" in cal.__dict__ or cal._PRIOR_FLOOR != "thinned":
         return RefitCalibrator._with_score_prior(cal, centres, pos, neg, c)
     B = int(centres.size)
-    base_rate = (float(pos.sum()) + c) / (float(pos.sum() + neg.sum()) + 2.0 * c)  # ``score_prior``'s
+    t_pos = pos.sum()
+    base_rate = (float(t_pos) + c) / (float(t_pos + neg.sum()) + 2.0 * c)  # ``score_prior``'s
     row = np.concatenate((pos, neg))
     start = cal._prior_start
     if cal._identity:
