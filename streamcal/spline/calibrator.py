@@ -648,35 +648,41 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
 
 def _warm_score_prior(cal, centres, pos, neg, c: float):
     """``RefitCalibrator._with_score_prior`` for I-spline: the score prior's strength found by
-    Newton's method from the last refit's recalibration ``(a, b)`` (``prior_strength_listed``)
-    instead of ``(0, 0)``, and its pseudo-counts added by their compiled rule
-    (``glm_refit.add_prior_pseudo_counts``, bit for bit ``streamcal._prior.pseudo_counts``). The
-    same maximum within rounding (the strength within about 1e-13 of the cold start's, the map far
-    within 1e-9) at about half the cost: one event moves ``(a, b)`` little. A refit that finds the
-    strength 0 starts the next from ``(0, 0)``. A row read through an overridden ``histogram``
+    Newton's method from the last refit's recalibration ``(a, b)`` instead of ``(0, 0)``, and its
+    pseudo-counts added by their compiled rule (``glm_refit.add_prior_pseudo_counts``, bit for bit
+    ``streamcal._prior.pseudo_counts``). For probability inputs Newton's method runs on the Taylor
+    moments of one pass at the start (``ispline_prior.prior_strength_taylor``; the exact kernel
+    where they do not bound the move), for raw scores on passes over the row
+    (``prior.prior_strength_listed``). The same maximum within rounding (``log kappa`` within
+    about 1e-11 of the cold start's, the map far within 1e-9) at about a third of the cold
+    start's cost: one event moves ``(a, b)`` little. A refit that finds the strength 0 starts the
+    next from ``(0, 0)``. A row read through an overridden ``histogram``
     (keyed pooling) or another floor takes the engine's rule."""
     if "histogram" in cal.__dict__ or cal._PRIOR_FLOOR != "thinned":
         return RefitCalibrator._with_score_prior(cal, centres, pos, neg, c)
     B = int(centres.size)
-    t_pos = pos.sum()
-    base_rate = (float(t_pos) + c) / (float(t_pos + neg.sum()) + 2.0 * c)  # ``score_prior``'s
-    row = np.concatenate((pos, neg))
     start = cal._prior_start
     if cal._identity:
         # from the Taylor moments at the start (``ispline_prior``), the exact kernel where they
-        # do not bound the move
+        # do not bound the move; the row read in the histogram's own arrays (``pos`` and ``neg``
+        # are those over the stored unit, the same divisions), and the prior's rate the centre
+        # itself (the base rate unused)
         grid, scratch = _prior_scratch(cal, centres)
+        floats = cal._hist.live_arrays()[0]
+        base_rate = 0.5
         kappa = float(
             _config.run(
-                _kip.prior_strength_taylor, 0, row, 0, B, 1.0, centres, 0, 1, base_rate, grid, start,
-                scratch[0], scratch[1],
+                _kip.prior_strength_taylor, 0, floats, _h.SF_HEADER, B, cal._hist.stored_unit(), centres, 0, 1,
+                base_rate, grid, start, scratch[0], scratch[1],
             )[0]
         )  # fmt: skip
     else:
+        t_pos = pos.sum()
+        base_rate = (float(t_pos) + c) / (float(t_pos + neg.sum()) + 2.0 * c)  # ``score_prior``'s
         kappa = float(
             _config.run(
-                _kp.prior_strength_listed, 0, row, 0, B, 1.0, centres, 0, 1, base_rate, False, start,
-                np.empty(3 * B),
+                _kp.prior_strength_listed, 0, np.concatenate((pos, neg)), 0, B, 1.0, centres, 0, 1, base_rate, False,
+                start, np.empty(3 * B),
             )
         )  # fmt: skip
     if not kappa > 0.0:
