@@ -27,8 +27,16 @@ import math
 
 import numpy as np
 
-from streamcal._kernels import prior as _kp
 from streamcal._kernels._config import jit_noalloc
+from streamcal._kernels.prior import (
+    KAPPA_MAX,
+    KAPPA_MIN,
+    NEWTON_STEPS,
+    RIDGE,
+    _fit_term,
+    prior_rate,
+    prior_strength_listed,
+)
 
 ORDER = 6  # the highest derivative of a bucket's log-likelihood in the Taylor moments
 TAYLOR_TOL = 1.0e-12  # the largest bound on the left-out terms of the log-likelihood accepted
@@ -65,7 +73,7 @@ def prior_grid_constants(cen, B, base_rate, out):
     log-odds), ``out[3b + 1]`` ``log r`` and ``out[3b + 2]`` ``log(1 - r)`` for the prior's rate
     ``r``, each with the exact kernel's operations."""
     for j in range(B):
-        r = _kp.prior_rate(cen[j], base_rate, B > 0)
+        r = prior_rate(cen[j], base_rate, B > 0)
         out[3 * j] = math.log(r) - math.log1p(-r)
         out[3 * j + 1] = math.log(r)
         out[3 * j + 2] = math.log1p(-r)
@@ -102,7 +110,7 @@ def _model_fit_terms(M, a0, b0, a, b):
                 haa += mk * da ** (i - 2) * _INV_FACT[i - 2] * pb
             if j >= 2:
                 hbb += mk * pa * db ** (j - 2) * _INV_FACT[j - 2]
-    ridge = _kp.RIDGE
+    ridge = RIDGE
     return (
         f - 0.5 * ridge * (a * a + b * b),
         ga - ridge * a,
@@ -153,7 +161,7 @@ def prior_strength_taylor(h, h0, B, unit, cen, c0, cstep, base_rate, grid, start
             m += 1
     probability_inputs = B > 0
     if m > room or not n_all > 0.0 or start.shape[0] != 2:
-        kappa = _kp.prior_strength_listed(
+        kappa = prior_strength_listed(
             h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs, start, listed
         )
         return kappa, True
@@ -174,7 +182,7 @@ def prior_strength_taylor(h, h0, B, unit, cen, c0, cstep, base_rate, grid, start
         x = listed[3 * i + 2]
         v = (x - mean) * scale
         vmax = max(vmax, abs(v))
-        term, q = _kp._fit_term(p, n, x, v, a0, b0)
+        term, q = _fit_term(p, n, x, v, a0, b0)
         M[0, 0] += term
         M[1, 0] += p - (p + n) * q
         M[1, 1] += (p - (p + n) * q) * v
@@ -192,7 +200,7 @@ def prior_strength_taylor(h, h0, B, unit, cen, c0, cstep, base_rate, grid, start
     f, ga, gb, haa, hab, hbb = _model_fit_terms(M, a0, b0, a0, b0)
     a = a0
     b = b0
-    for _ in range(_kp.NEWTON_STEPS):
+    for _ in range(NEWTON_STEPS):
         det = haa * hbb - hab * hab
         if not det > 0.0:
             break
@@ -204,7 +212,7 @@ def prior_strength_taylor(h, h0, B, unit, cen, c0, cstep, base_rate, grid, start
         while step > 1e-8:
             delta = abs(a + step * da - a0) + abs(b + step * db - b0) * vmax
             if bound * delta ** (ORDER + 1) > TAYLOR_TOL:
-                kappa = _kp.prior_strength_listed(
+                kappa = prior_strength_listed(
                     h, h0, B, unit, cen, c0, cstep, base_rate, probability_inputs, start, listed
                 )
                 return kappa, True
@@ -227,7 +235,7 @@ def prior_strength_taylor(h, h0, B, unit, cen, c0, cstep, base_rate, grid, start
     start[0] = a
     start[1] = b
     log_kappa = log_s - f + math.log(n_all + 1.0)  # 0.5 k log(n + 1) with k = 2
-    if log_kappa >= math.log(_kp.KAPPA_MAX):
-        return _kp.KAPPA_MAX, False
+    if log_kappa >= math.log(KAPPA_MAX):
+        return KAPPA_MAX, False
     kappa = math.exp(log_kappa)
-    return (kappa if kappa >= _kp.KAPPA_MIN else 0.0), False
+    return (kappa if kappa >= KAPPA_MIN else 0.0), False
