@@ -6,7 +6,10 @@ pseudo-counts' total (which would ask for about 200 coefficients on a calibrated
 with ``kappa`` at every refit). Checked here on every event of generated streams against an
 independent reference: the prior's strength and pseudo-counts of ``streamcal._prior.score_prior``,
 then the Python fit ``fit_distinct`` from its cold start with the knot count of the data's weight,
-the served bounds and the LLR written out from the refit engine's rule.
+the served bounds and the LLR written out from the refit engine's rule. The strength from
+Taylor moments (``streamcal._kernels.ispline_prior``), which the refits use for probability
+inputs, is checked against the exact Newton kernel (``prior_strength_listed``) on rows one event
+apart, and the calibrator against the engine with its own cold-started score prior.
 """
 
 from __future__ import annotations
@@ -20,11 +23,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamcal import ISplineCalibrator
+from streamcal._kernels import _config
+from streamcal._kernels import ispline_prior as _kip
+from streamcal._kernels import prior as _kp
 from streamcal._prior import llr_from_proba, prior_logodds, proba_bounds, score_prior, smoothed
+from streamcal._refit import RefitCalibrator
+from streamcal.buckets import LogitGrid
 from streamcal.exceptions import StateFileError
 from streamcal.spline.basis import default_n_knots
 from streamcal.spline.fit import evaluate_map, fit_scaled_histogram, unit_scaled
-from streamcal.windows import CountWindow
+from streamcal.windows import CountWindow, Decay, Unbounded
 
 TOL = 1e-9
 
@@ -145,3 +153,112 @@ def test_a_state_saved_before_the_warm_start_loads_and_continues_within_toleranc
     state["_prior_start"] = np.array([0.0, np.nan])
     with pytest.raises(StateFileError, match="_prior_start"):
         ISplineCalibrator.__new__(ISplineCalibrator).__setstate__(state)
+
+
+class ColdPriorEngine(ISplineCalibrator):
+    """The engine's loop with the engine's score prior: ``streamcal._prior.score_prior`` from
+    ``(0, 0)`` at every refit, no warm start and no Taylor moments."""
+
+    _STREAM_LOOP = False
+
+    def _with_score_prior(self, centres, pos, neg, c):
+        return RefitCalibrator._with_score_prior(self, centres, pos, neg, c)
+
+
+def calibrated(n, seed, shift=0.0, switch=None):
+    """Logistic scores with labels drawn at the score (the prior holds), or at a shifted score
+    from event ``switch`` on (the data refute it there)."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(-2.0, 1.5, n)
+    truth = z.copy()
+    if switch is not None:
+        truth[switch:] += shift
+    return 1 / (1 + np.exp(-z)), rng.uniform(size=n) < 1 / (1 + np.exp(-truth))
+
+
+def both_kernels(centres, pos, neg, start):
+    B = centres.size
+    row = np.concatenate((pos, neg))
+    base_rate = (pos.sum() + 1.0) / (pos.sum() + neg.sum() + 2.0)
+    grid = np.empty(3 * B)
+    _config.run(_kip.prior_grid_constants, 0, centres, B, 0.5, grid)
+    s_exact, s_taylor = start.copy(), start.copy()
+    exact = _config.run(
+        _kp.prior_strength_listed, 0, row, 0, B, 1.0, centres, 0, 1, base_rate, True, s_exact, np.empty(3 * B)
+    )
+    taylor, ran_exact = _config.run(
+        _kip.prior_strength_taylor, 0, row, 0, B, 1.0, centres, 0, 1, base_rate, grid, s_taylor,
+        np.empty(3 * B), np.empty((_kip.ORDER + 1, _kip.ORDER + 1)),
+    )  # fmt: skip
+    return exact, taylor, ran_exact, s_exact, s_taylor
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(30, 3000),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([64, 1024]),
+    st.sampled_from([0.0, 0.3, -0.5, 2.0]),
+)
+def test_the_taylor_strength_is_the_exact_kernels_one_event_on(n, seed, n_buckets, shift):
+    scores, labels = calibrated(n + 1, seed, shift, switch=0)
+    cal = ISplineCalibrator(buckets=LogitGrid(n_buckets), refit_every=10**9)
+    cal.update(scores[:n], labels[:n])
+    centres, pos, neg = cal.histogram()
+    start = np.zeros(2)
+    both_kernels(centres, pos, neg, start)  # the row's fitted (a, b): the next row's start
+    start = both_kernels(centres, pos, neg, start)[3]
+    cal.update(scores[n:], labels[n:])
+    exact, taylor, ran_exact, s_exact, s_taylor = both_kernels(*cal.histogram(), start)
+    if exact in (0.0, _kp.KAPPA_MAX):
+        assert taylor == exact
+    else:
+        assert abs(np.log(taylor) - np.log(exact)) <= 1e-10
+    np.testing.assert_allclose(s_taylor, s_exact, rtol=0.0, atol=1e-5)
+    if not ran_exact:
+        # the moments' move is bounded: the (a, b) moved little from the start
+        assert np.abs(s_taylor - start).max() < 0.5
+
+
+def test_the_moments_serve_a_small_move_and_the_cold_start_runs_the_exact_kernel():
+    scores, labels = calibrated(3001, 4)
+    cal = ISplineCalibrator(refit_every=10**9)
+    cal.update(scores[:3000], labels[:3000])
+    centres, pos, neg = cal.histogram()
+    exact, taylor, ran_exact, s_exact, _ = both_kernels(centres, pos, neg, np.zeros(2))
+    assert ran_exact  # (0, 0) is far from the fitted (a, b)
+    assert taylor == exact > 0.0
+    cal.update(scores[3000:], labels[3000:])
+    exact, taylor, ran_exact, _, _ = both_kernels(*cal.histogram(), s_exact)
+    assert not ran_exact
+    assert abs(np.log(taylor) - np.log(exact)) <= 1e-10
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(50, 600),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([0.0, 0.0, 0.4, 1.5, -1.0]),
+    st.floats(0.0, 1.0),
+    st.sampled_from([Unbounded(), CountWindow(150), Decay(100.0)]),
+    st.sampled_from([{}, {}, {"n_knots": 3}]),
+)
+def test_the_exact_default_under_the_prior_is_within_1e9_of_the_engines_prior(n, seed, shift, at, window, spline):
+    scores, labels = calibrated(n, seed, shift, switch=int(at * n))
+    kw = {"buckets": LogitGrid(64), "window": window, **spline}
+    cal = ISplineCalibrator(**kw)
+    proba, llr = cal.prequential(scores, labels)
+    ref_p, ref_llr = ColdPriorEngine(**kw).prequential(scores, labels)
+    np.testing.assert_allclose(proba, ref_p, rtol=0.0, atol=TOL)
+    np.testing.assert_allclose(llr, ref_llr, rtol=TOL, atol=TOL)
+
+
+def test_a_long_calibrated_stream_holds_the_prior_and_stays_within_1e9():
+    scores, labels = calibrated(3000, 11)
+    kw = {"buckets": LogitGrid(256)}
+    cal = ISplineCalibrator(**kw)
+    proba, llr = cal.prequential(scores, labels)
+    assert cal.prior_strength > 100.0  # the prior holds to the end
+    ref_p, ref_llr = ColdPriorEngine(**kw).prequential(scores, labels)
+    np.testing.assert_allclose(proba, ref_p, rtol=0.0, atol=TOL)
+    np.testing.assert_allclose(llr, ref_llr, rtol=TOL, atol=TOL)

@@ -12,6 +12,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import glm_refit as _glm
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import ispline as _k
+from streamcal._kernels import ispline_prior as _kip
 from streamcal._kernels import ispline_stream as _ks
 from streamcal._kernels import prior as _kp
 from streamcal._kernels._config import entry_point
@@ -220,7 +221,7 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
         }
 
     # ------------------------------------------------------------------ fitted map
-    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream", "_glm_cache")
+    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream", "_glm_cache", "_prior_grid")
 
     def _init_map_state(self) -> None:
         super()._init_map_state()
@@ -512,7 +513,11 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
         if not self._loop_serves():
             super()._learn_bucket(b, s, y, w, t)
             return
-        if not self._in_loop and self._stream_ready() is True:
+        ready = None if self._in_loop else self._stream_ready()
+        if ready == "prior":  # the score prior holds: the engine's label, without the loop's arrays
+            super()._learn_bucket(b, s, y, w, t)
+            return
+        if ready is True:
             st = self._stream
             sf, si = self._hist.live_arrays()
             code = self._river_step(_OP_LEARN, b, s, y, w, t, sf, si, st["fbuf"], st["ibuf"], st["free"])
@@ -643,25 +648,43 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
 
 def _warm_score_prior(cal, centres, pos, neg, c: float):
     """``RefitCalibrator._with_score_prior`` for I-spline: the score prior's strength found by
-    Newton's method from the last refit's recalibration ``(a, b)`` (``prior_strength_listed``)
-    instead of ``(0, 0)``, and its pseudo-counts added by their compiled rule
-    (``glm_refit.add_prior_pseudo_counts``, bit for bit ``streamcal._prior.pseudo_counts``). The
-    same maximum within rounding (the strength within about 1e-13 of the cold start's, the map far
-    within 1e-9) at about half the cost: one event moves ``(a, b)`` little. A refit that finds the
-    strength 0 starts the next from ``(0, 0)``. A row read through an overridden ``histogram``
+    Newton's method from the last refit's recalibration ``(a, b)`` instead of ``(0, 0)``, and its
+    pseudo-counts added by their compiled rule (``glm_refit.add_prior_pseudo_counts``, bit for bit
+    ``streamcal._prior.pseudo_counts``). For probability inputs Newton's method runs on the Taylor
+    moments of one pass at the start (``ispline_prior.prior_strength_taylor``; the exact kernel
+    where they do not bound the move), for raw scores on passes over the row
+    (``prior.prior_strength_listed``). The same maximum within rounding (``log kappa`` within
+    about 1e-11 of the cold start's, the map far within 1e-9) at about a third of the cold
+    start's cost: one event moves ``(a, b)`` little. A refit that finds the strength 0 starts the
+    next from ``(0, 0)``. A row read through an overridden ``histogram``
     (keyed pooling) or another floor takes the engine's rule."""
     if "histogram" in cal.__dict__ or cal._PRIOR_FLOOR != "thinned":
         return RefitCalibrator._with_score_prior(cal, centres, pos, neg, c)
     B = int(centres.size)
-    base_rate = (float(pos.sum()) + c) / (float(pos.sum() + neg.sum()) + 2.0 * c)  # ``score_prior``'s
-    row = np.concatenate((pos, neg))
     start = cal._prior_start
-    kappa = float(
-        _config.run(
-            _kp.prior_strength_listed, 0, row, 0, B, 1.0, centres, 0, 1, base_rate, bool(cal._identity), start,
-            np.empty(3 * B),
-        )
-    )  # fmt: skip
+    if cal._identity:
+        # from the Taylor moments at the start (``ispline_prior``), the exact kernel where they
+        # do not bound the move; the row read in the histogram's own arrays (``pos`` and ``neg``
+        # are those over the stored unit, the same divisions), and the prior's rate the centre
+        # itself (the base rate unused)
+        grid, scratch = _prior_scratch(cal, centres)
+        floats = cal._hist.live_arrays()[0]
+        base_rate = 0.5
+        kappa = float(
+            _config.run(
+                _kip.prior_strength_taylor, 0, floats, _h.SF_HEADER, B, cal._hist.stored_unit(), centres, 0, 1,
+                base_rate, grid, start, scratch[0], scratch[1],
+            )[0]
+        )  # fmt: skip
+    else:
+        t_pos = pos.sum()
+        base_rate = (float(t_pos) + c) / (float(t_pos + neg.sum()) + 2.0 * c)  # ``score_prior``'s
+        kappa = float(
+            _config.run(
+                _kp.prior_strength_listed, 0, np.concatenate((pos, neg)), 0, B, 1.0, centres, 0, 1, base_rate, False,
+                start, np.empty(3 * B),
+            )
+        )  # fmt: skip
     if not kappa > 0.0:
         # refuted: the next fit starts from (0, 0), as it does after events the compiled loop
         # serves without fitting the prior (its refits do not depend on which path ran)
@@ -673,6 +696,20 @@ def _warm_score_prior(cal, centres, pos, neg, c: float):
         _glm.FLOOR_THINNED, B,
     )  # fmt: skip
     return kappa, pos, neg
+
+
+def _prior_scratch(cal, centres):
+    """The grid's prior constants (``ispline_prior.prior_grid_constants``) and the strength's
+    scratch arrays, kept while the histogram's layout keeps its centres (``centres`` a copy)."""
+    key = cal._hist.layout.centres
+    cache = getattr(cal, "_prior_grid", None)
+    if cache is None or cache[0] is not key or key.size != centres.size:
+        B = int(centres.size)
+        grid = np.empty(3 * B)
+        _config.run(_kip.prior_grid_constants, 0, centres, B, 0.5, grid)
+        scratch = (np.empty(3 * B), np.empty((_kip.ORDER + 1, _kip.ORDER + 1)))
+        cache = cal._prior_grid = (key, grid, scratch)
+    return cache[1], cache[2]
 
 
 def _knot_weight(cal, total: float) -> float:

@@ -218,7 +218,8 @@ def unit_scaled(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarra
     The least-squares fit does not change when every weight is scaled alike; scaled, the solver's
     sums and products neither overflow nor lose their bits among subnormals.
     """
-    total, pos_total = float(pos.sum() + neg.sum()), float(pos.sum())
+    pos_sum = pos.sum()
+    total, pos_total = float(pos_sum + neg.sum()), float(pos_sum)
     if total > 0.0 and not 2.0**-500 < total < 2.0**500:
         k = -math.frexp(total)[1]
         pos, neg = np.ldexp(pos, k), np.ldexp(neg, k)
