@@ -35,7 +35,7 @@ def warmup(methods="pav") -> float:
     Parameters
     ----------
     methods : str or list of str
-        ``"pav"`` (default), ``"ispline"``, ``"gev"``, ``"platt"``, as a list or a comma-separated
+        ``"pav"`` (default), ``"ispline"``, ``"gev"``, ``"platt"``, ``"venn-abers"``, as a list or a comma-separated
         string such as ``"pav,gev"``.
 
     Examples
@@ -47,15 +47,24 @@ def warmup(methods="pav") -> float:
     True
     """
 
-    import numpy as np
-
     from streamcal._kernels import _config
-    from streamcal._registry import builtin_calibrator
-    from streamcal.windows import CountWindow, TimeWindow
 
     names = _method_names(methods)
     start = time.perf_counter()
     _config.use_compiled_kernels()
+    _warm(names, faces=True, defaults=True)
+    return time.perf_counter() - start
+
+
+def _warm(names: list[str], *, faces: bool, defaults: bool) -> None:
+    """:func:`warmup`'s two halves, which the install's compile runs in different processes
+    (``streamcal._precompile``): each face with small windows and ``refit_every``, and each
+    calibrator at its defaults."""
+    import numpy as np
+
+    from streamcal._registry import builtin_calibrator
+    from streamcal.windows import CountWindow, TimeWindow
+
     rng = np.random.default_rng(0)
     s = rng.uniform(0.01, 0.99, size=64)
     y = rng.uniform(size=64) < s
@@ -66,26 +75,29 @@ def warmup(methods="pav") -> float:
     refuted = rng.uniform(size=400) < 1.0 - scores
     for name in names:
         calibrator_class = builtin_calibrator(name)
-        for window, times in ((CountWindow(16), None), (TimeWindow(10.0), t)):
-            cal = calibrator_class(window=window)
-            cal.prequential(s[:32], y[:32], times=None if times is None else times[:32])
-            cal.update(s[32:48], y[32:48], times=None if times is None else times[32:48])
-            cal.predict_proba(s)
-            cal.predict_llr(s)
-            for i in range(48, 64):
-                x = {"score": float(s[i])}
-                cal.predict_proba_one(x)
-                cal.predict_llr_one(x)
-                cal.learn_one(x, bool(y[i]), t=None if times is None else float(times[i]))
-        if "refit_every" in inspect.signature(calibrator_class).parameters:
-            _river_between_refits(calibrator_class(window=CountWindow(16), refit_every=8), s, y)
-            _river_between_refits(calibrator_class(refit_every=8), s, y)
-            between = calibrator_class(refit_every=8)
-            between.update(s, y)
-            between.predict_proba(s)
-        for labels in (calibrated, refuted):
-            _defaults(calibrator_class, scores, labels)
-    return time.perf_counter() - start
+        takes_refit_every = "refit_every" in inspect.signature(calibrator_class).parameters
+        if faces:
+            for window, times in ((CountWindow(16), None), (TimeWindow(10.0), t)):
+                cal = calibrator_class(window=window)
+                cal.prequential(s[:32], y[:32], times=None if times is None else times[:32])
+                cal.update(s[32:48], y[32:48], times=None if times is None else times[32:48])
+                cal.predict_proba(s)
+                cal.predict_llr(s)
+                for i in range(48, 64):
+                    x = {"score": float(s[i])}
+                    cal.predict_proba_one(x)
+                    cal.predict_llr_one(x)
+                    cal.learn_one(x, bool(y[i]), t=None if times is None else float(times[i]))
+            if takes_refit_every:
+                _river_between_refits(calibrator_class(window=CountWindow(16), refit_every=8), s, y)
+        if defaults:
+            if takes_refit_every:
+                _river_between_refits(calibrator_class(refit_every=8), s, y)
+                between = calibrator_class(refit_every=8)
+                between.update(s, y)
+                between.predict_proba(s)
+            for labels in (calibrated, refuted):
+                _defaults(calibrator_class, scores, labels)
 
 
 def _defaults(calibrator_class, s, y) -> None:

@@ -10,10 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from streamcal._precompile import PARTS
-
 ROOT = str(Path(__file__).resolve().parents[1])
 
 WORKLOAD = """
@@ -37,10 +33,10 @@ def compiled():
 
 from streamcal._precompile import PARTS, compile_part
 
-part = sys.argv[1]
-compile_part(part)
+for part in PARTS:  # the install's two halves
+    compile_part(part)
 before = compiled()
-methods = [m for m in PARTS[part] if m != "raw"]
+methods = [m for part in PARTS for m in PARTS[part] if m != "raw"]
 rng = np.random.default_rng(5)
 s = rng.uniform(0.001, 0.999, size=400)
 s[::37] = 0.0  # scores at the ends of the range, as river's datasets hold them
@@ -69,46 +65,44 @@ for cls, labels in [(builtin_calibrator(m), y) for m in methods for y in streams
         arrays.update(s, labels, times=None if times is None else times + s.size)
         arrays.predict_proba(s)
         arrays.predict_llr(s)
-if part == "replay":  # keyed PAV, a key per campaign
-    keys = [f"c{k}" for k in rng.integers(0, 30, size=s.size)]
-    labels = streams[1]
-    for window in (None, 150, "1h"):
-        times = t if window == "1h" else None
-        keyed = streamcal.KeyedCalibrator(streamcal.PAVCalibrator(window=window))
-        keyed.prequential(keys, s, labels, times=times)
-        keyed.predict_proba(keys, s)
-        for i in range(s.size):
-            x = {"key": keys[i], "score": float(s[i])}
-            keyed.predict_proba_one(x)
-            keyed.learn_one(x, bool(labels[i]), **({} if times is None else {"t": float(times[i]) + s.size}))
-        pickle.loads(pickle.dumps(keyed)).predict_llr(keys, s)
-    # pairwise coupling of three classes
-    scores = rng.dirichlet(np.ones(3), size=s.size)
-    classes = (scores.cumsum(axis=1) < rng.uniform(size=(s.size, 1))).sum(axis=1)
-    coupled = streamcal.PairwiseCouplingCalibrator(classes=(0, 1, 2))
-    coupled.prequential(scores, classes)
-    coupled.predict_proba(scores)
-    coupled = streamcal.PairwiseCouplingCalibrator()
-    for row, label in zip(scores, classes, strict=True):
-        x = dict(enumerate(row.tolist()))
-        coupled.predict_proba_one(x)
-        coupled.learn_one(x, int(label))
+# keyed PAV, a key per campaign
+keys = [f"c{k}" for k in rng.integers(0, 30, size=s.size)]
+labels = streams[1]
+for window in (None, 150, "1h"):
+    times = t if window == "1h" else None
+    keyed = streamcal.KeyedCalibrator(streamcal.PAVCalibrator(window=window))
+    keyed.prequential(keys, s, labels, times=times)
+    keyed.predict_proba(keys, s)
+    for i in range(s.size):
+        x = {"key": keys[i], "score": float(s[i])}
+        keyed.predict_proba_one(x)
+        keyed.learn_one(x, bool(labels[i]), **({} if times is None else {"t": float(times[i]) + s.size}))
+    pickle.loads(pickle.dumps(keyed)).predict_llr(keys, s)
+# pairwise coupling of three classes
+scores = rng.dirichlet(np.ones(3), size=s.size)
+classes = (scores.cumsum(axis=1) < rng.uniform(size=(s.size, 1))).sum(axis=1)
+coupled = streamcal.PairwiseCouplingCalibrator(classes=(0, 1, 2))
+coupled.prequential(scores, classes)
+coupled.predict_proba(scores)
+coupled = streamcal.PairwiseCouplingCalibrator()
+for row, label in zip(scores, classes, strict=True):
+    x = dict(enumerate(row.tolist()))
+    coupled.predict_proba_one(x)
+    coupled.learn_one(x, int(label))
 print(json.dumps({"before": before, "after": compiled()}))
 """
 
 
-@pytest.mark.parametrize("part", list(PARTS))
-def test_after_warmup_the_common_calls_compile_nothing(part, tmp_path):
-    """Each half of the install's compile (``streamcal._precompile``) in a fresh process, as the
-    install runs it, then its calibrators' common calls and, after the PAV half, the wrappers'
-    (keyed PAV, pairwise coupling)."""
+def test_after_the_installs_compile_the_common_calls_compile_nothing(tmp_path):
+    """The install's compile (``streamcal._precompile``, both halves), then every built-in
+    calibrator's common calls and the wrappers' (keyed PAV, pairwise coupling), in a fresh process."""
     env = {k: v for k, v in os.environ.items() if k != "STREAMCAL_INTERPRETED_EVENTS"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
     result = subprocess.run(
-        [sys.executable, "-c", WORKLOAD, part], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+        [sys.executable, "-c", WORKLOAD], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr[-3000:]
     counts = json.loads(result.stdout.splitlines()[-1])
-    assert counts["before"], "warmup compiled or loaded no kernel"
+    assert counts["before"], "the compile compiled or loaded no kernel"
     added = {name: n for name, n in counts["after"].items() if counts["before"].get(name, 0) != n}
-    assert not added, f"compiled after the {part!r} part: {sorted(added)}"
+    assert not added, f"compiled after the install's compile: {sorted(added)}"
