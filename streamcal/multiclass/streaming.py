@@ -428,7 +428,9 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
     """Shared machinery: validation of score dicts, the class register, binary calibrator clones.
 
     Thread safety: each public method holds the calibrator's lock (``streamcal._locking``) for
-    its whole run, its binary calibrators included (they are reached only through it).
+    its whole run, its binary calibrators included (they are reached only through it), except
+    the river face's common event of :class:`PairwiseCouplingCalibrator`, which takes no lock
+    and is atomic all the same (see the notes above ``_FrameMarkingLock``).
     """
 
     def __init__(self, calibrator=None, scores: str = "proba", classes: tuple | None = None):
