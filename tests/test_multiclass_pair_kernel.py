@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import pickle
+import threading
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from river_cases import finishes_while_held, lock_of
 
 import streamcal
 from streamcal import PAVCalibrator
@@ -501,3 +503,106 @@ def test_river_face_reads_score_dicts_in_any_key_order_as_the_per_pair_calls_do(
         assert [c for c, _ in got[-1]] == [0, 1, 2, 3]
         assert fast.river_in_one_call
         assert_same_pairs(fast, reference)
+
+
+def mutated_and_rejected_events(cal, p, labels):
+    """The river face over one score dict mutated in place between the calls (the learned event
+    scores the classes in another order than the predicted one), with rejected calls between."""
+    k = p.shape[1]
+    out = []
+    x = {}
+    for e, (row, label) in enumerate(zip(p.tolist(), labels.tolist(), strict=True)):
+        for c in range(k):
+            x[c] = row[c]
+        out.append(list(cal.predict_proba_one(x).items()))
+        if e % 7 == 3:  # a score out of range: refused by the kernel, named by the full checks
+            x[1] = 1.5
+            with pytest.raises(ValueError, match="probabilities in"):
+                cal.learn_one(x, label)
+            with pytest.raises(ValueError, match="probabilities in"):
+                cal.predict_proba_one(x)
+            x[1] = row[1]
+        if e % 11 == 5:
+            with pytest.raises(ValueError, match="not among `classes`"):
+                cal.learn_one(x, 9)
+        for c in range(k):
+            x[c] = row[(c + 1) % k]
+        cal.learn_one(x, label)
+    return out
+
+
+def test_river_face_without_the_lock_equals_the_per_pair_calls(rng, monkeypatch):
+    # fixed classes and the default pairs: the common event takes no lock
+    p, y = stream(rng, 500, 4)
+    fast, reference = PairwiseCouplingCalibrator(classes=(0, 1, 2, 3)), PairwiseCouplingCalibrator(classes=(0, 1, 2, 3))
+    got = mutated_and_rejected_events(fast, p, y)
+    x = {0: 0.1, 1: 0.2, 2: 0.3, 3: 0.4}
+    lock = lock_of(fast)
+    # held without the frame's mark, the lock does not delay the common event; held with it
+    # (any section of the calibrator), the kernels refuse and the call waits for the lock
+    assert finishes_while_held(lock.rlock, lambda: fast.learn_one(x, 2), 5.0)
+    assert finishes_while_held(lock.rlock, lambda: fast.predict_proba_one(x), 5.0)
+    assert not finishes_while_held(lock, lambda: fast.learn_one(x, 3), 0.2)
+    assert not finishes_while_held(lock, lambda: fast.predict_proba_one(x), 0.2)
+    with monkeypatch.context() as mp:
+        per_pair_river(mp)
+        expected = mutated_and_rejected_events(reference, p, y)
+        reference.learn_one(x, 2)
+        reference.learn_one(x, 3)
+    assert got == expected
+    assert_same_pairs(fast, reference)
+    assert fast.predict_proba_one(x) == reference.predict_proba_one(x)
+    # a parameter replaced unbinds the kernels (the frame marked): the next calls bind again
+    fast.method, reference.method = "wlw", "wlw"
+    assert fast.predict_proba_one(x) == reference.predict_proba_one(x)
+
+
+def test_river_face_without_the_lock_loses_nothing_among_threads(rng):
+    n, k = 3_000, 3
+    p, y = stream(rng, n, k)
+    rows, labels = p.tolist(), y.tolist()
+    cal = PairwiseCouplingCalibrator(classes=(0, 1, 2))
+    errors = []
+    done = threading.Event()
+
+    def river(part):
+        for row, label in zip(rows[part], labels[part], strict=True):
+            x = {c: row[c] for c in range(k)}
+            q = cal.predict_proba_one(x)
+            assert abs(sum(q.values()) - 1.0) < 1e-9
+            cal.learn_one(x, label)
+
+    def array(part):
+        for lo in range(part.start, part.stop, 97):
+            hi = min(lo + 97, part.stop)
+            cal.update(p[lo:hi], y[lo:hi])
+
+    def watch():
+        while not done.is_set():
+            q = cal.predict_proba_one({0: 0.2, 1: 0.3, 2: 0.5})
+            assert abs(sum(q.values()) - 1.0) < 1e-9
+            assert all(m.n_learned >= 0 for m in cal.pairs_.values())
+
+    def guarded(job, *args):
+        def run():
+            try:
+                job(*args)
+            except BaseException as error:  # re-raised in the test's thread
+                errors.append(error)
+
+        return threading.Thread(target=run, daemon=True)
+
+    third = n // 3
+    workers = [guarded(river, slice(0, third)), guarded(river, slice(third, 2 * third)), guarded(array, slice(2 * third, n))]
+    watcher = guarded(watch)
+    for thread in [*workers, watcher]:
+        thread.start()
+    for thread in workers:
+        thread.join(300.0)
+    done.set()
+    watcher.join(300.0)
+    if errors:
+        raise errors[0]
+    assert sum(m.n_learned for m in cal.pairs_.values()) == n * (k - 1)
+    # the frame's mark lifted after the last section: the common event runs without the lock
+    assert finishes_while_held(lock_of(cal).rlock, lambda: cal.learn_one({0: 0.2, 1: 0.3, 2: 0.5}, 0), 5.0)

@@ -7,17 +7,18 @@ One event, every pair, one compiled call. The arguments:
   (:func:`streamcal._kernels.ipav.pack_state`), 0 for a pair without a calibrator, and
   ``addresses[2q + 1]`` its length. The caller holds a reference to every buffer for as long as
   it passes its address (numba then unboxes one small array per call, not a list of P arrays).
-- ``frame``: float64, laid out by :func:`frame_size`: the bound parameters (``FRAME_HEADER``
-  values), then the event's log-scores, the output and the coupling's scratch, made once per set
+- ``frame``: float64, laid out by :func:`frame_size`: the bound parameters and the frame's busy
+  mark (``FRAME_HEADER`` values), then the event's log-scores, the output and the coupling's scratch, made once per set
   of pairs (no array is allocated per call).
 - ``scores``: a tuple of K floats, the event's scores in the column order of the classes; with
   ``raw`` the values as given (probabilities or logits: checked, and logged for probabilities,
   here), else log-scores already checked by the caller.
 
 Like PAV's packed entry points these hold the GIL (``nogil=False``), so among Python threads each
-call is atomic, and they refuse, changing nothing, when a state they would read or write is
-marked busy (``PACK_BUSY``: its calibrator's lock is held by a section that works in several
-steps); the caller then takes the slow path, under the pairs' locks. They compute what
+call is atomic, and they refuse, changing nothing, when the frame is marked busy (``FRAME_BUSY``:
+the coupling calibrator's lock is held, or the frame is no longer the bound one) or a state they
+would read or write is (``PACK_BUSY``: its calibrator's lock is held by a section that works in
+several steps); the caller then takes the slow path, under the locks. They compute what
 :func:`streamcal._kernels.pairwise_pav.pair_pav_run` computes per event, with the same per-pair
 functions in the same order: the same bits as the per-pair calls.
 
@@ -31,6 +32,7 @@ import math
 
 import numpy as np
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.arrayobj import populate_array
 
@@ -41,8 +43,10 @@ from streamcal._kernels.pairwise_pav import _pair_learn, _pair_predict, _sigmoid
 
 #: ``frame[0:FRAME_HEADER]``: whether the pairs take probabilities (``sigmoid(d)``, 1.0, else the
 #: log-odds d, 0.0), the log-odds limit, the unseen pairs' weight, the method (0 HT, 1 WLW), tol,
-#: max_iter, newton_after, and whether raw scores are probabilities (1.0, else logits, 0.0).
-FRAME_HEADER = 8
+#: max_iter, newton_after, whether raw scores are probabilities (1.0, else logits, 0.0), and the
+#: busy mark (``FRAME_BUSY``: nonzero, the kernels refuse).
+FRAME_HEADER = 9
+FRAME_BUSY = 8
 
 #: The kernels' return values.
 DONE = 1
@@ -69,15 +73,25 @@ def _state_at(typingctx, address, size):
     return sig, codegen
 
 
+@intrinsic
+def _status_and_output(typingctx, status, out, scores):
+    """``(status, out[0], ..., out[K - 1])``, a tuple of K + 1 floats, K the length of the tuple
+    ``scores``: the prediction's result as a value (a later call may overwrite the frame)."""
+    k = scores.count
+    sig = types.UniTuple(types.float64, k + 1)(types.float64, out, scores)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[1])(context, builder, args[1])
+        values = [args[0]] + [builder.load(cgutils.gep_inbounds(builder, ary.data, i)) for i in range(k)]
+        return context.make_tuple(builder, signature.return_type, values)
+
+    return sig, codegen
+
+
 def frame_size(k: int) -> int:
     """The length of a frame for K classes: header, log-scores, output, and the scratch of
     ``r`` and ``n`` (K x K each) and of the HT and WLW couplings."""
     return FRAME_HEADER + 2 * k + 4 * k * k + 6 * k + (k + 1) * (k + 1) + (k + 1)
-
-
-def output_slice(k: int) -> slice:
-    """Where a frame holds the coupled distribution."""
-    return slice(FRAME_HEADER + k, FRAME_HEADER + 2 * k)
 
 
 @jit_noalloc(forceinline=True)
@@ -106,11 +120,24 @@ def _pair_log_odds(frame, a, b, limit):
 
 @jit_noalloc(nogil=False)
 def pairs_predict(addresses, frame, scores, raw):
+    """The coupled distribution of one event: ``(status, p_0, ..., p_{K-1})``, a tuple of floats,
+    the status ``DONE`` (the distribution, also written to the frame's output), ``BAD_SCORE`` or
+    ``REFUSED`` (the rest then undefined)."""
+    k = len(scores)
+    o = FRAME_HEADER + k
+    done = _predict_into(addresses, frame, scores, raw)
+    return _status_and_output(float(done), frame[o : o + k], scores)
+
+
+@jit_noalloc
+def _predict_into(addresses, frame, scores, raw):
     """The coupled distribution of one event, written to the frame's output (K,): each pair's r
     and n as ``pair_pav_run`` gives them, coupled by Hastie–Tibshirani (method 0, with the
     frame's tol, max_iter and newton_after, as ``coupling.ht_couple_newton_one``), Wu–Lin–Weng
     (1), or for K = 2 ``(r_0, 1 - r_0)``. Returns ``DONE``, ``BAD_SCORE`` or ``REFUSED``."""
     k = len(scores)
+    if frame[FRAME_BUSY] != 0.0:
+        return REFUSED
     n_pairs = addresses.shape[0] // 2
     for q in range(n_pairs):
         if addresses[2 * q] != 0 and _state_at(addresses[2 * q], addresses[2 * q + 1])[PACK_BUSY] != 0.0:
@@ -185,6 +212,8 @@ def pairs_learn(addresses, frame, scores, raw, c, w):
     with label ``c == a``, as ``pair_pav_run`` learns it. Returns ``DONE``, or, having changed
     nothing, ``BAD_SCORE`` or ``REFUSED`` (a pair holding c absent or its state busy)."""
     k = len(scores)
+    if frame[FRAME_BUSY] != 0.0:
+        return REFUSED
     q = 0
     for a in range(k):
         for b in range(a + 1, k):

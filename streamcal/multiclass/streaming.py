@@ -17,6 +17,7 @@ import itertools
 import math
 import numbers
 import operator
+import threading
 import types
 from collections.abc import Iterable, Mapping
 
@@ -28,7 +29,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import coupling as _k
 from streamcal._kernels._config import entry_point
 from streamcal._kernels.histogram import MAX_WEIGHT
-from streamcal._locking import LockedState
+from streamcal._locking import LockedState, SectionLock
 from streamcal._validation import (
     as_1d_array,
     as_binary_labels,
@@ -40,7 +41,7 @@ from streamcal._validation import (
     check_scalar,
     is_real_number,
 )
-from streamcal.isotonic.streaming import PACK_SERIAL
+from streamcal.isotonic.streaming import PACK_SERIAL, _gil_enabled
 from streamcal.multiclass.coupling import MAX_ITER_LIMIT, NEWTON_AFTER_SWEEPS
 from streamcal.persist import Persistable
 from streamcal.windows import as_window
@@ -427,7 +428,9 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
     """Shared machinery: validation of score dicts, the class register, binary calibrator clones.
 
     Thread safety: each public method holds the calibrator's lock (``streamcal._locking``) for
-    its whole run, its binary calibrators included (they are reached only through it).
+    its whole run, its binary calibrators included (they are reached only through it), except
+    the river face's common event of :class:`PairwiseCouplingCalibrator`, which takes no lock
+    and is atomic all the same (see the notes above ``_FrameMarkingLock``).
     """
 
     def __init__(self, calibrator=None, scores: str = "proba", classes: tuple | None = None):
@@ -980,20 +983,19 @@ def _fast_calls(river: _RiverCall) -> tuple:
         names = ", ".join(f"k{i}" for i in range(k))
         values = ", ".join(f"a{i}" for i in range(k))
         floats = " and ".join(f"a{i}.__class__ is float" for i in range(k))
-        entries = ", ".join(f"k{i}: o[{i}]" for i in range(k))
+        entries = ", ".join(f"k{i}: o[{i + 1}]" for i in range(k))  # o[0]: the kernel's status
         source = f"""
-def factory(read, column, kernel_predict, kernel_learn, addresses, frame, out, {names}):
-    tolist = out.tolist
-
+def factory(read, column, kernel_predict, kernel_learn, addresses, frame, {names}):
     def predict(x):
         if x.__class__ is dict and len(x) == {k}:
             try:
                 {values} = v = read(x)
             except KeyError:
                 return None
-            if {floats} and kernel_predict(addresses, frame, v, True) > 0:
-                o = tolist()
-                return {{{entries}}}
+            if {floats}:
+                o = kernel_predict(addresses, frame, v, True)
+                if o[0] > 0.0:
+                    return {{{entries}}}
         return None
 
     def learn(x, y, w):
@@ -1013,7 +1015,7 @@ def factory(read, column, kernel_predict, kernel_learn, addresses, frame, out, {
         exec(compile(source, f"<river face, K = {k}>", "exec"), namespace)
         factory = _FAST_FACTORIES[k] = namespace["factory"]
     read = operator.itemgetter(*river.keys)
-    return factory(read, river.column, river.predict, river.learn, river.addresses, river.frame, river.out, *river.keys)
+    return factory(read, river.column, river.predict, river.learn, river.addresses, river.frame, *river.keys)
 
 
 class _RiverCall:
@@ -1031,18 +1033,19 @@ class _RiverCall:
         "before",
         "bound",
         "buffers",
+        "busy",
         "classes",
         "column",
         "fast_learn",
         "fast_predict",
         "fixed",
         "frame",
+        "free",
         "holding",
         "keys",
         "learn",
         "models",
         "n_models",
-        "out",
         "pair_models",
         "pairs",
         "params",
@@ -1062,6 +1065,8 @@ class _RiverCall:
         self.plain = False  # whether the kernels, once bound, apply while the register and buffers stay
         self.before = None  # the parameters read when ``params`` was derived (``_params_now``)
         self.serial = -1  # ``isotonic.streaming.PACK_SERIAL`` when the buffers were last found in place
+        self.free = False  # whether the common event may run without the lock (``plain``, with a GIL)
+        self.busy = None  # the frame's busy mark (one element), once there is a frame
         if pairs is None:
             return
         from streamcal.multiclass import _one_call
@@ -1077,7 +1082,10 @@ class _RiverCall:
         self.bound = [None] * len(buffers)  # the buffer whose address each pair's slot holds
         self.hold(buffers)
         self.frame = np.zeros(_one_call.frame_size(k))
-        self.out = self.frame[_one_call.output_slice(k)]
+        # born busy (made under the calibrator's lock, whose release lifts the mark of the bound
+        # frame only): a frame replaced keeps its mark, so a call holding it is refused
+        self.busy = self.frame[_one_call.FRAME_BUSY : _one_call.FRAME_BUSY + 1]
+        self.busy[0] = 1.0
 
     def hold(self, buffers: list) -> None:
         """Bind the pairs' state buffers (one per pair of ``pair_models``, None for a pair
@@ -1117,7 +1125,7 @@ class _RiverCall:
         """Write the parameters into the frame and find the compiled kernels for K classes."""
         from streamcal.multiclass import _one_call
 
-        self.frame[: _one_call.FRAME_HEADER] = (
+        self.frame[: _one_call.FRAME_BUSY] = (
             1.0 if self.params.probabilities else 0.0, MAX_LOG_ODDS, UNSEEN_PAIR_WEIGHT,
             float(method), tol, float(max_iter), float(NEWTON_AFTER_SWEEPS), 1.0 if self.proba else 0.0,
         )  # fmt: skip
@@ -1132,12 +1140,47 @@ class _RiverCall:
         self.predict, self.learn = kernels
         self.fast_predict, self.fast_learn = _fast_calls(self)
 
+    def bind_added_pairs(self, params, classes: list, models: dict) -> bool:
+        """Bind, in place, the pairs the register ``models`` added since these kernels were bound
+        (the same parameters, classes and register, which holds more calibrators now; each bound
+        one still there): the kernels, frame and in-line calls stay, only the addresses change.
+        True if done; False, having changed nothing, where a full rebind is needed (a bound pair
+        replaced or gone, a new one not a ``PAVCalibrator`` taking every score, or no buffer)."""
+        if not (self.params is params and self.models is models and self.classes == classes):
+            return False
+        if self.n_models >= len(models):
+            return False
+        k = len(classes)
+        serial = PACK_SERIAL[0]  # read before the buffers: a buffer packed meanwhile changes it
+        from streamcal import PAVCalibrator
+
+        pair_models = [models.get((classes[a], classes[b])) for a in range(k) for b in range(a + 1, k)]
+        for old, model in zip(self.pair_models, pair_models, strict=True):
+            if old is None:
+                if model is not None and not (type(model) is PAVCalibrator and _takes_any_score(model)):
+                    return False
+            elif model is not old:
+                return False
+        buffers = [None if model is None else model.packed_state() for model in pair_models]
+        if any(model is not None and buffer is None for model, buffer in zip(pair_models, buffers, strict=True)):
+            return False
+        self.pair_models = tuple(pair_models)
+        self.n_models = len(models)
+        self.hold(buffers)
+        self.serial = serial
+        return True
+
     @staticmethod
     def buffers_unchanged(states: tuple, buffers: tuple) -> bool:
         """Whether each pair's calibrator still holds the state buffer bound here: its
         ``packed_state()`` (``PAVCalibrator``'s, which reads ``__dict__["_packed"]``), read for
         every pair at once in C, with no Python call per pair."""
         return all(map(operator.is_, map(dict.get, states, _PACKED), buffers))
+
+    def same_register(self, models: dict) -> bool:
+        """Whether the pairs bound are those of the register ``models`` (the same dict, as many
+        pairs: the register only adds pairs, or a rolled back array call puts another dict in place)."""
+        return self.models is models and self.n_models == len(models)
 
     def same_pairs(self, params, classes: list, models: dict) -> bool:
         return (
@@ -1177,6 +1220,75 @@ class _RiverCall:
                     return None
                 row[i] = v
         return tuple(row), False
+
+
+# Threads. The river face's common event (``_RiverCall.free``: fixed classes, the default
+# pairs, a GIL) takes no lock in :class:`PairwiseCouplingCalibrator`'s ``learn_one`` and
+# ``predict_proba_one``: a lock round trip costs about a quarter of the Python of a call. Its
+# calls are atomic all the same, as PAV's lock-free river face (``isotonic/streaming.py``):
+# (1) the one-call kernels hold the GIL, so no other Python thread runs a step during one;
+# (2) everything else that reads or writes the pairs or the register holds the calibrator's
+# lock (a ``_FrameMarkingLock``), which marks the bound frame busy while held, and on release
+# lifts the mark only of a frame still bound to the register as it then is; a frame made
+# meanwhile is born busy, one unbound keeps its mark (``__setattr__`` marks the frame it
+# unbinds), and a pair's own sections mark its state buffer (``PACK_BUSY``; a buffer replaced
+# keeps its mark). A kernel called on a marked frame or buffer changes nothing and refuses; its
+# caller then waits for the lock and tries again under it, the frame's mark lifted around the
+# one kernel call (``unmarked``). So a lock-free call runs whole before a section begins
+# (setting the mark needs the GIL that the call holds) or after one ends, on a frame bound to
+# the register of then, or is refused: some serial order. Its in-line check therefore compares
+# no register, only the buffers' serial (a buffer packed anywhere since the binding: the locked
+# path binds the new one). A prediction's result comes back from the kernel as a tuple, not
+# read from the frame, which the next call overwrites.
+class _FrameMarkingLock(SectionLock):
+    """The lock of a :class:`PairwiseCouplingCalibrator`: a re-entrant lock that marks the river
+    face's bound frame busy while held (``_one_call.FRAME_BUSY``; a frame made meanwhile is born
+    busy), so that the one-call kernels of the lock-free common event refuse, changing nothing,
+    and their caller waits for the lock (see the notes above). ``depth`` counts the holder's
+    entries."""
+
+    __slots__ = ("_cal", "depth", "rlock")
+
+    def __init__(self, cal):
+        self._cal = cal
+        self.depth = 0
+        self.rlock = threading.RLock()
+
+    def acquire(self) -> bool:
+        self.rlock.acquire()
+        self.depth += 1
+        if self.depth == 1:
+            river = self._cal.__dict__.get("_river_pairs")
+            if river is not None and river.busy is not None:
+                river.busy[0] = 1.0
+        return True
+
+    def release(self) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            cal = self._cal
+            river = cal.__dict__.get("_river_pairs")
+            if river is not None and river.busy is not None and river.same_register(cal._models):
+                river.busy[0] = 0.0
+        self.rlock.release()
+
+    def unmarked(self, river: _RiverCall, call, *args):
+        """``call(*args)`` (a one-call kernel, or a common-event call of ``river``, the bound one)
+        with the frame's mark lifted while it runs, if this lock's holder holds it once: the
+        section's state is then whole, and a lock-free call of another thread may run before or
+        after the kernel, not during it (the kernel holds the GIL). Held re-entrantly (a section
+        of several steps may be under way), the kernel refuses and the caller goes on per pair."""
+        if self.depth != 1:
+            return call(*args)
+        busy = river.busy
+        busy[0] = 0.0
+        try:
+            return call(*args)
+        finally:
+            busy[0] = 1.0
+
+
+_GIL = _gil_enabled()  # the river face's lock-free common event relies on the GIL
 
 
 class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
@@ -1290,7 +1402,9 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         # stale by the check that follows their binding (``_river_states``)
         object.__setattr__(self, name, value)
         if name[:1] != "_":
-            self.__dict__.pop("_river_pairs", None)
+            river = self.__dict__.pop("_river_pairs", None)
+            if river is not None and river.busy is not None:
+                river.busy[0] = 1.0  # an unbound frame refuses a lock-free call that still holds it
 
     def _params_unchanged(self, before: tuple) -> bool:
         # the base's tests with this class's extra parameters in line (after the own three)
@@ -1304,6 +1418,9 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             and self.max_iter is before[5]
             and _prototype_unchanged(calibrator, before)
         )
+
+    def _init_lock(self) -> None:
+        self._lock = _FrameMarkingLock(self)
 
     @property
     def pairs_(self) -> dict:
@@ -1339,11 +1456,17 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         ``w`` is the event's weight and ``t`` its time (required when the binary calibrator has a
         time window, and then never going backwards), both given to every pair it reaches.
         """
+        # the common event first, without the lock where the bound kernels plainly apply (see the
+        # notes above ``_FrameMarkingLock``): known classes, a dict of float scores for every
+        # class, a float weight, no time, in one call
+        if t is None and w.__class__ is float and 0.0 <= w <= MAX_WEIGHT:
+            river = self.__dict__.get("_river_pairs")
+            if river is not None and river.free and river.serial == PACK_SERIAL[0] and river.fast_learn(x, y, w):
+                return
         lock = self._lock
         lock.acquire()  # explicitly: half the cost of a `with` statement per call
         try:
-            # the common event first, checked in line: known classes, a dict of float scores for
-            # every class in their order, a float weight, no time, in one call
+            # the common event again, under the lock
             if t is None and w.__class__ is float and 0.0 <= w <= MAX_WEIGHT:
                 river = self.__dict__.get("_river_pairs")
                 if (
@@ -1352,7 +1475,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
                     and river.n_models == len(river.models)
                     and river.serial == PACK_SERIAL[0]
                     and (river.plain or self._river_current(river))
-                    and river.fast_learn(x, y, w)
+                    and lock.unmarked(river, river.fast_learn, x, y, w)
                 ):
                     return
             params = self._checked_params()
@@ -1504,7 +1627,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             if cache.buffers_unchanged(cache.pairs, cache.buffers) or cache.hold_again():
                 cache.serial = serial
                 return cache
-        if cache is not None and cache.predict is not None and self._bind_added_pairs(cache, params, classes):
+        if cache is not None and cache.predict is not None and cache.bind_added_pairs(params, classes, models):
             return cache
         if not _config.is_compiled():
             return None
@@ -1527,42 +1650,12 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             river.before = checked[0]
             # the in-line check's common case: nothing but the register and the buffers to compare
             river.plain = river.fixed and self.calibrator is None
+            river.free = river.plain and _GIL
         self._river_pairs = river
         if river.before is not None and not self._params_unchanged(river.before):
             self.__dict__.pop("_river_pairs", None)  # a parameter replaced meanwhile: bound again
             return None
         return river
-
-    def _bind_added_pairs(self, river: _RiverCall, params, classes: list) -> bool:
-        """Bind, in place, the pairs the register added since ``river`` was bound (the same
-        parameters, classes and register, which holds more calibrators now; each bound one still
-        there): the kernels, frame and in-line calls stay, only the addresses change. True if
-        done; False, having changed nothing, where a full rebind is needed (a bound pair replaced
-        or gone, a new one not a ``PAVCalibrator`` taking every score, or no buffer)."""
-        models = self._models
-        if not (river.params is params and river.models is models and river.classes == classes):
-            return False
-        if river.n_models >= len(models):
-            return False
-        k = len(classes)
-        serial = PACK_SERIAL[0]  # read before the buffers: a buffer packed meanwhile changes it
-        from streamcal import PAVCalibrator
-
-        pair_models = [models.get((classes[a], classes[b])) for a in range(k) for b in range(a + 1, k)]
-        for old, model in zip(river.pair_models, pair_models, strict=True):
-            if old is None:
-                if model is not None and not (type(model) is PAVCalibrator and _takes_any_score(model)):
-                    return False
-            elif model is not old:
-                return False
-        buffers = [None if model is None else model.packed_state() for model in pair_models]
-        if any(model is not None and buffer is None for model, buffer in zip(pair_models, buffers, strict=True)):
-            return False
-        river.pair_models = tuple(pair_models)
-        river.n_models = len(models)
-        river.hold(buffers)
-        river.serial = serial
-        return True
 
     def _river_current(self, river: _RiverCall) -> bool:
         """Whether the bound one-call kernels of ``river`` (the register and the buffers already
@@ -1605,7 +1698,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             return False
         else:
             scores, raw = tuple([s.get(c, -math.inf) for c in river.classes]), False
-        return river.learn(river.addresses, river.frame, scores, raw, c, w) > 0
+        return self._lock.unmarked(river, river.learn, river.addresses, river.frame, scores, raw, c, w) > 0
 
     def _predict_in_one_call(self, x) -> dict | None:
         """:meth:`predict_proba_one` in one kernel call, if every class scored in ``x`` is known
@@ -1625,20 +1718,27 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             scores, raw = tuple([s.get(c, -math.inf) for c in river.classes]), False
         else:
             scores, raw = read
-        done = river.predict(river.addresses, river.frame, scores, raw)
-        if done <= 0:
-            if done == 0:  # a raw score out of range: the full checks name it
+        out = self._lock.unmarked(river, river.predict, river.addresses, river.frame, scores, raw)
+        if out[0] <= 0.0:
+            if out[0] == 0.0:  # a raw score out of range: the full checks name it
                 self._check_x(x, params)
             return None
-        return river.result(river.out.tolist())
+        return river.result(out[1:])
 
     def predict_proba_one(self, x) -> dict:
         """Calibrated distribution over the known classes and any new class scored in ``x``."""
+        # the common event first, without the lock where the bound kernels plainly apply (see the
+        # notes above ``_FrameMarkingLock``): a dict of float scores for every known class (a score
+        # out of range: the general path names it)
+        river = self.__dict__.get("_river_pairs")
+        if river is not None and river.free and river.serial == PACK_SERIAL[0]:
+            out = river.fast_predict(x)
+            if out is not None:
+                return out
         lock = self._lock
         lock.acquire()  # explicitly: half the cost of a `with` statement per call
         try:
-            # the common event first, checked in line: a dict of float scores for every known
-            # class in their order (a score out of range: the general path names it)
+            # the common event again, under the lock
             river = self.__dict__.get("_river_pairs")
             if (
                 river is not None
@@ -1647,7 +1747,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
                 and river.serial == PACK_SERIAL[0]
                 and (river.plain or self._river_current(river))
             ):
-                out = river.fast_predict(x)
+                out = lock.unmarked(river, river.fast_predict, x)
                 if out is not None:
                     return out
             fast = self._predict_in_one_call(x)
