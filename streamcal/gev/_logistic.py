@@ -11,7 +11,7 @@ GEV link fitted to pseudo-counts at the logistic score's own rate serves about 1
 loss than the score over the first hundreds of events (docs/benchmarks.md, "GEV's shape choice
 under the prior").
 
-The functions here hold the member's part of the calibrator (``streamcal.gev.calibrator``): its
+The class and functions here hold the member's part of the calibrator (``streamcal.gev.calibrator``): its
 compiled arrays (``streamcal._kernels.glm_refit.gev_logistic_refit``), the map's scalars in and
 out of them, the Python refit of the generic engine, and its served map. Its state is the
 calibrator's ``_logit_beta`` (the member's last fit, its warm start; None before its first fit);
@@ -52,103 +52,103 @@ def add_member(a: SimpleNamespace, logit_beta, proba_tol: float) -> np.ndarray |
         np.zeros(_g.MOM_SIZE), floor, LOGIT_CODE, proba_tol,
     )  # fmt: skip
     a.gev_tail = (*a.gev_tail, *a.member)  # the river face's one call (``gev_logistic_river_proba``)
-    a.gev_entry = ("river_gev_logistic", _g.gev_logistic_river_proba)
+    a.gev_entry = "river_gev_logistic"  # ``_river.GEV_ENTRIES``: the river face's one call
     return a.m_betas[0] if logit_beta is not None else None
 
 
-def state_in(cal, a: SimpleNamespace) -> None:
-    """The served map's scalars into the member's fit array too (the shapes' is the base's)."""
-    m = a.m_fit
-    m[:] = a.fit
-    m[_g.FIT_SERVED] = 0.0
-    m[_g.FIT_RUN_LOW : _g.FIT_RUN_HIGH + 1] = 0.0, 1.0
+class LogisticMember:
+    """The member's part of ``GEVCalibrator`` (a base class of it): its compiled arrays' scalars in
+    and out, the compiled refit and its completion, the lazy default's loop and the served arrays.
+    ``GEVCalibrator`` calls these where the member applies (``_has_member``)."""
 
+    def _member_state_in(self, a: SimpleNamespace) -> None:
+        """The served map's scalars into the member's fit array too (the shapes' is the base's)."""
+        m = a.m_fit
+        m[:] = a.fit
+        m[_g.FIT_SERVED] = 0.0
+        m[_g.FIT_RUN_LOW : _g.FIT_RUN_HIGH + 1] = 0.0, 1.0
 
-def state_out(cal, a: SimpleNamespace) -> None:
-    """The compiled fits back into the map's scalars: the served part's bounds and log-odds (the
-    member's while the strength is above 0), the shapes' served shape and end runs once fitted."""
-    fit = a.fit.tolist()
-    kappa = fit[_g.FIT_KAPPA]
-    served = a.m_fit.tolist() if kappa > 0.0 else fit
-    cal._fitted = served[_g.FIT_FITTED] != 0.0
-    cal._dirty = fit[_g.FIT_DIRTY] != 0.0
-    cal._prior_strength = kappa
-    if cal._fitted:
-        cal._prior_logodds = served[_g.FIT_LOGODDS]
-        cal._proba_low = served[_g.FIT_LOW]
-        cal._proba_high = served[_g.FIT_HIGH]
-    if a.has_warm.all():  # the shapes have a fit
-        cal._run_low, cal._run_high = fit[_g.FIT_RUN_LOW], fit[_g.FIT_RUN_HIGH]
-        cal._xi_served = a.shapes[int(fit[_g.FIT_SERVED])]
-    if len(cal._beta) < len(a.shapes):
-        cal._beta = {xi: a.betas[k] for k, xi in enumerate(a.shapes) if a.has_warm[k]}
-    if a.m_has_warm[0]:
-        cal._logit_beta = a.m_betas[0]
-    a.river_ready = a.gev_river and cal._fitted
+    def _member_state_out(self, a: SimpleNamespace) -> None:
+        """The compiled fits back into the map's scalars: the served part's bounds and log-odds (the
+        member's while the strength is above 0), the shapes' served shape and end runs once fitted."""
+        fit = a.fit.tolist()
+        kappa = fit[_g.FIT_KAPPA]
+        served = a.m_fit.tolist() if kappa > 0.0 else fit
+        self._fitted = served[_g.FIT_FITTED] != 0.0
+        self._dirty = fit[_g.FIT_DIRTY] != 0.0
+        self._prior_strength = kappa
+        if self._fitted:
+            self._prior_logodds = served[_g.FIT_LOGODDS]
+            self._proba_low = served[_g.FIT_LOW]
+            self._proba_high = served[_g.FIT_HIGH]
+        if a.has_warm.all():  # the shapes have a fit
+            self._run_low, self._run_high = fit[_g.FIT_RUN_LOW], fit[_g.FIT_RUN_HIGH]
+            self._xi_served = a.shapes[int(fit[_g.FIT_SERVED])]
+        if len(self._beta) < len(a.shapes):
+            self._beta = {xi: a.betas[k] for k, xi in enumerate(a.shapes) if a.has_warm[k]}
+        if a.m_has_warm[0]:
+            self._logit_beta = a.m_betas[0]
+        a.river_ready = a.gev_river and self._fitted
 
+    def _member_complete(self, a: SimpleNamespace) -> None:
+        """Complete a compiled refit that left the served part to the damped full refit."""
+        if not a.fit[_g.FIT_KAPPA] > 0.0:
+            self._glm_complete_refit(a)
+            a.has_warm[:] = 1
+            return
+        x, x_lo, x_hi = a.args[0], a.args[1], a.args[2]
+        beta, brier = refit_logit(x, a.pos_w, a.neg_w, self._logit_beta, float(self.l2), x_lo, x_hi)
+        a.m_betas[0] = beta
+        a.m_briers[0] = brier
+        a.m_has_warm[0] = 1
+        self._logit_beta = a.m_betas[0]
+        _config.run(_g.glm_finish_refit, 0, a.m_briers, a.m_fit, float(self.llr_pseudo_count))
+        a.fit[_g.FIT_DIRTY] = 0.0
 
-def complete(cal, a: SimpleNamespace) -> None:
-    """Complete a compiled refit that left the served part to the damped full refit."""
-    if not a.fit[_g.FIT_KAPPA] > 0.0:
-        cal._glm_complete_refit(a)
-        a.has_warm[:] = 1
-        return
-    x, x_lo, x_hi = a.args[0], a.args[1], a.args[2]
-    beta, brier = refit_logit(x, a.pos_w, a.neg_w, cal._logit_beta, float(cal.l2), x_lo, x_hi)
-    a.m_betas[0] = beta
-    a.m_briers[0] = brier
-    a.m_has_warm[0] = 1
-    cal._logit_beta = a.m_betas[0]
-    _config.run(_g.glm_finish_refit, 0, a.m_briers, a.m_fit, float(cal.llr_pseudo_count))
-    a.fit[_g.FIT_DIRTY] = 0.0
+    def _member_refit(self) -> None:
+        """The compiled refit (``streamcal._kernels.glm_refit.gev_logistic_refit``), as the base's."""
+        self._n_since_refit = 0
+        a = self._glm_arrays()
+        self._glm_state_in(a)
+        between = getattr(self, "refit_every", None) is not None
+        if between:
+            self._glm_untracked()  # as the base's: one state for both faces
+        sf, si = self._hist.live_arrays()
+        args = (sf, si, *a.args, *self._glm_shape_arrays(a), *a.member)
+        if entry_call("refit_logistic", _g.gev_logistic_refit, args) != 0:
+            self._member_complete(a)
+        if between:
+            self._glm_untracked()
+        self._glm_state_out(a)
 
+    def _member_run_ops(self, ops, b, s, y, w, t, out_p, out_llr, clip: float) -> None:
+        """The lazy default's operations in one compiled loop (``gev_logistic_run_ops_inplace``)."""
+        if isinstance(ops, int):
+            ops = np.full(b.size, ops, dtype=np.int64)
+        a = self._glm_arrays()
+        self._glm_state_in(a)
+        sf, si = self._hist.live_arrays()
+        b = np.ascontiguousarray(b, dtype=np.intp)
+        extra = (sf, si, *a.args[:5], clip, *a.args[5:], *self._glm_shape_arrays(a), *a.member)
+        n = ops.size
+        i = 0
+        while i < n:
+            i = _config.run(_g.gev_logistic_run_ops_inplace, n - i, ops, b, s, y, w, t, out_p, out_llr, i, *extra)
+            if i < n:  # the refit before operation i needs the damped full refit
+                self._member_complete(a)
+        self._glm_state_out(a)
 
-def refit(cal) -> None:
-    """The compiled refit (``streamcal._kernels.glm_refit.gev_logistic_refit``), as the base's."""
-    cal._n_since_refit = 0
-    a = cal._glm_arrays()
-    cal._glm_state_in(a)
-    between = getattr(cal, "refit_every", None) is not None
-    if between:
-        cal._glm_untracked()  # as the base's: one state for both faces
-    sf, si = cal._hist.live_arrays()
-    args = (sf, si, *a.args, *cal._glm_shape_arrays(a), *a.member)
-    if entry_call("refit_logistic", _g.gev_logistic_refit, args) != 0:
-        complete(cal, a)
-    if between:
-        cal._glm_untracked()
-    cal._glm_state_out(a)
-
-
-def run_ops(cal, ops, b, s, y, w, t, out_p, out_llr, clip: float) -> None:
-    """The lazy default's operations in one compiled loop (``gev_logistic_run_ops_inplace``)."""
-    if isinstance(ops, int):
-        ops = np.full(b.size, ops, dtype=np.int64)
-    a = cal._glm_arrays()
-    cal._glm_state_in(a)
-    sf, si = cal._hist.live_arrays()
-    b = np.ascontiguousarray(b, dtype=np.intp)
-    extra = (sf, si, *a.args[:5], clip, *a.args[5:], *cal._glm_shape_arrays(a), *a.member)
-    n = ops.size
-    i = 0
-    while i < n:
-        i = _config.run(_g.gev_logistic_run_ops_inplace, n - i, ops, b, s, y, w, t, out_p, out_llr, i, *extra)
-        if i < n:  # the refit before operation i needs the damped full refit
-            complete(cal, a)
-    cal._glm_state_out(a)
-
-
-def served_arrays(cal, s: np.ndarray, clip: float) -> tuple[np.ndarray, np.ndarray]:
-    """The served map and LLR at the scores ``s`` by the compiled loop's scalar code."""
-    a = cal._glm_arrays()
-    cal._glm_state_in(a)
-    p = np.empty(s.size)
-    llr = np.empty(s.size)
-    s = np.ascontiguousarray(s, dtype=np.float64)
-    gev = (0, a.xis, a.betas, a.fit)
-    member = (LOGIT_CODE, a.m_xis, a.m_betas, a.m_fit)
-    _config.run(_g.gev_logistic_served_array, s.size, s, bool(cal._identity), clip, *gev, *member, p, llr)
-    return p, llr
+    def _member_served_arrays(self, s: np.ndarray, clip: float) -> tuple[np.ndarray, np.ndarray]:
+        """The served map and LLR at the scores ``s`` by the compiled loop's scalar code."""
+        a = self._glm_arrays()
+        self._glm_state_in(a)
+        p = np.empty(s.size)
+        llr = np.empty(s.size)
+        s = np.ascontiguousarray(s, dtype=np.float64)
+        gev = (0, a.xis, a.betas, a.fit)
+        member = (LOGIT_CODE, a.m_xis, a.m_betas, a.m_fit)
+        _config.run(_g.gev_logistic_served_array, s.size, s, bool(self._identity), clip, *gev, *member, p, llr)
+        return p, llr
 
 
 def refit_logit(x, pos, neg, warm, l2: float, x_lo: float, x_hi: float):

@@ -55,6 +55,10 @@ from streamcal.buckets import bucket_of_score
 _MAX_WEIGHT = _h.MAX_WEIGHT
 
 ENTRIES = {}  # kernel name -> its compiled entry point, once the interpreted tier is over
+# GEV's one-call river kernels by the name a calibrator's cache holds (``gev_entry``): the cache
+# names its kernel instead of holding it, so that walking a calibrator's objects (river's
+# ``_raw_memory_usage``, ``copy``) never reaches numba's dispatchers
+GEV_ENTRIES = {"river_gev": _g.glm_river_gev_proba, "river_gev_logistic": _g.gev_logistic_river_proba}
 
 
 def entry_call(name: str, kernel, args):
@@ -453,11 +457,11 @@ class GLMRiverFace(DeferredRiverFace):
                             # two tuple concatenations: cheaper than a display that star-unpacks both
                             args = (sf, si, s) + a.pending + a.gev_tail  # noqa: RUF005
                             a.pending = a.no_event
-                            name, kernel = a.gev_entry  # the shapes' call, or with the logistic member
+                            name = a.gev_entry  # the shapes' call, or with the logistic member
                             try:
                                 river = ENTRIES[name]
                             except KeyError:  # the interpreted tier, or before the first compiled call
-                                p = entry_call(name, kernel, args)
+                                p = entry_call(name, GEV_ENTRIES[name], args)
                             else:
                                 p = river(*args)
                             if p < 0.0:  # a shape needs the damped full refit: completed as the refit does

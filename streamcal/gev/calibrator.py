@@ -287,7 +287,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         cache.river_tail = (x, cache.table, hist.layout.cuts, grid, _FLOOR_CODES[self._PRIOR_FLOOR])
         # GEV's river face: the one-call kernel's arguments after the kept event
         cache.gev_tail = (*cache.args[:5], _LOGIT_CLIP, *cache.args[5:], *self._glm_shape_arrays(cache))
-        cache.gev_entry = ("river_gev", _g.glm_river_gev_proba)
+        cache.gev_entry = "river_gev"  # its kernel: ``_river.GEV_ENTRIES``
         cache.live = False
         cache.pending = cache.no_event = NO_SCORE if cache.river else NO_EVENT
         self._glm_cache = cache
@@ -600,7 +600,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         return float(slope), float(intercept)
 
 
-class GEVCalibrator(_HistogramGLMCalibrator):
+class GEVCalibrator(_logistic.LogisticMember, _HistogramGLMCalibrator):
     """Streaming GEV-canonical calibration of a score, for rare positives (Agarwal et al. 2014).
 
     The calibrated probability is ``F_xi(slope * x(s) + intercept)`` with ``F_xi`` the GEV
@@ -785,17 +785,17 @@ class GEVCalibrator(_HistogramGLMCalibrator):
     def _glm_state_in(self, a: SimpleNamespace) -> None:
         super()._glm_state_in(a)
         if self._has_member():
-            _logistic.state_in(self, a)
+            self._member_state_in(a)
 
     def _glm_state_out(self, a: SimpleNamespace) -> None:
         if self._has_member():
-            _logistic.state_out(self, a)
+            self._member_state_out(a)
         else:
             super()._glm_state_out(a)
 
     def _river_scalars_out(self, a: SimpleNamespace) -> None:
         if self._has_member():
-            _logistic.state_out(self, a)
+            self._member_state_out(a)
         else:
             super()._river_scalars_out(a)
 
@@ -803,19 +803,19 @@ class GEVCalibrator(_HistogramGLMCalibrator):
         if not self._has_member():
             super()._river_gev_complete(a)
             return
-        _logistic.complete(self, a)
+        self._member_complete(a)
         self._glm_state_out(a)
         a.live = False
 
     def _refit(self) -> None:
         if self._has_member() and not self._engine_only():
-            _logistic.refit(self)
+            self._member_refit()
         else:
             super()._refit()
 
     def _run_ops(self, ops, b, s, y, w, t, out_p, out_llr) -> None:
         if self._has_member() and self.refit_every is None and not self._engine_only():
-            _logistic.run_ops(self, ops, b, s, y, w, t, out_p, out_llr, _LOGIT_CLIP)
+            self._member_run_ops(ops, b, s, y, w, t, out_p, out_llr, _LOGIT_CLIP)
         else:
             super()._run_ops(ops, b, s, y, w, t, out_p, out_llr)
 
@@ -823,7 +823,7 @@ class GEVCalibrator(_HistogramGLMCalibrator):
         if not self._has_member() or self._engine_only():
             return super()._predict_arrays(b, s)
         self._ensure_fitted()
-        return _logistic.served_arrays(self, s, _LOGIT_CLIP)
+        return self._member_served_arrays(s, _LOGIT_CLIP)
 
     def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
         if not (self._has_member() and self._prior_strength > 0.0):

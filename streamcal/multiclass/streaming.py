@@ -1042,15 +1042,14 @@ class _RiverCall:
         "frame",
         "free",
         "holding",
+        "kernels_k",
         "keys",
-        "learn",
         "models",
         "n_models",
         "pair_models",
         "pairs",
         "params",
         "plain",
-        "predict",
         "proba",
         "result",
         "serial",
@@ -1059,7 +1058,7 @@ class _RiverCall:
 
     def __init__(self, params, classes: list, models: dict, pairs=None, buffers=None, proba: bool = True):
         self.params, self.classes, self.models, self.n_models = params, list(classes), models, len(models)
-        self.predict = None
+        self.kernels_k = None  # K of the bound kernels in ``_RIVER_KERNELS`` (None: unbound)
         self.fast_predict = self.fast_learn = None  # the common event's calls (``_fast_calls``), once bound
         self.fixed = params.fixed is not None  # the classes fixed: bound as given
         self.plain = False  # whether the kernels, once bound, apply while the register and buffers stay
@@ -1137,8 +1136,20 @@ class _RiverCall:
                 entry_point(_one_call.pairs_predict, *example),
                 entry_point(_one_call.pairs_learn, *example, 0, 1.0),
             )
-        self.predict, self.learn = kernels
+        self.kernels_k = k
         self.fast_predict, self.fast_learn = _fast_calls(self)
+
+    @property
+    def predict(self):
+        """The bound prediction kernel (None before the kernels are bound). The calibrator's
+        objects name the kernels by K instead of holding them, so that walking them (river's
+        ``_raw_memory_usage``) never reaches numba's dispatchers."""
+        return None if self.kernels_k is None else _RIVER_KERNELS[self.kernels_k][0]
+
+    @property
+    def learn(self):
+        """The bound learning kernel (None before the kernels are bound)."""
+        return None if self.kernels_k is None else _RIVER_KERNELS[self.kernels_k][1]
 
     def bind_added_pairs(self, params, classes: list, models: dict) -> bool:
         """Bind, in place, the pairs the register ``models`` added since these kernels were bound
