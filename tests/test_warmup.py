@@ -46,7 +46,7 @@ streams = (rng.uniform(size=s.size) < s, rng.uniform(size=s.size) < 1.0 - s)  # 
 for cls, labels in [(builtin_calibrator(m), y) for m in methods for y in streams]:
     options = [{}, {"window": 200}, {"window": "1h"}, {"score_key": "score"}]
     if hasattr(cls(), "refit_every"):
-        options.append({"refit_every": 25})
+        options += [{"refit_every": 25}, {"window": 150, "refit_every": 40}]
     for kw in options:
         times = t if kw.get("window") == "1h" else None
         cal = cls(**kw)
@@ -55,7 +55,8 @@ for cls, labels in [(builtin_calibrator(m), y) for m in methods for y in streams
             if "score_key" in kw:
                 x["other"] = 1.0
             cal.predict_proba_one(x)
-            cal.learn_one(x, bool(labels[i]), **({} if times is None else {"t": float(times[i])}))
+            w = 1.0 if i % 3 else float(rng.uniform(0.5, 1.5))  # fractional weights now and then
+            cal.learn_one(x, bool(labels[i]), w=w, **({} if times is None else {"t": float(times[i])}))
             if i % 50 == 0:
                 cal.predict_llr_one(x)
         cal = pickle.loads(pickle.dumps(cal))
