@@ -54,6 +54,19 @@ BAD_SCORE = 0  # a raw score out of range: nothing changed (the full checks name
 REFUSED = -1  # a state busy, or a pair the label reaches without a calibrator: nothing changed
 
 _STATE = types.Array(types.float64, 1, "C")
+_MATRIX = types.Array(types.float64, 2, "C")
+
+
+def _float64_view(context, builder, aryty, data, shape):
+    """The value of a C-contiguous float64 array of type ``aryty`` over ``data`` with ``shape``
+    (LLVM values), holding no reference count."""
+    ary = context.make_array(aryty)(context, builder)
+    itemsize = context.get_constant(types.intp, 8)
+    strides = [itemsize]
+    for extent in reversed(shape[1:]):
+        strides.insert(0, builder.mul(extent, strides[0]))
+    populate_array(ary, data=data, shape=shape, strides=strides, itemsize=itemsize, meminfo=None)
+    return ary._getvalue()
 
 
 @intrinsic
@@ -64,11 +77,23 @@ def _state_at(typingctx, address, size):
 
     def codegen(context, builder, signature, args):
         addr, length = args
-        ary = context.make_array(_STATE)(context, builder)
         data = builder.inttoptr(addr, context.get_value_type(types.CPointer(types.float64)))
-        itemsize = context.get_constant(types.intp, 8)
-        populate_array(ary, data=data, shape=[length], strides=[itemsize], itemsize=itemsize, meminfo=None)
-        return ary._getvalue()
+        return _float64_view(context, builder, _STATE, data, [length])
+
+    return sig, codegen
+
+
+@intrinsic
+def _matrix_in(typingctx, frame, start, rows, cols):
+    """The ``rows`` x ``cols`` C-contiguous matrix at ``frame[start:]``, a view with no reference
+    count (the frame's caller keeps it alive), made in line: ``reshape`` calls numba's reshape
+    helper (a C function) at each call."""
+    sig = _MATRIX(frame, types.intp, types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        source = context.make_array(signature.args[0])(context, builder, args[0])
+        start, rows, cols = args[1:]
+        return _float64_view(context, builder, _MATRIX, builder.gep(source.data, [start]), [rows, cols])
 
     return sig, codegen
 
@@ -150,9 +175,9 @@ def _predict_into(addresses, frame, scores, raw):
     o = FRAME_HEADER + k
     out = frame[o : o + k]
     o += k
-    r = frame[o : o + k * k].reshape((k, k))
+    r = _matrix_in(frame, o, k, k)
     o += k * k
-    n = frame[o : o + k * k].reshape((k, k))
+    n = _matrix_in(frame, o, k, k)
     o += k * k
     q = 0
     for a in range(k):
@@ -184,11 +209,11 @@ def _predict_into(addresses, frame, scores, raw):
         out[0] = r[0, 1]
         out[1] = 1.0 - r[0, 1]
         return DONE
-    a_sys = frame[o : o + (k + 1) * (k + 1)].reshape((k + 1, k + 1))
+    a_sys = _matrix_in(frame, o, k + 1, k + 1)
     o += (k + 1) * (k + 1)
     rhs = frame[o : o + k + 1]
     o += k + 1
-    work = frame[o : o + k * k].reshape((k, k))  # HT: the Laplacian's weights; WLW: n's fill-in
+    work = _matrix_in(frame, o, k, k)  # HT: the Laplacian's weights; WLW: n's fill-in
     o += k * k
     if frame[3] == 0.0:
         target = frame[o : o + k]

@@ -983,7 +983,8 @@ def _fast_calls(river: _RiverCall) -> tuple:
         names = ", ".join(f"k{i}" for i in range(k))
         values = ", ".join(f"a{i}" for i in range(k))
         floats = " and ".join(f"a{i}.__class__ is float" for i in range(k))
-        entries = ", ".join(f"k{i}: o[{i + 1}]" for i in range(k))  # o[0]: the kernel's status
+        outputs = ", ".join(f"p{i}" for i in range(k))
+        entries = ", ".join(f"k{i}: p{i}" for i in range(k))
         source = f"""
 def factory(read, column, kernel_predict, kernel_learn, addresses, frame, {names}):
     def predict(x):
@@ -993,8 +994,8 @@ def factory(read, column, kernel_predict, kernel_learn, addresses, frame, {names
             except KeyError:
                 return None
             if {floats}:
-                o = kernel_predict(addresses, frame, v, True)
-                if o[0] > 0.0:
+                status, {outputs} = kernel_predict(addresses, frame, v, True)
+                if status > 0.0:
                     return {{{entries}}}
         return None
 
@@ -1471,7 +1472,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         # notes above ``_FrameMarkingLock``): known classes, a dict of float scores for every
         # class, a float weight, no time, in one call
         if t is None and w.__class__ is float and 0.0 <= w <= MAX_WEIGHT:
-            river = self.__dict__.get("_river_pairs")
+            river = self._river_pairs
             if river is not None and river.free and river.serial == PACK_SERIAL[0] and river.fast_learn(x, y, w):
                 return
         lock = self._lock
@@ -1618,6 +1619,9 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     # calls they replace.
 
     _UNSAVED = (*_ScoreDictCalibrator._UNSAVED, "_river_pairs")
+    # the bound kernels (a ``_RiverCall``) live in the instance's dict once bound; this default lets
+    # the common event read ``self._river_pairs`` (an attribute read) rather than call ``__dict__.get``
+    _river_pairs = None
 
     def _river_states(self, classes: list, params) -> _RiverCall | None:
         """The one-call kernels' bound arguments over the pairs of ``classes`` (see
@@ -1741,7 +1745,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         # the common event first, without the lock where the bound kernels plainly apply (see the
         # notes above ``_FrameMarkingLock``): a dict of float scores for every known class (a score
         # out of range: the general path names it)
-        river = self.__dict__.get("_river_pairs")
+        river = self._river_pairs
         if river is not None and river.free and river.serial == PACK_SERIAL[0]:
             out = river.fast_predict(x)
             if out is not None:
