@@ -358,17 +358,25 @@ def ht_newton_full_steps(r, n, tol, budget, p, target, total_weight, scratch, we
             weights[i, i] = 0.0
         ht_exp_shifted(theta, p)  # mu_ij = p_i / (p_i + p_j): K exponentials, not K(K-1)/2
         for i in range(k):
+            # row i's sums kept in registers, then stored: the same additions in the same order (the
+            # compiler cannot keep them there itself, since the arrays may share a buffer: the
+            # river face's frame)
+            pi = p[i]
+            gi = target[i]
+            wi = weights[i, i]
             for j in range(i + 1, k):
                 nij = n[i, j]
-                mu = p[i] / (p[i] + p[j])
+                mu = pi / (pi + p[j])
                 g = nij * (r[i, j] - mu)
                 w = nij * mu * (1.0 - mu)
-                target[i] += g
+                gi += g
                 target[j] -= g
-                weights[i, i] += w
+                wi += w
                 weights[j, j] += w
                 weights[i, j] = w
                 weights[j, i] = w
+            target[i] = gi
+            weights[i, i] = wi
         worst = 0.0
         ref = 0
         for i in range(k):
