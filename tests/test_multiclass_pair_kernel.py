@@ -557,6 +557,31 @@ def test_river_face_without_the_lock_equals_the_per_pair_calls(rng, monkeypatch)
     assert fast.predict_proba_one(x) == reference.predict_proba_one(x)
 
 
+@pytest.mark.parametrize("method", ["ht", "wlw"])
+def test_river_face_reloaded_and_rebound_with_six_classes_equals_the_per_pair_calls(rng, method):
+    """Six classes (the prediction kernel's matrices of 6 x 6 and 7 x 7 views of its frame), a
+    calibrator reloaded between events (no bound kernels: bound again at its next call) and a
+    parameter replaced after that, over a score dict mutated in place with rejected calls between:
+    the per-pair calls' outputs and pairs, bit for bit."""
+    p, y = stream(rng, 240, 6)
+    classes = tuple(range(6))
+
+    def run(cal):
+        first = mutated_and_rejected_events(cal, p[:120], y[:120])
+        twin = pickle.loads(pickle.dumps(cal))
+        second = mutated_and_rejected_events(twin, p[120:180], y[120:180])
+        twin.tol = 1e-9
+        return first + second + mutated_and_rejected_events(twin, p[180:], y[180:]), twin
+
+    got, fast = run(PairwiseCouplingCalibrator(classes=classes, method=method))
+    with pytest.MonkeyPatch.context() as mp:
+        per_pair_river(mp)
+        expected, reference = run(PairwiseCouplingCalibrator(classes=classes, method=method))
+    assert got == expected
+    assert_same_pairs(fast, reference)
+    assert fast.river_in_one_call
+
+
 def test_river_face_without_the_lock_loses_nothing_among_threads(rng):
     n, k = 3_000, 3
     p, y = stream(rng, n, k)
