@@ -1205,6 +1205,66 @@ def unset_runs(n_buckets: int = 0) -> np.ndarray:
     return runs
 
 
+# The end runs' blocks in order. Over the prior's row (``PI_KNOTS`` 0: every bucket a knot, most
+# blocks one bucket wide) the next block's first knot is found by scanning the owners bucket by
+# bucket (a block's first knot owns itself; the buckets after it up to the next block's first are
+# its own) rather than by its link: the scan's reads do not wait for the previous block's, so a
+# run's walk goes at the pace of its additions, not of a chain of dependent loads.
+
+
+@jit_noalloc(forceinline=True)
+def _block_after(pi, f, scan):
+    """The first knot of the block after the block ``f`` (-1: none); ``scan``: by the owners."""
+    if scan:
+        end = pi[PI_LAST]
+        j = f + 1
+        while j <= end and pi[OWNER + _PI_RECORD * j] != j:
+            j += 1
+        return j if j <= end else np.int64(-1)
+    return pi[BNEXT + _PI_RECORD * f]
+
+
+@jit_noalloc(forceinline=True)
+def _block_before(pi, f, scan):
+    """The first knot of the block before the block ``f`` (``f`` not the first block)."""
+    if scan:
+        j = f - 1
+        while pi[OWNER + _PI_RECORD * j] != j:
+            j -= 1
+        return j
+    return pi[BPREV + _PI_RECORD * f]
+
+
+@jit_noalloc(forceinline=True)
+def _left_run_on(pf, pi, lp, ln, left_last, nxt, scan):
+    """The left run's walk from the block ``nxt`` on, where no resume point is kept: the loop of
+    :func:`pav_refresh_extremes_inplace`, ``(lp, ln, left_last, nxt)`` where it stops."""
+    while nxt != -1:
+        p = pf[BPOS + _PF_RECORD * nxt]
+        n = pf[BNEG + _PF_RECORD * nxt]
+        if not lp * (p + n) >= p * (lp + ln):
+            break
+        lp = lp + p
+        ln = ln + n
+        left_last = nxt
+        nxt = _block_after(pi, nxt, scan)
+    return lp, ln, left_last, nxt
+
+
+@jit_noalloc(forceinline=True)
+def _right_run_on(pf, pi, rp, rn, prv, left_last, scan):
+    """The right run's, likewise, down to the block after ``left_last``: ``(rp, rn, prv)``."""
+    while prv != left_last:
+        p = pf[BPOS + _PF_RECORD * prv]
+        n = pf[BNEG + _PF_RECORD * prv]
+        if not p * (rp + rn) >= rp * (p + n):
+            break
+        rp = p + rp
+        rn = n + rn
+        prv = _block_before(pi, prv, scan)
+    return rp, rn, prv
+
+
 @jit_noalloc
 def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     """Recompute the finite-LLR clip values and the inverse prior odds (BOSARIS pseudo-counts).
@@ -1225,15 +1285,13 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     head = pi[PI_HEAD]
     chg_lo = pi[PI_CHG_LO]
     chg_hi = pi[PI_CHG_HI]
-    pi[PI_CHG_LO] = B  # the values are now current: no pending change
-    pi[PI_CHG_HI] = -1
-    pi[PI_DEP_LO] = B  # until shown otherwise, any change may move the clip values
-    pi[PI_DEP_HI] = -1
+    pi[PI_CHG_LO], pi[PI_CHG_HI] = B, -1  # the values are now current: no pending change
+    pi[PI_DEP_LO], pi[PI_DEP_HI] = B, -1  # until shown otherwise, any change may move the clip values
+    scan = pi[PI_KNOTS] == 0  # every bucket a knot: the blocks found by their owners (see ``_block_after``)
     rec = not decay and runs.shape[0] >= REC_HEADER + 4 * B  # a record at every block reached
     RL = REC_HEADER
     RR = REC_HEADER + 2 * B
-    g_left = np.int64(-1)  # the points (-1: unset)
-    g_right = np.int64(-1)
+    g_left = g_right = np.int64(-1)  # the points (-1: unset)
     if keep:
         if 0.0 <= runs[RUN_LEFT] < B:
             g_left = np.int64(runs[RUN_LEFT])
@@ -1298,10 +1356,10 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         left_last = head
         nxt = pi[BNEXT + _PI_RECORD * head]
     cg, cp, cn = np.int64(-1), 0.0, 0.0  # the new point: the last block reached at or before chg_lo
-    while nxt != -1:
+    while nxt != -1 and (rec or (nxt <= chg_lo and ok and (lp <= room or cg == -1))):  # (else no point past it)
         if rec:
             runs[RL + 2 * nxt], runs[RL + 2 * nxt + 1] = lp, ln
-        elif nxt <= chg_lo and ok and (lp <= room or cg == -1):
+        else:
             cg, cp, cn = nxt, lp, ln
         p = pf[BPOS + _PF_RECORD * nxt]
         n = pf[BNEG + _PF_RECORD * nxt]
@@ -1318,7 +1376,8 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         lp = lp + p
         ln = ln + n
         left_last = nxt
-        nxt = pi[BNEXT + _PI_RECORD * nxt]
+        nxt = _block_after(pi, nxt, scan)
+    lp, ln, left_last, nxt = _left_run_on(pf, pi, lp, ln, left_last, nxt, scan)
     if keep and cg != -1:
         runs[RUN_LEFT] = cg
         runs[RUN_LEFT_P] = cp - base if decay else cp  # exact under decay: cp and base share a binade
@@ -1371,10 +1430,10 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         rn = base
         prv = pi[BPREV + _PI_RECORD * tail]
     cg, cp, cn = np.int64(-1), 0.0, 0.0  # the new point: the last block reached at or after chg_hi
-    while prv != left_last:
+    while prv != left_last and (rec or (prv >= chg_hi and ok and (rn <= room or cg == -1))):
         if rec:
             runs[RR + 2 * prv], runs[RR + 2 * prv + 1] = rp, rn
-        elif prv >= chg_hi and ok and (rn <= room or cg == -1):
+        else:
             cg, cp, cn = prv, rp, rn
         p = pf[BPOS + _PF_RECORD * prv]
         n = pf[BNEG + _PF_RECORD * prv]
@@ -1391,7 +1450,8 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
                 ok = ok and x >= t * _MARGIN_UP
         rp = p + rp
         rn = n + rn
-        prv = pi[BPREV + _PI_RECORD * prv]
+        prv = _block_before(pi, prv, scan)
+    rp, rn, prv = _right_run_on(pf, pi, rp, rn, prv, left_last, scan)
     if keep and cg != -1:
         runs[RUN_RIGHT] = cg
         runs[RUN_RIGHT_P] = cp
