@@ -1157,7 +1157,7 @@ RUN_LEFT_N = 3
 RUN_RIGHT = 4  # the right run's, likewise (under decay, N less S0)
 RUN_RIGHT_P = 5
 RUN_RIGHT_N = 6
-RUN_LEFT_BASE = 7  # under decay: the left run's S0 when its point was kept, and the binade's top
+RUN_LEFT_BASE = 7  # under decay: the left run's S0 at the last refresh (its points' at most), the binade's top
 RUN_LEFT_TOP = 8
 RUN_RIGHT_BASE = 9  # the right run's, likewise
 RUN_RIGHT_TOP = 10
@@ -1182,7 +1182,13 @@ _MARGIN_UP = 1.0 + _BELOW_MARGIN  # a pooling test passed by the margin: one sid
 # one is always at hand, where a single point is often right of the next change. REC_STAMP is the
 # learned-event count the records are current at, as RUN_STAMP for the points: events learned
 # through a shorter scratch (the river face's and the composites' kernels keep the single points
-# alone) drop the records. Under decay only the single points are kept.
+# alone) drop the records. Under decay a record holds the left run's P less S0 (the right run's N
+# less S0), as a point does, and is kept at every block a run reaches while the conditions of a
+# point hold (the binade, no tie, the margin), with S0 and the binade's top shared by all of them
+# (``RUN_*_BASE``, ``RUN_*_TOP``): S0 only grows between refreshes while the first block is unchanged,
+# so a record kept at an earlier refresh serves any later S0 in the same binade whose sum stays in
+# it (a refresh that finds the nearest record's sum out of the binade steps back to an earlier one).
+# The single points are kept beside them.
 REC_STAMP = 12
 REC_LEFT_LIM = 13  # the last left-run block with a record (-1: none)
 REC_RIGHT_LIM = 14  # the first right-run block with a record (B: none)
@@ -1205,6 +1211,80 @@ def unset_runs(n_buckets: int = 0) -> np.ndarray:
     return runs
 
 
+# The end runs' blocks in order. Over the prior's row (``PI_KNOTS`` 0: every bucket a knot, most
+# blocks one bucket wide) the next block's first knot is found by scanning the owners bucket by
+# bucket (a block's first knot owns itself; the buckets after it up to the next block's first are
+# its own) rather than by its link: the scan's reads do not wait for the previous block's, so a
+# run's walk goes at the pace of its additions, not of a chain of dependent loads.
+
+
+@jit_noalloc(forceinline=True)
+def _block_after(pi, f, scan):
+    """The first knot of the block after the block ``f`` (-1: none); ``scan``: by the owners."""
+    if scan:
+        end = pi[PI_LAST]
+        j = f + 1
+        while j <= end and pi[OWNER + _PI_RECORD * j] != j:
+            j += 1
+        return j if j <= end else np.int64(-1)
+    return pi[BNEXT + _PI_RECORD * f]
+
+
+@jit_noalloc(forceinline=True)
+def _block_before(pi, f, scan):
+    """The first knot of the block before the block ``f`` (``f`` not the first block)."""
+    if scan:
+        j = f - 1
+        while pi[OWNER + _PI_RECORD * j] != j:
+            j -= 1
+        return j
+    return pi[BPREV + _PI_RECORD * f]
+
+
+@jit_noalloc(forceinline=True)
+def _left_run_on(pf, pi, lp, ln, left_last, nxt, scan):
+    """The left run's walk from the block ``nxt`` on, where no resume point is kept: the loop of
+    :func:`pav_refresh_extremes_inplace`, ``(lp, ln, left_last, nxt)`` where it stops."""
+    while nxt != -1:
+        p = pf[BPOS + _PF_RECORD * nxt]
+        n = pf[BNEG + _PF_RECORD * nxt]
+        if not lp * (p + n) >= p * (lp + ln):
+            break
+        lp = lp + p
+        ln = ln + n
+        left_last = nxt
+        nxt = _block_after(pi, nxt, scan)
+    return lp, ln, left_last, nxt
+
+
+@jit_noalloc(forceinline=True)
+def _right_run_on(pf, pi, rp, rn, prv, left_last, scan):
+    """The right run's, likewise, down to the block after ``left_last``: ``(rp, rn, prv)``."""
+    while prv != left_last:
+        p = pf[BPOS + _PF_RECORD * prv]
+        n = pf[BNEG + _PF_RECORD * prv]
+        if not p * (rp + rn) >= rp * (p + n):
+            break
+        rp = p + rp
+        rn = n + rn
+        prv = _block_before(pi, prv, scan)
+    return rp, rn, prv
+
+
+@jit_noalloc(forceinline=True)
+def _binade_of(base, kept_top):
+    """Under decay, a run's first sum ``base``: ``(ok, top, half_u, room)``: whether points may be
+    kept (``base`` in the safe range), the top of its binade ``[top / 2, top)`` (``kept_top``, the
+    last refresh's, if ``base`` is in it), half the binade's spacing ``2**-53 top``, and the bound
+    a single point's sum stays within, half the binade's room above ``base``."""
+    if not _SAFE_LOW <= base <= _SAFE_HIGH:
+        return False, 0.0, 0.0, math.inf
+    top = kept_top
+    if not 0.5 * top <= base < top:
+        top = math.ldexp(1.0, math.frexp(base)[1])
+    return True, top, top * 2.0**-54, base + 0.5 * (top - base)
+
+
 @jit_noalloc
 def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     """Recompute the finite-LLR clip values and the inverse prior odds (BOSARIS pseudo-counts).
@@ -1225,15 +1305,13 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     head = pi[PI_HEAD]
     chg_lo = pi[PI_CHG_LO]
     chg_hi = pi[PI_CHG_HI]
-    pi[PI_CHG_LO] = B  # the values are now current: no pending change
-    pi[PI_CHG_HI] = -1
-    pi[PI_DEP_LO] = B  # until shown otherwise, any change may move the clip values
-    pi[PI_DEP_HI] = -1
-    rec = not decay and runs.shape[0] >= REC_HEADER + 4 * B  # a record at every block reached
+    pi[PI_CHG_LO], pi[PI_CHG_HI] = B, -1  # the values are now current: no pending change
+    pi[PI_DEP_LO], pi[PI_DEP_HI] = B, -1  # until shown otherwise, any change may move the clip values
+    scan = pi[PI_KNOTS] == 0  # every bucket a knot: the blocks found by their owners (see ``_block_after``)
+    rec = runs.shape[0] >= REC_HEADER + 4 * B  # a record at every block reached (under decay, in the binade)
     RL = REC_HEADER
     RR = REC_HEADER + 2 * B
-    g_left = np.int64(-1)  # the points (-1: unset)
-    g_right = np.int64(-1)
+    g_left = g_right = np.int64(-1)  # the points (-1: unset)
     if keep:
         if 0.0 <= runs[RUN_LEFT] < B:
             g_left = np.int64(runs[RUN_LEFT])
@@ -1254,7 +1332,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         runs[REC_LEFT_LIM] = -1.0  # written again below, where the runs are known
         runs[REC_RIGHT_LIM] = B
         runs[REC_STAMP] = sf[SF_N_LEARNED]
-    elif runs.shape[0] >= REC_HEADER:  # a record-keeping scratch under decay keeps none
+    elif runs.shape[0] >= REC_HEADER:  # a scratch too short for its records keeps none
         runs[REC_LEFT_LIM] = -1.0
         runs[REC_RIGHT_LIM] = B
     if head == -1:
@@ -1264,26 +1342,19 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     # left run: the first block plus the pseudo-positive, pooled rightwards while violating; it
     # resumes at g_left when no block before g_left changed and g_left still starts a block
     base = pf[BPOS + _PF_RECORD * head] + c
-    ok = True  # (decay) every step so far allows a point: binade, no tie, margin
-    top = 0.0
-    half_u = 0.0
-    room = math.inf  # (decay) a point's sum stays within half the binade's room above base
+    ok, top, half_u, room = True, 0.0, 0.0, math.inf  # (decay: see ``_binade_of``)
     if decay:
-        ok = _SAFE_LOW <= base <= _SAFE_HIGH
-        if ok:
-            top = runs[RUN_LEFT_TOP] if keep else 0.0  # the last refresh's binade, if base is in it
-            if not 0.5 * top <= base < top:
-                top = math.ldexp(1.0, math.frexp(base)[1])  # base in [top / 2, top)
-            half_u = top * 2.0**-54  # half the binade's spacing 2**-53 top
-            room = base + 0.5 * (top - base)
+        ok, top, half_u, room = _binade_of(base, runs[RUN_LEFT_TOP] if keep else 0.0)
     lp = base
     if rec:  # the recorded block nearest the lowest change: the block holding bucket lim_left
         g_left = pi[OWNER + _PI_RECORD * lim_left] if head < lim_left <= pi[PI_LAST] else np.int64(-1)
+        while decay and ok and head < g_left and not base + runs[RL + 2 * g_left] < top:  # (out of the binade)
+            g_left = pi[BPREV + _PI_RECORD * g_left]
     resume = head < g_left <= chg_lo and g_left <= pi[PI_LAST] and pi[OWNER + _PI_RECORD * g_left] == g_left
     if resume and rec:  # read below as a single point's
         runs[RUN_LEFT_P] = runs[RL + 2 * g_left]
         runs[RUN_LEFT_N] = runs[RL + 2 * g_left + 1]
-    elif resume and decay:
+    if resume and decay:
         lp = base + runs[RUN_LEFT_P]
         resume = ok and runs[RUN_LEFT_BASE] <= base and runs[RUN_LEFT_TOP] == top and lp < top
     if resume:
@@ -1298,10 +1369,12 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         left_last = head
         nxt = pi[BNEXT + _PI_RECORD * head]
     cg, cp, cn = np.int64(-1), 0.0, 0.0  # the new point: the last block reached at or before chg_lo
-    while nxt != -1:
-        if rec:
-            runs[RL + 2 * nxt], runs[RL + 2 * nxt + 1] = lp, ln
-        elif nxt <= chg_lo and ok and (lp <= room or cg == -1):
+    last_rec = np.int64(-1)
+    while nxt != -1 and ok and (rec or (nxt <= chg_lo and (lp <= room or cg == -1))):  # (else no point past it)
+        if rec:  # (exact under decay: lp and base share a binade)
+            runs[RL + 2 * nxt], runs[RL + 2 * nxt + 1] = lp - base if decay else lp, ln
+            last_rec = nxt
+        if (decay or not rec) and nxt <= chg_lo and (lp <= room or cg == -1):  # (under decay, kept beside the records)
             cg, cp, cn = nxt, lp, ln
         p = pf[BPOS + _PF_RECORD * nxt]
         n = pf[BNEG + _PF_RECORD * nxt]
@@ -1310,7 +1383,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         t = p * (lp + ln)
         if not x >= t:  # ``_violates``, written out (a call per block)
             break
-        if decay and ok and nxt < chg_lo and (lp <= room or cg == -1):  # (else no later point)
+        if decay and ok and (rec or (nxt < chg_lo and (lp <= room or cg == -1))):  # (else no later point)
             s = lp + p
             ok = s < top and abs(p - (s - lp)) != half_u
             if ok and p != 0.0:
@@ -1318,16 +1391,16 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         lp = lp + p
         ln = ln + n
         left_last = nxt
-        nxt = pi[BNEXT + _PI_RECORD * nxt]
+        nxt = _block_after(pi, nxt, scan)
+    lp, ln, left_last, nxt = _left_run_on(pf, pi, lp, ln, left_last, nxt, scan)
     if keep and cg != -1:
         runs[RUN_LEFT] = cg
         runs[RUN_LEFT_P] = cp - base if decay else cp  # exact under decay: cp and base share a binade
         runs[RUN_LEFT_N] = cn
-        runs[RUN_LEFT_BASE] = base
-    if keep:
-        runs[RUN_LEFT_TOP] = top  # kept with or without a point: the next refresh starts from it
-    if rec:  # the last block reached has its record (the loop writes it before its test)
-        runs[REC_LEFT_LIM] = nxt if nxt != -1 else left_last
+    if keep:  # kept with or without a point: the next refresh starts from the binade
+        runs[RUN_LEFT_TOP], runs[RUN_LEFT_BASE] = top, base
+    if rec:  # the last block with its record (without decay, the last reached: the loop writes it before its test)
+        runs[REC_LEFT_LIM] = last_rec
     if nxt == -1:  # everything pooled with the pseudo-positive; add the pseudo-negative
         v = lp / (lp + (ln + c))  # the rate P / (P + N) of (lp, ln + c)
         pf[PF_LO] = v
@@ -1337,16 +1410,9 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     # resumes at g_right when no block after g_right changed, as the left run
     tail = pi[PI_TAIL]
     base = pf[BNEG + _PF_RECORD * tail] + c
-    ok = True
-    room = math.inf
+    ok, top, half_u, room = True, 0.0, 0.0, math.inf
     if decay:
-        ok = _SAFE_LOW <= base <= _SAFE_HIGH
-        if ok:
-            top = runs[RUN_RIGHT_TOP] if keep else 0.0
-            if not 0.5 * top <= base < top:
-                top = math.ldexp(1.0, math.frexp(base)[1])
-            half_u = top * 2.0**-54
-            room = base + 0.5 * (top - base)
+        ok, top, half_u, room = _binade_of(base, runs[RUN_RIGHT_TOP] if keep else 0.0)
     rn = base
     if rec:  # the recorded block nearest the highest change: the first at or after lim_right
         g_right = np.int64(-1)
@@ -1354,11 +1420,13 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
             g_right = pi[OWNER + _PI_RECORD * lim_right]
             if g_right != lim_right:
                 g_right = pi[BNEXT + _PI_RECORD * g_right]
+        while decay and ok and left_last < g_right < tail and not base + runs[RR + 2 * g_right + 1] < top:
+            g_right = pi[BNEXT + _PI_RECORD * g_right]
     resume = left_last < g_right < tail and chg_hi <= g_right and pi[OWNER + _PI_RECORD * g_right] == g_right
     if resume and rec:  # read below as a single point's
         runs[RUN_RIGHT_P] = runs[RR + 2 * g_right]
         runs[RUN_RIGHT_N] = runs[RR + 2 * g_right + 1]
-    elif resume and decay:
+    if resume and decay:
         rn = base + runs[RUN_RIGHT_N]
         resume = ok and runs[RUN_RIGHT_BASE] <= base and runs[RUN_RIGHT_TOP] == top and rn < top
     if resume:
@@ -1371,10 +1439,12 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         rn = base
         prv = pi[BPREV + _PI_RECORD * tail]
     cg, cp, cn = np.int64(-1), 0.0, 0.0  # the new point: the last block reached at or after chg_hi
-    while prv != left_last:
+    last_rec = B
+    while prv != left_last and ok and (rec or (prv >= chg_hi and (rn <= room or cg == -1))):
         if rec:
-            runs[RR + 2 * prv], runs[RR + 2 * prv + 1] = rp, rn
-        elif prv >= chg_hi and ok and (rn <= room or cg == -1):
+            runs[RR + 2 * prv], runs[RR + 2 * prv + 1] = rp, rn - base if decay else rn
+            last_rec = prv
+        if (decay or not rec) and prv >= chg_hi and (rn <= room or cg == -1):
             cg, cp, cn = prv, rp, rn
         p = pf[BPOS + _PF_RECORD * prv]
         n = pf[BNEG + _PF_RECORD * prv]
@@ -1383,7 +1453,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
         t = rp * a
         if not x >= t:
             break
-        if decay and ok and prv > chg_hi and (rn <= room or cg == -1):
+        if decay and ok and (rec or (prv > chg_hi and (rn <= room or cg == -1))):
             s = n + rn
             ok = s < top and abs(n - (s - rn)) != half_u
             if ok and rp != 0.0 and p != 0.0:
@@ -1391,16 +1461,16 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
                 ok = ok and x >= t * _MARGIN_UP
         rp = p + rp
         rn = n + rn
-        prv = pi[BPREV + _PI_RECORD * prv]
+        prv = _block_before(pi, prv, scan)
+    rp, rn, prv = _right_run_on(pf, pi, rp, rn, prv, left_last, scan)
     if keep and cg != -1:
         runs[RUN_RIGHT] = cg
         runs[RUN_RIGHT_P] = cp
         runs[RUN_RIGHT_N] = cn - base if decay else cn
-        runs[RUN_RIGHT_BASE] = base
     if keep:
-        runs[RUN_RIGHT_TOP] = top
-    if rec:  # the last block reached with its record: where the loop broke, or the one after left_last
-        runs[REC_RIGHT_LIM] = prv if prv != left_last else pi[BNEXT + _PI_RECORD * left_last]
+        runs[RUN_RIGHT_TOP], runs[RUN_RIGHT_BASE] = top, base
+    if rec:  # the last block with its record (without decay: where the loop broke, or the one after left_last)
+        runs[REC_RIGHT_LIM] = last_rec
     lo = lp / (lp + ln)
     hi = rp / (rp + rn)
     if prv == left_last and _violates(lp, ln, rp, rn):  # the two runs meet and violate: one block
