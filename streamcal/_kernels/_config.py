@@ -455,6 +455,44 @@ def _sqrt(x):
     return math.sqrt(x) if x >= 0.0 else math.nan
 
 
+def _c_exp2():
+    """The C library's ``exp2`` as a Python function: ``math.exp2`` (Python 3.11 on), else through
+    ``ctypes``; Python's ``pow`` where neither is there."""
+    exp2 = getattr(math, "exp2", None)
+    if exp2 is not None:
+        return exp2
+    try:
+        import ctypes
+        import ctypes.util
+
+        c_exp2 = ctypes.CDLL(ctypes.util.find_library("m")).exp2
+        c_exp2.restype = ctypes.c_double
+        c_exp2.argtypes = (ctypes.c_double,)
+    except (OSError, AttributeError, TypeError):
+        return lambda x: 2.0**x
+    return lambda x: c_exp2(float(x))
+
+
+_C_EXP2 = _c_exp2()
+
+
+def exp2(x):
+    """``2.0 ** x`` as a compiled kernel computes it: LLVM turns a power of the constant 2.0 into
+    the C library's ``exp2``, whose result differs from ``pow``'s (Python's ``**``) in the last bit
+    for about one argument in a thousand. The interpreted tier runs this in its place
+    (:func:`interpret_as`); infinity where Python raises."""
+    try:
+        return _C_EXP2(x)
+    except OverflowError:
+        return math.inf
+
+
+def interpret_as(kernel, function) -> None:
+    """Run ``function`` for ``kernel`` in the interpreted tier, where the kernel's own Python
+    code would not give the compiled bits (see :func:`exp2`)."""
+    _kernel_behind(kernel).__dict__["_interpreted"] = function
+
+
 _NUMBA_MATH = types.SimpleNamespace(**{k: v for k, v in vars(math).items() if not k.startswith("_")})
 """``math`` as numba compiles it: NaN or an infinity where Python's ``math`` raises."""
 _NUMBA_MATH.log = _log
