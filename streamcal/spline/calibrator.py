@@ -13,6 +13,7 @@ from streamcal._kernels import glm_refit as _glm
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import ispline as _k
 from streamcal._kernels import ispline_prior as _kip
+from streamcal._kernels import ispline_prior_stream as _kips
 from streamcal._kernels import ispline_stream as _ks
 from streamcal._kernels import prior as _kp
 from streamcal._kernels._config import entry_point
@@ -672,8 +673,8 @@ def _warm_score_prior(cal, centres, pos, neg, c: float):
         base_rate = 0.5
         kappa = float(
             _config.run(
-                _kip.prior_strength_taylor, 0, floats, _h.SF_HEADER, B, cal._hist.stored_unit(), centres, 0, 1,
-                base_rate, grid, start, scratch[0], scratch[1],
+                _kips.prior_strength_kept, 0, floats, _h.SF_HEADER, B, cal._hist.stored_unit(), centres, grid,
+                start, *scratch,
             )[0]
         )  # fmt: skip
     else:
@@ -707,7 +708,13 @@ def _prior_scratch(cal, centres):
         B = int(centres.size)
         grid = np.empty(3 * B)
         _config.run(_kip.prior_grid_constants, 0, centres, B, 0.5, grid)
-        scratch = (np.empty(3 * B), np.empty((_kip.ORDER + 1, _kip.ORDER + 1)))
+        # prior_strength_kept's: the row's copy, the kept sums, moments and powers, and the
+        # fallback's list and moments
+        k1 = _kips.ORDER + 1
+        scratch = (
+            np.zeros(2 * B), np.zeros(_kips.K_SIZE), np.zeros((k1, k1)), np.zeros(2 * k1), np.empty(3 * B),
+            np.empty((_kip.ORDER + 1, _kip.ORDER + 1)),
+        )  # fmt: skip
         cache = cal._prior_grid = (key, grid, scratch)
     return cache[1], cache[2]
 
