@@ -97,3 +97,47 @@ def test_the_kept_moments_serve_most_events_of_a_calibrated_stream():
     assert (kappas > 10.0).all()  # the prior holds throughout
     assert np.mean(hows == 0) > 0.85  # the kept moments, no pass over the buckets
     assert np.mean(hows == 1) < 0.1  # a new anchor now and then
+
+
+class EngineRefit(ISplineCalibrator):
+    """The engine's refit in Python (``RefitCalibrator._refit`` with I-spline's hooks), the same
+    strength kernel: the reference of the compiled refit."""
+
+    def _prior_refit(self, own_hooks):
+        return False
+
+
+class CountedRefit(ISplineCalibrator):
+    """The compiled refit, counting the refits it served."""
+
+    served = 0
+
+    def _prior_refit(self, own_hooks):
+        done = super()._prior_refit(own_hooks)
+        type(self).served += done
+        return done
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    st.integers(50, 500),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([0.0, 0.0, 0.4, 2.0]),
+    st.sampled_from([Unbounded(), CountWindow(150), Decay(100.0)]),
+    st.sampled_from([{}, {"n_knots": 3}, {"knots": (0.05, 0.2)}]),
+)
+def test_the_compiled_refit_is_the_engines_bit_for_bit(n, seed, shift, window, spline):
+    scores, labels = labelled(n, seed, shift)
+    kw = {"buckets": LogitGrid(64), "window": window, **spline}
+    CountedRefit.served = 0
+    cal = CountedRefit(**kw)
+    proba, llr = cal.prequential(scores, labels)
+    river = [cal.predict_proba_one({"score": float(v)})[True] for v in scores[:5]]
+    ref = EngineRefit(**kw)
+    ref_p, ref_llr = ref.prequential(scores, labels)
+    assert np.array_equal(proba, ref_p)
+    assert np.array_equal(llr, ref_llr)
+    assert river == [ref.predict_proba_one({"score": float(v)})[True] for v in scores[:5]]
+    assert cal.prior_strength == ref.prior_strength
+    if shift == 0.0 and isinstance(window, Unbounded):
+        assert CountedRefit.served > n // 2  # the prior holds: the compiled refit serves

@@ -41,8 +41,14 @@ from __future__ import annotations
 
 import math
 
-from streamcal._kernels._config import jit_noalloc
+import numpy as np
+
+from streamcal._kernels._config import jit, jit_noalloc
+from streamcal._kernels.glm_refit import add_prior_pseudo_counts
+from streamcal._kernels.histogram import SF_HEADER, SF_KIND, SF_T_NEG, SF_T_POS, stored_unit
+from streamcal._kernels.ispline import ispline_refit_histogram
 from streamcal._kernels.ispline_prior import _P, ORDER, REMAINDER_SCALE, TAYLOR_TOL, prior_strength_taylor
+from streamcal._kernels.ispline_stream import _pairwise_sum
 from streamcal._kernels.prior import KAPPA_MAX, KAPPA_MIN, NEWTON_STEPS, RIDGE, _fit_term
 
 K_VALID = 0
@@ -308,5 +314,60 @@ def prior_strength_kept(h, h0, B, unit, cen, grid, start, snap, kept, M, pw, lis
                 kappa, done = _newton(M, pw, kept, unit, start)
                 if done:
                     return kappa, 1
-    kappa, exact = prior_strength_taylor(h, h0, B, unit, cen, 0, 1, 0.5, grid, start, listed, M6)
+    c0 = h0 - h0  # 0, 1 and 0.5 as variables: the callee compiled once, for non-literal types
+    kappa, exact = prior_strength_taylor(h, h0, B, unit, cen, c0, c0 + 1, 0.5 * unit / unit, grid, start, listed, M6)
     return kappa, (3 if exact else 2)
+
+
+REFIT_DONE = 0
+REFIT_EMPTY = 1  # the window holds no weight: the engine's refit (no map)
+REFIT_SCALE = 2  # the fitted row's total beyond the fit's scaling range: the engine's refit
+
+
+@jit
+def prior_refit(
+    sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
+    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind,
+):  # fmt: skip
+    """The refit engine's refit of I-spline's exact default with the score prior, for probability
+    inputs, in one call: the histogram's row in real units (``pos_w``, ``neg_w``), its class totals
+    summed as numpy sums them, the prior's strength (:func:`prior_strength_kept`, ``start`` its
+    warm start, set to (0, 0) where it is 0), its pseudo-counts (``glm_refit.add_prior_pseudo_counts``),
+    the default knot count of the window's weight (``n_knots`` < 0) and
+    ``ispline.ispline_refit_histogram`` with the previous fit's hint and the basis cache. The
+    same operations as ``RefitCalibrator._refit`` with ``ISplineCalibrator``'s hooks, so the same
+    map from the same strength. Returns ``(code, kappa, knots, coef, bspline_coef, total,
+    pos_total, t_pos, t_neg)``: ``total`` and ``pos_total`` the fitted row's (pseudo-counts
+    included), ``t_pos``, ``t_neg`` the data's; ``code`` ``REFIT_DONE`` or where the engine refits
+    instead (``REFIT_*``)."""
+    h0 = SF_HEADER
+    kind = sf[SF_KIND]
+    u = stored_unit(sf, kind)
+    one = u / u
+    for j in range(B):
+        pos_w[j] = sf[h0 + j] / u
+        neg_w[j] = sf[h0 + B + j] / u
+    t_pos = _pairwise_sum(sf, h0, B, u)
+    t_neg = _pairwise_sum(sf, h0 + B, B, u)
+    if not t_pos + t_neg > 0.0:
+        return REFIT_EMPTY, 0.0, np.empty(0), np.empty(0), np.empty(0), 0.0, 0.0, t_pos, t_neg
+    kappa = prior_strength_kept(sf, h0, B, u, centres, grid, start, snap, kept, M, pw, listed, M6)[0]
+    identity = B > 0
+    if kappa > 0.0:
+        add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, 0.5 * one, floor_kind, B)
+    else:
+        start[0] = 0.0
+        start[1] = 0.0
+    pos_total = _pairwise_sum(pos_w, h0 - h0, B, one)
+    total = pos_total + _pairwise_sum(neg_w, h0 - h0, B, one)
+    if total > 0.0 and not 2.0**-500 < total < 2.0**500:
+        return REFIT_SCALE, kappa, np.empty(0), np.empty(0), np.empty(0), total, pos_total, t_pos, t_neg
+    wanted = n_knots
+    if wanted < 0:
+        weight = (sf[SF_T_POS] + sf[SF_T_NEG]) / u if kappa > 0.0 else total  # ``_knot_weight``
+        wanted = max(1, math.floor(np.cbrt(weight) + 1e-9) - 4)  # ``default_n_knots``
+    wanted = min(wanted, B)
+    knots, coef, beta, _ = ispline_refit_histogram(
+        centres, pos_w, neg_w, order, wanted, inner, use_inner, hint, hint_knots, basis_knots, basis
+    )
+    return REFIT_DONE, kappa, knots, coef, beta, total, pos_total, t_pos, t_neg

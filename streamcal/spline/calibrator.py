@@ -12,7 +12,6 @@ from streamcal._kernels import _config
 from streamcal._kernels import glm_refit as _glm
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import ispline as _k
-from streamcal._kernels import ispline_prior as _kip
 from streamcal._kernels import ispline_prior_stream as _kips
 from streamcal._kernels import ispline_stream as _ks
 from streamcal._kernels import prior as _kp
@@ -27,6 +26,7 @@ from streamcal._validation import (
     check_scalar,
 )
 from streamcal.buckets import Buckets, LogitGrid, as_buckets
+from streamcal.spline._prior_refit import ISplinePriorRefit
 from streamcal.spline._river import ISplineRiverFace
 from streamcal.spline.basis import default_n_knots
 from streamcal.spline.fit import aggregate_sorted, evaluate_map, fit_distinct, unit_scaled
@@ -37,6 +37,9 @@ __all__ = ["ISplineCalibrator"]
 
 _NO_KNOTS = np.empty(0)
 _NO_HINT = np.zeros(0, dtype=np.bool_)
+# the engine's refit hooks that the compiled refit under the prior follows (a subclass overriding
+# one keeps the engine's refit)
+_REFIT_HOOKS = ("_with_score_prior", "_refit_from_histogram", "_knot_weight")
 
 
 _OP_LEARN, _OP_PREDICT = int(OP_LEARN), int(OP_PREDICT)
@@ -76,7 +79,7 @@ def _check_spline_params(order, n_knots, knots):
     return inner
 
 
-class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
+class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
     """Smooth, monotone calibration of scores by I-spline least squares (Wu et al. 2012).
 
     The calibrated probability is ``f(s) = alpha_0 + sum_i alpha_i I_i(s)`` with I-splines
@@ -222,7 +225,7 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
         }
 
     # ------------------------------------------------------------------ fitted map
-    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream", "_glm_cache", "_prior_grid")
+    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream", "_glm_cache", "_prior_grid", "_prior_rows")
 
     def _init_map_state(self) -> None:
         super()._init_map_state()
@@ -291,6 +294,12 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
 
     def _with_score_prior(self, centres, pos, neg, c: float):
         return _warm_score_prior(self, centres, pos, neg, c)
+
+    def _refit(self) -> None:
+        # the engine's refit in one compiled call where this class's own hooks serve
+        cls = type(self)
+        if not self._prior_refit(all(getattr(cls, h) is getattr(ISplineCalibrator, h) for h in _REFIT_HOOKS)):
+            super()._refit()
 
     def _knot_weight(self, total: float) -> float:
         return _knot_weight(self, total)
@@ -668,7 +677,7 @@ def _warm_score_prior(cal, centres, pos, neg, c: float):
         # do not bound the move; the row read in the histogram's own arrays (``pos`` and ``neg``
         # are those over the stored unit, the same divisions), and the prior's rate the centre
         # itself (the base rate unused)
-        grid, scratch = _prior_scratch(cal, centres)
+        grid, scratch = cal._prior_scratch(centres)
         floats = cal._hist.live_arrays()[0]
         base_rate = 0.5
         kappa = float(
@@ -697,26 +706,6 @@ def _warm_score_prior(cal, centres, pos, neg, c: float):
         _glm.FLOOR_THINNED, B,
     )  # fmt: skip
     return kappa, pos, neg
-
-
-def _prior_scratch(cal, centres):
-    """The grid's prior constants (``ispline_prior.prior_grid_constants``) and the strength's
-    scratch arrays, kept while the histogram's layout keeps its centres (``centres`` a copy)."""
-    key = cal._hist.layout.centres
-    cache = getattr(cal, "_prior_grid", None)
-    if cache is None or cache[0] is not key or key.size != centres.size:
-        B = int(centres.size)
-        grid = np.empty(3 * B)
-        _config.run(_kip.prior_grid_constants, 0, centres, B, 0.5, grid)
-        # prior_strength_kept's: the row's copy, the kept sums, moments and powers, and the
-        # fallback's list and moments
-        k1 = _kips.ORDER + 1
-        scratch = (
-            np.zeros(2 * B), np.zeros(_kips.K_SIZE), np.zeros((k1, k1)), np.zeros(2 * k1), np.empty(3 * B),
-            np.empty((_kip.ORDER + 1, _kip.ORDER + 1)),
-        )  # fmt: skip
-        cache = cal._prior_grid = (key, grid, scratch)
-    return cache[1], cache[2]
 
 
 def _knot_weight(cal, total: float) -> float:
