@@ -45,8 +45,16 @@ import numpy as np
 
 from streamcal._kernels._config import jit, jit_noalloc
 from streamcal._kernels.glm_refit import add_prior_pseudo_counts
-from streamcal._kernels.histogram import SF_HEADER, SF_KIND, SF_T_NEG, SF_T_POS, stored_unit
-from streamcal._kernels.ispline import ispline_refit_histogram
+from streamcal._kernels.histogram import (
+    SF_HEADER,
+    SF_KIND,
+    SF_T_NEG,
+    SF_T_POS,
+    SI_B,
+    histogram_learn_one_inplace,
+    stored_unit,
+)
+from streamcal._kernels.ispline import _combination_at, clamped_span_bounds, ispline_refit_histogram
 from streamcal._kernels.ispline_prior import _P, ORDER, REMAINDER_SCALE, TAYLOR_TOL, prior_strength_taylor
 from streamcal._kernels.ispline_stream import _pairwise_sum
 from streamcal._kernels.prior import KAPPA_MAX, KAPPA_MIN, NEWTON_STEPS, RIDGE, _fit_term
@@ -324,22 +332,12 @@ REFIT_EMPTY = 1  # the window holds no weight: the engine's refit (no map)
 REFIT_SCALE = 2  # the fitted row's total beyond the fit's scaling range: the engine's refit
 
 
-@jit
-def prior_refit(
+@jit(forceinline=True)
+def _refit_core(
     sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
     hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind,
 ):  # fmt: skip
-    """The refit engine's refit of I-spline's exact default with the score prior, for probability
-    inputs, in one call: the histogram's row in real units (``pos_w``, ``neg_w``), its class totals
-    summed as numpy sums them, the prior's strength (:func:`prior_strength_kept`, ``start`` its
-    warm start, set to (0, 0) where it is 0), its pseudo-counts (``glm_refit.add_prior_pseudo_counts``),
-    the default knot count of the window's weight (``n_knots`` < 0) and
-    ``ispline.ispline_refit_histogram`` with the previous fit's hint and the basis cache. The
-    same operations as ``RefitCalibrator._refit`` with ``ISplineCalibrator``'s hooks, so the same
-    map from the same strength. Returns ``(code, kappa, knots, coef, bspline_coef, total,
-    pos_total, t_pos, t_neg)``: ``total`` and ``pos_total`` the fitted row's (pseudo-counts
-    included), ``t_pos``, ``t_neg`` the data's; ``code`` ``REFIT_DONE`` or where the engine refits
-    instead (``REFIT_*``)."""
+    """:func:`prior_refit`'s body."""
     h0 = SF_HEADER
     kind = sf[SF_KIND]
     u = stored_unit(sf, kind)
@@ -371,3 +369,102 @@ def prior_refit(
         centres, pos_w, neg_w, order, wanted, inner, use_inner, hint, hint_knots, basis_knots, basis
     )
     return REFIT_DONE, kappa, knots, coef, beta, total, pos_total, t_pos, t_neg
+
+
+@jit
+def prior_refit(
+    sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
+    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind,
+):  # fmt: skip
+    """The refit engine's refit of I-spline's exact default with the score prior, for probability
+    inputs, in one call: the histogram's row in real units (``pos_w``, ``neg_w``), its class totals
+    summed as numpy sums them, the prior's strength (:func:`prior_strength_kept`, ``start`` its
+    warm start, set to (0, 0) where it is 0), its pseudo-counts (``glm_refit.add_prior_pseudo_counts``),
+    the default knot count of the window's weight (``n_knots`` < 0) and
+    ``ispline.ispline_refit_histogram`` with the previous fit's hint and the basis cache. The
+    same operations as ``RefitCalibrator._refit`` with ``ISplineCalibrator``'s hooks, so the same
+    map from the same strength. Returns ``(code, kappa, knots, coef, bspline_coef, total,
+    pos_total, t_pos, t_neg)``: ``total`` and ``pos_total`` the fitted row's (pseudo-counts
+    included), ``t_pos``, ``t_neg`` the data's; ``code`` ``REFIT_DONE`` or where the engine refits
+    instead (``REFIT_*``)."""
+    return _refit_core(
+        sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
+        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind,
+    )  # fmt: skip
+
+
+RUN_DONE = 0  # every operation ran
+RUN_ENGINE = 1  # the refit before operation ``stop`` is the engine's (``REFIT_*``): it has not run
+RUN_REFUTED = 2  # the refit of operation ``stop - 1`` found the prior's strength 0: the loop without it follows
+
+
+@jit
+def prior_run(
+    ops, bk, s, y, w, t, first, sf, si, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots,
+    inner, use_inner, knots, coef, beta, fit, basis_knots, basis, pos_w, neg_w, floor_kind, out_p, out_fw,
+    out_logodds,
+):  # fmt: skip
+    """Operations ``first..`` of ``ops`` (``OP_*`` bits; buckets ``bk``, scores, labels, weights, times)
+    at I-spline's exact default while the score prior holds, in one call: before each prediction
+    that follows labels :func:`prior_refit` (the engine's refit), the prediction
+    ``bspline_combination_score`` within the served bounds, and each label learned into the window
+    (``histogram_learn_one_inplace``). ``knots``, ``coef``, ``beta`` are the current map, ``fit``
+    ``[dirty, fitted weight, data log-odds, low, high, kappa]`` (in/out). Writes each prediction's
+    probability, its map's fitted weight and data log-odds (the caller forms the LLR as the engine
+    does); returns ``(stop, code, knots, coef, beta, basis_knots)``: the operations before ``stop``
+    ran (``RUN_*``)."""
+    k1 = order + 1
+    vals = np.empty(k1)
+    lft = np.empty(k1)
+    rgt = np.empty(k1)
+    i = first
+    n = ops.shape[0]
+    while i < n:
+        op = ops[i]
+        if op & 2:  # OP_PREDICT
+            if fit[0] != 0.0:
+                hint = coef > 0.0
+                code, kappa, nk, nc, nb, total, pos_total, t_pos, t_neg = _refit_core(
+                    sf, si[SI_B], centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner,
+                    use_inner, hint, knots, basis_knots, basis, pos_w, neg_w, floor_kind,
+                )  # fmt: skip
+                if code != REFIT_DONE:
+                    return i, RUN_ENGINE, knots, coef, beta, basis_knots
+                knots = nk
+                coef = nc
+                beta = nb
+                basis_knots = nk
+                c = fit[6]
+                fit[0] = 0.0
+                fit[1] = total
+                fit[2] = math.log(t_pos + c) - math.log(t_neg + c)  # ``_prior.prior_logodds``
+                fit[3] = c / (total + 2.0 * c)  # ``_prior.proba_bounds``
+                fit[4] = (total + c) / (total + 2.0 * c)
+                fit[5] = kappa
+                fit[7] = pos_total
+                if not kappa > 0.0:
+                    p = _served(s[i], knots, k1, beta, fit, vals, lft, rgt)
+                    out_p[i] = p
+                    out_fw[i] = fit[1]
+                    out_logodds[i] = fit[2]
+                    if op & 1:
+                        histogram_learn_one_inplace(sf, si, bk[i], y[i], w[i], t[i])
+                        fit[0] = 1.0
+                    return i + 1, RUN_REFUTED, knots, coef, beta, basis_knots
+            out_p[i] = _served(s[i], knots, k1, beta, fit, vals, lft, rgt)
+            out_fw[i] = fit[1]
+            out_logodds[i] = fit[2]
+        if op & 1:  # OP_LEARN
+            histogram_learn_one_inplace(sf, si, bk[i], y[i], w[i], t[i])
+            fit[0] = 1.0
+        i += 1
+    return i, RUN_DONE, knots, coef, beta, basis_knots
+
+
+@jit(forceinline=True)
+def _served(x, knots, k1, beta, fit, vals, lft, rgt):
+    """The map at ``x`` as ``evaluate_map`` computes it, within the served bounds."""
+    lo, hi = clamped_span_bounds(knots, k1)
+    v = _combination_at(x, knots, k1, beta, lo, hi, vals, lft, rgt)
+    v = min(max(v, 0.0), 1.0)
+    return min(max(v, fit[3]), fit[4])

@@ -297,8 +297,7 @@ class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
 
     def _refit(self) -> None:
         # the engine's refit in one compiled call where this class's own hooks serve
-        cls = type(self)
-        if not self._prior_refit(all(getattr(cls, h) is getattr(ISplineCalibrator, h) for h in _REFIT_HOOKS)):
+        if not self._prior_refit(_own_refit_hooks(type(self))):
             super()._refit()
 
     def _knot_weight(self, total: float) -> float:
@@ -477,8 +476,12 @@ class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
         while i < n:
             ready = self._stream_ready()
             if ready is not True:
-                j = min(n, i + (self._STREAM_CHUNK if ready == "prior" else 1))
-                super()._run_ops(ops[i:j], b[i:j], s[i:j], y[i:j], w[i:j], t[i:j], out_p[i:j], out_llr[i:j])
+                # the score prior holds: its compiled loop (the engine's refits), else the engine
+                own = ready == "prior" and _own_refit_hooks(type(self))
+                j = self._prior_loop(ops, b, s, y, w, t, i, out_p, out_llr, own) if own else i
+                if j == i:
+                    j = min(n, i + (self._STREAM_CHUNK if ready == "prior" else 1))
+                    super()._run_ops(ops[i:j], b[i:j], s[i:j], y[i:j], w[i:j], t[i:j], out_p[i:j], out_llr[i:j])
                 self._stream = None
                 i = j
                 continue
@@ -654,6 +657,13 @@ class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
         self._dirty = dirty != 0.0
         self._prior_strength = 0.0
         st["map"] = self._coef
+
+
+@functools.cache
+def _own_refit_hooks(cls) -> bool:
+    """Whether ``cls`` keeps ``ISplineCalibrator``'s refit hooks (``_REFIT_HOOKS``), which the
+    compiled refit under the prior follows."""
+    return all(getattr(cls, h) is getattr(ISplineCalibrator, h) for h in _REFIT_HOOKS)
 
 
 def _warm_score_prior(cal, centres, pos, neg, c: float):
