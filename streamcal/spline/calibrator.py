@@ -659,11 +659,14 @@ class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
         st["map"] = self._coef
 
 
-@functools.cache
+# ``ISplineCalibrator``'s own refit hooks, as defined (a subclass's or a patched one differs)
+_OWN_HOOKS = tuple(ISplineCalibrator.__dict__[h] for h in _REFIT_HOOKS)
+
+
 def _own_refit_hooks(cls) -> bool:
     """Whether ``cls`` keeps ``ISplineCalibrator``'s refit hooks (``_REFIT_HOOKS``), which the
     compiled refit under the prior follows."""
-    return all(getattr(cls, h) is getattr(ISplineCalibrator, h) for h in _REFIT_HOOKS)
+    return all(getattr(cls, h) is f for h, f in zip(_REFIT_HOOKS, _OWN_HOOKS, strict=True))
 
 
 def _warm_score_prior(cal, centres, pos, neg, c: float):
