@@ -338,7 +338,7 @@ def _refit_core(
     hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind,
 ):  # fmt: skip
     """:func:`prior_refit`'s body."""
-    h0 = SF_HEADER
+    h0 = SF_HEADER + (B - B)  # an int64, not the constant's literal: each callee compiled once
     kind = sf[SF_KIND]
     u = stored_unit(sf, kind)
     one = u / u
