@@ -97,9 +97,10 @@ class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
     setting for ``prequential``). Before the first fit, predictions are the score itself for
     probability inputs (the default logit grid) and 0.5 otherwise, with LLR 0. ``prequential``
     equals a loop of the river face bit for bit, except while the score prior holds weight under
-    the exact default: there ``prequential`` runs its events 64 at a time through the engine's
-    full refit, and the two may differ in the last bits, within 1e-9 (each is within 1e-9 of a
-    full refit after every event).
+    the exact default: there ``prequential`` runs its events in a compiled loop of the engine's
+    full refit, handing over to the loop without the prior where the prior is refuted, and the
+    two may differ in the last bits, within 1e-9 (each is within 1e-9 of a full refit after every
+    event).
 
     **Batch.** ``fit(scores, labels, sample_weight=None)`` replaces the state with these events
     (they enter the window as ``update`` would) and fits the map exactly on the raw events, not
