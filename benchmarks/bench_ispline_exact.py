@@ -19,8 +19,8 @@ on the I-spline kernels of that revision (``streamcal/_kernels/ispline.py`` and
 same rounds, its outputs checked equal to today's bit for bit on both faces where the kernels
 are the same, else within 1e-9 (both within 1e-9 of the full refit).
 
-``--state prior`` times a state where the score prior is in force instead (every refit the
-engine's full refit, the prior's pseudo-counts in every bucket):
+``--state prior`` times a state where the score prior is in force instead (every refit the engine's
+full refit of the row plus the prior's pseudo-counts, in one compiled loop):
 
     PYTHONPATH=. python benchmarks/bench_ispline_exact.py --state prior [--rounds 3] [--n 400] [--old REV]
 

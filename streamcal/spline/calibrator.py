@@ -12,7 +12,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import glm_refit as _glm
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import ispline as _k
-from streamcal._kernels import ispline_prior as _kip
+from streamcal._kernels import ispline_prior_stream as _kips
 from streamcal._kernels import ispline_stream as _ks
 from streamcal._kernels import prior as _kp
 from streamcal._kernels._config import entry_point
@@ -26,6 +26,7 @@ from streamcal._validation import (
     check_scalar,
 )
 from streamcal.buckets import Buckets, LogitGrid, as_buckets
+from streamcal.spline._prior_refit import ISplinePriorRefit
 from streamcal.spline._river import ISplineRiverFace
 from streamcal.spline.basis import default_n_knots
 from streamcal.spline.fit import aggregate_sorted, evaluate_map, fit_distinct, unit_scaled
@@ -36,6 +37,9 @@ __all__ = ["ISplineCalibrator"]
 
 _NO_KNOTS = np.empty(0)
 _NO_HINT = np.zeros(0, dtype=np.bool_)
+# the engine's refit hooks that the compiled refit under the prior follows (a subclass overriding
+# one keeps the engine's refit)
+_REFIT_HOOKS = ("_with_score_prior", "_refit_from_histogram", "_knot_weight")
 
 
 _OP_LEARN, _OP_PREDICT = int(OP_LEARN), int(OP_PREDICT)
@@ -75,7 +79,7 @@ def _check_spline_params(order, n_knots, knots):
     return inner
 
 
-class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
+class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
     """Smooth, monotone calibration of scores by I-spline least squares (Wu et al. 2012).
 
     The calibrated probability is ``f(s) = alpha_0 + sum_i alpha_i I_i(s)`` with I-splines
@@ -93,9 +97,10 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
     setting for ``prequential``). Before the first fit, predictions are the score itself for
     probability inputs (the default logit grid) and 0.5 otherwise, with LLR 0. ``prequential``
     equals a loop of the river face bit for bit, except while the score prior holds weight under
-    the exact default: there ``prequential`` runs its events 64 at a time through the engine's
-    full refit, and the two may differ in the last bits, within 1e-9 (each is within 1e-9 of a
-    full refit after every event).
+    the exact default: there ``prequential`` runs its events in a compiled loop of the engine's
+    full refit, handing over to the loop without the prior where the prior is refuted, and the
+    two may differ in the last bits, within 1e-9 (each is within 1e-9 of a full refit after every
+    event).
 
     **Batch.** ``fit(scores, labels, sample_weight=None)`` replaces the state with these events
     (they enter the window as ``update`` would) and fits the map exactly on the raw events, not
@@ -221,7 +226,7 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
         }
 
     # ------------------------------------------------------------------ fitted map
-    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream", "_glm_cache", "_prior_grid")
+    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream", "_glm_cache", "_prior_grid", "_prior_rows")
 
     def _init_map_state(self) -> None:
         super()._init_map_state()
@@ -290,6 +295,11 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
 
     def _with_score_prior(self, centres, pos, neg, c: float):
         return _warm_score_prior(self, centres, pos, neg, c)
+
+    def _refit(self) -> None:
+        # the engine's refit in one compiled call where this class's own hooks serve
+        if not self._prior_refit(_own_refit_hooks(type(self))):
+            super()._refit()
 
     def _knot_weight(self, total: float) -> float:
         return _knot_weight(self, total)
@@ -467,8 +477,12 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
         while i < n:
             ready = self._stream_ready()
             if ready is not True:
-                j = min(n, i + (self._STREAM_CHUNK if ready == "prior" else 1))
-                super()._run_ops(ops[i:j], b[i:j], s[i:j], y[i:j], w[i:j], t[i:j], out_p[i:j], out_llr[i:j])
+                # the score prior holds: its compiled loop (the engine's refits), else the engine
+                own = ready == "prior" and _own_refit_hooks(type(self))
+                j = self._prior_loop(ops, b, s, y, w, t, i, out_p, out_llr, own) if own else i
+                if j == i:
+                    j = min(n, i + (self._STREAM_CHUNK if ready == "prior" else 1))
+                    super()._run_ops(ops[i:j], b[i:j], s[i:j], y[i:j], w[i:j], t[i:j], out_p[i:j], out_llr[i:j])
                 self._stream = None
                 i = j
                 continue
@@ -646,6 +660,16 @@ class ISplineCalibrator(ISplineRiverFace, RefitCalibrator):
         st["map"] = self._coef
 
 
+# ``ISplineCalibrator``'s own refit hooks, as defined (a subclass's or a patched one differs)
+_OWN_HOOKS = tuple(ISplineCalibrator.__dict__[h] for h in _REFIT_HOOKS)
+
+
+def _own_refit_hooks(cls) -> bool:
+    """Whether ``cls`` keeps ``ISplineCalibrator``'s refit hooks (``_REFIT_HOOKS``), which the
+    compiled refit under the prior follows."""
+    return all(getattr(cls, h) is f for h, f in zip(_REFIT_HOOKS, _OWN_HOOKS, strict=True))
+
+
 def _warm_score_prior(cal, centres, pos, neg, c: float):
     """``RefitCalibrator._with_score_prior`` for I-spline: the score prior's strength found by
     Newton's method from the last refit's recalibration ``(a, b)`` instead of ``(0, 0)``, and its
@@ -667,13 +691,13 @@ def _warm_score_prior(cal, centres, pos, neg, c: float):
         # do not bound the move; the row read in the histogram's own arrays (``pos`` and ``neg``
         # are those over the stored unit, the same divisions), and the prior's rate the centre
         # itself (the base rate unused)
-        grid, scratch = _prior_scratch(cal, centres)
+        grid, scratch = cal._prior_scratch(centres)
         floats = cal._hist.live_arrays()[0]
         base_rate = 0.5
         kappa = float(
             _config.run(
-                _kip.prior_strength_taylor, 0, floats, _h.SF_HEADER, B, cal._hist.stored_unit(), centres, 0, 1,
-                base_rate, grid, start, scratch[0], scratch[1],
+                _kips.prior_strength_kept, 0, floats, _h.SF_HEADER, B, cal._hist.stored_unit(), centres, grid,
+                start, *scratch,
             )[0]
         )  # fmt: skip
     else:
@@ -696,20 +720,6 @@ def _warm_score_prior(cal, centres, pos, neg, c: float):
         _glm.FLOOR_THINNED, B,
     )  # fmt: skip
     return kappa, pos, neg
-
-
-def _prior_scratch(cal, centres):
-    """The grid's prior constants (``ispline_prior.prior_grid_constants``) and the strength's
-    scratch arrays, kept while the histogram's layout keeps its centres (``centres`` a copy)."""
-    key = cal._hist.layout.centres
-    cache = getattr(cal, "_prior_grid", None)
-    if cache is None or cache[0] is not key or key.size != centres.size:
-        B = int(centres.size)
-        grid = np.empty(3 * B)
-        _config.run(_kip.prior_grid_constants, 0, centres, B, 0.5, grid)
-        scratch = (np.empty(3 * B), np.empty((_kip.ORDER + 1, _kip.ORDER + 1)))
-        cache = cal._prior_grid = (key, grid, scratch)
-    return cache[1], cache[2]
 
 
 def _knot_weight(cal, total: float) -> float:

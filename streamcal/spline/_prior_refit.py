@@ -1,0 +1,133 @@
+"""I-spline's refit with the score prior in one compiled call (``ISplineCalibrator``'s base)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamcal import _prior
+from streamcal._kernels import _config
+from streamcal._kernels import glm_refit as _glm
+from streamcal._kernels import ispline_prior as _kip
+from streamcal._kernels import ispline_prior_stream as _kips
+from streamcal._streaming import OP_PREDICT
+
+_NO_KNOTS = np.empty(0)
+_NO_HINT = np.zeros(0, dtype=np.bool_)
+
+
+class ISplinePriorRefit:
+    """``RefitCalibrator._refit`` of ``ISplineCalibrator`` for probability inputs with the score
+    prior, in one compiled call (``ispline_prior_stream.prior_refit``): the same steps and
+    operations as the engine's refit with I-spline's hooks (the row in real units, its totals, the
+    strength from the moments kept per event, its pseudo-counts, the knot count of the window's
+    weight and the warm-started fit), without the Python between them."""
+
+    def _prior_refit(self, own_hooks: bool) -> bool:
+        """The refit, where it applies; False (nothing done) where the engine refits: no prior,
+        raw scores, an outside reader's histogram, another floor, a subclass's own refit hooks
+        (``own_hooks`` False), an empty window or weights beyond the fit's scaling range."""
+        args = self._prior_args() if own_hooks else None
+        if args is None:
+            return False
+        centres, B, grid, scratch, basis, basis_knots, rows, inner = args
+        hist = self._hist
+        order = int(self.order)
+        code, kappa, knots, coef, beta, total, pos_total, t_pos, t_neg = _config.run(
+            _kips.prior_refit, 0, hist.live_arrays()[0], B, centres, grid, self._prior_start, *scratch, order,
+            -1 if self.n_knots is None else int(self.n_knots), _NO_KNOTS if inner is None else inner,
+            inner is not None, _NO_HINT if self._coef is None else self._coef > 0.0,
+            _NO_KNOTS if self._knots is None else self._knots, basis_knots, basis, rows[0], rows[1],
+            _glm.FLOOR_THINNED,
+        )  # fmt: skip
+        if code != _kips.REFIT_DONE:
+            return False
+        self._n_since_refit = 0
+        self._dirty = False
+        self._prior_strength = kappa
+        self._basis_cache = (basis, knots)
+        self._set_map_arrays(knots, coef, beta, total, pos_total)
+        self._prior_logodds = _prior.prior_logodds(t_pos, t_neg, float(self.llr_pseudo_count))
+        self._set_proba_bounds(total)
+        self._fitted = True
+        return True
+
+    def _prior_loop(self, ops, b, s, y, w, t, first, out_p, out_llr, own_hooks: bool) -> int:
+        """Operations ``first..`` while the score prior holds, in one compiled call
+        (``ispline_prior_stream.prior_run``): the engine's refit before each prediction that follows
+        labels, its prediction and LLR, each label learned; the map and bookkeeping published after.
+        Returns the operation it stopped before (``first`` where it did not run, as
+        ``_prior_refit``): the engine's refit for an empty window or weights beyond the fit's
+        scaling range, or the loop without the prior after a refit that found its strength 0."""
+        args = self._prior_args() if own_hooks else None
+        if args is None:
+            return first
+        centres, _, grid, scratch, basis, basis_knots, rows, inner = args
+        c = float(self.llr_pseudo_count)
+        fit = np.array([1.0 if self._dirty else 0.0, self._fit_weight, self._prior_logodds, self._proba_low,
+                        self._proba_high, self._prior_strength, c, 0.0])  # fmt: skip
+        logodds = np.empty(ops.size)
+        hist = self._hist
+        sf, si = hist.live_arrays()
+        stop, _, knots, coef, beta, basis_knots = _config.run(
+            _kips.prior_run, ops.size - first, ops, b, s, y, w, t, first, sf, si, centres, grid, self._prior_start,
+            *scratch, int(self.order), -1 if self.n_knots is None else int(self.n_knots),
+            _NO_KNOTS if inner is None else inner, inner is not None, self._knots, self._coef, self._bspline_coef,
+            fit, basis_knots, basis, rows[0], rows[1], _glm.FLOOR_THINNED, out_p, out_llr, logodds,
+        )  # fmt: skip
+        dirty, weight, logodds_now, low, high, kappa, _, pos_weight = fit.tolist()
+        if knots is not self._knots:  # refitted: the map and its bookkeeping
+            self._basis_cache = (basis, knots)
+            self._set_map_arrays(knots, coef, beta, weight, pos_weight)
+            self._prior_logodds, self._proba_low, self._proba_high = logodds_now, low, high
+            self._prior_strength = kappa
+            self._n_since_refit = 0
+        self._dirty = dirty != 0.0
+        at = first + np.flatnonzero(ops[first:stop] & OP_PREDICT)
+        # the engine's LLR (``_predict_llr_fitted``) of each prediction, from its fit's weight
+        q = _prior.smoothed(out_p[at], out_llr[at], c)
+        out_llr[at] = _prior.llr_from_proba(q, logodds[at])
+        return int(stop)
+
+    def _prior_args(self):
+        """The compiled refit's arrays, or None where the engine refits (see ``_prior_refit``)."""
+        hist = self._hist
+        if not (
+            getattr(self, "prior", None) is not None
+            and self._identity
+            and "histogram" not in self.__dict__
+            and self._PRIOR_FLOOR == "thinned"
+            and hist.built
+        ):
+            return None
+        centres = np.ascontiguousarray(hist.layout.centres, dtype=np.float64)
+        B = int(centres.size)
+        grid, scratch = self._prior_scratch(centres)
+        order = int(self.order)
+        basis, basis_knots = getattr(self, "_basis_cache", None) or (None, _NO_KNOTS)
+        if basis is None or basis.shape != (B + 1, order + 3):
+            basis = np.full((B + 1, order + 3), -1.0)
+            basis[0, 0] = 0.0
+            basis_knots = _NO_KNOTS
+        rows = getattr(self, "_prior_rows", None)  # the fitted row's arrays (a cache)
+        if rows is None or rows[0].size != B:
+            rows = self._prior_rows = (np.empty(B), np.empty(B))
+        return centres, B, grid, scratch, basis, basis_knots, rows, self._inner_knots
+
+    def _prior_scratch(self, centres):
+        """The grid's prior constants (``ispline_prior.prior_grid_constants``) and the strength's
+        arrays (``ispline_prior_stream.prior_strength_kept``'s), kept while the histogram's layout
+        keeps its centres (``centres`` a copy)."""
+        key = self._hist.layout.centres
+        cache = getattr(self, "_prior_grid", None)
+        if cache is None or cache[0] is not key or key.size != centres.size:
+            B = int(centres.size)
+            grid = np.empty(3 * B)
+            _config.run(_kip.prior_grid_constants, 0, centres, B, 0.5, grid)
+            # the row's copy, the kept sums, moments and powers, and the fallback's list and moments
+            k1 = _kips.ORDER + 1
+            scratch = (
+                np.zeros(2 * B), np.zeros(_kips.K_SIZE), np.zeros((k1, k1)), np.zeros(2 * k1), np.empty(3 * B),
+                np.empty((_kip.ORDER + 1, _kip.ORDER + 1)),
+            )  # fmt: skip
+            cache = self._prior_grid = (key, grid, scratch)
+        return cache[1], cache[2]
