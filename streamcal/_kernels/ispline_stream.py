@@ -75,6 +75,12 @@ from streamcal._kernels.ispline import (
 )
 from streamcal._kernels.prior import KAPPA_MIN, RIDGE, prior_rate
 
+# NumPy values where a kernel passes a constant to a callee: numba compiles a callee once per
+# literal argument (``0``, ``False``, a module's int), and a NumPy scalar is typed as a variable
+_H0 = np.int64(SF_HEADER)  # where the histogram starts in ``sf``
+_START = np.int64(0)
+_REAL_WEIGHTS = np.bool_(False)  # ``stream_rebuild``'s ``stored``: the histogram's real weights
+
 OP_LEARN = 1  # the operation codes of streamcal._operations
 OP_PREDICT = 2
 
@@ -568,11 +574,11 @@ def stream_run_ops(
                         knots[q] = scratch[q]
                     ist[IS_NKNOTS] = nk
                     ist[IS_STAMP] += 1  # every bucket's row is stale
-                stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, ist[IS_STAMP], False)
+                stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, ist[IS_STAMP], _REAL_WEIGHTS)
                 stream_solve(band, cross, p, k1, coef, beta, free)
                 u = stored_unit(sf, kind)
                 # the class totals as the full refit sums its histogram's real weights
-                t_pos = _pairwise_sum(sf, SF_HEADER, B, u)
+                t_pos = _pairwise_sum(sf, _H0, B, u)
                 t_neg = _pairwise_sum(sf, SF_HEADER + B, B, u)
                 total = t_pos + t_neg
                 st[ST_FIT_WEIGHT] = total
@@ -1689,7 +1695,7 @@ def stream_packed_one(op, b, s, y, w, t, sf, si, fbuf, ibuf, free):
     one_i[ONE_B] = b
     _, code = stream_packed_run(
         one_i[ONE_OP : ONE_OP + 1], one_i[ONE_B : ONE_B + 1], one_f[ONE_S : ONE_S + 1], one_f[ONE_Y : ONE_Y + 1],
-        one_f[ONE_W : ONE_W + 1], one_f[ONE_T : ONE_T + 1], 0, sf, si, fbuf, ibuf, free,
+        one_f[ONE_W : ONE_W + 1], one_f[ONE_T : ONE_T + 1], _START, sf, si, fbuf, ibuf, free,
         one_f[ONE_P : ONE_P + 1], one_f[ONE_LLR : ONE_LLR + 1], one_f[ONE_LOGODDS : ONE_LOGODDS + 1],
     )  # fmt: skip
     if code != DONE:
