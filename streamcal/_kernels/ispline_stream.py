@@ -128,7 +128,7 @@ STOP_RENORM = 2  # a decay renormalisation: rebuild the state
 STOP_SCALE = 3  # weights beyond the fit's scaling range: run the full refit
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _real(v, u):
     """``v / u``: a stored weight in real units (no division where the unit is 1, the same bits)."""
     return v if u == 1.0 else v / u
@@ -204,7 +204,7 @@ def stream_knots(sf, B, centres, order, wanted, inner, use_inner, out):
     return m + 2 * (order + 1)
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _pairwise_leaf(sf, off, n, u):
     """numpy's pairwise summation of ``_real(sf[off : off + n], u)`` for ``n <= 128``."""
     if n < 8:
@@ -357,7 +357,7 @@ def stream_prior_sums(sf, B, st, lpos, lneg, spos, sneg, xcov):
     st[ST_XX] = xx
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _prior_delta(i, dpos, dneg, st, lpos, lneg, spos, sneg, xcov):
     dw = dpos + dneg
     st[ST_D] += dpos * lpos[i] + dneg * lneg[i]
@@ -451,7 +451,7 @@ def stream_anchor(sf, B, centres, kind_prior, c, a, b, st, lpos, lneg, spos, sne
     stream_prior_sums(sf, B, st, lpos, lneg, spos, sneg, xcov)
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _warm_start(knots, coef, old_nk, scratch, nk, k1, free):
     """``free[:nk - k1]``: the full refit's warm start for the knots ``scratch[:nk]``, as the
     engine's refit takes it from the previous fit (knots ``knots[:old_nk]``, ``coef``): its
@@ -651,7 +651,7 @@ def stream_run_ops(
 AMBIGUOUS = 1e-9  # relative margin of a quantile's level, a coefficient or a multiplier from 0
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _tree_add(tree, B, b, dw):
     i = b + 1
     while i <= B:
@@ -671,7 +671,7 @@ def _tree_build(tree, sf, B):
             tree[j] += tree[i]
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _tree_total(tree, B):
     acc = 0.0
     i = B
@@ -681,7 +681,7 @@ def _tree_total(tree, B):
     return acc
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _tree_search(tree, B, level):
     """``(b, before)``: the first bucket ``b`` whose cumulative weight reaches ``level``, and the
     cumulative weight of the buckets before it."""
@@ -777,7 +777,7 @@ def tree_knots(tree, sf, B, centres, order, wanted, inner, use_inner, ist, out, 
     return m + 2 * (order + 1)
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _bucket_term(b, sign, sf, B, rows, base, band, cross, k1):
     """Add (``sign`` 1) or take out (-1) bucket ``b``'s stored-weight term of ``band``, ``cross``."""
     wp = sf[SF_HEADER + b] * sign
@@ -790,7 +790,7 @@ def _bucket_term(b, sign, sf, B, rows, base, band, cross, k1):
             band[j0 + r, q - r] += wr * rows[b, q]
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _bucket_row(b, centres, knots, nk, k1, rows, base, stamp, vals, lft, rgt):
     """Bucket ``b``'s non-zero B-splines for ``knots[:nk]`` into ``rows[b]`` (``stream_rebuild``'s)."""
     t = knots[:nk]
@@ -804,7 +804,7 @@ def _bucket_row(b, centres, knots, nk, k1, rows, base, stamp, vals, lft, rgt):
         rows[b, r] = vals[r]
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _bucket_changed(
     b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt, lvb, lvc, grp,
     held,
@@ -895,7 +895,7 @@ def refresh_moved_knots(sf, B, centres, knots, new, nk, k1, rows, base, band, cr
             base[1, b] = -1
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _banded_factor_solve(red, rc, m, kb, v, y, dinv):
     """Solve ``R v = rc`` for the symmetric banded ``R`` (``red[g, d] = R[g, g + d]``, ``d <= kb``,
     overwritten by ``D L'`` of its factors ``R = L D L'``, ``dinv`` the pivots' reciprocals);
@@ -932,7 +932,7 @@ def _banded_factor_solve(red, rc, m, kb, v, y, dinv):
     return True
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _banded_substitute(red, rc, m, kb, v, y, dinv):
     """``v = (L D L')^-1 rc[:m]`` for the factors in ``red`` and ``dinv`` (``y`` scratch)."""
     for g in range(m):
@@ -997,7 +997,7 @@ def banded_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp
     return _solve_reduced(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m)
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _free_runs(free, p, starts, gid):
     """The runs of equal ``beta`` of the free set ``free[:p]``: ``starts[g]`` the free coefficient
     that starts run ``g``, ``gid[i]`` the run of coefficient ``i`` (-1 before the first); their
@@ -1011,7 +1011,7 @@ def _free_runs(free, p, starts, gid):
     return m
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _reduce_band(band, cross, p, k1, starts, gid, m, red, rc):
     """The banded system of the runs' values: ``red[g, d]`` its row ``g`` (diagonal ``d``), ``rc``
     its right-hand side, summed from ``band`` and ``cross``."""
@@ -1030,7 +1030,7 @@ def _reduce_band(band, cross, p, k1, starts, gid, m, red, rc):
             red[gi, dd] += 2.0 * band[i, d] if dd == 0 else band[i, d]
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _solve_reduced(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m):
     """``banded_set_solve`` from its reduced system (``red``, ``vecs[0]``, overwritten)."""
     kb = k1 - 1
@@ -1043,7 +1043,7 @@ def _solve_reduced(band, cross, p, k1, free, coef, beta, scale, red, vecs, start
     return _cap_and_accept(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m)
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _cap_and_accept(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m):
     """``_solve_reduced`` after the factorisation: the runs' values ``vecs[1]`` without the cap
     (``red``, ``vecs[4]`` the factors, ``vecs[3]`` the last run's column), then with it where the
@@ -1066,7 +1066,7 @@ def _cap_and_accept(band, cross, p, k1, free, coef, beta, scale, red, vecs, star
     return _accept_if_optimal(band, cross, p, k1, free, coef, beta, scale, vecs, starts, gid, v, m, cap)
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _accept_if_optimal(band, cross, p, k1, free, coef, beta, scale, vecs, starts, gid, v, m, cap):
     """The KKT check of ``banded_set_solve``'s run values ``v[:m]``; writes the fit if it holds,
     else the next free set when one is clear (``banded_set_solve``'s codes)."""
@@ -1194,7 +1194,7 @@ def held_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp, 
     return code
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _held_add(b, dp, dw, rows, base, grp, held, ist, k1):
     """Bucket ``b``'s change (``dp`` positive, ``dw`` all stored weight) in the held factors of
     the runs' system, which changes by ``dw a a'`` (``a``: the bucket's B-splines summed by run)
@@ -1262,7 +1262,7 @@ NEED_FULL = 5  # ``_refit_middle``: the full rebuild and solve next (nothing cha
 NEED_DENSE = 6  # ``_refit_middle``: the dense solve next (the banded ones not certified)
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _refit_middle(
     nk, sf, B, k1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, red, vecs, grp,
     held, centres, vals, lft, rgt,
@@ -1343,7 +1343,7 @@ def refit_dense(p, k1, st, band, cross, coef, beta, free):
     stream_solve(band, cross, p, k1, coef, beta, free)
 
 
-@jit
+@jit(inline="always")
 def refit_with_knots(
     nk, sf, B, k1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, red, vecs, grp,
     held, centres, vals, lft, rgt,
@@ -1365,86 +1365,27 @@ def refit_with_knots(
     return code
 
 
-@jit
+@jit(inline="always")
 def incremental_refit(
     sf, B, centres, order, wanted, inner, use_inner, st, ist, knots, scratch, rows, base, band, cross,
     coef, beta, free, tree, red, vecs, grp, held, vals, lft, rgt,
 ):  # fmt: skip
     """The refit before a prediction that follows labels (section notes): ``DONE``, or
-    ``STOP_SCALE`` / ``STOP_PRIOR`` as ``stream_run_ops``."""
-    k1 = order + 1
-    full = ist[IS_INCR] == 0
+    ``STOP_SCALE`` / ``STOP_PRIOR`` as ``stream_run_ops``. The knots from the tree where it
+    decides them, else by ``stream_knots``'s exact pass, then ``refit_with_knots``'s steps
+    (which the river face's pair runs too: one compiled copy of the refit serves both)."""
     nk = -2
-    if not full:
+    if ist[IS_INCR] != 0:
         nk = tree_knots(tree, sf, B, centres, order, wanted, inner, use_inner, ist, scratch, grp[2], vecs[5])
     if nk == -2:
         nk = stream_knots(sf, B, centres, order, wanted, inner, use_inner, scratch)
-    if nk < 0:
-        return STOP_SCALE
-    kind_prior = ist[IS_PRIOR]
-    if kind_prior != 0 and not _prior_is_zero(sf, st, kind_prior, st[ST_C]):
-        return STOP_PRIOR
-    same_size = nk == ist[IS_NKNOTS]
-    moved = not same_size
-    if same_size:
-        for q in range(nk):
-            if scratch[q] != knots[q]:
-                moved = True
-                break
-    p = nk - k1
-    # fewer non-empty buckets than the basis needs to be determined: the optimum need not be
-    # unique, and only the full refit's own steps (in real units, as the engine's) give its one
-    full = full or ist[IS_N] < p + k1
-    if full or not same_size:
-        ist[IS_HELD] = 0
-        _warm_start(knots, coef, ist[IS_NKNOTS], scratch, nk, k1, free)
-        for q in range(nk):
-            knots[q] = scratch[q]
-        ist[IS_NKNOTS] = nk
-        ist[IS_STAMP] += 1
-        _tree_build(tree, sf, B)
-        ist[IS_LEVELS] = 0
-        _count_ends(sf, B, stored_unit(sf, sf[SF_KIND]), ist)
-        determined = ist[IS_N] >= p + k1
-        stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, ist[IS_STAMP], determined)
-        ist[IS_INCR] = 1 if determined else 0
-        ist[IS_SINCE_SYNC] = 0
-        st[ST_FULL] += 1.0
-        stream_solve(band, cross, p, k1, coef, beta, free)
-        return DONE
-    if moved:
-        ist[IS_HELD] = 0  # the band changed at many buckets: the runs' system is reduced anew
-        refresh_moved_knots(
-            sf, B, centres, knots, scratch, nk, k1, rows, base, band, cross, ist[IS_STAMP], vals, lft, rgt
-        )
-    # the previous fit's free set first; where its KKT check fails, a few active-set steps on
-    # the banded system, each certified by the same check, before the dense solve
-    for q in range(p):
-        free[q] = coef[q] > 0.0
-    scale = _tree_total(tree, B)
-    updated = ist[IS_HELD] > 0
-    code = SOLVE_RETRY
-    tries = 0
-    while code == SOLVE_RETRY and tries < SET_TRIES:
-        from_held = ist[IS_HELD] > 0
-        code = held_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp, held, ist)
-        if code == SOLVE_FAIL and from_held:
-            code = SOLVE_RETRY  # not certified on the updated factors: the same set factored anew
-            updated = False
-            continue
-        tries += 1
-    if code == SOLVE_KEPT:
-        st[ST_KEPT if tries == 1 else ST_STEPPED] += 1.0
-        st[ST_UPDATED] += 1.0 if tries == 1 and updated else 0.0
-    else:
-        st[ST_DENSE] += 1.0
-        for q in range(p):
-            free[q] = coef[q] > 0.0
-        stream_solve(band, cross, p, k1, coef, beta, free)
-    return DONE
+    return refit_with_knots(
+        nk, sf, B, order + 1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, red, vecs,
+        grp, held, centres, vals, lft, rgt,
+    )  # fmt: skip
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _refit_scalars(sf, st):
     """The fit's weight, prior log-odds and served bounds after a refit; the fit clean."""
     c = st[ST_C]
@@ -1459,7 +1400,7 @@ def _refit_scalars(sf, st):
     st[ST_DIRTY] = 0.0
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _served(x, st, ist, knots, k1, beta, vals, lft, rgt):
     """The served probability of score ``x`` from the current fit."""
     nk = ist[IS_NKNOTS]
@@ -1470,7 +1411,7 @@ def _served(x, st, ist, knots, k1, beta, vals, lft, rgt):
     return min(max(v, st[ST_LOW]), st[ST_HIGH])
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _learn_event(
     b, y, w, t, sf, si, B, k1, st, ist, knots, rows, base, band, cross, lpos, lneg, spos, sneg, xcov, tree,
     centres, vals, lft, rgt, lvb, lvc, grp, held,
@@ -1531,13 +1472,7 @@ def stream_run_incremental(
     """``stream_run_ops`` with the incremental refit (section notes): the same operations, stop
     codes and outputs, each prediction within rounding of the full refit's."""
     B = si[SI_B]
-    lvb = grp[2]
-    lvc = vecs[5]
     k1 = order + 1
-    kind = sf[SF_KIND]
-    kind_prior = ist[IS_PRIOR]
-    c = st[ST_C]
-    W = si[SI_W]
     vals = np.empty(k1)
     lft = np.empty(k1)
     rgt = np.empty(k1)
@@ -1551,63 +1486,15 @@ def stream_run_incremental(
                 )  # fmt: skip
                 if code != DONE:
                     return i, code
-                u = stored_unit(sf, kind)
-                t_pos = _real(sf[SF_T_POS], u)
-                t_neg = _real(sf[SF_T_NEG], u)
-                total = t_pos + t_neg
-                st[ST_FIT_WEIGHT] = total
-                st[ST_LOGODDS] = math.log(t_pos + c) - math.log(t_neg + c)
-                st[ST_LOW] = c / (total + 2.0 * c)
-                st[ST_HIGH] = (total + c) / (total + 2.0 * c)
-                st[ST_DIRTY] = 0.0
-            nk = ist[IS_NKNOTS]
-            tk = knots[:nk]
-            lo, hi = clamped_span_bounds(tk, k1)
-            v = _combination_at(s[i], tk, k1, beta, lo, hi, vals, lft, rgt)
-            v = min(max(v, 0.0), 1.0)
-            out_p[i] = min(max(v, st[ST_LOW]), st[ST_HIGH])
+                _refit_scalars(sf, st)
+            out_p[i] = _served(s[i], st, ist, knots, k1, beta, vals, lft, rgt)
             out_llr[i] = st[ST_FIT_WEIGHT]
             out_logodds[i] = st[ST_LOGODDS]
-        if op & OP_LEARN:
-            incr = ist[IS_INCR] != 0
-            u = stored_unit(sf, kind)
-            clock = window_clock(sf, t[i], kind)
-            while si[SI_RING_COUNT] > 0:
-                head = si[SI_RING_HEAD]
-                hb = si[SI_HEADER + 2 * B + head] if W > 0 else 0
-                p0 = sf[SF_HEADER + hb]
-                n0 = sf[SF_HEADER + B + hb]
-                if window_expire_next_inplace(sf, si, clock, kind) < 0:
-                    break
-                if kind_prior != 0:
-                    dp = sf[SF_HEADER + hb] - p0
-                    _prior_delta(hb, dp, sf[SF_HEADER + B + hb] - n0, st, lpos, lneg, spos, sneg, xcov)
-                if incr:
-                    _bucket_changed(
-                        hb, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
-                        lvb, lvc, grp, held,
-                    )  # fmt: skip
-            b = bk[i]
-            p0 = sf[SF_HEADER + b]
-            n0 = sf[SF_HEADER + B + b]
-            renormalised = window_add_inplace(sf, si, b, y[i], w[i], clock, kind)
-            st[ST_DIRTY] = 1.0
-            if renormalised:
-                return i + 1, STOP_RENORM
-            u = stored_unit(sf, kind)
-            if kind_prior != 0:
-                _prior_delta(b, sf[SF_HEADER + b] - p0, sf[SF_HEADER + B + b] - n0, st, lpos, lneg, spos, sneg, xcov)
-            if incr:
-                _bucket_changed(
-                    b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
-                    lvb, lvc, grp, held,
-                )  # fmt: skip
-            ist[IS_SINCE_SYNC] += 1
-            if ist[IS_SINCE_SYNC] >= RESYNC_EVENTS:
-                ist[IS_SINCE_SYNC] = 0
-                ist[IS_INCR] = 0  # the next refit is the full one: no drift accumulates
-                if kind_prior != 0:
-                    stream_prior_sums(sf, B, st, lpos, lneg, spos, sneg, xcov)
+        if op & OP_LEARN and _learn_event(
+            bk[i], y[i], w[i], t[i], sf, si, B, k1, st, ist, knots, rows, base, band, cross, lpos, lneg, spos,
+            sneg, xcov, tree, centres, vals, lft, rgt, grp[2], vecs[5], grp, held,
+        ):  # fmt: skip
+            return i + 1, STOP_RENORM
     return ops.shape[0], DONE
 
 
