@@ -1,8 +1,9 @@
 """The exact lazy I-spline refit, one event at a time, in one compiled loop (numba).
 
 Two loops: ``stream_run_ops`` refits from the histogram before every prediction that follows
-labels, the engine's refit to the last bit (described here); ``stream_run_incremental``, the
-default, updates that refit per event and agrees with it within rounding (its section below).
+labels, the engine's refit to the last bit (described here); the incremental loop of
+``stream_packed_run``, the default, updates that refit per event and agrees with it within
+rounding (its section below).
 
 ``ISplineCalibrator`` at its default (``refit_every=None``) refits before every prediction
 that follows new labels. Most of that refit's cost was not the fit: the score prior's strength
@@ -496,43 +497,11 @@ def stream_solve(band, cross, p, k1, coef, beta, free):
     return n_iter
 
 
-@jit
-def stream_run_ops(
-    ops,
-    bk,
-    s,
-    y,
-    w,
-    t,
-    start,
-    sf,
-    si,
-    centres,
-    order,
-    wanted,
-    inner,
-    use_inner,
-    st,
-    ist,
-    knots,
-    scratch,
-    rows,
-    base,
-    band,
-    cross,
-    coef,
-    beta,
-    free,
-    lpos,
-    lneg,
-    spos,
-    sneg,
-    xcov,
-    out_p,
-    out_llr,
-    out_logodds,
-):
-    """Run operations ``start, ...`` of a lazily refitted I-spline calibrator (module notes).
+@jit(inline="always")
+def stream_run_ops(ops, bk, s, y, w, t, start, sf, si, fbuf, ibuf, free, out_p, out_llr, out_logodds):
+    """Run operations ``start, ...`` of a lazily refitted I-spline calibrator (module notes) on
+    the packed state's sections (``stream_packed_run``, which numba inlines it into: a kernel's
+    compiled code holds, and optimises again, the code of every kernel it calls).
 
     Returns ``(stop, code)``: operations before ``stop`` are done (histogram, fit and outputs);
     A prediction writes its probability into ``out_p`` and its fit's weight and prior log-odds
@@ -542,7 +511,18 @@ def stream_run_ops(
     renormalisation (``STOP_RENORM``: the state must be rebuilt).
     """
     B = si[SI_B]
+    order = ibuf[PK_ORDER]
     k1 = order + 1
+    P = B + k1 + 1
+    st, knots, scratch = _fsec(fbuf, ibuf, 0), _fsec(fbuf, ibuf, 1), _fsec(fbuf, ibuf, 2)
+    rows, band = _fsec(fbuf, ibuf, 3).reshape((B, k1)), _fsec(fbuf, ibuf, 4).reshape((P, k1))
+    cross, coef, beta = _fsec(fbuf, ibuf, 5), _fsec(fbuf, ibuf, 6), _fsec(fbuf, ibuf, 7)
+    lpos, lneg, spos = _fsec(fbuf, ibuf, 8), _fsec(fbuf, ibuf, 9), _fsec(fbuf, ibuf, 10)
+    sneg, xcov = _fsec(fbuf, ibuf, 11), _fsec(fbuf, ibuf, 12)
+    centres, inner = _fsec(fbuf, ibuf, 16), _fsec(fbuf, ibuf, 17)
+    ist, base = _isec(ibuf, 0), _isec(ibuf, 1).reshape((2, B))
+    wanted = ibuf[PK_WANTED]
+    use_inner = ibuf[PK_USE_INNER] != 0
     kind = sf[SF_KIND]
     kind_prior = ist[IS_PRIOR]
     c = st[ST_C]
@@ -629,7 +609,7 @@ def stream_run_ops(
 
 
 # --------------------------------------------------------------------------------------------
-# The incremental exact refit (``stream_run_incremental``): the same fit within rounding.
+# The incremental exact refit (``stream_packed_run``'s loop): the same fit within rounding.
 #
 # One event changes one bucket (and an eviction another): the banded normal equations
 # ``B' W B``, ``B' W y`` (kept in stored units: the fit does not change when every weight is
@@ -1251,12 +1231,12 @@ def _held_add(b, dp, dw, rows, base, grp, held, ist, k1):
 
 
 # The river face's pair without reference counts. ``incremental_refit`` and the label of
-# ``stream_run_incremental`` again, as helpers that allocate nothing (``_refit_middle``,
+# ``stream_packed_run``'s incremental loop again, as helpers that allocate nothing (``_refit_middle``,
 # ``_learn_event``, ``_refit_scalars``, ``_served``) around the steps that do (``refit_full``,
 # ``refit_dense``, ``stream_knots``): ``pair_fast`` runs a pair through them compiled without
 # reference counts, ``pair_resume`` the allocating steps. The statements and their order are
-# the loop's, so the bits are. The loop keeps its own text: in a kernel that counts references,
-# each array argument of an inlined helper is a count taken and dropped per call.
+# the loop's, so the bits are; the loop runs the same helpers (compiled without reference
+# counts, so that its arrays pass them without a count taken and dropped per call).
 
 NEED_FULL = 5  # ``_refit_middle``: the full rebuild and solve next (nothing changed yet)
 NEED_DENSE = 6  # ``_refit_middle``: the dense solve next (the banded ones not certified)
@@ -1463,41 +1443,6 @@ def _learn_event(
     return False
 
 
-@jit
-def stream_run_incremental(
-    ops, bk, s, y, w, t, start, sf, si, centres, order, wanted, inner, use_inner, st, ist, knots,
-    scratch, rows, base, band, cross, coef, beta, free, lpos, lneg, spos, sneg, xcov, tree, red,
-    vecs, grp, held, out_p, out_llr, out_logodds,
-):  # fmt: skip
-    """``stream_run_ops`` with the incremental refit (section notes): the same operations, stop
-    codes and outputs, each prediction within rounding of the full refit's."""
-    B = si[SI_B]
-    k1 = order + 1
-    vals = np.empty(k1)
-    lft = np.empty(k1)
-    rgt = np.empty(k1)
-    for i in range(start, ops.shape[0]):
-        op = ops[i]
-        if op & OP_PREDICT:
-            if st[ST_DIRTY] != 0.0:
-                code = incremental_refit(
-                    sf, B, centres, order, wanted, inner, use_inner, st, ist, knots, scratch, rows, base,
-                    band, cross, coef, beta, free, tree, red, vecs, grp, held, vals, lft, rgt,
-                )  # fmt: skip
-                if code != DONE:
-                    return i, code
-                _refit_scalars(sf, st)
-            out_p[i] = _served(s[i], st, ist, knots, k1, beta, vals, lft, rgt)
-            out_llr[i] = st[ST_FIT_WEIGHT]
-            out_logodds[i] = st[ST_LOGODDS]
-        if op & OP_LEARN and _learn_event(
-            bk[i], y[i], w[i], t[i], sf, si, B, k1, st, ist, knots, rows, base, band, cross, lpos, lneg, spos,
-            sneg, xcov, tree, centres, vals, lft, rgt, grp[2], vecs[5], grp, held,
-        ):  # fmt: skip
-            return i + 1, STOP_RENORM
-    return ops.shape[0], DONE
-
-
 # --------------------------------------------------------------------------------------------
 # The packed state: the loop's arrays as sections of one float64 and one int64 buffer (and the
 # ``free`` flags), so that a call unboxes five arrays instead of thirty. ``ibuf``'s header holds
@@ -1535,8 +1480,12 @@ def _isec(ibuf, k):
 
 @jit
 def stream_packed_run(ops, bk, s, y, w, t, start, sf, si, fbuf, ibuf, free, out_p, out_llr, out_logodds):
-    """``stream_run_incremental`` (or ``stream_run_ops`` when ``ibuf[PK_INCREMENTAL]`` is 0) on
-    the packed state's sections: the same operations, stop codes and outputs."""
+    """Run operations ``start, ...`` on the packed state's sections with the incremental refit
+    (section notes), or by ``stream_run_ops`` when ``ibuf[PK_INCREMENTAL]`` is 0: the same
+    operations, stop codes and outputs, each incremental prediction within rounding of the full
+    refit's."""
+    if ibuf[PK_INCREMENTAL] == 0:
+        return stream_run_ops(ops, bk, s, y, w, t, start, sf, si, fbuf, ibuf, free, out_p, out_llr, out_logodds)
     B = si[SI_B]
     order = ibuf[PK_ORDER]
     k1 = order + 1
@@ -1552,17 +1501,34 @@ def stream_packed_run(ops, bk, s, y, w, t, start, sf, si, fbuf, ibuf, free, out_
     ist, base, grp = _isec(ibuf, 0), _isec(ibuf, 1).reshape((2, B)), _isec(ibuf, 2).reshape((3, P))
     wanted = ibuf[PK_WANTED]
     use_inner = ibuf[PK_USE_INNER] != 0
-    if ibuf[PK_INCREMENTAL] != 0:
-        return stream_run_incremental(
-            ops, bk, s, y, w, t, start, sf, si, centres, order, wanted, inner, use_inner, st, ist, knots,
-            scratch, rows, base, band, cross, coef, beta, free, lpos, lneg, spos, sneg, xcov, tree, red,
-            vecs, grp, held, out_p, out_llr, out_logodds,
-        )  # fmt: skip
-    return stream_run_ops(
-        ops, bk, s, y, w, t, start, sf, si, centres, order, wanted, inner, use_inner, st, ist, knots,
-        scratch, rows, base, band, cross, coef, beta, free, lpos, lneg, spos, sneg, xcov, out_p, out_llr,
-        out_logodds,
-    )  # fmt: skip
+    # the incremental loop is written here, not in a kernel of its own: a kernel's compiled code
+    # holds (and optimises again) the code of every kernel it calls, and this loop's callees are
+    # the largest of the module
+    lvb = grp[2]
+    lvc = vecs[5]
+    vals = np.empty(k1)
+    lft = np.empty(k1)
+    rgt = np.empty(k1)
+    for i in range(start, ops.shape[0]):
+        op = ops[i]
+        if op & OP_PREDICT:
+            if st[ST_DIRTY] != 0.0:
+                code = incremental_refit(
+                    sf, B, centres, order, wanted, inner, use_inner, st, ist, knots, scratch, rows, base,
+                    band, cross, coef, beta, free, tree, red, vecs, grp, held, vals, lft, rgt,
+                )  # fmt: skip
+                if code != DONE:
+                    return i, code
+                _refit_scalars(sf, st)
+            out_p[i] = _served(s[i], st, ist, knots, k1, beta, vals, lft, rgt)
+            out_llr[i] = st[ST_FIT_WEIGHT]
+            out_logodds[i] = st[ST_LOGODDS]
+        if op & OP_LEARN and _learn_event(
+            bk[i], y[i], w[i], t[i], sf, si, B, k1, st, ist, knots, rows, base, band, cross, lpos, lneg, spos,
+            sneg, xcov, tree, centres, vals, lft, rgt, lvb, lvc, grp, held,
+        ):  # fmt: skip
+            return i + 1, STOP_RENORM
+    return ops.shape[0], DONE
 
 
 @jit
@@ -1601,7 +1567,7 @@ AT_RUN = 8  # ``pair_fast``: nothing run, the loop's full refit serves (``pair_b
 def pair_fast(b, sl, y, w, s, sf, si, fbuf, ibuf, free):
     """``stream_packed_pair`` up to the refit's steps that allocate (the knots' exact pass, the
     full rebuild, the dense solve), compiled without reference counts: the statements of
-    ``stream_run_incremental`` and ``incremental_refit``, in their order. Returns the
+    ``stream_packed_run``'s incremental loop and ``incremental_refit``, in their order. Returns the
     served probability or ``-code`` as ``stream_packed_pair``, or ``-AT_*``: the label learned
     and the refit stopped at that step, the knot count in ``one_i[ONE_NK]``; ``-AT_RUN`` when
     the loop refits in full before every prediction (``ibuf[PK_INCREMENTAL]`` 0: nothing run)."""
