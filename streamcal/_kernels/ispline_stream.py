@@ -1,8 +1,9 @@
 """The exact lazy I-spline refit, one event at a time, in one compiled loop (numba).
 
 Two loops: ``stream_run_ops`` refits from the histogram before every prediction that follows
-labels, the engine's refit to the last bit (described here); ``stream_run_incremental``, the
-default, updates that refit per event and agrees with it within rounding (its section below).
+labels, the engine's refit to the last bit (described here); the incremental loop of
+``stream_packed_run``, the default, updates that refit per event and agrees with it within
+rounding (its section below).
 
 ``ISplineCalibrator`` at its default (``refit_every=None``) refits before every prediction
 that follows new labels. Most of that refit's cost was not the fit: the score prior's strength
@@ -75,6 +76,12 @@ from streamcal._kernels.ispline import (
 )
 from streamcal._kernels.prior import KAPPA_MIN, RIDGE, prior_rate
 
+# NumPy values where a kernel passes a constant to a callee: numba compiles a callee once per
+# literal argument (``0``, ``False``, a module's int), and a NumPy scalar is typed as a variable
+_H0 = np.int64(SF_HEADER)  # where the histogram starts in ``sf``
+_START = np.int64(0)
+_REAL_WEIGHTS = np.bool_(False)  # ``stream_rebuild``'s ``stored``: the histogram's real weights
+
 OP_LEARN = 1  # the operation codes of streamcal._operations
 OP_PREDICT = 2
 
@@ -122,7 +129,7 @@ STOP_RENORM = 2  # a decay renormalisation: rebuild the state
 STOP_SCALE = 3  # weights beyond the fit's scaling range: run the full refit
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _real(v, u):
     """``v / u``: a stored weight in real units (no division where the unit is 1, the same bits)."""
     return v if u == 1.0 else v / u
@@ -198,7 +205,7 @@ def stream_knots(sf, B, centres, order, wanted, inner, use_inner, out):
     return m + 2 * (order + 1)
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _pairwise_leaf(sf, off, n, u):
     """numpy's pairwise summation of ``_real(sf[off : off + n], u)`` for ``n <= 128``."""
     if n < 8:
@@ -351,7 +358,7 @@ def stream_prior_sums(sf, B, st, lpos, lneg, spos, sneg, xcov):
     st[ST_XX] = xx
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _prior_delta(i, dpos, dneg, st, lpos, lneg, spos, sneg, xcov):
     dw = dpos + dneg
     st[ST_D] += dpos * lpos[i] + dneg * lneg[i]
@@ -445,7 +452,7 @@ def stream_anchor(sf, B, centres, kind_prior, c, a, b, st, lpos, lneg, spos, sne
     stream_prior_sums(sf, B, st, lpos, lneg, spos, sneg, xcov)
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _warm_start(knots, coef, old_nk, scratch, nk, k1, free):
     """``free[:nk - k1]``: the full refit's warm start for the knots ``scratch[:nk]``, as the
     engine's refit takes it from the previous fit (knots ``knots[:old_nk]``, ``coef``): its
@@ -490,43 +497,11 @@ def stream_solve(band, cross, p, k1, coef, beta, free):
     return n_iter
 
 
-@jit
-def stream_run_ops(
-    ops,
-    bk,
-    s,
-    y,
-    w,
-    t,
-    start,
-    sf,
-    si,
-    centres,
-    order,
-    wanted,
-    inner,
-    use_inner,
-    st,
-    ist,
-    knots,
-    scratch,
-    rows,
-    base,
-    band,
-    cross,
-    coef,
-    beta,
-    free,
-    lpos,
-    lneg,
-    spos,
-    sneg,
-    xcov,
-    out_p,
-    out_llr,
-    out_logodds,
-):
-    """Run operations ``start, ...`` of a lazily refitted I-spline calibrator (module notes).
+@jit(inline="always")
+def stream_run_ops(ops, bk, s, y, w, t, start, sf, si, fbuf, ibuf, free, out_p, out_llr, out_logodds):
+    """Run operations ``start, ...`` of a lazily refitted I-spline calibrator (module notes) on
+    the packed state's sections (``stream_packed_run``, which numba inlines it into: a kernel's
+    compiled code holds, and optimises again, the code of every kernel it calls).
 
     Returns ``(stop, code)``: operations before ``stop`` are done (histogram, fit and outputs);
     A prediction writes its probability into ``out_p`` and its fit's weight and prior log-odds
@@ -536,7 +511,18 @@ def stream_run_ops(
     renormalisation (``STOP_RENORM``: the state must be rebuilt).
     """
     B = si[SI_B]
+    order = ibuf[PK_ORDER]
     k1 = order + 1
+    P = B + k1 + 1
+    st, knots, scratch = _fsec(fbuf, ibuf, 0), _fsec(fbuf, ibuf, 1), _fsec(fbuf, ibuf, 2)
+    rows, band = _fsec(fbuf, ibuf, 3).reshape((B, k1)), _fsec(fbuf, ibuf, 4).reshape((P, k1))
+    cross, coef, beta = _fsec(fbuf, ibuf, 5), _fsec(fbuf, ibuf, 6), _fsec(fbuf, ibuf, 7)
+    lpos, lneg, spos = _fsec(fbuf, ibuf, 8), _fsec(fbuf, ibuf, 9), _fsec(fbuf, ibuf, 10)
+    sneg, xcov = _fsec(fbuf, ibuf, 11), _fsec(fbuf, ibuf, 12)
+    centres, inner = _fsec(fbuf, ibuf, 16), _fsec(fbuf, ibuf, 17)
+    ist, base = _isec(ibuf, 0), _isec(ibuf, 1).reshape((2, B))
+    wanted = ibuf[PK_WANTED]
+    use_inner = ibuf[PK_USE_INNER] != 0
     kind = sf[SF_KIND]
     kind_prior = ist[IS_PRIOR]
     c = st[ST_C]
@@ -568,11 +554,11 @@ def stream_run_ops(
                         knots[q] = scratch[q]
                     ist[IS_NKNOTS] = nk
                     ist[IS_STAMP] += 1  # every bucket's row is stale
-                stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, ist[IS_STAMP], False)
+                stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, ist[IS_STAMP], _REAL_WEIGHTS)
                 stream_solve(band, cross, p, k1, coef, beta, free)
                 u = stored_unit(sf, kind)
                 # the class totals as the full refit sums its histogram's real weights
-                t_pos = _pairwise_sum(sf, SF_HEADER, B, u)
+                t_pos = _pairwise_sum(sf, _H0, B, u)
                 t_neg = _pairwise_sum(sf, SF_HEADER + B, B, u)
                 total = t_pos + t_neg
                 st[ST_FIT_WEIGHT] = total
@@ -623,7 +609,7 @@ def stream_run_ops(
 
 
 # --------------------------------------------------------------------------------------------
-# The incremental exact refit (``stream_run_incremental``): the same fit within rounding.
+# The incremental exact refit (``stream_packed_run``'s loop): the same fit within rounding.
 #
 # One event changes one bucket (and an eviction another): the banded normal equations
 # ``B' W B``, ``B' W y`` (kept in stored units: the fit does not change when every weight is
@@ -645,7 +631,7 @@ def stream_run_ops(
 AMBIGUOUS = 1e-9  # relative margin of a quantile's level, a coefficient or a multiplier from 0
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _tree_add(tree, B, b, dw):
     i = b + 1
     while i <= B:
@@ -665,7 +651,7 @@ def _tree_build(tree, sf, B):
             tree[j] += tree[i]
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _tree_total(tree, B):
     acc = 0.0
     i = B
@@ -675,7 +661,7 @@ def _tree_total(tree, B):
     return acc
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _tree_search(tree, B, level):
     """``(b, before)``: the first bucket ``b`` whose cumulative weight reaches ``level``, and the
     cumulative weight of the buckets before it."""
@@ -771,7 +757,7 @@ def tree_knots(tree, sf, B, centres, order, wanted, inner, use_inner, ist, out, 
     return m + 2 * (order + 1)
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _bucket_term(b, sign, sf, B, rows, base, band, cross, k1):
     """Add (``sign`` 1) or take out (-1) bucket ``b``'s stored-weight term of ``band``, ``cross``."""
     wp = sf[SF_HEADER + b] * sign
@@ -784,7 +770,7 @@ def _bucket_term(b, sign, sf, B, rows, base, band, cross, k1):
             band[j0 + r, q - r] += wr * rows[b, q]
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _bucket_row(b, centres, knots, nk, k1, rows, base, stamp, vals, lft, rgt):
     """Bucket ``b``'s non-zero B-splines for ``knots[:nk]`` into ``rows[b]`` (``stream_rebuild``'s)."""
     t = knots[:nk]
@@ -798,7 +784,7 @@ def _bucket_row(b, centres, knots, nk, k1, rows, base, stamp, vals, lft, rgt):
         rows[b, r] = vals[r]
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _bucket_changed(
     b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt, lvb, lvc, grp,
     held,
@@ -889,7 +875,7 @@ def refresh_moved_knots(sf, B, centres, knots, new, nk, k1, rows, base, band, cr
             base[1, b] = -1
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _banded_factor_solve(red, rc, m, kb, v, y, dinv):
     """Solve ``R v = rc`` for the symmetric banded ``R`` (``red[g, d] = R[g, g + d]``, ``d <= kb``,
     overwritten by ``D L'`` of its factors ``R = L D L'``, ``dinv`` the pivots' reciprocals);
@@ -926,7 +912,7 @@ def _banded_factor_solve(red, rc, m, kb, v, y, dinv):
     return True
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _banded_substitute(red, rc, m, kb, v, y, dinv):
     """``v = (L D L')^-1 rc[:m]`` for the factors in ``red`` and ``dinv`` (``y`` scratch)."""
     for g in range(m):
@@ -991,7 +977,7 @@ def banded_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp
     return _solve_reduced(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m)
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _free_runs(free, p, starts, gid):
     """The runs of equal ``beta`` of the free set ``free[:p]``: ``starts[g]`` the free coefficient
     that starts run ``g``, ``gid[i]`` the run of coefficient ``i`` (-1 before the first); their
@@ -1005,7 +991,7 @@ def _free_runs(free, p, starts, gid):
     return m
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _reduce_band(band, cross, p, k1, starts, gid, m, red, rc):
     """The banded system of the runs' values: ``red[g, d]`` its row ``g`` (diagonal ``d``), ``rc``
     its right-hand side, summed from ``band`` and ``cross``."""
@@ -1024,7 +1010,7 @@ def _reduce_band(band, cross, p, k1, starts, gid, m, red, rc):
             red[gi, dd] += 2.0 * band[i, d] if dd == 0 else band[i, d]
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _solve_reduced(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m):
     """``banded_set_solve`` from its reduced system (``red``, ``vecs[0]``, overwritten)."""
     kb = k1 - 1
@@ -1037,7 +1023,7 @@ def _solve_reduced(band, cross, p, k1, free, coef, beta, scale, red, vecs, start
     return _cap_and_accept(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m)
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _cap_and_accept(band, cross, p, k1, free, coef, beta, scale, red, vecs, starts, gid, m):
     """``_solve_reduced`` after the factorisation: the runs' values ``vecs[1]`` without the cap
     (``red``, ``vecs[4]`` the factors, ``vecs[3]`` the last run's column), then with it where the
@@ -1060,7 +1046,7 @@ def _cap_and_accept(band, cross, p, k1, free, coef, beta, scale, red, vecs, star
     return _accept_if_optimal(band, cross, p, k1, free, coef, beta, scale, vecs, starts, gid, v, m, cap)
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _accept_if_optimal(band, cross, p, k1, free, coef, beta, scale, vecs, starts, gid, v, m, cap):
     """The KKT check of ``banded_set_solve``'s run values ``v[:m]``; writes the fit if it holds,
     else the next free set when one is clear (``banded_set_solve``'s codes)."""
@@ -1188,7 +1174,7 @@ def held_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp, 
     return code
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _held_add(b, dp, dw, rows, base, grp, held, ist, k1):
     """Bucket ``b``'s change (``dp`` positive, ``dw`` all stored weight) in the held factors of
     the runs' system, which changes by ``dw a a'`` (``a``: the bucket's B-splines summed by run)
@@ -1245,18 +1231,18 @@ def _held_add(b, dp, dw, rows, base, grp, held, ist, k1):
 
 
 # The river face's pair without reference counts. ``incremental_refit`` and the label of
-# ``stream_run_incremental`` again, as helpers that allocate nothing (``_refit_middle``,
+# ``stream_packed_run``'s incremental loop again, as helpers that allocate nothing (``_refit_middle``,
 # ``_learn_event``, ``_refit_scalars``, ``_served``) around the steps that do (``refit_full``,
 # ``refit_dense``, ``stream_knots``): ``pair_fast`` runs a pair through them compiled without
 # reference counts, ``pair_resume`` the allocating steps. The statements and their order are
-# the loop's, so the bits are. The loop keeps its own text: in a kernel that counts references,
-# each array argument of an inlined helper is a count taken and dropped per call.
+# the loop's, so the bits are; the loop runs the same helpers (compiled without reference
+# counts, so that its arrays pass them without a count taken and dropped per call).
 
 NEED_FULL = 5  # ``_refit_middle``: the full rebuild and solve next (nothing changed yet)
 NEED_DENSE = 6  # ``_refit_middle``: the dense solve next (the banded ones not certified)
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _refit_middle(
     nk, sf, B, k1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, red, vecs, grp,
     held, centres, vals, lft, rgt,
@@ -1337,7 +1323,7 @@ def refit_dense(p, k1, st, band, cross, coef, beta, free):
     stream_solve(band, cross, p, k1, coef, beta, free)
 
 
-@jit
+@jit(inline="always")
 def refit_with_knots(
     nk, sf, B, k1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, red, vecs, grp,
     held, centres, vals, lft, rgt,
@@ -1359,86 +1345,27 @@ def refit_with_knots(
     return code
 
 
-@jit
+@jit(inline="always")
 def incremental_refit(
     sf, B, centres, order, wanted, inner, use_inner, st, ist, knots, scratch, rows, base, band, cross,
     coef, beta, free, tree, red, vecs, grp, held, vals, lft, rgt,
 ):  # fmt: skip
     """The refit before a prediction that follows labels (section notes): ``DONE``, or
-    ``STOP_SCALE`` / ``STOP_PRIOR`` as ``stream_run_ops``."""
-    k1 = order + 1
-    full = ist[IS_INCR] == 0
+    ``STOP_SCALE`` / ``STOP_PRIOR`` as ``stream_run_ops``. The knots from the tree where it
+    decides them, else by ``stream_knots``'s exact pass, then ``refit_with_knots``'s steps
+    (which the river face's pair runs too: one compiled copy of the refit serves both)."""
     nk = -2
-    if not full:
+    if ist[IS_INCR] != 0:
         nk = tree_knots(tree, sf, B, centres, order, wanted, inner, use_inner, ist, scratch, grp[2], vecs[5])
     if nk == -2:
         nk = stream_knots(sf, B, centres, order, wanted, inner, use_inner, scratch)
-    if nk < 0:
-        return STOP_SCALE
-    kind_prior = ist[IS_PRIOR]
-    if kind_prior != 0 and not _prior_is_zero(sf, st, kind_prior, st[ST_C]):
-        return STOP_PRIOR
-    same_size = nk == ist[IS_NKNOTS]
-    moved = not same_size
-    if same_size:
-        for q in range(nk):
-            if scratch[q] != knots[q]:
-                moved = True
-                break
-    p = nk - k1
-    # fewer non-empty buckets than the basis needs to be determined: the optimum need not be
-    # unique, and only the full refit's own steps (in real units, as the engine's) give its one
-    full = full or ist[IS_N] < p + k1
-    if full or not same_size:
-        ist[IS_HELD] = 0
-        _warm_start(knots, coef, ist[IS_NKNOTS], scratch, nk, k1, free)
-        for q in range(nk):
-            knots[q] = scratch[q]
-        ist[IS_NKNOTS] = nk
-        ist[IS_STAMP] += 1
-        _tree_build(tree, sf, B)
-        ist[IS_LEVELS] = 0
-        _count_ends(sf, B, stored_unit(sf, sf[SF_KIND]), ist)
-        determined = ist[IS_N] >= p + k1
-        stream_rebuild(sf, B, rows, base, band, cross, p, k1, centres, knots, nk, ist[IS_STAMP], determined)
-        ist[IS_INCR] = 1 if determined else 0
-        ist[IS_SINCE_SYNC] = 0
-        st[ST_FULL] += 1.0
-        stream_solve(band, cross, p, k1, coef, beta, free)
-        return DONE
-    if moved:
-        ist[IS_HELD] = 0  # the band changed at many buckets: the runs' system is reduced anew
-        refresh_moved_knots(
-            sf, B, centres, knots, scratch, nk, k1, rows, base, band, cross, ist[IS_STAMP], vals, lft, rgt
-        )
-    # the previous fit's free set first; where its KKT check fails, a few active-set steps on
-    # the banded system, each certified by the same check, before the dense solve
-    for q in range(p):
-        free[q] = coef[q] > 0.0
-    scale = _tree_total(tree, B)
-    updated = ist[IS_HELD] > 0
-    code = SOLVE_RETRY
-    tries = 0
-    while code == SOLVE_RETRY and tries < SET_TRIES:
-        from_held = ist[IS_HELD] > 0
-        code = held_set_solve(band, cross, p, k1, free, coef, beta, scale, red, vecs, grp, held, ist)
-        if code == SOLVE_FAIL and from_held:
-            code = SOLVE_RETRY  # not certified on the updated factors: the same set factored anew
-            updated = False
-            continue
-        tries += 1
-    if code == SOLVE_KEPT:
-        st[ST_KEPT if tries == 1 else ST_STEPPED] += 1.0
-        st[ST_UPDATED] += 1.0 if tries == 1 and updated else 0.0
-    else:
-        st[ST_DENSE] += 1.0
-        for q in range(p):
-            free[q] = coef[q] > 0.0
-        stream_solve(band, cross, p, k1, coef, beta, free)
-    return DONE
+    return refit_with_knots(
+        nk, sf, B, order + 1, st, ist, knots, scratch, rows, base, band, cross, coef, beta, free, tree, red, vecs,
+        grp, held, centres, vals, lft, rgt,
+    )  # fmt: skip
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _refit_scalars(sf, st):
     """The fit's weight, prior log-odds and served bounds after a refit; the fit clean."""
     c = st[ST_C]
@@ -1453,7 +1380,7 @@ def _refit_scalars(sf, st):
     st[ST_DIRTY] = 0.0
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _served(x, st, ist, knots, k1, beta, vals, lft, rgt):
     """The served probability of score ``x`` from the current fit."""
     nk = ist[IS_NKNOTS]
@@ -1464,7 +1391,7 @@ def _served(x, st, ist, knots, k1, beta, vals, lft, rgt):
     return min(max(v, st[ST_LOW]), st[ST_HIGH])
 
 
-@jit(inline="always")
+@jit_noalloc(forceinline=True)
 def _learn_event(
     b, y, w, t, sf, si, B, k1, st, ist, knots, rows, base, band, cross, lpos, lneg, spos, sneg, xcov, tree,
     centres, vals, lft, rgt, lvb, lvc, grp, held,
@@ -1516,95 +1443,6 @@ def _learn_event(
     return False
 
 
-@jit
-def stream_run_incremental(
-    ops, bk, s, y, w, t, start, sf, si, centres, order, wanted, inner, use_inner, st, ist, knots,
-    scratch, rows, base, band, cross, coef, beta, free, lpos, lneg, spos, sneg, xcov, tree, red,
-    vecs, grp, held, out_p, out_llr, out_logodds,
-):  # fmt: skip
-    """``stream_run_ops`` with the incremental refit (section notes): the same operations, stop
-    codes and outputs, each prediction within rounding of the full refit's."""
-    B = si[SI_B]
-    lvb = grp[2]
-    lvc = vecs[5]
-    k1 = order + 1
-    kind = sf[SF_KIND]
-    kind_prior = ist[IS_PRIOR]
-    c = st[ST_C]
-    W = si[SI_W]
-    vals = np.empty(k1)
-    lft = np.empty(k1)
-    rgt = np.empty(k1)
-    for i in range(start, ops.shape[0]):
-        op = ops[i]
-        if op & OP_PREDICT:
-            if st[ST_DIRTY] != 0.0:
-                code = incremental_refit(
-                    sf, B, centres, order, wanted, inner, use_inner, st, ist, knots, scratch, rows, base,
-                    band, cross, coef, beta, free, tree, red, vecs, grp, held, vals, lft, rgt,
-                )  # fmt: skip
-                if code != DONE:
-                    return i, code
-                u = stored_unit(sf, kind)
-                t_pos = _real(sf[SF_T_POS], u)
-                t_neg = _real(sf[SF_T_NEG], u)
-                total = t_pos + t_neg
-                st[ST_FIT_WEIGHT] = total
-                st[ST_LOGODDS] = math.log(t_pos + c) - math.log(t_neg + c)
-                st[ST_LOW] = c / (total + 2.0 * c)
-                st[ST_HIGH] = (total + c) / (total + 2.0 * c)
-                st[ST_DIRTY] = 0.0
-            nk = ist[IS_NKNOTS]
-            tk = knots[:nk]
-            lo, hi = clamped_span_bounds(tk, k1)
-            v = _combination_at(s[i], tk, k1, beta, lo, hi, vals, lft, rgt)
-            v = min(max(v, 0.0), 1.0)
-            out_p[i] = min(max(v, st[ST_LOW]), st[ST_HIGH])
-            out_llr[i] = st[ST_FIT_WEIGHT]
-            out_logodds[i] = st[ST_LOGODDS]
-        if op & OP_LEARN:
-            incr = ist[IS_INCR] != 0
-            u = stored_unit(sf, kind)
-            clock = window_clock(sf, t[i], kind)
-            while si[SI_RING_COUNT] > 0:
-                head = si[SI_RING_HEAD]
-                hb = si[SI_HEADER + 2 * B + head] if W > 0 else 0
-                p0 = sf[SF_HEADER + hb]
-                n0 = sf[SF_HEADER + B + hb]
-                if window_expire_next_inplace(sf, si, clock, kind) < 0:
-                    break
-                if kind_prior != 0:
-                    dp = sf[SF_HEADER + hb] - p0
-                    _prior_delta(hb, dp, sf[SF_HEADER + B + hb] - n0, st, lpos, lneg, spos, sneg, xcov)
-                if incr:
-                    _bucket_changed(
-                        hb, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
-                        lvb, lvc, grp, held,
-                    )  # fmt: skip
-            b = bk[i]
-            p0 = sf[SF_HEADER + b]
-            n0 = sf[SF_HEADER + B + b]
-            renormalised = window_add_inplace(sf, si, b, y[i], w[i], clock, kind)
-            st[ST_DIRTY] = 1.0
-            if renormalised:
-                return i + 1, STOP_RENORM
-            u = stored_unit(sf, kind)
-            if kind_prior != 0:
-                _prior_delta(b, sf[SF_HEADER + b] - p0, sf[SF_HEADER + B + b] - n0, st, lpos, lneg, spos, sneg, xcov)
-            if incr:
-                _bucket_changed(
-                    b, p0, n0, sf, B, u, tree, ist, rows, base, band, cross, k1, centres, knots, vals, lft, rgt,
-                    lvb, lvc, grp, held,
-                )  # fmt: skip
-            ist[IS_SINCE_SYNC] += 1
-            if ist[IS_SINCE_SYNC] >= RESYNC_EVENTS:
-                ist[IS_SINCE_SYNC] = 0
-                ist[IS_INCR] = 0  # the next refit is the full one: no drift accumulates
-                if kind_prior != 0:
-                    stream_prior_sums(sf, B, st, lpos, lneg, spos, sneg, xcov)
-    return ops.shape[0], DONE
-
-
 # --------------------------------------------------------------------------------------------
 # The packed state: the loop's arrays as sections of one float64 and one int64 buffer (and the
 # ``free`` flags), so that a call unboxes five arrays instead of thirty. ``ibuf``'s header holds
@@ -1642,8 +1480,12 @@ def _isec(ibuf, k):
 
 @jit
 def stream_packed_run(ops, bk, s, y, w, t, start, sf, si, fbuf, ibuf, free, out_p, out_llr, out_logodds):
-    """``stream_run_incremental`` (or ``stream_run_ops`` when ``ibuf[PK_INCREMENTAL]`` is 0) on
-    the packed state's sections: the same operations, stop codes and outputs."""
+    """Run operations ``start, ...`` on the packed state's sections with the incremental refit
+    (section notes), or by ``stream_run_ops`` when ``ibuf[PK_INCREMENTAL]`` is 0: the same
+    operations, stop codes and outputs, each incremental prediction within rounding of the full
+    refit's."""
+    if ibuf[PK_INCREMENTAL] == 0:
+        return stream_run_ops(ops, bk, s, y, w, t, start, sf, si, fbuf, ibuf, free, out_p, out_llr, out_logodds)
     B = si[SI_B]
     order = ibuf[PK_ORDER]
     k1 = order + 1
@@ -1659,17 +1501,34 @@ def stream_packed_run(ops, bk, s, y, w, t, start, sf, si, fbuf, ibuf, free, out_
     ist, base, grp = _isec(ibuf, 0), _isec(ibuf, 1).reshape((2, B)), _isec(ibuf, 2).reshape((3, P))
     wanted = ibuf[PK_WANTED]
     use_inner = ibuf[PK_USE_INNER] != 0
-    if ibuf[PK_INCREMENTAL] != 0:
-        return stream_run_incremental(
-            ops, bk, s, y, w, t, start, sf, si, centres, order, wanted, inner, use_inner, st, ist, knots,
-            scratch, rows, base, band, cross, coef, beta, free, lpos, lneg, spos, sneg, xcov, tree, red,
-            vecs, grp, held, out_p, out_llr, out_logodds,
-        )  # fmt: skip
-    return stream_run_ops(
-        ops, bk, s, y, w, t, start, sf, si, centres, order, wanted, inner, use_inner, st, ist, knots,
-        scratch, rows, base, band, cross, coef, beta, free, lpos, lneg, spos, sneg, xcov, out_p, out_llr,
-        out_logodds,
-    )  # fmt: skip
+    # the incremental loop is written here, not in a kernel of its own: a kernel's compiled code
+    # holds (and optimises again) the code of every kernel it calls, and this loop's callees are
+    # the largest of the module
+    lvb = grp[2]
+    lvc = vecs[5]
+    vals = np.empty(k1)
+    lft = np.empty(k1)
+    rgt = np.empty(k1)
+    for i in range(start, ops.shape[0]):
+        op = ops[i]
+        if op & OP_PREDICT:
+            if st[ST_DIRTY] != 0.0:
+                code = incremental_refit(
+                    sf, B, centres, order, wanted, inner, use_inner, st, ist, knots, scratch, rows, base,
+                    band, cross, coef, beta, free, tree, red, vecs, grp, held, vals, lft, rgt,
+                )  # fmt: skip
+                if code != DONE:
+                    return i, code
+                _refit_scalars(sf, st)
+            out_p[i] = _served(s[i], st, ist, knots, k1, beta, vals, lft, rgt)
+            out_llr[i] = st[ST_FIT_WEIGHT]
+            out_logodds[i] = st[ST_LOGODDS]
+        if op & OP_LEARN and _learn_event(
+            bk[i], y[i], w[i], t[i], sf, si, B, k1, st, ist, knots, rows, base, band, cross, lpos, lneg, spos,
+            sneg, xcov, tree, centres, vals, lft, rgt, lvb, lvc, grp, held,
+        ):  # fmt: skip
+            return i + 1, STOP_RENORM
+    return ops.shape[0], DONE
 
 
 @jit
@@ -1689,7 +1548,7 @@ def stream_packed_one(op, b, s, y, w, t, sf, si, fbuf, ibuf, free):
     one_i[ONE_B] = b
     _, code = stream_packed_run(
         one_i[ONE_OP : ONE_OP + 1], one_i[ONE_B : ONE_B + 1], one_f[ONE_S : ONE_S + 1], one_f[ONE_Y : ONE_Y + 1],
-        one_f[ONE_W : ONE_W + 1], one_f[ONE_T : ONE_T + 1], 0, sf, si, fbuf, ibuf, free,
+        one_f[ONE_W : ONE_W + 1], one_f[ONE_T : ONE_T + 1], _START, sf, si, fbuf, ibuf, free,
         one_f[ONE_P : ONE_P + 1], one_f[ONE_LLR : ONE_LLR + 1], one_f[ONE_LOGODDS : ONE_LOGODDS + 1],
     )  # fmt: skip
     if code != DONE:
@@ -1708,7 +1567,7 @@ AT_RUN = 8  # ``pair_fast``: nothing run, the loop's full refit serves (``pair_b
 def pair_fast(b, sl, y, w, s, sf, si, fbuf, ibuf, free):
     """``stream_packed_pair`` up to the refit's steps that allocate (the knots' exact pass, the
     full rebuild, the dense solve), compiled without reference counts: the statements of
-    ``stream_run_incremental`` and ``incremental_refit``, in their order. Returns the
+    ``stream_packed_run``'s incremental loop and ``incremental_refit``, in their order. Returns the
     served probability or ``-code`` as ``stream_packed_pair``, or ``-AT_*``: the label learned
     and the refit stopped at that step, the knot count in ``one_i[ONE_NK]``; ``-AT_RUN`` when
     the loop refits in full before every prediction (``ibuf[PK_INCREMENTAL]`` 0: nothing run)."""
