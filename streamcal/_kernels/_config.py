@@ -29,7 +29,9 @@ The tiers give the same bits. The interpreted functions are the kernels' own cod
 process's numpy scalars for numba's machine numbers (IEEE float64 and int64 arithmetic alike),
 errors of floating-point arithmetic silenced as numba's ``error_model="numpy"`` leaves them,
 and ``math`` replaced by :data:`_NUMBA_MATH`, whose functions return what numba's do where
-Python's raise (``log(0.0)`` is ``-inf``, not an error). ``tests/test_tiers.py`` runs every
+Python's raise (``log(0.0)`` is ``-inf``, not an error); a kernel whose Python code would round
+apart from its compiled code runs a function named by :func:`interpret_as` instead (the decay
+factors ``2.0 ** x``, which LLVM computes by ``exp2``: :func:`exp2`). ``tests/test_tiers.py`` runs every
 window kind, weight kind and map through both tiers and compares the outputs and the saved
 states bit for bit.
 """
