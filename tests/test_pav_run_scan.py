@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_pav_checkpoints import blocks_of
 
 from streamcal import PAVCalibrator
 from streamcal._kernels import ipav as K
@@ -18,13 +19,7 @@ from streamcal.windows import CountWindow, Decay
 
 def linked_blocks(pf, pi):
     """The blocks' ``(first, last, P, N)`` in order, by their links."""
-    v = K.pav_blocks_view(pf, pi)
-    out = []
-    f = int(pi[K.PI_HEAD])
-    while f != -1:
-        out.append((f, int(v["bend"][f]), v["bpos"][f], v["bneg"][f]))
-        f = int(v["bnext"][f])
-    return out
+    return blocks_of(pf, pi)[0]
 
 
 def runs_from_the_ends(sf, pf, pi):
