@@ -359,18 +359,35 @@ def test_the_pav_test_files_pass_with_every_stated_call_interpreted(tmp_path):
 
 
 def test_decay_factors_have_the_compiled_bits_when_interpreted():
-    """Compiled, ``2.0 ** x`` is the C library's ``exp2`` (LLVM rewrites a power of the constant
-    2.0), which differs from Python's ``**`` (``pow``) in the last bit for about one argument in
-    a thousand: the interpreted tier computes the decay windows' factors by ``exp2`` too."""
-    from streamcal._kernels.histogram import pow2
+    """Compiled, ``math.pow(2.0, x)`` is the C library's ``exp2`` (LLVM rewrites a power of the
+    constant 2.0), which differs from Python's ``pow`` in the last bit for about one argument in a
+    thousand: the interpreted tier computes the decay windows' factors by ``exp2`` too."""
+    from streamcal._kernels import histogram as h
 
     _config.use_compiled_kernels()
     x = np.random.default_rng(0).uniform(-60.0, 70.0, size=20_000)
     x[:3] = (-1e4, 1e4, np.nan)
-    compiled = np.array([pow2(v) for v in x])
-    interpreted = np.array([_config.interpreted(pow2)(v) for v in x])
+    sf = np.zeros(h.SF_HEADER)
+    sf[h.SF_HALF_LIFE] = 1.0
+    kind = np.int64(h.KIND_DECAY_EVENTS)
+    compiled, interpreted = np.empty(x.size), np.empty(x.size)
+    for i, v in enumerate(x):
+        sf[h.SF_LAST_T] = v
+        compiled[i] = h.stored_unit(sf, kind)
+        interpreted[i] = _config.interpreted(h.stored_unit)(sf, kind)
     assert np.array_equal(tier_cases_bits(compiled), tier_cases_bits(interpreted))
     assert (np.array([2.0**v for v in x[3:].tolist()]) != compiled[3:]).sum() > 0  # the hazard is real here
+
+
+def test_the_kernels_raise_only_the_constant_2_to_a_power_by_math_pow():
+    """The interpreted ``math.pow`` gives ``exp2``'s bits for the base 2.0, as LLVM compiles a
+    constant base of 2.0; a variable base would not be rewritten so, and the tiers could differ."""
+    import re
+
+    sources = Path(streamcal.__file__).parent.glob("_kernels/*.py")
+    calls = [m.group(0) for p in sources if p.name != "_config.py" for m in re.finditer(r"math\.pow\([^,]*,", p.read_text())]
+    assert calls
+    assert set(calls) == {"math.pow(2.0,"}
 
 
 LONG_DECAY = """

@@ -29,9 +29,9 @@ The tiers give the same bits. The interpreted functions are the kernels' own cod
 process's numpy scalars for numba's machine numbers (IEEE float64 and int64 arithmetic alike),
 errors of floating-point arithmetic silenced as numba's ``error_model="numpy"`` leaves them,
 and ``math`` replaced by :data:`_NUMBA_MATH`, whose functions return what numba's do where
-Python's raise (``log(0.0)`` is ``-inf``, not an error); a kernel whose Python code would round
-apart from its compiled code runs a function named by :func:`interpret_as` instead (the decay
-factors ``2.0 ** x``, which LLVM computes by ``exp2``: :func:`exp2`). ``tests/test_tiers.py`` runs every
+Python's raise (``log(0.0)`` is ``-inf``, not an error), and ``math.pow(2.0, x)`` the C
+library's ``exp2``, as LLVM compiles a power of the constant 2.0 (Python's ``pow`` rounds apart in
+the last bit now and then): the kernels write the decay windows' factors so. ``tests/test_tiers.py`` runs every
 window kind, weight kind and map through both tiers and compares the outputs and the saved
 states bit for bit.
 """
@@ -459,7 +459,7 @@ def _sqrt(x):
 
 def _c_exp2():
     """The C library's ``exp2`` as a Python function: ``math.exp2`` (Python 3.11 on), else through
-    ``ctypes``; Python's ``pow`` where neither is there."""
+    ``ctypes``; ``None`` where neither is there."""
     exp2 = getattr(math, "exp2", None)
     if exp2 is not None:
         return exp2
@@ -471,28 +471,24 @@ def _c_exp2():
         c_exp2.restype = ctypes.c_double
         c_exp2.argtypes = (ctypes.c_double,)
     except (OSError, AttributeError, TypeError):
-        return lambda x: 2.0**x
+        return None
     return lambda x: c_exp2(float(x))
 
 
 _C_EXP2 = _c_exp2()
 
 
-def exp2(x):
-    """``2.0 ** x`` as a compiled kernel computes it: LLVM turns a power of the constant 2.0 into
-    the C library's ``exp2``, whose result differs from ``pow``'s (Python's ``**``) in the last bit
-    for about one argument in a thousand. The interpreted tier runs this in its place
-    (:func:`interpret_as`); infinity where Python raises."""
+def _pow(x, y):
+    """``math.pow`` as a kernel computes it. The kernels call it with the constant base 2.0 only
+    (the decay windows' factors), which LLVM computes by the C library's ``exp2``: its result
+    differs from ``pow``'s in the last bit for about one argument in a thousand. Infinity where
+    Python raises."""
     try:
-        return _C_EXP2(x)
+        if x == 2.0 and _C_EXP2 is not None:
+            return _C_EXP2(y)
+        return math.pow(x, y)
     except OverflowError:
         return math.inf
-
-
-def interpret_as(kernel, function) -> None:
-    """Run ``function`` for ``kernel`` in the interpreted tier, where the kernel's own Python
-    code would not give the compiled bits (see :func:`exp2`)."""
-    _kernel_behind(kernel).__dict__["_interpreted"] = function
 
 
 _NUMBA_MATH = types.SimpleNamespace(**{k: v for k, v in vars(math).items() if not k.startswith("_")})
@@ -501,6 +497,7 @@ _NUMBA_MATH.log = _log
 _NUMBA_MATH.log1p = _log1p
 _NUMBA_MATH.exp = _exp
 _NUMBA_MATH.sqrt = _sqrt
+_NUMBA_MATH.pow = _pow
 _NUMBA_MATH.floor = lambda x: _numba_int(math.floor(x)) if x == x and abs(x) < math.inf else _numba_int(x)
 _NUMBA_MATH.ceil = lambda x: _numba_int(math.ceil(x)) if x == x and abs(x) < math.inf else _numba_int(x)
 

@@ -43,7 +43,7 @@ import weakref
 
 import numpy as np
 
-from streamcal._kernels._config import exp2, interpret_as, jit_noalloc
+from streamcal._kernels._config import jit_noalloc
 
 # window kinds
 KIND_UNBOUNDED = 0
@@ -99,17 +99,6 @@ def state_sizes(n_buckets: int, ring_capacity: int) -> tuple[int, int]:
 # quantile or user edges): about 32 bins per cut, at most 2**16 (256 KB of int32).
 GUIDE_BINS_PER_CUT = 32
 GUIDE_MAX_BINS = 1 << 16
-
-
-@jit_noalloc(forceinline=True)
-def pow2(x):
-    """``2.0 ** x`` for a float ``x``: the decay windows' factors. Compiled, LLVM computes it by
-    the C library's ``exp2``; the interpreted tier runs :func:`streamcal._kernels._config.exp2`,
-    which gives the same bits (Python's ``**`` would call ``pow``)."""
-    return 2.0**x
-
-
-interpret_as(pow2, exp2)
 
 
 @jit_noalloc(forceinline=True)
@@ -342,7 +331,7 @@ def stored_unit(sf, kind):
     reads it once (a load from ``sf``, which the loop writes, is otherwise redone per event).
     """
     if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
-        return pow2((sf[SF_LAST_T] - sf[SF_T0]) / sf[SF_HALF_LIFE])
+        return math.pow(2.0, (sf[SF_LAST_T] - sf[SF_T0]) / sf[SF_HALF_LIFE])
     return 1.0
 
 
@@ -420,7 +409,7 @@ def window_add_inplace(sf, si, b, y, w, clock, kind):
             if m <= DECAY_FORGET_EXPONENT and -1.0 <= rest <= DECAY_RENORM_EXPONENT:
                 factor = 2.0 ** (-m)  # exact power of two
             else:  # a jump too long, or too fine for the clock's rounding: the new frame starts here
-                factor = pow2(-exponent) if exponent <= DECAY_FORGET_EXPONENT else 0.0
+                factor = math.pow(2.0, -exponent) if exponent <= DECAY_FORGET_EXPONENT else 0.0
                 t0 = clock
                 rest = 0.0
             for i in range(SF_HEADER, SF_HEADER + 2 * B):
@@ -429,7 +418,7 @@ def window_add_inplace(sf, si, b, y, w, clock, kind):
             sf[SF_T_NEG] *= factor
             sf[SF_T0] = t0
             sf[SF_N_RENORM] += 1.0
-            ws = w * pow2(rest)
+            ws = w * math.pow(2.0, rest)
             renormalised = True
         elif exponent < -DECAY_RENORM_EXPONENT:
             # only at the first event (``t0`` starts at 0 and never passes the last learned clock,
@@ -440,7 +429,7 @@ def window_add_inplace(sf, si, b, y, w, clock, kind):
         else:
             # the unit ``2**exponent`` of the frame as it stands: a caller that inlines this
             # helper and computes the same power before it shares the one computation
-            ws = w * pow2(exponent)
+            ws = w * math.pow(2.0, exponent)
     if y > 0.5:
         sf[SF_HEADER + b] += ws
         si[SI_HEADER + b] += 1

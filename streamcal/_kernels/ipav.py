@@ -136,7 +136,6 @@ from streamcal._kernels.histogram import (
     SI_RING_HEAD,
     bucket_of_guessed,
     grid_of_sorted,
-    pow2,
     stored_unit,
     window_add_inplace,
     window_clock,
@@ -1646,7 +1645,7 @@ def pav_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, t, kind):
     if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
         # the addition's own power, computed first in the same branch so that the compiler
         # computes it once (see RUN_UNIT)
-        unit = pow2((clock - sf[SF_T0]) / sf[SF_HALF_LIFE])
+        unit = math.pow(2.0, (clock - sf[SF_T0]) / sf[SF_HALF_LIFE])
         renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
         if not renormalised and runs.shape[0] >= RUNS_SIZE:
             runs[RUN_UNIT] = unit
@@ -1682,7 +1681,7 @@ def _prior_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, clock, kind, o):
     old_p = pf[AUG + b]
     old_n = pf[AUG + B + b]
     if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):  # as in ``pav_learn_one_inplace``
-        unit = pow2((clock - sf[SF_T0]) / sf[SF_HALF_LIFE])
+        unit = math.pow(2.0, (clock - sf[SF_T0]) / sf[SF_HALF_LIFE])
         renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
         if not renormalised and runs.shape[0] >= RUNS_SIZE:
             runs[RUN_UNIT] = unit

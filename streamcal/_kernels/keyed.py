@@ -82,7 +82,6 @@ from streamcal._kernels.histogram import (
     KIND_DECAY_EVENTS,
     KIND_DECAY_TIME,
     KIND_TIME,
-    pow2,
 )
 from streamcal._kernels.ipav import _stays_below
 
@@ -185,7 +184,7 @@ def stored_unit(cfg, kf, k):
     """Factor from real weights to the key's stored units (decay windows), else 1."""
     kind = cfg[CFG_KIND]
     if (kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME):
-        return pow2((kf[k, KF_LAST_T] - kf[k, KF_T0]) / cfg[CFG_HALF_LIFE])
+        return math.pow(2.0, (kf[k, KF_LAST_T] - kf[k, KF_T0]) / cfg[CFG_HALF_LIFE])
     return 1.0
 
 
@@ -437,7 +436,7 @@ def _add(cfg, kf, ki, ab, af, an, rb, rf, arena, holes, k, b, y, w, clock):
             if m <= DECAY_FORGET_EXPONENT and -1.0 <= rest <= DECAY_RENORM_EXPONENT:
                 factor = 2.0 ** (-m)
             else:
-                factor = pow2(-exponent) if exponent <= DECAY_FORGET_EXPONENT else 0.0
+                factor = math.pow(2.0, -exponent) if exponent <= DECAY_FORGET_EXPONENT else 0.0
                 t0 = clock
                 rest = 0.0
             off = ki[k, KI_A_OFF]
@@ -455,7 +454,7 @@ def _add(cfg, kf, ki, ab, af, an, rb, rf, arena, holes, k, b, y, w, clock):
             kf[k, KF_T0] = clock
             exponent = 0.0
             renormalised = True
-        ws = w * pow2(exponent)
+        ws = w * math.pow(2.0, exponent)
     off = ki[k, KI_A_OFF]
     n = ki[k, KI_A_LEN]
     j = _find_atom(ab, off, n, b)
