@@ -410,8 +410,8 @@ print(json.dumps({"compiled": _config.is_compiled(), "p": p.view(np.int64).tolis
 
 def test_a_long_decayed_stream_gives_the_same_bits_in_both_tiers(tmp_path):
     """A decay window of about a thousand events on 1,024 buckets, 3,000 events, in a process that
-    stays interpreted and in one compiled from the start: 21 of its probabilities differed in the
-    last bit before the interpreted tier computed the decay factors by ``exp2``."""
+    stays interpreted and in one compiled from the start: 21 of its probabilities differ in the
+    last bit where the interpreted tier computes the decay factors by Python's ``pow``."""
     interpreted = _python(LONG_DECAY, tmp_path, allowance=str(10**12))
     compiled = _python(LONG_DECAY, tmp_path, allowance="0")
     assert (interpreted["compiled"], compiled["compiled"]) == (False, True)
