@@ -98,6 +98,40 @@ def _matrix_in(typingctx, frame, start, rows, cols):
     return sig, codegen
 
 
+_VECTOR = types.Array(types.float64, 1, "C")
+_INTS = types.Array(types.int64, 1, "C")
+
+
+@intrinsic
+def _vector_in(typingctx, frame, start, length):
+    """The ``length`` values at ``frame[start:]``, a view with no reference count made in line (as
+    :func:`_matrix_in`): where ``length`` is a constant, so is the view's shape."""
+    sig = _VECTOR(frame, types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        source = context.make_array(signature.args[0])(context, builder, args[0])
+        return _float64_view(context, builder, _VECTOR, builder.gep(source.data, [args[1]]), [args[2]])
+
+    return sig, codegen
+
+
+@intrinsic
+def _ints_in(typingctx, frame, start, length):
+    """The ``length`` float64 slots at ``frame[start:]`` as int64 values, a view with no reference
+    count made in line."""
+    sig = _INTS(frame, types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        source = context.make_array(signature.args[0])(context, builder, args[0])
+        data = builder.bitcast(builder.gep(source.data, [args[1]]), context.get_value_type(types.CPointer(types.int64)))
+        ary = context.make_array(_INTS)(context, builder)
+        itemsize = context.get_constant(types.intp, 8)
+        populate_array(ary, data=data, shape=[args[2]], strides=[itemsize], itemsize=itemsize, meminfo=None)
+        return ary._getvalue()
+
+    return sig, codegen
+
+
 @intrinsic
 def _status_and_output(typingctx, status, out, scores):
     """``(status, out[0], ..., out[K - 1])``, a tuple of K + 1 floats, K the length of the tuple
@@ -173,7 +207,9 @@ def _predict_into(addresses, frame, scores, raw):
     limit = frame[1]
     unseen_weight = frame[2]
     o = FRAME_HEADER + k
-    out = frame[o : o + k]
+    # every view at a constant offset with a constant shape (k is the tuple's length): the inlined
+    # HT coupling's loops unroll, and the compiler tells the views apart
+    out = _vector_in(frame, o, k)
     o += k
     r = _matrix_in(frame, o, k, k)
     o += k * k
@@ -211,17 +247,17 @@ def _predict_into(addresses, frame, scores, raw):
         return DONE
     a_sys = _matrix_in(frame, o, k + 1, k + 1)
     o += (k + 1) * (k + 1)
-    rhs = frame[o : o + k + 1]
+    rhs = _vector_in(frame, o, k + 1)
     o += k + 1
     work = _matrix_in(frame, o, k, k)  # HT: the Laplacian's weights; WLW: n's fill-in
     o += k * k
     if frame[3] == 0.0:
-        target = frame[o : o + k]
-        total_weight = frame[o + k : o + 2 * k]
-        theta = frame[o + 2 * k : o + 3 * k]
-        trial = frame[o + 3 * k : o + 4 * k]
+        target = _vector_in(frame, o, k)
+        total_weight = _vector_in(frame, o + k, k)
+        theta = _vector_in(frame, o + 2 * k, k)
+        trial = _vector_in(frame, o + 3 * k, k)
         active = frame[o + 4 * k : o + 5 * k].view(np.bool_)
-        idx = frame[o + 5 * k : o + 6 * k].view(np.int64)
+        idx = _ints_in(frame, o + 5 * k, k)
         scratch = (theta, trial, active[:k], idx, a_sys, rhs)
         max_iter = int(frame[5])
         newton_after = int(frame[6])
