@@ -148,9 +148,41 @@ def _status_and_output(typingctx, status, out, scores):
 
 
 def frame_size(k: int) -> int:
-    """The length of a frame for K classes: header, log-scores, output, and the scratch of
-    ``r`` and ``n`` (K x K each) and of the HT and WLW couplings."""
-    return FRAME_HEADER + 2 * k + 4 * k * k + 6 * k + (k + 1) * (k + 1) + (k + 1)
+    """The length of a frame for K classes: header, log-scores, output, the last prediction's
+    scores (:func:`_stash_scores`), and the scratch of ``r`` and ``n`` (K x K each) and of the HT
+    and WLW couplings."""
+    stash = 1 + 2 * k + k * (k - 1) // 2
+    return FRAME_HEADER + 2 * k + stash + 4 * k * k + 6 * k + (k + 1) * (k + 1) + (k + 1)
+
+
+# The last prediction's scores, at ``frame[FRAME_HEADER + 2K:]``: a tag (0 none, 1 raw scores, 2
+# log-scores given), the K scores as given, their K log-scores, and each pair's score (``sigmoid(d)``
+# or d) in the order of ``numpy.triu_indices(K, 1)``. The river face learns the event it has just
+# predicted: the learning kernel given the same scores reads their logarithms and the pairs'
+# sigmoids here instead of computing them again (the same values: the same functions of the same
+# scores and of the bound header, which stays as bound for the frame's life).
+@jit_noalloc(forceinline=True)
+def _stash_scores(frame, scores):
+    # the scores as given and their log-scores (just read into the frame); the tag comes last
+    k = len(scores)
+    o = FRAME_HEADER + 2 * k
+    frame[o] = 0.0
+    for i in range(k):
+        frame[o + 1 + i] = scores[i]
+        frame[o + 1 + k + i] = frame[FRAME_HEADER + i]
+
+
+@jit_noalloc(forceinline=True)
+def _stashed(frame, scores, raw):
+    # whether the stash holds these scores, with the same ``raw``; a zero never matches (its sign
+    # is not compared)
+    k = len(scores)
+    o = FRAME_HEADER + 2 * k
+    same = frame[o] == (1.0 if raw else 2.0)
+    for i in range(k):
+        v = scores[i]
+        same = same and v == frame[o + 1 + i] and v != 0.0
+    return same
 
 
 @jit_noalloc(forceinline=True)
@@ -211,6 +243,9 @@ def _predict_into(addresses, frame, scores, raw):
     # HT coupling's loops unroll, and the compiler tells the views apart
     out = _vector_in(frame, o, k)
     o += k
+    _stash_scores(frame, scores)
+    stash = o + 1 + 2 * k  # the pairs' scores
+    o += 1 + 2 * k + k * (k - 1) // 2
     r = _matrix_in(frame, o, k, k)
     o += k * k
     n = _matrix_in(frame, o, k, k)
@@ -222,6 +257,7 @@ def _predict_into(addresses, frame, scores, raw):
         for b in range(a + 1, k):
             d = _pair_log_odds(frame, a, b, limit)
             unseen = _sigmoid(d)
+            frame[stash + q] = unseen if probabilities else d
             weight = 0.0
             v = 0.5
             if addresses[2 * q] != 0:
@@ -241,6 +277,7 @@ def _predict_into(addresses, frame, scores, raw):
             n[a, b] = nq
             n[b, a] = nq
             q += 1
+    frame[FRAME_HEADER + 2 * k] = 1.0 if raw else 2.0
     if k == 2:
         out[0] = r[0, 1]
         out[1] = 1.0 - r[0, 1]
@@ -283,10 +320,22 @@ def pairs_learn(addresses, frame, scores, raw, c, w):
                 if address == 0 or _state_at(address, addresses[2 * q + 1])[PACK_BUSY] != 0.0:
                     return REFUSED
             q += 1
-    if not _read_scores(frame, scores, raw):
-        return BAD_SCORE
     probabilities = frame[0] != 0.0
     limit = frame[1]
+    o = FRAME_HEADER + 2 * k
+    if _stashed(frame, scores, raw):  # the event just predicted: its log-scores and pair scores
+        q = 0
+        for a in range(k):
+            for b in range(a + 1, k):
+                if (a == c) | (b == c):
+                    d = clipped_log_odds(frame[o + 1 + k + a] - frame[o + 1 + k + b], limit)
+                    state = _state_at(addresses[2 * q], addresses[2 * q + 1])
+                    s = frame[o + 1 + 2 * k + q]
+                    _pair_learn(state, s, d, probabilities, 1.0 if c == a else 0.0, w, 0.0)
+                q += 1
+        return DONE
+    if not _read_scores(frame, scores, raw):
+        return BAD_SCORE
     q = 0
     for a in range(k):
         for b in range(a + 1, k):
