@@ -631,3 +631,46 @@ def test_river_face_without_the_lock_loses_nothing_among_threads(rng):
     assert sum(m.n_learned for m in cal.pairs_.values()) == n * (k - 1)
     # the frame's mark lifted after the last section: the common event runs without the lock
     assert finishes_while_held(lock_of(cal).rlock, lambda: cal.learn_one({0: 0.2, 1: 0.3, 2: 0.5}, 0), 5.0)
+
+
+def predicted_then_learned(cal, x, labels):
+    """The river face learning the event it has just predicted, or another: the same dict, a copy
+    with one class scored as in the event before, the event before, after a prediction rejected
+    between, and with a score of zero predicted and learned."""
+    k = x.shape[1]
+    out = []
+    for e, (row, label) in enumerate(zip(x.tolist(), labels.tolist(), strict=True)):
+        event = dict(enumerate(row))
+        case = e % 5
+        if case == 4:
+            event[e % k] = 0.0
+        out.append(list(cal.predict_proba_one(event).items()))
+        learned = event
+        if case == 1:
+            learned = dict(event)
+            learned[e % k] = float(x[e - 1, e % k])
+        elif case == 2:
+            learned = dict(enumerate(x[e - 1].tolist()))
+        elif case == 3:
+            with pytest.raises(ValueError, match=r"probabilities in|finite"):
+                cal.predict_proba_one({**event, 1: 1.5 if cal.scores == "proba" else float("inf")})
+        cal.learn_one(learned, label)
+    return out
+
+
+@pytest.mark.parametrize("method", ["ht", "wlw"])
+@pytest.mark.parametrize("scores", ["proba", "logit"])
+def test_river_face_learning_the_event_just_predicted_or_another_equals_the_per_pair_calls(rng, method, scores):
+    # the learning kernel reads the last prediction's logarithms and pair scores where it is
+    # given the same scores: the outputs and the pairs are still the per-pair calls'
+    p, y = stream(rng, 400, 4)
+    x = p if scores == "proba" else rng.normal(0.0, 3.0, size=p.shape)
+    kw = {"method": method, "scores": scores, "classes": (0, 1, 2, 3)}
+    fast, reference = PairwiseCouplingCalibrator(**kw), PairwiseCouplingCalibrator(**kw)
+    got = predicted_then_learned(fast, x, y)
+    with pytest.MonkeyPatch.context() as mp:
+        per_pair_river(mp)
+        expected = predicted_then_learned(reference, x, y)
+    assert got == expected
+    assert fast.river_in_one_call
+    assert_same_pairs(fast, reference)

@@ -98,6 +98,40 @@ def _matrix_in(typingctx, frame, start, rows, cols):
     return sig, codegen
 
 
+_VECTOR = types.Array(types.float64, 1, "C")
+_INTS = types.Array(types.int64, 1, "C")
+
+
+@intrinsic
+def _vector_in(typingctx, frame, start, length):
+    """The ``length`` values at ``frame[start:]``, a view with no reference count made in line (as
+    :func:`_matrix_in`): where ``length`` is a constant, so is the view's shape."""
+    sig = _VECTOR(frame, types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        source = context.make_array(signature.args[0])(context, builder, args[0])
+        return _float64_view(context, builder, _VECTOR, builder.gep(source.data, [args[1]]), [args[2]])
+
+    return sig, codegen
+
+
+@intrinsic
+def _ints_in(typingctx, frame, start, length):
+    """The ``length`` float64 slots at ``frame[start:]`` as int64 values, a view with no reference
+    count made in line."""
+    sig = _INTS(frame, types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        source = context.make_array(signature.args[0])(context, builder, args[0])
+        data = builder.bitcast(builder.gep(source.data, [args[1]]), context.get_value_type(types.CPointer(types.int64)))
+        ary = context.make_array(_INTS)(context, builder)
+        itemsize = context.get_constant(types.intp, 8)
+        populate_array(ary, data=data, shape=[args[2]], strides=[itemsize], itemsize=itemsize, meminfo=None)
+        return ary._getvalue()
+
+    return sig, codegen
+
+
 @intrinsic
 def _status_and_output(typingctx, status, out, scores):
     """``(status, out[0], ..., out[K - 1])``, a tuple of K + 1 floats, K the length of the tuple
@@ -114,9 +148,41 @@ def _status_and_output(typingctx, status, out, scores):
 
 
 def frame_size(k: int) -> int:
-    """The length of a frame for K classes: header, log-scores, output, and the scratch of
-    ``r`` and ``n`` (K x K each) and of the HT and WLW couplings."""
-    return FRAME_HEADER + 2 * k + 4 * k * k + 6 * k + (k + 1) * (k + 1) + (k + 1)
+    """The length of a frame for K classes: header, log-scores, output, the last prediction's
+    scores (:func:`_stash_scores`), and the scratch of ``r`` and ``n`` (K x K each) and of the HT
+    and WLW couplings."""
+    stash = 1 + 2 * k + k * (k - 1) // 2
+    return FRAME_HEADER + 2 * k + stash + 4 * k * k + 6 * k + (k + 1) * (k + 1) + (k + 1)
+
+
+# The last prediction's scores, at ``frame[FRAME_HEADER + 2K:]``: a tag (0 none, 1 raw scores, 2
+# log-scores given), the K scores as given, their K log-scores, and each pair's score (``sigmoid(d)``
+# or d) in the order of ``numpy.triu_indices(K, 1)``. The river face learns the event it has just
+# predicted: the learning kernel given the same scores reads their logarithms and the pairs'
+# sigmoids here instead of computing them again (the same values: the same functions of the same
+# scores and of the bound header, which stays as bound for the frame's life).
+@jit_noalloc(forceinline=True)
+def _stash_scores(frame, scores):
+    # the scores as given and their log-scores (just read into the frame); the tag comes last
+    k = len(scores)
+    o = FRAME_HEADER + 2 * k
+    frame[o] = 0.0
+    for i in range(k):
+        frame[o + 1 + i] = scores[i]
+        frame[o + 1 + k + i] = frame[FRAME_HEADER + i]
+
+
+@jit_noalloc(forceinline=True)
+def _stashed(frame, scores, raw):
+    # whether the stash holds these scores, with the same ``raw``; a zero never matches (its sign
+    # is not compared)
+    k = len(scores)
+    o = FRAME_HEADER + 2 * k
+    same = frame[o] == (1.0 if raw else 2.0)
+    for i in range(k):
+        v = scores[i]
+        same = same and v == frame[o + 1 + i] and v != 0.0
+    return same
 
 
 @jit_noalloc(forceinline=True)
@@ -173,8 +239,13 @@ def _predict_into(addresses, frame, scores, raw):
     limit = frame[1]
     unseen_weight = frame[2]
     o = FRAME_HEADER + k
-    out = frame[o : o + k]
+    # every view at a constant offset with a constant shape (k is the tuple's length): the inlined
+    # HT coupling's loops unroll, and the compiler tells the views apart
+    out = _vector_in(frame, o, k)
     o += k
+    _stash_scores(frame, scores)
+    stash = o + 1 + 2 * k  # the pairs' scores
+    o += 1 + 2 * k + k * (k - 1) // 2
     r = _matrix_in(frame, o, k, k)
     o += k * k
     n = _matrix_in(frame, o, k, k)
@@ -186,6 +257,7 @@ def _predict_into(addresses, frame, scores, raw):
         for b in range(a + 1, k):
             d = _pair_log_odds(frame, a, b, limit)
             unseen = _sigmoid(d)
+            frame[stash + q] = unseen if probabilities else d
             weight = 0.0
             v = 0.5
             if addresses[2 * q] != 0:
@@ -205,23 +277,24 @@ def _predict_into(addresses, frame, scores, raw):
             n[a, b] = nq
             n[b, a] = nq
             q += 1
+    frame[FRAME_HEADER + 2 * k] = 1.0 if raw else 2.0
     if k == 2:
         out[0] = r[0, 1]
         out[1] = 1.0 - r[0, 1]
         return DONE
     a_sys = _matrix_in(frame, o, k + 1, k + 1)
     o += (k + 1) * (k + 1)
-    rhs = frame[o : o + k + 1]
+    rhs = _vector_in(frame, o, k + 1)
     o += k + 1
     work = _matrix_in(frame, o, k, k)  # HT: the Laplacian's weights; WLW: n's fill-in
     o += k * k
     if frame[3] == 0.0:
-        target = frame[o : o + k]
-        total_weight = frame[o + k : o + 2 * k]
-        theta = frame[o + 2 * k : o + 3 * k]
-        trial = frame[o + 3 * k : o + 4 * k]
+        target = _vector_in(frame, o, k)
+        total_weight = _vector_in(frame, o + k, k)
+        theta = _vector_in(frame, o + 2 * k, k)
+        trial = _vector_in(frame, o + 3 * k, k)
         active = frame[o + 4 * k : o + 5 * k].view(np.bool_)
-        idx = frame[o + 5 * k : o + 6 * k].view(np.int64)
+        idx = _ints_in(frame, o + 5 * k, k)
         scratch = (theta, trial, active[:k], idx, a_sys, rhs)
         max_iter = int(frame[5])
         newton_after = int(frame[6])
@@ -247,10 +320,22 @@ def pairs_learn(addresses, frame, scores, raw, c, w):
                 if address == 0 or _state_at(address, addresses[2 * q + 1])[PACK_BUSY] != 0.0:
                     return REFUSED
             q += 1
-    if not _read_scores(frame, scores, raw):
-        return BAD_SCORE
     probabilities = frame[0] != 0.0
     limit = frame[1]
+    o = FRAME_HEADER + 2 * k
+    if _stashed(frame, scores, raw):  # the event just predicted: its log-scores and pair scores
+        q = 0
+        for a in range(k):
+            for b in range(a + 1, k):
+                if (a == c) | (b == c):
+                    d = clipped_log_odds(frame[o + 1 + k + a] - frame[o + 1 + k + b], limit)
+                    state = _state_at(addresses[2 * q], addresses[2 * q + 1])
+                    s = frame[o + 1 + 2 * k + q]
+                    _pair_learn(state, s, d, probabilities, 1.0 if c == a else 0.0, w, 0.0)
+                q += 1
+        return DONE
+    if not _read_scores(frame, scores, raw):
+        return BAD_SCORE
     q = 0
     for a in range(k):
         for b in range(a + 1, k):
