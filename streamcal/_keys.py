@@ -14,6 +14,7 @@ import numbers
 import numpy as np
 
 from streamcal._validation import fmt
+from streamcal.exceptions import InvalidKeyError
 
 __all__ = ["KeyColumn", "KeyedRiverChecks", "as_key_column", "check_key_kind"]
 
@@ -44,12 +45,12 @@ def check_key_kind(slot_of: dict, key) -> None:
     """Refuse ``key`` where a keyed calibrator holds keys of the other kind (ints, strings)."""
     if slot_of and type(key) is not type(next(iter(slot_of))):
         msg = f"`key` must be of the kind already learned ({type(next(iter(slot_of))).__name__}); got {fmt(key)}."
-        raise TypeError(msg)
+        raise InvalidKeyError(msg)
 
 
 def _refuse(name: str, value, i: int, why: str):
     msg = f"`{name}` must hold integer or string keys; got {fmt(value)} at position {i} ({why})."
-    raise ValueError(msg)
+    raise InvalidKeyError(msg)
 
 
 def _first_null(x) -> int:
@@ -156,8 +157,9 @@ def _code_objects(arr: np.ndarray, name: str) -> KeyColumn:
     codes = np.empty(arr.size, dtype=np.intp)
     family = None
     for i, value in enumerate(arr.tolist()):
-        if type(value) is str:
+        if isinstance(value, str):  # numpy's str_ too: the key is its str value
             this = str
+            value = str(value)
         elif isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
             this = int
             value = int(value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConvergenceWarning",
+    "InvalidKeyError",
     "MemoryBoundWarning",
     "NameClashWarning",
     "StateFileError",
@@ -24,6 +25,26 @@ class ConvergenceWarning(RuntimeWarning):
     ...     warnings.warn("stopped early", ConvergenceWarning)
     >>> caught[0].category.__name__
     'ConvergenceWarning'
+    """
+
+
+class InvalidKeyError(ValueError, TypeError):
+    """A key that cannot be a key (missing, a float, a bool, unhashable), or of the other kind than
+    the keys before it (ints and strings never mix). It is both a ``ValueError`` and a
+    ``TypeError``: code that catches either catches it, whichever face or column form raised it.
+
+    Examples
+    --------
+    >>> import streamcal
+    >>> from streamcal.exceptions import InvalidKeyError
+    >>> cal = streamcal.KeyedCalibrator()
+    >>> try:
+    ...     cal.update([1, None], [0.2, 0.7], [0, 1])
+    ... except ValueError as exc:
+    ...     print(type(exc).__name__, "-", exc)
+    InvalidKeyError - `keys` must hold integer or string keys; got None at position 1 (a missing key).
+    >>> issubclass(InvalidKeyError, TypeError)
+    True
     """
 
 

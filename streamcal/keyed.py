@@ -29,6 +29,7 @@ from streamcal._keyed_templates import TemplateKeys
 from streamcal._keys import KeyedRiverChecks, as_key_column, check_key_kind
 from streamcal._locking import LockedState
 from streamcal._validation import as_1d_float, as_binary_labels, check_learn_arrays, check_same_length
+from streamcal.exceptions import InvalidKeyError
 from streamcal.isotonic.streaming import PAVCalibrator
 from streamcal.merging import Mergeable
 from streamcal.persist import Persistable
@@ -74,7 +75,7 @@ def _one_event(key_name, score_name):
         yield
     except (ValueError, TypeError) as exc:
         msg = str(exc)
-        if type(exc) not in (ValueError, TypeError) or " at position 0" not in msg:
+        if type(exc) not in (ValueError, TypeError, InvalidKeyError) or " at position 0" not in msg:
             raise
         for column, one in (("keys", f"x[{key_name!r}]"), ("scores", f"x[{score_name!r}]"), ("labels", "y"),
                             ("weights", "w"), ("times", "t")):
@@ -316,6 +317,14 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
 
     @property
     def strength(self) -> float:
+        """The weight, in pseudo-events, of every key's prior since the last refresh.
+
+        Under ``prior_strength="auto"`` it is the weight the global map rests on: the global
+        window's events plus, while the template's score prior holds, that prior's pseudo-events
+        (many times the window's events where the scores are calibrated: the data confirm the score). A key's
+        own events weigh against it bucket by bucket, where its rates depart from its prior's; its
+        level comes from its shift (:meth:`key_shift`), not from this weight. A number given as
+        ``prior_strength`` is used as it is."""
         return self._strength
 
     @property
@@ -452,7 +461,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         if isinstance(key, numbers.Integral) and not isinstance(key, (bool, np.bool_)):
             return int(key)
         msg = f"`{name}` must be an int or a string; got {key!r}."
-        raise TypeError(msg)
+        raise InvalidKeyError(msg)
 
     # ------------------------------------------------------------------ array face
     def update(self, keys, scores, labels, *, weights=None, times=None):
@@ -535,7 +544,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
                     f"`keys` must be of the kind already learned ({type(first).__name__}); got "
                     f"{kc.keys[kc.codes[0]]!r} at position 0."
                 )
-                raise TypeError(msg)
+                raise InvalidKeyError(msg)
         return kc
 
     def _checked(self, keys, scores, labels, learn_mask, weights, times, op, *, last_time=None, code=True):
@@ -644,9 +653,11 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
                 )
                 raise ValueError(msg)
             ((name, score),) = rest
-        if key is None or not (type(key) is str or (isinstance(key, numbers.Integral) and not isinstance(key, bool))):
+        if isinstance(key, str):
+            key = str(key)  # numpy's str_ too: the key is its str value
+        elif key is None or not isinstance(key, numbers.Integral) or isinstance(key, (bool, np.bool_)):
             msg = f"`x[{self.key_key!r}]` must be an int or a string key; got {key!r}."
-            raise TypeError(msg)
+            raise InvalidKeyError(msg)
         return [key], [score], name
 
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:

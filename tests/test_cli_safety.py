@@ -275,6 +275,7 @@ def test_cli_errors_are_one_line_naming_the_option_and_value(work, capsys, monke
         (["in.parquet", "--method", ","], "--method must name at least one method"),
         (["in.parquet", "--batch-size", "0"], "argument --batch-size: expected a positive number of rows", "got '0'"),
         (["in.parquet", "--batch-size", "nan"], "argument --batch-size:", "got 'nan'"),
+        (["in.parquet", "--max-keys", "0"], "argument --max-keys: expected a positive number of keys", "got '0'"),
         (["in.parquet", "--batch-size", "-5"], "argument --batch-size:", "got '-5'"),
         (["in.parquet", "--batch-size", "2.5"], "argument --batch-size:", "got '2.5'"),
         (["in.parquet", "--metrics-window", "-1"], "argument --metrics-window:", "got '-1'"),

@@ -565,3 +565,17 @@ def test_keyed_family_wise_false_alarms_are_at_most_alpha():
         keyed.update_many(keys, y, p)
         alarms += keyed.first_alarm_at is not None
     assert alarms / streams <= alpha + 3 * math.sqrt(alpha * (1 - alpha) / streams)
+
+
+@pytest.mark.parametrize("make", [IsotonicEProcess, MeanBiasCS])
+def test_a_proba_dict_that_is_not_a_distribution_is_refused_and_changes_nothing(make):
+    monitor = make()
+    for y, p in ((True, 0.3), (False, 0.2), (True, 0.6)):
+        monitor.update(y, {False: 1.0 - p, True: p})  # river's form, accepted
+    before = pickle.dumps(monitor)
+    for bad in ({True: 0.3, False: 0.3}, {True: 0.3, False: "0.7"}, {True: 0.3, False: float("nan")}):
+        with pytest.raises(ValueError, match="must be a dict \\{False: 1 - p, True: p\\}"):
+            monitor.update(True, bad)
+    assert pickle.dumps(monitor) == before
+    monitor.update(True, {False: 0.7, True: 0.3})  # 1 - 0.3 to rounding
+    assert monitor.n_seen == 4

@@ -397,7 +397,7 @@ def test_monitors_watch_the_whole_stream_and_each_key(tmp_path, campaigns, capsy
     assert watched["score"]["mean bias"]["keys_flagged"] == 1
     text = summary.to_text()
     assert "Per key (each key's mean bias on its own; alpha = 0.05 per stream over all keys" in text
-    assert "input score: mean bias: 1 of 10 keys flagged, the first 3 at event" in text
+    assert "input score: mean bias: 1 of 10 keys flagged, first key 3 at event" in text
     assert main(["replay", str(campaigns), "-q", "--group-col", "key", "--monitor", "--metrics", "none"]) == 0
     assert "Per key (each key's mean bias on its own" in capsys.readouterr().out
 

@@ -120,6 +120,13 @@ def event_proba(y_pred) -> float:
     if not 0.0 <= p <= 1.0:
         msg = f"`y_pred` must be a probability in [0, 1]; got {p!r}."
         raise ValueError(msg)
+    if isinstance(y_pred, dict) and False in y_pred:
+        # the two classes' probabilities must add up to 1 (to rounding): a dict that does not is not
+        # a distribution, and reading its True entry alone would hide that
+        q = y_pred[False]
+        if not is_real_number(q) or not abs(_float(q) + p - 1.0) <= 1e-6:
+            msg = f"`y_pred` must be a dict {{False: 1 - p, True: p}}; got {{False: {q!r}, True: {p!r}}}."
+            raise ValueError(msg)
     return p
 
 

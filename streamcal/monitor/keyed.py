@@ -9,6 +9,7 @@ import numpy as np
 from streamcal._keys import as_key_column
 from streamcal._locking import LockedState, locked
 from streamcal._validation import check_scalar, fmt
+from streamcal.exceptions import InvalidKeyError
 from streamcal.metrics._inputs import event_label, event_proba
 from streamcal.monitor._base import _Monitor, check_alpha, labels_and_proba
 
@@ -124,7 +125,7 @@ class KeyedMonitor(LockedState):
         if self._monitors and type(key) is not type(next(iter(self._monitors))):
             kind = type(next(iter(self._monitors))).__name__
             msg = f"`{name}` must be of the kind already seen ({kind}); got {fmt(key)} at position 0."
-            raise TypeError(msg)
+            raise InvalidKeyError(msg)
 
     def _monitor_of(self, key) -> _Monitor:
         monitor = self._monitors.get(key)

@@ -118,6 +118,11 @@ def _positive_count(text: str) -> int:
     return _whole(text, "a positive number of rows such as 100000 or 1e5", 1)
 
 
+def _key_count(text: str) -> int:
+    """A positive number of keys: 100000, 1e5 or 100_000."""
+    return _whole(text, "a positive number of keys such as 100000 or 1e5", 1)
+
+
 def _seed(text: str) -> int:
     return _whole(text, "a whole number 0 or more", 0)
 
@@ -297,7 +302,7 @@ def _add_column_arguments(parser: argparse.ArgumentParser) -> None:
     )
     cols.add_argument(
         "--max-keys",
-        type=_positive_count,
+        type=_key_count,
         default=None,
         help="with --group-col: keep at most this many keys (least recently updated evicted; default no limit)",
     )

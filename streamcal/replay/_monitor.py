@@ -138,7 +138,7 @@ class MonitorSink:
                 t = hit["time"]
                 when = "" if t is None or time_kind is None else f" ({_when(t, time_kind)})"
                 parts.append(
-                    f"{kind}: {got['keys_flagged']:,} of {got['keys_watched']:,} keys flagged, the first "
+                    f"{kind}: {got['keys_flagged']:,} of {got['keys_watched']:,} keys flagged, first key "
                     f"{hit['key']!r} at event {hit['event']:,}{when}"
                 )
             out.append(f"  {shown}: " + "; ".join(parts))
