@@ -91,11 +91,18 @@ def test_plot_marks_the_alarms(drift_file, tmp_path):
 
     _plot.plot_replay = keep
     try:
-        replay(drift_file, {"raw": RawScoreCalibrator()}, monitor=True, plot=tmp_path / "p.png")
+        summary = replay(drift_file, {"raw": RawScoreCalibrator()}, monitor=True, plot=tmp_path / "p.png")
     finally:
         _plot.plot_replay = original
     labels = [line.get_label() for ax in shown["fig"].axes for line in ax.get_lines()]
     assert any(label == "raw: isotonic alarm" for label in labels)
+    # the alarms listed with their events in the reliability panel, readable where lines overlap
+    texts = [t.get_text() for ax in shown["fig"].axes if ax.get_title() == "reliability" for t in ax.texts]
+    (box,) = [text for text in texts if text.startswith("first calibration alarms")]
+    found = summary.alarms["raw"]
+    hits = [f"{kind} at event {found[kind][0] + 1:,}" for kind in ("isotonic", "mean bias") if found[kind]]
+    assert hits
+    assert f"raw: {', '.join(hits)}" in box.splitlines()
     assert (tmp_path / "p.png").stat().st_size > 0
     mark_alarms(shown["fig"], {})  # nothing to mark: nothing drawn, no error
 

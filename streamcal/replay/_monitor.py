@@ -155,18 +155,18 @@ def _when(t: float, time_kind: str) -> str:
 
 def mark_alarms(fig, alarms: dict) -> None:
     """Mark each first alarm on the figure's metrics-over-time panels (x: events replayed) with a
-    vertical line in the colour of its method's curve; the input score's in grey."""
+    vertical line in the colour of its method's curve, the input score's in grey, and list them,
+    with their events, in a box in the reliability panel's lower right corner: alarms often come
+    within the first metric window, where their lines sit on the panels' left edge, and several
+    can fall on nearly the same event."""
     styles = {"isotonic": "--", "mean bias": ":"}
-    if any(hit is not None for found in alarms.values() for hit in found.values()):
-        fig.text(
-            0.998,
-            0.998,
-            "vertical lines: first monitor alarm (dashed: isotonic, dotted: mean bias; grey: input score)",
-            ha="right",
-            va="top",
-            fontsize=8,
-            color="0.3",
-        )
+    listing = []
+    for name, found in alarms.items():
+        shown = "input score" if name == "score" else name
+        hits = [f"{kind} at event {hit[0] + 1:,}" for kind, hit in found.items() if hit is not None]
+        listing.append(f"{shown}: " + (", ".join(hits) if hits else "no alarm"))
+    if not any(hit is not None for found in alarms.values() for hit in found.values()):
+        return
     for ax in fig.axes:
         if "events" not in ax.get_xlabel():
             continue
@@ -176,4 +176,11 @@ def mark_alarms(fig, alarms: dict) -> None:
                 if hit is not None:
                     colour = colours.get(name, "0.4")
                     label = f"{'input score' if name == 'score' else name}: {kind} alarm"
-                    ax.axvline(hit[0] + 1, color=colour, linestyle=styles[kind], linewidth=1.2, label=label)
+                    ax.axvline(hit[0] + 1, color=colour, linestyle=styles[kind], linewidth=1.4, label=label)
+    box = "\n".join(
+        ["first calibration alarms (lines in the metrics panels:", "dashed isotonic, dotted mean bias)", *listing]
+    )
+    panels = [ax for ax in fig.axes if ax.get_title() == "reliability"]
+    where = panels[0] if panels else fig.axes[0]
+    where.text(0.98, 0.02, box, transform=where.transAxes, ha="right", va="bottom", fontsize=9,
+               bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "0.6", "alpha": 0.9})
