@@ -1140,12 +1140,7 @@ def glm_refit_known(
         ok[k] = 0
         if 0 < j < S and lazy and cert == 0:
             e = _steps_effective(steps, k, kappa)
-            bound = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol, tight)
-            if not bound > served_bar and tight > 0.0:  # the model's bound, tighter where it holds
-                known, _, _, low = _served_certified(
-                    steps, e, u, l2, n_total, x_lo, x_hi, tol, pw[4:6], tight, np.inf, MODEL_SPARE, powers[:0]
-                )
-                bound = max(bound, low) if known else bound
+            bound = _waiting_bound(steps, e, u, l2, n_total, (x_lo, x_hi), tol, tight, served_bar, pw[4:6])
             if bound > served_bar:
                 ok[k] = 2
                 briers[k] = bound
@@ -1284,12 +1279,7 @@ def _refit_served_certified(
     for k in range(S):
         if k != first:
             e = _steps_effective(steps, k, kappa)
-            briers[k] = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol, tight)
-            if not briers[k] > bar and tight > 0.0:  # the model's bound, tighter where it holds
-                known, _, _, low = _served_certified(
-                    steps, e, u, l2, n_total, x_lo, x_hi, tol, pw[4:6], tight, np.inf, MODEL_SPARE, powers[:0]
-                )
-                briers[k] = max(briers[k], low) if known else briers[k]
+            briers[k] = _waiting_bound(steps, e, u, l2, n_total, (x_lo, x_hi), tol, tight, bar, pw[4:6])
             if not briers[k] > bar:
                 if not (tight > 0.0 and has_warm[k] != 0):
                     return 0, np.inf  # the refit's loop sets every shape's score
@@ -1305,6 +1295,23 @@ def _refit_served_certified(
     betas[first, 0] = beta[0]
     betas[first, 1] = beta[1]
     return 1, bar
+
+
+@jit_noalloc(forceinline=True)
+def _waiting_bound(steps, e, u, l2, n_total, x_range, tol, tight, bar, scratch):
+    """A lower bound on the Brier score that shape ``e``'s refit would find, less its own error, to
+    set against ``bar``: the first-order one (:func:`_shape_brier_lower_bound`) and, where that does
+    not clear ``bar`` and ``tight`` is above 0 (:func:`glm_refit_known`), the larger of it and the
+    bound from the shape's model (:func:`_served_certified` without a tolerance on the served
+    probabilities, its point in ``scratch``; about twice the first-order one's cost)."""
+    x_lo, x_hi = x_range
+    bound = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol, tight)
+    if not bound > bar and tight > 0.0:  # the model's bound, tighter where it holds
+        known, _, _, low = _served_certified(
+            steps, e, u, l2, n_total, x_lo, x_hi, tol, scratch, tight, np.inf, MODEL_SPARE, scratch[:0]
+        )
+        bound = max(bound, low) if known else bound
+    return bound
 
 
 @jit_noalloc
@@ -1454,17 +1461,25 @@ def _held_sums(h_pos, h_neg, x, c, j0, j1, powers):
 @jit_noalloc(forceinline=True)
 def end_run_bounds_range(pos_w, neg_w, c, fit, low, t_pos, t_neg, j0, j1):
     """:func:`end_run_bounds_from` over the buckets ``j0 .. j1 - 1``, which hold every non-empty
-    one: the same values."""
+    one: the same values. The suffix sums stop once no lower suffix can reach the greatest rate
+    so far: a suffix's positive weight is at most ``t_pos`` and its weight at least the present
+    one's, so its rate is at most ``t_pos / (W + c)``, up to the roundings of sums of non-negative
+    weights (each within ``m`` units in the last place over ``m`` buckets: ``1e-15`` per bucket
+    and ``1e-12`` more to spare), and ``max`` keeps ``high`` where that lies below it."""
     whole = (t_pos + c) / ((t_pos + t_neg) + 2.0 * c)
     low = min(low, whole)
     p = 0.0
     n = 0.0
     high = whole
+    reach = t_pos * (1.0 + 1e-12 + 1e-15 * (j1 - j0))
     for j in range(j1 - 1, j0 - 1, -1):
         if pos_w[j] + neg_w[j] > 0.0:
             p += pos_w[j]
             n += neg_w[j]
-            high = max(high, p / ((p + n) + c))
+            w = (p + n) + c
+            high = max(high, p / w)
+            if reach < high * w:
+                break
     fit[FIT_RUN_LOW] = low
     fit[FIT_RUN_HIGH] = high
 
