@@ -25,7 +25,8 @@ Baselines, in the same process, in alternating rounds, by CPU time (``process_ti
 
 - ``code before`` (with ``--old REV``): ``PlattCalibrator`` and ``GEVCalibrator`` as they were at
   git revision ``REV`` (that revision's ``streamcal/gev/calibrator.py``, ``streamcal/gev/_river.py``,
-  ``streamcal/_kernels/glm_refit.py`` and ``streamcal/_kernels/gev.py``, loaded from a temporary
+  ``streamcal/_kernels/glm_refit.py``, ``streamcal/_kernels/gev.py`` and, where it exists,
+  ``streamcal/gev/_logistic.py`` (GEV's logistic member), loaded from a temporary
   directory on this tree's other modules, with their own compiled entry points), e.g.
   ``--old 029de32``: before the prior's warm refit.
 
@@ -106,17 +107,21 @@ def calibrators_at(rev: str) -> dict:
         ("gev", "streamcal/_kernels/gev.py"),
         ("glm_refit", "streamcal/_kernels/glm_refit.py"),
         ("river", "streamcal/gev/_river.py"),
+        ("logistic", "streamcal/gev/_logistic.py"),  # GEV's logistic member (absent at older revisions)
         ("calibrator", "streamcal/gev/calibrator.py"),
     )
     for name, path in files:
-        source = subprocess.run(
-            ["git", "show", f"{rev}:{path}"], cwd=root, check=True, capture_output=True, text=True
-        ).stdout
+        shown = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True)
+        if shown.returncode != 0 and name == "logistic":
+            continue
+        shown.check_returncode()
+        source = shown.stdout
         source = source.replace("from ._config import", "from streamcal._kernels._config import")
         source = source.replace("from streamcal._kernels.gev import", f"from gev_at_{rev} import")
         source = source.replace("from streamcal._kernels import gev as _k", f"import gev_at_{rev} as _k")
         source = source.replace("from streamcal._kernels import glm_refit as _g", f"import glm_refit_at_{rev} as _g")
         source = source.replace("from streamcal.gev._river import", f"from river_at_{rev} import")
+        source = source.replace("from streamcal.gev import _logistic", f"import logistic_at_{rev} as _logistic")
         file = where / f"{name}_at_{rev}.py"
         file.write_text(source)
         spec = importlib.util.spec_from_file_location(file.stem, file)
@@ -188,6 +193,8 @@ def main():
             if old:
                 p_before, _ = copy.deepcopy(variants["code before"]).prequential(ts, ys)
                 gap_before = float(np.max(np.abs(p_now - p_before)))
+            for cal in variants.values():  # untimed: each river face's entry point compiled or loaded
+                time_river(cal, xs[:5], lbl[:5])
             for kind, timer, data in (("prequential", time_prequential, (ts, ys)), ("river face", time_river, (xs, lbl))):
                 times = {k: [] for k in variants}
                 for _ in range(args.rounds):

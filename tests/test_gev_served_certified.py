@@ -115,13 +115,19 @@ def certified_against_converged(seed, kind, warmup, since, window, weighted) -> 
     tighter = 0
     # each shape twice: a prior's strength above 0 (the last argument) takes the tight bound on
     # |f'/f|; the count is of the first
-    for kappa, (k, xi) in [(kappa, shape) for shape in enumerate(cal.xi_grid) for kappa in (0.0, 1.0)]:
+    # and with the row's power sums (the logistic member's shapes: Taylor's remainder bucket by bucket)
+    n_b = pos + neg
+    sums = np.array([float(np.sum(n_b * a.args[0] ** j)) for j in range(5)])
+    variants = [(kappa, powers) for kappa in (0.0, 1.0) for powers in (np.zeros(0), sums)]
+    for (kappa, powers), (k, xi) in [(v, shape) for shape in enumerate(cal.xi_grid) for v in variants]:
         common = (steps, k, 1.0, cal.l2, cal.window_weight, x_lo, x_hi, _REFIT_STEP_TOL)
         # the bounds alone (no tolerance on the served probabilities, a wider reach): what a
         # waiting shape reads
-        bounded, _, high_any, low = _g._served_certified(*common, np.zeros(2), kappa, np.inf, _g.MODEL_SPARE)
+        bounded, _, high_any, low = _g._served_certified(
+            *common, np.zeros(2), kappa, np.inf, _g.MODEL_SPARE, powers
+        )
         beta = np.zeros(2)
-        done, brier, high, _ = _g._served_certified(*common, beta, kappa, _g.SERVE_TOL, 0.0)
+        done, brier, high, _ = _g._served_certified(*common, beta, kappa, _g.SERVE_TOL, 0.0, powers)
         if not (bounded or done):
             continue
         exact = fit_glm_on_histogram(x, pos, neg, link="gev", xi=float(xi), l2=cal.l2, tol=1e-16, max_iter=2000)
@@ -131,10 +137,10 @@ def certified_against_converged(seed, kind, warmup, since, window, weighted) -> 
             # the lower bound (less the refit's own error) never exceeds the optimum's Brier score
             assert low <= exact_brier + 1e-9 * (1 + exact_brier), (k, xi, low, exact_brier)
             assert high_any >= exact_brier - 1e-9 * (1 + exact_brier)
-            tighter += int(low > _g._shape_brier_lower_bound(*common, kappa))
+            tighter += int(powers.size == 0 and low > _g._shape_brier_lower_bound(*common, kappa))
         if not done:
             continue
-        certified += int(kappa == 0.0)
+        certified += int(kappa == 0.0 and powers.size == 0)
         got = gev_cdf(beta[0] * grid + beta[1], float(xi))
         want = gev_cdf(exact[0] * grid + exact[1], float(xi))
         assert float(np.max(np.abs(got - want))) <= TOL, (k, xi)

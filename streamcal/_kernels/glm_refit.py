@@ -1001,9 +1001,13 @@ def glm_refit_known(
     Platt (one logistic shape with a previous fit) first tries its Taylor moments
     (:func:`moments_solve`) where they are current and the prior adds nothing; the passes over
     the buckets run only where that is not certified, and rebuild the moments about their
-    answer. GEV starts each shape's Newton iteration from its predicted optimum where
-    ``steps`` describes the histogram and the prior adds nothing (:func:`_steps_start`), and
-    keeps the curvature of its last pass for the next refit. Both take the score prior's strength
+    answer. GEV in unit 1 reads the histogram's rows where the others read their copy in real
+    units, over the buckets that :func:`_held_range` finds (the copy is made where pseudo-counts
+    are added or a shape needs the damped full refit); for the logistic member's shapes its
+    bounds take their tighter forms, as while the prior holds. GEV starts each shape's Newton
+    iteration from its predicted optimum where ``steps`` describes the histogram and the prior
+    adds nothing (:func:`_steps_start`), and keeps the curvature of its last pass for the next
+    refit. Both take the score prior's strength
     from ``D``'s block where it certifies (:func:`platt_prior_strength`)."""
     B = si[_h.SI_B]
     kind = sf[_h.SF_KIND]
@@ -1042,7 +1046,14 @@ def glm_refit_known(
                 fit[FIT_RUN_HIGH] = 1.0
                 glm_finish_refit(briers, fit, c)
                 return 0
-    t_pos, t_neg, x_lo_now, x_hi_now = _real_units(sf, B, u, x, pos_w, neg_w)
+    # GEV in unit 1 reads the histogram's rows (``direct``: :func:`_refit_rows`); the logistic
+    # member's shapes (the strength known, 0) also take the row's power sums
+    direct = code == 0 and u == 1.0
+    h_pos = sf[_h.SF_HEADER : _h.SF_HEADER + B]
+    h_neg = sf[_h.SF_HEADER + B : _h.SF_HEADER + 2 * B]
+    powers = pw[8:13] if direct and kappa_in == 0.0 else pw[:0]
+    rows = _refit_rows(sf, B, u, x, c, steps, predict, direct, pos_w, neg_w, powers)
+    j0, j1, t_pos, t_neg, x_lo_now, x_hi_now, low = rows
     fit[FIT_DIRTY] = 0.0
     if not t_pos + t_neg > 0.0:
         fit[FIT_FITTED] = 0.0
@@ -1055,8 +1066,12 @@ def glm_refit_known(
         fit[FIT_KAPPA] = kappa
     s_pos = t_pos
     s_neg = t_neg
-    low = 1.0
     if kappa > 0.0:  # the fitted totals, pseudo-counts included, and (GEV) its end runs' prefix half
+        if direct:  # the pseudo-counts are added to the copy
+            _real_units(sf, B, u, x, pos_w, neg_w)
+            direct = False
+            j0 = 0
+            j1 = B
         base_rate = (t_pos + c) / ((t_pos + t_neg) + 2.0 * c)
         s_pos, s_neg, low, r_pos, r_neg = add_prior_pseudo_counts_sums(
             pos_w, neg_w, kappa, centres, identity, base_rate, floor_kind, B, c, code == 0
@@ -1066,6 +1081,8 @@ def glm_refit_known(
     fit[FIT_TOTAL] = s_pos + s_neg
     if code == 0 and kappa > 0.0:  # GEV's map saturates past its support's end: bounded by the end runs
         end_run_bounds_from(pos_w, neg_w, c, fit, low, r_pos, r_neg)
+    elif direct:  # the prefix half came with the sums
+        end_run_bounds_range(h_pos, h_neg, c, fit, low, t_pos, t_neg, j0, j1)
     elif code == 0:
         end_run_bounds(pos_w, neg_w, c, fit)
     else:
@@ -1089,12 +1106,18 @@ def glm_refit_known(
         lazy = False
     served_bar = np.inf  # the served shape's Brier score plus both refits' error
     n_total = s_pos + s_neg
+    # the bounds' tighter forms (``tight`` above 0) while the prior holds and for the logistic
+    # member's shapes (the strength passed as known, 0); the shapes' refit without the member
+    # keeps the looser forms' bits. The member's served shape also takes Taylor's remainder from
+    # the row's power sums (``powers``); the other shapes' model bounds do not (with them more of
+    # those bounds ran, for no fewer passes)
+    tight = kappa if kappa > 0.0 else (1.0 if kappa_in == 0.0 else 0.0)
     # the served shape's refit without a pass, where certified (every other shape waiting)
     ranges = (x_lo, x_hi, x_lo_now, x_hi_now)
     cert = 0  # 1: served without a pass; 2: served shape certified, some others refitted
     if (lazy or (modeled and S == 1)) and keep and has_warm[first] != 0:
         cert, served_bar = _refit_served_certified(
-            steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw, kappa, has_warm
+            steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw, kappa, has_warm, tight, powers
         )
         if cert == 1:
             glm_finish_refit(briers, fit, c)
@@ -1117,12 +1140,7 @@ def glm_refit_known(
         ok[k] = 0
         if 0 < j < S and lazy and cert == 0:
             e = _steps_effective(steps, k, kappa)
-            bound = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol, kappa)
-            if not bound > served_bar and kappa > 0.0:  # the model's bound, tighter where it holds
-                known, _, _, low = _served_certified(
-                    steps, e, u, l2, n_total, x_lo, x_hi, tol, pw[4:6], kappa, np.inf, MODEL_SPARE
-                )
-                bound = max(bound, low) if known else bound
+            bound = _waiting_bound(steps, e, u, l2, n_total, (x_lo, x_hi), tol, tight, served_bar, pw[4:6])
             if bound > served_bar:
                 ok[k] = 2
                 briers[k] = bound
@@ -1138,12 +1156,13 @@ def glm_refit_known(
                 start = pw[0:2]
                 start[0] = betas[k, 0]
                 start[1] = betas[k, 1]
-                _steps_start(steps, _steps_effective(steps, k, kappa), u, l2, x_lo, x_hi, start, kappa > 0.0)
+                _steps_start(steps, _steps_effective(steps, k, kappa), u, l2, x_lo, x_hi, start, tight > 0.0)
             # the data's part (the histogram in stored units, unit 1) while the prior holds
             dw = sf[_h.SF_HEADER : _h.SF_HEADER + 2 * B] if keep and pattern else sf[:0]
             dsums = steps[steps.shape[0] - STEP_BLOCK + STEP_PX0 : steps.shape[0]] if keep else steps[:0]
+            xs, ps, ns = (x[j0:j1], h_pos[j0:j1], h_neg[j0:j1]) if direct else (x, pos_w, neg_w)
             passes = glm_refit_histogram_inplace(
-                x, pos_w, neg_w, code, xis[k], l2, 1e-12, x_lo, x_hi, tol, start, max_passes, brier, curv, dw, dsums
+                xs, ps, ns, code, xis[k], l2, 1e-12, x_lo, x_hi, tol, start, max_passes, brier, curv, dw, dsums
             )
             if passes >= 0:
                 ok[k] = 1
@@ -1161,6 +1180,8 @@ def glm_refit_known(
         betas[first, 0] = pw[2]
         betas[first, 1] = pw[3]
     if need_full:
+        if direct:  # the damped full refit reads the copy
+            _real_units(sf, B, u, x, pos_w, neg_w)
         fit[FIT_DIRTY] = 1.0  # until the caller completes the fit
         mom[MOM_VALID] = 0.0
         if steps.shape[0] > 0:
@@ -1228,23 +1249,27 @@ def _steps_prior_fit(steps, k, kappa, l2, beta, dsums, pattern, floor_kind, tota
 
 
 @jit_noalloc
-def _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw, kappa, has_warm):
+def _refit_served_certified(
+    steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw, kappa, has_warm, tight, powers
+):  # fmt: skip
     """The refit without a pass over the buckets, where it is certified: the served shape
     ``first`` from :func:`_served_certified` (``ok[first]`` 3: its block keeps following its
     last fit) and every other shape waiting, its Brier score's lower bound above the served
     shape's upper bound plus both refits' error (:func:`_served_bar`). Returns ``(status,
     bar)``, ``bar`` that upper bound: status 1 where all of that is certified; 0, changing
     nothing the refit reads but scratch, where the served shape is not certified, or some other
-    shape's bound does not clear it and the prior adds nothing (``kappa`` 0) or the shape has no
-    previous fit. Status 2 where the served shape is certified, the prior holds and the shapes
-    whose bound does not clear it have a previous fit: those get ``ok[k]`` 0 (the refit's loop
-    refits them), the others 2, and the served shape's certified point waits in ``pw[2:4]``
-    (``betas[first]`` keeps the previous fit until the refit's loop settles the choice)."""
+    shape's bound does not clear it and the bounds take their looser forms (``tight`` 0: see
+    :func:`glm_refit_known`) or the shape has no previous fit. Status 2 where the served shape is
+    certified, ``tight`` is above 0 and the shapes whose bound does not clear it have a previous
+    fit: those get ``ok[k]`` 0 (the refit's loop refits them), the others 2, and the served
+    shape's certified point waits in ``pw[2:4]`` (``betas[first]`` keeps the previous fit until the
+    refit's loop settles the choice). ``powers`` (empty, or the histogram's power sums) goes to
+    the served shape's certificate (:func:`_served_certified`)."""
     x_lo, x_hi, x_lo_now, x_hi_now = ranges
     beta = pw[0:2]
     served = _steps_effective(steps, first, kappa)
     done, brier, high, _ = _served_certified(
-        steps, served, u, l2, n_total, x_lo, x_hi, tol, beta, kappa, SERVE_TOL, 0.0
+        steps, served, u, l2, n_total, x_lo, x_hi, tol, beta, tight, SERVE_TOL, 0.0, powers
     )
     if not done:
         return 0, np.inf
@@ -1254,14 +1279,9 @@ def _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, beta
     for k in range(S):
         if k != first:
             e = _steps_effective(steps, k, kappa)
-            briers[k] = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol, kappa)
-            if not briers[k] > bar and kappa > 0.0:  # the model's bound, tighter where it holds
-                known, _, _, low = _served_certified(
-                    steps, e, u, l2, n_total, x_lo, x_hi, tol, pw[4:6], kappa, np.inf, MODEL_SPARE
-                )
-                briers[k] = max(briers[k], low) if known else briers[k]
+            briers[k] = _waiting_bound(steps, e, u, l2, n_total, (x_lo, x_hi), tol, tight, bar, pw[4:6])
             if not briers[k] > bar:
-                if not (kappa > 0.0 and has_warm[k] != 0):
+                if not (tight > 0.0 and has_warm[k] != 0):
                     return 0, np.inf  # the refit's loop sets every shape's score
                 waiting = False
     for k in range(S):
@@ -1275,6 +1295,23 @@ def _refit_served_certified(steps, first, u, l2, n_total, ranges, tol, xis, beta
     betas[first, 0] = beta[0]
     betas[first, 1] = beta[1]
     return 1, bar
+
+
+@jit_noalloc(forceinline=True)
+def _waiting_bound(steps, e, u, l2, n_total, x_range, tol, tight, bar, scratch):
+    """A lower bound on the Brier score that shape ``e``'s refit would find, less its own error, to
+    set against ``bar``: the first-order one (:func:`_shape_brier_lower_bound`) and, where that does
+    not clear ``bar`` and ``tight`` is above 0 (:func:`glm_refit_known`), the larger of it and the
+    bound from the shape's model (:func:`_served_certified` without a tolerance on the served
+    probabilities, its point in ``scratch``; about twice the first-order one's cost)."""
+    x_lo, x_hi = x_range
+    bound = _shape_brier_lower_bound(steps, e, u, l2, n_total, x_lo, x_hi, tol, tight)
+    if not bound > bar and tight > 0.0:  # the model's bound, tighter where it holds
+        known, _, _, low = _served_certified(
+            steps, e, u, l2, n_total, x_lo, x_hi, tol, scratch, tight, np.inf, MODEL_SPARE, scratch[:0]
+        )
+        bound = max(bound, low) if known else bound
+    return bound
 
 
 @jit_noalloc
@@ -1332,6 +1369,119 @@ def _real_units(sf, B, u, x, pos_w, neg_w):
             lo = min(lo, x[j])
             hi = max(hi, x[j])
     return t_pos, t_neg, lo, hi
+
+
+@jit_noalloc(forceinline=True)
+def _refit_rows(sf, B, u, x, c, steps, current, direct, pos_w, neg_w, powers):
+    """``(j0, j1, t_pos, t_neg, lo, hi, low)`` of a refit: GEV in unit 1 (``direct``) reads
+    the histogram's rows in place of their copy in real units (the same values) over the buckets
+    ``j0 .. j1 - 1`` of :func:`_held_range`, which hold every non-empty one (:func:`_held_sums`:
+    the totals, the non-empty features' range and the prefix half of the end runs, ``powers``
+    too); the copy waits for the pseudo-counts or the damped full refit, which need it. Else the
+    copy (:func:`_real_units`), every bucket, and ``low`` 1."""
+    if direct:
+        j0, j1 = _held_range(steps, x, B, current)
+        h_pos = sf[_h.SF_HEADER : _h.SF_HEADER + B]
+        h_neg = sf[_h.SF_HEADER + B : _h.SF_HEADER + 2 * B]
+        t_pos, t_neg, lo, hi, low = _held_sums(h_pos, h_neg, x, c, j0, j1, powers)
+        return j0, j1, t_pos, t_neg, lo, hi, low
+    t_pos, t_neg, lo, hi = _real_units(sf, B, u, x, pos_w, neg_w)
+    return 0, B, t_pos, t_neg, lo, hi, 1.0
+
+
+@jit_noalloc(forceinline=True)
+def _held_range(steps, x, B, current):
+    """``(j0, j1)``: a range of buckets that holds every non-empty one. Where GEV's blocks
+    describe the histogram (``current``), their range of features ``[STEP_X_LO, STEP_X_HI]``
+    holds every non-empty bucket's (it widens with the events that add weight), and the
+    features ``x`` do not decrease with the bucket (the centres increase): the buckets whose
+    feature lies in it, by bisection; else every bucket."""
+    lo = steps[STEP_X_LO] if current else np.inf
+    hi = steps[STEP_X_HI] if current else -np.inf
+    if not lo <= hi:
+        return 0, B
+    a = 0  # the first bucket with x >= lo
+    b = B
+    while a < b:
+        m = (a + b) // 2
+        if x[m] < lo:
+            a = m + 1
+        else:
+            b = m
+    j0 = a
+    b = B  # the first bucket with x > hi
+    while a < b:
+        m = (a + b) // 2
+        if x[m] <= hi:
+            a = m + 1
+        else:
+            b = m
+    return j0, a
+
+
+@jit_noalloc(forceinline=True)
+def _held_sums(h_pos, h_neg, x, c, j0, j1, powers):
+    """The histogram's rows in unit 1 over the buckets ``j0 .. j1 - 1`` (every non-empty one
+    among them): ``(t_pos, t_neg, lo, hi, low)``, the class totals and the non-empty features'
+    range as :func:`_real_units` returns them, and the prefix half of :func:`end_run_bounds`
+    (the least ``(c + P_<=j) / (c + W_<=j)``), in one loop: the same values (a bucket without
+    weight holds 0 in both rows, which adds nothing to a total). Unless ``powers`` is empty (else
+    5 values), it receives the row's power sums ``sum_b n_b x_b^j`` (``j = 0 .. 4``)."""
+    want = powers.shape[0] > 0
+    m0 = 0.0
+    m1 = 0.0
+    m2 = 0.0
+    m3 = 0.0
+    m4 = 0.0
+    t_pos = 0.0
+    t_neg = 0.0
+    lo = np.inf
+    hi = -np.inf
+    low = 1.0
+    for j in range(j0, j1):
+        p = h_pos[j]
+        n = h_neg[j]
+        if p + n > 0.0:
+            t_pos += p
+            t_neg += n
+            lo = min(lo, x[j])
+            hi = max(hi, x[j])
+            low = min(low, (c + t_pos) / (c + (t_pos + t_neg)))
+            if want:
+                m4, m3, m2, m1, m0 = _add_powers4(m4, m3, m2, m1, m0, p + n, x[j])
+    if want:
+        powers[0] = m0
+        powers[1] = m1
+        powers[2] = m2
+        powers[3] = m3
+        powers[4] = m4
+    return t_pos, t_neg, lo, hi, low
+
+
+@jit_noalloc(forceinline=True)
+def end_run_bounds_range(pos_w, neg_w, c, fit, low, t_pos, t_neg, j0, j1):
+    """:func:`end_run_bounds_from` over the buckets ``j0 .. j1 - 1``, which hold every non-empty
+    one: the same values. The suffix sums stop once no lower suffix can reach the greatest rate
+    so far: a suffix's positive weight is at most ``t_pos`` and its weight at least the present
+    one's, so its rate is at most ``t_pos / (W + c)``, up to the roundings of sums of non-negative
+    weights (each within ``m`` units in the last place over ``m`` buckets: ``1e-15`` per bucket
+    and ``1e-12`` more to spare), and ``max`` keeps ``high`` where that lies below it."""
+    whole = (t_pos + c) / ((t_pos + t_neg) + 2.0 * c)
+    low = min(low, whole)
+    p = 0.0
+    n = 0.0
+    high = whole
+    reach = t_pos * (1.0 + 1e-12 + 1e-15 * (j1 - j0))
+    for j in range(j1 - 1, j0 - 1, -1):
+        if pos_w[j] + neg_w[j] > 0.0:
+            p += pos_w[j]
+            n += neg_w[j]
+            w = (p + n) + c
+            high = max(high, p / w)
+            if reach < high * w:
+                break
+    fit[FIT_RUN_LOW] = low
+    fit[FIT_RUN_HIGH] = high
 
 
 @jit_noalloc
@@ -2233,9 +2383,10 @@ def _density_bounds(xi, v_lo, v_hi):
 def _log_slope_bound(xi, v_lo, v_hi, tight):
     """A bound on ``|f'/f| = |t - 1 - xi| / u`` over ``v`` in ``[v_lo, v_hi]``, or -1.0 where
     that interval leaves the support R_xi (``t`` falls with ``v``, and ``u`` is linear in it).
-    Where ``tight`` (while the score prior holds), its largest value, at the ends or at its one
-    stationary point inside; else ``(t_max + |1 + xi|) / u_min`` (the long window's refits keep
-    the bits they had with it)."""
+    Where ``tight`` (the bounds' tighter forms: while the score prior holds, and for the logistic
+    member's shapes; see :func:`glm_refit_known`), its largest value, at the ends or at its one
+    stationary point inside; else ``(t_max + |1 + xi|) / u_min`` (the shapes' refits without the
+    member keep the bits they had with it)."""
     if not (gev_lower(xi) < v_lo and v_hi < gev_upper(xi)):
         return -1.0
     t_max, u_a = gev_t_u(v_lo, xi)
@@ -2394,7 +2545,7 @@ def _block_model_root(steps, o, u, l2, a00, a01, a11, det):
 
 
 @jit_noalloc
-def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa, serve_tol, spare):
+def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, tight, serve_tol, spare, powers):
     """Shape ``k``'s optimum for the histogram now without a pass over the buckets, certified:
     returns ``(ok, brier, brier_high, brier_low)``; where ``ok``, ``beta`` receives a point whose
     served probabilities at every feature in ``[x_lo, x_hi]`` lie within ``serve_tol`` of the
@@ -2426,10 +2577,16 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa, se
        :func:`_density_bounds`, :func:`_density_slope_sup`). A band crossing the support's end
        is refused (``f'`` may jump there); the buckets whose band lies past it, where ``F`` is
        constant, add nothing, so ``f2`` bounds ``|f''|`` over the bands of the others
-       (``STEP_VI_LO``, ``STEP_VI_HI``, ``STEP_V_OUT``). While the prior holds (``kappa > 0``),
+       (``STEP_VI_LO``, ``STEP_VI_HI``, ``STEP_V_OUT``). Where ``tight`` is above 0 (the bounds'
+       tighter forms: while the prior holds, and for the logistic member's shapes; see
+       :func:`glm_refit_known`; the tight bound on ``|f'/f|`` of :func:`_log_slope_bound` too),
        a shape with ``xi > 0`` is not refused there: at its lower end ``t -> inf`` and ``F`` and
        every derivative ``e^{-t} t^(1 + (k + 1) xi) P_k(t)`` tend to 0, so ``F`` (0 below it) is
        smooth across it, and ``f2``, ``f3`` are taken over every band up to ``t = inf``.
+       Unless ``powers`` is empty (else the histogram's power sums ``sum_b n_b x_b^j``, ``j = 0 ..
+       4``, in the units of ``n_total``), Taylor's remainder ``f3 N' delta^4 / 24`` is taken
+       bucket by bucket, ``f3 (sum_b n_b (d . z_b)^4 + 2 gone delta^4) / 24`` where smaller
+       (:func:`_quartic_sum`; ``|d . z_b| <= delta`` at every bucket).
     3. With ``c`` of step 1 of :func:`_shape_brier_lower_bound` (the Hessian is at least
        ``c A`` wherever ``v`` moves by at most ``R - tol``), the optimum lies within ``r = nu /
        c`` of ``beta0 + d`` in the ``A``-norm, ``nu`` the gradient's ``A^-1``-norm at most
@@ -2483,7 +2640,7 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa, se
     vi_lo = steps[o + STEP_VI_LO] - reach
     vi_hi = steps[o + STEP_VI_HI] + reach
     v_out = steps[o + STEP_V_OUT]
-    if xi > 0.0 and kappa > 0.0 and vi_lo <= vi_hi:
+    if xi > 0.0 and tight > 0.0 and vi_lo <= vi_hi:
         # F and each f^(k) = e^{-t} t^(1 + (k + 1) xi) P_k(t) tend to 0 at the lower end (t -> inf),
         # so F (0 below it) is smooth there and a band may cross it: the bounds then run up to
         # t = inf, and over the bands of the buckets past the end that may enter the support
@@ -2497,17 +2654,28 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa, se
             return False, 0.0, 0.0, -np.inf
     f2_sup = _density_slope_sup(xi, vi_lo, vi_hi)
     f3_sup = _density_curve_sup(xi, vi_lo, vi_hi)
-    lam = _log_slope_bound(xi, vg_lo - reach, vg_hi + reach, kappa > 0.0)
+    lam = _log_slope_bound(xi, vg_lo - reach, vg_hi + reach, tight > 0.0)
     if not (lam >= 0.0 and f_sup < np.inf and f1_sup < np.inf and f2_sup < np.inf and f3_sup < np.inf):
         return False, 0.0, 0.0, -np.inf
-    err = n_all * (
-        0.5 * f1_sup * tol * tol
-        + STEP_FLOOR * tol
-        + (0.5 * f2_sup * tol * tol + STEP_FLOOR) * delta
-        + 0.25 * f3_sup * tol * tol * delta * delta
-        + f3_sup * tol * delta * delta * delta / 6.0
-        + f3_sup * delta * delta * delta * delta / 24.0
-    )
+    if powers.shape[0] == 0:
+        err = n_all * (
+            0.5 * f1_sup * tol * tol
+            + STEP_FLOOR * tol
+            + (0.5 * f2_sup * tol * tol + STEP_FLOOR) * delta
+            + 0.25 * f3_sup * tol * tol * delta * delta
+            + f3_sup * tol * delta * delta * delta / 6.0
+            + f3_sup * delta * delta * delta * delta / 24.0
+        )
+    else:  # Taylor's remainder from the row's weights (:func:`_quartic_sum`)
+        err = n_all * (
+            0.5 * f1_sup * tol * tol
+            + STEP_FLOOR * tol
+            + (0.5 * f2_sup * tol * tol + STEP_FLOOR) * delta
+            + 0.25 * f3_sup * tol * tol * delta * delta
+            + f3_sup * tol * delta * delta * delta / 6.0
+        )
+        quartic = _quartic_sum(powers, d0, d1, n_all - n_total, delta)
+        err += f3_sup * min(quartic, n_all * delta * delta * delta * delta) / 24.0
     nu = _box_inv_norm(p00, p01, p11, abs(m0) + err * max(abs(lo), abs(hi)), abs(m1) + err)
     # 3. the optimum's distance
     s00 = steps[o + STEP_STEEP] / u
@@ -2539,8 +2707,33 @@ def _served_certified(steps, k, u, l2, n_total, x_lo, x_hi, tol, beta, kappa, se
     return True, brier, high, low
 
 
+@jit_noalloc(forceinline=True)
+def _quartic_sum(powers, d0, d1, gone, delta):
+    """An upper bound on ``sum_b n_b (d . z_b)^4 + gone delta^4`` over a row whose power sums
+    ``sum_b n_b x_b^j`` (``j = 0 .. 4``, every ``n_b >= 0``) are ``powers``, ``z_b = (x_b, 1)``:
+    the binomial expansion in the sums, plus ``1e-10`` of its terms' absolute sum for their
+    rounding (the odd sums' absolute values bounded by Cauchy-Schwarz, ``sum n |x|^j <= (sum n
+    x^(j-1) sum n x^(j+1))^(1/2)``). Where ``|d . z_b| <= delta`` at every bucket it is at most
+    ``(N + gone) delta^4``, ``N`` the row's weight: the remainder of a fourth-order model, bucket by
+    bucket rather than at the largest move, with ``gone`` (twice the weight that left the window)
+    at the largest."""
+    m0 = powers[0]
+    m1 = powers[1]
+    m2 = powers[2]
+    m3 = powers[3]
+    m4 = powers[4]
+    a = d0 * d0
+    b = d1 * d1
+    total = m4 * a * a + 4.0 * m3 * a * d0 * d1 + 6.0 * m2 * a * b + 4.0 * m1 * d0 * d1 * b + m0 * b * b
+    s1 = math.sqrt(m0 * m2)
+    s3 = math.sqrt(m2 * m4)
+    ad = abs(d0 * d1)
+    size = m4 * a * a + 4.0 * s3 * a * ad + 6.0 * m2 * a * b + 4.0 * s1 * ad * b + m0 * b * b
+    return max(total, 0.0) + 1e-10 * size + gone * delta * delta * delta * delta
+
+
 @jit_noalloc
-def _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol, kappa):
+def _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol, tight):
     """A lower bound on the Brier score that shape ``k``'s refit would find now, less the
     refit's own error, without a pass over the buckets (``-inf`` where none is certified).
 
@@ -2607,7 +2800,7 @@ def _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol, kappa):
     va = b0 * lo + b1
     vb = b0 * hi + b1
     f_sup, f1_sup = _density_bounds(xi, min(va, vb) - reach, max(va, vb) + reach)
-    lam = _log_slope_bound(xi, vg_lo - reach, vg_hi + reach, kappa > 0.0)
+    lam = _log_slope_bound(xi, vg_lo - reach, vg_hi + reach, tight > 0.0)
     if not (lam >= 0.0 and f_sup < np.inf and f1_sup < np.inf):
         return -np.inf
     eps = (f1_sup * tol + STEP_FLOOR) * n_all * kk2
