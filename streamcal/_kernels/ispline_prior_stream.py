@@ -56,6 +56,7 @@ from streamcal._kernels.histogram import (
 )
 from streamcal._kernels.ispline import _combination_at, clamped_span_bounds, ispline_refit_histogram
 from streamcal._kernels.ispline_prior import _P, ORDER, REMAINDER_SCALE, TAYLOR_TOL, prior_strength_taylor
+from streamcal._kernels.ispline_prior_incr import IK_VALID, incr_current, incr_rebuild, incr_refit
 from streamcal._kernels.ispline_stream import _pairwise_sum
 from streamcal._kernels.prior import KAPPA_MAX, KAPPA_MIN, NEWTON_STEPS, RIDGE, _fit_term
 
@@ -335,13 +336,33 @@ REFIT_SCALE = 2  # the fitted row's total beyond the fit's scaling range: the en
 @jit(forceinline=True)
 def _refit_core(
     sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind,
+    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef,
 ):  # fmt: skip
-    """:func:`prior_refit`'s body."""
+    """:func:`prior_refit`'s body; with ``incremental`` the refit from the augmented normal equations
+    kept per event (``ispline_prior_incr``, its arrays ``incr``) where it serves, the current map's
+    knots ``hint_knots`` and coefficients ``coef``."""
     h0 = SF_HEADER + (B - B)  # an int64, not the constant's literal: each callee compiled once
     kind = sf[SF_KIND]
     u = stored_unit(sf, kind)
     one = u / u
+    step = max(1, B // 64)
+    ik, gw, gt, hv, lev, isnap = incr
+    kappa = 0.0
+    have_kappa = False
+    if incremental and ik[IK_VALID] == 1.0 and sf[SF_T_POS] + sf[SF_T_NEG] > 0.0:
+        kappa = prior_strength_kept(sf, h0, B, u, centres, grid, start, snap, kept, M, pw, listed, M6)[0]
+        have_kappa = True
+        if kappa > 0.0:
+            wanted = n_knots
+            if wanted < 0:
+                wanted = max(1, math.floor(np.cbrt((sf[SF_T_POS] + sf[SF_T_NEG]) / u) + 1e-9) - 4)
+            wanted = min(wanted, B)
+            ok, nc, nb, total, pos_total, t_pos, t_neg = incr_refit(
+                sf, h0, B, u, kappa, centres, order, wanted, step, hint_knots, coef, basis, ik, gw, gt, hv, lev,
+                isnap,
+            )  # fmt: skip
+            if ok:
+                return REFIT_DONE, kappa, hint_knots, nc, nb, total, pos_total, t_pos, t_neg
     for j in range(B):
         pos_w[j] = sf[h0 + j] / u
         neg_w[j] = sf[h0 + B + j] / u
@@ -349,7 +370,8 @@ def _refit_core(
     t_neg = _pairwise_sum(sf, h0 + B, B, u)
     if not t_pos + t_neg > 0.0:
         return REFIT_EMPTY, 0.0, np.empty(0), np.empty(0), np.empty(0), 0.0, 0.0, t_pos, t_neg
-    kappa = prior_strength_kept(sf, h0, B, u, centres, grid, start, snap, kept, M, pw, listed, M6)[0]
+    if not have_kappa:
+        kappa = prior_strength_kept(sf, h0, B, u, centres, grid, start, snap, kept, M, pw, listed, M6)[0]
     identity = B > 0
     if kappa > 0.0:
         add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, 0.5 * one, floor_kind, B)
@@ -368,13 +390,16 @@ def _refit_core(
     knots, coef, beta, _ = ispline_refit_histogram(
         centres, pos_w, neg_w, order, wanted, inner, use_inner, hint, hint_knots, basis_knots, basis
     )
+    if incremental and kappa > 0.0 and not incr_current(ik, knots, basis):
+        incr_rebuild(sf, h0, B, u, kappa, centres, knots, order, wanted, use_inner, step, basis, ik, gw, gt, hv, lev,
+                     isnap)  # fmt: skip
     return REFIT_DONE, kappa, knots, coef, beta, total, pos_total, t_pos, t_neg
 
 
 @jit
 def prior_refit(
     sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind,
+    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef,
 ):  # fmt: skip
     """The refit engine's refit of I-spline's exact default with the score prior, for probability
     inputs, in one call: the histogram's row in real units (``pos_w``, ``neg_w``), its class totals
@@ -389,7 +414,7 @@ def prior_refit(
     instead (``REFIT_*``)."""
     return _refit_core(
         sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind,
+        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef,
     )  # fmt: skip
 
 
@@ -402,7 +427,7 @@ RUN_REFUTED = 2  # the refit of operation ``stop - 1`` found the prior's strengt
 def prior_run(
     ops, bk, s, y, w, t, first, sf, si, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots,
     inner, use_inner, knots, coef, beta, fit, basis_knots, basis, pos_w, neg_w, floor_kind, out_p, out_fw,
-    out_logodds,
+    out_logodds, incremental, incr,
 ):  # fmt: skip
     """Operations ``first..`` of ``ops`` (``OP_*`` bits; buckets ``bk``, scores, labels, weights, times)
     at I-spline's exact default while the score prior holds, in one call: before each prediction
@@ -426,7 +451,7 @@ def prior_run(
                 hint = coef > 0.0
                 code, kappa, nk, nc, nb, total, pos_total, t_pos, t_neg = _refit_core(
                     sf, si[SI_B], centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner,
-                    use_inner, hint, knots, basis_knots, basis, pos_w, neg_w, floor_kind,
+                    use_inner, hint, knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef,
                 )  # fmt: skip
                 if code != REFIT_DONE:
                     return i, RUN_ENGINE, knots, coef, beta, basis_knots
