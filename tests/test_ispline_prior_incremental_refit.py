@@ -26,7 +26,19 @@ from streamcal.windows import CountWindow, Decay, Unbounded
 TOL = 1e-9
 
 
-class FullRefit(ISplineCalibrator):
+class Counted(ISplineCalibrator):
+    """The default, with its kept sums' counts and its free set read out."""
+
+    def served(self):
+        """Refits served from the kept sums, and the sums' builds, in the cache."""
+        ik = self._prior_grid[3][0]
+        return int(ik[_kipi.IK_SERVED]), int(ik[_kipi.IK_BUILT])
+
+    def free_set(self):
+        return self._knots.size, tuple(np.flatnonzero(self._coef > 0.0))
+
+
+class FullRefit(Counted):
     """The compiled loop's full refit before every prediction (the engine's bits)."""
 
     _PRIOR_INCREMENTAL = False
@@ -40,12 +52,6 @@ def calibrated(n, seed, shift=0.0, switch=None, base=-2.8):
     offset = np.zeros(n)
     offset[(0 if switch is None else switch) :] = shift
     return 1 / (1 + np.exp(-z)), rng.uniform(size=n) < 1 / (1 + np.exp(-(z + offset)))
-
-
-def served(cal):
-    """Refits served from the kept sums, and the sums' builds, in ``cal``'s cache."""
-    ik = cal._prior_grid[3][0]
-    return int(ik[_kipi.IK_SERVED]), int(ik[_kipi.IK_BUILT])
 
 
 @settings(max_examples=20, deadline=None)
@@ -76,7 +82,7 @@ def test_every_prediction_is_the_full_refits_within_1e9(n, seed, shift, at, wind
 def test_the_kept_sums_serve_most_refits_of_a_calibrated_stream_within_1e9():
     scores, labels = calibrated(6000, 5)
     kw = {"buckets": LogitGrid(1024)}
-    warm = ISplineCalibrator(refit_every=50, **kw)
+    warm = Counted(refit_every=50, **kw)
     warm.prequential(scores[:3000], labels[:3000])
     warm.refit_every = None
     ref = copy.deepcopy(warm)
@@ -86,9 +92,9 @@ def test_the_kept_sums_serve_most_refits_of_a_calibrated_stream_within_1e9():
         p, q = warm.prequential(scores[i : i + 100], labels[i : i + 100]), ref.prequential(scores[i : i + 100], labels[i : i + 100])
         np.testing.assert_allclose(p[0], q[0], rtol=0.0, atol=TOL)
         np.testing.assert_allclose(p[1], q[1], rtol=TOL, atol=TOL)
-        free_sets.add((warm._knots.size, tuple(np.flatnonzero(warm._coef > 0.0))))
+        free_sets.add(warm.free_set())
     assert warm.prior_strength > 100.0  # the prior holds to the end
-    n_served, n_built = served(warm)
+    n_served, n_built = warm.served()
     assert n_served > 2000  # of 3,000 refits
     assert n_built < 1000
     assert len(free_sets) > 1  # the active set changes along the stream
@@ -96,11 +102,11 @@ def test_the_kept_sums_serve_most_refits_of_a_calibrated_stream_within_1e9():
 
 def test_a_copy_continues_within_1e12():
     scores, labels = calibrated(3000, 9)
-    cal = ISplineCalibrator(buckets=LogitGrid(256))
+    cal = Counted(buckets=LogitGrid(256))
     cal.prequential(scores[:1500], labels[:1500])
     twin = copy.deepcopy(cal)  # its cache starts empty: the full refit first, then its own sums
     a = cal.prequential(scores[1500:], labels[1500:])
     b = twin.prequential(scores[1500:], labels[1500:])
-    assert served(twin)[0] > 0
+    assert twin.served()[0] > 0
     np.testing.assert_allclose(a[0], b[0], rtol=0.0, atol=1e-12)
     np.testing.assert_allclose(a[1], b[1], rtol=1e-12, atol=1e-12)
