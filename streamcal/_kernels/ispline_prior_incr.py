@@ -42,6 +42,8 @@ B + 2 (order + 1)``:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from streamcal._kernels._config import jit, jit_noalloc
@@ -72,7 +74,8 @@ IK_NKNOTS = 14
 IK_INNER = 15  # 1: the interior knots are given
 IK_SERVED = 16  # counts (never reset): refits served from the sums, the sums built
 IK_BUILT = 17
-IK_SIZE = 18
+IK_LISTED = 18  # 1: the sums followed the row at the last refit (a list of the buckets touched since then serves)
+IK_SIZE = 20
 
 REBUILD_EVERY = 1024
 LEVEL_MARGIN = 1e-11  # a level this close (relative to the total) to its bucket's edge: the exact pass decides
@@ -238,12 +241,12 @@ def cap_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
         if free[j]:
             mu = -g[j]
             break
-    if mu < -tol:
-        return False
+    certified = mu >= -tol
     for j in range(p):
         if not free[j] and g[j] + mu < -tol:
-            return False
-    return True
+            certified = False
+            break
+    return certified
 
 
 @jit_noalloc
@@ -323,6 +326,7 @@ def incr_rebuild(sf, h0, B, u, kappa, centres, knots, order, wanted, use_inner, 
             st += tj
             strr += tj * r
     ik[IK_BUILT] += 1.0
+    ik[IK_LISTED] = 1.0
     ik[IK_P] = p
     ik[IK_WANTED] = wanted
     ik[IK_NFIT] = nfit
@@ -382,16 +386,189 @@ def incr_rebuild(sf, h0, B, u, kappa, centres, knots, order, wanted, use_inner, 
     ik[IK_VALID] = 1.0
 
 
+MAX_WALK = 4  # buckets a level may move per refit before the exact pass decides
+
+
+@jit_noalloc(forceinline=True)
+def _fitted(j, snap, B, step, half):
+    """Bucket ``j``'s data weight (stored units, 0 where none) and floor weight, and whether it is fitted."""
+    w = snap[j] + snap[B + j]
+    t = float(step) if j % step == half else 0.0
+    return max(w, 0.0), t, w > 0.0 or t > 0.0
+
+
+@jit_noalloc
+def _walk_level(q, level, margin, a1, kappa, lev, snap, B, step, half):
+    """Level ``q`` moved to the fitted bucket it now falls in (up to ``MAX_WALK`` buckets away), its
+    sums with it: 0 where it stays, 1 where it moved, -1 where it falls within ``margin`` of a
+    bucket's edge or further away (the exact pass decides)."""
+    moved = 0
+    for _ in range(MAX_WALK + 1):
+        below = a1 * lev[1, q] + kappa * lev[3, q]
+        upto = a1 * lev[2, q] + kappa * lev[4, q]
+        if below < level - margin and upto >= level + margin:
+            return moved
+        if abs(level - below) <= margin or abs(level - upto) <= margin:
+            return -1
+        at = int(lev[0, q])
+        if level > upto:  # the next fitted bucket
+            j = at + 1
+            while j < B and not _fitted(j, snap, B, step, half)[2]:
+                j += 1
+            if j >= B:
+                return -1
+            w, t, _ = _fitted(j, snap, B, step, half)
+            lev[1, q] = lev[2, q]
+            lev[3, q] = lev[4, q]
+            lev[2, q] += w
+            lev[4, q] += t
+        else:  # the previous one
+            j = at - 1
+            while j >= 0 and not _fitted(j, snap, B, step, half)[2]:
+                j -= 1
+            if j < 0:
+                return -1
+            w, t, _ = _fitted(j, snap, B, step, half)
+            lev[2, q] = lev[1, q]
+            lev[4, q] = lev[3, q]
+            lev[1, q] -= w
+            lev[3, q] -= t
+        lev[0, q] = j
+        moved = 1
+    return -1
+
+
 @jit
-def incr_refit(sf, h0, B, u, kappa, centres, order, wanted, step, knots, coef, basis, ik, gw, gt, hv, lev, snap):
-    """The refit of strength ``kappa > 0`` from the kept sums: ``(True, coef, beta, total,
+def _moved_knots(knots, k, k1, lev, centres, lower, upper):
+    """``ispline_refit_histogram``'s knot vector from the levels' buckets (the score range's ends
+    ``lower``, ``upper``), or an empty array where its interior count differs from ``knots``'."""
+    nk = knots.shape[0]
+    m_old = nk - 2 * k1
+    interior = np.empty(k)
+    m = 0
+    for q in range(k):
+        c = centres[int(lev[0, q])]
+        if c > lower and c < upper and (m == 0 or c > interior[m - 1]):
+            if m == m_old:
+                return np.empty(0)
+            interior[m] = c
+            m += 1
+    if m != m_old:
+        return np.empty(0)
+    t = np.empty(nk)
+    for q in range(k1):
+        t[q] = lower
+        t[m + k1 + q] = upper
+    for q in range(m):
+        t[k1 + q] = interior[q]
+    return t
+
+
+@jit_noalloc(forceinline=True)
+def _bucket_terms(j, sign, knots, k1, lo, hi, B, step, half, centres, basis, gw, gt, hv, snap, vals, lft, rgt):
+    """Fitted bucket ``j``'s terms (data and floor) for ``knots`` added (``sign`` 1) or taken out (-1)."""
+    t, fitted = _fitted(j, snap, B, step, half)[1:]
+    if not fitted:
+        return
+    base = _basis_row(j, centres, knots, k1, lo, hi, basis, vals, lft, rgt)
+    r = prior_rate(centres[j], 0.5, True)
+    wj = snap[j] + snap[B + j]
+    _add_terms(j, base, basis, k1, sign * wj, sign * snap[j], sign * wj * r, gw, hv)
+    if t > 0.0:
+        row = j + 1
+        for a in range(k1):
+            ar = basis[row, 2 + a]
+            hv[2, base + a] += sign * t * r * ar
+            for b in range(a, k1):
+                gt[base + a, b - a] += sign * t * ar * basis[row, 2 + b]
+
+
+@jit
+def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap):
+    """The kept sums moved from the knots ``old`` to ``new`` (the same count): the fitted buckets
+    within ``k1`` knots of a changed one take their terms out for the old rows and in for rows
+    computed anew; every other row is the same for both knot vectors and takes the new stamp."""
+    nk = new.shape[0]
+    xlo = math.inf
+    xhi = -math.inf
+    for i in range(nk):
+        if old[i] != new[i]:
+            a = max(i - k1, 0)
+            b = min(i + k1, nk - 1)
+            xlo = min(xlo, old[a], new[a])
+            xhi = max(xhi, old[b], new[b])
+    jlo = np.searchsorted(centres, xlo)
+    jhi = np.searchsorted(centres, xhi, side="right")
+    vals = np.empty(k1)
+    lft = np.empty(k1)
+    rgt = np.empty(k1)
+    half = step // 2
+    lo, hi = clamped_span_bounds(old, k1)
+    for j in range(jlo, jhi):
+        _bucket_terms(j, -1.0, old, k1, lo, hi, B, step, half, centres, basis, gw, gt, hv, snap, vals, lft, rgt)
+    stamp = basis[0, 0]
+    basis[0, 0] = stamp + 1.0
+    for j in range(B):  # rows outside the changed knots' reach: the same values
+        if (j < jlo or j >= jhi) and basis[j + 1, 0] == stamp:
+            basis[j + 1, 0] = basis[0, 0]
+    lo, hi = clamped_span_bounds(new, k1)
+    for j in range(jlo, jhi):
+        _bucket_terms(j, 1.0, new, k1, lo, hi, B, step, half, centres, basis, gw, gt, hv, snap, vals, lft, rgt)
+    ik[IK_STAMP] = basis[0, 0]
+    for i in range(nk):
+        ik[IK_SIZE + i] = new[i]
+
+
+@jit_noalloc(forceinline=True)
+def _follow_bucket(j, pj, nj, sf, B, step, half, centres, knots, k1, k, lo, hi, basis, ik, gw, hv, lev, snap, vals,
+                   lft, rgt):  # fmt: skip
+    """Bucket ``j``'s change to ``(pj, nj)`` added to the data's sums and the levels' weights; returns
+    the change in the count of fitted buckets, 2 (nothing done) where the score range's ends move."""
+    on_grid = j % step == half
+    w0 = snap[j] + snap[B + j]
+    w1 = pj + nj
+    had = w0 > 0.0 or on_grid
+    has = w1 > 0.0 or on_grid
+    change = 0
+    if had != has:
+        if j < ik[IK_LOWER] or j > ik[IK_UPPER]:
+            return 2
+        change = 1 if has else -1
+    dp = pj - snap[j]
+    dw = w1 - w0
+    r = prior_rate(centres[j], 0.5, True)
+    base = _basis_row(j, centres, knots, k1, lo, hi, basis, vals, lft, rgt)
+    _add_terms(j, base, basis, k1, dw, dp, dw * r, gw, hv)
+    ik[IK_W] += dw
+    ik[IK_PW] += dp
+    ik[IK_WR] += dw * r
+    for q in range(k):
+        at = lev[0, q]
+        if j < at:
+            lev[1, q] += dw
+            lev[2, q] += dw
+        elif j == at:
+            lev[2, q] += dw
+    snap[j] = pj
+    snap[B + j] = nj
+    return change
+
+
+@jit
+def incr_refit(
+    sf, h0, B, u, kappa, centres, order, wanted, step, knots, coef, basis, ik, gw, gt, hv, lev, snap, touched, n_touched
+):  # fmt: skip
+    """The refit of strength ``kappa > 0`` from the kept sums: ``(True, knots, coef, beta, total,
     pos_total, t_pos, t_neg)`` where it is the full refit's within rounding, else ``(False, ...)``
     and the full refit runs (the sums invalid where they no longer follow the row). ``knots``,
-    ``coef`` are the current map, ``wanted`` the knot count asked for."""
+    ``coef`` are the current map, ``wanted`` the knot count asked for. A level that moved to a
+    nearby bucket moves its knot (``_moved_knots``) and the sums with it (``_rebase``); the
+    knots returned are then a new array."""
     none = np.empty(0)
     p = int(ik[IK_P])
     if not (incr_current(ik, knots, basis) and ik[IK_WANTED] == wanted and coef.shape[0] == p and kappa > 0.0):
-        return False, none, none, 0.0, 0.0, 0.0, 0.0
+        ik[IK_LISTED] = 0.0
+        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
     k1 = order + 1
     k = int(ik[IK_K])
     lo, hi = clamped_span_bounds(knots, k1)
@@ -400,53 +577,45 @@ def incr_refit(sf, h0, B, u, kappa, centres, order, wanted, step, knots, coef, b
     rgt = np.empty(k1)
     half = step // 2
     nfit = ik[IK_NFIT]
-    # the row's changes since the sums were last brought up to date
-    for j in range(B):
+    # the row's changes since the sums were last brought up to date: the buckets ``touched`` lists
+    # where it lists them (``n_touched`` >= 0) and the sums followed the row at the last refit
+    listed = n_touched >= 0 and ik[IK_LISTED] == 1.0
+    ik[IK_LISTED] = 0.0
+    n_scan = n_touched if listed else B
+    for i in range(n_scan):
+        j = touched[i] if listed else i
         pj = sf[h0 + j]
         nj = sf[h0 + B + j]
         if pj == snap[j] and nj == snap[B + j]:
             continue
-        on_grid = j % step == half
-        w0 = snap[j] + snap[B + j]
-        w1 = pj + nj
-        had = w0 > 0.0 or on_grid
-        has = w1 > 0.0 or on_grid
-        if had != has:
-            if j < ik[IK_LOWER] or j > ik[IK_UPPER]:  # the score range's ends move
-                ik[IK_VALID] = 0.0
-                return False, none, none, 0.0, 0.0, 0.0, 0.0
-            nfit += 1.0 if has else -1.0
-        dp = pj - snap[j]
-        dw = w1 - w0
-        r = prior_rate(centres[j], 0.5, True)
-        base = _basis_row(j, centres, knots, k1, lo, hi, basis, vals, lft, rgt)
-        _add_terms(j, base, basis, k1, dw, dp, dw * r, gw, hv)
-        ik[IK_W] += dw
-        ik[IK_PW] += dp
-        ik[IK_WR] += dw * r
-        for q in range(k):
-            at = lev[0, q]
-            if j < at:
-                lev[1, q] += dw
-                lev[2, q] += dw
-            elif j == at:
-                lev[2, q] += dw
-        snap[j] = pj
-        snap[B + j] = nj
+        step_fit = _follow_bucket(j, pj, nj, sf, B, step, half, centres, knots, k1, k, lo, hi, basis, ik, gw, hv,
+                                  lev, snap, vals, lft, rgt)  # fmt: skip
+        if step_fit == 2:  # the score range's ends move
+            ik[IK_VALID] = 0.0
+            return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+        nfit += step_fit
+    ik[IK_LISTED] = 1.0
     ik[IK_NFIT] = nfit
     if not _fitted_count_ok(nfit, ik, order):
         ik[IK_VALID] = 0.0
-        return False, none, none, 0.0, 0.0, 0.0, 0.0
+        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
     a1 = (1.0 + kappa) / u
     total = a1 * ik[IK_W] + kappa * ik[IK_T]
     if not 2.0**-500 < total < 2.0**500:
-        return False, none, none, 0.0, 0.0, 0.0, 0.0
-    for q in range(k):  # each level still in its bucket
+        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+    moved = False
+    for q in range(k):  # each level in its bucket, or moved to the one it falls in now
         level = total * float(q + 1) / float(k + 1)
-        below = a1 * lev[1, q] + kappa * lev[3, q]
-        upto = a1 * lev[2, q] + kappa * lev[4, q]
-        if not (below < level - LEVEL_MARGIN * total and upto >= level + LEVEL_MARGIN * total):
-            return False, none, none, 0.0, 0.0, 0.0, 0.0
+        how = _walk_level(q, level, LEVEL_MARGIN * total, a1, kappa, lev, snap, B, step, half)
+        if how < 0:
+            return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+        moved |= how > 0
+    if moved:
+        new = _moved_knots(knots, k, k1, lev, centres, centres[int(ik[IK_LOWER])], centres[int(ik[IK_UPPER])])
+        if new.shape[0] == 0:
+            return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+        _rebase(knots, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap)
+        knots = new
     # the banded system for this kappa, its I-spline Gram, the solve on the last free set
     ku = kappa / u
     band = np.zeros((p, p))
@@ -479,7 +648,7 @@ def incr_refit(sf, h0, B, u, kappa, centres, order, wanted, step, knots, coef, b
         if not ok:
             ok = cap_band_solve(compact, cross, gram, rhs, p, order, free, one, x)
     if not ok:
-        return False, none, none, 0.0, 0.0, 0.0, 0.0
+        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
     beta = np.empty(p)
     acc = 0.0
     for i in range(p):
@@ -490,4 +659,4 @@ def incr_refit(sf, h0, B, u, kappa, centres, order, wanted, step, knots, coef, b
     t_pos = ik[IK_PW] / u
     t_neg = (ik[IK_W] - ik[IK_PW]) / u
     pos_total = t_pos + kappa * (ik[IK_WR] / u + ik[IK_TR])
-    return True, x, beta, total, pos_total, t_pos, t_neg
+    return True, knots, x, beta, total, pos_total, t_pos, t_neg

@@ -46,6 +46,8 @@ import numpy as np
 from streamcal._kernels._config import jit, jit_noalloc
 from streamcal._kernels.glm_refit import add_prior_pseudo_counts
 from streamcal._kernels.histogram import (
+    KIND_DECAY_EVENTS,
+    KIND_DECAY_TIME,
     SF_HEADER,
     SF_KIND,
     SF_T_NEG,
@@ -53,10 +55,13 @@ from streamcal._kernels.histogram import (
     SI_B,
     histogram_learn_one_inplace,
     stored_unit,
+    window_add_inplace,
+    window_clock,
+    window_expire_next_inplace,
 )
 from streamcal._kernels.ispline import _combination_at, clamped_span_bounds, ispline_refit_histogram
 from streamcal._kernels.ispline_prior import _P, ORDER, REMAINDER_SCALE, TAYLOR_TOL, prior_strength_taylor
-from streamcal._kernels.ispline_prior_incr import IK_VALID, incr_current, incr_rebuild, incr_refit
+from streamcal._kernels.ispline_prior_incr import IK_LISTED, IK_VALID, incr_current, incr_rebuild, incr_refit
 from streamcal._kernels.ispline_stream import _pairwise_sum
 from streamcal._kernels.prior import KAPPA_MAX, KAPPA_MIN, NEWTON_STEPS, RIDGE, _fit_term
 
@@ -72,7 +77,8 @@ K_LOGS = 8
 K_VMAX = 9  # the largest |v0| of a bucket added since the anchor
 K_CALLS = 10  # calls since the anchor
 K_BUCKETS = 11
-K_SIZE = 12
+K_LISTED = 12  # 1: ``snap`` followed the row at the last call (a list of the buckets touched since then serves)
+K_SIZE = 13
 
 REBUILD_EVERY = 1024
 MANY_CHANGED = 32  # more buckets changed since the last call: the anchor is set anew
@@ -164,6 +170,23 @@ def _follow_row(h, h0, B, grid, snap, kept, M):
     if changed == 0:
         return True
     for j in range(B):
+        p = h[h0 + j]
+        n = h[h0 + B + j]
+        if p != snap[j] or n != snap[B + j]:
+            _add_bucket(j, p - snap[j], n - snap[B + j], grid, kept, M)
+            snap[j] = p
+            snap[B + j] = n
+    return True
+
+
+@jit_noalloc
+def _follow_listed(h, h0, B, grid, snap, kept, M, touched, n_touched):
+    """:func:`_follow_row` for the buckets ``touched[:n_touched]`` (the only ones changed since the
+    last call)."""
+    if n_touched > MANY_CHANGED:
+        return False
+    for i in range(n_touched):
+        j = int(touched[i])
         p = h[h0 + j]
         n = h[h0 + B + j]
         if p != snap[j] or n != snap[B + j]:
@@ -302,12 +325,25 @@ def prior_strength_kept(h, h0, B, unit, cen, grid, start, snap, kept, M, pw, lis
     rounding, from the moments kept about an anchor (see the module notes). Returns
     ``(kappa, how)``: ``how`` 0 from the kept moments, 1 from a new anchor, 2 where
     ``prior_strength_taylor`` ran (3 where it ran the exact kernel)."""
+    return _strength_kept(h, h0, B, unit, cen, grid, start, snap, kept, M, pw, listed, M6, snap, h0 - h0 - 1)
+
+
+@jit_noalloc(forceinline=True)
+def _strength_kept(h, h0, B, unit, cen, grid, start, snap, kept, M, pw, listed, M6, touched, n_touched):
+    """:func:`prior_strength_kept`; where ``n_touched`` >= 0 and the last call followed the row,
+    only the buckets ``touched[:n_touched]`` changed since (no pass over the row)."""
+    use_list = n_touched >= 0 and kept[K_LISTED] == 1.0
+    kept[K_LISTED] = 0.0
     a = start[0]
     b = start[1]
     if start.shape[0] == 2 and unit > 0.0 and math.isfinite(a) and math.isfinite(b):
+        kept[K_LISTED] = 1.0  # ``snap`` is the row after the follow or a new anchor below
         fresh = False
         if kept[K_VALID] == 1.0 and kept[K_BUCKETS] == B and kept[K_CALLS] < REBUILD_EVERY:
-            ok = _follow_row(h, h0, B, grid, snap, kept, M)
+            if use_list:
+                ok = _follow_listed(h, h0, B, grid, snap, kept, M, touched, n_touched)
+            else:
+                ok = _follow_row(h, h0, B, grid, snap, kept, M)
         else:
             ok = False
         if not ok:
@@ -336,9 +372,10 @@ REFIT_SCALE = 2  # the fitted row's total beyond the fit's scaling range: the en
 @jit(forceinline=True)
 def _refit_core(
     sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef,
+    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,
 ):  # fmt: skip
-    """:func:`prior_refit`'s body; with ``incremental`` the refit from the augmented normal equations
+    """:func:`prior_refit`'s body (``touched[:n_touched]`` the buckets changed since the last refit where
+    ``n_touched`` >= 0, else unknown); with ``incremental`` the refit from the augmented normal equations
     kept per event (``ispline_prior_incr``, its arrays ``incr``) where it serves, the current map's
     knots ``hint_knots`` and coefficients ``coef``."""
     h0 = SF_HEADER + (B - B)  # an int64, not the constant's literal: each callee compiled once
@@ -349,20 +386,25 @@ def _refit_core(
     ik, gw, gt, hv, lev, isnap = incr
     kappa = 0.0
     have_kappa = False
+    listed_sums = ik[IK_LISTED]  # whether the kept sums followed the row at the last refit
+    ik[IK_LISTED] = 0.0
     if incremental and ik[IK_VALID] == 1.0 and sf[SF_T_POS] + sf[SF_T_NEG] > 0.0:
-        kappa = prior_strength_kept(sf, h0, B, u, centres, grid, start, snap, kept, M, pw, listed, M6)[0]
+        kappa = _strength_kept(
+            sf, h0, B, u, centres, grid, start, snap, kept, M, pw, listed, M6, touched, n_touched
+        )[0]  # fmt: skip
         have_kappa = True
         if kappa > 0.0:
             wanted = n_knots
             if wanted < 0:
                 wanted = max(1, math.floor(np.cbrt((sf[SF_T_POS] + sf[SF_T_NEG]) / u) + 1e-9) - 4)
             wanted = min(wanted, B)
-            ok, nc, nb, total, pos_total, t_pos, t_neg = incr_refit(
+            ik[IK_LISTED] = listed_sums
+            ok, nk, nc, nb, total, pos_total, t_pos, t_neg = incr_refit(
                 sf, h0, B, u, kappa, centres, order, wanted, step, hint_knots, coef, basis, ik, gw, gt, hv, lev,
-                isnap,
+                isnap, touched, n_touched,
             )  # fmt: skip
             if ok:
-                return REFIT_DONE, kappa, hint_knots, nc, nb, total, pos_total, t_pos, t_neg
+                return REFIT_DONE, kappa, nk, nc, nb, total, pos_total, t_pos, t_neg
     for j in range(B):
         pos_w[j] = sf[h0 + j] / u
         neg_w[j] = sf[h0 + B + j] / u
@@ -371,7 +413,9 @@ def _refit_core(
     if not t_pos + t_neg > 0.0:
         return REFIT_EMPTY, 0.0, np.empty(0), np.empty(0), np.empty(0), 0.0, 0.0, t_pos, t_neg
     if not have_kappa:
-        kappa = prior_strength_kept(sf, h0, B, u, centres, grid, start, snap, kept, M, pw, listed, M6)[0]
+        kappa = _strength_kept(
+            sf, h0, B, u, centres, grid, start, snap, kept, M, pw, listed, M6, touched, n_touched
+        )[0]  # fmt: skip
     identity = B > 0
     if kappa > 0.0:
         add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, 0.5 * one, floor_kind, B)
@@ -399,7 +443,7 @@ def _refit_core(
 @jit
 def prior_refit(
     sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef,
+    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,
 ):  # fmt: skip
     """The refit engine's refit of I-spline's exact default with the score prior, for probability
     inputs, in one call: the histogram's row in real units (``pos_w``, ``neg_w``), its class totals
@@ -414,7 +458,7 @@ def prior_refit(
     instead (``REFIT_*``)."""
     return _refit_core(
         sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef,
+        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,
     )  # fmt: skip
 
 
@@ -442,6 +486,13 @@ def prior_run(
     vals = np.empty(k1)
     lft = np.empty(k1)
     rgt = np.empty(k1)
+    # the buckets each label touches (its own, any it evicts) since the last refit, for the kept
+    # sums to follow without a pass over the row; unknown (-1) before the first refit and where
+    # a decaying window may renormalise every bucket
+    touched = np.empty(TOUCHED_MAX, dtype=np.int64)
+    n_touched = first - first - 1
+    kind = sf[SF_KIND]
+    listable = incremental and not ((kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME))
     i = first
     n = ops.shape[0]
     while i < n:
@@ -452,9 +503,11 @@ def prior_run(
                 code, kappa, nk, nc, nb, total, pos_total, t_pos, t_neg = _refit_core(
                     sf, si[SI_B], centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner,
                     use_inner, hint, knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef,
+                    touched, n_touched,
                 )  # fmt: skip
                 if code != REFIT_DONE:
                     return i, RUN_ENGINE, knots, coef, beta, basis_knots
+                n_touched = 0 if listable else -1
                 knots = nk
                 coef = nc
                 beta = nb
@@ -480,10 +533,32 @@ def prior_run(
             out_fw[i] = fit[1]
             out_logodds[i] = fit[2]
         if op & 1:  # OP_LEARN
-            histogram_learn_one_inplace(sf, si, bk[i], y[i], w[i], t[i])
+            if listable:  # ``histogram_learn_one_inplace``, the buckets it touches listed
+                clock = window_clock(sf, t[i], kind)
+                while True:
+                    gone = window_expire_next_inplace(sf, si, clock, kind)
+                    if gone < 0:
+                        break
+                    n_touched = _listed(touched, n_touched, gone)
+                window_add_inplace(sf, si, bk[i], y[i], w[i], clock, kind)
+                n_touched = _listed(touched, n_touched, bk[i])
+            else:
+                histogram_learn_one_inplace(sf, si, bk[i], y[i], w[i], t[i])
             fit[0] = 1.0
         i += 1
     return i, RUN_DONE, knots, coef, beta, basis_knots
+
+
+TOUCHED_MAX = 64
+
+
+@jit_noalloc(forceinline=True)
+def _listed(touched, n_touched, b):
+    """``b`` appended to the list of touched buckets; the count, -1 (unknown) where it is unknown or full."""
+    if n_touched < 0 or n_touched >= TOUCHED_MAX:
+        return n_touched - n_touched - 1
+    touched[n_touched] = b
+    return n_touched + 1
 
 
 @jit(forceinline=True)

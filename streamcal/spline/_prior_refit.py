@@ -14,6 +14,7 @@ from streamcal._streaming import OP_PREDICT
 
 _NO_KNOTS = np.empty(0)
 _NO_HINT = np.zeros(0, dtype=np.bool_)
+_NO_TOUCHED = np.zeros(0, dtype=np.int64)
 
 
 class ISplinePriorRefit:
@@ -43,7 +44,7 @@ class ISplinePriorRefit:
             -1 if self.n_knots is None else int(self.n_knots), _NO_KNOTS if inner is None else inner,
             inner is not None, _NO_HINT if self._coef is None else self._coef > 0.0,
             _NO_KNOTS if self._knots is None else self._knots, basis_knots, basis, rows[0], rows[1],
-            _glm.FLOOR_THINNED, False, incr, _NO_KNOTS if self._coef is None else self._coef,
+            _glm.FLOOR_THINNED, False, incr, _NO_KNOTS if self._coef is None else self._coef, _NO_TOUCHED, -1,
         )  # fmt: skip
         if code != _kips.REFIT_DONE:
             return False
