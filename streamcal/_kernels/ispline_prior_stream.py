@@ -181,9 +181,13 @@ def _follow_row(h, h0, B, grid, snap, kept, M):
 
 @jit_noalloc
 def _follow_listed(h, h0, B, grid, snap, kept, M, touched, n_touched):
-    """:func:`_follow_row` for the buckets ``touched[:n_touched]`` (the only ones changed since the
-    last call)."""
-    if n_touched > MANY_CHANGED:
+    """:func:`_follow_row` for the buckets ``touched[:n_touched]`` (ascending, distinct: the only ones
+    changed since the last call), the same changes counted and added in the same order."""
+    changed = 0
+    for i in range(n_touched):
+        j = int(touched[i])
+        changed += (h[h0 + j] != snap[j]) + (h[h0 + B + j] != snap[B + j])
+    if changed > MANY_CHANGED:
         return False
     for i in range(n_touched):
         j = int(touched[i])
@@ -328,7 +332,7 @@ def prior_strength_kept(h, h0, B, unit, cen, grid, start, snap, kept, M, pw, lis
     return _strength_kept(h, h0, B, unit, cen, grid, start, snap, kept, M, pw, listed, M6, snap, h0 - h0 - 1)
 
 
-@jit_noalloc(forceinline=True)
+@jit_noalloc
 def _strength_kept(h, h0, B, unit, cen, grid, start, snap, kept, M, pw, listed, M6, touched, n_touched):
     """:func:`prior_strength_kept`; where ``n_touched`` >= 0 and the last call followed the row,
     only the buckets ``touched[:n_touched]`` changed since (no pass over the row)."""
@@ -431,6 +435,8 @@ def _refit_core(
         weight = (sf[SF_T_POS] + sf[SF_T_NEG]) / u if kappa > 0.0 else total  # ``_knot_weight``
         wanted = max(1, math.floor(np.cbrt(weight) + 1e-9) - 4)  # ``default_n_knots``
     wanted = min(wanted, B)
+    if incremental and hint.shape[0] != coef.shape[0]:  # the loop's hint left to this full refit
+        hint = coef > 0.0
     knots, coef, beta, _ = ispline_refit_histogram(
         centres, pos_w, neg_w, order, wanted, inner, use_inner, hint, hint_knots, basis_knots, basis
     )
@@ -492,6 +498,7 @@ def prior_run(
     touched = np.empty(TOUCHED_MAX, dtype=np.int64)
     n_touched = first - first - 1
     kind = sf[SF_KIND]
+    no_hint = np.zeros(0, dtype=np.bool_)
     listable = incremental and not ((kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME))
     i = first
     n = ops.shape[0]
@@ -499,7 +506,8 @@ def prior_run(
         op = ops[i]
         if op & 2:  # OP_PREDICT
             if fit[0] != 0.0:
-                hint = coef > 0.0
+                hint = coef > 0.0 if not incremental else no_hint  # the full refit forms its own
+                n_touched = _ascending(touched, n_touched)
                 code, kappa, nk, nc, nb, total, pos_total, t_pos, t_neg = _refit_core(
                     sf, si[SI_B], centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner,
                     use_inner, hint, knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef,
@@ -559,6 +567,25 @@ def _listed(touched, n_touched, b):
         return n_touched - n_touched - 1
     touched[n_touched] = b
     return n_touched + 1
+
+
+@jit_noalloc(forceinline=True)
+def _ascending(touched, n_touched):
+    """``touched[:n_touched]`` sorted ascending without repeats (in place); the new count. The
+    followers then add the changes in the order of a pass over the row: the same bits."""
+    for i in range(1, n_touched):
+        v = touched[i]
+        k = i - 1
+        while k >= 0 and touched[k] > v:
+            touched[k + 1] = touched[k]
+            k -= 1
+        touched[k + 1] = v
+    m = 0
+    for i in range(n_touched):
+        if m == 0 or touched[i] != touched[m - 1]:
+            touched[m] = touched[i]
+            m += 1
+    return m if n_touched >= 0 else n_touched
 
 
 @jit(forceinline=True)

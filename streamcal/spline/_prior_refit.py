@@ -24,8 +24,8 @@ class ISplinePriorRefit:
     strength from the moments kept per event, its pseudo-counts, the knot count of the window's
     weight and the warm-started fit), without the Python between them. In ``prequential``'s loop
     (``_prior_loop``) the refit is served from the augmented normal equations kept per event
-    (``ispline_prior_incr``) where they serve, within rounding of that refit; False: always the
-    refit itself (the engine's bits)."""
+    (``ispline_prior_incr``) where they serve, within rounding of that refit, and so is the refit
+    of the river face and of ``refit_every``; False: always the refit itself (the engine's bits)."""
 
     _PRIOR_INCREMENTAL = True
 
@@ -44,7 +44,8 @@ class ISplinePriorRefit:
             -1 if self.n_knots is None else int(self.n_knots), _NO_KNOTS if inner is None else inner,
             inner is not None, _NO_HINT if self._coef is None else self._coef > 0.0,
             _NO_KNOTS if self._knots is None else self._knots, basis_knots, basis, rows[0], rows[1],
-            _glm.FLOOR_THINNED, False, incr, _NO_KNOTS if self._coef is None else self._coef, _NO_TOUCHED, -1,
+            _glm.FLOOR_THINNED, self._prior_incremental(), incr, _NO_KNOTS if self._coef is None else self._coef,
+            _NO_TOUCHED, -1,
         )  # fmt: skip
         if code != _kips.REFIT_DONE:
             return False
@@ -80,7 +81,7 @@ class ISplinePriorRefit:
             *scratch, int(self.order), -1 if self.n_knots is None else int(self.n_knots),
             _NO_KNOTS if inner is None else inner, inner is not None, self._knots, self._coef, self._bspline_coef,
             fit, basis_knots, basis, rows[0], rows[1], _glm.FLOOR_THINNED, out_p, out_llr, logodds,
-            bool(self._PRIOR_INCREMENTAL), incr,
+            self._prior_incremental(), incr,
         )  # fmt: skip
         dirty, weight, logodds_now, low, high, kappa, _, pos_weight = fit.tolist()
         if coef is not self._coef:  # refitted (a new coefficient array each refit): the map and its bookkeeping
@@ -95,6 +96,13 @@ class ISplinePriorRefit:
         q = _prior.smoothed(out_p[at], out_llr[at], c)
         out_llr[at] = _prior.llr_from_proba(q, logodds[at])
         return int(stop)
+
+    def _prior_incremental(self) -> bool:
+        """Whether the refit under the prior is served from the kept sums: not where the loop without
+        the prior refits in full (``_STREAM_INCREMENTAL`` False) or the engine's loop runs
+        (``_STREAM_LOOP`` False), whose refits stay the engine's to the last bit."""
+        loops = getattr(self, "_STREAM_INCREMENTAL", True) and getattr(self, "_STREAM_LOOP", True)
+        return bool(self._PRIOR_INCREMENTAL and loops)
 
     def _prior_args(self):
         """The compiled refit's arrays, or None where the engine refits (see ``_prior_refit``)."""
