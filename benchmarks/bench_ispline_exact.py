@@ -30,8 +30,10 @@ prior's strength is in the thousands); each calibrator learns ``--warmup`` event
 river face on the next ``n // 4`` at the exact default. Every round checks both faces' probabilities within 1e-9 of a naive full refit before every event
 (the prior's ``score_prior``, then ``fit_distinct`` from its cold start with the knot count of the
 data's weight, computed once). With ``--old REV`` the code of that revision runs in the same
-rounds from the same warmed state, the largest gap to today's printed (not checked: before
-2026-11-29 the knot count followed the pseudo-counts' total, another fit).
+rounds from the same warmed state (its own ``streamcal/spline/_prior_refit.py`` and
+``_kernels/ispline_prior_stream.py`` where they differ from today's), the largest gap to today's
+printed (not checked: before 2026-11-29 the knot count followed the pseudo-counts' total, another
+fit).
 """
 
 from __future__ import annotations

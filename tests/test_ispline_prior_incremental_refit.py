@@ -62,7 +62,7 @@ def calibrated(n, seed, shift=0.0, switch=None, base=-2.8):
     st.floats(0.0, 1.0),
     st.sampled_from([Unbounded(), Unbounded(), CountWindow(200), Decay(150.0)]),
     st.sampled_from([{}, {}, {"n_knots": 3}, {"knots": (0.03, 0.1)}]),
-    st.sampled_from([64, 256]),
+    st.sampled_from([32, 64, 256]),
 )
 def test_every_prediction_is_the_full_refits_within_1e9(n, seed, shift, at, window, spline, n_buckets):
     scores, labels = calibrated(n, seed, shift, switch=int(at * n))

@@ -386,6 +386,10 @@ def incr_rebuild(sf, h0, B, u, kappa, centres, knots, order, wanted, use_inner, 
     ik[IK_VALID] = 1.0
 
 
+# the floor's weight per grid bucket (``kappa step``) at least this share of the fitted total: below it
+# the buckets that hold the floor alone barely determine their coefficients, and the kept sums'
+# rounding (relative to the total) would move the fit by more than the full refit's own
+FLOOR_SHARE = 1e-6
 MAX_WALK = 4  # buckets a level may move per refit before the exact pass decides
 
 
@@ -601,7 +605,7 @@ def incr_refit(
         return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
     a1 = (1.0 + kappa) / u
     total = a1 * ik[IK_W] + kappa * ik[IK_T]
-    if not 2.0**-500 < total < 2.0**500:
+    if not (2.0**-500 < total < 2.0**500 and kappa * step >= FLOOR_SHARE * total):
         return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
     moved = False
     for q in range(k):  # each level in its bucket, or moved to the one it falls in now
