@@ -30,8 +30,10 @@ prior's strength is in the thousands); each calibrator learns ``--warmup`` event
 river face on the next ``n // 4`` at the exact default. Every round checks both faces' probabilities within 1e-9 of a naive full refit before every event
 (the prior's ``score_prior``, then ``fit_distinct`` from its cold start with the knot count of the
 data's weight, computed once). With ``--old REV`` the code of that revision runs in the same
-rounds from the same warmed state, the largest gap to today's printed (not checked: before
-2026-11-29 the knot count followed the pseudo-counts' total, another fit).
+rounds from the same warmed state (its own ``streamcal/spline/_prior_refit.py`` and
+``_kernels/ispline_prior_stream.py`` where they differ from today's), the largest gap to today's
+printed (not checked: before 2026-11-29 the knot count followed the pseudo-counts' total, another
+fit).
 """
 
 from __future__ import annotations
@@ -146,21 +148,61 @@ def river_face_at(rev: str, old_ks):
     return module
 
 
+def prior_refit_at(rev: str, old_k):
+    """The module ``streamcal/spline/_prior_refit.py`` at git revision ``rev`` (None where it has none
+    or it is today's), on that revision's ``ispline_prior_stream`` kernels (loaded from a file in a
+    temporary folder where they differ from today's, on ``old_k`` where the I-spline kernels differ)."""
+    path = "streamcal/spline/_prior_refit.py"
+    try:
+        text = source_at(rev, path)
+        kernel_text = source_at(rev, "streamcal/_kernels/ispline_prior_stream.py")
+    except subprocess.CalledProcessError:
+        return None
+    today = (ROOT / "streamcal/_kernels/ispline_prior_stream.py").read_text(encoding="utf-8")
+    if text == (ROOT / path).read_text(encoding="utf-8") and kernel_text == today:
+        return None
+    kips = sys.modules["streamcal._kernels.ispline_prior_stream"]
+    if kernel_text != today or old_k is not None:
+        if old_k is not None:
+            kernel_text = kernel_text.replace("from streamcal._kernels.ispline import", f"from {old_k.__name__} import")
+        folder = Path(tempfile.gettempdir()) / f"streamcal_bench_ispline_at_{rev}"
+        folder.mkdir(exist_ok=True)
+        file = folder / f"ispline_prior_stream_at_{rev}.py"
+        if not file.exists() or file.read_text(encoding="utf-8") != kernel_text:
+            file.write_text(kernel_text, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location(f"ispline_prior_stream_at_{rev}", file)
+        kips = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = kips
+        spec.loader.exec_module(kips)
+    module = types.ModuleType(f"ispline_prior_refit_at_{rev}")
+    exec(compile(text, f"{rev}:{path}", "exec"), module.__dict__)
+    module._kips = kips
+    return module
+
+
 def calibrator_at(rev: str):
     """The ``ISplineCalibrator`` class of ``streamcal/spline/calibrator.py`` at git revision ``rev``,
-    on the I-spline kernels of that revision (``kernels_at``) and, where those differ, the packed
-    state's layout of that revision; whether the kernels differ from today's."""
+    on the I-spline kernels of that revision (``kernels_at``), its refit under the score prior
+    (``prior_refit_at``) and, where those differ, the packed state's layout of that revision;
+    whether the kernels differ from today's."""
     path = "streamcal/spline/calibrator.py"
     module = types.ModuleType(f"ispline_at_{rev}")
     old_k, old_ks = kernels_at(rev)
     face = river_face_at(rev, old_ks)
+    prior = prior_refit_at(rev, old_k if old_ks is not None else None)
     today = sys.modules.get("streamcal.spline._river")
+    today_prior = sys.modules.get("streamcal.spline._prior_refit")
     if face is not None:  # the calibrator of that revision imports its own river face
         sys.modules["streamcal.spline._river"] = face
+    if prior is not None:
+        sys.modules["streamcal.spline._prior_refit"] = prior
     try:
         exec(compile(source_at(rev, path), f"{rev}:{path}", "exec"), module.__dict__)
     finally:
         sys.modules["streamcal.spline._river"] = today
+        sys.modules["streamcal.spline._prior_refit"] = today_prior
+    if prior is not None:
+        module._kips = prior._kips
     if old_ks is not None:
         module._k, module._ks = old_k, old_ks
     if old_ks is not None and "packed_state" in module.__dict__:

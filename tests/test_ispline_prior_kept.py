@@ -111,9 +111,11 @@ class EngineRefit(ISplineCalibrator):
 
 
 class CountedRefit(ISplineCalibrator):
-    """The compiled refit, counting the refits it served."""
+    """The compiled refit (not the sums kept per event, which agree within rounding), counting the
+    refits it served."""
 
     served = 0
+    _PRIOR_INCREMENTAL = False
 
     def _prior_refit(self, own_hooks):
         done = super()._prior_refit(own_hooks)

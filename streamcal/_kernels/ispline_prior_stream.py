@@ -46,6 +46,8 @@ import numpy as np
 from streamcal._kernels._config import jit, jit_noalloc
 from streamcal._kernels.glm_refit import add_prior_pseudo_counts
 from streamcal._kernels.histogram import (
+    KIND_DECAY_EVENTS,
+    KIND_DECAY_TIME,
     SF_HEADER,
     SF_KIND,
     SF_T_NEG,
@@ -53,9 +55,13 @@ from streamcal._kernels.histogram import (
     SI_B,
     histogram_learn_one_inplace,
     stored_unit,
+    window_add_inplace,
+    window_clock,
+    window_expire_next_inplace,
 )
 from streamcal._kernels.ispline import _combination_at, clamped_span_bounds, ispline_refit_histogram
 from streamcal._kernels.ispline_prior import _P, ORDER, REMAINDER_SCALE, TAYLOR_TOL, prior_strength_taylor
+from streamcal._kernels.ispline_prior_incr import IK_LISTED, IK_VALID, incr_current, incr_rebuild, incr_refit
 from streamcal._kernels.ispline_stream import _pairwise_sum
 from streamcal._kernels.prior import KAPPA_MAX, KAPPA_MIN, NEWTON_STEPS, RIDGE, _fit_term
 
@@ -71,7 +77,8 @@ K_LOGS = 8
 K_VMAX = 9  # the largest |v0| of a bucket added since the anchor
 K_CALLS = 10  # calls since the anchor
 K_BUCKETS = 11
-K_SIZE = 12
+K_LISTED = 12  # 1: ``snap`` followed the row at the last call (a list of the buckets touched since then serves)
+K_SIZE = 13
 
 REBUILD_EVERY = 1024
 MANY_CHANGED = 32  # more buckets changed since the last call: the anchor is set anew
@@ -163,6 +170,27 @@ def _follow_row(h, h0, B, grid, snap, kept, M):
     if changed == 0:
         return True
     for j in range(B):
+        p = h[h0 + j]
+        n = h[h0 + B + j]
+        if p != snap[j] or n != snap[B + j]:
+            _add_bucket(j, p - snap[j], n - snap[B + j], grid, kept, M)
+            snap[j] = p
+            snap[B + j] = n
+    return True
+
+
+@jit_noalloc
+def _follow_listed(h, h0, B, grid, snap, kept, M, touched, n_touched):
+    """:func:`_follow_row` for the buckets ``touched[:n_touched]`` (ascending, distinct: the only ones
+    changed since the last call), the same changes counted and added in the same order."""
+    changed = 0
+    for i in range(n_touched):
+        j = int(touched[i])
+        changed += (h[h0 + j] != snap[j]) + (h[h0 + B + j] != snap[B + j])
+    if changed > MANY_CHANGED:
+        return False
+    for i in range(n_touched):
+        j = int(touched[i])
         p = h[h0 + j]
         n = h[h0 + B + j]
         if p != snap[j] or n != snap[B + j]:
@@ -301,12 +329,25 @@ def prior_strength_kept(h, h0, B, unit, cen, grid, start, snap, kept, M, pw, lis
     rounding, from the moments kept about an anchor (see the module notes). Returns
     ``(kappa, how)``: ``how`` 0 from the kept moments, 1 from a new anchor, 2 where
     ``prior_strength_taylor`` ran (3 where it ran the exact kernel)."""
+    return _strength_kept(h, h0, B, unit, cen, grid, start, snap, kept, M, pw, listed, M6, snap, h0 - h0 - 1)
+
+
+@jit_noalloc
+def _strength_kept(h, h0, B, unit, cen, grid, start, snap, kept, M, pw, listed, M6, touched, n_touched):
+    """:func:`prior_strength_kept`; where ``n_touched`` >= 0 and the last call followed the row,
+    only the buckets ``touched[:n_touched]`` changed since (no pass over the row)."""
+    use_list = n_touched >= 0 and kept[K_LISTED] == 1.0
+    kept[K_LISTED] = 0.0
     a = start[0]
     b = start[1]
     if start.shape[0] == 2 and unit > 0.0 and math.isfinite(a) and math.isfinite(b):
+        kept[K_LISTED] = 1.0  # ``snap`` is the row after the follow or a new anchor below
         fresh = False
         if kept[K_VALID] == 1.0 and kept[K_BUCKETS] == B and kept[K_CALLS] < REBUILD_EVERY:
-            ok = _follow_row(h, h0, B, grid, snap, kept, M)
+            if use_list:
+                ok = _follow_listed(h, h0, B, grid, snap, kept, M, touched, n_touched)
+            else:
+                ok = _follow_row(h, h0, B, grid, snap, kept, M)
         else:
             ok = False
         if not ok:
@@ -335,13 +376,39 @@ REFIT_SCALE = 2  # the fitted row's total beyond the fit's scaling range: the en
 @jit(forceinline=True)
 def _refit_core(
     sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind,
+    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,
 ):  # fmt: skip
-    """:func:`prior_refit`'s body."""
+    """:func:`prior_refit`'s body (``touched[:n_touched]`` the buckets changed since the last refit where
+    ``n_touched`` >= 0, else unknown); with ``incremental`` the refit from the augmented normal equations
+    kept per event (``ispline_prior_incr``, its arrays ``incr``) where it serves, the current map's
+    knots ``hint_knots`` and coefficients ``coef``."""
     h0 = SF_HEADER + (B - B)  # an int64, not the constant's literal: each callee compiled once
     kind = sf[SF_KIND]
     u = stored_unit(sf, kind)
     one = u / u
+    step = max(1, B // 64)
+    ik, gw, gt, hv, lev, isnap = incr
+    kappa = 0.0
+    have_kappa = False
+    listed_sums = ik[IK_LISTED]  # whether the kept sums followed the row at the last refit
+    ik[IK_LISTED] = 0.0
+    if incremental and ik[IK_VALID] == 1.0 and sf[SF_T_POS] + sf[SF_T_NEG] > 0.0:
+        kappa = _strength_kept(
+            sf, h0, B, u, centres, grid, start, snap, kept, M, pw, listed, M6, touched, n_touched
+        )[0]  # fmt: skip
+        have_kappa = True
+        if kappa > 0.0:
+            wanted = n_knots
+            if wanted < 0:
+                wanted = max(1, math.floor(np.cbrt((sf[SF_T_POS] + sf[SF_T_NEG]) / u) + 1e-9) - 4)
+            wanted = min(wanted, B)
+            ik[IK_LISTED] = listed_sums
+            ok, nk, nc, nb, total, pos_total, t_pos, t_neg = incr_refit(
+                sf, h0, B, u, kappa, centres, order, wanted, step, hint_knots, coef, basis, ik, gw, gt, hv, lev,
+                isnap, touched, n_touched,
+            )  # fmt: skip
+            if ok:
+                return REFIT_DONE, kappa, nk, nc, nb, total, pos_total, t_pos, t_neg
     for j in range(B):
         pos_w[j] = sf[h0 + j] / u
         neg_w[j] = sf[h0 + B + j] / u
@@ -349,7 +416,10 @@ def _refit_core(
     t_neg = _pairwise_sum(sf, h0 + B, B, u)
     if not t_pos + t_neg > 0.0:
         return REFIT_EMPTY, 0.0, np.empty(0), np.empty(0), np.empty(0), 0.0, 0.0, t_pos, t_neg
-    kappa = prior_strength_kept(sf, h0, B, u, centres, grid, start, snap, kept, M, pw, listed, M6)[0]
+    if not have_kappa:
+        kappa = _strength_kept(
+            sf, h0, B, u, centres, grid, start, snap, kept, M, pw, listed, M6, touched, n_touched
+        )[0]  # fmt: skip
     identity = B > 0
     if kappa > 0.0:
         add_prior_pseudo_counts(pos_w, neg_w, kappa, centres, identity, 0.5 * one, floor_kind, B)
@@ -365,16 +435,21 @@ def _refit_core(
         weight = (sf[SF_T_POS] + sf[SF_T_NEG]) / u if kappa > 0.0 else total  # ``_knot_weight``
         wanted = max(1, math.floor(np.cbrt(weight) + 1e-9) - 4)  # ``default_n_knots``
     wanted = min(wanted, B)
+    if incremental and hint.shape[0] != coef.shape[0]:  # the loop's hint left to this full refit
+        hint = coef > 0.0
     knots, coef, beta, _ = ispline_refit_histogram(
         centres, pos_w, neg_w, order, wanted, inner, use_inner, hint, hint_knots, basis_knots, basis
     )
+    if incremental and kappa > 0.0 and not incr_current(ik, knots, basis):
+        incr_rebuild(sf, h0, B, u, kappa, centres, knots, order, wanted, use_inner, step, basis, ik, gw, gt, hv, lev,
+                     isnap)  # fmt: skip
     return REFIT_DONE, kappa, knots, coef, beta, total, pos_total, t_pos, t_neg
 
 
 @jit
 def prior_refit(
     sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind,
+    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,
 ):  # fmt: skip
     """The refit engine's refit of I-spline's exact default with the score prior, for probability
     inputs, in one call: the histogram's row in real units (``pos_w``, ``neg_w``), its class totals
@@ -389,7 +464,7 @@ def prior_refit(
     instead (``REFIT_*``)."""
     return _refit_core(
         sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind,
+        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,
     )  # fmt: skip
 
 
@@ -402,7 +477,7 @@ RUN_REFUTED = 2  # the refit of operation ``stop - 1`` found the prior's strengt
 def prior_run(
     ops, bk, s, y, w, t, first, sf, si, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots,
     inner, use_inner, knots, coef, beta, fit, basis_knots, basis, pos_w, neg_w, floor_kind, out_p, out_fw,
-    out_logodds,
+    out_logodds, incremental, incr,
 ):  # fmt: skip
     """Operations ``first..`` of ``ops`` (``OP_*`` bits; buckets ``bk``, scores, labels, weights, times)
     at I-spline's exact default while the score prior holds, in one call: before each prediction
@@ -417,19 +492,30 @@ def prior_run(
     vals = np.empty(k1)
     lft = np.empty(k1)
     rgt = np.empty(k1)
+    # the buckets each label touches (its own, any it evicts) since the last refit, for the kept
+    # sums to follow without a pass over the row; unknown (-1) before the first refit and where
+    # a decaying window may renormalise every bucket
+    touched = np.empty(TOUCHED_MAX, dtype=np.int64)
+    n_touched = first - first - 1
+    kind = sf[SF_KIND]
+    no_hint = np.zeros(0, dtype=np.bool_)
+    listable = incremental and not ((kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME))
     i = first
     n = ops.shape[0]
     while i < n:
         op = ops[i]
         if op & 2:  # OP_PREDICT
             if fit[0] != 0.0:
-                hint = coef > 0.0
+                hint = coef > 0.0 if not incremental else no_hint  # the full refit forms its own
+                n_touched = _ascending(touched, n_touched)
                 code, kappa, nk, nc, nb, total, pos_total, t_pos, t_neg = _refit_core(
                     sf, si[SI_B], centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner,
-                    use_inner, hint, knots, basis_knots, basis, pos_w, neg_w, floor_kind,
+                    use_inner, hint, knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef,
+                    touched, n_touched,
                 )  # fmt: skip
                 if code != REFIT_DONE:
                     return i, RUN_ENGINE, knots, coef, beta, basis_knots
+                n_touched = 0 if listable else -1
                 knots = nk
                 coef = nc
                 beta = nb
@@ -455,10 +541,51 @@ def prior_run(
             out_fw[i] = fit[1]
             out_logodds[i] = fit[2]
         if op & 1:  # OP_LEARN
-            histogram_learn_one_inplace(sf, si, bk[i], y[i], w[i], t[i])
+            if listable:  # ``histogram_learn_one_inplace``, the buckets it touches listed
+                clock = window_clock(sf, t[i], kind)
+                while True:
+                    gone = window_expire_next_inplace(sf, si, clock, kind)
+                    if gone < 0:
+                        break
+                    n_touched = _listed(touched, n_touched, gone)
+                window_add_inplace(sf, si, bk[i], y[i], w[i], clock, kind)
+                n_touched = _listed(touched, n_touched, bk[i])
+            else:
+                histogram_learn_one_inplace(sf, si, bk[i], y[i], w[i], t[i])
             fit[0] = 1.0
         i += 1
     return i, RUN_DONE, knots, coef, beta, basis_knots
+
+
+TOUCHED_MAX = 64
+
+
+@jit_noalloc(forceinline=True)
+def _listed(touched, n_touched, b):
+    """``b`` appended to the list of touched buckets; the count, -1 (unknown) where it is unknown or full."""
+    if n_touched < 0 or n_touched >= TOUCHED_MAX:
+        return n_touched - n_touched - 1
+    touched[n_touched] = b
+    return n_touched + 1
+
+
+@jit_noalloc(forceinline=True)
+def _ascending(touched, n_touched):
+    """``touched[:n_touched]`` sorted ascending without repeats (in place); the new count. The
+    followers then add the changes in the order of a pass over the row: the same bits."""
+    for i in range(1, n_touched):
+        v = touched[i]
+        k = i - 1
+        while k >= 0 and touched[k] > v:
+            touched[k + 1] = touched[k]
+            k -= 1
+        touched[k + 1] = v
+    m = 0
+    for i in range(n_touched):
+        if m == 0 or touched[i] != touched[m - 1]:
+            touched[m] = touched[i]
+            m += 1
+    return m if n_touched >= 0 else n_touched
 
 
 @jit(forceinline=True)

@@ -8,11 +8,13 @@ from streamcal import _prior
 from streamcal._kernels import _config
 from streamcal._kernels import glm_refit as _glm
 from streamcal._kernels import ispline_prior as _kip
+from streamcal._kernels import ispline_prior_incr as _kipi
 from streamcal._kernels import ispline_prior_stream as _kips
 from streamcal._streaming import OP_PREDICT
 
 _NO_KNOTS = np.empty(0)
 _NO_HINT = np.zeros(0, dtype=np.bool_)
+_NO_TOUCHED = np.zeros(0, dtype=np.int64)
 
 
 class ISplinePriorRefit:
@@ -20,7 +22,12 @@ class ISplinePriorRefit:
     prior, in one compiled call (``ispline_prior_stream.prior_refit``): the same steps and
     operations as the engine's refit with I-spline's hooks (the row in real units, its totals, the
     strength from the moments kept per event, its pseudo-counts, the knot count of the window's
-    weight and the warm-started fit), without the Python between them."""
+    weight and the warm-started fit), without the Python between them. In ``prequential``'s loop
+    (``_prior_loop``) the refit is served from the augmented normal equations kept per event
+    (``ispline_prior_incr``) where they serve, within rounding of that refit, and so is the refit
+    of the river face and of ``refit_every``; False: always the refit itself (the engine's bits)."""
+
+    _PRIOR_INCREMENTAL = True
 
     def _prior_refit(self, own_hooks: bool) -> bool:
         """The refit, where it applies; False (nothing done) where the engine refits: no prior,
@@ -29,7 +36,7 @@ class ISplinePriorRefit:
         args = self._prior_args() if own_hooks else None
         if args is None:
             return False
-        centres, B, grid, scratch, basis, basis_knots, rows, inner = args
+        centres, B, grid, scratch, incr, basis, basis_knots, rows, inner = args
         hist = self._hist
         order = int(self.order)
         code, kappa, knots, coef, beta, total, pos_total, t_pos, t_neg = _config.run(
@@ -37,7 +44,8 @@ class ISplinePriorRefit:
             -1 if self.n_knots is None else int(self.n_knots), _NO_KNOTS if inner is None else inner,
             inner is not None, _NO_HINT if self._coef is None else self._coef > 0.0,
             _NO_KNOTS if self._knots is None else self._knots, basis_knots, basis, rows[0], rows[1],
-            _glm.FLOOR_THINNED,
+            _glm.FLOOR_THINNED, self._prior_incremental(), incr, _NO_KNOTS if self._coef is None else self._coef,
+            _NO_TOUCHED, -1,
         )  # fmt: skip
         if code != _kips.REFIT_DONE:
             return False
@@ -61,7 +69,7 @@ class ISplinePriorRefit:
         args = self._prior_args() if own_hooks else None
         if args is None:
             return first
-        centres, _, grid, scratch, basis, basis_knots, rows, inner = args
+        centres, _, grid, scratch, incr, basis, basis_knots, rows, inner = args
         c = float(self.llr_pseudo_count)
         fit = np.array([1.0 if self._dirty else 0.0, self._fit_weight, self._prior_logodds, self._proba_low,
                         self._proba_high, self._prior_strength, c, 0.0])  # fmt: skip
@@ -73,9 +81,10 @@ class ISplinePriorRefit:
             *scratch, int(self.order), -1 if self.n_knots is None else int(self.n_knots),
             _NO_KNOTS if inner is None else inner, inner is not None, self._knots, self._coef, self._bspline_coef,
             fit, basis_knots, basis, rows[0], rows[1], _glm.FLOOR_THINNED, out_p, out_llr, logodds,
+            self._prior_incremental(), incr,
         )  # fmt: skip
         dirty, weight, logodds_now, low, high, kappa, _, pos_weight = fit.tolist()
-        if knots is not self._knots:  # refitted: the map and its bookkeeping
+        if coef is not self._coef:  # refitted (a new coefficient array each refit): the map and its bookkeeping
             self._basis_cache = (basis, knots)
             self._set_map_arrays(knots, coef, beta, weight, pos_weight)
             self._prior_logodds, self._proba_low, self._proba_high = logodds_now, low, high
@@ -87,6 +96,13 @@ class ISplinePriorRefit:
         q = _prior.smoothed(out_p[at], out_llr[at], c)
         out_llr[at] = _prior.llr_from_proba(q, logodds[at])
         return int(stop)
+
+    def _prior_incremental(self) -> bool:
+        """Whether the refit under the prior is served from the kept sums: not where the loop without
+        the prior refits in full (``_STREAM_INCREMENTAL`` False) or the engine's loop runs
+        (``_STREAM_LOOP`` False), whose refits stay the engine's to the last bit."""
+        loops = getattr(self, "_STREAM_INCREMENTAL", True) and getattr(self, "_STREAM_LOOP", True)
+        return bool(self._PRIOR_INCREMENTAL and loops)
 
     def _prior_args(self):
         """The compiled refit's arrays, or None where the engine refits (see ``_prior_refit``)."""
@@ -101,7 +117,7 @@ class ISplinePriorRefit:
             return None
         centres = np.ascontiguousarray(hist.layout.centres, dtype=np.float64)
         B = int(centres.size)
-        grid, scratch = self._prior_scratch(centres)
+        grid, scratch, incr = self._prior_scratch(centres)
         order = int(self.order)
         basis, basis_knots = getattr(self, "_basis_cache", None) or (None, _NO_KNOTS)
         if basis is None or basis.shape != (B + 1, order + 3):
@@ -111,7 +127,7 @@ class ISplinePriorRefit:
         rows = getattr(self, "_prior_rows", None)  # the fitted row's arrays (a cache)
         if rows is None or rows[0].size != B:
             rows = self._prior_rows = (np.empty(B), np.empty(B))
-        return centres, B, grid, scratch, basis, basis_knots, rows, self._inner_knots
+        return centres, B, grid, scratch, incr, basis, basis_knots, rows, self._inner_knots
 
     def _prior_scratch(self, centres):
         """The grid's prior constants (``ispline_prior.prior_grid_constants``) and the strength's
@@ -119,7 +135,7 @@ class ISplinePriorRefit:
         keeps its centres (``centres`` a copy)."""
         key = self._hist.layout.centres
         cache = getattr(self, "_prior_grid", None)
-        if cache is None or cache[0] is not key or key.size != centres.size:
+        if cache is None or cache[0] is not key or key.size != centres.size or cache[3][1].shape[1] != self.order + 1:
             B = int(centres.size)
             grid = np.empty(3 * B)
             _config.run(_kip.prior_grid_constants, 0, centres, B, 0.5, grid)
@@ -129,5 +145,12 @@ class ISplinePriorRefit:
                 np.zeros(2 * B), np.zeros(_kips.K_SIZE), np.zeros((k1, k1)), np.zeros(2 * k1), np.empty(3 * B),
                 np.empty((_kip.ORDER + 1, _kip.ORDER + 1)),
             )  # fmt: skip
-            cache = self._prior_grid = (key, grid, scratch)
-        return cache[1], cache[2]
+            # the augmented normal equations' kept sums (``ispline_prior_incr``)
+            P = B + 2 * (int(self.order) + 1)
+            k1 = int(self.order) + 1
+            incr = (
+                np.zeros(_kipi.IK_SIZE + P), np.zeros((P, k1)), np.zeros((P, k1)), np.zeros((3, P)), np.zeros((5, B)),
+                np.zeros(2 * B),
+            )  # fmt: skip
+            cache = self._prior_grid = (key, grid, scratch, incr)
+        return cache[1], cache[2], cache[3]

@@ -691,7 +691,7 @@ def _warm_score_prior(cal, centres, pos, neg, c: float):
         # do not bound the move; the row read in the histogram's own arrays (``pos`` and ``neg``
         # are those over the stored unit, the same divisions), and the prior's rate the centre
         # itself (the base rate unused)
-        grid, scratch = cal._prior_scratch(centres)
+        grid, scratch, _ = cal._prior_scratch(centres)
         floats = cal._hist.live_arrays()[0]
         base_rate = 0.5
         kappa = float(

@@ -1,0 +1,666 @@
+"""I-spline's exact default under the score prior: the augmented normal equations kept per event (numba).
+
+While the score prior holds, each refit fits the row plus the prior's pseudo-counts of strength
+``kappa`` (the thinned floor, probability inputs): bucket ``j`` with data weights ``(p_j, n_j)``
+(``w_j = p_j + n_j``), prior rate ``r_j`` and floor weight ``t_j`` (``step`` on the thinned grid,
+else 0) is fitted with weight ``w'_j = (1 + kappa) w_j + kappa t_j`` and positive weight
+``p'_j = p_j + kappa (w_j + t_j) r_j``. With ``a_j`` the bucket's B-splines at its centre, the
+banded normal equations of the fit are
+
+    B' W B = (1 + kappa) G_w + kappa G_t,     B' W y = h_p + kappa (h_wr + h_tr),
+
+``G_w = sum_j w_j a_j a_j'``, ``h_p = sum_j p_j a_j``, ``h_wr = sum_j w_j r_j a_j`` (the data's,
+stored units) and ``G_t``, ``h_tr`` (the floor's, constants of the knots). One event changes one
+bucket (a window's eviction another): the data's sums take that bucket's rank-one change, found
+against a copy of the row (``snap``), as ``ispline_prior_stream.prior_strength_kept`` finds its
+own. The knots are the fitted weights' quantiles: each level's bucket is kept with the data's and
+the floor's weight below it and up to it, so a refit checks that every level still falls in its
+bucket, clear of both edges by ``LEVEL_MARGIN`` of the total (else the exact pass decides). The
+basis is then the last fit's; the system is formed for the new ``kappa`` in ``O(p order)``, its
+I-spline Gram in ``O(p^2)`` (``p`` coefficients, about 16 at the default knot count), and solved
+on the previous fit's free set (``free_set_band_solve``), kept only where that solve certifies
+the optimum (feasible, every multiplier's sign). Anything else (the knot count, the score range's
+ends, a level near its bucket's edge, a solve not certified, another refit's knots in between)
+leaves the caller's full refit to run, which rebuilds the sums (``incr_rebuild``); they are
+rebuilt from the histogram every ``REBUILD_EVERY`` refits as well, so rounding does not drift.
+
+The result is the full refit's within rounding (the sums are the same terms grouped otherwise):
+the map within about 1e-13 on the calibrators' streams, against the contract's 1e-9. The kept sums
+are a cache: a copy or a restored state, whose cache starts empty, runs the full refit first and
+continues within rounding of the original.
+
+Arrays (no validation; the calibrator's cache ``_prior_grid`` holds them), ``B`` buckets, ``P =
+B + 2 (order + 1)``:
+
+- ``ik`` float64 ``(IK_SIZE + P)``: scalars (``IK_*``), then the knots the sums are for;
+- ``gw``, ``gt`` float64 ``(P, order + 1)``: the bands of ``G_w`` (stored units) and ``G_t``;
+- ``hv`` float64 ``(3, P)``: ``h_p``, ``h_wr`` (stored units), ``h_tr``;
+- ``lev`` float64 ``(5, B)``: per level its bucket, the data's weight below it and up to it (stored
+  units), the floor's below it and up to it;
+- ``snap`` float64 ``(2 B)``: the row the sums are for.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from streamcal._kernels._config import jit, jit_noalloc
+from streamcal._kernels.ispline import (
+    _gram_from_band,
+    bspline_nonzero_inplace,
+    clamped_span,
+    clamped_span_bounds,
+    free_set_band_solve,
+)
+from streamcal._kernels.prior import prior_rate
+
+IK_VALID = 0
+IK_P = 1  # basis functions
+IK_K = 2  # quantile levels checked (0: the interior knots are given, or none)
+IK_WANTED = 3  # the knot count asked for
+IK_NFIT = 4  # buckets with fitted weight
+IK_LOWER = 5  # the first and last of them
+IK_UPPER = 6
+IK_REFITS = 7  # refits since the sums were built
+IK_STAMP = 8  # the basis cache's stamp of the knots
+IK_W = 9  # the data's weight, positive weight, weight times rate (stored units)
+IK_PW = 10
+IK_WR = 11
+IK_T = 12  # the floor's weight and weight times rate
+IK_TR = 13
+IK_NKNOTS = 14
+IK_INNER = 15  # 1: the interior knots are given
+IK_SERVED = 16  # counts (never reset): refits served from the sums, the sums built
+IK_BUILT = 17
+IK_LISTED = 18  # 1: the sums followed the row at the last refit (a list of the buckets touched since then serves)
+IK_SIZE = 20
+
+REBUILD_EVERY = 1024
+LEVEL_MARGIN = 1e-11  # a level this close (relative to the total) to its bucket's edge: the exact pass decides
+
+
+@jit_noalloc(forceinline=True)
+def _basis_row(j, centres, knots, k1, lo, hi, basis, vals, lft, rgt):
+    """Bucket ``j``'s B-splines at its centre in the basis cache's row ``j + 1`` (computed as
+    ``ispline._gram_cached`` computes them where its stamp is stale); returns the first's index."""
+    row = j + 1
+    if basis[row, 0] != basis[0, 0]:
+        nk = knots.shape[0]
+        xn = min(max(centres[j], knots[0]), knots[nk - 1])
+        mu = clamped_span(knots, xn, lo, hi)
+        bspline_nonzero_inplace(knots, xn, mu, k1, vals, lft, rgt)
+        basis[row, 0] = basis[0, 0]
+        basis[row, 1] = mu - k1 + 1
+        for r in range(k1):
+            basis[row, 2 + r] = vals[r]
+    return int(basis[row, 1])
+
+
+@jit_noalloc(forceinline=True)
+def _add_terms(j, base, basis, k1, w, pw, wr, gw, hv):
+    """Bucket ``j``'s change of weight ``w`` (positive ``pw``, times its rate ``wr``) added to the
+    data's band and right-hand sides."""
+    row = j + 1
+    for r in range(k1):
+        ar = basis[row, 2 + r]
+        hv[0, base + r] += pw * ar
+        hv[1, base + r] += wr * ar
+        war = w * ar
+        for s in range(r, k1):
+            gw[base + r, s - r] += war * basis[row, 2 + s]
+
+
+@jit_noalloc(forceinline=True)
+def _fitted_count_ok(nfit, ik, order):
+    """Whether ``nfit`` buckets with fitted weight give the levels kept (``ispline_refit_histogram``'s
+    ``k = min(wanted, n - order - 1)``, no levels below 3 buckets)."""
+    if ik[IK_INNER] == 1.0:
+        return True  # given interior knots: the count does not enter
+    k = min(ik[IK_WANTED], max(0.0, nfit - order - 1.0)) if nfit >= 3.0 else 0.0
+    return k == ik[IK_K]
+
+
+@jit
+def cap_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
+    """``free_set_band_solve``'s subproblem with the sum cap active: the coefficients outside ``free``
+    at 0 and ``sum(x) = cap``, solved on the band (the last run's B-spline value fixed at ``cap``);
+    kept (returns True, ``x`` the solution) where it is the optimum of the capped problem: every
+    free coefficient positive, the cap's multiplier ``mu = -g_free`` at least ``-1e-12`` of the
+    scale, every bound's multiplier ``g_j + mu`` too (``g`` the gradient, its suffix sums).
+    Otherwise, or at a pivot below ``1e-13`` of the largest diagonal, ``x`` is scratch."""
+    m = 0
+    for i in range(p):
+        if free[i]:
+            m += 1
+    if m == 0:
+        return False
+    k1 = order + 1
+    run = np.empty(p, dtype=np.intp)
+    r = -1
+    for j in range(p):
+        if free[j]:
+            r += 1
+        run[j] = r
+    red = np.zeros((m, k1))
+    rc = np.zeros(m)
+    for j in range(p):
+        a = run[j]
+        if a < 0:
+            continue
+        rc[a] += cross[j]
+        red[a, 0] += band[j, 0]
+        for d in range(1, k1):
+            if j + d >= p:
+                break
+            b = run[j + d]
+            if b == a:
+                red[a, 0] += 2.0 * band[j, d]
+            else:
+                red[a, b - a] += band[j, d]
+    ml = m - 1  # the last run's value is the cap: its terms move to the right-hand side
+    for e in range(1, k1):
+        a = ml - e
+        if a < 0:
+            break
+        rc[a] -= red[a, e] * cap
+    dmax = 0.0
+    for a in range(ml):
+        if red[a, 0] > dmax:
+            dmax = red[a, 0]
+    floor = 1e-13 * dmax
+    for a in range(ml):
+        d = red[a, 0]
+        for e in range(1, k1):
+            if a - e < 0:
+                break
+            d -= red[a - e, e] * red[a - e, e]
+        if not d > floor:
+            return False
+        d = np.sqrt(d)
+        red[a, 0] = d
+        for e in range(1, k1):
+            b = a + e
+            if b >= ml:
+                break
+            acc = red[a, e]
+            for f in range(1, k1 - e):
+                if a - f < 0:
+                    break
+                acc -= red[a - f, f] * red[a - f, f + e]
+            red[a, e] = acc / d
+    v = np.empty(m)
+    for a in range(ml):
+        acc = rc[a]
+        for e in range(1, k1):
+            if a - e < 0:
+                break
+            acc -= red[a - e, e] * v[a - e]
+        v[a] = acc / red[a, 0]
+    for a in range(ml - 1, -1, -1):
+        acc = v[a]
+        for e in range(1, k1):
+            if a + e >= ml:
+                break
+            acc -= red[a, e] * v[a + e]
+        v[a] = acc / red[a, 0]
+    v[ml] = cap
+    prev = 0.0
+    for j in range(p):
+        if free[j]:
+            x[j] = v[run[j]] - prev
+            prev = v[run[j]]
+            if not x[j] > 0.0:
+                return False
+        else:
+            x[j] = 0.0
+    scale = 0.0
+    for i in range(p):
+        if gram[i, i] > scale:
+            scale = gram[i, i]
+        if abs(rhs[i]) > scale:
+            scale = abs(rhs[i])
+    if scale == 0.0:
+        scale = 1.0
+    tol = 1e-12 * scale
+    g = np.empty(p)
+    grad = 0.0
+    for j in range(p - 1, -1, -1):
+        bj = v[run[j]] if run[j] >= 0 else 0.0
+        acc = band[j, 0] * bj - cross[j]
+        for d in range(1, k1):
+            if j + d < p:
+                acc += band[j, d] * (v[run[j + d]] if run[j + d] >= 0 else 0.0)
+            if j - d >= 0:
+                acc += band[j - d, d] * (v[run[j - d]] if run[j - d] >= 0 else 0.0)
+        grad += acc
+        g[j] = grad
+    mu = 0.0
+    for j in range(p):
+        if free[j]:
+            mu = -g[j]
+            break
+    certified = mu >= -tol
+    for j in range(p):
+        if not free[j] and g[j] + mu < -tol:
+            certified = False
+            break
+    return certified
+
+
+@jit_noalloc
+def incr_current(ik, knots, basis):
+    """Whether the kept sums are valid for ``knots`` (the basis cache's current stamp)."""
+    nk = knots.shape[0]
+    if not (ik[IK_VALID] == 1.0 and ik[IK_STAMP] == basis[0, 0] and ik[IK_NKNOTS] == nk):
+        return False
+    for i in range(nk):
+        if knots[i] != ik[IK_SIZE + i]:
+            return False
+    return ik[IK_REFITS] < REBUILD_EVERY
+
+
+@jit
+def incr_rebuild(sf, h0, B, u, kappa, centres, knots, order, wanted, use_inner, step, basis, ik, gw, gt, hv, lev, snap):
+    """The kept sums from the row in ``sf`` (offset ``h0``, stored units, unit ``u``) for the fit just
+    made with strength ``kappa > 0`` on ``knots`` (the basis cache's current stamp), ``wanted`` interior
+    knots asked for (``use_inner``: given). Leaves them invalid where a level lies within
+    ``LEVEL_MARGIN`` of its bucket's edge."""
+    k1 = order + 1
+    nk = knots.shape[0]
+    p = nk - k1
+    ik[IK_VALID] = 0.0
+    lo, hi = clamped_span_bounds(knots, k1)
+    vals = np.empty(k1)
+    lft = np.empty(k1)
+    rgt = np.empty(k1)
+    for i in range(p):
+        hv[0, i] = 0.0
+        hv[1, i] = 0.0
+        hv[2, i] = 0.0
+        for d in range(k1):
+            gw[i, d] = 0.0
+            gt[i, d] = 0.0
+    half = step // 2
+    sw = 0.0
+    spw = 0.0
+    swr = 0.0
+    st = 0.0
+    strr = 0.0
+    nfit = 0
+    first = -1
+    last = -1
+    phase = 0
+    for j in range(B):
+        on_grid = phase == half
+        phase += 1
+        if phase == step:
+            phase = 0
+        pj = sf[h0 + j]
+        nj = sf[h0 + B + j]
+        snap[j] = pj
+        snap[B + j] = nj
+        w = pj + nj
+        if not (w > 0.0 or on_grid):
+            continue
+        nfit += 1
+        if first < 0:
+            first = j
+        last = j
+        base = _basis_row(j, centres, knots, k1, lo, hi, basis, vals, lft, rgt)
+        r = prior_rate(centres[j], 0.5, True)
+        if w > 0.0:
+            _add_terms(j, base, basis, k1, w, pj, w * r, gw, hv)
+            sw += w
+            spw += pj
+            swr += w * r
+        if on_grid:
+            tj = float(step)
+            row = j + 1
+            for a in range(k1):
+                ar = basis[row, 2 + a]
+                hv[2, base + a] += tj * r * ar
+                for b in range(a, k1):
+                    gt[base + a, b - a] += tj * ar * basis[row, 2 + b]
+            st += tj
+            strr += tj * r
+    ik[IK_BUILT] += 1.0
+    ik[IK_LISTED] = 1.0
+    ik[IK_P] = p
+    ik[IK_WANTED] = wanted
+    ik[IK_NFIT] = nfit
+    ik[IK_LOWER] = first
+    ik[IK_UPPER] = last
+    ik[IK_REFITS] = 0.0
+    ik[IK_STAMP] = basis[0, 0]
+    ik[IK_W] = sw
+    ik[IK_PW] = spw
+    ik[IK_WR] = swr
+    ik[IK_T] = st
+    ik[IK_TR] = strr
+    ik[IK_NKNOTS] = nk
+    ik[IK_INNER] = 1.0 if use_inner else 0.0
+    for i in range(nk):
+        ik[IK_SIZE + i] = knots[i]
+    # the levels: ``ispline_refit_histogram``'s count and the bucket each falls in
+    k = 0
+    if not use_inner and nfit >= 3:
+        k = min(wanted, max(0, nfit - order - 1))
+    ik[IK_K] = k
+    if k > 0:
+        a1 = (1.0 + kappa) / u
+        total = a1 * sw + kappa * st
+        q = 0
+        cw = 0.0
+        ct = 0.0
+        phase = 0
+        for j in range(B):
+            on_grid = phase == half
+            phase += 1
+            if phase == step:
+                phase = 0
+            w = snap[j] + snap[B + j]
+            if not (w > 0.0 or on_grid):
+                continue
+            tj = float(step) if on_grid else 0.0
+            below = a1 * cw + kappa * ct
+            upto = a1 * (cw + max(w, 0.0)) + kappa * (ct + tj)
+            while q < k:
+                level = total * float(q + 1) / float(k + 1)
+                if not upto >= level:
+                    break
+                lev[0, q] = j
+                lev[1, q] = cw
+                lev[2, q] = cw + max(w, 0.0)
+                lev[3, q] = ct
+                lev[4, q] = ct + tj
+                if not (below < level - LEVEL_MARGIN * total and upto >= level + LEVEL_MARGIN * total):
+                    return
+                q += 1
+            if w > 0.0:
+                cw += w
+            ct += tj
+        if q < k:
+            return
+    ik[IK_VALID] = 1.0
+
+
+# the floor's weight per grid bucket (``kappa step``) at least this share of the fitted total: below it
+# the buckets that hold the floor alone barely determine their coefficients, and the kept sums'
+# rounding (relative to the total) would move the fit by more than the full refit's own
+FLOOR_SHARE = 1e-6
+MAX_WALK = 4  # buckets a level may move per refit before the exact pass decides
+
+
+@jit_noalloc(forceinline=True)
+def _fitted(j, snap, B, step, half):
+    """Bucket ``j``'s data weight (stored units, 0 where none) and floor weight, and whether it is fitted."""
+    w = snap[j] + snap[B + j]
+    t = float(step) if j % step == half else 0.0
+    return max(w, 0.0), t, w > 0.0 or t > 0.0
+
+
+@jit_noalloc
+def _walk_level(q, level, margin, a1, kappa, lev, snap, B, step, half):
+    """Level ``q`` moved to the fitted bucket it now falls in (up to ``MAX_WALK`` buckets away), its
+    sums with it: 0 where it stays, 1 where it moved, -1 where it falls within ``margin`` of a
+    bucket's edge or further away (the exact pass decides)."""
+    moved = 0
+    for _ in range(MAX_WALK + 1):
+        below = a1 * lev[1, q] + kappa * lev[3, q]
+        upto = a1 * lev[2, q] + kappa * lev[4, q]
+        if below < level - margin and upto >= level + margin:
+            return moved
+        if abs(level - below) <= margin or abs(level - upto) <= margin:
+            return -1
+        at = int(lev[0, q])
+        if level > upto:  # the next fitted bucket
+            j = at + 1
+            while j < B and not _fitted(j, snap, B, step, half)[2]:
+                j += 1
+            if j >= B:
+                return -1
+            w, t, _ = _fitted(j, snap, B, step, half)
+            lev[1, q] = lev[2, q]
+            lev[3, q] = lev[4, q]
+            lev[2, q] += w
+            lev[4, q] += t
+        else:  # the previous one
+            j = at - 1
+            while j >= 0 and not _fitted(j, snap, B, step, half)[2]:
+                j -= 1
+            if j < 0:
+                return -1
+            w, t, _ = _fitted(j, snap, B, step, half)
+            lev[2, q] = lev[1, q]
+            lev[4, q] = lev[3, q]
+            lev[1, q] -= w
+            lev[3, q] -= t
+        lev[0, q] = j
+        moved = 1
+    return -1
+
+
+@jit
+def _moved_knots(knots, k, k1, lev, centres, lower, upper):
+    """``ispline_refit_histogram``'s knot vector from the levels' buckets (the score range's ends
+    ``lower``, ``upper``), or an empty array where its interior count differs from ``knots``'."""
+    nk = knots.shape[0]
+    m_old = nk - 2 * k1
+    interior = np.empty(k)
+    m = 0
+    for q in range(k):
+        c = centres[int(lev[0, q])]
+        if c > lower and c < upper and (m == 0 or c > interior[m - 1]):
+            if m == m_old:
+                return np.empty(0)
+            interior[m] = c
+            m += 1
+    if m != m_old:
+        return np.empty(0)
+    t = np.empty(nk)
+    for q in range(k1):
+        t[q] = lower
+        t[m + k1 + q] = upper
+    for q in range(m):
+        t[k1 + q] = interior[q]
+    return t
+
+
+@jit_noalloc(forceinline=True)
+def _bucket_terms(j, sign, knots, k1, lo, hi, B, step, half, centres, basis, gw, gt, hv, snap, vals, lft, rgt):
+    """Fitted bucket ``j``'s terms (data and floor) for ``knots`` added (``sign`` 1) or taken out (-1)."""
+    t, fitted = _fitted(j, snap, B, step, half)[1:]
+    if not fitted:
+        return
+    base = _basis_row(j, centres, knots, k1, lo, hi, basis, vals, lft, rgt)
+    r = prior_rate(centres[j], 0.5, True)
+    wj = snap[j] + snap[B + j]
+    _add_terms(j, base, basis, k1, sign * wj, sign * snap[j], sign * wj * r, gw, hv)
+    if t > 0.0:
+        row = j + 1
+        for a in range(k1):
+            ar = basis[row, 2 + a]
+            hv[2, base + a] += sign * t * r * ar
+            for b in range(a, k1):
+                gt[base + a, b - a] += sign * t * ar * basis[row, 2 + b]
+
+
+@jit
+def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap):
+    """The kept sums moved from the knots ``old`` to ``new`` (the same count): the fitted buckets
+    within ``k1`` knots of a changed one take their terms out for the old rows and in for rows
+    computed anew; every other row is the same for both knot vectors and takes the new stamp."""
+    nk = new.shape[0]
+    xlo = math.inf
+    xhi = -math.inf
+    for i in range(nk):
+        if old[i] != new[i]:
+            a = max(i - k1, 0)
+            b = min(i + k1, nk - 1)
+            xlo = min(xlo, old[a], new[a])
+            xhi = max(xhi, old[b], new[b])
+    jlo = np.searchsorted(centres, xlo)
+    jhi = np.searchsorted(centres, xhi, side="right")
+    vals = np.empty(k1)
+    lft = np.empty(k1)
+    rgt = np.empty(k1)
+    half = step // 2
+    lo, hi = clamped_span_bounds(old, k1)
+    for j in range(jlo, jhi):
+        _bucket_terms(j, -1.0, old, k1, lo, hi, B, step, half, centres, basis, gw, gt, hv, snap, vals, lft, rgt)
+    stamp = basis[0, 0]
+    basis[0, 0] = stamp + 1.0
+    for j in range(B):  # rows outside the changed knots' reach: the same values
+        if (j < jlo or j >= jhi) and basis[j + 1, 0] == stamp:
+            basis[j + 1, 0] = basis[0, 0]
+    lo, hi = clamped_span_bounds(new, k1)
+    for j in range(jlo, jhi):
+        _bucket_terms(j, 1.0, new, k1, lo, hi, B, step, half, centres, basis, gw, gt, hv, snap, vals, lft, rgt)
+    ik[IK_STAMP] = basis[0, 0]
+    for i in range(nk):
+        ik[IK_SIZE + i] = new[i]
+
+
+@jit_noalloc(forceinline=True)
+def _follow_bucket(j, pj, nj, sf, B, step, half, centres, knots, k1, k, lo, hi, basis, ik, gw, hv, lev, snap, vals,
+                   lft, rgt):  # fmt: skip
+    """Bucket ``j``'s change to ``(pj, nj)`` added to the data's sums and the levels' weights; returns
+    the change in the count of fitted buckets, 2 (nothing done) where the score range's ends move."""
+    on_grid = j % step == half
+    w0 = snap[j] + snap[B + j]
+    w1 = pj + nj
+    had = w0 > 0.0 or on_grid
+    has = w1 > 0.0 or on_grid
+    change = 0
+    if had != has:
+        if j < ik[IK_LOWER] or j > ik[IK_UPPER]:
+            return 2
+        change = 1 if has else -1
+    dp = pj - snap[j]
+    dw = w1 - w0
+    r = prior_rate(centres[j], 0.5, True)
+    base = _basis_row(j, centres, knots, k1, lo, hi, basis, vals, lft, rgt)
+    _add_terms(j, base, basis, k1, dw, dp, dw * r, gw, hv)
+    ik[IK_W] += dw
+    ik[IK_PW] += dp
+    ik[IK_WR] += dw * r
+    for q in range(k):
+        at = lev[0, q]
+        if j < at:
+            lev[1, q] += dw
+            lev[2, q] += dw
+        elif j == at:
+            lev[2, q] += dw
+    snap[j] = pj
+    snap[B + j] = nj
+    return change
+
+
+@jit
+def incr_refit(
+    sf, h0, B, u, kappa, centres, order, wanted, step, knots, coef, basis, ik, gw, gt, hv, lev, snap, touched, n_touched
+):  # fmt: skip
+    """The refit of strength ``kappa > 0`` from the kept sums: ``(True, knots, coef, beta, total,
+    pos_total, t_pos, t_neg)`` where it is the full refit's within rounding, else ``(False, ...)``
+    and the full refit runs (the sums invalid where they no longer follow the row). ``knots``,
+    ``coef`` are the current map, ``wanted`` the knot count asked for. A level that moved to a
+    nearby bucket moves its knot (``_moved_knots``) and the sums with it (``_rebase``); the
+    knots returned are then a new array."""
+    none = np.empty(0)
+    p = int(ik[IK_P])
+    if not (incr_current(ik, knots, basis) and ik[IK_WANTED] == wanted and coef.shape[0] == p and kappa > 0.0):
+        ik[IK_LISTED] = 0.0
+        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+    k1 = order + 1
+    k = int(ik[IK_K])
+    lo, hi = clamped_span_bounds(knots, k1)
+    vals = np.empty(k1)
+    lft = np.empty(k1)
+    rgt = np.empty(k1)
+    half = step // 2
+    nfit = ik[IK_NFIT]
+    # the row's changes since the sums were last brought up to date: the buckets ``touched`` lists
+    # where it lists them (``n_touched`` >= 0) and the sums followed the row at the last refit
+    listed = n_touched >= 0 and ik[IK_LISTED] == 1.0
+    ik[IK_LISTED] = 0.0
+    n_scan = n_touched if listed else B
+    for i in range(n_scan):
+        j = touched[i] if listed else i
+        pj = sf[h0 + j]
+        nj = sf[h0 + B + j]
+        if pj == snap[j] and nj == snap[B + j]:
+            continue
+        step_fit = _follow_bucket(j, pj, nj, sf, B, step, half, centres, knots, k1, k, lo, hi, basis, ik, gw, hv,
+                                  lev, snap, vals, lft, rgt)  # fmt: skip
+        if step_fit == 2:  # the score range's ends move
+            ik[IK_VALID] = 0.0
+            return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+        nfit += step_fit
+    ik[IK_LISTED] = 1.0
+    ik[IK_NFIT] = nfit
+    if not _fitted_count_ok(nfit, ik, order):
+        ik[IK_VALID] = 0.0
+        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+    a1 = (1.0 + kappa) / u
+    total = a1 * ik[IK_W] + kappa * ik[IK_T]
+    if not (2.0**-500 < total < 2.0**500 and kappa * step >= FLOOR_SHARE * total):
+        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+    moved = False
+    for q in range(k):  # each level in its bucket, or moved to the one it falls in now
+        level = total * float(q + 1) / float(k + 1)
+        how = _walk_level(q, level, LEVEL_MARGIN * total, a1, kappa, lev, snap, B, step, half)
+        if how < 0:
+            return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+        moved |= how > 0
+    if moved:
+        new = _moved_knots(knots, k, k1, lev, centres, centres[int(ik[IK_LOWER])], centres[int(ik[IK_UPPER])])
+        if new.shape[0] == 0:
+            return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+        _rebase(knots, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap)
+        knots = new
+    # the banded system for this kappa, its I-spline Gram, the solve on the last free set
+    ku = kappa / u
+    band = np.zeros((p, p))
+    compact = np.empty((p, k1))
+    cross = np.empty(p)
+    for i in range(p):
+        cross[i] = hv[0, i] / u + (ku * hv[1, i] + kappa * hv[2, i])
+        for d in range(k1):
+            v = a1 * gw[i, d] + kappa * gt[i, d] if i + d < p else 0.0
+            compact[i, d] = v
+            if i + d < p:
+                band[i, i + d] = v
+    gram = np.empty((p, p))
+    rhs = np.empty(p)
+    _gram_from_band(band, cross, gram, rhs)
+    free = np.empty(p, dtype=np.bool_)
+    for i in range(p):
+        free[i] = coef[i] > 0.0
+    x = np.empty(p)
+    capped = 0.0  # the last fit's sum: at the cap, the capped solve first
+    for i in range(p):
+        capped += coef[i]
+    one = kappa / kappa
+    if capped > 1.0 - 1e-9:
+        ok = cap_band_solve(compact, cross, gram, rhs, p, order, free, one, x)
+        if not ok:
+            ok = free_set_band_solve(compact, cross, gram, rhs, p, order, free, one, x)
+    else:
+        ok = free_set_band_solve(compact, cross, gram, rhs, p, order, free, one, x)
+        if not ok:
+            ok = cap_band_solve(compact, cross, gram, rhs, p, order, free, one, x)
+    if not ok:
+        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+    beta = np.empty(p)
+    acc = 0.0
+    for i in range(p):
+        acc += x[i]
+        beta[i] = min(acc, 1.0)
+    ik[IK_REFITS] += 1.0
+    ik[IK_SERVED] += 1.0
+    t_pos = ik[IK_PW] / u
+    t_neg = (ik[IK_W] - ik[IK_PW]) / u
+    pos_total = t_pos + kappa * (ik[IK_WR] / u + ik[IK_TR])
+    return True, knots, x, beta, total, pos_total, t_pos, t_neg
