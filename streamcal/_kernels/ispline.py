@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from streamcal._kernels._config import jit
+from streamcal._kernels._config import jit, jit_noalloc
 
 
 @jit
@@ -463,6 +463,55 @@ def nnls_sum_capped_gram_warm(gram, rhs, cap, x, passive):
     return it
 
 
+@jit_noalloc(forceinline=True)
+def band_cholesky_solve(red, rc, m, k1, v):
+    """Solve the banded system over its first ``m`` rows in place: ``red[a, e]`` holds the matrix's
+    upper band (``red[a, e] = M[a, a + e]``, ``e < k1``) and becomes its Cholesky factor
+    (``red[a, e] = L[a + e, a]`` for ``e > 0``, ``red[a, 0] = L[a, a]``); ``v[:m]`` gets the
+    solution of ``M v = rc[:m]``. Returns False, ``v`` scratch, at a pivot at or below ``1e-13`` of
+    the largest diagonal (a basis the data do not determine)."""
+    dmax = 0.0
+    for a in range(m):
+        if red[a, 0] > dmax:
+            dmax = red[a, 0]
+    floor = 1e-13 * dmax
+    for a in range(m):
+        d = red[a, 0]
+        for e in range(1, k1):
+            if a - e < 0:
+                break
+            d -= red[a - e, e] * red[a - e, e]
+        if not d > floor:
+            return False
+        d = np.sqrt(d)
+        red[a, 0] = d
+        for e in range(1, k1):
+            b = a + e
+            if b >= m:
+                break
+            acc = red[a, e]
+            for f in range(1, k1 - e):
+                if a - f < 0:
+                    break
+                acc -= red[a - f, f] * red[a - f, f + e]
+            red[a, e] = acc / d
+    for a in range(m):
+        acc = rc[a]
+        for e in range(1, k1):
+            if a - e < 0:
+                break
+            acc -= red[a - e, e] * v[a - e]
+        v[a] = acc / red[a, 0]
+    for a in range(m - 1, -1, -1):
+        acc = v[a]
+        for e in range(1, k1):
+            if a + e >= m:
+                break
+            acc -= red[a, e] * v[a + e]
+        v[a] = acc / red[a, 0]
+    return True
+
+
 @jit
 def free_set_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
     """The first subproblem of ``nnls_sum_capped_gram_warm(gram, rhs, cap, x, free)`` solved on the
@@ -508,47 +557,9 @@ def free_set_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
                 red[a, 0] += 2.0 * band[j, d]
             else:
                 red[a, b - a] += band[j, d]
-    # banded Cholesky, the factor over the upper band: red[a, e] = L[a + e, a] (e > 0), red[a, 0] = L[a, a]
-    dmax = 0.0
-    for a in range(m):
-        if red[a, 0] > dmax:
-            dmax = red[a, 0]
-    floor = 1e-13 * dmax
-    for a in range(m):
-        d = red[a, 0]
-        for e in range(1, k1):
-            if a - e < 0:
-                break
-            d -= red[a - e, e] * red[a - e, e]
-        if not d > floor:
-            return False
-        d = np.sqrt(d)
-        red[a, 0] = d
-        for e in range(1, k1):
-            b = a + e
-            if b >= m:
-                break
-            acc = red[a, e]
-            for f in range(1, k1 - e):
-                if a - f < 0:
-                    break
-                acc -= red[a - f, f] * red[a - f, f + e]
-            red[a, e] = acc / d
     v = np.empty(m)
-    for a in range(m):
-        acc = rc[a]
-        for e in range(1, k1):
-            if a - e < 0:
-                break
-            acc -= red[a - e, e] * v[a - e]
-        v[a] = acc / red[a, 0]
-    for a in range(m - 1, -1, -1):
-        acc = v[a]
-        for e in range(1, k1):
-            if a + e >= m:
-                break
-            acc -= red[a, e] * v[a + e]
-        v[a] = acc / red[a, 0]
+    if not band_cholesky_solve(red, rc, m, k1, v):
+        return False
     # the coefficients: each free one the step between its run and the previous one
     prev = 0.0
     total = 0.0
