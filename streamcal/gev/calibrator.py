@@ -16,7 +16,7 @@ from streamcal._refit import RefitCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
 from streamcal.gev import _logistic
-from streamcal.gev._river import ENTRIES, NO_EVENT, NO_SCORE, GLMRiverFace, entry_call
+from streamcal.gev._river import ENTRIES, NO_SCORE, GLMRiverFace, entry_call
 from streamcal.gev.histfit import fit_glm_on_histogram
 from streamcal.windows import Window
 
@@ -286,10 +286,12 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         grid = np.array(_h.grid_of_sorted(hist.layout.cuts))  # its call's bucket search (an arithmetic guess)
         cache.river_tail = (x, cache.table, hist.layout.cuts, grid, _FLOOR_CODES[self._PRIOR_FLOOR])
         # GEV's river face: the one-call kernel's arguments after the kept event
-        cache.gev_tail = (*cache.args[:5], _LOGIT_CLIP, *cache.args[5:], *self._glm_shape_arrays(cache))
+        # (the arrays that are views of ``buf`` are read from it there: fewer arguments to convert)
+        per_shape = (cache.xis, betas, has_warm, cache.ok, cache.pos_w, cache.neg_w, pc, cache.table, self._glm_steps)
+        cache.gev_tail = (hist.layout.cuts, grid, buf, *cache.args[:5], _LOGIT_CLIP, *cache.args[5:], *per_shape)
         cache.gev_entry = "river_gev"  # its kernel: ``_river.GEV_ENTRIES``
         cache.live = False
-        cache.pending = cache.no_event = NO_SCORE if cache.river else NO_EVENT
+        cache.pending = cache.no_event = NO_SCORE  # both keep the event's score: their calls find its bucket
         self._glm_cache = cache
         return cache
 
