@@ -508,3 +508,26 @@ def test_the_running_sums_of_the_certificate_follow_the_histogram(window):
     np.testing.assert_allclose(a.anchor[_g.ANCHOR_SX] / a.anchor[_g.ANCHOR_N], mean, rtol=1e-9)
     np.testing.assert_allclose(a.anchor[_g.ANCHOR_LS] / unit, log_s, rtol=1e-9)
     np.testing.assert_allclose(a.anchor[_g.ANCHOR_LL] / unit, loglik, rtol=1e-9)
+
+
+@pytest.mark.parametrize("make", [GEVCalibrator, lambda: GEVCalibrator(xi=0.2), lambda: GEVCalibrator(prior=None)])
+def test_the_one_call_river_face_finds_the_buckets_of_scores_on_and_beside_the_cuts(make):
+    # the river face's one call finds the kept event's bucket itself (an arithmetic guess on the
+    # cuts' grid): scores on a cut, one float either side of it, and the range's ends take the
+    # buckets ``prequential``'s search takes, so the pairs serve its bits
+    cuts = make().window_histogram.layout.cuts
+    rng = np.random.default_rng(11)
+    base, labels = _long_stream(2000, 12)
+    picked = cuts[rng.integers(0, cuts.shape[0], 400)]
+    near = np.concatenate([picked, np.nextafter(picked, 0.0), np.nextafter(picked, 1.0), [0.0, 1.0, cuts[0], cuts[-1]]])
+    scores = base.copy()
+    at = rng.choice(np.arange(300, 2000), near.shape[0], replace=False)
+    scores[at] = near
+    proba, _ = make().prequential(scores, labels)
+    cal = make()
+    served = []
+    for s, y in zip(scores, labels, strict=True):
+        x = {"score": float(s)}
+        served.append(cal.predict_proba_one(x)[True])
+        cal.learn_one(x, bool(y))
+    np.testing.assert_array_equal(np.array(served), proba)

@@ -1677,15 +1677,22 @@ def gev_logistic_run_ops_inplace(
 
 @jit_noalloc
 def gev_logistic_river_proba(
-    sf, si, s, b, y, w,
+    sf, si, s, ls, y, w, cuts, grid, buf,
     x, x_lo, x_hi, centres, identity, clip, c, prior_on, floor_kind, code, l2, tol, max_passes,
-    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
+    xis, betas, has_warm, ok, pos_w, neg_w, pc, table, steps,
     m_xis, m_betas, m_has_warm, m_briers, m_ok, m_fit, g_mom, m_floor, m_code, m_tol,
 ):  # fmt: skip
     """:func:`glm_river_gev_proba` with :func:`gev_logistic_refit` and its served map: the river
     face of ``GEVCalibrator(xi="auto")`` with the score prior in one call (-1.0 where the refit
     needs the damped full refit, left for the caller to complete)."""
-    if b >= 0:
+    S = xis.shape[0]
+    briers = buf[BUF_BETAS + 2 * S : BUF_BETAS + 3 * S]
+    anchor = buf[BUF_ANCHOR:BUF_MOM]
+    mom = buf[BUF_MOM:BUF_PW]
+    pw = buf[BUF_PW:BUF_FIT]
+    fit = buf[BUF_FIT:BUF_BETAS]
+    if y >= 0.0:
+        b = _h.bucket_of_guessed(cuts, 0, cuts.shape[0], ls, grid[0], grid[1], grid[2])
         glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, steps)
         fit[FIT_DIRTY] = 1.0
     if fit[FIT_DIRTY] != 0.0:
@@ -3508,17 +3515,28 @@ def glm_river_learn_proba(sf, si, pc, buf, s, ls, y, w, x, table, cuts, grid, fl
 
 @jit_noalloc
 def glm_river_gev_proba(
-    sf, si, s, b, y, w,
+    sf, si, s, ls, y, w, cuts, grid, buf,
     x, x_lo, x_hi, centres, identity, clip, c, prior_on, floor_kind, code, l2, tol, max_passes,
-    xis, betas, has_warm, briers, ok, pos_w, neg_w, pc, anchor, fit, table, mom, pw, steps,
+    xis, betas, has_warm, ok, pos_w, neg_w, pc, table, steps,
 ):  # fmt: skip
-    """GEV's river face in one call: the event of the last ``learn_one`` (bucket ``b``, label
-    ``y``, weight ``w``; none where ``b`` < 0) learned as ``glm_learn_one_inplace`` learns it,
-    the refit (:func:`glm_refit_inplace`) if labels came, then the served probability of score
-    ``s``. -1.0 where a shape needs the damped full refit: the refit's partial fit is left for
-    the caller to complete (as after :func:`glm_refit_inplace`). The same steps in the same
-    order as ``learn_one``'s call and ``predict_proba_one``'s refit and map, so the same bits."""
-    if b >= 0:
+    """GEV's river face in one call: the event of the last ``learn_one`` (checked score ``ls``,
+    label ``y``, weight ``w``; none where ``y`` < 0) found among the layout's interior ``cuts``
+    as :func:`glm_river_learn_proba` finds it (``grid``: the cuts' arithmetic guess) and learned
+    as ``glm_learn_one_inplace`` learns it, the refit (:func:`glm_refit_inplace`) if labels came,
+    then the served probability of score ``s``. The refit's arrays that live in the packed
+    buffer ``buf`` (the anchor, moments, powers, fit and Brier scores) are its views, read here:
+    fewer arguments to convert per call. -1.0 where a shape needs the damped full refit: the
+    refit's partial fit is left for the caller to complete (as after :func:`glm_refit_inplace`).
+    The same steps in the same order as ``learn_one``'s call and ``predict_proba_one``'s refit
+    and map, so the same bits."""
+    S = xis.shape[0]
+    briers = buf[BUF_BETAS + 2 * S : BUF_BETAS + 3 * S]
+    anchor = buf[BUF_ANCHOR:BUF_MOM]
+    mom = buf[BUF_MOM:BUF_PW]
+    pw = buf[BUF_PW:BUF_FIT]
+    fit = buf[BUF_FIT:BUF_BETAS]
+    if y >= 0.0:
+        b = _h.bucket_of_guessed(cuts, 0, cuts.shape[0], ls, grid[0], grid[1], grid[2])
         glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, steps)
         fit[FIT_DIRTY] = 1.0
     if fit[FIT_DIRTY] != 0.0:

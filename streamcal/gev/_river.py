@@ -24,8 +24,9 @@ work first: the kept event learned, the scalars written back. The steps and thei
 the ones the two calls per pair take, so the bits are too. A rejected call is rejected by the
 checks before anything is kept, as before.
 
-GEV's pairs likewise, once every shape has a fit (its kept event by its bucket): the call
-(``glm_refit.glm_river_gev_proba``) learns the kept event, runs the whole compiled refit if labels
+GEV's pairs likewise, once every shape has a fit: the call (``glm_refit.glm_river_gev_proba``,
+given the arrays that are views of the compiled refit's packed buffer as that buffer) finds the
+kept event's bucket and learns it, runs the whole compiled refit if labels
 came (the served shape among the scalars it leaves in the compiled fit) and serves the score;
 where a shape needs the damped full refit it returns -1.0 and the refit is completed in Python as
 the generic path completes it.
@@ -74,8 +75,7 @@ def entry_call(name: str, kernel, args):
     return found(*args)
 
 
-NO_EVENT = (-1, 0.0, 0.0)  # GEV's ``pending`` when no event is kept (else bucket, label, weight)
-NO_SCORE = (0.0, -1.0, 0.0)  # Platt's (else score, label, weight: its call finds the bucket)
+NO_SCORE = (0.0, -1.0, 0.0)  # ``pending`` when no event is kept (else score, label, weight)
 
 
 class RiverLock(SectionLock):
@@ -314,10 +314,10 @@ class GLMRiverFace(DeferredRiverFace):
     arguments after the event; ``river_tail``: the one-call kernel's; ``cuts``: the layout's
     interior cuts; ``river_ready``: the one-call refit can serve (Platt's ``river``, GEV's
     ``gev_river`` with ``gev_tail``, its kernel's arguments after the event); ``live`` and ``pending``:
-    the deferred work, ``pending`` being ``no_event`` (``NO_SCORE`` for Platt, ``NO_EVENT`` for
-    GEV) while none is kept), on ``_glm_state_in`` and ``_river_scalars_out`` (the map's scalars into
-    and out of the compiled fit's array), on ``_river_proba`` and on ``_generic_proba_of`` (the
-    generic engine's served probability, with the full refit).
+    the deferred work, ``pending`` being ``no_event`` (``NO_SCORE``) while none is kept), on
+    ``_glm_state_in`` and ``_river_scalars_out`` (the map's scalars into and out of the compiled
+    fit's array), on ``_river_proba`` and on ``_generic_proba_of`` (the generic engine's served
+    probability, with the full refit).
     """
 
     def _river_settle(self, a) -> None:
@@ -354,7 +354,7 @@ class GLMRiverFace(DeferredRiverFace):
     def _river_learn_kept(self, a) -> None:
         sf, si = self._hist.live_arrays()
         e, y, w = a.pending
-        args = (sf, si, bucket_of_score(a.cuts, e) if a.river else e, y, w, 0.0, *a.learn_tail)
+        args = (sf, si, bucket_of_score(a.cuts, e), y, w, 0.0, *a.learn_tail)
         a.pending = a.no_event
         learn = ENTRIES.get("learn")
         if learn is None:
@@ -395,8 +395,8 @@ class GLMRiverFace(DeferredRiverFace):
                                 a.live = True
                             elif a.pending is not a.no_event:
                                 self._river_learn_kept(a)
-                            # Platt's call finds the bucket itself, GEV's is given it
-                            a.pending = (s if a.river else bucket_of_score(a.cuts, s), 1.0 if y else 0.0, w)
+                            # the call finds the bucket itself
+                            a.pending = (s, 1.0 if y else 0.0, w)
                             return
                         self._settle_deferred(lock)
                         sf, si = self._hist.live_arrays()

@@ -16,7 +16,7 @@ from streamcal._refit import RefitCalibrator
 from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
 from streamcal.gev import _logistic
-from streamcal.gev._river import ENTRIES, NO_EVENT, NO_SCORE, GLMRiverFace, entry_call
+from streamcal.gev._river import ENTRIES, NO_SCORE, GLMRiverFace, entry_call
 from streamcal.gev.histfit import fit_glm_on_histogram
 from streamcal.windows import Window
 
@@ -103,6 +103,15 @@ def _check_end_runs(c, low: float, high: float) -> None:
     high = c.need_float(high, "_run_high", low=0.0, high=1.0)
     if not low <= high:
         c.fail(f"`_run_low`/`_run_high`: expected low <= high; found {low!r} and {high!r}.")
+
+
+
+def _gev_river_tail(a: SimpleNamespace, cuts: np.ndarray, grid: np.ndarray, steps: np.ndarray) -> tuple:
+    """GEV's one-call river kernel's arguments after the kept event (``glm_refit.glm_river_gev_proba``):
+    the bucket search's cuts and grid, the packed buffer (the kernel reads its views there: fewer
+    arguments to convert per call), the refit's fixed arguments and the arrays not in the buffer."""
+    per_shape = (a.xis, a.betas, a.has_warm, a.ok, a.pos_w, a.neg_w, a.pc, a.table, steps)
+    return (cuts, grid, a.buf, *a.args[:5], _LOGIT_CLIP, *a.args[5:], *per_shape)
 
 
 class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
@@ -286,10 +295,10 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         grid = np.array(_h.grid_of_sorted(hist.layout.cuts))  # its call's bucket search (an arithmetic guess)
         cache.river_tail = (x, cache.table, hist.layout.cuts, grid, _FLOOR_CODES[self._PRIOR_FLOOR])
         # GEV's river face: the one-call kernel's arguments after the kept event
-        cache.gev_tail = (*cache.args[:5], _LOGIT_CLIP, *cache.args[5:], *self._glm_shape_arrays(cache))
+        cache.gev_tail = _gev_river_tail(cache, hist.layout.cuts, grid, self._glm_steps)
         cache.gev_entry = "river_gev"  # its kernel: ``_river.GEV_ENTRIES``
         cache.live = False
-        cache.pending = cache.no_event = NO_SCORE if cache.river else NO_EVENT
+        cache.pending = cache.no_event = NO_SCORE  # both keep the event's score: their calls find its bucket
         self._glm_cache = cache
         return cache
 
