@@ -15,6 +15,19 @@ from streamcal._streaming import OP_PREDICT
 _NO_KNOTS = np.empty(0)
 _NO_HINT = np.zeros(0, dtype=np.bool_)
 _NO_TOUCHED = np.zeros(0, dtype=np.int64)
+_REFIT_ENTRY = []  # ``prior_refit``'s compiled entry point for the types ``_prior_refit`` passes, once made
+
+
+def _run_prior_refit(exact_types: bool, *args):
+    """``ispline_prior_stream.prior_refit(*args)`` as ``_config.run`` runs it (no events), by its
+    compiled entry point once the process is compiled and ``exact_types`` holds (the arrays the
+    calibrator makes itself, the same types on every call: no user's knots), which skips numba's
+    type dispatch over its ~30 arguments; else by the dispatcher."""
+    if not exact_types or _config.may_interpret(0):
+        return _config.run(_kips.prior_refit, 0, *args)
+    if not _REFIT_ENTRY:
+        _REFIT_ENTRY.append(_config.entry_point(_kips.prior_refit, *args))
+    return _REFIT_ENTRY[0](*args)
 
 
 class ISplinePriorRefit:
@@ -39,8 +52,8 @@ class ISplinePriorRefit:
         centres, B, grid, scratch, incr, basis, basis_knots, rows, inner = args
         hist = self._hist
         order = int(self.order)
-        code, kappa, knots, coef, beta, total, pos_total, t_pos, t_neg = _config.run(
-            _kips.prior_refit, 0, hist.live_arrays()[0], B, centres, grid, self._prior_start, *scratch, order,
+        code, kappa, knots, coef, beta, total, pos_total, t_pos, t_neg = _run_prior_refit(
+            inner is None, hist.live_arrays()[0], B, centres, grid, self._prior_start, *scratch, order,
             -1 if self.n_knots is None else int(self.n_knots), _NO_KNOTS if inner is None else inner,
             inner is not None, _NO_HINT if self._coef is None else self._coef > 0.0,
             _NO_KNOTS if self._knots is None else self._knots, basis_knots, basis, rows[0], rows[1],
