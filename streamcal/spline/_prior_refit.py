@@ -8,25 +8,22 @@ from streamcal import _prior
 from streamcal._kernels import _config
 from streamcal._kernels import glm_refit as _glm
 from streamcal._kernels import ispline_prior as _kip
-from streamcal._kernels import ispline_prior_incr as _kipi
 from streamcal._kernels import ispline_prior_stream as _kips
 from streamcal._streaming import OP_PREDICT
 
 _NO_KNOTS = np.empty(0)
-_NO_HINT = np.zeros(0, dtype=np.bool_)
-_NO_TOUCHED = np.zeros(0, dtype=np.int64)
-_REFIT_ENTRY = []  # ``prior_refit``'s compiled entry point for the types ``_prior_refit`` passes, once made
+_REFIT_ENTRY = []  # ``prior_refit_packed``'s compiled entry point for the types ``_prior_refit`` passes, once made
 
 
 def _run_prior_refit(exact_types: bool, *args):
-    """``ispline_prior_stream.prior_refit(*args)`` as ``_config.run`` runs it (no events), by its
+    """``ispline_prior_stream.prior_refit_packed(*args)`` as ``_config.run`` runs it (no events), by its
     compiled entry point once the process is compiled and ``exact_types`` holds (the arrays the
     calibrator makes itself, the same types on every call: no user's knots), which skips numba's
-    type dispatch over its ~30 arguments; else by the dispatcher."""
+    type dispatch over its arguments; else by the dispatcher."""
     if not exact_types or _config.may_interpret(0):
-        return _config.run(_kips.prior_refit, 0, *args)
+        return _config.run(_kips.prior_refit_packed, 0, *args)
     if not _REFIT_ENTRY:
-        _REFIT_ENTRY.append(_config.entry_point(_kips.prior_refit, *args))
+        _REFIT_ENTRY.append(_config.entry_point(_kips.prior_refit_packed, *args))
     return _REFIT_ENTRY[0](*args)
 
 
@@ -49,16 +46,14 @@ class ISplinePriorRefit:
         args = self._prior_args() if own_hooks else None
         if args is None:
             return False
-        centres, B, grid, scratch, incr, basis, basis_knots, rows, inner = args
-        hist = self._hist
+        _, B, _, _, _, basis, basis_knots, _, inner = args
         order = int(self.order)
+        # the packed kernel's arguments: the cache's buffer holds the centres, grid, scratch, kept sums and row
         code, kappa, knots, coef, beta, total, pos_total, t_pos, t_neg = _run_prior_refit(
-            inner is None, hist.live_arrays()[0], B, centres, grid, self._prior_start, *scratch, order,
+            inner is None, self._hist.live_arrays()[0], self._prior_grid[4], B, self._prior_start, order,
             -1 if self.n_knots is None else int(self.n_knots), _NO_KNOTS if inner is None else inner,
-            inner is not None, _NO_HINT if self._coef is None else self._coef > 0.0,
-            _NO_KNOTS if self._knots is None else self._knots, basis_knots, basis, rows[0], rows[1],
-            _glm.FLOOR_THINNED, self._prior_incremental(), incr, _NO_KNOTS if self._coef is None else self._coef,
-            _NO_TOUCHED, -1,
+            inner is not None, _NO_KNOTS if self._knots is None else self._knots, basis_knots, basis,
+            _glm.FLOOR_THINNED, self._prior_incremental(), _NO_KNOTS if self._coef is None else self._coef, -1,
         )  # fmt: skip
         if code != _kips.REFIT_DONE:
             return False
@@ -137,9 +132,7 @@ class ISplinePriorRefit:
             basis = np.full((B + 1, order + 3), -1.0)
             basis[0, 0] = 0.0
             basis_knots = _NO_KNOTS
-        rows = getattr(self, "_prior_rows", None)  # the fitted row's arrays (a cache)
-        if rows is None or rows[0].size != B:
-            rows = self._prior_rows = (np.empty(B), np.empty(B))
+        rows = self._prior_grid[5]  # the fitted row's arrays (views of the cache's buffer)
         return centres, B, grid, scratch, incr, basis, basis_knots, rows, self._inner_knots
 
     def _prior_scratch(self, centres):
@@ -149,21 +142,13 @@ class ISplinePriorRefit:
         key = self._hist.layout.centres
         cache = getattr(self, "_prior_grid", None)
         if cache is None or cache[0] is not key or key.size != centres.size or cache[3][1].shape[1] != self.order + 1:
-            B = int(centres.size)
-            grid = np.empty(3 * B)
+            B, order = int(centres.size), int(self.order)
+            # one buffer (``ispline_prior_stream.prior_views``' layout) holds the centres' copy, the grid's
+            # constants, the strength's kept sums, moments and scratch, the augmented normal equations'
+            # kept sums (``ispline_prior_incr``) and the fitted row: the packed refit takes it alone
+            buf = np.zeros(_kips.prior_buffer_size(B, order))
+            c, grid, scratch, incr, pos_w, neg_w = _config.run_interpreted(_kips.prior_views, buf, B, order)
+            c[:] = centres
             _config.run(_kip.prior_grid_constants, 0, centres, B, 0.5, grid)
-            # the row's copy, the kept sums, moments and powers, and the fallback's list and moments
-            k1 = _kips.ORDER + 1
-            scratch = (
-                np.zeros(2 * B), np.zeros(_kips.K_SIZE), np.zeros((k1, k1)), np.zeros(2 * k1), np.empty(3 * B),
-                np.empty((_kip.ORDER + 1, _kip.ORDER + 1)),
-            )  # fmt: skip
-            # the augmented normal equations' kept sums (``ispline_prior_incr``)
-            P = B + 2 * (int(self.order) + 1)
-            k1 = int(self.order) + 1
-            incr = (
-                np.zeros(_kipi.IK_SIZE + P), np.zeros((P, k1)), np.zeros((P, k1)), np.zeros((3, P)), np.zeros((5, B)),
-                np.zeros(2 * B),
-            )  # fmt: skip
-            cache = self._prior_grid = (key, grid, scratch, incr)
+            cache = self._prior_grid = (key, grid, scratch, incr, buf, (pos_w, neg_w))
         return cache[1], cache[2], cache[3]

@@ -226,7 +226,7 @@ class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
         }
 
     # ------------------------------------------------------------------ fitted map
-    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream", "_glm_cache", "_prior_grid", "_prior_rows")
+    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream", "_glm_cache", "_prior_grid")
 
     def _init_map_state(self) -> None:
         super()._init_map_state()
