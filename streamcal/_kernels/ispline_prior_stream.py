@@ -524,15 +524,17 @@ def prior_views(buf, B, order):
 @jit
 def prior_refit_packed(
     sf, buf, B, start, order, n_knots, inner, use_inner, hint_knots, basis_knots, basis, floor_kind, incremental,
-    coef, n_touched,
+    coef, touched, n_touched,
 ):  # fmt: skip
     """:func:`prior_refit` with its centres, grid, scratch, kept sums and row read as views of ``buf``
-    (:func:`prior_views`), the hint the positive coefficients of ``coef`` and no touched buckets
-    listed (``n_touched`` < 0): the same operations on the same arrays, from 15 arguments."""
+    (:func:`prior_views`) and the hint the positive coefficients of ``coef``: the same operations on
+    the same arrays, from 16 arguments. ``touched[:n_touched]`` lists the buckets the river face's
+    labels changed since the last refit, in any order and with repeats (sorted here, as
+    :func:`prior_run` sorts its list); ``n_touched`` < 0: unknown."""
     centres, grid, scratch, incr, pos_w, neg_w = prior_views(buf, B, order)
     snap, kept, M, pw, listed, M6 = scratch
     hint = coef > 0.0
-    touched = np.zeros(B - B, dtype=np.int64)
+    n_touched = _ascending(touched, n_touched)
     return _refit_core(
         sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
         hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,

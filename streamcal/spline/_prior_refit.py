@@ -7,11 +7,14 @@ import numpy as np
 from streamcal import _prior
 from streamcal._kernels import _config
 from streamcal._kernels import glm_refit as _glm
+from streamcal._kernels import histogram as _h
 from streamcal._kernels import ispline_prior as _kip
 from streamcal._kernels import ispline_prior_stream as _kips
 from streamcal._streaming import OP_PREDICT
 
 _NO_KNOTS = np.empty(0)
+_NO_TOUCHED = np.zeros(0, dtype=np.int64)
+
 _REFIT_ENTRY = []  # ``prior_refit_packed``'s compiled entry point for the types ``_prior_refit`` passes, once made
 
 
@@ -53,10 +56,23 @@ class ISplinePriorRefit:
             inner is None, self._hist.live_arrays()[0], self._prior_grid[4], B, self._prior_start, order,
             -1 if self.n_knots is None else int(self.n_knots), _NO_KNOTS if inner is None else inner,
             inner is not None, _NO_KNOTS if self._knots is None else self._knots, basis_knots, basis,
-            _glm.FLOOR_THINNED, self._prior_incremental(), _NO_KNOTS if self._coef is None else self._coef, -1,
+            _glm.FLOOR_THINNED, self._prior_incremental(), _NO_KNOTS if self._coef is None else self._coef,
+            *self._prior_listed(),
         )  # fmt: skip
         if code != _kips.REFIT_DONE:
+            self._prior_touched = None
             return False
+        # the kept sums follow the row from here: the river face's labels list their buckets (an
+        # unbounded window's learn changes its bucket alone); a list that misses a change is never
+        # passed (``_prior_listed`` checks the learned count)
+        sf = self._hist.live_arrays()[0]
+        listed = getattr(self, "_prior_touched", None)
+        if sf[_h.SF_KIND] != _h.KIND_UNBOUNDED:
+            self._prior_touched = None
+        elif listed is None:
+            self._prior_touched = [np.empty(_kips.TOUCHED_MAX, dtype=np.int64), 0, sf, sf[_h.SF_N_LEARNED]]
+        else:
+            listed[1:] = 0, sf, sf[_h.SF_N_LEARNED]
         self._n_since_refit = 0
         self._dirty = False
         self._prior_strength = kappa
@@ -104,6 +120,26 @@ class ISplinePriorRefit:
         q = _prior.smoothed(out_p[at], out_llr[at], c)
         out_llr[at] = _prior.llr_from_proba(q, logodds[at])
         return int(stop)
+
+    def _prior_touch(self, b: int) -> None:
+        """Bucket ``b`` listed as changed since the last refit (a river face's label under the prior)."""
+        listed = getattr(self, "_prior_touched", None)
+        if listed is not None and listed[1] < _kips.TOUCHED_MAX:
+            listed[0][listed[1]] = b
+            listed[1] += 1
+
+    def _prior_listed(self):
+        """``(touched, n_touched)`` for the refit: the buckets listed since the last refit where they
+        are every change of the row (the same histogram arrays, every label since listed), else
+        ``n_touched`` -1 (unknown: the refit compares the whole row)."""
+        listed = getattr(self, "_prior_touched", None)
+        if listed is None:
+            return _NO_TOUCHED, -1
+        touched, n, floats, n_learned = listed
+        sf = self._hist.live_arrays()[0]
+        if floats is sf and sf[_h.SF_N_LEARNED] == n_learned + n:
+            return touched, n
+        return touched, -1
 
     def _prior_incremental(self) -> bool:
         """Whether the refit under the prior is served from the kept sums: not where the loop without
