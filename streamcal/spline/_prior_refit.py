@@ -52,7 +52,7 @@ class ISplinePriorRefit:
         _, B, _, _, _, basis, basis_knots, _, inner = args
         order = int(self.order)
         # the packed kernel's arguments: the cache's buffer holds the centres, grid, scratch, kept sums and row
-        code, kappa, knots, coef, beta, total, pos_total, t_pos, t_neg = _run_prior_refit(
+        code, kappa, knots, coef, beta, total, _, t_pos, t_neg = _run_prior_refit(
             inner is None, self._hist.live_arrays()[0], self._prior_grid[4], B, self._prior_start, order,
             -1 if self.n_knots is None else int(self.n_knots), _NO_KNOTS if inner is None else inner,
             inner is not None, _NO_KNOTS if self._knots is None else self._knots, basis_knots, basis,
@@ -77,7 +77,11 @@ class ISplinePriorRefit:
         self._dirty = False
         self._prior_strength = kappa
         self._basis_cache = (basis, knots)
-        self._set_map_arrays(knots, coef, beta, total, pos_total)
+        # ``_set_map_arrays``, without its log-odds of the fitted row (the data's replace them)
+        self._knots = np.ascontiguousarray(knots, dtype=np.float64)
+        self._coef = np.ascontiguousarray(coef, dtype=np.float64)
+        self._bspline_coef = np.ascontiguousarray(beta, dtype=np.float64)
+        self._fit_weight = total
         self._prior_logodds = _prior.prior_logodds(t_pos, t_neg, float(self.llr_pseudo_count))
         self._set_proba_bounds(total)
         self._fitted = True
