@@ -309,7 +309,7 @@ def incr_rebuild(sf, h0, B, u, kappa, centres, knots, order, wanted, use_inner, 
             first = j
         last = j
         base = _basis_row(j, centres, knots, k1, lo, hi, basis, vals, lft, rgt)
-        r = prior_rate(centres[j], 0.5, True)
+        r = prior_rate(centres[j], 0.5, B > 0)  # B > 0: True, not a literal (one signature)
         if w > 0.0:
             _add_terms(j, base, basis, k1, w, pj, w * r, gw, hv)
             sw += w
@@ -475,7 +475,7 @@ def _bucket_terms(j, sign, knots, k1, lo, hi, B, step, half, centres, basis, gw,
     if not fitted:
         return
     base = _basis_row(j, centres, knots, k1, lo, hi, basis, vals, lft, rgt)
-    r = prior_rate(centres[j], 0.5, True)
+    r = prior_rate(centres[j], 0.5, B > 0)  # B > 0: True, not a literal (one signature)
     wj = snap[j] + snap[B + j]
     _add_terms(j, base, basis, k1, sign * wj, sign * snap[j], sign * wj * r, gw, hv)
     if t > 0.0:
@@ -540,7 +540,7 @@ def _follow_bucket(j, pj, nj, sf, B, step, half, centres, knots, k1, k, lo, hi, 
         change = 1 if has else -1
     dp = pj - snap[j]
     dw = w1 - w0
-    r = prior_rate(centres[j], 0.5, True)
+    r = prior_rate(centres[j], 0.5, B > 0)  # B > 0: True, not a literal (one signature)
     base = _basis_row(j, centres, knots, k1, lo, hi, basis, vals, lft, rgt)
     _add_terms(j, base, basis, k1, dw, dp, dw * r, gw, hv)
     ik[IK_W] += dw

@@ -61,7 +61,14 @@ from streamcal._kernels.histogram import (
 )
 from streamcal._kernels.ispline import _combination_at, clamped_span_bounds, ispline_refit_histogram
 from streamcal._kernels.ispline_prior import _P, ORDER, REMAINDER_SCALE, TAYLOR_TOL, prior_strength_taylor
-from streamcal._kernels.ispline_prior_incr import IK_LISTED, IK_VALID, incr_current, incr_rebuild, incr_refit
+from streamcal._kernels.ispline_prior_incr import (
+    IK_LISTED,
+    IK_SIZE,
+    IK_VALID,
+    incr_current,
+    incr_rebuild,
+    incr_refit,
+)
 from streamcal._kernels.ispline_stream import _pairwise_sum
 from streamcal._kernels.prior import KAPPA_MAX, KAPPA_MIN, NEWTON_STEPS, RIDGE, _fit_term
 
@@ -462,6 +469,72 @@ def prior_refit(
     pos_total, t_pos, t_neg)``: ``total`` and ``pos_total`` the fitted row's (pseudo-counts
     included), ``t_pos``, ``t_neg`` the data's; ``code`` ``REFIT_DONE`` or where the engine refits
     instead (``REFIT_*``)."""
+    return _refit_core(
+        sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
+        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,
+    )  # fmt: skip
+
+
+
+def prior_buffer_size(B: int, order: int) -> int:
+    """The size of :func:`prior_views`' buffer for ``B`` buckets and splines of order ``order``."""
+    k1, k, P = ORDER + 1, order + 1, B + 2 * (order + 1)
+    return 13 * B + K_SIZE + 2 * k1 * k1 + 2 * k1 + IK_SIZE + 4 * P + 2 * P * k + 5 * B
+
+
+@jit
+def prior_views(buf, B, order):
+    """The arrays of the refit under the prior as views of one buffer (:func:`prior_buffer_size`):
+    ``centres`` ``(B)``, ``grid`` ``(3 B)``, the strength's ``(snap, kept, M, pw, listed, M6)``, the
+    kept sums' ``(ik, gw, gt, hv, lev, isnap)`` (``ispline_prior_incr``) and the row ``pos_w``,
+    ``neg_w`` ``(B)`` each, in that order; the calibrator holds the buffer and these views, and
+    :func:`prior_refit_packed` takes the buffer alone (one argument to unbox instead of 16)."""
+    k1, k, P = ORDER + 1, order + 1, B + 2 * (order + 1)
+    centres = buf[:B]
+    grid = buf[B : 4 * B]
+    snap = buf[4 * B : 6 * B]
+    o = 6 * B
+    kept = buf[o : o + K_SIZE]
+    o += K_SIZE
+    M = buf[o : o + k1 * k1].reshape((k1, k1))
+    o += k1 * k1
+    pw = buf[o : o + 2 * k1]
+    o += 2 * k1
+    listed = buf[o : o + 3 * B]
+    o += 3 * B
+    M6 = buf[o : o + k1 * k1].reshape((k1, k1))
+    o += k1 * k1
+    ik = buf[o : o + IK_SIZE + P]
+    o += IK_SIZE + P
+    gw = buf[o : o + P * k].reshape((P, k))
+    o += P * k
+    gt = buf[o : o + P * k].reshape((P, k))
+    o += P * k
+    hv = buf[o : o + 3 * P].reshape((3, P))
+    o += 3 * P
+    lev = buf[o : o + 5 * B].reshape((5, B))
+    o += 5 * B
+    isnap = buf[o : o + 2 * B]
+    o += 2 * B
+    pos_w = buf[o : o + B]
+    neg_w = buf[o + B : o + 2 * B]
+    return centres, grid, (snap, kept, M, pw, listed, M6), (ik, gw, gt, hv, lev, isnap), pos_w, neg_w
+
+
+@jit
+def prior_refit_packed(
+    sf, buf, B, start, order, n_knots, inner, use_inner, hint_knots, basis_knots, basis, floor_kind, incremental,
+    coef, touched, n_touched,
+):  # fmt: skip
+    """:func:`prior_refit` with its centres, grid, scratch, kept sums and row read as views of ``buf``
+    (:func:`prior_views`) and the hint the positive coefficients of ``coef``: the same operations on
+    the same arrays, from 16 arguments. ``touched[:n_touched]`` lists the buckets the river face's
+    labels changed since the last refit, in any order and with repeats (sorted here, as
+    :func:`prior_run` sorts its list); ``n_touched`` < 0: unknown."""
+    centres, grid, scratch, incr, pos_w, neg_w = prior_views(buf, B, order)
+    snap, kept, M, pw, listed, M6 = scratch
+    hint = coef > 0.0
+    n_touched = _ascending(touched, n_touched)
     return _refit_core(
         sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
         hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,

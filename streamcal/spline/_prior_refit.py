@@ -7,14 +7,27 @@ import numpy as np
 from streamcal import _prior
 from streamcal._kernels import _config
 from streamcal._kernels import glm_refit as _glm
+from streamcal._kernels import histogram as _h
 from streamcal._kernels import ispline_prior as _kip
-from streamcal._kernels import ispline_prior_incr as _kipi
 from streamcal._kernels import ispline_prior_stream as _kips
 from streamcal._streaming import OP_PREDICT
 
 _NO_KNOTS = np.empty(0)
-_NO_HINT = np.zeros(0, dtype=np.bool_)
 _NO_TOUCHED = np.zeros(0, dtype=np.int64)
+
+_REFIT_ENTRY = []  # ``prior_refit_packed``'s compiled entry point for the types ``_prior_refit`` passes, once made
+
+
+def _run_prior_refit(exact_types: bool, *args):
+    """``ispline_prior_stream.prior_refit_packed(*args)`` as ``_config.run`` runs it (no events), by its
+    compiled entry point once the process is compiled and ``exact_types`` holds (the arrays the
+    calibrator makes itself, the same types on every call: no user's knots), which skips numba's
+    type dispatch over its arguments; else by the dispatcher."""
+    if not exact_types or _config.may_interpret(0):
+        return _config.run(_kips.prior_refit_packed, 0, *args)
+    if not _REFIT_ENTRY:
+        _REFIT_ENTRY.append(_config.entry_point(_kips.prior_refit_packed, *args))
+    return _REFIT_ENTRY[0](*args)
 
 
 class ISplinePriorRefit:
@@ -36,24 +49,39 @@ class ISplinePriorRefit:
         args = self._prior_args() if own_hooks else None
         if args is None:
             return False
-        centres, B, grid, scratch, incr, basis, basis_knots, rows, inner = args
-        hist = self._hist
+        _, B, _, _, _, basis, basis_knots, _, inner = args
         order = int(self.order)
-        code, kappa, knots, coef, beta, total, pos_total, t_pos, t_neg = _config.run(
-            _kips.prior_refit, 0, hist.live_arrays()[0], B, centres, grid, self._prior_start, *scratch, order,
+        # the packed kernel's arguments: the cache's buffer holds the centres, grid, scratch, kept sums and row
+        code, kappa, knots, coef, beta, total, _, t_pos, t_neg = _run_prior_refit(
+            inner is None, self._hist.live_arrays()[0], self._prior_grid[4], B, self._prior_start, order,
             -1 if self.n_knots is None else int(self.n_knots), _NO_KNOTS if inner is None else inner,
-            inner is not None, _NO_HINT if self._coef is None else self._coef > 0.0,
-            _NO_KNOTS if self._knots is None else self._knots, basis_knots, basis, rows[0], rows[1],
-            _glm.FLOOR_THINNED, self._prior_incremental(), incr, _NO_KNOTS if self._coef is None else self._coef,
-            _NO_TOUCHED, -1,
+            inner is not None, _NO_KNOTS if self._knots is None else self._knots, basis_knots, basis,
+            _glm.FLOOR_THINNED, self._prior_incremental(), _NO_KNOTS if self._coef is None else self._coef,
+            *self._prior_listed(),
         )  # fmt: skip
         if code != _kips.REFIT_DONE:
+            self._prior_touched = None
             return False
+        # the kept sums follow the row from here: the river face's labels list their buckets (an
+        # unbounded window's learn changes its bucket alone); a list that misses a change is never
+        # passed (``_prior_listed`` checks the learned count)
+        sf = self._hist.live_arrays()[0]
+        listed = getattr(self, "_prior_touched", None)
+        if sf[_h.SF_KIND] != _h.KIND_UNBOUNDED:
+            self._prior_touched = None
+        elif listed is None:
+            self._prior_touched = [np.empty(_kips.TOUCHED_MAX, dtype=np.int64), 0, sf, sf[_h.SF_N_LEARNED]]
+        else:
+            listed[1:] = 0, sf, sf[_h.SF_N_LEARNED]
         self._n_since_refit = 0
         self._dirty = False
         self._prior_strength = kappa
         self._basis_cache = (basis, knots)
-        self._set_map_arrays(knots, coef, beta, total, pos_total)
+        # ``_set_map_arrays``, without its log-odds of the fitted row (the data's replace them)
+        self._knots = np.ascontiguousarray(knots, dtype=np.float64)
+        self._coef = np.ascontiguousarray(coef, dtype=np.float64)
+        self._bspline_coef = np.ascontiguousarray(beta, dtype=np.float64)
+        self._fit_weight = total
         self._prior_logodds = _prior.prior_logodds(t_pos, t_neg, float(self.llr_pseudo_count))
         self._set_proba_bounds(total)
         self._fitted = True
@@ -97,6 +125,26 @@ class ISplinePriorRefit:
         out_llr[at] = _prior.llr_from_proba(q, logodds[at])
         return int(stop)
 
+    def _prior_touch(self, b: int) -> None:
+        """Bucket ``b`` listed as changed since the last refit (a river face's label under the prior)."""
+        listed = getattr(self, "_prior_touched", None)
+        if listed is not None and listed[1] < _kips.TOUCHED_MAX:
+            listed[0][listed[1]] = b
+            listed[1] += 1
+
+    def _prior_listed(self):
+        """``(touched, n_touched)`` for the refit: the buckets listed since the last refit where they
+        are every change of the row (the same histogram arrays, every label since listed), else
+        ``n_touched`` -1 (unknown: the refit compares the whole row)."""
+        listed = getattr(self, "_prior_touched", None)
+        if listed is None:
+            return _NO_TOUCHED, -1
+        touched, n, floats, n_learned = listed
+        sf = self._hist.live_arrays()[0]
+        if floats is sf and sf[_h.SF_N_LEARNED] == n_learned + n:
+            return touched, n
+        return touched, -1
+
     def _prior_incremental(self) -> bool:
         """Whether the refit under the prior is served from the kept sums: not where the loop without
         the prior refits in full (``_STREAM_INCREMENTAL`` False) or the engine's loop runs
@@ -124,9 +172,7 @@ class ISplinePriorRefit:
             basis = np.full((B + 1, order + 3), -1.0)
             basis[0, 0] = 0.0
             basis_knots = _NO_KNOTS
-        rows = getattr(self, "_prior_rows", None)  # the fitted row's arrays (a cache)
-        if rows is None or rows[0].size != B:
-            rows = self._prior_rows = (np.empty(B), np.empty(B))
+        rows = self._prior_grid[5]  # the fitted row's arrays (views of the cache's buffer)
         return centres, B, grid, scratch, incr, basis, basis_knots, rows, self._inner_knots
 
     def _prior_scratch(self, centres):
@@ -136,21 +182,13 @@ class ISplinePriorRefit:
         key = self._hist.layout.centres
         cache = getattr(self, "_prior_grid", None)
         if cache is None or cache[0] is not key or key.size != centres.size or cache[3][1].shape[1] != self.order + 1:
-            B = int(centres.size)
-            grid = np.empty(3 * B)
+            B, order = int(centres.size), int(self.order)
+            # one buffer (``ispline_prior_stream.prior_views``' layout) holds the centres' copy, the grid's
+            # constants, the strength's kept sums, moments and scratch, the augmented normal equations'
+            # kept sums (``ispline_prior_incr``) and the fitted row: the packed refit takes it alone
+            buf = np.zeros(_kips.prior_buffer_size(B, order))
+            c, grid, scratch, incr, pos_w, neg_w = _config.run_interpreted(_kips.prior_views, buf, B, order)
+            c[:] = centres
             _config.run(_kip.prior_grid_constants, 0, centres, B, 0.5, grid)
-            # the row's copy, the kept sums, moments and powers, and the fallback's list and moments
-            k1 = _kips.ORDER + 1
-            scratch = (
-                np.zeros(2 * B), np.zeros(_kips.K_SIZE), np.zeros((k1, k1)), np.zeros(2 * k1), np.empty(3 * B),
-                np.empty((_kip.ORDER + 1, _kip.ORDER + 1)),
-            )  # fmt: skip
-            # the augmented normal equations' kept sums (``ispline_prior_incr``)
-            P = B + 2 * (int(self.order) + 1)
-            k1 = int(self.order) + 1
-            incr = (
-                np.zeros(_kipi.IK_SIZE + P), np.zeros((P, k1)), np.zeros((P, k1)), np.zeros((3, P)), np.zeros((5, B)),
-                np.zeros(2 * B),
-            )  # fmt: skip
-            cache = self._prior_grid = (key, grid, scratch, incr)
+            cache = self._prior_grid = (key, grid, scratch, incr, buf, (pos_w, neg_w))
         return cache[1], cache[2], cache[3]

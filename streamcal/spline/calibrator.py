@@ -226,7 +226,7 @@ class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
         }
 
     # ------------------------------------------------------------------ fitted map
-    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream", "_glm_cache", "_prior_grid", "_prior_rows")
+    _CACHES = (*RefitCalibrator._CACHES, "_basis_cache", "_stream", "_glm_cache", "_prior_grid", "_prior_touched")
 
     def _init_map_state(self) -> None:
         super()._init_map_state()
@@ -530,6 +530,7 @@ class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
         ready = None if self._in_loop else self._stream_ready()
         if ready == "prior":  # the score prior holds: the engine's label, without the loop's arrays
             super()._learn_bucket(b, s, y, w, t)
+            self._prior_touch(b)  # listed for the next refit's kept sums
             return
         if ready is True:
             st = self._stream
