@@ -528,7 +528,7 @@ def free_set_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
     diagonal (a basis the data do not determine), ``x`` is scratch and the caller runs the solver.
     Allocates its scratch.
     """
-    m = 0
+    m = np.int64(0)  # a NumPy start: band_cholesky_solve compiles for int64 alone (``_config``)
     for i in range(p):
         if free[i]:
             m += 1

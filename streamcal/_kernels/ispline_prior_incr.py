@@ -49,6 +49,7 @@ import numpy as np
 from streamcal._kernels._config import jit, jit_noalloc
 from streamcal._kernels.ispline import (
     _gram_from_band,
+    band_cholesky_solve,
     bspline_nonzero_inplace,
     clamped_span,
     clamped_span_bounds,
@@ -130,7 +131,7 @@ def cap_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
     free coefficient positive, the cap's multiplier ``mu = -g_free`` at least ``-1e-12`` of the
     scale, every bound's multiplier ``g_j + mu`` too (``g`` the gradient, its suffix sums).
     Otherwise, or at a pivot below ``1e-13`` of the largest diagonal, ``x`` is scratch."""
-    m = 0
+    m = np.int64(0)
     for i in range(p):
         if free[i]:
             m += 1
@@ -165,46 +166,9 @@ def cap_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
         if a < 0:
             break
         rc[a] -= red[a, e] * cap
-    dmax = 0.0
-    for a in range(ml):
-        if red[a, 0] > dmax:
-            dmax = red[a, 0]
-    floor = 1e-13 * dmax
-    for a in range(ml):
-        d = red[a, 0]
-        for e in range(1, k1):
-            if a - e < 0:
-                break
-            d -= red[a - e, e] * red[a - e, e]
-        if not d > floor:
-            return False
-        d = np.sqrt(d)
-        red[a, 0] = d
-        for e in range(1, k1):
-            b = a + e
-            if b >= ml:
-                break
-            acc = red[a, e]
-            for f in range(1, k1 - e):
-                if a - f < 0:
-                    break
-                acc -= red[a - f, f] * red[a - f, f + e]
-            red[a, e] = acc / d
     v = np.empty(m)
-    for a in range(ml):
-        acc = rc[a]
-        for e in range(1, k1):
-            if a - e < 0:
-                break
-            acc -= red[a - e, e] * v[a - e]
-        v[a] = acc / red[a, 0]
-    for a in range(ml - 1, -1, -1):
-        acc = v[a]
-        for e in range(1, k1):
-            if a + e >= ml:
-                break
-            acc -= red[a, e] * v[a + e]
-        v[a] = acc / red[a, 0]
+    if not band_cholesky_solve(red, rc, ml, k1, v):  # the runs before the last
+        return False
     v[ml] = cap
     prev = 0.0
     for j in range(p):
