@@ -164,6 +164,17 @@ def _set_anchor(h, h0, B, grid, a, b, snap, kept, M):
     return True
 
 
+@jit_noalloc(forceinline=True)
+def _follow_bucket(h, h0, B, j, grid, snap, kept, M):
+    # bucket j's change since the snapshot added to the kept moments, and the snapshot moved on
+    p = h[h0 + j]
+    n = h[h0 + B + j]
+    if p != snap[j] or n != snap[B + j]:
+        _add_bucket(j, p - snap[j], n - snap[B + j], grid, kept, M)
+        snap[j] = p
+        snap[B + j] = n
+
+
 @jit_noalloc
 def _follow_row(h, h0, B, grid, snap, kept, M):
     """The row's changes since the last call added to the sums and moments; False (nothing
@@ -177,12 +188,7 @@ def _follow_row(h, h0, B, grid, snap, kept, M):
     if changed == 0:
         return True
     for j in range(B):
-        p = h[h0 + j]
-        n = h[h0 + B + j]
-        if p != snap[j] or n != snap[B + j]:
-            _add_bucket(j, p - snap[j], n - snap[B + j], grid, kept, M)
-            snap[j] = p
-            snap[B + j] = n
+        _follow_bucket(h, h0, B, j, grid, snap, kept, M)
     return True
 
 
@@ -198,12 +204,7 @@ def _follow_listed(h, h0, B, grid, snap, kept, M, touched, n_touched):
         return False
     for i in range(n_touched):
         j = int(touched[i])
-        p = h[h0 + j]
-        n = h[h0 + B + j]
-        if p != snap[j] or n != snap[B + j]:
-            _add_bucket(j, p - snap[j], n - snap[B + j], grid, kept, M)
-            snap[j] = p
-            snap[B + j] = n
+        _follow_bucket(h, h0, B, j, grid, snap, kept, M)
     return True
 
 
