@@ -40,6 +40,7 @@ from streamcal._validation import (
     check_same_length,
     check_scalar,
     is_real_number,
+    keywords_named,
 )
 from streamcal.isotonic.streaming import PACK_SERIAL, _gil_enabled
 from streamcal.multiclass.coupling import MAX_ITER_LIMIT, NEWTON_AFTER_SWEEPS
@@ -424,6 +425,7 @@ class _InputChecks:
         return classes, arr, learn, y, w, t
 
 
+@keywords_named
 class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifier):
     """Shared machinery: validation of score dicts, the class register, binary calibrator clones.
 
