@@ -1911,7 +1911,9 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
     logits). A prediction calibrates each class separately and divides by the sum. A class whose
     calibrator has learned nothing yet uses the model's own probability (``sigmoid`` of its logit).
     As for pairs, each class's calibrated probability is kept within the add-one bounds of its
-    window, ``[1/(T+2), (T+1)/(T+2)]``.
+    window, ``[1/(T+2), (T+1)/(T+2)]``. A class first seen mid-stream has a calibrator that has
+    learned only the events since, and is served far too high for its first tens of events: pass
+    ``classes`` when the classes are known (every class's calibrator then learns every event).
 
     Parameters
     ----------
