@@ -21,7 +21,9 @@ import pytest
 
 import streamcal.spline._river as river_face
 from streamcal import ISplineCalibrator
+from streamcal._kernels import _config
 from streamcal._kernels import ispline_prior_river as kpr
+from streamcal._kernels import ispline_prior_stream as kips
 from streamcal._streaming import StreamingCalibrator
 from streamcal.windows import CountWindow, Unbounded
 
@@ -156,3 +158,18 @@ def test_a_river_loop_under_the_prior_stays_within_1e9_of_prequential():
     assert sum(p >= 0.0 for p in calls) == want.size - 1
     np.testing.assert_allclose(got, want, rtol=0.0, atol=1e-9)
     np.testing.assert_allclose(cal.predict_proba(scores[:50]), ref.predict_proba(scores[:50]), rtol=0.0, atol=1e-9)
+
+
+def test_the_faces_call_compiles_each_kernel_for_one_signature():
+    """``prior_river_pair`` calls ``prior_refit_packed`` with the types the calibrator's own refit
+    passes (no second compilation for a literal, a slice's layout or an int/float)."""
+    scores, labels = _calibrated(WARMUP + 40, 5)
+    cal = _warmed(ISplineCalibrator, Unbounded, scores, labels)  # the refit under the prior, from Python
+    with _prior_calls() as calls:
+        for i in range(WARMUP, scores.size):
+            x = {"s": float(scores[i])}
+            cal.predict_proba_one(x)
+            cal.learn_one(x, bool(labels[i]))
+    assert sum(p >= 0.0 for p in calls) == 39
+    for kernel in (kips.prior_refit_packed, kpr.prior_river_pair):
+        assert len(_config.compiled(kernel).signatures) == 1, kernel

@@ -124,8 +124,10 @@ class ISplineRiverFace(DeferredRiverFace):
     """Mixin: the river face of ``ISplineCalibrator`` (see the module notes).
 
     It relies on the calibrator's compiled loop (``_loop_serves``, ``_stream_ready``, ``_stream``,
-    ``_river_step``, ``_stream_publish``) and keeps its deferred work in ``_glm_cache`` (the name
-    :class:`streamcal.gev._river.RiverLock` reads; None until the face goes live).
+    ``_river_step``, ``_stream_publish``), while the score prior holds on its refit under the prior
+    (``_prior_args``, ``_prior_incremental``, ``_prior_touch``: ``PRIOR_STEPS``), and keeps its
+    deferred work in ``_glm_cache`` (the name :class:`streamcal.gev._river.RiverLock` reads; None
+    until the face goes live).
     """
 
     def _go_live(self):
@@ -235,7 +237,6 @@ class ISplineRiverFace(DeferredRiverFace):
             listed[1] = int(n)
         else:
             self._prior_touched = [args[10], int(n), args[5], at]
-
 
     def _between_refits_learn_tail(self):
         """The learn kernel's arguments after the event's: none (the histogram's kernel)."""
