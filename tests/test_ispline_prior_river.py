@@ -18,6 +18,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import streamcal.spline._river as river_face
 from streamcal import ISplineCalibrator
@@ -25,7 +27,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import ispline_prior_river as kpr
 from streamcal._kernels import ispline_prior_stream as kips
 from streamcal._streaming import StreamingCalibrator
-from streamcal.windows import CountWindow, Unbounded
+from streamcal.windows import CountWindow, Decay, Unbounded
 
 WARMUP = 1500
 
@@ -173,3 +175,56 @@ def test_the_faces_call_compiles_each_kernel_for_one_signature():
     assert sum(p >= 0.0 for p in calls) == 39
     for kernel in (kips.prior_refit_packed, kpr.prior_river_pair):
         assert len(_config.compiled(kernel).signatures) == 1, kernel
+
+
+OPS = ("pair", "pair", "pair", "learn", "predict", "llr", "copy", "pickle", "update", "zero weight", "int label", "array")
+
+
+def _apply(cal, op, s, label, extra):
+    """``op`` on ``cal``: ``(cal, result)`` (a copy replaces ``cal``)."""
+    x = {"s": s}
+    if op == "pair":
+        p = cal.predict_proba_one(x)
+        cal.learn_one(x, label)
+        return cal, p
+    if op == "learn":
+        return cal, cal.learn_one(x, label)
+    if op == "predict":
+        return cal, cal.predict_proba_one(x)
+    if op == "llr":
+        return cal, cal.predict_llr_one(x)
+    if op == "copy":
+        return copy.deepcopy(cal), None
+    if op == "pickle":
+        return pickle.loads(pickle.dumps(cal)), None
+    if op == "update":
+        return cal.update(extra[:2], [label, not label]), None
+    if op == "zero weight":
+        return cal, cal.learn_one(x, label, w=0.0)
+    if op == "int label":  # the generic path, right after kept labels
+        return cal, cal.learn_one(x, int(label), w=1)
+    return cal, (cal.predict_proba(extra).tolist(), cal.predict_llr(extra).tolist(), cal.prior_strength)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(["unbounded", "count 200", "decay 300"]),
+    st.sampled_from([None, 2]),
+    st.lists(st.sampled_from(OPS), min_size=1, max_size=80),
+)
+def test_any_schedule_under_the_prior_equals_the_generic_methods(seed, window, n_knots, ops):
+    windows = {"unbounded": Unbounded, "count 200": lambda: CountWindow(200), "decay 300": lambda: Decay(300.0)}
+    scores, labels = _calibrated(WARMUP + len(ops), seed % 50)
+    rng = np.random.default_rng(seed)
+    face = _warmed(ISplineCalibrator, windows[window], scores, labels, n_knots=n_knots)
+    plain = _warmed(GenericISpline, windows[window], scores, labels, n_knots=n_knots)
+    for k, op in enumerate(ops):
+        s, label = float(scores[WARMUP + k]), bool(labels[WARMUP + k])
+        extra = rng.uniform(0.0, 1.0, 3)
+        face, got = _apply(face, op, s, label, extra)
+        plain, want = _apply(plain, op, s, label, extra)
+        assert got == want, (k, op)
+    probe = np.linspace(0.01, 0.99, 5)
+    assert face.predict_proba(probe).tolist() == plain.predict_proba(probe).tolist()
+    assert face.coef_.tolist() == plain.coef_.tolist()
