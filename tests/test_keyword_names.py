@@ -68,7 +68,7 @@ def test_sample_weight_on_a_streaming_face_names_weights(cls, method):
     getattr(cal, method)(*_args(cal, method), weights=np.ones(N))
 
 
-@pytest.mark.parametrize("cls", [c for c in BINARY if c is not streamcal.ISplineCalibrator], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", BINARY, ids=lambda c: c.__name__)
 def test_weights_on_fit_names_sample_weight(cls):
     cal = _learned(cls)
     before = to_bytes(cal)

@@ -24,6 +24,7 @@ from streamcal._validation import (
     as_nonneg_weights,
     check_same_length,
     check_scalar,
+    keywords_named,
 )
 from streamcal.buckets import Buckets, LogitGrid, as_buckets
 from streamcal.spline import _river
@@ -80,6 +81,7 @@ def _check_spline_params(order, n_knots, knots):
     return inner
 
 
+@keywords_named
 class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
     """Smooth, monotone calibration of scores by I-spline least squares (Wu et al. 2012).
 
