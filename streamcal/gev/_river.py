@@ -59,7 +59,7 @@ ENTRIES = {}  # kernel name -> its compiled entry point, once the interpreted ti
 # GEV's one-call river kernels by the name a calibrator's cache holds (``gev_entry``): the cache
 # names its kernel instead of holding it, so that walking a calibrator's objects (river's
 # ``_raw_memory_usage``, ``copy``) never reaches numba's dispatchers
-GEV_ENTRIES = {"river_gev": _g.glm_river_gev_proba, "river_gev_logistic": _g.gev_logistic_river_proba}
+GEV_ENTRIES = {"river_gev": _g.gev_river_packed, "river_gev_logistic": _g.gev_logistic_river_proba_packed}
 
 
 def entry_call(name: str, kernel, args):
