@@ -3553,9 +3553,10 @@ def glm_river_gev_proba(
 # GEV's river face with its arguments packed (:func:`gev_river_packed`, :func:`gev_logistic_river_packed`):
 # the refit's float arrays are sections of one float64 array ``fbuf`` (the packed buffer ``buf``
 # first) and its int arrays sections of one int64 array ``ibuf``, whose head holds the sections'
-# offsets and the int arguments. A call then converts eight arguments instead of 31 (41 with the
-# logistic member): the conversion of an array argument costs about 65 ns, a third of the pair's
-# kernel time went to it. The sections are the arrays the calibrator's cache holds (its views of
+# offsets and the int arguments; the score and the kept event come first (the river face keeps the
+# event and the arguments after it in one tuple). A call then converts eight arguments instead of
+# 31 (41 with the logistic member): the conversion of an array argument costs about 65 ns, and a
+# third of the pair's kernel time went to it. The sections are the arrays the calibrator's cache holds (its views of
 # the two buffers), read here as views: the same arrays in the same calls, so the same bits.
 # ``fbuf``'s sections, ``fbuf[ibuf[k] : ibuf[k + 1]]`` for section ``k``:
 PK_BUF = 0
@@ -3604,7 +3605,7 @@ PS_SIZE = 9
 
 
 @jit_noalloc
-def gev_river_packed(sf, si, s, ls, y, w, fbuf, ibuf):
+def gev_river_packed(s, ls, y, w, sf, si, fbuf, ibuf):
     """:func:`glm_river_gev_proba` on the packed arguments (see the notes above)."""
     sc = fbuf[ibuf[PK_SCALARS] : ibuf[PK_SCALARS + 1]]
     S = ibuf[PK_XIS + 1] - ibuf[PK_XIS]
@@ -3628,7 +3629,7 @@ def gev_river_packed(sf, si, s, ls, y, w, fbuf, ibuf):
 
 
 @jit_noalloc
-def gev_logistic_river_proba_packed(sf, si, s, ls, y, w, fbuf, ibuf):
+def gev_logistic_river_proba_packed(s, ls, y, w, sf, si, fbuf, ibuf):
     """:func:`gev_logistic_river_proba` on the packed arguments (see the notes above)."""
     sc = fbuf[ibuf[PK_SCALARS] : ibuf[PK_SCALARS + 1]]
     S = ibuf[PK_XIS + 1] - ibuf[PK_XIS]

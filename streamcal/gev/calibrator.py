@@ -345,6 +345,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         cache.gev_entry = "river_gev"  # its kernel: ``_river.GEV_ENTRIES``
         cache.live = False
         cache.pending = cache.no_event = NO_SCORE  # both keep the event's score: their calls find its bucket
+        cache.live_tail = ()  # GEV's call's arguments after the event, while live (``_river_go_live``)
         self._glm_cache = cache
         return cache
 
