@@ -38,21 +38,22 @@ def add_member(a: SimpleNamespace, logit_beta, proba_tol: float) -> np.ndarray |
     """The member's arrays into the compiled refit's cache ``a`` (``a.member``: the arguments of
     :func:`streamcal._kernels.glm_refit.gev_logistic_refit` after the shapes'); returns the view
     of ``logit_beta`` in them (None before the member's first fit)."""
-    a.m_xis = np.zeros(1)
-    a.m_betas = np.zeros((1, 2))
-    a.m_has_warm = np.zeros(1, dtype=np.int64)
-    a.m_fit = np.zeros(_g.FIT_SIZE)
-    a.m_briers = np.zeros(1)
+    f, i = a.packed.f, a.packed.i  # the sections the cache's buffers hold for the member (zero)
+    a.m_xis = f[_g.PK_M_XIS]
+    a.m_betas = f[_g.PK_M_BETAS].reshape(1, 2)
+    a.m_has_warm = i[2]
+    a.m_fit = f[_g.PK_M_FIT]
+    a.m_briers = f[_g.PK_M_BRIERS]
+    f[_g.PK_SCALARS][_g.PS_M_TOL] = proba_tol
     if logit_beta is not None:
         a.m_betas[0] = logit_beta
         a.m_has_warm[0] = 1
     floor = a.args[7]  # the calibrator's floor code (``"span"`` with the member)
     a.member = (
-        a.m_xis, a.m_betas, a.m_has_warm, a.m_briers, np.zeros(1, dtype=np.int64), a.m_fit,
-        np.zeros(_g.MOM_SIZE), floor, LOGIT_CODE, proba_tol,
+        a.m_xis, a.m_betas, a.m_has_warm, a.m_briers, i[3], a.m_fit, f[_g.PK_G_MOM], floor, LOGIT_CODE, proba_tol,
     )  # fmt: skip
-    a.gev_tail = (*a.gev_tail, *a.member)  # the river face's one call (``gev_logistic_river_proba``)
-    a.gev_entry = "river_gev_logistic"  # ``_river.GEV_ENTRIES``: the river face's one call
+    # the river face's one call: ``gev_logistic_river_proba`` on the packed buffers (``a.gev_tail``)
+    a.gev_entry = "river_gev_logistic"  # ``_river.GEV_ENTRIES``
     return a.m_betas[0] if logit_beta is not None else None
 
 

@@ -59,7 +59,7 @@ ENTRIES = {}  # kernel name -> its compiled entry point, once the interpreted ti
 # GEV's one-call river kernels by the name a calibrator's cache holds (``gev_entry``): the cache
 # names its kernel instead of holding it, so that walking a calibrator's objects (river's
 # ``_raw_memory_usage``, ``copy``) never reaches numba's dispatchers
-GEV_ENTRIES = {"river_gev": _g.glm_river_gev_proba, "river_gev_logistic": _g.gev_logistic_river_proba}
+GEV_ENTRIES = {"river_gev": _g.gev_river_packed, "river_gev_logistic": _g.gev_logistic_river_proba_packed}
 
 
 def entry_call(name: str, kernel, args):
@@ -351,9 +351,22 @@ class GLMRiverFace(DeferredRiverFace):
             float(intercept), gev_link, float(xi), self._run_low, self._run_high, self._proba_low, self._proba_high,
         )  # fmt: skip
 
+    def _river_go_live(self, a, lock) -> None:
+        """The face live (under the lock, settled): the map's scalars into the compiled fit's array.
+        GEV's ``pending`` then holds the call's arguments after the score (the kept event, none
+        yet, then the histogram's arrays and the packed buffers, ``gev_tail``): taken here, as no
+        section has changed the state since (each settles first, which ends the live state)."""
+        if lock.learn_args is not None:  # live between refits until ``refit_every`` was cleared
+            self._settle_deferred(lock)
+        self._glm_state_in(a)
+        if not a.river:
+            a.live_tail = self._hist.live_arrays() + a.gev_tail
+            a.no_event = a.pending = NO_SCORE + a.live_tail
+        a.live = True
+
     def _river_learn_kept(self, a) -> None:
         sf, si = self._hist.live_arrays()
-        e, y, w = a.pending
+        e, y, w = a.pending[:3]
         args = (sf, si, bucket_of_score(a.cuts, e), y, w, 0.0, *a.learn_tail)
         a.pending = a.no_event
         learn = ENTRIES.get("learn")
@@ -389,14 +402,11 @@ class GLMRiverFace(DeferredRiverFace):
                     ):
                         if a.river_ready and lock.depth == 0:  # kept for the next prediction's call
                             if not a.live:
-                                if lock.learn_args is not None:  # live between refits until ``refit_every`` was cleared
-                                    self._settle_deferred(lock)
-                                self._glm_state_in(a)
-                                a.live = True
+                                self._river_go_live(a, lock)
                             elif a.pending is not a.no_event:
                                 self._river_learn_kept(a)
-                            # the call finds the bucket itself
-                            a.pending = (s, 1.0 if y else 0.0, w)
+                            # the call finds the bucket itself; GEV's call takes the rest of ``pending``
+                            a.pending = (s, 1.0 if y else 0.0, w) + a.live_tail  # noqa: RUF005
                             return
                         self._settle_deferred(lock)
                         sf, si = self._hist.live_arrays()
@@ -435,12 +445,9 @@ class GLMRiverFace(DeferredRiverFace):
                         and (a.river or "histogram" not in self.__dict__)
                     ):
                         if not a.live:
-                            if lock.learn_args is not None:  # live between refits until ``refit_every`` was cleared
-                                self._settle_deferred(lock)
-                            self._glm_state_in(a)
-                            a.live = True
-                        sf, si = self._hist.live_arrays()
+                            self._river_go_live(a, lock)
                         if a.river:
+                            sf, si = self._hist.live_arrays()
                             # tuple concatenations and a subscript: cheaper than the display and ``get``
                             args = (sf, si, a.pc, a.buf, s) + a.pending + a.river_tail  # noqa: RUF005
                             a.pending = a.no_event
@@ -454,16 +461,16 @@ class GLMRiverFace(DeferredRiverFace):
                                 self._river_settle(a)
                                 p = self._generic_proba_of(s)
                         else:
-                            # two tuple concatenations: cheaper than a display that star-unpacks both
-                            args = (sf, si, s) + a.pending + a.gev_tail  # noqa: RUF005
+                            # ``pending``: the kept event, then the call's other arguments
+                            args = a.pending
                             a.pending = a.no_event
                             name = a.gev_entry  # the shapes' call, or with the logistic member
                             try:
                                 river = ENTRIES[name]
                             except KeyError:  # the interpreted tier, or before the first compiled call
-                                p = entry_call(name, GEV_ENTRIES[name], args)
+                                p = entry_call(name, GEV_ENTRIES[name], (s, *args))
                             else:
-                                p = river(*args)
+                                p = river(s, *args)
                             if p < 0.0:  # a shape needs the damped full refit: completed as the refit does
                                 self._river_gev_complete(a)
                                 p = min(max(self._fitted_proba_one(s), self._proba_low), self._proba_high)

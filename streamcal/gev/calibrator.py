@@ -106,12 +106,62 @@ def _check_end_runs(c, low: float, high: float) -> None:
 
 
 
-def _gev_river_tail(a: SimpleNamespace, cuts: np.ndarray, grid: np.ndarray, steps: np.ndarray) -> tuple:
-    """GEV's one-call river kernel's arguments after the kept event (``glm_refit.glm_river_gev_proba``):
-    the bucket search's cuts and grid, the packed buffer (the kernel reads its views there: fewer
-    arguments to convert per call), the refit's fixed arguments and the arrays not in the buffer."""
-    per_shape = (a.xis, a.betas, a.has_warm, a.ok, a.pos_w, a.neg_w, a.pc, a.table, steps)
-    return (cuts, grid, a.buf, *a.args[:5], _LOGIT_CLIP, *a.args[5:], *per_shape)
+def _river_consts(buf: np.ndarray, identity: bool, c: float, prior_on: bool, l2: float, x_lo: float, x_hi: float):
+    """The river constants of the packed buffer (``glm_refit.glm_river_proba``'s ``k``)."""
+    consts = buf[_g.BUF_CONSTS : _g.BUF_ANCHOR]
+    consts[:] = (float(identity), _LOGIT_CLIP, c, float(prior_on), l2, x_lo, x_hi, _REFIT_PROBA_TOL)
+
+
+def _packed_arrays(S: int, B: int, n_cuts: int, steps: np.ndarray, member: bool, gev: bool) -> SimpleNamespace:
+    """The compiled refit's arrays as sections of two buffers (``glm_refit.PK_*``): ``fbuf``
+    (float64: the packed buffer ``buf``, the refit's scratch and GEV's predicted starts, the logistic
+    member's arrays where ``member``) and ``ibuf`` (int64: its head, then the shapes' flags), zero
+    but for the starts, ``steps``' values where it is sized for ``S`` shapes (a new GEV calibrator's,
+    or a state's in an older layout, is empty). GEV's river face hands over the two buffers alone
+    (``glm_refit.gev_river_packed``): where ``gev``, ``fbuf`` also holds the constants that call
+    reads (the cuts, grid, features, centres, shapes, Taylor table and the scalar arguments),
+    written by :func:`_pack_constants`."""
+    table_size = _taylor_table().size if gev else 0
+    n_steps = _g.steps_size(S) if gev else 0
+    m = 1 if member else 0
+    f_sizes = [0] * (_g.PK_N_F)
+    f_sizes[_g.PK_BUF] = _g.buf_size(S)
+    f_sizes[_g.PK_POS] = f_sizes[_g.PK_NEG] = B
+    f_sizes[_g.PK_PC] = 5 * B
+    f_sizes[_g.PK_STEPS] = n_steps
+    if gev:
+        f_sizes[_g.PK_CUTS], f_sizes[_g.PK_GRID] = n_cuts, 3
+        f_sizes[_g.PK_X] = f_sizes[_g.PK_CENTRES] = B
+        f_sizes[_g.PK_XIS], f_sizes[_g.PK_TABLE], f_sizes[_g.PK_SCALARS] = S, table_size, _g.PS_SIZE
+    f_sizes[_g.PK_M_XIS], f_sizes[_g.PK_M_BETAS], f_sizes[_g.PK_M_BRIERS] = m, 2 * m, m
+    f_sizes[_g.PK_M_FIT], f_sizes[_g.PK_G_MOM] = _g.FIT_SIZE * m, _g.MOM_SIZE * m
+    i_sizes = (S, S, m, m)  # has_warm, ok and the member's
+    f_at = np.concatenate(([0], np.cumsum(f_sizes)))
+    i_at = _g.PK_HEAD + np.concatenate(([0], np.cumsum(i_sizes)))
+    fbuf = np.zeros(int(f_at[-1]))
+    ibuf = np.zeros(int(i_at[-1]), dtype=np.int64)
+    ibuf[: _g.PK_N_F + 1] = f_at
+    ibuf[_g.PK_HAS_WARM : _g.PK_M_OK + 2] = i_at
+    f = [fbuf[f_at[k] : f_at[k + 1]] for k in range(_g.PK_N_F)]
+    i = [ibuf[i_at[k] : i_at[k + 1]] for k in range(len(i_sizes))]
+    if steps.size == n_steps:
+        f[_g.PK_STEPS][:] = steps
+    return SimpleNamespace(fbuf=fbuf, ibuf=ibuf, f=f, i=i, pc=f[_g.PK_PC].reshape(5, B))
+
+
+def _pack_constants(a: SimpleNamespace, grid: np.ndarray, clip: float, member_tol: float) -> None:
+    """GEV's river call's constants into the packed buffers of cache ``a`` (:func:`_packed_arrays`):
+    the values the unpacked call took as arguments (``glm_refit.glm_river_gev_proba``)."""
+    f, ibuf = a.packed.f, a.packed.ibuf
+    x, x_lo, x_hi, centres, identity, c, prior_on, floor, code, l2, tol, passes = a.args
+    f[_g.PK_CUTS][:] = a.layout_cuts
+    f[_g.PK_GRID][:] = grid
+    f[_g.PK_X][:] = x
+    f[_g.PK_CENTRES][:] = centres
+    f[_g.PK_XIS][:] = a.xis
+    f[_g.PK_TABLE][:] = a.table.ravel()
+    f[_g.PK_SCALARS][:] = (x_lo, x_hi, float(identity), clip, c, float(prior_on), l2, tol, member_tol)
+    ibuf[_g.PK_FLOOR : _g.PK_HEAD] = (floor, code, passes, floor, _logistic.LOGIT_CODE, x.size, a.table.shape[0])
 
 
 class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
@@ -215,40 +265,33 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         B = centres.size
         x, x_lo, x_hi = self._features_of(centres)
         # the per-call arrays are views of one packed buffer (``glm_refit.BUF_*``), the
-        # moments included: the river face's call passes the buffer alone
-        buf = np.zeros(_g.buf_size(S))
-        consts = buf[_g.BUF_CONSTS : _g.BUF_ANCHOR]
-        consts[:] = (
-            float(bool(self._identity)),
-            _LOGIT_CLIP,
-            float(self.llr_pseudo_count),
-            float(getattr(self, "prior", None) is not None),
-            float(self.l2),
-            x_lo,
-            x_hi,
-            _REFIT_PROBA_TOL,
-        )
+        # moments included: the river face's call passes the buffer alone; that buffer and the
+        # refit's other arrays are sections of two buffers (GEV's river call passes those alone)
+        hist = self._hist
+        member = getattr(self, "_has_member", bool)()
+        packed = _packed_arrays(S, B, hist.layout.cuts.size, self._glm_steps, member, self._link == "gev")
+        buf = packed.f[_g.PK_BUF]
+        self._glm_steps = packed.f[_g.PK_STEPS]  # the predicted starts kept (sized for the shapes)
+        prior_on = getattr(self, "prior", None) is not None
+        _river_consts(buf, bool(self._identity), float(self.llr_pseudo_count), prior_on, float(self.l2), x_lo, x_hi)
         moments = buf[_g.BUF_MOM : _g.BUF_PW]
         moments[:] = self._glm_moments
         self._glm_moments = moments
         prior_start = buf[_g.BUF_ANCHOR + _g.ANCHOR_PRIOR : _g.BUF_ANCHOR + _g.ANCHOR_PRIOR + _g.PRIOR_SIZE]
         prior_start[:] = self._glm_prior_start
         self._glm_prior_start = prior_start
-        n_steps = _g.steps_size(S) if self._link == "gev" else 0
-        if self._glm_steps.size != n_steps:
-            self._glm_steps = np.zeros(n_steps)
         betas = buf[_g.BUF_BETAS : _g.BUF_BETAS + 2 * S].reshape(S, 2)
-        has_warm = np.zeros(S, dtype=np.int64)
+        has_warm = packed.i[0]
         for k, xi in enumerate(shapes):
             if xi in self._beta:
                 betas[k] = self._beta[xi]
                 has_warm[k] = 1
-        pc = np.zeros((5, B))
+        pc = packed.pc
         if self._identity:
             _config.run(_g.prior_cache_fill, B, centres, pc)
         code = _LINK_CODES[self._link]
-        hist = self._hist
         cache = SimpleNamespace(
+            packed=packed,
             shapes=shapes,
             index={xi: k for k, xi in enumerate(shapes)},
             xis=np.array(shapes, dtype=np.float64),
@@ -256,9 +299,9 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             betas=betas,
             has_warm=has_warm,
             briers=buf[_g.BUF_BETAS + 2 * S : _g.BUF_BETAS + 3 * S],
-            ok=np.zeros(S, dtype=np.int64),
-            pos_w=np.zeros(B),
-            neg_w=np.zeros(B),
+            ok=packed.i[1],
+            pos_w=packed.f[_g.PK_POS],
+            neg_w=packed.f[_g.PK_NEG],
             pc=pc,
             anchor=buf[_g.BUF_ANCHOR : _g.BUF_MOM],
             fit=buf[_g.BUF_FIT : _g.BUF_BETAS],
@@ -268,6 +311,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
             river_ready=False,  # ``river`` or ``gev_river`` with a previous fit and the scalars in sync
             river_learn=not (hist.uses_times or hist.grows_ring),  # no event times, no ring growth
             cuts=hist.layout.cuts_list,  # the river face's bucket search (the layout is fixed by now)
+            layout_cuts=hist.layout.cuts,
             table=_taylor_table(),
             pw=buf[_g.BUF_PW : _g.BUF_FIT],
             # the refit's fixed arguments after the histogram's arrays
@@ -295,10 +339,13 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         grid = np.array(_h.grid_of_sorted(hist.layout.cuts))  # its call's bucket search (an arithmetic guess)
         cache.river_tail = (x, cache.table, hist.layout.cuts, grid, _FLOOR_CODES[self._PRIOR_FLOOR])
         # GEV's river face: the one-call kernel's arguments after the kept event
-        cache.gev_tail = _gev_river_tail(cache, hist.layout.cuts, grid, self._glm_steps)
+        if self._link == "gev":
+            _pack_constants(cache, grid, _LOGIT_CLIP, _REFIT_PROBA_TOL)
+        cache.gev_tail = (packed.fbuf, packed.ibuf)
         cache.gev_entry = "river_gev"  # its kernel: ``_river.GEV_ENTRIES``
         cache.live = False
         cache.pending = cache.no_event = NO_SCORE  # both keep the event's score: their calls find its bucket
+        cache.live_tail = ()  # GEV's call's arguments after the event, while live (``_river_go_live``)
         self._glm_cache = cache
         return cache
 
