@@ -271,16 +271,24 @@ def _fit_terms(M, pw, u, A0, B0, c1, c2, a, b):
     )
 
 
-@jit_noalloc
+@jit_noalloc(forceinline=True)
 def _newton(M, pw, kept, unit, start):
     """Newton's method on the kept moments from ``start`` (``prior_strength_taylor``'s steps):
     ``(kappa, True)`` with ``start`` set to the fitted ``(a, b)``; ``(0.0, False)`` where the
     remainder does not bound a trial point's move from the anchor."""
+    return _newton_far(M, pw, kept, unit, start)[:2]
+
+
+@jit_noalloc
+def _newton_far(M, pw, kept, unit, start):
+    """:func:`_newton`, returning ``(kappa, done, a, b, a_trial, b_trial, f)``: where a trial point
+    leaves the remainder's bound (``done`` False), the last accepted point ``(a, b)``, its penalised
+    log-likelihood ``f`` and the trial point, which a new anchor there can test."""
     n_s = kept[K_N]
     mean = kept[K_SX] / n_s
     var = kept[K_SXX] / n_s - mean * mean
     if not (n_s > 0.0 and var > 0.0):
-        return 0.0, False
+        return 0.0, False, start[0], start[1], start[0], start[1], -math.inf
     scale = 1.0 / math.sqrt(var)
     n_all = n_s / unit
     bound = n_all * REMAINDER_SCALE
@@ -293,7 +301,7 @@ def _newton(M, pw, kept, unit, start):
     b = start[1]
     f, ga, gb, haa, hab, hbb, dA, dB = _fit_terms(M, pw, unit, A0, B0, c1, c2, a, b)
     if not bound * (abs(dA) + abs(dB) * vmax) ** (ORDER + 1) <= TAYLOR_TOL:
-        return 0.0, False
+        return 0.0, False, a, b, a, b, f
     for _ in range(NEWTON_STEPS):
         det = haa * hbb - hab * hab
         if not det > 0.0:
@@ -308,7 +316,7 @@ def _newton(M, pw, kept, unit, start):
                 M, pw, unit, A0, B0, c1, c2, a + t * da, b + t * db
             )
             if not bound * (abs(dA) + abs(dB) * vmax) ** (ORDER + 1) <= TAYLOR_TOL:
-                return 0.0, False
+                return 0.0, False, a, b, a + t * da, b + t * db, f
             if f_new >= f:
                 improved = True
                 break
@@ -326,9 +334,9 @@ def _newton(M, pw, kept, unit, start):
     start[1] = b
     log_kappa = kept[K_LOGS] / unit - f + math.log(n_all + 1.0)  # 0.5 k log(n + 1) with k = 2
     if log_kappa >= math.log(KAPPA_MAX):
-        return KAPPA_MAX, True
+        return KAPPA_MAX, True, a, b, a, b, f
     kappa = math.exp(log_kappa)
-    return (kappa if kappa >= KAPPA_MIN else 0.0), True
+    return (kappa if kappa >= KAPPA_MIN else 0.0), True, a, b, a, b, f
 
 
 @jit_noalloc
@@ -363,17 +371,57 @@ def _strength_kept(h, h0, B, unit, cen, grid, start, snap, kept, M, pw, listed, 
             fresh = True
         if ok:
             kept[K_CALLS] += 1.0
-            kappa, done = _newton(M, pw, kept, unit, start)
-            if done:
-                return kappa, (1 if fresh else 0)
-            if not fresh and _set_anchor(h, h0, B, grid, a, b, snap, kept, M):
-                kept[K_CALLS] += 1.0
+            if not fresh:
                 kappa, done = _newton(M, pw, kept, unit, start)
                 if done:
-                    return kappa, 1
+                    return kappa, 0
+                ok = _set_anchor(h, h0, B, grid, a, b, snap, kept, M)
+                if ok:
+                    kept[K_CALLS] += 1.0
+        if ok:
+            kappa, moved = _newton_anchored(h, h0, B, unit, grid, start, snap, kept, M, pw)
+            if moved >= 0:
+                return kappa, 1
+            if moved == -2:  # back to the anchor at the start: the state the exact kernel's path leaves
+                start[0] = a
+                start[1] = b
+                if _set_anchor(h, h0, B, grid, a, b, snap, kept, M):
+                    kept[K_CALLS] += 1.0
     c0 = h0 - h0  # 0, 1 and 0.5 as variables: the callee compiled once, for non-literal types
     kappa, exact = prior_strength_taylor(h, h0, B, unit, cen, c0, c0 + 1, 0.5 * unit / unit, grid, start, listed, M6)
     return kappa, (3 if exact else 2)
+
+
+REANCHOR_MAX = 3  # new anchors at Newton's trial points per call before the exact kernel runs
+
+
+@jit_noalloc
+def _newton_anchored(h, h0, B, unit, grid, start, snap, kept, M, pw):
+    """Newton's method from a fresh anchor at ``start``; where a trial point leaves the remainder's
+    bound, a new anchor there (one pass over the row: the trial point's log-likelihood exact, as
+    the exact kernel's pass there finds it) that continues the steps where the trial point improves
+    on the last accepted point, up to ``REANCHOR_MAX`` times. A move within a call is then bounded
+    by the steps' lengths, not the remainder's radius (a label of large leverage moves ``(a, b)``
+    beyond it now and then). Returns ``(kappa, anchors)``, ``start`` the fitted ``(a, b)``: the new
+    anchors set; ``anchors`` -1 where it failed with the anchor at ``start``, -2 where it failed
+    with the anchor moved (``start`` scratch)."""
+    for r in range(REANCHOR_MAX + 1):
+        kappa, done, a, b, a_try, b_try, f = _newton_far(M, pw, kept, unit, start)
+        if done:
+            return kappa, r
+        failed = -1 if r == 0 else -2
+        if r == REANCHOR_MAX or (a_try == a and b_try == b):
+            return 0.0, failed
+        if not _set_anchor(h, h0, B, grid, a_try, b_try, snap, kept, M):
+            return 0.0, -2
+        kept[K_CALLS] += 1.0
+        # the line search's test at the trial point, from its own anchor (the standardisation unchanged)
+        f_try = _fit_terms(M, pw, unit, kept[K_A], kept[K_B], 0.0, 1.0, a_try, b_try)[0]
+        if not f_try >= f:
+            return 0.0, -2
+        start[0] = a_try
+        start[1] = b_try
+    return 0.0, -2
 
 
 REFIT_DONE = 0
