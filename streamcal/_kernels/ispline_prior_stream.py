@@ -17,10 +17,14 @@ The anchor is set anew (one pass over the buckets, the moments at the current wa
 the first call, every ``REBUILD_EVERY`` calls (the sums' rounding does not grow), when many
 buckets changed at once (a decaying window's renormalisation), and when the move from the anchor
 is more than the Taylor remainder bounds: ``n max|sigma^(ORDER)| delta^(ORDER + 1) / (ORDER + 1)!``
-above ``TAYLOR_TOL``, ``delta`` the largest move of a bucket's linear predictor. Where the
-remainder does not bound the move from a fresh anchor either, or the row is degenerate (one
-covariate value, no weight), ``prior_strength_taylor`` runs instead (the exact kernel where its
-own moments do not bound the move). The result is ``prior_strength_taylor``'s within rounding:
+above ``TAYLOR_TOL``, ``delta`` the largest move of a bucket's linear predictor. Where a trial
+point of Newton's method leaves that bound from a fresh anchor too (a label of large leverage
+moves the optimum that far now and then), a new anchor at the trial point continues the steps
+(``_newton_anchored``: the trial point's log-likelihood exact there, as the exact kernel's pass
+finds it). Where that fails ``REANCHOR_MAX`` times (a start far from the optimum), or the row is
+degenerate (one covariate value, no weight), the anchor is set back at the start and
+``prior_strength_taylor`` runs instead (the exact kernel where its own moments do not bound the
+move). The result is ``prior_strength_taylor``'s within rounding:
 ``log kappa`` within about 1e-11, the fitted ``(a, b)`` within about 1e-12.
 
 The kept moments depend on the calls since the anchor (the sums' rounding): a copy or a restored
