@@ -433,36 +433,41 @@ def _moved_knots(knots, k, k1, lev, centres, lower, upper):
 
 
 @jit_noalloc(forceinline=True)
-def _bucket_terms(j, sign, knots, k1, lo, hi, B, step, half, centres, basis, gw, gt, hv, snap, vals, lft, rgt):
-    """Fitted bucket ``j``'s terms (data and floor) for ``knots`` added (``sign`` 1) or taken out (-1)."""
-    t, fitted = _fitted(j, snap, B, step, half)[1:]
-    if not fitted:
-        return
-    base = _basis_row(j, centres, knots, k1, lo, hi, basis, vals, lft, rgt)
-    r = prior_rate(centres[j], 0.5, B > 0)  # B > 0: True, not a literal (one signature)
-    wj = snap[j] + snap[B + j]
-    _add_terms(j, base, basis, k1, sign * wj, sign * snap[j], sign * wj * r, gw, hv)
+def _row_terms(sign, base, vals, k1, w, pw, wr, t, tr, gw, gt, hv):
+    """A fitted bucket's terms for its B-splines ``vals`` (the first ``base``) added (``sign`` 1) or
+    taken out (-1): data weight ``w``, positive ``pw``, times the rate ``wr``; floor ``t``, times the
+    rate ``tr``."""
+    for a in range(k1):
+        ar = vals[a]
+        hv[0, base + a] += sign * pw * ar
+        hv[1, base + a] += sign * wr * ar
+        war = sign * w * ar
+        for b in range(a, k1):
+            gw[base + a, b - a] += war * vals[b]
     if t > 0.0:
-        row = j + 1
         for a in range(k1):
-            ar = basis[row, 2 + a]
-            hv[2, base + a] += sign * t * r * ar
+            ar = vals[a]
+            hv[2, base + a] += sign * tr * ar
             for b in range(a, k1):
-                gt[base + a, b - a] += sign * t * ar * basis[row, 2 + b]
+                gt[base + a, b - a] += sign * t * ar * vals[b]
 
 
 @jit
 def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap):
-    """The kept sums moved from the knots ``old`` to ``new`` (the same count): the fitted buckets
-    within ``k1`` knots of a changed one take their terms out for the old rows and in for rows
-    computed anew; every other row is the same for both knot vectors and takes the new stamp."""
+    """The kept sums moved from the knots ``old`` to ``new`` (the same count), in one pass over the
+    buckets whose B-splines change: a bucket in knot span ``mu`` reads knots ``mu - k1 + 2`` to
+    ``mu + k1 - 1`` (``bspline_nonzero_inplace``), so a changed knot ``i`` moves the rows of the
+    spans ``i - k1 + 1`` to ``i + k1 - 2``, the buckets between knots ``i - k1 + 1`` and ``i + k1 - 1``.
+    Each fitted one there takes its terms out for its old row and in for the row computed anew (the
+    cache's stamp kept: every other row has the same values for both knot vectors); an unfitted one's
+    row there is marked stale."""
     nk = new.shape[0]
     xlo = math.inf
     xhi = -math.inf
     for i in range(nk):
         if old[i] != new[i]:
-            a = max(i - k1, 0)
-            b = min(i + k1, nk - 1)
+            a = max(i - k1 + 1, 0)
+            b = min(i + k1 - 1, nk - 1)
             xlo = min(xlo, old[a], new[a])
             xhi = max(xhi, old[b], new[b])
     jlo = np.searchsorted(centres, xlo)
@@ -470,19 +475,32 @@ def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap):
     vals = np.empty(k1)
     lft = np.empty(k1)
     rgt = np.empty(k1)
+    before = np.empty(k1)
     half = step // 2
-    lo, hi = clamped_span_bounds(old, k1)
-    for j in range(jlo, jhi):
-        _bucket_terms(j, -1.0, old, k1, lo, hi, B, step, half, centres, basis, gw, gt, hv, snap, vals, lft, rgt)
-    stamp = basis[0, 0]
-    basis[0, 0] = stamp + 1.0
-    for j in range(B):  # rows outside the changed knots' reach: the same values
-        if (j < jlo or j >= jhi) and basis[j + 1, 0] == stamp:
-            basis[j + 1, 0] = basis[0, 0]
+    lo_old, hi_old = clamped_span_bounds(old, k1)
     lo, hi = clamped_span_bounds(new, k1)
     for j in range(jlo, jhi):
-        _bucket_terms(j, 1.0, new, k1, lo, hi, B, step, half, centres, basis, gw, gt, hv, snap, vals, lft, rgt)
-    ik[IK_STAMP] = basis[0, 0]
+        row = j + 1
+        t, fitted = _fitted(j, snap, B, step, half)[1:]
+        if not fitted:
+            basis[row, 0] = -1.0  # stale (stamps are never negative): computed when read
+            continue
+        base_old = _basis_row(j, centres, old, k1, lo_old, hi_old, basis, vals, lft, rgt)
+        for a in range(k1):
+            before[a] = basis[row, 2 + a]
+        basis[row, 0] = -1.0
+        base = _basis_row(j, centres, new, k1, lo, hi, basis, vals, lft, rgt)
+        same = base == base_old
+        for a in range(k1):
+            vals[a] = basis[row, 2 + a]
+            same &= vals[a] == before[a]
+        if same:
+            continue
+        r = prior_rate(centres[j], 0.5, B > 0)  # B > 0: True, not a literal (one signature)
+        wj = snap[j] + snap[B + j]
+        pj = snap[j]
+        _row_terms(-1.0, base_old, before, k1, wj, pj, wj * r, t, t * r, gw, gt, hv)
+        _row_terms(1.0, base, vals, k1, wj, pj, wj * r, t, t * r, gw, gt, hv)
     for i in range(nk):
         ik[IK_SIZE + i] = new[i]
 
