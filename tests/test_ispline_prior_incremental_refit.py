@@ -178,3 +178,50 @@ def _row(x, knots):
     vals, lft, rgt = np.empty(4), np.empty(4), np.empty(4)
     _config.run(_kipi._basis_row, 0, 0, np.array([x]), knots, 4, lo, hi, basis, vals, lft, rgt)
     return basis[1, 1:]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(1, 24), st.integers(0, 2**32 - 1), st.sampled_from([1, 2, 3]), st.floats(0.0, 1.0),
+    st.sampled_from([None, 0.5, 1.5]),
+)  # fmt: skip
+def test_the_scratch_solve_is_the_dense_solvers_bit_for_bit(p, seed, order, density, fitted_sum):
+    """``_runs_solve`` on ``solve_scratch`` with ``_gram_scale`` against ``cap_band_solve`` and
+    ``ispline.free_set_band_solve`` on the dense Gram of ``_gram_from_band``: the same verdict and ``x``
+    (right-hand sides at random, or fitted by coefficients positive on the free set, of sum
+    ``fitted_sum``: the solves certify then)."""
+    rng = np.random.default_rng(seed)
+    k1 = order + 1
+    rows = rng.uniform(size=(3 * p + 3, p))
+    for j in range(rows.shape[0]):  # banded rows: a basis of order k1
+        start = rng.integers(0, p)
+        rows[j, :start] = 0.0
+        rows[j, start + k1 :] = 0.0
+    dense = rows.T @ (rows * rng.uniform(0.1, 2.0, size=(rows.shape[0], 1)))
+    band = np.zeros((p, k1))
+    for i in range(p):
+        for d in range(min(k1, p - i)):
+            band[i, d] = dense[i, i + d]
+    cross = rows.T @ rng.uniform(size=rows.shape[0]) * rng.uniform(0.2, 3.0)
+    free = rng.uniform(size=p) < density
+    if fitted_sum is not None and free.any():
+        x_true = np.where(free, rng.uniform(0.5, 1.0, size=p), 0.0)
+        cross = dense @ np.cumsum(x_true * fitted_sum / x_true.sum())
+    full = np.zeros((p, p))
+    for i in range(p):
+        for d in range(min(k1, p - i)):
+            full[i, i + d] = band[i, d]
+    gram, rhs = np.empty((p, p)), np.empty(p)
+    _config.run(_kis._gram_from_band, 0, full, cross, gram, rhs)
+    work = _config.run(_kipi.solve_scratch, 0, p + 3, order)
+    scale = _config.run(_kipi._gram_scale, 0, band, cross, p, k1)
+    want_scale = max(max(gram[i, i], abs(rhs[i])) for i in range(p))
+    assert scale == (want_scale if want_scale > 0.0 else 1.0)
+    for capped in (True, False):
+        x, want = np.full(p, np.nan), np.full(p, np.nan)
+        ok = _config.run(_kipi._runs_solve, 0, band, cross, p, order, free, 1.0, capped, scale, x, work)
+        solver = _kipi.cap_band_solve if capped else _kis.free_set_band_solve
+        ok_want = _config.run(solver, 0, band, cross, gram, rhs, p, order, free, 1.0, want)
+        assert ok == ok_want
+        if ok:
+            assert tuple(x) == tuple(want)

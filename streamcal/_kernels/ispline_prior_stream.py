@@ -72,6 +72,7 @@ from streamcal._kernels.ispline_prior_incr import (
     incr_current,
     incr_rebuild,
     incr_refit,
+    solve_scratch,
 )
 from streamcal._kernels.ispline_stream import _pairwise_sum
 from streamcal._kernels.prior import KAPPA_MAX, KAPPA_MIN, NEWTON_STEPS, RIDGE, _fit_term
@@ -436,12 +437,12 @@ REFIT_SCALE = 2  # the fitted row's total beyond the fit's scaling range: the en
 @jit(forceinline=True)
 def _refit_core(
     sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,
+    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, work,
 ):  # fmt: skip
     """:func:`prior_refit`'s body (``touched[:n_touched]`` the buckets changed since the last refit where
     ``n_touched`` >= 0, else unknown); with ``incremental`` the refit from the augmented normal equations
-    kept per event (``ispline_prior_incr``, its arrays ``incr``) where it serves, the current map's
-    knots ``hint_knots`` and coefficients ``coef``."""
+    kept per event (``ispline_prior_incr``, its arrays ``incr``, its solve's scratch ``work``) where it
+    serves, the current map's knots ``hint_knots`` and coefficients ``coef``."""
     h0 = SF_HEADER + (B - B)  # an int64, not the constant's literal: each callee compiled once
     kind = sf[SF_KIND]
     u = stored_unit(sf, kind)
@@ -465,7 +466,7 @@ def _refit_core(
             ik[IK_LISTED] = listed_sums
             ok, nk, nc, nb, total, pos_total, t_pos, t_neg = incr_refit(
                 sf, h0, B, u, kappa, centres, order, wanted, step, hint_knots, coef, basis, ik, gw, gt, hv, lev,
-                isnap, touched, n_touched,
+                isnap, touched, n_touched, work,
             )  # fmt: skip
             if ok:
                 return REFIT_DONE, kappa, nk, nc, nb, total, pos_total, t_pos, t_neg
@@ -522,9 +523,10 @@ def prior_refit(
     pos_total, t_pos, t_neg)``: ``total`` and ``pos_total`` the fitted row's (pseudo-counts
     included), ``t_pos``, ``t_neg`` the data's; ``code`` ``REFIT_DONE`` or where the engine refits
     instead (``REFIT_*``)."""
+    work = solve_scratch(B + 2 * (order + 1), order)
     return _refit_core(
         sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,
+        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, work,
     )  # fmt: skip
 
 
@@ -588,9 +590,10 @@ def prior_refit_packed(
     snap, kept, M, pw, listed, M6 = scratch
     hint = coef > 0.0
     n_touched = _ascending(touched, n_touched)
+    work = solve_scratch(B + 2 * (order + 1), order)
     return _refit_core(
         sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,
+        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, work,
     )  # fmt: skip
 
 
@@ -625,6 +628,7 @@ def prior_run(
     n_touched = first - first - 1
     kind = sf[SF_KIND]
     no_hint = np.zeros(0, dtype=np.bool_)
+    work = solve_scratch(si[SI_B] + 2 * k1, order)  # the kept refit's solve, for every refit of the call
     listable = incremental and not ((kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME))
     i = first
     n = ops.shape[0]
@@ -637,7 +641,7 @@ def prior_run(
                 code, kappa, nk, nc, nb, total, pos_total, t_pos, t_neg = _refit_core(
                     sf, si[SI_B], centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner,
                     use_inner, hint, knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef,
-                    touched, n_touched,
+                    touched, n_touched, work,
                 )  # fmt: skip
                 if code != REFIT_DONE:
                     return i, RUN_ENGINE, knots, coef, beta, basis_knots
