@@ -40,6 +40,14 @@ _EXPORTS = {
     "load": "streamcal.persist",
     "use_compiled_kernels": "streamcal._kernels._config",
     "warmup": "streamcal._warmup",
+    "CountWindow": "streamcal.windows",
+    "TimeWindow": "streamcal.windows",
+    "Decay": "streamcal.windows",
+    "Unbounded": "streamcal.windows",
+    "LogitGrid": "streamcal.buckets",
+    "UniformGrid": "streamcal.buckets",
+    "QuantileEdges": "streamcal.buckets",
+    "Edges": "streamcal.buckets",
 }
 
 _SUBMODULES = {

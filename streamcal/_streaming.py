@@ -42,6 +42,7 @@ from streamcal._validation import (
     check_learn_arrays,
     check_same_length,
     check_scalar,
+    keywords_named,
     score_from_dict,
 )
 from streamcal.buckets import Buckets, as_buckets, bucket_of_score
@@ -65,6 +66,7 @@ def _operation_codes(learn: np.ndarray) -> np.ndarray:
     return np.subtract(OP_PREDICT, learn, dtype=np.int64)
 
 
+@keywords_named
 class StreamingCalibrator(CalibratorState, OperationLoop, LockedState, Persistable, Mergeable, base.Classifier):
     """Base class of the streaming binary calibrators (not used directly).
 

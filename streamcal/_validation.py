@@ -38,6 +38,7 @@ __all__ = [
     "check_scalar",
     "fmt",
     "is_real_number",
+    "keywords_named",
     "score_from_dict",
 ]
 
@@ -637,3 +638,49 @@ def check_event_time(t, last_time: float | None) -> float:
         msg = f"`t` must not go backwards; got {t!r} after the last learned time {last_time!r}."
         raise ValueError(msg)
     return t
+
+
+# The array methods whose keywords ``keywords_named`` checks, and the names users give the weights:
+# the streaming faces take ``weights=``, ``fit`` takes ``sample_weight=`` (scikit-learn's name).
+_ARRAY_METHODS = (
+    "fit",
+    "update",
+    "prequential",
+    "process",
+    "prequential_interval",
+    "prequential_with_interval",
+    "process_with_interval",
+)
+_WEIGHTS_NAMES = ("weights", "sample_weight", "sample_weights", "weight", "w")
+
+
+def keywords_named(cls: type) -> type:
+    """Class decorator: the array methods defined in ``cls`` refuse an unknown keyword argument
+    with a ``TypeError`` that names the class the caller used (not the base that defines the
+    method) and, for a weights keyword under another name, the one the method takes. The check
+    runs before the method, so a refused call changes nothing."""
+    for name in _ARRAY_METHODS:
+        method = cls.__dict__.get(name)
+        if method is not None and not hasattr(method, "__wrapped__"):
+            setattr(cls, name, _known_keywords(method))
+    return cls
+
+
+def _known_keywords(method):
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    known = frozenset(p.name for p in inspect.signature(method).parameters.values() if p.kind in kinds)
+    weights = next((n for n in _WEIGHTS_NAMES if n in known), None)
+
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        if kwargs and not known.issuperset(kwargs):
+            unknown = next(k for k in kwargs if k not in known)
+            hint = ""
+            if weights is not None and unknown in _WEIGHTS_NAMES:
+                hint = f"; it takes the weights as {weights}="
+            raise TypeError(
+                f"{type(self).__name__}.{method.__name__}() got an unexpected keyword argument {unknown!r}{hint}"
+            )
+        return method(self, *args, **kwargs)
+
+    return checked

@@ -213,6 +213,7 @@ class LogitGrid(Buckets):
         self.n_buckets = n_buckets
         self.low = low
         self.high = high
+        self._check()  # when given, as the calibrators check theirs
 
     def _check_loaded_state(self) -> None:
         """The parameters of a restored grid (:mod:`streamcal.persist`)."""
@@ -280,6 +281,7 @@ class UniformGrid(Buckets):
         self.n_buckets = n_buckets
         self.low = low
         self.high = high
+        self._check()  # when given, as the calibrators check theirs
 
     def _check_loaded_state(self) -> None:
         """The parameters of a restored grid (:mod:`streamcal.persist`)."""
@@ -289,6 +291,10 @@ class UniformGrid(Buckets):
         c.need_params(self, self.bucket_edges)
 
     def bucket_edges(self, sample=None) -> np.ndarray:
+        self._check()
+        return _grid_edges(np.linspace(float(self.low), float(self.high), self.n_buckets + 1), self, "low", "high")
+
+    def _check(self) -> None:
         check_scalar(self.n_buckets, "n_buckets", numbers.Integral, low=1, high=MAX_BUCKETS)
         check_scalar(self.low, "low")
         check_scalar(self.high, "high")
@@ -303,7 +309,6 @@ class UniformGrid(Buckets):
                 f"here it is {Decimal(high) - Decimal(low):.4g}."
             )
             raise ValueError(msg)
-        return _grid_edges(np.linspace(low, high, self.n_buckets + 1), self, "low", "high")
 
 
 class QuantileEdges(Buckets):
@@ -338,6 +343,7 @@ class QuantileEdges(Buckets):
     def __init__(self, n_buckets: int = 256, warmup: int = 1000):
         self.n_buckets = n_buckets
         self.warmup = warmup
+        self.check_params()  # when given, as the calibrators check theirs
 
     def _check_loaded_state(self) -> None:
         """The parameters of a restored strategy (:mod:`streamcal.persist`)."""
@@ -404,6 +410,7 @@ class Edges(Buckets):
         self.edges = tuple(as_1d_float(edges, "edges", allow_empty=True).tolist())
         self.centres = None if centres is None else tuple(as_1d_float(centres, "centres", allow_empty=True).tolist())
         self.probability_inputs = check_scalar(probability_inputs, "probability_inputs", choices=(True, False))
+        self.bucket_centres()  # the edges and centres checked when given, as the calibrators check theirs
 
     def _check_loaded_state(self) -> None:
         """The edges, centres and flag of a restored strategy (:mod:`streamcal.persist`)."""

@@ -1,7 +1,7 @@
 """Calibrate any river classifier on the fly: :class:`CalibratedClassifier`.
 
 The wrapper scores each event with the wrapped model *before* that model learns it, lets the
-calibrator learn from the out-of-sample score and the label, then lets the model learn. The
+model learn, then lets the calibrator learn from the out-of-sample score and the label. The
 calibrator therefore never sees an in-sample score: its map corrects exactly the scores the model
 gives to events it has not seen, which are the scores it will be asked to correct.
 """
@@ -15,7 +15,9 @@ import numpy as np
 from river import base
 
 from streamcal._locking import LockedState
+from streamcal._streaming import StreamingCalibrator
 from streamcal.isotonic.streaming import PAVCalibrator as _PAV
+from streamcal.multiclass.streaming import _ScoreDictCalibrator
 from streamcal.persist import Persistable
 
 __all__ = ["CalibratedClassifier"]
@@ -34,8 +36,8 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
 
     1. the wrapped ``classifier`` scores ``x`` (its ``predict_proba_one``) with its current state,
        which has not learned ``x`` yet;
-    2. the ``calibrator`` learns from that out-of-sample score and the label;
-    3. the ``classifier`` learns ``(x, y)``.
+    2. the ``classifier`` learns ``(x, y)``;
+    3. the ``calibrator`` learns from the out-of-sample score of step 1 and the label.
 
     A prediction is the calibrator's map applied to the classifier's current score.
 
@@ -82,7 +84,10 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
     -----
     ``learn_one`` checks the label and the features before anything learns: a float feature that
     is NaN or infinite is an error (it would turn a linear model's weights into NaN for good), and
-    the wrapped model and calibrator are then exactly as they were. A preprocessing step placed
+    the wrapped model and calibrator are then exactly as they were. The calibrator's own checks
+    (label, weight, a time window's need of times, a multiclass calibrator's classes) run before
+    the model learns too, and the model learns before the calibrator: after an error of the
+    model's own ``learn_one`` the calibrator and the wrapper are as they were. A preprocessing step placed
     before the wrapper in a pipeline learns before the wrapper is called and is not protected.
     ``predict_proba_one`` and ``predict_llr_one`` take NaN features as the wrapped model does (a
     tree may handle them); when the model then answers a probability outside [0, 1] (NaN too),
@@ -232,10 +237,12 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
     # path with no per-label logic; whatever it refuses falls through to the full path with the
     # score it already took.
     def learn_one(self, x: dict, y, **kwargs) -> None:
-        """Score ``x`` with the model, let the calibrator learn that score and ``y``, then the model learn.
+        """Score ``x`` with the model, let the model learn ``(x, y)``, then the calibrator that score and ``y``.
 
         Extra keyword arguments go to the wrapped classifier. A sample weight ``w`` goes to the
-        classifier and to a binary calibrator (multiclass calibrators take no weights).
+        classifier and to the calibrator. Everything the calibrator checks is checked before the
+        model learns, and the model learns before the calibrator: a call that the wrapper, the
+        model or the calibrator refuses leaves the whole wrapper as it was.
         """
         lock = self._lock
         lock.acquire()
@@ -251,6 +258,7 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
                 _check_features(x)
             calibrator = self.calibrator
             last = self._last_x
+            proba = self._last_proba if last is not None and last == x else self.classifier.predict_proba_one(x)
             if (
                 y.__class__ is bool
                 and calibrator.__class__ is _PAV
@@ -258,63 +266,56 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
                 and self.pos_val is True
                 and calibrator._fast_learn
             ):
-                # the lean path: bool labels of the default positive class, PAV's packed kernel
-                proba = self._last_proba if last is not None and last == x else self.classifier.predict_proba_one(x)
+                # the lean path: bool labels of the default positive class, PAV's packed kernel,
+                # which refuses a float probability in [0, 1] only while another thread holds the
+                # calibrator (its learn_one then waits for it)
                 p = proba.get(True, 0.0)
-                if (
-                    p.__class__ is float
-                    and 0.0 <= p <= 1.0
-                    and calibrator._learn_packed(calibrator._packed, p, y, 1.0, 0.0)
-                ):
+                if p.__class__ is float and 0.0 <= p <= 1.0:
+                    self.classifier.learn_one(x, y)  # an error of the model's own changes nothing
                     self._last_x = self._last_proba = None
-                    self.classifier.learn_one(x, y)
                     self.n_learned += 1
+                    if not calibrator._learn_packed(calibrator._packed, p, y, 1.0, 0.0):
+                        calibrator.learn_one({_score_key(calibrator): p}, y)
                     return
-                # refused: the full path below takes the same score and decides
-            else:
-                proba = None
+            w = kwargs.get("w", 1.0) if kwargs else 1.0
             if calibrator.__class__ is not _PAV and getattr(calibrator, "_multiclass", False):
-                proba = self._last_proba if last is not None and last == x else self.classifier.predict_proba_one(x)
-                calibrator.learn_one(self._multiclass_input(proba, x), y)
+                cal_x, label = self._multiclass_input(proba, x), y
             else:
                 pos_val = self.pos_val
                 if y.__class__ is bool and pos_val.__class__ is bool:
                     label = y is pos_val
                 else:
                     label = _binary_label(y, pos_val)
-                if proba is None:
-                    proba = self._last_proba if last is not None and last == x else self.classifier.predict_proba_one(x)
                 p = proba.get(pos_val, 0.0)
                 if p.__class__ is not float or not 0.0 <= p <= 1.0:
                     p = _probability_of(p, pos_val, x)
-                w = kwargs.get("w", 1.0) if kwargs else 1.0
-                if not (
-                    calibrator.__class__ is _PAV
-                    and w.__class__ is float
-                    and calibrator._fast_learn
-                    and calibrator._learn_packed(calibrator._packed, p, label, w, 0.0)
-                ):
-                    key = getattr(calibrator, "score_key", None)
-                    if key is None:
-                        key = "score"
-                    if "w" in kwargs:
-                        calibrator.learn_one({key: p}, label, w=kwargs["w"])
-                    else:
-                        calibrator.learn_one({key: p}, label)
-                if (
-                    not label
-                    and self._neg_label is False
-                    and pos_val.__class__ is not bool
-                    and not _is_bool_like(pos_val)
-                ):
-                    self._neg_label = y  # labels such as "spam" / "ham": the first negative names the class
-            self._last_x = None
-            self._last_proba = None
+                cal_x = {_score_key(calibrator): p}
+            _check_calibrator_event(calibrator, cal_x, label, w)
             if kwargs:
                 self.classifier.learn_one(x, y, **kwargs)
             else:
                 self.classifier.learn_one(x, y)
+            self._last_x = None
+            self._last_proba = None
             self.n_learned += 1
+            if not (
+                calibrator.__class__ is _PAV
+                and w.__class__ is float
+                and calibrator._fast_learn
+                and calibrator._learn_packed(calibrator._packed, cal_x[_score_key(calibrator)], label, w, 0.0)
+            ):
+                if "w" in kwargs:
+                    calibrator.learn_one(cal_x, label, w=w)
+                else:
+                    calibrator.learn_one(cal_x, label)
+            if (
+                not label
+                and self._neg_label is False
+                and not getattr(calibrator, "_multiclass", False)
+                and self.pos_val.__class__ is not bool
+                and not _is_bool_like(self.pos_val)
+            ):
+                self._neg_label = y  # labels such as "spam" / "ham": the first negative names the class
         finally:
             lock.release()
 
@@ -436,6 +437,23 @@ def _score_input(calibrator, proba: dict, pos_val, x) -> dict:
     """A binary calibrator's input, ``{score_key: p}``, ``p`` the model's probability of
     ``pos_val`` (0 when it gives none)."""
     return {_score_key(calibrator): _probability_of(proba.get(pos_val, 0.0), pos_val, x)}
+
+
+def _check_calibrator_event(calibrator, cal_x, label, w) -> None:
+    """What a streamcal calibrator's ``learn_one(cal_x, label, w=w)`` checks, checked before the
+    model learns, so that a refused event changes neither: the score (or score dict), the label,
+    the weight, and a time window's need of event times (the wrapper passes none). Another river
+    calibrator is not checked in advance."""
+    if isinstance(calibrator, StreamingCalibrator):
+        # without its lock: with no event time these checks read only the calibrator's parameters
+        calibrator._score_of(cal_x)
+        calibrator._check_one(label, w, None)
+    elif isinstance(calibrator, _ScoreDictCalibrator):
+        with calibrator._lock:
+            params = calibrator._checked_params()
+            calibrator._check_x(cal_x, params)
+            calibrator._check_y(label, params)
+            calibrator._check_event(w, None, params)
 
 
 def _check_features(x) -> None:

@@ -28,7 +28,7 @@ from streamcal._keyed_state import check_key_params
 from streamcal._keyed_templates import TemplateKeys
 from streamcal._keys import KeyedRiverChecks, as_key_column, check_key_kind
 from streamcal._locking import LockedState
-from streamcal._validation import as_1d_float, as_binary_labels, check_learn_arrays, check_same_length
+from streamcal._validation import as_1d_float, as_binary_labels, check_learn_arrays, check_same_length, keywords_named
 from streamcal.exceptions import InvalidKeyError
 from streamcal.isotonic.streaming import PAVCalibrator
 from streamcal.merging import Mergeable
@@ -83,6 +83,7 @@ def _one_event(key_name, score_name):
         raise type(exc)(msg.replace(" at position 0", "")) from None
 
 
+@keywords_named
 class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mergeable, base.Classifier):
     """One streaming calibrator per key, pooled toward the global map.
 

@@ -25,6 +25,7 @@ from streamcal._validation import (
     check_same_length,
     check_scalar,
     fmt,
+    keywords_named,
 )
 
 __all__ = ["KeyedOffsetCalibrator"]
@@ -32,6 +33,7 @@ __all__ = ["KeyedOffsetCalibrator"]
 _POSITION = re.compile(r"at position (\d+)")
 
 
+@keywords_named
 class KeyedOffsetCalibrator(KeyedRiverChecks, LockedState, base.Classifier):
     """A global streaming calibrator plus a per-key logit offset shrunk by empirical Bayes.
 

@@ -116,7 +116,9 @@ def merge(calibrators: Iterable, /):
         if not isinstance(cal, Mergeable):
             msg = (
                 "`calibrators` must hold streamcal streaming calibrators; "
-                f"got {_a(type(cal).__name__)} at position {i}."
+                f"got {_a(type(cal).__name__)} at position {i}. The binary streaming calibrators, "
+                "KeyedCalibrator and GEVCanonicalClassifier merge; the multiclass calibrators and "
+                "CalibratedClassifier do not."
             )
             raise TypeError(msg)
         if type(cal) is not type(first):

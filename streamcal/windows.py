@@ -185,6 +185,7 @@ class CountWindow(Window):
 
     def __init__(self, n: int = 10_000):
         self.n = n
+        self.code()  # the parameters checked when given, as the calibrators check theirs
 
     def code(self):
         check_scalar(self.n, "n", numbers.Integral, low=1, high=MAX_WINDOW_EVENTS)
@@ -250,6 +251,7 @@ class TimeWindow(Window):
 
     def __init__(self, seconds: float = 3600.0):
         self.seconds = seconds
+        self.code()  # the parameters checked when given, as the calibrators check theirs
 
     def code(self):
         check_scalar(self.seconds, "seconds", low=0.0, low_inclusive=False)
@@ -331,6 +333,7 @@ class Decay(Window):
     def __init__(self, half_life: float = 10_000.0, by: str = "events"):
         self.half_life = half_life
         self.by = by
+        self.code()  # the parameters checked when given, as the calibrators check theirs
 
     @property
     def uses_times(self) -> bool:  # type: ignore[override]

@@ -18,7 +18,7 @@ from river_cases import FrequencyBlend, HistogramPAV
 from streamcal.compose import CalibratedClassifier
 from streamcal.isotonic import PAVCalibrator
 from streamcal.multiclass import OneVsRestCalibrator, PairwiseCouplingCalibrator
-from streamcal.windows import CountWindow
+from streamcal.windows import CountWindow, TimeWindow
 
 
 # --------------------------------------------------------------------------------------- stand-ins
@@ -68,15 +68,18 @@ def test_calibrator_only_sees_scores_from_before_the_model_learned_the_event(wit
     learns = [e for e in log if e[0] == "model.learn"]
     assert [e[1] for e in learns] == list(range(50))
     for i in range(50):
-        pos_cal = next(k for k, e in enumerate(log) if e[0] == "calibrator.learn" and k > _index_of_learn(log, i - 1))
         pos_learn = _index_of_learn(log, i)
-        assert pos_cal < pos_learn  # the calibrator learned event i before the model did
-        # the score it got is the model's score of event i with the model that had learned i events
+        pos_cal = next(k for k, e in enumerate(log) if e[0] == "calibrator.learn" and k > pos_learn)
+        if i < 49:
+            assert pos_cal < _index_of_learn(log, i + 1)  # the calibrator learned event i before the next event
+        # the score it got is the model's score of event i with the model that had learned i events,
+        # scored before the model learned event i
         expected = (i % 7 + 1) / (8 + i)
         assert log[pos_cal][1] == {"score": expected}
-        predicts = [e for e in log[:pos_cal] if e[0] == "model.predict" and e[1] == i]
+        predicts = [e for e in log[:pos_learn] if e[0] == "model.predict" and e[1] == i]
         assert predicts
         assert all(e[2] == i for e in predicts)
+        assert not [e for e in log[pos_learn:pos_cal] if e[0] == "model.predict"]  # not scored again after
 
 
 def _index_of_learn(log, i):
@@ -91,7 +94,7 @@ def test_predict_then_learn_scores_the_model_once(rng):
     x = {"i": 3, "a": 0.1}
     model.predict_proba_one(x)
     model.learn_one(dict(x), True)  # an equal dict: the remembered score is reused
-    assert [e[0] for e in log] == ["model.predict", "calibrator.learn", "model.learn"]
+    assert [e[0] for e in log] == ["model.predict", "model.learn", "calibrator.learn"]
     model.predict_proba_one(x)  # the model learned since: it is asked again
     assert [e[0] for e in log][-1] == "model.predict"
 
@@ -142,7 +145,7 @@ def test_score_key_of_the_calibrator_is_used():
     log: list = []
     model = CalibratedClassifier(SpyModel(log), SpyCalibrator(log, score_key="p"))
     model.learn_one({"i": 0, "a": 0.0}, True)
-    assert log[1] == ("calibrator.learn", {"p": 1 / 8}, True)
+    assert log[2] == ("calibrator.learn", {"p": 1 / 8}, True)
 
 
 # --------------------------------------------------------------------------------------- binary face
@@ -350,7 +353,8 @@ def test_the_wrappers_packed_path_and_its_fallbacks_equal_the_calibrators_river_
                 model.learn_one(x, y, w=float("nan"))
     assert model.n_learned == 400
     if make is _SubclassedPAV:
-        assert model.calibrator.river_face_calls == 404  # every event, and the four refused
+        # every event; the four refused are refused by the calibrator's checks before the model learns
+        assert model.calibrator.river_face_calls == 400
     assert model.calibrator.window_weight == cal.window_weight
     np.testing.assert_array_equal(
         model.calibrator.predict_proba(np.linspace(0, 1, 101)), cal.predict_proba(np.linspace(0, 1, 101))
@@ -375,3 +379,88 @@ def test_a_refused_call_on_the_lean_path_leaves_the_wrapper_as_it_was():
     model.learn_one({"a": 2.0}, False)  # the remembered score (0.3) is still that event's
     assert model.n_learned == 2
     assert model.calibrator.window_weight == 2.0
+
+
+# ------------------------------------------------------------------ refusals by the model or the calibrator
+class PickyModel(base.Classifier):
+    """A model scoring ``classes`` by a fixed table of ``x["a"]`` that refuses to learn the label
+    ``refused`` and takes no weights."""
+
+    def __init__(self, classes=(False, True), refused=None):
+        self.classes = classes
+        self.refused = refused
+        self.n = 0
+
+    def predict_proba_one(self, x):
+        raw = [1.0 + (x["a"] + k) % 3 for k in range(len(self.classes))]
+        return {c: r / sum(raw) for c, r in zip(self.classes, raw)}
+
+    def learn_one(self, x, y):
+        if y == self.refused:
+            raise ValueError(f"PickyModel cannot learn {y!r}")
+        self.n += 1
+
+
+@pytest.mark.parametrize(
+    ("calibrator", "classes", "pos_val", "kwargs"),
+    [
+        (PAVCalibrator, (False, True), True, {}),  # the lean path
+        (PAVCalibrator, ("legit", "fraud"), "fraud", {}),  # the full path
+        (PAVCalibrator, (False, True), True, {"w": 2.0}),  # a weight the model does not take
+        (OneVsRestCalibrator, (0, 1, 2), True, {}),
+        (PairwiseCouplingCalibrator, (0, 1, 2), True, {}),
+        (PairwiseCouplingCalibrator, (0, 1, 2), True, {"w": 2.0}),
+    ],
+)
+def test_an_error_of_the_model_leaves_the_calibrator_and_the_wrapper_as_they_were(calibrator, classes, pos_val, kwargs):
+    model = CalibratedClassifier(PickyModel(classes), calibrator(), pos_val=pos_val)
+    for i in range(30):
+        model.learn_one({"a": float(i)}, classes[i % len(classes)])
+    model.predict_proba_one({"a": 4.0})  # remembered: the refused call reads it
+    bad = classes[0]
+    if not kwargs:
+        model.classifier.refused = bad
+    before = pickle.dumps(model)
+    with pytest.raises((ValueError, TypeError), match="PickyModel"):
+        model.learn_one({"a": 4.0}, bad, **kwargs)
+    assert pickle.dumps(model) == before
+    assert model.n_learned == model.classifier.n == 30
+
+
+def test_an_event_the_calibrator_refuses_does_not_reach_the_model():
+    """A time window needs event times, which the wrapper does not pass; a class outside the
+    calibrator's fixed classes is refused: the calibrator's checks run before the model learns,
+    and neither changes."""
+    model = CalibratedClassifier(PickyModel(), PAVCalibrator(window=TimeWindow(10.0)))
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match="needs event times"):
+        model.learn_one({"a": 1.0}, True)
+    assert pickle.dumps(model) == before
+    multiclass = CalibratedClassifier(PickyModel((0, 1, 2)), PairwiseCouplingCalibrator(classes=(0, 1, 2)))
+    multiclass.learn_one({"a": 1.0}, 2)
+    before = pickle.dumps(multiclass)
+    with pytest.raises(ValueError, match="`y`"):
+        multiclass.learn_one({"a": 1.0}, 7)
+    with pytest.raises(ValueError, match="`w`"):
+        multiclass.learn_one({"a": 1.0}, 1, w=-1.0)
+    assert pickle.dumps(multiclass) == before
+    assert multiclass.classifier.n == 1
+
+
+class WeightedPicky(PickyModel):
+    def learn_one(self, x, y, w=1.0):
+        super().learn_one(x, y)
+
+
+@pytest.mark.parametrize("calibrator", [PairwiseCouplingCalibrator, OneVsRestCalibrator])
+def test_the_weight_reaches_a_multiclass_calibrator(calibrator):
+    classes = (0, 1, 2)
+    wrapped = CalibratedClassifier(WeightedPicky(classes), calibrator(classes=classes))
+    bare, clf = calibrator(classes=classes), WeightedPicky(classes)
+    for i in range(60):
+        x, y, w = {"a": float(i % 5)}, i % 3, 1.0 + i % 4
+        wrapped.learn_one(x, y, w=w)
+        bare.learn_one(clf.predict_proba_one(x), y, w=w)
+    x = {"a": 2.0}
+    assert wrapped.predict_proba_one(x) == bare.predict_proba_one(clf.predict_proba_one(x))
+    assert pickle.dumps(wrapped.calibrator) == pickle.dumps(bare)

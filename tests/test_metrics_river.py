@@ -239,3 +239,14 @@ def test_works_in_progressive_validation():
     for metric in [Brier(), LogLoss(), ECE(), CalibrationLoss(), HosmerLemeshow(), MinCllr()]:
         result = evaluate.progressive_val_score(dataset, copy.deepcopy(model), metric)
         assert math.isfinite(result.get())
+
+
+def test_a_label_other_than_bool_or_01_says_how_to_score_it():
+    from streamcal import metrics as sm
+
+    for metric in (sm.Brier(), sm.LogLoss(), sm.ECE(), sm.Cllr()):
+        metric.update(True, 0.3)
+        before = pickle.dumps(metric)
+        with pytest.raises(ValueError, match=r"got 'legit'\. .*\(y == pos_val, proba\[pos_val\]\)"):
+            metric.update("legit", {"legit": 0.9, "fraud": 0.1})
+        assert pickle.dumps(metric) == before

@@ -100,7 +100,15 @@ def test_decay_by_time(stream):
 
 
 def test_window_parameters_are_validated():
-    for bad in (CountWindow(0), CountWindow(2.5), TimeWindow(0.0), Decay(-1.0), Decay(1.0, by="weeks")):
-        with pytest.raises((ValueError, TypeError)):
-            PAVCalibrator(window=bad)
+    bad_windows = (
+        lambda: CountWindow(0),
+        lambda: CountWindow(2.5),
+        lambda: TimeWindow(0.0),
+        lambda: Decay(-1.0),
+        lambda: Decay(1e-20),
+        lambda: Decay(1.0, by="weeks"),
+    )
+    for bad in bad_windows:  # refused when the window is built, before any calibrator holds it
+        with pytest.raises((ValueError, TypeError), match=r"`(n|seconds|half_life|by)` must"):
+            bad()
     assert repr(Decay(3.0)) == repr(Decay(3.0).clone())

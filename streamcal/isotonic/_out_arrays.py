@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from streamcal._streaming import OP_PREQUENTIAL
+from streamcal._validation import keywords_named
 
 __all__ = ["OutArrays"]
 
@@ -33,6 +34,7 @@ def _checked_out(out, n: int) -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
+@keywords_named
 class OutArrays:
     """``prequential(..., out=)`` and ``predict_both(..., out=)`` (a base of
     :class:`streamcal.PAVCalibrator`, not used alone)."""

@@ -18,6 +18,7 @@ from streamcal._validation import (
     as_nonneg_weights,
     check_same_length,
     check_scalar,
+    keywords_named,
 )
 
 __all__ = ["IsotonicCalibrator", "pav", "pav_binary", "pav_llr"]
@@ -290,6 +291,7 @@ def pav_llr(scores, labels, weights=None, *, finite: bool = True) -> np.ndarray:
     return logit[inverse] - prior_logodds
 
 
+@keywords_named
 class IsotonicCalibrator:
     """Batch isotonic (PAV) calibrator: probabilities and LLRs for new scores.
 

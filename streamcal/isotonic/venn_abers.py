@@ -8,7 +8,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import ipav as _k
 from streamcal._kernels import venn_abers as _va
 from streamcal._operations import OP_LEARN, OP_PREDICT, OP_PREQUENTIAL
-from streamcal._validation import check_scalar
+from streamcal._validation import check_scalar, keywords_named
 from streamcal.buckets import Buckets
 from streamcal.isotonic.streaming import PAVCalibrator
 from streamcal.windows import Window
@@ -19,6 +19,7 @@ __all__ = ["VennAbersCalibrator"]
 _MERGE_CODES = {"mean": _va.MERGE_MEAN, "log": _va.MERGE_LOG, "consistent": _va.MERGE_CONSISTENT}
 
 
+@keywords_named
 class VennAbersCalibrator(PAVCalibrator):
     """Streaming Venn–Abers calibrator: for each score the pair ``(p0, p1)`` and a merged probability.
 

@@ -78,7 +78,18 @@ def require_both_classes(y: np.ndarray, w: np.ndarray, what: str) -> tuple[float
 
 
 def event_label(y_true) -> bool:
-    return as_binary_label(y_true, "y_true")
+    if y_true is True or y_true is False:
+        return y_true
+    try:
+        return as_binary_label(y_true, "y_true")
+    except ValueError as error:
+        # labels such as "fraud" / "legit" (a CalibratedClassifier with pos_val="fraud"): say how to score them
+        msg = (
+            f"{str(error).rstrip('.')}. streamcal's metrics score bool or 0/1 labels "
+            "against the probability of True: for other labels (a CalibratedClassifier with "
+            "pos_val='fraud'), update them with (y == pos_val, proba[pos_val])."
+        )
+        raise ValueError(msg) from None
 
 
 def event_weight(w) -> float:

@@ -40,6 +40,7 @@ from streamcal._validation import (
     check_same_length,
     check_scalar,
     is_real_number,
+    keywords_named,
 )
 from streamcal.isotonic.streaming import PACK_SERIAL, _gil_enabled
 from streamcal.multiclass.coupling import MAX_ITER_LIMIT, NEWTON_AFTER_SWEEPS
@@ -424,6 +425,7 @@ class _InputChecks:
         return classes, arr, learn, y, w, t
 
 
+@keywords_named
 class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifier):
     """Shared machinery: validation of score dicts, the class register, binary calibrator clones.
 
@@ -1909,7 +1911,9 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
     logits). A prediction calibrates each class separately and divides by the sum. A class whose
     calibrator has learned nothing yet uses the model's own probability (``sigmoid`` of its logit).
     As for pairs, each class's calibrated probability is kept within the add-one bounds of its
-    window, ``[1/(T+2), (T+1)/(T+2)]``.
+    window, ``[1/(T+2), (T+1)/(T+2)]``. A class first seen mid-stream has a calibrator that has
+    learned only the events since, and is served far too high for its first tens of events: pass
+    ``classes`` when the classes are known (every class's calibrator then learns every event).
 
     Parameters
     ----------

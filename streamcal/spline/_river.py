@@ -21,11 +21,27 @@ float weight in range, no time, a window without event times or a growing ring. 
 settles and takes the generic methods, which raise the documented errors; a rejected call is
 rejected before anything is kept. Between refits (``refit_every`` set) the common calls take no
 lock (:class:`streamcal.gev._river.DeferredRiverFace`).
+
+Where the score prior holds (the loop's state says ``"prior"``), the face has the same shape: the
+kept label is learned, the refit under the prior run and the score served in one compiled call
+(``ispline_prior_river.prior_river_pair``: the steps of ``_learn_bucket``, ``_prior_refit`` and
+``_proba_of``, in their order, on the same arrays), whose map and bookkeeping stay in its river
+state ``rs`` until a reader settles them (``_prior_write_back``). Where that refit is not
+``_prior_refit``'s compiled one (no window weight, weights beyond the fit's scaling range) or it
+finds the prior's strength 0, the call serves nothing: the state is written back, the engine
+refits where it would, and the map is served as ``_proba_of`` serves it; the next label finds the
+loop without the prior.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
+from streamcal import _prior
+from streamcal._kernels import glm_refit as _glm
 from streamcal._kernels import histogram as _h
+from streamcal._kernels import ispline_prior_river as _kpr
+from streamcal._kernels import ispline_prior_stream as _kips
 from streamcal._kernels import ispline_stream as _ks
 from streamcal._refit import RefitCalibrator
 from streamcal._streaming import OP_LEARN, StreamingCalibrator
@@ -55,6 +71,30 @@ def _pair_first_call(*args):
 pair_call = _pair_first_call  # the river face's one call per pair (``stream_packed_pair``'s first)
 
 
+def _prior_first_call(*args):
+    """``prior_river_pair(*args)`` as ``_pair_first_call`` runs ``pair_fast``: interpreted while the
+    process's allowance lasts, then by its compiled entry point, which takes this function's place
+    as ``prior_call``."""
+    global prior_call
+    p = entry_call("ispline_prior_river_pair", _kpr.prior_river_pair, args)
+    compiled = ENTRIES.get("ispline_prior_river_pair")
+    if compiled is not None and prior_call is _prior_first_call:
+        prior_call = compiled
+    return p
+
+
+prior_call = _prior_first_call  # the river face's one call per pair while the score prior holds
+_RS = 11  # the river state ``rs`` in the prior face's ``args``
+_NAN = float("nan")
+# the calibrator's methods whose steps ``prior_river_pair`` takes: a class overriding one keeps the generic
+# methods; ``OWN_STEPS``: ``ISplineCalibrator``'s, by name (with its refit hooks), set where it is defined
+PRIOR_STEPS = (
+    "_refit", "_prior_refit", "_prior_args", "_prior_scratch", "_prior_listed", "_prior_touch", "_prior_incremental",
+    "_proba_of", "_ensure_fitted", "_fitted_proba_one", "_learn_bucket", "_after_learn", "_set_proba_bounds",
+)  # fmt: skip
+OWN_STEPS = {}
+
+
 def _pair_rest(p: float, args) -> float:
     """``stream_packed_pair(*args)`` after its first call ``pair_fast`` returned ``p < -NOT_DIRTY``:
     the refit's step it stopped at (``pair_resume``), or the loop's two operations (``AT_RUN``)."""
@@ -66,24 +106,28 @@ def _pair_rest(p: float, args) -> float:
 class RiverState:
     """The deferred work of the river face: ``live`` (the loop's state is current and serves the
     face), ``args`` (while live, the pair's call: the kept event, bucket -1 when none, the
-    score, then the histogram's arrays and the packed state), ``stale`` (a prediction's map not
-    yet written back), ``cuts`` (the layout's interior cuts, for the bucket)."""
+    score, then the histogram's arrays and the packed state; ``prior``: the prior face's call,
+    its arrays after the score), ``stale`` (a prediction's map not yet written back), ``cuts``
+    (the layout's interior cuts, for the bucket)."""
 
-    __slots__ = ("args", "cuts", "live", "stale")
+    __slots__ = ("args", "cuts", "live", "prior", "stale")
 
     def __init__(self, cuts):
         self.cuts = cuts
         self.live = False
         self.args = None
         self.stale = False
+        self.prior = False  # True: ``args`` are ``prior_river_pair``'s (the score prior holds)
 
 
 class ISplineRiverFace(DeferredRiverFace):
     """Mixin: the river face of ``ISplineCalibrator`` (see the module notes).
 
     It relies on the calibrator's compiled loop (``_loop_serves``, ``_stream_ready``, ``_stream``,
-    ``_river_step``, ``_stream_publish``) and keeps its deferred work in ``_glm_cache`` (the name
-    :class:`streamcal.gev._river.RiverLock` reads; None until the face goes live).
+    ``_river_step``, ``_stream_publish``), while the score prior holds on its refit under the prior
+    (``_prior_args``, ``_prior_incremental``, ``_prior_touch``: ``PRIOR_STEPS``), and keeps its
+    deferred work in ``_glm_cache`` (the name :class:`streamcal.gev._river.RiverLock` reads; None
+    until the face goes live).
     """
 
     def _go_live(self):
@@ -97,19 +141,102 @@ class ISplineRiverFace(DeferredRiverFace):
             or hist.grows_ring
             or self._in_loop
             or not self._loop_serves()
-            or self._stream_ready() is not True
         ):
             return None
+        ready = self._stream_ready()
+        if ready is True:
+            st = self._stream
+            sf, si = hist.live_arrays()  # the same arrays until a reader settles (no growing ring)
+            args = [-1, 0.0, 0.0, 0.0, 0.0, sf, si, st["fbuf"], st["ibuf"], st["free"]]
+        else:  # the score prior holds: ``prior_river_pair``'s arguments, where it serves
+            args = self._prior_face_args() if ready == "prior" else None
+            if args is None:
+                return None
         if self._lock.learn_args is not None:  # live between refits until ``refit_every`` was cleared
             self._settle_deferred(self._lock)
         a = self._glm_cache
         if a is None or a.cuts is not hist.layout.cuts_list:
             a = self._glm_cache = RiverState(hist.layout.cuts_list)
-        st = self._stream
-        sf, si = hist.live_arrays()  # the same arrays until a reader settles (no growing ring)
-        a.args = [-1, 0.0, 0.0, 0.0, 0.0, sf, si, st["fbuf"], st["ibuf"], st["free"]]
+        a.args = args
+        a.prior = ready is not True
         a.live = True
         return a
+
+    def _prior_face_args(self):
+        """The prior face's call's arguments (``prior_river_pair``'s, the kept event none), or None where
+        the score prior's refit is not the compiled one of ``_prior_refit`` with the calibrator's own
+        arrays (under the lock, ``_stream_ready`` having said ``"prior"``)."""
+        cls = type(self)
+        if not (
+            self._fitted
+            and self._knots is not None
+            and self._coef is not None
+            and self._inner_knots is None
+            and OWN_STEPS
+            and all(getattr(cls, name) is f for name, f in OWN_STEPS.items())
+        ):
+            return None
+        args = self._prior_args()
+        if args is None:
+            return None
+        _, B, _, _, _, basis, basis_knots, _, _ = args
+        order = int(self.order)
+        P = B + 2 * (order + 1)
+        knots, coef, beta = self._knots, self._coef, self._bspline_coef
+        if max(knots.size, basis_knots.size, coef.size) > P or beta.size != coef.size:
+            return None
+        sf, si = self._hist.live_arrays()
+        listed = getattr(self, "_prior_touched", None)
+        if listed is None:
+            touched, n, at = np.empty(_kips.TOUCHED_MAX, dtype=np.int64), 0, _NAN
+        else:
+            touched, n = listed[0], listed[1]
+            at = float(listed[3]) if listed[2] is sf else _NAN  # NaN: the list does not follow these arrays
+        rs = np.zeros(_kpr.rs_size(B, order))
+        head = rs[: _kpr.RS_HEADER]
+        head[_kpr.RS_DIRTY] = 1.0 if self._dirty else 0.0
+        head[_kpr.RS_LOW], head[_kpr.RS_HIGH] = self._proba_low, self._proba_high
+        head[_kpr.RS_NK], head[_kpr.RS_NBK], head[_kpr.RS_NC] = knots.size, basis_knots.size, coef.size
+        head[_kpr.RS_HAS_LIST], head[_kpr.RS_N_TOUCHED], head[_kpr.RS_LISTED_AT] = listed is not None, n, at
+        head[_kpr.RS_C] = float(self.llr_pseudo_count)
+        head[_kpr.RS_ORDER], head[_kpr.RS_N_KNOTS] = order, -1 if self.n_knots is None else int(self.n_knots)
+        head[_kpr.RS_FLOOR], head[_kpr.RS_INCREMENTAL] = _glm.FLOOR_THINNED, self._prior_incremental()
+        h = _kpr.RS_HEADER
+        rs[h : h + knots.size] = knots
+        rs[h + P : h + P + basis_knots.size] = basis_knots
+        rs[h + 2 * P : h + 2 * P + coef.size] = coef
+        rs[h + 3 * P : h + 3 * P + coef.size] = beta
+        return [-1, 0.0, 0.0, 0.0, 0.0, sf, si, self._prior_grid[4], self._prior_start, basis, touched, rs]
+
+    def _prior_write_back(self, args) -> None:
+        """What ``prior_river_pair`` left in the river state ``rs`` as the calibrator's attributes, as the
+        generic methods leave them (under the lock): the last refit's map and bookkeeping
+        (``_prior_refit``'s), ``_dirty`` and the list of touched buckets."""
+        rs = args[_RS]
+        dirty, kappa, total, _, t_pos, t_neg, _, _, nk, _, nc, refits, has_list, n, at, c = rs[:16].tolist()
+        if refits > 0.0:
+            B, order = int(args[6][_h.SI_B]), int(self.order)
+            P, h, nk, nc = B + 2 * (order + 1), _kpr.RS_HEADER, int(nk), int(nc)
+            knots = rs[h : h + nk].copy()
+            self._n_since_refit = 0
+            self._prior_strength = kappa
+            self._basis_cache = (args[9], knots)
+            self._knots = knots
+            self._coef = rs[h + 2 * P : h + 2 * P + nc].copy()
+            self._bspline_coef = rs[h + 3 * P : h + 3 * P + nc].copy()
+            self._fit_weight = total
+            self._prior_logodds = _prior.prior_logodds(t_pos, t_neg, c)
+            self._set_proba_bounds(total)
+            self._fitted = True
+            rs[_kpr.RS_REFITS] = 0.0
+        self._dirty = dirty != 0.0
+        listed = getattr(self, "_prior_touched", None)
+        if not has_list:
+            self._prior_touched = None
+        elif at != at:  # the list kept, not followed (no refit since the face went live)
+            listed[1] = int(n)
+        else:
+            self._prior_touched = [args[10], int(n), args[5], at]
 
     def _between_refits_learn_tail(self):
         """The learn kernel's arguments after the event's: none (the histogram's kernel)."""
@@ -127,6 +254,14 @@ class ISplineRiverFace(DeferredRiverFace):
         a.live = False
         args = a.args
         b = args[KEPT_B]
+        if a.prior:  # the prior face's state written back, then the kept label learned as ``_learn_bucket`` does
+            self._prior_write_back(args)
+            if b >= 0:
+                args[KEPT_B] = -1
+                self._hist.learn_one(b, args[KEPT_Y], args[KEPT_W], 0.0)
+                self._dirty = True
+                self._prior_touch(b)
+            return
         if b >= 0:
             args[KEPT_B] = -1
             st = self._stream
@@ -165,8 +300,12 @@ class ISplineRiverFace(DeferredRiverFace):
                         if a is None or not a.live:
                             a = self._go_live()
                         elif a.args[KEPT_B] >= 0:  # two labels in a row: learn the first
-                            self._river_settle(a)
-                            a = self._go_live()
+                            if a.prior:  # in the prior face's call, which serves nothing for a NaN score
+                                a.args[SCORE] = _NAN
+                                prior_call(*a.args)
+                            else:
+                                self._river_settle(a)
+                                a = self._go_live()
                         if a is not None:
                             args = a.args
                             args[KEPT_B] = bucket_of_score(a.cuts, s)
@@ -197,8 +336,14 @@ class ISplineRiverFace(DeferredRiverFace):
                     if a is not None and a.live:
                         if lock.depth == 0:
                             args = a.args
-                            b = args[KEPT_B]
                             args[SCORE] = s
+                            if a.prior:
+                                p = prior_call(*args)
+                                args[KEPT_B] = -1
+                                if p < 0.0:
+                                    p = self._prior_pair_stopped(a, p, s)
+                                return {False: 1.0 - p, True: p}
+                            b = args[KEPT_B]
                             p = pair_call(*args)
                             if p < _PAIR_DONE:
                                 p = _pair_rest(p, args)
@@ -237,6 +382,18 @@ class ISplineRiverFace(DeferredRiverFace):
         self._publish_fit(self._stream)
         self._stream = None
         RefitCalibrator._ensure_fitted(self)
+
+    def _prior_pair_stopped(self, a, code: float, s: float) -> float:
+        """The probability of ``s`` where ``prior_river_pair`` stopped with ``code`` (the label
+        learned): the state written back, the refit the engine's where the compiled one did not
+        serve (``_refit`` after ``_prior_refit`` returned False), the map served as
+        ``_proba_of`` serves it (under the lock)."""
+        a.live = False
+        self._prior_write_back(a.args)
+        if code == _kpr.STOP_ENGINE:
+            self._prior_touched = None
+            RefitCalibrator._refit(self)
+        return self._proba_of(s)
 
     learn_one.__doc__ = StreamingCalibrator.learn_one.__doc__
     predict_proba_one.__doc__ = StreamingCalibrator.predict_proba_one.__doc__

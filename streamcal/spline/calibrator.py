@@ -24,8 +24,10 @@ from streamcal._validation import (
     as_nonneg_weights,
     check_same_length,
     check_scalar,
+    keywords_named,
 )
 from streamcal.buckets import Buckets, LogitGrid, as_buckets
+from streamcal.spline import _river
 from streamcal.spline._prior_refit import ISplinePriorRefit
 from streamcal.spline._river import ISplineRiverFace
 from streamcal.spline.basis import default_n_knots
@@ -79,6 +81,7 @@ def _check_spline_params(order, n_knots, knots):
     return inner
 
 
+@keywords_named
 class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
     """Smooth, monotone calibration of scores by I-spline least squares (Wu et al. 2012).
 
@@ -663,6 +666,8 @@ class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
 
 # ``ISplineCalibrator``'s own refit hooks, as defined (a subclass's or a patched one differs)
 _OWN_HOOKS = tuple(ISplineCalibrator.__dict__[h] for h in _REFIT_HOOKS)
+# and the methods whose steps the river face's call under the prior takes (``_river.PRIOR_STEPS``)
+_river.OWN_STEPS.update((name, getattr(ISplineCalibrator, name)) for name in (*_REFIT_HOOKS, *_river.PRIOR_STEPS))
 
 
 def _own_refit_hooks(cls) -> bool:
