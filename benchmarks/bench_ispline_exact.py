@@ -31,7 +31,7 @@ river face on the next ``n // 4`` at the exact default. Every round checks both 
 (the prior's ``score_prior``, then ``fit_distinct`` from its cold start with the knot count of the
 data's weight, computed once). With ``--old REV`` the code of that revision runs in the same
 rounds from the same warmed state (its own ``streamcal/spline/_prior_refit.py`` and
-``_kernels/ispline_prior_stream.py`` where they differ from today's), the largest gap to today's
+``_kernels/ispline_prior_stream.py`` and ``ispline_prior_incr.py`` where they differ from today's), the largest gap to today's
 printed (not checked: before 2026-11-29 the knot count followed the pseudo-counts' total, another
 fit).
 """
@@ -159,12 +159,15 @@ def prior_refit_at(rev: str, old_k):
     except subprocess.CalledProcessError:
         return None
     today = (ROOT / "streamcal/_kernels/ispline_prior_stream.py").read_text(encoding="utf-8")
-    if text == (ROOT / path).read_text(encoding="utf-8") and kernel_text == today:
+    incr = prior_incr_at(rev, old_k)
+    if text == (ROOT / path).read_text(encoding="utf-8") and kernel_text == today and incr is None:
         return None
     kips = sys.modules["streamcal._kernels.ispline_prior_stream"]
-    if kernel_text != today or old_k is not None:
+    if kernel_text != today or old_k is not None or incr is not None:
         if old_k is not None:
             kernel_text = kernel_text.replace("from streamcal._kernels.ispline import", f"from {old_k.__name__} import")
+        if incr is not None:
+            kernel_text = kernel_text.replace("from streamcal._kernels.ispline_prior_incr import", f"from {incr} import")
         folder = Path(tempfile.gettempdir()) / f"streamcal_bench_ispline_at_{rev}"
         folder.mkdir(exist_ok=True)
         file = folder / f"ispline_prior_stream_at_{rev}.py"
@@ -178,6 +181,34 @@ def prior_refit_at(rev: str, old_k):
     exec(compile(text, f"{rev}:{path}", "exec"), module.__dict__)
     module._kips = kips
     return module
+
+
+def prior_incr_at(rev: str, old_k):
+    """The name of the module ``streamcal/_kernels/ispline_prior_incr.py`` at git revision ``rev``, loaded
+    from a file in a temporary folder (on ``old_k`` where the I-spline kernels differ), or None where
+    it is today's and the I-spline kernels are too."""
+    path = "streamcal/_kernels/ispline_prior_incr.py"
+    try:
+        text = source_at(rev, path)
+    except subprocess.CalledProcessError:
+        return None
+    if text == (ROOT / path).read_text(encoding="utf-8") and old_k is None:
+        return None
+    if old_k is not None:
+        text = text.replace("from streamcal._kernels.ispline import", f"from {old_k.__name__} import")
+    folder = Path(tempfile.gettempdir()) / f"streamcal_bench_ispline_at_{rev}"
+    folder.mkdir(exist_ok=True)
+    name = f"ispline_prior_incr_at_{rev}"
+    file = folder / f"{name}.py"
+    if not file.exists() or file.read_text(encoding="utf-8") != text:
+        file.write_text(text, encoding="utf-8")
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return name
 
 
 def calibrator_at(rev: str):

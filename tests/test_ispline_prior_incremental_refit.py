@@ -15,10 +15,14 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamcal import ISplineCalibrator
+from streamcal._kernels import _config
+from streamcal._kernels import histogram as _hk
+from streamcal._kernels import ispline as _kis
 from streamcal._kernels import ispline_prior_incr as _kipi
 from streamcal.buckets import LogitGrid
 from streamcal.windows import CountWindow, Decay, Unbounded
@@ -110,3 +114,114 @@ def test_a_copy_continues_within_1e12():
     assert twin.served()[0] > 0
     np.testing.assert_allclose(a[0], b[0], rtol=0.0, atol=1e-12)
     np.testing.assert_allclose(a[1], b[1], rtol=1e-12, atol=1e-12)
+
+
+def _sums(cal, knots, basis):
+    """``incr_rebuild``'s kept sums of ``cal``'s row for ``knots`` (strength 50), on the cache ``basis``."""
+    sf = cal.window_histogram.live_arrays()[0]
+    centres = np.ascontiguousarray(cal.histogram()[0])
+    B, order = centres.size, 3
+    P = B + 2 * (order + 1)
+    ik, gw, gt = np.zeros(_kipi.IK_SIZE + P), np.zeros((P, order + 1)), np.zeros((P, order + 1))
+    hv, lev, snap = np.zeros((3, P)), np.zeros((5, B)), np.zeros(2 * B)
+    _config.run(
+        _kipi.incr_rebuild, 0, sf, _hk.SF_HEADER, B, cal.window_histogram.stored_unit(), 50.0, centres, knots, order,
+        knots.size - 8, False, max(1, B // 64), basis, ik, gw, gt, hv, lev, snap,
+    )  # fmt: skip
+    return centres, ik, gw, gt, hv, snap
+
+
+@pytest.mark.parametrize("moves", [((4, 1),), ((5, -1),), ((7, 3),), ((9, -2),), ((6, 1), (8, -1)), ((10, 1),)])
+def test_moving_knots_rebases_the_kept_sums_as_a_rebuild_does(moves):
+    """``_rebase`` (the buckets whose B-splines change, the cache's stamp kept) against the sums and
+    basis rows built anew for the moved knots: the rows bit for bit, the sums within rounding."""
+    scores, labels = calibrated(3000, 4)
+    cal = ISplineCalibrator(buckets=LogitGrid(256), refit_every=10**9)
+    cal.update(scores, labels)
+    centres = np.ascontiguousarray(cal.histogram()[0])
+    pos, neg = cal.histogram()[1:]
+    fitted = np.flatnonzero(pos + neg > 0)
+    lower, upper = centres[fitted[0]], centres[fitted[-1]]
+    inner = centres[fitted[np.linspace(0, fitted.size - 1, 9)[1:-1].astype(int)]]
+    old = np.concatenate(([lower] * 4, inner, [upper] * 4))
+    new = old.copy()
+    for i, by in moves:
+        new[i] = centres[np.searchsorted(centres, old[i]) + by]
+    basis = np.full((centres.size + 1, 6), -1.0)
+    basis[0, 0] = 0.0
+    lo, hi = _config.run(_kis.clamped_span_bounds, 0, old, 4)
+    vals, lft, rgt = np.empty(4), np.empty(4), np.empty(4)
+    for j in range(fitted[0], fitted[-1] + 1):  # every row current for the old knots, the empty buckets' too
+        _config.run(_kipi._basis_row, 0, j, centres, old, 4, lo, hi, basis, vals, lft, rgt)
+    _, ik, gw, gt, hv, snap = _sums(cal, old, basis)
+    _config.run(_kipi._rebase, 0, old, new, 4, centres.size, max(1, centres.size // 64), centres, basis, ik, gw, gt, hv, snap)
+    fresh = np.full_like(basis, -1.0)
+    fresh[0, 0] = 0.0
+    _, _, gw_new, gt_new, hv_new, _ = _sums(cal, new, fresh)
+    for got, want in ((gw, gw_new), (gt, gt_new), (hv, hv_new)):
+        np.testing.assert_allclose(got, want, rtol=0.0, atol=1e-12 * np.abs(want).max())
+    current = basis[1:, 0] == basis[0, 0]
+    rows = np.flatnonzero(current & (centres >= lower) & (centres <= upper))
+    assert np.isin(fitted, rows).all()  # every fitted bucket's row current
+    for j in rows:  # each current row is the new knots' (computed anew where the fresh cache holds none)
+        want = fresh[j + 1, 1:] if fresh[j + 1, 0] == fresh[0, 0] else _row(centres[j], new)
+        assert tuple(basis[j + 1, 1:]) == tuple(want), j
+    assert tuple(ik[_kipi.IK_SIZE : _kipi.IK_SIZE + new.size]) == tuple(new)
+
+
+def _row(x, knots):
+    """The cache's row (first index, four B-splines) at ``x`` for ``knots``, as ``_basis_row`` forms it."""
+    scratch = np.zeros(6)
+    scratch[0] = -1.0
+    basis = np.vstack((np.zeros(6), scratch))
+    lo, hi = _config.run(_kis.clamped_span_bounds, 0, knots, 4)
+    vals, lft, rgt = np.empty(4), np.empty(4), np.empty(4)
+    _config.run(_kipi._basis_row, 0, 0, np.array([x]), knots, 4, lo, hi, basis, vals, lft, rgt)
+    return basis[1, 1:]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(1, 24), st.integers(0, 2**32 - 1), st.sampled_from([1, 2, 3]), st.floats(0.0, 1.0),
+    st.sampled_from([None, 0.5, 1.5]),
+)  # fmt: skip
+def test_the_scratch_solve_is_the_dense_solvers_bit_for_bit(p, seed, order, density, fitted_sum):
+    """``_runs_solve`` on ``solve_scratch`` with ``_gram_scale`` against ``cap_band_solve`` and
+    ``ispline.free_set_band_solve`` on the dense Gram of ``_gram_from_band``: the same verdict and ``x``
+    (right-hand sides at random, or fitted by coefficients positive on the free set, of sum
+    ``fitted_sum``: the solves certify then)."""
+    rng = np.random.default_rng(seed)
+    k1 = order + 1
+    rows = rng.uniform(size=(3 * p + 3, p))
+    for j in range(rows.shape[0]):  # banded rows: a basis of order k1
+        start = rng.integers(0, p)
+        rows[j, :start] = 0.0
+        rows[j, start + k1 :] = 0.0
+    dense = rows.T @ (rows * rng.uniform(0.1, 2.0, size=(rows.shape[0], 1)))
+    band = np.zeros((p, k1))
+    for i in range(p):
+        for d in range(min(k1, p - i)):
+            band[i, d] = dense[i, i + d]
+    cross = rows.T @ rng.uniform(size=rows.shape[0]) * rng.uniform(0.2, 3.0)
+    free = rng.uniform(size=p) < density
+    if fitted_sum is not None and free.any():
+        x_true = np.where(free, rng.uniform(0.5, 1.0, size=p), 0.0)
+        cross = dense @ np.cumsum(x_true * fitted_sum / x_true.sum())
+    full = np.zeros((p, p))
+    for i in range(p):
+        for d in range(min(k1, p - i)):
+            full[i, i + d] = band[i, d]
+    gram, rhs = np.empty((p, p)), np.empty(p)
+    _config.run(_kis._gram_from_band, 0, full, cross, gram, rhs)
+    work = _config.run(_kipi.solve_scratch, 0, p + 3, order)
+    scale = _config.run(_kipi._gram_scale, 0, band, cross, p, k1)
+    want_scale = max(max(gram[i, i], abs(rhs[i])) for i in range(p))
+    assert scale == (want_scale if want_scale > 0.0 else 1.0)
+    for capped in (True, False):
+        x, want = np.full(p, np.nan), np.full(p, np.nan)
+        ok = _config.run(_kipi._runs_solve, 0, band, cross, p, order, free, 1.0, capped, scale, x, work)
+        solver = _kipi.cap_band_solve if capped else _kis.free_set_band_solve
+        ok_want = _config.run(solver, 0, band, cross, gram, rhs, p, order, free, 1.0, want)
+        assert ok == ok_want
+        if ok:
+            assert tuple(x) == tuple(want)

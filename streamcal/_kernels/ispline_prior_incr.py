@@ -48,12 +48,10 @@ import numpy as np
 
 from streamcal._kernels._config import jit, jit_noalloc
 from streamcal._kernels.ispline import (
-    _gram_from_band,
     band_cholesky_solve,
     bspline_nonzero_inplace,
     clamped_span,
     clamped_span_bounds,
-    free_set_band_solve,
 )
 from streamcal._kernels.prior import prior_rate
 
@@ -200,6 +198,139 @@ def cap_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
                 acc += band[j - d, d] * (v[run[j - d]] if run[j - d] >= 0 else 0.0)
         grad += acc
         g[j] = grad
+    mu = 0.0
+    for j in range(p):
+        if free[j]:
+            mu = -g[j]
+            break
+    certified = mu >= -tol
+    for j in range(p):
+        if not free[j] and g[j] + mu < -tol:
+            certified = False
+            break
+    return certified
+
+
+@jit
+def solve_scratch(P, order):
+    """Scratch of :func:`incr_refit`'s banded solve for up to ``P`` coefficients: a run index per
+    coefficient, the runs' reduced band and right-hand side, their values, the gradient, the
+    system's band and right-hand side, the free set."""
+    k1 = order + 1
+    return (
+        np.empty(P, dtype=np.intp), np.empty((P, k1)), np.empty(P), np.empty(P), np.empty(P), np.empty((P, k1)),
+        np.empty(P), np.empty(P, dtype=np.bool_),
+    )  # fmt: skip
+
+
+@jit_noalloc
+def _gram_scale(band, cross, p, k1):
+    """The solvers' scale ``max_i max(gram[i, i], |rhs[i]|)`` (0 read as 1) of the I-spline normal
+    equations ``_gram_from_band`` forms from the band ``band[j, d] = (B' W B)[j, j + d]`` and
+    ``cross``, the same sums in the same order without the dense matrices: ``gram[i, i]`` adds, from
+    the last row up to row ``i``, each row's sum from its last column down to column ``i`` (the zeros
+    outside the band add nothing), so rows at least ``k1 - 1`` below ``i`` add their whole sums."""
+    scale = 0.0
+    rhs = 0.0
+    whole = 0.0  # the whole sums of rows p - 1 down to i + k1 - 1, added in that order
+    for i in range(p - 1, -1, -1):
+        far = i + k1 - 1
+        if far < p:
+            acc = 0.0
+            for m in range(min(p - 1, far + k1 - 1), max(far - k1 + 1, 0) - 1, -1):
+                acc += band[far, m - far] if m >= far else band[m, far - m]
+            whole += acc
+        g = whole
+        for j in range(min(far - 1, p - 1), i - 1, -1):
+            acc = 0.0
+            for m in range(min(p - 1, j + k1 - 1), i - 1, -1):
+                acc += band[j, m - j] if m >= j else band[m, j - m]
+            g += acc
+        rhs += cross[i]
+        if g > scale:
+            scale = g
+        if abs(rhs) > scale:
+            scale = abs(rhs)
+    return scale if scale != 0.0 else 1.0
+
+
+@jit_noalloc
+def _runs_solve(band, cross, p, order, free, cap, capped, scale, x, work):
+    """``cap_band_solve`` (``capped``) or ``free_set_band_solve`` of ``ispline`` on the scratch ``work``
+    (:func:`solve_scratch`), ``scale`` their scale (:func:`_gram_scale`): the same operations, the
+    same result and ``x``."""
+    run, red, rc, v, g = work[0], work[1], work[2], work[3], work[4]
+    m = np.int64(0)
+    for i in range(p):
+        if free[i]:
+            m += 1
+    if m == 0:
+        return False
+    k1 = order + 1
+    r = -1
+    for j in range(p):
+        if free[j]:
+            r += 1
+        run[j] = r
+    for a in range(m):
+        rc[a] = 0.0
+        for e in range(k1):
+            red[a, e] = 0.0
+    for j in range(p):
+        a = run[j]
+        if a < 0:
+            continue
+        rc[a] += cross[j]
+        red[a, 0] += band[j, 0]
+        for d in range(1, k1):
+            if j + d >= p:
+                break
+            b = run[j + d]
+            if b == a:
+                red[a, 0] += 2.0 * band[j, d]
+            else:
+                red[a, b - a] += band[j, d]
+    if capped:
+        ml = m - 1  # the last run's value is the cap: its terms move to the right-hand side
+        for e in range(1, k1):
+            a = ml - e
+            if a < 0:
+                break
+            rc[a] -= red[a, e] * cap
+        if not band_cholesky_solve(red, rc, ml, k1, v):
+            return False
+        v[ml] = cap
+    elif not band_cholesky_solve(red, rc, m, k1, v):
+        return False
+    prev = 0.0
+    total = 0.0
+    for j in range(p):
+        if free[j]:
+            x[j] = v[run[j]] - prev
+            prev = v[run[j]]
+            if not x[j] > 0.0:
+                return False
+        else:
+            x[j] = 0.0
+        total += x[j]
+    if not capped and total > cap * (1.0 - (p + 1) * 2.0**-52):
+        return False
+    tol = 1e-12 * scale
+    grad = 0.0
+    for j in range(p - 1, -1, -1):
+        bj = v[run[j]] if run[j] >= 0 else 0.0
+        acc = band[j, 0] * bj - cross[j]
+        for d in range(1, k1):
+            if j + d < p:
+                acc += band[j, d] * (v[run[j + d]] if run[j + d] >= 0 else 0.0)
+            if j - d >= 0:
+                acc += band[j - d, d] * (v[run[j - d]] if run[j - d] >= 0 else 0.0)
+        grad += acc
+        g[j] = grad
+        if not capped and not free[j] and grad < -tol:
+            return False
+    if not capped:
+        return True
     mu = 0.0
     for j in range(p):
         if free[j]:
@@ -433,36 +564,41 @@ def _moved_knots(knots, k, k1, lev, centres, lower, upper):
 
 
 @jit_noalloc(forceinline=True)
-def _bucket_terms(j, sign, knots, k1, lo, hi, B, step, half, centres, basis, gw, gt, hv, snap, vals, lft, rgt):
-    """Fitted bucket ``j``'s terms (data and floor) for ``knots`` added (``sign`` 1) or taken out (-1)."""
-    t, fitted = _fitted(j, snap, B, step, half)[1:]
-    if not fitted:
-        return
-    base = _basis_row(j, centres, knots, k1, lo, hi, basis, vals, lft, rgt)
-    r = prior_rate(centres[j], 0.5, B > 0)  # B > 0: True, not a literal (one signature)
-    wj = snap[j] + snap[B + j]
-    _add_terms(j, base, basis, k1, sign * wj, sign * snap[j], sign * wj * r, gw, hv)
+def _row_terms(sign, base, vals, k1, w, pw, wr, t, tr, gw, gt, hv):
+    """A fitted bucket's terms for its B-splines ``vals`` (the first ``base``) added (``sign`` 1) or
+    taken out (-1): data weight ``w``, positive ``pw``, times the rate ``wr``; floor ``t``, times the
+    rate ``tr``."""
+    for a in range(k1):
+        ar = vals[a]
+        hv[0, base + a] += sign * pw * ar
+        hv[1, base + a] += sign * wr * ar
+        war = sign * w * ar
+        for b in range(a, k1):
+            gw[base + a, b - a] += war * vals[b]
     if t > 0.0:
-        row = j + 1
         for a in range(k1):
-            ar = basis[row, 2 + a]
-            hv[2, base + a] += sign * t * r * ar
+            ar = vals[a]
+            hv[2, base + a] += sign * tr * ar
             for b in range(a, k1):
-                gt[base + a, b - a] += sign * t * ar * basis[row, 2 + b]
+                gt[base + a, b - a] += sign * t * ar * vals[b]
 
 
 @jit
 def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap):
-    """The kept sums moved from the knots ``old`` to ``new`` (the same count): the fitted buckets
-    within ``k1`` knots of a changed one take their terms out for the old rows and in for rows
-    computed anew; every other row is the same for both knot vectors and takes the new stamp."""
+    """The kept sums moved from the knots ``old`` to ``new`` (the same count), in one pass over the
+    buckets whose B-splines change: a bucket in knot span ``mu`` reads knots ``mu - k1 + 2`` to
+    ``mu + k1 - 1`` (``bspline_nonzero_inplace``), so a changed knot ``i`` moves the rows of the
+    spans ``i - k1 + 1`` to ``i + k1 - 2``, the buckets between knots ``i - k1 + 1`` and ``i + k1 - 1``.
+    Each fitted one there takes its terms out for its old row and in for the row computed anew (the
+    cache's stamp kept: every other row has the same values for both knot vectors); an unfitted one's
+    row there is marked stale."""
     nk = new.shape[0]
     xlo = math.inf
     xhi = -math.inf
     for i in range(nk):
         if old[i] != new[i]:
-            a = max(i - k1, 0)
-            b = min(i + k1, nk - 1)
+            a = max(i - k1 + 1, 0)
+            b = min(i + k1 - 1, nk - 1)
             xlo = min(xlo, old[a], new[a])
             xhi = max(xhi, old[b], new[b])
     jlo = np.searchsorted(centres, xlo)
@@ -470,19 +606,32 @@ def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap):
     vals = np.empty(k1)
     lft = np.empty(k1)
     rgt = np.empty(k1)
+    before = np.empty(k1)
     half = step // 2
-    lo, hi = clamped_span_bounds(old, k1)
-    for j in range(jlo, jhi):
-        _bucket_terms(j, -1.0, old, k1, lo, hi, B, step, half, centres, basis, gw, gt, hv, snap, vals, lft, rgt)
-    stamp = basis[0, 0]
-    basis[0, 0] = stamp + 1.0
-    for j in range(B):  # rows outside the changed knots' reach: the same values
-        if (j < jlo or j >= jhi) and basis[j + 1, 0] == stamp:
-            basis[j + 1, 0] = basis[0, 0]
+    lo_old, hi_old = clamped_span_bounds(old, k1)
     lo, hi = clamped_span_bounds(new, k1)
     for j in range(jlo, jhi):
-        _bucket_terms(j, 1.0, new, k1, lo, hi, B, step, half, centres, basis, gw, gt, hv, snap, vals, lft, rgt)
-    ik[IK_STAMP] = basis[0, 0]
+        row = j + 1
+        t, fitted = _fitted(j, snap, B, step, half)[1:]
+        if not fitted:
+            basis[row, 0] = -1.0  # stale (stamps are never negative): computed when read
+            continue
+        base_old = _basis_row(j, centres, old, k1, lo_old, hi_old, basis, vals, lft, rgt)
+        for a in range(k1):
+            before[a] = basis[row, 2 + a]
+        basis[row, 0] = -1.0
+        base = _basis_row(j, centres, new, k1, lo, hi, basis, vals, lft, rgt)
+        same = base == base_old
+        for a in range(k1):
+            vals[a] = basis[row, 2 + a]
+            same &= vals[a] == before[a]
+        if same:
+            continue
+        r = prior_rate(centres[j], 0.5, B > 0)  # B > 0: True, not a literal (one signature)
+        wj = snap[j] + snap[B + j]
+        pj = snap[j]
+        _row_terms(-1.0, base_old, before, k1, wj, pj, wj * r, t, t * r, gw, gt, hv)
+        _row_terms(1.0, base, vals, k1, wj, pj, wj * r, t, t * r, gw, gt, hv)
     for i in range(nk):
         ik[IK_SIZE + i] = new[i]
 
@@ -524,7 +673,8 @@ def _follow_bucket(j, pj, nj, sf, B, step, half, centres, knots, k1, k, lo, hi, 
 
 @jit
 def incr_refit(
-    sf, h0, B, u, kappa, centres, order, wanted, step, knots, coef, basis, ik, gw, gt, hv, lev, snap, touched, n_touched
+    sf, h0, B, u, kappa, centres, order, wanted, step, knots, coef, basis, ik, gw, gt, hv, lev, snap, touched,
+    n_touched, work,
 ):  # fmt: skip
     """The refit of strength ``kappa > 0`` from the kept sums: ``(True, knots, coef, beta, total,
     pos_total, t_pos, t_neg)`` where it is the full refit's within rounding, else ``(False, ...)``
@@ -584,22 +734,15 @@ def incr_refit(
             return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
         _rebase(knots, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap)
         knots = new
-    # the banded system for this kappa, its I-spline Gram, the solve on the last free set
+    # the banded system for this kappa and the solve on the last free set (``work``: see
+    # :func:`solve_scratch`; the I-spline Gram enters the solvers through their scale alone)
     ku = kappa / u
-    band = np.zeros((p, p))
-    compact = np.empty((p, k1))
-    cross = np.empty(p)
+    compact, cross, free = work[5], work[6], work[7]
     for i in range(p):
         cross[i] = hv[0, i] / u + (ku * hv[1, i] + kappa * hv[2, i])
         for d in range(k1):
-            v = a1 * gw[i, d] + kappa * gt[i, d] if i + d < p else 0.0
-            compact[i, d] = v
-            if i + d < p:
-                band[i, i + d] = v
-    gram = np.empty((p, p))
-    rhs = np.empty(p)
-    _gram_from_band(band, cross, gram, rhs)
-    free = np.empty(p, dtype=np.bool_)
+            compact[i, d] = a1 * gw[i, d] + kappa * gt[i, d] if i + d < p else 0.0
+    scale = _gram_scale(compact, cross, p, k1)
     for i in range(p):
         free[i] = coef[i] > 0.0
     x = np.empty(p)
@@ -607,14 +750,10 @@ def incr_refit(
     for i in range(p):
         capped += coef[i]
     one = kappa / kappa
-    if capped > 1.0 - 1e-9:
-        ok = cap_band_solve(compact, cross, gram, rhs, p, order, free, one, x)
-        if not ok:
-            ok = free_set_band_solve(compact, cross, gram, rhs, p, order, free, one, x)
-    else:
-        ok = free_set_band_solve(compact, cross, gram, rhs, p, order, free, one, x)
-        if not ok:
-            ok = cap_band_solve(compact, cross, gram, rhs, p, order, free, one, x)
+    at_cap = capped > 1.0 - 1e-9
+    ok = _runs_solve(compact, cross, p, order, free, one, at_cap, scale, x, work)
+    if not ok:
+        ok = _runs_solve(compact, cross, p, order, free, one, not at_cap, scale, x, work)
     if not ok:
         return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
     beta = np.empty(p)

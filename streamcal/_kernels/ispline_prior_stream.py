@@ -17,10 +17,14 @@ The anchor is set anew (one pass over the buckets, the moments at the current wa
 the first call, every ``REBUILD_EVERY`` calls (the sums' rounding does not grow), when many
 buckets changed at once (a decaying window's renormalisation), and when the move from the anchor
 is more than the Taylor remainder bounds: ``n max|sigma^(ORDER)| delta^(ORDER + 1) / (ORDER + 1)!``
-above ``TAYLOR_TOL``, ``delta`` the largest move of a bucket's linear predictor. Where the
-remainder does not bound the move from a fresh anchor either, or the row is degenerate (one
-covariate value, no weight), ``prior_strength_taylor`` runs instead (the exact kernel where its
-own moments do not bound the move). The result is ``prior_strength_taylor``'s within rounding:
+above ``TAYLOR_TOL``, ``delta`` the largest move of a bucket's linear predictor. Where a trial
+point of Newton's method leaves that bound from a fresh anchor too (a label of large leverage
+moves the optimum that far now and then), a new anchor at the trial point continues the steps
+(``_newton_anchored``: the trial point's log-likelihood exact there, as the exact kernel's pass
+finds it). Where that fails ``REANCHOR_MAX`` times (a start far from the optimum), or the row is
+degenerate (one covariate value, no weight), the anchor is set back at the start and
+``prior_strength_taylor`` runs instead (the exact kernel where its own moments do not bound the
+move). The result is ``prior_strength_taylor``'s within rounding:
 ``log kappa`` within about 1e-11, the fitted ``(a, b)`` within about 1e-12.
 
 The kept moments depend on the calls since the anchor (the sums' rounding): a copy or a restored
@@ -68,6 +72,7 @@ from streamcal._kernels.ispline_prior_incr import (
     incr_current,
     incr_rebuild,
     incr_refit,
+    solve_scratch,
 )
 from streamcal._kernels.ispline_stream import _pairwise_sum
 from streamcal._kernels.prior import KAPPA_MAX, KAPPA_MIN, NEWTON_STEPS, RIDGE, _fit_term
@@ -271,16 +276,24 @@ def _fit_terms(M, pw, u, A0, B0, c1, c2, a, b):
     )
 
 
-@jit_noalloc
+@jit_noalloc(forceinline=True)
 def _newton(M, pw, kept, unit, start):
     """Newton's method on the kept moments from ``start`` (``prior_strength_taylor``'s steps):
     ``(kappa, True)`` with ``start`` set to the fitted ``(a, b)``; ``(0.0, False)`` where the
     remainder does not bound a trial point's move from the anchor."""
+    return _newton_far(M, pw, kept, unit, start)[:2]
+
+
+@jit_noalloc
+def _newton_far(M, pw, kept, unit, start):
+    """:func:`_newton`, returning ``(kappa, done, a, b, a_trial, b_trial, f)``: where a trial point
+    leaves the remainder's bound (``done`` False), the last accepted point ``(a, b)``, its penalised
+    log-likelihood ``f`` and the trial point, which a new anchor there can test."""
     n_s = kept[K_N]
     mean = kept[K_SX] / n_s
     var = kept[K_SXX] / n_s - mean * mean
     if not (n_s > 0.0 and var > 0.0):
-        return 0.0, False
+        return 0.0, False, start[0], start[1], start[0], start[1], -math.inf
     scale = 1.0 / math.sqrt(var)
     n_all = n_s / unit
     bound = n_all * REMAINDER_SCALE
@@ -293,7 +306,7 @@ def _newton(M, pw, kept, unit, start):
     b = start[1]
     f, ga, gb, haa, hab, hbb, dA, dB = _fit_terms(M, pw, unit, A0, B0, c1, c2, a, b)
     if not bound * (abs(dA) + abs(dB) * vmax) ** (ORDER + 1) <= TAYLOR_TOL:
-        return 0.0, False
+        return 0.0, False, a, b, a, b, f
     for _ in range(NEWTON_STEPS):
         det = haa * hbb - hab * hab
         if not det > 0.0:
@@ -308,7 +321,7 @@ def _newton(M, pw, kept, unit, start):
                 M, pw, unit, A0, B0, c1, c2, a + t * da, b + t * db
             )
             if not bound * (abs(dA) + abs(dB) * vmax) ** (ORDER + 1) <= TAYLOR_TOL:
-                return 0.0, False
+                return 0.0, False, a, b, a + t * da, b + t * db, f
             if f_new >= f:
                 improved = True
                 break
@@ -326,9 +339,9 @@ def _newton(M, pw, kept, unit, start):
     start[1] = b
     log_kappa = kept[K_LOGS] / unit - f + math.log(n_all + 1.0)  # 0.5 k log(n + 1) with k = 2
     if log_kappa >= math.log(KAPPA_MAX):
-        return KAPPA_MAX, True
+        return KAPPA_MAX, True, a, b, a, b, f
     kappa = math.exp(log_kappa)
-    return (kappa if kappa >= KAPPA_MIN else 0.0), True
+    return (kappa if kappa >= KAPPA_MIN else 0.0), True, a, b, a, b, f
 
 
 @jit_noalloc
@@ -363,17 +376,57 @@ def _strength_kept(h, h0, B, unit, cen, grid, start, snap, kept, M, pw, listed, 
             fresh = True
         if ok:
             kept[K_CALLS] += 1.0
-            kappa, done = _newton(M, pw, kept, unit, start)
-            if done:
-                return kappa, (1 if fresh else 0)
-            if not fresh and _set_anchor(h, h0, B, grid, a, b, snap, kept, M):
-                kept[K_CALLS] += 1.0
+            if not fresh:
                 kappa, done = _newton(M, pw, kept, unit, start)
                 if done:
-                    return kappa, 1
+                    return kappa, 0
+                ok = _set_anchor(h, h0, B, grid, a, b, snap, kept, M)
+                if ok:
+                    kept[K_CALLS] += 1.0
+        if ok:
+            kappa, moved = _newton_anchored(h, h0, B, unit, grid, start, snap, kept, M, pw)
+            if moved >= 0:
+                return kappa, 1
+            if moved == -2:  # back to the anchor at the start: the state the exact kernel's path leaves
+                start[0] = a
+                start[1] = b
+                if _set_anchor(h, h0, B, grid, a, b, snap, kept, M):
+                    kept[K_CALLS] += 1.0
     c0 = h0 - h0  # 0, 1 and 0.5 as variables: the callee compiled once, for non-literal types
     kappa, exact = prior_strength_taylor(h, h0, B, unit, cen, c0, c0 + 1, 0.5 * unit / unit, grid, start, listed, M6)
     return kappa, (3 if exact else 2)
+
+
+REANCHOR_MAX = 3  # new anchors at Newton's trial points per call before the exact kernel runs
+
+
+@jit_noalloc
+def _newton_anchored(h, h0, B, unit, grid, start, snap, kept, M, pw):
+    """Newton's method from a fresh anchor at ``start``; where a trial point leaves the remainder's
+    bound, a new anchor there (one pass over the row: the trial point's log-likelihood exact, as
+    the exact kernel's pass there finds it) that continues the steps where the trial point improves
+    on the last accepted point, up to ``REANCHOR_MAX`` times. A move within a call is then bounded
+    by the steps' lengths, not the remainder's radius (a label of large leverage moves ``(a, b)``
+    beyond it now and then). Returns ``(kappa, anchors)``, ``start`` the fitted ``(a, b)``: the new
+    anchors set; ``anchors`` -1 where it failed with the anchor at ``start``, -2 where it failed
+    with the anchor moved (``start`` scratch)."""
+    for r in range(REANCHOR_MAX + 1):
+        kappa, done, a, b, a_try, b_try, f = _newton_far(M, pw, kept, unit, start)
+        if done:
+            return kappa, r
+        failed = -1 if r == 0 else -2
+        if r == REANCHOR_MAX or (a_try == a and b_try == b):
+            return 0.0, failed
+        if not _set_anchor(h, h0, B, grid, a_try, b_try, snap, kept, M):
+            return 0.0, -2
+        kept[K_CALLS] += 1.0
+        # the line search's test at the trial point, from its own anchor (the standardisation unchanged)
+        f_try = _fit_terms(M, pw, unit, kept[K_A], kept[K_B], 0.0, 1.0, a_try, b_try)[0]
+        if not f_try >= f:
+            return 0.0, -2
+        start[0] = a_try
+        start[1] = b_try
+    return 0.0, -2
 
 
 REFIT_DONE = 0
@@ -384,12 +437,12 @@ REFIT_SCALE = 2  # the fitted row's total beyond the fit's scaling range: the en
 @jit(forceinline=True)
 def _refit_core(
     sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,
+    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, work,
 ):  # fmt: skip
     """:func:`prior_refit`'s body (``touched[:n_touched]`` the buckets changed since the last refit where
     ``n_touched`` >= 0, else unknown); with ``incremental`` the refit from the augmented normal equations
-    kept per event (``ispline_prior_incr``, its arrays ``incr``) where it serves, the current map's
-    knots ``hint_knots`` and coefficients ``coef``."""
+    kept per event (``ispline_prior_incr``, its arrays ``incr``, its solve's scratch ``work``) where it
+    serves, the current map's knots ``hint_knots`` and coefficients ``coef``."""
     h0 = SF_HEADER + (B - B)  # an int64, not the constant's literal: each callee compiled once
     kind = sf[SF_KIND]
     u = stored_unit(sf, kind)
@@ -413,7 +466,7 @@ def _refit_core(
             ik[IK_LISTED] = listed_sums
             ok, nk, nc, nb, total, pos_total, t_pos, t_neg = incr_refit(
                 sf, h0, B, u, kappa, centres, order, wanted, step, hint_knots, coef, basis, ik, gw, gt, hv, lev,
-                isnap, touched, n_touched,
+                isnap, touched, n_touched, work,
             )  # fmt: skip
             if ok:
                 return REFIT_DONE, kappa, nk, nc, nb, total, pos_total, t_pos, t_neg
@@ -470,9 +523,10 @@ def prior_refit(
     pos_total, t_pos, t_neg)``: ``total`` and ``pos_total`` the fitted row's (pseudo-counts
     included), ``t_pos``, ``t_neg`` the data's; ``code`` ``REFIT_DONE`` or where the engine refits
     instead (``REFIT_*``)."""
+    work = solve_scratch(B + 2 * (order + 1), order)
     return _refit_core(
         sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,
+        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, work,
     )  # fmt: skip
 
 
@@ -536,9 +590,10 @@ def prior_refit_packed(
     snap, kept, M, pw, listed, M6 = scratch
     hint = coef > 0.0
     n_touched = _ascending(touched, n_touched)
+    work = solve_scratch(B + 2 * (order + 1), order)
     return _refit_core(
         sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,
+        hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, work,
     )  # fmt: skip
 
 
@@ -573,6 +628,7 @@ def prior_run(
     n_touched = first - first - 1
     kind = sf[SF_KIND]
     no_hint = np.zeros(0, dtype=np.bool_)
+    work = solve_scratch(si[SI_B] + 2 * k1, order)  # the kept refit's solve, for every refit of the call
     listable = incremental and not ((kind == KIND_DECAY_EVENTS) | (kind == KIND_DECAY_TIME))
     i = first
     n = ops.shape[0]
@@ -585,7 +641,7 @@ def prior_run(
                 code, kappa, nk, nc, nb, total, pos_total, t_pos, t_neg = _refit_core(
                     sf, si[SI_B], centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner,
                     use_inner, hint, knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef,
-                    touched, n_touched,
+                    touched, n_touched, work,
                 )  # fmt: skip
                 if code != REFIT_DONE:
                     return i, RUN_ENGINE, knots, coef, beta, basis_knots
