@@ -245,13 +245,22 @@ def test_calibration_improves_the_log_loss_of_an_overconfident_model(cls):
     assert cooked < 0.95 * raw
 
 
-def test_one_vs_rest_calibrators_see_every_event_since_their_class_joined(rng):
-    cal = make(OneVsRestCalibrator)
+def test_one_vs_rest_calibrators_see_every_event_as_if_their_class_had_been_known(rng):
+    """A class that joins mid-stream gets the calibrator it would have had with the classes fixed
+    from the start: every earlier event learned as a class absent from it."""
+    cal, fixed = make(OneVsRestCalibrator), make(OneVsRestCalibrator, classes=(0, 1, 2, 3))
     for x, y, _ in dirichlet_stream(rng, 100, 3):
         cal.learn_one(x, y)
-    cal.learn_one({0: 0.3, 1: 0.3, 2: 0.2, 3: 0.2}, 3)
+        fixed.learn_one(x, y)
+    for x, y in (({0: 0.3, 1: 0.3, 2: 0.2, 3: 0.2}, 3), ({0: 0.5, 1: 0.3, 2: 0.2}, 1)):
+        cal.learn_one(x, y)
+        fixed.learn_one(x, y)
     weights = {c: m.window_weight for c, m in cal.calibrators_.items()}
-    assert weights == {0: 101, 1: 101, 2: 101, 3: 1}
+    assert weights == {0: 102, 1: 102, 2: 102, 3: 102}
+    for c, model in cal.calibrators_.items():
+        assert pickle.dumps(model) == pickle.dumps(fixed.calibrators_[c])
+    x = {0: 0.4, 1: 0.4, 2: 0.2}  # the new class scored 0 again: served as rare, not as "it happens"
+    assert cal.predict_proba_one(x)[3] == fixed.predict_proba_one(x)[3] < 0.02
 
 
 @pytest.mark.parametrize("cls", CALIBRATORS)

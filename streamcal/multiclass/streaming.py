@@ -687,6 +687,13 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
                 c.fail(f"`_models`: {c.brief(key)} is not a {'pair of known classes' if pairs else 'known class'}.")
             if type(model) is not kind or model is self.calibrator:
                 c.fail(f"`_models[{key!r}]`: expected a {kind.__name__} of its own; found {c.brief(model)}.")
+        absent = self.__dict__.get("_absent")
+        if absent is not None and (
+            pairs or self.classes is not None or type(absent) is not kind or absent is self.calibrator
+            or any(absent is model for model in self._models.values())
+        ):
+            want = f"None or a {kind.__name__} of its own without fixed classes"
+            c.fail(f"`_absent`: expected {want}; found {c.brief(absent)}.")
 
     def _run_checked(self, arr, y, predict, learn, w, t, weights_given, times_given) -> np.ndarray:
         """Run checked events: predict where ``predict``, then learn where ``learn``; return the
@@ -862,8 +869,8 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
         classes = list(self._classes)
         added = []
 
-        def new_model(key):
-            model = self._models[key] = self._new_binary()
+        def new_model(key, model=None):
+            model = self._models[key] = self._new_binary() if model is None else model
             added.append(key)
             return model
 
@@ -1911,9 +1918,9 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
     logits). A prediction calibrates each class separately and divides by the sum. A class whose
     calibrator has learned nothing yet uses the model's own probability (``sigmoid`` of its logit).
     As for pairs, each class's calibrated probability is kept within the add-one bounds of its
-    window, ``[1/(T+2), (T+1)/(T+2)]``. A class first seen mid-stream has a calibrator that has
-    learned only the events since, and is served far too high for its first tens of events: pass
-    ``classes`` when the classes are known (every class's calibrator then learns every event).
+    window, ``[1/(T+2), (T+1)/(T+2)]``. A class first seen mid-stream gets the calibrator it would
+    have had with the classes fixed from the start (every earlier event learned as a class absent
+    from it), where the binary calibrator takes every score it is given (the default).
 
     Parameters
     ----------
@@ -1983,15 +1990,28 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
             s = self._check_x(x, params)
             self._check_y(y, params)
             w, t = self._check_event(w, t, params)
+            # without fixed classes, ``_absent`` learns every event as a class absent from it (its
+            # score at the clip, label False): a class that joins gets a copy, the calibrator it would
+            # have had had it been known from the start (where the binary calibrator takes any score:
+            # else a fresh one, which has learned only the events since the class joined)
+            keeps_absent = self.classes is None and params.takes_any_score
+            absent = self.__dict__.get("_absent") if keeps_absent else None
+            if absent is None and keeps_absent:
+                absent = self._new_binary()
             with self._registering([*s, y]) as new_model:
                 events = []
                 for c in self._known():
                     model = self._models.get(c)
                     if model is None:
-                        model = new_model(c)
+                        model = new_model(c, None if absent is None else copy.deepcopy(absent))
                     d = self._class_log_odds(s, c)
                     events.append((model, {params.score_key: _sigmoid(d) if params.probabilities else d}, c == y))
+                if absent is not None:
+                    d = self._class_log_odds({}, None)
+                    events.append((absent, {params.score_key: _sigmoid(d) if params.probabilities else d}, False))
                 _learn_events(events, w, t)
+            if absent is not None:
+                self._absent = absent
             self._learned_time(t, params)
 
     def _run_events(self, arr, logs, y, predict, learn, w, t, weights_given, times_given) -> np.ndarray:
