@@ -3555,8 +3555,8 @@ def glm_river_gev_proba(
 # first) and its int arrays sections of one int64 array ``ibuf``, whose head holds the sections'
 # offsets and the int arguments; the score and the kept event come first (the river face keeps the
 # event and the arguments after it in one tuple). A call then converts eight arguments instead of
-# 31 (41 with the logistic member): about 0.2 us a call instead of 0.5 us (a no-op compiled without
-# reference counting, as these kernels are, for the same arguments). The sections are the arrays
+# 31 (41 with the logistic member), whose conversion is most of a call's own cost (figures in
+# docs/benchmarks.md, "Platt and GEV at their exact default"). The sections are the arrays
 # the calibrator's cache holds (its views of the two buffers), read here as views: the same arrays
 # in the same calls, so the same bits.
 # ``fbuf``'s sections, ``fbuf[ibuf[k] : ibuf[k + 1]]`` for section ``k``:
