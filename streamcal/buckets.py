@@ -199,7 +199,7 @@ class LogitGrid(Buckets):
     >>> from streamcal.buckets import LogitGrid
     >>> grid = LogitGrid(n_buckets=4, low=0.01, high=0.99)
     >>> grid.bucket_edges().round(4).tolist()
-    [0.01, 0.0914, 0.5, 0.9086, 0.99]
+    [0.01, 0.0913, 0.5, 0.9087, 0.99]
     >>> grid.index([0.0, 0.02, 0.5, 1.0]).tolist()
     [0, 0, 2, 3]
     >>> LogitGrid(1024), grid

@@ -118,7 +118,7 @@ class KeyedOffsetCalibrator(KeyedRiverChecks, LockedState, base.Classifier):
     >>> print(f"{field_ece(keys, labels, global_proba):.4f} {field_ece(keys, labels, proba):.4f}")
     0.0351 0.0064
     >>> cal.n_keys, round(cal.tau2, 2)
-    (10, 0.4)
+    (10, 0.48)
     >>> cal.learn_one({"key": 3, "score": 0.05}, True)
     >>> round(cal.predict_proba_one({"key": 3, "score": 0.05})[True], 4)
     0.0358

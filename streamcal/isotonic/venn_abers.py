@@ -111,7 +111,7 @@ class VennAbersCalibrator(PAVCalibrator):
     True
     >>> lo, hi = cal.predict_interval([0.1, 0.5, 0.9])
     >>> print(np.round(lo, 3), np.round(hi, 3))
-    [0.01  0.214 0.806] [0.018 0.222 0.821]
+    [0.012 0.214 0.806] [0.018 0.222 0.821]
     >>> print(np.round(cal.predict_proba([0.1, 0.5, 0.9]), 3))  # p1 / (1 - p0 + p1)
     [0.018 0.22  0.809]
     >>> p0, p1 = cal.predict_interval_one({"score": 0.5})
