@@ -5,6 +5,14 @@ Run from the repository root::
     PYTHONPATH=. python benchmarks/bench_keyed.py                      # full size (2e7 events, 1e5 keys)
     PYTHONPATH=. python benchmarks/bench_keyed.py --events 1e6         # a smaller stream
     PYTHONPATH=. python benchmarks/bench_keyed.py --quick              # 2e5 events, 1e4 keys, one round
+    PYTHONPATH=. python benchmarks/bench_keyed.py --events 2e6 --no-memory --strengths auto --old main
+
+``--old REV``: this working tree against git revision ``REV`` (its ``streamcal`` exported with ``git
+archive``), in alternating child processes (old, new, new, old, ...; ``--rounds`` children of each
+after one untimed child per version that writes numba's cache), each child generating the stream,
+loading the kernels on a short call, then timing the keyed ``prequential`` once per case (CPU
+time); the table gives each version's median events/s, the ratio new / old of the medians and
+whether the two versions' outputs (``proba`` and ``llr``, hashed) are the same bits.
 
 Stream (seeded, generated in this process): ``--keys`` keys with Zipf(1.1) traffic (key of rank
 ``r`` drawn with probability proportional to ``r ** -1.1``, ranks shuffled over the key ids);
@@ -31,11 +39,15 @@ buckets.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -239,6 +251,77 @@ def bench_evictions(n: int, n_keys: int, rounds: int) -> None:
     )
 
 
+def ab_child(n: int, n_keys: int, windows: list, strengths: list) -> dict:
+    """In a child process of ``--old``: CPU seconds and an outputs' digest of the keyed ``prequential``
+    per case, and where ``streamcal`` was imported from."""
+    import streamcal
+
+    keys, scores, labels = keyed_stream(n, n_keys)
+    out = {"streamcal": streamcal.__file__, "cases": {}}
+    for window in windows:
+        first_calls(window)
+        for name in strengths:
+            cal = make_keyed(window, name)
+            start = time.process_time()
+            p, llr = cal.prequential(keys, scores, labels)
+            seconds = time.process_time() - start
+            digest = hashlib.sha256(np.ascontiguousarray(p).tobytes() + np.ascontiguousarray(llr).tobytes())
+            out["cases"][f"{window}, prior_strength={name}"] = {"seconds": seconds, "digest": digest.hexdigest()}
+    return out
+
+
+def export_revision(rev: str, parent: Path) -> Path:
+    """``git archive`` of ``rev``'s ``streamcal`` package into a new directory under ``parent``."""
+    commit = subprocess.run(["git", "rev-parse", "--verify", "--short", f"{rev}^{{commit}}"], cwd=ROOT,
+                            capture_output=True, text=True, check=False)
+    if commit.returncode:
+        msg = f"--old must name a git revision of {ROOT}; got {rev!r}: {commit.stderr.strip()}"
+        raise SystemExit(msg)
+    where = parent / f"old-{commit.stdout.strip()}"
+    where.mkdir()
+    archive = subprocess.Popen(["git", "archive", "--format=tar", rev, "streamcal"], cwd=ROOT, stdout=subprocess.PIPE)
+    subprocess.run(["tar", "-x", "-C", str(where)], stdin=archive.stdout, check=True)
+    archive.stdout.close()
+    if archive.wait():
+        msg = f"git archive {rev} streamcal failed (exit {archive.returncode})"
+        raise SystemExit(msg)
+    return where
+
+
+def run_ab_child(version: str, n: int, n_keys: int, windows: list, strengths: list) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["PYTHONPATH"] = version
+    cmd = [sys.executable, os.path.abspath(__file__), "--ab-child", "--events", str(n), "--keys", str(n_keys),
+           "--windows", ",".join(windows), "--strengths", ",".join(strengths)]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=version, env=env, check=False)
+    if done.returncode:
+        msg = f"the child for {version} failed (exit {done.returncode}):\n{done.stderr[-3000:]}"
+        raise SystemExit(msg)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if not Path(result["streamcal"]).resolve().is_relative_to(Path(version).resolve()):
+        msg = f"the child for {version} imported {result['streamcal']}, not that version"
+        raise SystemExit(msg)
+    return result
+
+
+def compare_old(rev: str, n: int, n_keys: int, windows: list, strengths: list, rounds: int) -> None:
+    """This working tree against revision ``rev`` in alternating child processes (see ``--old``)."""
+    with tempfile.TemporaryDirectory(prefix="bench-keyed-") as tmp:
+        versions = {"old": str(export_revision(rev, Path(tmp))), "new": ROOT}
+        for version in versions.values():  # numba's cache of each version, untimed
+            run_ab_child(version, 2_000, 50, windows, strengths)
+        runs = {"old": [], "new": []}
+        for i in range(rounds):
+            for name in ("old", "new") if i % 2 == 0 else ("new", "old"):
+                runs[name].append(run_ab_child(versions[name], n, n_keys, windows, strengths)["cases"])
+    print(f"--old {rev}: {rounds} children per version, alternating; median events/s (CPU time)")
+    for case in runs["new"][0]:
+        rate = {name: statistics.median(n / r[case]["seconds"] for r in rs) for name, rs in runs.items()}
+        same = len({r[case]["digest"] for rs in runs.values() for r in rs}) == 1
+        print(f"  [{case}] new {rate['new']:,.0f}, old {rate['old']:,.0f}: {rate['new'] / rate['old']:.3f}x; "
+              f"outputs {'the same bits' if same else 'DIFFER'}")
+
+
 def mb(x: float) -> str:
     return f"{x / 1e6:,.1f} MB"
 
@@ -266,7 +349,9 @@ def main(argv=None):
         action="store_true",
         help="only: the pooled count-window keys with max_keys at a tenth of the keys against no bound (CPU per eviction)",
     )
+    parser.add_argument("--old", metavar="REV", help="only: this tree against git revision REV, alternating processes")
     parser.add_argument("--child", nargs=2, metavar=("WINDOW", "STRENGTH"), help=argparse.SUPPRESS)
+    parser.add_argument("--ab-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.events, args.keys, args.rounds = 2e5, 1e4, 1
@@ -279,6 +364,12 @@ def main(argv=None):
     for name in (*windows, *strengths):
         if name not in WINDOWS and name not in STRENGTHS:
             parser.error(f"unknown window or strength {name!r}")
+    if args.ab_child:
+        print(json.dumps(ab_child(n, n_keys, windows, strengths)))
+        return
+    if args.old:
+        compare_old(args.old, n, n_keys, windows, strengths, args.rounds)
+        return
 
     print(f"{n:,} events, {n_keys:,} keys (Zipf 1.1), 1024 logit buckets, windows of {WINDOW_EVENTS:,} per key")
     if args.evictions:

@@ -75,3 +75,28 @@ def test_the_size_classes_split_the_events_and_keys_of_the_stream():
     assert classes[2][2] == int(np.sum(sizes >= 10_000))  # the heavy class: keys with >= 1e4 events
     assert classes[2][2] >= 1
     assert all(r[3] > 0.0 for r in rows if r[1] > 0)
+
+
+def test_the_ab_child_reports_this_tree_and_a_digest_per_case():
+    bench = _bench()
+    out = bench.ab_child(3_000, 50, ["count", "decay"], ["auto"])
+    assert Path(out["streamcal"]).resolve().is_relative_to(ROOT)
+    assert set(out["cases"]) == {"count, prior_strength=auto", "decay, prior_strength=auto"}
+    again = bench.ab_child(3_000, 50, ["count"], ["auto"])
+    case = out["cases"]["count, prior_strength=auto"]
+    assert case["digest"] == again["cases"]["count, prior_strength=auto"]["digest"]  # the same stream, same bits
+    assert case["digest"] != out["cases"]["decay, prior_strength=auto"]["digest"]
+    assert case["seconds"] > 0.0
+
+
+def test_old_refuses_an_unknown_revision_by_name():
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--events", "3000", "--keys", "50", "--old", "no-such-revision-xyz"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert result.returncode != 0
+    assert "--old must name a git revision" in result.stderr
+    assert "no-such-revision-xyz" in result.stderr
