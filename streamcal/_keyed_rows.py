@@ -346,6 +346,9 @@ class KeyedRows:
         self._src_weight = weight
         self._src_fitted = fitted
         self._src_blocks = np.ascontiguousarray(np.stack([first, last]).astype(np.int64))
+        # the window's own positives and negatives: the LLR's prior odds where the row holds the
+        # score prior's pseudo-events, whose rates follow the score over every bucket (0, 0: none)
+        self._src_base = np.array([row.pos.sum(), row.neg.sum()]) if kappa > 0.0 else np.zeros(2)
         return float(weight.sum()) if kappa > 0.0 else glob.window_weight
 
     def _build_prior(self) -> None:
@@ -367,6 +370,7 @@ class KeyedRows:
         cfg[_kk.CFG_FILL : _kk.CFG_FILL_ODDS + 1] = 0.0
         cfg[_kk.CFG_PRIOR_ON] = 0.0
         cfg[_kk.CFG_PRIOR_T_POS] = cfg[_kk.CFG_PRIOR_T_NEG] = cfg[_kk.CFG_PRIOR_PSEUDO] = 0.0
+        cfg[_kk.CFG_BASE_POS] = cfg[_kk.CFG_BASE_NEG] = 0.0
         cfg[_kk.CFG_PRIOR_VER] = float(self._prior_ver)
         cfg[_kk.CFG_PRIOR_RUNS] = 0.0
         cfg[_kk.CFG_SHIFT_A] = cfg[_kk.CFG_SHIFT_RHO] = 0.0
@@ -394,6 +398,11 @@ class KeyedRows:
         cfg[_kk.CFG_PRIOR_T_POS] = float(pp.sum())
         cfg[_kk.CFG_PRIOR_T_NEG] = float(pn.sum())
         cfg[_kk.CFG_PRIOR_PSEUDO] = scale * float(self._global.llr_pseudo_count)
+        if self._src_base.sum() > 0.0:
+            # the prior's pseudo-events stand for the global window's events in the LLR's prior odds,
+            # as the global map's LLR reads its window's, not the score prior's pseudo-events
+            cfg[_kk.CFG_BASE_POS] = scale * float(self._src_base[0])
+            cfg[_kk.CFG_BASE_NEG] = scale * float(self._src_base[1])
         if self.prior_strength == "auto":
             cfg[_kk.CFG_SHIFT_A] = self._shift_a
             cfg[_kk.CFG_SHIFT_RHO] = self._shift_rho

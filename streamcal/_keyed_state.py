@@ -28,6 +28,7 @@ __all__ = [
     "check_keyed_state",
     "replace_global",
     "upgrade_ring",
+    "upgrade_state",
 ]
 
 _MAX_STORED = 1e300
@@ -42,7 +43,7 @@ def check_keyed_state(obj) -> None:
     params = ("calibrator", "key_key", "score_key", "prior_strength", "max_keys")
     learned = ("_global", "_kf", "_ki", "_atoms_b", "_atoms_f", "_atoms_n", "_ring_b", "_ring_f", "_arena",
                "_slot_keys", "_n_learned", "_evictions", "_strength", "_next_refresh", "_src_weight",
-               "_src_fitted", "_src_blocks", "_prior_ver", "_shift_a", "_shift_rho")
+               "_src_fitted", "_src_blocks", "_src_base", "_prior_ver", "_shift_a", "_shift_rho")
     c.need_keys(obj, (*params, *learned), optional=obj._UNSAVED)
     try:
         fresh = type(obj)(**{name: state[name] for name in params})
@@ -98,6 +99,8 @@ def _check_prior_source(state, B: int) -> None:
     blocks = c.need_array(state["_src_blocks"], "_src_blocks", np.int64, ndim=2)
     c.need_finite(weight, "_src_weight", low=0.0, high=_MAX_STORED)
     c.need_finite(fitted, "_src_fitted", low=0.0, high=1.0)
+    base = c.need_array(state["_src_base"], "_src_base", np.float64, size=2)
+    c.need_finite(base, "_src_base", low=0.0, high=_MAX_STORED)
     if blocks.shape[0] != 2:
         c.fail(f"`_src_blocks`: expected 2 rows (first, last); found {blocks.shape}.")
     first, last = blocks
@@ -311,6 +314,16 @@ def _check_row(row: dict, cfg) -> None:
     if not (np.array_equal(cp, full_p) and np.array_equal(cn, full_n)):
         msg = "the atoms' event counts do not match the ring's events."
         raise ValueError(msg)
+
+
+def upgrade_state(state: dict) -> dict:
+    """A saved state in the current layout: its ring (:func:`upgrade_ring`), and the global window's
+    own totals for the LLR's prior odds (``_src_base``), which states written before it lack: zeros,
+    the prior's totals, as those states read them until the next refresh of the prior."""
+    state = upgrade_ring(state)
+    if type(state) is dict and "_src_base" not in state:
+        state = {**state, "_src_base": np.zeros(2)}
+    return state
 
 
 def upgrade_ring(state: dict) -> dict:

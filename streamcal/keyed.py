@@ -260,7 +260,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
     _UNSAVED = ("_lock", *_CACHES)
     # what replace_global takes from a keyed source: the global map and the prior it gives
     _GLOBAL_STATE = ("_global", "_n_learned", "_next_refresh", "_strength", "_src_weight", "_src_fitted", "_src_blocks",
-                     "_shift_a", "_shift_rho")
+                     "_src_base", "_shift_a", "_shift_rho")
 
     def __getstate__(self):
         with self._lock:
@@ -281,9 +281,9 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         return state
 
     def __setstate__(self, state):
-        from streamcal._keyed_state import check_keyed_state, upgrade_ring
+        from streamcal._keyed_state import check_keyed_state, upgrade_state
 
-        state = upgrade_ring(state)
+        state = upgrade_state(state)
         self.__dict__.update(state)
         self._init_lock()
         for name, value in state.items():

@@ -323,8 +323,10 @@ def _array_variants(arr: np.ndarray, indices: str, attr: str) -> list[tuple[str,
 # prior's warm start: (0, 0), within 1e-9 of the saved calibrator,
 # tests/test_ispline_prior_incremental.py; ``GEVCalibrator``'s ``_logit_beta``, the logistic member
 # it serves while the score prior holds: refitted at the next prediction,
-# tests/test_gev_logistic_prior.py), so removing one is not a damage to refuse
-_OLDER_FORMATS_LACK = {"finite_rule", "_prior_start", "_logit_beta"}
+# tests/test_gev_logistic_prior.py; ``KeyedCalibrator``'s ``_src_base``, the global window's totals for
+# the LLR's prior odds: the prior's totals until the next refresh, tests/test_keyed_llr_prior.py), so
+# removing one is not a damage to refuse
+_OLDER_FORMATS_LACK = {"finite_rule", "_prior_start", "_logit_beta", "_src_base"}
 
 
 def mutations(name: str, *, indices: str):

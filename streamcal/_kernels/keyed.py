@@ -45,8 +45,10 @@ multiplied by the key's shrunk rate ratio ``e = (O + a) / (rho E + a)`` (``KF_OD
 in ``cfg``): a run of the prior of weight ``W`` inside global block ``g`` (fitted ``q``) holds
 ``W q e / (q e + 1 - q)`` pseudo-positives and the rest pseudo-negatives, so the rates stay equal
 inside a global block and increasing across blocks. A key takes ``e`` with the prior (see "Prior
-units"), and with it its prior's totals (``KF_PRIOR_T_POS``, ``KF_PRIOR_T_NEG``). With ``e = 1``
-the runs are read as without the shift, bit for bit.
+units"), and with it its prior's totals (``KF_PRIOR_T_POS``, ``KF_PRIOR_T_NEG``), which its LLR's prior
+odds read: the shifted runs' totals, or, where the prior's source holds the score prior's pseudo-events
+(``CFG_BASE_POS``, ``CFG_BASE_NEG``), the global window's own totals with their odds multiplied by ``e``.
+With ``e = 1`` the runs are read as without the shift, bit for bit.
 
 Prior units. The prior is in real units; a key's row in stored units (decay windows). A key takes
 the prior at its stored unit of the moment (``KF_PU``) the first time it is read or learned after
@@ -97,7 +99,7 @@ KF_OBS = 7  # sum of w * y over the key's learned events (real weights): the bet
 KF_EXP = 8  # sum of w * p over them, p the global map's prediction before the event
 KF_PU = 9  # the key's stored unit when it took the prior (see "Prior units")
 KF_ODDS = 10  # the odds multiplier of the key's prior (see "Shifted prior"; 1: the global map's rates)
-KF_PRIOR_T_POS = 11  # the key's prior's pseudo-positive and pseudo-negative totals (real units)
+KF_PRIOR_T_POS = 11  # the key's prior's positive and negative totals for its LLR's prior odds (real units)
 KF_PRIOR_T_NEG = 12
 KF_N = 13
 
@@ -141,7 +143,9 @@ CFG_FILL = 17  # 1.0: every run of the prior holds weight inside its block (see 
 CFG_FILL_PLAIN = 18  # 1.0: the whole runs' rates increase by more than FILL_MARGIN (no shift)
 CFG_FILL_GAP = 19  # min over adjacent runs of 1 - odds / next odds (the shifted prior's margin)
 CFG_FILL_ODDS = 20  # max odds of a run below the last (the shifted prior's margin)
-CFG_N = 21
+CFG_BASE_POS = 21  # the global window's positives and negatives at the prior's scale (0, 0: use the prior's
+CFG_BASE_NEG = 22  # totals), the LLR's prior odds where the source holds the score prior's pseudo-events
+CFG_N = 23
 
 # pri: the prior's int arrays (rows)
 PR_SEG = 0  # the global block holding each bucket (-1: a gap of the global map)
@@ -538,7 +542,18 @@ def _sync_prior(cfg, kf, ki, prior, k):
         if a > 0.0:
             e = (kf[k, KF_OBS] + a) / (cfg[CFG_SHIFT_RHO] * kf[k, KF_EXP] + a)
         kf[k, KF_ODDS] = e
-        if e == 1.0:
+        bp = cfg[CFG_BASE_POS]
+        bn = cfg[CFG_BASE_NEG]
+        if bp + bn > 0.0:
+            # the LLR's prior odds: the global window's own, multiplied by the key's shift
+            if e == 1.0:
+                kf[k, KF_PRIOR_T_POS] = bp
+                kf[k, KF_PRIOR_T_NEG] = bn
+            else:
+                shifted = e * bp
+                kf[k, KF_PRIOR_T_POS] = (bp + bn) * (shifted / (shifted + bn))
+                kf[k, KF_PRIOR_T_NEG] = (bp + bn) * (bn / (shifted + bn))
+        elif e == 1.0:
             kf[k, KF_PRIOR_T_POS] = cfg[CFG_PRIOR_T_POS]
             kf[k, KF_PRIOR_T_NEG] = cfg[CFG_PRIOR_T_NEG]
         else:
