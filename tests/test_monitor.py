@@ -406,11 +406,15 @@ def test_bad_parameters_are_refused(make, kwargs, match):
         ({"buckets": "uniform"}, "`buckets`"),
         ({"window": "7d"}, "`window` must count events"),  # its events carry no time
         ({"window": Decay(60.0, by="time")}, "`window` must count events"),
+        # a float is not read as a time (which the monitor would refuse): the hint is a count
+        ({"window": 10.5}, r"`window` must count events: an int \(such as 10\), CountWindow or Decay by events"),
+        ({"window": np.float64(0.5)}, r"an int \(such as 1000\).*; got 0.5\.$"),
     ],
 )
 def test_bad_isotonic_parameters_are_refused(kwargs, match):
-    with pytest.raises((ValueError, TypeError), match=match):
+    with pytest.raises((ValueError, TypeError), match=match) as caught:
         IsotonicEProcess(**kwargs)
+    assert "'10.5s'" not in str(caught.value)
 
 
 @pytest.mark.parametrize(
