@@ -127,3 +127,33 @@ def test_typed_inputs_keep_their_key_types(tmp_path):
         writer.write_table(table)
     summary = replay(as_ipc, "pav", group_col="key", format="ipc", metrics={})
     assert all(type(e["key"]) is int for e in summary.keyed["methods"]["pav"]["largest"])
+
+
+def test_the_summary_counts_one_key_in_the_singular(tmp_path, capsys):
+    from streamcal.cli import main
+
+    rng = np.random.default_rng(6)
+    s = rng.uniform(0.01, 0.5, 3_000)
+    y = (rng.random(s.size) < 2.0 * s).astype(np.float64)  # the input score under-predicts: flagged
+    path = tmp_path / "one.parquet"
+    pq.write_table(pa.table({"score": s, "label": y, "key": ["only"] * s.size}), path)
+    code = main(["replay", str(path), "--group-col", "key", "--monitor", "--no-output", "--metrics", "none"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Keyed by 'key': 1 key. " in out
+    assert "; 1 key held, 0 evicted" in out
+    assert "only: 3,000 events, " in out
+    assert "input score: mean bias: 1 of 1 key flagged, first key 'only'" in out
+    assert "1 keys" not in out
+
+
+def test_a_float_key_column_is_refused_with_a_hint_at_missing_keys(tmp_path):
+    pd = pytest.importorskip("pandas")
+    s, y = events(6, seed=7)
+    frame = pd.DataFrame({"score": s, "label": y, "key": [1, 2, None, 1, 2, 1]})  # pandas: float64
+    with pytest.raises(ValueError, match=r"got type double\. A float key column usually means missing keys \(NaN\)"):
+        replay(frame, "pav", group_col="key", metrics={})
+    # as pandas' nullable integers the column stays integer and the missing key is named by row
+    frame["key"] = frame["key"].astype("Int64")
+    with pytest.raises(ValueError, match=r"row 2: the key is null"):
+        replay(frame, "pav", group_col="key", metrics={})

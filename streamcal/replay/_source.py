@@ -598,6 +598,12 @@ class _Plan:
                     f"{' or '.join(k for k in _ALLOWED[role] if k != 'null')}; "
                     f"got type {schema.field(name).type}."
                 )
+                if role == "key" and kind == "float":
+                    msg += (
+                        " A float key column usually means missing keys (NaN) in an integer column (pandas "
+                        "stores such a column as float): drop or fill them; as pandas' nullable 'Int64' the column "
+                        "stays integer and replay names the row of the first missing key."
+                    )
                 raise ReplayInputError(msg)
         if columns.keep is None:
             self.keep = list(names)
