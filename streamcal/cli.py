@@ -21,6 +21,11 @@ class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors: ``streamcal: error: argument --x: ...`` and status 2."""
 
     def error(self, message: str):
+        from streamcal.replay._cli import EXPECTED_VALUES
+
+        missing = re.fullmatch(r"argument (\S+): expected one argument", message)
+        if missing and missing[1] in EXPECTED_VALUES:  # say what the value is
+            message = f"argument {missing[1]}: expected {EXPECTED_VALUES[missing[1]]}"
         text = " ".join(message.split("\n"))
         self.exit(2, f"streamcal: error: {text} (see '{self.prog} --help')\n")
 

@@ -41,7 +41,7 @@ still in their warm-up merge by replaying the buffered events.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+import sys
 
 import numpy as np
 
@@ -66,15 +66,16 @@ class Mergeable:
         raise NotImplementedError  # pragma: no cover - abstract
 
 
-def merge(calibrators: Iterable, /):
+def merge(*calibrators):
     """Merge streaming calibrators over the same bucket edges into one (a new object).
 
     Parameters
     ----------
-    calibrators
+    *calibrators
         Streaming calibrators of one class with equal parameters (``PAVCalibrator``, or any
         subclass of the streaming base), in stream order for event-clock windows (see
-        :mod:`streamcal.merging`). The inputs are not modified.
+        :mod:`streamcal.merging`), given one by one (``merge(a, b, c)``) or as one iterable
+        (``merge([a, b, c])``). The inputs are not modified.
 
     Returns
     -------
@@ -102,25 +103,23 @@ def merge(calibrators: Iterable, /):
     >>> whole = PAVCalibrator().update(scores, labels)
     >>> merged.n_learned, bool((merged.predict_proba(scores) == whole.predict_proba(scores)).all())
     (3000, True)
+    >>> merge(*shards).n_learned  # the same, given one by one
+    3000
     """
-    try:
-        items = list(calibrators)
-    except TypeError:
-        msg = f"`calibrators` must be an iterable of calibrators (a list or a tuple); got {calibrators!r}."
-        raise TypeError(msg) from None
+    items = list(calibrators)
+    if len(items) == 1 and not isinstance(items[0], Mergeable):  # one iterable of calibrators
+        given = items[0]
+        try:
+            items = list(given)
+        except TypeError:
+            raise TypeError(_not_mergeable(given, 0, alone=True)) from None
     if not items:
         msg = "`calibrators` must hold at least one calibrator; got none."
         raise ValueError(msg)
     first = items[0]
     for i, cal in enumerate(items):
         if not isinstance(cal, Mergeable):
-            msg = (
-                "`calibrators` must hold streamcal streaming calibrators; "
-                f"got {_a(type(cal).__name__)} at position {i}. The binary streaming calibrators, "
-                "KeyedCalibrator and GEVCanonicalClassifier merge; the multiclass calibrators and "
-                "CalibratedClassifier do not."
-            )
-            raise TypeError(msg)
+            raise TypeError(_not_mergeable(cal, i))
         if type(cal) is not type(first):
             msg = (
                 f"`calibrators` must all be {type(first).__name__} (one class); got {_a(type(cal).__name__)} "
@@ -136,6 +135,36 @@ def merge(calibrators: Iterable, /):
 
 
 # ---------------------------------------------------------------------------------------- checks
+# learners that exist in the package and do not merge: (module, class) -> why
+_DO_NOT_MERGE = {
+    ("streamcal.keyed_offset", "KeyedOffsetCalibrator"): (
+        "each key's sums count its events at the probability its part's global map served then, and "
+        "another part's global map served others, so no combination of the parts' sums is the calibrator "
+        "of the whole stream; KeyedCalibrator merges"
+    ),
+}
+
+
+def _not_mergeable(cal, i: int, alone: bool = False) -> str:
+    """The refusal of ``cal`` (at position ``i``; ``alone``: the only argument, not an iterable),
+    which is not :class:`Mergeable`."""
+    name = type(cal).__name__
+    for (module, cls), why in _DO_NOT_MERGE.items():
+        # an instance exists only once its module is loaded: looked up, not imported (the
+        # module imports this one)
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(cal, getattr(loaded, cls)):
+            return f"`calibrators` cannot be merged: {name} (position {i}) does not merge: {why}."
+    if alone:
+        return (
+            "`calibrators` must be streamcal streaming calibrators, given one by one (merge(a, b, ...)) or as "
+            f"one iterable (merge([a, b, ...])); got {cal!r}."
+        )
+    return (
+        f"`calibrators` must hold streamcal streaming calibrators; got {_a(name)} at position {i}. The binary "
+        "streaming calibrators, KeyedCalibrator and GEVCanonicalClassifier merge; the multiclass calibrators, "
+        "KeyedOffsetCalibrator and CalibratedClassifier do not."
+    )
 def _a(name: str) -> str:
     """``name`` with its indefinite article: "a float", "an ISplineCalibrator"."""
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"

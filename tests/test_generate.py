@@ -146,6 +146,33 @@ def test_bad_arguments(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_missing_directory_is_refused_as_replay_refuses_it(tmp_path):
+    missing = tmp_path / "no" / "such"
+    with pytest.raises(ValueError, match=rf"`path` '{missing}/g.parquet': the directory '{missing}' does not exist\."):
+        generate(missing / "g.parquet", n=10)
+    with pytest.raises(ValueError, match=rf"the directory '{missing}' does not exist"):
+        generate(missing / "parts", n=10, parts=2)  # the parts' new directory goes in an existing one
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(ValueError, match=r"the directory '.*file' is not a directory"):
+        generate(tmp_path / "file" / "g.parquet", n=10)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+    generate(tmp_path / "parts", n=10, parts=2)
+    assert sorted(p.name for p in (tmp_path / "parts").iterdir()) == ["part-00000.parquet", "part-00001.parquet"]
+
+
+def test_cli_refuses_a_missing_directory_like_replay(tmp_path, capsys):
+    from streamcal.cli import main
+
+    missing = tmp_path / "no"
+    assert main(["generate", str(missing / "g.parquet"), "-n", "10", "-q"]) == 2
+    generate_err = capsys.readouterr().err
+    assert generate_err.strip() == f"streamcal: error: PATH '{missing}/g.parquet': the directory '{missing}' does not exist."
+    generate(tmp_path / "parts", n=10, parts=2)
+    assert main(["replay", str(tmp_path / "parts"), "-o", str(missing / "o.parquet"), "-q"]) == 2
+    assert f"the directory '{missing}' does not exist." in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["parts"]
+
+
 def test_cli_generate(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [

@@ -201,6 +201,34 @@ def test_incompatible_states_are_refused():
     assert merge([e, PAVCalibrator().update([0.2], [0])]).n_learned == 2
 
 
+def test_calibrators_merge_given_one_by_one_or_as_one_iterable():
+    s, y, w, t = data(900, seed=4)
+    parts = [fit(make("count"), idx, s, y, w, t) for idx in np.split(np.arange(900), 3)]
+    listed = merge(parts)
+    for merged in (merge(*parts), merge(tuple(parts)), merge(iter(parts))):
+        assert persist.to_bytes(merged) == persist.to_bytes(listed)
+    alone = merge(parts[0])  # one calibrator: a copy
+    assert alone is not parts[0]
+    assert persist.to_bytes(alone) == persist.to_bytes(parts[0])
+    with pytest.raises(ValueError, match="at least one calibrator; got none"):
+        merge()
+    with pytest.raises(TypeError, match="streaming calibrators; got a float at position 1"):
+        merge(parts[0], 0.5)
+    with pytest.raises(TypeError, match=r"given one by one \(merge\(a, b, ...\)\) or as one iterable .*; got 3\.$"):
+        merge(3)
+
+
+def test_a_keyed_offset_calibrator_is_refused_as_a_class_that_does_not_merge():
+    from streamcal import KeyedOffsetCalibrator
+
+    a = KeyedOffsetCalibrator().update([1, 2], [0.2, 0.7], [0, 1])
+    before = persist.to_bytes(a)
+    for args in ((a, KeyedOffsetCalibrator()), ([a],)):
+        with pytest.raises(TypeError, match=r"KeyedOffsetCalibrator \(position 0\) does not merge: each key's sums"):
+            merge(*args)
+    assert persist.to_bytes(a) == before
+
+
 @pytest.mark.parametrize("kind", sorted(TIME_CLOCK))
 def test_time_clock_states_in_warm_up_merge_in_time_order(kind):
     s, y, w, t = data(1200, seed=4)
@@ -414,7 +442,7 @@ def test_pav_score_prior_merges_its_window_exactly_and_refits_its_strength(kind)
 def test_merge_errors_read_as_sentences_and_name_strategies_as_they_mean():
     from streamcal import ISplineCalibrator
 
-    with pytest.raises(TypeError, match=r"must be an iterable of calibrators .* got None"):
+    with pytest.raises(TypeError, match=r"must be streamcal streaming calibrators, given one by one .* got None\.$"):
         merge(None)
     with pytest.raises(TypeError, match=r"one class\); got an ISplineCalibrator at position 1"):
         merge([PAVCalibrator(), ISplineCalibrator()])

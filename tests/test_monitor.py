@@ -35,12 +35,13 @@ def naive_isotonic_evalues(p, y, alpha=0.05, bets=(0.1, 0.3, 0.5, 0.7, 0.9), buc
         else:
             wealth = [w * (1.0 + b * (num / den - 1.0)) for w, b in zip(wealth, bets, strict=True)]
         e = sum(wealth) / len(wealth)
-        out.append(e)
         if (restart or not alarmed) and e >= 1.0 / alpha:
             alarms.append(i + 1)
             alarmed = True
-            if restart:
+            if restart:  # the event's e-value is the restarted wealth's
                 wealth, alarmed = [1.0] * len(bets), False
+                e = sum(wealth) / len(wealth)
+        out.append(e)
     return np.array(out), alarms
 
 
@@ -195,8 +196,9 @@ def test_river_face_equals_the_array_face(rng, make):
     for k, (yi, pi) in enumerate(zip(y, p, strict=True)):
         loop.update(bool(yi), {False: 1.0 - pi, True: pi} if k % 2 else float(pi))
         e_loop.append(loop.get())
-    # update_many gives the e-value that crossed; after a restart ``get`` reads the fresh 1.0
-    np.testing.assert_allclose(e_loop, np.where(e_batch >= 20.0, 1.0, e_batch), rtol=1e-12)
+    # event for event what ``get`` says after ``update``: at an alarm event the restarted 1.0
+    np.testing.assert_array_equal(e_batch, e_loop)
+    assert not (e_batch >= 20.0).any()
     assert batch.n_alarms == loop.n_alarms > 1
     assert batch.first_alarm_at == loop.first_alarm_at
     assert batch.n_seen == loop.n_seen == p.size
@@ -404,11 +406,15 @@ def test_bad_parameters_are_refused(make, kwargs, match):
         ({"buckets": "uniform"}, "`buckets`"),
         ({"window": "7d"}, "`window` must count events"),  # its events carry no time
         ({"window": Decay(60.0, by="time")}, "`window` must count events"),
+        # a float is not read as a time (which the monitor would refuse): the hint is a count
+        ({"window": 10.5}, r"`window` must count events: an int \(such as 10\), CountWindow or Decay by events"),
+        ({"window": np.float64(0.5)}, r"an int \(such as 1000\).*; got 0.5\.$"),
     ],
 )
 def test_bad_isotonic_parameters_are_refused(kwargs, match):
-    with pytest.raises((ValueError, TypeError), match=match):
+    with pytest.raises((ValueError, TypeError), match=match) as caught:
         IsotonicEProcess(**kwargs)
+    assert "'10.5s'" not in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -517,6 +523,48 @@ def test_each_key_starts_as_a_fresh_monitor_at_its_share(rng, prototype):
         alone = prototype.clone({"alpha": keyed.alpha_of(key)})
         alone.update_many(y[keys == key], p[keys == key])
         assert persist.to_bytes(keyed[key]) == persist.to_bytes(alone)  # the same state, bit for bit
+
+
+def test_keyed_reads_a_key_never_seen_as_a_key_error_naming_it():
+    keyed = KeyedMonitor(MeanBiasCS())
+    with pytest.raises(KeyError, match=r"key 123 has no monitor: it has not been seen \(0 keys seen\)"):
+        keyed[123]
+    keyed.update_many(list(range(7)), [1, 0] * 3 + [1], [0.5] * 7)
+    before = pickle.dumps(keyed)
+    seen = r"\(7 keys seen: 0, 1, 2, 3, 4, \.\.\.\)"
+    with pytest.raises(KeyError, match=r"key 123 has no monitor: it has not been seen " + seen):
+        keyed.alpha_of(123)
+    with pytest.raises(KeyError, match=r"key '3' has no monitor"):
+        keyed["3"]
+    with pytest.raises(ValueError, match=r"`key` must hold integer or string keys; got 2.5"):
+        keyed.alpha_of(2.5)
+    assert pickle.dumps(keyed) == before
+    assert keyed[np.int64(3)] is keyed[3]  # the live monitor
+    assert keyed.alpha_of(np.int64(0)) == 0.025
+
+
+def test_keyed_reset_restarts_every_key_and_one_key_through_its_monitor(rng):
+    n = 6_000
+    keys = rng.choice(np.array(["a", "b", "c"]), size=n)
+    p = rng.uniform(0.05, 0.4, size=n)
+    y = (rng.uniform(size=n) < np.where(keys == "c", p, 2.0 * p)).astype(float)
+    keyed = KeyedMonitor(MeanBiasCS())
+    keyed.update_many(keys, y, p)
+    assert keyed.alarmed_keys() == ["a", "b"]
+    first = (keyed.first_alarm_at, keyed.first_alarm_key)
+    keyed["a"].reset()  # the live monitor: one key restarts
+    assert keyed.alarmed_keys() == ["b"]
+    assert keyed["a"].e_value == 1.0
+    keyed.reset()
+    assert keyed.alarmed_keys() == []
+    assert keyed.get() == {"a": 1.0, "b": 1.0, "c": 1.0}
+    assert (keyed.first_alarm_at, keyed.first_alarm_key) == first  # the record stays
+    assert keyed.keys() == ["a", "b", "c"]
+    assert keyed["b"].n_alarms == 1
+    alone = MeanBiasCS(alpha=keyed.alpha_of("b"))
+    alone.update_many(y[keys == "b"], p[keys == "b"])
+    alone.reset()
+    assert keyed["b"].e_value == alone.e_value
 
 
 def test_keyed_refuses_a_key_beyond_n_keys_and_changes_nothing():

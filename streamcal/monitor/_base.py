@@ -130,7 +130,9 @@ class _Monitor(LockedState, metrics.base.BinaryMetric):
     def update_many(self, labels, proba) -> np.ndarray:
         """Take a batch of labelled events in order; return the e-value after each event.
 
-        Equal, event for event, to a loop of :meth:`update`. The batch is checked before
+        Equal, event for event, to a loop of :meth:`update` each followed by :meth:`get`: with
+        ``restart=True`` an alarm event's e-value is that of the restarted wealth (1), and the
+        alarm itself shows in :attr:`n_alarms` and :attr:`last_alarm_at`. The batch is checked before
         anything changes: labels 0/1 or bool, probabilities in [0, 1] (NaN refused with its
         position), the same length.
         """
@@ -205,7 +207,9 @@ class _Monitor(LockedState, metrics.base.BinaryMetric):
             if watch and self._crossed():
                 self._record_alarm(self._n_seen + i)
                 if self.restart:
+                    # the alarm event's e-value is the restarted wealth, as get() says after update
                     self.reset()
+                    evalues[i - 1] = self._e_value()
         self._n_seen += n
         return evalues
 

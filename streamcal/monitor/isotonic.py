@@ -9,7 +9,7 @@ import numpy as np
 
 from streamcal._kernels import _config
 from streamcal._kernels import monitor as _km
-from streamcal._validation import check_scalar
+from streamcal._validation import check_scalar, fmt
 from streamcal.buckets import as_buckets
 from streamcal.isotonic.streaming import PAVCalibrator
 from streamcal.monitor._base import _Monitor
@@ -130,6 +130,14 @@ class IsotonicEProcess(_Monitor):
                 f"monitor reads served probabilities; got {strategy!r}."
             )
             raise ValueError(msg)
+        if isinstance(window, numbers.Real) and not isinstance(window, numbers.Integral):
+            # a float could mean a time, which the monitor cannot use: suggest a count of events
+            events = int(window) if math.isfinite(window) and window >= 1 else 1000
+            msg = (
+                f"`window` must count events: an int (such as {events}), CountWindow or Decay by events (the "
+                f"monitor's update takes no event times); got {fmt(window)}."
+            )
+            raise TypeError(msg)
         if window is not None and as_window(window).uses_times:
             msg = (
                 f"`window` must count events (an int, CountWindow or Decay by events): the monitor's "

@@ -210,8 +210,8 @@ class KeyedMonitor(LockedState):
 
     @locked
     def alpha_of(self, key) -> float:
-        """The level given to ``key``'s monitor (``KeyError`` for a key never seen)."""
-        return self._alpha_of[key]
+        """The level given to ``key``'s monitor (``KeyError`` naming a key never seen)."""
+        return self._alpha_of[self._seen_key(key)]
 
     @locked
     def keys(self) -> list:
@@ -220,7 +220,30 @@ class KeyedMonitor(LockedState):
 
     @locked
     def __getitem__(self, key) -> _Monitor:
-        return self._monitors[key]
+        """The live monitor of ``key`` (``KeyError`` naming a key never seen): read it, or reset
+        it (``keyed[key].reset()`` restarts that key's test alone); learn through the keyed
+        monitor, which counts the events and the first alarm over all keys."""
+        return self._monitors[self._seen_key(key)]
+
+    def _seen_key(self, key):
+        """``key`` as held (an int or a str); ``KeyError`` naming it if it has no monitor."""
+        (held,) = as_key_column([key], "key").keys
+        if held not in self._monitors:
+            seen = list(self._monitors)
+            shown = ", ".join(fmt(k) for k in seen[:5]) + (", ..." if len(seen) > 5 else "")
+            listed = f": {shown}" if seen else ""
+            msg = f"key {fmt(held)} has no monitor: it has not been seen ({len(seen)} keys seen{listed})."
+            raise KeyError(msg)
+        return held
+
+    @locked
+    def reset(self) -> None:
+        """Start every key's test again (:meth:`streamcal.monitor.IsotonicEProcess.reset` on each
+        key's monitor: wealth 1, no alarm); the keys, their levels and the record of past alarms
+        (:attr:`first_alarm_at`, :attr:`first_alarm_key`) are kept. ``keyed[key].reset()`` resets
+        one key."""
+        for monitor in self._monitors.values():
+            monitor.reset()
 
     def __len__(self) -> int:
         return len(self._monitors)

@@ -49,7 +49,7 @@ class EventBatch:
     w : ndarray or None
         The sample weight, float64; None without a weight column.
     key : ndarray or None
-        The key of each event (int64, or strings) for keyed calibration; None without a group
+        The key of each event (int64, or an object array of str) for keyed calibration; None without a group
         column.
     """
 

@@ -75,6 +75,15 @@ def error_line(error, flags: dict[str, str] | None = None) -> str:
     return f"streamcal: error: {text or type(error).__name__}"
 
 
+#: What an option's value is, for argparse's "expected one argument": what it also says of a value
+#: that starts with '-' and is not a plain number (``--label-delay -1h``), which it reads as an option.
+EXPECTED_VALUES = {
+    "--label-delay": "a delay >= 0: seconds, or a duration such as 30m, 2h, 3d",
+    "--window": "a window > 0: a number of events (100000, 1e5) or a duration (7d, 12h, 30m)",
+    "--decay": "a half-life > 0: a number of events (10000) or a duration (3d)",
+}
+
+
 def _fail(error, flags) -> int:
     print(error_line(error, flags), file=sys.stderr)
     return EXIT_ERROR
@@ -95,9 +104,13 @@ def _number(text: str, what: str) -> float:
 _MAX_COUNT = 1 << 53  # every whole number up to here is exact as a float
 
 
-def _whole(text: str, what: str, low: int) -> int:
+def _whole(text: str, what: str, low: int, beyond: str = "") -> int:
+    """``text`` as a whole number in [low, 2**53]; ``beyond``: what to do instead of a larger one."""
     value = _number(text, what)
-    if value < low or value > _MAX_COUNT:
+    if value > _MAX_COUNT:
+        msg = f"expected {what}, at most 2**53 = {_MAX_COUNT:,}{beyond}; got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    if value < low:
         msg = f"expected {what}; got {text!r}"
         raise argparse.ArgumentTypeError(msg)
     return int(value)
@@ -120,7 +133,19 @@ def _positive_count(text: str) -> int:
 
 def _key_count(text: str) -> int:
     """A positive number of keys: 100000, 1e5 or 100_000."""
-    return _whole(text, "a positive number of keys such as 100000 or 1e5", 1)
+    return _whole(text, "a positive number of keys such as 100000 or 1e5", 1, " (leave --max-keys out: no limit)")
+
+
+def _label_delay(text: str) -> str:
+    """A label delay: seconds or a duration, 0 or more (the text itself, which replay reads)."""
+    from streamcal.windows import parse_duration
+
+    try:
+        parse_duration(text, "label_delay")
+    except ValueError:
+        msg = f"expected {EXPECTED_VALUES['--label-delay']}; got {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
+    return text
 
 
 def _seed(text: str) -> int:
@@ -313,6 +338,7 @@ def _add_column_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--label-delay",
+        type=_label_delay,
         default=None,
         help="fixed label delay (seconds, or 30m, 2h, 3d); overrides the label time column",
     )

@@ -23,6 +23,7 @@ __all__ = [
     "MIN_KEY_EVENTS",
     "KeyedSink",
     "check_keyed_options",
+    "counted",
     "keyed_calibrators",
     "keyed_learn",
     "keyed_step",
@@ -241,13 +242,18 @@ def _deviance(pos: np.ndarray, pred: np.ndarray) -> np.ndarray:
     return 2.0 * (term - (pos - pred))
 
 
+def counted(n: int, noun: str) -> str:
+    """``"1 key"``, ``"1,612 keys"``: a count with its noun, plural unless one."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def _ratio(x: float) -> str:
     return "inf" if math.isinf(x) else ("nan" if math.isnan(x) else f"{x:.3f}")
 
 
 def _key_rows(entries: list[dict]) -> list[str]:
     return [
-        f"      {e['key']!s}: {e['events']:,} events, {e['positives']:,} positives, "
+        f"      {e['key']!s}: {counted(e['events'], 'event')}, {counted(e['positives'], 'positive')}, "
         f"sum of p {e['predicted']:,.1f}, ratio {_ratio(e['ratio'])}, deviance {e['deviance']:,.1f}"
         for e in entries
     ]
@@ -258,14 +264,15 @@ def summary_lines(keyed: dict | None) -> list[str]:
     if not keyed:
         return []
     lines = [
-        f"Keyed by {keyed['group_col']!r}: {keyed['n_keys']:,} keys. Field-level errors over the whole "
+        f"Keyed by {keyed['group_col']!r}: {counted(keyed['n_keys'], 'key')}. Field-level errors over the whole "
         "stream (per key |positives - sum of p|; ratio = sum of p / positives, above 1 over-predicts):"
     ]
     for name, m in keyed["methods"].items():
         held = (
             "the score itself, unkeyed"
             if m["keys_held"] is None
-            else f"{m['keys_held']:,} keys held, {m['evictions']:,} evicted, prior strength {m['prior_strength']:.4g}"
+            else f"{counted(m['keys_held'], 'key')} held, {m['evictions']:,} evicted, "
+            f"prior strength {m['prior_strength']:.4g}"
         )
         lines.append(f"  {name}: field ECE {m['field_ece']:.4f}, field RCE {m['field_rce']:.4f}; {held}")
         lines.append(f"    worst keys (at least {keyed['min_events']:,} events; surest miss first, by deviance):")

@@ -20,6 +20,7 @@ import numpy as np
 
 from streamcal.monitor import IsotonicEProcess, KeyedMonitor, MeanBiasCS
 from streamcal.replay._batch import EventBatch
+from streamcal.replay._keyed import counted
 
 __all__ = ["KEY_MONITORS", "MONITORS", "MonitorSink", "mark_alarms"]
 
@@ -138,7 +139,7 @@ class MonitorSink:
                 t = hit["time"]
                 when = "" if t is None or time_kind is None else f" ({_when(t, time_kind)})"
                 parts.append(
-                    f"{kind}: {got['keys_flagged']:,} of {got['keys_watched']:,} keys flagged, first key "
+                    f"{kind}: {got['keys_flagged']:,} of {counted(got['keys_watched'], 'key')} flagged, first key "
                     f"{hit['key']!r} at event {hit['event']:,}{when}"
                 )
             out.append(f"  {shown}: " + "; ".join(parts))

@@ -156,6 +156,10 @@ class Source:
     def schema(self):  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def read_as_text(self, name: str) -> None:
+        """Read column ``name`` as written (a string column), where the input's types are
+        inferred from its text; a typed input (Parquet, Arrow, a data frame) keeps its types."""
+
     def batches(self, columns: list[str], batch_size: int) -> Iterator:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -173,6 +177,7 @@ class FileSource(Source):
         self.path = path
         self.fmt = fmt
         self._schema = None
+        self._text_columns: list[str] = []
 
     def _fail(self, exc: Exception):
         msg = f"{self.where()}: cannot be read as {_FORMAT_NAMES[self.fmt]}: {exc}"
@@ -188,7 +193,22 @@ class FileSource(Source):
     def _dataset(self):
         import pyarrow.dataset as ds
 
+        if self.fmt == "csv" and self._text_columns:
+            import pyarrow as pa
+            import pyarrow.csv as pacsv
+
+            types = {name: pa.string() for name in self._text_columns}
+            csv = ds.CsvFileFormat(convert_options=pacsv.ConvertOptions(column_types=types))
+            return ds.dataset(self.path, format=csv)
         return ds.dataset(self.path, format=self.fmt)
+
+    def read_as_text(self, name: str) -> None:
+        """A CSV column's types are inferred from its first block: ``name`` is read as a string
+        column instead (a key ``"005"`` stays apart from ``"5"``, and a key that is not a number
+        after the first block is not a conversion error)."""
+        if self.fmt == "csv" and name not in self._text_columns:
+            self._text_columns.append(name)
+            self._schema = None
 
     def schema(self):
         import pyarrow as pa
@@ -578,6 +598,12 @@ class _Plan:
                     f"{' or '.join(k for k in _ALLOWED[role] if k != 'null')}; "
                     f"got type {schema.field(name).type}."
                 )
+                if role == "key" and kind == "float":
+                    msg += (
+                        " A float key column usually means missing keys (NaN) in an integer column (pandas "
+                        "stores such a column as float): drop or fill them; as pandas' nullable 'Int64' the column "
+                        "stays integer and replay names the row of the first missing key."
+                    )
                 raise ReplayInputError(msg)
         if columns.keep is None:
             self.keep = list(names)
@@ -642,8 +668,12 @@ def _named_schema(source: Source):
 
 def prepare(sources: list[Source], columns: Columns, label_delay: float | None) -> Prepared:
     """Check every source's columns and types (reading schemas only) and fix the replay's event
-    order and label mode, the same for all sources."""
+    order and label mode, the same for all sources. A CSV input's key column is read as written
+    (strings), not as the type its first block suggests."""
     notes: list[str] = []
+    if columns.key is not None:
+        for source in sources:
+            source.read_as_text(columns.key)
     schemas = [_named_schema(s) for s in sources]
     first = sources[0]
     if columns.time is None:

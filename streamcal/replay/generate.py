@@ -250,8 +250,9 @@ def generate(
     Parameters
     ----------
     path : str or path-like
-        Output file; with ``parts > 1`` a directory that receives ``part-00000.<ext>``, ... The
-        output is written under a temporary name and renamed when complete.
+        Output file; with ``parts > 1`` a directory that receives ``part-00000.<ext>``, ... (made
+        if missing). The directory it goes in must exist. The output is written under a temporary
+        name and renamed when complete.
     scenario : {"click", "fraud", "drift", "campaigns"}
         See :data:`SCENARIOS`; ``"campaigns"`` adds a ``key`` column (int64).
     n : int
@@ -295,13 +296,19 @@ def generate(
         msg = f"`format` must be one of ['parquet', 'ipc', 'csv']; got {fmt!r}."
         raise ValueError(msg)
 
+    # the output goes into an existing directory (with ``parts``: the new directory that holds
+    # the parts does), as replay's outputs do: a mistyped directory is refused, not created
+    parent = Path(os.path.realpath(path)).parent
+    if not parent.is_dir():
+        what = "does not exist" if not parent.exists() else "is not a directory"
+        msg = f"`path` {str(path)!r}: the directory {str(parent)!r} {what}."
+        raise ValueError(msg)
     spec = SCENARIOS[scenario]
     schema = _schema(keyed=spec.n_keys > 0)
     if parts == 1:
-        path.parent.mkdir(parents=True, exist_ok=True)
         targets = [path]
     else:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(exist_ok=True)
         ext = {"parquet": "parquet", "ipc": "arrow", "csv": "csv"}[fmt]
         targets = [path / f"part-{k:05d}.{ext}" for k in range(parts)]
     # rows per part, as even as possible
