@@ -18,7 +18,7 @@ the floor's weight below it and up to it, so a refit checks that every level sti
 bucket, clear of both edges by ``LEVEL_MARGIN`` of the total (else the exact pass decides). The
 basis is then the last fit's; the system is formed for the new ``kappa`` in ``O(p order)``, its
 I-spline Gram in ``O(p^2)`` (``p`` coefficients, about 16 at the default knot count), and solved
-on the previous fit's free set (``free_set_band_solve``), kept only where that solve certifies
+on the previous fit's free set (``ispline.free_set_runs_solve``), kept only where that solve certifies
 the optimum (feasible, every multiplier's sign). Anything else (the knot count, the score range's
 ends, a level near its bucket's edge, a solve not certified, another refit's knots in between)
 leaves the caller's full refit to run, which rebuilds the sums (``incr_rebuild``); they are
@@ -48,10 +48,10 @@ import numpy as np
 
 from streamcal._kernels._config import jit, jit_noalloc
 from streamcal._kernels.ispline import (
-    band_cholesky_solve,
     bspline_nonzero_inplace,
     clamped_span,
     clamped_span_bounds,
+    free_set_runs_solve,
 )
 from streamcal._kernels.prior import prior_rate
 
@@ -122,100 +122,11 @@ def _fitted_count_ok(nfit, ik, order):
 
 
 @jit
-def cap_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
-    """``free_set_band_solve``'s subproblem with the sum cap active: the coefficients outside ``free``
-    at 0 and ``sum(x) = cap``, solved on the band (the last run's B-spline value fixed at ``cap``);
-    kept (returns True, ``x`` the solution) where it is the optimum of the capped problem: every
-    free coefficient positive, the cap's multiplier ``mu = -g_free`` at least ``-1e-12`` of the
-    scale, every bound's multiplier ``g_j + mu`` too (``g`` the gradient, its suffix sums).
-    Otherwise, or at a pivot below ``1e-13`` of the largest diagonal, ``x`` is scratch."""
-    m = np.int64(0)
-    for i in range(p):
-        if free[i]:
-            m += 1
-    if m == 0:
-        return False
-    k1 = order + 1
-    run = np.empty(p, dtype=np.intp)
-    r = -1
-    for j in range(p):
-        if free[j]:
-            r += 1
-        run[j] = r
-    red = np.zeros((m, k1))
-    rc = np.zeros(m)
-    for j in range(p):
-        a = run[j]
-        if a < 0:
-            continue
-        rc[a] += cross[j]
-        red[a, 0] += band[j, 0]
-        for d in range(1, k1):
-            if j + d >= p:
-                break
-            b = run[j + d]
-            if b == a:
-                red[a, 0] += 2.0 * band[j, d]
-            else:
-                red[a, b - a] += band[j, d]
-    ml = m - 1  # the last run's value is the cap: its terms move to the right-hand side
-    for e in range(1, k1):
-        a = ml - e
-        if a < 0:
-            break
-        rc[a] -= red[a, e] * cap
-    v = np.empty(m)
-    if not band_cholesky_solve(red, rc, ml, k1, v):  # the runs before the last
-        return False
-    v[ml] = cap
-    prev = 0.0
-    for j in range(p):
-        if free[j]:
-            x[j] = v[run[j]] - prev
-            prev = v[run[j]]
-            if not x[j] > 0.0:
-                return False
-        else:
-            x[j] = 0.0
-    scale = 0.0
-    for i in range(p):
-        if gram[i, i] > scale:
-            scale = gram[i, i]
-        if abs(rhs[i]) > scale:
-            scale = abs(rhs[i])
-    if scale == 0.0:
-        scale = 1.0
-    tol = 1e-12 * scale
-    g = np.empty(p)
-    grad = 0.0
-    for j in range(p - 1, -1, -1):
-        bj = v[run[j]] if run[j] >= 0 else 0.0
-        acc = band[j, 0] * bj - cross[j]
-        for d in range(1, k1):
-            if j + d < p:
-                acc += band[j, d] * (v[run[j + d]] if run[j + d] >= 0 else 0.0)
-            if j - d >= 0:
-                acc += band[j - d, d] * (v[run[j - d]] if run[j - d] >= 0 else 0.0)
-        grad += acc
-        g[j] = grad
-    mu = 0.0
-    for j in range(p):
-        if free[j]:
-            mu = -g[j]
-            break
-    certified = mu >= -tol
-    for j in range(p):
-        if not free[j] and g[j] + mu < -tol:
-            certified = False
-            break
-    return certified
-
-
-@jit
 def solve_scratch(P, order):
     """Scratch of :func:`incr_refit`'s banded solve for up to ``P`` coefficients: a run index per
-    coefficient, the runs' reduced band and right-hand side, their values, the gradient, the
-    system's band and right-hand side, the free set."""
+    coefficient, the runs' reduced band and right-hand side, their values, the gradient (the
+    scratch of ``ispline.free_set_runs_solve``), the system's band and right-hand side, the free
+    set."""
     k1 = order + 1
     return (
         np.empty(P, dtype=np.intp), np.empty((P, k1)), np.empty(P), np.empty(P), np.empty(P), np.empty((P, k1)),
@@ -252,96 +163,6 @@ def _gram_scale(band, cross, p, k1):
         if abs(rhs) > scale:
             scale = abs(rhs)
     return scale if scale != 0.0 else 1.0
-
-
-@jit_noalloc
-def _runs_solve(band, cross, p, order, free, cap, capped, scale, x, work):
-    """``cap_band_solve`` (``capped``) or ``free_set_band_solve`` of ``ispline`` on the scratch ``work``
-    (:func:`solve_scratch`), ``scale`` their scale (:func:`_gram_scale`): the same operations, the
-    same result and ``x``."""
-    run, red, rc, v, g = work[0], work[1], work[2], work[3], work[4]
-    m = np.int64(0)
-    for i in range(p):
-        if free[i]:
-            m += 1
-    if m == 0:
-        return False
-    k1 = order + 1
-    r = -1
-    for j in range(p):
-        if free[j]:
-            r += 1
-        run[j] = r
-    for a in range(m):
-        rc[a] = 0.0
-        for e in range(k1):
-            red[a, e] = 0.0
-    for j in range(p):
-        a = run[j]
-        if a < 0:
-            continue
-        rc[a] += cross[j]
-        red[a, 0] += band[j, 0]
-        for d in range(1, k1):
-            if j + d >= p:
-                break
-            b = run[j + d]
-            if b == a:
-                red[a, 0] += 2.0 * band[j, d]
-            else:
-                red[a, b - a] += band[j, d]
-    if capped:
-        ml = m - 1  # the last run's value is the cap: its terms move to the right-hand side
-        for e in range(1, k1):
-            a = ml - e
-            if a < 0:
-                break
-            rc[a] -= red[a, e] * cap
-        if not band_cholesky_solve(red, rc, ml, k1, v):
-            return False
-        v[ml] = cap
-    elif not band_cholesky_solve(red, rc, m, k1, v):
-        return False
-    prev = 0.0
-    total = 0.0
-    for j in range(p):
-        if free[j]:
-            x[j] = v[run[j]] - prev
-            prev = v[run[j]]
-            if not x[j] > 0.0:
-                return False
-        else:
-            x[j] = 0.0
-        total += x[j]
-    if not capped and total > cap * (1.0 - (p + 1) * 2.0**-52):
-        return False
-    tol = 1e-12 * scale
-    grad = 0.0
-    for j in range(p - 1, -1, -1):
-        bj = v[run[j]] if run[j] >= 0 else 0.0
-        acc = band[j, 0] * bj - cross[j]
-        for d in range(1, k1):
-            if j + d < p:
-                acc += band[j, d] * (v[run[j + d]] if run[j + d] >= 0 else 0.0)
-            if j - d >= 0:
-                acc += band[j - d, d] * (v[run[j - d]] if run[j - d] >= 0 else 0.0)
-        grad += acc
-        g[j] = grad
-        if not capped and not free[j] and grad < -tol:
-            return False
-    if not capped:
-        return True
-    mu = 0.0
-    for j in range(p):
-        if free[j]:
-            mu = -g[j]
-            break
-    certified = mu >= -tol
-    for j in range(p):
-        if not free[j] and g[j] + mu < -tol:
-            certified = False
-            break
-    return certified
 
 
 @jit_noalloc
@@ -751,9 +572,10 @@ def incr_refit(
         capped += coef[i]
     one = kappa / kappa
     at_cap = capped > 1.0 - 1e-9
-    ok = _runs_solve(compact, cross, p, order, free, one, at_cap, scale, x, work)
+    run, red, rc, v, g = work[0], work[1], work[2], work[3], work[4]
+    ok = free_set_runs_solve(compact, cross, p, order, free, one, at_cap, scale, x, run, red, rc, v, g)
     if not ok:
-        ok = _runs_solve(compact, cross, p, order, free, one, not at_cap, scale, x, work)
+        ok = free_set_runs_solve(compact, cross, p, order, free, one, not at_cap, scale, x, run, red, rc, v, g)
     if not ok:
         return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
     beta = np.empty(p)
