@@ -138,28 +138,20 @@ def solve_scratch(P, order):
 def _gram_scale(band, cross, p, k1):
     """The solvers' scale ``max_i max(gram[i, i], |rhs[i]|)`` (0 read as 1) of the I-spline normal
     equations ``_gram_from_band`` forms from the band ``band[j, d] = (B' W B)[j, j + d]`` and
-    ``cross``, the same sums in the same order without the dense matrices: ``gram[i, i]`` adds, from
-    the last row up to row ``i``, each row's sum from its last column down to column ``i`` (the zeros
-    outside the band add nothing), so rows at least ``k1 - 1`` below ``i`` add their whole sums."""
+    ``cross``, within rounding, in ``O(p order)``: ``gram[i, i]`` sums ``B' W B`` over rows and
+    columns from ``i`` on, so it is ``gram[i + 1, i + 1]`` plus row ``i`` of the band, its
+    off-diagonal terms twice (the matrix is symmetric); ``rhs[i]`` is ``cross``'s sum from ``i`` on."""
     scale = 0.0
+    diag = 0.0
     rhs = 0.0
-    whole = 0.0  # the whole sums of rows p - 1 down to i + k1 - 1, added in that order
     for i in range(p - 1, -1, -1):
-        far = i + k1 - 1
-        if far < p:
-            acc = 0.0
-            for m in range(min(p - 1, far + k1 - 1), max(far - k1 + 1, 0) - 1, -1):
-                acc += band[far, m - far] if m >= far else band[m, far - m]
-            whole += acc
-        g = whole
-        for j in range(min(far - 1, p - 1), i - 1, -1):
-            acc = 0.0
-            for m in range(min(p - 1, j + k1 - 1), i - 1, -1):
-                acc += band[j, m - j] if m >= j else band[m, j - m]
-            g += acc
+        off = 0.0
+        for d in range(1, min(k1, p - i)):
+            off += band[i, d]
+        diag += band[i, 0] + 2.0 * off
         rhs += cross[i]
-        if g > scale:
-            scale = g
+        if diag > scale:
+            scale = diag
         if abs(rhs) > scale:
             scale = abs(rhs)
     return scale if scale != 0.0 else 1.0

@@ -523,7 +523,7 @@ def prior_refit(
     pos_total, t_pos, t_neg)``: ``total`` and ``pos_total`` the fitted row's (pseudo-counts
     included), ``t_pos``, ``t_neg`` the data's; ``code`` ``REFIT_DONE`` or where the engine refits
     instead (``REFIT_*``)."""
-    work = solve_scratch(B + 2 * (order + 1), order)
+    work = solve_scratch(coef.shape[0], order)  # the kept refit solves for the current map's coefficients alone
     return _refit_core(
         sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
         hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, work,
@@ -590,7 +590,7 @@ def prior_refit_packed(
     snap, kept, M, pw, listed, M6 = scratch
     hint = coef > 0.0
     n_touched = _ascending(touched, n_touched)
-    work = solve_scratch(B + 2 * (order + 1), order)
+    work = solve_scratch(coef.shape[0], order)  # the kept refit solves for the current map's coefficients alone
     return _refit_core(
         sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
         hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, work,
