@@ -190,7 +190,11 @@ def test_moving_knots_rebases_the_kept_sums_as_a_rebuild_does(moves):
     for j in range(fitted[0], fitted[-1] + 1):  # every row current for the old knots, the empty buckets' too
         _config.run(_kipi._basis_row, 0, j, centres, old, 4, lo, hi, basis, vals, lft, rgt)
     _, ik, gw, gt, hv, snap = _sums(cal, old, basis)
-    _config.run(_kipi._rebase, 0, old, new, 4, centres.size, max(1, centres.size // 64), centres, basis, ik, gw, gt, hv, snap)
+    scratch = np.empty(4), np.empty(4), np.empty(4), np.empty(4)
+    _config.run(
+        _kipi._rebase, 0, old, new, 4, centres.size, max(1, centres.size // 64), centres, basis, ik, gw, gt, hv, snap,
+        *scratch,
+    )  # fmt: skip
     fresh = np.full_like(basis, -1.0)
     fresh[0, 0] = 0.0
     _, _, gw_new, gt_new, hv_new, _ = _sums(cal, new, fresh)

@@ -123,14 +123,16 @@ def _fitted_count_ok(nfit, ik, order):
 
 @jit
 def solve_scratch(P, order):
-    """Scratch of :func:`incr_refit`'s banded solve for up to ``P`` coefficients: a run index per
-    coefficient, the runs' reduced band and right-hand side, their values, the gradient (the
-    scratch of ``ispline.free_set_runs_solve``), the system's band and right-hand side, the free
-    set."""
+    """Scratch of :func:`incr_refit` for up to ``P`` coefficients: a run index per coefficient, the
+    runs' reduced band and right-hand side, their values, the gradient (the scratch of
+    ``ispline.free_set_runs_solve``), the system's band and right-hand side, the free set, the
+    solution's coefficients and B-spline coefficients, the B-spline scratch (three of ``order +
+    1``), a moved knot vector (``P + order + 1``)."""
     k1 = order + 1
     return (
         np.empty(P, dtype=np.intp), np.empty((P, k1)), np.empty(P), np.empty(P), np.empty(P), np.empty((P, k1)),
-        np.empty(P), np.empty(P, dtype=np.bool_),
+        np.empty(P), np.empty(P, dtype=np.bool_), np.empty(P), np.empty(P), np.empty(k1), np.empty(k1),
+        np.empty(k1), np.empty(P + k1),
     )  # fmt: skip
 
 
@@ -350,30 +352,27 @@ def _walk_level(q, level, margin, a1, kappa, lev, snap, B, step, half):
     return -1
 
 
-@jit
-def _moved_knots(knots, k, k1, lev, centres, lower, upper):
+@jit_noalloc
+def _moved_knots(knots, k, k1, lev, centres, lower, upper, t):
     """``ispline_refit_histogram``'s knot vector from the levels' buckets (the score range's ends
-    ``lower``, ``upper``), or an empty array where its interior count differs from ``knots``'."""
+    ``lower``, ``upper``) into ``t[:knots.shape[0]]``; False where its interior count differs from
+    ``knots``'."""
     nk = knots.shape[0]
     m_old = nk - 2 * k1
-    interior = np.empty(k)
     m = 0
     for q in range(k):
         c = centres[int(lev[0, q])]
-        if c > lower and c < upper and (m == 0 or c > interior[m - 1]):
+        if c > lower and c < upper and (m == 0 or c > t[k1 + m - 1]):
             if m == m_old:
-                return np.empty(0)
-            interior[m] = c
+                return False
+            t[k1 + m] = c
             m += 1
     if m != m_old:
-        return np.empty(0)
-    t = np.empty(nk)
+        return False
     for q in range(k1):
         t[q] = lower
         t[m + k1 + q] = upper
-    for q in range(m):
-        t[k1 + q] = interior[q]
-    return t
+    return True
 
 
 @jit_noalloc(forceinline=True)
@@ -396,15 +395,15 @@ def _row_terms(sign, base, vals, k1, w, pw, wr, t, tr, gw, gt, hv):
                 gt[base + a, b - a] += sign * t * ar * vals[b]
 
 
-@jit
-def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap):
+@jit_noalloc
+def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap, vals, lft, rgt, before):
     """The kept sums moved from the knots ``old`` to ``new`` (the same count), in one pass over the
     buckets whose B-splines change: a bucket in knot span ``mu`` reads knots ``mu - k1 + 2`` to
     ``mu + k1 - 1`` (``bspline_nonzero_inplace``), so a changed knot ``i`` moves the rows of the
     spans ``i - k1 + 1`` to ``i + k1 - 2``, the buckets between knots ``i - k1 + 1`` and ``i + k1 - 1``.
     Each fitted one there takes its terms out for its old row and in for the row computed anew (the
     cache's stamp kept: every other row has the same values for both knot vectors); an unfitted one's
-    row there is marked stale."""
+    row there is marked stale. Scratch: ``vals``, ``lft``, ``rgt``, ``before`` of ``k1``."""
     nk = new.shape[0]
     xlo = math.inf
     xhi = -math.inf
@@ -416,10 +415,6 @@ def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap):
             xhi = max(xhi, old[b], new[b])
     jlo = np.searchsorted(centres, xlo)
     jhi = np.searchsorted(centres, xhi, side="right")
-    vals = np.empty(k1)
-    lft = np.empty(k1)
-    rgt = np.empty(k1)
-    before = np.empty(k1)
     half = step // 2
     lo_old, hi_old = clamped_span_bounds(old, k1)
     lo, hi = clamped_span_bounds(new, k1)
@@ -484,28 +479,32 @@ def _follow_bucket(j, pj, nj, sf, B, step, half, centres, knots, k1, k, lo, hi, 
     return change
 
 
-@jit
+INCR_NONE = 0  # the kept sums do not serve: the full refit runs
+INCR_SERVED = 1  # served on the current knots
+INCR_MOVED = 2  # served on moved knots
+
+
+@jit_noalloc
 def incr_refit(
     sf, h0, B, u, kappa, centres, order, wanted, step, knots, coef, basis, ik, gw, gt, hv, lev, snap, touched,
     n_touched, work,
 ):  # fmt: skip
-    """The refit of strength ``kappa > 0`` from the kept sums: ``(True, knots, coef, beta, total,
-    pos_total, t_pos, t_neg)`` where it is the full refit's within rounding, else ``(False, ...)``
-    and the full refit runs (the sums invalid where they no longer follow the row). ``knots``,
-    ``coef`` are the current map, ``wanted`` the knot count asked for. A level that moved to a
-    nearby bucket moves its knot (``_moved_knots``) and the sums with it (``_rebase``); the
-    knots returned are then a new array."""
-    none = np.empty(0)
+    """The refit of strength ``kappa > 0`` from the kept sums: ``(code, total, pos_total, t_pos,
+    t_neg)``, ``code`` ``INCR_SERVED`` or ``INCR_MOVED`` where it is the full refit's within
+    rounding, its coefficients and B-spline coefficients in ``work[8][:p]`` and ``work[9][:p]``
+    (:func:`solve_scratch`), else ``INCR_NONE`` and the full refit runs (the sums invalid where they
+    no longer follow the row). ``knots``, ``coef`` are the current map, ``wanted`` the knot count
+    asked for. A level that moved to a nearby bucket moves its knot (``_moved_knots``, the new
+    vector in ``work[13][:knots.shape[0]]``, ``INCR_MOVED``) and the sums with it (``_rebase``).
+    Allocates nothing: the per-event refit keeps no reference counts."""
     p = int(ik[IK_P])
     if not (incr_current(ik, knots, basis) and ik[IK_WANTED] == wanted and coef.shape[0] == p and kappa > 0.0):
         ik[IK_LISTED] = 0.0
-        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+        return INCR_NONE, 0.0, 0.0, 0.0, 0.0
     k1 = order + 1
     k = int(ik[IK_K])
     lo, hi = clamped_span_bounds(knots, k1)
-    vals = np.empty(k1)
-    lft = np.empty(k1)
-    rgt = np.empty(k1)
+    vals, lft, rgt = work[10], work[11], work[12]
     half = step // 2
     nfit = ik[IK_NFIT]
     # the row's changes since the sums were last brought up to date: the buckets ``touched`` lists
@@ -523,30 +522,29 @@ def incr_refit(
                                   lev, snap, vals, lft, rgt)  # fmt: skip
         if step_fit == 2:  # the score range's ends move
             ik[IK_VALID] = 0.0
-            return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+            return INCR_NONE, 0.0, 0.0, 0.0, 0.0
         nfit += step_fit
     ik[IK_LISTED] = 1.0
     ik[IK_NFIT] = nfit
     if not _fitted_count_ok(nfit, ik, order):
         ik[IK_VALID] = 0.0
-        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+        return INCR_NONE, 0.0, 0.0, 0.0, 0.0
     a1 = (1.0 + kappa) / u
     total = a1 * ik[IK_W] + kappa * ik[IK_T]
     if not (2.0**-500 < total < 2.0**500 and kappa * step >= FLOOR_SHARE * total):
-        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+        return INCR_NONE, 0.0, 0.0, 0.0, 0.0
     moved = False
     for q in range(k):  # each level in its bucket, or moved to the one it falls in now
         level = total * float(q + 1) / float(k + 1)
         how = _walk_level(q, level, LEVEL_MARGIN * total, a1, kappa, lev, snap, B, step, half)
         if how < 0:
-            return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+            return INCR_NONE, 0.0, 0.0, 0.0, 0.0
         moved |= how > 0
     if moved:
-        new = _moved_knots(knots, k, k1, lev, centres, centres[int(ik[IK_LOWER])], centres[int(ik[IK_UPPER])])
-        if new.shape[0] == 0:
-            return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
-        _rebase(knots, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap)
-        knots = new
+        new = work[13][: knots.shape[0]]
+        if not _moved_knots(knots, k, k1, lev, centres, centres[int(ik[IK_LOWER])], centres[int(ik[IK_UPPER])], new):
+            return INCR_NONE, 0.0, 0.0, 0.0, 0.0
+        _rebase(knots, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap, vals, lft, rgt, work[3])
     # the banded system for this kappa and the solve on the last free set (``work``: see
     # :func:`solve_scratch`; the I-spline Gram enters the solvers through their scale alone)
     ku = kappa / u
@@ -558,7 +556,7 @@ def incr_refit(
     scale = _gram_scale(compact, cross, p, k1)
     for i in range(p):
         free[i] = coef[i] > 0.0
-    x = np.empty(p)
+    x = work[8]
     capped = 0.0  # the last fit's sum: at the cap, the capped solve first
     for i in range(p):
         capped += coef[i]
@@ -569,8 +567,8 @@ def incr_refit(
     if not ok:
         ok = free_set_runs_solve(compact, cross, p, order, free, one, not at_cap, scale, x, run, red, rc, v, g)
     if not ok:
-        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
-    beta = np.empty(p)
+        return INCR_NONE, 0.0, 0.0, 0.0, 0.0
+    beta = work[9]
     acc = 0.0
     for i in range(p):
         acc += x[i]
@@ -580,4 +578,4 @@ def incr_refit(
     t_pos = ik[IK_PW] / u
     t_neg = (ik[IK_W] - ik[IK_PW]) / u
     pos_total = t_pos + kappa * (ik[IK_WR] / u + ik[IK_TR])
-    return True, knots, x, beta, total, pos_total, t_pos, t_neg
+    return (INCR_MOVED if moved else INCR_SERVED), total, pos_total, t_pos, t_neg

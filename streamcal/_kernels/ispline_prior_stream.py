@@ -69,6 +69,8 @@ from streamcal._kernels.ispline_prior_incr import (
     IK_LISTED,
     IK_SIZE,
     IK_VALID,
+    INCR_NONE,
+    INCR_SERVED,
     incr_current,
     incr_rebuild,
     incr_refit,
@@ -464,12 +466,14 @@ def _refit_core(
                 wanted = max(1, math.floor(np.cbrt((sf[SF_T_POS] + sf[SF_T_NEG]) / u) + 1e-9) - 4)
             wanted = min(wanted, B)
             ik[IK_LISTED] = listed_sums
-            ok, nk, nc, nb, total, pos_total, t_pos, t_neg = incr_refit(
+            served, total, pos_total, t_pos, t_neg = incr_refit(
                 sf, h0, B, u, kappa, centres, order, wanted, step, hint_knots, coef, basis, ik, gw, gt, hv, lev,
                 isnap, touched, n_touched, work,
             )  # fmt: skip
-            if ok:
-                return REFIT_DONE, kappa, nk, nc, nb, total, pos_total, t_pos, t_neg
+            if served != INCR_NONE:
+                p = coef.shape[0]
+                nk = hint_knots if served == INCR_SERVED else work[13][: hint_knots.shape[0]].copy()
+                return REFIT_DONE, kappa, nk, work[8][:p].copy(), work[9][:p].copy(), total, pos_total, t_pos, t_neg
     for j in range(B):
         pos_w[j] = sf[h0 + j] / u
         neg_w[j] = sf[h0 + B + j] / u
@@ -718,7 +722,7 @@ def _ascending(touched, n_touched):
     return m if n_touched >= 0 else n_touched
 
 
-@jit(forceinline=True)
+@jit_noalloc(forceinline=True)
 def _served(x, knots, k1, beta, fit, vals, lft, rgt):
     """The map at ``x`` as ``evaluate_map`` computes it, within the served bounds."""
     lo, hi = clamped_span_bounds(knots, k1)
