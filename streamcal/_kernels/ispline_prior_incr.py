@@ -126,13 +126,11 @@ def solve_scratch(P, order):
     """Scratch of :func:`incr_refit` for up to ``P`` coefficients: a run index per coefficient, the
     runs' reduced band and right-hand side, their values, the gradient (the scratch of
     ``ispline.free_set_runs_solve``), the system's band and right-hand side, the free set, the
-    solution's coefficients and B-spline coefficients, the B-spline scratch (three of ``order +
-    1``), a moved knot vector (``P + order + 1``)."""
+    solution's coefficients and B-spline coefficients, a moved knot vector (``P + order + 1``)."""
     k1 = order + 1
     return (
         np.empty(P, dtype=np.intp), np.empty((P, k1)), np.empty(P), np.empty(P), np.empty(P), np.empty((P, k1)),
-        np.empty(P), np.empty(P, dtype=np.bool_), np.empty(P), np.empty(P), np.empty(k1), np.empty(k1),
-        np.empty(k1), np.empty(P + k1),
+        np.empty(P), np.empty(P, dtype=np.bool_), np.empty(P), np.empty(P), np.empty(P + k1),
     )  # fmt: skip
 
 
@@ -495,7 +493,7 @@ def incr_refit(
     (:func:`solve_scratch`), else ``INCR_NONE`` and the full refit runs (the sums invalid where they
     no longer follow the row). ``knots``, ``coef`` are the current map, ``wanted`` the knot count
     asked for. A level that moved to a nearby bucket moves its knot (``_moved_knots``, the new
-    vector in ``work[13][:knots.shape[0]]``, ``INCR_MOVED``) and the sums with it (``_rebase``).
+    vector in ``work[10][:knots.shape[0]]``, ``INCR_MOVED``) and the sums with it (``_rebase``).
     Allocates nothing: the per-event refit keeps no reference counts."""
     p = int(ik[IK_P])
     if not (incr_current(ik, knots, basis) and ik[IK_WANTED] == wanted and coef.shape[0] == p and kappa > 0.0):
@@ -504,7 +502,8 @@ def incr_refit(
     k1 = order + 1
     k = int(ik[IK_K])
     lo, hi = clamped_span_bounds(knots, k1)
-    vals, lft, rgt = work[10], work[11], work[12]
+    # the B-spline scratch: rows of the solve's bands, which the solve fills later
+    vals, lft, rgt = work[1][0], work[1][1], work[5][0]
     half = step // 2
     nfit = ik[IK_NFIT]
     # the row's changes since the sums were last brought up to date: the buckets ``touched`` lists
@@ -541,7 +540,7 @@ def incr_refit(
             return INCR_NONE, 0.0, 0.0, 0.0, 0.0
         moved |= how > 0
     if moved:
-        new = work[13][: knots.shape[0]]
+        new = work[10][: knots.shape[0]]
         if not _moved_knots(knots, k, k1, lev, centres, centres[int(ik[IK_LOWER])], centres[int(ik[IK_UPPER])], new):
             return INCR_NONE, 0.0, 0.0, 0.0, 0.0
         _rebase(knots, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap, vals, lft, rgt, work[3])

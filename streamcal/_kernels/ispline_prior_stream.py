@@ -472,7 +472,7 @@ def _refit_core(
             )  # fmt: skip
             if served != INCR_NONE:
                 p = coef.shape[0]
-                nk = hint_knots if served == INCR_SERVED else work[13][: hint_knots.shape[0]].copy()
+                nk = hint_knots if served == INCR_SERVED else work[10][: hint_knots.shape[0]].copy()
                 return REFIT_DONE, kappa, nk, work[8][:p].copy(), work[9][:p].copy(), total, pos_total, t_pos, t_neg
     for j in range(B):
         pos_w[j] = sf[h0 + j] / u
