@@ -31,7 +31,8 @@ river face on the next ``n // 4`` at the exact default. Every round checks both 
 (the prior's ``score_prior``, then ``fit_distinct`` from its cold start with the knot count of the
 data's weight, computed once). With ``--old REV`` the code of that revision runs in the same
 rounds from the same warmed state (its own ``streamcal/spline/_prior_refit.py`` and
-``_kernels/ispline_prior_stream.py`` and ``ispline_prior_incr.py`` where they differ from today's), the largest gap to today's
+``_kernels/ispline_prior_stream.py`` and ``ispline_prior_incr.py`` where they differ from today's, and its
+river face's ``_kernels/ispline_prior_river.py`` on them), the largest gap to today's
 printed (not checked: before 2026-11-29 the knot count followed the pseudo-counts' total, another
 fit).
 """
@@ -145,6 +146,32 @@ def river_face_at(rev: str, old_ks):
         return found(*args)
 
     module.entry_call = entry_call
+    module.ENTRIES = entries  # where its first calls find their entry points (else today's face's)
+    return module
+
+
+def prior_river_at(rev: str, kips, old_k):
+    """The module ``streamcal/_kernels/ispline_prior_river.py`` at git revision ``rev`` on the prior's
+    stream kernels ``kips`` of that revision (and ``old_k`` where the I-spline kernels differ), loaded
+    from a file in a temporary folder; None where that revision has none."""
+    path = "streamcal/_kernels/ispline_prior_river.py"
+    try:
+        text = source_at(rev, path)
+    except subprocess.CalledProcessError:
+        return None
+    text = text.replace("from streamcal._kernels.ispline_prior_stream import", f"from {kips.__name__} import")
+    if old_k is not None:
+        text = text.replace("from streamcal._kernels.ispline import", f"from {old_k.__name__} import")
+    folder = Path(tempfile.gettempdir()) / f"streamcal_bench_ispline_at_{rev}"
+    folder.mkdir(exist_ok=True)
+    name = f"ispline_prior_river_at_{rev}"
+    file = folder / f"{name}.py"
+    if not file.exists() or file.read_text(encoding="utf-8") != text:
+        file.write_text(text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
     return module
 
 
@@ -221,17 +248,27 @@ def calibrator_at(rev: str):
     old_k, old_ks = kernels_at(rev)
     face = river_face_at(rev, old_ks)
     prior = prior_refit_at(rev, old_k if old_ks is not None else None)
+    if face is not None and prior is not None and hasattr(face, "_kpr"):
+        # the face's one call per pair under the prior, on that revision's refit kernels
+        river = prior_river_at(rev, prior._kips, old_k if old_ks is not None else None)
+        if river is not None:
+            face._kpr = river
     today = sys.modules.get("streamcal.spline._river")
     today_prior = sys.modules.get("streamcal.spline._prior_refit")
-    if face is not None:  # the calibrator of that revision imports its own river face
-        sys.modules["streamcal.spline._river"] = face
+    # the calibrator of that revision imports its own river face and prior refit, by module name
+    # and as the package's attributes (``from streamcal.spline import _river``, whose table of the
+    # class's own steps it fills: filled into today's face, today's calibrator would take the
+    # generic path there)
+    package = sys.modules["streamcal.spline"]
+    if face is not None:
+        sys.modules["streamcal.spline._river"] = package._river = face
     if prior is not None:
-        sys.modules["streamcal.spline._prior_refit"] = prior
+        sys.modules["streamcal.spline._prior_refit"] = package._prior_refit = prior
     try:
         exec(compile(source_at(rev, path), f"{rev}:{path}", "exec"), module.__dict__)
     finally:
-        sys.modules["streamcal.spline._river"] = today
-        sys.modules["streamcal.spline._prior_refit"] = today_prior
+        sys.modules["streamcal.spline._river"] = package._river = today
+        sys.modules["streamcal.spline._prior_refit"] = package._prior_refit = today_prior
     if prior is not None:
         module._kips = prior._kips
     if old_ks is not None:

@@ -518,15 +518,46 @@ def free_set_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
     banded system, kept when it is that solver's answer; returns whether it is.
 
     ``gram`` and ``rhs`` are the I-spline normal equations of ``band`` (``band[j, d] = (B' W B)[j,
-    j + d]`` for ``d <= order``) and ``cross`` (``B' W y``). With the coefficients outside ``free``
-    at 0 the B-spline coefficients ``cumsum(x)`` are constant on runs (one per free coefficient,
-    0 before the first), so the subproblem is the banded ``S' K S v = S' B' W y`` in the runs'
-    values ``v``: ``O(p order^2)`` where the dense one is ``O(m^3)``. Its solution is kept (in
-    ``x``) when the solver would stop there: every free coefficient positive, the exact sum below
-    ``cap`` (its ulp margin), every bound's multiplier (the gradient's suffix sums) at least
-    ``-1e-12`` of the solver's scale. Otherwise, or at a pivot below ``1e-13`` of the largest
-    diagonal (a basis the data do not determine), ``x`` is scratch and the caller runs the solver.
-    Allocates its scratch.
+    j + d]`` for ``d <= order``) and ``cross`` (``B' W y``): :func:`free_set_runs_solve` with the
+    cap free, the solver's scale read from ``gram`` and ``rhs``, on scratch it allocates.
+    """
+    scale = 0.0
+    for i in range(p):
+        if gram[i, i] > scale:
+            scale = gram[i, i]
+        if abs(rhs[i]) > scale:
+            scale = abs(rhs[i])
+    if scale == 0.0:
+        scale = 1.0
+    k1 = order + 1
+    run = np.empty(p, dtype=np.intp)
+    red = np.empty((p, k1))
+    rc, v, g = np.empty(p), np.empty(p), np.empty(p)
+    capped = p < 0  # False, typed as the other callers' flag (a literal would compile another version)
+    return free_set_runs_solve(band, cross, p, order, free, cap, capped, scale, x, run, red, rc, v, g)
+
+
+@jit_noalloc
+def free_set_runs_solve(band, cross, p, order, free, cap, capped, scale, x, run, red, rc, v, g):
+    """The subproblem of the constrained I-spline solve on the free set ``free`` solved on the
+    banded system; returns whether its solution (in ``x``) is the constrained optimum.
+
+    ``band[j, d] = (B' W B)[j, j + d]`` (``d <= order``) and ``cross`` (``B' W y``) are the
+    B-spline normal equations. With the coefficients outside ``free`` at 0 the B-spline
+    coefficients ``cumsum(x)`` are constant on runs (one per free coefficient, 0 before the
+    first), so the subproblem is the banded ``S' K S v = S' B' W y`` in the runs' values ``v``:
+    ``O(p order^2)`` where the dense one is ``O(m^3)``. With ``capped`` the sum cap is active as
+    well (the last run's value fixed at ``cap``, its terms moved to the right-hand side).
+
+    The solution is kept when it is the optimum of ``min 1/2 x' G x - b' x``, ``x >= 0``,
+    ``sum(x) <= cap`` (``G``, ``b`` the I-spline normal equations): every free coefficient
+    positive; without ``capped`` the exact sum below ``cap`` (its ulp margin) and every bound's
+    multiplier (the gradient's suffix sums ``g``) at least ``-1e-12 scale``; with it the cap's
+    multiplier ``mu = -g_free`` and every bound's ``g_j + mu`` at least that. ``scale`` is the
+    solvers' ``max_i max(G[i, i], |b[i]|)`` (0 read as 1). Otherwise, or at a pivot below
+    ``1e-13`` of the largest diagonal (a basis the data do not determine), ``x`` is scratch.
+    Scratch: ``run`` (intp) and ``rc``, ``v``, ``g`` of at least ``p``, ``red`` of at least
+    ``(p, order + 1)``.
     """
     m = np.int64(0)  # a NumPy start: band_cholesky_solve compiles for int64 alone (``_config``)
     for i in range(p):
@@ -535,14 +566,15 @@ def free_set_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
     if m == 0:
         return False
     k1 = order + 1
-    run = np.empty(p, dtype=np.intp)  # each B-spline coefficient's run, -1 before the first
-    r = -1
+    r = -1  # each B-spline coefficient's run, -1 before the first
     for j in range(p):
         if free[j]:
             r += 1
         run[j] = r
-    red = np.zeros((m, k1))  # red[a, e] = (S' K S)[a, a + e]
-    rc = np.zeros(m)
+    for a in range(m):  # red[a, e] = (S' K S)[a, a + e]
+        rc[a] = 0.0
+        for e in range(k1):
+            red[a, e] = 0.0
     for j in range(p):
         a = run[j]
         if a < 0:
@@ -557,8 +589,17 @@ def free_set_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
                 red[a, 0] += 2.0 * band[j, d]
             else:
                 red[a, b - a] += band[j, d]
-    v = np.empty(m)
-    if not band_cholesky_solve(red, rc, m, k1, v):
+    if capped:
+        ml = m - 1  # the last run's value is the cap: its terms move to the right-hand side
+        for e in range(1, k1):
+            a = ml - e
+            if a < 0:
+                break
+            rc[a] -= red[a, e] * cap
+        if not band_cholesky_solve(red, rc, ml, k1, v):
+            return False
+        v[ml] = cap
+    elif not band_cholesky_solve(red, rc, m, k1, v):
         return False
     # the coefficients: each free one the step between its run and the previous one
     prev = 0.0
@@ -572,17 +613,9 @@ def free_set_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
         else:
             x[j] = 0.0
         total += x[j]
-    if total > cap * (1.0 - (p + 1) * 2.0**-52):
+    if not capped and total > cap * (1.0 - (p + 1) * 2.0**-52):
         return False
     # the multipliers of the bounds: gradient G x - b = suffix sums of K beta - B' W y
-    scale = 0.0
-    for i in range(p):
-        if gram[i, i] > scale:
-            scale = gram[i, i]
-        if abs(rhs[i]) > scale:
-            scale = abs(rhs[i])
-    if scale == 0.0:
-        scale = 1.0
     tol = 1e-12 * scale
     grad = 0.0
     for j in range(p - 1, -1, -1):
@@ -594,9 +627,22 @@ def free_set_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
             if j - d >= 0:
                 acc += band[j - d, d] * (v[run[j - d]] if run[j - d] >= 0 else 0.0)
         grad += acc
-        if not free[j] and grad < -tol:
+        g[j] = grad
+        if not capped and not free[j] and grad < -tol:
             return False
-    return True
+    if not capped:
+        return True
+    mu = 0.0
+    for j in range(p):
+        if free[j]:
+            mu = -g[j]
+            break
+    certified = mu >= -tol
+    for j in range(p):
+        if not free[j] and g[j] + mu < -tol:
+            certified = False
+            break
+    return certified
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ the floor's weight below it and up to it, so a refit checks that every level sti
 bucket, clear of both edges by ``LEVEL_MARGIN`` of the total (else the exact pass decides). The
 basis is then the last fit's; the system is formed for the new ``kappa`` in ``O(p order)``, its
 I-spline Gram in ``O(p^2)`` (``p`` coefficients, about 16 at the default knot count), and solved
-on the previous fit's free set (``free_set_band_solve``), kept only where that solve certifies
+on the previous fit's free set (``ispline.free_set_runs_solve``), kept only where that solve certifies
 the optimum (feasible, every multiplier's sign). Anything else (the knot count, the score range's
 ends, a level near its bucket's edge, a solve not certified, another refit's knots in between)
 leaves the caller's full refit to run, which rebuilds the sums (``incr_rebuild``); they are
@@ -48,10 +48,10 @@ import numpy as np
 
 from streamcal._kernels._config import jit, jit_noalloc
 from streamcal._kernels.ispline import (
-    band_cholesky_solve,
     bspline_nonzero_inplace,
     clamped_span,
     clamped_span_bounds,
+    free_set_runs_solve,
 )
 from streamcal._kernels.prior import prior_rate
 
@@ -122,104 +122,15 @@ def _fitted_count_ok(nfit, ik, order):
 
 
 @jit
-def cap_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
-    """``free_set_band_solve``'s subproblem with the sum cap active: the coefficients outside ``free``
-    at 0 and ``sum(x) = cap``, solved on the band (the last run's B-spline value fixed at ``cap``);
-    kept (returns True, ``x`` the solution) where it is the optimum of the capped problem: every
-    free coefficient positive, the cap's multiplier ``mu = -g_free`` at least ``-1e-12`` of the
-    scale, every bound's multiplier ``g_j + mu`` too (``g`` the gradient, its suffix sums).
-    Otherwise, or at a pivot below ``1e-13`` of the largest diagonal, ``x`` is scratch."""
-    m = np.int64(0)
-    for i in range(p):
-        if free[i]:
-            m += 1
-    if m == 0:
-        return False
-    k1 = order + 1
-    run = np.empty(p, dtype=np.intp)
-    r = -1
-    for j in range(p):
-        if free[j]:
-            r += 1
-        run[j] = r
-    red = np.zeros((m, k1))
-    rc = np.zeros(m)
-    for j in range(p):
-        a = run[j]
-        if a < 0:
-            continue
-        rc[a] += cross[j]
-        red[a, 0] += band[j, 0]
-        for d in range(1, k1):
-            if j + d >= p:
-                break
-            b = run[j + d]
-            if b == a:
-                red[a, 0] += 2.0 * band[j, d]
-            else:
-                red[a, b - a] += band[j, d]
-    ml = m - 1  # the last run's value is the cap: its terms move to the right-hand side
-    for e in range(1, k1):
-        a = ml - e
-        if a < 0:
-            break
-        rc[a] -= red[a, e] * cap
-    v = np.empty(m)
-    if not band_cholesky_solve(red, rc, ml, k1, v):  # the runs before the last
-        return False
-    v[ml] = cap
-    prev = 0.0
-    for j in range(p):
-        if free[j]:
-            x[j] = v[run[j]] - prev
-            prev = v[run[j]]
-            if not x[j] > 0.0:
-                return False
-        else:
-            x[j] = 0.0
-    scale = 0.0
-    for i in range(p):
-        if gram[i, i] > scale:
-            scale = gram[i, i]
-        if abs(rhs[i]) > scale:
-            scale = abs(rhs[i])
-    if scale == 0.0:
-        scale = 1.0
-    tol = 1e-12 * scale
-    g = np.empty(p)
-    grad = 0.0
-    for j in range(p - 1, -1, -1):
-        bj = v[run[j]] if run[j] >= 0 else 0.0
-        acc = band[j, 0] * bj - cross[j]
-        for d in range(1, k1):
-            if j + d < p:
-                acc += band[j, d] * (v[run[j + d]] if run[j + d] >= 0 else 0.0)
-            if j - d >= 0:
-                acc += band[j - d, d] * (v[run[j - d]] if run[j - d] >= 0 else 0.0)
-        grad += acc
-        g[j] = grad
-    mu = 0.0
-    for j in range(p):
-        if free[j]:
-            mu = -g[j]
-            break
-    certified = mu >= -tol
-    for j in range(p):
-        if not free[j] and g[j] + mu < -tol:
-            certified = False
-            break
-    return certified
-
-
-@jit
 def solve_scratch(P, order):
-    """Scratch of :func:`incr_refit`'s banded solve for up to ``P`` coefficients: a run index per
-    coefficient, the runs' reduced band and right-hand side, their values, the gradient, the
-    system's band and right-hand side, the free set."""
+    """Scratch of :func:`incr_refit` for up to ``P`` coefficients: a run index per coefficient, the
+    runs' reduced band and right-hand side, their values, the gradient (the scratch of
+    ``ispline.free_set_runs_solve``), the system's band and right-hand side, the free set, the
+    solution's coefficients and B-spline coefficients, a moved knot vector (``P + order + 1``)."""
     k1 = order + 1
     return (
         np.empty(P, dtype=np.intp), np.empty((P, k1)), np.empty(P), np.empty(P), np.empty(P), np.empty((P, k1)),
-        np.empty(P), np.empty(P, dtype=np.bool_),
+        np.empty(P), np.empty(P, dtype=np.bool_), np.empty(P), np.empty(P), np.empty(P + k1),
     )  # fmt: skip
 
 
@@ -227,121 +138,23 @@ def solve_scratch(P, order):
 def _gram_scale(band, cross, p, k1):
     """The solvers' scale ``max_i max(gram[i, i], |rhs[i]|)`` (0 read as 1) of the I-spline normal
     equations ``_gram_from_band`` forms from the band ``band[j, d] = (B' W B)[j, j + d]`` and
-    ``cross``, the same sums in the same order without the dense matrices: ``gram[i, i]`` adds, from
-    the last row up to row ``i``, each row's sum from its last column down to column ``i`` (the zeros
-    outside the band add nothing), so rows at least ``k1 - 1`` below ``i`` add their whole sums."""
+    ``cross``, within rounding, in ``O(p order)``: ``gram[i, i]`` sums ``B' W B`` over rows and
+    columns from ``i`` on, so it is ``gram[i + 1, i + 1]`` plus row ``i`` of the band, its
+    off-diagonal terms twice (the matrix is symmetric); ``rhs[i]`` is ``cross``'s sum from ``i`` on."""
     scale = 0.0
+    diag = 0.0
     rhs = 0.0
-    whole = 0.0  # the whole sums of rows p - 1 down to i + k1 - 1, added in that order
     for i in range(p - 1, -1, -1):
-        far = i + k1 - 1
-        if far < p:
-            acc = 0.0
-            for m in range(min(p - 1, far + k1 - 1), max(far - k1 + 1, 0) - 1, -1):
-                acc += band[far, m - far] if m >= far else band[m, far - m]
-            whole += acc
-        g = whole
-        for j in range(min(far - 1, p - 1), i - 1, -1):
-            acc = 0.0
-            for m in range(min(p - 1, j + k1 - 1), i - 1, -1):
-                acc += band[j, m - j] if m >= j else band[m, j - m]
-            g += acc
+        off = 0.0
+        for d in range(1, min(k1, p - i)):
+            off += band[i, d]
+        diag += band[i, 0] + 2.0 * off
         rhs += cross[i]
-        if g > scale:
-            scale = g
+        if diag > scale:
+            scale = diag
         if abs(rhs) > scale:
             scale = abs(rhs)
     return scale if scale != 0.0 else 1.0
-
-
-@jit_noalloc
-def _runs_solve(band, cross, p, order, free, cap, capped, scale, x, work):
-    """``cap_band_solve`` (``capped``) or ``free_set_band_solve`` of ``ispline`` on the scratch ``work``
-    (:func:`solve_scratch`), ``scale`` their scale (:func:`_gram_scale`): the same operations, the
-    same result and ``x``."""
-    run, red, rc, v, g = work[0], work[1], work[2], work[3], work[4]
-    m = np.int64(0)
-    for i in range(p):
-        if free[i]:
-            m += 1
-    if m == 0:
-        return False
-    k1 = order + 1
-    r = -1
-    for j in range(p):
-        if free[j]:
-            r += 1
-        run[j] = r
-    for a in range(m):
-        rc[a] = 0.0
-        for e in range(k1):
-            red[a, e] = 0.0
-    for j in range(p):
-        a = run[j]
-        if a < 0:
-            continue
-        rc[a] += cross[j]
-        red[a, 0] += band[j, 0]
-        for d in range(1, k1):
-            if j + d >= p:
-                break
-            b = run[j + d]
-            if b == a:
-                red[a, 0] += 2.0 * band[j, d]
-            else:
-                red[a, b - a] += band[j, d]
-    if capped:
-        ml = m - 1  # the last run's value is the cap: its terms move to the right-hand side
-        for e in range(1, k1):
-            a = ml - e
-            if a < 0:
-                break
-            rc[a] -= red[a, e] * cap
-        if not band_cholesky_solve(red, rc, ml, k1, v):
-            return False
-        v[ml] = cap
-    elif not band_cholesky_solve(red, rc, m, k1, v):
-        return False
-    prev = 0.0
-    total = 0.0
-    for j in range(p):
-        if free[j]:
-            x[j] = v[run[j]] - prev
-            prev = v[run[j]]
-            if not x[j] > 0.0:
-                return False
-        else:
-            x[j] = 0.0
-        total += x[j]
-    if not capped and total > cap * (1.0 - (p + 1) * 2.0**-52):
-        return False
-    tol = 1e-12 * scale
-    grad = 0.0
-    for j in range(p - 1, -1, -1):
-        bj = v[run[j]] if run[j] >= 0 else 0.0
-        acc = band[j, 0] * bj - cross[j]
-        for d in range(1, k1):
-            if j + d < p:
-                acc += band[j, d] * (v[run[j + d]] if run[j + d] >= 0 else 0.0)
-            if j - d >= 0:
-                acc += band[j - d, d] * (v[run[j - d]] if run[j - d] >= 0 else 0.0)
-        grad += acc
-        g[j] = grad
-        if not capped and not free[j] and grad < -tol:
-            return False
-    if not capped:
-        return True
-    mu = 0.0
-    for j in range(p):
-        if free[j]:
-            mu = -g[j]
-            break
-    certified = mu >= -tol
-    for j in range(p):
-        if not free[j] and g[j] + mu < -tol:
-            certified = False
-            break
-    return certified
 
 
 @jit_noalloc
@@ -537,30 +350,27 @@ def _walk_level(q, level, margin, a1, kappa, lev, snap, B, step, half):
     return -1
 
 
-@jit
-def _moved_knots(knots, k, k1, lev, centres, lower, upper):
+@jit_noalloc
+def _moved_knots(knots, k, k1, lev, centres, lower, upper, t):
     """``ispline_refit_histogram``'s knot vector from the levels' buckets (the score range's ends
-    ``lower``, ``upper``), or an empty array where its interior count differs from ``knots``'."""
+    ``lower``, ``upper``) into ``t[:knots.shape[0]]``; False where its interior count differs from
+    ``knots``'."""
     nk = knots.shape[0]
     m_old = nk - 2 * k1
-    interior = np.empty(k)
     m = 0
     for q in range(k):
         c = centres[int(lev[0, q])]
-        if c > lower and c < upper and (m == 0 or c > interior[m - 1]):
+        if c > lower and c < upper and (m == 0 or c > t[k1 + m - 1]):
             if m == m_old:
-                return np.empty(0)
-            interior[m] = c
+                return False
+            t[k1 + m] = c
             m += 1
     if m != m_old:
-        return np.empty(0)
-    t = np.empty(nk)
+        return False
     for q in range(k1):
         t[q] = lower
         t[m + k1 + q] = upper
-    for q in range(m):
-        t[k1 + q] = interior[q]
-    return t
+    return True
 
 
 @jit_noalloc(forceinline=True)
@@ -583,15 +393,15 @@ def _row_terms(sign, base, vals, k1, w, pw, wr, t, tr, gw, gt, hv):
                 gt[base + a, b - a] += sign * t * ar * vals[b]
 
 
-@jit
-def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap):
+@jit_noalloc
+def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap, vals, lft, rgt, before):
     """The kept sums moved from the knots ``old`` to ``new`` (the same count), in one pass over the
     buckets whose B-splines change: a bucket in knot span ``mu`` reads knots ``mu - k1 + 2`` to
     ``mu + k1 - 1`` (``bspline_nonzero_inplace``), so a changed knot ``i`` moves the rows of the
     spans ``i - k1 + 1`` to ``i + k1 - 2``, the buckets between knots ``i - k1 + 1`` and ``i + k1 - 1``.
     Each fitted one there takes its terms out for its old row and in for the row computed anew (the
     cache's stamp kept: every other row has the same values for both knot vectors); an unfitted one's
-    row there is marked stale."""
+    row there is marked stale. Scratch: ``vals``, ``lft``, ``rgt``, ``before`` of ``k1``."""
     nk = new.shape[0]
     xlo = math.inf
     xhi = -math.inf
@@ -603,10 +413,6 @@ def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap):
             xhi = max(xhi, old[b], new[b])
     jlo = np.searchsorted(centres, xlo)
     jhi = np.searchsorted(centres, xhi, side="right")
-    vals = np.empty(k1)
-    lft = np.empty(k1)
-    rgt = np.empty(k1)
-    before = np.empty(k1)
     half = step // 2
     lo_old, hi_old = clamped_span_bounds(old, k1)
     lo, hi = clamped_span_bounds(new, k1)
@@ -671,28 +477,33 @@ def _follow_bucket(j, pj, nj, sf, B, step, half, centres, knots, k1, k, lo, hi, 
     return change
 
 
-@jit
+INCR_NONE = 0  # the kept sums do not serve: the full refit runs
+INCR_SERVED = 1  # served on the current knots
+INCR_MOVED = 2  # served on moved knots
+
+
+@jit_noalloc
 def incr_refit(
     sf, h0, B, u, kappa, centres, order, wanted, step, knots, coef, basis, ik, gw, gt, hv, lev, snap, touched,
     n_touched, work,
 ):  # fmt: skip
-    """The refit of strength ``kappa > 0`` from the kept sums: ``(True, knots, coef, beta, total,
-    pos_total, t_pos, t_neg)`` where it is the full refit's within rounding, else ``(False, ...)``
-    and the full refit runs (the sums invalid where they no longer follow the row). ``knots``,
-    ``coef`` are the current map, ``wanted`` the knot count asked for. A level that moved to a
-    nearby bucket moves its knot (``_moved_knots``) and the sums with it (``_rebase``); the
-    knots returned are then a new array."""
-    none = np.empty(0)
+    """The refit of strength ``kappa > 0`` from the kept sums: ``(code, total, pos_total, t_pos,
+    t_neg)``, ``code`` ``INCR_SERVED`` or ``INCR_MOVED`` where it is the full refit's within
+    rounding, its coefficients and B-spline coefficients in ``work[8][:p]`` and ``work[9][:p]``
+    (:func:`solve_scratch`), else ``INCR_NONE`` and the full refit runs (the sums invalid where they
+    no longer follow the row). ``knots``, ``coef`` are the current map, ``wanted`` the knot count
+    asked for. A level that moved to a nearby bucket moves its knot (``_moved_knots``, the new
+    vector in ``work[10][:knots.shape[0]]``, ``INCR_MOVED``) and the sums with it (``_rebase``).
+    Allocates nothing: the per-event refit keeps no reference counts."""
     p = int(ik[IK_P])
     if not (incr_current(ik, knots, basis) and ik[IK_WANTED] == wanted and coef.shape[0] == p and kappa > 0.0):
         ik[IK_LISTED] = 0.0
-        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+        return INCR_NONE, 0.0, 0.0, 0.0, 0.0
     k1 = order + 1
     k = int(ik[IK_K])
     lo, hi = clamped_span_bounds(knots, k1)
-    vals = np.empty(k1)
-    lft = np.empty(k1)
-    rgt = np.empty(k1)
+    # the B-spline scratch: rows of the solve's bands, which the solve fills later
+    vals, lft, rgt = work[1][0], work[1][1], work[5][0]
     half = step // 2
     nfit = ik[IK_NFIT]
     # the row's changes since the sums were last brought up to date: the buckets ``touched`` lists
@@ -710,30 +521,29 @@ def incr_refit(
                                   lev, snap, vals, lft, rgt)  # fmt: skip
         if step_fit == 2:  # the score range's ends move
             ik[IK_VALID] = 0.0
-            return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+            return INCR_NONE, 0.0, 0.0, 0.0, 0.0
         nfit += step_fit
     ik[IK_LISTED] = 1.0
     ik[IK_NFIT] = nfit
     if not _fitted_count_ok(nfit, ik, order):
         ik[IK_VALID] = 0.0
-        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+        return INCR_NONE, 0.0, 0.0, 0.0, 0.0
     a1 = (1.0 + kappa) / u
     total = a1 * ik[IK_W] + kappa * ik[IK_T]
     if not (2.0**-500 < total < 2.0**500 and kappa * step >= FLOOR_SHARE * total):
-        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+        return INCR_NONE, 0.0, 0.0, 0.0, 0.0
     moved = False
     for q in range(k):  # each level in its bucket, or moved to the one it falls in now
         level = total * float(q + 1) / float(k + 1)
         how = _walk_level(q, level, LEVEL_MARGIN * total, a1, kappa, lev, snap, B, step, half)
         if how < 0:
-            return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
+            return INCR_NONE, 0.0, 0.0, 0.0, 0.0
         moved |= how > 0
     if moved:
-        new = _moved_knots(knots, k, k1, lev, centres, centres[int(ik[IK_LOWER])], centres[int(ik[IK_UPPER])])
-        if new.shape[0] == 0:
-            return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
-        _rebase(knots, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap)
-        knots = new
+        new = work[10][: knots.shape[0]]
+        if not _moved_knots(knots, k, k1, lev, centres, centres[int(ik[IK_LOWER])], centres[int(ik[IK_UPPER])], new):
+            return INCR_NONE, 0.0, 0.0, 0.0, 0.0
+        _rebase(knots, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap, vals, lft, rgt, work[3])
     # the banded system for this kappa and the solve on the last free set (``work``: see
     # :func:`solve_scratch`; the I-spline Gram enters the solvers through their scale alone)
     ku = kappa / u
@@ -745,18 +555,19 @@ def incr_refit(
     scale = _gram_scale(compact, cross, p, k1)
     for i in range(p):
         free[i] = coef[i] > 0.0
-    x = np.empty(p)
+    x = work[8]
     capped = 0.0  # the last fit's sum: at the cap, the capped solve first
     for i in range(p):
         capped += coef[i]
     one = kappa / kappa
     at_cap = capped > 1.0 - 1e-9
-    ok = _runs_solve(compact, cross, p, order, free, one, at_cap, scale, x, work)
+    run, red, rc, v, g = work[0], work[1], work[2], work[3], work[4]
+    ok = free_set_runs_solve(compact, cross, p, order, free, one, at_cap, scale, x, run, red, rc, v, g)
     if not ok:
-        ok = _runs_solve(compact, cross, p, order, free, one, not at_cap, scale, x, work)
+        ok = free_set_runs_solve(compact, cross, p, order, free, one, not at_cap, scale, x, run, red, rc, v, g)
     if not ok:
-        return False, knots, none, none, 0.0, 0.0, 0.0, 0.0
-    beta = np.empty(p)
+        return INCR_NONE, 0.0, 0.0, 0.0, 0.0
+    beta = work[9]
     acc = 0.0
     for i in range(p):
         acc += x[i]
@@ -766,4 +577,4 @@ def incr_refit(
     t_pos = ik[IK_PW] / u
     t_neg = (ik[IK_W] - ik[IK_PW]) / u
     pos_total = t_pos + kappa * (ik[IK_WR] / u + ik[IK_TR])
-    return True, knots, x, beta, total, pos_total, t_pos, t_neg
+    return (INCR_MOVED if moved else INCR_SERVED), total, pos_total, t_pos, t_neg

@@ -69,6 +69,8 @@ from streamcal._kernels.ispline_prior_incr import (
     IK_LISTED,
     IK_SIZE,
     IK_VALID,
+    INCR_NONE,
+    INCR_SERVED,
     incr_current,
     incr_rebuild,
     incr_refit,
@@ -464,12 +466,14 @@ def _refit_core(
                 wanted = max(1, math.floor(np.cbrt((sf[SF_T_POS] + sf[SF_T_NEG]) / u) + 1e-9) - 4)
             wanted = min(wanted, B)
             ik[IK_LISTED] = listed_sums
-            ok, nk, nc, nb, total, pos_total, t_pos, t_neg = incr_refit(
+            served, total, pos_total, t_pos, t_neg = incr_refit(
                 sf, h0, B, u, kappa, centres, order, wanted, step, hint_knots, coef, basis, ik, gw, gt, hv, lev,
                 isnap, touched, n_touched, work,
             )  # fmt: skip
-            if ok:
-                return REFIT_DONE, kappa, nk, nc, nb, total, pos_total, t_pos, t_neg
+            if served != INCR_NONE:
+                p = coef.shape[0]
+                nk = hint_knots if served == INCR_SERVED else work[10][: hint_knots.shape[0]].copy()
+                return REFIT_DONE, kappa, nk, work[8][:p].copy(), work[9][:p].copy(), total, pos_total, t_pos, t_neg
     for j in range(B):
         pos_w[j] = sf[h0 + j] / u
         neg_w[j] = sf[h0 + B + j] / u
@@ -523,7 +527,7 @@ def prior_refit(
     pos_total, t_pos, t_neg)``: ``total`` and ``pos_total`` the fitted row's (pseudo-counts
     included), ``t_pos``, ``t_neg`` the data's; ``code`` ``REFIT_DONE`` or where the engine refits
     instead (``REFIT_*``)."""
-    work = solve_scratch(B + 2 * (order + 1), order)
+    work = solve_scratch(coef.shape[0], order)  # the kept refit solves for the current map's coefficients alone
     return _refit_core(
         sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
         hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, work,
@@ -590,7 +594,7 @@ def prior_refit_packed(
     snap, kept, M, pw, listed, M6 = scratch
     hint = coef > 0.0
     n_touched = _ascending(touched, n_touched)
-    work = solve_scratch(B + 2 * (order + 1), order)
+    work = solve_scratch(coef.shape[0], order)  # the kept refit solves for the current map's coefficients alone
     return _refit_core(
         sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
         hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, work,
@@ -718,7 +722,7 @@ def _ascending(touched, n_touched):
     return m if n_touched >= 0 else n_touched
 
 
-@jit(forceinline=True)
+@jit_noalloc(forceinline=True)
 def _served(x, knots, k1, beta, fit, vals, lft, rgt):
     """The map at ``x`` as ``evaluate_map`` computes it, within the served bounds."""
     lo, hi = clamped_span_bounds(knots, k1)
