@@ -29,6 +29,10 @@ __all__ = ["KeyedRows", "auto_strength", "calibrator_to_row", "ring_rows", "row_
 # spacing in proportion to the keys bounds that cost per event whatever the number of keys.
 PRIOR_EVERY = 1 << 14
 PRIOR_PER_KEY = 2
+# under "auto", the prior weighs at most the events that hold this many positives at the global
+# rate: about what a key needs to fit a shape of its own, so that a key with more evidence than
+# that follows it, however much traffic the global map has seen
+SHAPE_POSITIVES = 500.0
 # While the score prior holds, the prior's source is read in runs (KeyedRows._take_prior_source):
 # at most RUN_FINE in log-odds wide where a run holds 1 / RUN_SHARE of the weight, RUN_COARSE elsewhere.
 RUN_FINE = 0.2
@@ -247,15 +251,17 @@ class KeyedRows:
     # ------------------------------------------------------------------ the prior
     def _strength_now(self, total: float) -> float:
         """The prior strength: the parameter, or under ``"auto"`` ``total``, the weight the global
-        map rests on (as :meth:`_take_prior_source` returns it), or less by the between-key estimate,
-        with the keys' shift set from that estimate (see "Shifted prior" in the kernels)."""
+        map rests on (as :meth:`_take_prior_source` returns it), at most the events that hold
+        ``SHAPE_POSITIVES`` positives at the global window's rate, with the keys' shift set from
+        the between-key estimate (see "Shifted prior" in the kernels)."""
         if self.prior_strength != "auto":
             return float(self.prior_strength)
         k, s_o, s_e, s_e2, s_o2e = _moments(self._kf, len(self._slot_keys))
         rate = self._global_rate()
         self._shift_a = auto_strength(k, s_o, s_e, s_e2, s_o2e, rate, total) * rate
         self._shift_rho = s_o / s_e if s_e > 0.0 else 1.0
-        return max(total, 0.0)
+        m = max(total, 0.0)
+        return min(m, SHAPE_POSITIVES / rate) if rate > 0.0 else m
 
     def _odds_of(self, k: int) -> float:
         """Key ``k``'s prior odds multiplier: the one it took, or the one it takes when next read."""
@@ -370,7 +376,7 @@ class KeyedRows:
         cfg[_kk.CFG_FILL : _kk.CFG_FILL_ODDS + 1] = 0.0
         cfg[_kk.CFG_PRIOR_ON] = 0.0
         cfg[_kk.CFG_PRIOR_T_POS] = cfg[_kk.CFG_PRIOR_T_NEG] = cfg[_kk.CFG_PRIOR_PSEUDO] = 0.0
-        cfg[_kk.CFG_BASE_POS] = cfg[_kk.CFG_BASE_NEG] = 0.0
+        cfg[_kk.CFG_BASE_POS] = cfg[_kk.CFG_BASE_NEG] = cfg[_kk.CFG_BASE_PSEUDO] = 0.0
         cfg[_kk.CFG_PRIOR_VER] = float(self._prior_ver)
         cfg[_kk.CFG_PRIOR_RUNS] = 0.0
         cfg[_kk.CFG_SHIFT_A] = cfg[_kk.CFG_SHIFT_RHO] = 0.0
@@ -398,11 +404,13 @@ class KeyedRows:
         cfg[_kk.CFG_PRIOR_T_POS] = float(pp.sum())
         cfg[_kk.CFG_PRIOR_T_NEG] = float(pn.sum())
         cfg[_kk.CFG_PRIOR_PSEUDO] = scale * float(self._global.llr_pseudo_count)
-        if self._src_base.sum() > 0.0:
-            # the prior's pseudo-events stand for the global window's events in the LLR's prior odds,
+        base = float(self._src_base.sum())
+        if base > 0.0:
+            # the prior's m pseudo-events stand for the global window's events in the LLR's prior odds,
             # as the global map's LLR reads its window's, not the score prior's pseudo-events
-            cfg[_kk.CFG_BASE_POS] = scale * float(self._src_base[0])
-            cfg[_kk.CFG_BASE_NEG] = scale * float(self._src_base[1])
+            cfg[_kk.CFG_BASE_POS] = m * (float(self._src_base[0]) / base)
+            cfg[_kk.CFG_BASE_NEG] = m * (float(self._src_base[1]) / base)
+            cfg[_kk.CFG_BASE_PSEUDO] = m * (float(self._global.llr_pseudo_count) / base)
         if self.prior_strength == "auto":
             cfg[_kk.CFG_SHIFT_A] = self._shift_a
             cfg[_kk.CFG_SHIFT_RHO] = self._shift_rho

@@ -76,9 +76,9 @@ def test_the_shifted_prior_shifts_the_prior_odds_by_the_keys_multiplier():
 def test_the_score_prior_does_not_move_the_llrs_prior_odds():
     """The template's score prior changes a key's first probabilities, not the prior odds its LLR
     is read against: on a stream of 300 Zipf keys, every event's prior log-odds (``logit(p) -
-    llr``) with the default template lies within 0.5 of the template's without its score prior,
-    and the median within 0.1, unbounded and with a count window (before, the medians differed by
-    0.6 and 1.5 and single events by up to 3.6)."""
+    llr``) with the default template lies within 1 of the template's without its score prior, 99 %
+    of them within 0.25 and the median within 0.1, unbounded and with a count window (before, the
+    medians differed by 0.6 and 1.5, the 99th percentiles by 2.5 and single events by up to 3.6)."""
     rng = np.random.default_rng(2)
     n = 30_000
     k = np.minimum(rng.zipf(1.3, n), 300)
@@ -92,7 +92,8 @@ def test_the_score_prior_does_not_move_the_llrs_prior_odds():
                 for prior in ("auto", None)]
         gap = np.abs(odds[0] - odds[1])
         assert np.median(gap) < 0.1, (window, np.median(gap))
-        assert gap.max() < 0.5, (window, gap.max())
+        assert np.percentile(gap, 99) < 0.25, (window, np.percentile(gap, 99))
+        assert gap.max() < 1.0, (window, gap.max())
 
 
 def test_a_state_saved_without_the_window_totals_loads_and_reads_the_prior_totals():

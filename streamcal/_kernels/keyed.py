@@ -143,9 +143,10 @@ CFG_FILL = 17  # 1.0: every run of the prior holds weight inside its block (see 
 CFG_FILL_PLAIN = 18  # 1.0: the whole runs' rates increase by more than FILL_MARGIN (no shift)
 CFG_FILL_GAP = 19  # min over adjacent runs of 1 - odds / next odds (the shifted prior's margin)
 CFG_FILL_ODDS = 20  # max odds of a run below the last (the shifted prior's margin)
-CFG_BASE_POS = 21  # the global window's positives and negatives at the prior's scale (0, 0: use the prior's
+CFG_BASE_POS = 21  # the prior's weight split at the global window's own rate (0, 0: use the prior's
 CFG_BASE_NEG = 22  # totals), the LLR's prior odds where the source holds the score prior's pseudo-events
-CFG_N = 23
+CFG_BASE_PSEUDO = 23  # then the LLR's finite-rule pseudo-count the prior carries (the global's, at that scale)
+CFG_N = 24
 
 # pri: the prior's int arrays (rows)
 PR_SEG = 0  # the global block holding each bucket (-1: a gap of the global map)
@@ -1049,6 +1050,8 @@ def predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, b, s):
     out = q if cfg[CFG_FINITE] > 0.5 else p
     t_pos = kf[k, KF_T_POS] + kf[k, KF_PRIOR_T_POS] * u
     t_neg = kf[k, KF_T_NEG] + kf[k, KF_PRIOR_T_NEG] * u
+    if cfg[CFG_BASE_PSEUDO] > 0.0:  # the prior's pseudo-events as the global window's events (see _sync_prior)
+        c = cfg[CFG_PSEUDO] * stored_unit(cfg, kf, k) * own + cfg[CFG_BASE_PSEUDO] * u
     odds_inv = (t_neg + c) / (t_pos + c)
     r = (q * odds_inv) / (1.0 - q)
     if 0.0 < r < math.inf:
