@@ -166,6 +166,8 @@ def _dict_entry(y_pred: dict, what: str, pos_val):
     class as probability 0: a dict without ``pos_val`` is read as 0 when its other classes'
     probabilities add up to 1, and refused otherwise (an empty dict too). With a bool (or 0/1)
     ``pos_val`` the keys must be bools."""
+    if pos_val is True and True in y_pred and (len(y_pred) == 1 or (len(y_pred) == 2 and False in y_pred)):
+        return y_pred[True]  # the common case: {False: 1 - p, True: p}
     if not y_pred or (is_bool_like(pos_val) and not set(y_pred) <= {True, False}):
         msg = (
             f"`y_pred` must be {what} or a dict of class probabilities, such as {{False: 1 - p, True: p}}, "
@@ -188,9 +190,12 @@ def _adds_up_to_one(values) -> bool:
     """The values are real numbers whose sum is 1 to rounding (1e-6)."""
     total = 0.0
     for v in values:
-        if not is_real_number(v):
+        if v.__class__ is float:
+            total += v
+        elif is_real_number(v):
+            total += _float(v)
+        else:
             return False
-        total += _float(v)
     return abs(total - 1.0) <= 1e-6
 
 
