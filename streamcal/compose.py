@@ -44,8 +44,7 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
     **Binary calibrators** (``PAVCalibrator``, ``ISplineCalibrator``, ``GEVCalibrator``,
     ``PlattCalibrator``, or any river classifier taking a one-score dict) get the model's
     probability of ``pos_val`` as ``{"score": p}`` (or ``{calibrator.score_key: p}``) and the label
-    ``y == pos_val``. A model that gives no probability for ``pos_val`` (for instance before it has
-    seen a positive) scores 0. The wrapper is then a binary classifier: ``predict_proba_one``
+    ``y == pos_val``. The wrapper is then a binary classifier: ``predict_proba_one``
     returns ``{False: 1 - p, True: p}`` (``False`` stands for the negative class: with labels other
     than bools and 0/1 it is replaced by the first label seen that is not ``pos_val``), and
     ``predict_llr_one`` gives the calibrated log-likelihood ratio. With a bool (or 0/1) ``pos_val``,
@@ -56,6 +55,17 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
     The default calibrator is ``PAVCalibrator()``: exact streaming PAV whose probabilities follow
     the finite pseudo-count rule, never exactly 0 or 1, so that one confident wrong prediction
     does not cost river's ``LogLoss`` its clip value.
+
+    **A model that gives no probability for** ``pos_val``: river's models leave out the classes
+    they have not learned (``{}`` before the first event, ``{False: 1.0}`` after negatives only),
+    so such a model has learned no positive and gives no score to calibrate. The wrapper then
+    serves the add-one (Laplace) probability of the ``n`` events learned so far, all negatives:
+    ``1 / (n + 2)``, one half before any event, as a river binary classifier that knows nothing
+    answers, and what the finite pseudo-count rule serves after ``n`` unanimous negatives;
+    ``predict_llr_one`` gives 0 (no evidence either way) and ``predict_interval_one``
+    ``(0, 1 / (n + 1))``. The calibrator still learns such an event, at score 0 (the probability
+    river's metrics read for a missing class), and once the model gives a probability for
+    ``pos_val`` the calibrator's map serves it.
 
     **Multiclass calibrators** (calibrators whose ``_multiclass`` is true, such as
     ``streamcal.multiclass.PairwiseCouplingCalibrator``) get the model's whole ``predict_proba_one``
@@ -215,9 +225,12 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
         return proba
 
     def _calibrator_input(self, x: dict):
-        """The calibrator's input for ``x`` and the model's score it comes from."""
+        """The calibrator's input for ``x`` and the model's score it comes from; the input is None
+        when the model gives a binary calibrator no probability for ``pos_val``."""
         proba = self._model_proba(x)
         if self._binary_calibrator:
+            if self.pos_val not in proba:
+                return None, proba
             return _score_input(self.calibrator, proba, self.pos_val, x), proba
         return self._multiclass_input(proba, x), proba
 
@@ -328,8 +341,9 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
             last = self._last_x
             proba = self._last_proba if last is not None and last == x else self.classifier.predict_proba_one(x)
             if calibrator.__class__ is _PAV and self.pos_val is True and calibrator._fast_predict:
-                # the lean path: the default positive class, PAV's packed kernel
-                p = proba.get(True, 0.0)
+                # the lean path: the default positive class, PAV's packed kernel (a model that gives
+                # no probability for True takes the full path)
+                p = proba.get(True)
                 if p.__class__ is float and 0.0 <= p <= 1.0:
                     q = calibrator._proba_packed(calibrator._packed, p)
                     if q >= 0.0:  # -1.0: refused (out of range, busy): the full path below
@@ -341,21 +355,24 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
                 out = calibrator.predict_proba_one(self._multiclass_input(proba, x))
             else:
                 pos_val = self.pos_val
-                p = proba.get(pos_val, 0.0)
-                if p.__class__ is not float or not 0.0 <= p <= 1.0:
-                    p = _probability_of(p, pos_val, x)
-                q = (
-                    calibrator._proba_packed(calibrator._packed, p)
-                    if calibrator.__class__ is _PAV and calibrator._fast_predict
-                    else -1.0
-                )
-                if q < 0.0:  # -1.0: not the packed path, or refused by it (out of range, busy)
-                    key = getattr(calibrator, "score_key", None)
-                    if key is None:
-                        key = "score"
-                    q = calibrator.predict_proba_one({key: p}).get(True, 0.0)
-                    if q.__class__ is not float:
-                        q = float(q)
+                p = proba.get(pos_val)
+                if p is None:  # no score to calibrate: the add-one rule on the negatives learned so far
+                    q = _no_score_proba(self.n_learned)
+                else:
+                    if p.__class__ is not float or not 0.0 <= p <= 1.0:
+                        p = _probability_of(p, pos_val, x)
+                    q = (
+                        calibrator._proba_packed(calibrator._packed, p)
+                        if calibrator.__class__ is _PAV and calibrator._fast_predict
+                        else -1.0
+                    )
+                    if q < 0.0:  # -1.0: not the packed path, or refused by it (out of range, busy)
+                        key = getattr(calibrator, "score_key", None)
+                        if key is None:
+                            key = "score"
+                        q = calibrator.predict_proba_one({key: p}).get(True, 0.0)
+                        if q.__class__ is not float:
+                            q = float(q)
                 out = {self._neg_label: 1.0 - q, pos_val: q}
             if proba is not self._last_proba:  # remembered once the call is accepted (_remember, inline)
                 self._last_x = x.copy() if x.__class__ is dict else dict(x)
@@ -381,7 +398,8 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
         with self._lock:
             self._need_binary_calibrator_with("predict_llr_one")
             cal_x, proba = self._calibrator_input(x)
-            llr = float(self.calibrator.predict_llr_one(cal_x))
+            # no score for pos_val: the add-one probability, whose LLR against the add-one prior is 0
+            llr = 0.0 if cal_x is None else float(self.calibrator.predict_llr_one(cal_x))
             self._remember(x, proba)
             return llr
 
@@ -401,13 +419,23 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
         with self._lock:
             self._need_binary_calibrator_with("predict_interval_one", " (VennAbersCalibrator)")
             cal_x, proba = self._calibrator_input(x)
-            p0, p1 = self.calibrator.predict_interval_one(cal_x)
+            if cal_x is None:  # no score for pos_val: the n events learned so far, all negatives
+                p0, p1 = 0.0, 1.0 / (self.n_learned + 1.0)
+            else:
+                p0, p1 = self.calibrator.predict_interval_one(cal_x)
             self._remember(x, proba)
             return float(p0), float(p1)
 
 
 def _is_bool_like(y) -> bool:
     return isinstance(y, (bool, np.bool_)) or (isinstance(y, numbers.Real) and y in (0, 1))
+
+
+def _no_score_proba(n_learned: int) -> float:
+    """The probability of ``pos_val`` when the model gives none: it has then learned no positive
+    (river's models list every class they have learned), so the add-one (Laplace) rule on the
+    ``n_learned`` events so far, all negatives."""
+    return 1.0 / (n_learned + 2.0)
 
 
 def _probability_of(p, pos_val, x) -> float:

@@ -177,6 +177,71 @@ def test_int_labels_keep_bool_keys():
     assert set(model.predict_proba_one(x)) == {0, 1}
 
 
+def _negatives_first(n_negatives: int, n: int, seed: int = 3):
+    """A stream whose first ``n_negatives`` events are negatives: a river model long gives no
+    probability for True."""
+    rng = np.random.default_rng(seed)
+    for i in range(n):
+        y = i >= n_negatives and bool(rng.uniform() < 0.4)
+        yield {"a": float(rng.normal(1.5 * y)), "b": float(rng.normal())}, y
+
+
+@pytest.mark.parametrize("pos_val", [True, "fraud"])
+def test_a_model_that_gives_no_probability_for_pos_val_gets_the_add_one_rule(pos_val):
+    def label(y):
+        return y if pos_val is True else ("fraud" if y else "legit")
+
+    model = CalibratedClassifier(naive_bayes.GaussianNB(), pos_val=pos_val)
+    x = {"a": 0.3, "b": -0.2}
+    assert model.classifier.predict_proba_one(x) == {}  # a fresh GaussianNB knows nothing
+    assert model.predict_proba_one(x) == {False: 0.5, pos_val: 0.5}  # not 1e-16 from no evidence
+    assert model.predict_llr_one(x) == 0.0
+    assert model.predict_one(x) is False  # 0.5 is not above one half
+    for n, (xi, yi) in enumerate(_negatives_first(6, 6), start=1):
+        model.learn_one(xi, label(yi))
+        assert pos_val not in model.classifier.predict_proba_one(x)  # negatives only
+        q = model.predict_proba_one(x)[pos_val]
+        assert q == 1.0 / (n + 2)  # add-one on n unanimous negatives
+        assert model.predict_llr_one(x) == 0.0
+        assert model.predict_one(x) == label(False)
+
+
+def test_after_the_model_knows_pos_val_the_calibrator_serves_as_when_it_learned_score_zero():
+    # the reference learns by hand as the wrapper learns: the model's probability of True, 0 when
+    # it gives none, before the model learns the event
+    model = CalibratedClassifier(naive_bayes.GaussianNB(), PAVCalibrator())
+    clf, cal = naive_bayes.GaussianNB(), PAVCalibrator()
+    known = 0
+    for n, (x, y) in enumerate(_negatives_first(40, 300)):
+        got = model.predict_proba_one(x)[True]
+        proba = clf.predict_proba_one(x)
+        if True in proba:
+            known += 1
+            assert got == cal.predict_proba_one({"score": proba[True]})[True]
+            assert model.predict_llr_one(x) == cal.predict_llr_one({"score": proba[True]})
+        else:
+            assert got == 1.0 / (n + 2)
+        model.learn_one(x, y)
+        cal.learn_one({"score": proba.get(True, 0.0)}, y)
+        clf.learn_one(x, y)
+    assert known > 200
+    np.testing.assert_array_equal(model.calibrator.histogram()[1], cal.histogram()[1])
+    np.testing.assert_array_equal(model.calibrator.histogram()[2], cal.histogram()[2])
+
+
+def test_a_venn_abers_interval_without_a_score_is_that_of_the_negatives_learned():
+    from streamcal import VennAbersCalibrator
+
+    model = CalibratedClassifier(naive_bayes.GaussianNB(), VennAbersCalibrator())
+    x = {"a": 0.0, "b": 0.0}
+    assert model.predict_interval_one(x) == (0.0, 1.0)
+    for xi, yi in _negatives_first(3, 3):
+        model.learn_one(xi, yi)
+    p0, p1 = model.predict_interval_one(x)
+    assert (p0, p1) == (0.0, 0.25)
+    assert p0 <= model.predict_proba_one(x)[True] <= p1
+
+
 def test_calibration_improves_a_miscalibrated_model():
     # a model forced to be over-confident: NB on Phishing
     raw, cal = metrics.LogLoss(), metrics.LogLoss()

@@ -3605,17 +3605,18 @@ PS_M_TOL = 8
 PS_SIZE = 9
 
 
-@jit_noalloc
-def gev_river_packed(s, ls, y, w, sf, si, fbuf, ibuf):
-    """:func:`glm_river_gev_proba` on the packed arguments (see the notes above)."""
+@jit_noalloc(inline="always")  # returns views: numba inlines it (see ``_config``)
+def _packed_gev_arguments(fbuf, ibuf):
+    """The arguments of :func:`glm_river_gev_proba` after the kept event, ``cuts`` to ``steps``,
+    read from the packed buffers: their sections as views, the scalars as the kernel takes them."""
     sc = fbuf[ibuf[PK_SCALARS] : ibuf[PK_SCALARS + 1]]
     S = ibuf[PK_XIS + 1] - ibuf[PK_XIS]
     B = ibuf[PK_B]
     rows = ibuf[PK_TABLE_ROWS]
     t0 = ibuf[PK_TABLE]
     buf = fbuf[ibuf[PK_BUF] : ibuf[PK_BUF + 1]]
-    return glm_river_gev_proba(
-        sf, si, s, ls, y, w, fbuf[ibuf[PK_CUTS] : ibuf[PK_CUTS + 1]], fbuf[ibuf[PK_GRID] : ibuf[PK_GRID + 1]], buf,
+    return (
+        fbuf[ibuf[PK_CUTS] : ibuf[PK_CUTS + 1]], fbuf[ibuf[PK_GRID] : ibuf[PK_GRID + 1]], buf,
         fbuf[ibuf[PK_X] : ibuf[PK_X + 1]], float(sc[PS_X_LO]), float(sc[PS_X_HI]),
         fbuf[ibuf[PK_CENTRES] : ibuf[PK_CENTRES + 1]], bool(sc[PS_IDENTITY] != 0.0), float(sc[PS_CLIP]),
         float(sc[PS_C]), bool(sc[PS_PRIOR_ON] != 0.0), int(ibuf[PK_FLOOR]), int(ibuf[PK_CODE]), float(sc[PS_L2]),
@@ -3630,29 +3631,32 @@ def gev_river_packed(s, ls, y, w, sf, si, fbuf, ibuf):
 
 
 @jit_noalloc
+def gev_river_packed(s, ls, y, w, sf, si, fbuf, ibuf):
+    """:func:`glm_river_gev_proba` on the packed arguments (see the notes above)."""
+    (
+        cuts, grid, buf, x, x_lo, x_hi, centres, identity, clip, c, prior_on, floor_kind, code, l2, tol, max_passes,
+        xis, betas, has_warm, ok, pos_w, neg_w, pc, table, steps,
+    ) = _packed_gev_arguments(fbuf, ibuf)  # fmt: skip
+    return glm_river_gev_proba(
+        sf, si, s, ls, y, w, cuts, grid, buf, x, x_lo, x_hi, centres, identity, clip, c, prior_on, floor_kind, code,
+        l2, tol, max_passes, xis, betas, has_warm, ok, pos_w, neg_w, pc, table, steps,
+    )  # fmt: skip
+
+
+@jit_noalloc
 def gev_logistic_river_proba_packed(s, ls, y, w, sf, si, fbuf, ibuf):
     """:func:`gev_logistic_river_proba` on the packed arguments (see the notes above)."""
-    sc = fbuf[ibuf[PK_SCALARS] : ibuf[PK_SCALARS + 1]]
-    S = ibuf[PK_XIS + 1] - ibuf[PK_XIS]
+    (
+        cuts, grid, buf, x, x_lo, x_hi, centres, identity, clip, c, prior_on, floor_kind, code, l2, tol, max_passes,
+        xis, betas, has_warm, ok, pos_w, neg_w, pc, table, steps,
+    ) = _packed_gev_arguments(fbuf, ibuf)  # fmt: skip
     M = ibuf[PK_M_XIS + 1] - ibuf[PK_M_XIS]
-    B = ibuf[PK_B]
-    rows = ibuf[PK_TABLE_ROWS]
-    t0 = ibuf[PK_TABLE]
-    buf = fbuf[ibuf[PK_BUF] : ibuf[PK_BUF + 1]]
     return gev_logistic_river_proba(
-        sf, si, s, ls, y, w, fbuf[ibuf[PK_CUTS] : ibuf[PK_CUTS + 1]], fbuf[ibuf[PK_GRID] : ibuf[PK_GRID + 1]], buf,
-        fbuf[ibuf[PK_X] : ibuf[PK_X + 1]], float(sc[PS_X_LO]), float(sc[PS_X_HI]),
-        fbuf[ibuf[PK_CENTRES] : ibuf[PK_CENTRES + 1]], bool(sc[PS_IDENTITY] != 0.0), float(sc[PS_CLIP]),
-        float(sc[PS_C]), bool(sc[PS_PRIOR_ON] != 0.0), int(ibuf[PK_FLOOR]), int(ibuf[PK_CODE]), float(sc[PS_L2]),
-        float(sc[PS_TOL]), int(ibuf[PK_MAX_PASSES]),
-        fbuf[ibuf[PK_XIS] : ibuf[PK_XIS + 1]], buf[BUF_BETAS : BUF_BETAS + 2 * S].reshape((S, 2)),
-        ibuf[ibuf[PK_HAS_WARM] : ibuf[PK_HAS_WARM + 1]], ibuf[ibuf[PK_OK] : ibuf[PK_OK + 1]],
-        fbuf[ibuf[PK_POS] : ibuf[PK_POS + 1]], fbuf[ibuf[PK_NEG] : ibuf[PK_NEG + 1]],
-        fbuf[ibuf[PK_PC] : ibuf[PK_PC + 1]].reshape((5, B)),
-        fbuf[t0 : ibuf[PK_TABLE + 1]].reshape((rows, (ibuf[PK_TABLE + 1] - t0) // rows)),
-        fbuf[ibuf[PK_STEPS] : ibuf[PK_STEPS + 1]],
+        sf, si, s, ls, y, w, cuts, grid, buf, x, x_lo, x_hi, centres, identity, clip, c, prior_on, floor_kind, code,
+        l2, tol, max_passes, xis, betas, has_warm, ok, pos_w, neg_w, pc, table, steps,
         fbuf[ibuf[PK_M_XIS] : ibuf[PK_M_XIS + 1]], fbuf[ibuf[PK_M_BETAS] : ibuf[PK_M_BETAS + 1]].reshape((M, 2)),
         ibuf[ibuf[PK_M_HAS_WARM] : ibuf[PK_M_HAS_WARM + 1]], fbuf[ibuf[PK_M_BRIERS] : ibuf[PK_M_BRIERS + 1]],
         ibuf[ibuf[PK_M_OK] : ibuf[PK_M_OK + 1]], fbuf[ibuf[PK_M_FIT] : ibuf[PK_M_FIT + 1]],
-        fbuf[ibuf[PK_G_MOM] : ibuf[PK_G_MOM + 1]], int(ibuf[PK_M_FLOOR]), int(ibuf[PK_M_CODE]), float(sc[PS_M_TOL]),
+        fbuf[ibuf[PK_G_MOM] : ibuf[PK_G_MOM + 1]], int(ibuf[PK_M_FLOOR]), int(ibuf[PK_M_CODE]),
+        float(fbuf[ibuf[PK_SCALARS] + PS_M_TOL]),
     )  # fmt: skip

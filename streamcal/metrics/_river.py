@@ -2,8 +2,11 @@
 
 Each metric keeps running sums, so ``update`` and ``revert`` are O(1) (O(log distinct scores)
 for :class:`MinCllr`) and ``get`` equals the array function of the same name on the events seen
-so far. ``y_pred`` is what river passes to a probabilistic metric: a probability of the positive
-class or a ``predict_proba_one`` dict (its ``True`` entry is used); :class:`Cllr` takes LLRs
+so far. The positive class is ``pos_val`` (``True`` unless given), as in river's binary metrics: a
+label is positive when it equals ``pos_val``. ``y_pred`` is what river passes to a probabilistic
+metric: a probability of the positive class or a ``predict_proba_one`` dict, read at ``pos_val`` (a
+dict without it gives the positive class probability 0, as river's models leave out the classes
+they have not learned, when its other probabilities add up to 1); :class:`Cllr` takes LLRs
 instead, see there. Every update validates its event before touching the state.
 """
 
@@ -19,7 +22,7 @@ from river import metrics
 from streamcal._locking import LockedState, locked
 from streamcal._validation import check_scalar
 from streamcal.metrics._array import _min_cllr, hl_from_sums, hosmer_lemeshow
-from streamcal.metrics._inputs import event_label, event_proba, event_score, event_weight
+from streamcal.metrics._inputs import check_pos_val, event_proba, event_score, event_weight, metric_label
 from streamcal.metrics._scoring_rules import _check_weighting, _partial_losses
 
 __all__ = [
@@ -40,31 +43,33 @@ _LN2 = math.log(2.0)
 _REVERT_SLACK = 1e-6
 
 
-def _check_left(count: int, weight: float, w: float, where: str) -> None:
+def _event(y_true, y_pred, w) -> str:
+    """The event of a refused ``revert``, as its error names it."""
+    return f"(`y_true`, `y_pred`, `w`) = ({y_true!r}, {y_pred!r}, {w!r})"
+
+
+def _check_left(count: int, weight: float, w: float, where: str, event: str) -> None:
     """Refuse a revert of weight ``w`` from a part of the state (``where``: "in bin 3") holding
     ``count`` events of total ``weight``: no event left there, or less weight than ``w``."""
     if count <= 0:
-        msg = (
-            f"cannot revert this event (`y_true`, `y_pred`): it was never added; the metric holds no "
-            f"event {where}."
-        )
+        msg = f"cannot revert the event {event}: it was never added; the metric holds no event {where}."
         raise ValueError(msg)
     if w > weight * (1.0 + _REVERT_SLACK) + _REVERT_SLACK * w:
         msg = (
-            f"cannot revert this event: it was never added; `w` = {w!r} exceeds the weight left "
+            f"cannot revert the event {event}: it was never added; `w` = {w!r} exceeds the weight left "
             f"{where}, {weight!r}."
         )
         raise ValueError(msg)
 
 
-def _check_sums(sums, where: str, scale: float) -> None:
+def _check_sums(sums, where: str, scale: float, event: str) -> None:
     """Refuse a revert that would take more from a running sum of non-negative terms than it holds:
     ``sums`` is ``[(name, held, taken), ...]``; ``scale`` (the weight of that part of the state)
     sets the rounding slack."""
     for name, held, taken in sums:
         if taken - held > _REVERT_SLACK * (abs(held) + taken + scale):
             msg = (
-                f"cannot revert this event (`y_true`, `y_pred`, `w`): it was never added; it would take "
+                f"cannot revert the event {event}: it was never added; it would take "
                 f"{taken!r} from the {name} {where}, which holds {held!r}."
             )
             raise ValueError(msg)
@@ -93,6 +98,10 @@ class _ProbaMetric(LockedState, metrics.base.BinaryMetric):
         fresh = c.check_like_fresh(self)
         if "_edges" in vars(fresh) and state["_edges"] != fresh._edges:
             c.fail("`_edges`: expected the bin edges of `n_bins` equal bins.")
+        for total, positives in (("_n", "_n_pos"), ("_counts", "_counts_pos")):
+            if positives in state and not all(0 <= a <= b for a, b in zip(state[positives], state[total], strict=True)):
+                found = c.brief(state[positives])
+                c.fail(f"`{positives}`: expected counts between 0 and those of `{total}`; found {found}.")
         for i, event in enumerate(state.get("_events") or ()):
             if not (
                 type(event) is tuple
@@ -113,9 +122,9 @@ class _ProbaMetric(LockedState, metrics.base.BinaryMetric):
                 ):
                     c.fail(f"`{table}[{key!r}]`: expected a score mapped to [weight, count]; found {c.brief(entry)}.")
 
-    def __init__(self):
+    def __init__(self, pos_val=True):
         # BinaryMetric.__init__ would build a confusion matrix we never use
-        self.pos_val = True
+        self.pos_val = check_pos_val(pos_val)
         self._init_lock()
 
     @property
@@ -132,7 +141,7 @@ class _ProbaMetric(LockedState, metrics.base.BinaryMetric):
 
     @locked
     def update(self, y_true, y_pred, w=1.0) -> None:
-        y, p, w = event_label(y_true), event_proba(y_pred), event_weight(w)
+        y, p, w = metric_label(y_true, self.pos_val), event_proba(y_pred, self.pos_val), event_weight(w)
         self._add(y, p, w)
 
     @locked
@@ -144,15 +153,15 @@ class _ProbaMetric(LockedState, metrics.base.BinaryMetric):
         no event left where this one would be, or taking more from a running sum there (weight,
         loss, positives...) than it holds.
         """
-        y, p, w = event_label(y_true), event_proba(y_pred), event_weight(w)
+        y, p, w = metric_label(y_true, self.pos_val), event_proba(y_pred, self.pos_val), event_weight(w)
         if w > 0.0:
-            self._check_revert(y, p, w)
+            self._check_revert(y, p, w, _event(y_true, y_pred, w))
         self._add(y, p, -w)
 
     def _add(self, y: bool, p: float, w: float) -> None:
         raise NotImplementedError
 
-    def _check_revert(self, y: bool, p: float, w: float) -> None:
+    def _check_revert(self, y: bool, p: float, w: float, event: str) -> None:
         raise NotImplementedError
 
 
@@ -160,38 +169,64 @@ class _MeanLoss(_ProbaMetric):
     """A weighted mean of a per-event loss that may be infinite.
 
     Infinite losses are counted apart from the finite sum, so that reverting them works; event
-    counts reset the sums to exactly 0 when everything has been reverted.
+    counts reset the sums to exactly 0 when everything has been reverted. The same counts and
+    sums are kept per class (``_by_class``: negatives, positives), so that ``revert`` refuses an
+    event of a class the metric holds none of, or less of than the event takes; ``get`` reads
+    the totals.
     """
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, pos_val=True):
+        super().__init__(pos_val)
         self._n = 0
         self._n_inf = 0
         self._weight = 0.0
         self._sum = 0.0
+        # per class: [events, events with an infinite loss, weight, sum of the finite losses]
+        self._by_class = [[0, 0, 0.0, 0.0], [0, 0, 0.0, 0.0]]
+
+    def _check_loaded_state(self) -> None:
+        """As :meth:`_ProbaMetric._check_loaded_state`, and the classes' event counts add up to the totals."""
+        super()._check_loaded_state()
+        from streamcal import _state_check as c
+
+        negatives, positives = self._by_class
+        if min(negatives[0], negatives[1], positives[0], positives[1]) < 0 or (
+            negatives[0] + positives[0] != self._n or negatives[1] + positives[1] != self._n_inf
+        ):
+            found = c.brief(self._by_class)
+            c.fail(f"`_by_class`: expected the classes' event counts to add up to `_n` and `_n_inf`; found {found}.")
 
     def _loss(self, y: bool, p: float) -> float:
         raise NotImplementedError
 
-    def _check_revert(self, y, p, w):
+    def _check_revert(self, y, p, w, event):
         loss = self._loss(y, p)
         infinite = math.isinf(loss)
-        left = self._n_inf if infinite else self._n - self._n_inf
-        _check_left(left, self._weight, w, f"with {'an infinite' if infinite else 'a finite'} loss")
+        n, n_inf, weight, total = self._by_class[1 if y else 0]
+        where = f"among the {'positives' if y else 'negatives'}"
+        _check_left(n_inf if infinite else n - n_inf, weight, w,
+                    f"{where} with {'an infinite' if infinite else 'a finite'} loss", event)
         if not infinite:
-            _check_sums([("sum of losses", self._sum, w * loss)], "of the events with a finite loss", self._weight)
+            _check_sums([("sum of losses", total, w * loss)], f"{where} with a finite loss", weight, event)
 
     def _add(self, y, p, w):
         loss = self._loss(y, p)
         if w == 0.0:
             return
         step = 1 if w > 0.0 else -1
+        part = self._by_class[1 if y else 0]
         self._n += step
         self._weight += w
+        part[0] += step
+        part[2] += w
         if math.isinf(loss):
             self._n_inf += step
+            part[1] += step
         else:
             self._sum += w * loss
+            part[3] += w * loss
+        if part[0] == 0:
+            part[2] = part[3] = 0.0
         if self._n == 0:
             self._weight = self._sum = 0.0
 
@@ -207,6 +242,13 @@ class _MeanLoss(_ProbaMetric):
 class Brier(_MeanLoss):
     """Brier score, updated per event: equals :func:`streamcal.metrics.brier_score` so far.
 
+    Parameters
+    ----------
+    pos_val : hashable, default True
+        The positive label, as in river's binary metrics: an event is positive when
+        ``y_true == pos_val``, and a dict ``y_pred`` is read at ``pos_val``. With a bool (or 0/1)
+        ``pos_val`` every label must be a bool or 0/1.
+
     Examples
     --------
     >>> from streamcal.metrics import Brier
@@ -215,7 +257,19 @@ class Brier(_MeanLoss):
     ...     metric.update(y, p)
     >>> round(metric.get(), 4)
     0.07
+
+    With labels other than bools, ``pos_val`` names the positive one; ``y_pred`` is then a
+    probability of ``pos_val`` or a ``predict_proba_one`` dict keyed by the labels:
+
+    >>> metric = Brier(pos_val="fraud")
+    >>> for y, p in [("fraud", 0.9), ("legit", {"legit": 0.8, "fraud": 0.2}), ("fraud", {"fraud": 0.6, "legit": 0.4})]:
+    ...     metric.update(y, p)
+    >>> round(metric.get(), 4)
+    0.07
     """
+
+    def __init__(self, pos_val=True):
+        super().__init__(pos_val)
 
     def _loss(self, y, p):
         return (p - float(y)) ** 2
@@ -231,6 +285,10 @@ class LogLoss(_MeanLoss):
     ----------
     eps : float, optional
         Clip probabilities into ``[eps, 1 - eps]``.
+    pos_val : hashable, default True
+        The positive label, as in river's binary metrics: an event is positive when
+        ``y_true == pos_val``, and a dict ``y_pred`` is read at ``pos_val``. With a bool (or 0/1)
+        ``pos_val`` every label must be a bool or 0/1.
 
     Examples
     --------
@@ -248,10 +306,10 @@ class LogLoss(_MeanLoss):
     0.2798
     """
 
-    def __init__(self, eps: float | None = None):
+    def __init__(self, eps: float | None = None, pos_val=True):
         if eps is not None:
             check_scalar(eps, "eps", low=0.0, high=0.5, high_inclusive=False)
-        super().__init__()
+        super().__init__(pos_val)
         self.eps = eps
 
     def _loss(self, y, p):
@@ -274,6 +332,10 @@ class ProperScoringRule(_MeanLoss):
         event, which is slow; prefer the closed forms.
     normalize : bool, default True
         Paper 001's normalisation.
+    pos_val : hashable, default True
+        The positive label, as in river's binary metrics: an event is positive when
+        ``y_true == pos_val``, and a dict ``y_pred`` is read at ``pos_val``. With a bool (or 0/1)
+        ``pos_val`` every label must be a bool or 0/1.
 
     Examples
     --------
@@ -285,10 +347,10 @@ class ProperScoringRule(_MeanLoss):
     1.0
     """
 
-    def __init__(self, weighting, normalize: bool = True):
+    def __init__(self, weighting, normalize: bool = True, pos_val=True):
         _check_weighting(weighting)
         check_scalar(normalize, "normalize", choices=(True, False))
-        super().__init__()
+        super().__init__(pos_val)
         self.weighting = weighting
         self.normalize = normalize
 
@@ -315,6 +377,10 @@ class Cllr(_ProbaMetric):
     ----------
     prior : float, optional
         The positive prior behind posterior probabilities passed as dicts, in (0, 1).
+    pos_val : hashable, default True
+        The positive label, as in river's binary metrics: an event is positive when
+        ``y_true == pos_val``, and ``y_pred`` is the LLR of ``pos_val`` (a dict is read at
+        ``pos_val``). With a bool (or 0/1) ``pos_val`` every label must be a bool or 0/1.
 
     Examples
     --------
@@ -326,10 +392,10 @@ class Cllr(_ProbaMetric):
     0.5276
     """
 
-    def __init__(self, prior: float | None = None):
+    def __init__(self, prior: float | None = None, pos_val=True):
         if prior is not None:
             check_scalar(prior, "prior", low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
-        super().__init__()
+        super().__init__(pos_val)
         self.prior = prior
         self._n = [0, 0]  # by class: negatives, positives
         self._n_inf = [0, 0]
@@ -345,28 +411,29 @@ class Cllr(_ProbaMetric):
                     "convert posteriors."
                 )
                 raise TypeError(msg)
-            p = event_proba(y_pred)
+            p = event_proba(y_pred, self.pos_val)
             with np.errstate(divide="ignore"):
                 return float(np.log(p) - np.log1p(-p)) - math.log(self.prior / (1.0 - self.prior))
-        return event_score(y_pred)
+        return event_score(y_pred, self.pos_val)
 
     @locked
     def update(self, y_true, y_pred, w=1.0) -> None:
-        y, x, w = event_label(y_true), self._llr(y_pred), event_weight(w)
+        y, x, w = metric_label(y_true, self.pos_val), self._llr(y_pred), event_weight(w)
         self._add_llr(y, x, w)
 
     @locked
     def revert(self, y_true, y_pred, w=1.0) -> None:
-        y, x, w = event_label(y_true), self._llr(y_pred), event_weight(w)
+        y, x, w = metric_label(y_true, self.pos_val), self._llr(y_pred), event_weight(w)
         if w > 0.0:
             k = int(y)
             infinite = math.isinf(self._cost(y, x))
             left = self._n_inf[k] if infinite else self._n[k] - self._n_inf[k]
             cost = "an infinite" if infinite else "a finite"
             where = f"among the {'positives' if y else 'negatives'}"
-            _check_left(left, self._weight[k], w, f"with {cost} cost {where}")
+            event = _event(y_true, y_pred, w)
+            _check_left(left, self._weight[k], w, f"with {cost} cost {where}", event)
             if not infinite:
-                _check_sums([("sum of costs", self._sum[k], w * self._cost(y, x))], where, self._weight[k])
+                _check_sums([("sum of costs", self._sum[k], w * self._cost(y, x))], where, self._weight[k], event)
         self._add_llr(y, x, -w)
 
     @staticmethod
@@ -407,6 +474,13 @@ class MinCllr(_ProbaMetric):
     class (an LLR, a probability, or a probability dict). ``get`` is NaN until both classes have
     been seen.
 
+    Parameters
+    ----------
+    pos_val : hashable, default True
+        The positive label, as in river's binary metrics: an event is positive when
+        ``y_true == pos_val``, and a dict ``y_pred`` is read at ``pos_val``. With a bool (or 0/1)
+        ``pos_val`` every label must be a bool or 0/1.
+
     Examples
     --------
     >>> from streamcal.metrics import MinCllr
@@ -417,22 +491,23 @@ class MinCllr(_ProbaMetric):
     0.5
     """
 
-    def __init__(self):
-        super().__init__()
+    def __init__(self, pos_val=True):
+        super().__init__(pos_val)
         self._pos: dict[float, list] = {}  # score -> [weight, count]
         self._neg: dict[float, list] = {}
 
     @locked
     def update(self, y_true, y_pred, w=1.0) -> None:
-        y, s, w = event_label(y_true), event_score(y_pred), event_weight(w)
+        y, s, w = metric_label(y_true, self.pos_val), event_score(y_pred, self.pos_val), event_weight(w)
         self._add_score(y, s, w)
 
     @locked
     def revert(self, y_true, y_pred, w=1.0) -> None:
-        y, s, w = event_label(y_true), event_score(y_pred), event_weight(w)
+        y, s, w = metric_label(y_true, self.pos_val), event_score(y_pred, self.pos_val), event_weight(w)
         if w > 0.0:
             entry = (self._pos if y else self._neg).get(s + 0.0, (0.0, 0))
-            _check_left(entry[1], entry[0], w, f"that is a {'positive' if y else 'negative'} of score {s!r}")
+            where = f"that is a {'positive' if y else 'negative'} of score {s!r}"
+            _check_left(entry[1], entry[0], w, where, _event(y_true, y_pred, w))
         self._add_score(y, s, -w)
 
     def _add_score(self, y: bool, s: float, w: float) -> None:
@@ -466,12 +541,13 @@ class MinCllr(_ProbaMetric):
 class _BinnedMetric(_ProbaMetric):
     """Per-bin weighted sums over fixed equal-width bins ``[k/n, (k+1)/n)`` (the last closed)."""
 
-    def __init__(self, n_bins: int):
+    def __init__(self, n_bins: int, pos_val=True):
         check_scalar(n_bins, "n_bins", numbers.Integral, low=1)
-        super().__init__()
+        super().__init__(pos_val)
         self.n_bins = n_bins
         self._edges = (np.arange(n_bins + 1) / n_bins).tolist()  # same edges as the array functions
         self._n = [0] * n_bins
+        self._n_pos = [0] * n_bins  # the positives among them: a revert of a class a bin holds none of is refused
         self._w = [0.0] * n_bins
         self._wy = [0.0] * n_bins
         self._wp = [0.0] * n_bins
@@ -479,9 +555,10 @@ class _BinnedMetric(_ProbaMetric):
     def _bin(self, p: float) -> int:
         return min(bisect.bisect_right(self._edges, p) - 1, self.n_bins - 1)
 
-    def _check_revert(self, y, p, w):
+    def _check_revert(self, y, p, w, event):
         k = self._bin(p)
-        _check_left(self._n[k], self._w[k], w, f"in bin {k}")
+        count, weight = (self._n_pos[k], self._wy[k]) if y else (self._n[k] - self._n_pos[k], self._w[k] - self._wy[k])
+        _check_left(count, weight, w, f"among the {'positives' if y else 'negatives'} in bin {k}", event)
         yf = float(y)
         _check_sums(
             [
@@ -493,6 +570,7 @@ class _BinnedMetric(_ProbaMetric):
             ],
             f"in bin {k}",
             self._w[k],
+            event,
         )
 
     def _more_sums(self, k: int, p: float, w: float) -> list:
@@ -503,6 +581,8 @@ class _BinnedMetric(_ProbaMetric):
             return
         k = self._bin(p)
         self._n[k] += 1 if w > 0.0 else -1
+        if y:
+            self._n_pos[k] += 1 if w > 0.0 else -1
         self._w[k] += w
         self._wy[k] += w * float(y)
         self._wp[k] += w * p
@@ -526,6 +606,10 @@ class ECE(_BinnedMetric):
     Parameters
     ----------
     n_bins : int, default 10
+    pos_val : hashable, default True
+        The positive label, as in river's binary metrics: an event is positive when
+        ``y_true == pos_val``, and a dict ``y_pred`` is read at ``pos_val``. With a bool (or 0/1)
+        ``pos_val`` every label must be a bool or 0/1.
 
     Examples
     --------
@@ -537,8 +621,8 @@ class ECE(_BinnedMetric):
     0.175
     """
 
-    def __init__(self, n_bins: int = 10):
-        super().__init__(n_bins)
+    def __init__(self, n_bins: int = 10, pos_val=True):
+        super().__init__(n_bins, pos_val)
 
     @locked
     def get(self) -> float:
@@ -557,6 +641,10 @@ class CalibrationLoss(_BinnedMetric):
     Parameters
     ----------
     n_bins : int, default 10
+    pos_val : hashable, default True
+        The positive label, as in river's binary metrics: an event is positive when
+        ``y_true == pos_val``, and a dict ``y_pred`` is read at ``pos_val``. With a bool (or 0/1)
+        ``pos_val`` every label must be a bool or 0/1.
 
     Examples
     --------
@@ -568,8 +656,8 @@ class CalibrationLoss(_BinnedMetric):
     0.11635
     """
 
-    def __init__(self, n_bins: int = 10):
-        super().__init__(n_bins)
+    def __init__(self, n_bins: int = 10, pos_val=True):
+        super().__init__(n_bins, pos_val)
         self._wpp = [0.0] * n_bins
 
     def _add_more(self, k, y, p, w):
@@ -609,6 +697,10 @@ class HosmerLemeshow(_ProbaMetric):
     ----------
     n_groups : int, default 10
     strategy : {"quantile", "uniform"}, default "quantile"
+    pos_val : hashable, default True
+        The positive label, as in river's binary metrics: an event is positive when
+        ``y_true == pos_val``, and a dict ``y_pred`` is read at ``pos_val``. With a bool (or 0/1)
+        ``pos_val`` every label must be a bool or 0/1.
 
     Examples
     --------
@@ -620,14 +712,15 @@ class HosmerLemeshow(_ProbaMetric):
     (0.662, 0.416)
     """
 
-    def __init__(self, n_groups: int = 10, strategy: str = "quantile"):
+    def __init__(self, n_groups: int = 10, strategy: str = "quantile", pos_val=True):
         check_scalar(n_groups, "n_groups", numbers.Integral, low=1)
         check_scalar(strategy, "strategy", choices=("uniform", "quantile"))
-        super().__init__()
+        super().__init__(pos_val)
         self.n_groups = n_groups
         self.strategy = strategy
         self._edges = (np.arange(n_groups + 1) / n_groups).tolist()
         self._counts = [0] * n_groups
+        self._counts_pos = [0] * n_groups  # the positives among them
         self._sums = [[0.0] * n_groups for _ in range(5)]  # n, o1, e1, o0, e0
         self._events: list[tuple[bool, float, float]] = []
 
@@ -642,6 +735,8 @@ class HosmerLemeshow(_ProbaMetric):
             return
         k = self._group(p)
         self._counts[k] += 1 if w > 0.0 else -1
+        if y:
+            self._counts_pos[k] += 1 if w > 0.0 else -1
         for sums, value in zip(self._sums, (1.0, float(y), p, 1.0 - float(y), 1.0 - p), strict=True):
             sums[k] = w * value + sums[k] if self._counts[k] else 0.0
 
@@ -655,18 +750,22 @@ class HosmerLemeshow(_ProbaMetric):
 
     @locked
     def revert(self, y_true, y_pred, w=1.0) -> None:
-        y, p, w = event_label(y_true), event_proba(y_pred), event_weight(w)
+        y, p, w = metric_label(y_true, self.pos_val), event_proba(y_pred, self.pos_val), event_weight(w)
         if self.strategy == "quantile" and w > 0.0:
             self._remove((y, p, w))  # raises before changing anything if absent
             return
         if w > 0.0:
             k = self._group(p)
-            _check_left(self._counts[k], self._sums[0][k], w, f"in group {k}")  # sums[0]: the group's weight
+            event = _event(y_true, y_pred, w)
+            # the class's events and weight in the group: sums[1] observed positives, sums[3] observed negatives
+            count = self._counts_pos[k] if y else self._counts[k] - self._counts_pos[k]
+            weight = self._sums[1 if y else 3][k]
+            _check_left(count, weight, w, f"among the {'positives' if y else 'negatives'} in group {k}", event)
             yf = float(y)
             names = ("weight", "observed positives", "expected positives", "observed negatives", "expected negatives")
             taken = (w, w * yf, w * p, w * (1.0 - yf), w * (1.0 - p))
             held = [(n, s[k], t) for n, s, t in zip(names, self._sums, taken, strict=True)]
-            _check_sums(held, f"in group {k}", self._sums[0][k])
+            _check_sums(held, f"in group {k}", self._sums[0][k], event)
         self._add(y, p, -w)
 
     def _group(self, p: float) -> int:
