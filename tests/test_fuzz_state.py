@@ -324,9 +324,11 @@ def _array_variants(arr: np.ndarray, indices: str, attr: str) -> list[tuple[str,
 # tests/test_ispline_prior_incremental.py; ``GEVCalibrator``'s ``_logit_beta``, the logistic member
 # it serves while the score prior holds: refitted at the next prediction,
 # tests/test_gev_logistic_prior.py; ``KeyedCalibrator``'s ``_src_base``, the global window's totals for
-# the LLR's prior odds: the prior's totals until the next refresh, tests/test_keyed_llr_prior.py), so
-# removing one is not a damage to refuse
-_OLDER_FORMATS_LACK = {"finite_rule", "_prior_start", "_logit_beta", "_src_base"}
+# the LLR's prior odds: the prior's totals until the next refresh, tests/test_keyed_llr_prior.py; the
+# river metrics' per-class counts of the revert check, ``_by_class``, ``_n_pos`` and ``_counts_pos``:
+# rebuilt where a part holds one class, else unknown and the part's totals checked until it empties,
+# tests/test_metrics_river.py), so removing one is not a damage to refuse
+_OLDER_FORMATS_LACK = {"finite_rule", "_prior_start", "_logit_beta", "_src_base", "_by_class", "_n_pos", "_counts_pos"}
 
 
 def mutations(name: str, *, indices: str):

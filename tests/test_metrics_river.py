@@ -379,3 +379,26 @@ def test_a_revert_of_the_other_class_is_refused_and_changes_nothing(name):
             metric.revert(False, y_pred, w=w)
         assert pickle.dumps(metric) == before
     metric.revert(True, 1.5 if llr else 0.9, w=2.0)  # what was added reverts
+
+
+@pytest.mark.parametrize("name", sorted(REVERT_CASES))
+def test_a_state_saved_before_the_class_counts_loads_and_reverts_what_it_holds(name):
+    events = [(True, 0.8, 1.0), (False, 0.85, 2.0), (True, 0.3, 1.0), (True, 0.35, 0.5), (False, 0.1, 1.0)]
+    metric = REVERT_CASES[name]()
+    for y, p, w in events:
+        metric.update(y, p, w=w)
+    state = metric.__getstate__()
+    older = {k: v for k, v in state.items() if k not in ("_by_class", "_n_pos", "_counts_pos")}
+    if older == state:  # Cllr and MinCllr always kept their classes apart
+        return
+    loaded = type(metric).__new__(type(metric))
+    loaded.__setstate__(copy.deepcopy(older))
+    assert loaded.get() == metric.get()
+    loaded.update(True, 0.8)  # learning goes on while the saved events' classes are unknown
+    for y, p, w in events[::-1]:  # every saved event reverts
+        loaded.revert(y, p, w=w)
+    loaded.revert(True, 0.8)
+    assert loaded.get() == metric.clone().get()
+    loaded.update(True, 0.5)
+    with pytest.raises(ValueError, match="never added"):  # emptied: the classes are known again
+        loaded.revert(False, 0.5)

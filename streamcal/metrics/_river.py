@@ -75,6 +75,16 @@ def _check_sums(sums, where: str, scale: float, event: str) -> None:
             raise ValueError(msg)
 
 
+def _positives(counts: list, weights: list, positive_weights: list) -> list:
+    """The positive counts of the parts (bins, groups) of a state saved without them: 0 where a
+    part holds no positive weight, all its events where it holds nothing else (the two sums then
+    took the same additions), -1 (unknown) where it holds both classes."""
+    return [
+        0 if wy == 0.0 else (n if wy == w else -1)
+        for n, w, wy in zip(counts, weights, positive_weights, strict=False)
+    ]
+
+
 class _ProbaMetric(LockedState, metrics.base.BinaryMetric):
     """Base: a binary metric on probabilities, lower is better, no confusion matrix.
 
@@ -99,9 +109,11 @@ class _ProbaMetric(LockedState, metrics.base.BinaryMetric):
         if "_edges" in vars(fresh) and state["_edges"] != fresh._edges:
             c.fail("`_edges`: expected the bin edges of `n_bins` equal bins.")
         for total, positives in (("_n", "_n_pos"), ("_counts", "_counts_pos")):
-            if positives in state and not all(0 <= a <= b for a, b in zip(state[positives], state[total], strict=True)):
+            if positives not in state:
+                continue
+            if not all(-1 <= a <= b for a, b in zip(state[positives], state[total], strict=True)):
                 found = c.brief(state[positives])
-                c.fail(f"`{positives}`: expected counts between 0 and those of `{total}`; found {found}.")
+                c.fail(f"`{positives}`: expected counts between 0 (-1: unknown) and those of `{total}`; found {found}.")
         for i, event in enumerate(state.get("_events") or ()):
             if not (
                 type(event) is tuple
@@ -121,6 +133,16 @@ class _ProbaMetric(LockedState, metrics.base.BinaryMetric):
                     and type(entry[1]) is int
                 ):
                     c.fail(f"`{table}[{key!r}]`: expected a score mapped to [weight, count]; found {c.brief(entry)}.")
+
+    def __setstate__(self, state):
+        super().__setstate__(self._with_class_counts(state))
+
+    @staticmethod
+    def _with_class_counts(state: dict) -> dict:
+        """A state saved before the per-class counts of the revert check, with them added: the
+        counts follow from the sums where a part of the state holds one class only, and are
+        marked unknown (-1) elsewhere, where ``revert`` checks the part's totals until it empties."""
+        return state
 
     def __init__(self, pos_val=True):
         # BinaryMetric.__init__ would build a confusion matrix we never use
@@ -190,11 +212,20 @@ class _MeanLoss(_ProbaMetric):
         from streamcal import _state_check as c
 
         negatives, positives = self._by_class
+        if negatives[0] == positives[0] == -1:  # unknown (a state saved before them, not empty)
+            return
         if min(negatives[0], negatives[1], positives[0], positives[1]) < 0 or (
             negatives[0] + positives[0] != self._n or negatives[1] + positives[1] != self._n_inf
         ):
             found = c.brief(self._by_class)
             c.fail(f"`_by_class`: expected the classes' event counts to add up to `_n` and `_n_inf`; found {found}.")
+
+    @staticmethod
+    def _with_class_counts(state):
+        if "_by_class" in state or type(state.get("_n")) is not int:
+            return state
+        unknown = -1 if state["_n"] else 0
+        return {**state, "_by_class": [[unknown, 0, 0.0, 0.0], [unknown, 0, 0.0, 0.0]]}
 
     def _loss(self, y: bool, p: float) -> float:
         raise NotImplementedError
@@ -203,6 +234,8 @@ class _MeanLoss(_ProbaMetric):
         loss = self._loss(y, p)
         infinite = math.isinf(loss)
         n, n_inf, weight, total = self._by_class[1 if y else 0]
+        if n < 0:  # per-class counts unknown: the totals
+            n, n_inf, weight, total = self._n, self._n_inf, self._weight, self._sum
         where = f"among the {'positives' if y else 'negatives'}"
         _check_left(n_inf if infinite else n - n_inf, weight, w,
                     f"{where} with {'an infinite' if infinite else 'a finite'} loss", event)
@@ -215,6 +248,8 @@ class _MeanLoss(_ProbaMetric):
             return
         step = 1 if w > 0.0 else -1
         part = self._by_class[1 if y else 0]
+        if part[0] < 0:  # per-class counts unknown (a state saved before them): kept apart until empty
+            part = [0, 0, 0.0, 0.0]
         self._n += step
         self._weight += w
         part[0] += step
@@ -229,6 +264,8 @@ class _MeanLoss(_ProbaMetric):
             part[2] = part[3] = 0.0
         if self._n == 0:
             self._weight = self._sum = 0.0
+            if self._by_class[0][0] < 0:  # unknown per-class counts: known again, none
+                self._by_class = [[0, 0, 0.0, 0.0], [0, 0, 0.0, 0.0]]
 
     @locked
     def get(self) -> float:
@@ -552,12 +589,23 @@ class _BinnedMetric(_ProbaMetric):
         self._wy = [0.0] * n_bins
         self._wp = [0.0] * n_bins
 
+    @staticmethod
+    def _with_class_counts(state):
+        if "_n_pos" in state or not all(type(state.get(a)) is list for a in ("_n", "_w", "_wy")):
+            return state
+        return {**state, "_n_pos": _positives(state["_n"], state["_w"], state["_wy"])}
+
     def _bin(self, p: float) -> int:
         return min(bisect.bisect_right(self._edges, p) - 1, self.n_bins - 1)
 
     def _check_revert(self, y, p, w, event):
         k = self._bin(p)
-        count, weight = (self._n_pos[k], self._wy[k]) if y else (self._n[k] - self._n_pos[k], self._w[k] - self._wy[k])
+        if self._n_pos[k] < 0:  # the bin's per-class counts unknown: its totals
+            count, weight = self._n[k], self._w[k]
+        elif y:
+            count, weight = self._n_pos[k], self._wy[k]
+        else:
+            count, weight = self._n[k] - self._n_pos[k], self._w[k] - self._wy[k]
         _check_left(count, weight, w, f"among the {'positives' if y else 'negatives'} in bin {k}", event)
         yf = float(y)
         _check_sums(
@@ -581,13 +629,14 @@ class _BinnedMetric(_ProbaMetric):
             return
         k = self._bin(p)
         self._n[k] += 1 if w > 0.0 else -1
-        if y:
+        if y and self._n_pos[k] >= 0:
             self._n_pos[k] += 1 if w > 0.0 else -1
         self._w[k] += w
         self._wy[k] += w * float(y)
         self._wp[k] += w * p
         self._add_more(k, y, p, w)
         if self._n[k] == 0:  # an emptied bin is exactly empty
+            self._n_pos[k] = 0
             for sums in self._all_sums():
                 sums[k] = 0.0
 
@@ -735,8 +784,10 @@ class HosmerLemeshow(_ProbaMetric):
             return
         k = self._group(p)
         self._counts[k] += 1 if w > 0.0 else -1
-        if y:
+        if y and self._counts_pos[k] >= 0:
             self._counts_pos[k] += 1 if w > 0.0 else -1
+        if not self._counts[k]:
+            self._counts_pos[k] = 0
         for sums, value in zip(self._sums, (1.0, float(y), p, 1.0 - float(y), 1.0 - p), strict=True):
             sums[k] = w * value + sums[k] if self._counts[k] else 0.0
 
@@ -757,9 +808,13 @@ class HosmerLemeshow(_ProbaMetric):
         if w > 0.0:
             k = self._group(p)
             event = _event(y_true, y_pred, w)
-            # the class's events and weight in the group: sums[1] observed positives, sums[3] observed negatives
-            count = self._counts_pos[k] if y else self._counts[k] - self._counts_pos[k]
-            weight = self._sums[1 if y else 3][k]
+            # the class's events and weight in the group: sums[1] observed positives, sums[3] observed
+            # negatives (the group's, sums[0], where its per-class counts are unknown)
+            if self._counts_pos[k] < 0:
+                count, weight = self._counts[k], self._sums[0][k]
+            else:
+                count = self._counts_pos[k] if y else self._counts[k] - self._counts_pos[k]
+                weight = self._sums[1 if y else 3][k]
             _check_left(count, weight, w, f"among the {'positives' if y else 'negatives'} in group {k}", event)
             yf = float(y)
             names = ("weight", "observed positives", "expected positives", "observed negatives", "expected negatives")
@@ -767,6 +822,15 @@ class HosmerLemeshow(_ProbaMetric):
             held = [(n, s[k], t) for n, s, t in zip(names, self._sums, taken, strict=True)]
             _check_sums(held, f"in group {k}", self._sums[0][k], event)
         self._add(y, p, -w)
+
+    @staticmethod
+    def _with_class_counts(state):
+        sums = state.get("_sums")
+        if "_counts_pos" in state or type(state.get("_counts")) is not list or type(sums) is not list:
+            return state
+        if len(sums) < 2 or type(sums[0]) is not list or type(sums[1]) is not list:
+            return state  # the state check names what is wrong
+        return {**state, "_counts_pos": _positives(state["_counts"], sums[0], sums[1])}
 
     def _group(self, p: float) -> int:
         return min(bisect.bisect_right(self._edges, p) - 1, self.n_groups - 1)
