@@ -29,6 +29,22 @@ _fsum = math.fsum
 _NAN = math.nan
 
 
+def _refuse_keyed(calibrator) -> None:
+    """A keyed calibrator takes a key with each score, which the wrapper, passing the model's
+    score alone, does not have: refuse it when the wrapper is built, not at its first event
+    (after the model has learned it)."""
+    from streamcal.keyed import KeyedCalibrator
+    from streamcal.keyed_offset import KeyedOffsetCalibrator
+
+    if isinstance(calibrator, (KeyedCalibrator, KeyedOffsetCalibrator)):
+        msg = (
+            f"`calibrator` must take the model's score alone; got a {type(calibrator).__name__}, which takes a key "
+            "with each score: calibrate the model's scores per key with it directly (learn_one({'key': k, 'score': p}, "
+            "y) after the model's predict_proba_one), or wrap a binary calibrator such as PAVCalibrator()."
+        )
+        raise TypeError(msg)
+
+
 class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifier):
     """A river classifier whose probabilities are calibrated online by a streamcal calibrator.
 
@@ -138,6 +154,7 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
         if not isinstance(calibrator, base.Estimator) or not hasattr(calibrator, "learn_one"):
             msg = f"`calibrator` must be a streamcal calibrator (a river classifier); got {calibrator!r}."
             raise TypeError(msg)
+        _refuse_keyed(calibrator)
         self.classifier = classifier
         self.calibrator = calibrator
         self.pos_val = pos_val
