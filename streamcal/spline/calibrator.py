@@ -169,7 +169,7 @@ class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
     >>> cal = ISplineCalibrator(window=CountWindow(10_000), n_knots=4, refit_every=1000)
     >>> proba, llr = cal.prequential(scores, labels)
     >>> print(np.round(cal.predict_proba([0.1, 0.5, 0.9]), 2))
-    [0.01 0.25 0.81]
+    [0.   0.25 0.81]
     >>> cal.learn_one({"score": 0.5}, True)
     >>> round(cal.predict_proba_one({"score": 0.5})[True], 2), cal.window_weight
     (0.25, 10000.0)
