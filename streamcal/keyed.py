@@ -638,7 +638,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
             raise TypeError(msg)
         if self.key_key not in x:
             msg = f"`x` must hold the key under {self.key_key!r}; got the keys {sorted(map(str, x))}."
-            raise ValueError(msg)
+            raise InvalidKeyError(msg)
         key = x[self.key_key]
         if self.score_key is not None:
             if self.score_key not in x:

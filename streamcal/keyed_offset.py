@@ -27,6 +27,7 @@ from streamcal._validation import (
     fmt,
     keywords_named,
 )
+from streamcal.exceptions import InvalidKeyError
 
 __all__ = ["KeyedOffsetCalibrator"]
 
@@ -287,7 +288,7 @@ class KeyedOffsetCalibrator(KeyedRiverChecks, LockedState, base.Classifier):
                 f"`{name}` must hold {self._key_kind} keys, as this calibrator learned before; "
                 f"got {fmt(column.keys[column.codes[0]])} at position 0 (one kind of key per calibrator)."
             )
-            raise ValueError(msg)
+            raise InvalidKeyError(msg)
         return column
 
     def _codes(self, column, learn: bool, learned: np.ndarray | None = None) -> np.ndarray:
@@ -448,12 +449,15 @@ class KeyedOffsetCalibrator(KeyedRiverChecks, LockedState, base.Classifier):
             raise TypeError(msg)
         if self.key_key not in x:
             msg = f"`x` must hold the key under {self.key_key!r}; got the keys {sorted(map(str, x))!r}."
-            raise KeyError(msg)
-        column = self._checked_keys([x[self.key_key]], name=f"x[{self.key_key!r}]")
+            raise InvalidKeyError(msg)
+        try:
+            column = self._checked_keys([x[self.key_key]], name=f"x[{self.key_key!r}]")
+        except InvalidKeyError as exc:  # one event: its key has no position
+            raise InvalidKeyError(str(exc).replace(" at position 0", "")) from None
         if self.score_key is not None:
             if self.score_key not in x:
                 msg = f"`x` must hold the score under {self.score_key!r}; got the keys {sorted(map(str, x))!r}."
-                raise KeyError(msg)
+                raise ValueError(msg)
             s = x[self.score_key]
         else:
             rest = [value for name, value in x.items() if name != self.key_key]

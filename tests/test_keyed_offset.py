@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamcal import KeyedOffsetCalibrator, PAVCalibrator, PlattCalibrator
+from streamcal import KeyedCalibrator, KeyedOffsetCalibrator, PAVCalibrator, PlattCalibrator
 from streamcal._kernels import _config
+from streamcal.exceptions import InvalidKeyError
 
 
 # ------------------------------------------------------------------------------ the reference
@@ -270,19 +271,23 @@ def test_keys_of_another_kind_than_learned_are_refused():
     cal = KeyedOffsetCalibrator()
     cal.update([1, 2], [0.1, 0.2], [0, 1])
     before = pickle.dumps(cal)
-    with pytest.raises(ValueError, match=r"`keys` must hold int keys, as this calibrator learned before; got 'a'"):
+    with pytest.raises(InvalidKeyError, match=r"`keys` must hold int keys, as this calibrator learned before; got 'a'"):
         cal.update(["a", "b"], [0.1, 0.2], [0, 1])
-    with pytest.raises(ValueError, match=r"`x\['key'\]` must hold int keys.*got 'a'"):
+    with pytest.raises(InvalidKeyError, match=r"`keys` must hold int keys.*got 'a' at position 0"):
+        cal.predict_proba(["a"], [0.1])
+    with pytest.raises(InvalidKeyError, match=r"^`x\['key'\]` must hold int keys.*got 'a' \(one kind"):
         cal.learn_one({"key": "a", "score": 0.1}, True)
+    with pytest.raises(InvalidKeyError, match=r"^`x\['key'\]` must hold int keys.*got 'a' \(one kind"):
+        cal.predict_proba_one({"key": "a", "score": 0.1})
     assert pickle.dumps(cal) == before
 
 
 @pytest.mark.parametrize(
     ("x", "error", "message"),
     [
-        ({"score": 0.1}, KeyError, r"`x` must hold the key under 'key'"),
-        ({"key": None, "score": 0.1}, ValueError, r"`x\['key'\]` must hold integer or string keys; got None"),
-        ({"key": float("nan"), "score": 0.1}, ValueError, r"got nan at position 0"),
+        ({"score": 0.1}, InvalidKeyError, r"^`x` must hold the key under 'key'"),
+        ({"key": None, "score": 0.1}, InvalidKeyError, r"^`x\['key'\]` must hold integer or string keys; got None \("),
+        ({"key": float("nan"), "score": 0.1}, InvalidKeyError, r"got nan \("),
         ({"key": [1], "score": 0.1}, ValueError, r"got \[1\]"),
         ({"key": 1, "score": 0.1, "other": 2}, ValueError, r"exactly one entry besides 'key'"),
         ({"key": 1, "score": 1.5}, ValueError, r"1\.5"),
@@ -299,6 +304,37 @@ def test_bad_river_input_gets_a_clear_error_and_changes_nothing(x, error, messag
     with pytest.raises(error, match=message):
         cal.predict_proba_one(x)
     assert pickle.dumps(cal) == before
+
+
+def test_river_face_errors_are_those_of_keyed_calibrator():
+    """Both keyed calibrators refuse a bad event of the river face with the same error type, one
+    line without a position (one event), naming ``x``'s entry; a refused call changes nothing."""
+    bad = [
+        {"s": 0.1},  # no key
+        {"key": "a", "s": 0.1},  # a key of the other kind
+        {"key": None, "s": 0.1},
+        {"key": 1.5, "s": 0.1},
+        {"key": 1, "score": 0.1},  # no score under score_key
+        {"key": 1, "s": float("nan")},
+    ]
+    cals = [KeyedCalibrator(score_key="s"), KeyedOffsetCalibrator(score_key="s")]
+    for cal in cals:
+        cal.learn_one({"key": 1, "s": 0.3}, True)
+    for x in bad:
+        kinds = []
+        for cal in cals:
+            before = pickle.dumps(cal)
+            for call in (lambda: cal.learn_one(x, True), lambda: cal.predict_proba_one(x)):
+                with pytest.raises(ValueError) as info:
+                    call()
+                text = str(info.value)
+                assert "position" not in text
+                assert text.startswith("`x")
+                kinds.append(type(info.value))
+            assert pickle.dumps(cal) == before
+        assert len(set(kinds)) == 1, (x, kinds)
+        if "key" not in x or x["key"] != 1:
+            assert kinds[0] is InvalidKeyError
 
 
 def test_bad_labels_weights_and_scores_name_their_position_and_change_nothing():
