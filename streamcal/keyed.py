@@ -722,8 +722,8 @@ class TemplateKeyedCalibrator(TemplateKeys, KeyedCalibrator):
 
     Over a :class:`streamcal.VennAbersCalibrator` template it also gives the Venn–Abers interval
     of every prediction, each key's from its own calibrator (the global calibrator's for a key
-    without a state): ``predict_interval``, ``prequential_with_interval`` and
-    ``process_with_interval``. The last two exist only then (``hasattr`` tells), as on the
+    without a state): ``predict_interval``, ``predict_interval_one``, ``prequential_with_interval``
+    and ``process_with_interval``. The last three exist only then (``hasattr`` tells), as on the
     unkeyed calibrators.
     """
 
@@ -748,6 +748,21 @@ class TemplateKeyedCalibrator(TemplateKeys, KeyedCalibrator):
             return self._with_interval(keys, scores, labels, learn_mask, weights, times, None)
 
         return process_with_interval
+
+    @property
+    def predict_interval_one(self):
+        """``predict_interval_one(x) -> (p0, p1)``: the Venn–Abers interval of the key and score in
+        ``x`` with the current state, as Python floats: the key's own calibrator's, the global
+        calibrator's for a key without a state (a Venn–Abers template only)."""
+        self._need_intervals("predict_interval_one")
+
+        def predict_interval_one(x: dict) -> tuple[float, float]:
+            keys, scores, name = self._split(x)
+            with self._lock, _one_event(self.key_key, name):
+                p0, p1 = self.predict_interval(keys, scores)
+            return float(p0[0]), float(p1[0])
+
+        return predict_interval_one
 
     def _need_intervals(self, name: str) -> None:
         from streamcal.isotonic.venn_abers import VennAbersCalibrator

@@ -565,3 +565,27 @@ def test_only_venn_abers_keys_have_the_interval_methods_and_a_refused_call_chang
     assert to_bytes(cal) == before
     empty = cal.prequential_with_interval([], [], [])
     assert [a.size for a in empty] == [0, 0, 0, 0]
+
+
+def test_venn_abers_keys_give_the_interval_of_one_event_on_the_river_face():
+    # predict_interval_one: the key's own calibrator's (p0, p1) as floats, the global calibrator's
+    # for a key without a state; absent over other templates; a refused call changes nothing
+    keys, s, y, w, t = stream(n=500, n_keys=3, seed=43)
+    cal = KeyedCalibrator(TEMPLATES["venn-abers"], prior_strength=0).update(keys, s, y, weights=w, times=t)
+    for key, score in [(0, 0.2), (1, 0.5), (2, 0.83), (0, 0.97), (99, 0.4), (99, 0.61)]:
+        own = cal.key_state(key) if key in cal else cal.global_calibrator
+        got = cal.predict_interval_one({"key": key, "score": score})
+        assert all(type(v) is float for v in got)
+        assert got == own.predict_interval_one({"score": score})
+        assert got == tuple(float(a[0]) for a in cal.predict_interval([key], [score]))
+    for other in (KeyedCalibrator(), KeyedCalibrator(TEMPLATES["platt"])):
+        assert not hasattr(other, "predict_interval_one")
+        with pytest.raises(AttributeError, match="predict_interval_one"):
+            other.predict_interval_one
+    before = to_bytes(cal)
+    with pytest.raises(ValueError, match=r"^`x\['score'\]`.*nan") as info:
+        cal.predict_interval_one({"key": 1, "score": float("nan")})
+    assert "position" not in str(info.value)
+    with pytest.raises(streamcal.exceptions.InvalidKeyError, match=r"^`x\['key'\]`.*'a'"):
+        cal.predict_interval_one({"key": "a", "score": 0.5})
+    assert to_bytes(cal) == before
