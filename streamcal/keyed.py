@@ -75,7 +75,11 @@ def _one_event(key_name, score_name):
         yield
     except (ValueError, TypeError) as exc:
         msg = str(exc)
-        if type(exc) not in (ValueError, TypeError, InvalidKeyError) or " at position 0" not in msg:
+        if type(exc) not in (ValueError, TypeError, InvalidKeyError):
+            raise
+        if " at position 0" not in msg:
+            if msg.endswith("pass `times=`."):  # a time window's times, as the unkeyed river face says it
+                raise type(exc)(msg.replace("pass `times=`.", "pass `t=` to learn_one.")) from None
             raise
         for column, one in (("keys", f"x[{key_name!r}]"), ("scores", f"x[{score_name!r}]"), ("labels", "y"),
                             ("weights", "w"), ("times", "t")):

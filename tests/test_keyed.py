@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamcal
-from streamcal import KeyedCalibrator, PAVCalibrator
+from streamcal import ISplineCalibrator, KeyedCalibrator, PAVCalibrator
 from streamcal._keyed_rows import SHAPE_POSITIVES
 from streamcal.exceptions import StateFileError
 from streamcal.windows import CountWindow, Decay, TimeWindow
@@ -599,4 +599,21 @@ def test_the_river_face_errors_name_its_own_arguments_and_change_nothing(templat
             cal.learn_one(x, y, w)
     with pytest.raises(ValueError, match=r"^`x\['s'\]` must be finite; got nan\.$"):
         cal.predict_proba_one({"c": 1, "s": float("nan")})
+    assert streamcal.persist.to_bytes(cal) == before
+
+
+@pytest.mark.parametrize("template", [PAVCalibrator(window="1h"), ISplineCalibrator(window="1h")])
+def test_a_time_window_without_times_names_the_faces_own_argument(template):
+    # the river face's argument is `t`, as the unkeyed calibrator's river face says; the array
+    # face's is `times`; a refused call changes nothing
+    cal = KeyedCalibrator(template)
+    cal.learn_one({"key": 1, "score": 0.3}, True, t=5.0)
+    before = streamcal.persist.to_bytes(cal)
+    with pytest.raises(ValueError) as unkeyed:
+        template.clone().learn_one({"score": 0.1}, True)
+    with pytest.raises(ValueError) as keyed:
+        cal.learn_one({"key": 1, "score": 0.1}, True)
+    assert str(keyed.value) == str(unkeyed.value) == "TimeWindow needs event times: pass `t=` to learn_one."
+    with pytest.raises(ValueError, match=r"^TimeWindow needs event times: pass `times=`\.$"):
+        cal.update([1], [0.1], [True])
     assert streamcal.persist.to_bytes(cal) == before
