@@ -158,7 +158,7 @@ class TemplateKeys:
     'TemplateKeyedCalibrator'
     >>> proba, llr = cal.prequential(keys, scores, labels)
     >>> np.round(cal.predict_proba([0, 1, 2], [0.5, 0.5, 0.5]), 1).tolist()
-    [0.3, 0.5, 0.6]
+    [0.3, 0.5, 0.7]
     """
 
     def __init__(
