@@ -51,6 +51,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_compare import export_revision
+
 from streamcal import KeyedCalibrator, PAVCalibrator, use_compiled_kernels
 from streamcal.windows import CountWindow, Decay
 
@@ -268,24 +271,6 @@ def ab_child(n: int, n_keys: int, windows: list, strengths: list) -> dict:
             digest = hashlib.sha256(np.ascontiguousarray(p).tobytes() + np.ascontiguousarray(llr).tobytes())
             out["cases"][f"{window}, prior_strength={name}"] = {"seconds": seconds, "digest": digest.hexdigest()}
     return out
-
-
-def export_revision(rev: str, parent: Path) -> Path:
-    """``git archive`` of ``rev``'s ``streamcal`` package into a new directory under ``parent``."""
-    commit = subprocess.run(["git", "rev-parse", "--verify", "--short", f"{rev}^{{commit}}"], cwd=ROOT,
-                            capture_output=True, text=True, check=False)
-    if commit.returncode:
-        msg = f"--old must name a git revision of {ROOT}; got {rev!r}: {commit.stderr.strip()}"
-        raise SystemExit(msg)
-    where = parent / f"old-{commit.stdout.strip()}"
-    where.mkdir()
-    archive = subprocess.Popen(["git", "archive", "--format=tar", rev, "streamcal"], cwd=ROOT, stdout=subprocess.PIPE)
-    subprocess.run(["tar", "-x", "-C", str(where)], stdin=archive.stdout, check=True)
-    archive.stdout.close()
-    if archive.wait():
-        msg = f"git archive {rev} streamcal failed (exit {archive.returncode})"
-        raise SystemExit(msg)
-    return where
 
 
 def run_ab_child(version: str, n: int, n_keys: int, windows: list, strengths: list) -> dict:
