@@ -541,6 +541,13 @@ def test_keyed_reads_a_key_never_seen_as_a_key_error_naming_it():
     assert pickle.dumps(keyed) == before
     assert keyed[np.int64(3)] is keyed[3]  # the live monitor
     assert keyed.alpha_of(np.int64(0)) == 0.025
+    assert 3 in keyed
+    assert np.int64(6) in keyed
+    assert 123 not in keyed
+    assert "3" not in keyed
+    assert 2.5 not in keyed  # a float cannot be a key: not held, no error
+    assert None not in keyed
+    assert pickle.dumps(keyed) == before
 
 
 def test_keyed_reset_restarts_every_key_and_one_key_through_its_monitor(rng):

@@ -249,6 +249,15 @@ class KeyedMonitor(LockedState):
         return len(self._monitors)
 
     @locked
+    def __contains__(self, key) -> bool:
+        """Whether ``key`` has a monitor (False for a key never seen or that cannot be one)."""
+        try:
+            (held,) = as_key_column([key], "key").keys
+        except (TypeError, ValueError):
+            return False
+        return held in self._monitors
+
+    @locked
     def get(self) -> dict:
         """Each key's e-value."""
         return {key: m.get() for key, m in self._monitors.items()}
