@@ -302,6 +302,22 @@ def nnls_sum_capped_gram(gram, rhs, cap, x):
     return nnls_sum_capped_gram_warm(gram, rhs, cap, x, passive)
 
 
+@jit_noalloc(forceinline=True)
+def _solver_scale(gram, rhs, p):
+    """The active-set solver's scale: the largest of the Gram's diagonal and the right-hand
+    side's magnitudes over the first ``p`` coefficients (1 where all are 0); its tolerances are
+    relative to it."""
+    scale = 0.0
+    for i in range(p):
+        if gram[i, i] > scale:
+            scale = gram[i, i]
+        if abs(rhs[i]) > scale:
+            scale = abs(rhs[i])
+    if scale == 0.0:
+        scale = 1.0
+    return scale
+
+
 @jit
 def nnls_sum_capped_gram_warm(gram, rhs, cap, x, passive):
     """Exact minimiser of ``1/2 x'Gx - b'x`` over ``x >= 0, sum(x) <= cap`` (``cap > 0``).
@@ -323,14 +339,7 @@ def nnls_sum_capped_gram_warm(gram, rhs, cap, x, passive):
     ``p + 1`` ulps).
     """
     p = gram.shape[0]
-    scale = 0.0
-    for i in range(p):
-        if gram[i, i] > scale:
-            scale = gram[i, i]
-        if abs(rhs[i]) > scale:
-            scale = abs(rhs[i])
-    if scale == 0.0:
-        scale = 1.0
+    scale = _solver_scale(gram, rhs, p)
     tol = 1e-12 * scale
     rejected = np.zeros(p, dtype=np.bool_)
     reject_cap = False
@@ -521,14 +530,7 @@ def free_set_band_solve(band, cross, gram, rhs, p, order, free, cap, x):
     j + d]`` for ``d <= order``) and ``cross`` (``B' W y``): :func:`free_set_runs_solve` with the
     cap free, the solver's scale read from ``gram`` and ``rhs``, on scratch it allocates.
     """
-    scale = 0.0
-    for i in range(p):
-        if gram[i, i] > scale:
-            scale = gram[i, i]
-        if abs(rhs[i]) > scale:
-            scale = abs(rhs[i])
-    if scale == 0.0:
-        scale = 1.0
+    scale = _solver_scale(gram, rhs, p)
     k1 = order + 1
     run = np.empty(p, dtype=np.intp)
     red = np.empty((p, k1))
