@@ -150,6 +150,24 @@ def river_face_at(rev: str, old_ks):
     return module
 
 
+def load_at(rev: str, name: str, text: str, *, importable: bool = False):
+    """A module ``name`` made of a revision's source ``text``, written to a file in a temporary
+    folder (numba caches a kernel by its file) and loaded; ``importable`` puts that folder on the
+    path, for the modules that import it by name."""
+    folder = Path(tempfile.gettempdir()) / f"streamcal_bench_ispline_at_{rev}"
+    folder.mkdir(exist_ok=True)
+    file = folder / f"{name}.py"
+    if not file.exists() or file.read_text(encoding="utf-8") != text:
+        file.write_text(text, encoding="utf-8")
+    if importable and str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def prior_river_at(rev: str, kips, old_k):
     """The module ``streamcal/_kernels/ispline_prior_river.py`` at git revision ``rev`` on the prior's
     stream kernels ``kips`` of that revision (and ``old_k`` where the I-spline kernels differ), loaded
@@ -162,17 +180,7 @@ def prior_river_at(rev: str, kips, old_k):
     text = text.replace("from streamcal._kernels.ispline_prior_stream import", f"from {kips.__name__} import")
     if old_k is not None:
         text = text.replace("from streamcal._kernels.ispline import", f"from {old_k.__name__} import")
-    folder = Path(tempfile.gettempdir()) / f"streamcal_bench_ispline_at_{rev}"
-    folder.mkdir(exist_ok=True)
-    name = f"ispline_prior_river_at_{rev}"
-    file = folder / f"{name}.py"
-    if not file.exists() or file.read_text(encoding="utf-8") != text:
-        file.write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, file)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_at(rev, f"ispline_prior_river_at_{rev}", text)
 
 
 def prior_refit_at(rev: str, old_k):
@@ -223,19 +231,7 @@ def prior_incr_at(rev: str, old_k):
         return None
     if old_k is not None:
         text = text.replace("from streamcal._kernels.ispline import", f"from {old_k.__name__} import")
-    folder = Path(tempfile.gettempdir()) / f"streamcal_bench_ispline_at_{rev}"
-    folder.mkdir(exist_ok=True)
-    name = f"ispline_prior_incr_at_{rev}"
-    file = folder / f"{name}.py"
-    if not file.exists() or file.read_text(encoding="utf-8") != text:
-        file.write_text(text, encoding="utf-8")
-    if str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
-    spec = importlib.util.spec_from_file_location(name, file)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return name
+    return load_at(rev, f"ispline_prior_incr_at_{rev}", text, importable=True).__name__
 
 
 def calibrator_at(rev: str):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from streamcal import ISplineCalibrator
+from streamcal._kernels import ispline_prior as _kip
+from streamcal._kernels import ispline_prior_stream as _kips
 
 
 class EngineLoop(ISplineCalibrator):
@@ -40,3 +42,14 @@ def calls_then_whole(cls, kw: dict, stream) -> tuple[np.ndarray, tuple[np.ndarra
         if learn[i]:
             cal.update(scores[i : i + 1], labels[i : i + 1], weights=weights[i : i + 1], times=times[i : i + 1])
     return np.array(got), cal.prequential(scores, labels, weights=weights, times=times + times[-1])
+
+
+def prior_scratch(B):
+    """The score prior's kernels' scratch for ``B`` buckets: the grid's sums, the kept solve's
+    state, its two small systems and the strength's work rows."""
+    k1 = _kips.ORDER + 1
+    six = _kip.ORDER + 1
+    return (
+        np.zeros(2 * B), np.zeros(_kips.K_SIZE), np.zeros((k1, k1)), np.zeros(2 * k1), np.empty(3 * B),
+        np.empty((six, six)),
+    )  # fmt: skip

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ispline_loops import prior_scratch
 
 from streamcal import ISplineCalibrator
 from streamcal._kernels import _config
@@ -30,15 +31,6 @@ def labelled(n, seed, shift):
     return 1 / (1 + np.exp(-z)), rng.uniform(size=n) < 1 / (1 + np.exp(-(z + shift)))
 
 
-def scratch(B):
-    k1 = _kips.ORDER + 1
-    six = _kip.ORDER + 1
-    return (
-        np.zeros(2 * B), np.zeros(_kips.K_SIZE), np.zeros((k1, k1)), np.zeros(2 * k1), np.empty(3 * B),
-        np.empty((six, six)),
-    )  # fmt: skip
-
-
 def follow(n, seed, shift, n_buckets, window, first=40):
     """Per event after ``first``: the kept kernel's and the exact kernel's strength and fitted
     ``(a, b)``, each from its own warm start (reset to (0, 0) where the strength is 0, as the
@@ -51,7 +43,7 @@ def follow(n, seed, shift, n_buckets, window, first=40):
     grid = np.empty(3 * B)
     _config.run(_kip.prior_grid_constants, 0, centres, B, 0.5, grid)
     kept_start, exact_start = np.zeros(2), np.zeros(2)
-    work = scratch(B)
+    work = prior_scratch(B)
     out = []
     for i in range(first, n):
         cal.update(scores[i : i + 1], labels[i : i + 1])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ispline_loops import prior_scratch
 
 from streamcal import ISplineCalibrator
 from streamcal._kernels import _config
@@ -23,15 +24,6 @@ from streamcal._kernels import ispline_prior as _kip
 from streamcal._kernels import ispline_prior_stream as _kips
 from streamcal._kernels import prior as _kp
 from streamcal.buckets import LogitGrid
-
-
-def scratch(B):
-    k1 = _kips.ORDER + 1
-    six = _kip.ORDER + 1
-    return (
-        np.zeros(2 * B), np.zeros(_kips.K_SIZE), np.zeros((k1, k1)), np.zeros(2 * k1), np.empty(3 * B),
-        np.empty((six, six)),
-    )  # fmt: skip
 
 
 def grid_of(cal):
@@ -52,7 +44,7 @@ def test_moves_beyond_the_radius_take_new_anchors_within_1e10_of_the_exact_kerne
     centres, grid = grid_of(cal)
     B = centres.size
     kept_start, exact_start = np.zeros(2), np.zeros(2)
-    work = scratch(B)
+    work = prior_scratch(B)
     kept = work[1]
     hows, moved = [], 0
     for i in range(first, n):
@@ -91,7 +83,7 @@ def test_a_far_start_converges_or_leaves_the_taylor_kernels_bits(shift, n):
     floats = cal.window_histogram.live_arrays()[0]
     unit = cal.window_histogram.stored_unit()
     start = np.zeros(2)  # the cold start, far from a miscalibrated row's optimum
-    work = scratch(B)
+    work = prior_scratch(B)
     kappa, how = _config.run(_kips.prior_strength_kept, 0, floats, _hk.SF_HEADER, B, unit, centres, grid, start, *work)
     taylor_start = np.zeros(2)
     taylor, _ = _config.run(
