@@ -130,6 +130,13 @@ class KeyedOffsetCalibrator(KeyedRiverChecks, LockedState, base.Classifier):
     Trials, 1986.
     """
 
+    # why streamcal.merge refuses it (read by streamcal.merging, which this module imports)
+    _not_merged_because = (
+        "each key's sums count its events at the probability its part's global map served then, and "
+        "another part's global map served others, so no combination of the parts' sums is the calibrator "
+        "of the whole stream; KeyedCalibrator merges"
+    )
+
     def __init__(
         self,
         calibrator: StreamingCalibrator | None = None,

@@ -41,7 +41,6 @@ still in their warm-up merge by replaying the buffered events.
 from __future__ import annotations
 
 import copy
-import sys
 
 import numpy as np
 
@@ -135,26 +134,13 @@ def merge(*calibrators):
 
 
 # ---------------------------------------------------------------------------------------- checks
-# learners that exist in the package and do not merge: (module, class) -> why
-_DO_NOT_MERGE = {
-    ("streamcal.keyed_offset", "KeyedOffsetCalibrator"): (
-        "each key's sums count its events at the probability its part's global map served then, and "
-        "another part's global map served others, so no combination of the parts' sums is the calibrator "
-        "of the whole stream; KeyedCalibrator merges"
-    ),
-}
-
-
 def _not_mergeable(cal, i: int, alone: bool = False) -> str:
     """The refusal of ``cal`` (at position ``i``; ``alone``: the only argument, not an iterable),
     which is not :class:`Mergeable`."""
     name = type(cal).__name__
-    for (module, cls), why in _DO_NOT_MERGE.items():
-        # an instance exists only once its module is loaded: looked up, not imported (the
-        # module imports this one)
-        loaded = sys.modules.get(module)
-        if loaded is not None and isinstance(cal, getattr(loaded, cls)):
-            return f"`calibrators` cannot be merged: {name} (position {i}) does not merge: {why}."
+    why = getattr(type(cal), "_not_merged_because", None)  # a learner of the package that says why not
+    if type(why) is str:
+        return f"`calibrators` cannot be merged: {name} (position {i}) does not merge: {why}."
     if alone:
         return (
             "`calibrators` must be streamcal streaming calibrators, given one by one (merge(a, b, ...)) or as "
@@ -165,6 +151,8 @@ def _not_mergeable(cal, i: int, alone: bool = False) -> str:
         "streaming calibrators, KeyedCalibrator and GEVCanonicalClassifier merge; the multiclass calibrators, "
         "KeyedOffsetCalibrator and CalibratedClassifier do not."
     )
+
+
 def _a(name: str) -> str:
     """``name`` with its indefinite article: "a float", "an ISplineCalibrator"."""
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
