@@ -16,7 +16,10 @@ from river import base
 
 from streamcal._locking import LockedState
 from streamcal._streaming import StreamingCalibrator
+from streamcal.exceptions import InvalidKeyError
 from streamcal.isotonic.streaming import PAVCalibrator as _PAV
+from streamcal.keyed import KeyedCalibrator
+from streamcal.keyed_offset import KeyedOffsetCalibrator
 from streamcal.multiclass.streaming import _ScoreDictCalibrator
 from streamcal.persist import Persistable
 
@@ -29,20 +32,10 @@ _fsum = math.fsum
 _NAN = math.nan
 
 
-def _refuse_keyed(calibrator) -> None:
-    """A keyed calibrator takes a key with each score, which the wrapper, passing the model's
-    score alone, does not have: refuse it when the wrapper is built, not at its first event
-    (after the model has learned it)."""
-    from streamcal.keyed import KeyedCalibrator
-    from streamcal.keyed_offset import KeyedOffsetCalibrator
-
-    if isinstance(calibrator, (KeyedCalibrator, KeyedOffsetCalibrator)):
-        msg = (
-            f"`calibrator` must take the model's score alone; got a {type(calibrator).__name__}, which takes a key "
-            "with each score: calibrate the model's scores per key with it directly (learn_one({'key': k, 'score': p}, "
-            "y) after the model's predict_proba_one), or wrap a binary calibrator such as PAVCalibrator()."
-        )
-        raise TypeError(msg)
+def _key_key(calibrator) -> str | None:
+    """The entry of ``x`` a keyed calibrator (:class:`streamcal.KeyedCalibrator`,
+    :class:`streamcal.KeyedOffsetCalibrator`) reads each event's key from; None for any other."""
+    return calibrator.key_key if isinstance(calibrator, (KeyedCalibrator, KeyedOffsetCalibrator)) else None
 
 
 class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifier):
@@ -82,6 +75,12 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
     ``(0, 1 / (n + 1))``. The calibrator still learns such an event, at score 0 (the probability
     river's metrics read for a missing class), and once the model gives a probability for
     ``pos_val`` the calibrator's map serves it.
+
+    **Keyed calibrators** (:class:`streamcal.KeyedCalibrator`, :class:`streamcal.KeyedOffsetCalibrator`)
+    calibrate per key (campaign, merchant): the wrapper reads each event's key from ``x`` under the
+    calibrator's ``key_key`` and passes ``{key_key: x[key_key], "score": p}``; the model sees the whole
+    ``x``, key included (a pipeline as ``classifier`` can drop it, e.g. with ``compose.Discard``). An
+    ``x`` without the key is an error, before anything learns.
 
     **Multiclass calibrators** (calibrators whose ``_multiclass`` is true, such as
     ``streamcal.multiclass.PairwiseCouplingCalibrator``) get the model's whole ``predict_proba_one``
@@ -154,7 +153,6 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
         if not isinstance(calibrator, base.Estimator) or not hasattr(calibrator, "learn_one"):
             msg = f"`calibrator` must be a streamcal calibrator (a river classifier); got {calibrator!r}."
             raise TypeError(msg)
-        _refuse_keyed(calibrator)
         self.classifier = classifier
         self.calibrator = calibrator
         self.pos_val = pos_val
@@ -270,9 +268,11 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
         """Score ``x`` with the model, let the model learn ``(x, y)``, then the calibrator that score and ``y``.
 
         Extra keyword arguments go to the wrapped classifier. A sample weight ``w`` goes to the
-        classifier and to the calibrator. Everything the calibrator checks is checked before the
-        model learns, and the model learns before the calibrator: a call that the wrapper, the
-        model or the calibrator refuses leaves the whole wrapper as it was.
+        classifier and to the calibrator; an event time ``t`` to the calibrator alone (a calibrator
+        windowed by time needs one with every event; river's classifiers take none). Everything
+        the calibrator checks is checked before the model learns, and the model learns before the
+        calibrator: a call that the wrapper, the model or the calibrator refuses leaves the whole
+        wrapper as it was.
         """
         lock = self._lock
         lock.acquire()
@@ -308,6 +308,7 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
                         calibrator.learn_one({_score_key(calibrator): p}, y)
                     return
             w = kwargs.get("w", 1.0) if kwargs else 1.0
+            t = kwargs.pop("t", None) if kwargs else None  # the calibrator's alone: a river model takes no time
             if calibrator.__class__ is not _PAV and getattr(calibrator, "_multiclass", False):
                 cal_x, label = self._multiclass_input(proba, x), y
             else:
@@ -319,8 +320,8 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
                 p = proba.get(pos_val, 0.0)
                 if p.__class__ is not float or not 0.0 <= p <= 1.0:
                     p = _probability_of(p, pos_val, x)
-                cal_x = {_score_key(calibrator): p}
-            _check_calibrator_event(calibrator, cal_x, label, w)
+                cal_x = _binary_input(calibrator, p, x)
+            _check_calibrator_event(calibrator, cal_x, label, w, t)
             if kwargs:
                 self.classifier.learn_one(x, y, **kwargs)
             else:
@@ -329,15 +330,16 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
             self._last_proba = None
             self.n_learned += 1
             if not (
-                calibrator.__class__ is _PAV
+                t is None
+                and calibrator.__class__ is _PAV
                 and w.__class__ is float
                 and calibrator._fast_learn
                 and calibrator._learn_packed(calibrator._packed, cal_x[_score_key(calibrator)], label, w, 0.0)
             ):
+                given = {} if t is None else {"t": t}
                 if "w" in kwargs:
-                    calibrator.learn_one(cal_x, label, w=w)
-                else:
-                    calibrator.learn_one(cal_x, label)
+                    given["w"] = w
+                calibrator.learn_one(cal_x, label, **given)
             if (
                 not label
                 and self._neg_label is False
@@ -384,10 +386,7 @@ class CalibratedClassifier(LockedState, Persistable, base.Wrapper, base.Classifi
                         else -1.0
                     )
                     if q < 0.0:  # -1.0: not the packed path, or refused by it (out of range, busy)
-                        key = getattr(calibrator, "score_key", None)
-                        if key is None:
-                            key = "score"
-                        q = calibrator.predict_proba_one({key: p}).get(True, 0.0)
+                        q = calibrator.predict_proba_one(_binary_input(calibrator, p, x)).get(True, 0.0)
                         if q.__class__ is not float:
                             q = float(q)
                 out = {self._neg_label: 1.0 - q, pos_val: q}
@@ -479,26 +478,50 @@ def _score_key(calibrator) -> str:
 
 
 def _score_input(calibrator, proba: dict, pos_val, x) -> dict:
-    """A binary calibrator's input, ``{score_key: p}``, ``p`` the model's probability of
+    """A binary calibrator's input (:func:`_binary_input`) for the model's probability of
     ``pos_val`` (0 when it gives none)."""
-    return {_score_key(calibrator): _probability_of(proba.get(pos_val, 0.0), pos_val, x)}
+    return _binary_input(calibrator, _probability_of(proba.get(pos_val, 0.0), pos_val, x), x)
 
 
-def _check_calibrator_event(calibrator, cal_x, label, w) -> None:
-    """What a streamcal calibrator's ``learn_one(cal_x, label, w=w)`` checks, checked before the
+def _binary_input(calibrator, p: float, x: dict) -> dict:
+    """A binary calibrator's input for the model's probability ``p``: ``{score_key: p}``; a keyed
+    calibrator's also holds the event's key, read from ``x`` under the calibrator's ``key_key``."""
+    key_key = _key_key(calibrator)
+    if key_key is None:
+        return {_score_key(calibrator): p}
+    if not isinstance(x, dict) or key_key not in x:
+        found = sorted(map(str, x)) if isinstance(x, dict) else type(x).__name__
+        msg = (
+            f"`x` must hold the key under {key_key!r} (the keyed calibrator's `key_key`), which the wrapper "
+            f"passes to the calibrator with the model's score; got {found}."
+        )
+        raise InvalidKeyError(msg)
+    return {key_key: x[key_key], _score_key(calibrator): p}
+
+
+def _check_calibrator_event(calibrator, cal_x, label, w, t) -> None:
+    """What a streamcal calibrator's ``learn_one(cal_x, label, w=w, t=t)`` checks, checked before the
     model learns, so that a refused event changes neither: the score (or score dict), the label,
-    the weight, and a time window's need of event times (the wrapper passes none). Another river
-    calibrator is not checked in advance."""
+    the weight, and the event time (a time window needs one, after the last it learned); a keyed
+    calibrator's key too (its kind against the keys learned), through a prediction, which changes
+    nothing. Another river calibrator is not checked in advance."""
     if isinstance(calibrator, StreamingCalibrator):
-        # without its lock: with no event time these checks read only the calibrator's parameters
         calibrator._score_of(cal_x)
-        calibrator._check_one(label, w, None)
+        if t is None:  # without its lock: with no event time the checks read only the calibrator's parameters
+            calibrator._check_one(label, w, None)
+        else:
+            with calibrator._lock:
+                calibrator._check_one(label, w, t)
     elif isinstance(calibrator, _ScoreDictCalibrator):
         with calibrator._lock:
             params = calibrator._checked_params()
             calibrator._check_x(cal_x, params)
             calibrator._check_y(label, params)
-            calibrator._check_event(w, None, params)
+            calibrator._check_event(w, t, params)
+    elif _key_key(calibrator) is not None:
+        calibrator.predict_proba_one(cal_x)
+        glob = calibrator._global  # itself, not the read-only copy `global_calibrator` gives
+        _check_calibrator_event(glob, {_score_key(glob): cal_x[_score_key(calibrator)]}, label, w, t)
 
 
 def _check_features(x) -> None:

@@ -15,7 +15,6 @@ import pytest
 from river import base, datasets, evaluate, linear_model, metrics, naive_bayes, preprocessing
 from river_cases import FrequencyBlend, HistogramPAV
 
-import streamcal
 from streamcal.compose import CalibratedClassifier
 from streamcal.isotonic import PAVCalibrator
 from streamcal.multiclass import OneVsRestCalibrator, PairwiseCouplingCalibrator
@@ -494,7 +493,7 @@ def test_an_error_of_the_model_leaves_the_calibrator_and_the_wrapper_as_they_wer
 
 
 def test_an_event_the_calibrator_refuses_does_not_reach_the_model():
-    """A time window needs event times, which the wrapper does not pass; a class outside the
+    """A time window needs event times, here not passed; a class outside the
     calibrator's fixed classes is refused: the calibrator's checks run before the model learns,
     and neither changes."""
     model = CalibratedClassifier(PickyModel(), PAVCalibrator(window=TimeWindow(10.0)))
@@ -530,12 +529,3 @@ def test_the_weight_reaches_a_multiclass_calibrator(calibrator):
     x = {"a": 2.0}
     assert wrapped.predict_proba_one(x) == bare.predict_proba_one(clf.predict_proba_one(x))
     assert pickle.dumps(wrapped.calibrator) == pickle.dumps(bare)
-
-
-@pytest.mark.parametrize("keyed", ["KeyedCalibrator", "KeyedOffsetCalibrator"])
-def test_a_keyed_calibrator_is_refused_when_the_wrapper_is_built(keyed):
-    """A keyed calibrator takes a key with each score, which the wrapper does not pass: refused at
-    construction, naming the class, before any model could learn an event the calibrator refuses."""
-    cal = getattr(streamcal, keyed)()
-    with pytest.raises(TypeError, match=f"`calibrator` must take the model's score alone; got a {keyed}"):
-        CalibratedClassifier(linear_model.LogisticRegression(), cal)

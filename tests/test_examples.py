@@ -20,6 +20,7 @@ QUICK_ARGS = {
     "river_pipeline.py": ["--events", "2000"],
     "finite_vs_exact.py": ["--n", "200000"],
     "multiclass_wrapper.py": ["--events", "800"],
+    "keyed_river_wrapper.py": ["--events", "3000"],
 }
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.py"))
 
