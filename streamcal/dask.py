@@ -93,18 +93,46 @@ def _template(calibrator, data, score: str):
     return template
 
 
-def _fit_partition(template, frame, score, label, weight, time):
+def _seconds(column) -> np.ndarray:
+    """A time column as float seconds: datetimes (time zone or not) as seconds since the Unix
+    epoch (UTC for a zone), time differences as seconds, numbers as they are (as ``streamcal
+    replay`` reads a timestamp column)."""
+    import pandas as pd
+
+    dtype = column.dtype
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        epoch = pd.Timestamp(0, tz="UTC") if getattr(dtype, "tz", None) is not None else pd.Timestamp(0)
+        return ((column - epoch) / pd.Timedelta(seconds=1)).to_numpy(dtype=np.float64, na_value=np.nan)
+    if pd.api.types.is_timedelta64_dtype(dtype):
+        return (column / pd.Timedelta(seconds=1)).to_numpy(dtype=np.float64, na_value=np.nan)
+    return column.to_numpy(dtype=np.float64)
+
+
+def _in_partition(exc: Exception, number: int):
+    """``exc`` (a refused value) with the partition it came from named: positions in streamcal's
+    messages count from the partition's first row."""
+    msg = f"{exc} (in partition {number} of `data`; positions count from that partition's first row)"
+    try:
+        return type(exc)(msg)
+    except Exception:  # an exception class that takes other arguments keeps its own message
+        return exc
+
+
+def _fit_partition(template, frame, score, label, weight, time, number=0):
     cal = template.clone()
     if len(frame) == 0:
         return cal
     if time is not None and as_window(cal.window).uses_times:
         frame = frame.sort_values(time, kind="stable")  # time-clock windows learn in time order
-    cal.update(
-        frame[score].to_numpy(dtype=np.float64),
-        frame[label].to_numpy(),
-        weights=None if weight is None else frame[weight].to_numpy(dtype=np.float64),
-        times=None if time is None else frame[time].to_numpy(dtype=np.float64),
-    )
+    try:
+        cal.update(
+            frame[score].to_numpy(dtype=np.float64),
+            frame[label].to_numpy(),
+            weights=None if weight is None else frame[weight].to_numpy(dtype=np.float64),
+            times=None if time is None else _seconds(frame[time]),
+        )
+    except (ValueError, TypeError) as exc:
+        raise _in_partition(exc, number) from None
     return cal
 
 
@@ -142,7 +170,9 @@ def fit(
         Names of the score and binary label columns.
     weight, time
         Optional names of the sample weight and event time columns (``time`` is required by
-        time windows and decay by time).
+        time windows and decay by time). A datetime column is read as seconds since the Unix
+        epoch (UTC), a time-difference column as seconds, as ``streamcal replay`` reads them:
+        ``window="1h"`` is then one hour.
     split_every
         Fan-in of the merge tree.
     scheduler
@@ -156,8 +186,16 @@ def fit(
     The fitted calibrator (or a delayed one).
     """
     dask = _require_dask()
+    from dask import dataframe as dd
+
     from streamcal._validation import check_scalar
 
+    if not isinstance(data, dd.DataFrame):
+        msg = (
+            f"`data` must be a dask DataFrame; got a {type(data).__module__.split('.')[0]} {type(data).__name__} "
+            "(a pandas frame: dask.dataframe.from_pandas(frame, npartitions=...), or the calibrator's own `update`)."
+        )
+        raise TypeError(msg)
     check_scalar(split_every, "split_every", int, low=2)
     _check_columns(data, {"score": score, "label": label, "weight": weight, "time": time})
     template = _template(calibrator, data, score)
@@ -169,7 +207,7 @@ def fit(
     parts = data[columns].to_delayed()
     fit_part = dask.delayed(_fit_partition, pure=True)
     merge_parts = dask.delayed(_merge_states, pure=True)
-    states = [fit_part(template, part, score, label, weight, time) for part in parts]
+    states = [fit_part(template, part, score, label, weight, time, i) for i, part in enumerate(parts)]
     while len(states) > 1:
         states = [merge_parts(states[i : i + split_every]) for i in range(0, len(states), split_every)]
     result = states[0]
@@ -179,18 +217,22 @@ def fit(
     return fitted
 
 
-def _predict_partition(series, calibrator, output):
+def _predict_partition(series, calibrator, output, partition_info=None):
     import pandas as pd
 
     s = series.to_numpy(dtype=np.float64)
-    if output == "proba":
-        return pd.Series(calibrator.predict_proba(s), index=series.index, name="proba")
-    if output == "llr":
-        return pd.Series(calibrator.predict_llr(s), index=series.index, name="llr")
-    return pd.DataFrame(
-        {"proba": calibrator.predict_proba(s), "llr": calibrator.predict_llr(s)},
-        index=series.index,
-    )
+    try:
+        if output == "proba":
+            return pd.Series(calibrator.predict_proba(s), index=series.index, name="proba")
+        if output == "llr":
+            return pd.Series(calibrator.predict_llr(s), index=series.index, name="llr")
+        return pd.DataFrame(
+            {"proba": calibrator.predict_proba(s), "llr": calibrator.predict_llr(s)},
+            index=series.index,
+        )
+    except (ValueError, TypeError) as exc:
+        number = partition_info["number"] if partition_info else 0
+        raise _in_partition(exc, number) from None
 
 
 def predict(calibrator, data, score: str | None = None, *, output: str = "proba"):

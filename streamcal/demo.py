@@ -59,10 +59,12 @@ def run_streaming_demo(
     True
     """
     from streamcal.isotonic.streaming import PAVCalibrator
+    from streamcal.replay.methods import RawScoreCalibrator
     from streamcal.windows import CountWindow, Unbounded
 
     scores, labels, at = drifting_click_stream(n, seed)
-    runs = {"raw score": (scores, np.log(scores) - np.log1p(-scores))}
+    # the raw score's LLR as replay's `raw` method gives it: logit(score) - logit(running base rate)
+    runs = {"raw score": RawScoreCalibrator().prequential(scores, labels)}
     for name, win in ((f"PAV, count window {window:,}", CountWindow(window)), ("PAV, unbounded", Unbounded())):
         runs[name] = PAVCalibrator(window=win).prequential(scores, labels)
     segments = {

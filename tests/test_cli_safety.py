@@ -344,3 +344,20 @@ def test_python_messages_keep_python_spelling(work):
     assert "--" not in str(info.value)
     with pytest.raises(ValueError, match=r"^`batch_size` must be an int"):
         replay("in.parquet", "raw", batch_size=0)
+
+
+def test_default_outputs_of_two_inputs_that_share_a_stem_are_not_the_same_file(work, capsys):
+    """``in.parquet`` writes ``in.replay.parquet``; ``in.csv`` and ``in.2.csv`` keep their whole names,
+    so no run overwrites another input's outputs."""
+    table = pq.read_table(work / "in.parquet").select(["event_time", "score", "label"])
+    import pyarrow.csv as pv
+
+    for name in ("in.csv", "in.2.csv"):
+        pv.write_csv(table, work / name)
+    for name in ("in.parquet", "in.csv", "in.2.csv"):
+        assert main(["replay", name, "--method", "pav", "--quiet"]) == 0
+    capsys.readouterr()
+    for name, stem in (("in.parquet", "in"), ("in.csv", "in.csv"), ("in.2.csv", "in.2.csv")):
+        assert pq.read_table(work / f"{stem}.replay.parquet").num_rows == table.num_rows
+        assert (work / f"{stem}.metrics.parquet").exists()
+    assert (work / "x.parquet").read_bytes() == b"precious results"

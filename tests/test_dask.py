@@ -166,3 +166,36 @@ def test_dask_fit_of_a_histogram_fitted_calibrator(parquet_dir, frame):
     ddf = dd.read_parquet(parquet_dir)
     fitted = scd.fit(ISplineCalibrator(), ddf, "score", "label", weight="weight", scheduler="sync")
     assert_equal_calibrators(fitted, in_memory(ISplineCalibrator(), frame))
+
+
+@pytest.mark.parametrize("tz", [None, "UTC", "Europe/Paris"])
+def test_a_datetime_time_column_is_read_as_seconds(frame, tz):
+    """``window="1h"`` over a datetime column is one hour (seconds since the epoch, as replay reads
+    a timestamp column), whatever the column's zone; a time-difference column is seconds too."""
+    start = pd.Timestamp("2026-01-01", tz=tz)
+    with_dates = frame.assign(when=start + pd.to_timedelta(frame["time"] * 60.0, unit="s"))
+    with_seconds = frame.assign(secs=(frame["time"] * 60.0))
+    with_deltas = frame.assign(delta=pd.to_timedelta(frame["time"] * 60.0, unit="s"))
+    fits = [
+        scd.fit(PAVCalibrator(window="1h"), dd.from_pandas(f, npartitions=3), score="score", label="label", time=col,
+                scheduler="sync")
+        for f, col in ((with_dates, "when"), (with_seconds, "secs"), (with_deltas, "delta"))
+    ]
+    # one event a minute on average: an hour's window holds about 60 events, not the 1 a
+    # column read as milliseconds would leave
+    assert 20 < fits[1].window_weight < 200
+    assert fits[0].window_weight == fits[1].window_weight == fits[2].window_weight
+    grid = np.linspace(0.01, 0.99, 50)
+    assert np.array_equal(fits[0].predict_proba(grid), fits[1].predict_proba(grid))
+
+
+def test_a_bad_value_is_named_with_its_partition_and_pandas_input_is_refused(frame):
+    bad = frame.copy()
+    bad.loc[4_500, "score"] = 1.5  # partition 2 of 3 (rows 4,000-5,999), its position 500
+    ddf = dd.from_pandas(bad, npartitions=3)
+    with pytest.raises(ValueError, match=r"got 1\.5 at position 500.*in partition 2 of `data`"):
+        scd.fit(PAVCalibrator(), ddf, score="score", label="label", scheduler="sync")
+    with pytest.raises(ValueError, match=r"got 1\.5 at position 500.*in partition 2 of `data`"):
+        scd.predict(PAVCalibrator().update([0.2, 0.8], [0, 1]), ddf, score="score").compute(scheduler="sync")
+    with pytest.raises(TypeError, match="`data` must be a dask DataFrame; got a pandas DataFrame"):
+        scd.fit(PAVCalibrator(), frame, score="score", label="label")

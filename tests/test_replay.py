@@ -708,6 +708,15 @@ def test_wrong_types(tmp_path, events):
     check_error(tmp_path, tmp_path / "c.parquet", r"column 'label_time'.*both must be timestamps")
 
 
+def test_a_csv_cell_that_is_not_a_number_is_named_with_its_row(tmp_path):
+    """A CSV column whose types are inferred as strings: the message gives the first cell that is
+    not a number (for labels, nor true / false) and its row."""
+    (tmp_path / "s.csv").write_text("event_time,score,label\n1,0.1,0\n2,0.2,1\n3,abc,0\n4,0.4,1\n")
+    check_error(tmp_path, tmp_path / "s.csv", r"'score'.*type string\. Its row 2 holds 'abc', which is not a number")
+    (tmp_path / "l.csv").write_text("event_time,score,label\n1,0.1,true\n2,0.2,FALSE\n3,0.3,yes\n")
+    check_error(tmp_path, tmp_path / "l.csv", r"'label'.*Its row 2 holds 'yes', which is neither a number nor true")
+
+
 def test_nan_score_names_file_column_and_row(tmp_path, events):
     t, s, y, label_t = events
     s = s.copy()

@@ -362,7 +362,8 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
         "-o",
         "--output",
         default=None,
-        help="output Parquet (default: INPUT's name + .replay.parquet next to it)",
+        help="output Parquet (default: next to INPUT, NAME.replay.parquet for NAME.parquet, else INPUT's whole "
+        "name + .replay.parquet)",
     )
     parser.add_argument(
         "--metrics-output",
@@ -417,8 +418,11 @@ def _metrics_option(text: str):
 
 
 def _default_output(input_path: str) -> Path:
+    """Next to the input: ``NAME.replay.parquet`` for ``NAME.parquet`` (or a directory ``NAME``), else
+    the input's whole name + ``.replay.parquet`` (``x.csv.replay.parquet``), so that two inputs (``x.csv``
+    and ``x.parquet``, ``day.1.csv`` and ``day.2.csv``) never write the same output."""
     p = Path(input_path)
-    stem = p.name if p.is_dir() else p.name.split(".")[0]
+    stem = p.stem if p.suffix.lower() == ".parquet" and not p.is_dir() else p.name
     return p.parent / f"{stem}.replay.parquet"
 
 

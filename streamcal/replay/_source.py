@@ -160,6 +160,11 @@ class Source:
         """Read column ``name`` as written (a string column), where the input's types are
         inferred from its text; a typed input (Parquet, Arrow, a data frame) keeps its types."""
 
+    def first_not_a_number(self, name: str, bools: bool = False) -> tuple[int, str] | None:
+        """Where a text input's column ``name`` holds a cell that is not a number (see
+        :meth:`FileSource.first_not_a_number`); None for a typed input."""
+        return None
+
     def batches(self, columns: list[str], batch_size: int) -> Iterator:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -209,6 +214,31 @@ class FileSource(Source):
         if self.fmt == "csv" and name not in self._text_columns:
             self._text_columns.append(name)
             self._schema = None
+
+    def first_not_a_number(self, name: str, bools: bool = False) -> tuple[int, str] | None:
+        """The first cell of CSV column ``name`` that is not a number (nor ``true`` / ``false`` with
+        ``bools``), as ``(row, text)``: what made the column's inferred type a string (None for
+        another format, or none found)."""
+        if self.fmt != "csv":
+            return None
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+        import pyarrow.dataset as ds
+
+        csv = ds.CsvFileFormat(convert_options=pacsv.ConvertOptions(column_types={name: pa.string()}))
+        row = 0
+        try:
+            for batch in ds.dataset(self.path, format=csv).to_batches(columns=[name]):
+                for text in batch.column(0).to_pylist():
+                    try:
+                        float(text)
+                    except (TypeError, ValueError):
+                        if text is not None and not (bools and text.lower() in ("true", "false")):
+                            return row, text
+                    row += 1
+        except (pa.ArrowException, OSError, ValueError):
+            return None
+        return None
 
     def schema(self):
         import pyarrow as pa
@@ -282,6 +312,11 @@ def _check_format(fmt: str | None) -> None:
     if fmt is not None and fmt not in _FORMAT_NAMES:
         msg = f"{opt('format')} must be one of ['parquet', 'ipc', 'csv']; got {fmt!r}."
         raise ValueError(msg)
+
+
+def _brief_text(text: str) -> str:
+    """``repr(text)``, cut to 40 characters."""
+    return repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
 
 
 class ArrowSource(Source):
@@ -598,6 +633,12 @@ class _Plan:
                     f"{' or '.join(k for k in _ALLOWED[role] if k != 'null')}; "
                     f"got type {schema.field(name).type}."
                 )
+                bools = "bool" in _ALLOWED[role]
+                found = source.first_not_a_number(name, bools) if kind == "string" and role != "key" else None
+                if found is not None:
+                    row, text = found
+                    what = "neither a number nor true / false" if bools else "not a number"
+                    msg += f" Its row {row} holds {_brief_text(text)}, which is {what}."
                 if role == "key" and kind == "float":
                     msg += (
                         " A float key column usually means missing keys (NaN) in an integer column (pandas "
