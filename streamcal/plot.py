@@ -22,6 +22,7 @@ differ in colour, line style and marker, so they stay apart where they overlap a
 
 from __future__ import annotations
 
+import datetime
 import math
 import numbers
 from collections.abc import Mapping
@@ -692,6 +693,13 @@ def metrics_over_time(
 
         ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
+    elif len(xs) and isinstance(xs[0], (datetime.datetime, np.datetime64)):
+        # dates: a few ticks, each giving only what changes from the last (day, then hours)
+        import matplotlib.dates as mdates
+
+        locator = mdates.AutoDateLocator(maxticks=6)
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     if methods:
         _legend_above(ax, default_title if title is None else title)
     else:

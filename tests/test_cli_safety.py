@@ -333,6 +333,8 @@ def test_generate_and_demo_errors_are_one_line(work, capsys):
         (["--bogus"], "unrecognized arguments: --bogus (see 'streamcal --help')"),
         (["demo", "--nplot"], "unrecognized arguments: --nplot; did you mean --no-plot? (see 'streamcal demo --help')"),
         (["generate", "g.parquet", "--out", "x"], "unrecognized arguments: --out x (see 'streamcal generate --help')"),
+        (["generate", "g.txt"], "PATH 'g.txt' names no format streamcal reads (*.parquet, *.arrow, *.csv)"),
+        (["generate", "g.csv", "--format", "parquet"], "PATH 'g.csv' is named as csv but --format is 'parquet'"),
     ):
         code, _, err = cli(capsys, *args)
         assert_one_line_error(code, err, part)

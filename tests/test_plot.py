@@ -320,6 +320,14 @@ def test_metrics_over_time_on_event_time():
     rows["end_time"] = [start + dt.timedelta(hours=w) for w in rows["window"]]
     ax = plot.metrics_over_time(pa.table(rows), "cllr", x="time")
     assert ax.get_xlabel() == "event time"
+    # a week of windows: a few date ticks, each naming only what changed (no full dates side by side)
+    week = metrics_table()
+    week["end_time"] = [start + dt.timedelta(hours=8 * w) for w in week["window"]]
+    ax = plot.metrics_over_time(pa.table(week), "cllr", x="time")
+    ax.figure.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert 2 <= len(labels) <= 7
+    assert max(map(len, labels)) <= 6, labels
     with pytest.raises(ValueError, match="has no column 'end_time'"):
         plot.metrics_over_time(metrics_table(), "cllr", x="time")
 

@@ -303,8 +303,8 @@ def _add_column_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="event time column (default: event_time if the input has it, else file order); '' for file order",
     )
-    cols.add_argument("--score-col", default="score", help="score column")
-    cols.add_argument("--label-col", default="label", help="label column")
+    cols.add_argument("--score-col", default="score", help="score column (default: score)")
+    cols.add_argument("--label-col", default="label", help="label column (default: label)")
     cols.add_argument(
         "--label-time-col",
         default=None,

@@ -131,7 +131,7 @@ def _caption(summary: ReplaySummary) -> str:
     rate = s.n_positive / s.n_events if s.n_events else float("nan")
     noun = "input(s)" if any(f.startswith("<") for f in s.files) else "file(s)"
     return (
-        f"{s.n_events:,} events ({rate:.3%} positive) from {len(s.files)} {noun} in "
+        f"{s.n_events:,} event{'' if s.n_events == 1 else 's'} ({rate:.3%} positive) from {len(s.files)} {noun} in "
         f"{s.seconds:.2f} s ({s.events_per_second:,.0f} events/s); labels: "
         f"{s.label_mode}, {s.n_learned:,} learned, {s.n_in_flight:,} still in flight "
         "at the end. Metrics: event-weighted mean over windows"

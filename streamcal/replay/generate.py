@@ -260,7 +260,10 @@ def generate(
     seed : int
         Seed; the data depend only on ``seed``, ``scenario`` and ``n``.
     format : {"parquet", "ipc", "csv"}, optional
-        Output format; by default from the suffix of ``path`` (Parquet if none is recognised).
+        Output format; by default from the suffix of ``path`` (Parquet for a name without one). A
+        single file named for another format (``x.csv`` with ``format="parquet"``), or with a suffix
+        streamcal does not read (``x.txt``) without ``format``, is refused: replay reads a file by its
+        name.
     batch_size : int
         Rows generated and written per batch (a Parquet row group / IPC record batch).
     parts : int
@@ -291,9 +294,20 @@ def generate(
     batch_size = _check_int(batch_size, "batch_size", 1)
     parts = _check_int(parts, "parts", 1)
     path = Path(path)
-    fmt = format if format is not None else (format_from_path(path) or "parquet")
+    named = format_from_path(path)
+    fmt = format if format is not None else (named or "parquet")
     if fmt not in ("parquet", "ipc", "csv"):
         msg = f"`format` must be one of ['parquet', 'ipc', 'csv']; got {fmt!r}."
+        raise ValueError(msg)
+    # a file that replay would read as another format, or whose format it cannot tell from its name
+    if parts == 1 and path.suffix and named is None and format is None:
+        msg = (
+            f"`path` {str(path)!r} names no format streamcal reads (*.parquet, *.arrow, *.csv); rename it or "
+            "pass `format`."
+        )
+        raise ValueError(msg)
+    if parts == 1 and named is not None and named != fmt:
+        msg = f"`path` {str(path)!r} is named as {named} but `format` is {fmt!r}; give them the same format."
         raise ValueError(msg)
 
     # the output goes into an existing directory (with ``parts``: the new directory that holds
