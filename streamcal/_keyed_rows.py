@@ -42,6 +42,11 @@ RUN_SHARE = 64
 # where their rates allow (see "Whole runs" in streamcal._kernels.keyed): the same bits; off only
 # to compare the two.
 WHOLE_RUNS = True
+# The keys' kernel visits a piece of at least GROUP_MIN events (with at most GROUP_SLOTS key slots
+# per event: the grouping's counting sort passes over every slot) grouped by key (KeyedRows._kernel):
+# shorter pieces hold too few events per key for the gathering to pay.
+GROUP_MIN = 1 << 14
+GROUP_SLOTS = 8
 _SCALARS = ("t_pos", "t_neg", "last_t", "n_learned", "t0", "n_renorm", "stamp", "observed", "expected")
 _KF_OF = dict(zip(_SCALARS, (_kk.KF_T_POS, _kk.KF_T_NEG, _kk.KF_LAST_T, _kk.KF_N_LEARNED, _kk.KF_T0,
                              _kk.KF_N_RENORM, _kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP), strict=True))
@@ -182,6 +187,42 @@ class KeyedRows:
         self._free.append(k)
         self._kf[k] = 0.0
         self._ki[k] = 0
+
+    # ------------------------------------------------------------------ the keys' kernel
+    def _kernel(self, run, pos: int, end: int) -> int:
+        """Run the keys' kernel on events ``pos .. end - 1`` of ``run`` (one prior). A piece of at
+        least ``GROUP_MIN`` events, with at most ``GROUP_SLOTS`` slots per event of it, runs grouped
+        by key: its events gathered in the order of their slots (each key's in their own order), run,
+        and their outputs written back to their positions. A key's state depends only on its own
+        events in order, the prior and their columns, so the outputs and each key's state are the
+        same; a key's rows and segments stay in cache across its events. Returns ``end``."""
+        n_slots = len(self._slot_keys)
+        if end - pos < GROUP_MIN or n_slots > GROUP_SLOTS * (end - pos):
+            self._run_keys(run.columns(), run.out_p, run.out_llr, pos, end)
+            return end
+        order = np.empty(end - pos, dtype=np.int64)
+        counts = np.zeros(n_slots + 1, dtype=np.int64)
+        _config.run(_kk.group_by_slot, end - pos, run.slots, pos, end, counts, order)
+        out_p = run.out_p[order]  # a learn-only event's output stays as it is
+        out_llr = run.out_llr[order]
+        self._run_keys(tuple(c[order] for c in run.columns()), out_p, out_llr, 0, order.size)
+        run.out_p[order] = out_p
+        run.out_llr[order] = out_llr
+        return end
+
+    def _run_keys(self, columns: tuple, out_p: np.ndarray, out_llr: np.ndarray, pos: int, end: int) -> None:
+        """``_kernels.keyed.run_ops`` on ``pos .. end - 1`` of ``columns``, growing the arenas where
+        it stops for room (at the event it could not place) and resuming there."""
+        while True:
+            stopped = _config.run(
+                _kk.run_ops, end - pos, self._cfg, self._cen, self._kf, self._ki, self._atoms_b, self._atoms_f,
+                self._atoms_n, self._ring_b, self._ring_f, self._blocks_b, self._blocks_f, self._arena, self._holes,
+                self._prior, self._pri, self._scratch_b, self._scratch_w, *columns, out_p, out_llr, pos, end,
+            )
+            if stopped == _kk.DONE:
+                return
+            pos = int(stopped)
+            self._make_room(int(columns[0][pos]))
 
     # ------------------------------------------------------------------ arenas
     def _make_room(self, k: int) -> None:

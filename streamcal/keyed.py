@@ -624,20 +624,6 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
             pos = self._kernel(run, pos, end)
         self._n_learned = int(run.stamps[stop - 1])
 
-    def _kernel(self, run, pos: int, end: int) -> int:
-        """Run the keys' kernel on ``pos .. end - 1``, growing the arenas when it stops for room."""
-        while True:
-            stopped = _config.run(
-                _kk.run_ops, end - pos, self._cfg, self._cen, self._kf, self._ki, self._atoms_b, self._atoms_f,
-                self._atoms_n, self._ring_b, self._ring_f, self._blocks_b, self._blocks_f, self._arena, self._holes,
-                self._prior, self._pri, self._scratch_b, self._scratch_w, run.slots, run.b, run.s, run.y, run.w, run.t,
-                run.ops, run.g_p, run.g_llr, run.stamps, run.out_p, run.out_llr, pos, end,
-            )
-            if stopped == _kk.DONE:
-                return end
-            pos = int(stopped)
-            self._make_room(int(run.slots[pos]))
-
     # ------------------------------------------------------------------ river face
     def _split(self, x: dict):
         if not isinstance(x, dict):
@@ -825,3 +811,7 @@ class _Run:
         j = lo + int(np.searchsorted(self.positions[lo:hi], after))
         if j < hi:
             heapq.heappush(self.heap, (int(self.positions[j]), code))
+
+    def columns(self) -> tuple:
+        """The keys' kernel's event columns (``_kernels.keyed.run_ops``'s ``slots .. stamps``)."""
+        return self.slots, self.b, self.s, self.y, self.w, self.t, self.ops, self.g_p, self.g_llr, self.stamps

@@ -1214,3 +1214,21 @@ def prior_runs(values, weights, n, fine, coarse, share, starts):
             held = 0.0
         held += weights[i]
     return runs
+
+
+@jit_noalloc
+def group_by_slot(slots, start, stop, counts, order):
+    """Write to ``order`` (``stop - start`` long) the positions ``start .. stop - 1`` grouped by
+    their slot in ``slots`` (-1 first, then by slot), each slot's positions in their order: a
+    counting sort. ``counts``: zeros, at least the largest slot + 2 long (overwritten)."""
+    for i in range(start, stop):
+        counts[slots[i] + 1] += 1
+    at = np.int64(0)
+    for c in range(counts.shape[0]):
+        m = counts[c]
+        counts[c] = at
+        at += m
+    for i in range(start, stop):
+        c = slots[i] + 1
+        order[counts[c]] = i
+        counts[c] += 1
