@@ -68,7 +68,7 @@ def _keyed() -> None:
     from streamcal import KeyedCalibrator, PAVCalibrator
 
     rng = np.random.default_rng(0)
-    s = rng.uniform(0.01, 0.99, size=2_000)
+    s = rng.uniform(0.01, 0.99, size=40_000)  # calls long enough to run pieces grouped by key
     y = rng.uniform(size=s.size) < s
     keys = [str(k) for k in rng.integers(0, 40, size=s.size)]
     for window in (None, 100):
