@@ -57,22 +57,40 @@ def _warmed(cls, window, scores, labels, **params):
     return cal
 
 
+class _Calls(list):
+    """The results of the face's calls under the prior; ``full``: those of ``prior_river_full``."""
+
+    def __init__(self):
+        super().__init__()
+        self.full = []
+
+
 @contextlib.contextmanager
 def _prior_calls():
-    """The results of the face's calls under the prior, in order."""
-    real = river_face.prior_call
-    results = []
+    """The results of the face's calls under the prior, in order: each pair's first call's, or
+    where it left the refit to ``prior_river_full`` (``STOP_FULL``), that call's."""
+    real, real_full = river_face.prior_call, river_face.prior_full_call
+    results = _Calls()
 
     def recording(*args):
         p = real(*args)
         results.append(p)
         return p
 
+    def recording_full(*args):
+        assert results[-1] == kpr.STOP_FULL
+        p = real_full(*args)
+        results[-1] = p
+        results.full.append(p)
+        return p
+
     river_face.prior_call = recording
+    river_face.prior_full_call = recording_full
     try:
         yield results
     finally:
         river_face.prior_call = real
+        river_face.prior_full_call = real_full
 
 
 def _step(cal, i, s, label, w, grid):
@@ -123,7 +141,10 @@ def test_the_face_under_the_prior_equals_the_generic_methods_around_readers(wind
         face, generic = _both(window, scores, labels, weights, {"n_knots": n_knots})
     assert face == generic
     served = sum(p >= 0.0 for p in calls)
-    assert served > 200  # the one call served the pairs (the prior held)
+    assert served > 200  # the face's calls served the pairs (the prior held)
+    # refits the kept sums did not serve: the first call stopped, ``prior_river_full`` refitted and served
+    assert sum(p >= 0.0 for p in calls.full) > 20
+    assert len(_config.compiled(kpr.prior_river_full).signatures) == 1
 
 
 def test_the_face_follows_the_prior_refuted_bit_for_bit():

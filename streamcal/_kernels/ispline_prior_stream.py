@@ -436,30 +436,23 @@ REFIT_EMPTY = 1  # the window holds no weight: the engine's refit (no map)
 REFIT_SCALE = 2  # the fitted row's total beyond the fit's scaling range: the engine's refit
 
 
-@jit(forceinline=True)
-def _refit_core(
-    sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, work,
+@jit_noalloc(forceinline=True)
+def _refit_kept(
+    sf, h0, B, u, step, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, hint_knots, basis,
+    incremental, incr, coef, touched, n_touched, work,
 ):  # fmt: skip
-    """:func:`prior_refit`'s body (``touched[:n_touched]`` the buckets changed since the last refit where
-    ``n_touched`` >= 0, else unknown); with ``incremental`` the refit from the augmented normal equations
-    kept per event (``ispline_prior_incr``, its arrays ``incr``, its solve's scratch ``work``) where it
-    serves, the current map's knots ``hint_knots`` and coefficients ``coef``."""
-    h0 = SF_HEADER + (B - B)  # an int64, not the constant's literal: each callee compiled once
-    kind = sf[SF_KIND]
-    u = stored_unit(sf, kind)
-    one = u / u
-    step = max(1, B // 64)
+    """The first steps of :func:`_refit_core`: with ``incremental`` and valid kept sums, the strength
+    (:func:`_strength_kept`) and, where it is above 0, the refit from the kept sums (``incr_refit``,
+    its result in ``work``). Returns ``(served, kappa, have_kappa, total, pos_total, t_pos, t_neg)``:
+    ``served`` ``INCR_NONE`` where the full refit (:func:`_refit_full`) is to run, with the strength
+    where ``have_kappa``. Allocates nothing."""
     ik, gw, gt, hv, lev, isnap = incr
-    kappa = 0.0
-    have_kappa = False
     listed_sums = ik[IK_LISTED]  # whether the kept sums followed the row at the last refit
     ik[IK_LISTED] = 0.0
     if incremental and ik[IK_VALID] == 1.0 and sf[SF_T_POS] + sf[SF_T_NEG] > 0.0:
         kappa = _strength_kept(
             sf, h0, B, u, centres, grid, start, snap, kept, M, pw, listed, M6, touched, n_touched
         )[0]  # fmt: skip
-        have_kappa = True
         if kappa > 0.0:
             wanted = n_knots
             if wanted < 0:
@@ -470,10 +463,21 @@ def _refit_core(
                 sf, h0, B, u, kappa, centres, order, wanted, step, hint_knots, coef, basis, ik, gw, gt, hv, lev,
                 isnap, touched, n_touched, work,
             )  # fmt: skip
-            if served != INCR_NONE:
-                p = coef.shape[0]
-                nk = hint_knots if served == INCR_SERVED else work[10][: hint_knots.shape[0]].copy()
-                return REFIT_DONE, kappa, nk, work[8][:p].copy(), work[9][:p].copy(), total, pos_total, t_pos, t_neg
+            return served, kappa, True, total, pos_total, t_pos, t_neg
+        return INCR_NONE, kappa, True, 0.0, 0.0, 0.0, 0.0
+    return INCR_NONE, 0.0, False, 0.0, 0.0, 0.0, 0.0
+
+
+@jit(forceinline=True)
+def _refit_full(
+    sf, h0, B, u, step, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
+    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, kappa,
+    have_kappa,
+):  # fmt: skip
+    """The full refit of :func:`_refit_core` where :func:`_refit_kept` did not serve (the strength
+    ``kappa`` where ``have_kappa``); its return values."""
+    ik, gw, gt, hv, lev, isnap = incr
+    one = u / u
     for j in range(B):
         pos_w[j] = sf[h0 + j] / u
         neg_w[j] = sf[h0 + B + j] / u
@@ -509,6 +513,34 @@ def _refit_core(
         incr_rebuild(sf, h0, B, u, kappa, centres, knots, order, wanted, use_inner, step, basis, ik, gw, gt, hv, lev,
                      isnap)  # fmt: skip
     return REFIT_DONE, kappa, knots, coef, beta, total, pos_total, t_pos, t_neg
+
+
+@jit(forceinline=True)
+def _refit_core(
+    sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
+    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, work,
+):  # fmt: skip
+    """:func:`prior_refit`'s body (``touched[:n_touched]`` the buckets changed since the last refit where
+    ``n_touched`` >= 0, else unknown); with ``incremental`` the refit from the augmented normal equations
+    kept per event (``ispline_prior_incr``, its arrays ``incr``, its solve's scratch ``work``) where it
+    serves (:func:`_refit_kept`), the current map's knots ``hint_knots`` and coefficients ``coef``;
+    else the full refit (:func:`_refit_full`)."""
+    h0 = SF_HEADER + (B - B)  # an int64, not the constant's literal: each callee compiled once
+    u = stored_unit(sf, sf[SF_KIND])
+    step = max(1, B // 64)
+    served, kappa, have_kappa, total, pos_total, t_pos, t_neg = _refit_kept(
+        sf, h0, B, u, step, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, hint_knots, basis,
+        incremental, incr, coef, touched, n_touched, work,
+    )  # fmt: skip
+    if served != INCR_NONE:
+        p = coef.shape[0]
+        nk = hint_knots if served == INCR_SERVED else work[10][: hint_knots.shape[0]].copy()
+        return REFIT_DONE, kappa, nk, work[8][:p].copy(), work[9][:p].copy(), total, pos_total, t_pos, t_neg
+    return _refit_full(
+        sf, h0, B, u, step, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner,
+        hint, hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,
+        kappa, have_kappa,
+    )  # fmt: skip
 
 
 @jit
@@ -548,6 +580,43 @@ def prior_views(buf, B, order):
     kept sums' ``(ik, gw, gt, hv, lev, isnap)`` (``ispline_prior_incr``) and the row ``pos_w``,
     ``neg_w`` ``(B)`` each, in that order; the calibrator holds the buffer and these views, and
     :func:`prior_refit_packed` takes the buffer alone (one argument to unbox instead of 16)."""
+    k1, k, P = ORDER + 1, order + 1, B + 2 * (order + 1)
+    centres = buf[:B]
+    grid = buf[B : 4 * B]
+    snap = buf[4 * B : 6 * B]
+    o = 6 * B
+    kept = buf[o : o + K_SIZE]
+    o += K_SIZE
+    M = buf[o : o + k1 * k1].reshape((k1, k1))
+    o += k1 * k1
+    pw = buf[o : o + 2 * k1]
+    o += 2 * k1
+    listed = buf[o : o + 3 * B]
+    o += 3 * B
+    M6 = buf[o : o + k1 * k1].reshape((k1, k1))
+    o += k1 * k1
+    ik = buf[o : o + IK_SIZE + P]
+    o += IK_SIZE + P
+    gw = buf[o : o + P * k].reshape((P, k))
+    o += P * k
+    gt = buf[o : o + P * k].reshape((P, k))
+    o += P * k
+    hv = buf[o : o + 3 * P].reshape((3, P))
+    o += 3 * P
+    lev = buf[o : o + 5 * B].reshape((5, B))
+    o += 5 * B
+    isnap = buf[o : o + 2 * B]
+    o += 2 * B
+    pos_w = buf[o : o + B]
+    neg_w = buf[o + B : o + 2 * B]
+    return centres, grid, (snap, kept, M, pw, listed, M6), (ik, gw, gt, hv, lev, isnap), pos_w, neg_w
+
+
+@jit_noalloc(forceinline=True)
+def prior_views_unowned(buf, B, order):
+    """:func:`prior_views` for a kernel compiled without reference counts (``jit_noalloc``), whose
+    views hold no reference to ``buf``: the same layout, for callers that are themselves
+    ``jit_noalloc`` (the river face's pair)."""
     k1, k, P = ORDER + 1, order + 1, B + 2 * (order + 1)
     centres = buf[:B]
     grid = buf[B : 4 * B]
