@@ -249,3 +249,37 @@ def test_any_schedule_under_the_prior_equals_the_generic_methods(seed, window, n
     probe = np.linspace(0.01, 0.99, 5)
     assert face.predict_proba(probe).tolist() == plain.predict_proba(probe).tolist()
     assert face.coef_.tolist() == plain.coef_.tolist()
+
+
+@contextlib.contextmanager
+def _interpreted_calls():
+    """The face's calls under the prior run interpreted (their Python source, ``_config.run_interpreted``)."""
+    real, real_full = river_face.prior_call, river_face.prior_full_call
+    river_face.prior_call = lambda *args: _config.run_interpreted(kpr.prior_river_pair, *args)
+    river_face.prior_full_call = lambda *args: _config.run_interpreted(kpr.prior_river_full, *args)
+    try:
+        yield
+    finally:
+        river_face.prior_call = real
+        river_face.prior_full_call = real_full
+
+
+@pytest.mark.parametrize("window", [Unbounded, lambda: CountWindow(400)], ids=["unbounded", "count 400"])
+def test_the_faces_calls_give_the_same_bits_interpreted(window):
+    """``prior_river_pair`` (its scratch views of the river state, the run index and free set as
+    views of float64 slots) and ``prior_river_full`` interpreted: the compiled calls' bits."""
+    scores, labels = _calibrated(WARMUP + 200, 6)
+    ref = _warmed(ISplineCalibrator, window, scores, labels)
+    got = {}
+    for tier in ("compiled", "interpreted"):
+        cal = copy.deepcopy(ref)
+        with _interpreted_calls() if tier == "interpreted" else contextlib.nullcontext(), _prior_calls() as calls:
+            out = []
+            for i in range(WARMUP, scores.size):
+                x = {"s": float(scores[i])}
+                out.append(cal.predict_proba_one(x)[True])
+                cal.learn_one(x, bool(labels[i]))
+        got[tier] = (out, cal.predict_proba(np.linspace(0.01, 0.99, 9)).tolist(), cal.prior_strength)
+        assert sum(p >= 0.0 for p in calls) > 150  # the face's calls served
+        assert calls.full  # the full refit among them
+    assert got["compiled"] == got["interpreted"]

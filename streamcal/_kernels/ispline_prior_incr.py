@@ -437,12 +437,18 @@ def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap, vals, l
     lo_old, hi_old = clamped_span_bounds(old, k1)
     lo, hi = clamped_span_bounds(new, k1)
     mu = lo - 1  # no span yet: the first fitted bucket's by binary search, the next ones' by a walk
+    phase = jlo % step  # ``j % step``, counted
     for j in range(jlo, jhi):
         row = j + 1
-        t, fitted = _fitted(j, snap, B, step, half)[1:]
-        if not fitted:
+        on_grid = phase == half
+        phase += 1
+        if phase == step:
+            phase = 0
+        wj = snap[j] + snap[B + j]
+        if not (wj > 0.0 or on_grid):  # ``_fitted``
             basis[row, 0] = -1.0  # stale (stamps are never negative): computed when read
             continue
+        t = float(step) if on_grid else 0.0
         base_old = _basis_row(j, centres, old, k1, lo_old, hi_old, basis, vals, lft, rgt)
         for a in range(k1):
             before[a] = basis[row, 2 + a]
@@ -462,7 +468,6 @@ def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap, vals, l
         if same:
             continue
         r = prior_rate(centres[j], 0.5, B > 0)  # B > 0: True, not a literal (one signature)
-        wj = snap[j] + snap[B + j]
         pj = snap[j]
         if base == base_old:
             _row_change(base, vals, before, k1, wj, pj, wj * r, t, t * r, gw, gt, hv)

@@ -113,7 +113,7 @@ def _river_work(rs, o, P, k1):
 
 
 @jit_noalloc(forceinline=True)
-def _fitted(rs, sf, kappa, total, pos_total, t_pos, t_neg):
+def _record_refit(rs, sf, kappa, total, pos_total, t_pos, t_neg):
     """A refit's bookkeeping in ``rs`` (the map's sections written by the caller)."""
     c = rs[RS_C]
     rs[RS_KAPPA] = kappa
@@ -203,7 +203,7 @@ def prior_river_pair(b, sl, y, w, s, sf, si, buf, start, basis, touched, rs):
             rs[h + 2 * P + i] = x[i]
             rs[h + 3 * P + i] = beta[i]
         rs[RS_NBK] = nk
-        _fitted(rs, sf, kappa, total, pos_total, t_pos, t_neg)
+        _record_refit(rs, sf, kappa, total, pos_total, t_pos, t_neg)
     return _served(s, rs, h, P, k1, o + 2 * P * k1 + 9 * P + k1)
 
 
@@ -241,7 +241,7 @@ def prior_river_full(s, sf, si, buf, start, basis, touched, rs):
     rs[RS_NK] = m
     rs[RS_NBK] = m
     rs[RS_NC] = p
-    _fitted(rs, sf, kappa, total, pos_total, t_pos, t_neg)
+    _record_refit(rs, sf, kappa, total, pos_total, t_pos, t_neg)
     if not kappa > 0.0:
         return STOP_REFUTED
     return _served(s, rs, h, P, k1, h + 4 * P + 2 * P * k1 + 9 * P + k1)
