@@ -16,8 +16,10 @@ anchor, ``a + b v = A + B v0`` for ``A = a + b s (m0 - m)`` and ``B = b s / s0``
 The anchor is set anew (one pass over the buckets, the moments at the current warm start) on
 the first call, every ``REBUILD_EVERY`` calls (the sums' rounding does not grow), when many
 buckets changed at once (a decaying window's renormalisation), and when the move from the anchor
-is more than the Taylor remainder bounds: ``n max|sigma^(ORDER)| delta^(ORDER + 1) / (ORDER + 1)!``
-above ``TAYLOR_TOL``, ``delta`` the largest move of a bucket's linear predictor. Where a trial
+is more than the Taylor remainder bounds: ``max|sigma^(ORDER)| sum_j w_j delta_j^(ORDER + 1) / (ORDER + 1)!``
+above ``TAYLOR_TOL``, ``delta_j`` bucket ``j``'s move of its linear predictor, at most ``|dA| + |dB| |v0_j|``
+(``_bounded``: the sums of ``w_j |v0_j|^i`` kept with the moments, so buckets far out on the
+covariate do not set the radius for all the others). Where a trial
 point of Newton's method leaves that bound from a fresh anchor too (a label of large leverage
 moves the optimum that far now and then), a new anchor at the trial point continues the steps
 (``_newton_anchored``: the trial point's log-likelihood exact there, as the exact kernel's pass
@@ -88,11 +90,11 @@ K_N = 5  # the row's sums: weight, weight times covariate and its square, the pr
 K_SX = 6
 K_SXX = 7
 K_LOGS = 8
-K_VMAX = 9  # the largest |v0| of a bucket added since the anchor
-K_CALLS = 10  # calls since the anchor
-K_BUCKETS = 11
-K_LISTED = 12  # 1: ``snap`` followed the row at the last call (a list of the buckets touched since then serves)
-K_SIZE = 13
+K_CALLS = 9  # calls since the anchor
+K_BUCKETS = 10
+K_LISTED = 11  # 1: ``snap`` followed the row at the last call (a list of the buckets touched since then serves)
+K_ABS = 12  # ``ORDER + 1`` sums: the weight times ``|v0|`` to the powers 1 to ``ORDER + 1`` (the remainder's bound)
+K_SIZE = K_ABS + ORDER + 1
 
 REBUILD_EVERY = 1024
 MANY_CHANGED = 32  # more buckets changed since the last call: the anchor is set anew
@@ -109,7 +111,11 @@ def _add_bucket(j, dp, dn, grid, kept, M):
     kept[K_SXX] += w * x * x
     kept[K_LOGS] += dp * grid[3 * j + 1] + dn * grid[3 * j + 2]
     v = (x - kept[K_MEAN]) * kept[K_SCALE]
-    kept[K_VMAX] = max(kept[K_VMAX], abs(v))
+    av = abs(v)
+    wv = w
+    for i in range(ORDER + 1):
+        wv *= av
+        kept[K_ABS + i] += wv
     term, q = _fit_term(dp, dn, x, v, kept[K_A], kept[K_B])
     M[0, 0] += term
     res = dp - w * q
@@ -159,8 +165,10 @@ def _set_anchor(h, h0, B, grid, a, b, snap, kept, M):
     kept[K_SCALE] = 1.0 / math.sqrt(var)
     kept[K_A] = a
     kept[K_B] = b
-    for i in (K_N, K_SX, K_SXX, K_LOGS, K_VMAX, K_CALLS):
+    for i in (K_N, K_SX, K_SXX, K_LOGS, K_CALLS):
         kept[i] = 0.0
+    for i in range(ORDER + 1):
+        kept[K_ABS + i] = 0.0
     for j in range(B):
         p = snap[j]
         n = snap[B + j]
@@ -286,6 +294,28 @@ def _newton(M, pw, kept, unit, start):
     return _newton_far(M, pw, kept, unit, start)[:2]
 
 
+@jit_noalloc(forceinline=True)
+def _bounded(kept, unit, dA, dB):
+    """Whether the Taylor remainder's bound holds for the move ``(dA, dB)`` from the anchor: each
+    bucket's linear predictor moves by ``|dA + dB v0| <= |dA| + |dB| |v0|``, so the left-out terms
+    are at most ``REMAINDER_SCALE sum_j w_j (|dA| + |dB| |v0_j|)^(ORDER + 1)`` (real units), the
+    binomial sum of the kept ``sum_j w_j |v0_j|^i`` (``K_ABS``); accepted at or below ``TAYLOR_TOL``."""
+    n = ORDER + 1
+    x = abs(dA)
+    y = abs(dB)
+    total = 0.0
+    c = 1.0  # the binomial coefficient C(n, i)
+    yi = 1.0
+    for i in range(n + 1):
+        xi = 1.0
+        for _ in range(n - i):
+            xi *= x
+        total += c * xi * yi * (kept[K_N] if i == 0 else kept[K_ABS + i - 1])
+        c = c * (n - i) / (i + 1)
+        yi *= y
+    return REMAINDER_SCALE * total / unit <= TAYLOR_TOL
+
+
 @jit_noalloc
 def _newton_far(M, pw, kept, unit, start):
     """:func:`_newton`, returning ``(kappa, done, a, b, a_trial, b_trial, f)``: where a trial point
@@ -298,8 +328,6 @@ def _newton_far(M, pw, kept, unit, start):
         return 0.0, False, start[0], start[1], start[0], start[1], -math.inf
     scale = 1.0 / math.sqrt(var)
     n_all = n_s / unit
-    bound = n_all * REMAINDER_SCALE
-    vmax = kept[K_VMAX]
     A0 = kept[K_A]
     B0 = kept[K_B]
     c1 = scale * (kept[K_MEAN] - mean)
@@ -307,7 +335,7 @@ def _newton_far(M, pw, kept, unit, start):
     a = start[0]
     b = start[1]
     f, ga, gb, haa, hab, hbb, dA, dB = _fit_terms(M, pw, unit, A0, B0, c1, c2, a, b)
-    if not bound * (abs(dA) + abs(dB) * vmax) ** (ORDER + 1) <= TAYLOR_TOL:
+    if not _bounded(kept, unit, dA, dB):
         return 0.0, False, a, b, a, b, f
     for _ in range(NEWTON_STEPS):
         det = haa * hbb - hab * hab
@@ -322,7 +350,7 @@ def _newton_far(M, pw, kept, unit, start):
             f_new, ga_new, gb_new, haa_new, hab_new, hbb_new, dA, dB = _fit_terms(
                 M, pw, unit, A0, B0, c1, c2, a + t * da, b + t * db
             )
-            if not bound * (abs(dA) + abs(dB) * vmax) ** (ORDER + 1) <= TAYLOR_TOL:
+            if not _bounded(kept, unit, dA, dB):
                 return 0.0, False, a, b, a + t * da, b + t * db, f
             if f_new >= f:
                 improved = True
