@@ -184,8 +184,9 @@ def test_a_river_loop_under_the_prior_stays_within_1e9_of_prequential():
 
 
 def test_the_faces_call_compiles_each_kernel_for_one_signature():
-    """``prior_river_pair`` calls ``prior_refit_packed`` with the types the calibrator's own refit
-    passes (no second compilation for a literal, a slice's layout or an int/float)."""
+    """``prior_river_pair`` calls the refit's steps with the types the calibrator's own refit
+    (``prior_refit_packed``) passes them (no second compilation for a literal, a slice's layout or
+    an int/float)."""
     scores, labels = _calibrated(WARMUP + 40, 5)
     cal = _warmed(ISplineCalibrator, Unbounded, scores, labels)  # the refit under the prior, from Python
     with _prior_calls() as calls:
