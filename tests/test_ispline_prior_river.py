@@ -57,22 +57,40 @@ def _warmed(cls, window, scores, labels, **params):
     return cal
 
 
+class _Calls(list):
+    """The results of the face's calls under the prior; ``full``: those of ``prior_river_full``."""
+
+    def __init__(self):
+        super().__init__()
+        self.full = []
+
+
 @contextlib.contextmanager
 def _prior_calls():
-    """The results of the face's calls under the prior, in order."""
-    real = river_face.prior_call
-    results = []
+    """The results of the face's calls under the prior, in order: each pair's first call's, or
+    where it left the refit to ``prior_river_full`` (``STOP_FULL``), that call's."""
+    real, real_full = river_face.prior_call, river_face.prior_full_call
+    results = _Calls()
 
     def recording(*args):
         p = real(*args)
         results.append(p)
         return p
 
+    def recording_full(*args):
+        assert results[-1] == kpr.STOP_FULL
+        p = real_full(*args)
+        results[-1] = p
+        results.full.append(p)
+        return p
+
     river_face.prior_call = recording
+    river_face.prior_full_call = recording_full
     try:
         yield results
     finally:
         river_face.prior_call = real
+        river_face.prior_full_call = real_full
 
 
 def _step(cal, i, s, label, w, grid):
@@ -123,7 +141,10 @@ def test_the_face_under_the_prior_equals_the_generic_methods_around_readers(wind
         face, generic = _both(window, scores, labels, weights, {"n_knots": n_knots})
     assert face == generic
     served = sum(p >= 0.0 for p in calls)
-    assert served > 200  # the one call served the pairs (the prior held)
+    assert served > 200  # the face's calls served the pairs (the prior held)
+    # refits the kept sums did not serve: the first call stopped, ``prior_river_full`` refitted and served
+    assert sum(p >= 0.0 for p in calls.full) > 20
+    assert len(_config.compiled(kpr.prior_river_full).signatures) == 1
 
 
 def test_the_face_follows_the_prior_refuted_bit_for_bit():
@@ -163,8 +184,9 @@ def test_a_river_loop_under_the_prior_stays_within_1e9_of_prequential():
 
 
 def test_the_faces_call_compiles_each_kernel_for_one_signature():
-    """``prior_river_pair`` calls ``prior_refit_packed`` with the types the calibrator's own refit
-    passes (no second compilation for a literal, a slice's layout or an int/float)."""
+    """``prior_river_pair`` calls the refit's steps with the types the calibrator's own refit
+    (``prior_refit_packed``) passes them (no second compilation for a literal, a slice's layout or
+    an int/float)."""
     scores, labels = _calibrated(WARMUP + 40, 5)
     cal = _warmed(ISplineCalibrator, Unbounded, scores, labels)  # the refit under the prior, from Python
     with _prior_calls() as calls:
@@ -228,3 +250,37 @@ def test_any_schedule_under_the_prior_equals_the_generic_methods(seed, window, n
     probe = np.linspace(0.01, 0.99, 5)
     assert face.predict_proba(probe).tolist() == plain.predict_proba(probe).tolist()
     assert face.coef_.tolist() == plain.coef_.tolist()
+
+
+@contextlib.contextmanager
+def _interpreted_calls():
+    """The face's calls under the prior run interpreted (their Python source, ``_config.run_interpreted``)."""
+    real, real_full = river_face.prior_call, river_face.prior_full_call
+    river_face.prior_call = lambda *args: _config.run_interpreted(kpr.prior_river_pair, *args)
+    river_face.prior_full_call = lambda *args: _config.run_interpreted(kpr.prior_river_full, *args)
+    try:
+        yield
+    finally:
+        river_face.prior_call = real
+        river_face.prior_full_call = real_full
+
+
+@pytest.mark.parametrize("window", [Unbounded, lambda: CountWindow(400)], ids=["unbounded", "count 400"])
+def test_the_faces_calls_give_the_same_bits_interpreted(window):
+    """``prior_river_pair`` (its scratch views of the river state, the run index and free set as
+    views of float64 slots) and ``prior_river_full`` interpreted: the compiled calls' bits."""
+    scores, labels = _calibrated(WARMUP + 200, 6)
+    ref = _warmed(ISplineCalibrator, window, scores, labels)
+    got = {}
+    for tier in ("compiled", "interpreted"):
+        cal = copy.deepcopy(ref)
+        with _interpreted_calls() if tier == "interpreted" else contextlib.nullcontext(), _prior_calls() as calls:
+            out = []
+            for i in range(WARMUP, scores.size):
+                x = {"s": float(scores[i])}
+                out.append(cal.predict_proba_one(x)[True])
+                cal.learn_one(x, bool(labels[i]))
+        got[tier] = (out, cal.predict_proba(np.linspace(0.01, 0.99, 9)).tolist(), cal.prior_strength)
+        assert sum(p >= 0.0 for p in calls) > 150  # the face's calls served
+        assert calls.full  # the full refit among them
+    assert got["compiled"] == got["interpreted"]

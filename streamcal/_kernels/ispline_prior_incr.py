@@ -393,15 +393,35 @@ def _row_terms(sign, base, vals, k1, w, pw, wr, t, tr, gw, gt, hv):
                 gt[base + a, b - a] += sign * t * ar * vals[b]
 
 
+@jit_noalloc(forceinline=True)
+def _row_change(base, vals, before, k1, w, pw, wr, t, tr, gw, gt, hv):
+    """A fitted bucket's terms moved from its B-splines ``before`` to ``vals`` (both first at ``base``):
+    each term's change added once (data weight ``w``, positive ``pw``, times the rate ``wr``; floor
+    ``t``, times the rate ``tr``)."""
+    for a in range(k1):
+        da = vals[a] - before[a]
+        hv[0, base + a] += pw * da
+        hv[1, base + a] += wr * da
+        for b in range(a, k1):
+            gw[base + a, b - a] += w * (vals[a] * vals[b] - before[a] * before[b])
+    if t > 0.0:
+        for a in range(k1):
+            hv[2, base + a] += tr * (vals[a] - before[a])
+            for b in range(a, k1):
+                gt[base + a, b - a] += t * (vals[a] * vals[b] - before[a] * before[b])
+
+
 @jit_noalloc
 def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap, vals, lft, rgt, before):
     """The kept sums moved from the knots ``old`` to ``new`` (the same count), in one pass over the
     buckets whose B-splines change: a bucket in knot span ``mu`` reads knots ``mu - k1 + 2`` to
     ``mu + k1 - 1`` (``bspline_nonzero_inplace``), so a changed knot ``i`` moves the rows of the
     spans ``i - k1 + 1`` to ``i + k1 - 2``, the buckets between knots ``i - k1 + 1`` and ``i + k1 - 1``.
-    Each fitted one there takes its terms out for its old row and in for the row computed anew (the
-    cache's stamp kept: every other row has the same values for both knot vectors); an unfitted one's
-    row there is marked stale. Scratch: ``vals``, ``lft``, ``rgt``, ``before`` of ``k1``."""
+    Each fitted one there has its row computed anew (its span found by a walk from the last
+    bucket's: the buckets' centres ascend) and its terms moved from the old row to the new (the
+    change of each term where the row's first B-spline stays, else the old terms out and the new
+    in), the cache's stamp kept (every other row has the same values for both knot vectors); an
+    unfitted one's row there is marked stale. Scratch: ``vals``, ``lft``, ``rgt``, ``before`` of ``k1``."""
     nk = new.shape[0]
     xlo = math.inf
     xhi = -math.inf
@@ -416,28 +436,44 @@ def _rebase(old, new, k1, B, step, centres, basis, ik, gw, gt, hv, snap, vals, l
     half = step // 2
     lo_old, hi_old = clamped_span_bounds(old, k1)
     lo, hi = clamped_span_bounds(new, k1)
+    mu = lo - 1  # no span yet: the first fitted bucket's by binary search, the next ones' by a walk
+    phase = jlo % step  # ``j % step``, counted
     for j in range(jlo, jhi):
         row = j + 1
-        t, fitted = _fitted(j, snap, B, step, half)[1:]
-        if not fitted:
+        on_grid = phase == half
+        phase += 1
+        if phase == step:
+            phase = 0
+        wj = snap[j] + snap[B + j]
+        if not (wj > 0.0 or on_grid):  # ``_fitted``
             basis[row, 0] = -1.0  # stale (stamps are never negative): computed when read
             continue
+        t = float(step) if on_grid else 0.0
         base_old = _basis_row(j, centres, old, k1, lo_old, hi_old, basis, vals, lft, rgt)
         for a in range(k1):
             before[a] = basis[row, 2 + a]
-        basis[row, 0] = -1.0
-        base = _basis_row(j, centres, new, k1, lo, hi, basis, vals, lft, rgt)
+        # the new row, as ``_basis_row`` computes it
+        xn = min(max(centres[j], new[0]), new[nk - 1])
+        if mu < lo:
+            mu = clamped_span(new, xn, lo, hi)
+        while mu < hi and new[mu + 1] <= xn:
+            mu += 1
+        bspline_nonzero_inplace(new, xn, mu, k1, vals, lft, rgt)
+        base = mu - k1 + 1
+        basis[row, 1] = base
         same = base == base_old
         for a in range(k1):
-            vals[a] = basis[row, 2 + a]
+            basis[row, 2 + a] = vals[a]
             same &= vals[a] == before[a]
         if same:
             continue
         r = prior_rate(centres[j], 0.5, B > 0)  # B > 0: True, not a literal (one signature)
-        wj = snap[j] + snap[B + j]
         pj = snap[j]
-        _row_terms(-1.0, base_old, before, k1, wj, pj, wj * r, t, t * r, gw, gt, hv)
-        _row_terms(1.0, base, vals, k1, wj, pj, wj * r, t, t * r, gw, gt, hv)
+        if base == base_old:
+            _row_change(base, vals, before, k1, wj, pj, wj * r, t, t * r, gw, gt, hv)
+        else:
+            _row_terms(-1.0, base_old, before, k1, wj, pj, wj * r, t, t * r, gw, gt, hv)
+            _row_terms(1.0, base, vals, k1, wj, pj, wj * r, t, t * r, gw, gt, hv)
     for i in range(nk):
         ik[IK_SIZE + i] = new[i]
 

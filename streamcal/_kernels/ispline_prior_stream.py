@@ -16,8 +16,10 @@ anchor, ``a + b v = A + B v0`` for ``A = a + b s (m0 - m)`` and ``B = b s / s0``
 The anchor is set anew (one pass over the buckets, the moments at the current warm start) on
 the first call, every ``REBUILD_EVERY`` calls (the sums' rounding does not grow), when many
 buckets changed at once (a decaying window's renormalisation), and when the move from the anchor
-is more than the Taylor remainder bounds: ``n max|sigma^(ORDER)| delta^(ORDER + 1) / (ORDER + 1)!``
-above ``TAYLOR_TOL``, ``delta`` the largest move of a bucket's linear predictor. Where a trial
+is more than the Taylor remainder bounds: ``max|sigma^(ORDER)| sum_j w_j delta_j^(ORDER + 1) / (ORDER + 1)!``
+above ``TAYLOR_TOL``, ``delta_j`` bucket ``j``'s move of its linear predictor, at most ``|dA| + |dB| |v0_j|``
+(``_bounded``: the sums of ``w_j |v0_j|^i`` kept with the moments, so buckets far out on the
+covariate do not set the radius for all the others). Where a trial
 point of Newton's method leaves that bound from a fresh anchor too (a label of large leverage
 moves the optimum that far now and then), a new anchor at the trial point continues the steps
 (``_newton_anchored``: the trial point's log-likelihood exact there, as the exact kernel's pass
@@ -88,11 +90,11 @@ K_N = 5  # the row's sums: weight, weight times covariate and its square, the pr
 K_SX = 6
 K_SXX = 7
 K_LOGS = 8
-K_VMAX = 9  # the largest |v0| of a bucket added since the anchor
-K_CALLS = 10  # calls since the anchor
-K_BUCKETS = 11
-K_LISTED = 12  # 1: ``snap`` followed the row at the last call (a list of the buckets touched since then serves)
-K_SIZE = 13
+K_CALLS = 9  # calls since the anchor
+K_BUCKETS = 10
+K_LISTED = 11  # 1: ``snap`` followed the row at the last call (a list of the buckets touched since then serves)
+K_ABS = 12  # ``ORDER + 1`` sums: the weight times ``|v0|`` to the powers 1 to ``ORDER + 1`` (the remainder's bound)
+K_SIZE = K_ABS + ORDER + 1
 
 REBUILD_EVERY = 1024
 MANY_CHANGED = 32  # more buckets changed since the last call: the anchor is set anew
@@ -109,7 +111,11 @@ def _add_bucket(j, dp, dn, grid, kept, M):
     kept[K_SXX] += w * x * x
     kept[K_LOGS] += dp * grid[3 * j + 1] + dn * grid[3 * j + 2]
     v = (x - kept[K_MEAN]) * kept[K_SCALE]
-    kept[K_VMAX] = max(kept[K_VMAX], abs(v))
+    av = abs(v)
+    wv = w
+    for i in range(ORDER + 1):
+        wv *= av
+        kept[K_ABS + i] += wv
     term, q = _fit_term(dp, dn, x, v, kept[K_A], kept[K_B])
     M[0, 0] += term
     res = dp - w * q
@@ -159,8 +165,10 @@ def _set_anchor(h, h0, B, grid, a, b, snap, kept, M):
     kept[K_SCALE] = 1.0 / math.sqrt(var)
     kept[K_A] = a
     kept[K_B] = b
-    for i in (K_N, K_SX, K_SXX, K_LOGS, K_VMAX, K_CALLS):
+    for i in (K_N, K_SX, K_SXX, K_LOGS, K_CALLS):
         kept[i] = 0.0
+    for i in range(ORDER + 1):
+        kept[K_ABS + i] = 0.0
     for j in range(B):
         p = snap[j]
         n = snap[B + j]
@@ -286,6 +294,28 @@ def _newton(M, pw, kept, unit, start):
     return _newton_far(M, pw, kept, unit, start)[:2]
 
 
+@jit_noalloc(forceinline=True)
+def _bounded(kept, unit, dA, dB):
+    """Whether the Taylor remainder's bound holds for the move ``(dA, dB)`` from the anchor: each
+    bucket's linear predictor moves by ``|dA + dB v0| <= |dA| + |dB| |v0|``, so the left-out terms
+    are at most ``REMAINDER_SCALE sum_j w_j (|dA| + |dB| |v0_j|)^(ORDER + 1)`` (real units), the
+    binomial sum of the kept ``sum_j w_j |v0_j|^i`` (``K_ABS``); accepted at or below ``TAYLOR_TOL``."""
+    n = ORDER + 1
+    x = abs(dA)
+    y = abs(dB)
+    total = 0.0
+    c = 1.0  # the binomial coefficient C(n, i)
+    yi = 1.0
+    for i in range(n + 1):
+        xi = 1.0
+        for _ in range(n - i):
+            xi *= x
+        total += c * xi * yi * (kept[K_N] if i == 0 else kept[K_ABS + i - 1])
+        c = c * (n - i) / (i + 1)
+        yi *= y
+    return REMAINDER_SCALE * total / unit <= TAYLOR_TOL
+
+
 @jit_noalloc
 def _newton_far(M, pw, kept, unit, start):
     """:func:`_newton`, returning ``(kappa, done, a, b, a_trial, b_trial, f)``: where a trial point
@@ -298,8 +328,6 @@ def _newton_far(M, pw, kept, unit, start):
         return 0.0, False, start[0], start[1], start[0], start[1], -math.inf
     scale = 1.0 / math.sqrt(var)
     n_all = n_s / unit
-    bound = n_all * REMAINDER_SCALE
-    vmax = kept[K_VMAX]
     A0 = kept[K_A]
     B0 = kept[K_B]
     c1 = scale * (kept[K_MEAN] - mean)
@@ -307,7 +335,7 @@ def _newton_far(M, pw, kept, unit, start):
     a = start[0]
     b = start[1]
     f, ga, gb, haa, hab, hbb, dA, dB = _fit_terms(M, pw, unit, A0, B0, c1, c2, a, b)
-    if not bound * (abs(dA) + abs(dB) * vmax) ** (ORDER + 1) <= TAYLOR_TOL:
+    if not _bounded(kept, unit, dA, dB):
         return 0.0, False, a, b, a, b, f
     for _ in range(NEWTON_STEPS):
         det = haa * hbb - hab * hab
@@ -322,7 +350,7 @@ def _newton_far(M, pw, kept, unit, start):
             f_new, ga_new, gb_new, haa_new, hab_new, hbb_new, dA, dB = _fit_terms(
                 M, pw, unit, A0, B0, c1, c2, a + t * da, b + t * db
             )
-            if not bound * (abs(dA) + abs(dB) * vmax) ** (ORDER + 1) <= TAYLOR_TOL:
+            if not _bounded(kept, unit, dA, dB):
                 return 0.0, False, a, b, a + t * da, b + t * db, f
             if f_new >= f:
                 improved = True
@@ -436,30 +464,23 @@ REFIT_EMPTY = 1  # the window holds no weight: the engine's refit (no map)
 REFIT_SCALE = 2  # the fitted row's total beyond the fit's scaling range: the engine's refit
 
 
-@jit(forceinline=True)
-def _refit_core(
-    sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
-    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, work,
+@jit_noalloc(forceinline=True)
+def _refit_kept(
+    sf, h0, B, u, step, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, hint_knots, basis,
+    incremental, incr, coef, touched, n_touched, work,
 ):  # fmt: skip
-    """:func:`prior_refit`'s body (``touched[:n_touched]`` the buckets changed since the last refit where
-    ``n_touched`` >= 0, else unknown); with ``incremental`` the refit from the augmented normal equations
-    kept per event (``ispline_prior_incr``, its arrays ``incr``, its solve's scratch ``work``) where it
-    serves, the current map's knots ``hint_knots`` and coefficients ``coef``."""
-    h0 = SF_HEADER + (B - B)  # an int64, not the constant's literal: each callee compiled once
-    kind = sf[SF_KIND]
-    u = stored_unit(sf, kind)
-    one = u / u
-    step = max(1, B // 64)
+    """The first steps of :func:`_refit_core`: with ``incremental`` and valid kept sums, the strength
+    (:func:`_strength_kept`) and, where it is above 0, the refit from the kept sums (``incr_refit``,
+    its result in ``work``). Returns ``(served, kappa, have_kappa, total, pos_total, t_pos, t_neg)``:
+    ``served`` ``INCR_NONE`` where the full refit (:func:`_refit_full`) is to run, with the strength
+    where ``have_kappa``. Allocates nothing."""
     ik, gw, gt, hv, lev, isnap = incr
-    kappa = 0.0
-    have_kappa = False
     listed_sums = ik[IK_LISTED]  # whether the kept sums followed the row at the last refit
     ik[IK_LISTED] = 0.0
     if incremental and ik[IK_VALID] == 1.0 and sf[SF_T_POS] + sf[SF_T_NEG] > 0.0:
         kappa = _strength_kept(
             sf, h0, B, u, centres, grid, start, snap, kept, M, pw, listed, M6, touched, n_touched
         )[0]  # fmt: skip
-        have_kappa = True
         if kappa > 0.0:
             wanted = n_knots
             if wanted < 0:
@@ -470,10 +491,21 @@ def _refit_core(
                 sf, h0, B, u, kappa, centres, order, wanted, step, hint_knots, coef, basis, ik, gw, gt, hv, lev,
                 isnap, touched, n_touched, work,
             )  # fmt: skip
-            if served != INCR_NONE:
-                p = coef.shape[0]
-                nk = hint_knots if served == INCR_SERVED else work[10][: hint_knots.shape[0]].copy()
-                return REFIT_DONE, kappa, nk, work[8][:p].copy(), work[9][:p].copy(), total, pos_total, t_pos, t_neg
+            return served, kappa, True, total, pos_total, t_pos, t_neg
+        return INCR_NONE, kappa, True, 0.0, 0.0, 0.0, 0.0
+    return INCR_NONE, 0.0, False, 0.0, 0.0, 0.0, 0.0
+
+
+@jit(forceinline=True)
+def _refit_full(
+    sf, h0, B, u, step, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
+    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, kappa,
+    have_kappa,
+):  # fmt: skip
+    """The full refit of :func:`_refit_core` where :func:`_refit_kept` did not serve (the strength
+    ``kappa`` where ``have_kappa``); its return values."""
+    ik, gw, gt, hv, lev, isnap = incr
+    one = u / u
     for j in range(B):
         pos_w[j] = sf[h0 + j] / u
         neg_w[j] = sf[h0 + B + j] / u
@@ -509,6 +541,34 @@ def _refit_core(
         incr_rebuild(sf, h0, B, u, kappa, centres, knots, order, wanted, use_inner, step, basis, ik, gw, gt, hv, lev,
                      isnap)  # fmt: skip
     return REFIT_DONE, kappa, knots, coef, beta, total, pos_total, t_pos, t_neg
+
+
+@jit(forceinline=True)
+def _refit_core(
+    sf, B, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner, hint,
+    hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched, work,
+):  # fmt: skip
+    """:func:`prior_refit`'s body (``touched[:n_touched]`` the buckets changed since the last refit where
+    ``n_touched`` >= 0, else unknown); with ``incremental`` the refit from the augmented normal equations
+    kept per event (``ispline_prior_incr``, its arrays ``incr``, its solve's scratch ``work``) where it
+    serves (:func:`_refit_kept`), the current map's knots ``hint_knots`` and coefficients ``coef``;
+    else the full refit (:func:`_refit_full`)."""
+    h0 = SF_HEADER + (B - B)  # an int64, not the constant's literal: each callee compiled once
+    u = stored_unit(sf, sf[SF_KIND])
+    step = max(1, B // 64)
+    served, kappa, have_kappa, total, pos_total, t_pos, t_neg = _refit_kept(
+        sf, h0, B, u, step, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, hint_knots, basis,
+        incremental, incr, coef, touched, n_touched, work,
+    )  # fmt: skip
+    if served != INCR_NONE:
+        p = coef.shape[0]
+        nk = hint_knots if served == INCR_SERVED else work[10][: hint_knots.shape[0]].copy()
+        return REFIT_DONE, kappa, nk, work[8][:p].copy(), work[9][:p].copy(), total, pos_total, t_pos, t_neg
+    return _refit_full(
+        sf, h0, B, u, step, centres, grid, start, snap, kept, M, pw, listed, M6, order, n_knots, inner, use_inner,
+        hint, hint_knots, basis_knots, basis, pos_w, neg_w, floor_kind, incremental, incr, coef, touched, n_touched,
+        kappa, have_kappa,
+    )  # fmt: skip
 
 
 @jit
@@ -548,6 +608,43 @@ def prior_views(buf, B, order):
     kept sums' ``(ik, gw, gt, hv, lev, isnap)`` (``ispline_prior_incr``) and the row ``pos_w``,
     ``neg_w`` ``(B)`` each, in that order; the calibrator holds the buffer and these views, and
     :func:`prior_refit_packed` takes the buffer alone (one argument to unbox instead of 16)."""
+    k1, k, P = ORDER + 1, order + 1, B + 2 * (order + 1)
+    centres = buf[:B]
+    grid = buf[B : 4 * B]
+    snap = buf[4 * B : 6 * B]
+    o = 6 * B
+    kept = buf[o : o + K_SIZE]
+    o += K_SIZE
+    M = buf[o : o + k1 * k1].reshape((k1, k1))
+    o += k1 * k1
+    pw = buf[o : o + 2 * k1]
+    o += 2 * k1
+    listed = buf[o : o + 3 * B]
+    o += 3 * B
+    M6 = buf[o : o + k1 * k1].reshape((k1, k1))
+    o += k1 * k1
+    ik = buf[o : o + IK_SIZE + P]
+    o += IK_SIZE + P
+    gw = buf[o : o + P * k].reshape((P, k))
+    o += P * k
+    gt = buf[o : o + P * k].reshape((P, k))
+    o += P * k
+    hv = buf[o : o + 3 * P].reshape((3, P))
+    o += 3 * P
+    lev = buf[o : o + 5 * B].reshape((5, B))
+    o += 5 * B
+    isnap = buf[o : o + 2 * B]
+    o += 2 * B
+    pos_w = buf[o : o + B]
+    neg_w = buf[o + B : o + 2 * B]
+    return centres, grid, (snap, kept, M, pw, listed, M6), (ik, gw, gt, hv, lev, isnap), pos_w, neg_w
+
+
+@jit_noalloc(forceinline=True)
+def prior_views_unowned(buf, B, order):
+    """:func:`prior_views` for a kernel compiled without reference counts (``jit_noalloc``), whose
+    views hold no reference to ``buf``: the same layout, for callers that are themselves
+    ``jit_noalloc`` (the river face's pair)."""
     k1, k, P = ORDER + 1, order + 1, B + 2 * (order + 1)
     centres = buf[:B]
     grid = buf[B : 4 * B]

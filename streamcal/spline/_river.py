@@ -26,7 +26,8 @@ Where the score prior holds (the loop's state says ``"prior"``), the face has th
 kept label is learned, the refit under the prior run and the score served in one compiled call
 (``ispline_prior_river.prior_river_pair``: the steps of ``_learn_bucket``, ``_prior_refit`` and
 ``_proba_of``, in their order, on the same arrays), whose map and bookkeeping stay in its river
-state ``rs`` until a reader settles them (``_prior_write_back``). Where that refit is not
+state ``rs`` until a reader settles them (``_prior_write_back``). Where the kept sums do not serve
+the refit, that call stops (``STOP_FULL``) and a second one (``prior_river_full``) finishes it. Where that refit is not
 ``_prior_refit``'s compiled one (no window weight, weights beyond the fit's scaling range) or it
 finds the prior's strength 0, the call serves nothing: the state is written back, the engine
 refits where it would, and the map is served as ``_proba_of`` serves it; the next label finds the
@@ -84,7 +85,15 @@ def _prior_first_call(*args):
 
 
 prior_call = _prior_first_call  # the river face's one call per pair while the score prior holds
+
+
+def prior_full_call(*args):
+    """``prior_river_full(*args)`` (where ``prior_call`` returned ``STOP_FULL``), as ``entry_call`` runs it."""
+    return entry_call("ispline_prior_river_full", _kpr.prior_river_full, args)
+
+
 _RS = 11  # the river state ``rs`` in the prior face's ``args``
+_SF = 5  # the first of the state's arrays there (``prior_river_full``'s arguments after the score)
 _NAN = float("nan")
 # the calibrator's methods whose steps ``prior_river_pair`` takes: a class overriding one keeps the generic
 # methods; ``OWN_STEPS``: ``ISplineCalibrator``'s, by name (with its refit hooks), set where it is defined
@@ -385,9 +394,14 @@ class ISplineRiverFace(DeferredRiverFace):
 
     def _prior_pair_stopped(self, a, code: float, s: float) -> float:
         """The probability of ``s`` where ``prior_river_pair`` stopped with ``code`` (the label
-        learned): the state written back, the refit the engine's where the compiled one did not
-        serve (``_refit`` after ``_prior_refit`` returned False), the map served as
-        ``_proba_of`` serves it (under the lock)."""
+        learned): ``STOP_FULL``, the refit finished by ``prior_river_full``; where that stops as well,
+        the state written back, the refit the engine's where the compiled one did not serve
+        (``_refit`` after ``_prior_refit`` returned False), the map served as ``_proba_of`` serves
+        it (under the lock)."""
+        if code == _kpr.STOP_FULL:
+            code = prior_full_call(s, *a.args[_SF:])
+            if code >= 0.0:
+                return code
         a.live = False
         self._prior_write_back(a.args)
         if code == _kpr.STOP_ENGINE:
