@@ -118,7 +118,11 @@ def measure(n: int, n_keys: int, warm: int) -> dict:
 
 
 def child(args) -> None:
-    print(json.dumps({str(k): measure(args.events, k, args.warm) for k in args.keys}))
+    import streamcal
+
+    out = {str(k): measure(args.events, k, args.warm) for k in args.keys}
+    out["package"] = os.path.dirname(streamcal.__file__)
+    print(json.dumps(out))
 
 
 def run_child(version: str, args) -> dict:
@@ -141,7 +145,10 @@ def compare_old(args) -> None:
         runs = {"old": [], "new": []}
         for i in range(args.rounds):
             for name in ("old", "new") if i % 2 == 0 else ("new", "old"):
-                runs[name].append(run_child(versions[name], args))
+                run = run_child(versions[name], args)
+                if not run.pop("package").startswith(versions[name]):
+                    raise SystemExit(f"the {name} child imported streamcal from elsewhere than {versions[name]}")
+                runs[name].append(run)
     print(f"--old {args.old}: {args.rounds} children per version, alternating; median us per call (CPU time), "
           f"{args.events:,} events after {args.warm:,} warm-up events")
     for keys in map(str, args.keys):

@@ -107,7 +107,8 @@ class KeyedRiverFace:
         return [key], [score], name
 
     def _lean_split(self, x: dict):
-        """``(key, score)`` of a plain ``x`` (a dict, an int or str key, a float score), else None."""
+        """``(key, score)`` of a plain ``x`` (a dict, an int or str key, a float or numpy float64
+        score), else None."""
         key_key = self.key_key
         score_key = self.score_key
         if score_key is None:
@@ -122,8 +123,12 @@ class KeyedRiverFace:
                 return None
         key = x.get(key_key)
         score = x.get(score_key)
-        if type(score) is not float or (type(key) is not int and type(key) is not str):
+        if type(key) is not int and type(key) is not str:
             return None
+        if type(score) is not float:
+            if type(score) is not np.float64:
+                return None
+            score = float(score)
         return key, score
 
     def _lean_slot(self, key) -> int | None:

@@ -28,7 +28,7 @@ def river_loop(cal, names, s, y, w, t=None):
     p = np.empty(s.size)
     llr = np.empty(s.size)
     for i in range(s.size):
-        x = {"key": names[i], "score": float(s[i])}
+        x = {"key": names[i], "score": float(s[i]) if i % 2 else s[i]}  # a float, a numpy float64
         proba = cal.predict_proba_one(x)
         p[i] = proba[True]
         llr[i] = cal.predict_llr_one(x)
