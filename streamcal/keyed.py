@@ -12,7 +12,6 @@ bit for bit, and as ``m`` grows each key's map tends to the global one.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import heapq
 import numbers
@@ -23,6 +22,7 @@ from river import base
 from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import keyed as _kk
+from streamcal._keyed_river import KeyedRiverFace, one_event
 from streamcal._keyed_rows import KeyedRows, calibrator_to_row, ring_rows
 from streamcal._keyed_state import check_key_params
 from streamcal._keyed_templates import TemplateKeys
@@ -67,28 +67,9 @@ def _check_merge_kinds(firsts: list) -> None:
             raise TypeError(msg)
 
 
-@contextlib.contextmanager
-def _one_event(key_name, score_name):
-    """The river face's errors name its arguments (``x[...]``, ``y``, ``w``, ``t``), not the
-    array face's columns it runs through."""
-    try:
-        yield
-    except (ValueError, TypeError) as exc:
-        msg = str(exc)
-        if type(exc) not in (ValueError, TypeError, InvalidKeyError):
-            raise
-        if " at position 0" not in msg:
-            if msg.endswith("pass `times=`."):  # a time window's times, as the unkeyed river face says it
-                raise type(exc)(msg.replace("pass `times=`.", "pass `t=` to learn_one.")) from None
-            raise
-        for column, one in (("keys", f"x[{key_name!r}]"), ("scores", f"x[{score_name!r}]"), ("labels", "y"),
-                            ("weights", "w"), ("times", "t")):
-            msg = msg.replace(f"`{column}`", f"`{one}`")
-        raise type(exc)(msg.replace(" at position 0", "")) from None
-
-
 @keywords_named
-class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mergeable, base.Classifier):
+class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, Persistable, Mergeable,
+                      base.Classifier):
     """One streaming calibrator per key, pooled toward the global map.
 
     Each key (an int or a string: a campaign, a merchant, a country) gets its own windowed state,
@@ -250,6 +231,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         cfg[_kk.CFG_LINEAR] = 1.0 if glob.interpolation == "linear" else 0.0
         cfg[_kk.CFG_PROB_INPUTS] = 1.0 if hist.layout.probability_inputs else 0.0
         self._cfg = cfg
+        self._lean = not hist.uses_times  # the river face's lean path (streamcal._keyed_river)
         self._cen = np.ascontiguousarray(glob.centres, dtype=np.float64)
         self._build_prior()
         self._slot_of = {key: k for k, key in enumerate(self._slot_keys) if key is not None}
@@ -260,7 +242,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
         if "_blocks_b" not in self.__dict__:  # the block cache starts empty (a restored state)
             self._drop_block_caches()
 
-    _CACHES = ("_cfg", "_cen", "_prior", "_pri", "_slot_of", "_free", "_scratch_b", "_scratch_w", "_blocks_b",
+    _CACHES = ("_cfg", "_lean", "_cen", "_prior", "_pri", "_slot_of", "_free", "_scratch_b", "_scratch_w", "_blocks_b",
                "_blocks_f", "_holes")
     _UNSAVED = ("_lock", *_CACHES)
     # what replace_global takes from a keyed source: the global map and the prior it gives
@@ -624,57 +606,6 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRows, LockedState, Persistable, Mer
             pos = self._kernel(run, pos, end)
         self._n_learned = int(run.stamps[stop - 1])
 
-    # ------------------------------------------------------------------ river face
-    def _split(self, x: dict):
-        if not isinstance(x, dict):
-            msg = f"`x` must be a dict holding the key and the score; got {type(x).__name__}."
-            raise TypeError(msg)
-        if self.key_key not in x:
-            msg = f"`x` must hold the key under {self.key_key!r}; got the keys {sorted(map(str, x))}."
-            raise InvalidKeyError(msg)
-        key = x[self.key_key]
-        if self.score_key is not None:
-            if self.score_key not in x:
-                msg = f"`x` must hold the score under {self.score_key!r}; got the keys {sorted(map(str, x))}."
-                raise ValueError(msg)
-            name, score = self.score_key, x[self.score_key]
-        else:
-            rest = [(name, v) for name, v in x.items() if name != self.key_key]
-            if len(rest) != 1:
-                msg = (
-                    f"`x` must hold one score besides the key {self.key_key!r} (or set score_key); got "
-                    f"{len(rest)} other entries."
-                )
-                raise ValueError(msg)
-            ((name, score),) = rest
-        if isinstance(key, str):
-            key = str(key)  # numpy's str_ too: the key is its str value
-        elif key is None or not isinstance(key, numbers.Integral) or isinstance(key, (bool, np.bool_)):
-            msg = f"`x[{self.key_key!r}]` must be an int or a string key; got {key!r}."
-            raise InvalidKeyError(msg)
-        return [key], [score], name
-
-    def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
-        keys, scores, name = self._split(x)
-        with self._lock, _one_event(self.key_key, name):
-            self._run_checked(*self._checked(keys, scores, [y], None, [w], None if t is None else [t], _OP_LEARN))
-
-    def predict_proba_one(self, x: dict) -> dict:
-        p = self._predict_one(x)[0]
-        return {False: 1.0 - p, True: p}
-
-    def predict_llr_one(self, x: dict) -> float:
-        return self._predict_one(x)[1]
-
-    def predict_one(self, x: dict) -> bool:
-        return self._predict_one(x)[0] > 0.5
-
-    def _predict_one(self, x: dict) -> tuple[float, float]:
-        keys, scores, name = self._split(x)
-        with self._lock, _one_event(self.key_key, name):
-            p, llr = self._predict(keys, scores)
-        return float(p[0]), float(llr[0])
-
     # ------------------------------------------------------------------ merge
     def _check_merge(self, items: list) -> None:
         _check_merge_kinds([next(iter(cal._slot_of), None) for cal in items])
@@ -751,7 +682,7 @@ class TemplateKeyedCalibrator(TemplateKeys, KeyedCalibrator):
 
         def predict_interval_one(x: dict) -> tuple[float, float]:
             keys, scores, name = self._split(x)
-            with self._lock, _one_event(self.key_key, name):
+            with self._lock, one_event(self.key_key, name):
                 p0, p1 = self.predict_interval(keys, scores)
             return float(p0[0]), float(p1[0])
 

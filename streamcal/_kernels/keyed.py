@@ -84,8 +84,26 @@ from streamcal._kernels.histogram import (
     KIND_DECAY_EVENTS,
     KIND_DECAY_TIME,
     KIND_TIME,
+    MAX_WEIGHT,
 )
-from streamcal._kernels.ipav import _stays_below
+from streamcal._kernels.ipav import (
+    PACK_BUSY,
+    PACK_END,
+    PACK_HEADER,
+    PACK_O_PF,
+    PACK_O_PI,
+    PACK_O_SI,
+    RUNS_SIZE,
+    SF_KIND,
+    _map_section,
+    _score_ok,
+    _stays_below,
+    pav_bucket_of,
+    pav_learn_one_inplace,
+    pav_llr_from_proba,
+    pav_predict_one,
+    pav_proba_out,
+)
 
 # kf: per key floats
 KF_T_POS = 0
@@ -177,6 +195,10 @@ _NOT_SURE_LOW = 2.0**-53
 
 # status of the runners: >= 0 is the position of an event that needs room
 DONE = -1
+# what the river face's single-event learning returns besides DONE (nothing of the event done)
+REFUSED = -2  # the packed global state is busy, or the score or the weight is not one the checks accept
+NEW_KEY = -3  # a valid event of a key without a slot
+NO_ROOM = -4  # the arenas lack room for the key's event
 
 
 @jit_noalloc(forceinline=True)
@@ -1232,3 +1254,50 @@ def group_by_slot(slots, start, stop, counts, order):
         c = slots[i] + 1
         order[counts[c]] = i
         counts[c] += 1
+
+
+@jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
+def river_learn(packed, cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, holes, prior, pri, sb, sw, k, s, y, w, t,
+                stamp):
+    """Learn one event of key slot ``k`` (score ``s``, label ``y`` as 0.0 or 1.0, weight ``w``, time
+    ``t``, the global learned count after it ``stamp``): the global map, packed by
+    ``ipav.pack_state``, predicts and learns it, then the key learns it as ``run_ops`` learns an
+    event. Returns :data:`DONE`, or having changed nothing :data:`REFUSED` (the global state busy,
+    the score not finite or out of range, the weight outside ``[0, MAX_WEIGHT]``), :data:`NEW_KEY`
+    (``k < 0``) or :data:`NO_ROOM` (the arenas lack room for the key's event)."""
+    if not (packed[PACK_BUSY] == 0.0 and math.isfinite(s) and _score_ok(packed, s) and 0.0 <= w <= MAX_WEIGHT):
+        return REFUSED
+    if k < 0:
+        return NEW_KEY
+    atoms, ring, blocks = room_needed(ki, cfg, holes, k)
+    if arena[AR_ATOMS] + atoms > ab.shape[0] or arena[AR_RING] + ring > rb.shape[0] or (
+        arena[AR_BLOCKS] + blocks > qb.shape[1]
+    ):
+        return NO_ROOM
+    o_si, o_pf = int(packed[PACK_O_SI]), int(packed[PACK_O_PF])
+    o_pi, end = int(packed[PACK_O_PI]), int(packed[PACK_END])
+    sf, si = packed[PACK_HEADER:o_si], packed[o_si:o_pf].view(np.int64)
+    pf, pi = packed[o_pf:o_pi], packed[o_pi:end].view(np.int64)
+    runs = packed[end : end + RUNS_SIZE]
+    b = pav_bucket_of(pf, s)
+    p_global = pav_proba_out(pf, pav_predict_one(pf, b, s))
+    pav_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, t, sf[SF_KIND])
+    learn_one(cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, holes, prior, pri, sb, sw, k, b, y, w, t, p_global,
+              stamp)
+    return DONE
+
+
+@jit_noalloc(nogil=False)  # a per-event call: releasing the GIL would cost more than the kernel saves
+def river_predict(packed, cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, s):
+    """``(proba, llr)`` of score ``s`` for key slot ``k`` as ``predict_many`` gives them, the global
+    map (packed by ``ipav.pack_state``) answering for ``k < 0`` or a key that has not learned;
+    ``(-1.0, nan)`` (never a probability), having changed nothing, when the global state is busy
+    or the score is not finite or out of range."""
+    if not (packed[PACK_BUSY] == 0.0 and math.isfinite(s) and _score_ok(packed, s)):
+        return -1.0, math.nan
+    pf = _map_section(packed)
+    b = pav_bucket_of(pf, s)
+    if k < 0 or kf[k, KF_N_LEARNED] == 0.0:
+        p = pav_predict_one(pf, b, s)
+        return pav_proba_out(pf, p), pav_llr_from_proba(pf, p)
+    return predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, b, s)
