@@ -92,12 +92,38 @@ def run_case(case: dict, seed: int) -> dict[str, np.ndarray]:
     return out
 
 
+def run_keyed(window, strength, seed: int) -> dict[str, np.ndarray]:
+    """A keyed calibrator over PAV: the array face, then the river face's single-event path."""
+    from streamcal import KeyedCalibrator
+
+    rng = np.random.default_rng(seed)
+    s = rng.beta(0.6, 3.0, size=N)
+    y = rng.uniform(size=N) < s
+    keys = [str(k) for k in rng.integers(0, 5, size=N)]
+    cal = KeyedCalibrator(PAVCalibrator(window=window), prior_strength=strength)
+    half = N // 2
+    out = dict(zip(("prequential_p", "prequential_llr"), cal.prequential(keys[:half], s[:half], y[:half])))
+    river_p, river_llr = [], []
+    for i in range(half, N):
+        x = {"key": keys[i], "score": float(s[i])}
+        river_p.append(cal.predict_proba_one(x)[True])
+        river_llr.append(cal.predict_llr_one(x))
+        cal.learn_one(x, bool(y[i]))
+    out["river_p"], out["river_llr"] = np.array(river_p), np.array(river_llr)
+    out["predict_proba"] = cal.predict_proba(["0"] * N, s)
+    return out
+
+
 def run_all() -> dict[str, np.ndarray]:
     """All cases, two seeds each, flattened to ``"case|seed|output"`` -> array."""
     out = {}
     for name, case in cases().items():
         for seed in (0, 1):
             for key, value in run_case(case, seed).items():
+                out[f"{name}|{seed}|{key}"] = value
+    for name, window, strength in (("keyed-count", CountWindow(60), "auto"), ("keyed-decay", Decay(50.0), 30.0)):
+        for seed in (0, 1):
+            for key, value in run_keyed(window, strength, seed).items():
                 out[f"{name}|{seed}|{key}"] = value
     return out
 
