@@ -146,6 +146,7 @@ from streamcal._kernels.gev import (
     gev_upper,
     glm_map_one,
     glm_refit_histogram_inplace,
+    intercept_only_inplace,
 )
 
 FIT_FITTED = 0  # 1.0 once a map is fitted (the window holds weight)
@@ -1115,6 +1116,7 @@ def glm_refit_known(
     # the served shape's refit without a pass, where certified (every other shape waiting)
     ranges = (x_lo, x_hi, x_lo_now, x_hi_now)
     cert = 0  # 1: served without a pass; 2: served shape certified, some others refitted
+    held = False  # some shape's fit held at slope 0: its block does not describe it
     if (lazy or (modeled and S == 1)) and keep and has_warm[first] != 0:
         cert, served_bar = _refit_served_certified(
             steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw, kappa, has_warm, tight, powers
@@ -1145,7 +1147,11 @@ def glm_refit_known(
                 ok[k] = 2
                 briers[k] = bound
                 continue
-        if has_warm[k] != 0:
+        xs, ps, ns = (x[j0:j1], h_pos[j0:j1], h_neg[j0:j1]) if direct else (x, pos_w, neg_w)
+        if has_warm[k] != 0 and _kept_held(xs, ps, ns, code, xis[k], l2, betas[k], briers[k : k + 1], pw[0:2]):
+            ok[k] = 1
+            held = True
+        elif has_warm[k] != 0:
             # one shape is served without comparing Brier scores: none is computed, but where its
             # block is kept (its certified refit without a pass needs the values that come with it)
             brier = briers[k : k + 1] if S > 1 or keep else briers[:0]
@@ -1160,10 +1166,12 @@ def glm_refit_known(
             # the data's part (the histogram in stored units, unit 1) while the prior holds
             dw = sf[_h.SF_HEADER : _h.SF_HEADER + 2 * B] if keep and pattern else sf[:0]
             dsums = steps[steps.shape[0] - STEP_BLOCK + STEP_PX0 : steps.shape[0]] if keep else steps[:0]
-            xs, ps, ns = (x[j0:j1], h_pos[j0:j1], h_neg[j0:j1]) if direct else (x, pos_w, neg_w)
             passes = glm_refit_histogram_inplace(
                 xs, ps, ns, code, xis[k], l2, 1e-12, x_lo, x_hi, tol, start, max_passes, brier, curv, dw, dsums
             )
+            if passes >= 0 and start[0] < 0.0:  # the map must not fall: the slope held at 0
+                intercept_only_inplace(xs, ps, ns, code, xis[k], l2, start, briers[k : k + 1])
+                held = True
             if passes >= 0:
                 ok[k] = 1
                 betas[k, 0] = start[0]
@@ -1188,7 +1196,7 @@ def glm_refit_known(
             steps[STEP_VALID] = 0.0
         return 1
     glm_finish_refit(briers, fit, c)
-    if keep:
+    if keep and not held:
         _steps_keep(steps, sf, u, xis, betas, ok, x_lo_now, x_hi_now)
     elif steps.shape[0] > 0:
         steps[STEP_VALID] = 0.0
@@ -1198,6 +1206,22 @@ def glm_refit_known(
         else:
             moments_rebuild(sf, si, x, table, mom, betas[0, 0], betas[0, 1])
     return 0
+
+
+@jit_noalloc(forceinline=True)
+def _kept_held(x, pos, neg, code, xi, l2, beta, brier, scratch):
+    """Whether the previous fit ``beta`` is held at slope 0 (the map must not fall: the optimum
+    over ``slope >= 0``) and stays there: the intercept-only fit (into ``scratch``) is that optimum
+    where the objective's derivative in the slope there is at least 0 (Karush-Kuhn-Tucker), and
+    then ``beta`` and ``brier[0]`` receive it without a pass of Newton's method. As
+    ``streamcal.gev.histfit.refit_nonnegative`` does."""
+    if beta[0] != 0.0:
+        return False
+    if not intercept_only_inplace(x, pos, neg, code, xi, l2, scratch, brier) >= 0.0:
+        return False
+    beta[0] = scratch[0]
+    beta[1] = scratch[1]
+    return True
 
 
 @jit_noalloc(forceinline=True)
@@ -1271,7 +1295,7 @@ def _refit_served_certified(
     done, brier, high, _ = _served_certified(
         steps, served, u, l2, n_total, x_lo, x_hi, tol, beta, tight, SERVE_TOL, 0.0, powers
     )
-    if not done:
+    if not done or beta[0] < 0.0:  # (a negative slope: the passes hold it at 0)
         return 0, np.inf
     S = xis.shape[0]
     bar = _served_bar(xis[first], beta[0], beta[1], x_lo_now, x_hi_now, high, n_total, tol)
@@ -3108,6 +3132,8 @@ def _moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta, wide):
         return False
     radius = -math.log1p(-nk) / kk if kk > 0.0 else nu
     if not 0.25 * z * radius <= proba_tol:
+        return False
+    if a0 + d0 < 0.0:  # the map must not fall: the passes fit it with the slope held at 0
         return False
     beta[0] = a0 + d0
     beta[1] = a1 + d1
