@@ -1051,40 +1051,48 @@ def _intercept_gradient(b, p_all, n_neg, link_code, xi, l2):
 
 
 @jit
-def intercept_root(p_all, n_neg, link_code, xi, l2):
+def intercept_root(p_all, n_neg, link_code, xi, l2, start):
     """The intercept ``b`` where ``l2 b + (P + N) F(b) - P = 0`` (``P = p_all`` positive and
     ``N = n_neg`` negative weight): the minimiser of the penalised objective of
-    :func:`irls_histogram_2d_inplace` at slope 0. The gradient is non-decreasing in ``b``: a
-    bracket from 0 doubled outwards, then Newton's method kept inside it (bisection where a step
-    leaves it), from the bracket's middle, so the answer depends on its arguments alone. Where no
-    root is finite (``l2 = 0`` and one class), the bracket's far end after 64 doublings."""
-    g, _ = _intercept_gradient(0.0, p_all, n_neg, link_code, xi, l2)
+    :func:`irls_histogram_2d_inplace` at slope 0. The gradient is non-decreasing in ``b``: from
+    ``start`` (the previous fit's intercept, or 0) a bracket twice the Newton step wide, doubled
+    outwards until it holds the root, then Newton's method from ``start`` kept inside it
+    (bisection where a step leaves it). Where no root is finite (``l2 = 0`` and one class), the
+    bracket's far end after 64 doublings."""
+    b = start
+    g, dg = _intercept_gradient(b, p_all, n_neg, link_code, xi, l2)
     if g == 0.0:
-        return 0.0
-    lo = 0.0
-    hi = 0.0
-    step = 1.0
+        return b
+    lo = b
+    hi = b
+    step = 2.0 * abs(g) / dg if dg > 0.0 else 1.0
+    step = max(step, 1e-12 * (1.0 + abs(b)))
+    down = g > 0.0
     for _ in range(64):
-        at = -step if g > 0.0 else step
-        was = g
-        g, _ = _intercept_gradient(at, p_all, n_neg, link_code, xi, l2)
-        if g == 0.0:
+        at = b - step if down else b + step
+        ga, _ = _intercept_gradient(at, p_all, n_neg, link_code, xi, l2)
+        if ga == 0.0:
             return at
-        if was > 0.0:
+        if down:
             hi = lo
             lo = at
-            if g < 0.0:
+            if ga < 0.0:
                 break
         else:
             lo = hi
             hi = at
-            if g > 0.0:
+            if ga > 0.0:
                 break
         step *= 2.0
     else:
-        return lo if g > 0.0 else hi
-    b = 0.5 * (lo + hi)
+        return lo if down else hi
     for _ in range(200):
+        nb = b - g / dg if dg > 0.0 else 0.5 * (lo + hi)
+        if not lo < nb < hi:
+            nb = 0.5 * (lo + hi)
+        if nb == b or abs(nb - b) <= 1e-15 * (1.0 + abs(b)):
+            return nb
+        b = nb
         g, dg = _intercept_gradient(b, p_all, n_neg, link_code, xi, l2)
         if g == 0.0:
             return b
@@ -1092,20 +1100,15 @@ def intercept_root(p_all, n_neg, link_code, xi, l2):
             lo = b
         else:
             hi = b
-        nb = b - g / dg if dg > 0.0 else 0.5 * (lo + hi)
-        if not lo < nb < hi:
-            nb = 0.5 * (lo + hi)
-        if nb == b or abs(nb - b) <= 1e-15 * (1.0 + abs(b)):
-            return nb
-        b = nb
     return b
 
 
 @jit
 def intercept_only_inplace(x, pos, neg, link_code, xi, l2, beta, brier):
     """Fit ``v = beta[0] x + beta[1]`` on a histogram with the slope held at 0: ``beta`` receives
-    ``(0, intercept)``, the intercept of :func:`intercept_root` for the histogram's totals, and
-    ``brier[0]`` (unless ``brier`` is empty) the map's Brier score over the histogram there.
+    ``(0, intercept)``, the intercept of :func:`intercept_root` for the histogram's totals from
+    ``beta[1]``, and ``brier[0]`` (unless ``brier`` is empty) the map's Brier score over the
+    histogram there.
     Returns the objective's derivative in the slope at that point, ``sum_i (n_i F(b) - pos_i)
     x_i`` (as ``F sum_i neg_i x_i - (1 - F) sum_i pos_i x_i``): where it is at least 0 the point
     is the optimum over ``slope >= 0`` (the objective is convex: Karush-Kuhn-Tucker), and where
@@ -1121,7 +1124,7 @@ def intercept_only_inplace(x, pos, neg, link_code, xi, l2, beta, brier):
         n_neg += neg[i]
         nx += neg[i] * x[i]
         px += pos[i] * x[i]
-    b = intercept_root(p_all, n_neg, link_code, xi, l2)
+    b = intercept_root(p_all, n_neg, link_code, xi, l2, beta[1])
     p, comp, _ = _cdf_both(b, link_code, xi)
     beta[0] = 0.0
     beta[1] = b

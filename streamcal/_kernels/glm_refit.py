@@ -1116,7 +1116,7 @@ def glm_refit_known(
     # the served shape's refit without a pass, where certified (every other shape waiting)
     ranges = (x_lo, x_hi, x_lo_now, x_hi_now)
     cert = 0  # 1: served without a pass; 2: served shape certified, some others refitted
-    held = False  # some shape's fit held at slope 0: its block does not describe it
+    held = False  # some shape's fit held at slope 0 (:func:`_steps_held`)
     if (lazy or (modeled and S == 1)) and keep and has_warm[first] != 0:
         cert, served_bar = _refit_served_certified(
             steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw, kappa, has_warm, tight, powers
@@ -1158,6 +1158,7 @@ def glm_refit_known(
             o = STEP_HEADER + k * STEP_BLOCK + STEP_CURV
             curv = steps[o : o + STEP_LAZY] if keep else steps[:0]
             start = betas[k]  # betas[k] stays the previous fit until the iteration succeeds
+            previous = betas[k, 1]  # the intercept-only fit's start, where the slope is held at 0
             if modeled:
                 start = pw[0:2]
                 start[0] = betas[k, 0]
@@ -1170,6 +1171,7 @@ def glm_refit_known(
                 xs, ps, ns, code, xis[k], l2, 1e-12, x_lo, x_hi, tol, start, max_passes, brier, curv, dw, dsums
             )
             if passes >= 0 and start[0] < 0.0:  # the map must not fall: the slope held at 0
+                start[1] = previous
                 intercept_only_inplace(xs, ps, ns, code, xis[k], l2, start, briers[k : k + 1])
                 held = True
             if passes >= 0:
@@ -1196,8 +1198,10 @@ def glm_refit_known(
             steps[STEP_VALID] = 0.0
         return 1
     glm_finish_refit(briers, fit, c)
-    if keep and not held:
+    if keep:
         _steps_keep(steps, sf, u, xis, betas, ok, x_lo_now, x_hi_now)
+        if held:
+            _steps_held(steps, betas)
     elif steps.shape[0] > 0:
         steps[STEP_VALID] = 0.0
     if taylor:
@@ -1217,11 +1221,28 @@ def _kept_held(x, pos, neg, code, xi, l2, beta, brier, scratch):
     ``streamcal.gev.histfit.refit_nonnegative`` does."""
     if beta[0] != 0.0:
         return False
+    scratch[1] = beta[1]  # the previous intercept, the solve's start
     if not intercept_only_inplace(x, pos, neg, code, xi, l2, scratch, brier) >= 0.0:
         return False
     beta[0] = scratch[0]
     beta[1] = scratch[1]
     return True
+
+
+@jit_noalloc(forceinline=True)
+def _steps_held(steps, betas):
+    """After :func:`_steps_keep`: the blocks of the shapes held at slope 0 describe no risk (their
+    values are those of the unconstrained optimum's passes, or none), so they are zeroed and
+    marked unmodeled (``STEP_KAPPA`` -1: :func:`_steps_modeled` is False until their passes
+    run again). The histogram's range and fingerprint stay kept, for the next refit's rows."""
+    for k in range(betas.shape[0]):
+        if betas[k, 0] != 0.0:
+            continue
+        o = STEP_HEADER + k * STEP_BLOCK
+        for j in range(STEP_CURV, STEP_BLOCK):
+            if j != STEP_UNIT:
+                steps[o + j] = 0.0
+        steps[o + STEP_KAPPA] = -1.0
 
 
 @jit_noalloc(forceinline=True)
