@@ -259,3 +259,17 @@ def test_held_fit_matches_scipy_where_the_free_slope_is_negative():
             assert ref[0] < 1e-6
             checked += 1
     assert checked > 50
+
+
+@pytest.mark.parametrize("cls", CALIBRATORS)
+@pytest.mark.parametrize("strength", ["auto", 0])
+def test_keyed_template_maps_do_not_fall(cls, strength):
+    from streamcal import KeyedCalibrator
+
+    cal = KeyedCalibrator(cls(prior=None), prior_strength=strength)
+    rng = np.random.default_rng(2)
+    s = rng.uniform(0.05, 0.95, size=300)
+    cal.update(np.full(300, "spread"), s, rng.uniform(size=300) < s)
+    cal.update(np.full(100, "one score"), np.full(100, 0.3), np.ones(100, bool))
+    for key in ("spread", "one score"):
+        assert_monotone(cal.predict_proba(np.full(GRID.size, key), GRID), f"key {key!r}")

@@ -147,6 +147,7 @@ from streamcal._kernels.gev import (
     glm_map_one,
     glm_refit_histogram_inplace,
     intercept_only_inplace,
+    intercept_root,
 )
 
 FIT_FITTED = 0  # 1.0 once a map is fitted (the window holds weight)
@@ -1115,8 +1116,7 @@ def glm_refit_known(
     tight = kappa if kappa > 0.0 else (1.0 if kappa_in == 0.0 else 0.0)
     # the served shape's refit without a pass, where certified (every other shape waiting)
     ranges = (x_lo, x_hi, x_lo_now, x_hi_now)
-    cert = 0  # 1: served without a pass; 2: served shape certified, some others refitted
-    held = False  # some shape's fit held at slope 0 (:func:`_steps_held`)
+    cert, held = 0, False  # cert 1: served without a pass, 2: served shape certified; held: a slope held at 0
     if (lazy or (modeled and S == 1)) and keep and has_warm[first] != 0:
         cert, served_bar = _refit_served_certified(
             steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw, kappa, has_warm, tight, powers
@@ -1149,8 +1149,7 @@ def glm_refit_known(
                 continue
         xs, ps, ns = (x[j0:j1], h_pos[j0:j1], h_neg[j0:j1]) if direct else (x, pos_w, neg_w)
         if has_warm[k] != 0 and _kept_held(xs, ps, ns, code, xis[k], l2, betas[k], briers[k : k + 1], pw[0:2]):
-            ok[k] = 1
-            held = True
+            ok[k], held = 1, True
         elif has_warm[k] != 0:
             # one shape is served without comparing Brier scores: none is computed, but where its
             # block is kept (its certified refit without a pass needs the values that come with it)
@@ -1170,10 +1169,7 @@ def glm_refit_known(
             passes = glm_refit_histogram_inplace(
                 xs, ps, ns, code, xis[k], l2, 1e-12, x_lo, x_hi, tol, start, max_passes, brier, curv, dw, dsums
             )
-            if passes >= 0 and start[0] < 0.0:  # the map must not fall: the slope held at 0
-                start[1] = previous
-                intercept_only_inplace(xs, ps, ns, code, xis[k], l2, start, briers[k : k + 1])
-                held = True
+            held = _held_if_falling(passes, xs, ps, ns, code, xis[k], l2, start, briers[k : k + 1], previous) or held
             if passes >= 0:
                 ok[k] = 1
                 betas[k, 0] = start[0]
@@ -1210,6 +1206,19 @@ def glm_refit_known(
         else:
             moments_rebuild(sf, si, x, table, mom, betas[0, 0], betas[0, 1])
     return 0
+
+
+@jit_noalloc(forceinline=True)
+def _held_if_falling(passes, x, pos, neg, code, xi, l2, beta, brier, previous):
+    """After a shape's passes (``passes`` at least 0: ``beta`` their optimum): where its slope is
+    negative, the map would fall; ``beta`` then receives the optimum over ``slope >= 0``, the
+    intercept-only fit (from the previous fit's intercept ``previous``), and ``brier[0]`` its
+    Brier score: True. As ``streamcal.gev.histfit.refit_nonnegative`` does."""
+    if not (passes >= 0 and beta[0] < 0.0):
+        return False
+    beta[1] = previous
+    intercept_only_inplace(x, pos, neg, code, xi, l2, beta, brier)
+    return True
 
 
 @jit_noalloc(forceinline=True)
@@ -3095,8 +3104,38 @@ def _moments_newton(mom, pw, u, l2, a0, a1, d0, d1):
 def moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta):
     """Newton's method on the Taylor model of the risk from ``beta``; True (``beta`` updated)
     when the optimum is certified: every served probability within ``proba_tol`` of the exact
-    optimum's, the Taylor tail and the moments' reach included (see the module notes)."""
+    optimum's, the Taylor tail and the moments' reach included (see the module notes). A fit
+    held at slope 0 first tries to stay there (:func:`moments_held`)."""
+    if moments_held(mom, u, l2, beta):
+        return True
     return _moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta, _NARROW)
+
+
+@jit_noalloc(forceinline=True)
+def moments_held(mom, u, l2, beta):
+    """Platt's fit held at slope 0 (the map must not fall: ``glm_refit_known``) kept from the
+    moments about a held anchor, without a pass: True (``beta[1]`` updated) where the previous fit
+    ``beta`` and the moments' anchor have slope 0 and the intercept-only fit of the class totals
+    the moments describe (:func:`streamcal._kernels.gev.intercept_root`, from ``beta[1]``) is
+    still the optimum over ``slope >= 0``: the objective's derivative in the slope there,
+    ``sigma(b) sum_b n_b x_b - sum_b pos_b x_b``, is at least 0. At an anchor of slope 0 every
+    bucket's ``c_0`` is ``sigma(a1)``, so ``sum_b n_b x_b = M[0, 1] / M[0, 0]`` times the weight,
+    with no Taylor tail. The moments are rebuilt after ``MOM_MAX_UPDATES`` events, as for
+    :func:`_moments_solve`."""
+    if not (beta[0] == 0.0 and mom[MOM_B0] == 0.0 and mom[MOM_UPDATES] <= MOM_MAX_UPDATES):
+        return False
+    m00 = mom[MOM_M]
+    if not m00 > 0.0:
+        return False
+    t_pos = mom[MOM_T_POS] / u
+    t_neg = mom[MOM_T_NEG] / u
+    n_x = mom[MOM_M + 1] / m00 * (t_pos + t_neg)
+    p_x = mom[MOM_P1] / u
+    b = intercept_root(t_pos, t_neg, np.int64(1), 0.0, l2, beta[1])
+    if not _logistic(b) * (n_x - p_x) - _logistic(-b) * p_x >= 0.0:  # by class: sum_b (n_b F - pos_b) x_b
+        return False
+    beta[1] = b
+    return True
 
 
 @jit_noalloc
