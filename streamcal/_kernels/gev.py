@@ -1051,15 +1051,22 @@ def _intercept_gradient(b, p_all, n_neg, link_code, xi, l2):
 
 
 @jit
-def intercept_root(p_all, n_neg, link_code, xi, l2, start):
+def intercept_root(p_all, n_neg, link_code, xi, l2):
     """The intercept ``b`` where ``l2 b + (P + N) F(b) - P = 0`` (``P = p_all`` positive and
     ``N = n_neg`` negative weight): the minimiser of the penalised objective of
     :func:`irls_histogram_2d_inplace` at slope 0. The gradient is non-decreasing in ``b``: from
-    ``start`` (the previous fit's intercept, or 0) a bracket twice the Newton step wide, doubled
-    outwards until it holds the root, then Newton's method from ``start`` kept inside it
-    (bisection where a step leaves it). Where no root is finite (``l2 = 0`` and one class), the
-    bracket's far end after 64 doublings."""
-    b = start
+    the root without the ridge (the link of the rate, kept within ``[1e-12, 1 - 1e-12]``) a
+    bracket twice the Newton step wide, doubled outwards until it holds the root, then Newton's
+    method from that start kept inside it (bisection where a step leaves it). The start depends
+    on the arguments alone, and so does the answer (whatever the previous fit: refits on
+    different schedules serve the same bits). Where no root is finite (``l2 = 0`` and one
+    class), the bracket's far end after 64 doublings."""
+    rate = p_all / (p_all + n_neg) if p_all + n_neg > 0.0 else 0.5
+    rate = min(max(rate, 1e-12), 1.0 - 1e-12)
+    if link_code == 1:
+        b = math.log(rate) - math.log1p(-rate)
+    else:
+        b = gev_clip(gev_link(rate, xi), xi)
     g, dg = _intercept_gradient(b, p_all, n_neg, link_code, xi, l2)
     if g == 0.0:
         return b
@@ -1106,8 +1113,8 @@ def intercept_root(p_all, n_neg, link_code, xi, l2, start):
 @jit
 def intercept_only_inplace(x, pos, neg, link_code, xi, l2, beta, brier):
     """Fit ``v = beta[0] x + beta[1]`` on a histogram with the slope held at 0: ``beta`` receives
-    ``(0, intercept)``, the intercept of :func:`intercept_root` for the histogram's totals from
-    ``beta[1]``, and ``brier[0]`` (unless ``brier`` is empty) the map's Brier score over the
+    ``(0, intercept)``, the intercept of :func:`intercept_root` for the histogram's totals, and
+    ``brier[0]`` (unless ``brier`` is empty) the map's Brier score over the
     histogram there.
     Returns the objective's derivative in the slope at that point, ``sum_i (n_i F(b) - pos_i)
     x_i`` (as ``F sum_i neg_i x_i - (1 - F) sum_i pos_i x_i``): where it is at least 0 the point
@@ -1124,7 +1131,7 @@ def intercept_only_inplace(x, pos, neg, link_code, xi, l2, beta, brier):
         n_neg += neg[i]
         nx += neg[i] * x[i]
         px += pos[i] * x[i]
-    b = intercept_root(p_all, n_neg, link_code, xi, l2, beta[1])
+    b = intercept_root(p_all, n_neg, link_code, xi, l2)
     p, comp, _ = _cdf_both(b, link_code, xi)
     beta[0] = 0.0
     beta[1] = b

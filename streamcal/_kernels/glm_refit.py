@@ -1157,7 +1157,6 @@ def glm_refit_known(
             o = STEP_HEADER + k * STEP_BLOCK + STEP_CURV
             curv = steps[o : o + STEP_LAZY] if keep else steps[:0]
             start = betas[k]  # betas[k] stays the previous fit until the iteration succeeds
-            previous = betas[k, 1]  # the intercept-only fit's start, where the slope is held at 0
             if modeled:
                 start = pw[0:2]
                 start[0] = betas[k, 0]
@@ -1169,7 +1168,7 @@ def glm_refit_known(
             passes = glm_refit_histogram_inplace(
                 xs, ps, ns, code, xis[k], l2, 1e-12, x_lo, x_hi, tol, start, max_passes, brier, curv, dw, dsums
             )
-            held = _held_if_falling(passes, xs, ps, ns, code, xis[k], l2, start, briers[k : k + 1], previous) or held
+            held = _held_if_falling(passes, xs, ps, ns, code, xis[k], l2, start, briers[k : k + 1]) or held
             if passes >= 0:
                 ok[k] = 1
                 betas[k, 0] = start[0]
@@ -1209,14 +1208,13 @@ def glm_refit_known(
 
 
 @jit_noalloc(forceinline=True)
-def _held_if_falling(passes, x, pos, neg, code, xi, l2, beta, brier, previous):
+def _held_if_falling(passes, x, pos, neg, code, xi, l2, beta, brier):
     """After a shape's passes (``passes`` at least 0: ``beta`` their optimum): where its slope is
     negative, the map would fall; ``beta`` then receives the optimum over ``slope >= 0``, the
-    intercept-only fit (from the previous fit's intercept ``previous``), and ``brier[0]`` its
+    intercept-only fit, and ``brier[0]`` its
     Brier score: True. As ``streamcal.gev.histfit.refit_nonnegative`` does."""
     if not (passes >= 0 and beta[0] < 0.0):
         return False
-    beta[1] = previous
     intercept_only_inplace(x, pos, neg, code, xi, l2, beta, brier)
     return True
 
@@ -1230,7 +1228,6 @@ def _kept_held(x, pos, neg, code, xi, l2, beta, brier, scratch):
     ``streamcal.gev.histfit.refit_nonnegative`` does."""
     if beta[0] != 0.0:
         return False
-    scratch[1] = beta[1]  # the previous intercept, the solve's start
     if not intercept_only_inplace(x, pos, neg, code, xi, l2, scratch, brier) >= 0.0:
         return False
     beta[0] = scratch[0]
@@ -3116,7 +3113,7 @@ def moments_held(mom, u, l2, beta):
     """Platt's fit held at slope 0 (the map must not fall: ``glm_refit_known``) kept from the
     moments about a held anchor, without a pass: True (``beta[1]`` updated) where the previous fit
     ``beta`` and the moments' anchor have slope 0 and the intercept-only fit of the class totals
-    the moments describe (:func:`streamcal._kernels.gev.intercept_root`, from ``beta[1]``) is
+    the moments describe (:func:`streamcal._kernels.gev.intercept_root`) is
     still the optimum over ``slope >= 0``: the objective's derivative in the slope there,
     ``sigma(b) sum_b n_b x_b - sum_b pos_b x_b``, is at least 0. At an anchor of slope 0 every
     bucket's ``c_0`` is ``sigma(a1)``, so ``sum_b n_b x_b = M[0, 1] / M[0, 0]`` times the weight,
@@ -3131,7 +3128,7 @@ def moments_held(mom, u, l2, beta):
     t_neg = mom[MOM_T_NEG] / u
     n_x = mom[MOM_M + 1] / m00 * (t_pos + t_neg)
     p_x = mom[MOM_P1] / u
-    b = intercept_root(t_pos, t_neg, np.int64(1), 0.0, l2, beta[1])
+    b = intercept_root(t_pos, t_neg, np.int64(1), 0.0, l2)
     if not _logistic(b) * (n_x - p_x) - _logistic(-b) * p_x >= 0.0:  # by class: sum_b (n_b F - pos_b) x_b
         return False
     beta[1] = b

@@ -137,10 +137,8 @@ def fit_glm_on_histogram(
                 f"R_xi = ({lo}, {hi}) of xi={xi}; start inside it (or pass beta0=None)."
             )
             raise ValueError(msg)
-    start = float(beta[1])  # the intercept-only fit's start, where the slope is held at 0
     _k.irls_histogram_2d_inplace(xa, pa, na, code, xi, l2, 1e-12, beta, int(max_iter), tol)
     if nonnegative_slope and beta[0] < 0.0:
-        beta[1] = start
         _k.intercept_only_inplace(xa, pa, na, code, xi, l2, beta, beta[:0])
     return beta
 
@@ -162,18 +160,15 @@ def refit_nonnegative(x, pos, neg, code: int, xi: float, l2: float, warm, newton
         args = (x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, max_passes, brier)
         return _k.glm_refit_histogram_inplace(*args, *(brier[:0],) * 3) >= 0
 
-    previous = 0.0 if warm is None else float(warm[1])  # the intercept-only fit's start
-
     def bounded(beta):
         if beta[0] < 0.0:
-            beta[1] = previous
             _k.intercept_only_inplace(x, pos, neg, code, xi, l2, beta, brier)
         return beta, float(brier[0])
 
     if warm is not None:
         beta = np.array(warm, dtype=np.float64)
         if beta[0] == 0.0:
-            held = np.array([0.0, previous])
+            held = np.zeros(2)
             if _k.intercept_only_inplace(x, pos, neg, code, xi, l2, held, brier) >= 0.0:
                 return held, float(brier[0])
         if newton(beta):
