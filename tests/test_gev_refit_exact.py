@@ -23,8 +23,14 @@ from streamcal.windows import CountWindow, Decay, Unbounded
 TOL = 1e-9
 
 
-def naive_glm_refit_proba(cal, centres, pos, neg, scores):
-    """The served probabilities of a converged cold full refit of ``cal``'s map from its histogram."""
+def naive_glm_refit_proba(cal, centres, pos, neg, scores, ties=False):
+    """The served probabilities of a converged cold full refit of ``cal``'s map from its histogram.
+
+    With ``ties``, a list: those of every shape whose Brier score ties the lowest within rounding
+    (a relative 1e-12). Where every shape's slope is held at 0 (the map must not fall) each shape
+    serves a constant map at about the window's rate, their Brier scores differ by rounding
+    alone, and which of them is lowest is rounding's choice; the end-run bounds of the shapes
+    with ``xi != 0`` then make their maps differ."""
     identity = cal.window_histogram.layout.probability_inputs
     x = np.log(np.clip(centres, 1e-12, 1 - 1e-12)) - np.log1p(-np.clip(centres, 1e-12, 1 - 1e-12))
     x = x if identity else centres
@@ -32,20 +38,25 @@ def naive_glm_refit_proba(cal, centres, pos, neg, scores):
     xs = np.log(xs) - np.log1p(-xs) if identity else scores
     link = "logit" if isinstance(cal, PlattCalibrator) else "gev"
     shapes = (0.0,) if link == "logit" else tuple(float(v) for v in cal.xi_grid) if cal.xi == "auto" else (cal.xi,)
-    best = None
+    fits = []
     for xi in shapes:
         beta = fit_glm_on_histogram(x, pos, neg, link=link, xi=xi, l2=cal.l2, tol=1e-16, max_iter=2000)
         v = beta[0] * x + beta[1]
         p = 1 / (1 + np.exp(-v)) if link == "logit" else gev_cdf(v, xi)
-        brier = float(np.dot(pos, (1 - p) ** 2) + np.dot(neg, p**2))
-        if best is None or brier < best[0]:
-            best = (brier, xi, beta)
-    _, xi, beta = best
-    v = beta[0] * xs + beta[1]
-    p = 1 / (1 + np.exp(-v)) if link == "logit" else gev_cdf(v, xi)
-    p = end_run_bounded(p, xi, pos, neg, float(cal.llr_pseudo_count))
+        fits.append((float(np.dot(pos, (1 - p) ** 2) + np.dot(neg, p**2)), xi, beta))
+    best = min(fits, key=lambda f: f[0])  # the first of equals
     low, high = _prior.proba_bounds(float(pos.sum() + neg.sum()), float(cal.llr_pseudo_count))
-    return np.clip(p, low, high), best
+
+    def served(fit):
+        _, xi, beta = fit
+        v = beta[0] * xs + beta[1]
+        p = 1 / (1 + np.exp(-v)) if link == "logit" else gev_cdf(v, xi)
+        p = end_run_bounded(p, xi, pos, neg, float(cal.llr_pseudo_count))
+        return np.clip(p, low, high)
+
+    if ties:
+        return [served(f) for f in fits if f[0] <= best[0] * (1 + 1e-12)], best
+    return served(best), best
 
 
 def _windows():
@@ -87,8 +98,8 @@ def _check_every_event(make, scores, labels, weights):
     for i in range(scores.size):
         if hist.n_learned and float(np.sum(hist.histogram()[1] + hist.histogram()[2])) > 0.0:
             centres, pos, neg = hist.histogram()
-            ref, _ = naive_glm_refit_proba(hist, centres, pos, neg, scores[i : i + 1])
-            worst = max(worst, abs(float(proba[i]) - float(ref[0])))
+            refs, _ = naive_glm_refit_proba(hist, centres, pos, neg, scores[i : i + 1], ties=True)
+            worst = max(worst, min(abs(float(proba[i]) - float(ref[0])) for ref in refs))
         hist.update(scores[i : i + 1], labels[i : i + 1], weights=weights[i : i + 1])
     assert worst <= TOL
 

@@ -1018,3 +1018,123 @@ def glm_brier_histogram(x, pos, neg, link_code, xi, slope, intercept):
             p = gev_cdf(v, xi)
         acc += pos[i] * (1.0 - p) * (1.0 - p) + neg[i] * p * p
     return acc
+
+
+# --------------------------------------------------- the map's fit with its slope held at 0
+# A calibration map must not fall as the score rises: the calibrators fit ``v = slope x +
+# intercept`` with ``slope >= 0``. The objective is convex, so where its unconstrained optimum
+# has a negative slope the constrained one lies on the bound, slope 0: the intercept-only fit of
+# the same penalised objective, which depends on the histogram through its totals alone.
+
+
+@jit(inline="always")
+def _cdf_both(v, link_code, xi):
+    """``(F(v), 1 - F(v), f(v))``, the complement without cancellation near ``F = 1``."""
+    if link_code == 1:
+        if v >= 0.0:
+            e = math.exp(-v)
+            return 1.0 / (1.0 + e), e / (1.0 + e), e / ((1.0 + e) * (1.0 + e))
+        e = math.exp(v)
+        return e / (1.0 + e), 1.0 / (1.0 + e), e / ((1.0 + e) * (1.0 + e))
+    t, u = gev_t_u(v, xi)
+    big_f = math.exp(-t)
+    dens = 0.0 if (u == 0.0 or big_f == 0.0) else big_f * t / u
+    return big_f, -math.expm1(-t), dens
+
+
+@jit(inline="always")
+def _intercept_gradient(b, p_all, n_neg, link_code, xi, l2):
+    """The intercept's gradient ``l2 b + n F(b) - P`` at slope 0 (as ``n_neg F - P (1 - F)``),
+    and its derivative ``l2 + n f(b)``."""
+    big_f, comp, dens = _cdf_both(b, link_code, xi)
+    return l2 * b + n_neg * big_f - p_all * comp, l2 + (p_all + n_neg) * dens
+
+
+@jit
+def intercept_root(p_all, n_neg, link_code, xi, l2):
+    """The intercept ``b`` where ``l2 b + (P + N) F(b) - P = 0`` (``P = p_all`` positive and
+    ``N = n_neg`` negative weight): the minimiser of the penalised objective of
+    :func:`irls_histogram_2d_inplace` at slope 0. The gradient is non-decreasing in ``b``: from
+    the root without the ridge (the link of the rate, kept within ``[1e-12, 1 - 1e-12]``) a
+    bracket twice the Newton step wide, doubled outwards until it holds the root, then Newton's
+    method from that start kept inside it (bisection where a step leaves it). The start depends
+    on the arguments alone, and so does the answer (whatever the previous fit: refits on
+    different schedules serve the same bits). Where no root is finite (``l2 = 0`` and one
+    class), the bracket's far end after 64 doublings."""
+    rate = p_all / (p_all + n_neg) if p_all + n_neg > 0.0 else 0.5
+    rate = min(max(rate, 1e-12), 1.0 - 1e-12)
+    if link_code == 1:
+        b = math.log(rate) - math.log1p(-rate)
+    else:
+        b = gev_clip(gev_link(rate, xi), xi)
+    g, dg = _intercept_gradient(b, p_all, n_neg, link_code, xi, l2)
+    if g == 0.0:
+        return b
+    lo = b
+    hi = b
+    step = 2.0 * abs(g) / dg if dg > 0.0 else 1.0
+    step = max(step, 1e-12 * (1.0 + abs(b)))
+    down = g > 0.0
+    for _ in range(64):
+        at = b - step if down else b + step
+        ga, _ = _intercept_gradient(at, p_all, n_neg, link_code, xi, l2)
+        if ga == 0.0:
+            return at
+        if down:
+            hi = lo
+            lo = at
+            if ga < 0.0:
+                break
+        else:
+            lo = hi
+            hi = at
+            if ga > 0.0:
+                break
+        step *= 2.0
+    else:
+        return lo if down else hi
+    for _ in range(200):
+        nb = b - g / dg if dg > 0.0 else 0.5 * (lo + hi)
+        if not lo < nb < hi:
+            nb = 0.5 * (lo + hi)
+        if nb == b or abs(nb - b) <= 1e-15 * (1.0 + abs(b)):
+            return nb
+        b = nb
+        g, dg = _intercept_gradient(b, p_all, n_neg, link_code, xi, l2)
+        if g == 0.0:
+            return b
+        if g < 0.0:
+            lo = b
+        else:
+            hi = b
+    return b
+
+
+@jit
+def intercept_only_inplace(x, pos, neg, link_code, xi, l2, beta, brier):
+    """Fit ``v = beta[0] x + beta[1]`` on a histogram with the slope held at 0: ``beta`` receives
+    ``(0, intercept)``, the intercept of :func:`intercept_root` for the histogram's totals, and
+    ``brier[0]`` (unless ``brier`` is empty) the map's Brier score over the
+    histogram there.
+    Returns the objective's derivative in the slope at that point, ``sum_i (n_i F(b) - pos_i)
+    x_i`` (as ``F sum_i neg_i x_i - (1 - F) sum_i pos_i x_i``): where it is at least 0 the point
+    is the optimum over ``slope >= 0`` (the objective is convex: Karush-Kuhn-Tucker), and where
+    the unconstrained optimum's slope is negative it is so."""
+    p_all = 0.0
+    n_neg = 0.0
+    nx = 0.0
+    px = 0.0
+    for i in range(x.shape[0]):
+        if pos[i] + neg[i] == 0.0:
+            continue
+        p_all += pos[i]
+        n_neg += neg[i]
+        nx += neg[i] * x[i]
+        px += pos[i] * x[i]
+    b = intercept_root(p_all, n_neg, link_code, xi, l2)
+    p, comp, _ = _cdf_both(b, link_code, xi)
+    beta[0] = 0.0
+    beta[1] = b
+    if brier.shape[0] > 0:
+        brier[0] = p_all * comp * comp + n_neg * p * p
+    return p * nx - comp * px

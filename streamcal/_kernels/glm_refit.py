@@ -146,6 +146,8 @@ from streamcal._kernels.gev import (
     gev_upper,
     glm_map_one,
     glm_refit_histogram_inplace,
+    intercept_only_inplace,
+    intercept_root,
 )
 
 FIT_FITTED = 0  # 1.0 once a map is fitted (the window holds weight)
@@ -1114,7 +1116,7 @@ def glm_refit_known(
     tight = kappa if kappa > 0.0 else (1.0 if kappa_in == 0.0 else 0.0)
     # the served shape's refit without a pass, where certified (every other shape waiting)
     ranges = (x_lo, x_hi, x_lo_now, x_hi_now)
-    cert = 0  # 1: served without a pass; 2: served shape certified, some others refitted
+    cert, held = 0, False  # cert 1: served without a pass, 2: served shape certified; held: a slope held at 0
     if (lazy or (modeled and S == 1)) and keep and has_warm[first] != 0:
         cert, served_bar = _refit_served_certified(
             steps, first, u, l2, n_total, ranges, tol, xis, betas, briers, ok, pw, kappa, has_warm, tight, powers
@@ -1145,7 +1147,10 @@ def glm_refit_known(
                 ok[k] = 2
                 briers[k] = bound
                 continue
-        if has_warm[k] != 0:
+        xs, ps, ns = (x[j0:j1], h_pos[j0:j1], h_neg[j0:j1]) if direct else (x, pos_w, neg_w)
+        if has_warm[k] != 0 and _kept_held(xs, ps, ns, code, xis[k], l2, betas[k], briers[k : k + 1], pw[0:2]):
+            ok[k], held = 1, True
+        elif has_warm[k] != 0:
             # one shape is served without comparing Brier scores: none is computed, but where its
             # block is kept (its certified refit without a pass needs the values that come with it)
             brier = briers[k : k + 1] if S > 1 or keep else briers[:0]
@@ -1160,10 +1165,10 @@ def glm_refit_known(
             # the data's part (the histogram in stored units, unit 1) while the prior holds
             dw = sf[_h.SF_HEADER : _h.SF_HEADER + 2 * B] if keep and pattern else sf[:0]
             dsums = steps[steps.shape[0] - STEP_BLOCK + STEP_PX0 : steps.shape[0]] if keep else steps[:0]
-            xs, ps, ns = (x[j0:j1], h_pos[j0:j1], h_neg[j0:j1]) if direct else (x, pos_w, neg_w)
             passes = glm_refit_histogram_inplace(
                 xs, ps, ns, code, xis[k], l2, 1e-12, x_lo, x_hi, tol, start, max_passes, brier, curv, dw, dsums
             )
+            held = _held_if_falling(passes, xs, ps, ns, code, xis[k], l2, start, briers[k : k + 1]) or held
             if passes >= 0:
                 ok[k] = 1
                 betas[k, 0] = start[0]
@@ -1190,6 +1195,8 @@ def glm_refit_known(
     glm_finish_refit(briers, fit, c)
     if keep:
         _steps_keep(steps, sf, u, xis, betas, ok, x_lo_now, x_hi_now)
+        if held:
+            _steps_held(steps, betas)
     elif steps.shape[0] > 0:
         steps[STEP_VALID] = 0.0
     if taylor:
@@ -1198,6 +1205,50 @@ def glm_refit_known(
         else:
             moments_rebuild(sf, si, x, table, mom, betas[0, 0], betas[0, 1])
     return 0
+
+
+@jit_noalloc(forceinline=True)
+def _held_if_falling(passes, x, pos, neg, code, xi, l2, beta, brier):
+    """After a shape's passes (``passes`` at least 0: ``beta`` their optimum): where its slope is
+    negative, the map would fall; ``beta`` then receives the optimum over ``slope >= 0``, the
+    intercept-only fit, and ``brier[0]`` its
+    Brier score: True. As ``streamcal.gev.histfit.refit_nonnegative`` does."""
+    if not (passes >= 0 and beta[0] < 0.0):
+        return False
+    intercept_only_inplace(x, pos, neg, code, xi, l2, beta, brier)
+    return True
+
+
+@jit_noalloc(forceinline=True)
+def _kept_held(x, pos, neg, code, xi, l2, beta, brier, scratch):
+    """Whether the previous fit ``beta`` is held at slope 0 (the map must not fall: the optimum
+    over ``slope >= 0``) and stays there: the intercept-only fit (into ``scratch``) is that optimum
+    where the objective's derivative in the slope there is at least 0 (Karush-Kuhn-Tucker), and
+    then ``beta`` and ``brier[0]`` receive it without a pass of Newton's method. As
+    ``streamcal.gev.histfit.refit_nonnegative`` does."""
+    if beta[0] != 0.0:
+        return False
+    if not intercept_only_inplace(x, pos, neg, code, xi, l2, scratch, brier) >= 0.0:
+        return False
+    beta[0] = scratch[0]
+    beta[1] = scratch[1]
+    return True
+
+
+@jit_noalloc(forceinline=True)
+def _steps_held(steps, betas):
+    """After :func:`_steps_keep`: the blocks of the shapes held at slope 0 describe no risk (their
+    values are those of the unconstrained optimum's passes, or none), so they are zeroed and
+    marked unmodeled (``STEP_KAPPA`` -1: :func:`_steps_modeled` is False until their passes
+    run again). The histogram's range and fingerprint stay kept, for the next refit's rows."""
+    for k in range(betas.shape[0]):
+        if betas[k, 0] != 0.0:
+            continue
+        o = STEP_HEADER + k * STEP_BLOCK
+        for j in range(STEP_CURV, STEP_BLOCK):
+            if j != STEP_UNIT:
+                steps[o + j] = 0.0
+        steps[o + STEP_KAPPA] = -1.0
 
 
 @jit_noalloc(forceinline=True)
@@ -1271,7 +1322,7 @@ def _refit_served_certified(
     done, brier, high, _ = _served_certified(
         steps, served, u, l2, n_total, x_lo, x_hi, tol, beta, tight, SERVE_TOL, 0.0, powers
     )
-    if not done:
+    if not done or beta[0] < 0.0:  # (a negative slope: the passes hold it at 0)
         return 0, np.inf
     S = xis.shape[0]
     bar = _served_bar(xis[first], beta[0], beta[1], x_lo_now, x_hi_now, high, n_total, tol)
@@ -3050,8 +3101,38 @@ def _moments_newton(mom, pw, u, l2, a0, a1, d0, d1):
 def moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta):
     """Newton's method on the Taylor model of the risk from ``beta``; True (``beta`` updated)
     when the optimum is certified: every served probability within ``proba_tol`` of the exact
-    optimum's, the Taylor tail and the moments' reach included (see the module notes)."""
+    optimum's, the Taylor tail and the moments' reach included (see the module notes). A fit
+    held at slope 0 first tries to stay there (:func:`moments_held`)."""
+    if moments_held(mom, u, l2, beta):
+        return True
     return _moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta, _NARROW)
+
+
+@jit_noalloc(forceinline=True)
+def moments_held(mom, u, l2, beta):
+    """Platt's fit held at slope 0 (the map must not fall: ``glm_refit_known``) kept from the
+    moments about a held anchor, without a pass: True (``beta[1]`` updated) where the previous fit
+    ``beta`` and the moments' anchor have slope 0 and the intercept-only fit of the class totals
+    the moments describe (:func:`streamcal._kernels.gev.intercept_root`) is
+    still the optimum over ``slope >= 0``: the objective's derivative in the slope there,
+    ``sigma(b) sum_b n_b x_b - sum_b pos_b x_b``, is at least 0. At an anchor of slope 0 every
+    bucket's ``c_0`` is ``sigma(a1)``, so ``sum_b n_b x_b = M[0, 1] / M[0, 0]`` times the weight,
+    with no Taylor tail. The moments are rebuilt after ``MOM_MAX_UPDATES`` events, as for
+    :func:`_moments_solve`."""
+    if not (beta[0] == 0.0 and mom[MOM_B0] == 0.0 and mom[MOM_UPDATES] <= MOM_MAX_UPDATES):
+        return False
+    m00 = mom[MOM_M]
+    if not m00 > 0.0:
+        return False
+    t_pos = mom[MOM_T_POS] / u
+    t_neg = mom[MOM_T_NEG] / u
+    n_x = mom[MOM_M + 1] / m00 * (t_pos + t_neg)
+    p_x = mom[MOM_P1] / u
+    b = intercept_root(t_pos, t_neg, np.int64(1), 0.0, l2)
+    if not _logistic(b) * (n_x - p_x) - _logistic(-b) * p_x >= 0.0:  # by class: sum_b (n_b F - pos_b) x_b
+        return False
+    beta[1] = b
+    return True
 
 
 @jit_noalloc
@@ -3108,6 +3189,8 @@ def _moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta, wide):
         return False
     radius = -math.log1p(-nk) / kk if kk > 0.0 else nu
     if not 0.25 * z * radius <= proba_tol:
+        return False
+    if a0 + d0 < 0.0:  # the map must not fall: the passes fit it with the slope held at 0
         return False
     beta[0] = a0 + d0
     beta[1] = a1 + d1

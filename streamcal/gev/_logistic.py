@@ -29,7 +29,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import gev as _k
 from streamcal._kernels import glm_refit as _g
 from streamcal.gev._river import entry_call
-from streamcal.gev.histfit import fit_glm_on_histogram
+from streamcal.gev.histfit import refit_nonnegative
 
 LOGIT_CODE = 1  # ``calibrator._LINK_CODES["logit"]``
 
@@ -153,26 +153,10 @@ class LogisticMember:
 
 
 def refit_logit(x, pos, neg, warm, l2: float, x_lo: float, x_hi: float):
-    """``(beta, brier)``: the logistic link's optimum on the histogram, as
-    ``PlattCalibrator``'s ``_refit_one`` finds it (Newton's method from ``warm``, the damped full
-    refit where that fails)."""
+    """``(beta, brier)``: the logistic link's optimum over ``slope >= 0`` on the histogram, as
+    ``PlattCalibrator``'s ``_refit_one`` finds it (``streamcal.gev.histfit.refit_nonnegative``)."""
     tol = 1e-10  # ``calibrator._REFIT_PROBA_TOL``
-    brier = np.zeros(1)
-
-    def newton(beta):
-        args = (x, pos, neg, LOGIT_CODE, 0.0, l2, 1e-12, x_lo, x_hi, tol, beta, 50, brier)
-        return _k.glm_refit_histogram_inplace(*args, *(brier[:0],) * 3) >= 0
-
-    if warm is not None:
-        beta = np.array(warm, dtype=np.float64)
-        if newton(beta):
-            return beta, float(brier[0])
-    full = fit_glm_on_histogram(x, pos, neg, link="logit", xi=0.0, l2=l2, warm_start=warm)
-    beta = full.copy()
-    if not newton(beta):
-        beta = full
-        brier[0] = _k.glm_brier_histogram(x, pos, neg, LOGIT_CODE, 0.0, float(beta[0]), float(beta[1]))
-    return beta, float(brier[0])
+    return refit_nonnegative(x, pos, neg, LOGIT_CODE, 0.0, l2, warm, (x_lo, x_hi, tol, 50))
 
 
 def map_logit(values: np.ndarray, logit_feature: bool, beta, clip: float) -> np.ndarray:

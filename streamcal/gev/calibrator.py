@@ -17,7 +17,7 @@ from streamcal._validation import check_scalar
 from streamcal.buckets import Buckets, LogitGrid
 from streamcal.gev import _logistic
 from streamcal.gev._river import ENTRIES, NO_SCORE, GLMRiverFace, entry_call
-from streamcal.gev.histfit import fit_glm_on_histogram
+from streamcal.gev.histfit import refit_nonnegative
 from streamcal.windows import Window
 
 __all__ = ["CALIBRATOR_XI_GRID", "GEVCalibrator", "PlattCalibrator"]
@@ -165,7 +165,7 @@ def _pack_constants(a: SimpleNamespace, grid: np.ndarray, clip: float, member_to
 
 
 class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
-    """A two-parameter link model ``P(y=1 | s) = F(slope * x(s) + intercept)`` refitted from the histogram.
+    """A two-parameter link model ``P(y=1 | s) = F(slope * x(s) + intercept)``, ``slope >= 0``, from the histogram.
 
     ``x(s)`` is ``logit(s)`` for probability inputs (bucket strategies with ``probability_inputs``,
     such as the default logit grid) and ``s`` otherwise. Subclasses give the link.
@@ -544,33 +544,14 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
         self._run_low, self._run_high = _end_runs(pos, neg, float(self.llr_pseudo_count)) if code == 0 else (0.0, 1.0)
 
     def _refit_one(self, x, pos, neg, code: int, xi: float, x_lo: float, x_hi: float):
-        """``(beta, brier)``: the optimum of one shape and its Brier score over the histogram.
-
-        Newton's method from the previous fit, which stops once the map is within
-        ``_REFIT_PROBA_TOL`` of the optimum's (see
-        ``streamcal._kernels.gev.glm_refit_histogram_inplace``). Without a previous fit, or when
-        that iteration fails, the damped full refit comes first (and its answer is served if
-        Newton's method cannot refine it)."""
-        warm = self._beta.get(xi)
-        l2 = float(self.l2)
+        """``(beta, brier)``: the optimum of one shape over ``slope >= 0`` and its Brier score over
+        the histogram (``streamcal.gev.histfit.refit_nonnegative``): Newton's method from the
+        previous fit, which stops once the map is within ``_REFIT_PROBA_TOL`` of the optimum's
+        (see ``streamcal._kernels.gev.glm_refit_histogram_inplace``), the damped full refit where
+        that fails, the intercept-only fit where the optimum's slope would be negative."""
         tol = _REFIT_PROBA_TOL if code == 1 else _REFIT_STEP_TOL
-        brier = np.zeros(1)
-
-        def newton(beta):  # True when it stopped by its rule; ``beta`` and ``brier`` updated
-            args = (x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, _REFIT_MAX_PASSES, brier)
-            passes = _k.glm_refit_histogram_inplace(*args, *(brier[:0],) * 3)
-            return passes >= 0
-
-        if warm is not None:
-            beta = warm.copy()
-            if newton(beta):
-                return beta, float(brier[0])
-        full = fit_glm_on_histogram(x, pos, neg, link=self._link, xi=xi, l2=l2, warm_start=warm)
-        beta = full.copy()
-        if not newton(beta):
-            beta = full
-            brier[0] = _k.glm_brier_histogram(x, pos, neg, code, xi, float(beta[0]), float(beta[1]))
-        return beta, float(brier[0])
+        newton_args = (x_lo, x_hi, tol, _REFIT_MAX_PASSES)
+        return refit_nonnegative(x, pos, neg, code, xi, float(self.l2), self._beta.get(xi), newton_args)
 
     def _proba_for(self, x: np.ndarray, beta: np.ndarray, xi: float) -> np.ndarray:
         """The map with coefficients ``beta`` at features ``x`` (F is 0 / 1 beyond R_xi)."""
@@ -647,7 +628,7 @@ class _HistogramGLMCalibrator(GLMRiverFace, RefitCalibrator):
 
     @property
     def coef_(self) -> tuple[float, float] | None:
-        """``(slope, intercept)`` of the served fit on ``x(s)``, or None before the first fit."""
+        """``(slope, intercept)`` of the served fit on ``x(s)`` (``slope >= 0``), or None before the first fit."""
         with self._lock:
             self._ensure_fitted()
             if not self._fitted:
@@ -671,7 +652,10 @@ class GEVCalibrator(_logistic.LogisticMember, _HistogramGLMCalibrator):
     the GEV-canonical loss (each bucket contributes its positive weight with label 1 and its
     negative weight with label 0, at the bucket centre), warm-started from the previous fit:
     lazily when a prediction follows new labels (``refit_every=None``) or right after every
-    ``refit_every``-th label. With ``xi="auto"`` every shape in ``xi_grid`` is refitted and the
+    ``refit_every``-th label. The slope is kept non-negative, so the map never falls as the score
+    rises: where the unconstrained optimum's slope is negative (scores with no spread, one class)
+    the optimum over ``slope >= 0`` of the same convex objective lies on the bound, slope 0 and
+    the intercept-only fit, a constant map. With ``xi="auto"`` every shape in ``xi_grid`` is refitted and the
     one with the lowest Brier score over the histogram is served (two parameters against
     hundreds of buckets: the in-sample choice barely overfits). ``xi_`` tells which. While the
     score prior holds (``prior="auto"``, its strength above 0), ``xi="auto"`` serves the logistic
@@ -963,7 +947,8 @@ class PlattCalibrator(_HistogramGLMCalibrator):
     Cox/beta-style recalibration of the log-odds) and the score itself otherwise. It is the
     parametric baseline the other calibrators are compared with. The coefficients are refitted
     by weighted IRLS (log loss) on the windowed bucket histogram, warm-started from the
-    previous fit, lazily or every ``refit_every`` labels, like :class:`GEVCalibrator`.
+    previous fit, lazily or every ``refit_every`` labels, like :class:`GEVCalibrator`, with the
+    slope kept non-negative (the map never falls as the score rises; as there).
 
     Parameters
     ----------

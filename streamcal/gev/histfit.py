@@ -6,6 +6,11 @@ weight ``neg[b]`` (rows with y = 0). Both links are canonical for their loss (GE
 GEV-canonical loss, logit with log loss), so the risk is convex with gradient
 ``sum_b (n_b F(v_b) - pos_b) (x_b, 1) + l2 beta`` and IRLS weights ``n_b f(v_b)``; one Newton step
 costs O(buckets). The whole loop runs in one numba kernel.
+
+A calibration map must not fall as the score rises, so by default the slope is kept
+non-negative: where the unconstrained optimum's slope is negative, the fit returned is the
+optimum over ``slope >= 0`` of the same convex objective, which lies on the bound (slope 0, the
+intercept-only fit of the same penalised objective).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ def fit_glm_on_histogram(
     warm_start=None,
     max_iter: int = 100,
     tol: float = 1e-10,
+    nonnegative_slope: bool = True,
 ) -> np.ndarray:
     """Weighted IRLS on ``(x, pos, neg)`` buckets; returns ``beta = array([slope, intercept])``.
 
@@ -64,11 +70,17 @@ def fit_glm_on_histogram(
     max_iter, tol
         At most ``max_iter`` Newton steps; stop when the largest gradient entry is at most
         ``tol`` times the total weight.
+    nonnegative_slope
+        True (default): the optimum over ``slope >= 0``, so that the map ``F(slope * x +
+        intercept)`` never falls as ``x`` rises. Where the unconstrained optimum's slope is
+        negative (the objective is convex) that optimum lies on the bound: slope 0 and the
+        intercept minimising the same penalised objective, a constant map at the histogram's
+        rate (shrunk by ``l2``). False: the unconstrained optimum, whatever its sign.
 
     Returns
     -------
     ndarray of shape (2,)
-        ``[slope, intercept]``; the calibrated probability at score ``s`` is
+        ``[slope, intercept]`` (``slope >= 0`` with ``nonnegative_slope``); the calibrated probability at score ``s`` is
         ``F(clip(slope * s + intercept))``.
 
     Raises
@@ -90,6 +102,7 @@ def fit_glm_on_histogram(
     xi = float(check_scalar(xi, "xi", numbers.Real))
     l2 = float(check_scalar(l2, "l2", numbers.Real, low=0.0))
     check_scalar(max_iter, "max_iter", numbers.Integral, low=1)
+    check_scalar(nonnegative_slope, "nonnegative_slope", kind=(bool, np.bool_), choices=(True, False))
     tol = float(check_scalar(tol, "tol", numbers.Real, low=0.0, low_inclusive=False))
     xa = as_finite(x, "x")
     pa = _weights(pos, "pos", xa.size)
@@ -125,7 +138,47 @@ def fit_glm_on_histogram(
             )
             raise ValueError(msg)
     _k.irls_histogram_2d_inplace(xa, pa, na, code, xi, l2, 1e-12, beta, int(max_iter), tol)
+    if nonnegative_slope and beta[0] < 0.0:
+        _k.intercept_only_inplace(xa, pa, na, code, xi, l2, beta, beta[:0])
     return beta
+
+
+def refit_nonnegative(x, pos, neg, code: int, xi: float, l2: float, warm, newton_args: tuple):
+    """``(beta, brier)``: the calibrators' refit of one shape on checked arrays, the optimum over
+    ``slope >= 0`` and its Brier score over the histogram, by the steps of the compiled refit
+    (``streamcal._kernels.glm_refit.glm_refit_known``). From a previous fit ``warm`` with slope 0
+    the intercept-only fit is served where it is the optimum (the objective's derivative in the
+    slope there is at least 0); otherwise Newton's method from ``warm`` (``newton_args``: the
+    arguments of ``streamcal._kernels.gev.glm_refit_histogram_inplace`` after ``beta``: ``(x_lo,
+    x_hi, tol, max_passes)``), the damped full refit where that fails or there is no ``warm``, and
+    the intercept-only fit where the answer's slope is negative."""
+    brier = np.zeros(1)
+    x_lo, x_hi, tol, max_passes = newton_args
+    link = "logit" if code == 1 else "gev"
+
+    def newton(beta):  # True when it stopped by its rule; ``beta`` and ``brier`` updated
+        args = (x, pos, neg, code, xi, l2, 1e-12, x_lo, x_hi, tol, beta, max_passes, brier)
+        return _k.glm_refit_histogram_inplace(*args, *(brier[:0],) * 3) >= 0
+
+    def bounded(beta):
+        if beta[0] < 0.0:
+            _k.intercept_only_inplace(x, pos, neg, code, xi, l2, beta, brier)
+        return beta, float(brier[0])
+
+    if warm is not None:
+        beta = np.array(warm, dtype=np.float64)
+        if beta[0] == 0.0:
+            held = np.zeros(2)
+            if _k.intercept_only_inplace(x, pos, neg, code, xi, l2, held, brier) >= 0.0:
+                return held, float(brier[0])
+        if newton(beta):
+            return bounded(beta)
+    full = fit_glm_on_histogram(x, pos, neg, link=link, xi=xi, l2=l2, warm_start=warm, nonnegative_slope=False)
+    beta = full.copy()
+    if not newton(beta):
+        beta = full
+        brier[0] = _k.glm_brier_histogram(x, pos, neg, code, xi, float(beta[0]), float(beta[1]))
+    return bounded(beta)
 
 
 def _starts_inside(x: np.ndarray, pos: np.ndarray, neg: np.ndarray, xi: float, beta: np.ndarray) -> bool:
