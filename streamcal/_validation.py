@@ -574,7 +574,7 @@ def bad_score_message(s: float, name: str, where: str, low: float, high: float, 
         return (
             f"`{name}` must hold probabilities in [0, 1] for {bucket_kind} buckets; got "
             f"{s!r}{where}. For other scores (logits, margins) use buckets='quantile:N' (edges from the first "
-            "scores), UniformGrid(n_buckets, low, high) with their range, or Edges."
+            "scores), 'uniform:N:LOW:HIGH' with their range, or Edges."
         )
     return f"`{name}` must lie in [{low}, {high}] for {bucket_kind} buckets; got {s!r}{where}."
 

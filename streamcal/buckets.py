@@ -25,7 +25,8 @@ Shorthands
 Every ``buckets=`` parameter also takes the values people type, through one parser,
 :func:`as_buckets` (the replay command line's ``--buckets`` uses it too): ``None`` is the
 default ``LogitGrid()``; an int ``n`` (or a string of one, ``"1024"``) is ``LogitGrid(n)``, for
-probability scores; ``"logit:n"``, ``"uniform:n"`` and ``"quantile:n"`` name the strategy. The
+probability scores; ``"logit:n"``, ``"uniform:n"`` and ``"quantile:n"`` name the strategy, and
+``"uniform:n:low:high"`` gives the uniform grid its range (``"uniform:64:-8:8"`` for logits). The
 number of buckets is an int in ``[2, MAX_BUCKETS]`` (one bucket calibrates nothing: every score
 would get the window's prior; ``LogitGrid(1)`` is still there for whoever means it). Bools and
 floats are refused. The calibrator stores the value as given; the strategy is derived from it.
@@ -444,10 +445,14 @@ class Edges(Buckets):
 
 # ------------------------------------------------------------------------------- shorthands
 _KINDS = {"logit": LogitGrid, "uniform": UniformGrid, "quantile": QuantileEdges}
-_SPEC = re.compile(r"\s*(?:(?P<kind>[A-Za-z]+)\s*:\s*)?(?P<n>[+-]?\d+(?:_\d+)*)\s*")
+_NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+_SPEC = re.compile(
+    r"\s*(?:(?P<kind>[A-Za-z]+)\s*:\s*)?(?P<n>[+-]?\d+(?:_\d+)*)"
+    rf"(?:\s*:\s*(?P<low>{_NUMBER})\s*:\s*(?P<high>{_NUMBER}))?\s*"
+)
 _FORMS = (
-    "an int number of buckets (a logit grid), 'logit:N', 'uniform:N', 'quantile:N', a bucket strategy "
-    "from streamcal.buckets, or None"
+    "an int number of buckets (a logit grid), 'logit:N', 'uniform:N', 'uniform:N:LOW:HIGH', 'quantile:N', a "
+    "bucket strategy from streamcal.buckets, or None"
 )
 
 
@@ -471,7 +476,7 @@ def as_buckets(value, name: str = "buckets") -> Buckets:
     value
         ``None`` (the default logit grid), a :class:`Buckets`, an int number of buckets (a
         logit grid), or a string: ``"1024"``, ``"logit:1024"``, ``"uniform:100"``,
-        ``"quantile:256"``.
+        ``"uniform:100:-8:8"`` (a uniform grid on ``[-8, 8]``), ``"quantile:256"``.
     name
         The argument's name in error messages (``"--buckets"`` on the command line).
 
@@ -480,6 +485,8 @@ def as_buckets(value, name: str = "buckets") -> Buckets:
     >>> from streamcal.buckets import as_buckets
     >>> as_buckets(256), as_buckets("uniform:100"), as_buckets(None)
     (LogitGrid(n_buckets=256), UniformGrid(n_buckets=100), LogitGrid(n_buckets=1024))
+    >>> as_buckets("uniform:64:-8:8")
+    UniformGrid(n_buckets=64, low=-8.0, high=8.0)
     >>> as_buckets(1)
     Traceback (most recent call last):
     ...
@@ -495,9 +502,16 @@ def as_buckets(value, name: str = "buckets") -> Buckets:
     if isinstance(value, str):
         match = _SPEC.fullmatch(value)
         kind = None if match is None else (match["kind"] or "logit").lower()
-        if match is None or kind not in _KINDS:
+        if match is None or kind not in _KINDS or (match["low"] is not None and kind != "uniform"):
             msg = f"`{name}` must be {_FORMS}; got {value!r}."
             raise ValueError(msg)
-        return _KINDS[kind](n_buckets=_count(int(match["n"].replace("_", "")), name, value))
+        n = _count(int(match["n"].replace("_", "")), name, value)
+        if match["low"] is None:
+            return _KINDS[kind](n_buckets=n)
+        low, high = float(match["low"]), float(match["high"])
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            msg = f"`{name}` = {value!r}: the range must be finite with LOW < HIGH; got [{low}, {high}]."
+            raise ValueError(msg)
+        return UniformGrid(n_buckets=n, low=low, high=high)
     msg = f"`{name}` must be {_FORMS}; got {value!r} of type {type(value).__name__}."
     raise TypeError(msg)

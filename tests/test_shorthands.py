@@ -178,6 +178,9 @@ def test_as_decay():
         ("uniform:100", UniformGrid(100)),
         ("quantile:64", QuantileEdges(64)),
         (" Quantile : 8 ", QuantileEdges(8)),
+        ("uniform:64:-8:8", UniformGrid(64, low=-8.0, high=8.0)),
+        ("uniform:10:0:1e3", UniformGrid(10, low=0.0, high=1000.0)),
+        (" uniform : 5 : -1.5 : .5 ", UniformGrid(5, low=-1.5, high=0.5)),
     ],
     ids=repr,
 )
@@ -203,6 +206,10 @@ def test_as_buckets_reads_the_shorthands(value, expected):
         ("cubic:5", ValueError, r"got 'cubic:5'"),
         ("x", ValueError, r"`buckets` must be .*got 'x'"),
         ([0.0, 1.0], TypeError, r"of type list"),
+        ("uniform:5:3:1", ValueError, r"`buckets` = 'uniform:5:3:1': the range must be finite with LOW < HIGH"),
+        ("uniform:5:0:1e400", ValueError, r"the range must be finite"),
+        ("uniform:5:-8", ValueError, r"'uniform:N:LOW:HIGH'.*got 'uniform:5:-8'"),
+        ("quantile:5:0:1", ValueError, r"got 'quantile:5:0:1'"),
     ],
     ids=repr,
 )

@@ -258,8 +258,8 @@ def _add_method_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--buckets",
         default=None,
-        help="score buckets: a number (logit grid, for probability scores), or uniform:N, "
-        "quantile:N, logit:N (default: the method's own, 1024 logit buckets for pav)",
+        help="score buckets: a number (logit grid, for probability scores), or uniform:N (on [0, 1]), "
+        "uniform:N:LOW:HIGH, quantile:N, logit:N (default: the method's own, 1024 logit buckets for pav)",
     )
     parser.add_argument(
         "--refit-every",
