@@ -107,8 +107,8 @@ class KeyedRiverFace:
         return [key], [score], name
 
     def _lean_split(self, x: dict):
-        """``(key, score)`` of a plain ``x`` (a dict, an int or str key, a float or numpy float64
-        score), else None."""
+        """``(key, score)`` of a plain ``x`` (a dict, an int, numpy int or str key, a float or numpy
+        float64 score), else None."""
         key_key = self.key_key
         score_key = self.score_key
         if score_key is None:
@@ -124,7 +124,9 @@ class KeyedRiverFace:
         key = x.get(key_key)
         score = x.get(score_key)
         if type(key) is not int and type(key) is not str:
-            return None
+            if not isinstance(key, np.integer):
+                return None
+            key = int(key)  # numpy's ints (a column's items): the key is its int value, as on the general path
         if type(score) is not float:
             if type(score) is not np.float64:
                 return None
@@ -142,6 +144,10 @@ class KeyedRiverFace:
         return -1
 
     def learn_one(self, x: dict, y, w: float = 1.0, t: float | None = None) -> None:
+        if type(y) is np.bool_:  # a numpy column's items take the lean path too
+            y = bool(y)
+        if type(w) is np.float64:
+            w = float(w)
         if self._lean and t is None and (y is True or y is False) and type(w) is float and type(x) is dict:
             event = self._lean_split(x)
             if event is not None:

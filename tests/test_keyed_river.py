@@ -122,3 +122,27 @@ def test_a_key_without_a_state_and_a_key_that_has_not_learned_get_the_global_map
         assert cal.predict_proba_one(x)[True] == glob.predict_proba_one({"score": score})[True]
         assert cal.predict_llr_one(x) == float(glob.predict_llr(np.array([score]))[0])
     assert "new" not in cal
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint16])
+def test_a_numpy_columns_items_take_the_lean_path_and_equal_the_array_face(dtype, monkeypatch):
+    """Keys, labels and weights read item by item from numpy columns (numpy ints, bools, float64s)
+    learn on the lean path, with the array face's outputs and keys (Python ints)."""
+    keys, s, y, w, _ = keyed_stream(2000, 30, seed=7)
+    keys = keys.astype(dtype)
+    arr = KeyedCalibrator()
+    p, _ = arr.prequential(keys, s, y, weights=w)
+    one = KeyedCalibrator()
+    general = []
+    run_checked = type(one)._run_checked
+    monkeypatch.setattr(type(one), "_run_checked", lambda self, *a: general.append(1) or run_checked(self, *a))
+    rp = np.empty(s.size)
+    for i in range(s.size):
+        x = {"key": keys[i], "score": s[i]}
+        rp[i] = one.predict_proba_one(x)[True]
+        one.learn_one(x, y[i], w[i])
+    assert np.array_equal(p, rp)
+    learned = one.keys()
+    assert learned == arr.keys()
+    assert all(type(k) is int for k in learned)
+    assert len(general) == 0, len(general)
