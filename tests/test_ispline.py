@@ -357,7 +357,6 @@ def _state(cal):
             ValueError,
             r"`sample_weight` must be finite and non-neg",
         ),
-        (lambda c: c.fit([0.1, 0.2], [0, 1], [0.0, 0.0]), ValueError, r"some positive weight"),
         (lambda c: c.fit([], []), ValueError, r"`scores` must not be empty"),
         (lambda c: c.fit("abc", [1]), TypeError, r"`scores` must be a 1-d array of numbers"),
         (
@@ -395,3 +394,20 @@ def test_calibrator_rejects_bad_parameters_at_fit_and_keeps_state(params, error,
     with pytest.raises(error, match=match):
         cal.fit(s, y)
     assert pickle.dumps({k: v for k, v in cal.__getstate__().items() if k.startswith("_")}) == before
+
+
+def test_a_fit_on_zero_weights_leaves_the_state_an_update_leaves():
+    """All-zero weights are no evidence: the fit keeps the events (as ``update`` would from
+    scratch) and fits no map, as PAV, Platt and GEV accept them; its predictions are the fallback's."""
+    s = np.array([0.1, 0.5, 0.9, 0.3])
+    y = np.array([0, 1, 1, 0])
+    w = np.zeros(4)
+    fitted = ISplineCalibrator().fit(s, y, w)
+    updated = ISplineCalibrator().update(s, y, weights=w)
+    assert fitted.n_learned == updated.n_learned == 4
+    np.testing.assert_array_equal(fitted.predict_proba(s), updated.predict_proba(s))
+    np.testing.assert_array_equal(fitted.predict_llr(s), updated.predict_llr(s))
+    np.testing.assert_array_equal(fitted.predict_proba(s), s)  # the score itself: probability inputs
+    # a later fit with weight replaces it as from scratch
+    again = ISplineCalibrator().fit(s, y, w).fit(s, y)
+    np.testing.assert_array_equal(again.predict_proba(s), ISplineCalibrator().fit(s, y).predict_proba(s))

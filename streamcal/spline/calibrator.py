@@ -365,9 +365,6 @@ class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
         check_same_length(s.size, y.size, "labels")
         w = as_nonneg_weights(sample_weight, "sample_weight", s.size)
         total = float(w.sum())
-        if not total > 0.0:
-            msg = "`sample_weight` must hold some positive weight; got all zeros."
-            raise ValueError(msg)
         _, _, t = self._check_learn_arrays(s.size, y, w, times, None)
         warmup = int(as_buckets(self.buckets).warmup)
         if s.size < warmup:
@@ -376,6 +373,10 @@ class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
                 f"so that the window histogram has its edges; got {s.size}."
             )
             raise ValueError(msg)
+        if not total > 0.0:  # no evidence: the state ``update`` leaves from scratch, no map (as PAV, Platt, GEV)
+            self._reset()
+            self._run(OP_LEARN, s, y, w, t)
+            return self
         values, weights, means = aggregate_sorted(s, w * y, w * (1.0 - y))
         fitted = fit_distinct(values, weights, means, float(np.count_nonzero(w)), int(self.order), self.n_knots, inner)
         # validated: now mutate
