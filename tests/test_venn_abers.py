@@ -458,6 +458,9 @@ def test_consistent_merge_takes_the_finite_rule():
     p = logit.predict_proba(test)
     assert np.all((logit.edges[b] <= p) & (p <= logit.edges[b + 1]))
     assert logit.predict_proba_one({"s": 0.01})[True] == p[1]
+    # and its LLR is PAV's before any weight: 0, no evidence yet
+    assert logit.predict_llr(test).tolist() == PAVCalibrator().predict_llr(test).tolist() == [0.0] * 4
+    assert VennAbersCalibrator(merge_rule="consistent").prequential(test[:1], [True])[1].tolist() == [0.0]
     # so under every merge rule: an empty window serves PAV's value, not the log merge's 1/2
     for rule in ("log", "mean"):
         other = VennAbersCalibrator(merge_rule=rule)

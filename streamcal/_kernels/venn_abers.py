@@ -42,7 +42,7 @@ makes pool (``p0 = k / (n + 1)``, ``p1 = (k + 1) / (n + 1)``) it is the block's 
 it then serves what PAV serves before any weight, the bucket centre for probability inputs (kept
 inside (0, 1) as the score prior's rate), 1/2 otherwise. The LLR is
 ``logit(p) - logit(prior)`` with the finite prior ``(T1 + c) / (T + 2c)`` kept by the PAV
-kernels (``PF_PRIOR_ODDS_INV``).
+kernels (``PF_PRIOR_ODDS_INV``), and 0 while the window holds no weight, as PAV's.
 """
 
 from __future__ import annotations
@@ -242,13 +242,13 @@ def va_merged(pf, b, p0, p1, merge):
 @jit_noalloc(forceinline=True)
 def va_llr(pf, p):
     """``logit(p) - logit(prior)`` for ``p`` in (0, 1], the prior the finite one of the window;
-    ``logit(p)`` while the window holds no weight (the prior is then 1/2). ``p`` is kept below 1
-    (it rounds to 1 only when the window's weight dwarfs the test event's by 2**53): finite."""
-    q = _ONE_BELOW if p > _ONE_BELOW else p
-    logit = math.log(q) - math.log1p(-q)
+    0 while the window holds no weight, as PAV's LLR (no evidence: the score tells nothing yet).
+    ``p`` is kept below 1 (it rounds to 1 only when the window's weight dwarfs the test event's by
+    2**53): finite."""
     if pf[PF_HEAD] == -1.0:
-        return logit
-    return logit + math.log(pf[PF_PRIOR_ODDS_INV])
+        return 0.0
+    q = _ONE_BELOW if p > _ONE_BELOW else p
+    return (math.log(q) - math.log1p(-q)) + math.log(pf[PF_PRIOR_ODDS_INV])
 
 
 @jit_noalloc(forceinline=True)
