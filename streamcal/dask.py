@@ -64,10 +64,51 @@ def _check_columns(data, names: dict) -> None:
             raise KeyError(msg)
 
 
+def _keyed_kind(calibrator, key: str | None) -> bool:
+    """Whether ``calibrator`` is keyed (then ``key`` names the key column); refuses a key column
+    for an unkeyed calibrator, a keyed one without it, and a keyed calibrator that cannot merge."""
+    from streamcal.keyed import KeyedCalibrator
+    from streamcal.keyed_offset import KeyedOffsetCalibrator
+
+    if isinstance(calibrator, KeyedOffsetCalibrator):
+        msg = (
+            "`calibrator` must be one that merges; KeyedOffsetCalibrator does not (each key's sums count its "
+            "events at the global map's probability of their moment, which a partition cannot know): use "
+            "KeyedCalibrator, or its own `update` in one process."
+        )
+        raise TypeError(msg)
+    keyed = isinstance(calibrator, KeyedCalibrator)
+    if keyed and key is None:
+        msg = f"`key` must name the key column of `data` for a {type(calibrator).__name__}; got None."
+        raise ValueError(msg)
+    if not keyed and key is not None:
+        msg = f"`key` is for keyed calibrators (KeyedCalibrator); got key={key!r} with a {type(calibrator).__name__}."
+        raise ValueError(msg)
+    return keyed
+
+
+def _window_of(calibrator):
+    """The window of ``calibrator``'s events: a keyed calibrator's template's (every key's and the global map's)."""
+    from streamcal.keyed import KeyedCalibrator
+
+    if isinstance(calibrator, KeyedCalibrator):
+        return as_window(calibrator.global_calibrator.window)
+    return as_window(calibrator.window)
+
+
 def _template(calibrator, data, score: str):
     """An empty calibrator to clone per partition; quantile edges are fixed from the first rows."""
     from streamcal._streaming import StreamingCalibrator
+    from streamcal.keyed import KeyedCalibrator
 
+    if isinstance(calibrator, KeyedCalibrator):
+        if calibrator.n_learned:
+            msg = (
+                f"`calibrator` must be fresh (it is cloned per partition); it has learned "
+                f"{calibrator.n_learned} events."
+            )
+            raise ValueError(msg)
+        return calibrator.clone()
     if not isinstance(calibrator, StreamingCalibrator):
         msg = f"`calibrator` must be a streamcal streaming calibrator; got {type(calibrator).__name__}."
         raise TypeError(msg)
@@ -118,19 +159,25 @@ def _in_partition(exc: Exception, number: int):
         return exc
 
 
-def _fit_partition(template, frame, score, label, weight, time, number=0):
+def _fit_partition(template, frame, score, label, weight, time, number=0, key=None):
     cal = template.clone()
     if len(frame) == 0:
         return cal
-    if time is not None and as_window(cal.window).uses_times:
+    if time is not None and _window_of(cal).uses_times:
         frame = frame.sort_values(time, kind="stable")  # time-clock windows learn in time order
+    columns = (
+        frame[score].to_numpy(dtype=np.float64),
+        frame[label].to_numpy(),
+    )
+    given = {
+        "weights": None if weight is None else frame[weight].to_numpy(dtype=np.float64),
+        "times": None if time is None else _seconds(frame[time]),
+    }
     try:
-        cal.update(
-            frame[score].to_numpy(dtype=np.float64),
-            frame[label].to_numpy(),
-            weights=None if weight is None else frame[weight].to_numpy(dtype=np.float64),
-            times=None if time is None else _seconds(frame[time]),
-        )
+        if key is not None:
+            cal.update(frame[key].to_numpy(), *columns, **given)
+        else:
+            cal.update(*columns, **given)
     except (ValueError, TypeError) as exc:
         raise _in_partition(exc, number) from None
     return cal
@@ -151,16 +198,19 @@ def fit(
     split_every: int = 8,
     scheduler=None,
     compute: bool = True,
+    key: str | None = None,
 ):
     """Fit a streaming calibrator over a Dask dataframe: one state per partition, tree-merged.
 
     Parameters
     ----------
     calibrator
-        A fresh streamcal streaming calibrator (``PAVCalibrator(...)``, ...): it is cloned per
+        A fresh streamcal streaming calibrator (``PAVCalibrator(...)``, ...) or
+        :class:`streamcal.KeyedCalibrator` (then ``key`` names the key column): it is cloned per
         partition and left untouched. ``QuantileEdges`` buckets are fixed first from the first
         ``warmup`` scores of ``data`` (what one calibrator over the rows in order would use); the
-        result then has ``Edges`` buckets with those edges.
+        result then has ``Edges`` buckets with those edges. ``KeyedOffsetCalibrator`` does not
+        merge and is refused.
     data
         A ``dask.dataframe.DataFrame`` (for instance ``dask.dataframe.read_parquet`` of a
         directory). Its partitions are taken in order: for count windows and decay by events the
@@ -180,6 +230,19 @@ def fit(
         ``distributed.Client``).
     compute
         Return the fitted calibrator (True) or the ``dask.delayed`` object that computes it.
+    key
+        The key column of a keyed calibrator (ints or strings; a null key is refused, naming
+        its partition and row). Each partition builds its own keyed state (every key's window
+        and the global map over the partition's rows) and the states merge per key as
+        :func:`streamcal.merging.merge` merges keyed calibrators: every key's window and the
+        global map are those of one calibrator over the rows in order. What the partitions
+        cannot share is the pooled prior's history: each key's expected positives (the
+        automatic strength's shift) are counted against its partition's global map, not the
+        whole stream's; with a numeric ``prior_strength`` or 0 that history plays no part. The
+        merged calibrator's prior is taken from the merged global map (one calibrator's lags on
+        its refresh schedule: ``replace_global(cal.global_calibrator)`` brings it to the same
+        point). PAV's score-prior strength, where a key's template keeps it, is refitted to the
+        merged window, as :func:`~streamcal.merging.merge` does.
 
     Returns
     -------
@@ -197,17 +260,18 @@ def fit(
         )
         raise TypeError(msg)
     check_scalar(split_every, "split_every", int, low=2)
-    _check_columns(data, {"score": score, "label": label, "weight": weight, "time": time})
+    _keyed_kind(calibrator, key)
+    _check_columns(data, {"score": score, "label": label, "weight": weight, "time": time, "key": key})
     template = _template(calibrator, data, score)
-    window = as_window(template.window)
+    window = _window_of(template)
     if window.uses_times and time is None:
         msg = f"{type(window).__name__} needs event times: pass `time=` (a column of `data`)."
         raise ValueError(msg)
-    columns = [c for c in dict.fromkeys((score, label, weight, time)) if c is not None]
+    columns = [c for c in dict.fromkeys((key, score, label, weight, time)) if c is not None]
     parts = data[columns].to_delayed()
     fit_part = dask.delayed(_fit_partition, pure=True)
     merge_parts = dask.delayed(_merge_states, pure=True)
-    states = [fit_part(template, part, score, label, weight, time, i) for i, part in enumerate(parts)]
+    states = [fit_part(template, part, score, label, weight, time, i, key) for i, part in enumerate(parts)]
     while len(states) > 1:
         states = [merge_parts(states[i : i + split_every]) for i in range(0, len(states), split_every)]
     result = states[0]
@@ -217,17 +281,20 @@ def fit(
     return fitted
 
 
-def _predict_partition(series, calibrator, output, partition_info=None):
+def _predict_partition(series, calibrator, output, key=None, partition_info=None):
     import pandas as pd
 
-    s = series.to_numpy(dtype=np.float64)
+    if key is not None:  # a frame of the key and score columns
+        args = (series[key].to_numpy(), series.drop(columns=key).iloc[:, 0].to_numpy(dtype=np.float64))
+    else:
+        args = (series.to_numpy(dtype=np.float64),)
     try:
         if output == "proba":
-            return pd.Series(calibrator.predict_proba(s), index=series.index, name="proba")
+            return pd.Series(calibrator.predict_proba(*args), index=series.index, name="proba")
         if output == "llr":
-            return pd.Series(calibrator.predict_llr(s), index=series.index, name="llr")
+            return pd.Series(calibrator.predict_llr(*args), index=series.index, name="llr")
         return pd.DataFrame(
-            {"proba": calibrator.predict_proba(s), "llr": calibrator.predict_llr(s)},
+            {"proba": calibrator.predict_proba(*args), "llr": calibrator.predict_llr(*args)},
             index=series.index,
         )
     except (ValueError, TypeError) as exc:
@@ -235,20 +302,25 @@ def _predict_partition(series, calibrator, output, partition_info=None):
         raise _in_partition(exc, number) from None
 
 
-def predict(calibrator, data, score: str | None = None, *, output: str = "proba"):
+def predict(calibrator, data, score: str | None = None, *, output: str = "proba", key: str | None = None):
     """Calibrated probabilities and/or LLRs of a Dask score column (lazy).
 
     Parameters
     ----------
     calibrator
-        A fitted streamcal streaming calibrator (it is not changed).
+        A fitted streamcal streaming calibrator or :class:`streamcal.KeyedCalibrator` (it is not
+        changed).
     data
-        A Dask dataframe (then ``score`` names the column) or a Dask series of scores.
+        A Dask dataframe (then ``score`` names the column) or a Dask series of scores (not for
+        a keyed calibrator, which reads two columns).
     score
         Name of the score column of a dataframe.
     output
         ``"proba"`` or ``"llr"`` (a series of that name), or ``"both"`` (a dataframe with columns
         ``proba`` and ``llr``).
+    key
+        The key column of a dataframe, for a keyed calibrator: each row is served its key's map
+        (the global map for a key without a state).
 
     Returns
     -------
@@ -261,12 +333,22 @@ def predict(calibrator, data, score: str | None = None, *, output: str = "proba"
     from streamcal._validation import check_scalar
 
     check_scalar(output, "output", choices=_OUTPUTS)
+    keyed = _keyed_kind(calibrator, key)
+    if keyed and not isinstance(data, dd.DataFrame):
+        msg = (
+            "`data` must be a dask DataFrame holding the key and score columns for a keyed calibrator; "
+            f"got {type(data).__name__}."
+        )
+        raise TypeError(msg)
     if isinstance(data, dd.DataFrame):
         if score is None:
             msg = "`score` must name the score column when `data` is a dataframe."
             raise ValueError(msg)
-        _check_columns(data, {"score": score})
-        series = data[score]
+        _check_columns(data, {"score": score, "key": key})
+        if keyed and key == score:
+            msg = f"`key` and `score` must name two columns; got {key!r} for both."
+            raise ValueError(msg)
+        series = data[[key, score]] if keyed else data[score]
     elif isinstance(data, dd.Series):
         series = data
     else:
@@ -276,4 +358,4 @@ def predict(calibrator, data, score: str | None = None, *, output: str = "proba"
         meta = pd.DataFrame({"proba": pd.Series(dtype="float64"), "llr": pd.Series(dtype="float64")})
     else:
         meta = pd.Series(dtype="float64", name=output)
-    return series.map_partitions(_predict_partition, calibrator, output, meta=meta)
+    return series.map_partitions(_predict_partition, calibrator, output, key, meta=meta)

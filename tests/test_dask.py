@@ -199,3 +199,110 @@ def test_a_bad_value_is_named_with_its_partition_and_pandas_input_is_refused(fra
         scd.predict(PAVCalibrator().update([0.2, 0.8], [0, 1]), ddf, score="score").compute(scheduler="sync")
     with pytest.raises(TypeError, match="`data` must be a dask DataFrame; got a pandas DataFrame"):
         scd.fit(PAVCalibrator(), frame, score="score", label="label")
+
+
+def keyed_in_memory(cal, frame, time=False):
+    return cal.update(
+        frame["key"].to_numpy(),
+        frame["score"].to_numpy(),
+        frame["label"].to_numpy(),
+        weights=frame["weight"].to_numpy(),
+        times=frame["time"].to_numpy() if time else None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("template", "time"),
+    [
+        (PAVCalibrator(prior=None), False),
+        (PAVCalibrator(prior=None, window=CountWindow(300)), False),
+        (PAVCalibrator(prior=None, window=TimeWindow(seconds=120.0)), True),
+    ],
+    ids=["unbounded", "count", "time"],
+)
+@pytest.mark.parametrize("strength", [0, 25.0])
+def test_a_keyed_fit_over_partitions_equals_one_keyed_calibrator(parquet_dir, frame, template, time, strength):
+    """Every key's window and the global map are one calibrator's over the rows in order, and
+    with the prior taken from the global map as it stands, so is every prediction, bit for bit."""
+    from streamcal import KeyedCalibrator
+
+    cal = KeyedCalibrator(template, key_key="campaign", prior_strength=strength)
+    ddf = dd.read_parquet(parquet_dir)
+    fitted = scd.fit(cal, ddf, "score", "label", key="key", weight="weight", time="time" if time else None,
+                     scheduler="sync")
+    assert cal.n_learned == 0  # the calibrator given is left as it was
+    one = keyed_in_memory(cal.clone(), frame, time)
+    assert fitted.n_learned == one.n_learned == N
+    assert sorted(fitted.keys()) == sorted(one.keys()) == list(range(8))
+    assert_equal_calibrators(fitted.global_calibrator, one.global_calibrator)
+    for key in range(8):
+        assert_equal_calibrators(fitted.key_state(key), one.key_state(key))
+    one.replace_global(one.global_calibrator)  # its prior from the global map of now, as the merge's
+    grid = np.linspace(0.0, 1.0, 257)
+    for key in (0, 5, 99):  # 99: no state, the global map
+        keys = np.full(grid.size, key)
+        np.testing.assert_array_equal(fitted.predict_proba(keys, grid), one.predict_proba(keys, grid))
+        np.testing.assert_array_equal(fitted.predict_llr(keys, grid), one.predict_llr(keys, grid))
+
+
+def test_a_keyed_fit_under_the_automatic_strength_is_close_to_one_calibrator(frame):
+    """Under "auto" each key's expected positives are counted against its partition's global
+    map: its rows merge exactly, its shift nearly."""
+    from streamcal import KeyedCalibrator
+
+    cal = KeyedCalibrator(PAVCalibrator(prior=None))
+    fitted = scd.fit(cal, dd.from_pandas(frame, npartitions=4), "score", "label", key="key", weight="weight",
+                     scheduler="sync")
+    one = keyed_in_memory(cal.clone(), frame)
+    one.replace_global(one.global_calibrator)
+    grid = np.linspace(0.0, 1.0, 101)
+    for key in range(8):
+        assert_equal_calibrators(fitted.key_state(key), one.key_state(key))
+        keys = np.full(grid.size, key)
+        np.testing.assert_allclose(fitted.predict_proba(keys, grid), one.predict_proba(keys, grid), rtol=0, atol=1e-2)
+
+
+def test_keyed_predict_serves_each_row_its_keys_map(frame):
+    from streamcal import KeyedCalibrator
+
+    ddf = dd.from_pandas(frame, npartitions=3)
+    fitted = scd.fit(KeyedCalibrator(), ddf, "score", "label", key="key", scheduler="sync")
+    keys, s = frame["key"].to_numpy(), frame["score"].to_numpy()
+    both = scd.predict(fitted, ddf, "score", key="key", output="both").compute(scheduler="sync")
+    np.testing.assert_array_equal(both["proba"].to_numpy(), fitted.predict_proba(keys, s))
+    np.testing.assert_array_equal(both["llr"].to_numpy(), fitted.predict_llr(keys, s))
+    proba = scd.predict(fitted, ddf, "score", key="key").compute(scheduler="sync")
+    np.testing.assert_array_equal(proba.to_numpy(), fitted.predict_proba(keys, s))
+    # string keys, from an object column
+    named = frame.assign(key=frame["key"].map(lambda k: f"campaign-{k}"))
+    fitted = scd.fit(KeyedCalibrator(), dd.from_pandas(named, npartitions=3), "score", "label", key="key",
+                     scheduler="sync")
+    assert sorted(fitted.keys()) == sorted(f"campaign-{k}" for k in range(8))
+
+
+def test_keyed_bad_arguments_are_rejected(frame):
+    from streamcal import KeyedCalibrator, KeyedOffsetCalibrator
+    from streamcal.exceptions import InvalidKeyError
+
+    ddf = dd.from_pandas(frame, npartitions=2)
+    with pytest.raises(ValueError, match="`key` must name the key column of `data` for a KeyedCalibrator"):
+        scd.fit(KeyedCalibrator(), ddf, "score", "label")
+    with pytest.raises(ValueError, match="`key` is for keyed calibrators"):
+        scd.fit(PAVCalibrator(), ddf, "score", "label", key="key")
+    with pytest.raises(TypeError, match="KeyedOffsetCalibrator does not"):
+        scd.fit(KeyedOffsetCalibrator(), ddf, "score", "label", key="key")
+    with pytest.raises(KeyError, match="`key` must name a column"):
+        scd.fit(KeyedCalibrator(), ddf, "score", "label", key="campaign")
+    with pytest.raises(ValueError, match="must be fresh"):
+        scd.fit(KeyedCalibrator().update([1], [0.5], [1]), ddf, "score", "label", key="key")
+    fitted = scd.fit(KeyedCalibrator(), ddf, "score", "label", key="key", scheduler="sync")
+    with pytest.raises(TypeError, match="holding the key and score columns"):
+        scd.predict(fitted, ddf["score"], key="key")
+    with pytest.raises(ValueError, match="`key` must name the key column"):
+        scd.predict(fitted, ddf, "score")
+    with pytest.raises(ValueError, match="two columns"):
+        scd.predict(fitted, ddf, "score", key="score")
+    bad = frame.astype({"key": object})
+    bad.loc[4_100, "key"] = None  # partition 2 of 3 (rows 4,000-5,999), its position 100
+    with pytest.raises(InvalidKeyError, match=r"position 100.*in partition 2 of `data`"):
+        scd.fit(KeyedCalibrator(), dd.from_pandas(bad, npartitions=3), "score", "label", key="key", scheduler="sync")

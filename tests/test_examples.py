@@ -21,6 +21,7 @@ QUICK_ARGS = {
     "finite_vs_exact.py": ["--n", "200000"],
     "multiclass_wrapper.py": ["--events", "800"],
     "keyed_river_wrapper.py": ["--events", "3000"],
+    "dask_fit.py": ["--n", "40000"],
 }
 EXAMPLES = sorted(p.name for p in (ROOT / "examples").glob("*.py"))
 
