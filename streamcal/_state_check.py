@@ -187,11 +187,12 @@ def _init_params(obj) -> dict:
     return {k: state[k] for k in init_param_names(type(obj)) if k in state}
 
 
-def check_like_fresh(obj, *, learned=()) -> object:
+def check_like_fresh(obj, *, learned=(), unbounded=()) -> object:
     """The object's parameters build a fresh object (its constructor validates them), and every
     attribute of that fresh object is there with a value of the same type (arrays: the same dtype
     and number of dimensions; ``None`` in the fresh object: anything). Attributes in ``learned``
-    may be missing (set by learning). Returns the fresh object."""
+    may be missing (set by learning); the floats named in ``unbounded`` may be infinite where the
+    fresh object's are finite (the class bounds them itself). Returns the fresh object."""
     cls = type(obj)
     params = _init_params(obj)
     try:
@@ -205,12 +206,13 @@ def check_like_fresh(obj, *, learned=()) -> object:
     for name, want in vars(fresh).items():
         if name in params or name not in state or want is None:
             continue
-        _need_like(state[name], want, name)
+        _need_like(state[name], want, name, name in unbounded)
     return fresh
 
 
-def _need_like(value, want, name: str) -> None:
-    """``value`` has the type of ``want``; fixed-size lists of scalars keep their length and types."""
+def _need_like(value, want, name: str, infinite: bool = False) -> None:
+    """``value`` has the type of ``want``; fixed-size lists of scalars keep their length and types;
+    a float is finite where ``want`` is, unless ``infinite``."""
     if isinstance(want, np.ndarray):
         if not (type(value) is np.ndarray and value.dtype == want.dtype and value.ndim == want.ndim):
             fail(f"`{name}`: expected a {want.ndim}-d {want.dtype} array; found {brief(value)}.")
@@ -222,5 +224,5 @@ def _need_like(value, want, name: str) -> None:
             fail(f"`{name}`: expected {len(want)} values; found {len(value)}.")
         for i, (v, w) in enumerate(zip(value, want, strict=True)):
             _need_like(v, w, f"{name}[{i}]")
-    if type(want) is float and not math.isfinite(value) and math.isfinite(want):
+    if type(want) is float and not math.isfinite(value) and math.isfinite(want) and not (infinite and value == value):
         fail(f"`{name}`: expected a finite float; found {value!r}.")

@@ -634,3 +634,68 @@ def test_a_proba_dict_that_is_not_a_distribution_is_refused_and_changes_nothing(
     assert pickle.dumps(monitor) == before
     monitor.update(True, {False: 0.7, True: 0.3})  # 1 - 0.3 to rounding
     assert monitor.n_seen == 4
+
+
+# ----------------------------------------------------------------------------- restored states
+def test_a_monitor_whose_e_value_is_infinite_saves_and_loads():
+    """An outcome the null cannot produce makes the e-value +inf: the alarmed monitor (and a keyed
+    monitor holding it) restores from its checkpoint as it was."""
+    from streamcal import persist
+
+    monitor = IsotonicEProcess()
+    monitor.update(True, 0.0)
+    assert monitor.e_value == math.inf
+    assert monitor.alarm
+    back = persist.from_bytes(persist.to_bytes(monitor))
+    assert back.e_value == math.inf
+    assert back.alarm
+    assert back.first_alarm_at == 1
+    keyed = KeyedMonitor(IsotonicEProcess())
+    keyed.update_many([1, 2], [True, True], [0.0, 0.5])
+    back = persist.from_bytes(persist.to_bytes(keyed))
+    assert back[1].e_value == math.inf
+    assert back.first_alarm_key == 1
+
+
+def _edited(monitor, edit):
+    """``monitor``'s state file after ``edit(root node, arrays)``, checksums recomputed."""
+    from state_files import pack, unpack
+
+    from streamcal import persist
+
+    manifest, arrays, pickles = unpack(persist.to_bytes(monitor))
+    edit(manifest["root"], arrays)
+    return pack(manifest, arrays, pickles)
+
+
+def test_restored_monitor_states_are_checked():
+    """Edited files that would load and then misbehave are refused: a NaN e-value, a negative sum
+    of squared errors (its stake's square root), a recalibration of other parameters than the
+    monitor's (its score key)."""
+    from state_files import array_of
+
+    from streamcal import persist
+    from streamcal.exceptions import StateFileError
+
+    iso = IsotonicEProcess()
+    iso.update_many(np.array([True, False, True]), np.array([0.3, 0.2, 0.6]))
+
+    def nan_e(root, arrays):
+        root["state"]["_last_e"] = {"__float__": "7ff8000000000000"}  # NaN's bits
+
+    def other_score_key(root, arrays):
+        root["state"]["_recalibration"]["params"]["score_key"] = -1
+
+    mb = MeanBiasCS()
+    mb.update_many(np.array([True, False, True]), np.array([0.3, 0.2, 0.6]))
+
+    def negative_squares(root, arrays):
+        arrays[array_of(root, "_sums")][2] = -1.0
+
+    for monitor, edit, match in (
+        (iso, nan_e, "`_last_e`"),
+        (iso, other_score_key, r"`_recalibration`: expected the parameters .* \['score_key'\]"),
+        (mb, negative_squares, "sum of squared errors"),
+    ):
+        with pytest.raises(StateFileError, match=match):
+            persist.from_bytes(_edited(monitor, edit))

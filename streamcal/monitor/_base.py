@@ -41,6 +41,7 @@ class _Monitor(LockedState, metrics.base.BinaryMetric):
 
     # parameters' derived values a restored monitor must hold exactly as a fresh one does
     _DERIVED: tuple[str, ...] = ("_threshold",)
+    _UNBOUNDED: tuple[str, ...] = ()  # floats that may be +inf (the subclass's own check bounds them)
 
     def _fresh_at(self, alpha: float):
         """A fresh monitor of this one's parameters at level ``alpha`` (checked by the caller);
@@ -55,7 +56,7 @@ class _Monitor(LockedState, metrics.base.BinaryMetric):
         (``_check_loaded_wealth``)."""
         from streamcal import _state_check as c
 
-        fresh = c.check_like_fresh(self)
+        fresh = c.check_like_fresh(self, unbounded=self._UNBOUNDED)
         state, want = vars(self), vars(fresh)
         for name in self._DERIVED:
             if not (type(state[name]) is type(want[name]) and np.array_equal(state[name], want[name])):

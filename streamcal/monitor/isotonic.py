@@ -159,6 +159,7 @@ class IsotonicEProcess(_Monitor):
             return self._recalibration.predict_proba(proba)
 
     _DERIVED = ("_threshold", "_bets")
+    _UNBOUNDED = ("_last_e",)  # +inf once an outcome the null cannot produce is seen
 
     def _check_loaded_wealth(self) -> None:
         from streamcal import _state_check as c
@@ -169,6 +170,11 @@ class IsotonicEProcess(_Monitor):
         c.need_float(self._last_e, "_last_e", low=0.0, finite=False)
         if not isinstance(self._recalibration, PAVCalibrator):
             c.fail(f"`_recalibration`: expected a PAVCalibrator; found {c.brief(self._recalibration)}.")
+        want = PAVCalibrator(buckets=self.buckets, window=self.window)._get_params()
+        have = self._recalibration._get_params()
+        if have != want:
+            wrong = sorted(name for name in want if have.get(name) != want[name])
+            c.fail(f"`_recalibration`: expected the parameters buckets and window give; found other {wrong}.")
 
     def _prepare(self, y, p):
         if y.size == 0:

@@ -165,6 +165,8 @@ class MeanBiasCS(_Monitor):
         c.need_finite(self._sums, "_sums")
         if not (self._sums[0] >= 0.0 and self._sums[0] == math.floor(self._sums[0])):
             c.fail(f"`_sums` event count: expected a whole number >= 0; found {self._sums[0]!r}.")
+        if not self._sums[2] >= 0.0:
+            c.fail(f"`_sums` sum of squared errors: expected a value >= 0; found {self._sums[2]!r}.")
         c.need_float(self._sum_p, "_sum_p", low=0.0)
         c.need_float(self._sum_y, "_sum_y", low=0.0)
 
