@@ -699,3 +699,23 @@ def test_restored_monitor_states_are_checked():
     ):
         with pytest.raises(StateFileError, match=match):
             persist.from_bytes(_edited(monitor, edit))
+
+
+@pytest.mark.parametrize("make", [lambda: MeanBiasCS(restart=True), lambda: IsotonicEProcess(restart=True)])
+def test_keyed_first_alarm_of_restarting_monitors_on_both_faces(make):
+    """A key's monitor that restarts clears its alarm at once; the keyed monitor still records the
+    first one, the same on the river face (one event at a time) as on the array face."""
+    rng = np.random.default_rng(4)
+    n = 20_000
+    p = rng.uniform(0.01, 0.2, n)
+    k = rng.integers(0, 6, n)
+    y = rng.uniform(size=n) < np.where(k == 3, 1.5 * p, p)
+    batch = KeyedMonitor(make())
+    batch.update_many(k, y, p)
+    loop = KeyedMonitor(make())
+    for ki, yi, pi in zip(k, y, p, strict=True):
+        loop.update(int(ki), bool(yi), float(pi))
+    assert batch.first_alarm_at is not None
+    assert batch[3].n_alarms >= 1
+    assert (loop.first_alarm_at, loop.first_alarm_key) == (batch.first_alarm_at, batch.first_alarm_key)
+    assert loop[3].n_alarms == batch[3].n_alarms

@@ -182,7 +182,8 @@ class KeyedMonitor(LockedState):
         return evalues
 
     def _note_alarm(self, monitor: _Monitor, key, at: int) -> None:
-        if self._first_alarm_at is None and monitor.alarm:
+        # the event just taken raised an alarm: a monitor that restarts has already cleared it
+        if self._first_alarm_at is None and monitor.last_alarm_at == monitor.n_seen:
             self._first_alarm_at = at
             self._first_alarm_key = key
 
