@@ -905,3 +905,29 @@ def test_registered_for_replay_and_warmup():
 
     assert builtin_calibrator("venn-abers") is VennAbersCalibrator
     assert "venn-abers" in available_methods()
+
+
+@pytest.mark.parametrize("window", [None, 50, "decay"])
+def test_a_window_of_zero_weight_serves_the_empty_windows_pair(window):
+    """Events of weight 0 are no evidence: the pair stays the test event's alone, (0, 1), the
+    merged probability and LLR those of an empty window, not the score prior's near-certainty
+    (its strength has no evidence to rest on); the first weighted event starts the fit as usual."""
+    from streamcal.windows import Decay
+
+    make = lambda: VennAbersCalibrator(window=Decay(half_life=100) if window == "decay" else window)  # noqa: E731
+    scores = np.array([0.05, 0.2, 0.9])
+    empty = make()
+    cal = make()
+    for i in range(5):
+        cal.learn_one({"s": 0.2}, i % 2 == 0, w=0.0)
+    assert cal.window_weight == 0.0
+    p0, p1 = cal.predict_interval(scores)
+    assert p0.tolist() == [0.0] * 3
+    assert p1.tolist() == [1.0] * 3
+    assert cal.predict_proba(scores).tolist() == empty.predict_proba(scores).tolist()
+    assert cal.predict_llr(scores).tolist() == [0.0] * 3
+    assert cal.predict_interval_one({"s": 0.2}) == (0.0, 1.0)
+    assert cal.prequential(scores[:1], [True], weights=[0.0])[1].tolist() == [0.0]
+    cal.learn_one({"s": 0.2}, True)
+    p0, p1 = cal.predict_interval(scores)
+    assert np.all(p1 - p0 < 1.0)

@@ -52,7 +52,7 @@ import math
 import numpy as np
 
 from streamcal._kernels._config import jit_noalloc
-from streamcal._kernels.histogram import SF_HEADER, SF_KIND, stored_unit
+from streamcal._kernels.histogram import SF_HEADER, SF_KIND, SF_T_NEG, SF_T_POS, stored_unit
 from streamcal._kernels.ipav import (
     _ONE_BELOW,
     _PF_RECORD,
@@ -220,11 +220,12 @@ def _before_any_weight(pf, b):
 
 
 @jit_noalloc(forceinline=True)
-def va_merged(pf, b, p0, p1, merge):
+def va_merged(sf, pf, b, p0, p1, merge):
     """The merged probability of the pair ``p0 <= p1`` at bucket ``b`` under the rule ``merge``
     (a ``MERGE_*`` code): ``p1 / (1 - p0 + p1)``, ``(p0 + p1) / 2`` or ``p0 / (1 - p1 + p0)``; over
-    an empty window, whose pair is ``(0, 1)``, what PAV serves before any weight under every rule."""
-    if pf[PF_HEAD] == -1.0:  # the test event alone: any p in [0, 1] is as valid; not a coin flip
+    a window without weight, whose pair is ``(0, 1)``, what PAV serves before any weight under
+    every rule."""
+    if _no_weight(sf, pf):  # the test event alone: any p in [0, 1] is as valid; not a coin flip
         return _before_any_weight(pf, b)
     if merge == MERGE_LOG:
         return p1 / ((1.0 - p0) + p1)
@@ -240,12 +241,20 @@ def va_merged(pf, b, p0, p1, merge):
 
 
 @jit_noalloc(forceinline=True)
-def va_llr(pf, p):
+def _no_weight(sf, pf):
+    """Whether the window holds no weight: no event, or only events of weight 0. The pair is then
+    the test event's alone, ``(0, 1)``, whatever pseudo-counts the score prior would add (its
+    strength has no evidence to rest on)."""
+    return pf[PF_HEAD] == -1.0 or sf[SF_T_POS] + sf[SF_T_NEG] == 0.0
+
+
+@jit_noalloc(forceinline=True)
+def va_llr(sf, pf, p):
     """``logit(p) - logit(prior)`` for ``p`` in (0, 1], the prior the finite one of the window;
     0 while the window holds no weight, as PAV's LLR (no evidence: the score tells nothing yet).
     ``p`` is kept below 1 (it rounds to 1 only when the window's weight dwarfs the test event's by
     2**53): finite."""
-    if pf[PF_HEAD] == -1.0:
+    if _no_weight(sf, pf):
         return 0.0
     q = _ONE_BELOW if p > _ONE_BELOW else p
     return (math.log(q) - math.log1p(-q)) + math.log(pf[PF_PRIOR_ODDS_INV])
@@ -261,9 +270,11 @@ def va_clip_to_end_runs(pf, p):
 @jit_noalloc(forceinline=True)
 def va_pair(sf, pf, pi, st, b, unit, finite):
     """``(p0, p1)`` at bucket ``b``: the two what-if fits, under the finite rule if ``finite``."""
+    if _no_weight(sf, pf):
+        return 0.0, 1.0
     p0 = va_fit_with(sf, pf, pi, st, b, 0.0, unit)
     p1 = va_fit_with(sf, pf, pi, st, b, 1.0, unit)
-    if finite and pf[PF_HEAD] != -1.0:  # an empty window has no end runs: the test event alone
+    if finite:  # a window with weight has end runs (one without returned above)
         return va_clip_to_end_runs(pf, p0), va_clip_to_end_runs(pf, p1)
     return p0, p1
 
@@ -271,11 +282,11 @@ def va_pair(sf, pf, pi, st, b, unit, finite):
 @jit_noalloc(forceinline=True)
 def _va_one(sf, pf, pi, st, b, unit, merge, finite, i, out_p0, out_p1, out_p, out_llr):
     p0, p1 = va_pair(sf, pf, pi, st, b, unit, finite)
-    p = va_merged(pf, b, p0, p1, merge)
+    p = va_merged(sf, pf, b, p0, p1, merge)
     out_p0[i] = p0
     out_p1[i] = p1
     out_p[i] = p
-    out_llr[i] = va_llr(pf, p)
+    out_llr[i] = va_llr(sf, pf, p)
 
 
 @jit_noalloc
@@ -333,5 +344,5 @@ def va_predict_packed(packed, st, s, merge, finite):
     b = pav_bucket_of(pf, s)
     unit = va_test_weight(sf, sf[SF_KIND])
     p0, p1 = va_pair(sf, pf, pi, st, b, unit, finite != 0.0)
-    p = va_merged(pf, b, p0, p1, int(merge))
-    return p0, p1, p, va_llr(pf, p)
+    p = va_merged(sf, pf, b, p0, p1, int(merge))
+    return p0, p1, p, va_llr(sf, pf, p)
