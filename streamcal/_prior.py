@@ -174,3 +174,25 @@ def pseudo_counts(
     else:
         m = kappa * (n + (n > 0.0))
     return m * rate, m * (1.0 - rate)
+
+
+def refresh_charge(next_refit: float, n_learned: int, n: int, n_buckets: int) -> int:
+    """The interpreted tier's charge, in events (:func:`streamcal._kernels._config.run`), of a call
+    handing PAV's kernels ``n`` events from ``n_learned`` learned ones, the score prior's strength
+    next refitted at learned count ``next_refit`` (``inf``: never, no prior): the events, plus
+    ``n_buckets // 8`` for each refit they may reach (a sweep over every bucket and the blocks'
+    rewrite, about that many events' work when interpreted). The refits follow the kernels'
+    schedule (``ipav._prior_strength_inplace``) while the prior holds: after 1, 2, 3, 4, 5, ...
+    events, a quarter more each time. Many small calls of fresh calibrators (the keys of a keyed
+    calibrator) reach many refits each: counted, they move the process to compiled kernels in
+    time."""
+    from streamcal._kernels.ipav import PRIOR_REFRESH_EVERY
+
+    at = next_refit
+    end = n_learned + n
+    refits = 0
+    while at <= end and refits < 64:  # a long call is charged its events, and a bounded extra
+        refits += 1
+        step = math.floor((0.25 if at < 4096 else 0.5) * at)
+        at += min(max(step, 1), PRIOR_REFRESH_EVERY)
+    return n + refits * max(1, n_buckets // 8)

@@ -422,3 +422,46 @@ def tier_cases_bits(a: np.ndarray) -> np.ndarray:
     import tier_cases
 
     return tier_cases.bits(a)
+
+
+def test_the_score_priors_refits_are_charged_to_the_allowance():
+    """A call is charged its events plus a sweep's worth (buckets / 8) for each refit of the score
+    prior's strength it may reach on the kernels' schedule (after 1, 2, 3, ... events, a quarter
+    more each time); without a prior, its events alone."""
+    import math
+
+    from streamcal import _prior
+
+    assert _prior.refresh_charge(math.inf, 0, 500, 1024) == 500
+    # a fresh calibrator's first 4 events reach the refits at 1, 2, 3 and 4
+    assert _prior.refresh_charge(1.0, 0, 4, 1024) == 4 + 4 * 128
+    # far from its next refit, a long-lived one's small call is charged its events
+    assert _prior.refresh_charge(1e6, 20_000, 10, 1024) == 10
+    # a long call is charged a bounded extra
+    assert _prior.refresh_charge(1.0, 0, 10**9, 1024) == 10**9 + 64 * 128
+
+
+KEYED_SMALL_KEYS = """
+import json, sys
+import numpy as np
+from streamcal import KeyedCalibrator, VennAbersCalibrator
+
+rng = np.random.default_rng(2)
+n = 3_000
+keys = rng.zipf(1.5, n) % 700  # hundreds of keys of a few events each
+s = rng.uniform(0.01, 0.99, n)
+y = rng.uniform(size=n) < s
+out = KeyedCalibrator(VennAbersCalibrator()).prequential_with_interval(keys, s, y)
+print(json.dumps({"numba": "numba" in sys.modules, "out": [o.tolist() for o in out]}))
+"""
+
+
+def test_many_fresh_keys_move_the_process_to_compiled_kernels(tmp_path):
+    """Each fresh key of a keyed Venn–Abers calibrator refits its score prior's strength after
+    each of its first events, a sweep over every bucket: charged for them, the interpreted tier
+    hands such a stream to the compiled kernels early (interpreted throughout, it took 8x the
+    compiled run's time), with the same bits."""
+    default = _python(KEYED_SMALL_KEYS, tmp_path)
+    compiled = _python(KEYED_SMALL_KEYS, tmp_path, allowance="0")
+    assert default["numba"]
+    assert default["out"] == compiled["out"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import numbers
 import os
 import sys
@@ -14,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from streamcal import _prior
 from streamcal._calibrator_state import SavedName
 from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
@@ -161,6 +163,14 @@ class PAVBlocks(NamedTuple):
     pos: np.ndarray
     neg: np.ndarray
     fitted: np.ndarray
+
+
+def charge(cal, n: int) -> int:
+    """The interpreted tier's charge of ``n`` events through the kernels of ``cal`` (a
+    :class:`PAVCalibrator`): ``_prior.refresh_charge`` at its next refit of the score prior."""
+    B = cal.n_buckets
+    next_refit = cal._blocks_floats[_k.pav_state_sizes_before_prior(B) + _k.PR_NEXT] if cal._hist.built else math.inf
+    return _prior.refresh_charge(float(next_refit), cal.n_learned, n, B)
 
 
 class PAVCalibrator(OutArrays, StreamingCalibrator):
@@ -738,12 +748,12 @@ class PAVCalibrator(OutArrays, StreamingCalibrator):
         threads = self._threads(b.size)
         prequential = isinstance(ops, int) and ops == OP_PREQUENTIAL
         if threads < 2 and prequential:
-            _config.run(_k.pav_prequential_inplace, b.size, *state, b, s, y, w, t, out_p, out_llr)
+            _config.run(_k.pav_prequential_inplace, charge(self, b.size), *state, b, s, y, w, t, out_p, out_llr)
             return
         if isinstance(ops, int):
             ops = np.full(b.size, ops, dtype=np.int64)
         if threads < 2 or ops.max() < OP_PREDICT:  # learn-only: one histogram pass is cheaper
-            _config.run(_k.pav_process_inplace, b.size, *state, b, s, y, w, t, ops, out_p, out_llr)
+            _config.run(_k.pav_process_inplace, charge(self, b.size), *state, b, s, y, w, t, ops, out_p, out_llr)
             return
         cuts = chunk_bounds(ops.size, threads)
         states = [state] + [tuple(a.copy() for a in state) for _ in range(threads - 1)]  # before any runs

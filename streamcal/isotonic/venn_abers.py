@@ -10,7 +10,7 @@ from streamcal._kernels import venn_abers as _va
 from streamcal._operations import OP_LEARN, OP_PREDICT, OP_PREQUENTIAL
 from streamcal._validation import check_scalar, keywords_named
 from streamcal.buckets import Buckets
-from streamcal.isotonic.streaming import PAVCalibrator
+from streamcal.isotonic.streaming import PAVCalibrator, charge
 from streamcal.windows import Window
 
 __all__ = ["VennAbersCalibrator"]
@@ -339,7 +339,8 @@ class VennAbersCalibrator(PAVCalibrator):
         out_p0, out_p1 = (intervals[0][-n:], intervals[1][-n:]) if intervals is not None else (np.empty(n), np.empty(n))
         state = (*self._hist.live_arrays(), self._blocks_floats, self._blocks_ints, self._sweep_scratch)
         rules = (self._merge_code(), self._finite_rule())
+        outs = (out_p0, out_p1, out_p, out_llr)
         if isinstance(ops, int):
-            _config.run(_va.va_prequential_inplace, n, *state, b, y, w, t, *rules, out_p0, out_p1, out_p, out_llr)
+            _config.run(_va.va_prequential_inplace, charge(self, n), *state, b, y, w, t, *rules, *outs)
         else:
-            _config.run(_va.va_process_inplace, n, *state, b, y, w, t, ops, *rules, out_p0, out_p1, out_p, out_llr)
+            _config.run(_va.va_process_inplace, charge(self, n), *state, b, y, w, t, ops, *rules, *outs)
