@@ -111,9 +111,31 @@ def test_a_pair_refitted_between_a_prediction_and_the_learning_is_followed(rng):
 
 @pytest.mark.parametrize("cls", [OneVsRestCalibrator, PairwiseCouplingCalibrator])
 def test_a_calibrator_class_instead_of_an_instance_is_named_and_changes_nothing(cls):
-    cal = cls(PAVCalibrator)
+    with pytest.raises(TypeError, match=r"got the class PAVCalibrator: pass PAVCalibrator\(\)"):
+        cls(PAVCalibrator)  # refused at construction
+    cal = cls()
+    cal.calibrator = PAVCalibrator  # or replaced afterwards: refused at the next call
     before = pickle.dumps(cal)
     for call in (lambda: cal.learn_one({"a": 0.3, "b": 0.7}, "a"), lambda: cal.predict_proba_one({"a": 0.3})):
         with pytest.raises(TypeError, match=r"got the class PAVCalibrator: pass PAVCalibrator\(\)"):
             call()
     assert pickle.dumps(cal) == before
+
+
+@pytest.mark.parametrize(
+    ("cls", "params", "error", "match"),
+    [
+        (PairwiseCouplingCalibrator, {"method": "x"}, ValueError, r"`method` must be one of"),
+        (PairwiseCouplingCalibrator, {"tol": -1}, ValueError, r"`tol` must be a number in \[0\.0, inf\)"),
+        (PairwiseCouplingCalibrator, {"max_iter": -2}, ValueError, r"`max_iter`"),
+        (PairwiseCouplingCalibrator, {"scores": "xx"}, ValueError, r"`scores` must be one of"),
+        (OneVsRestCalibrator, {"scores": "xx"}, ValueError, r"`scores` must be one of"),
+        (OneVsRestCalibrator, {"classes": (0, 0, 1)}, ValueError, r"`classes` must not repeat a class"),
+        (PairwiseCouplingCalibrator, {"calibrator": 5}, TypeError, r"`calibrator` must be a binary streaming"),
+    ],
+)
+def test_bad_parameters_are_refused_at_construction(cls, params, error, match):
+    """As the binary calibrators: a calibrator that could not run (nor be saved and loaded) is
+    never made."""
+    with pytest.raises(error, match=match):
+        cls(**params)

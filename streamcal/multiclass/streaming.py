@@ -443,6 +443,7 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
         self._models: dict = {}  # pair (a, b) or class c -> binary calibrator
         self._last_time = -math.inf  # the latest event time learned, with a time window
         self._init_lock()
+        self._check_params()  # refused at construction, as the binary calibrators refuse theirs
 
     # the checked parameters and what derives from them (``_checked_params``): not state
     _UNSAVED = (*LockedState._UNSAVED, "_checked")
@@ -1408,10 +1409,10 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         max_iter: int = 200,
         classes: tuple | None = None,
     ):
-        super().__init__(calibrator=calibrator, scores=scores, classes=classes)
         self.method = method
         self.tol = tol
         self.max_iter = max_iter
+        super().__init__(calibrator=calibrator, scores=scores, classes=classes)
 
     _EXTRA_PARAMS = ("method", "tol", "max_iter")
 
