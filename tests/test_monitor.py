@@ -719,3 +719,15 @@ def test_keyed_first_alarm_of_restarting_monitors_on_both_faces(make):
     assert batch[3].n_alarms >= 1
     assert (loop.first_alarm_at, loop.first_alarm_key) == (batch.first_alarm_at, batch.first_alarm_key)
     assert loop[3].n_alarms == batch[3].n_alarms
+
+
+def test_keyed_family_wise_level_defaults_to_the_prototypes_alpha():
+    assert KeyedMonitor(MeanBiasCS(alpha=0.01)).alpha == 0.01
+    assert KeyedMonitor(MeanBiasCS()).alpha == 0.05
+    assert KeyedMonitor(IsotonicEProcess(), alpha=0.01).alpha == 0.01
+    assert KeyedMonitor(MeanBiasCS(alpha=0.01), alpha=0.01).alpha == 0.01
+    keyed = KeyedMonitor(MeanBiasCS(alpha=0.01), n_keys=4)
+    keyed.update("a", True, 0.5)
+    assert keyed.alpha_of("a") == 0.01 / 4
+    with pytest.raises(ValueError, match=r"`alpha` must agree with the monitor's own alpha.*0\.02.*0\.01"):
+        KeyedMonitor(MeanBiasCS(alpha=0.01), alpha=0.02)

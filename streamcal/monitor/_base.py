@@ -26,6 +26,9 @@ def labels_and_proba(labels, proba) -> tuple[np.ndarray, np.ndarray]:
     return y, p
 
 
+DEFAULT_ALPHA = 0.05  # every monitor's default false-alarm level
+
+
 def check_alpha(alpha) -> None:
     check_scalar(alpha, "alpha", numbers.Real, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
 

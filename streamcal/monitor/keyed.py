@@ -11,7 +11,7 @@ from streamcal._locking import LockedState, locked
 from streamcal._validation import check_scalar, fmt
 from streamcal.exceptions import InvalidKeyError
 from streamcal.metrics._inputs import event_label, event_proba
-from streamcal.monitor._base import _Monitor, check_alpha, labels_and_proba
+from streamcal.monitor._base import DEFAULT_ALPHA, _Monitor, check_alpha, labels_and_proba
 
 __all__ = ["KeyedMonitor"]
 
@@ -33,9 +33,11 @@ class KeyedMonitor(LockedState):
     Parameters
     ----------
     monitor : IsotonicEProcess or MeanBiasCS
-        The prototype; its ``alpha`` is replaced by each key's share.
-    alpha : float, default 0.05
-        The family-wise false-alarm probability, in (0, 1).
+        The prototype; each key's clone gets its share of the family-wise ``alpha``.
+    alpha : float, optional
+        The family-wise false-alarm probability, in (0, 1); by default the prototype's own
+        ``alpha`` (``KeyedMonitor(MeanBiasCS(alpha=0.01))`` spends 0.01 over the keys). Given
+        both ways, the two must agree (or the prototype's be its default, 0.05).
     n_keys : int, optional
         The number of keys, if known.
 
@@ -57,11 +59,19 @@ class KeyedMonitor(LockedState):
 
     _UNSAVED = (*LockedState._UNSAVED, "_fresh")  # a cache: made again when first needed
 
-    def __init__(self, monitor: _Monitor, alpha: float = 0.05, n_keys: int | None = None):
+    def __init__(self, monitor: _Monitor, alpha: float | None = None, n_keys: int | None = None):
         if not isinstance(monitor, _Monitor):
             msg = f"`monitor` must be a streamcal.monitor monitor (IsotonicEProcess, MeanBiasCS); got {monitor!r}."
             raise TypeError(msg)
+        if alpha is None:
+            alpha = monitor.alpha
         check_alpha(alpha)
+        if monitor.alpha not in (alpha, DEFAULT_ALPHA):
+            msg = (
+                f"`alpha` must agree with the monitor's own alpha where both are given (the family-wise level, "
+                f"spent over the keys); got alpha={alpha!r} and a monitor with alpha={monitor.alpha!r}."
+            )
+            raise ValueError(msg)
         if n_keys is not None:
             check_scalar(n_keys, "n_keys", numbers.Integral, low=1)
         self.monitor = monitor
