@@ -462,6 +462,18 @@ def test_the_stream_command_needs_a_directory_of_parquet_files(tmp_path, capsys)
     assert "SOURCE must be a directory holding Parquet files" in capsys.readouterr().err
 
 
+def test_the_stream_command_refuses_once_with_a_ttl(tmp_path, capsys):
+    """``--once`` is Spark's availableNow trigger, which runs until the last timer fires: with a
+    time to live a one-off run would wait it out."""
+    from streamcal.cli import main
+
+    (tmp_path / "events").mkdir()
+    pd.DataFrame({"k": [1], "score": [0.5]}).to_parquet(tmp_path / "events" / "part-0.parquet")
+    args = ["stream", str(tmp_path / "events"), str(tmp_path / "out"), "--checkpoint", "c", "--key-col", "k"]
+    assert main([*args, "--once", "--ttl", "86400"]) == 2
+    assert "--once with --ttl would run until the last key's timer fires (86400 seconds" in capsys.readouterr().err
+
+
 def lagged_reference(batches: list, shard_of_key, strength: float) -> pd.DataFrame:
     """The in-process reference of pooling toward all traffic, lagged by one micro-batch, built from
     KeyedCalibrator pieces: per micro-batch and shard (in shard order), a copy of the all-traffic

@@ -87,6 +87,13 @@ def run_stream(args: argparse.Namespace) -> int:
     source = Path(args.source)
     if not source.is_dir() or not any(source.glob("*.parquet")):
         return _fail(ValueError(f"SOURCE must be a directory holding Parquet files; got {args.source!r}"), {})
+    if args.once and args.ttl is not None:
+        # availableNow runs empty micro-batches until the last timer fires: a one-off run would wait out the ttl
+        msg = (
+            f"--once with --ttl would run until the last key's timer fires ({args.ttl:g} seconds after its last row): "
+            "leave --ttl out of a one-off run, or keep the command watching SOURCE"
+        )
+        return _fail(ValueError(msg), {})
     try:
         from streamcal import PAVCalibrator
         from streamcal.spark import calibrate_stream, local_session, write_stream
