@@ -65,6 +65,18 @@ class Mergeable:
         raise NotImplementedError  # pragma: no cover - abstract
 
 
+def _public_name(cal) -> str:
+    """The class name a user wrote: ``KeyedCalibrator(VennAbersCalibrator())`` makes a
+    ``TemplateKeyedCalibrator``, named by its template."""
+    name = type(cal).__name__
+    if name == "TemplateKeyedCalibrator":
+        template = getattr(cal, "calibrator", None)
+        return f"KeyedCalibrator over a {type(template).__name__} template"
+    if name == "KeyedCalibrator":
+        return "KeyedCalibrator over a PAVCalibrator template"
+    return name
+
+
 def merge(*calibrators):
     """Merge streaming calibrators over the same bucket edges into one (a new object).
 
@@ -116,13 +128,21 @@ def merge(*calibrators):
         msg = "`calibrators` must hold at least one calibrator; got none."
         raise ValueError(msg)
     first = items[0]
+    seen: dict = {}
     for i, cal in enumerate(items):
         if not isinstance(cal, Mergeable):
             raise TypeError(_not_mergeable(cal, i))
-        if type(cal) is not type(first):
+        if id(cal) in seen:  # its events would count twice: a copy (copy.deepcopy) says so on purpose
             msg = (
-                f"`calibrators` must all be {type(first).__name__} (one class); got {_a(type(cal).__name__)} "
-                f"at position {i}."
+                f"`calibrators` must not hold one calibrator twice (its events would count twice); got the "
+                f"calibrator at position {seen[id(cal)]} again at position {i}."
+            )
+            raise ValueError(msg)
+        seen[id(cal)] = i
+        if type(cal) is not type(first):
+            name = _public_name(first)
+            msg = (
+                f"`calibrators` must all be {name} (one class); got {_a(_public_name(cal))} at position {i}."
             )
             raise TypeError(msg)
         _check_same_params(first, cal, i)

@@ -450,3 +450,20 @@ def test_merge_errors_read_as_sentences_and_name_strategies_as_they_mean():
         merge([PAVCalibrator(), object()])
     with pytest.raises(ValueError, match=r"`buckets`, LogitGrid\(n_buckets=512\) and LogitGrid\(n_buckets=1024\)"):
         merge([PAVCalibrator(buckets=512), PAVCalibrator()])
+
+
+def test_one_calibrator_twice_is_refused_and_a_copy_is_taken():
+    """The same object twice would count its events twice: refused, naming both positions; an
+    equal copy (two shards that saw the same events) is a choice and merges."""
+    import copy
+
+    from streamcal import KeyedCalibrator, VennAbersCalibrator, merge
+
+    a = PAVCalibrator().update([0.2, 0.8], [0, 1])
+    with pytest.raises(ValueError, match=r"must not hold one calibrator twice .* position 0 again at position 2"):
+        merge(a, PAVCalibrator(), a)
+    assert merge(a, copy.deepcopy(a)).n_learned == 4
+    # keyed calibrators are named as written: KeyedCalibrator over a template
+    with pytest.raises(TypeError, match=r"must all be KeyedCalibrator over a VennAbersCalibrator template .* got a "
+                                        r"KeyedCalibrator over a PAVCalibrator template at position 1"):
+        merge(KeyedCalibrator(VennAbersCalibrator()), KeyedCalibrator())
