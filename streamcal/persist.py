@@ -306,7 +306,11 @@ class _Encoder:
             )
             raise TypeError(msg)
         name = f"p{len(self.pickles)}"
-        self.pickles[name] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            self.pickles[name] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:  # a local function, a lambda, a lock
+            msg = f"`{where}` ({kind}) cannot be stored: it has no portable form and pickle refuses it ({exc})."
+            raise TypeError(msg) from None
         self.pickled_where[name] = {"where": where, "type": kind}
         return {"__pickle__": name}
 
@@ -981,6 +985,9 @@ def _read_checked(source, *, allow_pickle: bool, where: str, max_bytes: int):
 
 def from_bytes(data: bytes, *, allow_pickle: bool = False, where: str = "the data", max_bytes: int = MAX_STATE_BYTES):
     """Rebuild a learner from the bytes of a state file (see :func:`to_bytes` and :func:`load`)."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        msg = f"`data` must be the bytes of a state file (as to_bytes gives them); got {type(data).__name__}."
+        raise TypeError(msg)
     return _read_state(io.BytesIO(data), allow_pickle=allow_pickle, where=where, max_bytes=max_bytes)
 
 

@@ -729,3 +729,13 @@ def test_lists_of_plain_values_are_written_as_they_are():
     encoded = enc.encode(nested, "x")
     assert encoded[0] == {"__floatlist__": "a0"}
     assert encoded[1:] == [[1, 2], {"k": [None, "z"]}]
+
+
+def test_what_pickle_refuses_and_bytes_that_are_not_bytes_get_clear_errors(tmp_path):
+    """A value pickle cannot store is a TypeError naming where it sits; a non-bytes ``data`` a
+    TypeError naming the argument; a refused save leaves no file."""
+    with pytest.raises(TypeError, match=r"`learner` \(builtins:function\) cannot be stored: .* pickle refuses it"):
+        persist.save(lambda x: x, tmp_path / "f.streamcal")
+    assert not (tmp_path / "f.streamcal").exists()
+    with pytest.raises(TypeError, match=r"`data` must be the bytes of a state file .* got str"):
+        persist.from_bytes("abc")
