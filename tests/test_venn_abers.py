@@ -931,3 +931,18 @@ def test_a_window_of_zero_weight_serves_the_empty_windows_pair(window):
     cal.learn_one({"s": 0.2}, True)
     p0, p1 = cal.predict_interval(scores)
     assert np.all(p1 - p0 < 1.0)
+
+
+def test_the_river_face_gives_python_floats_in_both_tiers():
+    """The interpreted tier's kernels return numpy scalars; the river face hands out Python floats
+    in both tiers, as the compiled kernels give them."""
+    from streamcal._kernels import _config
+
+    cal = VennAbersCalibrator()
+    for i in range(30):
+        cal.learn_one({"s": 0.1 * (i % 9) + 0.05}, i % 3 == 0)
+    with _config.interpreting():
+        interpreted = (*cal.predict_interval_one({"s": 0.3}), cal.predict_proba_one({"s": 0.3})[True])
+    compiled = (*cal.predict_interval_one({"s": 0.3}), cal.predict_proba_one({"s": 0.3})[True])
+    assert [type(v) for v in interpreted] == [float] * 3
+    assert interpreted == compiled

@@ -378,11 +378,13 @@ def run(kernel, events: int, *args):
 def run_interpreted(kernel, *args):
     """``kernel(*args)`` in the interpreted tier, whatever the allowance: its Python source
     with numpy float64 scalars for Python floats and bools (numba's float64 arguments), numpy's
-    floating-point errors silenced, and scalar results as Python numbers."""
+    floating-point errors silenced, and scalar results (alone or in a tuple) as Python numbers."""
     function = interpreted(kernel)
     args = tuple(np.float64(a) if type(a) is float or type(a) is bool else a for a in args)
     with np.errstate(all="ignore"):
         result = function(*args)
+    if type(result) is tuple:  # a tuple of scalars, as a compiled kernel returns it: Python numbers
+        return tuple(r.item() if isinstance(r, np.generic) else r for r in result)
     return result.item() if isinstance(result, np.generic) else result
 
 
