@@ -143,7 +143,7 @@ def test_the_summary_counts_one_key_in_the_singular(tmp_path, capsys):
     assert "Keyed by 'key': 1 key. " in out
     assert "; 1 key held, 0 evicted" in out
     assert "only: 3,000 events, " in out
-    assert "input score: mean bias: 1 of 1 key flagged, first key 'only'" in out
+    assert "input score: mean bias: 1 of 1 key flagged, first key only at event" in out
     assert "1 keys" not in out
 
 

@@ -140,7 +140,7 @@ class MonitorSink:
                 when = "" if t is None or time_kind is None else f" ({_when(t, time_kind)})"
                 parts.append(
                     f"{kind}: {got['keys_flagged']:,} of {counted(got['keys_watched'], 'key')} flagged, first key "
-                    f"{hit['key']!r} at event {hit['event']:,}{when}"
+                    f"{hit['key']} at event {hit['event']:,}{when}"
                 )
             out.append(f"  {shown}: " + "; ".join(parts))
         return out
