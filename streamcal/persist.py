@@ -1166,6 +1166,7 @@ class Persistable:
         """Read a learner of this class from ``path`` (see :func:`streamcal.persist.load`)."""
         obj = load(path, allow_pickle=allow_pickle, max_bytes=max_bytes)
         if not isinstance(obj, cls):
-            msg = f"{str(path)!r} holds a {type(obj).__name__}, not a {cls.__name__}."
+            article = "an" if cls.__name__[:1] in "AEIOU" else "a"
+            msg = f"{str(path)!r} holds a {type(obj).__name__}, not {article} {cls.__name__}."
             raise TypeError(msg)
         return obj

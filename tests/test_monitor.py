@@ -731,3 +731,18 @@ def test_keyed_family_wise_level_defaults_to_the_prototypes_alpha():
     assert keyed.alpha_of("a") == 0.01 / 4
     with pytest.raises(ValueError, match=r"`alpha` must agree with the monitor's own alpha.*0\.02.*0\.01"):
         KeyedMonitor(MeanBiasCS(alpha=0.01), alpha=0.02)
+
+
+@pytest.mark.parametrize("make", [MeanBiasCS, IsotonicEProcess, lambda: KeyedMonitor(MeanBiasCS())])
+def test_monitors_save_and_load_themselves_as_the_calibrators_do(make, tmp_path):
+    monitor = make()
+    if isinstance(monitor, KeyedMonitor):
+        monitor.update_many(["a", "b", "a"], [True, False, True], [0.2, 0.3, 0.4])
+    else:
+        monitor.update_many([True, False, True], [0.2, 0.3, 0.4])
+    path = monitor.save(tmp_path / "monitor.zip")
+    back = type(monitor).load(path)
+    assert back.n_seen == monitor.n_seen == 3
+    other = IsotonicEProcess if type(monitor) is not IsotonicEProcess else MeanBiasCS
+    with pytest.raises(TypeError, match=r"holds a \w+, not an? " + other.__name__):
+        other.load(path)

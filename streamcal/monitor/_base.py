@@ -16,6 +16,7 @@ from river import metrics
 from streamcal._locking import LockedState, locked
 from streamcal._validation import as_binary_labels, as_probabilities, check_scalar
 from streamcal.metrics._inputs import check_length_as_labels, event_label, event_proba
+from streamcal.persist import Persistable
 
 
 def labels_and_proba(labels, proba) -> tuple[np.ndarray, np.ndarray]:
@@ -33,7 +34,7 @@ def check_alpha(alpha) -> None:
     check_scalar(alpha, "alpha", numbers.Real, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
 
 
-class _Monitor(LockedState, metrics.base.BinaryMetric):
+class _Monitor(LockedState, Persistable, metrics.base.BinaryMetric):
     """Base of the monitors: the river and array faces, the alarm, ``reset`` and ``restart``.
 
     Every public method holds the monitor's lock (``streamcal._locking``): one monitor may be

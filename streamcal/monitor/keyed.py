@@ -12,11 +12,12 @@ from streamcal._validation import check_scalar, fmt
 from streamcal.exceptions import InvalidKeyError
 from streamcal.metrics._inputs import event_label, event_proba
 from streamcal.monitor._base import DEFAULT_ALPHA, _Monitor, check_alpha, labels_and_proba
+from streamcal.persist import Persistable
 
 __all__ = ["KeyedMonitor"]
 
 
-class KeyedMonitor(LockedState):
+class KeyedMonitor(LockedState, Persistable):
     """A calibration monitor per key (a segment, a country, a model version), alarms controlled jointly.
 
     Each new key gets a fresh clone of ``monitor`` with its own level ``alpha_k``, and
@@ -198,6 +199,12 @@ class KeyedMonitor(LockedState):
             self._first_alarm_key = key
 
     # ---------------------------------------------------------------- readers
+    @property
+    def n_seen(self) -> int:
+        """Events taken, over every key."""
+        with self._lock:
+            return self._n_seen
+
     @property
     def alarm(self) -> bool:
         """Whether any key's monitor is alarmed now."""
