@@ -172,31 +172,36 @@ class KeyedRiverFace:
             y = bool(y)
         if type(w) is np.float64:
             w = float(w)
-        if self._lean and (y is True or y is False) and type(w) is float and type(x) is dict:
-            # no time under a window without times, or a plain time: the lean path
-            clock = _plain_time(t) if t is not None else None
-            if clock is not None or (t is None and self._lean == LEAN_PLAIN):
+        if t is None:  # no time: the lean path under a window without times
+            if self._lean is LEAN_PLAIN and (y is True or y is False) and type(w) is float and type(x) is dict:
                 event = self._lean_split(x)
                 if event is not None:
                     with self._lock:
-                        if self._learn_lean(event[0], event[1], 1.0 if y else 0.0, w, clock):
+                        if self._learn_lean(self._river_learn, event[0], event[1], 1.0 if y else 0.0, w, 0.0):
+                            return
+        elif self._lean and (y is True or y is False) and type(w) is float and type(x) is dict:
+            clock = _plain_time(t)  # a plain time: the lean path (its kernel checks it)
+            if clock is not None:
+                event = self._lean_split(x)
+                if event is not None:
+                    with self._lock:
+                        if self._learn_lean(self._river_learn_at, event[0], event[1], 1.0 if y else 0.0, w, clock):
                             return
         keys, scores, name = self._split(x)
         with self._lock, one_event(self.key_key, name):
             self._run_checked(*self._checked(keys, scores, [y], None, [w], None if t is None else [t], _OP_LEARN))
 
-    def _learn_lean(self, key, s: float, y: float, w: float, t: float | None) -> bool:
-        """Learn one checked-kind event on the lean path (``t``: its time, None: none given);
-        False (nothing changed) where the general path must run it: a key of another kind, an
-        event the kernel refuses. A new key takes a slot, evicting the least recently updated key
-        first where ``max_keys`` keys hold one, as the general path admits it."""
+    def _learn_lean(self, learn, key, s: float, y: float, w: float, t: float) -> bool:
+        """Learn one checked-kind event on the lean path by the kernel ``learn`` (``river_learn``,
+        or ``river_learn_at`` for an event at time ``t``); False (nothing changed) where the
+        general path must run it: a key of another kind, an event the kernel refuses. A new key
+        takes a slot, evicting the least recently updated key first where ``max_keys`` keys hold
+        one, as the general path admits it."""
         k = self._lean_slot(key)
         if k is None:
             return False
         stamp = float(self._n_learned + 1)
         packed = self._global.packed_state()
-        learn = self._river_learn if t is None else self._river_learn_at
-        t = 0.0 if t is None else t
         while True:
             done = learn(
                 packed, self._cfg, self._kf, self._ki, self._atoms_b, self._atoms_f, self._atoms_n, self._ring_b,
