@@ -2,13 +2,16 @@
 
 :class:`KeyedRiverFace` is a base of the keyed calibrator (not used alone). The common event (a
 dict holding an int or str key of a kind already learned and a float score, a bool label, a
-float weight, no time, under a window without times) takes a lean path: a dict look-up for the
-key's slot and one compiled call (:func:`streamcal._kernels.keyed.river_learn`,
-:func:`~streamcal._kernels.keyed.river_predict`) that runs the global map's packed single-score
-kernels and the key's row on scalars, with no arrays built. It gives what the general path (the
-array face's machinery on one event) gives, bit for bit; anything else, and any event the
-kernels refuse (a score out of range, a weight the checks reject), takes the general path, which
-raises the documented errors. A refused event changes nothing.
+float weight; no time, or a finite time as a Python or numpy float or int, which a window with
+times requires) takes a lean path: a dict look-up for the key's slot and one compiled call
+(:func:`streamcal._kernels.keyed.river_learn`, or for an event with a time
+:func:`streamcal._kernels.keyed_river.river_learn_at`; :func:`~streamcal._kernels.keyed.river_predict`)
+that runs the global map's packed single-score kernels and the key's row on scalars, with no
+arrays built. It gives what the general path (the array face's machinery on one event) gives, bit
+for bit; anything else, and any event the kernels refuse (a score out of range, a weight the
+checks reject, a time going backwards, an event for which the general path resizes the global
+map's ring), takes the general path, which raises the documented errors. A refused event
+changes nothing.
 """
 
 from __future__ import annotations
@@ -20,11 +23,31 @@ import numpy as np
 
 from streamcal._kernels import _config
 from streamcal._kernels import keyed as _kk
+from streamcal._kernels import keyed_river as _kr
 from streamcal.exceptions import InvalidKeyError
 
-__all__ = ["KeyedRiverFace", "one_event"]
+__all__ = ["LEAN_PLAIN", "LEAN_TIMES", "KeyedRiverFace", "one_event"]
 
 _OP_LEARN = 1
+# ``KeyedRiverFace._lean``: the lean path under a window without times (an event's time, if
+# given, is only checked), and under a window with times (every learned event gives one)
+LEAN_PLAIN = 1
+LEAN_TIMES = 2
+_INT64_LOW, _INT64_HIGH = -(2**63), 2**63
+
+
+def _plain_time(t) -> float | None:
+    """``t`` as the float the array face's checks make of it, where ``t`` is a Python or numpy
+    float, or a Python or numpy int within int64's range (numpy converts those the same way);
+    None for anything else (the general path checks it)."""
+    if type(t) is float:
+        return t
+    if type(t) is int or (isinstance(t, np.integer) and not isinstance(t, np.timedelta64)):
+        t = int(t)
+        return float(t) if _INT64_LOW <= t < _INT64_HIGH else None
+    if isinstance(t, np.floating):
+        return float(t)
+    return None
 
 
 @contextlib.contextmanager
@@ -70,11 +93,12 @@ class KeyedRiverFace:
     """The river face of a keyed calibrator (a base of :class:`streamcal.KeyedCalibrator`, not
     used alone)."""
 
-    _lean = False  # an instance over sparse rows without a time window sets it (_rebuild_caches)
+    _lean = 0  # an instance over sparse rows sets LEAN_PLAIN or LEAN_TIMES (_rebuild_caches)
 
     # compiled by their first call (class attributes: held by an instance, they would lead
     # river's memory walk into numba's registries, as PAVCalibrator's packed kernels note)
     _river_learn = _bound_on_first_call("_river_learn", _kk.river_learn)
+    _river_learn_at = _bound_on_first_call("_river_learn_at", _kr.river_learn_at)
     _river_predict = _bound_on_first_call("_river_predict", _kk.river_predict)
 
     def _split(self, x: dict):
@@ -148,36 +172,50 @@ class KeyedRiverFace:
             y = bool(y)
         if type(w) is np.float64:
             w = float(w)
-        if self._lean and t is None and (y is True or y is False) and type(w) is float and type(x) is dict:
-            event = self._lean_split(x)
-            if event is not None:
-                with self._lock:
-                    if self._learn_lean(event[0], event[1], 1.0 if y else 0.0, w):
-                        return
+        if t is None:  # no time: the lean path under a window without times
+            if self._lean is LEAN_PLAIN and (y is True or y is False) and type(w) is float and type(x) is dict:
+                event = self._lean_split(x)
+                if event is not None:
+                    with self._lock:
+                        if self._learn_lean(self._river_learn, event[0], event[1], 1.0 if y else 0.0, w, 0.0):
+                            return
+        elif self._lean and (y is True or y is False) and type(w) is float and type(x) is dict:
+            clock = _plain_time(t)  # a plain time: the lean path (its kernel checks it)
+            if clock is not None:
+                event = self._lean_split(x)
+                if event is not None:
+                    with self._lock:
+                        if self._learn_lean(self._river_learn_at, event[0], event[1], 1.0 if y else 0.0, w, clock):
+                            return
         keys, scores, name = self._split(x)
         with self._lock, one_event(self.key_key, name):
             self._run_checked(*self._checked(keys, scores, [y], None, [w], None if t is None else [t], _OP_LEARN))
 
-    def _learn_lean(self, key, s: float, y: float, w: float) -> bool:
-        """Learn one checked-kind event on the lean path; False (nothing changed) where the general
-        path must run it: a key of another kind, a new key that would evict, an event the kernel
-        refuses."""
+    def _learn_lean(self, learn, key, s: float, y: float, w: float, t: float) -> bool:
+        """Learn one checked-kind event on the lean path by the kernel ``learn`` (``river_learn``,
+        or ``river_learn_at`` for an event at time ``t``); False (nothing changed) where the
+        general path must run it: a key of another kind, an event the kernel refuses. A new key
+        takes a slot, evicting the least recently updated key first where ``max_keys`` keys hold
+        one, as the general path admits it."""
         k = self._lean_slot(key)
         if k is None:
             return False
         stamp = float(self._n_learned + 1)
         packed = self._global.packed_state()
         while True:
-            done = self._river_learn(
+            done = learn(
                 packed, self._cfg, self._kf, self._ki, self._atoms_b, self._atoms_f, self._atoms_n, self._ring_b,
                 self._ring_f, self._blocks_b, self._blocks_f, self._arena, self._holes, self._prior, self._pri,
-                self._scratch_b, self._scratch_w, k, s, y, w, 0.0, stamp,
+                self._scratch_b, self._scratch_w, k, s, y, w, t, stamp,
             )
             if done == _kk.DONE:
                 break
             if done == _kk.NO_ROOM:
                 self._make_room(k)
-            elif done == _kk.NEW_KEY and (self.max_keys is None or self.n_keys < self.max_keys):
+            elif done == _kk.NEW_KEY:
+                limit = self._key_limit()
+                if limit is not None and self.n_keys >= limit:
+                    self._evict_lru()  # as the general path admits a key: the least recently updated leaves
                 k = self._new_slot(key)
             else:
                 return False

@@ -22,7 +22,7 @@ from river import base
 from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import keyed as _kk
-from streamcal._keyed_river import KeyedRiverFace, one_event
+from streamcal._keyed_river import LEAN_PLAIN, LEAN_TIMES, KeyedRiverFace, one_event
 from streamcal._keyed_rows import KeyedRows, calibrator_to_row, ring_rows
 from streamcal._keyed_state import check_key_params
 from streamcal._keyed_templates import TemplateKeys
@@ -231,7 +231,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, 
         cfg[_kk.CFG_LINEAR] = 1.0 if glob.interpolation == "linear" else 0.0
         cfg[_kk.CFG_PROB_INPUTS] = 1.0 if hist.layout.probability_inputs else 0.0
         self._cfg = cfg
-        self._lean = not hist.uses_times  # the river face's lean path (streamcal._keyed_river)
+        self._lean = LEAN_TIMES if hist.uses_times else LEAN_PLAIN  # the river face (streamcal._keyed_river)
         self._cen = np.ascontiguousarray(glob.centres, dtype=np.float64)
         self._build_prior()
         self._slot_of = {key: k for k, key in enumerate(self._slot_keys) if key is not None}
