@@ -60,7 +60,8 @@ _BALANCED = ("ispline",)
 
 
 def _keyed() -> None:
-    """``KeyedCalibrator`` over PAV (its default) on both faces, and a saved one loaded back."""
+    """``KeyedCalibrator`` over PAV (its default) on both faces, a time window's river face, and a
+    saved one loaded back."""
     import pickle
 
     import numpy as np
@@ -80,6 +81,11 @@ def _keyed() -> None:
             cal.predict_proba_one(x)
             cal.learn_one(x, bool(y[i]))
         pickle.loads(pickle.dumps(cal)).predict_proba(keys, s)
+    cal = KeyedCalibrator(PAVCalibrator(window="1h"))  # the river face's events with a time
+    for i in range(200):
+        x = {"key": keys[i], "score": float(s[i])}
+        cal.predict_proba_one(x)
+        cal.learn_one(x, bool(y[i]), t=10.0 * i)
 
 
 def _coupling() -> None:
