@@ -60,10 +60,10 @@ def one_event(key_name, score_name):
         msg = str(exc)
         if type(exc) not in (ValueError, TypeError, InvalidKeyError):
             raise
-        if " at position 0" not in msg:
-            if msg.endswith("pass `times=`."):  # a time window's times, as the unkeyed river face says it
-                raise type(exc)(msg.replace("pass `times=`.", "pass `t=` to learn_one.")) from None
-            raise
+        if msg.endswith("pass `times=`."):  # a time window's times, as the unkeyed river face says it
+            raise type(exc)(msg.replace("pass `times=`.", "pass `t=` to learn_one.")) from None
+        # a column's message (a value at position 0, or the column's dtype: bools given as times)
+        # names the river face's argument
         for column, one in (("keys", f"x[{key_name!r}]"), ("scores", f"x[{score_name!r}]"), ("labels", "y"),
                             ("weights", "w"), ("times", "t")):
             msg = msg.replace(f"`{column}`", f"`{one}`")

@@ -373,3 +373,18 @@ def test_a_bad_time_raises_as_before_and_changes_nothing(window):
                 cal.learn_one({"key": key, "score": 0.5}, True, 1.0, t)
     assert streamcal.persist.to_bytes(cal) == before
     assert 99 not in cal
+
+
+def test_a_column_wide_refusal_names_the_river_faces_argument():
+    """Refusals the array face words for a whole column (bools given as numbers) name ``t`` and
+    ``w`` on the river face, as its other errors do, and change nothing."""
+    from streamcal import persist
+
+    cal = KeyedCalibrator(PAVCalibrator(window="1h"))
+    cal.learn_one({"key": 1, "score": 0.3}, True, t=5.0)
+    before = persist.to_bytes(cal)
+    with pytest.raises(TypeError, match=r"^`t` must hold real numbers only; got bools"):
+        cal.learn_one({"key": 1, "score": 0.3}, True, t=True)
+    with pytest.raises(TypeError, match=r"^`w` must hold real numbers only; got bools"):
+        cal.learn_one({"key": 1, "score": 0.3}, True, w=True, t=6.0)
+    assert persist.to_bytes(cal) == before
