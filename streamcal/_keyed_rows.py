@@ -24,7 +24,8 @@ from streamcal.isotonic.streaming import PAVCalibrator
 __all__ = ["KeyedRows", "auto_strength", "calibrator_to_row", "ring_rows", "row_to_calibrator"]
 
 # The prior follows the global map after 1, 2, 4, ..., PRIOR_EVERY learned events, then every
-# PRIOR_EVERY or PRIOR_PER_KEY learned events per key that has learned, whichever is longer. A
+# PRIOR_EVERY or PRIOR_PER_KEY learned events per key that has learned, whichever is longer
+# (PRIOR_EVERY, or half the global map's span where that is shorter: ``prior_floor``). A
 # refresh makes each key that learns or reads before the next one resweep its blocks once, so the
 # spacing in proportion to the keys bounds that cost per event whatever the number of keys.
 PRIOR_EVERY = 1 << 14
@@ -50,6 +51,16 @@ GROUP_SLOTS = 8
 _SCALARS = ("t_pos", "t_neg", "last_t", "n_learned", "t0", "n_renorm", "stamp", "observed", "expected")
 _KF_OF = dict(zip(_SCALARS, (_kk.KF_T_POS, _kk.KF_T_NEG, _kk.KF_LAST_T, _kk.KF_N_LEARNED, _kk.KF_T0,
                              _kk.KF_N_RENORM, _kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP), strict=True))
+
+
+def prior_floor(glob) -> int:
+    """The least spacing of the prior's refreshes: ``PRIOR_EVERY`` learned events, or half the
+    global map's span where that is shorter (a count window's size, a decay by events' half-life),
+    so that the prior follows a global map that renews itself faster than ``PRIOR_EVERY``."""
+    kind, n, _seconds, half_life = (float(v) for v in glob.window_histogram.window_code)
+    span = n if kind == _h.KIND_COUNT else (half_life if kind == _h.KIND_DECAY_EVENTS else math.inf)
+    half = span / 2.0
+    return PRIOR_EVERY if not half < PRIOR_EVERY else max(1, int(half))
 
 
 def ring_rows(kind: float) -> int:
@@ -336,20 +347,20 @@ class KeyedRows:
     def _refresh_prior(self) -> None:
         """Take the prior from the global map as it is now; schedule the next refresh."""
         n = self._n_learned
-        self._next_refresh = 2 * n if n < PRIOR_EVERY else n + self._refresh_interval()
+        self._next_refresh = 2 * n if n < prior_floor(self._global) else n + self._refresh_interval()
         self._strength = self._strength_now(self._take_prior_source())
         self._prior_ver += 1
         self._build_prior()
 
     def _refresh_interval(self) -> int:
-        """Learned events from a refresh (after the first ``PRIOR_EVERY``) to the next: ``PRIOR_EVERY``,
+        """Learned events from a refresh (after the first ``prior_floor``) to the next: ``prior_floor``,
         or ``PRIOR_PER_KEY`` per key that has learned (a stamp), when that is longer and the keys
         pool. Every call ends its pieces at the refresh, so both faces count the same keys."""
         if self.prior_strength == 0:
-            return PRIOR_EVERY
+            return prior_floor(self._global)
         n = len(self._slot_keys)
         learned = int(np.count_nonzero(self._kf[:n, _kk.KF_STAMP] > 0.0))
-        return max(PRIOR_EVERY, PRIOR_PER_KEY * learned)
+        return max(prior_floor(self._global), PRIOR_PER_KEY * learned)
 
     def _take_prior_source(self) -> float:
         """Keep what the prior reads of the global map as it is now (state: the prior lags the

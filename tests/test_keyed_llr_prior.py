@@ -28,14 +28,19 @@ def _prior_log_odds(proba, llr):
     return np.log(proba) - np.log1p(-proba) - np.asarray(llr)
 
 
-@pytest.mark.parametrize("template", [PAVCalibrator(), PAVCalibrator(window=1000), PAVCalibrator(prior=None, window=1000)])
-def test_a_very_strong_prior_gives_the_global_maps_prior_odds(template):
+@pytest.mark.parametrize(
+    ("template", "n"),
+    # the stream ends at a refresh: after 16,384 events unbounded; with a global window of 1,000
+    # the refreshes double up to 512, then come every 500 (half the window): 16,012 is one
+    [(PAVCalibrator(), 16_382), (PAVCalibrator(window=1000), 16_010), (PAVCalibrator(prior=None, window=1000), 16_010)],
+)
+def test_a_very_strong_prior_gives_the_global_maps_prior_odds(template, n):
     """With a strength of 1e12 a key's map is the global map's (within the runs the prior is read
     in), and its LLR's prior odds are the global map's: the key's two events weigh nothing."""
-    k, s, y = _stream()
+    k, s, y = _stream(n)
     cal = KeyedCalibrator(template, prior_strength=1e12)
     cal.update(k, s, y)
-    cal.update([7777, 7777], [0.05, 0.05], [True, True])  # one more refresh comes at 16,384
+    cal.update([7777, 7777], [0.05, 0.05], [True, True])  # one more refresh comes with the second
     glob = cal.global_calibrator
     scores = np.array([0.01, 0.03, 0.05, 0.1])
     for key in (7777, 3):

@@ -1,6 +1,7 @@
-"""When the keyed prior follows the global map: after 1, 2, 4, ..., 16,384 learned events, then
-every 16,384 or two learned events per key that has learned, whichever is longer; the same
-events on both faces and in any split of the calls."""
+"""When the keyed prior follows the global map: after 1, 2, 4, ... learned events up to the floor
+(16,384, or half the global map's span where shorter: a count window's size, a decay by events'
+half-life), then every floor or two learned events per key that has learned, whichever is
+longer; the same events on both faces and in any split of the calls."""
 
 from __future__ import annotations
 
@@ -15,15 +16,17 @@ from streamcal.windows import CountWindow
 EVERY = 1 << 14
 
 
-def naive_schedule(keys: np.ndarray, pools: bool) -> int:
-    """The first refresh after the stream ``keys`` (every event learned): the rule walked by hand."""
+def naive_schedule(keys: np.ndarray, pools: bool, window: int | None = None) -> int:
+    """The first refresh after the stream ``keys`` (every event learned) under a count window of
+    ``window`` events (None: unbounded): the rule walked by hand."""
+    floor = EVERY if window is None else min(EVERY, max(1, window // 2))
     refresh = 1
     while refresh <= keys.size:
-        if refresh < EVERY:
+        if refresh < floor:
             refresh *= 2
         else:
             learned = np.unique(keys[:refresh]).size if pools else 0
-            refresh += max(EVERY, 2 * learned)
+            refresh += max(floor, 2 * learned)
     return refresh
 
 
@@ -42,15 +45,19 @@ def test_refreshes_space_out_with_the_keys_that_learned(strength, n_keys):
     template = PAVCalibrator(window=CountWindow(200), **({"prior": None} if strength == 0.0 else {}))
     cal = KeyedCalibrator(template, prior_strength=strength)
     cal.prequential(keys, s, y)
-    expected = naive_schedule(keys, pools=strength != 0.0)
+    expected = naive_schedule(keys, pools=strength != 0.0, window=200)
     assert cal.__getstate__()["_next_refresh"] == expected
-    if strength != 0.0 and n_keys > EVERY // 2:
-        assert expected != naive_schedule(keys, pools=False)  # the keys set the spacing here
+    if strength != 0.0:
+        assert expected != naive_schedule(keys, pools=False, window=200)  # the keys set the spacing here
+    # unbounded, the floor is 16,384
+    cal = KeyedCalibrator(PAVCalibrator(**({"prior": None} if strength == 0.0 else {})), prior_strength=strength)
+    cal.prequential(keys, s, y)
+    assert cal.__getstate__()["_next_refresh"] == naive_schedule(keys, pools=strength != 0.0)
 
 
 def test_both_faces_and_any_split_refresh_at_the_same_events():
     keys, s, y = many_keys(40_000, 20_000, seed=3)  # a keys-spaced refresh at about 38,800 events
-    assert naive_schedule(keys[:39_000], pools=True) > 2 * EVERY + 2
+    assert naive_schedule(keys[:39_000], pools=True, window=50) != naive_schedule(keys[:39_000], pools=False, window=50)
     whole = KeyedCalibrator(PAVCalibrator(window=CountWindow(50)))
     p, llr = whole.prequential(keys, s, y)
     parts = KeyedCalibrator(PAVCalibrator(window=CountWindow(50)))
@@ -68,7 +75,7 @@ def test_both_faces_and_any_split_refresh_at_the_same_events():
     assert np.array_equal(p, rp)
     assert np.array_equal(llr, rl)
     assert whole.__getstate__()["_next_refresh"] == one.__getstate__()["_next_refresh"]
-    assert whole.__getstate__()["_next_refresh"] == naive_schedule(keys, pools=True)
+    assert whole.__getstate__()["_next_refresh"] == naive_schedule(keys, pools=True, window=50)
 
 
 def test_templates_with_clones_per_key_follow_the_same_schedule():
