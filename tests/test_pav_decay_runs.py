@@ -24,9 +24,11 @@ from streamcal.windows import Decay
 def naive_end_runs(sf, pf, pi):
     """``(lo, hi, inverse prior odds)`` of the finite-LLR rule: one pseudo-positive of weight
     ``c`` added to the first block and pooled rightwards while the blocks violate, one
-    pseudo-negative added to the last and pooled leftwards, summed from the ends in that order."""
+    pseudo-negative added to the last and pooled leftwards, summed from the ends in that order.
+    The inverse prior odds are 0 while the window holds no weight (the LLR is then 0)."""
     c = pf[K.PF_PSEUDO] * stored_unit(sf, sf[K.SF_KIND])
-    odds = (sf[K.SF_T_NEG] + c) / (sf[K.SF_T_POS] + c)
+    total = sf[K.SF_T_NEG] + sf[K.SF_T_POS]
+    odds = (sf[K.SF_T_NEG] + c) / (sf[K.SF_T_POS] + c) if total != 0.0 else 0.0
     v = K.pav_blocks_view(pf, pi)
     blocks = []
     f = int(pi[K.PI_HEAD])

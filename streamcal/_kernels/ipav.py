@@ -1301,7 +1301,7 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
     if keep:
         runs[RUN_UNIT] = 0.0
     c = pf[PF_PSEUDO] * unit
-    pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
+    pf[PF_PRIOR_ODDS_INV] = _prior_odds_inv(sf, c)
     head = pi[PI_HEAD]
     chg_lo = pi[PI_CHG_LO]
     chg_hi = pi[PI_CHG_HI]
@@ -1485,6 +1485,16 @@ def pav_refresh_extremes_inplace(sf, pf, pi, runs):
 
 
 @jit_noalloc(forceinline=True)
+def _prior_odds_inv(sf, c):
+    """Inverse prior odds of the finite LLR, ``(T0 + c) / (T1 + c)``; 0 (never those odds, as
+    ``c > 0``) while the window holds no weight: the LLR is then 0, whatever pseudo-counts the
+    score prior adds to the blocks."""
+    if sf[SF_T_POS] + sf[SF_T_NEG] == 0.0:
+        return 0.0
+    return (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
+
+
+@jit_noalloc(forceinline=True)
 def pav_update_extremes_inplace(sf, pf, pi, kind, runs):
     """After learning: the finite-LLR values, recomputed only when their inputs may have changed.
 
@@ -1498,8 +1508,7 @@ def pav_update_extremes_inplace(sf, pf, pi, kind, runs):
     if unchanged and kind != KIND_DECAY_EVENTS and kind != KIND_DECAY_TIME:
         pi[PI_CHG_LO] = pi[PI_B]
         pi[PI_CHG_HI] = -1
-        c = pf[PF_PSEUDO] * stored_unit(sf, kind)
-        pf[PF_PRIOR_ODDS_INV] = (sf[SF_T_NEG] + c) / (sf[SF_T_POS] + c)
+        pf[PF_PRIOR_ODDS_INV] = _prior_odds_inv(sf, pf[PF_PSEUDO] * stored_unit(sf, kind))
     else:
         pav_refresh_extremes_inplace(sf, pf, pi, runs)
     if runs.shape[0] >= RUNS_SIZE:
@@ -1582,8 +1591,9 @@ def pav_llr_from_proba(pf, p):
 @jit_noalloc(forceinline=True)
 def _llr_ratio_or_value(pf, p):
     """:func:`pav_llr_from_proba` up to its last logarithm: ``(r, True)`` where the LLR is
-    ``log(r)``, else ``(llr, False)`` (0 before any weight, or the sum of logarithms)."""
-    if pf[PF_HEAD] == -1.0:
+    ``log(r)``, else ``(llr, False)`` (0 while the window holds no weight, or the sum of
+    logarithms)."""
+    if pf[PF_HEAD] == -1.0 or pf[PF_PRIOR_ODDS_INV] == 0.0:
         return 0.0, False
     lo = pf[PF_LO]
     hi = pf[PF_HI]

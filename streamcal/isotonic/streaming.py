@@ -165,6 +165,15 @@ class PAVBlocks(NamedTuple):
     fitted: np.ndarray
 
 
+def _rebuild_for_check(sf, si, pf_again, pi_again, pf) -> None:
+    """Rebuild the blocks of a restored state into ``pf_again``/``pi_again``. A window that holds
+    no weight has inverse prior odds 0 (its LLR is 0); files written before that rule hold
+    ``(T0 + c) / (T1 + c) = 1`` there, which the restored state ``pf`` takes as 0."""
+    _config.run(_k.pav_rebuild_inplace, 0, sf, si, pf_again, pi_again)
+    if pf_again[_k.PF_PRIOR_ODDS_INV] == 0.0 and pf[_k.PF_PRIOR_ODDS_INV] == 1.0:
+        pf[_k.PF_PRIOR_ODDS_INV] = 0.0
+
+
 def charge(cal, n: int) -> int:
     """The interpreted tier's charge of ``n`` events through the kernels of ``cal`` (a
     :class:`PAVCalibrator`): ``_prior.refresh_charge`` at its next refit of the score prior."""
@@ -622,7 +631,7 @@ class PAVCalibrator(OutArrays, StreamingCalibrator):
         c.need_finite(_k.pav_field(pf, B, _k._BNEG), "_pf block negative weights", low=0.0)
         self._check_loaded_prior(pf, B)
         pf_again, pi_again = pf.copy(), _with_knot_list(pi, B)
-        _config.run(_k.pav_rebuild_inplace, 0, self._sf, self._si, pf_again, pi_again)
+        _rebuild_for_check(self._sf, self._si, pf_again, pi_again, pf)
         pi_again = pi_again[: pi.size]  # a layout without the knot list: the rest compared
         scratch_f = slice(_k.PF_HEADER + _k._PF_RECORD * B, cuts_at)
         scratch_i = slice(_k.PI_HEADER + _k._PI_RECORD * B, _k.pav_state_sizes_before_knots(B))
