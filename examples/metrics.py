@@ -39,9 +39,10 @@ def main() -> None:
         ("cost at threshold 0.05", lambda p, llr: metrics.threshold_cost(y, p, 0.05)),
         ("Beta(2, 8) rule (low-p emphasis)", lambda p, llr: metrics.beta_scoring_rule(y, p, 2, 8)),
     ]
-    print(f"{'metric':34s}{'raw':>12s}{'calibrated':>12s}")
+    width = max(len(name) for name, _ in rows) + 2
+    print(f"{'metric':{width}s}{'raw':>12s}{'calibrated':>12s}")
     for name, f in rows:
-        print(f"{name:34s}{f(raw, llr_raw):12.5f}{f(calibrated, llr_cal):12.5f}")
+        print(f"{name:{width}s}{f(raw, llr_raw):12.5f}{f(calibrated, llr_cal):12.5f}")
 
     # The same numbers, event by event, from river metrics (a prequential dashboard would print
     # them as the stream goes).

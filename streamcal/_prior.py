@@ -182,10 +182,10 @@ def refresh_charge(next_refit: float, n_learned: int, n: int, n_buckets: int) ->
     next refitted at learned count ``next_refit`` (``inf``: never, no prior): the events, plus
     ``n_buckets // 8`` for each refit they may reach (a sweep over every bucket and the blocks'
     rewrite, about that many events' work when interpreted). The refits follow the kernels'
-    schedule (``ipav._prior_strength_inplace``) while the prior holds: after 1, 2, 3, 4, 5, ...
-    events, a quarter more each time. Many small calls of fresh calibrators (the keys of a keyed
-    calibrator) reach many refits each: counted, they move the process to compiled kernels in
-    time."""
+    schedule (``ipav._prior_strength_inplace``) while the prior holds, counted generously: after
+    1, 2, 3, 4, 5, ... events, a quarter more each time (the kernels add half). Many small calls
+    of fresh calibrators (the keys of a keyed calibrator) reach many refits each: counted, they
+    move the process to compiled kernels in time."""
     from streamcal._kernels.ipav import PRIOR_REFRESH_EVERY
 
     at = next_refit

@@ -132,6 +132,8 @@ from streamcal._kernels.histogram import (
     SF_T_NEG,
     SF_T_POS,
     SI_HEADER,
+    SI_N_NEG,
+    SI_N_POS,
     SI_RING_COUNT,
     SI_RING_HEAD,
     bucket_of_guessed,
@@ -1666,7 +1668,7 @@ def pav_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, t, kind):
     else:
         pav_bucket_delta_inplace(sf, _H0, pf, pi, b, old_p, old_n)
     if sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:
-        pav_prior_refresh_inplace(sf, pf, pi, kind)
+        pav_prior_refresh_inplace(sf, si, pf, pi, kind)
     pav_update_extremes_inplace(sf, pf, pi, kind, runs)
 
 
@@ -1698,7 +1700,7 @@ def _prior_learn_one_inplace(sf, si, pf, pi, runs, b, y, w, clock, kind, o):
     else:
         renormalised = window_add_inplace(sf, si, b, y, w, clock, kind)
     if sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:
-        pav_prior_refresh_inplace(sf, pf, pi, kind)
+        pav_prior_refresh_inplace(sf, si, pf, pi, kind)
     elif renormalised:
         _augment_all_inplace(sf, pf, o, B)
         _resweep_inplace(pf, h0, pf, pi, _ALL, _DENSE)
@@ -1752,7 +1754,7 @@ def _augment_all_inplace(sf, pf, o, B):
 
 
 @jit_noalloc
-def _prior_strength_inplace(sf, pf, kind):
+def _prior_strength_inplace(sf, si, pf, kind):
     """Refit the prior's strength (and base rate) to the histogram as it is now; schedule the
     next refresh. Writes the prior's header only."""
     B = _n_buckets(pf)
@@ -1775,18 +1777,29 @@ def _prior_strength_inplace(sf, pf, kind):
     pf[o + PR_RATE] = base_rate
     pf[o + PR_FLOOR] = unit
     n = sf[SF_N_LEARNED]
-    held = (sf[SF_T_POS] + sf[SF_T_NEG]) / unit  # the window's weight: a window that forgets refits sooner
-    step = math.floor((0.25 if n < 4096.0 else 0.5) * n) if n < held else math.floor(0.5 * held)
-    if kappa == 0.0:  # the data have refuted the prior: look again once the window is renewed
-        step = math.floor(n) if n < held else math.floor(held)
+    # the window's events, whatever their weights, so that small weights do not bring a refit at
+    # every event: a count or time window's events and an unbounded window's; under decay by
+    # events their decayed count (one event's worth of weight each); under decay by time, whose
+    # events' clocks are not kept, the window's weight in the weights' units. A window that
+    # forgets refits sooner.
+    if kind == KIND_DECAY_TIME:
+        held = (sf[SF_T_POS] + sf[SF_T_NEG]) / unit
+    elif kind == KIND_DECAY_EVENTS:
+        r = math.log(2.0) / sf[SF_HALF_LIFE]
+        held = math.expm1(-float(si[SI_N_POS] + si[SI_N_NEG]) * r) / math.expm1(-r)  # sum of 2 ** (-age / half-life)
+    else:
+        held = float(si[SI_N_POS] + si[SI_N_NEG])
+    held = n if held > n else held
+    # half the window renewed; once the data have refuted the prior, the whole window
+    step = math.floor((1.0 if kappa == 0.0 else 0.5) * held)
     step = 1.0 if step < 1.0 else (PRIOR_REFRESH_EVERY if step > PRIOR_REFRESH_EVERY else step)
     pf[o + PR_NEXT] = n + step
 
 
 @jit_noalloc
-def pav_prior_refresh_inplace(sf, pf, pi, kind):
+def pav_prior_refresh_inplace(sf, si, pf, pi, kind):
     """Refit the prior's strength and rebuild the blocks over the new augmented row."""
-    _prior_strength_inplace(sf, pf, kind)
+    _prior_strength_inplace(sf, si, pf, kind)
     _rebuild_blocks_inplace(sf, pf, pi)
 
 
@@ -1828,7 +1841,7 @@ def pav_rebuild_runs_inplace(sf, si, pf, pi, runs):
 def pav_refit_prior_and_rebuild_inplace(sf, si, pf, pi, runs):
     """:func:`pav_rebuild_runs_inplace`, after refitting the prior's strength if a refresh is due."""
     if sf[SF_N_LEARNED] >= pf[_prior_offset(pi[PI_B]) + PR_NEXT]:
-        _prior_strength_inplace(sf, pf, sf[SF_KIND])
+        _prior_strength_inplace(sf, si, pf, sf[SF_KIND])
     pav_rebuild_runs_inplace(sf, si, pf, pi, runs)
 
 
@@ -1859,7 +1872,7 @@ def pav_learn_run_inplace(sf, si, pf, pi, runs, buckets, labels, weights, times,
                 pass
             window_add_inplace(sf, si, buckets[i], labels[i], w, clock, kind)
             if sf[SF_N_LEARNED] >= pf[o + PR_NEXT]:  # the strength as the event-by-event loop sets it
-                _prior_strength_inplace(sf, pf, kind)
+                _prior_strength_inplace(sf, si, pf, kind)
     pi[PI_EXACT] = 0  # set again by the next learned event
     pav_rebuild_runs_inplace(sf, si, pf, pi, runs)
 

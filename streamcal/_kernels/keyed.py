@@ -185,6 +185,11 @@ FIRST_CAP = 4
 # class (the capacities ``_grown`` gives from FIRST_CAP), each a chain through its segments' first slot
 HOLE_CLASSES = 64
 NO_HOLE = np.int64(-1)
+# int64 constants for the callees' arguments: a literal ``0`` or ``-1`` would compile a callee a
+# second time, for the literal's type
+_ZERO = np.int64(0)
+_REBUILD = np.int64(-1)  # ``_resweep``'s changed bucket when every block is rebuilt
+_INEXACT = np.bool_(False)  # ``ipav._stays_below``'s ``exact``: a key's sums are not taken as exact
 _HOLE_ATOMS = np.int64(AR_ATOMS)
 _HOLE_RING = np.int64(AR_RING)
 CACHE_MIN_ATOMS = 48  # keys with this many atoms keep their blocks
@@ -350,7 +355,7 @@ def _size_class(cap):
     """The size class of a segment of ``cap`` slots: how many ``_grown`` steps lead to it from
     ``FIRST_CAP``; -1 for a capacity outside that sequence (a restored row's, a count window's full
     ring) or beyond the last class: such a segment is left as a gap until a compaction."""
-    c = FIRST_CAP
+    c = np.int64(FIRST_CAP)  # an int64 from the start: ``_grown`` compiles for int64 alone
     i = 0
     while c < cap:
         c = _grown(c)
@@ -708,7 +713,7 @@ def _sweep_scratch(cfg, ki, ab, af, prior, pri, sb, sw, k, u, e):
     fill = end > off and cfg[CFG_PRIOR_ON] > 0.5 and _runs_increase(cfg, u, e)
     if fill:  # the runs wholly left of the first atom
         g0 = _run_at_or_after(pri, ab[off], runs)
-        sp = _fill_runs(cfg, prior, pri, sb, sw, 0, 0, g0, u, e)
+        sp = _fill_runs(cfg, prior, pri, sb, sw, _ZERO, _ZERO, g0, u, e)
         x = pri[PR_BLK_LAST, g0 - 1] + 1 if g0 > 0 else 0
     while True:
         q_before = q
@@ -801,10 +806,10 @@ def _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, e, c, a):
         chain = r - 1
         qold = r
     q = _find_atom(ab, off, end - off, x)
-    sp = 0
+    sp = _ZERO  # int64, not the literal 0: ``_push`` compiles once
     has_top = False
-    tf = 0
-    tl = 0
+    tf = _ZERO
+    tl = _ZERO
     tp = 0.0
     tn = 0.0
     stopped = False
@@ -820,7 +825,7 @@ def _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, e, c, a):
             while qs < blen and qb[0, boff + qs] < f:
                 qs += 1
             if qs < blen and qb[0, boff + qs] == f and _stays_below(
-                False, tp, tn, p + n, qf[0, boff + qs], qf[1, boff + qs]
+                _INEXACT, tp, tn, p + n, qf[0, boff + qs], qf[1, boff + qs]
             ):
                 sp = _push(sb, sw, sp, tf, tl, tp, tn)
                 tf = f
@@ -946,7 +951,7 @@ def learn_one(cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, holes, prior, pri,
         if cached:
             _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], b, b)
         else:
-            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], -1, -1)
+            _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], _REBUILD, _REBUILD)
     kf[k, KF_STAMP] = stamp
     kf[k, KF_OBS] += w * y
     kf[k, KF_EXP] += w * p_global
@@ -1046,7 +1051,7 @@ def predict_key(cfg, cen, kf, ki, ab, af, prior, pri, qb, qf, sb, sw, k, b, s):
     if ki[k, KI_B_CAP] > 0 and ki[k, KI_B_VALID] == 0 and ki[k, KI_B_CAP] >= _block_bound(cfg, ki, k):
         # a key that keeps blocks, invalidated by a new prior or a decay renormalisation: rebuild
         # them here (the same sweep as into the scratch), so its next reads and repairs use them
-        _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], -1, -1)
+        _resweep(cfg, ki, ab, af, prior, pri, qb, qf, sb, sw, k, u, kf[k, KF_ODDS], _REBUILD, _REBUILD)
     if ki[k, KI_B_CAP] > 0 and ki[k, KI_B_VALID] == 1:
         bb = qb
         bw = qf
