@@ -71,6 +71,7 @@ class Ops:
     n_learn: int
     learn_index: np.ndarray | None = None  # event index of each learn operation, in order
     extra: dict[str, np.ndarray] = field(default_factory=dict)  # other planned columns, per operation
+    n_never: int = 0  # the batch's labels that never arrive (label time +inf): dropped, never in flight
 
     def event_of(self, position: int, first_index: int) -> int:
         """The (whole-stream) index of the event an operation position belongs to."""
@@ -152,7 +153,8 @@ def plan_batch(
 ) -> tuple[Ops, InFlight]:
     """Merge the labels in flight and a batch of events (times non-decreasing) into one sequence.
 
-    Returns the operations and the labels still in flight after the batch. ``extra`` holds
+    Returns the operations and the labels still in flight after the batch; labels that never
+    arrive (label time +inf) are not kept in flight, only counted (``ops.n_never``). ``extra`` holds
     further per-event columns of the batch by name; each comes out per operation in
     ``ops.extra`` and is carried with the labels in flight.
 
@@ -195,7 +197,10 @@ def plan_batch(
         op_s, op_y, op_t, op_w, learn, pred_pos, learn_index,
     )
     size = n + k
-    left = m - k
+    # the labels that never arrive sort last (label time +inf; none is in flight): dropped here
+    never = int(np.count_nonzero(label_t == np.inf))
+    order = order[: m - never]
+    left = m - never - k
     rest = [np.empty(left) for _ in range(3)]
     rest_w = np.empty(left) if weighted else _EMPTY
     rest_i = np.empty(left, dtype=np.int64)
@@ -209,7 +214,7 @@ def plan_batch(
     ops_extra, rest_extra = _gather_extra(flight, extra, order, k, learn[:size], pred_pos)
     ops = Ops(
         op_s[:size], op_y[:size], learn[:size], op_t[:size], op_w[:size] if weighted else None,
-        pred_pos, k, learn_index[:k], ops_extra,
+        pred_pos, k, learn_index[:k], ops_extra, never,
     )
     return ops, InFlight(*rest, rest_w if weighted else None, rest_i, rest_extra)
 
@@ -351,6 +356,7 @@ class Planner:
         self.timed = timed
         self.n_events = 0  # events planned so far: the stream index of the next batch's first
         self.n_learned = 0
+        self.n_never = 0  # labels that never arrive (label time +inf): counted, not kept in flight
         self.clock = -np.inf  # the last event time planned
         self.start = np.inf  # the first event time planned
         self.delays = LabelDelays()
@@ -374,8 +380,18 @@ class Planner:
         n = len(batch)
         self.n_events += n
         self.n_learned += n if ops is None else ops.n_learn
+        self.n_never += 0 if ops is None else ops.n_never
         self.clock = float(batch.t[-1])
         return ops
+
+    def counts(self) -> dict[str, int]:
+        """The summary's counts: events planned, labels learned, still in flight, never arriving."""
+        return {
+            "n_events": self.n_events,
+            "n_learned": self.n_learned,
+            "n_in_flight": len(self.flight),
+            "n_never": self.n_never,
+        }
 
     def flush(self) -> Ops | None:
         """The labels due by the last event time (None if there are none); later ones stay in

@@ -288,10 +288,8 @@ def replay(
     return ReplaySummary(
         files=[s.label for s in sources],
         methods=names,
-        n_events=planner.n_events,
         n_positive=n_pos,
-        n_learned=planner.n_learned,
-        n_in_flight=len(planner.flight),
+        **planner.counts(),
         label_mode=prepared.label_mode,
         seconds=seconds,
         plot_seconds=time.perf_counter() - start - seconds if plot is not None else 0.0,
