@@ -160,7 +160,7 @@ class Source:
         """Read column ``name`` as written (a string column), where the input's types are
         inferred from its text; a typed input (Parquet, Arrow, a data frame) keeps its types."""
 
-    def first_not_a_number(self, name: str, bools: bool = False) -> tuple[int, str] | None:
+    def first_not_a_number(self, name: str, bools: bool = False, times: bool = False) -> tuple[int, str] | None:
         """Where a text input's column ``name`` holds a cell that is not a number (see
         :meth:`FileSource.first_not_a_number`); None for a typed input."""
         return None
@@ -215,10 +215,10 @@ class FileSource(Source):
             self._text_columns.append(name)
             self._schema = None
 
-    def first_not_a_number(self, name: str, bools: bool = False) -> tuple[int, str] | None:
+    def first_not_a_number(self, name: str, bools: bool = False, times: bool = False) -> tuple[int, str] | None:
         """The first cell of CSV column ``name`` that is not a number (nor ``true`` / ``false`` with
-        ``bools``), as ``(row, text)``: what made the column's inferred type a string (None for
-        another format, or none found)."""
+        ``bools``, nor an ISO 8601 timestamp with ``times``), as ``(row, text)``: what made the
+        column's inferred type a string (None for another format, or none found)."""
         if self.fmt != "csv":
             return None
         import pyarrow as pa
@@ -233,7 +233,8 @@ class FileSource(Source):
                     try:
                         float(text)
                     except (TypeError, ValueError):
-                        if text is not None and not (bools and text.lower() in ("true", "false")):
+                        boolean = bools and text is not None and text.lower() in ("true", "false")
+                        if text is not None and not boolean and not (times and _is_timestamp(text)):
                             return row, text
                     row += 1
         except (pa.ArrowException, OSError, ValueError):
@@ -312,6 +313,17 @@ def _check_format(fmt: str | None) -> None:
     if fmt is not None and fmt not in _FORMAT_NAMES:
         msg = f"{opt('format')} must be one of ['parquet', 'ipc', 'csv']; got {fmt!r}."
         raise ValueError(msg)
+
+
+def _is_timestamp(text: str) -> bool:
+    """Whether ``text`` reads as an ISO 8601 date or timestamp (as a CSV time column holds them)."""
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(text.strip())
+    except ValueError:
+        return False
+    return True
 
 
 def _brief_text(text: str) -> str:
@@ -634,10 +646,15 @@ class _Plan:
                     f"got type {schema.field(name).type}."
                 )
                 bools = "bool" in _ALLOWED[role]
-                found = source.first_not_a_number(name, bools) if kind == "string" and role != "key" else None
+                times = "time" in _ALLOWED[role]
+                found = None
+                if kind == "string" and role != "key":
+                    found = source.first_not_a_number(name, bools, times)
                 if found is not None:
                     row, text = found
-                    what = "neither a number nor true / false" if bools else "not a number"
+                    what = "not a number"
+                    if bools or times:
+                        what = f"neither a number nor {'true / false' if bools else 'a timestamp'}"
                     msg += f" Its row {row} holds {_brief_text(text)}, which is {what}."
                 if role == "key" and kind == "float":
                     msg += (
