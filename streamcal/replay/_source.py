@@ -866,21 +866,29 @@ def _seconds(arr) -> np.ndarray:
     import pyarrow.types as pt
 
     typ = arr.type
+    # a timestamp's seconds are its count of units divided by the units in a second: one rounding
+    # (the double nearest the exact seconds while the count is below 2**53, as for s, ms and us
+    # counts of any date near ours), as pandas' ``total_seconds()`` and ``count / 1000`` give them;
+    # a product with 1e-3 rounds twice, which shows under a decay by time
+    per_second = 1.0
+    days = False
     if pt.is_timestamp(typ):
-        scale = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[typ.unit]
+        per_second = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}[typ.unit]
         raw = _values(arr)  # the int64 counts of the unit
     elif pt.is_date32(typ):
-        scale = 86_400.0
+        days = True
         raw = _values(arr)  # int32 days
     elif pt.is_date64(typ):
-        scale = 1e-3
+        per_second = 1e3
         raw = _values(arr)  # int64 milliseconds
     elif pt.is_null(typ):
         return np.full(len(arr), np.nan)
     else:
-        scale = 1.0
         raw = _values(arr)
-    out = raw.astype(np.float64) if scale == 1.0 else raw * scale
+    if days:
+        out = raw * 86_400.0
+    else:
+        out = raw.astype(np.float64) if per_second == 1.0 else raw / per_second
     if arr.null_count:
         out = np.array(out, dtype=np.float64)
         out[_values(arr.is_null()).astype(bool)] = np.nan
