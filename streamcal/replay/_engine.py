@@ -30,7 +30,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import plan as _plan
 from streamcal.replay._batch import EventBatch
 
-__all__ = ["InFlight", "LabelDelays", "Ops", "Planner", "first_plan_call", "plan_batch", "plan_flush"]
+__all__ = ["InFlight", "LabelDelays", "Ops", "Planner", "delay_text", "first_plan_call", "plan_batch", "plan_flush"]
 
 # the planned columns the kernel moves itself; the others travel by name in ``extra``
 _KERNEL_COLUMNS = ("s", "y", "w")
@@ -302,7 +302,7 @@ class LabelDelays:
         short, long_ = sorted((neg, pos))
         if not (long_ >= 1.5 * short and (long_ - short) * n_events / span >= 100.0):
             return None
-        fmt = _duration if timestamps else (lambda x: f"{x:.4g}")
+        fmt = _duration if timestamps else _plain_seconds
         longest = _duration_up(self.longest) if timestamps else _up(self.longest, 6)
         return (
             f"Labels: positives' arrive after {fmt(pos)} on average, negatives' after {fmt(neg)}. Learned at "
@@ -331,6 +331,16 @@ def _duration_up(seconds: float) -> str:
         if seconds >= size:
             return f"{_up(seconds / size, 3):g}{unit}"
     return f"{_up(seconds, 3):g}s"
+
+
+def delay_text(seconds: float, timestamps: bool) -> str:
+    """A delay for the summary: in the largest unit that keeps it at 1 or more for the seconds of
+    timestamps, else in seconds."""
+    return _duration(seconds) if timestamps else _plain_seconds(seconds)
+
+
+def _plain_seconds(seconds: float) -> str:
+    return f"{seconds:.4g} s"
 
 
 def _duration(seconds: float) -> str:

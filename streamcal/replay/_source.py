@@ -185,7 +185,14 @@ class FileSource(Source):
         self._text_columns: list[str] = []
 
     def _fail(self, exc: Exception):
-        msg = f"{self.where()}: cannot be read as {_FORMAT_NAMES[self.fmt]}: {exc}"
+        found = _format_by_magic(self.path)
+        if found is not None and found != self.fmt:
+            msg = (
+                f"{self.where()}: is a {_FORMAT_NAMES[found]} file, not {_FORMAT_NAMES[self.fmt]} as "
+                f"{opt('format', self.fmt)} says; give {opt('format', found)}."
+            )
+            return ReplayInputError(msg)
+        msg = f"{self.where()}: cannot be read as {_FORMAT_NAMES[self.fmt]}: {_printable(str(exc))}"
         return ReplayInputError(msg)
 
     def _parquet(self):
@@ -307,6 +314,28 @@ def _csv_lines(path: str) -> int | None:
         return None
     lines += last != b"\n"  # a last line without its line break
     return max(lines - 1, 0)  # the header line
+
+
+def _format_by_magic(path: str) -> str | None:
+    """``"parquet"`` or ``"ipc"`` when the file starts with that format's magic bytes, else None."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return None
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if head.startswith((b"ARROW1", b"\xff\xff\xff\xff")):
+        return "ipc"
+    return None
+
+
+def _printable(text: str, limit: int = 300) -> str:
+    """``text`` cut before its first character that is not printable (a reader's message may quote
+    the bytes of a binary file), and to ``limit`` characters."""
+    cut = next((i for i, c in enumerate(text) if not c.isprintable()), len(text))
+    text = text[:cut].rstrip()
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _check_format(fmt: str | None) -> None:
@@ -688,6 +717,23 @@ class _Plan:
                     "both must be timestamps or both numbers of seconds."
                 )
                 raise ReplayInputError(msg)
+            _check_zones(source, schema, self.roles["time"], self.roles["label_time"])
+
+
+def _check_zones(source: Source, schema, time_col: str, label_time_col: str) -> None:
+    """Refuse event and label timestamps of which one has a time zone and the other none: a time
+    without a zone is a wall-clock time of an unknown zone, so their difference is not known."""
+    import pyarrow.types as pt
+
+    types = schema.field(time_col).type, schema.field(label_time_col).type
+    if not all(pt.is_timestamp(t) for t in types) or (types[0].tz is None) == (types[1].tz is None):
+        return
+    msg = (
+        f"{source.where()}: the event time column {time_col!r} is {types[0]} but the label time column "
+        f"{label_time_col!r} is {types[1]}; give both a time zone or neither (a time without a zone is "
+        "a wall-clock time of an unknown zone, so the delay between the two is not known)."
+    )
+    raise ReplayInputError(msg)
 
 
 def _schema_of(schema, names):
@@ -724,6 +770,24 @@ def _named_schema(source: Source):
     return schema
 
 
+def _check_alike(plan: _Plan, schema, first: _Plan, first_schema) -> None:
+    """A later input's event times and keys are of the first input's kinds."""
+    where = plan.source.where
+    if (plan.time_kind == "time") != (first.time_kind == "time"):
+        kinds = ("timestamps", "numbers") if first.time_kind == "time" else ("numbers", "timestamps")
+        msg = f"{where(plan.roles['time'])}: event times are {kinds[1]} here but {kinds[0]} in earlier inputs."
+        raise ReplayInputError(msg)
+    if "key" in plan.roles:
+        name = plan.roles["key"]
+        here, there = schema.field(name).type, first_schema.field(name).type
+        if _kind(here) != _kind(there) and "null" not in (_kind(here), _kind(there)):
+            msg = (
+                f"{where(name)}: the key column is {here} here but {there} in {first.source.where(name)}; "
+                "every input's keys must be of one kind (all integers or all text)."
+            )
+            raise ReplayInputError(msg)
+
+
 def prepare(sources: list[Source], columns: Columns, label_delay: float | None) -> Prepared:
     """Check every source's columns and types (reading schemas only) and fix the replay's event
     order and label mode, the same for all sources. A CSV input's key column is read as written
@@ -736,6 +800,11 @@ def prepare(sources: list[Source], columns: Columns, label_delay: float | None) 
     first = sources[0]
     if columns.time is None:
         use_time = False
+        if label_delay is None and columns.label_time is not None and columns.label_time in schemas[0].names:
+            notes.append(
+                f"Replayed in file order ({opt('time_col', None)}): the input's {columns.label_time!r} column is "
+                "ignored and labels are known at once."
+            )
     elif isinstance(columns.time, _DefaultName) and columns.time not in schemas[0].names:
         use_time = False
         if label_delay is not None:
@@ -788,11 +857,8 @@ def prepare(sources: list[Source], columns: Columns, label_delay: float | None) 
                 f"{'lack' if use_label_time else 'have'} it."
             )
             raise ReplayInputError(msg)
-        if plans and (plan.time_kind == "time") != (plans[0].time_kind == "time"):
-            kinds = ("timestamps", "numbers") if plans[0].time_kind == "time" else ("numbers", "timestamps")
-            where = source.where(plan.roles["time"])
-            msg = f"{where}: event times are {kinds[1]} here but {kinds[0]} in earlier inputs."
-            raise ReplayInputError(msg)
+        if plans:
+            _check_alike(plan, schema, plans[0], schemas[0])
         plans.append(plan)
     return Prepared(
         plans=plans,
@@ -955,9 +1021,10 @@ def _convert(batch, plan: _Plan, row0: int, index0: int, label_delay: float | No
         bad = label_t < t
         if bad.any():
             i = _first(bad)
+            label_text, event_text = _two_times(float(label_t[i]), float(t[i]))
             msg = (
-                f"{where('label_time', i)}: the label time ({float(label_t[i])!r} s) is before the event "
-                f"time ({float(t[i])!r} s)."
+                f"{where('label_time', i)}: the label time ({label_text} s) is before the event time "
+                f"({event_text} s)."
             )
             raise ReplayInputError(msg)
     else:
@@ -980,6 +1047,31 @@ def _convert(batch, plan: _Plan, row0: int, index0: int, label_delay: float | No
         key = key_values(k_arr)
     kept = batch.select(plan.keep)
     return EventBatch(source=source, row0=row0, kept=kept, t=t, s=s, y=y, label_t=label_t, w=w, key=key)
+
+
+def _cast_error(source: Source, row0: int, kept, target, exc: Exception) -> ReplayInputError:
+    """The kept columns of a later input do not convert to the first input's types: name the first
+    column that does not, and both its types."""
+    import pyarrow as pa
+
+    if kept.schema.names == target.names:
+        for name, want in zip(target.names, target.types, strict=True):
+            have = kept.schema.field(name).type
+            if have == want:
+                continue
+            try:
+                kept.column(name).cast(want)
+            except (pa.ArrowException, ValueError, TypeError) as column_exc:
+                msg = (
+                    f"{source.where(name, row0)}: the column is {have} here but {want} in the first input, "
+                    f"and does not convert: {_printable(str(column_exc))}"
+                )
+                return ReplayInputError(msg)
+    msg = (
+        f"{source.where(None, row0)}: its columns {kept.schema.names} "
+        f"do not match the first input's ({target}): {_printable(str(exc))}"
+    )
+    return ReplayInputError(msg)
 
 
 def read_chunks(prepared: Prepared, *, batch_size: int) -> Iterator[EventBatch]:
@@ -1013,11 +1105,7 @@ def read_chunks(prepared: Prepared, *, batch_size: int) -> Iterator[EventBatch]:
                 try:
                     events.kept = events.kept.cast(target)
                 except (pa.ArrowException, ValueError, TypeError) as exc:
-                    msg = (
-                        f"{source.where(None, row0)}: its columns {events.kept.schema.names} "
-                        f"do not match the first input's ({target}): {exc}"
-                    )
-                    raise ReplayInputError(msg) from None
+                    raise _cast_error(source, row0, events.kept, target, exc) from None
             yield events
             row0 += batch.num_rows
             index0 += batch.num_rows
@@ -1088,6 +1176,13 @@ class Prefetch:
 # ---------------------------------------------------------------- the source stage
 
 
+def _two_times(a: float, b: float) -> tuple[str, str]:
+    """Seconds ``a`` and ``b`` to 15 significant digits (without the last bits' noise of a
+    conversion, as 1767227207.7840002), or in full where that would print them alike."""
+    short = f"{a:.15g}", f"{b:.15g}"
+    return short if short[0] != short[1] or a == b else (repr(a), repr(b))
+
+
 def _check_order(batch: EventBatch, last: float, column: str | None) -> None:
     """Raise if event times go backwards within ``batch`` or from ``last`` (the previous batch's
     last time) to its first."""
@@ -1103,9 +1198,10 @@ def _check_order(batch: EventBatch, last: float, column: str | None) -> None:
             return
         i = int(np.flatnonzero(back)[0]) + 1
         prev = t[i - 1]
+    now, before = _two_times(float(t[i]), float(prev))
     msg = (
         f"{batch.where(column, i)}: event times go backwards "
-        f"({float(t[i])!r} s after {float(prev)!r} s). "
+        f"({now} s after {before} s). "
         f"Sort the input, or replay with {opt('on_unsorted', 'sort')}."
     )
     raise ReplayInputError(msg)
