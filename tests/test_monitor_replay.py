@@ -33,7 +33,8 @@ def test_replay_monitors_flag_the_drift_after_it_starts(drift_file):
         assert summary.alarms["score"][kind] == (event, when)
     text = summary.to_text()
     assert "Calibration monitors (anytime-valid, alpha = 0.05 per monitor and stream):" in text
-    assert f"raw: isotonic: flagged at event {summary.alarms['raw']['isotonic'][0]:,} (2026-" in text
+    assert f"raw (the input score itself): isotonic: flagged at event {summary.alarms['raw']['isotonic'][0]:,} (2026-" in text
+    assert "input score:" not in text  # one line for the raw method and the input score it serves
 
 
 def test_replay_without_monitor_has_no_alarms(drift_file):

@@ -294,7 +294,8 @@ def test_replay_equals_simulation_on_random_streams(seed, n, batch_size, never):
     want = naive_replay(t, s, y, label_t, NaiveBucketCalibrator(window=7))
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
-    assert summary.n_in_flight == int(np.sum(label_t > t[-1]))
+    assert summary.n_in_flight == int(np.sum(np.isfinite(label_t) & (label_t > t[-1])))
+    assert summary.n_never == int(np.sum(np.isinf(label_t)))
 
 
 def test_label_delay_option_equals_label_time_column(tmp_path, events):
@@ -642,7 +643,7 @@ def test_timestamps_and_null_label_times(tmp_path):
         NaiveBucketCalibrator(window=50),
     )
     np.testing.assert_array_equal(outputs(tmp_path / "out.parquet")[0], want[0])
-    assert (summary.n_learned, summary.n_in_flight) == (4, 1)
+    assert (summary.n_learned, summary.n_in_flight, summary.n_never) == (4, 0, 1)
     m = pq.read_table(tmp_path / "m.parquet")
     assert m.schema.field("start_time").type == ts
 

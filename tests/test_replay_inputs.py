@@ -177,9 +177,12 @@ def test_no_event_time_column_replays_in_file_order_and_says_so(tmp_path):
     assert many.n_events == 3_000
     assert pq.read_table(tmp_path / "one.parquet")["proba_pav"].equals(pq.read_table(tmp_path / "many.parquet")["proba_pav"])
     assert one.metrics_table.equals(many.metrics_table)
-    # explicitly asking for file order gives the same, without the note
+    # explicitly asking for file order gives the same; the note says only that label times are ignored
     explicit = replay(table, "pav", time_col=None, metrics_window=1_000)
-    assert explicit.notes == []
+    assert explicit.notes == [
+        "Replayed in file order (time_col=None): the input's 'label_time' column is ignored and labels are known "
+        "at once."
+    ]
     assert explicit.metrics_table.equals(one.metrics_table)
 
 

@@ -83,7 +83,7 @@ def test_an_added_column_goes_with_each_label_through_the_planner(batch_size):
     np.testing.assert_array_equal(ops.extra["key"], key[ops.learn_index])
     np.testing.assert_array_equal(planner.flight.extra["key"], key[planner.flight.index])
     assert planner.n_events == n
-    assert planner.n_learned + len(planner.flight) == n
+    assert planner.n_learned + len(planner.flight) + planner.n_never == n
 
 
 def test_plan_flush_keeps_the_added_column_with_its_labels():

@@ -30,7 +30,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import plan as _plan
 from streamcal.replay._batch import EventBatch
 
-__all__ = ["InFlight", "LabelDelays", "Ops", "Planner", "first_plan_call", "plan_batch", "plan_flush"]
+__all__ = ["InFlight", "LabelDelays", "Ops", "Planner", "delay_text", "first_plan_call", "plan_batch", "plan_flush"]
 
 # the planned columns the kernel moves itself; the others travel by name in ``extra``
 _KERNEL_COLUMNS = ("s", "y", "w")
@@ -71,6 +71,7 @@ class Ops:
     n_learn: int
     learn_index: np.ndarray | None = None  # event index of each learn operation, in order
     extra: dict[str, np.ndarray] = field(default_factory=dict)  # other planned columns, per operation
+    n_never: int = 0  # the batch's labels that never arrive (label time +inf): dropped, never in flight
 
     def event_of(self, position: int, first_index: int) -> int:
         """The (whole-stream) index of the event an operation position belongs to."""
@@ -152,7 +153,8 @@ def plan_batch(
 ) -> tuple[Ops, InFlight]:
     """Merge the labels in flight and a batch of events (times non-decreasing) into one sequence.
 
-    Returns the operations and the labels still in flight after the batch. ``extra`` holds
+    Returns the operations and the labels still in flight after the batch; labels that never
+    arrive (label time +inf) are not kept in flight, only counted (``ops.n_never``). ``extra`` holds
     further per-event columns of the batch by name; each comes out per operation in
     ``ops.extra`` and is carried with the labels in flight.
 
@@ -195,7 +197,10 @@ def plan_batch(
         op_s, op_y, op_t, op_w, learn, pred_pos, learn_index,
     )
     size = n + k
-    left = m - k
+    # the labels that never arrive sort last (label time +inf; none is in flight): dropped here
+    never = int(np.count_nonzero(label_t == np.inf))
+    order = order[: m - never]
+    left = m - never - k
     rest = [np.empty(left) for _ in range(3)]
     rest_w = np.empty(left) if weighted else _EMPTY
     rest_i = np.empty(left, dtype=np.int64)
@@ -209,7 +214,7 @@ def plan_batch(
     ops_extra, rest_extra = _gather_extra(flight, extra, order, k, learn[:size], pred_pos)
     ops = Ops(
         op_s[:size], op_y[:size], learn[:size], op_t[:size], op_w[:size] if weighted else None,
-        pred_pos, k, learn_index[:k], ops_extra,
+        pred_pos, k, learn_index[:k], ops_extra, never,
     )
     return ops, InFlight(*rest, rest_w if weighted else None, rest_i, rest_extra)
 
@@ -297,7 +302,7 @@ class LabelDelays:
         short, long_ = sorted((neg, pos))
         if not (long_ >= 1.5 * short and (long_ - short) * n_events / span >= 100.0):
             return None
-        fmt = _duration if timestamps else (lambda x: f"{x:.4g}")
+        fmt = _duration if timestamps else _plain_seconds
         longest = _duration_up(self.longest) if timestamps else _up(self.longest, 6)
         return (
             f"Labels: positives' arrive after {fmt(pos)} on average, negatives' after {fmt(neg)}. Learned at "
@@ -328,6 +333,16 @@ def _duration_up(seconds: float) -> str:
     return f"{_up(seconds, 3):g}s"
 
 
+def delay_text(seconds: float, timestamps: bool) -> str:
+    """A delay for the summary: in the largest unit that keeps it at 1 or more for the seconds of
+    timestamps, else in seconds."""
+    return _duration(seconds) if timestamps else _plain_seconds(seconds)
+
+
+def _plain_seconds(seconds: float) -> str:
+    return f"{seconds:.4g} s"
+
+
 def _duration(seconds: float) -> str:
     """``seconds`` in the largest unit that keeps it at 1 or more (s, min, h, d)."""
     for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
@@ -351,6 +366,7 @@ class Planner:
         self.timed = timed
         self.n_events = 0  # events planned so far: the stream index of the next batch's first
         self.n_learned = 0
+        self.n_never = 0  # labels that never arrive (label time +inf): counted, not kept in flight
         self.clock = -np.inf  # the last event time planned
         self.start = np.inf  # the first event time planned
         self.delays = LabelDelays()
@@ -374,8 +390,18 @@ class Planner:
         n = len(batch)
         self.n_events += n
         self.n_learned += n if ops is None else ops.n_learn
+        self.n_never += 0 if ops is None else ops.n_never
         self.clock = float(batch.t[-1])
         return ops
+
+    def counts(self) -> dict[str, int]:
+        """The summary's counts: events planned, labels learned, still in flight, never arriving."""
+        return {
+            "n_events": self.n_events,
+            "n_learned": self.n_learned,
+            "n_in_flight": len(self.flight),
+            "n_never": self.n_never,
+        }
 
     def flush(self) -> Ops | None:
         """The labels due by the last event time (None if there are none); later ones stay in

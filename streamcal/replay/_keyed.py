@@ -259,6 +259,15 @@ def _key_rows(entries: list[dict]) -> list[str]:
     ]
 
 
+def _not_held(n_keys: int, m: dict) -> str:
+    """Why fewer keys are held than seen: the others learned no label yet (or were evicted)."""
+    other = n_keys - m["keys_held"]
+    if other <= 0:
+        return ""
+    why = "no label learned yet" + (" or evicted" if m["evictions"] else "")
+    return f" (the other {counted(other, 'key')} seen: {why})"
+
+
 def summary_lines(keyed: dict | None) -> list[str]:
     """The summary's keyed part as text lines (none without a group column)."""
     if not keyed:
@@ -271,7 +280,7 @@ def summary_lines(keyed: dict | None) -> list[str]:
         held = (
             "the score itself, unkeyed"
             if m["keys_held"] is None
-            else f"{counted(m['keys_held'], 'key')} held, {m['evictions']:,} evicted, "
+            else f"{counted(m['keys_held'], 'key')} held{_not_held(keyed['n_keys'], m)}, {m['evictions']:,} evicted, "
             f"prior strength {m['prior_strength']:.4g}"
         )
         lines.append(f"  {name}: field ECE {m['field_ece']:.4f}, field RCE {m['field_rce']:.4f}; {held}")

@@ -50,6 +50,9 @@ class MonitorSink:
             }
         self.first_key = {name: dict.fromkeys(KEY_MONITORS) for name in self.monitors}
         self.watch_score = True
+        # the methods whose every probability so far is the input score itself (the raw method):
+        # the summary gives them and the input score one line
+        self.score_itself = dict.fromkeys(self.names, True)
         self._n = 0
 
     def add(self, batch: EventBatch, proba: dict, llr: dict, intervals=None) -> None:
@@ -58,6 +61,9 @@ class MonitorSink:
             streams["score"] = batch.s
         else:
             self.watch_score = False
+        for name in self.names:
+            if self.score_itself[name] and not np.array_equal(streams[name], batch.s):
+                self.score_itself[name] = False
         for name, p in streams.items():
             for kind, monitor in self.monitors[name].items():
                 monitor.update_many(batch.y, p)
@@ -103,13 +109,22 @@ class MonitorSink:
         shown = self.names + (["score"] if self.watch_score else [])
         return {name: dict(self.first[name]) for name in shown}
 
+    def first_learner_alarms(self) -> dict:
+        """``{method: (event index, event time)}``: the earliest alarm of any monitor on each method
+        that learns (not the input score itself), for the methods flagged."""
+        out = {}
+        for name in self.names:
+            hits = [hit for hit in self.first[name].values() if hit is not None]
+            if hits and not self.score_itself[name]:
+                out[name] = min(hits)
+        return out
+
     def lines(self, time_kind: str | None = None) -> list[str]:
         """One summary line per stream watched: when each monitor first flagged it, with its
         event time as a UTC date (``time_kind="timestamp"``), a number (``"number"``) or not at
         all (None: a replay in file order)."""
         out = [f"Calibration monitors (anytime-valid, alpha = {self.alpha} per monitor and stream):"]
-        for name, found in self.alarms().items():
-            shown = "input score" if name == "score" else name
+        for name, found in self._shown(self.alarms()).items():
             parts = []
             for kind, hit in found.items():
                 if hit is None:
@@ -118,7 +133,7 @@ class MonitorSink:
                     event, t = hit
                     when = "" if t is None or time_kind is None else f" ({_when(t, time_kind)})"
                     parts.append(f"{kind}: flagged at event {event:,}{when}")
-            out.append(f"  {shown}: " + "; ".join(parts))
+            out.append(f"  {name}: " + "; ".join(parts))
         if self.per_key is not None:
             out.extend(self._key_lines(time_kind))
         return out
@@ -128,8 +143,7 @@ class MonitorSink:
             f"Per key (each key's mean bias on its own; alpha = {self.alpha} per stream over all keys, the k-th "
             "key seen given alpha / (k (k + 1))):"
         ]
-        for name, found in self.key_alarms().items():
-            shown = "input score" if name == "score" else name
+        for name, found in self._shown(self.key_alarms()).items():
             parts = []
             for kind, got in found.items():
                 hit = got["first"]
@@ -142,8 +156,22 @@ class MonitorSink:
                     f"{kind}: {got['keys_flagged']:,} of {counted(got['keys_watched'], 'key')} flagged, first key "
                     f"{hit['key']} at event {hit['event']:,}{when}"
                 )
-            out.append(f"  {shown}: " + "; ".join(parts))
+            out.append(f"  {name}: " + "; ".join(parts))
         return out
+
+    def _shown(self, found: dict) -> dict:
+        """``found`` by the names the summary shows: the input score as "input score", and one
+        entry for it and the methods whose probabilities are the input score itself."""
+        same = [name for name in self.names if self.score_itself[name]] if "score" in found else []
+        shown = {}
+        for name, value in found.items():
+            if name in same:
+                shown[f"{name} (the input score itself)"] = value
+            elif name != "score":
+                shown[name] = value
+            elif not same:
+                shown["input score"] = value
+        return shown
 
 
 def _when(t: float, time_kind: str) -> str:

@@ -288,10 +288,8 @@ def replay(
     return ReplaySummary(
         files=[s.label for s in sources],
         methods=names,
-        n_events=planner.n_events,
         n_positive=n_pos,
-        n_learned=planner.n_learned,
-        n_in_flight=len(planner.flight),
+        **planner.counts(),
         label_mode=prepared.label_mode,
         seconds=seconds,
         plot_seconds=time.perf_counter() - start - seconds if plot is not None else 0.0,
@@ -435,13 +433,42 @@ def _notes(prepared, planner, monitor_sink) -> list[str]:
     monitors' alarms."""
     notes = list(prepared.notes)
     kind = _time_kind(prepared)
+    note = None
     if prepared.label_mode == "column" and kind is not None:
         note = planner.delays.note(planner.n_events, planner.clock - planner.start, kind == "timestamp")
         if note is not None:
             notes.append(note)
     if monitor_sink is not None:
         notes.extend(monitor_sink.lines(kind))
+        if note is not None:
+            notes.extend(_delayed_feedback_alarms(monitor_sink, planner, kind == "timestamp"))
     return notes
+
+
+def _delayed_feedback_alarms(monitor_sink, planner, timestamps: bool) -> list[str]:
+    """With the classes' labels arriving at different delays, a line on the methods the monitors
+    flagged: a calibrator learns from the labels arrived so far, one class's sooner, while the
+    monitors judge each event by its own label, so an alarm may be that bias (most likely early
+    on, before the slower class's labels have come in)."""
+    from streamcal.replay._engine import delay_text
+
+    flagged = monitor_sink.first_learner_alarms()
+    if not flagged:
+        return []
+
+    def say(seconds: float) -> str:
+        return delay_text(seconds, timestamps)
+
+    first = "; ".join(
+        f"{name} at event {event:,}, {say(max(t - planner.start, 0.0))} into the stream"
+        for name, (event, t) in flagged.items()
+    )
+    return [
+        f"Monitors and label delays: first flagged {first}. The methods learn from the labels arrived so "
+        f"far, one class's after longer delays (up to {say(planner.delays.longest)}), while the monitors judge "
+        "each event by its own label: an alarm may be the delayed-feedback bias of the labels note rather than "
+        "the calibrator's. Replay with the one delay that note suggests to tell the two apart."
+    ]
 
 
 def _time_kind(prepared) -> str | None:

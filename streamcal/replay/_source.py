@@ -160,7 +160,7 @@ class Source:
         """Read column ``name`` as written (a string column), where the input's types are
         inferred from its text; a typed input (Parquet, Arrow, a data frame) keeps its types."""
 
-    def first_not_a_number(self, name: str, bools: bool = False) -> tuple[int, str] | None:
+    def first_not_a_number(self, name: str, bools: bool = False, times: bool = False) -> tuple[int, str] | None:
         """Where a text input's column ``name`` holds a cell that is not a number (see
         :meth:`FileSource.first_not_a_number`); None for a typed input."""
         return None
@@ -185,7 +185,14 @@ class FileSource(Source):
         self._text_columns: list[str] = []
 
     def _fail(self, exc: Exception):
-        msg = f"{self.where()}: cannot be read as {_FORMAT_NAMES[self.fmt]}: {exc}"
+        found = _format_by_magic(self.path)
+        if found is not None and found != self.fmt:
+            msg = (
+                f"{self.where()}: is a {_FORMAT_NAMES[found]} file, not {_FORMAT_NAMES[self.fmt]} as "
+                f"{opt('format', self.fmt)} says; give {opt('format', found)}."
+            )
+            return ReplayInputError(msg)
+        msg = f"{self.where()}: cannot be read as {_FORMAT_NAMES[self.fmt]}: {_printable(str(exc))}"
         return ReplayInputError(msg)
 
     def _parquet(self):
@@ -215,10 +222,10 @@ class FileSource(Source):
             self._text_columns.append(name)
             self._schema = None
 
-    def first_not_a_number(self, name: str, bools: bool = False) -> tuple[int, str] | None:
+    def first_not_a_number(self, name: str, bools: bool = False, times: bool = False) -> tuple[int, str] | None:
         """The first cell of CSV column ``name`` that is not a number (nor ``true`` / ``false`` with
-        ``bools``), as ``(row, text)``: what made the column's inferred type a string (None for
-        another format, or none found)."""
+        ``bools``, nor an ISO 8601 timestamp with ``times``), as ``(row, text)``: what made the
+        column's inferred type a string (None for another format, or none found)."""
         if self.fmt != "csv":
             return None
         import pyarrow as pa
@@ -233,7 +240,8 @@ class FileSource(Source):
                     try:
                         float(text)
                     except (TypeError, ValueError):
-                        if text is not None and not (bools and text.lower() in ("true", "false")):
+                        boolean = bools and text is not None and text.lower() in ("true", "false")
+                        if text is not None and not boolean and not (times and _is_timestamp(text)):
                             return row, text
                     row += 1
         except (pa.ArrowException, OSError, ValueError):
@@ -308,10 +316,43 @@ def _csv_lines(path: str) -> int | None:
     return max(lines - 1, 0)  # the header line
 
 
+def _format_by_magic(path: str) -> str | None:
+    """``"parquet"`` or ``"ipc"`` when the file starts with that format's magic bytes, else None."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    except OSError:
+        return None
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if head.startswith((b"ARROW1", b"\xff\xff\xff\xff")):
+        return "ipc"
+    return None
+
+
+def _printable(text: str, limit: int = 300) -> str:
+    """``text`` cut before its first character that is not printable (a reader's message may quote
+    the bytes of a binary file), and to ``limit`` characters."""
+    cut = next((i for i, c in enumerate(text) if not c.isprintable()), len(text))
+    text = text[:cut].rstrip()
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _check_format(fmt: str | None) -> None:
     if fmt is not None and fmt not in _FORMAT_NAMES:
         msg = f"{opt('format')} must be one of ['parquet', 'ipc', 'csv']; got {fmt!r}."
         raise ValueError(msg)
+
+
+def _is_timestamp(text: str) -> bool:
+    """Whether ``text`` reads as an ISO 8601 date or timestamp (as a CSV time column holds them)."""
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(text.strip())
+    except ValueError:
+        return False
+    return True
 
 
 def _brief_text(text: str) -> str:
@@ -634,10 +675,15 @@ class _Plan:
                     f"got type {schema.field(name).type}."
                 )
                 bools = "bool" in _ALLOWED[role]
-                found = source.first_not_a_number(name, bools) if kind == "string" and role != "key" else None
+                times = "time" in _ALLOWED[role]
+                found = None
+                if kind == "string" and role != "key":
+                    found = source.first_not_a_number(name, bools, times)
                 if found is not None:
                     row, text = found
-                    what = "neither a number nor true / false" if bools else "not a number"
+                    what = "not a number"
+                    if bools or times:
+                        what = f"neither a number nor {'true / false' if bools else 'a timestamp'}"
                     msg += f" Its row {row} holds {_brief_text(text)}, which is {what}."
                 if role == "key" and kind == "float":
                     msg += (
@@ -671,6 +717,23 @@ class _Plan:
                     "both must be timestamps or both numbers of seconds."
                 )
                 raise ReplayInputError(msg)
+            _check_zones(source, schema, self.roles["time"], self.roles["label_time"])
+
+
+def _check_zones(source: Source, schema, time_col: str, label_time_col: str) -> None:
+    """Refuse event and label timestamps of which one has a time zone and the other none: a time
+    without a zone is a wall-clock time of an unknown zone, so their difference is not known."""
+    import pyarrow.types as pt
+
+    types = schema.field(time_col).type, schema.field(label_time_col).type
+    if not all(pt.is_timestamp(t) for t in types) or (types[0].tz is None) == (types[1].tz is None):
+        return
+    msg = (
+        f"{source.where()}: the event time column {time_col!r} is {types[0]} but the label time column "
+        f"{label_time_col!r} is {types[1]}; give both a time zone or neither (a time without a zone is "
+        "a wall-clock time of an unknown zone, so the delay between the two is not known)."
+    )
+    raise ReplayInputError(msg)
 
 
 def _schema_of(schema, names):
@@ -707,6 +770,24 @@ def _named_schema(source: Source):
     return schema
 
 
+def _check_alike(plan: _Plan, schema, first: _Plan, first_schema) -> None:
+    """A later input's event times and keys are of the first input's kinds."""
+    where = plan.source.where
+    if (plan.time_kind == "time") != (first.time_kind == "time"):
+        kinds = ("timestamps", "numbers") if first.time_kind == "time" else ("numbers", "timestamps")
+        msg = f"{where(plan.roles['time'])}: event times are {kinds[1]} here but {kinds[0]} in earlier inputs."
+        raise ReplayInputError(msg)
+    if "key" in plan.roles:
+        name = plan.roles["key"]
+        here, there = schema.field(name).type, first_schema.field(name).type
+        if _kind(here) != _kind(there) and "null" not in (_kind(here), _kind(there)):
+            msg = (
+                f"{where(name)}: the key column is {here} here but {there} in {first.source.where(name)}; "
+                "every input's keys must be of one kind (all integers or all text)."
+            )
+            raise ReplayInputError(msg)
+
+
 def prepare(sources: list[Source], columns: Columns, label_delay: float | None) -> Prepared:
     """Check every source's columns and types (reading schemas only) and fix the replay's event
     order and label mode, the same for all sources. A CSV input's key column is read as written
@@ -719,6 +800,11 @@ def prepare(sources: list[Source], columns: Columns, label_delay: float | None) 
     first = sources[0]
     if columns.time is None:
         use_time = False
+        if label_delay is None and columns.label_time is not None and columns.label_time in schemas[0].names:
+            notes.append(
+                f"Replayed in file order ({opt('time_col', None)}): the input's {columns.label_time!r} column is "
+                "ignored and labels are known at once."
+            )
     elif isinstance(columns.time, _DefaultName) and columns.time not in schemas[0].names:
         use_time = False
         if label_delay is not None:
@@ -771,11 +857,8 @@ def prepare(sources: list[Source], columns: Columns, label_delay: float | None) 
                 f"{'lack' if use_label_time else 'have'} it."
             )
             raise ReplayInputError(msg)
-        if plans and (plan.time_kind == "time") != (plans[0].time_kind == "time"):
-            kinds = ("timestamps", "numbers") if plans[0].time_kind == "time" else ("numbers", "timestamps")
-            where = source.where(plan.roles["time"])
-            msg = f"{where}: event times are {kinds[1]} here but {kinds[0]} in earlier inputs."
-            raise ReplayInputError(msg)
+        if plans:
+            _check_alike(plan, schema, plans[0], schemas[0])
         plans.append(plan)
     return Prepared(
         plans=plans,
@@ -849,21 +932,29 @@ def _seconds(arr) -> np.ndarray:
     import pyarrow.types as pt
 
     typ = arr.type
+    # a timestamp's seconds are its count of units divided by the units in a second: one rounding
+    # (the double nearest the exact seconds while the count is below 2**53, as for s, ms and us
+    # counts of any date near ours), as pandas' ``total_seconds()`` and ``count / 1000`` give them;
+    # a product with 1e-3 rounds twice, which shows under a decay by time
+    per_second = 1.0
+    days = False
     if pt.is_timestamp(typ):
-        scale = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[typ.unit]
+        per_second = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}[typ.unit]
         raw = _values(arr)  # the int64 counts of the unit
     elif pt.is_date32(typ):
-        scale = 86_400.0
+        days = True
         raw = _values(arr)  # int32 days
     elif pt.is_date64(typ):
-        scale = 1e-3
+        per_second = 1e3
         raw = _values(arr)  # int64 milliseconds
     elif pt.is_null(typ):
         return np.full(len(arr), np.nan)
     else:
-        scale = 1.0
         raw = _values(arr)
-    out = raw.astype(np.float64) if scale == 1.0 else raw * scale
+    if days:
+        out = raw * 86_400.0
+    else:
+        out = raw.astype(np.float64) if per_second == 1.0 else raw / per_second
     if arr.null_count:
         out = np.array(out, dtype=np.float64)
         out[_values(arr.is_null()).astype(bool)] = np.nan
@@ -930,9 +1021,10 @@ def _convert(batch, plan: _Plan, row0: int, index0: int, label_delay: float | No
         bad = label_t < t
         if bad.any():
             i = _first(bad)
+            label_text, event_text = _two_times(float(label_t[i]), float(t[i]))
             msg = (
-                f"{where('label_time', i)}: the label time ({float(label_t[i])!r} s) is before the event "
-                f"time ({float(t[i])!r} s)."
+                f"{where('label_time', i)}: the label time ({label_text} s) is before the event time "
+                f"({event_text} s)."
             )
             raise ReplayInputError(msg)
     else:
@@ -955,6 +1047,31 @@ def _convert(batch, plan: _Plan, row0: int, index0: int, label_delay: float | No
         key = key_values(k_arr)
     kept = batch.select(plan.keep)
     return EventBatch(source=source, row0=row0, kept=kept, t=t, s=s, y=y, label_t=label_t, w=w, key=key)
+
+
+def _cast_error(source: Source, row0: int, kept, target, exc: Exception) -> ReplayInputError:
+    """The kept columns of a later input do not convert to the first input's types: name the first
+    column that does not, and both its types."""
+    import pyarrow as pa
+
+    if kept.schema.names == target.names:
+        for name, want in zip(target.names, target.types, strict=True):
+            have = kept.schema.field(name).type
+            if have == want:
+                continue
+            try:
+                kept.column(name).cast(want)
+            except (pa.ArrowException, ValueError, TypeError) as column_exc:
+                msg = (
+                    f"{source.where(name, row0)}: the column is {have} here but {want} in the first input, "
+                    f"and does not convert: {_printable(str(column_exc))}"
+                )
+                return ReplayInputError(msg)
+    msg = (
+        f"{source.where(None, row0)}: its columns {kept.schema.names} "
+        f"do not match the first input's ({target}): {_printable(str(exc))}"
+    )
+    return ReplayInputError(msg)
 
 
 def read_chunks(prepared: Prepared, *, batch_size: int) -> Iterator[EventBatch]:
@@ -988,11 +1105,7 @@ def read_chunks(prepared: Prepared, *, batch_size: int) -> Iterator[EventBatch]:
                 try:
                     events.kept = events.kept.cast(target)
                 except (pa.ArrowException, ValueError, TypeError) as exc:
-                    msg = (
-                        f"{source.where(None, row0)}: its columns {events.kept.schema.names} "
-                        f"do not match the first input's ({target}): {exc}"
-                    )
-                    raise ReplayInputError(msg) from None
+                    raise _cast_error(source, row0, events.kept, target, exc) from None
             yield events
             row0 += batch.num_rows
             index0 += batch.num_rows
@@ -1063,6 +1176,13 @@ class Prefetch:
 # ---------------------------------------------------------------- the source stage
 
 
+def _two_times(a: float, b: float) -> tuple[str, str]:
+    """Seconds ``a`` and ``b`` to 15 significant digits (without the last bits' noise of a
+    conversion, as 1767227207.7840002), or in full where that would print them alike."""
+    short = f"{a:.15g}", f"{b:.15g}"
+    return short if short[0] != short[1] or a == b else (repr(a), repr(b))
+
+
 def _check_order(batch: EventBatch, last: float, column: str | None) -> None:
     """Raise if event times go backwards within ``batch`` or from ``last`` (the previous batch's
     last time) to its first."""
@@ -1078,9 +1198,10 @@ def _check_order(batch: EventBatch, last: float, column: str | None) -> None:
             return
         i = int(np.flatnonzero(back)[0]) + 1
         prev = t[i - 1]
+    now, before = _two_times(float(t[i]), float(prev))
     msg = (
         f"{batch.where(column, i)}: event times go backwards "
-        f"({float(t[i])!r} s after {float(prev)!r} s). "
+        f"({now} s after {before} s). "
         f"Sort the input, or replay with {opt('on_unsorted', 'sort')}."
     )
     raise ReplayInputError(msg)
