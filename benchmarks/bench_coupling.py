@@ -359,8 +359,8 @@ def bench_prequential(k, n_events, stream_events, batch, repeat, old=None):
     xs = [{c: float(row[c]) for c in range(k)} for row in q[:stream_events]]
     labels = ys[:stream_events].tolist()
 
-    def river(cls, extra):
-        model = cls(classes=classes, **extra)
+    def river(cls, extra, fixed=True):
+        model = cls(classes=classes, **extra) if fixed else cls(**extra)
         for x, y in zip(xs, labels, strict=True):
             model.predict_proba_one(x)
             model.learn_one(x, y)
@@ -416,6 +416,16 @@ def bench_prequential(k, n_events, stream_events, batch, repeat, old=None):
             (f"prequential, code at {rev}", lambda cls, extra: prequential(getattr(module, cls.__name__), extra)),
             (f"river face, code at {rev}", lambda cls, extra: river(getattr(module, cls.__name__), extra)),
         ]
+    # the river face without ``classes=``: the classes learned from the stream (and, for pairwise
+    # coupling, the ghost pairs of each labelled class learning beside its pairs)
+    faces.append(("river face, classes learned", lambda cls, extra: river(cls, extra, fixed=False)))
+    if old is not None:
+        faces.append(
+            (
+                f"river face, classes learned, code at {rev}",
+                lambda cls, extra: river(getattr(module, cls.__name__), extra, fixed=False),
+            )
+        )
     for _, cls, extra in variants:  # compile (or load) the kernels
         cls(classes=classes, **extra).prequential(q[:200], ys[:200])
     best = {}
@@ -431,6 +441,8 @@ def bench_prequential(k, n_events, stream_events, batch, repeat, old=None):
         f"PAVCalibrator() per pair or class; CPU time, best of {repeat} alternating rounds\n"
     )
     old_columns = "" if old is None else " | prequential / code before | river face / code before"
+    old_columns += " | river face, classes learned / fixed"
+    old_columns += "" if old is None else " | river face, classes learned / code before"
     print(
         "| calibrator | "
         + " | ".join(f"{face} (events/s)" for face, _ in faces)
@@ -438,7 +450,7 @@ def bench_prequential(k, n_events, stream_events, batch, repeat, old=None):
         + old_columns
         + " |"
     )
-    print("|---|" + "---:|" * (len(faces) + 3 + (0 if old is None else 2)))
+    print("|---|" + "---:|" * (len(faces) + 4 + (0 if old is None else 3)))
     for name, _, _ in variants:
         rates = [best[name, face] for face, _ in faces]
         cells = " | ".join(f"{r:,.0f}" for r in rates)
@@ -447,6 +459,10 @@ def bench_prequential(k, n_events, stream_events, batch, repeat, old=None):
         else:  # one-vs-rest has no pair loop and no one-call river face: both pairs of columns run one path
             ratios = "– | –"
         against_old = "" if old is None else f" | {rates[0] / rates[5]:.2f}x | {rates[4] / rates[6]:.2f}x"
+        learned = best[name, "river face, classes learned"]
+        against_old += f" | {learned / rates[4]:.2f}x"
+        if old is not None:
+            against_old += f" | {learned / best[name, faces[-1][0]]:.2f}x"
         print(f"| {name} | {cells} | {ratios} | {rates[0] / rates[4]:.1f}x{against_old} |")
     print()
 

@@ -180,7 +180,7 @@ def test_prediction_is_the_coupling_of_the_pairs_with_window_weights(rng):
     np.testing.assert_allclose(list(wlw.predict_proba_one(x).values()), pairwise_couple(r, n, method="wlw"), atol=1e-12)
 
 
-def test_a_class_appearing_mid_stream_joins_with_fresh_pairs(rng):
+def test_a_class_appearing_mid_stream_joins_with_the_pairs_it_would_have_had(rng):
     cal = make(PairwiseCouplingCalibrator)
     early = [({0: 0.7, 1: 0.3}, int(rng.random() < 0.4)) for _ in range(50)]
     for x, y in early:
@@ -195,8 +195,11 @@ def test_a_class_appearing_mid_stream_joins_with_fresh_pairs(rng):
     for x, y in late:
         cal.learn_one(x, y)
     ys = np.array([y for _, y in late])
-    assert cal.pairs_[(0, 2)].window_weight == np.sum((ys == 0) | (ys == 2))
-    assert cal.pairs_[(1, 2)].window_weight == np.sum((ys == 1) | (ys == 2))
+    # each pair with class 2 holds the earlier events of its other class too (class 2 absent from
+    # their scores), as with `classes=(0, 1, 2)` given from the start
+    early_ys = np.array([y for _, y in early])
+    assert cal.pairs_[(0, 2)].window_weight == np.sum(early_ys == 0) + np.sum((ys == 0) | (ys == 2))
+    assert cal.pairs_[(1, 2)].window_weight == np.sum(early_ys == 1) + np.sum((ys == 1) | (ys == 2))
     assert cal.pairs_[(0, 1)].window_weight == 50 + np.sum((ys == 0) | (ys == 1))
 
 
@@ -204,9 +207,12 @@ def test_unseen_pairs_get_the_model_probability_with_a_tiny_weight():
     cal = make(PairwiseCouplingCalibrator)
     cal.learn_one({0: 0.6, 1: 0.4}, 0)
     _, r, n = cal.coupling_inputs({0: 0.5, 1: 0.2, 2: 0.3})
-    assert n[0, 2] == UNSEEN_PAIR_WEIGHT
-    assert r[0, 2] == pytest.approx(0.5 / 0.8)
+    # neither class 1 nor class 2 has an event: their pair has learned nothing
+    assert n[1, 2] == UNSEEN_PAIR_WEIGHT
+    assert r[1, 2] == pytest.approx(0.2 / 0.5)
     assert n[0, 1] == 1.0
+    # the pair (0, 2) holds class 0's event, against class 2 absent, as with `classes=` fixed
+    assert n[0, 2] == 1.0
 
 
 def test_missing_or_zero_probability_classes_are_clipped_log_odds():

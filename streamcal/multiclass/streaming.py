@@ -43,6 +43,7 @@ from streamcal._validation import (
     keywords_named,
 )
 from streamcal.isotonic.streaming import PACK_SERIAL, _gil_enabled
+from streamcal.multiclass import _ghosts
 from streamcal.multiclass.coupling import MAX_ITER_LIMIT, NEWTON_AFTER_SWEEPS
 from streamcal.persist import Persistable
 from streamcal.windows import as_window
@@ -192,6 +193,36 @@ def _learn_events(events, w: float = 1.0, t: float | None = None) -> None:
             check(xd)
     for model, xd, label in events:
         model.learn_one(xd, label, **kw)
+
+
+def _ghosts_learn(cal, y, finite: bool, w: float, t: float | None, params) -> None:
+    """The ghost pairs of class ``y`` (:mod:`streamcal.multiclass._ghosts`), where ``cal`` keeps
+    them, learn an event of that label whose pairs have learned it; ``finite``: whether its
+    log-score of ``y`` is finite."""
+    ghosts = _ghosts.kept(cal, params)
+    if ghosts is not None:
+        _ghosts.learn(cal, ghosts, y, finite, w, t, params, MAX_LOG_ODDS, _sigmoid, _learn_events)
+
+
+def _ghosts_after_kernel(cal, x, y, w: float) -> None:
+    """:func:`_ghosts_learn` after a one-call kernel learned the event ``x`` (a dict of float
+    scores the kernel accepted) of label ``y`` into its pairs, without fixed classes. The pairs
+    are ``PAVCalibrator`` taking every score and ``w`` is checked: the ghosts of a known label
+    learn through their river face at once, as ``_learn_events`` would have them."""
+    params = cal._checked_params()
+    finite = _ghosts.label_score_finite(x, y, cal.scores == "proba")
+    ghosts = _ghosts.kept(cal, params)
+    mine = None if ghosts is None else ghosts.get(y)
+    if mine is None:
+        _ghosts_learn(cal, y, finite, w, None, params)
+        return
+    (low, low_x, _), (high, high_x, _) = _ghosts.events(ghosts, y, finite, None, params, MAX_LOG_ODDS, _sigmoid)[0]
+    if w == 1.0:
+        low.learn_one(low_x, True)
+        high.learn_one(high_x, False)
+    else:
+        low.learn_one(low_x, True, w=w)
+        high.learn_one(high_x, False, w=w)
 
 
 def _takes_any_score(model) -> bool:
@@ -688,6 +719,8 @@ class _ScoreDictCalibrator(_InputChecks, LockedState, Persistable, base.Classifi
                 c.fail(f"`_models`: {c.brief(key)} is not a {'pair of known classes' if pairs else 'known class'}.")
             if type(model) is not kind or model is self.calibrator:
                 c.fail(f"`_models[{key!r}]`: expected a {kind.__name__} of its own; found {c.brief(model)}.")
+        if pairs:
+            _ghosts.check_loaded(self, kind, rank, c.fail, c.brief)
         absent = self.__dict__.get("_absent")
         if absent is not None and (
             pairs or self.classes is not None or type(absent) is not kind or absent is self.calibrator
@@ -1313,7 +1346,20 @@ class _FrameMarkingLock(SectionLock):
 _GIL = _gil_enabled()  # the river face's lock-free common event relies on the GIL
 
 
-class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
+def _couple_upper(r_up: np.ndarray, n_up: np.ndarray, k: int, method: str, tol: float, max_iter: int) -> np.ndarray:
+    """The coupled distributions (m, K) of pairs' r and n given as upper triangles (pairs, m)."""
+    p = np.empty((r_up.shape[1], k))
+    if k == 2:
+        p[:, 0] = r_up[0]
+        p[:, 1] = 1.0 - r_up[0]
+    elif method == "ht":
+        _k.ht_couple_upper(r_up, n_up, tol, max_iter, NEWTON_AFTER_SWEEPS, p)
+    else:
+        _k.wlw_couple_upper(r_up, n_up, p)
+    return p
+
+
+class PairwiseCouplingCalibrator(_ghosts.PairMerging, _ScoreDictCalibrator):
     """Multiclass calibration by pairwise coupling (Hastie & Tibshirani 1998).
 
     For every pair of classes (i, j) a binary streaming calibrator learns, from the events of
@@ -1323,8 +1369,12 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
     :func:`streamcal.pairwise_couple`, weighting each pair by n_ij = its calibrator's
     ``window_weight``: pairs with much evidence in their window count for more.
 
-    Classes may appear at any time (as a label, or as a key of a score dict): a new class joins
-    with fresh pairs. A pair that has learned nothing yet (or whose window is empty) takes the
+    Classes may appear at any time (as a label, or as a key of a score dict). Without fixed
+    ``classes``, a class that joins gets the pairs it would have had with the classes fixed from
+    the start: every earlier event of each other class, learned as the pair of a class absent from
+    the scores, which two ghost calibrators per labelled class keep (``ghosts_``); with the
+    default binary calibrator, each pair equals that run's bit for bit, and so does every
+    prediction once the classes are the same. A pair that has learned nothing yet (or whose window is empty) takes the
     model's own pairwise probability ``sigmoid(s_i - s_j)`` with the tiny weight
     ``UNSEEN_PAIR_WEIGHT``, so before any learning the output is the model's distribution
     (normalised; softmax of the logits), and unseen pairs never outweigh pairs with data.
@@ -1450,6 +1500,26 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             return dict(self._models)
 
     @property
+    def ghosts_(self) -> dict:
+        """class -> ``(low, high)``: without fixed ``classes``, the two binary calibrators that
+        learn every event of the class as its pair with a class not seen yet would, one sorting
+        after it (``low``) and one before it (``high``); a class that joins gets copies as its
+        pairs (see the notes on classes that appear late in ``docs/multiclass.md``). Empty with
+        fixed ``classes``, or a binary calibrator that may refuse a score.
+
+        Examples
+        --------
+        >>> from streamcal.multiclass import PairwiseCouplingCalibrator
+        >>> cal = PairwiseCouplingCalibrator()
+        >>> cal.learn_one({0: 0.6, 1: 0.4}, 0)
+        >>> low, high = cal.ghosts_[0]
+        >>> low.n_learned, high.n_learned, 1 in cal.ghosts_
+        (1, 1, False)
+        """
+        with self._lock:
+            return dict(_ghosts.held(self) or {})
+
+    @property
     def river_in_one_call(self) -> bool:
         """Whether the river face runs an event over every pair of the known classes in one
         compiled call (PAVCalibrator pairs, compiled kernels, each pair's state packed), rather
@@ -1499,6 +1569,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
                     and (river.plain or self._river_current(river))
                     and lock.unmarked(river, river.fast_learn, x, y, w)
                 ):
+                    if not river.fixed:
+                        _ghosts_after_kernel(self, x, y, w)
                     return
             params = self._checked_params()
             if (
@@ -1519,6 +1591,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         w, t = self._check_event(w, t, params)
         if t is None and self._learn_in_one_call(x, y, w, params, s):
             return
+        ghosts = _ghosts.kept(self, params)
         with self._registering([*s, y]) as new_model:
             neg_inf = -math.inf
             sy = s.get(y, neg_inf)
@@ -1536,10 +1609,17 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
                     pair, d, label = (c, y), sc - sy, False
                 d = 0.0 if math.isnan(d) else _clip(d)
                 model = self._models.get(pair)
-                if model is None:
-                    model = new_model(pair)
+                if model is None:  # a class joins: its pair as if the classes had been fixed
+                    ghost = _ghosts.stand_in(ghosts, *pair)
+                    model = new_model(pair, None if ghost is None else copy.deepcopy(ghost))
                 events.append((model, {key: _sigmoid(d) if sigmoid else d}, label))
+            new = None
+            if ghosts is not None:
+                found, new = _ghosts.events(ghosts, y, sy > neg_inf, self._new_binary, params, MAX_LOG_ODDS, _sigmoid)
+                events.extend(found)
             _learn_events(events, w, t)
+            if ghosts is not None:
+                _ghosts.adopt(self, ghosts, y, new)
         self._learned_time(t, params)
 
     def _pair_inputs(self, x) -> tuple[list, list, list]:
@@ -1552,6 +1632,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         neg_inf = -math.inf
         logs = [s.get(c, neg_inf) for c in classes]
         models = self._models
+        ghosts = _ghosts.held(self)
         sigmoid = params.probabilities
         key = params.score_key
         r_upper = []
@@ -1561,7 +1642,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             for b in range(a + 1, k):
                 d = la - logs[b]
                 d = 0.0 if d != d else _clip(d)
-                model = models.get((ca, classes[b]))
+                model = _ghosts.pair_or_stand_in(models, ghosts, ca, classes[b])
                 weight = 0.0 if model is None else float(model.window_weight)
                 if weight > 0.0:
                     rab = float(model.predict_proba_one({key: _sigmoid(d) if sigmoid else d}).get(True, 0.5))
@@ -1589,6 +1670,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             ``r[i, j]``: the pair (i, j)'s calibrated P(class i | class i or j) at the event's
             pairwise log-odds, within the add-one bounds of the pair's window, or the model's own
             ``sigmoid(s_i - s_j)`` for a pair that has learned nothing; ``r[j, i] = 1 - r[i, j]``.
+            A pair of a class not seen yet (scored in ``x`` only) and a labelled class is the
+            labelled class's ghost (``ghosts_``), as the pair would be with the classes fixed.
         n : ndarray of shape (K, K)
             ``n[i, j] = n[j, i]``: the pair's ``window_weight``, or ``UNSEEN_PAIR_WEIGHT`` for a
             pair that has learned nothing. The diagonals of ``r`` and ``n`` are 0.
@@ -1602,8 +1685,8 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         ...     cal.learn_one({0: 0.6, 1: 0.4}, 0)
         >>> x = {0: 0.5, 1: 0.2, 2: 0.3}
         >>> classes, r, n = cal.coupling_inputs(x)
-        >>> print(classes, n[0, 1], n[0, 2])
-        [0, 1, 2] 3.0 1e-06
+        >>> print(classes, n[0, 1], n[0, 2], n[1, 2])  # (0, 2): class 0's events against class 2 absent
+        [0, 1, 2] 3.0 3.0 1e-06
         >>> p = pairwise_couple(r, n, method=cal.method, tol=cal.tol, max_iter=cal.max_iter)
         >>> bool(abs(p - list(cal.predict_proba_one(x).values())).max() < 1e-7)
         True
@@ -1652,6 +1735,9 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             if cache.buffers_unchanged(cache.pairs, cache.buffers) or cache.hold_again():
                 cache.serial = serial
                 return cache
+        if params.fixed is None and _ghosts.missing_pairs_stand_in(_ghosts.held(self), classes, models):
+            self._river_pairs = _RiverCall(params, classes, models)  # a ghost stands in: per pair
+            return None
         if cache is not None and cache.predict is not None and cache.bind_added_pairs(params, classes, models):
             return cache
         if not _config.is_compiled():
@@ -1723,7 +1809,11 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
             return False
         else:
             scores, raw = tuple([s.get(c, -math.inf) for c in river.classes]), False
-        return self._lock.unmarked(river, river.learn, river.addresses, river.frame, scores, raw, c, w) > 0
+        if self._lock.unmarked(river, river.learn, river.addresses, river.frame, scores, raw, c, w) <= 0:
+            return False
+        if not river.fixed:
+            _ghosts_after_kernel(self, x, y, w)
+        return True
 
     def _predict_in_one_call(self, x) -> dict | None:
         """:meth:`predict_proba_one` in one kernel call, if every class scored in ``x`` is known
@@ -1891,16 +1981,7 @@ class PairwiseCouplingCalibrator(_ScoreDictCalibrator):
         return out
 
     def _couple_upper(self, r_up: np.ndarray, n_up: np.ndarray, k: int) -> np.ndarray:
-        """The coupled distributions (m, K) of pairs' r and n given as upper triangles (pairs, m)."""
-        p = np.empty((r_up.shape[1], k))
-        if k == 2:
-            p[:, 0] = r_up[0]
-            p[:, 1] = 1.0 - r_up[0]
-        elif self.method == "ht":
-            _k.ht_couple_upper(r_up, n_up, float(self.tol), int(self.max_iter), NEWTON_AFTER_SWEEPS, p)
-        else:
-            _k.wlw_couple_upper(r_up, n_up, p)
-        return p
+        return _couple_upper(r_up, n_up, k, self.method, float(self.tol), int(self.max_iter))
 
     @classmethod
     def _unit_test_params(cls):
