@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 import threading
+import types
 
 import numpy as np
 import pytest
@@ -216,7 +217,8 @@ def test_river_face_in_one_call_equals_the_per_pair_calls(seed, k, calibrator, m
     rng = np.random.default_rng(seed)
     p, y = stream(rng, m, k)
     x = p if scores == "proba" else rng.normal(0.0, 3.0, size=(m, k))
-    # some events score a subset of the classes: a class first seen late joins with fresh pairs
+    # some events score a subset of the classes: a class first seen late joins with the pairs of
+    # its ghosts (the ghosts learning in the kernel beside the pairs)
     xs = [{c: float(v) for c, v in enumerate(row) if c < 2 or rng.random() < 0.8} for row in x]
     labels = y.tolist()
     learn = (rng.random(m) < 0.7).tolist()
@@ -229,6 +231,12 @@ def test_river_face_in_one_call_equals_the_per_pair_calls(seed, k, calibrator, m
         expected = river_events(reference, xs, labels, learn, ws)
     assert got == expected  # the same classes, in the same order, with the same floats
     assert_same_pairs(fast, reference)
+    ghosts, their_ghosts = fast.ghosts_, reference.ghosts_
+    assert ghosts.keys() == their_ghosts.keys()
+    assert not fixed or not ghosts
+    for c, mine in ghosts.items():
+        for side, (a, b) in enumerate(zip(mine, their_ghosts[c], strict=True)):
+            assert_same_pairs(types.SimpleNamespace(pairs_={side: a}), types.SimpleNamespace(pairs_={side: b}))
 
 
 def test_river_face_follows_pairs_replaced_or_reloaded(rng):

@@ -40,6 +40,10 @@ def adopt(cal, ghosts: dict, y, new: tuple | None) -> None:
     if new is not None:
         ghosts[y] = new
         cal.__dict__["_ghosts"] = ghosts
+        # the river face's one-call kernels bind the ghosts: bound again at the next call
+        river = cal.__dict__.pop("_river_pairs", None)
+        if river is not None and river.busy is not None:
+            river.busy[0] = 1.0
 
 
 def held(cal) -> dict | None:
@@ -78,15 +82,6 @@ def missing_pairs_stand_in(ghosts: dict | None, classes: list, models: dict) -> 
     return False
 
 
-def label_score_finite(x, y, proba: bool) -> bool:
-    """Whether the label's log-score in the (checked) score dict ``x`` is finite: the class is
-    scored, with a probability above 0 for probabilities."""
-    v = x.get(y)
-    if v is None:
-        return False
-    return v > 0.0 if proba else True
-
-
 def events(ghosts: dict, y, finite: bool, make, params, limit: float, sigmoid) -> tuple[list, tuple | None]:
     """The ghosts' events for one event of label ``y``: ``(events, new)``, the events as
     ``(calibrator, score dict, label)`` and the new ghosts of ``y`` (its first event: to be stored
@@ -105,14 +100,6 @@ def events(ghosts: dict, y, finite: bool, make, params, limit: float, sigmoid) -
     else:
         low, high = limit, -limit
     return [(mine[0], {key: low}, True), (mine[1], {key: high}, False)], new
-
-
-def learn(cal, ghosts: dict, y, finite: bool, w: float, t, params, limit: float, sigmoid, learn_events) -> None:
-    """The ghosts of ``y`` learn one event of that label (the pairs learned it already), through
-    ``learn_events`` (the calibrator's checked learning of ``(calibrator, score dict, label)``)."""
-    found, new = events(ghosts, y, finite, cal._new_binary, params, limit, sigmoid)
-    learn_events(found, w, t)
-    adopt(cal, ghosts, y, new)
 
 
 def check_loaded(cal, kind, rank: dict, fail, brief) -> None:

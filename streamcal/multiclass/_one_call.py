@@ -7,6 +7,9 @@ One event, every pair, one compiled call. The arguments:
   (:func:`streamcal._kernels.ipav.pack_state`), 0 for a pair without a calibrator, and
   ``addresses[2q + 1]`` its length. The caller holds a reference to every buffer for as long as
   it passes its address (numba then unboxes one small array per call, not a list of P arrays).
+  Without fixed classes, 4K more follow (``addresses[2P + 4c:]``): the packed states of class
+  c's two ghost pairs (``streamcal.multiclass._ghosts``: ``low``, then ``high``; 0 where the class
+  has none yet), which learn each event of class c beside its pairs.
 - ``frame``: float64, laid out by :func:`frame_size`: the bound parameters and the frame's busy
   mark (``FRAME_HEADER`` values), then the event's log-scores, the output and the coupling's scratch, made once per set
   of pairs (no array is allocated per call).
@@ -307,8 +310,9 @@ def _predict_into(addresses, frame, scores, raw):
 @jit_noalloc(nogil=False)
 def pairs_learn(addresses, frame, scores, raw, c, w):
     """Learn one event of label column ``c`` and weight ``w`` into every pair (a, b) holding c,
-    with label ``c == a``, as ``pair_pav_run`` learns it. Returns ``DONE``, or, having changed
-    nothing, ``BAD_SCORE`` or ``REFUSED`` (a pair holding c absent or its state busy)."""
+    with label ``c == a``, as ``pair_pav_run`` learns it, then into class c's ghost pairs where
+    ``addresses`` holds them (:func:`_ghosts_learn`). Returns ``DONE``, or, having changed
+    nothing, ``BAD_SCORE`` or ``REFUSED`` (a pair or ghost holding c absent or its state busy)."""
     k = len(scores)
     if frame[FRAME_BUSY] != 0.0:
         return REFUSED
@@ -320,6 +324,12 @@ def pairs_learn(addresses, frame, scores, raw, c, w):
                 if address == 0 or _state_at(address, addresses[2 * q + 1])[PACK_BUSY] != 0.0:
                     return REFUSED
             q += 1
+    ghosts = addresses.shape[0] > 2 * q  # q: the number of pairs
+    g = 2 * q + 4 * c  # class c's ghosts' slots
+    if ghosts:
+        for i in range(g, g + 4, 2):
+            if addresses[i] == 0 or _state_at(addresses[i], addresses[i + 1])[PACK_BUSY] != 0.0:
+                return REFUSED
     probabilities = frame[0] != 0.0
     limit = frame[1]
     o = FRAME_HEADER + 2 * k
@@ -333,6 +343,8 @@ def pairs_learn(addresses, frame, scores, raw, c, w):
                     s = frame[o + 1 + 2 * k + q]
                     _pair_learn(state, s, d, probabilities, 1.0 if c == a else 0.0, w, 0.0)
                 q += 1
+        if ghosts:
+            _ghosts_learn(addresses, g, frame[o + 1 + k + c], probabilities, limit, w)
         return DONE
     if not _read_scores(frame, scores, raw):
         return BAD_SCORE
@@ -345,4 +357,20 @@ def pairs_learn(addresses, frame, scores, raw, c, w):
                 s = _sigmoid(d) if probabilities else d
                 _pair_learn(state, s, d, probabilities, 1.0 if c == a else 0.0, w, 0.0)
             q += 1
+    if ghosts:
+        _ghosts_learn(addresses, g, frame[FRAME_HEADER + c], probabilities, limit, w)
     return DONE
+
+
+@jit_noalloc(forceinline=True)
+def _ghosts_learn(addresses, g, log_score, probabilities, limit, w):
+    # the event's class's two ghost pairs, at ``addresses[g:g + 4]``: as its pair with a class
+    # no event has scored (log-score -inf), sorting after it (``low``: log-odds ``log_score + inf``
+    # clipped, label 1) and before it (``high``: ``-inf - log_score``, label 0), as their river
+    # face learns it
+    d = clipped_log_odds(log_score + math.inf, limit)
+    e = clipped_log_odds(-math.inf - log_score, limit)
+    low = _state_at(addresses[g], addresses[g + 1])
+    _pair_learn(low, _sigmoid(d) if probabilities else d, d, probabilities, 1.0, w, 0.0)
+    high = _state_at(addresses[g + 2], addresses[g + 3])
+    _pair_learn(high, _sigmoid(e) if probabilities else e, e, probabilities, 0.0, w, 0.0)

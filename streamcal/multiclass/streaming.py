@@ -195,36 +195,6 @@ def _learn_events(events, w: float = 1.0, t: float | None = None) -> None:
         model.learn_one(xd, label, **kw)
 
 
-def _ghosts_learn(cal, y, finite: bool, w: float, t: float | None, params) -> None:
-    """The ghost pairs of class ``y`` (:mod:`streamcal.multiclass._ghosts`), where ``cal`` keeps
-    them, learn an event of that label whose pairs have learned it; ``finite``: whether its
-    log-score of ``y`` is finite."""
-    ghosts = _ghosts.kept(cal, params)
-    if ghosts is not None:
-        _ghosts.learn(cal, ghosts, y, finite, w, t, params, MAX_LOG_ODDS, _sigmoid, _learn_events)
-
-
-def _ghosts_after_kernel(cal, x, y, w: float) -> None:
-    """:func:`_ghosts_learn` after a one-call kernel learned the event ``x`` (a dict of float
-    scores the kernel accepted) of label ``y`` into its pairs, without fixed classes. The pairs
-    are ``PAVCalibrator`` taking every score and ``w`` is checked: the ghosts of a known label
-    learn through their river face at once, as ``_learn_events`` would have them."""
-    params = cal._checked_params()
-    finite = _ghosts.label_score_finite(x, y, cal.scores == "proba")
-    ghosts = _ghosts.kept(cal, params)
-    mine = None if ghosts is None else ghosts.get(y)
-    if mine is None:
-        _ghosts_learn(cal, y, finite, w, None, params)
-        return
-    (low, low_x, _), (high, high_x, _) = _ghosts.events(ghosts, y, finite, None, params, MAX_LOG_ODDS, _sigmoid)[0]
-    if w == 1.0:
-        low.learn_one(low_x, True)
-        high.learn_one(high_x, False)
-    else:
-        low.learn_one(low_x, True, w=w)
-        high.learn_one(high_x, False, w=w)
-
-
 def _takes_any_score(model) -> bool:
     """Whether ``model`` learns every score and event a multiclass calibrator gives it (the caller
     has checked weights and times): a streamcal calibrator whose bucket strategy has no quantile
@@ -1011,6 +981,19 @@ def _class_pairs(k: int) -> tuple:
     return tuple(tuple(q for q, (a, b) in enumerate(pairs) if c in (a, b)) for c in range(k))
 
 
+def _bound_models(classes: list, models: dict, ghosts: dict | None) -> list:
+    """The calibrators the river face's one-call kernels bind: the pairs of ``classes`` in the
+    order of ``numpy.triu_indices(K, 1)`` (None where there is none), then, where ``ghosts`` are
+    kept (no fixed classes), each class's two ghosts (:mod:`streamcal.multiclass._ghosts`; None
+    where it has none yet)."""
+    k = len(classes)
+    bound = [models.get((classes[a], classes[b])) for a in range(k) for b in range(a + 1, k)]
+    if ghosts is not None:
+        for c in classes:
+            bound.extend(ghosts.get(c, (None, None)))
+    return bound
+
+
 def _fast_calls(river: _RiverCall) -> tuple:
     """The river face's common event for a bound :class:`_RiverCall` of K classes, as two
     functions made once per set of pairs: ``predict(x)``, the result dict or None, and
@@ -1142,7 +1125,10 @@ class _RiverCall:
         # per class column: the calibrators of its K - 1 pairs and their buffers (None when one
         # of them has none yet: learning then creates it, through the per-pair calls)
         self.holding = []
-        for mine in _class_pairs(k):
+        n_pairs = k * (k - 1) // 2
+        for c, mine in enumerate(_class_pairs(k)):
+            if len(pairs) > n_pairs:  # and its ghosts, bound after the pairs
+                mine = (*mine, n_pairs + 2 * c, n_pairs + 2 * c + 1)
             ok = all(pairs[q] is not None for q in mine)
             mine = (tuple(pairs[q].__dict__ for q in mine), tuple(buffers[q] for q in mine)) if ok else None
             self.holding.append(mine)
@@ -1195,7 +1181,7 @@ class _RiverCall:
         """The bound learning kernel (None before the kernels are bound)."""
         return None if self.kernels_k is None else _RIVER_KERNELS[self.kernels_k][1]
 
-    def bind_added_pairs(self, params, classes: list, models: dict) -> bool:
+    def bind_added_pairs(self, params, classes: list, models: dict, ghosts: dict | None) -> bool:
         """Bind, in place, the pairs the register ``models`` added since these kernels were bound
         (the same parameters, classes and register, which holds more calibrators now; each bound
         one still there): the kernels, frame and in-line calls stay, only the addresses change.
@@ -1205,11 +1191,10 @@ class _RiverCall:
             return False
         if self.n_models >= len(models):
             return False
-        k = len(classes)
         serial = PACK_SERIAL[0]  # read before the buffers: a buffer packed meanwhile changes it
         from streamcal import PAVCalibrator
 
-        pair_models = [models.get((classes[a], classes[b])) for a in range(k) for b in range(a + 1, k)]
+        pair_models = _bound_models(classes, models, ghosts)
         for old, model in zip(self.pair_models, pair_models, strict=True):
             if old is None:
                 if model is not None and not (type(model) is PAVCalibrator and _takes_any_score(model)):
@@ -1371,10 +1356,10 @@ class PairwiseCouplingCalibrator(_ghosts.PairMerging, _ScoreDictCalibrator):
 
     Classes may appear at any time (as a label, or as a key of a score dict). Without fixed
     ``classes``, a class that joins gets the pairs it would have had with the classes fixed from
-    the start: every earlier event of each other class, learned as the pair of a class absent from
-    the scores, which two ghost calibrators per labelled class keep (``ghosts_``); with the
-    default binary calibrator, each pair equals that run's bit for bit, and so does every
-    prediction once the classes are the same. A pair that has learned nothing yet (or whose window is empty) takes the
+    the start: every earlier event of each other class, learned as the pair of a class absent
+    from the scores, which two ghost calibrators per labelled class keep (``ghosts_``). Each such
+    pair equals that run's bit for bit, and so does every prediction once both runs know the
+    same classes. A pair that has learned nothing yet (or whose window is empty) takes the
     model's own pairwise probability ``sigmoid(s_i - s_j)`` with the tiny weight
     ``UNSEEN_PAIR_WEIGHT``, so before any learning the output is the model's distribution
     (normalised; softmax of the logits), and unseen pairs never outweigh pairs with data.
@@ -1569,8 +1554,6 @@ class PairwiseCouplingCalibrator(_ghosts.PairMerging, _ScoreDictCalibrator):
                     and (river.plain or self._river_current(river))
                     and lock.unmarked(river, river.fast_learn, x, y, w)
                 ):
-                    if not river.fixed:
-                        _ghosts_after_kernel(self, x, y, w)
                     return
             params = self._checked_params()
             if (
@@ -1738,16 +1721,16 @@ class PairwiseCouplingCalibrator(_ghosts.PairMerging, _ScoreDictCalibrator):
         if params.fixed is None and _ghosts.missing_pairs_stand_in(_ghosts.held(self), classes, models):
             self._river_pairs = _RiverCall(params, classes, models)  # a ghost stands in: per pair
             return None
-        if cache is not None and cache.predict is not None and cache.bind_added_pairs(params, classes, models):
+        ghosts = _ghosts.kept(self, params)
+        if cache is not None and cache.predict is not None and cache.bind_added_pairs(params, classes, models, ghosts):
             return cache
         if not _config.is_compiled():
             return None
         if not self._fused_pav_pairs():
             self._river_pairs = _RiverCall(params, classes, models)
             return None
-        k = len(classes)
         serial = PACK_SERIAL[0]  # read before the buffers: a buffer packed meanwhile changes it
-        pair_models = [models.get((classes[a], classes[b])) for a in range(k) for b in range(a + 1, k)]
+        pair_models = _bound_models(classes, models, ghosts)
         buffers = [None if model is None else model.packed_state() for model in pair_models]
         if any(model is not None and buffer is None for model, buffer in zip(pair_models, buffers, strict=True)):
             self._river_pairs = None
@@ -1809,11 +1792,7 @@ class PairwiseCouplingCalibrator(_ghosts.PairMerging, _ScoreDictCalibrator):
             return False
         else:
             scores, raw = tuple([s.get(c, -math.inf) for c in river.classes]), False
-        if self._lock.unmarked(river, river.learn, river.addresses, river.frame, scores, raw, c, w) <= 0:
-            return False
-        if not river.fixed:
-            _ghosts_after_kernel(self, x, y, w)
-        return True
+        return self._lock.unmarked(river, river.learn, river.addresses, river.frame, scores, raw, c, w) > 0
 
     def _predict_in_one_call(self, x) -> dict | None:
         """:meth:`predict_proba_one` in one kernel call, if every class scored in ``x`` is known
