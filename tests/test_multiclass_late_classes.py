@@ -334,3 +334,14 @@ def test_merged_ghosts_make_the_pairs_of_a_class_that_joins_after_the_merge(rng)
         whole, xs[140:], ys[140:], [1.0] * 560, [None] * 560
     )
     assert_pairs_equal(merged, whole)
+
+
+def test_a_state_saved_without_ghosts_loads_and_starts_them(rng):
+    # as a file written before the ghosts were kept: it loads, and its ghosts learn from then on
+    manifest, arrays, _ = unpack(saved_with_ghosts(rng))
+    del manifest["root"]["state"]["_ghosts"]
+    cal = from_bytes(pack(manifest, arrays))
+    assert cal.ghosts_ == {}
+    cal.learn_one({1: 0.4, 2: 0.6}, 1)
+    assert cal.ghosts_.keys() == {1}
+    assert cal.ghosts_[1][0].n_learned == 1
