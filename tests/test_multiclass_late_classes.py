@@ -120,23 +120,25 @@ def test_late_classes_get_the_pairs_of_a_run_with_the_classes_fixed(window, meth
     assert_pairs_equal(late, fixed)
 
 
-@pytest.mark.parametrize("window", ["unbounded", "count"])
+@pytest.mark.parametrize("window", list(WINDOWS))
 def test_late_classes_equal_the_array_face_of_a_run_with_the_classes_fixed(window, rng):
     win = WINDOWS[window]
     xs, ys = late_stream(rng)
-    ws, _ = events_of(rng, len(xs), win)
+    ws, ts = events_of(rng, len(xs), win)
+    times = None if ts[0] is None else np.asarray(ts)
     kw = {"calibrator": PAVCalibrator(window=win)}
     late = PairwiseCouplingCalibrator(**kw)
-    got = run_river(late, xs, ys, ws, [None] * len(xs))
+    got = run_river(late, xs, ys, ws, ts)
     scores = np.array([[x.get(c, 0.0) for c in range(4)] for x in xs])
     fixed = PairwiseCouplingCalibrator(classes=(0, 1, 2, 3), **kw)
-    proba = fixed.prequential(scores, ys, weights=ws)
+    proba = fixed.prequential(scores, ys, weights=ws, times=times)
     for i in range(300, len(xs)):
         assert list(got[i].values()) == proba[i].tolist()
     assert_pairs_equal(late, fixed)
     updated = PairwiseCouplingCalibrator(classes=(0, 1, 2, 3), **kw)
     for part in np.array_split(np.arange(len(xs)), 7):
-        updated.update(scores[part], np.asarray(ys)[part], weights=np.asarray(ws)[part])
+        at = None if times is None else times[part]
+        updated.update(scores[part], np.asarray(ys)[part], weights=np.asarray(ws)[part], times=at)
     assert_pairs_equal(late, updated)
 
 
