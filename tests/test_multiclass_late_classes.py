@@ -347,3 +347,27 @@ def test_a_state_saved_without_ghosts_loads_and_starts_them(rng):
     cal.learn_one({1: 0.4, 2: 0.6}, 1)
     assert cal.ghosts_.keys() == {1}
     assert cal.ghosts_[1][0].n_learned == 1
+
+
+def test_pairs_whose_calibrator_does_not_merge_are_refused():
+    from river import base
+
+    class Counting(base.Classifier):
+        def __init__(self):
+            self.n = 0
+
+        def learn_one(self, x, y):
+            self.n += 1
+
+        def predict_proba_one(self, x):
+            return {True: 0.5, False: 0.5}
+
+        @property
+        def window_weight(self):
+            return float(self.n)
+
+    a, b = PairwiseCouplingCalibrator(Counting()), PairwiseCouplingCalibrator(Counting())
+    a.learn_one({0: 0.6, 1: 0.4}, 0)
+    with pytest.raises(TypeError, match="pairs' calibrator Counting does not merge"):
+        merge(a, b)
+    assert a.pairs_[(0, 1)].window_weight == 1.0
