@@ -313,7 +313,8 @@ def naive_gev_risk(beta, Z, y, w, xi, l2):
 
 
 def naive_histogram_risk(beta, x, pos, neg, link, xi, l2):
-    """Penalised risk of (slope, intercept) on buckets, with its gradient."""
+    """Penalised risk of (slope, intercept) on buckets, with its gradient; the ridge is on the
+    slope alone."""
     v = beta[0] * x + beta[1]
     if link == "logit":
         loss1, loss0 = np.logaddexp(0.0, -v), np.logaddexp(0.0, v)
@@ -323,8 +324,8 @@ def naive_histogram_risk(beta, x, pos, neg, link, xi, l2):
         loss0 = gev_canonical_loss(np.zeros(v.size), v, xi)
         p = gev_cdf(v, xi)
     r = (pos + neg) * p - pos
-    risk = float(pos @ loss1 + neg @ loss0) + 0.5 * l2 * float(beta @ beta)
-    return risk, np.array([r @ x, r.sum()]) + l2 * beta
+    risk = float(pos @ loss1 + neg @ loss0) + 0.5 * l2 * float(beta[0] ** 2)
+    return risk, np.array([r @ x + l2 * beta[0], r.sum()])
 
 
 # ----------------------------------------------------------------------------- I-splines

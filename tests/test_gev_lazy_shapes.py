@@ -91,6 +91,9 @@ def test_the_bound_never_exceeds_a_converged_refits_brier_score(seed, kind, warm
     a = glm_arrays(cal)
     steps = cal._glm_steps
     assert steps.size  # the bound is checked on every example
+    _, pos, neg = cal.histogram()
+    if not (pos.sum() > 0.0 and neg.sum() > 0.0):  # one class: the slope-0 limit, nothing to bound
+        return
     assert steps[_g.STEP_VALID] == 1.0
     if cal.window_weight == 0.0:  # weights of 0 only: no Brier score to bound
         return
@@ -238,16 +241,16 @@ def test_a_state_in_the_layout_before_the_lazy_shapes_loads_and_continues():
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_the_one_call_river_face_equals_prequential_where_shapes_need_the_damped_refit(seed, monkeypatch):
-    # three buckets and a window of five events: some refits leave a shape to the damped full
+    # three buckets and a window of three events: some refits leave a shape to the damped full
     # refit, which the river face's one call hands back to Python; readers between the pairs
     # settle the deferred work. Both faces give the same bits.
     rng = np.random.default_rng(seed)
-    scores = rng.choice([0.02, 0.4, 0.9], 700)
-    labels = rng.uniform(size=700) < np.where(scores > 0.5, 0.7, 0.05)
+    scores = rng.choice([0.02, 0.4, 0.9], 2100)
+    labels = rng.uniform(size=2100) < np.select([scores < 0.1, scores < 0.5], [0.1, 0.5], 0.9)
     completed = []
     complete = GEVCalibrator._river_gev_complete
     monkeypatch.setattr(GEVCalibrator, "_river_gev_complete", lambda self, a: completed.append(complete(self, a)))
-    make = lambda: GEVCalibrator(window=CountWindow(5), prior=None, buckets=LogitGrid(64))  # noqa: E731
+    make = lambda: GEVCalibrator(window=CountWindow(3), prior=None, buckets=LogitGrid(64))  # noqa: E731
     want, _ = make().prequential(scores, labels)
     cal, got, served = make(), [], []
     for i, (s, y) in enumerate(zip(scores, labels, strict=True)):
@@ -256,7 +259,7 @@ def test_the_one_call_river_face_equals_prequential_where_shapes_need_the_damped
             served.append(cal.xi_)  # a reader: settles the kept scalars
         cal.learn_one({"score": float(s)}, bool(y))
     assert np.array_equal(np.array(got), want)
-    assert len(completed) > 10
+    assert len(completed) >= 8
     assert len(set(served)) >= 2
 
 

@@ -431,7 +431,7 @@ def _canonical_cdf_pdf(v, link_code, xi):
 
 @jit
 def _hist_slope(x, pos, neg, link_code, xi, l2, b0, b1, d0, d1, alpha):
-    acc = l2 * ((b0 + alpha * d0) * d0 + (b1 + alpha * d1) * d1)
+    acc = l2 * (b0 + alpha * d0) * d0  # the ridge is on the slope alone
     for i in range(x.shape[0]):
         n = pos[i] + neg[i]
         if n == 0.0:
@@ -447,7 +447,8 @@ def irls_histogram_2d_inplace(x, pos, neg, link_code, xi, l2, floor, beta, max_i
     """Fit ``v = beta[0] x + beta[1]`` on a histogram by damped IRLS; ``beta`` is updated in place.
 
     Bucket ``i`` counts as ``pos[i]`` rows with y = 1 and ``neg[i]`` rows with y = 0 at score
-    ``x[i]``. Objective: ``sum_i pos_i l(1, v_i) + neg_i l(0, v_i) + l2/2 |beta|^2`` with the
+    ``x[i]``. Objective: ``sum_i pos_i l(1, v_i) + neg_i l(0, v_i) + l2/2 beta[0]^2`` (the ridge
+    on the slope alone: where the data do not identify the slope, it goes to 0) with the
     canonical loss of the link (GEV-canonical or logistic), so its gradient is
     ``sum_i (n_i F(v_i) - pos_i) (x_i, 1)``. Newton weights are floored at ``floor``; a step that
     overshoots the minimiser along its line (slope > 0 at its end) is shortened by regula falsi on
@@ -461,10 +462,10 @@ def irls_histogram_2d_inplace(x, pos, neg, link_code, xi, l2, floor, beta, max_i
     scale = max(total, 1.0)
     for it in range(max_iter):
         g0 = l2 * beta[0]
-        g1 = l2 * beta[1]
+        g1 = 0.0
         h00 = l2
         h01 = 0.0
-        h11 = l2
+        h11 = 0.0
         for i in range(x.shape[0]):
             n = pos[i] + neg[i]
             if n == 0.0:
@@ -661,7 +662,7 @@ def glm_refit_histogram_inplace(
     """Refit ``v = beta[0] x + beta[1]`` on a histogram by Newton's method from ``beta`` (in place).
 
     The objective is that of :func:`irls_histogram_2d_inplace` (canonical loss of the link, ridge
-    ``l2/2 |beta|^2``); empty buckets are skipped. ``beta`` is the warm start, usually the
+    ``l2/2 beta[0]^2`` on the slope); empty buckets are skipped. ``beta`` is the warm start, usually the
     previous optimum, one or two Newton steps away. Returns the number of gradient passes over
     the buckets, or ``-1`` when the iteration fails to stop (singular curvature, no descent,
     ``max_iter`` passes, every non-empty bucket outside the GEV support R_xi): the caller
@@ -729,10 +730,10 @@ def glm_refit_histogram_inplace(
     for it in range(max_iter):
         inside = link_code == 1
         g0 = l2 * b0
-        g1 = l2 * b1
+        g1 = 0.0
         h00 = l2
         h01 = 0.0
-        h11 = l2
+        h11 = 0.0
         sq = 0.0  # the Brier score at (b0, b1) and its gradient
         sq0 = 0.0
         sq1 = 0.0
@@ -831,7 +832,7 @@ def glm_refit_histogram_inplace(
                     if want_brier:
                         brier[0] = sq + sq0 * d0 + sq1 * d1
                     if want_curv:
-                        _curvature_out(curv, h00 - l2, h01, h11 - l2, t0, t1, t2, t3)
+                        _curvature_out(curv, h00 - l2, h01, h11, t0, t1, t2, t3)
                     return it + 1
                 # inside the region where the full Newton step converges: no step-length test
                 b0 += d0
@@ -854,7 +855,7 @@ def glm_refit_histogram_inplace(
                     t2 += q2 * d0 + q3 * d1
                     t3 += q3 * d0 + q4 * d1
                     _fourth_out(curv, q0, q1, q2, q3, q4)
-                _curvature_out(curv, h00 - l2, h01, h11 - l2, t0, t1, t2, t3)
+                _curvature_out(curv, h00 - l2, h01, h11, t0, t1, t2, t3)
                 if want_lazy:
                     curv[7] = brier[0]
                     curv[8] = sq0
@@ -1043,31 +1044,34 @@ def _cdf_both(v, link_code, xi):
 
 
 @jit(inline="always")
-def _intercept_gradient(b, p_all, n_neg, link_code, xi, l2):
-    """The intercept's gradient ``l2 b + n F(b) - P`` at slope 0 (as ``n_neg F - P (1 - F)``),
-    and its derivative ``l2 + n f(b)``."""
+def _intercept_gradient(b, p_all, n_neg, link_code, xi):
+    """The intercept's gradient ``n F(b) - P`` at slope 0 (as ``n_neg F - P (1 - F)``), and its
+    derivative ``n f(b)``."""
     big_f, comp, dens = _cdf_both(b, link_code, xi)
-    return l2 * b + n_neg * big_f - p_all * comp, l2 + (p_all + n_neg) * dens
+    return n_neg * big_f - p_all * comp, (p_all + n_neg) * dens
 
 
 @jit
-def intercept_root(p_all, n_neg, link_code, xi, l2):
-    """The intercept ``b`` where ``l2 b + (P + N) F(b) - P = 0`` (``P = p_all`` positive and
-    ``N = n_neg`` negative weight): the minimiser of the penalised objective of
-    :func:`irls_histogram_2d_inplace` at slope 0. The gradient is non-decreasing in ``b``: from
-    the root without the ridge (the link of the rate, kept within ``[1e-12, 1 - 1e-12]``) a
-    bracket twice the Newton step wide, doubled outwards until it holds the root, then Newton's
-    method from that start kept inside it (bisection where a step leaves it). The start depends
-    on the arguments alone, and so does the answer (whatever the previous fit: refits on
-    different schedules serve the same bits). Where no root is finite (``l2 = 0`` and one
-    class), the bracket's far end after 64 doublings."""
+def intercept_root(p_all, n_neg, link_code, xi):
+    """The intercept ``b`` where ``(P + N) F(b) - P = 0`` (``P = p_all`` positive and ``N =
+    n_neg`` negative weight): the minimiser of the objective of
+    :func:`irls_histogram_2d_inplace` at slope 0 (the ridge is on the slope alone). From the link
+    of the rate, Newton's method on the gradient, which is non-decreasing in ``b``: a bracket
+    twice the Newton step wide, doubled outwards until it holds the root, then Newton steps kept
+    inside it (bisection where a step leaves it). The start depends on the arguments alone, and so
+    does the answer (whatever the previous fit: refits on different schedules serve the same
+    bits). Where one class has no weight no root is finite (the infimum lies at ``b -> -inf`` or
+    ``+inf``): the link of the rate kept within ``[1e-12, 1 - 1e-12]`` stands for it, as it does
+    for every path that fits such a histogram."""
     rate = p_all / (p_all + n_neg) if p_all + n_neg > 0.0 else 0.5
     rate = min(max(rate, 1e-12), 1.0 - 1e-12)
     if link_code == 1:
         b = math.log(rate) - math.log1p(-rate)
     else:
         b = gev_clip(gev_link(rate, xi), xi)
-    g, dg = _intercept_gradient(b, p_all, n_neg, link_code, xi, l2)
+    if not (p_all > 0.0 and n_neg > 0.0):
+        return b
+    g, dg = _intercept_gradient(b, p_all, n_neg, link_code, xi)
     if g == 0.0:
         return b
     lo = b
@@ -1077,7 +1081,7 @@ def intercept_root(p_all, n_neg, link_code, xi, l2):
     down = g > 0.0
     for _ in range(64):
         at = b - step if down else b + step
-        ga, _ = _intercept_gradient(at, p_all, n_neg, link_code, xi, l2)
+        ga, _ = _intercept_gradient(at, p_all, n_neg, link_code, xi)
         if ga == 0.0:
             return at
         if down:
@@ -1092,7 +1096,7 @@ def intercept_root(p_all, n_neg, link_code, xi, l2):
                 break
         step *= 2.0
     else:
-        return lo if down else hi
+        return b
     for _ in range(200):
         nb = b - g / dg if dg > 0.0 else 0.5 * (lo + hi)
         if not lo < nb < hi:
@@ -1100,7 +1104,7 @@ def intercept_root(p_all, n_neg, link_code, xi, l2):
         if nb == b or abs(nb - b) <= 1e-15 * (1.0 + abs(b)):
             return nb
         b = nb
-        g, dg = _intercept_gradient(b, p_all, n_neg, link_code, xi, l2)
+        g, dg = _intercept_gradient(b, p_all, n_neg, link_code, xi)
         if g == 0.0:
             return b
         if g < 0.0:
@@ -1111,7 +1115,7 @@ def intercept_root(p_all, n_neg, link_code, xi, l2):
 
 
 @jit
-def intercept_only_inplace(x, pos, neg, link_code, xi, l2, beta, brier):
+def intercept_only_inplace(x, pos, neg, link_code, xi, beta, brier):
     """Fit ``v = beta[0] x + beta[1]`` on a histogram with the slope held at 0: ``beta`` receives
     ``(0, intercept)``, the intercept of :func:`intercept_root` for the histogram's totals, and
     ``brier[0]`` (unless ``brier`` is empty) the map's Brier score over the
@@ -1119,7 +1123,8 @@ def intercept_only_inplace(x, pos, neg, link_code, xi, l2, beta, brier):
     Returns the objective's derivative in the slope at that point, ``sum_i (n_i F(b) - pos_i)
     x_i`` (as ``F sum_i neg_i x_i - (1 - F) sum_i pos_i x_i``): where it is at least 0 the point
     is the optimum over ``slope >= 0`` (the objective is convex: Karush-Kuhn-Tucker), and where
-    the unconstrained optimum's slope is negative it is so."""
+    the unconstrained optimum's slope is negative it is so. Where one class has no weight the
+    infimum lies at slope 0 whatever the scores: 0."""
     p_all = 0.0
     n_neg = 0.0
     nx = 0.0
@@ -1131,10 +1136,12 @@ def intercept_only_inplace(x, pos, neg, link_code, xi, l2, beta, brier):
         n_neg += neg[i]
         nx += neg[i] * x[i]
         px += pos[i] * x[i]
-    b = intercept_root(p_all, n_neg, link_code, xi, l2)
+    b = intercept_root(p_all, n_neg, link_code, xi)
     p, comp, _ = _cdf_both(b, link_code, xi)
     beta[0] = 0.0
     beta[1] = b
     if brier.shape[0] > 0:
         brier[0] = p_all * comp * comp + n_neg * p * p
+    if not (p_all > 0.0 and n_neg > 0.0):
+        return 0.0
     return p * nx - comp * px

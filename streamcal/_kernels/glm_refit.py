@@ -1025,7 +1025,7 @@ def glm_refit_known(
             if prior_on and not known:
                 kappa = platt_prior_strength(sf, si, u, t_pos, t_neg, centres, identity, c, pc, anchor, table, mom, pw)
                 known = True
-            if kappa == 0.0 and moments_solve(mom, pw, u, l2, x_lo, x_hi, tol, betas[0]):
+            if kappa == 0.0 and t_pos * t_neg > 0.0 and moments_solve(mom, pw, u, l2, x_lo, x_hi, tol, betas[0]):
                 fit[FIT_DIRTY] = 0.0
                 if prior_on:
                     fit[FIT_KAPPA] = 0.0
@@ -1215,7 +1215,7 @@ def _held_if_falling(passes, x, pos, neg, code, xi, l2, beta, brier):
     Brier score: True. As ``streamcal.gev.histfit.refit_nonnegative`` does."""
     if not (passes >= 0 and beta[0] < 0.0):
         return False
-    intercept_only_inplace(x, pos, neg, code, xi, l2, beta, brier)
+    intercept_only_inplace(x, pos, neg, code, xi, beta, brier)
     return True
 
 
@@ -1228,7 +1228,7 @@ def _kept_held(x, pos, neg, code, xi, l2, beta, brier, scratch):
     ``streamcal.gev.histfit.refit_nonnegative`` does."""
     if beta[0] != 0.0:
         return False
-    if not intercept_only_inplace(x, pos, neg, code, xi, l2, scratch, brier) >= 0.0:
+    if not intercept_only_inplace(x, pos, neg, code, xi, scratch, brier) >= 0.0:
         return False
     beta[0] = scratch[0]
     beta[1] = scratch[1]
@@ -1269,7 +1269,8 @@ def _steps_prior_fit(steps, k, kappa, l2, beta, dsums, pattern, floor_kind, tota
     """After shape ``k``'s passes at the prior's strength ``kappa`` (its values in its block,
     unit 1 where ``pattern``; ``dsums`` the data's part of them, ``totals`` the fitted row's and
     the data's weight): the prior pattern's values at the fit, the fitted row's (its gradient
-    ``-l2 beta`` at the optimum) less the data's, divided by ``kappa``; no change yet."""
+    ``(-l2 beta[0], 0)`` at the optimum: the ridge is on the slope alone) less the data's,
+    divided by ``kappa``; no change yet."""
     o = STEP_HEADER + k * STEP_BLOCK
     steps[o + STEP_KAPPA] = kappa
     if not pattern:
@@ -1279,7 +1280,7 @@ def _steps_prior_fit(steps, k, kappa, l2, beta, dsums, pattern, floor_kind, tota
     c = o + STEP_CURV
     p = o + STEP_PX0
     steps[p + P_G] = (-l2 * beta[0] - dsums[0]) / kappa
-    steps[p + P_G + 1] = (-l2 * beta[1] - dsums[1]) / kappa
+    steps[p + P_G + 1] = -dsums[1] / kappa
     for j in range(7):  # the Hessian and the third derivatives
         steps[p + P_H + j] = (steps[c + j] - dsums[2 + j]) / kappa
     for j in range(5):
@@ -2549,11 +2550,11 @@ def _block_model(steps, o, u, l2, n_total, x_lo, x_hi):
 def _block_hessian(steps, o, u, l2):
     """The Hessian ``A`` of the shape block at ``o`` of ``steps`` in real units (``u`` stored
     units per real one): the last pass's curvature plus the events' terms since, plus the ridge
-    ``l2``. Returns ``(a00, a01, a11, det)``."""
+    ``l2`` on the slope. Returns ``(a00, a01, a11, det)``."""
     c = o + STEP_CURV
     a00 = (steps[c] + steps[o + STEP_DH]) / u + l2
     a01 = (steps[c + 1] + steps[o + STEP_DH + 1]) / u
-    a11 = (steps[c + 2] + steps[o + STEP_DH + 2]) / u + l2
+    a11 = (steps[c + 2] + steps[o + STEP_DH + 2]) / u  # the ridge is on the slope alone
     return a00, a01, a11, a00 * a11 - a01 * a01
 
 
@@ -2567,13 +2568,12 @@ def _block_model_root(steps, o, u, l2, a00, a01, a11, det):
     d1, m0, m1)``, ``m`` the model's gradient at ``d``; not solved where the model's Hessian
     ``A + T[d] + Q[d, d] / 2`` is not positive definite on the way."""
     b0 = steps[o + STEP_B0]
-    b1 = steps[o + STEP_B1]
     c = o + STEP_CURV
     # the data gradient at the fit balanced the ridge's in the unit of then: with decay, the
     # ridge's share has grown since
-    ridge = l2 * (1.0 - steps[o + STEP_UNIT] / u)
+    ridge = l2 * (1.0 - steps[o + STEP_UNIT] / u)  # on the slope alone
     g0 = steps[o + STEP_DG] / u + ridge * b0
-    g1 = steps[o + STEP_DG + 1] / u + ridge * b1
+    g1 = steps[o + STEP_DG + 1] / u
     t0 = (steps[c + 3] + steps[o + STEP_DT]) / u
     t1 = (steps[c + 4] + steps[o + STEP_DT + 1]) / u
     t2 = (steps[c + 5] + steps[o + STEP_DT + 2]) / u
@@ -2818,7 +2818,8 @@ def _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol, tight):
     2. The risk's gradient at ``beta0`` is ``g`` plus the residual of the last refit's final
        Newton step ``d``: ``|g_res|_{A^-1} <= eps_res |d|_A =: nu_res`` with
        ``eps_res = (expm1(tol lam) f_sup + f1_sup tol + 1e-12) N' K^2`` and
-       ``|d|_A <= sqrt(N' f_sup tol^2 + l2 |d|^2)``. With ``nu = |g|_{A^-1} + nu_res`` the
+       ``|d|_A <= sqrt(N' f_sup tol^2 + l2 d_0^2)`` (the ridge is on the slope alone). With
+       ``nu = |g|_{A^-1} + nu_res`` the
        optimum ``beta*`` lies within ``r = nu / c`` of ``beta0`` in the ``A``-norm (along any ray
        the gradient grows by at least ``c`` per unit), so ``v`` moves by at most ``rho = r K``
        (checked: ``rho + 2 tol <= R``). From ``0 = g + g_res + Hbar delta`` (``Hbar`` the mean
@@ -2867,9 +2868,8 @@ def _shape_brier_lower_bound(steps, k, u, l2, n_total, x_lo, x_hi, tol, tight):
         return -np.inf
     high = math.exp(reach * lam) * (1.0 + eps) + theta + f1_sup * reach * n_all * kk2
     d0m = 2.0 * tol / (x_hi - x_lo)
-    d1m = tol + d0m * max(abs(x_lo), abs(x_hi))
     eps_res = (math.expm1(tol * lam) * f_sup + f1_sup * tol + STEP_FLOOR) * n_all * kk2
-    nu_res = eps_res * math.sqrt(n_all * max(f_sup, STEP_FLOOR) * tol * tol + l2 * (d0m * d0m + d1m * d1m))
+    nu_res = eps_res * math.sqrt(n_all * max(f_sup, STEP_FLOOR) * tol * tol + l2 * d0m * d0m)
     rho = (nu_g + nu_res) / low * kk
     if not rho + 2.0 * tol <= reach:
         return -np.inf
@@ -3081,10 +3081,10 @@ def _moments_newton(mom, pw, u, l2, a0, a1, d0, d1):
     for _ in range(8):
         g0, g1, h0, h1, h2 = _moments_eval(mom, d0, d1, pw, u)
         gs = g1 + l2 * (a0 + d0)  # slope
-        gi = g0 + l2 * (a1 + d1)  # intercept
+        gi = g0  # intercept: the ridge is on the slope alone
         hss = h2 + l2
         hsi = h1
-        hii = h0 + l2
+        hii = h0
         det = hss * hii - hsi * hsi
         if not (det > 0.0 and hss > 0.0):
             return False, d0, d1
@@ -3103,13 +3103,13 @@ def moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta):
     when the optimum is certified: every served probability within ``proba_tol`` of the exact
     optimum's, the Taylor tail and the moments' reach included (see the module notes). A fit
     held at slope 0 first tries to stay there (:func:`moments_held`)."""
-    if moments_held(mom, u, l2, beta):
+    if moments_held(mom, u, beta):
         return True
     return _moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta, _NARROW)
 
 
 @jit_noalloc(forceinline=True)
-def moments_held(mom, u, l2, beta):
+def moments_held(mom, u, beta):
     """Platt's fit held at slope 0 (the map must not fall: ``glm_refit_known``) kept from the
     moments about a held anchor, without a pass: True (``beta[1]`` updated) where the previous fit
     ``beta`` and the moments' anchor have slope 0 and the intercept-only fit of the class totals
@@ -3128,7 +3128,7 @@ def moments_held(mom, u, l2, beta):
     t_neg = mom[MOM_T_NEG] / u
     n_x = mom[MOM_M + 1] / m00 * (t_pos + t_neg)
     p_x = mom[MOM_P1] / u
-    b = intercept_root(t_pos, t_neg, np.int64(1), 0.0, l2)
+    b = intercept_root(t_pos, t_neg, np.int64(1), 0.0)
     if not _logistic(b) * (n_x - p_x) - _logistic(-b) * p_x >= 0.0:  # by class: sum_b (n_b F - pos_b) x_b
         return False
     beta[1] = b
@@ -3148,10 +3148,10 @@ def _moments_solve(mom, pw, u, l2, x_lo, x_hi, proba_tol, beta, wide):
         return False
     g0, g1, h0, h1, h2 = _moments_eval(mom, d0, d1, pw, u)
     gs = g1 + l2 * (a0 + d0)
-    gi = g0 + l2 * (a1 + d1)
+    gi = g0
     hss = h2 + l2
     hsi = h1
-    hii = h0 + l2
+    hii = h0
     det = hss * hii - hsi * hsi
     if not (det > 0.0 and hss > 0.0):
         return False
@@ -3557,8 +3557,8 @@ def glm_river_proba(sf, si, pc, buf, s, dirty, x, table, floor_kind):
             prior_args = (pc, floor_kind, kappa, u, k[4], (k[5], k[6]), k[7], beta, pw, comb)
             if not prior_moments_refit(sf, si, x, table, mom, *prior_args):
                 return -1.0
-        elif not moments_solve(mom, pw, u, k[4], k[5], k[6], k[7], beta):
-            return -1.0
+        elif not (t_pos * t_neg > 0.0 and moments_solve(mom, pw, u, k[4], k[5], k[6], k[7], beta)):
+            return -1.0  # (one class: the full refit's slope-0 limit)
         if d_block:
             _prior_keep(sf, B, u, pc, anchor, kappa, identity)
             if kappa == 0.0:

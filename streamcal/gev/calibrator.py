@@ -685,8 +685,10 @@ class GEVCalibrator(_logistic.LogisticMember, _HistogramGLMCalibrator):
     xi_grid
         Candidate shapes for ``xi="auto"``.
     l2
-        Ridge penalty ``l2/2 (slope² + intercept²)``; the small default keeps one-class or
-        separable histograms finite.
+        Ridge penalty ``l2/2 slope²`` (the intercept is free): the small default keeps the
+        slope of a separable histogram finite and sends it to 0 where the window's data do not
+        identify it (every event at one score: the map is the constant at the window's rate).
+        A window of one class serves slope 0 and the finite rule's bound.
     refit_every
         ``None``: refit lazily when a prediction follows new labels; an int ``k``: refit after
         every ``k``-th learned event (the fast setting for ``prequential``).
@@ -963,7 +965,7 @@ class PlattCalibrator(_HistogramGLMCalibrator):
     score_key
         Key of the score in ``x``; ``None``: ``x`` holds exactly one value.
     l2
-        Ridge penalty ``l2/2 (slope² + intercept²)``.
+        Ridge penalty ``l2/2 slope²`` (the intercept is free; see ``GEVCalibrator``).
     refit_every
         ``None``: refit lazily when a prediction follows new labels; an int ``k``: refit after
         every ``k``-th learned event.

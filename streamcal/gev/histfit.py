@@ -4,8 +4,15 @@ This is the fitting step of the histogram calibrators (``GEVCalibrator``, ``Plat
 bucket ``b`` at score ``x[b]`` holds positive weight ``pos[b]`` (rows with y = 1) and negative
 weight ``neg[b]`` (rows with y = 0). Both links are canonical for their loss (GEV link with the
 GEV-canonical loss, logit with log loss), so the risk is convex with gradient
-``sum_b (n_b F(v_b) - pos_b) (x_b, 1) + l2 beta`` and IRLS weights ``n_b f(v_b)``; one Newton step
-costs O(buckets). The whole loop runs in one numba kernel.
+``sum_b (n_b F(v_b) - pos_b) (x_b, 1) + (l2 slope, 0)`` and IRLS weights ``n_b f(v_b)``; one
+Newton step costs O(buckets). The whole loop runs in one numba kernel.
+
+The ridge is on the slope alone, as in GLM libraries: the intercept is free, so where the data
+do not identify the slope (every event at one score) the slope goes to 0 and the map is the
+constant at the window's rate, while wherever the scores spread the slope is the data's. Where
+the histogram holds one class only no optimum is finite (the infimum lies at slope 0 and
+intercept ``-inf`` or ``+inf``); every path then returns slope 0 and the link of the rate kept
+within ``[1e-12, 1 - 1e-12]``.
 
 A calibration map must not fall as the score rises, so by default the slope is kept
 non-negative: where the unconstrained optimum's slope is negative, the fit returned is the
@@ -55,9 +62,11 @@ def fit_glm_on_histogram(
     xi
         GEV shape (ignored for ``"logit"``).
     l2
-        Penalty ``l2/2 (slope^2 + intercept^2)``. The small default keeps the fit finite when the
-        histogram holds one class only or separates the classes perfectly, and is negligible
-        otherwise.
+        Penalty ``l2/2 slope^2`` (the intercept is not penalised). The small default keeps the
+        slope finite where the histogram separates the classes perfectly, sends it to 0 where the
+        data do not identify it (one distinct score), and is negligible otherwise. A histogram
+        of one class returns slope 0 and the link of the rate kept within ``[1e-12, 1 -
+        1e-12]`` (its objective has no finite minimiser).
     beta0
         Starting ``(slope, intercept)``, e.g. the previous fit (a warm start: after a few new
         labels one or two Newton steps suffice). Default: slope 0, intercept at the link of the
@@ -74,8 +83,8 @@ def fit_glm_on_histogram(
         True (default): the optimum over ``slope >= 0``, so that the map ``F(slope * x +
         intercept)`` never falls as ``x`` rises. Where the unconstrained optimum's slope is
         negative (the objective is convex) that optimum lies on the bound: slope 0 and the
-        intercept minimising the same penalised objective, a constant map at the histogram's
-        rate (shrunk by ``l2``). False: the unconstrained optimum, whatever its sign.
+        intercept minimising the same objective, a constant map at the histogram's rate.
+        False: the unconstrained optimum, whatever its sign.
 
     Returns
     -------
@@ -137,10 +146,21 @@ def fit_glm_on_histogram(
                 f"R_xi = ({lo}, {hi}) of xi={xi}; start inside it (or pass beta0=None)."
             )
             raise ValueError(msg)
+    if _one_class(pa, na):
+        _k.intercept_only_inplace(xa, pa, na, code, xi, beta, beta[:0])
+        return beta
     _k.irls_histogram_2d_inplace(xa, pa, na, code, xi, l2, 1e-12, beta, int(max_iter), tol)
     if nonnegative_slope and beta[0] < 0.0:
-        _k.intercept_only_inplace(xa, pa, na, code, xi, l2, beta, beta[:0])
+        _k.intercept_only_inplace(xa, pa, na, code, xi, beta, beta[:0])
     return beta
+
+
+def _one_class(pos: np.ndarray, neg: np.ndarray) -> bool:
+    """Whether the histogram holds weight of one class only: its objective then has no finite
+    minimiser, and the fit is slope 0 with the intercept of ``intercept_root``."""
+    p_all = float(pos.sum())
+    n_neg = float(neg.sum())
+    return p_all + n_neg > 0.0 and not (p_all > 0.0 and n_neg > 0.0)
 
 
 def refit_nonnegative(x, pos, neg, code: int, xi: float, l2: float, warm, newton_args: tuple):
@@ -151,7 +171,7 @@ def refit_nonnegative(x, pos, neg, code: int, xi: float, l2: float, warm, newton
     slope there is at least 0); otherwise Newton's method from ``warm`` (``newton_args``: the
     arguments of ``streamcal._kernels.gev.glm_refit_histogram_inplace`` after ``beta``: ``(x_lo,
     x_hi, tol, max_passes)``), the damped full refit where that fails or there is no ``warm``, and
-    the intercept-only fit where the answer's slope is negative."""
+    the intercept-only fit where the answer's slope is negative or the histogram holds one class."""
     brier = np.zeros(1)
     x_lo, x_hi, tol, max_passes = newton_args
     link = "logit" if code == 1 else "gev"
@@ -162,14 +182,19 @@ def refit_nonnegative(x, pos, neg, code: int, xi: float, l2: float, warm, newton
 
     def bounded(beta):
         if beta[0] < 0.0:
-            _k.intercept_only_inplace(x, pos, neg, code, xi, l2, beta, brier)
+            _k.intercept_only_inplace(x, pos, neg, code, xi, beta, brier)
+        return beta, float(brier[0])
+
+    if _one_class(pos, neg):
+        beta = np.zeros(2)
+        _k.intercept_only_inplace(x, pos, neg, code, xi, beta, brier)
         return beta, float(brier[0])
 
     if warm is not None:
         beta = np.array(warm, dtype=np.float64)
         if beta[0] == 0.0:
             held = np.zeros(2)
-            if _k.intercept_only_inplace(x, pos, neg, code, xi, l2, held, brier) >= 0.0:
+            if _k.intercept_only_inplace(x, pos, neg, code, xi, held, brier) >= 0.0:
                 return held, float(brier[0])
         if newton(beta):
             return bounded(beta)
