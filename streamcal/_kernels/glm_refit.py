@@ -1744,7 +1744,7 @@ def gev_logistic_river_proba(
     pw = buf[BUF_PW:BUF_FIT]
     fit = buf[BUF_FIT:BUF_BETAS]
     if y >= 0.0:
-        b = _h.bucket_of_guessed(cuts, 0, cuts.shape[0], ls, grid[0], grid[1], grid[2])
+        b = _h.bucket_of_guessed(cuts, np.int64(0), cuts.shape[0], ls, grid[0], grid[1], grid[2])
         glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, steps)
         fit[FIT_DIRTY] = 1.0
     if fit[FIT_DIRTY] != 0.0:
@@ -3588,7 +3588,7 @@ def glm_river_learn_proba(sf, si, pc, buf, s, ls, y, w, x, table, cuts, grid, fl
     same order as the two calls, so the same bits."""
     fit = buf[BUF_FIT:BUF_BETAS]
     if y >= 0.0:
-        b = _h.bucket_of_guessed(cuts, 0, cuts.shape[0], ls, grid[0], grid[1], grid[2])
+        b = _h.bucket_of_guessed(cuts, np.int64(0), cuts.shape[0], ls, grid[0], grid[1], grid[2])
         mom = buf[BUF_MOM:BUF_PW]
         anchor = buf[BUF_ANCHOR:BUF_MOM]
         glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, x[:0])
@@ -3619,7 +3619,7 @@ def glm_river_gev_proba(
     pw = buf[BUF_PW:BUF_FIT]
     fit = buf[BUF_FIT:BUF_BETAS]
     if y >= 0.0:
-        b = _h.bucket_of_guessed(cuts, 0, cuts.shape[0], ls, grid[0], grid[1], grid[2])
+        b = _h.bucket_of_guessed(cuts, np.int64(0), cuts.shape[0], ls, grid[0], grid[1], grid[2])
         glm_learn_one_inplace(sf, si, b, y, w, 0.0, x, table, mom, pc, anchor, steps)
         fit[FIT_DIRTY] = 1.0
     if fit[FIT_DIRTY] != 0.0:
