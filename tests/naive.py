@@ -546,3 +546,15 @@ def naive_replay_calibration_loss(y, p, n_bins=10):
     with np.errstate(invalid="ignore", divide="ignore"):
         frac = np.where(sum_w > 0.0, sum_y / sum_w, 0.0)
     return float(np.sum(w * (p - frac[ids]) ** 2) / np.sum(w))
+
+
+def naive_histogram_glm_risk(beta, x, pos, neg, link, xi, l2):
+    """The histogram fit's objective (``fit_glm_on_histogram``, Platt's and GEV's refits): the
+    link's canonical loss summed over the buckets plus the ridge on the slope alone,
+    ``l2/2 slope^2``, for ``beta = (slope, intercept)``."""
+    v = beta[0] * x + beta[1]
+    if link == "logit":
+        loss = pos * np.logaddexp(0.0, -v) + neg * np.logaddexp(0.0, v)
+    else:
+        loss = pos * gev_canonical_loss(np.ones_like(v), v, xi) + neg * gev_canonical_loss(np.zeros_like(v), v, xi)
+    return float(np.sum(loss) + 0.5 * l2 * beta[0] ** 2)

@@ -20,9 +20,10 @@ from scipy import optimize, special
 from sklearn.calibration import _sigmoid_calibration
 
 from streamcal import GEVCalibrator, PlattCalibrator
-from streamcal.gev import fit_glm_on_histogram, gev_canonical_loss, gev_cdf
+from streamcal.gev import fit_glm_on_histogram, gev_cdf
 from streamcal.merging import merge
 from streamcal.windows import Decay
+from tests.naive import naive_histogram_glm_risk
 
 GRID = np.array([0.01, 0.1, 0.3, 0.5, 0.6, 0.9, 0.99])
 MAPS = (
@@ -36,25 +37,15 @@ MAPS = (
 WINDOWS = (None, 40, Decay(half_life=30.0))
 
 
-def naive_risk(beta, x, pos, neg, link, xi, l2):
-    """The stated objective: the link's canonical loss over the buckets plus ``l2/2 slope^2``."""
-    v = beta[0] * x + beta[1]
-    if link == "logit":
-        loss = pos * np.logaddexp(0.0, -v) + neg * np.logaddexp(0.0, v)
-    else:
-        loss = pos * gev_canonical_loss(np.ones_like(v), v, xi) + neg * gev_canonical_loss(np.zeros_like(v), v, xi)
-    return float(np.sum(loss) + 0.5 * l2 * beta[0] ** 2)
-
-
 def naive_fit(x, pos, neg, link, xi, l2, nonnegative=True):
-    """``scipy.optimize.minimize`` of :func:`naive_risk` (L-BFGS-B, analytic gradient), over
+    """``scipy.optimize.minimize`` of :func:`naive_histogram_glm_risk` (L-BFGS-B, analytic gradient), over
     ``slope >= 0`` where ``nonnegative``."""
 
     def fun(beta):
         v = beta[0] * x + beta[1]
         p = special.expit(v) if link == "logit" else gev_cdf(v, xi)
         r = (pos + neg) * p - pos
-        return naive_risk(beta, x, pos, neg, link, xi, l2), np.array([np.dot(r, x) + l2 * beta[0], np.sum(r)])
+        return naive_histogram_glm_risk(beta, x, pos, neg, link, xi, l2), np.array([np.dot(r, x) + l2 * beta[0], np.sum(r)])
 
     rate = (pos.sum() + 0.5) / (pos.sum() + neg.sum() + 1.0)
     start = np.array([0.5, np.log(rate / (1 - rate)) if link == "logit" else 0.0])
@@ -182,8 +173,8 @@ def test_fit_is_the_minimiser_of_the_stated_objective(rows, link_xi, l2, one_sco
             x, pos, neg, link=link, xi=xi, l2=l2, tol=1e-14, max_iter=1000, nonnegative_slope=nonnegative
         )
         ref = naive_fit(x, pos, neg, link, xi, l2, nonnegative)
-        f_ours = naive_risk(ours, x, pos, neg, link, xi, l2)
-        f_ref = naive_risk(ref, x, pos, neg, link, xi, l2)
+        f_ours = naive_histogram_glm_risk(ours, x, pos, neg, link, xi, l2)
+        f_ref = naive_histogram_glm_risk(ref, x, pos, neg, link, xi, l2)
         assert f_ours <= f_ref + 1e-9 * max(1.0, abs(f_ref))
         used = pos + neg > 0.0
         if one_score or np.unique(x[used]).size == 1:
@@ -206,7 +197,7 @@ def test_one_class_fit_approaches_the_infimum(link_xi):
         np.testing.assert_allclose(p, 1.0 if pos.sum() > 0.0 else 0.0, rtol=0, atol=1.1e-12)
         # and lower than any finite fit with a slope
         for slope in (-0.5, 0.5):
-            assert naive_risk(ours, x, pos, neg, link, xi, 1e-6) < naive_risk(
+            assert naive_histogram_glm_risk(ours, x, pos, neg, link, xi, 1e-6) < naive_histogram_glm_risk(
                 np.array([slope, ours[1]]), x, pos, neg, link, xi, 1e-6
             )
 
@@ -233,6 +224,6 @@ def test_calibrator_fit_is_scipys_on_its_window(cls, kw, window):
         np.testing.assert_allclose(
             cdf(cal.coef_[0] * z + cal.coef_[1]), cdf(ref[0] * z + ref[1]), atol=1e-5, err_msg=name
         )
-        f_ours = naive_risk(np.array(cal.coef_), x, pos, neg, link, xi, 1e-6)
-        f_ref = naive_risk(ref, x, pos, neg, link, xi, 1e-6)
+        f_ours = naive_histogram_glm_risk(np.array(cal.coef_), x, pos, neg, link, xi, 1e-6)
+        f_ref = naive_histogram_glm_risk(ref, x, pos, neg, link, xi, 1e-6)
         assert f_ours <= f_ref + 1e-9 * max(1.0, abs(f_ref)), name

@@ -17,22 +17,12 @@ from scipy import optimize, special
 
 from streamcal import GEVCalibrator, PlattCalibrator
 from streamcal.buckets import UniformGrid
-from streamcal.gev import fit_glm_on_histogram, gev_canonical_loss, gev_cdf
+from streamcal.gev import fit_glm_on_histogram, gev_cdf
+from tests.naive import naive_histogram_glm_risk
 
 GRID = np.linspace(0.0, 1.0, 101)
 CALIBRATORS = (PlattCalibrator, GEVCalibrator)
 PRIORS = ("auto", None)
-
-
-def naive_penalised_risk(beta, x, pos, neg, link, xi, l2):
-    """The fit's objective: canonical loss of the link summed over the buckets plus the ridge on
-    the slope."""
-    v = beta[0] * x + beta[1]
-    if link == "logit":
-        loss = pos * np.logaddexp(0.0, -v) + neg * np.logaddexp(0.0, v)
-    else:
-        loss = pos * gev_canonical_loss(np.ones_like(v), v, xi) + neg * gev_canonical_loss(np.zeros_like(v), v, xi)
-    return float(np.sum(loss) + 0.5 * l2 * beta[0] ** 2)
 
 
 def naive_bounded_fit(x, pos, neg, link, xi, l2):
@@ -43,7 +33,7 @@ def naive_bounded_fit(x, pos, neg, link, xi, l2):
         p = special.expit(v) if link == "logit" else gev_cdf(v, xi)
         r = (pos + neg) * p - pos
         grad = np.array([np.dot(r, x) + l2 * beta[0], np.sum(r)])
-        return naive_penalised_risk(beta, x, pos, neg, link, xi, l2), grad
+        return naive_histogram_glm_risk(beta, x, pos, neg, link, xi, l2), grad
 
     rate = (pos.sum() + 0.5) / (pos.sum() + neg.sum() + 1.0)
     start = np.array([0.5, np.log(rate / (1 - rate)) if link == "logit" else 0.0])
@@ -242,8 +232,8 @@ def test_bounded_fit_is_the_constrained_optimum_of_the_same_objective(rows, link
     ours = fit_glm_on_histogram(x, pos, neg, link=link, xi=xi, l2=l2, tol=1e-14, max_iter=1000)
     ref = naive_bounded_fit(x, pos, neg, link, xi, l2)
     assert ours[0] >= 0.0
-    f_ours = naive_penalised_risk(ours, x, pos, neg, link, xi, l2)
-    f_ref = naive_penalised_risk(ref, x, pos, neg, link, xi, l2)
+    f_ours = naive_histogram_glm_risk(ours, x, pos, neg, link, xi, l2)
+    f_ref = naive_histogram_glm_risk(ref, x, pos, neg, link, xi, l2)
     assert f_ours <= f_ref + 1e-9 * max(1.0, abs(f_ref))
     np.testing.assert_allclose(ours, ref, atol=1e-4, rtol=1e-4)
 
