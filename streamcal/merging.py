@@ -168,8 +168,8 @@ def _not_mergeable(cal, i: int, alone: bool = False) -> str:
         )
     return (
         f"`calibrators` must hold streamcal streaming calibrators; got {_a(name)} at position {i}. The binary "
-        "streaming calibrators, KeyedCalibrator, GEVCanonicalClassifier and PairwiseCouplingCalibrator merge; "
-        "OneVsRestCalibrator, KeyedOffsetCalibrator and CalibratedClassifier do not."
+        "streaming calibrators, KeyedCalibrator, GEVCanonicalClassifier, PairwiseCouplingCalibrator and "
+        "OneVsRestCalibrator merge; KeyedOffsetCalibrator and CalibratedClassifier do not."
     )
 
 

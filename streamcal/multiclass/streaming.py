@@ -43,7 +43,7 @@ from streamcal._validation import (
     keywords_named,
 )
 from streamcal.isotonic.streaming import PACK_SERIAL, _gil_enabled
-from streamcal.multiclass import _ghosts
+from streamcal.multiclass import _ghosts, _ovr_merge
 from streamcal.multiclass.coupling import MAX_ITER_LIMIT, NEWTON_AFTER_SWEEPS
 from streamcal.persist import Persistable
 from streamcal.windows import as_window
@@ -1971,7 +1971,7 @@ class PairwiseCouplingCalibrator(_ghosts.PairMerging, _ScoreDictCalibrator):
         yield {"method": "wlw", "calibrator": PAVCalibrator(window=CountWindow(100))}
 
 
-class OneVsRestCalibrator(_ScoreDictCalibrator):
+class OneVsRestCalibrator(_ovr_merge.OvRMerging, _ScoreDictCalibrator):
     """One-vs-rest calibration, then normalisation: the baseline for pairwise coupling.
 
     For every class c a binary streaming calibrator learns P(y = c) from *every* event, as a
@@ -1981,7 +1981,9 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
     As for pairs, each class's calibrated probability is kept within the add-one bounds of its
     window, ``[1/(T+2), (T+1)/(T+2)]``. A class first seen mid-stream gets the calibrator it would
     have had with the classes fixed from the start (every earlier event learned as a class absent
-    from it), where the binary calibrator takes every score it is given (the default).
+    from it), where the binary calibrator takes every score it is given (the default). Calibrators
+    of parts of a stream merge (:func:`streamcal.merging.merge`) class by class into the one that
+    learned the parts in order, over the classes of all of them.
 
     Parameters
     ----------
@@ -2028,6 +2030,23 @@ class OneVsRestCalibrator(_ScoreDictCalibrator):
         """class -> its binary calibrator."""
         with self._lock:
             return dict(self._models)
+
+    @property
+    def absent_(self):
+        """The binary calibrator that learns every event as a class absent from it (its score at
+        the clip, label False): a class that joins gets a copy. None with fixed ``classes``, before
+        the first event, or with a binary calibrator that may refuse a score.
+
+        Examples
+        --------
+        >>> from streamcal.multiclass import OneVsRestCalibrator
+        >>> cal = OneVsRestCalibrator()
+        >>> cal.learn_one({0: 0.6, 1: 0.4}, 0)
+        >>> cal.absent_.n_learned, OneVsRestCalibrator(classes=(0, 1)).absent_
+        (1, None)
+        """
+        with self._lock:
+            return None if self.classes is not None else self.__dict__.get("_absent")
 
     def _class_log_odds(self, s: dict, c) -> float:
         v = s.get(c, -math.inf)
