@@ -121,6 +121,24 @@ def test_three_parts_merge_as_a_tree_or_in_a_row(rng):
     assert_same_ovr(merge(parts[:3]), parts[3])
     assert_same_ovr(merge(merge(parts[0], parts[1]), parts[2]), parts[3])
     assert_same_ovr(parts[0].merge(merge(parts[1], parts[2])), parts[3])
+    # a part without events brings nothing, first or last
+    empty = OneVsRestCalibrator(**kw)
+    assert_same_ovr(merge(empty, parts[3]), parts[3])
+    assert_same_ovr(merge(parts[3], empty), parts[3])
+
+
+@pytest.mark.parametrize("window", ["unbounded", "count"])
+def test_parts_learned_through_the_array_face_merge_into_the_run_over_both(window, rng):
+    events = late_stream(rng)
+    scores = np.array([[x.get(c, 0.0) for c in range(5)] for x in events[0]])
+    labels, weights = np.array(events[1]), np.array(events[2])
+    kw = {"calibrator": PAVCalibrator(window=WINDOWS[window], prior=None), "classes": (0, 1, 2, 3, 4)}
+    parts = [OneVsRestCalibrator(**kw) for _ in range(3)]
+    for cal, part in zip(parts, (slice(0, 250), slice(250, None), slice(None)), strict=True):
+        cal.update(scores[part], labels[part], weights=weights[part])
+    merged = merge(parts[:2])
+    assert_same_ovr(merged, parts[2])
+    np.testing.assert_array_equal(merged.predict_proba(scores[:50]), parts[2].predict_proba(scores[:50]))
 
 
 def calibrated_stream(rng, m):
