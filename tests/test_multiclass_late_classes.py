@@ -18,6 +18,7 @@ from streamcal.merging import merge
 from streamcal.multiclass import PairwiseCouplingCalibrator
 from streamcal.persist import StateFileError, from_bytes, to_bytes
 from streamcal.windows import CountWindow, Decay, TimeWindow
+from tests.same_state import Counting, assert_same_binary
 
 WINDOWS = {
     "unbounded": None,
@@ -63,25 +64,12 @@ def run_river(cal, xs, ys, ws, ts, after=None):
     return out
 
 
-def assert_same_pair(mine, theirs):
-    grid = np.linspace(0.0, 1.0, 65)
-    assert mine.n_learned == theirs.n_learned
-    assert mine.window_weight == theirs.window_weight
-    np.testing.assert_array_equal(mine.predict_proba(grid), theirs.predict_proba(grid))
-    np.testing.assert_array_equal(mine.predict_llr(grid), theirs.predict_llr(grid))
-    for a, b in zip(mine.histogram(), theirs.histogram(), strict=True):
-        np.testing.assert_array_equal(a, b)
-    a, b = mine.blocks(), theirs.blocks()
-    for field in ("first", "last", "pos", "neg"):
-        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
-
-
 def assert_pairs_equal(late, fixed):
     """Every pair the late run holds equals the fixed run's pair of the same classes."""
     mine, theirs = late.pairs_, fixed.pairs_
     assert mine  # something to compare
     for key, model in mine.items():
-        assert_same_pair(model, theirs[key])
+        assert_same_binary(model, theirs[key])
 
 
 def events_of(rng, m, window):
@@ -311,7 +299,7 @@ def test_calibrators_with_other_classes_merge_into_the_run_over_both_streams(win
     assert merged.ghosts_.keys() == whole.ghosts_.keys()
     for c, ghosts in whole.ghosts_.items():
         for mine, theirs in zip(merged.ghosts_[c], ghosts, strict=True):
-            assert_same_pair(mine, theirs)
+            assert_same_binary(mine, theirs)
     probe = [{1: 0.3, 2: 0.5, 3: 0.2}, {1: 0.9, 2: 0.1}, {0: 0.2, 1: 0.2, 2: 0.2, 3: 0.4}]
     assert [merged.predict_proba_one(x) for x in probe] == [whole.predict_proba_one(x) for x in probe]
     # the inputs are unchanged, and a merge with the classes fixed merges pair by pair
@@ -350,22 +338,6 @@ def test_a_state_saved_without_ghosts_loads_and_starts_them(rng):
 
 
 def test_pairs_whose_calibrator_does_not_merge_are_refused():
-    from river import base
-
-    class Counting(base.Classifier):
-        def __init__(self):
-            self.n = 0
-
-        def learn_one(self, x, y):
-            self.n += 1
-
-        def predict_proba_one(self, x):
-            return {True: 0.5, False: 0.5}
-
-        @property
-        def window_weight(self):
-            return float(self.n)
-
     a, b = PairwiseCouplingCalibrator(Counting()), PairwiseCouplingCalibrator(Counting())
     a.learn_one({0: 0.6, 1: 0.4}, 0)
     with pytest.raises(TypeError, match="pairs' calibrator Counting does not merge"):

@@ -8,13 +8,13 @@ import pickle
 
 import numpy as np
 import pytest
-from river import base
 
 from streamcal import PAVCalibrator
 from streamcal.merging import merge
 from streamcal.multiclass import OneVsRestCalibrator
 from streamcal.persist import from_bytes, to_bytes
 from streamcal.windows import CountWindow, TimeWindow
+from tests.same_state import Counting, assert_same_binary
 
 WINDOWS = {"unbounded": None, "count": CountWindow(40), "time": TimeWindow(90.0)}
 GRID = np.linspace(0.0, 1.0, 65)
@@ -43,18 +43,6 @@ def learn(cal, events, part=slice(None)):
     for x, y, w, t in zip(*(column[part] for column in events), strict=True):
         cal.learn_one(x, y, w=w, t=t if timed else None)
     return cal
-
-
-def assert_same_binary(mine, theirs):
-    assert mine.n_learned == theirs.n_learned
-    assert mine.window_weight == theirs.window_weight
-    np.testing.assert_array_equal(mine.predict_proba(GRID), theirs.predict_proba(GRID))
-    np.testing.assert_array_equal(mine.predict_llr(GRID), theirs.predict_llr(GRID))
-    for a, b in zip(mine.histogram(), theirs.histogram(), strict=True):
-        np.testing.assert_array_equal(a, b)
-    a, b = mine.blocks(), theirs.blocks()
-    for field in ("first", "last", "pos", "neg"):
-        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
 
 
 def assert_same_ovr(mine, theirs):
@@ -183,23 +171,6 @@ def test_a_merged_calibrator_saves_and_loads(how, rng):
     learn(twin, events, slice(400, None))
     learn(merged, events, slice(400, None))
     assert_same_ovr(twin, merged)
-
-
-class Counting(base.Classifier):
-    """A binary calibrator that does not merge."""
-
-    def __init__(self):
-        self.n = 0
-
-    def learn_one(self, x, y):
-        self.n += 1
-
-    def predict_proba_one(self, x):
-        return {True: 0.5, False: 0.5}
-
-    @property
-    def window_weight(self):
-        return float(self.n)
 
 
 def test_classes_whose_calibrator_does_not_merge_are_refused():
