@@ -1,4 +1,4 @@
-"""Labels that never arrive (a null label time): predicted and written as any event, counted
+"""Labels that never arrive (a null label time, or an infinite numeric one): predicted and written as any event, counted
 apart in the summary, and never held by the planner (memory does not grow with them)."""
 
 from __future__ import annotations
@@ -44,24 +44,22 @@ def test_the_planner_never_holds_a_label_that_never_arrives(batch_size):
     assert planner.n_learned + len(planner.flight) + planner.n_never == n
 
 
-def test_the_summary_counts_them_apart_and_the_outputs_are_the_river_faces(tmp_path):
+@pytest.mark.parametrize("missing", ["null", "inf"])
+def test_the_summary_counts_them_apart_and_the_outputs_are_the_river_faces(tmp_path, missing):
     n = 3_000
     t, s, y, label_t, never = stream(n, 9)
-    table = pa.table(
-        {
-            "event_time": t,
-            "score": s,
-            "label": y.astype(bool),
-            "label_time": pa.array(np.where(never, 0.0, label_t), mask=never),
-        }
-    )
+    if missing == "null":
+        column = pa.array(np.where(never, 0.0, label_t), mask=never)
+    else:  # numeric label times: an infinite one never comes
+        column = pa.array(label_t)
+    table = pa.table({"event_time": t, "score": s, "label": y.astype(bool), "label_time": column})
     out = tmp_path / "out.parquet"
     summary = replay(table, {"pav": PAVCalibrator(window=CountWindow(300))}, output=out, batch_size=256)
     n_never = int(np.count_nonzero(never))
     assert summary.n_never == n_never > 0
     assert summary.n_in_flight == int(np.count_nonzero(~never & (label_t > t[-1])))
     assert summary.n_learned + summary.n_in_flight + summary.n_never == n
-    assert f"{n_never:,} never arrive (null label time)" in summary.to_text()
+    assert f"{n_never:,} never arrive (null or infinite label time)" in summary.to_text()
     assert "still in flight" in summary.to_text()
     proba, llr = naive_replay(t, s, y, label_t, PAVCalibrator(window=CountWindow(300)))
     got = pq.read_table(out)

@@ -29,7 +29,7 @@ class ReplaySummary:
     n_in_flight : int
         Labels whose label time came after the last event: never learned.
     n_never : int
-        Labels that never arrive (a null label time): never learned, and never held in flight.
+        Labels that never arrive (a null or infinite label time): never learned, and never held in flight.
     label_mode : str
         ``"column"`` (label-time column), ``"delay"`` (fixed delay) or ``"immediate"``.
     seconds : float
@@ -137,7 +137,7 @@ def _caption(summary: ReplaySummary) -> str:
         f"{s.n_events:,} event{'' if s.n_events == 1 else 's'} ({rate:.3%} positive) from {len(s.files)} {noun} in "
         f"{s.seconds:.2f} s ({s.events_per_second:,.0f} events/s); labels: "
         f"{s.label_mode}, {s.n_learned:,} learned, {s.n_in_flight:,} still in flight at the end"
-        + (f", {s.n_never:,} never arrive (null label time)" if s.n_never else "")
+        + (f", {s.n_never:,} never arrive (null or infinite label time)" if s.n_never else "")
         + ". Metrics: event-weighted mean over windows"
         + (f" of {s.metrics_window:,} events." if s.metrics_window else ".")
         + (f" Plot drawn in {s.plot_seconds:.2f} s." if s.plot is not None else "")
