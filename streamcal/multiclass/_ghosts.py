@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 
-from streamcal.merging import Mergeable
+from streamcal.multiclass._merge_parts import BinaryPartsMerging
 
 
 def kept(cal, params) -> dict | None:
@@ -140,7 +140,7 @@ def check_loaded(cal, kind, rank: dict, fail, brief) -> None:
                 )
 
 
-class PairMerging(Mergeable):
+class PairMerging(BinaryPartsMerging):
     """How two :class:`~streamcal.multiclass.PairwiseCouplingCalibrator` merge
     (:func:`streamcal.merging.merge`): into the calibrator that learned the first one's events,
     then the other's, with the classes of both.
@@ -153,30 +153,7 @@ class PairMerging(Mergeable):
     ``classes`` (equal, as every parameter) there are no ghosts and the pairs merge alike.
     """
 
-    def merge(self, *others):
-        """A new calibrator equal to one that learned the events of ``self``, then of ``others``,
-        over the classes of all of them (see :class:`PairMerging`). None of them is modified.
-
-        Examples
-        --------
-        >>> from streamcal.multiclass import PairwiseCouplingCalibrator
-        >>> a, b = PairwiseCouplingCalibrator(), PairwiseCouplingCalibrator()
-        >>> a.learn_one({0: 0.7, 1: 0.3}, 0)
-        >>> b.learn_one({1: 0.4, 2: 0.6}, 2)
-        >>> merged = a.merge(b)
-        >>> merged.classes_, sorted(merged.pairs_)
-        ([0, 1, 2], [(0, 1), (0, 2), (1, 2)])
-        """
-        from streamcal.merging import merge
-
-        return merge([self, *others])
-
-    def _check_merge(self, items: list) -> None:
-        prototype = self._new_binary()
-        if not isinstance(prototype, Mergeable):
-            name = type(prototype).__name__
-            msg = f"`calibrators` cannot be merged: their pairs' calibrator {name} does not merge."
-            raise TypeError(msg)
+    _PARTS = "pairs'"
 
     def _merged_with(self, other):
         from streamcal.merging import merge

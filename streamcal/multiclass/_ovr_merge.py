@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 
-from streamcal.merging import Mergeable
+from streamcal.multiclass._merge_parts import BinaryPartsMerging
 
 
 def _absent(cal):
@@ -26,34 +26,11 @@ def _absent(cal):
     return cal.__dict__.get("_absent")
 
 
-class OvRMerging(Mergeable):
+class OvRMerging(BinaryPartsMerging):
     """The merge of one-vs-rest calibrators: into the calibrator that learned the first one's
     events, then the other's, over the classes of both (see :mod:`streamcal.multiclass._ovr_merge`)."""
 
-    def merge(self, *others):
-        """A new calibrator equal to one that learned the events of ``self``, then of ``others``,
-        over the classes of all of them. None of them is modified.
-
-        Examples
-        --------
-        >>> from streamcal.multiclass import OneVsRestCalibrator
-        >>> a, b = OneVsRestCalibrator(), OneVsRestCalibrator()
-        >>> a.learn_one({0: 0.7, 1: 0.3}, 0)
-        >>> b.learn_one({1: 0.4, 2: 0.6}, 2)
-        >>> merged = a.merge(b)
-        >>> merged.classes_, [m.n_learned for m in merged.calibrators_.values()]
-        ([0, 1, 2], [2, 2, 2])
-        """
-        from streamcal.merging import merge
-
-        return merge([self, *others])
-
-    def _check_merge(self, items: list) -> None:
-        prototype = self._new_binary()
-        if not isinstance(prototype, Mergeable):
-            name = type(prototype).__name__
-            msg = f"`calibrators` cannot be merged: their classes' calibrator {name} does not merge."
-            raise TypeError(msg)
+    _PARTS = "classes'"
 
     def _merged_with(self, other):
         from streamcal.merging import merge
