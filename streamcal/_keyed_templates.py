@@ -450,7 +450,7 @@ class TemplateKeys:
         bad = ~((s >= layout.score_low) & (s <= layout.score_high))  # NaN and infinities too
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(self._global._bad_score_message(float(s[i]), "scores", f" at position {i}"))
+            raise ValueError(self._global._bad_score_message(float(s[i]), "scores", f" at position {i}", scores))
         return s, None
 
     def _predict(self, keys, scores):

@@ -95,7 +95,7 @@ class OperationLoop:
         s = as_1d_float(scores, "scores", allow_empty=True, copy=False)  # only read from here on
         b, bad = self._checked_buckets(s)
         if bad >= 0:
-            self._check_scores(s)  # raises, naming the first bad score
+            self._check_scores(scores)  # raises, naming the first bad score (a null as one)
             msg = f"`scores` must be finite and in the buckets' range; got {s[bad]!r} at position {bad}."
             raise ValueError(msg)
         return s, b

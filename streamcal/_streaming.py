@@ -213,9 +213,9 @@ class StreamingCalibrator(CalibratorState, OperationLoop, LockedState, Persistab
                     return s
         return score_from_dict(x, self.score_key, self._score_low, self._score_high, self._bucket_kind)
 
-    def _bad_score_message(self, s: float, name: str, where: str) -> str:
+    def _bad_score_message(self, s: float, name: str, where: str, source=None) -> str:
         """The error of a score outside the valid range (``where``: " at position i" or "")."""
-        return bad_score_message(s, name, where, self._score_low, self._score_high, self._bucket_kind)
+        return bad_score_message(s, name, where, self._score_low, self._score_high, self._bucket_kind, source)
 
     def _check_scores(self, scores) -> np.ndarray:
         """The array face's score check: what ``_score_of`` accepts one by one, as an array."""
@@ -223,7 +223,7 @@ class StreamingCalibrator(CalibratorState, OperationLoop, LockedState, Persistab
         bad = ~((s >= self._score_low) & (s <= self._score_high))  # the range is finite: also ±inf, NaN
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(self._bad_score_message(float(s[i]), "scores", f" at position {i}"))
+            raise ValueError(self._bad_score_message(float(s[i]), "scores", f" at position {i}", scores))
         return s
 
     def _last_time(self) -> float:

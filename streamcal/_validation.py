@@ -54,6 +54,15 @@ def fmt(value) -> str:
     return repr(value)
 
 
+def shown(value, source) -> str:
+    """:func:`fmt` of an element of ``source``, or "a missing value (null / NA)" for a NaN that came
+    from a column with ``to_numpy`` (pandas, polars, pyarrow), which turns its nulls into NaN."""
+    column = not isinstance(source, np.ndarray) and callable(getattr(source, "to_numpy", None))
+    if column and isinstance(value, (float, np.floating)) and value != value:
+        return "a missing value (null / NA)"
+    return fmt(value)
+
+
 # the dtype of a 1-d float64 array that the array faces read without any conversion
 _F8 = np.dtype(np.float64)
 
@@ -244,7 +253,7 @@ def as_finite(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
     bad = ~np.isfinite(arr)
     if bad.any():
         i = _first_bad(bad)
-        msg = f"`{name}` must be finite; got {fmt(arr[i])} at position {i}."
+        msg = f"`{name}` must be finite; got {shown(arr[i], x)} at position {i}."
         raise ValueError(msg)
     return arr
 
@@ -255,7 +264,7 @@ def as_probabilities(x, name: str, *, allow_empty: bool = False) -> np.ndarray:
     bad = ~((arr >= 0.0) & (arr <= 1.0))  # also catches NaN
     if bad.any():
         i = _first_bad(bad)
-        msg = f"`{name}` must hold probabilities in [0, 1]; got {fmt(arr[i])} at position {i}."
+        msg = f"`{name}` must hold probabilities in [0, 1]; got {shown(arr[i], x)} at position {i}."
         raise ValueError(msg)
     return arr
 
@@ -287,7 +296,7 @@ def as_binary_labels(y, name: str = "labels", *, allow_empty: bool = False) -> n
     bad = ~((arr == 0.0) | (arr == 1.0))
     if bad.any():
         i = _first_bad(bad)
-        msg = f"`{name}` must hold binary labels (0/1 or False/True); got {fmt(raw[i])} at position {i}."
+        msg = f"`{name}` must hold binary labels (0/1 or False/True); got {shown(raw[i], y)} at position {i}."
         raise ValueError(msg)
     return arr
 
@@ -328,7 +337,7 @@ def as_nonneg_weights(w, name: str, n: int) -> np.ndarray:
     bad = ~(np.isfinite(arr) & (arr >= 0.0))
     if bad.any():
         i = _first_bad(bad)
-        msg = f"`{name}` must be finite and non-negative; got {fmt(arr[i])} at position {i}."
+        msg = f"`{name}` must be finite and non-negative; got {shown(arr[i], w)} at position {i}."
         raise ValueError(msg)
     return arr
 
@@ -368,9 +377,8 @@ def check_learn_arrays(
         except ValueError:
             for i in idx:
                 if not _is_binary(raw[i]):
-                    msg = (
-                        f"`labels` must hold binary labels (0/1 or False/True); got {_plain(raw[i])!r} at position {i}."
-                    )
+                    got = shown(_plain(raw[i]), labels)
+                    msg = f"`labels` must hold binary labels (0/1 or False/True); got {got} at position {i}."
                     raise ValueError(msg) from None
             raise
     if weights is None:
@@ -384,7 +392,8 @@ def check_learn_arrays(
             w[~learn] = 0.0
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            msg = f"`{weights_name}` must be finite and non-negative; got {float(w[i])!r} at position {i}."
+            got = shown(float(w[i]), weights)
+            msg = f"`{weights_name}` must be finite and non-negative; got {got} at position {i}."
             raise ValueError(msg)
         big = w > max_weight  # zero where nothing is learned
         if big.any():
@@ -407,7 +416,7 @@ def check_learn_arrays(
         bad = ~np.isfinite(tl)
         if bad.any():
             i = int(pos[np.flatnonzero(bad)[0]])
-            msg = f"`times` must be finite; got {float(t[i])!r} at position {i}."
+            msg = f"`times` must be finite; got {shown(float(t[i]), times)} at position {i}."
             raise ValueError(msg)
         if needs_times and tl.size:
             last = last_time
@@ -566,10 +575,13 @@ def as_event_float(value, name: str) -> float:
         raise ValueError(msg) from None
 
 
-def bad_score_message(s: float, name: str, where: str, low: float, high: float, bucket_kind: str) -> str:
-    """The error of a score outside ``[low, high]`` (``where``: " at position i" or "")."""
+def bad_score_message(
+    s: float, name: str, where: str, low: float, high: float, bucket_kind: str, source=None
+) -> str:
+    """The error of a score outside ``[low, high]`` (``where``: " at position i" or ""; ``source``:
+    the array the score came from, which names a null as one)."""
     if not math.isfinite(s):
-        return f"`{name}` must be finite; got {s!r}{where}."
+        return f"`{name}` must be finite; got {shown(s, source)}{where}."
     if low == 0.0 and high == 1.0:
         return (
             f"`{name}` must hold probabilities in [0, 1] for {bucket_kind} buckets; got "

@@ -518,7 +518,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, 
         s = as_1d_float(scores, "scores", allow_empty=True, copy=False)
         b, bad = self._global.window_histogram.layout.buckets_checked(s)
         if bad >= 0:  # the unkeyed calibrator's message: the range, and the buckets for other scores
-            msg = self._global._bad_score_message(float(s[bad]), "scores", f" at position {bad}")
+            msg = self._global._bad_score_message(float(s[bad]), "scores", f" at position {bad}", scores)
             raise ValueError(msg)
         return s, b
 
