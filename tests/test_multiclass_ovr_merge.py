@@ -13,7 +13,7 @@ from streamcal import PAVCalibrator
 from streamcal.merging import merge
 from streamcal.multiclass import OneVsRestCalibrator
 from streamcal.persist import from_bytes, to_bytes
-from streamcal.windows import CountWindow, TimeWindow
+from streamcal.windows import CountWindow, Decay, TimeWindow
 from tests.same_state import Counting, assert_same_binary
 
 WINDOWS = {"unbounded": None, "count": CountWindow(40), "time": TimeWindow(90.0)}
@@ -203,3 +203,75 @@ def test_refused_merges_change_nothing(rng):
     with pytest.raises(TypeError, match="one class"):
         merge(a, PAVCalibrator(prior=None))
     assert ([a.predict_proba_one(x) for x in PROBE], a.classes_, a.absent_.n_learned) == before
+
+
+@pytest.mark.parametrize("window", [Decay(half_life=60.0), Decay(half_life=150.0, by="time")], ids=["events", "time"])
+def test_decayed_parts_merge_into_the_run_over_both_to_rounding(window, rng):
+    # decay: a part's weights age by the other's events (or to the latest time), so the sums agree
+    # to rounding (docs/distributed.md), as for the binary calibrators
+    events = late_stream(rng)
+    kw = {"calibrator": PAVCalibrator(window=window, prior=None)}
+    first, second, whole = (OneVsRestCalibrator(**kw) for _ in range(3))
+    learn(first, events, slice(0, 320))
+    learn(second, events, slice(320, None))
+    learn(whole, events)
+    merged = merge(first, second)
+    assert merged.classes_ == whole.classes_ == [0, 1, 2, 3, 4]
+    assert (merged.absent_ is None) == (whole.absent_ is None)
+    pairs = [(merged.calibrators_[c], model) for c, model in whole.calibrators_.items()]
+    if whole.absent_ is not None:
+        pairs.append((merged.absent_, whole.absent_))
+    for mine, theirs in pairs:
+        assert mine.n_learned == theirs.n_learned
+        for a, b in zip(mine.histogram()[1:], theirs.histogram()[1:], strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(mine.predict_proba(GRID), theirs.predict_proba(GRID), rtol=1e-9, atol=1e-12)
+    assert merged.last_time == whole.last_time
+    for x in PROBE:
+        got, want = merged.predict_proba_one(x), whole.predict_proba_one(x)
+        assert got.keys() == want.keys()
+        np.testing.assert_allclose(list(got.values()), list(want.values()), rtol=1e-9, atol=1e-12)
+
+
+def test_a_merge_while_a_part_learns_on_another_thread_reads_a_consistent_part(rng):
+    # the merge copies the first part and reads the second under their locks: each merged
+    # calibrator is the merge of some prefix of the learning part's events, never a torn mix
+    import sys
+    import threading
+    import time
+
+    events = calibrated_stream(rng, 2400)
+    kw = {"calibrator": PAVCalibrator(window=CountWindow(500), prior=None), "classes": (0, 1, 2)}
+    other = learn(OneVsRestCalibrator(**kw), events, slice(2000, None))
+    for busy_first in (True, False):
+        busy = learn(OneVsRestCalibrator(**kw), events, slice(0, 200))
+        done = threading.Event()
+
+        def run(cal=busy):
+            for i in range(200, 2000, 10):
+                learn(cal, events, slice(i, i + 10))
+                time.sleep(0)  # lets the merging thread in between, as well as within, the calls
+            done.set()
+
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)
+        try:
+            thread = threading.Thread(target=run)
+            thread.start()
+            merged = []
+            while not done.is_set():
+                merged.append(merge(busy, other) if busy_first else merge(other, busy))
+            thread.join()
+        finally:
+            sys.setswitchinterval(old)
+        assert len(merged) >= 2
+        prefixes = set()
+        for m in merged:
+            counts = {model.n_learned for model in m.calibrators_.values()}
+            assert len(counts) == 1, counts  # every class learned the same events
+            prefixes.add(counts.pop() - 400)
+        assert all(200 <= k <= 2000 for k in prefixes)
+        for m in merged[:: max(1, len(merged) // 4)]:  # a few, against the run they must equal
+            k = next(iter(m.calibrators_.values())).n_learned - 400
+            part = learn(OneVsRestCalibrator(**kw), events, slice(0, k))
+            assert_same_ovr(m, merge(part, other) if busy_first else merge(other, part))
