@@ -343,3 +343,45 @@ def test_pairs_whose_calibrator_does_not_merge_are_refused():
     with pytest.raises(TypeError, match="pairs' calibrator Counting does not merge"):
         merge(a, b)
     assert a.pairs_[(0, 1)].window_weight == 1.0
+
+
+def test_a_merge_while_a_part_learns_on_another_thread_reads_a_consistent_part(rng):
+    # the merge copies the first part and reads the second under their locks: each merged
+    # calibrator equals the merge of some prefix of the learning part's events, never a torn mix
+    import sys
+    import threading
+    import time
+
+    xs, ys = late_stream(rng, m=1400)
+    kw = {"calibrator": PAVCalibrator(window=CountWindow(300), prior=None), "classes": (0, 1, 2, 3)}
+    other = PairwiseCouplingCalibrator(**kw)
+    run_river(other, xs[1200:], ys[1200:], [1.0] * 200, [None] * 200)
+    fed = sum(model.n_learned for model in other.pairs_.values())
+    for busy_first in (True, False):
+        busy = PairwiseCouplingCalibrator(**kw)
+
+        def run(cal=busy):
+            for i in range(1200):
+                cal.learn_one(xs[i], ys[i])
+                if i % 10 == 9:
+                    time.sleep(0)  # lets the merging thread in between, as well as within, the calls
+
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)
+        try:
+            thread = threading.Thread(target=run)
+            thread.start()
+            merged = []
+            while thread.is_alive():
+                merged.append(merge(busy, other) if busy_first else merge(other, busy))
+            thread.join()
+        finally:
+            sys.setswitchinterval(old)
+        assert len(merged) >= 2
+        for m in merged[:: max(1, len(merged) // 6)]:
+            # with the classes fixed an event feeds the three pairs of its label's class
+            k, torn = divmod(sum(model.n_learned for model in m.pairs_.values()) - fed, 3)
+            assert torn == 0
+            part = PairwiseCouplingCalibrator(**kw)
+            run_river(part, xs[:k], ys[:k], [1.0] * k, [None] * k)
+            assert_pairs_equal(m, merge(part, other) if busy_first else merge(other, part))
