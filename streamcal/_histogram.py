@@ -106,6 +106,8 @@ def added(
     floats[h : h + 2 * B] = fa[h : h + 2 * B] * scale_a + fb[h : h + 2 * B] * scale_b
     floats[_h.SF_T_POS] = fa[_h.SF_T_POS] * scale_a + fb[_h.SF_T_POS] * scale_b
     floats[_h.SF_T_NEG] = fa[_h.SF_T_NEG] * scale_a + fb[_h.SF_T_NEG] * scale_b
+    for k in (_h.SF_EVENTS_POS, _h.SF_EVENTS_NEG):  # decay by time's decayed event counts, as the weights
+        floats[k] = fa[k] * scale_a + fb[k] * scale_b
     g = _h.SI_HEADER
     ints[g : g + 2 * B] = ia[g : g + 2 * B] + ib[g : g + 2 * B]
     ints[_h.SI_N_POS] = ia[_h.SI_N_POS] + ib[_h.SI_N_POS]
@@ -434,6 +436,7 @@ class WindowedHistogram:
         hist.window = window
         hist.grows_ring = bool(window.grows_ring)
         hist.layout = BucketLayout.from_saved(state, buckets)
+        _count_events_of_an_older_file(hist.__dict__.get("floats"))
         return hist
 
     @staticmethod
@@ -455,6 +458,17 @@ class WindowedHistogram:
         n_learned = int(state["_sf"][_h.SF_N_LEARNED])
         if type(buckets) is QuantileEdges and n_learned < buckets.warmup:
             c.fail(f"the quantile edges are known after {buckets.warmup} events; found {n_learned} learned.")
+
+
+def _count_events_of_an_older_file(sf) -> None:
+    """Decay by time counts the window's events apart from their weights (``SF_EVENTS_POS`` /
+    ``SF_EVENTS_NEG``); a file written before it holds 0.0 there with weight in the window, and
+    takes each class's weight as its count (what its prior's refits followed until then)."""
+    if sf is None or sf[_h.SF_KIND] != _h.KIND_DECAY_TIME:
+        return
+    if sf[_h.SF_EVENTS_POS] == 0.0 and sf[_h.SF_EVENTS_NEG] == 0.0:
+        sf[_h.SF_EVENTS_POS] = sf[_h.SF_T_POS]
+        sf[_h.SF_EVENTS_NEG] = sf[_h.SF_T_NEG]
 
 
 def _check_saved_warmup(state: dict, window, buckets, buckets_param) -> None:
@@ -572,6 +586,13 @@ def check_arrays(sf, si, n_buckets: int, window) -> None:
     for what, v in (("positive", t_pos), ("negative", t_neg)):
         if not (math.isfinite(v) and v >= 0.0):
             fail(f"`_sf` total {what} weight: expected a finite number >= 0; found {v!r}.")
+    events = (float(sf[h.SF_EVENTS_POS]), float(sf[h.SF_EVENTS_NEG]))
+    if kind == h.KIND_DECAY_TIME:
+        for what, v in zip(("positive", "negative"), events, strict=True):
+            if not (math.isfinite(v) and v >= 0.0):
+                fail(f"`_sf` decayed count of {what} events: expected a finite number >= 0; found {v!r}.")
+    elif events != (0.0, 0.0):
+        fail(f"`_sf` decayed event counts: expected 0.0 and 0.0 (decay by time keeps them); found {events}.")
     for name, counts in (("_si positive counts", npos), ("_si negative counts", nneg)):
         if (counts < 0).any():
             i = int(np.flatnonzero(counts < 0)[0])
@@ -603,6 +624,8 @@ def check_arrays(sf, si, n_buckets: int, window) -> None:
         )
     if (n_pos == 0 and t_pos != 0.0) or (n_neg == 0 and t_neg != 0.0):
         fail("`_sf` class totals: expected 0.0 for a class with no event in the window.")
+    if (n_pos == 0 and events[0] != 0.0) or (n_neg == 0 and events[1] != 0.0):
+        fail("`_sf` decayed event counts: expected 0.0 for a class with no event in the window.")
     if n_pos + n_neg > n_learned:
         fail(f"`_si` class counts: {n_pos + n_neg} events in the window, more than the {n_learned!r} learned.")
 

@@ -73,6 +73,12 @@ SF_WINDOW_N = 6  # CountWindow size
 SF_SECONDS = 7  # TimeWindow span
 SF_HALF_LIFE = 8  # Decay half-life (events or time units)
 SF_N_RENORM = 9  # number of decay renormalisations so far (diagnostic)
+# Decay by time: the window's positive / negative events, each counted as one event's worth of
+# weight decayed like the weights (stored units), so that the score prior's refits follow the
+# events held whatever their weights; 0 for the other windows. With unit weights they equal
+# SF_T_POS / SF_T_NEG bit for bit (the same additions of the same units).
+SF_EVENTS_POS = 10
+SF_EVENTS_NEG = 11
 SF_HEADER = 12
 
 # si header
@@ -416,20 +422,25 @@ def window_add_inplace(sf, si, b, y, w, clock, kind):
                 sf[i] *= factor
             sf[SF_T_POS] *= factor
             sf[SF_T_NEG] *= factor
+            sf[SF_EVENTS_POS] *= factor
+            sf[SF_EVENTS_NEG] *= factor
             sf[SF_T0] = t0
             sf[SF_N_RENORM] += 1.0
-            ws = w * math.pow(2.0, rest)
+            unit = math.pow(2.0, rest)
             renormalised = True
         elif exponent < -DECAY_RENORM_EXPONENT:
             # only at the first event (``t0`` starts at 0 and never passes the last learned clock,
             # which later clocks do not precede): nothing is stored yet, the frame starts here
             sf[SF_T0] = clock
-            ws = w * 2.0**0.0
+            unit = 2.0**0.0
             renormalised = True
         else:
             # the unit ``2**exponent`` of the frame as it stands: a caller that inlines this
             # helper and computes the same power before it shares the one computation
-            ws = w * math.pow(2.0, exponent)
+            unit = math.pow(2.0, exponent)
+        ws = w * unit
+        if kind == KIND_DECAY_TIME:
+            sf[SF_EVENTS_POS if y > 0.5 else SF_EVENTS_NEG] += unit
     if y > 0.5:
         sf[SF_HEADER + b] += ws
         si[SI_HEADER + b] += 1

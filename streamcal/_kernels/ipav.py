@@ -124,6 +124,8 @@ from streamcal._kernels.histogram import (
     KIND_DECAY_EVENTS,
     KIND_DECAY_TIME,
     MAX_WEIGHT,
+    SF_EVENTS_NEG,
+    SF_EVENTS_POS,
     SF_HALF_LIFE,
     SF_HEADER,
     SF_KIND,
@@ -1778,12 +1780,11 @@ def _prior_strength_inplace(sf, si, pf, kind):
     pf[o + PR_FLOOR] = unit
     n = sf[SF_N_LEARNED]
     # the window's events, whatever their weights, so that small weights do not bring a refit at
-    # every event: a count or time window's events and an unbounded window's; under decay by
-    # events their decayed count (one event's worth of weight each); under decay by time, whose
-    # events' clocks are not kept, the window's weight in the weights' units. A window that
-    # forgets refits sooner.
+    # every event: a count or time window's events and an unbounded window's; under decay their
+    # decayed count (one event's worth of weight each): by events in closed form, by time as the
+    # histogram keeps it. A window that forgets refits sooner.
     if kind == KIND_DECAY_TIME:
-        held = (sf[SF_T_POS] + sf[SF_T_NEG]) / unit
+        held = (sf[SF_EVENTS_POS] + sf[SF_EVENTS_NEG]) / unit
     elif kind == KIND_DECAY_EVENTS:
         r = math.log(2.0) / sf[SF_HALF_LIFE]
         held = math.expm1(-float(si[SI_N_POS] + si[SI_N_NEG]) * r) / math.expm1(-r)  # sum of 2 ** (-age / half-life)
