@@ -27,6 +27,7 @@ __all__ = [
     "check_key_params",
     "check_keyed_state",
     "replace_global",
+    "row_layout",
     "upgrade_ring",
     "upgrade_state",
 ]
@@ -205,12 +206,48 @@ def check_slot_keys(keys: list, max_keys) -> None:
         c.fail(f"`_slot_keys`: {len(live)} keys hold a state; max_keys is {max_keys}.")
 
 
-def check_exported(state, cfg) -> dict:
+def row_layout(global_cal) -> dict:
+    """What a key row's buckets and clocks mean: the bucket edges and the window of the keyed
+    calibrator's global map (``edges``, and ``window`` as ``(kind, n, seconds, half_life)``), which
+    :meth:`streamcal.KeyedCalibrator.export_key` gives with the row and ``import_key`` checks."""
+    hist = global_cal.window_histogram
+    return {"edges": hist.layout.edges.copy(), "window": tuple(float(v) for v in hist.window_code)}
+
+
+def _check_layout(state: dict, layout: dict) -> None:
+    for name, what in (("edges", "bucket edges"), ("window", "window")):
+        if name not in state:
+            msg = f"`state` must hold {name!r}, the {what} its row was learned over (export_key's form)."
+            raise ValueError(msg)
+    edges, window = np.asarray(state["edges"]), state["window"]
+    if edges.shape != layout["edges"].shape or not np.array_equal(edges, layout["edges"]):
+        msg = (
+            f"`state` was exported over other bucket edges ({edges.size - 1} buckets from "
+            f"{float(edges.flat[0]) if edges.size else None!r}); this calibrator's are {layout['edges'].size - 1} "
+            f"from {float(layout['edges'][0])!r}: its buckets would mean other scores."
+        )
+        raise ValueError(msg)
+    try:
+        same = tuple(float(v) for v in window) == layout["window"]
+    except (TypeError, ValueError):
+        same = False
+    if not same:
+        msg = (
+            f"`state` was exported under another window ((kind, count, seconds, half-life) = {window!r}); "
+            f"this calibrator's is {layout['window']!r}."
+        )
+        raise ValueError(msg)
+
+
+def check_exported(state, cfg, layout: dict | None = None) -> dict:
     """An exported key row (:meth:`streamcal.KeyedCalibrator.export_key`), checked, as arrays of the
-    kernels' types; ValueError naming the first bad field."""
+    kernels' types, against ``layout`` (:func:`row_layout`) when given; ValueError naming the first
+    bad field."""
     if not isinstance(state, dict):
         msg = f"`state` must be a dict (KeyedCalibrator.export_key's form); got {type(state).__name__}."
         raise TypeError(msg)
+    if layout is not None:
+        _check_layout(state, layout)
     row = {}
     arrays = {"bucket": np.int64, "pos": np.float64, "neg": np.float64, "n_pos": np.int64, "n_neg": np.int64,
               "ring_bucket": np.int64, "ring_weight": np.float64, "ring_label": np.float64,

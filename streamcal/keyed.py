@@ -24,7 +24,7 @@ from streamcal._kernels import histogram as _h
 from streamcal._kernels import keyed as _kk
 from streamcal._keyed_river import LEAN_PLAIN, LEAN_TIMES, KeyedRiverFace, one_event
 from streamcal._keyed_rows import KeyedRows, calibrator_to_row, ring_rows
-from streamcal._keyed_state import check_key_params
+from streamcal._keyed_state import check_key_params, row_layout
 from streamcal._keyed_templates import TemplateKeys
 from streamcal._keys import KeyedRiverChecks, as_key_column, check_key_kind
 from streamcal._locking import LockedState
@@ -346,7 +346,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, 
     def export_key(self, key) -> dict:
         """``key``'s state as plain values (numpy arrays and floats): its row and window."""
         with self._lock:
-            return self._export(self._slot(key))
+            return {**self._export(self._slot(key)), **row_layout(self._global)}
 
     def import_key(self, key, state: dict) -> None:
         """Replace (or create) ``key``'s state by ``state`` (:meth:`export_key`'s form), checked first."""
@@ -355,7 +355,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, 
         with self._lock:
             key = self._checked_key(key, "key")
             check_key_kind(self._slot_of, key)
-            row = check_exported(state, self._cfg)
+            row = check_exported(state, self._cfg, row_layout(self._global))
             k = self._slot_of.get(key)
             if k is None:
                 if self.max_keys is not None and self.n_keys >= self.max_keys:

@@ -4,6 +4,7 @@ eviction, per-key persistence and merging, and refused input that changes nothin
 from __future__ import annotations
 
 import copy
+import pickle
 
 import numpy as np
 import pytest
@@ -617,3 +618,35 @@ def test_a_time_window_without_times_names_the_faces_own_argument(template):
     with pytest.raises(ValueError, match=r"^TimeWindow needs event times: pass `times=`\.$"):
         cal.update([1], [0.1], [True])
     assert streamcal.persist.to_bytes(cal) == before
+
+
+@pytest.mark.parametrize(
+    ("theirs", "why"),
+    [
+        (PAVCalibrator(buckets=32, prior=None), "other bucket edges"),
+        (PAVCalibrator(buckets="uniform:1024", prior=None), "other bucket edges"),
+        (PAVCalibrator(prior=None, window=CountWindow(500)), "another window"),
+        (PAVCalibrator(prior=None, window=Decay(half_life=300.0)), "another window"),
+    ],
+    ids=["32-buckets", "uniform", "count-window", "decay"],
+)
+def test_import_refuses_a_row_of_other_buckets_or_window_and_changes_nothing(theirs, why):
+    # a row's buckets and clocks mean scores and times only under the layout it was learned over
+    rng = np.random.default_rng(5)
+    k, s, y = rng.integers(0, 3, 600), rng.uniform(size=600), rng.uniform(size=600) < 0.3
+    src = KeyedCalibrator(theirs, prior_strength=0).update(k, s, y)
+    dst = KeyedCalibrator(PAVCalibrator(prior=None), prior_strength=0).update(k[:50], s[:50], y[:50])
+    before = pickle.dumps(dst.__getstate__())
+    with pytest.raises(ValueError, match=why):
+        dst.import_key(1, src.export_key(1))
+    assert pickle.dumps(dst.__getstate__()) == before
+    row = dst.export_key(1)
+    for name in ("edges", "window"):
+        with pytest.raises(ValueError, match=f"must hold '{name}'"):
+            dst.import_key(1, {n: v for n, v in row.items() if n != name})
+    assert pickle.dumps(dst.__getstate__()) == before
+    # the same layout imports, exactly
+    twin = KeyedCalibrator(PAVCalibrator(prior=None), prior_strength=0)
+    twin.import_key(1, row)
+    grid = np.linspace(0.001, 0.999, 50)
+    np.testing.assert_array_equal(twin.predict_proba(np.ones(50, int), grid), dst.predict_proba(np.ones(50, int), grid))
