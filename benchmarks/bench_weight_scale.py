@@ -26,6 +26,7 @@ WINDOWS = {
     "count 1e4": lambda: CountWindow(10_000),
     "time": lambda: TimeWindow(seconds=5_000.0),
     "decay by events 1e4": lambda: Decay(half_life=10_000.0),
+    "decay by time 1e4 s": lambda: Decay(half_life=10_000.0, by="time"),
 }
 
 

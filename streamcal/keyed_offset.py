@@ -28,6 +28,7 @@ from streamcal._validation import (
     keywords_named,
 )
 from streamcal.exceptions import InvalidKeyError
+from streamcal.persist import Persistable
 
 __all__ = ["KeyedOffsetCalibrator"]
 
@@ -35,7 +36,7 @@ _POSITION = re.compile(r"at position (\d+)")
 
 
 @keywords_named
-class KeyedOffsetCalibrator(KeyedRiverChecks, LockedState, base.Classifier):
+class KeyedOffsetCalibrator(KeyedRiverChecks, LockedState, Persistable, base.Classifier):
     """A global streaming calibrator plus a per-key logit offset shrunk by empirical Bayes.
 
     Every event teaches one global calibrator (a copy of ``calibrator``, ``PAVCalibrator()`` by
@@ -92,7 +93,7 @@ class KeyedOffsetCalibrator(KeyedRiverChecks, LockedState, base.Classifier):
     Attributes
     ----------
     n_keys : int
-        Number of keys learned (or predicted) so far.
+        Number of keys learned so far (a key only predicted has no state and is not counted).
     tau2 : float
         The between-key variance ``τ²`` in use now.
     global_calibrator

@@ -1132,6 +1132,11 @@ def _atomic_write(path: Path, data: bytes) -> None:
             os.close(dir_fd)
 
 
+def _article(name: str) -> str:
+    """The indefinite article of a class name: "an IsotonicEProcess", "a PAVCalibrator"."""
+    return "an" if name[:1] in "AEIOU" else "a"
+
+
 class Persistable:
     """Mixin giving a learner ``save(path)`` and ``Class.load(path)`` (see :mod:`streamcal.persist`).
 
@@ -1166,7 +1171,7 @@ class Persistable:
         """Read a learner of this class from ``path`` (see :func:`streamcal.persist.load`)."""
         obj = load(path, allow_pickle=allow_pickle, max_bytes=max_bytes)
         if not isinstance(obj, cls):
-            article = "an" if cls.__name__[:1] in "AEIOU" else "a"
-            msg = f"{str(path)!r} holds a {type(obj).__name__}, not {article} {cls.__name__}."
+            got = type(obj).__name__
+            msg = f"{str(path)!r} holds {_article(got)} {got}, not {_article(cls.__name__)} {cls.__name__}."
             raise TypeError(msg)
         return obj

@@ -440,3 +440,16 @@ def test_process_in_pieces_equals_the_river_loop(events, pieces):
     looped = river_loop(b, keys, scores, labels, weights, learn)
     np.testing.assert_array_equal(np.concatenate(out), looped)
     assert state_of(a) == state_of(b)
+
+
+def test_the_class_saves_and_loads_like_the_other_learners(tmp_path):
+    rng = np.random.default_rng(11)
+    k, s = rng.integers(0, 6, 3000), rng.uniform(size=3000)
+    y = rng.uniform(size=3000) < s
+    cal = KeyedOffsetCalibrator().update(k[:1500], s[:1500], y[:1500])
+    path = cal.save(tmp_path / "offset.zip")
+    back = KeyedOffsetCalibrator.load(path)
+    for got, want in zip(back.prequential(k[1500:], s[1500:], y[1500:]), cal.prequential(k[1500:], s[1500:], y[1500:]), strict=True):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeError, match="holds a KeyedOffsetCalibrator, not a KeyedCalibrator"):
+        KeyedCalibrator.load(path)

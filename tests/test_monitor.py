@@ -744,5 +744,5 @@ def test_monitors_save_and_load_themselves_as_the_calibrators_do(make, tmp_path)
     back = type(monitor).load(path)
     assert back.n_seen == monitor.n_seen == 3
     other = IsotonicEProcess if type(monitor) is not IsotonicEProcess else MeanBiasCS
-    with pytest.raises(TypeError, match=r"holds a \w+, not an? " + other.__name__):
+    with pytest.raises(TypeError, match=r"holds an? \w+, not an? " + other.__name__):
         other.load(path)

@@ -210,7 +210,7 @@ def test_calibrated_classifier_load_checks_the_class(tmp_path):
     path = model.save(tmp_path / "m.zip")
     assert type(CalibratedClassifier.load(path, allow_pickle=True)) is CalibratedClassifier
     persist.save(ECE(), path)
-    with pytest.raises(TypeError, match="holds a ECE, not a CalibratedClassifier"):
+    with pytest.raises(TypeError, match="holds an ECE, not a CalibratedClassifier"):
         CalibratedClassifier.load(path)
 
 
