@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import heapq
+import math
 import numbers
 import os
 import warnings
@@ -44,29 +45,88 @@ from streamcal._streaming import StreamingCalibrator
 from streamcal._validation import as_1d_float
 from streamcal.exceptions import MemoryBoundWarning, StateFileError
 
-__all__ = ["TemplateKeys", "check_template_keyed_state", "pooled_histogram"]
+__all__ = ["TemplateKeys", "check_template_keyed_state", "key_prior", "pooled_finite_rule", "pooled_histogram"]
 
 
 @contextlib.contextmanager
-def pooled_histogram(cal: RefitCalibrator, prior_pos: np.ndarray | None, prior_neg: np.ndarray | None):
+def pooled_histogram(cal: RefitCalibrator, prior_pos: np.ndarray | None, prior_neg: np.ndarray | None, rule=None):
     """While open, ``cal.histogram()`` (what its refits read) returns its window plus the prior's
-    pseudo-counts (real units, one per bucket); ``prior_pos is None``: nothing changes. The
-    calibrator is the keyed calibrator's own (never handed out), and the override is an instance
-    attribute removed on leaving, so it is never copied, saved or seen outside."""
+    pseudo-counts (real units, one per bucket), and with ``rule`` (:func:`key_prior`'s) its refits
+    read the finite LLR rule of :func:`pooled_finite_rule`; ``prior_pos is None``: nothing changes.
+    The calibrator is the keyed calibrator's own (never handed out), and the overrides are instance
+    attributes removed on leaving, so they are never copied, saved or seen outside."""
     if prior_pos is None:
         yield
         return
     own = cal.histogram
+    window = [0.0, 0.0]  # the window's class totals at the last read (the refit's own)
 
     def window_plus_prior():
         centres, pos, neg = own()
+        window[:] = float(pos.sum()), float(neg.sum())
         return centres, pos + prior_pos, neg + prior_neg
 
+    def finite_rule(t_pos: float, t_neg: float, total: float) -> tuple[float, float]:
+        return pooled_finite_rule(float(cal.llr_pseudo_count), *window, rule, total)
+
     cal.histogram = window_plus_prior
+    if rule is not None:
+        cal._finite_rule = finite_rule
     try:
         yield
     finally:
         del cal.histogram
+        cal.__dict__.pop("_finite_rule", None)
+
+
+def pooled_finite_rule(c: float, n_pos: float, n_neg: float, rule, total: float) -> tuple[float, float]:
+    """``(logodds, weight)`` of a key's map fitted on ``total`` weight, its window (class totals
+    ``n_pos``, ``n_neg``) plus ``m`` pseudo-events of the prior, as ``RefitCalibrator._finite_rule``
+    gives them. The finite rule's pseudo-count ``c`` is shared as in the PAV path: the key's window
+    carries ``c`` times its share ``n / (n + m)`` of the fit, and the prior ``m c / T`` of the global
+    map's (``T`` the weight the global map was fitted on). The LLR's prior odds are the window's
+    class totals plus ``M = m (W + 2c) / W`` pseudo-events (``W`` the global window's weight) split
+    at the global map's own prior rate, ``sigmoid(L)`` (with its odds multiplied by the key's shift);
+    the bounds and the I-spline's smoothing read the weight ``total c / c'`` whose add-``c``
+    pseudo-events are the fit's ``c'``. As ``m`` grows, both tend to the global map's rule."""
+    m, odds_pos, odds_neg, share = rule
+    n = n_pos + n_neg
+    c_own = c * (n / (n + m)) if n > 0.0 else 0.0
+    logodds = math.log(n_pos + c_own + odds_pos) - math.log(n_neg + c_own + odds_neg)
+    c_fit = c_own + m * share
+    return logodds, (total * (c / c_fit) if c > 0.0 and c_fit > 0.0 else total)
+
+
+def key_prior(prior_pos, prior_neg, fitted, rule, e: float):
+    """``(pos, neg, rule)``: a key's prior pseudo-counts and finite-rule terms (see
+    :func:`pooled_finite_rule`) with the global map's odds multiplied by ``e``, the key's shift
+    (the shared ones where ``e`` is 1)."""
+    if prior_pos is None or e == 1.0:
+        return prior_pos, prior_neg, rule
+    r = fitted * e / (fitted * e + (1.0 - fitted))
+    weight = prior_pos + prior_neg
+    pos = weight * r
+    if rule is not None:
+        m, odds_pos, odds_neg, share = rule
+        shifted = e * odds_pos
+        big = odds_pos + odds_neg
+        rule = (m, big * (shifted / (shifted + odds_neg)), big * (odds_neg / (shifted + odds_neg)), share)
+    return pos, weight - pos, rule
+
+
+def prior_rule(m: float, src_weight: np.ndarray, src_rule: np.ndarray, c: float):
+    """The finite-rule terms of a prior of ``m`` pseudo-events over the global window's weight
+    ``src_weight`` (:func:`pooled_finite_rule`), from the global map's ``(logodds, low)``
+    (``src_rule``; None where a state saved before it lacks it: the pooled fit's own rule)."""
+    if src_rule.size != 2:
+        return None
+    logodds, low = float(src_rule[0]), float(src_rule[1])
+    big = m * ((float(src_weight.sum()) + 2.0 * c) / float(src_weight.sum()))
+    return m, big * _sigmoid(logodds), big * _sigmoid(-logodds), low / (1.0 - 2.0 * low)
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0.0 else math.exp(x) / (1.0 + math.exp(x))
 
 
 def _pools(template: StreamingCalibrator) -> bool:
@@ -260,11 +320,12 @@ class TemplateKeys:
         "_prior_pos",
         "_prior_neg",
         "_prior_on",
+        "_prior_rule",
     )
     _UNSAVED = ("_lock", *_CACHES)
     # what replace_global takes from a keyed source: the global map and the prior it gives
-    _GLOBAL_STATE = ("_global", "_n_learned", "_next_refresh", "_strength", "_src_weight", "_src_fitted", "_shift_a",
-                     "_shift_rho")
+    _GLOBAL_STATE = ("_global", "_n_learned", "_next_refresh", "_strength", "_src_weight", "_src_fitted", "_src_rule",
+                     "_shift_a", "_shift_rho")
 
     def __getstate__(self):
         state = LockedState.__getstate__(self)
@@ -274,13 +335,15 @@ class TemplateKeys:
         state["_kf"] = np.ascontiguousarray(state["_kf"][:n])
         state["_ki"] = np.zeros((n, _kk.KI_N), dtype=np.int64)
         state["_pver"] = np.ascontiguousarray(state["_pver"][:n])
+        if not state["_src_rule"].size:  # no finite rule to keep: saved as before it existed
+            del state["_src_rule"]
         return state
 
     def _check_loaded_state(self) -> None:
         check_template_keyed_state(self)
 
     def __setstate__(self, state):
-        self.__dict__.update(state)
+        self.__dict__.update(_upgraded(state))
         self._init_lock()
         for name, value in state.items():
             if type(value) is np.ndarray:
@@ -325,12 +388,13 @@ class TemplateKeys:
         weight, which the source rests on."""
         glob = self._global
         if not (_pools(glob) and self.prior_strength != 0):
-            self._src_weight = np.zeros(0)
-            self._src_fitted = np.zeros(0)
+            self._src_weight, self._src_fitted, self._src_rule = np.zeros(0), np.zeros(0), np.zeros(0)
             return glob.window_weight
         centres, pos, neg = glob.histogram()
         self._src_weight = np.ascontiguousarray(pos + neg)
-        self._src_fitted = np.ascontiguousarray(copy.deepcopy(glob).predict_proba(centres), dtype=np.float64)
+        served = copy.deepcopy(glob)
+        self._src_fitted = np.ascontiguousarray(served.predict_proba(centres), dtype=np.float64)
+        self._src_rule = np.array(served._llr_rule())  # the finite LLR rule of the map it served
         return glob.window_weight
 
     def _build_prior(self) -> None:
@@ -339,11 +403,12 @@ class TemplateKeys:
         weight = self._src_weight
         total = float(weight.sum())
         self._prior_on = bool(self._pooling and m > 0.0 and total > 0.0)
-        self._prior_pos = self._prior_neg = None
+        self._prior_pos = self._prior_neg = self._prior_rule = None
         if self._prior_on:
             scale = m / total
             self._prior_pos = scale * weight * self._src_fitted
             self._prior_neg = scale * weight * (1.0 - self._src_fitted)
+            self._prior_rule = prior_rule(m, weight, self._src_rule, float(self._global.llr_pseudo_count))
 
     def _strength_now(self, total: float) -> float:
         """As the PAV path's; 0 where keys are independent copies (nothing to pool into)."""
@@ -368,15 +433,8 @@ class TemplateKeys:
         return float(self._kf[k, _kk.KF_ODDS])
 
     def _key_prior(self, k: int):
-        """Key ``k``'s prior pseudo-counts: the shared ones, or with the key's odds multiplier."""
-        e = self._kf[k, _kk.KF_ODDS]
-        if self._prior_pos is None or e == 1.0:
-            return self._prior_pos, self._prior_neg
-        q = self._src_fitted
-        r = q * e / (q * e + (1.0 - q))
-        weight = self._prior_pos + self._prior_neg
-        pos = weight * r
-        return pos, weight - pos
+        """Key ``k``'s prior pseudo-counts and finite-rule terms, with the key's odds multiplier."""
+        return key_prior(self._prior_pos, self._prior_neg, self._src_fitted, self._prior_rule, self._kf[k, _kk.KF_ODDS])
 
     def _current_pver(self) -> int:
         return self._prior_ver if self._prior_on else -1
@@ -727,6 +785,7 @@ def check_template_keyed_state(obj) -> None:
         "_prior_ver",
         "_src_weight",
         "_src_fitted",
+        "_src_rule",
         "_shift_a",
         "_shift_rho",
     )
@@ -765,6 +824,19 @@ def check_template_keyed_state(obj) -> None:
     c.need_finite(fitted, "_src_fitted")
     if not ((weight >= 0).all() and (fitted >= 0).all() and (fitted <= 1).all()):
         c.fail("`_src_weight`/`_src_fitted`: expected weights >= 0 and rates in [0, 1].")
+    rule = c.need_array(state["_src_rule"], "_src_rule", np.float64)
+    c.need_finite(rule, "_src_rule")
+    if rule.size not in ((0, 2) if B else (0,)) or (rule.size and not 0.0 <= rule[1] < 0.5):
+        c.fail("`_src_rule`: expected the global map's log-odds and least probability in [0, 0.5), or nothing.")
+
+
+def _upgraded(state: dict) -> dict:
+    """A saved state in the current layout: a state without the global map's finite LLR rule
+    (``_src_rule``) has none: its keys do not pool, or (written before the prior kept the rule)
+    they read their pooled fit's own rule until the next refresh of the prior, as they did."""
+    if type(state) is dict and "_src_rule" not in state:
+        state = {**state, "_src_rule": np.zeros(0)}
+    return state
 
 
 class _Run:

@@ -108,9 +108,24 @@ class RefitCalibrator(StreamingCalibrator):
         if getattr(self, "prior", None) is not None:
             self._prior_strength, pos, neg = self._with_score_prior(centres, pos, neg, c)
         self._refit_from_histogram(centres, pos, neg)
-        self._prior_logodds = _prior.prior_logodds(t_pos, t_neg, c)
-        self._set_proba_bounds(float(pos.sum()) + float(neg.sum()))
+        self._prior_logodds, weight = self._finite_rule(t_pos, t_neg, float(pos.sum()) + float(neg.sum()))
+        self._set_proba_bounds(weight)
         self._fitted = True
+
+    def _finite_rule(self, t_pos: float, t_neg: float, total: float) -> tuple[float, float]:
+        """``(logodds, weight)`` of a map fitted on ``total`` weight whose histogram's class totals
+        are ``t_pos``, ``t_neg``: the prior log-odds its LLR is read against, and the weight whose
+        add-``c`` pseudo-events bound its probabilities (``total``). A keyed calibrator's pooled
+        refit reads its own (an instance attribute while its prior is added to the histogram)."""
+        return _prior.prior_logodds(t_pos, t_neg, float(self.llr_pseudo_count)), total
+
+    def _llr_rule(self) -> tuple[float, float]:
+        """``(logodds, low)`` of the map in force: the prior log-odds its LLR reads the served
+        probability against and its least served probability, ``c / (T + 2c)``; ``(0.0, 0.0)``
+        before any fit."""
+        with self._lock:
+            self._ensure_fitted()
+            return (float(self._prior_logodds), float(self._proba_low)) if self._fitted else (0.0, 0.0)
 
     def _with_score_prior(self, centres, pos, neg, c: float):
         """``(kappa, pos, neg)``: the score prior's strength for the row and the row with its

@@ -257,11 +257,15 @@ class ISplineCalibrator(ISplineRiverFace, ISplinePriorRefit, RefitCalibrator):
         self._knots = np.ascontiguousarray(knots, dtype=np.float64)
         self._coef = np.ascontiguousarray(coef, dtype=np.float64)
         self._bspline_coef = np.ascontiguousarray(bspline_coef, dtype=np.float64)
-        self._fit_weight = weight
         # the difference is >= 0 but for rounding, which could take it below -c with large weights
         neg_weight = max(weight - pos_weight, 0.0)
         self._prior_logodds = _prior.prior_logodds(pos_weight, neg_weight, float(self.llr_pseudo_count))
         self._set_proba_bounds(weight)
+
+    def _set_proba_bounds(self, total: float) -> None:
+        # the LLR's smoothing reads the weight the bounds do (``_finite_rule``'s)
+        self._fit_weight = total
+        super()._set_proba_bounds(total)
 
     def _refit_from_histogram(self, centres: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> None:
         pos, neg, total, pos_total = unit_scaled(pos, neg)
