@@ -403,6 +403,7 @@ def test_damaged_state_is_refused():
         "_kf": lambda v: v[:-1],
         "_pver": lambda v: v + 100,
         "_src_fitted": lambda v: v + 2.0,
+        "_src_rule": lambda v: np.array([v[0], 0.5]),
         "_global": lambda v: ISplineCalibrator(),
     }
     from streamcal.exceptions import StateFileError
