@@ -16,10 +16,12 @@ Pooling works for templates whose map is refitted from the histogram
 (:class:`streamcal._refit.RefitCalibrator`, with fixed bucket edges): while a key's clone runs,
 its refits read its window plus the keyed prior's pseudo-counts, ``m w_b q_b / W`` positives and
 ``m w_b (1 - q_b) / W`` negatives in bucket ``b`` (the rule of the PAV path, with ``q_b`` the
-global map at the bucket centre). A map fitted in the PAV kernels (Venn–Abers, PAV over quantile
-edges) reads no histogram row to add them to, and a template with quantile edges learns its own
-edges per key, so these templates keep independent copies per key (``prior_strength`` ``"auto"``
-or ``0``).
+global map at the bucket centre), and the finite LLR rule of the refit shares its pseudo-count
+between the window and the prior as the PAV path does (:func:`pooled_finite_rule`), so that a key's
+LLR, like its probability, tends to the global map's as the strength grows. A map fitted in the
+PAV kernels (Venn–Abers, PAV over quantile edges) reads no histogram row to add them to, and a
+template with quantile edges learns its own edges per key, so these templates keep independent
+copies per key (``prior_strength`` ``"auto"`` or ``0``).
 """
 
 from __future__ import annotations
