@@ -61,15 +61,16 @@ def pooled_histogram(cal: RefitCalibrator, prior_pos: np.ndarray | None, prior_n
         yield
         return
     own = cal.histogram
-    window = [0.0, 0.0]  # the window's class totals at the last read (the refit's own)
+    window = [None, None]  # the window's rows at the last read (the refit's own)
 
     def window_plus_prior():
         centres, pos, neg = own()
-        window[:] = float(pos.sum()), float(neg.sum())
+        window[:] = pos, neg
         return centres, pos + prior_pos, neg + prior_neg
 
     def finite_rule(t_pos: float, t_neg: float, total: float) -> tuple[float, float]:
-        return pooled_finite_rule(float(cal.llr_pseudo_count), *window, rule, total)
+        n_pos, n_neg = float(window[0].sum()), float(window[1].sum())
+        return pooled_finite_rule(float(cal.llr_pseudo_count), n_pos, n_neg, rule, total)
 
     cal.histogram = window_plus_prior
     if rule is not None:
