@@ -19,7 +19,9 @@ estimate from T events is surer than add-``c`` smoothing of T unanimous ones (th
 finite PAV rule gives such a window). A fitted map may reach exactly 0 or 1 (a one-class
 window, a GEV link beyond its support), which costs an infinite log loss the first time the
 other class comes; the bound never changes the order of the scores. The LLR is computed from
-the served (bounded) probability.
+the served (bounded) probability. ``_finite_rule`` gives the LLR's prior log-odds and the weight
+T of the bounds; a keyed calibrator's pooled refit, which adds its prior's pseudo-counts to the
+histogram, gives its own (:func:`streamcal._keyed_templates.pooled_finite_rule`).
 
 Refit policy (``refit_every``, a constructor parameter of the subclass; ``None`` if absent):
 ``None`` refits lazily, when a prediction follows new labels; an integer ``k`` refits right
