@@ -4,6 +4,8 @@ the processor calls it with the shard's state)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -147,27 +149,32 @@ def _join(touched: list, codes, ids, s, y, t, orders, waits, label_only, ok, err
         # the clock before each row, from the rows with score and label before it (a refused one is
         # behind the clock, so counting it changes nothing)
         from_both = np.fmax.accumulate(np.concatenate(([clock], np.where(both, t, np.nan))))[:-1]
-    for i in np.flatnonzero(waits | label_only):  # in order: a label may join a score of this batch
-        rows = touched[codes[i]].pending.rows
+    # Python values in the loop, where numpy's scalars cost more than the work
+    key_of, id_of, s_of, t_of, order_of = codes.tolist(), ids.tolist(), s.tolist(), t.tolist(), orders.tolist()
+    if window is not None:
+        from_both = from_both.tolist()
+    for i in np.flatnonzero(waits | label_only).tolist():  # in order: a label may join a score of this batch
+        rows = touched[key_of[i]].pending.rows
+        event_id, own = id_of[i], t_of[i]
         if waits[i]:
-            rows.pop(ids[i], None)
-            rows[ids[i]] = (s[i], t[i], orders[i])
+            rows.pop(event_id, None)
+            rows[event_id] = (s_of[i], own, order_of[i])
             continue
-        found = rows.get(ids[i])
+        found = rows.get(event_id)
         if found is None:
             continue  # unmatched
-        at = found[1] if np.isnan(t[i]) else t[i]
+        at = found[1] if math.isnan(own) else own
         if window is not None:
             now = max(clock, from_both[i])
-            if np.isnan(at):
+            if math.isnan(at):
                 errors[i] = f"{window} learns at event times: neither the label row nor its score has a time"
                 ok[i] = False
                 continue
-            if t[i] < now:  # its own time (a null one is never before)
-                errors[i], ok[i] = _behind(float(t[i]), float(now), window), False
+            if own < now:  # its own time (a null one is never before)
+                errors[i], ok[i] = _behind(own, now, window), False
                 continue
             at = clock = max(at, now)
-        del rows[ids[i]]
+        del rows[event_id]
         score[i], time[i], joined[i] = found[0], at, True
     if window is not None:  # the rows with score and label, against the clock of the label rows before them too
         learned = np.fmax.accumulate(np.concatenate(([-np.inf], np.where(joined, time, np.nan))))[:-1]
