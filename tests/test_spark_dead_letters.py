@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
 from types import SimpleNamespace
 
@@ -19,7 +20,7 @@ pytest.importorskip("pyspark", reason="pyspark is not installed (the spark extra
 pytest.importorskip("pyspark.sql.streaming.tws_tester", reason="TwsTester needs pyspark 4.2 or later")
 
 from pyspark.sql.streaming.tws_tester import TwsTester
-from test_spark import assert_equal_to_reference, run_pooled, stream_rows
+from test_spark import _java, assert_equal_to_reference, run_pooled, stream_rows
 
 from streamcal import KeyedCalibrator, PAVCalibrator
 from streamcal.persist import from_bytes, to_bytes
@@ -40,6 +41,9 @@ def naive_time_rows(frame: pd.DataFrame, clock: float = -math.inf, pending: dict
     pending = {} if pending is None else pending
     statuses, ops = [], {}
     for r in frame.sort_values("order", kind="stable").itertuples():
+        if not math.isnan(r.score) and not 0.0 <= r.score <= 1.0:  # the default template's buckets
+            statuses.append("rejected")
+            continue
         mine = pending.setdefault(r.key, {})
         key_ops = ops.setdefault(r.key, ([], [], [], [], []))
 
@@ -354,3 +358,65 @@ def test_key_columns_that_are_not_strings_or_integers_are_refused(kind):
     name = getattr(types, kind)().simpleString()
     with pytest.raises(TypeError, match=rf"`key_col` must name a string or integer column .*; got 'k' of type {name}\."):
         calibrate_stream(SimpleNamespace(schema=schema), key_col="k", score_col="s", prior_strength=0)
+
+
+# ---------------------------------------------------------------------------- a query, end to end
+@pytest.fixture(scope="module")
+def spark():
+    if not _java():
+        pytest.skip("no Java runtime (Spark 4 needs Java 17); .ci/run installs it")
+    from streamcal.spark import local_session
+
+    session = local_session("streamcal-test", **{"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()
+
+
+@pytest.mark.slow
+def test_a_query_with_bad_and_late_rows_runs_to_the_end_and_writes_them_as_dead_letters(spark, tmp_path, rng):
+    """local[2], a Parquet file source (one file per micro-batch), a ``TimeWindow`` template with a
+    timestamp ``time_col``: scores above 1, labels out of event order without times, rows without a
+    time and late rows come out as the rules say, and the other rows equal an in-process calibrator
+    per key, bit for bit; the query ends without an error."""
+    from streamcal.spark import write_stream
+
+    template = PAVCalibrator(prior=None, window=TimeWindow(30.0))
+    frame = late_label_rows(rng, 240, ["c1", "c2"], label_times=False)
+    score_rows = frame.index[frame["score"].notna()]
+    frame.loc[score_rows[::17], "score"] += 1.0  # some scores above 1 (their labels: unmatched)
+    extra = pd.DataFrame(  # late rows with score and label: their times are before the clock
+        {"key": "c1", "event_id": [f"late{i}" for i in range(6)], "score": 0.5, "label": 1.0,
+         "time": [3.0, 5.0, np.nan, 60.0, 100.0, 150.0], "order": [40.3, 90.3, 120.3, 150.3, 210.3, 290.3]}
+    )
+    frame = pd.concat([frame, extra]).sort_values("order", ignore_index=True)
+    statuses, ops, _, _ = naive_time_rows(frame)
+    source = tmp_path / "events"
+    source.mkdir()
+    epoch = 1_700_000_000.0  # the times as timestamps: seconds from the epoch, exact in a double
+    for i, part in enumerate(batches(frame, [100.0, 200.0, 300.0])):
+        part = part.assign(ts=pd.to_datetime(part["time"] + epoch, unit="s")).drop(columns="time")
+        path = source / f"part-{i:03d}.parquet"
+        part.rename(columns={"key": "campaign", "order": "seq"}).to_parquet(path, index=False)
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))  # the file source orders files by modification time
+    schema = spark.read.parquet(str(source)).schema
+    stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(source))
+    calibrated = calibrate_stream(
+        stream, key_col="campaign", score_col="score", label_col="label", event_id_col="event_id", time_col="ts",
+        order_col="seq", calibrator=template, shards=1, prior_strength=0,
+    )
+    query = write_stream(calibrated, str(tmp_path / "out"), checkpoint=str(tmp_path / "checkpoint"), availableNow=True)
+    query.awaitTermination()
+    assert query.exception() is None
+    out = spark.read.parquet(str(tmp_path / "out")).toPandas().rename(columns={"campaign": "key"})
+    out["time"] -= epoch
+    # the rows of the output come in no order: match them to the rules' by event id and status
+    assert sorted(zip(out["event_id"], out["status"], strict=True)) == sorted(
+        zip(frame["event_id"], statuses, strict=True)
+    )
+    errors = out.loc[out["status"] == "rejected", "error"]
+    for reason in ("must hold probabilities in [0, 1]", "never go backwards", "the row has no time"):
+        assert errors.str.contains(reason, regex=False).any()
+    reference = time_reference(template, ops).set_index("event_id")
+    mine = out[out["status"].isin(["scored", "scored_learned"])].set_index("event_id").loc[reference.index]
+    assert np.array_equal(mine["proba"].to_numpy(), reference["proba"].to_numpy())  # bit for bit
+    assert np.array_equal(mine["llr"].to_numpy(), reference["llr"].to_numpy())

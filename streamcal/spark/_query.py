@@ -167,7 +167,8 @@ def calibrate_stream(
     event_id_col
         Joins label rows to their score rows; cast to string.
     time_col
-        Event time (numeric seconds or a timestamp), given to the calibrator's time windows; needed
+        Event time (numeric seconds, or a timestamp with or without time zone, read as seconds from
+        1970-01-01 00:00, UTC or on its own clock), given to the calibrator's time windows; needed
         when the template's window learns at event times (``TimeWindow``, ``Decay(by="time")``):
         see docs/spark.md, "Time windows", for the rows such a window refuses.
     order_col
@@ -242,8 +243,12 @@ def calibrate_stream(
     def column(name, arg, kind, *, numeric=True):
         if name is None:
             return F.lit(None).cast(kind)
-        if _column_type(df, name, arg, numeric=numeric) == "timestamp":
+        found = _column_type(df, name, arg, numeric=numeric)
+        if found == "timestamp":
             return F.unix_micros(F.col(name)).cast("double") / 1e6
+        if found == "timestamp_ntz":  # a time without zone (pandas writes these): seconds from 1970-01-01 00:00
+            epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
+            return F.timestamp_diff("MICROSECOND", epoch, F.col(name)).cast("double") / 1e6
         return F.col(name).cast(kind)
 
     order = order_col if order_col is not None else time_col
