@@ -12,7 +12,7 @@ import pandas as pd
 from streamcal._validation import bad_score_message
 from streamcal.windows import as_window
 
-__all__ = ["OUTPUT_COLUMNS", "USED", "KeyState", "Pending", "forget_unused_keys", "run_rows"]
+__all__ = ["OUTPUT_COLUMNS", "KeyState", "Pending", "forget_unused_keys", "run_rows"]
 
 # The processor's output, after the key column (whose type is the input's).
 OUTPUT_COLUMNS = {
@@ -64,17 +64,17 @@ class KeyState:
         self.pending = Pending() if pending is None else pending
 
 
-#: The statuses of the rows that use their key (a prediction, a learn or a pending score); the
-#: others (dead letters, and the rows the processor adds) leave its state as it was.
-USED = ("scored", "learned", "scored_learned")
-
-
 def forget_unused_keys(states: dict, seen: dict, out: dict) -> None:
     """Undo the registration of a micro-batch's keys for the keys none of whose rows in ``out`` was
-    used (every row a dead letter): a key new in the micro-batch is forgotten, another gets back the
-    time of its last row before. ``seen``: key -> its ``seen_ms`` before the micro-batch, None for
-    a new key."""
-    used = set(out["key"][np.isin(out["status"], USED)].tolist())
+    used (a row is used when its status is ``"scored"``, ``"learned"`` or ``"scored_learned"``;
+    every row of such a key is a dead letter): a key new in the micro-batch is forgotten, another
+    gets back the time of its last row before. ``seen``: key -> its ``seen_ms`` before the
+    micro-batch, None for a new key."""
+    status = out["status"]
+    dead = (status == "rejected") | (status == "unmatched")
+    if not dead.any():
+        return  # every key's rows were used
+    used = set(out["key"][~dead & (status != "dropped")].tolist())
     for name, before in seen.items():
         if name not in used:
             if before is None:
