@@ -149,23 +149,23 @@ def _join(touched: list, codes, ids, s, y, t, orders, waits, label_only, ok, err
         # the clock before each row, from the rows with score and label before it (a refused one is
         # behind the clock, so counting it changes nothing)
         from_both = np.fmax.accumulate(np.concatenate(([clock], np.where(both, t, np.nan))))[:-1]
-    # Python values in the loop, where numpy's scalars cost more than the work
-    key_of, id_of, s_of, t_of, order_of = codes.tolist(), ids.tolist(), s.tolist(), t.tolist(), orders.tolist()
-    if window is not None:
-        from_both = from_both.tolist()
-    for i in np.flatnonzero(waits | label_only).tolist():  # in order: a label may join a score of this batch
-        rows = touched[key_of[i]].pending.rows
-        event_id, own = id_of[i], t_of[i]
-        if waits[i]:
+    at_rows = np.flatnonzero(waits | label_only)  # in order: a label may join a score of this batch
+    # the loop's rows as Python values, where numpy's scalars cost more than the work
+    columns = (at_rows, codes[at_rows], ids[at_rows], s[at_rows], t[at_rows], orders[at_rows], waits[at_rows])
+    clocks = from_both[at_rows].tolist() if window is not None else [None] * at_rows.size
+    rows_of = zip(*(c.tolist() for c in columns), strict=True)
+    for (i, code, event_id, score_i, own, order_i, wait), before in zip(rows_of, clocks, strict=True):
+        rows = touched[code].pending.rows
+        if wait:
             rows.pop(event_id, None)
-            rows[event_id] = (s_of[i], own, order_of[i])
+            rows[event_id] = (score_i, own, order_i)
             continue
         found = rows.get(event_id)
         if found is None:
             continue  # unmatched
         at = found[1] if math.isnan(own) else own
         if window is not None:
-            now = max(clock, from_both[i])
+            now = max(clock, before)
             if math.isnan(at):
                 errors[i] = f"{window} learns at event times: neither the label row nor its score has a time"
                 ok[i] = False
