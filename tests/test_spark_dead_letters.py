@@ -287,6 +287,25 @@ def test_learns_before_the_shards_clock_are_dead_letters_and_change_nothing(rng,
     assert shard_state(kept) == shard_state(tester)
 
 
+def test_label_rows_and_rows_with_both_share_the_clock(rng):
+    """Late labels without times and rows with score and label, some behind the clock, in the same
+    micro-batches: each row's status and each key's predictions follow the rules row by row."""
+    template = PAVCalibrator(prior=None, window=TimeWindow(20.0))
+    frame = late_label_rows(rng, 400, ["a", "b"], label_times=False)
+    n = 150
+    extra = pd.DataFrame({"key": rng.choice(np.array(["a", "b"], dtype=object), size=n),
+                          "event_id": [f"both{i}" for i in range(n)], "score": rng.uniform(size=n),
+                          "label": (rng.uniform(size=n) < 0.4) * 1.0, "order": rng.uniform(0, 460, size=n)})
+    extra["time"] = np.floor(extra["order"]) - rng.integers(0, 40, size=n)  # some behind the clock
+    frame = pd.concat([frame, extra]).sort_values("order", ignore_index=True)
+    statuses, ops, _, _ = naive_time_rows(frame)
+    assert 10 < statuses.count("rejected") < n
+    assert statuses.count("learned") == 400  # every label is learned
+    out = feed(TwsTester(KeyedCalibrationProcessor(template)), frame, [90.0, 200.0, 330.0], rng)
+    assert out["status"].tolist() == statuses
+    assert_predictions_equal(out, time_reference(template, ops))
+
+
 def test_rows_without_a_usable_time_are_dead_letters_under_a_time_window():
     """Under a time window: a row with score and label needs a time, no time may be infinite, and a
     label row without a time needs its score's; a score row without a time is predicted (a
