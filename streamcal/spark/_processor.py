@@ -7,12 +7,13 @@ So the grouping key is not the calibration key but a shard (a stable hash of the
 number of shards), and a shard's state is one value-state row: its :class:`streamcal.KeyedCalibrator`
 (the keys' rows) in streamcal's portable state format
 (:func:`streamcal.persist.to_bytes`, checked when read back), and per key its event count, the
-time of its last row and its scores awaiting labels. The processor reads the row, runs the shard's
-rows of the micro-batch through the calibrator in one compiled call, writes the row back and emits
-one output row per input row. With a prior strength, the keys pool toward the global map of all
-traffic after the previous micro-batch (:mod:`streamcal.spark._pool`). Rows it cannot use are
-emitted with status ``"rejected"`` or ``"unmatched"`` and an ``error`` that says why (the
-dead-letter rows); nothing is dropped without a row saying so.
+time of its last row that was not a dead letter and its scores awaiting labels. The processor
+reads the row, runs the shard's rows of the micro-batch through the calibrator in one compiled
+call, writes the row back and emits one output row per input row. With a prior strength, the keys
+pool toward the global map of all traffic after the previous micro-batch
+(:mod:`streamcal.spark._pool`). Rows it cannot use are emitted with status ``"rejected"`` or
+``"unmatched"`` and an ``error`` that says why (the dead-letter rows), and change no state;
+nothing is dropped without a row saying so.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ import numpy as np
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
 
-from streamcal.spark._rows import OUTPUT_COLUMNS, KeyState, run_rows
+from streamcal.spark._rows import OUTPUT_COLUMNS, KeyState, forget_unused_keys, run_rows
 
 __all__ = ["OUTPUT_COLUMNS", "STATE_SCHEMA", "STATUSES", "KeyedCalibrationProcessor"]
 
 # One row of Spark state per shard: its calibrator (``streamcal.persist.to_bytes`` of the shard's
 # KeyedCalibrator; null while no key has learned), then per key (``names``) its number in that
-# calibrator, its event count and the processing time of its last row, then the scores still
+# calibrator, its event count and the processing time of its last used row, then the scores still
 # waiting for their label (key, event id, score, time, order).
 STATE_SCHEMA = (
     "calibrator binary, names array<string>, numbers array<long>, n_learned array<long>, seen_ms array<long>, "
@@ -48,7 +49,10 @@ STATUSES = {
     "scored": "a score row: proba and llr from the key's calibrator before the row",
     "learned": "a label row joined by event id to a pending score, then learned",
     "scored_learned": "a row with score and label: predicted, then learned",
-    "rejected": "a bad row (null key, score not finite, label not 0/1, label row without event id), not learned",
+    "rejected": (
+        "a bad row (null key, score not finite or outside the template's buckets, label not 0/1, label row without "
+        "event id; under a time window, a learn without a time or before the shard's clock), not learned"
+    ),
     "unmatched": "a label row whose event id has no pending score (never seen, expired or dropped), not learned",
     "dropped": "a pending score pushed out by the bound on pending scores; its label will be unmatched",
     "expired": "the key was idle for the time to live: its state is cleared (counts in n_learned, n_pending)",
@@ -189,6 +193,7 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         now_ms = timerValues.getCurrentProcessingTimeInMs()
         engine, states = self._load()
         names = frame["key"].dropna().unique().tolist()
+        seen = {name: states[name].seen_ms if name in states else None for name in names}
         number = max((state.number for state in states.values()), default=-1)
         for name in names:
             if name not in states:
@@ -207,6 +212,7 @@ class KeyedCalibrationProcessor(StatefulProcessor):
         out, taught = run_rows(
             self.calibrator, engine, frame, states, remember=self.remember, max_pending=self.max_pending
         )
+        forget_unused_keys(states, seen, out)  # a key's dead letters leave its state as it was
         self._store(engine, states)
         if self.ttl_ms is not None and states and self.timer.get() is None:
             timer_ms = now_ms + self.ttl_ms

@@ -15,6 +15,7 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 DEFAULT_STRENGTH = 100.0
 _GLOBAL_DIR = "streamcal.global_dir"  # the `partial` column's metadata: where the maps go
 _NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "boolean", "decimal", "timestamp")
+_KEY_TYPES = ("string", "tinyint", "smallint", "int", "bigint")  # and varchar(n), char(n): the keys in process
 
 
 def require_pyspark():
@@ -75,6 +76,32 @@ def _column_type(df, name: str, arg: str, *, numeric: bool) -> str:
     return kind
 
 
+def _key_type(df, key_col: str) -> str:
+    """The type of the key column: strings or integers, the keys a keyed calibrator takes in
+    process (the state holds a key as its text, and a float's text names no key: ``1.0``, ``-0.0``)."""
+    kind = _column_type(df, key_col, "key_col", numeric=False)
+    if kind not in _KEY_TYPES and not kind.startswith(("varchar(", "char(")):
+        msg = (
+            f"`key_col` must name a string or integer column (the keys, as a keyed calibrator takes them); got "
+            f"{key_col!r} of type {kind}. Cast it first (to bigint, or to string) if its values name keys."
+        )
+        raise TypeError(msg)
+    return kind
+
+
+def _check_times(template, time_col: str | None) -> None:
+    """A template whose window learns at event times needs ``time_col``."""
+    from streamcal.windows import as_window
+
+    window = as_window(template.window)
+    if window.uses_times and time_col is None:
+        msg = (
+            f"`time_col` must name the event-time column: `calibrator` has the window {window!r}, which learns at "
+            "event times; got None."
+        )
+        raise ValueError(msg)
+
+
 def _absolute(global_dir: str | None) -> str | None:
     """A local directory as an absolute path (what ``pyarrow.fs`` reads); a URI as it is."""
     if global_dir is None or "://" in global_dir:
@@ -132,13 +159,18 @@ def calibrate_stream(
         row (label and event id, no score: the label of an earlier score row with that event id, as
         chargebacks follow clicks) or a row with both (predicted, then learned).
     key_col, score_col
-        The grouping key (any type Spark can group by) and the score (numeric).
+        The calibration key (a string or integer column, the keys a keyed calibrator takes in process;
+        a float, decimal, boolean or other column is refused: cast it first) and the score (numeric).
+        A score outside the template's buckets' range (``[0, 1]`` for the default) is a rejected row.
     label_col
         The 0/1 label (numeric or boolean); ``None``: the stream has no labels (every row is scored).
     event_id_col
         Joins label rows to their score rows; cast to string.
     time_col
-        Event time (numeric seconds or a timestamp), given to the calibrator's time windows.
+        Event time (numeric seconds, or a timestamp with or without time zone, read as seconds from
+        1970-01-01 00:00, UTC or on its own clock), given to the calibrator's time windows; needed
+        when the template's window learns at event times (``TimeWindow``, ``Decay(by="time")``):
+        see docs/spark.md, "Time windows", for the rows such a window refuses.
     order_col
         Orders a key's rows within a micro-batch (Spark does not keep the source's order inside a
         group); default ``time_col``. Rows are applied by ascending order, ties in arrival order.
@@ -193,6 +225,7 @@ def calibrate_stream(
     from streamcal.spark._rows import OUTPUT_COLUMNS
 
     template = _fresh(calibrator)
+    _check_times(template, time_col)
     ttl_ms = _ttl_ms(ttl)
     if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 0:
         msg = f"`max_pending` must be an int >= 0; got {max_pending!r}."
@@ -204,14 +237,18 @@ def calibrate_stream(
 
     strength = check_pooling(prior_strength, global_dir)
     global_dir = _absolute(global_dir) if strength > 0 else None
-    key_type = _column_type(df, key_col, "key_col", numeric=False)
+    key_type = _key_type(df, key_col)
     _column_type(df, score_col, "score_col", numeric=True)
 
     def column(name, arg, kind, *, numeric=True):
         if name is None:
             return F.lit(None).cast(kind)
-        if _column_type(df, name, arg, numeric=numeric) == "timestamp":
+        found = _column_type(df, name, arg, numeric=numeric)
+        if found == "timestamp":
             return F.unix_micros(F.col(name)).cast("double") / 1e6
+        if found == "timestamp_ntz":  # a time without zone (pandas writes these): seconds from 1970-01-01 00:00
+            epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
+            return F.timestamp_diff("MICROSECOND", epoch, F.col(name)).cast("double") / 1e6
         return F.col(name).cast(kind)
 
     order = order_col if order_col is not None else time_col
