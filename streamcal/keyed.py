@@ -322,6 +322,12 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, 
         return self._n_learned
 
     @property
+    def last_time(self) -> float:
+        """The clock of the last learned event, which the next learned time may not precede under a
+        time window or a decay by time (the time; else the event's number); ``-inf`` before any."""
+        return self._global.window_histogram.last_time()
+
+    @property
     def global_calibrator(self) -> PAVCalibrator:
         """A copy of the global calibrator (every event learned)."""
         with self._lock:

@@ -650,3 +650,14 @@ def test_import_refuses_a_row_of_other_buckets_or_window_and_changes_nothing(the
     twin.import_key(1, row)
     grid = np.linspace(0.001, 0.999, 50)
     np.testing.assert_array_equal(twin.predict_proba(np.ones(50, int), grid), dst.predict_proba(np.ones(50, int), grid))
+
+
+@pytest.mark.parametrize("template", [PAVCalibrator(window=TimeWindow(50.0)), ISplineCalibrator(window=TimeWindow(50.0))])
+def test_last_time_is_the_clock_the_next_learned_time_is_checked_against(template):
+    cal = KeyedCalibrator(template)
+    assert cal.last_time == -np.inf
+    cal.update([1, 2, 1], [0.2, 0.5, 0.7], [0, 1, 1], times=[3.0, 4.0, 9.5])
+    assert cal.last_time == 9.5 == cal.global_calibrator.window_histogram.last_time()
+    with pytest.raises(ValueError, match="backwards"):
+        cal.update([2], [0.3], [0], times=[cal.last_time - 1.0])
+    assert cal.last_time == 9.5

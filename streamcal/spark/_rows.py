@@ -221,7 +221,7 @@ def run_rows(template, engine, frame: pd.DataFrame, states: dict, *, remember: b
     label_only = ok & np.isnan(s)
     clock = -np.inf
     if window is not None and (ok & ~np.isnan(y)).any():
-        clock = engine.global_calibrator.window_histogram.last_time()  # what the engine checks times against
+        clock = engine.last_time  # what the engine checks times against
     orders = frame["order"].to_numpy(dtype=np.float64, na_value=np.nan)
     score, time, joined = _join(touched, codes, ids, s, y, t, orders, waits, label_only, ok, errors, window, clock)
     has_score = ok & ~np.isnan(s)  # ok now also excludes the rows refused for their time
