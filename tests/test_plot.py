@@ -316,7 +316,7 @@ def test_metrics_over_time_on_event_time():
     import datetime as dt
 
     rows = metrics_table()
-    start = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    start = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
     rows["end_time"] = [start + dt.timedelta(hours=w) for w in rows["window"]]
     ax = plot.metrics_over_time(pa.table(rows), "cllr", x="time")
     assert ax.get_xlabel() == "event time"

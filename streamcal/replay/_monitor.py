@@ -16,6 +16,8 @@ chance that any key of a calibrated stream ever alarms stays at most ``alpha`` p
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import numpy as np
 
 from streamcal.monitor import IsotonicEProcess, KeyedMonitor, MeanBiasCS
@@ -176,9 +178,9 @@ class MonitorSink:
 
 def _when(t: float, time_kind: str) -> str:
     if time_kind == "timestamp":
-        from datetime import datetime, timezone
+        from datetime import datetime
 
-        return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     return f"time {t:g}"
 
 
