@@ -350,9 +350,12 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, 
             return self._odds_of(self._slot(key))
 
     def export_key(self, key) -> dict:
-        """``key``'s state as plain values (numpy arrays and floats): its row and window."""
+        """``key``'s state as plain values (numpy arrays and floats): its row and window, and its
+        shape sums (``"shape"``: observed then expected positives per shape bin)."""
         with self._lock:
-            return {**self._export(self._slot(key)), **row_layout(self._global)}
+            k = self._slot(key)
+            return {**self._export(k), **row_layout(self._global),
+                    "shape": self._kf[k, _kk.KF_SHAPE_OBS : _kk.KF_N].copy()}
 
     def import_key(self, key, state: dict) -> None:
         """Replace (or create) ``key``'s state by ``state`` (:meth:`export_key`'s form), checked first."""
@@ -368,6 +371,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, 
                     self._evict_lru()
                 k = self._new_slot(key)
             self._import(k, row)
+            self._kf[k, _kk.KF_SHAPE_OBS : _kk.KF_N] = row["shape"]
 
     def replace_global(self, source) -> None:
         """Pool toward ``source``'s global map from now on, every key's row kept as it is.
@@ -639,6 +643,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, 
             row["expected"] += float(stats[_kk.KF_EXP])
             row["stamp"] = float(stats[_kk.KF_STAMP]) + self._n_learned
             self._import(k, row)
+            self._kf[k, _kk.KF_SHAPE_OBS : _kk.KF_N] += stats[_kk.KF_SHAPE_OBS : _kk.KF_N]
         self._global = merge([self._global, other._global])
         self._n_learned += other._n_learned
         self._evictions += other._evictions
