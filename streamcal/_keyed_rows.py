@@ -19,6 +19,7 @@ from streamcal._kernels import _config
 from streamcal._kernels import histogram as _h
 from streamcal._kernels import keyed as _kk
 from streamcal._kernels import pav as _pav
+from streamcal._keyed_shape import shape_bound, shape_cuts
 from streamcal.isotonic.streaming import PAVCalibrator
 
 __all__ = ["KeyedRows", "auto_strength", "calibrator_to_row", "ring_rows", "row_to_calibrator"]
@@ -30,10 +31,6 @@ __all__ = ["KeyedRows", "auto_strength", "calibrator_to_row", "ring_rows", "row_
 # spacing in proportion to the keys bounds that cost per event whatever the number of keys.
 PRIOR_EVERY = 1 << 14
 PRIOR_PER_KEY = 2
-# under "auto", the prior weighs at most the events that hold this many positives at the global
-# rate: about what a key needs to fit a shape of its own, so that a key with more evidence than
-# that follows it, however much traffic the global map has seen
-SHAPE_POSITIVES = 500.0
 # While the score prior holds, the prior's source is read in runs (KeyedRows._take_prior_source):
 # at most RUN_FINE in log-odds wide where a run holds 1 / RUN_SHARE of the weight, RUN_COARSE elsewhere.
 RUN_FINE = 0.2
@@ -303,17 +300,16 @@ class KeyedRows:
     # ------------------------------------------------------------------ the prior
     def _strength_now(self, total: float) -> float:
         """The prior strength: the parameter, or under ``"auto"`` ``total``, the weight the global
-        map rests on (as :meth:`_take_prior_source` returns it), at most the events that hold
-        ``SHAPE_POSITIVES`` positives at the global window's rate, with the keys' shift set from
-        the between-key estimate (see "Shifted prior" in the kernels)."""
+        map rests on (as :meth:`_take_prior_source` returns it), at most the events at which a
+        key's own shape is as reliable as the prior's (:func:`streamcal._keyed_shape.shape_bound`),
+        with the keys' shift set from the between-key estimate (see "Shifted prior" in the kernels)."""
         if self.prior_strength != "auto":
             return float(self.prior_strength)
         k, s_o, s_e, s_e2, s_o2e = _moments(self._kf, len(self._slot_keys))
         rate = self._global_rate()
         self._shift_a = auto_strength(k, s_o, s_e, s_e2, s_o2e, rate, total) * rate
         self._shift_rho = s_o / s_e if s_e > 0.0 else 1.0
-        m = max(total, 0.0)
-        return min(m, SHAPE_POSITIVES / rate) if rate > 0.0 else m
+        return min(max(total, 0.0), shape_bound(self._kf, len(self._slot_keys), rate))
 
     def _odds_of(self, k: int) -> float:
         """Key ``k``'s prior odds multiplier: the one it took, or the one it takes when next read."""
@@ -432,6 +428,7 @@ class KeyedRows:
         cfg[_kk.CFG_PRIOR_VER] = float(self._prior_ver)
         cfg[_kk.CFG_PRIOR_RUNS] = 0.0
         cfg[_kk.CFG_SHIFT_A] = cfg[_kk.CFG_SHIFT_RHO] = 0.0
+        cfg[_kk.CFG_SHAPE_CUT : _kk.CFG_N] = shape_cuts(weight, fitted)
         if m <= 0.0 or total <= 0.0:
             return
         scale = m / total

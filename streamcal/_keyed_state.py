@@ -155,6 +155,9 @@ def _check_slot(k, kf, ki, ab, af, an, rb, rf, arena, cfg, ver) -> None:
     taken = kf[[_kk.KF_ODDS, _kk.KF_PRIOR_T_POS, _kk.KF_PRIOR_T_NEG]]
     if not (np.isfinite(taken).all() and (taken >= 0.0).all()):
         c.fail(f"key slot {k}: expected a finite prior odds multiplier and prior totals >= 0.")
+    shape = kf[_kk.KF_SHAPE_OBS : _kk.KF_N]
+    if not (np.isfinite(shape).all() and (shape >= 0.0).all()):
+        c.fail(f"key slot {k}: expected finite shape sums >= 0 (observed and expected positives per shape bin).")
     if ki[_kk.KI_N_POS] != int(row["n_pos"].sum()) or ki[_kk.KI_N_NEG] != int(row["n_neg"].sum()):
         c.fail(f"key slot {k}: its event counts do not add up.")
 
@@ -271,7 +274,26 @@ def check_exported(state, cfg, layout: dict | None = None) -> dict:
             raise ValueError(msg)
         row[name] = float(value)
     _check_row(row, cfg)
+    row["shape"] = _exported_shape(state)
     return row
+
+
+def _exported_shape(state: dict) -> np.ndarray:
+    """An exported row's shape sums (``"shape"``), checked; zeros where the row has none (the
+    form before them)."""
+    size = _kk.KF_N - _kk.KF_SHAPE_OBS
+    if "shape" not in state:
+        return np.zeros(size)
+    value = np.asarray(state["shape"])
+    if value.shape != (size,) or value.dtype.kind not in "iuf":
+        msg = f"`state['shape']` must be a 1-d array of {size} numbers; got {value.dtype} {value.shape}."
+        raise ValueError(msg)
+    value = value.astype(np.float64)
+    bad = np.flatnonzero(~(np.isfinite(value) & (value >= 0.0)))
+    if bad.size:
+        msg = f"`state['shape']` must hold finite numbers >= 0; got {float(value[bad[0]])!r} at position {int(bad[0])}."
+        raise ValueError(msg)
+    return value
 
 
 def _check_row(row: dict, cfg) -> None:
@@ -354,13 +376,27 @@ def _check_row(row: dict, cfg) -> None:
 
 
 def upgrade_state(state: dict) -> dict:
-    """A saved state in the current layout: its ring (:func:`upgrade_ring`), and the global window's
+    """A saved state in the current layout: its ring (:func:`upgrade_ring`), its keys' shape sums
+    (:func:`upgrade_shape_sums`), and the global window's
     own totals for the LLR's prior odds (``_src_base``), which states written before it lack: zeros,
     the prior's totals, as those states read them until the next refresh of the prior."""
-    state = upgrade_ring(state)
+    state = upgrade_shape_sums(upgrade_ring(state))
     if type(state) is dict and "_src_base" not in state:
         state = {**state, "_src_base": np.zeros(2)}
     return state
+
+
+def upgrade_shape_sums(state: dict) -> dict:
+    """A saved state's per-key floats (``_kf``) with the keys' shape sums
+    (:mod:`streamcal._keyed_shape`). States written before them hold ``SHAPE_BINS`` fewer
+    columns per key; their keys start with none (zeros): the bound on the automatic strength reads
+    the evidence the keys learn after loading, and none until then (the prior keeps the global
+    map's weight). Other shapes are left for the state checks to reject."""
+    kf = state.get("_kf") if type(state) is dict else None
+    old = _kk.KF_SHAPE_OBS
+    if not (type(kf) is np.ndarray and kf.ndim == 2 and kf.shape[1] == old and old < _kk.KF_N):
+        return state
+    return {**state, "_kf": np.concatenate([kf, np.zeros((kf.shape[0], _kk.KF_N - old), dtype=kf.dtype)], axis=1)}
 
 
 def upgrade_ring(state: dict) -> dict:

@@ -38,7 +38,8 @@ import numpy as np
 
 from streamcal import _state_check as c
 from streamcal._kernels import keyed as _kk
-from streamcal._keyed_state import check_counters, check_key_params, check_slot_keys
+from streamcal._keyed_shape import add_shape_sums
+from streamcal._keyed_state import check_counters, check_key_params, check_slot_keys, upgrade_shape_sums
 from streamcal._keys import check_key_kind
 from streamcal._locking import LockedState
 from streamcal._operations import OP_LEARN, OP_PREDICT
@@ -346,7 +347,7 @@ class TemplateKeys:
         check_template_keyed_state(self)
 
     def __setstate__(self, state):
-        self.__dict__.update(_upgraded(state))
+        self.__dict__.update(state := _upgraded(state))
         self._init_lock()
         for name, value in state.items():
             if type(value) is np.ndarray:
@@ -500,6 +501,7 @@ class TemplateKeys:
                 k = self._new_slot(key)
             self._cals[k] = cal
             self._kf[k, _kk.KF_STAMP], self._kf[k, _kk.KF_OBS], self._kf[k, _kk.KF_EXP] = sums
+            self._kf[k, _kk.KF_SHAPE_OBS : _kk.KF_N] = 0.0  # export_key's form holds no shape sums
             self._pver[k] = -2 if self._pooling and self.prior_strength != 0 else -1
 
     # ------------------------------------------------------------------ array face
@@ -641,6 +643,7 @@ class TemplateKeys:
                 wy = run.w[at] * run.y[at]
                 np.add.at(self._kf[:, _kk.KF_OBS], k, wy)
                 np.add.at(self._kf[:, _kk.KF_EXP], k, run.w[at] * self._src_fitted[run.b[at]])
+                add_shape_sums(self._kf, k, run.b[at], wy, run.w[at], self._src_weight, self._src_fitted)
         run.arrive[codes] = -1  # every key of the segment now holds its state from the start
 
     def _run_key(self, k: int, run, at: np.ndarray, ops: np.ndarray) -> None:
@@ -692,6 +695,7 @@ class TemplateKeys:
                 self._cals[k] = merge([self._cals[k], theirs])
             self._kf[k, _kk.KF_OBS] += stats[_kk.KF_OBS]
             self._kf[k, _kk.KF_EXP] += stats[_kk.KF_EXP]
+            self._kf[k, _kk.KF_SHAPE_OBS : _kk.KF_N] += stats[_kk.KF_SHAPE_OBS : _kk.KF_N]
             self._kf[k, _kk.KF_STAMP] = float(other._kf[ko, _kk.KF_STAMP]) + self._n_learned
             self._pver[k] = -2 if self._pooling and self.prior_strength != 0 else -1
         self._global = merge([self._global, other._global])
@@ -809,7 +813,8 @@ def check_template_keyed_state(obj) -> None:
     ki = c.need_array(state["_ki"], "_ki", np.int64, ndim=2)
     if kf.shape != (n, _kk.KF_N) or ki.shape != (n, _kk.KI_N):
         c.fail(f"`_kf`/`_ki`: expected {n} rows of {_kk.KF_N} and {_kk.KI_N} values.")
-    sums = np.ascontiguousarray(kf[:, [_kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP, _kk.KF_ODDS]])
+    sums = np.ascontiguousarray(kf[:, [_kk.KF_STAMP, _kk.KF_OBS, _kk.KF_EXP, _kk.KF_ODDS,
+                                      *range(_kk.KF_SHAPE_OBS, _kk.KF_N)]])
     c.need_finite(sums, "_kf", low=0.0)
     pver = c.need_array(state["_pver"], "_pver", np.int64, size=n)
     if n and not ((pver >= -2) & (pver <= state["_prior_ver"])).all():
@@ -834,9 +839,11 @@ def check_template_keyed_state(obj) -> None:
 
 
 def _upgraded(state: dict) -> dict:
-    """A saved state in the current layout: a state without the global map's finite LLR rule
-    (``_src_rule``) has none: its keys do not pool, or (written before the prior kept the rule)
-    they read their pooled fit's own rule until the next refresh of the prior, as they did."""
+    """A saved state in the current layout: its keys' shape sums (:func:`upgrade_shape_sums`),
+    and the global map's finite LLR rule (``_src_rule``): a state without it has none: its keys do
+    not pool, or (written before the prior kept the rule) they read their pooled fit's own rule
+    until the next refresh of the prior, as they did."""
+    state = upgrade_shape_sums(state)
     if type(state) is dict and "_src_rule" not in state:
         state = {**state, "_src_rule": np.zeros(0)}
     return state

@@ -106,8 +106,9 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, 
         key's own rate ratio, shrunk by empirical Bayes (observed against expected positives,
         gamma–Poisson with a DerSimonian–Laird between-key variance; see :attr:`key_shift`), at
         the weight the global map rests on (its window, plus the score prior's pseudo-events
-        while the template's score prior holds), at most the events that hold 500 positives at
-        the global rate (about what a key needs for a shape of its own): a key takes the global map's
+        while the template's score prior holds), at most the evidence at which a key's own shape is
+        as reliable as the prior's, set from how much the keys' shapes differ (unbounded where they
+        share the global map's): a key takes the global map's
         shape at its own level, and its own evidence corrects that shape as it grows (the docs'
         keyed page says how). A template the prior cannot pool into (Venn–Abers, quantile edges)
         keeps independent keys under ``"auto"``, as under ``0``.
@@ -310,8 +311,9 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, 
         Under ``prior_strength="auto"`` it is the weight the global map rests on: the global
         window's events plus, while the template's score prior holds, that prior's pseudo-events
         (many times the window's events where the scores are calibrated: the data confirm the score),
-        at most the events that hold 500 positives at the global window's rate, so that a key
-        with more evidence than that follows its own shape. A key's
+        at most the evidence at which a key's own shape is as reliable as the prior's (set from the
+        spread of the keys' shapes; none where they share the global map's), so that a key with
+        more evidence than that follows its own shape. A key's
         own events weigh against it bucket by bucket, where its rates depart from its prior's; its
         level comes from its shift (:meth:`key_shift`), not from this weight. A number given as
         ``prior_strength`` is used as it is."""
@@ -350,9 +352,12 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, 
             return self._odds_of(self._slot(key))
 
     def export_key(self, key) -> dict:
-        """``key``'s state as plain values (numpy arrays and floats): its row and window."""
+        """``key``'s state as plain values (numpy arrays and floats): its row and window, and its
+        shape sums (``"shape"``: observed then expected positives per shape bin)."""
         with self._lock:
-            return {**self._export(self._slot(key)), **row_layout(self._global)}
+            k = self._slot(key)
+            return {**self._export(k), **row_layout(self._global),
+                    "shape": self._kf[k, _kk.KF_SHAPE_OBS : _kk.KF_N].copy()}
 
     def import_key(self, key, state: dict) -> None:
         """Replace (or create) ``key``'s state by ``state`` (:meth:`export_key`'s form), checked first."""
@@ -368,6 +373,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, 
                     self._evict_lru()
                 k = self._new_slot(key)
             self._import(k, row)
+            self._kf[k, _kk.KF_SHAPE_OBS : _kk.KF_N] = row["shape"]
 
     def replace_global(self, source) -> None:
         """Pool toward ``source``'s global map from now on, every key's row kept as it is.
@@ -639,6 +645,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, 
             row["expected"] += float(stats[_kk.KF_EXP])
             row["stamp"] = float(stats[_kk.KF_STAMP]) + self._n_learned
             self._import(k, row)
+            self._kf[k, _kk.KF_SHAPE_OBS : _kk.KF_N] += stats[_kk.KF_SHAPE_OBS : _kk.KF_N]
         self._global = merge([self._global, other._global])
         self._n_learned += other._n_learned
         self._evictions += other._evictions

@@ -558,3 +558,23 @@ def naive_histogram_glm_risk(beta, x, pos, neg, link, xi, l2):
     else:
         loss = pos * gev_canonical_loss(np.ones_like(v), v, xi) + neg * gev_canonical_loss(np.zeros_like(v), v, xi)
     return float(np.sum(loss) + 0.5 * l2 * beta[0] ** 2)
+
+
+def naive_shape_bound(shapes, rate: float, bins: int = 4) -> float:
+    """The bound on the keyed prior's automatic strength (``streamcal._keyed_shape``) from the keys'
+    exported shape sums (``export_key(key)["shape"]``: observed then expected positives per bin),
+    written out from the method of moments."""
+    excess = dof = positives = 0.0
+    for shape in shapes:
+        o, e = shape[:bins], shape[bins:]
+        total_o, total_e = o.sum(), e.sum()
+        if total_o < 2.0 or not total_e > 0.0:
+            continue
+        live = e > 0.0
+        mu = total_o * e[live] / total_e
+        d = live.sum() - 1.0
+        excess += ((o[live] - mu) ** 2 / mu).sum() - d
+        dof += d
+        positives += total_o - 1.0
+    excess -= math.sqrt(2.0 * dof)
+    return math.inf if excess <= 0.0 else (bins - 1) / (excess / positives * rate)

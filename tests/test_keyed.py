@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 import streamcal
 from streamcal import ISplineCalibrator, KeyedCalibrator, PAVCalibrator
-from streamcal._keyed_rows import SHAPE_POSITIVES
 from streamcal.exceptions import StateFileError
 from streamcal.windows import CountWindow, Decay, TimeWindow
 
@@ -384,7 +383,7 @@ def test_auto_prior_is_the_global_map_shifted_by_each_keys_shrunk_rate_ratio():
     # between-key shape a; each key's prior is the global map with its odds
     # times (O + a) / (rho E + a), at the global window's weight; the key's map is PAV over its
     # row plus that prior. 4,096 events: the prior has just followed the global map.
-    from naive import naive_pav_bucket_blocks, naive_pav_bucket_fit
+    from naive import naive_pav_bucket_blocks, naive_pav_bucket_fit, naive_shape_bound
 
     rng = np.random.default_rng(21)
     n, n_keys = 4096, 12
@@ -410,8 +409,9 @@ def test_auto_prior_is_the_global_map_shifted_by_each_keys_shrunk_rate_ratio():
     tau2 = ((o * o / e).sum() - rho * o.sum() - rho * (k - 1) - noise) / (e.sum() - (e * e).sum() / e.sum())
     assert tau2 > 0.0  # the keys differ: the shift is on
     a = min(total, rho * rho / (tau2 * rate)) * rate
-    assert cal.strength == min(total, SHAPE_POSITIVES / rate)  # the most a shape needs
-    assert cal.strength < total
+    shapes = [cal.export_key(key)["shape"] for key in range(n_keys)]
+    assert cal.strength == pytest.approx(min(total, naive_shape_bound(shapes, rate)), rel=1e-12)  # what a shape needs
+    assert cal.strength < total  # the keys differ in shape here too
 
     q = glob.blocks().fitted
     for key in range(n_keys):

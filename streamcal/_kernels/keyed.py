@@ -119,7 +119,12 @@ KF_PU = 9  # the key's stored unit when it took the prior (see "Prior units")
 KF_ODDS = 10  # the odds multiplier of the key's prior (see "Shifted prior"; 1: the global map's rates)
 KF_PRIOR_T_POS = 11  # the key's prior's positive and negative totals for its LLR's prior odds (real units)
 KF_PRIOR_T_NEG = 12
-KF_N = 13
+# the key's observed and expected positives (as KF_OBS, KF_EXP) in each of SHAPE_BINS bins of the
+# buckets (CFG_SHAPE_CUT): the between-key variance of the keys' shapes (streamcal._keyed_shape)
+SHAPE_BINS = 4
+KF_SHAPE_OBS = 13  # SHAPE_BINS columns
+KF_SHAPE_EXP = KF_SHAPE_OBS + SHAPE_BINS  # SHAPE_BINS columns
+KF_N = KF_SHAPE_EXP + SHAPE_BINS
 
 # ki: per key ints
 KI_A_OFF = 0
@@ -164,7 +169,8 @@ CFG_FILL_ODDS = 20  # max odds of a run below the last (the shifted prior's marg
 CFG_BASE_POS = 21  # the prior's weight split at the global window's own rate (0, 0: use the prior's
 CFG_BASE_NEG = 22  # totals), the LLR's prior odds where the source holds the score prior's pseudo-events
 CFG_BASE_PSEUDO = 23  # then the LLR's finite-rule pseudo-count the prior carries (the global's, at that scale)
-CFG_N = 24
+CFG_SHAPE_CUT = 24  # SHAPE_BINS - 1 buckets: a bucket above the j-th of them lies in shape bin j + 1 or above
+CFG_N = CFG_SHAPE_CUT + SHAPE_BINS - 1
 
 # pri: the prior's int arrays (rows)
 PR_SEG = 0  # the global block holding each bucket (-1: a gap of the global map)
@@ -955,6 +961,11 @@ def learn_one(cfg, kf, ki, ab, af, an, rb, rf, qb, qf, arena, holes, prior, pri,
     kf[k, KF_STAMP] = stamp
     kf[k, KF_OBS] += w * y
     kf[k, KF_EXP] += w * p_global
+    j = np.int64(0)
+    for c in range(CFG_SHAPE_CUT, CFG_N):
+        j += b > cfg[c]
+    kf[k, KF_SHAPE_OBS + j] += w * y
+    kf[k, KF_SHAPE_EXP + j] += w * p_global
 
 
 @jit_noalloc(forceinline=True)
@@ -1204,6 +1215,37 @@ def between_key_moments(kf, n_keys, out):
             out[2] += e
             out[3] += e * e
             out[4] += o * o / e
+
+
+@jit_noalloc
+def shape_moments(kf, n_keys, out):
+    """``out = [sum (X - d), sum d, sum (O - 1)]`` over the keys with ``O >= 2`` observed positives
+    in their shape bins: ``X`` the key's Pearson statistic of its bins' observed positives against
+    its ``O`` spread as its expected ones (``sum_j (O_j - O pi_j)^2 / (O pi_j)``, ``pi_j = E_j / E``,
+    over its ``d + 1`` bins with ``E_j > 0``): the sums of the moment estimate of the keys' shape
+    departures (:func:`streamcal._keyed_shape.shape_bound`)."""
+    for j in range(3):
+        out[j] = 0.0
+    for k in range(n_keys):
+        o = 0.0
+        e = 0.0
+        for j in range(SHAPE_BINS):
+            o += kf[k, KF_SHAPE_OBS + j]
+            e += kf[k, KF_SHAPE_EXP + j]
+        if o < 2.0 or not e > 0.0:
+            continue
+        x = 0.0
+        d = -1.0
+        for j in range(SHAPE_BINS):
+            ej = kf[k, KF_SHAPE_EXP + j]
+            if ej > 0.0:
+                mu = o * (ej / e)
+                dev = kf[k, KF_SHAPE_OBS + j] - mu
+                x += dev * dev / mu
+                d += 1.0
+        out[0] += x - d
+        out[1] += d
+        out[2] += o - 1.0
 
 
 @jit_noalloc(forceinline=True)
