@@ -107,8 +107,8 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, 
         gamma–Poisson with a DerSimonian–Laird between-key variance; see :attr:`key_shift`), at
         the weight the global map rests on (its window, plus the score prior's pseudo-events
         while the template's score prior holds), at most the evidence at which a key's own shape is
-        as reliable as the prior's, set from how much the keys' shapes differ (unbounded where they
-        share the global map's): a key takes the global map's
+        as reliable as the prior's, set from how much the keys' shapes differ (at most 500
+        positives' worth): a key takes the global map's
         shape at its own level, and its own evidence corrects that shape as it grows (the docs'
         keyed page says how). A template the prior cannot pool into (Venn–Abers, quantile edges)
         keeps independent keys under ``"auto"``, as under ``0``.
@@ -312,7 +312,7 @@ class KeyedCalibrator(KeyedRiverChecks, KeyedRiverFace, KeyedRows, LockedState, 
         window's events plus, while the template's score prior holds, that prior's pseudo-events
         (many times the window's events where the scores are calibrated: the data confirm the score),
         at most the evidence at which a key's own shape is as reliable as the prior's (set from the
-        spread of the keys' shapes; none where they share the global map's), so that a key with
+        spread of the keys' shapes, at most 500 positives' worth), so that a key with
         more evidence than that follows its own shape. A key's
         own events weigh against it bucket by bucket, where its rates depart from its prior's; its
         level comes from its shift (:meth:`key_shift`), not from this weight. A number given as

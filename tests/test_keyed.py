@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import streamcal
 from streamcal import ISplineCalibrator, KeyedCalibrator, PAVCalibrator
+from streamcal._keyed_shape import SHAPE_POSITIVES
 from streamcal.exceptions import StateFileError
 from streamcal.windows import CountWindow, Decay, TimeWindow
 
@@ -410,7 +411,8 @@ def test_auto_prior_is_the_global_map_shifted_by_each_keys_shrunk_rate_ratio():
     assert tau2 > 0.0  # the keys differ: the shift is on
     a = min(total, rho * rho / (tau2 * rate)) * rate
     shapes = [cal.export_key(key)["shape"] for key in range(n_keys)]
-    assert cal.strength == pytest.approx(min(total, naive_shape_bound(shapes, rate)), rel=1e-12)  # what a shape needs
+    bound = min(naive_shape_bound(shapes, rate), SHAPE_POSITIVES / rate)  # what a shape needs, capped
+    assert cal.strength == pytest.approx(min(total, bound), rel=1e-12)
     assert cal.strength < total  # the keys differ in shape here too
 
     q = glob.blocks().fitted

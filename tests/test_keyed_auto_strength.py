@@ -1,7 +1,8 @@
 """``prior_strength="auto"``: the prior's weight is the global map's, up to the evidence at which a
 key's own shape is as reliable as the prior's, set from how much the keys' shapes differ
-(:mod:`streamcal._keyed_shape`): a key with more evidence than that follows its own data however
-much traffic the global map has seen, and keys that share the global shape pool fully."""
+(:mod:`streamcal._keyed_shape`), at most 500 positives' worth: a key with more evidence than that
+follows its own data however much traffic the global map has seen, the sooner the more the keys'
+shapes differ."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from naive import naive_shape_bound
 from state_files import pack, unpack
 
 from streamcal import KeyedCalibrator, PAVCalibrator, PlattCalibrator, merge
+from streamcal._keyed_shape import SHAPE_POSITIVES
 from streamcal.persist import from_bytes, to_bytes
 
 BINS = 4  # the shape bins (streamcal._keyed_shape.SHAPE_BINS)
@@ -65,19 +67,35 @@ def test_the_strength_is_the_global_weight_up_to_the_shape_bound(slopes):
     cal = KeyedCalibrator().update(k, s, y)
     held = cal.keys()
     bound = naive_shape_bound([cal.export_key(key)["shape"] for key in held], _rate(cal))
+    cap = SHAPE_POSITIVES / _rate(cal)
     if slopes:
-        assert bound < cal.global_calibrator.window_weight
+        assert bound < min(cal.global_calibrator.window_weight, cap)
         assert cal.strength == pytest.approx(bound, rel=1e-9)
     else:
-        assert bound == math.inf  # no departure beyond the keys' noise: the global map's weight
-        assert cal.strength >= cal.global_calibrator.window_weight
+        assert bound == math.inf  # no departure beyond the keys' noise: the cap
+        assert cal.strength == pytest.approx(min(cap, cal.global_calibrator.window_weight), rel=1e-12)
 
 
 def test_shared_shapes_pool_more_than_differing_ones():
     shared = KeyedCalibrator().update(*_zipf(slopes=False))
     differ = KeyedCalibrator().update(*_zipf(slopes=True))
-    assert shared.strength > 20 * differ.strength
-    assert shared.strength > 500 / _rate(shared)  # more than the former constant bound (500 positives)
+    assert shared.strength > 5 * differ.strength
+    assert shared.strength == pytest.approx(SHAPE_POSITIVES / _rate(shared), rel=1e-12)  # the cap
+
+
+def test_few_keys_whose_shapes_the_estimate_cannot_tell_apart_pool_up_to_the_cap():
+    # three keys, rates the score times 0.5, 1 and 1.5: the moment estimate over three keys sees
+    # no departure beyond their noise; the cap keeps the third key's own rate within reach
+    rng = np.random.default_rng(0)
+    keys = rng.integers(0, 3, size=6000)
+    scores = rng.uniform(0.01, 0.99, size=6000)
+    labels = rng.uniform(size=6000) < np.clip(scores * np.array([0.5, 1.0, 1.5])[keys], 0, 1)
+    cal = KeyedCalibrator()
+    cal.prequential(keys, scores, labels)
+    # the cap at the last refresh's rate: about 1,060 events, against the global map's 6,000
+    assert 0.9 * SHAPE_POSITIVES / _rate(cal) < cal.strength < 1.1 * SHAPE_POSITIVES / _rate(cal)
+    assert cal.strength < 0.25 * cal.global_calibrator.window_weight
+    assert cal.predict_proba([2], [0.5])[0] > 0.65  # fully pooled: 0.63; its rate there 0.75
 
 
 def test_the_shape_sums_add_up_to_the_key_sums():
