@@ -3,12 +3,14 @@
 Shared code lives in helper modules, which test files import (no test file imports another):
 ``naive.py`` (slow reference implementations), ``river_cases.py`` (streamcal's public estimators,
 stand-in river models, the river-loop reference), ``fuzz_cases.py`` (hypothesis strategies and
-checks for bad input) and ``state_files.py`` (building and running state files).
+checks for bad input), ``state_files.py`` (building and running state files) and ``spark_cases.py``
+(the Spark processor's streams, references and runs).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -59,3 +61,15 @@ def click_stream(tmp_path_factory):
         return made[key]
 
     return make
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """A local Spark session for a test module's queries (skipped without a Java runtime)."""
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java runtime (Spark 4 needs Java 17); .ci/run installs it")
+    from streamcal.spark import local_session
+
+    session = local_session("streamcal-test", **{"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()

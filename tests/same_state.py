@@ -1,6 +1,6 @@
 """Helpers for tests that compare binary calibrators held inside wrappers (multiclass pairs and
 classes, merges): equality of two calibrators' states and maps, bit for bit, and a binary
-calibrator that does not merge."""
+calibrator that does not merge, and merges made while a part learns on another thread."""
 
 from __future__ import annotations
 
@@ -38,3 +38,23 @@ class Counting(base.Classifier):
     @property
     def window_weight(self):
         return float(self.n)
+
+
+def merges_while_learning(learn, merge_once) -> list:
+    """Call ``merge_once()`` again and again while ``learn()`` runs on another thread, the
+    interpreter switching threads every microsecond; return the merges made."""
+    import sys
+    import threading
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        thread = threading.Thread(target=learn)
+        thread.start()
+        merged = []
+        while thread.is_alive():
+            merged.append(merge_once())
+        thread.join()
+    finally:
+        sys.setswitchinterval(old)
+    return merged

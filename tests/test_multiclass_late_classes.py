@@ -18,7 +18,7 @@ from streamcal.merging import merge
 from streamcal.multiclass import PairwiseCouplingCalibrator
 from streamcal.persist import StateFileError, from_bytes, to_bytes
 from streamcal.windows import CountWindow, Decay, TimeWindow
-from tests.same_state import Counting, assert_same_binary
+from tests.same_state import Counting, assert_same_binary, merges_while_learning
 
 WINDOWS = {
     "unbounded": None,
@@ -348,8 +348,6 @@ def test_pairs_whose_calibrator_does_not_merge_are_refused():
 def test_a_merge_while_a_part_learns_on_another_thread_reads_a_consistent_part(rng):
     # the merge copies the first part and reads the second under their locks: each merged
     # calibrator equals the merge of some prefix of the learning part's events, never a torn mix
-    import sys
-    import threading
     import time
 
     xs, ys = late_stream(rng, m=1400)
@@ -366,17 +364,7 @@ def test_a_merge_while_a_part_learns_on_another_thread_reads_a_consistent_part(r
                 if i % 10 == 9:
                     time.sleep(0)  # lets the merging thread in between, as well as within, the calls
 
-        old = sys.getswitchinterval()
-        sys.setswitchinterval(1e-6)
-        try:
-            thread = threading.Thread(target=run)
-            thread.start()
-            merged = []
-            while thread.is_alive():
-                merged.append(merge(busy, other) if busy_first else merge(other, busy))
-            thread.join()
-        finally:
-            sys.setswitchinterval(old)
+        merged = merges_while_learning(run, lambda: merge(busy, other) if busy_first else merge(other, busy))
         assert len(merged) >= 2
         for m in merged[:: max(1, len(merged) // 6)]:
             # with the classes fixed an event feeds the three pairs of its label's class

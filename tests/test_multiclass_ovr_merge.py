@@ -14,7 +14,7 @@ from streamcal.merging import merge
 from streamcal.multiclass import OneVsRestCalibrator
 from streamcal.persist import from_bytes, to_bytes
 from streamcal.windows import CountWindow, Decay, TimeWindow
-from tests.same_state import Counting, assert_same_binary
+from tests.same_state import Counting, assert_same_binary, merges_while_learning
 
 WINDOWS = {"unbounded": None, "count": CountWindow(40), "time": TimeWindow(90.0)}
 GRID = np.linspace(0.0, 1.0, 65)
@@ -236,8 +236,6 @@ def test_decayed_parts_merge_into_the_run_over_both_to_rounding(window, rng):
 def test_a_merge_while_a_part_learns_on_another_thread_reads_a_consistent_part(rng):
     # the merge copies the first part and reads the second under their locks: each merged
     # calibrator is the merge of some prefix of the learning part's events, never a torn mix
-    import sys
-    import threading
     import time
 
     events = calibrated_stream(rng, 2400)
@@ -245,25 +243,13 @@ def test_a_merge_while_a_part_learns_on_another_thread_reads_a_consistent_part(r
     other = learn(OneVsRestCalibrator(**kw), events, slice(2000, None))
     for busy_first in (True, False):
         busy = learn(OneVsRestCalibrator(**kw), events, slice(0, 200))
-        done = threading.Event()
 
         def run(cal=busy):
             for i in range(200, 2000, 10):
                 learn(cal, events, slice(i, i + 10))
                 time.sleep(0)  # lets the merging thread in between, as well as within, the calls
-            done.set()
 
-        old = sys.getswitchinterval()
-        sys.setswitchinterval(1e-6)
-        try:
-            thread = threading.Thread(target=run)
-            thread.start()
-            merged = []
-            while not done.is_set():
-                merged.append(merge(busy, other) if busy_first else merge(other, busy))
-            thread.join()
-        finally:
-            sys.setswitchinterval(old)
+        merged = merges_while_learning(run, lambda: merge(busy, other) if busy_first else merge(other, busy))
         assert len(merged) >= 2
         prefixes = set()
         for m in merged:

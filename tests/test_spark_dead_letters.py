@@ -20,7 +20,7 @@ pytest.importorskip("pyspark", reason="pyspark is not installed (the spark extra
 pytest.importorskip("pyspark.sql.streaming.tws_tester", reason="TwsTester needs pyspark 4.2 or later")
 
 from pyspark.sql.streaming.tws_tester import TwsTester
-from test_spark import _java, assert_equal_to_reference, run_pooled, stream_rows
+from spark_cases import assert_equal_to_reference, run_pooled, stream_rows
 
 from streamcal import KeyedCalibrator, PAVCalibrator
 from streamcal.persist import from_bytes, to_bytes
@@ -380,17 +380,6 @@ def test_key_columns_that_are_not_strings_or_integers_are_refused(kind):
 
 
 # ---------------------------------------------------------------------------- a query, end to end
-@pytest.fixture(scope="module")
-def spark():
-    if not _java():
-        pytest.skip("no Java runtime (Spark 4 needs Java 17); .ci/run installs it")
-    from streamcal.spark import local_session
-
-    session = local_session("streamcal-test", **{"spark.sql.shuffle.partitions": "2"})
-    yield session
-    session.stop()
-
-
 @pytest.mark.slow
 def test_a_query_with_bad_and_late_rows_runs_to_the_end_and_writes_them_as_dead_letters(spark, tmp_path, rng):
     """local[2], a Parquet file source (one file per micro-batch), a ``TimeWindow`` template with a
