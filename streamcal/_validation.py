@@ -506,8 +506,9 @@ def check_scalar(
     if isinstance(value, numbers.Real) and not _is_finite_real(value):
         msg = f"`{name}` must be finite; got {fmt(value)}."
         raise ValueError(msg)
-    too_low = low is not None and (value < low if low_inclusive else value <= low)
-    too_high = high is not None and (value > high if high_inclusive else value >= high)
+    v = float(value) if isinstance(value, np.floating) else value  # a float32 compared with a bound beyond its range
+    too_low = low is not None and (v < low if low_inclusive else v <= low)
+    too_high = high is not None and (v > high if high_inclusive else v >= high)
     if too_low or too_high:
         lo = "-inf" if low is None else low
         hi = "inf" if high is None else high

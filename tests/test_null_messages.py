@@ -91,3 +91,18 @@ def test_numpy_nan_is_still_nan():
         cal.update([0.1, 0.2], np.array([0.0, np.nan]))
     with pytest.raises(ValueError, match=r"`weights` .*; got nan at position 0\."):
         cal.update([0.1, 0.2], [0, 1], weights=[np.nan, 1.0])
+
+
+def test_a_float32_parameter_is_checked_against_its_bounds_without_a_numpy_warning():
+    """A NumPy float32 compared with a bound beyond its range (1e300) overflowed in the cast, with a
+    RuntimeWarning; it is compared as the Python float it holds."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for cls in (streamcal.PAVCalibrator, streamcal.ISplineCalibrator):
+            cal = cls(llr_pseudo_count=np.float32(2.5))
+            assert cal.llr_pseudo_count == 2.5
+            with pytest.raises(ValueError, match=r"`llr_pseudo_count` must be a number in"):
+                cls(llr_pseudo_count=np.float32(0.0))
+        assert streamcal.KeyedOffsetCalibrator(between_key_variance=np.float32(0.5)) is not None
